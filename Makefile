@@ -1,0 +1,31 @@
+# Two commands get a fresh machine (Python 3.11 + pip) from zero to results:
+#   make demo   - install into .venv and run the main job on the shipped example data
+#   make test   - install everything (training extras, test tools, Chromium) and run the test suite
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install install-test lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install -e .
+
+install-test: $(BIN)/python
+	$(BIN)/python -m pip install -e ".[train,test]"
+	bash scripts/install_chromium.sh
+
+demo: install
+	$(BIN)/bayes-grpo demo --out demo_output
+
+test: install-test
+	$(BIN)/python -m pytest -q tests
+
+lint: install-test
+	$(BIN)/ruff check bayes_grpo tests
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache

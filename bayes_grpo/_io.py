@@ -1,0 +1,57 @@
+"""Atomic file writing: every file bayes_grpo writes goes through here.
+
+A file is written to a temporary sibling and moved into place with ``os.replace``,
+so a crash never leaves a half-written file and an existing file is replaced whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success move it onto ``path``.
+
+    Parameters
+    ----------
+    path
+        Destination file.
+    overwrite
+        If False and ``path`` exists, raise ``FileExistsError`` before writing anything.
+    """
+    dest = Path(path)
+    if not overwrite and dest.exists():
+        raise FileExistsError(f"{dest}: already exists; refusing to overwrite it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def write_atomic(path: str | os.PathLike, writer: Callable[[Path], None], *, overwrite: bool = True) -> Path:
+    """Call ``writer(tmp_path)`` and move the result onto ``path`` atomically."""
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        writer(tmp)
+    return Path(path)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool = True) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), overwrite=overwrite)
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
+    """Write ``data`` to ``path`` atomically."""
+    return write_atomic(path, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)

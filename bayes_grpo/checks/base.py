@@ -1,0 +1,112 @@
+"""The check protocol and its result type (in the manner of CausalPy's checks).
+
+A check answers one question about a run set or a posterior ("is the mean trajectory
+invariant in G?", "is this setting stable?", "is this run reward-hacking?") and returns a
+:class:`CheckResult`: a verdict (``passed`` True/False, or None when not assessable), a
+sentence, a table, figures, and JSON-ready numbers. The CLI prints results (``--json``
+uses :meth:`CheckResult.to_dict`), and the HTML report renders them.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class CheckResult:
+    """Outcome of one check.
+
+    Attributes
+    ----------
+    name
+        Short identifier, e.g. ``"g_invariance"``.
+    passed
+        True / False, or None when the inputs do not allow a verdict ("not assessable").
+    summary
+        One or two sentences in words, for people.
+    table
+        Optional table of the numbers behind the verdict.
+    figures
+        ``{title: matplotlib Figure}``.
+    values
+        JSON-ready numbers and strings (the ``--json`` output).
+    """
+
+    name: str
+    passed: bool | None
+    summary: str
+    table: pd.DataFrame | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def assessable(self) -> bool:
+        return self.passed is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (figures omitted; NaN becomes None)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "passed": self.passed,
+            "summary": self.summary,
+            "values": _jsonable(self.values),
+        }
+        if self.table is not None:
+            out["table"] = _jsonable(self.table.reset_index().to_dict(orient="records"))
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def figures_as_png(self, dpi: int = 110) -> dict[str, str]:
+        """``{title: base64 PNG}`` of the figures, for embedding in HTML."""
+        return {title: figure_to_base64(fig, dpi=dpi) for title, fig in self.figures.items()}
+
+
+@runtime_checkable
+class Check(Protocol):
+    """Anything with a ``name`` and a ``run(...)`` returning a :class:`CheckResult`."""
+
+    name: str
+
+    def run(self, *args: Any, **kwargs: Any) -> CheckResult: ...
+
+
+def figure_to_base64(fig: Any, dpi: int = 110) -> str:
+    """Render a matplotlib figure to a base64-encoded PNG string."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy / pandas scalars and NaN to plain JSON values, recursively."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.bool_ | bool):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating | float):
+        value = float(obj)
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(obj, pd.Timestamp):
+        return obj.isoformat()
+    return obj
+
+
+jsonable = _jsonable
+
+__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable"]

@@ -1,0 +1,53 @@
+"""The ``bayes-grpo`` command line: a thin layer over the Python API.
+
+Each area of the toolkit owns one module in this package that defines
+``register(subparsers)``; this module discovers them in name order, so adding a verb
+never touches another verb's file. Every verb that prints results accepts ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from bayes_grpo import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bayes-grpo",
+        description=(
+            "Bayesian closed-form models of GRPO training dynamics: ingest run logs, fit the "
+            "damped-oscillator law, test group-size invariance and stability, predict, "
+            "diagnose and report."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"bayes-grpo {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``bayes-grpo`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

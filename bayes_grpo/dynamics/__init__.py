@@ -1,0 +1,31 @@
+"""The mathematics of the reduced-order GRPO model: small pure functions (NumPy and PyTensor)."""
+
+from bayes_grpo.dynamics.coefficients import (
+    coefficients_from_hyperparameters,
+    damping_ratio,
+    effective_step,
+    gain,
+    natural_frequency,
+    oscillator_coefficients,
+    stationary_variance,
+)
+from bayes_grpo.dynamics.trajectory import (
+    error_trajectory,
+    logistic,
+    reward_trajectory,
+    single_exponential,
+)
+
+__all__ = [
+    "coefficients_from_hyperparameters",
+    "damping_ratio",
+    "effective_step",
+    "error_trajectory",
+    "gain",
+    "logistic",
+    "natural_frequency",
+    "oscillator_coefficients",
+    "reward_trajectory",
+    "single_exponential",
+    "stationary_variance",
+]

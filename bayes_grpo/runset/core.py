@@ -1,0 +1,212 @@
+"""Build, check, save and load run sets (the ``xarray.Dataset`` of DESIGN.md section 5).
+
+Loaders of every log format end in :func:`make_runset`; simulators (the softmax bandit,
+the SDE simulator) and the TRL runner produce their run sets through it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo._io import write_atomic
+from bayes_grpo.runset.schema import (
+    NUMERIC_COORDS,
+    REWARD_VAR,
+    RUN_COORDS,
+    RUN_DIM,
+    SCHEMA_ATTR,
+    SCHEMA_VERSION,
+    STEP_DIM,
+    STRING_COORDS,
+    WARNINGS_ATTR,
+)
+
+
+class RunSetError(ValueError):
+    """A run set (or the logs it is built from) violates the data contract."""
+
+
+def make_runset(
+    curves: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Mapping[str, object]] | None = None,
+    *,
+    warnings: Mapping[str, Sequence[str]] | None = None,
+    attrs: Mapping[str, object] | None = None,
+) -> xr.Dataset:
+    """Assemble per-run metric tables into one run set.
+
+    Parameters
+    ----------
+    curves
+        ``{run_id: frame}``; each frame is indexed by integer optimizer step (unique,
+        increasing) with one float column per metric under canonical names; ``reward``
+        is required. Runs of different lengths are padded with NaN on the union of steps.
+    meta
+        ``{run_id: {coordinate: value}}`` with any of :data:`RUN_COORDS`; missing ones get
+        their fill value (NaN or ""). Unknown keys raise.
+    warnings
+        ``{run_id: [message, ...]}`` from ingestion, kept in the ``bayes_grpo_warnings``
+        attribute.
+    attrs
+        Extra dataset attributes (JSON-serialisable values are stored as JSON strings).
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``(run, step)``; float64 data variables; per-run coordinates.
+    """
+    if not curves:
+        raise RunSetError("no runs to build a run set from")
+    meta = dict(meta or {})
+    run_ids = list(curves)
+    for run_id in run_ids:
+        frame = curves[run_id]
+        if REWARD_VAR not in frame.columns:
+            raise RunSetError(
+                f"run {run_id!r}: no {REWARD_VAR!r} column; metrics found: {sorted(map(str, frame.columns))}"
+            )
+        if not frame.index.is_unique or not frame.index.is_monotonic_increasing:
+            raise RunSetError(f"run {run_id!r}: steps must be unique and increasing")
+    unknown = {k for m in meta.values() for k in m} - set(RUN_COORDS)
+    if unknown:
+        raise RunSetError(f"unknown run coordinates {sorted(unknown)}; known: {list(RUN_COORDS)}")
+
+    steps = np.unique(np.concatenate([np.asarray(curves[r].index, dtype=np.int64) for r in run_ids]))
+    variables: list[str] = [REWARD_VAR]
+    for r in run_ids:
+        for col in curves[r].columns:
+            if col not in variables:
+                variables.append(str(col))
+    data_vars = {}
+    for var in variables:
+        arr = np.full((len(run_ids), len(steps)), np.nan)
+        for i, r in enumerate(run_ids):
+            frame = curves[r]
+            if var in frame.columns:
+                col = pd.to_numeric(frame[var], errors="coerce").astype(float)
+                col = col.replace([np.inf, -np.inf], np.nan)
+                pos = np.searchsorted(steps, np.asarray(frame.index, dtype=np.int64))
+                arr[i, pos] = col.to_numpy()
+        data_vars[var] = ((RUN_DIM, STEP_DIM), arr)
+
+    coords: dict[str, object] = {RUN_DIM: np.array(run_ids, dtype=object), STEP_DIM: steps}
+    for name, fill in RUN_COORDS.items():
+        values = [meta.get(r, {}).get(name, fill) for r in run_ids]
+        if name in STRING_COORDS:
+            coords[name] = (RUN_DIM, np.array(["" if v is None else str(v) for v in values], dtype=object))
+        else:
+            coords[name] = (RUN_DIM, np.array([_as_float(v, name, r) for v, r in zip(values, run_ids)]))
+    ds = xr.Dataset(data_vars, coords=coords)
+    ds.attrs[SCHEMA_ATTR] = SCHEMA_VERSION
+    ds.attrs[WARNINGS_ATTR] = json.dumps({r: list(w) for r, w in (warnings or {}).items() if w})
+    for key, value in (attrs or {}).items():
+        ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
+    validate_runset(ds)
+    return ds
+
+
+def _as_float(value: object, name: str, run_id: str) -> float:
+    if value is None or value == "":
+        return float("nan")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise RunSetError(f"run {run_id!r}: coordinate {name!r} must be numeric, got {value!r}") from None
+
+
+def validate_runset(ds: xr.Dataset) -> xr.Dataset:
+    """Check that ``ds`` follows the data contract; return it unchanged or raise RunSetError."""
+    missing_dims = {RUN_DIM, STEP_DIM} - set(ds.dims)
+    if missing_dims:
+        raise RunSetError(f"run set lacks dims {sorted(missing_dims)}; has {list(ds.dims)}")
+    if REWARD_VAR not in ds.data_vars:
+        raise RunSetError(f"run set lacks the {REWARD_VAR!r} variable; has {list(ds.data_vars)}")
+    missing = [c for c in RUN_COORDS if c not in ds.coords]
+    if missing:
+        raise RunSetError(f"run set lacks run coordinates {missing}")
+    run_ids = [str(r) for r in ds[RUN_DIM].values]
+    dupes = sorted({r for r in run_ids if run_ids.count(r) > 1})
+    if dupes:
+        raise RunSetError(f"run set has duplicate run ids: {dupes}")
+    return ds
+
+
+def runset_warnings(ds: xr.Dataset) -> dict[str, list[str]]:
+    """Per-run ingestion warnings stored in the run set."""
+    raw = ds.attrs.get(WARNINGS_ATTR, "{}")
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+    """Write a run set to netCDF (h5netcdf engine), atomically."""
+    validate_runset(ds)
+    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
+
+
+def load_runset(path: str | os.PathLike) -> xr.Dataset:
+    """Read a run set written by :func:`save_runset` (fully loaded into memory, file closed)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such run-set file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except OSError as exc:
+        raise RunSetError(f"{path}: not a readable netCDF run set ({exc})") from exc
+    for name in STRING_COORDS:
+        if name in ds.coords:
+            ds = ds.assign_coords({name: (RUN_DIM, ds[name].values.astype(object))})
+    ds = ds.assign_coords({RUN_DIM: ds[RUN_DIM].values.astype(object)})
+    try:
+        return validate_runset(ds)
+    except RunSetError as exc:
+        raise RunSetError(f"{path}: {exc}") from exc
+
+
+def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
+    """Stack run sets along ``run`` (union of steps and variables; run ids must be unique)."""
+    merged = xr.concat(list(runsets), dim=RUN_DIM, join="outer", data_vars="all", coords="different", compat="equals", combine_attrs="drop_conflicts")
+    warnings: dict[str, list[str]] = {}
+    for ds in runsets:
+        warnings.update(runset_warnings(ds))
+    merged.attrs[WARNINGS_ATTR] = json.dumps(warnings)
+    return validate_runset(merged)
+
+
+def run_frame(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
+    """One run's metrics as a DataFrame indexed by step, rows with no reward dropped."""
+    sub = ds.sel({RUN_DIM: run_id})
+    frame = pd.DataFrame({v: sub[v].values for v in ds.data_vars if sub[v].dims == (STEP_DIM,)}, index=ds[STEP_DIM].values)
+    frame.index.name = STEP_DIM
+    return frame.dropna(subset=[REWARD_VAR])
+
+
+def run_coords(ds: xr.Dataset, run_id: str) -> dict[str, object]:
+    """One run's coordinates (NaN for unknown numeric, "" for unknown string)."""
+    sub = ds.sel({RUN_DIM: run_id})
+    out: dict[str, object] = {}
+    for name in RUN_COORDS:
+        value = sub[name].values.item()
+        out[name] = str(value) if name in STRING_COORDS else float(value)
+    return out
+
+
+__all__ = [
+    "RunSetError",
+    "make_runset",
+    "validate_runset",
+    "runset_warnings",
+    "save_runset",
+    "load_runset",
+    "concat_runsets",
+    "run_frame",
+    "run_coords",
+    "NUMERIC_COORDS",
+]

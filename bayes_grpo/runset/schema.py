@@ -1,0 +1,51 @@
+"""The run-set data contract (DESIGN.md section 5): dimension, coordinate and attribute names.
+
+A run set is a plain ``xarray.Dataset`` with dims ``run`` and ``step`` (optimizer step),
+one coordinate per run for each name in :data:`RUN_COORDS`, and data variables
+``reward`` plus every other numeric metric the logs had, under canonical names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayes_grpo.constants import RUN_DIM, STEP_DIM
+
+#: Per-run coordinates and their fill value when unknown. Numeric ones are float64 (NaN when
+#: unknown, since netCDF integers cannot hold a missing value); string ones are "" when unknown.
+RUN_COORDS: dict[str, object] = {
+    "model": "",  # model name (Hub id or local label)
+    "model_size": np.nan,  # number of parameters
+    "group_size": np.nan,  # G, completions per prompt
+    "learning_rate": np.nan,  # eta (peak learning rate)
+    "momentum": np.nan,  # mu: heavy-ball momentum or Adam beta1
+    "momentum_convention": "",  # "heavy_ball" or "ema"
+    "k_ref": np.nan,  # off-policy lag: optimizer steps that reuse one rollout / refresh interval
+    "beta": np.nan,  # KL weight
+    "seed": np.nan,  # random seed
+    "source": "",  # where the run came from (format:path)
+}
+
+STRING_COORDS: tuple[str, ...] = tuple(k for k, v in RUN_COORDS.items() if isinstance(v, str))
+NUMERIC_COORDS: tuple[str, ...] = tuple(k for k in RUN_COORDS if k not in STRING_COORDS)
+
+#: The data variable holding the training reward curve.
+REWARD_VAR: str = "reward"
+
+#: Dataset attribute holding per-run ingestion warnings, as JSON ``{run_id: [message, ...]}``.
+WARNINGS_ATTR: str = "bayes_grpo_warnings"
+#: Dataset attribute holding the schema version.
+SCHEMA_ATTR: str = "bayes_grpo_runset_schema"
+SCHEMA_VERSION: str = "1"
+
+__all__ = [
+    "RUN_DIM",
+    "STEP_DIM",
+    "RUN_COORDS",
+    "STRING_COORDS",
+    "NUMERIC_COORDS",
+    "REWARD_VAR",
+    "WARNINGS_ATTR",
+    "SCHEMA_ATTR",
+    "SCHEMA_VERSION",
+]
