@@ -1,0 +1,139 @@
+"""Build the self-contained HTML report from a fitted model and the results of the later stages.
+
+The report is one HTML file (images embedded as PNG data URIs, no network) rendered from
+the single Jinja2 template ``templates/report.html``. Sections are always present in a
+fixed order; one whose inputs are absent says so.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bayes_grpo import __version__
+from bayes_grpo._io import write_text_atomic
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import HDI_PROB
+from bayes_grpo.report import model_sections
+from bayes_grpo.report.sections import Section, checks_section, iter_results, overview_section
+
+#: Section keys in report order.
+SECTION_KEYS: tuple[str, ...] = (
+    "overview",
+    "fit",
+    "convergence",
+    "posteriors",
+    "invariance",
+    "stability",
+    "predictions",
+    "diagnostics",
+    "comparison",
+)
+
+
+def build_sections(
+    *,
+    model: Any | None = None,
+    runset: Any | None = None,
+    invariance: CheckResult | Sequence[CheckResult] | None = None,
+    stability: CheckResult | Sequence[CheckResult] | None = None,
+    predictions: CheckResult | Sequence[CheckResult] | None = None,
+    diagnostics: CheckResult | Sequence[CheckResult] | dict | None = None,
+    comparison: CheckResult | Sequence[CheckResult] | None = None,
+) -> list[Section]:
+    """All report sections, in :data:`SECTION_KEYS` order.
+
+    Parameters
+    ----------
+    model
+        A fitted ``bayes_grpo.model.GRPODynamicsModel`` (fit, convergence and posterior
+        sections); its fitted run set is used for the overview when ``runset`` is None.
+    runset
+        The run set (data overview).
+    invariance, stability, predictions, diagnostics, comparison
+        Check results from :mod:`bayes_grpo.checks`, :mod:`bayes_grpo.predict` and
+        :mod:`bayes_grpo.diagnostics` (predictions include forecasts).
+    """
+    if runset is None and model is not None:
+        runset = getattr(model, "runset", None)
+    sections = [overview_section(runset)]
+    sections += model_sections.model_sections(model)
+    sections.append(
+        checks_section(
+            "invariance",
+            "Group-size invariance",
+            list(iter_results(invariance)),
+            intro="H0: within a model the mean trajectory is the same for every G and only the noise scales as D/G; "
+            "H1: it differs by G. Bayes factors by two independent methods, prior sensitivity and the noise exponent alpha.",
+            missing="no invariance test was run (bayes-grpo invariance, or bayes_grpo.checks.invariance).",
+        )
+    )
+    sections.append(
+        checks_section(
+            "stability",
+            "Stability phase diagram",
+            list(iter_results(stability)),
+            intro="Posterior probability of instability (closed form: C_eff < 0; exact: spectral radius of the "
+            "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref).",
+            missing="no stability analysis was given (bayes-grpo phase-diagram, or bayes_grpo.checks.stability).",
+        )
+    )
+    sections.append(
+        checks_section(
+            "predictions",
+            "Predictions and forecasts",
+            list(iter_results(predictions)),
+            intro="Posterior predictive trajectories for new hyperparameters and forecasts of runs in progress.",
+            missing="no prediction or forecast was made (bayes-grpo predict / forecast).",
+        )
+    )
+    sections.append(
+        checks_section(
+            "diagnostics",
+            "Failure-mode diagnostics",
+            list(iter_results(diagnostics)),
+            intro="Reward hacking (train-eval decoupling), advantage degeneracy, policy concentration and dynamical "
+            "instability, per run, from the logged side quantities.",
+            missing="no diagnostics were run (bayes-grpo diagnose).",
+        )
+    )
+    sections.append(
+        checks_section(
+            "comparison",
+            "Law comparison",
+            list(iter_results(comparison)),
+            intro="The three-phase oscillator against the single exponential (overdamped limit) and the logistic law.",
+            missing="no law comparison was run (bayes-grpo compare).",
+        )
+    )
+    assert [s.key for s in sections] == list(SECTION_KEYS)
+    return sections
+
+
+def render_html(sections: Sequence[Section], *, title: str = "bayes_grpo report", subtitle: str = "") -> str:
+    """Render sections with the package's Jinja2 template (autoescaped)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bayes_grpo.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    template = env.get_template("report.html")
+    return template.render(
+        title=title,
+        subtitle=subtitle,
+        sections=list(sections),
+        version=__version__,
+        generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        hdi_prob=HDI_PROB,
+    )
+
+
+def write_report(path: str | os.PathLike, *, title: str = "bayes_grpo report", subtitle: str = "", **results: Any) -> Path:
+    """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically."""
+    sections = build_sections(**results)
+    return write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle))

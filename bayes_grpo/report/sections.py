@@ -1,0 +1,196 @@
+"""Report sections: small builders that turn results into titled blocks of text, tables and images.
+
+Every section exists in every report; a section whose inputs are absent says why instead of
+vanishing (``available=False`` with ``absent_reason``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult, figure_to_base64
+
+
+@dataclass
+class Block:
+    """One piece of a section: ``kind`` in {"text", "heading", "table", "image", "check"}."""
+
+    kind: str
+    content: Any
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    intro: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    available: bool = True
+    absent_reason: str = ""
+
+    def text(self, content: str) -> Section:
+        self.blocks.append(Block("text", content))
+        return self
+
+    def heading(self, content: str) -> Section:
+        self.blocks.append(Block("heading", content))
+        return self
+
+    def table(self, frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}") -> Section:
+        self.blocks.append(Block("table", table_html(frame, index=index, float_format=float_format)))
+        return self
+
+    def figure(self, fig: Any, caption: str) -> Section:
+        import matplotlib.pyplot as plt
+
+        self.blocks.append(Block("image", figure_to_base64(fig), caption))
+        plt.close(fig)
+        return self
+
+    def check(self, result: CheckResult) -> Section:
+        self.blocks.append(Block("check", render_check(result)))
+        return self
+
+
+def absent(key: str, title: str, reason: str, intro: str = "") -> Section:
+    """A section whose inputs are missing: it stays in the report and says why."""
+    return Section(key=key, title=title, intro=intro, available=False, absent_reason=reason)
+
+
+def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}") -> str:
+    """HTML table with the report's CSS class (values escaped by pandas)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float | np.floating):
+            return "" if np.isnan(v) else float_format.format(v)
+        return str(v)
+
+    return frame.to_html(classes="data", index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
+
+
+@dataclass
+class RenderedCheck:
+    name: str
+    title: str
+    badge: str
+    badge_class: str
+    summary: str
+    table_html: str
+    images: list[tuple[str, str]]
+
+
+def render_check(result: CheckResult) -> RenderedCheck:
+    """Turn a CheckResult into what the template shows (figures rendered to PNG and closed)."""
+    import matplotlib.pyplot as plt
+
+    if result.passed is None:
+        badge, cls = "not assessable", "na"
+    elif result.passed:
+        badge, cls = "pass", "pass"
+    else:
+        badge, cls = "flagged", "fail"
+    badge = str(result.values.get("badge", badge))
+    images = []
+    for caption, fig in result.figures.items():
+        images.append((caption, figure_to_base64(fig)))
+        plt.close(fig)
+    table = table_html(result.table) if result.table is not None and len(result.table) else ""
+    title = str(result.values.get("title", result.name.replace("_", " ")))
+    return RenderedCheck(result.name, title, badge, cls, result.summary, table, images)
+
+
+def checks_section(key: str, title: str, results: Sequence[CheckResult] | None, *, intro: str, missing: str) -> Section:
+    """A section made of check results, or an absent section naming what is missing."""
+    if not results:
+        return absent(key, title, missing, intro)
+    section = Section(key=key, title=title, intro=intro)
+    for result in results:
+        section.check(result)
+    return section
+
+
+def overview_section(runset: Any | None) -> Section:
+    """Data overview: one row per run and the reward curves per model and group size."""
+    key, title = "overview", "Data overview"
+    intro = "All runs in the fitted run set, grouped by model and group size G."
+    if runset is None:
+        return absent(key, title, "no run set was given.", intro)
+    from bayes_grpo.runset.core import run_coords, run_frame
+
+    rows = []
+    for run_id in [str(r) for r in runset["run"].values]:
+        frame = run_frame(runset, run_id)
+        coords = run_coords(runset, run_id)
+        reward = frame["reward"].to_numpy()
+        rows.append(
+            {
+                "run": run_id,
+                "model": coords["model"],
+                "G": coords["group_size"],
+                "steps": int(len(frame)),
+                "first step": int(frame.index.min()) if len(frame) else np.nan,
+                "last step": int(frame.index.max()) if len(frame) else np.nan,
+                "reward first": float(reward[0]) if len(reward) else np.nan,
+                "reward last": float(reward[-1]) if len(reward) else np.nan,
+                "lr": coords["learning_rate"],
+                "momentum": coords["momentum"],
+                "k_ref": coords["k_ref"],
+                "beta": coords["beta"],
+                "seed": coords["seed"],
+            }
+        )
+    summary = pd.DataFrame(rows).set_index("run")
+    section = Section(key=key, title=title, intro=intro)
+    section.text(f"{len(summary)} runs, {summary['model'].nunique()} model(s), group sizes {sorted(set(summary['G'].dropna().astype(int)))}.")
+    section.table(summary)
+    section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
+    return section
+
+
+def _curves_figure(runset: Any, summary: pd.DataFrame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(summary.groupby(["model", "G"], dropna=False).groups.items())
+    n = max(len(groups), 1)
+    ncols = min(3, n)
+    nrows = int(np.ceil(n / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
+    for ax, ((model, g), run_ids) in zip(axes.flat, groups):
+        for run_id in run_ids:
+            y = runset["reward"].sel(run=run_id)
+            ax.plot(runset["step"].values, y.values, lw=0.8, alpha=0.8, label=str(run_id))
+        ax.set_title(f"{model or '(model unknown)'}  G={'?' if pd.isna(g) else int(g)}", fontsize=9)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("reward")
+        if len(run_ids) <= 6:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def iter_results(obj: Any) -> Iterable[CheckResult]:
+    """Flatten a CheckResult, a list of them, or a dict of them."""
+    if obj is None:
+        return []
+    if isinstance(obj, CheckResult):
+        return [obj]
+    if isinstance(obj, dict):
+        out: list[CheckResult] = []
+        for v in obj.values():
+            out.extend(iter_results(v))
+        return out
+    out = []
+    for v in obj:
+        out.extend(iter_results(v))
+    return out

@@ -1,0 +1,85 @@
+"""The HTML report: every section present, absent inputs said, images embedded, renders in a browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.report import SECTION_KEYS, build_sections, render_html, write_report
+from bayes_grpo.runset import make_runset
+
+
+def _runset():
+    steps = np.arange(1, 41)
+    curves, meta = {}, {}
+    for i, g in enumerate([4, 4, 16]):
+        r = 0.8 - 0.7 * np.exp(-steps / 10.0) + 0.01 * np.sin(steps + i)
+        curves[f"run{i}"] = pd.DataFrame({"reward": r}, index=steps)
+        meta[f"run{i}"] = {"model": "tiny", "group_size": g, "learning_rate": 1e-3, "seed": i}
+    return make_runset(curves, meta)
+
+
+def _check(name, passed):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    return CheckResult(name, passed, f"summary of {name} <b>escaped</b>", table=pd.DataFrame({"x": [1.0, np.nan]}), figures={f"{name} figure": fig})
+
+
+def test_every_section_is_present_and_absent_inputs_say_so():
+    sections = build_sections(runset=_runset(), diagnostics=[_check("advantage_degeneracy", False), _check("instability", None)])
+    assert [s.key for s in sections] == list(SECTION_KEYS)
+    available = {s.key: s.available for s in sections}
+    assert available["overview"] and available["diagnostics"]
+    assert not available["fit"] and not available["invariance"]
+    html = render_html(sections)
+    for key in SECTION_KEYS:
+        assert f'data-section="{key}"' in html
+    assert html.count("Not in this report:") == sum(not v for v in available.values())
+    assert "&lt;b&gt;escaped&lt;/b&gt;" in html  # user text is escaped, not injected
+    assert "not assessable" in html and "flagged" in html
+    assert "http://" not in html and "https://" not in html  # self-contained: nothing fetched
+
+
+def test_report_is_written_atomically_with_embedded_images(tmp_path):
+    path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[_check("d", True)])
+    html = path.read_text()
+    assert len(re.findall(r'src="data:image/png;base64,', html)) == 2
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def open_in_chromium(html_path, screenshot_path):
+    """Load the report in headless Chromium; return the DOM after load scripts ran."""
+    exe = _chromium()
+    common = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=5000"]
+    dom = subprocess.run(common + ["--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    subprocess.run(common + [f"--screenshot={screenshot_path}", "--window-size=1280,3000", html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    return dom
+
+
+@pytest.mark.browser
+def test_report_renders_every_section_and_image_in_headless_chromium(tmp_path):
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[_check("d", True), _check("e", False)])
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    total = int(re.search(r'data-images-total="(\d+)"', dom).group(1))
+    rendered = int(re.search(r'data-images-rendered="(\d+)"', dom).group(1))
+    assert total == 3 and rendered == total
+    assert 'data-rendered="no"' not in dom
+    for key in SECTION_KEYS:
+        assert f'data-section="{key}"' in dom
+    assert (tmp_path / "report.png").stat().st_size > 10_000
