@@ -1,0 +1,358 @@
+"""Metric and hyperparameter names: from what the logs call them to the run set's canonical names.
+
+Every loader hands its metrics over under their *source* names (``train/reward``,
+``critic/score/mean``, ``rewards/accuracy_reward/mean``, ``eval_reward`` ...). This module
+turns them into the run set's canonical variable names with one documented table
+(:data:`METRIC_ALIASES`), keeps every metric it does not know under a sanitised version of
+its own name (never dropped), and chooses which metric is *the* reward by the rule in
+:func:`choose_reward`.
+
+Canonical metric names (what downstream code may rely on)
+---------------------------------------------------------
+=========================  ==================================================================
+canonical                  source names (first match wins when a log has several)
+=========================  ==================================================================
+``reward``                 ``reward`` (TRL), ``train/reward`` (wandb/TensorBoard), ``train_reward``,
+                           ``critic/score/mean`` (verl), ``rollout/reward``, ``mean_reward``
+``reward_std``             ``reward_std`` (TRL), ``critic/score/std``
+``frac_reward_zero_std``   ``frac_reward_zero_std`` (TRL)
+``kl``                     ``kl`` (TRL), ``actor/kl_loss`` (verl), ``reference_kl``, ``approx_kl``
+``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl), ``token_entropy``
+``grad_norm``              ``grad_norm`` (TRL), ``actor/grad_norm`` (verl)
+``clip_ratio``             ``clip_ratio/region_mean`` (TRL >= 0.20), ``clip_ratio`` (older TRL),
+                           ``actor/pg_clipfrac`` (verl), ``clip_fraction``
+``loss``                   ``loss`` (TRL), ``actor/pg_loss`` (verl)
+``lr``                     ``learning_rate`` (the logged schedule; ``learning_rate`` itself is the
+                           run coordinate holding the peak value), ``actor/lr`` (verl), ``lr``
+``completion_length``      ``completions/mean_length`` (TRL), ``completion_length`` (older TRL),
+                           ``response_length/mean`` (verl)
+``epoch``                  ``epoch``
+``eval_<name>``            any of the above (or any other metric) logged for evaluation:
+                           ``eval_*`` (HF Trainer), ``eval/*``, ``val/*``, ``val-core/*``,
+                           ``validation/*``, ``test/*``
+=========================  ==================================================================
+
+The training prefixes ``train/`` and ``training/`` are removed before matching. Any other
+metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
+(``clip_ratio/low_mean`` -> ``clip_ratio_low_mean``, ``rewards/format/mean`` ->
+``rewards_format_mean``). A name that would collide with a dimension or run coordinate
+(``step``, ``model``, ``beta`` ...) gets the suffix ``_logged``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bayes_grpo.runset.schema import REWARD_VAR, RUN_COORDS, RUN_DIM, STEP_DIM
+
+#: Canonical metric name -> source names, in priority order (first present wins).
+METRIC_ALIASES: dict[str, tuple[str, ...]] = {
+    REWARD_VAR: ("reward", "train_reward", "critic/score/mean", "rollout/reward", "mean_reward"),
+    "reward_std": ("reward_std", "critic/score/std"),
+    "frac_reward_zero_std": ("frac_reward_zero_std",),
+    "kl": ("kl", "actor/kl_loss", "reference_kl", "approx_kl"),
+    "entropy": ("entropy", "actor/entropy", "token_entropy"),
+    "grad_norm": ("grad_norm", "actor/grad_norm"),
+    "clip_ratio": ("clip_ratio/region_mean", "clip_ratio", "actor/pg_clipfrac", "clip_fraction"),
+    "loss": ("loss", "actor/pg_loss"),
+    "lr": ("learning_rate", "actor/lr", "lr"),
+    "completion_length": ("completions/mean_length", "completion_length", "response_length/mean"),
+    "epoch": ("epoch",),
+}
+
+#: Prefixes that mark a training metric (removed before matching).
+TRAIN_PREFIXES: tuple[str, ...] = ("train/", "training/")
+#: Prefixes that mark an evaluation metric (the canonical name becomes ``eval_<rest>``).
+EVAL_PREFIXES: tuple[str, ...] = (
+    "eval_",
+    "eval/",
+    "evaluation/",
+    "val/",
+    "val-core/",
+    "val-aux/",
+    "val_",
+    "validation/",
+    "test/",
+)
+#: Prefix of canonical evaluation variables.
+EVAL_PREFIX: str = "eval_"
+
+#: Names that end-of-run summaries use (HF Trainer's last log entry); not per-step metrics.
+SUMMARY_KEYS: frozenset[str] = frozenset(
+    {
+        "train_runtime",
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "total_flos",
+        "train_loss",
+    }
+)
+
+#: Suffix given to a metric whose name collides with a dimension or run coordinate.
+COLLISION_SUFFIX: str = "_logged"
+
+_RESERVED = frozenset(RUN_COORDS) | {RUN_DIM, STEP_DIM}
+_UNSAFE = re.compile(r"[^0-9A-Za-z_]+")
+_SOURCE_TO_CANONICAL: dict[str, str] = {
+    src: canon for canon, sources in METRIC_ALIASES.items() for src in sources
+}
+_PRIORITY: dict[str, int] = {src: i for sources in METRIC_ALIASES.values() for i, src in enumerate(sources)}
+
+# Per-reward-function means logged by TRL (``rewards/<func>/mean``; older TRL: ``rewards/<func>``).
+_REWARD_FUNC = re.compile(r"^rewards/(?P<func>[^/]+)(?:/mean)?$")
+_REWARD_FUNC_STD = re.compile(r"^rewards/[^/]+/std$")
+# Accuracy-like training metrics (third step of the reward rule), in priority order.
+_ACCURACY_LIKE: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(^|[/_])(score|scores)(/mean)?$"),
+    re.compile(r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)(/mean)?$"),
+    re.compile(r"(^|[/_])(rewards?)(/mean)?$"),
+)
+
+
+def sanitise(name: str) -> str:
+    """A netCDF-safe variable name: characters outside ``[A-Za-z0-9_]`` become ``_``.
+
+    >>> sanitise("clip_ratio/low_mean")
+    'clip_ratio_low_mean'
+    """
+    out = _UNSAFE.sub("_", str(name)).strip("_")
+    if not out:
+        out = "metric"
+    if out[0].isdigit():
+        out = f"m_{out}"
+    return out
+
+
+def split_eval(source: str) -> tuple[bool, str]:
+    """``(is_eval, rest)``: whether ``source`` is an evaluation metric, and its name without the prefix."""
+    for prefix in EVAL_PREFIXES:
+        if source.startswith(prefix) and len(source) > len(prefix):
+            return True, source[len(prefix) :]
+    for prefix in TRAIN_PREFIXES:
+        if source.startswith(prefix) and len(source) > len(prefix):
+            return False, source[len(prefix) :]
+    return False, source
+
+
+def canonical_name(source: str) -> str:
+    """The canonical run-set variable name of one source metric name (see the module table).
+
+    >>> canonical_name("train/reward"), canonical_name("eval_reward"), canonical_name("critic/score/mean")
+    ('reward', 'eval_reward', 'reward')
+    >>> canonical_name("train/rewards/format_reward/mean")
+    'rewards_format_reward_mean'
+    """
+    is_eval, rest = split_eval(str(source))
+    base = _SOURCE_TO_CANONICAL.get(rest, sanitise(rest))
+    if is_eval:
+        return EVAL_PREFIX + base
+    if base in _RESERVED:
+        base += COLLISION_SUFFIX
+    return base
+
+
+@dataclass(frozen=True)
+class NameMapping:
+    """How one run's source metric names map to run-set variables.
+
+    Attributes
+    ----------
+    columns
+        ``{source name: canonical variable}`` for every numeric source metric.
+    reward_source
+        The source name chosen as the reward.
+    reward_rule
+        Which step of the rule chose it (``"reward_key"``, ``"reward"``, ``"single rewards/*/mean"``,
+        ``"accuracy-like"``, ``"evaluation fallback"``).
+    notes
+        Human-readable notes (renamings forced by collisions, a fallback to an evaluation metric).
+    """
+
+    columns: dict[str, str]
+    reward_source: str
+    reward_rule: str
+    notes: tuple[str, ...] = ()
+
+
+class NoRewardError(ValueError):
+    """No metric of a run can serve as the reward (the message lists the metrics found)."""
+
+
+def choose_reward(sources: Sequence[str], reward_key: str | None = None) -> tuple[str, str, list[str]]:
+    """Choose which source metric is the reward curve.
+
+    The rule, in order:
+
+    1. ``reward_key`` if given: a source name, or the canonical name of one (``train/reward`` and
+       ``reward`` both select the TRL reward).
+    2. The total reward under a known name (``reward``, ``train/reward``, ``train_reward``,
+       ``critic/score/mean`` ...; :data:`METRIC_ALIASES` ``["reward"]``, first present wins).
+    3. The single per-function reward ``rewards/<func>/mean`` (or ``rewards/<func>``), when the log
+       has exactly one reward function.
+    4. An accuracy-like training metric (``score``, ``accuracy``, ``acc``, ``success_rate``,
+       ``pass_rate`` ... then other names ending in ``reward``), when exactly one matches at the
+       highest-priority pattern that matches at all.
+    5. An evaluation reward or accuracy (``eval_reward``, ``eval/accuracy`` ...) chosen by steps 2-4
+       among evaluation metrics, with a note saying so: a curve of held-out accuracy follows the
+       same law but is not the training reward.
+
+    Parameters
+    ----------
+    sources
+        Source metric names of one run (numeric ones).
+    reward_key
+        Optional override.
+
+    Returns
+    -------
+    (source, rule, notes)
+
+    Raises
+    ------
+    NoRewardError
+        When nothing qualifies, or when the choice is ambiguous; the message lists the metrics found.
+    """
+    sources = [str(s) for s in sources]
+    found = f"metrics found: {sorted(sources)}"
+    if reward_key is not None:
+        if reward_key in sources:
+            return reward_key, "reward_key", []
+        matches = [s for s in sources if canonical_name(s) == reward_key]
+        if len(matches) == 1:
+            return matches[0], "reward_key", []
+        if len(matches) > 1:
+            raise NoRewardError(f"reward key {reward_key!r} matches several metrics {matches}; give the exact one")
+        raise NoRewardError(f"reward key {reward_key!r} not in the log; {found}")
+
+    train = [s for s in sources if not split_eval(s)[0]]
+    evals = [s for s in sources if split_eval(s)[0]]
+    pick = _choose_among(train, strip=lambda s: split_eval(s)[1])
+    if pick is not None:
+        return pick[0], pick[1], []
+    pick = _choose_among(evals, strip=lambda s: split_eval(s)[1])
+    if pick is not None:
+        note = (
+            f"no training reward in the log; using the evaluation metric {pick[0]!r} as the reward "
+            "curve (held-out accuracy, not the training reward)"
+        )
+        return pick[0], f"evaluation fallback ({pick[1]})", [note]
+    raise NoRewardError(f"no reward metric (training or evaluation); {found}; choose one with reward_key")
+
+
+def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
+    """Steps 2-4 of :func:`choose_reward` on one pool of names (raises when ambiguous)."""
+    bare = {s: strip(s) for s in sources}
+    # 2. the total reward under a known name
+    totals = [s for s, b in bare.items() if _SOURCE_TO_CANONICAL.get(b) == REWARD_VAR]
+    if totals:
+        return min(totals, key=lambda s: _PRIORITY[bare[s]]), "reward"
+    # 3. the single per-function reward
+    funcs = [s for s, b in bare.items() if _REWARD_FUNC.match(b) and not _REWARD_FUNC_STD.match(b)]
+    if len(funcs) == 1:
+        return funcs[0], "single rewards/*/mean"
+    if len(funcs) > 1:
+        raise NoRewardError(
+            f"several reward functions {sorted(funcs)} and no total reward; choose one with reward_key"
+        )
+    # 4. accuracy-like names
+    for pattern in _ACCURACY_LIKE:
+        hits = [s for s, b in bare.items() if pattern.search(b) and not b.endswith(("/std", "_std"))]
+        if len(hits) == 1:
+            return hits[0], "accuracy-like"
+        if len(hits) > 1:
+            raise NoRewardError(f"several reward-like metrics {sorted(hits)}; choose one with reward_key")
+    return None
+
+
+def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapping:
+    """Map one run's source metric names to run-set variables and choose its reward.
+
+    Two source names that land on the same canonical name (``reward`` and ``train/reward`` in one
+    log) are both kept: the higher-priority one under the canonical name, the other under its
+    sanitised own name, with a note.
+    """
+    sources = list(dict.fromkeys(str(s) for s in sources))
+    reward_source, rule, notes = choose_reward(sources, reward_key)
+    notes = list(notes)
+    columns: dict[str, str] = {reward_source: REWARD_VAR}
+    taken = {REWARD_VAR}
+
+    def rank(s: str) -> tuple[int, int]:
+        return (_PRIORITY.get(split_eval(s)[1], 99), sources.index(s))
+
+    for src in sorted((s for s in sources if s != reward_source), key=rank):
+        name = canonical_name(src)
+        if name in taken:
+            alt = sanitise(src)
+            if alt in _RESERVED:
+                alt += COLLISION_SUFFIX
+            i = 2
+            while alt in taken:
+                alt = f"{sanitise(src)}_{i}"
+                i += 1
+            notes.append(f"metric {src!r} kept as {alt!r} ({name!r} was taken)")
+            name = alt
+        columns[src] = name
+        taken.add(name)
+    ordered = {s: columns[s] for s in sources}
+    return NameMapping(ordered, reward_source, rule, tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------------
+# Hyperparameters: source keys in configs (TRL GRPOConfig, HF TrainingArguments, verl, custom
+# scripts, the project's runner metadata) -> run coordinates.
+# ---------------------------------------------------------------------------------------------
+
+#: Run coordinate -> config keys that carry it (matched on the last dotted component of a
+#: flattened config, case-insensitively), in priority order.
+HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
+    "model": ("model", "model_name_or_path", "model_name", "base_model", "model_id", "model_path", "_name_or_path"),
+    "model_size": ("model_size", "num_parameters", "n_params", "num_params"),
+    "group_size": ("group_size", "num_generations", "n_samples_per_prompt", "num_samples_per_prompt", "rollout.n"),
+    "learning_rate": ("learning_rate", "lr", "optim.lr"),
+    "momentum": ("momentum",),
+    "momentum_convention": ("momentum_convention",),
+    "k_ref": ("k_ref", "off_policy_lag", "optimizer_updates_per_rollout_batch"),
+    "beta": ("beta", "kl_coef", "kl_beta", "init_kl_coef", "kl_loss_coef", "kl_penalty_coef"),
+    "seed": ("seed",),
+}
+
+
+def hyperparameter_key(coord: str, config: Mapping[str, object]) -> str | None:
+    """The key of ``config`` (flattened, dotted) that carries run coordinate ``coord``, if any."""
+    lowered = {str(k).lower(): str(k) for k in config}
+    for alias in HYPERPARAMETER_ALIASES.get(coord, ()):
+        if alias in lowered:
+            return lowered[alias]
+        for low, key in lowered.items():
+            if low.endswith("." + alias):
+                return key
+    return None
+
+
+def mapping_table() -> list[dict[str, str]]:
+    """The metric mapping as rows ``{"canonical", "sources"}`` (for docs and ``--help``)."""
+    rows = [{"canonical": c, "sources": ", ".join(s)} for c, s in METRIC_ALIASES.items()]
+    rows.append({"canonical": "eval_<name>", "sources": ", ".join(p + "*" for p in EVAL_PREFIXES)})
+    return rows
+
+
+__all__ = [
+    "METRIC_ALIASES",
+    "HYPERPARAMETER_ALIASES",
+    "EVAL_PREFIXES",
+    "TRAIN_PREFIXES",
+    "EVAL_PREFIX",
+    "SUMMARY_KEYS",
+    "NameMapping",
+    "NoRewardError",
+    "sanitise",
+    "split_eval",
+    "canonical_name",
+    "choose_reward",
+    "map_names",
+    "hyperparameter_key",
+    "mapping_table",
+]
