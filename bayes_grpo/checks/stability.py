@@ -1,0 +1,623 @@
+"""Stability with uncertainty: posterior probabilities of instability and oscillation.
+
+For a hyperparameter setting ``(learning_rate, momentum, momentum_convention, k_ref)``
+and a fitted posterior, every posterior draw of the curvature gives a gain
+``a = eta_eff K`` and so a whole oscillator; averaging indicator functions over the
+draws gives posterior probabilities:
+
+* ``P(unstable, closed form)`` = ``P(C_eff <= 0)`` with ``C_eff = (1 - mu) - a L``
+  (the paper's threshold, exact at ``L = 1``, conservative beyond);
+* ``P(unstable, exact)`` = ``P(spectral radius >= 1)`` of the discrete lagged
+  heavy-ball recursion (:mod:`bayes_grpo.dynamics.stability`);
+* ``P(oscillatory)`` = ``P(0 < zeta < 1)``: stable under the closed form and
+  underdamped (``C_eff^2 < 4 M_eff K_eff``), the continuum model's oscillatory regime;
+* the posterior of ``zeta`` and of the critical ``K_ref`` (the first integer lag at
+  which the setting stops being stable, by each criterion).
+
+A check *passes* (the setting is called stable) when ``P(unstable, exact) <= 1 -
+HDI_PROB`` (i.e. stable with posterior probability at least 0.9), fails when
+``P(unstable, exact) >= HDI_PROB``, and is not assessable in between.
+
+The phase diagram evaluates the same probabilities on a grid of ``(learning_rate,
+k_ref)``: for a fixed lag the exact stable set in ``a`` is the interval ``(0, a*(mu,
+L))`` (:func:`bayes_grpo.dynamics.stability.exact_threshold`), so
+``P(unstable, exact) = P(a >= a*)`` is computed from one threshold per lag.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import HDI_PROB
+from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.dynamics.stability import (
+    closed_form_threshold,
+    critical_k_ref,
+    exact_threshold,
+    spectral_radius,
+)
+
+
+def _interval(x: np.ndarray, prob: float = HDI_PROB) -> tuple[float, float]:
+    """Equal-tailed ``prob`` interval of the finite values of ``x`` (NaN when none)."""
+    v = np.asarray(x, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(v, [(1 - prob) / 2, (1 + prob) / 2])
+    return float(lo), float(hi)
+
+
+def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dict[str, Any]:
+    """Posterior stability summary from draws of the gain ``a = eta_eff K``.
+
+    Parameters
+    ----------
+    gain_draws
+        Posterior draws of the gain at the setting (dimensionless, per optimizer step);
+        any shape, flattened.
+    momentum
+        Heavy-ball momentum ``mu`` of the recursion (Adam's ``beta1`` for EMA momentum;
+        the EMA step factor must already be in ``gain_draws``).
+    k_ref
+        Lag ``L`` in optimizer steps (an integer for the exact criterion).
+
+    Returns
+    -------
+    dict with ``p_unstable_closed_form``, ``p_unstable_exact``, ``p_oscillatory``,
+    ``p_overdamped``, ``zeta_median``, ``zeta_lo``, ``zeta_hi`` (equal-tailed
+    ``HDI_PROB`` interval), ``gain_*``, ``spectral_radius_median``, and for each criterion
+    ``critical_k_ref_{criterion}_{median,lo,hi}`` and ``n_draws``.
+    """
+    a = np.asarray(gain_draws, dtype=float).ravel()
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        raise ValueError("no finite gain draws to assess stability from")
+    mu = float(momentum)
+    lag = float(k_ref)
+    mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zeta = np.where(
+            (mass > 0) & (k_eff > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
+        )
+    radius = spectral_radius(a, mu, lag)
+    closed_unstable = ~((damping > 0) & (a > 0))
+    exact_unstable = ~(radius < 1.0)
+    oscillatory = (damping > 0) & (zeta < 1.0)
+    overdamped = (damping > 0) & (zeta >= 1.0)
+    out: dict[str, Any] = {
+        "n_draws": int(a.size),
+        "p_unstable_closed_form": float(np.mean(closed_unstable)),
+        "p_unstable_exact": float(np.mean(exact_unstable)),
+        "p_oscillatory": float(np.mean(oscillatory)),
+        "p_overdamped": float(np.mean(overdamped)),
+        "zeta_median": float(np.nanmedian(zeta)) if np.any(np.isfinite(zeta)) else float("nan"),
+        "gain_median": float(np.median(a)),
+        "spectral_radius_median": float(np.median(radius)),
+    }
+    out["zeta_lo"], out["zeta_hi"] = _interval(zeta)
+    out["gain_lo"], out["gain_hi"] = _interval(a)
+    for criterion in ("exact", "closed_form"):
+        crit = critical_k_ref(a, mu, method=criterion)
+        out[f"critical_k_ref_{criterion}_median"] = float(np.median(crit))
+        lo, hi = _interval(crit)
+        out[f"critical_k_ref_{criterion}_lo"], out[f"critical_k_ref_{criterion}_hi"] = lo, hi
+    return out
+
+
+def stability_verdict(p_unstable_exact: float, prob: float = HDI_PROB) -> bool | None:
+    """True (stable) when ``P(unstable) <= 1 - prob``, False when ``>= prob``, else None."""
+    if not np.isfinite(p_unstable_exact):
+        return None
+    if p_unstable_exact <= 1.0 - prob:
+        return True
+    if p_unstable_exact >= prob:
+        return False
+    return None
+
+
+def stability_from_draws(
+    gain_draws,
+    *,
+    learning_rate: float,
+    momentum: float,
+    momentum_convention: str,
+    k_ref: float,
+    label: str = "",
+) -> CheckResult:
+    """Stability check of one setting from gain draws (see :func:`stability_probabilities`)."""
+    values = stability_probabilities(gain_draws, momentum=momentum, k_ref=k_ref)
+    values.update(
+        learning_rate=float(learning_rate),
+        momentum=float(momentum),
+        momentum_convention=momentum_convention,
+        k_ref=float(k_ref),
+        model=label,
+    )
+    passed = stability_verdict(values["p_unstable_exact"])
+    word = {True: "stable", False: "unstable", None: "uncertain"}[passed]
+    setting = (
+        f"lr={learning_rate:g}, momentum={momentum:g} ({momentum_convention}), K_ref={k_ref:g}"
+    )
+    summary = (
+        f"{setting}{' for ' + label if label else ''}: {word}. "
+        f"P(unstable) = {values['p_unstable_exact']:.3f} by the exact discrete criterion "
+        f"(spectral radius >= 1), {values['p_unstable_closed_form']:.3f} by the closed form (C_eff <= 0); "
+        f"P(oscillatory, 0 < zeta < 1) = {values['p_oscillatory']:.3f}; "
+        f"zeta = {values['zeta_median']:.3g} [{values['zeta_lo']:.3g}, {values['zeta_hi']:.3g}] "
+        f"({HDI_PROB:.0%} interval); critical K_ref (exact) = {values['critical_k_ref_exact_median']:.0f} "
+        f"[{values['critical_k_ref_exact_lo']:.0f}, {values['critical_k_ref_exact_hi']:.0f}]."
+    )
+    rows = [
+        ("P(unstable), exact (spectral radius >= 1)", values["p_unstable_exact"], np.nan, np.nan),
+        ("P(unstable), closed form (C_eff <= 0)", values["p_unstable_closed_form"], np.nan, np.nan),
+        ("P(oscillatory, 0 < zeta < 1)", values["p_oscillatory"], np.nan, np.nan),
+        ("P(overdamped, zeta >= 1)", values["p_overdamped"], np.nan, np.nan),
+        ("zeta", values["zeta_median"], values["zeta_lo"], values["zeta_hi"]),
+        ("gain a = eta_eff K", values["gain_median"], values["gain_lo"], values["gain_hi"]),
+        (
+            "critical K_ref, exact",
+            values["critical_k_ref_exact_median"],
+            values["critical_k_ref_exact_lo"],
+            values["critical_k_ref_exact_hi"],
+        ),
+        (
+            "critical K_ref, closed form",
+            values["critical_k_ref_closed_form_median"],
+            values["critical_k_ref_closed_form_lo"],
+            values["critical_k_ref_closed_form_hi"],
+        ),
+    ]
+    table = pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi"]).set_index("quantity")
+    return CheckResult(name="stability", passed=passed, summary=summary, table=table, values=values)
+
+
+def _as_model(posterior_path_or_model: Any) -> Any:
+    """A fitted ``GRPODynamicsModel`` from a path to its saved netCDF, or the model itself."""
+    if isinstance(posterior_path_or_model, str | os.PathLike):
+        from bayes_grpo.model import GRPODynamicsModel
+
+        path = os.fspath(posterior_path_or_model)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such posterior file")
+        return GRPODynamicsModel.load(path)
+    if not hasattr(posterior_path_or_model, "coefficient_draws"):
+        raise ValueError(
+            f"expected a path to a saved posterior or a fitted GRPODynamicsModel, got {type(posterior_path_or_model)}"
+        )
+    return posterior_path_or_model
+
+
+def _gain_draws(
+    fitted: Any, *, learning_rate, momentum, momentum_convention, k_ref, model, group_size=None
+):
+    kwargs = dict(
+        learning_rate=float(learning_rate),
+        momentum=float(momentum),
+        momentum_convention=momentum_convention,
+        k_ref=float(k_ref),
+        group_size=float(group_size) if group_size is not None else _default_group_size(fitted),
+        model=model,
+    )
+    draws = fitted.coefficient_draws(**kwargs)
+    return np.asarray(draws["a"].values, dtype=float)
+
+
+def _default_group_size(fitted: Any) -> float:
+    """A group size for coefficient draws (the gain does not depend on G; any fitted G)."""
+    ds = fitted_runset(fitted)
+    if ds is not None and "group_size" in ds.coords:
+        g = np.asarray(ds["group_size"].values, dtype=float)
+        g = g[np.isfinite(g)]
+        if g.size:
+            return float(np.median(g))
+    return 8.0
+
+
+def fitted_runset(fitted: Any) -> xr.Dataset | None:
+    """The run set a model was fitted on (from the model, or the InferenceData's ``fit_data``)."""
+    for attr in ("runset", "fit_runset", "data"):
+        ds = getattr(fitted, attr, None)
+        if isinstance(ds, xr.Dataset):
+            return ds
+    idata = getattr(fitted, "idata", None)
+    if idata is not None and "fit_data" in getattr(idata, "groups", lambda: [])():
+        return (
+            idata["fit_data"].to_dataset()
+            if hasattr(idata["fit_data"], "to_dataset")
+            else idata["fit_data"]
+        )
+    return None
+
+
+def stability_from_posterior(
+    posterior_path_or_model: Any,
+    *,
+    learning_rate: float,
+    momentum: float,
+    momentum_convention: str,
+    k_ref: float,
+    model: str | None = None,
+) -> CheckResult:
+    """Posterior stability of one hyperparameter setting.
+
+    Parameters
+    ----------
+    posterior_path_or_model
+        Path of a posterior saved by ``GRPODynamicsModel.save`` or a fitted model.
+    learning_rate
+        Learning rate ``eta`` (per optimizer step).
+    momentum
+        Heavy-ball momentum ``mu`` or Adam's ``beta1``.
+    momentum_convention
+        ``"heavy_ball"`` or ``"ema"``.
+    k_ref
+        Lag ``K_ref`` in optimizer steps (integer for the exact criterion).
+    model
+        Name of a fitted LLM; None (or an unknown name) draws the curvature from the
+        population level (a new model).
+
+    Returns
+    -------
+    CheckResult named ``"stability"`` (see :func:`stability_from_draws`).
+    """
+    fitted = _as_model(posterior_path_or_model)
+    a = _gain_draws(
+        fitted,
+        learning_rate=learning_rate,
+        momentum=momentum,
+        momentum_convention=momentum_convention,
+        k_ref=k_ref,
+        model=model,
+    )
+    return stability_from_draws(
+        a,
+        learning_rate=learning_rate,
+        momentum=momentum,
+        momentum_convention=momentum_convention,
+        k_ref=k_ref,
+        label=model or "a new model (population level)",
+    )
+
+
+def phase_probabilities(
+    stiffness_draws,
+    *,
+    momentum: float,
+    momentum_convention: str,
+    learning_rates: Sequence[float],
+    k_refs: Sequence[int],
+) -> xr.Dataset:
+    """Posterior probabilities of instability and oscillation over ``(learning_rate, k_ref)``.
+
+    Parameters
+    ----------
+    stiffness_draws
+        Posterior draws of the curvature ``K`` (any shape, flattened), so that the gain
+        at learning rate ``eta`` is ``eta_eff K``.
+    momentum, momentum_convention
+        Momentum and its convention.
+    learning_rates
+        1-D grid of learning rates (> 0).
+    k_refs
+        1-D grid of integer lags (>= 0).
+
+    Returns
+    -------
+    xarray.Dataset, dims ``(learning_rate, k_ref)``: ``p_unstable_exact``,
+    ``p_unstable_closed_form``, ``p_oscillatory``; per ``k_ref`` the thresholds
+    ``exact_threshold_gain`` and ``closed_form_threshold_gain``.
+    """
+    K = np.asarray(stiffness_draws, dtype=float).ravel()
+    K = K[np.isfinite(K)]
+    if K.size == 0:
+        raise ValueError("no finite stiffness draws")
+    lrs = np.asarray(learning_rates, dtype=float).ravel()
+    lags = np.asarray(k_refs, dtype=float).ravel()
+    if lrs.size == 0 or lags.size == 0 or np.any(lrs <= 0):
+        raise ValueError("phase diagram needs positive learning rates and at least one k_ref")
+    mu = float(momentum)
+    eff = np.asarray(effective_step(lrs, mu, momentum_convention), dtype=float)
+    a_star = np.asarray(exact_threshold(mu, lags), dtype=float)
+    a_cf = np.asarray(closed_form_threshold(mu, lags), dtype=float)
+    p_exact = np.empty((lrs.size, lags.size))
+    p_cf = np.empty_like(p_exact)
+    p_osc = np.empty_like(p_exact)
+    for i, e in enumerate(eff):
+        a = e * K  # (n_draws,)
+        p_exact[i] = np.mean(~((a[:, None] > 0) & (a[:, None] < a_star[None, :])), axis=0)
+        p_cf[i] = np.mean(~((a[:, None] > 0) & (a[:, None] < a_cf[None, :])), axis=0)
+        mass, damping, k_eff = oscillator_coefficients(a[:, None], mu, lags[None, :])
+        p_osc[i] = np.mean((damping > 0) & (k_eff > 0) & (damping**2 < 4.0 * mass * k_eff), axis=0)
+    dims = ("learning_rate", "k_ref")
+    ds = xr.Dataset(
+        {
+            "p_unstable_exact": (dims, p_exact),
+            "p_unstable_closed_form": (dims, p_cf),
+            "p_oscillatory": (dims, p_osc),
+            "exact_threshold_gain": (("k_ref",), a_star),
+            "closed_form_threshold_gain": (("k_ref",), a_cf),
+        },
+        coords={"learning_rate": lrs, "k_ref": lags},
+    )
+    ds.attrs.update(momentum=mu, momentum_convention=momentum_convention, n_draws=int(K.size))
+    return ds
+
+
+def plot_phase_diagram(
+    grid: xr.Dataset, *, observed: pd.DataFrame | None = None, title: str = ""
+) -> Any:
+    """Figure of a :func:`phase_probabilities` grid with the observed runs marked.
+
+    Parameters
+    ----------
+    grid
+        Output of :func:`phase_probabilities`.
+    observed
+        Optional table with columns ``learning_rate``, ``k_ref`` (and optionally ``label``)
+        of the runs the posterior was fitted on.
+    title
+        Figure title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    lrs = grid["learning_rate"].values
+    lags = grid["k_ref"].values
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True, constrained_layout=True)
+    levels = [0.1, 0.5, 0.9]
+    X, Y = np.meshgrid(lrs, lags, indexing="ij")
+    for ax, var, label in (
+        (axes[0], "p_unstable_exact", "P(unstable), exact criterion"),
+        (axes[1], "p_oscillatory", "P(oscillatory, 0 < zeta < 1)"),
+    ):
+        z = grid[var].values
+        filled = ax.pcolormesh(X, Y, z, vmin=0, vmax=1, cmap="viridis", shading="nearest")
+        if lrs.size > 1 and lags.size > 1:
+            cs = ax.contour(X, Y, z, levels=levels, colors="white", linewidths=1.2)
+            ax.clabel(cs, fmt="%.1f", fontsize=8)
+            if var == "p_unstable_exact":
+                cf = ax.contour(
+                    X,
+                    Y,
+                    grid["p_unstable_closed_form"].values,
+                    levels=[0.5],
+                    colors="red",
+                    linestyles="--",
+                )
+                ax.clabel(cf, fmt="closed form 0.5", fontsize=7)
+        fig.colorbar(filled, ax=ax, label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("learning rate")
+        ax.set_title(label)
+        if observed is not None and len(observed):
+            ax.scatter(
+                observed["learning_rate"],
+                observed["k_ref"],
+                marker="x",
+                s=60,
+                color="orange",
+                label="observed runs",
+                zorder=5,
+            )
+            ax.legend(loc="upper right", fontsize=8)
+    axes[0].set_ylabel("K_ref (lag, optimizer steps)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _stiffness_draws(
+    fitted: Any, *, momentum: float, momentum_convention: str, model: str | None
+) -> np.ndarray:
+    """Posterior draws of ``K`` = gain / effective step (gain queried at ``eta = 1``, ``L = 1``)."""
+    a = _gain_draws(
+        fitted,
+        learning_rate=1.0,
+        momentum=momentum,
+        momentum_convention=momentum_convention,
+        k_ref=1.0,
+        model=model,
+    )
+    return a / float(effective_step(1.0, float(momentum), momentum_convention))
+
+
+def phase_diagram(
+    posterior_path_or_model: Any,
+    *,
+    momentum: float,
+    momentum_convention: str,
+    learning_rates: Sequence[float] | None = None,
+    k_refs: Sequence[int] | None = None,
+    model: str | None = None,
+    observed: pd.DataFrame | None = None,
+) -> CheckResult:
+    """Phase diagram over ``(learning_rate, k_ref)`` with posterior probability contours.
+
+    Parameters
+    ----------
+    posterior_path_or_model
+        Saved posterior path or fitted model.
+    momentum, momentum_convention
+        Momentum setting of the diagram.
+    learning_rates
+        Grid of learning rates; default: 40 log-spaced values spanning two decades
+        around the posterior-median threshold at ``K_ref = 1``, widened to include the
+        observed runs.
+    k_refs
+        Grid of integer lags; default ``0 .. max(16, 2 x largest observed)``.
+    model
+        LLM name (None: a new model from the population level).
+    observed
+        Runs to mark (columns ``learning_rate``, ``k_ref``); default: the fitted run set's
+        runs with this momentum and convention.
+
+    Returns
+    -------
+    CheckResult named ``"phase_diagram"`` with the figure, the per-``K_ref`` posterior
+    median and interval of the exact threshold learning rate in ``table``, and the grid in
+    ``values``. ``passed`` is True when every observed run lies where its recorded
+    setting is predicted stable (``P(unstable, exact) < 0.5``), False otherwise, None
+    with no observed runs.
+    """
+    fitted = _as_model(posterior_path_or_model)
+    K = _stiffness_draws(
+        fitted, momentum=momentum, momentum_convention=momentum_convention, model=model
+    )
+    if observed is None:
+        observed = observed_settings(
+            fitted_runset(fitted), momentum=momentum, momentum_convention=momentum_convention
+        )
+    return phase_diagram_from_draws(
+        K,
+        momentum=momentum,
+        momentum_convention=momentum_convention,
+        learning_rates=learning_rates,
+        k_refs=k_refs,
+        observed=observed,
+        label=model or "a new model (population level)",
+    )
+
+
+def observed_settings(
+    ds: xr.Dataset | None, *, momentum: float, momentum_convention: str
+) -> pd.DataFrame:
+    """``(run, learning_rate, k_ref)`` of the runs in ``ds`` with this momentum setting."""
+    cols = ["learning_rate", "k_ref"]
+    if ds is None:
+        return pd.DataFrame(columns=cols)
+    frame = pd.DataFrame(
+        {
+            "learning_rate": np.asarray(ds["learning_rate"].values, dtype=float),
+            "k_ref": np.asarray(ds["k_ref"].values, dtype=float),
+            "momentum": np.asarray(ds["momentum"].values, dtype=float),
+            "momentum_convention": np.asarray(ds["momentum_convention"].values, dtype=str),
+        },
+        index=pd.Index([str(r) for r in ds["run"].values], name="run"),
+    )
+    keep = np.isclose(frame["momentum"], float(momentum)) & (
+        (frame["momentum_convention"] == momentum_convention) | (frame["momentum_convention"] == "")
+    )
+    frame = frame[keep & np.isfinite(frame["learning_rate"]) & np.isfinite(frame["k_ref"])]
+    return frame[cols]
+
+
+def phase_diagram_from_draws(
+    stiffness_draws,
+    *,
+    momentum: float,
+    momentum_convention: str,
+    learning_rates: Sequence[float] | None = None,
+    k_refs: Sequence[int] | None = None,
+    observed: pd.DataFrame | None = None,
+    label: str = "",
+) -> CheckResult:
+    """:func:`phase_diagram` from curvature draws (no model needed)."""
+    K = np.asarray(stiffness_draws, dtype=float).ravel()
+    K = K[np.isfinite(K) & (K > 0)]
+    if K.size == 0:
+        raise ValueError("no finite positive stiffness draws")
+    mu = float(momentum)
+    eff1 = float(effective_step(1.0, mu, momentum_convention))
+    obs = observed if observed is not None else pd.DataFrame(columns=["learning_rate", "k_ref"])
+    if k_refs is None:
+        top = int(np.nanmax(obs["k_ref"])) if len(obs) else 0
+        k_refs = np.arange(0, max(16, 2 * top) + 1)
+    if learning_rates is None:
+        centre = float(exact_threshold(mu, 1.0)) / (eff1 * float(np.median(K)))
+        lo, hi = centre / 30.0, centre * 3.0
+        if len(obs):
+            lo = min(lo, float(np.nanmin(obs["learning_rate"])) / 2)
+            hi = max(hi, float(np.nanmax(obs["learning_rate"])) * 2)
+        learning_rates = np.geomspace(lo, hi, 40)
+    grid = phase_probabilities(
+        K,
+        momentum=mu,
+        momentum_convention=momentum_convention,
+        learning_rates=learning_rates,
+        k_refs=k_refs,
+    )
+    # Threshold learning rate per K_ref: a* / (eta_eff per unit eta * K), per draw.
+    a_star = grid["exact_threshold_gain"].values
+    thr = a_star[None, :] / (eff1 * K[:, None])  # (draws, k_ref)
+    rows = []
+    for j, lag in enumerate(grid["k_ref"].values):
+        lo, hi = _interval(thr[:, j])
+        rows.append((int(lag), float(np.median(thr[:, j])), lo, hi))
+    table = pd.DataFrame(
+        rows, columns=["k_ref", "threshold_lr_median", "threshold_lr_lo", "threshold_lr_hi"]
+    )
+    table = table.set_index("k_ref")
+    passed: bool | None = None
+    n_risky = 0
+    if len(obs):
+        a_obs = (
+            np.asarray(
+                effective_step(obs["learning_rate"].to_numpy(float), mu, momentum_convention)
+            )
+            * 1.0
+        )
+        a_star_obs = np.asarray(exact_threshold(mu, obs["k_ref"].to_numpy(float)), dtype=float)
+        p_obs = np.array([np.mean(~(ai * K < s)) for ai, s in zip(a_obs, a_star_obs)])
+        n_risky = int(np.sum(p_obs >= 0.5))
+        passed = n_risky == 0
+    fig = plot_phase_diagram(
+        grid, observed=obs, title=f"Phase diagram{' - ' + label if label else ''}"
+    )
+    first = table.index[table.index >= 1]
+    example = ""
+    if len(first):
+        r = table.loc[first[0]]
+        example = (
+            f" At K_ref = {first[0]} the exact-criterion threshold learning rate is "
+            f"{r['threshold_lr_median']:.3g} [{r['threshold_lr_lo']:.3g}, {r['threshold_lr_hi']:.3g}]."
+        )
+    summary = (
+        f"Posterior phase diagram over learning rate x K_ref (momentum {mu:g}, {momentum_convention}) "
+        f"from {K.size} draws.{example}"
+        + (
+            f" {n_risky} of {len(obs)} observed runs sit where P(unstable) >= 0.5."
+            if len(obs)
+            else ""
+        )
+    )
+    return CheckResult(
+        name="phase_diagram",
+        passed=passed,
+        summary=summary,
+        table=table,
+        figures={"phase diagram": fig},
+        values={
+            "momentum": mu,
+            "momentum_convention": momentum_convention,
+            "learning_rates": grid["learning_rate"].values,
+            "k_refs": grid["k_ref"].values,
+            "p_unstable_exact": grid["p_unstable_exact"].values,
+            "p_unstable_closed_form": grid["p_unstable_closed_form"].values,
+            "p_oscillatory": grid["p_oscillatory"].values,
+            "n_observed_at_risk": n_risky,
+        },
+    )
+
+
+__all__ = [
+    "stability_probabilities",
+    "stability_verdict",
+    "stability_from_draws",
+    "stability_from_posterior",
+    "phase_probabilities",
+    "phase_diagram",
+    "phase_diagram_from_draws",
+    "plot_phase_diagram",
+    "observed_settings",
+    "fitted_runset",
+]
