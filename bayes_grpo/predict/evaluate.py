@@ -1,0 +1,253 @@
+"""Forecast evaluation: forecast each run from a prefix, score the rest against baselines.
+
+For every run of a run set and every prefix fraction (20/30/50% of the run's steps), the
+oscillator forecast (:func:`bayes_grpo.predict.forecast.forecast_run`) is made from the
+prefix only, and so are the two least-squares baselines fitted to the same prefix (the
+single exponential, i.e. the overdamped limit, and the logistic law;
+:mod:`bayes_grpo.dynamics.lsq`). On the remaining steps we record
+
+* ``coverage_obs``: fraction of observed rewards inside the forecast's 90% band of the
+  observed reward (noise included), the calibration target being 0.9;
+* ``coverage_true_mean``: where the true mean trajectory is known (simulations, the
+  bandit's expected reward), the fraction of it inside the 90% band of the *mean*;
+* ``rmse_oscillator``, ``rmse_single_exp``, ``rmse_logistic``: RMSE of each law's point
+  forecast (posterior mean / least-squares curve) against the observed rewards, and
+  ``*_true`` against the true mean where known (noise-free, so more discriminating);
+* ``rmse_ratio_single_exp`` = oscillator / single-exponential RMSE (< 0.8 is the goal).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.trajectory import logistic, single_exponential
+from bayes_grpo.predict.forecast import (
+    ForecastError,
+    GaussianPrior,
+    coverage,
+    forecast_band,
+    forecast_run,
+)
+from bayes_grpo.runset import REWARD_VAR
+
+#: Prefix fractions of each run used for forecasting.
+DEFAULT_FRACTIONS: tuple[float, ...] = (0.2, 0.3, 0.5)
+
+PriorFor = Callable[[str, xr.Dataset], GaussianPrior | None]
+
+
+def rmse(y: np.ndarray, yhat: np.ndarray) -> float:
+    """Root-mean-square error over finite pairs (NaN when none)."""
+    y = np.asarray(y, dtype=float)
+    yhat = np.asarray(yhat, dtype=float)
+    ok = np.isfinite(y) & np.isfinite(yhat)
+    return float(np.sqrt(np.mean((y[ok] - yhat[ok]) ** 2))) if ok.any() else float("nan")
+
+
+def baseline_forecast(
+    kind: str, t_prefix: np.ndarray, y_prefix: np.ndarray, t_future: np.ndarray
+) -> np.ndarray:
+    """Least-squares baseline fitted on the prefix, evaluated at ``t_future``.
+
+    ``kind`` is ``"single_exp"`` or ``"logistic"``; a failed fit gives NaN (counted as a
+    failure of the baseline, not dropped silently: the evaluation table keeps the NaN).
+    """
+    from bayes_grpo.dynamics import lsq
+
+    fitter = {"single_exp": lsq.fit_single_exponential, "logistic": lsq.fit_logistic}[kind]
+    try:
+        res = fitter(np.asarray(t_prefix, dtype=float), np.asarray(y_prefix, dtype=float))
+    except (RuntimeError, ValueError):
+        return np.full(np.shape(t_future), np.nan)
+    params = dict(res.params)
+    law = single_exponential if kind == "single_exp" else logistic
+    return np.asarray(law(np.asarray(t_future, dtype=float), **params), dtype=float)
+
+
+def _series(ds: xr.Dataset, run_id: str, var: str) -> tuple[np.ndarray, np.ndarray]:
+    sub = ds[var].sel({RUN_DIM: run_id})
+    steps = ds[STEP_DIM].values.astype(float)
+    vals = sub.values.astype(float)
+    ok = np.isfinite(vals)
+    return steps[ok], vals[ok]
+
+
+def evaluate_run(
+    t: np.ndarray,
+    y: np.ndarray,
+    *,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    prior: GaussianPrior | None = None,
+    true_mean: np.ndarray | None = None,
+    hdi_prob: float = HDI_PROB,
+    seed: int = 0,
+    n_draws: int = 1000,
+) -> list[dict[str, object]]:
+    """Score forecasts of one run ``(t, y)`` from each prefix fraction (rows of the table).
+
+    ``true_mean`` (same length as ``t``) enables the ``*_true`` columns.
+    """
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    rows = []
+    for frac in fractions:
+        n = int(round(frac * t.size))
+        row: dict[str, object] = {
+            "fraction": float(frac),
+            "n_prefix": n,
+            "n_future": int(t.size - n),
+        }
+        if n < 5 or t.size - n < 1:
+            row["error"] = f"run too short: {t.size} steps"
+            rows.append(row)
+            continue
+        row["upto_step"] = float(t[n - 1])
+        tp, yp, tf, yf = t[:n], y[:n], t[n:], y[n:]
+        start = time.perf_counter()
+        try:
+            ds = forecast_run(
+                tp, yp, tf, prior=prior, hdi_probs=(hdi_prob,), rng=seed, n_draws=n_draws
+            )
+        except ForecastError as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        row["seconds"] = time.perf_counter() - start
+        lo, hi = forecast_band(ds, tf, kind="obs", hdi_prob=hdi_prob)
+        point = ds["mean_mean"].values
+        row["coverage_obs"] = coverage(yf, lo, hi)
+        row["pareto_k"] = float(ds.attrs["pareto_k"])
+        preds = {
+            "oscillator": point,
+            "single_exp": baseline_forecast("single_exp", tp, yp, tf),
+            "logistic": baseline_forecast("logistic", tp, yp, tf),
+        }
+        for name, pred in preds.items():
+            row[f"rmse_{name}"] = rmse(yf, pred)
+        if true_mean is not None:
+            truth = np.asarray(true_mean, dtype=float)[n:]
+            mlo, mhi = forecast_band(ds, tf, kind="mean", hdi_prob=hdi_prob)
+            row["coverage_true_mean"] = coverage(truth, mlo, mhi)
+            for name, pred in preds.items():
+                row[f"rmse_{name}_true"] = rmse(truth, pred)
+        row["rmse_ratio_single_exp"] = (
+            row["rmse_oscillator"] / row["rmse_single_exp"]
+            if row["rmse_single_exp"]
+            else float("nan")
+        )
+        row["rmse_ratio_logistic"] = (
+            row["rmse_oscillator"] / row["rmse_logistic"] if row["rmse_logistic"] else float("nan")
+        )
+        row["stop_step"] = float(ds.attrs["stop_step"])
+        rows.append(row)
+    return rows
+
+
+def evaluate_forecasts(
+    runset: xr.Dataset,
+    *,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    prior_for: PriorFor | None = None,
+    true_mean: xr.DataArray | None = None,
+    hdi_prob: float = HDI_PROB,
+    seed: int = 0,
+    n_draws: int = 1000,
+    runs: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Evaluate prefix forecasts of every run of a run set.
+
+    Parameters
+    ----------
+    runset
+        Run set (dims ``run``, ``step``).
+    fractions
+        Prefix fractions of each run's observed steps.
+    prior_for
+        ``(run_id, runset) -> GaussianPrior | None``: the prior for a run, built from the
+        *other* runs (e.g. leave-one-out population or a posterior fitted on earlier runs);
+        None uses :func:`bayes_grpo.predict.forecast.default_prior`.
+    true_mean
+        Optional ``(run, step)`` true mean trajectories (simulations).
+    runs
+        Subset of run ids (default all).
+
+    Returns
+    -------
+    DataFrame, one row per (run, fraction); see the module docstring for the columns.
+    """
+    rows = []
+    for i, run_id in enumerate(runs or [str(r) for r in runset[RUN_DIM].values]):
+        t, y = _series(runset, run_id, REWARD_VAR)
+        truth = None
+        if true_mean is not None:
+            tm = true_mean.sel({RUN_DIM: run_id}).reindex({STEP_DIM: t}).values
+            truth = np.asarray(tm, dtype=float)
+        prior = prior_for(run_id, runset) if prior_for is not None else None
+        for row in evaluate_run(
+            t,
+            y,
+            fractions=fractions,
+            prior=prior,
+            true_mean=truth,
+            hdi_prob=hdi_prob,
+            seed=seed + i,
+            n_draws=n_draws,
+        ):
+            row = {"run": run_id, "prior": prior.source if prior is not None else "default", **row}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summarise_evaluation(table: pd.DataFrame) -> pd.DataFrame:
+    """Per prefix fraction: mean coverage, median RMSE ratios, share of runs the oscillator wins."""
+    out = []
+    for frac, grp in table.groupby("fraction"):
+        row: dict[str, object] = {
+            "fraction": frac,
+            "n_runs": int(grp["rmse_oscillator"].notna().sum()) if "rmse_oscillator" in grp else 0,
+        }
+        for col in ("coverage_obs", "coverage_true_mean"):
+            if col in grp:
+                row[f"mean_{col}"] = float(grp[col].mean())
+        for col in (
+            "rmse_oscillator",
+            "rmse_single_exp",
+            "rmse_logistic",
+            "rmse_oscillator_true",
+            "rmse_single_exp_true",
+            "rmse_logistic_true",
+        ):
+            if col in grp:
+                row[f"median_{col}"] = float(grp[col].median())
+        if "rmse_ratio_single_exp" in grp:
+            ratio = grp["rmse_ratio_single_exp"]
+            row["median_ratio_vs_single_exp"] = float(ratio.median())
+            row["share_beats_single_exp"] = float((ratio < 1).mean())
+            # pooled: total RMSE reduction across runs (robust to single-run blow-ups of the baseline)
+            row["pooled_ratio_vs_single_exp"] = float(
+                grp["rmse_oscillator"].mean() / grp["rmse_single_exp"].mean()
+            )
+        if "rmse_ratio_logistic" in grp:
+            row["median_ratio_vs_logistic"] = float(grp["rmse_ratio_logistic"].median())
+        if "rmse_oscillator_true" in grp and "rmse_single_exp_true" in grp:
+            row["pooled_ratio_true_vs_single_exp"] = float(
+                grp["rmse_oscillator_true"].mean() / grp["rmse_single_exp_true"].mean()
+            )
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+__all__ = [
+    "DEFAULT_FRACTIONS",
+    "baseline_forecast",
+    "evaluate_forecasts",
+    "evaluate_run",
+    "rmse",
+    "summarise_evaluation",
+]

@@ -1,0 +1,289 @@
+"""Turn posterior draws of reward trajectories into bands, milestones, regime and stop step.
+
+Both :mod:`bayes_grpo.predict.predict` (new hyperparameters, no data of the run yet) and
+:mod:`bayes_grpo.predict.forecast` (a run in progress) end here, so their outputs have one
+layout: an ``xarray.Dataset`` over ``step`` with
+
+* ``mean_mean``, ``mean_median`` and ``mean_hdi`` (``hdi_prob``, ``step``, ``bound``): the
+  posterior of the *mean* trajectory ``p(t)`` (parameter uncertainty only);
+* ``obs_mean`` and ``obs_hdi``: the posterior predictive of the *observed* reward (noise
+  included);
+* ``time_to_fraction_*`` over ``fraction``: first step at which the mean trajectory has
+  covered 90/95/99% of its rise ``p* - R0``;
+* ``regime_probability`` over ``regime``;
+* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from bayes_grpo.constants import HDI_PROB, STEP_DIM
+
+#: Fractions of the rise ``p* - R0`` whose first-passage steps are reported.
+MILESTONE_FRACTIONS: tuple[float, ...] = (0.9, 0.95, 0.99)
+#: HDI probabilities of the bands, unless the caller chooses others.
+DEFAULT_HDI_PROBS: tuple[float, ...] = (0.5, HDI_PROB)
+#: Regime labels (same words as :func:`bayes_grpo.dynamics.stability.classify_regime`).
+REGIMES: tuple[str, ...] = ("overdamped", "critical", "underdamped", "unstable")
+#: ``|zeta - 1|`` below which a draw counts as critically damped.
+CRITICAL_BAND: float = 0.05
+
+
+def hdi_bounds(samples: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Highest-density interval along axis 0.
+
+    Parameters
+    ----------
+    samples
+        Shape ``(n_draws, ...)``; NaN draws are not allowed (callers drop them).
+    prob
+        Probability mass in ``(0, 1)``.
+
+    Returns
+    -------
+    (lower, upper), each of shape ``samples.shape[1:]``.
+    """
+    if not 0.0 < prob < 1.0:
+        raise ValueError(f"HDI probability must be in (0, 1), got {prob}")
+    x = np.sort(np.asarray(samples, dtype=float), axis=0)
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError(f"need at least 2 draws for an HDI, got {n}")
+    k = max(int(np.floor(prob * n)), 1)
+    widths = x[k:] - x[: n - k]
+    best = np.argmin(widths, axis=0)
+    lower = np.take_along_axis(x, best[None], axis=0)[0]
+    upper = np.take_along_axis(x, (best + k)[None], axis=0)[0]
+    return lower, upper
+
+
+def first_passage(
+    mean_draws: np.ndarray,
+    steps: np.ndarray,
+    plateau: np.ndarray,
+    initial: np.ndarray,
+    fraction: float,
+) -> np.ndarray:
+    """First step at which each draw has covered ``fraction`` of its rise ``p* - R0``.
+
+    Works for falling curves too (the rise is signed). NaN where never reached.
+
+    Parameters
+    ----------
+    mean_draws
+        ``(n_draws, n_steps)`` mean trajectories.
+    steps
+        ``(n_steps,)`` optimizer steps.
+    plateau, initial
+        ``(n_draws,)`` plateau ``p*`` and initial reward ``R0`` of each draw.
+    """
+    rise = (plateau - initial)[:, None]
+    progress = (mean_draws - initial[:, None]) / np.where(rise == 0, np.nan, rise)
+    reached = progress >= fraction
+    idx = np.argmax(reached, axis=1)
+    out = np.asarray(steps, dtype=float)[idx]
+    out[~reached.any(axis=1)] = np.nan
+    return out
+
+
+def expected_remaining_gain(mean_draws: np.ndarray, plateau: np.ndarray) -> np.ndarray:
+    """Posterior expected gain still available after each step.
+
+    For draw ``d`` and step index ``i`` the available gain is
+    ``max(max_{j > i} p_d(t_j), p*_d) - p_d(t_i)``: the best mean reward that continuing
+    (past the horizon too, where a stable trajectory tends to ``p*``) could still reach,
+    minus the current one. Returns the mean over draws, shape ``(n_steps,)``.
+    """
+    future_max = np.maximum.accumulate(mean_draws[:, ::-1], axis=1)[:, ::-1]
+    future_max = np.concatenate(
+        [future_max[:, 1:], np.full((mean_draws.shape[0], 1), -np.inf)], axis=1
+    )
+    best = np.maximum(future_max, plateau[:, None])
+    return np.mean(best - mean_draws, axis=0)
+
+
+def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
+    """First step after which the expected remaining gain stays below ``threshold`` (NaN if never)."""
+    below = np.asarray(gain) < threshold
+    if not below.any():
+        return float("nan")
+    # the last index at which the gain is still above threshold; stop right after it
+    above = np.flatnonzero(~below)
+    i = 0 if above.size == 0 else above[-1] + 1
+    return float(steps[i]) if i < len(steps) else float("nan")
+
+
+def regime_probabilities(zeta: np.ndarray, damping: np.ndarray) -> dict[str, float]:
+    """Posterior probability of each regime from draws of ``zeta`` and ``C_eff``.
+
+    ``unstable`` when ``C_eff <= 0``; ``critical`` when ``|zeta - 1| < CRITICAL_BAND``;
+    otherwise ``overdamped`` (``zeta > 1``) or ``underdamped``.
+    """
+    zeta = np.asarray(zeta, dtype=float)
+    damping = np.asarray(damping, dtype=float)
+    unstable = damping <= 0
+    critical = ~unstable & (np.abs(zeta - 1.0) < CRITICAL_BAND)
+    over = ~unstable & ~critical & (zeta > 1.0)
+    under = ~unstable & ~critical & (zeta < 1.0)
+    n = max(zeta.size, 1)
+    return {
+        "overdamped": float(over.sum() / n),
+        "critical": float(critical.sum() / n),
+        "underdamped": float(under.sum() / n),
+        "unstable": float(unstable.sum() / n),
+    }
+
+
+def summarise_draws(
+    steps: Sequence[float] | np.ndarray,
+    mean_draws: np.ndarray,
+    obs_draws: np.ndarray,
+    *,
+    plateau: np.ndarray,
+    initial_reward: np.ndarray,
+    zeta: np.ndarray,
+    damping: np.ndarray,
+    hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
+    stop_threshold: float | None = None,
+    parameters: Mapping[str, np.ndarray] | None = None,
+    attrs: Mapping[str, object] | None = None,
+) -> xr.Dataset:
+    """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
+
+    Parameters
+    ----------
+    steps
+        ``(n_steps,)`` optimizer steps.
+    mean_draws, obs_draws
+        ``(n_draws, n_steps)`` draws of the mean trajectory and of the observed reward.
+    plateau, initial_reward, zeta, damping
+        ``(n_draws,)`` per-draw ``p*``, ``R0``, damping ratio and ``C_eff``.
+    hdi_probs
+        Band probabilities.
+    stop_threshold
+        Expected remaining gain (reward units) below which to stop; default 1% of the
+        posterior-mean rise ``|p* - R0|``.
+    parameters
+        Optional ``{name: (n_draws,)}`` parameter draws stored under dim ``draw``.
+    attrs
+        Extra attributes (non-scalars are stored as JSON).
+    """
+    steps = np.asarray(steps, dtype=float)
+    mean_draws = np.asarray(mean_draws, dtype=float)
+    obs_draws = np.asarray(obs_draws, dtype=float)
+    if mean_draws.shape != obs_draws.shape or mean_draws.shape[1] != steps.size:
+        raise ValueError(
+            f"draw arrays must be (n_draws, {steps.size}); got {mean_draws.shape} and {obs_draws.shape}"
+        )
+    keep = np.isfinite(mean_draws).all(axis=1) & np.isfinite(obs_draws).all(axis=1)
+    n_dropped = int((~keep).sum())
+    if keep.sum() < 2:
+        raise ValueError(
+            "fewer than 2 finite trajectory draws; the posterior puts its mass on diverging runs"
+        )
+    mean_k, obs_k = mean_draws[keep], obs_draws[keep]
+    plateau_k, init_k = np.asarray(plateau)[keep], np.asarray(initial_reward)[keep]
+    probs = [float(p) for p in hdi_probs]
+    mean_hdi = np.stack([np.stack(hdi_bounds(mean_k, p), axis=-1) for p in probs])
+    obs_hdi = np.stack([np.stack(hdi_bounds(obs_k, p), axis=-1) for p in probs])
+    fractions = np.array(MILESTONE_FRACTIONS)
+    passage = np.stack([first_passage(mean_k, steps, plateau_k, init_k, f) for f in fractions])
+    reached = np.isfinite(passage)
+    pass_median = np.array(
+        [np.median(row[np.isfinite(row)]) if np.isfinite(row).any() else np.nan for row in passage]
+    )
+    pass_hdi = np.full((len(fractions), len(probs), 2), np.nan)
+    for i, row in enumerate(passage):
+        finite = row[np.isfinite(row)]
+        if finite.size >= 2:
+            for j, p in enumerate(probs):
+                lo, hi = hdi_bounds(finite, p)
+                pass_hdi[i, j] = (lo, hi)
+    gain = expected_remaining_gain(mean_k, plateau_k)
+    if stop_threshold is None:
+        stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
+    regimes = regime_probabilities(zeta, damping)
+    ds = xr.Dataset(
+        {
+            "mean_mean": (STEP_DIM, mean_k.mean(axis=0)),
+            "mean_median": (STEP_DIM, np.median(mean_k, axis=0)),
+            "mean_hdi": (("hdi_prob", STEP_DIM, "bound"), mean_hdi),
+            "obs_mean": (STEP_DIM, obs_k.mean(axis=0)),
+            "obs_hdi": (("hdi_prob", STEP_DIM, "bound"), obs_hdi),
+            "time_to_fraction_median": ("fraction", pass_median),
+            "time_to_fraction_hdi": (("fraction", "hdi_prob", "bound"), pass_hdi),
+            "time_to_fraction_reached": ("fraction", reached.mean(axis=1)),
+            "regime_probability": ("regime", np.array([regimes[r] for r in REGIMES])),
+            "expected_remaining_gain": (STEP_DIM, gain),
+        },
+        coords={
+            STEP_DIM: steps,
+            "hdi_prob": np.array(probs),
+            "bound": np.array(["lower", "upper"], dtype=object),
+            "fraction": fractions,
+            "regime": np.array(REGIMES, dtype=object),
+        },
+    )
+    if parameters:
+        for name, values in parameters.items():
+            ds[f"param_{name}"] = ("draw", np.asarray(values, dtype=float)[keep])
+    regime = max(regimes, key=regimes.get)  # type: ignore[arg-type]
+    ds.attrs.update(
+        {
+            "regime": regime,
+            "regime_prob": regimes[regime],
+            "stop_step": stop_step(steps, gain, stop_threshold),
+            "stop_threshold": float(stop_threshold),
+            "n_draws": int(keep.sum()),
+            "n_draws_dropped_nonfinite": n_dropped,
+        }
+    )
+    for key, value in (attrs or {}).items():
+        ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
+    return ds
+
+
+def band(
+    ds: xr.Dataset, *, kind: str = "obs", hdi_prob: float = HDI_PROB
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` arrays of one band of a prediction / forecast dataset."""
+    if kind not in ("obs", "mean"):
+        raise ValueError(f"kind must be 'obs' or 'mean', got {kind!r}")
+    probs = ds["hdi_prob"].values
+    i = int(np.argmin(np.abs(probs - hdi_prob)))
+    if abs(probs[i] - hdi_prob) > 1e-9:
+        raise ValueError(f"no {hdi_prob} band in this dataset; it has {list(probs)}")
+    arr = ds[f"{kind}_hdi"].values[i]
+    return arr[:, 0], arr[:, 1]
+
+
+def summary_dict(ds: xr.Dataset) -> dict[str, object]:
+    """JSON-ready headline numbers of a prediction / forecast dataset."""
+    out: dict[str, object] = {
+        k: ds.attrs[k] for k in ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
+    }
+    out["regime_probability"] = {
+        str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
+    }
+    out["time_to_fraction"] = {
+        f"{int(round(f * 100))}%": {
+            "median_step": float(m),
+            "prob_reached_within_horizon": float(r),
+        }
+        for f, m, r in zip(
+            ds["fraction"].values,
+            ds["time_to_fraction_median"].values,
+            ds["time_to_fraction_reached"].values,
+        )
+    }
+    last = ds[STEP_DIM].values[-1]
+    lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
+    out["final_step"] = float(last)
+    out["final_mean_reward"] = float(ds["mean_mean"].values[-1])
+    out[f"final_mean_reward_hdi_{ds['hdi_prob'].values[-1]:g}"] = [float(lo[-1]), float(hi[-1])]
+    return out
