@@ -1,0 +1,92 @@
+"""Build the :class:`~bayes_grpo.checks.base.CheckResult` every diagnostic returns.
+
+Convention: ``passed`` is True when the failure mode is *not* detected, False when it is
+detected, and None when the run lacks what the mode needs ("not assessable", never a
+silent pass). ``values`` always holds ``run``, ``mode``, ``detected``, ``onset_step``,
+``strength`` (``{"name", "value", "lower", "upper", "interval_prob", "source"}``) and
+``evidence`` (the numbers behind the verdict).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+
+#: Mode names, in the order ``diagnose`` runs them.
+MODE_TITLES: dict[str, str] = {
+    "reward_hacking": "train-eval decoupling (reward hacking)",
+    "advantage_degeneracy": "advantage degeneracy",
+    "policy_concentration": "policy concentration",
+    "instability": "dynamical instability",
+}
+
+
+def strength(name: str, value: float, lower: float = float("nan"), upper: float = float("nan"), *, prob: float, source: str) -> dict[str, Any]:
+    """A strength with its interval; ``source`` is "posterior", "bootstrap" or "estimate"."""
+    return {"name": name, "value": float(value), "lower": float(lower), "upper": float(upper), "interval_prob": float(prob), "source": source}
+
+
+def not_assessable(mode: str, run_id: str, reason: str) -> CheckResult:
+    """Result for a run that lacks what ``mode`` needs."""
+    return CheckResult(
+        name=mode,
+        passed=None,
+        summary=f"{run_id}: not assessable: {reason}",
+        values={
+            "run": run_id,
+            "mode": mode,
+            "detected": None,
+            "onset_step": None,
+            "strength": None,
+            "evidence": {},
+            "reason": reason,
+            "badge": "not assessable",
+            "title": f"{MODE_TITLES[mode]}: {run_id}",
+        },
+    )
+
+
+def assessed(
+    mode: str,
+    run_id: str,
+    *,
+    detected: bool,
+    summary: str,
+    onset_step: float | None,
+    strength_: dict[str, Any] | None,
+    evidence: dict[str, Any],
+    table: pd.DataFrame | None = None,
+    figure: Any | None = None,
+) -> CheckResult:
+    """Result for a run the mode could assess."""
+    figures = {} if figure is None else {f"{MODE_TITLES[mode]}: {run_id}": figure}
+    return CheckResult(
+        name=mode,
+        passed=not detected,
+        summary=f"{run_id}: {summary}",
+        table=table,
+        figures=figures,
+        values={
+            "run": run_id,
+            "mode": mode,
+            "detected": bool(detected),
+            "onset_step": None if onset_step is None else float(onset_step),
+            "strength": strength_,
+            "evidence": evidence,
+            "badge": "detected" if detected else "not detected",
+            "title": f"{MODE_TITLES[mode]}: {run_id}",
+        },
+    )
+
+
+def fmt_interval(s: dict[str, Any] | None, digits: int = 3) -> str:
+    """``"0.42 [0.31, 0.55] (90% bootstrap)"``."""
+    if not s:
+        return "n/a"
+    v, lo, hi = s["value"], s["lower"], s["upper"]
+    if lo != lo or hi != hi:  # NaN
+        return f"{v:.{digits}g} ({s['source']})"
+    return f"{v:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}] ({s['interval_prob']:.0%} {s['source']})"

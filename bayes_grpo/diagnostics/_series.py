@@ -1,0 +1,208 @@
+"""Small pure helpers on one run's series: lookup, smoothing, onsets, windows, bootstrap.
+
+Everything here works on 1-D NumPy arrays ``steps`` (optimizer steps, increasing) and
+``y`` (values, NaN where not logged) and is independent of any mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of one run: its name in the run set and its finite points."""
+
+    name: str
+    steps: np.ndarray  # (n,) optimizer steps
+    values: np.ndarray  # (n,) finite values
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+
+def find_series(frame: pd.DataFrame, candidates: Sequence[str], *, min_points: int = 1) -> Series | None:
+    """The first of ``candidates`` that ``frame`` has with at least ``min_points`` finite values.
+
+    Parameters
+    ----------
+    frame
+        One run's metrics, indexed by step (``bayes_grpo.runset.run_frame``-like; rows
+        with a missing metric are kept as NaN).
+    candidates
+        Metric names in order of preference.
+    """
+    for name in candidates:
+        if name in frame.columns:
+            s = finite_series(frame.index.to_numpy(), frame[name].to_numpy(dtype=float), name)
+            if len(s) >= min_points:
+                return s
+    return None
+
+
+def finite_series(steps: np.ndarray, values: np.ndarray, name: str = "") -> Series:
+    """The finite points of ``values`` against ``steps`` (float arrays)."""
+    steps = np.asarray(steps, dtype=float)
+    values = np.asarray(values, dtype=float)
+    ok = np.isfinite(values) & np.isfinite(steps)
+    return Series(name, steps[ok], values[ok])
+
+
+def window_size(n: int, fraction: float, minimum: int = 3) -> int:
+    """Odd window of ``fraction * n`` points, at least ``minimum`` and at most ``n``."""
+    w = max(minimum, int(round(fraction * n)))
+    w = min(w, n)
+    return w if w % 2 == 1 or w <= 1 else w - 1
+
+
+def smooth(values: np.ndarray, fraction: float) -> np.ndarray:
+    """Centred moving median over ``fraction`` of the points (shrinking at the edges)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return values
+    w = window_size(values.size, fraction)
+    return pd.Series(values).rolling(w, center=True, min_periods=1).median().to_numpy()
+
+
+def edge_mask(steps: np.ndarray, fraction: float, *, late: bool, minimum: int = 3) -> np.ndarray:
+    """Boolean mask of the first (``late=False``) or last ``fraction`` of the step span.
+
+    At least ``minimum`` points are included (the earliest / latest ones).
+    """
+    steps = np.asarray(steps, dtype=float)
+    n = steps.size
+    span = steps[-1] - steps[0] if n else 0.0
+    if late:
+        mask = steps >= steps[-1] - fraction * span
+    else:
+        mask = steps <= steps[0] + fraction * span
+    if mask.sum() < minimum:
+        idx = np.arange(n)
+        mask = idx >= n - minimum if late else idx < minimum
+    return mask
+
+
+def sustained_onset(condition: np.ndarray, sustain_fraction: float) -> int | None:
+    """Index of the first point where ``condition`` holds and keeps holding for at least
+    ``sustain_fraction`` of the points from there to the end; None if there is none."""
+    condition = np.asarray(condition, dtype=bool)
+    n = condition.size
+    if n == 0:
+        return None
+    # fraction of True from i to the end, for every i
+    tail_true = np.cumsum(condition[::-1])[::-1]
+    tail_len = np.arange(n, 0, -1)
+    ok = condition & (tail_true >= sustain_fraction * tail_len)
+    hits = np.flatnonzero(ok)
+    return int(hits[0]) if hits.size else None
+
+
+def longest_run(condition: np.ndarray, steps: np.ndarray) -> tuple[float, int | None, int | None]:
+    """Longest stretch (in steps) where ``condition`` holds: ``(length, start_index, end_index)``."""
+    best = (0.0, None, None)
+    start = None
+    for i, c in enumerate(np.asarray(condition, dtype=bool)):
+        if c and start is None:
+            start = i
+        if start is not None and (not c or i == condition.size - 1):
+            end = i if c else i - 1
+            length = float(steps[end] - steps[start]) + _step_width(steps)
+            if length > best[0]:
+                best = (length, start, end)
+            start = None
+    return best
+
+
+def _step_width(steps: np.ndarray) -> float:
+    return float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
+
+
+def span(steps: np.ndarray) -> float:
+    """Step span of a series, counting one logging interval for the last point."""
+    return float(steps[-1] - steps[0]) + _step_width(steps) if steps.size else 0.0
+
+
+def ols_gain(steps: np.ndarray, values: np.ndarray) -> float:
+    """Change of the least-squares line across the window: slope times step span."""
+    if steps.size < 2 or np.ptp(steps) == 0:
+        return float("nan")
+    slope = np.polyfit(steps, values, 1)[0]
+    return float(slope * (steps[-1] - steps[0]))
+
+
+def interval(samples: np.ndarray, prob: float) -> tuple[float, float]:
+    """Central ``prob`` interval of ``samples`` (NaNs ignored)."""
+    samples = np.asarray(samples, dtype=float)
+    samples = samples[np.isfinite(samples)]
+    if samples.size == 0:
+        return (float("nan"), float("nan"))
+    lo, hi = np.quantile(samples, [(1 - prob) / 2, (1 + prob) / 2])
+    return float(lo), float(hi)
+
+
+def block_resample(residuals: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:
+    """Moving-block bootstrap resample of ``residuals`` (same length)."""
+    n = residuals.size
+    block = int(min(max(block, 1), n))
+    n_blocks = int(np.ceil(n / block))
+    starts = rng.integers(0, n - block + 1, size=n_blocks)
+    idx = (starts[:, None] + np.arange(block)[None, :]).ravel()[:n]
+    return residuals[idx]
+
+
+def bootstrap(
+    values: np.ndarray,
+    statistic: Callable[[np.ndarray], float | np.ndarray],
+    *,
+    smooth_fraction: float,
+    block_fraction: float,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Replicates of ``statistic`` under a moving-block bootstrap of residuals.
+
+    Each replicate is ``trend + block-resampled residuals`` with ``trend`` the smoothed
+    series (:func:`smooth`), so the serial correlation of the fluctuation is kept.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_boot,)`` or ``(n_boot, k)`` replicates.
+    """
+    values = np.asarray(values, dtype=float)
+    trend = smooth(values, smooth_fraction)
+    resid = values - trend
+    block = max(2, int(round(block_fraction * values.size)))
+    out = [statistic(trend + block_resample(resid, block, rng)) for _ in range(n_boot)]
+    return np.asarray(out, dtype=float)
+
+
+def align(target_steps: np.ndarray, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Linear interpolation of ``values`` (at ``steps``) onto ``target_steps``; NaN outside."""
+    if steps.size == 0:
+        return np.full(np.shape(target_steps), np.nan)
+    out = np.interp(target_steps, steps, values)
+    out[(target_steps < steps[0]) | (target_steps > steps[-1])] = np.nan
+    return out
+
+
+__all__ = [
+    "Series",
+    "align",
+    "block_resample",
+    "bootstrap",
+    "edge_mask",
+    "find_series",
+    "finite_series",
+    "interval",
+    "longest_run",
+    "ols_gain",
+    "smooth",
+    "span",
+    "sustained_onset",
+    "window_size",
+]

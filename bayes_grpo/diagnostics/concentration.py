@@ -1,0 +1,237 @@
+"""Policy concentration: the entropy falls fast while the reward is still far from its plateau.
+
+The mean-field premise of the reduced model is that the policy moves as a whole along
+one order parameter ``p(t)``; a policy that concentrates its mass (entropy collapse)
+before the reward has got anywhere has stopped exploring and left that premise. The
+diagnostic compares the relative entropy loss ``1 - H(t) / H_start`` with the reward
+progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
+
+- onset: the first step at which the entropy has lost ``drop_fraction`` of its starting
+  level, sustained;
+- detected: the onset comes while ``phi < progress_threshold`` (including a reward with no
+  rise at all, where ``phi = 0`` throughout);
+- strength: the relative entropy loss at the step where the reward reaches
+  ``progress_threshold`` of its rise (the end of the run if it never does), with a
+  block-bootstrap interval; the plateau ``p*`` comes from a single-exponential fit
+  (``bayes_grpo.dynamics.lsq``) or, when given, from posterior draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.diagnostics import _fits
+from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
+from bayes_grpo.diagnostics._series import (
+    align,
+    block_resample,
+    edge_mask,
+    find_series,
+    finite_series,
+    interval,
+    smooth,
+    sustained_onset,
+)
+from bayes_grpo.diagnostics.config import CommonConfig, ConcentrationConfig
+
+MODE = "policy_concentration"
+
+
+def entropy_drop(entropy: np.ndarray, start_level: float) -> np.ndarray:
+    """Relative entropy loss ``1 - H / H_start`` (shape of ``entropy``)."""
+    return 1.0 - np.asarray(entropy, dtype=float) / start_level
+
+
+def reward_progress(reward: np.ndarray, start_level: float, plateau: float) -> np.ndarray:
+    """Reward progress ``(R - R_start) / (p* - R_start)``; zeros when the rise is nil."""
+    rise = plateau - start_level
+    if not np.isfinite(rise) or rise == 0:
+        return np.zeros_like(np.asarray(reward, dtype=float))
+    return (np.asarray(reward, dtype=float) - start_level) / rise
+
+
+def _evaluate(steps, entropy_s, reward_s, plateau, start_mask, cfg: ConcentrationConfig, sustain: float) -> dict[str, Any]:
+    """Onset, progress at onset and entropy drop at the progress threshold, for smoothed curves."""
+    h0 = float(np.median(entropy_s[start_mask]))
+    r0 = float(np.median(reward_s[start_mask]))
+    drop = entropy_drop(entropy_s, h0) if h0 > 0 else np.full_like(entropy_s, np.nan)
+    phi = reward_progress(reward_s, r0, plateau)
+    onset = sustained_onset(drop >= cfg.drop_fraction, sustain)
+    reached = np.flatnonzero(phi >= cfg.progress_threshold)
+    at = int(reached[0]) if reached.size else steps.size - 1
+    return {
+        "h_start": h0,
+        "r_start": r0,
+        "onset_idx": onset,
+        "progress_at_onset": float(phi[onset]) if onset is not None else float("nan"),
+        "drop_at_threshold": float(drop[at]),
+        "threshold_idx": at,
+        "threshold_reached": bool(reached.size),
+        "final_drop": float(drop[-1]),
+        "final_progress": float(phi[-1]),
+        "detected": bool(onset is not None and phi[onset] < cfg.progress_threshold),
+        "drop": drop,
+        "phi": phi,
+    }
+
+
+def policy_concentration(
+    frame: pd.DataFrame,
+    *,
+    run_id: str,
+    config: ConcentrationConfig | None = None,
+    common: CommonConfig | None = None,
+    plateau_draws: np.ndarray | None = None,
+) -> CheckResult:
+    """Did the policy entropy collapse before the reward approached its plateau?
+
+    Parameters
+    ----------
+    frame
+        One run's metrics indexed by optimizer step (NaN where not logged); needs ``reward``
+        and an entropy metric (``config.entropy_metrics``).
+    run_id
+        The run's id.
+    config, common
+        Thresholds.
+    plateau_draws
+        Posterior draws of the plateau ``p*`` (reward units); when None the plateau comes
+        from a single-exponential least-squares fit, with bootstrap refits.
+
+    Returns
+    -------
+    CheckResult
+        See the module docstring for the rule.
+    """
+    config = config or ConcentrationConfig()
+    common = common or CommonConfig()
+    ent = find_series(frame, config.entropy_metrics, min_points=common.min_points)
+    if ent is None:
+        return not_assessable(MODE, run_id, f"no entropy metric ({', '.join(config.entropy_metrics)}) with >= {common.min_points} points")
+    rew = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+    if rew is None or len(rew) < common.min_points:
+        return not_assessable(MODE, run_id, f"fewer than {common.min_points} reward points")
+    steps = ent.steps
+    reward = align(steps, rew.steps, rew.values)
+    ok = np.isfinite(reward)
+    steps, entropy, reward = steps[ok], ent.values[ok], reward[ok]
+    if steps.size < common.min_points:
+        return not_assessable(MODE, run_id, f"fewer than {common.min_points} steps with both reward and {ent.name}")
+    if np.any(entropy < 0):
+        return not_assessable(MODE, run_id, f"{ent.name} has negative values; not an entropy")
+
+    start_mask = edge_mask(steps, config.start_fraction, late=False)
+    rng = np.random.default_rng(common.seed)
+    trend_flag = _fits.has_trend(rew.steps, rew.values)
+    if plateau_draws is not None and np.size(plateau_draws):
+        plateau_samples = np.asarray(plateau_draws, dtype=float).ravel()
+        plateau = float(np.median(plateau_samples))
+        plateau_source = "posterior"
+    else:
+        fit = _fits.fit_saturation(rew.steps, rew.values)
+        plateau = fit["plateau"] if fit is not None else float("nan")
+        plateau_samples = None
+        plateau_source = "single-exponential fit"
+    if not trend_flag:
+        plateau_source += " (reward has no trend beyond noise: progress taken as 0)"
+
+    e_s = smooth(entropy, common.smooth_fraction)
+    r_s = smooth(reward, common.smooth_fraction)
+    point = _evaluate(steps, e_s, r_s, plateau if trend_flag else float("nan"), start_mask, config, common.sustain_fraction)
+    if not point["h_start"] > 0:
+        return not_assessable(MODE, run_id, f"{ent.name} starts at {point['h_start']:.3g}; no entropy to lose")
+
+    # bootstrap: residual blocks of entropy and reward; plateau from posterior draws or refits
+    block = max(2, int(round(common.block_fraction * steps.size)))
+    e_res, r_res = entropy - e_s, reward - r_s
+    drops, prog = [], []
+    for b in range(common.n_boot):
+        e_b = smooth(e_s + block_resample(e_res, block, rng), common.smooth_fraction)
+        r_b_raw = r_s + block_resample(r_res, block, rng)
+        r_b = smooth(r_b_raw, common.smooth_fraction)
+        if not trend_flag:
+            p_b = float("nan")
+        elif plateau_samples is not None:
+            p_b = float(plateau_samples[rng.integers(plateau_samples.size)])
+        elif b < 30:  # refit the plateau on a subset of replicates (the fit dominates the cost)
+            refit = _fits.fit_saturation(steps, r_b_raw)
+            p_b = refit["plateau"] if refit is not None else plateau
+        else:
+            p_b = plateau
+        ev = _evaluate(steps, e_b, r_b, p_b, start_mask, config, common.sustain_fraction)
+        drops.append(ev["drop_at_threshold"])
+        prog.append(ev["progress_at_onset"])
+    lo, hi = interval(np.asarray(drops), common.interval_prob)
+    source = "bootstrap" + (" + posterior plateau" if plateau_samples is not None else "")
+    st = strength(f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise", point["drop_at_threshold"], lo, hi, prob=common.interval_prob, source=source)
+    detected = point["detected"]
+    onset_step = float(steps[point["onset_idx"]]) if detected else None
+    prog_lo, prog_hi = interval(np.asarray(prog), common.interval_prob)
+    evidence: dict[str, Any] = {
+        "metric": ent.name,
+        "entropy_start": point["h_start"],
+        "reward_start": point["r_start"],
+        "plateau": plateau,
+        "plateau_source": plateau_source,
+        "reward_has_trend": bool(trend_flag),
+        "drop_fraction": config.drop_fraction,
+        "progress_threshold": config.progress_threshold,
+        "entropy_drop_onset_step": float(steps[point["onset_idx"]]) if point["onset_idx"] is not None else None,
+        "progress_at_onset": point["progress_at_onset"],
+        "progress_at_onset_interval": [prog_lo, prog_hi],
+        "share_of_bootstrap_detected": float(np.mean(np.asarray(prog) < config.progress_threshold)),
+        "final_entropy_drop": point["final_drop"],
+        "final_reward_progress": point["final_progress"],
+        "progress_threshold_reached": point["threshold_reached"],
+    }
+    if detected:
+        summary = (
+            f"policy concentration detected: entropy lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
+            f"while the reward had covered {point['progress_at_onset']:.0%} of its way to the plateau; strength {fmt_interval(st)}."
+        )
+    elif point["onset_idx"] is None:
+        summary = f"not detected: entropy never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+    else:
+        summary = (
+            f"not detected: entropy lost {config.drop_fraction:.0%} only after the reward covered "
+            f"{point['progress_at_onset']:.0%} of its rise; strength {fmt_interval(st)}."
+        )
+    table = pd.DataFrame(
+        {
+            "quantity": ["entropy at start", "plateau p*", "progress at entropy onset", "entropy loss at threshold", "final entropy loss", "final progress"],
+            "value": [point["h_start"], plateau, point["progress_at_onset"], point["drop_at_threshold"], point["final_drop"], point["final_progress"]],
+        }
+    ).set_index("quantity")
+    figure = _figure(steps, entropy, e_s, reward, r_s, plateau if trend_flag else None, onset_step, run_id, ent.name) if common.figures else None
+    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+
+
+def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.plot(steps, entropy, ".", ms=3, alpha=0.4, color="C1")
+    ax.plot(steps, e_s, color="C1", lw=1.5, label=name)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel(name, color="C1")
+    ax2 = ax.twinx()
+    ax2.plot(steps, reward, ".", ms=3, alpha=0.3, color="C0")
+    ax2.plot(steps, r_s, color="C0", lw=1.5, label="reward")
+    if plateau is not None and np.isfinite(plateau):
+        ax2.axhline(plateau, color="C0", ls="--", lw=0.8, label="plateau p*")
+    ax2.set_ylabel("reward", color="C0")
+    if onset_step is not None:
+        ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
+    ax.set_title(f"policy concentration: {run_id}", fontsize=9)
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="center right")
+    fig.tight_layout()
+    return fig

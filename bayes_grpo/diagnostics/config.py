@@ -1,0 +1,317 @@
+"""Named, documented thresholds of the failure-mode diagnostics.
+
+Every number a diagnostic compares against lives here, in one frozen dataclass per mode,
+gathered in :class:`DiagnosticsConfig`. Override any of them from Python
+(``DiagnosticsConfig.from_mapping({"degeneracy": {"flag_fraction": 0.6}})``) or from the
+command line (``bayes-grpo diagnose runs.nc --set degeneracy.flag_fraction=0.6``).
+
+Fractions of a run (``late_fraction``, ``edge_fraction`` ...) are fractions of the run's
+logged step span; levels of a metric are in that metric's own units unless the name says
+"relative".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Metric names each mode looks for, first present wins: the canonical names of
+#: ``bayes_grpo.runset.names`` (``eval_<name>`` for evaluation metrics, other metrics
+#: sanitised: ``sampling/importance_sampling_ratio/max`` -> ``sampling_importance_sampling_ratio_max``)
+#: and a few aliases for run sets built by hand.
+EVAL_REWARD_NAMES: tuple[str, ...] = (
+    "eval_reward",
+    "eval_accuracy",
+    "eval_answer_accuracy",
+    "eval_score",
+    "eval/reward",
+    "eval/accuracy",
+)
+ENTROPY_NAMES: tuple[str, ...] = ("entropy", "token_entropy", "policy_entropy")
+ZERO_STD_NAMES: tuple[str, ...] = ("frac_reward_zero_std",)
+REWARD_STD_NAMES: tuple[str, ...] = ("reward_std", "rollout_std_reward")
+GRAD_NORM_NAMES: tuple[str, ...] = ("grad_norm", "actor_grad_norm")
+IMPORTANCE_RATIO_NAMES: tuple[str, ...] = (
+    "importance_ratio_max",
+    "sampling_importance_sampling_ratio_max",
+    "importance_ratio",
+    "sampling_importance_sampling_ratio_mean",
+)
+CLIP_RATIO_NAMES: tuple[str, ...] = ("clip_ratio", "clip_ratio_region_mean", "clip_fraction")
+
+
+@dataclass(frozen=True)
+class CommonConfig:
+    """Settings shared by all modes.
+
+    Attributes
+    ----------
+    min_points
+        Fewest finite points a series needs before a mode looks at it; below that the mode
+        is "not assessable".
+    smooth_fraction
+        Width of the centred moving median used to smooth a series, as a fraction of its
+        number of points (at least 3 points).
+    n_boot
+        Bootstrap replicates for intervals when no posterior is given (moving-block
+        bootstrap of residuals around the smoothed series).
+    block_fraction
+        Length of a bootstrap block, as a fraction of the series length (at least 2 points);
+        blocks keep the serial correlation of the residuals.
+    interval_prob
+        Probability mass of reported intervals (central bootstrap percentiles or posterior
+        equal-tailed intervals).
+    sustain_fraction
+        An onset is the first step after which the condition holds for at least this
+        fraction of the remaining points ("sustained", not a single spike).
+    seed
+        Seed of the bootstrap random generator (results are reproducible).
+    figures
+        Draw a matplotlib evidence figure for each result.
+    """
+
+    min_points: int = 10
+    smooth_fraction: float = 0.1
+    n_boot: int = 200
+    block_fraction: float = 0.1
+    interval_prob: float = 0.9
+    sustain_fraction: float = 0.8
+    seed: int = 0
+    figures: bool = True
+
+
+@dataclass(frozen=True)
+class HackingConfig:
+    """Train-eval decoupling (reward hacking).
+
+    The late window starts when the smoothed evaluation reward first covers
+    ``eval_saturation_level`` of its rise from its start to its maximum (or at the last
+    ``min_window_fraction`` of the run if that is later). In it, each reward's gain (OLS
+    slope times window length) is expressed as a fraction of that reward's own range
+    (max - min of its smoothed curve), so train and eval rewards on different scales
+    compare.
+
+    Attributes
+    ----------
+    eval_metrics
+        Names of the evaluation reward, first present wins.
+    eval_saturation_level
+        Fraction of the evaluation reward's rise that marks its saturation (window start).
+    min_window_fraction
+        The late window covers at least this fraction of the run.
+    decoupling_threshold
+        Flagged when the lower interval bound of (train gain - eval gain) in the late
+        window exceeds this (fractions of each reward's range).
+    min_train_gain
+        ...and the training reward still gains at least this fraction of its range over the
+        window ("training keeps rising").
+    min_eval_points
+        Fewest evaluation points in the late window (and overall) to assess the mode.
+    """
+
+    eval_metrics: tuple[str, ...] = EVAL_REWARD_NAMES
+    eval_saturation_level: float = 0.9
+    min_window_fraction: float = 0.25
+    decoupling_threshold: float = 0.1
+    min_train_gain: float = 0.1
+    min_eval_points: int = 4
+
+
+@dataclass(frozen=True)
+class DegeneracyConfig:
+    """Advantage degeneracy: groups whose rewards are all equal carry no gradient signal.
+
+    Attributes
+    ----------
+    zero_std_metrics
+        Names of the logged share of groups with zero reward spread.
+    reward_std_metrics
+        Names of the mean within-group reward standard deviation (used to derive the share
+        when it is not logged; needs the group size G and rewards in ``reward_range``).
+    flag_fraction
+        "Most groups carry no signal": flagged when the zero-signal share over the final
+        window, or over a sustained stretch of at least ``min_duration_fraction`` of the run,
+        exceeds this.
+    late_fraction
+        Final window, as a fraction of the run.
+    min_duration_fraction
+        Shortest sustained stretch above ``flag_fraction`` that counts.
+    reward_range
+        ``(low, high)`` of a binary per-completion reward, for the binomial expectation
+        ``p^G + (1-p)^G`` at ``p = (reward - low) / (high - low)``; None infers ``(0, 1)``
+        when every logged reward lies in ``[0, 1]`` and otherwise skips the expectation.
+    std_ddof
+        Delta degrees of freedom of the logged within-group std (TRL: torch.std, 1).
+    """
+
+    zero_std_metrics: tuple[str, ...] = ZERO_STD_NAMES
+    reward_std_metrics: tuple[str, ...] = REWARD_STD_NAMES
+    flag_fraction: float = 0.5
+    late_fraction: float = 0.25
+    min_duration_fraction: float = 0.25
+    reward_range: tuple[float, float] | None = None
+    std_ddof: int = 1
+
+
+@dataclass(frozen=True)
+class ConcentrationConfig:
+    """Policy concentration: entropy falling fast while the reward is far from its plateau.
+
+    Reward progress is ``phi(t) = (R(t) - R_start) / (p* - R_start)`` with ``p*`` from a
+    single-exponential fit (or the posterior plateau); entropy drop is
+    ``1 - H(t) / H_start`` on the smoothed curves. The onset is the first step at which the
+    entropy drop reaches ``drop_fraction`` (sustained).
+
+    Attributes
+    ----------
+    entropy_metrics
+        Names of the policy entropy, first present wins.
+    drop_fraction
+        Relative entropy loss that counts as "fallen".
+    progress_threshold
+        Flagged when the entropy has fallen by ``drop_fraction`` before the reward covered
+        this fraction of its way to the plateau (including a reward that never moved).
+    start_fraction
+        Leading fraction of the run (at least 3 points) whose median defines the starting
+        levels ``H_start`` and ``R_start``.
+    """
+
+    entropy_metrics: tuple[str, ...] = ENTROPY_NAMES
+    drop_fraction: float = 0.5
+    progress_threshold: float = 0.5
+    start_fraction: float = 0.05
+
+
+@dataclass(frozen=True)
+class InstabilityConfig:
+    """Dynamical instability: growing side quantities, reward oscillation, negative damping.
+
+    Attributes
+    ----------
+    grad_norm_metrics, importance_ratio_metrics, clip_ratio_metrics
+        Names of the side quantities whose sustained growth is checked.
+    edge_fraction
+        Early and late windows (fractions of the run) whose medians are compared.
+    growth_factor
+        Flagged when late median / early median of a side quantity exceeds this and its
+        interval excludes 1 (sustained growth).
+    clip_min_level
+        A clip ratio must also reach this absolute level in the late window (clip ratios
+        start at 0, so their growth factor alone means little).
+    zeta_threshold
+        A fitted damping ratio below this means oscillation.
+    min_overshoot
+        Oscillation must be visible: the relative overshoot ``exp(-pi zeta / sqrt(1 -
+        zeta^2))`` of the fitted curve must reach this.
+    prob_threshold
+        With a posterior: flagged when P(C_eff < 0) or P(zeta < zeta_threshold) (with a
+        visible overshoot) reaches this. Without one: the bootstrap upper bound of zeta
+        must lie below ``zeta_threshold``.
+    fit_oscillation
+        Fit the oscillator law to the reward (``bayes_grpo.dynamics.lsq``); False skips the
+        reward-oscillation part (faster).
+    n_fit_boot
+        Bootstrap refits of the oscillator for the interval of zeta.
+    """
+
+    grad_norm_metrics: tuple[str, ...] = GRAD_NORM_NAMES
+    importance_ratio_metrics: tuple[str, ...] = IMPORTANCE_RATIO_NAMES
+    clip_ratio_metrics: tuple[str, ...] = CLIP_RATIO_NAMES
+    edge_fraction: float = 0.25
+    growth_factor: float = 3.0
+    clip_min_level: float = 0.05
+    zeta_threshold: float = 1.0
+    min_overshoot: float = 0.05
+    prob_threshold: float = 0.9
+    fit_oscillation: bool = True
+    n_fit_boot: int = 40
+
+
+@dataclass(frozen=True)
+class DiagnosticsConfig:
+    """All thresholds of the four failure-mode diagnostics (see each mode's config)."""
+
+    common: CommonConfig = field(default_factory=CommonConfig)
+    hacking: HackingConfig = field(default_factory=HackingConfig)
+    degeneracy: DegeneracyConfig = field(default_factory=DegeneracyConfig)
+    concentration: ConcentrationConfig = field(default_factory=ConcentrationConfig)
+    instability: InstabilityConfig = field(default_factory=InstabilityConfig)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Mapping[str, Any]] | None) -> DiagnosticsConfig:
+        """Defaults overridden by ``{section: {field: value}}``; unknown names raise ValueError."""
+        base = cls()
+        if not mapping:
+            return base
+        changes: dict[str, Any] = {}
+        for section, values in mapping.items():
+            if section not in {f.name for f in dataclasses.fields(cls)}:
+                raise ValueError(f"unknown diagnostics config section {section!r}; known: {[f.name for f in dataclasses.fields(cls)]}")
+            current = getattr(base, section)
+            known = {f.name: f for f in dataclasses.fields(current)}
+            unknown = set(values) - set(known)
+            if unknown:
+                raise ValueError(f"unknown {section} settings {sorted(unknown)}; known: {sorted(known)}")
+            coerced = {k: _coerce(v, getattr(current, k), f"{section}.{k}") for k, v in values.items()}
+            changes[section] = dataclasses.replace(current, **coerced)
+        return dataclasses.replace(base, **changes)
+
+    @classmethod
+    def from_assignments(cls, assignments: list[str] | None) -> DiagnosticsConfig:
+        """Defaults overridden by ``["section.field=value", ...]`` (values parsed as JSON when possible)."""
+        mapping: dict[str, dict[str, Any]] = {}
+        for item in assignments or []:
+            key, sep, raw = item.partition("=")
+            section, dot, name = key.strip().partition(".")
+            if not sep or not dot or not name:
+                raise ValueError(f"config assignment {item!r}: expected SECTION.FIELD=VALUE, e.g. degeneracy.flag_fraction=0.6")
+            try:
+                value: Any = json.loads(raw)
+            except json.JSONDecodeError:
+                value = raw
+            mapping.setdefault(section, {})[name] = value
+        return cls.from_mapping(mapping)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """JSON-ready ``{section: {field: value}}``."""
+        return {f.name: dataclasses.asdict(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def _coerce(value: Any, default: Any, name: str) -> Any:
+    """Coerce an override to the type of the default (tuples from lists, floats from ints)."""
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            if value.lower() in {"true", "1", "yes"}:
+                return True
+            if value.lower() in {"false", "0", "no"}:
+                return False
+            raise ValueError(f"{name}: expected true/false, got {value!r}")
+        return bool(value)
+    if isinstance(default, tuple) or (default is None and isinstance(value, list | tuple)):
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        return tuple(value)
+    if isinstance(default, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected an integer, got {value!r}") from None
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    return value
+
+
+__all__ = [
+    "CommonConfig",
+    "ConcentrationConfig",
+    "DegeneracyConfig",
+    "DiagnosticsConfig",
+    "HackingConfig",
+    "InstabilityConfig",
+]

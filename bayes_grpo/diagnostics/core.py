@@ -1,0 +1,133 @@
+"""``diagnose``: every failure mode for every run of a run set, as CheckResults."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import RUN_DIM, STEP_DIM
+from bayes_grpo.diagnostics._posterior import load_posterior, run_draws
+from bayes_grpo.diagnostics._result import MODE_TITLES
+from bayes_grpo.diagnostics.concentration import policy_concentration
+from bayes_grpo.diagnostics.config import DiagnosticsConfig
+from bayes_grpo.diagnostics.degeneracy import advantage_degeneracy
+from bayes_grpo.diagnostics.hacking import reward_hacking
+from bayes_grpo.diagnostics.instability import instability
+
+#: The four failure modes, in report order.
+MODES: tuple[str, ...] = tuple(MODE_TITLES)
+
+
+def run_table(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
+    """All per-step metrics of one run, indexed by step; steps where nothing was logged dropped.
+
+    Unlike ``bayes_grpo.runset.run_frame`` this keeps steps where only an evaluation metric
+    was logged.
+    """
+    if run_id not in [str(r) for r in ds[RUN_DIM].values]:
+        raise ValueError(f"run {run_id!r} not in the run set; runs: {[str(r) for r in ds[RUN_DIM].values]}")
+    sub = ds.sel({RUN_DIM: run_id})
+    frame = pd.DataFrame({v: sub[v].values.astype(float) for v in ds.data_vars if sub[v].dims == (STEP_DIM,)}, index=ds[STEP_DIM].values)
+    frame.index.name = STEP_DIM
+    return frame.dropna(how="all")
+
+
+def diagnose(
+    runset: xr.Dataset,
+    run: str | Sequence[str] | None = None,
+    config: DiagnosticsConfig | None = None,
+    posterior: Any = None,
+    *,
+    modes: Sequence[str] | None = None,
+) -> list[CheckResult]:
+    """Assess every failure mode on every (or the chosen) run.
+
+    Parameters
+    ----------
+    runset
+        A run set (``bayes_grpo.runset``).
+    run
+        One run id, several, or None for all runs.
+    config
+        Thresholds (:class:`DiagnosticsConfig`); defaults when None.
+    posterior
+        Optional: a saved ``GRPODynamicsModel`` (path), a fitted one, or
+        ``{run_id: {"zeta", "C_eff", "plateau": draws}}``. Its draws at each run's
+        hyperparameters give the uncertainty of the oscillation / negative-damping
+        strengths and the plateau used by policy concentration and degeneracy.
+    modes
+        Subset of :data:`MODES` (default: all).
+
+    Returns
+    -------
+    list of CheckResult
+        One per (run, mode), runs in run-set order and modes in :data:`MODES` order;
+        ``passed`` is False when the mode is detected, True when it is not, None when the
+        run cannot be assessed. ``values`` carries run, mode, detected, onset_step,
+        strength and evidence.
+    """
+    from bayes_grpo.runset.core import run_coords, validate_runset
+
+    validate_runset(runset)
+    config = config or DiagnosticsConfig()
+    modes = tuple(modes or MODES)
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown diagnostic modes {sorted(unknown)}; known: {list(MODES)}")
+    run_ids = [str(r) for r in runset[RUN_DIM].values] if run is None else ([run] if isinstance(run, str) else list(run))
+    post = load_posterior(posterior)
+    results: list[CheckResult] = []
+    for run_id in run_ids:
+        frame = run_table(runset, run_id)
+        coords = run_coords(runset, run_id)
+        draws, draws_note = run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
+        plateau_draws = None if not draws else draws.get("plateau")
+        for mode in modes:
+            if mode == "reward_hacking":
+                res = reward_hacking(frame, run_id=run_id, config=config.hacking, common=config.common)
+            elif mode == "advantage_degeneracy":
+                res = advantage_degeneracy(frame, run_id=run_id, group_size=float(coords["group_size"]), config=config.degeneracy, common=config.common, plateau_draws=plateau_draws)
+            elif mode == "policy_concentration":
+                res = policy_concentration(frame, run_id=run_id, config=config.concentration, common=config.common, plateau_draws=plateau_draws)
+            else:
+                osc = {k: v for k, v in (draws or {}).items() if k in ("zeta", "C_eff")} or None
+                res = instability(frame, run_id=run_id, config=config.instability, common=config.common, posterior_draws=osc)
+            if post is not None:
+                res.values["posterior"] = draws_note
+            results.append(res)
+    return results
+
+
+def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
+    """One row per (run, mode): verdict, onset step, strength with its interval and source."""
+    rows = []
+    for r in results:
+        v = r.values
+        st = v.get("strength") or {}
+        verdict = "not assessable" if r.passed is None else ("detected" if not r.passed else "not detected")
+        rows.append(
+            {
+                "run": v.get("run", ""),
+                "mode": v.get("mode", r.name),
+                "verdict": verdict,
+                "onset_step": v.get("onset_step"),
+                "strength": st.get("value", np.nan),
+                "lower": st.get("lower", np.nan),
+                "upper": st.get("upper", np.nan),
+                "strength_of": st.get("name", v.get("reason", "")),
+                "source": st.get("source", ""),
+            }
+        )
+    return pd.DataFrame(rows).set_index(["run", "mode"])
+
+
+def verdict_matrix(results: Sequence[CheckResult]) -> pd.DataFrame:
+    """Runs x modes matrix of verdicts ("detected", "-", "n/a")."""
+    table = diagnosis_table(results).reset_index()
+    short = table["verdict"].map({"detected": "detected", "not detected": "-", "not assessable": "n/a"})
+    return table.assign(v=short).pivot(index="run", columns="mode", values="v").reindex(columns=[m for m in MODES if m in set(table["mode"])])

@@ -1,0 +1,279 @@
+"""Advantage degeneracy: most groups carry no gradient signal.
+
+GRPO normalises rewards within each group of ``G`` completions; a group whose rewards are
+all equal has zero advantage everywhere and contributes nothing. TRL logs the share of
+such groups as ``frac_reward_zero_std``. For a binary reward with success probability
+``p`` shared by every prompt, the expected share is ``p^G + (1 - p)^G``; a logged share
+above that expectation means prompts are heterogeneous (some always solved, some never).
+
+When the share is not logged it is derived from the mean within-group standard
+deviation ``reward_std`` (binary rewards, known ``G``): if the non-degenerate groups
+spread like binomial groups at the current reward, then
+
+    reward_std = (1 - f) * E[s | not degenerate] = (1 - f) * E_binom[s] / (1 - P0(p))
+
+so ``f = 1 - reward_std * (1 - P0(p)) / E_binom[s]`` (clipped to [0, 1]), with
+``P0(p) = p^G + (1-p)^G`` and ``E_binom[s]`` the mean sample std of ``G`` Bernoulli(p)
+draws. It equals ``P0(p)`` for homogeneous prompts and 1 when no group has spread.
+This is a documented estimate, marked as such in the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
+from bayes_grpo.diagnostics._series import (
+    align,
+    bootstrap,
+    edge_mask,
+    find_series,
+    interval,
+    longest_run,
+    smooth,
+    span,
+    sustained_onset,
+)
+from bayes_grpo.diagnostics.config import CommonConfig, DegeneracyConfig
+
+MODE = "advantage_degeneracy"
+
+
+def binomial_zero_spread(p: np.ndarray | float, group_size: int) -> np.ndarray:
+    """Probability ``p^G + (1-p)^G`` that ``G`` Bernoulli(p) rewards are all equal.
+
+    Parameters
+    ----------
+    p
+        Success probability per completion, in [0, 1]; any shape.
+    group_size
+        ``G``, completions per prompt (>= 1).
+    """
+    p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
+    return p**group_size + (1.0 - p) ** group_size
+
+
+def binomial_mean_std(p: np.ndarray | float, group_size: int, ddof: int = 1) -> np.ndarray:
+    """Expected within-group sample std of ``G`` Bernoulli(p) rewards (``ddof`` as logged).
+
+    ``E[s] = sum_k Binom(k; G, p) sqrt(k (G - k) / (G (G - ddof)))``; same shape as ``p``.
+    """
+    if group_size - ddof <= 0:
+        raise ValueError(f"group size {group_size} too small for a std with ddof={ddof}")
+    p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
+    k = np.arange(group_size + 1)
+    s_k = np.sqrt(k * (group_size - k) / (group_size * (group_size - ddof)))
+    pmf = stats.binom.pmf(k[None, :], group_size, np.atleast_1d(p).ravel()[:, None])
+    return (pmf @ s_k).reshape(np.shape(p))
+
+
+def zero_spread_from_std(reward_std: np.ndarray, p: np.ndarray, group_size: int, ddof: int = 1) -> np.ndarray:
+    """Share of zero-spread groups derived from the mean within-group std (see module doc).
+
+    Parameters
+    ----------
+    reward_std
+        Mean within-group std, in units of the binary reward's range (so in [0, 1]); (n,).
+    p
+        Mean reward mapped to [0, 1]; (n,).
+    """
+    p0 = binomial_zero_spread(p, group_size)
+    es = binomial_mean_std(p, group_size, ddof)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = 1.0 - np.asarray(reward_std, dtype=float) * (1.0 - p0) / es
+    f = np.where(es <= 0, 1.0, f)
+    return np.clip(f, 0.0, 1.0)
+
+
+def reward_range_for(reward: np.ndarray, config: DegeneracyConfig) -> tuple[float, float] | None:
+    """The binary reward's ``(low, high)``: the configured one, else (0, 1) if all rewards lie in it."""
+    if config.reward_range is not None:
+        low, high = map(float, config.reward_range)
+        if not high > low:
+            raise ValueError(f"degeneracy.reward_range must have high > low, got {config.reward_range}")
+        return low, high
+    finite = reward[np.isfinite(reward)]
+    if finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
+        return 0.0, 1.0
+    return None
+
+
+def advantage_degeneracy(
+    frame: pd.DataFrame,
+    *,
+    run_id: str,
+    group_size: float = float("nan"),
+    config: DegeneracyConfig | None = None,
+    common: CommonConfig | None = None,
+    plateau_draws: np.ndarray | None = None,
+) -> CheckResult:
+    """Is most of the batch carrying no signal (zero within-group reward spread)?
+
+    Parameters
+    ----------
+    frame
+        One run's metrics indexed by optimizer step (NaN where not logged).
+    run_id
+        The run's id (for messages).
+    group_size
+        ``G`` (NaN when unknown: the binomial expectation and the derivation from
+        ``reward_std`` are then not available).
+    config, common
+        Thresholds (:class:`DegeneracyConfig`, :class:`CommonConfig`).
+    plateau_draws
+        Posterior draws of the plateau ``p*`` (same units as the reward), optional: gives the
+        binomial zero-spread share expected at the plateau, with its interval.
+
+    Returns
+    -------
+    CheckResult
+        ``detected`` when the zero-signal share over the final window, or over a sustained
+        stretch, exceeds ``config.flag_fraction``. Strength: mean share from the onset to
+        the end (final window if no onset), with a block-bootstrap interval.
+    """
+    config = config or DegeneracyConfig()
+    common = common or CommonConfig()
+    G = int(group_size) if np.isfinite(group_size) and group_size >= 1 else None
+    reward_all = frame["reward"].to_numpy(dtype=float) if "reward" in frame else np.array([])
+    rng_range = reward_range_for(reward_all, config) if reward_all.size else None
+
+    share = find_series(frame, config.zero_std_metrics, min_points=common.min_points)
+    source = "logged"
+    if share is None:
+        std = find_series(frame, config.reward_std_metrics, min_points=common.min_points)
+        missing = []
+        if std is None:
+            missing.append(f"no zero-spread share ({', '.join(config.zero_std_metrics)}) nor reward std ({', '.join(config.reward_std_metrics)}) with >= {common.min_points} points")
+        if G is None or (G is not None and G - config.std_ddof <= 0):
+            missing.append("group size G unknown (needed to derive the share from reward_std)")
+        if rng_range is None:
+            missing.append("reward not binary in a known range (set degeneracy.reward_range)")
+        if missing:
+            return not_assessable(MODE, run_id, "; ".join(missing))
+        low, high = rng_range  # type: ignore[misc]
+        p = (align(std.steps, frame.index.to_numpy(dtype=float)[np.isfinite(reward_all)], reward_all[np.isfinite(reward_all)]) - low) / (high - low)
+        ok = np.isfinite(p)
+        steps, values = std.steps[ok], zero_spread_from_std(std.values[ok] / (high - low), p[ok], G, config.std_ddof)  # type: ignore[arg-type]
+        name = f"derived from {std.name}"
+        source = "derived"
+        if steps.size < common.min_points:
+            return not_assessable(MODE, run_id, f"fewer than {common.min_points} steps with both reward and {std.name}")
+    else:
+        steps, values, name = share.steps, np.clip(share.values, 0.0, 1.0), share.name
+
+    rng = np.random.default_rng(common.seed)
+    smoothed = smooth(values, common.smooth_fraction)
+    late = edge_mask(steps, config.late_fraction, late=True)
+    final_share = float(values[late].mean())
+    above = smoothed > config.flag_fraction
+    stretch_len, stretch_start, stretch_end = longest_run(above, steps)
+    run_span = span(steps)
+    long_stretch = stretch_len >= config.min_duration_fraction * run_span
+    detected = bool(final_share > config.flag_fraction or long_stretch)
+    onset_idx = sustained_onset(above, common.sustain_fraction)
+    if detected and onset_idx is None and stretch_start is not None:
+        onset_idx = stretch_start
+    onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
+    if onset_step is not None:
+        mask = steps >= onset_step
+        label = "mean zero-signal share from onset to end"
+    else:
+        mask = late
+        label = "mean zero-signal share over the final window"
+
+    boot = bootstrap(
+        values,
+        lambda v: np.array([np.clip(v[mask], 0, 1).mean(), np.clip(v[late], 0, 1).mean()]),
+        smooth_fraction=common.smooth_fraction,
+        block_fraction=common.block_fraction,
+        n_boot=common.n_boot,
+        rng=rng,
+    )
+    lo, hi = interval(boot[:, 0], common.interval_prob)
+    st = strength(label, float(values[mask].mean()), lo, hi, prob=common.interval_prob, source="bootstrap")
+    flo, fhi = interval(boot[:, 1], common.interval_prob)
+
+    evidence: dict[str, Any] = {
+        "metric": name,
+        "share_source": source,
+        "final_share": final_share,
+        "final_share_interval": [flo, fhi],
+        "flag_fraction": config.flag_fraction,
+        "longest_stretch_above_steps": stretch_len,
+        "longest_stretch_fraction_of_run": stretch_len / run_span if run_span else float("nan"),
+        "group_size": G,
+    }
+    expected = None
+    reward_on_steps = None
+    if rng_range is not None and "reward" in frame:
+        low, high = rng_range
+        r_ok = np.isfinite(reward_all)
+        reward_on_steps = align(steps, frame.index.to_numpy(dtype=float)[r_ok], reward_all[r_ok])
+        if G is not None:
+            expected = binomial_zero_spread((reward_on_steps - low) / (high - low), G)
+            evidence["final_expected_binomial_share"] = float(np.nanmean(expected[late]))
+            evidence["final_excess_over_binomial"] = float(np.nanmean(values[late] - expected[late]))
+            if plateau_draws is not None and np.size(plateau_draws):
+                at_plateau = binomial_zero_spread((np.asarray(plateau_draws, dtype=float).ravel() - low) / (high - low), G)
+                plo, phi = interval(at_plateau, common.interval_prob)
+                evidence["expected_share_at_plateau"] = {"value": float(np.median(at_plateau)), "lower": plo, "upper": phi, "source": "posterior plateau"}
+
+    if detected:
+        why = (
+            f"final-window share {final_share:.2f} > {config.flag_fraction}"
+            if final_share > config.flag_fraction
+            else f"share above {config.flag_fraction} for {stretch_len:.0f} steps ({stretch_len / run_span:.0%} of the run)"
+        )
+        summary = f"advantage degeneracy detected: {why}; strength {fmt_interval(st)}"
+        if onset_step is not None:
+            summary += f", from step {onset_step:.0f}"
+    else:
+        summary = f"not detected: final-window zero-signal share {final_share:.2f} [{flo:.2f}, {fhi:.2f}] <= {config.flag_fraction}"
+    if "final_expected_binomial_share" in evidence:
+        summary += f" (binomial expectation at the current reward {evidence['final_expected_binomial_share']:.2f})"
+    if source == "derived":
+        summary += "; share derived from reward_std (estimate, see docs)"
+    summary += "."
+
+    table = pd.DataFrame(
+        {
+            "quantity": ["final-window share", "binomial expectation (final)", "excess over binomial", "longest stretch above flag (steps)"],
+            "value": [final_share, evidence.get("final_expected_binomial_share", np.nan), evidence.get("final_excess_over_binomial", np.nan), stretch_len],
+        }
+    ).set_index("quantity")
+    figure = None
+    if common.figures:
+        figure = _figure(steps, values, smoothed, expected, reward_on_steps, onset_step, config.flag_fraction, name, run_id)
+    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+
+
+def _figure(steps, values, smoothed, expected, reward, onset_step, flag, name, run_id):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.plot(steps, values, ".", ms=3, alpha=0.5, color="C0", label=name)
+    ax.plot(steps, smoothed, color="C0", lw=1.5, label="smoothed")
+    if expected is not None:
+        ax.plot(steps, expected, color="C2", lw=1.0, ls="--", label="binomial p^G + (1-p)^G")
+    ax.axhline(flag, color="C3", lw=0.8, ls=":", label=f"flag level {flag}")
+    if onset_step is not None:
+        ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("share of groups with zero spread")
+    if reward is not None:
+        ax2 = ax.twinx()
+        ax2.plot(steps, reward, color="0.5", lw=0.8, alpha=0.7)
+        ax2.set_ylabel("reward", color="0.5")
+    ax.set_title(f"advantage degeneracy: {run_id}", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left")
+    fig.tight_layout()
+    return fig

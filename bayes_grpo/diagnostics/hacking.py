@@ -1,0 +1,226 @@
+"""Train-eval decoupling (reward hacking): the training reward keeps rising while the
+evaluation reward saturates or falls.
+
+Both rewards are put on their own scale (each divided by its range, the max - min of its
+smoothed curve), since a training reward (often a sum of shaped rewards) and an
+evaluation accuracy need not share units. The late window starts when the smoothed
+evaluation reward first covers ``eval_saturation_level`` of its rise to its maximum (at
+the latest ``min_window_fraction`` of the run before the end). In it, the gain of each
+reward (least-squares slope times the window's step span, over that reward's range) is
+compared:
+
+    d = gain_train - gain_eval      (fractions of each reward's range)
+
+Detected when the lower interval bound of ``d`` exceeds ``decoupling_threshold`` and the
+training reward gains at least ``min_train_gain`` with a lower bound above 0. Onset: the
+start of the late window (where evaluation saturated or peaked). Strength: ``d`` with a
+block-bootstrap interval (residuals of both rewards resampled independently).
+
+Both rewards are also fitted with the same saturation law (single exponential, the
+overdamped limit, via ``bayes_grpo.dynamics.lsq``); the result reports the difference of
+their plateaus (raw units; meaningful when both share a scale) and the ratio of their
+saturation time constants, with bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.diagnostics import _fits
+from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
+from bayes_grpo.diagnostics._series import (
+    Series,
+    block_resample,
+    find_series,
+    finite_series,
+    interval,
+    ols_gain,
+    smooth,
+)
+from bayes_grpo.diagnostics.config import CommonConfig, HackingConfig
+
+MODE = "reward_hacking"
+
+
+def saturation_index(smoothed: np.ndarray, level: float) -> int:
+    """First index where ``smoothed`` covers ``level`` of its rise from its first value to its max."""
+    rise = np.max(smoothed) - smoothed[0]
+    if rise <= 0:
+        return 0
+    return int(np.flatnonzero(smoothed >= smoothed[0] + level * rise)[0])
+
+
+def window_start(eval_steps: np.ndarray, eval_smoothed: np.ndarray, all_steps: np.ndarray, cfg: HackingConfig) -> float:
+    """Step at which the late window starts (evaluation saturation, or the last ``min_window_fraction``)."""
+    t_sat = float(eval_steps[saturation_index(eval_smoothed, cfg.eval_saturation_level)])
+    latest = float(all_steps[-1] - cfg.min_window_fraction * (all_steps[-1] - all_steps[0]))
+    return min(t_sat, latest)
+
+
+def relative_gain(steps: np.ndarray, values: np.ndarray, start: float, value_range: float) -> float:
+    """Gain of the least-squares line over ``steps >= start``, as a fraction of ``value_range``."""
+    m = steps >= start
+    if m.sum() < 2 or not value_range > 0:
+        return float("nan")
+    return ols_gain(steps[m], values[m]) / value_range
+
+
+def _decoupling(train: Series, ev: Series, t_vals: np.ndarray, e_vals: np.ndarray, cfg: HackingConfig, common: CommonConfig) -> tuple[float, float, float, float]:
+    """``(d, gain_train, gain_eval, window_start)`` for one pair of series values."""
+    t_s = smooth(t_vals, common.smooth_fraction)
+    e_s = smooth(e_vals, common.smooth_fraction)
+    start = window_start(ev.steps, e_s, np.union1d(train.steps, ev.steps), cfg)
+    g_t = relative_gain(train.steps, t_vals, start, float(np.ptp(t_s)))
+    g_e = relative_gain(ev.steps, e_vals, start, float(np.ptp(e_s)))
+    return g_t - g_e, g_t, g_e, start
+
+
+def reward_hacking(
+    frame: pd.DataFrame,
+    *,
+    run_id: str,
+    config: HackingConfig | None = None,
+    common: CommonConfig | None = None,
+) -> CheckResult:
+    """Does the training reward keep rising while the evaluation reward saturates or falls?
+
+    Parameters
+    ----------
+    frame
+        One run's metrics indexed by optimizer step (NaN where not logged); needs ``reward``
+        and an evaluation reward (``config.eval_metrics``).
+    run_id
+        The run's id.
+    config, common
+        Thresholds.
+
+    Returns
+    -------
+    CheckResult
+        See the module docstring for the rule.
+    """
+    config = config or HackingConfig()
+    common = common or CommonConfig()
+    ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
+    if ev is None:
+        return not_assessable(MODE, run_id, f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points")
+    train = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+    if train is None or len(train) < common.min_points:
+        return not_assessable(MODE, run_id, f"fewer than {common.min_points} training-reward points")
+    if np.ptp(ev.values) == 0 or np.ptp(train.values) == 0:
+        return not_assessable(MODE, run_id, "training or evaluation reward is constant; no scale to compare gains on")
+
+    d, g_t, g_e, start = _decoupling(train, ev, train.values, ev.values, config, common)
+    n_eval_window = int((ev.steps >= start).sum())
+    if n_eval_window < config.min_eval_points:
+        return not_assessable(MODE, run_id, f"only {n_eval_window} evaluation points after step {start:.0f} (need {config.min_eval_points})")
+
+    rng = np.random.default_rng(common.seed)
+    t_s, e_s = smooth(train.values, common.smooth_fraction), smooth(ev.values, common.smooth_fraction)
+    t_res, e_res = train.values - t_s, ev.values - e_s
+    bt = max(2, int(round(common.block_fraction * train.values.size)))
+    be = max(2, int(round(common.block_fraction * ev.values.size)))
+    boot = np.array(
+        [
+            _decoupling(train, ev, t_s + block_resample(t_res, bt, rng), e_s + block_resample(e_res, be, rng), config, common)[:3]
+            for _ in range(common.n_boot)
+        ]
+    )
+    d_lo, d_hi = interval(boot[:, 0], common.interval_prob)
+    gt_lo, gt_hi = interval(boot[:, 1], common.interval_prob)
+    ge_lo, ge_hi = interval(boot[:, 2], common.interval_prob)
+    detected = bool(d_lo > config.decoupling_threshold and g_t >= config.min_train_gain and gt_lo > 0)
+    onset_step = float(start) if detected else None
+    st = strength("late-window gain of train minus eval reward (fractions of their ranges)", d, d_lo, d_hi, prob=common.interval_prob, source="bootstrap")
+
+    laws = _law_difference(train, ev, common, rng)
+    evidence: dict[str, Any] = {
+        "eval_metric": ev.name,
+        "window_start_step": float(start),
+        "eval_points_in_window": n_eval_window,
+        "train_gain": g_t,
+        "train_gain_interval": [gt_lo, gt_hi],
+        "eval_gain": g_e,
+        "eval_gain_interval": [ge_lo, ge_hi],
+        "decoupling_threshold": config.decoupling_threshold,
+        "eval_peak_step": float(ev.steps[int(np.argmax(e_s))]),
+        **laws,
+    }
+    if detected:
+        trend = "falls" if ge_hi < 0 else "saturates"
+        summary = (
+            f"train-eval decoupling detected: after step {start:.0f} the training reward gains {g_t:.0%} of its range "
+            f"while the evaluation reward ({ev.name}) {trend} ({g_e:+.0%}); strength {fmt_interval(st)}."
+        )
+    else:
+        summary = f"not detected: after step {start:.0f} train gain {g_t:+.0%}, eval gain {g_e:+.0%} of their ranges; difference {fmt_interval(st)}."
+    rows = [
+        ("train gain (late window)", g_t, gt_lo, gt_hi),
+        ("eval gain (late window)", g_e, ge_lo, ge_hi),
+        ("difference d", d, d_lo, d_hi),
+    ]
+    for key, label in (("plateau_difference", "plateau train - eval (raw units)"), ("time_constant_ratio", "time constant train / eval")):
+        if key in laws:
+            rows.append((label, laws[key]["value"], laws[key]["lower"], laws[key]["upper"]))
+    table = pd.DataFrame(rows, columns=["quantity", "value", "lower", "upper"]).set_index("quantity")
+    figure = _figure(train, ev, t_s, e_s, start, onset_step, run_id) if common.figures else None
+    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+
+
+def _law_difference(train: Series, ev: Series, common: CommonConfig, rng: np.random.Generator, n_refit: int = 30) -> dict[str, Any]:
+    """Plateau difference and time-constant ratio of single-exponential fits, with refit intervals."""
+    ft = _fits.fit_saturation(train.steps, train.values)
+    fe = _fits.fit_saturation(ev.steps, ev.values)
+    if ft is None or fe is None:
+        return {"law_fit": "not available (fit failed)"}
+    tr_res, ev_res = train.values - ft["fitted"], ev.values - fe["fitted"]
+    bt = max(2, int(round(common.block_fraction * train.values.size)))
+    be = max(2, int(round(common.block_fraction * ev.values.size)))
+    dp, rt = [], []
+    for _ in range(min(n_refit, common.n_boot)):
+        a = _fits.fit_saturation(train.steps, ft["fitted"] + block_resample(tr_res, bt, rng))
+        b = _fits.fit_saturation(ev.steps, fe["fitted"] + block_resample(ev_res, be, rng))
+        if a is not None and b is not None:
+            dp.append(a["plateau"] - b["plateau"])
+            rt.append(a["time_constant"] / b["time_constant"])
+    p_lo, p_hi = interval(np.asarray(dp), common.interval_prob)
+    r_lo, r_hi = interval(np.asarray(rt), common.interval_prob)
+    return {
+        "law_fit": "single exponential (overdamped limit) on both rewards",
+        "train_fit": {k: ft[k] for k in ("plateau", "initial_reward", "time_constant")},
+        "eval_fit": {k: fe[k] for k in ("plateau", "initial_reward", "time_constant")},
+        "plateau_difference": {"value": ft["plateau"] - fe["plateau"], "lower": p_lo, "upper": p_hi, "source": "bootstrap refits"},
+        "time_constant_ratio": {"value": ft["time_constant"] / fe["time_constant"], "lower": r_lo, "upper": r_hi, "source": "bootstrap refits"},
+    }
+
+
+def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def norm(v, ref):
+        return (v - np.min(ref)) / (np.ptp(ref) or 1.0)
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.plot(train.steps, norm(train.values, t_s), ".", ms=2, alpha=0.3, color="C0")
+    ax.plot(train.steps, norm(t_s, t_s), color="C0", lw=1.5, label="training reward")
+    ax.plot(ev.steps, norm(ev.values, e_s), "o", ms=3, alpha=0.5, color="C1")
+    ax.plot(ev.steps, norm(e_s, e_s), color="C1", lw=1.5, label=f"evaluation ({ev.name})")
+    ax.axvspan(start, max(train.steps[-1], ev.steps[-1]), color="0.9", zorder=0, label="late window")
+    if onset_step is not None:
+        ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("reward, fraction of its range")
+    ax.set_title(f"train-eval decoupling: {run_id}", fontsize=9)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["reward_hacking", "relative_gain", "saturation_index", "window_start"]

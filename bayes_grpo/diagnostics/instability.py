@@ -1,0 +1,313 @@
+"""Dynamical instability: growing side quantities, reward oscillation, negative damping.
+
+Signals, each assessed on its own and listed in the result's table:
+
+- **sustained growth** of ``grad_norm``, the importance-sampling ratio or the clip ratio:
+  the median over the last ``edge_fraction`` of the run divided by the median over the
+  first ``edge_fraction`` (each offset by 1% of the metric's largest smoothed value, so a
+  metric that starts at 0 does not divide by 0) exceeds ``growth_factor`` and its
+  block-bootstrap interval lies above 1; clip ratios must also reach ``clip_min_level``.
+  Onset: first step after which the smoothed metric stays above ``sqrt(growth_factor)``
+  times its early level (sustained).
+- **oscillation** of the reward: the damped-oscillator law fitted to the reward
+  (``bayes_grpo.dynamics.lsq.fit_oscillator``, or the posterior's ``zeta`` draws) has a
+  damping ratio below ``zeta_threshold`` with confidence (bootstrap upper bound, or
+  posterior probability >= ``prob_threshold``) and a visible relative overshoot
+  ``exp(-pi zeta / sqrt(1 - zeta^2)) >= min_overshoot``. Onset: first crossing of the
+  plateau by the fitted curve.
+- **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
+  (only with a posterior; the least-squares law keeps ``C_eff > 0``).
+
+The mode is detected when any signal is. A run with none of the side quantities and a
+reward too short to fit is "not assessable".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.diagnostics import _fits
+from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
+from bayes_grpo.diagnostics._series import (
+    Series,
+    block_resample,
+    bootstrap,
+    edge_mask,
+    find_series,
+    finite_series,
+    interval,
+    smooth,
+    sustained_onset,
+)
+from bayes_grpo.diagnostics.config import CommonConfig, InstabilityConfig
+
+MODE = "instability"
+
+
+def relative_overshoot(zeta: np.ndarray | float) -> np.ndarray:
+    """Peak overshoot of a step response relative to its rise: ``exp(-pi zeta / sqrt(1 - zeta^2))``
+    for ``0 <= zeta < 1``, 0 for ``zeta >= 1``, 1 for ``zeta < 0`` (growing oscillation)."""
+    zeta = np.asarray(zeta, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.exp(-np.pi * zeta / np.sqrt(1.0 - zeta**2))
+    out = np.where(zeta >= 1.0, 0.0, out)
+    return np.where(zeta < 0.0, 1.0, out)
+
+
+def growth_ratio(steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float) -> float:
+    """``(median late + offset) / (median early + offset)`` over the run's edge windows."""
+    early = edge_mask(steps, edge_fraction, late=False)
+    late = edge_mask(steps, edge_fraction, late=True)
+    return float((np.median(values[late]) + offset) / (np.median(values[early]) + offset))
+
+
+def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator) -> dict[str, Any]:
+    smoothed = smooth(s.values, common.smooth_fraction)
+    offset = 0.01 * float(np.nanmax(np.abs(smoothed))) + 1e-12
+    ratio = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
+    boot = bootstrap(
+        s.values,
+        lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset),
+        smooth_fraction=common.smooth_fraction,
+        block_fraction=common.block_fraction,
+        n_boot=common.n_boot,
+        rng=rng,
+    )
+    lo, hi = interval(boot, common.interval_prob)
+    late_level = float(np.median(s.values[edge_mask(s.steps, cfg.edge_fraction, late=True)]))
+    early_level = float(np.median(s.values[edge_mask(s.steps, cfg.edge_fraction, late=False)]))
+    level_ok = kind != "clip ratio" or late_level >= cfg.clip_min_level
+    detected = bool(ratio >= cfg.growth_factor and lo > 1.0 and level_ok)
+    onset = None
+    if detected:
+        idx = sustained_onset(smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset, common.sustain_fraction)
+        onset = float(s.steps[idx]) if idx is not None else None
+    return {
+        "signal": f"growth of {kind}",
+        "metric": s.name,
+        "statistic": "late/early median ratio",
+        "value": ratio,
+        "lower": lo,
+        "upper": hi,
+        "threshold": cfg.growth_factor,
+        "early_level": early_level,
+        "late_level": late_level,
+        "detected": detected,
+        "onset_step": onset,
+        "source": "bootstrap",
+    }
+
+
+def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator) -> dict[str, Any] | None:
+    fit = _fits.fit_oscillator(rew.steps, rew.values)
+    if fit is None or not np.isfinite(fit["zeta"]):
+        return None
+    zetas = []
+    resid = rew.values - fit["fitted"]
+    block = max(2, int(round(common.block_fraction * rew.values.size)))
+    for _ in range(cfg.n_fit_boot):
+        refit = _fits.fit_oscillator(rew.steps, fit["fitted"] + block_resample(resid, block, rng))
+        if refit is not None:
+            zetas.append(refit["zeta"])
+    lo, hi = interval(np.asarray(zetas), common.interval_prob)
+    zeta = float(fit["zeta"])
+    overshoot = float(relative_overshoot(zeta))
+    detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot)
+    onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
+    return {
+        "signal": "reward oscillation",
+        "metric": "reward",
+        "statistic": "damping ratio zeta (oscillator fit)",
+        "value": zeta,
+        "lower": lo,
+        "upper": hi,
+        "threshold": cfg.zeta_threshold,
+        "overshoot": overshoot,
+        "detected": detected,
+        "onset_step": onset,
+        "source": "bootstrap",
+        "fitted": fit["fitted"],
+        "plateau": fit["plateau"],
+    }
+
+
+def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> float | None:
+    err = np.asarray(fitted) - plateau
+    sign0 = np.sign(err[0])
+    crossed = np.flatnonzero(np.sign(err) == -sign0) if sign0 != 0 else np.array([], dtype=int)
+    return float(steps[crossed[0]]) if crossed.size else None
+
+
+def _posterior_signals(draws: dict[str, np.ndarray], cfg: InstabilityConfig, common: CommonConfig) -> list[dict[str, Any]]:
+    out = []
+    prob = common.interval_prob
+    if "C_eff" in draws:
+        c = np.asarray(draws["C_eff"], dtype=float).ravel()
+        p_neg = float(np.mean(c < 0))
+        lo, hi = interval(c, prob)
+        out.append(
+            {
+                "signal": "negative damping",
+                "metric": "posterior C_eff",
+                "statistic": "P(C_eff < 0)",
+                "value": p_neg,
+                "lower": lo,
+                "upper": hi,
+                "threshold": cfg.prob_threshold,
+                "detected": bool(p_neg >= cfg.prob_threshold),
+                "onset_step": None,
+                "source": "posterior",
+                "median": float(np.median(c)),
+            }
+        )
+    if "zeta" in draws:
+        z = np.asarray(draws["zeta"], dtype=float).ravel()
+        p_osc = float(np.mean(z < cfg.zeta_threshold))
+        lo, hi = interval(z, prob)
+        overshoot = float(np.median(relative_overshoot(z)))
+        out.append(
+            {
+                "signal": "reward oscillation",
+                "metric": "posterior zeta",
+                "statistic": f"P(zeta < {cfg.zeta_threshold})",
+                "value": p_osc,
+                "lower": lo,
+                "upper": hi,
+                "threshold": cfg.prob_threshold,
+                "overshoot": overshoot,
+                "detected": bool(p_osc >= cfg.prob_threshold and overshoot >= cfg.min_overshoot),
+                "onset_step": None,
+                "source": "posterior",
+                "median": float(np.median(z)),
+            }
+        )
+    return out
+
+
+def instability(
+    frame: pd.DataFrame,
+    *,
+    run_id: str,
+    config: InstabilityConfig | None = None,
+    common: CommonConfig | None = None,
+    posterior_draws: dict[str, np.ndarray] | None = None,
+) -> CheckResult:
+    """Is the run dynamically unstable (growing side quantities, oscillation, negative damping)?
+
+    Parameters
+    ----------
+    frame
+        One run's metrics indexed by optimizer step (NaN where not logged).
+    run_id
+        The run's id.
+    config, common
+        Thresholds.
+    posterior_draws
+        ``{"zeta": draws, "C_eff": draws}`` for this run's setting from a fitted
+        ``GRPODynamicsModel``; replaces the least-squares oscillator fit and adds the
+        negative-damping test.
+
+    Returns
+    -------
+    CheckResult
+        See the module docstring.
+    """
+    config = config or InstabilityConfig()
+    common = common or CommonConfig()
+    rng = np.random.default_rng(common.seed)
+    signals: list[dict[str, Any]] = []
+    looked, not_logged = [], []
+    for kind, names in (
+        ("grad norm", config.grad_norm_metrics),
+        ("importance ratio", config.importance_ratio_metrics),
+        ("clip ratio", config.clip_ratio_metrics),
+    ):
+        looked.append(f"{kind} ({', '.join(names)})")
+        s = find_series(frame, names, min_points=common.min_points)
+        if s is not None:
+            signals.append(_growth_signal(kind, s, config, common, rng))
+        else:
+            not_logged.append(kind)
+
+    rew = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+    osc = None
+    if posterior_draws:
+        signals.extend(_posterior_signals(posterior_draws, config, common))
+    elif config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
+        osc = _oscillation_signal(rew, config, common, rng)
+        if osc is not None:
+            signals.append(osc)
+    if not signals:
+        return not_assessable(
+            MODE,
+            run_id,
+            f"none of {', '.join(looked)} logged with >= {common.min_points} points, and no reward oscillation fit"
+            + (" (fit_oscillation is off)" if not config.fit_oscillation else ""),
+        )
+
+    detected_signals = [s for s in signals if s["detected"]]
+    detected = bool(detected_signals)
+    onsets = [s["onset_step"] for s in detected_signals if s["onset_step"] is not None]
+    onset_step = min(onsets) if onsets else None
+    lead = detected_signals[0] if detected else _weakest_margin(signals)
+    st = strength(f"{lead['signal']}: {lead['statistic']}", lead["value"], lead["lower"], lead["upper"], prob=common.interval_prob, source=lead["source"])
+    table = pd.DataFrame(
+        [{k: s.get(k) for k in ("signal", "metric", "statistic", "value", "lower", "upper", "threshold", "detected", "onset_step")} for s in signals]
+    ).set_index("signal")
+    evidence = {"signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals], "not_logged": not_logged}
+    if detected:
+        names = ", ".join(f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})" for s in detected_signals)
+        summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (f", from step {onset_step:.0f}." if onset_step is not None else ".")
+    else:
+        summary = "not detected: " + "; ".join(f"{s['signal']} {s['statistic']} {s['value']:.3g} [{s['lower']:.3g}, {s['upper']:.3g}]" for s in signals) + "."
+    figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
+    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+
+
+def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
+    """The signal closest to its threshold (reported as the strength of a healthy run)."""
+
+    def margin(s: dict[str, Any]) -> float:
+        if s["signal"].startswith("growth"):
+            return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
+        if s["source"] == "posterior":
+            return s["value"] - s["threshold"]
+        return s["threshold"] - s["value"]  # zeta below threshold -> positive
+
+    return max(signals, key=margin)
+
+
+def _figure(frame, signals, rew, osc, onset_step, run_id):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.0, 4.6), sharex=True)
+    if rew is not None:
+        ax1.plot(rew.steps, rew.values, ".", ms=3, alpha=0.5, color="C0", label="reward")
+        if osc is not None:
+            ax1.plot(rew.steps, osc["fitted"], color="C3", lw=1.2, label=f"oscillator fit, zeta={osc['value']:.2f}")
+    ax1.set_ylabel("reward")
+    ax1.legend(fontsize=6)
+    for i, s in enumerate(x for x in signals if x["signal"].startswith("growth")):
+        col = frame[s["metric"]].to_numpy(dtype=float)
+        ok = np.isfinite(col)
+        steps = frame.index.to_numpy(dtype=float)[ok]
+        base = s["early_level"] if s["early_level"] > 0 else np.nanmax(np.abs(col[ok])) or 1.0
+        ax2.plot(steps, col[ok] / base, lw=0.9, color=f"C{i + 1}", label=f"{s['metric']} / early median (x{s['value']:.2g})")
+    ax2.set_yscale("symlog", linthresh=0.1)
+    ax2.set_ylabel("side quantity, relative")
+    ax2.set_xlabel("optimizer step")
+    if ax2.get_legend_handles_labels()[0]:
+        ax2.legend(fontsize=6)
+    if onset_step is not None:
+        for ax in (ax1, ax2):
+            ax.axvline(onset_step, color="C3", lw=1.0)
+    ax1.set_title(f"dynamical instability: {run_id}", fontsize=9)
+    fig.tight_layout()
+    return fig
