@@ -1,0 +1,464 @@
+"""Softmax-bandit GRPO in torch, batched over runs: the exact reduction of DESIGN.md section 2.
+
+One tensor program simulates many runs at once (dims ``run x group``): every seed and every
+hyperparameter setting of a call is a row. CPU by default; ``device="cuda"`` (or ``"auto"``)
+runs the same code on a GPU. Randomness comes from one ``torch.Generator`` seeded by ``seed``.
+
+The GRPO step (per run, optimizer step ``n``)
+---------------------------------------------
+* The *behaviour* policy is the policy ``L = K_ref`` steps old, ``theta_b = theta[n - L]``
+  (``theta[m] = theta[0]`` for ``m < 0``: the run starts at rest). It generates ``B`` groups
+  (prompts) of ``G`` actions; arm 1 pays reward 1, arm 0 pays 0, so a group is summarised by
+  its successes ``k ~ Binomial(G, p_b)``.
+* Advantages per group: see :mod:`bayes_grpo.bandit.mean_field` (``"loo"`` default,
+  ``"group"`` = TRL's ``(r - mean)/(std + 1e-4)`` with zero-std groups at advantage 0,
+  ``"batch"``, ``"none"``).
+* Importance ratios ``rho = pi_n(a) / pi_b(a)`` of the current policy to the behaviour
+  policy, and PPO clipping with ``clip_eps``: a sample whose ratio has left
+  ``[1 - eps, 1 + eps]`` in the direction its advantage pushes is masked (zero gradient),
+  exactly where the gradient of ``min(rho A, clip(rho) A)`` vanishes. The fraction masked is
+  logged as ``clip_ratio``.
+* The ascent direction ``g = mean over samples of m A d log pi(a)/dtheta - beta anchor``.
+  ``gradient="behaviour"`` (default) evaluates the score and the anchor at the behaviour
+  policy; ``gradient="importance"`` evaluates them at the current policy with the ratio
+  ``rho`` (the true gradient of the clipped surrogate: full importance reweighting).
+* Optimizer: heavy ball ``v <- mu v + g; theta <- theta + eta v`` or EMA (Adam's beta1
+  without the second moment) ``v <- mu v + (1 - mu) g; theta <- theta + eta v``.
+
+Why the gradient is taken at the behaviour policy (the lag)
+-----------------------------------------------------------
+With full importance reweighting the expected gradient at stale samples *equals* the
+current policy's gradient (``E_b[rho A grad log pi_n] = grad J(pi_n)``), so the lag would
+vanish from the mean dynamics; that is ``gradient="importance"``, kept for comparison. With
+``gradient="behaviour"`` the expected step is ``g(theta[n - L])`` (the ratios only mask, and
+within the clip range the mask is 1), so with ``e = p - p*`` the linearised mean field is
+exactly DESIGN.md's recursion
+
+    e[n+1] - e[n] = mu (e[n] - e[n-1]) - a e[n-L],   a = eta_eff K,
+
+``eta_eff = eta`` (heavy ball) or ``eta (1 - mu)`` (EMA), ``K`` the stiffness of
+:func:`bayes_grpo.bandit.mean_field.fixed_point` (reward units, per unit step), and
+``L = k_ref``. This is the delayed-gradient model of asynchronous / off-policy training: the
+optimizer applies a gradient computed on, and at, rollouts ``K_ref`` steps old.
+
+What is logged (per optimizer step, TRL names)
+----------------------------------------------
+``reward`` (mean of the ``B G`` rewards of the step; they come from the behaviour policy, as
+in TRL where the logged reward is that of the rollouts used), ``reward_std`` (mean over groups
+of the unbiased group std), ``frac_reward_zero_std``, ``kl`` (``anchor="kl"``: exact
+``KL(pi || pi_ref)`` of the policy the gradient is evaluated at; ``"k3"``: sample mean of k3
+there), ``entropy`` (exact entropy of the current policy, nats), ``grad_norm`` (``|g|``, logit
+units), ``clip_ratio``, and ``expected_reward`` (``p_b``: the exact expectation of ``reward``
+given the history; not available in a real run, the ground truth of the bandit).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import xarray as xr
+
+from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, group_advantages
+from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
+from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.runset import make_runset
+
+#: Model label of bandit runs in the run set.
+BANDIT_MODEL: str = "softmax-bandit"
+#: Metrics logged per step, in order.
+LOGGED_METRICS: tuple[str, ...] = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "kl",
+    "entropy",
+    "grad_norm",
+    "clip_ratio",
+    "expected_reward",
+)
+GRADIENTS: tuple[str, ...] = ("behaviour", "importance")
+_DT = torch.float64
+
+
+def resolve_device(device: str | torch.device = "cpu") -> torch.device:
+    """``"cpu"``, ``"cuda"`` (error if absent) or ``"auto"`` (CUDA when present)."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but torch sees no CUDA device; use --device cpu")
+    return dev
+
+
+def _as_list(value, name: str) -> list:
+    if isinstance(value, str | bytes):
+        raise ValueError(f"{name} must be a number or a sequence of numbers, got {value!r}")
+    if isinstance(value, Sequence | np.ndarray):
+        out = list(value)
+        if not out:
+            raise ValueError(f"{name} is empty")
+        return out
+    return [value]
+
+
+def simulate_bandit_arrays(
+    *,
+    k_ref: np.ndarray,
+    group_size: np.ndarray,
+    learning_rate: np.ndarray,
+    momentum: np.ndarray,
+    beta: np.ndarray,
+    p_init: np.ndarray,
+    steps: int,
+    momentum_convention: str = HEAVY_BALL,
+    n_prompts: int = 16,
+    p_ref: float = 0.5,
+    clip_eps: float = 0.2,
+    advantage: str = "loo",
+    anchor: str = "kl",
+    gradient: str = "behaviour",
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Run the batched simulation; one row per run.
+
+    Parameters
+    ----------
+    k_ref, group_size, learning_rate, momentum, beta, p_init
+        Per-run settings, 1-d arrays of equal length ``R`` (``k_ref`` and ``group_size``
+        integers >= 0 and >= 2; ``p_init`` the initial policy's success probability).
+    steps
+        Optimizer steps ``T``.
+    progress
+        Called with the number of steps done after each step (e.g. a tqdm ``update``).
+
+    Returns
+    -------
+    dict
+        ``{metric: float64 array (R, T)}`` for every name in :data:`LOGGED_METRICS`.
+    """
+    check_advantage(advantage)
+    if anchor not in ANCHORS:
+        raise ValueError(f"unknown anchor {anchor!r}; expected one of {ANCHORS}")
+    if gradient not in GRADIENTS:
+        raise ValueError(f"unknown gradient mode {gradient!r}; expected one of {GRADIENTS}")
+    if momentum_convention not in MOMENTUM_CONVENTIONS:
+        raise ValueError(
+            f"unknown momentum convention {momentum_convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
+        )
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if n_prompts < 1:
+        raise ValueError(f"n_prompts must be >= 1, got {n_prompts}")
+    if not 0.0 < p_ref < 1.0:
+        raise ValueError(f"p_ref must lie in (0, 1), got {p_ref}")
+    dev = resolve_device(device)
+    lag = np.asarray(k_ref)
+    if np.any(lag < 0) or np.any(lag != np.round(lag)):
+        raise ValueError(f"k_ref must be non-negative integers, got {sorted(set(lag.tolist()))}")
+    gs = np.asarray(group_size)
+    if np.any(gs < 2) or np.any(gs != np.round(gs)):
+        raise ValueError(
+            f"group_size must be integers >= 2 (a group std needs two samples), got {sorted(set(gs.tolist()))}"
+        )
+    pi = np.asarray(p_init, dtype=float)
+    if np.any(~((pi > 0) & (pi < 1))):
+        raise ValueError("p_init must lie in (0, 1)")
+    mom = np.asarray(momentum, dtype=float)
+    if np.any((mom < 0) | (mom >= 1)):
+        raise ValueError("momentum must lie in [0, 1)")
+
+    def t(x):
+        return torch.as_tensor(np.asarray(x, dtype=float), dtype=_DT, device=dev)
+
+    R, B = len(lag), int(n_prompts)
+    L = torch.as_tensor(lag.astype(np.int64), device=dev)
+    G = t(gs)[:, None]  # (R, 1)
+    eta, mu, beta_t = t(learning_rate), t(mom), t(beta)
+    gscale = torch.ones_like(mu) if momentum_convention == HEAVY_BALL else 1.0 - mu
+    theta = torch.log(t(pi)) - torch.log1p(-t(pi))
+    vel = torch.zeros(R, dtype=_DT, device=dev)
+    width = int(lag.max()) + 1
+    hist = theta[:, None].repeat(1, width).contiguous()
+    rows = torch.arange(R, device=dev)
+    counts = G.expand(R, B).contiguous()
+    n_samples = B * G[:, 0]
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(int(seed))
+    out = {m: torch.empty(R, steps, dtype=_DT, device=dev) for m in LOGGED_METRICS}
+    lo, hi = 1.0 - clip_eps, 1.0 + clip_eps
+    log_pr1, log_pr0 = math.log(p_ref), math.log1p(-p_ref)
+
+    for n in range(steps):
+        hist[:, n % width] = theta
+        theta_b = hist[rows, (n - L) % width]
+        p_b = torch.sigmoid(theta_b)
+        p_n = torch.sigmoid(theta)
+        k = torch.binomial(counts, p_b[:, None].expand(R, B).contiguous(), generator=gen)  # (R, B)
+        batch_std = None
+        if advantage == "batch":
+            tot = k.sum(1, keepdim=True)
+            nn = n_samples[:, None]
+            batch_std = torch.sqrt(torch.clamp(tot * (nn - tot) / (nn * (nn - 1)), min=0.0))
+        a1, a0 = group_advantages(k, G, p_b[:, None], advantage, batch_std=batch_std)
+        rho1 = (p_n / p_b)[:, None]
+        rho0 = ((1 - p_n) / (1 - p_b))[:, None]
+        m1 = ~(((a1 > 0) & (rho1 > hi)) | ((a1 < 0) & (rho1 < lo)))
+        m0 = ~(((a0 > 0) & (rho0 > hi)) | ((a0 < 0) & (rho0 < lo)))
+        if gradient == "behaviour":
+            p_g = p_b
+            s1, s0 = (1 - p_b)[:, None], (-p_b)[:, None]
+        else:
+            p_g = p_n
+            s1, s0 = rho1 * (1 - p_n)[:, None], rho0 * (-p_n)[:, None]
+        pg = (k * m1 * a1 * s1 + (G - k) * m0 * a0 * s0).sum(1) / n_samples
+        if anchor == "kl":
+            anc = p_g - p_ref
+            kl = p_g * (torch.log(p_g) - log_pr1) + (1 - p_g) * (torch.log1p(-p_g) - log_pr0)
+        else:
+            c1 = (1 - p_ref / p_g) * (1 - p_g)
+            c0 = -(1 - (1 - p_ref) / (1 - p_g)) * p_g
+            ksum = k.sum(1)
+            anc = (ksum * c1 + (n_samples - ksum) * c0) / n_samples
+            r1 = p_ref / p_g
+            r0 = (1 - p_ref) / (1 - p_g)
+            k31 = r1 - torch.log(r1) - 1
+            k30 = r0 - torch.log(r0) - 1
+            kl = (ksum * k31 + (n_samples - ksum) * k30) / n_samples
+        g = pg - beta_t * anc
+        clipped = (k * (~m1) + (G - k) * (~m0)).sum(1) / n_samples
+        std_g = torch.sqrt(torch.clamp(k * (G - k) / (G * (G - 1)), min=0.0))
+        out["reward"][:, n] = k.sum(1) / n_samples
+        out["reward_std"][:, n] = std_g.mean(1)
+        out["frac_reward_zero_std"][:, n] = ((k == 0) | (k == G)).to(_DT).mean(1)
+        out["kl"][:, n] = kl
+        out["entropy"][:, n] = -(p_n * torch.log(p_n) + (1 - p_n) * torch.log1p(-p_n))
+        out["grad_norm"][:, n] = g.abs()
+        out["clip_ratio"][:, n] = clipped
+        out["expected_reward"][:, n] = p_b
+        vel = mu * vel + gscale * g
+        theta = theta + eta * vel
+        if progress is not None:
+            progress(1)
+    return {m: v.cpu().numpy() for m, v in out.items()}
+
+
+def bandit_truth(
+    *,
+    group_size: int,
+    learning_rate: float,
+    momentum: float,
+    momentum_convention: str,
+    k_ref: int,
+    beta: float,
+    n_prompts: int = 16,
+    p_ref: float = 0.5,
+    advantage: str = "loo",
+    anchor: str = "kl",
+    p_init: float | None = None,
+) -> dict[str, float | str]:
+    """Known truth of one bandit setting (exact mean field; no simulation, no fit).
+
+    Returns ``plateau`` (p*), ``stiffness`` (K, reward units per unit step), ``a = eta_eff K``,
+    ``M_eff, C_eff, K_eff, zeta`` of DESIGN.md's oscillator, ``noise_d`` (D, so that the
+    per-step state noise variance in reward units is ``D / G``), ``measurement_sd`` (sd of
+    the logged reward around the expected one), ``initial_reward`` and the method used.
+    """
+    fp = fixed_point(
+        group_size=group_size,
+        beta=beta,
+        p_ref=p_ref,
+        advantage=advantage,
+        n_prompts=n_prompts,
+        anchor=anchor,
+    )
+    eta_eff = float(effective_step(learning_rate, momentum, momentum_convention))
+    a = eta_eff * fp.stiffness
+    mass, damp, k_eff = oscillator_coefficients(a, momentum, k_ref)
+    zeta = float(damping_ratio(mass, damp, k_eff)) if a > 0 else float("nan")
+    return {
+        "plateau": fp.plateau,
+        "initial_reward": float(p_ref if p_init is None else p_init),
+        "stiffness": fp.stiffness,
+        "a": a,
+        "M_eff": float(mass),
+        "C_eff": float(damp),
+        "K_eff": float(k_eff),
+        "zeta": zeta,
+        "noise_d": eta_eff**2 * fp.noise_d_per_eta2,
+        "measurement_sd": fp.measurement_sd,
+        "stiffness_method": fp.method,
+    }
+
+
+def simulate_bandit(
+    *,
+    k_ref: int | Sequence[int] = 1,
+    group_size: int | Sequence[int] = 8,
+    learning_rate: float | Sequence[float] = 0.1,
+    momentum: float | Sequence[float] = 0.0,
+    momentum_convention: str = HEAVY_BALL,
+    beta: float | Sequence[float] = 1.0,
+    seeds: int = 8,
+    steps: int = 1000,
+    n_prompts: int = 16,
+    p_ref: float = 0.5,
+    p_init: float | None = None,
+    clip_eps: float = 0.2,
+    advantage: str = "loo",
+    anchor: str = "kl",
+    gradient: str = "behaviour",
+    seed: int = 0,
+    device: str = "cpu",
+    progress: Callable[[int], None] | None = None,
+) -> xr.Dataset:
+    """Simulate softmax-bandit GRPO runs and return them as a run set.
+
+    Every combination of the (scalar or sequence) settings ``k_ref x group_size x
+    learning_rate x momentum x beta`` is run with ``seeds`` replicates, all in one batched
+    tensor program. See the module docstring for the update and the lag.
+
+    Parameters
+    ----------
+    k_ref
+        Lag ``L`` in optimizer steps (0 = on-policy).
+    group_size
+        ``G``, actions per prompt (>= 2).
+    learning_rate
+        ``eta`` (logit units per unit gradient).
+    momentum, momentum_convention
+        ``mu`` and ``"heavy_ball"`` or ``"ema"``.
+    beta
+        Weight of the anchor to the reference policy (> 0: interior plateau ``p* < 1``).
+    seeds
+        Replicates per setting; their ``seed`` coordinate is ``seed + replicate``.
+    steps
+        Optimizer steps per run (logged steps ``0 .. steps-1``; step 0 is the start).
+    n_prompts
+        Groups ``B`` per step.
+    p_ref, p_init
+        Success probability of the reference policy and of the initial policy (default
+        ``p_ref``: training starts from the reference).
+    clip_eps
+        PPO clip range.
+    advantage, anchor, gradient
+        Estimator choices (module docstrings of :mod:`.simulator` and :mod:`.mean_field`).
+    seed
+        Seed of the ``torch.Generator`` of this call. A run's random stream depends on the
+        whole call (its seed and the batch layout): the same call reproduces it exactly.
+    device
+        ``"cpu"``, ``"cuda"`` or ``"auto"``.
+    progress
+        Optional callback, called with 1 after each step.
+
+    Returns
+    -------
+    xarray.Dataset
+        Run set (dims ``run, step``) with the metrics of :data:`LOGGED_METRICS`, coordinates
+        ``model="softmax-bandit"``, ``group_size``, ``learning_rate``, ``momentum``,
+        ``momentum_convention``, ``k_ref``, ``beta``, ``seed``, ``source="bandit"``, and in
+        ``attrs["truth"]`` (JSON) the known truth of every run (:func:`bandit_truth`);
+        ``attrs["bandit_config"]`` holds the simulator settings.
+    """
+    if momentum_convention not in MOMENTUM_CONVENTIONS:
+        raise ValueError(
+            f"unknown momentum convention {momentum_convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
+        )
+    if int(seeds) < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    grid = list(
+        itertools.product(
+            _as_list(k_ref, "k_ref"),
+            _as_list(group_size, "group_size"),
+            _as_list(learning_rate, "learning_rate"),
+            _as_list(momentum, "momentum"),
+            _as_list(beta, "beta"),
+            range(int(seeds)),
+        )
+    )
+    cols = list(zip(*grid))
+    start = p_ref if p_init is None else p_init
+    arrays = simulate_bandit_arrays(
+        k_ref=np.asarray(cols[0], dtype=float),
+        group_size=np.asarray(cols[1], dtype=float),
+        learning_rate=np.asarray(cols[2], dtype=float),
+        momentum=np.asarray(cols[3], dtype=float),
+        beta=np.asarray(cols[4], dtype=float),
+        p_init=np.full(len(grid), float(start)),
+        steps=int(steps),
+        momentum_convention=momentum_convention,
+        n_prompts=n_prompts,
+        p_ref=p_ref,
+        clip_eps=clip_eps,
+        advantage=advantage,
+        anchor=anchor,
+        gradient=gradient,
+        seed=seed,
+        device=device,
+        progress=progress,
+    )
+    truth_cache: dict[tuple, dict] = {}
+    curves: dict[str, pd.DataFrame] = {}
+    meta: dict[str, dict[str, object]] = {}
+    truth: dict[str, dict] = {}
+    index = pd.RangeIndex(int(steps), name="step")
+    for i, (L, G, lr, mu, b, rep) in enumerate(grid):
+        run_id = f"bandit/K_ref={int(L)}/G={int(G)}/lr={lr:g}/mu={mu:g}/beta={b:g}/seed={int(seed) + rep}"
+        curves[run_id] = pd.DataFrame({m: arrays[m][i] for m in LOGGED_METRICS}, index=index)
+        meta[run_id] = {
+            "model": BANDIT_MODEL,
+            "group_size": int(G),
+            "learning_rate": float(lr),
+            "momentum": float(mu),
+            "momentum_convention": momentum_convention,
+            "k_ref": int(L),
+            "beta": float(b),
+            "seed": int(seed) + rep,
+            "source": "bandit",
+        }
+        key = (int(L), int(G), float(lr), float(mu), float(b))
+        if key not in truth_cache:
+            truth_cache[key] = bandit_truth(
+                group_size=int(G),
+                learning_rate=float(lr),
+                momentum=float(mu),
+                momentum_convention=momentum_convention,
+                k_ref=int(L),
+                beta=float(b),
+                n_prompts=n_prompts,
+                p_ref=p_ref,
+                advantage=advantage,
+                anchor=anchor,
+                p_init=start,
+            )
+        truth[run_id] = truth_cache[key]
+    config = {
+        "n_prompts": int(n_prompts),
+        "p_ref": float(p_ref),
+        "p_init": float(start),
+        "clip_eps": float(clip_eps),
+        "advantage": advantage,
+        "anchor": anchor,
+        "gradient": gradient,
+        "seed": int(seed),
+        "steps": int(steps),
+        "momentum_convention": momentum_convention,
+    }
+    return make_runset(curves, meta, attrs={"truth": truth, "bandit_config": config})
+
+
+__all__ = [
+    "BANDIT_MODEL",
+    "GRADIENTS",
+    "LOGGED_METRICS",
+    "bandit_truth",
+    "resolve_device",
+    "simulate_bandit",
+    "simulate_bandit_arrays",
+]
