@@ -1,0 +1,641 @@
+"""Group-size invariance: Bayes factors, the 1/G noise law and leave-one-G-out prediction.
+
+The paper's first falsifiable prediction (DESIGN.md section 3): within an LLM, the
+deterministic trajectory (plateau, initial reward, stiffness, damping) does not depend
+on the group size ``G``; only the noise temperature ``D / G`` does.
+
+* ``H0`` is ``GRPODynamicsModel(invariance="shared")``; ``H1`` is
+  ``GRPODynamicsModel(invariance="by_group")``, which adds per (model, G) offsets on
+  unbounded scales with independent ``Normal(0, group_offset_sigma)`` priors. ``H0`` is
+  ``H1`` with every offset at 0, so the Bayes factor ``BF01`` can be computed by two
+  independent routes (:mod:`bayes_grpo.checks.bayes_factor`): the ratio of SMC
+  marginal likelihoods, and the Savage–Dickey density ratio on the offsets.
+* The prior-width sensitivity table repeats both at 0.5x, 1x and 2x the offset scale
+  (a Bayes factor for a point null always depends on the alternative's prior width:
+  wider priors favour ``H0``; the table shows by how much).
+* The noise exponent ``alpha`` in ``sigma^2 ∝ G^-alpha`` (theory 1) is read from the
+  posterior of ``H0``.
+* :func:`stationary_variance_check` compares the empirical variance of the reward around
+  the fitted plateau, per ``G``, with the model's ``D / (2 G C K_eff)``.
+* :func:`leave_one_g_out` fits on one ``G`` and predicts the other's mean trajectory.
+
+All functions take a run set (``make_runset``) and return :class:`CheckResult` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.bayes_factor import (
+    Evidence,
+    bayes_factor_words,
+    log_bf01_from_evidence,
+    normal_log_density_at_zero,
+    savage_dickey,
+    smc_evidence,
+)
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+
+#: Offset prior widths (multiples of ``group_offset_sigma``) in the sensitivity table.
+PRIOR_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
+#: |log BF| below which the evidence is called inconclusive (BF of 3).
+LOG_BF_DECISIVE: float = float(np.log(3.0))
+#: Largest |log BF_smc - log BF_sd| at which the two methods are said to agree.
+AGREEMENT_TOL: float = 1.0
+#: Substring that names the H1 offset variables in the PyMC model.
+OFFSET_MARKER: str = "group_offset"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[float]]:
+    """``{model: sorted distinct known G}`` of a run set."""
+    models = np.asarray(runset["model"].values, dtype=str)
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    out: dict[str, list[float]] = {}
+    for m in dict.fromkeys(models):
+        vals = np.unique(gs[(models == m) & np.isfinite(gs)])
+        out[str(m)] = [float(v) for v in vals]
+    return out
+
+
+def _require_several_g(runset: xr.Dataset) -> dict[str, list[float]]:
+    by_model = group_sizes_by_model(runset)
+    if not any(len(v) >= 2 for v in by_model.values()):
+        raise ValueError(
+            "the G-invariance test needs at least two group sizes within one model; "
+            f"group sizes per model: {by_model}"
+        )
+    return by_model
+
+
+def offset_names(pm_model: Any) -> list[str]:
+    """Names of the ``H1`` offset variables of a built PyMC model (contain ``group_offset``).
+
+    Free random variables are preferred; when the offsets are deterministic transforms of
+    non-centred draws, the deterministics are used.
+    """
+    free = [rv.name for rv in pm_model.free_RVs if OFFSET_MARKER in rv.name]
+    if free:
+        return free
+    det = [v.name for v in pm_model.deterministics if OFFSET_MARKER in v.name]
+    if not det:
+        raise ValueError(
+            f"the H1 model has no variable whose name contains {OFFSET_MARKER!r}; "
+            f"variables: {[v.name for v in pm_model.free_RVs]}"
+        )
+    return det
+
+
+def offset_draws(posterior: xr.Dataset, names: Sequence[str]) -> np.ndarray:
+    """Posterior offsets stacked to shape ``(chain, draw, d)``."""
+    parts = []
+    for name in names:
+        da = posterior[name]
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        arr = da.transpose("chain", "draw", *extra).values
+        parts.append(arr.reshape(arr.shape[0], arr.shape[1], -1))
+    return np.concatenate(parts, axis=-1)
+
+
+def _make_model(invariance: str, *, model_config, parameterisation, likelihood):
+    from bayes_grpo.model import GRPODynamicsModel
+
+    return GRPODynamicsModel(
+        model_config=model_config,
+        parameterisation=parameterisation,
+        likelihood=likelihood,
+        invariance=invariance,
+    )
+
+
+def _offset_sigma(builder: Any) -> float:
+    cfg = getattr(builder, "model_config", None) or {}
+    return float(cfg["group_offset_sigma"])
+
+
+# ----------------------------------------------------------------------------- Bayes factor
+
+
+@dataclass
+class BayesFactorRow:
+    """One row of the sensitivity table (one offset prior width)."""
+
+    prior_scale: float
+    offset_sigma: float
+    log_bf01_smc: float
+    log_bf01_smc_mc_error: float
+    log_bf01_sd: float
+    log_bf01_sd_mc_error: float
+    sd_in_support: bool
+    n_offsets: int
+
+    @property
+    def agree(self) -> bool:
+        return bool(abs(self.log_bf01_smc - self.log_bf01_sd) <= AGREEMENT_TOL)
+
+
+def invariance_bayes_factor(
+    runset: xr.Dataset,
+    *,
+    model_config: dict[str, Any] | None = None,
+    parameterisation: str = "mechanistic",
+    likelihood: str = "iid",
+    prior_scales: Sequence[float] = PRIOR_SCALES,
+    smc_draws: int = 1000,
+    smc_chains: int = 4,
+    sd_method: str = "gaussian",
+    random_seed: int = 0,
+    smc_kwargs: dict[str, Any] | None = None,
+) -> tuple[pd.DataFrame, Evidence]:
+    """BF01 (shared vs by-G trajectory) by SMC evidence and by Savage–Dickey, per prior width.
+
+    Parameters
+    ----------
+    runset
+        Run set with at least two group sizes within one model.
+    model_config
+        Overrides of the model's priors (``group_offset_sigma`` is the 1x width).
+    parameterisation, likelihood
+        Passed to ``GRPODynamicsModel``.
+    prior_scales
+        Multiples of ``group_offset_sigma`` to evaluate (1.0 should be among them).
+    smc_draws, smc_chains
+        SMC particles per chain and number of independent chains (the spread across
+        chains is the Monte Carlo error).
+    sd_method
+        Posterior density estimator for Savage–Dickey (``"gaussian"`` or ``"kde"``).
+    random_seed
+        Base seed; each SMC run gets a distinct derived seed.
+
+    Returns
+    -------
+    (table, evidence_h0)
+        ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_smc``,
+        ``log_bf01_smc_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
+        ``sd_in_support``, ``n_offsets``, ``agree``; ``evidence_h0`` holds the ``H0``
+        SMC run (its posterior gives ``alpha``).
+    """
+    _require_several_g(runset)
+    smc_kwargs = dict(smc_kwargs or {})
+    h0 = _make_model(
+        "shared",
+        model_config=model_config,
+        parameterisation=parameterisation,
+        likelihood=likelihood,
+    )
+    ev0 = smc_evidence(
+        h0.build_model(runset),
+        draws=smc_draws,
+        chains=smc_chains,
+        random_seed=random_seed,
+        **smc_kwargs,
+    )
+    base_sigma = _offset_sigma(h0)
+    rows = []
+    for i, scale in enumerate(prior_scales):
+        cfg = dict(model_config or {}) | {"group_offset_sigma": base_sigma * float(scale)}
+        h1 = _make_model(
+            "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
+        )
+        pm1 = h1.build_model(runset)
+        names = offset_names(pm1)
+        ev1 = smc_evidence(
+            pm1, draws=smc_draws, chains=smc_chains, random_seed=random_seed + 1 + i, **smc_kwargs
+        )
+        log_bf, err = log_bf01_from_evidence(ev0, ev1)
+        draws = offset_draws(ev1.idata.posterior, names)
+        sigma = _offset_sigma(h1)
+        sd = savage_dickey(
+            draws,
+            log_prior_density=normal_log_density_at_zero(np.full(draws.shape[-1], sigma)),
+            method=sd_method,
+        )
+        rows.append(
+            BayesFactorRow(
+                prior_scale=float(scale),
+                offset_sigma=sigma,
+                log_bf01_smc=log_bf,
+                log_bf01_smc_mc_error=err,
+                log_bf01_sd=sd.log_bf01,
+                log_bf01_sd_mc_error=sd.mc_error,
+                sd_in_support=sd.in_support,
+                n_offsets=sd.dim,
+            )
+        )
+    table = pd.DataFrame([r.__dict__ | {"agree": r.agree} for r in rows]).set_index("prior_scale")
+    return table, ev0
+
+
+def alpha_summary(posterior: xr.Dataset) -> dict[str, float]:
+    """Posterior of the noise exponent ``alpha`` (``sigma^2 ∝ G^-alpha``; theory 1).
+
+    Returns ``alpha_median``, ``alpha_lo``, ``alpha_hi`` (equal-tailed ``HDI_PROB``) and
+    ``p_alpha_gt_0``; NaNs when the posterior has no ``alpha`` (fixed in the config).
+    """
+    if "alpha" not in posterior:
+        return {
+            "alpha_median": np.nan,
+            "alpha_lo": np.nan,
+            "alpha_hi": np.nan,
+            "p_alpha_gt_0": np.nan,
+        }
+    a = np.asarray(posterior["alpha"].values, dtype=float).ravel()
+    lo, hi = np.quantile(a, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2])
+    return {
+        "alpha_median": float(np.median(a)),
+        "alpha_lo": float(lo),
+        "alpha_hi": float(hi),
+        "p_alpha_gt_0": float(np.mean(a > 0)),
+    }
+
+
+def invariance_verdict(
+    log_bf01_smc: float, log_bf01_sd: float, sd_in_support: bool
+) -> tuple[bool | None, str]:
+    """``(passed, words)`` from the two log Bayes factors at the reference prior width.
+
+    Invariant (passed True) when the SMC Bayes factor favours ``H0`` by more than 3 and
+    Savage–Dickey does not favour ``H1``; G-dependent (False) when SMC favours ``H1`` by
+    more than 3 and Savage–Dickey does not favour ``H0``; otherwise not assessable.
+    """
+    smc, sd = log_bf01_smc, log_bf01_sd
+    if smc > LOG_BF_DECISIVE and not sd < -LOG_BF_DECISIVE:
+        return True, "the mean trajectory is invariant in G (" + bayes_factor_words(smc) + ")"
+    if smc < -LOG_BF_DECISIVE and not sd > LOG_BF_DECISIVE:
+        return False, "the mean trajectory depends on G (" + bayes_factor_words(smc) + ")"
+    if abs(smc) <= LOG_BF_DECISIVE:
+        return None, "inconclusive: the data cannot tell whether the trajectory depends on G"
+    return None, "the two Bayes-factor methods disagree; no verdict" + (
+        "" if sd_in_support else " (Savage–Dickey extrapolated)"
+    )
+
+
+def invariance_check(
+    runset: xr.Dataset,
+    *,
+    model_config: dict[str, Any] | None = None,
+    parameterisation: str = "mechanistic",
+    likelihood: str = "iid",
+    prior_scales: Sequence[float] = PRIOR_SCALES,
+    smc_draws: int = 1000,
+    smc_chains: int = 4,
+    sd_method: str = "gaussian",
+    random_seed: int = 0,
+    smc_kwargs: dict[str, Any] | None = None,
+) -> CheckResult:
+    """The G-invariance test as a check: BF01 by two methods, agreement, sensitivity, alpha.
+
+    Parameters are those of :func:`invariance_bayes_factor`. The reference row is the
+    prior scale closest to 1.
+
+    Returns
+    -------
+    CheckResult named ``"g_invariance"``: ``passed`` True (invariant), False (G-dependent)
+    or None (inconclusive / methods disagree); ``table`` is the prior-width sensitivity
+    table; ``values`` hold ``log_bf01_smc``, ``log_bf01_sd``, their Monte Carlo errors,
+    ``bf01_smc``, ``bf01_sd``, ``methods_agree``, the ``alpha`` posterior and ``verdict``.
+    """
+    by_model = group_sizes_by_model(runset)
+    if not any(len(v) >= 2 for v in by_model.values()):
+        return CheckResult(
+            name="g_invariance",
+            passed=None,
+            summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).",
+            values={"group_sizes": by_model},
+        )
+    table, ev0 = invariance_bayes_factor(
+        runset,
+        model_config=model_config,
+        parameterisation=parameterisation,
+        likelihood=likelihood,
+        prior_scales=prior_scales,
+        smc_draws=smc_draws,
+        smc_chains=smc_chains,
+        sd_method=sd_method,
+        random_seed=random_seed,
+        smc_kwargs=smc_kwargs,
+    )
+    ref_scale = min(table.index, key=lambda s: abs(np.log(s)))
+    ref = table.loc[ref_scale]
+    passed, words = invariance_verdict(
+        ref["log_bf01_smc"], ref["log_bf01_sd"], bool(ref["sd_in_support"])
+    )
+    alpha = alpha_summary(ev0.idata.posterior)
+    values: dict[str, Any] = {
+        "log_bf01_smc": float(ref["log_bf01_smc"]),
+        "log_bf01_smc_mc_error": float(ref["log_bf01_smc_mc_error"]),
+        "log_bf01_sd": float(ref["log_bf01_sd"]),
+        "log_bf01_sd_mc_error": float(ref["log_bf01_sd_mc_error"]),
+        "bf01_smc": float(np.exp(np.clip(ref["log_bf01_smc"], -700, 700))),
+        "bf01_sd": float(np.exp(np.clip(ref["log_bf01_sd"], -700, 700))),
+        "methods_agree": bool(ref["agree"]),
+        "sd_in_support": bool(ref["sd_in_support"]),
+        "offset_sigma": float(ref["offset_sigma"]),
+        "n_offsets": int(ref["n_offsets"]),
+        "group_sizes": by_model,
+        "verdict": words,
+        "log_ml_h0": ev0.log_ml,
+        "smc_draws": smc_draws,
+        "smc_chains": smc_chains,
+        **alpha,
+    }
+    alpha_text = (
+        f" Noise exponent alpha = {alpha['alpha_median']:.2f} [{alpha['alpha_lo']:.2f}, {alpha['alpha_hi']:.2f}] "
+        f"(theory 1)."
+        if np.isfinite(alpha["alpha_median"])
+        else ""
+    )
+    summary = (
+        f"{words[0].upper() + words[1:]}. log BF01 = {ref['log_bf01_smc']:.2f} ± {ref['log_bf01_smc_mc_error']:.2f} "
+        f"(SMC evidence) and {ref['log_bf01_sd']:.2f} (Savage–Dickey, {sd_method}"
+        f"{'' if ref['sd_in_support'] else ', extrapolated'}); the methods "
+        f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
+        f"{ref['offset_sigma']:.3g}).{alpha_text}"
+    )
+    return CheckResult(
+        name="g_invariance", passed=passed, summary=summary, table=table, values=values
+    )
+
+
+# ----------------------------------------------------------------------------- noise law
+
+
+def _plateau_mask(steps: np.ndarray, fraction: float) -> np.ndarray:
+    return steps >= np.nanmin(steps) + (1.0 - fraction) * (np.nanmax(steps) - np.nanmin(steps))
+
+
+def _run_hyper(runset: xr.Dataset, run: Any) -> dict[str, Any]:
+    row = runset.sel({RUN_DIM: run})
+    return {
+        "learning_rate": float(row["learning_rate"]),
+        "momentum": float(row["momentum"]),
+        "momentum_convention": str(row["momentum_convention"].values),
+        "k_ref": float(row["k_ref"]),
+        "group_size": float(row["group_size"]),
+        "model": str(row["model"].values) or None,
+    }
+
+
+def stationary_variance_check(
+    fitted: Any,
+    runset: xr.Dataset | None = None,
+    *,
+    plateau_fraction: float = 0.3,
+) -> CheckResult:
+    """Empirical variance of the reward at the plateau vs ``D / (2 G C K_eff)``, per G.
+
+    For every (model, G), the residuals of each run from its posterior-median mean
+    trajectory over the last ``plateau_fraction`` of its steps are pooled; their variance
+    is compared with the posterior of ``D / (2 G C K_eff)`` from
+    ``fitted.coefficient_draws`` at that run's setting. Stationary fluctuations are
+    autocorrelated, so the empirical variance has an uncertainty; we attach a 90%
+    interval from a chi-square with effective degrees of freedom ``n (1 - r1)/(1 + r1)``
+    (``r1`` the lag-1 residual autocorrelation).
+
+    Returns
+    -------
+    CheckResult named ``"stationary_variance"``: per (model, G) table of the empirical
+    variance, its interval, the predicted median and interval, and whether the intervals
+    overlap; passed when they overlap for every group, with the slope of log variance on
+    log G (theory -1) in ``values``.
+    """
+    from scipy import stats
+
+    ds = runset if runset is not None else _fitted_runset(fitted)
+    steps = np.asarray(ds[STEP_DIM].values, dtype=float)
+    rows = []
+    for run in ds[RUN_DIM].values:
+        hyper = _run_hyper(ds, run)
+        y = np.asarray(ds["reward"].sel({RUN_DIM: run}).values, dtype=float)
+        ok = np.isfinite(y)
+        if ok.sum() < 10:
+            continue
+        t_run = steps[ok]
+        traj = fitted.trajectory_draws(t_run, **hyper)
+        mean = np.median(np.asarray(traj.values, dtype=float).reshape(-1, t_run.size), axis=0)
+        keep = _plateau_mask(t_run, plateau_fraction)
+        resid = y[ok][keep] - mean[keep]
+        coef = fitted.coefficient_draws(**hyper)
+        pred = coef["noise_d"] / (2.0 * hyper["group_size"] * coef["C_eff"] * coef["K_eff"])
+        rows.append(
+            (
+                hyper["model"] or "",
+                hyper["group_size"],
+                resid,
+                np.asarray(pred.values, float).ravel(),
+            )
+        )
+    if not rows:
+        return CheckResult(
+            "stationary_variance", None, "Not assessable: no run with at least 10 rewards."
+        )
+    out = []
+    for (model, g), group in pd.DataFrame(rows, columns=["model", "G", "resid", "pred"]).groupby(
+        ["model", "G"]
+    ):
+        resid = np.concatenate(list(group["resid"]))
+        pred = np.concatenate(list(group["pred"]))
+        n = resid.size
+        var = float(np.var(resid, ddof=1))
+        r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if n > 3 else 0.0
+        r1 = float(np.clip(r1, 0.0, 0.95))
+        n_eff = max(2.0, n * (1 - r1) / (1 + r1))
+        lo = var * (n_eff - 1) / stats.chi2.ppf((1 + HDI_PROB) / 2, n_eff - 1)
+        hi = var * (n_eff - 1) / stats.chi2.ppf((1 - HDI_PROB) / 2, n_eff - 1)
+        p_lo, p_med, p_hi = np.nanquantile(pred, [(1 - HDI_PROB) / 2, 0.5, (1 + HDI_PROB) / 2])
+        out.append(
+            {
+                "model": model,
+                "G": g,
+                "n": n,
+                "empirical_var": var,
+                "empirical_lo": lo,
+                "empirical_hi": hi,
+                "predicted_var": p_med,
+                "predicted_lo": p_lo,
+                "predicted_hi": p_hi,
+                "overlap": bool(lo <= p_hi and p_lo <= hi),
+            }
+        )
+    table = pd.DataFrame(out).set_index(["model", "G"])
+    slope = np.nan
+    if table.index.get_level_values("G").nunique() >= 2:
+        gs = np.log(table.index.get_level_values("G").to_numpy(float))
+        slope = float(np.polyfit(gs, np.log(table["empirical_var"].to_numpy(float)), 1)[0])
+    passed = bool(table["overlap"].all())
+    summary = (
+        f"Stationary variance at the plateau agrees with D/(2 G C K_eff) in {int(table['overlap'].sum())} of "
+        f"{len(table)} (model, G) groups."
+        + (
+            f" Slope of log variance on log G: {slope:.2f} (theory -1)."
+            if np.isfinite(slope)
+            else ""
+        )
+    )
+    return CheckResult(
+        name="stationary_variance",
+        passed=passed,
+        summary=summary,
+        table=table,
+        values={"log_variance_slope_vs_log_g": slope, "plateau_fraction": plateau_fraction},
+    )
+
+
+def _fitted_runset(fitted: Any) -> xr.Dataset:
+    from bayes_grpo.checks.stability import fitted_runset
+
+    ds = fitted_runset(fitted)
+    if ds is None:
+        raise ValueError("the fitted model does not carry its run set; pass runset=...")
+    return ds
+
+
+# ----------------------------------------------------------------------------- leave-one-G-out
+
+
+def leave_one_g_out(
+    runset: xr.Dataset,
+    *,
+    model_config: dict[str, Any] | None = None,
+    parameterisation: str = "mechanistic",
+    likelihood: str = "iid",
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    random_seed: int = 0,
+    sampler: str = "pymc",
+    min_coverage: float = 0.75,
+) -> CheckResult:
+    """Fit on one group size, predict the other's mean trajectory, and compare.
+
+    For each model with at least two group sizes and each ordered pair ``(G_fit,
+    G_held)`` of its extreme group sizes, ``H0`` is fitted on the runs at ``G_fit`` only;
+    the posterior mean trajectory at every held-out run's setting (and ``G_held``), plus
+    the observation noise at ``G_held`` (``sigma`` from ``coefficient_draws``), gives a
+    ``HDI_PROB`` predictive band. The check passes when, for every pair, the fraction of
+    held-out rewards inside the band is at least ``min_coverage``.
+
+    Returns
+    -------
+    CheckResult named ``"leave_one_g_out"`` with a figure per pair (bands and data), a
+    table of coverages and the largest distance of the held-out mean trajectory (runs
+    averaged) from the predicted median in units of the band half-width.
+    """
+    by_model = group_sizes_by_model(runset)
+    pairs = [(m, gs[0], gs[-1]) for m, gs in by_model.items() if len(gs) >= 2]
+    pairs += [(m, b, a) for m, a, b in list(pairs)]
+    if not pairs:
+        return CheckResult(
+            "leave_one_g_out", None, f"Not assessable: no model at two group sizes ({by_model})."
+        )
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    models = np.asarray(runset["model"].values, dtype=str)
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
+    rows, figures = [], {}
+    for k, (model, g_fit, g_held) in enumerate(pairs):
+        fit_sel = (models == model) & (gs == g_fit)
+        held_sel = (models == model) & (gs == g_held)
+        builder = _make_model(
+            "shared",
+            model_config=model_config,
+            parameterisation=parameterisation,
+            likelihood=likelihood,
+        )
+        builder.fit(
+            runset.isel({RUN_DIM: np.flatnonzero(fit_sel)}),
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed + k,
+            sampler=sampler,
+            progressbar=False,
+        )
+        fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
+        inside = total = 0
+        worst = 0.0
+        rng = np.random.default_rng(random_seed + k)
+        for run in runset[RUN_DIM].values[held_sel]:
+            hyper = _run_hyper(runset, run)
+            y = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
+            ok = np.isfinite(y)
+            t = steps[ok]
+            traj = np.asarray(builder.trajectory_draws(t, **hyper).values, dtype=float).reshape(
+                -1, t.size
+            )
+            sigma = np.asarray(
+                builder.coefficient_draws(**hyper)["sigma"].values, dtype=float
+            ).ravel()
+            pp = traj + rng.normal(size=traj.shape) * sigma[: traj.shape[0], None]
+            lo, hi = np.quantile(pp, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
+            mlo, mhi = np.quantile(traj, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
+            med = np.median(traj, axis=0)
+            inside += int(np.sum((y[ok] >= lo) & (y[ok] <= hi)))
+            total += int(ok.sum())
+            half = np.maximum((hi - lo) / 2, 1e-12)
+            worst = max(worst, float(np.max(np.abs(_smooth(y[ok]) - med) / half)))
+            ax.fill_between(t, lo, hi, color="C0", alpha=0.15)
+            ax.fill_between(t, mlo, mhi, color="C0", alpha=0.35)
+            ax.plot(t, med, color="C0", lw=1)
+            ax.plot(t, y[ok], ".", ms=2, color="C1")
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("reward")
+        ax.set_title(f"{model}: fitted on G={g_fit:g}, predicting G={g_held:g}")
+        figures[f"{model} G={g_fit:g} -> G={g_held:g}"] = fig
+        coverage = inside / total if total else np.nan
+        rows.append(
+            {
+                "model": model,
+                "G_fit": g_fit,
+                "G_held_out": g_held,
+                "n_points": total,
+                "coverage": coverage,
+                "max_smoothed_distance": worst,
+                "ok": bool(coverage >= min_coverage),
+            }
+        )
+    table = pd.DataFrame(rows).set_index(["model", "G_fit", "G_held_out"])
+    passed = bool(table["ok"].all())
+    summary = (
+        f"Leave-one-G-out: the trajectory fitted on one G predicts the other G's rewards with "
+        f"{HDI_PROB:.0%}-band coverage {', '.join(f'{c:.2f}' for c in table['coverage'])} "
+        f"(required >= {min_coverage:.2f})."
+    )
+    return CheckResult(
+        name="leave_one_g_out", passed=passed, summary=summary, table=table, figures=figures
+    )
+
+
+def _smooth(y: np.ndarray, frac: float = 0.1) -> np.ndarray:
+    w = max(1, int(round(frac * y.size)))
+    kernel = np.ones(w) / w
+    pad = np.pad(y, (w // 2, w - 1 - w // 2), mode="edge")
+    return np.convolve(pad, kernel, mode="valid")
+
+
+__all__ = [
+    "PRIOR_SCALES",
+    "AGREEMENT_TOL",
+    "group_sizes_by_model",
+    "offset_names",
+    "offset_draws",
+    "invariance_bayes_factor",
+    "invariance_verdict",
+    "invariance_check",
+    "alpha_summary",
+    "stationary_variance_check",
+    "leave_one_g_out",
+]

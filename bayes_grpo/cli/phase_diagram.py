@@ -1,0 +1,115 @@
+"""``bayes-grpo phase-diagram``: posterior stability map over learning rate and K_ref."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "phase-diagram",
+        help="phase diagram over (learning rate, K_ref) with posterior contours of instability and oscillation",
+        description=(
+            "Draw the posterior probability of instability (exact discrete criterion, with the closed-form "
+            "0.5 contour dashed) and of the oscillatory regime (0 < zeta < 1) over a grid of learning rates "
+            "and lags K_ref, from a fitted posterior, with the fitted runs marked. Prints the threshold "
+            "learning rate per K_ref (posterior median and 90%% interval)."
+        ),
+    )
+    p.add_argument("posterior", help="posterior netCDF saved by `bayes-grpo fit` (models/NAME.nc)")
+    p.add_argument(
+        "-o", "--output", required=True, help="where to write the figure (PNG, SVG or PDF)"
+    )
+    p.add_argument(
+        "--momentum",
+        type=float,
+        default=None,
+        help="momentum mu (heavy-ball) or Adam beta1 (ema); default: the most common in the fitted runs",
+    )
+    p.add_argument(
+        "--momentum-convention",
+        choices=["heavy_ball", "ema"],
+        default=None,
+        help="momentum convention; default: the most common in the fitted runs",
+    )
+    p.add_argument("--lr-min", type=float, default=None, help="smallest learning rate of the grid")
+    p.add_argument("--lr-max", type=float, default=None, help="largest learning rate of the grid")
+    p.add_argument(
+        "--n-lr", type=int, default=40, help="number of log-spaced learning rates (default 40)"
+    )
+    p.add_argument(
+        "--k-ref-max",
+        type=int,
+        default=None,
+        help="largest K_ref of the grid (default max(16, 2x observed))",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="LLM name in the posterior (default: a new model, population level)",
+    )
+    add_json_flag(p)
+    p.set_defaults(func=_run)
+
+
+def _most_common(values) -> object:
+    vals, counts = np.unique(np.asarray(values), return_counts=True)
+    return vals[np.argmax(counts)] if vals.size else None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bayes_grpo._io import write_atomic
+    from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
+
+    fitted = _as_model(args.posterior)
+    ds = fitted_runset(fitted)
+    momentum, convention = args.momentum, args.momentum_convention
+    if ds is not None:
+        mom = np.asarray(ds["momentum"].values, dtype=float)
+        if momentum is None and np.isfinite(mom).any():
+            momentum = float(_most_common(mom[np.isfinite(mom)]))
+        conv = [c for c in np.asarray(ds["momentum_convention"].values, dtype=str) if c]
+        if convention is None and conv:
+            convention = str(_most_common(conv))
+    if momentum is None or convention is None:
+        raise ValueError(
+            f"{args.posterior}: give --momentum and --momentum-convention (not recorded in the fitted runs)"
+        )
+    lrs = None
+    if args.lr_min is not None or args.lr_max is not None:
+        if args.lr_min is None or args.lr_max is None or not 0 < args.lr_min < args.lr_max:
+            raise ValueError("give both --lr-min and --lr-max with 0 < lr-min < lr-max")
+        lrs = np.geomspace(args.lr_min, args.lr_max, args.n_lr)
+    k_refs = np.arange(0, args.k_ref_max + 1) if args.k_ref_max is not None else None
+    result = phase_diagram(
+        fitted,
+        momentum=momentum,
+        momentum_convention=convention,
+        learning_rates=lrs,
+        k_refs=k_refs,
+        model=args.model,
+    )
+    fig = result.figures["phase diagram"]
+    write_atomic(
+        args.output,
+        lambda tmp: fig.savefig(tmp, dpi=130, bbox_inches="tight", format=_fmt(args.output)),
+    )
+    if args.json:
+        print_json(result.to_dict() | {"figure": str(args.output)})
+        return 0
+    print(result.summary)
+    print(f"figure written to {args.output}")
+    print_table(
+        result.table,
+        title="Threshold learning rate per K_ref (exact criterion; median and 90% interval)",
+    )
+    return 0
+
+
+def _fmt(path: str) -> str:
+    ext = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else "png"
+    return ext if ext in {"png", "svg", "pdf"} else "png"

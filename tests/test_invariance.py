@@ -1,0 +1,116 @@
+"""G-invariance check plumbing, on a toy model whose Bayes factor is known in closed form.
+
+The toy builder stands in for ``GRPODynamicsModel`` (same constructor and
+``build_model`` contract): reward = mu + group_offset[G] + N(0, 1) noise, with
+``mu ~ N(0, 1)`` and, under H1, ``group_offset ~ N(0, group_offset_sigma)``. The exact
+Bayes factor is a ratio of Gaussian marginal likelihoods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+from scipy import stats
+
+from bayes_grpo.checks import invariance
+from bayes_grpo.runset import make_runset
+
+
+def _runset(shift: float, seed: int = 0, n_steps: int = 6):
+    rng = np.random.default_rng(seed)
+    curves, meta = {}, {}
+    for i, g in enumerate([4, 4, 16, 16]):
+        y = 0.2 + (shift if g == 16 else 0.0) + rng.normal(0, 1, n_steps)
+        curves[f"r{i}"] = pd.DataFrame({"reward": y}, index=np.arange(n_steps))
+        meta[f"r{i}"] = {"model": "toy", "group_size": g}
+    return make_runset(curves, meta)
+
+
+class ToyBuilder:
+    def __init__(
+        self,
+        model_config=None,
+        parameterisation="mechanistic",
+        likelihood="iid",
+        invariance="shared",
+    ):
+        self.model_config = {"group_offset_sigma": 0.5} | dict(model_config or {})
+        self.invariance = invariance
+
+    def build_model(self, ds):
+        y = ds["reward"].values
+        g_idx = np.repeat((ds["group_size"].values == 16).astype(int)[:, None], y.shape[1], axis=1)
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0, 1)
+            mean = mu
+            if self.invariance == "by_group":
+                off = pm.Normal(
+                    "group_offset_plateau", 0, self.model_config["group_offset_sigma"], shape=2
+                )
+                mean = mu + off[g_idx.ravel()]
+            pm.Normal("y", mean, 1, observed=y.ravel())
+        return m
+
+
+def _exact_log_bf01(ds, s):
+    y = ds["reward"].values.ravel()
+    g = np.repeat((ds["group_size"].values == 16).astype(int), ds.sizes["step"])
+    Z = np.eye(2)[g]
+    base = np.eye(y.size) + np.ones((y.size, y.size))
+    return stats.multivariate_normal(np.zeros(y.size), base).logpdf(y) - stats.multivariate_normal(
+        np.zeros(y.size), base + s**2 * Z @ Z.T
+    ).logpdf(y)
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyBuilder(
+            model_config, invariance=inv
+        ),
+    )
+
+
+@pytest.mark.parametrize("shift,expect", [(0.0, True), (2.0, False)])
+def test_bayes_factor_of_g_invariance_matches_the_exact_value_at_every_prior_width(
+    toy, shift, expect
+):
+    ds = _runset(shift)
+    res = invariance.invariance_check(ds, smc_draws=400, smc_chains=2, random_seed=3)
+    assert res.name == "g_invariance"
+    table = res.table
+    assert list(table.index) == [0.5, 1.0, 2.0]
+    for scale, row in table.iterrows():
+        exact = _exact_log_bf01(ds, 0.5 * scale)
+        assert row["log_bf01_smc"] == pytest.approx(exact, abs=0.3)
+        if row["sd_in_support"]:
+            assert row["log_bf01_sd"] == pytest.approx(exact, abs=0.3)
+        assert row["n_offsets"] == 2
+    if shift == 0.0:  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
+        assert table["log_bf01_smc"].iloc[-1] > table["log_bf01_smc"].iloc[0]
+    exact1 = _exact_log_bf01(ds, 0.5)
+    if abs(exact1) > np.log(3) + 0.3:
+        assert res.passed is expect
+    d = res.to_dict()
+    assert {"log_bf01_smc", "log_bf01_sd", "methods_agree", "verdict", "alpha_median"} <= set(
+        d["values"]
+    )
+
+
+def test_invariance_is_not_assessable_with_a_single_group_size():
+    ds = _runset(0.0)
+    ds = ds.assign_coords(group_size=("run", np.full(ds.sizes["run"], 8.0)))
+    res = invariance.invariance_check(ds)
+    assert res.passed is None and "Not assessable" in res.summary
+
+
+def test_verdict_words():
+    assert invariance.invariance_verdict(3.0, 2.5, True)[0] is True
+    assert invariance.invariance_verdict(-3.0, -2.0, False)[0] is False
+    assert invariance.invariance_verdict(0.2, 0.1, True)[0] is None
+    passed, words = invariance.invariance_verdict(3.0, -3.0, True)
+    assert passed is None and "disagree" in words
