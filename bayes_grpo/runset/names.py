@@ -292,7 +292,8 @@ def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapp
             while alt in taken:
                 alt = f"{sanitise(src)}_{i}"
                 i += 1
-            notes.append(f"metric {src!r} kept as {alt!r} ({name!r} was taken)")
+            taken_by = reward_source if name == REWARD_VAR else name
+            notes.append(f"metric {src!r} kept as {alt!r} ({name!r} is {taken_by!r})")
             name = alt
         columns[src] = name
         taken.add(name)

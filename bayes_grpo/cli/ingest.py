@@ -1,0 +1,146 @@
+"""``bayes-grpo ingest``: read GRPO logs into a run set (netCDF) and print a table of the runs."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import warnings
+
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+
+EPILOG = """\
+formats (auto-detected; folders are searched recursively):
+  trainer_state.json      TRL / HF Trainer state: a file, a run folder, or an output folder
+                          with checkpoint-* (latest checkpoint wins); eval_* -> eval variables
+  events.out.tfevents.*   TensorBoard scalars; the GRPOConfig text summary gives G, lr, beta, seed
+  *.csv / *.tsv           wide (step + metrics), long wandb exports (run_name,metric,step,value),
+                          wandb panel exports ("<run> - <metric>"), several runs per file
+  *.jsonl / *.ndjson      one object per step; typed records (train/rollout/eval) merged by step
+  *.log / *.txt / *.out   console output with the Trainer's printed metric dicts
+
+reward: TRL 'reward' (also train/reward, critic/score/mean, train_reward), else the single
+rewards/<func>/mean, else an accuracy-like metric, else an evaluation reward (with a warning).
+Override with --reward-key. Hyperparameters: manifest > bayes_grpo_run.json > config inside the
+log > training_args.json/config.yaml beside it > model config.json > constants logged as metrics.
+
+bad runs are skipped and reported (status 'rejected' with the reason) unless --strict.
+manifest (CSV/YAML): columns path, run, run_name, reward_key, logging_steps, and any of
+model, model_size, group_size, learning_rate, momentum, momentum_convention, k_ref, beta, seed.
+
+examples:
+  bayes-grpo ingest outputs/ -o runs.nc
+  bayes-grpo ingest wandb_export.csv --reward-key train/rewards/accuracy/mean -o runs.nc --json
+  bayes-grpo ingest --manifest runs.yaml -o runs.nc
+"""
+
+TABLE_COLUMNS = (
+    "status",
+    "model",
+    "group_size",
+    "n_steps",
+    "reward_first",
+    "reward_last",
+    "learning_rate",
+    "momentum",
+    "momentum_convention",
+    "k_ref",
+    "beta",
+    "seed",
+    "reward_source",
+    "n_nonfinite_reward",
+)
+SHORT = {
+    "group_size": "G",
+    "n_steps": "steps",
+    "reward_first": "r_first",
+    "reward_last": "r_last",
+    "learning_rate": "lr",
+    "momentum": "mu",
+    "momentum_convention": "conv",
+    "n_nonfinite_reward": "nan",
+    "reward_source": "reward_from",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ingest",
+        help="read GRPO logs (TRL, TensorBoard, CSV/JSONL, console) into a run set (netCDF)",
+        description=(
+            "Read GRPO training logs into one run set (xarray, dims run x step, one coordinate per "
+            "hyperparameter), save it as netCDF and print one line per run: id, model, G, steps, "
+            "first/last reward, hyperparameters, warnings. Runs that cannot be used are listed with "
+            "the reason."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to read")
+    parser.add_argument("--manifest", metavar="FILE", help="CSV or YAML manifest: one row per run (path + coordinates)")
+    parser.add_argument(
+        "--reward-key",
+        metavar="KEY",
+        help="metric to use as the reward in every run (source name such as train/rewards/acc/mean, or a canonical name)",
+    )
+    parser.add_argument(
+        "--min-points", type=int, default=10, metavar="N", help="reject runs with fewer finite reward values (default: 10)"
+    )
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="netCDF file to write (atomically)")
+    parser.add_argument("--strict", action="store_true", help="stop at the first bad run instead of skipping it")
+    add_json_flag(parser)
+    parser.set_defaults(func=run)
+
+
+def _fmt(value: object) -> object:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:.4g}"
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from bayes_grpo.runset import runset_warnings, save_runset
+    from bayes_grpo.runset.ingest import load_runs, runset_summary
+
+    if not args.paths and not args.manifest:
+        raise ValueError("give at least one PATH or --manifest")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
+        ds = load_runs(
+            args.paths,
+            manifest=args.manifest,
+            reward_key=args.reward_key,
+            min_points=args.min_points,
+            on_error="raise" if args.strict else "skip",
+        )
+    out = save_runset(ds, args.output)
+    summary = runset_summary(ds)
+    ok = summary[summary["status"] == "ok"]
+    bad = summary[summary["status"] != "ok"]
+    if args.json:
+        records = summary.reset_index().to_dict(orient="records")
+        print_json(
+            {
+                "output": str(out),
+                "n_runs": int(len(ok)),
+                "n_rejected": int(len(bad)),
+                "n_steps": int(ds.sizes["step"]),
+                "variables": sorted(map(str, ds.data_vars)),
+                "runs": records,
+            }
+        )
+        return 0
+    table = ok[[c for c in TABLE_COLUMNS if c in ok.columns]].rename(columns=SHORT).map(_fmt)
+    print_table(table, title=f"{len(ok)} run(s) ingested -> {out}")
+    warned = {run_id: msgs for run_id, msgs in runset_warnings(ds).items() if msgs}
+    if warned:
+        print("\nwarnings:")
+        for run_id, msgs in warned.items():
+            for msg in msgs:
+                print(f"  [{run_id}] {msg}")
+    if len(bad):
+        print(f"\n{len(bad)} run(s) rejected:")
+        for _, row in bad.iterrows():
+            print(f"  {row['reason']}")
+    return 0

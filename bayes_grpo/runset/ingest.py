@@ -1,0 +1,712 @@
+"""Ingest GRPO logs of any supported format into one run set.
+
+:func:`load_runs` finds the logs under the given paths (and/or in a manifest), reads each with
+its format's loader (:mod:`bayes_grpo.runset.loaders`), normalises every run the same way,
+merges hyperparameters from all the places they can live, gives every run a unique id, and
+ends in :func:`~bayes_grpo.runset.core.make_runset`.
+
+Normalisation of a run (every format alike)
+-------------------------------------------
+- Values: numbers and numeric strings (``'0.125'``, ``'nan'``, ``'inf'``) are read as numbers;
+  NaN and +-inf are kept as NaN and counted (``n_nonfinite_reward`` in the summary, a warning
+  for the reward). Other text in a metric is kept as NaN with a warning giving how many and an
+  example; a field that is text throughout (``loss_type``) is not a metric and is listed in a
+  note. JSON ``null`` means "not logged".
+- Steps: must be integers. A step logged more than once (a resumed run, a log concatenated with
+  its restart) keeps the *last* value logged, and the number of repeated steps is reported;
+  steps that go backwards in the file are reported separately (how often, and the first place).
+- Names: source metric names become canonical ones (:mod:`bayes_grpo.runset.names`); the reward
+  is chosen by :func:`~bayes_grpo.runset.names.choose_reward` (or ``reward_key``).
+- Length: a run with fewer than ``min_points`` finite reward values is rejected, with the reason.
+
+Bad runs in a multi-run ingest
+------------------------------
+By default (``on_error="skip"``) a run that cannot be read or is rejected is left out of the run
+set *and reported*: in ``ds.attrs["bayes_grpo_rejected"]`` (JSON ``{source: reason}``), in
+:func:`runset_summary` (status ``rejected``), in the CLI's table and JSON, and as one Python
+warning. With ``on_error="raise"`` the first bad run aborts the ingest. When no run survives,
+:class:`~bayes_grpo.runset.core.RunSetError` lists every reason. Errors that concern the whole
+request rather than one run (a path that does not exist, a malformed manifest, two manifest rows
+with the same run id) always raise.
+
+Hyperparameters (first source that has a value wins; disagreeing later sources give a warning)
+------------------------------------------------------------------------------------------
+1. the manifest row;  2. the project's runner metadata ``bayes_grpo_run.json`` beside the log;
+3. the config inside the log (TensorBoard ``args`` text summary, also read from event files
+next to a ``trainer_state.json``);  4. training configs beside the log (``training_args.json``,
+``config.yaml`` ...);  5. the model config (``config.json``, TensorBoard ``model_config``): model
+name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
+``optimizer_updates_per_rollout_batch``) and the peak of the logged learning-rate schedule.
+Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings as pywarnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.constants import MOMENTUM_CONVENTIONS
+from bayes_grpo.runset.core import RunSetError, make_runset, runset_warnings
+from bayes_grpo.runset.loaders import (
+    LogFormatError,
+    ManifestRow,
+    RawRun,
+    detect_format,
+    is_event_file,
+    load_file,
+    read_manifest,
+    resolve_trainer_state,
+)
+from bayes_grpo.runset.loaders.sidecar import (
+    SIDECAR_NAMES,
+    coords_from_config,
+    coords_from_model_config,
+    find_sidecars,
+)
+from bayes_grpo.runset.loaders.tensorboard import load_tensorboard
+from bayes_grpo.runset.names import (
+    HYPERPARAMETER_ALIASES,
+    SUMMARY_KEYS,
+    NameMapping,
+    NoRewardError,
+    canonical_name,
+    map_names,
+    split_eval,
+)
+from bayes_grpo.runset.schema import REWARD_VAR, RUN_COORDS, RUN_DIM, STRING_COORDS
+
+#: Dataset attribute with per-run ingestion facts (source, reward column, counts, provenance).
+INGEST_ATTR = "bayes_grpo_ingest"
+#: Dataset attribute with the runs that were rejected, ``{source: {"run": id, "reason": ...}}``.
+REJECTED_ATTR = "bayes_grpo_rejected"
+#: Default minimum number of finite reward values for a run to be kept.
+MIN_POINTS = 10
+
+_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
+_GENERIC_DIRS = re.compile(r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events|outputs?|results)$", re.I)
+_GENERIC_STEMS = frozenset(
+    {
+        "trainer_state",
+        "metrics",
+        "train_metrics",
+        "log",
+        "logs",
+        "train",
+        "history",
+        "progress",
+        "stdout",
+        "output",
+        "scalars",
+        "events",
+        "train_log",
+        "training_log",
+    }
+)
+_EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
+
+
+class RunRejected(ValueError):
+    """One run cannot be ingested; the message names the file, the run and the problem."""
+
+
+# ------------------------------------------------------------------------------------------
+# normalisation of one run
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NormalisedRun:
+    """A run after normalisation: a frame indexed by step under canonical names, and facts."""
+
+    frame: pd.DataFrame
+    mapping: NameMapping
+    warnings: list[str]
+    facts: dict[str, object]
+    logged_hparams: dict[str, object] = field(default_factory=dict)
+    logged_why: dict[str, str] = field(default_factory=dict)
+
+
+def _to_number(value: object) -> float | None:
+    """float for numbers and numeric strings (NaN/inf included); None for anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def normalise_run(
+    raw: RawRun, *, reward_key: str | None = None, min_points: int = MIN_POINTS
+) -> NormalisedRun:
+    """Numbers, steps, names and reward of one raw run (see the module docstring).
+
+    Raises
+    ------
+    RunRejected
+        No records, no integer steps, no reward metric, or fewer than ``min_points`` rewards.
+    """
+    where = raw.label
+    recs = raw.records
+    if recs.empty:
+        raise RunRejected(f"{where}: no metric values in the log")
+    warn: list[str] = list(raw.notes)
+    recs = recs[recs["value"].notna()].copy()
+    # steps
+    step_num = pd.to_numeric(recs["step"], errors="coerce")
+    bad_step = step_num.isna() | ~np.isfinite(step_num)
+    if bad_step.all():
+        raise RunRejected(f"{where}: no usable step numbers (e.g. {recs['step'].iloc[0]!r})")
+    if bad_step.any():
+        warn.append(f"{int(bad_step.sum())} value(s) without a numeric step skipped")
+    recs = recs[~bad_step]
+    step_num = step_num[~bad_step]
+    if not np.allclose(step_num, np.round(step_num)):
+        example = step_num[~np.isclose(step_num, np.round(step_num))].iloc[0]
+        raise RunRejected(f"{where}: steps must be integers (found {example})")
+    recs["step"] = np.round(step_num).astype(np.int64)
+    # values
+    recs["num"] = [_to_number(v) for v in recs["value"]]
+    is_text = recs["num"].isna()
+    text_fields: list[str] = []
+    for metric, sub in recs[is_text].groupby("metric", sort=False):
+        total = int((recs["metric"] == metric).sum())
+        if len(sub) == total:
+            text_fields.append(str(metric))
+        else:
+            warn.append(
+                f"metric {metric!r}: {len(sub)} non-numeric value(s) (e.g. {sub['value'].iloc[0]!r} "
+                f"at step {int(sub['step'].iloc[0])}) kept as NaN"
+            )
+    if text_fields:
+        warn.append(f"text fields not kept as metrics: {sorted(text_fields)}")
+    recs = recs[~recs["metric"].isin(text_fields)]
+    recs["num"] = recs["num"].astype(float)
+    summary_mask = recs["metric"].map(lambda m: split_eval(str(m))[1] in SUMMARY_KEYS)
+    end_of_run = {str(m): float(v) for m, v in zip(recs.loc[summary_mask, "metric"], recs.loc[summary_mask, "num"])}
+    recs = recs[~summary_mask]
+    if recs.empty:
+        raise RunRejected(f"{where}: no numeric metrics in the log")
+    # order: steps going backwards, repeated steps (keep the last value logged)
+    recs = recs.reset_index(drop=True)
+    diffs = recs.groupby("metric", sort=False)["step"].diff()
+    back = diffs < 0
+    n_back = int(recs[back].groupby("metric").size().max()) if back.any() else 0
+    if n_back:
+        i = int(np.flatnonzero(back.to_numpy())[0])
+        prev = int(recs["step"].iloc[i] - diffs.iloc[i])
+        warn.append(
+            f"steps go backwards {n_back} time(s) (first: step {int(recs['step'].iloc[i])} logged after "
+            f"step {prev}, metric {recs['metric'].iloc[i]!r}); values ordered by step"
+        )
+    dup = recs.duplicated(["metric", "step"], keep="last")
+    # HF repeats ``epoch`` in its end-of-training summary; that alone is no repeated step
+    repeated = recs.duplicated(["metric", "step"], keep=False) & (recs["metric"].map(canonical_name) != "epoch")
+    n_dup = int(recs.loc[repeated, "step"].nunique())
+    if n_dup:
+        warn.append(
+            f"{n_dup} step(s) logged more than once (a resumed run?); kept the last value logged for each"
+        )
+    recs = recs[~dup]
+    wide = recs.pivot(index="step", columns="metric", values="num").sort_index()
+    wide.columns = [str(c) for c in wide.columns]
+    wide.index = wide.index.astype(np.int64)
+    # names and reward
+    try:
+        mapping = map_names(list(dict.fromkeys(recs["metric"].astype(str))), reward_key)
+    except NoRewardError as exc:
+        raise RunRejected(f"{where}: {exc}") from None
+    warn.extend(mapping.notes)
+    frame = wide.rename(columns=mapping.columns)
+    frame = frame[[REWARD_VAR, *[c for c in frame.columns if c != REWARD_VAR]]]
+    reward_raw = recs.loc[recs["metric"] == mapping.reward_source, "num"]
+    n_nonfinite = int((~np.isfinite(reward_raw)).sum())
+    frame = frame.replace([np.inf, -np.inf], np.nan)
+    n_finite = int(frame[REWARD_VAR].notna().sum())
+    if n_finite < min_points:
+        raise RunRejected(
+            f"{where}: only {n_finite} finite reward value(s) in {mapping.reward_source!r}, fewer "
+            f"than the minimum of {min_points} points"
+        )
+    if n_nonfinite:
+        warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
+    frame = frame.dropna(how="all")
+    logged, logged_why = _logged_hyperparameters(wide)
+    facts = {
+        "format": raw.fmt,
+        "file": str(raw.path),
+        "run_name": raw.name,
+        "reward_source": mapping.reward_source,
+        "reward_rule": mapping.reward_rule,
+        "n_reward": n_finite,
+        "n_nonfinite_reward": n_nonfinite,
+        "n_duplicate_steps": n_dup,
+        "n_backward_steps": n_back,
+        "metrics": {src: dst for src, dst in mapping.columns.items()},
+        "end_of_run": end_of_run,
+    }
+    return NormalisedRun(frame, mapping, warn, facts, logged, logged_why)
+
+
+def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict[str, str]]:
+    """Hyperparameters logged as constant metrics, and the peak of the learning-rate schedule."""
+    values: dict[str, object] = {}
+    why: dict[str, str] = {}
+    by_leaf = {str(c).split("/")[-1].lower(): str(c) for c in wide.columns}
+    for coord in ("group_size", "beta", "seed", "k_ref"):
+        for alias in HYPERPARAMETER_ALIASES[coord]:
+            col = by_leaf.get(alias)
+            if col is None or split_eval(col)[0]:
+                continue
+            vals = wide[col].dropna().unique()
+            if len(vals) == 1:
+                values[coord], why[coord] = float(vals[0]), f"constant logged metric {col!r}"
+                break
+    lr_cols = [c for c in wide.columns if canonical_name(c) == "lr"]
+    if lr_cols:
+        peak = wide[lr_cols[0]].max()
+        if np.isfinite(peak) and peak > 0:
+            values["learning_rate"], why["learning_rate"] = float(peak), (
+                f"peak of the logged learning-rate schedule {lr_cols[0]!r}"
+            )
+    return values, why
+
+
+# ------------------------------------------------------------------------------------------
+# discovery
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    """A file to read, with what the manifest and neighbours say about it."""
+
+    path: Path
+    fmt: str | None
+    row: ManifestRow | None = None
+    config_events: list[Path] = field(default_factory=list)
+
+
+def _walk(root: Path) -> list[Path]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+        files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+    return files
+
+
+def discover(path: str | Path) -> tuple[list[_Job], list[str]]:
+    """The log files a path stands for, and notes on what was passed over.
+
+    A file is one log. A directory is searched recursively: for each run folder, the folder's own
+    ``trainer_state.json`` or else its latest ``checkpoint-*``'s; TensorBoard event files (each one a
+    run, unless it lies under a run folder that has a ``trainer_state.json``, which then only reads
+    its hyperparameters from it); CSV/JSONL files; text logs that contain Trainer metric dicts.
+    Config files (:data:`~bayes_grpo.runset.loaders.sidecar.SIDECAR_NAMES`) and everything else
+    inside ``checkpoint-*`` folders are not logs.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if path.is_file():
+        return [_Job(path, detect_format(path))], []
+    direct = resolve_trainer_state(path)
+    files = _walk(path)
+    notes: list[str] = []
+    state_roots: dict[Path, Path] = {}
+    for f in files:
+        if f.name == "trainer_state.json":
+            root = f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) else f.parent
+            if root not in state_roots:
+                chosen = resolve_trainer_state(root)
+                if chosen is not None:
+                    state_roots[root] = chosen
+    if direct is not None and path not in state_roots:
+        state_roots[path] = direct
+    jobs = {p: _Job(p, "trainer_state") for p in state_roots.values()}
+    for f in files:
+        if f.name in SIDECAR_NAMES or f.name == "trainer_state.json":
+            continue
+        if any(_CHECKPOINT_DIR.match(part) for part in f.relative_to(path).parts[:-1]):
+            continue
+        if is_event_file(f):
+            owner = next((root for root in state_roots if root in f.parents), None)
+            if owner is not None:
+                jobs[state_roots[owner]].config_events.append(f)
+                continue
+        fmt = detect_format(f)
+        if fmt is not None:
+            jobs[f] = _Job(f, fmt)
+    return list(jobs.values()), notes
+
+
+# ------------------------------------------------------------------------------------------
+# hyperparameters
+# ------------------------------------------------------------------------------------------
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return str(a) == str(b)
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _merge_hyperparameters(
+    raw: RawRun, job: _Job, norm: NormalisedRun
+) -> tuple[dict[str, object], dict[str, str], list[str]]:
+    """Coordinates from every source, first-wins, with warnings on disagreement."""
+    side = find_sidecars(raw.path)
+    warn = list(side.notes)
+    explicit: list[tuple[str, dict[str, object], dict[str, str]]] = []
+    if job.row is not None:
+        src = job.row.where
+        explicit.append((src, dict(job.row.coords), {c: f"{src}" for c in job.row.coords}))
+    if side.runner:
+        explicit.append(("runner", *coords_from_config(side.runner, side.runner_source)))
+    if raw.config:
+        explicit.append(("log", *coords_from_config(raw.config, f"{raw.path.name} ({raw.config_source})")))
+    event_model: dict[str, object] = {}
+    for event_file in sorted(job.config_events, reverse=True):
+        try:
+            ev = load_tensorboard(event_file)[0]
+        except LogFormatError as exc:
+            warn.append(f"hyperparameters not read from {event_file}: {exc}")
+            continue
+        if ev.config:
+            explicit.append(("events", *coords_from_config(ev.config, f"{event_file} ({ev.config_source})")))
+            event_model = event_model or ev.model_config
+            break
+    if side.training:
+        explicit.append(("training", *coords_from_config(side.training, side.training_source)))
+    derived: list[tuple[str, dict[str, object], dict[str, str]]] = []
+    for model_config, src in ((raw.model_config, f"{raw.path.name} (model config)"), (event_model, "event file model config"), (side.model, side.model_source)):
+        if model_config:
+            derived.append(("model", *coords_from_model_config(model_config, src)))
+    derived.append(("logged", norm.logged_hparams, norm.logged_why))
+
+    values: dict[str, object] = {}
+    why: dict[str, str] = {}
+    for _kind, vals, srcs in explicit:
+        for coord, value in vals.items():
+            if coord not in values:
+                values[coord], why[coord] = value, srcs[coord]
+            elif not _same(values[coord], value):
+                warn.append(
+                    f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives {value!r}; "
+                    f"using {values[coord]!r}"
+                )
+    for _kind, vals, srcs in derived:
+        for coord, value in vals.items():
+            if coord not in values:
+                values[coord], why[coord] = value, srcs[coord]
+    conv = values.get("momentum_convention")
+    if conv is not None and conv not in MOMENTUM_CONVENTIONS:
+        warn.append(
+            f"momentum_convention {conv!r} ({why['momentum_convention']}) is not one of "
+            f"{list(MOMENTUM_CONVENTIONS)}; left unknown"
+        )
+        values.pop("momentum_convention")
+        why.pop("momentum_convention")
+    k_ref = values.get("k_ref")
+    if isinstance(k_ref, float) and not float(k_ref).is_integer():
+        warn.append(f"k_ref = {k_ref:g} ({why['k_ref']}) is not a whole number of optimizer steps")
+    values = {c: v for c, v in values.items() if c in RUN_COORDS}
+    return values, why, warn
+
+
+# ------------------------------------------------------------------------------------------
+# run ids
+# ------------------------------------------------------------------------------------------
+
+
+def _path_components(path: Path, name: str | None) -> list[str]:
+    parts = [p for p in path.resolve().parts[1:-1] if not _GENERIC_DIRS.match(p)]
+    stem = path.name
+    stamp = _EVENT_STAMP.match(stem)
+    if stamp:
+        stem = f"events-{stamp.group(1)}"
+    else:
+        for suffix in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".log", ".txt", ".out"):
+            if stem.lower().endswith(suffix):
+                stem = stem[: -len(suffix)]
+                break
+    if stem.lower() not in _GENERIC_STEMS:
+        parts.append(stem)
+    if name:
+        parts.append(name)
+    return parts or [path.name]
+
+
+def assign_run_ids(
+    candidates: Sequence[tuple[list[str], str | None, str | None]],
+) -> list[str]:
+    """Unique ids: fixed ids as given; else a unique name hint; else the shortest unique path suffix.
+
+    Parameters
+    ----------
+    candidates
+        ``(path components, fixed id or None, name hint or None)`` per run.
+    """
+    fixed = [c[1] for c in candidates]
+    hints = [c[2] for c in candidates]
+    hint_counts = defaultdict(int)
+    for h in hints:
+        if h:
+            hint_counts[h] += 1
+    comps = []
+    for (parts, _fixed, hint) in candidates:
+        comps.append([hint] if hint and hint_counts[hint] == 1 else parts)
+    ks = [1] * len(candidates)
+    while True:
+        ids = [fixed[i] or "/".join(comps[i][-ks[i] :]) for i in range(len(candidates))]
+        groups = defaultdict(list)
+        for i, run_id in enumerate(ids):
+            groups[run_id].append(i)
+        changed = False
+        for members in groups.values():
+            if len(members) > 1:
+                for i in members:
+                    if not fixed[i] and ks[i] < len(comps[i]):
+                        ks[i] += 1
+                        changed = True
+        if not changed:
+            break
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for run_id in ids:
+        seen[run_id] += 1
+        out.append(run_id if seen[run_id] == 1 else f"{run_id}#{seen[run_id]}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# the entry point
+# ------------------------------------------------------------------------------------------
+
+
+def load_runs(
+    paths: str | os.PathLike | Iterable[str | os.PathLike] = (),
+    *,
+    manifest: str | os.PathLike | None = None,
+    reward_key: str | None = None,
+    min_points: int = MIN_POINTS,
+    on_error: str = "skip",
+) -> xr.Dataset:
+    """Read GRPO logs into one run set.
+
+    Parameters
+    ----------
+    paths
+        Log files or folders (searched recursively; see :func:`discover`). May be empty when a
+        manifest lists the runs.
+    manifest
+        CSV or YAML manifest (:mod:`bayes_grpo.runset.loaders.manifest`): adds the runs it lists
+        and sets coordinates and ids of runs (matched by file, and ``run_name`` for multi-run files).
+    reward_key
+        Metric to use as the reward in every run (source or canonical name); a manifest row's
+        ``reward_key`` overrides it for that run. Default: the rule of
+        :func:`~bayes_grpo.runset.names.choose_reward`.
+    min_points
+        Runs with fewer finite reward values are rejected (reported, not kept).
+    on_error
+        ``"skip"``: leave bad runs out and report them; ``"raise"``: stop at the first.
+
+    Returns
+    -------
+    xarray.Dataset
+        The run set (:func:`~bayes_grpo.runset.core.make_runset`), with per-run warnings, the
+        ``bayes_grpo_ingest`` facts and the ``bayes_grpo_rejected`` runs in its attributes.
+    """
+    if on_error not in {"skip", "raise"}:
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    if min_points < 1:
+        raise ValueError(f"min_points must be at least 1, got {min_points}")
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths and manifest is None:
+        raise ValueError("nothing to ingest: give log paths and/or a manifest")
+
+    rejected: dict[str, dict[str, object]] = {}
+
+    def reject(source: str, reason: str, run_id: str | None = None) -> None:
+        if on_error == "raise":
+            raise RunSetError(reason)
+        rejected[source] = {"run": run_id, "reason": reason}
+
+    jobs: list[_Job] = []
+    rows = read_manifest(manifest) if manifest is not None else []
+    for row in rows:
+        if not row.path.exists():
+            reject(row.where, f"{row.where}: path {row.path} does not exist", row.run_id)
+            continue
+        if row.path.is_dir():
+            found, _ = discover(row.path)
+            if not found:
+                reject(row.where, f"{row.where}: no log found in {row.path}", row.run_id)
+            for job in found:
+                job.row = row
+            jobs.extend(found)
+        else:
+            jobs.append(_Job(row.path, detect_format(row.path), row=row))
+    for path in paths:
+        found, _ = discover(path)
+        if not found:
+            reject(str(path), f"{path}: no log of a known format found here")
+        jobs.extend(found)
+
+    # read every file; several runs per file possible
+    loaded: list[tuple[RawRun, _Job]] = []
+    seen_files: dict[tuple[str, str | None], int] = {}
+    for job in jobs:
+        key_file = str(job.path.resolve())
+        if (key_file, None) in seen_files and job.row is None:
+            continue  # already read through the manifest (or given twice)
+        try:
+            runs = load_file(job.path, job.fmt, **({"logging_steps": job.row.logging_steps} if job.row and job.fmt == "console" else {}))
+        except (LogFormatError, OSError) as exc:
+            reject(str(job.path), str(exc) if str(job.path) in str(exc) else f"{job.path}: {exc}")
+            seen_files[(key_file, None)] = 1
+            continue
+        seen_files[(key_file, None)] = 1
+        if job.row is not None and job.row.run_name is not None:
+            picked = [r for r in runs if r.name == job.row.run_name]
+            if not picked:
+                names = [r.name for r in runs]
+                reject(job.row.where, f"{job.row.where}: no run named {job.row.run_name!r} in {job.path} (runs: {names})", job.row.run_id)
+                continue
+            runs = picked
+        elif job.row is not None and job.row.run_id is not None and len(runs) > 1:
+            reject(job.row.where, f"{job.row.where}: {job.path} holds {len(runs)} runs; add run_name to choose one", job.row.run_id)
+            continue
+        for run in runs:
+            loaded.append((run, job))
+    # drop file-level duplicates where a manifest row and a plain path name the same run
+    unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
+    for run, job in loaded:
+        key = (str(run.path.resolve()), run.name)
+        if key not in unique or (job.row is not None and unique[key][1].row is None):
+            unique[key] = (run, job)
+    loaded = list(unique.values())
+
+    ids = assign_run_ids(
+        [
+            (_path_components(run.path, run.name), job.row.run_id if job.row else None, run.name or run.name_hint)
+            for run, job in loaded
+        ]
+    )
+    curves: dict[str, pd.DataFrame] = {}
+    meta: dict[str, dict[str, object]] = {}
+    warn: dict[str, list[str]] = {}
+    facts: dict[str, dict[str, object]] = {}
+    for (run, job), run_id in zip(loaded, ids):
+        key = job.row.reward_key if job.row and job.row.reward_key else reward_key
+        try:
+            norm = normalise_run(run, reward_key=key, min_points=min_points)
+        except RunRejected as exc:
+            reject(run.label, f"run {run_id!r}: {exc}", run_id)
+            continue
+        values, why, hp_warn = _merge_hyperparameters(run, job, norm)
+        values["source"] = f"{run.fmt}:{run.label}"
+        curves[run_id] = norm.frame
+        meta[run_id] = values
+        warn[run_id] = [f"{run.label}: {w}" for w in norm.warnings + hp_warn]
+        facts[run_id] = norm.facts | {"hyperparameter_sources": why}
+    if rejected:
+        lines = [f"{src}: {info['reason']}" for src, info in rejected.items()]
+        pywarnings.warn(
+            f"{len(rejected)} run(s) not ingested:\n  " + "\n  ".join(lines), UserWarning, stacklevel=2
+        )
+    if not curves:
+        reasons = "; ".join(str(info["reason"]) for info in rejected.values()) or "no logs found"
+        raise RunSetError(f"no run could be ingested: {reasons}")
+    attrs = {INGEST_ATTR: facts, REJECTED_ATTR: rejected, "min_points": int(min_points)}
+    return make_runset(curves, meta, warnings=warn, attrs=attrs)
+
+
+# ------------------------------------------------------------------------------------------
+# summary
+# ------------------------------------------------------------------------------------------
+
+
+def _json_attr(ds: xr.Dataset, name: str) -> dict:
+    raw = ds.attrs.get(name, "{}")
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+def rejected_runs(ds: xr.Dataset) -> dict[str, dict[str, object]]:
+    """The runs an ingest rejected, ``{source: {"run": id or None, "reason": text}}``."""
+    return _json_attr(ds, REJECTED_ATTR)
+
+
+def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataFrame:
+    """One row per run: id, coordinates, length, first/last reward, counts, warnings, status.
+
+    Rejected runs (from the ingest) are listed at the end with status ``rejected`` and the reason.
+    """
+    facts = _json_attr(ds, INGEST_ATTR)
+    warns = runset_warnings(ds)
+    rows = []
+    for run_id in (str(r) for r in ds[RUN_DIM].values):
+        sub = ds.sel({RUN_DIM: run_id})
+        reward = sub[REWARD_VAR].to_series().dropna()
+        info = facts.get(run_id, {})
+        row: dict[str, object] = {"run": run_id, "status": "ok"}
+        for name in RUN_COORDS:
+            value = sub[name].values.item()
+            row[name] = str(value) if name in STRING_COORDS else float(value)
+        row.update(
+            {
+                "n_steps": int(reward.size),
+                "first_step": int(reward.index[0]) if reward.size else None,
+                "last_step": int(reward.index[-1]) if reward.size else None,
+                "reward_first": float(reward.iloc[0]) if reward.size else float("nan"),
+                "reward_last": float(reward.iloc[-1]) if reward.size else float("nan"),
+                "reward_source": info.get("reward_source", REWARD_VAR),
+                "n_nonfinite_reward": info.get("n_nonfinite_reward", 0),
+                "n_duplicate_steps": info.get("n_duplicate_steps", 0),
+                "n_backward_steps": info.get("n_backward_steps", 0),
+                "warnings": "; ".join(warns.get(run_id, [])),
+                "reason": "",
+            }
+        )
+        rows.append(row)
+    if include_rejected:
+        for source, info in rejected_runs(ds).items():
+            rows.append({"run": info.get("run") or "", "status": "rejected", "source": source, "reason": info.get("reason", "")})
+    frame = pd.DataFrame(rows)
+    return frame.set_index("run") if not frame.empty else frame
+
+
+__all__ = [
+    "INGEST_ATTR",
+    "REJECTED_ATTR",
+    "MIN_POINTS",
+    "RunRejected",
+    "NormalisedRun",
+    "normalise_run",
+    "discover",
+    "assign_run_ids",
+    "load_runs",
+    "rejected_runs",
+    "runset_summary",
+]
+

@@ -1,0 +1,102 @@
+"""Log loaders: one module per format, all returning :class:`~bayes_grpo.runset.loaders._base.RawRun`.
+
+========================  =============================================  ===========================
+format                    files                                          module
+========================  =============================================  ===========================
+``trainer_state``         ``trainer_state.json`` (file, run dir,         :mod:`.trainer_state`
+                          output dir with ``checkpoint-*``)
+``tensorboard``           ``events.out.tfevents.*``                      :mod:`.tensorboard`
+``csv``                   ``*.csv``, ``*.tsv`` (wide, long, wandb)       :mod:`.tabular`
+``jsonl``                 ``*.jsonl``, ``*.ndjson``, JSON lists          :mod:`.tabular`
+``console``               stdout logs with Trainer metric dicts          :mod:`.console`
+manifest                  CSV/YAML, one row per run                      :mod:`.manifest`
+sidecar configs           ``bayes_grpo_run.json``, ``training_args.*``,  :mod:`.sidecar`
+                          ``config.json`` ...
+========================  =============================================  ===========================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bayes_grpo.runset.loaders._base import LogFormatError, RawRun
+from bayes_grpo.runset.loaders.console import load_console, looks_like_console
+from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
+from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
+from bayes_grpo.runset.loaders.tensorboard import is_event_file, load_tensorboard
+from bayes_grpo.runset.loaders.trainer_state import load_trainer_state, resolve_trainer_state
+
+LOADERS: dict[str, Callable[..., list[RawRun]]] = {
+    "trainer_state": load_trainer_state,
+    "tensorboard": load_tensorboard,
+    "csv": load_csv,
+    "jsonl": load_jsonl,
+    "console": load_console,
+}
+FORMATS: tuple[str, ...] = tuple(LOADERS)
+_CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ""}
+
+
+def detect_format(path: str | Path) -> str | None:
+    """The format of one log file, from its name and, where needed, its first bytes.
+
+    Returns None for a file that is not a log this package reads.
+    """
+    path = Path(path)
+    name = path.name.lower()
+    suffix = path.suffix.lower()
+    if name.startswith("events.out.tfevents"):
+        return "tensorboard"
+    if name == "trainer_state.json":
+        return "trainer_state"
+    if suffix in {".csv", ".tsv"}:
+        return "csv"
+    if suffix in {".jsonl", ".ndjson"}:
+        return "jsonl"
+    if suffix == ".json":
+        try:
+            head = path.open("r", encoding="utf-8", errors="replace").read(4096).lstrip()
+        except OSError:
+            return None
+        if head.startswith("{") and '"log_history"' in path.read_text(encoding="utf-8", errors="replace"):
+            return "trainer_state"
+        if head.startswith("["):
+            return "jsonl"
+        if head.startswith("{") and "\n{" in head:
+            return "jsonl"
+        return None
+    if suffix in _CONSOLE_SUFFIXES or suffix.startswith(".log"):
+        return "console" if looks_like_console(path) else None
+    return None
+
+
+def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun]:
+    """Read every run of one log file (format auto-detected unless ``fmt`` is given)."""
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    if fmt is None:
+        raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
+    if fmt not in LOADERS:
+        raise LogFormatError(f"{path}: unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    return LOADERS[fmt](path, **kwargs)
+
+
+__all__ = [
+    "FORMATS",
+    "LOADERS",
+    "LogFormatError",
+    "ManifestRow",
+    "RawRun",
+    "detect_format",
+    "is_event_file",
+    "load_console",
+    "load_csv",
+    "load_file",
+    "load_jsonl",
+    "load_tensorboard",
+    "load_trainer_state",
+    "read_manifest",
+    "resolve_trainer_state",
+]

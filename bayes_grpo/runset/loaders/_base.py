@@ -1,0 +1,143 @@
+"""What every loader returns: one :class:`RawRun` per run found in a file, in long form.
+
+A loader only reads: it turns a file into ``(step, metric, value)`` records in the order the
+file had them, under the file's own metric names, plus whatever hyperparameters the file
+itself carries. Everything else (numeric conversion, NaN counting, duplicated or backward
+steps, name mapping, the reward choice, hyperparameter merging) happens once, for every
+format alike, in :mod:`bayes_grpo.runset.ingest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+#: Columns of :attr:`RawRun.records`.
+RECORD_COLUMNS: tuple[str, ...] = ("step", "metric", "value")
+
+#: Keys that carry the step number in per-step records, in priority order.
+STEP_KEYS: tuple[str, ...] = (
+    "step",
+    "global_step",
+    "train/global_step",
+    "trainer/global_step",
+    "_step",
+    "optimizer_step",
+    "iteration",
+    "iter",
+    "grpo_step",
+    "update",
+    "training_iteration",
+)
+
+
+class LogFormatError(ValueError):
+    """A log file cannot be read as the format it was taken for (message names the file)."""
+
+
+@dataclass
+class RawRun:
+    """One run as read from a log, before normalisation.
+
+    Attributes
+    ----------
+    path
+        The file the run was read from.
+    fmt
+        Format name (``"trainer_state"``, ``"csv"``, ``"jsonl"``, ``"tensorboard"``, ``"console"``).
+    records
+        Long table with columns ``step`` (as logged, any dtype), ``metric`` (source name) and
+        ``value`` (as logged: numbers, numeric strings, text, None), in file order.
+    name
+        The run's name inside a multi-run file (wandb exports), else None.
+    name_hint
+        A name the log gives the run (``run_name`` in a TRL config), used for its id when unique.
+    config
+        Hyperparameters the log itself carries (flattened ``{key: value}``).
+    config_source
+        Where ``config`` came from, for messages (e.g. ``"TensorBoard text summary args/text_summary"``).
+    model_config
+        The model's config (``config.json`` content), when the log carries it.
+    notes
+        Loader warnings about this run (e.g. steps numbered by order of appearance).
+    """
+
+    path: Path
+    fmt: str
+    records: pd.DataFrame
+    name: str | None = None
+    name_hint: str | None = None
+    config: dict[str, object] = field(default_factory=dict)
+    config_source: str = ""
+    model_config: dict[str, object] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """``path`` or ``path#name`` for messages."""
+        return f"{self.path}#{self.name}" if self.name else str(self.path)
+
+
+def records_from_dicts(
+    entries: Iterable[Mapping[str, object]],
+    step_of: Callable[[Mapping[str, object]], object],
+    *,
+    skip: Iterable[str] = (),
+) -> pd.DataFrame:
+    """Long records from per-step dictionaries.
+
+    Parameters
+    ----------
+    entries
+        One mapping per logged entry, in file order.
+    step_of
+        ``entry -> step`` (any value; checked later).
+    skip
+        Keys that are not metrics (the step key itself, record-type tags).
+    """
+    skip = set(skip)
+    steps: list[object] = []
+    metrics: list[str] = []
+    values: list[object] = []
+    for entry in entries:
+        step = step_of(entry)
+        for key, value in entry.items():
+            if key in skip or isinstance(value, dict | list):
+                continue
+            steps.append(step)
+            metrics.append(str(key))
+            values.append(value)
+    return pd.DataFrame({"step": steps, "metric": metrics, "value": values}, columns=list(RECORD_COLUMNS))
+
+
+def flatten(config: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """Nested mapping -> ``{"a.b.c": value}`` (lists kept as values)."""
+    out: dict[str, object] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, prefix=name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def find_step_key(keys: Iterable[str]) -> str | None:
+    """The highest-priority step key among ``keys`` (exact, then case-insensitive)."""
+    keys = list(keys)
+    for cand in STEP_KEYS:
+        if cand in keys:
+            return cand
+    lowered = {k.lower(): k for k in keys}
+    for cand in STEP_KEYS:
+        if cand in lowered:
+            return lowered[cand]
+    return None
+
+
+def is_number(value: object) -> bool:
+    """True for real numbers (ints and floats, NaN and inf included; bools excluded)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,287 @@
+"""Hyperparameters from files beside a log, and from configs inside logs.
+
+Files looked for in the log's folder, and in its parent (and grandparent) when the log sits in
+a ``checkpoint-*``, ``logs``, ``runs`` or ``tensorboard`` folder:
+
+==============================  ===========================================================
+file                            read as
+==============================  ===========================================================
+``bayes_grpo_run.json``         the project's TRL runner metadata: keys are the run-set
+                                coordinate names themselves (highest priority of the sidecars)
+``training_args.json/.yaml``,   training configuration (TRL ``GRPOConfig`` /
+``grpo_config.*``, ``args.*``,  ``TrainingArguments`` as JSON/YAML, verl or custom configs)
+``hparams.yaml``,
+``config.yaml``/``.yml``
+``config.json``                 the model config (``_name_or_path``, sizes) when it has
+                                ``model_type``/``architectures``, else a training config
+``training_args.bin``           never unpickled; noted, so the user knows why nothing was read
+==============================  ===========================================================
+
+:func:`coords_from_config` turns a flattened config into run coordinates: direct keys
+(:data:`~bayes_grpo.runset.names.HYPERPARAMETER_ALIASES`), the optimizer's momentum and its
+convention (Adam-family: ``adam_beta1``/``betas[0]``, convention ``ema``; SGD: ``momentum``,
+convention ``heavy_ball``), and the off-policy lag ``k_ref`` as optimizer steps per rollout
+batch (TRL: ``num_iterations * steps_per_generation / gradient_accumulation_steps``; verl:
+``ppo_epochs * train_batch_size / ppo_mini_batch_size``; custom loops:
+``epochs_per_rollout_batch * rollout_batch_size / train_batch_size``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from bayes_grpo.constants import EMA, HEAVY_BALL
+from bayes_grpo.runset.loaders._base import flatten
+from bayes_grpo.runset.names import hyperparameter_key
+
+RUNNER_METADATA = "bayes_grpo_run.json"
+TRAINING_CONFIG_NAMES: tuple[str, ...] = (
+    "training_args.json",
+    "training_args.yaml",
+    "training_args.yml",
+    "grpo_config.json",
+    "grpo_config.yaml",
+    "grpo_config.yml",
+    "args.json",
+    "args.yaml",
+    "hparams.yaml",
+    "config.yaml",
+    "config.yml",
+)
+MODEL_CONFIG_NAME = "config.json"
+PICKLED_ARGS = "training_args.bin"
+#: Every file name this module reads (ingestion does not take them for logs).
+SIDECAR_NAMES = frozenset({RUNNER_METADATA, MODEL_CONFIG_NAME, PICKLED_ARGS, *TRAINING_CONFIG_NAMES})
+_GENERIC_DIR = re.compile(r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events)$", re.I)
+
+
+class Sidecars:
+    """Configs found beside one log: runner metadata, training config, model config."""
+
+    def __init__(self) -> None:
+        self.runner: dict[str, object] = {}
+        self.runner_source = ""
+        self.training: dict[str, object] = {}
+        self.training_source = ""
+        self.model: dict[str, object] = {}
+        self.model_source = ""
+        self.notes: list[str] = []
+
+
+def search_dirs(log_path: Path) -> list[Path]:
+    """The log's folder, then its parent and grandparent while the folder name is generic."""
+    folder = log_path.parent if log_path.is_file() or not log_path.exists() else log_path
+    dirs = [folder]
+    while _GENERIC_DIR.match(dirs[-1].name) and len(dirs) < 3 and dirs[-1].parent != dirs[-1]:
+        dirs.append(dirs[-1].parent)
+    # runs/<date_host>/ (HF default logging_dir): the run folder sits one level further up
+    if len(dirs) < 3 and dirs[-1].parent.name.lower() in {"runs", "logs"}:
+        dirs.extend([dirs[-1].parent, dirs[-1].parent.parent])
+    return dirs
+
+
+def _read_mapping(path: Path) -> dict[str, object]:
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    if not isinstance(data, Mapping):
+        raise ValueError("not a mapping of keys to values")
+    return dict(data)
+
+
+def find_sidecars(log_path: str | Path) -> Sidecars:
+    """Read the config files beside ``log_path`` (the nearest folder wins for each kind)."""
+    found = Sidecars()
+    for folder in search_dirs(Path(log_path)):
+        candidates = [(RUNNER_METADATA, "runner"), (MODEL_CONFIG_NAME, "model")]
+        candidates += [(name, "training") for name in TRAINING_CONFIG_NAMES]
+        for name, kind in candidates:
+            path = folder / name
+            if not path.is_file() or getattr(found, kind):
+                continue
+            try:
+                data = _read_mapping(path)
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+                found.notes.append(f"{path}: not read ({type(exc).__name__}: {exc})")
+                continue
+            if kind == "model" and not ({"model_type", "architectures"} & set(data)):
+                kind = "training" if not found.training else ""
+            if not kind:
+                continue
+            setattr(found, kind, flatten(data))
+            setattr(found, f"{kind}_source", str(path))
+        if (folder / PICKLED_ARGS).is_file() and not found.training and not found.runner:
+            found.notes.append(
+                f"{folder / PICKLED_ARGS}: not read (a pickle; bayes_grpo never unpickles it); export "
+                "the arguments with args.to_json_string() to training_args.json or use a manifest"
+            )
+    return found
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
+def _get(config: Mapping[str, object], *names: str) -> tuple[str, object] | tuple[None, None]:
+    lowered = {str(k).lower(): k for k in config}
+    for name in names:
+        if name in lowered:
+            key = lowered[name]
+            return str(key), config[key]
+        for low, key in lowered.items():
+            if low.endswith("." + name):
+                return str(key), config[key]
+    return None, None
+
+
+def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
+    values: dict[str, object] = {}
+    why: dict[str, str] = {}
+    opt_key, opt = _get(config, "optim", "optimizer", "optimizer.name", "optim.name", "optimizer_type")
+    opt_name = str(opt).lower() if isinstance(opt, str) else ""
+    b1_key, b1 = _get(config, "adam_beta1", "beta1")
+    betas_key, betas = _get(config, "betas", "adam_betas")
+    mom_key, mom = _get(config, "momentum")
+    if "sgd" in opt_name:
+        values["momentum_convention"] = HEAVY_BALL
+        why["momentum_convention"] = f"{opt_key}={opt}"
+        if _num(mom) is not None:
+            values["momentum"], why["momentum"] = _num(mom), str(mom_key)
+        else:
+            args_key, args = _get(config, "optim_args")
+            match = re.search(r"momentum\s*=\s*([0-9.eE+-]+)", str(args or ""))
+            values["momentum"] = float(match.group(1)) if match else 0.0
+            why["momentum"] = f"{args_key}" if match else f"{opt_key}={opt} (torch SGD default momentum 0)"
+    elif "adam" in opt_name or "lion" in opt_name or (not opt_name and _num(b1) is not None):
+        values["momentum_convention"] = EMA
+        why["momentum_convention"] = f"{opt_key}={opt}" if opt_key else f"{b1_key} (Adam beta1)"
+        if _num(b1) is not None:
+            values["momentum"], why["momentum"] = _num(b1), str(b1_key)
+        elif isinstance(betas, list | tuple) and betas and _num(betas[0]) is not None:
+            values["momentum"], why["momentum"] = _num(betas[0]), f"{betas_key}[0]"
+    elif _num(mom) is not None:
+        values["momentum"], why["momentum"] = _num(mom), str(mom_key)
+    return values, why
+
+
+def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
+    key, value = _get(config, "num_iterations")
+    spg_key, spg = _get(config, "steps_per_generation")
+    ga_key, ga = _get(config, "gradient_accumulation_steps")
+    if key is not None or spg_key is not None:
+        n_it = _num(value) or 1.0
+        ga_n = _num(ga) or 1.0
+        spg_n = _num(spg) or ga_n
+        return n_it * spg_n / ga_n, (
+            f"num_iterations*steps_per_generation/gradient_accumulation_steps = {n_it:g}*{spg_n:g}/{ga_n:g}"
+        )
+    ep_key, ep = _get(config, "ppo_epochs")
+    mb_key, mb = _get(config, "ppo_mini_batch_size")
+    tb_key, tb = _get(config, "data.train_batch_size", "train_batch_size")
+    if ep_key is not None and _num(mb) and _num(tb):
+        return (_num(ep) or 1.0) * _num(tb) / _num(mb), "ppo_epochs*train_batch_size/ppo_mini_batch_size"
+    er_key, er = _get(config, "epochs_per_rollout_batch")
+    rb_key, rb = _get(config, "rollout_batch_size")
+    if er_key is not None and _num(rb) and _num(tb):
+        return (_num(er) or 1.0) * _num(rb) / _num(tb), (
+            "epochs_per_rollout_batch*rollout_batch_size/train_batch_size"
+        )
+    return None, ""
+
+
+def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
+    """Parameter count of a decoder-only transformer from its config (Llama/Qwen/GPT-2 style).
+
+    Counts embeddings (and an untied output head), attention (with grouped KV heads) and a gated
+    (3-matrix) or plain (2-matrix) MLP per layer; norms and biases are ignored (< 0.1%).
+    """
+    h = _num(model_config.get("hidden_size", model_config.get("n_embd")))
+    n_layers = _num(model_config.get("num_hidden_layers", model_config.get("n_layer")))
+    vocab = _num(model_config.get("vocab_size"))
+    if not (h and n_layers and vocab):
+        return None
+    heads = _num(model_config.get("num_attention_heads", model_config.get("n_head"))) or 1.0
+    kv_heads = _num(model_config.get("num_key_value_heads")) or heads
+    head_dim = _num(model_config.get("head_dim")) or h / heads
+    inter = _num(model_config.get("intermediate_size", model_config.get("n_inner"))) or 4 * h
+    gated = str(model_config.get("hidden_act", model_config.get("activation_function", ""))).lower() in {
+        "silu",
+        "swiglu",
+        "gelu_pytorch_tanh",
+        "geglu",
+    } and "n_embd" not in model_config
+    attn = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
+    mlp = (3 if gated else 2) * h * inter
+    tied = bool(model_config.get("tie_word_embeddings", True))
+    return float(n_layers * (attn + mlp) + vocab * h * (1 if tied else 2))
+
+
+def coords_from_config(config: Mapping[str, object], source: str) -> tuple[dict[str, object], dict[str, str]]:
+    """Run coordinates carried by one flattened config.
+
+    Returns
+    -------
+    (values, provenance)
+        ``{coordinate: value}`` and ``{coordinate: "source: key"}``.
+    """
+    values: dict[str, object] = {}
+    why: dict[str, str] = {}
+    for coord in ("model", "model_size", "group_size", "learning_rate", "beta", "seed", "k_ref", "momentum", "momentum_convention"):
+        key = hyperparameter_key(coord, config)
+        if key is None or config[key] is None or config[key] == "":
+            continue
+        value = config[key]
+        if coord in {"model", "momentum_convention"}:
+            if not isinstance(value, str):
+                continue
+        elif _num(value) is None:
+            continue
+        else:
+            value = _num(value)
+        values[coord], why[coord] = value, key
+    if "momentum" not in values or "momentum_convention" not in values:
+        mom, mom_why = _optimizer_momentum(config)
+        for coord, value in mom.items():
+            if coord not in values:
+                values[coord], why[coord] = value, mom_why[coord]
+    if "k_ref" not in values:
+        k_ref, k_why = _k_ref(config)
+        if k_ref is not None:
+            values["k_ref"], why["k_ref"] = k_ref, k_why
+    return values, {c: f"{source}: {w}" for c, w in why.items()}
+
+
+def coords_from_model_config(model_config: Mapping[str, object], source: str) -> tuple[dict[str, object], dict[str, str]]:
+    """``model`` and ``model_size`` from a model config (name or an estimated parameter count)."""
+    values: dict[str, object] = {}
+    why: dict[str, str] = {}
+    for key in ("_name_or_path", "name_or_path"):
+        name = model_config.get(key)
+        if isinstance(name, str) and name:
+            values["model"], why["model"] = name, f"{source}: {key}"
+            break
+    size = estimate_parameters(model_config)
+    if size is not None:
+        values["model_size"], why["model_size"] = size, f"{source}: estimated from layer sizes"
+        if "model" not in values and isinstance(model_config.get("model_type"), str):
+            values["model"] = f"{model_config['model_type']}-{_human(size)}"
+            why["model"] = f"{source}: model_type and estimated size (no model name in the log)"
+    return values, why
+
+
+def _human(n: float) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"

@@ -1,0 +1,228 @@
+"""CSV and JSONL metric exports: one run or several per file.
+
+Layouts recognised (column names are matched case-insensitively):
+
+- **wide, one run**: a step column (``step``, ``global_step``, ``_step``, ``Step`` ...; see
+  :data:`~bayes_grpo.runset.loaders._base.STEP_KEYS`) and one column per metric, under any
+  names (``train/reward``, ``reward``, ``critic/score/mean``, ``rewards/acc/mean`` ...).
+- **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``).
+- **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
+  (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
+- **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
+  ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
+- **JSONL**: one JSON object per line, with a step key. Lines that carry a record type
+  (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/``phase``) are merged by
+  step, their metrics prefixed with the type (``rollout/reward``, ``eval/reward``; ``train``
+  records unprefixed). A JSON file holding a list of such objects is read the same way.
+
+Without a step column, rows are numbered 1, 2, 3 ... by order, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from bayes_grpo.runset.loaders._base import (
+    STEP_KEYS,
+    LogFormatError,
+    RawRun,
+    find_step_key,
+    records_from_dicts,
+)
+
+RUN_KEYS: tuple[str, ...] = ("run_name", "run_id", "run", "experiment", "trial")
+METRIC_KEYS: tuple[str, ...] = ("metric", "key", "tag")
+TYPE_KEYS: tuple[str, ...] = ("type", "split", "mode", "phase", "kind")
+#: Record types whose metrics are training metrics (no prefix).
+TRAIN_TYPES = frozenset({"train", "training", "step", "metrics", "log", "update"})
+#: Record types that are evaluations (prefix ``eval/``).
+EVAL_TYPES = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+_PANEL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+
+
+def _find(columns, candidates) -> str | None:
+    lowered = {str(c).lower(): c for c in columns}
+    for cand in candidates:
+        if cand in lowered:
+            return lowered[cand]
+    return None
+
+
+def _ordinal_note(path: Path, n: int) -> str:
+    return f"no step column in {path.name}; the {n} rows were numbered 1..{n} by order"
+
+
+def _wide_records(frame: pd.DataFrame, path: Path, skip: tuple[str, ...] = ()) -> tuple[pd.DataFrame, list[str]]:
+    notes = []
+    step_col = find_step_key(map(str, frame.columns))
+    if step_col is None:
+        steps = pd.Series(range(1, len(frame) + 1), index=frame.index)
+        notes.append(_ordinal_note(path, len(frame)))
+    else:
+        steps = frame[step_col]
+    metric_cols = [c for c in frame.columns if c != step_col and c not in skip]
+    long = frame[metric_cols].copy()
+    long.insert(0, "__step", steps.to_numpy())
+    long = long.melt(id_vars="__step", var_name="metric", value_name="value", ignore_index=False)
+    # melt orders by column; restore file order (row, then column) for keep-last semantics
+    long["__row"] = long.index
+    long = long.sort_values("__row", kind="stable").dropna(subset=["value"])
+    records = pd.DataFrame(
+        {"step": long["__step"].to_numpy(), "metric": long["metric"].astype(str).to_numpy(), "value": long["value"].to_numpy()}
+    )
+    return records, notes
+
+
+def load_csv(path: str | Path) -> list[RawRun]:
+    """Read the run(s) of a CSV (or TSV) metric export."""
+    path = Path(path)
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+    if frame.empty or len(frame.columns) < 2:
+        raise LogFormatError(f"{path}: CSV has no rows or only one column")
+    frame = frame.reset_index(drop=True)
+    cols = list(map(str, frame.columns))
+    run_col = _find(cols, RUN_KEYS)
+    metric_col = _find(cols, METRIC_KEYS)
+    value_col = _find(cols, ("value",))
+    step_col = find_step_key(cols)
+    multi = run_col is not None
+    if metric_col is not None and value_col is not None and step_col is not None:
+        groups = frame.groupby(run_col, sort=False) if multi else [(None, frame)]
+        runs = []
+        for name, sub in groups:
+            records = pd.DataFrame(
+                {"step": sub[step_col].to_numpy(), "metric": sub[metric_col].astype(str).to_numpy(), "value": sub[value_col].to_numpy()}
+            ).dropna(subset=["value"])
+            runs.append(RawRun(path=path, fmt="csv", records=records, name=None if name is None else str(name)))
+        return runs
+    panel = [c for c in cols if _PANEL.match(c)]
+    if panel and step_col is not None:
+        by_run: dict[str, list[str]] = {}
+        for col in panel:
+            by_run.setdefault(_PANEL.match(col).group("run"), []).append(col)
+        runs = []
+        for name, run_cols in by_run.items():
+            sub = frame[[step_col, *run_cols]].rename(columns={c: _PANEL.match(c).group("metric") for c in run_cols})
+            records, notes = _wide_records(sub, path)
+            runs.append(RawRun(path=path, fmt="csv", records=records, name=name, notes=notes))
+        return runs
+    if multi:
+        runs = []
+        for name, sub in frame.groupby(run_col, sort=False):
+            records, notes = _wide_records(sub, path, skip=(run_col,))
+            runs.append(RawRun(path=path, fmt="csv", records=records, name=str(name), notes=notes))
+        return runs
+    records, notes = _wide_records(frame, path)
+    return [RawRun(path=path, fmt="csv", records=records, notes=notes)]
+
+
+def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise LogFormatError(f"{path}: unreadable JSON ({exc.msg} at line {exc.lineno})") from exc
+        if not isinstance(data, list):
+            raise LogFormatError(f"{path}: expected a list of per-step objects")
+        return [d for d in data if isinstance(d, dict)], []
+    lines = text.splitlines()
+    out: list[dict] = []
+    bad: list[int] = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            bad.append(i)
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        else:
+            bad.append(i)
+    notes = []
+    if bad:
+        last = max(i for i, line in enumerate(lines, start=1) if line.strip())
+        if bad == [last]:
+            notes.append(f"{path.name}: last line ({last}) is truncated JSON; skipped")
+        else:
+            notes.append(f"{path.name}: {len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})")
+    if not out:
+        raise LogFormatError(f"{path}: no JSON objects (unreadable or truncated JSON lines: {bad[:10]})")
+    return out, notes
+
+
+def _type_key(entries: list[dict]) -> str | None:
+    for key in TYPE_KEYS:
+        vals = [e.get(key) for e in entries if key in e]
+        if len(vals) >= len(entries) / 2 and all(isinstance(v, str) for v in vals) and len(set(vals)) <= 20:
+            return key
+    return None
+
+
+def _prefix(kind: str) -> str:
+    low = kind.lower()
+    if low in TRAIN_TYPES:
+        return ""
+    if low in EVAL_TYPES:
+        return "eval/"
+    return f"{kind}/"
+
+
+def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: list[str]) -> RawRun:
+    notes = list(notes)
+    keys = Counter(k for e in entries for k in e)
+    candidates = [k for k in STEP_KEYS if k in keys]
+    # the step key: the first one every record has, else the first any record has
+    step_key = next((k for k in candidates if keys[k] == len(entries)), None)
+    if step_key is None and candidates:
+        step_key = candidates[0]
+    if step_key is None:
+        steps: list[object] = list(range(1, len(entries) + 1))
+        notes.append(_ordinal_note(path, len(entries)))
+    else:
+        missing = len(entries) - keys[step_key]
+        if missing:
+            notes.append(f"{missing} record(s) without {step_key!r} skipped")
+            entries = [e for e in entries if step_key in e]
+        steps = [e[step_key] for e in entries]
+    type_key = _type_key(entries)
+    not_metrics = set(candidates) | ({type_key} if type_key else set())
+    renamed = []
+    for entry in entries:
+        prefix = _prefix(str(entry[type_key])) if type_key and type_key in entry else ""
+        renamed.append({prefix + k: v for k, v in entry.items() if k not in not_metrics})
+    step_iter = iter(steps)
+    records = records_from_dicts(renamed, lambda _e: next(step_iter))
+    return RawRun(path=path, fmt="jsonl", records=records, name=name, notes=notes)
+
+
+def load_jsonl(path: str | Path) -> list[RawRun]:
+    """Read the run(s) of a JSONL file of per-step metric objects."""
+    path = Path(path)
+    entries, notes = _read_json_lines(path)
+    run_key = next(
+        (k for k in RUN_KEYS if sum(isinstance(e.get(k), str) for e in entries) == len(entries)), None
+    )
+    if run_key is not None and len({e[run_key] for e in entries}) > 1:
+        groups: dict[str, list[dict]] = {}
+        for e in entries:
+            groups.setdefault(e[run_key], []).append({k: v for k, v in e.items() if k != run_key})
+        return [_entries_to_run(g, path, name, notes) for name, g in groups.items()]
+    if run_key is not None:
+        entries = [{k: v for k, v in e.items() if k != run_key} for e in entries]
+    return [_entries_to_run(entries, path, None, notes)]

@@ -1,0 +1,87 @@
+"""Hugging Face / TRL ``trainer_state.json`` (the Trainer's ``log_history``).
+
+Accepts the file itself, a run directory holding it, or an output directory with
+``checkpoint-*`` folders: the directory's own ``trainer_state.json`` (written at the end of
+training) wins, else the one in the checkpoint with the highest step. Training entries and
+evaluation entries (``eval_*`` keys, logged as separate entries at the same step) are both
+read; the end-of-training summary entry (``train_runtime`` ...) is not a curve point and is
+left out. The state file carries no hyperparameters; they come from files beside it
+(:mod:`bayes_grpo.runset.loaders.sidecar`) or a manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, records_from_dicts
+from bayes_grpo.runset.names import SUMMARY_KEYS
+
+FILENAME = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def resolve_trainer_state(path: str | Path) -> Path | None:
+    """The trainer_state.json a file or directory stands for (None when there is none)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    direct = path / FILENAME
+    if direct.is_file():
+        return direct
+    checkpoints = []
+    for child in path.iterdir() if path.is_dir() else ():
+        match = _CHECKPOINT.match(child.name)
+        if match and (child / FILENAME).is_file():
+            checkpoints.append((int(match.group(1)), child / FILENAME))
+    return max(checkpoints)[1] if checkpoints else None
+
+
+def read_json(path: Path) -> object:
+    """Parse a JSON file; a truncated or corrupt file raises LogFormatError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "truncated" if exc.pos >= len(text.rstrip()) - 1 else "corrupt"
+        raise LogFormatError(f"{path}: unreadable JSON ({where}: {exc.msg} at line {exc.lineno})") from exc
+
+
+def load_trainer_state(path: str | Path) -> list[RawRun]:
+    """Read one run from a trainer_state.json (file, run directory or output directory).
+
+    Returns
+    -------
+    list[RawRun]
+        One run; records of every training and evaluation entry of ``log_history``.
+    """
+    given = Path(path)
+    state_path = resolve_trainer_state(given)
+    if state_path is None:
+        raise LogFormatError(f"{given}: no {FILENAME} here or in checkpoint-* folders")
+    state = read_json(state_path)
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise LogFormatError(f"{state_path}: not a Trainer state (no 'log_history' list)")
+    notes = []
+    entries = []
+    n_summary = 0
+    for entry in state["log_history"]:
+        if not isinstance(entry, dict):
+            continue
+        if SUMMARY_KEYS & set(entry):
+            n_summary += 1
+            continue
+        entries.append(entry)
+    if not entries:
+        raise LogFormatError(f"{state_path}: 'log_history' has no per-step entries")
+    if state_path.parent.name.startswith("checkpoint-") and given.resolve() != state_path.resolve():
+        notes.append(f"read the latest checkpoint's state {state_path.parent.name}/{FILENAME}")
+    records = records_from_dicts(entries, lambda e: e.get("step"), skip=("step",))
+    config = {}
+    if isinstance(state.get("logging_steps"), int | float):
+        config["logging_steps"] = state["logging_steps"]
+    return [RawRun(path=state_path, fmt="trainer_state", records=records, config=config, notes=notes)]
