@@ -8,12 +8,16 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
 
 - onset: the first step at which the entropy has lost ``drop_fraction`` of its starting
   level, sustained;
-- detected: the onset comes while ``phi < progress_threshold`` (including a reward with no
-  rise at all, where ``phi = 0`` throughout);
-- strength: the relative entropy loss at the step where the reward reaches
-  ``progress_threshold`` of its rise (the end of the run if it never does), with a
-  block-bootstrap interval; the plateau ``p*`` comes from a single-exponential fit
-  (``bayes_grpo.dynamics.lsq``) or, when given, from posterior draws.
+- detected, premature concentration: the onset comes while ``phi < progress_threshold``
+  (including a reward with no rise at all, where ``phi = 0`` throughout);
+- detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
+  has become near-deterministic, whatever the reward did: exploration is gone and the
+  linearisation around an interior fixed point no longer describes the run);
+- strength: for premature concentration (and for runs where nothing is detected) the
+  relative entropy loss at the step where the reward reaches ``progress_threshold`` of its
+  rise (the end of the run if it never does); for a collapse, the final relative entropy
+  loss. Intervals from a block bootstrap; the plateau ``p*`` comes from a single-exponential
+  fit (``bayes_grpo.dynamics.lsq``, refitted on replicates) or from posterior draws.
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ def _evaluate(steps, entropy_s, reward_s, plateau, start_mask, cfg: Concentratio
         "threshold_reached": bool(reached.size),
         "final_drop": float(drop[-1]),
         "final_progress": float(phi[-1]),
-        "detected": bool(onset is not None and phi[onset] < cfg.progress_threshold),
+        "premature": bool(onset is not None and phi[onset] < cfg.progress_threshold),
+        "collapse": bool(drop[-1] >= 1.0 - cfg.collapse_fraction),
         "drop": drop,
         "phi": phi,
     }
@@ -148,7 +153,7 @@ def policy_concentration(
     # bootstrap: residual blocks of entropy and reward; plateau from posterior draws or refits
     block = max(2, int(round(common.block_fraction * steps.size)))
     e_res, r_res = entropy - e_s, reward - r_s
-    drops, prog = [], []
+    drops, prog, finals = [], [], []
     for b in range(common.n_boot):
         e_b = smooth(e_s + block_resample(e_res, block, rng), common.smooth_fraction)
         r_b_raw = r_s + block_resample(r_res, block, rng)
@@ -165,11 +170,18 @@ def policy_concentration(
         ev = _evaluate(steps, e_b, r_b, p_b, start_mask, config, common.sustain_fraction)
         drops.append(ev["drop_at_threshold"])
         prog.append(ev["progress_at_onset"])
-    lo, hi = interval(np.asarray(drops), common.interval_prob)
+        finals.append(ev["final_drop"])
     source = "bootstrap" + (" + posterior plateau" if plateau_samples is not None else "")
-    st = strength(f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise", point["drop_at_threshold"], lo, hi, prob=common.interval_prob, source=source)
-    detected = point["detected"]
-    onset_step = float(steps[point["onset_idx"]]) if detected else None
+    premature, collapse = point["premature"], point["collapse"]
+    detected = premature or collapse
+    if collapse and not premature:
+        lo, hi = interval(np.asarray(finals), common.interval_prob)
+        st = strength("final relative entropy loss (collapse)", point["final_drop"], lo, hi, prob=common.interval_prob, source="bootstrap")
+    else:
+        lo, hi = interval(np.asarray(drops), common.interval_prob)
+        st = strength(f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise", point["drop_at_threshold"], lo, hi, prob=common.interval_prob, source=source)
+    onset_idx = point["onset_idx"]
+    onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
     prog_lo, prog_hi = interval(np.asarray(prog), common.interval_prob)
     evidence: dict[str, Any] = {
         "metric": ent.name,
@@ -185,13 +197,23 @@ def policy_concentration(
         "progress_at_onset_interval": [prog_lo, prog_hi],
         "share_of_bootstrap_detected": float(np.mean(np.asarray(prog) < config.progress_threshold)),
         "final_entropy_drop": point["final_drop"],
+        "collapse_fraction": config.collapse_fraction,
+        "premature_concentration": premature,
+        "entropy_collapse": collapse,
         "final_reward_progress": point["final_progress"],
         "progress_threshold_reached": point["threshold_reached"],
     }
-    if detected:
+    if premature:
         summary = (
             f"policy concentration detected: entropy lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
-            f"while the reward had covered {point['progress_at_onset']:.0%} of its way to the plateau; strength {fmt_interval(st)}."
+            f"while the reward had covered {point['progress_at_onset']:.0%} of its way to the plateau; strength {fmt_interval(st)}"
+            + (f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start." if collapse else ".")
+        )
+    elif collapse:
+        summary = (
+            f"policy concentration detected: entropy collapsed to {1 - point['final_drop']:.1%} of its start "
+            f"(< {config.collapse_fraction:.0%})" + (f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}" if onset_step is not None else "")
+            + f"; strength {fmt_interval(st)}."
         )
     elif point["onset_idx"] is None:
         summary = f"not detected: entropy never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."

@@ -174,6 +174,9 @@ class ConcentrationConfig:
     progress_threshold
         Flagged when the entropy has fallen by ``drop_fraction`` before the reward covered
         this fraction of its way to the plateau (including a reward that never moved).
+    collapse_fraction
+        Also flagged when the smoothed entropy ends below this fraction of its start
+        (collapse: a near-deterministic policy, whatever the reward did).
     start_fraction
         Leading fraction of the run (at least 3 points) whose median defines the starting
         levels ``H_start`` and ``R_start``.
@@ -182,6 +185,7 @@ class ConcentrationConfig:
     entropy_metrics: tuple[str, ...] = ENTROPY_NAMES
     drop_fraction: float = 0.5
     progress_threshold: float = 0.5
+    collapse_fraction: float = 0.1
     start_fraction: float = 0.05
 
 
@@ -196,11 +200,12 @@ class InstabilityConfig:
     edge_fraction
         Early and late windows (fractions of the run) whose medians are compared.
     growth_factor
-        Flagged when late median / early median of a side quantity exceeds this and its
-        interval excludes 1 (sustained growth).
+        Flagged when late median / early median of grad_norm or the importance ratio
+        exceeds this and its interval excludes 1 (sustained growth).
     clip_min_level
-        A clip ratio must also reach this absolute level in the late window (clip ratios
-        start at 0, so their growth factor alone means little).
+        Flagged when the clip ratio averages at least this over the late window (with its
+        bootstrap lower bound above half of it): sustained clipping. Healthy on-policy
+        GRPO clips well under 1% of tokens.
     zeta_threshold
         A fitted damping ratio below this means oscillation.
     min_overshoot

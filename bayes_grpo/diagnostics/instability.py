@@ -2,13 +2,17 @@
 
 Signals, each assessed on its own and listed in the result's table:
 
-- **sustained growth** of ``grad_norm``, the importance-sampling ratio or the clip ratio:
-  the median over the last ``edge_fraction`` of the run divided by the median over the
-  first ``edge_fraction`` (each offset by 1% of the metric's largest smoothed value, so a
-  metric that starts at 0 does not divide by 0) exceeds ``growth_factor`` and its
-  block-bootstrap interval lies above 1; clip ratios must also reach ``clip_min_level``.
-  Onset: first step after which the smoothed metric stays above ``sqrt(growth_factor)``
-  times its early level (sustained).
+- **sustained growth** of ``grad_norm`` or the importance-sampling ratio: the median over
+  the last ``edge_fraction`` of the run divided by the median over the first
+  ``edge_fraction`` (each offset by 1% of the metric's largest smoothed value, so a metric
+  that starts at 0 does not divide by 0) exceeds ``growth_factor`` and its block-bootstrap
+  interval lies above 1. Onset: first step after which the smoothed metric stays above
+  ``sqrt(growth_factor)`` times its early level (sustained).
+- **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
+  PPO clip range) averages at least ``clip_min_level`` over the late window, with its
+  bootstrap lower bound above half that level. Clipping is bursty and starts at 0, so a
+  level, not a growth factor, is the statistic. Onset: first step after which the smoothed
+  clip ratio stays above the level.
 - **oscillation** of the reward: the damped-oscillator law fitted to the reward
   (``bayes_grpo.dynamics.lsq.fit_oscillator``, or the posterior's ``zeta`` draws) has a
   damping ratio below ``zeta_threshold`` with confidence (bootstrap upper bound, or
@@ -68,32 +72,37 @@ def growth_ratio(steps: np.ndarray, values: np.ndarray, edge_fraction: float, of
 def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator) -> dict[str, Any]:
     smoothed = smooth(s.values, common.smooth_fraction)
     offset = 0.01 * float(np.nanmax(np.abs(smoothed))) + 1e-12
-    ratio = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
-    boot = bootstrap(
-        s.values,
-        lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset),
-        smooth_fraction=common.smooth_fraction,
-        block_fraction=common.block_fraction,
-        n_boot=common.n_boot,
-        rng=rng,
-    )
-    lo, hi = interval(boot, common.interval_prob)
-    late_level = float(np.median(s.values[edge_mask(s.steps, cfg.edge_fraction, late=True)]))
-    early_level = float(np.median(s.values[edge_mask(s.steps, cfg.edge_fraction, late=False)]))
-    level_ok = kind != "clip ratio" or late_level >= cfg.clip_min_level
-    detected = bool(ratio >= cfg.growth_factor and lo > 1.0 and level_ok)
+    late_mask = edge_mask(s.steps, cfg.edge_fraction, late=True)
+    early_mask = edge_mask(s.steps, cfg.edge_fraction, late=False)
+    late_level = float(np.median(s.values[late_mask]))
+    early_level = float(np.median(s.values[early_mask]))
+    if kind == "clip ratio":
+        # clipping is bursty and starts at 0: the statistic is its late-window mean level
+        value = float(s.values[late_mask].mean())
+        boot = bootstrap(s.values, lambda v: float(np.clip(v[late_mask], 0, None).mean()), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
+        lo, hi = interval(boot, common.interval_prob)
+        detected = bool(value >= cfg.clip_min_level and lo > 0.5 * cfg.clip_min_level)
+        statistic, threshold = "late-window mean clip ratio", cfg.clip_min_level
+        condition = smoothed >= cfg.clip_min_level
+    else:
+        value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
+        boot = bootstrap(s.values, lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
+        lo, hi = interval(boot, common.interval_prob)
+        detected = bool(value >= cfg.growth_factor and lo > 1.0)
+        statistic, threshold = "late/early median ratio", cfg.growth_factor
+        condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
     onset = None
     if detected:
-        idx = sustained_onset(smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset, common.sustain_fraction)
+        idx = sustained_onset(condition, common.sustain_fraction)
         onset = float(s.steps[idx]) if idx is not None else None
     return {
-        "signal": f"growth of {kind}",
+        "signal": "sustained clipping" if kind == "clip ratio" else f"growth of {kind}",
         "metric": s.name,
-        "statistic": "late/early median ratio",
-        "value": ratio,
+        "statistic": statistic,
+        "value": value,
         "lower": lo,
         "upper": hi,
-        "threshold": cfg.growth_factor,
+        "threshold": threshold,
         "early_level": early_level,
         "late_level": late_level,
         "detected": detected,
@@ -272,7 +281,7 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
     """The signal closest to its threshold (reported as the strength of a healthy run)."""
 
     def margin(s: dict[str, Any]) -> float:
-        if s["signal"].startswith("growth"):
+        if s["signal"].startswith("growth") or s["signal"] == "sustained clipping":
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
             return s["value"] - s["threshold"]
@@ -294,7 +303,7 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
             ax1.plot(rew.steps, osc["fitted"], color="C3", lw=1.2, label=f"oscillator fit, zeta={osc['value']:.2f}")
     ax1.set_ylabel("reward")
     ax1.legend(fontsize=6)
-    for i, s in enumerate(x for x in signals if x["signal"].startswith("growth")):
+    for i, s in enumerate(x for x in signals if x["signal"].startswith("growth") or x["signal"] == "sustained clipping"):
         col = frame[s["metric"]].to_numpy(dtype=float)
         ok = np.isfinite(col)
         steps = frame.index.to_numpy(dtype=float)[ok]

@@ -1,0 +1,99 @@
+"""``bayes-grpo diagnose``: failure-mode diagnostics of the runs in a run set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+
+_DESCRIPTION = """\
+Assess four failure modes on each run of a run set, from the side quantities the logs
+carry (DESIGN.md section 4):
+
+  reward_hacking        train-eval decoupling: the training reward keeps rising while the
+                        evaluation reward (eval_reward, eval_accuracy ...) saturates or falls
+  advantage_degeneracy  most groups have zero reward spread (frac_reward_zero_std, or derived
+                        from reward_std and G), against the binomial expectation p^G + (1-p)^G
+  policy_concentration  entropy falls fast while the reward is still far from its plateau
+  instability           sustained growth of grad_norm / importance ratio / clip ratio,
+                        reward oscillation (fitted zeta < 1), negative damping (posterior)
+
+Each result is "detected", "not detected" or "not assessable" (the run lacks the metric),
+with an onset step, a strength and its interval (bootstrap, or posterior draws with
+--posterior) and the evidence. Thresholds are named in bayes_grpo.diagnostics.config and
+can be changed with --set SECTION.FIELD=VALUE (sections: common, hacking, degeneracy,
+concentration, instability) or --config FILE.json ({section: {field: value}}).
+Exit status 0 whatever the verdicts; 2 on bad input."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "diagnose",
+        help="failure-mode diagnostics (reward hacking, advantage degeneracy, policy concentration, instability)",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("runset", help="run-set netCDF file (bayes-grpo ingest output)")
+    p.add_argument("--run", action="append", metavar="ID", help="only this run (repeatable); default: all runs")
+    p.add_argument("--mode", action="append", metavar="MODE", help="only this mode (repeatable): reward_hacking, advantage_degeneracy, policy_concentration, instability")
+    p.add_argument("--posterior", metavar="PATH", help="fitted model (bayes-grpo fit output, netCDF): its draws give the strength intervals of oscillation / damping and the plateau")
+    p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", dest="assignments", help="override one threshold, e.g. degeneracy.flag_fraction=0.6 (repeatable)")
+    p.add_argument("--config", metavar="FILE", help="JSON file {section: {field: value}} of threshold overrides (applied before --set)")
+    p.add_argument("--figures", metavar="DIR", help="write each result's evidence figure as PNG into DIR")
+    p.add_argument("--verbose", action="store_true", help="print each result's sentence under the table")
+    add_json_flag(p)
+    p.set_defaults(func=_run)
+
+
+def _config(args: argparse.Namespace):
+    from bayes_grpo.diagnostics.config import DiagnosticsConfig
+
+    mapping: dict = {}
+    if args.config:
+        path = Path(args.config)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such config file")
+        try:
+            mapping = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    for item in args.assignments or []:
+        override = DiagnosticsConfig.from_assignments([item]).to_dict()
+        section = item.split(".", 1)[0].strip()
+        field = item.split(".", 1)[1].split("=", 1)[0].strip()
+        mapping.setdefault(section, {})[field] = override[section][field]
+    figures = bool(args.figures)
+    mapping.setdefault("common", {})
+    mapping["common"].setdefault("figures", figures)
+    return DiagnosticsConfig.from_mapping(mapping)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bayes_grpo._io import write_atomic
+    from bayes_grpo.diagnostics import diagnose, diagnosis_table
+    from bayes_grpo.runset.core import load_runset
+
+    config = _config(args)
+    ds = load_runset(args.runset)
+    results = diagnose(ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode)
+    if args.figures:
+        import matplotlib.pyplot as plt
+
+        out = Path(args.figures)
+        for r in results:
+            for fig in r.figures.values():
+                name = f"{r.values['run']}__{r.name}.png".replace("/", "_")
+                write_atomic(out / name, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+                plt.close(fig)
+    if args.json:
+        print_json({"runset": str(args.runset), "config": config.to_dict(), "results": [r.to_dict() for r in results]})
+        return 0
+    table = diagnosis_table(results)
+    print_table(table, title=f"failure-mode diagnostics of {args.runset} ({table.index.get_level_values('run').nunique()} runs)")
+    if args.verbose:
+        print()
+        for r in results:
+            print(f"[{r.name}] {r.summary}")
+    return 0

@@ -1,0 +1,151 @@
+"""Built-in simulated GRPO logs, each built to show one failure mode or none.
+
+Every case simulates the per-step logs of a GRPO run at the level of groups: each step
+draws ``n_prompts`` prompts whose success probabilities are Beta-distributed around the
+mean reward ``p(t)`` (``heterogeneity`` is the Beta's concentration: small means a mix of
+always-solved and never-solved prompts), draws ``G`` binary rewards per prompt, and logs
+what TRL logs from them: ``reward`` (mean), ``reward_std`` (mean within-group std, ddof 1)
+and ``frac_reward_zero_std``. Side quantities (``entropy``, ``grad_norm``, ``clip_ratio``,
+``importance_ratio_max``) and an evaluation reward (``eval_reward``, 256 held-out
+samples every ``eval_every`` steps) are simulated around their own mean curves. The mean
+reward curve is the closed-form damped-oscillator trajectory
+(:func:`bayes_grpo.dynamics.trajectory.reward_trajectory`).
+
+:data:`CASES` maps each case to the modes it must show; :func:`simulated_case` builds one
+as a run set. Used by the tests and by ``benchmarks/diagnostics_confusion.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.runset.core import make_runset
+
+#: Case name -> the failure modes it is built to show (empty: a healthy run).
+CASES: dict[str, frozenset[str]] = {
+    "healthy": frozenset(),
+    "healthy_reward_only": frozenset(),
+    "reward_hacking": frozenset({"reward_hacking"}),
+    "advantage_degeneracy": frozenset({"advantage_degeneracy"}),
+    "advantage_degeneracy_from_std": frozenset({"advantage_degeneracy"}),
+    "policy_concentration": frozenset({"policy_concentration"}),
+    "instability_growth": frozenset({"instability"}),
+    "instability_oscillation": frozenset({"instability"}),
+}
+
+
+@dataclass(frozen=True)
+class _Curve:
+    """Mean reward curve of the damped oscillator with ``M = 1``."""
+
+    r0: float
+    plateau: float
+    zeta: float
+    rise_fraction: float  # 1 / w0 as a fraction of the run
+
+    def __call__(self, t: np.ndarray, n_steps: int) -> np.ndarray:
+        w0 = 1.0 / (self.rise_fraction * n_steps)
+        return np.asarray(reward_trajectory(t, 1.0, 2.0 * self.zeta * w0, w0**2, self.plateau, self.r0))
+
+
+def group_logs(p: np.ndarray, group_size: int, n_prompts: int, heterogeneity: float, rng: np.random.Generator) -> pd.DataFrame:
+    """TRL-style per-step group statistics for mean success probabilities ``p`` (n,).
+
+    Returns a frame with ``reward``, ``reward_std`` (mean within-group std, ddof 1) and
+    ``frac_reward_zero_std`` (share of groups whose rewards are all equal).
+    """
+    p = np.clip(np.asarray(p, dtype=float), 1e-3, 1 - 1e-3)
+    q = rng.beta(p[:, None] * heterogeneity, (1 - p[:, None]) * heterogeneity, size=(p.size, n_prompts))
+    k = rng.binomial(group_size, q)
+    std = np.sqrt(k * (group_size - k) / (group_size * (group_size - 1)))
+    return pd.DataFrame(
+        {
+            "reward": k.sum(axis=1) / (n_prompts * group_size),
+            "reward_std": std.mean(axis=1),
+            "frac_reward_zero_std": ((k == 0) | (k == group_size)).mean(axis=1),
+        }
+    )
+
+
+def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: int = 8, n_prompts: int = 16, eval_every: int = 10) -> xr.Dataset:
+    """One simulated run built to show the modes in ``CASES[name]`` (run id = ``name``).
+
+    Parameters
+    ----------
+    name
+        A key of :data:`CASES`.
+    seed
+        Seed of everything random in the case.
+    n_steps
+        Optimizer steps (logged every step, from step 0).
+    group_size, n_prompts
+        ``G`` and prompts per step.
+    eval_every
+        Steps between evaluations.
+    """
+    if name not in CASES:
+        raise ValueError(f"unknown case {name!r}; cases: {sorted(CASES)}")
+    rng = np.random.default_rng(seed)
+    t = np.arange(n_steps, dtype=float)
+    x = t / n_steps
+    heterogeneity = 6.0
+    curve = _Curve(r0=0.15, plateau=0.65, zeta=1.3, rise_fraction=0.08)
+    if name == "instability_oscillation":
+        curve = _Curve(r0=0.15, plateau=0.6, zeta=0.15, rise_fraction=0.06)
+    if name.startswith("advantage_degeneracy"):
+        curve = _Curve(r0=0.6, plateau=0.97, zeta=1.3, rise_fraction=0.06)
+        heterogeneity = 1.5
+    if name == "policy_concentration":
+        curve = _Curve(r0=0.15, plateau=0.65, zeta=1.3, rise_fraction=0.2)
+    p_true = curve(t, n_steps)
+    p_train = p_true
+    eval_mean = 0.9 * p_true
+    if name == "reward_hacking":
+        t0 = 0.35
+        hack = np.clip((x - t0) / (1 - t0), 0, None)
+        p_train = np.clip(p_true + 0.3 * hack, 0, 0.99)
+        eval_mean = 0.9 * p_true - 0.1 * hack
+    logs = group_logs(p_train, group_size, n_prompts, heterogeneity, rng)
+    logs.index = t.astype(int)
+    progress = (p_true - curve.r0) / (curve.plateau - curve.r0)
+
+    def noisy(mean: np.ndarray, rel: float) -> np.ndarray:
+        return mean * np.exp(rel * rng.standard_normal(mean.size))
+
+    if name == "policy_concentration":
+        entropy = 1.2 * (0.08 + 0.92 * np.exp(-x / 0.07))
+    else:
+        entropy = 1.2 * (1 - 0.35 * np.clip(progress, 0, 1))
+    logs["entropy"] = noisy(entropy, 0.04)
+    grad = 0.4 * np.exp(-0.5 * x)
+    clip = np.full(n_steps, 0.002)
+    ratio_max = np.full(n_steps, 1.6)
+    if name == "instability_growth":
+        ramp = np.clip((x - 0.4) / 0.6, 0, None)
+        grad = 0.4 * np.exp(3.0 * ramp)
+        clip = 0.002 + 0.25 * ramp**1.5
+        ratio_max = 1.6 * np.exp(1.5 * ramp)
+    logs["grad_norm"] = noisy(grad, 0.25)
+    logs["clip_ratio"] = np.clip(noisy(clip, 0.3), 0, 1)
+    logs["importance_ratio_max"] = noisy(ratio_max, 0.1)
+    eval_steps = t[::eval_every].astype(int)
+    logs["eval_reward"] = np.nan
+    logs.loc[eval_steps, "eval_reward"] = rng.binomial(256, np.clip(eval_mean[eval_steps], 0, 1)) / 256
+    if name == "healthy_reward_only":
+        logs = logs[["reward"]]
+    if name == "advantage_degeneracy_from_std":
+        logs = logs.drop(columns=["frac_reward_zero_std"])
+    meta = {name: {"group_size": group_size, "seed": seed, "source": "synthetic:bayes_grpo.diagnostics.cases", "model": "synthetic"}}
+    return make_runset({name: logs}, meta, attrs={"truth": {"case": name, "modes": sorted(CASES[name]), "zeta": curve.zeta, "plateau": curve.plateau}})
+
+
+def all_cases(*, seed: int = 0, **kwargs) -> xr.Dataset:
+    """Every case of :data:`CASES` in one run set (run ids = case names)."""
+    from bayes_grpo.runset.core import concat_runsets
+
+    return concat_runsets([simulated_case(name, seed=seed + i, **kwargs) for i, name in enumerate(CASES)])
