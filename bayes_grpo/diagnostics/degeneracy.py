@@ -188,7 +188,7 @@ def advantage_degeneracy(
 
     boot = bootstrap(
         values,
-        lambda v: np.array([np.clip(v[mask], 0, 1).mean(), np.clip(v[late], 0, 1).mean()]),
+        lambda v: np.array([v[mask].mean(), v[late].mean()]),
         smooth_fraction=common.smooth_fraction,
         block_fraction=common.block_fraction,
         n_boot=common.n_boot,

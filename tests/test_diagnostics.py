@@ -1,0 +1,223 @@
+"""Failure-mode diagnostics: each mode is detected on runs built to have it and not on healthy ones."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bayes_grpo.diagnostics import (
+    MODES,
+    DiagnosticsConfig,
+    advantage_degeneracy,
+    binomial_mean_std,
+    binomial_zero_spread,
+    diagnose,
+    diagnosis_table,
+    instability,
+    relative_overshoot,
+    run_table,
+    verdict_matrix,
+    zero_spread_from_std,
+)
+from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
+
+FAST = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}, "instability": {"n_fit_boot": 10}})
+
+
+def _one(case: str, mode: str, config: DiagnosticsConfig = FAST, seed: int = 0, **kw):
+    ds = simulated_case(case, seed=seed, **kw)
+    (res,) = diagnose(ds, config=config, modes=[mode])
+    return res
+
+
+# --- the mathematics against an independent route (simulation) -------------------------------
+
+
+@pytest.mark.parametrize("p, G", [(0.1, 4), (0.5, 8), (0.9, 8), (0.97, 16)])
+def test_binomial_zero_spread_and_mean_std_match_simulated_groups(p, G):
+    rng = np.random.default_rng(1)
+    k = rng.binomial(G, p, size=400_000)
+    sim_share = np.mean((k == 0) | (k == G))
+    sim_std = np.mean(np.sqrt(k * (G - k) / (G * (G - 1))))
+    assert binomial_zero_spread(p, G) == pytest.approx(sim_share, abs=4e-3)
+    assert binomial_mean_std(p, G) == pytest.approx(sim_std, abs=2e-3)
+
+
+def test_share_derived_from_reward_std_equals_binomial_share_for_homogeneous_prompts():
+    p = np.array([0.2, 0.5, 0.8, 0.95])
+    G = 8
+    assert np.allclose(zero_spread_from_std(binomial_mean_std(p, G), p, G), binomial_zero_spread(p, G), atol=1e-12)
+    assert np.all(zero_spread_from_std(np.zeros(4), p, G) == 1.0)
+
+
+def test_share_derived_from_reward_std_tracks_logged_share_under_prompt_heterogeneity():
+    rng = np.random.default_rng(2)
+    logs = group_logs(np.full(300, 0.9), 8, 64, 1.5, rng)
+    derived = zero_spread_from_std(logs["reward_std"].to_numpy(), logs["reward"].to_numpy(), 8)
+    assert abs(derived.mean() - logs["frac_reward_zero_std"].mean()) < 0.08
+    # and well above the homogeneous-prompt expectation, as the logged share is
+    assert logs["frac_reward_zero_std"].mean() > binomial_zero_spread(0.9, 8) + 0.1
+
+
+def test_relative_overshoot_of_underdamped_step_response():
+    from bayes_grpo.dynamics.trajectory import reward_trajectory
+
+    t = np.linspace(0, 200, 20001)
+    for zeta in (0.1, 0.3, 0.6):
+        w0 = 0.1
+        r = reward_trajectory(t, 1.0, 2 * zeta * w0, w0**2, 1.0, 0.0)
+        assert r.max() - 1.0 == pytest.approx(float(relative_overshoot(zeta)), rel=1e-3)
+    assert relative_overshoot(1.2) == 0.0
+
+
+# --- each mode on the case built for it, and not on the healthy run ---------------------------
+
+
+def test_advantage_degeneracy_flagged_on_easy_task_with_onset_and_strength():
+    res = _one("advantage_degeneracy", "advantage_degeneracy")
+    assert res.passed is False and res.values["detected"] is True
+    assert res.values["onset_step"] is not None and res.values["onset_step"] < 100
+    st = res.values["strength"]
+    assert st["lower"] <= st["value"] <= st["upper"] and st["value"] > 0.5
+    assert res.values["evidence"]["final_share"] > 0.5
+
+
+def test_advantage_degeneracy_derived_from_reward_std_when_share_not_logged():
+    res = _one("advantage_degeneracy_from_std", "advantage_degeneracy")
+    assert res.passed is False
+    assert res.values["evidence"]["share_source"] == "derived"
+    assert "estimate" in res.summary
+
+
+def test_advantage_degeneracy_needs_group_size_to_derive_share():
+    ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is None and "group size" in res.summary
+
+
+def test_instability_growth_of_side_quantities_detected_with_onset_after_its_start():
+    res = _one("instability_growth", "instability")
+    assert res.passed is False
+    # growth starts at 40% of the 200 steps; the onset is where it has grown by sqrt(3)
+    assert 80 <= res.values["onset_step"] <= 150
+    detected = {s["signal"] for s in res.values["evidence"]["signals"] if s["detected"]}
+    assert {"growth of grad norm", "sustained clipping"} <= detected
+
+
+@pytest.mark.parametrize("case", ["healthy", "policy_concentration", "advantage_degeneracy"])
+def test_side_quantity_signals_quiet_on_runs_without_instability(case):
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}, "instability": {"fit_oscillation": False}})
+    res = _one(case, "instability", config=cfg)
+    assert res.passed is True, res.summary
+
+
+@pytest.mark.parametrize("case", ["healthy", "instability_growth", "policy_concentration"])
+def test_degeneracy_not_flagged_on_runs_with_signal(case):
+    assert _one(case, "advantage_degeneracy").passed is True
+
+
+def test_missing_metrics_give_not_assessable_never_a_silent_pass():
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}})
+    results = diagnose(simulated_case("healthy_reward_only"), config=cfg)
+    assert [r.name for r in results] == list(MODES)
+    for r in results:
+        assert r.passed is None, r.summary
+        assert r.values["detected"] is None and r.values["reason"]
+        assert r.to_dict()["passed"] is None
+    table = diagnosis_table(results)
+    assert set(table["verdict"]) == {"not assessable"}
+
+
+def test_too_short_run_is_not_assessable():
+    ds = simulated_case("healthy", n_steps=8)
+    cfg = DiagnosticsConfig.from_mapping({"common": {"figures": False}, "instability": {"fit_oscillation": False}})
+    for r in diagnose(ds, config=cfg, modes=["advantage_degeneracy", "instability", "policy_concentration"]):
+        assert r.passed is None
+
+
+# --- thresholds are named and configurable -------------------------------------------------
+
+
+def test_thresholds_configurable_and_change_the_verdict():
+    strict = DiagnosticsConfig.from_assignments(["degeneracy.flag_fraction=0.97", "degeneracy.min_duration_fraction=0.9", "common.n_boot=20", "common.figures=false"])
+    assert strict.degeneracy.flag_fraction == 0.97 and strict.common.figures is False
+    assert _one("advantage_degeneracy", "advantage_degeneracy", config=strict).passed is True
+
+
+def test_unknown_config_names_raise():
+    with pytest.raises(ValueError, match="unknown degeneracy settings"):
+        DiagnosticsConfig.from_mapping({"degeneracy": {"flag_frac": 0.5}})
+    with pytest.raises(ValueError, match="unknown diagnostics config section"):
+        DiagnosticsConfig.from_mapping({"degenerate": {}})
+    with pytest.raises(ValueError, match="SECTION.FIELD=VALUE"):
+        DiagnosticsConfig.from_assignments(["flag_fraction=0.5"])
+    assert json.dumps(DiagnosticsConfig().to_dict())
+
+
+def test_unknown_run_and_mode_raise():
+    ds = simulated_case("healthy")
+    with pytest.raises(ValueError, match="not in the run set"):
+        diagnose(ds, run="nope", config=FAST)
+    with pytest.raises(ValueError, match="unknown diagnostic modes"):
+        diagnose(ds, config=FAST, modes=["hacking"])
+
+
+def test_results_reproducible_from_seed():
+    a = _one("advantage_degeneracy", "advantage_degeneracy").values["strength"]
+    b = _one("advantage_degeneracy", "advantage_degeneracy").values["strength"]
+    assert a == b
+
+
+# --- posterior draws give the damping strength ------------------------------------------------
+
+
+def test_posterior_negative_damping_detected_and_positive_damping_not():
+    ds = simulated_case("healthy")
+    rng = np.random.default_rng(0)
+    unstable = {"healthy": {"C_eff": rng.normal(-0.3, 0.1, 400), "zeta": rng.normal(-0.2, 0.05, 400)}}
+    stable = {"healthy": {"C_eff": rng.normal(0.9, 0.05, 400), "zeta": rng.normal(2.0, 0.2, 400)}}
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}})
+    (bad,) = diagnose(ds, config=cfg, posterior=unstable, modes=["instability"])
+    (good,) = diagnose(ds, config=cfg, posterior=stable, modes=["instability"])
+    assert bad.passed is False and bad.values["strength"]["source"] == "posterior"
+    neg = next(s for s in bad.values["evidence"]["signals"] if s["signal"] == "negative damping")
+    assert neg["value"] > 0.99
+    assert good.passed is True
+    assert good.values["posterior"] == "given draws"
+
+
+def test_plateau_draws_give_expected_zero_spread_at_plateau():
+    frame = run_table(simulated_case("advantage_degeneracy"), "advantage_degeneracy")
+    res = advantage_degeneracy(frame, run_id="x", group_size=8, plateau_draws=np.full(100, 0.97), common=FAST.common)
+    at = res.values["evidence"]["expected_share_at_plateau"]
+    assert at["value"] == pytest.approx(binomial_zero_spread(0.97, 8))
+
+
+def test_instability_function_reports_not_assessable_with_nothing_to_look_at():
+    frame = run_table(simulated_case("healthy_reward_only"), "healthy_reward_only")
+    cfg = DiagnosticsConfig.from_mapping({"instability": {"fit_oscillation": False}})
+    res = instability(frame, run_id="r", config=cfg.instability, common=FAST.common)
+    assert res.passed is None and "grad norm" in res.summary
+
+
+def test_figures_are_drawn_when_asked():
+    import matplotlib.pyplot as plt
+
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": True}, "instability": {"fit_oscillation": False}})
+    results = diagnose(simulated_case("instability_growth"), config=cfg, modes=["advantage_degeneracy", "instability"])
+    for r in results:
+        assert len(r.figures) == 1
+        assert r.figures_as_png()
+        for fig in r.figures.values():
+            plt.close(fig)
+
+
+def test_verdict_matrix_lists_every_case_and_mode():
+    assert set(CASES) >= {"healthy", "reward_hacking", "advantage_degeneracy", "policy_concentration", "instability_growth", "instability_oscillation"}
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}, "instability": {"fit_oscillation": False}})
+    res = diagnose(simulated_case("advantage_degeneracy"), config=cfg, modes=["advantage_degeneracy", "instability"])
+    m = verdict_matrix(res)
+    assert m.loc["advantage_degeneracy", "advantage_degeneracy"] == "detected"
+    assert m.loc["advantage_degeneracy", "instability"] == "-"
