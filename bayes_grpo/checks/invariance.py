@@ -41,7 +41,7 @@ from bayes_grpo.checks.bayes_factor import (
     savage_dickey,
     smc_evidence,
 )
-from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.constants import HDI_PROB, RUN_DIM
 
 #: Offset prior widths (multiples of ``group_offset_sigma``) in the sensitivity table.
 PRIOR_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -373,81 +373,63 @@ def _plateau_mask(steps: np.ndarray, fraction: float) -> np.ndarray:
     return steps >= np.nanmin(steps) + (1.0 - fraction) * (np.nanmax(steps) - np.nanmin(steps))
 
 
-def _run_hyper(runset: xr.Dataset, run: Any) -> dict[str, Any]:
-    row = runset.sel({RUN_DIM: run})
-    return {
-        "learning_rate": float(row["learning_rate"]),
-        "momentum": float(row["momentum"]),
-        "momentum_convention": str(row["momentum_convention"].values),
-        "k_ref": float(row["k_ref"]),
-        "group_size": float(row["group_size"]),
-        "model": str(row["model"].values) or None,
-    }
-
-
 def stationary_variance_check(
     fitted: Any,
     runset: xr.Dataset | None = None,
     *,
     plateau_fraction: float = 0.3,
+    seed: int = 0,
 ) -> CheckResult:
     """Empirical variance of the reward at the plateau vs ``D / (2 G C K_eff)``, per G.
 
     For every (model, G), the residuals of each run from its posterior-median mean
     trajectory over the last ``plateau_fraction`` of its steps are pooled; their variance
     is compared with the posterior of ``D / (2 G C K_eff)`` from
-    ``fitted.coefficient_draws`` at that run's setting. Stationary fluctuations are
-    autocorrelated, so the empirical variance has an uncertainty; we attach a 90%
-    interval from a chi-square with effective degrees of freedom ``n (1 - r1)/(1 + r1)``
-    (``r1`` the lag-1 residual autocorrelation).
+    ``fitted.coefficient_draws`` at that run's setting (``noise_d``, ``C_eff``,
+    ``K_eff``). Stationary fluctuations are autocorrelated, so the empirical variance
+    carries an uncertainty: a ``HDI_PROB`` interval from a chi-square with effective
+    degrees of freedom ``n (1 - r1) / (1 + r1)`` (``r1`` the lag-1 residual
+    autocorrelation, clipped to ``[0, 0.95]``).
 
     Returns
     -------
-    CheckResult named ``"stationary_variance"``: per (model, G) table of the empirical
-    variance, its interval, the predicted median and interval, and whether the intervals
-    overlap; passed when they overlap for every group, with the slope of log variance on
-    log G (theory -1) in ``values``.
+    CheckResult named ``"stationary_variance"``: per (model, G) the empirical variance and
+    its interval, the predicted median and interval, and whether the intervals overlap;
+    passed when they overlap in every group. ``values`` hold the slope of log empirical
+    variance on log G (theory -1).
     """
     from scipy import stats
 
+    from bayes_grpo.checks.ppc import run_predictive
+
     ds = runset if runset is not None else _fitted_runset(fitted)
-    steps = np.asarray(ds[STEP_DIM].values, dtype=float)
+    rng = np.random.default_rng(seed)
     rows = []
     for run in ds[RUN_DIM].values:
-        hyper = _run_hyper(ds, run)
-        y = np.asarray(ds["reward"].sel({RUN_DIM: run}).values, dtype=float)
-        ok = np.isfinite(y)
-        if ok.sum() < 10:
+        pr = run_predictive(fitted, ds, run, rng=rng)
+        if pr["t"].size < 10:
             continue
-        t_run = steps[ok]
-        traj = fitted.trajectory_draws(t_run, **hyper)
-        mean = np.median(np.asarray(traj.values, dtype=float).reshape(-1, t_run.size), axis=0)
-        keep = _plateau_mask(t_run, plateau_fraction)
-        resid = y[ok][keep] - mean[keep]
-        coef = fitted.coefficient_draws(**hyper)
-        pred = coef["noise_d"] / (2.0 * hyper["group_size"] * coef["C_eff"] * coef["K_eff"])
-        rows.append(
-            (
-                hyper["model"] or "",
-                hyper["group_size"],
-                resid,
-                np.asarray(pred.values, float).ravel(),
-            )
-        )
+        keep = _plateau_mask(pr["t"], plateau_fraction)
+        resid = pr["y"][keep] - np.median(pr["mean"], axis=0)[keep]
+        coef, hyper = pr["coef"], pr["hyper"]
+        pred = np.asarray(
+            (coef["noise_d"] / (2.0 * hyper["group_size"] * coef["C_eff"] * coef["K_eff"])).values,
+            dtype=float,
+        ).ravel()
+        rows.append((hyper["model"] or "", hyper["group_size"], resid, pred))
     if not rows:
         return CheckResult(
             "stationary_variance", None, "Not assessable: no run with at least 10 rewards."
         )
     out = []
-    for (model, g), group in pd.DataFrame(rows, columns=["model", "G", "resid", "pred"]).groupby(
-        ["model", "G"]
-    ):
+    frame = pd.DataFrame(rows, columns=["model", "G", "resid", "pred"])
+    for (model, g), group in frame.groupby(["model", "G"], sort=True):
         resid = np.concatenate(list(group["resid"]))
         pred = np.concatenate(list(group["pred"]))
         n = resid.size
         var = float(np.var(resid, ddof=1))
         r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if n > 3 else 0.0
-        r1 = float(np.clip(r1, 0.0, 0.95))
+        r1 = float(np.clip(np.nan_to_num(r1), 0.0, 0.95))
         n_eff = max(2.0, n * (1 - r1) / (1 + r1))
         lo = var * (n_eff - 1) / stats.chi2.ppf((1 + HDI_PROB) / 2, n_eff - 1)
         hi = var * (n_eff - 1) / stats.chi2.ppf((1 - HDI_PROB) / 2, n_eff - 1)
@@ -542,9 +524,10 @@ def leave_one_g_out(
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from bayes_grpo.checks.ppc import run_predictive
+
     models = np.asarray(runset["model"].values, dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
-    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
     rows, figures = [], {}
     for k, (model, g_fit, g_held) in enumerate(pairs):
         fit_sel = (models == model) & (gs == g_fit)
@@ -569,28 +552,21 @@ def leave_one_g_out(
         worst = 0.0
         rng = np.random.default_rng(random_seed + k)
         for run in runset[RUN_DIM].values[held_sel]:
-            hyper = _run_hyper(runset, run)
-            y = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
-            ok = np.isfinite(y)
-            t = steps[ok]
-            traj = np.asarray(builder.trajectory_draws(t, **hyper).values, dtype=float).reshape(
-                -1, t.size
-            )
-            sigma = np.asarray(
-                builder.coefficient_draws(**hyper)["sigma"].values, dtype=float
-            ).ravel()
-            pp = traj + rng.normal(size=traj.shape) * sigma[: traj.shape[0], None]
-            lo, hi = np.quantile(pp, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
-            mlo, mhi = np.quantile(traj, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
-            med = np.median(traj, axis=0)
-            inside += int(np.sum((y[ok] >= lo) & (y[ok] <= hi)))
-            total += int(ok.sum())
+            pr = run_predictive(builder, runset, run, rng=rng)
+            t, y = pr["t"], pr["y"]
+            if t.size == 0:
+                continue
+            lo, hi = np.quantile(pr["obs"], [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
+            mlo, mhi = np.quantile(pr["mean"], [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
+            med = np.median(pr["mean"], axis=0)
+            inside += int(np.sum((y >= lo) & (y <= hi)))
+            total += int(y.size)
             half = np.maximum((hi - lo) / 2, 1e-12)
-            worst = max(worst, float(np.max(np.abs(_smooth(y[ok]) - med) / half)))
+            worst = max(worst, float(np.max(np.abs(_smooth(y) - med) / half)))
             ax.fill_between(t, lo, hi, color="C0", alpha=0.15)
             ax.fill_between(t, mlo, mhi, color="C0", alpha=0.35)
             ax.plot(t, med, color="C0", lw=1)
-            ax.plot(t, y[ok], ".", ms=2, color="C1")
+            ax.plot(t, y, ".", ms=2, color="C1")
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         ax.set_title(f"{model}: fitted on G={g_fit:g}, predicting G={g_held:g}")

@@ -1,0 +1,287 @@
+"""Posterior predictive checks per group size G.
+
+For every run of the fitted run set, the posterior coefficient draws at that run's
+setting (``fitted.coefficient_draws``: plateau, initial reward, ``M_eff``, ``C_eff``,
+``K_eff``, ``sigma``) are pushed through the closed-form mean trajectory, and
+``Normal(0, sigma)`` observation noise is added, giving the posterior predictive of the
+logged reward. Three checks, each a :class:`CheckResult` with a table per (model, G):
+
+* :func:`trajectory_band_check`: the fraction of logged rewards inside the ``HDI_PROB``
+  predictive band (should be close to ``HDI_PROB``; passes when it is at least
+  ``HDI_PROB - 0.15``), with one figure per (model, G) of bands and data;
+* :func:`residual_autocorrelation_check`: the autocorrelation of the residuals from the
+  posterior-median mean trajectory at lags 1..5. Under the independent-residual
+  likelihood it should vanish; under the SDE, the stationary fluctuations are
+  correlated over the relaxation time ``C / K_eff``, so a large lag-1 autocorrelation
+  says "use the state-space likelihood" rather than "the law fails";
+* the stationary variance at the plateau against ``D / (2 G C K_eff)``
+  (:func:`bayes_grpo.checks.invariance.stationary_variance_check`).
+
+The coefficient draws are model-level (an LLM's plateau and initial reward, not each
+run's own offsets), so the bands include the run-to-run spread only through the
+posterior of the model-level parameters; a run that starts far from its model's
+average shows up as low coverage at early steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+
+#: Largest number of posterior draws used per run (thinned evenly).
+MAX_DRAWS: int = 400
+#: Coverage below ``HDI_PROB - COVERAGE_SLACK`` fails the band check.
+COVERAGE_SLACK: float = 0.15
+#: Lags of the residual autocorrelation table.
+ACF_LAGS: tuple[int, ...] = (1, 2, 3, 4, 5)
+
+
+def run_hyperparameters(runset: xr.Dataset, run: Any) -> dict[str, Any]:
+    """The keyword arguments of ``coefficient_draws`` for one run of ``runset``."""
+    row = runset.sel({RUN_DIM: run})
+    size = float(row["model_size"]) if "model_size" in row.coords else float("nan")
+    return {
+        "learning_rate": float(row["learning_rate"]),
+        "momentum": float(row["momentum"]),
+        "momentum_convention": str(row["momentum_convention"].values),
+        "k_ref": float(row["k_ref"]),
+        "group_size": float(row["group_size"]),
+        "model": str(row["model"].values) or None,
+        "model_size": size if np.isfinite(size) else None,
+    }
+
+
+def _flat(da: Any, n: int | None = None) -> np.ndarray:
+    arr = np.asarray(getattr(da, "values", da), dtype=float).ravel()
+    if n is not None and arr.size > n:
+        arr = arr[np.linspace(0, arr.size - 1, n).astype(int)]
+    return arr
+
+
+def run_predictive(
+    fitted: Any,
+    runset: xr.Dataset,
+    run: Any,
+    *,
+    rng: np.random.Generator,
+    max_draws: int = MAX_DRAWS,
+    group_size: float | None = None,
+) -> dict[str, Any]:
+    """Posterior predictive of one run's logged reward.
+
+    Parameters
+    ----------
+    fitted
+        A fitted model with ``coefficient_draws``.
+    runset
+        Run set holding ``run`` (its rewards and hyperparameters).
+    run
+        Run id.
+    rng
+        Generator for the observation noise.
+    max_draws
+        Posterior draws used (thinned evenly).
+    group_size
+        Override the run's ``G`` (to predict it at another group size).
+
+    Returns
+    -------
+    dict with ``t`` (steps with a finite reward, shape ``(T,)``), ``y`` (rewards,
+    ``(T,)``), ``mean`` (mean-trajectory draws, ``(n, T)``), ``obs`` (predictive draws
+    of the logged reward, ``(n, T)``), ``coef`` (the coefficient draws dataset) and
+    ``hyper`` (the settings used).
+    """
+    hyper = run_hyperparameters(runset, run)
+    if group_size is not None:
+        hyper["group_size"] = float(group_size)
+    y_all = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
+    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
+    ok = np.isfinite(y_all)
+    t, y = steps[ok], y_all[ok]
+    coef = fitted.coefficient_draws(**hyper)
+    pick = {
+        k: _flat(coef[k], max_draws)[:, None]
+        for k in ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
+    }
+    sigma = _flat(coef["sigma"], max_draws)[:, None]
+    mean = reward_trajectory(
+        t[None, :],
+        pick["M_eff"],
+        pick["C_eff"],
+        pick["K_eff"],
+        pick["plateau"],
+        pick["initial_reward"],
+    )
+    mean = np.asarray(mean, dtype=float)
+    obs = mean + rng.normal(size=mean.shape) * sigma
+    return {"t": t, "y": y, "mean": mean, "obs": obs, "coef": coef, "hyper": hyper}
+
+
+def _groups(runset: xr.Dataset) -> dict[tuple[str, float], list[Any]]:
+    models = np.asarray(runset["model"].values, dtype=str)
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    out: dict[tuple[str, float], list[Any]] = {}
+    for run, m, g in zip(runset[RUN_DIM].values, models, gs):
+        out.setdefault((str(m), float(g)), []).append(run)
+    return out
+
+
+def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
+    if runset is not None:
+        return runset
+    from bayes_grpo.checks.stability import fitted_runset
+
+    ds = fitted_runset(fitted)
+    if ds is None:
+        raise ValueError("the fitted model does not carry its run set; pass runset=...")
+    return ds
+
+
+def trajectory_band_check(
+    fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0, max_runs_plotted: int = 6
+) -> CheckResult:
+    """Coverage of the logged rewards by the ``HDI_PROB`` posterior predictive band, per G."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    ds = _fitted_runset(fitted, runset)
+    rng = np.random.default_rng(seed)
+    rows, figures = [], {}
+    q = [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2]
+    for (model, g), runs in _groups(ds).items():
+        fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
+        inside = total = 0
+        early_in = early_n = 0
+        for k, run in enumerate(runs):
+            pr = run_predictive(fitted, ds, run, rng=rng)
+            if pr["t"].size == 0:
+                continue
+            lo, hi = np.quantile(pr["obs"], q, axis=0)
+            hit = (pr["y"] >= lo) & (pr["y"] <= hi)
+            inside += int(hit.sum())
+            total += hit.size
+            n_early = max(1, hit.size // 5)
+            early_in += int(hit[:n_early].sum())
+            early_n += n_early
+            if k < max_runs_plotted:
+                color = f"C{k % 10}"
+                ax.fill_between(pr["t"], lo, hi, color=color, alpha=0.15, lw=0)
+                ax.plot(pr["t"], np.median(pr["mean"], axis=0), color=color, lw=1)
+                ax.plot(pr["t"], pr["y"], ".", ms=2, color=color)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("reward")
+        ax.set_title(f"{model or 'model'}, G={g:g}: {HDI_PROB:.0%} predictive bands and data")
+        figures[f"{model} G={g:g} bands"] = fig
+        cov = inside / total if total else np.nan
+        rows.append(
+            {
+                "model": model,
+                "G": g,
+                "n_runs": len(runs),
+                "n_points": total,
+                "coverage": cov,
+                "coverage_first_fifth": early_in / early_n if early_n else np.nan,
+                "ok": bool(np.isfinite(cov) and cov >= HDI_PROB - COVERAGE_SLACK),
+            }
+        )
+    table = pd.DataFrame(rows).set_index(["model", "G"])
+    passed = bool(table["ok"].all()) if len(table) else None
+    summary = (
+        f"{HDI_PROB:.0%} posterior predictive bands cover "
+        + ", ".join(f"{c:.0%} (G={g:g})" for (_, g), c in table["coverage"].items())
+        + f" of the logged rewards (required >= {HDI_PROB - COVERAGE_SLACK:.0%})."
+    )
+    return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures)
+
+
+def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS) -> np.ndarray:
+    """Sample autocorrelation of ``x`` (NaN dropped) at the given lags."""
+    v = np.asarray(x, dtype=float)
+    v = v[np.isfinite(v)]
+    v = v - v.mean()
+    denom = float(np.sum(v * v))
+    out = np.full(len(lags), np.nan)
+    if denom <= 0:
+        return out
+    for i, lag in enumerate(lags):
+        if lag < v.size:
+            out[i] = float(np.sum(v[lag:] * v[:-lag]) / denom)
+    return out
+
+
+def residual_autocorrelation_check(
+    fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
+) -> CheckResult:
+    """Autocorrelation of residuals from the posterior-median mean trajectory, per G.
+
+    Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
+    ``±1.96 / sqrt(n_total)`` (the white-noise band for the pooled residuals).
+    """
+    ds = _fitted_runset(fitted, runset)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (model, g), runs in _groups(ds).items():
+        acfs, weights = [], []
+        for run in runs:
+            pr = run_predictive(fitted, ds, run, rng=rng)
+            if pr["t"].size <= max(ACF_LAGS) + 2:
+                continue
+            resid = pr["y"] - np.median(pr["mean"], axis=0)
+            acfs.append(autocorrelation(resid))
+            weights.append(resid.size)
+        if not acfs:
+            continue
+        acf = np.average(np.array(acfs), axis=0, weights=weights)
+        band = 1.96 / np.sqrt(sum(weights))
+        row = {"model": model, "G": g, "n_points": sum(weights), "white_noise_band": band}
+        row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
+        row["ok"] = bool(abs(acf[0]) <= band)
+        rows.append(row)
+    if not rows:
+        return CheckResult("ppc_residual_autocorrelation", None, "Not assessable: runs too short.")
+    table = pd.DataFrame(rows).set_index(["model", "G"])
+    passed = bool(table["ok"].all())
+    worst = table["acf_lag1"].abs().max()
+    summary = (
+        f"Residual lag-1 autocorrelation up to {worst:.2f} (white-noise band ±{table['white_noise_band'].max():.2f})."
+        + (
+            ""
+            if passed
+            else " Residuals are correlated in time: the stationary fluctuations of the SDE are; "
+            "fit with likelihood='state_space' for honest uncertainties."
+        )
+    )
+    return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
+
+
+def ppc_checks(
+    fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
+) -> list[CheckResult]:
+    """All posterior predictive checks: bands, residual autocorrelation, stationary variance."""
+    from bayes_grpo.checks.invariance import stationary_variance_check
+
+    ds = _fitted_runset(fitted, runset)
+    return [
+        trajectory_band_check(fitted, ds, seed=seed),
+        residual_autocorrelation_check(fitted, ds, seed=seed),
+        stationary_variance_check(fitted, ds, seed=seed),
+    ]
+
+
+__all__ = [
+    "run_hyperparameters",
+    "run_predictive",
+    "autocorrelation",
+    "trajectory_band_check",
+    "residual_autocorrelation_check",
+    "ppc_checks",
+]
