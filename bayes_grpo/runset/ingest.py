@@ -70,6 +70,7 @@ from bayes_grpo.runset.loaders import (
 )
 from bayes_grpo.runset.loaders.sidecar import (
     SIDECAR_NAMES,
+    Sidecars,
     coords_from_config,
     coords_from_model_config,
     find_sidecars,
@@ -370,10 +371,9 @@ def _same(a: object, b: object) -> bool:
 
 
 def _merge_hyperparameters(
-    raw: RawRun, job: _Job, norm: NormalisedRun
+    raw: RawRun, job: _Job, norm: NormalisedRun, side: Sidecars
 ) -> tuple[dict[str, object], dict[str, str], list[str]]:
     """Coordinates from every source, first-wins, with warnings on disagreement."""
-    side = find_sidecars(raw.path)
     warn = list(side.notes)
     explicit: list[tuple[str, dict[str, object], dict[str, str]]] = []
     if job.row is not None:
@@ -606,10 +606,20 @@ def load_runs(
         if key not in unique or (job.row is not None and unique[key][1].row is None):
             unique[key] = (run, job)
     loaded = list(unique.values())
+    sidecars: dict[Path, Sidecars] = {}
+    for run, _job in loaded:
+        if run.path.parent not in sidecars:
+            sidecars[run.path.parent] = find_sidecars(run.path)
+
+    def hint(run: RawRun) -> str | None:
+        suggested = sidecars[run.path.parent].runner.get("run_id")
+        if run.name is None and isinstance(suggested, str) and suggested:
+            return suggested
+        return run.name or run.name_hint
 
     ids = assign_run_ids(
         [
-            (_path_components(run.path, run.name), job.row.run_id if job.row else None, run.name or run.name_hint)
+            (_path_components(run.path, run.name), job.row.run_id if job.row else None, hint(run))
             for run, job in loaded
         ]
     )
@@ -624,7 +634,7 @@ def load_runs(
         except RunRejected as exc:
             reject(run.label, f"run {run_id!r}: {exc}", run_id)
             continue
-        values, why, hp_warn = _merge_hyperparameters(run, job, norm)
+        values, why, hp_warn = _merge_hyperparameters(run, job, norm, sidecars[run.path.parent])
         values["source"] = f"{run.fmt}:{run.label}"
         curves[run_id] = norm.frame
         meta[run_id] = values

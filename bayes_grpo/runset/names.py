@@ -247,7 +247,7 @@ def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
     # 2. the total reward under a known name
     totals = [s for s, b in bare.items() if _SOURCE_TO_CANONICAL.get(b) == REWARD_VAR]
     if totals:
-        return min(totals, key=lambda s: _PRIORITY[bare[s]]), "reward"
+        return min(totals, key=lambda s: (_PRIORITY[bare[s]], s != bare[s])), "reward"
     # 3. the single per-function reward
     funcs = [s for s, b in bare.items() if _REWARD_FUNC.match(b) and not _REWARD_FUNC_STD.match(b)]
     if len(funcs) == 1:

@@ -1,0 +1,320 @@
+"""Every supported log format, written here by the tests, ingests into the same run set."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import yaml
+
+from bayes_grpo.runset import RUN_COORDS, load_runset, run_coords, runset_warnings, save_runset
+from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, runset_summary
+
+N = 12
+REWARD = [round(0.1 + 0.05 * i, 4) for i in range(N)]
+
+
+def _trl_entry(step, reward, **extra):
+    return {
+        "step": step,
+        "epoch": step / 100,
+        "loss": 0.01,
+        "grad_norm": 0.5,
+        "learning_rate": 1e-6 * min(1.0, step / 3),
+        "reward": reward,
+        "reward_std": 0.2,
+        "rewards/accuracy/mean": reward,
+        "kl": 0.001 * step,
+        "frac_reward_zero_std": 0.1,
+        "clip_ratio/region_mean": 0.0,
+        "entropy": 1.0 - 0.01 * step,
+        **extra,
+    }
+
+
+def _trainer_state(log_history):
+    return {"global_step": len(log_history), "logging_steps": 1, "log_history": log_history}
+
+
+def _write_state(folder, n=N, rewards=REWARD, with_eval=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    history = [_trl_entry(s + 1, rewards[s]) for s in range(n)]
+    if with_eval:
+        history.insert(5, {"step": 5, "epoch": 0.05, "eval_reward": 0.33, "eval_loss": 0.9})
+        history.append({"step": n, "eval_reward": 0.44, "eval_loss": 0.8})
+    history.append({"step": n, "train_runtime": 12.0, "train_loss": 0.01, "total_flos": 0.0})
+    (folder / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    return folder / "trainer_state.json"
+
+
+# ----------------------------------------------------------------------------- trainer_state
+
+
+def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_path):
+    path = _write_state(tmp_path / "run_a")
+    ds = load_runs([path])
+    assert list(ds.run.values) == ["run_a"]
+    np.testing.assert_allclose(ds.reward.sel(run="run_a").values, REWARD)
+    assert ds.eval_reward.sel(run="run_a", step=5) == 0.33
+    assert ds.eval_reward.sel(run="run_a", step=N) == 0.44
+    assert int(ds.eval_reward.notnull().sum()) == 2  # evaluation is not part of the training curve
+    assert {"reward_std", "kl", "entropy", "grad_norm", "clip_ratio", "frac_reward_zero_std", "lr"} <= set(ds.data_vars)
+    assert "train_runtime" not in ds.data_vars  # end-of-training summary is not a curve point
+    assert run_coords(ds, "run_a")["source"].startswith("trainer_state:")
+
+
+def test_output_dir_with_checkpoints_takes_the_latest_state(tmp_path):
+    out = tmp_path / "out"
+    _write_state(out / "checkpoint-5", n=5, rewards=REWARD, with_eval=False)
+    _write_state(out / "checkpoint-12", n=12, with_eval=False)
+    ds = load_runs([out])
+    assert list(ds.run.values) == ["out"]
+    assert int(ds.reward.notnull().sum()) == 12
+    assert "checkpoint-12" in json.loads(ds.attrs[INGEST_ATTR])["out"]["file"]
+
+
+def test_runner_metadata_beside_trainer_state_fills_every_coordinate(tmp_path):
+    run_dir = tmp_path / "g4_s0"
+    _write_state(run_dir)
+    meta = {
+        "schema": "bayes_grpo_run/1",
+        "run_id": "g4-seed0",
+        "model": "tiny-gpt2",
+        "model_size": 100000,
+        "group_size": 4,
+        "learning_rate": 1e-3,
+        "momentum": 0.9,
+        "momentum_convention": "ema",
+        "k_ref": 2,
+        "beta": 0.04,
+        "seed": 0,
+        "k_ref_mapping": {"steps_per_generation": 2},
+    }
+    (run_dir / "bayes_grpo_run.json").write_text(json.dumps(meta))
+    ds = load_runs([tmp_path])
+    coords = run_coords(ds, "g4-seed0")
+    for name in RUN_COORDS:
+        if name != "source":
+            assert coords[name] == meta[name], name
+
+
+def test_training_args_json_and_model_config_beside_the_log(tmp_path):
+    run_dir = tmp_path / "runx"
+    _write_state(run_dir / "checkpoint-12")
+    args = {
+        "num_generations": 8,
+        "learning_rate": 5e-6,
+        "beta": 0.0,
+        "seed": 7,
+        "optim": "sgd",
+        "optim_args": "momentum=0.8",
+        "num_iterations": 1,
+        "gradient_accumulation_steps": 2,
+        "steps_per_generation": 4,
+    }
+    (run_dir / "training_args.json").write_text(json.dumps(args))
+    model = {"_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "model_type": "qwen2", "hidden_size": 896,
+             "num_hidden_layers": 24, "vocab_size": 151936, "num_attention_heads": 14,
+             "num_key_value_heads": 2, "intermediate_size": 4864, "hidden_act": "silu",
+             "tie_word_embeddings": True}
+    (run_dir / "checkpoint-12" / "config.json").write_text(json.dumps(model))
+    ds = load_runs([run_dir])
+    c = run_coords(ds, "runx")
+    assert c["group_size"] == 8 and c["learning_rate"] == 5e-6 and c["beta"] == 0.0 and c["seed"] == 7
+    assert c["momentum"] == 0.8 and c["momentum_convention"] == "heavy_ball"
+    assert c["k_ref"] == 2.0  # 1 iteration x 4 generation steps / 2 accumulation steps
+    assert c["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert c["model_size"] == pytest.approx(494e6, rel=0.01)  # Qwen2.5-0.5B has 494M parameters
+
+
+class _Bomb:
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def _explode():
+    raise AssertionError("training_args.bin was unpickled")
+
+
+def test_training_args_bin_is_never_unpickled(tmp_path):
+    run_dir = tmp_path / "r"
+    _write_state(run_dir)
+    (run_dir / "training_args.bin").write_bytes(pickle.dumps(_Bomb()))
+    ds = load_runs([run_dir])
+    msgs = " ".join(runset_warnings(ds)["r"])
+    assert "training_args.bin" in msgs and "never unpickles" in msgs
+
+
+# ----------------------------------------------------------------------------- CSV / JSONL
+
+
+def test_csv_with_wandb_style_names(tmp_path):
+    path = tmp_path / "wandb_run.csv"
+    lines = ["Step,train/reward,train/kl,train/rewards/acc/mean,train/global_step,custom/thing"]
+    lines += [f"{s + 1},{REWARD[s]},0.01,{REWARD[s]},{s + 1},{s}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    run = "wandb_run"
+    np.testing.assert_allclose(ds.reward.sel(run=run).values, REWARD)
+    assert {"kl", "rewards_acc_mean", "custom_thing"} <= set(ds.data_vars)  # unknown kept
+
+
+def test_csv_with_verl_names(tmp_path):
+    path = tmp_path / "verl.csv"
+    lines = ["step,critic/score/mean,critic/rewards/mean,actor/entropy,actor/pg_clipfrac,val-core/gsm8k/acc/mean@1"]
+    lines += [f"{s},{REWARD[s]},{REWARD[s] - 0.01},1.0,0.1,{'' if s % 4 else 0.5}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="verl").values, REWARD)
+    assert {"entropy", "clip_ratio", "critic_rewards_mean", "eval_gsm8k_acc_mean_1"} <= set(ds.data_vars)
+    assert json.loads(ds.attrs[INGEST_ATTR])["verl"]["reward_source"] == "critic/score/mean"
+
+
+def test_wandb_long_export_with_several_runs_in_one_file(tmp_path):
+    path = tmp_path / "sweep.csv"
+    lines = ["run_name,metric,step,value"]
+    for run in ("lr1e-6", "lr3e-6"):
+        for s in range(N):
+            lines.append(f"{run},train/reward,{s},{REWARD[s]}")
+            lines.append(f"{run},train/entropy,{s},1.0")
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["lr1e-6", "lr3e-6"]
+    assert ds.sizes["step"] == N
+
+
+def test_wandb_panel_export_splits_runs(tmp_path):
+    path = tmp_path / "panel.csv"
+    lines = ["Step,runA - train/reward,runA - train/reward__MIN,runB - train/reward"]
+    lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["runA", "runB"]
+    np.testing.assert_allclose(ds.reward.sel(run="runB").values, np.array(REWARD) / 2)
+
+
+def test_jsonl_plain_and_typed_records(tmp_path):
+    plain = tmp_path / "a" / "metrics.jsonl"
+    plain.parent.mkdir()
+    plain.write_text("\n".join(json.dumps({"step": s, "reward": REWARD[s], "kl": 0.1}) for s in range(N)))
+    typed = tmp_path / "b" / "metrics.jsonl"
+    typed.parent.mkdir()
+    rows = [{"type": "eval", "grpo_step": 0, "reward": 0.05, "accuracy": 0.05}]
+    for s in range(1, N + 1):
+        rows.append({"type": "rollout", "grpo_step": s, "reward": REWARD[s - 1], "group_size": 8.0})
+        rows.append({"type": "train", "grpo_step": s, "loss": 0.1, "kl_coef": 0.02, "learning_rate": 2e-5,
+                     "loss_type": "grpo"})
+    typed.write_text("\n".join(json.dumps(r) for r in rows))
+    ds = load_runs([tmp_path])
+    assert sorted(ds.run.values) == ["a", "b"]
+    np.testing.assert_allclose(ds.reward.sel(run="b").dropna("step").values, REWARD)
+    assert ds.eval_reward.sel(run="b", step=0) == 0.05
+    c = run_coords(ds, "b")
+    assert (c["group_size"], c["beta"], c["learning_rate"]) == (8.0, 0.02, 2e-5)  # logged constants
+    assert any("loss_type" in w for w in runset_warnings(ds)["b"])  # text field reported, not a metric
+
+
+# ----------------------------------------------------------------------------- TensorBoard
+
+
+def test_tensorboard_event_file_with_grpo_config_text_summary(tmp_path):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    logdir = tmp_path / "out" / "runs" / "Jan01_host"
+    writer = torch_tb.SummaryWriter(str(logdir))
+    args = {"output_dir": "out", "run_name": "tb-run", "num_generations": 16, "learning_rate": 1e-6,
+            "beta": 0.04, "seed": 3, "adam_beta1": 0.85, "optim": "adamw_torch", "num_iterations": 2,
+            "gradient_accumulation_steps": 4, "steps_per_generation": 4}
+    writer.add_text("args", json.dumps(args, indent=2))
+    writer.add_text("model_config", json.dumps({"model_type": "gpt2", "n_embd": 64, "n_layer": 2,
+                                                "n_head": 2, "vocab_size": 100}))
+    for s in range(1, N + 1):
+        writer.add_scalar("train/reward", REWARD[s - 1], s)
+        writer.add_scalar("train/kl", 0.01 * s, s)
+    writer.add_scalar("eval/reward", 0.5, N)
+    writer.close()
+    ds = load_runs([tmp_path / "out"])
+    assert list(ds.run.values) == ["tb-run"]
+    np.testing.assert_allclose(ds.reward.sel(run="tb-run").values, REWARD)
+    assert ds.eval_reward.sel(run="tb-run", step=N) == 0.5
+    c = run_coords(ds, "tb-run")
+    assert (c["group_size"], c["learning_rate"], c["beta"], c["seed"]) == (16, 1e-6, 0.04, 3)
+    assert (c["momentum"], c["momentum_convention"], c["k_ref"]) == (0.85, "ema", 2.0)
+    assert c["model"].startswith("gpt2-") and c["model_size"] > 0
+
+
+# ----------------------------------------------------------------------------- console
+
+
+def _console_dict(step, reward, as_strings):
+    d = {"loss": 0.0, "grad_norm": 0.2, "learning_rate": 1e-5, "reward": reward, "reward_std": 0.1,
+         "kl": 0.0, "epoch": step / 1000}
+    return {k: (f"{v:.4g}" if as_strings else v) for k, v in d.items()}
+
+
+def test_console_dicts_with_string_values_and_steps_from_the_progress_bar(tmp_path):
+    lines = ["Loading weights: 100%|##| 427/427 [00:00<00:00]", "tokens {'eos_token_id': 1}"]
+    stride, total = 5, 5 * N
+    for s in range(1, total + 1):
+        lines.append(f" {s}/{total} [00:0{s % 10}<00:10,  3.2s/it]")
+        if s % stride == 0:
+            lines.append(f" {s}/{total} [00:0{s % 10}<00:10,  3.2s/it]")
+    dicts = [repr(_console_dict(i * stride, REWARD[i - 1], as_strings=True)) for i in range(1, N + 1)]
+    lines += dicts  # stdout chunk after stderr chunk, as buffering leaves them
+    lines.append(repr({"train_runtime": 10.0, "train_steps_per_second": 6.0, "epoch": 0.06}))
+    path = tmp_path / "train_seed1.log"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert list(ds.step.values) == [stride * i for i in range(1, N + 1)]
+    np.testing.assert_allclose(ds.reward.sel(run="train_seed1").values, REWARD, rtol=1e-3)
+
+
+def test_console_dicts_without_any_step_information_are_numbered_with_a_warning(tmp_path):
+    path = tmp_path / "job.out"
+    path.write_text("\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N)))
+    ds = load_runs([path])
+    assert list(ds.step.values) == list(range(1, N + 1))
+    assert any("order of appearance" in w for w in runset_warnings(ds)["job"])
+
+
+# ----------------------------------------------------------------------------- manifest, ids
+
+
+@pytest.mark.parametrize("kind", ["csv", "yaml"])
+def test_manifest_sets_ids_and_coordinates_and_wins_over_the_logs(tmp_path, kind):
+    _write_state(tmp_path / "logs_a" / "run")
+    _write_state(tmp_path / "logs_b" / "run")
+    (tmp_path / "logs_a" / "run" / "bayes_grpo_run.json").write_text(json.dumps({"group_size": 2}))
+    rows = [
+        {"path": "logs_a/run", "run": "A", "group_size": 4, "model": "m1", "learning_rate": 1e-6},
+        {"path": "logs_b/run", "run": "B", "group_size": 16, "model": "m1", "momentum_convention": "ema"},
+    ]
+    manifest = tmp_path / f"manifest.{kind}"
+    if kind == "csv":
+        cols = ["path", "run", "group_size", "model", "learning_rate", "momentum_convention"]
+        manifest.write_text(
+            "\n".join([",".join(cols)] + [",".join(str(r.get(c, "")) for c in cols) for r in rows])
+        )
+    else:
+        manifest.write_text(yaml.safe_dump({"runs": rows}))
+    ds = load_runs([], manifest=manifest)
+    assert sorted(ds.run.values) == ["A", "B"]
+    assert run_coords(ds, "A")["group_size"] == 4  # manifest over bayes_grpo_run.json
+    assert any("group_size" in w and "gives 2" in w for w in runset_warnings(ds)["A"])
+    assert run_coords(ds, "B")["momentum_convention"] == "ema"
+
+
+def test_ids_are_unique_shortest_path_suffixes(tmp_path):
+    for parent in ("exp1", "exp2"):
+        _write_state(tmp_path / parent / "seed0")
+    _write_state(tmp_path / "exp1" / "seed1")
+    ds = load_runs([tmp_path])
+    assert sorted(ds.run.values) == ["exp1/seed0", "exp2/seed0", "seed1"]
+
+
+def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):
+    path = tmp_path / "job.out"
+    path.write_text("\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N)))
+    ds = load_runs([path])
+    back = load_runset(save_runset(ds, tmp_path / "runs.nc"))
+    assert back.attrs == ds.attrs
+    assert runset_summary(back).equals(runset_summary(ds))

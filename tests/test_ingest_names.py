@@ -1,0 +1,101 @@
+"""Source metric names map to documented canonical names, and the reward is chosen by the documented rule."""
+
+import pytest
+
+from bayes_grpo.runset.names import (
+    METRIC_ALIASES,
+    NoRewardError,
+    canonical_name,
+    choose_reward,
+    map_names,
+    mapping_table,
+    sanitise,
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "canonical"),
+    [
+        ("reward", "reward"),
+        ("train/reward", "reward"),
+        ("critic/score/mean", "reward"),
+        ("train/reward_std", "reward_std"),
+        ("frac_reward_zero_std", "frac_reward_zero_std"),
+        ("train/kl", "kl"),
+        ("actor/entropy", "entropy"),
+        ("actor/grad_norm", "grad_norm"),
+        ("clip_ratio/region_mean", "clip_ratio"),
+        ("learning_rate", "lr"),  # the coordinate of that name holds the peak value
+        ("completions/mean_length", "completion_length"),
+        ("eval_reward", "eval_reward"),
+        ("eval/reward", "eval_reward"),
+        ("val-core/openai/gsm8k/reward/mean@1", "eval_openai_gsm8k_reward_mean_1"),
+        ("eval_rewards/acc/mean", "eval_rewards_acc_mean"),
+        ("clip_ratio/low_mean", "clip_ratio_low_mean"),
+        ("train/rewards/format_reward/mean", "rewards_format_reward_mean"),
+        ("seed", "seed_logged"),  # would collide with the run coordinate
+        ("step", "step_logged"),
+    ],
+)
+def test_source_names_map_to_the_documented_canonical_names(source, canonical):
+    assert canonical_name(source) == canonical
+
+
+def test_unknown_metrics_are_kept_under_a_sanitised_name_not_dropped():
+    mapping = map_names(["reward", "my metric/with spaces", "2nd/thing"])
+    assert mapping.columns["my metric/with spaces"] == "my_metric_with_spaces"
+    assert mapping.columns["2nd/thing"] == "m_2nd_thing"
+    assert sanitise("a//b") == "a_b"
+
+
+def test_reward_rule_prefers_the_trl_total_reward():
+    src, rule, _ = choose_reward(["rewards/acc/mean", "rewards/fmt/mean", "reward", "accuracy"])
+    assert (src, rule) == ("reward", "reward")
+    assert choose_reward(["train/rewards/acc/mean", "train/reward"])[0] == "train/reward"
+    assert choose_reward(["critic/score/mean", "critic/rewards/mean"])[0] == "critic/score/mean"
+
+
+def test_reward_rule_takes_the_single_reward_function_when_there_is_no_total():
+    src, rule, _ = choose_reward(["rewards/acc/mean", "rewards/acc/std", "kl"])
+    assert (src, rule) == ("rewards/acc/mean", "single rewards/*/mean")
+
+
+def test_several_reward_functions_without_a_total_are_ambiguous_and_say_so():
+    with pytest.raises(NoRewardError, match=r"several reward functions.*reward_key"):
+        choose_reward(["rewards/a/mean", "rewards/b/mean"])
+
+
+def test_reward_rule_falls_back_to_accuracy_like_names():
+    src, rule, _ = choose_reward(["loss", "train/accuracy", "kl"])
+    assert (src, rule) == ("train/accuracy", "accuracy-like")
+
+
+def test_evaluation_metric_is_the_last_resort_with_a_note():
+    src, rule, notes = choose_reward(["eval/reward", "train/entropy"])
+    assert src == "eval/reward" and rule.startswith("evaluation fallback")
+    assert notes and "evaluation metric" in notes[0]
+
+
+def test_no_reward_lists_the_metrics_found():
+    with pytest.raises(NoRewardError, match=r"metrics found: \['grad_norm', 'kl'\]"):
+        choose_reward(["kl", "grad_norm"])
+
+
+def test_reward_key_overrides_the_rule_by_source_or_canonical_name():
+    assert choose_reward(["reward", "rewards/acc/mean"], "rewards/acc/mean")[0] == "rewards/acc/mean"
+    assert choose_reward(["train/reward", "x"], "reward")[0] == "train/reward"
+    with pytest.raises(NoRewardError, match=r"'nope' not in the log"):
+        choose_reward(["reward"], "nope")
+
+
+def test_two_sources_of_one_canonical_name_are_both_kept():
+    mapping = map_names(["train/reward", "reward", "kl"])
+    assert mapping.columns["reward"] == "reward"  # TRL name has priority
+    assert mapping.columns["train/reward"] == "train_reward"
+    assert any("train/reward" in n for n in mapping.notes)
+    assert len(set(mapping.columns.values())) == len(mapping.columns)
+
+
+def test_mapping_table_documents_every_canonical_name():
+    rows = mapping_table()
+    assert {r["canonical"] for r in rows} >= set(METRIC_ALIASES)
