@@ -609,7 +609,89 @@ def phase_diagram_from_draws(
     )
 
 
+def bandit_threshold_check(
+    posterior_path_or_model: Any,
+    sweep: xr.Dataset,
+    *,
+    model: str | None = None,
+    prob: float = HDI_PROB,
+    **convergence_kwargs: Any,
+) -> CheckResult:
+    """Does the posterior predict where a K_ref sweep stops converging?
+
+    The posterior should come from runs far from the threshold only (e.g. bandit runs at
+    small ``K_ref``); the sweep is a run set of one setting ``(learning_rate, momentum,
+    convention)`` over many ``K_ref`` (e.g. :func:`bayes_grpo.bandit.experiments.sweep_k_ref`).
+    The empirical threshold is the first ``K_ref`` at which most seeds do not converge
+    (:func:`bayes_grpo.bandit.experiments.threshold_check`, which needs the sweep's
+    ``attrs["truth"]`` only to know each run's plateau); the prediction is the posterior of
+    the critical ``K_ref`` by the exact criterion (and, for comparison, the closed form) at
+    the sweep's setting.
+
+    Returns
+    -------
+    CheckResult named ``"bandit_threshold_posterior"``; passed when the empirical
+    threshold lies inside the equal-tailed ``prob`` interval of the exact-criterion
+    prediction.
+    """
+    from bayes_grpo.bandit.experiments import threshold_check
+
+    fitted = _as_model(posterior_path_or_model)
+    settings = {}
+    for coord in ("learning_rate", "momentum", "momentum_convention"):
+        vals = np.unique(
+            np.asarray(sweep[coord].values).astype(str if coord == "momentum_convention" else float)
+        )
+        if vals.size != 1:
+            raise ValueError(
+                f"sweep run set: runs differ in {coord} ({vals.tolist()}); give one setting"
+            )
+        settings[coord] = vals[0] if coord == "momentum_convention" else float(vals[0])
+    empirical = threshold_check(sweep, **convergence_kwargs)
+    emp = float(empirical.values["empirical_threshold_k_ref"])
+    a = _gain_draws(fitted, k_ref=1.0, model=model, **settings)
+    mu = float(settings["momentum"])
+    rows = {}
+    for criterion in ("exact", "closed_form"):
+        crit = critical_k_ref(a, mu, method=criterion)
+        lo, hi = _interval(crit, prob)
+        rows[criterion] = {"median": float(np.median(crit)), "lo": lo, "hi": hi}
+    lo, hi = rows["exact"]["lo"], rows["exact"]["hi"]
+    passed = bool(lo <= emp <= hi) if np.isfinite(emp) else None
+    table = pd.DataFrame(rows).T
+    table.index.name = "criterion"
+    truth_exact = float(empirical.values.get("exact_threshold_k_ref", np.nan))
+    summary = (
+        f"Empirical threshold K_ref = {emp:g} (sweep); posterior prediction (exact criterion) "
+        f"{rows['exact']['median']:g} [{lo:g}, {hi:g}] ({prob:.0%} interval), closed form "
+        f"{rows['closed_form']['median']:g} [{rows['closed_form']['lo']:g}, {rows['closed_form']['hi']:g}]; "
+        f"prediction from the true stiffness {truth_exact:g}. "
+        + (
+            "Inside the interval."
+            if passed
+            else "Not inside the interval."
+            if passed is False
+            else "No threshold seen."
+        )
+    )
+    values = {
+        "empirical_threshold_k_ref": emp,
+        "predicted_exact_median": rows["exact"]["median"],
+        "predicted_exact_lo": lo,
+        "predicted_exact_hi": hi,
+        "predicted_closed_form_median": rows["closed_form"]["median"],
+        "predicted_closed_form_lo": rows["closed_form"]["lo"],
+        "predicted_closed_form_hi": rows["closed_form"]["hi"],
+        "true_stiffness_exact_threshold": truth_exact,
+        "gain_median": float(np.median(a)),
+        "true_gain": float(empirical.values.get("a", np.nan)),
+        **settings,
+    }
+    return CheckResult("bandit_threshold_posterior", passed, summary, table=table, values=values)
+
+
 __all__ = [
+    "bandit_threshold_check",
     "stability_probabilities",
     "stability_verdict",
     "stability_from_draws",
