@@ -134,14 +134,27 @@ def ols_gain(steps: np.ndarray, values: np.ndarray) -> float:
     return float(slope * (steps[-1] - steps[0]))
 
 
-def interval(samples: np.ndarray, prob: float) -> tuple[float, float]:
-    """Central ``prob`` interval of ``samples`` (NaNs ignored)."""
+def interval(samples: np.ndarray, prob: float, centre: float | None = None) -> tuple[float, float]:
+    """Central ``prob`` interval of ``samples`` (NaNs ignored).
+
+    With ``centre`` (the estimate from the data), the replicates are first shifted so that
+    their median is ``centre``: the residual bootstrap rebuilds series around a smoothed
+    trend, which can offset every replicate by the same small bias (a moving median is
+    not a moving mean); the shift removes that offset and keeps the interval's width.
+    """
     samples = np.asarray(samples, dtype=float)
     samples = samples[np.isfinite(samples)]
     if samples.size == 0:
         return (float("nan"), float("nan"))
+    if centre is not None and np.isfinite(centre):
+        samples = samples + (centre - np.median(samples))
     lo, hi = np.quantile(samples, [(1 - prob) / 2, (1 + prob) / 2])
     return float(lo), float(hi)
+
+
+def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving mean over ``window`` points (shrinking at the edges)."""
+    return pd.Series(np.asarray(values, dtype=float)).rolling(window, center=True, min_periods=1).mean().to_numpy()
 
 
 def block_resample(residuals: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:

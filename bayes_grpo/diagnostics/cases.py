@@ -149,3 +149,33 @@ def all_cases(*, seed: int = 0, **kwargs) -> xr.Dataset:
     from bayes_grpo.runset.core import concat_runsets
 
     return concat_runsets([simulated_case(name, seed=seed + i, **kwargs) for i, name in enumerate(CASES)])
+
+
+#: Softmax-bandit cases (``bayes_grpo.bandit.simulate_bandit``, two arms, G = 8, 16 prompts,
+#: from p = 0.5 unless said): settings and the modes each must show. With the KL anchor
+#: ``beta = 1`` the plateau is p* = 0.854 and the stiffness K = 0.25, so ``a = eta K``.
+#: A tiny anchor lets the policy collapse onto the good arm: entropy -> 0 (concentration)
+#: and then every group is all-correct (degeneracy), so both are expected there.
+BANDIT_CASES: dict[str, tuple[dict, frozenset[str]]] = {
+    "bandit_healthy": ({"learning_rate": 0.1, "k_ref": 1, "beta": 1.0}, frozenset()),
+    "bandit_healthy_lag": ({"learning_rate": 0.1, "k_ref": 8, "beta": 1.0}, frozenset()),
+    "bandit_large_lr": ({"learning_rate": 6.0, "k_ref": 1, "beta": 1.0}, frozenset({"instability"})),  # a = 1.5 > a* = 1
+    "bandit_large_k_ref": ({"learning_rate": 1.0, "k_ref": 8, "beta": 1.0}, frozenset({"instability"})),  # C_eff = 1 - 0.25 * 8 < 0
+    "bandit_tiny_anchor": ({"learning_rate": 0.1, "k_ref": 1, "beta": 0.01}, frozenset({"policy_concentration", "advantage_degeneracy"})),
+    "bandit_easy_task": ({"learning_rate": 0.1, "k_ref": 1, "beta": 1.0, "p_ref": 0.9, "p_init": 0.9}, frozenset({"advantage_degeneracy"})),
+}
+
+
+def bandit_case(name: str, *, seeds: int = 1, seed: int = 0, steps: int = 300) -> xr.Dataset:
+    """Softmax-bandit runs of one :data:`BANDIT_CASES` setting, run ids ``<name>/seed<i>``.
+
+    The bandit's ``expected_reward`` (ground truth, not in real logs) is dropped.
+    """
+    if name not in BANDIT_CASES:
+        raise ValueError(f"unknown bandit case {name!r}; cases: {sorted(BANDIT_CASES)}")
+    from bayes_grpo.bandit import simulate_bandit
+
+    settings, _ = BANDIT_CASES[name]
+    ds = simulate_bandit(seeds=seeds, steps=steps, seed=seed, group_size=8, n_prompts=16, **settings)
+    ds = ds.drop_vars("expected_reward", errors="ignore")
+    return ds.assign_coords(run=np.array([f"{name}/seed{i}" for i in range(ds.sizes["run"])], dtype=object))

@@ -175,14 +175,14 @@ def policy_concentration(
     premature, collapse = point["premature"], point["collapse"]
     detected = premature or collapse
     if collapse and not premature:
-        lo, hi = interval(np.asarray(finals), common.interval_prob)
+        lo, hi = interval(np.asarray(finals), common.interval_prob, centre=point["final_drop"])
         st = strength("final relative entropy loss (collapse)", point["final_drop"], lo, hi, prob=common.interval_prob, source="bootstrap")
     else:
-        lo, hi = interval(np.asarray(drops), common.interval_prob)
+        lo, hi = interval(np.asarray(drops), common.interval_prob, centre=point["drop_at_threshold"])
         st = strength(f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise", point["drop_at_threshold"], lo, hi, prob=common.interval_prob, source=source)
     onset_idx = point["onset_idx"]
     onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
-    prog_lo, prog_hi = interval(np.asarray(prog), common.interval_prob)
+    prog_lo, prog_hi = interval(np.asarray(prog), common.interval_prob, centre=point["progress_at_onset"])
     evidence: dict[str, Any] = {
         "metric": ent.name,
         "entropy_start": point["h_start"],

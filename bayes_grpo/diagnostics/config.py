@@ -203,9 +203,9 @@ class InstabilityConfig:
         Flagged when late median / early median of grad_norm or the importance ratio
         exceeds this and its interval excludes 1 (sustained growth).
     clip_min_level
-        Flagged when the clip ratio averages at least this over the late window (with its
-        bootstrap lower bound above half of it): sustained clipping. Healthy on-policy
-        GRPO clips well under 1% of tokens.
+        Flagged when the clip ratio averages at least this over some window of
+        ``edge_fraction`` of the run (with its bootstrap lower bound above half of it):
+        sustained clipping. Healthy on-policy GRPO clips well under 1% of tokens.
     zeta_threshold
         A fitted damping ratio below this means oscillation.
     min_overshoot

@@ -194,9 +194,10 @@ def advantage_degeneracy(
         n_boot=common.n_boot,
         rng=rng,
     )
-    lo, hi = interval(boot[:, 0], common.interval_prob)
-    st = strength(label, float(values[mask].mean()), lo, hi, prob=common.interval_prob, source="bootstrap")
-    flo, fhi = interval(boot[:, 1], common.interval_prob)
+    value = float(values[mask].mean())
+    lo, hi = interval(boot[:, 0], common.interval_prob, centre=value)
+    st = strength(label, value, lo, hi, prob=common.interval_prob, source="bootstrap")
+    flo, fhi = interval(boot[:, 1], common.interval_prob, centre=final_share)
 
     evidence: dict[str, Any] = {
         "metric": name,

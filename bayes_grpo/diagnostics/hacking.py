@@ -130,9 +130,9 @@ def reward_hacking(
             for _ in range(common.n_boot)
         ]
     )
-    d_lo, d_hi = interval(boot[:, 0], common.interval_prob)
-    gt_lo, gt_hi = interval(boot[:, 1], common.interval_prob)
-    ge_lo, ge_hi = interval(boot[:, 2], common.interval_prob)
+    d_lo, d_hi = interval(boot[:, 0], common.interval_prob, centre=d)
+    gt_lo, gt_hi = interval(boot[:, 1], common.interval_prob, centre=g_t)
+    ge_lo, ge_hi = interval(boot[:, 2], common.interval_prob, centre=g_e)
     detected = bool(d_lo > config.decoupling_threshold and g_t >= config.min_train_gain and gt_lo > 0)
     onset_step = float(start) if detected else None
     st = strength("late-window gain of train minus eval reward (fractions of their ranges)", d, d_lo, d_hi, prob=common.interval_prob, source="bootstrap")

@@ -9,10 +9,12 @@ Signals, each assessed on its own and listed in the result's table:
   interval lies above 1. Onset: first step after which the smoothed metric stays above
   ``sqrt(growth_factor)`` times its early level (sustained).
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
-  PPO clip range) averages at least ``clip_min_level`` over the late window, with its
-  bootstrap lower bound above half that level. Clipping is bursty and starts at 0, so a
-  level, not a growth factor, is the statistic. Onset: first step after which the smoothed
-  clip ratio stays above the level.
+  PPO clip range) averages at least ``clip_min_level`` over some window of
+  ``edge_fraction`` of the run, with its bootstrap lower bound above half that level.
+  Clipping is bursty and starts at 0, so a level, not a growth factor, is the statistic;
+  an episode of heavy clipping is what a step too large for the lag produces (the clip
+  then bounds the linear instability, so the reward itself may not diverge). Onset: the
+  first step whose windowed mean reaches the level.
 - **oscillation** of the reward: the damped-oscillator law fitted to the reward
   (``bayes_grpo.dynamics.lsq.fit_oscillator``, or the posterior's ``zeta`` draws) has a
   damping ratio below ``zeta_threshold`` with confidence (bootstrap upper bound, or
@@ -44,8 +46,10 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     finite_series,
     interval,
+    rolling_mean,
     smooth,
     sustained_onset,
+    window_size,
 )
 from bayes_grpo.diagnostics.config import CommonConfig, InstabilityConfig
 
@@ -77,23 +81,28 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
     late_level = float(np.median(s.values[late_mask]))
     early_level = float(np.median(s.values[early_mask]))
     if kind == "clip ratio":
-        # clipping is bursty and starts at 0: the statistic is its late-window mean level
-        value = float(s.values[late_mask].mean())
-        boot = bootstrap(s.values, lambda v: float(np.clip(v[late_mask], 0, None).mean()), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
-        lo, hi = interval(boot, common.interval_prob)
+        # clipping is bursty and starts at 0: the statistic is the largest mean clip ratio
+        # over any window of edge_fraction of the run (a sustained clipping episode)
+        w = window_size(s.values.size, cfg.edge_fraction)
+        rolled = rolling_mean(s.values, w)
+        value = float(rolled.max())
+        boot = bootstrap(s.values, lambda v: float(rolling_mean(v, w).max()), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
+        lo, hi = interval(boot, common.interval_prob, centre=value)
         detected = bool(value >= cfg.clip_min_level and lo > 0.5 * cfg.clip_min_level)
-        statistic, threshold = "late-window mean clip ratio", cfg.clip_min_level
-        condition = smoothed >= cfg.clip_min_level
+        statistic, threshold = f"largest mean clip ratio over {cfg.edge_fraction:.0%} of the run", cfg.clip_min_level
+        condition = (rolled >= cfg.clip_min_level) & (s.values >= cfg.clip_min_level)
     else:
         value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
         boot = bootstrap(s.values, lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
-        lo, hi = interval(boot, common.interval_prob)
+        # ratios: re-centre on the log scale, where the replicates are near symmetric
+        lo, hi = np.exp(interval(np.log(np.clip(boot, 1e-300, None)), common.interval_prob, centre=float(np.log(value))))
+        lo, hi = float(lo), float(hi)
         detected = bool(value >= cfg.growth_factor and lo > 1.0)
         statistic, threshold = "late/early median ratio", cfg.growth_factor
         condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
     onset = None
     if detected:
-        idx = sustained_onset(condition, common.sustain_fraction)
+        idx = sustained_onset(condition, common.sustain_fraction) if kind != "clip ratio" else int(np.flatnonzero(condition)[0])
         onset = float(s.steps[idx]) if idx is not None else None
     return {
         "signal": "sustained clipping" if kind == "clip ratio" else f"growth of {kind}",
@@ -122,8 +131,8 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
         refit = _fits.fit_oscillator(rew.steps, fit["fitted"] + block_resample(resid, block, rng))
         if refit is not None:
             zetas.append(refit["zeta"])
-    lo, hi = interval(np.asarray(zetas), common.interval_prob)
     zeta = float(fit["zeta"])
+    lo, hi = interval(np.asarray(zetas), common.interval_prob, centre=zeta)
     overshoot = float(relative_overshoot(zeta))
     detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
