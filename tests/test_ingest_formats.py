@@ -58,7 +58,15 @@ def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_pa
     assert ds.eval_reward.sel(run="run_a", step=5) == 0.33
     assert ds.eval_reward.sel(run="run_a", step=N) == 0.44
     assert int(ds.eval_reward.notnull().sum()) == 2  # evaluation is not part of the training curve
-    assert {"reward_std", "kl", "entropy", "grad_norm", "clip_ratio", "frac_reward_zero_std", "lr"} <= set(ds.data_vars)
+    assert {
+        "reward_std",
+        "kl",
+        "entropy",
+        "grad_norm",
+        "clip_ratio",
+        "frac_reward_zero_std",
+        "lr",
+    } <= set(ds.data_vars)
     assert "train_runtime" not in ds.data_vars  # end-of-training summary is not a curve point
     assert run_coords(ds, "run_a")["source"].startswith("trainer_state:")
 
@@ -113,14 +121,24 @@ def test_training_args_json_and_model_config_beside_the_log(tmp_path):
         "steps_per_generation": 4,
     }
     (run_dir / "training_args.json").write_text(json.dumps(args))
-    model = {"_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct", "model_type": "qwen2", "hidden_size": 896,
-             "num_hidden_layers": 24, "vocab_size": 151936, "num_attention_heads": 14,
-             "num_key_value_heads": 2, "intermediate_size": 4864, "hidden_act": "silu",
-             "tie_word_embeddings": True}
+    model = {
+        "_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct",
+        "model_type": "qwen2",
+        "hidden_size": 896,
+        "num_hidden_layers": 24,
+        "vocab_size": 151936,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "intermediate_size": 4864,
+        "hidden_act": "silu",
+        "tie_word_embeddings": True,
+    }
     (run_dir / "checkpoint-12" / "config.json").write_text(json.dumps(model))
     ds = load_runs([run_dir])
     c = run_coords(ds, "runx")
-    assert c["group_size"] == 8 and c["learning_rate"] == 5e-6 and c["beta"] == 0.0 and c["seed"] == 7
+    assert (
+        c["group_size"] == 8 and c["learning_rate"] == 5e-6 and c["beta"] == 0.0 and c["seed"] == 7
+    )
     assert c["momentum"] == 0.8 and c["momentum_convention"] == "heavy_ball"
     assert c["k_ref"] == 2.0  # 1 iteration x 4 generation steps / 2 accumulation steps
     assert c["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
@@ -161,12 +179,18 @@ def test_csv_with_wandb_style_names(tmp_path):
 
 def test_csv_with_verl_names(tmp_path):
     path = tmp_path / "verl.csv"
-    lines = ["step,critic/score/mean,critic/rewards/mean,actor/entropy,actor/pg_clipfrac,val-core/gsm8k/acc/mean@1"]
-    lines += [f"{s},{REWARD[s]},{REWARD[s] - 0.01},1.0,0.1,{'' if s % 4 else 0.5}" for s in range(N)]
+    lines = [
+        "step,critic/score/mean,critic/rewards/mean,actor/entropy,actor/pg_clipfrac,val-core/gsm8k/acc/mean@1"
+    ]
+    lines += [
+        f"{s},{REWARD[s]},{REWARD[s] - 0.01},1.0,0.1,{'' if s % 4 else 0.5}" for s in range(N)
+    ]
     path.write_text("\n".join(lines))
     ds = load_runs([path])
     np.testing.assert_allclose(ds.reward.sel(run="verl").values, REWARD)
-    assert {"entropy", "clip_ratio", "critic_rewards_mean", "eval_gsm8k_acc_mean_1"} <= set(ds.data_vars)
+    assert {"entropy", "clip_ratio", "critic_rewards_mean", "eval_gsm8k_acc_mean_1"} <= set(
+        ds.data_vars
+    )
     assert json.loads(ds.attrs[INGEST_ATTR])["verl"]["reward_source"] == "critic/score/mean"
 
 
@@ -196,14 +220,24 @@ def test_wandb_panel_export_splits_runs(tmp_path):
 def test_jsonl_plain_and_typed_records(tmp_path):
     plain = tmp_path / "a" / "metrics.jsonl"
     plain.parent.mkdir()
-    plain.write_text("\n".join(json.dumps({"step": s, "reward": REWARD[s], "kl": 0.1}) for s in range(N)))
+    plain.write_text(
+        "\n".join(json.dumps({"step": s, "reward": REWARD[s], "kl": 0.1}) for s in range(N))
+    )
     typed = tmp_path / "b" / "metrics.jsonl"
     typed.parent.mkdir()
     rows = [{"type": "eval", "grpo_step": 0, "reward": 0.05, "accuracy": 0.05}]
     for s in range(1, N + 1):
         rows.append({"type": "rollout", "grpo_step": s, "reward": REWARD[s - 1], "group_size": 8.0})
-        rows.append({"type": "train", "grpo_step": s, "loss": 0.1, "kl_coef": 0.02, "learning_rate": 2e-5,
-                     "loss_type": "grpo"})
+        rows.append(
+            {
+                "type": "train",
+                "grpo_step": s,
+                "loss": 0.1,
+                "kl_coef": 0.02,
+                "learning_rate": 2e-5,
+                "loss_type": "grpo",
+            }
+        )
     typed.write_text("\n".join(json.dumps(r) for r in rows))
     ds = load_runs([tmp_path])
     assert sorted(ds.run.values) == ["a", "b"]
@@ -211,7 +245,9 @@ def test_jsonl_plain_and_typed_records(tmp_path):
     assert ds.eval_reward.sel(run="b", step=0) == 0.05
     c = run_coords(ds, "b")
     assert (c["group_size"], c["beta"], c["learning_rate"]) == (8.0, 0.02, 2e-5)  # logged constants
-    assert any("loss_type" in w for w in runset_warnings(ds)["b"])  # text field reported, not a metric
+    assert any(
+        "loss_type" in w for w in runset_warnings(ds)["b"]
+    )  # text field reported, not a metric
 
 
 # ----------------------------------------------------------------------------- TensorBoard
@@ -221,12 +257,26 @@ def test_tensorboard_event_file_with_grpo_config_text_summary(tmp_path):
     torch_tb = pytest.importorskip("torch.utils.tensorboard")
     logdir = tmp_path / "out" / "runs" / "Jan01_host"
     writer = torch_tb.SummaryWriter(str(logdir))
-    args = {"output_dir": "out", "run_name": "tb-run", "num_generations": 16, "learning_rate": 1e-6,
-            "beta": 0.04, "seed": 3, "adam_beta1": 0.85, "optim": "adamw_torch", "num_iterations": 2,
-            "gradient_accumulation_steps": 4, "steps_per_generation": 4}
+    args = {
+        "output_dir": "out",
+        "run_name": "tb-run",
+        "num_generations": 16,
+        "learning_rate": 1e-6,
+        "beta": 0.04,
+        "seed": 3,
+        "adam_beta1": 0.85,
+        "optim": "adamw_torch",
+        "num_iterations": 2,
+        "gradient_accumulation_steps": 4,
+        "steps_per_generation": 4,
+    }
     writer.add_text("args", json.dumps(args, indent=2))
-    writer.add_text("model_config", json.dumps({"model_type": "gpt2", "n_embd": 64, "n_layer": 2,
-                                                "n_head": 2, "vocab_size": 100}))
+    writer.add_text(
+        "model_config",
+        json.dumps(
+            {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "vocab_size": 100}
+        ),
+    )
     for s in range(1, N + 1):
         writer.add_scalar("train/reward", REWARD[s - 1], s)
         writer.add_scalar("train/kl", 0.01 * s, s)
@@ -246,8 +296,15 @@ def test_tensorboard_event_file_with_grpo_config_text_summary(tmp_path):
 
 
 def _console_dict(step, reward, as_strings):
-    d = {"loss": 0.0, "grad_norm": 0.2, "learning_rate": 1e-5, "reward": reward, "reward_std": 0.1,
-         "kl": 0.0, "epoch": step / 1000}
+    d = {
+        "loss": 0.0,
+        "grad_norm": 0.2,
+        "learning_rate": 1e-5,
+        "reward": reward,
+        "reward_std": 0.1,
+        "kl": 0.0,
+        "epoch": step / 1000,
+    }
     return {k: (f"{v:.4g}" if as_strings else v) for k, v in d.items()}
 
 
@@ -258,7 +315,9 @@ def test_console_dicts_with_string_values_and_steps_from_the_progress_bar(tmp_pa
         lines.append(f" {s}/{total} [00:0{s % 10}<00:10,  3.2s/it]")
         if s % stride == 0:
             lines.append(f" {s}/{total} [00:0{s % 10}<00:10,  3.2s/it]")
-    dicts = [repr(_console_dict(i * stride, REWARD[i - 1], as_strings=True)) for i in range(1, N + 1)]
+    dicts = [
+        repr(_console_dict(i * stride, REWARD[i - 1], as_strings=True)) for i in range(1, N + 1)
+    ]
     lines += dicts  # stdout chunk after stderr chunk, as buffering leaves them
     lines.append(repr({"train_runtime": 10.0, "train_steps_per_second": 6.0, "epoch": 0.06}))
     path = tmp_path / "train_seed1.log"
@@ -270,7 +329,9 @@ def test_console_dicts_with_string_values_and_steps_from_the_progress_bar(tmp_pa
 
 def test_console_dicts_without_any_step_information_are_numbered_with_a_warning(tmp_path):
     path = tmp_path / "job.out"
-    path.write_text("\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N)))
+    path.write_text(
+        "\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N))
+    )
     ds = load_runs([path])
     assert list(ds.step.values) == list(range(1, N + 1))
     assert any("order of appearance" in w for w in runset_warnings(ds)["job"])
@@ -286,7 +347,13 @@ def test_manifest_sets_ids_and_coordinates_and_wins_over_the_logs(tmp_path, kind
     (tmp_path / "logs_a" / "run" / "bayes_grpo_run.json").write_text(json.dumps({"group_size": 2}))
     rows = [
         {"path": "logs_a/run", "run": "A", "group_size": 4, "model": "m1", "learning_rate": 1e-6},
-        {"path": "logs_b/run", "run": "B", "group_size": 16, "model": "m1", "momentum_convention": "ema"},
+        {
+            "path": "logs_b/run",
+            "run": "B",
+            "group_size": 16,
+            "model": "m1",
+            "momentum_convention": "ema",
+        },
     ]
     manifest = tmp_path / f"manifest.{kind}"
     if kind == "csv":
@@ -313,7 +380,9 @@ def test_ids_are_unique_shortest_path_suffixes(tmp_path):
 
 def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):
     path = tmp_path / "job.out"
-    path.write_text("\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N)))
+    path.write_text(
+        "\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N))
+    )
     ds = load_runs([path])
     back = load_runset(save_runset(ds, tmp_path / "runs.nc"))
     assert back.attrs == ds.attrs

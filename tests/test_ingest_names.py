@@ -82,7 +82,9 @@ def test_no_reward_lists_the_metrics_found():
 
 
 def test_reward_key_overrides_the_rule_by_source_or_canonical_name():
-    assert choose_reward(["reward", "rewards/acc/mean"], "rewards/acc/mean")[0] == "rewards/acc/mean"
+    assert (
+        choose_reward(["reward", "rewards/acc/mean"], "rewards/acc/mean")[0] == "rewards/acc/mean"
+    )
     assert choose_reward(["train/reward", "x"], "reward")[0] == "train/reward"
     with pytest.raises(NoRewardError, match=r"'nope' not in the log"):
         choose_reward(["reward"], "nope")

@@ -76,17 +76,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to read")
-    parser.add_argument("--manifest", metavar="FILE", help="CSV or YAML manifest: one row per run (path + coordinates)")
+    parser.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="CSV or YAML manifest: one row per run (path + coordinates)",
+    )
     parser.add_argument(
         "--reward-key",
         metavar="KEY",
         help="metric to use as the reward in every run (source name such as train/rewards/acc/mean, or a canonical name)",
     )
     parser.add_argument(
-        "--min-points", type=int, default=10, metavar="N", help="reject runs with fewer finite reward values (default: 10)"
+        "--min-points",
+        type=int,
+        default=10,
+        metavar="N",
+        help="reject runs with fewer finite reward values (default: 10)",
     )
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="netCDF file to write (atomically)")
-    parser.add_argument("--strict", action="store_true", help="stop at the first bad run instead of skipping it")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="netCDF file to write (atomically)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="stop at the first bad run instead of skipping it"
+    )
     add_json_flag(parser)
     parser.set_defaults(func=run)
 

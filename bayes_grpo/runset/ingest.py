@@ -95,7 +95,9 @@ REJECTED_ATTR = "bayes_grpo_rejected"
 MIN_POINTS = 10
 
 _CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
-_GENERIC_DIRS = re.compile(r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events|outputs?|results)$", re.I)
+_GENERIC_DIRS = re.compile(
+    r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events|outputs?|results)$", re.I
+)
 _GENERIC_STEMS = frozenset(
     {
         "trainer_state",
@@ -199,7 +201,10 @@ def normalise_run(
     recs = recs[~recs["metric"].isin(text_fields)]
     recs["num"] = recs["num"].astype(float)
     summary_mask = recs["metric"].map(lambda m: split_eval(str(m))[1] in SUMMARY_KEYS)
-    end_of_run = {str(m): float(v) for m, v in zip(recs.loc[summary_mask, "metric"], recs.loc[summary_mask, "num"])}
+    end_of_run = {
+        str(m): float(v)
+        for m, v in zip(recs.loc[summary_mask, "metric"], recs.loc[summary_mask, "num"])
+    }
     recs = recs[~summary_mask]
     if recs.empty:
         raise RunRejected(f"{where}: no numeric metrics in the log")
@@ -217,7 +222,9 @@ def normalise_run(
         )
     dup = recs.duplicated(["metric", "step"], keep="last")
     # HF repeats ``epoch`` in its end-of-training summary; that alone is no repeated step
-    repeated = recs.duplicated(["metric", "step"], keep=False) & (recs["metric"].map(canonical_name) != "epoch")
+    repeated = recs.duplicated(["metric", "step"], keep=False) & (
+        recs["metric"].map(canonical_name) != "epoch"
+    )
     n_dup = int(recs.loc[repeated, "step"].nunique())
     if n_dup:
         warn.append(
@@ -282,8 +289,9 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
     if lr_cols:
         peak = wide[lr_cols[0]].max()
         if np.isfinite(peak) and peak > 0:
-            values["learning_rate"], why["learning_rate"] = float(peak), (
-                f"peak of the logged learning-rate schedule {lr_cols[0]!r}"
+            values["learning_rate"], why["learning_rate"] = (
+                float(peak),
+                (f"peak of the logged learning-rate schedule {lr_cols[0]!r}"),
             )
     return values, why
 
@@ -382,7 +390,9 @@ def _merge_hyperparameters(
     if side.runner:
         explicit.append(("runner", *coords_from_config(side.runner, side.runner_source)))
     if raw.config:
-        explicit.append(("log", *coords_from_config(raw.config, f"{raw.path.name} ({raw.config_source})")))
+        explicit.append(
+            ("log", *coords_from_config(raw.config, f"{raw.path.name} ({raw.config_source})"))
+        )
     event_model: dict[str, object] = {}
     for event_file in sorted(job.config_events, reverse=True):
         try:
@@ -391,13 +401,19 @@ def _merge_hyperparameters(
             warn.append(f"hyperparameters not read from {event_file}: {exc}")
             continue
         if ev.config:
-            explicit.append(("events", *coords_from_config(ev.config, f"{event_file} ({ev.config_source})")))
+            explicit.append(
+                ("events", *coords_from_config(ev.config, f"{event_file} ({ev.config_source})"))
+            )
             event_model = event_model or ev.model_config
             break
     if side.training:
         explicit.append(("training", *coords_from_config(side.training, side.training_source)))
     derived: list[tuple[str, dict[str, object], dict[str, str]]] = []
-    for model_config, src in ((raw.model_config, f"{raw.path.name} (model config)"), (event_model, "event file model config"), (side.model, side.model_source)):
+    for model_config, src in (
+        (raw.model_config, f"{raw.path.name} (model config)"),
+        (event_model, "event file model config"),
+        (side.model, side.model_source),
+    ):
         if model_config:
             derived.append(("model", *coords_from_model_config(model_config, src)))
     derived.append(("logged", norm.logged_hparams, norm.logged_why))
@@ -472,7 +488,7 @@ def assign_run_ids(
         if h:
             hint_counts[h] += 1
     comps = []
-    for (parts, _fixed, hint) in candidates:
+    for parts, _fixed, hint in candidates:
         comps.append([hint] if hint and hint_counts[hint] == 1 else parts)
     ks = [1] * len(candidates)
     while True:
@@ -581,7 +597,15 @@ def load_runs(
         if (key_file, None) in seen_files and job.row is None:
             continue  # already read through the manifest (or given twice)
         try:
-            runs = load_file(job.path, job.fmt, **({"logging_steps": job.row.logging_steps} if job.row and job.fmt == "console" else {}))
+            runs = load_file(
+                job.path,
+                job.fmt,
+                **(
+                    {"logging_steps": job.row.logging_steps}
+                    if job.row and job.fmt == "console"
+                    else {}
+                ),
+            )
         except (LogFormatError, OSError) as exc:
             reject(str(job.path), str(exc) if str(job.path) in str(exc) else f"{job.path}: {exc}")
             seen_files[(key_file, None)] = 1
@@ -591,11 +615,19 @@ def load_runs(
             picked = [r for r in runs if r.name == job.row.run_name]
             if not picked:
                 names = [r.name for r in runs]
-                reject(job.row.where, f"{job.row.where}: no run named {job.row.run_name!r} in {job.path} (runs: {names})", job.row.run_id)
+                reject(
+                    job.row.where,
+                    f"{job.row.where}: no run named {job.row.run_name!r} in {job.path} (runs: {names})",
+                    job.row.run_id,
+                )
                 continue
             runs = picked
         elif job.row is not None and job.row.run_id is not None and len(runs) > 1:
-            reject(job.row.where, f"{job.row.where}: {job.path} holds {len(runs)} runs; add run_name to choose one", job.row.run_id)
+            reject(
+                job.row.where,
+                f"{job.row.where}: {job.path} holds {len(runs)} runs; add run_name to choose one",
+                job.row.run_id,
+            )
             continue
         for run in runs:
             loaded.append((run, job))
@@ -640,14 +672,16 @@ def load_runs(
         meta[run_id] = values
         warn[run_id] = [f"{run.label}: {w}" for w in norm.warnings + hp_warn]
         facts[run_id] = norm.facts | {"hyperparameter_sources": why}
-    if rejected:
-        lines = [f"{src}: {info['reason']}" for src, info in rejected.items()]
-        pywarnings.warn(
-            f"{len(rejected)} run(s) not ingested:\n  " + "\n  ".join(lines), UserWarning, stacklevel=2
-        )
     if not curves:
         reasons = "; ".join(str(info["reason"]) for info in rejected.values()) or "no logs found"
         raise RunSetError(f"no run could be ingested: {reasons}")
+    if rejected:
+        lines = [f"{src}: {info['reason']}" for src, info in rejected.items()]
+        pywarnings.warn(
+            f"{len(rejected)} run(s) not ingested:\n  " + "\n  ".join(lines),
+            UserWarning,
+            stacklevel=2,
+        )
     attrs = {INGEST_ATTR: facts, REJECTED_ATTR: rejected, "min_points": int(min_points)}
     return make_runset(curves, meta, warnings=warn, attrs=attrs)
 
@@ -701,7 +735,14 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
         rows.append(row)
     if include_rejected:
         for source, info in rejected_runs(ds).items():
-            rows.append({"run": info.get("run") or "", "status": "rejected", "source": source, "reason": info.get("reason", "")})
+            rows.append(
+                {
+                    "run": info.get("run") or "",
+                    "status": "rejected",
+                    "source": source,
+                    "reason": info.get("reason", ""),
+                }
+            )
     frame = pd.DataFrame(rows)
     return frame.set_index("run") if not frame.empty else frame
 
@@ -719,4 +760,3 @@ __all__ = [
     "rejected_runs",
     "runset_summary",
 ]
-

@@ -98,7 +98,9 @@ _UNSAFE = re.compile(r"[^0-9A-Za-z_]+")
 _SOURCE_TO_CANONICAL: dict[str, str] = {
     src: canon for canon, sources in METRIC_ALIASES.items() for src in sources
 }
-_PRIORITY: dict[str, int] = {src: i for sources in METRIC_ALIASES.values() for i, src in enumerate(sources)}
+_PRIORITY: dict[str, int] = {
+    src: i for sources in METRIC_ALIASES.values() for i, src in enumerate(sources)
+}
 
 # Per-reward-function means logged by TRL (``rewards/<func>/mean``; older TRL: ``rewards/<func>``).
 _REWARD_FUNC = re.compile(r"^rewards/(?P<func>[^/]+)(?:/mean)?$")
@@ -106,7 +108,9 @@ _REWARD_FUNC_STD = re.compile(r"^rewards/[^/]+/std$")
 # Accuracy-like training metrics (third step of the reward rule), in priority order.
 _ACCURACY_LIKE: tuple[re.Pattern[str], ...] = (
     re.compile(r"(^|[/_])(score|scores)(/mean)?$"),
-    re.compile(r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)(/mean)?$"),
+    re.compile(
+        r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)(/mean)?$"
+    ),
     re.compile(r"(^|[/_])(rewards?)(/mean)?$"),
 )
 
@@ -180,7 +184,9 @@ class NoRewardError(ValueError):
     """No metric of a run can serve as the reward (the message lists the metrics found)."""
 
 
-def choose_reward(sources: Sequence[str], reward_key: str | None = None) -> tuple[str, str, list[str]]:
+def choose_reward(
+    sources: Sequence[str], reward_key: str | None = None
+) -> tuple[str, str, list[str]]:
     """Choose which source metric is the reward curve.
 
     The rule, in order:
@@ -223,7 +229,9 @@ def choose_reward(sources: Sequence[str], reward_key: str | None = None) -> tupl
         if len(matches) == 1:
             return matches[0], "reward_key", []
         if len(matches) > 1:
-            raise NoRewardError(f"reward key {reward_key!r} matches several metrics {matches}; give the exact one")
+            raise NoRewardError(
+                f"reward key {reward_key!r} matches several metrics {matches}; give the exact one"
+            )
         raise NoRewardError(f"reward key {reward_key!r} not in the log; {found}")
 
     train = [s for s in sources if not split_eval(s)[0]]
@@ -238,7 +246,9 @@ def choose_reward(sources: Sequence[str], reward_key: str | None = None) -> tupl
             "curve (held-out accuracy, not the training reward)"
         )
         return pick[0], f"evaluation fallback ({pick[1]})", [note]
-    raise NoRewardError(f"no reward metric (training or evaluation); {found}; choose one with reward_key")
+    raise NoRewardError(
+        f"no reward metric (training or evaluation); {found}; choose one with reward_key"
+    )
 
 
 def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
@@ -258,11 +268,15 @@ def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
         )
     # 4. accuracy-like names
     for pattern in _ACCURACY_LIKE:
-        hits = [s for s, b in bare.items() if pattern.search(b) and not b.endswith(("/std", "_std"))]
+        hits = [
+            s for s, b in bare.items() if pattern.search(b) and not b.endswith(("/std", "_std"))
+        ]
         if len(hits) == 1:
             return hits[0], "accuracy-like"
         if len(hits) > 1:
-            raise NoRewardError(f"several reward-like metrics {sorted(hits)}; choose one with reward_key")
+            raise NoRewardError(
+                f"several reward-like metrics {sorted(hits)}; choose one with reward_key"
+            )
     return None
 
 
@@ -309,9 +323,23 @@ def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapp
 #: Run coordinate -> config keys that carry it (matched on the last dotted component of a
 #: flattened config, case-insensitively), in priority order.
 HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
-    "model": ("model", "model_name_or_path", "model_name", "base_model", "model_id", "model_path", "_name_or_path"),
+    "model": (
+        "model",
+        "model_name_or_path",
+        "model_name",
+        "base_model",
+        "model_id",
+        "model_path",
+        "_name_or_path",
+    ),
     "model_size": ("model_size", "num_parameters", "n_params", "num_params"),
-    "group_size": ("group_size", "num_generations", "n_samples_per_prompt", "num_samples_per_prompt", "rollout.n"),
+    "group_size": (
+        "group_size",
+        "num_generations",
+        "n_samples_per_prompt",
+        "num_samples_per_prompt",
+        "rollout.n",
+    ),
     "learning_rate": ("learning_rate", "lr", "optim.lr"),
     "momentum": ("momentum",),
     "momentum_convention": ("momentum_convention",),

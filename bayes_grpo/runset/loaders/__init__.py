@@ -59,7 +59,9 @@ def detect_format(path: str | Path) -> str | None:
             head = path.open("r", encoding="utf-8", errors="replace").read(4096).lstrip()
         except OSError:
             return None
-        if head.startswith("{") and '"log_history"' in path.read_text(encoding="utf-8", errors="replace"):
+        if head.startswith("{") and '"log_history"' in path.read_text(
+            encoding="utf-8", errors="replace"
+        ):
             return "trainer_state"
         if head.startswith("["):
             return "jsonl"

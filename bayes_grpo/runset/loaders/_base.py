@@ -110,7 +110,9 @@ def records_from_dicts(
             steps.append(step)
             metrics.append(str(key))
             values.append(value)
-    return pd.DataFrame({"step": steps, "metric": metrics, "value": values}, columns=list(RECORD_COLUMNS))
+    return pd.DataFrame(
+        {"step": steps, "metric": metrics, "value": values}, columns=list(RECORD_COLUMNS)
+    )
 
 
 def flatten(config: Mapping[str, object], prefix: str = "") -> dict[str, object]:

@@ -97,7 +97,9 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     dicts = [d for d in find_metric_dicts(text) if not SUMMARY_KEYS & set(map(str, d))]
     if not dicts:
-        raise LogFormatError(f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) found")
+        raise LogFormatError(
+            f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) found"
+        )
     notes: list[str] = []
     step_key = find_step_key(str(k) for k in dicts[0])
     if step_key is not None and all(step_key in d for d in dicts):
@@ -114,5 +116,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
                 + ("" if logging_steps else " (assumed; give logging_steps in a manifest if wrong)")
             )
     step_iter = iter(steps)
-    records = records_from_dicts(dicts, lambda _e: next(step_iter), skip=(step_key,) if step_key else ())
+    records = records_from_dicts(
+        dicts, lambda _e: next(step_iter), skip=(step_key,) if step_key else ()
+    )
     return [RawRun(path=path, fmt="console", records=records, notes=notes)]

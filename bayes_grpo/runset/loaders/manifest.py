@@ -48,7 +48,11 @@ class ManifestRow:
 
 
 def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip())
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or (isinstance(value, str) and not value.strip())
+    )
 
 
 def read_manifest(path: str | Path) -> list[ManifestRow]:
@@ -62,7 +66,9 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
             if isinstance(data, dict):
                 data = data.get("runs")
             if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-                raise LogFormatError(f"{path}: a YAML manifest is a list of runs (or a mapping with 'runs')")
+                raise LogFormatError(
+                    f"{path}: a YAML manifest is a list of runs (or a mapping with 'runs')"
+                )
             rows = data
         else:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
@@ -90,7 +96,9 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
                 try:
                     coords[name] = float(value)
                 except (TypeError, ValueError):
-                    raise LogFormatError(f"{path} row {i}: {name} must be a number, got {value!r}") from None
+                    raise LogFormatError(
+                        f"{path} row {i}: {name} must be a number, got {value!r}"
+                    ) from None
             else:
                 coords[name] = str(value).strip()
         out.append(
@@ -100,7 +108,9 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
                 path=log_path,
                 run_id=None if _blank(run_id) else str(run_id).strip(),
                 run_name=None if _blank(raw.get("run_name")) else str(raw["run_name"]).strip(),
-                reward_key=None if _blank(raw.get("reward_key")) else str(raw["reward_key"]).strip(),
+                reward_key=None
+                if _blank(raw.get("reward_key"))
+                else str(raw["reward_key"]).strip(),
                 logging_steps=None if _blank(steps) else int(float(steps)),
                 coords=coords,
             )

@@ -56,7 +56,9 @@ TRAINING_CONFIG_NAMES: tuple[str, ...] = (
 MODEL_CONFIG_NAME = "config.json"
 PICKLED_ARGS = "training_args.bin"
 #: Every file name this module reads (ingestion does not take them for logs).
-SIDECAR_NAMES = frozenset({RUNNER_METADATA, MODEL_CONFIG_NAME, PICKLED_ARGS, *TRAINING_CONFIG_NAMES})
+SIDECAR_NAMES = frozenset(
+    {RUNNER_METADATA, MODEL_CONFIG_NAME, PICKLED_ARGS, *TRAINING_CONFIG_NAMES}
+)
 _GENERIC_DIR = re.compile(r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events)$", re.I)
 
 
@@ -148,7 +150,9 @@ def _get(config: Mapping[str, object], *names: str) -> tuple[str, object] | tupl
 def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
     values: dict[str, object] = {}
     why: dict[str, str] = {}
-    opt_key, opt = _get(config, "optim", "optimizer", "optimizer.name", "optim.name", "optimizer_type")
+    opt_key, opt = _get(
+        config, "optim", "optimizer", "optimizer.name", "optim.name", "optimizer_type"
+    )
     opt_name = str(opt).lower() if isinstance(opt, str) else ""
     b1_key, b1 = _get(config, "adam_beta1", "beta1")
     betas_key, betas = _get(config, "betas", "adam_betas")
@@ -162,7 +166,9 @@ def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object]
             args_key, args = _get(config, "optim_args")
             match = re.search(r"momentum\s*=\s*([0-9.eE+-]+)", str(args or ""))
             values["momentum"] = float(match.group(1)) if match else 0.0
-            why["momentum"] = f"{args_key}" if match else f"{opt_key}={opt} (torch SGD default momentum 0)"
+            why["momentum"] = (
+                f"{args_key}" if match else f"{opt_key}={opt} (torch SGD default momentum 0)"
+            )
     elif "adam" in opt_name or "lion" in opt_name or (not opt_name and _num(b1) is not None):
         values["momentum_convention"] = EMA
         why["momentum_convention"] = f"{opt_key}={opt}" if opt_key else f"{b1_key} (Adam beta1)"
@@ -190,7 +196,9 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
     mb_key, mb = _get(config, "ppo_mini_batch_size")
     tb_key, tb = _get(config, "data.train_batch_size", "train_batch_size")
     if ep_key is not None and _num(mb) and _num(tb):
-        return (_num(ep) or 1.0) * _num(tb) / _num(mb), "ppo_epochs*train_batch_size/ppo_mini_batch_size"
+        return (_num(ep) or 1.0) * _num(tb) / _num(
+            mb
+        ), "ppo_epochs*train_batch_size/ppo_mini_batch_size"
     er_key, er = _get(config, "epochs_per_rollout_batch")
     rb_key, rb = _get(config, "rollout_batch_size")
     if er_key is not None and _num(rb) and _num(tb):
@@ -215,19 +223,25 @@ def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     kv_heads = _num(model_config.get("num_key_value_heads")) or heads
     head_dim = _num(model_config.get("head_dim")) or h / heads
     inter = _num(model_config.get("intermediate_size", model_config.get("n_inner"))) or 4 * h
-    gated = str(model_config.get("hidden_act", model_config.get("activation_function", ""))).lower() in {
-        "silu",
-        "swiglu",
-        "gelu_pytorch_tanh",
-        "geglu",
-    } and "n_embd" not in model_config
+    gated = (
+        str(model_config.get("hidden_act", model_config.get("activation_function", ""))).lower()
+        in {
+            "silu",
+            "swiglu",
+            "gelu_pytorch_tanh",
+            "geglu",
+        }
+        and "n_embd" not in model_config
+    )
     attn = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
     mlp = (3 if gated else 2) * h * inter
     tied = bool(model_config.get("tie_word_embeddings", True))
     return float(n_layers * (attn + mlp) + vocab * h * (1 if tied else 2))
 
 
-def coords_from_config(config: Mapping[str, object], source: str) -> tuple[dict[str, object], dict[str, str]]:
+def coords_from_config(
+    config: Mapping[str, object], source: str
+) -> tuple[dict[str, object], dict[str, str]]:
     """Run coordinates carried by one flattened config.
 
     Returns
@@ -237,7 +251,17 @@ def coords_from_config(config: Mapping[str, object], source: str) -> tuple[dict[
     """
     values: dict[str, object] = {}
     why: dict[str, str] = {}
-    for coord in ("model", "model_size", "group_size", "learning_rate", "beta", "seed", "k_ref", "momentum", "momentum_convention"):
+    for coord in (
+        "model",
+        "model_size",
+        "group_size",
+        "learning_rate",
+        "beta",
+        "seed",
+        "k_ref",
+        "momentum",
+        "momentum_convention",
+    ):
         key = hyperparameter_key(coord, config)
         if key is None or config[key] is None or config[key] == "":
             continue
@@ -262,7 +286,9 @@ def coords_from_config(config: Mapping[str, object], source: str) -> tuple[dict[
     return values, {c: f"{source}: {w}" for c, w in why.items()}
 
 
-def coords_from_model_config(model_config: Mapping[str, object], source: str) -> tuple[dict[str, object], dict[str, str]]:
+def coords_from_model_config(
+    model_config: Mapping[str, object], source: str
+) -> tuple[dict[str, object], dict[str, str]]:
     """``model`` and ``model_size`` from a model config (name or an estimated parameter count)."""
     values: dict[str, object] = {}
     why: dict[str, str] = {}

@@ -57,7 +57,9 @@ def _ordinal_note(path: Path, n: int) -> str:
     return f"no step column in {path.name}; the {n} rows were numbered 1..{n} by order"
 
 
-def _wide_records(frame: pd.DataFrame, path: Path, skip: tuple[str, ...] = ()) -> tuple[pd.DataFrame, list[str]]:
+def _wide_records(
+    frame: pd.DataFrame, path: Path, skip: tuple[str, ...] = ()
+) -> tuple[pd.DataFrame, list[str]]:
     notes = []
     step_col = find_step_key(map(str, frame.columns))
     if step_col is None:
@@ -73,7 +75,11 @@ def _wide_records(frame: pd.DataFrame, path: Path, skip: tuple[str, ...] = ()) -
     long["__row"] = long.index
     long = long.sort_values("__row", kind="stable").dropna(subset=["value"])
     records = pd.DataFrame(
-        {"step": long["__step"].to_numpy(), "metric": long["metric"].astype(str).to_numpy(), "value": long["value"].to_numpy()}
+        {
+            "step": long["__step"].to_numpy(),
+            "metric": long["metric"].astype(str).to_numpy(),
+            "value": long["value"].to_numpy(),
+        }
     )
     return records, notes
 
@@ -100,9 +106,17 @@ def load_csv(path: str | Path) -> list[RawRun]:
         runs = []
         for name, sub in groups:
             records = pd.DataFrame(
-                {"step": sub[step_col].to_numpy(), "metric": sub[metric_col].astype(str).to_numpy(), "value": sub[value_col].to_numpy()}
+                {
+                    "step": sub[step_col].to_numpy(),
+                    "metric": sub[metric_col].astype(str).to_numpy(),
+                    "value": sub[value_col].to_numpy(),
+                }
             ).dropna(subset=["value"])
-            runs.append(RawRun(path=path, fmt="csv", records=records, name=None if name is None else str(name)))
+            runs.append(
+                RawRun(
+                    path=path, fmt="csv", records=records, name=None if name is None else str(name)
+                )
+            )
         return runs
     panel = [c for c in cols if _PANEL.match(c)]
     if panel and step_col is not None:
@@ -111,7 +125,9 @@ def load_csv(path: str | Path) -> list[RawRun]:
             by_run.setdefault(_PANEL.match(col).group("run"), []).append(col)
         runs = []
         for name, run_cols in by_run.items():
-            sub = frame[[step_col, *run_cols]].rename(columns={c: _PANEL.match(c).group("metric") for c in run_cols})
+            sub = frame[[step_col, *run_cols]].rename(
+                columns={c: _PANEL.match(c).group("metric") for c in run_cols}
+            )
             records, notes = _wide_records(sub, path)
             runs.append(RawRun(path=path, fmt="csv", records=records, name=name, notes=notes))
         return runs
@@ -135,7 +151,9 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise LogFormatError(f"{path}: unreadable JSON ({exc.msg} at line {exc.lineno})") from exc
+            raise LogFormatError(
+                f"{path}: unreadable JSON ({exc.msg} at line {exc.lineno})"
+            ) from exc
         if not isinstance(data, list):
             raise LogFormatError(f"{path}: expected a list of per-step objects")
         return [d for d in data if isinstance(d, dict)], []
@@ -160,16 +178,24 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
         if bad == [last]:
             notes.append(f"{path.name}: last line ({last}) is truncated JSON; skipped")
         else:
-            notes.append(f"{path.name}: {len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})")
+            notes.append(
+                f"{path.name}: {len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})"
+            )
     if not out:
-        raise LogFormatError(f"{path}: no JSON objects (unreadable or truncated JSON lines: {bad[:10]})")
+        raise LogFormatError(
+            f"{path}: no JSON objects (unreadable or truncated JSON lines: {bad[:10]})"
+        )
     return out, notes
 
 
 def _type_key(entries: list[dict]) -> str | None:
     for key in TYPE_KEYS:
         vals = [e.get(key) for e in entries if key in e]
-        if len(vals) >= len(entries) / 2 and all(isinstance(v, str) for v in vals) and len(set(vals)) <= 20:
+        if (
+            len(vals) >= len(entries) / 2
+            and all(isinstance(v, str) for v in vals)
+            and len(set(vals)) <= 20
+        ):
             return key
     return None
 
@@ -216,7 +242,8 @@ def load_jsonl(path: str | Path) -> list[RawRun]:
     path = Path(path)
     entries, notes = _read_json_lines(path)
     run_key = next(
-        (k for k in RUN_KEYS if sum(isinstance(e.get(k), str) for e in entries) == len(entries)), None
+        (k for k in RUN_KEYS if sum(isinstance(e.get(k), str) for e in entries) == len(entries)),
+        None,
     )
     if run_key is not None and len({e[run_key] for e in entries}) > 1:
         groups: dict[str, list[dict]] = {}

@@ -48,7 +48,9 @@ def read_json(path: Path) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         where = "truncated" if exc.pos >= len(text.rstrip()) - 1 else "corrupt"
-        raise LogFormatError(f"{path}: unreadable JSON ({where}: {exc.msg} at line {exc.lineno})") from exc
+        raise LogFormatError(
+            f"{path}: unreadable JSON ({where}: {exc.msg} at line {exc.lineno})"
+        ) from exc
 
 
 def load_trainer_state(path: str | Path) -> list[RawRun]:
@@ -84,4 +86,6 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
     config = {}
     if isinstance(state.get("logging_steps"), int | float):
         config["logging_steps"] = state["logging_steps"]
-    return [RawRun(path=state_path, fmt="trainer_state", records=records, config=config, notes=notes)]
+    return [
+        RawRun(path=state_path, fmt="trainer_state", records=records, config=config, notes=notes)
+    ]

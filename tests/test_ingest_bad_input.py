@@ -1,0 +1,206 @@
+"""Bad input gets a clear error or warning naming the file, the run and the problem; nothing is dropped silently."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bayes_grpo.runset import RunSetError, runset_warnings
+from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
+from bayes_grpo.runset.loaders import LogFormatError
+
+N = 12
+
+
+def _csv(path, rows, header="step,reward,kl"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([header] + [",".join(map(str, r)) for r in rows]))
+    return path
+
+
+def _good(path, n=N):
+    return _csv(path, [(s, 0.1 * s, 0.01) for s in range(n)])
+
+
+def _state(path, n=N):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    history = [{"step": s, "reward": 0.05 * s, "loss": 0.0} for s in range(1, n + 1)]
+    path.write_text(json.dumps({"log_history": history}))
+    return path
+
+
+def _ingest(*paths, **kw):
+    with pytest.warns(UserWarning, match="not ingested"):
+        return load_runs(list(paths), **kw)
+
+
+def test_truncated_json_is_rejected_naming_the_file_and_other_runs_are_kept(tmp_path):
+    good = _good(tmp_path / "good.csv")
+    bad = tmp_path / "bad" / "trainer_state.json"
+    _state(bad)
+    bad.write_text(bad.read_text()[:-40])  # cut mid-file, as a crashed writer leaves it
+    ds = _ingest(good, bad)
+    assert list(ds.run.values) == ["good"]
+    ((source, info),) = rejected_runs(ds).items()
+    assert (
+        str(bad) in source and "unreadable JSON" in info["reason"] and "truncated" in info["reason"]
+    )
+    summary = runset_summary(ds)
+    assert (
+        summary.loc[summary.status == "rejected", "reason"]
+        .str.contains(str(bad), regex=False)
+        .all()
+    )
+
+
+def test_strict_mode_stops_at_the_first_bad_run(tmp_path):
+    bad = tmp_path / "trainer_state.json"
+    bad.write_text('{"log_history": [{"step": 1, "rew')
+    with pytest.raises(RunSetError, match=r"trainer_state\.json.*unreadable JSON"):
+        load_runs([_good(tmp_path / "g.csv"), bad], on_error="raise")
+
+
+def test_a_log_without_any_reward_metric_lists_the_metrics_found(tmp_path):
+    path = _csv(
+        tmp_path / "noreward.csv", [(s, 0.1, 2.0) for s in range(N)], header="step,kl,grad_norm"
+    )
+    with pytest.raises(
+        RunSetError, match=r"noreward\.csv.*no reward metric.*\['grad_norm', 'kl'\]"
+    ):
+        load_runs([path])
+
+
+def test_non_numeric_values_become_nan_with_a_warning_naming_metric_step_and_example(tmp_path):
+    rows = [(s, 0.1 * s, 0.01) for s in range(N)]
+    rows[3] = (3, "oops", 0.01)
+    ds = load_runs([_csv(tmp_path / "r.csv", rows)])
+    assert np.isnan(ds.reward.sel(run="r", step=3))
+    msg = " ".join(runset_warnings(ds)["r"])
+    assert "r.csv" in msg and "'reward'" in msg and "'oops'" in msg and "step 3" in msg
+
+
+def test_nan_and_inf_are_kept_as_nan_and_counted(tmp_path):
+    rows = [(s, 0.1 * s, 0.01) for s in range(N)]
+    rows[2] = (2, "nan", 0.01)
+    rows[5] = (5, "inf", 0.01)
+    ds = load_runs([_csv(tmp_path / "r.csv", rows)])
+    assert np.isnan(ds.reward.sel(run="r", step=[2, 5])).all()
+    assert 2 in ds.step.values and 5 in ds.step.values
+    summary = runset_summary(ds)
+    assert summary.loc["r", "n_nonfinite_reward"] == 2
+    assert summary.loc["r", "n_steps"] == N - 2
+    assert any("2 NaN/inf" in w for w in runset_warnings(ds)["r"])
+
+
+def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted(tmp_path):
+    first = [(s, 0.1, 0.0) for s in range(0, 8)]
+    resumed = [(s, 0.9, 0.0) for s in range(5, 15)]  # restarted from the step-5 checkpoint
+    ds = load_runs([_csv(tmp_path / "resumed.csv", first + resumed)])
+    r = ds.reward.sel(run="resumed")
+    assert (
+        float(r.sel(step=4)) == 0.1 and float(r.sel(step=5)) == 0.9 and float(r.sel(step=7)) == 0.9
+    )
+    assert runset_summary(ds).loc["resumed", "n_duplicate_steps"] == 3
+    assert any("3 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
+
+
+def test_steps_going_backwards_are_reported_and_ordered(tmp_path):
+    rows = [(s, 0.1 * s, 0.0) for s in (0, 1, 2, 3, 9, 10, 11, 4, 5, 6, 7, 8)]
+    ds = load_runs([_csv(tmp_path / "shuffled.csv", rows)])
+    assert list(ds.step.values) == list(range(12))
+    np.testing.assert_allclose(ds.reward.sel(run="shuffled").values, 0.1 * np.arange(12))
+    msgs = runset_warnings(ds)["shuffled"]
+    assert any("backwards 1 time" in w and "step 4 logged after step 11" in w for w in msgs)
+    assert json.loads(ds.attrs[INGEST_ATTR])["shuffled"]["n_backward_steps"] == 1
+
+
+def test_runs_shorter_than_min_points_are_rejected_with_the_reason(tmp_path):
+    short = _good(tmp_path / "short.csv", n=6)
+    ds = _ingest(_good(tmp_path / "long.csv"), short)
+    reason = rejected_runs(ds)[str(short)]["reason"]
+    assert (
+        "run 'short'" in reason
+        and "only 6 finite reward value(s)" in reason
+        and "minimum of 10" in reason
+    )
+    assert list(load_runs([short], min_points=5).run.values) == ["short"]
+
+
+def test_two_manifest_rows_with_the_same_run_id_are_an_error_naming_the_rows(tmp_path):
+    _good(tmp_path / "a.csv")
+    _good(tmp_path / "b.csv")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,run\na.csv,same\nb.csv,same\n")
+    with pytest.raises(
+        LogFormatError, match=r"m\.csv: run id\(s\) used by more than one row: \{'same': \[1, 2\]\}"
+    ):
+        load_runs([], manifest=manifest)
+
+
+def test_two_runs_that_would_get_the_same_id_are_told_apart(tmp_path):
+    _good(tmp_path / "x" / "run.csv")
+    _good(tmp_path / "y" / "run.csv")
+    ds = load_runs([tmp_path / "x" / "run.csv", tmp_path / "y" / "run.csv"])
+    assert sorted(ds.run.values) == ["x/run", "y/run"]
+
+
+def test_the_same_file_given_twice_is_read_once(tmp_path):
+    path = _good(tmp_path / "r.csv")
+    assert list(load_runs([path, path, tmp_path]).run.values) == ["r"]
+
+
+def test_manifest_rows_pointing_at_missing_paths_are_reported(tmp_path):
+    _good(tmp_path / "there.csv")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "- {path: there.csv, group_size: 4}\n- {path: gone/trainer_state.json, run: lost}\n"
+    )
+    ds = _ingest(manifest=manifest)
+    assert list(ds.run.values) == ["there"]
+    info = rejected_runs(ds)[f"{manifest} row 2"]
+    assert info["run"] == "lost" and "does not exist" in info["reason"] and "gone" in info["reason"]
+
+
+def test_manifest_with_an_unknown_column_names_the_row(tmp_path):
+    _good(tmp_path / "a.csv")
+    (tmp_path / "m.csv").write_text("path,group_szie\na.csv,4\n")
+    with pytest.raises(LogFormatError, match=r"m\.csv row 1: unknown column\(s\) \['group_szie'\]"):
+        load_runs([], manifest=tmp_path / "m.csv")
+
+
+def test_non_integer_steps_reject_the_run(tmp_path):
+    path = _csv(tmp_path / "frac.csv", [(s + 0.5, 0.1, 0.0) for s in range(N)])
+    with pytest.raises(RunSetError, match=r"frac\.csv.*steps must be integers"):
+        load_runs([path])
+
+
+def test_truncated_last_jsonl_line_is_skipped_with_a_note(tmp_path):
+    path = tmp_path / "m.jsonl"
+    lines = [json.dumps({"step": s, "reward": 0.1 * s}) for s in range(N)]
+    path.write_text("\n".join(lines) + '\n{"step": 12, "rew')
+    ds = load_runs([path])
+    assert ds.sizes["step"] == N
+    assert any("last line (13) is truncated JSON" in w for w in runset_warnings(ds)["m"])
+
+
+def test_corrupt_tensorboard_file_is_rejected_not_fatal(tmp_path):
+    bad = tmp_path / "tb" / "events.out.tfevents.123.host"
+    bad.parent.mkdir()
+    bad.write_bytes(b"\x00garbage" * 10)
+    ds = _ingest(_good(tmp_path / "ok.csv"), bad)
+    assert list(ds.run.values) == ["ok"]
+    assert "events.out.tfevents.123.host" in next(iter(rejected_runs(ds)))
+
+
+def test_a_path_that_does_not_exist_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load_runs([tmp_path / "nowhere"])
+
+
+def test_when_every_run_is_bad_the_error_lists_each_reason(tmp_path):
+    a = _good(tmp_path / "a.csv", n=3)
+    b = _csv(tmp_path / "b.csv", [(s, 1.0) for s in range(N)], header="step,kl")
+    with pytest.raises(
+        RunSetError, match=r"no run could be ingested: .*a\.csv.*only 3.*b\.csv.*no reward metric"
+    ):
+        load_runs([a, b])

@@ -1,0 +1,67 @@
+"""`bayes-grpo ingest` prints the runs (table or JSON), writes the run set, and reports rejected runs."""
+
+import json
+
+import pytest
+
+from bayes_grpo.cli import main
+from bayes_grpo.runset import load_runset
+
+
+def _csv(path, n):
+    path.write_text(
+        "\n".join(["step,train/reward,train/kl"] + [f"{s},{0.1 * s},0.0" for s in range(n)])
+    )
+    return path
+
+
+def test_help_documents_formats_reward_rule_and_manifest(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for word in (
+        "--manifest",
+        "--reward-key",
+        "--min-points",
+        "--json",
+        "--strict",
+        "trainer_state.json",
+        "tfevents",
+        "rewards/<func>/mean",
+        "logging_steps",
+    ):
+        assert word in text
+
+
+def _two_runs(tmp_path):
+    """A good run and one too short to keep, plus the output path."""
+    good, tiny = _csv(tmp_path / "good.csv", 12), _csv(tmp_path / "tiny.csv", 3)
+    return [str(good), str(tiny), "-o", str(tmp_path / "runs.nc")]
+
+
+def test_table_lists_runs_warnings_and_rejections(tmp_path, capsys):
+    assert main(["ingest", *_two_runs(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "1 run(s) ingested" in text and "good" in text
+    assert "1 run(s) rejected" in text and "tiny.csv" in text and "only 3 finite reward" in text
+    assert list(load_runset(tmp_path / "runs.nc").run.values) == ["good"]
+
+
+def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
+    assert main(["ingest", *_two_runs(tmp_path), "--min-points", "5", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["n_runs"] == 1 and payload["n_rejected"] == 1
+    runs = {r["run"]: r for r in payload["runs"]}
+    assert runs["good"]["status"] == "ok" and runs["good"]["n_steps"] == 12
+    assert runs["good"]["reward_source"] == "train/reward"
+    assert runs["tiny"]["status"] == "rejected" and "minimum of 5" in runs["tiny"]["reason"]
+
+
+def test_strict_and_empty_invocations_fail_cleanly(tmp_path, capsys):
+    good, tiny = _csv(tmp_path / "good.csv", 12), _csv(tmp_path / "tiny.csv", 3)
+    assert main(["ingest", str(good), str(tiny), "-o", str(tmp_path / "x.nc"), "--strict"]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()
+    assert main(["ingest", "-o", str(tmp_path / "y.nc")]) == 2
+    assert "give at least one PATH or --manifest" in capsys.readouterr().err
