@@ -1,0 +1,442 @@
+"""Theory knobs of a GRPO run and their mapping onto TRL's ``GRPOConfig``.
+
+The damped-oscillator law (DESIGN.md section 1) is written in terms of a few knobs: group size
+``G``, learning rate ``eta``, momentum ``mu`` (and its convention), off-policy lag / refresh
+interval ``K_ref``, KL weight ``beta``. :class:`TrainConfig` holds a run's settings under those
+names; :func:`grpo_config_kwargs` translates them to TRL 1.16 ``GRPOConfig`` arguments, and
+:func:`run_metadata` writes them back under the data-contract coordinate names.
+
+How ``K_ref`` maps onto TRL
+---------------------------
+TRL counts *micro-steps* (one ``training_step`` call on ``per_device_train_batch_size``
+completions). It generates one *generation batch* every
+``steps_per_generation * num_iterations`` micro-steps, splits it into ``steps_per_generation``
+slices and walks through the slices ``num_iterations`` times; the optimizer steps every
+``gradient_accumulation_steps`` micro-steps. Hence the number of optimizer steps that reuse one
+rollout is
+
+    K_ref = steps_per_generation * num_iterations / gradient_accumulation_steps
+
+and the policy that generated a batch is ``0 .. K_ref - 1`` optimizer steps old when the batch is
+used (the callback logs this as ``dynamics/policy_lag``). Two ways to get a given ``K_ref``:
+
+- ``k_ref_via="steps_per_generation"`` (default): ``steps_per_generation = K_ref * GA``,
+  ``num_iterations = 1``. One rollout of ``K_ref x prompts_per_step`` prompts is generated and
+  each optimizer step uses a fresh slice of ``prompts_per_step`` prompts (no sample is used
+  twice; the data are just stale).
+- ``k_ref_via="num_iterations"``: ``steps_per_generation = GA``, ``num_iterations = K_ref``.
+  One rollout of ``prompts_per_step`` prompts is reused for ``K_ref`` optimizer steps (PPO-style
+  epochs, GRPO paper's ``mu``).
+
+With ``K_ref = 1`` both give TRL's on-policy default (importance ratios identically 1).
+``prompts_per_step`` is always the number of prompts in *one optimizer step*, summed over
+processes: ``per_device_train_batch_size = prompts_per_step * G / (num_processes * GA)``.
+
+Momentum conventions: ``optimizer="adamw"`` uses Adam's ``beta1 = momentum`` (EMA convention,
+``momentum_convention="ema"``); ``optimizer="sgd"`` uses ``torch.optim.SGD(momentum=...)``
+through TRL's ``optim="sgd"`` and ``optim_args`` (heavy-ball convention,
+``v <- mu v + g; theta <- theta - eta v``).
+
+The KL anchor: ``beta`` is TRL's KL weight; ``ref_model_sync_steps`` (when set) turns on TRL's
+reference-model sync (TR-DPO) every that many steps with mixing ``ref_model_mixup_alpha``
+(1.0 = hard copy of the policy into the reference).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayes_grpo.constants import EMA, HEAVY_BALL
+
+#: Optimizers the runner knows, with TRL/transformers ``optim`` name and momentum convention.
+OPTIMIZERS: dict[str, tuple[str, str]] = {
+    "adamw": ("adamw_torch", EMA),
+    "sgd": ("sgd", HEAVY_BALL),
+}
+#: Ways of realising K_ref in TRL (see module docstring).
+K_REF_VIA: tuple[str, ...] = ("steps_per_generation", "num_iterations")
+#: Tasks with a built-in dataset and reward; "custom" needs a dataset and reward functions.
+TASKS: tuple[str, ...] = ("next_digit", "gsm8k", "custom")
+#: ``model`` value that builds the tiny offline model.
+TINY_MODEL: str = "tiny"
+#: GRPOConfig arguments set from theory knobs: ``extra_grpo_args`` may not override them.
+MAPPED_GRPO_ARGS: frozenset[str] = frozenset(
+    {
+        "num_generations",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "steps_per_generation",
+        "num_iterations",
+        "generation_batch_size",
+        "learning_rate",
+        "optim",
+        "optim_args",
+        "adam_beta1",
+        "beta",
+        "seed",
+        "max_steps",
+        "sync_ref_model",
+        "ref_model_sync_steps",
+        "ref_model_mixup_alpha",
+        "output_dir",
+        "logging_steps",
+    }
+)
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one GRPO run, named as in the theory (DESIGN.md section 1).
+
+    Attributes
+    ----------
+    model
+        ``"tiny"`` (offline 2-layer GPT-2 of about 0.1M parameters, built and discarded), a Hub
+        model name, or a local model directory.
+    task
+        ``"next_digit"`` (toy task, needs no download), ``"gsm8k"`` (GSM8K-style dataset with a
+        numeric answer checker), or ``"custom"`` (dataset and reward functions given by caller).
+    dataset, dataset_config, dataset_split
+        Hub name or local path of the prompt dataset (gsm8k/custom tasks).
+    group_size
+        ``G``: completions per prompt (TRL ``num_generations``), at least 2.
+    prompts_per_step
+        Prompts per optimizer step, all processes together. Give this or ``completions_per_step``.
+    completions_per_step
+        Completions per optimizer step (``prompts_per_step * G``); must be a multiple of ``G``.
+    learning_rate
+        Peak learning rate ``eta``.
+    lr_scheduler, warmup_steps
+        TRL/transformers scheduler name (``"constant"`` keeps ``eta`` fixed, as the theory does).
+    optimizer
+        ``"adamw"`` (momentum = Adam beta1, EMA convention) or ``"sgd"`` (heavy-ball momentum).
+    momentum
+        ``mu`` in ``[0, 1)``.
+    adam_beta2, weight_decay
+        Other optimizer settings.
+    k_ref, k_ref_via
+        Off-policy lag / refresh interval and how it is realised in TRL (module docstring).
+    beta
+        KL weight (0 = no reference model).
+    ref_model_sync_steps, ref_model_mixup_alpha
+        Reference-model sync interval (``None`` = never) and mixing weight.
+    seed, max_steps
+        Random seed (model init for the tiny model, sampling, data order) and optimizer steps.
+    max_completion_length, temperature, epsilon
+        Generation length (tokens), sampling temperature, PPO clip range.
+    gradient_accumulation_steps, num_processes
+        Micro-batching and the number of processes (GPUs) the batch is split over.
+    device
+        ``"cpu"`` (``use_cpu=True, bf16=False``) or ``"auto"`` (GPU with bf16 when present).
+    n_prompts
+        Size of the generated prompt set of the toy task (default: enough for ``max_steps``).
+    save_model
+        Save final weights in the run directory (off: run directories hold logs only).
+    extra_grpo_args
+        Further ``GRPOConfig`` arguments (not the ones in :data:`MAPPED_GRPO_ARGS`).
+    """
+
+    model: str = TINY_MODEL
+    task: str = "next_digit"
+    dataset: str | None = None
+    dataset_config: str | None = None
+    dataset_split: str = "train"
+    group_size: int = 16
+    prompts_per_step: int | None = 8
+    completions_per_step: int | None = None
+    learning_rate: float = 1e-3
+    lr_scheduler: str = "constant"
+    warmup_steps: int = 0
+    optimizer: str = "adamw"
+    momentum: float = 0.9
+    adam_beta2: float = 0.999
+    weight_decay: float = 0.0
+    k_ref: int = 1
+    k_ref_via: str = "steps_per_generation"
+    beta: float = 0.0
+    ref_model_sync_steps: int | None = None
+    ref_model_mixup_alpha: float = 1.0
+    seed: int = 0
+    max_steps: int = 300
+    max_completion_length: int | None = None
+    temperature: float = 1.0
+    epsilon: float = 0.2
+    gradient_accumulation_steps: int = 1
+    num_processes: int = 1
+    device: str = "cpu"
+    n_prompts: int | None = None
+    save_model: bool = False
+    extra_grpo_args: dict[str, Any] = field(default_factory=dict)
+
+    def resolved(self) -> TrainConfig:
+        """A validated copy with ``prompts_per_step``/``completions_per_step`` both filled.
+
+        Raises
+        ------
+        ValueError
+            Naming the setting and the problem, before anything is trained or loaded.
+        """
+        return validate_config(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All settings as a JSON-serialisable dict."""
+        return dataclasses.asdict(self)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_float(
+    name: str, value: object, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False
+) -> float:
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    bad = not math.isfinite(x) or x < lo or x > hi or (lo_open and x == lo) or (hi_open and x == hi)
+    if bad:
+        lb, rb = ("(" if lo_open else "["), (")" if hi_open else "]")
+        raise ValueError(f"{name} must lie in {lb}{lo}, {hi}{rb}, got {value!r}")
+    return x
+
+
+def validate_config(config: TrainConfig) -> TrainConfig:
+    """Check a :class:`TrainConfig` and fill the derived batch sizes; return a new config.
+
+    Every problem that would otherwise surface inside TRL (or hours into a run) is raised here
+    as a ``ValueError`` that names the setting: group size not dividing the batch, a batch that
+    does not split over processes and accumulation steps, an unknown optimizer or task, a
+    missing dataset, momentum outside ``[0, 1)``, and so on.
+    """
+    c = dataclasses.replace(config, extra_grpo_args=dict(config.extra_grpo_args))
+    if not isinstance(c.model, str) or not c.model:
+        raise ValueError("model must be 'tiny', a Hub model name or a local model directory")
+    if c.optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {c.optimizer!r}; known: {sorted(OPTIMIZERS)}")
+    if c.task not in TASKS:
+        raise ValueError(f"unknown task {c.task!r}; known: {list(TASKS)}")
+    if c.k_ref_via not in K_REF_VIA:
+        raise ValueError(f"unknown k_ref_via {c.k_ref_via!r}; known: {list(K_REF_VIA)}")
+    if c.device not in ("cpu", "auto"):
+        raise ValueError(f"device must be 'cpu' or 'auto', got {c.device!r}")
+    G = _check_int("group_size (G)", c.group_size, 2)
+    _check_int("k_ref", c.k_ref, 1)
+    _check_int("max_steps", c.max_steps, 1)
+    _check_int("seed", c.seed, 0)
+    _check_int("warmup_steps", c.warmup_steps, 0)
+    ga = _check_int("gradient_accumulation_steps", c.gradient_accumulation_steps, 1)
+    world = _check_int("num_processes", c.num_processes, 1)
+    _check_float("learning_rate", c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True)
+    _check_float("momentum", c.momentum, 0.0, 1.0, hi_open=True)
+    _check_float("adam_beta2", c.adam_beta2, 0.0, 1.0, hi_open=True)
+    _check_float("weight_decay", c.weight_decay, 0.0, math.inf, hi_open=True)
+    _check_float("beta (KL weight)", c.beta, 0.0, math.inf, hi_open=True)
+    _check_float("temperature", c.temperature, 0.0, math.inf, lo_open=True, hi_open=True)
+    _check_float("epsilon (clip range)", c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True)
+    _check_float("ref_model_mixup_alpha", c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True)
+    if c.ref_model_sync_steps is not None:
+        _check_int("ref_model_sync_steps", c.ref_model_sync_steps, 1)
+        if c.beta == 0.0:
+            raise ValueError(
+                "ref_model_sync_steps is set but beta = 0: there is no reference model to sync"
+            )
+    if c.max_completion_length is not None:
+        _check_int("max_completion_length", c.max_completion_length, 1)
+    if c.n_prompts is not None:
+        _check_int("n_prompts", c.n_prompts, 1)
+
+    if c.prompts_per_step is None and c.completions_per_step is None:
+        raise ValueError("give prompts_per_step or completions_per_step")
+    if c.completions_per_step is not None:
+        n = _check_int("completions_per_step", c.completions_per_step, 1)
+        if n % G:
+            raise ValueError(
+                f"group size G={G} does not divide the batch of {n} completions per step: every "
+                f"prompt needs G completions, so completions_per_step must be a multiple of G "
+                f"(e.g. {max(1, n // G) * G} or {(n // G + 1) * G})"
+            )
+        if c.prompts_per_step is not None and c.prompts_per_step * G != n:
+            raise ValueError(
+                f"prompts_per_step={c.prompts_per_step} x G={G} = {c.prompts_per_step * G} "
+                f"contradicts completions_per_step={n}"
+            )
+        c.prompts_per_step = n // G
+    _check_int("prompts_per_step", c.prompts_per_step, 1)
+    c.completions_per_step = c.prompts_per_step * G
+    if c.completions_per_step % (world * ga):
+        raise ValueError(
+            f"the batch of {c.completions_per_step} completions per step ({c.prompts_per_step} prompts x "
+            f"G={G}) does not split over num_processes={world} x gradient_accumulation_steps={ga}"
+        )
+
+    if c.task in ("gsm8k", "custom") and not c.dataset:
+        raise ValueError(f"task {c.task!r} needs a dataset (Hub name or local path)")
+    if c.task == "next_digit" and c.dataset:
+        raise ValueError("task 'next_digit' generates its own prompts; do not pass a dataset")
+    clash = sorted(set(c.extra_grpo_args) & MAPPED_GRPO_ARGS)
+    if clash:
+        raise ValueError(
+            f"extra_grpo_args may not set {clash}: they are derived from the theory knobs "
+            "(group_size, prompts_per_step, k_ref, learning_rate, optimizer, momentum, beta, ...)"
+        )
+    return c
+
+
+def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
+    """The TRL settings that realise ``config.k_ref`` (see the module docstring).
+
+    Returns
+    -------
+    dict
+        ``steps_per_generation``, ``num_iterations``, ``gradient_accumulation_steps``,
+        ``per_device_train_batch_size`` (completions), ``generation_batch_size`` (completions,
+        all processes), ``via`` and the identity ``k_ref = spg * num_iterations / GA``.
+    """
+    c = validate_config(config)
+    ga, world = c.gradient_accumulation_steps, c.num_processes
+    if c.k_ref_via == "steps_per_generation":
+        spg, iters = c.k_ref * ga, 1
+    else:
+        spg, iters = ga, c.k_ref
+    per_device = c.completions_per_step // (world * ga)
+    assert spg * iters // ga == c.k_ref
+    return {
+        "via": c.k_ref_via,
+        "steps_per_generation": spg,
+        "num_iterations": iters,
+        "gradient_accumulation_steps": ga,
+        "per_device_train_batch_size": per_device,
+        "generation_batch_size": per_device * world * spg,
+        "identity": "k_ref = steps_per_generation * num_iterations / gradient_accumulation_steps",
+    }
+
+
+def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
+    """Keyword arguments of ``trl.GRPOConfig`` for ``config`` (validated first).
+
+    Parameters
+    ----------
+    config
+        The run's theory knobs.
+    output_dir
+        The run directory (TRL writes ``trainer_state.json`` there).
+
+    Returns
+    -------
+    dict
+        Ready for ``GRPOConfig(**kwargs)``; CPU runs get ``use_cpu=True, bf16=False``; gradient
+        checkpointing is off; ``logging_steps=1``; no checkpoints are saved.
+    """
+    c = validate_config(config)
+    m = k_ref_mapping(c)
+    optim, _ = OPTIMIZERS[c.optimizer]
+    kwargs: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "num_generations": c.group_size,
+        "per_device_train_batch_size": m["per_device_train_batch_size"],
+        "gradient_accumulation_steps": m["gradient_accumulation_steps"],
+        "steps_per_generation": m["steps_per_generation"],
+        "num_iterations": m["num_iterations"],
+        "learning_rate": c.learning_rate,
+        "lr_scheduler_type": c.lr_scheduler,
+        "warmup_steps": c.warmup_steps,
+        "weight_decay": c.weight_decay,
+        "optim": optim,
+        "beta": c.beta,
+        "seed": c.seed,
+        "data_seed": c.seed,
+        "max_steps": c.max_steps,
+        "temperature": c.temperature,
+        "epsilon": c.epsilon,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": [],
+        "disable_tqdm": True,
+        "activation_checkpointing": False,  # TRL defaults gradient_checkpointing (its alias) to True
+    }
+    if c.optimizer == "adamw":
+        kwargs["adam_beta1"] = c.momentum
+        kwargs["adam_beta2"] = c.adam_beta2
+    else:
+        kwargs["optim_args"] = f"momentum={c.momentum!r}"
+    if c.max_completion_length is not None:
+        kwargs["max_completion_length"] = c.max_completion_length
+    elif c.task == "next_digit":
+        kwargs["max_completion_length"] = 4
+    if c.ref_model_sync_steps is not None:
+        kwargs["sync_ref_model"] = True
+        kwargs["ref_model_sync_steps"] = c.ref_model_sync_steps
+        kwargs["ref_model_mixup_alpha"] = c.ref_model_mixup_alpha
+    if c.device == "cpu":
+        kwargs["use_cpu"] = True
+        kwargs["bf16"] = False
+    kwargs.update(c.extra_grpo_args)
+    return kwargs
+
+
+def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> dict[str, Any]:
+    """The sidecar metadata of a run (``bayes_grpo_run.json``) in data-contract names.
+
+    Parameters
+    ----------
+    config
+        The run's settings.
+    model_label
+        The ``model`` coordinate (Hub name, directory name, or ``"tiny-gpt2"``).
+    model_size
+        Number of model parameters.
+
+    Returns
+    -------
+    dict
+        Keys ``model, model_size, group_size, learning_rate, momentum, momentum_convention,
+        k_ref, beta, seed`` (the run coordinates of DESIGN.md section 5) and extras
+        (``prompts_per_step``, ``completions_per_step``, ``optimizer``, ``k_ref_mapping``, ...).
+    """
+    c = validate_config(config)
+    _, convention = OPTIMIZERS[c.optimizer]
+    m = k_ref_mapping(c)
+    return {
+        "schema": "bayes_grpo_run/1",
+        # data-contract coordinates
+        "model": model_label,
+        "model_size": int(model_size),
+        "group_size": c.group_size,
+        "learning_rate": c.learning_rate,
+        "momentum": c.momentum,
+        "momentum_convention": convention,
+        "k_ref": c.k_ref,
+        "beta": c.beta,
+        "seed": c.seed,
+        # extras
+        "prompts_per_step": c.prompts_per_step,
+        "completions_per_step": c.completions_per_step,
+        "optimizer": c.optimizer,
+        "lr_scheduler": c.lr_scheduler,
+        "max_steps": c.max_steps,
+        "task": c.task,
+        "dataset": c.dataset,
+        "k_ref_mapping": m,
+        "ref_model_sync_steps": c.ref_model_sync_steps,
+        "ref_model_mixup_alpha": c.ref_model_mixup_alpha if c.ref_model_sync_steps else None,
+        "config": c.to_dict(),
+    }
+
+
+__all__ = [
+    "K_REF_VIA",
+    "OPTIMIZERS",
+    "TASKS",
+    "TINY_MODEL",
+    "TrainConfig",
+    "grpo_config_kwargs",
+    "k_ref_mapping",
+    "run_metadata",
+    "validate_config",
+]

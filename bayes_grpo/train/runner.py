@@ -1,0 +1,286 @@
+"""Run TRL's ``GRPOTrainer`` with the theory knobs and write an ingestible run directory.
+
+A run directory holds TRL's ``trainer_state.json`` (one ``log_history`` entry per optimizer
+step, with the callback's ``dynamics/*`` metrics) and ``bayes_grpo_run.json``, the run's
+hyperparameters in the data-contract names (:func:`bayes_grpo.train.config.run_metadata`).
+No weights or checkpoints are written unless ``save_model=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bayes_grpo._io import write_text_atomic
+from bayes_grpo.train.config import (
+    TINY_MODEL,
+    TrainConfig,
+    grpo_config_kwargs,
+    run_metadata,
+    validate_config,
+)
+
+#: Name of the sidecar metadata file written beside ``trainer_state.json``.
+METADATA_FILE: str = "bayes_grpo_run.json"
+#: TRL's per-step log file.
+TRAINER_STATE_FILE: str = "trainer_state.json"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`run_training` produced.
+
+    Attributes
+    ----------
+    run_dir
+        The run directory.
+    metadata
+        The contents of ``bayes_grpo_run.json``.
+    wall_time_s
+        Seconds spent in ``trainer.train()``.
+    final_reward
+        Mean logged reward over the last 10% of logged steps (NaN if none logged).
+    """
+
+    run_dir: Path
+    metadata: dict[str, Any]
+    wall_time_s: float
+    final_reward: float
+
+
+def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) -> None:
+    """Raise ``ValueError`` when the task has no reward function or one is not callable/a model id."""
+    if config.task == "custom" and not reward_funcs:
+        raise ValueError(
+            "missing reward function: task 'custom' needs reward_funcs (Python) or --reward "
+            "module:function (CLI); built-in tasks 'next_digit' and 'gsm8k' bring their own"
+        )
+    for f in reward_funcs or ():
+        if not (callable(f) or isinstance(f, str)):
+            raise ValueError(f"reward function {f!r} is neither callable nor a reward-model name")
+
+
+def _reward_name(f: Any) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _prepare_output_dir(output_dir: Path, overwrite: bool) -> None:
+    state = output_dir / TRAINER_STATE_FILE
+    if (state.exists() or (output_dir / METADATA_FILE).exists()) and not overwrite:
+        raise FileExistsError(
+            f"{output_dir}: already holds a run ({state.name}); pass overwrite=True / --overwrite"
+        )
+    output_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
+    """Model, tokenizer and the ``model`` label; the tiny model is built in ``workdir``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from bayes_grpo.train.tiny import TINY_MODEL_LABEL, build_tiny_model
+
+    if config.model == TINY_MODEL:
+        path: str = str(build_tiny_model(workdir / "tiny_model", seed=config.seed))
+        label = TINY_MODEL_LABEL
+    else:
+        path = config.model
+        local = Path(path)
+        if path.startswith((".", "/", "~")) and not local.is_dir():
+            raise FileNotFoundError(f"{path}: model directory not found")
+        label = local.name if local.is_dir() else path
+    kwargs: dict[str, Any] = {}
+    if config.device == "auto" and torch.cuda.is_available():
+        kwargs["dtype"] = torch.bfloat16
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    return model, tokenizer, label
+
+
+def _build_dataset_and_rewards(
+    config: TrainConfig, tokenizer: Any, reward_funcs: Sequence[Any] | None, train_dataset: Any
+) -> tuple[Any, list[Any]]:
+    from datasets import Dataset
+
+    from bayes_grpo.train import tasks, tiny
+
+    if config.task == "next_digit":
+        n = (
+            config.n_prompts
+            or config.max_steps * config.prompts_per_step + config.prompts_per_step * config.k_ref
+        )
+        dataset = Dataset.from_list(tiny.next_digit_prompts(n, seed=config.seed))
+        rewards = list(reward_funcs or [tiny.make_next_digit_reward(tokenizer)])
+    elif config.task == "gsm8k":
+        raw = (
+            train_dataset
+            if train_dataset is not None
+            else tasks.load_prompt_dataset(
+                config.dataset, config=config.dataset_config, split=config.dataset_split
+            )
+        )
+        chat = getattr(tokenizer, "chat_template", None) is not None
+        dataset = tasks.gsm8k_prompts(raw, chat=chat)
+        rewards = list(reward_funcs or [tasks.gsm8k_reward])
+    else:
+        dataset = (
+            train_dataset
+            if train_dataset is not None
+            else tasks.load_prompt_dataset(
+                config.dataset, config=config.dataset_config, split=config.dataset_split
+            )
+        )
+        if "prompt" not in dataset.column_names:
+            raise ValueError(
+                f"dataset {config.dataset!r} has no 'prompt' column; columns: {dataset.column_names}"
+            )
+        rewards = list(reward_funcs or [])
+    return dataset, rewards
+
+
+def _final_reward(log_history: list[dict[str, Any]]) -> float:
+    rewards = [float(h["reward"]) for h in log_history if h.get("reward") is not None]
+    if not rewards:
+        return float("nan")
+    tail = rewards[-max(1, len(rewards) // 10) :]
+    return sum(tail) / len(tail)
+
+
+def run_training(
+    config: TrainConfig,
+    output_dir: str | os.PathLike,
+    *,
+    reward_funcs: Sequence[Callable[..., list[float]] | str] | None = None,
+    train_dataset: Any = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+    quiet: bool = True,
+) -> TrainResult:
+    """Train one GRPO run and write its run directory.
+
+    Parameters
+    ----------
+    config
+        Theory knobs (validated here, before anything is loaded).
+    output_dir
+        Run directory to create (refused if it already holds a run, unless ``overwrite``).
+    reward_funcs
+        TRL reward functions (``f(prompts, completions, **columns) -> list[float]``) or
+        reward-model ids; required for ``task="custom"``, optional override otherwise.
+    train_dataset
+        A ``datasets.Dataset`` to use instead of loading ``config.dataset``.
+    overwrite
+        Replace an existing run in ``output_dir``.
+    threads
+        ``torch.set_num_threads`` for CPU runs (None: leave torch's default).
+    quiet
+        Drop transformers' console printing of every log entry.
+
+    Returns
+    -------
+    TrainResult
+    """
+    config = validate_config(config)
+    check_reward_funcs(config, reward_funcs)
+    output_dir = Path(output_dir)
+    _prepare_output_dir(output_dir, overwrite)
+
+    import torch
+    import trl
+    from transformers import PrinterCallback, ProgressCallback
+
+    from bayes_grpo.train.callback import DynamicsDiagnosticsCallback
+
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    kwargs = grpo_config_kwargs(config, str(output_dir))
+    kwargs.setdefault("disable_dropout", True)
+    try:
+        args = trl.GRPOConfig(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"TRL rejected the configuration for {output_dir}: {exc}") from exc
+
+    with tempfile.TemporaryDirectory(prefix="bayes_grpo_train_") as tmp:
+        model, tokenizer, label = _load_model(config, Path(tmp))
+        dataset, rewards = _build_dataset_and_rewards(
+            config, tokenizer, reward_funcs, train_dataset
+        )
+        model_size = sum(p.numel() for p in model.parameters())
+        trainer = trl.GRPOTrainer(
+            model=model,
+            reward_funcs=rewards if len(rewards) > 1 else rewards[0],
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        if trainer.accelerator.num_processes != config.num_processes:
+            raise ValueError(
+                f"launched on {trainer.accelerator.num_processes} processes but num_processes="
+                f"{config.num_processes}; prompts_per_step is split over num_processes, so set it to match"
+            )
+        if quiet:
+            for cb in (PrinterCallback, ProgressCallback):
+                trainer.remove_callback(cb)
+        DynamicsDiagnosticsCallback.attach(trainer)
+
+        start = time.perf_counter()
+        trainer.train()
+        wall = time.perf_counter() - start
+        trainer.save_state()
+        if config.save_model:
+            trainer.save_model(str(output_dir))
+
+    metadata = run_metadata(config, model_label=label, model_size=model_size)
+    metadata.update(
+        {
+            "run_id": output_dir.name,
+            "reward_funcs": [_reward_name(f) for f in rewards],
+            "wall_time_s": round(wall, 3),
+            "versions": {
+                "torch": torch.__version__,
+                "trl": trl.__version__,
+                "transformers": __import__("transformers").__version__,
+            },
+        }
+    )
+    if trainer.is_world_process_zero():
+        write_text_atomic(output_dir / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
+    return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+
+
+def read_run_dir(run_dir: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
+    """Per-step metrics of a run directory as a DataFrame indexed by step, and its metadata.
+
+    A minimal reader for this runner's own output (the general TRL loader lives in
+    :mod:`bayes_grpo.runset`); columns keep TRL's names.
+    """
+    import pandas as pd
+
+    run_dir = Path(run_dir)
+    state_path, meta_path = run_dir / TRAINER_STATE_FILE, run_dir / METADATA_FILE
+    for p in (state_path, meta_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: missing (not a bayes-grpo train run directory)")
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    rows = [h for h in state.get("log_history", []) if "step" in h and "train_runtime" not in h]
+    frame = pd.DataFrame(rows).groupby("step").last().sort_index()
+    return frame, json.loads(meta_path.read_text(encoding="utf-8"))
+
+
+__all__ = [
+    "METADATA_FILE",
+    "TRAINER_STATE_FILE",
+    "TrainResult",
+    "check_reward_funcs",
+    "read_run_dir",
+    "run_training",
+]

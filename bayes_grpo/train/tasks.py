@@ -1,0 +1,138 @@
+"""Prompt datasets and binary verifiable rewards for the runner.
+
+- ``next_digit``: the offline toy task (:mod:`bayes_grpo.train.tiny`).
+- ``gsm8k``: a GSM8K-style dataset (columns ``question`` and ``answer``, the gold answer after
+  ``####``) from the Hub or a local file/directory, with a numeric answer checker.
+- ``custom``: any dataset with a ``prompt`` column; the caller supplies reward functions.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+#: Instruction appended to each GSM8K question.
+GSM8K_INSTRUCTION: str = (
+    "Solve the problem step by step, then give the final answer as '#### <number>'."
+)
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_FINAL = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
+
+
+def _to_number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def extract_final_number(text: str) -> float | None:
+    """The answer a GSM8K-style completion gives: the number after ``####``, else the last number.
+
+    Returns None when the text holds no number.
+    """
+    final = _FINAL.findall(text)
+    if final:
+        return _to_number(final[-1])
+    numbers = _NUMBER.findall(text)
+    return _to_number(numbers[-1]) if numbers else None
+
+
+def gold_answer(answer: str) -> float:
+    """The gold number of a GSM8K ``answer`` field (text after ``####``, or the field itself)."""
+    value = extract_final_number(str(answer))
+    if value is None:
+        raise ValueError(f"GSM8K answer has no number: {answer!r}")
+    return value
+
+
+def _completion_text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):  # conversational: [{"role": "assistant", "content": ...}]
+        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
+    return str(completion)
+
+
+def gsm8k_reward(
+    prompts: list[Any], completions: list[Any], answer: list[str], **kwargs: Any
+) -> list[float]:
+    """Binary reward: 1.0 when the completion's final number equals the gold answer (to 1e-6)."""
+    out = []
+    for completion, gold in zip(completions, answer):
+        got = extract_final_number(_completion_text(completion))
+        want = gold_answer(gold)
+        out.append(
+            1.0 if got is not None and abs(got - want) <= 1e-6 * max(1.0, abs(want)) else 0.0
+        )
+    return out
+
+
+def load_prompt_dataset(
+    source: str,
+    *,
+    config: str | None = None,
+    split: str = "train",
+) -> Any:
+    """Load a dataset from the Hub (name) or disk (a ``.json/.jsonl/.csv/.parquet`` file or a folder).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path-like source that does not exist.
+    """
+    import datasets
+
+    path = Path(source)
+    suffix = path.suffix.lower()
+    formats = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
+    if suffix in formats:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: dataset file not found")
+        return datasets.load_dataset(formats[suffix], data_files=str(path), split="train")
+    if path.is_dir():
+        if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
+            ds = datasets.load_from_disk(str(path))
+            return ds[split] if isinstance(ds, datasets.DatasetDict) else ds
+        return datasets.load_dataset(str(path), config, split=split)
+    if source.startswith((".", "/", "~")) or source.count("/") > 1:
+        raise FileNotFoundError(f"{source}: dataset path not found")
+    return datasets.load_dataset(source, config, split=split)
+
+
+def gsm8k_prompts(dataset: Any, *, chat: bool) -> Any:
+    """Map a GSM8K-style dataset to TRL's ``prompt`` column (plus ``answer`` for the reward).
+
+    Parameters
+    ----------
+    dataset
+        ``datasets.Dataset`` with ``question`` (or ``prompt``) and ``answer`` columns.
+    chat
+        Conversational prompts (``[{"role": "user", ...}]``) for models with a chat template.
+    """
+    cols = set(dataset.column_names)
+    qcol = "question" if "question" in cols else "prompt" if "prompt" in cols else None
+    if qcol is None or "answer" not in cols:
+        raise ValueError(
+            f"a GSM8K-style dataset needs 'question' (or 'prompt') and 'answer' columns; it has {sorted(cols)}"
+        )
+
+    def to_prompt(row: dict[str, Any]) -> dict[str, Any]:
+        text = f"{row[qcol]}\n{GSM8K_INSTRUCTION}"
+        prompt = [{"role": "user", "content": text}] if chat else text + "\n"
+        return {"prompt": prompt, "answer": str(row["answer"])}
+
+    drop = [c for c in dataset.column_names if c not in ("answer",)]
+    return dataset.map(to_prompt, remove_columns=drop)
+
+
+__all__ = [
+    "GSM8K_INSTRUCTION",
+    "extract_final_number",
+    "gold_answer",
+    "gsm8k_prompts",
+    "gsm8k_reward",
+    "load_prompt_dataset",
+]

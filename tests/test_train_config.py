@@ -1,0 +1,153 @@
+"""Theory knobs -> TRL settings, run metadata, and clear errors for bad configurations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bayes_grpo.cli import main as cli_main
+from bayes_grpo.runset.schema import RUN_COORDS
+from bayes_grpo.train.config import TrainConfig, grpo_config_kwargs, k_ref_mapping, run_metadata
+
+
+@pytest.mark.parametrize("k_ref", [1, 2, 4, 8])
+@pytest.mark.parametrize("via", ["steps_per_generation", "num_iterations"])
+@pytest.mark.parametrize("ga", [1, 2])
+def test_k_ref_is_optimizer_steps_per_rollout(k_ref, via, ga):
+    cfg = TrainConfig(
+        k_ref=k_ref, k_ref_via=via, gradient_accumulation_steps=ga, prompts_per_step=8, group_size=4
+    )
+    m = k_ref_mapping(cfg)
+    assert (
+        m["steps_per_generation"] * m["num_iterations"] / m["gradient_accumulation_steps"] == k_ref
+    )
+    # one optimizer step always sees prompts_per_step x G completions, whatever K_ref is
+    assert m["per_device_train_batch_size"] * m["gradient_accumulation_steps"] == 8 * 4
+    if via == "steps_per_generation":
+        # fresh prompts each step: a rollout holds K_ref steps' worth of prompts
+        assert m["num_iterations"] == 1 and m["generation_batch_size"] == 32 * k_ref
+    else:
+        # the same rollout is reused K_ref times
+        assert m["num_iterations"] == k_ref and m["generation_batch_size"] == 32
+
+
+def test_trl_derives_the_same_batches_from_the_mapped_config(tmp_path):
+    trl = pytest.importorskip("trl")
+    cfg = TrainConfig(k_ref=4, group_size=4, completions_per_step=32, optimizer="sgd", momentum=0.8)
+    kwargs = grpo_config_kwargs(cfg, str(tmp_path))
+    args = trl.GRPOConfig(**kwargs)
+    m = k_ref_mapping(cfg)
+    assert args.generation_batch_size == m["generation_batch_size"] == 128
+    assert args.steps_per_generation == 4 and args.num_iterations == 1
+    assert args.num_generations == 4 and args.per_device_train_batch_size == 32
+    assert args.optim == "sgd" and args.optim_args == "momentum=0.8"
+    assert args.use_cpu and not args.bf16 and args.logging_steps == 1
+    assert not args.activation_checkpointing and not args.gradient_checkpointing
+
+
+def test_adam_momentum_is_beta1_with_ema_convention_and_sgd_is_heavy_ball():
+    adam = grpo_config_kwargs(TrainConfig(momentum=0.7), "out")
+    assert adam["optim"] == "adamw_torch" and adam["adam_beta1"] == 0.7 and "optim_args" not in adam
+    meta_adam = run_metadata(TrainConfig(momentum=0.7), model_label="m", model_size=10)
+    meta_sgd = run_metadata(
+        TrainConfig(optimizer="sgd", momentum=0.5), model_label="m", model_size=10
+    )
+    assert (meta_adam["momentum"], meta_adam["momentum_convention"]) == (0.7, "ema")
+    assert (meta_sgd["momentum"], meta_sgd["momentum_convention"]) == (0.5, "heavy_ball")
+
+
+def test_metadata_carries_every_run_coordinate_under_its_contract_name():
+    cfg = TrainConfig(
+        group_size=4, prompts_per_step=32, learning_rate=3e-3, k_ref=2, beta=0.04, seed=7
+    )
+    meta = run_metadata(cfg, model_label="tiny-gpt2", model_size=123)
+    coords = set(RUN_COORDS) - {"source"}  # the loader sets source
+    assert coords <= set(meta)
+    assert all(meta[c] not in (None, "") for c in coords)
+    assert (
+        meta["group_size"] == 4
+        and meta["k_ref"] == 2
+        and meta["beta"] == 0.04
+        and meta["seed"] == 7
+    )
+    assert meta["prompts_per_step"] == 32 and meta["completions_per_step"] == 128
+    json.dumps(meta)  # serialisable
+
+
+def test_kl_reference_sync_maps_to_trl_sync_ref_model():
+    kw = grpo_config_kwargs(TrainConfig(beta=0.04, ref_model_sync_steps=50), "out")
+    assert (
+        kw["sync_ref_model"]
+        and kw["ref_model_sync_steps"] == 50
+        and kw["ref_model_mixup_alpha"] == 1.0
+    )
+    assert "sync_ref_model" not in grpo_config_kwargs(TrainConfig(beta=0.04), "out")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"group_size": 16, "prompts_per_step": None, "completions_per_step": 100},
+            "does not divide the batch",
+        ),
+        ({"optimizer": "lion"}, "unknown optimizer 'lion'"),
+        ({"group_size": 1}, "group_size"),
+        ({"momentum": 1.0}, "momentum"),
+        ({"k_ref": 0}, "k_ref"),
+        ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"num_processes": 3}, "does not split over num_processes=3"),
+        ({"task": "gsm8k"}, "needs a dataset"),
+        ({"ref_model_sync_steps": 10}, "beta = 0"),
+        ({"extra_grpo_args": {"num_generations": 4}}, "may not set ['num_generations']"),
+        ({"prompts_per_step": 4, "completions_per_step": 32}, "contradicts"),
+    ],
+)
+def test_bad_configurations_fail_before_training_with_a_clear_error(changes, message):
+    with pytest.raises(ValueError, match=None) as info:
+        TrainConfig(**changes).resolved()
+    assert message in str(info.value)
+
+
+def test_missing_reward_function_fails_before_anything_is_loaded(tmp_path):
+    from bayes_grpo.train.runner import run_training
+
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="missing reward function"):
+        run_training(TrainConfig(task="custom", dataset="prompts.jsonl"), out)
+    assert not out.exists()
+
+
+def test_cli_reports_bad_configurations_as_one_error_line(capsys):
+    assert cli_main(["train", "out", "-G", "16", "--completions-per-step", "100", "--dry-run"]) == 2
+    assert "G=16 does not divide the batch of 100 completions" in capsys.readouterr().err
+    assert cli_main(["train", "out", "--task", "custom", "--dataset", "p.jsonl", "--dry-run"]) == 2
+    assert "missing reward function" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["train", "out", "--optimizer", "lion"])
+    assert "invalid choice: 'lion'" in capsys.readouterr().err
+
+
+def test_cli_dry_run_prints_the_trl_settings_as_json(capsys):
+    assert (
+        cli_main(
+            [
+                "train",
+                "out",
+                "--k-ref",
+                "4",
+                "-G",
+                "4",
+                "--prompts-per-step",
+                "32",
+                "--dry-run",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["grpo_config"]["steps_per_generation"] == 4
+    assert plan["grpo_config"]["per_device_train_batch_size"] == 128
+    assert plan["k_ref_mapping"]["generation_batch_size"] == 512

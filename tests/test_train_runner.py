@@ -1,0 +1,132 @@
+"""A real (short) GRPO run of the tiny offline model through TRL, ingested into a run set."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("trl")
+
+from bayes_grpo.runset import make_runset  # noqa: E402
+from bayes_grpo.runset.schema import NUMERIC_COORDS, RUN_COORDS, STRING_COORDS  # noqa: E402
+from bayes_grpo.train import TrainConfig, read_run_dir, run_training  # noqa: E402
+from bayes_grpo.train.adapter import METRIC_NAMES  # noqa: E402
+
+pytestmark = pytest.mark.train
+
+G = 8
+K_REF = 2
+STEPS = 40
+CONFIG = TrainConfig(
+    group_size=G,
+    prompts_per_step=8,
+    learning_rate=1e-2,  # fast enough that the tiny model learns within STEPS
+    k_ref=K_REF,
+    max_steps=STEPS,
+    seed=0,
+)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("train") / "tiny_k2_s0"
+    result = run_training(CONFIG, out, threads=1)
+    frame, meta = read_run_dir(out)
+    return result, frame, meta
+
+
+def _ingest(run_dir):
+    """The run set of one run directory, through the ingest loader when it exists."""
+    try:
+        from bayes_grpo.runset.ingest import load_runs
+    except ImportError:  # ingest area not merged yet: build it from the files directly
+        frame, meta = read_run_dir(run_dir)
+        curves = {meta["run_id"]: frame.rename(columns=lambda c: c.replace("/", "_"))}
+        coords = {k: meta[k] for k in RUN_COORDS if k in meta}
+        coords["source"] = f"trl:{run_dir}"
+        return make_runset(curves, {meta["run_id"]: coords})
+    return load_runs([run_dir])
+
+
+def test_run_directory_holds_logs_and_metadata_but_no_weights(run):
+    result, _, meta = run
+    files = sorted(p.name for p in result.run_dir.iterdir())
+    assert files == ["bayes_grpo_run.json", "trainer_state.json"]
+    assert meta["model"] == "tiny-gpt2" and 50_000 < meta["model_size"] < 200_000
+    assert meta["group_size"] == G and meta["k_ref"] == K_REF and meta["prompts_per_step"] == 8
+    assert meta["momentum_convention"] == "ema" and meta["momentum"] == 0.9
+    assert meta["k_ref_mapping"]["steps_per_generation"] == K_REF
+    assert json.loads((result.run_dir / "bayes_grpo_run.json").read_text()) == meta
+
+
+def test_short_run_ingests_into_a_runset_with_every_coordinate_filled(run):
+    result, _, _ = run
+    ds = _ingest(result.run_dir)
+    assert ds.sizes["run"] == 1
+    for name in NUMERIC_COORDS:
+        assert np.isfinite(ds[name].values).all(), name
+    for name in STRING_COORDS:
+        assert all(str(v) for v in ds[name].values), name
+    assert float(ds["group_size"][0]) == G and float(ds["k_ref"][0]) == K_REF
+    assert (
+        float(ds["learning_rate"][0]) == 1e-2 and str(ds["momentum_convention"].values[0]) == "ema"
+    )
+    # the callback's metrics are in the run set, on every step
+    extra = [v for v in ds.data_vars if "policy_lag" in v or "is_ratio" in v or "zero_spread" in v]
+    assert len(extra) >= 3, list(ds.data_vars)
+    lag = next(v for v in ds.data_vars if "policy_lag" in v)
+    assert np.isfinite(ds[lag].values).sum() == STEPS
+    # TRL logs the reward on generation steps only: every K_ref-th step
+    assert np.isfinite(ds["reward"].values).sum() == STEPS // K_REF
+
+
+def test_callback_logs_dynamics_metrics_on_every_step(run):
+    _, frame, _ = run
+    assert len(frame) == STEPS
+    for name in METRIC_NAMES:
+        assert frame[name].notna().all(), name
+    lag = frame["dynamics/policy_lag"].to_numpy()
+    np.testing.assert_array_equal(lag, np.arange(STEPS) % K_REF)
+
+
+def test_zero_spread_share_matches_trls_own_count_on_generation_steps(run):
+    _, frame, _ = run
+    gen = frame[frame["reward"].notna()]
+    np.testing.assert_allclose(
+        gen["dynamics/frac_zero_spread_groups"], gen["frac_reward_zero_std"], atol=1e-12
+    )
+
+
+def test_advantage_variance_is_that_of_group_normalised_advantages(run):
+    # every non-degenerate group's advantages (r - mean) / (std_unbiased + 1e-4) have population
+    # variance (G - 1) / G; degenerate groups contribute zeros
+    _, frame, _ = run
+    zero = frame["dynamics/frac_zero_spread_groups"].to_numpy()
+    expected = (1 - zero) * (G - 1) / G
+    np.testing.assert_allclose(frame["dynamics/advantage_var"], expected, rtol=2e-3, atol=1e-12)
+
+
+def test_importance_ratios_are_one_on_policy_and_spread_once_the_policy_moves(run):
+    _, frame, _ = run
+    lag = frame["dynamics/policy_lag"]
+    fresh, stale = frame[lag == 0], frame[lag == 1]
+    np.testing.assert_allclose(fresh["dynamics/is_ratio_mean"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(fresh["dynamics/is_ratio_std"], 0.0, atol=1e-6)
+    # Before the first group with reward spread every advantage is 0, Adam's update is exactly 0
+    # and stale data are still on-policy; from that rollout on, stale ratios spread.
+    zero = frame["dynamics/frac_zero_spread_groups"]
+    first = zero.index[(zero < 1).to_numpy()][0]
+    assert first < STEPS - K_REF, "no group ever had reward spread: nothing to test"
+    np.testing.assert_array_equal(stale.loc[stale.index < first, "dynamics/is_ratio_std"], 0.0)
+    moved = stale.loc[stale.index > first, "dynamics/is_ratio_std"]
+    assert (moved > 1e-3).all(), moved
+    assert (frame["dynamics/is_ratio_min"] <= frame["dynamics/is_ratio_mean"]).all()
+    assert (frame["dynamics/is_ratio_mean"] <= frame["dynamics/is_ratio_max"]).all()
+
+
+def test_existing_run_is_not_overwritten_silently(run):
+    result, _, _ = run
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        run_training(CONFIG, result.run_dir)
