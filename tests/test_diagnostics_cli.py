@@ -1,0 +1,88 @@
+"""``bayes-grpo diagnose``: the command line over the same diagnostics, and the real public logs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bayes_grpo.cli import main
+from bayes_grpo.diagnostics import DiagnosticsConfig, diagnose
+from bayes_grpo.diagnostics.cases import simulated_case
+from bayes_grpo.runset import concat_runsets, save_runset
+
+
+@pytest.fixture(scope="module")
+def runset_path(tmp_path_factory):
+    ds = concat_runsets([simulated_case("advantage_degeneracy", seed=3), simulated_case("healthy_reward_only", seed=4)])
+    path = tmp_path_factory.mktemp("diag") / "runs.nc"
+    save_runset(ds, path)
+    return path
+
+
+def test_cli_json_matches_python_api(runset_path, capsys):
+    args = ["diagnose", str(runset_path), "--json", "--mode", "advantage_degeneracy", "--set", "common.n_boot=20", "--set", "instability.fit_oscillation=false"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["common"]["n_boot"] == 20
+    by_run = {r["values"]["run"]: r for r in out["results"]}
+    assert by_run["advantage_degeneracy"]["passed"] is False
+    assert by_run["advantage_degeneracy"]["values"]["detected"] is True
+    assert by_run["healthy_reward_only"]["passed"] is None
+    from bayes_grpo.runset import load_runset
+
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}})
+    (api,) = diagnose(load_runset(runset_path), run="advantage_degeneracy", config=cfg, modes=["advantage_degeneracy"])
+    assert api.values["strength"]["value"] == pytest.approx(by_run["advantage_degeneracy"]["values"]["strength"]["value"])
+
+
+def test_cli_table_one_run_and_figures(runset_path, tmp_path, capsys):
+    figs = tmp_path / "figs"
+    args = ["diagnose", str(runset_path), "--run", "advantage_degeneracy", "--mode", "advantage_degeneracy", "--figures", str(figs), "--set", "common.n_boot=10", "--verbose"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "detected" in out and "healthy_reward_only" not in out
+    assert (figs / "advantage_degeneracy__advantage_degeneracy.png").stat().st_size > 1000
+
+
+def test_cli_bad_input_gives_clean_error(runset_path, tmp_path, capsys):
+    assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
+    assert "no such run-set file" in capsys.readouterr().err
+    assert main(["diagnose", str(runset_path), "--set", "degeneracy.nope=1"]) == 2
+    assert "unknown degeneracy settings" in capsys.readouterr().err
+    assert main(["diagnose", str(runset_path), "--run", "nope"]) == 2
+    assert "not in the run set" in capsys.readouterr().err
+
+
+def test_cli_help_lists_every_mode(capsys):
+    with pytest.raises(SystemExit):
+        main(["diagnose", "--help"])
+    text = capsys.readouterr().out
+    for mode in ("reward_hacking", "advantage_degeneracy", "policy_concentration", "instability", "--posterior", "--json"):
+        assert mode in text
+
+
+@pytest.mark.real_runs
+def test_real_logs_diagnosed_without_silent_passes(real_runs_dir):
+    """Every real run gets a verdict or a reason; a TRL run whose groups are mostly all-correct is flagged."""
+    from bayes_grpo.runset.ingest import load_runs
+
+    files = [real_runs_dir / "csv" / f"{name}.csv" for name in ("sun_q25_7bi_g4_vanilla_s42", "alex_q25_0.5b_wordle_g4_run2", "duruoli_llama3.1_8b_quantqa_g4")]
+    ds = load_runs(files)
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}, "instability": {"n_fit_boot": 5}})
+    results = diagnose(ds, config=cfg)
+    assert len(results) == 4 * ds.sizes["run"]
+    for r in results:
+        assert r.passed in (True, False, None)
+        if r.passed is None:
+            assert r.values["reason"]
+    by = {(r.values["run"], r.name): r for r in results}
+    # frac_reward_zero_std of this run stays between 0.7 and 1.0: most groups carry no signal
+    sun = by[("sun_q25_7bi_g4_vanilla_s42", "advantage_degeneracy")]
+    assert sun.passed is False and sun.values["evidence"]["final_share"] > 0.5
+    # no evaluation reward in these logs: decoupling cannot be assessed
+    assert all(by[(run, "reward_hacking")].passed is None for run in map(str, ds["run"].values))
+    # the duruoli log has no entropy: concentration is not assessable there
+    assert by[("duruoli_llama3.1_8b_quantqa_g4", "policy_concentration")].passed is None
+    assert np.isfinite(by[("alex_q25_0.5b_wordle_g4_run2", "advantage_degeneracy")].values["evidence"]["final_share"])
