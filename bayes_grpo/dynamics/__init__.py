@@ -9,6 +9,19 @@ from bayes_grpo.dynamics.coefficients import (
     oscillator_coefficients,
     stationary_variance,
 )
+from bayes_grpo.dynamics.stability import (
+    CRITERIA,
+    REGIMES,
+    boundary_locus_threshold,
+    classify_regime,
+    closed_form_stable,
+    closed_form_threshold,
+    critical_k_ref,
+    exact_stable,
+    exact_threshold,
+    phase_grid,
+    spectral_radius,
+)
 from bayes_grpo.dynamics.trajectory import (
     error_trajectory,
     logistic,
@@ -17,6 +30,17 @@ from bayes_grpo.dynamics.trajectory import (
 )
 
 __all__ = [
+    "CRITERIA",
+    "REGIMES",
+    "boundary_locus_threshold",
+    "classify_regime",
+    "closed_form_stable",
+    "closed_form_threshold",
+    "critical_k_ref",
+    "exact_stable",
+    "exact_threshold",
+    "phase_grid",
+    "spectral_radius",
     "coefficients_from_hyperparameters",
     "damping_ratio",
     "effective_step",

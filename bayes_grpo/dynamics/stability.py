@@ -1,0 +1,490 @@
+"""Stability of GRPO dynamics: the closed-form criterion and the exact discrete one.
+
+The linearised GRPO update with heavy-ball momentum ``mu``, gain ``a = eta K`` and a lag of
+``L = K_ref`` optimizer steps is the recursion (DESIGN.md section 1)
+
+    e[n+1] - e[n] = mu (e[n] - e[n-1]) - a e[n-L]
+
+Two stability criteria are offered and every public function says which one it uses:
+
+* **closed form** (the paper's threshold): the continuum damping
+  ``C_eff = (1 - mu) - a L`` is positive, i.e. ``a L < 1 - mu``; threshold
+  ``a* = (1 - mu) / L``. It is exact at ``L = 1`` and conservative beyond.
+* **exact**: every root of the characteristic polynomial
+  ``P(z) = z^(L-1) (z - 1)(z - mu) + a`` lies strictly inside the unit circle, i.e. the
+  spectral radius of the recursion's companion matrix is ``< 1``.
+
+Conventions
+-----------
+``momentum`` is the heavy-ball ``mu`` of the recursion; for EMA momentum (Adam's beta1)
+pass ``a = eta (1 - b1) K`` (see :func:`bayes_grpo.dynamics.gain`). The thresholds assume
+``0 <= mu < 1`` (the usual range); the spectral radius itself is defined for any ``mu``.
+
+``L = 0`` (no lag: the gradient is taken at the current iterate) is the ordinary heavy-ball
+method: the characteristic polynomial is ``(z - 1)(z - mu) + a z`` (the same formula
+multiplied by ``z``), its exact threshold is ``a* = 2 (1 + mu)``, while the closed form
+``C_eff = 1 - mu > 0`` never predicts instability (closed-form threshold ``+inf``).
+
+The exact criterion needs an integer lag: ``k_ref`` values that are not integers (beyond a
+1e-9 tolerance) raise ``ValueError``; the closed form accepts any real ``L >= 0``.
+
+A value of ``a`` exactly on a threshold (spectral radius 1, or ``C_eff = 0``) is marginal
+and counted as *not* stable; ``a <= 0`` (no restoring force) is not stable either.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+
+from bayes_grpo.constants import HEAVY_BALL
+from bayes_grpo.dynamics.coefficients import (
+    damping_ratio,
+    effective_step,
+    oscillator_coefficients,
+)
+
+#: Regime labels returned by :func:`classify_regime`.
+OVERDAMPED: str = "overdamped"
+CRITICAL: str = "critical"
+UNDERDAMPED: str = "underdamped"
+UNSTABLE: str = "unstable"
+REGIMES: tuple[str, ...] = (OVERDAMPED, CRITICAL, UNDERDAMPED, UNSTABLE)
+
+#: Names of the two stability criteria (used in outputs that say which one a number uses).
+CLOSED_FORM: str = "closed_form"
+EXACT: str = "exact"
+CRITERIA: tuple[str, ...] = (CLOSED_FORM, EXACT)
+
+#: Largest number of matrix entries handled by one batched eigenvalue call (memory bound).
+_MAX_BATCH_ENTRIES: int = 2_000_000
+#: Largest lag at which ``exact_threshold(method="auto")`` bisects on eigenvalues.
+AUTO_BISECTION_MAX_LAG: int = 128
+#: Tolerance on ``k_ref`` being an integer for the exact criterion.
+_INTEGER_TOL: float = 1e-9
+
+
+# ----------------------------------------------------------------------------- closed form
+
+
+def closed_form_stable(a, momentum, k_ref):
+    """Closed-form (paper) stability: ``C_eff = (1 - mu) - a L > 0`` and ``a > 0``.
+
+    Parameters
+    ----------
+    a
+        Gain ``eta K`` (dimensionless, per optimizer step); any shape.
+    momentum
+        Heavy-ball momentum ``mu``; broadcast against ``a``.
+    k_ref
+        Lag ``L`` in optimizer steps (any real ``>= 0``); broadcast.
+
+    Returns
+    -------
+    numpy.ndarray of bool (broadcast shape); NaN inputs give False.
+    """
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    _, damping, _ = oscillator_coefficients(a, mu, lag)
+    with np.errstate(invalid="ignore"):
+        return np.asarray((damping > 0) & (a > 0))
+
+
+def closed_form_threshold(momentum, k_ref):
+    """Closed-form threshold gain ``a* = (1 - mu) / L`` (``+inf`` at ``L = 0``).
+
+    Parameters
+    ----------
+    momentum
+        Heavy-ball momentum ``mu``.
+    k_ref
+        Lag ``L >= 0`` in optimizer steps (real values allowed).
+
+    Returns
+    -------
+    numpy.ndarray of float: stable (closed form) iff ``0 < a < a*``.
+    """
+    mu, lag = np.broadcast_arrays(np.asarray(momentum, dtype=float), np.asarray(k_ref, dtype=float))
+    if np.any(lag < 0):
+        raise ValueError(f"k_ref must be >= 0, got {np.min(lag)}")
+    with np.errstate(divide="ignore"):
+        return np.where(lag > 0, (1.0 - mu) / np.where(lag > 0, lag, 1.0), np.inf)
+
+
+# ----------------------------------------------------------------------------- exact
+
+
+def _integer_lags(k_ref) -> np.ndarray:
+    lag = np.asarray(k_ref, dtype=float)
+    finite = np.isfinite(lag)
+    if np.any(lag[finite] < 0):
+        raise ValueError(f"k_ref must be >= 0, got {np.min(lag[finite])}")
+    bad = finite & (np.abs(lag - np.round(lag)) > _INTEGER_TOL)
+    if np.any(bad):
+        raise ValueError(
+            f"the exact stability criterion needs an integer lag k_ref; got {lag[bad].ravel()[:5].tolist()} "
+            "(the closed-form criterion accepts real values)"
+        )
+    if np.any(~finite):
+        raise ValueError("k_ref must be finite for the exact stability criterion")
+    return np.round(lag).astype(np.int64)
+
+
+def characteristic_coefficients(a, momentum, k_ref: int) -> np.ndarray:
+    """Monic coefficients of the characteristic polynomial of the lagged recursion.
+
+    For ``L >= 1``: ``z^(L+1) - (1 + mu) z^L + mu z^(L-1) + a``; for ``L = 0``:
+    ``z^2 - (1 + mu - a) z + mu``.
+
+    Parameters
+    ----------
+    a, momentum
+        1-D arrays of the same length ``B``.
+    k_ref
+        One integer lag ``L >= 0``.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(B, n)`` with ``n = max(L, 1) + 1``: ``c[:, j]`` multiplies
+    ``z^(n-1-j)`` (the leading 1 omitted).
+    """
+    a = np.asarray(a, dtype=float).ravel()
+    mu = np.asarray(momentum, dtype=float).ravel()
+    lag = int(k_ref)
+    if lag == 0:
+        return np.stack([a - 1.0 - mu, mu], axis=1)
+    n = lag + 1
+    c = np.zeros((a.size, n))
+    c[:, 0] = -(1.0 + mu)
+    c[:, 1] += mu
+    c[:, n - 1] += a
+    return c
+
+
+def _radius_one_lag(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
+    """Spectral radius for many ``(a, mu)`` at one lag (batched companion eigenvalues)."""
+    out = np.full(a.size, np.nan)
+    ok = np.isfinite(a) & np.isfinite(mu)
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return out
+    coeffs = characteristic_coefficients(a[idx], mu[idx], lag)
+    n = coeffs.shape[1]
+    chunk = max(1, _MAX_BATCH_ENTRIES // (n * n))
+    sub = np.eye(n, k=-1)
+    for start in range(0, idx.size, chunk):
+        c = coeffs[start : start + chunk]
+        companion = np.broadcast_to(sub, (c.shape[0], n, n)).copy()
+        companion[:, 0, :] = -c
+        out[idx[start : start + chunk]] = np.max(np.abs(np.linalg.eigvals(companion)), axis=-1)
+    return out
+
+
+def spectral_radius(a, momentum, k_ref):
+    """Spectral radius of the lagged heavy-ball recursion (exact discrete criterion).
+
+    The largest ``|z|`` over the roots of ``z^(L-1) (z - 1)(z - mu) + a = 0``, computed as
+    the eigenvalues of the companion matrix, batched over all settings that share a lag.
+
+    Parameters
+    ----------
+    a
+        Gain ``eta K``; any shape.
+    momentum
+        Heavy-ball momentum ``mu``; broadcast.
+    k_ref
+        Integer lag ``L >= 0`` (optimizer steps); broadcast. Non-integers raise ValueError.
+
+    Returns
+    -------
+    numpy.ndarray of float (broadcast shape): ``< 1`` stable, ``> 1`` divergent; NaN where
+    ``a`` or ``mu`` is NaN. Cost grows as ``L^3`` per setting (``L`` of a few hundred is fine).
+    """
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    lags = _integer_lags(lag)
+    flat_a, flat_mu, flat_lag = a.ravel(), mu.ravel(), lags.ravel()
+    out = np.empty(flat_a.size)
+    for value in np.unique(flat_lag):
+        sel = flat_lag == value
+        out[sel] = _radius_one_lag(flat_a[sel], flat_mu[sel], int(value))
+    return out.reshape(a.shape)
+
+
+def exact_stable(a, momentum, k_ref):
+    """Exact discrete stability: spectral radius ``< 1`` (NaN inputs give False).
+
+    Same arguments as :func:`spectral_radius`; returns a bool array of the broadcast shape.
+    """
+    radius = spectral_radius(a, momentum, k_ref)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(radius < 1.0)
+
+
+def _check_momentum_range(mu: np.ndarray) -> None:
+    finite = mu[np.isfinite(mu)]
+    if finite.size and (np.any(finite < 0) or np.any(finite >= 1)):
+        raise ValueError(
+            f"stability thresholds assume 0 <= momentum < 1; got values in [{finite.min()}, {finite.max()}]"
+        )
+
+
+def boundary_locus_threshold(momentum, k_ref):
+    """Exact threshold gain ``a*`` by the boundary locus (analytic route, fast for any ``L``).
+
+    A root crosses the unit circle at ``z = exp(i theta)`` when ``a = -P0(z)`` is real and
+    positive, ``P0(z) = z^(L-1) (z - 1)(z - mu)``. With ``arg(z - 1) = (theta + pi)/2`` and
+    ``phi(theta) = arg(z - mu)``, the first crossing (``0 <= mu < 1``) is the unique root
+    ``theta1`` in ``(0, pi]`` of ``(L - 1/2) theta + phi(theta) = pi/2`` (the left side
+    increases in ``theta``), and ``|P0|`` increases along the circle, so
+
+        a* = |P0(exp(i theta1))| = 2 sin(theta1 / 2) sqrt(1 - 2 mu cos(theta1) + mu^2).
+
+    For ``mu = 0`` this gives ``a* = 2 sin(pi / (2 (2L + 1)))``, so ``a* L -> pi/2``.
+    Same arguments and result as :func:`exact_threshold`.
+    """
+    mu, lag = np.broadcast_arrays(np.asarray(momentum, dtype=float), np.asarray(k_ref, dtype=float))
+    lags = _integer_lags(lag).astype(float)
+    _check_momentum_range(mu)
+    lo = np.zeros(mu.shape)
+    hi = np.full(mu.shape, math.pi)
+    for _ in range(80):  # bisection in theta to machine precision
+        mid = 0.5 * (lo + hi)
+        g = (lags - 0.5) * mid + np.arctan2(np.sin(mid), np.cos(mid) - mu) - 0.5 * math.pi
+        lo = np.where(g < 0, mid, lo)
+        hi = np.where(g < 0, hi, mid)
+    theta = 0.5 * (lo + hi)
+    theta = np.where(lags == 0, math.pi, theta)
+    out = 2.0 * np.sin(theta / 2.0) * np.sqrt(1.0 - 2.0 * mu * np.cos(theta) + mu * mu)
+    return np.where(np.isfinite(mu), out, np.nan)
+
+
+def exact_threshold(momentum, k_ref, *, method: str = "auto", rtol: float = 1e-12):
+    """Exact threshold gain ``a*``: the smallest ``a > 0`` with spectral radius 1.
+
+    Parameters
+    ----------
+    momentum
+        Heavy-ball momentum ``mu`` in ``[0, 1)``.
+    k_ref
+        Integer lag ``L >= 0``; broadcast against ``momentum``.
+    method
+        ``"bisection"``: bisection on the spectral radius of the companion matrix
+        (vectorised over settings that share a lag). The stable set in ``a`` is the interval
+        ``(0, a*)``: at ``a = 0+`` the root ``z = 1`` moves inside the unit circle
+        (``dz/da = -1/(1 - mu)``). Bracket ``(0, 1]`` for ``L >= 1`` (the product of the
+        roots has modulus ``a``); ``L = 0`` gives ``2 (1 + mu)`` directly. Cost ``~ L^3``
+        per bisection step.
+        ``"boundary_locus"``: the analytic route of :func:`boundary_locus_threshold`.
+        ``"auto"`` (default): bisection for ``L <= 128``, boundary locus beyond (the two
+        agree to ~1e-12 where both are run; see the tests).
+    rtol
+        Relative width of the final bisection bracket.
+
+    Returns
+    -------
+    numpy.ndarray of float (broadcast shape). Reference values (DESIGN.md): ``mu=0, L=1``: 1;
+    ``mu=0, L=2``: 0.6180; ``mu=0.5, L=5``: 0.1286; ``mu=0.9, L=10``: 0.01139.
+    """
+    if method not in ("auto", "bisection", "boundary_locus"):
+        raise ValueError(
+            f"unknown method {method!r}; expected 'auto', 'bisection' or 'boundary_locus'"
+        )
+    mu, lag = np.broadcast_arrays(np.asarray(momentum, dtype=float), np.asarray(k_ref, dtype=float))
+    lags = _integer_lags(lag)
+    _check_momentum_range(mu)
+    if method == "boundary_locus":
+        return boundary_locus_threshold(mu, lags)
+    flat_mu, flat_lag = mu.ravel(), lags.ravel()
+    out = np.full(flat_mu.size, np.nan)
+    for value in np.unique(flat_lag):
+        sel = np.flatnonzero((flat_lag == value) & np.isfinite(flat_mu))
+        if sel.size == 0:
+            continue
+        m = flat_mu[sel]
+        if value == 0:
+            out[sel] = 2.0 * (1.0 + m)
+            continue
+        if method == "auto" and value > AUTO_BISECTION_MAX_LAG:
+            out[sel] = boundary_locus_threshold(m, value)
+            continue
+        lo = np.zeros(sel.size)  # stable in the limit a -> 0+
+        hi = np.ones(sel.size)  # |product of roots| = a = 1: not stable
+        n_iter = int(math.ceil(math.log2(1.0 / rtol))) + 2
+        for _ in range(n_iter):
+            mid = 0.5 * (lo + hi)
+            stable = _radius_one_lag(mid, m, int(value)) < 1.0
+            lo = np.where(stable, mid, lo)
+            hi = np.where(stable, hi, mid)
+            if np.all(hi - lo <= rtol * hi):
+                break
+        out[sel] = 0.5 * (lo + hi)
+    return out.reshape(mu.shape)
+
+
+# ----------------------------------------------------------------------------- regimes
+
+
+def classify_regime(mass, damping, k_eff, *, rtol: float = 1e-9):
+    """Regime of the continuum oscillator ``M e'' + C e' + K_eff e = 0`` (closed-form criterion).
+
+    Parameters
+    ----------
+    mass, damping, k_eff
+        ``M_eff``, ``C_eff``, ``K_eff``; broadcast.
+    rtol
+        ``|zeta - 1| <= rtol`` counts as critical damping.
+
+    Returns
+    -------
+    ``str`` for scalar inputs, else a numpy array of ``str`` (broadcast shape):
+    ``"unstable"`` when ``C_eff <= 0``, ``K_eff <= 0`` or ``M_eff <= 0`` (no decay to the
+    plateau: the closed-form criterion), ``"critical"`` when ``zeta = 1`` within ``rtol``,
+    ``"overdamped"`` when ``zeta > 1``, ``"underdamped"`` (oscillatory) when ``zeta < 1``;
+    ``""`` where an input is NaN.
+    """
+    m, c, k = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (mass, damping, k_eff)))
+    out = np.full(m.shape, "", dtype=object)
+    finite = np.isfinite(m) & np.isfinite(c) & np.isfinite(k)
+    unstable = finite & ((c <= 0) | (k <= 0) | (m <= 0))
+    ok = finite & ~unstable
+    zeta = np.full(m.shape, np.nan)
+    zeta[ok] = damping_ratio(m[ok], c[ok], k[ok])
+    out[unstable] = UNSTABLE
+    out[ok & (np.abs(zeta - 1.0) <= rtol)] = CRITICAL
+    out[ok & (zeta > 1.0 + rtol)] = OVERDAMPED
+    out[ok & (zeta < 1.0 - rtol)] = UNDERDAMPED
+    if out.ndim == 0:
+        return str(out[()])
+    return out.astype(str)
+
+
+def critical_k_ref(a, momentum, method: str = EXACT):
+    """The first integer lag ``K_ref`` at which a setting stops being stable.
+
+    Parameters
+    ----------
+    a
+        Gain ``eta K`` (> 0); any shape.
+    momentum
+        Heavy-ball momentum ``mu`` in ``[0, 1)``; broadcast.
+    method
+        ``"exact"``: smallest integer ``L`` with spectral radius ``>= 1``, i.e. with
+        ``a >= a*(L)`` from :func:`exact_threshold` (``a*`` decreases with ``L``, so all
+        larger lags are unstable too; found by binary search over ``L``). ``"closed_form"``: smallest integer ``L`` with ``C_eff <= 0``, i.e.
+        ``ceil((1 - mu)/a)``.
+
+    Returns
+    -------
+    numpy.ndarray of float holding integers (broadcast shape); 0 where ``a <= 0`` or
+    (exact) ``a >= 2(1 + mu)``; NaN for NaN inputs. Stable for ``K_ref`` below this value.
+    """
+    a, mu = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(momentum, dtype=float))
+    _check_momentum_range(mu)
+    out = np.full(a.shape, np.nan)
+    finite = np.isfinite(a) & np.isfinite(mu)
+    nonpos = finite & (a <= 0)
+    out[nonpos] = 0.0
+    pos = finite & (a > 0)
+    if method == CLOSED_FORM:
+        ratio = (1.0 - mu[pos]) / a[pos]
+        out[pos] = np.ceil(ratio)
+        return out
+    if method != EXACT:
+        raise ValueError(f"unknown stability method {method!r}; expected one of {CRITERIA}")
+    av, mv = a[pos], mu[pos]
+    # Smallest integer L with a >= a*(L); a*(L) decreases in L. Upper bound from the boundary
+    # locus: a*(L) <= pi (1 + mu) / (2L - 1), so every L >= hi is unstable.
+    hi = np.ceil((math.pi * (1.0 + mv) / av + 1.0) / 2.0) + 1.0
+    lo = np.zeros(av.size)
+    while np.any(lo < hi):
+        active = lo < hi
+        mid = np.floor(0.5 * (lo + hi))
+        stable = np.ones(av.size, dtype=bool)
+        stable[active] = av[active] < exact_threshold(mv[active], mid[active])
+        lo = np.where(active & stable, mid + 1.0, lo)
+        hi = np.where(active & ~stable, mid, hi)
+    out[pos] = lo
+    return out
+
+
+# ----------------------------------------------------------------------------- phase grid
+
+
+def phase_grid(
+    stiffness, momentum, learning_rates, k_refs, convention: str = HEAVY_BALL
+) -> xr.Dataset:
+    """Stability and regime over a grid of learning rates and lags (for phase diagrams).
+
+    Parameters
+    ----------
+    stiffness
+        Curvature ``K`` (scalar; gain is ``a = eta_eff K``).
+    momentum
+        Momentum ``mu`` (heavy-ball) or Adam ``beta1`` (EMA), scalar, in ``[0, 1)``.
+    learning_rates
+        1-D array of learning rates ``eta`` (> 0).
+    k_refs
+        1-D array of integer lags ``L >= 0``.
+    convention
+        ``"heavy_ball"`` or ``"ema"`` (EMA uses ``eta_eff = eta (1 - b1)``).
+
+    Returns
+    -------
+    xarray.Dataset with dims ``(learning_rate, k_ref)`` and variables ``a``, ``M_eff``,
+    ``C_eff``, ``K_eff``, ``zeta`` (NaN where ``C_eff <= 0``), ``regime`` (str),
+    ``closed_form_stable``, ``exact_stable`` (bool), ``spectral_radius``; and, per
+    ``k_ref``, ``closed_form_threshold_lr`` and ``exact_threshold_lr``, the learning rates at
+    which each criterion puts the boundary. Attributes record ``stiffness``, ``momentum``
+    and ``convention``.
+    """
+    lrs = np.asarray(learning_rates, dtype=float).ravel()
+    lags = np.asarray(k_refs, dtype=float).ravel()
+    if lrs.size == 0 or lags.size == 0:
+        raise ValueError("phase_grid needs at least one learning rate and one k_ref")
+    mu = float(momentum)
+    eff = np.asarray(effective_step(lrs, mu, convention), dtype=float)
+    a = (eff * float(stiffness))[:, None] * np.ones((1, lags.size))
+    lag2 = np.broadcast_to(lags[None, :], a.shape)
+    mass, damping, k_eff = oscillator_coefficients(a, mu, lag2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zeta = np.where(
+            (damping > 0) & (k_eff > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
+        )
+    radius = spectral_radius(a, mu, lag2)
+    per_lr = float(effective_step(1.0, mu, convention)) * float(stiffness)  # gain per unit eta
+    dims = ("learning_rate", "k_ref")
+    ds = xr.Dataset(
+        {
+            "a": (dims, a),
+            "M_eff": (dims, mass),
+            "C_eff": (dims, damping),
+            "K_eff": (dims, np.asarray(k_eff, dtype=float)),
+            "zeta": (dims, zeta),
+            "regime": (dims, classify_regime(mass, damping, k_eff)),
+            "closed_form_stable": (dims, closed_form_stable(a, mu, lag2)),
+            "exact_stable": (dims, radius < 1.0),
+            "spectral_radius": (dims, radius),
+            "closed_form_threshold_lr": (("k_ref",), closed_form_threshold(mu, lags) / per_lr),
+            "exact_threshold_lr": (("k_ref",), exact_threshold(mu, lags) / per_lr),
+        },
+        coords={"learning_rate": lrs, "k_ref": lags},
+    )
+    ds.attrs.update(stiffness=float(stiffness), momentum=mu, convention=convention)
+    return ds
+
+
+__all__ = [
+    "REGIMES",
+    "CRITERIA",
+    "closed_form_stable",
+    "closed_form_threshold",
+    "characteristic_coefficients",
+    "spectral_radius",
+    "exact_stable",
+    "exact_threshold",
+    "boundary_locus_threshold",
+    "classify_regime",
+    "critical_k_ref",
+    "phase_grid",
+]
