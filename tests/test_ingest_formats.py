@@ -387,3 +387,20 @@ def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):
     back = load_runset(save_runset(ds, tmp_path / "runs.nc"))
     assert back.attrs == ds.attrs
     assert runset_summary(back).equals(runset_summary(ds))
+
+
+def test_hf_output_dir_reads_the_curve_from_trainer_state_and_hyperparameters_from_tensorboard(
+    tmp_path,
+):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    out = tmp_path / "grpo-out"
+    _write_state(out / "checkpoint-12")
+    writer = torch_tb.SummaryWriter(str(out / "runs" / "Jan01_12-00-00_host"))
+    writer.add_text("args", json.dumps({"num_generations": 4, "learning_rate": 3e-6, "beta": 0.0}))
+    writer.add_scalar("train/reward", 0.0, 1)
+    writer.close()
+    ds = load_runs([out])
+    assert list(ds.run.values) == ["grpo-out"]  # one run, not two
+    np.testing.assert_allclose(ds.reward.sel(run="grpo-out").dropna("step").values, REWARD)
+    c = run_coords(ds, "grpo-out")
+    assert (c["group_size"], c["learning_rate"], c["beta"]) == (4, 3e-6, 0.0)

@@ -319,8 +319,8 @@ def _walk(root: Path) -> list[Path]:
     return files
 
 
-def discover(path: str | Path) -> tuple[list[_Job], list[str]]:
-    """The log files a path stands for, and notes on what was passed over.
+def discover(path: str | Path) -> list[_Job]:
+    """The log files a path stands for.
 
     A file is one log. A directory is searched recursively: for each run folder, the folder's own
     ``trainer_state.json`` or else its latest ``checkpoint-*``'s; TensorBoard event files (each one a
@@ -333,10 +333,9 @@ def discover(path: str | Path) -> tuple[list[_Job], list[str]]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     if path.is_file():
-        return [_Job(path, detect_format(path))], []
+        return [_Job(path, detect_format(path))]
     direct = resolve_trainer_state(path)
     files = _walk(path)
-    notes: list[str] = []
     state_roots: dict[Path, Path] = {}
     for f in files:
         if f.name == "trainer_state.json":
@@ -361,7 +360,7 @@ def discover(path: str | Path) -> tuple[list[_Job], list[str]]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
-    return list(jobs.values()), notes
+    return list(jobs.values())
 
 
 # ------------------------------------------------------------------------------------------
@@ -575,16 +574,24 @@ def load_runs(
             reject(row.where, f"{row.where}: path {row.path} does not exist", row.run_id)
             continue
         if row.path.is_dir():
-            found, _ = discover(row.path)
+            found = discover(row.path)
             if not found:
                 reject(row.where, f"{row.where}: no log found in {row.path}", row.run_id)
+            elif row.run_id is not None and len(found) > 1:
+                names = [str(j.path) for j in found]
+                reject(
+                    row.where,
+                    f"{row.where}: {row.path} holds {len(found)} logs {names}; point the row at one",
+                    row.run_id,
+                )
+                continue
             for job in found:
                 job.row = row
             jobs.extend(found)
         else:
             jobs.append(_Job(row.path, detect_format(row.path), row=row))
     for path in paths:
-        found, _ = discover(path)
+        found = discover(path)
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
         jobs.extend(found)
