@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from bayes_grpo.runset import RUN_COORDS, load_runset, run_coords, runset_warnings, save_runset
-from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, runset_summary
+from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
 
 N = 12
 REWARD = [round(0.1 + 0.05 * i, 4) for i in range(N)]
@@ -404,3 +404,33 @@ def test_hf_output_dir_reads_the_curve_from_trainer_state_and_hyperparameters_fr
     np.testing.assert_allclose(ds.reward.sel(run="grpo-out").dropna("step").values, REWARD)
     c = run_coords(ds, "grpo-out")
     assert (c["group_size"], c["learning_rate"], c["beta"]) == (4, 3e-6, 0.0)
+
+
+def test_manifest_rows_pick_runs_of_a_multi_run_file_and_scale_console_steps(tmp_path):
+    sweep = tmp_path / "sweep.csv"
+    lines = ["run_name,metric,step,value"]
+    lines += [f"{run},train/reward,{s},{REWARD[s]}" for run in ("a", "b") for s in range(N)]
+    sweep.write_text("\n".join(lines))
+    console = tmp_path / "job.out"
+    console.write_text(
+        "\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N))
+    )
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        yaml.safe_dump(
+            [
+                {"path": "sweep.csv", "run_name": "b", "run": "arm-b", "learning_rate": 3e-6},
+                {"path": "sweep.csv", "run_name": "zz", "run": "lost"},
+                {"path": "job.out", "run": "console", "logging_steps": 10},
+            ]
+        )
+    )
+    with pytest.warns(UserWarning, match="not ingested"):
+        ds = load_runs([], manifest=manifest)
+    assert sorted(ds.run.values) == ["arm-b", "console"]
+    assert run_coords(ds, "arm-b")["learning_rate"] == 3e-6
+    assert list(ds.reward.sel(run="console").dropna("step").step.values) == [
+        10 * (i + 1) for i in range(N)
+    ]
+    (info,) = rejected_runs(ds).values()
+    assert "no run named 'zz'" in info["reason"] and "['a', 'b']" in info["reason"]

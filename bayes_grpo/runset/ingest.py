@@ -48,7 +48,7 @@ import os
 import re
 import warnings as pywarnings
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -512,6 +512,77 @@ def assign_run_ids(
     return out
 
 
+Reject = Callable[..., None]
+
+
+def _manifest_jobs(rows: Sequence[ManifestRow], reject: Reject) -> list[_Job]:
+    """The files the manifest rows point at (missing paths and ambiguous rows are rejected)."""
+    jobs: list[_Job] = []
+    for row in rows:
+        if not row.path.exists():
+            reject(row.where, f"{row.where}: path {row.path} does not exist", row.run_id)
+            continue
+        if not row.path.is_dir():
+            jobs.append(_Job(row.path, detect_format(row.path), row=row))
+            continue
+        found = discover(row.path)
+        if not found:
+            reject(row.where, f"{row.where}: no log found in {row.path}", row.run_id)
+        elif row.run_id is not None and len(found) > 1:
+            logs = [str(j.path) for j in found]
+            reject(
+                row.where,
+                f"{row.where}: {row.path} holds {len(found)} logs {logs}; point the row at one",
+                row.run_id,
+            )
+            continue
+        for job in found:
+            job.row = row
+        jobs.extend(found)
+    return jobs
+
+
+def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]]:
+    """Read each file once (several runs per file possible); manifest rows pick their run."""
+    loaded: list[tuple[RawRun, _Job]] = []
+    seen: set[str] = set()
+    for job in jobs:
+        resolved = str(job.path.resolve())
+        if resolved in seen and job.row is None:
+            continue  # already read through the manifest, or given twice
+        seen.add(resolved)
+        kwargs = {}
+        if job.row is not None and job.fmt == "console":
+            kwargs["logging_steps"] = job.row.logging_steps
+        try:
+            runs = load_file(job.path, job.fmt, **kwargs)
+        except (LogFormatError, OSError) as exc:
+            msg = str(exc)
+            reject(str(job.path), msg if str(job.path) in msg else f"{job.path}: {msg}")
+            continue
+        row = job.row
+        if row is not None and row.run_name is not None:
+            picked = [r for r in runs if r.name == row.run_name]
+            if not picked:
+                names = [r.name for r in runs]
+                reject(
+                    row.where,
+                    f"{row.where}: no run named {row.run_name!r} in {job.path} (runs: {names})",
+                    row.run_id,
+                )
+                continue
+            runs = picked
+        elif row is not None and row.run_id is not None and len(runs) > 1:
+            reject(
+                row.where,
+                f"{row.where}: {job.path} holds {len(runs)} runs; add run_name to choose one",
+                row.run_id,
+            )
+            continue
+        loaded.extend((run, job) for run in runs)
+    return loaded
+
+
 # ------------------------------------------------------------------------------------------
 # the entry point
 # ------------------------------------------------------------------------------------------
@@ -567,77 +638,13 @@ def load_runs(
             raise RunSetError(reason)
         rejected[source] = {"run": run_id, "reason": reason}
 
-    jobs: list[_Job] = []
-    rows = read_manifest(manifest) if manifest is not None else []
-    for row in rows:
-        if not row.path.exists():
-            reject(row.where, f"{row.where}: path {row.path} does not exist", row.run_id)
-            continue
-        if row.path.is_dir():
-            found = discover(row.path)
-            if not found:
-                reject(row.where, f"{row.where}: no log found in {row.path}", row.run_id)
-            elif row.run_id is not None and len(found) > 1:
-                names = [str(j.path) for j in found]
-                reject(
-                    row.where,
-                    f"{row.where}: {row.path} holds {len(found)} logs {names}; point the row at one",
-                    row.run_id,
-                )
-                continue
-            for job in found:
-                job.row = row
-            jobs.extend(found)
-        else:
-            jobs.append(_Job(row.path, detect_format(row.path), row=row))
+    jobs = _manifest_jobs(read_manifest(manifest), reject) if manifest is not None else []
     for path in paths:
         found = discover(path)
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
         jobs.extend(found)
-
-    # read every file; several runs per file possible
-    loaded: list[tuple[RawRun, _Job]] = []
-    seen_files: dict[tuple[str, str | None], int] = {}
-    for job in jobs:
-        key_file = str(job.path.resolve())
-        if (key_file, None) in seen_files and job.row is None:
-            continue  # already read through the manifest (or given twice)
-        try:
-            runs = load_file(
-                job.path,
-                job.fmt,
-                **(
-                    {"logging_steps": job.row.logging_steps}
-                    if job.row and job.fmt == "console"
-                    else {}
-                ),
-            )
-        except (LogFormatError, OSError) as exc:
-            reject(str(job.path), str(exc) if str(job.path) in str(exc) else f"{job.path}: {exc}")
-            seen_files[(key_file, None)] = 1
-            continue
-        seen_files[(key_file, None)] = 1
-        if job.row is not None and job.row.run_name is not None:
-            picked = [r for r in runs if r.name == job.row.run_name]
-            if not picked:
-                names = [r.name for r in runs]
-                reject(
-                    job.row.where,
-                    f"{job.row.where}: no run named {job.row.run_name!r} in {job.path} (runs: {names})",
-                    job.row.run_id,
-                )
-                continue
-            runs = picked
-        elif job.row is not None and job.row.run_id is not None and len(runs) > 1:
-            reject(
-                job.row.where,
-                f"{job.row.where}: {job.path} holds {len(runs)} runs; add run_name to choose one",
-                job.row.run_id,
-            )
-            continue
-        for run in runs:
-            loaded.append((run, job))
+    loaded = _read_jobs(jobs, reject)
     # drop file-level duplicates where a manifest row and a plain path name the same run
     unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
     for run, job in loaded:
