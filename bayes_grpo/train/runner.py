@@ -95,9 +95,9 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         if path.startswith((".", "/", "~")) and not local.is_dir():
             raise FileNotFoundError(f"{path}: model directory not found")
         label = local.name if local.is_dir() else path
-    kwargs: dict[str, Any] = {}
-    if config.device == "auto" and torch.cuda.is_available():
-        kwargs["dtype"] = torch.bfloat16
+    # fp32 master weights (bf16 compute comes from TRL's bf16 autocast on GPU): a pure-bf16 copy
+    # would round away updates smaller than ~4e-3 of a weight, i.e. most updates at lr ~1e-6.
+    kwargs: dict[str, Any] = {"dtype": torch.float32}
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -1,0 +1,98 @@
+"""Tasks: the tiny offline model and its token-id reward, and the GSM8K-style answer checker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bayes_grpo.train.tasks import extract_final_number, gold_answer, gsm8k_reward
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("so 3 + 4 = 7\n#### 7", 7.0),
+        ("#### 1,234", 1234.0),
+        ("the answer is -3.5 dollars", -3.5),
+        ("first 12 then 15", 15.0),
+        ("#### 5 and later 9", 5.0),
+        ("no digits here", None),
+    ],
+)
+def test_final_number_is_read_after_hashes_else_last(text, number):
+    assert extract_final_number(text) == number
+
+
+def test_gsm8k_reward_is_binary_and_reads_conversational_completions():
+    answers = ["Natalia sold 48/2 = 24 clips in May.\n#### 72", "#### 10"]
+    completions = [[{"role": "assistant", "content": "48 + 24 = 72\n#### 72"}], "I think 11"]
+    assert gsm8k_reward(["p1", "p2"], completions, answers) == [1.0, 0.0]
+    assert gold_answer(answers[0]) == 72.0
+    with pytest.raises(ValueError, match="no number"):
+        gold_answer("none")
+
+
+def test_gsm8k_dataset_from_a_local_file(tmp_path):
+    pytest.importorskip("datasets")
+    from bayes_grpo.train.tasks import gsm8k_prompts, load_prompt_dataset
+
+    path = tmp_path / "mini.jsonl"
+    rows = [
+        {"question": "What is 2+2?", "answer": "2+2=4\n#### 4"},
+        {"question": "3*3?", "answer": "#### 9"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    ds = gsm8k_prompts(load_prompt_dataset(str(path)), chat=True)
+    assert ds.column_names == ["answer", "prompt"] or set(ds.column_names) == {"answer", "prompt"}
+    assert ds[0]["prompt"][0]["role"] == "user" and "What is 2+2?" in ds[0]["prompt"][0]["content"]
+    plain = gsm8k_prompts(load_prompt_dataset(str(path)), chat=False)
+    assert plain[1]["prompt"].startswith("3*3?")
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        load_prompt_dataset(str(tmp_path / "missing.jsonl"))
+    with pytest.raises(ValueError, match="'question'"):
+        gsm8k_prompts(load_prompt_dataset(str(path)).rename_column("question", "q"), chat=False)
+
+
+def test_tiny_model_has_about_0_1m_parameters_and_a_local_tokenizer(tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from bayes_grpo.train.tiny import build_tiny_model, is_tiny_model_dir, tiny_vocabulary
+
+    path = build_tiny_model(tmp_path / "tiny", seed=3)
+    assert is_tiny_model_dir(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    n = sum(p.numel() for p in model.parameters())
+    assert 50_000 < n < 200_000
+    assert model.config.n_layer == 2 and len(tok) == len(tiny_vocabulary())
+    assert tok("next 3 =")["input_ids"] == [
+        tok.convert_tokens_to_ids(t) for t in ("next", "3", "=")
+    ]
+
+
+def test_next_digit_reward_is_checked_on_token_ids(tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from bayes_grpo.train.tiny import build_tiny_model, make_next_digit_reward, next_digit_prompts
+
+    tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "tiny"))
+    reward = make_next_digit_reward(tok)
+    ids = tok.convert_tokens_to_ids
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    completions = [
+        [ids("4"), eos],
+        [ids("4"), eos, pad],
+        [ids("5"), eos],
+        [ids("4"), ids("4")],
+        [ids("0"), eos],
+    ]
+    got = reward(None, None, completions, ["4", "4", "4", "4", "0"])
+    assert got == [1.0, 1.0, 0.0, 0.0, 1.0]
+    rows = next_digit_prompts(50, seed=1)
+    assert rows == next_digit_prompts(50, seed=1)
+    for row in rows:
+        d = int(row["prompt"].split()[1])
+        assert row["answer"] == str((d + 1) % 10)
