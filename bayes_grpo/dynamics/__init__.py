@@ -9,6 +9,22 @@ from bayes_grpo.dynamics.coefficients import (
     oscillator_coefficients,
     stationary_variance,
 )
+from bayes_grpo.dynamics.lsq import (
+    LsqFit,
+    fit_all,
+    fit_logistic,
+    fit_oscillator,
+    fit_single_exponential,
+)
+from bayes_grpo.dynamics.simulate import (
+    runset_truth,
+    sde_transition,
+    simulate_recursion,
+    simulate_sde,
+    simulate_sde_runset,
+    stationary_covariance,
+    truth_frame,
+)
 from bayes_grpo.dynamics.stability import (
     CRITERIA,
     REGIMES,
@@ -30,6 +46,18 @@ from bayes_grpo.dynamics.trajectory import (
 )
 
 __all__ = [
+    "LsqFit",
+    "fit_all",
+    "fit_logistic",
+    "fit_oscillator",
+    "fit_single_exponential",
+    "runset_truth",
+    "sde_transition",
+    "simulate_recursion",
+    "simulate_sde",
+    "simulate_sde_runset",
+    "stationary_covariance",
+    "truth_frame",
     "CRITERIA",
     "REGIMES",
     "boundary_locus_threshold",

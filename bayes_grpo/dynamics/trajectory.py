@@ -21,23 +21,34 @@ SERIES_THRESHOLD: float = 0.1
 MAX_EXPONENT: float = 700.0
 
 
-def _propagators(gamma, lam, t, ops):
-    """``(exp(-gamma t) ch, exp(-gamma t) sh)`` for broadcast ``gamma, lam, t``."""
+def _propagators(gamma, lam, t, ops, w0sq=None):
+    """``(exp(-gamma t) ch, exp(-gamma t) sh)`` for broadcast ``gamma, lam, t``.
+
+    ``w0sq = K_eff / M`` (``= gamma^2 - lam``), when given, lets the slow overdamped rate
+    ``s - gamma`` be computed without cancellation as ``-w0sq / (s + gamma)``.
+    """
     x = lam * t * t
     small = ops.abs(x) < SERIES_THRESHOLD
     # Taylor series in x = lam t^2 (exact in the limit lam -> 0).
     damp = ops.exp(ops.minimum(-gamma * t, MAX_EXPONENT))
+    # Unselected branches are kept finite (no 0/0, no overflow): a NaN there would still
+    # poison PyTensor gradients through the switch (0 * NaN = NaN).
+    x = ops.where(small, x, 0.0)
     ch_series = 1.0 + x * (1 / 2 + x * (1 / 24 + x * (1 / 720 + x * (1 / 40320 + x / 3628800))))
     sh_series = t * (1.0 + x * (1 / 6 + x * (1 / 120 + x * (1 / 5040 + x * (1 / 362880 + x / 39916800)))))
     # Overdamped: combine exponents, exp(-g t) cosh(s t) = (exp((s-g) t) + exp(-(s+g) t)) / 2.
     over = lam > 0
     s = ops.sqrt(ops.where(over, lam, 1.0))
-    up = ops.exp(ops.minimum((s - gamma) * t, MAX_EXPONENT))
+    slow = s - gamma
+    if w0sq is not None:
+        # s - gamma = -w0^2 / (s + gamma): no cancellation when gamma >> w0 (strong damping).
+        slow = ops.where(gamma > 0, -w0sq / (s + ops.where(gamma > 0, gamma, 1.0)), slow)
+    up = ops.exp(ops.minimum(slow * t, MAX_EXPONENT))
     down = ops.exp(ops.minimum(-(s + gamma) * t, MAX_EXPONENT))
     ch_over = (up + down) / 2.0
     sh_over = (up - down) / (2.0 * s)
     # Underdamped: exp(-g t) cos(w t), exp(-g t) sin(w t) / w.
-    w = ops.sqrt(ops.where(over, 1.0, -lam))
+    w = ops.sqrt(ops.where(lam < 0, -lam, 1.0))
     ch_under = damp * ops.cos(w * t)
     sh_under = damp * ops.sin(w * t) / w
     ch = ops.where(small, damp * ch_series, ops.where(over, ch_over, ch_under))
@@ -66,8 +77,9 @@ def error_trajectory(t, mass, damping, k_eff, e0, v0=0.0):
     """
     ops = ops_for(t, mass, damping, k_eff, e0, v0)
     gamma = damping / (2.0 * mass)
-    lam = gamma * gamma - k_eff / mass
-    ch, sh = _propagators(gamma, lam, t, ops)
+    w0sq = k_eff / mass
+    lam = gamma * gamma - w0sq
+    ch, sh = _propagators(gamma, lam, t, ops, w0sq)
     return e0 * ch + (v0 + gamma * e0) * sh
 
 

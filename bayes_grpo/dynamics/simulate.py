@@ -1,0 +1,533 @@
+"""Simulators with known truth: the exact discrete recursion and the exact-discretised SDE.
+
+* :func:`simulate_recursion`: the lagged heavy-ball recursion of DESIGN.md section 1,
+  ``e[n+1] - e[n] = mu (e[n] - e[n-1]) - a e[n-L] + noise``, vectorised over runs.
+* :func:`simulate_sde`: the linear SDE ``M e'' + C e' + K_eff e = sqrt(D/G) xi(t)``
+  sampled *exactly* on any time grid (no Euler error): the state ``x = (e, e')`` obeys
+  ``x(t+h) = Phi(h) x(t) + w``, ``w ~ N(0, Q(h))`` with ``Phi = expm(A h)`` and
+  ``Q = int_0^h expm(A s) b b^T expm(A s)^T ds`` (Van Loan's block exponential),
+  ``A = [[0, 1], [-K/M, -C/M]]``, ``b = [0, sqrt(D/G)/M]``. Vectorised over runs.
+* :func:`simulate_sde_runset`: many runs (models, group sizes, hyperparameters, seeds) as a
+  run set in the data contract, with the generating truth in ``ds.attrs["truth"]`` (JSON,
+  format described in :func:`simulate_sde_runset`), for calibrating fits and checks.
+
+Everything is reproducible from a seed (``numpy.random.Generator`` or an integer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.linalg import expm
+
+from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
+from bayes_grpo.dynamics.coefficients import (
+    damping_ratio,
+    effective_step,
+    oscillator_coefficients,
+    stationary_variance,
+)
+from bayes_grpo.dynamics.stability import classify_regime, exact_stable, spectral_radius
+
+#: Format tag of ``ds.attrs["truth"]`` written by :func:`simulate_sde_runset`.
+TRUTH_FORMAT: str = "bayes_grpo.sde_truth/1"
+#: Dataset attribute holding the truth JSON.
+TRUTH_ATTR: str = "truth"
+
+
+def _rng(seed) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+# ----------------------------------------------------------------------------- recursion
+
+
+def simulate_recursion(
+    a,
+    momentum,
+    k_ref,
+    n_steps: int,
+    e0=1.0,
+    noise_sd=0.0,
+    rng: np.random.Generator | int | None = None,
+) -> np.ndarray:
+    """Simulate the exact discrete lagged heavy-ball recursion for many runs at once.
+
+    ``e[n+1] = e[n] + mu (e[n] - e[n-1]) - a e[n-L] + noise_sd * eps[n]``,
+    ``eps ~ N(0, 1)`` i.i.d., started at rest: ``e[n] = e0`` for all ``n <= 0`` (so the
+    initial velocity is 0 and the lagged gradient sees ``e0`` until ``n >= L``).
+
+    Parameters
+    ----------
+    a
+        Gain ``eta K`` per run, shape ``(n_runs,)`` or scalar.
+    momentum
+        Heavy-ball ``mu`` per run (for EMA momentum pass ``mu = b1`` and ``a = eta (1-b1) K``).
+    k_ref
+        Integer lag ``L >= 0`` per run (optimizer steps).
+    n_steps
+        Number of updates; the output has ``n_steps + 1`` columns (``e[0] .. e[n_steps]``).
+    e0
+        Initial error ``R0 - p*`` per run.
+    noise_sd
+        Standard deviation of the additive update noise per step, per run.
+    rng
+        Generator or seed (only used when some ``noise_sd > 0``).
+
+    Returns
+    -------
+    numpy.ndarray, shape ``(n_runs, n_steps + 1)``: the error per run and step.
+    """
+    a, mu, lag, e0, sd = np.broadcast_arrays(
+        *(np.atleast_1d(np.asarray(x, dtype=float)) for x in (a, momentum, k_ref, e0, noise_sd))
+    )
+    if np.any(np.abs(lag - np.round(lag)) > 1e-9) or np.any(lag < 0):
+        raise ValueError(f"k_ref must be a non-negative integer per run, got {np.unique(lag)[:5]}")
+    if n_steps < 0:
+        raise ValueError(f"n_steps must be >= 0, got {n_steps}")
+    lag = np.round(lag).astype(np.int64)
+    n_runs = a.size
+    gen = _rng(rng)
+    out = np.empty((n_runs, n_steps + 1))
+    out[:, 0] = e0
+    prev = e0.copy()  # e[n-1]
+    rows = np.arange(n_runs)
+    noisy = np.any(sd > 0)
+    for n in range(n_steps):
+        cur = out[:, n]
+        lagged = out[rows, np.maximum(n - lag, 0)]  # e[m] = e0 for m <= 0
+        nxt = cur + mu * (cur - prev) - a * lagged
+        if noisy:
+            nxt = nxt + sd * gen.standard_normal(n_runs)
+        out[:, n + 1] = nxt
+        prev = cur
+    return out
+
+
+# ----------------------------------------------------------------------------- SDE
+
+
+def sde_transition(mass, damping, k_eff, noise_d, group_size, h):
+    """Exact one-interval transition of the oscillator SDE, batched over runs.
+
+    Parameters
+    ----------
+    mass, damping, k_eff
+        ``M_eff > 0``, ``C_eff``, ``K_eff`` per run, shape ``(n_runs,)`` (broadcast).
+    noise_d, group_size
+        Noise scale ``D`` and group size ``G``: the force is ``sqrt(D/G) xi``.
+    h
+        Interval length in optimizer steps (scalar, ``>= 0``).
+
+    Returns
+    -------
+    (Phi, Q): arrays of shape ``(n_runs, 2, 2)``; ``x(t+h) = Phi x(t) + N(0, Q)`` for the
+    state ``x = (e, e')``.
+    """
+    m, c, k, d, g = np.broadcast_arrays(
+        *(
+            np.atleast_1d(np.asarray(x, dtype=float))
+            for x in (mass, damping, k_eff, noise_d, group_size)
+        )
+    )
+    if np.any(m <= 0):
+        raise ValueError("mass M_eff must be > 0")
+    n = m.size
+    a_mat = np.zeros((n, 2, 2))
+    a_mat[:, 0, 1] = 1.0
+    a_mat[:, 1, 0] = -k / m
+    a_mat[:, 1, 1] = -c / m
+    q_c = np.zeros((n, 2, 2))
+    q_c[:, 1, 1] = (d / g) / m**2
+    # Van Loan: expm([[-A, Qc], [0, A^T]] h) = [[., F12], [0, F22]]; Phi = F22^T, Q = Phi F12.
+    block = np.zeros((n, 4, 4))
+    block[:, :2, :2] = -a_mat
+    block[:, :2, 2:] = q_c
+    block[:, 2:, 2:] = np.swapaxes(a_mat, 1, 2)
+    f = expm(block * float(h))
+    phi = np.swapaxes(f[:, 2:, 2:], 1, 2)
+    q = phi @ f[:, :2, 2:]
+    q = 0.5 * (q + np.swapaxes(q, 1, 2))
+    return phi, q
+
+
+def _sample_2d(q: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Draws ``N(0, q)`` for a batch of 2x2 covariances (robust to rank deficiency)."""
+    z = gen.standard_normal((q.shape[0], 2))
+    q11 = np.maximum(q[:, 0, 0], 0.0)
+    s11 = np.sqrt(q11)
+    l21 = np.divide(q[:, 1, 0], s11, out=np.zeros_like(s11), where=s11 > 0)
+    s22 = np.sqrt(np.maximum(q[:, 1, 1] - l21**2, 0.0))
+    return np.stack([s11 * z[:, 0], l21 * z[:, 0] + s22 * z[:, 1]], axis=1)
+
+
+def simulate_sde(
+    mass,
+    damping,
+    k_eff,
+    noise_d,
+    group_size,
+    t,
+    e0=1.0,
+    v0=0.0,
+    rng: np.random.Generator | int | None = None,
+    *,
+    return_velocity: bool = False,
+):
+    """Exact sample paths of ``M e'' + C e' + K_eff e = sqrt(D/G) xi(t)`` on a time grid.
+
+    Parameters
+    ----------
+    mass, damping, k_eff
+        ``M_eff > 0``, ``C_eff``, ``K_eff`` per run, shape ``(n_runs,)`` or scalar.
+    noise_d
+        ``D`` per run (reward units^2 per step, times G); 0 gives the deterministic
+        closed-form trajectory.
+    group_size
+        ``G`` per run; the noise temperature is ``D/G``.
+    t
+        Increasing times in optimizer steps, shape ``(n_times,)``, shared by all runs
+        (any spacing; ``t[0]`` is the time of the initial state).
+    e0, v0
+        Initial error ``R0 - p*`` and velocity ``e'(t[0])`` per run.
+    rng
+        Generator or seed.
+    return_velocity
+        Also return ``e'``.
+
+    Returns
+    -------
+    ``e`` of shape ``(n_runs, n_times)`` (and ``e'`` of the same shape if requested).
+    """
+    t = np.asarray(t, dtype=float).ravel()
+    if t.size == 0:
+        raise ValueError("t must contain at least one time")
+    if np.any(np.diff(t) < 0):
+        raise ValueError("t must be non-decreasing")
+    m, c, k, d, g, x0, y0 = np.broadcast_arrays(
+        *(
+            np.atleast_1d(np.asarray(x, dtype=float))
+            for x in (mass, damping, k_eff, noise_d, group_size, e0, v0)
+        )
+    )
+    gen = _rng(rng)
+    n_runs = m.size
+    state = np.stack([x0, y0], axis=1)
+    e = np.empty((n_runs, t.size))
+    v = np.empty((n_runs, t.size))
+    e[:, 0], v[:, 0] = state[:, 0], state[:, 1]
+    cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    noisy = np.any(d > 0)
+    for i, h in enumerate(np.diff(t)):
+        key = round(float(h), 12)
+        if key not in cache:
+            cache[key] = sde_transition(m, c, k, d, g, h)
+        phi, q = cache[key]
+        state = np.einsum("rij,rj->ri", phi, state)
+        if noisy:
+            state = state + _sample_2d(q, gen)
+        e[:, i + 1], v[:, i + 1] = state[:, 0], state[:, 1]
+    return (e, v) if return_velocity else e
+
+
+def stationary_covariance(mass, damping, k_eff, noise_d, group_size):
+    """Stationary covariance of ``(e, e')`` for a stable oscillator (``C, K_eff > 0``).
+
+    ``Var[e] = D / (2 G C K_eff)``, ``Var[e'] = D / (2 G C M)``, ``Cov = 0``.
+    Returns an array of shape ``(n_runs, 2, 2)``.
+    """
+    m, c, k, d, g = np.broadcast_arrays(
+        *(
+            np.atleast_1d(np.asarray(x, dtype=float))
+            for x in (mass, damping, k_eff, noise_d, group_size)
+        )
+    )
+    out = np.zeros((m.size, 2, 2))
+    out[:, 0, 0] = stationary_variance(d, g, c, k)
+    out[:, 1, 1] = d / (2.0 * g * c * m)
+    return out
+
+
+# ----------------------------------------------------------------------------- run sets
+
+#: Default models for :func:`simulate_sde_runset` (gain ``a = eta_eff * stiffness``).
+DEFAULT_MODELS: dict[str, dict[str, float]] = {
+    "sim-small": {
+        "stiffness": 40.0,
+        "plateau": 0.7,
+        "initial_reward": 0.2,
+        "noise_d": 4e-6,
+        "model_size": 5e8,
+    },
+    "sim-large": {
+        "stiffness": 80.0,
+        "plateau": 0.8,
+        "initial_reward": 0.3,
+        "noise_d": 4e-6,
+        "model_size": 1.5e9,
+    },
+}
+_MODEL_KEYS = {"stiffness", "plateau", "initial_reward", "noise_d", "model_size"}
+
+
+def simulate_sde_runset(
+    *,
+    models: Mapping[str, Mapping[str, float]] | None = None,
+    group_sizes: Sequence[int] = (4, 16),
+    learning_rates: Sequence[float] = (1e-3,),
+    momentum: float = 0.9,
+    convention: str = EMA,
+    k_refs: Sequence[int] = (1,),
+    n_seeds: int = 2,
+    n_steps: int = 300,
+    log_every: int = 1,
+    measurement_sd: float = 0.0,
+    measurement_g_exponent: float = 0.0,
+    run_sd: Mapping[str, float] | None = None,
+    ragged: float = 0.0,
+    missing_frac: float = 0.0,
+    allow_unstable: bool = False,
+    random_seed: int = 0,
+) -> xr.Dataset:
+    """Simulate a run set from the oscillator SDE with known truth.
+
+    One run per combination of model x group size x learning rate x ``k_ref`` x seed.
+    Per run: ``a = eta_eff K_m`` (``eta_eff = eta`` for heavy-ball, ``eta (1 - mu)`` for
+    EMA), ``(M, C, K_eff)`` from :func:`~bayes_grpo.dynamics.oscillator_coefficients`, the
+    SDE ``M e'' + C e' + K_eff e = sqrt(D_m/G) xi`` sampled exactly from ``e(0) = R0 - p*``,
+    ``e'(0) = 0``, and ``reward = p* + e + eps`` with measurement noise
+    ``eps ~ N(0, (measurement_sd * G^(-measurement_g_exponent/2))^2)``.
+
+    Parameters
+    ----------
+    models
+        ``{name: {"stiffness": K, "plateau": p*, "initial_reward": R0, "noise_d": D,
+        "model_size": N}}`` (``model_size`` optional); default :data:`DEFAULT_MODELS`.
+    group_sizes, learning_rates, k_refs
+        Values crossed into runs (``k_ref`` integer lags in optimizer steps).
+    momentum, convention
+        Momentum (``mu`` or Adam ``beta1``) and its convention, shared by all runs.
+    n_seeds
+        Replicate runs per setting (coordinate ``seed`` = 0 .. n_seeds-1).
+    n_steps
+        Length of the longest run in optimizer steps.
+    log_every
+        Steps between logged points (steps ``0, k, 2k, ...``; the SDE is still exact).
+    measurement_sd, measurement_g_exponent
+        Observation noise sd at ``G = 1`` and its exponent: sd ``= measurement_sd *
+        G^(-exponent/2)`` (exponent 1 with ``noise_d = 0`` gives exactly the i.i.d.
+        likelihood ``sigma^2 = D/G``).
+    run_sd
+        Run-level random offsets (normal sd) on ``"plateau"`` and ``"initial_reward"``;
+        default none.
+    ragged
+        Fraction in ``[0, 1)``: each run's length is drawn uniformly in
+        ``[(1 - ragged) n_steps, n_steps]`` (runs padded with NaN).
+    missing_frac
+        Fraction in ``[0, 1)`` of logged points (other than step 0) dropped at random.
+    allow_unstable
+        Unless True, a setting with ``C_eff <= 0`` or not exactly stable raises ValueError.
+    random_seed
+        Seed of everything random here.
+
+    Returns
+    -------
+    xarray.Dataset
+        A run set (:func:`~bayes_grpo.runset.make_runset`) with ``reward`` and
+        ``true_mean_reward`` (the noise-free closed-form mean ``p* + e_mean(t)``), per-run
+        coordinates filled in, ``source = "simulate:sde"``, and ``attrs["truth"]``: a JSON
+        string ``{"format": TRUTH_FORMAT, "settings": {...arguments...}, "models":
+        {name: {stiffness, plateau, initial_reward, noise_d, model_size}}, "runs": {run_id:
+        {model, group_size, learning_rate, momentum, momentum_convention, k_ref, seed, a,
+        M_eff, C_eff, K_eff, zeta, w0, regime, spectral_radius, plateau, initial_reward,
+        noise_d, stationary_var, measurement_sd, n_steps}}}``; read it with
+        :func:`runset_truth`.
+    """
+    from bayes_grpo.runset import make_runset  # run sets are built at the edge
+
+    models = dict(DEFAULT_MODELS if models is None else models)
+    if not models:
+        raise ValueError("models must name at least one model")
+    for name, spec in models.items():
+        missing = {"stiffness", "plateau", "initial_reward", "noise_d"} - set(spec)
+        unknown = set(spec) - _MODEL_KEYS
+        if missing or unknown:
+            raise ValueError(
+                f"model {name!r}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}"
+            )
+    if convention not in MOMENTUM_CONVENTIONS:
+        raise ValueError(
+            f"unknown momentum convention {convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
+        )
+    if not 0.0 <= ragged < 1.0 or not 0.0 <= missing_frac < 1.0:
+        raise ValueError("ragged and missing_frac must lie in [0, 1)")
+    if n_steps < 1 or log_every < 1 or n_seeds < 1:
+        raise ValueError("n_steps, log_every and n_seeds must be >= 1")
+    run_sd = dict(run_sd or {})
+    if set(run_sd) - {"plateau", "initial_reward"}:
+        raise ValueError(
+            f"run_sd keys must be 'plateau' and/or 'initial_reward', got {sorted(run_sd)}"
+        )
+    gen = np.random.default_rng(random_seed)
+
+    combos = list(itertools.product(models, group_sizes, learning_rates, k_refs, range(n_seeds)))
+    n_runs = len(combos)
+    name = np.array([c[0] for c in combos], dtype=object)
+    g = np.array([c[1] for c in combos], dtype=float)
+    lr = np.array([c[2] for c in combos], dtype=float)
+    lag = np.array([c[3] for c in combos], dtype=float)
+    spec = {key: np.array([float(models[n].get(key, np.nan)) for n in name]) for key in _MODEL_KEYS}
+    a = np.asarray(effective_step(lr, momentum, convention)) * spec["stiffness"]
+    mass, damping, k_eff = oscillator_coefficients(a, momentum, lag)
+    radius = spectral_radius(a, momentum, lag)
+    bad = (damping <= 0) | ~exact_stable(a, momentum, lag)
+    if np.any(bad) and not allow_unstable:
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"setting model={name[i]!r}, lr={lr[i]:g}, k_ref={lag[i]:g} is unstable "
+            f"(C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}); pass allow_unstable=True"
+        )
+    plateau = spec["plateau"] + run_sd.get("plateau", 0.0) * gen.standard_normal(n_runs)
+    r0 = spec["initial_reward"] + run_sd.get("initial_reward", 0.0) * gen.standard_normal(n_runs)
+    t = np.arange(0, n_steps + 1, log_every, dtype=float)
+    e = simulate_sde(mass, damping, k_eff, spec["noise_d"], g, t, e0=r0 - plateau, v0=0.0, rng=gen)
+    from bayes_grpo.dynamics.trajectory import reward_trajectory
+
+    mean = reward_trajectory(
+        t[None, :], mass[:, None], damping[:, None], k_eff[:, None], plateau[:, None], r0[:, None]
+    )
+    meas = measurement_sd * g ** (-measurement_g_exponent / 2.0)
+    reward = plateau[:, None] + e + meas[:, None] * gen.standard_normal(e.shape)
+    lengths = np.full(n_runs, n_steps, dtype=float)
+    if ragged > 0:
+        lengths = np.floor(gen.uniform((1.0 - ragged) * n_steps, n_steps, size=n_runs))
+    keep = t[None, :] <= lengths[:, None]
+    if missing_frac > 0:
+        drop = gen.uniform(size=e.shape) < missing_frac
+        drop[:, 0] = False
+        keep &= ~drop
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zeta = np.where(damping > 0, damping_ratio(mass, damping, k_eff), np.nan)
+        w0 = np.sqrt(k_eff / mass)
+        stat_var = np.where(
+            damping > 0, stationary_variance(spec["noise_d"], g, damping, k_eff), np.inf
+        )
+    regime = classify_regime(mass, damping, k_eff)
+
+    curves: dict[str, pd.DataFrame] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    runs_truth: dict[str, dict[str, Any]] = {}
+    steps = t.astype(np.int64)
+    for i, (mname, gi, lri, li, si) in enumerate(combos):
+        run_id = f"{mname}-G{gi:g}-lr{lri:g}-k{li:g}-s{si}"
+        cols = keep[i]
+        curves[run_id] = pd.DataFrame(
+            {"reward": reward[i, cols], "true_mean_reward": mean[i, cols]},
+            index=pd.Index(steps[cols], name="step"),
+        )
+        meta[run_id] = {
+            "model": mname,
+            "model_size": spec["model_size"][i],
+            "group_size": gi,
+            "learning_rate": lri,
+            "momentum": momentum,
+            "momentum_convention": convention,
+            "k_ref": li,
+            "seed": si,
+            "source": "simulate:sde",
+        }
+        runs_truth[run_id] = {
+            "model": mname,
+            "group_size": float(gi),
+            "learning_rate": float(lri),
+            "momentum": float(momentum),
+            "momentum_convention": convention,
+            "k_ref": float(li),
+            "seed": int(si),
+            "a": float(a[i]),
+            "M_eff": float(mass[i]),
+            "C_eff": float(damping[i]),
+            "K_eff": float(k_eff[i]),
+            "zeta": _num(zeta[i]),
+            "w0": _num(w0[i]),
+            "regime": str(regime[i]),
+            "spectral_radius": float(radius[i]),
+            "plateau": float(plateau[i]),
+            "initial_reward": float(r0[i]),
+            "noise_d": float(spec["noise_d"][i]),
+            "stationary_var": _num(stat_var[i]),
+            "measurement_sd": float(meas[i]),
+            "n_steps": int(lengths[i]),
+        }
+    settings = {
+        "group_sizes": [float(x) for x in group_sizes],
+        "learning_rates": [float(x) for x in learning_rates],
+        "momentum": float(momentum),
+        "convention": convention,
+        "k_refs": [float(x) for x in k_refs],
+        "n_seeds": int(n_seeds),
+        "n_steps": int(n_steps),
+        "log_every": int(log_every),
+        "measurement_sd": float(measurement_sd),
+        "measurement_g_exponent": float(measurement_g_exponent),
+        "run_sd": {k: float(v) for k, v in run_sd.items()},
+        "ragged": float(ragged),
+        "missing_frac": float(missing_frac),
+        "random_seed": int(random_seed),
+    }
+    truth = {
+        "format": TRUTH_FORMAT,
+        "settings": settings,
+        "models": {n: {k: float(v) for k, v in s.items()} for n, s in models.items()},
+        "runs": runs_truth,
+    }
+    return make_runset(curves, meta, attrs={TRUTH_ATTR: json.dumps(truth)})
+
+
+def _num(x: float) -> float | None:
+    """JSON-safe float (None for NaN / inf)."""
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def runset_truth(ds: xr.Dataset) -> dict[str, Any]:
+    """The truth written by :func:`simulate_sde_runset` (``ds.attrs["truth"]`` parsed).
+
+    Raises ValueError when the run set carries no truth (e.g. real logs).
+    """
+    raw = ds.attrs.get(TRUTH_ATTR)
+    if raw is None:
+        raise ValueError("run set has no 'truth' attribute (not made by simulate_sde_runset)")
+    truth = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    if truth.get("format") != TRUTH_FORMAT:
+        raise ValueError(f"unknown truth format {truth.get('format')!r}; expected {TRUTH_FORMAT!r}")
+    return truth
+
+
+def truth_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """Per-run truth as a DataFrame indexed by run id (the runs present in ``ds``)."""
+    runs = runset_truth(ds)["runs"]
+    frame = pd.DataFrame.from_dict(runs, orient="index")
+    frame.index.name = "run"
+    present = [str(r) for r in ds["run"].values]
+    return frame.loc[[r for r in present if r in frame.index]]
+
+
+__all__ = [
+    "TRUTH_FORMAT",
+    "TRUTH_ATTR",
+    "DEFAULT_MODELS",
+    "simulate_recursion",
+    "sde_transition",
+    "simulate_sde",
+    "stationary_covariance",
+    "simulate_sde_runset",
+    "runset_truth",
+    "truth_frame",
+]

@@ -1,0 +1,182 @@
+"""Goodness-of-fit numbers for reward curves, NaN-aware.
+
+A noisy reward curve cannot be fitted to ``R^2 = 1``: the step-to-step noise sets a ceiling.
+Three numbers are therefore reported together:
+
+* :func:`r2`: the raw coefficient of determination of a fitted curve against the data;
+* :func:`noise_ceiling_r2`: the best ``R^2`` any smooth curve could reach, from the noise
+  variance estimated by first differences (``Var[y[n+1] - y[n]] = 2 sigma^2`` for white noise
+  around a slowly varying trend);
+* :func:`smoothed_r2`: ``R^2`` of the fitted curve against a centred moving average of the data
+  (window 10% of the run), which measures whether the curve follows the trend.
+
+:func:`has_trend` says whether a curve shows a trend beyond its noise at all (where it does
+not, every ``R^2`` is meaningless). NaN entries (missing steps) are ignored throughout: the
+values are taken in their order, missing points skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+#: Default moving-average window as a fraction of the run length (smoothed R^2).
+SMOOTH_WINDOW_FRAC: float = 0.1
+#: Default significance level of :func:`has_trend`.
+TREND_ALPHA: float = 0.01
+
+
+def _pair(y, yhat) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y, dtype=float).ravel()
+    yhat = np.broadcast_to(np.asarray(yhat, dtype=float), np.shape(y)).ravel()
+    ok = np.isfinite(y) & np.isfinite(yhat)
+    return y[ok], yhat[ok]
+
+
+def r2(y, yhat) -> float:
+    """Coefficient of determination ``1 - SSE/SST`` over points where both are finite.
+
+    Parameters
+    ----------
+    y
+        Observations, shape ``(n,)``.
+    yhat
+        Fitted values, shape ``(n,)`` (or broadcastable).
+
+    Returns
+    -------
+    float: ``<= 1`` (negative when worse than the mean); NaN with fewer than 2 points or a
+    constant ``y``.
+    """
+    y, yhat = _pair(y, yhat)
+    if y.size < 2:
+        return float("nan")
+    sst = float(np.sum((y - y.mean()) ** 2))
+    if sst == 0.0:
+        return float("nan")
+    return 1.0 - float(np.sum((y - yhat) ** 2)) / sst
+
+
+def noise_variance(y, *, robust: bool = False) -> float:
+    """White-noise variance of ``y`` around a smooth trend, from first differences.
+
+    ``sigma^2 = Var[diff(y)] / 2`` (or, with ``robust=True``, ``(1.4826 MAD(diff))^2 / 2``,
+    insensitive to jumps and outliers). Missing points are skipped (differences of
+    consecutive finite values). NaN with fewer than 3 finite points.
+    """
+    y = np.asarray(y, dtype=float).ravel()
+    y = y[np.isfinite(y)]
+    if y.size < 3:
+        return float("nan")
+    d = np.diff(y)
+    if robust:
+        mad = float(np.median(np.abs(d - np.median(d))))
+        return (1.4826 * mad) ** 2 / 2.0
+    return float(np.var(d, ddof=1)) / 2.0
+
+
+def noise_ceiling_r2(y, *, robust: bool = False) -> float:
+    """Largest ``R^2`` a smooth curve can reach on ``y``: ``1 - sigma^2 / Var[y]``.
+
+    ``sigma^2`` from :func:`noise_variance`. Clipped to ``[0, 1]``; NaN with fewer than 3
+    finite points or constant ``y``. A trend that changes a lot between consecutive steps
+    inflates ``sigma^2`` slightly (conservative ceiling).
+    """
+    y = np.asarray(y, dtype=float).ravel()
+    y = y[np.isfinite(y)]
+    if y.size < 3:
+        return float("nan")
+    total = float(np.var(y, ddof=1))
+    if total == 0.0:
+        return float("nan")
+    return float(np.clip(1.0 - noise_variance(y, robust=robust) / total, 0.0, 1.0))
+
+
+def moving_average(y, window_frac: float = SMOOTH_WINDOW_FRAC) -> np.ndarray:
+    """Centred moving average with an odd window of ``max(3, window_frac * n_finite)`` points.
+
+    Near the ends the window shrinks symmetrically (so the average stays centred). NaN
+    entries are skipped (the average runs over the finite values in order) and stay NaN in
+    the output. Shape as ``y``.
+    """
+    y = np.asarray(y, dtype=float)
+    flat = y.ravel()
+    ok = np.isfinite(flat)
+    vals = flat[ok]
+    out = np.full(flat.shape, np.nan)
+    n = vals.size
+    if n == 0:
+        return out.reshape(y.shape)
+    half = max(1, int(round(window_frac * n)) // 2)
+    csum = np.concatenate([[0.0], np.cumsum(vals)])
+    idx = np.arange(n)
+    h = np.minimum(np.minimum(idx, n - 1 - idx), half)
+    out[ok] = (csum[idx + h + 1] - csum[idx - h]) / (2 * h + 1)
+    return out.reshape(y.shape)
+
+
+def smoothed_r2(y, yhat, window_frac: float = SMOOTH_WINDOW_FRAC) -> float:
+    """``R^2`` of the fitted curve against the centred moving average of the data.
+
+    Parameters
+    ----------
+    y, yhat
+        Observations and fitted values, shape ``(n,)``.
+    window_frac
+        Moving-average window as a fraction of the number of finite points (default 10%).
+
+    Returns
+    -------
+    float: ``1 - sum (ma - yhat)^2 / sum (ma - mean ma)^2`` over points where ``y`` and
+    ``yhat`` are finite; NaN when too few points or a flat moving average.
+    """
+    y = np.asarray(y, dtype=float).ravel()
+    yhat = np.broadcast_to(np.asarray(yhat, dtype=float), y.shape).ravel()
+    ok = np.isfinite(y) & np.isfinite(yhat)
+    return r2(moving_average(y[ok], window_frac), yhat[ok])
+
+
+def trend_test(t, y, n_blocks: int = 10) -> tuple[float, float]:
+    """One-way ANOVA of ``y`` across ``n_blocks`` contiguous blocks of the run (in ``t`` order).
+
+    Under "no trend" (a constant mean plus white noise) the statistic follows
+    ``F(n_blocks - 1, n - n_blocks)``. Returns ``(F, p_value)``; ``(nan, nan)`` with fewer
+    than ``2 n_blocks`` finite points. Autocorrelated noise (e.g. a stationary SDE) can also
+    register as a trend: slow wander is visible structure.
+    """
+    t = np.asarray(t, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if t.shape != y.shape:
+        raise ValueError(f"t and y must have the same shape, got {t.shape} and {y.shape}")
+    ok = np.isfinite(t) & np.isfinite(y)
+    order = np.argsort(t[ok], kind="stable")
+    vals = y[ok][order]
+    if vals.size < 2 * n_blocks or n_blocks < 2:
+        return float("nan"), float("nan")
+    blocks = np.array_split(vals, n_blocks)
+    if all(np.ptp(b) == 0 for b in blocks):
+        return float("nan"), float("nan")
+    res = stats.f_oneway(*blocks)
+    return float(res.statistic), float(res.pvalue)
+
+
+def has_trend(t, y, *, alpha: float = TREND_ALPHA, n_blocks: int = 10) -> bool:
+    """Is there a visible trend beyond noise? (block ANOVA of :func:`trend_test`, ``p < alpha``).
+
+    False when there are too few finite points (fewer than ``2 n_blocks``) to tell.
+    """
+    _, p = trend_test(t, y, n_blocks=n_blocks)
+    return bool(np.isfinite(p) and p < alpha)
+
+
+__all__ = [
+    "r2",
+    "noise_variance",
+    "noise_ceiling_r2",
+    "moving_average",
+    "smoothed_r2",
+    "trend_test",
+    "has_trend",
+    "SMOOTH_WINDOW_FRAC",
+    "TREND_ALPHA",
+]
