@@ -204,3 +204,14 @@ def test_when_every_run_is_bad_the_error_lists_each_reason(tmp_path):
         RunSetError, match=r"no run could be ingested: .*a\.csv.*only 3.*b\.csv.*no reward metric"
     ):
         load_runs([a, b])
+
+
+def test_bare_nan_and_inf_in_console_dicts_are_read_and_counted(tmp_path):
+    lines = [repr({"loss": 0.1, "reward": 0.1 * s, "epoch": s / 100}) for s in range(N)]
+    lines[4] = "{'loss': nan, 'reward': nan, 'epoch': 0.04}"
+    lines[6] = "{'loss': 0.1, 'reward': -inf, 'epoch': 0.06}"
+    path = tmp_path / "stdout.txt"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert ds.sizes["step"] == N  # no dict lost
+    assert runset_summary(ds)["n_nonfinite_reward"].iloc[0] == 2

@@ -434,3 +434,34 @@ def test_manifest_rows_pick_runs_of_a_multi_run_file_and_scale_console_steps(tmp
     ]
     (info,) = rejected_runs(ds).values()
     assert "no run named 'zz'" in info["reason"] and "['a', 'b']" in info["reason"]
+
+
+def test_verl_console_lines_ingest_with_their_steps(tmp_path):
+    lines = ["(main_task pid=1) some banner"]
+    lines += [
+        f"(main_task pid=1) step:{s} - critic/score/mean:{REWARD[s - 1]} - actor/entropy:1.{s} - "
+        f"val-core/gsm8k/reward/mean@1:{0.5 if s % 5 == 0 else 0.4}"
+        for s in range(1, N + 1)
+    ]
+    path = tmp_path / "verl_run.log"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="verl_run").values, REWARD)
+    assert list(ds.step.values) == list(range(1, N + 1))
+    assert {"entropy", "eval_gsm8k_reward_mean_1"} <= set(ds.data_vars)
+
+
+def test_a_console_log_with_two_trainings_in_a_row_gives_two_runs(tmp_path):
+    lines = []
+    for seed in range(2):
+        for s in range(1, N + 1):
+            lines += [f" {s}/{N} [00:01<00:10]", f" {s}/{N} [00:01<00:10]"]
+        lines += [
+            repr(_console_dict(s, REWARD[s - 1] + seed, as_strings=False)) for s in range(1, N + 1)
+        ]
+    path = tmp_path / "two_seeds.log"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["part1", "part2"]
+    np.testing.assert_allclose(ds.reward.sel(run="part2").values, np.array(REWARD) + 1)
+    assert list(ds.step.values) == list(range(1, N + 1))

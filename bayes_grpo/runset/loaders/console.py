@@ -11,6 +11,10 @@ is all a user kept. The dicts carry no step number; it is recovered, in order:
 3. else by order of appearance (1, 2, 3 ...), with a warning: right only for
    ``logging_steps=1`` (a manifest can give ``logging_steps`` to scale it).
 
+A log holding several trainings one after the other (``epoch`` starts over, the tqdm bar starts
+over) gives one run per training. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
+console lines (``step:12 - critic/score/mean:0.41 - ...``) are read too; they carry their step.
+
 The end-of-training summary dict (``train_runtime`` ...) is not a curve point.
 """
 
@@ -29,7 +33,11 @@ from bayes_grpo.runset.loaders._base import (
 from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, split_eval
 
 _DICT_AT_END = re.compile(r"(\{[^{}\n]*\})[ \t\r]*$", re.M)
+# Python prints float("nan") / float("inf") as bare names, which literal_eval refuses
+_BARE_NONFINITE = re.compile(r"(?<=[:\s,\[])(-?inf|nan)(?=\s*[,}\]])")
 _BAR = re.compile(r"(\d+)/(\d+) \[")
+# verl's console logger: "step:12 - critic/score/mean:0.41 - actor/entropy:1.2"
+_VERL_LINE = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+(.*)$", re.M)
 _KNOWN = {src for sources in METRIC_ALIASES.values() for src in sources} | {"epoch"}
 
 
@@ -46,8 +54,9 @@ def find_metric_dicts(text: str) -> list[dict]:
     """Every Trainer metric dict printed in ``text``, in order (summary dicts included)."""
     out = []
     for match in _DICT_AT_END.finditer(text):
+        literal = _BARE_NONFINITE.sub(r"'\1'", match.group(1))
         try:
-            parsed = ast.literal_eval(match.group(1))
+            parsed = ast.literal_eval(literal)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if _is_metric_dict(parsed):
@@ -55,33 +64,84 @@ def find_metric_dicts(text: str) -> list[dict]:
     return out
 
 
+def find_verl_lines(text: str) -> list[dict]:
+    """verl console lines ``step:N - key:value - ...`` as dicts with a ``step`` key."""
+    out = []
+    for match in _VERL_LINE.finditer(text):
+        entry: dict[str, object] = {"step": int(match.group(1))}
+        for item in match.group(2).split(" - "):
+            key, sep, value = item.strip().rpartition(":")
+            if sep and key:
+                entry[key] = value.strip()
+        if len(entry) > 1:
+            out.append(entry)
+    return out
+
+
 def looks_like_console(path: Path, *, max_bytes: int = 2_000_000) -> bool:
-    """Cheap sniff: does the file contain at least one Trainer metric dict?"""
+    """Cheap sniff: does the file contain at least one Trainer metric dict or verl step line?"""
     try:
         with path.open("r", encoding="utf-8", errors="replace") as fh:
             text = fh.read(max_bytes)
     except OSError:
         return False
-    return bool(find_metric_dicts(text))
+    return bool(find_metric_dicts(text) or find_verl_lines(text))
 
 
-def steps_from_progress_bar(text: str, n_dicts: int) -> list[int] | None:
-    """Logging steps read off the tqdm bar's redraws, if they account for every metric dict."""
+def _bar_segments(text: str) -> list[list[list[int]]]:
+    """Per tqdm bar (by total): its logging marks, split where the bar starts over."""
     bars: dict[int, list[int]] = {}
     for match in _BAR.finditer(text):
         bars.setdefault(int(match.group(2)), []).append(int(match.group(1)))
+    out = []
     for _total, seq in sorted(bars.items(), key=lambda kv: -len(kv[1])):
-        marks: list[int] = []
+        segments: list[list[int]] = [[]]
         for prev, cur in zip(seq, seq[1:]):
-            if cur == prev and (not marks or cur > marks[-1]):
-                marks.append(cur)
-        if len(marks) == n_dicts:
-            return marks
+            if cur != prev:
+                continue
+            if segments[-1] and cur < segments[-1][-1]:
+                segments.append([])  # a new training started in the same log
+            if not segments[-1] or cur > segments[-1][-1]:
+                segments[-1].append(cur)
+        out.append([seg for seg in segments if seg])
+    return out
+
+
+def steps_from_progress_bar(text: str, sizes: list[int]) -> list[list[int]] | None:
+    """Logging steps read off the tqdm bar's redraws, if they account for every metric dict.
+
+    Parameters
+    ----------
+    sizes
+        Number of metric dicts of each training in the log.
+    """
+    for segments in _bar_segments(text):
+        if [len(seg) for seg in segments] == sizes:
+            return segments
+        flat = [m for seg in segments for m in seg]
+        if len(sizes) == 1 and len(flat) == sizes[0] and flat == sorted(set(flat)):
+            return [flat]
     return None
 
 
+def _split_trainings(dicts: list[dict]) -> list[list[dict]]:
+    """Split step-less dicts where ``epoch`` falls back: a new training in the same log."""
+    parts: list[list[dict]] = [[]]
+    last = None
+    for d in dicts:
+        try:
+            epoch = float(d.get("epoch"))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            epoch = None
+        if epoch is not None and last is not None and epoch < last and parts[-1]:
+            parts.append([])
+        parts[-1].append(d)
+        last = epoch if epoch is not None else last
+    return parts
+
+
 def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[RawRun]:
-    """Read one run from a stdout log with Trainer metric dicts.
+    """Read the run(s) of a stdout log with Trainer metric dicts (or verl step lines).
 
     Parameters
     ----------
@@ -89,6 +149,12 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         The log file.
     logging_steps
         Steps between two printed dicts, used only when no step can be recovered from the log.
+
+    Returns
+    -------
+    list[RawRun]
+        One run per training in the log (a log of several trainings in a row, recognised by the
+        ``epoch`` starting over, gives runs named ``part1``, ``part2`` ...).
     """
     path = Path(path)
     try:
@@ -97,26 +163,39 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     dicts = [d for d in find_metric_dicts(text) if not SUMMARY_KEYS & set(map(str, d))]
     if not dicts:
+        dicts = find_verl_lines(text)
+    if not dicts:
         raise LogFormatError(
-            f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) found"
+            f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) or verl 'step:N - ...' lines found"
         )
-    notes: list[str] = []
     step_key = find_step_key(str(k) for k in dicts[0])
     if step_key is not None and all(step_key in d for d in dicts):
-        steps = [d[step_key] for d in dicts]
+        parts = [dicts]
+        steps = [[d[step_key] for d in dicts]]
+        notes = [[]]
     else:
         step_key = None
-        steps = steps_from_progress_bar(text, len(dicts))
+        parts = _split_trainings(dicts)
+        steps = steps_from_progress_bar(text, [len(p) for p in parts])
+        notes = [[] for _ in parts]
         if steps is None:
             stride = int(logging_steps or 1)
-            steps = [stride * (i + 1) for i in range(len(dicts))]
-            notes.append(
-                f"no step numbers in the console log; the {len(dicts)} metric dicts were numbered by "
-                f"order of appearance with logging_steps={stride}"
-                + ("" if logging_steps else " (assumed; give logging_steps in a manifest if wrong)")
-            )
-    step_iter = iter(steps)
-    records = records_from_dicts(
-        dicts, lambda _e: next(step_iter), skip=(step_key,) if step_key else ()
-    )
-    return [RawRun(path=path, fmt="console", records=records, notes=notes)]
+            steps = [[stride * (i + 1) for i in range(len(p))] for p in parts]
+            for part, note in zip(parts, notes):
+                note.append(
+                    f"no step numbers in the console log; the {len(part)} metric dicts were numbered "
+                    f"by order of appearance with logging_steps={stride}"
+                    + (
+                        ""
+                        if logging_steps
+                        else " (assumed; give logging_steps in a manifest if wrong)"
+                    )
+                )
+    runs = []
+    for i, (part, part_steps, note) in enumerate(zip(parts, steps, notes), start=1):
+        step_iter = iter(part_steps)
+        skip = (step_key,) if step_key else ()
+        records = records_from_dicts(part, lambda _e, it=step_iter: next(it), skip=skip)
+        name = f"part{i}" if len(parts) > 1 else None
+        runs.append(RawRun(path=path, fmt="console", records=records, name=name, notes=note))
+    return runs
