@@ -55,6 +55,7 @@ given the history; not available in a real run, the ground truth of the bandit).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Callable, Sequence
 
@@ -68,6 +69,8 @@ from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.runset import make_runset
 
+#: Format tag of ``attrs["truth"]`` (same layout as the SDE simulator's: settings + runs).
+TRUTH_FORMAT: str = "bayes_grpo.bandit_truth/1"
 #: Model label of bandit runs in the run set.
 BANDIT_MODEL: str = "softmax-bandit"
 #: Metrics logged per step, in order.
@@ -83,6 +86,8 @@ LOGGED_METRICS: tuple[str, ...] = (
 )
 GRADIENTS: tuple[str, ...] = ("behaviour", "importance")
 _DT = torch.float64
+#: Probabilities are kept in [eps, 1 - eps] so that a diverging run stays finite.
+_P_EPS = 1e-12
 
 
 def resolve_device(device: str | torch.device = "cpu") -> torch.device:
@@ -187,7 +192,12 @@ def simulate_bandit_arrays(
     width = int(lag.max()) + 1
     hist = theta[:, None].repeat(1, width).contiguous()
     rows = torch.arange(R, device=dev)
-    counts = G.expand(R, B).contiguous()
+    gmax = int(gs.max())
+    kk = torch.arange(gmax + 1, dtype=_DT, device=dev)[None, :]  # (1, Gmax+1)
+    log_comb = (
+        torch.lgamma(G + 1) - torch.lgamma(kk + 1) - torch.lgamma(torch.clamp(G - kk, min=0) + 1)
+    )
+    log_comb = torch.where(kk <= G, log_comb, torch.full_like(log_comb, -math.inf))
     n_samples = B * G[:, 0]
     gen = torch.Generator(device=dev)
     gen.manual_seed(int(seed))
@@ -195,58 +205,81 @@ def simulate_bandit_arrays(
     lo, hi = 1.0 - clip_eps, 1.0 + clip_eps
     log_pr1, log_pr0 = math.log(p_ref), math.log1p(-p_ref)
 
-    for n in range(steps):
-        hist[:, n % width] = theta
-        theta_b = hist[rows, (n - L) % width]
-        p_b = torch.sigmoid(theta_b)
-        p_n = torch.sigmoid(theta)
-        k = torch.binomial(counts, p_b[:, None].expand(R, B).contiguous(), generator=gen)  # (R, B)
-        batch_std = None
-        if advantage == "batch":
-            tot = k.sum(1, keepdim=True)
-            nn = n_samples[:, None]
-            batch_std = torch.sqrt(torch.clamp(tot * (nn - tot) / (nn * (nn - 1)), min=0.0))
-        a1, a0 = group_advantages(k, G, p_b[:, None], advantage, batch_std=batch_std)
-        rho1 = (p_n / p_b)[:, None]
-        rho0 = ((1 - p_n) / (1 - p_b))[:, None]
-        m1 = ~(((a1 > 0) & (rho1 > hi)) | ((a1 < 0) & (rho1 < lo)))
-        m0 = ~(((a0 > 0) & (rho0 > hi)) | ((a0 < 0) & (rho0 < lo)))
-        if gradient == "behaviour":
-            p_g = p_b
-            s1, s0 = (1 - p_b)[:, None], (-p_b)[:, None]
-        else:
-            p_g = p_n
-            s1, s0 = rho1 * (1 - p_n)[:, None], rho0 * (-p_n)[:, None]
-        pg = (k * m1 * a1 * s1 + (G - k) * m0 * a0 * s0).sum(1) / n_samples
-        if anchor == "kl":
-            anc = p_g - p_ref
-            kl = p_g * (torch.log(p_g) - log_pr1) + (1 - p_g) * (torch.log1p(-p_g) - log_pr0)
-        else:
-            c1 = (1 - p_ref / p_g) * (1 - p_g)
-            c0 = -(1 - (1 - p_ref) / (1 - p_g)) * p_g
-            ksum = k.sum(1)
-            anc = (ksum * c1 + (n_samples - ksum) * c0) / n_samples
-            r1 = p_ref / p_g
-            r0 = (1 - p_ref) / (1 - p_g)
-            k31 = r1 - torch.log(r1) - 1
-            k30 = r0 - torch.log(r0) - 1
-            kl = (ksum * k31 + (n_samples - ksum) * k30) / n_samples
-        g = pg - beta_t * anc
-        clipped = (k * (~m1) + (G - k) * (~m0)).sum(1) / n_samples
-        std_g = torch.sqrt(torch.clamp(k * (G - k) / (G * (G - 1)), min=0.0))
-        out["reward"][:, n] = k.sum(1) / n_samples
-        out["reward_std"][:, n] = std_g.mean(1)
-        out["frac_reward_zero_std"][:, n] = ((k == 0) | (k == G)).to(_DT).mean(1)
-        out["kl"][:, n] = kl
-        out["entropy"][:, n] = -(p_n * torch.log(p_n) + (1 - p_n) * torch.log1p(-p_n))
-        out["grad_norm"][:, n] = g.abs()
-        out["clip_ratio"][:, n] = clipped
-        out["expected_reward"][:, n] = p_b
-        vel = mu * vel + gscale * g
-        theta = theta + eta * vel
-        if progress is not None:
-            progress(1)
+    # Per-step tensors are small ((runs, groups)): intra-op threading costs more than it
+    # saves (and collapses on a loaded machine), so CPU runs use one thread.
+    saved_threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        for n in range(steps):
+            hist[:, n % width] = theta
+            theta_b = hist[rows, (n - L) % width]
+            p_b = torch.sigmoid(theta_b).clamp(_P_EPS, 1.0 - _P_EPS)
+            p_n = torch.sigmoid(theta).clamp(_P_EPS, 1.0 - _P_EPS)
+            k = _sample_successes(p_b, G, log_comb, kk, B, gen)  # (R, B)
+            batch_std = None
+            if advantage == "batch":
+                tot = k.sum(1, keepdim=True)
+                nn = n_samples[:, None]
+                batch_std = torch.sqrt(torch.clamp(tot * (nn - tot) / (nn * (nn - 1)), min=0.0))
+            a1, a0 = group_advantages(k, G, p_b[:, None], advantage, batch_std=batch_std)
+            rho1 = (p_n / p_b)[:, None]
+            rho0 = ((1 - p_n) / (1 - p_b))[:, None]
+            m1 = ~(((a1 > 0) & (rho1 > hi)) | ((a1 < 0) & (rho1 < lo)))
+            m0 = ~(((a0 > 0) & (rho0 > hi)) | ((a0 < 0) & (rho0 < lo)))
+            if gradient == "behaviour":
+                p_g = p_b
+                s1, s0 = (1 - p_b)[:, None], (-p_b)[:, None]
+            else:
+                p_g = p_n
+                s1, s0 = rho1 * (1 - p_n)[:, None], rho0 * (-p_n)[:, None]
+            pg = (k * m1 * a1 * s1 + (G - k) * m0 * a0 * s0).sum(1) / n_samples
+            if anchor == "kl":
+                anc = p_g - p_ref
+                kl = p_g * (torch.log(p_g) - log_pr1) + (1 - p_g) * (torch.log1p(-p_g) - log_pr0)
+            else:
+                c1 = (1 - p_ref / p_g) * (1 - p_g)
+                c0 = -(1 - (1 - p_ref) / (1 - p_g)) * p_g
+                ksum = k.sum(1)
+                anc = (ksum * c1 + (n_samples - ksum) * c0) / n_samples
+                r1 = p_ref / p_g
+                r0 = (1 - p_ref) / (1 - p_g)
+                k31 = r1 - torch.log(r1) - 1
+                k30 = r0 - torch.log(r0) - 1
+                kl = (ksum * k31 + (n_samples - ksum) * k30) / n_samples
+            g = pg - beta_t * anc
+            clipped = (k * (~m1) + (G - k) * (~m0)).sum(1) / n_samples
+            std_g = torch.sqrt(torch.clamp(k * (G - k) / (G * (G - 1)), min=0.0))
+            out["reward"][:, n] = k.sum(1) / n_samples
+            out["reward_std"][:, n] = std_g.mean(1)
+            out["frac_reward_zero_std"][:, n] = ((k == 0) | (k == G)).to(_DT).mean(1)
+            out["kl"][:, n] = kl
+            out["entropy"][:, n] = -(p_n * torch.log(p_n) + (1 - p_n) * torch.log1p(-p_n))
+            out["grad_norm"][:, n] = g.abs()
+            out["clip_ratio"][:, n] = clipped
+            out["expected_reward"][:, n] = p_b
+            vel = mu * vel + gscale * g
+            theta = theta + eta * vel
+            if progress is not None:
+                progress(1)
+    finally:
+        torch.set_num_threads(saved_threads)
     return {m: v.cpu().numpy() for m, v in out.items()}
+
+
+def _sample_successes(p, G, log_comb, kk, n_groups: int, gen: torch.Generator) -> torch.Tensor:
+    """``Binomial(G_r, p_r)`` draws, ``n_groups`` per run, by inverse CDF (exact).
+
+    One uniform per group against the run's binomial CDF (``Gmax + 1`` values): a few
+    vectorised comparisons, several times faster than ``torch.binomial`` on CPU.
+    """
+    logp = torch.log(p)[:, None]
+    log1mp = torch.log1p(-p)[:, None]
+    pmf = torch.exp(log_comb + kk * logp + (G - kk) * log1mp)  # (R, Gmax+1), 0 beyond G
+    cdf = torch.cumsum(pmf, dim=1)
+    u = torch.rand(p.shape[0], n_groups, dtype=_DT, device=p.device, generator=gen)
+    k = (u[:, :, None] > cdf[:, None, :-1]).sum(-1).to(_DT)
+    return torch.minimum(k, G)
 
 
 def bandit_truth(
@@ -266,9 +299,11 @@ def bandit_truth(
     """Known truth of one bandit setting (exact mean field; no simulation, no fit).
 
     Returns ``plateau`` (p*), ``stiffness`` (K, reward units per unit step), ``a = eta_eff K``,
-    ``M_eff, C_eff, K_eff, zeta`` of DESIGN.md's oscillator, ``noise_d`` (D, so that the
-    per-step state noise variance in reward units is ``D / G``), ``measurement_sd`` (sd of
-    the logged reward around the expected one), ``initial_reward`` and the method used.
+    ``M_eff, C_eff, K_eff, zeta, regime`` of DESIGN.md's oscillator, ``spectral_radius`` of
+    the exact recursion, ``noise_d`` (D, so that the per-step state noise variance in reward
+    units is ``D / G``), ``stationary_var`` (``D / (2 G C K_eff)``, None when ``C <= 0``),
+    ``measurement_sd`` (sd of the logged reward around the expected one),
+    ``initial_reward`` and the method used for ``K``.
     """
     fp = fixed_point(
         group_size=group_size,
@@ -281,7 +316,11 @@ def bandit_truth(
     eta_eff = float(effective_step(learning_rate, momentum, momentum_convention))
     a = eta_eff * fp.stiffness
     mass, damp, k_eff = oscillator_coefficients(a, momentum, k_ref)
+    from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
+
     zeta = float(damping_ratio(mass, damp, k_eff)) if a > 0 else float("nan")
+    noise_d = eta_eff**2 * fp.noise_d_per_eta2
+    stat_var = noise_d / (2.0 * group_size * damp * k_eff) if damp > 0 and k_eff > 0 else None
     return {
         "plateau": fp.plateau,
         "initial_reward": float(p_ref if p_init is None else p_init),
@@ -290,8 +329,11 @@ def bandit_truth(
         "M_eff": float(mass),
         "C_eff": float(damp),
         "K_eff": float(k_eff),
-        "zeta": zeta,
-        "noise_d": eta_eff**2 * fp.noise_d_per_eta2,
+        "zeta": zeta if math.isfinite(zeta) else None,
+        "regime": str(classify_regime(mass, damp, k_eff)),
+        "spectral_radius": float(spectral_radius(a, momentum, k_ref)),
+        "noise_d": noise_d,
+        "stationary_var": stat_var,
         "measurement_sd": fp.measurement_sd,
         "stiffness_method": fp.method,
     }
@@ -363,8 +405,8 @@ def simulate_bandit(
         Run set (dims ``run, step``) with the metrics of :data:`LOGGED_METRICS`, coordinates
         ``model="softmax-bandit"``, ``group_size``, ``learning_rate``, ``momentum``,
         ``momentum_convention``, ``k_ref``, ``beta``, ``seed``, ``source="bandit"``, and in
-        ``attrs["truth"]`` (JSON) the known truth of every run (:func:`bandit_truth`);
-        ``attrs["bandit_config"]`` holds the simulator settings.
+        ``attrs["truth"]`` a JSON string ``{"format": TRUTH_FORMAT, "settings": {simulator
+        settings}, "runs": {run_id: bandit_truth(...)}}`` with the known truth of every run.
     """
     if momentum_convention not in MOMENTUM_CONVENTIONS:
         raise ValueError(
@@ -450,11 +492,13 @@ def simulate_bandit(
         "steps": int(steps),
         "momentum_convention": momentum_convention,
     }
-    return make_runset(curves, meta, attrs={"truth": truth, "bandit_config": config})
+    payload = {"format": TRUTH_FORMAT, "settings": config, "runs": truth}
+    return make_runset(curves, meta, attrs={"truth": json.dumps(payload)})
 
 
 __all__ = [
     "BANDIT_MODEL",
+    "TRUTH_FORMAT",
     "GRADIENTS",
     "LOGGED_METRICS",
     "bandit_truth",

@@ -1,0 +1,719 @@
+"""Bandit experiments: K_ref sweeps, stiffness measurement and the three reproduced results.
+
+* :func:`sweep_k_ref` runs the threshold / transition experiment (one batched simulation,
+  with a progress bar).
+* :func:`measure_stiffness` measures ``K`` independently of any curve fit, by the Jacobian
+  of the exact expected update at ``p*`` (autograd) or by a small-perturbation relaxation
+  experiment with the simulator; the result says which.
+* :func:`transition_check`, :func:`threshold_check` and :func:`g_invariance_check` turn run
+  sets into :class:`~bayes_grpo.checks.base.CheckResult` objects with the numbers behind the
+  README table; :func:`phase_diagram_figure` draws the sweep.
+
+All analyses use the run set's coordinates and ``attrs["truth"]`` (written by
+:func:`~bayes_grpo.bandit.simulator.simulate_bandit`), so they work on a saved sweep file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.bandit.mean_field import fixed_point
+from bayes_grpo.bandit.simulator import TRUTH_FORMAT, simulate_bandit
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
+
+# ----------------------------------------------------------------------------- running
+
+
+def sweep_k_ref(
+    k_refs: Sequence[int],
+    *,
+    seeds: int = 32,
+    steps: int = 3000,
+    group_size: int = 8,
+    learning_rate: float = 0.1,
+    momentum: float = 0.5,
+    momentum_convention: str = HEAVY_BALL,
+    beta: float = 1.0,
+    n_prompts: int = 16,
+    p_ref: float = 0.5,
+    p_init: float | None = None,
+    advantage: str = "loo",
+    anchor: str = "kl",
+    gradient: str = "behaviour",
+    clip_eps: float = 0.2,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool = True,
+) -> xr.Dataset:
+    """Simulate ``len(k_refs) x seeds`` bandit runs in one batched program.
+
+    Parameters are those of :func:`~bayes_grpo.bandit.simulator.simulate_bandit`;
+    ``progress`` shows a tqdm bar over optimizer steps (on stderr).
+
+    Returns
+    -------
+    xarray.Dataset
+        The run set, with truth in ``attrs["truth"]``.
+    """
+    k_refs = [int(k) for k in k_refs]
+    if not k_refs:
+        raise ValueError("k_refs is empty")
+    bar = None
+    callback = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=int(steps), desc=f"bandit sweep ({len(k_refs) * int(seeds)} runs)", unit="step"
+        )
+        callback = bar.update
+    try:
+        return simulate_bandit(
+            k_ref=k_refs,
+            group_size=group_size,
+            learning_rate=learning_rate,
+            momentum=momentum,
+            momentum_convention=momentum_convention,
+            beta=beta,
+            seeds=seeds,
+            steps=steps,
+            n_prompts=n_prompts,
+            p_ref=p_ref,
+            p_init=p_init,
+            advantage=advantage,
+            anchor=anchor,
+            gradient=gradient,
+            clip_eps=clip_eps,
+            seed=seed,
+            device=device,
+            progress=callback,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+# ----------------------------------------------------------------------------- stiffness
+
+
+@dataclass(frozen=True)
+class StiffnessMeasurement:
+    """A stiffness ``K`` (reward units per unit effective step) and how it was measured."""
+
+    stiffness: float
+    method: str
+    plateau: float
+    standard_error: float = 0.0
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def measure_stiffness(
+    *,
+    group_size: int = 8,
+    beta: float = 1.0,
+    p_ref: float = 0.5,
+    advantage: str = "loo",
+    anchor: str = "kl",
+    n_prompts: int = 16,
+    method: str = "jacobian",
+    learning_rate: float = 0.05,
+    perturbation: float = 0.05,
+    seeds: int = 256,
+    steps: int = 120,
+    seed: int = 0,
+    device: str = "cpu",
+) -> StiffnessMeasurement:
+    """Measure the bandit's stiffness ``K`` without fitting any training curve.
+
+    Parameters
+    ----------
+    method
+        ``"jacobian"``: ``K = -du/dp`` at ``p*``, autograd of the exact expected update (an
+        exact finite sum over the binomial distribution of successes per group; no
+        simulation). ``"relaxation"``: simulate ``seeds`` runs with no lag and no momentum
+        from ``p* + perturbation``; the seed-mean error obeys ``e[n+1] = (1 - a) e[n]`` to
+        first order, so ``a`` follows from the mean one-step ratio
+        ``sum e[n+1] e[n] / sum e[n]^2`` over the steps where the mean error is above 20
+        standard errors, and ``K = a / learning_rate``. The relaxation result carries a
+        bootstrap standard error over seeds, and a bias of order ``perturbation`` from the
+        curvature of the update.
+    learning_rate, perturbation, seeds, steps, seed, device
+        Used by ``"relaxation"`` only.
+
+    Returns
+    -------
+    StiffnessMeasurement
+    """
+    fp = fixed_point(
+        group_size=group_size,
+        beta=beta,
+        p_ref=p_ref,
+        advantage=advantage,
+        n_prompts=n_prompts,
+        anchor=anchor,
+    )
+    if method == "jacobian":
+        return StiffnessMeasurement(fp.stiffness, fp.method, fp.plateau)
+    if method != "relaxation":
+        raise ValueError(
+            f"unknown stiffness method {method!r}; expected 'jacobian' or 'relaxation'"
+        )
+    p0 = fp.plateau + perturbation
+    if not 0.0 < p0 < 1.0:
+        raise ValueError(f"p* + perturbation = {p0} leaves (0, 1); use a smaller perturbation")
+    ds = simulate_bandit(
+        k_ref=0,
+        group_size=group_size,
+        learning_rate=learning_rate,
+        momentum=0.0,
+        beta=beta,
+        seeds=seeds,
+        steps=steps,
+        n_prompts=n_prompts,
+        p_ref=p_ref,
+        p_init=p0,
+        advantage=advantage,
+        anchor=anchor,
+        seed=seed,
+        device=device,
+    )
+    err = ds["expected_reward"].values - fp.plateau  # (seeds, steps)
+
+    def estimate(e: np.ndarray) -> float:
+        mean = e.mean(0)
+        se = e.std(0, ddof=1) / math.sqrt(e.shape[0])
+        ok = np.abs(mean[:-1]) > 20.0 * np.maximum(se[:-1], 1e-300)
+        if ok.sum() < 3:
+            return float("nan")
+        x, y = mean[:-1][ok], mean[1:][ok]
+        return (1.0 - float((x * y).sum() / (x * x).sum())) / learning_rate
+
+    k_hat = estimate(err)
+    rng = np.random.default_rng(seed)
+    boot = [estimate(err[rng.integers(0, err.shape[0], err.shape[0])]) for _ in range(200)]
+    return StiffnessMeasurement(
+        stiffness=k_hat,
+        method="relaxation: seed-mean decay after a small perturbation (no lag, no momentum)",
+        plateau=fp.plateau,
+        standard_error=float(np.nanstd(boot, ddof=1)),
+        detail=f"perturbation={perturbation}, learning_rate={learning_rate}, seeds={seeds}, steps={steps}",
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def runset_truth(ds: xr.Dataset) -> dict[str, dict]:
+    """Per-run truth ``{run_id: {...}}`` of a bandit run set (error if absent or foreign)."""
+    raw = ds.attrs.get("truth")
+    if raw is None:
+        raise ValueError(
+            "run set has no 'truth' attribute: not a bandit simulation (simulate_bandit)"
+        )
+    truth = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    if truth.get("format") != TRUTH_FORMAT:
+        raise ValueError(
+            f"run set truth has format {truth.get('format')!r}, not a bandit simulation ({TRUTH_FORMAT!r})"
+        )
+    return truth["runs"]
+
+
+def _single_value(ds: xr.Dataset, coord: str) -> float:
+    values = np.unique(np.asarray(ds[coord].values, dtype=float))
+    if values.size != 1:
+        raise ValueError(
+            f"expected one value of {coord!r} in this run set, found {values.tolist()}"
+        )
+    return float(values[0])
+
+
+def _per_k_ref(ds: xr.Dataset) -> dict[int, list[int]]:
+    lags = np.asarray(ds["k_ref"].values, dtype=float)
+    return {int(k): np.flatnonzero(lags == k).tolist() for k in np.unique(lags)}
+
+
+def convergence_status(
+    ds: xr.Dataset,
+    *,
+    variable: str = "expected_reward",
+    tail_frac: float = 0.1,
+    abs_tol: float = 0.05,
+    growth_tol: float = 1.5,
+    saturation: float = 0.25,
+) -> pd.DataFrame:
+    """Did each run converge to its plateau within the horizon?
+
+    With ``e = variable - p*`` (``p*`` from the truth), ``tail`` the RMS of ``e`` over the last
+    ``tail_frac`` of the steps and ``mid`` its RMS over the window just before the second half
+    of the run (``[0.5 - tail_frac, 0.5)`` of the steps), a run has *not converged* when
+    ``tail > abs_tol |e0|`` and either ``tail >= growth_tol mid`` (the deviation is growing)
+    or ``tail > saturation |e0|`` (a large, saturated oscillation). ``e0`` is the initial
+    error. A stable run near the threshold has a large but stationary (or decaying)
+    deviation and passes; an unstable one grows, then saturates (the bandit's reward is
+    bounded) with an amplitude of the order of ``e0`` unless PPO clipping caps it first.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by run: ``k_ref``, ``tail_rms``, ``mid_rms``, ``converged``.
+    """
+    truth = runset_truth(ds)
+    runs = [str(r) for r in ds[RUN_DIM].values]
+    y = ds[variable].values
+    n = y.shape[1]
+    w = max(2, int(round(tail_frac * n)))
+    plateau = np.array([truth[r]["plateau"] for r in runs])
+    e = y - plateau[:, None]
+    e0 = np.abs(e[:, 0])
+    tail = np.sqrt(np.nanmean(e[:, n - w :] ** 2, axis=1))
+    mid_start = max(0, n // 2 - w)
+    mid = np.sqrt(np.nanmean(e[:, mid_start : n // 2] ** 2, axis=1))
+    bad = ~np.isfinite(tail) | (
+        (tail > abs_tol * e0) & ((tail >= growth_tol * mid) | (tail > saturation * e0))
+    )
+    return pd.DataFrame(
+        {"k_ref": ds["k_ref"].values, "tail_rms": tail, "mid_rms": mid, "converged": ~bad},
+        index=pd.Index(runs, name=RUN_DIM),
+    )
+
+
+def _gain_and_momentum(ds: xr.Dataset) -> tuple[float, float]:
+    truth = runset_truth(ds)
+    a_values = np.unique(np.round([truth[str(r)]["a"] for r in ds[RUN_DIM].values], 14))
+    if a_values.size != 1:
+        raise ValueError(
+            f"runs have different gains a = eta_eff K: {a_values.tolist()}; analyse one setting at a time"
+        )
+    return float(a_values[0]), _single_value(ds, "momentum")
+
+
+# ----------------------------------------------------------------------------- result 2: threshold
+
+
+def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwargs) -> CheckResult:
+    """Empirical stability threshold in ``K_ref`` against the exact and closed-form predictions.
+
+    The empirical threshold is the first ``K_ref`` of the sweep at which more than
+    ``majority`` of the seeds have not converged (:func:`convergence_status`). The exact
+    prediction is the first integer lag with spectral radius >= 1 and the closed form the
+    first with ``C_eff <= 0`` (``(1 - mu)/(eta_eff K)``), both from
+    :mod:`bayes_grpo.dynamics.stability` with the independently measured ``K`` (the truth
+    the simulator stores). Passes when the empirical threshold is within one ``K_ref`` step
+    of the exact one.
+    """
+    from bayes_grpo.dynamics.stability import critical_k_ref, spectral_radius
+
+    a, mu = _gain_and_momentum(ds)
+    status = convergence_status(ds, **convergence_kwargs)
+    rows = []
+    for lag, idx in _per_k_ref(ds).items():
+        sub = status.iloc[idx]
+        mass, damp, k_eff = oscillator_coefficients(a, mu, lag)
+        rows.append(
+            {
+                "k_ref": lag,
+                "runs": len(idx),
+                "frac_not_converged": float((~sub["converged"]).mean()),
+                "median_tail_rms": float(sub["tail_rms"].median()),
+                "spectral_radius": float(spectral_radius(a, mu, lag)),
+                "C_eff": float(damp),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("k_ref")
+    unstable = table.index[table["frac_not_converged"] > majority]
+    empirical = float(unstable.min()) if len(unstable) else float("nan")
+    exact = float(critical_k_ref(a, mu, method="exact"))
+    closed = float(critical_k_ref(a, mu, method="closed_form"))
+    closed_real = (1.0 - mu) / a
+    lags = table.index.to_numpy()
+    in_range = lags.min() <= exact <= lags.max()
+    if not np.isfinite(empirical):
+        passed = None if not in_range else False
+    else:
+        passed = bool(abs(empirical - exact) <= 1.0)
+    values = {
+        "a": a,
+        "momentum": mu,
+        "empirical_threshold_k_ref": empirical,
+        "exact_threshold_k_ref": exact,
+        "closed_form_threshold_k_ref": closed,
+        "closed_form_ratio_(1-mu)/a": closed_real,
+        "closed_form_error_steps": exact - closed,
+        "closed_form_relative_error": (exact - closed) / exact if exact else float("nan"),
+        "empirical_minus_exact": empirical - exact,
+    }
+    summary = (
+        f"Runs stop converging at K_ref = {empirical:g} (first K_ref where > {majority:.0%} of seeds do not settle); "
+        f"exact discrete prediction {exact:g}, closed form (1-mu)/(eta K) = {closed_real:.2f} -> {closed:g} "
+        f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
+    )
+    return CheckResult("bandit_stability_threshold", passed, summary, table=table, values=values)
+
+
+# ----------------------------------------------------------------------------- result 1: transition
+
+
+def overshoot_table(
+    ds: xr.Dataset, *, variable: str = "expected_reward", tail_frac: float = 0.25
+) -> pd.DataFrame:
+    """Overshoot of the seed-mean trajectory beyond its own plateau, per ``K_ref``.
+
+    For each ``K_ref``: ``m[n]`` is the mean over seeds of ``variable``, the plateau ``P``
+    its mean over seeds and the last ``tail_frac`` of the steps, the approach direction
+    ``s = sign(P - m[0])``. The overshoot is ``max_n s (m[n] - P)`` over the steps before
+    the tail window, and its standard error that of ``e_i[n*] - tail mean_i`` over the seeds
+    ``i`` at the maximising step ``n*``. A monotone (overdamped) approach gives an overshoot
+    that is noise; an oscillatory one crosses the plateau.
+    """
+    y = ds[variable].values
+    n = y.shape[1]
+    start_tail = n - max(2, int(round(tail_frac * n)))
+    rows = []
+    for lag, idx in _per_k_ref(ds).items():
+        sub = y[idx]
+        tail_i = np.nanmean(sub[:, start_tail:], axis=1)
+        plateau = float(np.mean(tail_i))
+        m = np.nanmean(sub, axis=0)
+        s = np.sign(plateau - m[0]) or 1.0
+        dev = s * (m[:start_tail] - plateau)
+        k = int(np.nanargmax(dev))
+        centred = s * (sub[:, k] - tail_i)
+        se = float(np.std(centred, ddof=1) / math.sqrt(len(idx))) if len(idx) > 1 else float("nan")
+        rows.append(
+            {
+                "k_ref": lag,
+                "overshoot": float(dev[k]),
+                "overshoot_se": se,
+                "step_of_max": k,
+                "plateau": plateau,
+            }
+        )
+    return pd.DataFrame(rows).set_index("k_ref")
+
+
+def transition_check(
+    ds: xr.Dataset, *, z: float = 5.0, variable: str = "expected_reward"
+) -> CheckResult:
+    """Overdamped-to-oscillatory transition in ``K_ref`` against ``zeta = 1``.
+
+    A ``K_ref`` is *oscillatory* when the seed-mean overshoot (:func:`overshoot_table`)
+    exceeds ``z`` standard errors (``z = 5`` rather than 2-3 because the overshoot is the
+    maximum over many correlated steps, which inflates pure-noise z-scores to about 4). The
+    table also gives the overshoot of the noise-free linear recursion
+    (:func:`bayes_grpo.dynamics.simulate.simulate_recursion`) from the same initial error. ``zeta(K_ref) = C/(2 sqrt(M K_eff))`` comes from the
+    measured ``K`` (truth) through DESIGN.md's coefficients; the predicted transition is the
+    first integer ``K_ref`` with ``zeta < 1`` (and the real crossing point is reported).
+    Passes when the first oscillatory ``K_ref`` is within one step of the predicted one.
+    """
+    a, mu = _gain_and_momentum(ds)
+    table = overshoot_table(ds, variable=variable)
+    lags = table.index.to_numpy()
+    mass, damp, k_eff = oscillator_coefficients(a, mu, lags.astype(float))
+    table["zeta"] = damping_ratio(mass, damp, k_eff)
+    table["z_score"] = table["overshoot"] / table["overshoot_se"]
+    table["oscillatory"] = table["z_score"] > z
+    from bayes_grpo.dynamics.simulate import simulate_recursion
+
+    truth = runset_truth(ds)
+    first = str(ds[RUN_DIM].values[0])
+    e0 = float(np.nanmean(ds[variable].values[:, 0])) - truth[first]["plateau"]
+    n_steps = ds.sizes[STEP_DIM]
+    lin = simulate_recursion(
+        np.full(lags.size, a),
+        np.full(lags.size, mu),
+        lags.astype(float),
+        n_steps,
+        e0=np.full(lags.size, e0),
+    )
+    table["linear_overshoot"] = np.max(-np.sign(e0) * lin, axis=1)
+    fine = np.linspace(0.0, float(lags.max()) + 1.0, 20001)
+    fm, fc, fk = oscillator_coefficients(a, mu, fine)
+    zeta_fine = damping_ratio(fm, fc, fk)
+    below = np.flatnonzero(zeta_fine < 1.0)
+    crossing = float(fine[below[0]]) if below.size else float("nan")
+    predicted_int = lags[table["zeta"].to_numpy() < 1.0]
+    predicted = float(predicted_int.min()) if predicted_int.size else float("nan")
+    osc = lags[table["oscillatory"].to_numpy()]
+    # the transition is the first K_ref from which every larger swept K_ref is oscillatory
+    # (up to the stability threshold, beyond which the mean trajectory is not a transient)
+    empirical = float(osc.min()) if osc.size else float("nan")
+    passed = (
+        None
+        if not (np.isfinite(empirical) and np.isfinite(predicted))
+        else bool(abs(empirical - predicted) <= 1.0)
+    )
+    values = {
+        "a": a,
+        "momentum": mu,
+        "zeta_crossing_k_ref": crossing,
+        "predicted_first_oscillatory_k_ref": predicted,
+        "empirical_first_oscillatory_k_ref": empirical,
+        "z_threshold": z,
+    }
+    summary = (
+        f"The seed-mean trajectory first overshoots its plateau (> {z:g} SE) at K_ref = {empirical:g}; "
+        f"zeta computed from the measured K crosses 1 at K_ref = {crossing:.2f} (first integer K_ref with zeta < 1: {predicted:g})."
+    )
+    return CheckResult("bandit_oscillation_transition", passed, summary, table=table, values=values)
+
+
+# ----------------------------------------------------------------------------- result 3: G-invariance
+
+
+def _block_means(y: np.ndarray, blocks: int, start: int) -> np.ndarray:
+    edges = np.linspace(start, y.shape[1], blocks + 1).round().astype(int)
+    return np.stack(
+        [np.nanmean(y[:, lo:hi], axis=1) for lo, hi in zip(edges[:-1], edges[1:])], axis=1
+    )
+
+
+def mean_trajectory_test(
+    y_a: np.ndarray, y_b: np.ndarray, *, blocks: int = 8, start: int = 0
+) -> dict[str, float]:
+    """Are two sets of runs' mean trajectories equal? (Hotelling-type test on block means.)
+
+    Each run's curve (from ``start``) is cut into ``blocks`` consecutive blocks and averaged
+    within each; the two groups of runs (rows of ``y_a``, ``y_b``; seeds) give two samples of
+    ``blocks``-vectors with possibly different covariances. The statistic is
+    ``T2 = d' (S_a/n_a + S_b/n_b)^-1 d`` for the difference ``d`` of the mean vectors, referred
+    to ``F(blocks, nu - blocks + 1) * nu blocks / (nu - blocks + 1)`` with the conservative
+    ``nu = min(n_a, n_b) - 1``.
+
+    Returns
+    -------
+    dict with ``t2``, ``p_value``, ``max_abs_z`` (largest per-block z-score) and the sizes.
+    """
+    from scipy import stats
+
+    ba, bb = _block_means(y_a, blocks, start), _block_means(y_b, blocks, start)
+    na, nb = ba.shape[0], bb.shape[0]
+    nu = min(na, nb) - 1
+    if nu - blocks + 1 < 1:
+        raise ValueError(
+            f"need more than {blocks} runs per group for {blocks} blocks (have {na} and {nb})"
+        )
+    d = ba.mean(0) - bb.mean(0)
+    cov = np.cov(ba, rowvar=False) / na + np.cov(bb, rowvar=False) / nb
+    t2 = float(d @ np.linalg.solve(cov, d))
+    f = t2 * (nu - blocks + 1) / (nu * blocks)
+    p = float(stats.f.sf(f, blocks, nu - blocks + 1))
+    z = d / np.sqrt(np.diag(cov))
+    return {
+        "t2": t2,
+        "p_value": p,
+        "max_abs_z": float(np.max(np.abs(z))),
+        "blocks": blocks,
+        "n_a": na,
+        "n_b": nb,
+    }
+
+
+def stationary_variance_ratio(
+    y_a: np.ndarray,
+    y_b: np.ndarray,
+    *,
+    start: int,
+    n_boot: int = 2000,
+    seed: int = 0,
+    prob: float = 0.9,
+) -> dict[str, float]:
+    """Ratio of the stationary variances of two groups of runs, with a bootstrap interval.
+
+    Per run, the variance of ``y[start:]`` about its own mean; the ratio of the group means
+    of those variances, and a percentile bootstrap interval (mass ``prob``) resampling runs
+    within each group.
+    """
+    va = np.nanvar(y_a[:, start:], axis=1, ddof=1)
+    vb = np.nanvar(y_b[:, start:], axis=1, ddof=1)
+    ratio = float(va.mean() / vb.mean())
+    rng = np.random.default_rng(seed)
+    boots = np.array(
+        [
+            va[rng.integers(0, va.size, va.size)].mean()
+            / vb[rng.integers(0, vb.size, vb.size)].mean()
+            for _ in range(n_boot)
+        ]
+    )
+    lo, hi = np.quantile(boots, [(1 - prob) / 2, (1 + prob) / 2])
+    return {
+        "ratio": ratio,
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "boot_se": float(boots.std(ddof=1)),
+        "prob": prob,
+    }
+
+
+def g_invariance_check(
+    ds: xr.Dataset,
+    *,
+    group_sizes: tuple[int, int] = (4, 16),
+    variable: str = "reward",
+    blocks: int = 8,
+    alpha: float = 0.01,
+    stationary_frac: float = 0.5,
+) -> CheckResult:
+    """G-invariance of the bandit: equal mean trajectories, stationary variance ratio ``G_b/G_a``.
+
+    Uses runs with ``group_size`` in ``group_sizes`` (all other settings equal). Passes when
+    the block-mean test (:func:`mean_trajectory_test`) does not reject at level ``alpha``.
+    The variance ratio over the last ``stationary_frac`` of the steps is reported with its
+    bootstrap interval next to the exact prediction from the truth (stationary variance of
+    the state ``D / (2 G C K_eff)`` plus the sampling variance of the logged reward).
+    """
+    ga, gb = group_sizes
+    sizes = np.asarray(ds["group_size"].values, dtype=float)
+    ia, ib = np.flatnonzero(sizes == ga), np.flatnonzero(sizes == gb)
+    if ia.size == 0 or ib.size == 0:
+        raise ValueError(
+            f"run set needs runs at group sizes {ga} and {gb}; has {sorted(set(sizes.tolist()))}"
+        )
+    y = ds[variable].values
+    start = int(round((1 - stationary_frac) * y.shape[1]))
+    test = mean_trajectory_test(y[ia], y[ib], blocks=blocks)
+    var = stationary_variance_ratio(y[ia], y[ib], start=start)
+    truth = runset_truth(ds)
+    runs = [str(r) for r in ds[RUN_DIM].values]
+
+    def predicted_var(i: int) -> float:
+        t = truth[runs[i]]
+        g = float(sizes[i])
+        state = t["noise_d"] / (2.0 * g * t["C_eff"] * t["K_eff"])
+        return state + (t["measurement_sd"] ** 2 if variable == "reward" else 0.0)
+
+    predicted_ratio = predicted_var(int(ia[0])) / predicted_var(int(ib[0]))
+    passed = bool(test["p_value"] >= alpha)
+    ma, mb = np.nanmean(y[ia], axis=0), np.nanmean(y[ib], axis=0)
+    table = pd.DataFrame(
+        {
+            "quantity": [
+                "mean-trajectory T2",
+                "p-value",
+                "max |z| over blocks",
+                "variance ratio",
+                "ratio CI low",
+                "ratio CI high",
+                "predicted ratio (exact D)",
+            ],
+            "value": [
+                test["t2"],
+                test["p_value"],
+                test["max_abs_z"],
+                var["ratio"],
+                var["ci_low"],
+                var["ci_high"],
+                predicted_ratio,
+            ],
+        }
+    ).set_index("quantity")
+    values = {
+        **{f"test_{k}": v for k, v in test.items()},
+        **{f"variance_{k}": v for k, v in var.items()},
+        "predicted_variance_ratio": predicted_ratio,
+        "group_sizes": list(group_sizes),
+        "max_abs_mean_difference": float(np.nanmax(np.abs(ma - mb))),
+        "plateau_by_g": {
+            str(ga): truth[runs[int(ia[0])]]["plateau"],
+            str(gb): truth[runs[int(ib[0])]]["plateau"],
+        },
+    }
+    verdict = "are equal within" if passed else "differ beyond"
+    summary = (
+        f"Mean {variable} trajectories at G = {ga} and G = {gb} {verdict} Monte Carlo error "
+        f"(block-mean T2 = {test['t2']:.2f}, p = {test['p_value']:.3g}, {test['n_a']} and {test['n_b']} seeds); "
+        f"stationary variance ratio {var['ratio']:.2f} ({var['prob']:.0%} interval {var['ci_low']:.2f}-{var['ci_high']:.2f}), "
+        f"exact prediction {predicted_ratio:.2f} (1/G scaling alone: {gb / ga:g})."
+    )
+    return CheckResult("bandit_g_invariance", passed, summary, table=table, values=values)
+
+
+# ----------------------------------------------------------------------------- figure
+
+
+def phase_diagram_figure(
+    ds: xr.Dataset, *, threshold: CheckResult | None = None, transition: CheckResult | None = None
+):
+    """Figure of a K_ref sweep: seed-mean trajectories by K_ref and the phase line.
+
+    Left: seed-mean ``expected_reward`` per ``K_ref`` (colour = K_ref). Right: fraction of
+    seeds not converging and ``zeta`` against ``K_ref``, with the exact and closed-form
+    thresholds and the ``zeta = 1`` crossing.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    threshold = threshold or threshold_check(ds)
+    a, mu = _gain_and_momentum(ds)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
+    groups = _per_k_ref(ds)
+    cmap = plt.get_cmap("viridis")
+    lags = sorted(groups)
+    y = ds["expected_reward"].values
+    steps = ds[STEP_DIM].values
+    for i, lag in enumerate(lags):
+        ax0.plot(
+            steps, np.nanmean(y[groups[lag]], axis=0), color=cmap(i / max(1, len(lags) - 1)), lw=0.8
+        )
+    ax0.set_xlabel("optimizer step")
+    ax0.set_ylabel("expected reward (mean over seeds)")
+    ax0.set_ylim(-0.02, 1.02)
+    ax0.set_title(f"softmax-bandit GRPO, a = eta K = {a:.3g}, mu = {mu:g}")
+    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(min(lags), max(lags)))
+    fig.colorbar(sm, ax=ax0, label="K_ref")
+    table = threshold.table
+    ax1.plot(
+        table.index,
+        table["frac_not_converged"],
+        "o-",
+        ms=3,
+        label="fraction of seeds not converging",
+    )
+    mass, damp, k_eff = oscillator_coefficients(a, mu, table.index.to_numpy(dtype=float))
+    zeta = damping_ratio(mass, damp, k_eff)
+    ax1.plot(table.index, np.clip(zeta, -1, 2) / 2.0, "s-", ms=3, label="zeta / 2 (measured K)")
+    v = threshold.values
+    ax1.axvline(v["exact_threshold_k_ref"], color="k", ls="-", lw=1, label="exact threshold")
+    ax1.axvline(
+        v["closed_form_threshold_k_ref"], color="k", ls="--", lw=1, label="closed-form threshold"
+    )
+    if transition is not None and np.isfinite(transition.values.get("zeta_crossing_k_ref", np.nan)):
+        ax1.axvline(
+            transition.values["zeta_crossing_k_ref"], color="C2", ls=":", lw=1.2, label="zeta = 1"
+        )
+    ax1.axhline(0.5, color="grey", lw=0.5)
+    ax1.set_xlabel("K_ref (lag, optimizer steps)")
+    ax1.set_ylim(-0.05, 1.05)
+    ax1.legend(fontsize=7, loc="center right")
+    ax1.set_title("phase line in K_ref")
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "StiffnessMeasurement",
+    "convergence_status",
+    "g_invariance_check",
+    "mean_trajectory_test",
+    "measure_stiffness",
+    "overshoot_table",
+    "phase_diagram_figure",
+    "runset_truth",
+    "stationary_variance_ratio",
+    "sweep_k_ref",
+    "threshold_check",
+    "transition_check",
+]
