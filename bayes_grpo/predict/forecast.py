@@ -292,6 +292,65 @@ def prior_from_runs(
     )
 
 
+def population_prior_for_run(
+    runset: xr.Dataset,
+    run_id: str,
+    *,
+    posterior: object | None = None,
+    use_runs: bool = True,
+) -> tuple[GaussianPrior | None, str]:
+    """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
+
+    With ``posterior`` (fitted model or file): :func:`prior_from_posterior` at the run's
+    hyperparameters, for its LLM if that LLM is in the fit, else for a new LLM. Otherwise,
+    when ``use_runs``: :func:`prior_from_runs` on the other runs (those of the same LLM if
+    there are at least two, else all others). Otherwise None (the weak default prior).
+    """
+    from bayes_grpo.runset import REWARD_VAR, run_coords
+
+    coords = run_coords(runset, run_id)
+    if posterior is not None:
+        needed = ["learning_rate", "momentum", "k_ref", "group_size"]
+        missing = [k for k in needed if not np.isfinite(coords[k])]
+        if missing or not coords["momentum_convention"]:
+            missing += [] if coords["momentum_convention"] else ["momentum_convention"]
+            raise ForecastError(
+                f"run {run_id!r} lacks {missing}; a posterior prior needs the run's hyperparameters (set them in the run set or use the run-based prior)"
+            )
+        kw = {k: coords[k] for k in needed}
+        kw["momentum_convention"] = str(coords["momentum_convention"])
+        size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
+        try:
+            return prior_from_posterior(
+                posterior, model=str(coords["model"]) or None, model_size=size, **kw
+            ), ""
+        except (ValueError, KeyError) as exc:
+            prior = prior_from_posterior(posterior, model=None, model_size=size, **kw)
+            return (
+                prior,
+                f"LLM {coords['model']!r} not usable in the fit ({exc}); used the population level",
+            )
+    if not use_runs:
+        return None, ""
+    others = [str(r) for r in runset["run"].values if str(r) != run_id]
+    same = [r for r in others if str(runset["model"].sel(run=r).values) == coords["model"]]
+    chosen = same if len(same) >= 2 else others
+    if len(chosen) < 2:
+        return None, "fewer than 2 other runs: weak default prior"
+    steps = runset["step"].values.astype(float)
+    runs = [(steps, runset[REWARD_VAR].sel(run=r).values.astype(float)) for r in chosen]
+    horizon = float(steps.max())
+    try:
+        prior = prior_from_runs(
+            runs,
+            source=f"{len(chosen)} other runs" + (" of the same LLM" if chosen is same else ""),
+            horizon=horizon,
+        )
+    except ForecastError as exc:
+        return None, f"run-based prior failed ({exc}); weak default prior"
+    return prior, ""
+
+
 def _load_model(posterior: object) -> object:
     if isinstance(posterior, str | os.PathLike):
         from bayes_grpo.model import GRPODynamicsModel  # lazy: the model area is heavy to import
@@ -436,26 +495,34 @@ def fit_run(
     evals = np.maximum(evals, floor * 1e-3)
     cov = (evecs / evals) @ evecs.T
     notes: list[str] = []
-    proposal = stats.multivariate_t(loc=mode, shape=cov, df=PROPOSAL_DF, seed=rng)
-    prop = np.atleast_2d(proposal.rvs(size=n_proposal))
-    logw = _log_lik(prop, t, y) + _log_prior(prop, prior) - proposal.logpdf(prop)
-    finite = np.isfinite(logw)
-    if finite.sum() < 10:
-        raise ForecastError(
-            "importance sampling failed: almost every proposal draw has zero posterior density"
-        )
-    logw = np.where(finite, logw, -np.inf)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lw, k = az.psislw(logw[finite].copy())
+    # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
+    best_is = None
+    for widen in (1.0, 2.0, 4.0):
+        proposal = stats.multivariate_t(loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng)
+        prop = np.atleast_2d(proposal.rvs(size=n_proposal))
+        logw = _log_lik(prop, t, y) + _log_prior(prop, prior) - proposal.logpdf(prop)
+        finite = np.isfinite(logw)
+        if finite.sum() < 10:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lw, k = az.psislw(logw[finite].copy())
+        k = float(np.asarray(k))
+        if best_is is None or k < best_is[3]:
+            best_is = (prop, finite, lw, k)
+        if k <= PARETO_K_WARN:
+            break
+    if best_is is None:
+        raise ForecastError("importance sampling failed: almost every proposal draw has zero posterior density")
+    prop, finite, lw, k = best_is
     weights = np.zeros(n_proposal)
     weights[finite] = np.exp(lw - np.max(lw))
     weights /= weights.sum()
     ess = float(1.0 / np.sum(weights**2))
-    k = float(np.asarray(k))
     if k > PARETO_K_WARN:
         notes.append(
-            f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); the posterior is far from Gaussian (multimodal or prior-data conflict)"
+            f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
+            "the posterior is far from Gaussian (multimodal or prior-data conflict)"
         )
     idx = rng.choice(n_proposal, size=n_draws, replace=True, p=weights)
     return RunPosterior(
@@ -669,5 +736,6 @@ __all__ = [
     "prior_from_draws",
     "prior_from_posterior",
     "prior_from_runs",
+    "population_prior_for_run",
     "u_from_coefficients",
 ]

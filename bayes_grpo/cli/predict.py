@@ -1,0 +1,294 @@
+"""``bayes-grpo predict``, ``bayes-grpo forecast`` and ``bayes-grpo compare``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.constants import MOMENTUM_CONVENTIONS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "predict",
+        help="predict the reward trajectory of a run with new hyperparameters from a fitted posterior",
+        description=(
+            "Posterior predictive of a new run: bands of the mean trajectory and of the logged reward, "
+            "steps to 90/95/99%% of the rise to the plateau, the regime (overdamped / critical / "
+            "underdamped / unstable) and its probability, the probability of instability (closed form "
+            "and exact), and the recommended stop step."
+        ),
+    )
+    p.add_argument("posterior", help="fitted model saved by `bayes-grpo fit` (models/NAME.nc)")
+    p.add_argument(
+        "--lr",
+        "--learning-rate",
+        dest="learning_rate",
+        type=float,
+        required=True,
+        help="learning rate eta",
+    )
+    p.add_argument(
+        "--momentum", type=float, required=True, help="momentum mu (heavy-ball mu or Adam beta1)"
+    )
+    p.add_argument(
+        "--momentum-convention",
+        choices=MOMENTUM_CONVENTIONS,
+        default="heavy_ball",
+        help="how --momentum enters the update (default heavy_ball; Adam's beta1 is ema)",
+    )
+    p.add_argument(
+        "--k-ref", type=float, required=True, help="off-policy lag K_ref in optimizer steps"
+    )
+    p.add_argument(
+        "--group-size", type=float, required=True, help="group size G (completions per prompt)"
+    )
+    p.add_argument("--steps", type=int, required=True, help="horizon T: predict steps 0..T")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="an LLM already in the fit (default: a new one, from the population level)",
+    )
+    p.add_argument(
+        "--model-size",
+        type=float,
+        default=None,
+        help="parameter count of a new LLM (used when the curvature regression on size is on)",
+    )
+    _common_output_args(p)
+    p.set_defaults(func=_run_predict)
+
+    f = subparsers.add_parser(
+        "forecast",
+        help="forecast the rest of a run in progress from its first steps",
+        description=(
+            "Forecast a run from its steps up to --upto: bands for the rest, regime, stop step. The prior "
+            "is a fitted posterior (--prior, the run's hyperparameters read from the run set), or else the "
+            "other runs of the run set (empirical Bayes; same LLM where possible), or a weak data-scaled "
+            "prior (--no-population). When the run set holds steps after --upto, the forecast is also "
+            "scored on them (coverage of the 90%% band, RMSE)."
+        ),
+    )
+    f.add_argument("runs", help="run set netCDF (from `bayes-grpo ingest`)")
+    f.add_argument("--run", required=True, help="run id to forecast")
+    f.add_argument("--upto", type=float, required=True, help="last observed optimizer step to use")
+    f.add_argument(
+        "--prior", default=None, help="fitted model (models/NAME.nc) whose posterior is the prior"
+    )
+    f.add_argument(
+        "--no-population",
+        action="store_true",
+        help="ignore the other runs; use the weak data-scaled prior",
+    )
+    f.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        help="forecast up to this step (default: the run set's last step, or 2x --upto)",
+    )
+    _common_output_args(f)
+    f.set_defaults(func=_run_forecast)
+
+    c = subparsers.add_parser(
+        "compare",
+        help="compare the oscillator, single-exponential and logistic laws on a run set (LOO, leave-future-out, R^2)",
+        description=(
+            "Fit the three-phase oscillator (mechanistic and phenomenological), the single exponential and "
+            "the logistic law to every run with PyMC; compare them by PSIS-LOO (Pareto-k warnings surfaced), "
+            "by leave-future-out on the last 30%% of each run, and by R^2 per run."
+        ),
+    )
+    c.add_argument("runs", help="run set netCDF")
+    c.add_argument("--laws", nargs="+", default=None, help="subset of laws (default all four)")
+    c.add_argument("--draws", type=int, default=500, help="posterior draws per chain (default 500)")
+    c.add_argument("--tune", type=int, default=500, help="tuning steps per chain (default 500)")
+    c.add_argument("--chains", type=int, default=2, help="chains (default 2)")
+    c.add_argument("--seed", type=int, default=0, help="random seed")
+    add_json_flag(c)
+    c.set_defaults(func=_run_compare)
+
+
+def _common_output_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--hdi",
+        type=float,
+        nargs="+",
+        default=[0.5, 0.9],
+        help="HDI probabilities of the bands (default 0.5 0.9)",
+    )
+    p.add_argument(
+        "--stop-threshold",
+        type=float,
+        default=None,
+        help="stop when the expected remaining gain is below this (reward units; default 1%% of the rise)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument(
+        "-o", "--output", default=None, help="write the bands and summaries to this netCDF file"
+    )
+    p.add_argument("--plot", default=None, help="write a plot of the bands to this PNG file")
+    add_json_flag(p)
+
+
+def _emit(ds, args, *, observed=None, extra=None) -> None:
+    from bayes_grpo.predict.predict import plot_prediction, save_prediction
+    from bayes_grpo.predict.summary import summary_dict
+
+    out = summary_dict(ds)
+    for key in ("prob_unstable_closed_form", "prob_unstable_exact", "pareto_k", "upto_step"):
+        if key in ds.attrs:
+            out[key] = ds.attrs[key]
+    out.update(extra or {})
+    if args.output:
+        save_prediction(ds, args.output)
+        out["output"] = args.output
+    if args.plot:
+        import matplotlib.pyplot as plt
+
+        from bayes_grpo._io import write_atomic
+
+        fig = plot_prediction(ds, observed=observed)
+        write_atomic(args.plot, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+        plt.close(fig)
+        out["plot"] = args.plot
+    if args.json:
+        print_json(out)
+        return
+    for key, value in out.items():
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for k, v in value.items():
+                print(f"  {k}: {v}")
+        else:
+            print(f"{key}: {value}")
+
+
+def _run_predict(args: argparse.Namespace) -> int:
+    from bayes_grpo.predict.predict import predict_run
+
+    ds = predict_run(
+        args.posterior,
+        learning_rate=args.learning_rate,
+        momentum=args.momentum,
+        momentum_convention=args.momentum_convention,
+        k_ref=args.k_ref,
+        group_size=args.group_size,
+        steps=args.steps,
+        model=args.model,
+        model_size=args.model_size,
+        hdi_probs=args.hdi,
+        stop_threshold=args.stop_threshold,
+        seed=args.seed,
+    )
+    _emit(ds, args)
+    return 0
+
+
+def _run_forecast(args: argparse.Namespace) -> int:
+    from bayes_grpo.predict.forecast import (
+        coverage,
+        forecast_band,
+        forecast_run,
+        population_prior_for_run,
+    )
+    from bayes_grpo.runset import RunSetError, load_runset, run_frame
+
+    ds = load_runset(args.runs)
+    if args.run not in [str(r) for r in ds["run"].values]:
+        raise RunSetError(
+            f"{args.runs}: no run {args.run!r}; runs: {[str(r) for r in ds['run'].values]}"
+        )
+    frame = run_frame(ds, args.run)
+    t_all = frame.index.to_numpy(dtype=float)
+    y_all = frame["reward"].to_numpy(dtype=float)
+    seen = t_all <= args.upto
+    if seen.sum() < 3:
+        raise ValueError(
+            f"{args.runs}: run {args.run!r} has {int(seen.sum())} rewards up to step {args.upto:g}; need at least 3"
+        )
+    last = float(t_all.max())
+    horizon = (
+        args.horizon if args.horizon is not None else (last if last > args.upto else 2 * args.upto)
+    )
+    steps = np.arange(0.0, float(horizon) + 1.0)
+    prior, note = population_prior_for_run(
+        ds, args.run, posterior=args.prior, use_runs=not args.no_population
+    )
+    fc = forecast_run(
+        t_all[seen],
+        y_all[seen],
+        steps,
+        prior=prior,
+        hdi_probs=args.hdi,
+        stop_threshold=args.stop_threshold,
+        rng=args.seed,
+        attrs={"run": args.run, "prior_note": note},
+    )
+    extra: dict[str, object] = {
+        "run": args.run,
+        "prior": prior.source if prior is not None else "default (weak, scaled to the prefix)",
+    }
+    if note:
+        extra["prior_note"] = note
+    rest = ~seen & (t_all <= horizon)
+    if rest.any():
+        prob = 0.9 if 0.9 in args.hdi else args.hdi[-1]
+        lo, hi = forecast_band(fc, t_all[rest], kind="obs", hdi_prob=prob)
+        point = np.interp(t_all[rest], fc["step"].values, fc["mean_mean"].values)
+        extra[f"backtest_coverage_{prob:g}"] = coverage(y_all[rest], lo, hi)
+        extra["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
+        extra["backtest_steps"] = int(rest.sum())
+    if fc.attrs.get("warnings") not in (None, "[]", []):
+        print(f"warning: {fc.attrs['warnings']}", file=sys.stderr)
+    _emit(fc, args, observed=(t_all, y_all), extra=extra)
+    return 0
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from bayes_grpo.predict.compare import LAWS, compare_laws
+    from bayes_grpo.runset import load_runset
+
+    laws = args.laws or list(LAWS)
+    unknown = sorted(set(laws) - set(LAWS))
+    if unknown:
+        raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
+    ds = load_runset(args.runs)
+    res = compare_laws(
+        ds, laws=laws, draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
+    )
+    check = res.to_check_result()
+    if args.json:
+        out = check.to_dict()
+        out["loo"] = (
+            res.loo.reset_index().rename(columns={"index": "law"}).to_dict(orient="records")
+        )
+        out["lfo"] = res.lfo.reset_index().to_dict(orient="records")
+        print_json(out)
+        return 0
+    print(check.summary)
+    print_table(
+        res.loo[
+            [
+                c
+                for c in (
+                    "rank",
+                    "elpd_loo",
+                    "p_loo",
+                    "elpd_diff",
+                    "se",
+                    "dse",
+                    "weight",
+                    "n_pareto_k_high",
+                    "max_rhat",
+                )
+                if c in res.loo
+            ]
+        ],
+        title="\nPSIS-LOO (az.compare)",
+    )
+    print_table(res.lfo, title="\nleave-future-out (last 30% of each run) and R^2")
+    print_table(res.per_run_winners(), title="\nbest law per run")
+    return 0

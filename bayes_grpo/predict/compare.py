@@ -1,0 +1,496 @@
+"""Compare reward laws on the same run set: LOO, leave-future-out and R^2 per run.
+
+Four laws, each fitted with PyMC to every run of the run set in one model (parameters per
+run, the same Gaussian observation noise per run, the same data-scaled weak priors), so
+that the comparison is between laws and not between noise models or pooling schemes:
+
+* ``oscillator_mechanistic``: the three-phase damped oscillator with ``M, C`` fixed by
+  the gain ``a = eta K`` and the run's momentum and lag (``M = (1+mu)/2 + a L^2/2``,
+  ``C = (1-mu) - a L``, ``K_eff = a``); free per run: ``p*, R0, a, sigma``. Needs every
+  run's ``momentum`` and ``k_ref`` (else the law is skipped, with a note).
+* ``oscillator_phenomenological``: the same curve with free ``w0, zeta`` per run
+  (``p*, R0, w0, zeta, sigma``).
+* ``single_exp``: ``p* - (p* - R0) exp(-t / tau)`` (the overdamped limit ``M -> 0``).
+* ``logistic``: ``R0 + (p* - R0) / (1 + exp(-r (t - t_mid)))``.
+
+Scores: PSIS-LOO (``az.loo`` / ``az.compare`` over every observed step, with the number of
+Pareto ``k > 0.7`` observations surfaced: LOO over time-series points is optimistic and
+those warnings say where it is not even reliable), leave-future-out (fit on the first 70%
+of each run's steps, log predictive density and RMSE on the last 30%: the score that suits
+forecasting), and the raw, noise-ceiling and smoothed ``R^2`` of each law's posterior-mean
+curve per run.
+
+Priors, in per-run standardised reward units (``z = (y - mean) / sd`` of the run) and run
+length ``T``: ``p* ~ N(late, 1.5)``, ``R0 ~ N(early, 1.5)`` (means of the last / first 10%),
+``log sigma ~ N(log first-difference noise, 1.5)``, time scales centred on ``T / 4`` with
+log-sd 1.5 (``tau``, ``1 / w0``, ``1 / r``, ``(1 - mu) / a``), ``log zeta ~ N(0, 1)``,
+``t_mid ~ N(T / 4, T / 2)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
+from bayes_grpo.runset import REWARD_VAR
+
+LAWS: tuple[str, ...] = (
+    "oscillator_mechanistic",
+    "oscillator_phenomenological",
+    "single_exp",
+    "logistic",
+)
+#: Fraction of each run's steps held out at the end for leave-future-out.
+LFO_FRACTION: float = 0.3
+#: Pareto k above which a LOO observation is flagged.
+PARETO_K_WARN: float = 0.7
+#: Prior log-sd of time scales and noise.
+LOG_SD: float = 1.5
+EDGE_FRACTION: float = 0.1
+
+
+@dataclass
+class RunData:
+    """Observed rewards of a run set, flattened, with per-run scaling (no PyMC)."""
+
+    run_ids: list[str]
+    steps: np.ndarray  # (n_steps,)
+    reward: np.ndarray  # (n_runs, n_steps), NaN where missing
+    obs_run: np.ndarray  # (n_obs,)
+    obs_step_idx: np.ndarray  # (n_obs,)
+    obs_t: np.ndarray  # (n_obs,)
+    obs_z: np.ndarray  # (n_obs,) standardised reward
+    loc: np.ndarray  # (n_runs,)
+    scale: np.ndarray  # (n_runs,)
+    length: np.ndarray  # (n_runs,) last observed step
+    early: np.ndarray  # (n_runs,) standardised
+    late: np.ndarray
+    noise: np.ndarray  # (n_runs,) standardised first-difference noise
+    momentum: np.ndarray  # (n_runs,)
+    k_ref: np.ndarray  # (n_runs,)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.run_ids)
+
+
+def prepare_runs(
+    ds: xr.Dataset, *, upto_fraction: float | None = None, min_points: int = 8
+) -> RunData:
+    """Flatten a run set's rewards; ``upto_fraction`` keeps only the first part of each run.
+
+    Runs with fewer than ``min_points`` finite rewards (after truncation) raise, naming them.
+    """
+    steps = ds[STEP_DIM].values.astype(float)
+    reward = ds[REWARD_VAR].values.astype(float).copy()
+    run_ids = [str(r) for r in ds[RUN_DIM].values]
+    if upto_fraction is not None:
+        for i in range(reward.shape[0]):
+            idx = np.flatnonzero(np.isfinite(reward[i]))
+            n_keep = int(round(upto_fraction * idx.size))
+            reward[i, idx[n_keep:]] = np.nan
+    counts = np.isfinite(reward).sum(axis=1)
+    short = [r for r, c in zip(run_ids, counts) if c < min_points]
+    if short:
+        raise ValueError(
+            f"runs with fewer than {min_points} finite rewards cannot be compared: {short}"
+        )
+    loc = np.nanmean(reward, axis=1)
+    scale = np.nanstd(reward, axis=1)
+    scale = np.where(scale > 0, scale, 1.0)
+    z = (reward - loc[:, None]) / scale[:, None]
+    early, late, noise, length = [], [], [], []
+    for i in range(len(run_ids)):
+        zi = z[i][np.isfinite(z[i])]
+        k = max(1, int(EDGE_FRACTION * zi.size))
+        early.append(zi[:k].mean())
+        late.append(zi[-k:].mean())
+        noise.append(max(np.std(np.diff(zi)) / np.sqrt(2.0), 1e-3))
+        length.append(steps[np.isfinite(z[i])].max())
+    run_idx, step_idx = np.nonzero(np.isfinite(z))
+    return RunData(
+        run_ids=run_ids,
+        steps=steps,
+        reward=reward,
+        obs_run=run_idx,
+        obs_step_idx=step_idx,
+        obs_t=steps[step_idx],
+        obs_z=z[run_idx, step_idx],
+        loc=loc,
+        scale=scale,
+        length=np.maximum(np.array(length), 1.0),
+        early=np.array(early),
+        late=np.array(late),
+        noise=np.array(noise),
+        momentum=ds["momentum"].values.astype(float),
+        k_ref=ds["k_ref"].values.astype(float),
+    )
+
+
+def _law_curve(law: str, t, p: dict[str, Any], data: RunData, run_idx):
+    """Standardised mean curve of ``law`` at ``t`` with per-run parameters ``p`` indexed by ``run_idx``."""
+    plateau, r0 = p["plateau"][run_idx], p["initial_reward"][run_idx]
+    if law == "single_exp":
+        return single_exponential(t, plateau, r0, p["tau"][run_idx])
+    if law == "logistic":
+        return logistic(t, plateau, r0, p["rate"][run_idx], p["midpoint"][run_idx])
+    if law == "oscillator_phenomenological":
+        w0, zeta = p["w0"][run_idx], p["zeta"][run_idx]
+        return reward_trajectory(t, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
+    if law == "oscillator_mechanistic":
+        a = p["a"][run_idx]
+        mu, lag = data.momentum[run_idx], data.k_ref[run_idx]
+        mass = (1.0 + mu) / 2.0 + a * lag**2 / 2.0
+        damping = (1.0 - mu) - a * lag
+        return reward_trajectory(t, mass, damping, a, plateau, r0)
+    raise ValueError(f"unknown law {law!r}; expected one of {LAWS}")
+
+
+def law_applicable(law: str, data: RunData) -> str | None:
+    """None if ``law`` can be fitted to ``data``, else the reason in words."""
+    if law == "oscillator_mechanistic":
+        missing = [
+            r
+            for r, m, k in zip(data.run_ids, data.momentum, data.k_ref)
+            if not (np.isfinite(m) and np.isfinite(k))
+        ]
+        if missing:
+            return f"momentum / k_ref unknown for runs {missing}"
+    return None
+
+
+def build_law_model(law: str, data: RunData):
+    """PyMC model of ``law`` for every run of ``data`` (per-run parameters, Gaussian noise)."""
+    import pymc as pm
+
+    reason = law_applicable(law, data)
+    if reason:
+        raise ValueError(f"law {law}: {reason}")
+    coords = {RUN_DIM: data.run_ids, "obs": np.arange(data.obs_z.size)}
+    T = data.length
+    with pm.Model(coords=coords) as model:
+        p: dict[str, Any] = {
+            "plateau": pm.Normal("plateau", data.late, 1.5, dims=RUN_DIM),
+            "initial_reward": pm.Normal("initial_reward", data.early, 1.5, dims=RUN_DIM),
+        }
+        if law == "single_exp":
+            p["tau"] = pm.LogNormal("tau", np.log(T / 4.0), LOG_SD, dims=RUN_DIM)
+        elif law == "logistic":
+            p["rate"] = pm.LogNormal("rate", np.log(4.0 / T), LOG_SD, dims=RUN_DIM)
+            p["midpoint"] = pm.Normal("midpoint", T / 4.0, T / 2.0, dims=RUN_DIM)
+        elif law == "oscillator_phenomenological":
+            p["w0"] = pm.LogNormal("w0", np.log(4.0 / T), LOG_SD, dims=RUN_DIM)
+            p["zeta"] = pm.LogNormal("zeta", 0.0, 1.0, dims=RUN_DIM)
+        elif law == "oscillator_mechanistic":
+            p["a"] = pm.LogNormal(
+                "a", np.log((1.0 - data.momentum) * 4.0 / T), LOG_SD, dims=RUN_DIM
+            )
+        sigma = pm.LogNormal("sigma", np.log(data.noise), LOG_SD, dims=RUN_DIM)
+        mu = _law_curve(law, data.obs_t, p, data, data.obs_run)
+        pm.Normal("y", mu=mu, sigma=sigma[data.obs_run], observed=data.obs_z, dims="obs")
+    return model
+
+
+def fit_law(
+    law: str,
+    data: RunData,
+    *,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    cores: int = 1,
+    random_seed: int = 0,
+    target_accept: float = 0.9,
+):
+    """Sample one law; returns InferenceData with the pointwise log likelihood."""
+    import pymc as pm
+
+    model = build_law_model(law, data)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            target_accept=target_accept,
+            progressbar=False,
+            idata_kwargs={"log_likelihood": True},
+            compute_convergence_checks=False,
+        )
+    return idata
+
+
+def _param_draws(idata, law: str) -> dict[str, np.ndarray]:
+    names = {
+        "single_exp": ["tau"],
+        "logistic": ["rate", "midpoint"],
+        "oscillator_phenomenological": ["w0", "zeta"],
+        "oscillator_mechanistic": ["a"],
+    }[law]
+    post = idata.posterior
+    out = {}
+    for name in ["plateau", "initial_reward", "sigma", *names]:
+        arr = post[name].values  # (chain, draw, run)
+        out[name] = arr.reshape(-1, arr.shape[-1])
+    return out
+
+
+def curve_draws(
+    idata, law: str, data: RunData, steps: np.ndarray, *, max_draws: int = 400
+) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised mean-curve draws ``(n_draws, n_runs, n_steps)`` and sigma ``(n_draws, n_runs)``."""
+    p = _param_draws(idata, law)
+    n = p["plateau"].shape[0]
+    sel = np.linspace(0, n - 1, min(n, max_draws)).astype(int)
+    p = {k: v[sel] for k, v in p.items()}
+    runs = np.arange(data.n_runs)
+    t = np.asarray(steps, dtype=float)[None, None, :]
+    # parameters (draw, run) -> (draw, run, 1) broadcast against t
+    q = {k: v[:, :, None] for k, v in p.items()}
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = _law_curve(
+            law, t, {k: _Indexer(v) for k, v in q.items()}, _broadcast_hyper(data), runs
+        )
+    return np.asarray(mean, dtype=float), p["sigma"]
+
+
+class _Indexer:
+    """Index the run axis (1) of a (draw, run, 1) array like a per-run vector."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr = arr
+
+    def __getitem__(self, idx):
+        return self.arr[:, idx]
+
+
+def _broadcast_hyper(data: RunData) -> RunData:
+    out = RunData(**{k: getattr(data, k) for k in data.__dataclass_fields__})
+    out.momentum = data.momentum[:, None]
+    out.k_ref = data.k_ref[:, None]
+    return out
+
+
+def _r2_table(law: str, data: RunData, mean_curve: np.ndarray) -> list[dict[str, Any]]:
+    from bayes_grpo import metrics
+
+    rows = []
+    for i, run_id in enumerate(data.run_ids):
+        ok = np.isfinite(data.reward[i])
+        y = data.reward[i][ok]
+        yhat = (mean_curve[i] * data.scale[i] + data.loc[i])[ok]
+        t = data.steps[ok]
+        rows.append(
+            {
+                "run": run_id,
+                "law": law,
+                "r2": metrics.r2(y, yhat),
+                "noise_ceiling_r2": metrics.noise_ceiling_r2(y),
+                "smoothed_r2": metrics.smoothed_r2(y, yhat),
+                "has_trend": bool(metrics.has_trend(t, y)),
+            }
+        )
+    return rows
+
+
+def _lfo_scores(
+    law: str, idata_train, data_full: RunData, data_train: RunData
+) -> list[dict[str, Any]]:
+    """Log predictive density and RMSE of the held-out end of each run (original units)."""
+    from scipy.special import logsumexp
+
+    mean, sigma = curve_draws(idata_train, law, data_train, data_full.steps)
+    rows = []
+    for i, run_id in enumerate(data_full.run_ids):
+        held = np.isfinite(data_full.reward[i]) & ~np.isfinite(data_train.reward[i])
+        if not held.any():
+            continue
+        y = data_full.reward[i][held]
+        # train-scale parameters: curves are in the training run's standardised units
+        mu = mean[:, i, held] * data_train.scale[i] + data_train.loc[i]
+        sd = sigma[:, i, None] * data_train.scale[i]
+        logp = -0.5 * ((y[None] - mu) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+        lpd = logsumexp(logp, axis=0) - np.log(logp.shape[0])
+        point = mu.mean(axis=0)
+        rows.append(
+            {
+                "run": run_id,
+                "law": law,
+                "lfo_elpd": float(lpd.sum()),
+                "lfo_elpd_per_step": float(lpd.mean()),
+                "lfo_rmse": float(np.sqrt(np.mean((y - point) ** 2))),
+                "n_held_out": int(held.sum()),
+            }
+        )
+    return rows
+
+
+@dataclass
+class ComparisonResult:
+    """Outcome of :func:`compare_laws`."""
+
+    loo: pd.DataFrame  # az.compare table (+ pareto-k counts)
+    lfo: pd.DataFrame  # per law: summed held-out elpd and mean RMSE
+    per_run: pd.DataFrame  # per (run, law): R^2s, LFO scores, Pareto-k counts
+    notes: list[str] = field(default_factory=list)
+    idatas: dict[str, Any] = field(default_factory=dict)
+
+    def winner(self, criterion: str = "lfo") -> str:
+        if criterion == "loo":
+            return str(self.loo.index[0])
+        return str(self.lfo["lfo_elpd"].idxmax())
+
+    def per_run_winners(self) -> pd.DataFrame:
+        """For each run: the law with the best LFO elpd and with the best raw R^2."""
+        pr = self.per_run
+        out = []
+        for run_id, grp in pr.groupby("run", sort=False):
+            row = {"run": run_id}
+            if grp["lfo_elpd"].notna().any():
+                row["best_lfo"] = grp.loc[grp["lfo_elpd"].idxmax(), "law"]
+            if grp["r2"].notna().any():
+                row["best_r2"] = grp.loc[grp["r2"].idxmax(), "law"]
+            row["has_trend"] = bool(grp["has_trend"].iloc[0]) if "has_trend" in grp else None
+            out.append(row)
+        return pd.DataFrame(out)
+
+    def to_check_result(self) -> CheckResult:
+        lfo_best = self.winner("lfo")
+        loo_best = self.winner("loo")
+        summary = f"Leave-future-out (last {LFO_FRACTION:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
+        n_bad = int(self.loo["n_pareto_k_high"].sum()) if "n_pareto_k_high" in self.loo else 0
+        if n_bad:
+            summary += (
+                f" {n_bad} observations have Pareto k > {PARETO_K_WARN}: LOO is unreliable there."
+            )
+        if self.notes:
+            summary += " " + " ".join(self.notes)
+        return CheckResult(
+            name="law_comparison",
+            passed=None,
+            summary=summary,
+            table=self.lfo.join(self.loo, how="outer"),
+            values={
+                "lfo_winner": lfo_best,
+                "loo_winner": loo_best,
+                "per_run": self.per_run.to_dict(orient="records"),
+                "per_run_winners": self.per_run_winners().to_dict(orient="records"),
+                "notes": self.notes,
+            },
+        )
+
+
+def compare_laws(
+    runset: xr.Dataset,
+    *,
+    laws: Sequence[str] = LAWS,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    cores: int = 1,
+    random_seed: int = 0,
+    lfo_fraction: float = LFO_FRACTION,
+) -> ComparisonResult:
+    """Fit every law to the run set and compare them (module docstring).
+
+    Parameters
+    ----------
+    runset
+        Run set; runs with fewer than 8 rewards raise.
+    laws
+        Subset of :data:`LAWS`; ``oscillator_mechanistic`` is skipped with a note when
+        momentum or k_ref is unknown for some run.
+    draws, tune, chains, cores, random_seed
+        NUTS settings, used for the full fits and for the leave-future-out fits.
+    lfo_fraction
+        Fraction of each run's steps held out at the end.
+    """
+    import arviz as az
+
+    data = prepare_runs(runset)
+    train = prepare_runs(runset, upto_fraction=1.0 - lfo_fraction, min_points=5)
+    notes: list[str] = []
+    idatas, per_run, loo_rows = {}, [], {}
+    kw = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "cores": cores,
+        "random_seed": random_seed,
+    }
+    for law in laws:
+        reason = law_applicable(law, data)
+        if reason:
+            notes.append(f"{law} skipped: {reason}.")
+            continue
+        idata = fit_law(law, data, **kw)
+        idatas[law] = idata
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loo = az.loo(idata, pointwise=True)
+        k = np.asarray(loo.pareto_k.values)
+        loo_rows[law] = {
+            "n_pareto_k_high": int((k > PARETO_K_WARN).sum()),
+            "max_rhat": float(np.nanmax(az.rhat(idata).to_array().values)),
+        }
+        mean, _ = curve_draws(idata, law, data, data.steps)
+        rows = {r["run"]: r for r in _r2_table(law, data, mean.mean(axis=0))}
+        for i, run_id in enumerate(data.run_ids):
+            rows[run_id]["n_pareto_k_high"] = int((k[data.obs_run == i] > PARETO_K_WARN).sum())
+        idata_train = fit_law(law, train, **kw)
+        for r in _lfo_scores(law, idata_train, data, train):
+            rows[r["run"]].update({k2: v for k2, v in r.items() if k2 not in ("run", "law")})
+        per_run.extend(rows.values())
+    if not idatas:
+        raise ValueError("no law could be fitted: " + " ".join(notes))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = (
+            az.compare(idatas, ic="loo")
+            if len(idatas) > 1
+            else pd.DataFrame(
+                {"elpd_loo": [float(az.loo(next(iter(idatas.values()))).elpd_loo)]},
+                index=list(idatas),
+            )
+        )
+    cmp = cmp.join(pd.DataFrame(loo_rows).T)
+    if int(cmp["n_pareto_k_high"].sum()):
+        notes.append(
+            f"PSIS-LOO: {int(cmp['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} across laws (see n_pareto_k_high)."
+        )
+    per_run_df = pd.DataFrame(per_run)
+    lfo = (
+        per_run_df.groupby("law")
+        .agg(
+            lfo_elpd=("lfo_elpd", "sum"),
+            lfo_rmse_mean=("lfo_rmse", "mean"),
+            r2_median=("r2", "median"),
+            smoothed_r2_median=("smoothed_r2", "median"),
+        )
+        .sort_values("lfo_elpd", ascending=False)
+    )
+    return ComparisonResult(loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas)
+
+
+__all__ = [
+    "LAWS",
+    "ComparisonResult",
+    "RunData",
+    "build_law_model",
+    "compare_laws",
+    "curve_draws",
+    "fit_law",
+    "law_applicable",
+    "prepare_runs",
+]
