@@ -1,0 +1,229 @@
+"""The PyMC model of DESIGN.md section 3 (both parameterisations, likelihoods, invariances).
+
+Internally rewards are standardised per LLM (``y = (reward - loc_m) / scale_m``, see
+:mod:`bayes_grpo.model.prepare`); every reported quantity (``plateau``,
+``initial_reward``, ``noise_d``, ``sigma``) is a Deterministic in reward units, and the
+iid likelihood is written on the raw rewards so ``observed_data`` holds the real curve.
+
+Variables (dims in brackets):
+
+- ``plateau`` [model], ``initial_reward_model`` [model], ``initial_reward`` [run];
+- mechanistic: ``log_stiffness`` [model] (``log K``), ``log_stiffness_mean``,
+  ``log_stiffness_sd`` (population level, when several models), ``size_exponent``
+  (regression of ``log K`` on ``log model_size``, when identifiable);
+  phenomenological: ``natural_frequency_model`` and ``damping_ratio_model`` [model];
+- per run: ``a`` (the gain ``eta K``; ``K_eff`` in the phenomenological form),
+  ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``, ``sigma`` (per-step observation sd);
+- ``noise_d`` [model] (``D``; see the config docstring for its meaning under each
+  likelihood), ``alpha``; state space: ``measurement_sd`` [model];
+- ``invariance="by_group"``: ``group_offset_plateau``, ``group_offset_initial_reward``
+  (standardised reward units), ``group_offset_log_stiffness`` or
+  ``group_offset_log_frequency``, and ``group_offset_log_damping`` [group], each
+  ``group_offset_sigma * z`` with ``z ~ Normal(0, 1)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.model.kalman import kalman_loglik
+from bayes_grpo.model.prepare import ModelData
+
+
+def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str) -> dict[str, Any]:
+    """Data-derived centres of the priors (all NumPy; saved with the fit for reuse).
+
+    Returns a dict with ``a0`` [model] (typical gain, 1/steps), ``eta_ref`` [model]
+    (geometric-mean effective step), ``log_k_centre`` (scalar), ``log_k_spread``,
+    ``w0`` [model] (phenomenological frequency guess, rad/step), ``g_ref`` [model]
+    (geometric-mean G), ``x_size`` [model] (centred log size, 0 when unknown),
+    ``size_mean`` and ``use_size`` (bool).
+    """
+    frac = float(config["time_scale"]["fraction"])
+    n_m = data.n_models
+    a0 = np.zeros(n_m)
+    eta_ref = np.ones(n_m)
+    g_ref = np.ones(n_m)
+    for m in range(n_m):
+        rows = data.model_idx == m
+        if parameterisation == "mechanistic":
+            a0[m] = float(np.median(1.0 - data.momentum[rows])) / (frac * data.run_length[m])
+            eta_ref[m] = float(np.exp(np.mean(np.log(data.eta_eff[rows]))))
+        g = data.group_size[rows]
+        g = g[np.isfinite(g)]
+        g_ref[m] = float(np.exp(np.mean(np.log(g)))) if g.size else 1.0
+    w0 = 1.0 / (frac * data.run_length)
+    log_k = np.log(a0 / eta_ref) if parameterisation == "mechanistic" else np.zeros(n_m)
+    known = np.isfinite(data.log_size)
+    use_size = bool(
+        config["size_exponent"]["enabled"] and known.sum() >= 2 and np.ptp(data.log_size[known]) > 0
+    )
+    size_mean = float(np.mean(data.log_size[known])) if known.any() else 0.0
+    x_size = np.where(known, data.log_size - size_mean, 0.0) if use_size else np.zeros(n_m)
+    return {
+        "a0": a0,
+        "eta_ref": eta_ref,
+        "log_k_centre": float(np.mean(log_k)),
+        "log_k_spread": float(np.std(log_k)),
+        "w0": w0,
+        "g_ref": g_ref,
+        "x_size": x_size,
+        "size_mean": size_mean,
+        "use_size": use_size,
+    }
+
+
+def build_pymc_model(
+    data: ModelData,
+    config: dict[str, Any],
+    *,
+    parameterisation: str = "mechanistic",
+    likelihood: str = "iid",
+    invariance: str = "shared",
+) -> pm.Model:
+    """Build the hierarchical PyMC model for prepared data (see the module docstring)."""
+    centres = prior_centres(data, config, parameterisation)
+    by_group = invariance == "by_group"
+    coords = {"run": data.run_ids, "model": data.models, "group": data.groups, "obs": np.arange(len(data.obs_y))}
+    mi = data.model_idx
+    gi = data.group_idx
+    gos = float(config["group_offset_sigma"])
+
+    with pm.Model(coords=coords) as model:
+        # --- plateau and initial reward (standardised units) -------------------------
+        z_p = pm.Normal("plateau_z", 0.0, 1.0, dims="model")
+        plateau_m = data.late + config["plateau"]["sigma"] * z_p
+        z_r0 = pm.Normal("initial_reward_z", 0.0, 1.0, dims="model")
+        r0_m = data.early + config["initial_reward"]["sigma"] * z_r0
+        tau_r0 = pm.HalfNormal("initial_reward_run_sd", config["initial_reward"]["run_sigma"])
+        z_r0_run = pm.Normal("initial_reward_run_z", 0.0, 1.0, dims="run")
+        plateau_run = plateau_m[mi]
+        r0_run = r0_m[mi] + tau_r0 * z_r0_run
+        if by_group:
+            off_p = pm.Deterministic("group_offset_plateau", gos * pm.Normal("group_offset_plateau_z", 0, 1, dims="group"), dims="group")
+            off_r = pm.Deterministic(
+                "group_offset_initial_reward", gos * pm.Normal("group_offset_initial_reward_z", 0, 1, dims="group"), dims="group"
+            )
+            plateau_run = plateau_run + off_p[gi]
+            r0_run = r0_run + off_r[gi]
+        loc = data.loc[mi]
+        scale = data.scale[mi]
+        pm.Deterministic("plateau", data.loc + data.scale * plateau_m, dims="model")
+        pm.Deterministic("initial_reward_model", data.loc + data.scale * r0_m, dims="model")
+        pm.Deterministic("initial_reward", loc + scale * r0_run, dims="run")
+        pm.Deterministic("plateau_run", loc + scale * plateau_run, dims="run")
+
+        # --- dynamics --------------------------------------------------------------
+        if parameterisation == "mechanistic":
+            mass, damp, k_eff = _mechanistic(data, config, centres, by_group, gos)
+        else:
+            mass, damp, k_eff = _phenomenological(data, config, centres, by_group, gos)
+        pm.Deterministic("M_eff", mass, dims="run")
+        pm.Deterministic("C_eff", damp, dims="run")
+        pm.Deterministic("K_eff", k_eff, dims="run")
+        pm.Deterministic("zeta", damping_ratio(mass, damp, k_eff), dims="run")
+
+        # --- noise -----------------------------------------------------------------
+        alpha_cfg = config["alpha"]
+        if alpha_cfg.get("fixed") is not None:
+            alpha = pm.Deterministic("alpha", pt.as_tensor_variable(float(alpha_cfg["fixed"])))
+        else:
+            alpha = pm.Normal("alpha", alpha_cfg["mu"], alpha_cfg["sigma"])
+        g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
+        g_factor = (g_run / centres["g_ref"][mi]) ** (-alpha)  # (G_r / G_ref)^-alpha
+        log_sd = float(config["noise"]["log_sigma"])
+        z_noise = pm.Normal("noise_z", 0.0, 1.0, dims="model")
+        if likelihood == "iid":
+            sigma_ref = data.noise_guess * pt.exp(log_sd * z_noise)  # per-step sd at G_ref
+            d_m = sigma_ref**2 * centres["g_ref"] ** alpha
+            sigma_run = sigma_ref[mi] * pt.sqrt(g_factor)
+        else:
+            if parameterisation == "mechanistic":
+                c0 = np.array([np.median(1.0 - data.momentum[mi == m]) for m in range(data.n_models)])
+                k0 = centres["a0"]
+            else:
+                c0, k0 = 2.0 * centres["w0"], centres["w0"] ** 2
+            log_d0 = np.log(2.0 * data.noise_guess**2 * c0 * k0)
+            d_std = pt.exp(log_d0 + log_sd * z_noise)  # at G_ref
+            d_m = d_std * centres["g_ref"] ** alpha
+            q_run = d_std[mi] * g_factor
+            meas = pm.HalfNormal("measurement_sd_z", 1.0, dims="model") * (config["noise"]["measurement_sigma"] * data.noise_guess)
+            pm.Deterministic("measurement_sd", meas * data.scale, dims="model")
+            stat_var = q_run / (2.0 * pt.abs(damp) * k_eff)
+            sigma_run = pt.sqrt(stat_var + meas[mi] ** 2)
+        pm.Deterministic("noise_d", d_m * data.scale**2, dims="model")
+        pm.Deterministic("sigma", sigma_run * scale, dims="run")
+
+        # --- likelihood ------------------------------------------------------------
+        if likelihood == "iid":
+            r = data.obs_run
+            mu = reward_trajectory(data.obs_t, mass[r], damp[r], k_eff[r], plateau_run[r], r0_run[r])
+            raw = data.reward[data.obs_run, data.obs_step_idx]
+            pm.Normal("reward", mu=loc[r] + scale[r] * mu, sigma=scale[r] * sigma_run[r], observed=raw, dims="obs")
+        else:
+            y = (data.reward - data.loc[mi][:, None]) / data.scale[mi][:, None]
+            mask = np.isfinite(y)
+            y_err = pt.as_tensor_variable(np.where(mask, y, 0.0)) - plateau_run[:, None]
+            ll = kalman_loglik(y_err, mask, data.steps, mass, damp, k_eff, q_run, meas[mi] ** 2, r0_run - plateau_run)
+            jacobian = -float(np.sum(np.log(data.scale[mi]) * mask.sum(axis=1)))
+            pm.Potential("reward_state_space", ll + jacobian)
+    model.bayes_grpo_centres = centres  # type: ignore[attr-defined]
+    return model
+
+
+def _mechanistic(data, config, centres, by_group, gos):
+    """Per-run ``(M, C, K_eff)`` from ``log K_m`` and each run's hyperparameters."""
+    ls = config["log_stiffness"]
+    delta = pm.Normal("log_stiffness_delta", 0.0, 1.0)
+    mean = pm.Deterministic("log_stiffness_mean", centres["log_k_centre"] + ls["mean_sigma"] * delta)
+    log_k = mean + pt.zeros(data.n_models)
+    if data.n_models > 1:
+        sd = pm.HalfNormal("log_stiffness_sd", max(ls["between_models_sigma"], 2.0 * centres["log_k_spread"]))
+        z = pm.Normal("log_stiffness_z", 0.0, 1.0, dims="model")
+        log_k = log_k + sd * z
+    if centres["use_size"]:
+        se = config["size_exponent"]
+        beta = pm.Normal("size_exponent", se["mu"], se["sigma"])
+        log_k = log_k + beta * centres["x_size"]
+    log_k = pm.Deterministic("log_stiffness", log_k, dims="model")
+    log_k_run = log_k[data.model_idx]
+    if by_group:
+        off_k = pm.Deterministic("group_offset_log_stiffness", gos * pm.Normal("group_offset_log_stiffness_z", 0, 1, dims="group"), dims="group")
+        log_k_run = log_k_run + off_k[data.group_idx]
+    a = pm.Deterministic("a", data.eta_eff * pt.exp(log_k_run), dims="run")
+    mass, damp, k_eff = oscillator_coefficients(a, data.momentum, data.k_ref)
+    if by_group:
+        off_c = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
+        damp = damp * pt.exp(off_c[data.group_idx])
+    return mass, damp, k_eff
+
+
+def _phenomenological(data, config, centres, by_group, gos):
+    """Per-run ``(M = 1, C = 2 zeta w0, K_eff = w0^2)`` from free per-model ``zeta, w0``."""
+    ts = config["time_scale"]
+    dr = config["damping_ratio"]
+    log_w0 = np.log(centres["w0"]) + ts["log_sigma"] * pm.Normal("log_frequency_z", 0.0, 1.0, dims="model")
+    log_zeta = dr["log_mu"] + dr["log_sigma"] * pm.Normal("log_damping_ratio_z", 0.0, 1.0, dims="model")
+    pm.Deterministic("natural_frequency_model", pt.exp(log_w0), dims="model")
+    pm.Deterministic("damping_ratio_model", pt.exp(log_zeta), dims="model")
+    log_w0_run = log_w0[data.model_idx]
+    log_zeta_run = log_zeta[data.model_idx]
+    if by_group:
+        off_w = pm.Deterministic("group_offset_log_frequency", gos * pm.Normal("group_offset_log_frequency_z", 0, 1, dims="group"), dims="group")
+        off_z = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
+        log_w0_run = log_w0_run + off_w[data.group_idx]
+        log_zeta_run = log_zeta_run + off_z[data.group_idx]
+    w0 = pt.exp(log_w0_run)
+    k_eff = pm.Deterministic("a", w0**2, dims="run")
+    mass = pt.ones_like(w0)
+    damp = 2.0 * pt.exp(log_zeta_run) * w0
+    return mass, damp, k_eff
+
+
+__all__ = ["build_pymc_model", "prior_centres"]

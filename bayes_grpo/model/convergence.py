@@ -1,0 +1,130 @@
+"""Convergence diagnostics of a fit: R-hat, bulk/tail ESS, divergences, tree depth, E-BFMI.
+
+Every fit is checked; problems are reported with advice in the :class:`CheckResult`
+(and printed by the CLI), never hidden.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+
+#: Thresholds (Vehtari et al. 2021; Betancourt 2017).
+RHAT_MAX: float = 1.01
+ESS_MIN_PER_CHAIN: float = 100.0
+EBFMI_MIN: float = 0.3
+
+
+def _stat(sample_stats, *names):
+    for name in names:
+        if sample_stats is not None and name in sample_stats:
+            return sample_stats[name]
+    return None
+
+
+def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[str]:
+    post = idata.posterior
+    if var_names is not None:
+        return [v for v in var_names if v in post]
+    out = []
+    for name, da in post.data_vars.items():
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        if "obs" in extra:
+            continue
+        values = da.values
+        if not np.all(np.isfinite(values)) or np.allclose(values, values.flat[0]):
+            continue  # constants (fixed alpha) have no R-hat
+        out.append(str(name))
+    return out
+
+
+def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = None, max_treedepth: int = 10) -> CheckResult:
+    """Check the sampler's convergence.
+
+    Parameters
+    ----------
+    idata
+        InferenceData with ``posterior`` and ``sample_stats`` (PyMC or nutpie names).
+    var_names
+        Variables to check; default: every posterior variable that is not constant.
+    max_treedepth
+        The sampler's maximum tree depth (PyMC and nutpie default 10).
+
+    Returns
+    -------
+    CheckResult
+        ``passed`` True when all thresholds hold; ``table`` one row per variable (worst
+        element): ``r_hat``, ``ess_bulk``, ``ess_tail``; ``values`` the worst figures, the
+        counts and ``advice`` (a list of sentences).
+    """
+    post = idata.posterior
+    n_chains = post.sizes["chain"]
+    n_draws = post.sizes["draw"]
+    names = _checked_vars(idata, var_names)
+    rows = []
+    for name in names:
+        sub = post[[name]]
+        rhat = float(az.rhat(sub)[name].max()) if n_chains > 1 else float("nan")
+        ess_b = float(az.ess(sub, method="bulk")[name].min())
+        ess_t = float(az.ess(sub, method="tail")[name].min())
+        rows.append({"variable": name, "r_hat": rhat, "ess_bulk": ess_b, "ess_tail": ess_t})
+    table = pd.DataFrame(rows).set_index("variable") if rows else pd.DataFrame(columns=["r_hat", "ess_bulk", "ess_tail"])
+    ss = getattr(idata, "sample_stats", None)
+    div = _stat(ss, "diverging")
+    n_div = int(np.asarray(div).sum()) if div is not None else 0
+    depth = _stat(ss, "tree_depth", "depth")
+    maxed = _stat(ss, "reached_max_treedepth", "maxdepth_reached")
+    if maxed is not None:
+        n_max = int(np.asarray(maxed).sum())
+    elif depth is not None:
+        n_max = int((np.asarray(depth) >= max_treedepth).sum())
+    else:
+        n_max = 0
+    energy = _stat(ss, "energy")
+    bfmi = np.atleast_1d(az.bfmi(ss)) if energy is not None else np.array([np.nan])
+    ess_min = ESS_MIN_PER_CHAIN * n_chains
+    worst_rhat = float(table["r_hat"].max()) if len(table) else float("nan")
+    worst_bulk = float(table["ess_bulk"].min()) if len(table) else float("nan")
+    worst_tail = float(table["ess_tail"].min()) if len(table) else float("nan")
+
+    advice: list[str] = []
+    if n_chains < 2:
+        advice.append("R-hat needs at least 2 chains; run more chains to assess convergence.")
+    if np.isfinite(worst_rhat) and worst_rhat > RHAT_MAX:
+        bad = table.index[table["r_hat"] > RHAT_MAX].tolist()
+        advice.append(f"R-hat {worst_rhat:.3f} > {RHAT_MAX} for {bad}: chains disagree; increase tune/draws or check multimodality (e.g. under- vs overdamped solutions).")
+    if np.isfinite(worst_bulk) and worst_bulk < ess_min:
+        bad = table.index[table["ess_bulk"] < ess_min].tolist()
+        advice.append(f"bulk ESS {worst_bulk:.0f} < {ess_min:.0f} for {bad}: increase draws.")
+    if np.isfinite(worst_tail) and worst_tail < ess_min:
+        advice.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}: interval ends are unreliable; increase draws.")
+    if n_div:
+        advice.append(f"{n_div} divergent transitions: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")
+    if n_max:
+        advice.append(f"{n_max} transitions hit the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
+    low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
+    if low_bfmi:
+        advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {len(low_bfmi)} chain(s): heavy tails / funnels; consider stronger priors on scale parameters.")
+    passed = (n_chains >= 2) and not advice
+    if passed:
+        summary = f"Converged: R-hat <= {worst_rhat:.3f}, bulk ESS >= {worst_bulk:.0f}, tail ESS >= {worst_tail:.0f}, no divergences ({n_chains} chains x {n_draws} draws)."
+    else:
+        summary = "Convergence problems: " + " ".join(advice)
+    values = {
+        "max_r_hat": worst_rhat,
+        "min_ess_bulk": worst_bulk,
+        "min_ess_tail": worst_tail,
+        "divergences": n_div,
+        "max_treedepth_hits": n_max,
+        "min_bfmi": float(np.nanmin(bfmi)) if np.isfinite(bfmi).any() else float("nan"),
+        "chains": int(n_chains),
+        "draws": int(n_draws),
+        "advice": advice,
+    }
+    return CheckResult(name="convergence", passed=passed, summary=summary, table=table, values=values)
+
+
+__all__ = ["convergence_check", "RHAT_MAX", "ESS_MIN_PER_CHAIN", "EBFMI_MIN"]

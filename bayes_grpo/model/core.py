@@ -1,0 +1,591 @@
+"""``GRPODynamicsModel``: fit / predict / save / load in the manner of pymc-marketing's ModelBuilder.
+
+>>> model = GRPODynamicsModel(parameterisation="mechanistic")          # doctest: +SKIP
+>>> idata = model.fit(runset, draws=1000, tune=1000, chains=4)         # doctest: +SKIP
+>>> model.convergence().passed, model.run_summary()                    # doctest: +SKIP
+>>> model.save("models/fit.nc"); GRPODynamicsModel.load("models/fit.nc")  # doctest: +SKIP
+
+The saved netCDF holds ``posterior``, ``sample_stats``, ``observed_data``,
+``constant_data`` (each run's hyperparameters and the per-model reward scaling) and
+``fit_data`` (the fitted run set itself), with the model and sampler configurations as
+JSON attributes, a hash of them, and the package version. ``load`` rebuilds the model
+from those without refitting and refuses a file whose hash or version does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo import __version__
+from bayes_grpo._io import write_atomic
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.model.config import (
+    DEFAULT_MODEL_CONFIG,
+    DEFAULT_SAMPLER_CONFIG,
+    INVARIANCES,
+    LIKELIHOODS,
+    PARAMETERISATIONS,
+    SAMPLERS,
+    config_hash,
+    merge_config,
+)
+from bayes_grpo.model.convergence import convergence_check
+from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
+from bayes_grpo.runset import REWARD_VAR, validate_runset
+
+#: Attribute names written on the posterior group of a saved fit.
+ATTR_PREFIX = "bayes_grpo_"
+#: Group holding the fitted run set.
+FIT_DATA_GROUP = "fit_data"
+#: Draws used for posterior-mean trajectories in summaries (thinned for memory).
+SUMMARY_DRAWS: int = 400
+
+
+def normalise_likelihood(name: str) -> str:
+    """Accept ``state-space`` as a spelling of ``state_space``."""
+    return name.replace("-", "_")
+
+
+class GRPODynamicsModel:
+    """Hierarchical damped-oscillator model of GRPO reward curves (DESIGN.md section 3).
+
+    Parameters
+    ----------
+    model_config
+        Overrides of :data:`bayes_grpo.model.config.DEFAULT_MODEL_CONFIG` (merged one level deep).
+    sampler_config
+        Overrides of :data:`DEFAULT_SAMPLER_CONFIG`.
+    parameterisation
+        ``"mechanistic"`` (``M, C, K_eff`` from ``K_m`` and each run's learning rate,
+        momentum, convention and ``k_ref``; predicts new hyperparameters) or
+        ``"phenomenological"`` (free ``zeta, w0`` per model).
+    likelihood
+        ``"iid"`` Gaussian residuals around the closed-form trajectory (fast), or
+        ``"state_space"``: exact Kalman likelihood of the SDE plus measurement noise.
+    invariance
+        ``"shared"`` (H0: one trajectory per model for every G) or ``"by_group"`` (H1:
+        per (model, G) offsets of plateau, initial reward, stiffness/frequency, damping).
+    """
+
+    _model_type = "GRPODynamicsModel"
+    version = "1"
+
+    def __init__(
+        self,
+        model_config: dict[str, Any] | None = None,
+        sampler_config: dict[str, Any] | None = None,
+        parameterisation: str = "mechanistic",
+        likelihood: str = "iid",
+        invariance: str = "shared",
+    ) -> None:
+        likelihood = normalise_likelihood(likelihood)
+        for value, allowed, what in (
+            (parameterisation, PARAMETERISATIONS, "parameterisation"),
+            (likelihood, LIKELIHOODS, "likelihood"),
+            (invariance, INVARIANCES, "invariance"),
+        ):
+            if value not in allowed:
+                raise ValueError(f"unknown {what} {value!r}; expected one of {allowed}")
+        self.model_config = merge_config(DEFAULT_MODEL_CONFIG, model_config)
+        self.sampler_config = merge_config(DEFAULT_SAMPLER_CONFIG, sampler_config)
+        self.parameterisation = parameterisation
+        self.likelihood = likelihood
+        self.invariance = invariance
+        self.model = None
+        self.idata: az.InferenceData | None = None
+        self.runset: xr.Dataset | None = None
+        self.data: ModelData | None = None
+        self.fit_seconds: float | None = None
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def settings(self) -> dict[str, str]:
+        return {"parameterisation": self.parameterisation, "likelihood": self.likelihood, "invariance": self.invariance}
+
+    @property
+    def id(self) -> str:
+        """Hash of the model config, the settings and the model version (not the sampler)."""
+        return config_hash(self.model_config, self.settings, {"version": self.version})
+
+    # ------------------------------------------------------------------ build
+    def build_model(self, runset: xr.Dataset):
+        """Build (and keep) the ``pm.Model`` for ``runset``."""
+        from bayes_grpo.model.builder import build_pymc_model
+
+        validate_runset(runset)
+        self.runset = runset
+        self.data = prepare_data(runset, self.model_config, self.parameterisation)
+        self.model = build_pymc_model(
+            self.data, self.model_config, parameterisation=self.parameterisation, likelihood=self.likelihood, invariance=self.invariance
+        )
+        return self.model
+
+    def sample_prior_predictive(self, runset: xr.Dataset, *, samples: int = 200, random_seed: int = 0) -> az.InferenceData:
+        """Prior (and, for the iid likelihood, prior predictive) draws for ``runset``."""
+        import pymc as pm
+
+        model = self.build_model(runset)
+        with model:
+            return pm.sample_prior_predictive(draws=samples, random_seed=random_seed)
+
+    def prior_predictive_check(self, runset: xr.Dataset, *, samples: int = 200, random_seed: int = 0) -> CheckResult:
+        """Do the priors cover the data? Fraction of observed rewards inside the 99% prior band.
+
+        Uses the prior mean trajectories (plus per-step noise) at each observed step;
+        passes when at least 90% of the observed rewards of every run fall inside the
+        central 99% prior predictive interval, and reports the band width relative to the
+        run's reward range (priors should be wide but not absurd).
+        """
+        prior = self.sample_prior_predictive(runset, samples=samples, random_seed=random_seed).prior
+        data = self.data
+        assert data is not None
+        rng = np.random.default_rng(random_seed)
+        rows = []
+        for i, run in enumerate(data.run_ids):
+            sel = data.obs_run == i
+            t = data.obs_t[sel]
+            y = data.reward[i, data.obs_step_idx[sel]]
+            get = lambda v, run=run: prior[v].sel(run=run).values.reshape(-1, 1)  # noqa: E731
+            mean = reward_trajectory(t[None, :], get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
+            draws = mean + rng.normal(size=mean.shape) * get("sigma")
+            lo, hi = np.nanpercentile(draws, [0.5, 99.5], axis=0)
+            inside = float(np.mean((y >= lo) & (y <= hi)))
+            width = float(np.median(hi - lo) / max(np.ptp(y), 1e-12))
+            rows.append({"run": run, "coverage_99": inside, "band_width_over_range": width})
+        table = pd.DataFrame(rows).set_index("run")
+        passed = bool((table["coverage_99"] >= 0.9).all())
+        summary = (
+            f"Prior predictive 99% bands contain {table['coverage_99'].min():.0%}-{table['coverage_99'].max():.0%} of the observed rewards per run; "
+            f"median band width {table['band_width_over_range'].median():.1f}x the run's reward range."
+        )
+        return CheckResult("prior_predictive", passed, summary, table=table, values={"min_coverage": float(table["coverage_99"].min())})
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self,
+        runset: xr.Dataset,
+        *,
+        draws: int | None = None,
+        tune: int | None = None,
+        chains: int | None = None,
+        random_seed: int | None = None,
+        sampler: str | None = None,
+        progressbar: bool | None = None,
+        target_accept: float | None = None,
+        cores: int | None = None,
+    ) -> az.InferenceData:
+        """Sample the posterior for ``runset``; returns (and keeps) the InferenceData.
+
+        Keyword arguments override the sampler config (and are recorded in it).
+        ``sampler="nutpie"`` uses nutpie (numba backend) when installed.
+        """
+        overrides = {
+            "draws": draws,
+            "tune": tune,
+            "chains": chains,
+            "random_seed": random_seed,
+            "sampler": sampler,
+            "progressbar": progressbar,
+            "target_accept": target_accept,
+        }
+        self.sampler_config = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
+        sc = self.sampler_config
+        if sc["sampler"] not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sc['sampler']!r}; expected one of {SAMPLERS}")
+        model = self.build_model(runset)
+        n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
+        start = time.perf_counter()
+        if sc["sampler"] == "nutpie":
+            idata = _sample_nutpie(model, sc, n_cores)
+        else:
+            import pymc as pm
+
+            with model:
+                idata = pm.sample(
+                    draws=int(sc["draws"]),
+                    tune=int(sc["tune"]),
+                    chains=int(sc["chains"]),
+                    cores=n_cores,
+                    random_seed=int(sc["random_seed"]),
+                    target_accept=float(sc["target_accept"]),
+                    progressbar=bool(sc["progressbar"]),
+                    compute_convergence_checks=False,
+                )
+        self.fit_seconds = time.perf_counter() - start
+        self.idata = self._attach(idata)
+        return self.idata
+
+    def _attach(self, idata: az.InferenceData) -> az.InferenceData:
+        """Add observed data, constant data, the run set and the identity attributes."""
+        data = self.data
+        assert data is not None and self.runset is not None
+        keep = [g for g in ("posterior", "sample_stats") if hasattr(idata, g)]
+        out = az.InferenceData(**{g: getattr(idata, g) for g in keep})
+        obs = xr.Dataset(
+            {REWARD_VAR: (("obs",), data.reward[data.obs_run, data.obs_step_idx])},
+            coords={"obs": np.arange(len(data.obs_y)), "obs_run": ("obs", np.array(data.run_ids, dtype=object)[data.obs_run]), "obs_step": ("obs", data.obs_t)},
+        )
+        const = xr.Dataset(
+            {
+                "learning_rate": ((RUN_DIM,), data.learning_rate),
+                "momentum": ((RUN_DIM,), data.momentum),
+                "momentum_convention": ((RUN_DIM,), np.array(data.momentum_convention, dtype=object)),
+                "k_ref": ((RUN_DIM,), data.k_ref),
+                "group_size": ((RUN_DIM,), data.group_size),
+                "eta_eff": ((RUN_DIM,), data.eta_eff),
+                "reward_loc": (("model",), data.loc),
+                "reward_scale": (("model",), data.scale),
+                "run_length": (("model",), data.run_length),
+            },
+            coords={RUN_DIM: np.array(data.run_ids, dtype=object), "model": np.array(data.models, dtype=object)},
+        )
+        out.add_groups({"observed_data": obs, "constant_data": const})
+        out.add_groups({FIT_DATA_GROUP: self.runset})
+        attrs = self._identity_attrs()
+        out.posterior.attrs.update(attrs)
+        return out
+
+    def _identity_attrs(self) -> dict[str, str]:
+        return {
+            ATTR_PREFIX + "model_type": self._model_type,
+            ATTR_PREFIX + "model_version": self.version,
+            ATTR_PREFIX + "package_version": __version__,
+            ATTR_PREFIX + "model_config": json.dumps(self.model_config, sort_keys=True),
+            ATTR_PREFIX + "sampler_config": json.dumps(self.sampler_config, sort_keys=True),
+            ATTR_PREFIX + "settings": json.dumps(self.settings, sort_keys=True),
+            ATTR_PREFIX + "id": self.id,
+            ATTR_PREFIX + "fit_seconds": "" if self.fit_seconds is None else f"{self.fit_seconds:.3f}",
+            ATTR_PREFIX + "notes": json.dumps(self.data.notes if self.data else []),
+        }
+
+    # ------------------------------------------------------------------ save / load
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+        """Write the fit to netCDF (atomically); see the module docstring for the contents."""
+        if self.idata is None:
+            raise ValueError("nothing to save: call fit() first")
+        idata = self.idata
+        return write_atomic(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> GRPODynamicsModel:
+        """Rebuild a fitted model from a file written by :meth:`save` (no refitting).
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ValueError
+            Not a bayes_grpo fit, or its config hash or version does not match this code.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such fitted-model file")
+        try:
+            idata = az.from_netcdf(str(path), engine="h5netcdf")
+        except Exception as exc:  # noqa: BLE001 - report any read failure with the path
+            raise ValueError(f"{path}: not a readable InferenceData netCDF ({exc})") from exc
+        idata.load() if hasattr(idata, "load") else None
+        attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}
+        if attrs.get(ATTR_PREFIX + "model_type") != cls._model_type:
+            raise ValueError(f"{path}: not a {cls._model_type} fit (attribute {ATTR_PREFIX}model_type missing)")
+        if attrs.get(ATTR_PREFIX + "model_version") != cls.version or attrs.get(ATTR_PREFIX + "package_version") != __version__:
+            raise ValueError(
+                f"{path}: written by model version {attrs.get(ATTR_PREFIX + 'model_version')!r} / bayes-grpo "
+                f"{attrs.get(ATTR_PREFIX + 'package_version')!r}; this is model version {cls.version!r} / bayes-grpo "
+                f"{__version__!r}. Refit with this version."
+            )
+        settings = json.loads(attrs[ATTR_PREFIX + "settings"])
+        model = cls(
+            model_config=json.loads(attrs[ATTR_PREFIX + "model_config"]),
+            sampler_config=json.loads(attrs[ATTR_PREFIX + "sampler_config"]),
+            **settings,
+        )
+        if model.id != attrs.get(ATTR_PREFIX + "id"):
+            raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
+        if not hasattr(idata, FIT_DATA_GROUP):
+            raise ValueError(f"{path}: no {FIT_DATA_GROUP!r} group (the fitted run set); cannot rebuild the model")
+        runset = getattr(idata, FIT_DATA_GROUP).load()
+        for name in ("model", "momentum_convention", "source", RUN_DIM):
+            if name in runset.coords:
+                runset = runset.assign_coords({name: runset[name].values.astype(object)} if name == RUN_DIM else {name: (RUN_DIM, runset[name].values.astype(object))})
+        model.runset = runset
+        model.data = prepare_data(runset, model.model_config, model.parameterisation)
+        model.idata = idata
+        fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
+        model.fit_seconds = float(fs) if fs else None
+        return model
+
+    # ------------------------------------------------------------------ results
+    def _require_fit(self) -> az.InferenceData:
+        if self.idata is None:
+            raise ValueError("the model is not fitted: call fit() or load()")
+        return self.idata
+
+    def convergence(self, *, var_names: list[str] | None = None) -> CheckResult:
+        """Convergence of the fit (R-hat, ESS, divergences, tree depth, E-BFMI) with advice."""
+        return convergence_check(self._require_fit(), var_names=var_names)
+
+    def _thinned_posterior(self, max_draws: int = SUMMARY_DRAWS) -> xr.Dataset:
+        post = self._require_fit().posterior
+        n = post.sizes["chain"] * post.sizes["draw"]
+        step = max(1, int(np.ceil(n / max_draws)))
+        return post.isel(draw=slice(None, None, max(1, step // 1)))
+
+    def mean_trajectories(self) -> xr.DataArray:
+        """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""
+        post = self._thinned_posterior()
+        data = self.data
+        assert data is not None
+        t = data.steps[None, None, None, :]
+        get = lambda v: post[v].values[..., None]  # (chain, draw, run, 1)  # noqa: E731
+        traj = reward_trajectory(t, get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
+        mean = np.nanmean(traj.reshape(-1, data.n_runs, len(data.steps)), axis=0)
+        return xr.DataArray(mean, dims=(RUN_DIM, STEP_DIM), coords={RUN_DIM: data.run_ids, STEP_DIM: self.runset[STEP_DIM].values})
+
+    def run_summary(self) -> pd.DataFrame:
+        """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta, a, D``,
+        the 90% interval of ``zeta``, and R^2 of the posterior-mean trajectory: raw, the
+        noise ceiling (from first differences), smoothed (vs a centred moving average of
+        10% of the run), and whether the run has a visible trend (``bayes_grpo.metrics``).
+        """
+        post = self._require_fit().posterior
+        data = self.data
+        assert data is not None
+        med = lambda v: post[v].median(("chain", "draw")).values  # noqa: E731
+        q = (1 - HDI_PROB) / 2
+        zeta = post["zeta"].values.reshape(-1, data.n_runs)
+        frame = pd.DataFrame(
+            {
+                "model": [data.models[m] for m in data.model_idx],
+                "group_size": data.group_size,
+                "learning_rate": data.learning_rate,
+                "n_obs": np.bincount(data.obs_run, minlength=data.n_runs),
+                "p_star": med("plateau_run"),
+                "R0": med("initial_reward"),
+                "a": med("a"),
+                "M_eff": med("M_eff"),
+                "C_eff": med("C_eff"),
+                "K_eff": med("K_eff"),
+                "zeta": med("zeta"),
+                "zeta_lo": np.quantile(zeta, q, axis=0),
+                "zeta_hi": np.quantile(zeta, 1 - q, axis=0),
+                "D": med("noise_d")[data.model_idx],
+                "sigma": med("sigma"),
+            },
+            index=pd.Index(data.run_ids, name=RUN_DIM),
+        )
+        mean = self.mean_trajectories().values
+        r2_raw, ceiling, r2_smooth, trend = [], [], [], []
+        try:
+            from bayes_grpo import metrics
+        except ImportError:  # pragma: no cover - metrics is part of the package
+            metrics = None
+        for i in range(data.n_runs):
+            ok = np.isfinite(data.reward[i])
+            y, yhat, t = data.reward[i][ok], mean[i][ok], data.steps[ok]
+            if metrics is None:
+                r2_raw.append(float("nan")), ceiling.append(float("nan")), r2_smooth.append(float("nan")), trend.append(None)
+                continue
+            r2_raw.append(float(metrics.r2(y, yhat)))
+            ceiling.append(float(metrics.noise_ceiling_r2(y)))
+            r2_smooth.append(float(metrics.smoothed_r2(y, yhat)))
+            trend.append(bool(metrics.has_trend(t, y)))
+        frame["r2_raw"] = r2_raw
+        frame["r2_noise_ceiling"] = ceiling
+        frame["r2_smoothed"] = r2_smooth
+        frame["has_trend"] = trend
+        return frame
+
+    def group_summary(self) -> pd.DataFrame:
+        """Per (model, G): medians of the run summary's columns and the run count."""
+        runs = self.run_summary()
+        cols = ["p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
+        out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
+        out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
+        return out
+
+    # ------------------------------------------------------------------ new settings
+    def coefficient_draws(
+        self,
+        *,
+        learning_rate: float | None = None,
+        momentum: float | None = None,
+        momentum_convention: str | None = None,
+        k_ref: float | None = None,
+        group_size: float | None = None,
+        model: str | None = None,
+        model_size: float | None = None,
+        random_seed: int = 0,
+    ) -> xr.Dataset:
+        """Posterior draws of the oscillator for a hyperparameter setting.
+
+        Parameters
+        ----------
+        learning_rate, momentum, momentum_convention, k_ref
+            The setting (mechanistic form; ignored by the phenomenological form, whose
+            coefficients are those of ``model``).
+        group_size
+            ``G``; sets the noise ``sigma`` (and, under ``by_group``, picks the (model, G)
+            offsets; an unseen G draws new offsets from their prior).
+        model
+            An LLM of the fit; ``None`` (or an unknown name, mechanistic only) draws ``K``
+            from the population level (``log_stiffness_mean``, ``log_stiffness_sd``,
+            ``size_exponent`` with ``model_size``); then reward-valued quantities
+            (plateau, initial reward, D, sigma) are NaN, since each LLM has its own scale.
+        model_size
+            Parameters of a new LLM (for the curvature-scaling regression).
+
+        Returns
+        -------
+        xarray.Dataset
+            dims (chain, draw); variables ``a, M_eff, C_eff, K_eff, zeta, plateau,
+            initial_reward, noise_d, sigma``.
+        """
+        post = self._require_fit().posterior
+        data = self.data
+        assert data is not None
+        rng = np.random.default_rng(random_seed)
+        shape = (post.sizes["chain"], post.sizes["draw"])
+        known = model is not None and model in data.models
+        if model is None and data.n_models == 1:
+            model, known = data.models[0], True
+        gos = float(self.model_config["group_offset_sigma"])
+        glabel = group_label(model, float("nan") if group_size is None else float(group_size)) if known else None
+        group_pos = data.groups.index(glabel) if glabel in data.groups else None
+
+        def offset(name: str) -> np.ndarray:
+            if self.invariance != "by_group" or not known:
+                return np.zeros(shape)
+            if group_pos is not None:
+                return post[name].isel(group=group_pos).values
+            return gos * rng.normal(size=shape)
+
+        if self.parameterisation == "mechanistic":
+            missing = [n for n, v in (("learning_rate", learning_rate), ("momentum", momentum), ("momentum_convention", momentum_convention), ("k_ref", k_ref)) if v is None]
+            if missing:
+                raise ValueError(f"the mechanistic model needs {missing} to give coefficients for a setting")
+            if known:
+                log_k = post["log_stiffness"].sel(model=model).values
+            else:
+                log_k = post["log_stiffness_mean"].values.copy()
+                if "log_stiffness_sd" in post:
+                    log_k = log_k + post["log_stiffness_sd"].values * rng.normal(size=shape)
+                if "size_exponent" in post:
+                    if model_size is None or not np.isfinite(model_size):
+                        raise ValueError("this fit regresses log K on log model_size: give model_size for a new model")
+                    from bayes_grpo.model.builder import prior_centres
+
+                    centre = prior_centres(data, self.model_config, self.parameterisation)["size_mean"]
+                    log_k = log_k + post["size_exponent"].values * (np.log(model_size) - centre)
+            log_k = log_k + offset("group_offset_log_stiffness")
+            a = effective_step(float(learning_rate), float(momentum), momentum_convention) * np.exp(log_k)
+            mass, damp, k_eff = oscillator_coefficients(a, float(momentum), float(k_ref))
+            damp = damp * np.exp(offset("group_offset_log_damping"))
+            mass = np.broadcast_to(mass, shape)
+        else:
+            if not known:
+                raise ValueError(f"the phenomenological model has no population level: model must be one of {data.models}")
+            w0 = post["natural_frequency_model"].sel(model=model).values * np.exp(offset("group_offset_log_frequency"))
+            z = post["damping_ratio_model"].sel(model=model).values * np.exp(offset("group_offset_log_damping"))
+            mass, damp, k_eff = np.ones(shape), 2.0 * z * w0, w0**2
+            a = k_eff
+        nan = np.full(shape, np.nan)
+        if known:
+            plateau = post["plateau"].sel(model=model).values
+            r0 = post["initial_reward_model"].sel(model=model).values
+            if self.invariance == "by_group":
+                m = data.models.index(model)
+                plateau = plateau + data.scale[m] * offset("group_offset_plateau")
+                r0 = r0 + data.scale[m] * offset("group_offset_initial_reward")
+            noise_d = post["noise_d"].sel(model=model).values
+            alpha = post["alpha"].values
+            m = data.models.index(model)
+            from bayes_grpo.model.builder import prior_centres
+
+            g = float(group_size) if group_size is not None else prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
+            if self.likelihood == "iid":
+                sigma = np.sqrt(noise_d / g**alpha)
+            else:
+                meas = post["measurement_sd"].sel(model=model).values
+                sigma = np.sqrt(noise_d / (g**alpha * 2.0 * np.abs(damp) * k_eff) + meas**2)
+        else:
+            plateau = r0 = noise_d = sigma = nan
+        dims = ("chain", "draw")
+        coords = {"chain": post["chain"].values, "draw": post["draw"].values}
+        out = xr.Dataset(
+            {
+                "a": (dims, np.broadcast_to(a, shape)),
+                "M_eff": (dims, np.broadcast_to(mass, shape)),
+                "C_eff": (dims, np.broadcast_to(damp, shape)),
+                "K_eff": (dims, np.broadcast_to(k_eff, shape)),
+                "zeta": (dims, np.broadcast_to(damping_ratio(mass, damp, k_eff), shape)),
+                "plateau": (dims, np.broadcast_to(plateau, shape)),
+                "initial_reward": (dims, np.broadcast_to(r0, shape)),
+                "noise_d": (dims, np.broadcast_to(noise_d, shape)),
+                "sigma": (dims, np.broadcast_to(sigma, shape)),
+            },
+            coords=coords,
+        )
+        out.attrs.update({"model": model or "", "parameterisation": self.parameterisation, "new_model": str(not known)})
+        return out
+
+    def trajectory_draws(self, steps, **setting: Any) -> xr.DataArray:
+        """Posterior draws of the mean reward trajectory at ``steps`` (optimizer steps, R0 at 0).
+
+        ``setting`` are the keyword arguments of :meth:`coefficient_draws`. Returns dims
+        (chain, draw, step).
+        """
+        c = self.coefficient_draws(**setting)
+        t = np.asarray(steps, dtype=float)
+        v = lambda n: c[n].values[..., None]  # noqa: E731
+        traj = reward_trajectory(t[None, None, :], v("M_eff"), v("C_eff"), v("K_eff"), v("plateau"), v("initial_reward"))
+        return xr.DataArray(traj, dims=("chain", "draw", STEP_DIM), coords={"chain": c["chain"].values, "draw": c["draw"].values, STEP_DIM: t}, name="reward_mean")
+
+    def predict(self, steps, *, include_noise: bool = True, random_seed: int = 0, **setting: Any) -> xr.Dataset:
+        """Posterior predictive of a run with the given setting at ``steps``.
+
+        Returns a Dataset with ``reward_mean`` (chain, draw, step) and, when
+        ``include_noise``, ``reward`` = mean + per-step Gaussian noise of sd ``sigma``
+        (for the state-space likelihood ``sigma`` is the stationary marginal sd, so the
+        band is right marginally but the noise is drawn independently across steps).
+        """
+        mean = self.trajectory_draws(steps, random_seed=random_seed, **setting)
+        out = xr.Dataset({"reward_mean": mean})
+        if include_noise:
+            sigma = self.coefficient_draws(random_seed=random_seed, **setting)["sigma"].values[..., None]
+            rng = np.random.default_rng(random_seed + 1)
+            out["reward"] = mean + sigma * rng.normal(size=mean.shape)
+        return out
+
+
+def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
+    try:
+        import nutpie
+    except ImportError as exc:  # pragma: no cover - nutpie is an optional dependency
+        raise ValueError("sampler='nutpie' needs nutpie installed (pip install 'bayes-grpo[nutpie]')") from exc
+    compiled = nutpie.compile_pymc_model(model)
+    return nutpie.sample(
+        compiled,
+        draws=int(sc["draws"]),
+        tune=int(sc["tune"]),
+        chains=int(sc["chains"]),
+        cores=cores,
+        seed=int(sc["random_seed"]),
+        progress_bar=bool(sc["progressbar"]),
+        target_accept=float(sc["target_accept"]),
+    )
+
+
+__all__ = ["GRPODynamicsModel", "normalise_likelihood", "FIT_DATA_GROUP"]

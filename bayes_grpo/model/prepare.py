@@ -1,0 +1,255 @@
+"""Turn a run set into the arrays the PyMC model needs (pure, no PyMC).
+
+Everything the builder reads about the data is computed here: per-LLM reward scaling,
+index maps (run -> model, run -> (model, G) group), the resolved hyperparameters of each
+run, the observed entries (flattened, so ragged runs and missing steps are masked rather
+than dropped), and the data-derived centres of the priors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
+from bayes_grpo.dynamics.coefficients import effective_step
+from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
+
+#: Coordinates the mechanistic parameterisation needs for every run.
+MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
+#: Label used for runs whose ``model`` coordinate is empty.
+UNKNOWN_MODEL: str = "unknown-model"
+#: Fraction of a run averaged for the early / late reward guesses that centre the priors.
+EDGE_FRACTION: float = 0.1
+
+
+@dataclass
+class ModelData:
+    """Arrays derived from a run set, in the order the PyMC model uses them.
+
+    Shapes: ``n_runs`` runs, ``n_models`` LLMs, ``n_groups`` (model, G) pairs, ``n_obs``
+    observed (finite) rewards.
+    """
+
+    run_ids: list[str]
+    models: list[str]
+    groups: list[str]
+    model_idx: np.ndarray  # (n_runs,) int
+    group_idx: np.ndarray  # (n_runs,) int
+    group_model_idx: np.ndarray  # (n_groups,) int
+    group_g: np.ndarray  # (n_groups,) float, G of each group (NaN unknown)
+    steps: np.ndarray  # (n_steps,) float, optimizer steps of the grid
+    reward: np.ndarray  # (n_runs, n_steps) reward units, NaN where missing
+    obs_run: np.ndarray  # (n_obs,) int
+    obs_step_idx: np.ndarray  # (n_obs,) int
+    obs_t: np.ndarray  # (n_obs,) float, optimizer step of each observation
+    obs_y: np.ndarray  # (n_obs,) standardised reward
+    loc: np.ndarray  # (n_models,) reward mean per model
+    scale: np.ndarray  # (n_models,) reward sd per model
+    run_length: np.ndarray  # (n_models,) largest observed step per model
+    learning_rate: np.ndarray  # (n_runs,)
+    momentum: np.ndarray  # (n_runs,)
+    momentum_convention: list[str]
+    k_ref: np.ndarray  # (n_runs,)
+    group_size: np.ndarray  # (n_runs,) NaN when unknown
+    eta_eff: np.ndarray  # (n_runs,) heavy-ball-equivalent step
+    early: np.ndarray  # (n_models,) standardised early reward
+    late: np.ndarray  # (n_models,) standardised late reward
+    noise_guess: np.ndarray  # (n_models,) standardised per-step noise from first differences
+    log_size: np.ndarray  # (n_models,) log model_size (NaN when unknown)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.run_ids)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+
+def group_label(model: str, group_size: float) -> str:
+    """Label of a (model, G) group, e.g. ``"qwen|G=8"`` (``G=?`` when unknown)."""
+    g = "?" if not np.isfinite(group_size) else f"{group_size:g}"
+    return f"{model}|G={g}"
+
+
+def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: bool) -> np.ndarray:
+    values = ds[name].values
+    if name == "momentum_convention":
+        out = np.array([str(v) for v in values], dtype=object)
+        missing = out == ""
+    else:
+        out = np.asarray(values, dtype=float).copy()
+        missing = ~np.isfinite(out)
+    default = defaults.get(name)
+    if missing.any() and default is not None:
+        out[missing] = default
+        missing = np.zeros_like(missing)
+    if missing.any() and required:
+        runs = [str(r) for r in ds[RUN_DIM].values[missing]]
+        raise RunSetError(
+            f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs {runs}. "
+            f"Set it in the run set, give a default with model_config="
+            f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
+            "or use parameterisation='phenomenological'"
+        )
+    return out
+
+
+def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation: str) -> ModelData:
+    """Extract the model's arrays from a run set.
+
+    Parameters
+    ----------
+    ds
+        Run set (dims ``run``, ``step``; see :mod:`bayes_grpo.runset`).
+    model_config
+        Merged model configuration (uses ``hyperparameter_defaults``).
+    parameterisation
+        ``"mechanistic"`` requires learning rate, momentum (+ convention) and ``k_ref`` for
+        every run (or a default); ``"phenomenological"`` does not.
+
+    Raises
+    ------
+    RunSetError
+        A run has no finite reward, a needed hyperparameter is unknown, or a value is invalid.
+    """
+    validate_runset(ds)
+    run_ids = [str(r) for r in ds[RUN_DIM].values]
+    reward = np.asarray(ds[REWARD_VAR].values, dtype=float)
+    steps = np.asarray(ds[STEP_DIM].values, dtype=float)
+    if (steps < 0).any():
+        raise RunSetError(f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g}")
+    finite = np.isfinite(reward)
+    counts = finite.sum(axis=1)
+    few = [r for r, c in zip(run_ids, counts) if c < 3]
+    if few:
+        raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
+
+    model_names = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]
+    models = list(dict.fromkeys(model_names))
+    model_idx = np.array([models.index(m) for m in model_names], dtype=int)
+
+    defaults = dict(model_config.get("hyperparameter_defaults", {}))
+    mech = parameterisation == "mechanistic"
+    lr = _resolve(ds, "learning_rate", defaults, required=mech)
+    mom = _resolve(ds, "momentum", defaults, required=mech)
+    conv = _resolve(ds, "momentum_convention", defaults, required=mech)
+    kref = _resolve(ds, "k_ref", defaults, required=mech)
+    gsize = _resolve(ds, "group_size", defaults, required=False)
+    notes: list[str] = []
+    if mech:
+        bad = [r for r, c in zip(run_ids, conv) if c not in MOMENTUM_CONVENTIONS]
+        if bad:
+            raise RunSetError(f"runs {bad}: momentum_convention must be one of {MOMENTUM_CONVENTIONS}")
+        for name, arr, ok in (
+            ("learning_rate", lr, lr > 0),
+            ("momentum", mom, (mom >= 0) & (mom < 1)),
+            ("k_ref", kref, kref >= 0),
+        ):
+            bad = [f"{r} ({v:g})" for r, v, o in zip(run_ids, arr, ok) if not o]
+            if bad:
+                raise RunSetError(f"invalid {name} for runs {bad}")
+        eta_eff = np.array([effective_step(e, m, c) for e, m, c in zip(lr, mom, conv)], dtype=float)
+    else:
+        eta_eff = np.full(len(run_ids), np.nan)
+    if (np.isfinite(gsize) & (gsize <= 0)).any():
+        raise RunSetError(f"group_size must be positive; runs {[r for r, g in zip(run_ids, gsize) if g <= 0]}")
+    if not np.isfinite(gsize).all():
+        unknown = [r for r, g in zip(run_ids, gsize) if not np.isfinite(g)]
+        notes.append(f"group_size unknown for runs {unknown}: their noise is not scaled by G^alpha")
+
+    group_labels = [group_label(models[m], g) for m, g in zip(model_idx, gsize)]
+    groups = list(dict.fromkeys(group_labels))
+    group_idx = np.array([groups.index(g) for g in group_labels], dtype=int)
+    group_model_idx = np.array([model_idx[group_labels.index(g)] for g in groups], dtype=int)
+    group_g = np.array([gsize[group_labels.index(g)] for g in groups], dtype=float)
+
+    n_models = len(models)
+    loc = np.zeros(n_models)
+    scale = np.ones(n_models)
+    run_length = np.zeros(n_models)
+    early = np.zeros(n_models)
+    late = np.zeros(n_models)
+    noise = np.zeros(n_models)
+    log_size = np.full(n_models, np.nan)
+    sizes = np.asarray(ds["model_size"].values, dtype=float)
+    for m in range(n_models):
+        rows = model_idx == m
+        vals = reward[rows][finite[rows]]
+        loc[m] = float(np.mean(vals))
+        sd = float(np.std(vals))
+        scale[m] = sd if sd > 0 else 1.0
+        run_length[m] = max(float(steps[finite[rows].any(axis=0)].max()), 1.0)
+        e_list, l_list, n_list = [], [], []
+        for i in np.flatnonzero(rows):
+            y = (reward[i][finite[i]] - loc[m]) / scale[m]
+            k = max(1, int(np.ceil(EDGE_FRACTION * len(y))))
+            e_list.append(np.mean(y[:k]))
+            l_list.append(np.mean(y[-k:]))
+            d = np.diff(y)
+            mad = np.median(np.abs(d - np.median(d))) * 1.4826
+            n_list.append(mad / np.sqrt(2.0))
+        early[m] = float(np.mean(e_list))
+        late[m] = float(np.mean(l_list))
+        noise[m] = float(np.clip(np.median(n_list), 0.02, 2.0))
+        known = sizes[rows][np.isfinite(sizes[rows]) & (sizes[rows] > 0)]
+        if known.size:
+            log_size[m] = float(np.log(np.median(known)))
+
+    obs_run, obs_step_idx = np.nonzero(finite)
+    obs_t = steps[obs_step_idx]
+    obs_y = (reward[obs_run, obs_step_idx] - loc[model_idx[obs_run]]) / scale[model_idx[obs_run]]
+    return ModelData(
+        run_ids=run_ids,
+        models=models,
+        groups=groups,
+        model_idx=model_idx,
+        group_idx=group_idx,
+        group_model_idx=group_model_idx,
+        group_g=group_g,
+        steps=steps,
+        reward=reward,
+        obs_run=obs_run,
+        obs_step_idx=obs_step_idx,
+        obs_t=obs_t,
+        obs_y=obs_y,
+        loc=loc,
+        scale=scale,
+        run_length=run_length,
+        learning_rate=lr,
+        momentum=mom,
+        momentum_convention=[str(c) for c in conv],
+        k_ref=kref,
+        group_size=gsize,
+        eta_eff=eta_eff,
+        early=early,
+        late=late,
+        noise_guess=noise,
+        log_size=log_size,
+        notes=notes,
+    )
+
+
+def momentum_factor(momentum: np.ndarray) -> np.ndarray:
+    """``1 - mu``: the damping of the heavy-ball recursion without lag (dimensionless)."""
+    return 1.0 - np.asarray(momentum, dtype=float)
+
+
+__all__ = [
+    "ModelData",
+    "prepare_data",
+    "group_label",
+    "MECHANISTIC_COORDS",
+    "UNKNOWN_MODEL",
+    "HEAVY_BALL",
+    "EMA",
+]
