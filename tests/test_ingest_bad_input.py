@@ -215,3 +215,14 @@ def test_bare_nan_and_inf_in_console_dicts_are_read_and_counted(tmp_path):
     ds = load_runs([path])
     assert ds.sizes["step"] == N  # no dict lost
     assert runset_summary(ds)["n_nonfinite_reward"].iloc[0] == 2
+
+
+def test_nan_logged_in_json_is_counted_and_null_means_not_logged(tmp_path):
+    history = [{"step": s, "reward": 0.05 * s, "kl": None} for s in range(1, N + 1)]
+    history[3]["reward"] = float("nan")  # json writes NaN, json reads it back as a float
+    path = tmp_path / "run" / "trainer_state.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"log_history": history}))
+    ds = load_runs([path])
+    assert runset_summary(ds).loc["run", "n_nonfinite_reward"] == 1
+    assert "kl" not in ds.data_vars  # null throughout: never logged

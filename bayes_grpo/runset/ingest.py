@@ -169,7 +169,7 @@ def normalise_run(
     if recs.empty:
         raise RunRejected(f"{where}: no metric values in the log")
     warn: list[str] = list(raw.notes)
-    recs = recs[recs["value"].notna()].copy()
+    recs = recs.copy()  # loaders leave out values that were not logged; NaN here was logged
     # steps
     step_num = pd.to_numeric(recs["step"], errors="coerce")
     bad_step = step_num.isna() | ~np.isfinite(step_num)

@@ -105,8 +105,8 @@ def records_from_dicts(
     for entry in entries:
         step = step_of(entry)
         for key, value in entry.items():
-            if key in skip or isinstance(value, dict | list):
-                continue
+            if key in skip or value is None or isinstance(value, dict | list):
+                continue  # None: not logged at this step (a logged NaN is a float and is kept)
             steps.append(step)
             metrics.append(str(key))
             values.append(value)
@@ -138,8 +138,3 @@ def find_step_key(keys: Iterable[str]) -> str | None:
         if cand in lowered:
             return lowered[cand]
     return None
-
-
-def is_number(value: object) -> bool:
-    """True for real numbers (ints and floats, NaN and inf included; bools excluded)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -102,7 +102,7 @@ def load_csv(path: str | Path) -> list[RawRun]:
     step_col = find_step_key(cols)
     multi = run_col is not None
     if metric_col is not None and value_col is not None and step_col is not None:
-        groups = frame.groupby(run_col, sort=False) if multi else [(None, frame)]
+        groups = frame.groupby(run_col, sort=False, dropna=False) if multi else [(None, frame)]
         runs = []
         for name, sub in groups:
             records = pd.DataFrame(
@@ -133,7 +133,7 @@ def load_csv(path: str | Path) -> list[RawRun]:
         return runs
     if multi:
         runs = []
-        for name, sub in frame.groupby(run_col, sort=False):
+        for name, sub in frame.groupby(run_col, sort=False, dropna=False):
             records, notes = _wide_records(sub, path, skip=(run_col,))
             runs.append(RawRun(path=path, fmt="csv", records=records, name=str(name), notes=notes))
         return runs

@@ -83,9 +83,4 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
     if state_path.parent.name.startswith("checkpoint-") and given.resolve() != state_path.resolve():
         notes.append(f"read the latest checkpoint's state {state_path.parent.name}/{FILENAME}")
     records = records_from_dicts(entries, lambda e: e.get("step"), skip=("step",))
-    config = {}
-    if isinstance(state.get("logging_steps"), int | float):
-        config["logging_steps"] = state["logging_steps"]
-    return [
-        RawRun(path=state_path, fmt="trainer_state", records=records, config=config, notes=notes)
-    ]
+    return [RawRun(path=state_path, fmt="trainer_state", records=records, notes=notes)]
