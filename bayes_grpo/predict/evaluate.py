@@ -26,7 +26,6 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
-from bayes_grpo.dynamics.trajectory import logistic, single_exponential
 from bayes_grpo.predict.forecast import (
     ForecastError,
     GaussianPrior,
@@ -65,9 +64,7 @@ def baseline_forecast(
         res = fitter(np.asarray(t_prefix, dtype=float), np.asarray(y_prefix, dtype=float))
     except (RuntimeError, ValueError):
         return np.full(np.shape(t_future), np.nan)
-    params = dict(res.params)
-    law = single_exponential if kind == "single_exp" else logistic
-    return np.asarray(law(np.asarray(t_future, dtype=float), **params), dtype=float)
+    return res.predict(np.asarray(t_future, dtype=float))
 
 
 def _series(ds: xr.Dataset, run_id: str, var: str) -> tuple[np.ndarray, np.ndarray]:
