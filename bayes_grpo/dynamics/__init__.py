@@ -37,6 +37,7 @@ from bayes_grpo.dynamics.stability import (
     exact_threshold,
     phase_grid,
     spectral_radius,
+    stability_summary,
 )
 from bayes_grpo.dynamics.trajectory import (
     error_trajectory,
@@ -69,6 +70,7 @@ __all__ = [
     "exact_threshold",
     "phase_grid",
     "spectral_radius",
+    "stability_summary",
     "coefficients_from_hyperparameters",
     "damping_ratio",
     "effective_step",

@@ -370,8 +370,10 @@ def critical_k_ref(a, momentum, method: str = EXACT):
         Heavy-ball momentum ``mu`` in ``[0, 1)``; broadcast.
     method
         ``"exact"``: smallest integer ``L`` with spectral radius ``>= 1``, i.e. with
-        ``a >= a*(L)`` from :func:`exact_threshold` (``a*`` decreases with ``L``, so all
-        larger lags are unstable too; found by binary search over ``L``). ``"closed_form"``: smallest integer ``L`` with ``C_eff <= 0``, i.e.
+        ``a >= a*(L)`` (``a*`` decreases with ``L``, so all larger lags are unstable too;
+        found by binary search over ``L`` with the analytic boundary-locus threshold, which
+        agrees with eigenvalue bisection to ~1e-10 relative, so it is fast for thousands
+        of posterior draws). ``"closed_form"``: smallest integer ``L`` with ``C_eff <= 0``, i.e.
         ``ceil((1 - mu)/a)``.
 
     Returns
@@ -387,8 +389,14 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     out[nonpos] = 0.0
     pos = finite & (a > 0)
     if method == CLOSED_FORM:
-        ratio = (1.0 - mu[pos]) / a[pos]
-        out[pos] = np.ceil(ratio)
+        av, mv = a[pos], mu[pos]
+        lag = np.ceil((1.0 - mv) / av)
+        # Make the rounding agree with closed_form_stable exactly at ties (C_eff ~ 0).
+        lag = np.where(closed_form_stable(av, mv, lag), lag + 1.0, lag)
+        lag = np.where(
+            (lag > 0) & ~closed_form_stable(av, mv, np.maximum(lag - 1.0, 0.0)), lag - 1.0, lag
+        )
+        out[pos] = lag
         return out
     if method != EXACT:
         raise ValueError(f"unknown stability method {method!r}; expected one of {CRITERIA}")
@@ -401,10 +409,69 @@ def critical_k_ref(a, momentum, method: str = EXACT):
         active = lo < hi
         mid = np.floor(0.5 * (lo + hi))
         stable = np.ones(av.size, dtype=bool)
-        stable[active] = av[active] < exact_threshold(mv[active], mid[active])
+        stable[active] = av[active] < boundary_locus_threshold(mv[active], mid[active])
         lo = np.where(active & stable, mid + 1.0, lo)
         hi = np.where(active & ~stable, mid, hi)
     out[pos] = lo
+    return out
+
+
+def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, object]:
+    """Everything about one setting, with the criterion behind each number.
+
+    Parameters
+    ----------
+    a
+        Gain ``eta_eff K`` (for EMA momentum ``eta (1 - b1) K``).
+    momentum
+        Heavy-ball ``mu`` in ``[0, 1)``.
+    k_ref
+        Lag ``L >= 0`` in optimizer steps (the exact criterion needs an integer; otherwise
+        its entries are None and ``note`` says why).
+
+    Returns
+    -------
+    dict with ``a``, ``momentum``, ``k_ref``, ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``
+    (None when ``C_eff <= 0`` or ``K_eff <= 0``), ``regime`` (continuum coefficients),
+    ``stable_closed_form``, ``stable_exact``, ``spectral_radius``,
+    ``threshold_a_closed_form``, ``threshold_a_exact``, ``critical_k_ref_closed_form``,
+    ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``.
+    """
+    a, mu, lag = float(a), float(momentum), float(k_ref)
+    if not (math.isfinite(a) and math.isfinite(mu) and math.isfinite(lag)):
+        raise ValueError(f"a, momentum and k_ref must be finite, got {a}, {mu}, {lag}")
+    if lag < 0:
+        raise ValueError(f"k_ref must be >= 0, got {lag}")
+    _check_momentum_range(np.asarray([mu]))
+    mass, damping, k_eff = (float(v) for v in oscillator_coefficients(a, mu, lag))
+    zeta = float(damping_ratio(mass, damping, k_eff)) if damping > 0 and k_eff > 0 else None
+    integer = abs(lag - round(lag)) <= _INTEGER_TOL
+    out: dict[str, object] = {
+        "a": a,
+        "momentum": mu,
+        "k_ref": lag,
+        "M_eff": mass,
+        "C_eff": damping,
+        "K_eff": k_eff,
+        "zeta": zeta,
+        "regime": classify_regime(mass, damping, k_eff),
+        "stable_closed_form": bool(closed_form_stable(a, mu, lag)),
+        "threshold_a_closed_form": float(closed_form_threshold(mu, lag)),
+        "critical_k_ref_closed_form": float(critical_k_ref(a, mu, method=CLOSED_FORM)),
+        "critical_k_ref_exact": float(critical_k_ref(a, mu, method=EXACT)),
+        "stable_exact": None,
+        "spectral_radius": None,
+        "threshold_a_exact": None,
+        "note": "",
+    }
+    if integer:
+        out["spectral_radius"] = float(spectral_radius(a, mu, round(lag)))
+        out["stable_exact"] = bool(out["spectral_radius"] < 1.0)
+        out["threshold_a_exact"] = float(exact_threshold(mu, round(lag)))
+    else:
+        out["note"] = (
+            "the exact discrete criterion needs an integer K_ref; only the closed form applies"
+        )
     return out
 
 
@@ -486,5 +553,6 @@ __all__ = [
     "boundary_locus_threshold",
     "classify_regime",
     "critical_k_ref",
+    "stability_summary",
     "phase_grid",
 ]

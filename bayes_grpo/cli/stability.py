@@ -1,0 +1,193 @@
+"""``bayes-grpo stability``: is a hyperparameter setting stable, and in which regime?
+
+Two modes:
+
+* point mode (``--eta-k A --momentum MU --k-ref L``): regime, damping ratio, ``M/C/K_eff``,
+  both stability criteria, both thresholds and the critical ``K_ref``, from
+  :func:`bayes_grpo.dynamics.stability_summary`;
+* posterior mode (``--posterior FILE --lr X ...``): the same questions with posterior
+  uncertainty, from :func:`bayes_grpo.checks.stability.stability_from_posterior`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bayes_grpo.cli._common import add_json_flag, print_json
+from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
+
+EPILOG = """\
+criteria (every line says which one it uses):
+  closed form  the paper's threshold: stable iff C_eff = (1 - mu) - a K_ref > 0,
+               threshold a* = (1 - mu) / K_ref; exact at K_ref = 1, conservative beyond
+  exact        the discrete recursion e[n+1] - e[n] = mu (e[n] - e[n-1]) - a e[n-K_ref] is
+               stable iff every root of z^(K_ref-1) (z - 1)(z - mu) + a lies inside the
+               unit circle (spectral radius < 1); needs an integer K_ref
+  regime       from the continuum coefficients: overdamped (zeta > 1), critical,
+               underdamped / oscillatory (zeta < 1), unstable (C_eff <= 0)
+
+gain: a = eta K for heavy-ball momentum; with --convention ema (Adam beta1) the recursion has
+step eta (1 - beta1), so a = eta K (1 - beta1) is used, mu = beta1.
+
+examples:
+  bayes-grpo stability --eta-k 0.0123 --momentum 0.9 --k-ref 10
+  bayes-grpo stability --eta-k 0.05 --momentum 0.9 --k-ref 4 --convention ema --json
+  bayes-grpo stability --posterior models/fit.nc --lr 1e-6 --momentum 0.9 --convention ema --k-ref 2
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "stability",
+        help="stability and regime of a hyperparameter setting (closed-form and exact criteria)",
+        description=(
+            "Say whether GRPO with gain a = eta K, momentum mu and lag K_ref converges, and how: "
+            "regime and damping ratio zeta, the oscillator coefficients M_eff, C_eff, K_eff, "
+            "stability by the closed-form criterion (C_eff > 0) and by the exact discrete one "
+            "(spectral radius < 1), the threshold gain a* by both, and the first K_ref at which the "
+            "setting becomes unstable by both. With --posterior, answer with posterior uncertainty "
+            "for a learning rate instead of a known gain."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--eta-k",
+        type=float,
+        metavar="A",
+        help="eta * K: learning rate times curvature K (point mode); for --convention ema the "
+        "gain used is A (1 - momentum)",
+    )
+    p.add_argument(
+        "--momentum",
+        type=float,
+        metavar="MU",
+        default=None,
+        help="heavy-ball momentum mu or Adam beta1, in [0, 1) (default 0 in point mode; "
+        "required with --posterior)",
+    )
+    p.add_argument(
+        "--k-ref",
+        type=float,
+        metavar="L",
+        default=None,
+        help="lag K_ref in optimizer steps (integer for the exact criterion; default 1 in point "
+        "mode; required with --posterior)",
+    )
+    p.add_argument(
+        "--convention",
+        choices=MOMENTUM_CONVENTIONS,
+        default=None,
+        help=f"momentum convention (default {HEAVY_BALL} in point mode; required with --posterior)",
+    )
+    p.add_argument(
+        "--posterior",
+        metavar="FILE",
+        help="posterior netCDF saved by `bayes-grpo fit`: answer with posterior uncertainty",
+    )
+    p.add_argument("--lr", type=float, metavar="X", help="learning rate eta (posterior mode)")
+    p.add_argument(
+        "--model",
+        metavar="M",
+        default=None,
+        help="LLM name in the posterior (posterior mode; default: a new model, population level)",
+    )
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.posterior is not None:
+        return _run_posterior(args)
+    if args.eta_k is None:
+        raise ValueError("give --eta-k A (point mode) or --posterior FILE --lr X (posterior mode)")
+    if args.lr is not None or args.model is not None:
+        raise ValueError("--lr and --model belong to posterior mode; give --posterior FILE too")
+    from bayes_grpo.dynamics import effective_step, stability_summary
+
+    momentum = 0.0 if args.momentum is None else args.momentum
+    k_ref = 1.0 if args.k_ref is None else args.k_ref
+    convention = args.convention or HEAVY_BALL
+    a = float(effective_step(args.eta_k, momentum, convention))
+    summary = stability_summary(a, momentum, k_ref)
+    summary = {"eta_k": args.eta_k, "convention": convention} | summary
+    if args.json:
+        print_json(summary)
+        return 0
+    for line in format_summary(summary):
+        print(line)
+    return 0
+
+
+def _yes(flag: object) -> str:
+    return "n/a" if flag is None else ("yes" if flag else "NO")
+
+
+def _num(value: object, fmt: str = ".6g") -> str:
+    return "n/a" if value is None else format(float(value), fmt)
+
+
+def format_summary(s: dict) -> list[str]:
+    """Human-readable lines of a :func:`stability_summary` dict (with ``convention``)."""
+    conv = s.get("convention", HEAVY_BALL)
+    gain = "a = eta K" if conv == HEAVY_BALL else "a = eta K (1 - beta1)"
+    lines = [
+        f"setting        {gain} = {_num(s['a'])}, mu = {s['momentum']:g} ({conv}), "
+        f"K_ref = {s['k_ref']:g}",
+        f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_num(s['C_eff'])}, "
+        f"K_eff = {_num(s['K_eff'])}   [continuum model]",
+        f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
+        f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}",
+        f"stable         exact (spectral radius {_num(s['spectral_radius'], '.8f')} < 1): "
+        f"{_yes(s['stable_exact'])}",
+        f"threshold a*   closed form (1 - mu)/K_ref: {_num(s['threshold_a_closed_form'])}",
+        f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
+        f"critical K_ref closed form: first unstable K_ref = {_num(s['critical_k_ref_closed_form'], 'g')}",
+        f"critical K_ref exact: first unstable K_ref = {_num(s['critical_k_ref_exact'], 'g')}",
+    ]
+    if s.get("note"):
+        lines.append(f"note           {s['note']}")
+    return lines
+
+
+def _run_posterior(args: argparse.Namespace) -> int:
+    missing = [
+        flag
+        for flag, value in (
+            ("--lr", args.lr),
+            ("--momentum", args.momentum),
+            ("--k-ref", args.k_ref),
+            ("--convention", args.convention),
+        )
+        if value is None
+    ]
+    if missing:
+        raise ValueError(f"posterior mode needs {', '.join(missing)}")
+    if args.eta_k is not None:
+        raise ValueError("--eta-k belongs to point mode; posterior mode takes --lr")
+    try:
+        from bayes_grpo.checks.stability import stability_from_posterior
+    except ImportError as exc:  # the checks area may be absent in a partial install
+        raise ValueError(
+            f"posterior mode needs bayes_grpo.checks.stability.stability_from_posterior ({exc})"
+        ) from exc
+    result = stability_from_posterior(
+        args.posterior,
+        learning_rate=args.lr,
+        momentum=args.momentum,
+        momentum_convention=args.convention,
+        k_ref=args.k_ref,
+        model=args.model,
+    )
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(result.summary)
+    if result.table is not None:
+        from bayes_grpo.cli._common import print_table
+
+        print_table(result.table)
+    return 0
+
+
+__all__ = ["register", "run", "format_summary", "EMA"]
