@@ -204,13 +204,15 @@ def run_training(
         torch.set_num_threads(int(threads))
     kwargs = grpo_config_kwargs(config, str(output_dir))
     kwargs.setdefault("disable_dropout", True)
-    try:
-        args = trl.GRPOConfig(**kwargs)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"TRL rejected the configuration for {output_dir}: {exc}") from exc
 
     with tempfile.TemporaryDirectory(prefix="bayes_grpo_train_") as tmp:
+        # the model first: building GRPOConfig starts torch.distributed under a launcher, after
+        # which transformers' save_pretrained writes on rank 0 only (the tiny model is built per rank)
         model, tokenizer, label = _load_model(config, Path(tmp))
+        try:
+            args = trl.GRPOConfig(**kwargs)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"TRL rejected the configuration for {output_dir}: {exc}") from exc
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
