@@ -215,7 +215,12 @@ def _run_forecast(args: argparse.Namespace) -> int:
     )
     steps = np.arange(0.0, float(horizon) + 1.0)
     prior, note = population_prior_for_run(
-        ds, args.run, posterior=args.prior, use_runs=not args.no_population
+        ds,
+        args.run,
+        posterior=args.prior,
+        use_runs=not args.no_population,
+        prefix=(t_all[seen], y_all[seen]),
+        horizon=float(horizon),
     )
     fc = forecast_run(
         t_all[seen],

@@ -513,7 +513,9 @@ def fit_run(
         if k <= PARETO_K_WARN:
             break
     if best_is is None:
-        raise ForecastError("importance sampling failed: almost every proposal draw has zero posterior density")
+        raise ForecastError(
+            "importance sampling failed: almost every proposal draw has zero posterior density"
+        )
     prop, finite, lw, k = best_is
     weights = np.zeros(n_proposal)
     weights[finite] = np.exp(lw - np.max(lw))

@@ -62,6 +62,12 @@ def trajectories_from_draws(
     if missing:
         raise ValueError(f"coefficient draws lack {missing}; have {sorted(draws.data_vars)}")
     flat = {v: np.asarray(draws[v].values, dtype=float).reshape(-1) for v in REQUIRED_DRAW_VARS}
+    if not np.isfinite(flat["plateau"]).any() or not np.isfinite(flat["initial_reward"]).any():
+        # a new LLM: its reward scale is unknown, so predict the normalised progress
+        # (R - R0) / (p* - R0), from 0 at the start to 1 at the plateau, without noise
+        flat["plateau"] = np.ones_like(flat["a"])
+        flat["initial_reward"] = np.zeros_like(flat["a"])
+        flat["sigma"] = np.zeros_like(flat["a"])
     with np.errstate(over="ignore", invalid="ignore"):
         mean = reward_trajectory(
             steps[None, :],
@@ -110,9 +116,15 @@ def predict_from_draws(
     rng = np.random.default_rng(seed)
     grid = horizon_steps(steps)
     traj = trajectories_from_draws(draws, grid, rng=rng)
+    normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
     stab = stability_probabilities(traj["a"], momentum, k_ref, traj["C_eff"])
     params = {k: traj[k] for k in REQUIRED_DRAW_VARS}
-    all_attrs: dict[str, Any] = {**stab, **(attrs or {})}
+    units = (
+        "normalised progress (R - R0)/(p* - R0): a new LLM's reward scale is unknown"
+        if normalised
+        else "reward"
+    )
+    all_attrs: dict[str, Any] = {**stab, "units": units, **(attrs or {})}
     return summarise_draws(
         grid,
         traj["mean"],
