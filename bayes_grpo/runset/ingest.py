@@ -200,7 +200,8 @@ def normalise_run(
         warn.append(f"text fields not kept as metrics: {sorted(text_fields)}")
     recs = recs[~recs["metric"].isin(text_fields)]
     recs["num"] = recs["num"].astype(float)
-    summary_mask = recs["metric"].map(lambda m: split_eval(str(m))[1] in SUMMARY_KEYS)
+    is_summary = {m: split_eval(str(m))[1] in SUMMARY_KEYS for m in recs["metric"].unique()}
+    summary_mask = recs["metric"].map(is_summary).astype(bool)
     end_of_run = {
         str(m): float(v)
         for m, v in zip(recs.loc[summary_mask, "metric"], recs.loc[summary_mask, "num"])
@@ -223,7 +224,7 @@ def normalise_run(
     dup = recs.duplicated(["metric", "step"], keep="last")
     # HF repeats ``epoch`` in its end-of-training summary; that alone is no repeated step
     repeated = recs.duplicated(["metric", "step"], keep=False) & (
-        recs["metric"].map(canonical_name) != "epoch"
+        recs["metric"].map({m: canonical_name(str(m)) for m in recs["metric"].unique()}) != "epoch"
     )
     n_dup = int(recs.loc[repeated, "step"].nunique())
     if n_dup:
