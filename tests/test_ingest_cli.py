@@ -54,7 +54,13 @@ def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
     assert payload["n_runs"] == 1 and payload["n_rejected"] == 1
     runs = {r["run"]: r for r in payload["runs"]}
     assert runs["good"]["status"] == "ok" and runs["good"]["n_steps"] == 12
-    assert runs["good"]["reward_source"] == "train/reward"
+    assert isinstance(runs["good"]["n_steps"], int) and set(runs["tiny"]) == {
+        "run",
+        "status",
+        "source",
+        "reason",
+    }
+    assert runs["good"]["reward_source"] == "train/reward" and runs["good"]["warnings"] == []
     assert runs["tiny"]["status"] == "rejected" and "minimum of 5" in runs["tiny"]["reason"]
 
 

@@ -113,7 +113,7 @@ def _fmt(value: object) -> object:
 
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
-    from bayes_grpo.runset.ingest import load_runs, runset_summary
+    from bayes_grpo.runset.ingest import load_runs, runset_summary, summary_records
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
@@ -131,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
     ok = summary[summary["status"] == "ok"]
     bad = summary[summary["status"] != "ok"]
     if args.json:
-        records = summary.reset_index().to_dict(orient="records")
+        records = summary_records(summary)
+        warns = runset_warnings(ds)
+        for rec in records:
+            if rec["status"] == "ok":
+                rec["warnings"] = warns.get(rec["run"], [])  # a list, not the table's joined text
         print_json(
             {
                 "output": str(out),

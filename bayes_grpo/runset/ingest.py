@@ -762,7 +762,39 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
     return frame.set_index("run") if not frame.empty else frame
 
 
+_INT_COLUMNS = (
+    "n_steps",
+    "first_step",
+    "last_step",
+    "n_nonfinite_reward",
+    "n_duplicate_steps",
+    "n_backward_steps",
+)
+
+
+def summary_records(summary: pd.DataFrame) -> list[dict[str, object]]:
+    """:func:`runset_summary` rows as JSON-ready dicts (counts as ints; rejected runs: id, source, reason)."""
+    records = []
+    for run_id, row in summary.iterrows():
+        if row["status"] != "ok":
+            records.append(
+                {
+                    "run": run_id or None,
+                    "status": row["status"],
+                    "source": row["source"],
+                    "reason": row["reason"],
+                }
+            )
+            continue
+        rec = {"run": run_id, **row.to_dict()}
+        for col in _INT_COLUMNS:
+            rec[col] = None if pd.isna(rec[col]) else int(rec[col])
+        records.append(rec)
+    return records
+
+
 __all__ = [
+    "summary_records",
     "INGEST_ATTR",
     "REJECTED_ATTR",
     "MIN_POINTS",
