@@ -5,8 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 
-from bayes_grpo.runset import run_coords
+from bayes_grpo.runset import load_runset, run_coords, save_runset
 from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
 
 pytestmark = pytest.mark.real_runs
@@ -75,6 +76,11 @@ def test_native_curves_equal_the_csv_conversions(native, csv_runs, sources, real
         assert len(matches) == 1, (src["short_id"], candidates)
         compared += 1
     assert compared == 21
+
+
+def test_native_run_set_round_trips_through_netcdf_identically(native, tmp_path):
+    back = load_runset(save_runset(native, tmp_path / "native.nc"))
+    xr.testing.assert_identical(native, back)
 
 
 def test_hyperparameters_read_from_native_logs_match_the_recorded_settings(native, sources):
