@@ -23,7 +23,7 @@ from bayes_grpo.diagnostics import (
 )
 from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
 
-FAST = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}, "instability": {"n_fit_boot": 10}})
+FAST = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}})
 
 
 def _one(case: str, mode: str, config: DiagnosticsConfig = FAST, seed: int = 0, **kw):
@@ -221,3 +221,81 @@ def test_verdict_matrix_lists_every_case_and_mode():
     m = verdict_matrix(res)
     assert m.loc["advantage_degeneracy", "advantage_degeneracy"] == "detected"
     assert m.loc["advantage_degeneracy", "instability"] == "-"
+
+
+# --- the modes that use the law fits (bayes_grpo.dynamics.lsq) --------------------------------
+
+
+def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
+    res = _one("reward_hacking", "reward_hacking")
+    assert res.passed is False, res.summary
+    # the hacked component starts at 35% of 200 steps; evaluation saturates around then
+    assert 30 <= res.values["onset_step"] <= 120
+    ev = res.values["evidence"]
+    assert ev["train_gain"] > 0.2 and ev["eval_gain"] < 0.05
+    assert res.values["strength"]["lower"] > 0.1
+    # same law on both rewards: the training plateau lies above the evaluation plateau
+    assert ev["plateau_difference"]["lower"] > 0
+
+
+@pytest.mark.parametrize("case", ["healthy", "advantage_degeneracy", "instability_oscillation"])
+def test_reward_hacking_not_flagged_when_train_and_eval_move_together(case):
+    res = _one(case, "reward_hacking")
+    assert res.passed is True, res.summary
+
+
+def test_policy_concentration_flagged_when_entropy_collapses_ahead_of_reward():
+    res = _one("policy_concentration", "policy_concentration")
+    assert res.passed is False, res.summary
+    assert res.values["onset_step"] < 60
+    assert res.values["evidence"]["progress_at_onset"] < 0.5
+    assert res.values["strength"]["value"] > 0.5
+
+
+@pytest.mark.parametrize("case", ["healthy", "reward_hacking", "instability_growth"])
+def test_policy_concentration_not_flagged_when_entropy_follows_reward(case):
+    res = _one(case, "policy_concentration")
+    assert res.passed is True, res.summary
+
+
+def test_policy_concentration_flagged_when_entropy_collapses_and_reward_never_moves():
+    rng = np.random.default_rng(5)
+    steps = np.arange(150)
+    frame = run_table(simulated_case("healthy", n_steps=150), "healthy")
+    frame["reward"] = 0.3 + 0.03 * rng.standard_normal(150)
+    frame["entropy"] = 1.0 * np.exp(-steps / 30.0) + 0.02 * rng.random(150)
+    from bayes_grpo.diagnostics import policy_concentration
+
+    res = policy_concentration(frame, run_id="flat", common=FAST.common)
+    assert res.passed is False and res.values["evidence"]["reward_has_trend"] is False
+    assert res.values["evidence"]["entropy_collapse"] is True
+
+
+def test_reward_oscillation_detected_and_damping_ratio_recovered():
+    res = _one("instability_oscillation", "instability")
+    assert res.passed is False, res.summary
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert osc["detected"] and osc["upper"] < 1.0
+    assert osc["lower"] - 0.05 <= 0.15 <= osc["upper"] + 0.05  # truth zeta = 0.15
+    assert res.values["onset_step"] is not None
+
+
+def test_reward_oscillation_not_flagged_on_overdamped_run():
+    res = _one("healthy", "instability")
+    assert res.passed is True, res.summary
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert osc["value"] > 0.8  # truth zeta = 1.3
+
+
+# --- softmax-bandit runs: known instability, anchor and task difficulty ------------------------
+
+
+@pytest.mark.parametrize("case", ["bandit_healthy", "bandit_large_lr", "bandit_large_k_ref", "bandit_tiny_anchor", "bandit_easy_task"])
+def test_bandit_runs_show_exactly_the_modes_they_are_built_for(case):
+    from bayes_grpo.diagnostics.cases import BANDIT_CASES, bandit_case
+
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 30, "figures": False}, "instability": {"fit_oscillation": False}})
+    results = diagnose(bandit_case(case, seeds=1, seed=7), config=cfg)
+    detected = {r.name for r in results if r.passed is False}
+    assert detected == set(BANDIT_CASES[case][1]), [r.summary for r in results]
+    assert next(r for r in results if r.name == "reward_hacking").passed is None  # no evaluation reward

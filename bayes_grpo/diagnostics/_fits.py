@@ -3,39 +3,57 @@
 The diagnostics need three things from a reward-like series: its saturation plateau and
 time constant (single exponential, the overdamped limit), its damping ratio (the
 damped-oscillator law), and whether it has a trend beyond noise. This module calls the
-project's fitters and returns plain dicts; it does no fitting of its own. A fit that
-fails returns None (the caller says so in its result).
+project's fitters and returns plain dicts; it does no fitting of its own. A fit that fails
+returns None (the caller says so in its result).
+
+Uncertainty of a fit (refitting every bootstrap replicate would cost seconds per run) is
+the Gauss-Newton (Laplace) approximation at the optimum: ``cov = s^2 (J^T J)^-1`` with
+``J`` the Jacobian of the fitted curve in the fitting parameters (central differences) and
+``s^2`` the residual variance inflated by ``(1 + rho) / (1 - rho)`` for the lag-1
+autocorrelation ``rho`` of the residuals (serially correlated noise carries less
+information than white noise). Standard deviations are on the scale the fitter works on:
+``plateau`` and ``initial_reward`` linear, ``tau``, ``zeta`` and ``w0`` logarithmic.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from bayes_grpo.dynamics.trajectory import reward_trajectory, single_exponential
 
-def _params(result: Any) -> dict[str, float]:
-    params = getattr(result, "params", None)
-    if params is None and isinstance(result, dict):
-        params = result.get("params", result)
-    return {str(k): float(v) for k, v in dict(params or {}).items() if np.isscalar(v)}
+_FIT_ERRORS = (RuntimeError, ValueError, FloatingPointError, KeyError, AttributeError, np.linalg.LinAlgError)
 
 
-def _fitted(result: Any) -> np.ndarray:
-    for name in ("fitted", "curve", "yhat", "fitted_curve"):
-        value = getattr(result, name, None)
-        if value is None and isinstance(result, dict):
-            value = result.get(name)
-        if value is not None:
-            return np.asarray(value, dtype=float)
-    raise AttributeError("lsq result has no fitted curve")
+def laplace_sd(curve: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, residuals: np.ndarray) -> np.ndarray:
+    """Standard deviations of the fitting parameters ``theta`` (Gauss-Newton, see module doc).
 
-
-def _get(params: dict[str, float], *names: str) -> float:
-    for name in names:
-        if name in params:
-            return params[name]
-    raise KeyError(f"none of {names} in fit parameters {sorted(params)}")
+    Parameters
+    ----------
+    curve
+        ``curve(theta) -> fitted values (n,)``.
+    theta
+        Parameters at the optimum, shape ``(k,)``.
+    residuals
+        ``y - curve(theta)``, shape ``(n,)``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    n, k = residuals.size, theta.size
+    jac = np.empty((n, k))
+    for j in range(k):
+        h = 1e-6 * max(1.0, abs(theta[j]))
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        jac[:, j] = (curve(up) - curve(down)) / (2 * h)
+    r = residuals - residuals.mean()
+    rho = float(np.sum(r[1:] * r[:-1]) / np.sum(r * r)) if n > 2 and np.sum(r * r) > 0 else 0.0
+    inflation = float(np.clip((1 + rho) / (1 - rho), 1.0, 25.0)) if rho < 1 else 25.0
+    s2 = float(np.sum(residuals**2)) / max(n - k, 1) * inflation
+    cov = s2 * np.linalg.pinv(jac.T @ jac)
+    return np.sqrt(np.clip(np.diag(cov), 0.0, None))
 
 
 def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
@@ -44,50 +62,65 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     Returns
     -------
     dict or None
-        ``plateau``, ``initial_reward``, ``time_constant`` (steps), ``fitted`` (n,), ``sse``;
-        None when the fit fails.
+        ``plateau``, ``initial_reward``, ``time_constant`` (steps), ``fitted`` (n,), ``sse``,
+        ``plateau_sd`` and ``log_time_constant_sd`` (Gauss-Newton); None when the fit fails.
     """
     from bayes_grpo.dynamics import lsq
 
+    t = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float)
     try:
-        res = lsq.fit_single_exponential(np.asarray(steps, dtype=float), np.asarray(values, dtype=float))
-        p = _params(res)
-        out = {
-            "plateau": _get(p, "plateau", "p_star"),
-            "initial_reward": _get(p, "initial_reward", "R0", "r0"),
-            "time_constant": _get(p, "time_constant", "tau"),
-            "fitted": _fitted(res),
-            "sse": float(getattr(res, "sse", np.nan)),
-        }
-    except (RuntimeError, ValueError, FloatingPointError, KeyError, AttributeError, np.linalg.LinAlgError):
+        res = lsq.fit_single_exponential(t, y)
+        p = res.params
+        theta = np.array([p["plateau"], p["initial_reward"], np.log(p["tau"])])
+        fitted = np.asarray(res.fitted, dtype=float)
+        sd = laplace_sd(lambda th: np.asarray(single_exponential(t, th[0], th[1], np.exp(th[2]))), theta, y - fitted)
+    except _FIT_ERRORS:
         return None
+    out = {
+        "plateau": float(p["plateau"]),
+        "initial_reward": float(p["initial_reward"]),
+        "time_constant": float(p["tau"]),
+        "fitted": fitted,
+        "sse": float(res.sse),
+        "plateau_sd": float(sd[0]),
+        "log_time_constant_sd": float(sd[2]),
+    }
     if not (np.isfinite(out["plateau"]) and np.isfinite(out["time_constant"])):
         return None
     return out
 
 
 def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
-    """Damped-oscillator fit of a reward series.
+    """Damped-oscillator fit of a reward series (``lsq.fit_oscillator``, mass 1, ``v0 = 0``).
 
     Returns
     -------
     dict or None
-        ``zeta`` (damping ratio), ``plateau``, ``fitted`` (n,), ``sse``; None when the fit fails.
+        ``zeta`` (damping ratio), ``w0``, ``plateau``, ``fitted`` (n,), ``sse`` and
+        ``log_zeta_sd`` (Gauss-Newton); None when the fit fails.
     """
     from bayes_grpo.dynamics import lsq
 
+    t = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float)
     try:
-        res = lsq.fit_oscillator(np.asarray(steps, dtype=float), np.asarray(values, dtype=float))
-        p = _params(res)
-        zeta = p.get("zeta")
-        if zeta is None:
-            from bayes_grpo.dynamics.coefficients import damping_ratio
+        res = lsq.fit_oscillator(t, y)
+        p = res.params
+        theta = np.array([p["plateau"], p["initial_reward"], np.log(p["zeta"]), np.log(p["w0"])])
+        fitted = np.asarray(res.fitted, dtype=float)
 
-            zeta = float(damping_ratio(_get(p, "mass", "M", "M_eff"), _get(p, "damping", "C", "C_eff"), _get(p, "k_eff", "K", "K_eff")))
-        out = {"zeta": float(zeta), "plateau": _get(p, "plateau", "p_star"), "fitted": _fitted(res), "sse": float(getattr(res, "sse", np.nan))}
-    except (RuntimeError, ValueError, FloatingPointError, KeyError, AttributeError, np.linalg.LinAlgError):
+        def curve(th):
+            z, w = np.exp(th[2]), np.exp(th[3])
+            return np.asarray(reward_trajectory(t, 1.0, 2.0 * z * w, w * w, th[0], th[1]))
+
+        with np.errstate(all="ignore"):
+            sd = laplace_sd(curve, theta, y - fitted)
+    except _FIT_ERRORS:
         return None
-    return out
+    if not np.isfinite(p["zeta"]):
+        return None
+    return {"zeta": float(p["zeta"]), "w0": float(p["w0"]), "plateau": float(p["plateau"]), "fitted": fitted, "sse": float(res.sse), "log_zeta_sd": float(sd[2])}
 
 
 def has_trend(steps: np.ndarray, values: np.ndarray) -> bool:

@@ -102,6 +102,8 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
         heterogeneity = 1.5
     if name == "policy_concentration":
         curve = _Curve(r0=0.15, plateau=0.65, zeta=1.3, rise_fraction=0.2)
+    if name == "reward_hacking":
+        curve = _Curve(r0=0.1, plateau=0.45, zeta=1.3, rise_fraction=0.08)
     p_true = curve(t, n_steps)
     p_train = p_true
     eval_mean = 0.9 * p_true

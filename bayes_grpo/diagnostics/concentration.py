@@ -16,8 +16,9 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
 - strength: for premature concentration (and for runs where nothing is detected) the
   relative entropy loss at the step where the reward reaches ``progress_threshold`` of its
   rise (the end of the run if it never does); for a collapse, the final relative entropy
-  loss. Intervals from a block bootstrap; the plateau ``p*`` comes from a single-exponential
-  fit (``bayes_grpo.dynamics.lsq``, refitted on replicates) or from posterior draws.
+  loss. Intervals from a block bootstrap of both curves, with the plateau ``p*`` drawn from
+  the Gauss-Newton approximation of a single-exponential fit (``bayes_grpo.dynamics.lsq``)
+  or from posterior draws.
 """
 
 from __future__ import annotations
@@ -138,8 +139,11 @@ def policy_concentration(
         plateau_source = "posterior"
     else:
         fit = _fits.fit_saturation(rew.steps, rew.values)
+        if fit is None and trend_flag:
+            return not_assessable(MODE, run_id, "the reward has a trend but its saturation law could not be fitted (no plateau)")
         plateau = fit["plateau"] if fit is not None else float("nan")
-        plateau_samples = None
+        # replicates of the plateau from the fit's Gauss-Newton approximation
+        plateau_samples = rng.normal(plateau, fit["plateau_sd"], common.n_boot) if fit is not None and np.isfinite(fit["plateau_sd"]) else None
         plateau_source = "single-exponential fit"
     if not trend_flag:
         plateau_source += " (reward has no trend beyond noise: progress taken as 0)"
@@ -156,22 +160,18 @@ def policy_concentration(
     drops, prog, finals = [], [], []
     for b in range(common.n_boot):
         e_b = smooth(e_s + block_resample(e_res, block, rng), common.smooth_fraction)
-        r_b_raw = r_s + block_resample(r_res, block, rng)
-        r_b = smooth(r_b_raw, common.smooth_fraction)
+        r_b = smooth(r_s + block_resample(r_res, block, rng), common.smooth_fraction)
         if not trend_flag:
             p_b = float("nan")
         elif plateau_samples is not None:
-            p_b = float(plateau_samples[rng.integers(plateau_samples.size)])
-        elif b < 30:  # refit the plateau on a subset of replicates (the fit dominates the cost)
-            refit = _fits.fit_saturation(steps, r_b_raw)
-            p_b = refit["plateau"] if refit is not None else plateau
+            p_b = float(plateau_samples[b % plateau_samples.size])
         else:
             p_b = plateau
         ev = _evaluate(steps, e_b, r_b, p_b, start_mask, config, common.sustain_fraction)
         drops.append(ev["drop_at_threshold"])
         prog.append(ev["progress_at_onset"])
         finals.append(ev["final_drop"])
-    source = "bootstrap" + (" + posterior plateau" if plateau_samples is not None else "")
+    source = "bootstrap" + (" + posterior plateau" if plateau_source == "posterior" else " + fitted plateau (Gauss-Newton)")
     premature, collapse = point["premature"], point["collapse"]
     detected = premature or collapse
     if collapse and not premature:

@@ -213,13 +213,11 @@ class InstabilityConfig:
         zeta^2))`` of the fitted curve must reach this.
     prob_threshold
         With a posterior: flagged when P(C_eff < 0) or P(zeta < zeta_threshold) (with a
-        visible overshoot) reaches this. Without one: the bootstrap upper bound of zeta
-        must lie below ``zeta_threshold``.
+        visible overshoot) reaches this. Without one: the upper bound of the fit's
+        ``interval_prob`` interval of zeta must lie below ``zeta_threshold``.
     fit_oscillation
-        Fit the oscillator law to the reward (``bayes_grpo.dynamics.lsq``); False skips the
-        reward-oscillation part (faster).
-    n_fit_boot
-        Bootstrap refits of the oscillator for the interval of zeta.
+        Fit the oscillator law to the reward (``bayes_grpo.dynamics.lsq``, about a second
+        per run); False skips the reward-oscillation part.
     """
 
     grad_norm_metrics: tuple[str, ...] = GRAD_NORM_NAMES
@@ -232,7 +230,6 @@ class InstabilityConfig:
     min_overshoot: float = 0.05
     prob_threshold: float = 0.9
     fit_oscillation: bool = True
-    n_fit_boot: int = 40
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ block-bootstrap interval (residuals of both rewards resampled independently).
 Both rewards are also fitted with the same saturation law (single exponential, the
 overdamped limit, via ``bayes_grpo.dynamics.lsq``); the result reports the difference of
 their plateaus (raw units; meaningful when both share a scale) and the ratio of their
-saturation time constants, with bootstrap intervals.
+saturation time constants, with Gauss-Newton intervals (``diagnostics._fits``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.diagnostics import _fits
@@ -137,7 +138,7 @@ def reward_hacking(
     onset_step = float(start) if detected else None
     st = strength("late-window gain of train minus eval reward (fractions of their ranges)", d, d_lo, d_hi, prob=common.interval_prob, source="bootstrap")
 
-    laws = _law_difference(train, ev, common, rng)
+    laws = _law_difference(train, ev, common)
     evidence: dict[str, Any] = {
         "eval_metric": ev.name,
         "window_start_step": float(start),
@@ -171,30 +172,23 @@ def reward_hacking(
     return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
 
 
-def _law_difference(train: Series, ev: Series, common: CommonConfig, rng: np.random.Generator, n_refit: int = 30) -> dict[str, Any]:
-    """Plateau difference and time-constant ratio of single-exponential fits, with refit intervals."""
+def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str, Any]:
+    """Plateau difference and time-constant ratio of single-exponential fits (Gauss-Newton intervals)."""
     ft = _fits.fit_saturation(train.steps, train.values)
     fe = _fits.fit_saturation(ev.steps, ev.values)
     if ft is None or fe is None:
-        return {"law_fit": "not available (fit failed)"}
-    tr_res, ev_res = train.values - ft["fitted"], ev.values - fe["fitted"]
-    bt = max(2, int(round(common.block_fraction * train.values.size)))
-    be = max(2, int(round(common.block_fraction * ev.values.size)))
-    dp, rt = [], []
-    for _ in range(min(n_refit, common.n_boot)):
-        a = _fits.fit_saturation(train.steps, ft["fitted"] + block_resample(tr_res, bt, rng))
-        b = _fits.fit_saturation(ev.steps, fe["fitted"] + block_resample(ev_res, be, rng))
-        if a is not None and b is not None:
-            dp.append(a["plateau"] - b["plateau"])
-            rt.append(a["time_constant"] / b["time_constant"])
-    p_lo, p_hi = interval(np.asarray(dp), common.interval_prob)
-    r_lo, r_hi = interval(np.asarray(rt), common.interval_prob)
+        return {"law_fit": "not available (a single-exponential fit failed)"}
+    z = stats.norm.ppf(0.5 + common.interval_prob / 2)
+    dp = ft["plateau"] - fe["plateau"]
+    dp_sd = float(np.hypot(ft["plateau_sd"], fe["plateau_sd"]))
+    log_ratio = float(np.log(ft["time_constant"] / fe["time_constant"]))
+    lr_sd = float(np.hypot(ft["log_time_constant_sd"], fe["log_time_constant_sd"]))
     return {
         "law_fit": "single exponential (overdamped limit) on both rewards",
         "train_fit": {k: ft[k] for k in ("plateau", "initial_reward", "time_constant")},
         "eval_fit": {k: fe[k] for k in ("plateau", "initial_reward", "time_constant")},
-        "plateau_difference": {"value": ft["plateau"] - fe["plateau"], "lower": p_lo, "upper": p_hi, "source": "bootstrap refits"},
-        "time_constant_ratio": {"value": ft["time_constant"] / fe["time_constant"], "lower": r_lo, "upper": r_hi, "source": "bootstrap refits"},
+        "plateau_difference": {"value": dp, "lower": dp - z * dp_sd, "upper": dp + z * dp_sd, "source": "Gauss-Newton"},
+        "time_constant_ratio": {"value": float(np.exp(log_ratio)), "lower": float(np.exp(log_ratio - z * lr_sd)), "upper": float(np.exp(log_ratio + z * lr_sd)), "source": "Gauss-Newton"},
     }
 
 

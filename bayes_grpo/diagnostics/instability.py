@@ -17,8 +17,9 @@ Signals, each assessed on its own and listed in the result's table:
   first step whose windowed mean reaches the level.
 - **oscillation** of the reward: the damped-oscillator law fitted to the reward
   (``bayes_grpo.dynamics.lsq.fit_oscillator``, or the posterior's ``zeta`` draws) has a
-  damping ratio below ``zeta_threshold`` with confidence (bootstrap upper bound, or
-  posterior probability >= ``prob_threshold``) and a visible relative overshoot
+  damping ratio below ``zeta_threshold`` with confidence (upper bound of the Gauss-Newton
+  interval of the fit, see ``diagnostics._fits``, or posterior probability >=
+  ``prob_threshold``) and a visible relative overshoot
   ``exp(-pi zeta / sqrt(1 - zeta^2)) >= min_overshoot``. Onset: first crossing of the
   plateau by the fitted curve.
 - **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
@@ -34,13 +35,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
     Series,
-    block_resample,
     bootstrap,
     edge_mask,
     find_series,
@@ -120,19 +121,14 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
     }
 
 
-def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator) -> dict[str, Any] | None:
+def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfig) -> dict[str, Any] | None:
     fit = _fits.fit_oscillator(rew.steps, rew.values)
     if fit is None or not np.isfinite(fit["zeta"]):
         return None
-    zetas = []
-    resid = rew.values - fit["fitted"]
-    block = max(2, int(round(common.block_fraction * rew.values.size)))
-    for _ in range(cfg.n_fit_boot):
-        refit = _fits.fit_oscillator(rew.steps, fit["fitted"] + block_resample(resid, block, rng))
-        if refit is not None:
-            zetas.append(refit["zeta"])
     zeta = float(fit["zeta"])
-    lo, hi = interval(np.asarray(zetas), common.interval_prob, centre=zeta)
+    half = stats.norm.ppf(0.5 + common.interval_prob / 2) * fit["log_zeta_sd"]
+    with np.errstate(over="ignore"):
+        lo, hi = (float(np.exp(np.log(zeta) - half)), float(np.exp(np.log(zeta) + half))) if np.isfinite(half) else (float("nan"), float("nan"))
     overshoot = float(relative_overshoot(zeta))
     detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
@@ -147,7 +143,7 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
         "overshoot": overshoot,
         "detected": detected,
         "onset_step": onset,
-        "source": "bootstrap",
+        "source": "Gauss-Newton",
         "fitted": fit["fitted"],
         "plateau": fit["plateau"],
     }
@@ -256,7 +252,7 @@ def instability(
     if posterior_draws:
         signals.extend(_posterior_signals(posterior_draws, config, common))
     elif config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
-        osc = _oscillation_signal(rew, config, common, rng)
+        osc = _oscillation_signal(rew, config, common)
         if osc is not None:
             signals.append(osc)
     if not signals:
