@@ -465,3 +465,23 @@ def test_a_console_log_with_two_trainings_in_a_row_gives_two_runs(tmp_path):
     assert sorted(ds.run.values) == ["part1", "part2"]
     np.testing.assert_allclose(ds.reward.sel(run="part2").values, np.array(REWARD) + 1)
     assert list(ds.step.values) == list(range(1, N + 1))
+
+
+def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    lines = ["step,critic/score/mean"] + [f"{s},{REWARD[s]}" for s in range(N)]
+    (run_dir / "metrics.csv").write_text("\n".join(lines))
+    (run_dir / "config.yaml").write_text(
+        "actor_rollout_ref:\n"
+        "  model: {path: Qwen/Qwen2.5-0.5B}\n"
+        "  actor: {optim: {lr: 1e-6}, ppo_mini_batch_size: 64, ppo_epochs: 1}\n"
+        "  rollout: {n: 5}\n"
+        "algorithm: {kl_ctrl: {kl_coef: 0.001}}\n"
+        "data: {train_batch_size: 256, seed: 1}\n"
+    )
+    ds = load_runs([run_dir])
+    c = run_coords(ds, "verl_grpo")
+    assert c["model"] == "Qwen/Qwen2.5-0.5B" and c["group_size"] == 5 and c["learning_rate"] == 1e-6
+    assert c["beta"] == 0.001 and c["seed"] == 1
+    assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps

@@ -330,6 +330,7 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
         "base_model",
         "model_id",
         "model_path",
+        "model.path",  # verl: actor_rollout_ref.model.path
         "_name_or_path",
     ),
     "model_size": ("model_size", "num_parameters", "n_params", "num_params"),
