@@ -80,10 +80,10 @@ def test_non_numeric_values_become_nan_with_a_warning_naming_metric_step_and_exa
 
 
 def test_nan_and_inf_are_kept_as_nan_and_counted(tmp_path):
-    rows = [(s, 0.1 * s, 0.01) for s in range(N)]
-    rows[2] = (2, "nan", 0.01)
-    rows[5] = (5, "inf", 0.01)
-    ds = load_runs([_csv(tmp_path / "r.csv", rows)])
+    rows = [(s, 0.1 * s) for s in range(N)]
+    rows[2] = (2, "nan")
+    rows[5] = (5, "inf")
+    ds = load_runs([_csv(tmp_path / "r.csv", rows, header="step,reward")])
     assert np.isnan(ds.reward.sel(run="r", step=[2, 5])).all()
     assert 2 in ds.step.values and 5 in ds.step.values
     summary = runset_summary(ds)

@@ -254,7 +254,6 @@ def normalise_run(
         )
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
-    frame = frame.dropna(how="all")
     logged, logged_why = _logged_hyperparameters(wide)
     facts = {
         "format": raw.fmt,
