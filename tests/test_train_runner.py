@@ -163,3 +163,28 @@ def test_shipped_example_run_regenerates_from_its_seed(tmp_path):
         np.testing.assert_allclose(
             again[col].to_numpy(), frame[col].iloc[:n_steps].to_numpy(), rtol=1e-6, err_msg=col
         )
+
+
+def test_cli_trains_and_reports_the_run_as_json(tmp_path, capsys):
+    from bayes_grpo.cli import main as cli_main
+
+    out = tmp_path / "cli_run"
+    argv = [
+        "train",
+        str(out),
+        "-G",
+        "4",
+        "--prompts-per-step",
+        "2",
+        "--steps",
+        "3",
+        "--optimizer",
+        "sgd",
+    ]
+    assert cli_main([*argv, "--momentum", "0.5", "--lr", "0.01", "--threads", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (
+        report["run_dir"] == str(out) and report["metadata"]["momentum_convention"] == "heavy_ball"
+    )
+    frame, meta = read_run_dir(out)
+    assert len(frame) == 3 and meta["optimizer"] == "sgd" and meta["momentum"] == 0.5
