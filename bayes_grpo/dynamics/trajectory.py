@@ -17,8 +17,9 @@ from bayes_grpo.dynamics._backend import ops_for
 
 #: ``|lam t^2|`` below which the Taylor series is used (truncation error < 1e-15 relative).
 SERIES_THRESHOLD: float = 0.1
-#: Largest exponent evaluated; keeps unstable trajectories finite (they still grow to ~1e304).
-MAX_EXPONENT: float = 700.0
+#: Largest exponent evaluated; keeps unstable trajectories (and unselected branches) finite:
+#: they still grow to ~1e260, with headroom so no product of branch terms overflows.
+MAX_EXPONENT: float = 600.0
 
 
 def _propagators(gamma, lam, t, ops, w0sq=None):
@@ -51,8 +52,9 @@ def _propagators(gamma, lam, t, ops, w0sq=None):
     w = ops.sqrt(ops.where(lam < 0, -lam, 1.0))
     ch_under = damp * ops.cos(w * t)
     sh_under = damp * ops.sin(w * t) / w
-    ch = ops.where(small, damp * ch_series, ops.where(over, ch_over, ch_under))
-    sh = ops.where(small, damp * sh_series, ops.where(over, sh_over, sh_under))
+    damp_small = ops.where(small, damp, 1.0)  # large damp only where the series is used
+    ch = ops.where(small, damp_small * ch_series, ops.where(over, ch_over, ch_under))
+    sh = ops.where(small, damp_small * sh_series, ops.where(over, sh_over, sh_under))
     return ch, sh
 
 

@@ -1,0 +1,202 @@
+"""Stability: the exact discrete threshold matches DESIGN.md's reference values and a second
+analytic route; the closed form is exact at K_ref = 1 and conservative beyond; the spectral
+radius is the growth rate of the simulated recursion; regimes, critical K_ref, phase grid."""
+
+import numpy as np
+import pytest
+
+from bayes_grpo.dynamics import (
+    boundary_locus_threshold,
+    classify_regime,
+    closed_form_stable,
+    closed_form_threshold,
+    critical_k_ref,
+    exact_stable,
+    exact_threshold,
+    phase_grid,
+    simulate_recursion,
+    spectral_radius,
+    stability_summary,
+)
+
+
+@pytest.mark.parametrize(
+    ("mu", "lag", "expected", "tol"),
+    [
+        (0.0, 1, 1.0, 1e-9),
+        (0.0, 2, 0.6180, 5e-5),
+        (0.5, 5, 0.1286, 5e-5),
+        (0.9, 10, 0.01139, 5e-6),
+    ],
+)
+def test_exact_threshold_reproduces_design_reference_values(mu, lag, expected, tol):
+    assert exact_threshold(mu, lag, method="bisection") == pytest.approx(expected, abs=tol)
+    assert exact_threshold(mu, lag, method="boundary_locus") == pytest.approx(expected, abs=tol)
+
+
+def test_exact_threshold_golden_ratio_at_lag_two():
+    # mu = 0, L = 2: z^3 - z^2 + a has a root on the unit circle at a = (sqrt 5 - 1)/2.
+    assert exact_threshold(0.0, 2, method="bisection") == pytest.approx(
+        (np.sqrt(5) - 1) / 2, rel=1e-10
+    )
+
+
+def test_a_star_times_lag_tends_to_half_pi_for_large_lag_without_momentum():
+    lags = np.array([10, 100, 1000, 10000])
+    scaled = exact_threshold(0.0, lags) * lags
+    gaps = np.abs(scaled - np.pi / 2)
+    assert np.all(np.diff(gaps) < 0)
+    assert gaps[-1] < 1e-3
+    # mu = 0 has the closed form a* = 2 sin(pi / (2 (2L + 1))).
+    np.testing.assert_allclose(scaled / lags, 2 * np.sin(np.pi / (2 * (2 * lags + 1))), rtol=1e-10)
+
+
+def test_bisection_on_spectral_radius_agrees_with_boundary_locus():
+    mus = np.array([0.0, 0.3, 0.6, 0.9, 0.95])[:, None]
+    lags = np.array([1, 2, 3, 7, 16, 40])[None, :]
+    bis = exact_threshold(mus, lags, method="bisection")
+    locus = boundary_locus_threshold(mus, lags)
+    np.testing.assert_allclose(bis, locus, rtol=1e-9)
+
+
+def test_closed_form_exact_at_lag_one_and_conservative_beyond():
+    mus = np.linspace(0.0, 0.95, 8)
+    np.testing.assert_allclose(exact_threshold(mus, 1), closed_form_threshold(mus, 1), rtol=1e-10)
+    for lag in (2, 3, 5, 10, 50):
+        assert np.all(exact_threshold(mus, lag) > closed_form_threshold(mus, lag))
+
+
+def test_no_lag_is_plain_heavy_ball():
+    # L = 0: (z - 1)(z - mu) + a z; stable iff 0 < a < 2 (1 + mu); closed form never unstable.
+    for mu in (0.0, 0.5, 0.9):
+        assert exact_threshold(mu, 0) == pytest.approx(2 * (1 + mu))
+        assert exact_stable(2 * (1 + mu) * 0.999, mu, 0)
+        assert not exact_stable(2 * (1 + mu) * 1.001, mu, 0)
+        assert np.isinf(closed_form_threshold(mu, 0))
+        assert closed_form_stable(10.0, mu, 0)
+
+
+def test_non_integer_lag_is_an_error_for_the_exact_criterion_only():
+    with pytest.raises(ValueError, match="integer"):
+        spectral_radius(0.1, 0.5, 2.5)
+    with pytest.raises(ValueError, match="integer"):
+        exact_threshold(0.5, 1.5)
+    assert closed_form_threshold(0.5, 2.5) == pytest.approx(0.2)
+    assert bool(closed_form_stable(0.1, 0.5, 2.5))
+    with pytest.raises(ValueError, match=">= 0"):
+        spectral_radius(0.1, 0.5, -1)
+
+
+def test_thresholds_reject_momentum_outside_unit_interval():
+    with pytest.raises(ValueError, match="momentum"):
+        exact_threshold(1.0, 3)
+    with pytest.raises(ValueError, match="momentum"):
+        critical_k_ref(0.1, -0.2)
+
+
+def _growth_rate(e, window=400):
+    late, early = (
+        np.max(np.abs(e[:, -window:]), axis=1),
+        np.max(np.abs(e[:, -2 * window : -window]), axis=1),
+    )
+    return (late / early) ** (1.0 / window)
+
+
+def test_spectral_radius_is_the_growth_rate_of_the_simulated_recursion():
+    a = np.array([0.05, 0.2, 0.4, 0.3, 0.02, 0.015])
+    mu = np.array([0.0, 0.5, 0.0, 0.2, 0.9, 0.9])
+    lag = np.array([1, 2, 3, 4, 10, 10])
+    e = simulate_recursion(a, mu, lag, n_steps=2000, e0=1.0)
+    rate = _growth_rate(e)
+    np.testing.assert_allclose(rate, spectral_radius(a, mu, lag), rtol=2e-3)
+
+
+@pytest.mark.parametrize(("mu", "lag"), [(0.0, 5), (0.5, 5), (0.9, 10), (0.0, 30)])
+def test_threshold_separates_converging_from_diverging_recursions(mu, lag):
+    a_star = float(exact_threshold(mu, lag))
+    a = np.array([0.95, 1.05]) * a_star
+    radius = spectral_radius(a, mu, lag)
+    assert radius[0] < 1 < radius[1]
+    # long enough for a factor 1e5 of decay / growth at the slower of the two rates
+    n_steps = int(np.ceil(np.log(1e5) / np.min(np.abs(np.log(radius))))) + 10 * lag
+    e = simulate_recursion(a, mu, lag, n_steps=n_steps, e0=1.0)
+    assert abs(e[0, -1]) < 1e-2  # below the threshold: converges
+    assert abs(e[1, -1]) > 1e2  # above: diverges
+    # The closed form calls the stable one unstable (it is conservative for L > 1).
+    assert not closed_form_stable(a[0], mu, lag)
+    assert exact_stable(a[0], mu, lag) and not exact_stable(a[1], mu, lag)
+
+
+def test_spectral_radius_vectorised_shapes_and_nan():
+    a = np.full((3, 4), 0.05)
+    a[1, 2] = np.nan
+    lags = np.array([1, 2, 3, 4])
+    radius = spectral_radius(a, 0.5, lags)
+    assert radius.shape == (3, 4)
+    assert np.isnan(radius[1, 2]) and np.isfinite(radius[0]).all()
+    for j, lag in enumerate(lags):
+        # z^(L+1) - (1 + mu) z^L + mu z^(L-1) + a, by numpy.roots (an independent routine)
+        poly = np.zeros(lag + 2)
+        poly[0], poly[1] = 1.0, -1.5
+        poly[2] += 0.5
+        poly[lag + 1] += 0.05
+        assert radius[0, j] == pytest.approx(np.max(np.abs(np.roots(poly))), rel=1e-10)
+    assert not exact_stable(np.nan, 0.5, 1)
+
+
+def test_classify_regime_covers_every_case():
+    assert classify_regime(1.0, 0.5, 0.01) == "overdamped"
+    assert classify_regime(1.0, 0.2, 0.01) == "critical"
+    assert classify_regime(1.0, 0.05, 0.01) == "underdamped"
+    assert classify_regime(1.0, -0.05, 0.01) == "unstable"
+    assert classify_regime(1.0, 0.05, 0.0) == "unstable"
+    out = classify_regime(np.array([1.0, 1.0, np.nan]), np.array([0.5, 0.05, 0.1]), 0.01)
+    assert out.tolist() == ["overdamped", "underdamped", ""]
+
+
+def test_critical_k_ref_is_the_first_unstable_lag_by_each_criterion():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(np.log(0.05), 0.6, 16)
+    mu = rng.choice([0.0, 0.5, 0.9], 16)
+    exact = critical_k_ref(a, mu, method="exact")
+    closed = critical_k_ref(a, mu, method="closed_form")
+    for ai, mi, le, lc in zip(a, mu, exact, closed):
+        assert exact_stable(ai, mi, le - 1) and not exact_stable(ai, mi, le)
+        assert closed_form_stable(ai, mi, lc - 1) and not closed_form_stable(ai, mi, lc)
+    assert np.all(exact >= closed)
+    assert critical_k_ref(0.0, 0.5) == 0
+    assert critical_k_ref(5.0, 0.5) == 0  # unstable even without lag: a > 2 (1 + mu)
+    with pytest.raises(ValueError, match="method"):
+        critical_k_ref(0.1, 0.5, method="nope")
+
+
+def test_phase_grid_contents_and_ema_convention():
+    lrs = np.geomspace(1e-3, 1e-1, 12)
+    ds = phase_grid(1.0, 0.9, lrs, np.arange(0, 8), convention="ema")
+    assert ds["exact_stable"].dims == ("learning_rate", "k_ref")
+    np.testing.assert_allclose(ds["a"].sel(k_ref=3).values, lrs * 0.1)
+    assert set(np.unique(ds["regime"].values)) <= {
+        "overdamped",
+        "critical",
+        "underdamped",
+        "unstable",
+    }
+    # exact stable region contains the closed-form one (L >= 1) and boundaries match thresholds
+    cf, ex = ds["closed_form_stable"].values, ds["exact_stable"].values
+    assert np.all(ex[:, 1:] | ~cf[:, 1:])
+    for lag in range(1, 8):
+        thr = float(ds["exact_threshold_lr"].sel(k_ref=lag))
+        col = ds["exact_stable"].sel(k_ref=lag).values
+        np.testing.assert_array_equal(col, lrs < thr)
+    assert ds.attrs["convention"] == "ema"
+
+
+def test_stability_summary_says_which_criterion_and_handles_real_lags():
+    s = stability_summary(0.0123, 0.9, 10)
+    assert s["stable_closed_form"] is False and s["stable_exact"] is False
+    assert s["threshold_a_exact"] == pytest.approx(0.01139, abs=5e-6)
+    assert s["critical_k_ref_closed_form"] == 9 and s["critical_k_ref_exact"] == 10
+    s2 = stability_summary(0.0105, 0.9, 10)  # between the two thresholds
+    assert s2["stable_closed_form"] is False and s2["stable_exact"] is True
+    s3 = stability_summary(0.01, 0.5, 2.5)
+    assert s3["stable_exact"] is None and "integer" in s3["note"]
