@@ -485,3 +485,20 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["model"] == "Qwen/Qwen2.5-0.5B" and c["group_size"] == 5 and c["learning_rate"] == 1e-6
     assert c["beta"] == 0.001 and c["seed"] == 1
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
+
+
+def test_console_evaluation_dicts_take_the_step_of_the_training_dict_before_them(tmp_path):
+    lines = []
+    for s in range(1, N + 1):
+        lines += [f" {s}/{N} [00:01<00:10]", f" {s}/{N} [00:01<00:10]"]
+    for s in range(1, N + 1):
+        lines.append(repr(_console_dict(s, REWARD[s - 1], as_strings=False)))
+        if s % 4 == 0:
+            lines.append(repr({"eval_loss": 0.5, "eval_reward": s / 10, "epoch": s / 1000}))
+    path = tmp_path / "with_eval.log"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="with_eval").values, REWARD)
+    evals = ds.eval_reward.sel(run="with_eval").dropna("step")
+    assert list(evals.step.values) == [4, 8, 12] and np.allclose(evals.values, [0.4, 0.8, 1.2])
+    assert runset_warnings(ds) == {}

@@ -15,7 +15,8 @@ A log holding several trainings one after the other (``epoch`` starts over, the 
 over) gives one run per training. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
 console lines (``step:12 - critic/score/mean:0.41 - ...``) are read too; they carry their step.
 
-The end-of-training summary dict (``train_runtime`` ...) is not a curve point.
+Evaluation dicts (``{'eval_loss': ..., 'eval_reward': ...}``) take the step of the training dict
+before them. The end-of-training summary dict (``train_runtime`` ...) is not a curve point.
 """
 
 from __future__ import annotations
@@ -140,6 +141,24 @@ def _split_trainings(dicts: list[dict]) -> list[list[dict]]:
     return parts
 
 
+def _is_eval_dict(d: dict) -> bool:
+    """An evaluation log (``eval_*`` keys and ``epoch`` only): it shares the last training step."""
+    keys = [str(k) for k in d if str(k) != "epoch"]
+    return bool(keys) and all(k.startswith("eval_") for k in keys)
+
+
+def _with_eval_steps(part: list[dict], train_steps: list[int]) -> list[int]:
+    """Steps of every dict: training dicts in order, evaluation dicts at the step before them."""
+    it = iter(train_steps)
+    out: list[int] = []
+    current = 0
+    for d in part:
+        if not _is_eval_dict(d):
+            current = next(it)
+        out.append(current)
+    return out
+
+
 def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[RawRun]:
     """Read the run(s) of a stdout log with Trainer metric dicts (or verl step lines).
 
@@ -176,21 +195,23 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     else:
         step_key = None
         parts = _split_trainings(dicts)
-        steps = steps_from_progress_bar(text, [len(p) for p in parts])
+        sizes = [sum(not _is_eval_dict(d) for d in p) for p in parts]
+        train_steps = steps_from_progress_bar(text, sizes)
         notes = [[] for _ in parts]
-        if steps is None:
+        if train_steps is None:
             stride = int(logging_steps or 1)
-            steps = [[stride * (i + 1) for i in range(len(p))] for p in parts]
-            for part, note in zip(parts, notes):
+            train_steps = [[stride * (i + 1) for i in range(n)] for n in sizes]
+            for n, note in zip(sizes, notes):
                 note.append(
-                    f"no step numbers in the console log; the {len(part)} metric dicts were numbered "
-                    f"by order of appearance with logging_steps={stride}"
+                    f"no step numbers in the console log; the {n} training metric dicts were "
+                    f"numbered by order of appearance with logging_steps={stride}"
                     + (
                         ""
                         if logging_steps
                         else " (assumed; give logging_steps in a manifest if wrong)"
                     )
                 )
+        steps = [_with_eval_steps(p, s) for p, s in zip(parts, train_steps)]
     runs = []
     for i, (part, part_steps, note) in enumerate(zip(parts, steps, notes), start=1):
         step_iter = iter(part_steps)
