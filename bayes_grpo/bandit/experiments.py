@@ -129,7 +129,7 @@ def measure_stiffness(
     n_prompts: int = 16,
     method: str = "jacobian",
     learning_rate: float = 0.05,
-    perturbation: float = 0.05,
+    perturbation: float = 0.02,
     seeds: int = 256,
     steps: int = 120,
     seed: int = 0,
@@ -143,12 +143,12 @@ def measure_stiffness(
         ``"jacobian"``: ``K = -du/dp`` at ``p*``, autograd of the exact expected update (an
         exact finite sum over the binomial distribution of successes per group; no
         simulation). ``"relaxation"``: simulate ``seeds`` runs with no lag and no momentum
-        from ``p* + perturbation``; the seed-mean error obeys ``e[n+1] = (1 - a) e[n]`` to
-        first order, so ``a`` follows from the mean one-step ratio
-        ``sum e[n+1] e[n] / sum e[n]^2`` over the steps where the mean error is above 20
-        standard errors, and ``K = a / learning_rate``. The relaxation result carries a
-        bootstrap standard error over seeds, and a bias of order ``perturbation`` from the
-        curvature of the update.
+        from ``p* + perturbation`` and as many from ``p* - perturbation``; the antisymmetric
+        part of the seed-mean error, ``d = (e+ - e-)/2``, obeys ``d[n+1] = (1 - a) d[n]`` up to
+        third order in the perturbation, so ``a`` follows from the one-step ratio
+        ``sum d[n+1] d[n] / sum d[n]^2`` over the steps where ``d`` is above 20 standard
+        errors, and ``K = a / learning_rate``. It carries a bootstrap standard error over
+        seeds and a bias of order ``perturbation^2`` and ``learning_rate K``.
     learning_rate, perturbation, seeds, steps, seed, device
         Used by ``"relaxation"`` only.
 
@@ -170,26 +170,30 @@ def measure_stiffness(
         raise ValueError(
             f"unknown stiffness method {method!r}; expected 'jacobian' or 'relaxation'"
         )
-    p0 = fp.plateau + perturbation
-    if not 0.0 < p0 < 1.0:
-        raise ValueError(f"p* + perturbation = {p0} leaves (0, 1); use a smaller perturbation")
-    ds = simulate_bandit(
-        k_ref=0,
-        group_size=group_size,
-        learning_rate=learning_rate,
-        momentum=0.0,
-        beta=beta,
-        seeds=seeds,
-        steps=steps,
-        n_prompts=n_prompts,
-        p_ref=p_ref,
-        p_init=p0,
-        advantage=advantage,
-        anchor=anchor,
-        seed=seed,
-        device=device,
-    )
-    err = ds["expected_reward"].values - fp.plateau  # (seeds, steps)
+    errs = []
+    for sign in (1.0, -1.0):
+        p0 = fp.plateau + sign * perturbation
+        if not 0.0 < p0 < 1.0:
+            raise ValueError(f"p* +- perturbation = {p0} leaves (0, 1); use a smaller perturbation")
+        ds = simulate_bandit(
+            k_ref=0,
+            group_size=group_size,
+            learning_rate=learning_rate,
+            momentum=0.0,
+            beta=beta,
+            seeds=seeds,
+            steps=steps,
+            n_prompts=n_prompts,
+            p_ref=p_ref,
+            p_init=p0,
+            advantage=advantage,
+            anchor=anchor,
+            seed=seed + (0 if sign > 0 else 1),
+            device=device,
+        )
+        errs.append(ds["expected_reward"].values - fp.plateau)  # (seeds, steps)
+    # antisymmetric part: (e+ - e-)/2 cancels the even-order (curvature) terms of the update
+    err = 0.5 * (errs[0] - errs[1])
 
     def estimate(e: np.ndarray) -> float:
         mean = e.mean(0)
@@ -205,7 +209,7 @@ def measure_stiffness(
     boot = [estimate(err[rng.integers(0, err.shape[0], err.shape[0])]) for _ in range(200)]
     return StiffnessMeasurement(
         stiffness=k_hat,
-        method="relaxation: seed-mean decay after a small perturbation (no lag, no momentum)",
+        method="relaxation: seed-mean decay after a +-perturbation (no lag, no momentum)",
         plateau=fp.plateau,
         standard_error=float(np.nanstd(boot, ddof=1)),
         detail=f"perturbation={perturbation}, learning_rate={learning_rate}, seeds={seeds}, steps={steps}",
