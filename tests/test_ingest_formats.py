@@ -502,3 +502,20 @@ def test_console_evaluation_dicts_take_the_step_of_the_training_dict_before_them
     evals = ds.eval_reward.sel(run="with_eval").dropna("step")
     assert list(evals.step.values) == [4, 8, 12] and np.allclose(evals.values, [0.4, 0.8, 1.2])
     assert runset_warnings(ds) == {}
+
+
+def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(tmp_path):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    logdir = tmp_path / "logs"
+    args = json.dumps({"run_name": "grpo", "num_generations": 4})
+    for steps in (range(1, 9), range(6, N + 1), range(1, N + 1)):  # run, its resume, a new run
+        writer = torch_tb.SummaryWriter(str(logdir))
+        writer.add_text("args", args)
+        for s in steps:
+            writer.add_scalar("train/reward", REWARD[s - 1], s)
+        writer.close()
+    ds = load_runs([logdir])
+    assert ds.sizes["run"] == 2
+    resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
+    np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
+    assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])

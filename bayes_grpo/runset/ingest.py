@@ -583,6 +583,63 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
     return loaded
 
 
+def _event_order(run: RawRun) -> tuple[int, str]:
+    stamp = _EVENT_STAMP.match(run.path.name)
+    return (int(stamp.group(1)) if stamp else 0, run.path.name)
+
+
+def _merge_resumed_event_files(
+    loaded: list[tuple[RawRun, _Job]],
+) -> list[tuple[RawRun, _Job]]:
+    """Join event files of one resumed training: same folder, same ``run_name``, later start.
+
+    A Trainer resumed from a checkpoint writes a new event file into the same logging folder,
+    starting after the checkpoint's step; a new training with the same name starts from the
+    beginning again and stays a separate run.
+    """
+    groups: dict[tuple[Path, str], list[tuple[RawRun, _Job]]] = defaultdict(list)
+    out: list[tuple[RawRun, _Job]] = []
+    for run, job in loaded:
+        if run.fmt == "tensorboard" and run.name_hint:
+            groups[(run.path.parent, run.name_hint)].append((run, job))
+        else:
+            out.append((run, job))
+    for (folder, name), members in groups.items():
+        members.sort(key=lambda rj: _event_order(rj[0]))
+        chains: list[list[tuple[RawRun, _Job]]] = []
+        for run, job in members:
+            start = pd.to_numeric(run.records["step"], errors="coerce").min()
+            first = chains[-1][0][0] if chains else None
+            if (
+                first is not None
+                and start > pd.to_numeric(first.records["step"], errors="coerce").min()
+            ):
+                chains[-1].append((run, job))
+            else:
+                chains.append([(run, job)])
+        for chain in chains:
+            if len(chain) == 1:
+                out.append(chain[0])
+                continue
+            head, last = chain[0][0], chain[-1][0]
+            files = [r.path.name for r, _ in chain]
+            merged = RawRun(
+                path=head.path,
+                fmt="tensorboard",
+                records=pd.concat([r.records for r, _ in chain], ignore_index=True),
+                name_hint=name,
+                config=last.config,
+                config_source=last.config_source,
+                model_config=last.model_config,
+                notes=[
+                    f"{len(chain)} event files of run {name!r} in {folder} read as one resumed run: {files}"
+                ]
+                + [n for r, _ in chain for n in r.notes],
+            )
+            out.append((merged, chain[0][1]))
+    return out
+
+
 # ------------------------------------------------------------------------------------------
 # the entry point
 # ------------------------------------------------------------------------------------------
@@ -644,7 +701,7 @@ def load_runs(
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
         jobs.extend(found)
-    loaded = _read_jobs(jobs, reject)
+    loaded = _merge_resumed_event_files(_read_jobs(jobs, reject))
     # drop file-level duplicates where a manifest row and a plain path name the same run
     unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
     for run, job in loaded:
