@@ -6,9 +6,11 @@ the Hugging Face ``TensorBoardCallback`` writes the training arguments (for TRL,
 ``GRPOConfig``: ``num_generations``, ``learning_rate``, ``beta``, ``seed`` ...) as
 ``args/text_summary`` and the model config as ``model_config/text_summary``.
 
-Each event file is one run: a resumed run that wrote into the same file repeats steps, which
-ingestion resolves by keeping the last value. Events are not purged on restart here
-(``purge_orphaned_data=False``) so that the repeats can be counted and reported.
+Each event file is one run. A resumed run that wrote into the same file repeats steps, which
+ingestion resolves by keeping the last value; events are not purged on restart here
+(``purge_orphaned_data=False``) so that the repeats can be counted and reported. A resumed run
+that started a new file in the same folder (same ``run_name``, later first step) is joined to its
+first file by :func:`bayes_grpo.runset.ingest.load_runs`.
 """
 
 from __future__ import annotations
