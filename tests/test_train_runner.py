@@ -188,3 +188,58 @@ def test_cli_trains_and_reports_the_run_as_json(tmp_path, capsys):
     )
     frame, meta = read_run_dir(out)
     assert len(frame) == 3 and meta["optimizer"] == "sgd" and meta["momentum"] == 0.5
+
+
+def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):
+    # the real-model code path (model by path, GSM8K-style prompts, numeric answer checker),
+    # exercised offline with the tiny model saved to disk and a two-question local dataset
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "mini-lm", seed=1, n_positions=64)
+    data = tmp_path / "gsm.jsonl"
+    rows = [
+        {"question": "next 1 =", "answer": "#### 2"},
+        {"question": "next 5 =", "answer": "#### 6"},
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    cfg = TrainConfig(
+        model=str(model_dir),
+        task="gsm8k",
+        dataset=str(data),
+        group_size=2,
+        prompts_per_step=2,
+        max_steps=2,
+        max_completion_length=3,
+        seed=1,
+    )
+    short_context = build_tiny_model(tmp_path / "short", n_positions=16)
+    with pytest.raises(ValueError, match="exceed the model's context of 16 positions"):
+        run_training(TrainConfig(**{**cfg.to_dict(), "model": str(short_context)}), tmp_path / "x")
+    result = run_training(cfg, tmp_path / "gsm_run", threads=1)
+    frame, meta = read_run_dir(result.run_dir)
+    assert (
+        meta["model"] == "mini-lm"
+        and meta["task"] == "gsm8k"
+        and meta["reward_funcs"] == ["gsm8k_reward"]
+    )
+    assert (
+        meta["model_size"]
+        == json.loads((model_dir / "bayes_grpo_tiny.json").read_text())["n_params"]
+    )
+    assert len(frame) == 2 and frame["reward"].between(0, 1).all()
+
+    calls = []
+
+    def always_one(prompts, completions, **kwargs):
+        calls.append(len(completions))
+        return [1.0] * len(completions)
+
+    custom = TrainConfig(**{**cfg.to_dict(), "task": "custom", "max_steps": 1})
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "\n".join(json.dumps({"prompt": f"next {d} ="}) for d in range(4)), encoding="utf-8"
+    )
+    custom.dataset = str(prompts)
+    run_training(custom, tmp_path / "custom_run", reward_funcs=[always_one], threads=1)
+    frame, _ = read_run_dir(tmp_path / "custom_run")
+    assert calls == [4] and frame["reward"].tolist() == [1.0]

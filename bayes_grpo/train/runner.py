@@ -147,6 +147,25 @@ def _build_dataset_and_rewards(
     return dataset, rewards
 
 
+def _check_context(model: Any, tokenizer: Any, dataset: Any, max_completion_length: int) -> None:
+    """Raise ValueError when a (text) prompt plus the completion cannot fit the model's context."""
+    limit = getattr(model.config, "max_position_embeddings", None) or getattr(
+        model.config, "n_positions", None
+    )
+    if not limit:
+        return
+    sample = dataset.select(range(min(len(dataset), 256)))["prompt"]
+    texts = [p for p in sample if isinstance(p, str)]
+    if not texts:
+        return
+    longest = max(len(ids) for ids in tokenizer(texts)["input_ids"])
+    if longest + max_completion_length > limit:
+        raise ValueError(
+            f"prompts of up to {longest} tokens plus max_completion_length={max_completion_length} "
+            f"exceed the model's context of {limit} positions"
+        )
+
+
 def _final_reward(log_history: list[dict[str, Any]]) -> float:
     rewards = [float(h["reward"]) for h in log_history if h.get("reward") is not None]
     if not rewards:
@@ -216,6 +235,7 @@ def run_training(
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
+        _check_context(model, tokenizer, dataset, args.max_completion_length)
         model_size = sum(p.numel() for p in model.parameters())
         trainer = trl.GRPOTrainer(
             model=model,
