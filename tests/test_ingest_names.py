@@ -70,6 +70,13 @@ def test_reward_rule_falls_back_to_accuracy_like_names():
     assert (src, rule) == ("train/accuracy", "accuracy-like")
 
 
+@pytest.mark.parametrize(
+    "name", ["env/reward_mean", "objective/scores", "total_reward", "success_rate"]
+)
+def test_reward_like_names_of_other_trainers_are_found(name):
+    assert choose_reward(["loss", name, "kl"])[0] == name
+
+
 def test_evaluation_metric_is_the_last_resort_with_a_note():
     src, rule, notes = choose_reward(["eval/reward", "train/entropy"])
     assert src == "eval/reward" and rule.startswith("evaluation fallback")

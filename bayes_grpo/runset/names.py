@@ -107,11 +107,11 @@ _REWARD_FUNC = re.compile(r"^rewards/(?P<func>[^/]+)(?:/mean)?$")
 _REWARD_FUNC_STD = re.compile(r"^rewards/[^/]+/std$")
 # Accuracy-like training metrics (third step of the reward rule), in priority order.
 _ACCURACY_LIKE: tuple[re.Pattern[str], ...] = (
-    re.compile(r"(^|[/_])(score|scores)(/mean)?$"),
+    re.compile(r"(^|[/_])(score|scores)([/_]mean)?$"),
     re.compile(
-        r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)(/mean)?$"
+        r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)([/_]mean)?$"
     ),
-    re.compile(r"(^|[/_])(rewards?)(/mean)?$"),
+    re.compile(r"(^|[/_])(rewards?)([/_]mean)?$"),
 )
 
 

@@ -89,7 +89,9 @@ def load_csv(path: str | Path) -> list[RawRun]:
     path = Path(path)
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
-        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+        frame = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig"
+        )
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
     if frame.empty or len(frame.columns) < 2:
