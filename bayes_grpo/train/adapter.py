@@ -103,7 +103,9 @@ def group_stats(advantages: Any, group_size: int) -> tuple[float, float]:
     -------
     (float, float)
         Population variance of all advantages; share of groups whose advantages are all 0
-        (a group with zero reward spread has zero advantage for every member).
+        (a group with zero reward spread has zero advantage for every member under TRL's
+        default ``multi_objective_aggregation="sum_then_normalize"``; with
+        ``"normalize_then_sum"`` advantages are batch-normalised and this share reads 0).
     """
     import torch
 
