@@ -133,24 +133,38 @@ def _best(
     lower: np.ndarray,
     upper: np.ndarray,
     x_scale: np.ndarray,
+    *,
+    n_polish: int = 3,
+    scout_nfev: int = 40,
 ):
-    best = None
+    """Multi-start: a short run from every start, then full runs from the best ``n_polish``."""
     width = upper - lower
     margin = np.where(np.isfinite(width), 1e-9 * np.where(np.isfinite(width), width, 0.0), 0.0)
-    for x0 in starts:
+
+    def solve(x0, max_nfev):
         x0 = np.clip(x0, lower + margin, upper - margin)
         try:
             res = least_squares(
-                residual, x0, bounds=(lower, upper), x_scale=x_scale, method="trf", max_nfev=400
+                residual,
+                x0,
+                bounds=(lower, upper),
+                x_scale=x_scale,
+                method="trf",
+                max_nfev=max_nfev,
             )
         except ValueError:
-            continue
-        if not np.all(np.isfinite(res.fun)):
-            continue
+            return None
+        return res if np.all(np.isfinite(res.fun)) else None
+
+    scouts = [r for r in (solve(x0, scout_nfev) for x0 in starts) if r is not None]
+    if not scouts:
+        raise ValueError("least-squares fit failed from every start")
+    scouts.sort(key=lambda r: r.cost)
+    best = None
+    for scout in scouts[:n_polish]:
+        res = solve(scout.x, 400) or scout
         if best is None or res.cost < best.cost:
             best = res
-    if best is None:
-        raise ValueError("least-squares fit failed from every start")
     return best
 
 

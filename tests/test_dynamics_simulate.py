@@ -1,0 +1,167 @@
+"""Simulators: the exact SDE discretisation reproduces the closed form without noise, its
+one-step noise covariance equals the defining integral, the stationary variance is
+D / (2 G C K_eff) (so proportional to 1/G), and simulated run sets carry their truth."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.integrate import quad_vec
+from scipy.linalg import expm
+
+from bayes_grpo.dynamics import (
+    error_trajectory,
+    runset_truth,
+    sde_transition,
+    simulate_recursion,
+    simulate_sde,
+    simulate_sde_runset,
+    stationary_variance,
+    truth_frame,
+)
+from bayes_grpo.runset import load_runset, save_runset
+
+
+def test_noise_free_sde_is_the_closed_form_trajectory_on_any_grid():
+    mass = np.array([1.0, 0.95, 2.0, 1.2])
+    damping = np.array([0.05, 0.2, 1.5, 2 * np.sqrt(1.2 * 0.01)])  # under, under, over, critical
+    k_eff = np.array([0.01, 0.004, 0.02, 0.01])
+    t = np.concatenate([[0.0], np.cumsum(np.random.default_rng(0).uniform(0.1, 7.0, 150))])
+    e = simulate_sde(mass, damping, k_eff, 0.0, 1.0, t, e0=-0.6, v0=0.01)
+    closed = error_trajectory(
+        t[None, :], mass[:, None], damping[:, None], k_eff[:, None], -0.6, 0.01
+    )
+    np.testing.assert_allclose(e, closed, rtol=0, atol=1e-10)
+
+
+def test_one_step_noise_covariance_equals_the_defining_integral():
+    mass, damping, k_eff, d, g, h = 1.3, 0.11, 0.007, 0.02, 8.0, 3.5
+    phi, q = sde_transition(mass, damping, k_eff, d, g, h)
+    a = np.array([[0.0, 1.0], [-k_eff / mass, -damping / mass]])
+    b = np.array([0.0, np.sqrt(d / g) / mass])
+    ref, _ = quad_vec(lambda s: expm(a * s) @ np.outer(b, b) @ expm(a * s).T, 0.0, h, epsabs=1e-15)
+    np.testing.assert_allclose(phi[0], expm(a * h), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(q[0], ref, rtol=1e-9, atol=1e-16)
+
+
+@pytest.mark.parametrize("group_size", [4, 16])
+def test_stationary_variance_is_d_over_2_g_c_k(group_size):
+    # 200 independent long runs: per-run time averages are autocorrelated within a run but
+    # independent across runs, so their spread gives an honest standard error.
+    mass, damping, k_eff, d = 1.0, 0.2, 0.05, 0.01
+    theory = float(stationary_variance(d, group_size, damping, k_eff))
+    n_runs, burn, keep = 200, 200, 2000
+    t = np.arange(0.0, burn + keep + 1)
+    e = simulate_sde(
+        np.full(n_runs, mass), damping, k_eff, d, group_size, t, e0=0.0, rng=7 + group_size
+    )
+    per_run = np.mean(e[:, burn:] ** 2, axis=1)  # the stationary mean is 0
+    estimate = per_run.mean()
+    se = per_run.std(ddof=1) / np.sqrt(n_runs)
+    assert se < 0.03 * theory  # the test has power
+    assert abs(estimate - theory) < 4.0 * se
+
+
+def test_stationary_variance_does_not_depend_on_the_logging_interval():
+    mass, damping, k_eff, d, g = 1.0, 0.3, 0.02, 0.01, 4.0
+    theory = float(stationary_variance(d, g, damping, k_eff))
+    t = np.arange(0.0, 30000.0, 25.0)  # coarse grid, still exact
+    e = simulate_sde(np.full(100, mass), damping, k_eff, d, g, t, e0=0.0, rng=1)
+    per_run = np.mean(e[:, 40:] ** 2, axis=1)
+    assert abs(per_run.mean() - theory) < 4.0 * per_run.std(ddof=1) / 10.0
+
+
+def test_simulators_are_reproducible_from_a_seed():
+    t = np.arange(0.0, 50.0)
+    first = simulate_sde(1.0, 0.1, 0.01, 0.01, 4, t, rng=5)
+    np.testing.assert_array_equal(first, simulate_sde(1.0, 0.1, 0.01, 0.01, 4, t, rng=5))
+    assert not np.array_equal(first, simulate_sde(1.0, 0.1, 0.01, 0.01, 4, t, rng=6))
+    r1 = simulate_recursion([0.1, 0.2], 0.5, [1, 3], 100, noise_sd=0.01, rng=3)
+    np.testing.assert_array_equal(
+        r1, simulate_recursion([0.1, 0.2], 0.5, [1, 3], 100, noise_sd=0.01, rng=3)
+    )
+
+
+def test_recursion_follows_its_definition_step_by_step():
+    a, mu, lag, e0 = 0.07, 0.6, 3, 0.8
+    e = simulate_recursion(a, mu, lag, 30, e0=e0)[0]
+    hist = {n: e0 for n in range(-lag - 1, 1)}
+    for n in range(30):
+        hist[n + 1] = hist[n] + mu * (hist[n] - hist[n - 1]) - a * hist[n - lag]
+    np.testing.assert_allclose(e, [hist[n] for n in range(31)], rtol=1e-14)
+    with pytest.raises(ValueError, match="integer"):
+        simulate_recursion(0.1, 0.5, 1.5, 10)
+
+
+def test_simulated_runset_carries_truth_and_follows_the_contract(tmp_path):
+    ds = simulate_sde_runset(
+        group_sizes=(4, 16),
+        learning_rates=(1e-3, 2e-3),
+        k_refs=(1, 2),
+        n_seeds=2,
+        n_steps=120,
+        log_every=2,
+        measurement_sd=0.02,
+        measurement_g_exponent=1.0,
+        run_sd={"plateau": 0.01},
+        ragged=0.3,
+        missing_frac=0.1,
+        random_seed=11,
+    )
+    assert ds.sizes["run"] == 2 * 2 * 2 * 2 * 2
+    truth = runset_truth(ds)
+    frame = truth_frame(ds)
+    assert set(frame.index) == {str(r) for r in ds["run"].values}
+    row = frame.iloc[0]
+    assert row["a"] == pytest.approx(
+        row["learning_rate"] * (1 - 0.9) * truth["models"][row["model"]]["stiffness"]
+    )
+    assert row["C_eff"] == pytest.approx((1 - 0.9) - row["a"] * row["k_ref"])
+    assert row["stationary_var"] == pytest.approx(
+        row["noise_d"] / (2 * row["group_size"] * row["C_eff"] * row["K_eff"])
+    )
+    assert row["measurement_sd"] == pytest.approx(0.02 / np.sqrt(row["group_size"]))
+    # coordinates agree with the truth
+    np.testing.assert_array_equal(ds["group_size"].values, frame["group_size"].values)
+    np.testing.assert_array_equal(ds["k_ref"].values, frame["k_ref"].values)
+    assert set(ds["momentum_convention"].values) == {"ema"}
+    # ragged lengths and missing points, step 0 always present with the true initial reward mean
+    last = ds["reward"].notnull().cumsum("step").argmax("step")
+    assert len(np.unique(ds["step"].values[last.values])) > 1
+    assert np.all(ds["reward"].sel(step=0).notnull())
+    np.testing.assert_allclose(
+        ds["true_mean_reward"].sel(step=0).values, frame["initial_reward"].values
+    )
+    assert ds["reward"].isnull().sum() > 0
+    assert np.all(np.diff(ds["step"].values) % 2 == 0)
+    # round trip through netCDF keeps the truth
+    path = save_runset(ds, tmp_path / "sim.nc")
+    assert runset_truth(load_runset(path)) == json.loads(json.dumps(truth))
+
+
+def test_runset_mean_reward_tracks_noise_free_truth_across_seeds():
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 50.0, "plateau": 0.8, "initial_reward": 0.2, "noise_d": 2e-6}},
+        group_sizes=(8,),
+        n_seeds=40,
+        n_steps=200,
+        random_seed=2,
+    )
+    mean = ds["reward"].mean("run")
+    truth = ds["true_mean_reward"].isel(run=0)
+    sd = float(np.sqrt(truth_frame(ds)["stationary_var"].iloc[0]))
+    assert float(np.max(np.abs(mean - truth))) < 5.0 * sd / np.sqrt(40)
+
+
+def test_unstable_settings_refused_unless_allowed():
+    with pytest.raises(ValueError, match="unstable"):
+        simulate_sde_runset(learning_rates=(0.1,), k_refs=(10,), n_steps=20)
+    ds = simulate_sde_runset(learning_rates=(0.1,), k_refs=(10,), n_steps=20, allow_unstable=True)
+    assert set(truth_frame(ds)["regime"]) == {"unstable"}
+
+
+def test_bad_model_spec_is_a_clear_error():
+    with pytest.raises(ValueError, match="missing keys"):
+        simulate_sde_runset(models={"m": {"stiffness": 1.0}})
+    with pytest.raises(ValueError, match="truth"):
+        runset_truth(simulate_sde_runset(n_steps=10).drop_attrs())

@@ -1,0 +1,82 @@
+"""Goodness-of-fit metrics: raw R^2, the noise ceiling from first differences, smoothed R^2,
+and the trend test (with its false-positive rate at the stated level)."""
+
+import numpy as np
+import pytest
+
+from bayes_grpo.dynamics import reward_trajectory
+from bayes_grpo.metrics import (
+    has_trend,
+    moving_average,
+    noise_ceiling_r2,
+    noise_variance,
+    r2,
+    smoothed_r2,
+    trend_test,
+)
+
+
+def _curve(n=400, sd=0.03, seed=0):
+    t = np.arange(float(n))
+    clean = reward_trajectory(t, 1.0, 0.04, 4e-4, 0.8, 0.2)
+    return t, clean, clean + sd * np.random.default_rng(seed).standard_normal(n)
+
+
+def test_r2_basic_values_and_nan_awareness():
+    y = np.array([1.0, 2.0, np.nan, 4.0])
+    assert r2(y, y) == 1.0
+    assert r2(y, np.full(4, np.nanmean(y))) == pytest.approx(0.0)
+    assert r2(y, [1.0, 2.0, 100.0, np.nan]) == 1.0  # only pairs with both finite count
+    assert np.isnan(r2([1.0], [1.0])) and np.isnan(r2([2.0, 2.0], [1.0, 3.0]))
+
+
+def test_noise_variance_from_first_differences():
+    _, _, y = _curve(n=4000, sd=0.05)
+    assert noise_variance(y) == pytest.approx(0.05**2, rel=0.06)
+    assert noise_variance(y, robust=True) == pytest.approx(0.05**2, rel=0.1)
+    y[::7] = np.nan
+    assert noise_variance(y) == pytest.approx(0.05**2, rel=0.08)
+
+
+def test_noise_ceiling_bounds_the_r2_of_the_true_curve():
+    _, clean, y = _curve()
+    ceiling = noise_ceiling_r2(y)
+    true_r2 = r2(y, clean)
+    expected = 1.0 - 0.03**2 / np.var(y, ddof=1)
+    assert ceiling == pytest.approx(expected, abs=0.01)
+    assert true_r2 == pytest.approx(ceiling, abs=0.01)
+    assert noise_ceiling_r2(np.random.default_rng(1).standard_normal(500)) < 0.05
+    assert noise_ceiling_r2(np.linspace(0, 1, 50)) == pytest.approx(1.0)
+
+
+def test_smoothed_r2_is_near_one_for_the_true_curve_and_low_for_a_wrong_one():
+    t, clean, y = _curve(sd=0.05)
+    assert smoothed_r2(y, clean) > 0.98
+    assert r2(y, clean) < smoothed_r2(y, clean)
+    wrong = 0.2 + 0.6 * (1 - np.exp(-t / 10.0))
+    assert smoothed_r2(y, wrong) < 0.9
+
+
+def test_moving_average_is_centred_and_uses_ten_percent_of_the_run():
+    y = np.arange(100.0)
+    ma = moving_average(y, 0.1)
+    np.testing.assert_allclose(ma, y)  # a centred average leaves a straight line unchanged
+    spike = np.zeros(101)
+    spike[50] = 1.0
+    ma = moving_average(spike, 0.1)
+    assert np.count_nonzero(ma) == 11 and ma[50] == pytest.approx(1 / 11)
+    with_nan = np.arange(20.0)
+    with_nan[5] = np.nan
+    out = moving_average(with_nan, 0.2)
+    assert np.isnan(out[5]) and np.isfinite(out[np.arange(20) != 5]).all()
+
+
+def test_has_trend_detects_learning_and_not_white_noise():
+    t, _, y = _curve()
+    assert has_trend(t, y)
+    rng = np.random.default_rng(0)
+    false_positives = np.mean([has_trend(t, rng.standard_normal(t.size)) for _ in range(400)])
+    assert false_positives < 0.03  # level 0.01, binomial sd 0.005
+    assert not has_trend(t[:15], y[:15])  # too few points to tell
+    f, p = trend_test(t, y)
+    assert f > 10 and p < 1e-10
