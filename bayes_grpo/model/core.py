@@ -343,16 +343,28 @@ class GRPODynamicsModel:
         step = max(1, int(np.ceil(n / max_draws)))
         return post.isel(draw=slice(None, None, max(1, step // 1)))
 
-    def mean_trajectories(self) -> xr.DataArray:
-        """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""
-        post = self._thinned_posterior()
+    def fitted_trajectory_draws(self, max_draws: int = SUMMARY_DRAWS) -> xr.DataArray:
+        """Posterior draws of each fitted run's mean trajectory on the run-set grid.
+
+        Returns dims (sample, run, step), at most ``max_draws`` samples (thinned evenly).
+        """
+        post = self._thinned_posterior(max_draws)
         data = self.data
         assert data is not None
         t = data.steps[None, None, None, :]
         get = lambda v: post[v].values[..., None]  # (chain, draw, run, 1)  # noqa: E731
         traj = reward_trajectory(t, get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
-        mean = np.nanmean(traj.reshape(-1, data.n_runs, len(data.steps)), axis=0)
-        return xr.DataArray(mean, dims=(RUN_DIM, STEP_DIM), coords={RUN_DIM: data.run_ids, STEP_DIM: self.runset[STEP_DIM].values})
+        traj = traj.reshape(-1, data.n_runs, len(data.steps))
+        return xr.DataArray(
+            traj,
+            dims=("sample", RUN_DIM, STEP_DIM),
+            coords={RUN_DIM: data.run_ids, STEP_DIM: self.runset[STEP_DIM].values},
+            name="reward_mean",
+        )
+
+    def mean_trajectories(self) -> xr.DataArray:
+        """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""
+        return self.fitted_trajectory_draws().mean("sample", skipna=True)
 
     def run_summary(self) -> pd.DataFrame:
         """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta, a, D``,
