@@ -1,0 +1,103 @@
+"""``bayes-grpo stability``: point mode prints both criteria and says which one each line
+uses; --json is machine-readable; posterior mode checks its flags."""
+
+import json
+
+import pytest
+
+from bayes_grpo.cli import build_parser, main
+
+
+def test_point_mode_prints_every_quantity_with_its_criterion(capsys):
+    assert main(["stability", "--eta-k", "0.0105", "--momentum", "0.9", "--k-ref", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "closed form (C_eff > 0): NO" in out
+    assert "exact (spectral radius" in out and "< 1): yes" in out
+    for phrase in (
+        "M_eff",
+        "C_eff",
+        "K_eff",
+        "zeta",
+        "threshold a*",
+        "critical K_ref",
+        "[continuum model]",
+    ):
+        assert phrase in out
+
+
+def test_json_output_and_ema_gain(capsys):
+    args = [
+        "stability",
+        "--eta-k",
+        "0.05",
+        "--momentum",
+        "0.9",
+        "--k-ref",
+        "4",
+        "--convention",
+        "ema",
+        "--json",
+    ]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["a"] == pytest.approx(0.005)
+    assert data["regime"] == "underdamped" and data["stable_exact"] is True
+    assert data["threshold_a_closed_form"] == pytest.approx(0.025)
+
+
+def test_non_integer_lag_reports_closed_form_only(capsys):
+    assert main(["stability", "--eta-k", "0.05", "--k-ref", "2.5", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["stable_exact"] is None and "integer" in data["note"]
+
+
+def test_errors_are_clean(capsys):
+    assert main(["stability"]) == 2
+    assert "--eta-k" in capsys.readouterr().err
+    assert main(["stability", "--posterior", "x.nc", "--lr", "1e-6"]) == 2
+    assert "--momentum" in capsys.readouterr().err
+    assert main(["stability", "--eta-k", "0.1", "--momentum", "1.2"]) == 2
+    assert "momentum" in capsys.readouterr().err
+
+
+def test_help_documents_both_modes_and_criteria():
+    text = build_parser()._subparsers._group_actions[0].choices["stability"].format_help()
+    for flag in (
+        "--eta-k",
+        "--momentum",
+        "--k-ref",
+        "--convention",
+        "--posterior",
+        "--lr",
+        "--model",
+        "--json",
+    ):
+        assert flag in text
+    assert "closed form" in text and "spectral radius" in text
+
+
+def test_posterior_mode_dispatches_to_the_checks_area(monkeypatch, capsys):
+    import bayes_grpo.checks.stability as checks_stability
+    from bayes_grpo.checks.base import CheckResult
+
+    seen = {}
+
+    def fake(path, **kwargs):
+        seen.update(kwargs, path=path)
+        return CheckResult(
+            "stability", True, "stable with probability 0.97", values={"p_unstable_exact": 0.03}
+        )
+
+    monkeypatch.setattr(checks_stability, "stability_from_posterior", fake)
+    args = ["stability", "--posterior", "fit.nc", "--lr", "1e-6", "--momentum", "0.9"]
+    args += ["--k-ref", "2", "--convention", "ema", "--model", "m1", "--json"]
+    assert main(args) == 0
+    assert seen == {
+        "path": "fit.nc",
+        "learning_rate": 1e-6,
+        "momentum": 0.9,
+        "momentum_convention": "ema",
+        "k_ref": 2.0,
+        "model": "m1",
+    }
+    assert json.loads(capsys.readouterr().out)["values"]["p_unstable_exact"] == 0.03
