@@ -63,7 +63,8 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     -------
     dict or None
         ``plateau``, ``initial_reward``, ``time_constant`` (steps), ``fitted`` (n,), ``sse``,
-        ``plateau_sd`` and ``log_time_constant_sd`` (Gauss-Newton); None when the fit fails.
+        ``plateau_sd`` and ``log_time_constant_sd`` (Gauss-Newton), ``bic``; None when the
+        fit fails.
     """
     from bayes_grpo.dynamics import lsq
 
@@ -85,6 +86,7 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
         "sse": float(res.sse),
         "plateau_sd": float(sd[0]),
         "log_time_constant_sd": float(sd[2]),
+        "bic": float(res.bic),
     }
     if not (np.isfinite(out["plateau"]) and np.isfinite(out["time_constant"])):
         return None
@@ -97,8 +99,9 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     Returns
     -------
     dict or None
-        ``zeta`` (damping ratio), ``w0``, ``plateau``, ``fitted`` (n,), ``sse`` and
-        ``log_zeta_sd`` (Gauss-Newton); None when the fit fails.
+        ``zeta`` (damping ratio), ``w0`` (rad/step), ``plateau``, ``initial_reward``,
+        ``fitted`` (n,), ``sse``, ``bic`` and ``log_zeta_sd`` (Gauss-Newton); None when the
+        fit fails.
     """
     from bayes_grpo.dynamics import lsq
 
@@ -120,7 +123,23 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
         return None
     if not np.isfinite(p["zeta"]):
         return None
-    return {"zeta": float(p["zeta"]), "w0": float(p["w0"]), "plateau": float(p["plateau"]), "fitted": fitted, "sse": float(res.sse), "log_zeta_sd": float(sd[2])}
+    return {
+        "zeta": float(p["zeta"]),
+        "w0": float(p["w0"]),
+        "plateau": float(p["plateau"]),
+        "initial_reward": float(p["initial_reward"]),
+        "fitted": fitted,
+        "sse": float(res.sse),
+        "bic": float(res.bic),
+        "log_zeta_sd": float(sd[2]),
+    }
+
+
+def noise_sd(values: np.ndarray) -> float:
+    """White-noise standard deviation from first differences (``bayes_grpo.metrics.noise_variance``, robust)."""
+    from bayes_grpo.metrics import noise_variance
+
+    return float(np.sqrt(noise_variance(np.asarray(values, dtype=float), robust=True)))
 
 
 def has_trend(steps: np.ndarray, values: np.ndarray) -> bool:

@@ -36,6 +36,12 @@ CASES: dict[str, frozenset[str]] = {
     "policy_concentration": frozenset({"policy_concentration"}),
     "instability_growth": frozenset({"instability"}),
     "instability_oscillation": frozenset({"instability"}),
+    # weaker versions and a noisier healthy run: where the thresholds start to matter
+    "healthy_noisy": frozenset(),
+    "reward_hacking_mild": frozenset({"reward_hacking"}),
+    "policy_concentration_mild": frozenset({"policy_concentration"}),
+    "instability_oscillation_mild": frozenset({"instability"}),
+    "instability_growth_mild": frozenset({"instability"}),
 }
 
 
@@ -97,21 +103,26 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
     curve = _Curve(r0=0.15, plateau=0.65, zeta=1.3, rise_fraction=0.08)
     if name == "instability_oscillation":
         curve = _Curve(r0=0.15, plateau=0.6, zeta=0.15, rise_fraction=0.06)
+    if name == "instability_oscillation_mild":
+        curve = _Curve(r0=0.15, plateau=0.6, zeta=0.45, rise_fraction=0.06)  # 20% overshoot
+    if name == "healthy_noisy":
+        group_size, n_prompts = 4, 4
     if name.startswith("advantage_degeneracy"):
         curve = _Curve(r0=0.6, plateau=0.97, zeta=1.3, rise_fraction=0.06)
         heterogeneity = 1.5
-    if name == "policy_concentration":
+    if name.startswith("policy_concentration"):
         curve = _Curve(r0=0.15, plateau=0.65, zeta=1.3, rise_fraction=0.2)
-    if name == "reward_hacking":
+    if name.startswith("reward_hacking"):
         curve = _Curve(r0=0.1, plateau=0.45, zeta=1.3, rise_fraction=0.08)
     p_true = curve(t, n_steps)
     p_train = p_true
     eval_mean = 0.9 * p_true
-    if name == "reward_hacking":
+    if name.startswith("reward_hacking"):
         t0 = 0.35
         hack = np.clip((x - t0) / (1 - t0), 0, None)
-        p_train = np.clip(p_true + 0.3 * hack, 0, 0.99)
-        eval_mean = 0.9 * p_true - 0.1 * hack
+        gain, drop = (0.3, 0.1) if name == "reward_hacking" else (0.12, 0.0)  # mild: train +0.12, eval flat
+        p_train = np.clip(p_true + gain * hack, 0, 0.99)
+        eval_mean = 0.9 * p_true - drop * hack
     logs = group_logs(p_train, group_size, n_prompts, heterogeneity, rng)
     logs.index = t.astype(int)
     progress = (p_true - curve.r0) / (curve.plateau - curve.r0)
@@ -121,6 +132,8 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
 
     if name == "policy_concentration":
         entropy = 1.2 * (0.08 + 0.92 * np.exp(-x / 0.07))
+    elif name == "policy_concentration_mild":
+        entropy = 1.2 * (0.35 + 0.65 * np.exp(-x / 0.12))  # loses 50% by ~15% of the run, ends at 35%
     else:
         entropy = 1.2 * (1 - 0.35 * np.clip(progress, 0, 1))
     logs["entropy"] = noisy(entropy, 0.04)
@@ -132,6 +145,9 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
         grad = 0.4 * np.exp(3.0 * ramp)
         clip = 0.002 + 0.25 * ramp**1.5
         ratio_max = 1.6 * np.exp(1.5 * ramp)
+    if name == "instability_growth_mild":
+        ramp = np.clip((x - 0.5) / 0.5, 0, None)
+        grad = 0.4 * np.exp(1.6 * ramp)  # x5 by the end, no clipping
     logs["grad_norm"] = noisy(grad, 0.25)
     logs["clip_ratio"] = np.clip(noisy(clip, 0.3), 0, 1)
     logs["importance_ratio_max"] = noisy(ratio_max, 0.1)

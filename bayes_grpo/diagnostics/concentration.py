@@ -8,8 +8,9 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
 
 - onset: the first step at which the entropy has lost ``drop_fraction`` of its starting
   level, sustained;
-- detected, premature concentration: the onset comes while ``phi < progress_threshold``
-  (including a reward with no rise at all, where ``phi = 0`` throughout);
+- detected, premature concentration: the onset comes while ``phi < progress_threshold``.
+  This needs a reward with a trend beyond noise (``bayes_grpo.metrics.has_trend``): a
+  flat reward may be stuck or already at its plateau, so only a collapse is judged there;
 - detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
   has become near-deterministic, whatever the reward did: exploration is gone and the
   linearisation around an interior fixed point no longer describes the run);
@@ -78,7 +79,7 @@ def _evaluate(steps, entropy_s, reward_s, plateau, start_mask, cfg: Concentratio
         "threshold_reached": bool(reached.size),
         "final_drop": float(drop[-1]),
         "final_progress": float(phi[-1]),
-        "premature": bool(onset is not None and phi[onset] < cfg.progress_threshold),
+        "premature": bool(onset is not None and np.isfinite(plateau) and phi[onset] < cfg.progress_threshold),
         "collapse": bool(drop[-1] >= 1.0 - cfg.collapse_fraction),
         "drop": drop,
         "phi": phi,
@@ -146,7 +147,7 @@ def policy_concentration(
         plateau_samples = rng.normal(plateau, fit["plateau_sd"], common.n_boot) if fit is not None and np.isfinite(fit["plateau_sd"]) else None
         plateau_source = "single-exponential fit"
     if not trend_flag:
-        plateau_source += " (reward has no trend beyond noise: progress taken as 0)"
+        plateau_source += " (reward has no trend beyond noise: no plateau to progress to; only a collapse is judged)"
 
     e_s = smooth(entropy, common.smooth_fraction)
     r_s = smooth(reward, common.smooth_fraction)
@@ -214,6 +215,11 @@ def policy_concentration(
             f"policy concentration detected: entropy collapsed to {1 - point['final_drop']:.1%} of its start "
             f"(< {config.collapse_fraction:.0%})" + (f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}" if onset_step is not None else "")
             + f"; strength {fmt_interval(st)}."
+        )
+    elif not trend_flag:
+        summary = (
+            f"not detected: the reward has no trend (stuck or already at its plateau), so only a collapse counts; "
+            f"final entropy loss {point['final_drop']:.0%} < {1 - config.collapse_fraction:.0%}."
         )
     elif point["onset_idx"] is None:
         summary = f"not detected: entropy never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."

@@ -215,6 +215,15 @@ class InstabilityConfig:
         With a posterior: flagged when P(C_eff < 0) or P(zeta < zeta_threshold) (with a
         visible overshoot) reaches this. Without one: the upper bound of the fit's
         ``interval_prob`` interval of zeta must lie below ``zeta_threshold``.
+    min_bic_gain
+        Without a posterior, the oscillator fit must beat the single exponential by this
+        much in BIC (10: "very strong"; residuals are autocorrelated, so a margin well
+        above 2 guards against fitting noise).
+    min_amplitude_noise
+        ...and its overshoot amplitude ``overshoot * |p* - R0|`` must reach this many noise
+        standard deviations (first differences).
+    min_period_points
+        ...and its period must span at least this many logging intervals.
     fit_oscillation
         Fit the oscillator law to the reward (``bayes_grpo.dynamics.lsq``, about a second
         per run); False skips the reward-oscillation part.
@@ -229,6 +238,9 @@ class InstabilityConfig:
     zeta_threshold: float = 1.0
     min_overshoot: float = 0.05
     prob_threshold: float = 0.9
+    min_bic_gain: float = 10.0
+    min_amplitude_noise: float = 1.0
+    min_period_points: float = 4.0
     fit_oscillation: bool = True
 
 

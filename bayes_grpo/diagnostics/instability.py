@@ -20,8 +20,13 @@ Signals, each assessed on its own and listed in the result's table:
   damping ratio below ``zeta_threshold`` with confidence (upper bound of the Gauss-Newton
   interval of the fit, see ``diagnostics._fits``, or posterior probability >=
   ``prob_threshold``) and a visible relative overshoot
-  ``exp(-pi zeta / sqrt(1 - zeta^2)) >= min_overshoot``. Onset: first crossing of the
-  plateau by the fitted curve.
+  ``exp(-pi zeta / sqrt(1 - zeta^2)) >= min_overshoot``. Without a posterior the fitted
+  oscillation must also be real rather than a fit to noise: the reward has a trend
+  (``bayes_grpo.metrics.has_trend``), the oscillator beats the single exponential by
+  ``min_bic_gain`` in BIC, the overshoot amplitude ``overshoot * |p* - R0|`` reaches
+  ``min_amplitude_noise`` times the noise sd (first differences), and the period spans at
+  least ``min_period_points`` logging intervals. Onset: first crossing of the plateau by the
+  fitted curve.
 - **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
   (only with a posterior; the least-squares law keeps ``C_eff > 0``).
 
@@ -130,7 +135,24 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
     with np.errstate(over="ignore"):
         lo, hi = (float(np.exp(np.log(zeta) - half)), float(np.exp(np.log(zeta) + half))) if np.isfinite(half) else (float("nan"), float("nan"))
     overshoot = float(relative_overshoot(zeta))
-    detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot)
+    # is the oscillation real? a trend, a better law than the single exponential, an
+    # overshoot above the noise and a period the logging resolves
+    sat = _fits.fit_saturation(rew.steps, rew.values)
+    bic_gain = float(sat["bic"] - fit["bic"]) if sat is not None else float("inf")
+    amplitude = overshoot * abs(fit["plateau"] - fit["initial_reward"])
+    noise = _fits.noise_sd(rew.values)
+    spacing = float(np.median(np.diff(rew.steps))) if len(rew) > 1 else 1.0
+    period = 2 * np.pi / (fit["w0"] * np.sqrt(1 - zeta**2)) if zeta < 1 else float("inf")
+    trend = _fits.has_trend(rew.steps, rew.values)
+    checks = {
+        "reward_has_trend": bool(trend),
+        "bic_gain_over_single_exponential": bic_gain,
+        "overshoot_amplitude": float(amplitude),
+        "noise_sd": noise,
+        "period_steps": float(period),
+    }
+    real = bool(trend and bic_gain >= cfg.min_bic_gain and amplitude >= cfg.min_amplitude_noise * noise and period >= cfg.min_period_points * spacing)
+    detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot and real)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
     return {
         "signal": "reward oscillation",
@@ -146,6 +168,7 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
         "source": "Gauss-Newton",
         "fitted": fit["fitted"],
         "plateau": fit["plateau"],
+        **checks,
     }
 
 
