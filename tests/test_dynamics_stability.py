@@ -125,6 +125,7 @@ def test_threshold_separates_converging_from_diverging_recursions(mu, lag):
     # The closed form calls the stable one unstable (it is conservative for L > 1).
     assert not closed_form_stable(a[0], mu, lag)
     assert exact_stable(a[0], mu, lag) and not exact_stable(a[1], mu, lag)
+    assert exact_stable(a[0], mu, lag, method="eigenvalues")
 
 
 def test_spectral_radius_vectorised_shapes_and_nan():
@@ -161,7 +162,8 @@ def test_critical_k_ref_is_the_first_unstable_lag_by_each_criterion():
     exact = critical_k_ref(a, mu, method="exact")
     closed = critical_k_ref(a, mu, method="closed_form")
     for ai, mi, le, lc in zip(a, mu, exact, closed):
-        assert exact_stable(ai, mi, le - 1) and not exact_stable(ai, mi, le)
+        assert exact_stable(ai, mi, le - 1, method="eigenvalues")
+        assert not exact_stable(ai, mi, le, method="eigenvalues")
         assert closed_form_stable(ai, mi, lc - 1) and not closed_form_stable(ai, mi, lc)
     assert np.all(exact >= closed)
     assert critical_k_ref(0.0, 0.5) == 0
@@ -200,3 +202,16 @@ def test_stability_summary_says_which_criterion_and_handles_real_lags():
     assert s2["stable_closed_form"] is False and s2["stable_exact"] is True
     s3 = stability_summary(0.01, 0.5, 2.5)
     assert s3["stable_exact"] is None and "integer" in s3["note"]
+
+
+def test_threshold_verdict_equals_eigenvalue_verdict_on_random_settings():
+    # The fast exact_stable relies on the stable set in a being exactly (0, a*(mu, L)).
+    rng = np.random.default_rng(12)
+    lag = rng.integers(0, 25, 3000)
+    mu = rng.choice([0.0, 0.3, 0.6, 0.9, 0.97], 3000)
+    a = exact_threshold(mu, lag, method="boundary_locus") * rng.uniform(0.0, 3.0, 3000)
+    fast = exact_stable(a, mu, lag)
+    slow = exact_stable(a, mu, lag, method="eigenvalues")
+    near = np.abs(a / exact_threshold(mu, lag, method="boundary_locus") - 1.0) < 1e-8
+    assert np.array_equal(fast[~near], slow[~near])
+    assert 0.2 < fast.mean() < 0.5  # both sides well represented

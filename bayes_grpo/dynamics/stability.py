@@ -211,14 +211,39 @@ def spectral_radius(a, momentum, k_ref):
     return out.reshape(a.shape)
 
 
-def exact_stable(a, momentum, k_ref):
+def exact_stable(a, momentum, k_ref, *, method: str = "threshold"):
     """Exact discrete stability: spectral radius ``< 1`` (NaN inputs give False).
 
-    Same arguments as :func:`spectral_radius`; returns a bool array of the broadcast shape.
+    Parameters
+    ----------
+    a, momentum, k_ref
+        As in :func:`spectral_radius` (integer ``k_ref``); broadcast.
+    method
+        ``"threshold"`` (default): ``0 < a < a*(mu, L)`` with the analytic
+        :func:`boundary_locus_threshold`, valid because for ``0 <= mu < 1`` the stable set
+        in ``a`` is exactly the interval ``(0, a*)`` (checked against eigenvalues in the
+        tests); fast for many posterior draws. Settings with ``mu`` outside ``[0, 1)`` use
+        the eigenvalues. ``"eigenvalues"``: spectral radius of the companion matrix.
+
+    Returns
+    -------
+    numpy.ndarray of bool, broadcast shape.
     """
-    radius = spectral_radius(a, momentum, k_ref)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(radius < 1.0)
+    if method not in ("threshold", "eigenvalues"):
+        raise ValueError(f"unknown method {method!r}; expected 'threshold' or 'eigenvalues'")
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    lags = _integer_lags(lag)
+    out = np.zeros(a.shape, dtype=bool)
+    in_range = np.isfinite(mu) & (mu >= 0) & (mu < 1) & np.isfinite(a)
+    fast = in_range if method == "threshold" else np.zeros(a.shape, dtype=bool)
+    if np.any(fast):
+        thr = boundary_locus_threshold(mu[fast], lags[fast])
+        out[fast] = (a[fast] > 0) & (a[fast] < thr)
+    slow = ~fast
+    if np.any(slow):
+        with np.errstate(invalid="ignore"):
+            out[slow] = spectral_radius(a[slow], mu[slow], lags[slow]) < 1.0
+    return out
 
 
 def _check_momentum_range(mu: np.ndarray) -> None:
