@@ -151,7 +151,18 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
         "noise_sd": noise,
         "period_steps": float(period),
     }
-    real = bool(trend and bic_gain >= cfg.min_bic_gain and amplitude >= cfg.min_amplitude_noise * noise and period >= cfg.min_period_points * spacing)
+    failed = [
+        why
+        for ok, why in (
+            (trend, "no trend in the reward"),
+            (bic_gain >= cfg.min_bic_gain, f"BIC gain over the single exponential {bic_gain:.1f} < {cfg.min_bic_gain:g}"),
+            (amplitude >= cfg.min_amplitude_noise * noise, f"overshoot amplitude {amplitude:.3g} below {cfg.min_amplitude_noise:g} noise sd ({noise:.3g})"),
+            (period >= cfg.min_period_points * spacing, f"period {period:.3g} steps under {cfg.min_period_points:g} logging intervals"),
+        )
+        if not ok
+    ]
+    real = not failed
+    checks["not_credible_because"] = failed if zeta < cfg.zeta_threshold else []
     detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot and real)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
     return {
@@ -300,7 +311,11 @@ def instability(
         names = ", ".join(f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})" for s in detected_signals)
         summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (f", from step {onset_step:.0f}." if onset_step is not None else ".")
     else:
-        summary = "not detected: " + "; ".join(f"{s['signal']} {s['statistic']} {s['value']:.3g} [{s['lower']:.3g}, {s['upper']:.3g}]" for s in signals) + "."
+        summary = "not detected: " + "; ".join(
+            f"{s['signal']} {s['statistic']} {s['value']:.3g} [{s['lower']:.3g}, {s['upper']:.3g}]"
+            + (f" (oscillation not credible: {', '.join(s['not_credible_because'])})" if s.get("not_credible_because") else "")
+            for s in signals
+        ) + "."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
     return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
 
