@@ -26,7 +26,7 @@ def test_noise_free_sde_is_the_closed_form_trajectory_on_any_grid():
     mass = np.array([1.0, 0.95, 2.0, 1.2])
     damping = np.array([0.05, 0.2, 1.5, 2 * np.sqrt(1.2 * 0.01)])  # under, under, over, critical
     k_eff = np.array([0.01, 0.004, 0.02, 0.01])
-    t = np.concatenate([[0.0], np.cumsum(np.random.default_rng(0).uniform(0.1, 7.0, 150))])
+    t = np.concatenate([[0.0], np.cumsum(np.random.default_rng(0).uniform(0.1, 7.0, 60))])
     e = simulate_sde(mass, damping, k_eff, 0.0, 1.0, t, e0=-0.6, v0=0.01)
     closed = error_trajectory(
         t[None, :], mass[:, None], damping[:, None], k_eff[:, None], -0.6, 0.01

@@ -49,7 +49,7 @@ ZETAS = {
     "near_critical_below": lambda rng: 1.0 - 10 ** rng.uniform(-12, -4),
     "critical": lambda rng: 1.0,
     "near_critical_above": lambda rng: 1.0 + 10 ** rng.uniform(-12, -4),
-    "overdamped": lambda rng: rng.uniform(1.05, 30.0),
+    "overdamped": lambda rng: rng.uniform(1.05, 10.0),
 }
 
 
