@@ -165,3 +165,30 @@ def test_bad_model_spec_is_a_clear_error():
         simulate_sde_runset(models={"m": {"stiffness": 1.0}})
     with pytest.raises(ValueError, match="truth"):
         runset_truth(simulate_sde_runset(n_steps=10).drop_attrs())
+
+
+def test_group_effects_and_noise_exponent_set_the_truth():
+    model = {"m": {"stiffness": 50.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}}
+    ds = simulate_sde_runset(
+        models=model,
+        group_sizes=(4, 16),
+        n_seeds=1,
+        n_steps=50,
+        group_effects={16: {"plateau": 0.05, "stiffness_factor": 2.0}},
+        noise_g_exponent=0.5,
+    )
+    frame = truth_frame(ds).set_index("group_size")
+    assert frame.loc[16.0, "plateau"] == pytest.approx(0.75) and frame.loc[
+        4.0, "plateau"
+    ] == pytest.approx(0.7)
+    assert frame.loc[16.0, "a"] == pytest.approx(2.0 * frame.loc[4.0, "a"])
+    for gv in (4.0, 16.0):
+        row = frame.loc[gv]
+        assert row["stationary_var"] == pytest.approx(
+            4e-6 / (2 * np.sqrt(gv) * row["C_eff"] * row["K_eff"])
+        )
+    assert runset_truth(ds)["settings"]["group_effects"] == {
+        "16": {"plateau": 0.05, "stiffness_factor": 2.0}
+    }
+    with pytest.raises(ValueError, match="unknown keys"):
+        simulate_sde_runset(models=model, group_effects={4: {"zeta": 1.0}}, n_steps=10)

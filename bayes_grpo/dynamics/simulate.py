@@ -290,6 +290,8 @@ def simulate_sde_runset(
     measurement_sd: float = 0.0,
     measurement_g_exponent: float = 0.0,
     run_sd: Mapping[str, float] | None = None,
+    group_effects: Mapping[float, Mapping[str, float]] | None = None,
+    noise_g_exponent: float = 1.0,
     ragged: float = 0.0,
     missing_frac: float = 0.0,
     allow_unstable: bool = False,
@@ -326,6 +328,13 @@ def simulate_sde_runset(
     run_sd
         Run-level random offsets (normal sd) on ``"plateau"`` and ``"initial_reward"``;
         default none.
+    group_effects
+        Departures from G-invariance (the truth of ``H1``), e.g.
+        ``{16: {"plateau": 0.05, "initial_reward": 0.0, "stiffness_factor": 1.5}}``: runs
+        with that group size get the plateau / initial reward shifted and the stiffness
+        multiplied. Default none (the mean trajectory is G-invariant, ``H0``).
+    noise_g_exponent
+        ``alpha`` in the process-noise temperature ``D / G^alpha`` (theory: 1).
     ragged
         Fraction in ``[0, 1)``: each run's length is drawn uniformly in
         ``[(1 - ragged) n_steps, n_steps]`` (runs padded with NaN).
@@ -344,9 +353,10 @@ def simulate_sde_runset(
         coordinates filled in, ``source = "simulate:sde"``, and ``attrs["truth"]``: a JSON
         string ``{"format": TRUTH_FORMAT, "settings": {...arguments...}, "models":
         {name: {stiffness, plateau, initial_reward, noise_d, model_size}}, "runs": {run_id:
-        {model, group_size, learning_rate, momentum, momentum_convention, k_ref, seed, a,
+        {model, group_size, learning_rate, momentum, momentum_convention, k_ref, seed, stiffness, a,
         M_eff, C_eff, K_eff, zeta, w0, regime, spectral_radius, plateau, initial_reward,
-        noise_d, stationary_var, measurement_sd, n_steps}}}``; read it with
+        noise_d, stationary_var (``D / (2 G^alpha C K_eff)``), measurement_sd, n_steps}}}``;
+        ``models`` holds the base values before ``group_effects``. Read it with
         :func:`runset_truth`.
     """
     from bayes_grpo.runset import make_runset  # run sets are built at the edge
@@ -383,6 +393,21 @@ def simulate_sde_runset(
     lr = np.array([c[2] for c in combos], dtype=float)
     lag = np.array([c[3] for c in combos], dtype=float)
     spec = {key: np.array([float(models[n].get(key, np.nan)) for n in name]) for key in _MODEL_KEYS}
+    effects = {float(k): dict(v) for k, v in (group_effects or {}).items()}
+    shift = {"plateau": np.zeros(n_runs), "initial_reward": np.zeros(n_runs)}
+    for gv, eff in effects.items():
+        unknown = set(eff) - {"plateau", "initial_reward", "stiffness_factor"}
+        if unknown:
+            raise ValueError(
+                f"group_effects[{gv:g}]: unknown keys {sorted(unknown)}; "
+                "expected plateau, initial_reward, stiffness_factor"
+            )
+        sel = g == gv
+        spec["stiffness"] = np.where(
+            sel, spec["stiffness"] * eff.get("stiffness_factor", 1.0), spec["stiffness"]
+        )
+        for key in shift:
+            shift[key] = np.where(sel, eff.get(key, 0.0), shift[key])
     a = np.asarray(effective_step(lr, momentum, convention)) * spec["stiffness"]
     mass, damping, k_eff = oscillator_coefficients(a, momentum, lag)
     radius = spectral_radius(a, momentum, lag)
@@ -393,10 +418,21 @@ def simulate_sde_runset(
             f"setting model={name[i]!r}, lr={lr[i]:g}, k_ref={lag[i]:g} is unstable "
             f"(C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}); pass allow_unstable=True"
         )
-    plateau = spec["plateau"] + run_sd.get("plateau", 0.0) * gen.standard_normal(n_runs)
-    r0 = spec["initial_reward"] + run_sd.get("initial_reward", 0.0) * gen.standard_normal(n_runs)
+    plateau = (
+        spec["plateau"]
+        + shift["plateau"]
+        + run_sd.get("plateau", 0.0) * gen.standard_normal(n_runs)
+    )
+    r0 = (
+        spec["initial_reward"]
+        + shift["initial_reward"]
+        + run_sd.get("initial_reward", 0.0) * gen.standard_normal(n_runs)
+    )
+    g_noise = g**noise_g_exponent  # the SDE is forced at temperature D / G^alpha
     t = np.arange(0, n_steps + 1, log_every, dtype=float)
-    e = simulate_sde(mass, damping, k_eff, spec["noise_d"], g, t, e0=r0 - plateau, v0=0.0, rng=gen)
+    e = simulate_sde(
+        mass, damping, k_eff, spec["noise_d"], g_noise, t, e0=r0 - plateau, v0=0.0, rng=gen
+    )
     from bayes_grpo.dynamics.trajectory import reward_trajectory
 
     mean = reward_trajectory(
@@ -416,7 +452,7 @@ def simulate_sde_runset(
         zeta = np.where(damping > 0, damping_ratio(mass, damping, k_eff), np.nan)
         w0 = np.sqrt(k_eff / mass)
         stat_var = np.where(
-            damping > 0, stationary_variance(spec["noise_d"], g, damping, k_eff), np.inf
+            damping > 0, stationary_variance(spec["noise_d"], g_noise, damping, k_eff), np.inf
         )
     regime = classify_regime(mass, damping, k_eff)
 
@@ -450,6 +486,7 @@ def simulate_sde_runset(
             "momentum_convention": convention,
             "k_ref": float(li),
             "seed": int(si),
+            "stiffness": float(spec["stiffness"][i]),
             "a": float(a[i]),
             "M_eff": float(mass[i]),
             "C_eff": float(damping[i]),
@@ -480,6 +517,10 @@ def simulate_sde_runset(
         "ragged": float(ragged),
         "missing_frac": float(missing_frac),
         "random_seed": int(random_seed),
+        "group_effects": {
+            f"{k:g}": {kk: float(vv) for kk, vv in v.items()} for k, v in effects.items()
+        },
+        "noise_g_exponent": float(noise_g_exponent),
     }
     truth = {
         "format": TRUTH_FORMAT,
