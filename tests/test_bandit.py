@@ -230,3 +230,29 @@ def test_mean_trajectory_is_invariant_in_group_size_and_the_test_has_power():
     assert not trl.passed and trl.values["test_p_value"] < 1e-6
     plateaus = json.loads(json.dumps(trl.values["plateau_by_g"]))
     assert plateaus["16"] > plateaus["4"]
+
+
+def test_fast_run_set_assembly_is_identical_to_make_runset():
+    import pandas as pd
+    import xarray as xr
+
+    from bayes_grpo.runset import make_runset, run_coords
+
+    ds = simulate_bandit(
+        k_ref=[0, 1, 2], group_size=[4, 8], seeds=2, steps=20
+    )  # 12 runs: fast path
+    assert ds.sizes["run"] > 8
+    index = pd.RangeIndex(20, name="step")
+    curves = {
+        str(r): pd.DataFrame({m: ds[m].values[i] for m in LOGGED_METRICS}, index=index)
+        for i, r in enumerate(ds.run.values)
+    }
+    meta = {
+        str(r): {
+            k: v
+            for k, v in run_coords(ds, str(r)).items()
+            if not (isinstance(v, float) and math.isnan(v))
+        }
+        for r in ds.run.values
+    }
+    xr.testing.assert_identical(ds, make_runset(curves, meta, attrs={"truth": ds.attrs["truth"]}))
