@@ -49,14 +49,14 @@ def test_sweep_prints_threshold_against_both_predictions_and_draws_the_phase_dia
     argv = [
         "sweep",
         "--k-ref",
-        "4:10",
+        "6:9",
         "--lr",
         "0.4",
         "--momentum",
         "0.5",
         "--no-clip",
         "--seeds",
-        "4",
+        "3",
     ]
     rc = main(argv + ["--steps", "700", "--png", str(png), "--json"])
     assert rc == 0
