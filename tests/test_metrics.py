@@ -80,3 +80,39 @@ def test_has_trend_detects_learning_and_not_white_noise():
     assert not has_trend(t[:15], y[:15])  # too few points to tell
     f, p = trend_test(t, y)
     assert f > 10 and p < 1e-10
+
+
+def test_second_differences_ignore_a_steep_trend_that_inflates_first_differences():
+    rng = np.random.default_rng(4)
+    t = np.arange(30.0)
+    steep = 0.9 / (1.0 + np.exp(-(t - 12.0) / 2.0))  # a rise over a few logged points
+    sd = 0.01
+    first, second = [], []
+    for _ in range(300):
+        y = steep + sd * rng.standard_normal(t.size)
+        first.append(noise_variance(y))
+        second.append(noise_variance(y, method="second_difference"))
+    assert np.mean(first) > 3.0 * sd**2  # the trend leaks into first differences
+    assert np.mean(second) == pytest.approx(sd**2, rel=0.25)  # residual curvature only
+    y = steep + sd * rng.standard_normal(t.size)
+    assert noise_ceiling_r2(y) > noise_ceiling_r2(y, method="first_difference")
+    assert noise_ceiling_r2(y) >= r2(y, steep) - 0.01
+    with pytest.raises(ValueError, match="method"):
+        noise_variance(y, method="third")
+
+
+def test_second_difference_estimator_is_unbiased_for_white_noise_on_a_line():
+    rng = np.random.default_rng(5)
+    t = np.arange(200.0)
+    est = [
+        noise_variance(0.003 * t + 0.05 * rng.standard_normal(200), method="second_difference")
+        for _ in range(200)
+    ]
+    assert np.mean(est) == pytest.approx(0.05**2, rel=0.03)
+    robust = [
+        noise_variance(
+            0.003 * t + 0.05 * rng.standard_normal(200), method="second_difference", robust=True
+        )
+        for _ in range(200)
+    ]
+    assert np.mean(robust) == pytest.approx(0.05**2, rel=0.08)
