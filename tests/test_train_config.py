@@ -151,3 +151,30 @@ def test_cli_dry_run_prints_the_trl_settings_as_json(capsys):
     assert plan["grpo_config"]["steps_per_generation"] == 4
     assert plan["grpo_config"]["per_device_train_batch_size"] == 128
     assert plan["k_ref_mapping"]["generation_batch_size"] == 512
+
+
+def test_gpu_script_dry_run_maps_each_group_size_at_fixed_completions(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "run_real_model_gpu.sh"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DRY_RUN": "1",
+        "G_LIST": "4 16",
+        "COMPLETIONS": "64",
+        "NUM_GPUS": "2",
+        "OUT": str(tmp_path),
+    }
+    done = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "GRPOConfig.num_generations = 4" in out and "GRPOConfig.num_generations = 16" in out
+    # 64 completions per step over 2 GPUs: 32 per device whatever G is
+    assert out.count("GRPOConfig.per_device_train_batch_size = 32") == 2
+    assert not any(tmp_path.iterdir())  # nothing trained or written
