@@ -275,7 +275,7 @@ def run_training(
         }
     )
     if trainer.is_world_process_zero():
-        write_text_atomic(output_dir / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
+        write_text_atomic(output_dir / METADATA_FILE, json.dumps(metadata, indent=2, default=str) + "\n")
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
 
 
