@@ -243,3 +243,23 @@ def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):
     run_training(custom, tmp_path / "custom_run", reward_funcs=[always_one], threads=1)
     frame, _ = read_run_dir(tmp_path / "custom_run")
     assert calls == [4] and frame["reward"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize("via", ["num_iterations", "steps_per_generation"])
+def test_policy_lag_with_gradient_accumulation_follows_the_k_ref_mapping(tmp_path, via):
+    cfg = TrainConfig(
+        group_size=4,
+        prompts_per_step=2,
+        k_ref=3,
+        k_ref_via=via,
+        gradient_accumulation_steps=2,
+        max_steps=6,
+        learning_rate=1e-2,
+    )
+    run_training(cfg, tmp_path / via, threads=1)
+    frame, meta = read_run_dir(tmp_path / via)
+    np.testing.assert_array_equal(frame["dynamics/policy_lag"], [0, 1, 2, 0, 1, 2])
+    assert frame["reward"].notna().sum() == 2  # one rollout per K_ref optimizer steps
+    fresh = frame[frame["dynamics/policy_lag"] == 0]
+    np.testing.assert_allclose(fresh["dynamics/is_ratio_mean"], 1.0, atol=1e-6)
+    assert meta["k_ref_mapping"]["gradient_accumulation_steps"] == 2
