@@ -113,7 +113,9 @@ def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE
     ``sigma^2`` from :func:`noise_variance` (default: second-difference pseudo-residuals,
     which a steep rise does not inflate; ``method="first_difference"`` for the plain first
     differences). Clipped to ``[0, 1]``; NaN with fewer than 3 finite points or constant
-    ``y``. Noise that is itself autocorrelated (slow wander) counts as signal here.
+    ``y``. The estimate assumes white step noise: noise that wanders slowly counts as signal,
+    and anti-correlated step noise (lag-1 autocorrelation -0.1 to -0.2 in several public GRPO
+    logs) reads as more noise, so the ceiling is low there and a fit can exceed it.
     """
     y = np.asarray(y, dtype=float).ravel()
     y = y[np.isfinite(y)]
