@@ -6,8 +6,13 @@ Signals, each assessed on its own and listed in the result's table:
   the last ``edge_fraction`` of the run divided by the median over the first
   ``edge_fraction`` (each offset by 1% of the metric's largest smoothed value, so a metric
   that starts at 0 does not divide by 0) exceeds ``growth_factor`` and its block-bootstrap
-  interval lies above 1. Onset: first step after which the smoothed metric stays above
-  ``sqrt(growth_factor)`` times its early level (sustained).
+  interval lies above 1, and the growth is still going on at the end (late median >= the
+  median over the central ``edge_fraction`` of the run: a ramp-up while the reward starts
+  to carry signal, followed by a plateau or a decline, is not instability). Onset: first
+  step after which the smoothed metric stays above
+  ``sqrt(growth_factor)`` times its early level (sustained). Exact zeros are left out (a
+  step whose groups all had zero reward spread has no policy gradient: its grad norm is 0
+  because there was no signal, which is not a level to grow from).
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
   ``edge_fraction`` of the run, with its bootstrap lower bound above half that level.
@@ -72,6 +77,18 @@ def relative_overshoot(zeta: np.ndarray | float) -> np.ndarray:
     return np.where(zeta < 0.0, 1.0, out)
 
 
+def middle_mask(steps: np.ndarray, fraction: float) -> np.ndarray:
+    """Boolean mask of the central ``fraction`` of the step span (at least 3 points)."""
+    centre = (steps[0] + steps[-1]) / 2
+    half = fraction * (steps[-1] - steps[0]) / 2
+    mask = np.abs(steps - centre) <= half
+    if mask.sum() < 3:
+        mask = np.zeros(steps.size, dtype=bool)
+        mid = steps.size // 2
+        mask[max(0, mid - 1) : mid + 2] = True
+    return mask
+
+
 def growth_ratio(steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float) -> float:
     """``(median late + offset) / (median early + offset)`` over the run's edge windows."""
     early = edge_mask(steps, edge_fraction, late=False)
@@ -103,14 +120,18 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
         # ratios: re-centre on the log scale, where the replicates are near symmetric
         lo, hi = np.exp(interval(np.log(np.clip(boot, 1e-300, None)), common.interval_prob, centre=float(np.log(value))))
         lo, hi = float(lo), float(hi)
-        detected = bool(value >= cfg.growth_factor and lo > 1.0)
+        mid_level = float(np.median(s.values[middle_mask(s.steps, cfg.edge_fraction)]))
+        still_growing = bool(late_level >= mid_level)
+        detected = bool(value >= cfg.growth_factor and lo > 1.0 and still_growing)
         statistic, threshold = "late/early median ratio", cfg.growth_factor
         condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
     onset = None
     if detected:
         idx = sustained_onset(condition, common.sustain_fraction) if kind != "clip ratio" else int(np.flatnonzero(condition)[0])
         onset = float(s.steps[idx]) if idx is not None else None
+    extra = {} if kind == "clip ratio" else {"middle_level": mid_level, "still_growing_at_end": still_growing}
     return {
+        **extra,
         "signal": "sustained clipping" if kind == "clip ratio" else f"growth of {kind}",
         "metric": s.name,
         "statistic": statistic,
@@ -276,6 +297,11 @@ def instability(
     ):
         looked.append(f"{kind} ({', '.join(names)})")
         s = find_series(frame, names, min_points=common.min_points)
+        if s is not None and kind != "clip ratio":
+            # an exact 0 (grad norm of a step whose groups all had zero spread) is a step
+            # without signal, not a level: growth is measured on the other steps
+            keep = s.values > 0
+            s = Series(s.name, s.steps[keep], s.values[keep]) if keep.sum() >= common.min_points else None
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
         else:
