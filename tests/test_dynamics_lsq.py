@@ -98,3 +98,12 @@ def test_fit_summary_is_json_ready():
         "tau",
     }
     assert np.isfinite(out["aic"]) and out["n"] == 100
+
+
+def test_parameters_on_a_search_bound_are_flagged():
+    t = np.arange(0.0, 200.0)
+    y = _noisy(0.5 + 0.2 * np.sin(2 * np.pi * t / 60.0), 0.005, 8)  # undamped oscillation
+    fit = fit_oscillator(t, y)
+    assert "zeta" in fit.at_bounds and fit.params["zeta"] == pytest.approx(1e-3, rel=1e-3)
+    good = fit_oscillator(*_oscillator_data(0.7, 0.02, 3)[:2])
+    assert good.at_bounds == [] and good.to_dict()["at_bounds"] == []

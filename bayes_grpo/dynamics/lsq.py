@@ -53,6 +53,10 @@ class LsqFit:
         Number of points used and of free parameters.
     success
         Whether the optimiser reported convergence for the best start.
+    at_bounds
+        Parameters that ended on a search bound (e.g. ``zeta`` at 1e-3 or 1e3, ``w0`` at
+        its limits): the law is then drawing something outside its range (an undamped
+        oscillation, a step), and those values are bounds rather than estimates.
     """
 
     law: str
@@ -64,6 +68,7 @@ class LsqFit:
     n_params: int
     success: bool
     derived: dict[str, float] = field(default_factory=dict)
+    at_bounds: list[str] = field(default_factory=list)
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _curve: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
 
@@ -102,6 +107,7 @@ class LsqFit:
             "aic": self.aic,
             "bic": self.bic,
             "success": self.success,
+            "at_bounds": list(self.at_bounds),
         }
 
 
@@ -217,7 +223,9 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6) -> LsqFit:
     zeta, w0 = float(np.exp(log_zeta)), float(np.exp(log_w0))
     params = {"plateau": plateau, "initial_reward": r0, "zeta": zeta, "w0": w0}
     derived = {"C": 2.0 * zeta * w0, "K_eff": w0 * w0, "tau": 2.0 * zeta / w0}
-    return _result(OSCILLATOR, params, derived, t, y, res, lambda tt: curve(tt, res.x), 4)
+    return _result(
+        OSCILLATOR, params, derived, t, y, res, lambda tt: curve(tt, res.x), (lower, upper)
+    )
 
 
 def fit_single_exponential(t, y, *, n_time: int = 8) -> LsqFit:
@@ -255,7 +263,9 @@ def fit_single_exponential(t, y, *, n_time: int = 8) -> LsqFit:
         "initial_reward": float(res.x[1]),
         "tau": float(np.exp(res.x[2])),
     }
-    return _result(SINGLE_EXPONENTIAL, params, {}, t, y, res, lambda tt: curve(tt, res.x), 3)
+    return _result(
+        SINGLE_EXPONENTIAL, params, {}, t, y, res, lambda tt: curve(tt, res.x), (lower, upper)
+    )
 
 
 def fit_logistic(t, y, *, n_rate: int = 5, n_mid: int = 5) -> LsqFit:
@@ -299,12 +309,17 @@ def fit_logistic(t, y, *, n_rate: int = 5, n_mid: int = 5) -> LsqFit:
         "rate": float(np.exp(res.x[2])),
         "midpoint": float(res.x[3]),
     }
-    return _result(LOGISTIC, params, {}, t, y, res, lambda tt: curve(tt, res.x), 4)
+    return _result(LOGISTIC, params, {}, t, y, res, lambda tt: curve(tt, res.x), (lower, upper))
 
 
-def _result(law, params, derived, t, y, res, curve, k) -> LsqFit:
+def _result(law, params, derived, t, y, res, curve, bounds) -> LsqFit:
+    """Assemble an :class:`LsqFit`; ``params`` are in the order of the optimiser's vector."""
     fitted = np.asarray(curve(t), dtype=float)
     resid = y - fitted
+    lower, upper = bounds
+    width = np.where(np.isfinite(upper - lower), upper - lower, 1.0)
+    near = (np.abs(res.x - lower) <= 1e-6 * width) | (np.abs(upper - res.x) <= 1e-6 * width)
+    at_bounds = [name for name, flag in zip(params, near) if flag]
     return LsqFit(
         law=law,
         params=params,
@@ -313,8 +328,9 @@ def _result(law, params, derived, t, y, res, curve, k) -> LsqFit:
         fitted=fitted,
         sse=float(np.sum(resid**2)),
         n=int(t.size),
-        n_params=k,
+        n_params=len(params),
         success=bool(res.success),
+        at_bounds=at_bounds,
         residuals=resid,
         _curve=curve,
     )
