@@ -299,3 +299,39 @@ def test_bandit_runs_show_exactly_the_modes_they_are_built_for(case):
     detected = {r.name for r in results if r.passed is False}
     assert detected == set(BANDIT_CASES[case][1]), [r.summary for r in results]
     assert next(r for r in results if r.name == "reward_hacking").passed is None  # no evaluation reward
+
+
+class _FakeFit:
+    """Stands in for a fitted GRPODynamicsModel: only ``coefficient_draws`` (plumbing test)."""
+
+    def __init__(self, c_eff: float, zeta: float, plateau: float):
+        self.calls: list[dict] = []
+        self.values = (c_eff, zeta, plateau)
+
+    def coefficient_draws(self, **kwargs):
+        import xarray as xr
+
+        self.calls.append(kwargs)
+        if kwargs["learning_rate"] is None:
+            raise ValueError("the mechanistic model needs ['learning_rate'] to give coefficients for a setting")
+        rng = np.random.default_rng(0)
+        c, z, p = self.values
+        dims = ("chain", "draw")
+        return xr.Dataset({"C_eff": (dims, rng.normal(c, 0.05, (2, 200))), "zeta": (dims, rng.normal(z, 0.05, (2, 200))), "plateau": (dims, rng.normal(p, 0.01, (2, 200)))})
+
+
+def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
+    from bayes_grpo.diagnostics.cases import bandit_case
+
+    ds = bandit_case("bandit_healthy", seeds=1, steps=120)
+    fake = _FakeFit(-0.4, -0.2, 0.85)
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
+    (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    call = fake.calls[0]
+    assert call["learning_rate"] == pytest.approx(0.1) and call["k_ref"] == 1 and call["group_size"] == 8
+    assert call["momentum_convention"] == "heavy_ball"
+    assert res.passed is False and "at the run's hyperparameters" in res.values["posterior"]
+    # a run without the hyperparameters the model needs falls back to the least-squares fit, and says so
+    (res2,) = diagnose(simulated_case("healthy"), config=cfg, posterior=fake, modes=["instability"])
+    assert "posterior not evaluated" in res2.values["posterior"]
+    assert any(s["source"] == "Gauss-Newton" for s in res2.values["evidence"]["signals"])

@@ -53,21 +53,35 @@ def run_draws(posterior: Any, run_id: str, coords: Mapping[str, Any]) -> tuple[d
     if isinstance(posterior, Mapping):
         if run_id not in posterior:
             return None, f"posterior mapping has no draws for run {run_id!r}"
-        return {k: np.asarray(v, dtype=float).ravel() for k, v in posterior[run_id].items() if k in POSTERIOR_VARS}, "given draws"
-    needed = ("learning_rate", "momentum", "k_ref", "group_size")
-    missing = [k for k in needed if not np.isfinite(float(coords.get(k, np.nan)))]
-    if missing:
-        return None, f"run {run_id!r} lacks {missing}, so the posterior cannot be evaluated at its setting"
+        return _finite_draws({k: v for k, v in posterior[run_id].items() if k in POSTERIOR_VARS}), "given draws"
+
+    def known(name: str) -> float | None:
+        value = float(coords.get(name, np.nan))
+        return value if np.isfinite(value) else None
+
     kwargs = {
-        "learning_rate": float(coords["learning_rate"]),
-        "momentum": float(coords["momentum"]),
-        "momentum_convention": str(coords.get("momentum_convention") or "heavy_ball"),
-        "k_ref": float(coords["k_ref"]),
-        "group_size": float(coords["group_size"]),
+        "learning_rate": known("learning_rate"),
+        "momentum": known("momentum"),
+        "momentum_convention": str(coords.get("momentum_convention") or "") or None,
+        "k_ref": known("k_ref"),
+        "group_size": known("group_size"),
         "model": str(coords.get("model") or "") or None,
+        "model_size": known("model_size"),
     }
-    if np.isfinite(float(coords.get("model_size", np.nan))):
-        kwargs["model_size"] = float(coords["model_size"])
-    draws = posterior.coefficient_draws(**kwargs)
-    out = {k: np.asarray(draws[k].values, dtype=float).ravel() for k in POSTERIOR_VARS if k in draws}
+    try:
+        draws = posterior.coefficient_draws(**kwargs)
+    except ValueError as exc:  # e.g. the mechanistic form needs hyperparameters this run lacks
+        return None, f"posterior not evaluated for run {run_id!r}: {exc}"
+    out = _finite_draws({k: draws[k].values for k in POSTERIOR_VARS if k in draws})
     return out, "posterior coefficient draws at the run's hyperparameters"
+
+
+def _finite_draws(draws: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Flattened draws without NaN (a new LLM has no plateau on its own scale: dropped)."""
+    out = {}
+    for k, v in draws.items():
+        arr = np.asarray(v, dtype=float).ravel()
+        arr = arr[np.isfinite(arr)]
+        if arr.size:
+            out[k] = arr
+    return out
