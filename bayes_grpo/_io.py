@@ -33,11 +33,19 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
     tmp = Path(tmp_name)
     try:
         yield tmp
+        if tmp.exists():  # mkstemp makes 0600 files: give the result the usual umask mode
+            os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, dest)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_atomic(path: str | os.PathLike, writer: Callable[[Path], None], *, overwrite: bool = True) -> Path:

@@ -5,7 +5,14 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from bayes_grpo.runset import RUN_COORDS, RunSetError, load_runset, make_runset, runset_warnings, save_runset
+from bayes_grpo.runset import (
+    RUN_COORDS,
+    RunSetError,
+    load_runset,
+    make_runset,
+    runset_warnings,
+    save_runset,
+)
 
 
 def _frames():
@@ -41,3 +48,17 @@ def test_missing_reward_names_the_run_and_the_metrics_found():
 def test_unknown_coordinate_is_rejected():
     with pytest.raises(RunSetError, match="unknown run coordinates"):
         make_runset(_frames(), {"a": {"G": 4}})
+
+
+def test_written_files_get_the_umask_mode_not_the_temporary_0600(tmp_path):
+    import os
+
+    from bayes_grpo._io import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "x.txt", "hello")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert path.read_text() == "hello"
