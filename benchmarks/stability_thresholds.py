@@ -42,7 +42,9 @@ def main() -> None:
     for lag in (2, 10, 50):
         start = time.perf_counter()
         spectral_radius(a, 0.9, lag)
-        print(f"spectral radius of 4000 settings at K_ref={lag}: {time.perf_counter() - start:.3f} s")
+        print(
+            f"spectral radius of 4000 settings at K_ref={lag}: {time.perf_counter() - start:.3f} s"
+        )
 
 
 if __name__ == "__main__":
