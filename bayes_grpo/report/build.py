@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 
 from bayes_grpo import __version__
 from bayes_grpo._io import write_text_atomic
@@ -137,3 +138,67 @@ def write_report(path: str | os.PathLike, *, title: str = "bayes_grpo report", s
     """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically."""
     sections = build_sections(**results)
     return write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle))
+
+
+def report_from_posterior(
+    posterior: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    runset: Any | None = None,
+    diagnose: bool = True,
+    stability: bool = True,
+    invariance: bool = False,
+    compare: bool = False,
+    predictions: Sequence[str | os.PathLike] = (),
+    title: str | None = None,
+    seed: int = 0,
+) -> Path:
+    """Write the report of a saved posterior, running the cheap stages on the way.
+
+    Parameters
+    ----------
+    posterior
+        A posterior saved by ``GRPODynamicsModel.save`` (holds its run set).
+    output
+        The HTML file to write.
+    runset
+        A run set for the overview and diagnostics (default: the fitted one).
+    diagnose, stability
+        Run the diagnostics and the stability phase diagram (fast).
+    invariance, compare
+        Run the G-invariance Bayes factors and the law comparison (slower: they sample).
+    predictions
+        Prediction / forecast netCDF files written by ``bayes-grpo predict`` / ``forecast``.
+    """
+    from bayes_grpo.model import GRPODynamicsModel
+
+    model = GRPODynamicsModel.load(posterior)
+    runs = runset if runset is not None else model.runset
+    results: dict[str, Any] = {"model": model, "runset": runs}
+    if diagnose:
+        from bayes_grpo.diagnostics import diagnose as run_diagnostics
+
+        results["diagnostics"] = run_diagnostics(runs, posterior=model)
+    if stability:
+        from bayes_grpo.checks.stability import phase_diagram
+
+        fitted = model.runset
+        results["stability"] = phase_diagram(
+            model,
+            momentum=float(np.nanmedian(fitted["momentum"].values)),
+            momentum_convention=str(fitted["momentum_convention"].values[0]) or "heavy_ball",
+        ) if model.parameterisation == "mechanistic" else None
+    if invariance:
+        from bayes_grpo.checks.invariance import invariance_check
+
+        results["invariance"] = invariance_check(model.runset, parameterisation=model.parameterisation, random_seed=seed)
+    if compare:
+        from bayes_grpo.predict.compare import compare_laws
+
+        results["comparison"] = compare_laws(model.runset, random_seed=seed).to_check_result()
+    if predictions:
+        from bayes_grpo.predict.predict import load_prediction
+        from bayes_grpo.predict.result import prediction_result
+
+        results["predictions"] = [prediction_result(load_prediction(p), title=Path(p).name) for p in predictions]
+    return write_report(output, title=title or f"bayes_grpo report: {Path(posterior).name}", subtitle=str(posterior), **results)

@@ -4,20 +4,125 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report.sections import Section, absent
 
-FIT_INTRO = "Posterior-mean trajectory and 90% bands of the mean trajectory per run, against the logged reward, with R^2."
+FIT_INTRO = (
+    f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
+    "R^2 is given three ways: raw per step, the noise ceiling (the best R^2 any smooth curve can reach given the "
+    "step-to-step noise, from first differences), and against the curve smoothed by a centred moving average of "
+    "10% of the run (comparable to the paper's R^2)."
+)
 CONVERGENCE_INTRO = "R-hat, bulk and tail ESS, divergences, tree depth and E-BFMI of the sampler, with rank plots."
-POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff, zeta and D per model and group size."
+POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff and zeta per run (labelled by model and G), and of the noise D per model."
+
+#: Largest number of runs drawn in the per-run figure (the table always lists every run).
+MAX_RUN_PANELS: int = 24
 
 
 def model_sections(model: Any | None) -> list[Section]:
     """The fit, convergence and posterior sections (absent when no fitted model is given)."""
-    if model is None:
+    if model is None or getattr(model, "idata", None) is None:
         reason = "no fitted posterior was given (bayes-grpo fit, then bayes-grpo report models/NAME.nc)."
         return [
             absent("fit", "Fit per run", reason, FIT_INTRO),
             absent("convergence", "Convergence", reason, CONVERGENCE_INTRO),
             absent("posteriors", "Posteriors of the oscillator coefficients", reason, POSTERIOR_INTRO),
         ]
-    raise NotImplementedError("model sections are wired to bayes_grpo.model once it lands")
+    return [fit_section(model), convergence_section(model), posterior_section(model)]
+
+
+def _labels(model: Any) -> list[str]:
+    ds = model.runset
+    return [f"{m or '?'} G={'?' if np.isnan(g) else int(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, ds["group_size"].values)]
+
+
+def fit_section(model: Any) -> Section:
+    section = Section(key="fit", title="Fit per run", intro=FIT_INTRO)
+    settings = ", ".join(f"{k}={v}" for k, v in model.settings.items())
+    section.text(f"Model: {settings}.")
+    runs = model.run_summary()
+    section.heading("Per model and G")
+    section.table(model.group_summary())
+    section.heading("Per run")
+    cols = [c for c in ["model", "group_size", "p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend"] if c in runs.columns]
+    section.table(runs[cols])
+    no_trend = [str(r) for r, t in runs.get("has_trend", pd.Series(dtype=object)).items() if t is False]
+    if no_trend:
+        section.text(f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}.")
+    section.figure(_fit_figure(model), f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory.")
+    return section
+
+
+def _fit_figure(model: Any):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ds = model.runset
+    draws = model.fitted_trajectory_draws()  # (sample, run, step)
+    q = (1 - HDI_PROB) / 2
+    lo, hi = np.nanquantile(draws.values, [q, 1 - q], axis=0)
+    mean = np.nanmean(draws.values, axis=0)
+    run_ids = [str(r) for r in ds["run"].values][:MAX_RUN_PANELS]
+    labels = _labels(model)
+    ncols = min(4, len(run_ids))
+    nrows = int(np.ceil(len(run_ids) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.5 * nrows), squeeze=False)
+    steps = ds["step"].values
+    for i, (ax, run_id) in enumerate(zip(axes.flat, run_ids)):
+        ax.plot(steps, ds["reward"].sel(run=run_id).values, color="0.6", lw=0.7)
+        ax.fill_between(steps, lo[i], hi[i], color="C0", alpha=0.3, lw=0)
+        ax.plot(steps, mean[i], color="C0", lw=1.2)
+        ax.set_title(labels[i], fontsize=7)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(run_ids):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def convergence_section(model: Any) -> Section:
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    section = Section(key="convergence", title="Convergence", intro=CONVERGENCE_INTRO)
+    section.check(model.convergence())
+    post = model.idata.posterior
+    names = [v for v in ("alpha", "noise_d", "plateau", "log_stiffness", "damping_ratio_model", "natural_frequency_model") if v in post]
+    if names and post.sizes.get("chain", 1) > 1:
+        axes = az.plot_rank(model.idata, var_names=names[:4], compact=True)
+        fig = np.ravel(axes)[0].figure
+        section.figure(fig, "Rank plots: uniform histograms per chain mean the chains agree.")
+    else:
+        plt.close("all")
+    return section
+
+
+def posterior_section(model: Any) -> Section:
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    section = Section(key="posteriors", title="Posteriors of the oscillator coefficients", intro=POSTERIOR_INTRO)
+    post = model.idata.posterior
+    labels = _labels(model)
+    coef = [v for v in ("M_eff", "C_eff", "K_eff", "zeta") if v in post]
+    relabelled = post[coef].assign_coords(run=labels)
+    axes = az.plot_forest(relabelled, var_names=coef, combined=True, hdi_prob=HDI_PROB, figsize=(11, 0.25 * len(labels) * len(coef) + 2))
+    section.figure(np.ravel(axes)[0].figure, f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run.")
+    if "noise_d" in post:
+        noise = [v for v in ("noise_d", "alpha") if v in post]
+        axes = az.plot_forest(post[noise], var_names=noise, combined=True, hdi_prob=HDI_PROB, figsize=(7, 2 + 0.4 * post["noise_d"].size / max(post.sizes["chain"] * post.sizes["draw"], 1)))
+        section.figure(np.ravel(axes)[0].figure, "Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1).")
+    summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB)
+    section.table(summary)
+    return section

@@ -1,0 +1,70 @@
+"""Turn a prediction or forecast dataset into a :class:`CheckResult` for reports and the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.predict.summary import summary_dict
+
+
+def prediction_result(
+    ds: xr.Dataset,
+    *,
+    name: str = "prediction",
+    title: str | None = None,
+    observed: tuple[np.ndarray, np.ndarray] | None = None,
+) -> CheckResult:
+    """Headline numbers, a milestone table and the band figure of a prediction / forecast.
+
+    ``passed`` is None: a prediction is information, not a verdict.
+    """
+    from bayes_grpo.predict.predict import plot_prediction
+
+    numbers = summary_dict(ds)
+    rows = [
+        {
+            "milestone": k,
+            "median step": v["median_step"],
+            "P(reached within horizon)": v["prob_reached_within_horizon"],
+        }
+        for k, v in numbers["time_to_fraction"].items()
+    ]
+    table = pd.DataFrame(rows).set_index("milestone")
+    settings = ", ".join(
+        f"{k}={ds.attrs[k]}"
+        for k in (
+            "model",
+            "learning_rate",
+            "momentum",
+            "momentum_convention",
+            "k_ref",
+            "group_size",
+        )
+        if k in ds.attrs and ds.attrs[k] != ""
+    )
+    stop = numbers.get("stop_step")
+    summary = (
+        f"{settings}: regime {numbers['regime']} (probability {float(numbers['regime_prob']):.2f}); "
+        f"mean reward at step {numbers['final_step']:.0f}: {numbers['final_mean_reward']:.3g}; "
+        f"recommended stop step: {'none within the horizon' if stop is None or not np.isfinite(float(stop)) else f'{float(stop):.0f}'}."
+    )
+    fig = plot_prediction(ds, observed=observed, title=title)
+    values: dict[str, Any] = dict(numbers)
+    values["title"] = title or name.replace("_", " ")
+    values["badge"] = "prediction"
+    return CheckResult(
+        name=name,
+        passed=None,
+        summary=summary,
+        table=table,
+        figures={title or name: fig},
+        values=values,
+    )
+
+
+__all__ = ["prediction_result"]

@@ -1,0 +1,205 @@
+"""The demo: the whole flow on the shipped example runs, from logs to ``report.html``.
+
+    logs (data/tiny: real TRL runs of a tiny model) -> run set -> diagnostics
+      -> fit (healthy Adam runs) -> G-invariance -> stability phase diagram
+      -> prediction for one new setting -> report.html
+
+Every stage is the public API that the CLI verbs call; the demo only chooses small, fast
+settings (``fast=True``) or the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Example-data groups the demo fits (see data/README.md): G at fixed completions per step,
+#: and the learning-rate and K_ref ladders (all AdamW, 128 completions per step).
+FIT_GROUPS: tuple[str, ...] = ("g_fixed_completions", "lr_ladder", "k_ref_ladder")
+#: Diagnostics that mark a run as outside the law's premises (left out of the fit, kept in the report).
+EXCLUDING_MODES: tuple[str, ...] = ("dynamical_instability", "policy_concentration")
+
+
+@dataclass
+class DemoSettings:
+    """Sampler sizes of the demo (``fast`` for CI and notebooks)."""
+
+    draws: int = 500
+    tune: int = 500
+    chains: int = 2
+    smc_draws: int = 400
+    smc_chains: int = 2
+    seed: int = 0
+
+    @classmethod
+    def fast(cls, seed: int = 0) -> DemoSettings:
+        return cls(draws=150, tune=150, chains=2, smc_draws=150, smc_chains=2, seed=seed)
+
+
+@dataclass
+class DemoResult:
+    out_dir: Path
+    report: Path
+    runs_file: Path
+    posterior_file: Path
+    fitted_runs: list[str]
+    excluded_runs: dict[str, str]
+    timings: dict[str, float] = field(default_factory=dict)
+    headline: dict[str, Any] = field(default_factory=dict)
+
+
+def default_data_dir() -> Path:
+    """``data/tiny`` of the source tree this package was installed from."""
+    return Path(__file__).resolve().parents[2] / "data" / "tiny"
+
+
+def _fit_candidates(data_dir: Path, run_ids: list[str]) -> list[str]:
+    index = data_dir / "index.json"
+    if not index.exists():
+        return run_ids
+    groups = json.loads(index.read_text())["groups"]
+    wanted = {r for g in FIT_GROUPS for r in groups.get(g, [])}
+    return [r for r in run_ids if r in wanted]
+
+
+def run_demo(
+    out_dir: str | Path = "demo_output",
+    *,
+    data_dir: str | Path | None = None,
+    fast: bool = False,
+    seed: int = 0,
+    progress: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the whole flow on the example data and write ``out_dir/report.html``.
+
+    Parameters
+    ----------
+    out_dir
+        Folder for ``runs.nc``, ``posterior.nc``, ``prediction.nc``, ``phase.png`` and ``report.html``.
+    data_dir
+        Folder of run directories (default: the shipped ``data/tiny``).
+    fast
+        Small sampler settings (about a minute or two on 2 cores) instead of the defaults.
+    seed
+        Seed of every random stage.
+    progress
+        Called with one line per stage.
+    """
+    from bayes_grpo.checks.invariance import invariance_check
+    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.predict.predict import predict_run, save_prediction
+    from bayes_grpo.predict.result import prediction_result
+    from bayes_grpo.report.build import write_report
+    from bayes_grpo.runset import save_runset
+    from bayes_grpo.runset.ingest import load_runs
+
+    settings = DemoSettings.fast(seed) if fast else DemoSettings(seed=seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    if not data_dir.exists():
+        raise FileNotFoundError(f"{data_dir}: example data not found (regenerate with scripts/make_example_data.py)")
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = round(now - clock, 2)
+        clock = now
+
+    progress(f"[1/7] ingest {data_dir}")
+    runs = load_runs([data_dir])
+    runs_file = save_runset(runs, out / "runs.nc")
+    run_ids = [str(r) for r in runs["run"].values]
+    progress(f"      {len(run_ids)} runs -> {runs_file}")
+    stage("ingest")
+
+    progress("[2/7] diagnose every run")
+    diagnostics = diagnose(runs)
+    flagged = {}
+    for res in diagnostics:
+        if res.values.get("mode") in EXCLUDING_MODES and res.passed is False:
+            flagged.setdefault(str(res.values.get("run")), res.values.get("mode"))
+    progress(f"      flagged: {flagged or 'none'}")
+    stage("diagnose")
+
+    candidates = _fit_candidates(data_dir, run_ids)
+    fit_ids = [r for r in candidates if r not in flagged]
+    excluded = {r: f"diagnosed {flagged[r]}" for r in candidates if r in flagged}
+    excluded |= {r: "not in the fitted groups " + "/".join(FIT_GROUPS) for r in run_ids if r not in candidates}
+    fit_set = runs.sel(run=fit_ids)
+    fit_set = fit_set.dropna("step", how="all", subset=["reward"])
+    progress(f"[3/7] fit the mechanistic model to {len(fit_ids)} runs ({settings.chains} chains x {settings.draws} draws)")
+    model = GRPODynamicsModel()
+    model.fit(fit_set, draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=seed, progressbar=False)
+    posterior_file = model.save(out / "posterior.nc")
+    convergence = model.convergence()
+    progress(f"      convergence: {convergence.summary}")
+    stage("fit")
+
+    progress("[4/7] G-invariance (SMC evidence and Savage-Dickey)")
+    inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set(_group(data_dir, "g_fixed_completions"))] or fit_ids)
+    invariance = invariance_check(inv_runs, smc_draws=settings.smc_draws, smc_chains=settings.smc_chains, random_seed=seed)
+    progress(f"      {invariance.summary}")
+    stage("invariance")
+
+    progress("[5/7] stability phase diagram")
+    momentum = float(np.nanmedian(fit_set["momentum"].values))
+    convention = str(fit_set["momentum_convention"].values[0])
+    phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
+    png = phase.figures and next(iter(phase.figures.values()))
+    if png is not None:
+        png.savefig(out / "phase.png", dpi=110, bbox_inches="tight")
+    stage("stability")
+
+    progress("[6/7] predict a new setting")
+    lrs = fit_set["learning_rate"].values
+    new = {"learning_rate": float(np.nanmax(lrs)) * 1.5, "momentum": momentum, "momentum_convention": convention, "k_ref": 2.0, "group_size": 16.0}
+    horizon = int(fit_set["step"].values.max())
+    prediction = predict_run(model, steps=horizon, seed=seed, **new)
+    save_prediction(prediction, out / "prediction.nc")
+    predicted = prediction_result(prediction, title=f"New setting: lr={new['learning_rate']:.3g}, K_ref=2, G=16")
+    progress(f"      {predicted.summary}")
+    stage("predict")
+
+    progress("[7/7] write the report")
+    report = write_report(
+        out / "report.html",
+        title="bayes_grpo demo: tiny-model TRL runs",
+        subtitle=f"{len(fit_ids)} of {len(run_ids)} runs fitted; seed {seed}",
+        model=model,
+        runset=runs,
+        invariance=invariance,
+        stability=phase,
+        predictions=predicted,
+        diagnostics=diagnostics,
+    )
+    stage("report")
+    progress(f"      {report}  (total {sum(timings.values()):.0f} s)")
+    headline = {
+        "n_runs": len(run_ids),
+        "fitted": len(fit_ids),
+        "converged": convergence.passed,
+        "invariance": invariance.values.get("verdict", invariance.summary),
+        "prediction": predicted.values.get("regime"),
+    }
+    return DemoResult(out, report, runs_file, posterior_file, fit_ids, excluded, timings, headline)
+
+
+def _group(data_dir: Path, name: str) -> list[str]:
+    index = data_dir / "index.json"
+    if not index.exists():
+        return []
+    return list(json.loads(index.read_text())["groups"].get(name, []))
+
+
+__all__ = ["run_demo", "DemoSettings", "DemoResult", "default_data_dir"]
