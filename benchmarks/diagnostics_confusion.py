@@ -7,9 +7,11 @@ which the mode was detected; cells of the modes a case is built to show are star
 assess (the case lacks the metric, e.g. no evaluation reward in the bandit).
 
 Cases: the simulated logs of ``bayes_grpo.diagnostics.cases.CASES`` and the softmax-bandit
-runs of ``BANDIT_CASES`` (``bayes_grpo.bandit.simulate_bandit``), plus any run set the
-project's TRL runner left under ``data/`` whose ``attrs["diagnostics_expected"]`` (JSON
-list of modes) says what it should show.
+runs of ``BANDIT_CASES`` (``bayes_grpo.bandit.simulate_bandit``), plus any run set under
+``data/`` whose ``attrs["diagnostics_expected"]`` (JSON list of modes) says what it should
+show. The project's TRL example runs (``--trl-data``, default ``data/tiny``) are diagnosed
+too and printed as a separate verdict matrix: they were not built to show a mode, so they
+have no expected cells.
 
     .venv/bin/python benchmarks/diagnostics_confusion.py --seeds 5 [--json out.json]
 """
@@ -96,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-boot", type=int, default=100, help="bootstrap replicates per result (default 100)")
     parser.add_argument("--no-bandit", action="store_true", help="skip the softmax-bandit cases")
     parser.add_argument("--json", metavar="PATH", help="also write the per-run verdicts and the table as JSON")
+    parser.add_argument("--trl-data", default=str(Path(__file__).resolve().parents[1] / "data" / "tiny"), help="folder of TRL runs to diagnose as well (no expectations); '' to skip")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     frame = run(args.seeds, args.steps, not args.no_bandit, args.n_boot)
@@ -104,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 10):
         print(table.to_string())
     print(json.dumps(summary, indent=2))
+    if args.trl_data and Path(args.trl_data).is_dir():
+        from bayes_grpo.diagnostics import verdict_matrix
+        from bayes_grpo.runset.ingest import load_runs
+
+        trl = diagnose(load_runs(args.trl_data), config=DiagnosticsConfig.from_mapping({"common": {"figures": False, "n_boot": args.n_boot}}))
+        print(f"\nproject TRL runs in {args.trl_data} (no built-in expectation):")
+        with pd.option_context("display.width", 200, "display.max_columns", 10):
+            print(verdict_matrix(trl).to_string())
     print(f"wall time {time.perf_counter() - t0:.1f} s")
     if args.json:
         from bayes_grpo._io import write_text_atomic
