@@ -67,6 +67,20 @@ def test_sweep_prints_threshold_against_both_predictions_and_draws_the_phase_dia
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_sweep_over_learning_rates_gives_the_phase_line(tmp_path, capsys):
+    png = tmp_path / "phase2d.png"
+    argv = ["sweep", "--k-ref", "6:12", "--lr", "0.3,0.4", "--momentum", "0.5", "--no-clip"]
+    rc = main(argv + ["--seeds", "3", "--steps", "700", "--png", str(png), "--json"])
+    assert rc == 0
+    rows = {
+        r["learning_rate"]: r for r in json.loads(capsys.readouterr().out)["threshold"]["table"]
+    }
+    assert rows[0.3]["exact_threshold_k_ref"] == 10 and rows[0.4]["exact_threshold_k_ref"] == 7
+    for row in rows.values():
+        assert abs(row["empirical_threshold_k_ref"] - row["exact_threshold_k_ref"]) <= 1
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_bad_values_give_a_clean_error(tmp_path, capsys):
     rc = main(
         ["simulate", "bandit", "--group-size", "1", "--steps", "3", "-o", str(tmp_path / "x.nc")]

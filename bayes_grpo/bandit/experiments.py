@@ -39,7 +39,7 @@ def sweep_k_ref(
     seeds: int = 32,
     steps: int = 3000,
     group_size: int = 8,
-    learning_rate: float = 0.1,
+    learning_rate: float | Sequence[float] = 0.1,
     momentum: float = 0.5,
     momentum_convention: str = HEAVY_BALL,
     beta: float = 1.0,
@@ -54,9 +54,10 @@ def sweep_k_ref(
     device: str = "cpu",
     progress: bool = True,
 ) -> xr.Dataset:
-    """Simulate ``len(k_refs) x seeds`` bandit runs in one batched program.
+    """Simulate ``len(k_refs) x seeds`` bandit runs (per learning rate) in one batched program.
 
     Parameters are those of :func:`~bayes_grpo.bandit.simulator.simulate_bandit`;
+    ``learning_rate`` may be a list (a phase diagram over learning rate x ``K_ref``);
     ``progress`` shows a tqdm bar over optimizer steps (on stderr).
 
     Returns
@@ -366,6 +367,45 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     return CheckResult("bandit_stability_threshold", passed, summary, table=table, values=values)
 
 
+def split_by_learning_rate(ds: xr.Dataset) -> dict[float, xr.Dataset]:
+    """``{learning_rate: sub-run-set}`` (a sweep over several learning rates, one per entry)."""
+    lrs = np.asarray(ds["learning_rate"].values, dtype=float)
+    return {float(lr): ds.isel({RUN_DIM: np.flatnonzero(lrs == lr)}) for lr in np.unique(lrs)}
+
+
+def phase_diagram_check(ds: xr.Dataset, **threshold_kwargs) -> CheckResult:
+    """:func:`threshold_check` for every learning rate of a sweep: the empirical phase line.
+
+    Passes when every learning rate whose exact threshold lies inside the swept ``K_ref``
+    range has its empirical threshold within one ``K_ref`` step of it.
+    """
+    rows, verdicts = [], []
+    for lr, sub in split_by_learning_rate(ds).items():
+        res = threshold_check(sub, **threshold_kwargs)
+        v = res.values
+        rows.append(
+            {
+                "learning_rate": lr,
+                "a": v["a"],
+                "empirical_threshold_k_ref": v["empirical_threshold_k_ref"],
+                "exact_threshold_k_ref": v["exact_threshold_k_ref"],
+                "closed_form_threshold_k_ref": v["closed_form_threshold_k_ref"],
+                "passed": res.passed,
+            }
+        )
+        if res.passed is not None:
+            verdicts.append(res.passed)
+    table = pd.DataFrame(rows).set_index("learning_rate")
+    passed = None if not verdicts else bool(all(verdicts))
+    n_ok = int(sum(verdicts))
+    summary = (
+        f"Empirical stability threshold within one K_ref step of the exact discrete one for {n_ok} of "
+        f"{len(verdicts)} assessable learning rates; the closed form is early by "
+        f"{np.nanmedian(table['exact_threshold_k_ref'] - table['closed_form_threshold_k_ref']):g} steps (median)."
+    )
+    return CheckResult("bandit_phase_diagram", passed, summary, table=table, values={"rows": rows})
+
+
 # ----------------------------------------------------------------------------- result 1: transition
 
 
@@ -649,17 +689,22 @@ def g_invariance_check(
 def phase_diagram_figure(
     ds: xr.Dataset, *, threshold: CheckResult | None = None, transition: CheckResult | None = None
 ):
-    """Figure of a K_ref sweep: seed-mean trajectories by K_ref and the phase line.
+    """Figure of a K_ref sweep.
 
-    Left: seed-mean ``expected_reward`` per ``K_ref`` (colour = K_ref). Right: fraction of
-    seeds not converging and ``zeta`` against ``K_ref``, with the exact and closed-form
-    thresholds and the ``zeta = 1`` crossing.
+    One learning rate: seed-mean ``expected_reward`` per ``K_ref`` (colour = K_ref, thin grey
+    beyond the empirical threshold) and the phase line (fraction of seeds not converging,
+    ``zeta``, exact and closed-form thresholds, ``zeta = 1``). Several learning rates: the
+    fraction of seeds not converging over (learning rate, ``K_ref``) with the exact and
+    closed-form boundaries computed from the measured ``K``.
     """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    by_lr = split_by_learning_rate(ds)
+    if len(by_lr) > 1:
+        return _phase_heatmap(ds, by_lr, plt)
     threshold = threshold or threshold_check(ds)
     a, mu = _gain_and_momentum(ds)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -668,14 +713,23 @@ def phase_diagram_figure(
     lags = sorted(groups)
     y = ds["expected_reward"].values
     steps = ds[STEP_DIM].values
+    limit = threshold.values["empirical_threshold_k_ref"]
     for i, lag in enumerate(lags):
+        unstable = np.isfinite(limit) and lag >= limit
+        color = "0.8" if unstable else cmap(i / max(1, len(lags) - 1))
         ax0.plot(
-            steps, np.nanmean(y[groups[lag]], axis=0), color=cmap(i / max(1, len(lags) - 1)), lw=0.8
+            steps,
+            np.nanmean(y[groups[lag]], axis=0),
+            color=color,
+            lw=0.4 if unstable else 0.9,
+            zorder=1 if unstable else 2,
         )
     ax0.set_xlabel("optimizer step")
     ax0.set_ylabel("expected reward (mean over seeds)")
     ax0.set_ylim(-0.02, 1.02)
-    ax0.set_title(f"softmax-bandit GRPO, a = eta K = {a:.3g}, mu = {mu:g}")
+    ax0.set_title(
+        f"softmax-bandit GRPO, a = eta K = {a:.3g}, mu = {mu:g} (grey: not converging)", fontsize=9
+    )
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(min(lags), max(lags)))
     fig.colorbar(sm, ax=ax0, label="K_ref")
     table = threshold.table
@@ -707,6 +761,58 @@ def phase_diagram_figure(
     return fig
 
 
+def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
+    from bayes_grpo.dynamics.stability import critical_k_ref
+
+    lrs = sorted(by_lr)
+    lags = sorted(_per_k_ref(ds))
+    frac = np.full((len(lrs), len(lags)), np.nan)
+    gains = []
+    for i, lr in enumerate(lrs):
+        sub = by_lr[lr]
+        status = convergence_status(sub)
+        a, mu = _gain_and_momentum(sub)
+        gains.append(a)
+        for j, lag in enumerate(lags):
+            sel = status["k_ref"].to_numpy() == lag
+            if sel.any():
+                frac[i, j] = float((~status["converged"].to_numpy()[sel]).mean())
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    mesh = ax.pcolormesh(
+        np.asarray(lags, dtype=float),
+        np.arange(len(lrs)),
+        frac,
+        cmap="magma",
+        vmin=0,
+        vmax=1,
+        shading="nearest",
+    )
+    fig.colorbar(mesh, ax=ax, label="fraction of seeds not converging")
+    gains = np.asarray(gains)
+    exact = critical_k_ref(gains, mu, method="exact")
+    closed = critical_k_ref(gains, mu, method="closed_form")
+    rows = np.arange(len(lrs))
+
+    def staircase(k_star: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # boundary between the last stable and the first unstable K_ref of each row
+        xs = np.repeat(np.asarray(k_star, dtype=float) - 0.5, 2)
+        ys = np.ravel([[i - 0.5, i + 0.5] for i in rows])
+        return xs, ys
+
+    ax.plot(*staircase(exact), color="cyan", lw=2, label="exact threshold")
+    ax.plot(*staircase(closed), color="lime", ls="--", lw=1.5, label="closed form (1-mu)/(eta K)")
+    ax.set_yticks(rows, [f"{lr:g}" for lr in lrs])
+    ax.set_ylabel("learning rate eta")
+    ax.set_xlabel("K_ref (lag, optimizer steps)")
+    ax.set_xlim(min(lags) - 0.5, max(lags) + 0.5)
+    ax.set_title(
+        f"softmax-bandit GRPO phase diagram (mu = {mu:g}, K = {gains[0] / lrs[0]:.3g})", fontsize=10
+    )
+    ax.legend(fontsize=8, loc="lower left", facecolor="0.35", labelcolor="white")
+    fig.tight_layout()
+    return fig
+
+
 __all__ = [
     "StiffnessMeasurement",
     "convergence_status",
@@ -714,7 +820,9 @@ __all__ = [
     "mean_trajectory_test",
     "measure_stiffness",
     "overshoot_table",
+    "phase_diagram_check",
     "phase_diagram_figure",
+    "split_by_learning_rate",
     "runset_truth",
     "stationary_variance_ratio",
     "sweep_k_ref",

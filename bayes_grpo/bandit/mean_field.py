@@ -64,6 +64,7 @@ measurement noise of standard deviation ``sqrt(p (1 - p) / (B G))``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -269,6 +270,7 @@ class FixedPoint:
         return asdict(self)
 
 
+@functools.lru_cache(maxsize=256)
 def fixed_point(
     *,
     group_size: int,
@@ -282,7 +284,8 @@ def fixed_point(
     """Locate ``p*`` (bisection on the exact expected update) and linearise there.
 
     Raises ValueError when the expected update has no sign change on ``(p_ref, 1)``
-    (``beta <= 0`` gives no interior fixed point).
+    (``beta <= 0`` gives no interior fixed point). Results are cached (the arguments fully
+    determine them; :class:`FixedPoint` is immutable).
     """
     check_advantage(advantage)
     if int(group_size) < 2:

@@ -49,6 +49,7 @@ with spectral radius >= 1, closed form = first K_ref with C_eff = (1 - mu) - a K
 
 examples:
   bayes-grpo sweep --k-ref 0:40 --seeds 32 --steps 3000 --lr 0.2 --momentum 0.5 --no-clip --png phase.png
+  bayes-grpo sweep --k-ref 0:30 --lr 0.1,0.15,0.2,0.3,0.4 --momentum 0.5 --no-clip --seeds 16 --png phase2d.png
   bayes-grpo sweep --k-ref 0:16 --seeds 64 --steps 800 --n-prompts 256 --lr 0.1 --momentum 0.5 --transition --json
 """
 
@@ -86,7 +87,12 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help=f"actions per prompt G >= 2{many} (default 8)",
     )
     p.add_argument(
-        "--lr", default="0.1", metavar="ETA", help=f"learning rate eta{many} (default 0.1)"
+        "--lr",
+        default="0.1",
+        metavar="ETA",
+        help="learning rate eta (list allowed"
+        + ("" if lists else ": the sweep then covers learning rate x K_ref, a 2-D phase diagram")
+        + "; default 0.1)",
     )
     p.add_argument(
         "--momentum",
@@ -266,6 +272,7 @@ def _single(text: str, name: str) -> float:
 
 def run_sweep(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit.experiments import (
+        phase_diagram_check,
         phase_diagram_figure,
         sweep_k_ref,
         threshold_check,
@@ -278,7 +285,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         steps=args.steps,
         group_size=int(_single(args.group_size, "--group-size")),
-        learning_rate=_single(args.lr, "--lr"),
+        learning_rate=parse_values(args.lr),
         momentum=_single(args.momentum, "--momentum"),
         momentum_convention=args.convention,
         beta=_single(args.beta, "--beta"),
@@ -293,14 +300,19 @@ def run_sweep(args: argparse.Namespace) -> int:
         device=args.device,
         progress=not args.no_progress and not args.json,
     )
-    threshold = threshold_check(ds)
+    several = len(set(ds["learning_rate"].values.tolist())) > 1
+    if several and args.transition:
+        raise ValueError("--transition takes one learning rate; give a single --lr")
+    threshold = phase_diagram_check(ds) if several else threshold_check(ds)
     transition = transition_check(ds) if args.transition else None
     if args.output:
         save_runset(ds, args.output)
     if args.png:
         from bayes_grpo._io import write_atomic
 
-        fig = phase_diagram_figure(ds, threshold=threshold, transition=transition)
+        fig = phase_diagram_figure(
+            ds, threshold=None if several else threshold, transition=transition
+        )
         write_atomic(Path(args.png), lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     if args.json:
         out = {"threshold": threshold.to_dict()}
