@@ -27,6 +27,7 @@ from bayes_grpo.bandit import simulate_bandit
 from bayes_grpo.bandit.experiments import (
     g_invariance_check,
     measure_stiffness,
+    phase_diagram_check,
     phase_diagram_figure,
     sweep_k_ref,
     threshold_check,
@@ -161,6 +162,41 @@ def main() -> None:
         if args.out:
             fig = phase_diagram_figure(ds, threshold=res)
             fig.savefig(args.out / f"bandit_threshold_eta{eta}_mu{mu}_clip{clip}.png", dpi=110)
+
+    # --- 2b. phase line over learning rate x K_ref (same command as `bayes-grpo sweep --k-ref 0:30
+    #         --lr 0.1,0.15,0.2,0.3,0.4 --momentum 0.5 --no-clip --seeds 16`)
+    t0 = time.perf_counter()
+    lrs = [0.1, 0.15, 0.2, 0.3, 0.4]
+    ds = sweep_k_ref(
+        range(0, 30),
+        learning_rate=lrs,
+        momentum=0.5,
+        clip_eps=math.inf,
+        seeds=16,
+        steps=3000,
+        seed=0,
+        device=args.device,
+        progress=False,
+    )
+    res = phase_diagram_check(ds)
+    pairs = ", ".join(
+        f"eta {lr:g}: {r['empirical_threshold_k_ref']:g} vs {r['exact_threshold_k_ref']:g} (cf {r['closed_form_threshold_k_ref']:g})"
+        for lr, r in res.table.iterrows()
+    )
+    rows.append(
+        {
+            "result": "2 phase line",
+            "setting": "mu=0.5, eta in {0.1,...,0.4}, K_ref 0..29, no clip, 16 seeds x 3000 steps",
+            "measured": pairs,
+            "prediction": "empirical = exact within one K_ref step",
+            "pass": res.passed,
+        }
+    )
+    results["phase_line_mu0.5"] = res.to_dict()
+    print(f"\n[phase line] ({time.perf_counter() - t0:.0f} s) {res.summary}")
+    print(res.table.to_string())
+    if args.out:
+        phase_diagram_figure(ds).savefig(args.out / "bandit_phase_diagram_mu0.5.png", dpi=110)
 
     # --- 3. G-invariance
     for adv in ("loo", "group"):
