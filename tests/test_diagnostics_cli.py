@@ -87,3 +87,15 @@ def test_real_logs_diagnosed_without_silent_passes(real_runs_dir):
     # the duruoli log has no entropy: concentration is not assessable there
     assert by[("duruoli_llama3.1_8b_quantqa_g4", "policy_concentration")].passed is None
     assert np.isfinite(by[("alex_q25_0.5b_wordle_g4_run2", "advantage_degeneracy")].values["evidence"]["final_share"])
+
+
+def test_results_render_in_the_html_report(tmp_path):
+    from bayes_grpo.report.build import write_report
+
+    ds = simulated_case("advantage_degeneracy", seed=1)
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10}, "instability": {"fit_oscillation": False}})
+    results = diagnose(ds, config=cfg, modes=["advantage_degeneracy", "reward_hacking", "instability"])
+    html = write_report(tmp_path / "r.html", runset=ds, diagnostics=results).read_text(encoding="utf-8")
+    assert "advantage degeneracy: advantage_degeneracy" in html
+    assert "not detected" in html and "detected" in html
+    assert html.count("data:image/png;base64") >= 3  # overview + one evidence figure per result
