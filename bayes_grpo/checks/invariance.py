@@ -80,19 +80,22 @@ def _require_several_g(runset: xr.Dataset) -> dict[str, list[float]]:
 def offset_names(pm_model: Any) -> list[str]:
     """Names of the ``H1`` offset variables of a built PyMC model (contain ``group_offset``).
 
-    Free random variables are preferred; when the offsets are deterministic transforms of
-    non-centred draws, the deterministics are used.
+    The offsets on their own scale (``group_offset_sigma * z``, deterministics in
+    ``GRPODynamicsModel``) are preferred, so that their prior is
+    ``Normal(0, group_offset_sigma)``; a model whose offsets are free variables named
+    ``...group_offset...`` (with that prior) works too. The Savage–Dickey ratio is the
+    same on either scale (the Jacobian cancels between posterior and prior).
     """
-    free = [rv.name for rv in pm_model.free_RVs if OFFSET_MARKER in rv.name]
-    if free:
-        return free
     det = [v.name for v in pm_model.deterministics if OFFSET_MARKER in v.name]
-    if not det:
+    if det:
+        return det
+    free = [rv.name for rv in pm_model.free_RVs if OFFSET_MARKER in rv.name]
+    if not free:
         raise ValueError(
             f"the H1 model has no variable whose name contains {OFFSET_MARKER!r}; "
             f"variables: {[v.name for v in pm_model.free_RVs]}"
         )
-    return det
+    return free
 
 
 def offset_draws(posterior: xr.Dataset, names: Sequence[str]) -> np.ndarray:
@@ -495,6 +498,7 @@ def leave_one_g_out(
     chains: int = 2,
     random_seed: int = 0,
     sampler: str = "pymc",
+    cores: int = 1,
     min_coverage: float = 0.75,
 ) -> CheckResult:
     """Fit on one group size, predict the other's mean trajectory, and compare.
@@ -546,6 +550,7 @@ def leave_one_g_out(
             random_seed=random_seed + k,
             sampler=sampler,
             progressbar=False,
+            cores=cores,
         )
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
         inside = total = 0

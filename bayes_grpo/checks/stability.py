@@ -210,6 +210,17 @@ def _gain_draws(
     return np.asarray(draws["a"].values, dtype=float)
 
 
+def _label(fitted: Any, model: str | None) -> str:
+    """Which curvature a question used: a fitted LLM's, or the population level's."""
+    data = getattr(fitted, "data", None)
+    models = list(getattr(data, "models", []) or [])
+    if model is not None and model in models:
+        return model
+    if model is None and len(models) == 1:
+        return models[0]
+    return f"a new model{' ' + repr(model) if model else ''} (population level)"
+
+
 def _default_group_size(fitted: Any) -> float:
     """A group size for coefficient draws (the gain does not depend on G; any fitted G)."""
     ds = fitted_runset(fitted)
@@ -283,7 +294,7 @@ def stability_from_posterior(
         momentum=momentum,
         momentum_convention=momentum_convention,
         k_ref=k_ref,
-        label=model or "a new model (population level)",
+        label=_label(fitted, model),
     )
 
 
@@ -484,7 +495,7 @@ def phase_diagram(
         learning_rates=learning_rates,
         k_refs=k_refs,
         observed=observed,
-        label=model or "a new model (population level)",
+        label=_label(fitted, model),
     )
 
 

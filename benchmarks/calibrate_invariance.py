@@ -1,0 +1,235 @@
+"""Calibrate the G-invariance Bayes factors on simulated run sets with known truth.
+
+Three families of run sets, each with one LLM at G = 4 and G = 16 (``--seeds`` runs per G):
+
+* ``h0``: SDE run sets (:func:`bayes_grpo.dynamics.simulate.simulate_sde_runset`) whose
+  trajectory is shared across G (only the noise scales as 1/G). Target: BF01 > 3 in >= 80%.
+* ``shift``: the same, with the plateau at G = 16 shifted by ``--shift`` (0.08) from
+  G = 4. Target: BF10 > 3 in >= 80%.
+* ``bandit``: softmax-bandit GRPO runs (:func:`bayes_grpo.bandit.simulate_bandit`) at
+  G = 4 and 16 (the exact reduction: invariant by construction). Target: invariant.
+
+Both methods (SMC evidence; Savage–Dickey on the H1 offsets, from the SMC posterior) are
+computed; the agreement target is |log BF_smc - log BF_sd| <= 1 on >= 80% of the sets where
+both apply (Savage–Dickey "applies" when 0 lies inside the bulk of the posterior draws of
+the offsets; otherwise its density at 0 is an extrapolation).
+
+The true parameters of each set are drawn at random (stiffness, plateau, initial reward),
+so the calibration is not tuned to one curve. Each set's result is appended to a JSON-lines
+file as soon as it is done, so a partial run is reportable; ``--summarise`` prints the
+summary of an existing file.
+
+Example::
+
+    nohup .venv/bin/python benchmarks/calibrate_invariance.py --n-sets 20 \
+        --out benchmarks/results/invariance_calibration.jsonl > /tmp/calib.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from bayes_grpo._io import write_text_atomic
+
+
+def sde_set(index: int, *, shift: float, seeds: int, n_steps: int, log_every: int, noise: str):
+    """One simulated run set (truth drawn from ``index``)."""
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.runset import concat_runsets
+
+    rng = np.random.default_rng(10_000 + index)
+    spec = {
+        "stiffness": float(np.exp(rng.uniform(np.log(20), np.log(80)))),
+        "plateau": float(rng.uniform(0.5, 0.8)),
+        "initial_reward": float(rng.uniform(0.1, 0.3)),
+        "noise_d": 0.0 if noise == "measurement" else 4e-6,
+    }
+    kw = dict(
+        learning_rates=(1e-3,),
+        momentum=0.9,
+        convention="ema",
+        k_refs=(1,),
+        n_seeds=seeds,
+        n_steps=n_steps,
+        log_every=log_every,
+        measurement_sd=0.08 if noise == "measurement" else 0.02,
+        measurement_g_exponent=1.0,
+    )
+    a = simulate_sde_runset(models={"sim": spec}, group_sizes=(4,), random_seed=2 * index, **kw)
+    b = simulate_sde_runset(
+        models={"sim": spec | {"plateau": spec["plateau"] + shift}},
+        group_sizes=(16,),
+        random_seed=2 * index + 1,
+        **kw,
+    )
+    return concat_runsets([a, b]), spec
+
+
+def bandit_set(index: int, *, seeds: int, n_steps: int, log_every: int):
+    """Softmax-bandit runs at G = 4 and 16, one setting (invariant by construction)."""
+    from bayes_grpo.bandit import simulate_bandit
+
+    ds = simulate_bandit(
+        k_ref=1,
+        group_size=[4, 16],
+        learning_rate=0.1,
+        momentum=0.5,
+        beta=1.0,
+        seeds=seeds,
+        steps=n_steps,
+        seed=1000 + index,
+    )
+    keep = ds["step"].values[::log_every]
+    ds = ds.sel(step=keep)
+    return ds[["reward"]], {"learning_rate": 0.1, "momentum": 0.5, "k_ref": 1}
+
+
+def run_one(kind: str, index: int, args) -> dict:
+    from bayes_grpo.checks.invariance import invariance_check
+
+    if kind == "bandit":
+        ds, spec = bandit_set(
+            index, seeds=args.seeds, n_steps=args.bandit_steps, log_every=args.log_every
+        )
+    else:
+        shift = args.shift if kind == "shift" else 0.0
+        ds, spec = sde_set(
+            index,
+            shift=shift,
+            seeds=args.seeds,
+            n_steps=args.n_steps,
+            log_every=args.log_every,
+            noise=args.noise,
+        )
+    start = time.perf_counter()
+    res = invariance_check(
+        ds,
+        likelihood=args.likelihood,
+        prior_scales=(1.0,),
+        smc_draws=args.draws,
+        smc_chains=args.chains,
+        random_seed=index,
+    )
+    v = res.values
+    return {
+        "kind": kind,
+        "index": index,
+        "truth": spec,
+        "n_runs": int(ds.sizes["run"]),
+        "n_steps": int(ds.sizes["step"]),
+        "likelihood": args.likelihood,
+        "noise": args.noise,
+        "passed": res.passed,
+        "log_bf01_smc": v["log_bf01_smc"],
+        "log_bf01_smc_mc_error": v["log_bf01_smc_mc_error"],
+        "log_bf01_sd": v["log_bf01_sd"],
+        "log_bf01_sd_mc_error": v["log_bf01_sd_mc_error"],
+        "sd_in_support": v["sd_in_support"],
+        "methods_agree": v["methods_agree"],
+        "alpha_median": v["alpha_median"],
+        "alpha_lo": v["alpha_lo"],
+        "alpha_hi": v["alpha_hi"],
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def summarise(rows: list[dict]) -> dict:
+    out: dict = {}
+    log3 = float(np.log(3))
+    for kind in ("h0", "shift", "bandit"):
+        sub = [r for r in rows if r["kind"] == kind]
+        if not sub:
+            continue
+        smc = np.array([r["log_bf01_smc"] for r in sub])
+        sd = np.array([r["log_bf01_sd"] for r in sub])
+        both = np.array([bool(r["sd_in_support"]) for r in sub])
+        target = smc > log3 if kind in ("h0", "bandit") else smc < -log3
+        target_sd = sd > log3 if kind in ("h0", "bandit") else sd < -log3
+        agree = np.abs(smc - sd) <= 1.0
+        alpha_cover = np.array([r["alpha_lo"] <= 1.0 <= r["alpha_hi"] for r in sub])
+        out[kind] = {
+            "n_sets": len(sub),
+            "frac_correct_smc (BF>3 for the truth)": float(np.mean(target)),
+            "frac_correct_savage_dickey": float(np.mean(target_sd)),
+            "n_sd_applies": int(both.sum()),
+            "frac_agree_within_1_where_sd_applies": float(np.mean(agree[both]))
+            if both.any()
+            else None,
+            "frac_agree_within_1_all": float(np.mean(agree)),
+            "median_log_bf01_smc": float(np.median(smc)),
+            "median_log_bf01_sd": float(np.median(sd)),
+            "median_mc_error_smc": float(np.nanmedian([r["log_bf01_smc_mc_error"] for r in sub])),
+            "frac_alpha_90ci_covers_1": float(np.mean(alpha_cover)),
+            "median_alpha": float(np.median([r["alpha_median"] for r in sub])),
+            "median_seconds": float(np.median([r["seconds"] for r in sub])),
+        }
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--n-sets", type=int, default=20, help="run sets per simulated family (h0, shift)"
+    )
+    p.add_argument("--bandit-sets", type=int, default=5, help="bandit run sets")
+    p.add_argument("--seeds", type=int, default=2, help="runs per group size")
+    p.add_argument("--n-steps", type=int, default=120)
+    p.add_argument("--bandit-steps", type=int, default=120)
+    p.add_argument("--log-every", type=int, default=2)
+    p.add_argument("--shift", type=float, default=0.08)
+    p.add_argument(
+        "--noise",
+        choices=["measurement", "sde"],
+        default="measurement",
+        help="measurement: i.i.d. noise with sd^2 ∝ 1/G (noise_d = 0); sde: SDE noise plus measurement noise",
+    )
+    p.add_argument("--likelihood", choices=["iid", "state_space"], default="iid")
+    p.add_argument("--draws", type=int, default=300)
+    p.add_argument("--chains", type=int, default=2)
+    p.add_argument("--families", nargs="+", default=["h0", "shift", "bandit"])
+    p.add_argument("--out", default="benchmarks/results/invariance_calibration.jsonl")
+    p.add_argument("--summarise", action="store_true", help="only summarise an existing --out file")
+    args = p.parse_args()
+    out = Path(args.out)
+    if not args.summarise:
+        warnings.filterwarnings("ignore")
+        import logging
+
+        logging.getLogger("pymc").setLevel(logging.ERROR)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        done = set()
+        if out.exists():
+            done = {
+                (r["kind"], r["index"]) for r in map(json.loads, out.read_text().splitlines()) if r
+            }
+        jobs = []
+        for i in range(max(args.n_sets, args.bandit_sets)):
+            for kind in args.families:
+                limit = args.bandit_sets if kind == "bandit" else args.n_sets
+                if i < limit and (kind, i) not in done:
+                    jobs.append((kind, i))
+        for kind, i in jobs:
+            row = run_one(kind, i, args)
+            # rewrite the file with one more line per finished set (a partial run stays usable)
+            old = out.read_text() if out.exists() else ""
+            write_text_atomic(out, old + json.dumps(row) + "\n")
+            print(
+                f"{kind:6s} {i:3d} log BF01 smc {row['log_bf01_smc']:8.2f} ± {row['log_bf01_smc_mc_error']:.2f} "
+                f"sd {row['log_bf01_sd']:8.2f} ({'in' if row['sd_in_support'] else 'out of'} support) "
+                f"alpha {row['alpha_median']:.2f} {row['seconds']:.0f}s",
+                flush=True,
+            )
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    print(json.dumps(summarise(rows), indent=2))
+
+
+if __name__ == "__main__":
+    main()
