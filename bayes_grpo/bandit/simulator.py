@@ -67,6 +67,7 @@ import xarray as xr
 from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, group_advantages
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
 from bayes_grpo.runset import make_runset, validate_runset
 from bayes_grpo.runset.schema import (
     RUN_COORDS,
@@ -311,6 +312,12 @@ def bandit_truth(
     units is ``D / G``), ``stationary_var`` (``D / (2 G C K_eff)``, None when ``C <= 0``),
     ``measurement_sd`` (sd of the logged reward around the expected one),
     ``initial_reward`` and the method used for ``K``.
+
+    The lag-dependent numbers (``M_eff``, ``C_eff``, ``zeta``, ``regime``,
+    ``spectral_radius``, ``stationary_var``) describe the default ``gradient="behaviour"``
+    simulator, whose linearised mean field is the lagged recursion; with
+    ``gradient="importance"`` the lag largely drops out of the mean dynamics and they do not
+    apply (``plateau``, ``stiffness`` and ``noise_d`` still do).
     """
     fp = fixed_point(
         group_size=group_size,
@@ -323,8 +330,6 @@ def bandit_truth(
     eta_eff = float(effective_step(learning_rate, momentum, momentum_convention))
     a = eta_eff * fp.stiffness
     mass, damp, k_eff = oscillator_coefficients(a, momentum, k_ref)
-    from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
-
     zeta = float(damping_ratio(mass, damp, k_eff)) if a > 0 else float("nan")
     noise_d = eta_eff**2 * fp.noise_d_per_eta2
     stat_var = noise_d / (2.0 * group_size * damp * k_eff) if damp > 0 and k_eff > 0 else None
