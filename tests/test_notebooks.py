@@ -1,0 +1,188 @@
+"""The example notebooks run top to bottom (fast settings) and show the result they are about.
+
+Each notebook is executed with nbclient in a kernel that runs *this* interpreter (a kernel
+spec written to a temporary ``JUPYTER_PATH``, so a stray user-level ``python3`` kernel cannot
+be picked up), with ``BAYES_GRPO_FAST=1`` and its files written to a temporary folder. A cell
+error fails the test; so does a missing key output (a number parsed from the notebook's own
+printout and checked against the claim, and at least one figure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+KERNEL = "bayes_grpo_notebook_test"
+CELL_TIMEOUT_S = 900
+
+
+def test_there_are_five_notebooks():
+    assert NOTEBOOKS == [
+        "01_quickstart.ipynb",
+        "02_group_size_invariance.ipynb",
+        "03_bandit_stability.ipynb",
+        "04_predict_and_forecast.ipynb",
+        "05_failure_mode_diagnostics.ipynb",
+    ]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebooks_are_stored_without_outputs_and_read_the_fast_switch(name):
+    nb = nbformat.read(NB_DIR / name, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (
+                f"{name}: outputs not stripped"
+            )
+    sources = "\n".join(c.source for c in nb.cells)
+    assert "BAYES_GRPO_FAST" in sources and "BAYES_GRPO_NB_OUT" in sources
+
+
+def test_notebooks_match_their_generator():
+    proc = subprocess.run(
+        [sys.executable, str(NB_DIR / "_build_notebooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+@pytest.fixture
+def kernel_env(tmp_path, monkeypatch):
+    """A kernel spec for this interpreter, the fast switch and a private output folder."""
+    spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "bayes_grpo notebook test",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("BAYES_GRPO_FAST", "1")
+    out = tmp_path / "out"
+    monkeypatch.setenv("BAYES_GRPO_NB_OUT", str(out))
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # inline figures, so they show as outputs
+    return out
+
+
+def _execute(name: str):
+    nb = nbformat.read(NB_DIR / name, as_version=4)
+    probe = nbformat.v4.new_code_cell("import sys; print('KERNEL-PYTHON=' + sys.executable)")
+    nb.cells.insert(0, probe)
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name=KERNEL,
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(NB_DIR)}},
+    )
+    client.execute()
+    return nb
+
+
+def _text(nb) -> str:
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out.get("text", ""))
+            elif "data" in out and "text/plain" in out["data"]:
+                parts.append(out["data"]["text/plain"])
+    return "\n".join(parts)
+
+
+def _n_figures(nb) -> int:
+    return sum(
+        "image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])
+    )
+
+
+def _number(pattern: str, text: str, name: str) -> tuple[str, ...]:
+    match = re.search(pattern, text)
+    assert match, f"{name}: key output /{pattern}/ not found in the notebook's outputs"
+    return match.groups()
+
+
+def check_quickstart(text: str, out: Path) -> None:
+    (n_runs,) = _number(r"(\d+) runs x \d+ logged steps", text, "01")
+    assert int(n_runs) >= 2
+    _number(r"same summary after reload: (True)", text, "01")
+    report = out / "report.html"
+    assert report.is_file() and (out / "tiny_fit.nc").is_file()
+    html = report.read_text(encoding="utf-8")
+    assert "data:image/png;base64," in html and "Failure-mode diagnostics" in html
+
+
+def check_invariance(text: str, out: Path) -> None:
+    verdicts = _number(r"G-invariance verdicts: (\w+) (\w+)", text, "02")
+    # the shifted plateau (0.08, four times the noise sd at G = 4) must not be called invariant
+    assert verdicts[1] != "True"
+    lo, hi = (
+        float(x)
+        for x in _number(
+            r"invariant truth\s+alpha = \S+\s+90% interval \[(\S+), (\S+)\]", text, "02"
+        )
+    )
+    assert lo < hi
+
+
+def check_bandit(text: str, out: Path) -> None:
+    emp, exact, closed = (
+        float(x)
+        for x in _number(
+            r"empirical threshold K_ref = (\S+); exact (\S+); closed form (\S+);", text, "03"
+        )
+    )
+    assert abs(emp - exact) <= 1.0  # the claim: the exact discrete boundary predicts the sweep
+    assert closed < exact  # the closed form is conservative beyond L = 1
+
+
+def check_predict(text: str, out: Path) -> None:
+    (cov,) = _number(r"inside the 90% band of the logged reward: (\d+)% of its steps", text, "04")
+    assert int(cov) >= 50
+    (p_unstable,) = _number(r"K_ref = 30: P\(unstable\) closed form (\S+),", text, "04")
+    assert float(p_unstable) > 0.9
+
+
+def check_diagnostics(text: str, out: Path) -> None:
+    agree, total = (
+        int(x) for x in _number(r"matching the construction: (\d+) of (\d+)", text, "05")
+    )
+    assert total >= 6 and agree >= total - 1
+
+
+CHECKS = {
+    "01_quickstart.ipynb": check_quickstart,
+    "02_group_size_invariance.ipynb": check_invariance,
+    "03_bandit_stability.ipynb": check_bandit,
+    "04_predict_and_forecast.ipynb": check_predict,
+    "05_failure_mode_diagnostics.ipynb": check_diagnostics,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes_in_fast_mode_and_shows_its_result(name, kernel_env):
+    nb = _execute(name)
+    text = _text(nb)
+    (python,) = _number(r"KERNEL-PYTHON=(\S+)", text, name)
+    assert os.path.realpath(python) == os.path.realpath(sys.executable)
+    assert "fast mode: True" in text
+    assert _n_figures(nb) >= 1, f"{name}: no figure in the outputs"
+    CHECKS[name](text, kernel_env)
