@@ -140,3 +140,35 @@ def test_ppc_checks_bundle_and_helpers():
     assert pr["obs"].shape == pr["mean"].shape == (200, 120) and pr["hyper"]["group_size"] == 16.0
     x = np.random.default_rng(0).normal(size=5000)
     assert np.all(np.abs(autocorrelation(x)) < 0.05)
+
+
+class KnownBuilder(KnownPosterior):
+    """Stands in for GRPODynamicsModel in leave-one-G-out: fit() records the runs it saw."""
+
+    fitted_on: list = []
+
+    def __init__(self, *args, shift: float = 0.0, **kwargs):
+        super().__init__()
+        self.shift = shift
+
+    def fit(self, runset, **kwargs):
+        KnownBuilder.fitted_on.append(sorted(set(runset["group_size"].values.tolist())))
+
+    def coefficient_draws(self, **kw):
+        out = super().coefficient_draws(**kw)
+        return out.assign(plateau=out["plateau"] + self.shift)
+
+
+def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
+    from bayes_grpo.checks import invariance
+
+    KnownBuilder.fitted_on = []
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder())
+    res = invariance.leave_one_g_out(_runset())
+    assert KnownBuilder.fitted_on == [[4.0], [16.0]]
+    assert res.passed is True and len(res.figures) == 2
+    assert np.all(res.table["coverage"] > 0.8)
+    # A trajectory that does not carry over (plateau off by 0.3) fails.
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder(shift=0.3))
+    bad = invariance.leave_one_g_out(_runset())
+    assert bad.passed is False

@@ -1,0 +1,105 @@
+"""Stability, phase diagram and PPCs from a real (small) fit of GRPODynamicsModel.
+
+One session-scoped NUTS fit on a simulated run set with known truth (few draws: this is a
+plumbing-and-sanity test; the statistical calibration lives in benchmarks/).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bayes_grpo.checks.ppc import ppc_checks
+from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+from bayes_grpo.cli import main
+from bayes_grpo.dynamics.simulate import simulate_sde_runset
+from bayes_grpo.dynamics.stability import critical_k_ref
+
+MODEL = {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 0.0}
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = simulate_sde_runset(
+        models={"sim": MODEL},
+        group_sizes=(4, 16),
+        learning_rates=(1e-3, 2e-3),
+        momentum=0.9,
+        convention="ema",
+        k_refs=(1,),
+        n_seeds=1,
+        n_steps=120,
+        log_every=3,
+        measurement_sd=0.06,
+        measurement_g_exponent=1.0,
+        random_seed=5,
+    )
+    m = GRPODynamicsModel()
+    m.fit(ds, draws=100, tune=150, chains=2, cores=1, random_seed=1, progressbar=False)
+    path = tmp_path_factory.mktemp("post") / "fit.nc"
+    m.save(path)
+    return m, path
+
+
+def test_posterior_stability_brackets_the_true_setting(fitted):
+    m, path = fitted
+    # True gain at lr 1e-3, EMA 0.9: a = 1e-3 * 0.1 * 40 = 0.004; critical K_ref (exact) is large.
+    true_crit = float(critical_k_ref(0.004 * 5, 0.9, method="exact"))  # lr 5e-3
+    res = stability_from_posterior(
+        path, learning_rate=5e-3, momentum=0.9, momentum_convention="ema", k_ref=1
+    )
+    v = res.values
+    assert res.passed is True and v["p_unstable_exact"] < 0.1
+    assert v["critical_k_ref_exact_lo"] <= true_crit <= v["critical_k_ref_exact_hi"]
+    assert abs(np.log(v["gain_median"] / 0.02)) < 0.1  # the curvature is recovered to 10%
+    assert res.values["model"] == "sim"
+    # A far larger step is unstable with high posterior probability.
+    big = stability_from_posterior(
+        m, learning_rate=0.5, momentum=0.9, momentum_convention="ema", k_ref=4
+    )
+    assert big.passed is False and big.values["p_unstable_exact"] > 0.9
+
+
+def test_phase_diagram_marks_the_fitted_runs_as_stable(fitted, tmp_path):
+    m, path = fitted
+    res = phase_diagram(m, momentum=0.9, momentum_convention="ema", k_refs=range(0, 9))
+    assert res.passed is True  # every fitted run was stable
+    assert np.asarray(res.values["p_unstable_exact"]).shape == (40, 9)
+    out = tmp_path / "phase.png"
+    assert main(["phase-diagram", str(path), "-o", str(out), "--k-ref-max", "8", "--json"]) == 0
+    assert out.stat().st_size > 10_000
+
+
+def test_stability_cli_posterior_mode(fitted, capsys):
+    _, path = fitted
+    code = main(
+        [
+            "stability",
+            "--posterior",
+            str(path),
+            "--lr",
+            "5e-3",
+            "--momentum",
+            "0.9",
+            "--convention",
+            "ema",
+            "--k-ref",
+            "1",
+            "--json",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "stability" and out["values"]["p_unstable_exact"] < 0.1
+
+
+def test_ppc_per_g_on_a_correctly_specified_fit(fitted):
+    m, _ = fitted
+    bands, acf, var = ppc_checks(m)
+    assert set(bands.table.index.get_level_values("G")) == {4.0, 16.0}
+    assert bands.passed is True
+    assert var.table is not None and len(var.table) == 2
