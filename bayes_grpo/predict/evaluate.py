@@ -85,6 +85,7 @@ def evaluate_run(
     hdi_prob: float = HDI_PROB,
     seed: int = 0,
     n_draws: int = 1000,
+    likelihood: str = "state_space",
 ) -> list[dict[str, object]]:
     """Score forecasts of one run ``(t, y)`` from each prefix fraction (rows of the table).
 
@@ -109,7 +110,14 @@ def evaluate_run(
         start = time.perf_counter()
         try:
             ds = forecast_run(
-                tp, yp, tf, prior=prior, hdi_probs=(hdi_prob,), rng=seed, n_draws=n_draws
+                tp,
+                yp,
+                tf,
+                prior=prior,
+                hdi_probs=(hdi_prob,),
+                rng=seed,
+                n_draws=n_draws,
+                likelihood=likelihood,
             )
         except ForecastError as exc:
             row["error"] = str(exc)
@@ -117,7 +125,7 @@ def evaluate_run(
             continue
         row["seconds"] = time.perf_counter() - start
         lo, hi = forecast_band(ds, tf, kind="obs", hdi_prob=hdi_prob)
-        point = ds["mean_mean"].values
+        point = ds["point_forecast"].values
         row["coverage_obs"] = coverage(yf, lo, hi)
         row["pareto_k"] = float(ds.attrs["pareto_k"])
         preds = {
@@ -155,6 +163,7 @@ def evaluate_forecasts(
     hdi_prob: float = HDI_PROB,
     seed: int = 0,
     n_draws: int = 1000,
+    likelihood: str = "state_space",
     runs: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Evaluate prefix forecasts of every run of a run set.
@@ -195,6 +204,7 @@ def evaluate_forecasts(
             hdi_prob=hdi_prob,
             seed=seed + i,
             n_draws=n_draws,
+            likelihood=likelihood,
         ):
             row = {"run": run_id, "prior": prior.source if prior is not None else "default", **row}
             rows.append(row)

@@ -50,8 +50,12 @@ from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, summarise_draws
 
 #: Names of the five unconstrained parameters, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
+#: Observation models of the forecast.
+LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
 #: Pareto k above which the importance-sampling posterior is flagged unreliable.
 PARETO_K_WARN: float = 0.7
+#: Smallest prior sd of log sigma in a prior built from earlier runs (see prior_from_runs).
+RUN_PRIOR_LOG_SIGMA_SD: float = 0.5
 #: Degrees of freedom of the Student-t proposal.
 PROPOSAL_DF: float = 4.0
 #: Prior sd floor on each coordinate of u (keeps a too-confident population prior usable).
@@ -221,11 +225,15 @@ def prior_from_posterior(
     model: str | None = None,
     model_size: float | None = None,
     inflate: float = 1.0,
+    fallback: GaussianPrior | None = None,
 ) -> GaussianPrior:
     """Prior for a new run from a fitted hierarchical model (a model object or a saved file).
 
     Uses ``GRPODynamicsModel.coefficient_draws`` for the run's hyperparameters: for a model
-    already fitted that LLM's curvature posterior, for a new one the population level.
+    already fitted that LLM's curvature posterior, for a new one the population level. A
+    new LLM has no reward scale in the fit (plateau, R0 and noise are NaN): then the
+    dynamics (``log w0, log zeta``) come from the posterior and the reward-valued
+    coordinates from ``fallback`` (e.g. :func:`default_prior` of the run's prefix).
     """
     fitted = _load_model(posterior)
     draws = fitted.coefficient_draws(
@@ -250,9 +258,31 @@ def prior_from_posterior(
         flat["sigma"],
     )
     label = f"posterior {posterior if isinstance(posterior, str | os.PathLike) else type(posterior).__name__}"
-    return prior_from_draws(
-        u, source=f"{label} (model={model or 'new, population level'})", inflate=inflate
-    )
+    source = f"{label} (model={model or 'new, population level'})"
+    if not np.isfinite(flat["plateau"]).any():
+        if fallback is None:
+            raise ForecastError(
+                f"{source}: a new LLM has no reward scale in the fit; give a fallback prior for plateau, R0 and noise"
+            )
+
+        u = np.column_stack(
+            [
+                np.full(len(u), fallback.mean[0]),
+                np.full(len(u), fallback.mean[1]),
+                np.log(np.sqrt(flat["K_eff"] / flat["M_eff"])),
+                np.log(flat["C_eff"] / (2.0 * np.sqrt(flat["M_eff"] * flat["K_eff"]))),
+                np.full(len(u), fallback.mean[4]),
+            ]
+        )
+        dyn = prior_from_draws(u, source=source, inflate=inflate)
+        mean = fallback.mean.copy()
+        mean[2:4] = dyn.mean[2:4]
+        cov = fallback.cov.copy()
+        cov[2:4, :] = 0.0
+        cov[:, 2:4] = 0.0
+        cov[2:4, 2:4] = dyn.cov[2:4, 2:4]
+        return GaussianPrior(mean, cov, source=source + " dynamics; reward scale from the prefix")
+    return prior_from_draws(u, source=source, inflate=inflate)
 
 
 def prior_from_runs(
@@ -274,22 +304,50 @@ def prior_from_runs(
         ok = np.isfinite(t) & np.isfinite(y)
         if ok.sum() < 3:
             continue
-        post = fit_run(
-            t[ok], y[ok], default_prior(t[ok], y[ok], horizon=horizon), n_draws=10, n_proposal=200
-        )
-        modes.append(post.mode)
-        covs.append(post.cov)
+        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon)
+        modes.append(mode)
+        covs.append(cov)
     if len(modes) < 2:
         raise ForecastError(
             f"{source}: need at least 2 earlier runs with 3+ finite steps, got {len(modes)}"
         )
     modes_arr = np.array(modes)
-    spread = np.cov(modes_arr, rowvar=False)
+    cov = np.cov(modes_arr, rowvar=False) + np.mean(covs, axis=0)
+    # The runs are fitted with i.i.d. residuals, whose sd underestimates the total
+    # stationary sd when the run wanders (process noise is partly absorbed by the curve):
+    # keep the log-sigma prior at least RUN_PRIOR_LOG_SIGMA_SD wide so the data can raise it.
+    sd = np.sqrt(np.diag(cov))
+    widen = max(RUN_PRIOR_LOG_SIGMA_SD / sd[4], 1.0)
+    cov[4, :] *= widen
+    cov[:, 4] *= widen
     return GaussianPrior(
-        modes_arr.mean(axis=0),
-        spread + np.mean(covs, axis=0),
-        source=f"{source} ({len(modes)} runs, empirical Bayes)",
+        modes_arr.mean(axis=0), cov, source=f"{source} ({len(modes)} runs, empirical Bayes)"
     )
+
+
+_LAPLACE_CACHE: dict[tuple[bytes, bytes, float | None], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _laplace_fit_cached(
+    t: np.ndarray, y: np.ndarray, horizon: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mode and Laplace covariance of one complete run under the weak prior (memoised:
+    leave-one-out priors over a run set refit the same runs many times)."""
+    key = (t.tobytes(), y.tobytes(), horizon)
+    if key not in _LAPLACE_CACHE:
+        if len(_LAPLACE_CACHE) > 4096:
+            _LAPLACE_CACHE.clear()
+        post = fit_run(
+            t,
+            y,
+            default_prior(t, y, horizon=horizon),
+            n_draws=10,
+            n_proposal=200,
+            rng=0,
+            likelihood="iid",
+        )
+        _LAPLACE_CACHE[key] = (post.mode, post.cov)
+    return _LAPLACE_CACHE[key]
 
 
 def population_prior_for_run(
@@ -298,6 +356,9 @@ def population_prior_for_run(
     *,
     posterior: object | None = None,
     use_runs: bool = True,
+    prefix: tuple[np.ndarray, np.ndarray] | None = None,
+    horizon: float | None = None,
+    same_model_only: bool = False,
 ) -> tuple[GaussianPrior | None, str]:
     """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
 
@@ -305,6 +366,9 @@ def population_prior_for_run(
     hyperparameters, for its LLM if that LLM is in the fit, else for a new LLM. Otherwise,
     when ``use_runs``: :func:`prior_from_runs` on the other runs (those of the same LLM if
     there are at least two, else all others). Otherwise None (the weak default prior).
+    ``prefix`` (the run's observed ``(t, y)``) supplies the reward scale when the
+    posterior's LLM is new to the fit; ``horizon`` is the last step to be forecast.
+    ``same_model_only``: never pool runs of other LLMs (their reward scales may differ).
     """
     from bayes_grpo.runset import REWARD_VAR, run_coords
 
@@ -320,12 +384,22 @@ def population_prior_for_run(
         kw = {k: coords[k] for k in needed}
         kw["momentum_convention"] = str(coords["momentum_convention"])
         size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
+        fallback = None
+        if prefix is not None:
+            fallback = default_prior(prefix[0], prefix[1], horizon=horizon)
         try:
-            return prior_from_posterior(
-                posterior, model=str(coords["model"]) or None, model_size=size, **kw
-            ), ""
+            prior = prior_from_posterior(
+                posterior,
+                model=str(coords["model"]) or None,
+                model_size=size,
+                fallback=fallback,
+                **kw,
+            )
+            return prior, ""
         except (ValueError, KeyError) as exc:
-            prior = prior_from_posterior(posterior, model=None, model_size=size, **kw)
+            prior = prior_from_posterior(
+                posterior, model=None, model_size=size, fallback=fallback, **kw
+            )
             return (
                 prior,
                 f"LLM {coords['model']!r} not usable in the fit ({exc}); used the population level",
@@ -334,17 +408,16 @@ def population_prior_for_run(
         return None, ""
     others = [str(r) for r in runset["run"].values if str(r) != run_id]
     same = [r for r in others if str(runset["model"].sel(run=r).values) == coords["model"]]
-    chosen = same if len(same) >= 2 else others
+    chosen = same if (len(same) >= 2 or same_model_only) else others
     if len(chosen) < 2:
         return None, "fewer than 2 other runs: weak default prior"
     steps = runset["step"].values.astype(float)
     runs = [(steps, runset[REWARD_VAR].sel(run=r).values.astype(float)) for r in chosen]
-    horizon = float(steps.max())
     try:
         prior = prior_from_runs(
             runs,
             source=f"{len(chosen)} other runs" + (" of the same LLM" if chosen is same else ""),
-            horizon=horizon,
+            horizon=float(steps.max()) if horizon is None else horizon,
         )
     except ForecastError as exc:
         return None, f"run-based prior failed ({exc}); weak default prior"
@@ -378,6 +451,9 @@ class RunPosterior:
     n_obs: int
     log_post_mode: float
     warnings: list[str] = field(default_factory=list)
+    likelihood: str = "iid"
+    t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed steps
+    y: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed rewards
 
 
 def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -429,6 +505,7 @@ def fit_run(
     n_proposal: int = 4000,
     rng: np.random.Generator | int | None = 0,
     warm_start: np.ndarray | None = None,
+    likelihood: str = "state_space",
 ) -> RunPosterior:
     """Posterior of one run's ``u`` given observed ``(t, y)``: Laplace proposal + PSIS.
 
@@ -446,6 +523,10 @@ def fit_run(
         Generator or seed.
     warm_start
         Previous mode, tried as an extra optimiser start.
+    likelihood
+        ``"state_space"`` (default: SDE + measurement noise, Kalman filter; rows get a 6th
+        coordinate ``logit rho``, :mod:`bayes_grpo.predict.statespace`) or ``"iid"``
+        (independent Gaussian residuals around the mean trajectory).
     """
     import arviz as az
 
@@ -456,51 +537,48 @@ def fit_run(
     t, y = t[ok], y[ok]
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps with a finite reward, got {y.size}")
-    prec = np.linalg.inv(prior.cov)
+    if likelihood not in LIKELIHOODS:
+        raise ForecastError(f"unknown likelihood {likelihood!r}; expected one of {LIKELIHOODS}")
+    starts = _starts(prior, t, y, None if warm_start is None else np.asarray(warm_start)[:5])
+    _, span = _data_scale(y)
+    steps5 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3])
+    mean5, prec5 = prior.mean, np.linalg.inv(prior.cov)
+    mode, fun = _optimise(_log_lik, mean5, prec5, t, y, starts)
+    if likelihood == "iid":
+        mean, prec, loglik, steps = mean5, prec5, _log_lik, steps5
+    else:
+        from bayes_grpo.predict import statespace
 
-    def neg_log_post_rows(u: np.ndarray) -> np.ndarray:
-        d = np.atleast_2d(u) - prior.mean
-        val = -_log_lik(u, t, y) + 0.5 * np.einsum("ni,ij,nj->n", d, prec, d)
-        return np.where(np.isfinite(val), val, 1e300)
+        mean = np.append(mean5, 0.0)
+        prec = np.zeros((6, 6))
+        prec[:5, :5] = prec5
+        prec[5, 5] = 1.0 / statespace.RHO_PRIOR_SD**2
+        loglik = statespace.log_lik
+        steps = np.append(steps5, 1e-3)
+        ss_starts = [np.append(mode, 0.0), np.append(mode, -2.0), np.append(mean5, 0.0)]
+        if warm_start is not None and np.size(warm_start) == 6:
+            ss_starts.append(np.asarray(warm_start, dtype=float))
+        mode, fun = _optimise(loglik, mean, prec, t, y, ss_starts)
+    cov_prior = np.linalg.inv(prec)
 
     def neg_log_post(u: np.ndarray) -> float:
-        return float(neg_log_post_rows(u)[0])
+        d = u - mean
+        return float(-loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
 
-    eye = np.eye(5) * 1e-6
-
-    def value_and_grad(u: np.ndarray) -> tuple[float, np.ndarray]:
-        # one batched evaluation: the point and central differences in each coordinate
-        rows = np.vstack([u, u + eye, u - eye])
-        vals = neg_log_post_rows(rows)
-        return float(vals[0]), (vals[1:6] - vals[6:11]) / 2e-6
-
-    best = None
-    for s in _starts(prior, t, y, warm_start):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            res = optimize.minimize(
-                value_and_grad, s, jac=True, method="BFGS", options={"gtol": 1e-6, "maxiter": 400}
-            )
-        if best is None or res.fun < best.fun:
-            best = res
-    assert best is not None
-    mode = best.x
-    _, span = _data_scale(y)
-    hess = _numeric_hessian(
-        neg_log_post, mode, h=np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3])
-    )
+    hess = _numeric_hessian(neg_log_post, mode, h=steps)
     hess = (hess + hess.T) / 2
     evals, evecs = np.linalg.eigh(hess)
-    floor = 1.0 / np.max(np.diag(prior.cov))
+    floor = 1.0 / np.max(np.diag(cov_prior))
     evals = np.maximum(evals, floor * 1e-3)
     cov = (evecs / evals) @ evecs.T
     notes: list[str] = []
+    prior_dist = stats.multivariate_normal(mean, cov_prior)
     # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
     best_is = None
     for widen in (1.0, 2.0, 4.0):
         proposal = stats.multivariate_t(loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng)
         prop = np.atleast_2d(proposal.rvs(size=n_proposal))
-        logw = _log_lik(prop, t, y) + _log_prior(prop, prior) - proposal.logpdf(prop)
+        logw = loglik(prop, t, y) + prior_dist.logpdf(prop) - proposal.logpdf(prop)
         finite = np.isfinite(logw)
         if finite.sum() < 10:
             continue
@@ -534,9 +612,42 @@ def fit_run(
         pareto_k=k,
         ess=ess,
         n_obs=int(y.size),
-        log_post_mode=-float(best.fun),
+        log_post_mode=-float(fun),
         warnings=notes,
+        likelihood=likelihood,
+        t=t,
+        y=y,
     )
+
+
+def _optimise(
+    loglik, mean: np.ndarray, prec: np.ndarray, t: np.ndarray, y: np.ndarray, starts
+) -> tuple[np.ndarray, float]:
+    """Mode of ``loglik + Gaussian prior`` by BFGS from several starts (batched FD gradient)."""
+    dim = mean.size
+    eye = np.eye(dim) * 1e-6
+
+    def rows_value(u: np.ndarray) -> np.ndarray:
+        d = np.atleast_2d(u) - mean
+        val = -loglik(u, t, y) + 0.5 * np.einsum("ni,ij,nj->n", d, prec, d)
+        return np.where(np.isfinite(val), val, 1e300)
+
+    def value_and_grad(u: np.ndarray) -> tuple[float, np.ndarray]:
+        # one batched evaluation: the point and central differences in each coordinate
+        vals = rows_value(np.vstack([u, u + eye, u - eye]))
+        return float(vals[0]), (vals[1 : dim + 1] - vals[dim + 1 :]) / 2e-6
+
+    best = None
+    for s0 in starts:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            res = optimize.minimize(
+                value_and_grad, s0, jac=True, method="BFGS", options={"gtol": 1e-6, "maxiter": 400}
+            )
+        if best is None or res.fun < best.fun:
+            best = res
+    assert best is not None
+    return best.x, float(best.fun)
 
 
 def forecast_from_posterior(
@@ -555,6 +666,15 @@ def forecast_from_posterior(
     mean = mean_curve(u, steps)
     sigma = np.exp(u[:, 4:5])
     obs = mean + sigma * rng.standard_normal(mean.shape)
+    point = mean.copy()
+    if post.likelihood == "state_space" and post.t.size:
+        from bayes_grpo.predict import statespace
+
+        future = steps > post.t.max()
+        if future.any():
+            obs[:, future], point[:, future] = statespace.forecast_paths(
+                u, post.t, post.y, steps[future], rng
+            )
     w0, zeta = np.exp(u[:, 2]), np.exp(u[:, 3])
     params = {
         "plateau": u[:, 0],
@@ -563,7 +683,10 @@ def forecast_from_posterior(
         "zeta": zeta,
         "sigma": np.exp(u[:, 4]),
     }
+    if u.shape[1] == 6:
+        params["process_share"] = 1.0 / (1.0 + np.exp(-u[:, 5]))
     all_attrs = {
+        "likelihood": post.likelihood,
         "pareto_k": post.pareto_k,
         "ess": post.ess,
         "n_observed": post.n_obs,
@@ -582,6 +705,7 @@ def forecast_from_posterior(
         stop_threshold=stop_threshold,
         parameters=params,
         attrs=all_attrs,
+        point_draws=point,
     )
 
 
@@ -594,6 +718,7 @@ def forecast_run(
     hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
     stop_threshold: float | None = None,
     n_draws: int = 1000,
+    likelihood: str = "state_space",
     rng: np.random.Generator | int | None = 0,
     attrs: Mapping[str, object] | None = None,
 ) -> xr.Dataset:
@@ -608,7 +733,7 @@ def forecast_run(
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     if prior is None:
         prior = default_prior(t, y, horizon=float(horizon_steps.max()))
-    post = fit_run(t, y, prior, n_draws=n_draws, rng=rng)
+    post = fit_run(t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood)
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
@@ -641,8 +766,10 @@ class RunForecaster:
         stop_threshold: float | None = None,
         n_draws: int = 1000,
         seed: int = 0,
+        likelihood: str = "state_space",
     ) -> None:
         self.prior = prior
+        self.likelihood = likelihood
         self.horizon_steps = np.asarray(horizon_steps, dtype=float)
         self.hdi_probs = tuple(hdi_probs)
         self.stop_threshold = stop_threshold
@@ -675,6 +802,7 @@ class RunForecaster:
             n_draws=self.n_draws,
             rng=self.seed + len(self._t),
             warm_start=warm,
+            likelihood=self.likelihood,
         )
         self._prior_used = prior
         return self.posterior

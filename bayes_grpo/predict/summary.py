@@ -152,6 +152,7 @@ def summarise_draws(
     stop_threshold: float | None = None,
     parameters: Mapping[str, np.ndarray] | None = None,
     attrs: Mapping[str, object] | None = None,
+    point_draws: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -172,6 +173,10 @@ def summarise_draws(
         Optional ``{name: (n_draws,)}`` parameter draws stored under dim ``draw``.
     attrs
         Extra attributes (non-scalars are stored as JSON).
+    point_draws
+        Optional ``(n_draws, n_steps)`` conditional means of the logged reward (a forecast
+        that continues the run's own state); their mean is ``point_forecast``. Default: the
+        mean trajectory.
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -220,6 +225,12 @@ def summarise_draws(
             "time_to_fraction_reached": ("fraction", reached.mean(axis=1)),
             "regime_probability": ("regime", np.array([regimes[r] for r in REGIMES])),
             "expected_remaining_gain": (STEP_DIM, gain),
+            "point_forecast": (
+                STEP_DIM,
+                (
+                    mean_k if point_draws is None else np.asarray(point_draws, dtype=float)[keep]
+                ).mean(axis=0),
+            ),
         },
         coords={
             STEP_DIM: steps,

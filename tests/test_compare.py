@@ -1,0 +1,98 @@
+"""Law comparison: the four laws' curves, data preparation, and a small real PyMC comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_grpo.dynamics.coefficients import oscillator_coefficients
+from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
+from bayes_grpo.predict.compare import LAWS, _law_curve, law_applicable, prepare_runs
+from bayes_grpo.runset import make_runset
+
+
+def _runset(n_runs=2, n_steps=80, momentum=0.5, k_ref=4.0, a=0.01, noise=0.02, seed=0, known=True):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n_steps)
+    m, c, k = oscillator_coefficients(a, momentum, k_ref)
+    curves, meta = {}, {}
+    for i in range(n_runs):
+        mean = reward_trajectory(steps.astype(float), m, c, k, 0.8, 0.2)
+        curves[f"r{i}"] = pd.DataFrame(
+            {"reward": mean + noise * rng.standard_normal(n_steps)}, index=steps
+        )
+        meta[f"r{i}"] = {"momentum": momentum, "k_ref": k_ref} if known else {}
+    return make_runset(curves, meta)
+
+
+def test_each_law_draws_its_closed_form():
+    data = prepare_runs(_runset())
+    t = np.linspace(0, 79, 50)
+    runs = np.zeros(50, dtype=int)
+    p = {
+        "plateau": np.array([0.7, 0]),
+        "initial_reward": np.array([0.1, 0]),
+        "tau": np.array([20.0, 1]),
+        "rate": np.array([0.2, 1]),
+        "midpoint": np.array([30.0, 1]),
+        "w0": np.array([0.05, 1]),
+        "zeta": np.array([0.7, 1]),
+        "a": np.array([0.01, 1]),
+    }
+    np.testing.assert_allclose(
+        _law_curve("single_exp", t, p, data, runs), single_exponential(t, 0.7, 0.1, 20.0)
+    )
+    np.testing.assert_allclose(
+        _law_curve("logistic", t, p, data, runs), logistic(t, 0.7, 0.1, 0.2, 30.0)
+    )
+    np.testing.assert_allclose(
+        _law_curve("oscillator_phenomenological", t, p, data, runs),
+        reward_trajectory(t, 1.0, 0.07, 0.0025, 0.7, 0.1),
+    )
+    m, c, k = oscillator_coefficients(0.01, 0.5, 4.0)
+    np.testing.assert_allclose(
+        _law_curve("oscillator_mechanistic", t, p, data, runs),
+        reward_trajectory(t, m, c, k, 0.7, 0.1),
+    )
+
+
+def test_prepare_runs_standardises_and_truncates_for_leave_future_out():
+    ds = _runset(n_steps=100)
+    full = prepare_runs(ds)
+    train = prepare_runs(ds, upto_fraction=0.7)
+    assert full.obs_z.size == 200 and train.obs_z.size == 140
+    assert train.obs_t.max() == 69
+    np.testing.assert_allclose(
+        [full.obs_z[full.obs_run == i].mean() for i in range(2)], 0.0, atol=1e-12
+    )
+
+
+def test_mechanistic_law_needs_momentum_and_k_ref():
+    data = prepare_runs(_runset(known=False))
+    assert "momentum / k_ref unknown" in law_applicable("oscillator_mechanistic", data)
+    assert law_applicable("single_exp", data) is None
+    with pytest.raises(ValueError, match="fewer than 8"):
+        prepare_runs(_runset(n_steps=6))
+
+
+@pytest.mark.slow
+def test_oscillator_beats_single_exponential_on_a_slow_start_by_leave_future_out():
+    from bayes_grpo.predict.compare import compare_laws
+
+    ds = _runset(n_runs=2, n_steps=70, noise=0.015, seed=3)
+    res = compare_laws(
+        ds, laws=["oscillator_phenomenological", "single_exp"], draws=150, tune=150, chains=2
+    )
+    assert set(res.loo.index) == {"oscillator_phenomenological", "single_exp"}
+    assert "n_pareto_k_high" in res.loo
+    # the slow start is what a single exponential cannot draw: both LOO and LFO see it
+    assert res.loo.index[0] == "oscillator_phenomenological"
+    assert (
+        res.lfo.loc["oscillator_phenomenological", "lfo_elpd"]
+        > res.lfo.loc["single_exp", "lfo_elpd"]
+    )
+    assert res.per_run["r2"].between(0.8, 1.0).all()
+    d = res.to_check_result().to_dict()
+    assert d["values"]["lfo_winner"] == "oscillator_phenomenological"
+    assert set(LAWS) >= set(res.per_run["law"])
