@@ -43,13 +43,16 @@ SWEEP_EPILOG = """\
 "runs stop converging": the RMS deviation of the expected reward from p* over the last 10%
 of the steps exceeds 5% of the initial error and either grew by 1.5x since mid-run or
 exceeds 25% of the initial error; the empirical threshold is the first K_ref where more
-than half of the seeds have not converged. Predictions use the stiffness K measured
+than half of the seeds have not converged. The sweep runs without PPO clipping unless
+--clip-eps is given: the clip caps the unstable mode in a limit cycle of a few hundredths
+in reward, which this rule does not count as diverging. Predictions use the stiffness K measured
 independently (Jacobian of the exact expected update at p*): exact = first integer K_ref
 with spectral radius >= 1, closed form = first K_ref with C_eff = (1 - mu) - a K_ref <= 0.
 
 examples:
-  bayes-grpo sweep --k-ref 0:40 --seeds 32 --steps 3000 --lr 0.2 --momentum 0.5 --no-clip --png phase.png
-  bayes-grpo sweep --k-ref 0:30 --lr 0.1,0.15,0.2,0.3,0.4 --momentum 0.5 --no-clip --seeds 16 --png phase2d.png
+  bayes-grpo sweep --k-ref 0:40 --seeds 32 --steps 3000 --lr 0.2 --momentum 0.5 --png phase.png
+  bayes-grpo sweep --k-ref 0:30 --lr 0.1,0.15,0.2,0.3,0.4 --momentum 0.5 --seeds 16 --png phase2d.png
+  bayes-grpo sweep --k-ref 0:40 --lr 0.2 --momentum 0.5 --clip-eps 0.2   # the clip's limit cycle
   bayes-grpo sweep --k-ref 0:16 --seeds 64 --steps 800 --n-prompts 256 --lr 0.1 --momentum 0.5 --transition --json
 """
 
@@ -126,7 +129,18 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
     p.add_argument(
         "--p-init", type=float, default=None, help="initial success probability (default: --p-ref)"
     )
-    p.add_argument("--clip-eps", type=float, default=0.2, help="PPO clip range (default 0.2)")
+    p.add_argument(
+        "--clip-eps",
+        type=float,
+        default=0.2 if lists else math.inf,
+        help="PPO clip range (default "
+        + (
+            "0.2"
+            if lists
+            else "inf: no clipping, since the clip caps the unstable mode in a small limit cycle"
+        )
+        + ")",
+    )
     p.add_argument("--no-clip", action="store_true", help="no PPO clipping (clip range infinite)")
     p.add_argument(
         "--advantage", choices=("loo", "group", "batch", "none"), default="loo", help=ADVANTAGE_HELP
