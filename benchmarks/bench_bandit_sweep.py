@@ -8,7 +8,7 @@ per-run truth), the throughput in run-steps per second (runs x steps / time), an
 time of the sweep (the wall time it would take on an otherwise idle machine; the loop is
 single-threaded).
 Settings: G = 8, B = 16 prompts per step, eta = 0.1, mu = 0.5 heavy ball, advantage "loo",
-PPO clip 0.2 (the defaults of ``bayes-grpo sweep``).
+no PPO clip (the defaults of ``sweep_k_ref`` and ``bayes-grpo sweep``).
 """
 
 from __future__ import annotations
