@@ -91,16 +91,19 @@ def build_pymc_model(
     centres = prior_centres(data, config, parameterisation)
     by_group = invariance == "by_group"
     coords = {"run": data.run_ids, "model": data.models, "group": data.groups, "obs": np.arange(len(data.obs_y))}
-    mi = data.model_idx
-    gi = data.group_idx
     gos = float(config["group_offset_sigma"])
 
     with pm.Model(coords=coords) as model:
+        # Every data-derived array enters as pm.Data (a shared variable), so models of the
+        # same structure compile to the same C code whatever the data: PyTensor's module
+        # cache then makes refits (tests, calibration, CLI) cheap.
+        d = _data_containers(data, config, centres, parameterisation, likelihood)
+        mi, gi = d["model_idx"], d["group_idx"]
         # --- plateau and initial reward (standardised units) -------------------------
         z_p = pm.Normal("plateau_z", 0.0, 1.0, dims="model")
-        plateau_m = data.late + config["plateau"]["sigma"] * z_p
+        plateau_m = d["late"] + config["plateau"]["sigma"] * z_p
         z_r0 = pm.Normal("initial_reward_z", 0.0, 1.0, dims="model")
-        r0_m = data.early + config["initial_reward"]["sigma"] * z_r0
+        r0_m = d["early"] + config["initial_reward"]["sigma"] * z_r0
         tau_r0 = pm.HalfNormal("initial_reward_run_sd", config["initial_reward"]["run_sigma"])
         z_r0_run = pm.Normal("initial_reward_run_z", 0.0, 1.0, dims="run")
         plateau_run = plateau_m[mi]
@@ -112,18 +115,18 @@ def build_pymc_model(
             )
             plateau_run = plateau_run + off_p[gi]
             r0_run = r0_run + off_r[gi]
-        loc = data.loc[mi]
-        scale = data.scale[mi]
-        pm.Deterministic("plateau", data.loc + data.scale * plateau_m, dims="model")
-        pm.Deterministic("initial_reward_model", data.loc + data.scale * r0_m, dims="model")
+        loc = d["loc"][mi]
+        scale = d["scale"][mi]
+        pm.Deterministic("plateau", d["loc"] + d["scale"] * plateau_m, dims="model")
+        pm.Deterministic("initial_reward_model", d["loc"] + d["scale"] * r0_m, dims="model")
         pm.Deterministic("initial_reward", loc + scale * r0_run, dims="run")
         pm.Deterministic("plateau_run", loc + scale * plateau_run, dims="run")
 
         # --- dynamics --------------------------------------------------------------
         if parameterisation == "mechanistic":
-            mass, damp, k_eff = _mechanistic(data, config, centres, by_group, gos)
+            mass, damp, k_eff = _mechanistic(data, d, config, centres, by_group, gos)
         else:
-            mass, damp, k_eff = _phenomenological(data, config, centres, by_group, gos)
+            mass, damp, k_eff = _phenomenological(data, d, config, by_group, gos)
         pm.Deterministic("M_eff", mass, dims="run")
         pm.Deterministic("C_eff", damp, dims="run")
         pm.Deterministic("K_eff", k_eff, dims="run")
@@ -135,90 +138,139 @@ def build_pymc_model(
             alpha = pm.Deterministic("alpha", pt.as_tensor_variable(float(alpha_cfg["fixed"])))
         else:
             alpha = pm.Normal("alpha", alpha_cfg["mu"], alpha_cfg["sigma"])
-        g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
-        g_factor = (g_run / centres["g_ref"][mi]) ** (-alpha)  # (G_r / G_ref)^-alpha
+        g_factor = d["g_ratio"] ** (-alpha)  # (G_r / G_ref)^-alpha, 1 for unknown G
         log_sd = float(config["noise"]["log_sigma"])
         z_noise = pm.Normal("noise_z", 0.0, 1.0, dims="model")
         if likelihood == "iid":
-            sigma_ref = data.noise_guess * pt.exp(log_sd * z_noise)  # per-step sd at G_ref
-            d_m = sigma_ref**2 * centres["g_ref"] ** alpha
+            sigma_ref = d["noise_guess"] * pt.exp(log_sd * z_noise)  # per-step sd at G_ref
+            d_m = sigma_ref**2 * d["g_ref"] ** alpha
             sigma_run = sigma_ref[mi] * pt.sqrt(g_factor)
         else:
-            if parameterisation == "mechanistic":
-                c0 = np.array([np.median(1.0 - data.momentum[mi == m]) for m in range(data.n_models)])
-                k0 = centres["a0"]
-            else:
-                c0, k0 = 2.0 * centres["w0"], centres["w0"] ** 2
-            log_d0 = np.log(2.0 * data.noise_guess**2 * c0 * k0)
-            d_std = pt.exp(log_d0 + log_sd * z_noise)  # at G_ref
-            d_m = d_std * centres["g_ref"] ** alpha
+            d_std = pt.exp(d["log_d0"] + log_sd * z_noise)  # at G_ref
+            d_m = d_std * d["g_ref"] ** alpha
             q_run = d_std[mi] * g_factor
-            meas = pm.HalfNormal("measurement_sd_z", 1.0, dims="model") * (config["noise"]["measurement_sigma"] * data.noise_guess)
-            pm.Deterministic("measurement_sd", meas * data.scale, dims="model")
+            meas = pm.HalfNormal("measurement_sd_z", 1.0, dims="model") * (config["noise"]["measurement_sigma"] * d["noise_guess"])
+            pm.Deterministic("measurement_sd", meas * d["scale"], dims="model")
             stat_var = q_run / (2.0 * pt.abs(damp) * k_eff)
             sigma_run = pt.sqrt(stat_var + meas[mi] ** 2)
-        pm.Deterministic("noise_d", d_m * data.scale**2, dims="model")
+        pm.Deterministic("noise_d", d_m * d["scale"] ** 2, dims="model")
         pm.Deterministic("sigma", sigma_run * scale, dims="run")
 
         # --- likelihood ------------------------------------------------------------
         if likelihood == "iid":
-            r = data.obs_run
-            mu = reward_trajectory(data.obs_t, mass[r], damp[r], k_eff[r], plateau_run[r], r0_run[r])
-            raw = data.reward[data.obs_run, data.obs_step_idx]
-            pm.Normal("reward", mu=loc[r] + scale[r] * mu, sigma=scale[r] * sigma_run[r], observed=raw, dims="obs")
+            # Evaluate on the dense (run, step) grid by broadcasting (cheap gradients, no
+            # per-observation gathers), then pick the observed entries with one flat index.
+            col = lambda v: v[:, None]  # noqa: E731
+            mu = reward_trajectory(d["steps"][None, :], col(mass), col(damp), col(k_eff), col(plateau_run), col(r0_run))
+            mu_raw = col(loc) + col(scale) * mu
+            sd_raw = col(scale * sigma_run) + pt.zeros_like(mu)
+            flat = d["obs_flat"]
+            pm.Normal("reward", mu=mu_raw.flatten()[flat], sigma=sd_raw.flatten()[flat], observed=d["obs_reward"], dims="obs")
         else:
-            y = (data.reward - data.loc[mi][:, None]) / data.scale[mi][:, None]
-            mask = np.isfinite(y)
-            y_err = pt.as_tensor_variable(np.where(mask, y, 0.0)) - plateau_run[:, None]
-            ll = kalman_loglik(y_err, mask, data.steps, mass, damp, k_eff, q_run, meas[mi] ** 2, r0_run - plateau_run)
-            jacobian = -float(np.sum(np.log(data.scale[mi]) * mask.sum(axis=1)))
-            pm.Potential("reward_state_space", ll + jacobian)
+            y_err = d["y_std"] - plateau_run[:, None]
+            ll = kalman_loglik(
+                y_err, d["mask"], None, mass, damp, k_eff, q_run, meas[mi] ** 2, r0_run - plateau_run,
+                intervals=(d["dt_unique"], d["dt_index"]),
+            )
+            pm.Potential("reward_state_space", ll + d["jacobian"])
     model.bayes_grpo_centres = centres  # type: ignore[attr-defined]
     return model
 
 
-def _mechanistic(data, config, centres, by_group, gos):
+def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str, Any], parameterisation: str, likelihood: str) -> dict[str, Any]:
+    """``pm.Data`` for every data-derived array the graph uses (names prefixed ``data_``)."""
+    mi = data.model_idx
+    g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
+    arrays: dict[str, np.ndarray] = {
+        "model_idx": mi,
+        "group_idx": data.group_idx,
+        "late": data.late,
+        "early": data.early,
+        "loc": data.loc,
+        "scale": data.scale,
+        "noise_guess": data.noise_guess,
+        "g_ref": centres["g_ref"],
+        "g_ratio": g_run / centres["g_ref"][mi],
+        "steps": data.steps,
+    }
+    if parameterisation == "mechanistic":
+        arrays |= {
+            "eta_eff": data.eta_eff,
+            "momentum": data.momentum,
+            "k_ref": data.k_ref,
+            "log_k_centre": np.asarray(centres["log_k_centre"]),
+            "x_size": centres["x_size"],
+            "log_k_sd_scale": np.asarray(max(config["log_stiffness"]["between_models_sigma"], 2.0 * centres["log_k_spread"])),
+        }
+    else:
+        arrays["log_w0_guess"] = np.log(centres["w0"])
+    if likelihood == "iid":
+        arrays["obs_flat"] = data.obs_run * len(data.steps) + data.obs_step_idx
+        arrays["obs_reward"] = data.reward[data.obs_run, data.obs_step_idx]
+    else:
+        from bayes_grpo.model.kalman import grid_intervals
+
+        if parameterisation == "mechanistic":
+            c0 = np.array([np.median(1.0 - data.momentum[mi == m]) for m in range(data.n_models)])
+            k0 = centres["a0"]
+        else:
+            c0, k0 = 2.0 * centres["w0"], centres["w0"] ** 2
+        y = (data.reward - data.loc[mi][:, None]) / data.scale[mi][:, None]
+        mask = np.isfinite(y)
+        unique_dt, index = grid_intervals(data.steps)
+        arrays |= {
+            "log_d0": np.log(2.0 * data.noise_guess**2 * c0 * k0),
+            "y_std": np.where(mask, y, 0.0),
+            "mask": mask.astype(float),
+            "dt_unique": unique_dt,
+            "dt_index": index,
+            "jacobian": np.asarray(-float(np.sum(np.log(data.scale[mi]) * mask.sum(axis=1)))),
+        }
+    return {name: pm.Data(f"data_{name}", value) for name, value in arrays.items()}
+
+
+def _mechanistic(data, d, config, centres, by_group, gos):
     """Per-run ``(M, C, K_eff)`` from ``log K_m`` and each run's hyperparameters."""
     ls = config["log_stiffness"]
     delta = pm.Normal("log_stiffness_delta", 0.0, 1.0)
-    mean = pm.Deterministic("log_stiffness_mean", centres["log_k_centre"] + ls["mean_sigma"] * delta)
-    log_k = mean + pt.zeros(data.n_models)
+    mean = pm.Deterministic("log_stiffness_mean", d["log_k_centre"] + ls["mean_sigma"] * delta)
+    log_k = mean + pt.zeros_like(d["late"])
     if data.n_models > 1:
-        sd = pm.HalfNormal("log_stiffness_sd", max(ls["between_models_sigma"], 2.0 * centres["log_k_spread"]))
+        sd = pm.HalfNormal("log_stiffness_sd", d["log_k_sd_scale"])
         z = pm.Normal("log_stiffness_z", 0.0, 1.0, dims="model")
         log_k = log_k + sd * z
     if centres["use_size"]:
         se = config["size_exponent"]
         beta = pm.Normal("size_exponent", se["mu"], se["sigma"])
-        log_k = log_k + beta * centres["x_size"]
+        log_k = log_k + beta * d["x_size"]
     log_k = pm.Deterministic("log_stiffness", log_k, dims="model")
-    log_k_run = log_k[data.model_idx]
+    log_k_run = log_k[d["model_idx"]]
     if by_group:
         off_k = pm.Deterministic("group_offset_log_stiffness", gos * pm.Normal("group_offset_log_stiffness_z", 0, 1, dims="group"), dims="group")
-        log_k_run = log_k_run + off_k[data.group_idx]
-    a = pm.Deterministic("a", data.eta_eff * pt.exp(log_k_run), dims="run")
-    mass, damp, k_eff = oscillator_coefficients(a, data.momentum, data.k_ref)
+        log_k_run = log_k_run + off_k[d["group_idx"]]
+    a = pm.Deterministic("a", d["eta_eff"] * pt.exp(log_k_run), dims="run")
+    mass, damp, k_eff = oscillator_coefficients(a, d["momentum"], d["k_ref"])
     if by_group:
         off_c = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
-        damp = damp * pt.exp(off_c[data.group_idx])
+        damp = damp * pt.exp(off_c[d["group_idx"]])
     return mass, damp, k_eff
 
 
-def _phenomenological(data, config, centres, by_group, gos):
+def _phenomenological(data, d, config, by_group, gos):
     """Per-run ``(M = 1, C = 2 zeta w0, K_eff = w0^2)`` from free per-model ``zeta, w0``."""
     ts = config["time_scale"]
     dr = config["damping_ratio"]
-    log_w0 = np.log(centres["w0"]) + ts["log_sigma"] * pm.Normal("log_frequency_z", 0.0, 1.0, dims="model")
+    log_w0 = d["log_w0_guess"] + ts["log_sigma"] * pm.Normal("log_frequency_z", 0.0, 1.0, dims="model")
     log_zeta = dr["log_mu"] + dr["log_sigma"] * pm.Normal("log_damping_ratio_z", 0.0, 1.0, dims="model")
     pm.Deterministic("natural_frequency_model", pt.exp(log_w0), dims="model")
     pm.Deterministic("damping_ratio_model", pt.exp(log_zeta), dims="model")
-    log_w0_run = log_w0[data.model_idx]
-    log_zeta_run = log_zeta[data.model_idx]
+    log_w0_run = log_w0[d["model_idx"]]
+    log_zeta_run = log_zeta[d["model_idx"]]
     if by_group:
         off_w = pm.Deterministic("group_offset_log_frequency", gos * pm.Normal("group_offset_log_frequency_z", 0, 1, dims="group"), dims="group")
         off_z = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
-        log_w0_run = log_w0_run + off_w[data.group_idx]
-        log_zeta_run = log_zeta_run + off_z[data.group_idx]
+        log_w0_run = log_w0_run + off_w[d["group_idx"]]
+        log_zeta_run = log_zeta_run + off_z[d["group_idx"]]
     w0 = pt.exp(log_w0_run)
     k_eff = pm.Deterministic("a", w0**2, dims="run")
     mass = pt.ones_like(w0)

@@ -105,7 +105,7 @@ def grid_intervals(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique, index.astype(int)
 
 
-def kalman_loglik(y, mask, steps, mass, damping, k_eff, q, r, e0, *, per_run: bool = False):
+def kalman_loglik(y, mask, steps, mass, damping, k_eff, q, r, e0, *, per_run: bool = False, intervals=None):
     """Exact log-likelihood of the observed errors under the SDE + measurement noise.
 
     Parameters
@@ -114,7 +114,7 @@ def kalman_loglik(y, mask, steps, mass, damping, k_eff, q, r, e0, *, per_run: bo
         Observed ``reward - p*`` per run and step, shape ``(n_runs, n_steps)`` (any
         finite value where missing).
     mask
-        Shape ``(n_runs, n_steps)``, 1 where observed, 0 where missing (NumPy).
+        Shape ``(n_runs, n_steps)``, 1 where observed, 0 where missing.
     steps
         Optimizer steps of the grid, shape ``(n_steps,)``, increasing, >= 0 (NumPy).
     mass, damping, k_eff
@@ -127,18 +127,20 @@ def kalman_loglik(y, mask, steps, mass, damping, k_eff, q, r, e0, *, per_run: bo
         Per-run initial error ``R0 - p*``, shape ``(n_runs,)``.
     per_run
         Return the ``(n_runs,)`` vector instead of the total.
+    intervals
+        Optional ``(unique_dt, index)`` of :func:`grid_intervals` (NumPy or shared
+        variables); replaces ``steps`` (pass ``steps=None``).
 
     Returns
     -------
     PyTensor scalar (or vector): the Gaussian log-density of the observed entries.
     """
-    mask = np.asarray(mask, dtype=float)
-    unique_dt, index = grid_intervals(steps)
-    dt = pt.as_tensor_variable(unique_dt[:, None])
+    unique_dt, index = grid_intervals(steps) if intervals is None else intervals
+    dt = pt.as_tensor_variable(unique_dt)[:, None]
     f11, f12, f21, f22 = transition(dt, mass, damping, k_eff)
     q11, q12, q22 = process_noise(dt, mass, damping, k_eff, q)
     idx = pt.as_tensor_variable(index)
-    seqs = [pt.as_tensor_variable(y).T, pt.as_tensor_variable(mask.T)] + [
+    seqs = [pt.as_tensor_variable(y).T, pt.as_tensor_variable(mask).astype("float64").T] + [
         m[idx] for m in (f11, f12, f21, f22, q11, q12, q22)
     ]
     r = pt.as_tensor_variable(r)

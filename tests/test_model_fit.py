@@ -1,0 +1,150 @@
+"""The hierarchical model samples, recovers known truth, checks convergence, and round-trips to disk.
+
+Small but real sampling (chains=2, cores=1); one fitted model is shared by the session.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bayes_grpo.dynamics.simulate import runset_truth, simulate_sde_runset
+from bayes_grpo.model import GRPODynamicsModel
+from bayes_grpo.model.core import ATTR_PREFIX
+
+TRUE_K = 400.0
+SAMPLING = dict(draws=300, tune=400, chains=2, cores=1, random_seed=3, progressbar=False)
+
+
+def _sim(random_seed=11, **kw):
+    spec = {"m": {"stiffness": TRUE_K, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12, "model_size": 1e9}}
+    args = dict(
+        models=spec,
+        group_sizes=(4, 16),
+        learning_rates=(1e-4, 2e-4),
+        momentum=0.9,
+        convention="ema",
+        n_seeds=1,
+        n_steps=160,
+        measurement_sd=0.08,
+        measurement_g_exponent=1.0,
+        random_seed=random_seed,
+    )
+    args.update(kw)
+    return simulate_sde_runset(**args)
+
+
+@pytest.fixture(scope="session")
+def sim_runset() -> xr.Dataset:
+    return _sim(ragged=0.2, missing_frac=0.05)
+
+
+@pytest.fixture(scope="session")
+def fitted(sim_runset) -> GRPODynamicsModel:
+    model = GRPODynamicsModel(model_config={"alpha": {"fixed": 1.0}})
+    model.fit(sim_runset, **SAMPLING)
+    return model
+
+
+def _inside(draws: np.ndarray, value: float, prob: float = 0.98) -> bool:
+    lo, hi = np.quantile(np.ravel(draws), [(1 - prob) / 2, (1 + prob) / 2])
+    return bool(lo <= value <= hi)
+
+
+@pytest.mark.slow
+def test_posterior_recovers_true_plateau_gain_and_noise(fitted, sim_runset):
+    truth = runset_truth(sim_runset)
+    post = fitted.idata.posterior
+    assert _inside(post["plateau"].sel(model="m").values, truth["models"]["m"]["plateau"])
+    for run, tr in truth["runs"].items():
+        assert _inside(post["a"].sel(run=run).values, tr["a"]), run
+        assert _inside(post["zeta"].sel(run=run).values, tr["zeta"]), run
+        assert _inside(post["sigma"].sel(run=run).values, tr["measurement_sd"]), run
+
+
+@pytest.mark.slow
+def test_every_fit_reports_convergence_with_advice(fitted):
+    check = fitted.convergence()
+    assert check.name == "convergence"
+    assert {"max_r_hat", "min_ess_bulk", "divergences", "max_treedepth_hits", "min_bfmi", "advice"} <= set(check.values)
+    assert check.values["max_r_hat"] < 1.05
+    assert check.passed == (not check.values["advice"])
+
+
+@pytest.mark.slow
+def test_run_summary_reports_three_r2_figures_per_run(fitted, sim_runset):
+    frame = fitted.run_summary()
+    assert list(frame.index) == [str(r) for r in sim_runset.run.values]
+    assert {"p_star", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"} <= set(frame.columns)
+    assert (frame["r2_smoothed"] > 0.95).all()
+    assert (frame["r2_raw"] <= frame["r2_smoothed"] + 1e-9).all()
+
+
+@pytest.mark.slow
+def test_saved_fit_loads_without_refitting_and_refuses_altered_files(fitted, tmp_path):
+    path = fitted.save(tmp_path / "fit.nc")
+    loaded = GRPODynamicsModel.load(path)
+    assert loaded.id == fitted.id
+    for group in ("posterior", "sample_stats", "observed_data", "constant_data", "fit_data"):
+        assert hasattr(loaded.idata, group), group
+    np.testing.assert_array_equal(loaded.idata.posterior["a"].values, fitted.idata.posterior["a"].values)
+    xr.testing.assert_allclose(loaded.coefficient_draws(learning_rate=1e-4, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=4),
+                               fitted.coefficient_draws(learning_rate=1e-4, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=4))
+    # an altered configuration no longer matches the stored hash
+    idata = loaded.idata
+    cfg = json.loads(idata.posterior.attrs[ATTR_PREFIX + "model_config"])
+    cfg["plateau"]["sigma"] = 99.0
+    idata.posterior.attrs[ATTR_PREFIX + "model_config"] = json.dumps(cfg)
+    idata.to_netcdf(str(tmp_path / "altered.nc"), engine="h5netcdf")
+    with pytest.raises(ValueError, match="hash"):
+        GRPODynamicsModel.load(tmp_path / "altered.nc")
+    idata.posterior.attrs[ATTR_PREFIX + "model_config"] = json.dumps(json.loads(fitted.idata.posterior.attrs[ATTR_PREFIX + "model_config"]))
+    idata.posterior.attrs[ATTR_PREFIX + "package_version"] = "0.0.1"
+    idata.to_netcdf(str(tmp_path / "old.nc"), engine="h5netcdf")
+    with pytest.raises(ValueError, match="version"):
+        GRPODynamicsModel.load(tmp_path / "old.nc")
+
+
+@pytest.mark.slow
+def test_coefficients_for_a_new_setting_follow_the_mechanistic_formulas(fitted):
+    c = fitted.coefficient_draws(learning_rate=3e-4, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=8)
+    assert c["a"].dims == ("chain", "draw")
+    k = np.exp(fitted.idata.posterior["log_stiffness"].sel(model="m").values)
+    a = 3e-4 * 0.1 * k
+    np.testing.assert_allclose(c["a"].values, a)
+    np.testing.assert_allclose(c["M_eff"].values, 0.95 + a * 4 / 2)
+    np.testing.assert_allclose(c["C_eff"].values, 0.1 - a * 2)
+    # noise scales as D / G^alpha with alpha fixed to 1 here
+    c16 = fitted.coefficient_draws(learning_rate=3e-4, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=32)
+    np.testing.assert_allclose(c16["sigma"].values, c["sigma"].values / 2.0)
+    traj = fitted.trajectory_draws(np.arange(0, 50), learning_rate=3e-4, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=8)
+    assert traj.dims == ("chain", "draw", "step") and traj.shape[-1] == 50
+    np.testing.assert_allclose(traj.isel(step=0).values, c["initial_reward"].values)
+    pred = fitted.predict(np.arange(0, 50), learning_rate=3e-4, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=8)
+    assert set(pred.data_vars) == {"reward_mean", "reward"}
+
+
+def test_by_group_model_has_per_model_and_g_offsets(sim_runset):
+    model = GRPODynamicsModel(invariance="by_group")
+    pm_model = model.build_model(sim_runset)
+    names = {v.name for v in pm_model.deterministics}
+    assert {"group_offset_plateau", "group_offset_initial_reward", "group_offset_log_stiffness", "group_offset_log_damping"} <= names
+    assert pm_model.coords["group"] == ("m|G=4", "m|G=16")
+    assert np.isfinite(pm_model.compile_logp()(pm_model.initial_point()))
+
+
+def test_phenomenological_and_state_space_models_build_with_finite_density(sim_runset):
+    for kw in ({"parameterisation": "phenomenological"}, {"likelihood": "state-space"}):
+        model = GRPODynamicsModel(**kw)
+        pm_model = model.build_model(sim_runset)
+        assert np.isfinite(pm_model.compile_logp()(pm_model.initial_point())), kw
+
+
+def test_unknown_settings_are_rejected():
+    with pytest.raises(ValueError, match="parameterisation"):
+        GRPODynamicsModel(parameterisation="free")
+    with pytest.raises(ValueError, match="likelihood"):
+        GRPODynamicsModel(likelihood="student")
