@@ -90,7 +90,9 @@ def test_bayes_factor_of_g_invariance_matches_the_exact_value_at_every_prior_wid
         if row["sd_in_support"]:
             assert row["log_bf01_sd"] == pytest.approx(exact, abs=0.3)
         assert row["n_offsets"] == 2
-    if shift == 0.0:  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
+    if (
+        shift == 0.0
+    ):  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
         assert table["log_bf01_smc"].iloc[-1] > table["log_bf01_smc"].iloc[0]
     exact1 = _exact_log_bf01(ds, 0.5)
     if abs(exact1) > np.log(3) + 0.3:
@@ -114,3 +116,31 @@ def test_verdict_words():
     assert invariance.invariance_verdict(0.2, 0.1, True)[0] is None
     passed, words = invariance.invariance_verdict(3.0, -3.0, True)
     assert passed is None and "disagree" in words
+
+
+def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, capsys):
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(_runset(0.0, seed=4), tmp_path / "runs.nc")
+    args = [
+        "invariance",
+        str(path),
+        "--smc-draws",
+        "300",
+        "--smc-chains",
+        "2",
+        "--prior-scales",
+        "1",
+    ]
+    assert main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "g_invariance"
+    assert {"log_bf01_smc", "log_bf01_sd", "verdict"} <= set(out["values"])
+    assert len(out["table"]) == 1
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "log BF01" in text and "Savage" in text
+    assert main(["invariance", str(tmp_path / "missing.nc")]) == 2
