@@ -212,31 +212,33 @@ def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> 
 
 
 def _posterior_signals(draws: dict[str, np.ndarray], cfg: InstabilityConfig, common: CommonConfig) -> list[dict[str, Any]]:
+    """Negative damping and oscillation from posterior draws; ``value`` is a posterior probability
+    (no interval of its own: ``lower``/``upper`` NaN) and the draws' median and interval are kept
+    under ``C_eff`` / ``zeta``."""
     out = []
     prob = common.interval_prob
+    nan = float("nan")
     if "C_eff" in draws:
         c = np.asarray(draws["C_eff"], dtype=float).ravel()
         p_neg = float(np.mean(c < 0))
-        lo, hi = interval(c, prob)
         out.append(
             {
                 "signal": "negative damping",
                 "metric": "posterior C_eff",
                 "statistic": "P(C_eff < 0)",
                 "value": p_neg,
-                "lower": lo,
-                "upper": hi,
+                "lower": nan,
+                "upper": nan,
                 "threshold": cfg.prob_threshold,
                 "detected": bool(p_neg >= cfg.prob_threshold),
                 "onset_step": None,
                 "source": "posterior",
-                "median": float(np.median(c)),
+                "C_eff": {"median": float(np.median(c)), "interval": list(interval(c, prob))},
             }
         )
     if "zeta" in draws:
         z = np.asarray(draws["zeta"], dtype=float).ravel()
         p_osc = float(np.mean(z < cfg.zeta_threshold))
-        lo, hi = interval(z, prob)
         overshoot = float(np.median(relative_overshoot(z)))
         out.append(
             {
@@ -244,14 +246,14 @@ def _posterior_signals(draws: dict[str, np.ndarray], cfg: InstabilityConfig, com
                 "metric": "posterior zeta",
                 "statistic": f"P(zeta < {cfg.zeta_threshold})",
                 "value": p_osc,
-                "lower": lo,
-                "upper": hi,
+                "lower": nan,
+                "upper": nan,
                 "threshold": cfg.prob_threshold,
                 "overshoot": overshoot,
                 "detected": bool(p_osc >= cfg.prob_threshold and overshoot >= cfg.min_overshoot),
                 "onset_step": None,
                 "source": "posterior",
-                "median": float(np.median(z)),
+                "zeta": {"median": float(np.median(z)), "interval": list(interval(z, prob))},
             }
         )
     return out
@@ -338,7 +340,9 @@ def instability(
         summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (f", from step {onset_step:.0f}." if onset_step is not None else ".")
     else:
         summary = "not detected: " + "; ".join(
-            f"{s['signal']} {s['statistic']} {s['value']:.3g} [{s['lower']:.3g}, {s['upper']:.3g}]"
+            f"{s['signal']} {s['statistic']} {s['value']:.3g}"
+            + (f" [{s['lower']:.3g}, {s['upper']:.3g}]" if np.isfinite(s["lower"]) else "")
+            + (f" (posterior median {s[k]['median']:.3g} [{s[k]['interval'][0]:.3g}, {s[k]['interval'][1]:.3g}])" if (k := {"negative damping": "C_eff", "reward oscillation": "zeta"}.get(s["signal"])) in s else "")
             + (f" (oscillation not credible: {', '.join(s['not_credible_because'])})" if s.get("not_credible_because") else "")
             for s in signals
         ) + "."
