@@ -34,7 +34,15 @@ from bayes_grpo.diagnostics.cases import BANDIT_CASES, CASES, bandit_case, simul
 def _rows(ds, expected: frozenset[str], case: str, config: DiagnosticsConfig) -> list[dict]:
     out = []
     for r in diagnose(ds, config=config):
-        out.append({"case": case, "run": r.values["run"], "mode": r.name, "expected": r.name in expected, "verdict": None if r.passed is None else (not r.passed)})
+        out.append(
+            {
+                "case": case,
+                "run": r.values["run"],
+                "mode": r.name,
+                "expected": r.name in expected,
+                "verdict": None if r.passed is None else (not r.passed),
+            }
+        )
     return out
 
 
@@ -43,10 +51,17 @@ def run(seeds: int, steps: int, bandit: bool, n_boot: int) -> pd.DataFrame:
     rows: list[dict] = []
     for case, expected in CASES.items():
         for s in range(seeds):
-            rows += _rows(simulated_case(case, seed=1000 + s, n_steps=steps), expected, case, config)
+            rows += _rows(
+                simulated_case(case, seed=1000 + s, n_steps=steps), expected, case, config
+            )
     if bandit:
         for case, (_, expected) in BANDIT_CASES.items():
-            rows += _rows(bandit_case(case, seeds=seeds, seed=2000, steps=max(steps, 300)), expected, case, config)
+            rows += _rows(
+                bandit_case(case, seeds=seeds, seed=2000, steps=max(steps, 300)),
+                expected,
+                case,
+                config,
+            )
     data = Path(__file__).resolve().parents[1] / "data"
     for path in sorted(data.glob("**/*.nc")) if data.is_dir() else []:
         from bayes_grpo.runset.core import load_runset
@@ -84,7 +99,9 @@ def rates(frame: pd.DataFrame) -> dict[str, float]:
     pos, neg = a[a["expected"]], a[~a["expected"]]
     return {
         "sensitivity": float(pos["verdict"].astype(bool).mean()) if len(pos) else float("nan"),
-        "false_positive_rate": float(neg["verdict"].astype(bool).mean()) if len(neg) else float("nan"),
+        "false_positive_rate": float(neg["verdict"].astype(bool).mean())
+        if len(neg)
+        else float("nan"),
         "n_expected": int(len(pos)),
         "n_not_expected": int(len(neg)),
         "n_not_assessable": int(frame["verdict"].isna().sum()),
@@ -92,13 +109,28 @@ def rates(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=5, help="seeds per case (default 5)")
-    parser.add_argument("--steps", type=int, default=200, help="optimizer steps of the simulated cases (default 200; bandit at least 300)")
-    parser.add_argument("--n-boot", type=int, default=100, help="bootstrap replicates per result (default 100)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=200,
+        help="optimizer steps of the simulated cases (default 200; bandit at least 300)",
+    )
+    parser.add_argument(
+        "--n-boot", type=int, default=100, help="bootstrap replicates per result (default 100)"
+    )
     parser.add_argument("--no-bandit", action="store_true", help="skip the softmax-bandit cases")
-    parser.add_argument("--json", metavar="PATH", help="also write the per-run verdicts and the table as JSON")
-    parser.add_argument("--trl-data", default=str(Path(__file__).resolve().parents[1] / "data" / "tiny"), help="folder of TRL runs to diagnose as well (no expectations); '' to skip")
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write the per-run verdicts and the table as JSON"
+    )
+    parser.add_argument(
+        "--trl-data",
+        default=str(Path(__file__).resolve().parents[1] / "data" / "tiny"),
+        help="folder of TRL runs to diagnose as well (no expectations); '' to skip",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     frame = run(args.seeds, args.steps, not args.no_bandit, args.n_boot)
@@ -111,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         from bayes_grpo.diagnostics import verdict_matrix
         from bayes_grpo.runset.ingest import load_runs
 
-        trl = diagnose(load_runs(args.trl_data), config=DiagnosticsConfig.from_mapping({"common": {"figures": False, "n_boot": args.n_boot}}))
+        trl = diagnose(
+            load_runs(args.trl_data),
+            config=DiagnosticsConfig.from_mapping(
+                {"common": {"figures": False, "n_boot": args.n_boot}}
+            ),
+        )
         print(f"\nproject TRL runs in {args.trl_data} (no built-in expectation):")
         with pd.option_context("display.width", 200, "display.max_columns", 10):
             print(verdict_matrix(trl).to_string())
@@ -119,7 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from bayes_grpo._io import write_text_atomic
 
-        payload = {"table": table.reset_index().rename(columns={"index": "case"}).to_dict(orient="records"), "summary": summary, "runs": frame.replace({np.nan: None}).to_dict(orient="records")}
+        payload = {
+            "table": table.reset_index()
+            .rename(columns={"index": "case"})
+            .to_dict(orient="records"),
+            "summary": summary,
+            "runs": frame.replace({np.nan: None}).to_dict(orient="records"),
+        }
         write_text_atomic(args.json, json.dumps(payload, indent=2, default=str))
     return 0
 

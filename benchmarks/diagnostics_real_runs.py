@@ -32,8 +32,12 @@ def group_sizes(sources: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--real-runs", default=str(Path(__file__).resolve().parents[2] / "shared" / "real_runs"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--real-runs", default=str(Path(__file__).resolve().parents[2] / "shared" / "real_runs")
+    )
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     from bayes_grpo.runset.ingest import load_runs
@@ -43,10 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     g = group_sizes(root / "sources.json")
     ds = ds.assign_coords(group_size=("run", [g.get(str(r), np.nan) for r in ds["run"].values]))
     results = diagnose(ds, config=DiagnosticsConfig.from_mapping({"common": {"figures": False}}))
-    with pd.option_context("display.width", 220, "display.max_columns", 10, "display.max_rows", 200):
+    with pd.option_context(
+        "display.width", 220, "display.max_columns", 10, "display.max_rows", 200
+    ):
         print(verdict_matrix(results).to_string())
         print()
-        print(diagnosis_table(results)[["verdict", "onset_step", "strength", "lower", "upper"]].round(3).to_string())
+        print(
+            diagnosis_table(results)[["verdict", "onset_step", "strength", "lower", "upper"]]
+            .round(3)
+            .to_string()
+        )
     print()
     for r in results:
         print(f"[{r.name}] {r.summary}")

@@ -48,7 +48,9 @@ def test_binomial_zero_spread_and_mean_std_match_simulated_groups(p, G):
 def test_share_derived_from_reward_std_equals_binomial_share_for_homogeneous_prompts():
     p = np.array([0.2, 0.5, 0.8, 0.95])
     G = 8
-    assert np.allclose(zero_spread_from_std(binomial_mean_std(p, G), p, G), binomial_zero_spread(p, G), atol=1e-12)
+    assert np.allclose(
+        zero_spread_from_std(binomial_mean_std(p, G), p, G), binomial_zero_spread(p, G), atol=1e-12
+    )
     assert np.all(zero_spread_from_std(np.zeros(4), p, G) == 1.0)
 
 
@@ -108,7 +110,9 @@ def test_instability_growth_of_side_quantities_detected_with_onset_after_its_sta
 
 @pytest.mark.parametrize("case", ["healthy", "policy_concentration", "advantage_degeneracy"])
 def test_side_quantity_signals_quiet_on_runs_without_instability(case):
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}, "instability": {"fit_oscillation": False}})
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 40, "figures": False}, "instability": {"fit_oscillation": False}}
+    )
     res = _one(case, "instability", config=cfg)
     assert res.passed is True, res.summary
 
@@ -119,7 +123,9 @@ def test_degeneracy_not_flagged_on_runs_with_signal(case):
 
 
 def test_missing_metrics_give_not_assessable_never_a_silent_pass():
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}})
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}
+    )
     results = diagnose(simulated_case("healthy_reward_only"), config=cfg)
     assert [r.name for r in results] == list(MODES)
     for r in results:
@@ -132,8 +138,12 @@ def test_missing_metrics_give_not_assessable_never_a_silent_pass():
 
 def test_too_short_run_is_not_assessable():
     ds = simulated_case("healthy", n_steps=8)
-    cfg = DiagnosticsConfig.from_mapping({"common": {"figures": False}, "instability": {"fit_oscillation": False}})
-    for r in diagnose(ds, config=cfg, modes=["advantage_degeneracy", "instability", "policy_concentration"]):
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"figures": False}, "instability": {"fit_oscillation": False}}
+    )
+    for r in diagnose(
+        ds, config=cfg, modes=["advantage_degeneracy", "instability", "policy_concentration"]
+    ):
         assert r.passed is None
 
 
@@ -141,7 +151,14 @@ def test_too_short_run_is_not_assessable():
 
 
 def test_thresholds_configurable_and_change_the_verdict():
-    strict = DiagnosticsConfig.from_assignments(["degeneracy.flag_fraction=0.97", "degeneracy.min_duration_fraction=0.9", "common.n_boot=20", "common.figures=false"])
+    strict = DiagnosticsConfig.from_assignments(
+        [
+            "degeneracy.flag_fraction=0.97",
+            "degeneracy.min_duration_fraction=0.9",
+            "common.n_boot=20",
+            "common.figures=false",
+        ]
+    )
     assert strict.degeneracy.flag_fraction == 0.97 and strict.common.figures is False
     assert _one("advantage_degeneracy", "advantage_degeneracy", config=strict).passed is True
 
@@ -176,7 +193,9 @@ def test_results_reproducible_from_seed():
 def test_posterior_negative_damping_detected_and_positive_damping_not():
     ds = simulated_case("healthy")
     rng = np.random.default_rng(0)
-    unstable = {"healthy": {"C_eff": rng.normal(-0.3, 0.1, 400), "zeta": rng.normal(-0.2, 0.05, 400)}}
+    unstable = {
+        "healthy": {"C_eff": rng.normal(-0.3, 0.1, 400), "zeta": rng.normal(-0.2, 0.05, 400)}
+    }
     stable = {"healthy": {"C_eff": rng.normal(0.9, 0.05, 400), "zeta": rng.normal(2.0, 0.2, 400)}}
     cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}})
     (bad,) = diagnose(ds, config=cfg, posterior=unstable, modes=["instability"])
@@ -190,7 +209,9 @@ def test_posterior_negative_damping_detected_and_positive_damping_not():
 
 def test_plateau_draws_give_expected_zero_spread_at_plateau():
     frame = run_table(simulated_case("advantage_degeneracy"), "advantage_degeneracy")
-    res = advantage_degeneracy(frame, run_id="x", group_size=8, plateau_draws=np.full(100, 0.97), common=FAST.common)
+    res = advantage_degeneracy(
+        frame, run_id="x", group_size=8, plateau_draws=np.full(100, 0.97), common=FAST.common
+    )
     at = res.values["evidence"]["expected_share_at_plateau"]
     assert at["value"] == pytest.approx(binomial_zero_spread(0.97, 8))
 
@@ -205,8 +226,14 @@ def test_instability_function_reports_not_assessable_with_nothing_to_look_at():
 def test_figures_are_drawn_when_asked():
     import matplotlib.pyplot as plt
 
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": True}, "instability": {"fit_oscillation": False}})
-    results = diagnose(simulated_case("instability_growth"), config=cfg, modes=["advantage_degeneracy", "instability"])
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 10, "figures": True}, "instability": {"fit_oscillation": False}}
+    )
+    results = diagnose(
+        simulated_case("instability_growth"),
+        config=cfg,
+        modes=["advantage_degeneracy", "instability"],
+    )
     for r in results:
         assert len(r.figures) == 1
         assert r.figures_as_png()
@@ -215,9 +242,22 @@ def test_figures_are_drawn_when_asked():
 
 
 def test_verdict_matrix_lists_every_case_and_mode():
-    assert set(CASES) >= {"healthy", "reward_hacking", "advantage_degeneracy", "policy_concentration", "instability_growth", "instability_oscillation"}
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}, "instability": {"fit_oscillation": False}})
-    res = diagnose(simulated_case("advantage_degeneracy"), config=cfg, modes=["advantage_degeneracy", "instability"])
+    assert set(CASES) >= {
+        "healthy",
+        "reward_hacking",
+        "advantage_degeneracy",
+        "policy_concentration",
+        "instability_growth",
+        "instability_oscillation",
+    }
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 10, "figures": False}, "instability": {"fit_oscillation": False}}
+    )
+    res = diagnose(
+        simulated_case("advantage_degeneracy"),
+        config=cfg,
+        modes=["advantage_degeneracy", "instability"],
+    )
     m = verdict_matrix(res)
     assert m.loc["advantage_degeneracy", "advantage_degeneracy"] == "detected"
     assert m.loc["advantage_degeneracy", "instability"] == "-"
@@ -290,15 +330,28 @@ def test_reward_oscillation_not_flagged_on_overdamped_run():
 # --- softmax-bandit runs: known instability, anchor and task difficulty ------------------------
 
 
-@pytest.mark.parametrize("case", ["bandit_healthy", "bandit_large_lr", "bandit_large_k_ref", "bandit_tiny_anchor", "bandit_easy_task"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "bandit_healthy",
+        "bandit_large_lr",
+        "bandit_large_k_ref",
+        "bandit_tiny_anchor",
+        "bandit_easy_task",
+    ],
+)
 def test_bandit_runs_show_exactly_the_modes_they_are_built_for(case):
     from bayes_grpo.diagnostics.cases import BANDIT_CASES, bandit_case
 
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 30, "figures": False}, "instability": {"fit_oscillation": False}})
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 30, "figures": False}, "instability": {"fit_oscillation": False}}
+    )
     results = diagnose(bandit_case(case, seeds=1, seed=7), config=cfg)
     detected = {r.name for r in results if r.passed is False}
     assert detected == set(BANDIT_CASES[case][1]), [r.summary for r in results]
-    assert next(r for r in results if r.name == "reward_hacking").passed is None  # no evaluation reward
+    assert (
+        next(r for r in results if r.name == "reward_hacking").passed is None
+    )  # no evaluation reward
 
 
 class _FakeFit:
@@ -313,11 +366,19 @@ class _FakeFit:
 
         self.calls.append(kwargs)
         if kwargs["learning_rate"] is None:
-            raise ValueError("the mechanistic model needs ['learning_rate'] to give coefficients for a setting")
+            raise ValueError(
+                "the mechanistic model needs ['learning_rate'] to give coefficients for a setting"
+            )
         rng = np.random.default_rng(0)
         c, z, p = self.values
         dims = ("chain", "draw")
-        return xr.Dataset({"C_eff": (dims, rng.normal(c, 0.05, (2, 200))), "zeta": (dims, rng.normal(z, 0.05, (2, 200))), "plateau": (dims, rng.normal(p, 0.01, (2, 200)))})
+        return xr.Dataset(
+            {
+                "C_eff": (dims, rng.normal(c, 0.05, (2, 200))),
+                "zeta": (dims, rng.normal(z, 0.05, (2, 200))),
+                "plateau": (dims, rng.normal(p, 0.01, (2, 200))),
+            }
+        )
 
 
 def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
@@ -328,7 +389,11 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
     cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
     (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
     call = fake.calls[0]
-    assert call["learning_rate"] == pytest.approx(0.1) and call["k_ref"] == 1 and call["group_size"] == 8
+    assert (
+        call["learning_rate"] == pytest.approx(0.1)
+        and call["k_ref"] == 1
+        and call["group_size"] == 8
+    )
     assert call["momentum_convention"] == "heavy_ball"
     assert res.passed is False and "at the run's hyperparameters" in res.values["posterior"]
     # a run without the hyperparameters the model needs falls back to the least-squares fit, and says so

@@ -15,14 +15,29 @@ from bayes_grpo.runset import concat_runsets, save_runset
 
 @pytest.fixture(scope="module")
 def runset_path(tmp_path_factory):
-    ds = concat_runsets([simulated_case("advantage_degeneracy", seed=3), simulated_case("healthy_reward_only", seed=4)])
+    ds = concat_runsets(
+        [
+            simulated_case("advantage_degeneracy", seed=3),
+            simulated_case("healthy_reward_only", seed=4),
+        ]
+    )
     path = tmp_path_factory.mktemp("diag") / "runs.nc"
     save_runset(ds, path)
     return path
 
 
 def test_cli_json_matches_python_api(runset_path, capsys):
-    args = ["diagnose", str(runset_path), "--json", "--mode", "advantage_degeneracy", "--set", "common.n_boot=20", "--set", "instability.fit_oscillation=false"]
+    args = [
+        "diagnose",
+        str(runset_path),
+        "--json",
+        "--mode",
+        "advantage_degeneracy",
+        "--set",
+        "common.n_boot=20",
+        "--set",
+        "instability.fit_oscillation=false",
+    ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["common"]["n_boot"] == 20
@@ -33,13 +48,32 @@ def test_cli_json_matches_python_api(runset_path, capsys):
     from bayes_grpo.runset import load_runset
 
     cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}})
-    (api,) = diagnose(load_runset(runset_path), run="advantage_degeneracy", config=cfg, modes=["advantage_degeneracy"])
-    assert api.values["strength"]["value"] == pytest.approx(by_run["advantage_degeneracy"]["values"]["strength"]["value"])
+    (api,) = diagnose(
+        load_runset(runset_path),
+        run="advantage_degeneracy",
+        config=cfg,
+        modes=["advantage_degeneracy"],
+    )
+    assert api.values["strength"]["value"] == pytest.approx(
+        by_run["advantage_degeneracy"]["values"]["strength"]["value"]
+    )
 
 
 def test_cli_table_one_run_and_figures(runset_path, tmp_path, capsys):
     figs = tmp_path / "figs"
-    args = ["diagnose", str(runset_path), "--run", "advantage_degeneracy", "--mode", "advantage_degeneracy", "--figures", str(figs), "--set", "common.n_boot=10", "--verbose"]
+    args = [
+        "diagnose",
+        str(runset_path),
+        "--run",
+        "advantage_degeneracy",
+        "--mode",
+        "advantage_degeneracy",
+        "--figures",
+        str(figs),
+        "--set",
+        "common.n_boot=10",
+        "--verbose",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "detected" in out and "healthy_reward_only" not in out
@@ -59,7 +93,14 @@ def test_cli_help_lists_every_mode(capsys):
     with pytest.raises(SystemExit):
         main(["diagnose", "--help"])
     text = capsys.readouterr().out
-    for mode in ("reward_hacking", "advantage_degeneracy", "policy_concentration", "instability", "--posterior", "--json"):
+    for mode in (
+        "reward_hacking",
+        "advantage_degeneracy",
+        "policy_concentration",
+        "instability",
+        "--posterior",
+        "--json",
+    ):
         assert mode in text
 
 
@@ -68,10 +109,19 @@ def test_real_logs_diagnosed_without_silent_passes(real_runs_dir):
     """Every real run gets a verdict or a reason; a TRL run whose groups are mostly all-correct is flagged."""
     from bayes_grpo.runset.ingest import load_runs
 
-    files = [real_runs_dir / "csv" / f"{name}.csv" for name in ("sun_q25_7bi_g4_vanilla_s42", "alex_q25_0.5b_wordle_g4_run2", "duruoli_llama3.1_8b_quantqa_g4")]
+    files = [
+        real_runs_dir / "csv" / f"{name}.csv"
+        for name in (
+            "sun_q25_7bi_g4_vanilla_s42",
+            "alex_q25_0.5b_wordle_g4_run2",
+            "duruoli_llama3.1_8b_quantqa_g4",
+        )
+    ]
     ds = load_runs(files)
     # the oscillator fit (about a second per run) is exercised on simulated runs; skipped here
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}})
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}
+    )
     results = diagnose(ds, config=cfg)
     assert len(results) == 4 * ds.sizes["run"]
     for r in results:
@@ -86,16 +136,26 @@ def test_real_logs_diagnosed_without_silent_passes(real_runs_dir):
     assert all(by[(run, "reward_hacking")].passed is None for run in map(str, ds["run"].values))
     # the duruoli log has no entropy: concentration is not assessable there
     assert by[("duruoli_llama3.1_8b_quantqa_g4", "policy_concentration")].passed is None
-    assert np.isfinite(by[("alex_q25_0.5b_wordle_g4_run2", "advantage_degeneracy")].values["evidence"]["final_share"])
+    assert np.isfinite(
+        by[("alex_q25_0.5b_wordle_g4_run2", "advantage_degeneracy")].values["evidence"][
+            "final_share"
+        ]
+    )
 
 
 def test_results_render_in_the_html_report(tmp_path):
     from bayes_grpo.report.build import write_report
 
     ds = simulated_case("advantage_degeneracy", seed=1)
-    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10}, "instability": {"fit_oscillation": False}})
-    results = diagnose(ds, config=cfg, modes=["advantage_degeneracy", "reward_hacking", "instability"])
-    html = write_report(tmp_path / "r.html", runset=ds, diagnostics=results).read_text(encoding="utf-8")
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 10}, "instability": {"fit_oscillation": False}}
+    )
+    results = diagnose(
+        ds, config=cfg, modes=["advantage_degeneracy", "reward_hacking", "instability"]
+    )
+    html = write_report(tmp_path / "r.html", runset=ds, diagnostics=results).read_text(
+        encoding="utf-8"
+    )
     assert "advantage degeneracy: advantage_degeneracy" in html
     assert "not detected" in html and "detected" in html
     assert html.count("data:image/png;base64") >= 3  # overview + one evidence figure per result

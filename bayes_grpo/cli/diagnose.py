@@ -36,13 +36,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("runset", help="run-set netCDF file (bayes-grpo ingest output)")
-    p.add_argument("--run", action="append", metavar="ID", help="only this run (repeatable); default: all runs")
-    p.add_argument("--mode", action="append", metavar="MODE", help="only this mode (repeatable): reward_hacking, advantage_degeneracy, policy_concentration, instability")
-    p.add_argument("--posterior", metavar="PATH", help="fitted model (bayes-grpo fit output, netCDF): its draws give the strength intervals of oscillation / damping and the plateau")
-    p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", dest="assignments", help="override one threshold, e.g. degeneracy.flag_fraction=0.6 (repeatable)")
-    p.add_argument("--config", metavar="FILE", help="JSON file {section: {field: value}} of threshold overrides (applied before --set)")
-    p.add_argument("--figures", metavar="DIR", help="write each result's evidence figure as PNG into DIR")
-    p.add_argument("--verbose", action="store_true", help="print each result's sentence under the table")
+    p.add_argument(
+        "--run", action="append", metavar="ID", help="only this run (repeatable); default: all runs"
+    )
+    p.add_argument(
+        "--mode",
+        action="append",
+        metavar="MODE",
+        help="only this mode (repeatable): reward_hacking, advantage_degeneracy, policy_concentration, instability",
+    )
+    p.add_argument(
+        "--posterior",
+        metavar="PATH",
+        help="fitted model (bayes-grpo fit output, netCDF): its draws give the strength intervals of oscillation / damping and the plateau",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.FIELD=VALUE",
+        dest="assignments",
+        help="override one threshold, e.g. degeneracy.flag_fraction=0.6 (repeatable)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="JSON file {section: {field: value}} of threshold overrides (applied before --set)",
+    )
+    p.add_argument(
+        "--figures", metavar="DIR", help="write each result's evidence figure as PNG into DIR"
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print each result's sentence under the table"
+    )
     add_json_flag(p)
     p.set_defaults(func=_run)
 
@@ -85,13 +110,27 @@ def _run(args: argparse.Namespace) -> int:
         for r in results:
             for fig in r.figures.values():
                 name = f"{r.values['run']}__{r.name}.png".replace("/", "_")
-                write_atomic(out / name, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+                write_atomic(
+                    out / name,
+                    lambda tmp, fig=fig: fig.savefig(
+                        tmp, format="png", dpi=110, bbox_inches="tight"
+                    ),
+                )
                 plt.close(fig)
     if args.json:
-        print_json({"runset": str(args.runset), "config": config.to_dict(), "results": [r.to_dict() for r in results]})
+        print_json(
+            {
+                "runset": str(args.runset),
+                "config": config.to_dict(),
+                "results": [r.to_dict() for r in results],
+            }
+        )
         return 0
     table = diagnosis_table(results)
-    print_table(table, title=f"failure-mode diagnostics of {args.runset} ({table.index.get_level_values('run').nunique()} runs)")
+    print_table(
+        table,
+        title=f"failure-mode diagnostics of {args.runset} ({table.index.get_level_values('run').nunique()} runs)",
+    )
     if args.verbose:
         print()
         for r in results:

@@ -24,10 +24,19 @@ import numpy as np
 
 from bayes_grpo.dynamics.trajectory import reward_trajectory, single_exponential
 
-_FIT_ERRORS = (RuntimeError, ValueError, FloatingPointError, KeyError, AttributeError, np.linalg.LinAlgError)
+_FIT_ERRORS = (
+    RuntimeError,
+    ValueError,
+    FloatingPointError,
+    KeyError,
+    AttributeError,
+    np.linalg.LinAlgError,
+)
 
 
-def laplace_sd(curve: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, residuals: np.ndarray) -> np.ndarray:
+def laplace_sd(
+    curve: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, residuals: np.ndarray
+) -> np.ndarray:
     """Standard deviations of the fitting parameters ``theta`` (Gauss-Newton, see module doc).
 
     Parameters
@@ -75,7 +84,11 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
         p = res.params
         theta = np.array([p["plateau"], p["initial_reward"], np.log(p["tau"])])
         fitted = np.asarray(res.fitted, dtype=float)
-        sd = laplace_sd(lambda th: np.asarray(single_exponential(t, th[0], th[1], np.exp(th[2]))), theta, y - fitted)
+        sd = laplace_sd(
+            lambda th: np.asarray(single_exponential(t, th[0], th[1], np.exp(th[2]))),
+            theta,
+            y - fitted,
+        )
     except _FIT_ERRORS:
         return None
     out = {

@@ -33,10 +33,14 @@ def load_posterior(posterior: Any) -> Any:
         return GRPODynamicsModel.load(path)
     if hasattr(posterior, "coefficient_draws"):
         return posterior
-    raise ValueError(f"posterior must be a path, a fitted GRPODynamicsModel or a mapping of draws; got {type(posterior).__name__}")
+    raise ValueError(
+        f"posterior must be a path, a fitted GRPODynamicsModel or a mapping of draws; got {type(posterior).__name__}"
+    )
 
 
-def run_draws(posterior: Any, run_id: str, coords: Mapping[str, Any]) -> tuple[dict[str, np.ndarray] | None, str]:
+def run_draws(
+    posterior: Any, run_id: str, coords: Mapping[str, Any]
+) -> tuple[dict[str, np.ndarray] | None, str]:
     """Draws of :data:`POSTERIOR_VARS` for one run, and a note saying where they came from or why not.
 
     Parameters
@@ -53,7 +57,9 @@ def run_draws(posterior: Any, run_id: str, coords: Mapping[str, Any]) -> tuple[d
     if isinstance(posterior, Mapping):
         if run_id not in posterior:
             return None, f"posterior mapping has no draws for run {run_id!r}"
-        return _finite_draws({k: v for k, v in posterior[run_id].items() if k in POSTERIOR_VARS}), "given draws"
+        return _finite_draws(
+            {k: v for k, v in posterior[run_id].items() if k in POSTERIOR_VARS}
+        ), "given draws"
 
     def known(name: str) -> float | None:
         value = float(coords.get(name, np.nan))

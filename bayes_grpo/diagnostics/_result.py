@@ -24,9 +24,24 @@ MODE_TITLES: dict[str, str] = {
 }
 
 
-def strength(name: str, value: float, lower: float = float("nan"), upper: float = float("nan"), *, prob: float, source: str) -> dict[str, Any]:
+def strength(
+    name: str,
+    value: float,
+    lower: float = float("nan"),
+    upper: float = float("nan"),
+    *,
+    prob: float,
+    source: str,
+) -> dict[str, Any]:
     """A strength with its interval; ``source`` is "posterior", "bootstrap" or "estimate"."""
-    return {"name": name, "value": float(value), "lower": float(lower), "upper": float(upper), "interval_prob": float(prob), "source": source}
+    return {
+        "name": name,
+        "value": float(value),
+        "lower": float(lower),
+        "upper": float(upper),
+        "interval_prob": float(prob),
+        "source": source,
+    }
 
 
 def not_assessable(mode: str, run_id: str, reason: str) -> CheckResult:

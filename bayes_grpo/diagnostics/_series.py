@@ -25,7 +25,9 @@ class Series:
         return int(self.values.size)
 
 
-def find_series(frame: pd.DataFrame, candidates: Sequence[str], *, min_points: int = 1) -> Series | None:
+def find_series(
+    frame: pd.DataFrame, candidates: Sequence[str], *, min_points: int = 1
+) -> Series | None:
     """The first of ``candidates`` that ``frame`` has with at least ``min_points`` finite values.
 
     Parameters
@@ -154,7 +156,12 @@ def interval(samples: np.ndarray, prob: float, centre: float | None = None) -> t
 
 def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
     """Centred moving mean over ``window`` points (shrinking at the edges)."""
-    return pd.Series(np.asarray(values, dtype=float)).rolling(window, center=True, min_periods=1).mean().to_numpy()
+    return (
+        pd.Series(np.asarray(values, dtype=float))
+        .rolling(window, center=True, min_periods=1)
+        .mean()
+        .to_numpy()
+    )
 
 
 def block_resample(residuals: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:

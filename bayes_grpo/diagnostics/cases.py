@@ -56,17 +56,23 @@ class _Curve:
 
     def __call__(self, t: np.ndarray, n_steps: int) -> np.ndarray:
         w0 = 1.0 / (self.rise_fraction * n_steps)
-        return np.asarray(reward_trajectory(t, 1.0, 2.0 * self.zeta * w0, w0**2, self.plateau, self.r0))
+        return np.asarray(
+            reward_trajectory(t, 1.0, 2.0 * self.zeta * w0, w0**2, self.plateau, self.r0)
+        )
 
 
-def group_logs(p: np.ndarray, group_size: int, n_prompts: int, heterogeneity: float, rng: np.random.Generator) -> pd.DataFrame:
+def group_logs(
+    p: np.ndarray, group_size: int, n_prompts: int, heterogeneity: float, rng: np.random.Generator
+) -> pd.DataFrame:
     """TRL-style per-step group statistics for mean success probabilities ``p`` (n,).
 
     Returns a frame with ``reward``, ``reward_std`` (mean within-group std, ddof 1) and
     ``frac_reward_zero_std`` (share of groups whose rewards are all equal).
     """
     p = np.clip(np.asarray(p, dtype=float), 1e-3, 1 - 1e-3)
-    q = rng.beta(p[:, None] * heterogeneity, (1 - p[:, None]) * heterogeneity, size=(p.size, n_prompts))
+    q = rng.beta(
+        p[:, None] * heterogeneity, (1 - p[:, None]) * heterogeneity, size=(p.size, n_prompts)
+    )
     k = rng.binomial(group_size, q)
     std = np.sqrt(k * (group_size - k) / (group_size * (group_size - 1)))
     return pd.DataFrame(
@@ -78,7 +84,15 @@ def group_logs(p: np.ndarray, group_size: int, n_prompts: int, heterogeneity: fl
     )
 
 
-def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: int = 8, n_prompts: int = 16, eval_every: int = 10) -> xr.Dataset:
+def simulated_case(
+    name: str,
+    *,
+    seed: int = 0,
+    n_steps: int = 200,
+    group_size: int = 8,
+    n_prompts: int = 16,
+    eval_every: int = 10,
+) -> xr.Dataset:
     """One simulated run built to show the modes in ``CASES[name]`` (run id = ``name``).
 
     Parameters
@@ -120,7 +134,9 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
     if name.startswith("reward_hacking"):
         t0 = 0.35
         hack = np.clip((x - t0) / (1 - t0), 0, None)
-        gain, drop = (0.3, 0.1) if name == "reward_hacking" else (0.12, 0.0)  # mild: train +0.12, eval flat
+        gain, drop = (
+            (0.3, 0.1) if name == "reward_hacking" else (0.12, 0.0)
+        )  # mild: train +0.12, eval flat
         p_train = np.clip(p_true + gain * hack, 0, 0.99)
         eval_mean = 0.9 * p_true - drop * hack
     logs = group_logs(p_train, group_size, n_prompts, heterogeneity, rng)
@@ -133,7 +149,9 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
     if name == "policy_concentration":
         entropy = 1.2 * (0.08 + 0.92 * np.exp(-x / 0.07))
     elif name == "policy_concentration_mild":
-        entropy = 1.2 * (0.35 + 0.65 * np.exp(-x / 0.12))  # loses 50% by ~15% of the run, ends at 35%
+        entropy = 1.2 * (
+            0.35 + 0.65 * np.exp(-x / 0.12)
+        )  # loses 50% by ~15% of the run, ends at 35%
     else:
         entropy = 1.2 * (1 - 0.35 * np.clip(progress, 0, 1))
     logs["entropy"] = noisy(entropy, 0.04)
@@ -153,20 +171,42 @@ def simulated_case(name: str, *, seed: int = 0, n_steps: int = 200, group_size: 
     logs["importance_ratio_max"] = noisy(ratio_max, 0.1)
     eval_steps = t[::eval_every].astype(int)
     logs["eval_reward"] = np.nan
-    logs.loc[eval_steps, "eval_reward"] = rng.binomial(256, np.clip(eval_mean[eval_steps], 0, 1)) / 256
+    logs.loc[eval_steps, "eval_reward"] = (
+        rng.binomial(256, np.clip(eval_mean[eval_steps], 0, 1)) / 256
+    )
     if name == "healthy_reward_only":
         logs = logs[["reward"]]
     if name == "advantage_degeneracy_from_std":
         logs = logs.drop(columns=["frac_reward_zero_std"])
-    meta = {name: {"group_size": group_size, "seed": seed, "source": "synthetic:bayes_grpo.diagnostics.cases", "model": "synthetic"}}
-    return make_runset({name: logs}, meta, attrs={"truth": {"case": name, "modes": sorted(CASES[name]), "zeta": curve.zeta, "plateau": curve.plateau}})
+    meta = {
+        name: {
+            "group_size": group_size,
+            "seed": seed,
+            "source": "synthetic:bayes_grpo.diagnostics.cases",
+            "model": "synthetic",
+        }
+    }
+    return make_runset(
+        {name: logs},
+        meta,
+        attrs={
+            "truth": {
+                "case": name,
+                "modes": sorted(CASES[name]),
+                "zeta": curve.zeta,
+                "plateau": curve.plateau,
+            }
+        },
+    )
 
 
 def all_cases(*, seed: int = 0, **kwargs) -> xr.Dataset:
     """Every case of :data:`CASES` in one run set (run ids = case names)."""
     from bayes_grpo.runset.core import concat_runsets
 
-    return concat_runsets([simulated_case(name, seed=seed + i, **kwargs) for i, name in enumerate(CASES)])
+    return concat_runsets(
+        [simulated_case(name, seed=seed + i, **kwargs) for i, name in enumerate(CASES)]
+    )
 
 
 #: Softmax-bandit cases (``bayes_grpo.bandit.simulate_bandit``, two arms, G = 8, 16 prompts,
@@ -177,10 +217,22 @@ def all_cases(*, seed: int = 0, **kwargs) -> xr.Dataset:
 BANDIT_CASES: dict[str, tuple[dict, frozenset[str]]] = {
     "bandit_healthy": ({"learning_rate": 0.1, "k_ref": 1, "beta": 1.0}, frozenset()),
     "bandit_healthy_lag": ({"learning_rate": 0.1, "k_ref": 8, "beta": 1.0}, frozenset()),
-    "bandit_large_lr": ({"learning_rate": 6.0, "k_ref": 1, "beta": 1.0}, frozenset({"instability"})),  # a = 1.5 > a* = 1
-    "bandit_large_k_ref": ({"learning_rate": 1.0, "k_ref": 8, "beta": 1.0}, frozenset({"instability"})),  # C_eff = 1 - 0.25 * 8 < 0
-    "bandit_tiny_anchor": ({"learning_rate": 0.1, "k_ref": 1, "beta": 0.01}, frozenset({"policy_concentration", "advantage_degeneracy"})),
-    "bandit_easy_task": ({"learning_rate": 0.1, "k_ref": 1, "beta": 1.0, "p_ref": 0.9, "p_init": 0.9}, frozenset({"advantage_degeneracy"})),
+    "bandit_large_lr": (
+        {"learning_rate": 6.0, "k_ref": 1, "beta": 1.0},
+        frozenset({"instability"}),
+    ),  # a = 1.5 > a* = 1
+    "bandit_large_k_ref": (
+        {"learning_rate": 1.0, "k_ref": 8, "beta": 1.0},
+        frozenset({"instability"}),
+    ),  # C_eff = 1 - 0.25 * 8 < 0
+    "bandit_tiny_anchor": (
+        {"learning_rate": 0.1, "k_ref": 1, "beta": 0.01},
+        frozenset({"policy_concentration", "advantage_degeneracy"}),
+    ),
+    "bandit_easy_task": (
+        {"learning_rate": 0.1, "k_ref": 1, "beta": 1.0, "p_ref": 0.9, "p_init": 0.9},
+        frozenset({"advantage_degeneracy"}),
+    ),
 }
 
 
@@ -194,6 +246,10 @@ def bandit_case(name: str, *, seeds: int = 1, seed: int = 0, steps: int = 300) -
     from bayes_grpo.bandit import simulate_bandit
 
     settings, _ = BANDIT_CASES[name]
-    ds = simulate_bandit(seeds=seeds, steps=steps, seed=seed, group_size=8, n_prompts=16, **settings)
+    ds = simulate_bandit(
+        seeds=seeds, steps=steps, seed=seed, group_size=8, n_prompts=16, **settings
+    )
     ds = ds.drop_vars("expected_reward", errors="ignore")
-    return ds.assign_coords(run=np.array([f"{name}/seed{i}" for i in range(ds.sizes["run"])], dtype=object))
+    return ds.assign_coords(
+        run=np.array([f"{name}/seed{i}" for i in range(ds.sizes["run"])], dtype=object)
+    )

@@ -60,7 +60,9 @@ def reward_progress(reward: np.ndarray, start_level: float, plateau: float) -> n
     return (np.asarray(reward, dtype=float) - start_level) / rise
 
 
-def _evaluate(steps, entropy_s, reward_s, plateau, start_mask, cfg: ConcentrationConfig, sustain: float) -> dict[str, Any]:
+def _evaluate(
+    steps, entropy_s, reward_s, plateau, start_mask, cfg: ConcentrationConfig, sustain: float
+) -> dict[str, Any]:
     """Onset, progress at onset and entropy drop at the progress threshold, for smoothed curves."""
     h0 = float(np.median(entropy_s[start_mask]))
     r0 = float(np.median(reward_s[start_mask]))
@@ -79,7 +81,9 @@ def _evaluate(steps, entropy_s, reward_s, plateau, start_mask, cfg: Concentratio
         "threshold_reached": bool(reached.size),
         "final_drop": float(drop[-1]),
         "final_progress": float(phi[-1]),
-        "premature": bool(onset is not None and np.isfinite(plateau) and phi[onset] < cfg.progress_threshold),
+        "premature": bool(
+            onset is not None and np.isfinite(plateau) and phi[onset] < cfg.progress_threshold
+        ),
         "collapse": bool(drop[-1] >= 1.0 - cfg.collapse_fraction),
         "drop": drop,
         "phi": phi,
@@ -118,8 +122,16 @@ def policy_concentration(
     common = common or CommonConfig()
     ent = find_series(frame, config.entropy_metrics, min_points=common.min_points)
     if ent is None:
-        return not_assessable(MODE, run_id, f"no entropy metric ({', '.join(config.entropy_metrics)}) with >= {common.min_points} points")
-    rew = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+        return not_assessable(
+            MODE,
+            run_id,
+            f"no entropy metric ({', '.join(config.entropy_metrics)}) with >= {common.min_points} points",
+        )
+    rew = (
+        finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
+        if "reward" in frame
+        else None
+    )
     if rew is None or len(rew) < common.min_points:
         return not_assessable(MODE, run_id, f"fewer than {common.min_points} reward points")
     steps = ent.steps
@@ -127,7 +139,9 @@ def policy_concentration(
     ok = np.isfinite(reward)
     steps, entropy, reward = steps[ok], ent.values[ok], reward[ok]
     if steps.size < common.min_points:
-        return not_assessable(MODE, run_id, f"fewer than {common.min_points} steps with both reward and {ent.name}")
+        return not_assessable(
+            MODE, run_id, f"fewer than {common.min_points} steps with both reward and {ent.name}"
+        )
     if np.any(entropy < 0):
         return not_assessable(MODE, run_id, f"{ent.name} has negative values; not an entropy")
 
@@ -141,19 +155,37 @@ def policy_concentration(
     else:
         fit = _fits.fit_saturation(rew.steps, rew.values)
         if fit is None and trend_flag:
-            return not_assessable(MODE, run_id, "the reward has a trend but its saturation law could not be fitted (no plateau)")
+            return not_assessable(
+                MODE,
+                run_id,
+                "the reward has a trend but its saturation law could not be fitted (no plateau)",
+            )
         plateau = fit["plateau"] if fit is not None else float("nan")
         # replicates of the plateau from the fit's Gauss-Newton approximation
-        plateau_samples = rng.normal(plateau, fit["plateau_sd"], common.n_boot) if fit is not None and np.isfinite(fit["plateau_sd"]) else None
+        plateau_samples = (
+            rng.normal(plateau, fit["plateau_sd"], common.n_boot)
+            if fit is not None and np.isfinite(fit["plateau_sd"])
+            else None
+        )
         plateau_source = "single-exponential fit"
     if not trend_flag:
         plateau_source += " (reward has no trend beyond noise: no plateau to progress to; only a collapse is judged)"
 
     e_s = smooth(entropy, common.smooth_fraction)
     r_s = smooth(reward, common.smooth_fraction)
-    point = _evaluate(steps, e_s, r_s, plateau if trend_flag else float("nan"), start_mask, config, common.sustain_fraction)
+    point = _evaluate(
+        steps,
+        e_s,
+        r_s,
+        plateau if trend_flag else float("nan"),
+        start_mask,
+        config,
+        common.sustain_fraction,
+    )
     if not point["h_start"] > 0:
-        return not_assessable(MODE, run_id, f"{ent.name} starts at {point['h_start']:.3g}; no entropy to lose")
+        return not_assessable(
+            MODE, run_id, f"{ent.name} starts at {point['h_start']:.3g}; no entropy to lose"
+        )
 
     # bootstrap: residual blocks of entropy and reward; plateau from posterior draws or refits
     block = max(2, int(round(common.block_fraction * steps.size)))
@@ -172,18 +204,40 @@ def policy_concentration(
         drops.append(ev["drop_at_threshold"])
         prog.append(ev["progress_at_onset"])
         finals.append(ev["final_drop"])
-    source = "bootstrap" + (" + posterior plateau" if plateau_source == "posterior" else " + fitted plateau (Gauss-Newton)")
+    source = "bootstrap" + (
+        " + posterior plateau"
+        if plateau_source == "posterior"
+        else " + fitted plateau (Gauss-Newton)"
+    )
     premature, collapse = point["premature"], point["collapse"]
     detected = premature or collapse
     if collapse and not premature:
         lo, hi = interval(np.asarray(finals), common.interval_prob, centre=point["final_drop"])
-        st = strength("final relative entropy loss (collapse)", point["final_drop"], lo, hi, prob=common.interval_prob, source="bootstrap")
+        st = strength(
+            "final relative entropy loss (collapse)",
+            point["final_drop"],
+            lo,
+            hi,
+            prob=common.interval_prob,
+            source="bootstrap",
+        )
     else:
-        lo, hi = interval(np.asarray(drops), common.interval_prob, centre=point["drop_at_threshold"])
-        st = strength(f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise", point["drop_at_threshold"], lo, hi, prob=common.interval_prob, source=source)
+        lo, hi = interval(
+            np.asarray(drops), common.interval_prob, centre=point["drop_at_threshold"]
+        )
+        st = strength(
+            f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise",
+            point["drop_at_threshold"],
+            lo,
+            hi,
+            prob=common.interval_prob,
+            source=source,
+        )
     onset_idx = point["onset_idx"]
     onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
-    prog_lo, prog_hi = interval(np.asarray(prog), common.interval_prob, centre=point["progress_at_onset"])
+    prog_lo, prog_hi = interval(
+        np.asarray(prog), common.interval_prob, centre=point["progress_at_onset"]
+    )
     evidence: dict[str, Any] = {
         "metric": ent.name,
         "entropy_start": point["h_start"],
@@ -193,7 +247,9 @@ def policy_concentration(
         "reward_has_trend": bool(trend_flag),
         "drop_fraction": config.drop_fraction,
         "progress_threshold": config.progress_threshold,
-        "entropy_drop_onset_step": float(steps[point["onset_idx"]]) if point["onset_idx"] is not None else None,
+        "entropy_drop_onset_step": float(steps[point["onset_idx"]])
+        if point["onset_idx"] is not None
+        else None,
         "progress_at_onset": point["progress_at_onset"],
         "progress_at_onset_interval": [prog_lo, prog_hi],
         "share_of_bootstrap_detected": float(np.mean(np.asarray(prog) < config.progress_threshold)),
@@ -208,12 +264,21 @@ def policy_concentration(
         summary = (
             f"policy concentration detected: entropy lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
             f"while the reward had covered {point['progress_at_onset']:.0%} of its way to the plateau; strength {fmt_interval(st)}"
-            + (f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start." if collapse else ".")
+            + (
+                f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start."
+                if collapse
+                else "."
+            )
         )
     elif collapse:
         summary = (
             f"policy concentration detected: entropy collapsed to {1 - point['final_drop']:.1%} of its start "
-            f"(< {config.collapse_fraction:.0%})" + (f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}" if onset_step is not None else "")
+            f"(< {config.collapse_fraction:.0%})"
+            + (
+                f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}"
+                if onset_step is not None
+                else ""
+            )
             + f"; strength {fmt_interval(st)}."
         )
     elif not trend_flag:
@@ -230,12 +295,50 @@ def policy_concentration(
         )
     table = pd.DataFrame(
         {
-            "quantity": ["entropy at start", "plateau p*", "progress at entropy onset", "entropy loss at threshold", "final entropy loss", "final progress"],
-            "value": [point["h_start"], plateau, point["progress_at_onset"], point["drop_at_threshold"], point["final_drop"], point["final_progress"]],
+            "quantity": [
+                "entropy at start",
+                "plateau p*",
+                "progress at entropy onset",
+                "entropy loss at threshold",
+                "final entropy loss",
+                "final progress",
+            ],
+            "value": [
+                point["h_start"],
+                plateau,
+                point["progress_at_onset"],
+                point["drop_at_threshold"],
+                point["final_drop"],
+                point["final_progress"],
+            ],
         }
     ).set_index("quantity")
-    figure = _figure(steps, entropy, e_s, reward, r_s, plateau if trend_flag else None, onset_step, run_id, ent.name) if common.figures else None
-    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+    figure = (
+        _figure(
+            steps,
+            entropy,
+            e_s,
+            reward,
+            r_s,
+            plateau if trend_flag else None,
+            onset_step,
+            run_id,
+            ent.name,
+        )
+        if common.figures
+        else None
+    )
+    return assessed(
+        MODE,
+        run_id,
+        detected=detected,
+        summary=summary,
+        onset_step=onset_step,
+        strength_=st,
+        evidence=evidence,
+        table=table,
+        figure=figure,
+    )
 
 
 def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name):

@@ -263,13 +263,19 @@ class DiagnosticsConfig:
         changes: dict[str, Any] = {}
         for section, values in mapping.items():
             if section not in {f.name for f in dataclasses.fields(cls)}:
-                raise ValueError(f"unknown diagnostics config section {section!r}; known: {[f.name for f in dataclasses.fields(cls)]}")
+                raise ValueError(
+                    f"unknown diagnostics config section {section!r}; known: {[f.name for f in dataclasses.fields(cls)]}"
+                )
             current = getattr(base, section)
             known = {f.name: f for f in dataclasses.fields(current)}
             unknown = set(values) - set(known)
             if unknown:
-                raise ValueError(f"unknown {section} settings {sorted(unknown)}; known: {sorted(known)}")
-            coerced = {k: _coerce(v, getattr(current, k), f"{section}.{k}") for k, v in values.items()}
+                raise ValueError(
+                    f"unknown {section} settings {sorted(unknown)}; known: {sorted(known)}"
+                )
+            coerced = {
+                k: _coerce(v, getattr(current, k), f"{section}.{k}") for k, v in values.items()
+            }
             changes[section] = dataclasses.replace(current, **coerced)
         return dataclasses.replace(base, **changes)
 
@@ -281,7 +287,9 @@ class DiagnosticsConfig:
             key, sep, raw = item.partition("=")
             section, dot, name = key.strip().partition(".")
             if not sep or not dot or not name:
-                raise ValueError(f"config assignment {item!r}: expected SECTION.FIELD=VALUE, e.g. degeneracy.flag_fraction=0.6")
+                raise ValueError(
+                    f"config assignment {item!r}: expected SECTION.FIELD=VALUE, e.g. degeneracy.flag_fraction=0.6"
+                )
             try:
                 value: Any = json.loads(raw)
             except json.JSONDecodeError:

@@ -30,9 +30,14 @@ def run_table(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     was logged.
     """
     if run_id not in [str(r) for r in ds[RUN_DIM].values]:
-        raise ValueError(f"run {run_id!r} not in the run set; runs: {[str(r) for r in ds[RUN_DIM].values]}")
+        raise ValueError(
+            f"run {run_id!r} not in the run set; runs: {[str(r) for r in ds[RUN_DIM].values]}"
+        )
     sub = ds.sel({RUN_DIM: run_id})
-    frame = pd.DataFrame({v: sub[v].values.astype(float) for v in ds.data_vars if sub[v].dims == (STEP_DIM,)}, index=ds[STEP_DIM].values)
+    frame = pd.DataFrame(
+        {v: sub[v].values.astype(float) for v in ds.data_vars if sub[v].dims == (STEP_DIM,)},
+        index=ds[STEP_DIM].values,
+    )
     frame.index.name = STEP_DIM
     return frame.dropna(how="all")
 
@@ -79,24 +84,51 @@ def diagnose(
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown diagnostic modes {sorted(unknown)}; known: {list(MODES)}")
-    run_ids = [str(r) for r in runset[RUN_DIM].values] if run is None else ([run] if isinstance(run, str) else list(run))
+    run_ids = (
+        [str(r) for r in runset[RUN_DIM].values]
+        if run is None
+        else ([run] if isinstance(run, str) else list(run))
+    )
     post = load_posterior(posterior)
     results: list[CheckResult] = []
     for run_id in run_ids:
         frame = run_table(runset, run_id)
         coords = run_coords(runset, run_id)
-        draws, draws_note = run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
+        draws, draws_note = (
+            run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
+        )
         plateau_draws = None if not draws else draws.get("plateau")
         for mode in modes:
             if mode == "reward_hacking":
-                res = reward_hacking(frame, run_id=run_id, config=config.hacking, common=config.common)
+                res = reward_hacking(
+                    frame, run_id=run_id, config=config.hacking, common=config.common
+                )
             elif mode == "advantage_degeneracy":
-                res = advantage_degeneracy(frame, run_id=run_id, group_size=float(coords["group_size"]), config=config.degeneracy, common=config.common, plateau_draws=plateau_draws)
+                res = advantage_degeneracy(
+                    frame,
+                    run_id=run_id,
+                    group_size=float(coords["group_size"]),
+                    config=config.degeneracy,
+                    common=config.common,
+                    plateau_draws=plateau_draws,
+                )
             elif mode == "policy_concentration":
-                res = policy_concentration(frame, run_id=run_id, config=config.concentration, common=config.common, plateau_draws=plateau_draws)
+                res = policy_concentration(
+                    frame,
+                    run_id=run_id,
+                    config=config.concentration,
+                    common=config.common,
+                    plateau_draws=plateau_draws,
+                )
             else:
                 osc = {k: v for k, v in (draws or {}).items() if k in ("zeta", "C_eff")} or None
-                res = instability(frame, run_id=run_id, config=config.instability, common=config.common, posterior_draws=osc)
+                res = instability(
+                    frame,
+                    run_id=run_id,
+                    config=config.instability,
+                    common=config.common,
+                    posterior_draws=osc,
+                )
             if post is not None:
                 res.values["posterior"] = draws_note
             results.append(res)
@@ -109,7 +141,11 @@ def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
     for r in results:
         v = r.values
         st = v.get("strength") or {}
-        verdict = "not assessable" if r.passed is None else ("detected" if not r.passed else "not detected")
+        verdict = (
+            "not assessable"
+            if r.passed is None
+            else ("detected" if not r.passed else "not detected")
+        )
         rows.append(
             {
                 "run": v.get("run", ""),
@@ -129,5 +165,11 @@ def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
 def verdict_matrix(results: Sequence[CheckResult]) -> pd.DataFrame:
     """Runs x modes matrix of verdicts ("detected", "-", "n/a")."""
     table = diagnosis_table(results).reset_index()
-    short = table["verdict"].map({"detected": "detected", "not detected": "-", "not assessable": "n/a"})
-    return table.assign(v=short).pivot(index="run", columns="mode", values="v").reindex(columns=[m for m in MODES if m in set(table["mode"])])
+    short = table["verdict"].map(
+        {"detected": "detected", "not detected": "-", "not assessable": "n/a"}
+    )
+    return (
+        table.assign(v=short)
+        .pivot(index="run", columns="mode", values="v")
+        .reindex(columns=[m for m in MODES if m in set(table["mode"])])
+    )

@@ -72,7 +72,9 @@ def binomial_mean_std(p: np.ndarray | float, group_size: int, ddof: int = 1) -> 
     return (pmf @ s_k).reshape(np.shape(p))
 
 
-def zero_spread_from_std(reward_std: np.ndarray, p: np.ndarray, group_size: int, ddof: int = 1) -> np.ndarray:
+def zero_spread_from_std(
+    reward_std: np.ndarray, p: np.ndarray, group_size: int, ddof: int = 1
+) -> np.ndarray:
     """Share of zero-spread groups derived from the mean within-group std (see module doc).
 
     Parameters
@@ -95,7 +97,9 @@ def reward_range_for(reward: np.ndarray, config: DegeneracyConfig) -> tuple[floa
     if config.reward_range is not None:
         low, high = map(float, config.reward_range)
         if not high > low:
-            raise ValueError(f"degeneracy.reward_range must have high > low, got {config.reward_range}")
+            raise ValueError(
+                f"degeneracy.reward_range must have high > low, got {config.reward_range}"
+            )
         return low, high
     finite = reward[np.isfinite(reward)]
     if finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
@@ -148,7 +152,9 @@ def advantage_degeneracy(
         std = find_series(frame, config.reward_std_metrics, min_points=common.min_points)
         missing = []
         if std is None:
-            missing.append(f"no zero-spread share ({', '.join(config.zero_std_metrics)}) nor reward std ({', '.join(config.reward_std_metrics)}) with >= {common.min_points} points")
+            missing.append(
+                f"no zero-spread share ({', '.join(config.zero_std_metrics)}) nor reward std ({', '.join(config.reward_std_metrics)}) with >= {common.min_points} points"
+            )
         if G is None or (G is not None and G - config.std_ddof <= 0):
             missing.append("group size G unknown (needed to derive the share from reward_std)")
         if rng_range is None:
@@ -156,13 +162,27 @@ def advantage_degeneracy(
         if missing:
             return not_assessable(MODE, run_id, "; ".join(missing))
         low, high = rng_range  # type: ignore[misc]
-        p = (align(std.steps, frame.index.to_numpy(dtype=float)[np.isfinite(reward_all)], reward_all[np.isfinite(reward_all)]) - low) / (high - low)
+        p = (
+            align(
+                std.steps,
+                frame.index.to_numpy(dtype=float)[np.isfinite(reward_all)],
+                reward_all[np.isfinite(reward_all)],
+            )
+            - low
+        ) / (high - low)
         ok = np.isfinite(p)
-        steps, values = std.steps[ok], zero_spread_from_std(std.values[ok] / (high - low), p[ok], G, config.std_ddof)  # type: ignore[arg-type]
+        steps, values = (
+            std.steps[ok],
+            zero_spread_from_std(std.values[ok] / (high - low), p[ok], G, config.std_ddof),
+        )  # type: ignore[arg-type]
         name = f"derived from {std.name}"
         source = "derived"
         if steps.size < common.min_points:
-            return not_assessable(MODE, run_id, f"fewer than {common.min_points} steps with both reward and {std.name}")
+            return not_assessable(
+                MODE,
+                run_id,
+                f"fewer than {common.min_points} steps with both reward and {std.name}",
+            )
     else:
         steps, values, name = share.steps, np.clip(share.values, 0.0, 1.0), share.name
 
@@ -218,11 +238,20 @@ def advantage_degeneracy(
         if G is not None:
             expected = binomial_zero_spread((reward_on_steps - low) / (high - low), G)
             evidence["final_expected_binomial_share"] = float(np.nanmean(expected[late]))
-            evidence["final_excess_over_binomial"] = float(np.nanmean(values[late] - expected[late]))
+            evidence["final_excess_over_binomial"] = float(
+                np.nanmean(values[late] - expected[late])
+            )
             if plateau_draws is not None and np.size(plateau_draws):
-                at_plateau = binomial_zero_spread((np.asarray(plateau_draws, dtype=float).ravel() - low) / (high - low), G)
+                at_plateau = binomial_zero_spread(
+                    (np.asarray(plateau_draws, dtype=float).ravel() - low) / (high - low), G
+                )
                 plo, phi = interval(at_plateau, common.interval_prob)
-                evidence["expected_share_at_plateau"] = {"value": float(np.median(at_plateau)), "lower": plo, "upper": phi, "source": "posterior plateau"}
+                evidence["expected_share_at_plateau"] = {
+                    "value": float(np.median(at_plateau)),
+                    "lower": plo,
+                    "upper": phi,
+                    "source": "posterior plateau",
+                }
 
     if detected:
         why = (
@@ -243,14 +272,44 @@ def advantage_degeneracy(
 
     table = pd.DataFrame(
         {
-            "quantity": ["final-window share", "binomial expectation (final)", "excess over binomial", "longest stretch above flag (steps)"],
-            "value": [final_share, evidence.get("final_expected_binomial_share", np.nan), evidence.get("final_excess_over_binomial", np.nan), stretch_len],
+            "quantity": [
+                "final-window share",
+                "binomial expectation (final)",
+                "excess over binomial",
+                "longest stretch above flag (steps)",
+            ],
+            "value": [
+                final_share,
+                evidence.get("final_expected_binomial_share", np.nan),
+                evidence.get("final_excess_over_binomial", np.nan),
+                stretch_len,
+            ],
         }
     ).set_index("quantity")
     figure = None
     if common.figures:
-        figure = _figure(steps, values, smoothed, expected, reward_on_steps, onset_step, config.flag_fraction, name, run_id)
-    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+        figure = _figure(
+            steps,
+            values,
+            smoothed,
+            expected,
+            reward_on_steps,
+            onset_step,
+            config.flag_fraction,
+            name,
+            run_id,
+        )
+    return assessed(
+        MODE,
+        run_id,
+        detected=detected,
+        summary=summary,
+        onset_step=onset_step,
+        strength_=st,
+        evidence=evidence,
+        table=table,
+        figure=figure,
+    )
 
 
 def _figure(steps, values, smoothed, expected, reward, onset_step, flag, name, run_id):

@@ -55,7 +55,9 @@ def saturation_index(smoothed: np.ndarray, level: float) -> int:
     return int(np.flatnonzero(smoothed >= smoothed[0] + level * rise)[0])
 
 
-def window_start(eval_steps: np.ndarray, eval_smoothed: np.ndarray, all_steps: np.ndarray, cfg: HackingConfig) -> float:
+def window_start(
+    eval_steps: np.ndarray, eval_smoothed: np.ndarray, all_steps: np.ndarray, cfg: HackingConfig
+) -> float:
     """Step at which the late window starts (evaluation saturation, or the last ``min_window_fraction``)."""
     t_sat = float(eval_steps[saturation_index(eval_smoothed, cfg.eval_saturation_level)])
     latest = float(all_steps[-1] - cfg.min_window_fraction * (all_steps[-1] - all_steps[0]))
@@ -70,7 +72,14 @@ def relative_gain(steps: np.ndarray, values: np.ndarray, start: float, value_ran
     return ols_gain(steps[m], values[m]) / value_range
 
 
-def _decoupling(train: Series, ev: Series, t_vals: np.ndarray, e_vals: np.ndarray, cfg: HackingConfig, common: CommonConfig) -> tuple[float, float, float, float]:
+def _decoupling(
+    train: Series,
+    ev: Series,
+    t_vals: np.ndarray,
+    e_vals: np.ndarray,
+    cfg: HackingConfig,
+    common: CommonConfig,
+) -> tuple[float, float, float, float]:
     """``(d, gain_train, gain_eval, window_start)`` for one pair of series values."""
     t_s = smooth(t_vals, common.smooth_fraction)
     e_s = smooth(e_vals, common.smooth_fraction)
@@ -108,35 +117,70 @@ def reward_hacking(
     common = common or CommonConfig()
     ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
     if ev is None:
-        return not_assessable(MODE, run_id, f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points")
-    train = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+        return not_assessable(
+            MODE,
+            run_id,
+            f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points",
+        )
+    train = (
+        finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
+        if "reward" in frame
+        else None
+    )
     if train is None or len(train) < common.min_points:
-        return not_assessable(MODE, run_id, f"fewer than {common.min_points} training-reward points")
+        return not_assessable(
+            MODE, run_id, f"fewer than {common.min_points} training-reward points"
+        )
     if np.ptp(ev.values) == 0 or np.ptp(train.values) == 0:
-        return not_assessable(MODE, run_id, "training or evaluation reward is constant; no scale to compare gains on")
+        return not_assessable(
+            MODE, run_id, "training or evaluation reward is constant; no scale to compare gains on"
+        )
 
     d, g_t, g_e, start = _decoupling(train, ev, train.values, ev.values, config, common)
     n_eval_window = int((ev.steps >= start).sum())
     if n_eval_window < config.min_eval_points:
-        return not_assessable(MODE, run_id, f"only {n_eval_window} evaluation points after step {start:.0f} (need {config.min_eval_points})")
+        return not_assessable(
+            MODE,
+            run_id,
+            f"only {n_eval_window} evaluation points after step {start:.0f} (need {config.min_eval_points})",
+        )
 
     rng = np.random.default_rng(common.seed)
-    t_s, e_s = smooth(train.values, common.smooth_fraction), smooth(ev.values, common.smooth_fraction)
+    t_s, e_s = (
+        smooth(train.values, common.smooth_fraction),
+        smooth(ev.values, common.smooth_fraction),
+    )
     t_res, e_res = train.values - t_s, ev.values - e_s
     bt = max(2, int(round(common.block_fraction * train.values.size)))
     be = max(2, int(round(common.block_fraction * ev.values.size)))
     boot = np.array(
         [
-            _decoupling(train, ev, t_s + block_resample(t_res, bt, rng), e_s + block_resample(e_res, be, rng), config, common)[:3]
+            _decoupling(
+                train,
+                ev,
+                t_s + block_resample(t_res, bt, rng),
+                e_s + block_resample(e_res, be, rng),
+                config,
+                common,
+            )[:3]
             for _ in range(common.n_boot)
         ]
     )
     d_lo, d_hi = interval(boot[:, 0], common.interval_prob, centre=d)
     gt_lo, gt_hi = interval(boot[:, 1], common.interval_prob, centre=g_t)
     ge_lo, ge_hi = interval(boot[:, 2], common.interval_prob, centre=g_e)
-    detected = bool(d_lo > config.decoupling_threshold and g_t >= config.min_train_gain and gt_lo > 0)
+    detected = bool(
+        d_lo > config.decoupling_threshold and g_t >= config.min_train_gain and gt_lo > 0
+    )
     onset_step = float(start) if detected else None
-    st = strength("late-window gain of train minus eval reward (fractions of their ranges)", d, d_lo, d_hi, prob=common.interval_prob, source="bootstrap")
+    st = strength(
+        "late-window gain of train minus eval reward (fractions of their ranges)",
+        d,
+        d_lo,
+        d_hi,
+        prob=common.interval_prob,
+        source="bootstrap",
+    )
 
     laws = _law_difference(train, ev, common)
     evidence: dict[str, Any] = {
@@ -164,12 +208,27 @@ def reward_hacking(
         ("eval gain (late window)", g_e, ge_lo, ge_hi),
         ("difference d", d, d_lo, d_hi),
     ]
-    for key, label in (("plateau_difference", "plateau train - eval (raw units)"), ("time_constant_ratio", "time constant train / eval")):
+    for key, label in (
+        ("plateau_difference", "plateau train - eval (raw units)"),
+        ("time_constant_ratio", "time constant train / eval"),
+    ):
         if key in laws:
             rows.append((label, laws[key]["value"], laws[key]["lower"], laws[key]["upper"]))
-    table = pd.DataFrame(rows, columns=["quantity", "value", "lower", "upper"]).set_index("quantity")
+    table = pd.DataFrame(rows, columns=["quantity", "value", "lower", "upper"]).set_index(
+        "quantity"
+    )
     figure = _figure(train, ev, t_s, e_s, start, onset_step, run_id) if common.figures else None
-    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+    return assessed(
+        MODE,
+        run_id,
+        detected=detected,
+        summary=summary,
+        onset_step=onset_step,
+        strength_=st,
+        evidence=evidence,
+        table=table,
+        figure=figure,
+    )
 
 
 def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str, Any]:
@@ -187,8 +246,18 @@ def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str
         "law_fit": "single exponential (overdamped limit) on both rewards",
         "train_fit": {k: ft[k] for k in ("plateau", "initial_reward", "time_constant")},
         "eval_fit": {k: fe[k] for k in ("plateau", "initial_reward", "time_constant")},
-        "plateau_difference": {"value": dp, "lower": dp - z * dp_sd, "upper": dp + z * dp_sd, "source": "Gauss-Newton"},
-        "time_constant_ratio": {"value": float(np.exp(log_ratio)), "lower": float(np.exp(log_ratio - z * lr_sd)), "upper": float(np.exp(log_ratio + z * lr_sd)), "source": "Gauss-Newton"},
+        "plateau_difference": {
+            "value": dp,
+            "lower": dp - z * dp_sd,
+            "upper": dp + z * dp_sd,
+            "source": "Gauss-Newton",
+        },
+        "time_constant_ratio": {
+            "value": float(np.exp(log_ratio)),
+            "lower": float(np.exp(log_ratio - z * lr_sd)),
+            "upper": float(np.exp(log_ratio + z * lr_sd)),
+            "source": "Gauss-Newton",
+        },
     }
 
 
@@ -206,7 +275,9 @@ def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
     ax.plot(train.steps, norm(t_s, t_s), color="C0", lw=1.5, label="training reward")
     ax.plot(ev.steps, norm(ev.values, e_s), "o", ms=3, alpha=0.5, color="C1")
     ax.plot(ev.steps, norm(e_s, e_s), color="C1", lw=1.5, label=f"evaluation ({ev.name})")
-    ax.axvspan(start, max(train.steps[-1], ev.steps[-1]), color="0.9", zorder=0, label="late window")
+    ax.axvspan(
+        start, max(train.steps[-1], ev.steps[-1]), color="0.9", zorder=0, label="late window"
+    )
     if onset_step is not None:
         ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
     ax.set_xlabel("optimizer step")

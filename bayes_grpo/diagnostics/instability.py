@@ -89,14 +89,18 @@ def middle_mask(steps: np.ndarray, fraction: float) -> np.ndarray:
     return mask
 
 
-def growth_ratio(steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float) -> float:
+def growth_ratio(
+    steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float
+) -> float:
     """``(median late + offset) / (median early + offset)`` over the run's edge windows."""
     early = edge_mask(steps, edge_fraction, late=False)
     late = edge_mask(steps, edge_fraction, late=True)
     return float((np.median(values[late]) + offset) / (np.median(values[early]) + offset))
 
 
-def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator) -> dict[str, Any]:
+def _growth_signal(
+    kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator
+) -> dict[str, Any]:
     smoothed = smooth(s.values, common.smooth_fraction)
     offset = 0.01 * float(np.nanmax(np.abs(smoothed))) + 1e-12
     late_mask = edge_mask(s.steps, cfg.edge_fraction, late=True)
@@ -109,16 +113,39 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
         w = window_size(s.values.size, cfg.edge_fraction)
         rolled = rolling_mean(s.values, w)
         value = float(rolled.max())
-        boot = bootstrap(s.values, lambda v: float(rolling_mean(v, w).max()), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
+        boot = bootstrap(
+            s.values,
+            lambda v: float(rolling_mean(v, w).max()),
+            smooth_fraction=common.smooth_fraction,
+            block_fraction=common.block_fraction,
+            n_boot=common.n_boot,
+            rng=rng,
+        )
         lo, hi = interval(boot, common.interval_prob, centre=value)
         detected = bool(value >= cfg.clip_min_level and lo > 0.5 * cfg.clip_min_level)
-        statistic, threshold = f"largest mean clip ratio over {cfg.edge_fraction:.0%} of the run", cfg.clip_min_level
+        statistic, threshold = (
+            f"largest mean clip ratio over {cfg.edge_fraction:.0%} of the run",
+            cfg.clip_min_level,
+        )
         condition = (rolled >= cfg.clip_min_level) & (s.values >= cfg.clip_min_level)
     else:
         value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
-        boot = bootstrap(s.values, lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset), smooth_fraction=common.smooth_fraction, block_fraction=common.block_fraction, n_boot=common.n_boot, rng=rng)
+        boot = bootstrap(
+            s.values,
+            lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset),
+            smooth_fraction=common.smooth_fraction,
+            block_fraction=common.block_fraction,
+            n_boot=common.n_boot,
+            rng=rng,
+        )
         # ratios: re-centre on the log scale, where the replicates are near symmetric
-        lo, hi = np.exp(interval(np.log(np.clip(boot, 1e-300, None)), common.interval_prob, centre=float(np.log(value))))
+        lo, hi = np.exp(
+            interval(
+                np.log(np.clip(boot, 1e-300, None)),
+                common.interval_prob,
+                centre=float(np.log(value)),
+            )
+        )
         lo, hi = float(lo), float(hi)
         mid_level = float(np.median(s.values[middle_mask(s.steps, cfg.edge_fraction)]))
         still_growing = bool(late_level >= mid_level)
@@ -127,9 +154,17 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
         condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
     onset = None
     if detected:
-        idx = sustained_onset(condition, common.sustain_fraction) if kind != "clip ratio" else int(np.flatnonzero(condition)[0])
+        idx = (
+            sustained_onset(condition, common.sustain_fraction)
+            if kind != "clip ratio"
+            else int(np.flatnonzero(condition)[0])
+        )
         onset = float(s.steps[idx]) if idx is not None else None
-    extra = {} if kind == "clip ratio" else {"middle_level": mid_level, "still_growing_at_end": still_growing}
+    extra = (
+        {}
+        if kind == "clip ratio"
+        else {"middle_level": mid_level, "still_growing_at_end": still_growing}
+    )
     return {
         **extra,
         "signal": "sustained clipping" if kind == "clip ratio" else f"growth of {kind}",
@@ -147,14 +182,20 @@ def _growth_signal(kind: str, s: Series, cfg: InstabilityConfig, common: CommonC
     }
 
 
-def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfig) -> dict[str, Any] | None:
+def _oscillation_signal(
+    rew: Series, cfg: InstabilityConfig, common: CommonConfig
+) -> dict[str, Any] | None:
     fit = _fits.fit_oscillator(rew.steps, rew.values)
     if fit is None or not np.isfinite(fit["zeta"]):
         return None
     zeta = float(fit["zeta"])
     half = stats.norm.ppf(0.5 + common.interval_prob / 2) * fit["log_zeta_sd"]
     with np.errstate(over="ignore"):
-        lo, hi = (float(np.exp(np.log(zeta) - half)), float(np.exp(np.log(zeta) + half))) if np.isfinite(half) else (float("nan"), float("nan"))
+        lo, hi = (
+            (float(np.exp(np.log(zeta) - half)), float(np.exp(np.log(zeta) + half)))
+            if np.isfinite(half)
+            else (float("nan"), float("nan"))
+        )
     overshoot = float(relative_overshoot(zeta))
     # is the oscillation real? a trend, a better law than the single exponential, an
     # overshoot above the noise and a period the logging resolves
@@ -176,15 +217,29 @@ def _oscillation_signal(rew: Series, cfg: InstabilityConfig, common: CommonConfi
         why
         for ok, why in (
             (trend, "no trend in the reward"),
-            (bic_gain >= cfg.min_bic_gain, f"BIC gain over the single exponential {bic_gain:.1f} < {cfg.min_bic_gain:g}"),
-            (amplitude >= cfg.min_amplitude_noise * noise, f"overshoot amplitude {amplitude:.3g} below {cfg.min_amplitude_noise:g} noise sd ({noise:.3g})"),
-            (period >= cfg.min_period_points * spacing, f"period {period:.3g} steps under {cfg.min_period_points:g} logging intervals"),
+            (
+                bic_gain >= cfg.min_bic_gain,
+                f"BIC gain over the single exponential {bic_gain:.1f} < {cfg.min_bic_gain:g}",
+            ),
+            (
+                amplitude >= cfg.min_amplitude_noise * noise,
+                f"overshoot amplitude {amplitude:.3g} below {cfg.min_amplitude_noise:g} noise sd ({noise:.3g})",
+            ),
+            (
+                period >= cfg.min_period_points * spacing,
+                f"period {period:.3g} steps under {cfg.min_period_points:g} logging intervals",
+            ),
         )
         if not ok
     ]
     real = not failed
     checks["not_credible_because"] = failed if zeta < cfg.zeta_threshold else []
-    detected = bool(zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot and real)
+    detected = bool(
+        zeta < cfg.zeta_threshold
+        and hi < cfg.zeta_threshold
+        and overshoot >= cfg.min_overshoot
+        and real
+    )
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
     return {
         "signal": "reward oscillation",
@@ -211,7 +266,9 @@ def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> 
     return float(steps[crossed[0]]) if crossed.size else None
 
 
-def _posterior_signals(draws: dict[str, np.ndarray], cfg: InstabilityConfig, common: CommonConfig) -> list[dict[str, Any]]:
+def _posterior_signals(
+    draws: dict[str, np.ndarray], cfg: InstabilityConfig, common: CommonConfig
+) -> list[dict[str, Any]]:
     """Negative damping and oscillation from posterior draws; ``value`` is a posterior probability
     (no interval of its own: ``lower``/``upper`` NaN) and the draws' median and interval are kept
     under ``C_eff`` / ``zeta``."""
@@ -303,13 +360,21 @@ def instability(
             # an exact 0 (grad norm of a step whose groups all had zero spread) is a step
             # without signal, not a level: growth is measured on the other steps
             keep = s.values > 0
-            s = Series(s.name, s.steps[keep], s.values[keep]) if keep.sum() >= common.min_points else None
+            s = (
+                Series(s.name, s.steps[keep], s.values[keep])
+                if keep.sum() >= common.min_points
+                else None
+            )
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
         else:
             not_logged.append(kind)
 
-    rew = finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward") if "reward" in frame else None
+    rew = (
+        finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
+        if "reward" in frame
+        else None
+    )
     osc = None
     if posterior_draws:
         signals.extend(_posterior_signals(posterior_draws, config, common))
@@ -330,24 +395,82 @@ def instability(
     onsets = [s["onset_step"] for s in detected_signals if s["onset_step"] is not None]
     onset_step = min(onsets) if onsets else None
     lead = detected_signals[0] if detected else _weakest_margin(signals)
-    st = strength(f"{lead['signal']}: {lead['statistic']}", lead["value"], lead["lower"], lead["upper"], prob=common.interval_prob, source=lead["source"])
+    st = strength(
+        f"{lead['signal']}: {lead['statistic']}",
+        lead["value"],
+        lead["lower"],
+        lead["upper"],
+        prob=common.interval_prob,
+        source=lead["source"],
+    )
     table = pd.DataFrame(
-        [{k: s.get(k) for k in ("signal", "metric", "statistic", "value", "lower", "upper", "threshold", "detected", "onset_step")} for s in signals]
-    ).set_index("signal")
-    evidence = {"signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals], "not_logged": not_logged}
-    if detected:
-        names = ", ".join(f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})" for s in detected_signals)
-        summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (f", from step {onset_step:.0f}." if onset_step is not None else ".")
-    else:
-        summary = "not detected: " + "; ".join(
-            f"{s['signal']} {s['statistic']} {s['value']:.3g}"
-            + (f" [{s['lower']:.3g}, {s['upper']:.3g}]" if np.isfinite(s["lower"]) else "")
-            + (f" (posterior median {s[k]['median']:.3g} [{s[k]['interval'][0]:.3g}, {s[k]['interval'][1]:.3g}])" if (k := {"negative damping": "C_eff", "reward oscillation": "zeta"}.get(s["signal"])) in s else "")
-            + (f" (oscillation not credible: {', '.join(s['not_credible_because'])})" if s.get("not_credible_because") else "")
+        [
+            {
+                k: s.get(k)
+                for k in (
+                    "signal",
+                    "metric",
+                    "statistic",
+                    "value",
+                    "lower",
+                    "upper",
+                    "threshold",
+                    "detected",
+                    "onset_step",
+                )
+            }
             for s in signals
-        ) + "."
+        ]
+    ).set_index("signal")
+    evidence = {
+        "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
+        "not_logged": not_logged,
+    }
+    if detected:
+        names = ", ".join(
+            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
+            for s in detected_signals
+        )
+        summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (
+            f", from step {onset_step:.0f}." if onset_step is not None else "."
+        )
+    else:
+        summary = (
+            "not detected: "
+            + "; ".join(
+                f"{s['signal']} {s['statistic']} {s['value']:.3g}"
+                + (f" [{s['lower']:.3g}, {s['upper']:.3g}]" if np.isfinite(s["lower"]) else "")
+                + (
+                    f" (posterior median {s[k]['median']:.3g} [{s[k]['interval'][0]:.3g}, {s[k]['interval'][1]:.3g}])"
+                    if (
+                        k := {"negative damping": "C_eff", "reward oscillation": "zeta"}.get(
+                            s["signal"]
+                        )
+                    )
+                    in s
+                    else ""
+                )
+                + (
+                    f" (oscillation not credible: {', '.join(s['not_credible_because'])})"
+                    if s.get("not_credible_because")
+                    else ""
+                )
+                for s in signals
+            )
+            + "."
+        )
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
-    return assessed(MODE, run_id, detected=detected, summary=summary, onset_step=onset_step, strength_=st, evidence=evidence, table=table, figure=figure)
+    return assessed(
+        MODE,
+        run_id,
+        detected=detected,
+        summary=summary,
+        onset_step=onset_step,
+        strength_=st,
+        evidence=evidence,
+        table=table,
+        figure=figure,
+    )
 
 
 def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
@@ -373,15 +496,31 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
     if rew is not None:
         ax1.plot(rew.steps, rew.values, ".", ms=3, alpha=0.5, color="C0", label="reward")
         if osc is not None:
-            ax1.plot(rew.steps, osc["fitted"], color="C3", lw=1.2, label=f"oscillator fit, zeta={osc['value']:.2f}")
+            ax1.plot(
+                rew.steps,
+                osc["fitted"],
+                color="C3",
+                lw=1.2,
+                label=f"oscillator fit, zeta={osc['value']:.2f}",
+            )
     ax1.set_ylabel("reward")
     ax1.legend(fontsize=6)
-    for i, s in enumerate(x for x in signals if x["signal"].startswith("growth") or x["signal"] == "sustained clipping"):
+    for i, s in enumerate(
+        x
+        for x in signals
+        if x["signal"].startswith("growth") or x["signal"] == "sustained clipping"
+    ):
         col = frame[s["metric"]].to_numpy(dtype=float)
         ok = np.isfinite(col)
         steps = frame.index.to_numpy(dtype=float)[ok]
         base = s["early_level"] if s["early_level"] > 0 else np.nanmax(np.abs(col[ok])) or 1.0
-        ax2.plot(steps, col[ok] / base, lw=0.9, color=f"C{i + 1}", label=f"{s['metric']} / early median (x{s['value']:.2g})")
+        ax2.plot(
+            steps,
+            col[ok] / base,
+            lw=0.9,
+            color=f"C{i + 1}",
+            label=f"{s['metric']} / early median (x{s['value']:.2g})",
+        )
     ax2.set_yscale("symlog", linthresh=0.1)
     ax2.set_ylabel("side quantity, relative")
     ax2.set_xlabel("optimizer step")
