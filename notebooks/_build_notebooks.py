@@ -198,6 +198,13 @@ print(conv.summary)
 conv.table
 """),
     md("""
+How to read it: `r2_raw` close to `r2_noise_ceiling` means the law captures all the structure the
+noise lets any smooth curve capture; a large gap means it misses some. `p_star` is the plateau
+the fitted curve approaches: when it lies outside the observed reward range, the fit prefers a
+slow rise that has not bent over within the data, and the plateau is an extrapolation. Check the
+plot, the interval of `zeta` and the convergence check before trusting a number.
+"""),
+    md("""
 With the fast settings (150 draws) R-hat and ESS may fall short; the check then says what to
 change (more draws or tuning). Save the fit; `GRPODynamicsModel.load` rebuilds it without
 refitting and refuses a file written under another configuration.
@@ -491,10 +498,11 @@ We use simulated runs with known truth so that every prediction can be checked.
 ## 1. Fit on two learning rates
 
 One LLM with curvature `K = 10`, Adam-style momentum `beta1 = 0.9` (EMA convention), `G = 8`,
-learning rates `1e-3` and `2e-3`. The runs at the new setting `4e-3` are held out: they are the
-truth the prediction is scored against. With these numbers the fitted settings are overdamped
-(`zeta` about 1.6 and 1.1) and the new one is underdamped (`zeta` about 0.8): the prediction
-extrapolates into a regime the fit never saw.
+learning rates `1e-3` and `2e-3`. Two runs are held out as the truth to score against: one at
+the new learning rate `4e-3` and one at `5e-4`. With these numbers the fitted settings are
+overdamped (`zeta` about 1.6 and 1.1) while `4e-3` is underdamped (`zeta` about 0.8): the
+prediction extrapolates into a regime the fit never saw. The run at `5e-4` rises slowly (time
+constant `C_eff / K_eff` of about 200 steps); it is the "run in progress" of section 3.
 """),
     code("""
 from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
@@ -503,7 +511,7 @@ llm = {"sim": {"stiffness": 10.0, "plateau": 0.75, "initial_reward": 0.15, "nois
 common = dict(models=llm, group_sizes=(8,), momentum=0.9, convention="ema", k_refs=(1,),
               n_steps=300, log_every=3 if FAST else 1, measurement_sd=0.02)
 train = simulate_sde_runset(**common, learning_rates=(1e-3, 2e-3), n_seeds=2 if FAST else 3, random_seed=0)
-held_out = simulate_sde_runset(**common, learning_rates=(4e-3,), n_seeds=1, random_seed=99)
+held_out = simulate_sde_runset(**common, learning_rates=(5e-4, 4e-3), n_seeds=1, random_seed=99)
 pd.concat([truth_frame(train), truth_frame(held_out)])[["learning_rate", "a", "M_eff", "C_eff", "K_eff", "zeta", "regime"]]
 """),
     code("""
@@ -530,8 +538,8 @@ from bayes_grpo.predict.predict import plot_prediction, predict_run
 
 new = dict(learning_rate=4e-3, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=8)
 pred = predict_run(model, **new, steps=300)
-run = str(held_out.run.values[0])
 t = held_out.step.values.astype(float)
+run = str(held_out.run.values[held_out.learning_rate.values == 4e-3][0])
 y = held_out.reward.sel(run=run).values
 true_mean = held_out.true_mean_reward.sel(run=run).values
 lo, hi = forecast_band(pred, t, kind="obs")
@@ -542,19 +550,23 @@ fig = plot_prediction(pred, observed=(t, y), truth=(t, true_mean), title="predic
 show(fig)
 """),
     md("""
-The same call answers "is this setting safe?". With `K_ref = 30` the closed-form damping
-`C_eff = (1 - mu) - a L` is negative for every plausible `K`:
+The same call answers "is this setting safe?", by both criteria. At `K_ref = 30` the
+closed-form damping `C_eff = (1 - mu) - a L` is negative, but the exact discrete recursion is
+still stable: the closed form is conservative beyond `L = 1` (notebook 03). At `K_ref = 50`
+both say unstable.
 """),
     code("""
-risky = predict_run(model, **(new | {"k_ref": 30}), steps=300)
-print(f"K_ref = 30: P(unstable) closed form {risky.attrs['prob_unstable_closed_form']:.2f}, "
-      f"exact {risky.attrs['prob_unstable_exact']:.2f}")
+for lag in (30, 50):
+    risky = predict_run(model, **(new | {"k_ref": lag}), steps=300)
+    print(f"K_ref = {lag}: P(unstable) closed form {risky.attrs['prob_unstable_closed_form']:.2f}, "
+          f"exact {risky.attrs['prob_unstable_exact']:.2f}")
 """),
     md("""
 ## 3. Forecast a run in progress
 
-Now pretend the held-out run is still training and we have seen its first 25% of steps. The
-prior for this run comes from the fitted posterior at its hyperparameters; the run's own
+Now pretend the held-out run at learning rate `5e-4` is still training and we have seen its
+first 25% of steps, most of them in the slow start. The prior for this run comes from the fitted
+posterior at its hyperparameters; the run's own
 steps update it (Laplace approximation plus Pareto-smoothed importance sampling: the Pareto `k`
 says when not to trust the result). For comparison, the same forecast with a weak prior that
 only knows the data's scale.
@@ -562,8 +574,12 @@ only knows the data's scale.
     code("""
 from bayes_grpo.predict import forecast_run, prior_from_posterior
 
+slow = new | {"learning_rate": 5e-4}
+run = str(held_out.run.values[held_out.learning_rate.values == 5e-4][0])
+y = held_out.reward.sel(run=run).values
+true_mean = held_out.true_mean_reward.sel(run=run).values
 seen = t <= 75
-prior = prior_from_posterior(model, **new)
+prior = prior_from_posterior(model, **slow)
 horizon = np.arange(0, 301)
 with_prior = forecast_run(t[seen], y[seen], horizon, prior=prior)
 weak = forecast_run(t[seen], y[seen], horizon)

@@ -156,8 +156,15 @@ def check_bandit(text: str, out: Path) -> None:
 def check_predict(text: str, out: Path) -> None:
     (cov,) = _number(r"inside the 90% band of the logged reward: (\d+)% of its steps", text, "04")
     assert int(cov) >= 50
-    (p_unstable,) = _number(r"K_ref = 30: P\(unstable\) closed form (\S+),", text, "04")
-    assert float(p_unstable) > 0.9
+    closed, exact = (
+        float(x)
+        for x in _number(r"K_ref = 50: P\(unstable\) closed form (\S+), exact (\S+)", text, "04")
+    )
+    assert closed > 0.9 and exact > 0.9  # a = 0.004 > a*(mu = 0.9, L = 50) by both criteria
+    (fc_cov,) = _number(
+        r"prior from the fitted posterior\s+coverage of the unseen steps (\d+)%", text, "04"
+    )
+    assert int(fc_cov) >= 50
 
 
 def check_diagnostics(text: str, out: Path) -> None:
