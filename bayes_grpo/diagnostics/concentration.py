@@ -342,12 +342,11 @@ def policy_concentration(
 
 
 def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name):
-    import matplotlib
+    # a bare Figure (not pyplot): no global backend switch, no open-figure registry
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(6.0, 3.2))
+    ax = fig.subplots()
     ax.plot(steps, entropy, ".", ms=3, alpha=0.4, color="C1")
     ax.plot(steps, e_s, color="C1", lw=1.5, label=name)
     ax.set_xlabel("optimizer step")

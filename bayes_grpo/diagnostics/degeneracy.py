@@ -313,12 +313,11 @@ def advantage_degeneracy(
 
 
 def _figure(steps, values, smoothed, expected, reward, onset_step, flag, name, run_id):
-    import matplotlib
+    # a bare Figure (not pyplot): no global backend switch, no open-figure registry
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(6.0, 3.2))
+    ax = fig.subplots()
     ax.plot(steps, values, ".", ms=3, alpha=0.5, color="C0", label=name)
     ax.plot(steps, smoothed, color="C0", lw=1.5, label="smoothed")
     if expected is not None:

@@ -262,15 +262,14 @@ def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str
 
 
 def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # a bare Figure (not pyplot): no global backend switch, no open-figure registry
+    from matplotlib.figure import Figure
 
     def norm(v, ref):
         return (v - np.min(ref)) / (np.ptp(ref) or 1.0)
 
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(6.0, 3.2))
+    ax = fig.subplots()
     ax.plot(train.steps, norm(train.values, t_s), ".", ms=2, alpha=0.3, color="C0")
     ax.plot(train.steps, norm(t_s, t_s), color="C0", lw=1.5, label="training reward")
     ax.plot(ev.steps, norm(ev.values, e_s), "o", ms=3, alpha=0.5, color="C1")

@@ -487,12 +487,11 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _figure(frame, signals, rew, osc, onset_step, run_id):
-    import matplotlib
+    # a bare Figure (not pyplot): no global backend switch, no open-figure registry
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.0, 4.6), sharex=True)
+    fig = Figure(figsize=(6.0, 4.6))
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
     if rew is not None:
         ax1.plot(rew.steps, rew.values, ".", ms=3, alpha=0.5, color="C0", label="reward")
         if osc is not None:
