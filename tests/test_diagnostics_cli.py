@@ -159,3 +159,49 @@ def test_results_render_in_the_html_report(tmp_path):
     assert "advantage degeneracy: advantage_degeneracy" in html
     assert "not detected" in html and "detected" in html
     assert html.count("data:image/png;base64") >= 3  # overview + one evidence figure per result
+
+
+def test_cli_config_file_then_set_overrides(runset_path, tmp_path, capsys):
+    cfg = tmp_path / "thresholds.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "degeneracy": {"flag_fraction": 0.99, "min_duration_fraction": 0.99},
+                "common": {"n_boot": 10},
+            }
+        )
+    )
+    args = [
+        "diagnose",
+        str(runset_path),
+        "--json",
+        "--mode",
+        "advantage_degeneracy",
+        "--config",
+        str(cfg),
+    ]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["degeneracy"]["flag_fraction"] == 0.99
+    by_run = {r["values"]["run"]: r for r in out["results"]}
+    assert by_run["advantage_degeneracy"]["passed"] is True  # the stricter threshold clears it
+    assert (
+        main(
+            [
+                *args,
+                "--set",
+                "degeneracy.flag_fraction=0.5",
+                "--set",
+                "degeneracy.min_duration_fraction=0.25",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert {r["values"]["run"]: r for r in out["results"]}["advantage_degeneracy"][
+        "passed"
+    ] is False
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["diagnose", str(runset_path), "--config", str(bad)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
