@@ -37,13 +37,16 @@ DEFAULT_REAL = [
 
 
 def thin(ds, max_points: int):
-    """Keep every k-th step so that no run has more than ``max_points`` logged steps."""
-    n = int(np.isfinite(ds["reward"].values).sum(axis=1).max())
-    k = max(1, int(np.ceil(n / max_points)))
-    if k == 1:
-        return ds
-    keep = ds["step"].values[::k]
-    return ds.sel(step=keep)
+    """Keep every k-th logged step of each run so that no run has more than ``max_points``."""
+    from bayes_grpo.runset import make_runset, run_coords, run_frame
+
+    curves, meta = {}, {}
+    for r in map(str, ds["run"].values):
+        frame = run_frame(ds, r)[["reward"]]
+        k = max(1, int(np.ceil(len(frame) / max_points)))
+        curves[r] = frame.iloc[::k]
+        meta[r] = run_coords(ds, r)
+    return make_runset(curves, meta)
 
 
 def load(name: str, args):

@@ -92,7 +92,13 @@ def test_forecast_band_covers_about_90_percent_of_the_rest_of_the_run_with_a_pop
         mean, y = _run(u, rng)
         n = int(0.3 * STEPS.size)
         ds = forecast_run(
-            STEPS[:n], y[:n], STEPS[n:], prior=prior, rng=int(rng.integers(1 << 30)), n_draws=800
+            STEPS[:n],
+            y[:n],
+            STEPS[n:],
+            prior=prior,
+            rng=int(rng.integers(1 << 30)),
+            n_draws=800,
+            likelihood="iid",
         )
         lo, hi = forecast_band(ds, STEPS[n:], kind="obs")
         covs_obs.append(coverage(y[n:], lo, hi))
@@ -113,7 +119,9 @@ def test_forecast_beats_the_single_exponential_on_slow_start_runs_at_30_percent(
         u = _population(rng, 1)[0]
         mean, y = _run(u, rng)
         n = int(0.3 * STEPS.size)
-        ds = forecast_run(STEPS[:n], y[:n], STEPS[n:], prior=prior, rng=0, n_draws=500)
+        ds = forecast_run(
+            STEPS[:n], y[:n], STEPS[n:], prior=prior, rng=0, n_draws=500, likelihood="iid"
+        )
         base = baseline_forecast("single_exp", STEPS[:n], y[:n], STEPS[n:])
         ratios.append(rmse(mean[n:], ds["mean_mean"].values) / rmse(mean[n:], base))
     assert lsq is not None
@@ -124,7 +132,7 @@ def test_more_steps_narrow_the_forecast_and_the_forecaster_updates_in_place():
     rng = np.random.default_rng(3)
     u = np.array([0.75, 0.15, np.log(0.04), np.log(0.9), np.log(0.03)])
     mean, y = _run(u, rng)
-    fc = RunForecaster(None, STEPS, n_draws=500)
+    fc = RunForecaster(None, STEPS, n_draws=500, likelihood="iid")
     widths = []
     for upto in (60, 120, 200):
         fc.update(STEPS[:upto], y[:upto])
@@ -161,6 +169,8 @@ def test_prior_from_runs_centres_on_the_population():
 def test_too_few_steps_is_a_clear_error():
     with pytest.raises(ForecastError, match="at least 3"):
         forecast_run([0.0, 1.0], [0.1, 0.2], STEPS)
+    with pytest.raises(ForecastError, match="unknown likelihood"):
+        forecast_run(STEPS[:10], STEPS[:10] * 0.01, STEPS, likelihood="student")
     with pytest.raises(ForecastError, match="prior needs"):
         GaussianPrior(np.zeros(3), np.eye(3))
 
@@ -169,12 +179,43 @@ def test_pareto_k_is_reported_and_a_confident_prior_dominates():
     rng = np.random.default_rng(2)
     u = np.array([0.8, 0.2, np.log(0.04), np.log(0.8), np.log(0.01)])
     _, y = _run(u, rng)
-    good = fit_run(STEPS[:120], y[:120], default_prior(STEPS[:120], y[:120]), n_draws=200)
+    good = fit_run(
+        STEPS[:120], y[:120], default_prior(STEPS[:120], y[:120]), n_draws=200, likelihood="iid"
+    )
     assert np.isfinite(good.pareto_k)
     # a confident prior on a plateau far below the data: the posterior leaves the Laplace region
     wrong = GaussianPrior(
         np.array([0.0, 0.0, np.log(0.5), np.log(5.0), np.log(0.1)]),
         np.diag([1e-6, 1e-6, 1e-4, 1e-4, 1e-4]),
     )
-    post = fit_run(STEPS[:120], y[:120], wrong, n_draws=200)
+    post = fit_run(STEPS[:120], y[:120], wrong, n_draws=200, likelihood="iid")
     assert abs(post.draws[:, 0].mean() - 0.0) < 0.01  # prior dominates, as it should for a 1e-3 sd
+
+
+def test_state_space_forecast_covers_runs_that_wander_where_iid_bands_are_too_narrow():
+    """With process noise (G = 4) a run wanders around its mean trajectory; the Kalman
+    forecast continues the run's own state and lets its variance grow to the stationary
+    value, the i.i.d. band reads the wander as signal and is too narrow."""
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+
+    ds = simulate_sde_runset(
+        group_sizes=(4,),
+        learning_rates=(1e-3,),
+        k_refs=(1, 4),
+        n_seeds=2,
+        n_steps=240,
+        measurement_sd=0.02,
+        random_seed=0,
+    )
+    cov = {"state_space": [], "iid": []}
+    t = ds["step"].values.astype(float)
+    for r in ds["run"].values:
+        y = ds["reward"].sel(run=r).values
+        n = int(0.3 * t.size)
+        for lik in cov:
+            fc = forecast_run(t[:n], y[:n], t[n:], rng=0, n_draws=400, likelihood=lik)
+            lo, hi = forecast_band(fc, t[n:], kind="obs")
+            cov[lik].append(coverage(y[n:], lo, hi))
+    # measured (seed 0, weak prior, 30% prefix): state space 0.83, iid 0.56
+    assert np.mean(cov["state_space"]) >= 0.75
+    assert np.mean(cov["state_space"]) > np.mean(cov["iid"]) + 0.15

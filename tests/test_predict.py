@@ -33,8 +33,15 @@ def _draws(a, momentum=0.5, k_ref=2.0, plateau=0.8, r0=0.2, sigma=0.02, n_chain=
     shape = a.shape
     full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), shape)  # noqa: E731
     data = {
-        "a": a, "M_eff": m, "C_eff": c, "K_eff": k, "zeta": damping_ratio(m, c, k),
-        "plateau": full(plateau), "initial_reward": full(r0), "noise_d": full(0.0), "sigma": full(sigma),
+        "a": a,
+        "M_eff": m,
+        "C_eff": c,
+        "K_eff": k,
+        "zeta": damping_ratio(m, c, k),
+        "plateau": full(plateau),
+        "initial_reward": full(r0),
+        "noise_d": full(0.0),
+        "sigma": full(sigma),
     }
     return xr.Dataset({name: (("chain", "draw"), np.array(v)) for name, v in data.items()})
 
@@ -98,7 +105,11 @@ def test_prediction_bands_contain_the_true_trajectory_of_the_setting():
 
 def test_an_unstable_setting_is_reported_unstable_by_both_criteria():
     # mu = 0.5, L = 5: closed-form threshold a* = 0.1, exact a* = 0.1286; take a = 0.2
-    draws = _draws(np.full(200, 0.2) * np.exp(0.01 * np.random.default_rng(0).standard_normal(200)), momentum=0.5, k_ref=5.0)
+    draws = _draws(
+        np.full(200, 0.2) * np.exp(0.01 * np.random.default_rng(0).standard_normal(200)),
+        momentum=0.5,
+        k_ref=5.0,
+    )
     ds = predict_from_draws(draws, steps=30, momentum=0.5, k_ref=5.0)
     assert ds.attrs["prob_unstable_closed_form"] == 1.0
     assert ds.attrs["prob_unstable_exact"] == 1.0
@@ -121,4 +132,131 @@ def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="at least 1 step"):
         horizon_steps(0)
     with pytest.raises(ValueError, match="lack"):
-        predict_from_draws(xr.Dataset({"a": (("chain", "draw"), np.ones((1, 3)))}), steps=10, momentum=0.0, k_ref=1.0)
+        predict_from_draws(
+            xr.Dataset({"a": (("chain", "draw"), np.ones((1, 3)))}),
+            steps=10,
+            momentum=0.0,
+            k_ref=1.0,
+        )
+
+
+def _small_runset(n_runs=3, n_steps=120, seed=0):
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n_steps)
+    m, c, k = oscillator_coefficients(0.01, 0.5, 4.0)
+    curves, meta = {}, {}
+    for i in range(n_runs):
+        mean = reward_trajectory(steps.astype(float), m, c, k, 0.8, 0.2)
+        curves[f"r{i}"] = pd.DataFrame(
+            {"reward": mean + 0.02 * rng.standard_normal(n_steps)}, index=steps
+        )
+        meta[f"r{i}"] = {
+            "model": "toy",
+            "momentum": 0.5,
+            "k_ref": 4.0,
+            "learning_rate": 0.01,
+            "momentum_convention": "heavy_ball",
+            "group_size": 8.0,
+        }
+    return make_runset(curves, meta)
+
+
+def test_cli_forecast_backtests_the_rest_of_the_run(tmp_path, capsys):
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(_small_runset(), tmp_path / "runs.nc")
+    rc = main(
+        [
+            "forecast",
+            str(path),
+            "--run",
+            "r1",
+            "--upto",
+            "40",
+            "--likelihood",
+            "iid",
+            "--json",
+            "-o",
+            str(tmp_path / "fc.nc"),
+            "--plot",
+            str(tmp_path / "fc.png"),
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prior"].startswith("2 other runs of the same LLM")
+    assert out["backtest_steps"] == 79
+    assert out["backtest_coverage_0.9"] >= 0.8
+    assert out["backtest_rmse"] < 0.04
+    assert (tmp_path / "fc.png").exists() and load_prediction(tmp_path / "fc.nc").attrs[
+        "upto_step"
+    ] == 40.0
+    assert main(["forecast", str(path), "--run", "nope", "--upto", "40"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_predict_and_forecast_from_a_fitted_posterior(tmp_path, capsys):
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = _small_runset(n_runs=2, n_steps=60)
+    model = GRPODynamicsModel()
+    model.fit(ds, draws=60, tune=60, chains=2, progressbar=False, cores=1, random_seed=1)
+    path = model.save(tmp_path / "toy.nc")
+    rc = main(
+        [
+            "predict",
+            str(path),
+            "--lr",
+            "0.01",
+            "--momentum",
+            "0.5",
+            "--k-ref",
+            "6",
+            "--group-size",
+            "8",
+            "--steps",
+            "80",
+            "--model",
+            "toy",
+            "--json",
+            "-o",
+            str(tmp_path / "p.nc"),
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prob_unstable_closed_form"] == 0.0  # a L = 0.06 < 1 - mu = 0.5
+    assert set(out["regime_probability"]) == {"overdamped", "critical", "underdamped", "unstable"}
+    assert 0.6 < out["final_mean_reward"] < 1.0
+    from bayes_grpo.runset import save_runset
+
+    runs = save_runset(ds, tmp_path / "runs.nc")
+    rc = main(
+        [
+            "forecast",
+            str(runs),
+            "--run",
+            "r0",
+            "--upto",
+            "20",
+            "--prior",
+            str(path),
+            "--likelihood",
+            "iid",
+            "--json",
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prior"].startswith("posterior")

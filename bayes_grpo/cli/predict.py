@@ -84,6 +84,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="ignore the other runs; use the weak data-scaled prior",
     )
     f.add_argument(
+        "--likelihood",
+        choices=["state_space", "iid"],
+        default="state_space",
+        help="observation model of the forecast: SDE + measurement noise via a Kalman filter "
+        "(default; bands grow as the run wanders) or i.i.d. residuals (faster)",
+    )
+    f.add_argument(
         "--horizon",
         type=int,
         default=None,
@@ -230,6 +237,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
         hdi_probs=args.hdi,
         stop_threshold=args.stop_threshold,
         rng=args.seed,
+        likelihood=args.likelihood,
         attrs={"run": args.run, "prior_note": note},
     )
     extra: dict[str, object] = {

@@ -563,15 +563,21 @@ def fit_run(
 
     def neg_log_post(u: np.ndarray) -> float:
         d = u - mean
-        return float(-loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
+        with np.errstate(all="ignore"):
+            val = float(-loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
+        return val if np.isfinite(val) else 1e300
 
+    notes: list[str] = []
     hess = _numeric_hessian(neg_log_post, mode, h=steps)
     hess = (hess + hess.T) / 2
+    if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
+        notes.append("the Hessian at the mode is not finite; the prior covariance is the proposal")
+        hess = prec.copy()
     evals, evecs = np.linalg.eigh(hess)
     floor = 1.0 / np.max(np.diag(cov_prior))
     evals = np.maximum(evals, floor * 1e-3)
     cov = (evecs / evals) @ evecs.T
-    notes: list[str] = []
+    cov = (cov + cov.T) / 2 + 1e-12 * np.eye(cov.shape[0])
     prior_dist = stats.multivariate_normal(mean, cov_prior)
     # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
     best_is = None

@@ -69,18 +69,21 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray):
     x1, x2 = r0 - plateau, np.zeros(n)
     p11, p12, p22 = np.zeros(n), np.zeros(n), np.zeros(n)
     ll = np.zeros(n)
+    np_err = np.errstate(all="ignore")
+    np_err.__enter__()
     for i in range(t.size):
         a, b, c, d = f11[:, i], f12[:, i], f21[:, i], f22[:, i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
         n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11[:, i]
         n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, i]
         n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, i]
-        s = n11 + r2
+        s = np.maximum(n11 + r2, 1e-300)
         innov = y[i] - plateau - x1
         ll += -0.5 * (np.log(2 * np.pi * s) + innov * innov / s)
         k1, k2 = n11 / s, n12 / s
         x1, x2 = x1 + k1 * innov, x2 + k2 * innov
         p11, p12, p22 = n11 - k1 * n11, n12 - k1 * n12, n22 - k2 * n12
+    np_err.__exit__(None, None, None)
     ll = np.where(np.isfinite(ll), ll, -np.inf)
     return ll, np.column_stack([x1, x2]), np.column_stack([p11, p12, p22])
 
