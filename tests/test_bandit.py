@@ -232,7 +232,7 @@ def test_mean_trajectory_is_invariant_in_group_size_and_the_test_has_power():
     assert plateaus["16"] > plateaus["4"]
 
 
-def test_fast_run_set_assembly_is_identical_to_make_runset():
+def test_bandit_run_set_is_identical_to_one_built_by_make_runset():
     import pandas as pd
     import xarray as xr
 
@@ -240,7 +240,7 @@ def test_fast_run_set_assembly_is_identical_to_make_runset():
 
     ds = simulate_bandit(
         k_ref=[0, 1, 2], group_size=[4, 8], seeds=2, steps=20
-    )  # 12 runs: fast path
+    )  # 12 runs, assembled from arrays
     assert ds.sizes["run"] > 8
     index = pd.RangeIndex(20, name="step")
     curves = {

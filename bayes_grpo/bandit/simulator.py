@@ -60,22 +60,14 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 import xarray as xr
 
 from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, group_advantages
-from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
+from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
-from bayes_grpo.runset import make_runset, validate_runset
-from bayes_grpo.runset.schema import (
-    RUN_COORDS,
-    SCHEMA_ATTR,
-    SCHEMA_VERSION,
-    STRING_COORDS,
-    WARNINGS_ATTR,
-)
+from bayes_grpo.runset import runset_from_arrays
 
 #: Format tag of ``attrs["truth"]`` (same layout as the SDE simulator's: settings + runs).
 TRUTH_FORMAT: str = "bayes_grpo.bandit_truth/1"
@@ -504,52 +496,10 @@ def simulate_bandit(
         "momentum_convention": momentum_convention,
     }
     payload = {"format": TRUTH_FORMAT, "settings": config, "runs": truth}
-    return runset_from_arrays(run_ids, arrays, meta, attrs={"truth": json.dumps(payload)})
-
-
-def runset_from_arrays(
-    run_ids: Sequence[str],
-    arrays: dict[str, np.ndarray],
-    meta: dict[str, dict[str, object]],
-    *,
-    attrs: dict[str, object] | None = None,
-) -> xr.Dataset:
-    """The run set :func:`bayes_grpo.runset.make_runset` would build from equal-length runs.
-
-    ``make_runset`` aligns per-run DataFrames one run and one metric at a time (about 10 ms
-    per run); the bandit's runs share one step axis, so the dataset is assembled from the
-    ``(run, step)`` arrays directly: same variables, coordinates, fills and attributes (the
-    tests check identity against ``make_runset``), then validated.
-    """
     n_steps = next(iter(arrays.values())).shape[1]
-    if len(run_ids) <= 8:  # small sets: the reference constructor itself
-        index = pd.RangeIndex(n_steps, name="step")
-        curves = {
-            r: pd.DataFrame({m: arrays[m][i] for m in arrays}, index=index)
-            for i, r in enumerate(run_ids)
-        }
-        return make_runset(curves, meta, attrs=attrs)
-    coords: dict[str, object] = {
-        RUN_DIM: np.array(list(run_ids), dtype=object),
-        STEP_DIM: np.arange(n_steps, dtype=np.int64),
-    }
-    for name, fill in RUN_COORDS.items():
-        values = [meta[r].get(name, fill) for r in run_ids]
-        if name in STRING_COORDS:
-            coords[name] = (RUN_DIM, np.array([str(v) for v in values], dtype=object))
-        else:
-            coords[name] = (RUN_DIM, np.array(values, dtype=float))
-    data = {}
-    for m, v in arrays.items():
-        v = np.array(v, dtype=float)
-        v[~np.isfinite(v)] = np.nan
-        data[m] = ((RUN_DIM, STEP_DIM), v)
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs[SCHEMA_ATTR] = SCHEMA_VERSION
-    ds.attrs[WARNINGS_ATTR] = json.dumps({})
-    for key, value in (attrs or {}).items():
-        ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
-    return validate_runset(ds)
+    return runset_from_arrays(
+        run_ids, np.arange(n_steps), arrays, meta, attrs={"truth": json.dumps(payload)}
+    )
 
 
 __all__ = [

@@ -78,38 +78,77 @@ def make_runset(
     if unknown:
         raise RunSetError(f"unknown run coordinates {sorted(unknown)}; known: {list(RUN_COORDS)}")
 
-    steps = np.unique(np.concatenate([np.asarray(curves[r].index, dtype=np.int64) for r in run_ids]))
+    steps = np.unique(
+        np.concatenate([np.asarray(curves[r].index, dtype=np.int64) for r in run_ids])
+    )
     variables: list[str] = [REWARD_VAR]
     for r in run_ids:
         for col in curves[r].columns:
             if col not in variables:
                 variables.append(str(col))
-    data_vars = {}
-    for var in variables:
-        arr = np.full((len(run_ids), len(steps)), np.nan)
-        for i, r in enumerate(run_ids):
-            frame = curves[r]
-            if var in frame.columns:
-                col = pd.to_numeric(frame[var], errors="coerce").astype(float)
-                col = col.replace([np.inf, -np.inf], np.nan)
-                pos = np.searchsorted(steps, np.asarray(frame.index, dtype=np.int64))
-                arr[i, pos] = col.to_numpy()
-        data_vars[var] = ((RUN_DIM, STEP_DIM), arr)
+    arrays = {var: np.full((len(run_ids), len(steps)), np.nan) for var in variables}
+    for i, r in enumerate(run_ids):
+        frame = curves[r]
+        values = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        pos = np.searchsorted(steps, np.asarray(frame.index, dtype=np.int64))
+        for j, col in enumerate(frame.columns):
+            arrays[str(col)][i, pos] = values[:, j]
+    return runset_from_arrays(run_ids, steps, arrays, meta, warnings=warnings, attrs=attrs)
 
-    coords: dict[str, object] = {RUN_DIM: np.array(run_ids, dtype=object), STEP_DIM: steps}
+
+def runset_from_arrays(
+    run_ids: Sequence[str],
+    steps: np.ndarray,
+    arrays: Mapping[str, np.ndarray],
+    meta: Mapping[str, Mapping[str, object]] | None = None,
+    *,
+    warnings: Mapping[str, Sequence[str]] | None = None,
+    attrs: Mapping[str, object] | None = None,
+) -> xr.Dataset:
+    """Assemble a run set from ``(run, step)`` arrays on a shared step axis.
+
+    The fast path for simulators whose runs share one step grid; :func:`make_runset`
+    ends here too. ``arrays`` maps metric names to float arrays of shape
+    ``(len(run_ids), len(steps))`` (``reward`` required; +-inf become NaN); ``meta``,
+    ``warnings`` and ``attrs`` as in :func:`make_runset`.
+    """
+    meta = dict(meta or {})
+    if REWARD_VAR not in arrays:
+        raise RunSetError(f"no {REWARD_VAR!r} array; metrics given: {sorted(arrays)}")
+    unknown = {k for m in meta.values() for k in m} - set(RUN_COORDS)
+    if unknown:
+        raise RunSetError(f"unknown run coordinates {sorted(unknown)}; known: {list(RUN_COORDS)}")
+    run_ids = list(run_ids)
+    shape = (len(run_ids), len(steps))
+    data_vars = {}
+    for var, value in arrays.items():
+        arr = np.array(value, dtype=float)
+        if arr.shape != shape:
+            raise RunSetError(f"metric {var!r}: shape {arr.shape}, expected (runs, steps) = {shape}")
+        arr[~np.isfinite(arr)] = np.nan
+        data_vars[str(var)] = ((RUN_DIM, STEP_DIM), arr)
+    coords: dict[str, object] = {
+        RUN_DIM: np.array(run_ids, dtype=object),
+        STEP_DIM: np.asarray(steps, dtype=np.int64),
+    }
     for name, fill in RUN_COORDS.items():
         values = [meta.get(r, {}).get(name, fill) for r in run_ids]
         if name in STRING_COORDS:
-            coords[name] = (RUN_DIM, np.array(["" if v is None else str(v) for v in values], dtype=object))
+            coords[name] = (
+                RUN_DIM,
+                np.array(["" if v is None else str(v) for v in values], dtype=object),
+            )
         else:
-            coords[name] = (RUN_DIM, np.array([_as_float(v, name, r) for v, r in zip(values, run_ids)]))
+            coords[name] = (
+                RUN_DIM,
+                np.array([_as_float(v, name, r) for v, r in zip(values, run_ids)]),
+            )
     ds = xr.Dataset(data_vars, coords=coords)
     ds.attrs[SCHEMA_ATTR] = SCHEMA_VERSION
     ds.attrs[WARNINGS_ATTR] = json.dumps({r: list(w) for r, w in (warnings or {}).items() if w})
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
-    validate_runset(ds)
-    return ds
+    return validate_runset(ds)
 
 
 def _as_float(value: object, name: str, run_id: str) -> float:
@@ -118,7 +157,9 @@ def _as_float(value: object, name: str, run_id: str) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise RunSetError(f"run {run_id!r}: coordinate {name!r} must be numeric, got {value!r}") from None
+        raise RunSetError(
+            f"run {run_id!r}: coordinate {name!r} must be numeric, got {value!r}"
+        ) from None
 
 
 def validate_runset(ds: xr.Dataset) -> xr.Dataset:
@@ -172,7 +213,15 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
 
 def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
     """Stack run sets along ``run`` (union of steps and variables; run ids must be unique)."""
-    merged = xr.concat(list(runsets), dim=RUN_DIM, join="outer", data_vars="all", coords="different", compat="equals", combine_attrs="drop_conflicts")
+    merged = xr.concat(
+        list(runsets),
+        dim=RUN_DIM,
+        join="outer",
+        data_vars="all",
+        coords="different",
+        compat="equals",
+        combine_attrs="drop_conflicts",
+    )
     warnings: dict[str, list[str]] = {}
     for ds in runsets:
         warnings.update(runset_warnings(ds))
@@ -183,7 +232,10 @@ def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
 def run_frame(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     """One run's metrics as a DataFrame indexed by step, rows with no reward dropped."""
     sub = ds.sel({RUN_DIM: run_id})
-    frame = pd.DataFrame({v: sub[v].values for v in ds.data_vars if sub[v].dims == (STEP_DIM,)}, index=ds[STEP_DIM].values)
+    frame = pd.DataFrame(
+        {v: sub[v].values for v in ds.data_vars if sub[v].dims == (STEP_DIM,)},
+        index=ds[STEP_DIM].values,
+    )
     frame.index.name = STEP_DIM
     return frame.dropna(subset=[REWARD_VAR])
 
@@ -201,6 +253,7 @@ def run_coords(ds: xr.Dataset, run_id: str) -> dict[str, object]:
 __all__ = [
     "RunSetError",
     "make_runset",
+    "runset_from_arrays",
     "validate_runset",
     "runset_warnings",
     "save_runset",
