@@ -180,6 +180,7 @@ def main() -> None:
         "--n-sets", type=int, default=20, help="run sets per simulated family (h0, shift)"
     )
     p.add_argument("--bandit-sets", type=int, default=5, help="bandit run sets")
+    p.add_argument("--start", type=int, default=0, help="first set index (to split the work between processes)")
     p.add_argument("--seeds", type=int, default=2, help="runs per group size")
     p.add_argument("--n-steps", type=int, default=120)
     p.add_argument("--bandit-steps", type=int, default=120)
@@ -197,6 +198,7 @@ def main() -> None:
     p.add_argument("--families", nargs="+", default=["h0", "shift", "bandit"])
     p.add_argument("--out", default="benchmarks/results/invariance_calibration.jsonl")
     p.add_argument("--summarise", action="store_true", help="only summarise an existing --out file")
+    p.add_argument("--merge", nargs="*", default=[], help="more result files to include in the summary")
     args = p.parse_args()
     out = Path(args.out)
     if not args.summarise:
@@ -211,7 +213,7 @@ def main() -> None:
                 (r["kind"], r["index"]) for r in map(json.loads, out.read_text().splitlines()) if r
             }
         jobs = []
-        for i in range(max(args.n_sets, args.bandit_sets)):
+        for i in range(args.start, max(args.n_sets, args.bandit_sets)):
             for kind in args.families:
                 limit = args.bandit_sets if kind == "bandit" else args.n_sets
                 if i < limit and (kind, i) not in done:
@@ -227,8 +229,13 @@ def main() -> None:
                 f"alpha {row['alpha_median']:.2f} {row['seconds']:.0f}s",
                 flush=True,
             )
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    print(json.dumps(summarise(rows), indent=2))
+    rows = {}
+    for path in [out, *map(Path, args.merge)]:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows[(row["kind"], row["index"])] = row
+    print(json.dumps(summarise(list(rows.values())), indent=2))
 
 
 if __name__ == "__main__":

@@ -48,15 +48,21 @@ def _models(x, y, s):
 
 
 def test_final_log_marginal_likelihood_handles_ragged_nan_padded_stats():
-    stats_obj = np.empty((3, 2), dtype=object)
-    stats_obj[0] = [np.nan, -10.0]
-    stats_obj[1] = [[-50.0, -12.0, np.nan], np.nan]  # ragged per-stage list, NaN padding
-    stats_obj[2] = [np.nan, None]  # a chain that produced nothing
+    # PyMC's layout when all chains ran the same number of stages: (chain, stage), NaN-padded.
+    stats_obj = np.empty((3, 3), dtype=object)
+    stats_obj[0] = [np.nan, np.nan, -10.0]
+    stats_obj[1] = [np.nan, -12.0, np.nan]
+    stats_obj[2] = [np.nan, None, np.nan]  # a chain that produced nothing
     out = final_log_marginal_likelihood(stats_obj)
     assert out[0] == -10.0 and out[1] == -12.0 and np.isnan(out[2])
     log_ml, err = combine_chain_evidence(out)
     assert log_ml == pytest.approx(np.log((np.exp(-10.0) + np.exp(-12.0)) / 2))
     assert err == pytest.approx(np.std([-10.0, -12.0], ddof=1) / np.sqrt(2))
+    # PyMC's ragged layout when chains ran different numbers of stages: shape (1, chain).
+    ragged = np.empty((1, 2), dtype=object)
+    ragged[0, 0] = [np.nan, np.nan, 46.86]
+    ragged[0, 1] = [np.nan, 46.85]
+    assert final_log_marginal_likelihood(ragged).tolist() == [46.86, 46.85]
     with pytest.raises(ValueError, match="no finite"):
         combine_chain_evidence([np.nan, np.nan])
 

@@ -67,11 +67,15 @@ class Evidence:
 def final_log_marginal_likelihood(sample_stats_values: Any) -> np.ndarray:
     """Final log evidence of each SMC chain from ``sample_stats["log_marginal_likelihood"]``.
 
+    PyMC stores one value per tempering stage. When all chains ran the same number of
+    stages the array has shape ``(chain, stage)`` (NaN-padded floats); when the stage
+    counts differ it is *ragged*: an object array of shape ``(1, chain)`` whose elements
+    are the per-chain lists of stage values. Both layouts are handled.
+
     Parameters
     ----------
     sample_stats_values
-        The values of that variable: an array of shape ``(chain, draw)`` (float, or
-        object holding floats / per-stage lists), NaN-padded and possibly ragged.
+        The values of that variable.
 
     Returns
     -------
@@ -82,12 +86,17 @@ def final_log_marginal_likelihood(sample_stats_values: Any) -> np.ndarray:
     values = np.asarray(sample_stats_values, dtype=object)
     if values.ndim == 0:
         values = values.reshape(1, 1)
+    flat = list(values.ravel())
+    if any(isinstance(x, list | tuple | np.ndarray) for x in flat):
+        chains = flat  # ragged layout: one sequence per chain
     elif values.ndim == 1:
-        values = values.reshape(1, -1) if values.dtype != object else values.reshape(-1, 1)
-    out = np.full(values.shape[0], np.nan)
-    for c in range(values.shape[0]):
-        flat = _flatten_floats(values[c])
-        finite = flat[np.isfinite(flat)]
+        chains = [values]
+    else:
+        chains = list(values.reshape(values.shape[0], -1))
+    out = np.full(len(chains), np.nan)
+    for c, chain in enumerate(chains):
+        seq = _flatten_floats(chain)
+        finite = seq[np.isfinite(seq)]
         if finite.size:
             out[c] = finite[-1]
     return out

@@ -140,6 +140,8 @@ class BayesFactorRow:
     log_bf01_sd_mc_error: float
     sd_in_support: bool
     n_offsets: int
+    smc_chains_finite_h0: int = 0
+    smc_chains_finite_h1: int = 0
 
     @property
     def agree(self) -> bool:
@@ -184,7 +186,8 @@ def invariance_bayes_factor(
     (table, evidence_h0)
         ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_smc``,
         ``log_bf01_smc_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
-        ``sd_in_support``, ``n_offsets``, ``agree``; ``evidence_h0`` holds the ``H0``
+        ``sd_in_support``, ``n_offsets``, ``smc_chains_finite_h0/h1`` (chains whose SMC run
+        ended with a finite evidence; the others are dropped), ``agree``; ``evidence_h0`` holds the ``H0``
         SMC run (its posterior gives ``alpha``).
     """
     _require_several_g(runset)
@@ -232,6 +235,8 @@ def invariance_bayes_factor(
                 log_bf01_sd_mc_error=sd.mc_error,
                 sd_in_support=sd.in_support,
                 n_offsets=sd.dim,
+                smc_chains_finite_h0=int(np.isfinite(ev0.per_chain).sum()),
+                smc_chains_finite_h1=int(np.isfinite(ev1.per_chain).sum()),
             )
         )
     table = pd.DataFrame([r.__dict__ | {"agree": r.agree} for r in rows]).set_index("prior_scale")
