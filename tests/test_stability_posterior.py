@@ -112,3 +112,52 @@ def test_phase_diagram_marks_observed_runs_and_flags_those_at_risk():
     assert res2.passed is False and res2.values["n_observed_at_risk"] == 1
     lr_med = res.table.loc[1, "threshold_lr_median"]
     assert lr_med == pytest.approx(1.0 / np.median(K), rel=1e-6)  # a* = 1 at mu=0, L=1
+
+
+class _StiffnessPosterior:
+    """coefficient_draws with the gain from curvature draws around a given K."""
+
+    def __init__(self, stiffness: float, sd_log: float = 0.05):
+        self.K = np.exp(np.random.default_rng(0).normal(np.log(stiffness), sd_log, 400))
+
+    def coefficient_draws(
+        self, *, learning_rate, momentum, momentum_convention, k_ref, group_size=None, model=None
+    ):
+        from bayes_grpo.dynamics import effective_step
+
+        a = effective_step(learning_rate, momentum, momentum_convention) * self.K
+        return {"a": pd.Series(a)}
+
+
+def test_bandit_threshold_predicted_from_the_posterior_contains_the_sweep_threshold():
+    from bayes_grpo.bandit import bandit_truth
+    from bayes_grpo.bandit.experiments import sweep_k_ref
+    from bayes_grpo.checks.stability import bandit_threshold_check
+
+    K = bandit_truth(
+        group_size=8,
+        learning_rate=1.0,
+        momentum=0.5,
+        momentum_convention="heavy_ball",
+        k_ref=1,
+        beta=1.0,
+    )["stiffness"]
+    sweep = sweep_k_ref(
+        list(range(0, 8)),
+        seeds=4,
+        steps=800,
+        group_size=8,
+        learning_rate=0.8,
+        momentum=0.5,
+        progress=False,
+    )
+    res = bandit_threshold_check(_StiffnessPosterior(K), sweep)
+    assert res.passed is True
+    assert (
+        res.values["predicted_exact_lo"]
+        <= res.values["empirical_threshold_k_ref"]
+        <= res.values["predicted_exact_hi"]
+    )
+    # A posterior with the curvature 3x too large puts the threshold too early: the check fails.
+    wrong = bandit_threshold_check(_StiffnessPosterior(3 * K), sweep)
+    assert wrong.passed is False
