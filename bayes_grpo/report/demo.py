@@ -23,7 +23,10 @@ import numpy as np
 #: and the learning-rate and K_ref ladders (all AdamW, 128 completions per step).
 FIT_GROUPS: tuple[str, ...] = ("g_fixed_completions", "lr_ladder", "k_ref_ladder")
 #: Diagnostics that mark a run as outside the law's premises (left out of the fit, kept in the report).
-EXCLUDING_MODES: tuple[str, ...] = ("dynamical_instability", "policy_concentration")
+EXCLUDING_MODES: tuple[str, ...] = ("dynamical_instability",)
+#: A run whose mean reward over its last 10% of logged steps is below this fraction of its
+#: (smoothed) maximum rose and then collapsed: the damped-oscillator law does not describe it.
+COLLAPSE_FRACTION: float = 0.5
 
 
 @dataclass
@@ -132,8 +135,13 @@ def run_demo(
     progress(f"      flagged: {flagged or 'none'}")
     stage("diagnose")
 
+    for run_id in run_ids:
+        if run_id not in flagged and _collapsed(runs, run_id):
+            flagged[run_id] = f"collapse (final reward < {COLLAPSE_FRACTION:g} x its maximum)"
     candidates = _fit_candidates(data_dir, run_ids)
     fit_ids = [r for r in candidates if r not in flagged]
+    if not fit_ids:
+        raise ValueError(f"{data_dir}: no healthy run left to fit (flagged: {flagged})")
     excluded = {r: f"diagnosed {flagged[r]}" for r in candidates if r in flagged}
     excluded |= {r: "not in the fitted groups " + "/".join(FIT_GROUPS) for r in run_ids if r not in candidates}
     fit_set = runs.sel(run=fit_ids)
@@ -193,6 +201,18 @@ def run_demo(
         "prediction": predicted.values.get("regime"),
     }
     return DemoResult(out, report, runs_file, posterior_file, fit_ids, excluded, timings, headline)
+
+
+def _collapsed(runs: Any, run_id: str) -> bool:
+    from bayes_grpo.metrics import moving_average
+    from bayes_grpo.runset import run_frame
+
+    reward = run_frame(runs, run_id)["reward"].to_numpy()
+    if len(reward) < 10:
+        return False
+    tail = float(np.mean(reward[-max(len(reward) // 10, 1):]))
+    peak = float(np.nanmax(moving_average(reward)))
+    return peak > 0 and tail < COLLAPSE_FRACTION * peak
 
 
 def _group(data_dir: Path, name: str) -> list[str]:

@@ -75,7 +75,9 @@ def _fit_figure(model: Any):
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.5 * nrows), squeeze=False)
     steps = ds["step"].values
     for i, (ax, run_id) in enumerate(zip(axes.flat, run_ids)):
-        ax.plot(steps, ds["reward"].sel(run=run_id).values, color="0.6", lw=0.7)
+        y = ds["reward"].sel(run=run_id).values
+        ok = np.isfinite(y)  # runs logged every k steps are NaN in between: draw the logged points
+        ax.plot(steps[ok], y[ok], color="0.6", lw=0.7)
         ax.fill_between(steps, lo[i], hi[i], color="C0", alpha=0.3, lw=0)
         ax.plot(steps, mean[i], color="C0", lw=1.2)
         ax.set_title(labels[i], fontsize=7)
@@ -98,7 +100,7 @@ def convergence_section(model: Any) -> Section:
     post = model.idata.posterior
     names = [v for v in ("alpha", "noise_d", "plateau", "log_stiffness", "damping_ratio_model", "natural_frequency_model") if v in post]
     if names and post.sizes.get("chain", 1) > 1:
-        axes = az.plot_rank(model.idata, var_names=names[:4], compact=True)
+        axes = az.plot_rank(model.idata, var_names=names[:4])
         fig = np.ravel(axes)[0].figure
         section.figure(fig, "Rank plots: uniform histograms per chain mean the chains agree.")
     else:

@@ -166,8 +166,9 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
     for ax, ((model, g), run_ids) in zip(axes.flat, groups):
         for run_id in run_ids:
-            y = runset["reward"].sel(run=run_id)
-            ax.plot(runset["step"].values, y.values, lw=0.8, alpha=0.8, label=str(run_id))
+            y = runset["reward"].sel(run=run_id).values
+            ok = np.isfinite(y)  # runs logged every k steps are NaN in between
+            ax.plot(runset["step"].values[ok], y[ok], lw=0.8, alpha=0.8, label=str(run_id))
         ax.set_title(f"{model or '(model unknown)'}  G={'?' if pd.isna(g) else int(g)}", fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
