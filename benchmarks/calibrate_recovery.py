@@ -2,8 +2,9 @@
 
 Simulates ``--n`` datasets from the SDE (``simulate_sde_runset``) with truth drawn at random
 per dataset (curvature K, plateau, initial reward, noise intensity D, measurement noise),
-fits each with :class:`~bayes_grpo.model.GRPODynamicsModel` (mechanistic, by default the
-state-space likelihood, whose ``D`` is the SDE's), and counts how often the central 90%
+fits each with :class:`~bayes_grpo.model.GRPODynamicsModel` (mechanistic; with the
+state-space likelihood ``D`` is the SDE's noise intensity; with ``--likelihood iid`` the data
+carry measurement noise only and ``D`` is the residual variance times ``G``), and counts how often the central 90%
 interval contains the truth. Each dataset: one LLM, G in {4, 16} x two learning rates
 (4 runs), Adam-like momentum (EMA, beta1 = 0.9), ``k_ref`` 1, ``--steps`` steps.
 
@@ -38,6 +39,11 @@ def draw_truth(rng: np.random.Generator) -> dict:
 
 def one(i: int, args, rng: np.random.Generator) -> dict:
     spec = draw_truth(rng)
+    msd = float(rng.uniform(0.02, 0.06))
+    if args.likelihood == "iid":
+        # The iid model's D is the residual variance times G^alpha: simulate measurement
+        # noise only (sd msd / sqrt(G)), so its true D is msd^2.
+        spec["noise_d"] = 1e-14
     ds = simulate_sde_runset(
         models={"m": spec},
         group_sizes=(4, 16),
@@ -46,7 +52,7 @@ def one(i: int, args, rng: np.random.Generator) -> dict:
         convention="ema",
         n_seeds=1,
         n_steps=args.steps,
-        measurement_sd=float(rng.uniform(0.02, 0.06)),
+        measurement_sd=msd,
         measurement_g_exponent=1.0,
         random_seed=int(rng.integers(1 << 31)),
     )
@@ -62,8 +68,8 @@ def one(i: int, args, rng: np.random.Generator) -> dict:
         "eta_K": (post["a"].sel(run=run0).values, truth["runs"][run0]["a"]),
         "zeta": (post["zeta"].sel(run=run0).values, truth["runs"][run0]["zeta"]),
     }
-    if args.likelihood == "state_space":
-        targets["D"] = (post["noise_d"].sel(model="m").values, truth["models"]["m"]["noise_d"])
+    true_d = truth["models"]["m"]["noise_d"] if args.likelihood == "state_space" else msd**2
+    targets["D"] = (post["noise_d"].sel(model="m").values, true_d)
     row = {"dataset": i, "seconds": wall, "converged": bool(model.convergence().passed)}
     for name, (draws, value) in targets.items():
         lo, hi = np.quantile(np.ravel(draws), [0.05, 0.95])

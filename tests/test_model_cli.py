@@ -1,0 +1,56 @@
+"""`bayes-grpo fit` writes a loadable posterior and prints a per-(model, G) summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bayes_grpo.cli import main
+from bayes_grpo.dynamics.simulate import simulate_sde_runset
+from bayes_grpo.model import GRPODynamicsModel
+from bayes_grpo.runset import save_runset
+
+
+@pytest.fixture(scope="module")
+def runs_file(tmp_path_factory):
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
+        group_sizes=(4, 16),
+        learning_rates=(1e-4,),
+        n_seeds=1,
+        n_steps=120,
+        measurement_sd=0.08,
+        measurement_g_exponent=1.0,
+        random_seed=5,
+    )
+    return save_runset(ds, tmp_path_factory.mktemp("runs") / "runs.nc")
+
+
+def test_fit_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--parameterisation", "--likelihood", "--draws", "--tune", "--chains", "--seed", "--sampler", "--json", "--default"):
+        assert flag in text
+
+
+def test_fit_missing_file_is_a_clean_error(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "nope.nc"), "-o", str(tmp_path / "out.nc")]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_fit_cli_writes_a_loadable_posterior_and_json_summary(runs_file, tmp_path, capsys):
+    out = tmp_path / "models" / "fit.nc"
+    code = main(["fit", str(runs_file), "-o", str(out), "--draws", "60", "--tune", "60", "--chains", "2", "--seed", "1", "--json"])
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["output"] == str(out)
+    assert {"convergence", "groups", "runs"} <= set(payload)
+    assert len(payload["groups"]) == 2  # (m, G=4), (m, G=16)
+    assert {"p_star", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_smoothed"} <= set(payload["groups"][0])
+    loaded = GRPODynamicsModel.load(out)
+    assert loaded.parameterisation == "mechanistic"
+    # refuses to overwrite without --overwrite
+    assert main(["fit", str(runs_file), "-o", str(out), "--draws", "10", "--tune", "10"]) == 2
