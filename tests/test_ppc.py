@@ -172,3 +172,27 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder(shift=0.3))
     bad = invariance.leave_one_g_out(_runset())
     assert bad.passed is False
+
+
+def test_residual_autocorrelation_from_a_posterior_flags_correlated_noise():
+    from bayes_grpo.checks.invariance import residual_lag1_autocorrelation
+
+    def posterior(ds):
+        M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
+        n = ds.sizes["run"]
+        vals = {
+            "M_eff": M,
+            "C_eff": C,
+            "K_eff": K,
+            "plateau_run": TRUTH["plateau"],
+            "initial_reward": TRUTH["initial_reward"],
+        }
+        return xr.Dataset(
+            {k: (("chain", "draw", "run"), np.full((1, 3, n), v)) for k, v in vals.items()},
+            coords={"run": ds["run"].values},
+        )
+
+    white, red = _runset(), _runset(ar1=0.6)
+    assert abs(residual_lag1_autocorrelation(posterior(white), white)) < 0.1
+    assert residual_lag1_autocorrelation(posterior(red), red) > 0.45
+    assert np.isnan(residual_lag1_autocorrelation(xr.Dataset(), white))
