@@ -38,6 +38,14 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--fit-seeds", type=int, default=2)
     p.add_argument("--fit-steps", type=int, default=300)
+    p.add_argument(
+        "--p-init",
+        type=float,
+        default=None,
+        help="initial success probability of the fitted runs (default: the bandit's p_ref = 0.5); the "
+        "stiffness is the local curvature at p*, so runs started near p* measure it without the bias of "
+        "the nonlinear transient",
+    )
     p.add_argument("--log-every", type=int, default=3)
     p.add_argument("--sweep-lr", type=float, default=0.4)
     p.add_argument("--sweep-k-refs", type=int, nargs="+", default=list(range(0, 13)))
@@ -63,6 +71,7 @@ def main() -> None:
         momentum=args.momentum,
         seeds=args.fit_seeds,
         steps=args.fit_steps,
+        p_init=args.p_init,
         seed=args.seed,
     )
     ds = ds.sel(step=ds["step"].values[:: args.log_every])[["reward"]]
