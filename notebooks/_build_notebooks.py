@@ -449,7 +449,7 @@ from bayes_grpo.bandit.experiments import phase_diagram_figure, sweep_k_ref, thr
 
 k_refs = range(max(0, exact_k - 5), exact_k + 5) if FAST else range(0, 2 * exact_k + 2)
 sweep = sweep_k_ref(k_refs, seeds=8 if FAST else 32, steps=1500 if FAST else 3000,
-                    learning_rate=eta, momentum=mu, clip_eps=float("inf"), seed=7, progress=not FAST,
+                    learning_rate=eta, momentum=mu, clip_eps=float("inf"), seed=7, progress=False,
                     **bandit)
 threshold = threshold_check(sweep)
 print(threshold.summary)
@@ -478,7 +478,7 @@ rng = np.random.default_rng(0)
 k_draws = rng.normal(relaxation.stiffness, relaxation.standard_error, size=2000)
 swept = pd.DataFrame({"learning_rate": eta, "k_ref": list(k_refs)})
 phase = phase_diagram_from_draws(k_draws, momentum=mu, momentum_convention="heavy_ball",
-                                 learning_rates=np.geomspace(0.01, 2.0, 40), k_refs=np.arange(0, 25),
+                                 learning_rates=np.geomspace(0.01, 4.0, 40), k_refs=np.arange(0, 25),
                                  observed=swept, label="softmax bandit, K measured by relaxation")
 print(phase.summary)
 show(phase.figures["phase diagram"])
