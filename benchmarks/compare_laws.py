@@ -95,7 +95,8 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {}
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     for name in args.sets:
         if name == "real" and not REAL.is_dir():
             print(f"skipping real: {REAL} absent")

@@ -575,9 +575,10 @@ def fit_run(
         hess = prec.copy()
     evals, evecs = np.linalg.eigh(hess)
     floor = 1.0 / np.max(np.diag(cov_prior))
-    evals = np.maximum(evals, floor * 1e-3)
+    # keep the proposal well conditioned (condition number <= 1e10)
+    evals = np.clip(np.nan_to_num(evals, nan=floor), floor * 1e-3, floor * 1e7)
     cov = (evecs / evals) @ evecs.T
-    cov = (cov + cov.T) / 2 + 1e-12 * np.eye(cov.shape[0])
+    cov = (cov + cov.T) / 2
     prior_dist = stats.multivariate_normal(mean, cov_prior)
     # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
     best_is = None
