@@ -583,7 +583,19 @@ def fit_run(
     # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
     best_is = None
     for widen in (1.0, 2.0, 4.0):
-        proposal = stats.multivariate_t(loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng)
+        try:
+            proposal = stats.multivariate_t(
+                loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng
+            )
+        except (np.linalg.LinAlgError, ValueError):
+            if "the Laplace covariance is degenerate" not in notes:
+                notes.append(
+                    "the Laplace covariance is degenerate; the prior covariance is the proposal"
+                )
+            cov = cov_prior.copy()
+            proposal = stats.multivariate_t(
+                loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng, allow_singular=True
+            )
         prop = np.atleast_2d(proposal.rvs(size=n_proposal))
         logw = loglik(prop, t, y) + prior_dist.logpdf(prop) - proposal.logpdf(prop)
         finite = np.isfinite(logw)
