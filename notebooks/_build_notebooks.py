@@ -540,6 +540,13 @@ print(f"posterior K: median {np.exp(np.median(k_post)):.2f}, 90% interval "
       f"[{np.exp(np.quantile(k_post, 0.05)):.2f}, {np.exp(np.quantile(k_post, 0.95)):.2f}] (truth 10)")
 """),
     md("""
+Compare the interval of `K` with the truth. The runs were simulated from the SDE, whose
+fluctuations around the mean curve are autocorrelated; the fast `iid` likelihood treats them as
+independent noise, so its intervals can be too narrow (with the full settings here the 90%
+interval of `K` can miss 10). `GRPODynamicsModel(likelihood="state_space")` uses the exact
+Kalman-filter likelihood of the SDE instead, at a higher cost.
+"""),
+    md("""
 ## 2. Predict the new setting
 
 `predict_run` pushes every posterior draw through the closed-form trajectory at the new
