@@ -180,7 +180,9 @@ def main() -> None:
         "--n-sets", type=int, default=20, help="run sets per simulated family (h0, shift)"
     )
     p.add_argument("--bandit-sets", type=int, default=5, help="bandit run sets")
-    p.add_argument("--start", type=int, default=0, help="first set index (to split the work between processes)")
+    p.add_argument(
+        "--start", type=int, default=0, help="first set index (to split the work between processes)"
+    )
     p.add_argument("--seeds", type=int, default=2, help="runs per group size")
     p.add_argument("--n-steps", type=int, default=120)
     p.add_argument("--bandit-steps", type=int, default=120)
@@ -198,7 +200,9 @@ def main() -> None:
     p.add_argument("--families", nargs="+", default=["h0", "shift", "bandit"])
     p.add_argument("--out", default="benchmarks/results/invariance_calibration.jsonl")
     p.add_argument("--summarise", action="store_true", help="only summarise an existing --out file")
-    p.add_argument("--merge", nargs="*", default=[], help="more result files to include in the summary")
+    p.add_argument(
+        "--merge", nargs="*", default=[], help="more result files to include in the summary"
+    )
     args = p.parse_args()
     out = Path(args.out)
     if not args.summarise:
