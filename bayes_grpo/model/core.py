@@ -146,7 +146,8 @@ class GRPODynamicsModel:
         Uses the prior mean trajectories (plus per-step noise) at each observed step;
         passes when at least 90% of the observed rewards of every run fall inside the
         central 99% prior predictive interval, and reports the band width relative to the
-        run's reward range (priors should be wide but not absurd).
+        run's reward range for the central 90% band (priors should be wide but not absurd;
+        the outer tails contain unstable gains, which the prior deliberately allows).
         """
         prior = self.sample_prior_predictive(runset, samples=samples, random_seed=random_seed).prior
         data = self.data
@@ -160,15 +161,17 @@ class GRPODynamicsModel:
             get = lambda v, run=run: prior[v].sel(run=run).values.reshape(-1, 1)  # noqa: E731
             mean = reward_trajectory(t[None, :], get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
             draws = mean + rng.normal(size=mean.shape) * get("sigma")
-            lo, hi = np.nanpercentile(draws, [0.5, 99.5], axis=0)
+            lo, lo90, hi90, hi = np.nanpercentile(draws, [0.5, 5.0, 95.0, 99.5], axis=0)
             inside = float(np.mean((y >= lo) & (y <= hi)))
-            width = float(np.median(hi - lo) / max(np.ptp(y), 1e-12))
+            # width of the central 90% band: the 99% band's tails include the (deliberately
+            # allowed) unstable gains, whose trajectories grow without bound
+            width = float(np.median(hi90 - lo90) / max(np.ptp(y), 1e-12))
             rows.append({"run": run, "coverage_99": inside, "band_width_over_range": width})
         table = pd.DataFrame(rows).set_index("run")
         passed = bool((table["coverage_99"] >= 0.9).all())
         summary = (
             f"Prior predictive 99% bands contain {table['coverage_99'].min():.0%}-{table['coverage_99'].max():.0%} of the observed rewards per run; "
-            f"median band width {table['band_width_over_range'].median():.1f}x the run's reward range."
+            f"median 90% band width {table['band_width_over_range'].median():.1f}x the run's reward range."
         )
         return CheckResult("prior_predictive", passed, summary, table=table, values={"min_coverage": float(table["coverage_99"].min())})
 
