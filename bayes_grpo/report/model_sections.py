@@ -58,9 +58,6 @@ def fit_section(model: Any) -> Section:
 
 
 def _fit_figure(model: Any):
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ds = model.runset
@@ -90,9 +87,6 @@ def _fit_figure(model: Any):
 
 def convergence_section(model: Any) -> Section:
     import arviz as az
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     section = Section(key="convergence", title="Convergence", intro=CONVERGENCE_INTRO)
@@ -110,9 +104,6 @@ def convergence_section(model: Any) -> Section:
 
 def posterior_section(model: Any) -> Section:
     import arviz as az
-    import matplotlib
-
-    matplotlib.use("Agg")
 
     section = Section(key="posteriors", title="Posteriors of the oscillator coefficients", intro=POSTERIOR_INTRO)
     post = model.idata.posterior

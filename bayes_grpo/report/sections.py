@@ -154,9 +154,6 @@ def overview_section(runset: Any | None) -> Section:
 
 
 def _curves_figure(runset: Any, summary: pd.DataFrame):
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     groups = list(summary.groupby(["model", "G"], dropna=False).groups.items())
