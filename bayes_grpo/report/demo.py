@@ -38,11 +38,12 @@ class DemoSettings:
     chains: int = 2
     smc_draws: int = 400
     smc_chains: int = 2
+    prior_scales: tuple[float, ...] = (0.5, 1.0, 2.0)
     seed: int = 0
 
     @classmethod
     def fast(cls, seed: int = 0) -> DemoSettings:
-        return cls(draws=150, tune=150, chains=2, smc_draws=150, smc_chains=2, seed=seed)
+        return cls(draws=150, tune=150, chains=2, smc_draws=150, smc_chains=2, prior_scales=(1.0,), seed=seed)
 
 
 @dataclass
@@ -156,7 +157,9 @@ def run_demo(
 
     progress("[4/7] G-invariance (SMC evidence and Savage-Dickey)")
     inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set(_group(data_dir, "g_fixed_completions"))] or fit_ids)
-    invariance = invariance_check(inv_runs, smc_draws=settings.smc_draws, smc_chains=settings.smc_chains, random_seed=seed)
+    invariance = invariance_check(
+        inv_runs, smc_draws=settings.smc_draws, smc_chains=settings.smc_chains, prior_scales=settings.prior_scales, random_seed=seed
+    )
     progress(f"      {invariance.summary}")
     stage("invariance")
 
