@@ -148,3 +148,14 @@ def test_unknown_settings_are_rejected():
         GRPODynamicsModel(parameterisation="free")
     with pytest.raises(ValueError, match="likelihood"):
         GRPODynamicsModel(likelihood="student")
+
+
+@pytest.mark.slow
+def test_priors_are_scaled_to_the_data_by_a_prior_predictive_check(sim_runset):
+    # the same priors must cover a binary-accuracy-like curve and the same curve in game-score units
+    for factor in (1.0, 1000.0):
+        ds = sim_runset.copy(deep=True)
+        ds["reward"] = ds["reward"] * factor
+        check = GRPODynamicsModel().prior_predictive_check(ds, samples=200, random_seed=1)
+        assert check.passed, check.summary
+        assert (check.table["band_width_over_range"] < 50).all(), check.table
