@@ -1,0 +1,57 @@
+"""The demo flow end to end on a few shipped TRL runs, and its report in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bayes_grpo.report import SECTION_KEYS
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tiny"
+RUNS = ["g4_p32_lr0.001_k1_adamw_s0", "g4_p32_lr0.001_k1_adamw_s2", "g16_p8_lr0.001_k1_adamw_s0", "g16_p8_lr0.001_k1_adamw_s1"]
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory) -> Path:
+    """Four runs of the shipped data (G = 4 and 16 at fixed completions) with their index."""
+    if not all((DATA / r).is_dir() for r in RUNS):
+        pytest.skip("shipped example runs not present")
+    out = tmp_path_factory.mktemp("tiny")
+    for r in RUNS:
+        shutil.copytree(DATA / r, out / r)
+    index = json.loads((DATA / "index.json").read_text())
+    index["groups"] = {g: [r for r in runs if r in RUNS] for g, runs in index["groups"].items()}
+    index["runs"] = {r: v for r, v in index["runs"].items() if r in RUNS} if isinstance(index.get("runs"), dict) else index.get("runs")
+    (out / "index.json").write_text(json.dumps(index))
+    return out
+
+
+@pytest.mark.slow
+def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data, tmp_path):
+    from bayes_grpo.report.demo import run_demo
+
+    lines: list[str] = []
+    result = run_demo(tmp_path / "demo", data_dir=small_data, fast=True, progress=lines.append)
+    assert sorted(result.fitted_runs) == sorted(RUNS)
+    for name in ("runs.nc", "posterior.nc", "prediction.nc", "report.html"):
+        assert (tmp_path / "demo" / name).stat().st_size > 0
+    assert [line[:5] for line in lines if line.startswith("[")] == [f"[{i}/7]" for i in range(1, 8)]
+    html = result.report.read_text()
+    for key in ("overview", "fit", "convergence", "posteriors", "invariance", "stability", "predictions", "diagnostics"):
+        assert re.search(rf'data-section="{key}" data-available="yes"', html), key
+    assert 'data-section="comparison" data-available="no"' in html  # the demo does not compare laws, and says so
+
+    from test_report import _chromium, open_in_chromium
+
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    dom = open_in_chromium(result.report, tmp_path / "demo_report.png")
+    total = int(re.search(r'data-images-total="(\d+)"', dom).group(1))
+    assert total >= 10
+    assert re.search(rf'data-images-rendered="{total}"', dom)
+    for key in SECTION_KEYS:
+        assert f'data-section="{key}"' in dom
