@@ -265,7 +265,7 @@ def advantage_degeneracy(
     else:
         summary = f"not detected: final-window zero-signal share {final_share:.2f} [{flo:.2f}, {fhi:.2f}] <= {config.flag_fraction}"
     if "final_expected_binomial_share" in evidence:
-        summary += f" (binomial expectation at the current reward {evidence['final_expected_binomial_share']:.2f})"
+        summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
     if source == "derived":
         summary += "; share derived from reward_std (estimate, see docs)"
     summary += "."
