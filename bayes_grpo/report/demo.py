@@ -63,11 +63,17 @@ def default_data_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "data" / "tiny"
 
 
-def _fit_candidates(data_dir: Path, run_ids: list[str]) -> list[str]:
+def _index_groups(data_dir: Path) -> dict[str, list[str]] | None:
+    """``{group: [run ids]}`` from the data folder's ``index.json``; None when there is none."""
     index = data_dir / "index.json"
     if not index.exists():
+        return None
+    return json.loads(index.read_text())["groups"]
+
+
+def _fit_candidates(groups: dict[str, list[str]] | None, run_ids: list[str]) -> list[str]:
+    if groups is None:
         return run_ids
-    groups = json.loads(index.read_text())["groups"]
     wanted = {r for g in FIT_GROUPS for r in groups.get(g, [])}
     return [r for r in run_ids if r in wanted]
 
@@ -139,7 +145,8 @@ def run_demo(
     for run_id in run_ids:
         if run_id not in flagged and _collapsed(runs, run_id):
             flagged[run_id] = f"collapse (final reward < {COLLAPSE_FRACTION:g} x its maximum)"
-    candidates = _fit_candidates(data_dir, run_ids)
+    groups = _index_groups(data_dir)
+    candidates = _fit_candidates(groups, run_ids)
     fit_ids = [r for r in candidates if r not in flagged]
     if not fit_ids:
         raise ValueError(f"{data_dir}: no healthy run left to fit (flagged: {flagged})")
@@ -156,7 +163,7 @@ def run_demo(
     stage("fit")
 
     progress("[4/7] G-invariance (SMC evidence and Savage-Dickey)")
-    inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set(_group(data_dir, "g_fixed_completions"))] or fit_ids)
+    inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set((groups or {}).get("g_fixed_completions", []))] or fit_ids)
     invariance = invariance_check(
         inv_runs, smc_draws=settings.smc_draws, smc_chains=settings.smc_chains, prior_scales=settings.prior_scales, random_seed=seed
     )
@@ -216,13 +223,6 @@ def _collapsed(runs: Any, run_id: str) -> bool:
     tail = float(np.mean(reward[-max(len(reward) // 10, 1):]))
     peak = float(np.nanmax(moving_average(reward)))
     return peak > 0 and tail < COLLAPSE_FRACTION * peak
-
-
-def _group(data_dir: Path, name: str) -> list[str]:
-    index = data_dir / "index.json"
-    if not index.exists():
-        return []
-    return list(json.loads(index.read_text())["groups"].get(name, []))
 
 
 __all__ = ["run_demo", "DemoSettings", "DemoResult", "default_data_dir"]
