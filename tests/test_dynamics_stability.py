@@ -172,6 +172,26 @@ def test_critical_k_ref_is_the_first_unstable_lag_by_each_criterion():
         critical_k_ref(0.1, 0.5, method="nope")
 
 
+def test_closed_form_threshold_at_an_integer_boundary_up_to_rounding_is_that_integer():
+    # the bandit's Jacobian stiffness 0.25 comes out of autograd as 0.24999999999999437; at
+    # eta 0.2, mu 0.5, (1 - mu)/a = 10 in exact arithmetic: C_eff = 0 at L = 10 (marginal)
+    k = 0.24999999999999437
+    a = 0.2 * k
+    assert (1.0 - 0.5) / a > 10.0  # rounding puts it just above the integer
+    assert critical_k_ref(a, 0.5, method="closed_form") == 10
+    assert not closed_form_stable(a, 0.5, 10) and closed_form_stable(a, 0.5, 9)
+    assert critical_k_ref(0.2 * 0.25, 0.5, method="closed_form") == 10
+    # from either side of the integer, within the relative tolerance, and outside it
+    for rel in (-1e-13, 1e-13, -1e-11, 1e-11):
+        assert critical_k_ref(0.05 * (1 + rel), 0.5, method="closed_form") == 10
+    assert critical_k_ref(0.05 * (1 - 1e-6), 0.5, method="closed_form") == 11
+    assert critical_k_ref(0.05 * (1 + 1e-6), 0.5, method="closed_form") == 10
+    # the same tie in a batch of posterior draws, and with momentum 0.9
+    a_batch = np.array([0.05, 0.05 * (1 + 5e-15), 0.05 * (1 - 5e-15)])
+    np.testing.assert_array_equal(critical_k_ref(a_batch, 0.5, method="closed_form"), [10, 10, 10])
+    assert critical_k_ref(0.1 / 7.0 * 0.7, 0.9, method="closed_form") == 10
+
+
 def test_phase_grid_contents_and_ema_convention():
     lrs = np.geomspace(1e-3, 1e-1, 12)
     ds = phase_grid(1.0, 0.9, lrs, np.arange(0, 8), convention="ema")

@@ -29,7 +29,11 @@ The exact criterion needs an integer lag: ``k_ref`` values that are not integers
 1e-9 tolerance) raise ``ValueError``; the closed form accepts any real ``L >= 0``.
 
 A value of ``a`` exactly on a threshold (spectral radius 1, or ``C_eff = 0``) is marginal
-and counted as *not* stable; ``a <= 0`` (no restoring force) is not stable either.
+and counted as *not* stable; ``a <= 0`` (no restoring force) is not stable either. The
+closed form counts ``C_eff`` as zero when it is within a relative ``1e-9``
+(:data:`CLOSED_FORM_RTOL`) of the terms it is the difference of, ``1 - mu`` and ``a L``:
+a gain that is a boundary value up to floating-point rounding (``a = 0.2 x
+0.24999999999999437``, ``mu = 0.5``, ``L = 10``) is marginal, as it is in exact arithmetic.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ _MAX_BATCH_ENTRIES: int = 2_000_000
 AUTO_BISECTION_MAX_LAG: int = 128
 #: Tolerance on ``k_ref`` being an integer for the exact criterion.
 _INTEGER_TOL: float = 1e-9
+#: Relative tolerance of the closed-form criterion: ``C_eff = (1 - mu) - a L`` counts as 0
+#: (marginal, not stable) when ``|C_eff| <= CLOSED_FORM_RTOL * max(1 - mu, a L)``.
+CLOSED_FORM_RTOL: float = 1e-9
 
 
 # ----------------------------------------------------------------------------- closed form
@@ -83,12 +90,15 @@ def closed_form_stable(a, momentum, k_ref):
 
     Returns
     -------
-    numpy.ndarray of bool (broadcast shape); NaN inputs give False.
+    numpy.ndarray of bool (broadcast shape); NaN inputs give False. ``C_eff`` within a
+    relative :data:`CLOSED_FORM_RTOL` of zero (``|C_eff| <= rtol max(1 - mu, a L)``: a
+    boundary value up to rounding) is marginal, so not stable.
     """
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
     _, damping, _ = oscillator_coefficients(a, mu, lag)
     with np.errstate(invalid="ignore"):
-        return np.asarray((damping > 0) & (a > 0))
+        scale = np.maximum(np.abs(1.0 - mu), np.abs(a * lag))
+        return np.asarray((damping > CLOSED_FORM_RTOL * scale) & (a > 0))
 
 
 def closed_form_threshold(momentum, k_ref):
@@ -399,7 +409,9 @@ def critical_k_ref(a, momentum, method: str = EXACT):
         found by binary search over ``L`` with the analytic boundary-locus threshold, which
         agrees with eigenvalue bisection to ~1e-10 relative, so it is fast for thousands
         of posterior draws). ``"closed_form"``: smallest integer ``L`` with ``C_eff <= 0``, i.e.
-        ``ceil((1 - mu)/a)``.
+        ``ceil((1 - mu)/a)``, with ``C_eff`` within a relative :data:`CLOSED_FORM_RTOL` of 0
+        counted as 0 (so ``(1 - mu)/a`` an integer up to rounding gives that integer), in
+        agreement with :func:`closed_form_stable`.
 
     Returns
     -------
@@ -567,6 +579,7 @@ def phase_grid(
 
 
 __all__ = [
+    "CLOSED_FORM_RTOL",
     "REGIMES",
     "CRITERIA",
     "closed_form_stable",
