@@ -8,12 +8,21 @@ import xarray as xr
 
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.trajectory import reward_trajectory, single_exponential
+from bayes_grpo.predict.discrepancy import (
+    DiscrepancyProfile,
+    add_discrepancy,
+    estimate_discrepancy,
+    setting_labels,
+)
 from bayes_grpo.predict.predict import (
+    choose_law,
     horizon_steps,
     load_prediction,
     plot_prediction,
     predict_from_draws,
+    recursion_trajectories,
     save_prediction,
+    stability_probabilities,
 )
 from bayes_grpo.predict.summary import (
     band,
@@ -85,7 +94,8 @@ def test_prediction_bands_contain_the_true_trajectory_of_the_setting():
     rng = np.random.default_rng(1)
     a_true = 0.004
     draws = _draws(a_true * np.exp(0.1 * rng.standard_normal(2000)))
-    ds = predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0, seed=3)
+    ds = predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0, seed=3, law="continuous")
+    assert ds.attrs["law"] == "continuous" and ds.attrs["discrepancy"] == "off"
     m, c, k = oscillator_coefficients(a_true, 0.5, 2.0)
     truth = reward_trajectory(ds["step"].values, m, c, k, 0.8, 0.2)
     lo, hi = band(ds, kind="mean", hdi_prob=0.9)
@@ -138,6 +148,175 @@ def test_bad_inputs_are_clear_errors():
             momentum=0.0,
             k_ref=1.0,
         )
+
+
+def _loop_recursion(a, mu, lag, obs_lag, n, p_star, r0):
+    """The lagged heavy-ball recursion written out step by step (independent of the code)."""
+    e = {m: r0 - p_star for m in range(-lag - 2, 1)}
+    for k in range(n):
+        e[k + 1] = e[k] + mu * (e[k] - e[k - 1]) - a * e[k - lag]
+    return np.array([p_star + e[max(k - obs_lag, 0)] for k in range(n + 1)])
+
+
+@pytest.mark.parametrize("lag,obs_lag,mu", [(0, 0, 0.0), (1, 1, 0.5), (6, 6, 0.5), (4, 0, 0.9)])
+def test_recursion_law_is_the_exact_discrete_recursion_with_the_reward_logged_lag_steps_behind(
+    lag, obs_lag, mu
+):
+    a = np.array([0.01, 0.02, 0.05])
+    got = recursion_trajectories(
+        a, mu, lag, np.arange(81.0), np.full(3, 0.8), np.full(3, 0.2), observation_lag=obs_lag
+    )
+    for i in range(3):
+        want = _loop_recursion(a[i], mu, lag, obs_lag, 80, 0.8, 0.2)
+        np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-14)
+    # the reward logged at step n <= L is the initial one: a pure delay of L steps
+    np.testing.assert_allclose(got[:, : obs_lag + 1], 0.2, rtol=0, atol=1e-15)
+    # explicit (sparse) steps are samples of the same trajectory
+    sparse = recursion_trajectories(
+        a,
+        mu,
+        lag,
+        np.array([0.0, 7.0, 40.0]),
+        np.full(3, 0.8),
+        np.full(3, 0.2),
+        observation_lag=obs_lag,
+    )
+    np.testing.assert_array_equal(sparse, got[:, [0, 7, 40]])
+
+
+def test_auto_law_takes_the_recursion_where_it_is_defined_and_the_expansion_otherwise():
+    steps = np.arange(10.0)
+    assert (
+        choose_law("auto", parameterisation="mechanistic", k_ref=6, steps=steps)[0] == "recursion"
+    )
+    law, why = choose_law("auto", parameterisation="mechanistic", k_ref=2.5, steps=steps)
+    assert law == "continuous" and "not a whole number" in why
+    law, why = choose_law("auto", parameterisation="phenomenological", k_ref=2, steps=steps)
+    assert law == "continuous" and "no gain" in why
+    law, why = choose_law("auto", parameterisation="mechanistic", k_ref=2, steps=steps + 0.5)
+    assert law == "continuous" and "not integers" in why
+    with pytest.raises(ValueError, match="not defined"):
+        choose_law("recursion", parameterisation="mechanistic", k_ref=2.5, steps=steps)
+    with pytest.raises(ValueError, match="unknown trajectory law"):
+        choose_law("euler", parameterisation="mechanistic", k_ref=2, steps=steps)
+
+
+def test_at_k_ref_6_the_expansion_rises_early_and_the_recursion_band_holds_the_delayed_truth():
+    # truth: the exact recursion, reward logged K_ref steps behind (the bandit's layout)
+    a_true, mu, lag = 0.03, 0.5, 6
+    steps = np.arange(151.0)
+    truth = _loop_recursion(a_true, mu, lag, lag, 150, 0.8, 0.2)
+    draws = _draws(a_true * np.exp(0.03 * np.random.default_rng(2).standard_normal(2000)), k_ref=6)
+    rec = predict_from_draws(draws, steps=steps, momentum=mu, k_ref=lag, seed=1)
+    assert rec.attrs["law"] == "recursion" and rec.attrs["observation_lag"] == 6.0
+    lo, hi = band(rec, kind="mean", hdi_prob=0.9)
+    assert np.mean((truth >= lo - 1e-12) & (truth <= hi + 1e-12)) >= 0.95
+    cont = predict_from_draws(draws, steps=steps, momentum=mu, k_ref=lag, law="continuous")
+    clo, chi = band(cont, kind="mean", hdi_prob=0.9)
+    assert np.mean((truth >= clo) & (truth <= chi)) < 0.6
+    # the expansion reaches half of the rise several steps before the truth does
+    half = lambda x: steps[np.argmax(x >= 0.5)]  # noqa: E731
+    assert half(truth) - half(cont["mean_mean"].values) >= 4
+    assert abs(half(truth) - half(rec["mean_mean"].values)) <= 1
+
+
+def test_stability_comes_from_the_one_definition_in_checks():
+    from bayes_grpo.checks.stability import stability_probabilities as checks_probabilities
+
+    a = 0.1286 * np.exp(0.2 * np.random.default_rng(0).standard_normal(500))
+    ours = stability_probabilities(a, 0.5, 5)
+    theirs = checks_probabilities(a, momentum=0.5, k_ref=5)
+    assert ours["prob_unstable_exact"] == theirs["p_unstable_exact"]
+    assert ours["prob_unstable_closed_form"] == theirs["p_unstable_closed_form"]
+    assert 0.3 < ours["prob_unstable_exact"] < 0.7  # a* = 0.1286 (DESIGN.md) is the median
+    frac = stability_probabilities(a, 0.5, 2.5)
+    assert np.isnan(frac["prob_unstable_exact"])
+    assert frac["prob_unstable_closed_form"] == pytest.approx(np.mean(a * 2.5 >= 0.5))
+
+
+def _replicated_runs(bump, *, n_settings=4, n_seeds=3, n=200, seed=0, phi=0.9, sd=0.03):
+    """Runs of a single-exponential law plus a known misfit ``bump(u)`` and AR(1) noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=float)
+    reward, fitted, labels = [], [], []
+    for s in range(n_settings):
+        tau = 15.0 + 10.0 * s
+        f = single_exponential(t, 0.8, 0.2, tau)
+        u = (f - 0.2) / 0.6
+        for _ in range(n_seeds):
+            eps = np.zeros(n)
+            z = rng.standard_normal(n) * sd * np.sqrt(1 - phi**2)
+            for k in range(1, n):
+                eps[k] = phi * eps[k - 1] + z[k]
+            reward.append(f + 0.6 * bump(u) + eps)
+            fitted.append(f)
+            labels.append(f"s{s}")
+    k = len(labels)
+    return np.array(reward), np.array(fitted), np.full(k, 0.2), np.full(k, 0.8), labels
+
+
+def _rms(x):
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
+def test_discrepancy_is_near_zero_when_the_law_is_right_even_with_autocorrelated_noise():
+    y, f, r0, ps, labels = _replicated_runs(lambda u: 0.0 * u)
+    prof = estimate_discrepancy(y, f, r0, ps, labels)
+    assert "between-run" in prof.noise_method
+    # AR(1) noise of sd 0.03 (0.05 of the rise): the seed-mean residual alone reads as a
+    # misfit of ~0.05/sqrt(3); the between-seed correction removes most of it
+    naive = _rms((y - f).reshape(4, 3, -1).mean(axis=1) / 0.6)
+    assert naive > 0.025
+    assert _rms(prof.sd) < 0.015
+
+
+def test_discrepancy_recovers_a_known_misfit_of_the_law():
+    bump = lambda u: 0.05 * np.sin(np.pi * np.clip(u, 0, 1))  # noqa: E731
+    y, f, r0, ps, labels = _replicated_runs(bump, n_seeds=4, seed=1)
+    prof = estimate_discrepancy(y, f, r0, ps, labels)
+    centres = 0.5 * (prof.edges[1:] + prof.edges[:-1])
+    # the profile follows |bump| (rise units) through the rise (rms of |bump| is 0.036)
+    assert _rms(prof.sd - np.abs(bump(centres))) < 0.015
+    assert prof.sd[4:6].min() > 0.035  # the misfit peaks mid-rise, and is seen there
+    assert prof.n_settings == 4 and prof.n_runs == 16
+
+
+def test_discrepancy_without_replicates_uses_the_fit_noise_and_says_so():
+    y, f, r0, ps, labels = _replicated_runs(lambda u: 0.0 * u, n_seeds=1, phi=0.0)
+    prof = estimate_discrepancy(y, f, r0, ps, labels, noise_sd=np.full(len(labels), 0.03))
+    assert "i.i.d." in prof.noise_method
+    assert _rms(prof.sd) < 0.025  # against 0.05 (noise sd in rise units) uncorrected
+    with pytest.raises(ValueError, match="cannot separate noise"):
+        estimate_discrepancy(y, f, r0, ps, labels)
+
+
+def test_discrepancy_term_widens_the_mean_band_by_its_sd_times_the_rise():
+    draws = _draws(np.full(4000, 0.004))
+    prof = DiscrepancyProfile(
+        edges=np.linspace(0, 1, 11),
+        sd=np.full(10, 0.02),
+        n_points=np.ones(10, int),
+        n_settings=1,
+        n_runs=2,
+        noise_method="test",
+    )
+    ds = predict_from_draws(draws, steps=300, momentum=0.5, k_ref=2.0, discrepancy=prof, seed=0)
+    lo, hi = band(ds, kind="mean", hdi_prob=0.9)
+    # all draws share one trajectory: the band is the discrepancy alone, +-1.645 * 0.02 * 0.6
+    np.testing.assert_allclose((hi - lo)[1:], 2 * 1.645 * 0.02 * 0.6, rtol=0.08)
+    assert ds.attrs["discrepancy_sd_max"] == pytest.approx(0.02)
+    # milestones and the posterior mean come from the law alone
+    plain = predict_from_draws(draws, steps=300, momentum=0.5, k_ref=2.0, seed=0)
+    np.testing.assert_allclose(ds["mean_mean"], plain["mean_mean"])
+    np.testing.assert_allclose(ds["time_to_fraction_median"], plain["time_to_fraction_median"])
+    u = add_discrepancy(np.zeros((2, 3)), np.zeros(2), np.ones(2), prof, np.random.default_rng(0))
+    assert u.shape == (2, 3)
+
+
+def test_setting_labels_group_runs_with_equal_hyperparameters():
+    coords = {"model": ["m", "m", "m"], "k_ref": [1.0, 1.0, 2.0], "learning_rate": [0.1, 0.1, 0.1]}
+    labels = setting_labels(coords, 3)
+    assert labels[0] == labels[1] != labels[2]
 
 
 def _small_runset(n_runs=3, n_steps=120, seed=0):
@@ -260,3 +439,20 @@ def test_cli_predict_and_forecast_from_a_fitted_posterior(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["prior"].startswith("posterior")
+
+
+def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
+    from bayes_grpo.predict.result import prediction_result
+
+    draws = _draws(np.full(200, 0.004))
+    ds = predict_from_draws(
+        draws,
+        steps=200,
+        momentum=0.5,
+        k_ref=2.0,
+        attrs={"settings": '{"learning_rate": 0.1, "k_ref": 2.0, "model": "toy"}'},
+    )
+    res = prediction_result(ds)
+    assert "learning_rate=0.1" in res.summary and "k_ref=2.0" in res.summary
+    assert "recursion law" in res.summary and "parameter uncertainty only" in res.summary
+    assert res.passed is None

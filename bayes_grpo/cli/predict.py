@@ -58,6 +58,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="parameter count of a new LLM (used when the curvature regression on size is on)",
     )
+    p.add_argument(
+        "--law",
+        choices=("auto", "recursion", "continuous"),
+        default="auto",
+        help=(
+            "mean-trajectory law: the exact discrete lagged recursion or the continuous second-order "
+            "expansion; auto (default) uses the recursion when it is defined (mechanistic fit, integer "
+            "K_ref and steps)"
+        ),
+    )
+    p.add_argument(
+        "--observation-lag",
+        type=float,
+        default=None,
+        help=(
+            "steps by which the logged reward trails the policy under the recursion (default K_ref: "
+            "the reward logged is that of rollouts from the policy K_ref steps old)"
+        ),
+    )
+    p.add_argument(
+        "--no-discrepancy",
+        dest="discrepancy",
+        action="store_false",
+        help=(
+            "band of the mean trajectory from parameter uncertainty only (default: also the law's "
+            "misfit on the fit's own training runs)"
+        ),
+    )
     _common_output_args(p)
     p.set_defaults(func=_run_predict)
 
@@ -145,7 +173,15 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
     from bayes_grpo.predict.summary import summary_dict
 
     out = summary_dict(ds)
-    for key in ("prob_unstable_closed_form", "prob_unstable_exact", "pareto_k", "upto_step"):
+    for key in (
+        "prob_unstable_closed_form",
+        "prob_unstable_exact",
+        "pareto_k",
+        "upto_step",
+        "law",
+        "law_reason",
+        "discrepancy_sd_max",
+    ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
     out.update(extra or {})
@@ -186,6 +222,9 @@ def _run_predict(args: argparse.Namespace) -> int:
         steps=args.steps,
         model=args.model,
         model_size=args.model_size,
+        law=args.law,
+        observation_lag=args.observation_lag,
+        discrepancy=args.discrepancy,
         hdi_probs=args.hdi,
         stop_threshold=args.stop_threshold,
         seed=args.seed,

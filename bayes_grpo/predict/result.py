@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.predict.discrepancy import SETTING_COORDS
 from bayes_grpo.predict.summary import summary_dict
 
 
@@ -35,17 +37,14 @@ def prediction_result(
         for k, v in numbers["time_to_fraction"].items()
     ]
     table = pd.DataFrame(rows).set_index("milestone")
+    given = dict(ds.attrs)
+    if isinstance(given.get("settings"), str):
+        try:
+            given.update(json.loads(given["settings"]))
+        except ValueError:
+            pass
     settings = ", ".join(
-        f"{k}={ds.attrs[k]}"
-        for k in (
-            "model",
-            "learning_rate",
-            "momentum",
-            "momentum_convention",
-            "k_ref",
-            "group_size",
-        )
-        if k in ds.attrs and ds.attrs[k] != ""
+        f"{k}={given[k]}" for k in SETTING_COORDS if k in given and given[k] not in ("", None)
     )
     stop = numbers.get("stop_step")
     summary = (
@@ -53,6 +52,15 @@ def prediction_result(
         f"mean reward at step {numbers['final_step']:.0f}: {numbers['final_mean_reward']:.3g}; "
         f"recommended stop step: {'none within the horizon' if stop is None or not np.isfinite(float(stop)) else f'{float(stop):.0f}'}."
     )
+    if "law" in ds.attrs:
+        summary += f" Mean trajectory by the {ds.attrs['law']} law"
+        if "discrepancy_sd_max" in ds.attrs:
+            summary += (
+                "; band includes the law's misfit on the training runs (up to "
+                f"{float(ds.attrs['discrepancy_sd_max']):.3g} of the rise, 1 sd)."
+            )
+        else:
+            summary += "; band from parameter uncertainty only."
     fig = plot_prediction(ds, observed=observed, title=title)
     values: dict[str, Any] = dict(numbers)
     values["title"] = title or name.replace("_", " ")

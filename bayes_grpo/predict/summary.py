@@ -5,7 +5,8 @@ Both :mod:`bayes_grpo.predict.predict` (new hyperparameters, no data of the run 
 layout: an ``xarray.Dataset`` over ``step`` with
 
 * ``mean_mean``, ``mean_median`` and ``mean_hdi`` (``hdi_prob``, ``step``, ``bound``): the
-  posterior of the *mean* trajectory ``p(t)`` (parameter uncertainty only);
+  posterior of the *mean* trajectory ``p(t)`` (parameter uncertainty, plus a law-discrepancy
+  term when the caller passes ``band_draws`` that include one);
 * ``obs_mean`` and ``obs_hdi``: the posterior predictive of the *observed* reward (noise
   included);
 * ``time_to_fraction_*`` over ``fraction``: first step at which the mean trajectory has
@@ -153,6 +154,7 @@ def summarise_draws(
     parameters: Mapping[str, np.ndarray] | None = None,
     attrs: Mapping[str, object] | None = None,
     point_draws: np.ndarray | None = None,
+    band_draws: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -177,6 +179,10 @@ def summarise_draws(
         Optional ``(n_draws, n_steps)`` conditional means of the logged reward (a forecast
         that continues the run's own state); their mean is ``point_forecast``. Default: the
         mean trajectory.
+    band_draws
+        Optional ``(n_draws, n_steps)`` draws from which the ``mean_hdi`` bands are taken
+        (e.g. the mean trajectory plus a law-discrepancy term); milestones, regime and stop
+        step still use ``mean_draws``. Default: ``mean_draws``.
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -185,7 +191,14 @@ def summarise_draws(
         raise ValueError(
             f"draw arrays must be (n_draws, {steps.size}); got {mean_draws.shape} and {obs_draws.shape}"
         )
-    keep = np.isfinite(mean_draws).all(axis=1) & np.isfinite(obs_draws).all(axis=1)
+    band_all = mean_draws if band_draws is None else np.asarray(band_draws, dtype=float)
+    if band_all.shape != mean_draws.shape:
+        raise ValueError(f"band_draws must be {mean_draws.shape}; got {band_all.shape}")
+    keep = (
+        np.isfinite(mean_draws).all(axis=1)
+        & np.isfinite(obs_draws).all(axis=1)
+        & np.isfinite(band_all).all(axis=1)
+    )
     n_dropped = int((~keep).sum())
     if keep.sum() < 2:
         raise ValueError(
@@ -194,7 +207,8 @@ def summarise_draws(
     mean_k, obs_k = mean_draws[keep], obs_draws[keep]
     plateau_k, init_k = np.asarray(plateau)[keep], np.asarray(initial_reward)[keep]
     probs = [float(p) for p in hdi_probs]
-    mean_hdi = np.stack([np.stack(hdi_bounds(mean_k, p), axis=-1) for p in probs])
+    band_k = band_all[keep]
+    mean_hdi = np.stack([np.stack(hdi_bounds(band_k, p), axis=-1) for p in probs])
     obs_hdi = np.stack([np.stack(hdi_bounds(obs_k, p), axis=-1) for p in probs])
     fractions = np.array(MILESTONE_FRACTIONS)
     passage = np.stack([first_passage(mean_k, steps, plateau_k, init_k, f) for f in fractions])

@@ -1,0 +1,352 @@
+"""Law discrepancy: how far the fitted law's mean trajectory is from the data's, as a band term.
+
+The posterior of the oscillator's parameters only knows parameter uncertainty: its band of the
+mean trajectory is as narrow as the data pin the parameters down (a few thousandths of a
+reward on bandit runs), even where the linear law itself does not describe the mean dynamics
+(the softmax bandit is non-linear: its stiffness changes along the rise). This module
+estimates the law's *structural misfit* on the training runs the posterior was fitted on,
+and turns it into a term that widens the band of a predicted mean trajectory.
+
+Estimator (training data only)
+------------------------------
+Work in the normalised progress ``u = (R - R0) / (p* - R0)`` of each training run (its
+fitted ``R0`` and ``p*``), so the term is scale-free and transfers across LLMs and settings:
+
+1. residual of each run against its posterior-mean fitted trajectory under the law the
+   prediction uses (the fit's closed form, or the exact recursion driven by the same
+   posterior draws), ``r = (y - f) / (p* - R0)``;
+2. runs with the same hyperparameters (model, learning rate, momentum and convention,
+   ``K_ref``, group size, ``beta``) share one mean trajectory, so their *mean* residual
+   ``rbar_g(t)`` estimates the law's misfit ``delta_g(t)`` for that setting, and its noise
+   variance is estimated from the spread between those runs, ``s_g^2(t) / n_g`` (valid for
+   noise that is autocorrelated in time, e.g. the seed-to-seed wander of a stochastic
+   trajectory). A setting with a single run has no replicate: its noise variance is the
+   pooled between-run variance of the replicated settings at the same progress, or the
+   fit's i.i.d. noise ``sigma^2`` when no setting is replicated;
+3. the discrepancy variance at progress ``u`` is the method-of-moments estimate
+   ``d^2(u) = mean over (g, t) with u_g(t) in the bin of [rbar_g(t)^2 - s_g^2(t)/n_g]``,
+   on :data:`PROGRESS_BINS` bins of the fitted progress (progress beyond ``[0, 1]`` -- an
+   overshoot -- falls into the end bins), each bin pooled with :data:`SMOOTH_BINS`
+   neighbours on each side (the misfit is smooth in progress; a bin the rise crosses in a
+   few steps is otherwise noisy), then floored at 0.
+
+A predicted draw whose mean trajectory is at progress ``u`` gets an added
+``N(0, d^2(u) (p* - R0)^2)`` term (independent per step: the term widens pointwise bands;
+milestones, regime and stop step still come from the law alone). The profile is estimated
+from the fit's own data and nothing else; prediction targets never enter it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Edges of the progress bins ``u = (R - R0) / (p* - R0)`` of the discrepancy profile.
+PROGRESS_BINS: tuple[float, ...] = tuple(np.round(np.linspace(0.0, 1.0, 11), 10))
+#: Bins on each side pooled into a bin's estimate (the profile is smoothed over progress).
+SMOOTH_BINS: int = 1
+#: Coordinates of a run that define "the same hyperparameters" (runs that share a mean).
+SETTING_COORDS: tuple[str, ...] = (
+    "model",
+    "learning_rate",
+    "momentum",
+    "momentum_convention",
+    "k_ref",
+    "group_size",
+    "beta",
+)
+
+
+@dataclass
+class DiscrepancyProfile:
+    """Discrepancy sd of the law as a function of normalised progress.
+
+    Attributes
+    ----------
+    edges
+        ``(n_bins + 1,)`` progress bin edges.
+    sd
+        ``(n_bins,)`` discrepancy sd in units of the rise ``p* - R0`` (NaN-free; bins
+        without data take the nearest estimated bin's value).
+    n_points
+        ``(n_bins,)`` number of (setting, step) points behind each bin.
+    n_settings, n_runs
+        Training settings (distinct hyperparameters) and runs used.
+    noise_method
+        How the noise part was removed ("between-run spread", "pooled", "iid sigma").
+    """
+
+    edges: np.ndarray
+    sd: np.ndarray
+    n_points: np.ndarray
+    n_settings: int
+    n_runs: int
+    noise_method: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def sd_at(self, progress: np.ndarray) -> np.ndarray:
+        """Discrepancy sd (rise units) at progress values ``u`` (any shape)."""
+        u = np.asarray(progress, dtype=float)
+        idx = np.clip(np.searchsorted(self.edges, u, side="right") - 1, 0, self.sd.size - 1)
+        out = self.sd[idx]
+        return np.where(np.isfinite(u), out, np.max(self.sd))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (stored in prediction attributes)."""
+        return {
+            "progress_edges": [float(x) for x in self.edges],
+            "sd_rise_units": [float(x) for x in self.sd],
+            "n_points": [int(x) for x in self.n_points],
+            "n_settings": self.n_settings,
+            "n_runs": self.n_runs,
+            "noise_method": self.noise_method,
+            **self.extra,
+        }
+
+
+def setting_labels(coords: dict[str, Sequence[Any]], n_runs: int) -> list[str]:
+    """One label per run from its hyperparameter coordinates (runs with equal labels share a mean)."""
+    cols = [np.asarray(coords[c], dtype=object) for c in SETTING_COORDS if c in coords]
+    if not cols:
+        return [str(i) for i in range(n_runs)]
+    return ["|".join(str(col[i]) for col in cols) for i in range(n_runs)]
+
+
+def estimate_discrepancy(
+    reward: np.ndarray,
+    fitted: np.ndarray,
+    initial: np.ndarray,
+    plateau: np.ndarray,
+    labels: Sequence[str],
+    *,
+    noise_sd: np.ndarray | None = None,
+    edges: Sequence[float] = PROGRESS_BINS,
+) -> DiscrepancyProfile:
+    """Estimate the law-discrepancy profile from training runs (module docstring).
+
+    Parameters
+    ----------
+    reward
+        ``(n_runs, n_steps)`` logged rewards of the training runs (NaN where missing).
+    fitted
+        ``(n_runs, n_steps)`` posterior-mean fitted mean trajectories on the same grid.
+    initial, plateau
+        ``(n_runs,)`` fitted ``R0`` and ``p*`` per run (reward units).
+    labels
+        ``(n_runs,)`` setting label per run (:func:`setting_labels`).
+    noise_sd
+        ``(n_runs,)`` i.i.d. noise sd of the fit (reward units); used only when no setting
+        has two runs.
+    edges
+        Progress bin edges.
+
+    Returns
+    -------
+    DiscrepancyProfile
+    """
+    y = np.asarray(reward, dtype=float)
+    f = np.asarray(fitted, dtype=float)
+    if y.shape != f.shape or y.ndim != 2:
+        raise ValueError(f"reward and fitted must be (n_runs, n_steps); got {y.shape}, {f.shape}")
+    r0 = np.asarray(initial, dtype=float).reshape(-1)
+    ps = np.asarray(plateau, dtype=float).reshape(-1)
+    labels = list(labels)
+    if not (len(labels) == r0.size == ps.size == y.shape[0]):
+        raise ValueError("initial, plateau and labels need one entry per run")
+    rise = ps - r0
+    ok_run = np.isfinite(rise) & (np.abs(rise) > 0)
+    if not ok_run.any():
+        raise ValueError("no training run with a finite, non-zero fitted rise p* - R0")
+    edges = np.asarray(edges, dtype=float)
+    n_bins = edges.size - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = (y - f) / rise[:, None]
+        prog = (f - r0[:, None]) / rise[:, None]
+    groups: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        if ok_run[i]:
+            groups.setdefault(lab, []).append(i)
+    # per setting: mean residual, its noise variance (NaN when unreplicated), progress
+    means, noise_var, progress = [], [], []
+    for idx in groups.values():
+        rr = res[idx]
+        n_obs = np.sum(np.isfinite(rr), axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.where(n_obs > 0, np.nansum(rr, axis=0) / np.maximum(n_obs, 1), np.nan)
+            if len(idx) >= 2:
+                dev = np.where(np.isfinite(rr), rr - m, 0.0)
+                var = np.sum(dev**2, axis=0) / np.maximum(n_obs - 1, 1)
+                v = np.where(n_obs >= 2, var / n_obs, np.nan)
+            else:
+                v = np.full(m.shape, np.nan)
+        means.append(m)
+        noise_var.append(v)
+        progress.append(np.nanmean(prog[idx], axis=0))
+    means_a, var_a, prog_a = np.array(means), np.array(noise_var), np.array(progress)
+    bin_of = np.clip(np.searchsorted(edges, prog_a, side="right") - 1, 0, n_bins - 1)
+    replicated = np.isfinite(var_a)
+    if replicated.any():
+        # pooled per-run noise variance (between-run variance, not divided by n) per bin, for
+        # unreplicated settings
+        n_rep = np.array([len(idx) for idx in groups.values()], dtype=float)[:, None]
+        per_run_var = var_a * n_rep
+        pooled = np.array(
+            [
+                np.nanmean(np.where(replicated & (bin_of == b), per_run_var, np.nan))
+                if np.any(replicated & (bin_of == b))
+                else np.nan
+                for b in range(n_bins)
+            ]
+        )
+        fallback = np.nanmean(per_run_var[replicated])
+        pooled = np.where(np.isfinite(pooled), pooled, fallback)
+        var_a = np.where(replicated, var_a, pooled[bin_of])
+        method = "between-run spread of replicated settings" + (
+            "" if replicated.all() else " (pooled for unreplicated settings)"
+        )
+    else:
+        sd = np.asarray(noise_sd if noise_sd is not None else np.full(r0.size, np.nan), dtype=float)
+        per_setting = np.array(
+            [np.mean((sd[idx] / np.abs(rise[idx])) ** 2) for idx in groups.values()]
+        )
+        if not np.isfinite(per_setting).all():
+            raise ValueError(
+                "no replicated setting and no noise sd: cannot separate noise from law misfit"
+            )
+        var_a = np.broadcast_to(per_setting[:, None], means_a.shape)
+        method = "i.i.d. noise sd of the fit (no replicated setting)"
+    excess = means_a**2 - var_a
+    valid = np.isfinite(excess) & np.isfinite(prog_a)
+    n_points = np.array([int(np.sum(valid & (bin_of == b))) for b in range(n_bins)])
+    sums = np.array([float(np.sum(excess[valid & (bin_of == b)])) for b in range(n_bins)])
+    # the misfit is a smooth function of progress: pool each bin with its neighbours
+    # (weighted by their points) before flooring, which steadies bins the rise crosses fast
+    kernel = np.ones(2 * SMOOTH_BINS + 1)
+    pooled_sum = np.convolve(sums, kernel, mode="same")
+    pooled_n = np.convolve(n_points, kernel, mode="same")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d2 = np.where(pooled_n > 0, np.maximum(pooled_sum / pooled_n, 0.0), np.nan)
+    if not np.isfinite(d2).any():
+        raise ValueError("no training step with a finite residual to estimate the discrepancy from")
+    filled = np.flatnonzero(np.isfinite(d2))
+    for b in np.flatnonzero(~np.isfinite(d2)):
+        d2[b] = d2[filled[np.argmin(np.abs(filled - b))]]
+    return DiscrepancyProfile(
+        edges=edges,
+        sd=np.sqrt(d2),
+        n_points=n_points,
+        n_settings=len(groups),
+        n_runs=int(ok_run.sum()),
+        noise_method=method,
+    )
+
+
+def fitted_recursion_trajectories(fitted: Any, max_draws: int = 200) -> np.ndarray | None:
+    """Posterior-mean trajectories of the fit's training runs under the exact recursion.
+
+    Each thinned posterior draw's per-run gain ``a``, ``p*`` and ``R0`` is pushed through
+    the lagged heavy-ball recursion (the logged reward ``K_ref`` steps behind, as in
+    :func:`bayes_grpo.predict.predict.recursion_trajectories`); returns ``(n_runs, n_steps)``
+    on the run-set grid, or None when the recursion is not defined for every run
+    (non-integer ``K_ref`` or steps, missing momentum, or no per-run gain in the posterior).
+    """
+    from bayes_grpo.predict.predict import _is_integer, recursion_trajectories
+
+    post = fitted.idata.posterior
+    runset = fitted.runset
+    needed = ("a", "plateau_run", "initial_reward")
+    if any(v not in post for v in needed) or "run" not in post["a"].dims:
+        return None
+    steps = np.asarray(runset["step"].values, dtype=float)
+    run_ids = [str(r) for r in post["run"].values]
+    mu = np.asarray(runset["momentum"].sel(run=run_ids).values, dtype=float)
+    lag = np.asarray(runset["k_ref"].sel(run=run_ids).values, dtype=float)
+    if not (_is_integer(steps) and _is_integer(lag) and np.isfinite(mu).all()) or steps.min() < 0:
+        return None
+    n = post.sizes["chain"] * post.sizes["draw"]
+    pick = np.unique(np.linspace(0, n - 1, min(max_draws, n)).round().astype(int))
+    flat = lambda v: post[v].transpose("chain", "draw", "run").values.reshape(n, -1)[pick]  # noqa: E731
+    a, ps, r0 = flat("a"), flat("plateau_run"), flat("initial_reward")
+    out = np.empty((len(run_ids), steps.size))
+    for i in range(len(run_ids)):
+        traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i])
+        out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+    return out
+
+
+def discrepancy_from_model(
+    fitted: Any, *, model: str | None = None, law: str = "continuous"
+) -> DiscrepancyProfile:
+    """Discrepancy profile of a fitted ``GRPODynamicsModel`` from its own training runs.
+
+    The misfit is that of ``law`` ("continuous": the fit's own closed form; "recursion":
+    the exact recursion driven by the same posterior draws, falling back to the closed
+    form where the recursion is not defined), the law the prediction uses. Uses the runs of
+    ``model`` when it is one of the fit's LLMs, else all runs (scale-free units make them
+    comparable).
+    """
+    runset = getattr(fitted, "runset", None)
+    if runset is None:
+        raise ValueError("the fitted model carries no run set to estimate a discrepancy from")
+    summary = fitted.run_summary()
+    mean = fitted.mean_trajectories().transpose("run", "step")
+    run_ids = [str(r) for r in mean["run"].values]
+    summary = summary.loc[run_ids]
+    curves = mean.values
+    used = "continuous"
+    if law == "recursion":
+        rec = fitted_recursion_trajectories(fitted)
+        if rec is not None:
+            curves, used = rec, "recursion"
+    keep = np.ones(len(run_ids), dtype=bool)
+    if model is not None and model in set(summary["model"].astype(str)):
+        keep = (summary["model"].astype(str) == model).to_numpy()
+    reward = runset["reward"].sel(run=run_ids).transpose("run", "step").values
+    coords = {c: runset[c].sel(run=run_ids).values for c in SETTING_COORDS if c in runset.coords}
+    labels = setting_labels(coords, len(run_ids))
+    profile = estimate_discrepancy(
+        reward[keep],
+        curves[keep],
+        summary["R0"].to_numpy(dtype=float)[keep],
+        summary["p_star"].to_numpy(dtype=float)[keep],
+        [lab for lab, k in zip(labels, keep) if k],
+        noise_sd=summary["sigma"].to_numpy(dtype=float)[keep],
+    )
+    profile.extra["runs_from_model"] = model if keep.sum() < len(run_ids) else "all"
+    profile.extra["law"] = used
+    return profile
+
+
+def add_discrepancy(
+    mean_draws: np.ndarray,
+    initial: np.ndarray,
+    plateau: np.ndarray,
+    profile: DiscrepancyProfile,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Mean-trajectory draws plus the discrepancy term, ``(n_draws, n_steps)``.
+
+    Each draw at step ``t`` gets ``N(0, (d(u) (p* - R0))^2)``, ``u`` its own progress there.
+    """
+    m = np.asarray(mean_draws, dtype=float)
+    r0 = np.asarray(initial, dtype=float)[:, None]
+    rise = np.asarray(plateau, dtype=float)[:, None] - r0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = (m - r0) / rise
+    scale = profile.sd_at(u) * np.abs(rise)
+    return m + scale * rng.standard_normal(m.shape)
+
+
+__all__ = [
+    "PROGRESS_BINS",
+    "SETTING_COORDS",
+    "DiscrepancyProfile",
+    "add_discrepancy",
+    "discrepancy_from_model",
+    "fitted_recursion_trajectories",
+    "estimate_discrepancy",
+    "setting_labels",
+]
