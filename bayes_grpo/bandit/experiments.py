@@ -221,6 +221,184 @@ def measure_stiffness(
     )
 
 
+# ----------------------------------------------------------------------------- local stiffness runs
+
+
+def align_to_generating_policy(
+    ds: xr.Dataset, variables: Sequence[str] | None = None
+) -> xr.Dataset:
+    """Re-index each run's logged metrics by the policy that generated the rollouts.
+
+    With a lag of ``L = K_ref`` steps the rollouts scored at optimizer step ``n`` come from
+    the policy of step ``n - L`` (TRL, and the bandit, log the reward of the rollouts used),
+    so the logged reward curve is the policy's curve delayed by ``L`` steps and flat for the
+    first ``L`` steps (the run starts at rest). The reduced-order model's ``p(t)`` is the
+    expected reward *of the policy at step t*; fitting it to the delayed curve biases the
+    fitted stiffness low, by about 7% per step of lag for the bandit at ``mu = 0.5``. This
+    returns a copy in which the value at step ``n`` is the logged value at step ``n + L``;
+    the last ``L`` steps of a run become NaN. Runs with ``K_ref = 0`` (or unknown ``K_ref``)
+    are unchanged.
+
+    Parameters
+    ----------
+    ds
+        Run set (dims ``run, step``) on a regular grid of consecutive optimizer steps.
+    variables
+        Metrics to shift (default: every ``(run, step)`` variable).
+
+    Returns
+    -------
+    xarray.Dataset
+        The run set with shifted metrics and ``attrs["aligned_to_generating_policy"] = 1``.
+    """
+    steps = np.asarray(ds[STEP_DIM].values, dtype=float)
+    if steps.size > 1 and not np.all(np.diff(steps) == 1):
+        raise ValueError(
+            "align_to_generating_policy needs every optimizer step logged (a step grid 0, 1, 2, ...); "
+            "align before sub-sampling"
+        )
+    lags = np.asarray(ds["k_ref"].values, dtype=float)
+    names = [v for v in (variables or list(ds.data_vars)) if ds[v].dims == (RUN_DIM, STEP_DIM)]
+    out = ds.copy()
+    for name in names:
+        y = np.asarray(ds[name].values, dtype=float)
+        z = np.full_like(y, np.nan)
+        for i, lag in enumerate(lags):
+            L = int(lag) if np.isfinite(lag) else 0
+            z[i, : y.shape[1] - L] = y[i, L:]
+        out[name] = ((RUN_DIM, STEP_DIM), z)
+    out.attrs["aligned_to_generating_policy"] = 1
+    return out
+
+
+def estimate_plateau(
+    *,
+    learning_rate: float = 0.1,
+    momentum: float = 0.5,
+    group_size: int = 8,
+    seeds: int = 8,
+    steps: int = 400,
+    seed: int = 0,
+    **bandit_kwargs,
+) -> float:
+    """Plateau estimate of a pilot experiment: mean logged reward over the second half of
+    ``seeds`` runs started at the reference policy (no lag). Uses the logged rewards only
+    (no truth), as a practitioner would before perturbing a converged run."""
+    ds = simulate_bandit(
+        k_ref=0,
+        group_size=group_size,
+        learning_rate=learning_rate,
+        momentum=momentum,
+        seeds=seeds,
+        steps=steps,
+        seed=seed,
+        **bandit_kwargs,
+    )
+    return float(np.nanmean(ds["reward"].values[:, steps // 2 :]))
+
+
+def perturbation_runs(
+    *,
+    amplitude: float = 0.08,
+    learning_rate: float | Sequence[float] = (0.1, 0.2),
+    k_ref: int | Sequence[int] = (0, 1, 2),
+    momentum: float = 0.5,
+    group_size: int = 8,
+    seeds: int = 8,
+    steps: int = 120,
+    plateau: float | None = None,
+    seed: int = 0,
+    **bandit_kwargs,
+) -> xr.Dataset:
+    """Stable runs that relax to the plateau from both sides: the local-stiffness experiment.
+
+    The bandit's restoring force is not linear in the reward: the curve-level (secant)
+    stiffness of a transient from ``p_ref = 0.5`` is ~0.32 while the Jacobian at ``p*`` is
+    0.25, and a transient from below ``p*`` is stiffer than one from above (the secant is
+    ``K + c e0`` to first order in the initial error ``e0``). Linear stability depends on the
+    tangent at ``p*`` only. This experiment starts runs at ``plateau - amplitude`` and at
+    ``plateau + amplitude`` (a converged policy, perturbed; ``plateau`` from
+    :func:`estimate_plateau` unless given), labels the two sets as two models
+    (``model = "softmax-bandit (start -0.08)"`` / ``"(start +0.08)"``) so that the
+    hierarchical fit gives each its own stiffness and initial reward, and aligns the logged
+    rewards to the policy that generated them (:func:`align_to_generating_policy`).
+    :func:`bayes_grpo.checks.stability.local_stiffness_draws` then interpolates the fitted
+    stiffness to ``e0 = 0``, cancelling the even-order part of the nonlinearity.
+
+    Parameters
+    ----------
+    amplitude
+        Initial distance to the plateau (reward units, > 0).
+    learning_rate, k_ref, momentum, group_size, seeds, steps
+        Settings of the runs on each side (``k_ref`` should be far below the threshold).
+    plateau
+        Plateau to perturb around (default: :func:`estimate_plateau` with the first
+        learning rate).
+    seed
+        Seed of the pilot (``seed``) and of the two sides (``seed + 1``, ``seed + 2``).
+    bandit_kwargs
+        Passed to :func:`~bayes_grpo.bandit.simulator.simulate_bandit` (``beta``,
+        ``n_prompts``, ``p_ref``, ``advantage``, ...).
+
+    Returns
+    -------
+    xarray.Dataset
+        Run set (both sides, aligned) with ``attrs["plateau_estimate"]`` and
+        ``attrs["amplitude"]``; ``attrs["truth"]`` of the first side (its per-run truth
+        covers every setting of both sides: the truth does not depend on ``p_init``).
+    """
+    from bayes_grpo.runset import concat_runsets
+
+    if not amplitude > 0:
+        raise ValueError(f"amplitude must be > 0, got {amplitude}")
+    lrs = [learning_rate] if np.isscalar(learning_rate) else list(learning_rate)
+    if plateau is None:
+        pilot_kw = {k: v for k, v in bandit_kwargs.items() if k != "p_init"}
+        plateau = estimate_plateau(
+            learning_rate=float(lrs[0]),
+            momentum=momentum,
+            group_size=group_size,
+            seed=seed,
+            **pilot_kw,
+        )
+    sides = []
+    truth_runs: dict[str, dict] = {}
+    first_attrs = None
+    for j, sign in enumerate((-1.0, 1.0)):
+        p0 = float(plateau) + sign * amplitude
+        if not 0.0 < p0 < 1.0:
+            raise ValueError(
+                f"plateau {plateau:.4f} {'+' if sign > 0 else '-'} amplitude {amplitude} leaves (0, 1)"
+            )
+        ds = simulate_bandit(
+            k_ref=k_ref,
+            group_size=group_size,
+            learning_rate=lrs,
+            momentum=momentum,
+            seeds=seeds,
+            steps=steps,
+            p_init=p0,
+            seed=seed + 1 + j,
+            **bandit_kwargs,
+        )
+        label = f"{ds['model'].values[0]} (start {sign * amplitude:+g})"
+        ids = [f"{label}/{r}" for r in ds[RUN_DIM].values]
+        old_truth = runset_truth(ds)
+        truth_runs.update({new: old_truth[str(old)] for new, old in zip(ids, ds[RUN_DIM].values)})
+        if first_attrs is None:
+            first_attrs = json.loads(ds.attrs["truth"])
+        ds = ds.assign_coords({RUN_DIM: ids, "model": (RUN_DIM, [label] * len(ids))})
+        sides.append(align_to_generating_policy(ds))
+    out = concat_runsets(sides)
+    first_attrs["runs"] = truth_runs
+    first_attrs["settings"]["p_init"] = None
+    out.attrs["truth"] = json.dumps(first_attrs)
+    out.attrs["plateau_estimate"] = float(plateau)
+    out.attrs["amplitude"] = float(amplitude)
+    out.attrs["aligned_to_generating_policy"] = 1
+    return out
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -819,6 +997,9 @@ def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
 
 __all__ = [
     "StiffnessMeasurement",
+    "align_to_generating_policy",
+    "estimate_plateau",
+    "perturbation_runs",
     "convergence_status",
     "g_invariance_check",
     "mean_trajectory_test",

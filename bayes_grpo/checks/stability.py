@@ -620,12 +620,86 @@ def phase_diagram_from_draws(
     )
 
 
+def local_stiffness_draws(fitted: Any, *, models: Sequence[str] | None = None) -> dict[str, Any]:
+    """Small-amplitude (linear-stability) stiffness from fits at several initial errors.
+
+    A curve fit measures a *secant* stiffness: the restoring force averaged over the
+    amplitudes the transient covers. When the force is not linear in the error (the
+    bandit's is not: the sigmoid and ``sqrt(p (1 - p))`` bend it), a transient from below the
+    plateau and one from above give different stiffnesses, to first order
+    ``K_fit(e0) = K + c e0`` in the initial error ``e0 = R0 - p*``. Stability is decided by the
+    tangent ``K`` at the plateau. Given a posterior fitted with the runs grouped into
+    "models" by their initial error (e.g. :func:`bayes_grpo.bandit.experiments.perturbation_runs`),
+    this regresses, draw by draw, the models' stiffness ``exp(log_stiffness)`` on their
+    initial error ``initial_reward_model - plateau`` and returns the intercept at ``e0 = 0``.
+    With initial errors of both signs this interpolates (the first-order term cancels);
+    with one sign it extrapolates, and ``values["extrapolated"]`` says so.
+
+    Parameters
+    ----------
+    fitted
+        A fitted mechanistic ``GRPODynamicsModel`` (or anything with ``idata.posterior``
+        holding ``log_stiffness``, ``initial_reward_model`` and ``plateau`` over ``model``).
+    models
+        Models to use (default: all of the fit); at least two with different initial errors.
+
+    Returns
+    -------
+    dict with ``stiffness`` (draws of the tangent ``K``, 1-d), ``slope`` (draws of ``c``),
+    ``per_model`` (DataFrame indexed by model: ``initial_error`` and ``stiffness`` medians,
+    ``stiffness_lo``, ``stiffness_hi``), ``extrapolated`` (bool).
+    """
+    post = getattr(getattr(fitted, "idata", None), "posterior", None)
+    if post is None or "log_stiffness" not in post:
+        raise ValueError(
+            "local stiffness needs a fitted mechanistic posterior (log_stiffness per model)"
+        )
+    names = [str(m) for m in post["log_stiffness"].coords["model"].values]
+    use = list(models) if models is not None else names
+    missing = sorted(set(use) - set(names))
+    if missing:
+        raise ValueError(f"models {missing} are not in the fit (fitted models: {names})")
+    if len(use) < 2:
+        raise ValueError(
+            f"local stiffness needs at least two models with different initial errors, got {use}"
+        )
+
+    def stack(var: str) -> np.ndarray:
+        da = post[var].sel(model=use).stack(sample=("chain", "draw")).transpose("sample", "model")
+        return np.asarray(da.values, dtype=float)
+
+    k = np.exp(stack("log_stiffness"))  # (draws, models)
+    e0 = stack("initial_reward_model") - stack("plateau")
+    e_mean = e0.mean(axis=1, keepdims=True)
+    k_mean = k.mean(axis=1, keepdims=True)
+    var_e = ((e0 - e_mean) ** 2).sum(axis=1)
+    if not np.all(np.median(var_e) > 0):
+        raise ValueError("the models' initial errors do not differ: cannot locate e0 = 0")
+    slope = ((e0 - e_mean) * (k - k_mean)).sum(axis=1) / var_e
+    tangent = k_mean[:, 0] - slope * e_mean[:, 0]
+    med_e0 = np.median(e0, axis=0)
+    rows = []
+    for j, name in enumerate(use):
+        lo, hi = _interval(k[:, j])
+        rows.append((name, float(med_e0[j]), float(np.median(k[:, j])), lo, hi))
+    per_model = pd.DataFrame(
+        rows, columns=["model", "initial_error", "stiffness", "stiffness_lo", "stiffness_hi"]
+    ).set_index("model")
+    return {
+        "stiffness": tangent,
+        "slope": slope,
+        "per_model": per_model,
+        "extrapolated": bool(not (np.min(med_e0) < 0 < np.max(med_e0))),
+    }
+
+
 def bandit_threshold_check(
     posterior_path_or_model: Any,
     sweep: xr.Dataset,
     *,
     model: str | None = None,
     prob: float = HDI_PROB,
+    stiffness: str = "auto",
     **convergence_kwargs: Any,
 ) -> CheckResult:
     """Does the posterior predict where a K_ref sweep stops converging?
@@ -638,6 +712,14 @@ def bandit_threshold_check(
     ``attrs["truth"]`` only to know each run's plateau); the prediction is the posterior of
     the critical ``K_ref`` by the exact criterion (and, for comparison, the closed form) at
     the sweep's setting.
+
+    ``stiffness`` says which stiffness the prediction uses: ``"model"`` the fitted
+    curvature of ``model`` (or the population level), i.e. the curve-level (secant)
+    stiffness; ``"local"`` the small-amplitude tangent of :func:`local_stiffness_draws`
+    (needs a fit with runs grouped by initial error); ``"auto"`` (default) ``"local"`` when
+    the fit has at least two models whose initial errors have both signs, else ``"model"``.
+    Linear stability is decided by the tangent, so for a restoring force that is not linear
+    in the error only ``"local"`` predicts the threshold without bias.
 
     Returns
     -------
@@ -660,8 +742,29 @@ def bandit_threshold_check(
         settings[coord] = vals[0] if coord == "momentum_convention" else float(vals[0])
     empirical = threshold_check(sweep, **convergence_kwargs)
     emp = float(empirical.values["empirical_threshold_k_ref"])
-    a = _gain_draws(fitted, k_ref=1.0, model=model, **settings)
     mu = float(settings["momentum"])
+    if stiffness not in ("auto", "local", "model"):
+        raise ValueError(f"stiffness must be 'auto', 'local' or 'model', got {stiffness!r}")
+    local = None
+    if stiffness in ("auto", "local"):
+        try:
+            local = local_stiffness_draws(fitted)
+        except ValueError:
+            if stiffness == "local":
+                raise
+        if stiffness == "auto" and local is not None and local["extrapolated"]:
+            local = None
+    if local is not None:
+        eff = float(effective_step(settings["learning_rate"], mu, settings["momentum_convention"]))
+        a = eff * np.asarray(local["stiffness"], dtype=float)
+        source = (
+            "local (tangent at the plateau, interpolated between fits at initial errors "
+            + ", ".join(f"{e:+.3f}" for e in local["per_model"]["initial_error"])
+            + ")"
+        )
+    else:
+        a = _gain_draws(fitted, k_ref=1.0, model=model, **settings)
+        source = f"fitted curve-level stiffness of {_label(fitted, model)}"
     rows = {}
     for criterion in ("exact", "closed_form"):
         crit = critical_k_ref(a, mu, method=criterion)
@@ -676,7 +779,7 @@ def bandit_threshold_check(
         f"Empirical threshold K_ref = {emp:g} (sweep); posterior prediction (exact criterion) "
         f"{rows['exact']['median']:g} [{lo:g}, {hi:g}] ({prob:.0%} interval), closed form "
         f"{rows['closed_form']['median']:g} [{rows['closed_form']['lo']:g}, {rows['closed_form']['hi']:g}]; "
-        f"prediction from the true stiffness {truth_exact:g}. "
+        f"prediction from the true stiffness {truth_exact:g}. Stiffness used: {source}. "
         + (
             "Inside the interval."
             if passed
@@ -696,13 +799,21 @@ def bandit_threshold_check(
         "true_stiffness_exact_threshold": truth_exact,
         "gain_median": float(np.median(a)),
         "true_gain": float(empirical.values.get("a", np.nan)),
+        "stiffness_source": "local" if local is not None else "model",
+        "stiffness_median": float(np.median(a))
+        / float(effective_step(settings["learning_rate"], mu, settings["momentum_convention"])),
         **settings,
     }
+    if local is not None:
+        values["stiffness_lo"], values["stiffness_hi"] = _interval(local["stiffness"], prob)
+        values["per_model_stiffness"] = local["per_model"].reset_index().to_dict(orient="records")
+        values["local_interpolated"] = not local["extrapolated"]
     return CheckResult("bandit_threshold_posterior", passed, summary, table=table, values=values)
 
 
 __all__ = [
     "bandit_threshold_check",
+    "local_stiffness_draws",
     "stability_probabilities",
     "stability_verdict",
     "stability_from_draws",
