@@ -12,6 +12,16 @@ mean over seeds of the exact expected reward of the setting; SDE: the closed-for
 the coverage of the mean band and the RMSE against it are reported too.
 
     .venv/bin/python benchmarks/evaluate_forecasts.py [--sets bandit sim tiny real] [--out DIR]
+        [--likelihood state_space|iid] [--prior-kind mixture|gaussian] [--no-bounds]
+        [--no-calibrate] [--fractions 0.2 0.3 0.5]
+
+Rewards known to be success rates (bandit: expected success of the softmax policy; tiny:
+the next-digit accuracy) are forecast with the bounded-reward noise shape ``(0, 1)``
+(:func:`bayes_grpo.predict.forecast.noise_shape`); the SDE simulations and the real logs
+(rewards of unknown range: some are scores in [-10, 11]) with constant noise. With
+calibration (default) the table also has ``band_scale`` and ``coverage_obs_calibrated``:
+the 90% band scaled by the factor that gives 90% coverage on backtests of the *other half*
+of the runs (split conformal, :func:`bayes_grpo.predict.evaluate.evaluate_forecasts`).
 
 Writes ``<set>_runs.csv`` (one row per run and prefix) and ``<set>_summary.csv`` and
 ``summary.json`` under ``--out`` (default benchmarks/results/evaluate_forecasts).
@@ -92,8 +102,14 @@ def real_set() -> tuple[xr.Dataset, None]:
     return ds.assign_coords(model=("run", np.array(models, dtype=object))), None
 
 
-def prior_for(ds: xr.Dataset, run_id: str):
-    prior, _ = population_prior_for_run(ds, run_id, use_runs=True, same_model_only=True)
+#: Reward bounds per set (None: constant noise).
+BOUNDS = {"bandit": (0.0, 1.0), "tiny": (0.0, 1.0), "sim": None, "real": None}
+
+
+def prior_for(ds: xr.Dataset, run_id: str, bounds=None, kind: str = "mixture"):
+    prior, _ = population_prior_for_run(
+        ds, run_id, use_runs=True, same_model_only=True, reward_bounds=bounds, prior_kind=kind
+    )
     return prior
 
 
@@ -106,6 +122,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-population", action="store_true", help="weak default prior for every run")
     ap.add_argument("--likelihood", choices=["state_space", "iid"], default="state_space")
+    ap.add_argument("--prior-kind", choices=["mixture", "gaussian"], default="mixture")
+    ap.add_argument("--no-bounds", action="store_true", help="constant noise for every set")
+    ap.add_argument("--no-calibrate", action="store_true", help="skip the split calibration")
+    ap.add_argument("--fractions", type=float, nargs="+", default=[0.2, 0.3, 0.5])
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -115,19 +135,28 @@ def main() -> None:
         "tiny": tiny_set,
         "real": real_set,
     }
-    summary = {}
+    # keep the sets of earlier invocations with the same --out (sets can be run one by one)
+    summary = (
+        json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
+    )
     for name in args.sets:
         if name == "real" and not REAL.is_dir():
             print(f"skipping real: {REAL} absent")
             continue
         ds, true = loaders[name]()
+        bounds = None if args.no_bounds else BOUNDS[name]
         start = time.perf_counter()
         table = evaluate_forecasts(
             ds,
-            prior_for=None if args.no_population else (lambda r, d: prior_for(d, r)),
+            fractions=args.fractions,
+            prior_for=None
+            if args.no_population
+            else (lambda r, d, b=bounds: prior_for(d, r, b, args.prior_kind)),
             true_mean=true,
             seed=args.seed,
             likelihood=args.likelihood,
+            reward_bounds=bounds,
+            calibrate=not args.no_calibrate,
         )
         seconds = time.perf_counter() - start
         table.to_csv(out / f"{name}_runs.csv", index=False)
@@ -135,13 +164,17 @@ def main() -> None:
         summ.to_csv(out / f"{name}_summary.csv", index=False)
         summary[name] = {
             "n_runs": int(ds.sizes["run"]),
+            "reward_bounds": bounds,
+            "likelihood": args.likelihood,
+            "prior_kind": args.prior_kind,
             "seconds": seconds,
             "by_fraction": summ.to_dict(orient="records"),
         }
         with pd.option_context("display.width", 250, "display.max_columns", 30):
             print(f"== {name}: {ds.sizes['run']} runs, {seconds:.1f} s")
             print(summ.round(3).to_string(index=False))
-    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, default=float))
+        # written after every set, so that a long run keeps what it has finished
+        write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, default=float))
 
 
 if __name__ == "__main__":

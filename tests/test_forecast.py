@@ -219,3 +219,171 @@ def test_state_space_forecast_covers_runs_that_wander_where_iid_bands_are_too_na
     # measured (seed 0, weak prior, 30% prefix): state space 0.83, iid 0.56
     assert np.mean(cov["state_space"]) >= 0.75
     assert np.mean(cov["state_space"]) > np.mean(cov["iid"]) + 0.15
+
+
+# --------------------------------------------------------------------------- onset, noise shape,
+# mixture prior, band calibration (issue 7, second round)
+
+
+def test_onset_holds_the_reward_at_r0_then_runs_the_oscillator_from_there():
+    from bayes_grpo.predict.forecast import mean_curve
+
+    u5 = np.array([0.8, 0.05, np.log(0.04), np.log(0.7), np.log(0.02)])
+    u6 = np.append(u5, np.log(60.0))
+    with_onset = mean_curve(u6, STEPS)[0]
+    assert np.all(with_onset[STEPS <= 60] == pytest.approx(0.05, abs=1e-12))
+    shifted = mean_curve(u5, np.maximum(STEPS - 60.0, 0.0))[0]
+    np.testing.assert_allclose(with_onset, shifted, rtol=1e-12)
+    # a 5-coordinate row is the plain oscillator
+    np.testing.assert_allclose(
+        mean_curve(u5, STEPS)[0],
+        reward_trajectory(STEPS, 1.0, 2 * 0.7 * 0.04, 0.04**2, 0.8, 0.05),
+        rtol=1e-12,
+    )
+
+
+def test_bounded_reward_noise_is_largest_mid_range_and_constant_without_bounds():
+    from bayes_grpo.predict.forecast import NOISE_FLOOR_SHARE, noise_shape
+
+    m = np.array([0.0, 0.1, 0.5, 0.9, 1.0, 1.3])
+    h = noise_shape(m, (0.0, 1.0))
+    assert h[2] == pytest.approx(1.0)
+    assert h[0] == pytest.approx(NOISE_FLOOR_SHARE) and h[-1] == pytest.approx(NOISE_FLOOR_SHARE)
+    # binomial shape: p (1 - p) / (1/4), floored
+    assert h[1] == pytest.approx(NOISE_FLOOR_SHARE + (1 - NOISE_FLOOR_SHARE) * 0.36)
+    np.testing.assert_array_equal(noise_shape(m, None), np.ones_like(m))
+    with pytest.raises(ForecastError, match="lo < hi"):
+        noise_shape(m, (1.0, 0.0))
+
+
+def test_binomial_noise_runs_are_covered_at_90_percent_with_the_bounded_noise_shape():
+    """A success rate logged from 64 samples rises from 0.3 to 0.95: its noise sd falls
+    from 0.06 to 0.03. Constant noise learnt on the prefix over-covers the plateau; the
+    bounded-reward shape carries the right noise forward."""
+    rng = np.random.default_rng(4)
+    prior = prior_from_draws(_binomial_pop(rng, 4000), source="true population")
+    cov = {"bounded": [], "constant": []}
+    for _ in range(6):
+        u = _binomial_pop(rng, 1)[0]
+        mean = mean_curve(u, STEPS)[0]
+        y = rng.binomial(64, np.clip(mean, 0, 1)) / 64.0
+        n = int(0.3 * STEPS.size)
+        for name, b in (("bounded", (0.0, 1.0)), ("constant", None)):
+            ds = forecast_run(
+                STEPS[:n],
+                y[:n],
+                STEPS[n:],
+                prior=prior,
+                rng=1,
+                n_draws=500,
+                likelihood="iid",
+                reward_bounds=b,
+            )
+            lo, hi = forecast_band(ds, STEPS[n:], kind="obs")
+            cov[name].append(coverage(y[n:], lo, hi))
+    assert 0.85 <= np.mean(cov["bounded"]) <= 0.95
+    assert np.mean(cov["constant"]) > np.mean(cov["bounded"])
+
+
+def _binomial_pop(rng, n):
+    return np.column_stack(
+        [
+            rng.normal(0.95, 0.01, n),
+            rng.normal(0.3, 0.02, n),
+            np.log(rng.lognormal(np.log(0.04), 0.1, n)),
+            np.log(rng.lognormal(np.log(0.9), 0.1, n)),
+            np.log(np.full(n, 0.5 / np.sqrt(64))),  # sd mid-range of a rate from 64 samples
+        ]
+    )
+
+
+def test_mixture_prior_keeps_every_run_still_flat_at_the_prefix_end_in_play():
+    """Half the population takes off at step 40, half at step 140. A prefix flat up to
+    step 70 rules out the early risers: the forecast must put the rise after the prefix
+    (onset > 70) and its band must still hold the flat reward at step 100 (some late
+    risers have not moved yet) and a risen reward at step 230."""
+    from bayes_grpo.predict.forecast import MixturePrior
+
+    base = np.array([0.9, 0.02, np.log(0.05), np.log(0.9), np.log(0.02)])
+    means, covs = [], []
+    for onset in (40.0, 45.0, 50.0, 120.0, 140.0, 160.0):
+        means.append(np.append(base, np.log(onset)))
+        covs.append(np.diag([0.02, 0.005, 0.1, 0.1, 0.2, 0.05]) ** 2)
+    prior = MixturePrior(np.array(means), np.array(covs), np.ones(6), source="two clusters")
+    rng = np.random.default_rng(0)
+    u = np.append(base, np.log(140.0))
+    y = mean_curve(u, STEPS)[0] + 0.02 * rng.standard_normal(STEPS.size)
+    n = 70
+    post = fit_run(STEPS[:n], y[:n], prior, n_draws=600, likelihood="iid", rng=0)
+    assert np.quantile(np.exp(post.draws[:, 5]), 0.05) > 70.0
+    ds = forecast_run(STEPS[:n], y[:n], STEPS[n:], prior=prior, n_draws=600, likelihood="iid")
+    lo, hi = forecast_band(ds, np.array([100.0, 230.0]), kind="obs")
+    assert lo[0] < 0.05 < hi[0]
+    assert hi[1] > 0.8
+    lo, hi = forecast_band(ds, STEPS[n:], kind="obs")
+    assert coverage(y[n:], lo, hi) >= 0.85
+
+
+def test_prior_from_runs_mixture_has_one_component_per_run_and_the_population_moments():
+    from bayes_grpo.predict.forecast import MixturePrior
+
+    rng = np.random.default_rng(9)
+    runs = [(STEPS, _run(u, rng)[1]) for u in _population(rng, 5)]
+    mix = prior_from_runs(runs)
+    gauss = prior_from_runs(runs, kind="gaussian")
+    assert isinstance(mix, MixturePrior) and mix.weights.size == 5
+    assert abs(mix.mean[0] - 0.8) < 0.05 and abs(gauss.mean[0] - 0.8) < 0.05
+    assert np.all(np.isfinite(mix.logpdf(mix.means)))
+
+
+def test_calibrated_band_scale_reaches_the_target_coverage_on_the_calibration_runs():
+    from bayes_grpo.predict.forecast import (
+        calibrated_band_scale,
+        required_band_scale,
+        scale_band,
+    )
+
+    rng = np.random.default_rng(1)
+    lo, hi = -np.ones(400), np.ones(400)
+    # runs whose deviations are 2x wider than the band thinks: about 2x the band is needed
+    required = [
+        required_band_scale(2.0 * 0.608 * rng.standard_normal(400), lo, hi) for _ in range(5)
+    ]
+    kappa = calibrated_band_scale(required, prob=0.9)
+    assert 1.7 < kappa < 2.3
+    slo, shi = scale_band(lo, hi, kappa)
+    assert np.mean([np.mean(r <= kappa) for r in required]) >= 0.9
+    np.testing.assert_allclose(shi - slo, kappa * (hi - lo))
+    with pytest.raises(ForecastError, match="at least 2"):
+        calibrated_band_scale(required[:1])
+
+
+def test_split_calibration_never_reads_the_run_it_calibrates():
+    """A run's band scale comes from backtests of the other half of the runs: changing the
+    run's own held-out steps must not change it."""
+    import pandas as pd
+
+    from bayes_grpo.predict.evaluate import evaluate_forecasts
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(5)
+    steps = np.arange(0.0, 120.0)
+    curves = {}
+    for i, u in enumerate(_population(rng, 4)):
+        u = u.copy()
+        u[2] = np.log(0.08)
+        y = mean_curve(u, steps)[0] + 0.03 * rng.standard_normal(steps.size)
+        curves[f"r{i}"] = pd.DataFrame(
+            {"reward": y}, index=pd.Index(steps.astype(int), name="step")
+        )
+    ds = make_runset(curves=curves, meta={k: {"model": "m"} for k in curves})
+    kw = dict(fractions=(0.3,), n_draws=200, likelihood="iid", calibrate=True)
+    table = evaluate_forecasts(ds, **kw)
+    changed = ds.copy(deep=True)
+    changed["reward"].loc[{"run": "r0", "step": slice(60, None)}] += 0.5
+    table2 = evaluate_forecasts(changed, **kw)
+    k1 = table.set_index("run")["band_scale"]
+    k2 = table2.set_index("run")["band_scale"]
+    assert k1["r0"] == pytest.approx(k2["r0"])  # r0's own future does not reach its scale
+    assert k1["r1"] != pytest.approx(k2["r1"])  # it does reach the other half's
+    assert table["coverage_obs_calibrated"].notna().all()

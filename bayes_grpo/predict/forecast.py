@@ -2,17 +2,30 @@
 
 Design (how a posterior becomes a prior, and why it is fast)
 -------------------------------------------------------------
-The run is described by five unconstrained numbers
+The run is described by six unconstrained numbers
 
-    u = (p*, R0, log w0, log zeta, log sigma)
+    u = (p*, R0, log w0, log zeta, log sigma, log onset)
 
 (plateau, initial reward, natural frequency in rad/step, damping ratio, observation noise
-sd) and its mean reward is the closed-form oscillator trajectory with ``M = 1``,
-``C = 2 zeta w0``, ``K_eff = w0^2`` and ``v0 = 0`` (the same curve as the mechanistic
-``(M_eff, C_eff, K_eff)``, which only fixes it up to the common scale of the three
-coefficients). Observations are ``y_t ~ Normal(p(t), sigma)``.
+sd, onset step ``t0``) and its mean reward is the closed-form oscillator trajectory with
+``M = 1``, ``C = 2 zeta w0``, ``K_eff = w0^2`` and ``v0 = 0`` (the same curve as the
+mechanistic ``(M_eff, C_eff, K_eff)``, which only fixes it up to the common scale of the
+three coefficients), run on the clock ``tau = max(t - t0, 0)``: the reward is held at
+``R0`` until the onset ``t0``. The onset is the delay before any learning signal: with a
+binary reward and a policy that almost never succeeds, every group's rewards are equal,
+the group-normalised advantages vanish and the update is ~0 for a run-dependent number of
+steps (the tiny-model TRL runs sit flat for 50-150 steps); the oscillator has no such phase
+(its slow start is quadratic, ``e'(0) = 0``), so without ``t0`` a flat prefix is read as the
+approach to a low plateau. ``t0 -> 0`` is the plain oscillator; a prior with only the first
+five coordinates (e.g. from the hierarchical model, which has no onset) gets
+``log t0 ~ Normal(NO_ONSET_PRIOR)``, i.e. ``t0`` of about a step. Observations are
+``y_t ~ Normal(p(t), sigma^2 h(p(t)))``: ``h = 1`` by default; for a bounded reward (an
+accuracy in ``[0, 1]``: pass ``reward_bounds``) ``h`` is the binomial-like shape of
+:func:`noise_shape` (sampling noise of a success rate is largest mid-range and small near
+0 and 1), so a prefix logged near 0 does not set the noise of the rise, and one logged
+mid-range does not set the noise at a plateau near 1.
 
-*Prior.* A Gaussian on ``u``:
+*Prior.* A Gaussian on ``u`` (five coordinates, or six with the onset):
 
 * from a fitted posterior (:func:`prior_from_posterior`): the hierarchical model's
   ``coefficient_draws`` for the new run's hyperparameters (a run of an already fitted
@@ -48,18 +61,30 @@ from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, summarise_draws
 
-#: Names of the five unconstrained parameters, in order.
+#: Names of the five unconstrained parameters of the oscillator, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
+#: Name of the sixth (optional in a prior) coordinate: log of the onset step t0.
+ONSET_NAME: str = "log_onset"
+#: (mean, sd) of log t0 for a 5-coordinate prior (a model without onset): t0 ~ 1 step.
+NO_ONSET_PRIOR: tuple[float, float] = (0.0, 1.0)
+#: Default prior median of t0 as a share of the horizon (weak prior), and sd of log t0.
+DEFAULT_ONSET_SHARE: float = 0.02
+DEFAULT_ONSET_LOG_SD: float = 1.5
+#: Noise-variance share left at the bounds of a bounded reward (h(lo) = h(hi)).
+NOISE_FLOOR_SHARE: float = 0.05
 #: Observation models of the forecast.
 LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
 #: Pareto k above which the importance-sampling posterior is flagged unreliable.
 PARETO_K_WARN: float = 0.7
 #: Smallest prior sd of log sigma in a prior built from earlier runs (see prior_from_runs).
 RUN_PRIOR_LOG_SIGMA_SD: float = 0.5
+#: Kernel centres and rounds of the adaptive importance sampling used when k > 0.7.
+ADAPT_CENTRES: int = 64
+ADAPT_ROUNDS: int = 3
 #: Degrees of freedom of the Student-t proposal.
 PROPOSAL_DF: float = 4.0
 #: Prior sd floor on each coordinate of u (keeps a too-confident population prior usable).
-PRIOR_SD_FLOOR: np.ndarray = np.array([1e-3, 1e-3, 0.05, 0.05, 0.05])
+PRIOR_SD_FLOOR: np.ndarray = np.array([1e-3, 1e-3, 0.05, 0.05, 0.05, 0.1])
 
 
 class ForecastError(ValueError):
@@ -68,14 +93,14 @@ class ForecastError(ValueError):
 
 @dataclass(frozen=True)
 class GaussianPrior:
-    """Gaussian prior on ``u = (p*, R0, log w0, log zeta, log sigma)``.
+    """Gaussian prior on ``u = (p*, R0, log w0, log zeta, log sigma[, log onset])``.
 
     Attributes
     ----------
     mean
-        ``(5,)``.
+        ``(5,)`` or ``(6,)`` (with the log onset step).
     cov
-        ``(5, 5)`` positive definite.
+        ``(5, 5)`` or ``(6, 6)`` positive definite.
     source
         Where it came from, in words (stored in forecast outputs).
     """
@@ -87,18 +112,20 @@ class GaussianPrior:
     def __post_init__(self) -> None:
         mean = np.asarray(self.mean, dtype=float)
         cov = np.asarray(self.cov, dtype=float)
-        if mean.shape != (5,) or cov.shape != (5, 5):
+        dim = mean.shape[0] if mean.ndim == 1 else -1
+        if dim not in (5, 6) or cov.shape != (dim, dim):
             raise ForecastError(
-                f"prior needs mean (5,) and cov (5, 5); got {mean.shape}, {cov.shape}"
+                f"prior needs mean (5,) and cov (5, 5), or (6,) and (6, 6) with the onset; "
+                f"got {mean.shape}, {cov.shape}"
             )
         if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ForecastError(f"prior from {self.source or 'caller'} has non-finite moments")
         cov = (cov + cov.T) / 2.0
         sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        floor = np.maximum(sd, PRIOR_SD_FLOOR)
+        floor = np.maximum(sd, PRIOR_SD_FLOOR[:dim])
         corr = cov / np.outer(np.where(sd > 0, sd, 1.0), np.where(sd > 0, sd, 1.0))
         np.fill_diagonal(corr, 1.0)
-        corr = 0.98 * corr + 0.02 * np.eye(5)  # shrink correlations: keeps cov well conditioned
+        corr = 0.98 * corr + 0.02 * np.eye(dim)  # shrink correlations: keeps cov well conditioned
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "cov", corr * np.outer(floor, floor))
 
@@ -106,31 +133,156 @@ class GaussianPrior:
     def sd(self) -> np.ndarray:
         return np.sqrt(np.diag(self.cov))
 
+    def with_onset(self) -> GaussianPrior:
+        """The 6-coordinate prior: a 5-coordinate one gets ``log t0 ~ NO_ONSET_PRIOR``."""
+        if self.mean.size == 6:
+            return self
+        mean = np.append(self.mean, NO_ONSET_PRIOR[0])
+        cov = np.zeros((6, 6))
+        cov[:5, :5] = self.cov
+        cov[5, 5] = NO_ONSET_PRIOR[1] ** 2
+        return GaussianPrior(mean, cov, source=self.source)
+
     def to_dict(self) -> dict[str, object]:
+        names = (*PARAM_NAMES, ONSET_NAME)
         return {
-            "mean": dict(zip(PARAM_NAMES, self.mean.tolist())),
-            "sd": dict(zip(PARAM_NAMES, self.sd.tolist())),
+            "mean": dict(zip(names, self.mean.tolist())),
+            "sd": dict(zip(names, self.sd.tolist())),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class MixturePrior:
+    """Mixture of Gaussians on the 6-coordinate ``u``: one component per earlier run.
+
+    The population of runs as it is (several rise times, runs that never take off next to
+    runs that do), not its mean and covariance: a kernel density estimate in ``u`` whose
+    components are the earlier runs' fits (mode, Laplace covariance plus a bandwidth share of
+    the between-run spread). Given a prefix, :func:`fit_run` weighs each component by how
+    well it explains the prefix (Laplace evidence), so a flat prefix keeps every run that
+    was still flat at that step in play.
+
+    Attributes
+    ----------
+    means
+        ``(J, 6)``.
+    covs
+        ``(J, 6, 6)`` positive definite.
+    weights
+        ``(J,)`` prior weights (normalised).
+    source
+        Where it came from, in words.
+    """
+
+    means: np.ndarray
+    covs: np.ndarray
+    weights: np.ndarray
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        means = np.atleast_2d(np.asarray(self.means, dtype=float))
+        covs = np.asarray(self.covs, dtype=float)
+        weights = np.asarray(self.weights, dtype=float).reshape(-1)
+        n = means.shape[0]
+        if means.shape != (n, 6) or covs.shape != (n, 6, 6) or weights.shape != (n,):
+            raise ForecastError(
+                f"mixture prior needs means (J, 6), covs (J, 6, 6), weights (J,); got "
+                f"{means.shape}, {covs.shape}, {weights.shape}"
+            )
+        if n < 1 or not (weights >= 0).all() or weights.sum() <= 0:
+            raise ForecastError("mixture prior needs at least one component with weight > 0")
+        comps = [GaussianPrior(m, c, source=self.source) for m, c in zip(means, covs)]
+        object.__setattr__(self, "means", np.array([c.mean for c in comps]))
+        object.__setattr__(self, "covs", np.array([c.cov for c in comps]))
+        object.__setattr__(self, "weights", weights / weights.sum())
+
+    @property
+    def components(self) -> list[GaussianPrior]:
+        return [GaussianPrior(m, c, source=self.source) for m, c in zip(self.means, self.covs)]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.weights @ self.means
+
+    @property
+    def cov(self) -> np.ndarray:
+        d = self.means - self.mean
+        return np.einsum("j,jab->ab", self.weights, self.covs) + np.einsum(
+            "j,ja,jb->ab", self.weights, d, d
+        )
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov))
+
+    def logpdf(self, u: np.ndarray) -> np.ndarray:
+        """Log density at rows ``u`` ``(n, 6)`` (extra columns ignored)."""
+        from scipy.special import logsumexp
+
+        u = np.atleast_2d(u)[:, :6]
+        parts = [
+            np.log(w) + stats.multivariate_normal(m, c).logpdf(u).reshape(-1)
+            for w, m, c in zip(self.weights, self.means, self.covs)
+            if w > 0
+        ]
+        return logsumexp(np.array(parts), axis=0)
+
+    def to_dict(self) -> dict[str, object]:
+        names = (*PARAM_NAMES, ONSET_NAME)
+        return {
+            "mean": dict(zip(names, self.mean.tolist())),
+            "sd": dict(zip(names, self.sd.tolist())),
+            "components": int(self.weights.size),
             "source": self.source,
         }
 
 
 def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Mean reward ``p(t)`` for parameter rows ``u`` (``(n, 5)`` or ``(5,)``) at steps ``t``."""
+    """Mean reward ``p(t)``, shape ``(n, len(t))``, for parameter rows ``u`` at steps ``t``.
+
+    ``u`` is ``(n, 5)`` / ``(5,)`` (no onset) or has the log onset step in column 5 (further
+    columns, e.g. the state-space ``logit rho``, are ignored): the oscillator runs on
+    ``tau = max(t - t0, 0)`` and the reward is ``R0`` until ``t0``.
+    """
     u = np.atleast_2d(u)
     w0 = np.exp(u[:, 2:3])
     zeta = np.exp(u[:, 3:4])
+    tau = np.asarray(t, dtype=float)[None, :]
+    if u.shape[1] > 5:
+        tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        return reward_trajectory(
-            np.asarray(t, dtype=float)[None, :], 1.0, 2.0 * zeta * w0, w0 * w0, u[:, 0:1], u[:, 1:2]
-        )
+        return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, u[:, 0:1], u[:, 1:2])
 
 
-def _log_lik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Observation-variance multiplier ``h(m)`` at mean reward ``m`` (same shape as ``m``).
+
+    Without ``bounds``: 1. With ``bounds = (lo, hi)`` (a reward known to lie in ``[lo, hi]``,
+    e.g. a success rate): ``h = f + (1 - f) 4 x (1 - x)``, ``x = (m - lo) / (hi - lo)``
+    clipped to ``[0, 1]``, ``f = NOISE_FLOOR_SHARE``: the binomial variance shape, 1
+    mid-range, ``f`` at the bounds (kept above 0: a mean curve at a bound still has some
+    spread around it), so ``sigma`` is the noise sd mid-range.
+    """
+    m = np.asarray(m, dtype=float)
+    if bounds is None:
+        return np.ones_like(m)
+    lo, hi = (float(b) for b in bounds)
+    if not hi > lo:
+        raise ForecastError(f"reward bounds must satisfy lo < hi; got {bounds}")
+    x = np.clip((m - lo) / (hi - lo), 0.0, 1.0)
+    x = np.where(np.isfinite(x), x, 0.5)
+    return NOISE_FLOOR_SHARE + (1.0 - NOISE_FLOOR_SHARE) * 4.0 * x * (1.0 - x)
+
+
+def _log_lik(
+    u: np.ndarray, t: np.ndarray, y: np.ndarray, bounds: tuple[float, float] | None = None
+) -> np.ndarray:
     u = np.atleast_2d(u)
     mu = mean_curve(u, t)
-    sigma = np.exp(u[:, 4:5])
-    z = (y[None, :] - mu) / sigma
-    ll = -0.5 * np.sum(z * z, axis=1) - y.size * (u[:, 4] + 0.5 * np.log(2 * np.pi))
+    log_sd = u[:, 4:5] + 0.5 * np.log(noise_shape(mu, bounds))
+    z = (y[None, :] - mu) / np.exp(log_sd)
+    ll = -0.5 * np.sum(z * z, axis=1) - np.sum(log_sd, axis=1) - 0.5 * y.size * np.log(2 * np.pi)
     return np.where(np.isfinite(ll), ll, -np.inf)
 
 
@@ -154,12 +306,13 @@ def default_prior(
     *,
     horizon: float | None = None,
 ) -> GaussianPrior:
-    """Weak, data-scaled prior for a run with no earlier runs to learn from.
+    """Weak, data-scaled prior (6 coordinates) for a run with no earlier runs to learn from.
 
     ``p*`` centred on the last tenth of the prefix with sd of twice the prefix's range,
     ``R0`` on its first tenth, ``w0`` centred on ``4 / horizon`` (a rise spread over the
     run; ``horizon`` defaults to the last step seen) with a factor ~e^1.5 either way,
-    ``zeta`` centred on 1 (sd 1 in log), ``sigma`` on the first-difference noise (sd 1 in log).
+    ``zeta`` centred on 1 (sd 1 in log), ``sigma`` on the first-difference noise (sd 1 in log),
+    the onset ``t0`` on ``DEFAULT_ONSET_SHARE * horizon`` (sd ``DEFAULT_ONSET_LOG_SD`` in log).
     """
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -169,9 +322,18 @@ def default_prior(
     k = max(1, y.size // 10)
     horizon = float(horizon if horizon is not None else max(t.max(), 1.0))
     mean = np.array(
-        [y[-k:].mean(), y[:k].mean(), np.log(4.0 / max(horizon, 1.0)), 0.0, np.log(noise)]
+        [
+            y[-k:].mean(),
+            y[:k].mean(),
+            np.log(4.0 / max(horizon, 1.0)),
+            0.0,
+            np.log(noise),
+            np.log(max(DEFAULT_ONSET_SHARE * horizon, 1e-3)),
+        ]
     )
-    sd = np.array([2.0 * span + 2.0 * noise, span + 2.0 * noise, 1.5, 1.0, 1.0])
+    sd = np.array(
+        [2.0 * span + 2.0 * noise, span + 2.0 * noise, 1.5, 1.0, 1.0, DEFAULT_ONSET_LOG_SD]
+    )
     return GaussianPrior(mean, np.diag(sd**2), source="default (weak, scaled to the prefix)")
 
 
@@ -200,7 +362,7 @@ def u_from_coefficients(
 def prior_from_draws(
     u_draws: np.ndarray, *, source: str = "posterior draws", inflate: float = 1.0
 ) -> GaussianPrior:
-    """Moment-matched Gaussian prior from ``(n, 5)`` draws of ``u`` (NaN rows ignored).
+    """Moment-matched Gaussian prior from ``(n, 5)`` or ``(n, 6)`` draws of ``u`` (NaN rows ignored).
 
     ``inflate`` multiplies the covariance (>1 to hedge against a population that is too
     narrow for the new run).
@@ -275,9 +437,10 @@ def prior_from_posterior(
             ]
         )
         dyn = prior_from_draws(u, source=source, inflate=inflate)
-        mean = fallback.mean.copy()
+        # the hierarchical model has no onset: keep 5 coordinates (fit_run adds t0 ~ 1 step)
+        mean = fallback.mean[:5].copy()
         mean[2:4] = dyn.mean[2:4]
-        cov = fallback.cov.copy()
+        cov = fallback.cov[:5, :5].copy()
         cov[2:4, :] = 0.0
         cov[:, 2:4] = 0.0
         cov[2:4, 2:4] = dyn.cov[2:4, 2:4]
@@ -290,12 +453,21 @@ def prior_from_runs(
     *,
     source: str = "earlier runs",
     horizon: float | None = None,
-) -> GaussianPrior:
-    """Empirical-Bayes prior from earlier complete runs ``[(t, y), ...]``.
+    reward_bounds: tuple[float, float] | None = None,
+    kind: str = "mixture",
+) -> GaussianPrior | MixturePrior:
+    """Empirical-Bayes prior (6 coordinates) from earlier complete runs ``[(t, y), ...]``.
 
-    Each run is fitted alone under :func:`default_prior`; the prior mean is the mean of
-    their modes and the covariance the spread of the modes plus their mean Laplace
-    covariance (between-run plus within-run uncertainty). Needs at least 2 runs.
+    ``kind="mixture"`` (default): a :class:`MixturePrior` with one component per run (its
+    mode; its Laplace covariance plus ``h^2`` times the robust between-run covariance,
+    ``h`` Silverman's bandwidth factor). ``kind="gaussian"``: one Gaussian, as follows.
+
+    Each run is fitted alone under :func:`default_prior` (i.i.d. likelihood, with the onset
+    and the noise shape of ``reward_bounds``); the prior mean is the median of their modes
+    and the covariance the (winsorised, :func:`_robust_moments`) spread of the modes plus
+    the median Laplace covariance (between-run plus within-run uncertainty): the
+    population's spread of plateaus, rise rates and onset steps, not a point. Needs at
+    least 2 runs.
     """
     modes, covs = [], []
     for t, y in runs:
@@ -304,7 +476,7 @@ def prior_from_runs(
         ok = np.isfinite(t) & np.isfinite(y)
         if ok.sum() < 3:
             continue
-        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon)
+        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon, reward_bounds)
         modes.append(mode)
         covs.append(cov)
     if len(modes) < 2:
@@ -312,7 +484,11 @@ def prior_from_runs(
             f"{source}: need at least 2 earlier runs with 3+ finite steps, got {len(modes)}"
         )
     modes_arr = np.array(modes)
-    cov = np.cov(modes_arr, rowvar=False) + np.mean(covs, axis=0)
+    centre, between = _robust_moments(modes_arr)
+    within = np.median(np.array(covs), axis=0)
+    evals, evecs = np.linalg.eigh((within + within.T) / 2.0)
+    within = (evecs * np.clip(evals, 0.0, None)) @ evecs.T
+    cov = between + within
     # The runs are fitted with i.i.d. residuals, whose sd underestimates the total
     # stationary sd when the run wanders (process noise is partly absorbed by the curve):
     # keep the log-sigma prior at least RUN_PRIOR_LOG_SIGMA_SD wide so the data can raise it.
@@ -320,20 +496,66 @@ def prior_from_runs(
     widen = max(RUN_PRIOR_LOG_SIGMA_SD / sd[4], 1.0)
     cov[4, :] *= widen
     cov[:, 4] *= widen
-    return GaussianPrior(
-        modes_arr.mean(axis=0), cov, source=f"{source} ({len(modes)} runs, empirical Bayes)"
+    label = f"{source} ({len(modes)} runs, empirical Bayes"
+    if kind == "gaussian":
+        return GaussianPrior(centre, cov, source=label + ")")
+    if kind != "mixture":
+        raise ForecastError(f"unknown prior kind {kind!r}; expected 'mixture' or 'gaussian'")
+    n, dim = modes_arr.shape
+    h2 = ((4.0 / (dim + 2.0)) ** (1.0 / (dim + 4.0)) * n ** (-1.0 / (dim + 4.0))) ** 2
+    # at most MAX_MIXTURE_COMPONENTS components (evenly spaced over the runs: each costs a
+    # Laplace fit per forecast); the bandwidth and the between-run spread use every run
+    pick = np.unique(np.linspace(0, n - 1, min(n, MAX_MIXTURE_COMPONENTS)).round().astype(int))
+    modes_arr = modes_arr[pick]
+    covs = [covs[i] for i in pick]
+    comp_covs = []
+    for c in covs:
+        ev, evec = np.linalg.eigh((c + c.T) / 2.0)
+        ev = np.clip(
+            ev, 0.0, np.diag(cov).max()
+        )  # an unidentified direction: no wider than the population
+        comp_covs.append((evec * ev) @ evec.T + h2 * between)
+    comp_covs_arr = np.array(comp_covs)
+    comp_covs_arr[:, 4, 4] = np.maximum(comp_covs_arr[:, 4, 4], RUN_PRIOR_LOG_SIGMA_SD**2)
+    return MixturePrior(
+        modes_arr, comp_covs_arr, np.ones(len(pick)), source=label + f", mixture of {len(pick)})"
     )
 
 
-_LAPLACE_CACHE: dict[tuple[bytes, bytes, float | None], tuple[np.ndarray, np.ndarray]] = {}
+#: Most components of a run-based mixture prior.
+MAX_MIXTURE_COMPONENTS: int = 12
+#: Modes further than this many robust sd from the median are pulled in to it (prior_from_runs).
+ROBUST_CLIP_SD: float = 2.5
+
+
+def _robust_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Median and winsorised covariance of ``(n, d)`` rows.
+
+    Single-run fits that the data do not pin down (a run that never leaves its start: its
+    rise rate and damping are free) land far out; each coordinate is clipped at
+    ``median +- ROBUST_CLIP_SD * 1.4826 MAD`` (the MAD floored at ``PRIOR_SD_FLOOR``) before
+    the covariance is taken, so such runs still count, at the edge of the population.
+    """
+    centre = np.median(x, axis=0)
+    mad = 1.4826 * np.median(np.abs(x - centre), axis=0)
+    half = ROBUST_CLIP_SD * np.maximum(mad, PRIOR_SD_FLOOR[: x.shape[1]])
+    clipped = np.clip(x, centre - half, centre + half)
+    return centre, np.cov(clipped, rowvar=False)
+
+
+_LAPLACE_CACHE: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _laplace_fit_cached(
-    t: np.ndarray, y: np.ndarray, horizon: float | None
+    t: np.ndarray,
+    y: np.ndarray,
+    horizon: float | None,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mode and Laplace covariance of one complete run under the weak prior (memoised:
     leave-one-out priors over a run set refit the same runs many times)."""
-    key = (t.tobytes(), y.tobytes(), horizon)
+    bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
+    key = (t.tobytes(), y.tobytes(), horizon, bounds)
     if key not in _LAPLACE_CACHE:
         if len(_LAPLACE_CACHE) > 4096:
             _LAPLACE_CACHE.clear()
@@ -345,6 +567,8 @@ def _laplace_fit_cached(
             n_proposal=200,
             rng=0,
             likelihood="iid",
+            reward_bounds=bounds,
+            adapt=False,  # only the mode and the Laplace covariance are used
         )
         _LAPLACE_CACHE[key] = (post.mode, post.cov)
     return _LAPLACE_CACHE[key]
@@ -359,7 +583,9 @@ def population_prior_for_run(
     prefix: tuple[np.ndarray, np.ndarray] | None = None,
     horizon: float | None = None,
     same_model_only: bool = False,
-) -> tuple[GaussianPrior | None, str]:
+    reward_bounds: tuple[float, float] | None = None,
+    prior_kind: str = "mixture",
+) -> tuple[GaussianPrior | MixturePrior | None, str]:
     """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
 
     With ``posterior`` (fitted model or file): :func:`prior_from_posterior` at the run's
@@ -369,6 +595,8 @@ def population_prior_for_run(
     ``prefix`` (the run's observed ``(t, y)``) supplies the reward scale when the
     posterior's LLM is new to the fit; ``horizon`` is the last step to be forecast.
     ``same_model_only``: never pool runs of other LLMs (their reward scales may differ).
+    ``reward_bounds``: noise shape of a bounded reward for the run-based prior's fits;
+    ``prior_kind``: ``"mixture"`` (one component per other run) or ``"gaussian"``.
     """
     from bayes_grpo.runset import REWARD_VAR, run_coords
 
@@ -418,6 +646,8 @@ def population_prior_for_run(
             runs,
             source=f"{len(chosen)} other runs" + (" of the same LLM" if chosen is same else ""),
             horizon=float(steps.max()) if horizon is None else horizon,
+            reward_bounds=reward_bounds,
+            kind=prior_kind,
         )
     except ForecastError as exc:
         return None, f"run-based prior failed ({exc}); weak default prior"
@@ -443,15 +673,17 @@ def _load_model(posterior: object) -> object:
 class RunPosterior:
     """Importance-sampled posterior of one run's ``u`` given its observed steps."""
 
-    draws: np.ndarray  # (n_draws, 5), equally weighted (resampled)
-    mode: np.ndarray  # (5,)
-    cov: np.ndarray  # (5, 5) Laplace covariance
+    draws: np.ndarray  # (n_draws, 6) (+ logit rho for state space), equally weighted
+    mode: np.ndarray  # (6,) or (7,)
+    cov: np.ndarray  # Laplace covariance
     pareto_k: float
     ess: float
     n_obs: int
     log_post_mode: float
     warnings: list[str] = field(default_factory=list)
     likelihood: str = "iid"
+    reward_bounds: tuple[float, float] | None = None
+    method: str = "laplace_psis"  # "mixture_laplace_psis", or "adaptive_is_<rounds>"
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed steps
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed rewards
 
@@ -493,28 +725,38 @@ def _starts(
         s[3] = np.log(zeta)
         s[4] = np.log(noise)
         starts.append(s)
+    # a late onset: the last step at which the prefix is still near its start
+    moved = np.abs(y - y[:k].mean()) > 0.25 * max(span, 1e-12)
+    if moved.any() and np.argmax(moved) > 0:
+        s = prior.mean.copy()
+        s[5] = np.log(max(float(t[max(np.argmax(moved) - 1, 0)]), 1e-3))
+        starts.append(s)
     return starts
 
 
 def fit_run(
     t: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
-    prior: GaussianPrior,
+    prior: GaussianPrior | MixturePrior,
     *,
     n_draws: int = 1000,
     n_proposal: int = 4000,
     rng: np.random.Generator | int | None = 0,
     warm_start: np.ndarray | None = None,
     likelihood: str = "state_space",
+    reward_bounds: tuple[float, float] | None = None,
+    adapt: bool = True,
 ) -> RunPosterior:
-    """Posterior of one run's ``u`` given observed ``(t, y)``: Laplace proposal + PSIS.
+    """Posterior of one run's ``u`` given observed ``(t, y)``: Laplace proposal + PSIS,
+    refined by adaptive importance sampling when the Pareto ``k`` exceeds 0.7.
 
     Parameters
     ----------
     t, y
         Observed steps and rewards (NaN rewards are dropped), at least 3.
     prior
-        :class:`GaussianPrior` on ``u``.
+        :class:`GaussianPrior` on ``u`` (a 5-coordinate one is completed with
+        ``log t0 ~ NO_ONSET_PRIOR``).
     n_draws
         Equally weighted draws returned (resampled from the weighted proposal draws).
     n_proposal
@@ -527,8 +769,14 @@ def fit_run(
         ``"state_space"`` (default: SDE + measurement noise, Kalman filter; rows get a 6th
         coordinate ``logit rho``, :mod:`bayes_grpo.predict.statespace`) or ``"iid"``
         (independent Gaussian residuals around the mean trajectory).
+    reward_bounds
+        ``(lo, hi)`` of a bounded reward: noise variance shaped by :func:`noise_shape`.
+        None: constant noise.
+    adapt
+        When the importance weights are unreliable (Pareto ``k > 0.7``), refine the proposal
+        by adaptive importance sampling (:func:`_adaptive_is`; ``method`` of the result says
+        which was used). False keeps the flagged importance-sampling draws.
     """
-    import arviz as az
 
     rng = np.random.default_rng(rng)
     t = np.asarray(t, dtype=float)
@@ -539,24 +787,36 @@ def fit_run(
         raise ForecastError(f"need at least 3 observed steps with a finite reward, got {y.size}")
     if likelihood not in LIKELIHOODS:
         raise ForecastError(f"unknown likelihood {likelihood!r}; expected one of {LIKELIHOODS}")
-    starts = _starts(prior, t, y, None if warm_start is None else np.asarray(warm_start)[:5])
+    bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
+    if bounds is not None:
+        noise_shape(np.zeros(1), bounds)  # validates lo < hi
+    if isinstance(prior, MixturePrior):
+        return _fit_mixture(t, y, prior, n_draws, n_proposal, rng, likelihood, bounds, adapt)
+    prior = prior.with_onset()
+    starts = _starts(prior, t, y, None if warm_start is None else np.asarray(warm_start)[:6])
     _, span = _data_scale(y)
-    steps5 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3])
-    mean5, prec5 = prior.mean, np.linalg.inv(prior.cov)
-    mode, fun = _optimise(_log_lik, mean5, prec5, t, y, starts)
+    steps6 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3, 1e-3])
+    mean6, prec6 = prior.mean, np.linalg.inv(prior.cov)
+
+    def iid_loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return _log_lik(u, t, y, bounds)
+
+    mode, fun = _optimise(iid_loglik, mean6, prec6, t, y, starts)
     if likelihood == "iid":
-        mean, prec, loglik, steps = mean5, prec5, _log_lik, steps5
+        mean, prec, loglik, steps = mean6, prec6, iid_loglik, steps6
     else:
         from bayes_grpo.predict import statespace
 
-        mean = np.append(mean5, 0.0)
-        prec = np.zeros((6, 6))
-        prec[:5, :5] = prec5
-        prec[5, 5] = 1.0 / statespace.RHO_PRIOR_SD**2
-        loglik = statespace.log_lik
-        steps = np.append(steps5, 1e-3)
-        ss_starts = [np.append(mode, 0.0), np.append(mode, -2.0), np.append(mean5, 0.0)]
-        if warm_start is not None and np.size(warm_start) == 6:
+        def loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return statespace.log_lik(u, t, y, bounds)
+
+        mean = np.append(mean6, 0.0)
+        prec = np.zeros((7, 7))
+        prec[:6, :6] = prec6
+        prec[6, 6] = 1.0 / statespace.RHO_PRIOR_SD**2
+        steps = np.append(steps6, 1e-3)
+        ss_starts = [np.append(mode, 0.0), np.append(mode, -2.0), np.append(mean6, 0.0)]
+        if warm_start is not None and np.size(warm_start) == 7:
             ss_starts.append(np.asarray(warm_start, dtype=float))
         mode, fun = _optimise(loglik, mean, prec, t, y, ss_starts)
     cov_prior = np.linalg.inv(prec)
@@ -597,35 +857,21 @@ def fit_run(
                 loc=mode, shape=cov * widen**2, df=PROPOSAL_DF, seed=rng, allow_singular=True
             )
         prop = np.atleast_2d(proposal.rvs(size=n_proposal))
-        logw = loglik(prop, t, y) + prior_dist.logpdf(prop) - proposal.logpdf(prop)
-        finite = np.isfinite(logw)
-        if finite.sum() < 10:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lw, k = az.psislw(logw[finite].copy())
-        k = float(np.asarray(k))
-        if best_is is None or k < best_is[3]:
-            best_is = (prop, finite, lw, k)
-        if k <= PARETO_K_WARN:
+        res = _psis(loglik(prop, t, y) + prior_dist.logpdf(prop) - proposal.logpdf(prop))
+        if res is not None and (best_is is None or res[2] < best_is[2]):
+            best_is = (prop[res[0]], res[1], res[2])
+        if best_is is not None and best_is[2] <= PARETO_K_WARN:
             break
-    if best_is is None:
-        raise ForecastError(
-            "importance sampling failed: almost every proposal draw has zero posterior density"
-        )
-    prop, finite, lw, k = best_is
-    weights = np.zeros(n_proposal)
-    weights[finite] = np.exp(lw - np.max(lw))
-    weights /= weights.sum()
-    ess = float(1.0 / np.sum(weights**2))
-    if k > PARETO_K_WARN:
-        notes.append(
-            f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
-            "the posterior is far from Gaussian (multimodal or prior-data conflict)"
-        )
-    idx = rng.choice(n_proposal, size=n_draws, replace=True, p=weights)
+
+    def log_post_rows(u: np.ndarray) -> np.ndarray:
+        return loglik(u, t, y) + prior_dist.logpdf(u)
+
+    draws, k, ess, method = _resample(
+        best_is, log_post_rows, rng, n_proposal, n_draws, adapt, "laplace_psis", notes
+    )
     return RunPosterior(
-        draws=prop[idx],
+        draws=draws,
+        method=method,
         mode=mode,
         cov=cov,
         pareto_k=k,
@@ -634,9 +880,253 @@ def fit_run(
         log_post_mode=-float(fun),
         warnings=notes,
         likelihood=likelihood,
+        reward_bounds=bounds,
         t=t,
         y=y,
     )
+
+
+def _fit_mixture(
+    t: np.ndarray,
+    y: np.ndarray,
+    prior: MixturePrior,
+    n_draws: int,
+    n_proposal: int,
+    rng: np.random.Generator,
+    likelihood: str,
+    bounds: tuple[float, float] | None,
+    adapt: bool,
+) -> RunPosterior:
+    """Posterior under a :class:`MixturePrior`: per-component Laplace fits (i.i.d.
+    likelihood: cheap) give each component's mode, covariance and evidence; a mixture of
+    Student-t proposals weighted by the evidence; importance weights against the exact
+    target (the chosen likelihood and the full mixture prior), PSIS; adaptive IS when
+    the Pareto k says the proposal does not fit."""
+    from scipy.special import logsumexp
+
+    _, span = _data_scale(y)
+    steps6 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3, 1e-3])
+
+    def iid_loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return _log_lik(u, t, y, bounds)
+
+    modes, lap_covs, log_z = [], [], []
+    for w, comp in zip(prior.weights, prior.components):
+        prec = np.linalg.inv(comp.cov)
+        starts = [comp.mean.copy()]
+        mode, fun = _optimise(iid_loglik, comp.mean, prec, t, y, starts)
+
+        def nlp(u: np.ndarray, comp=comp, prec=prec) -> float:
+            d = u - comp.mean
+            with np.errstate(all="ignore"):
+                val = float(-iid_loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
+            return val if np.isfinite(val) else 1e300
+
+        hess = _numeric_hessian(nlp, mode, h=steps6)
+        hess = (hess + hess.T) / 2
+        if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
+            hess = prec.copy()
+        evals, evecs = np.linalg.eigh(hess)
+        floor = 1.0 / np.max(np.diag(comp.cov))
+        evals = np.clip(np.nan_to_num(evals, nan=floor), floor, floor * 1e8)
+        cov = (evecs / evals) @ evecs.T
+        _, logdet_prior = np.linalg.slogdet(comp.cov)
+        modes.append(mode)
+        lap_covs.append((cov + cov.T) / 2)
+        log_z.append(np.log(w) - fun - 0.5 * logdet_prior + 0.5 * np.sum(np.log(1.0 / evals)))
+    log_z_arr = np.array(log_z)
+    post_w = np.exp(log_z_arr - logsumexp(log_z_arr))
+    keep = np.flatnonzero(post_w > 1e-3 * post_w.max())
+    comp_w = post_w[keep] / post_w[keep].sum()
+    if likelihood == "iid":
+        locs = [modes[j] for j in keep]
+        shapes = [lap_covs[j] for j in keep]
+
+        def log_prior_rows(u: np.ndarray) -> np.ndarray:
+            return prior.logpdf(u)
+
+        loglik = iid_loglik
+    else:
+        from bayes_grpo.predict import statespace
+
+        rho_sd = statespace.RHO_PRIOR_SD
+        locs = [np.append(modes[j], 0.0) for j in keep]
+        shapes = []
+        for j in keep:
+            c = np.zeros((7, 7))
+            c[:6, :6] = lap_covs[j]
+            c[6, 6] = rho_sd**2
+            shapes.append(c)
+
+        def log_prior_rows(u: np.ndarray) -> np.ndarray:
+            return prior.logpdf(u) + stats.norm(0.0, rho_sd).logpdf(np.atleast_2d(u)[:, 6])
+
+        def loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return statespace.log_lik(u, t, y, bounds)
+
+    notes: list[str] = []
+    best = None
+    for widen in (1.5, 3.0):
+        dists = [
+            stats.multivariate_t(loc=m, shape=c * widen**2, df=PROPOSAL_DF, allow_singular=True)
+            for m, c in zip(locs, shapes)
+        ]
+        counts = rng.multinomial(n_proposal, comp_w)
+        prop = np.vstack(
+            [np.atleast_2d(d.rvs(size=k, random_state=rng)) for d, k in zip(dists, counts) if k]
+        )
+        log_q = logsumexp(
+            np.array([np.log(w) + d.logpdf(prop) for w, d in zip(comp_w, dists)]), axis=0
+        )
+        with np.errstate(all="ignore"):
+            res = _psis(loglik(prop, t, y) + log_prior_rows(prop) - log_q)
+        if res is not None and (best is None or res[2] < best[2]):
+            best = (prop[res[0]], res[1], res[2])
+        if best is not None and best[2] <= PARETO_K_WARN:
+            break
+
+    def log_post_rows(u: np.ndarray) -> np.ndarray:
+        return loglik(u, t, y) + log_prior_rows(u)
+
+    draws, k, ess, method = _resample(
+        best, log_post_rows, rng, n_proposal, n_draws, adapt, "mixture_laplace_psis", notes
+    )
+    best_j = int(np.argmax(post_w))
+    mode = locs[int(np.argmax(comp_w))]
+    return RunPosterior(
+        draws=draws,
+        method=method,
+        mode=mode,
+        cov=shapes[int(np.argmax(comp_w))],
+        pareto_k=k,
+        ess=ess,
+        n_obs=int(y.size),
+        log_post_mode=float(log_z_arr[best_j]),
+        warnings=notes,
+        likelihood=likelihood,
+        reward_bounds=bounds,
+        t=t,
+        y=y,
+    )
+
+
+def _psis(logw: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``(finite mask, Pareto-smoothed log weights of the finite draws, k)``; None when
+    fewer than 10 draws have a finite weight."""
+    import arviz as az
+
+    finite = np.isfinite(logw)
+    if finite.sum() < 10:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lw, k = az.psislw(logw[finite].copy())
+    return finite, lw, float(np.asarray(k))
+
+
+def _resample(
+    best: tuple[np.ndarray, np.ndarray, float] | None,
+    log_post_rows,
+    rng: np.random.Generator,
+    n_proposal: int,
+    n_draws: int,
+    adapt: bool,
+    method: str,
+    notes: list[str],
+) -> tuple[np.ndarray, float, float, str]:
+    """Equally weighted draws from weighted ones ``(draws, log weights, k)``, with adaptive
+    importance sampling first when ``k > PARETO_K_WARN`` (and ``adapt``).
+
+    Returns ``(draws, k, ESS, method)``; appends a note when ``k`` stays above the threshold.
+    """
+    if best is None:
+        raise ForecastError(
+            "importance sampling failed: almost every proposal draw has zero posterior density"
+        )
+    cand, lw, k = best
+    if k > PARETO_K_WARN and adapt:
+        # The proposal does not fit (curved or multimodal posterior: typically an onset
+        # that the prefix only bounds from below)
+        cand, lw, k, rounds = _adaptive_is(log_post_rows, cand, lw, k, rng, n_proposal)
+        method = f"adaptive_is_{rounds}"
+    weights = np.exp(lw - np.max(lw))
+    weights /= weights.sum()
+    ess = float(1.0 / np.sum(weights**2))
+    if k > PARETO_K_WARN:
+        notes.append(
+            f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
+            "the posterior is far from Gaussian (multimodal or prior-data conflict)"
+        )
+    draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
+    return draws, k, ess, method
+
+
+def _adaptive_is(
+    log_target,
+    draws: np.ndarray,
+    log_weights: np.ndarray,
+    k: float,
+    rng: np.random.Generator,
+    n_proposal: int,
+    *,
+    n_centres: int = ADAPT_CENTRES,
+    max_rounds: int = ADAPT_ROUNDS,
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Adaptive importance sampling (population Monte Carlo) from weighted draws.
+
+    Each round draws ``n_centres`` centres from the current weighted draws and proposes from
+    the equal mixture of Student-t kernels around them, with the weighted covariance of the
+    draws times Silverman's bandwidth factor as the kernel shape: a proposal that follows a
+    curved or multimodal posterior, which one Gaussian cannot. The weights are exact
+    (target / mixture density), Pareto-smoothed. Stops when ``k <= PARETO_K_WARN`` or after
+    ``max_rounds``; returns the round with the smallest ``k``:
+    ``(draws, PSIS log weights, k, rounds run)``.
+    """
+    from scipy.special import gammaln, logsumexp
+
+    best = (draws, log_weights, k)
+    dim = draws.shape[1]
+    df = PROPOSAL_DF
+    rounds = 0
+    while rounds < max_rounds:
+        rounds += 1
+        w = np.exp(best[1] - np.max(best[1]))
+        w /= w.sum()
+        mean = w @ best[0]
+        dev = best[0] - mean
+        cov_w = (dev * w[:, None]).T @ dev
+        h2 = ((4.0 / (dim + 2.0)) ** (1.0 / (dim + 4.0)) * n_centres ** (-1.0 / (dim + 4.0))) ** 2
+        shape = h2 * cov_w + 1e-12 * np.eye(dim)
+        try:
+            chol = np.linalg.cholesky(shape)
+        except np.linalg.LinAlgError:
+            break
+        centres = best[0][rng.choice(best[0].shape[0], size=n_centres, p=w)]
+        pick = rng.integers(0, n_centres, n_proposal)
+        z = rng.standard_normal((n_proposal, dim))
+        g = np.sqrt(rng.chisquare(df, n_proposal) / df)
+        prop = centres[pick] + (z @ chol.T) / g[:, None]
+        # log density of the t mixture: shared shape, so one triangular solve per pair
+        diff = prop[:, None, :] - centres[None, :, :]
+        sol = np.linalg.solve(chol, diff.reshape(-1, dim).T).T.reshape(diff.shape)
+        maha = np.sum(sol * sol, axis=-1)
+        log_norm = (
+            gammaln((df + dim) / 2.0)
+            - gammaln(df / 2.0)
+            - 0.5 * dim * np.log(df * np.pi)
+            - np.sum(np.log(np.diag(chol)))
+        )
+        log_kern = log_norm - 0.5 * (df + dim) * np.log1p(maha / df)
+        log_q = logsumexp(log_kern, axis=1) - np.log(n_centres)
+        with np.errstate(all="ignore"):
+            res = _psis(log_target(prop) - log_q)
+        if res is None:
+            continue
+        if res[2] < best[2]:
+            best = (prop[res[0]], res[1], res[2])
+        if best[2] <= PARETO_K_WARN:
+            break
+    return best[0], best[1], best[2], rounds
 
 
 def _optimise(
@@ -683,8 +1173,8 @@ def forecast_from_posterior(
     steps = np.asarray(steps, dtype=float)
     u = post.draws
     mean = mean_curve(u, steps)
-    sigma = np.exp(u[:, 4:5])
-    obs = mean + sigma * rng.standard_normal(mean.shape)
+    sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
+    obs = mean + sd * rng.standard_normal(mean.shape)
     point = mean.copy()
     if post.likelihood == "state_space" and post.t.size:
         from bayes_grpo.predict import statespace
@@ -692,7 +1182,7 @@ def forecast_from_posterior(
         future = steps > post.t.max()
         if future.any():
             obs[:, future], point[:, future] = statespace.forecast_paths(
-                u, post.t, post.y, steps[future], rng
+                u, post.t, post.y, steps[future], rng, post.reward_bounds
             )
     w0, zeta = np.exp(u[:, 2]), np.exp(u[:, 3])
     params = {
@@ -702,10 +1192,14 @@ def forecast_from_posterior(
         "zeta": zeta,
         "sigma": np.exp(u[:, 4]),
     }
-    if u.shape[1] == 6:
-        params["process_share"] = 1.0 / (1.0 + np.exp(-u[:, 5]))
+    if u.shape[1] >= 6:
+        params["onset"] = np.exp(u[:, 5])
+    if u.shape[1] == 7:
+        params["process_share"] = 1.0 / (1.0 + np.exp(-u[:, 6]))
     all_attrs = {
         "likelihood": post.likelihood,
+        "sampler": post.method,
+        "reward_bounds": "none" if post.reward_bounds is None else list(post.reward_bounds),
         "pareto_k": post.pareto_k,
         "ess": post.ess,
         "n_observed": post.n_obs,
@@ -740,8 +1234,12 @@ def forecast_run(
     likelihood: str = "state_space",
     rng: np.random.Generator | int | None = 0,
     attrs: Mapping[str, object] | None = None,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> xr.Dataset:
     """Forecast a run from its observed prefix ``(t, y)`` over ``horizon_steps``.
+
+    ``reward_bounds``: ``(lo, hi)`` of a bounded reward (e.g. ``(0, 1)`` for a success
+    rate), which shapes the noise (:func:`noise_shape`); None for constant noise.
 
     Returns the dataset of :func:`bayes_grpo.predict.summary.summarise_draws` (bands of the
     mean trajectory and of the observed reward, milestones, regime, stop step) with the
@@ -752,7 +1250,9 @@ def forecast_run(
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     if prior is None:
         prior = default_prior(t, y, horizon=float(horizon_steps.max()))
-    post = fit_run(t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood)
+    post = fit_run(
+        t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
+    )
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
@@ -786,9 +1286,11 @@ class RunForecaster:
         n_draws: int = 1000,
         seed: int = 0,
         likelihood: str = "state_space",
+        reward_bounds: tuple[float, float] | None = None,
     ) -> None:
         self.prior = prior
         self.likelihood = likelihood
+        self.reward_bounds = reward_bounds
         self.horizon_steps = np.asarray(horizon_steps, dtype=float)
         self.hdi_probs = tuple(hdi_probs)
         self.stop_threshold = stop_threshold
@@ -822,6 +1324,7 @@ class RunForecaster:
             rng=self.seed + len(self._t),
             warm_start=warm,
             likelihood=self.likelihood,
+            reward_bounds=self.reward_bounds,
         )
         self._prior_used = prior
         return self.posterior
@@ -858,6 +1361,53 @@ def coverage(y: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float:
     return float(np.mean((y[ok] >= np.asarray(lower)[ok]) & (y[ok] <= np.asarray(upper)[ok])))
 
 
+def required_band_scale(y: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Per step, the factor by which the band ``[lower, upper]`` must be scaled about its
+    midpoint to contain ``y`` (``|y - mid| / half-width``; NaN where ``y`` is NaN)."""
+    y = np.asarray(y, dtype=float)
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.abs(y - mid) / half
+    r = np.where((half <= 0) & (np.abs(y - mid) == 0), 0.0, r)
+    return np.where(np.isfinite(y), r, np.nan)
+
+
+def calibrated_band_scale(required: Sequence[np.ndarray], prob: float = HDI_PROB) -> float:
+    """Band scale from earlier runs' backtests (split-conformal, runs weighted equally).
+
+    ``required`` holds, for each calibration run, :func:`required_band_scale` over the steps
+    after its prefix (forecast the same way as the run to be forecast). Returns the smallest
+    ``kappa`` with which the run-averaged coverage of the scaled bands is at least ``prob``:
+    > 1 widens bands that were too narrow for these runs (a misspecified mean, noise the
+    model does not have), < 1 narrows bands that were too wide.
+    """
+    vals, wts = [], []
+    for r in required:
+        r = np.asarray(r, dtype=float)
+        r = r[~np.isnan(r)]
+        if r.size:
+            vals.append(r)
+            wts.append(np.full(r.size, 1.0 / r.size))
+    if len(vals) < 2:
+        raise ForecastError(f"band calibration needs at least 2 backtested runs, got {len(vals)}")
+    v = np.concatenate(vals)
+    w = np.concatenate(wts) / len(vals)
+    order = np.argsort(v)
+    cum = np.cumsum(w[order])
+    i = int(np.searchsorted(cum, prob - 1e-12))
+    return float(v[order][min(i, v.size - 1)])
+
+
+def scale_band(lower: np.ndarray, upper: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
+    """The band ``[lower, upper]`` scaled by ``kappa`` about its midpoint."""
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+    return mid - kappa * half, mid + kappa * half
+
+
 def forecast_band(
     ds: xr.Dataset, steps: np.ndarray, *, kind: str = "obs", hdi_prob: float = HDI_PROB
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -870,11 +1420,16 @@ def forecast_band(
 
 
 __all__ = [
+    "NOISE_FLOOR_SHARE",
+    "NO_ONSET_PRIOR",
+    "ONSET_NAME",
     "PARAM_NAMES",
     "ForecastError",
     "GaussianPrior",
+    "MixturePrior",
     "RunPosterior",
     "RunForecaster",
+    "calibrated_band_scale",
     "coverage",
     "default_prior",
     "fit_run",
@@ -882,9 +1437,12 @@ __all__ = [
     "forecast_from_posterior",
     "forecast_run",
     "mean_curve",
+    "noise_shape",
     "prior_from_draws",
     "prior_from_posterior",
     "prior_from_runs",
     "population_prior_for_run",
+    "required_band_scale",
+    "scale_band",
     "u_from_coefficients",
 ]

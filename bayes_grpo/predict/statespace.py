@@ -7,7 +7,17 @@ the total stationary sd ``sigma`` of ``y`` around the mean trajectory and the sh
 ``rho`` of its variance that is process noise (``sigma^2 rho`` the stationary variance of
 ``e``, ``r^2 = sigma^2 (1 - rho)``), so ``sigma`` means the same as in the i.i.d. model and
 ``rho -> 0`` recovers it. Parameter rows are ``v = (p*, R0, log w0, log zeta, log sigma,
-logit rho)``.
+log onset, logit rho)``.
+
+Onset: before step ``t0 = exp(log onset)`` the run is held at ``(R0 - p*, 0)`` (no learning
+signal yet: the dynamics run on the clock ``tau = max(t - t0, 0)``, so an interval before the
+onset has the identity transition and no process noise); see
+:func:`bayes_grpo.predict.forecast.mean_curve`.
+
+Bounded rewards: with ``bounds = (lo, hi)`` (e.g. an accuracy in ``[0, 1]``) both noise
+variances at step ``t`` are multiplied by ``h(m(t))``
+(:func:`bayes_grpo.predict.forecast.noise_shape`, a binomial-like ``(m - lo)(hi - m)`` shape
+normalised to 1 mid-range), so ``sigma`` is the stationary sd mid-range.
 
 Why: with process noise a run wanders around its mean trajectory with a correlation time
 of order ``C / K``; the i.i.d. likelihood then reads the wander as signal, and its forecast
@@ -30,11 +40,20 @@ from bayes_grpo.model.kalman import transition
 RHO_PRIOR_SD: float = 1.5
 
 
+#: Column of ``logit rho`` in the parameter rows.
+RHO_COL: int = 6
+
+
 def _unpack(v: np.ndarray):
     v = np.atleast_2d(v)
+    if v.shape[1] != RHO_COL + 1:
+        raise ValueError(
+            f"state-space rows need {RHO_COL + 1} columns (p*, R0, log w0, log zeta, log sigma, "
+            f"log onset, logit rho); got {v.shape[1]}"
+        )
     plateau, r0 = v[:, 0], v[:, 1]
     w0, zeta, sigma = np.exp(v[:, 2]), np.exp(v[:, 3]), np.exp(v[:, 4])
-    rho = 1.0 / (1.0 + np.exp(-v[:, 5]))
+    rho = 1.0 / (1.0 + np.exp(-v[:, RHO_COL]))
     var_p = sigma**2 * rho
     r2 = sigma**2 * (1.0 - rho)
     return plateau, r0, w0, zeta, var_p, r2
@@ -54,17 +73,36 @@ def _phi_q(dt: np.ndarray, w0: np.ndarray, zeta: np.ndarray, var_p: np.ndarray):
     return (f11, f12, f21, f22), (q11, q12, q22)
 
 
-def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray):
+def _clock(v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Dynamics clock ``tau = max(t - t0, 0)`` per row, shape ``(n, len(t))``."""
+    onset = np.exp(np.atleast_2d(v)[:, 5:6])
+    return np.maximum(np.asarray(t, dtype=float)[None, :] - onset, 0.0)
+
+
+def _shape(v: np.ndarray, t: np.ndarray, bounds) -> np.ndarray:
+    """Noise-variance multiplier ``h(m(t))`` per row and step (ones without bounds)."""
+    from bayes_grpo.predict.forecast import mean_curve, noise_shape
+
+    if bounds is None:
+        return np.ones((np.atleast_2d(v).shape[0], np.size(t)))
+    return noise_shape(mean_curve(v, t), bounds)
+
+
+def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     """Log-likelihood of ``y`` at steps ``t`` for each row of ``v``, and the filtered state.
 
-    Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))`` at the last step.
+    ``bounds``: ``(lo, hi)`` of a bounded reward (noise variances scaled by ``h(m(t))``) or
+    None (constant noise). Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))``
+    at the last step.
     """
     v = np.atleast_2d(v)
     plateau, r0, w0, zeta, var_p, r2 = _unpack(v)
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
-    dts = np.diff(np.concatenate([[0.0], t]))[None, :]
+    tau = _clock(v, t)
+    dts = np.diff(np.concatenate([np.zeros((v.shape[0], 1)), tau], axis=1), axis=1)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(dts, w0, zeta, var_p)
+    h = _shape(v, t, bounds)
     n = v.shape[0]
     x1, x2 = r0 - plateau, np.zeros(n)
     p11, p12, p22 = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -74,10 +112,11 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray):
     for i in range(t.size):
         a, b, c, d = f11[:, i], f12[:, i], f21[:, i], f22[:, i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
-        n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11[:, i]
-        n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, i]
-        n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, i]
-        s = np.maximum(n11 + r2, 1e-300)
+        hi_ = h[:, i]
+        n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + hi_ * q11[:, i]
+        n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hi_ * q12[:, i]
+        n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + hi_ * q22[:, i]
+        s = np.maximum(n11 + hi_ * r2, 1e-300)
         innov = y[i] - plateau - x1
         ll += -0.5 * (np.log(2 * np.pi * s) + innov * innov / s)
         k1, k2 = n11 / s, n12 / s
@@ -88,13 +127,18 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray):
     return ll, np.column_stack([x1, x2]), np.column_stack([p11, p12, p22])
 
 
-def log_lik(v: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+def log_lik(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None) -> np.ndarray:
     """State-space log-likelihood per parameter row."""
-    return kalman_filter(v, t, y)[0]
+    return kalman_filter(v, t, y, bounds)[0]
 
 
 def forecast_paths(
-    v: np.ndarray, t: np.ndarray, y: np.ndarray, future: np.ndarray, rng: np.random.Generator
+    v: np.ndarray,
+    t: np.ndarray,
+    y: np.ndarray,
+    future: np.ndarray,
+    rng: np.random.Generator,
+    bounds=None,
 ):
     """Simulate the logged reward at ``future`` steps (all after ``t[-1]``) for each row.
 
@@ -104,7 +148,7 @@ def forecast_paths(
     """
     v = np.atleast_2d(v)
     plateau, _, w0, zeta, var_p, r2 = _unpack(v)
-    _, x, p = kalman_filter(v, t, y)
+    _, x, p = kalman_filter(v, t, y, bounds)
     n = v.shape[0]
     # draw the filtered state
     l11 = np.sqrt(np.maximum(p[:, 0], 0.0))
@@ -114,22 +158,25 @@ def forecast_paths(
     s1, s2 = x[:, 0] + l11 * z1, x[:, 1] + l21 * z1 + l22 * z2
     m1, m2 = x[:, 0].copy(), x[:, 1].copy()
     future = np.asarray(future, dtype=float)
-    dts = np.diff(np.concatenate([[t[-1]], future]))[None, :]
+    tau = _clock(v, np.concatenate([[t[-1]], future]))
+    dts = np.diff(tau, axis=1)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(dts, w0, zeta, var_p)
+    h = _shape(v, future, bounds)
     obs = np.empty((n, future.size))
     point = np.empty((n, future.size))
     r = np.sqrt(r2)
     for k in range(future.size):
         a, b, c, d = f11[:, k], f12[:, k], f21[:, k], f22[:, k]
-        c11 = np.sqrt(q11[:, k])
-        c21 = np.where(c11 > 0, q12[:, k] / np.where(c11 > 0, c11, 1.0), 0.0)
-        c22 = np.sqrt(np.maximum(q22[:, k] - c21 * c21, 0.0))
+        hk = h[:, k]
+        c11 = np.sqrt(hk * q11[:, k])
+        c21 = np.where(c11 > 0, hk * q12[:, k] / np.where(c11 > 0, c11, 1.0), 0.0)
+        c22 = np.sqrt(np.maximum(hk * q22[:, k] - c21 * c21, 0.0))
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
         s1, s2 = a * s1 + b * s2 + c11 * z1, c * s1 + d * s2 + c21 * z1 + c22 * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        obs[:, k] = plateau + s1 + r * rng.standard_normal(n)
+        obs[:, k] = plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n)
         point[:, k] = plateau + m1
     return obs, point
 
 
-__all__ = ["RHO_PRIOR_SD", "forecast_paths", "kalman_filter", "log_lik"]
+__all__ = ["RHO_COL", "RHO_PRIOR_SD", "forecast_paths", "kalman_filter", "log_lik"]
