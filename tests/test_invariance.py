@@ -80,27 +80,57 @@ def test_bayes_factor_of_g_invariance_matches_the_exact_value_at_every_prior_wid
     toy, shift, expect
 ):
     ds = _runset(shift)
-    res = invariance.invariance_check(ds, smc_draws=400, smc_chains=2, random_seed=3)
+    res = invariance.invariance_check(ds, draws=500, tune=300, chains=2, random_seed=3)
     assert res.name == "g_invariance"
     table = res.table
     assert list(table.index) == [0.5, 1.0, 2.0]
     for scale, row in table.iterrows():
         exact = _exact_log_bf01(ds, 0.5 * scale)
-        assert row["log_bf01_smc"] == pytest.approx(exact, abs=0.3)
+        assert row["log_bf01_bridge"] == pytest.approx(exact, abs=0.15)
+        assert row["log_bf01_bridge_mc_error"] < 0.1
         if row["sd_in_support"]:
             assert row["log_bf01_sd"] == pytest.approx(exact, abs=0.3)
         assert row["n_offsets"] == 2
-    if (
-        shift == 0.0
-    ):  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
-        assert table["log_bf01_smc"].iloc[-1] > table["log_bf01_smc"].iloc[0]
+        assert np.isnan(row["log_bf01_smc"])  # SMC only on request
+    if shift == 0.0:  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
+        assert table["log_bf01_bridge"].iloc[-1] > table["log_bf01_bridge"].iloc[0]
     exact1 = _exact_log_bf01(ds, 0.5)
     if abs(exact1) > np.log(3) + 0.3:
         assert res.passed is expect
     d = res.to_dict()
-    assert {"log_bf01_smc", "log_bf01_sd", "methods_agree", "verdict", "alpha_median"} <= set(
-        d["values"]
+    assert {
+        "log_bf01_bridge",
+        "log_bf01_sd",
+        "log_bf01_smc",
+        "methods_agree",
+        "verdict",
+        "alpha_median",
+    } <= set(d["values"])
+
+
+def test_importance_savage_dickey_and_smc_third_figure_match_the_exact_value(toy):
+    ds = _runset(2.0, seed=1)
+    res = invariance.invariance_check(
+        ds,
+        prior_scales=(1.0,),
+        draws=500,
+        tune=300,
+        sd_method="importance",
+        smc_draws=300,
+        smc_chains=2,
+        random_seed=5,
     )
+    row = res.table.loc[1.0]
+    exact = _exact_log_bf01(ds, 0.5)
+    assert exact < -5  # a clear G-dependence: 0 lies far outside the offsets' posterior
+    assert not row["sd_in_support"]
+    # the importance-weighted density needs no draws near 0 (exact for a Gaussian posterior)
+    assert row["log_bf01_sd"] == pytest.approx(exact, abs=0.15)
+    assert row["log_bf01_bridge"] == pytest.approx(exact, abs=0.15)
+    assert res.values["methods_agree"] is True
+    assert row["log_bf01_smc"] == pytest.approx(exact, abs=0.5)
+    assert res.values["methods"] == ["bridge_sampling", "savage_dickey_importance", "smc"]
+    assert res.passed is False and "SMC" in res.summary
 
 
 def test_invariance_is_not_assessable_with_a_single_group_size():
@@ -128,19 +158,19 @@ def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, c
     args = [
         "invariance",
         str(path),
-        "--smc-draws",
+        "--draws",
         "300",
-        "--smc-chains",
-        "2",
+        "--tune",
+        "300",
         "--prior-scales",
         "1",
     ]
     assert main(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["name"] == "g_invariance"
-    assert {"log_bf01_smc", "log_bf01_sd", "verdict"} <= set(out["values"])
+    assert {"log_bf01_bridge", "log_bf01_sd", "verdict"} <= set(out["values"])
     assert len(out["table"]) == 1
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "log BF01" in text and "Savage" in text
+    assert "log BF01" in text and "Savage" in text and "bridge" in text
     assert main(["invariance", str(tmp_path / "missing.nc")]) == 2

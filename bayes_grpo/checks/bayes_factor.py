@@ -344,6 +344,433 @@ def savage_dickey(
     )
 
 
+# ----------------------------------------------------------------------------- NUTS-based routes
+#
+# Both routes below work on the *unconstrained* space of a PyMC model: the value variables
+# (``sigma_log__`` for a positive ``sigma``, ...), where ``model.compile_logp(jacobian=True)``
+# is the unnormalised log posterior density (log prior with the change-of-variables
+# Jacobian, plus log likelihood and potentials). Draws come from NUTS (``pm.sample``) with
+# the transformed variables kept in the InferenceData.
+
+
+@dataclass
+class UnconstrainedPosterior:
+    """NUTS draws of a PyMC model on its unconstrained space, and its log density.
+
+    Attributes
+    ----------
+    names
+        Value-variable names, in the order of the flat layout.
+    sizes
+        Number of scalars of each value variable.
+    shapes
+        Shape of each value variable.
+    draws
+        Shape ``(chain, draw, k)``, ``k = sum(sizes)``: the flat unconstrained draws.
+    log_density
+        ``f(x) -> float`` for one flat point ``x`` of shape ``(k,)``: the unnormalised log
+        posterior density on the unconstrained space (``compile_logp(jacobian=True)``).
+    idata
+        The InferenceData of the NUTS run (constrained and transformed variables).
+    """
+
+    names: list[str]
+    sizes: list[int]
+    shapes: list[tuple[int, ...]]
+    draws: np.ndarray
+    log_density: Any = field(repr=False)
+    idata: Any = field(default=None, repr=False)
+
+    def index_of(self, names: Sequence[str]) -> np.ndarray:
+        """Flat positions of the named value variables (in the given order)."""
+        starts = np.concatenate([[0], np.cumsum(self.sizes)])
+        pos = {n: i for i, n in enumerate(self.names)}
+        missing = [n for n in names if n not in pos]
+        if missing:
+            raise ValueError(f"no value variable named {missing}; value variables: {self.names}")
+        return np.concatenate(
+            [np.arange(starts[pos[n]], starts[pos[n] + 1]) for n in names]
+        ).astype(int)
+
+    def log_density_many(self, x: np.ndarray) -> np.ndarray:
+        """Unnormalised log posterior at each row of ``x`` (shape ``(n, k)``) -> ``(n,)``.
+
+        Non-finite values (points outside the support, overflow) become ``-inf``.
+        """
+        x = np.asarray(x, dtype=float).reshape(-1, self.draws.shape[-1])
+        out = np.empty(len(x))
+        for i, row in enumerate(x):
+            try:
+                v = float(self.log_density(row))
+            except (FloatingPointError, ValueError, OverflowError):
+                v = -np.inf
+            out[i] = v if np.isfinite(v) else -np.inf
+        return out
+
+
+def flat_log_density(model: Any):
+    """``(f, names, sizes, shapes)``: the model's unnormalised log posterior on a flat vector.
+
+    ``f(x)`` evaluates ``model.compile_logp(jacobian=True)`` at the point whose value
+    variables are the consecutive slices of ``x`` (layout ``names``/``sizes``/``shapes``,
+    in the order of ``model.value_vars``).
+    """
+    point = model.initial_point()
+    names = [v.name for v in model.value_vars]
+    shapes = [tuple(np.shape(point[n])) for n in names]
+    sizes = [int(np.prod(s, dtype=int)) for s in shapes]
+    logp = model.compile_logp(jacobian=True)
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    dtypes = [np.asarray(point[n]).dtype for n in names]
+
+    def f(x: np.ndarray) -> float:
+        x = np.asarray(x, dtype=float)
+        pt_ = {
+            n: x[bounds[i] : bounds[i + 1]].reshape(shapes[i]).astype(dtypes[i])
+            for i, n in enumerate(names)
+        }
+        return float(logp(pt_))
+
+    return f, names, sizes, shapes
+
+
+def sample_unconstrained(
+    model: Any,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    random_seed: int | None = 0,
+    target_accept: float = 0.9,
+    progressbar: bool = False,
+    **sample_kwargs: Any,
+) -> UnconstrainedPosterior:
+    """Sample a PyMC model with NUTS and return its draws on the unconstrained space.
+
+    Parameters
+    ----------
+    model
+        A ``pm.Model``.
+    draws, tune, chains
+        NUTS settings (``cores=1``; at least 2 chains for Monte Carlo errors).
+    random_seed
+        Seed for reproducibility.
+    sample_kwargs
+        Passed to ``pm.sample``.
+    """
+    import pymc as pm
+
+    if draws < 20 or chains < 1:
+        raise ValueError(
+            f"NUTS needs draws >= 20 and chains >= 1, got draws={draws}, chains={chains}"
+        )
+    f, names, sizes, shapes = flat_log_density(model)
+    sample_kwargs.setdefault("cores", 1)
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            target_accept=target_accept,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            idata_kwargs={"include_transformed": True},
+            **sample_kwargs,
+        )
+    post = idata.posterior
+    parts = []
+    for n, s in zip(names, sizes, strict=True):
+        if n not in post:
+            raise ValueError(f"the NUTS posterior lacks the value variable {n!r}")
+        da = post[n]
+        arr = da.transpose(
+            "chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]
+        ).values
+        parts.append(np.asarray(arr, dtype=float).reshape(arr.shape[0], arr.shape[1], s))
+    flat = np.concatenate(parts, axis=-1)
+    return UnconstrainedPosterior(
+        names=names, sizes=sizes, shapes=shapes, draws=flat, log_density=f, idata=idata
+    )
+
+
+def _split_halves(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and second half of every chain: ``(chain, draw, k)`` -> two such arrays."""
+    half = draws.shape[1] // 2
+    return draws[:, :half], draws[:, half : 2 * half]
+
+
+def integrated_autocorrelation_time(values: np.ndarray) -> float:
+    """``n / ESS`` of a quantity with draws of shape ``(chain, draw)`` (at least 1).
+
+    ESS is ArviZ's rank-free "mean" effective sample size (autocorrelation of every
+    chain pooled, Geyer's initial monotone sequence).
+    """
+    import arviz as az
+
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[None, :]
+    if v.shape[1] < 4 or not np.all(np.isfinite(v)) or np.ptp(v) == 0:
+        return 1.0
+    ess = float(az.ess(v, method="mean"))
+    return max(1.0, v.size / ess) if np.isfinite(ess) and ess > 0 else float(v.size)
+
+
+@dataclass
+class BridgeResult:
+    """Log marginal likelihood by bridge sampling.
+
+    Attributes
+    ----------
+    log_ml
+        Estimate of ``log p(y)``.
+    mc_error
+        Its Monte Carlo standard error on the log scale: the square root of the relative
+        mean-squared error of Frühwirth-Schnatter (2004), the ``bridgesampling`` R package's
+        ``error_measures`` (the posterior term scaled by the integrated autocorrelation
+        time of the MCMC draws).
+    n_iter
+        Iterations of the Meng–Wong fixed-point scheme.
+    n_posterior, n_proposal
+        Draws used in the iteration (second halves of the chains) and proposal draws.
+    posterior
+        The :class:`UnconstrainedPosterior` (or None).
+    """
+
+    log_ml: float
+    mc_error: float
+    n_iter: int
+    n_posterior: int
+    n_proposal: int
+    posterior: Any = field(default=None, repr=False)
+
+
+def bridge_sampling(
+    posterior: UnconstrainedPosterior,
+    *,
+    random_seed: int | None = 0,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> BridgeResult:
+    """Meng–Wong iterative bridge sampling with a multivariate normal proposal.
+
+    The scheme of Gronau et al. (2017) / ``bridgesampling::bridge_sampler(method="normal")``:
+    the first half of each chain fits the proposal ``g = N(mean, cov)`` on the
+    unconstrained space; the second halves (``N1`` draws) and ``N2 = N1`` draws from
+    ``g`` enter the optimal-bridge fixed point
+
+        r <- mean_i[ l2_i / (s1 l2_i + s2 r) ] / mean_j[ 1 / (s1 l1_j + s2 r) ],
+
+    ``l = q / g`` (``q`` the unnormalised posterior), ``s1 = N1/(N1+N2)``,
+    ``s2 = N2/(N1+N2)``; ``log p(y) = log r`` at convergence (iterated in log space).
+
+    Parameters
+    ----------
+    posterior
+        From :func:`sample_unconstrained` (or any draws + log density on an unbounded space).
+    random_seed
+        Seed of the proposal draws.
+    tol
+        Convergence tolerance on ``log r``.
+    max_iter
+        Largest number of iterations (a ``ValueError`` if not converged).
+    """
+    fit, it = _split_halves(posterior.draws)
+    if it.shape[1] < 10:
+        raise ValueError(
+            f"bridge sampling needs at least 20 draws per chain, got {posterior.draws.shape[1]}"
+        )
+    k = fit.shape[-1]
+    fit_flat = fit.reshape(-1, k)
+    mean = fit_flat.mean(axis=0)
+    cov = np.atleast_2d(np.cov(fit_flat, rowvar=False, ddof=1))
+    cov = cov + 1e-12 * np.eye(k) * max(1.0, float(np.max(np.diag(cov))))
+    prop = stats.multivariate_normal(mean=mean, cov=cov, allow_singular=False)
+    it_flat = it.reshape(-1, k)
+    n1 = len(it_flat)
+    n2 = n1
+    rng = np.random.default_rng(random_seed)
+    gen = rng.multivariate_normal(mean, cov, size=n2, method="cholesky")
+    q11 = posterior.log_density_many(it_flat)  # posterior draws: log q
+    q12 = np.atleast_1d(prop.logpdf(it_flat))  # posterior draws: log g
+    q21 = posterior.log_density_many(gen)  # proposal draws: log q
+    q22 = np.atleast_1d(prop.logpdf(gen))  # proposal draws: log g
+    if not np.all(np.isfinite(q11)):
+        raise ValueError("the log posterior is not finite at some posterior draws")
+    l1 = q11 - q12
+    l2 = q21 - q22
+    ls1, ls2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
+    log_r = float(np.median(l1))
+    n_iter, done = 0, False
+    while not done:
+        if n_iter >= max_iter:
+            raise ValueError(f"bridge sampling did not converge in {max_iter} iterations")
+        n_iter += 1
+        log_num = l2 - np.logaddexp(ls1 + l2, ls2 + log_r)
+        log_den = -np.logaddexp(ls1 + l1, ls2 + log_r)
+        new = float(logsumexp(log_num) - np.log(n2) - (logsumexp(log_den) - np.log(n1)))
+        done = abs(new - log_r) < tol
+        log_r = new
+    # relative mean-squared error (Frühwirth-Schnatter 2004)
+    f1 = np.exp(-np.logaddexp(ls1, ls2 + q22 - q21 + log_r))  # p_g / (s1 p_g + s2 g_g)
+    f2 = np.exp(-np.logaddexp(ls1 + q11 - log_r - q12, ls2))  # g_p / (s1 p_p + s2 g_p)
+    tau = integrated_autocorrelation_time(f2.reshape(it.shape[0], it.shape[1]))
+    re2 = (
+        np.var(f1, ddof=1) / np.mean(f1) ** 2 / n2
+        + tau * np.var(f2, ddof=1) / np.mean(f2) ** 2 / n1
+    )
+    return BridgeResult(
+        log_ml=log_r,
+        mc_error=float(np.sqrt(re2)),
+        n_iter=n_iter,
+        n_posterior=n1,
+        n_proposal=n2,
+        posterior=posterior,
+    )
+
+
+def bridge_evidence(
+    model: Any,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    random_seed: int | None = 0,
+    target_accept: float = 0.9,
+    **sample_kwargs: Any,
+) -> BridgeResult:
+    """Log marginal likelihood of a PyMC model: NUTS draws, then :func:`bridge_sampling`."""
+    post = sample_unconstrained(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        target_accept=target_accept,
+        **sample_kwargs,
+    )
+    seed = None if random_seed is None else int(random_seed) + 7919
+    return bridge_sampling(post, random_seed=seed)
+
+
+def log_bf01_from_bridge(h0: BridgeResult, h1: BridgeResult) -> tuple[float, float]:
+    """``(log BF01, Monte Carlo error)`` from two bridge-sampling evidences."""
+    return h0.log_ml - h1.log_ml, float(np.hypot(h0.mc_error, h1.mc_error))
+
+
+def offset_prior_log_density_at_zero(model: Any, offset_value_names: Sequence[str]) -> float:
+    """``log p(delta = 0)`` of the named (untransformed) value variables, from the model.
+
+    Evaluated with the model's own log-probability of those variables at 0 (the other
+    variables at the initial point); raises when that prior depends on the other
+    variables (then Savage–Dickey does not apply as such) or when a variable is
+    transformed (0 on a transformed scale is not ``delta = 0``).
+    """
+    by_name = {v.name: rv for rv, v in model.rvs_to_values.items()}
+    rvs = []
+    for n in offset_value_names:
+        if n not in by_name:
+            raise ValueError(f"no value variable {n!r} in the model")
+        rv = by_name[n]
+        if model.rvs_to_transforms.get(rv) is not None:
+            raise ValueError(
+                f"offset {rv.name!r} is transformed; Savage-Dickey needs it on its own unbounded scale"
+            )
+        rvs.append(rv)
+    logp = model.compile_logp(vars=rvs, jacobian=True)
+    point = model.initial_point()
+    for n in offset_value_names:
+        point[n] = np.zeros_like(point[n])
+    val = float(logp(point))
+    other = {
+        k: (np.asarray(v) + 0.37 if k not in offset_value_names else v) for k, v in point.items()
+    }
+    if not np.isclose(float(logp(other)), val, rtol=0, atol=1e-9):
+        raise ValueError(
+            "the prior of the offsets depends on other parameters; the Savage-Dickey ratio needs "
+            "offsets a priori independent of the rest of the model"
+        )
+    return val
+
+
+def savage_dickey_importance(
+    posterior: UnconstrainedPosterior,
+    offset_index: np.ndarray,
+    log_prior_density: float,
+) -> SavageDickey:
+    """Savage–Dickey BF01 with the posterior density at ``delta = 0`` by importance weighting.
+
+    Chen's (1994) importance-weighted marginal density estimator: for draws
+    ``(delta_j, phi_j)`` of the joint posterior and any normalised conditional density
+    ``w(delta | phi)``,
+
+        p(delta = 0 | y) = E[ q(0, phi) w(delta | phi) / q(delta, phi) ],
+
+    with ``q`` the *unnormalised* posterior (its constant cancels). ``w`` is the
+    conditional normal of ``delta`` given ``phi`` from a joint normal fitted to the first
+    half of every chain; the average runs over the second halves. It is exact when the
+    conditional posterior of ``delta`` is normal, and otherwise only the conditional shape
+    of ``delta`` given the nuisance needs to be near-normal (the nuisance is integrated by
+    Monte Carlo) -- unlike a joint Gaussian fit of the marginal of ``delta``.
+
+    Parameters
+    ----------
+    posterior
+        NUTS draws of ``H1`` on the unconstrained space.
+    offset_index
+        Flat positions of ``delta`` in the layout (``posterior.index_of(names)``).
+    log_prior_density
+        ``log p(delta = 0 | H1)``.
+
+    Returns
+    -------
+    SavageDickey
+        ``method = "importance"``; ``mc_error`` from the effective sample size of the
+        weights; ``in_support`` as for the Gaussian fit (0 inside the bulk of the draws).
+    """
+    fit, it = _split_halves(posterior.draws)
+    k = fit.shape[-1]
+    idx = np.asarray(offset_index, dtype=int)
+    rest = np.setdiff1d(np.arange(k), idx)
+    fit_flat = fit.reshape(-1, k)
+    mean = fit_flat.mean(axis=0)
+    cov = np.atleast_2d(np.cov(fit_flat, rowvar=False, ddof=1))
+    s_dd = cov[np.ix_(idx, idx)]
+    if rest.size:
+        s_dr = cov[np.ix_(idx, rest)]
+        s_rr = cov[np.ix_(rest, rest)]
+        gain = np.linalg.solve(s_rr, s_dr.T).T  # S_dr S_rr^-1
+        cond_cov = s_dd - gain @ s_dr.T
+    else:
+        gain = np.zeros((idx.size, 0))
+        cond_cov = s_dd
+    cond_cov = 0.5 * (cond_cov + cond_cov.T)
+    chol = np.linalg.cholesky(cond_cov)
+    log_det = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    it_flat = it.reshape(-1, k)
+    cond_mean = mean[idx] + (it_flat[:, rest] - mean[rest]) @ gain.T
+    resid = np.linalg.solve(chol, (it_flat[:, idx] - cond_mean).T)
+    log_w = -0.5 * (np.sum(resid**2, axis=0) + idx.size * np.log(2 * np.pi) + log_det)
+    at_zero = it_flat.copy()
+    at_zero[:, idx] = 0.0
+    log_terms = posterior.log_density_many(at_zero) + log_w - posterior.log_density_many(it_flat)
+    n = log_terms.size
+    log_post = float(logsumexp(log_terms) - np.log(n))
+    w = np.exp(log_terms - log_terms.max())
+    tau = integrated_autocorrelation_time(w.reshape(it.shape[0], it.shape[1]))
+    rel = float(np.std(w, ddof=1) / np.mean(w) * np.sqrt(tau / n))
+    return SavageDickey(
+        log_bf01=log_post - float(log_prior_density),
+        mc_error=rel,
+        log_posterior_density=log_post,
+        log_prior_density=float(log_prior_density),
+        dim=int(idx.size),
+        method="importance",
+        in_support=zero_in_support(posterior.draws.reshape(-1, k)[:, idx]),
+    )
+
+
 def bayes_factor_words(log_bf01: float) -> str:
     """Jeffreys-style words for the evidence (natural-log Bayes factor in favour of H0)."""
     if not np.isfinite(log_bf01):
@@ -372,4 +799,14 @@ __all__ = [
     "zero_in_support",
     "savage_dickey",
     "bayes_factor_words",
+    "UnconstrainedPosterior",
+    "flat_log_density",
+    "sample_unconstrained",
+    "integrated_autocorrelation_time",
+    "BridgeResult",
+    "bridge_sampling",
+    "bridge_evidence",
+    "log_bf01_from_bridge",
+    "offset_prior_log_density_at_zero",
+    "savage_dickey_importance",
 ]

@@ -8,8 +8,11 @@ on the group size ``G``; only the noise temperature ``D / G`` does.
   ``GRPODynamicsModel(invariance="by_group")``, which adds per (model, G) offsets on
   unbounded scales with independent ``Normal(0, group_offset_sigma)`` priors. ``H0`` is
   ``H1`` with every offset at 0, so the Bayes factor ``BF01`` can be computed by two
-  independent routes (:mod:`bayes_grpo.checks.bayes_factor`): the ratio of SMC
-  marginal likelihoods, and the Savage–Dickey density ratio on the offsets.
+  independent routes (:mod:`bayes_grpo.checks.bayes_factor`), both from NUTS fits of
+  ``H0`` and ``H1``: bridge sampling of each marginal likelihood, and the Savage–Dickey
+  density ratio on the offsets. The ratio of SMC evidences is an optional third figure
+  (with 200-2000 particles it overstates BF01 by 2-6 nats on our simulated sets, see
+  ``benchmarks/results/INVARIANCE_NOTES.md``).
 * The prior-width sensitivity table repeats both at 0.5x, 1x and 2x the offset scale
   (a Bayes factor for a point null always depends on the alternative's prior width:
   wider priors favour ``H0``; the table shows by how much).
@@ -25,7 +28,7 @@ All functions take a run set (``make_runset``) and return :class:`CheckResult` o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,11 +37,15 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.checks.bayes_factor import (
+    BridgeResult,
     Evidence,
     bayes_factor_words,
+    bridge_evidence,
+    log_bf01_from_bridge,
     log_bf01_from_evidence,
-    normal_log_density_at_zero,
+    offset_prior_log_density_at_zero,
     savage_dickey,
+    savage_dickey_importance,
     smc_evidence,
 )
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
@@ -134,18 +141,59 @@ class BayesFactorRow:
 
     prior_scale: float
     offset_sigma: float
-    log_bf01_smc: float
-    log_bf01_smc_mc_error: float
+    log_bf01_bridge: float
+    log_bf01_bridge_mc_error: float
     log_bf01_sd: float
     log_bf01_sd_mc_error: float
+    sd_method: str
     sd_in_support: bool
     n_offsets: int
+    log_bf01_smc: float = float("nan")
+    log_bf01_smc_mc_error: float = float("nan")
     smc_chains_finite_h0: int = 0
     smc_chains_finite_h1: int = 0
+    divergences_h0: int = 0
+    divergences_h1: int = 0
 
     @property
     def agree(self) -> bool:
-        return bool(abs(self.log_bf01_smc - self.log_bf01_sd) <= AGREEMENT_TOL)
+        """The two primary methods (bridge sampling, Savage–Dickey) within ``AGREEMENT_TOL``."""
+        return bool(abs(self.log_bf01_bridge - self.log_bf01_sd) <= AGREEMENT_TOL)
+
+
+@dataclass
+class InvarianceFits:
+    """The posterior fits behind the Bayes factors (for ``alpha`` and diagnostics).
+
+    ``h0`` and ``h1[scale]`` are :class:`~bayes_grpo.checks.bayes_factor.BridgeResult`
+    (``.posterior.idata`` is the NUTS InferenceData); ``smc_h0`` / ``smc_h1[scale]`` the SMC
+    :class:`~bayes_grpo.checks.bayes_factor.Evidence` when SMC was run, else None / empty.
+    """
+
+    h0: BridgeResult
+    h1: dict[float, BridgeResult]
+    smc_h0: Evidence | None = None
+    smc_h1: dict[float, Evidence] = field(default_factory=dict)
+
+
+def _divergences(result: BridgeResult) -> int:
+    stats_ = getattr(result.posterior.idata, "sample_stats", None)
+    if stats_ is None or "diverging" not in stats_:
+        return 0
+    return int(np.asarray(stats_["diverging"].values).sum())
+
+
+def offset_value_names(pm_model: Any) -> list[str]:
+    """Value variables of the ``H1`` offsets (free variables whose name contains ``group_offset``)."""
+    names = [
+        pm_model.rvs_to_values[rv].name for rv in pm_model.free_RVs if OFFSET_MARKER in rv.name
+    ]
+    if not names:
+        raise ValueError(
+            f"the H1 model has no free variable whose name contains {OFFSET_MARKER!r}; "
+            f"variables: {[v.name for v in pm_model.free_RVs]}"
+        )
+    return names
 
 
 def invariance_bayes_factor(
@@ -155,13 +203,33 @@ def invariance_bayes_factor(
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
     prior_scales: Sequence[float] = PRIOR_SCALES,
-    smc_draws: int = 1000,
-    smc_chains: int = 4,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    target_accept: float = 0.9,
     sd_method: str = "gaussian",
+    smc_draws: int = 0,
+    smc_chains: int = 2,
     random_seed: int = 0,
     smc_kwargs: dict[str, Any] | None = None,
-) -> tuple[pd.DataFrame, Evidence, dict[float, Evidence]]:
-    """BF01 (shared vs by-G trajectory) by SMC evidence and by Savage–Dickey, per prior width.
+) -> tuple[pd.DataFrame, InvarianceFits]:
+    """BF01 (shared vs by-G trajectory) by bridge sampling and by Savage–Dickey, per prior width.
+
+    ``H0`` is sampled once and ``H1`` once per prior width, with NUTS (``draws``/``tune``/
+    ``chains``, ``cores=1``). From those draws:
+
+    * **bridge sampling** (:func:`~bayes_grpo.checks.bayes_factor.bridge_sampling`):
+      ``log p(y | H0) - log p(y | H1)``, Monte Carlo errors in quadrature;
+    * **Savage–Dickey** on the ``H1`` offsets (the free ``group_offset*`` variables):
+      ``log p(delta = 0 | y, H1) - log p(delta = 0 | H1)``, the prior density from the
+      model itself, the posterior density at 0 by ``sd_method``: ``"gaussian"``
+      (multivariate normal fit of the offsets' NUTS draws), ``"importance"`` (Chen's
+      importance-weighted marginal density with a conditional-normal weight, see
+      :func:`~bayes_grpo.checks.bayes_factor.savage_dickey_importance`) or ``"kde"``.
+
+    The two share the ``H1`` draws but no estimating identity: bridge sampling normalises
+    each model's posterior; Savage–Dickey never computes a normalising constant.
+    Optionally (``smc_draws > 0``) the ratio of SMC evidences is reported as a third figure.
 
     Parameters
     ----------
@@ -173,76 +241,93 @@ def invariance_bayes_factor(
         Passed to ``GRPODynamicsModel``.
     prior_scales
         Multiples of ``group_offset_sigma`` to evaluate (1.0 should be among them).
-    smc_draws, smc_chains
-        SMC particles per chain and number of independent chains (the spread across
-        chains is the Monte Carlo error).
+    draws, tune, chains, target_accept
+        NUTS settings (at least 40 draws: half fit the bridge proposal, half iterate).
     sd_method
-        Posterior density estimator for Savage–Dickey (``"gaussian"`` or ``"kde"``).
+        ``"gaussian"``, ``"importance"`` or ``"kde"``.
+    smc_draws, smc_chains, smc_kwargs
+        SMC particles per chain (0: no SMC), chains, extra ``pm.sample_smc`` arguments.
     random_seed
-        Base seed; each SMC run gets a distinct derived seed.
+        Base seed; every sampler run gets a distinct derived seed.
 
     Returns
     -------
-    (table, evidence_h0, evidence_h1)
-        ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_smc``,
-        ``log_bf01_smc_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
-        ``sd_in_support``, ``n_offsets``, ``smc_chains_finite_h0/h1`` (chains whose SMC run
-        ended with a finite evidence; the others are dropped), ``agree``; ``evidence_h0`` holds the ``H0``
-        SMC run (its posterior gives ``alpha``), ``evidence_h1`` the ``H1`` runs by prior scale.
+    (table, fits)
+        ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_bridge``,
+        ``log_bf01_bridge_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
+        ``sd_method``, ``sd_in_support``, ``n_offsets``, ``log_bf01_smc``,
+        ``log_bf01_smc_mc_error`` (NaN without SMC), ``smc_chains_finite_h0/h1``,
+        ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
+        ``AGREEMENT_TOL``); ``fits`` is an :class:`InvarianceFits`.
     """
     _require_several_g(runset)
+    if sd_method not in ("gaussian", "importance", "kde"):
+        raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
     smc_kwargs = dict(smc_kwargs or {})
+    nuts = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
     h0 = _make_model(
         "shared",
         model_config=model_config,
         parameterisation=parameterisation,
         likelihood=likelihood,
     )
-    ev0 = smc_evidence(
-        h0.build_model(runset),
-        draws=smc_draws,
-        chains=smc_chains,
-        random_seed=random_seed,
-        **smc_kwargs,
+    pm0 = h0.build_model(runset)
+    br0 = bridge_evidence(pm0, random_seed=random_seed, **nuts)
+    ev0 = (
+        smc_evidence(
+            pm0, draws=smc_draws, chains=smc_chains, random_seed=random_seed + 101, **smc_kwargs
+        )
+        if smc_draws
+        else None
     )
     base_sigma = _offset_sigma(h0)
     rows = []
-    evidences_h1: dict[float, Evidence] = {}
+    fits = InvarianceFits(h0=br0, h1={}, smc_h0=ev0)
     for i, scale in enumerate(prior_scales):
         cfg = dict(model_config or {}) | {"group_offset_sigma": base_sigma * float(scale)}
         h1 = _make_model(
             "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
         )
         pm1 = h1.build_model(runset)
-        names = offset_names(pm1)
-        ev1 = smc_evidence(
-            pm1, draws=smc_draws, chains=smc_chains, random_seed=random_seed + 1 + i, **smc_kwargs
+        br1 = bridge_evidence(pm1, random_seed=random_seed + 1 + i, **nuts)
+        fits.h1[float(scale)] = br1
+        log_bf, err = log_bf01_from_bridge(br0, br1)
+        names = offset_value_names(pm1)
+        post = br1.posterior
+        idx = post.index_of(names)
+        log_prior0 = offset_prior_log_density_at_zero(pm1, names)
+        if sd_method == "importance":
+            sd = savage_dickey_importance(post, idx, log_prior0)
+        else:
+            sd = savage_dickey(post.draws[..., idx], log_prior_density=log_prior0, method=sd_method)
+        row = BayesFactorRow(
+            prior_scale=float(scale),
+            offset_sigma=_offset_sigma(h1),
+            log_bf01_bridge=log_bf,
+            log_bf01_bridge_mc_error=err,
+            log_bf01_sd=sd.log_bf01,
+            log_bf01_sd_mc_error=sd.mc_error,
+            sd_method=sd_method,
+            sd_in_support=sd.in_support,
+            n_offsets=sd.dim,
+            divergences_h0=_divergences(br0),
+            divergences_h1=_divergences(br1),
         )
-        evidences_h1[float(scale)] = ev1
-        log_bf, err = log_bf01_from_evidence(ev0, ev1)
-        draws = offset_draws(ev1.idata.posterior, names)
-        sigma = _offset_sigma(h1)
-        sd = savage_dickey(
-            draws,
-            log_prior_density=normal_log_density_at_zero(np.full(draws.shape[-1], sigma)),
-            method=sd_method,
-        )
-        rows.append(
-            BayesFactorRow(
-                prior_scale=float(scale),
-                offset_sigma=sigma,
-                log_bf01_smc=log_bf,
-                log_bf01_smc_mc_error=err,
-                log_bf01_sd=sd.log_bf01,
-                log_bf01_sd_mc_error=sd.mc_error,
-                sd_in_support=sd.in_support,
-                n_offsets=sd.dim,
-                smc_chains_finite_h0=int(np.isfinite(ev0.per_chain).sum()),
-                smc_chains_finite_h1=int(np.isfinite(ev1.per_chain).sum()),
+        if ev0 is not None:
+            ev1 = smc_evidence(
+                pm1,
+                draws=smc_draws,
+                chains=smc_chains,
+                random_seed=random_seed + 102 + i,
+                **smc_kwargs,
             )
-        )
+            fits.smc_h1[float(scale)] = ev1
+            row.log_bf01_smc, row.log_bf01_smc_mc_error = log_bf01_from_evidence(ev0, ev1)
+            row.smc_chains_finite_h0 = int(np.isfinite(ev0.per_chain).sum())
+            row.smc_chains_finite_h1 = int(np.isfinite(ev1.per_chain).sum())
+        rows.append(row)
     table = pd.DataFrame([r.__dict__ | {"agree": r.agree} for r in rows]).set_index("prior_scale")
-    return table, ev0, evidences_h1
+    return table, fits
 
 
 def alpha_summary(posterior: xr.Dataset) -> dict[str, float]:
@@ -303,24 +388,32 @@ def residual_lag1_autocorrelation(posterior: xr.Dataset, runset: xr.Dataset) -> 
 
 
 def invariance_verdict(
-    log_bf01_smc: float, log_bf01_sd: float, sd_in_support: bool
+    log_bf01_primary: float, log_bf01_secondary: float, secondary_in_support: bool
 ) -> tuple[bool | None, str]:
     """``(passed, words)`` from the two log Bayes factors at the reference prior width.
 
-    Invariant (passed True) when the SMC Bayes factor favours ``H0`` by more than 3 and
-    Savage–Dickey does not favour ``H1``; G-dependent (False) when SMC favours ``H1`` by
-    more than 3 and Savage–Dickey does not favour ``H0``; otherwise not assessable.
+    ``primary`` is bridge sampling, ``secondary`` Savage–Dickey (any two estimates of the
+    same ``log BF01`` work). Invariant (passed True) when the primary favours ``H0`` by
+    more than 3 and the secondary does not favour ``H1``; G-dependent (False) when the
+    primary favours ``H1`` by more than 3 and the secondary does not favour ``H0``;
+    otherwise not assessable.
     """
-    smc, sd = log_bf01_smc, log_bf01_sd
-    if smc > LOG_BF_DECISIVE and not sd < -LOG_BF_DECISIVE:
-        return True, "the mean trajectory is invariant in G (" + bayes_factor_words(smc) + ")"
-    if smc < -LOG_BF_DECISIVE and not sd > LOG_BF_DECISIVE:
-        return False, "the mean trajectory depends on G (" + bayes_factor_words(smc) + ")"
-    if abs(smc) <= LOG_BF_DECISIVE:
+    p, s = log_bf01_primary, log_bf01_secondary
+    if not np.isfinite(p):
+        return None, "not assessable: the Bayes factor could not be computed"
+    if p > LOG_BF_DECISIVE and not s < -LOG_BF_DECISIVE:
+        return True, "the mean trajectory is invariant in G (" + bayes_factor_words(p) + ")"
+    if p < -LOG_BF_DECISIVE and not s > LOG_BF_DECISIVE:
+        return False, "the mean trajectory depends on G (" + bayes_factor_words(p) + ")"
+    if abs(p) <= LOG_BF_DECISIVE:
         return None, "inconclusive: the data cannot tell whether the trajectory depends on G"
     return None, "the two Bayes-factor methods disagree; no verdict" + (
-        "" if sd_in_support else " (Savage–Dickey extrapolated)"
+        "" if secondary_in_support else " (Savage–Dickey extrapolated)"
     )
+
+
+def _exp(x: float) -> float:
+    return float(np.exp(np.clip(x, -700, 700))) if np.isfinite(x) else float("nan")
 
 
 def invariance_check(
@@ -330,23 +423,30 @@ def invariance_check(
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
     prior_scales: Sequence[float] = PRIOR_SCALES,
-    smc_draws: int = 1000,
-    smc_chains: int = 4,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    target_accept: float = 0.9,
     sd_method: str = "gaussian",
+    smc_draws: int = 0,
+    smc_chains: int = 2,
     random_seed: int = 0,
     smc_kwargs: dict[str, Any] | None = None,
 ) -> CheckResult:
     """The G-invariance test as a check: BF01 by two methods, agreement, sensitivity, alpha.
 
     Parameters are those of :func:`invariance_bayes_factor`. The reference row is the
-    prior scale closest to 1.
+    prior scale closest to 1. The two primary methods are bridge sampling and
+    Savage–Dickey (both from NUTS fits); SMC evidence is a third figure when
+    ``smc_draws > 0``.
 
     Returns
     -------
     CheckResult named ``"g_invariance"``: ``passed`` True (invariant), False (G-dependent)
     or None (inconclusive / methods disagree); ``table`` is the prior-width sensitivity
-    table; ``values`` hold ``log_bf01_smc``, ``log_bf01_sd``, their Monte Carlo errors,
-    ``bf01_smc``, ``bf01_sd``, ``methods_agree``, the ``alpha`` posterior and ``verdict``.
+    table; ``values`` hold ``log_bf01_bridge``, ``log_bf01_sd``, ``log_bf01_smc`` (NaN
+    without SMC), their Monte Carlo errors, ``bf01_bridge``, ``bf01_sd``, ``bf01_smc``,
+    ``methods_agree`` (bridge vs Savage–Dickey), the ``alpha`` posterior and ``verdict``.
     """
     by_model = group_sizes_by_model(runset)
     if not any(len(v) >= 2 for v in by_model.values()):
@@ -356,44 +456,61 @@ def invariance_check(
             summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).",
             values={"group_sizes": by_model},
         )
-    table, ev0, ev1 = invariance_bayes_factor(
+    table, fits = invariance_bayes_factor(
         runset,
         model_config=model_config,
         parameterisation=parameterisation,
         likelihood=likelihood,
         prior_scales=prior_scales,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        target_accept=target_accept,
+        sd_method=sd_method,
         smc_draws=smc_draws,
         smc_chains=smc_chains,
-        sd_method=sd_method,
         random_seed=random_seed,
         smc_kwargs=smc_kwargs,
     )
     ref_scale = min(table.index, key=lambda s: abs(np.log(s)))
     ref = table.loc[ref_scale]
     passed, words = invariance_verdict(
-        ref["log_bf01_smc"], ref["log_bf01_sd"], bool(ref["sd_in_support"])
+        ref["log_bf01_bridge"], ref["log_bf01_sd"], bool(ref["sd_in_support"])
     )
     # alpha from the hypothesis the evidence favours (under a real G-dependence, H0's
     # shared trajectory leaves the difference in the residuals and biases alpha).
     alpha_source = "H1" if passed is False else "H0"
-    alpha = alpha_summary((ev1[float(ref_scale)] if passed is False else ev0).idata.posterior)
-    acf1 = residual_lag1_autocorrelation(ev0.idata.posterior, runset)
+    favoured = fits.h1[float(ref_scale)] if passed is False else fits.h0
+    alpha = alpha_summary(favoured.posterior.idata.posterior)
+    acf1 = residual_lag1_autocorrelation(fits.h0.posterior.idata.posterior, runset)
+    has_smc = bool(np.isfinite(ref["log_bf01_smc"]))
     values: dict[str, Any] = {
-        "log_bf01_smc": float(ref["log_bf01_smc"]),
-        "log_bf01_smc_mc_error": float(ref["log_bf01_smc_mc_error"]),
+        "log_bf01_bridge": float(ref["log_bf01_bridge"]),
+        "log_bf01_bridge_mc_error": float(ref["log_bf01_bridge_mc_error"]),
         "log_bf01_sd": float(ref["log_bf01_sd"]),
         "log_bf01_sd_mc_error": float(ref["log_bf01_sd_mc_error"]),
-        "bf01_smc": float(np.exp(np.clip(ref["log_bf01_smc"], -700, 700))),
-        "bf01_sd": float(np.exp(np.clip(ref["log_bf01_sd"], -700, 700))),
+        "log_bf01_smc": float(ref["log_bf01_smc"]),
+        "log_bf01_smc_mc_error": float(ref["log_bf01_smc_mc_error"]),
+        "bf01_bridge": _exp(ref["log_bf01_bridge"]),
+        "bf01_sd": _exp(ref["log_bf01_sd"]),
+        "bf01_smc": _exp(ref["log_bf01_smc"]),
+        "methods": ["bridge_sampling", f"savage_dickey_{sd_method}"] + (["smc"] if has_smc else []),
         "methods_agree": bool(ref["agree"]),
+        "agreement_tolerance": AGREEMENT_TOL,
         "sd_in_support": bool(ref["sd_in_support"]),
+        "sd_method": sd_method,
         "offset_sigma": float(ref["offset_sigma"]),
         "n_offsets": int(ref["n_offsets"]),
         "group_sizes": by_model,
         "verdict": words,
-        "log_ml_h0": ev0.log_ml,
+        "log_ml_h0": fits.h0.log_ml,
         "likelihood": likelihood,
         "residual_lag1_autocorrelation": acf1,
+        "nuts_draws": draws,
+        "nuts_tune": tune,
+        "nuts_chains": chains,
+        "divergences_h0": int(ref["divergences_h0"]),
+        "divergences_h1": int(ref["divergences_h1"]),
         "smc_draws": smc_draws,
         "smc_chains": smc_chains,
         "alpha_from": alpha_source,
@@ -405,13 +522,22 @@ def invariance_check(
         if np.isfinite(alpha["alpha_median"])
         else ""
     )
+    smc_text = (
+        f" SMC evidence (third figure): {ref['log_bf01_smc']:.2f} ± {ref['log_bf01_smc_mc_error']:.2f}."
+        if has_smc
+        else ""
+    )
     summary = (
-        f"{words[0].upper() + words[1:]}. log BF01 = {ref['log_bf01_smc']:.2f} ± {ref['log_bf01_smc_mc_error']:.2f} "
-        f"(SMC evidence) and {ref['log_bf01_sd']:.2f} (Savage–Dickey, {sd_method}"
+        f"{words[0].upper() + words[1:]}. log BF01 = {ref['log_bf01_bridge']:.2f} ± "
+        f"{ref['log_bf01_bridge_mc_error']:.2f} (bridge sampling) and {ref['log_bf01_sd']:.2f} ± "
+        f"{ref['log_bf01_sd_mc_error']:.2f} (Savage–Dickey, {sd_method}"
         f"{'' if ref['sd_in_support'] else ', extrapolated'}); the methods "
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
-        f"{ref['offset_sigma']:.3g}).{alpha_text}"
+        f"{ref['offset_sigma']:.3g}).{smc_text}{alpha_text}"
     )
+    n_div = int(ref["divergences_h0"]) + int(ref["divergences_h1"])
+    if n_div:
+        summary += f" Warning: {n_div} divergent NUTS transitions; the Bayes factors may be biased."
     if likelihood == "iid" and np.isfinite(acf1) and acf1 > AUTOCORRELATION_WARNING:
         summary += (
             f" Warning: the residuals are autocorrelated (lag-1 r = {acf1:.2f}); the i.i.d. likelihood then "
@@ -666,6 +792,8 @@ __all__ = [
     "group_sizes_by_model",
     "offset_names",
     "offset_draws",
+    "offset_value_names",
+    "InvarianceFits",
     "invariance_bayes_factor",
     "invariance_verdict",
     "invariance_check",
