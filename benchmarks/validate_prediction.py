@@ -35,10 +35,13 @@ from bayes_grpo.predict.predict import plot_prediction, predict_run, save_predic
 from bayes_grpo.predict.summary import band
 
 #: Bandit settings: name -> (momentum, p_init). The K_ref / learning-rate design is shared.
+#: ``clip_eps`` is the PPO clip range (0.2 is the bandit's default; 1e9 switches clipping
+#: off, the control case where the bandit's mean field has no trust-region non-linearity).
 SETTINGS: dict[str, dict[str, float]] = {
-    "mu0.5": {"momentum": 0.5, "p_init": 0.5},
-    "mu0.0": {"momentum": 0.0, "p_init": 0.5},
-    "mu0.5_p0.3": {"momentum": 0.5, "p_init": 0.3},
+    "mu0.5": {"momentum": 0.5, "p_init": 0.5, "clip_eps": 0.2},
+    "mu0.0": {"momentum": 0.0, "p_init": 0.5, "clip_eps": 0.2},
+    "mu0.5_p0.3": {"momentum": 0.5, "p_init": 0.3, "clip_eps": 0.2},
+    "mu0.5_noclip": {"momentum": 0.5, "p_init": 0.5, "clip_eps": 1e9},
 }
 TRAIN_K_REF = [1, 2, 4]
 TRAIN_LR = [0.05, 0.1]
@@ -70,6 +73,7 @@ def fit_or_load(name: str, setting: dict[str, float], args, common: dict):
         seed=args.seed,
         momentum=setting["momentum"],
         p_init=setting["p_init"],
+        clip_eps=setting["clip_eps"],
         **common,
     )
     model = GRPODynamicsModel()
@@ -96,11 +100,11 @@ def main() -> None:
     )
     ap.add_argument("--out", default="benchmarks/results/validate_prediction")
     ap.add_argument("--fit-dir", default="/tmp/predict_fits")
-    ap.add_argument("--settings", nargs="+", default=["mu0.5", "mu0.0"], choices=sorted(SETTINGS))
+    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=sorted(SETTINGS))
     ap.add_argument("--fit-only", action="store_true", help="fit (and cache) only")
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--fit-seeds", type=int, default=2)
-    ap.add_argument("--truth-seeds", type=int, default=64)
+    ap.add_argument("--truth-seeds", type=int, default=1024)
     ap.add_argument("--draws", type=int, default=300)
     ap.add_argument("--tune", type=int, default=300)
     ap.add_argument("--chains", type=int, default=2)
@@ -118,7 +122,21 @@ def main() -> None:
             print(sname, "fit seconds", fit_s, flush=True)
             continue
         conv = model.convergence()
+        from bayes_grpo.predict.discrepancy import discrepancy_from_model
+
+        profiles = {
+            law: discrepancy_from_model(model, model="softmax-bandit", law=law).to_dict()
+            for law in ("recursion", "continuous")
+        }
+        clip = model.runset["clip_ratio"] if "clip_ratio" in model.runset else None
         sres: dict[str, object] = {
+            "training_clip_ratio_max_by_k_ref": {
+                str(int(k)): float(clip.where(model.runset["k_ref"] == k).max())
+                for k in TRAIN_K_REF
+            }
+            if clip is not None
+            else None,
+            "discrepancy_profiles": profiles,
             **setting,
             "fit_seconds": fit_s,
             "convergence": conv.summary,
@@ -133,17 +151,24 @@ def main() -> None:
                 seed=args.seed + 1000,
                 momentum=setting["momentum"],
                 p_init=setting["p_init"],
+                clip_eps=setting["clip_eps"],
                 **common,
             )
-            true_mean = held["expected_reward"].mean("run").values
+            expected = held["expected_reward"].values
+            true_mean = expected.mean(axis=0)
+            # Monte Carlo standard error of the simulated mean (the "truth" is an average)
+            truth_mcse = float(np.max(expected.std(axis=0, ddof=1)) / np.sqrt(expected.shape[0]))
             steps = held["step"].values.astype(float)
-            logged = held["reward"].values
+            logged = held["reward"].values[:64]
             truth = json.loads(held.attrs["truth"])
             tr = next(iter(truth["runs"].values()))
             cres: dict[str, object] = {
                 **case,
+                "clip_ratio_max_of_mean": float(held["clip_ratio"].mean("run").max()),
                 "true_regime": tr.get("regime"),
                 "true_a": tr.get("a"),
+                "truth_seeds": int(expected.shape[0]),
+                "truth_mcse_max": truth_mcse,
                 "variants": {},
             }
             for vname, variant in VARIANTS.items():
@@ -182,6 +207,7 @@ def main() -> None:
                     "prob_unstable_closed_form": pred.attrs["prob_unstable_closed_form"],
                     "prob_unstable_exact": pred.attrs["prob_unstable_exact"],
                     "discrepancy_sd_max": float(pred.attrs.get("discrepancy_sd_max", 0.0)),
+                    "posterior_median_a": float(np.median(pred["param_a"].values)),
                     "stop_step": pred.attrs["stop_step"],
                 }
                 cres["variants"][vname] = v  # type: ignore[index]

@@ -9,12 +9,13 @@ and turns it into a term that widens the band of a predicted mean trajectory.
 
 Estimator (training data only)
 ------------------------------
-Work in the normalised progress ``u = (R - R0) / (p* - R0)`` of each training run (its
+Work in the normalised progress ``u = (R - R0) / (p* - R0)`` of each training run (the
 fitted ``R0`` and ``p*``), so the term is scale-free and transfers across LLMs and settings:
 
-1. residual of each run against its posterior-mean fitted trajectory under the law the
-   prediction uses (the fit's closed form, or the exact recursion driven by the same
-   posterior draws), ``r = (y - f) / (p* - R0)``;
+1. residual of each run against what the *predictor* says for that run's setting: the
+   posterior-mean trajectory under the law the prediction uses (closed form or exact
+   recursion), driven by the posterior's gain for the setting and the LLM-level ``p*`` and
+   ``R0`` that a new run gets (not the run's own fitted offsets), ``r = (y - f) / (p* - R0)``;
 2. runs with the same hyperparameters (model, learning rate, momentum and convention,
    ``K_ref``, group size, ``beta``) share one mean trajectory, so their *mean* residual
    ``rbar_g(t)`` estimates the law's misfit ``delta_g(t)`` for that setting, and its noise
@@ -25,8 +26,9 @@ fitted ``R0`` and ``p*``), so the term is scale-free and transfers across LLMs a
    fit's i.i.d. noise ``sigma^2`` when no setting is replicated;
 3. the discrepancy variance at progress ``u`` is the method-of-moments estimate
    ``d^2(u) = mean over (g, t) with u_g(t) in the bin of [rbar_g(t)^2 - s_g^2(t)/n_g]``,
-   on :data:`PROGRESS_BINS` bins of the fitted progress (progress beyond ``[0, 1]`` -- an
-   overshoot -- falls into the end bins), each bin pooled with :data:`SMOOTH_BINS`
+   on :data:`PROGRESS_BINS` bins of the fitted folded progress ``v = 1 - |1 - u|`` (an
+   overshoot past the plateau counts by its distance to it; finer bins near the plateau keep
+   the approach apart from the long settled plateau), each bin pooled with :data:`SMOOTH_BINS`
    neighbours on each side (the misfit is smooth in progress; a bin the rise crosses in a
    few steps is otherwise noisy), then floored at 0.
 
@@ -44,8 +46,23 @@ from typing import Any
 
 import numpy as np
 
-#: Edges of the progress bins ``u = (R - R0) / (p* - R0)`` of the discrepancy profile.
-PROGRESS_BINS: tuple[float, ...] = tuple(np.round(np.linspace(0.0, 1.0, 11), 10))
+#: Edges of the bins of folded progress ``v = 1 - |1 - u|`` (``u = (R - R0) / (p* - R0)``)
+#: of the discrepancy profile: tenths of the rise, and finer near the plateau, so that the
+#: approach to the plateau is not averaged with the (much longer) settled plateau.
+PROGRESS_BINS: tuple[float, ...] = (
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0,
+)  # fmt: skip
+
+
+def folded_progress(u: np.ndarray) -> np.ndarray:
+    """``v = 1 - |1 - u|``: progress, with an overshoot past the plateau folded back.
+
+    A trajectory at ``u = 1.05`` is as far from its plateau as one at ``u = 0.95``; the
+    profile is indexed by that distance.
+    """
+    return 1.0 - np.abs(1.0 - np.asarray(u, dtype=float))
+
+
 #: Bins on each side pooled into a bin's estimate (the profile is smoothed over progress).
 SMOOTH_BINS: int = 1
 #: Coordinates of a run that define "the same hyperparameters" (runs that share a mean).
@@ -88,8 +105,8 @@ class DiscrepancyProfile:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def sd_at(self, progress: np.ndarray) -> np.ndarray:
-        """Discrepancy sd (rise units) at progress values ``u`` (any shape)."""
-        u = np.asarray(progress, dtype=float)
+        """Discrepancy sd (rise units) at progress values ``u`` (any shape; folded here)."""
+        u = folded_progress(progress)
         idx = np.clip(np.searchsorted(self.edges, u, side="right") - 1, 0, self.sd.size - 1)
         out = self.sd[idx]
         return np.where(np.isfinite(u), out, np.max(self.sd))
@@ -164,7 +181,7 @@ def estimate_discrepancy(
     n_bins = edges.size - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         res = (y - f) / rise[:, None]
-        prog = (f - r0[:, None]) / rise[:, None]
+        prog = folded_progress((f - r0[:, None]) / rise[:, None])
     groups: dict[str, list[int]] = {}
     for i, lab in enumerate(labels):
         if ok_run[i]:
@@ -244,37 +261,76 @@ def estimate_discrepancy(
     )
 
 
-def fitted_recursion_trajectories(fitted: Any, max_draws: int = 200) -> np.ndarray | None:
-    """Posterior-mean trajectories of the fit's training runs under the exact recursion.
+def training_predictor_trajectories(
+    fitted: Any, *, law: str = "recursion", max_draws: int = 200
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """What the predictor would say for each training run's own setting.
 
-    Each thinned posterior draw's per-run gain ``a``, ``p*`` and ``R0`` is pushed through
-    the lagged heavy-ball recursion (the logged reward ``K_ref`` steps behind, as in
-    :func:`bayes_grpo.predict.predict.recursion_trajectories`); returns ``(n_runs, n_steps)``
-    on the run-set grid, or None when the recursion is not defined for every run
-    (non-integer ``K_ref`` or steps, missing momentum, or no per-run gain in the posterior).
+    For every thinned posterior draw, the run's setting gives its gain ``a`` (and
+    ``M_eff, C_eff, K_eff``); the plateau and initial reward are the *LLM-level* ones
+    (``plateau``, ``initial_reward_model``), as for a new run, not the run's own fitted
+    offsets. The trajectory follows ``law`` ("recursion": the lagged recursion with the
+    logged reward ``K_ref`` behind, as in
+    :func:`bayes_grpo.predict.predict.recursion_trajectories`; "continuous": the closed
+    form); the recursion falls back to the closed form when it is not defined for every run
+    (non-integer ``K_ref`` or steps, unknown momentum).
+
+    Returns
+    -------
+    (curves, initial, plateau, law_used): ``(n_runs, n_steps)`` posterior-mean trajectories
+    on the run-set grid, ``(n_runs,)`` posterior-mean ``R0`` and ``p*`` of each run's LLM,
+    and the law used.
     """
     from bayes_grpo.predict.predict import _is_integer, recursion_trajectories
 
     post = fitted.idata.posterior
     runset = fitted.runset
-    needed = ("a", "plateau_run", "initial_reward")
-    if any(v not in post for v in needed) or "run" not in post["a"].dims:
-        return None
-    steps = np.asarray(runset["step"].values, dtype=float)
     run_ids = [str(r) for r in post["run"].values]
+    steps = np.asarray(runset["step"].values, dtype=float)
     mu = np.asarray(runset["momentum"].sel(run=run_ids).values, dtype=float)
     lag = np.asarray(runset["k_ref"].sel(run=run_ids).values, dtype=float)
-    if not (_is_integer(steps) and _is_integer(lag) and np.isfinite(mu).all()) or steps.min() < 0:
-        return None
+    models = [str(m) for m in runset["model"].sel(run=run_ids).values]
     n = post.sizes["chain"] * post.sizes["draw"]
     pick = np.unique(np.linspace(0, n - 1, min(max_draws, n)).round().astype(int))
-    flat = lambda v: post[v].transpose("chain", "draw", "run").values.reshape(n, -1)[pick]  # noqa: E731
-    a, ps, r0 = flat("a"), flat("plateau_run"), flat("initial_reward")
+
+    def flat(name: str, dim: str) -> np.ndarray:
+        return post[name].transpose("chain", "draw", dim).values.reshape(n, -1)[pick]
+
+    model_names = [str(m) for m in post["model"].values]
+    col = [model_names.index(m) for m in models]
+    ps = flat("plateau", "model")[:, col]
+    r0 = flat("initial_reward_model", "model")[:, col]
+    used = law
+    if law == "recursion" and not (
+        "a" in post
+        and _is_integer(steps)
+        and steps.min() >= 0
+        and _is_integer(lag)
+        and np.isfinite(mu).all()
+    ):
+        used = "continuous"
     out = np.empty((len(run_ids), steps.size))
-    for i in range(len(run_ids)):
-        traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i])
-        out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
-    return out
+    if used == "recursion":
+        a = flat("a", "run")
+        for i in range(len(run_ids)):
+            traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i])
+            out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+    else:
+        from bayes_grpo.dynamics.trajectory import reward_trajectory
+
+        m, c, k = (flat(v, "run") for v in ("M_eff", "C_eff", "K_eff"))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i in range(len(run_ids)):
+                traj = reward_trajectory(
+                    steps[None, :],
+                    m[:, i, None],
+                    c[:, i, None],
+                    k[:, i, None],
+                    ps[:, i, None],
+                    r0[:, i, None],
+                )
+                out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+    return out, r0.mean(axis=0), ps.mean(axis=0), used
 
 
 def discrepancy_from_model(
@@ -282,25 +338,19 @@ def discrepancy_from_model(
 ) -> DiscrepancyProfile:
     """Discrepancy profile of a fitted ``GRPODynamicsModel`` from its own training runs.
 
-    The misfit is that of ``law`` ("continuous": the fit's own closed form; "recursion":
-    the exact recursion driven by the same posterior draws, falling back to the closed
-    form where the recursion is not defined), the law the prediction uses. Uses the runs of
-    ``model`` when it is one of the fit's LLMs, else all runs (scale-free units make them
-    comparable).
+    The misfit is that of the *predictor* on the training settings
+    (:func:`training_predictor_trajectories`): the same ``law`` as the prediction, the
+    posterior's gain for each run's setting, and the LLM-level plateau and initial reward a
+    new run gets, so the run-to-run spread of the start and of the plateau counts as misfit
+    too. Uses the runs of ``model`` when it is one of the fit's LLMs, else all runs
+    (scale-free units make them comparable).
     """
     runset = getattr(fitted, "runset", None)
-    if runset is None:
+    if runset is None or getattr(fitted, "idata", None) is None:
         raise ValueError("the fitted model carries no run set to estimate a discrepancy from")
-    summary = fitted.run_summary()
-    mean = fitted.mean_trajectories().transpose("run", "step")
-    run_ids = [str(r) for r in mean["run"].values]
-    summary = summary.loc[run_ids]
-    curves = mean.values
-    used = "continuous"
-    if law == "recursion":
-        rec = fitted_recursion_trajectories(fitted)
-        if rec is not None:
-            curves, used = rec, "recursion"
+    curves, initial, plateau, used = training_predictor_trajectories(fitted, law=law)
+    run_ids = [str(r) for r in fitted.idata.posterior["run"].values]
+    summary = fitted.run_summary().loc[run_ids]
     keep = np.ones(len(run_ids), dtype=bool)
     if model is not None and model in set(summary["model"].astype(str)):
         keep = (summary["model"].astype(str) == model).to_numpy()
@@ -310,8 +360,8 @@ def discrepancy_from_model(
     profile = estimate_discrepancy(
         reward[keep],
         curves[keep],
-        summary["R0"].to_numpy(dtype=float)[keep],
-        summary["p_star"].to_numpy(dtype=float)[keep],
+        initial[keep],
+        plateau[keep],
         [lab for lab, k in zip(labels, keep) if k],
         noise_sd=summary["sigma"].to_numpy(dtype=float)[keep],
     )
@@ -342,11 +392,12 @@ def add_discrepancy(
 
 __all__ = [
     "PROGRESS_BINS",
+    "folded_progress",
     "SETTING_COORDS",
     "DiscrepancyProfile",
     "add_discrepancy",
     "discrepancy_from_model",
-    "fitted_recursion_trajectories",
+    "training_predictor_trajectories",
     "estimate_discrepancy",
     "setting_labels",
 ]
