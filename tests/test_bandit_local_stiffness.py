@@ -166,6 +166,7 @@ def test_threshold_check_uses_the_tangent_when_the_fit_brackets_the_plateau():
     post = _PerturbationPosterior(K_TRUE, slope=-2.0, e0=(-0.08, 0.02))
     res = bandit_threshold_check(post, sweep)
     assert res.values["stiffness_source"] == "local"
+    assert "interpolated between" in res.summary
     assert res.values["stiffness_median"] == pytest.approx(K_TRUE, rel=0.02)
     assert res.passed is True
     secant = bandit_threshold_check(post, sweep, stiffness="model")

@@ -758,7 +758,9 @@ def bandit_threshold_check(
         eff = float(effective_step(settings["learning_rate"], mu, settings["momentum_convention"]))
         a = eff * np.asarray(local["stiffness"], dtype=float)
         source = (
-            "local (tangent at the plateau, interpolated between fits at initial errors "
+            "local (tangent at the plateau, "
+            + ("extrapolated from" if local["extrapolated"] else "interpolated between")
+            + " fits at initial errors "
             + ", ".join(f"{e:+.3f}" for e in local["per_model"]["initial_error"])
             + ")"
         )
