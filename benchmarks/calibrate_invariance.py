@@ -91,7 +91,12 @@ def bandit_set(index: int, *, seeds: int, n_steps: int, log_every: int):
 
 
 def run_one(kind: str, index: int, args) -> dict:
-    from bayes_grpo.checks.invariance import invariance_check
+    from bayes_grpo.checks.bayes_factor import savage_dickey_importance
+    from bayes_grpo.checks.invariance import (
+        alpha_summary,
+        invariance_bayes_factor,
+        invariance_verdict,
+    )
 
     if kind == "bandit":
         ds, spec = bandit_set(
@@ -108,15 +113,29 @@ def run_one(kind: str, index: int, args) -> dict:
             noise=args.noise,
         )
     start = time.perf_counter()
-    res = invariance_check(
+    table, fits = invariance_bayes_factor(
         ds,
         likelihood=args.likelihood,
         prior_scales=(1.0,),
-        smc_draws=args.draws,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        target_accept=args.target_accept,
+        sd_method="gaussian",
+        smc_draws=args.smc_draws,
         smc_chains=args.chains,
         random_seed=index,
     )
-    v = res.values
+    row = table.loc[1.0]
+    passed, _ = invariance_verdict(
+        row["log_bf01_bridge"], row["log_bf01_sd"], bool(row["sd_in_support"])
+    )
+    alpha = alpha_summary((fits.h1[1.0] if passed is False else fits.h0).posterior.idata.posterior)
+    # the other Savage-Dickey density estimator on the same H1 draws (diagnostic)
+    post = fits.h1[1.0].posterior
+    names = [n for n in post.names if "group_offset" in n]
+    idx = post.index_of(names)
+    sd_is = savage_dickey_importance(post, idx, float(row["sd_log_prior_density"]))
     return {
         "kind": kind,
         "index": index,
@@ -125,50 +144,70 @@ def run_one(kind: str, index: int, args) -> dict:
         "n_steps": int(ds.sizes["step"]),
         "likelihood": args.likelihood,
         "noise": args.noise,
-        "passed": res.passed,
-        "log_bf01_smc": v["log_bf01_smc"],
-        "log_bf01_smc_mc_error": v["log_bf01_smc_mc_error"],
-        "log_bf01_sd": v["log_bf01_sd"],
-        "log_bf01_sd_mc_error": v["log_bf01_sd_mc_error"],
-        "sd_in_support": v["sd_in_support"],
-        "methods_agree": v["methods_agree"],
-        "alpha_median": v["alpha_median"],
-        "alpha_lo": v["alpha_lo"],
-        "alpha_hi": v["alpha_hi"],
+        "nuts": {"draws": args.draws, "tune": args.tune, "chains": args.chains},
+        "passed": passed,
+        "log_bf01_bridge": float(row["log_bf01_bridge"]),
+        "log_bf01_bridge_mc_error": float(row["log_bf01_bridge_mc_error"]),
+        "log_bf01_sd": float(row["log_bf01_sd"]),
+        "log_bf01_sd_mc_error": float(row["log_bf01_sd_mc_error"]),
+        "sd_in_support": bool(row["sd_in_support"]),
+        "log_bf01_sd_importance": sd_is.log_bf01,
+        "log_bf01_sd_importance_mc_error": sd_is.mc_error,
+        "log_bf01_smc": float(row["log_bf01_smc"]),
+        "log_bf01_smc_mc_error": float(row["log_bf01_smc_mc_error"]),
+        "methods_agree": bool(row["agree"]),
+        "divergences": [int(row["divergences_h0"]), int(row["divergences_h1"])],
+        "alpha_median": alpha["alpha_median"],
+        "alpha_lo": alpha["alpha_lo"],
+        "alpha_hi": alpha["alpha_hi"],
         "seconds": time.perf_counter() - start,
     }
 
 
 def summarise(rows: list[dict]) -> dict:
+    """Shares per family; rows of the older SMC-only layout are summarised as before."""
     out: dict = {}
     log3 = float(np.log(3))
     for kind in ("h0", "shift", "bandit"):
         sub = [r for r in rows if r["kind"] == kind]
         if not sub:
             continue
-        smc = np.array([r["log_bf01_smc"] for r in sub])
+        new = "log_bf01_bridge" in sub[0]
+        first = np.array([r["log_bf01_bridge" if new else "log_bf01_smc"] for r in sub])
         sd = np.array([r["log_bf01_sd"] for r in sub])
         both = np.array([bool(r["sd_in_support"]) for r in sub])
-        target = smc > log3 if kind in ("h0", "bandit") else smc < -log3
-        target_sd = sd > log3 if kind in ("h0", "bandit") else sd < -log3
-        agree = np.abs(smc - sd) <= 1.0
+        sign = 1.0 if kind in ("h0", "bandit") else -1.0
+        agree = np.abs(first - sd) <= 1.0
         alpha_cover = np.array([r["alpha_lo"] <= 1.0 <= r["alpha_hi"] for r in sub])
-        out[kind] = {
+        name = "bridge" if new else "smc"
+        res = {
             "n_sets": len(sub),
-            "frac_correct_smc (BF>3 for the truth)": float(np.mean(target)),
-            "frac_correct_savage_dickey": float(np.mean(target_sd)),
+            "indices": sorted(r["index"] for r in sub),
+            f"frac_correct_{name} (BF>3 for the truth)": float(np.mean(sign * first > log3)),
+            "frac_correct_savage_dickey": float(np.mean(sign * sd > log3)),
             "n_sd_applies": int(both.sum()),
-            "frac_agree_within_1_where_sd_applies": float(np.mean(agree[both]))
+            f"frac_agree_{name}_sd_within_1_where_sd_applies": float(np.mean(agree[both]))
             if both.any()
             else None,
-            "frac_agree_within_1_all": float(np.mean(agree)),
-            "median_log_bf01_smc": float(np.median(smc)),
+            f"frac_agree_{name}_sd_within_1_all": float(np.mean(agree)),
+            f"median_log_bf01_{name}": float(np.median(first)),
             "median_log_bf01_sd": float(np.median(sd)),
-            "median_mc_error_smc": float(np.nanmedian([r["log_bf01_smc_mc_error"] for r in sub])),
+            f"median_abs_diff_{name}_sd": float(np.median(np.abs(first - sd))),
+            f"median_mc_error_{name}": float(
+                np.nanmedian([r[f"log_bf01_{name}_mc_error"] for r in sub])
+            ),
             "frac_alpha_90ci_covers_1": float(np.mean(alpha_cover)),
             "median_alpha": float(np.median([r["alpha_median"] for r in sub])),
             "median_seconds": float(np.median([r["seconds"] for r in sub])),
         }
+        if new:
+            sd_is = np.array([r["log_bf01_sd_importance"] for r in sub])
+            res["median_log_bf01_sd_importance"] = float(np.median(sd_is))
+            res["frac_agree_bridge_sd_importance_within_1_all"] = float(
+                np.mean(np.abs(first - sd_is) <= 1.0)
+            )
+            res["n_sets_with_divergences"] = int(sum(sum(r["divergences"]) > 0 for r in sub))
+        out[kind] = res
     return out
 
 
@@ -195,8 +234,13 @@ def main() -> None:
         help="measurement: i.i.d. noise with sd^2 ∝ 1/G (noise_d = 0); sde: SDE noise plus measurement noise",
     )
     p.add_argument("--likelihood", choices=["iid", "state_space"], default="iid")
-    p.add_argument("--draws", type=int, default=300)
+    p.add_argument("--draws", type=int, default=500, help="NUTS draws per chain")
+    p.add_argument("--tune", type=int, default=500, help="NUTS tuning steps per chain")
+    p.add_argument("--target-accept", type=float, default=0.9)
     p.add_argument("--chains", type=int, default=2)
+    p.add_argument(
+        "--smc-draws", type=int, default=0, help="SMC particles per chain (0: no SMC figure)"
+    )
     p.add_argument("--families", nargs="+", default=["h0", "shift", "bandit"])
     p.add_argument("--out", default="benchmarks/results/invariance_calibration.jsonl")
     p.add_argument("--summarise", action="store_true", help="only summarise an existing --out file")
@@ -228,9 +272,11 @@ def main() -> None:
             old = out.read_text() if out.exists() else ""
             write_text_atomic(out, old + json.dumps(row) + "\n")
             print(
-                f"{kind:6s} {i:3d} log BF01 smc {row['log_bf01_smc']:8.2f} ± {row['log_bf01_smc_mc_error']:.2f} "
-                f"sd {row['log_bf01_sd']:8.2f} ({'in' if row['sd_in_support'] else 'out of'} support) "
-                f"alpha {row['alpha_median']:.2f} {row['seconds']:.0f}s",
+                f"{kind:6s} {i:3d} log BF01 bridge {row['log_bf01_bridge']:8.2f} ± "
+                f"{row['log_bf01_bridge_mc_error']:.2f} sd {row['log_bf01_sd']:8.2f} "
+                f"({'in' if row['sd_in_support'] else 'out of'} support) sd-is "
+                f"{row['log_bf01_sd_importance']:8.2f} alpha {row['alpha_median']:.2f} "
+                f"{row['seconds']:.0f}s",
                 flush=True,
             )
     rows = {}

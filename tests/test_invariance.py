@@ -92,7 +92,9 @@ def test_bayes_factor_of_g_invariance_matches_the_exact_value_at_every_prior_wid
             assert row["log_bf01_sd"] == pytest.approx(exact, abs=0.3)
         assert row["n_offsets"] == 2
         assert np.isnan(row["log_bf01_smc"])  # SMC only on request
-    if shift == 0.0:  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
+    if (
+        shift == 0.0
+    ):  # no effect: wider offset priors favour H0 more (Lindley), visible in the table
         assert table["log_bf01_bridge"].iloc[-1] > table["log_bf01_bridge"].iloc[0]
     exact1 = _exact_log_bf01(ds, 0.5)
     if abs(exact1) > np.log(3) + 0.3:

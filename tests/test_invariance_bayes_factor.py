@@ -20,15 +20,15 @@ from bayes_grpo.checks.bayes_factor import (
     bayes_factor_words,
     bridge_evidence,
     bridge_sampling,
-    log_bf01_from_bridge,
-    offset_prior_log_density_at_zero,
-    savage_dickey_importance,
     combine_chain_evidence,
     final_log_marginal_likelihood,
+    log_bf01_from_bridge,
     log_bf01_from_evidence,
     log_density_at,
     normal_log_density_at_zero,
+    offset_prior_log_density_at_zero,
     savage_dickey,
+    savage_dickey_importance,
     smc_evidence,
 )
 

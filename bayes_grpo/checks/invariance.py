@@ -147,6 +147,7 @@ class BayesFactorRow:
     log_bf01_sd_mc_error: float
     sd_method: str
     sd_in_support: bool
+    sd_log_prior_density: float
     n_offsets: int
     log_bf01_smc: float = float("nan")
     log_bf01_smc_mc_error: float = float("nan")
@@ -255,7 +256,8 @@ def invariance_bayes_factor(
     (table, fits)
         ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_bridge``,
         ``log_bf01_bridge_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
-        ``sd_method``, ``sd_in_support``, ``n_offsets``, ``log_bf01_smc``,
+        ``sd_method``, ``sd_in_support``, ``sd_log_prior_density`` (``log p(delta=0 | H1)``),
+        ``n_offsets``, ``log_bf01_smc``,
         ``log_bf01_smc_mc_error`` (NaN without SMC), ``smc_chains_finite_h0/h1``,
         ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
         ``AGREEMENT_TOL``); ``fits`` is an :class:`InvarianceFits`.
@@ -309,6 +311,7 @@ def invariance_bayes_factor(
             log_bf01_sd_mc_error=sd.mc_error,
             sd_method=sd_method,
             sd_in_support=sd.in_support,
+            sd_log_prior_density=log_prior0,
             n_offsets=sd.dim,
             divergences_h0=_divergences(br0),
             divergences_h1=_divergences(br1),
