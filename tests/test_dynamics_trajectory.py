@@ -189,3 +189,57 @@ def test_gradient_is_continuous_across_zeta_one():
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
     np.testing.assert_allclose(grads[2], grads[1], rtol=1e-6)
     assert np.all(np.isfinite(np.concatenate(grads)))
+
+
+@pytest.mark.parametrize(("t0", "dt", "n_points"), [(0.0, 1.0, 1000), (5.0, 2.0, 37), (3.0, 10.0, 2), (0.0, 1.0, 1)])
+def test_grid_trajectory_equals_the_closed_form_in_every_regime(t0, dt, n_points):
+    """Baby-step giant-step on a regular grid gives the closed form's values (to rounding)."""
+    from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid
+
+    rng = np.random.default_rng(7)
+    rows = [_random_setting(rng, draw(rng)) for draw in ZETAS.values() for _ in range(3)]
+    mass, damping, k_eff, e0, v0 = (np.array([r[i] for r in rows]) for i in range(5))
+    grid = error_trajectory_on_grid(n_points, dt, mass, damping, k_eff, e0, v0, t0)
+    t = t0 + dt * np.arange(n_points)
+    ref = error_trajectory(t[None, :], mass[:, None], damping[:, None], k_eff[:, None], e0[:, None], v0[:, None])
+    assert grid.shape == (len(rows), n_points)
+    np.testing.assert_allclose(grid, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_grid_trajectory_of_an_unstable_draw_stays_finite():
+    from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid
+
+    grid = error_trajectory_on_grid(5000, 1.0, np.array([1.0]), np.array([-0.5]), np.array([0.01]), np.array([0.5]))
+    assert np.all(np.isfinite(grid)) and np.abs(grid).max() > 1e100
+
+
+def test_grid_trajectory_gradient_matches_finite_differences_of_the_closed_form():
+    """The PyTensor graph NUTS differentiates has the closed form's gradient."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid
+
+    params = pt.dvector("params")
+    t = np.arange(300.0)
+    y = np.sin(t / 40.0)
+    grid = error_trajectory_on_grid(300, 1.0, params[0:1], params[1:2], params[2:3], params[3:4])
+    loss = ((grid - y) ** 2).sum()
+    f = pytensor.function([params], [loss, pt.grad(loss, params)])
+
+    def closed_loss(x):
+        return float(np.sum((error_trajectory(t, *x) - y) ** 2))
+
+    for zeta in (0.3, 1.0, 3.0):
+        k = 0.004
+        point = np.array([1.2, 2 * zeta * np.sqrt(1.2 * k), k, -0.7])
+        value, grad = f(point)
+        assert value == pytest.approx(closed_loss(point), rel=1e-10)
+        fd = np.empty(4)
+        for i in range(4):
+            h = 1e-6 * abs(point[i])
+            up, down = point.copy(), point.copy()
+            up[i] += h
+            down[i] -= h
+            fd[i] = (closed_loss(up) - closed_loss(down)) / (2 * h)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5)

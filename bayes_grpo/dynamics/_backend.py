@@ -21,6 +21,8 @@ NUMPY = SimpleNamespace(
     abs=np.abs,
     minimum=np.minimum,
     maximum=np.maximum,
+    clip=np.clip,
+    concatenate=np.concatenate,
     asarray=lambda x: np.asarray(x, dtype=float),
 )
 
@@ -38,6 +40,8 @@ def _pytensor_ops() -> SimpleNamespace:
         abs=pt.abs,
         minimum=pt.minimum,
         maximum=pt.maximum,
+        clip=pt.clip,
+        concatenate=pt.concatenate,
         asarray=pt.as_tensor_variable,
     )
 

@@ -31,7 +31,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
-from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid, reward_trajectory
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
 
@@ -62,7 +62,9 @@ def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str
     log_k = np.log(a0 / eta_ref) if parameterisation == "mechanistic" else np.zeros(n_m)
     known = np.isfinite(data.log_size)
     use_size = bool(
-        config["size_exponent"]["enabled"] and known.sum() >= 2 and np.ptp(data.log_size[known]) > 0
+        config["size_exponent"]["enabled"]
+        and known.sum() >= max(2, int(config["size_exponent"].get("min_models", 3)))
+        and np.ptp(data.log_size[known]) > 0
     )
     size_mean = float(np.mean(data.log_size[known])) if known.any() else 0.0
     x_size = np.where(known, data.log_size - size_mean, 0.0) if use_size else np.zeros(n_m)
@@ -77,6 +79,18 @@ def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str
         "size_mean": size_mean,
         "use_size": use_size,
     }
+
+
+def regular_grid(steps: np.ndarray, rtol: float = 1e-9) -> tuple[float, float] | None:
+    """``(t0, dt)`` when ``steps`` (shape ``(n_steps,)``) is evenly spaced, else ``None``."""
+    steps = np.asarray(steps, dtype=float)
+    if steps.size < 2:
+        return None
+    diffs = np.diff(steps)
+    dt = float(diffs[0])
+    if dt <= 0 or not np.allclose(diffs, dt, rtol=rtol, atol=0.0):
+        return None
+    return float(steps[0]), dt
 
 
 def build_pymc_model(
@@ -161,7 +175,14 @@ def build_pymc_model(
             # Evaluate on the dense (run, step) grid by broadcasting (cheap gradients, no
             # per-observation gathers), then pick the observed entries with one flat index.
             col = lambda v: v[:, None]  # noqa: E731
-            mu = reward_trajectory(d["steps"][None, :], col(mass), col(damp), col(k_eff), col(plateau_run), col(r0_run))
+            grid = regular_grid(data.steps)
+            if grid is not None:
+                # Regular grid (the usual log): exact transition doubling, no per-step
+                # transcendentals (same values as the closed form, several times cheaper).
+                err = error_trajectory_on_grid(len(data.steps), d["grid_dt"], mass, damp, k_eff, r0_run - plateau_run, 0.0, d["grid_t0"])
+                mu = col(plateau_run) + err
+            else:
+                mu = reward_trajectory(d["steps"][None, :], col(mass), col(damp), col(k_eff), col(plateau_run), col(r0_run))
             mu_raw = col(loc) + col(scale) * mu
             sd_raw = col(scale * sigma_run) + pt.zeros_like(mu)
             flat = d["obs_flat"]
@@ -205,6 +226,9 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
     else:
         arrays["log_w0_guess"] = np.log(centres["w0"])
     if likelihood == "iid":
+        grid = regular_grid(data.steps)
+        if grid is not None:
+            arrays["grid_t0"], arrays["grid_dt"] = np.asarray(grid[0]), np.asarray(grid[1])
         arrays["obs_flat"] = data.obs_run * len(data.steps) + data.obs_step_idx
         arrays["obs_reward"] = data.reward[data.obs_run, data.obs_step_idx]
     else:
@@ -226,7 +250,9 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
             "dt_index": index,
             "jacobian": np.asarray(-float(np.sum(np.log(data.scale[mi]) * mask.sum(axis=1)))),
         }
-    return {name: pm.Data(f"data_{name}", value) for name, value in arrays.items()}
+    # Static shapes: PyTensor then drops its run-time broadcast checks (hundreds of tiny
+    # nodes in the gradient); the compiled code is still shared across data values.
+    return {name: pm.Data(f"data_{name}", value, shape=np.shape(value)) for name, value in arrays.items()}
 
 
 def _mechanistic(data, d, config, centres, by_group, gos):
@@ -234,16 +260,22 @@ def _mechanistic(data, d, config, centres, by_group, gos):
     ls = config["log_stiffness"]
     delta = pm.Normal("log_stiffness_delta", 0.0, 1.0)
     mean = pm.Deterministic("log_stiffness_mean", d["log_k_centre"] + ls["mean_sigma"] * delta)
-    log_k = mean + pt.zeros_like(d["late"])
-    if data.n_models > 1:
-        sd = pm.HalfNormal("log_stiffness_sd", d["log_k_sd_scale"])
-        z = pm.Normal("log_stiffness_z", 0.0, 1.0, dims="model")
-        log_k = log_k + sd * z
+    centre = mean + pt.zeros_like(d["late"])
     if centres["use_size"]:
         se = config["size_exponent"]
         beta = pm.Normal("size_exponent", se["mu"], se["sigma"])
-        log_k = log_k + beta * d["x_size"]
-    log_k = pm.Deterministic("log_stiffness", log_k, dims="model")
+        centre = centre + beta * d["x_size"]
+    if data.n_models > 1:
+        sd = pm.HalfNormal("log_stiffness_sd", d["log_k_sd_scale"])
+        if ls["centred"]:
+            # Whole runs pin each model's stiffness: the centred form avoids the funnel
+            # that the non-centred one has between sd and z when the data are informative.
+            log_k = pm.Normal("log_stiffness", centre, sd, dims="model")
+        else:
+            z = pm.Normal("log_stiffness_z", 0.0, 1.0, dims="model")
+            log_k = pm.Deterministic("log_stiffness", centre + sd * z, dims="model")
+    else:
+        log_k = pm.Deterministic("log_stiffness", centre, dims="model")
     log_k_run = log_k[d["model_idx"]]
     if by_group:
         off_k = pm.Deterministic("group_offset_log_stiffness", gos * pm.Normal("group_offset_log_stiffness_z", 0, 1, dims="group"), dims="group")
@@ -278,4 +310,4 @@ def _phenomenological(data, d, config, by_group, gos):
     return mass, damp, k_eff
 
 
-__all__ = ["build_pymc_model", "prior_centres"]
+__all__ = ["build_pymc_model", "prior_centres", "regular_grid"]

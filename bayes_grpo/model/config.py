@@ -39,12 +39,15 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # Response time relative to run length: a_m centred on (1 - mu) / (fraction * T),
     # log-normal with sd log_sigma (natural log).
     "time_scale": {"fraction": 0.25, "log_sigma": 1.5},
-    # Mechanistic: log K_m = c + delta + beta * (log N_m - mean) + s * z_m,
-    # delta ~ Normal(0, mean_sigma), s ~ HalfNormal(between_models_sigma), z_m ~ Normal(0, 1).
-    "log_stiffness": {"mean_sigma": 1.5, "between_models_sigma": 1.0},
+    # Mechanistic: log K_m ~ Normal(c + delta + beta * (log N_m - mean), s),
+    # delta ~ Normal(0, mean_sigma), s ~ HalfNormal(between_models_sigma); "centred": False
+    # samples log K_m = centre + s * z_m, z_m ~ Normal(0, 1) instead (better when the runs
+    # say little about each model's stiffness, e.g. very short runs).
+    "log_stiffness": {"mean_sigma": 1.5, "between_models_sigma": 1.0, "centred": True},
     # Curvature-scaling exponent beta (regression of log K on log model_size); used when
-    # "enabled" and at least two models with known, different sizes are present.
-    "size_exponent": {"enabled": True, "mu": 0.0, "sigma": 1.0},
+    # "enabled" and at least "min_models" models with known sizes (two different sizes at
+    # least) are present: with fewer, beta and the between-model spread are not separable.
+    "size_exponent": {"enabled": True, "mu": 0.0, "sigma": 1.0, "min_models": 3},
     # Phenomenological: log zeta_m ~ Normal(log_mu, log_sigma)
     "damping_ratio": {"log_mu": 0.0, "log_sigma": 1.0},
     # Noise: sigma_r^2 = D_m / G_r^alpha. iid: sigma is the per-step residual sd, with
@@ -75,6 +78,10 @@ DEFAULT_SAMPLER_CONFIG: dict[str, Any] = {
     "tune": 1000,
     "chains": 4,
     "target_accept": 0.9,
+    # "diag": diagonal mass matrix adaptation; "full": dense (PyMC) / low-rank-modified
+    # (nutpie) adaptation, which removes the correlations between plateau, initial reward
+    # and stiffness that a trajectory fit has.
+    "mass_matrix": "diag",
     "sampler": "pymc",
     "random_seed": 0,
     "progressbar": True,

@@ -80,7 +80,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "1"
+    version = "2"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models
 
     def __init__(
         self,
@@ -223,6 +223,7 @@ class GRPODynamicsModel:
                     cores=n_cores,
                     random_seed=int(sc["random_seed"]),
                     target_accept=float(sc["target_accept"]),
+                    init="jitter+adapt_full" if sc.get("mass_matrix", "diag") == "full" else "jitter+adapt_diag",
                     progressbar=bool(sc["progressbar"]),
                     compute_convergence_checks=False,
                 )
@@ -600,6 +601,7 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
         seed=int(sc["random_seed"]),
         progress_bar=bool(sc["progressbar"]),
         target_accept=float(sc["target_accept"]),
+        low_rank_modified_mass_matrix=sc.get("mass_matrix", "diag") == "full",
     )
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from bayes_grpo.dynamics.trajectory import error_trajectory
+from bayes_grpo.dynamics.trajectory import error_trajectory, transition_entries
 
 #: Gauss-Legendre order of the process-noise quadrature.
 QUADRATURE_ORDER: int = 16
@@ -44,11 +44,7 @@ def transition(dt, mass, damping, k_eff):
     ``dt`` and the coefficients broadcast (e.g. ``dt`` shape ``(n_int, 1)``, coefficients
     ``(n_runs,)`` give ``(n_int, n_runs)``). Works on NumPy and PyTensor inputs.
     """
-    e1 = error_trajectory(dt, mass, damping, k_eff, 1.0, 0.0)
-    s = error_trajectory(dt, mass, damping, k_eff, 0.0, 1.0)
-    gamma = damping / (2.0 * mass)
-    w2 = k_eff / mass
-    return e1, s, -w2 * s, e1 - 2.0 * gamma * s
+    return transition_entries(dt, mass, damping, k_eff)
 
 
 def process_noise(dt, mass, damping, k_eff, q):
