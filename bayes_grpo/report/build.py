@@ -191,7 +191,15 @@ def report_from_posterior(
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
 
-        results["invariance"] = invariance_check(model.runset, parameterisation=model.parameterisation, random_seed=seed)
+        sc = model.sampler_config
+        results["invariance"] = invariance_check(
+            model.runset,
+            parameterisation=model.parameterisation,
+            draws=int(sc["draws"]),
+            tune=int(sc["tune"]),
+            chains=int(sc["chains"]),
+            random_seed=seed,
+        )
     if compare:
         from bayes_grpo.predict.compare import compare_laws
 
