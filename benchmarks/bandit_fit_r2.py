@@ -41,8 +41,8 @@ def main() -> None:
     lrs = [float(x) for x in args.learning_rates.split(",")]
     k_refs = [int(x) for x in args.k_refs.split(",")]
     ds = simulate_bandit(
-        k_ref=[k for k in k_refs for _ in lrs],
-        learning_rate=[lr for _ in k_refs for lr in lrs],
+        k_ref=k_refs,
+        learning_rate=lrs,
         momentum=args.momentum,
         group_size=8,
         seeds=args.seeds,
