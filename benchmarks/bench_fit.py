@@ -84,17 +84,18 @@ def ode_model(ds, config=None):
         g = np.where(np.isfinite(data.group_size), data.group_size, 1.0)
         sigma = sigma_ref[mi] * pt.sqrt((g / c["g_ref"][mi]) ** (-alpha))
 
-        def f(e, v):
-            return v, -(damp * v + k_eff * e) / mass
+        def rk4(e, v, m_, c_, k_):
+            def f(e, v):
+                return v, -(c_ * v + k_ * e) / m_
 
-        def rk4(e, v):
             k1e, k1v = f(e, v)
             k2e, k2v = f(e + 0.5 * k1e, v + 0.5 * k1v)
             k3e, k3v = f(e + 0.5 * k2e, v + 0.5 * k2v)
             k4e, k4v = f(e + k3e, v + k3v)
             return e + (k1e + 2 * k2e + 2 * k3e + k4e) / 6.0, v + (k1v + 2 * k2v + 2 * k3v + k4v) / 6.0
 
-        (es, _), _ = pytensor.scan(rk4, outputs_info=[r0 - p, pt.zeros_like(r0)], n_steps=n_steps)
+        # The coefficients enter as non-sequences (a scan must not close over random variables).
+        (es, _), _ = pytensor.scan(rk4, outputs_info=[r0 - p, pt.zeros_like(r0)], non_sequences=[mass, damp, k_eff], n_steps=n_steps)
         e_all = pt.concatenate([(r0 - p)[None, :], es], axis=0).T  # (run, step 0..n_steps)
         idx = data.obs_step_idx  # grid steps are 0..n_steps here
         mu = (p[:, None] + e_all)[data.obs_run, data.steps[idx].astype(int)]
