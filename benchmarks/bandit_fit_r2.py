@@ -18,8 +18,6 @@ import argparse
 import json
 import time
 
-import numpy as np
-
 from bayes_grpo import metrics
 from bayes_grpo.bandit import simulate_bandit
 from bayes_grpo.model import GRPODynamicsModel
