@@ -175,10 +175,9 @@ def build_pymc_model(
             # Evaluate on the dense (run, step) grid by broadcasting (cheap gradients, no
             # per-observation gathers), then pick the observed entries with one flat index.
             col = lambda v: v[:, None]  # noqa: E731
-            grid = regular_grid(data.steps)
-            if grid is not None:
-                # Regular grid (the usual log): exact transition doubling, no per-step
-                # transcendentals (same values as the closed form, several times cheaper).
+            if "grid_dt" in d:
+                # Regular grid (the usual log; detected once, in _data_containers): baby-step
+                # giant-step, O(sqrt T) transcendentals per run, same values as the closed form.
                 err = error_trajectory_on_grid(len(data.steps), d["grid_dt"], mass, damp, k_eff, r0_run - plateau_run, 0.0, d["grid_t0"])
                 mu = col(plateau_run) + err
             else:
