@@ -36,7 +36,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from bayes_grpo import metrics
-from bayes_grpo.dynamics.coefficients import gain, oscillator_coefficients
+from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.lsq import fit_oscillator
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset import make_runset
@@ -65,23 +65,46 @@ def load_real_runs(root: Path):
     return make_runset(curves, meta)
 
 
-def lsq_mechanistic(t, y, eta, momentum=MOMENTUM, convention=CONVENTION, k_ref=K_REF):
-    """Least squares of the mechanistic law: free p*, R0, log a (multi-start)."""
+def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
+    """Least squares of the mechanistic law: free ``p*, R0`` and the gain ``a = eta K``.
+
+    ``M, C, K_eff`` follow from ``a``, the momentum and ``k_ref``
+    (:func:`~bayes_grpo.dynamics.coefficients.oscillator_coefficients`); only ``a`` is free
+    in the dynamics, so the fit is ``min_a min_{p*, R0} SSE``. For fixed ``a`` the curve
+    ``R = p* (1 - g(t)) + R0 g(t)`` (``g`` the unit error trajectory) is linear in
+    ``(p*, R0)``: the profile is solved exactly on a dense log grid of ``a`` (from ``1e-4 /
+    span`` to 1, stable and unstable gains alike, as the Bayesian model allows), and the
+    best grid point is polished with :func:`scipy.optimize.least_squares` over all three.
+    The law depends on the learning rate and ``K`` through ``a`` only, so a single run
+    needs no learning rate. Returns the fitted curve at the finite points of ``y`` and ``a``.
+    """
     ok = np.isfinite(y)
-    t, y = t[ok], y[ok]
+    t, y = np.asarray(t, dtype=float)[ok], np.asarray(y, dtype=float)[ok]
     span = max(t.max(), 1.0)
 
-    def curve(tt, p):
-        m, c, k = oscillator_coefficients(np.exp(p[2]), momentum, k_ref)
-        return reward_trajectory(tt, m, c, k, p[0], p[1])
+    def unit(tt, log_a):
+        m, c, k = oscillator_coefficients(np.exp(log_a), momentum, k_ref)
+        return reward_trajectory(tt, m, c, k, 0.0, 1.0)  # g(t): p* = 0, R0 = 1
 
-    best = None
-    k_early = max(1, len(y) // 10)
-    for log_a in np.linspace(np.log(1e-3 / span), np.log(min(50.0 / span, (1 - momentum) / max(k_ref, 1e-9) * 0.999)), 12):
-        res = least_squares(lambda p: curve(t, p) - y, [np.mean(y[-k_early:]), np.mean(y[:k_early]), log_a])
-        if best is None or res.cost < best.cost:
-            best = res
-    return curve(t, best.x), float(np.exp(best.x[2]))
+    def profile(log_a):
+        g = unit(t, log_a)
+        design = np.column_stack([1.0 - g, g])
+        if not np.all(np.isfinite(design)):
+            return np.inf, None
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        return float(np.sum((design @ coef - y) ** 2)), coef
+
+    grid = np.linspace(np.log(1e-4 / span), 0.0, n_grid)
+    sse = [profile(la)[0] for la in grid]
+    log_a0 = grid[int(np.argmin(sse))]
+    coef0 = profile(log_a0)[1]
+
+    def curve(tt, p):
+        return p[0] + (p[1] - p[0]) * unit(tt, p[2])
+
+    res = least_squares(lambda p: curve(t, p) - y, [coef0[0], coef0[1], log_a0])
+    best = res.x if 2.0 * res.cost <= min(sse) else np.array([coef0[0], coef0[1], log_a0])
+    return curve(t, best), float(np.exp(best[2]))
 
 
 def main() -> None:
@@ -92,12 +115,20 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"))
     parser.add_argument("--parameterisations", default="phenomenological,mechanistic")
+    parser.add_argument("--runs", default=None, help="comma-separated run ids to fit (default: all; for quick diagnostics)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
     from bayes_grpo.model import GRPODynamicsModel
 
     ds = load_real_runs(args.real_runs)
+    if args.runs:
+        wanted = [r.strip() for r in args.runs.split(",") if r.strip()]
+        unknown = sorted(set(wanted) - {str(r) for r in ds.run.values})
+        if unknown:
+            raise SystemExit(f"--runs: unknown run ids {unknown}; known: {sorted(str(r) for r in ds.run.values)}")
+        ds = ds.sel(run=wanted)
+        ds = ds.isel(step=np.flatnonzero(np.isfinite(ds.reward.values).any(axis=0)))
     steps = ds.step.values.astype(float)
     out = {}
     defaults = {"momentum": MOMENTUM, "momentum_convention": CONVENTION, "k_ref": K_REF}
@@ -114,9 +145,11 @@ def main() -> None:
             if par == "phenomenological":
                 fit = fit_oscillator(steps[ok], y[ok])
                 lsq_curve = fit.fitted
+                lsq_params = {"lsq_zeta": fit.params["zeta"], "lsq_w0": fit.params["w0"], "lsq_at_bounds": ",".join(fit.at_bounds)}
             else:
-                eta = float(gain(ds.learning_rate.sel(run=run).item(), 1.0, MOMENTUM, CONVENTION))
-                lsq_curve, _ = lsq_mechanistic(steps, y, eta)
+                lsq_curve, lsq_a = lsq_mechanistic(steps, y)
+                m_, c_, k_ = oscillator_coefficients(lsq_a, MOMENTUM, K_REF)
+                lsq_params = {"lsq_zeta": float(damping_ratio(m_, c_, k_)), "lsq_a": lsq_a}
             lsq_s = metrics.smoothed_r2(y[ok], lsq_curve)
             r = summary.loc[run]
             trend = bool(r["has_trend"])
@@ -130,15 +163,26 @@ def main() -> None:
                     "lsq_r2_raw": metrics.r2(y[ok], lsq_curve),
                     "lsq_r2_smoothed": lsq_s,
                     "zeta": r["zeta"],
+                    "zeta_lo": r["zeta_lo"],
+                    "zeta_hi": r["zeta_hi"],
+                    "a": r["a"],
+                    **lsq_params,
                     "verdict": ("pass" if r["r2_smoothed"] >= lsq_s - 0.01 else "FAIL") if trend else "no trend",
                 }
             )
         table = pd.DataFrame(rows).set_index("run")
         conv = model.convergence()
-        with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print(f"\n== {par}: {wall:.0f} s, convergence: {conv.summary}")
+        counts = table["verdict"].value_counts().to_dict()
+        with pd.option_context("display.width", 250, "display.max_columns", 30):
+            print(f"\n== {par}: {wall:.0f} s, verdicts {counts}, convergence: {conv.summary}")
             print(table.round(3).to_string())
-        out[par] = {"wall_s": wall, "convergence": conv.values, "runs": table.reset_index().to_dict(orient="records")}
+        out[par] = {
+            "wall_s": wall,
+            "settings": {"draws": args.draws, "tune": args.tune, "chains": args.chains, "sampler": args.sampler, "random_seed": 0, "model_config": model.model_config},
+            "verdicts": counts,
+            "convergence": conv.values,
+            "runs": table.reset_index().to_dict(orient="records"),
+        }
         if args.json:
             from bayes_grpo.checks.base import jsonable
 
