@@ -107,6 +107,20 @@ def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
     return curve(t, best), float(np.exp(best[2]))
 
 
+def markdown_table(result: dict) -> str:
+    """Markdown per-run table of one parameterisation's result (the ``--json`` entry)."""
+    lines = [
+        "| run | trend | raw R^2 | noise ceiling | smoothed R^2 (posterior mean) | smoothed R^2 (LSQ) | raw R^2 (LSQ) | zeta median [90%] | LSQ zeta | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["runs"]:
+        lines.append(
+            f"| {r['run']} | {'yes' if r['has_trend'] else 'no'} | {r['r2_raw']:.3f} | {r['r2_noise_ceiling']:.3f} | {r['r2_smoothed']:.3f} "
+            f"| {r['lsq_r2_smoothed']:.3f} | {r['lsq_r2_raw']:.3f} | {r['zeta']:.2f} [{r['zeta_lo']:.2f}, {r['zeta_hi']:.2f}] | {r['lsq_zeta']:.3g} | {r['verdict']} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--real-runs", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "real_runs")
@@ -117,7 +131,13 @@ def main() -> None:
     parser.add_argument("--parameterisations", default="phenomenological,mechanistic")
     parser.add_argument("--runs", default=None, help="comma-separated run ids to fit (default: all; for quick diagnostics)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--table", type=Path, default=None, help="print the markdown tables of a saved --json file and exit (no fit)")
     args = parser.parse_args()
+    if args.table is not None:
+        for par, result in json.loads(args.table.read_text()).items():
+            print(f"### {par}\n\nverdicts: {result.get('verdicts')}; convergence: {result['convergence']}\n")
+            print(markdown_table(result) + "\n")
+        return
 
     from bayes_grpo.model import GRPODynamicsModel
 
