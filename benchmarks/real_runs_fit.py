@@ -107,16 +107,27 @@ def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
     return curve(t, best), float(np.exp(best[2]))
 
 
+def run_rhat(posterior) -> dict[str, float]:
+    """Largest R-hat over the per-run variables (``plateau_run``, ``initial_reward``, ``a``,
+    ``zeta``, ``sigma``) of each run: which runs' verdicts rest on chains that disagree."""
+    import arviz as az
+
+    names = [v for v in ("plateau_run", "initial_reward", "a", "zeta", "sigma") if v in posterior]
+    rhat = az.rhat(posterior[names])
+    stacked = np.max(np.stack([rhat[v].values for v in names]), axis=0)
+    return {str(r): float(x) for r, x in zip(posterior["run"].values, stacked)}
+
+
 def markdown_table(result: dict) -> str:
     """Markdown per-run table of one parameterisation's result (the ``--json`` entry)."""
     lines = [
-        "| run | trend | raw R^2 | noise ceiling | smoothed R^2 (posterior mean) | smoothed R^2 (LSQ) | raw R^2 (LSQ) | zeta median [90%] | LSQ zeta | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| run | trend | raw R^2 | noise ceiling | smoothed R^2 (posterior mean) | smoothed R^2 (LSQ) | raw R^2 (LSQ) | zeta median [90%] | LSQ zeta | run R-hat | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
         lines.append(
             f"| {r['run']} | {'yes' if r['has_trend'] else 'no'} | {r['r2_raw']:.3f} | {r['r2_noise_ceiling']:.3f} | {r['r2_smoothed']:.3f} "
-            f"| {r['lsq_r2_smoothed']:.3f} | {r['lsq_r2_raw']:.3f} | {r['zeta']:.2f} [{r['zeta_lo']:.2f}, {r['zeta_hi']:.2f}] | {r['lsq_zeta']:.3g} | {r['verdict']} |"
+            f"| {r['lsq_r2_smoothed']:.3f} | {r['lsq_r2_raw']:.3f} | {r['zeta']:.2f} [{r['zeta_lo']:.2f}, {r['zeta_hi']:.2f}] | {r['lsq_zeta']:.3g} | {r.get('max_r_hat', float('nan')):.3f} | {r['verdict']} |"
         )
     return "\n".join(lines)
 
@@ -158,6 +169,7 @@ def main() -> None:
         model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=0, progressbar=False)
         wall = time.perf_counter() - t0
         summary = model.run_summary()
+        per_run_rhat = run_rhat(model.idata.posterior)
         rows = []
         for run in summary.index:
             y = ds.reward.sel(run=run).values
@@ -186,6 +198,7 @@ def main() -> None:
                     "zeta_lo": r["zeta_lo"],
                     "zeta_hi": r["zeta_hi"],
                     "a": r["a"],
+                    "max_r_hat": float(per_run_rhat.get(run, np.nan)),
                     **lsq_params,
                     "verdict": ("pass" if r["r2_smoothed"] >= lsq_s - 0.01 else "FAIL") if trend else "no trend",
                 }
