@@ -20,7 +20,9 @@ reported as such.
 Usage::
 
     .venv/bin/python benchmarks/real_runs_fit.py [--real-runs ../shared/real_runs]
-        [--draws 500 --tune 500 --chains 2] [--json out.json]
+        [--draws 500 --tune 500 --chains 2] [--seed 0] [--parameterisations phenomenological,mechanistic]
+        [--runs RUN1,RUN2] [--model-config JSON] [--json out.json]
+    .venv/bin/python benchmarks/real_runs_fit.py --table out.json   # markdown tables of a saved result
 """
 
 from __future__ import annotations
@@ -118,6 +120,42 @@ def run_rhat(posterior) -> dict[str, float]:
     return {str(r): float(x) for r, x in zip(posterior["run"].values, stacked)}
 
 
+ZETA_BANDS: tuple[tuple[float, float], ...] = ((0.0, 0.3), (0.3, 0.7), (0.7, 1.5), (1.5, np.inf))
+
+
+def diagnose_run(posterior, run: str, t: np.ndarray, y: np.ndarray) -> dict:
+    """Where the posterior-mean curve loses to least squares, for one run (finite ``t, y``).
+
+    From every posterior draw's curve: the smoothed R^2 of each chain's mean curve (Monte
+    Carlo spread), of the single best-fitting draw (is the least-squares shape inside the
+    posterior?), of the curve at the posterior-median parameters, and, per band of the
+    damping ratio, the posterior mass and the smoothed R^2 of the band's mean curve (does
+    averaging under- and overdamped shapes cost the fit?).
+    """
+    get = lambda v: posterior[v].sel(run=run).values  # (chain, draw)  # noqa: E731
+    m, c, k, p, r0, zeta = (get(v) for v in ("M_eff", "C_eff", "K_eff", "plateau_run", "initial_reward", "zeta"))
+    curves = reward_trajectory(t, m[..., None], c[..., None], k[..., None], p[..., None], r0[..., None])  # (chain, draw, n)
+    flat = curves.reshape(-1, t.size)
+    sse = np.sum((flat - y) ** 2, axis=1)
+    med = reward_trajectory(t, *(np.median(v) for v in (m, c, k, p, r0)))
+    bands = []
+    for lo, hi in ZETA_BANDS:
+        sel = ((zeta >= lo) & (zeta < hi)).ravel()
+        bands.append(
+            {
+                "zeta_band": [lo, hi],
+                "mass": float(sel.mean()),
+                "r2_smoothed_band_mean": float(metrics.smoothed_r2(y, flat[sel].mean(axis=0))) if sel.sum() >= 5 else None,
+            }
+        )
+    return {
+        "chain_r2_smoothed": [float(metrics.smoothed_r2(y, curves[i].mean(axis=0))) for i in range(curves.shape[0])],
+        "best_draw_r2_smoothed": float(metrics.smoothed_r2(y, flat[int(np.argmin(sse))])),
+        "median_parameters_r2_smoothed": float(metrics.smoothed_r2(y, med)),
+        "zeta_bands": bands,
+    }
+
+
 def markdown_table(result: dict) -> str:
     """Markdown per-run table of one parameterisation's result (the ``--json`` entry)."""
     lines = [
@@ -140,6 +178,9 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"))
     parser.add_argument("--parameterisations", default="phenomenological,mechanistic")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-config", default="{}", help='JSON merged into the model configuration, e.g. \'{"damping_ratio": {"log_sigma": 2.0}}\'')
+    parser.add_argument("--diagnose", action="store_true", help="add per-run diagnostics of the posterior-mean vs least-squares gap (trend runs)")
     parser.add_argument("--runs", default=None, help="comma-separated run ids to fit (default: all; for quick diagnostics)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--table", type=Path, default=None, help="print the markdown tables of a saved --json file and exit (no fit)")
@@ -164,9 +205,10 @@ def main() -> None:
     out = {}
     defaults = {"momentum": MOMENTUM, "momentum_convention": CONVENTION, "k_ref": K_REF}
     for par in args.parameterisations.split(","):
-        model = GRPODynamicsModel(model_config={"hyperparameter_defaults": defaults, "alpha": {"fixed": 1.0}}, parameterisation=par)
+        model_config = {"hyperparameter_defaults": defaults, "alpha": {"fixed": 1.0}} | json.loads(args.model_config)
+        model = GRPODynamicsModel(model_config=model_config, parameterisation=par)
         t0 = time.perf_counter()
-        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=0, progressbar=False)
+        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=args.seed, progressbar=False)
         wall = time.perf_counter() - t0
         summary = model.run_summary()
         per_run_rhat = run_rhat(model.idata.posterior)
@@ -203,15 +245,22 @@ def main() -> None:
                     "verdict": ("pass" if r["r2_smoothed"] >= lsq_s - 0.01 else "FAIL") if trend else "no trend",
                 }
             )
+            if args.diagnose and trend:
+                rows[-1]["diagnostics"] = diagnose_run(model.idata.posterior, run, steps[ok], y[ok])
         table = pd.DataFrame(rows).set_index("run")
         conv = model.convergence()
         counts = table["verdict"].value_counts().to_dict()
         with pd.option_context("display.width", 250, "display.max_columns", 30):
             print(f"\n== {par}: {wall:.0f} s, verdicts {counts}, convergence: {conv.summary}")
-            print(table.round(3).to_string())
+            print(table.drop(columns="diagnostics", errors="ignore").round(3).to_string())
+            if args.diagnose:
+                for run, d in table["diagnostics"].dropna().items():
+                    bands = ", ".join(f"{b['zeta_band'][0]}-{b['zeta_band'][1]}: {b['mass']:.2f}" for b in d["zeta_bands"])
+                    print(f"{run}: chains {np.round(d['chain_r2_smoothed'], 3)} best draw {d['best_draw_r2_smoothed']:.3f} "
+                          f"median params {d['median_parameters_r2_smoothed']:.3f} zeta mass [{bands}]")
         out[par] = {
             "wall_s": wall,
-            "settings": {"draws": args.draws, "tune": args.tune, "chains": args.chains, "sampler": args.sampler, "random_seed": 0, "model_config": model.model_config},
+            "settings": {"draws": args.draws, "tune": args.tune, "chains": args.chains, "sampler": args.sampler, "random_seed": args.seed, "model_config": model.model_config},
             "verdicts": counts,
             "convergence": conv.values,
             "runs": table.reset_index().to_dict(orient="records"),
