@@ -24,9 +24,11 @@ Two sources of data with known truth (``--source``):
     records the noise-free secant-to-tangent ratio ``u(p_init) / ((p* - p_init) K)`` of its
     start. Per dataset, drawn at random: ``beta`` (hence ``p*`` and ``K``), the learning rate
     (through the target gain ``a``), two momenta, ``G`` (one per dataset) and the start.
-    Runs: 2 momenta x 2 seeds, ``--steps`` steps, ``--prompts`` prompts per step. Fitted
-    with the state-space likelihood (the bandit has both state noise and the sampling noise
-    of the logged reward). One ``G`` and one learning rate per dataset because the model's
+    Runs: 2 momenta x 2 seeds, ``--steps`` steps, ``--prompts`` prompts per step. With the
+    state-space likelihood the true ``D`` is the bandit's state-noise intensity; with
+    ``--likelihood iid`` it is ``G`` times the residual variance around the mean curve at
+    ``p*`` (the logged reward's sampling variance ``p*(1-p*)/(B G)`` plus the state's
+    stationary variance, averaged over the two momenta). One ``G`` and one learning rate per dataset because the model's
     ``D`` and measurement sd are per LLM, while the bandit's ``D`` depends on ``G`` and scales
     with ``eta^2``, and its measurement sd scales with ``G^(-1/2)``; with one ``G`` the noise
     exponent ``alpha`` is not identified, so it is fixed at its theoretical value 1.
@@ -160,7 +162,15 @@ def make_bandit(args, rng: np.random.Generator):
     truth = bandit_runset_truth(ds)
     runs = {r: {"eta_K": truth[r]["a"], "zeta": truth[r]["zeta"]} for r in map(str, ds.run.values)}
     first = truth[str(ds.run.values[0])]
-    model_truth = {"p_star": first["plateau"], "D": first["noise_d"]}
+    stat_var = float(np.mean([truth[r]["stationary_var"] for r in map(str, ds.run.values)]))
+    if args.likelihood == "state_space":
+        true_d = first["noise_d"]
+    else:
+        # The iid model's D is G^alpha times the residual variance around the mean curve
+        # (alpha fixed at 1): the logged reward's sampling variance plus the state's
+        # stationary variance (averaged over the dataset's two momenta: 1-10% of the total).
+        true_d = group_size * (first["measurement_sd"] ** 2 + stat_var)
+    model_truth = {"p_star": first["plateau"], "D": true_d}
     info = {
         "beta": beta,
         "group_size": group_size,
@@ -172,6 +182,7 @@ def make_bandit(args, rng: np.random.Generator):
         "measurement_sd": first["measurement_sd"],
         "stationary_sd": [math.sqrt(truth[r]["stationary_var"]) for r in map(str, ds.run.values)],
         "secant_over_tangent": secant_ratio(p0, fp),
+        "state_noise_d": first["noise_d"],
         "n_prompts": args.prompts,
     }
     return ds, str(ds.model.values[0]), model_truth, runs, info
@@ -200,7 +211,8 @@ def sample_nutpie_reusing(model: GRPODynamicsModel, ds, args, i: int, cache: dic
     if "compiled" not in cache:
         free = [rv.name for rv in pm_model.free_RVs]
         cache["compiled"] = nutpie.compile_pymc_model(pm_model, freeze_model=False, var_names=free)
-    compiled = cache["compiled"].with_data(**values)
+    known = cache["compiled"].shared_data  # the containers the log density reads
+    compiled = cache["compiled"].with_data(**{k: v for k, v in values.items() if k in known})
     idata = nutpie.sample(
         compiled, draws=args.draws, tune=args.tune, chains=args.chains, cores=1, seed=i,
         progress_bar=False, target_accept=0.9,
@@ -301,8 +313,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps is None:
         args.steps = 150 if args.source == "bandit" else 300
-    if args.source == "bandit" and args.likelihood != "state_space":
-        parser.error("--source bandit needs --likelihood state_space (the bandit has state noise and measurement noise)")
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "json", "n")}
     done: dict[int, dict] = {}
     if args.out and os.path.exists(args.out):
