@@ -9,7 +9,9 @@ Two sources of data with known truth (``--source``):
     the state-space likelihood ``D`` is the SDE's noise intensity; with ``--likelihood iid``
     the data carry measurement noise only and ``D`` is the residual variance times ``G``).
     Each dataset: one LLM, G in {4, 16} x two learning rates (4 runs), Adam-like momentum
-    (EMA, beta1 = 0.9), ``k_ref`` 1, ``--steps`` steps, measurement sd ``msd / sqrt(G)``.
+    (EMA, beta1 = 0.9), ``k_ref`` 1, ``--steps`` steps, measurement sd ``msd / sqrt(G)``
+    (``msd G^(-x/2)`` with ``--measurement-g-exponent x``; the state-space model has one
+    measurement sd per LLM, so ``x = 0`` is the design it assumes).
 
 ``bandit``
     The exact softmax-bandit GRPO (``simulate_bandit``: two arms, ``loo`` advantage, exact KL
@@ -96,7 +98,7 @@ def make_sde(args, rng: np.random.Generator):
         n_seeds=1,
         n_steps=args.steps,
         measurement_sd=msd,
-        measurement_g_exponent=1.0,
+        measurement_g_exponent=args.measurement_g_exponent,
         random_seed=int(rng.integers(1 << 31)),
     )
     truth = runset_truth(ds)
@@ -303,6 +305,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default: sde 300, bandit 150)")
     parser.add_argument("--prompts", type=int, default=64, help="bandit: prompts (groups) per step")
     parser.add_argument("--likelihood", default="state_space", choices=("state_space", "iid"))
+    parser.add_argument(
+        "--measurement-g-exponent", type=float, default=1.0,
+        help="sde: measurement sd msd * G^(-x/2) (1: sampling noise of a mean of G rewards; "
+        "0: one measurement sd per LLM, as the state-space model assumes)",
+    )
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
@@ -314,6 +321,8 @@ def main() -> None:
     if args.steps is None:
         args.steps = 150 if args.source == "bandit" else 300
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "json", "n")}
+    if args.measurement_g_exponent == 1.0:
+        del settings["measurement_g_exponent"]  # recorded when not the default (older rows lack it)
     done: dict[int, dict] = {}
     if args.out and os.path.exists(args.out):
         with open(args.out) as fh:
