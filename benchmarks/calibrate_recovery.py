@@ -116,18 +116,9 @@ def secant_ratio(p0: float, fp) -> float:
     from bayes_grpo.bandit.mean_field import expected_update
 
     theta = torch.tensor(math.log(p0 / (1 - p0)), dtype=torch.float64)
+    kw = {k: getattr(fp, k) for k in ("group_size", "beta", "p_ref", "advantage", "n_prompts", "anchor")}
     with torch.no_grad():
-        g = float(
-            expected_update(
-                theta,
-                group_size=fp.group_size,
-                beta=fp.beta,
-                p_ref=fp.p_ref,
-                advantage=fp.advantage,
-                n_prompts=fp.n_prompts,
-                anchor=fp.anchor,
-            )
-        )
+        g = float(expected_update(theta, **kw))
     return p0 * (1 - p0) * g / ((fp.plateau - p0) * fp.stiffness)
 
 
