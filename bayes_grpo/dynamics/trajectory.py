@@ -98,11 +98,16 @@ def transition_entries(dt, mass, damping, k_eff):
     ``(e(t + dt), e'(t + dt)) = [[f11, f12], [f21, f22]] (e(t), e'(t))`` for the free
     oscillator; ``dt`` (optimizer steps) and the coefficients broadcast. NumPy or PyTensor.
     """
-    e1 = error_trajectory(dt, mass, damping, k_eff, 1.0, 0.0)
-    s = error_trajectory(dt, mass, damping, k_eff, 0.0, 1.0)
+    # The propagators are used directly, not through ``error_trajectory`` with the unit
+    # initial states (1, 0) and (0, 1): PyTensor's canonicalisation of the products with the
+    # constant 0 through the branch switches does not terminate in usable time (minutes, for
+    # a handful of nodes), which made the state-space model uncompilable.
+    ops = ops_for(dt, mass, damping, k_eff)
     gamma = damping / (2.0 * mass)
     w2 = k_eff / mass
-    return e1, s, -w2 * s, e1 - 2.0 * gamma * s
+    ch, sh = _propagators(gamma, gamma * gamma - w2, dt, ops, w2)
+    e1 = ch + gamma * sh
+    return e1, sh, -w2 * sh, ch - gamma * sh
 
 
 #: Bound on the factors of a grid trajectory: keeps unstable draws finite (their products

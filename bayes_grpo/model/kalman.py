@@ -8,7 +8,8 @@ The error ``e = p - p*`` follows ``M e'' + C e' + K e = sqrt(q) xi(t)`` with
                [-w0^2 S(dt),      E(dt) - 2 gamma S(dt)]]
 
 where ``E`` is the free trajectory from ``(e, e') = (1, 0)`` and ``S`` the one from
-``(0, 1)``: both come from :func:`bayes_grpo.dynamics.error_trajectory`, so the formula
+``(0, 1)``: both come from :func:`bayes_grpo.dynamics.trajectory.transition_entries` (the propagators of
+:func:`bayes_grpo.dynamics.error_trajectory`), so the formula
 (and its smooth treatment of critical damping) is not repeated here. The process-noise
 covariance ``Q(dt) = s^2 int_0^dt phi2(u) phi2(u)^T du`` (``phi2`` the second column of
 ``Phi``, ``s^2 = q / M^2``) is computed by 16-point Gauss-Legendre quadrature when
@@ -28,7 +29,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from bayes_grpo.dynamics.trajectory import error_trajectory, transition_entries
+from bayes_grpo.dynamics.trajectory import transition_entries
 
 #: Gauss-Legendre order of the process-noise quadrature.
 QUADRATURE_ORDER: int = 16
@@ -68,9 +69,7 @@ def process_noise(dt, mass, damping, k_eff, q):
     nodes = pt.as_tensor_variable((_NODES + 1.0) / 2.0)[:, None, None]
     weights = pt.as_tensor_variable(_WEIGHTS / 2.0)[:, None, None]
     u = nodes * dt_q[None]
-    e1 = error_trajectory(u, mass, damping, k_eff, 1.0, 0.0)
-    s = error_trajectory(u, mass, damping, k_eff, 0.0, 1.0)
-    sd = e1 - 2.0 * gamma * s
+    _, s, _, sd = transition(u, mass, damping, k_eff)
     q11_quad = s2 * dt_q * pt.sum(weights * s * s, axis=0)
     q22_quad = s2 * dt_q * pt.sum(weights * sd * sd, axis=0)
     # Lyapunov branch (gamma and w0^2 kept away from 0 where not used).
