@@ -5,16 +5,20 @@ Measures, on simulated data with known truth (``simulate_sde_runset``):
 1. the closed-form hierarchical model (mechanistic, iid): wall time including model
    building and compilation, max R-hat, min bulk/tail ESS over every posterior variable,
    divergences;
-2. a straightforward PyMC model with the same priors whose mean trajectory is obtained by
-   integrating the ODE ``M e'' + C e' + K e = 0`` numerically (RK4 over each unit step, in a
-   ``pytensor.scan``), as one would write it without the closed form;
-3. the speed ratio, reported two ways: time per gradient evaluation of the log density
-   (both compiled the same way, timed on the same point), and, when ``--ode-draws`` > 0,
-   time per effective sample (min bulk ESS) of a short ODE-model run.
+2. two straightforward PyMC models with the same priors whose mean trajectory is obtained by
+   integrating the ODE ``M e'' + C e' + K e = 0`` numerically, as one would write them
+   without the closed form: ``pymc.ode.DifferentialEquation`` (one solve per run), and RK4
+   over each unit step in a ``pytensor.scan``;
+3. the speed ratio: time per gradient evaluation of the log density (compiled the same way,
+   timed on the same point; ``--numba-gradient`` adds the numba backend), the projected
+   whole-fit ratio (each baseline's compile time plus the closed-form fit's gradient count at
+   the baseline's cost per gradient, against the measured closed-form wall time), and, when
+   ``--ode-draws`` > 0, time per effective sample of a short RK4-model run.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_fit.py [--sampler nutpie|pymc] [--draws 1000] [--ode-draws 0] [--json out.json]
+    .venv/bin/python benchmarks/bench_fit.py [--sampler nutpie|pymc] [--draws 1000] [--target-accept 0.95]
+        [--pm-ode-repeats 3] [--numba-gradient] [--ode-draws 0] [--json out.json]
 """
 
 from __future__ import annotations
@@ -50,8 +54,14 @@ def make_data(seed: int = 1):
     )
 
 
-def ode_model(ds, config=None):
-    """The same priors as the mechanistic iid model, mean trajectory by RK4 integration."""
+def ode_model(ds, config=None, integrator: str = "rk4-scan"):
+    """The same priors as the mechanistic iid model, mean trajectory by numerical integration.
+
+    ``integrator="rk4-scan"``: classical RK4 over each unit step in one ``pytensor.scan``,
+    vectorised over runs (the fastest straightforward choice: one RK4 step per optimizer step,
+    no sub-steps). ``integrator="pm.ode"``: ``pymc.ode.DifferentialEquation`` (scipy ``odeint``
+    with forward sensitivities), one solve per run, as PyMC's documentation shows.
+    """
     import pymc as pm
     import pytensor
     import pytensor.tensor as pt
@@ -94,9 +104,26 @@ def ode_model(ds, config=None):
             k4e, k4v = f(e + k3e, v + k3v)
             return e + (k1e + 2 * k2e + 2 * k3e + k4e) / 6.0, v + (k1v + 2 * k2v + 2 * k3v + k4v) / 6.0
 
-        # The coefficients enter as non-sequences (a scan must not close over random variables).
-        (es, _), _ = pytensor.scan(rk4, outputs_info=[r0 - p, pt.zeros_like(r0)], non_sequences=[mass, damp, k_eff], n_steps=n_steps)
-        e_all = pt.concatenate([(r0 - p)[None, :], es], axis=0).T  # (run, step 0..n_steps)
+        if integrator == "rk4-scan":
+            # The coefficients enter as non-sequences (a scan must not close over random variables).
+            (es, _), _ = pytensor.scan(rk4, outputs_info=[r0 - p, pt.zeros_like(r0)], non_sequences=[mass, damp, k_eff], n_steps=n_steps)
+            e_all = pt.concatenate([(r0 - p)[None, :], es], axis=0).T  # (run, step 0..n_steps)
+        elif integrator == "pm.ode":
+            from pymc.ode import DifferentialEquation
+
+            def rhs(y, t, theta):
+                return [y[1], -(theta[1] * y[1] + theta[2] * y[0]) / theta[0]]
+
+            solver = DifferentialEquation(func=rhs, times=np.arange(1.0, n_steps + 1.0), n_states=2, n_theta=3, t0=0)
+            e0 = r0 - p
+            mass_r, damp_r, k_r = (pt.broadcast_to(x, e0.shape) for x in (mass, damp, k_eff))
+            rows = []
+            for i in range(len(data.run_ids)):
+                sol = solver(y0=pt.stack([e0[i], pt.constant(0.0)]), theta=pt.stack([mass_r[i], damp_r[i], k_r[i]]))
+                rows.append(pt.concatenate([e0[i][None], sol[:, 0]]))
+            e_all = pt.stack(rows)  # (run, step 0..n_steps)
+        else:
+            raise ValueError(f"unknown integrator {integrator!r}")
         idx = data.obs_step_idx  # grid steps are 0..n_steps here
         mu = (p[:, None] + e_all)[data.obs_run, data.steps[idx].astype(int)]
         y = data.obs_y
@@ -117,12 +144,28 @@ def time_gradient(model, repeats: int = 50) -> tuple[float, float]:
     return compile_s, (time.perf_counter() - t0) / repeats
 
 
+def time_gradient_numba(model, repeats: int = 50) -> tuple[float, float]:
+    """(compile seconds, seconds per gradient) with PyTensor's numba backend (as nutpie uses)."""
+    t0 = time.perf_counter()
+    fn = model.compile_dlogp(mode="NUMBA")
+    point = model.initial_point()
+    fn(point)
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn(point)
+    return compile_s, (time.perf_counter() - t0) / repeats
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sampler", default="nutpie", choices=("nutpie", "pymc"))
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance of the closed-form fit")
+    parser.add_argument("--pm-ode-repeats", type=int, default=3, help="gradient evaluations timed for the pm.ode baseline (0: skip it)")
+    parser.add_argument("--numba-gradient", action="store_true", help="also time both gradients with the numba backend (about 2 min of compilation)")
     parser.add_argument("--ode-draws", type=int, default=0, help="also sample the ODE model (2 chains) for ESS/s")
     parser.add_argument("--skip-fit", action="store_true", help="only the per-gradient comparison")
     parser.add_argument("--json", default=None)
@@ -135,7 +178,7 @@ def main() -> None:
     if not args.skip_fit:
         model = GRPODynamicsModel()
         t0 = time.perf_counter()
-        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=1, progressbar=False)
+        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=1, progressbar=False, target_accept=args.target_accept)
         wall = time.perf_counter() - t0
         conv = model.convergence()
         post = model.idata.posterior
@@ -152,6 +195,8 @@ def main() -> None:
             "variables_checked": len(conv.table),
             "draws": int(post.sizes["draw"]),
             "chains": int(post.sizes["chain"]),
+            "tune": args.tune,
+            "target_accept": args.target_accept,
         }
         print(json.dumps(out["closed_form"], indent=1), flush=True)
     cf_model = GRPODynamicsModel().build_model(ds)
@@ -165,7 +210,33 @@ def main() -> None:
         "closed_form_compile_s": cf_compile,
         "ode_compile_s": ode_compile,
     }
+    if args.pm_ode_repeats > 0:
+        pm_ode = ode_model(ds, integrator="pm.ode")
+        pm_ode_compile, pm_ode_grad = time_gradient(pm_ode, repeats=args.pm_ode_repeats)
+        out["per_gradient"] |= {"pm_ode_s": pm_ode_grad, "ratio_pm_ode_over_closed_form": pm_ode_grad / cf_grad, "pm_ode_compile_s": pm_ode_compile}
+    if args.numba_gradient:
+        cf_nc, cf_ng = time_gradient_numba(cf_model)
+        ode_nc, ode_ng = time_gradient_numba(ode)
+        out["per_gradient"] |= {"numba_closed_form_s": cf_ng, "numba_ode_s": ode_ng, "numba_ratio_ode_over_closed_form": ode_ng / cf_ng, "numba_closed_form_compile_s": cf_nc, "numba_ode_compile_s": ode_nc}
     print(json.dumps(out["per_gradient"], indent=1), flush=True)
+    if "closed_form" in out and out["closed_form"]["gradient_evaluations_post_warmup"]:
+        # Whole-fit ratio: what each ODE model would need for the same fit (same data, priors,
+        # posterior geometry, chains, draws and tuning), from its measured compile time and cost per
+        # gradient, against the closed-form fit's measured wall time. The gradient count is the
+        # closed-form fit's post-warm-up count scaled to tune + draws (warm-up usually takes
+        # longer trajectories, so this under-counts: the ratios are lower bounds).
+        cf = out["closed_form"]
+        n_grad = cf["gradient_evaluations_post_warmup"] * (args.tune + args.draws) / args.draws
+        cores = min(args.chains, os.cpu_count() or 1)
+        whole = {"gradient_evaluations_assumed": n_grad, "cores": cores}
+        for name, comp, grad in (("rk4_scan", ode_compile, ode_grad), ("pm_ode", out["per_gradient"].get("pm_ode_compile_s"), out["per_gradient"].get("pm_ode_s"))):
+            if grad is None:
+                continue
+            projected = comp + n_grad * grad / cores
+            whole[f"{name}_projected_wall_s"] = projected
+            whole[f"ratio_{name}_over_closed_form_fit"] = projected / cf["wall_s_including_build_and_compile"]
+        out["whole_fit"] = whole
+        print(json.dumps(whole, indent=1), flush=True)
     if args.ode_draws > 0:
         import arviz as az
         import pymc as pm
