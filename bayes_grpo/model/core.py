@@ -444,8 +444,9 @@ class GRPODynamicsModel:
         model: str | None = None,
         model_size: float | None = None,
         random_seed: int = 0,
+        run_offset: bool = True,
     ) -> xr.Dataset:
-        """Posterior draws of the oscillator for a hyperparameter setting.
+        """Posterior draws of the oscillator for a hyperparameter setting (a new run).
 
         Parameters
         ----------
@@ -462,6 +463,15 @@ class GRPODynamicsModel:
             (plateau, initial reward, D, sigma) are NaN, since each LLM has its own scale.
         model_size
             Parameters of a new LLM (for the curvature-scaling regression).
+        random_seed
+            Seed of every random draw made here (offsets of an unseen G or LLM, the new
+            run's initial-reward offset); the same seed gives the same draws.
+        run_offset
+            A new run has no fitted run-level offset of its initial reward, so each
+            posterior draw gets one from its prior, ``N(0, initial_reward_run_sd)`` (in
+            the LLM's standardised units, times its reward scale): ``initial_reward`` is
+            then the predictive R0 of a new run, not the LLM-level mean
+            ``initial_reward_model``. ``False`` gives the LLM-level mean.
 
         Returns
         -------
@@ -525,9 +535,11 @@ class GRPODynamicsModel:
                 m = data.models.index(model)
                 plateau = plateau + data.scale[m] * offset("group_offset_plateau")
                 r0 = r0 + data.scale[m] * offset("group_offset_initial_reward")
+            m = data.models.index(model)
+            if run_offset:
+                r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape)
             noise_d = post["noise_d"].sel(model=model).values
             alpha = post["alpha"].values
-            m = data.models.index(model)
             from bayes_grpo.model.builder import prior_centres
 
             g = float(group_size) if group_size is not None else prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
@@ -584,6 +596,24 @@ class GRPODynamicsModel:
             rng = np.random.default_rng(random_seed + 1)
             out["reward"] = mean + sigma * rng.normal(size=mean.shape)
         return out
+
+
+#: Spawn key of the random stream of a new run's initial-reward offset (kept apart from the
+#: stream of the group / LLM offsets, so those draws do not change with it).
+_RUN_OFFSET_STREAM: int = 1
+
+
+def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int]) -> np.ndarray:
+    """Standardised run-level initial-reward offset of a new run, one per posterior draw.
+
+    ``initial_reward_run_sd * z``, ``z ~ N(0, 1)`` from a stream seeded by ``random_seed``
+    (the model's ``initial_reward_run`` offset of a fitted run, drawn from its prior for a
+    run the fit has not seen); zeros for a posterior without ``initial_reward_run_sd``.
+    """
+    if "initial_reward_run_sd" not in post:
+        return np.zeros(shape)
+    rng = np.random.default_rng(np.random.SeedSequence(int(random_seed), spawn_key=(_RUN_OFFSET_STREAM,)))
+    return np.asarray(post["initial_reward_run_sd"].values, dtype=float).reshape(shape) * rng.standard_normal(shape)
 
 
 def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
