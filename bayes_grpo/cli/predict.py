@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
 from bayes_grpo.cli._common import add_json_flag, print_json, print_table
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS
 
@@ -124,6 +122,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="forecast up to this step (default: the run set's last step, or 2x --upto)",
     )
+    f.add_argument(
+        "--reward-bounds",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="the reward is bounded (e.g. 0 1 for a success rate): noise largest mid-range, "
+        "small near the bounds (default: constant noise)",
+    )
+    f.add_argument(
+        "--same-model-only",
+        action="store_true",
+        help="build the run-based prior from runs of the same LLM only (default: other LLMs too "
+        "when fewer than 2 runs of the same LLM)",
+    )
+    f.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scale the bands of the logged reward by the split-conformal band scale from "
+        "backtests of the other runs of the run set at the same --upto (each forecast as this "
+        "run is, with a prior built without it and without this run); needs 2+ such runs",
+    )
     _common_output_args(f)
     f.set_defaults(func=_run_forecast)
 
@@ -234,12 +254,9 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 
 def _run_forecast(args: argparse.Namespace) -> int:
-    from bayes_grpo.predict.forecast import (
-        coverage,
-        forecast_band,
-        forecast_run,
-        population_prior_for_run,
-    )
+    import json
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
     ds = load_runset(args.runs)
@@ -248,54 +265,36 @@ def _run_forecast(args: argparse.Namespace) -> int:
             f"{args.runs}: no run {args.run!r}; runs: {[str(r) for r in ds['run'].values]}"
         )
     frame = run_frame(ds, args.run)
-    t_all = frame.index.to_numpy(dtype=float)
-    y_all = frame["reward"].to_numpy(dtype=float)
-    seen = t_all <= args.upto
-    if seen.sum() < 3:
-        raise ValueError(
-            f"{args.runs}: run {args.run!r} has {int(seen.sum())} rewards up to step {args.upto:g}; need at least 3"
-        )
-    last = float(t_all.max())
-    horizon = (
-        args.horizon if args.horizon is not None else (last if last > args.upto else 2 * args.upto)
-    )
-    steps = np.arange(0.0, float(horizon) + 1.0)
-    prior, note = population_prior_for_run(
+    fc = forecast_in_runset(
         ds,
         args.run,
+        args.upto,
         posterior=args.prior,
         use_runs=not args.no_population,
-        prefix=(t_all[seen], y_all[seen]),
-        horizon=float(horizon),
-    )
-    fc = forecast_run(
-        t_all[seen],
-        y_all[seen],
-        steps,
-        prior=prior,
+        same_model_only=args.same_model_only,
+        reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
+        likelihood=args.likelihood,
+        horizon=args.horizon,
         hdi_probs=args.hdi,
         stop_threshold=args.stop_threshold,
-        rng=args.seed,
-        likelihood=args.likelihood,
-        attrs={"run": args.run, "prior_note": note},
+        seed=args.seed,
+        calibrate=args.calibrate,
     )
-    extra: dict[str, object] = {
-        "run": args.run,
-        "prior": prior.source if prior is not None else "default (weak, scaled to the prefix)",
-    }
-    if note:
-        extra["prior_note"] = note
-    rest = ~seen & (t_all <= horizon)
-    if rest.any():
-        prob = 0.9 if 0.9 in args.hdi else args.hdi[-1]
-        lo, hi = forecast_band(fc, t_all[rest], kind="obs", hdi_prob=prob)
-        point = np.interp(t_all[rest], fc["step"].values, fc["mean_mean"].values)
-        extra[f"backtest_coverage_{prob:g}"] = coverage(y_all[rest], lo, hi)
-        extra["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
-        extra["backtest_steps"] = int(rest.sum())
+    extra: dict[str, object] = {"run": args.run, "prior": fc.attrs["prior_source"]}
+    if fc.attrs.get("prior_note"):
+        extra["prior_note"] = fc.attrs["prior_note"]
+    if args.calibrate:
+        cal = json.loads(fc.attrs["calibration"])
+        extra["band_scale"] = cal["band_scale"]
+        extra["calibration_runs"] = cal["n_runs"]
+        extra["calibration_raw_coverage"] = cal["raw_coverage"]
+    for key in sorted(fc.attrs):
+        if key.startswith("backtest_"):
+            extra[key] = fc.attrs[key]
     if fc.attrs.get("warnings") not in (None, "[]", []):
         print(f"warning: {fc.attrs['warnings']}", file=sys.stderr)
-    _emit(fc, args, observed=(t_all, y_all), extra=extra)
+    t_all = frame.index.to_numpy(dtype=float)
+    _emit(fc, args, observed=(t_all, frame["reward"].to_numpy(dtype=float)), extra=extra)
     return 0
 
 

@@ -1,29 +1,55 @@
 """Prediction for new hyperparameters, forecasting of runs in progress, comparison of laws."""
 
+from bayes_grpo.predict.calibration import (
+    BandCalibration,
+    apply_band_calibration,
+    backtest_required_scales,
+    calibrate_for_run,
+    calibration_from_backtests,
+)
 from bayes_grpo.predict.forecast import (
     ForecastError,
     GaussianPrior,
+    MixturePrior,
     RunForecaster,
+    calibrated_band_scale,
     coverage,
     default_prior,
     fit_run,
+    forecast_band,
+    forecast_in_runset,
     forecast_run,
+    population_prior_for_run,
     prior_from_posterior,
     prior_from_runs,
+    required_band_scale,
+    scale_band,
 )
 from bayes_grpo.predict.summary import band, summarise_draws, summary_dict
 
 __all__ = [
+    "BandCalibration",
     "ForecastError",
     "GaussianPrior",
+    "MixturePrior",
     "RunForecaster",
+    "apply_band_calibration",
+    "backtest_required_scales",
     "band",
+    "calibrate_for_run",
+    "calibrated_band_scale",
+    "calibration_from_backtests",
     "coverage",
     "default_prior",
     "fit_run",
+    "forecast_band",
+    "forecast_in_runset",
     "forecast_run",
+    "population_prior_for_run",
     "prior_from_posterior",
     "prior_from_runs",
+    "required_band_scale",
+    "scale_band",
     "summarise_draws",
     "summary_dict",
 ]

@@ -25,13 +25,14 @@ single exponential, i.e. the overdamped limit, and the logistic law;
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.predict.calibration import MIN_PREFIX_STEPS, PriorFor, backtest_required_scales
 from bayes_grpo.predict.forecast import (
     ForecastError,
     GaussianPrior,
@@ -46,9 +47,6 @@ from bayes_grpo.runset import REWARD_VAR
 
 #: Prefix fractions of each run used for forecasting.
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.2, 0.3, 0.5)
-
-PriorFor = Callable[[str, xr.Dataset], GaussianPrior | MixturePrior | None]
-
 
 def rmse(y: np.ndarray, yhat: np.ndarray) -> float:
     """Root-mean-square error over finite pairs (NaN when none)."""
@@ -112,7 +110,7 @@ def evaluate_run(
             "n_prefix": n,
             "n_future": int(t.size - n),
         }
-        if n < 5 or t.size - n < 1:
+        if n < MIN_PREFIX_STEPS or t.size - n < 1:
             row["error"] = f"run too short: {t.size} steps"
             rows.append(row)
             continue
@@ -281,29 +279,31 @@ def _split_calibration(
     likelihood: str,
     reward_bounds: tuple[float, float] | None,
 ) -> dict[tuple[str, float], float]:
-    """Band scale per (run, fraction) from backtests of the other half of the runs."""
+    """Band scale per (run, fraction) from backtests of the other half of the runs.
+
+    The backtests and the band scale are those of ``bayes-grpo forecast --calibrate``
+    (:mod:`bayes_grpo.predict.calibration`); only the choice of calibration runs differs.
+    """
     all_ids = [str(r) for r in runset[RUN_DIM].values]
     halves = [all_ids[0::2], all_ids[1::2]]
     required: list[dict[float, list[np.ndarray]]] = []
     for h, half in enumerate(halves):
         sub = runset.sel({RUN_DIM: half})
-        per_frac: dict[float, list[np.ndarray]] = {float(f): [] for f in fractions}
-        for i, run_id in enumerate(half):
-            t, y = _series(sub, run_id, REWARD_VAR)
-            prior = prior_for(run_id, sub) if prior_for is not None else None
-            for row in evaluate_run(
-                t,
-                y,
-                fractions=fractions,
-                prior=prior,
-                hdi_prob=hdi_prob,
-                seed=seed + 7919 * (h + 1) + i,
+        seeds = [seed + 7919 * (h + 1) + i for i in range(len(half))]
+        per_frac: dict[float, list[np.ndarray]] = {}
+        for f in fractions:
+            backtests = backtest_required_scales(
+                sub,
+                half,
+                prior_for=prior_for,
+                fraction=float(f),
+                hdi_probs=(hdi_prob,),
+                seeds=seeds,
                 n_draws=n_draws,
                 likelihood=likelihood,
                 reward_bounds=reward_bounds,
-            ):
-                if "_required_scale" in row:
-                    per_frac[float(row["fraction"])].append(row["_required_scale"])
+            )
+            per_frac[float(f)] = [r[float(hdi_prob)] for r in backtests.values()]
         required.append(per_frac)
     scales: dict[tuple[str, float], float] = {}
     for h, half in enumerate(halves):

@@ -654,6 +654,134 @@ def population_prior_for_run(
     return prior, ""
 
 
+def forecast_in_runset(
+    runset: xr.Dataset,
+    run_id: str,
+    upto: float,
+    *,
+    posterior: object | None = None,
+    use_runs: bool = True,
+    same_model_only: bool = False,
+    prior_kind: str = "mixture",
+    reward_bounds: tuple[float, float] | None = None,
+    likelihood: str = "state_space",
+    horizon: float | None = None,
+    hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
+    stop_threshold: float | None = None,
+    seed: int = 0,
+    n_draws: int = 1000,
+    calibrate: bool = False,
+) -> xr.Dataset:
+    """Forecast run ``run_id`` of a run set from its steps up to ``upto`` (``bayes-grpo forecast``).
+
+    The prior is :func:`population_prior_for_run` (``posterior``, else the other runs when
+    ``use_runs``, else the weak default); the forecast covers steps ``0..horizon`` (default:
+    the run set's last step, or ``2 * upto`` when the run set ends at ``upto``).
+
+    ``calibrate``: scale the bands of the logged reward by the split-conformal band scale
+    from backtests of the *other* runs of the run set at the same ``upto``, each forecast as
+    this run is (same prior rule, built without it and without ``run_id``; scored up to
+    ``horizon``): :func:`bayes_grpo.predict.calibration.calibrate_for_run` and
+    :func:`~bayes_grpo.predict.calibration.apply_band_calibration`, the code the forecast
+    evaluation calibrates with. Needs at least two other runs with 5+ steps up to ``upto``
+    and some after it (else :class:`ForecastError`).
+
+    When the run set holds steps of ``run_id`` after ``upto`` (up to ``horizon``), the
+    forecast is scored on them: attrs ``backtest_coverage_<p>`` (the widest band; with
+    ``calibrate`` also ``backtest_coverage_raw_<p>``), ``backtest_rmse``, ``backtest_steps``.
+    Other attrs: ``run``, ``prior_source``, ``prior_note``, and with ``calibrate``
+    ``band_scale`` and ``calibration`` (JSON).
+    """
+    from bayes_grpo.runset import REWARD_VAR, RunSetError
+
+    runs = [str(r) for r in runset["run"].values]
+    if run_id not in runs:
+        raise RunSetError(f"no run {run_id!r}; runs: {runs}")
+    steps_all = runset["step"].values.astype(float)
+
+    def observed(rid: str) -> tuple[np.ndarray, np.ndarray]:
+        vals = np.asarray(runset[REWARD_VAR].sel(run=rid).values, dtype=float)
+        ok = np.isfinite(vals)
+        return steps_all[ok], vals[ok]
+
+    t_all, y_all = observed(run_id)
+    seen = t_all <= upto
+    if seen.sum() < 3:
+        raise ForecastError(
+            f"run {run_id!r} has {int(seen.sum())} rewards up to step {upto:g}; need at least 3"
+        )
+    last = float(t_all.max())
+    if horizon is None:
+        horizon = last if last > upto else 2.0 * float(upto)
+    grid = np.arange(0.0, float(horizon) + 1.0)
+
+    def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
+        vals = np.asarray(rs[REWARD_VAR].sel(run=rid).values, dtype=float)
+        t_r = rs["step"].values.astype(float)
+        ok = np.isfinite(vals) & (t_r <= upto)
+        return population_prior_for_run(
+            rs,
+            rid,
+            posterior=posterior,
+            use_runs=use_runs,
+            prefix=(t_r[ok], vals[ok]),
+            horizon=float(horizon),
+            same_model_only=same_model_only,
+            reward_bounds=reward_bounds,
+            prior_kind=prior_kind,
+        )
+
+    prior, note = prior_rule(run_id, runset)
+    fc = forecast_run(
+        t_all[seen],
+        y_all[seen],
+        grid,
+        prior=prior,
+        hdi_probs=hdi_probs,
+        stop_threshold=stop_threshold,
+        n_draws=n_draws,
+        rng=seed,
+        likelihood=likelihood,
+        reward_bounds=reward_bounds,
+        attrs={
+            "run": run_id,
+            "prior_note": note,
+            "prior_source": prior.source
+            if prior is not None
+            else "default (weak, scaled to the prefix)",
+        },
+    )
+    raw = fc
+    if calibrate:
+        from bayes_grpo.predict.calibration import apply_band_calibration, calibrate_for_run
+
+        cal = calibrate_for_run(
+            runset,
+            run_id,
+            upto=float(upto),
+            prior_for=lambda rid, rs: prior_rule(rid, rs)[0],
+            horizon=float(horizon),
+            hdi_probs=hdi_probs,
+            seed=seed,
+            n_draws=n_draws,
+            likelihood=likelihood,
+            reward_bounds=reward_bounds,
+        )
+        fc = apply_band_calibration(fc, cal)
+    rest = ~seen & (t_all <= horizon)
+    if rest.any():
+        prob = HDI_PROB if any(abs(p - HDI_PROB) < 1e-9 for p in hdi_probs) else float(hdi_probs[-1])
+        lo, hi = forecast_band(fc, t_all[rest], kind="obs", hdi_prob=prob)
+        point = np.interp(t_all[rest], fc[STEP_DIM].values, fc["mean_mean"].values)
+        fc.attrs[f"backtest_coverage_{prob:g}"] = coverage(y_all[rest], lo, hi)
+        if calibrate:
+            rlo, rhi = forecast_band(raw, t_all[rest], kind="obs", hdi_prob=prob)
+            fc.attrs[f"backtest_coverage_raw_{prob:g}"] = coverage(y_all[rest], rlo, rhi)
+        fc.attrs["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
+        fc.attrs["backtest_steps"] = int(rest.sum())
+    return fc
+
+
 def _load_model(posterior: object) -> object:
     if isinstance(posterior, str | os.PathLike):
         from bayes_grpo.model import GRPODynamicsModel  # lazy: the model area is heavy to import
@@ -1435,6 +1563,7 @@ __all__ = [
     "fit_run",
     "forecast_band",
     "forecast_from_posterior",
+    "forecast_in_runset",
     "forecast_run",
     "mean_curve",
     "noise_shape",

@@ -1,0 +1,136 @@
+"""Band calibration of a forecast from backtests of the other runs (CLI and Python, one path)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_grpo.predict import (
+    BandCalibration,
+    apply_band_calibration,
+    backtest_required_scales,
+    calibrate_for_run,
+    calibration_from_backtests,
+    forecast_in_runset,
+    forecast_run,
+)
+from bayes_grpo.predict.forecast import mean_curve
+from bayes_grpo.predict.summary import band
+from bayes_grpo.runset import make_runset, save_runset
+
+UPTO = 35.0
+FAST = dict(likelihood="iid", n_draws=300)
+
+
+def _wandering_runs(n_runs=5, n_steps=110, seed=3, rho=0.9, sd=0.03):
+    """Oscillator runs with AR(1) noise (lag-1 correlation ``rho``): i.i.d. bands are too narrow."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n_steps)
+    curves = {}
+    for i in range(n_runs):
+        u = np.array([0.8 + 0.02 * rng.standard_normal(), 0.2, np.log(0.06), np.log(0.8), np.log(sd)])
+        noise = np.zeros(n_steps)
+        e = rng.standard_normal(n_steps) * sd * np.sqrt(1 - rho**2)
+        noise[0] = sd * rng.standard_normal()
+        for s in range(1, n_steps):
+            noise[s] = rho * noise[s - 1] + e[s]
+        y = mean_curve(u, steps.astype(float))[0] + noise
+        curves[f"r{i}"] = pd.DataFrame({"reward": y}, index=pd.Index(steps, name="step"))
+    return make_runset(curves=curves, meta={k: {"model": "m"} for k in curves})
+
+
+@pytest.fixture(scope="module")
+def runset():
+    return _wandering_runs()
+
+
+def test_cli_forecast_calibrate_gives_the_python_result(runset, tmp_path, capsys):
+    from bayes_grpo.cli import main
+
+    py = forecast_in_runset(runset, "r0", UPTO, calibrate=True, seed=1, **FAST)
+    path = save_runset(runset, tmp_path / "runs.nc")
+    rc = main(
+        ["forecast", str(path), "--run", "r0", "--upto", str(UPTO), "--likelihood", "iid",
+         "--calibrate", "--seed", "1", "--json", "-o", str(tmp_path / "fc.nc")]
+    )  # fmt: skip
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    # the CLI draws 1000 posterior draws; with the same n_draws the numbers are the same
+    cli_same = forecast_in_runset(runset, "r0", UPTO, calibrate=True, seed=1, likelihood="iid")
+    assert out["band_scale"] == json.loads(cli_same.attrs["band_scale"])
+    assert out["backtest_coverage_0.9"] == pytest.approx(cli_same.attrs["backtest_coverage_0.9"])
+    assert out["calibration_runs"] == 4  # every other run
+    assert set(out["band_scale"]) == {"0.5", "0.9"}
+    saved = xr_load(tmp_path / "fc.nc")
+    np.testing.assert_allclose(saved["obs_hdi"].values, cli_same["obs_hdi"].values)
+    # the fast Python forecast is calibrated the same way (its own backtests)
+    assert json.loads(py.attrs["calibration"])["n_runs"] == 4
+
+
+def xr_load(path):
+    from bayes_grpo.predict.predict import load_prediction
+
+    return load_prediction(path)
+
+
+def test_calibration_widens_too_narrow_iid_bands_and_raises_coverage(runset):
+    raw = forecast_in_runset(runset, "r2", UPTO, **FAST)
+    cal = forecast_in_runset(runset, "r2", UPTO, calibrate=True, **FAST)
+    scales = json.loads(cal.attrs["band_scale"])
+    assert scales["0.9"] > 1.2  # AR(1) noise, i.i.d. bands: too narrow on the other runs
+    assert cal.attrs["backtest_coverage_raw_0.9"] == pytest.approx(raw.attrs["backtest_coverage_0.9"])
+    assert cal.attrs["backtest_coverage_0.9"] > raw.attrs["backtest_coverage_0.9"]
+    # the forecast's own raw coverage on its future is as poor as the backtests said
+    assert json.loads(cal.attrs["calibration"])["raw_coverage"]["0.9"] < 0.8
+    # the mean band and the point forecast are untouched
+    np.testing.assert_allclose(cal["mean_hdi"].values, raw["mean_hdi"].values)
+    np.testing.assert_allclose(cal["mean_mean"].values, raw["mean_mean"].values)
+    np.testing.assert_allclose(cal["obs_hdi_raw"].values, raw["obs_hdi"].values)
+
+
+def test_calibration_never_reads_the_run_it_calibrates(runset):
+    kw = dict(upto=UPTO, prior_for=None, hdi_probs=(0.9,), **FAST)
+    base = calibrate_for_run(runset, "r0", **kw)
+    changed = runset.copy(deep=True)
+    changed["reward"].loc[{"run": "r0", "step": slice(UPTO + 1, None)}] += 0.5
+    assert calibrate_for_run(changed, "r0", **kw).scales == base.scales
+    # another run's future does reach it
+    changed["reward"].loc[{"run": "r1", "step": slice(UPTO + 1, None)}] += 0.5
+    assert calibrate_for_run(changed, "r0", **kw).scales[0.9] > base.scales[0.9]
+    assert "r0" not in base.runs and len(base.runs) == 4
+
+
+def test_applied_scale_acts_after_the_prefix_about_the_band_midpoint(runset):
+    t = runset["step"].values.astype(float)
+    y = runset["reward"].sel(run="r0").values
+    ds = forecast_run(t[t <= UPTO], y[t <= UPTO], t, hdi_probs=(0.5, 0.9), **FAST)
+    cal = BandCalibration(scales={0.9: 2.0}, runs=("a", "b"))
+    out = apply_band_calibration(ds, cal)
+    lo, hi = band(ds, kind="obs", hdi_prob=0.9)
+    clo, chi = band(out, kind="obs", hdi_prob=0.9)
+    after = t > UPTO
+    np.testing.assert_allclose((chi - clo)[after], 2.0 * (hi - lo)[after])
+    np.testing.assert_allclose((chi + clo)[after], (hi + lo)[after])
+    np.testing.assert_allclose(clo[~after], lo[~after])
+    # a band without a scale (0.5 here) is left as it was
+    np.testing.assert_allclose(band(out, kind="obs", hdi_prob=0.5), band(ds, kind="obs", hdi_prob=0.5))
+    assert json.loads(out.attrs["band_scale"]) == {"0.9": 2.0}
+
+
+def test_backtests_by_fraction_and_by_step_agree_on_equal_length_runs(runset):
+    """The evaluation backtests by prefix fraction, the CLI by step: the same prefix gives the
+    same required scales."""
+    ids = ["r1", "r2", "r3"]
+    t = runset["step"].values
+    n = int(round(0.3 * t.size))
+    by_frac = backtest_required_scales(runset, ids, prior_for=None, fraction=0.3, seeds=[5, 6, 7], **FAST)
+    by_step = backtest_required_scales(runset, ids, prior_for=None, upto=float(t[n - 1]), seeds=[5, 6, 7], **FAST)
+    for rid in ids:
+        np.testing.assert_allclose(by_frac[rid][0.9], by_step[rid][0.9])
+    cal = calibration_from_backtests(by_frac, (0.9,))
+    assert cal.runs == tuple(ids)
+    with pytest.raises(ValueError, match="at least 2"):
+        calibration_from_backtests({"r1": by_frac["r1"]}, (0.9,))
