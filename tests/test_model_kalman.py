@@ -92,3 +92,27 @@ def test_grid_intervals_start_at_zero_and_reject_unsorted_steps():
     np.testing.assert_allclose(unique[index], [2.0, 1.0, 1.0, 6.0])
     with pytest.raises(ValueError):
         grid_intervals(np.array([3.0, 2.0]))
+
+
+
+def test_transition_graph_of_symbolic_coefficients_canonicalises_quickly():
+    # Regression: written through error_trajectory with the unit initial states (1, 0) and (0, 1),
+    # the products with the constant 0 sent PyTensor's canonicaliser into a rewrite that did not
+    # finish in minutes for a handful of nodes, so the state-space model never compiled under
+    # nutpie. It takes well under a second now. It runs in a subprocess because the rewriter
+    # swallows exceptions raised inside it (an alarm cannot interrupt it).
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, pytensor.tensor as pt\n"
+        "from pytensor.graph.rewriting.utils import rewrite_graph\n"
+        "from bayes_grpo.model.kalman import transition\n"
+        "m, c, k = (pt.dvector(n) for n in 'mck')\n"
+        "total = sum(f.sum() for f in transition(np.arange(5.0)[:, None], m, c, k))\n"
+        "rewrite_graph(total, include=['canonicalize', 'stabilize'])\n"
+    )
+    try:
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120, capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("canonicalisation of the symbolic transition matrix did not finish in 120 s")
