@@ -201,6 +201,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         "law",
         "law_reason",
         "discrepancy_sd_max",
+        "warnings",
     ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
@@ -249,6 +250,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         stop_threshold=args.stop_threshold,
         seed=args.seed,
     )
+    if ds.attrs.get("warnings") not in (None, "[]", []):
+        print(f"warning: {ds.attrs['warnings']}", file=sys.stderr)
     _emit(ds, args)
     return 0
 

@@ -64,7 +64,9 @@ MIN_PREFIX_STEPS: int = 5
 BACKTEST_SEED_OFFSET: int = 7919
 
 
-def run_series(runset: xr.Dataset, run_id: str, var: str = "reward") -> tuple[np.ndarray, np.ndarray]:
+def run_series(
+    runset: xr.Dataset, run_id: str, var: str = "reward"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(steps, values)`` of one run, steps with a finite value only."""
     vals = np.asarray(runset[var].sel({RUN_DIM: run_id}).values, dtype=float)
     steps = np.asarray(runset[STEP_DIM].values, dtype=float)
@@ -72,7 +74,9 @@ def run_series(runset: xr.Dataset, run_id: str, var: str = "reward") -> tuple[np
     return steps[ok], vals[ok]
 
 
-def prefix_length(t: np.ndarray, *, fraction: float | None = None, upto: float | None = None) -> int:
+def prefix_length(
+    t: np.ndarray, *, fraction: float | None = None, upto: float | None = None
+) -> int:
     """Number of leading observed steps in the prefix: ``round(fraction * len(t))`` steps, or
     the steps ``<= upto`` (exactly one of the two)."""
     if (fraction is None) == (upto is None):

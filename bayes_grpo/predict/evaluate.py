@@ -48,6 +48,7 @@ from bayes_grpo.runset import REWARD_VAR
 #: Prefix fractions of each run used for forecasting.
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.2, 0.3, 0.5)
 
+
 def rmse(y: np.ndarray, yhat: np.ndarray) -> float:
     """Root-mean-square error over finite pairs (NaN when none)."""
     y = np.asarray(y, dtype=float)

@@ -770,7 +770,9 @@ def forecast_in_runset(
         fc = apply_band_calibration(fc, cal)
     rest = ~seen & (t_all <= horizon)
     if rest.any():
-        prob = HDI_PROB if any(abs(p - HDI_PROB) < 1e-9 for p in hdi_probs) else float(hdi_probs[-1])
+        prob = (
+            HDI_PROB if any(abs(p - HDI_PROB) < 1e-9 for p in hdi_probs) else float(hdi_probs[-1])
+        )
         lo, hi = forecast_band(fc, t_all[rest], kind="obs", hdi_prob=prob)
         point = np.interp(t_all[rest], fc[STEP_DIM].values, fc["mean_mean"].values)
         fc.attrs[f"backtest_coverage_{prob:g}"] = coverage(y_all[rest], lo, hi)

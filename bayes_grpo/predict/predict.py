@@ -246,6 +246,85 @@ def stability_probabilities(a: np.ndarray, momentum: float, k_ref: float) -> dic
     }
 
 
+def extrapolation_warnings(
+    runset: xr.Dataset | None,
+    *,
+    model: str | None,
+    learning_rate: float,
+    momentum: float,
+    k_ref: float,
+    gain_lag: float | None = None,
+    train_gain_lag: np.ndarray | None = None,
+) -> list[str]:
+    """Where a prediction leaves the range of the fitted runs' settings, one line each.
+
+    Compares the setting's ``K_ref``, learning rate and momentum (and, when given, the
+    lag-gain product ``a K_ref`` with the training runs' ``train_gain_lag``) with the range
+    of the runs of ``model`` in ``runset`` (all runs when ``model`` is not among them). The
+    law-discrepancy term measures the law's misfit on the training settings only; beyond
+    their range effects the training runs do not show (on the bandit: PPO clipping that
+    becomes active at larger lags, the softmax's state-dependent stiffness) are not in the
+    band (benchmarks/results/PREDICTION_NOTES.md).
+    """
+    if runset is None or "run" not in runset.dims:
+        return []
+    runs = np.asarray(runset["run"].values)
+    if model is not None and "model" in runset.coords:
+        same = np.asarray(runset["model"].values, dtype=str) == str(model)
+        if same.any():
+            runs = runs[same]
+    out = []
+    checks = [
+        ("K_ref", "k_ref", k_ref),
+        ("learning rate", "learning_rate", learning_rate),
+        ("momentum", "momentum", momentum),
+    ]
+    for label, coord, value in checks:
+        if coord not in runset.coords:
+            continue
+        vals = np.asarray(runset[coord].sel(run=runs).values, dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if vals.size and np.isfinite(value) and not _inside(value, vals):
+            out.append(
+                f"extrapolation: {label} = {value:g} is outside the fitted runs' range [{vals.min():g}, {vals.max():g}]"
+            )
+    if gain_lag is not None and train_gain_lag is not None:
+        vals = np.asarray(train_gain_lag, dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if vals.size and np.isfinite(gain_lag) and not _inside(gain_lag, vals):
+            out.append(
+                f"extrapolation: lag-gain product a K_ref = {gain_lag:.3g} is outside the fitted runs' range "
+                f"[{vals.min():.3g}, {vals.max():.3g}]"
+            )
+    if out:
+        out.append(
+            "the band's law-discrepancy term was measured within the fitted settings only; "
+            "beyond them the law's misfit can be larger than the band says"
+        )
+    return out
+
+
+def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
+    lo, hi = float(vals.min()), float(vals.max())
+    tol = rel * max(abs(lo), abs(hi), 1e-300)
+    return lo - tol <= float(value) <= hi + tol
+
+
+def _train_gain_lag(fitted: Any) -> np.ndarray | None:
+    """Posterior-median ``a K_ref`` of each fitted run (mechanistic fits), else None."""
+    idata = getattr(fitted, "idata", None)
+    runset = getattr(fitted, "runset", None)
+    if idata is None or runset is None or getattr(fitted, "parameterisation", "") != "mechanistic":
+        return None
+    post = idata.posterior
+    if "a" not in post or "k_ref" not in runset.coords:
+        return None
+    a = post["a"].median(("chain", "draw"))
+    return np.asarray(a.values, dtype=float) * np.asarray(
+        runset["k_ref"].sel(run=a["run"].values).values, dtype=float
+    )
+
+
 def predict_from_draws(
     draws: xr.Dataset,
     *,
@@ -401,6 +480,16 @@ def predict_run(
         model=model,
         model_size=model_size,
     )
+    mechanistic = str(draws.attrs.get("parameterisation", "mechanistic")) == "mechanistic"
+    warnings_ = extrapolation_warnings(
+        getattr(fitted, "runset", None),
+        model=model,
+        learning_rate=learning_rate,
+        momentum=momentum,
+        k_ref=k_ref,
+        gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
+        train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
+    )
     settings = {
         "learning_rate": learning_rate,
         "momentum": momentum,
@@ -436,7 +525,11 @@ def predict_run(
         hdi_probs=hdi_probs,
         stop_threshold=stop_threshold,
         seed=seed,
-        attrs={"settings": json.dumps(settings), "kind": "prediction"},
+        attrs={
+            "settings": json.dumps(settings),
+            "kind": "prediction",
+            "warnings": json.dumps(warnings_),
+        },
     )
 
 
@@ -532,6 +625,7 @@ __all__ = [
     "LAWS",
     "REQUIRED_DRAW_VARS",
     "choose_law",
+    "extrapolation_warnings",
     "horizon_steps",
     "load_prediction",
     "plot_prediction",

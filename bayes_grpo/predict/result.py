@@ -61,6 +61,14 @@ def prediction_result(
             )
         else:
             summary += "; band from parameter uncertainty only."
+    notes = ds.attrs.get("warnings")
+    if isinstance(notes, str):
+        try:
+            notes = json.loads(notes)
+        except ValueError:
+            notes = [notes]
+    if notes and ds.attrs.get("kind") == "prediction":
+        summary += " Warning: " + "; ".join(str(n) for n in notes) + "."
     fig = plot_prediction(ds, observed=observed, title=title)
     values: dict[str, Any] = dict(numbers)
     values["title"] = title or name.replace("_", " ")

@@ -1,0 +1,68 @@
+"""A prediction outside the fitted settings' range says so (PREDICTION_NOTES, "For the lead" 3)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.predict.predict import extrapolation_warnings
+from bayes_grpo.runset import make_runset
+
+
+def _runset():
+    steps = pd.Index(np.arange(10), name="step")
+    curves, meta = {}, {}
+    for k in (1, 2, 4):
+        for lr in (0.05, 0.1):
+            name = f"k{k}_lr{lr}"
+            curves[name] = pd.DataFrame({"reward": np.linspace(0.5, 0.8, 10)}, index=steps)
+            meta[name] = {"model": "bandit", "k_ref": float(k), "learning_rate": lr, "momentum": 0.5}
+    curves["other"] = pd.DataFrame({"reward": np.linspace(0.5, 0.8, 10)}, index=steps)
+    meta["other"] = {"model": "other-llm", "k_ref": 8.0, "learning_rate": 0.3, "momentum": 0.5}
+    return make_runset(curves=curves, meta=meta)
+
+
+def test_settings_inside_the_fitted_range_give_no_warning():
+    kw = dict(model="bandit", momentum=0.5, gain_lag=0.1, train_gain_lag=np.array([0.03, 0.4]))
+    assert extrapolation_warnings(_runset(), learning_rate=0.075, k_ref=3, **kw) == []
+    assert extrapolation_warnings(_runset(), learning_rate=0.1, k_ref=4, **kw) == []  # edges
+
+
+def test_each_coordinate_outside_the_range_of_the_llms_runs_is_named():
+    ws = extrapolation_warnings(
+        _runset(), model="bandit", learning_rate=0.2, momentum=0.5, k_ref=6
+    )
+    assert any("K_ref = 6" in w and "[1, 4]" in w for w in ws)  # the other LLM's K_ref 8 not used
+    assert any("learning rate = 0.2" in w and "[0.05, 0.1]" in w for w in ws)
+    assert not any("momentum" in w for w in ws)
+    assert "discrepancy" in ws[-1]
+    gain = extrapolation_warnings(
+        _runset(), model="bandit", learning_rate=0.1, momentum=0.5, k_ref=4,
+        gain_lag=0.6, train_gain_lag=np.array([0.03, 0.4]),
+    )  # fmt: skip
+    assert any("lag-gain product" in w for w in gain)
+    # an LLM not in the run set: compared with all runs
+    assert extrapolation_warnings(_runset(), model="new", learning_rate=0.2, momentum=0.5, k_ref=6) == []
+
+
+def test_prediction_attrs_carry_the_warnings_as_json():
+    import xarray as xr
+
+    from bayes_grpo.predict.predict import predict_from_draws
+    from bayes_grpo.predict.result import prediction_result
+
+    shape = (2, 50)
+    full = lambda v: (("chain", "draw"), np.full(shape, v))  # noqa: E731
+    draws = xr.Dataset(
+        {"a": full(0.02), "M_eff": full(1.0), "C_eff": full(0.4), "K_eff": full(0.02), "zeta": full(1.4),
+         "plateau": full(0.8), "initial_reward": full(0.2), "sigma": full(0.01)}
+    )  # fmt: skip
+    ws = ["extrapolation: K_ref = 6 is outside the fitted runs' range [1, 4]", "note"]
+    ds = predict_from_draws(
+        draws, steps=40, momentum=0.5, k_ref=6, law="continuous",
+        attrs={"warnings": json.dumps(ws), "kind": "prediction"},
+    )  # fmt: skip
+    assert json.loads(ds.attrs["warnings"]) == ws
+    assert "K_ref = 6 is outside" in prediction_result(ds).summary
