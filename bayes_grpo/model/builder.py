@@ -15,7 +15,7 @@ Variables (dims in brackets):
 - per run: ``a`` (the gain ``eta K``; ``K_eff`` in the phenomenological form),
   ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``, ``sigma`` (per-step observation sd);
 - ``noise_d`` [model] (``D``; see the config docstring for its meaning under each
-  likelihood), ``alpha``; state space: ``measurement_sd`` [model];
+  likelihood), ``alpha``; state space: ``measurement_sd`` [model] (at the reference G; scaled by ``(G/G_ref)^(-alpha/2)`` per run);
 - ``invariance="by_group"``: ``group_offset_plateau``, ``group_offset_initial_reward``
   (standardised reward units), ``group_offset_log_stiffness`` or
   ``group_offset_log_frequency``, and ``group_offset_log_damping`` [group], each
@@ -163,10 +163,13 @@ def build_pymc_model(
             d_std = pt.exp(d["log_d0"] + log_sd * z_noise)  # at G_ref
             d_m = d_std * d["g_ref"] ** alpha
             q_run = d_std[mi] * g_factor
+            # Measurement noise at G_ref; the logged reward is a mean over the G completions of
+            # each prompt, so its sampling variance follows the same G^-alpha law as D.
             meas = pm.HalfNormal("measurement_sd_z", 1.0, dims="model") * (config["noise"]["measurement_sigma"] * d["noise_guess"])
             pm.Deterministic("measurement_sd", meas * d["scale"], dims="model")
+            meas_var_run = meas[mi] ** 2 * g_factor
             stat_var = q_run / (2.0 * pt.abs(damp) * k_eff)
-            sigma_run = pt.sqrt(stat_var + meas[mi] ** 2)
+            sigma_run = pt.sqrt(stat_var + meas_var_run)
         pm.Deterministic("noise_d", d_m * d["scale"] ** 2, dims="model")
         pm.Deterministic("sigma", sigma_run * scale, dims="run")
 
@@ -189,7 +192,7 @@ def build_pymc_model(
         else:
             y_err = d["y_std"] - plateau_run[:, None]
             ll = kalman_loglik(
-                y_err, d["mask"], None, mass, damp, k_eff, q_run, meas[mi] ** 2, r0_run - plateau_run,
+                y_err, d["mask"], None, mass, damp, k_eff, q_run, meas_var_run, r0_run - plateau_run,
                 intervals=(d["dt_unique"], d["dt_index"]),
             )
             pm.Potential("reward_state_space", ll + d["jacobian"])

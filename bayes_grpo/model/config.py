@@ -54,7 +54,8 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # log sigma at the reference G ~ Normal(log(first-difference noise), log_sigma).
     # state_space: D is the SDE noise intensity, centred so that the stationary sd
     # D / (2 G C K) matches the first-difference noise, log sd log_sigma; measurement
-    # noise ~ HalfNormal(measurement_sigma x first-difference noise).
+    # noise ~ HalfNormal(measurement_sigma x first-difference noise), at the reference G and
+    # scaled by (G / G_ref)^(-alpha / 2) per run (the logged reward is a mean over G completions).
     "noise": {"log_sigma": 1.5, "measurement_sigma": 1.5},
     # alpha ~ Normal(mu, sigma) unless "fixed" is a number (theory: 1).
     "alpha": {"mu": 1.0, "sigma": 0.5, "fixed": None},

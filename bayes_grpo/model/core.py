@@ -80,7 +80,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "2"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models
+    version = "3"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha
 
     def __init__(
         self,
@@ -546,7 +546,8 @@ class GRPODynamicsModel:
             if self.likelihood == "iid":
                 sigma = np.sqrt(noise_d / g**alpha)
             else:
-                meas = post["measurement_sd"].sel(model=model).values
+                g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
+                meas = post["measurement_sd"].sel(model=model).values * (g / g_ref) ** (-alpha / 2.0)
                 sigma = np.sqrt(noise_d / (g**alpha * 2.0 * np.abs(damp) * k_eff) + meas**2)
         else:
             plateau = r0 = noise_d = sigma = nan
