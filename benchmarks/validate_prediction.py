@@ -14,6 +14,12 @@ is never used to choose anything.
 
     nice -n 19 .venv/bin/python benchmarks/validate_prediction.py \
         [--settings mu0.5 mu0.0] [--fit-dir /tmp/predict_fits] [--out benchmarks/results/validate_prediction]
+        [--loso]
+
+``--loso`` adds the variant "recursion+loso_discrepancy": the discrepancy estimated out of
+sample, each training setting predicted by a fit without its runs (:func:`loso_discrepancy`;
+6 extra fits per bandit setting). Measured 2026-12-03: no better than the default (4 of 12
+cases against 5; benchmarks/results/PREDICTION_NOTES.md).
 
 Fits are cached in ``--fit-dir`` (``fit_<setting>.nc``; delete to refit). Writes
 ``summary.json``, ``table.md``, ``*.png`` and the prediction datasets under ``--out``.
@@ -31,7 +37,12 @@ import numpy as np
 from bayes_grpo._io import write_text_atomic
 from bayes_grpo.bandit import simulate_bandit
 from bayes_grpo.predict.forecast import coverage
-from bayes_grpo.predict.predict import plot_prediction, predict_run, save_prediction
+from bayes_grpo.predict.predict import (
+    plot_prediction,
+    predict_from_draws,
+    predict_run,
+    save_prediction,
+)
 from bayes_grpo.predict.summary import band
 
 #: Bandit settings: name -> (momentum, p_init). The K_ref / learning-rate design is shared.
@@ -94,6 +105,86 @@ def fit_or_load(name: str, setting: dict[str, float], args, common: dict):
     return model, seconds
 
 
+def loso_discrepancy(name: str, setting: dict[str, float], model, args):
+    """Leave-one-setting-out law discrepancy, from the training runs only.
+
+    The default profile (:func:`bayes_grpo.predict.discrepancy.discrepancy_from_model`)
+    measures the predictor's misfit on settings the fit has seen, so the gain was already
+    adjusted to them: an in-sample error. Here each training setting ``(K_ref, lr)`` is
+    predicted by a fit *without* its runs (same sampler settings; cached as
+    ``loso_<setting>_k<K_ref>_lr<lr>.nc``), exactly as a new setting is (recursion law, the
+    LLM-level ``p*`` and ``R0``, posterior-mean trajectory), and the same moment estimator
+    (:func:`bayes_grpo.predict.discrepancy.estimate_discrepancy`) is applied to these
+    out-of-sample residuals. The held-out cases never enter it.
+    """
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.predict.discrepancy import (
+        SETTING_COORDS,
+        estimate_discrepancy,
+        setting_labels,
+    )
+    from bayes_grpo.predict.predict import recursion_trajectories
+
+    runset = model.runset
+    run_ids = [str(r) for r in runset["run"].values]
+    k_ref = runset["k_ref"].values.astype(float)
+    lr = runset["learning_rate"].values.astype(float)
+    steps = runset["step"].values.astype(float)
+    curves = np.full((len(run_ids), steps.size), np.nan)
+    r0 = np.full(len(run_ids), np.nan)
+    ps = np.full(len(run_ids), np.nan)
+    sigma = np.full(len(run_ids), np.nan)
+    for k in TRAIN_K_REF:
+        for rate in TRAIN_LR:
+            out = (k_ref == k) & np.isclose(lr, rate)
+            path = Path(args.fit_dir) / f"loso_{name}_k{k}_lr{rate}.nc"
+            if path.exists():
+                sub_model = GRPODynamicsModel.load(path)
+            else:
+                sub_model = GRPODynamicsModel()
+                sub_model.fit(
+                    runset.sel(run=[r for r, o in zip(run_ids, out) if not o]),
+                    draws=args.draws,
+                    tune=args.tune,
+                    chains=args.chains,
+                    random_seed=args.seed,
+                    progressbar=False,
+                    cores=1,
+                )
+                sub_model.save(path)
+            c = sub_model.coefficient_draws(
+                learning_rate=rate,
+                momentum=setting["momentum"],
+                momentum_convention="heavy_ball",
+                k_ref=k,
+                group_size=8,
+                model="softmax-bandit",
+                run_offset=False,
+            )
+            n = c.sizes["chain"] * c.sizes["draw"]
+            pick = np.unique(np.linspace(0, n - 1, min(200, n)).round().astype(int))
+            get = lambda v, c=c, n=n, pick=pick: c[v].values.reshape(n)[pick]  # noqa: E731
+            traj = recursion_trajectories(
+                get("a"), setting["momentum"], k, steps, get("plateau"), get("initial_reward")
+            )
+            curves[out] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+            r0[out], ps[out] = get("initial_reward").mean(), get("plateau").mean()
+            sigma[out] = float(np.median(get("sigma")))
+            print(name, "loso fit without", k, rate, "done", flush=True)
+    coords = {c: runset[c].values for c in SETTING_COORDS if c in runset.coords}
+    profile = estimate_discrepancy(
+        runset["reward"].transpose("run", "step").values,
+        curves,
+        r0,
+        ps,
+        setting_labels(coords, len(run_ids)),
+        noise_sd=sigma,
+    )
+    profile.extra["law"] = "recursion"
+    profile.extra["estimate"] = "leave one training setting out"
+    return profile
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -109,6 +200,12 @@ def main() -> None:
     ap.add_argument("--tune", type=int, default=300)
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--loso",
+        action="store_true",
+        help="also score the recursion with a leave-one-setting-out discrepancy "
+        "(6 extra fits per setting, cached in --fit-dir)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -128,6 +225,9 @@ def main() -> None:
             law: discrepancy_from_model(model, model="softmax-bandit", law=law).to_dict()
             for law in ("recursion", "continuous")
         }
+        loso = loso_discrepancy(sname, setting, model, args) if args.loso else None
+        if loso is not None:
+            profiles["recursion_loso"] = loso.to_dict()
         clip = model.runset["clip_ratio"] if "clip_ratio" in model.runset else None
         sres: dict[str, object] = {
             "training_clip_ratio_max_by_k_ref": {
@@ -171,19 +271,41 @@ def main() -> None:
                 "truth_mcse_max": truth_mcse,
                 "variants": {},
             }
-            for vname, variant in VARIANTS.items():
-                pred = predict_run(
-                    model,
-                    learning_rate=case["learning_rate"],
-                    momentum=setting["momentum"],
-                    momentum_convention="heavy_ball",
-                    k_ref=case["k_ref"],
-                    group_size=8,
-                    steps=steps,
-                    model="softmax-bandit",
-                    seed=args.seed,
-                    **variant,  # type: ignore[arg-type]
-                )
+            variants = dict(VARIANTS)
+            if loso is not None:
+                variants["recursion+loso_discrepancy"] = {"law": "recursion", "discrepancy": loso}
+            for vname, variant in variants.items():
+                if isinstance(variant["discrepancy"], bool):
+                    pred = predict_run(
+                        model,
+                        learning_rate=case["learning_rate"],
+                        momentum=setting["momentum"],
+                        momentum_convention="heavy_ball",
+                        k_ref=case["k_ref"],
+                        group_size=8,
+                        steps=steps,
+                        model="softmax-bandit",
+                        seed=args.seed,
+                        **variant,  # type: ignore[arg-type]
+                    )
+                else:  # a given discrepancy profile: predict_run's path with that profile
+                    draws = model.coefficient_draws(
+                        learning_rate=case["learning_rate"],
+                        momentum=setting["momentum"],
+                        momentum_convention="heavy_ball",
+                        k_ref=case["k_ref"],
+                        group_size=8,
+                        model="softmax-bandit",
+                    )
+                    pred = predict_from_draws(
+                        draws,
+                        steps=steps,
+                        momentum=setting["momentum"],
+                        k_ref=case["k_ref"],
+                        law=str(variant["law"]),
+                        discrepancy=variant["discrepancy"],  # type: ignore[arg-type]
+                        seed=args.seed,
+                    )
                 lo, hi = band(pred, kind="mean", hdi_prob=0.9)
                 olo, ohi = band(pred, kind="obs", hdi_prob=0.9)
                 obs_cov = float(
