@@ -18,6 +18,7 @@ from bayes_grpo.predict import (
     forecast_run,
 )
 from bayes_grpo.predict.forecast import mean_curve
+from bayes_grpo.predict.predict import load_prediction
 from bayes_grpo.predict.summary import band
 from bayes_grpo.runset import make_runset, save_runset
 
@@ -64,16 +65,10 @@ def test_cli_forecast_calibrate_gives_the_python_result(runset, tmp_path, capsys
     assert out["backtest_coverage_0.9"] == pytest.approx(cli_same.attrs["backtest_coverage_0.9"])
     assert out["calibration_runs"] == 4  # every other run
     assert set(out["band_scale"]) == {"0.5", "0.9"}
-    saved = xr_load(tmp_path / "fc.nc")
+    saved = load_prediction(tmp_path / "fc.nc")
     np.testing.assert_allclose(saved["obs_hdi"].values, cli_same["obs_hdi"].values)
     # the fast Python forecast is calibrated the same way (its own backtests)
     assert json.loads(py.attrs["calibration"])["n_runs"] == 4
-
-
-def xr_load(path):
-    from bayes_grpo.predict.predict import load_prediction
-
-    return load_prediction(path)
 
 
 def test_calibration_widens_too_narrow_iid_bands_and_raises_coverage(runset):
