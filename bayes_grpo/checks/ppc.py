@@ -17,10 +17,10 @@ logged reward. Three checks, each a :class:`CheckResult` with a table per (model
 * the stationary variance at the plateau against ``D / (2 G C K_eff)``
   (:func:`bayes_grpo.checks.invariance.stationary_variance_check`).
 
-The coefficient draws are model-level (an LLM's plateau and initial reward, not each
-run's own offsets), so the bands include the run-to-run spread only through the
-posterior of the model-level parameters; a run that starts far from its model's
-average shows up as low coverage at early steps.
+The coefficient draws are those of a new run of the LLM (the LLM's plateau, and its initial
+reward plus a run-level offset drawn from ``N(0, initial_reward_run_sd)``), not each run's own
+fitted offsets: the bands include the run-to-run spread of the start, and a run that starts
+further from its model's average than that spread shows up as low coverage at early steps.
 """
 
 from __future__ import annotations
