@@ -128,7 +128,8 @@ def diagnose_run(posterior, run: str, t: np.ndarray, y: np.ndarray) -> dict:
 
     From every posterior draw's curve: the smoothed R^2 of each chain's mean curve (Monte
     Carlo spread), of the single best-fitting draw (is the least-squares shape inside the
-    posterior?), of the curve at the posterior-median parameters, and, per band of the
+    posterior?), of the curve at the posterior-median parameters, of the pointwise posterior
+    median of the curves, and, per band of the
     damping ratio, the posterior mass and the smoothed R^2 of the band's mean curve (does
     averaging under- and overdamped shapes cost the fit?).
     """
@@ -152,6 +153,7 @@ def diagnose_run(posterior, run: str, t: np.ndarray, y: np.ndarray) -> dict:
         "chain_r2_smoothed": [float(metrics.smoothed_r2(y, curves[i].mean(axis=0))) for i in range(curves.shape[0])],
         "best_draw_r2_smoothed": float(metrics.smoothed_r2(y, flat[int(np.argmin(sse))])),
         "median_parameters_r2_smoothed": float(metrics.smoothed_r2(y, med)),
+        "pointwise_median_r2_smoothed": float(metrics.smoothed_r2(y, np.median(flat, axis=0))),
         "zeta_bands": bands,
     }
 
@@ -257,7 +259,7 @@ def main() -> None:
                 for run, d in table["diagnostics"].dropna().items():
                     bands = ", ".join(f"{b['zeta_band'][0]}-{b['zeta_band'][1]}: {b['mass']:.2f}" for b in d["zeta_bands"])
                     print(f"{run}: chains {np.round(d['chain_r2_smoothed'], 3)} best draw {d['best_draw_r2_smoothed']:.3f} "
-                          f"median params {d['median_parameters_r2_smoothed']:.3f} zeta mass [{bands}]")
+                          f"median params {d['median_parameters_r2_smoothed']:.3f} pointwise median {d['pointwise_median_r2_smoothed']:.3f} zeta mass [{bands}]")
         out[par] = {
             "wall_s": wall,
             "settings": {"draws": args.draws, "tune": args.tune, "chains": args.chains, "sampler": args.sampler, "random_seed": args.seed, "model_config": model.model_config},
