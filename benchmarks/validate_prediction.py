@@ -69,6 +69,15 @@ VARIANTS: dict[str, dict[str, object]] = {
 }
 
 
+def _fit(runset, args):
+    """The mechanistic iid model fitted to ``runset`` with the script's sampler settings."""
+    from bayes_grpo.model import GRPODynamicsModel
+
+    model = GRPODynamicsModel()
+    model.fit(runset, draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed, progressbar=False, cores=1)
+    return model
+
+
 def fit_or_load(name: str, setting: dict[str, float], args, common: dict):
     from bayes_grpo.model import GRPODynamicsModel
 
@@ -87,17 +96,8 @@ def fit_or_load(name: str, setting: dict[str, float], args, common: dict):
         clip_eps=setting["clip_eps"],
         **common,
     )
-    model = GRPODynamicsModel()
     start = time.perf_counter()
-    model.fit(
-        train,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        random_seed=args.seed,
-        progressbar=False,
-        cores=1,
-    )
+    model = _fit(train, args)
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     model.save(path)
@@ -141,16 +141,7 @@ def loso_discrepancy(name: str, setting: dict[str, float], model, args):
             if path.exists():
                 sub_model = GRPODynamicsModel.load(path)
             else:
-                sub_model = GRPODynamicsModel()
-                sub_model.fit(
-                    runset.sel(run=[r for r, o in zip(run_ids, out) if not o]),
-                    draws=args.draws,
-                    tune=args.tune,
-                    chains=args.chains,
-                    random_seed=args.seed,
-                    progressbar=False,
-                    cores=1,
-                )
+                sub_model = _fit(runset.sel(run=[r for r, o in zip(run_ids, out) if not o]), args)
                 sub_model.save(path)
             c = sub_model.coefficient_draws(
                 learning_rate=rate,

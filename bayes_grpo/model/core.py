@@ -531,22 +531,21 @@ class GRPODynamicsModel:
         if known:
             plateau = post["plateau"].sel(model=model).values
             r0 = post["initial_reward_model"].sel(model=model).values
+            m = data.models.index(model)
             if self.invariance == "by_group":
-                m = data.models.index(model)
                 plateau = plateau + data.scale[m] * offset("group_offset_plateau")
                 r0 = r0 + data.scale[m] * offset("group_offset_initial_reward")
-            m = data.models.index(model)
             if run_offset:
                 r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape)
             noise_d = post["noise_d"].sel(model=model).values
             alpha = post["alpha"].values
             from bayes_grpo.model.builder import prior_centres
 
-            g = float(group_size) if group_size is not None else prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
+            g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
+            g = float(group_size) if group_size is not None else g_ref
             if self.likelihood == "iid":
                 sigma = np.sqrt(noise_d / g**alpha)
             else:
-                g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
                 meas = post["measurement_sd"].sel(model=model).values * (g / g_ref) ** (-alpha / 2.0)
                 sigma = np.sqrt(noise_d / (g**alpha * 2.0 * np.abs(damp) * k_eff) + meas**2)
         else:

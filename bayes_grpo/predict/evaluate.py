@@ -32,7 +32,13 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
-from bayes_grpo.predict.calibration import MIN_PREFIX_STEPS, PriorFor, backtest_required_scales
+from bayes_grpo.predict.calibration import (
+    MIN_PREFIX_STEPS,
+    PriorFor,
+    backtest_required_scales,
+    prefix_length,
+    run_series,
+)
 from bayes_grpo.predict.forecast import (
     ForecastError,
     GaussianPrior,
@@ -75,14 +81,6 @@ def baseline_forecast(
     return res.predict(np.asarray(t_future, dtype=float))
 
 
-def _series(ds: xr.Dataset, run_id: str, var: str) -> tuple[np.ndarray, np.ndarray]:
-    sub = ds[var].sel({RUN_DIM: run_id})
-    steps = ds[STEP_DIM].values.astype(float)
-    vals = sub.values.astype(float)
-    ok = np.isfinite(vals)
-    return steps[ok], vals[ok]
-
-
 def evaluate_run(
     t: np.ndarray,
     y: np.ndarray,
@@ -105,7 +103,7 @@ def evaluate_run(
     y = np.asarray(y, dtype=float)
     rows = []
     for frac in fractions:
-        n = int(round(frac * t.size))
+        n = prefix_length(t, fraction=frac)
         row: dict[str, object] = {
             "fraction": float(frac),
             "n_prefix": n,
@@ -237,7 +235,7 @@ def evaluate_forecasts(
             reward_bounds=reward_bounds,
         )
     for i, run_id in enumerate(run_ids):
-        t, y = _series(runset, run_id, REWARD_VAR)
+        t, y = run_series(runset, run_id, REWARD_VAR)
         truth = None
         if true_mean is not None:
             tm = true_mean.sel({RUN_DIM: run_id}).reindex({STEP_DIM: t}).values
