@@ -52,6 +52,7 @@ from bayes_grpo.predict.forecast import (
     forecast_band,
     forecast_run,
     required_band_scale,
+    run_series,
     scale_band,
 )
 
@@ -62,16 +63,6 @@ MIN_PREFIX_STEPS: int = 5
 #: Seed offset of the calibration backtests of ``calibrate_for_run`` (kept apart from the
 #: forecast's own seed).
 BACKTEST_SEED_OFFSET: int = 7919
-
-
-def run_series(
-    runset: xr.Dataset, run_id: str, var: str = "reward"
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, values)`` of one run, steps with a finite value only."""
-    vals = np.asarray(runset[var].sel({RUN_DIM: run_id}).values, dtype=float)
-    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
-    ok = np.isfinite(vals)
-    return steps[ok], vals[ok]
 
 
 def prefix_length(

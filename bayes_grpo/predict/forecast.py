@@ -57,7 +57,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, stats
 
-from bayes_grpo.constants import HDI_PROB, STEP_DIM
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, summarise_draws
 
@@ -654,6 +654,16 @@ def population_prior_for_run(
     return prior, ""
 
 
+def run_series(
+    runset: xr.Dataset, run_id: str, var: str = "reward"
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of one run, steps with a finite value only."""
+    vals = np.asarray(runset[var].sel({RUN_DIM: run_id}).values, dtype=float)
+    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
+    ok = np.isfinite(vals)
+    return steps[ok], vals[ok]
+
+
 def forecast_in_runset(
     runset: xr.Dataset,
     run_id: str,
@@ -697,14 +707,7 @@ def forecast_in_runset(
     runs = [str(r) for r in runset["run"].values]
     if run_id not in runs:
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
-    steps_all = runset["step"].values.astype(float)
-
-    def observed(rid: str) -> tuple[np.ndarray, np.ndarray]:
-        vals = np.asarray(runset[REWARD_VAR].sel(run=rid).values, dtype=float)
-        ok = np.isfinite(vals)
-        return steps_all[ok], vals[ok]
-
-    t_all, y_all = observed(run_id)
+    t_all, y_all = run_series(runset, run_id, REWARD_VAR)
     seen = t_all <= upto
     if seen.sum() < 3:
         raise ForecastError(
@@ -716,15 +719,14 @@ def forecast_in_runset(
     grid = np.arange(0.0, float(horizon) + 1.0)
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
-        vals = np.asarray(rs[REWARD_VAR].sel(run=rid).values, dtype=float)
-        t_r = rs["step"].values.astype(float)
-        ok = np.isfinite(vals) & (t_r <= upto)
+        t_r, y_r = run_series(rs, rid, REWARD_VAR)
+        ok = t_r <= upto
         return population_prior_for_run(
             rs,
             rid,
             posterior=posterior,
             use_runs=use_runs,
-            prefix=(t_r[ok], vals[ok]),
+            prefix=(t_r[ok], y_r[ok]),
             horizon=float(horizon),
             same_model_only=same_model_only,
             reward_bounds=reward_bounds,
@@ -1567,6 +1569,7 @@ __all__ = [
     "forecast_from_posterior",
     "forecast_in_runset",
     "forecast_run",
+    "run_series",
     "mean_curve",
     "noise_shape",
     "prior_from_draws",
