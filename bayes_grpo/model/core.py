@@ -621,7 +621,7 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
 
     Compilation, not sampling, dominates a nutpie fit of this model: numba's type inference
     on the log density and on the function that expands draws into every deterministic.
-    Two measures halve it (40 s -> 22 s on the 12-run benchmark, ``benchmarks/bench_fit.py``):
+    Two measures halve it (40 s -> 19-22 s on the 12-run benchmark, ``benchmarks/bench_fit.py``):
     ``freeze_model=True`` turns the data containers and dimensions into compile-time
     constants, and only the free random variables are stored by nutpie; the deterministics
     (``M_eff``, ``zeta``, ``sigma``...) are then evaluated on the stored draws with one
