@@ -13,7 +13,7 @@ the coverage of the mean band and the RMSE against it are reported too.
 
     .venv/bin/python benchmarks/evaluate_forecasts.py [--sets bandit sim tiny real] [--out DIR]
         [--likelihood state_space|iid] [--prior-kind mixture|gaussian] [--no-bounds]
-        [--no-calibrate] [--fractions 0.2 0.3 0.5]
+        [--no-calibrate] [--calibration split|leave_one_out] [--fractions 0.2 0.3 0.5]
 
 Rewards known to be success rates (bandit: expected success of the softmax policy; tiny:
 the next-digit accuracy) are forecast with the bounded-reward noise shape ``(0, 1)``
@@ -21,7 +21,10 @@ the next-digit accuracy) are forecast with the bounded-reward noise shape ``(0, 
 (rewards of unknown range: some are scores in [-10, 11]) with constant noise. With
 calibration (default) the table also has ``band_scale`` and ``coverage_obs_calibrated``:
 the 90% band scaled by the factor that gives 90% coverage on backtests of the *other half*
-of the runs (split conformal, :func:`bayes_grpo.predict.evaluate.evaluate_forecasts`).
+of the runs (split conformal, :func:`bayes_grpo.predict.evaluate.evaluate_forecasts`), or
+with ``--calibration leave_one_out`` on backtests of *all the other* runs, each with a prior
+from the runs other than itself and the evaluated one: what ``bayes-grpo forecast
+--calibrate`` does for a user (n - 1 backtests per run and prefix instead of 2).
 
 Writes ``<set>_runs.csv`` (one row per run and prefix) and ``<set>_summary.csv`` and
 ``summary.json`` under ``--out`` (default benchmarks/results/evaluate_forecasts).
@@ -126,6 +129,14 @@ def main() -> None:
     ap.add_argument("--no-bounds", action="store_true", help="constant noise for every set")
     ap.add_argument("--no-calibrate", action="store_true", help="skip the split calibration")
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.2, 0.3, 0.5])
+    ap.add_argument(
+        "--calibration",
+        choices=["split", "leave_one_out"],
+        default="split",
+        help="split: two halves calibrate each other (2 backtests per run); leave_one_out: "
+        "each run calibrated on backtests of all the others, as `bayes-grpo forecast "
+        "--calibrate` does (n - 1 backtests per run)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -157,6 +168,7 @@ def main() -> None:
             likelihood=args.likelihood,
             reward_bounds=bounds,
             calibrate=not args.no_calibrate,
+            calibration_scheme=args.calibration,
         )
         seconds = time.perf_counter() - start
         table.to_csv(out / f"{name}_runs.csv", index=False)
@@ -167,6 +179,7 @@ def main() -> None:
             "reward_bounds": bounds,
             "likelihood": args.likelihood,
             "prior_kind": args.prior_kind,
+            "calibration": None if args.no_calibrate else args.calibration,
             "seconds": seconds,
             "by_fraction": summ.to_dict(orient="records"),
         }

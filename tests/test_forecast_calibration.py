@@ -129,3 +129,22 @@ def test_backtests_by_fraction_and_by_step_agree_on_equal_length_runs(runset):
     assert cal.runs == tuple(ids)
     with pytest.raises(ValueError, match="at least 2"):
         calibration_from_backtests({"r1": by_frac["r1"]}, (0.9,))
+
+
+def test_leave_one_out_evaluation_calibrates_each_run_as_the_cli_does(runset):
+    """The evaluation's leave-one-out scheme gives each run the band scale that
+    ``bayes-grpo forecast --calibrate`` would give it, and never reads that run's steps."""
+    from bayes_grpo.predict.evaluate import evaluate_forecasts
+
+    n_prefix = round(0.3 * runset.sizes["step"])  # 33 steps: 0..32
+    kw = dict(fractions=(0.3,), calibrate=True, calibration_scheme="leave_one_out", seed=2, **FAST)
+    table = evaluate_forecasts(runset, runs=["r0", "r3"], **kw).set_index("run")
+    cli = calibrate_for_run(runset, "r0", upto=float(n_prefix - 1), prior_for=None, seed=2, **FAST)
+    assert table.loc["r0", "band_scale"] == pytest.approx(cli.scales[0.9])
+    changed = runset.copy(deep=True)
+    changed["reward"].loc[{"run": "r0", "step": slice(n_prefix, None)}] += 0.5
+    table2 = evaluate_forecasts(changed, runs=["r0", "r3"], **kw).set_index("run")
+    assert table2.loc["r0", "band_scale"] == pytest.approx(table.loc["r0", "band_scale"])
+    assert table2.loc["r3", "band_scale"] != pytest.approx(table.loc["r3", "band_scale"])
+    with pytest.raises(ValueError, match="calibration_scheme"):
+        evaluate_forecasts(runset, runs=["r0"], **{**kw, "calibration_scheme": "halves"})

@@ -33,6 +33,7 @@ import xarray as xr
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.calibration import (
+    BACKTEST_SEED_OFFSET,
     MIN_PREFIX_STEPS,
     PriorFor,
     backtest_required_scales,
@@ -188,6 +189,7 @@ def evaluate_forecasts(
     runs: Sequence[str] | None = None,
     reward_bounds: tuple[float, float] | None = None,
     calibrate: bool = False,
+    calibration_scheme: str = "split",
 ) -> pd.DataFrame:
     """Evaluate prefix forecasts of every run of a run set.
 
@@ -214,6 +216,12 @@ def evaluate_forecasts(
         half is backtested (forecast from the same prefix fraction with a prior from the
         *other runs of its own half*), and the runs of the other half get the band scale
         :func:`bayes_grpo.predict.forecast.calibrated_band_scale` of those backtests.
+    calibration_scheme
+        ``"split"`` (above; two backtests per run and prefix, priors from half the runs) or
+        ``"leave_one_out"``: exactly what ``bayes-grpo forecast --calibrate`` does for each
+        run (:func:`leave_one_out_calibration`): every *other* run is backtested with a prior
+        from the runs other than itself and the evaluated run, so the backtests' priors have
+        the evaluated forecast's size; ``n - 1`` backtests per run and prefix (``n^2`` in all).
 
     Returns
     -------
@@ -223,7 +231,12 @@ def evaluate_forecasts(
     run_ids = list(runs or [str(r) for r in runset[RUN_DIM].values])
     scales: dict[tuple[str, float], float] = {}
     if calibrate:
-        scales = _split_calibration(
+        if calibration_scheme not in ("split", "leave_one_out"):
+            raise ValueError(
+                f"calibration_scheme must be 'split' or 'leave_one_out', not {calibration_scheme!r}"
+            )
+        scheme = _split_calibration if calibration_scheme == "split" else leave_one_out_calibration
+        scales = scheme(
             runset,
             run_ids,
             fractions=fractions,
@@ -318,6 +331,54 @@ def _split_calibration(
     return scales
 
 
+def leave_one_out_calibration(
+    runset: xr.Dataset,
+    run_ids: Sequence[str],
+    *,
+    fractions: Sequence[float],
+    prior_for: PriorFor | None,
+    hdi_prob: float,
+    seed: int,
+    n_draws: int,
+    likelihood: str,
+    reward_bounds: tuple[float, float] | None,
+) -> dict[tuple[str, float], float]:
+    """Band scale per (run, fraction), each from backtests of all the *other* runs.
+
+    For run ``r`` the run set without ``r`` is backtested at the same prefix fraction, each
+    backtested run with ``prior_for(other, runset_without_r)`` - the calibration of
+    :func:`bayes_grpo.predict.calibration.calibrate_for_run` (``bayes-grpo forecast
+    --calibrate``) with a prefix fraction in place of a step. ``r``'s steps reach neither
+    its backtests nor their priors. Seeds: ``seed + BACKTEST_SEED_OFFSET + j`` for the
+    ``j``-th other run (the CLI's rule).
+    """
+    all_ids = [str(r) for r in runset[RUN_DIM].values]
+    scales: dict[tuple[str, float], float] = {}
+    for run_id in run_ids:
+        rest = runset.drop_sel({RUN_DIM: [run_id]})
+        others = [r for r in all_ids if r != run_id]
+        seeds = [seed + BACKTEST_SEED_OFFSET + j for j in range(len(others))]
+        for f in fractions:
+            backtests = backtest_required_scales(
+                rest,
+                others,
+                prior_for=prior_for,
+                fraction=float(f),
+                hdi_probs=(hdi_prob,),
+                seeds=seeds,
+                n_draws=n_draws,
+                likelihood=likelihood,
+                reward_bounds=reward_bounds,
+            )
+            try:
+                scales[(run_id, float(f))] = calibrated_band_scale(
+                    [r[float(hdi_prob)] for r in backtests.values()], prob=hdi_prob
+                )
+            except ForecastError:
+                continue
+    return scales
+
+
 def summarise_evaluation(table: pd.DataFrame) -> pd.DataFrame:
     """Per prefix fraction: coverage, median and pooled RMSE ratios, share of runs won.
 
@@ -373,6 +434,7 @@ __all__ = [
     "baseline_forecast",
     "evaluate_forecasts",
     "evaluate_run",
+    "leave_one_out_calibration",
     "rmse",
     "summarise_evaluation",
 ]
