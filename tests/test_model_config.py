@@ -72,3 +72,31 @@ def test_invalid_momentum_is_an_error():
     ds = _runset({"r0": {"momentum": 1.2}})
     with pytest.raises(RunSetError, match="invalid momentum"):
         prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+
+
+def test_run_level_initial_reward_offsets_sum_to_zero_within_each_llm():
+    """R0_r = R0_m + tau z_r with the z_r of an LLM centred (R0_m is its runs' mean: no ridge
+    between R0_m and the offsets' common part); a single-run LLM has no offset at all."""
+    import pytensor
+
+    from bayes_grpo.model.builder import build_pymc_model
+
+    ds = _runset({"r2": {"model": "solo"}}, lengths=(50, 30, 40, 45))
+    data = prepare_data(ds, DEFAULT_MODEL_CONFIG, "phenomenological")
+    model = build_pymc_model(data, DEFAULT_MODEL_CONFIG, parameterisation="phenomenological")
+    runs = list(model.coords["run"])
+    r0 = pytensor.function(model.value_vars, model["initial_reward"], on_unused_input="ignore")
+    r0_m = pytensor.function(model.value_vars, model["initial_reward_model"], on_unused_input="ignore")
+    point = model.initial_point()
+    point["initial_reward_run_sd_log__"] = np.log(0.2)
+    point["initial_reward_run_z"] = np.array([0.3, -0.2, 0.7, 1.1])
+    models = list(model.coords["model"])
+    rr, mm = r0(**point), r0_m(**point)
+    of_m = [runs.index(r) for r in ("r0", "r1", "r3")]
+    assert np.mean(rr[of_m]) == pytest.approx(mm[models.index("m")], abs=1e-12)
+    assert np.ptp(rr[of_m]) > 0.01
+    assert rr[runs.index("r2")] == pytest.approx(mm[models.index("solo")], abs=1e-12)
+    # d logp / d z_solo is the prior's -z alone: the solo run's z is not in the likelihood
+    z = model.rvs_to_values[model["initial_reward_run_z"]]
+    grad = pytensor.function(model.value_vars, pytensor.grad(model.logp(), z), on_unused_input="ignore")
+    assert grad(**point)[runs.index("r2")] == pytest.approx(-0.7, abs=1e-9)

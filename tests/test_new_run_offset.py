@@ -69,7 +69,11 @@ def test_a_new_runs_initial_reward_spread_includes_the_run_level_sd():
     new = model.coefficient_draws(**SETTING, random_seed=7)
     r0 = new["initial_reward"].values
     offset = r0 - r0_model
-    # per draw, the offset is N(0, scale * initial_reward_run_sd): standardised it is N(0, 1)
+    # per draw, the offset is N(0, scale * initial_reward_run_sd * sqrt(1 + 1/n)) for an LLM
+    # fitted on n runs (initial_reward_model is their mean): standardised it is N(0, 1)
+    n_runs = model.runset.sizes["run"]
+    assert n_runs == 2
+    run_sd = run_sd * np.sqrt(1.0 + 1.0 / n_runs)
     z = (offset / (scale * run_sd)).ravel()
     assert abs(z.mean()) < 4 / np.sqrt(z.size)
     assert abs(z.std() - 1.0) < 0.03

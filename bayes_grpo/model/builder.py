@@ -7,7 +7,10 @@ iid likelihood is written on the raw rewards so ``observed_data`` holds the real
 
 Variables (dims in brackets):
 
-- ``plateau`` [model], ``initial_reward_model`` [model], ``initial_reward`` [run];
+- ``plateau`` [model], ``initial_reward_model`` [model] (the mean of its runs' initial
+  rewards), ``initial_reward`` [run] (the LLM's plus ``initial_reward_run_sd`` times the
+  run's ``initial_reward_run_z`` centred within its LLM, i.e. zero-sum offsets; a single
+  run's initial reward is its LLM's);
 - mechanistic: ``log_stiffness`` [model] (``log K``), ``log_stiffness_mean``,
   ``log_stiffness_sd`` (population level, when several models), ``size_exponent``
   (regression of ``log K`` on ``log model_size``, when identifiable);
@@ -121,7 +124,12 @@ def build_pymc_model(
         tau_r0 = pm.HalfNormal("initial_reward_run_sd", config["initial_reward"]["run_sigma"])
         z_r0_run = pm.Normal("initial_reward_run_z", 0.0, 1.0, dims="run")
         plateau_run = plateau_m[mi]
-        r0_run = r0_m[mi] + tau_r0 * z_r0_run
+        # Run-level offsets sum to zero within each LLM (a per-LLM ZeroSumNormal: z_r is
+        # N(0, 1) marginally), so R0_m is the mean of its runs' R0: otherwise R0_m and the
+        # common part of its runs' offsets form a ridge that NUTS mixes slowly along (bulk
+        # ESS ~20 for R0_m). A single-run LLM has no offset (factor 0).
+        z_centred = (z_r0_run - pt.dot(d["run_mean_matrix"], z_r0_run)[mi]) * d["run_offset_factor"]
+        r0_run = r0_m[mi] + tau_r0 * z_centred
         if by_group:
             off_p = pm.Deterministic("group_offset_plateau", gos * pm.Normal("group_offset_plateau_z", 0, 1, dims="group"), dims="group")
             off_r = pm.Deterministic(
@@ -215,6 +223,7 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
         "g_ref": centres["g_ref"],
         "g_ratio": g_run / centres["g_ref"][mi],
         "steps": data.steps,
+        **_run_offset_arrays(mi, data.n_models),
     }
     if parameterisation == "mechanistic":
         arrays |= {
@@ -255,6 +264,22 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
     # Static shapes: PyTensor then drops its run-time broadcast checks (hundreds of tiny
     # nodes in the gradient); the compiled code is still shared across data values.
     return {name: pm.Data(f"data_{name}", value, shape=np.shape(value)) for name, value in arrays.items()}
+
+
+def _run_offset_arrays(model_idx: np.ndarray, n_models: int) -> dict[str, np.ndarray]:
+    """Arrays of the per-LLM zero-sum run offsets.
+
+    ``run_mean_matrix`` [model, run]: ``1 / n_m`` where run ``r`` belongs to LLM ``m`` (so
+    ``matrix @ z`` is each LLM's mean of ``z``); ``run_offset_factor`` [run]:
+    ``sqrt(n_m / (n_m - 1))`` (restores unit marginal variance after centring), 0 for an LLM
+    with one run.
+    """
+    counts = np.bincount(model_idx, minlength=n_models).astype(float)
+    matrix = np.zeros((n_models, model_idx.size))
+    matrix[model_idx, np.arange(model_idx.size)] = 1.0 / counts[model_idx]
+    n = counts[model_idx]
+    factor = np.where(n >= 2, np.sqrt(n / np.maximum(n - 1.0, 1.0)), 0.0)
+    return {"run_mean_matrix": matrix, "run_offset_factor": factor}
 
 
 def _mechanistic(data, d, config, centres, by_group, gos):

@@ -34,7 +34,8 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # p*_m ~ Normal(mean of the last 10% of the model's runs, sigma) [reward sd units]
     "plateau": {"sigma": 1.5},
     # R0_m ~ Normal(mean of the first 10% of the model's runs, sigma); run offsets
-    # R0_r = R0_m + tau * z_r, tau ~ HalfNormal(run_sigma), z_r ~ Normal(0, 1)
+    # R0_r = R0_m + tau * z_r, tau ~ HalfNormal(run_sigma), z_r ~ Normal(0, 1) marginally and
+    # summing to zero within each LLM (so R0_m is its runs' mean; a single run's R0 is R0_m)
     "initial_reward": {"sigma": 1.5, "run_sigma": 0.3},
     # Response time relative to run length: a_m centred on (1 - mu) / (fraction * T),
     # log-normal with sd log_sigma (natural log).

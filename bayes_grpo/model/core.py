@@ -80,7 +80,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "3"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha
+    version = "4"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run)
 
     def __init__(
         self,
@@ -468,7 +468,8 @@ class GRPODynamicsModel:
             run's initial-reward offset); the same seed gives the same draws.
         run_offset
             A new run has no fitted run-level offset of its initial reward, so each
-            posterior draw gets one from its prior, ``N(0, initial_reward_run_sd)`` (in
+            posterior draw gets one, ``N(0, initial_reward_run_sd^2 (1 + 1/n))`` for an LLM
+            fitted on ``n`` runs (``initial_reward_model`` is the mean of those runs' R0; in
             the LLM's standardised units, times its reward scale): ``initial_reward`` is
             then the predictive R0 of a new run, not the LLM-level mean
             ``initial_reward_model``. ``False`` gives the LLM-level mean.
@@ -536,7 +537,8 @@ class GRPODynamicsModel:
                 plateau = plateau + data.scale[m] * offset("group_offset_plateau")
                 r0 = r0 + data.scale[m] * offset("group_offset_initial_reward")
             if run_offset:
-                r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape)
+                n_runs = int(np.sum(np.asarray(data.model_idx) == m))
+                r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape, n_runs)
             noise_d = post["noise_d"].sel(model=model).values
             alpha = post["alpha"].values
             from bayes_grpo.model.builder import prior_centres
@@ -603,17 +605,20 @@ class GRPODynamicsModel:
 _RUN_OFFSET_STREAM: int = 1
 
 
-def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int]) -> np.ndarray:
-    """Standardised run-level initial-reward offset of a new run, one per posterior draw.
+def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int], n_runs: int) -> np.ndarray:
+    """Standardised initial-reward offset of a new run of an LLM with ``n_runs`` fitted runs.
 
-    ``initial_reward_run_sd * z``, ``z ~ N(0, 1)`` from a stream seeded by ``random_seed``
-    (the model's ``initial_reward_run`` offset of a fitted run, drawn from its prior for a
-    run the fit has not seen); zeros for a posterior without ``initial_reward_run_sd``.
+    The fitted runs' offsets sum to zero, so ``initial_reward_model`` is the mean of their
+    ``n`` initial rewards, itself ``N(R0_population, tau^2 / n)``; a new run's ``R0`` is
+    ``N(R0_population, tau^2)``, hence ``initial_reward_model + tau sqrt(1 + 1/n) z``, ``z ~
+    N(0, 1)`` from a stream seeded by ``random_seed`` (``tau = initial_reward_run_sd``, one
+    per posterior draw); zeros for a posterior without ``initial_reward_run_sd``.
     """
     if "initial_reward_run_sd" not in post:
         return np.zeros(shape)
     rng = np.random.default_rng(np.random.SeedSequence(int(random_seed), spawn_key=(_RUN_OFFSET_STREAM,)))
-    return np.asarray(post["initial_reward_run_sd"].values, dtype=float).reshape(shape) * rng.standard_normal(shape)
+    tau = np.asarray(post["initial_reward_run_sd"].values, dtype=float).reshape(shape)
+    return tau * np.sqrt(1.0 + 1.0 / max(int(n_runs), 1)) * rng.standard_normal(shape)
 
 
 def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:

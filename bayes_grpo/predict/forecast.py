@@ -246,12 +246,14 @@ def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
     ``tau = max(t - t0, 0)`` and the reward is ``R0`` until ``t0``.
     """
     u = np.atleast_2d(u)
-    w0 = np.exp(u[:, 2:3])
-    zeta = np.exp(u[:, 3:4])
-    tau = np.asarray(t, dtype=float)[None, :]
-    if u.shape[1] > 5:
-        tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
+    # proposals far in the tails (importance sampling) overflow to inf: such rows get a
+    # non-finite curve, which the likelihood maps to -inf (weight 0), without a warning
     with np.errstate(over="ignore", invalid="ignore"):
+        w0 = np.exp(u[:, 2:3])
+        zeta = np.exp(u[:, 3:4])
+        tau = np.asarray(t, dtype=float)[None, :]
+        if u.shape[1] > 5:
+            tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
         return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, u[:, 0:1], u[:, 1:2])
 
 
