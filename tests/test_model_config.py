@@ -100,3 +100,12 @@ def test_run_level_initial_reward_offsets_sum_to_zero_within_each_llm():
     z = model.rvs_to_values[model["initial_reward_run_z"]]
     grad = pytensor.function(model.value_vars, pytensor.grad(model.logp(), z), on_unused_input="ignore")
     assert grad(**point)[runs.index("r2")] == pytest.approx(-0.7, abs=1e-9)
+
+
+def test_runs_without_a_model_name_are_pooled_with_a_note_saying_so():
+    named = prepare_data(_runset(), DEFAULT_MODEL_CONFIG, "phenomenological")
+    assert not any("model unknown" in n for n in named.notes)
+    nameless = prepare_data(_runset({"r0": {"model": ""}, "r1": {"model": ""}}), DEFAULT_MODEL_CONFIG, "phenomenological")
+    assert nameless.models == ["unknown-model"]
+    note = [n for n in nameless.notes if "model unknown" in n]
+    assert note and "['r0', 'r1']" in note[0] and "--manifest" in note[0]

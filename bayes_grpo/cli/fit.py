@@ -126,6 +126,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "settings": model.settings,
                 "fit_seconds": model.fit_seconds,
                 "convergence": conv.to_dict(),
+                "notes": list(model.data.notes),
                 "groups": groups.reset_index().to_dict(orient="records"),
                 "runs": runs.reset_index().to_dict(orient="records"),
             }
@@ -135,5 +136,7 @@ def run_fit(args: argparse.Namespace) -> int:
         print_table(groups[cols], title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
         print()
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
+        for note in model.data.notes:
+            print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")
     return 0

@@ -146,6 +146,13 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     kref = _resolve(ds, "k_ref", defaults, required=mech)
     gsize = _resolve(ds, "group_size", defaults, required=False)
     notes: list[str] = []
+    nameless = [r for r, m in zip(run_ids, ds["model"].values) if not str(m)]
+    if len(nameless) >= 2:
+        notes.append(
+            f"model unknown for runs {nameless}: they are fitted as one LLM {UNKNOWN_MODEL!r} "
+            "(one plateau, initial reward and dynamics); if they come from different LLMs, give "
+            "each run its model (ingest --manifest, or a bayes_grpo_run.json beside the log)"
+        )
     if mech:
         bad = [r for r, c in zip(run_ids, conv) if c not in MOMENTUM_CONVENTIONS]
         if bad:
