@@ -41,6 +41,7 @@ from bayes_grpo import metrics
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.lsq import fit_oscillator
 from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.model.convergence import run_r_hat
 from bayes_grpo.runset import make_runset
 
 MOMENTUM, CONVENTION, K_REF = 0.9, "ema", 1.0
@@ -107,17 +108,6 @@ def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
     res = least_squares(lambda p: curve(t, p) - y, [coef0[0], coef0[1], log_a0])
     best = res.x if 2.0 * res.cost <= min(sse) else np.array([coef0[0], coef0[1], log_a0])
     return curve(t, best), float(np.exp(best[2]))
-
-
-def run_rhat(posterior) -> dict[str, float]:
-    """Largest R-hat over the per-run variables (``plateau_run``, ``initial_reward``, ``a``,
-    ``zeta``, ``sigma``) of each run: which runs' verdicts rest on chains that disagree."""
-    import arviz as az
-
-    names = [v for v in ("plateau_run", "initial_reward", "a", "zeta", "sigma") if v in posterior]
-    rhat = az.rhat(posterior[names])
-    stacked = np.max(np.stack([rhat[v].values for v in names]), axis=0)
-    return {str(r): float(x) for r, x in zip(posterior["run"].values, stacked)}
 
 
 ZETA_BANDS: tuple[tuple[float, float], ...] = ((0.0, 0.3), (0.3, 0.7), (0.7, 1.5), (1.5, np.inf))
@@ -213,7 +203,7 @@ def main() -> None:
         model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=args.seed, progressbar=False)
         wall = time.perf_counter() - t0
         summary = model.run_summary()
-        per_run_rhat = run_rhat(model.idata.posterior)
+        per_run_rhat = run_r_hat(model.idata.posterior).to_dict()
         rows = []
         for run in summary.index:
             y = ds.reward.sel(run=run).values

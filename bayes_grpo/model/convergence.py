@@ -41,6 +41,29 @@ def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[
     return out
 
 
+#: Per-run variables of the model: their R-hat says whether the chains agree on a run.
+RUN_VARIABLES: tuple[str, ...] = ("plateau_run", "initial_reward", "a", "zeta", "sigma")
+
+
+def run_r_hat(posterior) -> pd.Series:
+    """Largest R-hat over the per-run variables (:data:`RUN_VARIABLES`) of each run.
+
+    Index: the ``run`` coordinate; NaN for every run with fewer than 2 chains or without
+    per-run variables. Tells which runs' estimates rest on chains that disagree (e.g. one run
+    whose posterior has an oscillatory and an overdamped mode), when the fit-wide R-hat only
+    says that some variable does.
+    """
+    if "run" not in posterior.dims:
+        return pd.Series(dtype=float)
+    runs = [str(r) for r in posterior["run"].values]
+    names = [v for v in RUN_VARIABLES if v in posterior and "run" in posterior[v].dims]
+    if posterior.sizes["chain"] < 2 or not names:
+        return pd.Series(np.nan, index=pd.Index(runs, name="run"), dtype=float)
+    rhat = az.rhat(posterior[names])
+    worst = np.nanmax(np.stack([rhat[v].transpose("run", ...).values.reshape(len(runs), -1).max(axis=1) for v in names]), axis=0)
+    return pd.Series(worst, index=pd.Index(runs, name="run"), dtype=float)
+
+
 def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = None, max_treedepth: int = 10) -> CheckResult:
     """Check the sampler's convergence.
 
@@ -96,6 +119,11 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     if np.isfinite(worst_rhat) and worst_rhat > RHAT_MAX:
         bad = table.index[table["r_hat"] > RHAT_MAX].tolist()
         advice.append(f"R-hat {worst_rhat:.3f} > {RHAT_MAX} for {bad}: chains disagree; increase tune/draws or check multimodality (e.g. under- vs overdamped solutions).")
+        per_run = run_r_hat(post)
+        runs_bad = per_run[per_run > RHAT_MAX]
+        if len(runs_bad) and len(runs_bad) < len(per_run):
+            listed = ", ".join(f"{r} ({v:.3f})" for r, v in runs_bad.sort_values(ascending=False).items())
+            advice.append(f"Per run, the chains disagree only on {len(runs_bad)} of {len(per_run)} runs: {listed} (the other runs' per-run variables have R-hat <= {RHAT_MAX}).")
     if np.isfinite(worst_bulk) and worst_bulk < ess_min:
         bad = table.index[table["ess_bulk"] < ess_min].tolist()
         advice.append(f"bulk ESS {worst_bulk:.0f} < {ess_min:.0f} for {bad}: increase draws.")
@@ -127,4 +155,4 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     return CheckResult(name="convergence", passed=passed, summary=summary, table=table, values=values)
 
 
-__all__ = ["convergence_check", "RHAT_MAX", "ESS_MIN_PER_CHAIN", "EBFMI_MIN"]
+__all__ = ["convergence_check", "run_r_hat", "RHAT_MAX", "RUN_VARIABLES", "ESS_MIN_PER_CHAIN", "EBFMI_MIN"]

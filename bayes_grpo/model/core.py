@@ -41,7 +41,7 @@ from bayes_grpo.model.config import (
     config_hash,
     merge_config,
 )
-from bayes_grpo.model.convergence import convergence_check
+from bayes_grpo.model.convergence import convergence_check, run_r_hat
 from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
 from bayes_grpo.runset import REWARD_VAR, validate_runset
 
@@ -374,7 +374,9 @@ class GRPODynamicsModel:
         """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta, a, D``,
         the 90% interval of ``zeta``, and R^2 of the posterior-mean trajectory: raw, the
         noise ceiling (from first differences), smoothed (vs a centred moving average of
-        10% of the run), and whether the run has a visible trend (``bayes_grpo.metrics``).
+        10% of the run), whether the run has a visible trend (``bayes_grpo.metrics``), and
+        ``r_hat``, the largest R-hat of the run's own variables
+        (:func:`bayes_grpo.model.convergence.run_r_hat`).
         """
         post = self._require_fit().posterior
         data = self.data
@@ -422,6 +424,7 @@ class GRPODynamicsModel:
         frame["r2_noise_ceiling"] = ceiling
         frame["r2_smoothed"] = r2_smooth
         frame["has_trend"] = trend
+        frame["r_hat"] = run_r_hat(post).reindex(frame.index).values
         return frame
 
     def group_summary(self) -> pd.DataFrame:

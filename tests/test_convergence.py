@@ -1,0 +1,61 @@
+"""Convergence diagnostics name the problem: per variable, and per run when only some runs' chains disagree."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from bayes_grpo.model.convergence import RHAT_MAX, convergence_check, run_r_hat
+
+CHAINS, DRAWS, RUNS = 4, 500, ["r0", "r1", "r2"]
+
+
+def _idata(mode_shift: float) -> az.InferenceData:
+    """Well-mixed draws, except run r2's zeta, whose chains sit in two modes ``mode_shift`` apart."""
+    rng = np.random.default_rng(0)
+    shape = (CHAINS, DRAWS, len(RUNS))
+    zeta = 0.5 + 0.05 * rng.standard_normal(shape)
+    zeta[2:, :, 2] += mode_shift  # chains 2 and 3: the other mode, on r2 only
+    post = xr.Dataset(
+        {
+            "zeta": (("chain", "draw", "run"), zeta),
+            "a": (("chain", "draw", "run"), 0.01 + 0.001 * rng.standard_normal(shape)),
+            "noise_z": (("chain", "draw"), rng.standard_normal((CHAINS, DRAWS))),
+        },
+        coords={"chain": np.arange(CHAINS), "draw": np.arange(DRAWS), "run": RUNS},
+    )
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), np.zeros((CHAINS, DRAWS), dtype=bool)),
+            "energy": (("chain", "draw"), rng.standard_normal((CHAINS, DRAWS))),
+            "tree_depth": (("chain", "draw"), np.full((CHAINS, DRAWS), 3)),
+        },
+        coords={"chain": np.arange(CHAINS), "draw": np.arange(DRAWS)},
+    )
+    return az.InferenceData(posterior=post, sample_stats=stats)
+
+
+def test_a_well_mixed_posterior_passes_and_every_run_has_r_hat_near_one():
+    idata = _idata(0.0)
+    check = convergence_check(idata)
+    assert check.passed, check.summary
+    per_run = run_r_hat(idata.posterior)
+    assert list(per_run.index) == RUNS and (per_run < RHAT_MAX).all()
+
+
+def test_one_bimodal_run_is_named_and_the_others_are_cleared():
+    idata = _idata(1.0)
+    per_run = run_r_hat(idata.posterior)
+    assert per_run["r2"] > 1.5 and (per_run[["r0", "r1"]] < RHAT_MAX).all()
+    check = convergence_check(idata)
+    assert not check.passed
+    runs_line = [a for a in check.values["advice"] if "Per run" in a]
+    assert runs_line and "1 of 3 runs: r2 (" in runs_line[0]
+    assert "r0" not in runs_line[0] and "r1" not in runs_line[0]
+
+
+def test_per_run_r_hat_needs_two_chains():
+    idata = _idata(0.0)
+    one = az.InferenceData(posterior=idata.posterior.isel(chain=[0]), sample_stats=idata.sample_stats.isel(chain=[0]))
+    assert run_r_hat(one.posterior).isna().all()
