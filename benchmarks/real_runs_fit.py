@@ -171,6 +171,7 @@ def main() -> None:
     parser.add_argument("--sampler", default="pymc", choices=("pymc", "nutpie"))
     parser.add_argument("--parameterisations", default="phenomenological,mechanistic")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--target-accept", type=float, default=None, help="NUTS target acceptance (default: the model's, 0.9)")
     parser.add_argument("--model-config", default="{}", help='JSON merged into the model configuration, e.g. \'{"damping_ratio": {"log_sigma": 2.0}}\'')
     parser.add_argument("--diagnose", action="store_true", help="add per-run diagnostics of the posterior-mean vs least-squares gap (trend runs)")
     parser.add_argument("--runs", default=None, help="comma-separated run ids to fit (default: all; for quick diagnostics)")
@@ -200,7 +201,8 @@ def main() -> None:
         model_config = {"hyperparameter_defaults": defaults, "alpha": {"fixed": 1.0}} | json.loads(args.model_config)
         model = GRPODynamicsModel(model_config=model_config, parameterisation=par)
         t0 = time.perf_counter()
-        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=args.seed, progressbar=False)
+        extra = {} if args.target_accept is None else {"target_accept": args.target_accept}
+        model.fit(ds, draws=args.draws, tune=args.tune, chains=args.chains, sampler=args.sampler, random_seed=args.seed, progressbar=False, **extra)
         wall = time.perf_counter() - t0
         summary = model.run_summary()
         per_run_rhat = run_r_hat(model.idata.posterior).to_dict()
