@@ -187,7 +187,8 @@ def calibrate_for_run(
     runset: xr.Dataset,
     run_id: str,
     *,
-    upto: float,
+    upto: float | None = None,
+    fraction: float | None = None,
     prior_for: PriorFor | None,
     horizon: float | None = None,
     hdi_probs: Sequence[float] = (HDI_PROB,),
@@ -196,10 +197,11 @@ def calibrate_for_run(
     likelihood: str = "state_space",
     reward_bounds: tuple[float, float] | None = None,
 ) -> BandCalibration:
-    """Band calibration for forecasting ``run_id`` from its steps up to ``upto``.
+    """Band calibration for forecasting ``run_id`` from its steps up to ``upto`` (the CLI) or
+    from the first ``fraction`` of its steps (the evaluation; exactly one of the two).
 
     ``run_id`` is removed from the run set first (none of its steps reach the calibration);
-    every other run is backtested from its own steps up to ``upto``, scored up to
+    every other run is backtested from the same prefix of its own steps, scored up to
     ``horizon``, with the prior ``prior_for(other_run, runset_without_run_id)`` (the same
     rule as the run's own prior), seed ``seed + BACKTEST_SEED_OFFSET + i``.
     """
@@ -210,6 +212,7 @@ def calibrate_for_run(
         ids,
         prior_for=prior_for,
         upto=upto,
+        fraction=fraction,
         horizon=horizon,
         hdi_probs=hdi_probs,
         seeds=[seed + BACKTEST_SEED_OFFSET + i for i in range(len(ids))],
@@ -217,7 +220,8 @@ def calibrate_for_run(
         likelihood=likelihood,
         reward_bounds=reward_bounds,
     )
-    return calibration_from_backtests(required, hdi_probs, prefix=f"upto step {float(upto):g}")
+    prefix = f"upto step {float(upto):g}" if upto is not None else f"first {float(fraction):.0%} of each run"
+    return calibration_from_backtests(required, hdi_probs, prefix=prefix)
 
 
 def apply_band_calibration(ds: xr.Dataset, calibration: BandCalibration) -> xr.Dataset:

@@ -33,10 +33,10 @@ import xarray as xr
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.calibration import (
-    BACKTEST_SEED_OFFSET,
     MIN_PREFIX_STEPS,
     PriorFor,
     backtest_required_scales,
+    calibrate_for_run,
     prefix_length,
     run_series,
 )
@@ -348,34 +348,27 @@ def leave_one_out_calibration(
     For run ``r`` the run set without ``r`` is backtested at the same prefix fraction, each
     backtested run with ``prior_for(other, runset_without_r)`` - the calibration of
     :func:`bayes_grpo.predict.calibration.calibrate_for_run` (``bayes-grpo forecast
-    --calibrate``) with a prefix fraction in place of a step. ``r``'s steps reach neither
-    its backtests nor their priors. Seeds: ``seed + BACKTEST_SEED_OFFSET + j`` for the
-    ``j``-th other run (the CLI's rule).
+    --calibrate``), called with a prefix fraction in place of a step. ``r``'s steps reach
+    neither its backtests nor their priors.
     """
-    all_ids = [str(r) for r in runset[RUN_DIM].values]
     scales: dict[tuple[str, float], float] = {}
     for run_id in run_ids:
-        rest = runset.drop_sel({RUN_DIM: [run_id]})
-        others = [r for r in all_ids if r != run_id]
-        seeds = [seed + BACKTEST_SEED_OFFSET + j for j in range(len(others))]
         for f in fractions:
-            backtests = backtest_required_scales(
-                rest,
-                others,
-                prior_for=prior_for,
-                fraction=float(f),
-                hdi_probs=(hdi_prob,),
-                seeds=seeds,
-                n_draws=n_draws,
-                likelihood=likelihood,
-                reward_bounds=reward_bounds,
-            )
             try:
-                scales[(run_id, float(f))] = calibrated_band_scale(
-                    [r[float(hdi_prob)] for r in backtests.values()], prob=hdi_prob
+                cal = calibrate_for_run(
+                    runset,
+                    run_id,
+                    fraction=float(f),
+                    prior_for=prior_for,
+                    hdi_probs=(hdi_prob,),
+                    seed=seed,
+                    n_draws=n_draws,
+                    likelihood=likelihood,
+                    reward_bounds=reward_bounds,
                 )
             except ForecastError:
                 continue
+            scales[(run_id, float(f))] = cal.scales[float(hdi_prob)]
     return scales
 
 
