@@ -85,8 +85,11 @@ def test_run_level_initial_reward_offsets_sum_to_zero_within_each_llm():
     data = prepare_data(ds, DEFAULT_MODEL_CONFIG, "phenomenological")
     model = build_pymc_model(data, DEFAULT_MODEL_CONFIG, parameterisation="phenomenological")
     runs = list(model.coords["run"])
-    r0 = pytensor.function(model.value_vars, model["initial_reward"], on_unused_input="ignore")
-    r0_m = pytensor.function(model.value_vars, model["initial_reward_model"], on_unused_input="ignore")
+    # The random variables replaced by their value variables: a plain pytensor.function of
+    # model["initial_reward"] would draw them from the prior instead.
+    outs = model.replace_rvs_by_values([model["initial_reward"], model["initial_reward_model"]])
+    r0 = pytensor.function(model.value_vars, outs[0], on_unused_input="ignore")
+    r0_m = pytensor.function(model.value_vars, outs[1], on_unused_input="ignore")
     point = model.initial_point()
     point["initial_reward_run_sd_log__"] = np.log(0.2)
     point["initial_reward_run_z"] = np.array([0.3, -0.2, 0.7, 1.1])
@@ -94,7 +97,9 @@ def test_run_level_initial_reward_offsets_sum_to_zero_within_each_llm():
     rr, mm = r0(**point), r0_m(**point)
     of_m = [runs.index(r) for r in ("r0", "r1", "r3")]
     assert np.mean(rr[of_m]) == pytest.approx(mm[models.index("m")], abs=1e-12)
-    assert np.ptp(rr[of_m]) > 0.01
+    z_m = np.array([0.3, -0.2, 1.1])
+    expected = data.scale[models.index("m")] * 0.2 * (z_m - z_m.mean()) * np.sqrt(3 / 2)
+    np.testing.assert_allclose(rr[of_m] - np.mean(rr[of_m]), expected, atol=1e-12)
     assert rr[runs.index("r2")] == pytest.approx(mm[models.index("solo")], abs=1e-12)
     # d logp / d z_solo is the prior's -z alone: the solo run's z is not in the likelihood
     z = model.rvs_to_values[model["initial_reward_run_z"]]
