@@ -5,7 +5,8 @@
 #
 # Needs: the package installed with the `train` extra, one or more CUDA GPUs, and either network
 # access to the Hugging Face Hub or a local copy of the model and the dataset (pass paths in
-# MODEL / DATASET; set HF_HUB_OFFLINE=1 to forbid downloads).
+# MODEL / DATASET; set HF_HUB_OFFLINE=1 to forbid downloads). The Python used is $PYTHON, else the
+# repository's .venv/bin/python (what `make` installs into), else `python` on PATH.
 #
 # Usage (every setting is an environment variable with a default):
 #   scripts/run_real_model_gpu.sh                               # Qwen2.5-0.5B-Instruct, G in 4 8, seed 0
@@ -31,6 +32,10 @@ STEPS=${STEPS:-200}
 MAX_LEN=${MAX_LEN:-256}                # tokens per completion
 OUT=${OUT:-runs/real_gpu}
 DRY_RUN=${DRY_RUN:-0}
+if [[ -z "${PYTHON:-}" ]]; then
+  REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if [[ -x "$REPO/.venv/bin/python" ]]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python; fi
+fi
 if [[ -z "${NUM_GPUS:-}" ]]; then
   NUM_GPUS=$(command -v nvidia-smi >/dev/null && nvidia-smi -L | wc -l || echo 0)
 fi
@@ -41,11 +46,11 @@ fi
 NUM_GPUS=$(( NUM_GPUS < 1 ? 1 : NUM_GPUS ))
 
 if [[ "$DRY_RUN" == 1 ]]; then
-  LAUNCH=(python -m bayes_grpo)
+  LAUNCH=("$PYTHON" -m bayes_grpo)
 elif [[ "$NUM_GPUS" -gt 1 ]]; then
-  LAUNCH=(accelerate launch --multi_gpu --num_processes "$NUM_GPUS" --mixed_precision bf16 -m bayes_grpo)
+  LAUNCH=("$PYTHON" -m accelerate.commands.launch --multi_gpu --num_processes "$NUM_GPUS" --mixed_precision bf16 -m bayes_grpo)
 else
-  LAUNCH=(accelerate launch --num_processes 1 --mixed_precision bf16 -m bayes_grpo)
+  LAUNCH=("$PYTHON" -m accelerate.commands.launch --num_processes 1 --mixed_precision bf16 -m bayes_grpo)
 fi
 
 mkdir -p "$OUT"

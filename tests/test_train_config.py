@@ -178,3 +178,27 @@ def test_gpu_script_dry_run_maps_each_group_size_at_fixed_completions(tmp_path):
     # 64 completions per step over 2 GPUs: 32 per device whatever G is
     assert out.count("GRPOConfig.per_device_train_batch_size = 32") == 2
     assert not any(tmp_path.iterdir())  # nothing trained or written
+
+
+def test_gpu_script_runs_without_the_virtualenv_on_path(tmp_path):
+    # README runs `scripts/run_real_model_gpu.sh` as is; with the venv not activated a bare
+    # `python` lacks bayes_grpo, so the script must find the repository's venv (or $PYTHON).
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VIRTUAL_ENV")}
+    env.update({"PATH": "/usr/bin:/bin", "DRY_RUN": "1", "G_LIST": "8", "OUT": str(tmp_path)})
+    if not (repo / ".venv" / "bin" / "python").exists():
+        env["PYTHON"] = sys.executable
+    done = subprocess.run(
+        ["bash", str(repo / "scripts" / "run_real_model_gpu.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "GRPOConfig.num_generations = 8" in done.stdout
