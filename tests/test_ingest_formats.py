@@ -177,6 +177,21 @@ def test_csv_with_wandb_style_names(tmp_path):
     assert {"kl", "rewards_acc_mean", "custom_thing"} <= set(ds.data_vars)  # unknown kept
 
 
+def test_glob_patterns_are_expanded_like_the_shell_does(tmp_path, monkeypatch):
+    # README's quick start: load_runs(["path/to/trl/output_dir", "exports/*.csv"])
+    _write_state(tmp_path / "out" / "run_a")
+    (tmp_path / "exports").mkdir()
+    for name in ("b", "c"):
+        lines = ["step,reward"] + [f"{s + 1},{REWARD[s]}" for s in range(N)]
+        (tmp_path / "exports" / f"{name}.csv").write_text("\n".join(lines))
+    (tmp_path / "exports" / "notes.txt").write_text("not a log")
+    monkeypatch.chdir(tmp_path)
+    ds = load_runs(["out/run_a", "exports/*.csv"])
+    assert sorted(ds.run.values) == ["b", "c", "run_a"]
+    with pytest.raises(FileNotFoundError, match=r"nothing\*\.csv: no file or directory matches"):
+        load_runs(["nothing*.csv"])
+
+
 def test_csv_with_verl_names(tmp_path):
     path = tmp_path / "verl.csv"
     lines = [

@@ -42,6 +42,7 @@ Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -645,6 +646,21 @@ def _merge_resumed_event_files(
 # ------------------------------------------------------------------------------------------
 
 
+def _expand_pattern(path: str | os.PathLike) -> list[Path]:
+    """``path`` itself, or the sorted matches of a glob pattern (``"exports/*.csv"``, ``**``).
+
+    The shell expands patterns on the command line; in Python a pattern that names no existing
+    path is expanded here, and one that matches nothing is an error naming the pattern.
+    """
+    text = os.fspath(path)
+    if Path(text).exists() or not any(c in text for c in "*?["):
+        return [Path(text)]
+    matches = sorted(glob.glob(text, recursive=True))
+    if not matches:
+        raise FileNotFoundError(f"{text}: no file or directory matches this pattern")
+    return [Path(m) for m in matches]
+
+
 def load_runs(
     paths: str | os.PathLike | Iterable[str | os.PathLike] = (),
     *,
@@ -658,8 +674,9 @@ def load_runs(
     Parameters
     ----------
     paths
-        Log files or folders (searched recursively; see :func:`discover`). May be empty when a
-        manifest lists the runs.
+        Log files or folders (searched recursively; see :func:`discover`), or glob patterns such
+        as ``"exports/*.csv"`` (expanded here, sorted). May be empty when a manifest lists the
+        runs.
     manifest
         CSV or YAML manifest (:mod:`bayes_grpo.runset.loaders.manifest`): adds the runs it lists
         and sets coordinates and ids of runs (matched by file, and ``run_name`` for multi-run files).
@@ -684,7 +701,7 @@ def load_runs(
         raise ValueError(f"min_points must be at least 1, got {min_points}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    paths = [Path(p) for p in paths]
+    paths = [p for pattern in paths for p in _expand_pattern(pattern)]
     if not paths and manifest is None:
         raise ValueError("nothing to ingest: give log paths and/or a manifest")
 
