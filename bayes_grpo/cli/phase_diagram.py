@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Draw the posterior probability of instability (exact discrete criterion, with the closed-form "
             "0.5 contour dashed) and of the oscillatory regime (0 < zeta < 1) over a grid of learning rates "
             "and lags K_ref, from a fitted posterior, with the fitted runs marked. Prints the threshold "
-            "learning rate per K_ref (posterior median and 90%% interval)."
+            "learning rate per K_ref (posterior median and 90% interval)."
         ),
     )
     p.add_argument("posterior", help="posterior netCDF saved by `bayes-grpo fit` (models/NAME.nc)")

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="predict the reward trajectory of a run with new hyperparameters from a fitted posterior",
         description=(
             "Posterior predictive of a new run: bands of the mean trajectory and of the logged reward, "
-            "steps to 90/95/99%% of the rise to the plateau, the regime (overdamped / critical / "
+            "steps to 90/95/99% of the rise to the plateau, the regime (overdamped / critical / "
             "underdamped / unstable) and its probability, the probability of instability (closed form "
             "and exact), and the recommended stop step."
         ),
@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "is a fitted posterior (--prior, the run's hyperparameters read from the run set), or else the "
             "other runs of the run set (empirical Bayes; same LLM where possible), or a weak data-scaled "
             "prior (--no-population). When the run set holds steps after --upto, the forecast is also "
-            "scored on them (coverage of the 90%% band, RMSE)."
+            "scored on them (coverage of the 90% band, RMSE)."
         ),
     )
     f.add_argument("runs", help="run set netCDF (from `bayes-grpo ingest`)")
@@ -153,7 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Fit the three-phase oscillator (mechanistic and phenomenological), the single exponential and "
             "the logistic law to every run with PyMC; compare them by PSIS-LOO (Pareto-k warnings surfaced), "
-            "by leave-future-out on the last 30%% of each run, and by R^2 per run."
+            "by leave-future-out on the last 30% of each run, and by R^2 per run."
         ),
     )
     c.add_argument("runs", help="run set netCDF")
