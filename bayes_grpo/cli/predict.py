@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from bayes_grpo.cli._common import add_json_flag, print_json, print_table
@@ -205,6 +206,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
     ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
+    if isinstance(out.get("warnings"), str):  # stored as JSON text in the netCDF attrs
+        out["warnings"] = json.loads(out["warnings"])
     out.update(extra or {})
     if args.output:
         save_prediction(ds, args.output)
@@ -257,8 +260,6 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 
 def _run_forecast(args: argparse.Namespace) -> int:
-    import json
-
     from bayes_grpo.predict.forecast import forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
