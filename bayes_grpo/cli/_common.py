@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -26,3 +27,34 @@ def print_table(frame: pd.DataFrame, *, title: str | None = None) -> None:
         print(title)
     with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200):
         print(frame.to_string())
+
+
+def refuse_output_over_input(
+    outputs: dict[str, object | None], inputs: dict[str, object | None]
+) -> None:
+    """Raise ``FileExistsError`` when an output path would replace an input file of the command.
+
+    ``outputs`` and ``inputs`` map an option name (for the message) to a path or None; list
+    values are several paths. Called before any work, so a typo such as
+    ``forecast runs.nc -o runs.nc`` stops at once instead of replacing the run set with the
+    forecast. Two outputs on one path are refused too (the second would replace the first).
+    """
+    def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
+        pairs = []
+        for name, value in named.items():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if item is not None and str(item) != "":
+                    pairs.append((name, Path(str(item)).expanduser().resolve()))
+        return pairs
+
+    outs, ins = flat(outputs), flat(inputs)
+    for i, (out_name, out) in enumerate(outs):
+        for in_name, src in ins:
+            if out == src and src.is_file():
+                raise FileExistsError(
+                    f"{out}: {out_name} is the {in_name} file; writing there would replace the "
+                    "input. Choose another output path."
+                )
+        for other_name, other in outs[:i]:
+            if out == other:
+                raise FileExistsError(f"{out}: given as both {other_name} and {out_name}; choose two paths")

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
 
 _DEFAULT_KEYS = ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")
 
@@ -85,6 +85,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.runset import load_runset
 
+    refuse_output_over_input({"--output": args.output}, {"run set": args.runs, "--config": args.config})
     if args.output.exists() and not args.overwrite:
         raise FileExistsError(f"{args.output}: already exists; pass --overwrite to replace it")
     runset = load_runset(args.runs)

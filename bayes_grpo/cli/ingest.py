@@ -6,7 +6,7 @@ import argparse
 import math
 import warnings
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
 
 EPILOG = """\
 formats (auto-detected; folders are searched recursively):
@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
+    refuse_output_over_input({"--output": args.output}, {"log": args.paths, "--manifest": args.manifest})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
         ds = load_runs(

@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
 
+    refuse_output_over_input({"--output": args.output}, {"posterior": args.posterior})
     fitted = _as_model(args.posterior)
     ds = fitted_runset(fitted)
     momentum, convention = args.momentum, args.momentum_convention

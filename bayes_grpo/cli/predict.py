@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS
 
 
@@ -236,6 +236,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
 def _run_predict(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.predict import predict_run
 
+    refuse_output_over_input(
+        {"--output": args.output, "--plot": args.plot}, {"posterior": args.posterior}
+    )
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
@@ -263,6 +266,9 @@ def _run_forecast(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.forecast import forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
+    refuse_output_over_input(
+        {"--output": args.output, "--plot": args.plot}, {"run set": args.runs, "--prior": args.prior}
+    )
     ds = load_runset(args.runs)
     if args.run not in [str(r) for r in ds["run"].values]:
         raise RunSetError(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json
+from bayes_grpo.cli._common import add_json_flag, print_json, refuse_output_over_input
 
 
 def register(subparsers) -> None:
@@ -56,6 +56,10 @@ def register(subparsers) -> None:
 def _report(args: argparse.Namespace) -> int:
     from bayes_grpo.report.build import report_from_posterior
 
+    refuse_output_over_input(
+        {"--output": args.output},
+        {"posterior": args.posterior, "--runs": args.runs, "--prediction": args.prediction},
+    )
     runset = None
     if args.runs is not None:
         from bayes_grpo.runset import load_runset
