@@ -96,3 +96,17 @@ def test_oscillator_beats_single_exponential_on_a_slow_start_by_leave_future_out
     d = res.to_check_result().to_dict()
     assert d["values"]["lfo_winner"] == "oscillator_phenomenological"
     assert set(LAWS) >= set(res.per_run["law"])
+
+
+def test_compare_help_lists_every_law_and_the_cli_accepts_exactly_them(capsys):
+    from bayes_grpo.cli import main
+    from bayes_grpo.cli.predict import COMPARE_LAWS
+
+    assert COMPARE_LAWS == LAWS
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(law in text for law in LAWS)
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "runs.nc", "--laws", "single_exponential"])
+    assert exc.value.code == 2 and "invalid choice: 'single_exponential'" in capsys.readouterr().err

@@ -9,6 +9,10 @@ import sys
 from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS
 
+#: The laws of ``bayes_grpo.predict.compare.LAWS`` (named here so that ``--help`` lists them
+#: without importing the PyMC code; a test keeps the two equal).
+COMPARE_LAWS = ("oscillator_mechanistic", "oscillator_phenomenological", "single_exp", "logistic")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -158,7 +162,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     c.add_argument("runs", help="run set netCDF")
-    c.add_argument("--laws", nargs="+", default=None, help="subset of laws (default all four)")
+    c.add_argument(
+        "--laws",
+        nargs="+",
+        default=None,
+        choices=COMPARE_LAWS,
+        metavar="LAW",
+        help=f"subset of laws, from {', '.join(COMPARE_LAWS)} (default all four)",
+    )
     c.add_argument("--draws", type=int, default=500, help="posterior draws per chain (default 500)")
     c.add_argument("--tune", type=int, default=500, help="tuning steps per chain (default 500)")
     c.add_argument("--chains", type=int, default=2, help="chains (default 2)")
