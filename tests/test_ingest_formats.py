@@ -534,3 +534,16 @@ def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(
     resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
     np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
     assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
+
+
+def test_wide_csv_with_a_wandb_name_column_keeps_each_run(tmp_path):
+    # wandb exports name the run column "Name"; the runs used to be merged into one run,
+    # the second run's values silently replacing the first's at every step
+    rows = [f"{name},{s},{r + shift}" for name, shift in (("alpha", 0.0), ("beta", 0.5)) for s, r in enumerate(REWARD)]
+    path = tmp_path / "export.csv"
+    path.write_text("Name,Step,train/reward\n" + "\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert sorted(map(str, ds.run.values)) == ["alpha", "beta"]
+    np.testing.assert_allclose(ds.reward.sel(run="alpha").values, REWARD)
+    np.testing.assert_allclose(ds.reward.sel(run="beta").values, np.array(REWARD) + 0.5)
+    assert not any("more than once" in w for ws in runset_warnings(ds).values() for w in ws)

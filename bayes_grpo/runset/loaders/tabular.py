@@ -5,7 +5,7 @@ Layouts recognised (column names are matched case-insensitively):
 - **wide, one run**: a step column (``step``, ``global_step``, ``_step``, ``Step`` ...; see
   :data:`~bayes_grpo.runset.loaders._base.STEP_KEYS`) and one column per metric, under any
   names (``train/reward``, ``reward``, ``critic/score/mean``, ``rewards/acc/mean`` ...).
-- **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``).
+- **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``, ``name``).
 - **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
@@ -35,7 +35,9 @@ from bayes_grpo.runset.loaders._base import (
     records_from_dicts,
 )
 
-RUN_KEYS: tuple[str, ...] = ("run_name", "run_id", "run", "experiment", "trial")
+#: Run columns of a multi-run export; ``name`` is the run column of wandb's exports ("Name"):
+#: without it the rows of several runs merged into one run, later runs overwriting earlier ones.
+RUN_KEYS: tuple[str, ...] = ("run_name", "run_id", "run", "name", "experiment", "trial")
 METRIC_KEYS: tuple[str, ...] = ("metric", "key", "tag")
 TYPE_KEYS: tuple[str, ...] = ("type", "split", "mode", "phase", "kind")
 #: Record types whose metrics are training metrics (no prefix).
