@@ -226,3 +226,20 @@ def test_nan_logged_in_json_is_counted_and_null_means_not_logged(tmp_path):
     ds = load_runs([path])
     assert runset_summary(ds).loc["run", "n_nonfinite_reward"] == 1
     assert "kl" not in ds.data_vars  # null throughout: never logged
+
+
+def test_hyperparameters_outside_their_range_are_left_unknown_with_a_warning(tmp_path):
+    # a negative G or learning rate, a momentum >= 1 used to reach the run set (and the fit) as data
+    _good(tmp_path / "r.csv")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "- {path: r.csv, run: r, group_size: -4, learning_rate: -1.0, momentum: 1.5, k_ref: -2,"
+        " beta: 0.04, seed: 3}\n"
+    )
+    ds = load_runs([], manifest=manifest)
+    for coord in ("group_size", "learning_rate", "momentum", "k_ref"):
+        assert np.isnan(float(ds[coord].sel(run="r")))
+    assert float(ds["beta"].sel(run="r")) == 0.04 and float(ds["seed"].sel(run="r")) == 3
+    text = " ".join(runset_warnings(ds)["r"])
+    assert "group_size = -4" in text and "momentum = 1.5" in text and "m.yaml row 1" in text
+    assert "r.csv" in text and text.count("left unknown") == 4

@@ -441,11 +441,46 @@ def _merge_hyperparameters(
         )
         values.pop("momentum_convention")
         why.pop("momentum_convention")
+    for coord in [c for c in values if c in VALID_RANGES]:
+        problem = out_of_range(coord, values[coord])
+        if problem:
+            warn.append(f"{coord} = {values[coord]!r} ({why[coord]}) {problem}; left unknown")
+            values.pop(coord)
+            why.pop(coord)
     k_ref = values.get("k_ref")
     if isinstance(k_ref, float) and not float(k_ref).is_integer():
         warn.append(f"k_ref = {k_ref:g} ({why['k_ref']}) is not a whole number of optimizer steps")
     values = {c: v for c, v in values.items() if c in RUN_COORDS}
     return values, why, warn
+
+
+#: Valid values of the numeric run coordinates: (lowest, lowest included, highest, highest included).
+VALID_RANGES: dict[str, tuple[float, bool, float, bool]] = {
+    "group_size": (1.0, True, np.inf, False),
+    "learning_rate": (0.0, False, np.inf, False),
+    "momentum": (0.0, True, 1.0, False),
+    "k_ref": (0.0, True, np.inf, False),
+    "beta": (0.0, True, np.inf, False),
+    "model_size": (0.0, False, np.inf, False),
+}
+
+
+def out_of_range(coord: str, value: object) -> str | None:
+    """Why ``value`` cannot be the run coordinate ``coord`` (None when it can, or when unchecked).
+
+    A negative group size or learning rate, a momentum of 1 or more ... would reach the fit
+    as data (a momentum >= 1 has no stable setting at all), so ingest leaves them unknown.
+    """
+    if coord not in VALID_RANGES or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "is not a number"
+    lo, lo_in, hi, hi_in = VALID_RANGES[coord]
+    if np.isnan(x) or x < lo or (x == lo and not lo_in) or x > hi or (x == hi and not hi_in):
+        return f"is outside {'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+    return None
 
 
 # ------------------------------------------------------------------------------------------
