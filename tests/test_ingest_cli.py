@@ -71,3 +71,13 @@ def test_strict_and_empty_invocations_fail_cleanly(tmp_path, capsys):
     assert not (tmp_path / "x.nc").exists()
     assert main(["ingest", "-o", str(tmp_path / "y.nc")]) == 2
     assert "give at least one PATH or --manifest" in capsys.readouterr().err
+
+
+def test_a_rejected_manifest_row_is_printed_with_its_run_id(tmp_path, capsys):
+    # the reason of a missing path names only the manifest row; the table line named no run
+    _csv(tmp_path / "good.csv", 12)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("- {path: good.csv, run: kept}\n- {path: gone.csv, run: ghost}\n")
+    assert main(["ingest", "--manifest", str(manifest), "-o", str(tmp_path / "runs.nc")]) == 0
+    text = capsys.readouterr().out
+    assert "run 'ghost': " in text and "m.yaml row 2: path" in text and "does not exist" in text

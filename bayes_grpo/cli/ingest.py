@@ -111,6 +111,14 @@ def _fmt(value: object) -> object:
     return value
 
 
+def rejection_line(run_id: str, reason: str) -> str:
+    """The printed line of a rejected run: its reason, prefixed by the run id when the reason
+    does not name it (a manifest row whose path is missing names only the row)."""
+    if not run_id or f"'{run_id}'" in reason:
+        return reason
+    return f"run {run_id!r}: {reason}"
+
+
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import load_runs, runset_summary, summary_records
@@ -158,6 +166,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  [{run_id}] {msg}")
     if len(bad):
         print(f"\n{len(bad)} run(s) rejected:")
-        for _, row in bad.iterrows():
-            print(f"  {row['reason']}")
+        for run_id, row in bad.iterrows():
+            print(f"  {rejection_line(str(run_id), str(row['reason']))}")
     return 0
