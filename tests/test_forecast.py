@@ -397,3 +397,23 @@ def test_split_calibration_never_reads_the_run_it_calibrates():
     assert k1["r0"] == pytest.approx(k2["r0"])  # r0's own future does not reach its scale
     assert k1["r1"] != pytest.approx(k2["r1"])  # it does reach the other half's
     assert table["coverage_obs_calibrated"].notna().all()
+
+
+def test_runs_without_a_model_name_are_not_called_the_same_llm():
+    # runs of unknown LLM ("") were pooled as "other runs of the same LLM", even with
+    # same_model_only, which exists to keep runs of other LLMs (other reward scales) out
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(30)
+    curves = {
+        f"r{i}": pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / (5.0 + i))}, index=steps)
+        for i in range(3)
+    }
+    runset = make_runset(curves, {})
+    prior, note = population_prior_for_run(runset, "r0")
+    assert prior is not None and "same LLM" not in prior.source and prior.source.startswith("2 other runs")
+    prior, note = population_prior_for_run(runset, "r0", same_model_only=True)
+    assert prior is None and "LLM is unknown" in note

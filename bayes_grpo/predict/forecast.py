@@ -637,9 +637,16 @@ def population_prior_for_run(
     if not use_runs:
         return None, ""
     others = [str(r) for r in runset["run"].values if str(r) != run_id]
-    same = [r for r in others if str(runset["model"].sel(run=r).values) == coords["model"]]
+    # an unknown LLM ("") is nobody's same LLM: runs without a model name may be any LLMs
+    same = [
+        r
+        for r in others
+        if coords["model"] and str(runset["model"].sel(run=r).values) == coords["model"]
+    ]
     chosen = same if (len(same) >= 2 or same_model_only) else others
     if len(chosen) < 2:
+        if same_model_only and not coords["model"]:
+            return None, "the run's LLM is unknown, so no run is of the same LLM: weak default prior"
         return None, "fewer than 2 other runs: weak default prior"
     steps = runset["step"].values.astype(float)
     runs = [(steps, runset[REWARD_VAR].sel(run=r).values.astype(float)) for r in chosen]
