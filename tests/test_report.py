@@ -83,3 +83,12 @@ def test_report_renders_every_section_and_image_in_headless_chromium(tmp_path):
     for key in SECTION_KEYS:
         assert f'data-section="{key}"' in dom
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_report_tables_leave_missing_values_blank_not_none_or_nan():
+    # diagnostics tables carry None for an onset that does not apply; the report printed "None"
+    from bayes_grpo.report.sections import table_html
+
+    frame = pd.DataFrame({"mode": ["instability"], "onset_step": [None], "strength": [np.nan]}, dtype=object)
+    html = table_html(frame)
+    assert "None" not in html and "nan" not in html.lower() and "instability" in html

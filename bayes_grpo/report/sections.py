@@ -71,6 +71,9 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
             return "" if np.isnan(v) else float_format.format(v)
         return str(v)
 
+    # None (a value that does not apply, e.g. a diagnostic without an onset step) is printed
+    # by pandas as "None" whatever na_rep says: blank it like NaN
+    frame = frame.map(lambda v: "" if v is None else v)
     return frame.to_html(classes="data", index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
 
 
