@@ -547,3 +547,12 @@ def test_wide_csv_with_a_wandb_name_column_keeps_each_run(tmp_path):
     np.testing.assert_allclose(ds.reward.sel(run="alpha").values, REWARD)
     np.testing.assert_allclose(ds.reward.sel(run="beta").values, np.array(REWARD) + 0.5)
     assert not any("more than once" in w for ws in runset_warnings(ds).values() for w in ws)
+
+
+def test_semicolon_separated_csv_is_read(tmp_path):
+    # spreadsheet exports in many locales separate fields by ';'; this was "only one column"
+    path = tmp_path / "sheet.csv"
+    path.write_text("step;train/reward;kl\n" + "\n".join(f"{s};{r};0.01" for s, r in enumerate(REWARD)) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="sheet").values, REWARD)
+    assert "kl" in ds

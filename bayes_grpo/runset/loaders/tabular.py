@@ -86,16 +86,21 @@ def _wide_records(
     return records, notes
 
 
-def load_csv(path: str | Path) -> list[RawRun]:
-    """Read the run(s) of a CSV (or TSV) metric export."""
-    path = Path(path)
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+def _read_table(path: Path, sep: str) -> pd.DataFrame:
     try:
-        frame = pd.read_csv(
+        return pd.read_csv(
             path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig"
         )
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+
+
+def load_csv(path: str | Path) -> list[RawRun]:
+    """Read the run(s) of a CSV (or TSV) metric export."""
+    path = Path(path)
+    frame = _read_table(path, "\t" if path.suffix.lower() == ".tsv" else ",")
+    if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
+        frame = _read_table(path, ";")  # a semicolon-separated export (spreadsheets in many locales)
     if frame.empty or len(frame.columns) < 2:
         raise LogFormatError(f"{path}: CSV has no rows or only one column")
     frame = frame.reset_index(drop=True)
