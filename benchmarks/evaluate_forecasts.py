@@ -14,6 +14,7 @@ the coverage of the mean band and the RMSE against it are reported too.
     .venv/bin/python benchmarks/evaluate_forecasts.py [--sets bandit sim tiny real] [--out DIR]
         [--likelihood state_space|iid] [--prior-kind mixture|gaussian] [--no-bounds]
         [--no-calibrate] [--calibration split|leave_one_out] [--fractions 0.2 0.3 0.5]
+        [--bandit-prompts 16]
 
 Rewards known to be success rates (bandit: expected success of the softmax policy; tiny:
 the next-digit accuracy) are forecast with the bounded-reward noise shape ``(0, 1)``
@@ -49,7 +50,10 @@ REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "real_runs"
 
 
-def bandit_set(seed: int) -> tuple[xr.Dataset, xr.DataArray]:
+def bandit_set(seed: int, n_prompts: int = 16) -> tuple[xr.Dataset, xr.DataArray]:
+    """The bandit run set: K_ref 1, 2, 4 x lr 0.05, 0.1, 4 seeds, G = 8, ``n_prompts``
+    groups per step (16, the simulator's default: 128 completions; more prompts make the
+    logged reward less noisy, the exact expected reward is the same law)."""
     from bayes_grpo.bandit import simulate_bandit
 
     ds = simulate_bandit(
@@ -59,6 +63,7 @@ def bandit_set(seed: int) -> tuple[xr.Dataset, xr.DataArray]:
         momentum=0.5,
         seeds=4,
         steps=150,
+        n_prompts=n_prompts,
         seed=seed,
     )
     # true mean trajectory of a setting: mean over its seeds of the exact expected reward
@@ -130,6 +135,13 @@ def main() -> None:
     ap.add_argument("--no-calibrate", action="store_true", help="skip the split calibration")
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.2, 0.3, 0.5])
     ap.add_argument(
+        "--bandit-prompts",
+        type=int,
+        default=16,
+        help="prompts (groups of G = 8) per step of the bandit set (default 16, the "
+        "simulator's default); the noise of the logged reward falls as 1/sqrt(prompts)",
+    )
+    ap.add_argument(
         "--calibration",
         choices=["split", "leave_one_out"],
         default="split",
@@ -141,7 +153,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     loaders = {
-        "bandit": lambda: bandit_set(args.seed),
+        "bandit": lambda: bandit_set(args.seed, args.bandit_prompts),
         "sim": lambda: sim_set(args.seed),
         "tiny": tiny_set,
         "real": real_set,
@@ -180,6 +192,7 @@ def main() -> None:
             "likelihood": args.likelihood,
             "prior_kind": args.prior_kind,
             "calibration": None if args.no_calibrate else args.calibration,
+            **({"bandit_prompts": args.bandit_prompts} if name == "bandit" else {}),
             "seconds": seconds,
             "by_fraction": summ.to_dict(orient="records"),
         }
