@@ -556,3 +556,12 @@ def test_semicolon_separated_csv_is_read(tmp_path):
     ds = load_runs([path])
     np.testing.assert_allclose(ds.reward.sel(run="sheet").values, REWARD)
     assert "kl" in ds
+
+
+def test_csv_of_a_single_reward_column_is_numbered_by_row(tmp_path):
+    # a bare column of rewards (no step) was rejected as "only one column"
+    path = tmp_path / "rewards.csv"
+    path.write_text("reward\n" + "\n".join(map(str, REWARD)) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="rewards").dropna("step").values, REWARD)
+    assert any("numbered 1.." in w for w in runset_warnings(ds)["rewards"])

@@ -101,8 +101,11 @@ def load_csv(path: str | Path) -> list[RawRun]:
     frame = _read_table(path, "\t" if path.suffix.lower() == ".tsv" else ",")
     if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
         frame = _read_table(path, ";")  # a semicolon-separated export (spreadsheets in many locales)
-    if frame.empty or len(frame.columns) < 2:
-        raise LogFormatError(f"{path}: CSV has no rows or only one column")
+    if frame.empty:
+        raise LogFormatError(f"{path}: CSV has no rows")
+    if len(frame.columns) < 2 and find_step_key(map(str, frame.columns)) is not None:
+        raise LogFormatError(f"{path}: CSV has only a step column, no metric")
+    # a single metric column (a bare list of rewards) is a run numbered by row, with a warning
     frame = frame.reset_index(drop=True)
     cols = list(map(str, frame.columns))
     run_col = _find(cols, RUN_KEYS)
