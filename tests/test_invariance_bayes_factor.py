@@ -219,3 +219,21 @@ def test_offset_prior_must_not_depend_on_other_parameters():
     post = UnconstrainedPosterior(["a"], [1], [(1,)], np.zeros((2, 30, 1)), lambda v: 0.0)
     with pytest.raises(ValueError, match="no value variable"):
         post.index_of(["b"])
+
+
+def test_bridge_sampling_that_does_not_converge_says_why_and_what_to_do():
+    # the error was only "did not converge in 1000 iterations", after minutes of sampling
+    rng = np.random.default_rng(1)
+    dist = stats.multivariate_normal(np.zeros(3), np.eye(3))
+    post = UnconstrainedPosterior(
+        names=["theta"],
+        sizes=[3],
+        shapes=[(3,)],
+        draws=dist.rvs(size=(2, 40), random_state=rng),
+        log_density=lambda v: dist.logpdf(v),
+    )
+    with pytest.raises(ValueError) as exc:
+        bridge_sampling(post, random_seed=0, tol=0.0, max_iter=3)
+    msg = str(exc.value)
+    assert "did not converge in 3 iterations" in msg
+    assert "40 draws of 3 parameters" in msg and "sample more draws" in msg

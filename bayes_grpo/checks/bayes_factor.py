@@ -611,15 +611,21 @@ def bridge_sampling(
     l2 = q21 - q22
     ls1, ls2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
     log_r = float(np.median(l1))
-    n_iter, done = 0, False
+    n_iter, done, change = 0, False, np.inf
     while not done:
         if n_iter >= max_iter:
-            raise ValueError(f"bridge sampling did not converge in {max_iter} iterations")
+            raise ValueError(
+                f"bridge sampling did not converge in {max_iter} iterations (last change of "
+                f"log p(y) {change:.2g}): its normal proposal, fitted to {len(fit_flat)} draws of "
+                f"{k} parameters, overlaps the posterior poorly; sample more draws (several "
+                f"times {k} per half of the chains) or check the fit's convergence"
+            )
         n_iter += 1
         log_num = l2 - np.logaddexp(ls1 + l2, ls2 + log_r)
         log_den = -np.logaddexp(ls1 + l1, ls2 + log_r)
         new = float(logsumexp(log_num) - np.log(n2) - (logsumexp(log_den) - np.log(n1)))
-        done = abs(new - log_r) < tol
+        change = abs(new - log_r)
+        done = change < tol
         log_r = new
     # relative mean-squared error (Frühwirth-Schnatter 2004)
     f1 = np.exp(-np.logaddexp(ls1, ls2 + q22 - q21 + log_r))  # p_g / (s1 p_g + s2 g_g)

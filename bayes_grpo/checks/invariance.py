@@ -184,6 +184,14 @@ def _divergences(result: BridgeResult) -> int:
     return int(np.asarray(stats_["diverging"].values).sum())
 
 
+def _bridge(pm_model: Any, label: str, **kwargs: Any) -> BridgeResult:
+    """:func:`bridge_evidence` of one hypothesis; a failure names the hypothesis."""
+    try:
+        return bridge_evidence(pm_model, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"marginal likelihood of {label}: {exc}") from exc
+
+
 def offset_value_names(pm_model: Any) -> list[str]:
     """Value variables of the ``H1`` offsets (free variables whose name contains ``group_offset``)."""
     names = [
@@ -274,7 +282,7 @@ def invariance_bayes_factor(
         likelihood=likelihood,
     )
     pm0 = h0.build_model(runset)
-    br0 = bridge_evidence(pm0, random_seed=random_seed, **nuts)
+    br0 = _bridge(pm0, "H0 (one trajectory for every G)", random_seed=random_seed, **nuts)
     ev0 = (
         smc_evidence(
             pm0, draws=smc_draws, chains=smc_chains, random_seed=random_seed + 101, **smc_kwargs
@@ -291,7 +299,7 @@ def invariance_bayes_factor(
             "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
         )
         pm1 = h1.build_model(runset)
-        br1 = bridge_evidence(pm1, random_seed=random_seed + 1 + i, **nuts)
+        br1 = _bridge(pm1, f"H1 (offsets by G, prior scale {scale:g})", random_seed=random_seed + 1 + i, **nuts)
         fits.h1[float(scale)] = br1
         log_bf, err = log_bf01_from_bridge(br0, br1)
         names = offset_value_names(pm1)
