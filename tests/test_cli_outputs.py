@@ -53,3 +53,19 @@ def test_two_outputs_on_one_path_are_refused(tmp_path, capsys):
     assert main(argv) == 2
     assert "given as both --output and --plot" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "dest", "value"),
+    [
+        (["fit", "r.nc", "-o", "f.nc", "--likelihood", "state_space"], "likelihood", "state-space"),
+        (["fit", "r.nc", "-o", "f.nc", "--invariance", "by_group"], "invariance", "by-group"),
+        (["invariance", "r.nc", "--likelihood", "state-space"], "likelihood", "state_space"),
+        (["forecast", "r.nc", "--run", "a", "--upto", "5", "--likelihood", "state-space"], "likelihood", "state_space"),
+    ],
+)
+def test_either_spelling_of_a_choice_is_accepted_by_every_verb(argv, dest, value):
+    # fit took only state-space, invariance and forecast only state_space (README uses both)
+    from bayes_grpo.cli import build_parser
+
+    assert getattr(build_parser().parse_args(argv), dest) == value

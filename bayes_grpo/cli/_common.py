@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from bayes_grpo.checks.base import jsonable
+
+
+def spelled_like(*choices: str) -> Callable[[str], str]:
+    """An argparse ``type`` that accepts ``-`` and ``_`` alike, returning the spelling of ``choices``.
+
+    The verbs grew both spellings (``fit --likelihood state-space``, ``invariance --likelihood
+    state_space``); with this either works everywhere and ``--help`` keeps showing one.
+    """
+    canonical = {c.replace("-", "_"): c for c in choices}
+    return lambda text: canonical.get(text.replace("-", "_"), text)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

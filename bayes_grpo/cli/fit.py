@@ -6,7 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    print_json,
+    print_table,
+    refuse_output_over_input,
+    spelled_like,
+)
 
 _DEFAULT_KEYS = ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")
 
@@ -49,6 +55,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--likelihood",
         choices=("iid", "state-space"),
+        type=spelled_like("iid", "state-space"),
         default="iid",
         help="iid Gaussian residuals around the closed-form trajectory (fast) or the exact state-space (Kalman) "
         "likelihood of the SDE plus measurement noise (slower)",
@@ -56,6 +63,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--invariance",
         choices=("shared", "by-group"),
+        type=spelled_like("shared", "by-group"),
         default="shared",
         help="shared: one mean trajectory per model for every G (H0); by-group: per (model, G) offsets (H1)",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import add_json_flag, print_json, print_table, spelled_like
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--likelihood",
         choices=["iid", "state_space"],
+        type=spelled_like("iid", "state_space"),
         default="iid",
         help="observation model (default: iid Gaussian residuals)",
     )

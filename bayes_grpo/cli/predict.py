@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    print_json,
+    print_table,
+    refuse_output_over_input,
+    spelled_like,
+)
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS
 
 #: The laws of ``bayes_grpo.predict.compare.LAWS`` (named here so that ``--help`` lists them
@@ -117,6 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument(
         "--likelihood",
         choices=["state_space", "iid"],
+        type=spelled_like("state_space", "iid"),
         default="state_space",
         help="observation model of the forecast: SDE + measurement noise via a Kalman filter "
         "(default; bands grow as the run wanders) or i.i.d. residuals (faster)",
