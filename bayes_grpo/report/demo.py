@@ -23,7 +23,7 @@ import numpy as np
 #: and the learning-rate and K_ref ladders (all AdamW, 128 completions per step).
 FIT_GROUPS: tuple[str, ...] = ("g_fixed_completions", "lr_ladder", "k_ref_ladder")
 #: Diagnostics that mark a run as outside the law's premises (left out of the fit, kept in the report).
-EXCLUDING_MODES: tuple[str, ...] = ("dynamical_instability",)
+EXCLUDING_MODES: tuple[str, ...] = ("instability",)
 #: A run whose mean reward over its last 10% of logged steps is below this fraction of its
 #: (smoothed) maximum rose and then collapsed: the damped-oscillator law does not describe it.
 COLLAPSE_FRACTION: float = 0.5
@@ -225,6 +225,7 @@ def _collapsed(runs: Any, run_id: str) -> bool:
     from bayes_grpo.runset import run_frame
 
     reward = run_frame(runs, run_id)["reward"].to_numpy()
+    reward = reward[np.isfinite(reward)]  # K_ref > 1 runs log the reward on some steps only
     if len(reward) < 10:
         return False
     tail = float(np.mean(reward[-max(len(reward) // 10, 1):]))
