@@ -101,3 +101,10 @@ def test_posterior_mode_dispatches_to_the_checks_area(monkeypatch, capsys):
         "model": "m1",
     }
     assert json.loads(capsys.readouterr().out)["values"]["p_unstable_exact"] == 0.03
+
+
+def test_a_k_ref_too_large_for_the_exact_criterion_is_a_clear_error(capsys):
+    # K_ref = 100000 asked numpy for a 75 GiB companion matrix: a MemoryError traceback
+    assert main(["stability", "--eta-k", "0.01", "--k-ref", "100000", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "--k-ref 100000 is too large" in err and "K_ref <= 2000" in err

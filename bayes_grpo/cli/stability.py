@@ -96,7 +96,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: Largest K_ref the verb takes: the exact criterion takes the eigenvalues of a
+#: (K_ref + 1)-square companion matrix for every setting it tries (K_ref = 1000: ~2 min on a
+#: loaded core; 100000 asked for 75 GiB and died with a MemoryError traceback).
+MAX_K_REF: int = 2000
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.k_ref is not None and args.k_ref > MAX_K_REF:
+        raise ValueError(
+            f"--k-ref {args.k_ref:g} is too large: the exact criterion needs the eigenvalues of a "
+            f"(K_ref + 1)-square companion matrix; this command takes K_ref <= {MAX_K_REF} "
+            "(the closed-form threshold (1 - mu)/K_ref needs no tool)"
+        )
     if args.posterior is not None:
         return _run_posterior(args)
     if args.eta_k is None:
