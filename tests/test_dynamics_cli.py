@@ -108,3 +108,9 @@ def test_a_k_ref_too_large_for_the_exact_criterion_is_a_clear_error(capsys):
     assert main(["stability", "--eta-k", "0.01", "--k-ref", "100000", "--json"]) == 2
     err = capsys.readouterr().err
     assert "--k-ref 100000 is too large" in err and "K_ref <= 2000" in err
+
+
+@pytest.mark.parametrize("gain", ["-0.1", "0", "nan"])
+def test_a_gain_that_is_not_positive_is_a_clear_error(gain, capsys):
+    assert main(["stability", "--eta-k", gain, "--momentum", "0.9", "--k-ref", "2"]) == 2
+    assert "must be a positive number" in capsys.readouterr().err
