@@ -101,6 +101,7 @@ def run_demo(
     progress
         Called with one line per stage.
     """
+    from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.checks.stability import phase_diagram
     from bayes_grpo.diagnostics import diagnose
@@ -183,7 +184,7 @@ def run_demo(
     phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
     png = phase.figures and next(iter(phase.figures.values()))
     if png is not None:
-        png.savefig(out / "phase.png", dpi=110, bbox_inches="tight")
+        write_atomic(out / "phase.png", lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
     stage("stability")
 
     progress("[6/7] predict a new setting")
