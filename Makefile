@@ -22,7 +22,7 @@ demo: install
 	$(BIN)/bayes-grpo demo --out demo_output
 
 test: install-test
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --durations=25
 
 lint: install-test
 	$(BIN)/ruff check bayes_grpo tests
