@@ -115,11 +115,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give --eta-k A (point mode) or --posterior FILE --lr X (posterior mode)")
     if args.lr is not None or args.model is not None:
         raise ValueError("--lr and --model belong to posterior mode; give --posterior FILE too")
-    if not (args.eta_k > 0):
-        raise ValueError(
-            f"--eta-k {args.eta_k:g}: the gain eta K (learning rate times the reward's curvature "
-            "K_eff) must be a positive number; a zero or negative gain has no restoring force"
-        )
     from bayes_grpo.dynamics import effective_step, stability_summary
 
     momentum = 0.0 if args.momentum is None else args.momentum

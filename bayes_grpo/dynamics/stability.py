@@ -459,7 +459,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     Parameters
     ----------
     a
-        Gain ``eta_eff K`` (for EMA momentum ``eta (1 - b1) K``).
+        Gain ``eta_eff K > 0`` (for EMA momentum ``eta (1 - b1) K``).
     momentum
         Heavy-ball ``mu`` in ``[0, 1)``.
     k_ref
@@ -475,6 +475,11 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``.
     """
     a, mu, lag = float(a), float(momentum), float(k_ref)
+    if not (a > 0):
+        raise ValueError(
+            f"the gain a = eta K = {a:g} must be a positive number (learning rate times the "
+            "reward's curvature); a zero or negative gain has no restoring force"
+        )
     if not (math.isfinite(a) and math.isfinite(mu) and math.isfinite(lag)):
         raise ValueError(f"a, momentum and k_ref must be finite, got {a}, {mu}, {lag}")
     if lag < 0:
