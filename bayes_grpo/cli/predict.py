@@ -209,7 +209,7 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
 
 def _emit(ds, args, *, observed=None, extra=None) -> None:
     from bayes_grpo.predict.predict import plot_prediction, save_prediction
-    from bayes_grpo.predict.summary import summary_dict
+    from bayes_grpo.predict.summary import attr_warnings, summary_dict
 
     out = summary_dict(ds)
     for key in (
@@ -224,8 +224,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
     ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
-    if isinstance(out.get("warnings"), str):  # stored as JSON text in the netCDF attrs
-        out["warnings"] = json.loads(out["warnings"])
+    if "warnings" in out:  # stored as JSON text in the netCDF attrs
+        out["warnings"] = attr_warnings(ds)
     out.update(extra or {})
     if args.output:
         save_prediction(ds, args.output)

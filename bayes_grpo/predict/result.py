@@ -11,7 +11,7 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.predict.discrepancy import SETTING_COORDS
-from bayes_grpo.predict.summary import summary_dict
+from bayes_grpo.predict.summary import attr_warnings, summary_dict
 
 
 def prediction_result(
@@ -61,12 +61,7 @@ def prediction_result(
             )
         else:
             summary += "; band from parameter uncertainty only."
-    notes = ds.attrs.get("warnings")
-    if isinstance(notes, str):
-        try:
-            notes = json.loads(notes)
-        except ValueError:
-            notes = [notes]
+    notes = attr_warnings(ds)
     if notes and ds.attrs.get("kind") == "prediction":
         summary += " Warning: " + "; ".join(str(n) for n in notes) + "."
     fig = plot_prediction(ds, observed=observed, title=title)

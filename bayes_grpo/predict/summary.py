@@ -287,6 +287,25 @@ def band(
     return arr[:, 0], arr[:, 1]
 
 
+def attr_warnings(ds: xr.Dataset) -> list[str]:
+    """The ``warnings`` attribute of a prediction / forecast dataset as a list of strings.
+
+    :func:`summarise_draws` stores it as JSON text (netCDF attributes hold no lists); a plain
+    string is one warning, a missing attribute none.
+    """
+    notes = ds.attrs.get("warnings")
+    if notes is None:
+        return []
+    if isinstance(notes, str):
+        try:
+            notes = json.loads(notes)
+        except ValueError:
+            return [notes]
+    if isinstance(notes, str):
+        return [notes]
+    return [str(n) for n in np.atleast_1d(notes)]
+
+
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     """JSON-ready headline numbers of a prediction / forecast dataset."""
     out: dict[str, object] = {
