@@ -34,6 +34,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
+from bayes_grpo.dynamics.identifiability import padded_designs, shape_information_log_density
 from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid, reward_trajectory
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
@@ -236,6 +237,8 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
         }
     else:
         arrays["log_w0_guess"] = np.log(centres["w0"])
+        if config["damping_ratio"].get("shape_information_weight"):
+            arrays["shape_t"], arrays["shape_weight"] = _shape_designs(data)
     if likelihood == "iid":
         grid = regular_grid(data.steps)
         if grid is not None:
@@ -264,6 +267,12 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
     # Static shapes: PyTensor then drops its run-time broadcast checks (hundreds of tiny
     # nodes in the gradient); the compiled code is still shared across data values.
     return {name: pm.Data(f"data_{name}", value, shape=np.shape(value)) for name, value in arrays.items()}
+
+
+def _shape_designs(data) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_models, p)`` design times of each LLM (its runs' observed steps) and their weights."""
+    finite = np.isfinite(data.reward)
+    return padded_designs(data.steps[finite[data.model_idx == m].any(axis=0)] for m in range(data.n_models))
 
 
 def _run_offset_arrays(model_idx: np.ndarray, n_models: int) -> dict[str, np.ndarray]:
@@ -323,6 +332,13 @@ def _phenomenological(data, d, config, by_group, gos):
     log_zeta = dr["log_mu"] + dr["log_sigma"] * pm.Normal("log_damping_ratio_z", 0.0, 1.0, dims="model")
     pm.Deterministic("natural_frequency_model", pt.exp(log_w0), dims="model")
     pm.Deterministic("damping_ratio_model", pt.exp(log_zeta), dims="model")
+    if dr.get("shape_information_weight"):
+        # Jeffreys' density of the curve shape on each LLM's design: the prior counts
+        # distinguishable curves, not (log zeta, log w0) volume (dynamics/identifiability.py)
+        pm.Potential(
+            "damping_shape_information",
+            shape_information_log_density(log_zeta, log_w0, d["shape_t"], d["shape_weight"]).sum(),
+        )
     log_w0_run = log_w0[d["model_idx"]]
     log_zeta_run = log_zeta[d["model_idx"]]
     if by_group:

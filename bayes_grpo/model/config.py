@@ -49,8 +49,12 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # "enabled" and at least "min_models" models with known sizes (two different sizes at
     # least) are present: with fewer, beta and the between-model spread are not separable.
     "size_exponent": {"enabled": True, "mu": 0.0, "sigma": 1.0, "min_models": 3},
-    # Phenomenological: log zeta_m ~ Normal(log_mu, log_sigma)
-    "damping_ratio": {"log_mu": 0.0, "log_sigma": 1.0},
+    # Phenomenological: log zeta_m ~ Normal(log_mu, log_sigma), times (when
+    # "shape_information_weight") Jeffreys' density of the curve shape on the LLM's design,
+    # sqrt(det I(log zeta, log w0)): far from critical damping many (zeta, w0) draw the same
+    # curve, and without the weight those ridges outweigh the curves between them
+    # (bayes_grpo/dynamics/identifiability.py).
+    "damping_ratio": {"log_mu": 0.0, "log_sigma": 1.0, "shape_information_weight": True},
     # Noise: sigma_r^2 = D_m / G_r^alpha. iid: sigma is the per-step residual sd, with
     # log sigma at the reference G ~ Normal(log(first-difference noise), log_sigma).
     # state_space: D is the SDE noise intensity, centred so that the stationary sd

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from bayes_grpo._io import write_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.dynamics.identifiability import shape_information_log_density
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.model.config import (
     DEFAULT_MODEL_CONFIG,
@@ -58,6 +60,11 @@ def normalise_likelihood(name: str) -> str:
     return name.replace("-", "_")
 
 
+#: Prior draws per kept draw when the prior carries a potential that forward sampling ignores
+#: (resampled by its weight; see ``GRPODynamicsModel.sample_prior_predictive``).
+PRIOR_OVERSAMPLE: int = 10
+
+
 class GRPODynamicsModel:
     """Hierarchical damped-oscillator model of GRPO reward curves (DESIGN.md section 3).
 
@@ -80,7 +87,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "4"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run)
+    version = "5"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys)
 
     def __init__(
         self,
@@ -133,12 +140,39 @@ class GRPODynamicsModel:
         return self.model
 
     def sample_prior_predictive(self, runset: xr.Dataset, *, samples: int = 200, random_seed: int = 0) -> az.InferenceData:
-        """Prior (and, for the iid likelihood, prior predictive) draws for ``runset``."""
+        """Prior (and, for the iid likelihood, prior predictive) draws for ``runset``.
+
+        PyMC's forward sampling ignores potentials; the phenomenological form's shape weight
+        (``damping_shape_information``) is one, so there the prior is drawn
+        :data:`PRIOR_OVERSAMPLE` times over and ``samples`` draws are resampled with weights
+        ``exp(shape information)``: the draws are then from the prior the fit uses.
+        """
         import pymc as pm
 
         model = self.build_model(runset)
-        with model:
-            return pm.sample_prior_predictive(draws=samples, random_seed=random_seed)
+        weighted = "damping_shape_information" in model.named_vars
+        with model, warnings.catch_warnings():
+            if weighted:
+                warnings.filterwarnings("ignore", message=".*Potentials.*prior predictive.*")
+            idata = pm.sample_prior_predictive(
+                draws=samples * (PRIOR_OVERSAMPLE if weighted else 1), random_seed=random_seed
+            )
+        if not weighted:
+            return idata
+        prior = idata.prior
+        log_w = shape_information_log_density(
+            np.log(prior["damping_ratio_model"].values[0]),
+            np.log(prior["natural_frequency_model"].values[0]),
+            model["data_shape_t"].get_value()[None],
+            model["data_shape_weight"].get_value()[None],
+        ).sum(axis=-1)
+        w = np.exp(log_w - log_w.max())
+        pick = np.random.default_rng(random_seed).choice(w.size, size=samples, p=w / w.sum())
+        out = idata.isel(draw=pick)
+        for group in out.groups():
+            if "draw" in out[group].dims:
+                out[group] = out[group].assign_coords(draw=np.arange(samples))
+        return out
 
     def prior_predictive_check(self, runset: xr.Dataset, *, samples: int = 200, random_seed: int = 0) -> CheckResult:
         """Do the priors cover the data? Fraction of observed rewards inside the 99% prior band.
