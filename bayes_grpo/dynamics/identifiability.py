@@ -51,7 +51,8 @@ def design_times(steps, max_points: int = SHAPE_INFORMATION_MAX_POINTS) -> np.nd
     ``steps``: ``(p,)`` observed optimizer steps (any order; NaN ignored). Returns the sorted
     unique steps, or ``max_points`` of them evenly spread by rank (first and last kept).
     """
-    t = np.unique(np.asarray(steps, dtype=float)[np.isfinite(np.asarray(steps, dtype=float))])
+    t = np.asarray(steps, dtype=float)
+    t = np.unique(t[np.isfinite(t)])
     if t.size > max_points:
         t = t[np.unique(np.round(np.linspace(0, t.size - 1, max_points)).astype(int))]
     return t

@@ -39,6 +39,10 @@ from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid, reward_traj
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
 
+#: Name of the phenomenological form's shape-information potential (the prior's Jeffreys weight;
+#: ``GRPODynamicsModel.sample_prior_predictive`` resamples prior draws by it).
+SHAPE_WEIGHT_POTENTIAL: str = "damping_shape_information"
+
 
 def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str) -> dict[str, Any]:
     """Data-derived centres of the priors (all NumPy; saved with the fit for reuse).
@@ -336,7 +340,7 @@ def _phenomenological(data, d, config, by_group, gos):
         # Jeffreys' density of the curve shape on each LLM's design: the prior counts
         # distinguishable curves, not (log zeta, log w0) volume (dynamics/identifiability.py)
         pm.Potential(
-            "damping_shape_information",
+            SHAPE_WEIGHT_POTENTIAL,
             shape_information_log_density(log_zeta, log_w0, d["shape_t"], d["shape_weight"]).sum(),
         )
     log_w0_run = log_w0[d["model_idx"]]

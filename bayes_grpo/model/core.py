@@ -150,7 +150,9 @@ class GRPODynamicsModel:
         import pymc as pm
 
         model = self.build_model(runset)
-        weighted = "damping_shape_information" in model.named_vars
+        from bayes_grpo.model.builder import SHAPE_WEIGHT_POTENTIAL
+
+        weighted = SHAPE_WEIGHT_POTENTIAL in model.named_vars
         with model, warnings.catch_warnings():
             if weighted:
                 warnings.filterwarnings("ignore", message=".*Potentials.*prior predictive.*")
