@@ -19,7 +19,7 @@ install-test: $(BIN)/python
 	bash scripts/install_chromium.sh
 
 demo: install
-	$(BIN)/bayes-grpo demo --out demo_output
+	$(BIN)/bayes-grpo demo --out demo_output --overwrite
 
 test: install-test
 	$(BIN)/python -m pytest -q tests --durations=25

@@ -69,3 +69,88 @@ def test_either_spelling_of_a_choice_is_accepted_by_every_verb(argv, dest, value
     from bayes_grpo.cli import build_parser
 
     assert getattr(build_parser().parse_args(argv), dest) == value
+
+
+# ----------------------------------------------------------------------------- existing outputs
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["ingest", "{csv}", "-o", "{old}"], "--output"),
+        (["fit", "{runs}", "-o", "{old}"], "--output"),
+        (["predict", "{runs}", "--lr", "1", "--momentum", "0", "--k-ref", "1", "--group-size", "4",
+          "--steps", "5", "-o", "{old}"], "--output"),
+        (["predict", "{runs}", "--lr", "1", "--momentum", "0", "--k-ref", "1", "--group-size", "4",
+          "--steps", "5", "--plot", "{old}"], "--plot"),
+        (["forecast", "{runs}", "--run", "a", "--upto", "8", "-o", "{old}"], "--output"),
+        (["forecast", "{runs}", "--run", "a", "--upto", "8", "--plot", "{old}"], "--plot"),
+        (["phase-diagram", "{runs}", "-o", "{old}"], "--output"),
+        (["report", "{runs}", "-o", "{old}"], "--output"),
+        (["simulate", "bandit", "--steps", "5", "--seeds", "1", "-o", "{old}"], "--output"),
+        (["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "--png", "{old}"], "--png"),
+        (["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "-o", "{old}"], "--output"),
+    ],
+)
+def test_an_existing_output_file_is_refused_without_overwrite_and_left_untouched(
+    tmp_path, capsys, argv, option
+):
+    runs = _runset(tmp_path)
+    old = tmp_path / "precious.dat"
+    old.write_bytes(b"the user's file")
+    capsys.readouterr()
+    argv = [a.format(runs=runs, csv=tmp_path / "a.csv", old=old) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(old) in err and f"{option} already exists; pass --overwrite" in err
+    assert old.read_bytes() == b"the user's file"
+
+
+def test_overwrite_replaces_an_existing_output(tmp_path, capsys):
+    runs = _runset(tmp_path)
+    before = runs.read_bytes()
+    assert main(["ingest", str(tmp_path / "a.csv"), "-o", str(runs)]) == 2
+    assert runs.read_bytes() == before
+    assert main(["ingest", str(tmp_path / "a.csv"), "-o", str(runs), "--overwrite"]) == 0
+    from bayes_grpo.runset import load_runset
+
+    assert load_runset(runs).sizes["run"] == 1  # the two-run set was replaced by the one-run set
+
+
+def test_an_output_that_is_a_folder_is_refused_even_with_overwrite(tmp_path, capsys):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert main(["ingest", str(_csv(tmp_path / "a.csv")), "-o", str(folder), "--overwrite"]) == 2
+    assert "is an existing folder" in capsys.readouterr().err
+
+
+def test_demo_refuses_a_folder_holding_its_files_before_any_work(tmp_path, capsys):
+    from bayes_grpo.report.demo import DEMO_OUTPUTS
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / DEMO_OUTPUTS[-1]).write_text("an older report")
+    (out / "notes.txt").write_text("unrelated")
+    assert main(["demo", "--out", str(out), "--fast"]) == 2
+    assert f"{out / DEMO_OUTPUTS[-1]}: --out already exists" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == sorted([DEMO_OUTPUTS[-1], "notes.txt"])
+    assert (out / DEMO_OUTPUTS[-1]).read_text() == "an older report"
+
+
+def test_diagnose_checks_every_figure_name_before_writing_any(tmp_path, capsys):
+    runs = _runset(tmp_path)
+    figs = tmp_path / "figs"
+    assert main(["diagnose", str(runs), "--figures", str(figs)]) == 0
+    written = {p.name: p.read_bytes() for p in figs.iterdir()}
+    assert len(written) >= 2
+    victim = sorted(written)[-1]
+    (figs / victim).write_bytes(b"edited by hand")
+    for p in figs.iterdir():
+        if p.name != victim:
+            p.unlink()
+    capsys.readouterr()
+    assert main(["diagnose", str(runs), "--figures", str(figs)]) == 2
+    assert "--figures already exists; pass --overwrite" in capsys.readouterr().err
+    assert [p.name for p in figs.iterdir()] == [victim]  # nothing written before the refusal
+    assert main(["diagnose", str(runs), "--figures", str(figs), "--overwrite"]) == 0
+    assert {p.name for p in figs.iterdir()} == set(written)

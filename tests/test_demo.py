@@ -40,14 +40,16 @@ def test_runs_diagnosed_unstable_are_left_out_of_the_demo_fit():
 
 @pytest.mark.slow
 def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data, tmp_path):
-    from bayes_grpo.report.demo import run_demo
+    from bayes_grpo.report.demo import DEMO_OUTPUTS, run_demo
 
     lines: list[str] = []
     result = run_demo(tmp_path / "demo", data_dir=small_data, fast=True, progress=lines.append)
     # g4 s2 (grad-norm growth) and g16 s1 (reward oscillation) are diagnosed unstable: left out
     assert sorted(result.fitted_runs) == sorted(RUNS[0:4:2])
     assert set(result.excluded_runs) == {RUNS[1], RUNS[3]}
-    for name in ("runs.nc", "posterior.nc", "prediction.nc", "report.html"):
+    # exactly the files the CLI checks before the demo runs (DEMO_OUTPUTS), all written
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == sorted(DEMO_OUTPUTS)
+    for name in DEMO_OUTPUTS:
         assert (tmp_path / "demo" / name).stat().st_size > 0
     assert [line[:5] for line in lines if line.startswith("[")] == [f"[{i}/7]" for i in range(1, 8)]
     html = result.report.read_text()

@@ -40,15 +40,29 @@ def print_table(frame: pd.DataFrame, *, title: str | None = None) -> None:
         print(frame.to_string())
 
 
-def refuse_output_over_input(
-    outputs: dict[str, object | None], inputs: dict[str, object | None]
+def add_overwrite_flag(parser: argparse.ArgumentParser, what: str = "output files") -> None:
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace {what} that already exist (default: refuse)"
+    )
+
+
+def check_output_paths(
+    outputs: dict[str, object | None],
+    inputs: dict[str, object | None] | None = None,
+    *,
+    overwrite: bool,
 ) -> None:
-    """Raise ``FileExistsError`` when an output path would replace an input file of the command.
+    """Refuse, before any work, an output path that would destroy something.
 
     ``outputs`` and ``inputs`` map an option name (for the message) to a path or None; list
-    values are several paths. Called before any work, so a typo such as
-    ``forecast runs.nc -o runs.nc`` stops at once instead of replacing the run set with the
-    forecast. Two outputs on one path are refused too (the second would replace the first).
+    values are several paths. Raises ``FileExistsError`` when
+
+    * an output is one of the command's input files (never allowed, even with
+      ``overwrite``: a typo such as ``forecast runs.nc -o runs.nc`` must not replace the run
+      set with the forecast);
+    * two outputs share a path (the second would replace the first);
+    * an output is an existing folder (a file path is needed);
+    * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it).
     """
     def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
         pairs = []
@@ -58,7 +72,7 @@ def refuse_output_over_input(
                     pairs.append((name, Path(str(item)).expanduser().resolve()))
         return pairs
 
-    outs, ins = flat(outputs), flat(inputs)
+    outs, ins = flat(outputs), flat(inputs or {})
     for i, (out_name, out) in enumerate(outs):
         for in_name, src in ins:
             if out == src and src.is_file():
@@ -69,3 +83,11 @@ def refuse_output_over_input(
         for other_name, other in outs[:i]:
             if out == other:
                 raise FileExistsError(f"{out}: given as both {other_name} and {out_name}; choose two paths")
+    for out_name, out in outs:
+        if out.is_dir():
+            raise FileExistsError(f"{out}: {out_name} is an existing folder; give a file path")
+        if out.exists() and not overwrite:
+            raise FileExistsError(
+                f"{out}: {out_name} already exists; pass --overwrite to replace it "
+                "or choose another path"
+            )

@@ -12,7 +12,13 @@ import argparse
 import math
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    print_json,
+    print_table,
+)
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 
 ADVANTAGE_HELP = (
@@ -193,6 +199,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_common(p, lists=True)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
+    add_overwrite_flag(p, "an output file")
     add_json_flag(p)
     p.set_defaults(func=run_simulate)
 
@@ -222,6 +229,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-o", "--output", metavar="FILE", default=None, help="also write the sweep's run set"
     )
     s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_overwrite_flag(s)
     add_json_flag(s)
     s.set_defaults(func=run_sweep)
 
@@ -234,6 +242,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit import simulate_bandit
     from bayes_grpo.runset import save_runset
 
+    check_output_paths({"--output": args.output}, overwrite=args.overwrite)
     bar = None
     if args.progress:
         from tqdm.auto import tqdm
@@ -294,6 +303,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     )
     from bayes_grpo.runset import save_runset
 
+    check_output_paths({"--output": args.output, "--png": args.png}, overwrite=args.overwrite)
     ds = sweep_k_ref(
         _int_list(args.k_ref),
         seeds=args.seeds,

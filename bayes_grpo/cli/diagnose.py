@@ -6,7 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    print_json,
+    print_table,
+)
 
 _DESCRIPTION = """\
 Assess four failure modes on each run of a run set, from the side quantities the logs
@@ -68,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="print each result's sentence under the table"
     )
+    add_overwrite_flag(p, "figures in DIR")
     add_json_flag(p)
     p.set_defaults(func=_run)
 
@@ -107,16 +114,19 @@ def _run(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
 
         out = Path(args.figures)
-        for r in results:
-            for fig in r.figures.values():
-                name = f"{r.values['run']}__{r.name}.png".replace("/", "_")
-                write_atomic(
-                    out / name,
-                    lambda tmp, fig=fig: fig.savefig(
-                        tmp, format="png", dpi=110, bbox_inches="tight"
-                    ),
-                )
-                plt.close(fig)
+        figures = [
+            (out / f"{r.values['run']}__{r.name}.png".replace("/", "_"), fig)
+            for r in results
+            for fig in r.figures.values()
+        ]
+        # every name is checked before the first figure is written
+        check_output_paths({"--figures": [path for path, _ in figures]}, overwrite=args.overwrite)
+        for path, fig in figures:
+            write_atomic(
+                path,
+                lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"),
+            )
+            plt.close(fig)
     if args.json:
         print_json(
             {

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from bayes_grpo.cli._common import (
     add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
     print_json,
     print_table,
-    refuse_output_over_input,
     spelled_like,
 )
 
@@ -84,7 +85,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    add_overwrite_flag(p, "an output file")
     add_json_flag(p)
     p.set_defaults(func=run_fit)
 
@@ -93,9 +94,9 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.runset import load_runset
 
-    refuse_output_over_input({"--output": args.output}, {"run set": args.runs, "--config": args.config})
-    if args.output.exists() and not args.overwrite:
-        raise FileExistsError(f"{args.output}: already exists; pass --overwrite to replace it")
+    check_output_paths(
+        {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
+    )
     runset = load_runset(args.runs)
     config: dict = {}
     if args.config is not None:

@@ -6,7 +6,13 @@ import argparse
 import math
 import warnings
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    print_json,
+    print_table,
+)
 
 EPILOG = """\
 formats (auto-detected; folders are searched recursively):
@@ -99,6 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad run instead of skipping it"
     )
+    add_overwrite_flag(parser, "an output file")
     add_json_flag(parser)
     parser.set_defaults(func=run)
 
@@ -125,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
-    refuse_output_over_input({"--output": args.output}, {"log": args.paths, "--manifest": args.manifest})
+    check_output_paths(
+        {"--output": args.output}, {"log": args.paths, "--manifest": args.manifest}, overwrite=args.overwrite
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
         ds = load_runs(

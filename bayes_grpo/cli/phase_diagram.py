@@ -6,7 +6,13 @@ import argparse
 
 import numpy as np
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table, refuse_output_over_input
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    print_json,
+    print_table,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="LLM name in the posterior (default: a new model, population level)",
     )
+    add_overwrite_flag(p, "an output file")
     add_json_flag(p)
     p.set_defaults(func=_run)
 
@@ -65,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
 
-    refuse_output_over_input({"--output": args.output}, {"posterior": args.posterior})
+    check_output_paths({"--output": args.output}, {"posterior": args.posterior}, overwrite=args.overwrite)
     fitted = _as_model(args.posterior)
     ds = fitted_runset(fitted)
     momentum, convention = args.momentum, args.momentum_convention

@@ -8,9 +8,10 @@ import sys
 
 from bayes_grpo.cli._common import (
     add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
     print_json,
     print_table,
-    refuse_output_over_input,
     spelled_like,
 )
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS
@@ -204,6 +205,7 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
         "-o", "--output", default=None, help="write the bands and summaries to this netCDF file"
     )
     p.add_argument("--plot", default=None, help="write a plot of the bands to this PNG file")
+    add_overwrite_flag(p)
     add_json_flag(p)
 
 
@@ -254,8 +256,10 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
 def _run_predict(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.predict import predict_run
 
-    refuse_output_over_input(
-        {"--output": args.output, "--plot": args.plot}, {"posterior": args.posterior}
+    check_output_paths(
+        {"--output": args.output, "--plot": args.plot},
+        {"posterior": args.posterior},
+        overwrite=args.overwrite,
     )
     ds = predict_run(
         args.posterior,
@@ -284,8 +288,10 @@ def _run_forecast(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.forecast import forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
-    refuse_output_over_input(
-        {"--output": args.output, "--plot": args.plot}, {"run set": args.runs, "--prior": args.prior}
+    check_output_paths(
+        {"--output": args.output, "--plot": args.plot},
+        {"run set": args.runs, "--prior": args.prior},
+        overwrite=args.overwrite,
     )
     ds = load_runset(args.runs)
     if args.run not in [str(r) for r in ds["run"].values]:

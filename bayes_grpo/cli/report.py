@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, print_json, refuse_output_over_input
+from bayes_grpo.cli._common import add_json_flag, add_overwrite_flag, check_output_paths, print_json
 
 
 def register(subparsers) -> None:
@@ -32,6 +32,7 @@ def register(subparsers) -> None:
     p.add_argument("--prediction", type=Path, action="append", default=[], help="prediction/forecast netCDF to include (repeatable)")
     p.add_argument("--title", help="report title")
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampled stages")
+    add_overwrite_flag(p, "an output file")
     add_json_flag(p)
     p.set_defaults(func=_report)
 
@@ -49,6 +50,7 @@ def register(subparsers) -> None:
     d.add_argument("--data", type=Path, help="folder of run directories (default: the shipped data/tiny)")
     d.add_argument("--fast", action="store_true", help="small sampler settings (for CI and quick looks)")
     d.add_argument("--seed", type=int, default=0, help="random seed")
+    add_overwrite_flag(d, "the demo's files in OUT")
     add_json_flag(d)
     d.set_defaults(func=_demo)
 
@@ -56,9 +58,10 @@ def register(subparsers) -> None:
 def _report(args: argparse.Namespace) -> int:
     from bayes_grpo.report.build import report_from_posterior
 
-    refuse_output_over_input(
+    check_output_paths(
         {"--output": args.output},
         {"posterior": args.posterior, "--runs": args.runs, "--prediction": args.prediction},
+        overwrite=args.overwrite,
     )
     runset = None
     if args.runs is not None:
@@ -85,8 +88,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from bayes_grpo.report.demo import run_demo
+    from bayes_grpo.report.demo import DEMO_OUTPUTS, run_demo
 
+    if args.out.exists() and not args.out.is_dir():
+        raise FileExistsError(f"{args.out}: --out is a file; give a folder")
+    check_output_paths({"--out": [args.out / name for name in DEMO_OUTPUTS]}, overwrite=args.overwrite)
     say = (lambda line: print(line, file=sys.stderr)) if args.json else print
     result = run_demo(args.out, data_dir=args.data, fast=args.fast, seed=args.seed, progress=say)
     if args.json:

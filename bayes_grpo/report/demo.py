@@ -78,6 +78,10 @@ def _fit_candidates(groups: dict[str, list[str]] | None, run_ids: list[str]) -> 
     return [r for r in run_ids if r in wanted]
 
 
+DEMO_OUTPUTS = ("runs.nc", "posterior.nc", "phase.png", "prediction.nc", "report.html")
+"""The files :func:`run_demo` writes into its output folder."""
+
+
 def run_demo(
     out_dir: str | Path = "demo_output",
     *,
@@ -91,7 +95,8 @@ def run_demo(
     Parameters
     ----------
     out_dir
-        Folder for ``runs.nc``, ``posterior.nc``, ``prediction.nc``, ``phase.png`` and ``report.html``.
+        Folder for the files named in :data:`DEMO_OUTPUTS` (``runs.nc``, ``posterior.nc``,
+        ``phase.png``, ``prediction.nc``, ``report.html``); existing ones are replaced.
     data_dir
         Folder of run directories (default: the shipped ``data/tiny``).
     fast
