@@ -1,6 +1,7 @@
 # Two commands get a fresh machine (Python 3.11 + pip) from zero to results:
 #   make demo   - install into .venv and run the main job on the shipped example data
 #   make test   - install everything (training extras, test tools, Chromium) and run the test suite
+#                 on two workers (pytest-xdist)
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,7 +23,7 @@ demo: install
 	$(BIN)/bayes-grpo demo --out demo_output --overwrite
 
 test: install-test
-	$(BIN)/python -m pytest -q tests --durations=25
+	$(BIN)/python -m pytest -q tests -n 2 --dist worksteal --durations=25
 
 lint: install-test
 	$(BIN)/ruff check bayes_grpo tests

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import matplotlib
 
@@ -64,7 +65,11 @@ def _chromium() -> str | None:
 def open_in_chromium(html_path, screenshot_path):
     """Load the report in headless Chromium; return the DOM after load scripts ran."""
     exe = _chromium()
-    common = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=5000"]
+    # a private profile: two Chromiums on one profile (tests on two workers) would hand the
+    # page to each other or refuse to start
+    profile = Path(screenshot_path).parent / f"{Path(screenshot_path).stem}-chromium-profile"
+    common = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={profile}", "--virtual-time-budget=5000"]
     dom = subprocess.run(common + ["--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
     subprocess.run(common + [f"--screenshot={screenshot_path}", "--window-size=1280,3000", html_path.as_uri()], capture_output=True, timeout=120, check=True)
     return dom
