@@ -63,3 +63,28 @@ def test_help_renders_without_doubled_percent_signs(verb, capsys):
     assert out.startswith("usage: bayes-grpo")
     # descriptions are printed verbatim: an escaped "%%" there shows up as "%%"
     assert "%%" not in out
+
+
+def _option_helps(verb: list[str]) -> dict[str, str]:
+    """Each option's help text as --help prints it (the formatter's additions included)."""
+    parser = build_parser()
+    for word in verb:
+        sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
+        parser = sub.choices[word]
+    formatter = parser._get_formatter()
+    return {
+        "/".join(a.option_strings): formatter._get_help_string(a) % {"default": a.default}
+        for a in parser._actions
+        if a.option_strings and a.help
+    }
+
+
+@pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
+def test_help_states_each_default_once_and_never_an_empty_one(verb):
+    # ArgumentDefaultsHelpFormatter printed "(default: the fitted runs) (default: None)"
+    for option, text in _option_helps(verb).items():
+        assert text.count("default") <= 1 or "(default: " not in text.split("default", 1)[1], (
+            f"{' '.join(verb)} {option}: {text!r}"
+        )
+        for empty in ("(default: None)", "(default: False)", "(default: [])"):
+            assert empty not in text, f"{' '.join(verb)} {option}: {text!r}"

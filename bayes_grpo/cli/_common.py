@@ -24,6 +24,22 @@ def spelled_like(*choices: str) -> Callable[[str], str]:
     return lambda text: canonical.get(text.replace("-", "_"), text)
 
 
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` to an option's help only where it says something.
+
+    Not when the help already states its default, and not for flags and unset options (a
+    default of None, False or an empty list), where argparse's own formatter printed
+    "(default: None)" after text that had just explained what happens without the option.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default == []
+        if "default" in text or unset or action.default is argparse.SUPPRESS:
+            return text
+        return super()._get_help_string(action)
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 
@@ -40,10 +56,10 @@ def print_table(frame: pd.DataFrame, *, title: str | None = None) -> None:
         print(frame.to_string())
 
 
-def add_overwrite_flag(parser: argparse.ArgumentParser, what: str = "output files") -> None:
-    parser.add_argument(
-        "--overwrite", action="store_true", help=f"replace {what} that already exist (default: refuse)"
-    )
+def add_overwrite_flag(
+    parser: argparse.ArgumentParser, help: str = "replace output files that exist already"
+) -> None:
+    parser.add_argument("--overwrite", action="store_true", help=f"{help} (default: refuse)")
 
 
 def check_output_paths(

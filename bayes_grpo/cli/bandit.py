@@ -199,7 +199,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_common(p, lists=True)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
-    add_overwrite_flag(p, "an output file")
+    add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=run_simulate)
 

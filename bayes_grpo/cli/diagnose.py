@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="print each result's sentence under the table"
     )
-    add_overwrite_flag(p, "figures in DIR")
+    add_overwrite_flag(p, "replace figures of the same name in DIR")
     add_json_flag(p)
     p.set_defaults(func=_run)
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
+    DefaultsHelpFormatter,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
@@ -42,7 +43,7 @@ def register(subparsers) -> None:
             "model and group size G, and save the posterior (ArviZ InferenceData netCDF with the run set, "
             "configs, config hash and package version) for `stability`, `predict`, `report`, ..."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("runs", type=Path, help="run-set netCDF file")
     p.add_argument("-o", "--output", type=Path, required=True, help="where to write the fitted model (e.g. models/NAME.nc)")
@@ -85,7 +86,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
-    add_overwrite_flag(p, "an output file")
+    add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=run_fit)
 

@@ -105,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad run instead of skipping it"
     )
-    add_overwrite_flag(parser, "an output file")
+    add_overwrite_flag(parser, "replace the output file if it exists")
     add_json_flag(parser)
     parser.set_defaults(func=run)
 

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="LLM name in the posterior (default: a new model, population level)",
     )
-    add_overwrite_flag(p, "an output file")
+    add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=_run)
 

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from bayes_grpo.cli._common import add_json_flag, add_overwrite_flag, check_output_paths, print_json
+from bayes_grpo.cli._common import (
+    DefaultsHelpFormatter,
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    print_json,
+)
 
 
 def register(subparsers) -> None:
@@ -20,7 +26,7 @@ def register(subparsers) -> None:
             "G-invariance Bayes factors, the law comparison and saved predictions. Sections whose inputs "
             "are absent say so."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("posterior", type=Path, help="posterior netCDF written by `bayes-grpo fit`")
     p.add_argument("-o", "--output", type=Path, required=True, help="HTML file to write")
@@ -32,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--prediction", type=Path, action="append", default=[], help="prediction/forecast netCDF to include (repeatable)")
     p.add_argument("--title", help="report title")
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampled stages")
-    add_overwrite_flag(p, "an output file")
+    add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=_report)
 
@@ -44,13 +50,13 @@ def register(subparsers) -> None:
             "the hierarchical model to the healthy ones, test G-invariance, draw the stability phase diagram, "
             "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, prediction.nc)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     d.add_argument("--out", type=Path, default=Path("demo_output"), help="output folder")
     d.add_argument("--data", type=Path, help="folder of run directories (default: the shipped data/tiny)")
     d.add_argument("--fast", action="store_true", help="small sampler settings (for CI and quick looks)")
     d.add_argument("--seed", type=int, default=0, help="random seed")
-    add_overwrite_flag(d, "the demo's files in OUT")
+    add_overwrite_flag(d, "replace the demo's files in OUT if they exist")
     add_json_flag(d)
     d.set_defaults(func=_demo)
 
