@@ -417,3 +417,36 @@ def test_runs_without_a_model_name_are_not_called_the_same_llm():
     assert prior is not None and "same LLM" not in prior.source and prior.source.startswith("2 other runs")
     prior, note = population_prior_for_run(runset, "r0", same_model_only=True)
     assert prior is None and "LLM is unknown" in note
+
+
+def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():
+    # two runs of other LLMs on a 10x reward scale used to set the prior's plateau near 8:
+    # a forecast of a run rising to 0.8 was pulled towards a plateau it never approaches
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import LEVEL_COORDS, population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(60)
+    rise = 1.0 - np.exp(-steps / 12.0)
+    curves = {
+        "small": pd.DataFrame({"reward": 0.1 + 0.7 * rise}, index=steps),
+        "big1": pd.DataFrame({"reward": 1.0 + 7.0 * rise}, index=steps),
+        "big2": pd.DataFrame({"reward": 1.0 + 7.0 * (1.0 - np.exp(-steps / 14.0))}, index=steps),
+    }
+    meta = {"small": {"model": "a"}, "big1": {"model": "b"}, "big2": {"model": "c"}}
+    runset = make_runset(curves, meta)
+    prefix = (steps[:18].astype(float), curves["small"]["reward"].to_numpy()[:18])
+    pooled, _ = population_prior_for_run(runset, "small", horizon=60.0)
+    scaled, _ = population_prior_for_run(runset, "small", prefix=prefix, horizon=60.0)
+    assert pooled.mean[0] > 5.0  # levels of the 10x runs (the old behaviour without a prefix)
+    assert abs(scaled.mean[0] - prefix[1][-2:].mean()) < 0.05 and scaled.mean[1] < 0.3
+    assert "dynamics only" in scaled.source
+    dyn = [i for i in range(6) if i not in LEVEL_COORDS]
+    np.testing.assert_allclose(scaled.mean[dyn], pooled.mean[dyn])  # same time scale and damping
+    lv = list(LEVEL_COORDS)
+    assert np.all(scaled.cov[np.ix_(lv, dyn)] == 0.0)
+    # runs of the same LLM keep their levels
+    same = make_runset(curves, {k: {"model": "a"} for k in curves})
+    kept, _ = population_prior_for_run(same, "small", prefix=prefix, horizon=60.0)
+    assert kept.mean[0] > 5.0 and "dynamics only" not in kept.source

@@ -147,8 +147,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument(
         "--same-model-only",
         action="store_true",
-        help="build the run-based prior from runs of the same LLM only (default: other LLMs too "
-        "when fewer than 2 runs of the same LLM)",
+        help="build the run-based prior from runs of the same LLM only (default: when there are "
+        "fewer than 2, the other LLMs' runs lend their time scale and damping; plateau, R0 and "
+        "noise are then scaled to the run's own first steps)",
     )
     f.add_argument(
         "--calibrate",

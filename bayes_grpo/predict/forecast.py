@@ -339,6 +339,41 @@ def default_prior(
     return GaussianPrior(mean, np.diag(sd**2), source="default (weak, scaled to the prefix)")
 
 
+#: Indices in ``u`` of the reward-valued coordinates (plateau, R0, log sigma): the run's
+#: reward scale, which does not carry over between LLMs (or tasks); the rest are dynamics.
+LEVEL_COORDS: tuple[int, ...] = (0, 1, 4)
+
+
+def with_levels_from(
+    prior: GaussianPrior | MixturePrior, levels: GaussianPrior, *, source: str | None = None
+) -> GaussianPrior | MixturePrior:
+    """``prior``'s dynamics (``log w0``, ``log zeta``, the onset) with ``levels``' plateau, R0, noise.
+
+    The reward-valued coordinates (:data:`LEVEL_COORDS`) take ``levels``' mean and covariance
+    block and become independent of the dynamics; the dynamics keep ``prior``'s marginal
+    (per component of a mixture). Used where the dynamics are learnt from runs whose reward
+    scale need not be the run's own: a new LLM of a fitted posterior, runs of other LLMs.
+    """
+    lv = list(LEVEL_COORDS)
+
+    def swap(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, cov = np.array(mean, dtype=float), np.array(cov, dtype=float)
+        mean[lv] = levels.mean[lv]
+        cov[lv, :] = 0.0
+        cov[:, lv] = 0.0
+        cov[np.ix_(lv, lv)] = levels.cov[np.ix_(lv, lv)]
+        return mean, cov
+
+    label = prior.source if source is None else source
+    if isinstance(prior, MixturePrior):
+        parts = [swap(m, c) for m, c in zip(prior.means, prior.covs)]
+        return MixturePrior(
+            np.array([m for m, _ in parts]), np.array([c for _, c in parts]), prior.weights, source=label
+        )
+    mean, cov = swap(prior.mean, prior.cov)
+    return GaussianPrior(mean, cov, source=label)
+
+
 def u_from_coefficients(
     plateau: np.ndarray,
     initial_reward: np.ndarray,
@@ -438,15 +473,12 @@ def prior_from_posterior(
                 np.full(len(u), fallback.mean[4]),
             ]
         )
-        dyn = prior_from_draws(u, source=source, inflate=inflate)
-        # the hierarchical model has no onset: keep 5 coordinates (fit_run adds t0 ~ 1 step)
-        mean = fallback.mean[:5].copy()
-        mean[2:4] = dyn.mean[2:4]
-        cov = fallback.cov[:5, :5].copy()
-        cov[2:4, :] = 0.0
-        cov[:, 2:4] = 0.0
-        cov[2:4, 2:4] = dyn.cov[2:4, 2:4]
-        return GaussianPrior(mean, cov, source=source + " dynamics; reward scale from the prefix")
+        # the hierarchical model has no onset: 5 coordinates (fit_run adds t0 ~ 1 step)
+        return with_levels_from(
+            prior_from_draws(u, source=source, inflate=inflate),
+            fallback,
+            source=source + " dynamics; reward scale from the prefix",
+        )
     return prior_from_draws(u, source=source, inflate=inflate)
 
 
@@ -596,7 +628,10 @@ def population_prior_for_run(
     there are at least two, else all others). Otherwise None (the weak default prior).
     ``prefix`` (the run's observed ``(t, y)``) supplies the reward scale when the
     posterior's LLM is new to the fit; ``horizon`` is the last step to be forecast.
-    ``same_model_only``: never pool runs of other LLMs (their reward scales may differ).
+    ``same_model_only``: never pool runs of other LLMs. When they are pooled (fewer than two
+    runs of the same LLM), only their dynamics are: the plateau, R0 and noise of the prior
+    come from :func:`default_prior` of ``prefix`` (:func:`with_levels_from`), since other LLMs'
+    rewards may have another scale (another task, another reward function).
     ``reward_bounds``: noise shape of a bounded reward for the run-based prior's fits;
     ``prior_kind``: ``"mixture"`` (one component per other run) or ``"gaussian"``.
     """
@@ -660,6 +695,13 @@ def population_prior_for_run(
         )
     except ForecastError as exc:
         return None, f"run-based prior failed ({exc}); weak default prior"
+    if chosen is not same and prefix is not None:
+        # other LLMs (or LLMs not named): their dynamics inform this run, their reward scale not
+        prior = with_levels_from(
+            prior,
+            default_prior(prefix[0], prefix[1], horizon=horizon),
+            source=prior.source + " (dynamics only; plateau, R0 and noise scaled to the prefix)",
+        )
     return prior, ""
 
 
