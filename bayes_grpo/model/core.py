@@ -228,7 +228,9 @@ class GRPODynamicsModel:
         """Sample the posterior for ``runset``; returns (and keeps) the InferenceData.
 
         Keyword arguments override the sampler config (and are recorded in it).
-        ``sampler="nutpie"`` uses nutpie (numba backend) when installed.
+        ``sampler="nutpie"`` uses nutpie (numba backend) when installed. The default sampler
+        gives the same draws for the same ``random_seed`` in any process; nutpie only under the
+        same ``PYTHONHASHSEED`` (its numba compilation depends on Python's string hashing).
         """
         overrides = {
             "draws": draws,
