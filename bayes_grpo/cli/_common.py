@@ -99,6 +99,8 @@ def check_output_paths(
         for other_name, other in outs[:i]:
             if out == other:
                 raise FileExistsError(f"{out}: given as both {other_name} and {out_name}; choose two paths")
+    # a second pass: an output that is an input is reported as such even when an earlier
+    # output merely exists
     for out_name, out in outs:
         if out.is_dir():
             raise FileExistsError(f"{out}: {out_name} is an existing folder; give a file path")
