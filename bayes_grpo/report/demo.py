@@ -78,8 +78,14 @@ def _fit_candidates(groups: dict[str, list[str]] | None, run_ids: list[str]) -> 
     return [r for r in run_ids if r in wanted]
 
 
-DEMO_OUTPUTS = ("runs.nc", "posterior.nc", "phase.png", "prediction.nc", "report.html")
-"""The files :func:`run_demo` writes into its output folder."""
+RUNS_FILE, POSTERIOR_FILE, PHASE_FILE, PREDICTION_FILE, REPORT_FILE = DEMO_OUTPUTS = (
+    "runs.nc",
+    "posterior.nc",
+    "phase.png",
+    "prediction.nc",
+    "report.html",
+)
+"""The files :func:`run_demo` writes into its output folder (one name each, used there)."""
 
 
 def run_demo(
@@ -134,7 +140,7 @@ def run_demo(
 
     progress(f"[1/7] ingest {data_dir}")
     runs = load_runs([data_dir])
-    runs_file = save_runset(runs, out / "runs.nc")
+    runs_file = save_runset(runs, out / RUNS_FILE)
     run_ids = [str(r) for r in runs["run"].values]
     progress(f"      {len(run_ids)} runs -> {runs_file}")
     stage("ingest")
@@ -163,7 +169,7 @@ def run_demo(
     progress(f"[3/7] fit the mechanistic model to {len(fit_ids)} runs ({settings.chains} chains x {settings.draws} draws)")
     model = GRPODynamicsModel()
     model.fit(fit_set, draws=settings.draws, tune=settings.tune, chains=settings.chains, random_seed=seed, progressbar=False)
-    posterior_file = model.save(out / "posterior.nc")
+    posterior_file = model.save(out / POSTERIOR_FILE)
     convergence = model.convergence()
     progress(f"      convergence: {convergence.summary}")
     stage("fit")
@@ -189,7 +195,7 @@ def run_demo(
     phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
     png = phase.figures and next(iter(phase.figures.values()))
     if png is not None:
-        write_atomic(out / "phase.png", lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+        write_atomic(out / PHASE_FILE, lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
     stage("stability")
 
     progress("[6/7] predict a new setting")
@@ -197,14 +203,14 @@ def run_demo(
     new = {"learning_rate": float(np.nanmax(lrs)) * 1.5, "momentum": momentum, "momentum_convention": convention, "k_ref": 2.0, "group_size": 16.0}
     horizon = int(fit_set["step"].values.max())
     prediction = predict_run(model, steps=horizon, seed=seed, **new)
-    save_prediction(prediction, out / "prediction.nc")
+    save_prediction(prediction, out / PREDICTION_FILE)
     predicted = prediction_result(prediction, title=f"New setting: lr={new['learning_rate']:.3g}, K_ref=2, G=16")
     progress(f"      {predicted.summary}")
     stage("predict")
 
     progress("[7/7] write the report")
     report = write_report(
-        out / "report.html",
+        out / REPORT_FILE,
         title="bayes_grpo demo: tiny-model TRL runs",
         subtitle=f"{len(fit_ids)} of {len(run_ids)} runs fitted; seed {seed}",
         model=model,
