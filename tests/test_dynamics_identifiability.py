@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_grpo.dynamics.identifiability import design_times, shape_information_log_density
+from bayes_grpo.dynamics._backend import NUMPY
+from bayes_grpo.dynamics.identifiability import (
+    design_times,
+    shape_information_log_density,
+    unit_curve_and_shape_derivatives,
+)
 from bayes_grpo.dynamics.trajectory import error_trajectory
 
 
@@ -54,6 +59,40 @@ def test_pytensor_graph_gives_the_numpy_values_and_a_finite_gradient():
     value, g_z, g_w = f(lz, lw)
     np.testing.assert_allclose(value, shape_information_log_density(lz, lw, t), rtol=1e-10)
     assert np.isfinite(g_z).all() and np.isfinite(g_w).all()
+
+
+@pytest.mark.parametrize(
+    "zeta, w0",
+    [
+        (1e-3, 0.05),  # nearly undamped, several periods
+        (0.3, 0.02),
+        (0.999, 0.05),  # near critical: the series branch for most of the run
+        (1.0, 0.05),  # critical
+        (1.02, 0.04),
+        (4.0, 0.1),  # overdamped
+        (40.0, 0.5),  # strongly overdamped (the slow rate without cancellation)
+        (0.05, 0.8),  # w0 t up to 240 rad
+    ],
+)
+def test_closed_form_shape_derivatives_match_fine_finite_differences(zeta, w0):
+    """The exact derivatives of the unit curve in log zeta and log w0 (one propagator
+    evaluation) agree with fine central differences of the curve itself in every regime,
+    through critical damping."""
+    t = np.arange(0.0, 300.0)
+    h = 1e-6
+
+    def unit(lz, lw):
+        w = np.exp(lw)
+        return error_trajectory(t, 1.0, 2 * np.exp(lz) * w, w**2, 1.0)
+
+    lz, lw = np.log(zeta), np.log(w0)
+    f, d_zeta, d_w0 = unit_curve_and_shape_derivatives(lz, lw, t, NUMPY)
+    np.testing.assert_allclose(f, unit(lz, lw), rtol=0, atol=1e-12)
+    fd_zeta = (unit(lz + h, lw) - unit(lz - h, lw)) / (2 * h)
+    fd_w0 = (unit(lz, lw + h) - unit(lz, lw - h)) / (2 * h)
+    # rounding of the differences: ~1e-16 / h relative to the curve's scale (1)
+    np.testing.assert_allclose(d_zeta, fd_zeta, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(d_w0, fd_w0, rtol=1e-6, atol=1e-8)
 
 
 def test_the_overdamped_ridge_is_down_weighted_at_the_same_slow_time_scale():

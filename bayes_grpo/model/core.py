@@ -87,7 +87,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "5"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys)
+    version = "6"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys); 6: that weight's derivatives exact (were central differences)
 
     def __init__(
         self,
