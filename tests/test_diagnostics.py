@@ -327,6 +327,39 @@ def test_reward_oscillation_not_flagged_on_overdamped_run():
     assert osc["value"] > 0.8  # truth zeta = 1.3
 
 
+def test_reward_oscillation_reports_a_damping_ratio_the_run_does_not_bound_as_not_identified():
+    """A slow rise seen only as a single exponential (the oscillator fit runs along the
+    overdamped ridge) gets the interval [0, inf] and the reason, not a Gauss-Newton interval
+    spanning hundreds of decades; it is never flagged."""
+    rng = np.random.default_rng(3)
+    frame = run_table(simulated_case("healthy", n_steps=40), "healthy")
+    t = frame.index.to_numpy(dtype=float)  # steps
+    frame["reward"] = 0.2 + 0.3 * (1 - np.exp(-t / 400.0)) + 0.01 * rng.standard_normal(len(frame))
+    res = instability(frame, run_id="slow", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert osc["zeta_not_identified_because"], osc
+    assert osc["lower"] == 0.0 and osc["upper"] == np.inf and not osc["detected"]
+    assert "zeta not identified by this run" in res.summary
+
+
+@pytest.mark.parametrize(
+    "zeta, lo, hi, at_bounds, expected",
+    [
+        (0.3, 0.2, 0.45, [], (0.2, 0.45)),  # an ordinary interval stands
+        (1e-3, 5e-4, 0.02, ["zeta"], (0.0, 0.02)),  # undamped: zeta may be smaller still
+        (30.0, 10.0, 90.0, ["w0"], (10.0, np.inf)),  # overdamped ridge: no upper end
+        (4.0, 1e-3, 1e4, [], (0.0, np.inf)),  # wider than the configured factor (1e4)
+        (0.5, float("nan"), float("nan"), [], (0.0, np.inf)),  # no interval at all
+    ],
+)
+def test_zeta_interval_opens_where_the_fit_does_not_bound_it(zeta, lo, hi, at_bounds, expected):
+    from bayes_grpo.diagnostics.instability import zeta_interval_limits
+
+    got_lo, got_hi, reasons = zeta_interval_limits(zeta, lo, hi, at_bounds, FAST.instability)
+    assert (got_lo, got_hi) == expected
+    assert bool(reasons) is (expected != (lo, hi))
+
+
 # --- softmax-bandit runs: known instability, anchor and task difficulty ------------------------
 
 

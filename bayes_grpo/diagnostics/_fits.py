@@ -113,8 +113,9 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     -------
     dict or None
         ``zeta`` (damping ratio), ``w0`` (rad/step), ``plateau``, ``initial_reward``,
-        ``fitted`` (n,), ``sse``, ``bic`` and ``log_zeta_sd`` (Gauss-Newton); None when the
-        fit fails.
+        ``fitted`` (n,), ``sse``, ``bic``, ``log_zeta_sd`` (Gauss-Newton) and ``at_bounds``
+        (parameters that ended on a search bound of ``lsq.fit_oscillator``: their values are
+        bounds, not estimates); None when the fit fails.
     """
     from bayes_grpo.dynamics import lsq
 
@@ -145,6 +146,7 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
         "sse": float(res.sse),
         "bic": float(res.bic),
         "log_zeta_sd": float(sd[2]),
+        "at_bounds": [str(name) for name in res.at_bounds],
     }
 
 

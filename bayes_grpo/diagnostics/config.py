@@ -227,6 +227,10 @@ class InstabilityConfig:
     fit_oscillation
         Fit the oscillator law to the reward (``bayes_grpo.dynamics.lsq``, about a second
         per run); False skips the reward-oscillation part.
+    max_zeta_interval_ratio
+        A fitted damping ratio whose Gauss-Newton interval is wider than this (upper / lower
+        end) is reported as not identified by the run, with the interval ``[0, inf]``
+        instead of a local approximation that spans many decades.
     """
 
     grad_norm_metrics: tuple[str, ...] = GRAD_NORM_NAMES
@@ -242,6 +246,7 @@ class InstabilityConfig:
     min_amplitude_noise: float = 1.0
     min_period_points: float = 4.0
     fit_oscillation: bool = True
+    max_zeta_interval_ratio: float = 1e4
 
 
 @dataclass(frozen=True)

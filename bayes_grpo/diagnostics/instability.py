@@ -182,6 +182,40 @@ def _growth_signal(
     }
 
 
+def zeta_interval_limits(
+    zeta: float, lo: float, hi: float, at_bounds: list[str], cfg: InstabilityConfig
+) -> tuple[float, float, list[str]]:
+    """The reported interval of a fitted damping ratio, opened where the run does not bound it.
+
+    The Gauss-Newton interval ``[lo, hi]`` is a local approximation; it means nothing where
+    the fit ended on a search bound of ``lsq.fit_oscillator`` or where the curve barely
+    depends on ``zeta`` (the nearly undamped and the overdamped ridges,
+    :mod:`bayes_grpo.dynamics.identifiability`), where it spans hundreds of decades. Then:
+
+    * ``zeta`` on its lower bound (an undamped oscillation fits best): ``lo = 0``;
+    * ``zeta`` on its upper bound, or ``w0`` on a bound with ``zeta >= 1`` (only the slow
+      time scale, or a step, is seen): ``hi = inf``;
+    * an interval wider than ``cfg.max_zeta_interval_ratio`` (``hi / lo``), or not finite:
+      ``[0, inf]``.
+
+    Returns ``(lo, hi, reasons)``, ``reasons`` empty when the interval stands as computed.
+    Detection needs ``hi`` below the threshold, so an opened upper end never flags a run.
+    """
+    wide = not (np.isfinite(lo) and np.isfinite(hi) and lo > 0) or hi / lo > cfg.max_zeta_interval_ratio
+    reasons = []
+    if "zeta" in at_bounds and zeta < 1.0:
+        lo = 0.0
+        reasons.append(f"the fit ends on the lower bound of zeta ({zeta:.3g}: an undamped oscillation)")
+    if zeta >= 1.0 and ("zeta" in at_bounds or "w0" in at_bounds):
+        hi = float("inf")
+        bound = "zeta" if "zeta" in at_bounds else "w0"
+        reasons.append(f"the fit ends on a bound of {bound} (overdamped: only the slow time scale is seen)")
+    if wide:
+        lo, hi = 0.0, float("inf")
+        reasons.append(f"its Gauss-Newton interval spans more than a factor {cfg.max_zeta_interval_ratio:g}")
+    return lo, hi, reasons
+
+
 def _oscillation_signal(
     rew: Series, cfg: InstabilityConfig, common: CommonConfig
 ) -> dict[str, Any] | None:
@@ -196,6 +230,7 @@ def _oscillation_signal(
             if np.isfinite(half)
             else (float("nan"), float("nan"))
         )
+    lo, hi, unidentified = zeta_interval_limits(zeta, lo, hi, fit.get("at_bounds", []), cfg)
     overshoot = float(relative_overshoot(zeta))
     # is the oscillation real? a trend, a better law than the single exponential, an
     # overshoot above the noise and a period the logging resolves
@@ -207,6 +242,7 @@ def _oscillation_signal(
     period = 2 * np.pi / (fit["w0"] * np.sqrt(1 - zeta**2)) if zeta < 1 else float("inf")
     trend = _fits.has_trend(rew.steps, rew.values)
     checks = {
+        "zeta_not_identified_because": unidentified,
         "reward_has_trend": bool(trend),
         "bic_gain_over_single_exponential": bic_gain,
         "overshoot_amplitude": float(amplitude),
@@ -448,6 +484,11 @@ def instability(
                         )
                     )
                     in s
+                    else ""
+                )
+                + (
+                    f" (zeta not identified by this run: {'; '.join(s['zeta_not_identified_because'])})"
+                    if s.get("zeta_not_identified_because")
                     else ""
                 )
                 + (
