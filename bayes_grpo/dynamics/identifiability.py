@@ -129,6 +129,16 @@ def shape_information_log_density(log_zeta, log_w0, t, weight=None):
     elif weight is None:
         weight = ops.asarray(t) * 0.0 + 1.0
     f, d_zeta, d_w0 = unit_curve_and_shape_derivatives(log_zeta[..., None], log_w0[..., None], t, ops)
+    return projected_log_det(f, d_zeta, d_w0, weight, ops)
+
+
+def projected_log_det(f, d_zeta, d_w0, weight, ops):
+    """``0.5 log det I`` from the unit curve and its two shape derivatives on a design.
+
+    ``f, d_zeta, d_w0, weight``: ``(n, p)``; ``I`` is the per-point Gram matrix of the two
+    derivatives after projecting them off ``span{1, f}`` (what the plateau and the initial
+    reward absorb). Returns ``(n,)``.
+    """
     n = weight.sum(axis=-1, keepdims=True)
 
     def centred(x):
@@ -151,6 +161,7 @@ __all__ = [
     "SHAPE_INFORMATION_MAX_POINTS",
     "design_times",
     "padded_designs",
+    "projected_log_det",
     "shape_information_log_density",
     "unit_curve_and_shape_derivatives",
 ]
