@@ -154,3 +154,28 @@ def test_diagnose_checks_every_figure_name_before_writing_any(tmp_path, capsys):
     assert [p.name for p in figs.iterdir()] == [victim]  # nothing written before the refusal
     assert main(["diagnose", str(runs), "--figures", str(figs), "--overwrite"]) == 0
     assert {p.name for p in figs.iterdir()} == set(written)
+
+
+def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(capsys):
+    """A run still rising at the horizon has no stop step: the text output says so and how
+    much gain is still expected, instead of printing ``nan``."""
+    import argparse
+
+    from bayes_grpo.cli.predict import _emit
+    from bayes_grpo.predict.summary import summarise_draws
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(50.0)
+    tau = rng.uniform(200.0, 300.0, 100)[:, None]  # far slower than the horizon
+    mean = 0.8 - 0.6 * np.exp(-steps / tau)
+    ds = summarise_draws(
+        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
+        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
+        zeta=np.full(100, 3.0), damping=np.full(100, 1.0),
+    )  # fmt: skip
+    assert not np.isfinite(float(ds.attrs["stop_step"]))
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    out = capsys.readouterr().out
+    gain = float(ds["expected_remaining_gain"].values[-1])
+    assert f"stop_step: none within the horizon (expected remaining gain at step 49: {gain:.3g})" in out
+    assert "nan" not in out.split("stop_step:")[1].splitlines()[0]

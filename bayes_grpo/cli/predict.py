@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
@@ -250,8 +252,20 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             print(f"{key}:")
             for k, v in value.items():
                 print(f"  {k}: {v}")
+        elif key == "stop_step" and not np.isfinite(float(value)):
+            print(f"{key}: none within the horizon{_remaining_gain_note(ds)}")
         else:
             print(f"{key}: {value}")
+
+
+def _remaining_gain_note(ds) -> str:
+    """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve."""
+    if "expected_remaining_gain" not in ds:
+        return ""
+    gain = ds["expected_remaining_gain"]
+    last = gain.isel({gain.dims[0]: -1})
+    step = float(last[gain.dims[0]].values)
+    return f" (expected remaining gain at step {step:.0f}: {float(last.values):.3g})"
 
 
 def _run_predict(args: argparse.Namespace) -> int:
