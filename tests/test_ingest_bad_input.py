@@ -90,6 +90,7 @@ def test_nan_and_inf_are_kept_as_nan_and_counted(tmp_path):
     assert summary.loc["r", "n_nonfinite_reward"] == 2
     assert summary.loc["r", "n_steps"] == N - 2
     assert any("2 NaN/inf" in w for w in runset_warnings(ds)["r"])
+    assert not any("non-numeric" in w for w in runset_warnings(ds)["r"])  # NaN is a number
 
 
 def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted(tmp_path):
@@ -225,6 +226,7 @@ def test_nan_logged_in_json_is_counted_and_null_means_not_logged(tmp_path):
     path.write_text(json.dumps({"log_history": history}))
     ds = load_runs([path])
     assert runset_summary(ds).loc["run", "n_nonfinite_reward"] == 1
+    assert not any("non-numeric" in w for w in runset_warnings(ds)["run"])  # a NaN float is a number
     assert "kl" not in ds.data_vars  # null throughout: never logged
 
 

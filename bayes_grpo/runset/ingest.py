@@ -185,8 +185,10 @@ def normalise_run(
         raise RunRejected(f"{where}: steps must be integers (found {example})")
     recs["step"] = np.round(step_num).astype(np.int64)
     # values
-    recs["num"] = [_to_number(v) for v in recs["value"]]
-    is_text = recs["num"].isna()
+    numbers = [_to_number(v) for v in recs["value"]]
+    # a logged NaN/inf is a number (the NaN check below reports it); only None is not
+    is_text = pd.Series([x is None for x in numbers], index=recs.index)
+    recs["num"] = [np.nan if x is None else x for x in numbers]
     text_fields: list[str] = []
     for metric, sub in recs[is_text].groupby("metric", sort=False):
         total = int((recs["metric"] == metric).sum())
