@@ -192,6 +192,17 @@ def test_threshold_matches_the_exact_discrete_boundary():
     assert abs(res.values["empirical_threshold_k_ref"] - 7) <= 1
 
 
+def test_a_sweep_that_never_crosses_the_threshold_says_so_and_gives_no_verdict():
+    # a = 0.1, mu = 0.5: exact threshold K_ref = 7, beyond the swept lags 1-3
+    ds = simulate_bandit(
+        k_ref=[1, 2, 3], learning_rate=0.4, momentum=0.5, seeds=4, steps=400, clip_eps=math.inf, seed=1
+    )
+    res = threshold_check(ds)
+    assert math.isnan(res.values["empirical_threshold_k_ref"]) and res.passed is None
+    assert "Runs converge at every K_ref swept (1-3" in res.summary
+    assert "predicted threshold lies outside the sweep" in res.summary and "nan" not in res.summary
+
+
 def test_full_importance_reweighting_removes_the_lag():
     # same setting, K_ref = 12 > exact threshold 7: diverges with the gradient at the
     # behaviour policy, converges when the clipped surrogate is differentiated at the current one

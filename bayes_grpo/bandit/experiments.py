@@ -541,8 +541,14 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         "closed_form_relative_error": (exact - closed) / exact if exact else float("nan"),
         "empirical_minus_exact": empirical - exact,
     }
+    observed = (
+        f"Runs stop converging at K_ref = {empirical:g} (first K_ref where > {majority:.0%} of seeds do not settle)"
+        if np.isfinite(empirical)
+        else f"Runs converge at every K_ref swept ({lags.min():g}-{lags.max():g}: no K_ref where > {majority:.0%} "
+        "of seeds do not settle)" + ("" if in_range else "; the predicted threshold lies outside the sweep")
+    )
     summary = (
-        f"Runs stop converging at K_ref = {empirical:g} (first K_ref where > {majority:.0%} of seeds do not settle); "
+        f"{observed}; "
         f"exact discrete prediction {exact:g}, closed form (1-mu)/(eta K) = {closed_real:.2f} -> {closed:g} "
         f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
     )
