@@ -211,8 +211,12 @@ def zeta_interval_limits(
         bound = "zeta" if "zeta" in at_bounds else "w0"
         reasons.append(f"the fit ends on a bound of {bound} (overdamped: only the slow time scale is seen)")
     if wide:
+        reasons.append(
+            f"its Gauss-Newton interval spans more than a factor {cfg.max_zeta_interval_ratio:g}"
+            if not (np.isnan(lo) or np.isnan(hi))
+            else "no Gauss-Newton interval (the fit's Jacobian is singular)"
+        )
         lo, hi = 0.0, float("inf")
-        reasons.append(f"its Gauss-Newton interval spans more than a factor {cfg.max_zeta_interval_ratio:g}")
     return lo, hi, reasons
 
 
