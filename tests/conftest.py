@@ -70,3 +70,14 @@ def real_runs_dir() -> Path:
     if not REAL_RUNS.is_dir():
         pytest.skip(f"{REAL_RUNS} not present")
     return REAL_RUNS
+
+
+@pytest.fixture(autouse=True)
+def _close_figures_after_each_test():
+    """Close the figures a test left open (plotting functions return them to the caller), so a
+    worker does not accumulate them across tests."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
