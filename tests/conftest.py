@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,5 @@ def _close_figures_after_each_test():
     """Close the figures a test left open (plotting functions return them to the caller), so a
     worker does not accumulate them across tests."""
     yield
-    import sys
-
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")

@@ -16,7 +16,7 @@ from bayes_grpo.cli._common import (
     print_table,
     spelled_like,
 )
-from bayes_grpo.constants import MOMENTUM_CONVENTIONS
+from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
 
 #: The laws of ``bayes_grpo.predict.compare.LAWS`` (named here so that ``--help`` lists them
 #: without importing the PyMC code; a test keeps the two equal).
@@ -262,10 +262,8 @@ def _remaining_gain_note(ds) -> str:
     """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve."""
     if "expected_remaining_gain" not in ds:
         return ""
-    gain = ds["expected_remaining_gain"]
-    last = gain.isel({gain.dims[0]: -1})
-    step = float(last[gain.dims[0]].values)
-    return f" (expected remaining gain at step {step:.0f}: {float(last.values):.3g})"
+    last = ds["expected_remaining_gain"].isel({STEP_DIM: -1})
+    return f" (expected remaining gain at step {float(last[STEP_DIM]):.0f}: {float(last):.3g})"
 
 
 def _run_predict(args: argparse.Namespace) -> int:
