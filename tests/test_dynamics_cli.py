@@ -114,3 +114,12 @@ def test_a_k_ref_too_large_for_the_exact_criterion_is_a_clear_error(capsys):
 def test_a_gain_that_is_not_positive_is_a_clear_error(gain, capsys):
     assert main(["stability", "--eta-k", gain, "--momentum", "0.9", "--k-ref", "2"]) == 2
     assert "must be a positive number" in capsys.readouterr().err
+
+
+def test_without_a_lag_the_closed_form_has_no_threshold_and_says_why(capsys):
+    """K_ref = 0: C_eff = 1 - mu > 0 for every gain, so the closed form has no threshold."""
+    assert main(["stability", "--eta-k", "0.1", "--momentum", "0.5", "--k-ref", "0"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "closed form (1 - mu)/K_ref" in x)
+    assert "none" in line and "inf" not in line
+    assert "exact (spectral radius = 1): 3" in out  # 2 (1 + mu)

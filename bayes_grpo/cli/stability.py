@@ -12,6 +12,7 @@ Two modes:
 from __future__ import annotations
 
 import argparse
+import math
 
 from bayes_grpo.cli._common import add_json_flag, print_json
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
@@ -139,6 +140,14 @@ def _num(value: object, fmt: str = ".6g") -> str:
     return "n/a" if value is None else format(float(value), fmt)
 
 
+def _closed_form_threshold(s: dict) -> str:
+    """The closed-form threshold gain, or why there is none (no lag: ``C_eff = 1 - mu > 0``)."""
+    value = s["threshold_a_closed_form"]
+    if value is not None and math.isinf(float(value)):
+        return f"none (K_ref = {s['k_ref']:g}: C_eff = 1 - mu > 0 at every gain)"
+    return _num(value)
+
+
 def format_summary(s: dict) -> list[str]:
     """Human-readable lines of a :func:`stability_summary` dict (with ``convention``)."""
     conv = s.get("convention", HEAVY_BALL)
@@ -152,7 +161,7 @@ def format_summary(s: dict) -> list[str]:
         f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}",
         f"stable         exact (spectral radius {_num(s['spectral_radius'], '.8f')} < 1): "
         f"{_yes(s['stable_exact'])}",
-        f"threshold a*   closed form (1 - mu)/K_ref: {_num(s['threshold_a_closed_form'])}",
+        f"threshold a*   closed form (1 - mu)/K_ref: {_closed_form_threshold(s)}",
         f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
         f"critical K_ref closed form: first unstable K_ref = {_num(s['critical_k_ref_closed_form'], 'g')}",
         f"critical K_ref exact: first unstable K_ref = {_num(s['critical_k_ref_exact'], 'g')}",
