@@ -97,3 +97,14 @@ def test_report_tables_leave_missing_values_blank_not_none_or_nan():
     frame = pd.DataFrame({"mode": ["instability"], "onset_step": [None], "strength": [np.nan]}, dtype=object)
     html = table_html(frame)
     assert "None" not in html and "nan" not in html.lower() and "instability" in html
+
+
+@pytest.mark.browser
+def test_a_table_wider_than_the_page_scrolls_inside_its_section(tmp_path):
+    """A per-run table with many columns (22 real runs) must not spill out of the section box."""
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    wide = pd.DataFrame({f"a long column name {i}": [1.234567, 2.345678] for i in range(40)})
+    path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[CheckResult("wide", True, "wide table", table=wide)])
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    assert re.search(r'data-sections-overflowing="0"', dom), re.search(r'data-sections-overflowing="\d+"', dom)
