@@ -163,6 +163,18 @@ def test_training_args_bin_is_never_unpickled(tmp_path):
     assert "training_args.bin" in msgs and "never unpickles" in msgs
 
 
+def test_a_checkpoints_training_args_bin_is_not_reported_when_the_run_folder_has_the_json(
+    tmp_path,
+):
+    run_dir = tmp_path / "out"
+    _write_state(run_dir / "checkpoint-12")
+    (run_dir / "checkpoint-12" / "training_args.bin").write_bytes(b"not unpickled")
+    (run_dir / "training_args.json").write_text(json.dumps({"num_generations": 8}))
+    ds = load_runs([run_dir])
+    assert run_coords(ds, "out")["group_size"] == 8
+    assert not any("training_args.bin" in w for w in runset_warnings(ds).get("out", []))
+
+
 # ----------------------------------------------------------------------------- CSV / JSONL
 
 

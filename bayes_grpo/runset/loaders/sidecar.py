@@ -98,6 +98,7 @@ def _read_mapping(path: Path) -> dict[str, object]:
 def find_sidecars(log_path: str | Path) -> Sidecars:
     """Read the config files beside ``log_path`` (the nearest folder wins for each kind)."""
     found = Sidecars()
+    pickled: list[Path] = []
     for folder in search_dirs(Path(log_path)):
         candidates = [(RUNNER_METADATA, "runner"), (MODEL_CONFIG_NAME, "model")]
         candidates += [(name, "training") for name in TRAINING_CONFIG_NAMES]
@@ -116,11 +117,15 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
                 continue
             setattr(found, kind, flatten(data))
             setattr(found, f"{kind}_source", str(path))
-        if (folder / PICKLED_ARGS).is_file() and not found.training and not found.runner:
-            found.notes.append(
-                f"{folder / PICKLED_ARGS}: not read (a pickle; bayes_grpo never unpickles it); export "
-                "the arguments with args.to_json_string() to training_args.json or use a manifest"
-            )
+        if (folder / PICKLED_ARGS).is_file():
+            pickled.append(folder / PICKLED_ARGS)
+    # only worth a note when no readable config was found in any folder searched (a checkpoint's
+    # training_args.bin beside the run folder's training_args.json loses nothing)
+    if pickled and not found.training and not found.runner:
+        found.notes.append(
+            f"{pickled[0]}: not read (a pickle; bayes_grpo never unpickles it); export "
+            "the arguments with args.to_json_string() to training_args.json or use a manifest"
+        )
     return found
 
 
