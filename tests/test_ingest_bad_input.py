@@ -105,6 +105,21 @@ def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted
     assert any("3 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
 
 
+def test_wandb_bookkeeping_columns_of_an_evaluation_row_are_no_repeated_step(tmp_path):
+    # a wandb history export: the evaluation row shares train/global_step with the training row
+    # but has its own _step, _runtime and _timestamp
+    header = "_step,_runtime,_timestamp,train/global_step,train/reward,train/epoch,eval/reward"
+    rows = []
+    for s in range(1, N + 1):
+        rows.append((len(rows), s, 1.7e9 + s, s, 0.05 * s, s / N, ""))
+        if s % 4 == 0:
+            rows.append((len(rows), s + 0.5, 1.7e9 + s + 0.5, s, "", s / N, 0.04 * s))
+    ds = load_runs([_csv(tmp_path / "wandb_run.csv", rows, header=header)])
+    assert float(ds.eval_reward.sel(run="wandb_run", step=8)) == pytest.approx(0.32)
+    assert runset_summary(ds).loc["wandb_run", "n_duplicate_steps"] == 0
+    assert not any("more than once" in w for w in runset_warnings(ds).get("wandb_run", []))
+
+
 def test_steps_going_backwards_are_reported_and_ordered(tmp_path):
     rows = [(s, 0.1 * s, 0.0) for s in (0, 1, 2, 3, 9, 10, 11, 4, 5, 6, 7, 8)]
     ds = load_runs([_csv(tmp_path / "shuffled.csv", rows)])

@@ -79,6 +79,7 @@ from bayes_grpo.runset.loaders.sidecar import (
 from bayes_grpo.runset.loaders.tensorboard import load_tensorboard
 from bayes_grpo.runset.names import (
     HYPERPARAMETER_ALIASES,
+    PER_LOG_CALL_KEYS,
     SUMMARY_KEYS,
     NameMapping,
     NoRewardError,
@@ -225,10 +226,12 @@ def normalise_run(
             f"step {prev}, metric {recs['metric'].iloc[i]!r}); values ordered by step"
         )
     dup = recs.duplicated(["metric", "step"], keep="last")
-    # HF repeats ``epoch`` in its end-of-training summary; that alone is no repeated step
-    repeated = recs.duplicated(["metric", "step"], keep=False) & (
-        recs["metric"].map({m: canonical_name(str(m)) for m in recs["metric"].unique()}) != "epoch"
-    )
+    # ``epoch`` and wandb's ``_runtime`` ... come with every log call; their repeats alone are no
+    # repeated step
+    per_call = {m: split_eval(str(m))[1] in PER_LOG_CALL_KEYS for m in recs["metric"].unique()}
+    repeated = recs.duplicated(["metric", "step"], keep=False) & ~recs["metric"].map(
+        per_call
+    ).astype(bool)
     n_dup = int(recs.loc[repeated, "step"].nunique())
     if n_dup:
         warn.append(

@@ -90,6 +90,11 @@ SUMMARY_KEYS: frozenset[str] = frozenset(
     }
 )
 
+#: Values written with every log call rather than once per step: HF's ``epoch`` (repeated by its
+#: evaluation and end-of-training logs) and wandb's bookkeeping columns. An evaluation logged at a
+#: training step repeats them at that step, which is no repeated step (as a resumed run gives).
+PER_LOG_CALL_KEYS: frozenset[str] = frozenset({"epoch", "_step", "_runtime", "_timestamp"})
+
 #: Suffix given to a metric whose name collides with a dimension or run coordinate.
 COLLISION_SUFFIX: str = "_logged"
 
@@ -376,6 +381,7 @@ __all__ = [
     "TRAIN_PREFIXES",
     "EVAL_PREFIX",
     "SUMMARY_KEYS",
+    "PER_LOG_CALL_KEYS",
     "NameMapping",
     "NoRewardError",
     "sanitise",
