@@ -319,6 +319,23 @@ def test_tensorboard_event_file_with_grpo_config_text_summary(tmp_path):
     assert c["model"].startswith("gpt2-") and c["model_size"] > 0
 
 
+def test_the_hparams_event_file_the_trainer_writes_beside_the_run_is_no_run(tmp_path):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    logdir = tmp_path / "out" / "runs" / "Jan01_host"
+    writer = torch_tb.SummaryWriter(str(logdir))
+    args = {"run_name": "tb-run", "num_generations": 4, "learning_rate": 1e-6}
+    writer.add_text("args", json.dumps(args))
+    # what the HF TensorBoardCallback does at the start of training: a <time.time()>/ subfolder
+    writer.add_hparams(args, metric_dict={})
+    for s in range(1, N + 1):
+        writer.add_scalar("train/reward", REWARD[s - 1], s)
+    writer.close()
+    assert len(list(logdir.glob("*/events.out.tfevents.*"))) == 1
+    ds = load_runs([tmp_path / "out"], on_error="raise")
+    assert list(ds.run.values) == ["tb-run"] and rejected_runs(ds) == {}
+    assert run_coords(ds, "tb-run")["group_size"] == 4
+
+
 # ----------------------------------------------------------------------------- console
 
 

@@ -65,6 +65,7 @@ from bayes_grpo.runset.loaders import (
     RawRun,
     detect_format,
     is_event_file,
+    is_hparams_companion,
     load_file,
     read_manifest,
     resolve_trainer_state,
@@ -331,7 +332,9 @@ def discover(path: str | Path) -> list[_Job]:
     A file is one log. A directory is searched recursively: for each run folder, the folder's own
     ``trainer_state.json`` or else its latest ``checkpoint-*``'s; TensorBoard event files (each one a
     run, unless it lies under a run folder that has a ``trainer_state.json``, which then only reads
-    its hyperparameters from it); CSV/JSONL files; text logs that contain Trainer metric dicts.
+    its hyperparameters from it, and except the hyperparameters-only file that ``add_hparams`` writes
+    into a ``<time.time()>`` subfolder, which is no run); CSV/JSONL files; text logs that contain
+    Trainer metric dicts.
     Config files (:data:`~bayes_grpo.runset.loaders.sidecar.SIDECAR_NAMES`) and everything else
     inside ``checkpoint-*`` folders are not logs.
     """
@@ -359,6 +362,8 @@ def discover(path: str | Path) -> list[_Job]:
         if any(_CHECKPOINT_DIR.match(part) for part in f.relative_to(path).parts[:-1]):
             continue
         if is_event_file(f):
+            if is_hparams_companion(f):
+                continue  # the Trainer's add_hparams copy of the arguments, beside the run's file
             owner = next((root for root in state_roots if root in f.parents), None)
             if owner is not None:
                 jobs[state_roots[owner]].config_events.append(f)

@@ -24,7 +24,11 @@ from bayes_grpo.runset.loaders._base import LogFormatError, RawRun
 from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
-from bayes_grpo.runset.loaders.tensorboard import is_event_file, load_tensorboard
+from bayes_grpo.runset.loaders.tensorboard import (
+    is_event_file,
+    is_hparams_companion,
+    load_tensorboard,
+)
 from bayes_grpo.runset.loaders.trainer_state import load_trainer_state, resolve_trainer_state
 
 LOADERS: dict[str, Callable[..., list[RawRun]]] = {
@@ -93,6 +97,7 @@ __all__ = [
     "RawRun",
     "detect_format",
     "is_event_file",
+    "is_hparams_companion",
     "load_console",
     "load_csv",
     "load_file",

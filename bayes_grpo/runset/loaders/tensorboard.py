@@ -11,11 +11,17 @@ ingestion resolves by keeping the last value; events are not purged on restart h
 (``purge_orphaned_data=False``) so that the repeats can be counted and reported. A resumed run
 that started a new file in the same folder (same ``run_name``, later first step) is joined to its
 first file by :func:`bayes_grpo.runset.ingest.load_runs`.
+
+The Hugging Face ``TensorBoardCallback`` also calls ``SummaryWriter.add_hparams`` at the start of
+training, which writes a second event file into a ``<time.time()>`` folder inside the run's
+logging folder: the training arguments again (hparams plugin data) and no scalars. That file is
+no run (:func:`is_hparams_companion`); discovery leaves it out.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +30,37 @@ import pandas as pd
 from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, flatten
 
 PREFIX = "events.out.tfevents"
+#: Folder name ``add_hparams`` gives its event file by default: ``str(time.time())``.
+_HPARAMS_FOLDER = re.compile(r"^\d+\.\d+$")
 
 
 def is_event_file(path: Path) -> bool:
     return path.is_file() and path.name.startswith(PREFIX)
+
+
+def is_hparams_companion(path: Path) -> bool:
+    """Whether an event file is the one ``add_hparams`` wrote beside a run's own, not a run.
+
+    That is: it lies in a ``<time.time()>`` folder (``1712345678.123``) whose parent holds an
+    event file, and it holds hyperparameters (hparams plugin data) and no scalar summaries.
+    """
+    path = Path(path)
+    if not (is_event_file(path) and _HPARAMS_FOLDER.match(path.parent.name)):
+        return False
+    if not any(is_event_file(p) for p in path.parent.parent.glob(PREFIX + "*")):
+        return False
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    try:
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+    except Exception:  # an unreadable file is reported when it is read as a run
+        return False
+    try:
+        has_hparams = bool(acc.PluginTagToContent("hparams"))
+    except KeyError:  # no summary of the hparams plugin
+        return False
+    return has_hparams and not acc.Tags().get("scalars")
 
 
 def _text_of(event) -> str | None:
