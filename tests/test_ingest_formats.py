@@ -511,6 +511,33 @@ def test_a_console_log_with_two_trainings_in_a_row_gives_two_runs(tmp_path):
     assert list(ds.step.values) == list(range(1, N + 1))
 
 
+def test_wandb_run_config_yaml_beside_its_output_log_gives_the_hyperparameters(tmp_path):
+    files = tmp_path / "wandb" / "run-20260101_120000-abc123" / "files"
+    files.mkdir(parents=True)
+    lines = [
+        str(_console_dict(s, REWARD[s - 1], as_strings=False) | {"step": s})
+        for s in range(1, N + 1)
+    ]
+    (files / "output.log").write_text("\n".join(lines) + "\n")
+    config = {
+        "_wandb": {"value": {"cli_version": "0.19.8", "t": {"1": [1, 11]}}},
+        "num_generations": {"value": 8},
+        "learning_rate": {"value": 2e-6},
+        "beta": {"value": 0.04, "desc": None},  # older wandb versions add desc
+        "seed": {"value": 5},
+        "adam_beta1": {"value": 0.9},
+        "optim": {"value": "adamw_torch"},
+        "num_iterations": {"value": 1},
+        "gradient_accumulation_steps": {"value": 2},
+        "steps_per_generation": {"value": 4},
+    }
+    (files / "config.yaml").write_text(yaml.safe_dump(config))
+    ds = load_runs([tmp_path / "wandb"])
+    c = run_coords(ds, str(ds.run.values[0]))
+    assert (c["group_size"], c["learning_rate"], c["beta"], c["seed"]) == (8, 2e-6, 0.04, 5)
+    assert (c["momentum"], c["momentum_convention"], c["k_ref"]) == (0.9, "ema", 2.0)
+
+
 def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     run_dir = tmp_path / "verl_grpo"
     run_dir.mkdir()

@@ -9,8 +9,8 @@ file                            read as
 ``bayes_grpo_run.json``         the project's TRL runner metadata: keys are the run-set
                                 coordinate names themselves (highest priority of the sidecars)
 ``training_args.json/.yaml``,   training configuration (TRL ``GRPOConfig`` /
-``grpo_config.*``, ``args.*``,  ``TrainingArguments`` as JSON/YAML, verl or custom configs)
-``hparams.yaml``,
+``grpo_config.*``, ``args.*``,  ``TrainingArguments`` as JSON/YAML, verl or custom configs;
+``hparams.yaml``,               wandb's run config, ``{key: {value: ...}}``, is unwrapped)
 ``config.yaml``/``.yml``
 ``config.json``                 the model config (``_name_or_path``, sizes) when it has
                                 ``model_type``/``architectures``, else a training config
@@ -92,6 +92,30 @@ def _read_mapping(path: Path) -> dict[str, object]:
     data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     if not isinstance(data, Mapping):
         raise ValueError("not a mapping of keys to values")
+    return unwrap_wandb_config(data)
+
+
+#: wandb's own entries of a run config, not hyperparameters.
+_WANDB_OWN_KEYS = frozenset({"_wandb", "wandb_version"})
+
+
+def unwrap_wandb_config(data: Mapping[str, object]) -> dict[str, object]:
+    """A config's values; wandb's run config (``wandb/run-*/files/config.yaml``) wraps each one.
+
+    wandb writes every key as ``{value: ..., desc: ...}`` (``desc`` in older versions) beside its
+    own ``_wandb`` entry; that layout gives ``{key: value}`` without wandb's entries. Any other
+    mapping is returned as it is.
+
+    >>> unwrap_wandb_config({"_wandb": {"value": {}}, "learning_rate": {"value": 1e-6, "desc": None}})
+    {'learning_rate': 1e-06}
+    """
+    entries = {k: v for k, v in data.items() if k not in _WANDB_OWN_KEYS}
+    wrapped = all(
+        isinstance(v, Mapping) and "value" in v and set(v) <= {"value", "desc"}
+        for v in entries.values()
+    )
+    if entries and wrapped and (_WANDB_OWN_KEYS & set(data) or len(entries) > 1):
+        return {k: v["value"] for k, v in entries.items()}
     return dict(data)
 
 
