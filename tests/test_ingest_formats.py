@@ -558,6 +558,16 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
 
 
+def test_adam_betas_without_an_optimizer_name_give_the_momentum_like_adam_beta1(tmp_path):
+    run_dir = tmp_path / "betas_only"
+    run_dir.mkdir()
+    lines = ["step,critic/score/mean"] + [f"{s},{REWARD[s]}" for s in range(N)]
+    (run_dir / "metrics.csv").write_text("\n".join(lines))
+    (run_dir / "config.yaml").write_text("actor:\n  optim: {lr: 1e-6, betas: [0.9, 0.999]}\n")
+    c = run_coords(load_runs([run_dir]), "betas_only")
+    assert (c["momentum"], c["momentum_convention"]) == (0.9, "ema")
+
+
 def test_console_evaluation_dicts_take_the_step_of_the_training_dict_before_them(tmp_path):
     lines = []
     for s in range(1, N + 1):

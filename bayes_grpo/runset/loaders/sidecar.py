@@ -176,6 +176,15 @@ def _get(config: Mapping[str, object], *names: str) -> tuple[str, object] | tupl
     return None, None
 
 
+def _beta1(b1: object, betas: object) -> float | None:
+    """Adam's beta1 from ``adam_beta1``/``beta1`` or the first of ``betas`` (None when neither)."""
+    if _num(b1) is not None:
+        return _num(b1)
+    if isinstance(betas, list | tuple) and betas:
+        return _num(betas[0])
+    return None
+
+
 def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
     values: dict[str, object] = {}
     why: dict[str, str] = {}
@@ -198,9 +207,12 @@ def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object]
             why["momentum"] = (
                 f"{args_key}" if match else f"{opt_key}={opt} (torch SGD default momentum 0)"
             )
-    elif "adam" in opt_name or "lion" in opt_name or (not opt_name and _num(b1) is not None):
+    elif (
+        "adam" in opt_name or "lion" in opt_name or (not opt_name and _beta1(b1, betas) is not None)
+    ):
         values["momentum_convention"] = EMA
-        why["momentum_convention"] = f"{opt_key}={opt}" if opt_key else f"{b1_key} (Adam beta1)"
+        b1_src = b1_key if _num(b1) is not None else f"{betas_key}[0]"
+        why["momentum_convention"] = f"{opt_key}={opt}" if opt_key else f"{b1_src} (Adam beta1)"
         if _num(b1) is not None:
             values["momentum"], why["momentum"] = _num(b1), str(b1_key)
         elif isinstance(betas, list | tuple) and betas and _num(betas[0]) is not None:
