@@ -277,6 +277,19 @@ def test_jsonl_plain_and_typed_records(tmp_path):
     )  # text field reported, not a metric
 
 
+def test_jsonl_nested_metrics_are_read_under_joined_names_and_lists_are_reported(tmp_path):
+    path = tmp_path / "nested.jsonl"
+    rows = [
+        {"step": s, "train": {"reward": REWARD[s], "kl": 0.1}, "per_func": [0.5, 1.0]}
+        for s in range(N)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="nested").values, REWARD)
+    assert "kl" in ds.data_vars
+    assert any("per_func" in w for w in runset_warnings(ds)["nested"])
+
+
 # ----------------------------------------------------------------------------- TensorBoard
 
 

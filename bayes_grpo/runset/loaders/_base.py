@@ -97,6 +97,10 @@ def records_from_dicts(
         ``entry -> step`` (any value; checked later).
     skip
         Keys that are not metrics (the step key itself, record-type tags).
+
+    Nested mappings (``{"train": {"reward": 0.5}}``) give metrics under joined names
+    (``train/reward``); lists are kept as values, which ingestion reports as non-numeric fields
+    rather than dropping them unseen.
     """
     skip = set(skip)
     steps: list[object] = []
@@ -105,23 +109,31 @@ def records_from_dicts(
     for entry in entries:
         step = step_of(entry)
         for key, value in entry.items():
-            if key in skip or value is None or isinstance(value, dict | list):
-                continue  # None: not logged at this step (a logged NaN is a float and is kept)
-            steps.append(step)
-            metrics.append(str(key))
-            values.append(value)
+            if key in skip:
+                continue
+            items = (
+                flatten(value, prefix=f"{key}/", sep="/")
+                if isinstance(value, Mapping)
+                else {key: value}
+            )
+            for name, item in items.items():
+                if item is None:
+                    continue  # not logged at this step (a logged NaN is a float and is kept)
+                steps.append(step)
+                metrics.append(str(name))
+                values.append(item)
     return pd.DataFrame(
         {"step": steps, "metric": metrics, "value": values}, columns=list(RECORD_COLUMNS)
     )
 
 
-def flatten(config: Mapping[str, object], prefix: str = "") -> dict[str, object]:
-    """Nested mapping -> ``{"a.b.c": value}`` (lists kept as values)."""
+def flatten(config: Mapping[str, object], prefix: str = "", sep: str = ".") -> dict[str, object]:
+    """Nested mapping -> ``{"a.b.c": value}`` (lists kept as values; ``sep`` joins the keys)."""
     out: dict[str, object] = {}
     for key, value in config.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            out.update(flatten(value, prefix=name + "."))
+            out.update(flatten(value, prefix=name + sep, sep=sep))
         else:
             out[name] = value
     return out
