@@ -615,6 +615,26 @@ def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(
     assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
 
 
+def test_a_training_resumed_into_a_new_hf_default_logging_folder_is_joined(tmp_path):
+    # HF's default logging_dir is <output_dir>/runs/<%b%d_%H-%M-%S>_<host>, new at every start
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    runs = tmp_path / "out" / "runs"
+    args = json.dumps({"run_name": "grpo", "num_generations": 4})
+    starts = {"Jan01_10-00-00_host": range(1, 9), "Jan01_12-00-00_host": range(6, N + 1)}
+    starts["Jan02_09-00-00_host"] = range(1, N + 1)  # a new training with the same name
+    for folder, steps in starts.items():
+        writer = torch_tb.SummaryWriter(str(runs / folder))
+        writer.add_text("args", args)
+        for s in steps:
+            writer.add_scalar("train/reward", REWARD[s - 1], s)
+        writer.close()
+    ds = load_runs([tmp_path / "out"])
+    assert ds.sizes["run"] == 2
+    resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
+    np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
+    assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
+
+
 def test_wide_csv_with_a_wandb_name_column_keeps_each_run(tmp_path):
     # wandb exports name the run column "Name"; the runs used to be merged into one run,
     # the second run's values silently replacing the first's at every step

@@ -120,6 +120,8 @@ _GENERIC_STEMS = frozenset(
     }
 )
 _EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
+# HF's default logging folder name: datetime.now().strftime("%b%d_%H-%M-%S") + "_" + hostname
+_HF_LOGGING_DIR = re.compile(r"^[A-Za-z]{3}\d{2}_\d{2}-\d{2}-\d{2}_")
 
 
 class RunRejected(ValueError):
@@ -634,20 +636,34 @@ def _event_order(run: RawRun) -> tuple[int, str]:
     return (int(stamp.group(1)) if stamp else 0, run.path.name)
 
 
+def _logging_folder(event_file: Path) -> Path:
+    """The folder a training logs into: the event file's, or ``runs/`` for HF's default folders.
+
+    The Hugging Face default ``logging_dir`` is ``<output_dir>/runs/<Dec03_21-00-00>_<host>``, a
+    new folder for every start of the process, so a resumed training writes beside, not into,
+    its first folder.
+    """
+    folder = event_file.parent
+    if _HF_LOGGING_DIR.match(folder.name) and folder.parent.name == "runs":
+        return folder.parent
+    return folder
+
+
 def _merge_resumed_event_files(
     loaded: list[tuple[RawRun, _Job]],
 ) -> list[tuple[RawRun, _Job]]:
-    """Join event files of one resumed training: same folder, same ``run_name``, later start.
+    """Join event files of one resumed training: same logging folder, same ``run_name``, later start.
 
-    A Trainer resumed from a checkpoint writes a new event file into the same logging folder,
-    starting after the checkpoint's step; a new training with the same name starts from the
-    beginning again and stays a separate run.
+    A Trainer resumed from a checkpoint writes a new event file into the same logging folder (with
+    HF's default ``logging_dir``, a new ``runs/<date>_<host>`` folder beside the first one:
+    :func:`_logging_folder`), starting after the checkpoint's step; a new training with the same
+    name starts from the beginning again and stays a separate run.
     """
     groups: dict[tuple[Path, str], list[tuple[RawRun, _Job]]] = defaultdict(list)
     out: list[tuple[RawRun, _Job]] = []
     for run, job in loaded:
         if run.fmt == "tensorboard" and run.name_hint:
-            groups[(run.path.parent, run.name_hint)].append((run, job))
+            groups[(_logging_folder(run.path), run.name_hint)].append((run, job))
         else:
             out.append((run, job))
     for (folder, name), members in groups.items():
@@ -668,7 +684,7 @@ def _merge_resumed_event_files(
                 out.append(chain[0])
                 continue
             head, last = chain[0][0], chain[-1][0]
-            files = [r.path.name for r, _ in chain]
+            files = [str(r.path.relative_to(folder)) for r, _ in chain]
             merged = RawRun(
                 path=head.path,
                 fmt="tensorboard",

@@ -9,8 +9,9 @@ the Hugging Face ``TensorBoardCallback`` writes the training arguments (for TRL,
 Each event file is one run. A resumed run that wrote into the same file repeats steps, which
 ingestion resolves by keeping the last value; events are not purged on restart here
 (``purge_orphaned_data=False``) so that the repeats can be counted and reported. A resumed run
-that started a new file in the same folder (same ``run_name``, later first step) is joined to its
-first file by :func:`bayes_grpo.runset.ingest.load_runs`.
+that started a new file in the same folder, or in a new HF default ``runs/<date>_<host>`` folder
+(same ``run_name``, later first step), is joined to its first file by
+:func:`bayes_grpo.runset.ingest.load_runs`.
 
 The Hugging Face ``TensorBoardCallback`` also calls ``SummaryWriter.add_hparams`` at the start of
 training, which writes a second event file into a ``<time.time()>`` folder inside the run's
