@@ -77,6 +77,18 @@ def test_reward_like_names_of_other_trainers_are_found(name):
     assert choose_reward(["loss", name, "kl"])[0] == name
 
 
+def test_names_in_another_case_map_and_choose_the_reward_like_their_lower_case_form():
+    # a hand-made CSV ("Step,Reward,KL") or a title-cased export
+    assert choose_reward(["Reward", "KL", "Entropy"])[:2] == ("Reward", "reward")
+    assert choose_reward(["Train/Reward", "Eval/Reward"])[0] == "Train/Reward"
+    assert choose_reward(["Accuracy", "Loss"])[:2] == ("Accuracy", "accuracy-like")
+    assert [canonical_name(n) for n in ("KL", "Train/Entropy", "Eval/Reward")] == [
+        "kl",
+        "entropy",
+        "eval_reward",
+    ]
+
+
 def test_evaluation_metric_is_the_last_resort_with_a_note():
     src, rule, notes = choose_reward(["eval/reward", "train/entropy"])
     assert src == "eval/reward" and rule.startswith("evaluation fallback")

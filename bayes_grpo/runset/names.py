@@ -32,8 +32,9 @@ canonical                  source names (first match wins when a log has several
                            ``validation/*``, ``test/*``
 =========================  ==================================================================
 
-The training prefixes ``train/`` and ``training/`` are removed before matching. Any other
-metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
+Names and prefixes are matched regardless of case (``Reward``, ``Train/Reward`` in a hand-made
+or title-cased export). The training prefixes ``train/`` and ``training/`` are removed before
+matching. Any other metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
 (``clip_ratio/low_mean`` -> ``clip_ratio_low_mean``, ``rewards/format/mean`` ->
 ``rewards_format_mean``). A name that would collide with a dimension or run coordinate
 (``step``, ``model``, ``beta`` ...) gets the suffix ``_logged``.
@@ -108,15 +109,16 @@ _PRIORITY: dict[str, int] = {
 }
 
 # Per-reward-function means logged by TRL (``rewards/<func>/mean``; older TRL: ``rewards/<func>``).
-_REWARD_FUNC = re.compile(r"^rewards/(?P<func>[^/]+)(?:/mean)?$")
-_REWARD_FUNC_STD = re.compile(r"^rewards/[^/]+/std$")
+_REWARD_FUNC = re.compile(r"^rewards/(?P<func>[^/]+)(?:/mean)?$", re.I)
+_REWARD_FUNC_STD = re.compile(r"^rewards/[^/]+/std$", re.I)
 # Accuracy-like training metrics (third step of the reward rule), in priority order.
 _ACCURACY_LIKE: tuple[re.Pattern[str], ...] = (
-    re.compile(r"(^|[/_])(score|scores)([/_]mean)?$"),
+    re.compile(r"(^|[/_])(score|scores)([/_]mean)?$", re.I),
     re.compile(
-        r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)([/_]mean)?$"
+        r"(^|[/_])(accuracy|acc|answer_accuracy|success_rate|pass_rate|solve_rate)([/_]mean)?$",
+        re.I,
     ),
-    re.compile(r"(^|[/_])(rewards?)([/_]mean)?$"),
+    re.compile(r"(^|[/_])(rewards?)([/_]mean)?$", re.I),
 )
 
 
@@ -136,13 +138,23 @@ def sanitise(name: str) -> str:
 
 def split_eval(source: str) -> tuple[bool, str]:
     """``(is_eval, rest)``: whether ``source`` is an evaluation metric, and its name without the prefix."""
+    low = source.lower()
     for prefix in EVAL_PREFIXES:
-        if source.startswith(prefix) and len(source) > len(prefix):
+        if low.startswith(prefix) and len(source) > len(prefix):
             return True, source[len(prefix) :]
     for prefix in TRAIN_PREFIXES:
-        if source.startswith(prefix) and len(source) > len(prefix):
+        if low.startswith(prefix) and len(source) > len(prefix):
             return False, source[len(prefix) :]
     return False, source
+
+
+def _alias_of(name: str) -> str | None:
+    """The canonical name ``name`` is a known source name of (exact, then regardless of case)."""
+    return _SOURCE_TO_CANONICAL.get(name) or _SOURCE_TO_CANONICAL.get(name.lower())
+
+
+def _priority_of(name: str, default: int = 99) -> int:
+    return _PRIORITY.get(name, _PRIORITY.get(name.lower(), default))
 
 
 def canonical_name(source: str) -> str:
@@ -154,7 +166,7 @@ def canonical_name(source: str) -> str:
     'rewards_format_reward_mean'
     """
     is_eval, rest = split_eval(str(source))
-    base = _SOURCE_TO_CANONICAL.get(rest, sanitise(rest))
+    base = _alias_of(rest) or sanitise(rest)
     if is_eval:
         return EVAL_PREFIX + base
     if base in _RESERVED:
@@ -260,9 +272,9 @@ def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
     """Steps 2-4 of :func:`choose_reward` on one pool of names (raises when ambiguous)."""
     bare = {s: strip(s) for s in sources}
     # 2. the total reward under a known name
-    totals = [s for s, b in bare.items() if _SOURCE_TO_CANONICAL.get(b) == REWARD_VAR]
+    totals = [s for s, b in bare.items() if _alias_of(b) == REWARD_VAR]
     if totals:
-        return min(totals, key=lambda s: (_PRIORITY[bare[s]], s != bare[s])), "reward"
+        return min(totals, key=lambda s: (_priority_of(bare[s]), s != bare[s])), "reward"
     # 3. the single per-function reward
     funcs = [s for s, b in bare.items() if _REWARD_FUNC.match(b) and not _REWARD_FUNC_STD.match(b)]
     if len(funcs) == 1:
@@ -299,7 +311,7 @@ def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapp
     taken = {REWARD_VAR}
 
     def rank(s: str) -> tuple[int, int]:
-        return (_PRIORITY.get(split_eval(s)[1], 99), sources.index(s))
+        return (_priority_of(split_eval(s)[1]), sources.index(s))
 
     for src in sorted((s for s in sources if s != reward_source), key=rank):
         name = canonical_name(src)
