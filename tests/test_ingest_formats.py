@@ -234,6 +234,18 @@ def test_wandb_long_export_with_several_runs_in_one_file(tmp_path):
     assert ds.sizes["step"] == N
 
 
+def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(tmp_path):
+    path = tmp_path / "sweep.csv"
+    lines = ["run_id,run_name,metric,step,value"]
+    for run_id, name, shift in (("a1", "grpo", 0.0), ("b2", "grpo", 0.5), ("c3", "other", 0.0)):
+        lines += [f"{run_id},{name},train/reward,{s},{REWARD[s] + shift}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["grpo_a1", "grpo_b2", "other"]
+    np.testing.assert_allclose(ds.reward.sel(run="grpo_a1").values, REWARD)
+    np.testing.assert_allclose(ds.reward.sel(run="grpo_b2").values, np.add(REWARD, 0.5))
+
+
 def test_wandb_panel_export_splits_runs(tmp_path):
     path = tmp_path / "panel.csv"
     lines = ["Step,runA - train/reward,runA - train/reward__MIN,runB - train/reward"]

@@ -8,6 +8,8 @@ Layouts recognised (column names are matched case-insensitively):
 - **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``, ``name``).
 - **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
+- In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
+  (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
   ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
 - **JSONL**: one JSON object per line, with a step key. Lines that carry a record type
@@ -38,6 +40,8 @@ from bayes_grpo.runset.loaders._base import (
 #: Run columns of a multi-run export; ``name`` is the run column of wandb's exports ("Name"):
 #: without it the rows of several runs merged into one run, later runs overwriting earlier ones.
 RUN_KEYS: tuple[str, ...] = ("run_name", "run_id", "run", "name", "experiment", "trial")
+#: Run id columns: unique per run where the names (``run_name``) may repeat.
+ID_KEYS: tuple[str, ...] = ("run_id",)
 METRIC_KEYS: tuple[str, ...] = ("metric", "key", "tag")
 TYPE_KEYS: tuple[str, ...] = ("type", "split", "mode", "phase", "kind")
 #: Record types whose metrics are training metrics (no prefix).
@@ -53,6 +57,25 @@ def _find(columns, candidates) -> str | None:
         if cand in lowered:
             return lowered[cand]
     return None
+
+
+def _run_groups(frame: pd.DataFrame, run_col: str) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of each run of a multi-run file, with the run's name.
+
+    Runs are told apart by their id column (``run_id``) where the file has one beside a name
+    column: wandb display names need not be unique, and two runs of one name would otherwise
+    merge into one, the later overwriting the earlier. A name shared by several ids becomes
+    ``<name>_<id>``.
+    """
+    id_col = _find(frame.columns, ID_KEYS)
+    if id_col is None or id_col == run_col:
+        return [(str(k), sub) for k, sub in frame.groupby(run_col, sort=False, dropna=False)]
+    ids_per_name = frame.groupby(run_col, dropna=False)[id_col].nunique()
+    out = []
+    for run_id, sub in frame.groupby(id_col, sort=False, dropna=False):
+        name = sub[run_col].iloc[0]
+        out.append((str(name) if ids_per_name[name] == 1 else f"{name}_{run_id}", sub))
+    return out
 
 
 def _ordinal_note(path: Path, n: int) -> str:
@@ -114,7 +137,7 @@ def load_csv(path: str | Path) -> list[RawRun]:
     step_col = find_step_key(cols)
     multi = run_col is not None
     if metric_col is not None and value_col is not None and step_col is not None:
-        groups = frame.groupby(run_col, sort=False, dropna=False) if multi else [(None, frame)]
+        groups = _run_groups(frame, run_col) if multi else [(None, frame)]
         runs = []
         for name, sub in groups:
             records = pd.DataFrame(
@@ -145,8 +168,9 @@ def load_csv(path: str | Path) -> list[RawRun]:
         return runs
     if multi:
         runs = []
-        for name, sub in frame.groupby(run_col, sort=False, dropna=False):
-            records, notes = _wide_records(sub, path, skip=(run_col,))
+        id_col = _find(cols, ID_KEYS)
+        for name, sub in _run_groups(frame, run_col):
+            records, notes = _wide_records(sub, path, skip=(run_col, id_col))
             runs.append(RawRun(path=path, fmt="csv", records=records, name=str(name), notes=notes))
         return runs
     records, notes = _wide_records(frame, path)
