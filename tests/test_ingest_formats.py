@@ -406,6 +406,19 @@ def test_console_dicts_without_any_step_information_are_numbered_with_a_warning(
     assert any("order of appearance" in w for w in runset_warnings(ds)["job"])
 
 
+def test_console_dicts_without_steps_take_logging_steps_from_the_training_args_beside_them(
+    tmp_path,
+):
+    path = tmp_path / "job.out"
+    path.write_text(
+        "\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N))
+    )
+    (tmp_path / "training_args.json").write_text(json.dumps({"logging_steps": 10}))
+    ds = load_runs([path])
+    assert list(ds.step.values) == list(range(10, 10 * N + 1, 10))
+    assert any("logging_steps=10" in w for w in runset_warnings(ds)["job"])
+
+
 # ----------------------------------------------------------------------------- manifest, ids
 
 

@@ -590,6 +590,22 @@ def _manifest_jobs(rows: Sequence[ManifestRow], reject: Reject) -> list[_Job]:
     return jobs
 
 
+def _sidecar_logging_steps(log_path: Path) -> int | None:
+    """``logging_steps`` of the training config beside a console log (a whole number of steps).
+
+    A console log's metric dicts carry no step; without a progress bar to read them off, the
+    steps are the dicts' order times this. HF's fractional ``logging_steps`` (< 1, a share of
+    the total steps) does not give the stride and is ignored.
+    """
+    config = find_sidecars(log_path).training
+    key = next((k for k in config if k.lower().split(".")[-1] == "logging_steps"), None)
+    try:
+        value = float(config[key]) if key is not None else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(value) if value is not None and value >= 1 and value.is_integer() else None
+
+
 def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]]:
     """Read each file once (several runs per file possible); manifest rows pick their run."""
     loaded: list[tuple[RawRun, _Job]] = []
@@ -600,8 +616,9 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
             continue  # already read through the manifest, or given twice
         seen.add(resolved)
         kwargs = {}
-        if job.row is not None and job.fmt == "console":
-            kwargs["logging_steps"] = job.row.logging_steps
+        if job.fmt == "console":
+            steps = job.row.logging_steps if job.row is not None else None
+            kwargs["logging_steps"] = steps or _sidecar_logging_steps(job.path)
         try:
             runs = load_file(job.path, job.fmt, **kwargs)
         except (LogFormatError, OSError) as exc:
