@@ -234,12 +234,19 @@ def test_wandb_long_export_with_several_runs_in_one_file(tmp_path):
     assert ds.sizes["step"] == N
 
 
-def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(tmp_path):
-    path = tmp_path / "sweep.csv"
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(tmp_path, kind):
+    path = tmp_path / f"sweep.{kind}"
     lines = ["run_id,run_name,metric,step,value"]
     for run_id, name, shift in (("a1", "grpo", 0.0), ("b2", "grpo", 0.5), ("c3", "other", 0.0)):
-        lines += [f"{run_id},{name},train/reward,{s},{REWARD[s] + shift}" for s in range(N)]
-    path.write_text("\n".join(lines))
+        if kind == "csv":
+            lines += [f"{run_id},{name},train/reward,{s},{REWARD[s] + shift}" for s in range(N)]
+        else:
+            lines += [
+                json.dumps({"run_id": run_id, "run_name": name, "step": s, "reward": r + shift})
+                for s, r in enumerate(REWARD)
+            ]
+    path.write_text("\n".join(lines if kind == "csv" else lines[1:]))
     ds = load_runs([path])
     assert sorted(ds.run.values) == ["grpo_a1", "grpo_b2", "other"]
     np.testing.assert_allclose(ds.reward.sel(run="grpo_a1").values, REWARD)

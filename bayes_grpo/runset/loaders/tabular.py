@@ -59,23 +59,27 @@ def _find(columns, candidates) -> str | None:
     return None
 
 
-def _run_groups(frame: pd.DataFrame, run_col: str) -> list[tuple[str, pd.DataFrame]]:
-    """The rows of each run of a multi-run file, with the run's name.
+def _run_labels(frame: pd.DataFrame, run_col: str) -> pd.Series:
+    """The run each row of a multi-run file belongs to, by its name.
 
     Runs are told apart by their id column (``run_id``) where the file has one beside a name
     column: wandb display names need not be unique, and two runs of one name would otherwise
     merge into one, the later overwriting the earlier. A name shared by several ids becomes
     ``<name>_<id>``.
     """
+    names = frame[run_col].astype(str)
     id_col = _find(frame.columns, ID_KEYS)
     if id_col is None or id_col == run_col:
-        return [(str(k), sub) for k, sub in frame.groupby(run_col, sort=False, dropna=False)]
-    ids_per_name = frame.groupby(run_col, dropna=False)[id_col].nunique()
-    out = []
-    for run_id, sub in frame.groupby(id_col, sort=False, dropna=False):
-        name = sub[run_col].iloc[0]
-        out.append((str(name) if ids_per_name[name] == 1 else f"{name}_{run_id}", sub))
-    return out
+        return names
+    ids = frame[id_col].astype(str)
+    shared = names.groupby(names).transform(lambda g: ids[g.index].nunique() > 1)
+    return names.where(~shared.astype(bool), names + "_" + ids)
+
+
+def _run_groups(frame: pd.DataFrame, run_col: str) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of each run of a multi-run file, with the run's name (:func:`_run_labels`)."""
+    labels = _run_labels(frame, run_col)
+    return [(str(name), sub) for name, sub in frame.groupby(labels, sort=False)]
 
 
 def _ordinal_note(path: Path, n: int) -> str:
@@ -281,11 +285,17 @@ def load_jsonl(path: str | Path) -> list[RawRun]:
         (k for k in RUN_KEYS if sum(isinstance(e.get(k), str) for e in entries) == len(entries)),
         None,
     )
-    if run_key is not None and len({e[run_key] for e in entries}) > 1:
+    keys = {run_key, _find({k for e in entries for k in e}, ID_KEYS)} - {None}
+    labels = (
+        _run_labels(pd.DataFrame([{k: e.get(k) for k in keys} for e in entries]), run_key)
+        if run_key is not None
+        else None
+    )
+    if labels is not None and labels.nunique() > 1:
         groups: dict[str, list[dict]] = {}
-        for e in entries:
-            groups.setdefault(e[run_key], []).append({k: v for k, v in e.items() if k != run_key})
+        for label, e in zip(labels, entries):
+            groups.setdefault(label, []).append({k: v for k, v in e.items() if k not in keys})
         return [_entries_to_run(g, path, name, notes) for name, g in groups.items()]
     if run_key is not None:
-        entries = [{k: v for k, v in e.items() if k != run_key} for e in entries]
+        entries = [{k: v for k, v in e.items() if k not in keys} for e in entries]
     return [_entries_to_run(entries, path, None, notes)]
