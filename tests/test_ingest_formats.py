@@ -556,6 +556,32 @@ def test_a_console_log_with_two_trainings_in_a_row_gives_two_runs(tmp_path):
     assert list(ds.step.values) == list(range(1, N + 1))
 
 
+def _resumed_console_lines(with_bar: bool) -> list[str]:
+    """A training logged to step 8, resumed from its step-6 checkpoint (``tee -a``): steps 7-12.
+
+    The first attempt's values at steps 7 and 8 are off by -1, so keeping them would show.
+    """
+    lines = []
+    for s, shift in [(s, -1.0 if s > 6 else 0.0) for s in range(1, 9)] + [(s, 0.0) for s in range(7, N + 1)]:
+        if with_bar:
+            lines += [f" {s}/{N} [00:01<00:10]", f" {s}/{N} [00:01<00:10]"]
+        lines.append(repr(_console_dict(s, REWARD[s - 1] + shift, as_strings=False)))
+        if with_bar and s == 8 and shift:
+            lines.append("Continuing training from checkpoint, will skip to saved global_step")
+    return lines
+
+
+@pytest.mark.parametrize("with_bar", [True, False])
+def test_a_training_resumed_into_the_same_console_log_stays_one_run_with_the_later_values(tmp_path, with_bar):
+    path = tmp_path / "resumed.log"
+    path.write_text("\n".join(_resumed_console_lines(with_bar)))
+    ds = load_runs([path])
+    assert list(ds.run.values) == ["resumed"]  # not part1 + a fragment part2
+    assert list(ds.step.values) == list(range(1, N + 1))
+    np.testing.assert_allclose(ds.reward.sel(run="resumed").values, REWARD)
+    assert any("2 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
+
+
 def test_wandb_run_config_yaml_beside_its_output_log_gives_the_hyperparameters(tmp_path):
     files = tmp_path / "wandb" / "run-20260101_120000-abc123" / "files"
     files.mkdir(parents=True)

@@ -12,7 +12,9 @@ is all a user kept. The dicts carry no step number; it is recovered, in order:
    ``logging_steps=1`` (a manifest can give ``logging_steps`` to scale it).
 
 A log holding several trainings one after the other (``epoch`` starts over, the tqdm bar starts
-over) gives one run per training. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
+over) gives one run per training; a training resumed from a checkpoint into the same log
+(``epoch`` and the bar fall back, but not to their start) stays one run, its repeated steps
+keeping the later values. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
 console lines (``step:12 - critic/score/mean:0.41 - ...``) are read too; they carry their step.
 
 Evaluation dicts (``{'eval_loss': ..., 'eval_reward': ...}``) take the step of the training dict
@@ -90,7 +92,11 @@ def looks_like_console(path: Path, *, max_bytes: int = 2_000_000) -> bool:
 
 
 def _bar_segments(text: str) -> list[list[list[int]]]:
-    """Per tqdm bar (by total): its logging marks, split where the bar starts over."""
+    """Per tqdm bar (by total): its logging marks, split where the bar starts over.
+
+    A bar that falls back to a count above its segment's first mark is a training resumed from a
+    checkpoint in the same log: its marks stay in the segment (steps repeated from there on).
+    """
     bars: dict[int, list[int]] = {}
     for match in _BAR.finditer(text):
         bars.setdefault(int(match.group(2)), []).append(int(match.group(1)))
@@ -100,7 +106,11 @@ def _bar_segments(text: str) -> list[list[list[int]]]:
         for prev, cur in zip(seq, seq[1:]):
             if cur != prev:
                 continue
-            if segments[-1] and cur < segments[-1][-1]:
+            seg = segments[-1]
+            if seg and cur < seg[-1]:
+                if cur > seg[0]:
+                    seg.append(cur)  # resumed from a checkpoint: the steps after it again
+                    continue
                 segments.append([])  # a new training started in the same log
             if not segments[-1] or cur > segments[-1][-1]:
                 segments[-1].append(cur)
@@ -125,20 +135,60 @@ def steps_from_progress_bar(text: str, sizes: list[int]) -> list[list[int]] | No
     return None
 
 
+def _epoch(d: dict) -> float | None:
+    try:
+        return float(d.get("epoch"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
 def _split_trainings(dicts: list[dict]) -> list[list[dict]]:
-    """Split step-less dicts where ``epoch`` falls back: a new training in the same log."""
+    """Split step-less dicts where ``epoch`` starts over: a new training in the same log.
+
+    ``epoch`` falling back to at most the part's first epoch starts a new training; falling back
+    to a value above it is the same training resumed from a checkpoint (``tee -a`` of the
+    resumed process), which stays in the part (:func:`_order_slots` numbers it).
+    """
     parts: list[list[dict]] = [[]]
-    last = None
+    first = last = None
     for d in dicts:
-        try:
-            epoch = float(d.get("epoch"))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            epoch = None
+        epoch = _epoch(d)
         if epoch is not None and last is not None and epoch < last and parts[-1]:
-            parts.append([])
+            if first is None or epoch <= first:
+                parts.append([])
+                first = None
         parts[-1].append(d)
-        last = epoch if epoch is not None else last
+        if epoch is not None:
+            first = epoch if first is None else first
+            last = epoch
     return parts
+
+
+def _order_slots(train_dicts: list[dict]) -> tuple[list[int], list[str]]:
+    """Logging slots (1, 2, 3 ...) of a training's dicts in order, a resume going back in them.
+
+    Where ``epoch`` falls back (a resume from a checkpoint), the dict takes the slot of the first
+    earlier dict at that epoch or later, so the steps logged again repeat their slots (ingestion
+    keeps the later values and reports the repeats).
+    """
+    slots: list[int] = []
+    seen: list[tuple[float, int]] = []
+    notes: list[str] = []
+    last = None
+    for d in train_dicts:
+        epoch = _epoch(d)
+        slot = slots[-1] + 1 if slots else 1
+        if epoch is not None and last is not None and epoch < last:
+            slot = next((s for e, s in seen if e >= epoch), slot)
+            notes.append(
+                f"epoch falls back from {last:g} to {epoch:g} (a resume from a checkpoint): the "
+                f"dicts from there on take the slots of the ones logged before at those epochs"
+            )
+        slots.append(slot)
+        if epoch is not None:
+            seen.append((epoch, slot))
+            last = epoch
+    return slots, notes
 
 
 def _is_eval_dict(d: dict) -> bool:
@@ -200,7 +250,11 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         notes = [[] for _ in parts]
         if train_steps is None:
             stride = int(logging_steps or 1)
-            train_steps = [[stride * (i + 1) for i in range(n)] for n in sizes]
+            train_steps = []
+            for part, note in zip(parts, notes):
+                slots, resumes = _order_slots([d for d in part if not _is_eval_dict(d)])
+                train_steps.append([stride * slot for slot in slots])
+                note.extend(resumes)
             for n, note in zip(sizes, notes):
                 note.append(
                     f"no step numbers in the console log; the {n} training metric dicts were "
