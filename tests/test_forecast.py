@@ -450,3 +450,27 @@ def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():
     same = make_runset(curves, {k: {"model": "a"} for k in curves})
     kept, _ = population_prior_for_run(same, "small", prefix=prefix, horizon=60.0)
     assert kept.mean[0] > 5.0 and "dynamics only" not in kept.source
+
+
+def test_rewards_outside_the_declared_reward_bounds_are_a_clear_error():
+    # --reward-bounds 0 1 on a reward logged in [-8, -2] was accepted silently: the noise
+    # shape sat at its floor everywhere and the forecast came out as if the bounds held
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40.0)
+    reward = -2.0 - 6.0 * np.exp(-steps / 8.0)
+    with pytest.raises(ForecastError, match=r"outside the reward bounds \[0, 1\]"):
+        fit_run(
+            steps[:20], reward[:20], default_prior(steps[:20], reward[:20]), reward_bounds=(0, 1)
+        )
+    runset = make_runset({"neg": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
+    with pytest.raises(ForecastError, match=r"run 'neg' lie outside the reward bounds"):
+        forecast_in_runset(runset, "neg", 20, reward_bounds=(0.0, 1.0))
+    # rewards on the bounds themselves are fine
+    ok = np.clip(0.5 + 0.6 * np.sin(steps / 5.0), 0.0, 1.0)
+    fit_run(
+        steps, ok, default_prior(steps, ok), reward_bounds=(0.0, 1.0), n_draws=50, n_proposal=200
+    )

@@ -277,6 +277,28 @@ def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray
     return NOISE_FLOOR_SHARE + (1.0 - NOISE_FLOOR_SHARE) * 4.0 * x * (1.0 - x)
 
 
+def check_within_bounds(
+    y: np.ndarray, bounds: tuple[float, float] | None, what: str = "observed rewards"
+) -> None:
+    """Raise :class:`ForecastError` when a finite reward in ``y`` lies outside ``bounds``.
+
+    ``reward_bounds`` declares the range every logged reward lies in (``(0, 1)`` for a
+    success rate); a reward outside it means the bounds do not describe this reward, and the
+    noise shape of :func:`noise_shape` would silently sit at its floor there.
+    """
+    if bounds is None:
+        return
+    lo, hi = (float(b) for b in bounds)
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    tol = 1e-9 * (hi - lo)
+    if y.size and (y.min() < lo - tol or y.max() > hi + tol):
+        raise ForecastError(
+            f"{what} lie outside the reward bounds [{lo:g}, {hi:g}] (min {y.min():.4g}, "
+            f"max {y.max():.4g}); give bounds that hold every logged reward, or none"
+        )
+
+
 def _log_lik(
     u: np.ndarray, t: np.ndarray, y: np.ndarray, bounds: tuple[float, float] | None = None
 ) -> np.ndarray:
@@ -759,6 +781,9 @@ def forecast_in_runset(
     if run_id not in runs:
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
     t_all, y_all = run_series(runset, run_id, REWARD_VAR)
+    if reward_bounds is not None:
+        noise_shape(np.zeros(1), reward_bounds)  # validates lo < hi
+        check_within_bounds(y_all, reward_bounds, f"rewards of run {run_id!r}")
     seen = t_all <= upto
     if seen.sum() < 3:
         raise ForecastError(
@@ -973,6 +998,7 @@ def fit_run(
     bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
     if bounds is not None:
         noise_shape(np.zeros(1), bounds)  # validates lo < hi
+        check_within_bounds(y, bounds)
     if isinstance(prior, MixturePrior):
         return _fit_mixture(t, y, prior, n_draws, n_proposal, rng, likelihood, bounds, adapt)
     prior = prior.with_onset()
@@ -1623,6 +1649,7 @@ __all__ = [
     "run_series",
     "mean_curve",
     "noise_shape",
+    "check_within_bounds",
     "prior_from_draws",
     "prior_from_posterior",
     "prior_from_runs",
