@@ -108,3 +108,16 @@ def test_a_table_wider_than_the_page_scrolls_inside_its_section(tmp_path):
     path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[CheckResult("wide", True, "wide table", table=wide)])
     dom = open_in_chromium(path, tmp_path / "report.png")
     assert re.search(r'data-sections-overflowing="0"', dom), re.search(r'data-sections-overflowing="\d+"', dom)
+
+
+def test_fit_section_names_the_noise_ceiling_method_the_metric_uses():
+    # the fit section said the noise ceiling came "from first differences"; the metric's
+    # default has been second-difference pseudo-residuals
+    import inspect
+
+    from bayes_grpo import metrics
+    from bayes_grpo.report.model_sections import FIT_INTRO
+
+    default = inspect.signature(metrics.noise_ceiling_r2).parameters["method"].default
+    assert default == metrics.SECOND_DIFFERENCE
+    assert "second-difference" in FIT_INTRO and "first differences" not in FIT_INTRO

@@ -411,7 +411,7 @@ class GRPODynamicsModel:
     def run_summary(self) -> pd.DataFrame:
         """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta, a, D``,
         the 90% interval of ``zeta``, and R^2 of the posterior-mean trajectory: raw, the
-        noise ceiling (from first differences), smoothed (vs a centred moving average of
+        noise ceiling (``metrics.noise_ceiling_r2``: second-difference pseudo-residuals), smoothed (vs a centred moving average of
         10% of the run), whether the run has a visible trend (``bayes_grpo.metrics``), and
         ``r_hat``, the largest R-hat of the run's own variables
         (:func:`bayes_grpo.model.convergence.run_r_hat`).

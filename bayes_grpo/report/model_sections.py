@@ -13,8 +13,8 @@ from bayes_grpo.report.sections import Section, absent
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
     "R^2 is given three ways: raw per step, the noise ceiling (the best R^2 any smooth curve can reach given the "
-    "step-to-step noise, from first differences), and against the curve smoothed by a centred moving average of "
-    "10% of the run (comparable to the paper's R^2)."
+    "step-to-step noise, from second-difference pseudo-residuals), and against the curve smoothed by a centred "
+    "moving average of 10% of the run (comparable to the paper's R^2)."
 )
 CONVERGENCE_INTRO = "R-hat, bulk and tail ESS, divergences, tree depth and E-BFMI of the sampler, with rank plots."
 POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff and zeta per run (labelled by model and G), and of the noise D per model."
