@@ -457,3 +457,69 @@ def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
     assert "learning_rate=0.1" in res.summary and "k_ref=2.0" in res.summary
     assert "recursion law" in res.summary and "parameter uncertainty only" in res.summary
     assert res.passed is None
+
+
+
+def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_units(
+    tmp_path, capsys
+):
+    # a learning rate <= 0 or G = 0 gave a prediction (or a divide-by-zero warning and a
+    # message about diverging runs); an LLM name not in the fit was taken as a new LLM and its
+    # normalised-progress numbers were printed as if they were rewards
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.model import GRPODynamicsModel
+
+    model = GRPODynamicsModel()
+    model.fit(
+        _small_runset(n_runs=2, n_steps=40), draws=30, tune=30, chains=1, progressbar=False, cores=1
+    )
+    path = str(model.save(tmp_path / "toy.nc"))
+    setting = ["--momentum", "0.5", "--k-ref", "4", "--steps", "30"]
+    for bad, what in (
+        (["--lr", "-0.01", "--group-size", "8"], "learning_rate"),
+        (["--lr", "0.01", "--group-size", "0"], "group_size"),
+    ):
+        assert main(["predict", path, *bad, *setting]) == 2
+        err = capsys.readouterr().err
+        assert f"{what} must be a positive number" in err and "Traceback" not in err
+        assert main(
+            [
+                "stability",
+                "--posterior",
+                path,
+                *bad[:2],
+                "--momentum",
+                "0.5",
+                "--convention",
+                "heavy_ball",
+                "--k-ref",
+                "4",
+            ]
+        ) == (2 if what == "learning_rate" else 0)
+        capsys.readouterr()
+    assert main(["predict", path, "--lr", "0.01", "--group-size", "8", *setting, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["units"] == "reward"
+    assert (
+        main(
+            [
+                "predict",
+                path,
+                "--lr",
+                "0.01",
+                "--group-size",
+                "8",
+                *setting,
+                "--model",
+                "tyo",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["units"].startswith("normalised progress")
+    assert "model 'tyo' is not in the fit (its LLMs: ['toy'])" in out["warnings"][0]
+    assert "'tyo' is not in the fit" in captured.err

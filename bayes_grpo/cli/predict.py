@@ -218,6 +218,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
 
     out = summary_dict(ds)
     for key in (
+        "units",
         "prob_unstable_closed_form",
         "prob_unstable_exact",
         "pareto_k",

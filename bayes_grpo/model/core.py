@@ -524,6 +524,10 @@ class GRPODynamicsModel:
         post = self._require_fit().posterior
         data = self.data
         assert data is not None
+        for name, value in (("learning_rate", learning_rate), ("group_size", group_size)):
+            # NaN stays "unknown" (a run without the value); a number must be a possible setting
+            if value is not None and np.isfinite(float(value)) and not float(value) > 0:
+                raise ValueError(f"{name} must be a positive number, got {float(value):g}")
         rng = np.random.default_rng(random_seed)
         shape = (post.sizes["chain"], post.sizes["draw"])
         known = model is not None and model in data.models

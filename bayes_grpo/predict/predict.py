@@ -269,11 +269,18 @@ def extrapolation_warnings(
     if runset is None or "run" not in runset.dims:
         return []
     runs = np.asarray(runset["run"].values)
+    out = []
+    new_model = None
     if model is not None and "model" in runset.coords:
         same = np.asarray(runset["model"].values, dtype=str) == str(model)
         if same.any():
             runs = runs[same]
-    out = []
+        else:
+            new_model = (
+                f"model {model!r} is not in the fit (its LLMs: "
+                f"{sorted({str(m) for m in runset['model'].values})}): predicted as a new LLM "
+                "from the population level, in normalised progress (R - R0)/(p* - R0)"
+            )
     checks = [
         ("K_ref", "k_ref", k_ref),
         ("learning rate", "learning_rate", learning_rate),
@@ -301,7 +308,7 @@ def extrapolation_warnings(
             "the band's law-discrepancy term was measured within the fitted settings only; "
             "beyond them the law's misfit can be larger than the band says"
         )
-    return out
+    return ([new_model] if new_model else []) + out
 
 
 def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
