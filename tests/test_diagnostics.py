@@ -433,3 +433,45 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
     (res2,) = diagnose(simulated_case("healthy"), config=cfg, posterior=fake, modes=["instability"])
     assert "posterior not evaluated" in res2.values["posterior"]
     assert any(s["source"] == "Gauss-Newton" for s in res2.values["evidence"]["signals"])
+
+
+
+def test_a_diverging_reward_is_instability_even_where_no_fitted_law_can_draw_it():
+    # an SDE run past the threshold (C_eff < 0) whose reward swings from -8 to ~1e5 was "not
+    # detected": the least-squares law keeps C_eff > 0 and ended on its zeta bound
+    import pandas as pd
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 1.0, "plateau": -2.0, "initial_reward": -8.0, "noise_d": 1e-3}},
+        group_sizes=[8],
+        learning_rates=[0.05, 0.4],
+        momentum=0.0,
+        convention="heavy_ball",
+        k_refs=[4],
+        n_seeds=1,
+        n_steps=150,
+        measurement_sd=0.05,
+        allow_unstable=True,
+        random_seed=3,
+    )
+    truth = truth_frame(ds)["regime"].to_dict()
+    results = {r.values["run"]: r for r in diagnose(ds, config=FAST, modes=["instability"])}
+    for run, regime in truth.items():
+        assert (results[run].passed is False) == (regime == "unstable"), (run, regime)
+    (bad,) = [run for run, regime in truth.items() if regime == "unstable"]
+    div = next(
+        s for s in results[bad].values["evidence"]["signals"] if s["signal"] == "reward divergence"
+    )
+    assert div["detected"] and div["beyond_earlier_range_on_both_sides"] and div["value"] >= 3
+    assert 0 < results[bad].values["onset_step"] <= 150
+    # a late take-off (flat, then a rise in the last quarter) spans more than 3x the earlier
+    # range too, but on one side only: not a divergence
+    steps = np.arange(200)
+    rng = np.random.default_rng(0)
+    rise = 0.02 + 0.7 / (1 + np.exp(-(steps - 175) / 5.0)) + 0.01 * rng.standard_normal(200)
+    frame = pd.DataFrame({"reward": rise}, index=pd.Index(steps, name="step"))
+    res = instability(frame, run_id="late", config=FAST.instability, common=FAST.common)
+    div = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward divergence")
+    assert div["value"] >= 3 and not div["detected"]

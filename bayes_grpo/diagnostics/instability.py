@@ -34,6 +34,13 @@ Signals, each assessed on its own and listed in the result's table:
   fitted curve.
 - **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
   (only with a posterior; the least-squares law keeps ``C_eff > 0``).
+- **reward divergence** (model-free, with or without a posterior, part of the reward
+  assessment that ``fit_oscillation`` switches): the reward over the last
+  ``edge_fraction`` of the run (3-point running median, so a lone spike does not count)
+  spans at least ``growth_factor`` times the range of everything before it and leaves that
+  range on both sides: a growing oscillation, which neither the least-squares law nor a
+  posterior fitted to it may draw. A late rise or a collapse leaves it on one side only.
+  Onset: the first step beyond the earlier range.
 
 The mode is detected when any signal is. A run with none of the side quantities and a
 reward too short to fit is "not assessable".
@@ -299,6 +306,52 @@ def _oscillation_signal(
     }
 
 
+def _running_median3(values: np.ndarray) -> np.ndarray:
+    """3-point running median (the end points kept)."""
+    if values.size < 3:
+        return values.copy()
+    out = values.copy()
+    out[1:-1] = np.median(np.stack([values[:-2], values[1:-1], values[2:]]), axis=0)
+    return out
+
+
+def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | None:
+    values = _running_median3(rew.values)
+    late = edge_mask(rew.steps, cfg.edge_fraction, late=True)
+    before = ~late
+    if before.sum() < 3:
+        return None
+    lo, hi = float(values[before].min()), float(values[before].max())
+    late_lo, late_hi = float(values[late].min()), float(values[late].max())
+    width = hi - lo
+    if width > 0:
+        ratio = (late_hi - late_lo) / width
+    else:
+        ratio = float("inf") if late_hi > late_lo else 1.0
+    both_sides = bool(late_hi > hi and late_lo < lo)
+    detected = bool(ratio >= cfg.growth_factor and both_sides)
+    onset = None
+    if detected:
+        outside = np.flatnonzero(late & ((values > hi) | (values < lo)))
+        onset = float(rew.steps[outside[0]])
+    nan = float("nan")
+    return {
+        "signal": "reward divergence",
+        "metric": "reward",
+        "statistic": f"range of the last {cfg.edge_fraction:.0%} / range before",
+        "value": float(ratio),
+        "lower": nan,
+        "upper": nan,
+        "threshold": cfg.growth_factor,
+        "earlier_range": [lo, hi],
+        "late_range": [late_lo, late_hi],
+        "beyond_earlier_range_on_both_sides": both_sides,
+        "detected": detected,
+        "onset_step": onset,
+        "source": "reward range",
+    }
+
+
 def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> float | None:
     err = np.asarray(fitted) - plateau
     sign0 = np.sign(err[0])
@@ -422,6 +475,10 @@ def instability(
         osc = _oscillation_signal(rew, config, common)
         if osc is not None:
             signals.append(osc)
+    if config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
+        div = _divergence_signal(rew, config)
+        if div is not None:
+            signals.append(div)
     if not signals:
         return not_assessable(
             MODE,
@@ -522,7 +579,7 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
     """The signal closest to its threshold (reported as the strength of a healthy run)."""
 
     def margin(s: dict[str, Any]) -> float:
-        if s["signal"].startswith("growth") or s["signal"] == "sustained clipping":
+        if s["signal"].startswith("growth") or s["signal"] in ("sustained clipping", "reward divergence"):
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
             return s["value"] - s["threshold"]
