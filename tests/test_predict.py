@@ -20,11 +20,13 @@ from bayes_grpo.predict.predict import (
     load_prediction,
     plot_prediction,
     predict_from_draws,
+    predict_run,
     recursion_trajectories,
     save_prediction,
     stability_probabilities,
 )
 from bayes_grpo.predict.summary import (
+    attr_warnings,
     band,
     expected_remaining_gain,
     first_passage,
@@ -523,3 +525,39 @@ def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_uni
     assert out["units"].startswith("normalised progress")
     assert "model 'tyo' is not in the fit (its LLMs: ['toy'])" in out["warnings"][0]
     assert "'tyo' is not in the fit" in captured.err
+
+
+def test_a_phenomenological_fit_gives_no_stability_for_a_setting_it_cannot_see():
+    # its K_eff = w0^2 was read as the gain a = eta K: stability --posterior gave the same
+    # answer for lr 0.01 and lr 5, and predict printed P(unstable) = 1 beside "underdamped"
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+
+    phen = _draws(np.full(40, 0.005), momentum=0.0, k_ref=1.0)
+    phen.attrs["parameterisation"] = "phenomenological"
+
+    class Fitted:
+        runset = None
+
+        def coefficient_draws(self, **kwargs):
+            return phen
+
+    setting = dict(momentum=0.9, momentum_convention="heavy_ball", k_ref=30)
+    with pytest.raises(ValueError, match="needs a mechanistic fit; this one is phenomenological"):
+        stability_from_posterior(Fitted(), learning_rate=5.0, **setting)
+    with pytest.raises(ValueError, match="needs a mechanistic fit"):
+        phase_diagram(Fitted(), momentum=0.9, momentum_convention="heavy_ball")
+    ds = predict_run(
+        Fitted(),
+        learning_rate=5.0,
+        momentum=0.9,
+        k_ref=30,
+        group_size=8,
+        steps=40,
+        discrepancy=False,
+    )
+    assert np.isnan(ds.attrs["prob_unstable_closed_form"])
+    assert np.isnan(ds.attrs["prob_unstable_exact"])
+    assert "phenomenological fit" in attr_warnings(ds)[0]
+    # a mechanistic draw set still gets its probabilities
+    mech = predict_from_draws(_draws(np.full(40, 0.005)), steps=40, momentum=0.5, k_ref=2.0)
+    assert mech.attrs["prob_unstable_closed_form"] == 0.0

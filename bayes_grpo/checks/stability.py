@@ -207,6 +207,14 @@ def _gain_draws(
         model=model,
     )
     draws = fitted.coefficient_draws(**kwargs)
+    parameterisation = str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic"))
+    if parameterisation != "mechanistic":
+        # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting does not enter it
+        raise ValueError(
+            f"stability of a setting needs a mechanistic fit; this one is {parameterisation} "
+            "(free zeta and w0 per LLM, no curvature K), so the learning rate and K_ref do not "
+            "enter its coefficients: refit with --parameterisation mechanistic"
+        )
     return np.asarray(draws["a"].values, dtype=float)
 
 

@@ -387,7 +387,10 @@ def predict_from_draws(
         discrepancy=discrepancy,
     )
     normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
-    stab = stability_probabilities(traj["a"], momentum, k_ref)
+    if str(draws.attrs.get("parameterisation", "mechanistic")) == "mechanistic":
+        stab = stability_probabilities(traj["a"], momentum, k_ref)
+    else:  # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting is not in it
+        stab = {"prob_unstable_closed_form": float("nan"), "prob_unstable_exact": float("nan")}
     params = {k: traj[k] for k in REQUIRED_DRAW_VARS}
     units = (
         "normalised progress (R - R0)/(p* - R0): a new LLM's reward scale is unknown"
@@ -497,6 +500,13 @@ def predict_run(
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
     )
+    if not mechanistic:
+        warnings_.insert(
+            0,
+            f"a {draws.attrs.get('parameterisation')} fit: the learning rate, momentum and K_ref "
+            "do not enter its coefficients, so this is the LLM's fitted curve, not a prediction "
+            "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit",
+        )
     settings = {
         "learning_rate": learning_rate,
         "momentum": momentum,
