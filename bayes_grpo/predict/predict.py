@@ -269,18 +269,11 @@ def extrapolation_warnings(
     if runset is None or "run" not in runset.dims:
         return []
     runs = np.asarray(runset["run"].values)
-    out = []
-    new_model = None
     if model is not None and "model" in runset.coords:
         same = np.asarray(runset["model"].values, dtype=str) == str(model)
         if same.any():
             runs = runs[same]
-        else:
-            new_model = (
-                f"model {model!r} is not in the fit (its LLMs: "
-                f"{sorted({str(m) for m in runset['model'].values})}): predicted as a new LLM "
-                "from the population level, in normalised progress (R - R0)/(p* - R0)"
-            )
+    out = []
     checks = [
         ("K_ref", "k_ref", k_ref),
         ("learning rate", "learning_rate", learning_rate),
@@ -308,7 +301,7 @@ def extrapolation_warnings(
             "the band's law-discrepancy term was measured within the fitted settings only; "
             "beyond them the law's misfit can be larger than the band says"
         )
-    return ([new_model] if new_model else []) + out
+    return out
 
 
 def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
@@ -500,6 +493,13 @@ def predict_run(
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
     )
+    if str(draws.attrs.get("new_model", "False")) == "True" and model is not None:
+        fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
+        warnings_.insert(
+            0,
+            f"model {model!r} is not in the fit (its LLMs: {fitted_models}): predicted as a new "
+            "LLM from the population level, in normalised progress (R - R0)/(p* - R0)",
+        )
     if not mechanistic:
         warnings_.insert(
             0,
