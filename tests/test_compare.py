@@ -110,3 +110,27 @@ def test_compare_help_lists_every_law_and_the_cli_accepts_exactly_them(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["compare", "runs.nc", "--laws", "single_exponential"])
     assert exc.value.code == 2 and "invalid choice: 'single_exponential'" in capsys.readouterr().err
+
+
+def test_a_law_whose_chains_disagree_is_named_and_not_ranked_silently():
+    import arviz as az
+
+    from bayes_grpo.predict.compare import _convergence_notes
+
+    rng = np.random.default_rng(0)
+    good = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400))})
+    bad = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400)) + np.array([[0.0], [5.0]])})
+    assert _convergence_notes("logistic", good, good) == []
+    notes = _convergence_notes("logistic", good, bad)
+    assert len(notes) == 1 and notes[0].startswith("logistic leave-future-out fit did not converge")
+    assert "R-hat" in notes[0]
+
+
+def test_the_comparison_summary_states_the_pareto_k_warning_once():
+    from bayes_grpo.predict.compare import ComparisonResult
+
+    loo = pd.DataFrame({"elpd_loo": [1.0, 0.5], "n_pareto_k_high": [3, 1]}, index=["logistic", "single_exp"])
+    lfo = pd.DataFrame({"lfo_elpd": [2.0, 1.0]}, index=["logistic", "single_exp"])
+    note = "PSIS-LOO: 4 observation(s) with Pareto k > 0.7 across laws (see n_pareto_k_high): LOO is unreliable there."
+    res = ComparisonResult(loo=loo, lfo=lfo, per_run=pd.DataFrame(columns=["run", "law", "lfo_elpd", "r2"]), notes=[note])
+    assert res.to_check_result().summary.count("Pareto k") == 1

@@ -336,6 +336,27 @@ def _lfo_scores(
     return rows
 
 
+def _convergence_notes(law: str, idata, idata_train) -> list[str]:
+    """A sentence per fit of ``law`` (full run set, leave-future-out prefix) that did not converge.
+
+    The figures of a law whose chains disagree or diverged are not comparable; the comparison
+    says so instead of ranking them silently (:func:`~bayes_grpo.model.convergence.convergence_check`).
+    """
+    from bayes_grpo.model.convergence import convergence_check
+
+    notes = []
+    for what, fitted in (("fit", idata), ("leave-future-out fit", idata_train)):
+        check = convergence_check(fitted)
+        if check.passed is False and fitted.posterior.sizes["chain"] > 1:
+            v = check.values
+            notes.append(
+                f"{law} {what} did not converge (max R-hat {v['max_r_hat']:.3f}, min bulk ESS "
+                f"{v['min_ess_bulk']:.0f}, {v['divergences']} divergences): its figures are "
+                "unreliable; rerun with more --draws/--tune."
+            )
+    return notes
+
+
 @dataclass
 class ComparisonResult:
     """Outcome of :func:`compare_laws`."""
@@ -369,11 +390,6 @@ class ComparisonResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
         summary = f"Leave-future-out (last {LFO_FRACTION:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
-        n_bad = int(self.loo["n_pareto_k_high"].sum()) if "n_pareto_k_high" in self.loo else 0
-        if n_bad:
-            summary += (
-                f" {n_bad} observations have Pareto k > {PARETO_K_WARN}: LOO is unreliable there."
-            )
         if self.notes:
             summary += " " + " ".join(self.notes)
         return CheckResult(
@@ -449,6 +465,7 @@ def compare_laws(
         for i, run_id in enumerate(data.run_ids):
             rows[run_id]["n_pareto_k_high"] = int((k[data.obs_run == i] > PARETO_K_WARN).sum())
         idata_train = fit_law(law, train, **kw)
+        notes.extend(_convergence_notes(law, idata, idata_train))
         for r in _lfo_scores(law, idata_train, data, train):
             rows[r["run"]].update({k2: v for k2, v in r.items() if k2 not in ("run", "law")})
         per_run.extend(rows.values())
@@ -467,7 +484,7 @@ def compare_laws(
     cmp = cmp.join(pd.DataFrame(loo_rows).T)
     if int(cmp["n_pareto_k_high"].sum()):
         notes.append(
-            f"PSIS-LOO: {int(cmp['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} across laws (see n_pareto_k_high)."
+            f"PSIS-LOO: {int(cmp['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} across laws (see n_pareto_k_high): LOO is unreliable there."
         )
     per_run_df = pd.DataFrame(per_run)
     lfo = (
