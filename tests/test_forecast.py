@@ -175,6 +175,18 @@ def test_too_few_steps_is_a_clear_error():
         GaussianPrior(np.zeros(3), np.eye(3))
 
 
+def test_a_forecast_from_a_handful_of_points_warns_that_its_bands_are_the_priors():
+    rng = np.random.default_rng(4)
+    u = np.array([0.8, 0.2, np.log(0.04), np.log(0.8), np.log(0.01)])
+    _, y = _run(u, rng)
+    short = forecast_run(STEPS[:4], y[:4], STEPS, n_draws=200, rng=0)
+    from bayes_grpo.predict.summary import attr_warnings
+
+    assert any("only 4 logged rewards" in w for w in attr_warnings(short))
+    longer = forecast_run(STEPS[:40], y[:40], STEPS, n_draws=200, rng=0)
+    assert not any("logged rewards up to step" in w for w in attr_warnings(longer))
+
+
 def test_pareto_k_is_reported_and_a_confident_prior_dominates():
     rng = np.random.default_rng(2)
     u = np.array([0.8, 0.2, np.log(0.04), np.log(0.8), np.log(0.01)])

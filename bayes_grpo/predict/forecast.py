@@ -74,6 +74,8 @@ DEFAULT_ONSET_LOG_SD: float = 1.5
 NOISE_FLOOR_SHARE: float = 0.05
 #: Observation models of the forecast.
 LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
+#: Fewest logged rewards in a prefix before the forecast warns that its bands are mostly the prior.
+FEW_PREFIX_POINTS = 10
 #: Pareto k above which the importance-sampling posterior is flagged unreliable.
 PARETO_K_WARN: float = 0.7
 #: Smallest prior sd of log sigma in a prior built from earlier runs (see prior_from_runs).
@@ -1462,6 +1464,12 @@ def forecast_run(
     post = fit_run(
         t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
     )
+    if post.n_obs < FEW_PREFIX_POINTS:
+        post.warnings.append(
+            f"only {post.n_obs} logged rewards up to step {float(np.nanmax(t)):g} (fewer than "
+            f"{FEW_PREFIX_POINTS}) for six unknowns: the bands are mostly the prior's; wait for "
+            "more steps, or check them with --calibrate"
+        )
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
