@@ -81,3 +81,27 @@ def test_a_rejected_manifest_row_is_printed_with_its_run_id(tmp_path, capsys):
     assert main(["ingest", "--manifest", str(manifest), "-o", str(tmp_path / "runs.nc")]) == 0
     text = capsys.readouterr().out
     assert "run 'ghost': " in text and "m.yaml row 2: path" in text and "does not exist" in text
+
+
+def test_an_output_that_is_a_log_inside_an_input_folder_is_refused_even_with_overwrite(
+    tmp_path, capsys
+):
+    # `ingest runs -o runs/a/trainer_state.json --overwrite` replaced run a's TRL log with the
+    # netCDF run set: only the folder was compared with the output, not the files read in it
+    run_dir = tmp_path / "runs" / "a"
+    run_dir.mkdir(parents=True)
+    state = run_dir / "trainer_state.json"
+    state.write_text(
+        json.dumps({"log_history": [{"step": s, "reward": 0.05 * s} for s in range(1, 13)]})
+    )
+    sidecar = run_dir / "bayes_grpo_run.json"
+    sidecar.write_text(json.dumps({"group_size": 4, "learning_rate": 1e-3}))
+    before = {p: p.read_bytes() for p in (state, sidecar)}
+    for target in (state, sidecar):
+        assert main(["ingest", str(tmp_path / "runs"), "-o", str(target), "--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert "replace the input" in err and len(err.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in before} == before
+    # a new file inside the input folder is still fine
+    assert main(["ingest", str(tmp_path / "runs"), "-o", str(tmp_path / "runs" / "all.nc")]) == 0
+    assert load_runset(tmp_path / "runs" / "all.nc").sizes["run"] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
+from pathlib import Path
 
 from bayes_grpo.cli._common import (
     add_json_flag,
@@ -126,6 +127,23 @@ def rejection_line(run_id: str, reason: str) -> str:
     return f"run {run_id!r}: {reason}"
 
 
+def read_files(paths: list[str]) -> list[Path]:
+    """The files ingesting ``paths`` reads inside its folders: each log found there, its
+    TensorBoard config events and the sidecar configs beside it. An output path among them would
+    replace an input (``ingest runs -o runs/a/trainer_state.json --overwrite``)."""
+    from bayes_grpo.runset.ingest import discover
+    from bayes_grpo.runset.loaders.sidecar import SIDECAR_NAMES, search_dirs
+
+    files: list[Path] = []
+    for path in paths:
+        if not Path(path).is_dir():
+            continue  # a file input is checked as such; a missing one is load_runs' error
+        for job in discover(path):
+            files += [job.path, *job.config_events]
+            files += [d / name for d in search_dirs(job.path) for name in SIDECAR_NAMES]
+    return [f for f in files if f.is_file()]
+
+
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import load_runs, runset_summary, summary_records
@@ -133,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
     check_output_paths(
-        {"--output": args.output}, {"log": args.paths, "--manifest": args.manifest}, overwrite=args.overwrite
+        {"--output": args.output},
+        {"log": [*args.paths, *read_files(args.paths)], "--manifest": args.manifest},
+        overwrite=args.overwrite,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
