@@ -121,3 +121,33 @@ def test_fit_section_names_the_noise_ceiling_method_the_metric_uses():
     default = inspect.signature(metrics.noise_ceiling_r2).parameters["method"].default
     assert default == metrics.SECOND_DIFFERENCE
     assert "second-difference" in FIT_INTRO and "first differences" not in FIT_INTRO
+
+
+def test_per_run_fit_panels_have_axis_labels_and_titles_that_do_not_overlap():
+    # the panel titles ("model G=4 | <run id>") ran into each other for run ids as long as the
+    # bandit's or a sweep's, and the panels had no axis labels (no step or reward unit)
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import _fit_figure
+    from bayes_grpo.runset import runset_from_arrays
+
+    steps = np.arange(40)
+    ids = [f"bandit/K_ref=1/G={g}/lr=0.1/mu=0.5/beta=1/seed={s}" for g in (4, 16) for s in (0, 1)]
+    reward = 0.8 - 0.3 * np.exp(-steps / 10.0) + np.zeros((len(ids), 1))
+    meta = {r: {"model": "softmax-bandit", "group_size": g} for r, g in zip(ids, [4, 4, 16, 16])}
+    runs = runset_from_arrays(ids, steps, {"reward": reward}, meta)
+    draws = xr.DataArray(np.broadcast_to(reward, (5, *reward.shape)), dims=("sample", "run", "step"))
+    fig = _fit_figure(SimpleNamespace(runset=runs, fitted_trajectory_draws=lambda: draws))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.has_data()]
+    assert len(axes) == len(ids)
+    for ax in axes:
+        assert ax.get_xlabel() == "optimizer step" and ax.get_ylabel() == "reward"
+    boxes = [ax.title.get_window_extent(renderer) for ax in axes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (a, b)
+    plt.close(fig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,8 @@ POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff and zeta per run (labelled 
 
 #: Largest number of runs drawn in the per-run figure (the table always lists every run).
 MAX_RUN_PANELS: int = 24
+#: Characters per line of a panel title in the per-run figure (a 3.6 inch panel at 7 pt).
+TITLE_WIDTH: int = 48
 
 
 def model_sections(model: Any | None) -> list[Section]:
@@ -77,7 +80,10 @@ def _fit_figure(model: Any):
         ax.plot(steps[ok], y[ok], color="0.6", lw=0.7)
         ax.fill_between(steps, lo[i], hi[i], color="C0", alpha=0.3, lw=0)
         ax.plot(steps, mean[i], color="C0", lw=1.2)
-        ax.set_title(labels[i], fontsize=7)
+        # a run id is often longer than its panel is wide: wrapped, or it runs into its neighbours
+        ax.set_title(textwrap.fill(labels[i], TITLE_WIDTH), fontsize=7)
+        ax.set_xlabel("optimizer step", fontsize=7)
+        ax.set_ylabel("reward", fontsize=7)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(run_ids):]:
         ax.axis("off")
