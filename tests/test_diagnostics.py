@@ -475,3 +475,20 @@ def test_a_diverging_reward_is_instability_even_where_no_fitted_law_can_draw_it(
     res = instability(frame, run_id="late", config=FAST.instability, common=FAST.common)
     div = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward divergence")
     assert div["value"] >= 3 and not div["detected"]
+
+
+def test_instability_figure_labels_say_what_each_side_curve_is_divided_by():
+    # a clip ratio that starts at 0 was drawn divided by its maximum but labelled
+    # "clip_ratio / early median (x0)", with its level statistic passed off as a ratio
+    frame = run_table(simulated_case("instability_growth"), "instability_growth")
+    frame["clip_ratio"] = np.where(np.arange(len(frame)) < len(frame) // 2, 0.0, 0.2)
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 10, "figures": True}, "instability": {"fit_oscillation": False}}
+    )
+    res = instability(frame, run_id="r", config=cfg.instability, common=cfg.common)
+    (fig,) = res.figures.values()
+    labels = fig.axes[1].get_legend_handles_labels()[1]
+    clip = next(label for label in labels if label.startswith("clip_ratio"))
+    growth = next(label for label in labels if label.startswith("grad_norm"))
+    assert "early median" not in clip and "its maximum" in clip and "clip ratio over" in clip
+    assert "/ early median" in growth and "late/early x" in growth

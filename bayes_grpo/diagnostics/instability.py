@@ -614,13 +614,23 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
         col = frame[s["metric"]].to_numpy(dtype=float)
         ok = np.isfinite(col)
         steps = frame.index.to_numpy(dtype=float)[ok]
-        base = s["early_level"] if s["early_level"] > 0 else np.nanmax(np.abs(col[ok])) or 1.0
+        # the label says what the curve is divided by and which statistic the signal is: a side
+        # quantity that starts at 0 (clipping) has no early median to divide by, and the clip
+        # signal is a level, not a late/early ratio
+        peak = float(np.nanmax(np.abs(col[ok]))) if ok.any() else 0.0
+        if s["early_level"] > 0:
+            base, basis = s["early_level"], " / early median"
+        elif peak > 0:
+            base, basis = peak, " / its maximum"
+        else:
+            base, basis = 1.0, ""
+        stat = (
+            f"late/early x{s['value']:.2g}"
+            if s["signal"].startswith("growth")
+            else f"{s['statistic']}: {s['value']:.2g}"
+        )
         ax2.plot(
-            steps,
-            col[ok] / base,
-            lw=0.9,
-            color=f"C{i + 1}",
-            label=f"{s['metric']} / early median (x{s['value']:.2g})",
+            steps, col[ok] / base, lw=0.9, color=f"C{i + 1}", label=f"{s['metric']}{basis} ({stat})"
         )
     ax2.set_yscale("symlog", linthresh=0.1)
     ax2.set_ylabel("side quantity, relative")
