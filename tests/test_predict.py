@@ -140,6 +140,29 @@ def test_prediction_round_trips_through_netcdf_and_plots(tmp_path):
     assert (tmp_path / "pred.png").stat().st_size > 1000
 
 
+def test_a_file_that_is_no_prediction_is_refused_on_load_and_by_the_report_before_sampling(
+    tmp_path, capsys
+):
+    # `report FIT.nc --prediction runs.nc` (a run set, or the posterior itself) ended in a
+    # KeyError traceback, after the invariance and comparison stages had sampled for minutes
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import runset_from_arrays, save_runset
+
+    runs = save_runset(
+        runset_from_arrays(["r"], np.arange(20), {"reward": np.linspace(0.2, 0.8, 20)[None]}),
+        tmp_path / "runs.nc",
+    )
+    with pytest.raises(ValueError, match="not a prediction or forecast file"):
+        load_prediction(runs)
+    posterior = tmp_path / "not_even_a_posterior.nc"
+    posterior.write_bytes(b"never read")
+    argv = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--prediction", str(runs)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not a prediction or forecast file" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="at least 1 step"):
         horizon_steps(0)

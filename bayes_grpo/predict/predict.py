@@ -41,7 +41,13 @@ from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.simulate import simulate_recursion
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
-from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, band, summarise_draws
+from bayes_grpo.predict.summary import (
+    DEFAULT_HDI_PROBS,
+    SUMMARY_ATTRS,
+    SUMMARY_VARS,
+    band,
+    summarise_draws,
+)
 
 #: Trajectory laws of a prediction (module docstring).
 LAWS: tuple[str, ...] = ("auto", "recursion", "continuous")
@@ -571,7 +577,15 @@ def load_prediction(path: str | os.PathLike) -> xr.Dataset:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such prediction file")
     with xr.open_dataset(path, engine="h5netcdf") as ds:
-        return ds.load()
+        ds = ds.load()
+    missing = [k for k in SUMMARY_ATTRS if k not in ds.attrs]
+    missing += [v for v in SUMMARY_VARS if v not in ds.variables]
+    if missing:
+        raise ValueError(
+            f"{path}: not a prediction or forecast file (bayes-grpo predict/forecast -o): "
+            f"it has no {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}"
+        )
+    return ds
 
 
 def plot_prediction(

@@ -33,6 +33,16 @@ DEFAULT_HDI_PROBS: tuple[float, ...] = (0.5, HDI_PROB)
 REGIMES: tuple[str, ...] = ("overdamped", "critical", "underdamped", "unstable")
 #: ``|zeta - 1|`` below which a draw counts as critically damped.
 CRITICAL_BAND: float = 0.05
+#: Attributes and variables every prediction / forecast dataset has (what :func:`summary_dict`
+#: and the report read); a file without them is not one.
+SUMMARY_ATTRS: tuple[str, ...] = ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
+SUMMARY_VARS: tuple[str, ...] = (
+    "regime_probability",
+    "time_to_fraction_median",
+    "time_to_fraction_reached",
+    "mean_mean",
+    "hdi_prob",
+)
 
 
 def hdi_bounds(samples: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
@@ -308,9 +318,7 @@ def attr_warnings(ds: xr.Dataset) -> list[str]:
 
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     """JSON-ready headline numbers of a prediction / forecast dataset."""
-    out: dict[str, object] = {
-        k: ds.attrs[k] for k in ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
-    }
+    out: dict[str, object] = {k: ds.attrs[k] for k in SUMMARY_ATTRS}
     out["regime_probability"] = {
         str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
     }

@@ -171,7 +171,10 @@ def report_from_posterior(
         Prediction / forecast netCDF files written by ``bayes-grpo predict`` / ``forecast``.
     """
     from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.predict.predict import load_prediction
 
+    # read first: a wrong file must fail before minutes of sampling, not after
+    loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
     model = GRPODynamicsModel.load(posterior)
     runs = runset if runset is not None else model.runset
     results: dict[str, Any] = {"model": model, "runset": runs}
@@ -204,9 +207,8 @@ def report_from_posterior(
         from bayes_grpo.predict.compare import compare_laws
 
         results["comparison"] = compare_laws(model.runset, random_seed=seed).to_check_result()
-    if predictions:
-        from bayes_grpo.predict.predict import load_prediction
+    if loaded:
         from bayes_grpo.predict.result import prediction_result
 
-        results["predictions"] = [prediction_result(load_prediction(p), title=Path(p).name) for p in predictions]
+        results["predictions"] = [prediction_result(ds, title=name) for name, ds in loaded]
     return write_report(output, title=title or f"bayes_grpo report: {Path(posterior).name}", subtitle=str(posterior), **results)
