@@ -202,3 +202,20 @@ def test_gpu_script_runs_without_the_virtualenv_on_path(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "GRPOConfig.num_generations = 8" in done.stdout
+
+
+def test_completions_per_step_alone_sets_the_batch_in_python_as_on_the_command_line():
+    # TrainConfig(group_size=4, completions_per_step=16) failed with "prompts_per_step=8 x G=4
+    # = 32 contradicts completions_per_step=16": the dataclass default of the other knob
+    from bayes_grpo.cli import build_parser
+    from bayes_grpo.cli.train import config_from_args
+
+    c = TrainConfig(group_size=4, completions_per_step=16).resolved()
+    assert (c.prompts_per_step, c.completions_per_step) == (4, 16)
+    from bayes_grpo.train.config import DEFAULT_PROMPTS_PER_STEP
+
+    assert TrainConfig(group_size=4).resolved().prompts_per_step == DEFAULT_PROMPTS_PER_STEP
+    args = build_parser().parse_args(["train", "out", "-G", "4", "--completions-per-step", "16"])
+    assert config_from_args(args).resolved().prompts_per_step == 4
+    args = build_parser().parse_args(["train", "out", "-G", "4"])
+    assert config_from_args(args).resolved().completions_per_step == 4 * DEFAULT_PROMPTS_PER_STEP

@@ -10,6 +10,7 @@ from typing import Any
 
 from bayes_grpo.cli._common import add_json_flag, print_json
 from bayes_grpo.train.config import (
+    DEFAULT_PROMPTS_PER_STEP,
     K_REF_VIA,
     OPTIMIZERS,
     TASKS,
@@ -68,9 +69,6 @@ def _import_reward(spec: str) -> Any:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """Build the :class:`TrainConfig` from parsed command-line arguments."""
     num_processes = args.num_processes or int(os.environ.get("WORLD_SIZE", "1"))
-    prompts = args.prompts_per_step
-    if prompts is None and args.completions_per_step is None:
-        prompts = 8
     return TrainConfig(
         model=args.model,
         task=args.task,
@@ -78,7 +76,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         dataset_config=args.dataset_config,
         dataset_split=args.dataset_split,
         group_size=args.group_size,
-        prompts_per_step=prompts,
+        prompts_per_step=args.prompts_per_step,
         completions_per_step=args.completions_per_step,
         learning_rate=args.learning_rate,
         lr_scheduler=args.lr_scheduler,
@@ -231,8 +229,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument(
         "--prompts-per-step",
         type=int,
-        help="prompts per optimizer step, all processes together (default 8 when "
-        "--completions-per-step is not given)",
+        help="prompts per optimizer step, all processes together (default "
+        f"{DEFAULT_PROMPTS_PER_STEP} when --completions-per-step is not given)",
     )
     k.add_argument(
         "--completions-per-step",

@@ -60,6 +60,9 @@ OPTIMIZERS: dict[str, tuple[str, str]] = {
 K_REF_VIA: tuple[str, ...] = ("steps_per_generation", "num_iterations")
 #: Tasks with a built-in dataset and reward; "custom" needs a dataset and reward functions.
 TASKS: tuple[str, ...] = ("next_digit", "gsm8k", "custom")
+#: Prompts per optimizer step when neither ``prompts_per_step`` nor ``completions_per_step`` is
+#: given (a default for one of the two would contradict the other when that one is given).
+DEFAULT_PROMPTS_PER_STEP: int = 8
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
 #: GRPOConfig arguments set from theory knobs: ``extra_grpo_args`` may not override them.
@@ -104,7 +107,8 @@ class TrainConfig:
     group_size
         ``G``: completions per prompt (TRL ``num_generations``), at least 2.
     prompts_per_step
-        Prompts per optimizer step, all processes together. Give this or ``completions_per_step``.
+        Prompts per optimizer step, all processes together. Give this or ``completions_per_step``
+        (neither: :data:`DEFAULT_PROMPTS_PER_STEP`).
     completions_per_step
         Completions per optimizer step (``prompts_per_step * G``); must be a multiple of ``G``.
     learning_rate
@@ -145,7 +149,7 @@ class TrainConfig:
     dataset_config: str | None = None
     dataset_split: str = "train"
     group_size: int = 16
-    prompts_per_step: int | None = 8
+    prompts_per_step: int | None = None
     completions_per_step: int | None = None
     learning_rate: float = 1e-3
     lr_scheduler: str = "constant"
@@ -252,7 +256,7 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         _check_int("n_prompts", c.n_prompts, 1)
 
     if c.prompts_per_step is None and c.completions_per_step is None:
-        raise ValueError("give prompts_per_step or completions_per_step")
+        c.prompts_per_step = DEFAULT_PROMPTS_PER_STEP
     if c.completions_per_step is not None:
         n = _check_int("completions_per_step", c.completions_per_step, 1)
         if n % G:
@@ -430,6 +434,7 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
 
 
 __all__ = [
+    "DEFAULT_PROMPTS_PER_STEP",
     "K_REF_VIA",
     "OPTIMIZERS",
     "TASKS",
