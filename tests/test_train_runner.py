@@ -118,6 +118,18 @@ def test_existing_run_is_not_overwritten_silently(run):
         run_training(CONFIG, result.run_dir)
 
 
+def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tmp_path, capsys):
+    # `bayes-grpo train notes.txt` failed with the bare "[Errno 17] File exists: 'notes.txt'"
+    from bayes_grpo.cli import main as cli_main
+
+    path = tmp_path / "notes.txt"
+    path.write_text("keep me")
+    assert cli_main(["train", str(path), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a run directory" in err and len(err.strip().splitlines()) == 1
+    assert path.read_text() == "keep me"
+
+
 def _example_plan():
     import importlib.util
     from pathlib import Path

@@ -71,6 +71,8 @@ def _reward_name(f: Any) -> str:
 
 
 def _prepare_output_dir(output_dir: Path, overwrite: bool) -> None:
+    if output_dir.exists() and not output_dir.is_dir():
+        raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
     state = output_dir / TRAINER_STATE_FILE
     if (state.exists() or (output_dir / METADATA_FILE).exists()) and not overwrite:
         raise FileExistsError(
