@@ -126,6 +126,26 @@ def test_a_law_whose_chains_disagree_is_named_and_not_ranked_silently():
     assert "R-hat" in notes[0]
 
 
+def test_a_non_converged_law_is_named_with_the_criterion_that_failed():
+    # a fit whose R-hat, bulk ESS and divergences all passed but that failed on another
+    # criterion was noted as "did not converge (max R-hat 1.007, min bulk ESS 282,
+    # 0 divergences)": three passing figures and no reason
+    import arviz as az
+
+    from bayes_grpo.predict.compare import _convergence_notes
+
+    rng = np.random.default_rng(0)
+    good = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400))})
+    deep = az.from_dict(
+        posterior={"rate": rng.normal(0.0, 1.0, (2, 400))},
+        sample_stats={"reached_max_treedepth": np.ones((2, 400), dtype=bool)},
+    )
+    (note,) = _convergence_notes("single_exp", deep, good)
+    assert note.startswith("single_exp fit did not converge")
+    assert "800 transitions at the maximum tree depth 10" in note
+    assert "R-hat" not in note and "divergen" not in note
+
+
 def test_the_comparison_summary_states_the_pareto_k_warning_once():
     from bayes_grpo.predict.compare import ComparisonResult
 

@@ -81,7 +81,8 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     CheckResult
         ``passed`` True when all thresholds hold; ``table`` one row per variable (worst
         element): ``r_hat``, ``ess_bulk``, ``ess_tail``; ``values`` the worst figures, the
-        counts and ``advice`` (a list of sentences).
+        counts, ``advice`` (a list of sentences) and ``failed`` (the failed criteria, one short
+        phrase each, e.g. ``"tail ESS 150 < 200"``).
     """
     post = idata.posterior
     n_chains = post.sizes["chain"]
@@ -114,9 +115,12 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     worst_tail = float(table["ess_tail"].min()) if len(table) else float("nan")
 
     advice: list[str] = []
+    failed: list[str] = []  # the criteria that failed, one short phrase each (for one-line notes)
     if n_chains < 2:
         advice.append("R-hat needs at least 2 chains; run more chains to assess convergence.")
+        failed.append("fewer than 2 chains")
     if np.isfinite(worst_rhat) and worst_rhat > RHAT_MAX:
+        failed.append(f"R-hat {worst_rhat:.3f} > {RHAT_MAX}")
         bad = table.index[table["r_hat"] > RHAT_MAX].tolist()
         advice.append(f"R-hat {worst_rhat:.3f} > {RHAT_MAX} for {bad}: chains disagree; increase tune/draws or check multimodality (e.g. under- vs overdamped solutions).")
         per_run = run_r_hat(post)
@@ -127,14 +131,19 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     if np.isfinite(worst_bulk) and worst_bulk < ess_min:
         bad = table.index[table["ess_bulk"] < ess_min].tolist()
         advice.append(f"bulk ESS {worst_bulk:.0f} < {ess_min:.0f} for {bad}: increase draws.")
+        failed.append(f"bulk ESS {worst_bulk:.0f} < {ess_min:.0f}")
     if np.isfinite(worst_tail) and worst_tail < ess_min:
         advice.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}: interval ends are unreliable; increase draws.")
+        failed.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}")
     if n_div:
+        failed.append(f"{n_div} divergent transitions")
         advice.append(f"{n_div} divergent transitions: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")
     if n_max:
+        failed.append(f"{n_max} transitions at the maximum tree depth {max_treedepth}")
         advice.append(f"{n_max} transitions hit the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
     low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
     if low_bfmi:
+        failed.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN}")
         advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {len(low_bfmi)} chain(s): heavy tails / funnels; consider stronger priors on scale parameters.")
     passed = (n_chains >= 2) and not advice
     if passed:
@@ -151,6 +160,7 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
         "chains": int(n_chains),
         "draws": int(n_draws),
         "advice": advice,
+        "failed": failed,
     }
     return CheckResult(name="convergence", passed=passed, summary=summary, table=table, values=values)
 

@@ -348,11 +348,11 @@ def _convergence_notes(law: str, idata, idata_train) -> list[str]:
     for what, fitted in (("fit", idata), ("leave-future-out fit", idata_train)):
         check = convergence_check(fitted)
         if check.passed is False and fitted.posterior.sizes["chain"] > 1:
-            v = check.values
+            # the criteria that failed: R-hat, bulk ESS and divergences could all pass while
+            # tail ESS, tree depth or E-BFMI failed, and the note then gave no reason
             notes.append(
-                f"{law} {what} did not converge (max R-hat {v['max_r_hat']:.3f}, min bulk ESS "
-                f"{v['min_ess_bulk']:.0f}, {v['divergences']} divergences): its figures are "
-                "unreliable; rerun with more --draws/--tune."
+                f"{law} {what} did not converge ({'; '.join(check.values['failed'])}): its "
+                "figures are unreliable; rerun with more --draws/--tune."
             )
     return notes
 
