@@ -50,6 +50,26 @@ def _write_state(folder, n=N, rewards=REWARD, with_eval=True):
 # ----------------------------------------------------------------------------- trainer_state
 
 
+@pytest.mark.parametrize(
+    ("schedule", "warned"),
+    [
+        (lambda s: 1e-6 * (1 - s / (N + 1)), True),  # TRL's default linear decay to 0
+        (lambda s: 1e-6, False),  # constant
+        (lambda s: 1e-6 * (1 - 0.2 * s / N), False),  # a mild decay (to 80% of the peak)
+    ],
+)
+def test_a_learning_rate_schedule_is_reported_since_the_law_takes_the_rate_as_constant(tmp_path, schedule, warned):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    history = [_trl_entry(s, REWARD[s - 1], learning_rate=schedule(s)) for s in range(1, N + 1)]
+    (folder / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    ds = load_runs([folder / "trainer_state.json"])
+    notes = [w for w in runset_warnings(ds).get("run", []) if "follows a schedule" in w]
+    assert bool(notes) is warned
+    assert float(ds.learning_rate.sel(run="run")) == pytest.approx(schedule(1))  # the peak
+    assert "lr" in ds  # the per-step rate is kept
+
+
 def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_path):
     path = _write_state(tmp_path / "run_a")
     ds = load_runs([path])

@@ -264,6 +264,9 @@ def normalise_run(
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
     logged, logged_why = _logged_hyperparameters(wide)
+    schedule = learning_rate_schedule_note(wide)
+    if schedule:
+        warn.append(schedule)
     facts = {
         "format": raw.fmt,
         "file": str(raw.path),
@@ -278,6 +281,32 @@ def normalise_run(
         "end_of_run": end_of_run,
     }
     return NormalisedRun(frame, mapping, warn, facts, logged, logged_why)
+
+
+#: A logged learning rate whose smallest value is below this share of its peak is a schedule.
+LR_SCHEDULE_SHARE = 0.5
+
+
+def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
+    """A warning when the logged learning rate changes over the run (warm-up, decay), else None.
+
+    The run's ``learning_rate`` coordinate is one number (the configured value, or the logged
+    peak), and the mechanistic law takes the gain ``eta K`` as constant; with a schedule that
+    falls to a small share of its peak (TRL's default linear decay ends at 0) the gain shrinks
+    along the run. The per-step rate stays in the run set as the metric ``lr``.
+    """
+    lr_cols = [c for c in wide.columns if canonical_name(c) == "lr" and not split_eval(c)[0]]
+    if not lr_cols:
+        return None
+    lr = pd.to_numeric(wide[lr_cols[0]], errors="coerce").to_numpy(dtype=float)
+    lr = lr[np.isfinite(lr)]
+    if lr.size < 2 or not lr.max() > 0 or lr.min() >= LR_SCHEDULE_SHARE * lr.max():
+        return None
+    return (
+        f"logged learning rate {lr_cols[0]!r} follows a schedule ({lr.min():.3g} to {lr.max():.3g}): "
+        "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
+        "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
+    )
 
 
 def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict[str, str]]:
