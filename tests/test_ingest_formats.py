@@ -602,6 +602,22 @@ def test_a_training_resumed_into_the_same_console_log_stays_one_run_with_the_lat
     assert any("2 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
 
 
+def test_a_second_training_in_the_log_is_no_resume_even_after_an_evaluation_at_epoch_0(tmp_path):
+    """An evaluation before training (epoch 0) and a second training that logs from a later epoch
+    (logging every 2 steps: epochs not logged by the first training's later dicts at those values)
+    are two runs; only a fall back to an epoch logged before, past the first, is a resume."""
+    lines = [repr({"eval_loss": 1.0, "eval_reward": 0.1, "epoch": 0.0})]
+    lines += [repr(_console_dict(s, REWARD[s - 1], as_strings=False)) for s in range(1, N + 1)]
+    second = [dict(_console_dict(s, REWARD[s - 1] + 1, as_strings=False), epoch=s / 1000 + 0.0005) for s in range(2, N + 1, 2)]
+    lines += [repr(d) for d in second]
+    path = tmp_path / "two.log"
+    path.write_text("\n".join(lines))
+    ds = load_runs([path], min_points=5)
+    assert sorted(ds.run.values) == ["part1", "part2"]
+    np.testing.assert_allclose(ds.reward.sel(run="part1").dropna("step").values, REWARD)
+    np.testing.assert_allclose(ds.reward.sel(run="part2").dropna("step").values, np.array(REWARD[1::2]) + 1)
+
+
 def test_wandb_run_config_yaml_beside_its_output_log_gives_the_hyperparameters(tmp_path):
     files = tmp_path / "wandb" / "run-20260101_120000-abc123" / "files"
     files.mkdir(parents=True)

@@ -24,6 +24,7 @@ before them. The end-of-training summary dict (``train_runtime`` ...) is not a c
 from __future__ import annotations
 
 import ast
+import math
 import re
 from pathlib import Path
 
@@ -145,22 +146,23 @@ def _epoch(d: dict) -> float | None:
 def _split_trainings(dicts: list[dict]) -> list[list[dict]]:
     """Split step-less dicts where ``epoch`` starts over: a new training in the same log.
 
-    ``epoch`` falling back to at most the part's first epoch starts a new training; falling back
-    to a value above it is the same training resumed from a checkpoint (``tee -a`` of the
-    resumed process), which stays in the part (:func:`_order_slots` numbers it).
+    ``epoch`` falling back is a new training, unless it falls back to an epoch the part's
+    training dicts logged before, after the first: that is the same training resumed from a
+    checkpoint (``tee -a`` of the resumed process, logging again at the steps it logged before),
+    which stays in the part (:func:`_order_slots` numbers it). Evaluation dicts move no epoch.
     """
     parts: list[list[dict]] = [[]]
-    first = last = None
+    seen: list[float] = []  # epochs of the part's training dicts, in order
     for d in dicts:
-        epoch = _epoch(d)
-        if epoch is not None and last is not None and epoch < last and parts[-1]:
-            if first is None or epoch <= first:
+        epoch = None if _is_eval_dict(d) else _epoch(d)
+        if epoch is not None and seen and epoch < seen[-1] and parts[-1]:
+            resumed = any(math.isclose(epoch, e, rel_tol=1e-6) for e in seen[1:])
+            if not resumed:
                 parts.append([])
-                first = None
+                seen = []
         parts[-1].append(d)
         if epoch is not None:
-            first = epoch if first is None else first
-            last = epoch
+            seen.append(epoch)
     return parts
 
 
