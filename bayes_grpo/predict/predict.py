@@ -52,6 +52,12 @@ from bayes_grpo.predict.summary import (
 #: Trajectory laws of a prediction (module docstring).
 LAWS: tuple[str, ...] = ("auto", "recursion", "continuous")
 
+
+def draws_parameterisation(draws: xr.Dataset) -> str:
+    """The parameterisation of the fit that gave ``draws`` (``coefficient_draws``' attribute;
+    draws without it are mechanistic)."""
+    return str(draws.attrs.get("parameterisation", "mechanistic"))
+
 #: Variables a ``coefficient_draws`` dataset must provide.
 REQUIRED_DRAW_VARS: tuple[str, ...] = (
     "a",
@@ -369,9 +375,10 @@ def predict_from_draws(
     """
     rng = np.random.default_rng(seed)
     grid = horizon_steps(steps)
+    parameterisation = draws_parameterisation(draws)
     used, reason = choose_law(
         law,
-        parameterisation=str(draws.attrs.get("parameterisation", "mechanistic")),
+        parameterisation=parameterisation,
         k_ref=k_ref,
         steps=grid,
     )
@@ -386,7 +393,7 @@ def predict_from_draws(
         discrepancy=discrepancy,
     )
     normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
-    if str(draws.attrs.get("parameterisation", "mechanistic")) == "mechanistic":
+    if parameterisation == "mechanistic":
         stab = stability_probabilities(traj["a"], momentum, k_ref)
     else:  # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting is not in it
         stab = {"prob_unstable_closed_form": float("nan"), "prob_unstable_exact": float("nan")}
@@ -489,7 +496,8 @@ def predict_run(
         model=model,
         model_size=model_size,
     )
-    mechanistic = str(draws.attrs.get("parameterisation", "mechanistic")) == "mechanistic"
+    parameterisation = draws_parameterisation(draws)
+    mechanistic = parameterisation == "mechanistic"
     warnings_ = extrapolation_warnings(
         getattr(fitted, "runset", None),
         model=model,
@@ -509,7 +517,7 @@ def predict_run(
     if not mechanistic:
         warnings_.insert(
             0,
-            f"a {draws.attrs.get('parameterisation')} fit: the learning rate, momentum and K_ref "
+            f"a {parameterisation} fit: the learning rate, momentum and K_ref "
             "do not enter its coefficients, so this is the LLM's fitted curve, not a prediction "
             "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit",
         )
@@ -532,7 +540,7 @@ def predict_run(
 
         used, _ = choose_law(
             law,
-            parameterisation=str(draws.attrs.get("parameterisation", "mechanistic")),
+            parameterisation=parameterisation,
             k_ref=k_ref,
             steps=horizon_steps(steps),
         )
