@@ -287,6 +287,12 @@ def normalise_run(
 LR_SCHEDULE_SHARE = 0.5
 
 
+def _logged_lr_column(wide: pd.DataFrame) -> str | None:
+    """The run's logged learning-rate column (canonical name ``lr``; an evaluation metric's name
+    is ``eval_*``, never ``lr``), or None."""
+    return next((c for c in wide.columns if canonical_name(c) == "lr"), None)
+
+
 def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
     """A warning when the logged learning rate changes over the run (warm-up, decay), else None.
 
@@ -295,15 +301,15 @@ def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
     falls to a small share of its peak (TRL's default linear decay ends at 0) the gain shrinks
     along the run. The per-step rate stays in the run set as the metric ``lr``.
     """
-    lr_cols = [c for c in wide.columns if canonical_name(c) == "lr" and not split_eval(c)[0]]
-    if not lr_cols:
+    col = _logged_lr_column(wide)
+    if col is None:
         return None
-    lr = pd.to_numeric(wide[lr_cols[0]], errors="coerce").to_numpy(dtype=float)
+    lr = pd.to_numeric(wide[col], errors="coerce").to_numpy(dtype=float)
     lr = lr[np.isfinite(lr)]
     if lr.size < 2 or not lr.max() > 0 or lr.min() >= LR_SCHEDULE_SHARE * lr.max():
         return None
     return (
-        f"logged learning rate {lr_cols[0]!r} follows a schedule ({lr.min():.3g} to {lr.max():.3g}): "
+        f"logged learning rate {col!r} follows a schedule ({lr.min():.3g} to {lr.max():.3g}): "
         "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
         "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
     )
@@ -323,13 +329,13 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
             if len(vals) == 1:
                 values[coord], why[coord] = float(vals[0]), f"constant logged metric {col!r}"
                 break
-    lr_cols = [c for c in wide.columns if canonical_name(c) == "lr"]
-    if lr_cols:
-        peak = wide[lr_cols[0]].max()
+    col = _logged_lr_column(wide)
+    if col is not None:
+        peak = wide[col].max()
         if np.isfinite(peak) and peak > 0:
             values["learning_rate"], why["learning_rate"] = (
                 float(peak),
-                (f"peak of the logged learning-rate schedule {lr_cols[0]!r}"),
+                (f"peak of the logged learning-rate schedule {col!r}"),
             )
     return values, why
 
