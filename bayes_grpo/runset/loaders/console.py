@@ -13,8 +13,8 @@ is all a user kept. The dicts carry no step number; it is recovered, in order:
 
 A log holding several trainings one after the other (``epoch`` starts over, the tqdm bar starts
 over) gives one run per training; a training resumed from a checkpoint into the same log
-(``epoch`` and the bar fall back, but not to their start) stays one run, its repeated steps
-keeping the later values. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
+(``epoch`` falls back to an epoch it logged before, past its first; the bar falls back, not to
+its start) stays one run, its repeated steps keeping the later values. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
 console lines (``step:12 - critic/score/mean:0.41 - ...``) are read too; they carry their step.
 
 Evaluation dicts (``{'eval_loss': ..., 'eval_reward': ...}``) take the step of the training dict
@@ -136,6 +136,14 @@ def steps_from_progress_bar(text: str, sizes: list[int]) -> list[list[int]] | No
     return None
 
 
+#: Relative tolerance within which two logged epochs are the same logging step.
+EPOCH_RTOL: float = 1e-6
+
+
+def _same_epoch(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=EPOCH_RTOL)
+
+
 def _epoch(d: dict) -> float | None:
     try:
         return float(d.get("epoch"))  # type: ignore[arg-type]
@@ -156,7 +164,7 @@ def _split_trainings(dicts: list[dict]) -> list[list[dict]]:
     for d in dicts:
         epoch = None if _is_eval_dict(d) else _epoch(d)
         if epoch is not None and seen and epoch < seen[-1] and parts[-1]:
-            resumed = any(math.isclose(epoch, e, rel_tol=1e-6) for e in seen[1:])
+            resumed = any(_same_epoch(epoch, e) for e in seen[1:])
             if not resumed:
                 parts.append([])
                 seen = []
@@ -181,7 +189,7 @@ def _order_slots(train_dicts: list[dict]) -> tuple[list[int], list[str]]:
         epoch = _epoch(d)
         slot = slots[-1] + 1 if slots else 1
         if epoch is not None and last is not None and epoch < last:
-            slot = next((s for e, s in seen if e >= epoch), slot)
+            slot = next((s for e, s in seen if e > epoch or _same_epoch(e, epoch)), slot)
             notes.append(
                 f"epoch falls back from {last:g} to {epoch:g} (a resume from a checkpoint): the "
                 f"dicts from there on take the slots of the ones logged before at those epochs"
