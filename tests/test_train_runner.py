@@ -130,6 +130,37 @@ def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tm
     assert path.read_text() == "keep me"
 
 
+def test_a_run_failing_on_its_configuration_leaves_no_run_directory_behind(tmp_path, capsys):
+    # the folders were made before the model path was found missing and stayed behind, empty
+    from bayes_grpo.cli import main as cli_main
+
+    run_dir = tmp_path / "new" / "parent" / "run"
+    missing_model = str(tmp_path / "no_such_model")
+    assert cli_main(["train", str(run_dir), "--model", missing_model, "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "model directory not found" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_run_failing_in_training_removes_only_the_folders_it_made(tmp_path):
+    def broken_reward(prompts, completions, **kwargs):
+        raise ValueError("reward server down")
+
+    cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=1, seed=0)
+    made = tmp_path / "made" / "run"
+    with pytest.raises(ValueError, match="reward server down"):
+        run_training(cfg, made, reward_funcs=[broken_reward], threads=1)
+    assert not (tmp_path / "made").exists()
+    # a folder the user had (with a file of theirs) is left as it was
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="reward server down"):
+        run_training(cfg, given, reward_funcs=[broken_reward], threads=1)
+    assert sorted(p.name for p in given.iterdir()) == ["notes.txt"]
+    assert (given / "notes.txt").read_text() == "keep me"
+
+
 def _example_plan():
     import importlib.util
     from pathlib import Path
@@ -227,6 +258,7 @@ def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):
     short_context = build_tiny_model(tmp_path / "short", n_positions=16)
     with pytest.raises(ValueError, match="exceed the model's context of 16 positions"):
         run_training(TrainConfig(**{**cfg.to_dict(), "model": str(short_context)}), tmp_path / "x")
+    assert not (tmp_path / "x").exists()
     result = run_training(cfg, tmp_path / "gsm_run", threads=1)
     frame, meta = read_run_dir(result.run_dir)
     assert (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +71,8 @@ def _reward_name(f: Any) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
-def _prepare_output_dir(output_dir: Path, overwrite: bool) -> None:
+def _prepare_output_dir(output_dir: Path, overwrite: bool) -> list[Path]:
+    """Make ``output_dir`` (and missing parents); return the directories made here, outermost first."""
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
     state = output_dir / TRAINER_STATE_FILE
@@ -78,7 +80,33 @@ def _prepare_output_dir(output_dir: Path, overwrite: bool) -> None:
         raise FileExistsError(
             f"{output_dir}: already holds a run ({state.name}); pass overwrite=True / --overwrite"
         )
+    missing = [d for d in (output_dir, *output_dir.parents) if not d.exists()][::-1]
+    created = []
+    for d in missing:  # one level at a time: a folder another process made meanwhile is not ours
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        created.append(d)
     output_dir.mkdir(parents=True, exist_ok=True)
+    return created
+
+
+def _remove_created(created: list[Path], output_dir: Path) -> None:
+    """Undo :func:`_prepare_output_dir` after a failed run: delete only the folders it made.
+
+    The run directory goes with whatever the failed run wrote into it; a parent goes only while
+    empty. A folder that existed before is never touched. Errors here are dropped so that the
+    run's own error is the one reported.
+    """
+    for d in reversed(created):
+        if d == output_dir:
+            shutil.rmtree(d, ignore_errors=True)
+            continue
+        try:
+            d.rmdir()
+        except OSError:
+            break
 
 
 def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
@@ -193,7 +221,9 @@ def run_training(
     config
         Theory knobs (validated here, before anything is loaded).
     output_dir
-        Run directory to create (refused if it already holds a run, unless ``overwrite``).
+        Run directory to create (refused if it already holds a run, unless ``overwrite``). When
+        the run fails, the folders made here are removed again (with what the run wrote into
+        them); a folder that existed before is left as it was.
     reward_funcs
         TRL reward functions (``f(prompts, completions, **columns) -> list[float]``) or
         reward-model ids; required for ``task="custom"``, optional override otherwise.
@@ -213,8 +243,24 @@ def run_training(
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
     output_dir = Path(output_dir)
-    _prepare_output_dir(output_dir, overwrite)
+    created = _prepare_output_dir(output_dir, overwrite)
+    try:
+        return _train_into(config, output_dir, reward_funcs, train_dataset, threads, quiet)
+    except BaseException:
+        # a failed run leaves nothing behind that it made (a folder given that existed stays)
+        _remove_created(created, output_dir)
+        raise
 
+
+def _train_into(
+    config: TrainConfig,
+    output_dir: Path,
+    reward_funcs: Sequence[Any] | None,
+    train_dataset: Any,
+    threads: int | None,
+    quiet: bool,
+) -> TrainResult:
+    """The body of :func:`run_training` once ``output_dir`` exists."""
     import torch
     import trl
     from transformers import PrinterCallback, ProgressCallback
