@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -49,8 +50,14 @@ def test_fit_cli_writes_a_loadable_posterior_and_json_summary(runs_file, tmp_pat
     assert payload["output"] == str(out)
     assert {"convergence", "groups", "runs"} <= set(payload)
     assert len(payload["groups"]) == 2  # (m, G=4), (m, G=16)
+    # G reads as an integer in the JSON and in the printed table ("4", not "4.0")
+    sizes = [g["group_size"] for g in payload["groups"] + payload["runs"]]
+    assert sorted(set(sizes)) == [4, 16] and all(type(g) is int for g in sizes)
     assert {"p_star", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_smoothed"} <= set(payload["groups"][0])
     loaded = GRPODynamicsModel.load(out)
     assert loaded.parameterisation == "mechanistic"
+    table = loaded.group_summary()
+    assert all(type(g) is int for g in table.index.get_level_values("group_size").tolist())
+    assert not re.search(r"(?<![\d.])(4|16)\.0(?!\d)", table.to_string()), table.to_string()
     # refuses to overwrite without --overwrite
     assert main(["fit", str(runs_file), "-o", str(out), "--draws", "10", "--tune", "10"]) == 2

@@ -196,3 +196,28 @@ def test_residual_autocorrelation_from_a_posterior_flags_correlated_noise():
     assert abs(residual_lag1_autocorrelation(posterior(white), white)) < 0.1
     assert residual_lag1_autocorrelation(posterior(red), red) > 0.45
     assert np.isnan(residual_lag1_autocorrelation(xr.Dataset(), white))
+
+
+def test_group_sizes_read_as_integers_in_every_check_table_and_its_json(monkeypatch):
+    # G is stored as float (netCDF has no missing integer): the tables printed "4.0" and "16.0"
+    import json
+    import re
+
+    from bayes_grpo.checks import invariance
+
+    ds = _runset(n_steps=120)
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder())
+    results = [*ppc_checks(KnownPosterior(), ds), invariance.leave_one_g_out(ds)]
+    for res in results:
+        text = res.table.to_string()
+        assert not re.search(r"(?<![\d.])(4|16)\.0(?!\d)", text), (res.name, text)
+        records = json.loads(json.dumps(res.to_dict()))["table"]
+        sizes = [r[k] for r in records for k in ("G", "G_fit", "G_held_out") if k in r]
+        assert sizes and all(type(g) is int for g in sizes), (res.name, sizes)
+    assert invariance.group_sizes_by_model(ds) == {"m": [4, 16]}
+    single = ds.assign_coords(group_size=("run", np.full(ds.sizes["run"], 8.0)))
+    assert "[8]" in invariance.invariance_check(single).summary
+    # an unknown G stays unknown (NaN) beside the integers
+    unknown = ds.assign_coords(group_size=("run", [4.0, 4.0, np.nan, np.nan]))
+    table = trajectory_band_check(KnownPosterior(), unknown).table
+    assert [g for g in table.index.get_level_values("G") if g == g] == [4]

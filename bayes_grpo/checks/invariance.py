@@ -49,6 +49,7 @@ from bayes_grpo.checks.bayes_factor import (
     smc_evidence,
 )
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.runset.schema import readable_group_size
 
 #: Offset prior widths (multiples of ``group_offset_sigma``) in the sensitivity table.
 PRIOR_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -63,18 +64,18 @@ OFFSET_MARKER: str = "group_offset"
 # ----------------------------------------------------------------------------- helpers
 
 
-def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[float]]:
-    """``{model: sorted distinct known G}`` of a run set."""
+def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[int | float]]:
+    """``{model: sorted distinct known G}`` of a run set (an integral G as an int)."""
     models = np.asarray(runset["model"].values, dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[int | float]] = {}
     for m in dict.fromkeys(models):
         vals = np.unique(gs[(models == m) & np.isfinite(gs)])
-        out[str(m)] = [float(v) for v in vals]
+        out[str(m)] = [readable_group_size(v) for v in vals]
     return out
 
 
-def _require_several_g(runset: xr.Dataset) -> dict[str, list[float]]:
+def _require_several_g(runset: xr.Dataset) -> dict[str, list[int | float]]:
     by_model = group_sizes_by_model(runset)
     if not any(len(v) >= 2 for v in by_model.values()):
         raise ValueError(
@@ -630,7 +631,7 @@ def stationary_variance_check(
         out.append(
             {
                 "model": model,
-                "G": g,
+                "G": readable_group_size(g),
                 "n": n,
                 "empirical_var": var,
                 "empirical_lo": lo,

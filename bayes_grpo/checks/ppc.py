@@ -34,6 +34,7 @@ import xarray as xr
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.runset.schema import readable_group_size, readable_group_sizes
 
 #: Largest number of posterior draws used per run (thinned evenly).
 MAX_DRAWS: int = 400
@@ -124,12 +125,12 @@ def run_predictive(
     return {"t": t, "y": y, "mean": mean, "obs": obs, "coef": coef, "hyper": hyper}
 
 
-def _groups(runset: xr.Dataset) -> dict[tuple[str, float], list[Any]]:
+def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
     models = np.asarray(runset["model"].values, dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
-    out: dict[tuple[str, float], list[Any]] = {}
+    out: dict[tuple[str, int | float], list[Any]] = {}
     for run, m, g in zip(runset[RUN_DIM].values, models, gs):
-        out.setdefault((str(m), float(g)), []).append(run)
+        out.setdefault((str(m), readable_group_size(g)), []).append(run)
     return out
 
 
@@ -193,7 +194,8 @@ def trajectory_band_check(
                 "ok": bool(np.isfinite(cov) and cov >= HDI_PROB - COVERAGE_SLACK),
             }
         )
-    table = pd.DataFrame(rows).set_index(["model", "G"])
+    table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
+    table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all()) if len(table) else None
     summary = (
         f"{HDI_PROB:.0%} posterior predictive bands cover "
@@ -248,7 +250,8 @@ def residual_autocorrelation_check(
         rows.append(row)
     if not rows:
         return CheckResult("ppc_residual_autocorrelation", None, "Not assessable: runs too short.")
-    table = pd.DataFrame(rows).set_index(["model", "G"])
+    table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
+    table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all())
     worst = table["acf_lag1"].abs().max()
     summary = (

@@ -46,6 +46,7 @@ from bayes_grpo.model.config import (
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
 from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
 from bayes_grpo.runset import REWARD_VAR, validate_runset
+from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
 ATTR_PREFIX = "bayes_grpo_"
@@ -438,7 +439,7 @@ class GRPODynamicsModel:
         frame = pd.DataFrame(
             {
                 "model": [data.models[m] for m in data.model_idx],
-                "group_size": data.group_size,
+                "group_size": readable_group_sizes(data.group_size),
                 "learning_rate": data.learning_rate,
                 "n_obs": np.bincount(data.obs_run, minlength=data.n_runs),
                 "p_star": med("plateau_run"),
@@ -484,6 +485,10 @@ class GRPODynamicsModel:
         cols = ["p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
         out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
         out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
+        # grouping turns a G column holding NaN (unknown G) back into floats: 4 read as 4.0
+        g = readable_group_sizes(out.index.get_level_values("group_size"))
+        levels = [out.index.get_level_values("model"), pd.Index(g, dtype=g.dtype, name="group_size")]
+        out.index = pd.MultiIndex.from_arrays(levels)
         return out
 
     # ------------------------------------------------------------------ new settings

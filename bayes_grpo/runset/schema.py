@@ -29,6 +29,26 @@ RUN_COORDS: dict[str, object] = {
 STRING_COORDS: tuple[str, ...] = tuple(k for k, v in RUN_COORDS.items() if isinstance(v, str))
 NUMERIC_COORDS: tuple[str, ...] = tuple(k for k in RUN_COORDS if k not in STRING_COORDS)
 
+
+def readable_group_size(value: float) -> int | float:
+    """A group size as people read it: an integral G as an ``int`` (``4``, not ``4.0``).
+
+    The coordinate is stored as float64 (NaN when unknown); tables, messages and JSON that a
+    user reads show G through this. NaN and a fractional value are returned as floats.
+    """
+    g = float(value)
+    return int(g) if np.isfinite(g) and g.is_integer() else g
+
+
+def readable_group_sizes(values: object) -> np.ndarray:
+    """:func:`readable_group_size` of each value, as a column: int64 when every G is a known
+    integer, else an object array of ints with NaN (or floats) where G is unknown (fractional)."""
+    g = np.asarray(values, dtype=float).ravel()
+    if np.isfinite(g).all() and all(v.is_integer() for v in g.tolist()):
+        return g.astype(np.int64)
+    return np.array([readable_group_size(v) for v in g], dtype=object)
+
+
 #: The data variable holding the training reward curve.
 REWARD_VAR: str = "reward"
 
@@ -48,4 +68,6 @@ __all__ = [
     "WARNINGS_ATTR",
     "SCHEMA_ATTR",
     "SCHEMA_VERSION",
+    "readable_group_size",
+    "readable_group_sizes",
 ]
