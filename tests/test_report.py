@@ -151,3 +151,64 @@ def test_per_run_fit_panels_have_axis_labels_and_titles_that_do_not_overlap():
         for b in boxes[i + 1 :]:
             assert not a.overlaps(b), (a, b)
     plt.close(fig)
+
+
+def _stub_report_stages(monkeypatch):
+    """Stand-ins for the loaded fit and the sampled stages of report_from_posterior; returns
+    the keyword arguments each stage was called with."""
+    from types import SimpleNamespace
+
+    import bayes_grpo.checks.invariance as invariance
+    import bayes_grpo.model as model_pkg
+    import bayes_grpo.predict.compare as compare
+    import bayes_grpo.report.build as build
+
+    calls: dict = {}
+    fit = SimpleNamespace(
+        runset=_runset(),
+        parameterisation="mechanistic",
+        sampler_config={"draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.9},
+    )
+    monkeypatch.setattr(model_pkg.GRPODynamicsModel, "load", classmethod(lambda cls, path: fit))
+
+    def fake_invariance(runset, **kw):
+        calls["invariance"] = kw
+        return CheckResult("g_invariance", None, "stub")
+
+    def fake_compare(runset, **kw):
+        calls["compare"] = kw
+        return SimpleNamespace(to_check_result=lambda: CheckResult("law_comparison", None, "stub"))
+
+    monkeypatch.setattr(invariance, "invariance_check", fake_invariance)
+    monkeypatch.setattr(compare, "compare_laws", fake_compare)
+    monkeypatch.setattr(build, "write_report", lambda path, **kw: Path(path))
+    return calls
+
+
+def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test(
+    tmp_path, monkeypatch, capsys
+):
+    # `report --compare` sampled the law comparison with 500 draws / 500 tune whatever was asked
+    from bayes_grpo.cli import main
+
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    base = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose"]
+    base += ["--no-stability", "--compare", "--invariance"]
+    calls = _stub_report_stages(monkeypatch)
+    assert main([*base, "--draws", "40", "--tune", "30", "--chains", "1", "--seed", "7"]) == 0
+    assert calls["compare"] == {"random_seed": 7, "draws": 40, "tune": 30, "chains": 1}
+    inv = calls["invariance"]
+    assert (inv["draws"], inv["tune"], inv["chains"], inv["random_seed"]) == (40, 30, 1, 7)
+    # not given: the comparison keeps compare_laws' defaults, the invariance test the fit's own
+    calls.clear()
+    assert main([*base, "--tune", "30"]) == 0
+    assert calls["compare"] == {"random_seed": 0, "tune": 30}
+    inv = calls["invariance"]
+    assert (inv["draws"], inv["tune"], inv["chains"]) == (1000, 30, 4)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, default in (("--draws", "500"), ("--tune", "500"), ("--chains", "2")):
+        assert f"{flag} " in text and f"{default} for --compare" in text

@@ -37,6 +37,10 @@ def register(subparsers) -> None:
     p.add_argument("--compare", action="store_true", help="run the law comparison (samples: slower)")
     p.add_argument("--prediction", type=Path, action="append", default=[], help="prediction/forecast netCDF to include (repeatable)")
     p.add_argument("--title", help="report title")
+    sampled = "of the sampled stages (default: the fit's own for --invariance, {} for --compare as in `bayes-grpo compare`)"
+    p.add_argument("--draws", type=int, help="NUTS draws per chain " + sampled.format(500))
+    p.add_argument("--tune", type=int, help="NUTS tuning steps per chain " + sampled.format(500))
+    p.add_argument("--chains", type=int, help="NUTS chains " + sampled.format(2))
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampled stages")
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
@@ -84,6 +88,9 @@ def _report(args: argparse.Namespace) -> int:
         compare=args.compare,
         predictions=args.prediction,
         title=args.title,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
         seed=args.seed,
     )
     if args.json:

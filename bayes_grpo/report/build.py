@@ -151,6 +151,9 @@ def report_from_posterior(
     compare: bool = False,
     predictions: Sequence[str | os.PathLike] = (),
     title: str | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     seed: int = 0,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
@@ -169,6 +172,10 @@ def report_from_posterior(
         Run the G-invariance Bayes factors and the law comparison (slower: they sample).
     predictions
         Prediction / forecast netCDF files written by ``bayes-grpo predict`` / ``forecast``.
+    draws, tune, chains, seed
+        NUTS settings of the sampled stages. A setting left None is the fit's own (its
+        ``sampler_config``) for the invariance test and :func:`compare_laws`' default for the
+        law comparison.
     """
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.predict.predict import load_prediction
@@ -178,6 +185,8 @@ def report_from_posterior(
     model = GRPODynamicsModel.load(posterior)
     runs = runset if runset is not None else model.runset
     results: dict[str, Any] = {"model": model, "runset": runs}
+    given = {"draws": draws, "tune": tune, "chains": chains}
+    nuts = {k: int(v) for k, v in given.items() if v is not None}
     if diagnose:
         from bayes_grpo.diagnostics import diagnose as run_diagnostics
 
@@ -194,7 +203,7 @@ def report_from_posterior(
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
 
-        sc = model.sampler_config
+        sc = model.sampler_config | nuts
         results["invariance"] = invariance_check(
             model.runset,
             parameterisation=model.parameterisation,
@@ -206,7 +215,7 @@ def report_from_posterior(
     if compare:
         from bayes_grpo.predict.compare import compare_laws
 
-        results["comparison"] = compare_laws(model.runset, random_seed=seed).to_check_result()
+        results["comparison"] = compare_laws(model.runset, random_seed=seed, **nuts).to_check_result()
     if loaded:
         from bayes_grpo.predict.result import prediction_result
 
