@@ -62,3 +62,51 @@ def test_written_files_get_the_umask_mode_not_the_temporary_0600(tmp_path):
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
     assert path.read_text() == "hello"
+
+
+def test_combined_run_sets_keep_every_runs_truth_and_name_what_they_drop():
+    # concat_runsets dropped `truth` silently (xarray's drop_conflicts) once the inputs' differed
+    import json
+    import warnings
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+    from bayes_grpo.runset import concat_runsets
+
+    model = {"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}}
+    kw = dict(models=model, learning_rates=(1e-4,), n_seeds=1, n_steps=30)
+    a = simulate_sde_runset(group_sizes=(4,), random_seed=1, **kw)
+    b = simulate_sde_runset(group_sizes=(16,), random_seed=2, **kw)
+    with pytest.warns(UserWarning, match="disagree on") as record:
+        both = concat_runsets([a, b])
+    message = str(record[0].message)
+    assert "truth.settings.group_sizes" in message and "truth.settings.random_seed" in message
+    truth = truth_frame(both)
+    assert truth.index.tolist() == [*a.run.values, *b.run.values]
+    assert truth["plateau"].tolist() == [*truth_frame(a)["plateau"], *truth_frame(b)["plateau"]]
+    settings = json.loads(both.attrs["truth"])["settings"]
+    assert settings["momentum"] == 0.9 and "random_seed" not in settings
+    # run sets that agree on their attributes combine without a word
+    c = a.assign_coords(run=["other"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = concat_runsets([a, c])
+    assert same.attrs["truth"] == a.attrs["truth"]
+
+
+def test_combined_ingests_keep_each_runs_provenance_and_name_a_setting_they_differ_on():
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.runset import concat_runsets
+    from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, runset_summary
+
+    tiny = Path(__file__).resolve().parents[1] / "data" / "tiny"
+    a = load_runs([tiny / "g4_p8_lr0.001_k1_adamw_s0"], min_points=10)
+    b = load_runs([tiny / "g16_p8_lr0.001_k1_adamw_s0"], min_points=5)
+    with pytest.warns(UserWarning, match="disagree on min_points;"):
+        both = concat_runsets([a, b])
+    facts = json.loads(both.attrs[INGEST_ATTR])
+    assert facts == json.loads(a.attrs[INGEST_ATTR]) | json.loads(b.attrs[INGEST_ATTR])
+    assert "min_points" not in both.attrs
+    summary = runset_summary(both)
+    assert summary["reward_source"].tolist() == ["reward", "reward"]

@@ -388,6 +388,9 @@ def perturbation_runs(
         if first_attrs is None:
             first_attrs = json.loads(ds.attrs["truth"])
         ds = ds.assign_coords({RUN_DIM: ids, "model": (RUN_DIM, [label] * len(ids))})
+        # each side's truth is keyed by its old run ids and names its own p_init: the
+        # combined truth is written below
+        ds.attrs = {k: v for k, v in ds.attrs.items() if k != "truth"}
         sides.append(align_to_generating_policy(ds))
     out = concat_runsets(sides)
     first_attrs["runs"] = truth_runs

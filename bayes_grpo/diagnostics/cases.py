@@ -93,7 +93,8 @@ def simulated_case(
     n_prompts: int = 16,
     eval_every: int = 10,
 ) -> xr.Dataset:
-    """One simulated run built to show the modes in ``CASES[name]`` (run id = ``name``).
+    """One simulated run built to show the modes in ``CASES[name]`` (run id = ``name``), its
+    truth in ``attrs["truth"]["runs"][name]`` (case, modes, zeta, plateau; JSON).
 
     Parameters
     ----------
@@ -190,11 +191,16 @@ def simulated_case(
         {name: logs},
         meta,
         attrs={
+            # keyed by run id, like the simulators' truth: concat_runsets keeps every case's
             "truth": {
-                "case": name,
-                "modes": sorted(CASES[name]),
-                "zeta": curve.zeta,
-                "plateau": curve.plateau,
+                "runs": {
+                    name: {
+                        "case": name,
+                        "modes": sorted(CASES[name]),
+                        "zeta": curve.zeta,
+                        "plateau": curve.plateau,
+                    }
+                }
             }
         },
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings as pywarnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -212,7 +213,16 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
 
 
 def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
-    """Stack run sets along ``run`` (union of steps and variables; run ids must be unique)."""
+    """Stack run sets along ``run`` (union of steps and variables; run ids must be unique).
+
+    Dataset attributes: one the inputs agree on (or that only some have) is kept. One whose
+    values differ is merged when every value is a JSON object (a dict, or a JSON string of
+    one), key by key and recursively: per-run information keyed by run id (the ingest
+    warnings and provenance, ``truth["runs"]`` of the simulators) is kept for every run. What
+    still disagrees (a number such as the ingest's ``min_points``, a simulation setting) cannot
+    describe the combined set; it is dropped, and a ``UserWarning`` names each dropped
+    attribute or key (``min_points``, ``truth.settings.random_seed``).
+    """
     merged = xr.concat(
         list(runsets),
         dim=RUN_DIM,
@@ -220,13 +230,79 @@ def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
         data_vars="all",
         coords="different",
         compat="equals",
-        combine_attrs="drop_conflicts",
+        combine_attrs="drop_conflicts",  # the variables' attributes; the dataset's below
     )
+    attrs, dropped = _merge_attrs([ds.attrs for ds in runsets])
     warnings: dict[str, list[str]] = {}
     for ds in runsets:
         warnings.update(runset_warnings(ds))
-    merged.attrs[WARNINGS_ATTR] = json.dumps(warnings)
+    merged.attrs = attrs | {WARNINGS_ATTR: json.dumps(warnings)}
+    if dropped:
+        pywarnings.warn(
+            "concat_runsets: the run sets disagree on "
+            + ", ".join(dropped)
+            + "; dropped from the combined run set",
+            UserWarning,
+            stacklevel=2,
+        )
     return validate_runset(merged)
+
+
+def _merge_attrs(all_attrs: Sequence[Mapping[str, object]]) -> tuple[dict[str, object], list[str]]:
+    """Dataset attributes of stacked run sets and the names of those dropped (see
+    :func:`concat_runsets`); the ingest warnings are merged by the caller."""
+    merged: dict[str, object] = {}
+    dropped: list[str] = []
+    for name in dict.fromkeys(k for attrs in all_attrs for k in attrs if k != WARNINGS_ATTR):
+        values = [attrs[name] for attrs in all_attrs if name in attrs]
+        if all(_same_attr(values[0], v) for v in values[1:]):
+            merged[name] = values[0]
+            continue
+        maps = [_json_object(v) for v in values]
+        if any(m is None for m in maps):
+            dropped.append(name)
+            continue
+        value, lost = _merge_json_objects(maps, name)
+        merged[name] = json.dumps(value)
+        dropped += lost
+    return merged, dropped
+
+
+def _same_attr(a: object, b: object) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    except TypeError:  # strings and other non-numbers: no NaN to compare
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def _json_object(value: object) -> dict | None:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def _merge_json_objects(maps: Sequence[dict], path: str) -> tuple[dict, list[str]]:
+    """Key-by-key union of JSON objects; a key whose values differ is merged again when all
+    are objects, else left out and its dotted path returned."""
+    out: dict = {}
+    lost: list[str] = []
+    for key in dict.fromkeys(k for m in maps for k in m):
+        values = [m[key] for m in maps if key in m]
+        texts = {json.dumps(v, sort_keys=True, default=str) for v in values}
+        if len(texts) == 1:
+            out[key] = values[0]
+        elif all(isinstance(v, dict) for v in values):
+            out[key], more = _merge_json_objects(values, f"{path}.{key}")
+            lost += more
+        else:
+            lost.append(f"{path}.{key}")
+    return out, lost
 
 
 def run_frame(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
