@@ -260,3 +260,16 @@ def test_hyperparameters_outside_their_range_are_left_unknown_with_a_warning(tmp
     text = " ".join(runset_warnings(ds)["r"])
     assert "group_size = -4" in text and "momentum = 1.5" in text and "m.yaml row 1" in text
     assert "r.csv" in text and text.count("left unknown") == 4
+
+
+def test_non_integer_steps_at_large_step_numbers_reject_the_run(tmp_path):
+    # np.allclose's relative tolerance read 100000.3 as 100000 and dropped the "repeated" steps
+    path = _csv(tmp_path / "late.csv", [(100000 + 0.3 * s, 0.1, 0.0) for s in range(N)])
+    with pytest.raises(RunSetError, match=r"late\.csv.*steps must be integers \(found 100000\.3\)"):
+        load_runs([path])
+
+
+def test_float_steps_that_are_integers_are_kept(tmp_path):
+    path = _csv(tmp_path / "f.csv", [(f"{s}.0", 0.1 * s, 0.0) for s in range(1000, 1000 + N)])
+    ds = load_runs([path])
+    assert list(ds.step.values) == list(range(1000, 1000 + N))

@@ -96,6 +96,9 @@ INGEST_ATTR = "bayes_grpo_ingest"
 REJECTED_ATTR = "bayes_grpo_rejected"
 #: Default minimum number of finite reward values for a run to be kept.
 MIN_POINTS = 10
+#: Largest distance from an integer at which a logged step is still that integer (a float
+#: written as ``12.000000001``); absolute, so it does not grow with the step number.
+STEP_ATOL = 1e-6
 
 _CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 _GENERIC_DIRS = re.compile(
@@ -184,9 +187,12 @@ def normalise_run(
         warn.append(f"{int(bad_step.sum())} value(s) without a numeric step skipped")
     recs = recs[~bad_step]
     step_num = step_num[~bad_step]
-    if not np.allclose(step_num, np.round(step_num)):
-        example = step_num[~np.isclose(step_num, np.round(step_num))].iloc[0]
-        raise RunRejected(f"{where}: steps must be integers (found {example})")
+    # an absolute tolerance: a relative one (np.isclose's rtol=1e-5) passed step 100000.3 as
+    # 100000 at large step numbers, and the rounded duplicates were then dropped as "repeated"
+    fractional = (step_num - np.round(step_num)).abs() > STEP_ATOL
+    if fractional.any():
+        example = step_num[fractional].iloc[0]
+        raise RunRejected(f"{where}: steps must be integers (found {example:.10g})")
     recs["step"] = np.round(step_num).astype(np.int64)
     # values
     numbers = [_to_number(v) for v in recs["value"]]
