@@ -342,6 +342,26 @@ def test_reward_oscillation_reports_a_damping_ratio_the_run_does_not_bound_as_no
     assert "zeta not identified by this run" in res.summary
 
 
+def test_a_constant_reward_bounds_no_damping_ratio():
+    """A constant reward does not depend on zeta at all: its interval is [0, inf] with the
+    reason, not the zero-width [0.15, 0.15] that the pseudo-inverse's zero variance gave."""
+    frame = run_table(simulated_case("healthy", n_steps=60), "healthy")
+    frame["reward"] = 0.5
+    res = instability(frame, run_id="flat", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert (osc["lower"], osc["upper"]) == (0.0, np.inf) and not osc["detected"]
+    assert "Jacobian is singular" in res.summary
+
+
+def test_laplace_sd_is_infinite_for_a_parameter_the_curve_ignores():
+    from bayes_grpo.diagnostics._fits import laplace_sd
+
+    t = np.arange(20.0)
+    rng = np.random.default_rng(0)
+    sd = laplace_sd(lambda th: th[0] + th[1] * t + 0.0 * th[2], np.ones(3), rng.normal(size=20))
+    assert np.all(np.isfinite(sd[:2])) and sd[2] == np.inf
+
+
 @pytest.mark.parametrize(
     "zeta, lo, hi, at_bounds, expected",
     [

@@ -34,6 +34,13 @@ _FIT_ERRORS = (
 )
 
 
+#: Eigenvalues of ``J^T J`` below this share of the largest are directions the curve does
+#: not depend on (numpy's own pseudo-inverse cut-off).
+NULL_RCOND = 1e-15
+#: A parameter loading more than this on such a direction is not identified (sd = inf).
+NULL_LOADING = 1e-6
+
+
 def laplace_sd(
     curve: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, residuals: np.ndarray
 ) -> np.ndarray:
@@ -47,6 +54,11 @@ def laplace_sd(
         Parameters at the optimum, shape ``(k,)``.
     residuals
         ``y - curve(theta)``, shape ``(n,)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k,)``; ``inf`` for a parameter on a direction the curve does not depend on.
     """
     theta = np.asarray(theta, dtype=float)
     n, k = residuals.size, theta.size
@@ -61,8 +73,16 @@ def laplace_sd(
     rho = float(np.sum(r[1:] * r[:-1]) / np.sum(r * r)) if n > 2 and np.sum(r * r) > 0 else 0.0
     inflation = float(np.clip((1 + rho) / (1 - rho), 1.0, 25.0)) if rho < 1 else 25.0
     s2 = float(np.sum(residuals**2)) / max(n - k, 1) * inflation
-    cov = s2 * np.linalg.pinv(jac.T @ jac)
-    return np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    info = jac.T @ jac
+    cov = s2 * np.linalg.pinv(info, rcond=NULL_RCOND, hermitian=True)
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    # pinv gives a direction the curve does not depend on (zeta of a constant reward) zero
+    # variance; the data say nothing there, so every parameter on it is unbounded
+    eigval, eigvec = np.linalg.eigh(info)
+    null = eigval <= NULL_RCOND * max(float(eigval.max()), 0.0)
+    if null.any():
+        sd[(np.abs(eigvec[:, null]) > NULL_LOADING).any(axis=1)] = np.inf
+    return sd
 
 
 def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
