@@ -353,6 +353,21 @@ def test_a_constant_reward_bounds_no_damping_ratio():
     assert "Jacobian is singular" in res.summary
 
 
+def test_an_overshoot_inside_a_gap_of_the_log_is_no_oscillation():
+    """The same oscillating run is flagged when logged throughout, not when its reward is NaN
+    over the overshoot and the next swings (steps 15-149): the fit can still draw a swing
+    there, but the log shows none."""
+    frame = run_table(
+        simulated_case("instability_oscillation_mild"), "instability_oscillation_mild"
+    )
+    assert instability(frame, run_id="x", common=FAST.common).passed is False
+    frame.loc[15:149, "reward"] = np.nan
+    res = instability(frame, run_id="x", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert res.passed is True and not osc["detected"], res.summary
+    assert any("overshoot amplitude at the logged steps" in w for w in osc["not_credible_because"])
+
+
 def test_laplace_sd_is_infinite_for_a_parameter_the_curve_ignores():
     from bayes_grpo.diagnostics._fits import laplace_sd
 

@@ -220,8 +220,9 @@ class InstabilityConfig:
         much in BIC (10: "very strong"; residuals are autocorrelated, so a margin well
         above 2 guards against fitting noise).
     min_amplitude_noise
-        ...and its overshoot amplitude ``overshoot * |p* - R0|`` must reach this many noise
-        standard deviations (first differences).
+        ...and its overshoot amplitude ``overshoot * |p* - R0|``, as far as the fitted curve
+        shows it at the logged steps, must reach this many noise standard deviations (first
+        differences).
     min_period_points
         ...and its period must span at least this many logging intervals.
     fit_oscillation

@@ -28,7 +28,8 @@ Signals, each assessed on its own and listed in the result's table:
   ``exp(-pi zeta / sqrt(1 - zeta^2)) >= min_overshoot``. Without a posterior the fitted
   oscillation must also be real rather than a fit to noise: the reward has a trend
   (``bayes_grpo.metrics.has_trend``), the oscillator beats the single exponential by
-  ``min_bic_gain`` in BIC, the overshoot amplitude ``overshoot * |p* - R0|`` reaches
+  ``min_bic_gain`` in BIC, the overshoot amplitude ``overshoot * |p* - R0|``, as far as the
+  fitted curve shows it at the logged steps (not inside a gap of the log), reaches
   ``min_amplitude_noise`` times the noise sd (first differences), and the period spans at
   least ``min_period_points`` logging intervals. Onset: first crossing of the plateau by the
   fitted curve.
@@ -82,6 +83,14 @@ def relative_overshoot(zeta: np.ndarray | float) -> np.ndarray:
         out = np.exp(-np.pi * zeta / np.sqrt(1.0 - zeta**2))
     out = np.where(zeta >= 1.0, 0.0, out)
     return np.where(zeta < 0.0, 1.0, out)
+
+
+def visible_overshoot(fitted: np.ndarray, plateau: float, initial_reward: float) -> float:
+    """Largest excursion of a fitted curve beyond its plateau, away from its start, at the
+    steps it was evaluated on (reward units; 0 when it never passes the plateau)."""
+    direction = np.sign(plateau - initial_reward)
+    excess = direction * (np.asarray(fitted, dtype=float) - plateau)
+    return float(max(np.max(excess, initial=0.0), 0.0)) if direction != 0 else 0.0
 
 
 def middle_mask(steps: np.ndarray, fraction: float) -> np.ndarray:
@@ -247,7 +256,12 @@ def _oscillation_signal(
     # overshoot above the noise and a period the logging resolves
     sat = _fits.fit_saturation(rew.steps, rew.values)
     bic_gain = float(sat["bic"] - fit["bic"]) if sat is not None else float("inf")
-    amplitude = overshoot * abs(fit["plateau"] - fit["initial_reward"])
+    # the overshoot must show at the logged steps: a fit across a gap in the log can draw one
+    # where nothing was logged (a NaN block over the rise), and that is no evidence of it
+    amplitude = min(
+        overshoot * abs(fit["plateau"] - fit["initial_reward"]),
+        visible_overshoot(fit["fitted"], fit["plateau"], fit["initial_reward"]),
+    )
     noise = _fits.noise_sd(rew.values)
     spacing = float(np.median(np.diff(rew.steps))) if len(rew) > 1 else 1.0
     period = 2 * np.pi / (fit["w0"] * np.sqrt(1 - zeta**2)) if zeta < 1 else float("inf")
@@ -270,7 +284,7 @@ def _oscillation_signal(
             ),
             (
                 amplitude >= cfg.min_amplitude_noise * noise,
-                f"overshoot amplitude {amplitude:.3g} below {cfg.min_amplitude_noise:g} noise sd ({noise:.3g})",
+                f"overshoot amplitude at the logged steps {amplitude:.3g} below {cfg.min_amplitude_noise:g} noise sd ({noise:.3g})",
             ),
             (
                 period >= cfg.min_period_points * spacing,
