@@ -73,6 +73,44 @@ def test_time_to_fraction_of_the_rise_matches_the_single_exponential_closed_form
         assert got == np.ceil(-tau * np.log(1 - f))
 
 
+def test_milestone_median_counts_the_draws_that_get_there_after_the_horizon():
+    """Of 10 draws (time constants 5, 15 .. 95 steps, horizon 60 steps) 3 reach 90% of the
+    rise and 1 reaches 99%: both medians lie beyond the horizon (None); the median over the
+    reaching draws put the 99% milestone (step 24) before the 90% one (step 35)."""
+    from bayes_grpo.predict.summary import summarise_draws
+
+    steps = np.arange(0.0, 61.0)
+    taus = np.linspace(5.0, 95.0, 10)
+    curves = single_exponential(steps[None, :], 0.9, 0.1, taus[:, None])
+    ones = np.ones(10)
+    ds = summarise_draws(
+        steps,
+        curves,
+        curves,
+        plateau=0.9 * ones,
+        initial_reward=0.1 * ones,
+        zeta=2 * ones,
+        damping=ones,
+    )
+    reached = dict(zip(ds["fraction"].values, ds["time_to_fraction_reached"].values))
+    assert reached[0.9] == pytest.approx(0.3) and reached[0.99] == pytest.approx(0.1)
+    assert np.isnan(ds["time_to_fraction_median"].values).all()
+    assert all(v["median_step"] is None for v in summary_dict(ds)["time_to_fraction"].values())
+    # every draw within the horizon: the plain median, growing with the fraction
+    fast = curves[[0, 0]]
+    ds = summarise_draws(
+        steps,
+        fast,
+        fast,
+        plateau=0.9 * ones[:2],
+        initial_reward=0.1 * ones[:2],
+        zeta=2 * ones[:2],
+        damping=ones[:2],
+    )
+    expected = [np.ceil(-5.0 * np.log(1 - f)) for f in (0.9, 0.95, 0.99)]
+    np.testing.assert_array_equal(ds["time_to_fraction_median"].values, expected)
+
+
 def test_remaining_gain_and_stop_step():
     steps = np.arange(0.0, 500.0)
     curve = single_exponential(steps, 1.0, 0.0, 50.0)[None, :]

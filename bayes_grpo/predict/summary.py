@@ -10,7 +10,9 @@ layout: an ``xarray.Dataset`` over ``step`` with
 * ``obs_mean`` and ``obs_hdi``: the posterior predictive of the *observed* reward (noise
   included);
 * ``time_to_fraction_*`` over ``fraction``: first step at which the mean trajectory has
-  covered 90/95/99% of its rise ``p* - R0``;
+  covered 90/95/99% of its rise ``p* - R0``: the share of draws that get there within the
+  horizon (``_reached``), the median over all draws (NaN: beyond the horizon, when fewer than
+  half get there) and the HDI of the draws that get there;
 * ``regime_probability`` over ``regime``;
 * ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step``.
 """
@@ -223,9 +225,12 @@ def summarise_draws(
     fractions = np.array(MILESTONE_FRACTIONS)
     passage = np.stack([first_passage(mean_k, steps, plateau_k, init_k, f) for f in fractions])
     reached = np.isfinite(passage)
-    pass_median = np.array(
-        [np.median(row[np.isfinite(row)]) if np.isfinite(row).any() else np.nan for row in passage]
-    )
+    # a draw that does not get there within the horizon gets there later: the median is over
+    # every draw (beyond the horizon, NaN, when fewer than half get there), not over those that
+    # do, which put the 99% milestone before the 90% one when few draws reached either
+    with np.errstate(invalid="ignore"):
+        pass_median = np.median(np.where(reached, passage, np.inf), axis=1)
+    pass_median[~np.isfinite(pass_median)] = np.nan
     pass_hdi = np.full((len(fractions), len(probs), 2), np.nan)
     for i, row in enumerate(passage):
         finite = row[np.isfinite(row)]
@@ -324,7 +329,7 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     }
     out["time_to_fraction"] = {
         f"{int(round(f * 100))}%": {
-            "median_step": float(m),
+            "median_step": float(m) if np.isfinite(m) else None,  # None: beyond the horizon
             "prob_reached_within_horizon": float(r),
         }
         for f, m, r in zip(
