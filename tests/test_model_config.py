@@ -114,3 +114,23 @@ def test_runs_without_a_model_name_are_pooled_with_a_note_saying_so():
     assert nameless.models == ["unknown-model"]
     note = [n for n in nameless.notes if "model unknown" in n]
     assert note and "['r0', 'r1']" in note[0] and "--manifest" in note[0]
+
+
+
+def test_a_late_start_and_a_constant_reward_get_a_note_naming_the_runs():
+    """A run logged from step 1000 (resumed, or a step counter offset: a simulated run that
+    started there was fitted with p* 1.29 for 0.7 and a 44x too small) and a run whose reward
+    never moves are named; an ordinary run and a log every 50 steps from step 50 are not."""
+    rise = lambda t: 0.1 + 0.5 * (1 - np.exp(-t / 10.0))  # noqa: E731
+    steps = np.arange(0, 60)
+    curves = {
+        "ok": pd.DataFrame({"reward": rise(steps)}, index=steps),
+        "every50": pd.DataFrame({"reward": rise(steps * 50 / 500.0)}, index=50 + steps * 50),
+        "late": pd.DataFrame({"reward": rise(steps)}, index=1000 + steps),
+        "flat": pd.DataFrame({"reward": np.full(40, 0.5)}, index=steps[:40]),
+    }
+    meta = {r: {"model": "m", "group_size": 4} for r in curves}
+    notes = prepare_data(make_runset(curves, meta), DEFAULT_MODEL_CONFIG, "phenomenological").notes
+    assert any("['late (from step 1000 to 1059)'] start late" in n for n in notes), notes
+    assert any("['flat (0.5 at all 40 logged steps)'] have a constant reward" in n for n in notes)
+    assert not any("'ok" in n or "every50" in n for n in notes), notes

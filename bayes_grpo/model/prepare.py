@@ -24,6 +24,9 @@ MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_co
 UNKNOWN_MODEL: str = "unknown-model"
 #: Fraction of a run averaged for the early / late reward guesses that centre the priors.
 EDGE_FRACTION: float = 0.1
+#: A run whose first reward comes after this share of its last logged step starts late
+#: (a note; the law puts the start of training at step 0).
+LATE_START_FRACTION: float = 0.1
 
 
 @dataclass
@@ -104,6 +107,39 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
     return out
 
 
+def _shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
+    """Notes on runs the law can only misread: a log that starts late, a constant reward.
+
+    The law puts the start of training (``R0``, zero velocity) at step 0. A run whose first
+    reward comes late (a resumed run, a step counter that did not start at 0) is fitted as a
+    curve that began at step 0; a run whose reward never changes has no dynamics, only a
+    level, yet it pulls its LLM's shared plateau and initial reward towards that level.
+    """
+    late, flat = [], []
+    for run_id, row in zip(run_ids, reward):
+        finite = np.isfinite(row)
+        t, y = steps[finite], row[finite]
+        spacing = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+        if t[0] > LATE_START_FRACTION * t[-1] and t[0] > spacing:
+            late.append(f"{run_id} (from step {t[0]:g} to {t[-1]:g})")
+        if np.ptp(y) == 0:
+            flat.append(f"{run_id} ({y[0]:g} at all {y.size} logged steps)")
+    notes = []
+    if late:
+        notes.append(
+            f"runs {late} start late: the law puts the start of training (R0, zero velocity) at "
+            "step 0 and draws the steps before the first logged one; if the log does start at "
+            "the start of training (a step counter offset), number its steps from 0"
+        )
+    if flat:
+        notes.append(
+            f"runs {flat} have a constant reward: no dynamics to fit, yet they pull their LLM's "
+            "plateau and initial reward towards that level; check the log (reward column, "
+            "logging) or leave them out"
+        )
+    return notes
+
+
 def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation: str) -> ModelData:
     """Extract the model's arrays from a run set.
 
@@ -134,6 +170,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     if few:
         raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
 
+    notes: list[str] = _shape_notes(run_ids, steps, reward)
+
     model_names = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]
     models = list(dict.fromkeys(model_names))
     model_idx = np.array([models.index(m) for m in model_names], dtype=int)
@@ -145,7 +183,6 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     conv = _resolve(ds, "momentum_convention", defaults, required=mech)
     kref = _resolve(ds, "k_ref", defaults, required=mech)
     gsize = _resolve(ds, "group_size", defaults, required=False)
-    notes: list[str] = []
     nameless = [r for r, m in zip(run_ids, ds["model"].values) if not str(m)]
     if len(nameless) >= 2:
         notes.append(
