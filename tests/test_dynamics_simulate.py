@@ -44,6 +44,21 @@ def test_one_step_noise_covariance_equals_the_defining_integral():
     np.testing.assert_allclose(q[0], ref, rtol=1e-9, atol=1e-16)
 
 
+@pytest.mark.parametrize("h", [300.0, 1000.0, 1e5])
+def test_noise_covariance_over_a_long_interval_is_the_stationary_balance(h):
+    """Q(h) = P - Phi P Phi^T for a stable oscillator (P the stationary covariance): a run
+    logged every 1000 steps (exp(h C/M) = e^105 in Van Loan's block) got Q ~ -6e22 and
+    rewards of -1e10; the interval is now halved into range and doubled back."""
+    from bayes_grpo.dynamics.simulate import stationary_covariance
+
+    mass, damping, k_eff, d, g = 0.95, 0.1, 5e-6, 4e-10, 8.0
+    phi, q = sde_transition(mass, damping, k_eff, d, g, h)
+    p = np.asarray(stationary_covariance(mass, damping, k_eff, d, g)).reshape(2, 2)
+    a = np.array([[0.0, 1.0], [-k_eff / mass, -damping / mass]])
+    np.testing.assert_allclose(phi[0], expm(a * h), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(q[0], p - phi[0] @ p @ phi[0].T, rtol=1e-8, atol=1e-20)
+
+
 @pytest.mark.parametrize("group_size", [4, 16])
 def test_stationary_variance_is_d_over_2_g_c_k(group_size):
     # 200 independent long runs: per-run time averages are autocorrelated within a run but

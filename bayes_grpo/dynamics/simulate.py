@@ -146,13 +146,21 @@ def sde_transition(mass, damping, k_eff, noise_d, group_size, h):
     q_c = np.zeros((n, 2, 2))
     q_c[:, 1, 1] = (d / g) / m**2
     # Van Loan: expm([[-A, Qc], [0, A^T]] h) = [[., F12], [0, F22]]; Phi = F22^T, Q = Phi F12.
+    # exp(-A h) grows like exp(h C/M): past a few e-folds Phi F12 is a difference of huge
+    # numbers (h = 1000 gave Q ~ -6e22 for a true 5e-6), so take the interval h / 2^s with
+    # ||A|| h / 2^s <= 1 and double it s times: Q(2h) = Q(h) + Phi(h) Q(h) Phi(h)^T.
+    rate = float(np.abs(a_mat).sum(axis=2).max()) * float(h)
+    halvings = int(np.ceil(np.log2(rate))) if rate > 1.0 else 0
     block = np.zeros((n, 4, 4))
     block[:, :2, :2] = -a_mat
     block[:, :2, 2:] = q_c
     block[:, 2:, 2:] = np.swapaxes(a_mat, 1, 2)
-    f = expm(block * float(h))
+    f = expm(block * (float(h) / 2.0**halvings))
     phi = np.swapaxes(f[:, 2:, 2:], 1, 2)
     q = phi @ f[:, :2, 2:]
+    for _ in range(halvings):
+        q = q + phi @ q @ np.swapaxes(phi, 1, 2)
+        phi = phi @ phi
     q = 0.5 * (q + np.swapaxes(q, 1, 2))
     return phi, q
 
