@@ -212,3 +212,31 @@ def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test
     text = " ".join(capsys.readouterr().out.split())
     for flag, default in (("--draws", "500"), ("--tune", "500"), ("--chains", "2")):
         assert f"{flag} " in text and f"{default} for --compare" in text
+
+
+def test_fit_section_carries_the_notes_the_fit_printed_about_the_data():
+    # 'bayes-grpo fit' printed its notes on the data (a run that starts late, a constant
+    # reward); the report, the place a reader looks, left them out
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import fit_section
+
+    runs = _runset()
+    draws = xr.DataArray(
+        np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)),
+        dims=("sample", "run", "step"),
+    )
+    note = "runs ['run2 (0.5 at all 40 logged steps)'] have a constant reward: check the log"
+    model = SimpleNamespace(
+        runset=runs,
+        settings={"parameterisation": "mechanistic"},
+        run_summary=lambda: pd.DataFrame({"model": ["tiny"]}, index=["run0"]),
+        group_summary=lambda: pd.DataFrame({"p_star": [0.8]}),
+        fitted_trajectory_draws=lambda: draws,
+        data=SimpleNamespace(notes=[note]),
+    )
+    texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
+    assert any(note in t for t in texts), texts
+    plt.close("all")

@@ -47,6 +47,9 @@ def fit_section(model: Any) -> Section:
     section = Section(key="fit", title="Fit per run", intro=FIT_INTRO)
     settings = ", ".join(f"{k}={v}" for k, v in model.settings.items())
     section.text(f"Model: {settings}.")
+    # what the fit printed about the data (a late start, a constant reward, pooled LLMs)
+    for note in getattr(getattr(model, "data", None), "notes", None) or []:
+        section.text(f"Note: {note}.")
     runs = model.run_summary()
     section.heading("Per model and G")
     section.table(model.group_summary())
