@@ -161,6 +161,22 @@ def test_a_run_failing_in_training_removes_only_the_folders_it_made(tmp_path):
     assert (given / "notes.txt").read_text() == "keep me"
 
 
+def test_a_failed_run_keeps_the_logs_and_checkpoints_it_wrote(tmp_path):
+    # an interrupted long training must not lose its checkpoints: only empty folders are removed
+    from bayes_grpo.train.runner import _prepare_output_dir, _remove_created
+
+    run_dir = tmp_path / "new" / "run"
+    created = _prepare_output_dir(run_dir, overwrite=False)
+    assert created == [tmp_path / "new", run_dir]
+    (run_dir / "checkpoint-500").mkdir()
+    (run_dir / "checkpoint-500" / "trainer_state.json").write_text("{}")
+    _remove_created(created)
+    assert (run_dir / "checkpoint-500" / "trainer_state.json").read_text() == "{}"
+    empty = tmp_path / "other" / "run"
+    _remove_created(_prepare_output_dir(empty, overwrite=False))
+    assert not (tmp_path / "other").exists()
+
+
 def _example_plan():
     import importlib.util
     from pathlib import Path

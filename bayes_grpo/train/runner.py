@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -92,17 +91,16 @@ def _prepare_output_dir(output_dir: Path, overwrite: bool) -> list[Path]:
     return created
 
 
-def _remove_created(created: list[Path], output_dir: Path) -> None:
-    """Undo :func:`_prepare_output_dir` after a failed run: delete only the folders it made.
+def _remove_created(created: list[Path]) -> None:
+    """Undo :func:`_prepare_output_dir` after a failed run: delete the folders it made, each
+    only while empty.
 
-    The run directory goes with whatever the failed run wrote into it; a parent goes only while
-    empty. A folder that existed before is never touched. Errors here are dropped so that the
-    run's own error is the one reported.
+    A run that failed (or was interrupted) after writing logs or checkpoints keeps them: a
+    partial training log can still be ingested, and a checkpoint resumed. A folder that existed
+    before is never touched. Errors here are dropped so that the run's own error is the one
+    reported.
     """
     for d in reversed(created):
-        if d == output_dir:
-            shutil.rmtree(d, ignore_errors=True)
-            continue
         try:
             d.rmdir()
         except OSError:
@@ -222,8 +220,9 @@ def run_training(
         Theory knobs (validated here, before anything is loaded).
     output_dir
         Run directory to create (refused if it already holds a run, unless ``overwrite``). When
-        the run fails, the folders made here are removed again (with what the run wrote into
-        them); a folder that existed before is left as it was.
+        the run fails, the folders made here are removed again while empty (logs and
+        checkpoints a failed or interrupted run wrote are kept); a folder that existed before is
+        left as it was.
     reward_funcs
         TRL reward functions (``f(prompts, completions, **columns) -> list[float]``) or
         reward-model ids; required for ``task="custom"``, optional override otherwise.
@@ -247,8 +246,8 @@ def run_training(
     try:
         return _train_into(config, output_dir, reward_funcs, train_dataset, threads, quiet)
     except BaseException:
-        # a failed run leaves nothing behind that it made (a folder given that existed stays)
-        _remove_created(created, output_dir)
+        # a failed run leaves no empty folder behind (what it wrote, and a folder given, stay)
+        _remove_created(created)
         raise
 
 
