@@ -1,19 +1,17 @@
 """Cost of the exact state-space (Kalman) likelihood: compilation, one gradient, one fit.
 
-The state-space observation model (``bayes_grpo.model.kalman``) has two filters with the same
-log-density: the sequential one, a PyTensor ``scan`` over the step grid whose cost is the scan's
-per-step overhead, and the parallel (associative-scan) one, ``ceil(log2 T)`` vectorised levels,
-the default under the PyMC sampler (nutpie, whose numba backend compiles the unrolled levels
-slowly, gets the sequential one). This script times both on a small simulated run set (one
-LLM, G = 4 and 16, one seed each) and fits it with each sampler,
+The state-space observation model (``bayes_grpo.model.kalman``) runs a PyTensor ``scan`` over
+the step grid, forward for the log density and backward for its gradient, so its cost grows
+with the number of steps and is dominated by the scan's per-step overhead, not by arithmetic.
+This script measures it on a small simulated run set (one LLM, G = 4 and 16, one seed each),
 so a user can plan a state-space fit or ``bayes-grpo invariance --likelihood state_space``
 (which fits H0 and H1 once per prior width):
 
     PYTENSOR_FLAGS=base_compiledir=/tmp/ptc_ss .venv/bin/python benchmarks/bench_state_space.py \
-        [--steps 200] [--draws 500 --tune 500] [--samplers pymc nutpie] [--methods parallel sequential] [--json out.json]
+        [--steps 200] [--draws 500 --tune 500] [--samplers pymc nutpie] [--json out.json]
 
-Prints and writes: per filter, compile time and mean wall time of one log density + gradient
-evaluation (C backend, the PyMC sampler's), and per sampler the fit wall time (compilation included) with
+Prints and writes: compile time and mean wall time of one log density + gradient evaluation
+(C backend, the PyMC sampler's), and per sampler the fit wall time (compilation included) with
 its convergence figures.
 """
 
@@ -40,14 +38,13 @@ def _runset(n_steps: int, seed: int):
     )
 
 
-def gradient_cost(runset, method: str, n_evals: int = 200) -> dict[str, float]:
-    """Compile time (s) and mean time (ms) of one log density + gradient at the initial point,
-    with the Kalman filter ``method`` (``"parallel"`` or ``"sequential"``)."""
+def gradient_cost(runset, n_evals: int = 200) -> dict[str, float]:
+    """Compile time (s) and mean time (ms) of one log density + gradient at the initial point."""
     from pymc.blocking import DictToArrayBijection
 
     from bayes_grpo.model import GRPODynamicsModel
 
-    model = GRPODynamicsModel(likelihood="state_space").build_model(runset, kalman_method=method)
+    model = GRPODynamicsModel(likelihood="state_space").build_model(runset)
     start = time.perf_counter()
     fn = model.logp_dlogp_function(ravel_inputs=True)
     fn.set_extra_values({})
@@ -85,7 +82,6 @@ def main(argv=None) -> int:
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--samplers", nargs="*", default=["pymc", "nutpie"])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--methods", nargs="*", default=["parallel", "sequential"], help="Kalman filters whose gradient to time")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     runset = _runset(args.steps, args.seed)
@@ -95,11 +91,10 @@ def main(argv=None) -> int:
         "draws": args.draws,
         "tune": args.tune,
         "chains": 2,
+        **gradient_cost(runset),
     }
-    for method in args.methods:
-        result[f"gradient_{method}"] = cost = gradient_cost(runset, method)
-        print(f"{result['runs']} runs x {result['steps']} steps, {method} filter: compile {cost['compile_s']:.1f} s, "
-              f"log density + gradient {cost['gradient_ms']:.2f} ms", flush=True)
+    print(f"{result['runs']} runs x {result['steps']} steps: compile {result['compile_s']:.1f} s, "
+          f"log density + gradient {result['gradient_ms']:.2f} ms", flush=True)
     for sampler in args.samplers:
         result[sampler] = fit_cost(runset, sampler, args.draws, args.tune, args.seed)
         r = result[sampler]

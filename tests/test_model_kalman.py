@@ -43,8 +43,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("method", ["parallel", "sequential"])
-def test_state_space_likelihood_equals_dense_gaussian_likelihood(method):
+def test_state_space_likelihood_equals_dense_gaussian_likelihood():
     rng = np.random.default_rng(7)
     steps = np.array([0.0, 1, 2, 3, 5, 6, 9, 10, 11, 30, 31, 32])
     y = rng.normal(scale=0.5, size=(2, len(steps)))
@@ -53,7 +52,7 @@ def test_state_space_likelihood_equals_dense_gaussian_likelihood(method):
     mask[1, 8:] = 0  # a shorter (ragged) run
     q, r, e0 = np.array([0.05, 0.2]), np.array([0.01, 0.05]), np.array([-1.0, 0.7])
     params = [pt.dvector(n) for n in ("mass", "damping", "k_eff")]
-    fn = pytensor.function(params, kalman_loglik(y, mask, steps, *params, q, r, e0, per_run=True, method=method))
+    fn = pytensor.function(params, kalman_loglik(y, mask, steps, *params, q, r, e0, per_run=True))
     for mass, damping, k_eff in CASES:
         got = fn(*[np.full(2, v) for v in (mass, damping, k_eff)])
         for i in range(2):
@@ -86,32 +85,6 @@ def test_state_space_likelihood_has_finite_gradients():
     for point in ([1.0, 0.2, 0.01, 0.1, 0.05, -1.0], [1.0, 0.2, 0.01, 0.1, 0.05, -1.0 + 1e-9], [0.9, 0.1, 0.0025, 0.02, 0.01, -0.5]):
         g = fn(np.array(point))
         assert np.all(np.isfinite(g))
-
-
-def test_parallel_and_sequential_filters_give_the_same_density_and_gradient():
-    # 37 steps: not a power of two, so the last level of the associative scan is partial;
-    # gaps, a ragged end and a first step that is missing exercise every element type.
-    rng = np.random.default_rng(3)
-    steps = np.concatenate([np.arange(0.0, 30.0), [32.0, 35.0, 40.0, 41.0, 42.0, 60.0, 61.0]])
-    y = rng.normal(scale=0.3, size=(3, len(steps)))
-    mask = np.ones_like(y)
-    mask[0, 0] = 0
-    mask[1, 5:9] = 0
-    mask[2, 20:] = 0
-    theta = pt.dvector("theta")
-    par = theta.reshape((6, 3))
-    lls = {
-        method: kalman_loglik(y, mask, steps, *[par[i] for i in range(6)], per_run=True, method=method)
-        for method in ("parallel", "sequential")
-    }
-    fns = {m: pytensor.function([theta], [ll, pytensor.grad(ll.sum(), theta)]) for m, ll in lls.items()}
-    for mass, damping, k_eff in CASES:
-        point = np.concatenate([np.full(3, v) for v in (mass, damping, k_eff)] + [[0.05, 0.1, 0.02], [0.01, 0.04, 0.002], [-1.0, 0.3, 0.5]])
-        (ll_p, g_p), (ll_s, g_s) = fns["parallel"](point), fns["sequential"](point)
-        np.testing.assert_allclose(ll_p, ll_s, rtol=1e-10, atol=1e-9)
-        np.testing.assert_allclose(g_p, g_s, rtol=1e-7, atol=1e-7)
-    with pytest.raises(ValueError, match="method"):
-        kalman_loglik(y, mask, steps, *[par[i] for i in range(6)], method="fast")
 
 
 def test_grid_intervals_start_at_zero_and_reject_unsorted_steps():

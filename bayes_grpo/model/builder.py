@@ -108,14 +108,8 @@ def build_pymc_model(
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
     invariance: str = "shared",
-    kalman_method: str = "parallel",
 ) -> pm.Model:
-    """Build the hierarchical PyMC model for prepared data (see the module docstring).
-
-    ``kalman_method`` selects the state-space likelihood's filter (``"parallel"`` or
-    ``"sequential"``, :func:`bayes_grpo.model.kalman.kalman_loglik`): the same log-density,
-    different compiled graphs; ignored by the i.i.d. likelihood.
-    """
+    """Build the hierarchical PyMC model for prepared data (see the module docstring)."""
     centres = prior_centres(data, config, parameterisation)
     by_group = invariance == "by_group"
     coords = {"run": data.run_ids, "model": data.models, "group": data.groups, "obs": np.arange(len(data.obs_y))}
@@ -213,7 +207,6 @@ def build_pymc_model(
             ll = kalman_loglik(
                 y_err, d["mask"], None, mass, damp, k_eff, q_run, meas_var_run, r0_run - plateau_run,
                 intervals=(d["dt_unique"], d["dt_index"]),
-                method=kalman_method,
             )
             pm.Potential("reward_state_space", ll + d["jacobian"])
     model.bayes_grpo_centres = centres  # type: ignore[attr-defined]

@@ -128,28 +128,15 @@ class GRPODynamicsModel:
         return config_hash(self.model_config, self.settings, {"version": self.version})
 
     # ------------------------------------------------------------------ build
-    def build_model(self, runset: xr.Dataset, *, kalman_method: str | None = None):
-        """Build (and keep) the ``pm.Model`` for ``runset``.
-
-        ``kalman_method`` (state-space likelihood only): ``"parallel"`` or ``"sequential"``;
-        by default the one that suits the sampler's backend (below).
-        """
+    def build_model(self, runset: xr.Dataset):
+        """Build (and keep) the ``pm.Model`` for ``runset``."""
         from bayes_grpo.model.builder import build_pymc_model
 
         validate_runset(runset)
         self.runset = runset
         self.data = prepare_data(runset, self.model_config, self.parameterisation)
-        # The parallel Kalman filter's unrolled graph is 2-3x faster per gradient on PyTensor's
-        # C backend but takes numba (nutpie) minutes to compile; the scan is the other way round.
-        if kalman_method is None:
-            kalman_method = "sequential" if self.sampler_config.get("sampler") == "nutpie" else "parallel"
         self.model = build_pymc_model(
-            self.data,
-            self.model_config,
-            parameterisation=self.parameterisation,
-            likelihood=self.likelihood,
-            invariance=self.invariance,
-            kalman_method=kalman_method,
+            self.data, self.model_config, parameterisation=self.parameterisation, likelihood=self.likelihood, invariance=self.invariance
         )
         return self.model
 
