@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bayes_grpo.constants import STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.forecast import (
     ForecastError,
@@ -486,3 +487,23 @@ def test_rewards_outside_the_declared_reward_bounds_are_a_clear_error():
     fit_run(
         steps, ok, default_prior(steps, ok), reward_bounds=(0.0, 1.0), n_draws=50, n_proposal=200
     )
+
+
+def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and_says_so():
+    # `forecast --upto 5000` on a 40-step log used all 40 steps silently and drew the bands
+    # out to step 10000 (2 x --upto)
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.summary import attr_warnings
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40.0)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0) + 0.01 * np.random.default_rng(0).normal(size=40)
+    runset = make_runset({"r": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
+    late = forecast_in_runset(runset, "r", 5000, likelihood="iid", n_draws=100, seed=0)
+    notes = attr_warnings(late)
+    assert any("past the last logged step 39" in w and "starts from step 39" in w for w in notes), notes
+    assert float(late[STEP_DIM].max()) == 78.0  # 2 x the last logged step, not 2 x --upto
+    at_end = forecast_in_runset(runset, "r", 39, likelihood="iid", n_draws=100, seed=0)
+    assert not any("past the last logged step" in w for w in attr_warnings(at_end))

@@ -48,6 +48,7 @@ optimiser from the previous mode as steps arrive.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -59,7 +60,7 @@ from scipy import optimize, stats
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
-from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, summarise_draws
+from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, attr_warnings, summarise_draws
 
 #: Names of the five unconstrained parameters of the oscillator, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
@@ -792,6 +793,15 @@ def forecast_in_runset(
             f"run {run_id!r} has {int(seen.sum())} rewards up to step {upto:g}; need at least 3"
         )
     last = float(t_all.max())
+    late_upto = None
+    if upto > last:
+        # a forecast "from step 5000" of a log that ends at 300 is one from step 300: say so,
+        # and count the default horizon from the step the data reach
+        late_upto = (
+            f"--upto {float(upto):g} is past the last logged step {last:g} of run {run_id!r}: "
+            f"the forecast starts from step {last:g}"
+        )
+        upto = last
     if horizon is None:
         horizon = last if last > upto else 2.0 * float(upto)
     grid = np.arange(0.0, float(horizon) + 1.0)
@@ -848,6 +858,8 @@ def forecast_in_runset(
             reward_bounds=reward_bounds,
         )
         fc = apply_band_calibration(fc, cal)
+    if late_upto is not None:
+        fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), late_upto])
     rest = ~seen & (t_all <= horizon)
     if rest.any():
         prob = (
