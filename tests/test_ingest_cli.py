@@ -83,6 +83,23 @@ def test_a_rejected_manifest_row_is_printed_with_its_run_id(tmp_path, capsys):
     assert "run 'ghost': " in text and "m.yaml row 2: path" in text and "does not exist" in text
 
 
+def test_a_manifest_inside_the_log_folder_is_not_read_as_a_log(tmp_path, capsys):
+    # `ingest runs --manifest runs/manifest.csv` also read the manifest as a CSV log and listed
+    # it as a rejected run ("no reward metric")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _csv(runs / "a.csv", 12)
+    _csv(runs / "b.csv", 12)
+    manifest = runs / "manifest.csv"
+    manifest.write_text("path,run,group_size\na.csv,a,4\nb.csv,b,16\n")
+    out = tmp_path / "runs.nc"
+    assert main(["ingest", str(runs), "--manifest", str(manifest), "-o", str(out), "--strict"]) == 0
+    assert "rejected" not in capsys.readouterr().out  # --strict fails on a rejected file, too
+    ds = load_runset(out)
+    assert sorted(ds["run"].values.tolist()) == ["a", "b"]
+    assert sorted(ds["group_size"].values.tolist()) == [4.0, 16.0]
+
+
 def test_an_output_that_is_a_log_inside_an_input_folder_is_refused_even_with_overwrite(
     tmp_path, capsys
 ):

@@ -832,8 +832,11 @@ def load_runs(
         rejected[source] = {"run": run_id, "reason": reason}
 
     jobs = _manifest_jobs(read_manifest(manifest), reject) if manifest is not None else []
+    manifest_file = Path(manifest).resolve() if manifest is not None else None
     for path in paths:
         found = discover(path)
+        if not Path(path).is_file():  # a manifest CSV inside a log folder is no log
+            found = [job for job in found if job.path.resolve() != manifest_file]
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
         jobs.extend(found)
