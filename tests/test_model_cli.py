@@ -61,3 +61,33 @@ def test_fit_cli_writes_a_loadable_posterior_and_json_summary(runs_file, tmp_pat
     assert not re.search(r"(?<![\d.])(4|16)\.0(?!\d)", table.to_string()), table.to_string()
     # refuses to overwrite without --overwrite
     assert main(["fit", str(runs_file), "-o", str(out), "--draws", "10", "--tune", "10"]) == 2
+
+
+
+def test_a_phenomenological_fit_names_its_gain_w0_sq_not_the_learning_rate_gain(runs_file, tmp_path, capsys, monkeypatch):
+    # the table printed an "a" column (eta K, learning rate x curvature) for a fit in which no
+    # learning rate enters: the phenomenological posterior stores w0^2 under that name. Prior
+    # draws stand in for the posterior (the naming is what is tested, not the sampler).
+    import arviz as az
+
+    from bayes_grpo.runset import load_runset
+
+    def fake_fit(self, runset, **kw):
+        prior = self.sample_prior_predictive(runset, samples=20, random_seed=1).prior
+        self.idata = az.InferenceData(posterior=prior)
+        self.fit_seconds = 0.0
+        return self.idata
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
+    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
+    model = GRPODynamicsModel(parameterisation="phenomenological")
+    model.fit(load_runset(runs_file))
+    assert model.gain_column == "w0_sq" and GRPODynamicsModel().gain_column == "a"
+    assert "w0_sq" in model.run_summary() and "a" not in model.run_summary()
+    assert "w0_sq" in model.group_summary() and "a" not in model.group_summary()
+    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub"})())
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "p.nc"), "--parameterisation", "phenomenological"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if "p_star" in line)
+    assert "w0_sq" in header and not re.search(r"\ba\b", header), header
+    assert "learning rate and K_ref do not enter" in text

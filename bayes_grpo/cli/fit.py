@@ -143,9 +143,11 @@ def run_fit(args: argparse.Namespace) -> int:
             }
         )
     else:
-        cols = ["p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
+        cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
         print_table(groups[cols], title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
         print()
+        if model.parameterisation == "phenomenological":
+            print("phenomenological form: M_eff = 1, C_eff = 2 zeta w0, K_eff = w0_sq = w0^2 (per step^2); the runs' learning rate and K_ref do not enter")
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
         for note in model.data.notes:
             print(f"note: {note}")

@@ -409,8 +409,16 @@ class GRPODynamicsModel:
         """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""
         return self.fitted_trajectory_draws().mean("sample", skipna=True)
 
+    @property
+    def gain_column(self) -> str:
+        """Name of the summaries' gain column: ``"a"`` (``eta K``, the learning rate times the
+        curvature) in the mechanistic form, ``"w0_sq"`` (``w0^2`` per step^2, no learning rate
+        enters) in the phenomenological one, whose posterior stores it under ``a`` too."""
+        return "w0_sq" if self.parameterisation == "phenomenological" else "a"
+
     def run_summary(self) -> pd.DataFrame:
-        """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta, a, D``,
+        """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta,`` the gain
+        (:attr:`gain_column`) and ``D``,
         the 90% interval of ``zeta``, and R^2 of the posterior-mean trajectory: raw, the
         noise ceiling (``metrics.noise_ceiling_r2``: second-difference pseudo-residuals), smoothed (vs a centred moving average of
         10% of the run), whether the run has a visible trend (``bayes_grpo.metrics``), and
@@ -431,7 +439,7 @@ class GRPODynamicsModel:
                 "n_obs": np.bincount(data.obs_run, minlength=data.n_runs),
                 "p_star": med("plateau_run"),
                 "R0": med("initial_reward"),
-                "a": med("a"),
+                self.gain_column: med("a"),
                 "M_eff": med("M_eff"),
                 "C_eff": med("C_eff"),
                 "K_eff": med("K_eff"),
@@ -469,7 +477,7 @@ class GRPODynamicsModel:
     def group_summary(self) -> pd.DataFrame:
         """Per (model, G): medians of the run summary's columns and the run count."""
         runs = self.run_summary()
-        cols = ["p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
+        cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
         out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
         out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
         # grouping turns a G column holding NaN (unknown G) back into floats: 4 read as 4.0

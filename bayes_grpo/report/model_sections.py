@@ -54,7 +54,7 @@ def fit_section(model: Any) -> Section:
     section.heading("Per model and G")
     section.table(model.group_summary())
     section.heading("Per run")
-    cols = [c for c in ["model", "group_size", "p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
+    cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
     section.table(runs[cols])
     no_trend = [str(r) for r, t in runs.get("has_trend", pd.Series(dtype=object)).items() if t is False]
     if no_trend:
