@@ -507,3 +507,56 @@ def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and
     assert float(late[STEP_DIM].max()) == 78.0  # 2 x the last logged step, not 2 x --upto
     at_end = forecast_in_runset(runset, "r", 39, likelihood="iid", n_draws=100, seed=0)
     assert not any("past the last logged step" in w for w in attr_warnings(at_end))
+
+
+def _coarse_runset(last_step: float, every: float):
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(0.0, last_step + 1.0, every)
+    rng = np.random.default_rng(0)
+    runs = {}
+    for i in range(3):
+        reward = 0.8 - 0.6 * np.exp(-steps / (0.15 * last_step * (1 + 0.2 * i)))
+        reward += 0.01 * rng.normal(size=steps.size)
+        runs[f"r{i}"] = pd.DataFrame({"reward": reward}, index=steps.astype(int))
+    return make_runset(runs, {}), steps
+
+
+def test_a_forecast_a_million_steps_out_uses_a_bounded_grid_that_holds_the_logged_steps():
+    # the grid was every step up to the horizon: a run logged every 1000 steps to 1e5 took
+    # 104 s and ~13 GB; 1e6 steps ran out of memory. Now an even grid + the logged steps.
+    from bayes_grpo.predict.forecast import FORECAST_GRID_POINTS, forecast_in_runset
+
+    runset, steps = _coarse_runset(2e5, 10_000.0)
+    fc = forecast_in_runset(runset, "r0", 1e5, horizon=1e6, likelihood="state_space", n_draws=100)
+    grid = fc[STEP_DIM].values
+    assert grid.size <= FORECAST_GRID_POINTS + steps.size
+    assert grid[0] == 0.0 and grid[-1] == 1e6 and np.all(np.diff(grid) > 0)
+    assert np.all(grid == np.round(grid))  # whole steps: milestones and stop step are steps
+    assert np.isin(steps, grid).all()  # every logged step is a grid step
+    # the backtest scores at logged steps exactly (no interpolation between grid steps)
+    rest = steps[steps > 1e5]
+    y = runset["reward"].sel(run="r0", step=rest.astype(int)).values
+    point = fc["mean_mean"].sel({STEP_DIM: rest}).values
+    assert fc.attrs["backtest_steps"] == rest.size
+    assert fc.attrs["backtest_rmse"] == pytest.approx(np.sqrt(np.mean((y - point) ** 2)), rel=1e-12)
+    assert np.isfinite(fc.attrs["stop_step"]) and fc.attrs["stop_step"] in grid
+    med = fc["time_to_fraction_median"].values
+    assert np.isfinite(med).all() and np.all(np.diff(med) >= 0)  # medians of grid steps
+
+
+def test_an_ordinary_forecast_is_still_at_every_step_so_its_numbers_are_unchanged():
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.predict.forecast import forecast_grid, forecast_in_runset
+
+    runset = simulate_sde_runset(n_steps=300, measurement_sd=0.02, random_seed=3, n_seeds=1)
+    run = str(runset["run"].values[0])
+    fc = forecast_in_runset(runset, run, 120, likelihood="iid", n_draws=100, seed=1)
+    # the grid is the only input the bounded grid changes: same grid, same draws, same numbers
+    np.testing.assert_array_equal(fc[STEP_DIM].values, np.arange(0.0, 301.0))
+    np.testing.assert_array_equal(forecast_grid(300.0, [0.0, 7.0, 299.0]), np.arange(0.0, 301.0))
+    np.testing.assert_array_equal(forecast_grid(2000.0), np.arange(0.0, 2001.0))
+    np.testing.assert_array_equal(forecast_grid(77.5), np.arange(0.0, 77.5 + 1.0))  # as before
+    assert forecast_grid(2001.0).size == 2001

@@ -77,6 +77,9 @@ NOISE_FLOOR_SHARE: float = 0.05
 LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
 #: Fewest logged rewards in a prefix before the forecast warns that its bands are mostly the prior.
 FEW_PREFIX_POINTS = 10
+#: Most points of the even part of a forecast grid (:func:`forecast_grid`): a horizon of up
+#: to ``FORECAST_GRID_POINTS - 1`` steps is forecast at every step.
+FORECAST_GRID_POINTS: int = 2001
 #: Pareto k above which the importance-sampling posterior is flagged unreliable.
 PARETO_K_WARN: float = 0.7
 #: Smallest prior sd of log sigma in a prior built from earlier runs (see prior_from_runs).
@@ -740,6 +743,37 @@ def run_series(
     return steps[ok], vals[ok]
 
 
+def forecast_grid(
+    horizon: float,
+    logged_steps: Sequence[float] | np.ndarray = (),
+    *,
+    max_points: int = FORECAST_GRID_POINTS,
+) -> np.ndarray:
+    """Steps a forecast up to ``horizon`` is evaluated at: bounded, not one per step.
+
+    A horizon of fewer than ``max_points`` steps gets every step ``0, 1, ..., floor(horizon)``
+    (the grid of an ordinary run, unchanged). A longer one gets ``max_points`` evenly spaced
+    steps from 0 to ``floor(horizon)`` (rounded to whole steps) together with every
+    ``logged_steps`` in ``[0, horizon]``, so the bands are exact at the steps a backtest scores
+    (:func:`forecast_band` interpolates only between grid steps). The size is at most
+    ``max_points`` plus the number of logged steps within the horizon, whatever the horizon
+    in steps: the mean trajectory is closed-form and the state-space forecast propagates
+    exactly over intervals of any length, so neither needs a step-by-step grid. Milestones
+    (``time_to_fraction_*``) and the stop step are the first *grid* steps that qualify, i.e.
+    at grid resolution (``floor(horizon) / (max_points - 1)`` steps on the even part; one
+    step on the per-step grid), not interpolated.
+    """
+    if max_points < 2:
+        raise ValueError(f"max_points must be at least 2, got {max_points}")
+    end = float(np.floor(float(horizon)))
+    if end + 1.0 <= max_points:
+        return np.arange(0.0, float(horizon) + 1.0)
+    even = np.round(np.linspace(0.0, end, max_points))
+    logged = np.asarray(logged_steps, dtype=float).ravel()
+    logged = logged[np.isfinite(logged) & (logged >= 0.0) & (logged <= float(horizon))]
+    return np.unique(np.concatenate([even, logged]))
+
+
 def forecast_in_runset(
     runset: xr.Dataset,
     run_id: str,
@@ -762,7 +796,10 @@ def forecast_in_runset(
 
     The prior is :func:`population_prior_for_run` (``posterior``, else the other runs when
     ``use_runs``, else the weak default); the forecast covers steps ``0..horizon`` (default:
-    the run set's last step, or ``2 * upto`` when the run set ends at ``upto``).
+    the run set's last step, or ``2 * upto`` when the run set ends at ``upto``), at the
+    steps of :func:`forecast_grid` (every step for a horizon under
+    :data:`FORECAST_GRID_POINTS` steps; else an even grid plus the run's logged steps, so
+    milestones and the stop step are at grid resolution and the backtest is exact).
 
     ``calibrate``: scale the bands of the logged reward by the split-conformal band scale
     from backtests of the *other* runs of the run set at the same ``upto``, each forecast as
@@ -804,7 +841,7 @@ def forecast_in_runset(
         upto = last
     if horizon is None:
         horizon = last if last > upto else 2.0 * float(upto)
-    grid = np.arange(0.0, float(horizon) + 1.0)
+    grid = forecast_grid(float(horizon), t_all)
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
@@ -1467,6 +1504,9 @@ def forecast_run(
     Returns the dataset of :func:`bayes_grpo.predict.summary.summarise_draws` (bands of the
     mean trajectory and of the observed reward, milestones, regime, stop step) with the
     attributes ``pareto_k``, ``ess``, ``n_observed``, ``upto_step``, ``prior`` and ``warnings``.
+
+    Cost grows with ``len(horizon_steps)`` (draws x steps arrays): for a long horizon pass
+    :func:`forecast_grid` (bounded) rather than every step.
     """
     rng = np.random.default_rng(rng)
     t = np.asarray(t, dtype=float)
@@ -1502,7 +1542,8 @@ class RunForecaster:
 
     Each :meth:`update` refits the run's posterior on every step seen so far (the prior
     stays the population prior, so nothing is counted twice), warm-starting from the
-    previous mode.
+    previous mode. ``horizon_steps``: the steps forecast at; for a long horizon use
+    :func:`forecast_grid` (bounded) rather than every step.
     """
 
     def __init__(
@@ -1649,6 +1690,7 @@ def forecast_band(
 
 
 __all__ = [
+    "FORECAST_GRID_POINTS",
     "NOISE_FLOOR_SHARE",
     "NO_ONSET_PRIOR",
     "ONSET_NAME",
@@ -1664,6 +1706,7 @@ __all__ = [
     "fit_run",
     "forecast_band",
     "forecast_from_posterior",
+    "forecast_grid",
     "forecast_in_runset",
     "forecast_run",
     "run_series",

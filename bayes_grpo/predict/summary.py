@@ -9,12 +9,13 @@ layout: an ``xarray.Dataset`` over ``step`` with
   term when the caller passes ``band_draws`` that include one);
 * ``obs_mean`` and ``obs_hdi``: the posterior predictive of the *observed* reward (noise
   included);
-* ``time_to_fraction_*`` over ``fraction``: first step at which the mean trajectory has
+* ``time_to_fraction_*`` over ``fraction``: first step (of the dataset's ``step`` grid, so at
+  its resolution; nothing assumes unit spacing) at which the mean trajectory has
   covered 90/95/99% of its rise ``p* - R0``: the share of draws that get there within the
   horizon (``_reached``), the median over all draws (NaN: beyond the horizon, when fewer than
   half get there) and the HDI of the draws that get there;
 * ``regime_probability`` over ``regime``;
-* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step``.
+* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step).
 """
 
 from __future__ import annotations
