@@ -625,3 +625,23 @@ def test_a_phenomenological_fit_gives_no_stability_for_a_setting_it_cannot_see()
     # a mechanistic draw set still gets its probabilities
     mech = predict_from_draws(_draws(np.full(40, 0.005)), steps=40, momentum=0.5, k_ref=2.0)
     assert mech.attrs["prob_unstable_closed_form"] == 0.0
+
+
+def test_a_long_horizon_thins_the_draws_instead_of_running_out_of_memory(monkeypatch):
+    # 4000 draws x 1e5 steps took ~27 GB (68 bytes per draw and step at the peak): a 24 GB
+    # machine was killed. Now the draws are thinned evenly, with a warning, and a horizon that
+    # would need fewer than MIN_PREDICTION_DRAWS draws is a clear error.
+    import bayes_grpo.predict.predict as pp
+    from bayes_grpo.predict.summary import attr_warnings
+
+    monkeypatch.setattr(pp, "MAX_TRAJECTORY_CELLS", 50_000)  # the same rule, at test size
+    monkeypatch.setattr(pp, "MIN_PREDICTION_DRAWS", 50)
+    draws = _draws(np.random.default_rng(0).uniform(0.003, 0.005, 1000))
+    short = predict_from_draws(draws, steps=40, momentum=0.5, k_ref=2.0)
+    assert not attr_warnings(short)
+    long = predict_from_draws(draws, steps=100, momentum=0.5, k_ref=2.0, attrs={"warnings": '["given"]'})
+    assert long.sizes["draw"] == int(np.ceil(short.sizes["draw"] / 3))  # every 3rd draw
+    notes = attr_warnings(long)
+    assert notes[0] == "given" and "one in 3 of the 1000 posterior draws" in notes[1], notes
+    with pytest.raises(ValueError, match="too long to predict step by step"):
+        predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0)
