@@ -110,3 +110,20 @@ def test_combined_ingests_keep_each_runs_provenance_and_name_a_setting_they_diff
     assert "min_points" not in both.attrs
     summary = runset_summary(both)
     assert summary["reward_source"].tolist() == ["reward", "reward"]
+
+
+def test_a_folder_or_a_training_log_given_as_a_run_set_says_to_ingest_it_first(tmp_path):
+    # `bayes-grpo fit data/tiny` printed h5py's "Unable to synchronously open file (file read
+    # failed: ... errno = 21, error message = 'Is a directory' ...)"
+    from bayes_grpo.runset import RunSetError
+
+    with pytest.raises(RunSetError, match=r"is a folder, not a run-set file; .*bayes-grpo ingest"):
+        load_runset(tmp_path)
+    log = tmp_path / "trainer_state.json"
+    log.write_text('{"log_history": []}')
+    with pytest.raises(RunSetError, match=r"not a netCDF run set \(a training log\?\); .*ingest"):
+        load_runset(log)
+    broken = tmp_path / "broken.nc"
+    broken.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)  # HDF5 signature, truncated file
+    with pytest.raises(RunSetError, match="not a readable netCDF run set"):
+        load_runset(broken)
