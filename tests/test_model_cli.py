@@ -91,3 +91,15 @@ def test_a_phenomenological_fit_names_its_gain_w0_sq_not_the_learning_rate_gain(
     header = next(line for line in text.splitlines() if "p_star" in line)
     assert "w0_sq" in header and not re.search(r"\ba\b", header), header
     assert "learning rate and K_ref do not enter" in text
+
+
+def test_a_folder_or_a_log_given_as_the_posterior_says_what_file_is_expected(tmp_path, capsys):
+    # `bayes-grpo predict data/tiny ...` printed h5py's "Unable to synchronously open file
+    # (file read failed: ... errno = 21, error message = 'Is a directory' ...)"
+    setting = ["--lr", "1e-3", "--momentum", "0.9", "--k-ref", "1", "--group-size", "8", "--steps", "20"]
+    assert main(["predict", str(tmp_path), *setting]) == 2
+    assert "is a folder, not a fitted-model file; a fitted model is the file `bayes-grpo fit" in capsys.readouterr().err
+    log = tmp_path / "trainer_state.json"
+    log.write_text('{"log_history": []}')
+    with pytest.raises(ValueError, match=r"not a netCDF file; a fitted model is the file"):
+        GRPODynamicsModel.load(log)

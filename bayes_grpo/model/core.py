@@ -46,6 +46,7 @@ from bayes_grpo.model.config import (
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
 from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
 from bayes_grpo.runset import REWARD_VAR, validate_runset
+from bayes_grpo.runset.core import HDF5_SIGNATURE
 from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
@@ -335,9 +336,15 @@ class GRPODynamicsModel:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such fitted-model file")
+        fit_hint = "a fitted model is the file `bayes-grpo fit runs.nc -o models/NAME.nc` writes"
+        if path.is_dir():
+            raise ValueError(f"{path}: is a folder, not a fitted-model file; {fit_hint}")
         try:
             idata = az.from_netcdf(str(path), engine="h5netcdf")
         except Exception as exc:  # noqa: BLE001 - report any read failure with the path
+            with open(path, "rb") as fh:
+                if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
+                    raise ValueError(f"{path}: not a netCDF file; {fit_hint}") from exc
             raise ValueError(f"{path}: not a readable InferenceData netCDF ({exc})") from exc
         idata.load() if hasattr(idata, "load") else None
         attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}
