@@ -63,3 +63,13 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool = T
 def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically."""
     return write_atomic(path, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)
+
+
+#: First bytes of every HDF5 (netCDF-4) file.
+HDF5_SIGNATURE: bytes = b"\x89HDF\r\n\x1a\n"
+
+
+def is_hdf5_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` starts with the HDF5 signature (what a netCDF file of this package is)."""
+    with open(path, "rb") as fh:
+        return fh.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import __version__
-from bayes_grpo._io import write_atomic
+from bayes_grpo._io import is_hdf5_file, write_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
@@ -46,7 +46,6 @@ from bayes_grpo.model.config import (
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
 from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
 from bayes_grpo.runset import REWARD_VAR, validate_runset
-from bayes_grpo.runset.core import HDF5_SIGNATURE
 from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
@@ -342,9 +341,8 @@ class GRPODynamicsModel:
         try:
             idata = az.from_netcdf(str(path), engine="h5netcdf")
         except Exception as exc:  # noqa: BLE001 - report any read failure with the path
-            with open(path, "rb") as fh:
-                if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
-                    raise ValueError(f"{path}: not a netCDF file; {fit_hint}") from exc
+            if not is_hdf5_file(path):
+                raise ValueError(f"{path}: not a netCDF file; {fit_hint}") from exc
             raise ValueError(f"{path}: not a readable InferenceData netCDF ({exc})") from exc
         idata.load() if hasattr(idata, "load") else None
         attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}

@@ -72,8 +72,10 @@ REQUIRED_DRAW_VARS: tuple[str, ...] = (
 )
 
 
-#: Most (draw, step) cells of a prediction's trajectories: about 68 bytes each at the peak
-#: (measured: 4000 draws x 10001 steps, 2.7 GB), so 5e7 cells stay near 3.4 GB. A longer
+#: Peak memory of a prediction per (draw, step) cell, bytes (measured: 4000 draws x 10001
+#: steps, 2.7 GB).
+BYTES_PER_TRAJECTORY_CELL: int = 68
+#: Most (draw, step) cells of a prediction's trajectories (near 3.4 GB at the peak). A longer
 #: horizon thins the posterior draws evenly (:func:`thin_for_horizon`).
 MAX_TRAJECTORY_CELLS: int = 50_000_000
 #: Fewest draws a thinned prediction keeps; a horizon that needs fewer is refused.
@@ -92,7 +94,7 @@ def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str |
         return draws, None
     keep = MAX_TRAJECTORY_CELLS // n_steps
     if keep < MIN_PREDICTION_DRAWS:
-        need_gb = MIN_PREDICTION_DRAWS * n_steps * 68 / 1e9
+        need_gb = MIN_PREDICTION_DRAWS * n_steps * BYTES_PER_TRAJECTORY_CELL / 1e9
         raise ValueError(
             f"a horizon of {n_steps - 1:g} steps is too long to predict step by step: even "
             f"{MIN_PREDICTION_DRAWS} posterior draws would need about {need_gb:.0f} GB; predict "
@@ -103,7 +105,7 @@ def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str |
     kept = int(np.prod([thinned.sizes[d] for d in ("chain", "draw") if d in thinned.sizes]))
     return thinned, (
         f"a horizon of {n_steps - 1:g} steps: one in {every} of the {n_total} posterior draws "
-        f"is used ({kept}), to keep the trajectories near {MAX_TRAJECTORY_CELLS * 68 / 1e9:.1f} GB"
+        f"is used ({kept}), to keep the trajectories near {MAX_TRAJECTORY_CELLS * BYTES_PER_TRAJECTORY_CELL / 1e9:.1f} GB"
     )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._io import write_atomic
+from bayes_grpo._io import is_hdf5_file, write_atomic
 from bayes_grpo.runset.schema import (
     NUMERIC_COORDS,
     REWARD_VAR,
@@ -192,10 +192,6 @@ def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = Tr
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
 
 
-#: First bytes of every HDF5 (netCDF-4) file.
-HDF5_SIGNATURE: bytes = b"\x89HDF\r\n\x1a\n"
-
-
 def load_runset(path: str | os.PathLike) -> xr.Dataset:
     """Read a run set written by :func:`save_runset` (fully loaded into memory, file closed)."""
     path = Path(path)
@@ -208,9 +204,8 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
         with xr.open_dataset(path, engine="h5netcdf") as ds:
             ds = ds.load()
     except OSError as exc:
-        with open(path, "rb") as fh:
-            if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
-                raise RunSetError(f"{path}: not a netCDF run set (a training log?); {ingest_hint}") from exc
+        if not is_hdf5_file(path):
+            raise RunSetError(f"{path}: not a netCDF run set (a training log?); {ingest_hint}") from exc
         raise RunSetError(f"{path}: not a readable netCDF run set ({exc})") from exc
     for name in STRING_COORDS:
         if name in ds.coords:
