@@ -368,6 +368,32 @@ def test_an_overshoot_inside_a_gap_of_the_log_is_no_oscillation():
     assert any("overshoot amplitude at the logged steps" in w for w in osc["not_credible_because"])
 
 
+@pytest.mark.parametrize("seed", [0, 13])
+def test_a_reward_that_wanders_about_an_overdamped_curve_is_no_oscillation(seed):
+    """Process noise (the SDE's own fluctuations, correlated over tens of steps) makes a slow
+    overdamped run (truth zeta 1.5) swing; the oscillator fitted under independent noise
+    reads the swings as an underdamped law with a tight interval. Once the state-space law
+    may explain them as noise, zeta >= 1 is not ruled out and nothing is flagged; without
+    that check (the old behaviour) these runs were flagged."""
+    ds = simulated_case("healthy_wandering", seed=seed)
+    frame = run_table(ds, "healthy_wandering")
+    res = instability(frame, run_id="w", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert res.passed is True and not osc["detected"], res.summary
+    assert any("with process noise" in w for w in osc["not_credible_because"]), osc
+    assert osc["state_space_likelihood_ratio"] < 2.71
+    unchecked = DiagnosticsConfig.from_mapping({"instability": {"process_noise_check": False}})
+    old = instability(frame, run_id="w", config=unchecked.instability, common=FAST.common)
+    assert old.passed is False, old.summary
+
+
+def test_an_oscillation_with_independent_noise_survives_the_process_noise_check():
+    res = _one("instability_oscillation_mild", "instability")
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert res.passed is False and osc["detected"], res.summary
+    assert osc["state_space_likelihood_ratio"] > 10.0 and osc["state_space_zeta"] < 0.7
+
+
 def test_laplace_sd_is_infinite_for_a_parameter_the_curve_ignores():
     from bayes_grpo.diagnostics._fits import laplace_sd
 

@@ -560,3 +560,32 @@ def test_an_ordinary_forecast_is_still_at_every_step_so_its_numbers_are_unchange
     np.testing.assert_array_equal(forecast_grid(2000.0), np.arange(0.0, 2001.0))
     np.testing.assert_array_equal(forecast_grid(77.5), np.arange(0.0, 77.5 + 1.0))  # as before
     assert forecast_grid(2001.0).size == 2001
+
+
+def test_the_damping_profile_is_the_kalman_likelihood_maximised_over_plateau_start_and_noise():
+    """``damping_profile`` puts p*, R0 (generalised least squares) and sigma (closed form)
+    at their maximum for each (zeta, w0, rho): the same value a numerical maximisation of
+    ``log_lik`` over them reaches."""
+    from scipy.optimize import minimize
+
+    from bayes_grpo.predict import statespace
+
+    rng = np.random.default_rng(0)
+    t = np.arange(1.0, 101.0)
+    y = 0.7 - 0.4 * np.exp(-t / 30.0) + rng.normal(0.0, 0.05, t.size)
+    for zeta, w0, rho in [(0.3, 0.05, 0.3), (2.0, 0.1, 0.8), (1.0, 0.02, 0.05)]:
+        prof = statespace.damping_profile(t, y, zetas=[zeta], w0s=[w0], rhos=[rho])
+
+        def nll(th, zeta=zeta, w0=w0, rho=rho):
+            row = [th[0], th[1], np.log(w0), np.log(zeta), th[2], -50.0, np.log(rho / (1 - rho))]
+            return -statespace.log_lik(np.array([row]), t, y)[0]
+
+        best = minimize(
+            nll,
+            [0.7, 0.3, np.log(0.05)],
+            method="Nelder-Mead",
+            options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000},
+        )
+        assert prof["loglik"].item() == pytest.approx(-best.fun, abs=1e-8)
+        assert prof["plateau"].item() == pytest.approx(best.x[0], abs=1e-6)
+        assert prof["initial_reward"].item() == pytest.approx(best.x[1], abs=1e-6)

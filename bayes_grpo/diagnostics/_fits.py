@@ -170,6 +170,104 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     }
 
 
+#: Grid of the state-space damping test: damping ratios, natural frequencies (as multiples
+#: of 1 / span) and process-noise shares; refined twice around the best rows.
+STATE_SPACE_ZETAS = np.geomspace(0.02, 50.0, 33)
+STATE_SPACE_W0_SPANS = (0.3, 1000.0)
+STATE_SPACE_N_W0 = 40
+STATE_SPACE_RHOS = np.array([1e-4, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 0.995])
+STATE_SPACE_REFINEMENTS = 2
+
+
+def _refine(t, y, zeta, w0, rho, z_step, w_step, lo_zeta, hi_zeta):
+    """Best ``(loglik, zeta, w0, rho)`` on a local grid around a row (log steps ``z_step``,
+    ``w_step``; zeta kept in ``[lo_zeta, hi_zeta]``), refined ``STATE_SPACE_REFINEMENTS`` times."""
+    from bayes_grpo.predict.statespace import damping_profile
+
+    best = (-np.inf, zeta, w0, rho)
+    for _ in range(STATE_SPACE_REFINEMENTS):
+        z_step, w_step = z_step / 2.0, w_step / 2.0
+        zs = np.clip(best[1] * np.exp(z_step * np.arange(-2, 3)), lo_zeta, hi_zeta)
+        ws = best[2] * np.exp(w_step * np.arange(-2, 3))
+        logit = np.log(best[3] / (1.0 - best[3]))
+        rs = 1.0 / (1.0 + np.exp(-(logit + 0.5 * np.arange(-2, 3))))
+        prof = damping_profile(t, y, zetas=np.unique(zs), w0s=ws, rhos=rs)
+        ll = prof["loglik"]
+        idx = np.unravel_index(int(np.argmax(ll)), ll.shape)
+        if ll[idx] > best[0]:
+            best = (float(ll[idx]), float(np.unique(zs)[idx[0]]), float(ws[idx[1]]), float(rs[idx[2]]))
+    return best
+
+
+def state_space_damping_test(
+    steps: np.ndarray, values: np.ndarray, zeta_threshold: float
+) -> dict[str, Any] | None:
+    """Is a damping ratio below ``zeta_threshold`` supported once the reward may wander?
+
+    Fits the state-space law (:func:`bayes_grpo.predict.statespace.damping_profile`: the
+    SDE's process noise, which moves the run through its own dynamics, plus measurement
+    noise) by maximum likelihood on a grid refined around its best rows, once over all
+    damping ratios and once over ``zeta >= zeta_threshold``. A reward that wanders about a
+    slow, overdamped curve (process noise logged at intervals over which it does not
+    decorrelate) has swings an oscillator fits under independent noise; here the swings
+    can be noise, and an oscillation is supported only if no overdamped law with process
+    noise comes close.
+
+    Returns
+    -------
+    dict or None
+        ``likelihood_ratio`` (twice the log-likelihood gain of the best fit over the best
+        with ``zeta >= zeta_threshold``; 0 when the best is there), ``zeta`` and
+        ``process_noise_share`` of the best fit; None when the series is too short or the
+        fits fail.
+    """
+    from bayes_grpo.predict.statespace import damping_profile
+
+    t = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(y)
+    t, y = t[ok], y[ok]
+    if t.size < 5 or np.ptp(y) == 0:
+        return None
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    t = t - min(float(t[0]), 0.0)
+    span = float(t[-1]) if t[-1] > 0 else 1.0
+    gaps = np.diff(t)
+    gaps = gaps[gaps > 0]
+    dt_min = float(gaps.min()) if gaps.size else 1.0
+    w0s = np.geomspace(
+        STATE_SPACE_W0_SPANS[0] / span,
+        max(min(20.0 / dt_min, STATE_SPACE_W0_SPANS[1] / span), 2.0 * STATE_SPACE_W0_SPANS[0] / span),
+        STATE_SPACE_N_W0,
+    )
+    zetas = np.unique(np.append(STATE_SPACE_ZETAS, zeta_threshold))
+    try:
+        prof = damping_profile(t, y, zetas=zetas, w0s=w0s, rhos=STATE_SPACE_RHOS)
+    except _FIT_ERRORS:
+        return None
+    ll = prof["loglik"]
+    z_step = float(np.log(STATE_SPACE_ZETAS[1] / STATE_SPACE_ZETAS[0]))
+    w_step = float(np.log(w0s[1] / w0s[0]))
+    best = {}
+    for region, mask in (("all", np.ones(zetas.size, bool)), ("above", zetas >= zeta_threshold)):
+        sub = np.where(mask[:, None, None], ll, -np.inf)
+        if not np.isfinite(sub).any():
+            return None
+        i, j, k = np.unravel_index(int(np.argmax(sub)), sub.shape)
+        lo = zeta_threshold if region == "above" else 0.0
+        best[region] = _refine(
+            t, y, zetas[i], w0s[j], STATE_SPACE_RHOS[k], z_step, w_step, lo, np.inf
+        )
+        best[region] = max(best[region], (float(sub[i, j, k]), zetas[i], w0s[j], STATE_SPACE_RHOS[k]))
+    top = max(best["all"], best["above"])
+    return {
+        "likelihood_ratio": float(max(2.0 * (top[0] - best["above"][0]), 0.0)),
+        "zeta": float(top[1]),
+        "process_noise_share": float(top[3]),
+    }
+
+
 def noise_sd(values: np.ndarray) -> float:
     """White-noise standard deviation from first differences (``bayes_grpo.metrics.noise_variance``, robust)."""
     from bayes_grpo.metrics import noise_variance

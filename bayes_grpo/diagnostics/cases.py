@@ -9,7 +9,9 @@ and ``frac_reward_zero_std``. Side quantities (``entropy``, ``grad_norm``, ``cli
 ``importance_ratio_max``) and an evaluation reward (``eval_reward``, 256 held-out
 samples every ``eval_every`` steps) are simulated around their own mean curves. The mean
 reward curve is the closed-form damped-oscillator trajectory
-(:func:`bayes_grpo.dynamics.trajectory.reward_trajectory`).
+(:func:`bayes_grpo.dynamics.trajectory.reward_trajectory`); in ``healthy_wandering`` the
+policy's success probability also wanders about it as the SDE's process noise makes it
+(:func:`bayes_grpo.dynamics.simulate.simulate_sde`, the same overdamped dynamics).
 
 :data:`CASES` maps each case to the modes it must show; :func:`simulated_case` builds one
 as a run set. Used by the tests and by ``benchmarks/diagnostics_confusion.py``.
@@ -42,7 +44,13 @@ CASES: dict[str, frozenset[str]] = {
     "policy_concentration_mild": frozenset({"policy_concentration"}),
     "instability_oscillation_mild": frozenset({"instability"}),
     "instability_growth_mild": frozenset({"instability"}),
+    # process noise: the mean success probability wanders about a slow overdamped curve (the
+    # SDE's own fluctuations), which an oscillator fitted under independent noise reads as swings
+    "healthy_wandering": frozenset(),
 }
+
+#: Stationary sd of the wander of ``healthy_wandering``, as a share of its rise.
+WANDER_SD_OF_RISE: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,18 @@ class _Curve:
         return np.asarray(
             reward_trajectory(t, 1.0, 2.0 * self.zeta * w0, w0**2, self.plateau, self.r0)
         )
+
+
+def _wander(curve: _Curve, t: np.ndarray, n_steps: int, rng: np.random.Generator) -> np.ndarray:
+    """Process-noise path of ``curve``'s dynamics from rest at step 0, with stationary sd
+    :data:`WANDER_SD_OF_RISE` times the rise, shape of ``t``."""
+    from bayes_grpo.dynamics.simulate import simulate_sde, stationary_covariance
+
+    w0 = 1.0 / (curve.rise_fraction * n_steps)
+    damping, k_eff = 2.0 * curve.zeta * w0, w0 * w0
+    unit_var = float(np.squeeze(stationary_covariance(1.0, damping, k_eff, 1.0, 1.0))[0, 0])
+    noise_d = (WANDER_SD_OF_RISE * abs(curve.plateau - curve.r0)) ** 2 / unit_var
+    return simulate_sde(1.0, damping, k_eff, noise_d, 1.0, t, e0=0.0, rng=rng)[0]
 
 
 def group_logs(
@@ -122,6 +142,8 @@ def simulated_case(
         curve = _Curve(r0=0.15, plateau=0.6, zeta=0.45, rise_fraction=0.06)  # 20% overshoot
     if name == "healthy_noisy":
         group_size, n_prompts = 4, 4
+    if name == "healthy_wandering":
+        curve = _Curve(r0=0.15, plateau=0.5, zeta=1.5, rise_fraction=0.08)
     if name.startswith("advantage_degeneracy"):
         curve = _Curve(r0=0.6, plateau=0.97, zeta=1.3, rise_fraction=0.06)
         heterogeneity = 1.5
@@ -130,6 +152,8 @@ def simulated_case(
     if name.startswith("reward_hacking"):
         curve = _Curve(r0=0.1, plateau=0.45, zeta=1.3, rise_fraction=0.08)
     p_true = curve(t, n_steps)
+    if name == "healthy_wandering":
+        p_true = p_true + _wander(curve, t, n_steps, rng)
     p_train = p_true
     eval_mean = 0.9 * p_true
     if name.startswith("reward_hacking"):

@@ -232,6 +232,14 @@ class InstabilityConfig:
         A fitted damping ratio whose Gauss-Newton interval is wider than this (upper / lower
         end) is reported as not identified by the run, with the interval ``[0, inf]``
         instead of a local approximation that spans many decades.
+    process_noise_check
+        Without a posterior, an oscillation that passes every test above must also hold
+        when the reward may wander about its curve: the state-space law (process noise
+        through the run's own dynamics plus measurement noise,
+        ``diagnostics._fits.state_space_damping_test``) must put ``zeta`` below
+        ``zeta_threshold`` at ``interval_prob`` (likelihood ratio against the best fit with
+        ``zeta >= zeta_threshold`` at least the chi-square(1) quantile). About half a second,
+        only for runs the other tests flag; False skips it.
     """
 
     grad_norm_metrics: tuple[str, ...] = GRAD_NORM_NAMES
@@ -248,6 +256,7 @@ class InstabilityConfig:
     min_period_points: float = 4.0
     fit_oscillation: bool = True
     max_zeta_interval_ratio: float = 1e4
+    process_noise_check: bool = True
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,12 @@ Signals, each assessed on its own and listed in the result's table:
   ``min_bic_gain`` in BIC, the overshoot amplitude ``overshoot * |p* - R0|``, as far as the
   fitted curve shows it at the logged steps (not inside a gap of the log), reaches
   ``min_amplitude_noise`` times the noise sd (first differences), and the period spans at
-  least ``min_period_points`` logging intervals. Onset: first crossing of the plateau by the
-  fitted curve.
+  least ``min_period_points`` logging intervals; and it survives process noise: a reward
+  that wanders about a slow, overdamped curve has swings the oscillator fits under
+  independent noise, so the state-space law (the SDE's noise through the run's own dynamics
+  plus measurement noise, fitted by maximum likelihood) must still rule out
+  ``zeta >= zeta_threshold`` at ``interval_prob`` (``process_noise_check``). Onset: first
+  crossing of the plateau by the fitted curve.
 - **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
   (only with a posterior; the least-squares law keeps ``C_eff > 0``).
 - **reward divergence** (model-free, with or without a posterior, part of the reward
@@ -293,14 +297,11 @@ def _oscillation_signal(
         )
         if not ok
     ]
-    real = not failed
+    flagged = zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot
+    if flagged and not failed and cfg.process_noise_check:
+        failed += _process_noise_doubt(rew, cfg, common, checks)
     checks["not_credible_because"] = failed if zeta < cfg.zeta_threshold else []
-    detected = bool(
-        zeta < cfg.zeta_threshold
-        and hi < cfg.zeta_threshold
-        and overshoot >= cfg.min_overshoot
-        and real
-    )
+    detected = bool(flagged and not failed)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
     return {
         "signal": "reward oscillation",
@@ -318,6 +319,27 @@ def _oscillation_signal(
         "plateau": fit["plateau"],
         **checks,
     }
+
+
+def _process_noise_doubt(
+    rew: Series, cfg: InstabilityConfig, common: CommonConfig, checks: dict[str, Any]
+) -> list[str]:
+    """Why the oscillation is not credible once the reward may wander (empty if it is);
+    adds the state-space test's numbers to ``checks``."""
+    test = _fits.state_space_damping_test(rew.steps, rew.values, cfg.zeta_threshold)
+    if test is None:
+        return []
+    critical = float(stats.chi2.ppf(common.interval_prob, 1))
+    checks["state_space_likelihood_ratio"] = test["likelihood_ratio"]
+    checks["state_space_zeta"] = test["zeta"]
+    checks["state_space_process_noise_share"] = test["process_noise_share"]
+    if test["likelihood_ratio"] >= critical:
+        return []
+    return [
+        f"with process noise (state-space fit: zeta {test['zeta']:.2g}, {test['process_noise_share']:.0%} "
+        f"of the noise variance wandering) zeta >= {cfg.zeta_threshold:g} is not ruled out "
+        f"(likelihood ratio {test['likelihood_ratio']:.2f} < {critical:.2f})"
+    ]
 
 
 def _running_median3(values: np.ndarray) -> np.ndarray:

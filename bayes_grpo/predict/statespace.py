@@ -179,4 +179,118 @@ def forecast_paths(
     return obs, point
 
 
-__all__ = ["RHO_COL", "RHO_PRIOR_SD", "forecast_paths", "kalman_filter", "log_lik"]
+#: Largest number of (grid row, step) cells one pass of :func:`damping_profile` holds.
+PROFILE_CHUNK_CELLS: int = 2_000_000
+
+
+def _profile_rows(t, y, zeta, w0, rho):
+    """Profile log-likelihood per grid row ``(zeta, w0, rho)`` (each ``(k,)``), with the
+    plateau and initial reward at their generalised-least-squares values and ``sigma`` at
+    its maximum-likelihood value; returns ``(loglik, plateau, r0)`` each ``(k,)``.
+
+    The filter is linear in the data and in the initial state, and its gains do not depend
+    on ``p*, R0, sigma``: one pass filters three channels (the data; a constant 1; the
+    initial state ``(1, 0)`` with no data) whose innovations combine linearly.
+    """
+    k = zeta.size
+    var_p, r2 = rho, 1.0 - rho  # sigma = 1; the likelihood is profiled over sigma below
+    dts = np.diff(np.concatenate([[0.0], t]))[None, :]
+    (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(np.repeat(dts, k, axis=0), w0, zeta, var_p)
+    # state per channel: x[c] = (position, velocity), channels data / constant / initial
+    x1 = np.zeros((3, k))
+    x2 = np.zeros((3, k))
+    x1[2] = 1.0
+    p11, p12, p22 = np.zeros(k), np.zeros(k), np.zeros(k)
+    data = np.zeros((3, 1))
+    sum_log_s = np.zeros(k)
+    # weighted normal equations of innov = a - X theta, X = [b + c, -c], theta = (p*, R0)
+    saa, sau, sac, suu, suc, scc = (np.zeros(k) for _ in range(6))
+    with np.errstate(all="ignore"):
+        for i in range(t.size):
+            a, b, c, d = f11[:, i], f12[:, i], f21[:, i], f22[:, i]
+            x1, x2 = a * x1 + b * x2, c * x1 + d * x2
+            n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11[:, i]
+            n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, i]
+            n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, i]
+            s_i = np.maximum(n11 + r2, 1e-300)
+            data[0, 0], data[1, 0] = y[i], 1.0
+            innov = data - x1
+            k1, k2 = n11 / s_i, n12 / s_i
+            x1, x2 = x1 + k1 * innov, x2 + k2 * innov
+            p11, p12, p22 = n11 - k1 * n11, n12 - k1 * n12, n22 - k2 * n12
+            sum_log_s += np.log(s_i)
+            ia, u, ic = innov[0], innov[1] + innov[2], innov[2]
+            saa += ia * ia / s_i
+            sau += ia * u / s_i
+            sac += ia * ic / s_i
+            suu += u * u / s_i
+            suc += u * ic / s_i
+            scc += ic * ic / s_i
+        # theta = argmin sum (a - u p* + c R0)^2 / s: normal equations in (p*, R0)
+        det = suu * scc - suc * suc
+        plateau = (sau * scc - sac * suc) / det
+        r0 = (sau * suc - sac * suu) / det
+        q = saa - 2 * plateau * sau + 2 * r0 * sac + plateau**2 * suu - 2 * plateau * r0 * suc + r0**2 * scc
+        n = t.size
+        loglik = -0.5 * (n * np.log(2 * np.pi * np.maximum(q, 1e-300) / n) + sum_log_s + n)
+    ok = np.isfinite(loglik) & np.isfinite(plateau) & np.isfinite(r0) & (det > 0)
+    return np.where(ok, loglik, -np.inf), plateau, r0
+
+
+def damping_profile(
+    t: np.ndarray,
+    y: np.ndarray,
+    *,
+    zetas: np.ndarray,
+    w0s: np.ndarray,
+    rhos: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Maximum state-space log-likelihood of a run on a grid of ``(zeta, w0, rho)``.
+
+    The state-space model of the module docstring (process noise that moves the run through
+    its own dynamics plus measurement noise, no onset, no reward bounds) with ``p*``, ``R0``
+    and ``sigma`` profiled out exactly per grid row. Used to ask whether a damping ratio is
+    supported once the reward may wander about its trajectory.
+
+    Parameters
+    ----------
+    t, y
+        Steps (from the start of training, increasing) and rewards, shape ``(n,)``, finite.
+    zetas, w0s, rhos
+        Grid of damping ratios, natural frequencies (rad/step) and process-noise shares of
+        the variance (in ``(0, 1)``); every combination is evaluated.
+
+    Returns
+    -------
+    dict
+        ``loglik`` of shape ``(len(zetas), len(w0s), len(rhos))`` and ``plateau``,
+        ``initial_reward`` (the profiled values) of the same shape.
+    """
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    zg, wg, rg = np.meshgrid(
+        np.asarray(zetas, float), np.asarray(w0s, float), np.asarray(rhos, float), indexing="ij"
+    )
+    shape = zg.shape
+    zf, wf, rf = zg.ravel(), wg.ravel(), rg.ravel()
+    out = [np.empty(zf.size) for _ in range(3)]
+    chunk = max(1, PROFILE_CHUNK_CELLS // max(t.size, 1))
+    for start in range(0, zf.size, chunk):
+        sl = slice(start, start + chunk)
+        for dest, part in zip(out, _profile_rows(t, y, zf[sl], wf[sl], rf[sl])):
+            dest[sl] = part
+    return {
+        "loglik": out[0].reshape(shape),
+        "plateau": out[1].reshape(shape),
+        "initial_reward": out[2].reshape(shape),
+    }
+
+
+__all__ = [
+    "RHO_COL",
+    "RHO_PRIOR_SD",
+    "damping_profile",
+    "forecast_paths",
+    "kalman_filter",
+    "log_lik",
+]
