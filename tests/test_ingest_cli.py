@@ -64,6 +64,20 @@ def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
     assert runs["tiny"]["status"] == "rejected" and "minimum of 5" in runs["tiny"]["reason"]
 
 
+def test_json_gives_counts_such_as_g_k_ref_and_seed_as_integers(tmp_path, capsys):
+    log = _csv(tmp_path / "good.csv", 12)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        f"- {{path: {log.name}, run: a, group_size: 8, k_ref: 2, seed: 3, learning_rate: 1.0e-6}}\n"
+    )
+    out = str(tmp_path / "runs.nc")
+    assert main(["ingest", "--manifest", str(manifest), "-o", out, "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert (run["group_size"], run["k_ref"], run["seed"]) == (8, 2, 3)
+    assert all(isinstance(run[k], int) for k in ("group_size", "k_ref", "seed"))
+    assert run["learning_rate"] == 1.0e-6
+
+
 def test_strict_and_empty_invocations_fail_cleanly(tmp_path, capsys):
     good, tiny = _csv(tmp_path / "good.csv", 12), _csv(tmp_path / "tiny.csv", 3)
     assert main(["ingest", str(good), str(tiny), "-o", str(tmp_path / "x.nc"), "--strict"]) == 2

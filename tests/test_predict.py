@@ -519,8 +519,8 @@ def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
         },
     )
     res = prediction_result(ds)
-    assert "learning_rate=0.1" in res.summary and "k_ref=2.0" in res.summary
-    assert "group_size=8:" in res.summary  # G reads as an integer, not 8.0
+    assert "learning_rate=0.1" in res.summary and "k_ref=2," in res.summary
+    assert "group_size=8:" in res.summary  # G and K_ref read as integers, not 8.0, 2.0
     assert "recursion law" in res.summary and "parameter uncertainty only" in res.summary
     assert res.passed is None
 

@@ -12,7 +12,7 @@ import xarray as xr
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.predict.discrepancy import SETTING_COORDS
 from bayes_grpo.predict.summary import attr_warnings, summary_dict
-from bayes_grpo.runset.schema import readable_group_size
+from bayes_grpo.runset.schema import COUNT_COORDS, readable_group_size
 
 
 def prediction_result(
@@ -44,8 +44,9 @@ def prediction_result(
             given.update(json.loads(given["settings"]))
         except ValueError:
             pass
-    if isinstance(given.get("group_size"), int | float):
-        given["group_size"] = readable_group_size(given["group_size"])
+    for name in COUNT_COORDS:
+        if isinstance(given.get(name), int | float):
+            given[name] = readable_group_size(given[name])
     settings = ", ".join(
         f"{k}={given[k]}" for k in SETTING_COORDS if k in given and given[k] not in ("", None)
     )

@@ -88,7 +88,14 @@ from bayes_grpo.runset.names import (
     map_names,
     split_eval,
 )
-from bayes_grpo.runset.schema import REWARD_VAR, RUN_COORDS, RUN_DIM, STRING_COORDS
+from bayes_grpo.runset.schema import (
+    COUNT_COORDS,
+    REWARD_VAR,
+    RUN_COORDS,
+    RUN_DIM,
+    STRING_COORDS,
+    readable_group_size,
+)
 
 #: Dataset attribute with per-run ingestion facts (source, reward column, counts, provenance).
 INGEST_ATTR = "bayes_grpo_ingest"
@@ -984,6 +991,8 @@ def summary_records(summary: pd.DataFrame) -> list[dict[str, object]]:
         rec = {"run": run_id, **row.to_dict()}
         for col in _INT_COLUMNS:
             rec[col] = None if pd.isna(rec[col]) else int(rec[col])
+        for col in COUNT_COORDS:
+            rec[col] = readable_group_size(rec[col])
         records.append(rec)
     return records
 

@@ -28,6 +28,9 @@ RUN_COORDS: dict[str, object] = {
 
 STRING_COORDS: tuple[str, ...] = tuple(k for k, v in RUN_COORDS.items() if isinstance(v, str))
 NUMERIC_COORDS: tuple[str, ...] = tuple(k for k in RUN_COORDS if k not in STRING_COORDS)
+#: Numeric coordinates that are counts (stored as float64 like the others): people read them
+#: as integers, so tables, messages and JSON show them through :func:`readable_group_size`.
+COUNT_COORDS: tuple[str, ...] = ("group_size", "k_ref", "seed")
 
 
 def readable_group_size(value: float) -> int | float:
@@ -63,6 +66,7 @@ __all__ = [
     "STEP_DIM",
     "RUN_COORDS",
     "STRING_COORDS",
+    "COUNT_COORDS",
     "NUMERIC_COORDS",
     "REWARD_VAR",
     "WARNINGS_ATTR",
