@@ -179,23 +179,22 @@ STATE_SPACE_RHOS = np.array([1e-4, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 0.995])
 STATE_SPACE_REFINEMENTS = 2
 
 
-def _refine(t, y, zeta, w0, rho, z_step, w_step, lo_zeta, hi_zeta):
-    """Best ``(loglik, zeta, w0, rho)`` on a local grid around a row (log steps ``z_step``,
-    ``w_step``; zeta kept in ``[lo_zeta, hi_zeta]``), refined ``STATE_SPACE_REFINEMENTS`` times."""
+def _refine(t, y, best, z_step, w_step, lo_zeta):
+    """Best ``(loglik, zeta, w0, rho)`` from the grid row ``best`` (same layout) on local grids
+    of half the step each time (log steps ``z_step``, ``w_step``; zeta kept >= ``lo_zeta``),
+    ``STATE_SPACE_REFINEMENTS`` times."""
     from bayes_grpo.predict.statespace import damping_profile
 
-    best = (-np.inf, zeta, w0, rho)
     for _ in range(STATE_SPACE_REFINEMENTS):
         z_step, w_step = z_step / 2.0, w_step / 2.0
-        zs = np.clip(best[1] * np.exp(z_step * np.arange(-2, 3)), lo_zeta, hi_zeta)
-        ws = best[2] * np.exp(w_step * np.arange(-2, 3))
-        logit = np.log(best[3] / (1.0 - best[3]))
-        rs = 1.0 / (1.0 + np.exp(-(logit + 0.5 * np.arange(-2, 3))))
-        prof = damping_profile(t, y, zetas=np.unique(zs), w0s=ws, rhos=rs)
-        ll = prof["loglik"]
-        idx = np.unravel_index(int(np.argmax(ll)), ll.shape)
-        if ll[idx] > best[0]:
-            best = (float(ll[idx]), float(np.unique(zs)[idx[0]]), float(ws[idx[1]]), float(rs[idx[2]]))
+        offsets = np.arange(-2, 3)
+        zs = np.unique(np.maximum(best[1] * np.exp(z_step * offsets), lo_zeta))
+        ws = best[2] * np.exp(w_step * offsets)
+        rs = 1.0 / (1.0 + np.exp(-(np.log(best[3] / (1.0 - best[3])) + 0.5 * offsets)))
+        ll = damping_profile(t, y, zetas=zs, w0s=ws, rhos=rs)["loglik"]
+        i, j, k = np.unravel_index(int(np.argmax(ll)), ll.shape)
+        if ll[i, j, k] > best[0]:
+            best = (float(ll[i, j, k]), float(zs[i]), float(ws[j]), float(rs[k]))
     return best
 
 
@@ -255,11 +254,9 @@ def state_space_damping_test(
         if not np.isfinite(sub).any():
             return None
         i, j, k = np.unravel_index(int(np.argmax(sub)), sub.shape)
+        row = (float(sub[i, j, k]), float(zetas[i]), float(w0s[j]), float(STATE_SPACE_RHOS[k]))
         lo = zeta_threshold if region == "above" else 0.0
-        best[region] = _refine(
-            t, y, zetas[i], w0s[j], STATE_SPACE_RHOS[k], z_step, w_step, lo, np.inf
-        )
-        best[region] = max(best[region], (float(sub[i, j, k]), zetas[i], w0s[j], STATE_SPACE_RHOS[k]))
+        best[region] = _refine(t, y, row, z_step, w_step, lo)
     top = max(best["all"], best["above"])
     return {
         "likelihood_ratio": float(max(2.0 * (top[0] - best["above"][0]), 0.0)),

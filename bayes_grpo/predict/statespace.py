@@ -179,7 +179,8 @@ def forecast_paths(
     return obs, point
 
 
-#: Largest number of (grid row, step) cells one pass of :func:`damping_profile` holds.
+#: Largest number of (grid row, distinct logging interval) cells one pass of
+#: :func:`damping_profile` holds (a regular log has one or two distinct intervals).
 PROFILE_CHUNK_CELLS: int = 2_000_000
 
 
@@ -194,8 +195,9 @@ def _profile_rows(t, y, zeta, w0, rho):
     """
     k = zeta.size
     var_p, r2 = rho, 1.0 - rho  # sigma = 1; the likelihood is profiled over sigma below
-    dts = np.diff(np.concatenate([[0.0], t]))[None, :]
-    (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(np.repeat(dts, k, axis=0), w0, zeta, var_p)
+    # one transition per distinct interval (a regular log has one or two), indexed per step
+    dts, which = np.unique(np.diff(np.concatenate([[0.0], t])), return_inverse=True)
+    (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(np.repeat(dts[None, :], k, axis=0), w0, zeta, var_p)
     # state per channel: x[c] = (position, velocity), channels data / constant / initial
     x1 = np.zeros((3, k))
     x2 = np.zeros((3, k))
@@ -206,12 +208,12 @@ def _profile_rows(t, y, zeta, w0, rho):
     # weighted normal equations of innov = a - X theta, X = [b + c, -c], theta = (p*, R0)
     saa, sau, sac, suu, suc, scc = (np.zeros(k) for _ in range(6))
     with np.errstate(all="ignore"):
-        for i in range(t.size):
-            a, b, c, d = f11[:, i], f12[:, i], f21[:, i], f22[:, i]
+        for i, j in enumerate(which):
+            a, b, c, d = f11[:, j], f12[:, j], f21[:, j], f22[:, j]
             x1, x2 = a * x1 + b * x2, c * x1 + d * x2
-            n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11[:, i]
-            n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, i]
-            n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, i]
+            n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11[:, j]
+            n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, j]
+            n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, j]
             s_i = np.maximum(n11 + r2, 1e-300)
             data[0, 0], data[1, 0] = y[i], 1.0
             innov = data - x1
@@ -274,7 +276,8 @@ def damping_profile(
     shape = zg.shape
     zf, wf, rf = zg.ravel(), wg.ravel(), rg.ravel()
     out = [np.empty(zf.size) for _ in range(3)]
-    chunk = max(1, PROFILE_CHUNK_CELLS // max(t.size, 1))
+    distinct = np.unique(np.diff(np.concatenate([[0.0], t]))).size
+    chunk = max(1, PROFILE_CHUNK_CELLS // distinct)
     for start in range(0, zf.size, chunk):
         sl = slice(start, start + chunk)
         for dest, part in zip(out, _profile_rows(t, y, zf[sl], wf[sl], rf[sl])):
