@@ -589,3 +589,47 @@ def test_the_damping_profile_is_the_kalman_likelihood_maximised_over_plateau_sta
         assert prof["loglik"].item() == pytest.approx(-best.fun, abs=1e-8)
         assert prof["plateau"].item() == pytest.approx(best.x[0], abs=1e-6)
         assert prof["initial_reward"].item() == pytest.approx(best.x[1], abs=1e-6)
+
+
+def test_a_reward_at_its_bound_is_censored_not_a_density():
+    """At a reward bound the i.i.d. likelihood is the probability of the latent reward beyond
+    it; without process noise the Kalman likelihood is the same (its state never updates)."""
+    from scipy import stats as st
+
+    from bayes_grpo.predict import statespace
+    from bayes_grpo.predict.forecast import _log_lik, noise_shape
+
+    t = np.arange(1.0, 31.0)
+    y = np.zeros(t.size)
+    y[20:] = [0.03, 0.0, 0.06, 0.09, 0.0, 0.12, 0.1, 0.15, 0.12, 0.2]
+    u = np.array([[0.6, 0.01, np.log(0.05), np.log(1.2), np.log(0.05), np.log(15.0)]])
+    bounds = (0.0, 1.0)
+    mu = mean_curve(u, t)[0]
+    sd = 0.05 * np.sqrt(noise_shape(mu, bounds))
+    expected = np.where(y == 0.0, st.norm.logcdf((0.0 - mu) / sd), st.norm.logpdf(y, mu, sd)).sum()
+    assert _log_lik(u, t, y, bounds)[0] == pytest.approx(expected, rel=1e-10)
+    no_process = np.append(u[0], -30.0)[None, :]  # logit rho = -30: no process noise
+    assert statespace.log_lik(no_process, t, y, bounds)[0] == pytest.approx(expected, rel=1e-8)
+
+
+def test_a_prefix_stuck_at_zero_gives_a_usable_forecast_within_the_bounds():
+    """A hard task logs exact zeros before its first success. Read as densities, the zeros
+    drove the noise sd to 0: importance sampling collapsed (Pareto k 2-4, ESS 1-7) and a
+    tiny-TRL run's band was 1e-4 wide around a reward of 2.98 for a reward in [0, 1]."""
+    rng = np.random.default_rng(4)
+    t = np.arange(0.0, 200.0)
+    truth = np.where(t < 90, 0.0, 0.5 * (1 - np.exp(-(t - 90) / 30.0)))
+    runs = []
+    for _ in range(6):
+        onset = rng.uniform(40, 120)
+        p = np.where(t < onset, 0.0, 0.5 * (1 - np.exp(-(t - onset) / 30.0)))
+        runs.append((t, rng.binomial(32, p) / 32))
+    prior = prior_from_runs(runs, reward_bounds=(0.0, 1.0))
+    y = rng.binomial(32, truth) / 32
+    n = 40  # all zeros
+    assert np.all(y[:n] == 0.0)
+    ds = forecast_run(t[:n], y[:n], t[n:], prior=prior, rng=0, reward_bounds=(0.0, 1.0))
+    assert ds.attrs["pareto_k"] < 0.7 and ds.attrs["ess"] > 50
+    lo, hi = forecast_band(ds, t[n:], kind="obs")
+    assert lo.min() >= 0.0 and hi.max() <= 1.0
+    assert hi[-1] - lo[-1] > 0.2  # the run may still take off: the band says so

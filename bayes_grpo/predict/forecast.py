@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
@@ -305,14 +305,52 @@ def check_within_bounds(
         )
 
 
+#: A logged reward within this share of the range from a bound lies at the bound (censored).
+AT_BOUND_TOLERANCE: float = 1e-9
+
+
+def at_bounds(
+    y: np.ndarray, bounds: tuple[float, float] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the rewards at the lower and at the upper bound (all False without bounds).
+
+    A bounded reward (a success rate) that sits at a bound is a censored observation: the
+    run's latent reward (mean plus noise) lies at or beyond the bound, so it contributes the
+    probability of that, not a density. Without this, a prefix of exact zeros (a hard task
+    before the first success) is fitted by a curve at 0 with the noise sd shrinking to 0: a
+    likelihood without bound, a degenerate posterior and a band of zero width.
+    """
+    y = np.asarray(y, dtype=float)
+    if bounds is None:
+        none = np.zeros(y.shape, dtype=bool)
+        return none, none
+    lo, hi = (float(b) for b in bounds)
+    tol = AT_BOUND_TOLERANCE * (hi - lo)
+    return y <= lo + tol, y >= hi - tol
+
+
+def censor(values: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Simulated logged rewards as the logger reports them: clipped to ``bounds`` (if any)."""
+    return values if bounds is None else np.clip(values, float(bounds[0]), float(bounds[1]))
+
+
 def _log_lik(
     u: np.ndarray, t: np.ndarray, y: np.ndarray, bounds: tuple[float, float] | None = None
 ) -> np.ndarray:
+    """i.i.d. log-likelihood per row of ``u``: Gaussian densities, and at a reward bound the
+    censored probability ``P(latent beyond the bound)`` (:func:`at_bounds`)."""
     u = np.atleast_2d(u)
     mu = mean_curve(u, t)
     log_sd = u[:, 4:5] + 0.5 * np.log(noise_shape(mu, bounds))
-    z = (y[None, :] - mu) / np.exp(log_sd)
-    ll = -0.5 * np.sum(z * z, axis=1) - np.sum(log_sd, axis=1) - 0.5 * y.size * np.log(2 * np.pi)
+    sd = np.exp(log_sd)
+    z = (y[None, :] - mu) / sd
+    point = -0.5 * z * z - log_sd - 0.5 * np.log(2 * np.pi)
+    low, high = at_bounds(y, bounds)
+    if low.any() or high.any():
+        lo, hi = (float(b) for b in bounds)
+        point = np.where(low[None, :], special.log_ndtr((lo - mu) / sd), point)
+        point = np.where(high[None, :], special.log_ndtr((mu - hi) / sd), point)
+    ll = np.sum(point, axis=1)
     return np.where(np.isfinite(ll), ll, -np.inf)
 
 
@@ -1434,7 +1472,7 @@ def forecast_from_posterior(
     u = post.draws
     mean = mean_curve(u, steps)
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
-    obs = mean + sd * rng.standard_normal(mean.shape)
+    obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
     point = mean.copy()
     if post.likelihood == "state_space" and post.t.size:
         from bayes_grpo.predict import statespace

@@ -88,6 +88,25 @@ def _shape(v: np.ndarray, t: np.ndarray, bounds) -> np.ndarray:
     return noise_shape(mean_curve(v, t), bounds)
 
 
+def _censored_update(gap: np.ndarray, s: np.ndarray, *, upper: bool):
+    """Log-probability and truncated moments of a latent reward censored at a bound.
+
+    ``gap`` = bound minus the predicted reward (per row), ``s`` its predictive variance.
+    Returns ``((log P, mean shift), variance)``: ``log P(latent <= bound)`` (``>=`` for the
+    upper bound), the mean of the truncated latent reward minus the predicted one, and its
+    variance (the inverse Mills ratio formulas of the truncated normal).
+    """
+    from scipy import special
+
+    sd = np.sqrt(s)
+    alpha = gap / sd if not upper else -gap / sd
+    log_p = special.log_ndtr(alpha)
+    mills = np.exp(-0.5 * alpha * alpha - 0.5 * np.log(2 * np.pi) - log_p)
+    shift = -sd * mills if not upper else sd * mills
+    var = s * np.clip(1.0 - alpha * mills - mills * mills, 0.0, 1.0)
+    return (log_p, shift), var
+
+
 def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     """Log-likelihood of ``y`` at steps ``t`` for each row of ``v``, and the filtered state.
 
@@ -95,10 +114,13 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     None (constant noise). Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))``
     at the last step.
     """
+    from bayes_grpo.predict.forecast import at_bounds
+
     v = np.atleast_2d(v)
     plateau, r0, w0, zeta, var_p, r2 = _unpack(v)
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
+    low, high = at_bounds(y, bounds)
     tau = _clock(v, t)
     dts = np.diff(np.concatenate([np.zeros((v.shape[0], 1)), tau], axis=1), axis=1)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(dts, w0, zeta, var_p)
@@ -117,9 +139,18 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
         n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hi_ * q12[:, i]
         n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + hi_ * q22[:, i]
         s = np.maximum(n11 + hi_ * r2, 1e-300)
+        k1, k2 = n11 / s, n12 / s
+        if low[i] or high[i]:
+            # censored at a bound: the probability of the latent reward beyond it, and the
+            # state conditioned on the truncated latent reward (moments matched)
+            shift, kept = _censored_update(y[i] - plateau - x1, s, upper=bool(high[i]))
+            ll += shift[0]
+            x1, x2 = x1 + k1 * shift[1], x2 + k2 * shift[1]
+            gain = s - kept
+            p11, p12, p22 = n11 - k1 * k1 * gain, n12 - k1 * k2 * gain, n22 - k2 * k2 * gain
+            continue
         innov = y[i] - plateau - x1
         ll += -0.5 * (np.log(2 * np.pi * s) + innov * innov / s)
-        k1, k2 = n11 / s, n12 / s
         x1, x2 = x1 + k1 * innov, x2 + k2 * innov
         p11, p12, p22 = n11 - k1 * n11, n12 - k1 * n12, n22 - k2 * n12
     np_err.__exit__(None, None, None)
@@ -146,6 +177,8 @@ def forecast_paths(
     SDE propagated exactly, measurement noise added) and the row's conditional mean
     ``p* + E[e(t) | prefix]``.
     """
+    from bayes_grpo.predict.forecast import censor
+
     v = np.atleast_2d(v)
     plateau, _, w0, zeta, var_p, r2 = _unpack(v)
     _, x, p = kalman_filter(v, t, y, bounds)
@@ -174,7 +207,7 @@ def forecast_paths(
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
         s1, s2 = a * s1 + b * s2 + c11 * z1, c * s1 + d * s2 + c21 * z1 + c22 * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        obs[:, k] = plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n)
+        obs[:, k] = censor(plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n), bounds)
         point[:, k] = plateau + m1
     return obs, point
 
