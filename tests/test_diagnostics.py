@@ -387,6 +387,42 @@ def test_a_reward_that_wanders_about_an_overdamped_curve_is_no_oscillation(seed)
     assert old.passed is False, old.summary
 
 
+def test_posterior_oscillation_read_from_a_wander_is_no_oscillation_unless_the_fit_had_process_noise():
+    """An i.i.d. fit of a wandering overdamped run (truth zeta 1.5) draws zeta well below 1
+    (a one-run phenomenological fit of such a run gave 0.33 for a truth of 1.6). Those draws
+    must pass the same process-noise check as the least-squares fit (the old code flagged the
+    run with P(zeta < 1) = 1); draws from a state-space fit are taken as they are, and a real
+    oscillation with such draws is still flagged."""
+    rng = np.random.default_rng(0)
+    swings = {"zeta": rng.normal(0.33, 0.03, 400), "C_eff": rng.normal(0.05, 0.005, 400)}
+    frame = run_table(simulated_case("healthy_wandering", seed=0), "healthy_wandering")
+    res = instability(frame, run_id="w", common=FAST.common, posterior_draws=swings)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert res.passed is True and not osc["detected"], res.summary
+    assert any("with process noise" in w for w in osc["not_credible_because"]), osc
+    assert "oscillation not credible" in res.summary
+    trusted = instability(
+        frame,
+        run_id="w",
+        common=FAST.common,
+        posterior_draws=swings,
+        posterior_with_process_noise=True,
+    )
+    assert trusted.passed is False, trusted.summary
+    real = run_table(simulated_case("instability_oscillation"), "instability_oscillation")
+    res = instability(real, run_id="o", common=FAST.common, posterior_draws=swings)
+    assert res.passed is False, res.summary
+
+
+def test_diagnose_takes_the_draws_of_a_state_space_fit_as_they_are():
+    from bayes_grpo.diagnostics._posterior import has_process_noise
+
+    fake = _FakeFit(0.05, 0.33, 0.7)
+    assert not has_process_noise(fake) and not has_process_noise({"r": {}})
+    fake.likelihood = "state_space"
+    assert has_process_noise(fake)
+
+
 def test_an_oscillation_with_independent_noise_survives_the_process_noise_check():
     res = _one("instability_oscillation_mild", "instability")
     osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")

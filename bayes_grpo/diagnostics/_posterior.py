@@ -38,6 +38,13 @@ def load_posterior(posterior: Any) -> Any:
     )
 
 
+def has_process_noise(posterior: Any) -> bool:
+    """Whether the posterior (output of :func:`load_posterior`) was fitted with the state-space
+    likelihood, i.e. with the SDE's process noise in the model; False for an i.i.d. fit and for
+    plain draws (origin unknown)."""
+    return getattr(posterior, "likelihood", None) == "state_space"
+
+
 def run_draws(
     posterior: Any, run_id: str, coords: Mapping[str, Any]
 ) -> tuple[dict[str, np.ndarray] | None, str]:

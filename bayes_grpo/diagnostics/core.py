@@ -11,7 +11,7 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
-from bayes_grpo.diagnostics._posterior import load_posterior, run_draws
+from bayes_grpo.diagnostics._posterior import has_process_noise, load_posterior, run_draws
 from bayes_grpo.diagnostics._result import MODE_TITLES
 from bayes_grpo.diagnostics.concentration import policy_concentration
 from bayes_grpo.diagnostics.config import DiagnosticsConfig
@@ -128,6 +128,7 @@ def diagnose(
                     config=config.instability,
                     common=config.common,
                     posterior_draws=osc,
+                    posterior_with_process_noise=has_process_noise(post),
                 )
             if post is not None:
                 res.values["posterior"] = draws_note

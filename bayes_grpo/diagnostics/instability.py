@@ -37,6 +37,10 @@ Signals, each assessed on its own and listed in the result's table:
   plus measurement noise, fitted by maximum likelihood) must still rule out
   ``zeta >= zeta_threshold`` at ``interval_prob`` (``process_noise_check``). Onset: first
   crossing of the plateau by the fitted curve.
+  With a posterior, its ``zeta`` draws replace the fit; unless the posterior was fitted with
+  the state-space likelihood (``posterior_with_process_noise``), an oscillation they show
+  must survive the same process-noise check on the run's reward: a posterior fitted under
+  independent residuals reads the wander as swings just as the least-squares fit does.
 - **negative damping**: posterior probability of ``C_eff < 0`` >= ``prob_threshold``
   (only with a posterior; the least-squares law keeps ``C_eff > 0``).
 - **reward divergence** (model-free, with or without a posterior, part of the reward
@@ -396,11 +400,16 @@ def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> 
 
 
 def _posterior_signals(
-    draws: dict[str, np.ndarray], cfg: InstabilityConfig, common: CommonConfig
+    draws: dict[str, np.ndarray],
+    cfg: InstabilityConfig,
+    common: CommonConfig,
+    rew: Series | None = None,
 ) -> list[dict[str, Any]]:
     """Negative damping and oscillation from posterior draws; ``value`` is a posterior probability
     (no interval of its own: ``lower``/``upper`` NaN) and the draws' median and interval are kept
-    under ``C_eff`` / ``zeta``."""
+    under ``C_eff`` / ``zeta``. With ``rew`` (the run's reward, given when the draws come from a
+    fit without process noise), an oscillation the draws show must also survive
+    :func:`_process_noise_doubt` on it."""
     out = []
     prob = common.interval_prob
     nan = float("nan")
@@ -426,22 +435,25 @@ def _posterior_signals(
         z = np.asarray(draws["zeta"], dtype=float).ravel()
         p_osc = float(np.mean(z < cfg.zeta_threshold))
         overshoot = float(np.median(relative_overshoot(z)))
-        out.append(
-            {
-                "signal": "reward oscillation",
-                "metric": "posterior zeta",
-                "statistic": f"P(zeta < {cfg.zeta_threshold})",
-                "value": p_osc,
-                "lower": nan,
-                "upper": nan,
-                "threshold": cfg.prob_threshold,
-                "overshoot": overshoot,
-                "detected": bool(p_osc >= cfg.prob_threshold and overshoot >= cfg.min_overshoot),
-                "onset_step": None,
-                "source": "posterior",
-                "zeta": {"median": float(np.median(z)), "interval": list(interval(z, prob))},
-            }
-        )
+        signal = {
+            "signal": "reward oscillation",
+            "metric": "posterior zeta",
+            "statistic": f"P(zeta < {cfg.zeta_threshold})",
+            "value": p_osc,
+            "lower": nan,
+            "upper": nan,
+            "threshold": cfg.prob_threshold,
+            "overshoot": overshoot,
+            "detected": bool(p_osc >= cfg.prob_threshold and overshoot >= cfg.min_overshoot),
+            "onset_step": None,
+            "source": "posterior",
+            "zeta": {"median": float(np.median(z)), "interval": list(interval(z, prob))},
+        }
+        if signal["detected"] and rew is not None and cfg.process_noise_check:
+            failed = _process_noise_doubt(rew, cfg, common, signal)
+            signal["not_credible_because"] = failed
+            signal["detected"] = not failed
+        out.append(signal)
     return out
 
 
@@ -452,6 +464,7 @@ def instability(
     config: InstabilityConfig | None = None,
     common: CommonConfig | None = None,
     posterior_draws: dict[str, np.ndarray] | None = None,
+    posterior_with_process_noise: bool = False,
 ) -> CheckResult:
     """Is the run dynamically unstable (growing side quantities, oscillation, negative damping)?
 
@@ -467,6 +480,11 @@ def instability(
         ``{"zeta": draws, "C_eff": draws}`` for this run's setting from a fitted
         ``GRPODynamicsModel``; replaces the least-squares oscillator fit and adds the
         negative-damping test.
+    posterior_with_process_noise
+        True when ``posterior_draws`` come from a fit with the state-space likelihood (the
+        SDE's process noise in the model): their oscillation is taken as it is. Otherwise
+        (i.i.d. residuals, or draws of unknown origin) an oscillation they show must survive
+        the process-noise check on the run's reward, as the least-squares fit's must.
 
     Returns
     -------
@@ -506,7 +524,15 @@ def instability(
     )
     osc = None
     if posterior_draws:
-        signals.extend(_posterior_signals(posterior_draws, config, common))
+        enough_reward = rew is not None and len(rew) >= common.min_points
+        signals.extend(
+            _posterior_signals(
+                posterior_draws,
+                config,
+                common,
+                rew if enough_reward and not posterior_with_process_noise else None,
+            )
+        )
     elif config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
         osc = _oscillation_signal(rew, config, common)
         if osc is not None:
