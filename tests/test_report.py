@@ -240,3 +240,60 @@ def test_fit_section_carries_the_notes_the_fit_printed_about_the_data():
     texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
     assert any(note in t for t in texts), texts
     plt.close("all")
+
+
+def test_fit_section_of_an_iid_fit_says_when_the_reward_wanders_about_its_curve():
+    # a reward with strong process noise (the SDE's own fluctuations, stationary sd about 20%
+    # of the rise) leaves residuals correlated over tens of steps; the i.i.d. fit's intervals
+    # are then too narrow, and the report showed them without a word (the residual
+    # autocorrelation check existed in checks.ppc but no report section ran it)
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+    from bayes_grpo.report.model_sections import fit_section
+
+    runs = simulate_sde_runset(
+        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-5}},
+        n_seeds=1,
+        n_steps=200,
+        random_seed=3,
+    )
+    truth = truth_frame(runs)
+
+    def coefficient_draws(*, group_size, **_):
+        row = truth[truth["group_size"] == group_size].iloc[0]
+        values = {
+            "M_eff": row["M_eff"],
+            "C_eff": row["C_eff"],
+            "K_eff": row["K_eff"],
+            "plateau": row["plateau"],
+            "initial_reward": row["initial_reward"],
+            "sigma": np.sqrt(row["stationary_var"]),
+        }
+        return xr.Dataset({k: (("chain", "draw"), np.full((1, 4), v)) for k, v in values.items()})
+
+    draws = xr.DataArray(
+        np.broadcast_to(runs["true_mean_reward"].values, (3, *runs["reward"].shape)),
+        dims=("sample", "run", "step"),
+    )
+
+    def model(likelihood):
+        return SimpleNamespace(
+            runset=runs,
+            likelihood=likelihood,
+            settings={"likelihood": likelihood},
+            run_summary=lambda: pd.DataFrame({"model": ["m"]}, index=["r"]),
+            group_summary=lambda: pd.DataFrame({"p_star": [0.7]}),
+            fitted_trajectory_draws=lambda: draws,
+            coefficient_draws=coefficient_draws,
+        )
+
+    checks = [b.content for b in fit_section(model("iid")).blocks if b.kind == "check"]
+    assert len(checks) == 1, checks
+    assert "residual autocorrelation" in checks[0].title
+    assert checks[0].badge == "flagged" and "state_space" in checks[0].summary
+    # under the state-space likelihood correlated residuals are the model's own: no advice to switch
+    assert not [b for b in fit_section(model("state_space")).blocks if b.kind == "check"]
+    plt.close("all")
