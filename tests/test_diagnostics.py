@@ -387,6 +387,18 @@ def test_a_reward_that_wanders_about_an_overdamped_curve_is_no_oscillation(seed)
     assert old.passed is False, old.summary
 
 
+def test_zeta_interval_of_a_wandering_run_is_open_above_when_process_noise_may_explain_the_swings():
+    """The strength shown in the diagnosis table was the independent-noise interval, e.g.
+    zeta 0.33 [0.19, 0.56] for a run whose truth is 1.6, next to a verdict that says
+    zeta >= 1 is not ruled out; the interval at the stated probability reaches past 1."""
+    frame = run_table(simulated_case("healthy_wandering", seed=0), "healthy_wandering")
+    res = instability(frame, run_id="w", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert any("with process noise" in w for w in osc["not_credible_because"]), osc
+    assert osc["value"] < 1.0 and osc["upper"] == np.inf
+    assert res.values["strength"]["upper"] == np.inf
+
+
 def test_posterior_oscillation_read_from_a_wander_is_no_oscillation_unless_the_fit_had_process_noise():
     """An i.i.d. fit of a wandering overdamped run (truth zeta 1.5) draws zeta well below 1
     (a one-run phenomenological fit of such a run gave 0.33 for a truth of 1.6). Those draws

@@ -303,7 +303,13 @@ def _oscillation_signal(
     ]
     flagged = zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot >= cfg.min_overshoot
     if flagged and not failed and cfg.process_noise_check:
-        failed += _process_noise_doubt(rew, cfg, common, checks)
+        doubt = _process_noise_doubt(rew, cfg, common, checks)
+        if doubt:
+            # zeta >= zeta_threshold is not ruled out at interval_prob once the reward may
+            # wander: the independent-noise interval below the threshold is not the interval
+            # at that probability, so its upper end is open (as for an unidentified zeta)
+            hi = float("inf")
+        failed += doubt
     checks["not_credible_because"] = failed if zeta < cfg.zeta_threshold else []
     detected = bool(flagged and not failed)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
