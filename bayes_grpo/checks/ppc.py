@@ -266,6 +266,24 @@ def residual_autocorrelation_check(
     return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
 
 
+def iid_residual_check(fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0) -> CheckResult | None:
+    """:func:`residual_autocorrelation_check` for a fit with the i.i.d. likelihood; None otherwise.
+
+    A reward that wanders about its mean curve (the SDE's process noise) leaves residuals
+    correlated in time, which the i.i.d. likelihood takes as independent: its intervals and
+    bands are then too narrow. Under the state-space likelihood such residuals are the model's
+    own, so nothing is checked there. A run the check cannot evaluate (e.g. one lacking the
+    hyperparameters the fit's form needs) gives a not-assessable result rather than an error.
+    Shown by ``bayes-grpo fit`` and by the report's fit section.
+    """
+    if getattr(fitted, "likelihood", None) != "iid":
+        return None
+    try:
+        return residual_autocorrelation_check(fitted, runset, seed=seed)
+    except (ValueError, KeyError) as exc:
+        return CheckResult("ppc_residual_autocorrelation", None, f"Not assessable: {exc}")
+
+
 def ppc_checks(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
 ) -> list[CheckResult]:
@@ -286,5 +304,6 @@ __all__ = [
     "autocorrelation",
     "trajectory_band_check",
     "residual_autocorrelation_check",
+    "iid_residual_check",
     "ppc_checks",
 ]

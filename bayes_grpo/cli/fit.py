@@ -92,6 +92,7 @@ def register(subparsers) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.runset import load_runset
 
@@ -128,6 +129,7 @@ def run_fit(args: argparse.Namespace) -> int:
     )
     path = model.save(args.output, overwrite=True)
     conv = model.convergence()
+    independence = iid_residual_check(model)
     runs = model.run_summary()
     groups = model.group_summary()
     if args.json:
@@ -138,6 +140,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "fit_seconds": model.fit_seconds,
                 "convergence": conv.to_dict(),
                 "notes": list(model.data.notes),
+                "residual_autocorrelation": None if independence is None else independence.to_dict(),
                 "groups": groups.reset_index().to_dict(orient="records"),
                 "runs": runs.reset_index().to_dict(orient="records"),
             }
@@ -149,6 +152,8 @@ def run_fit(args: argparse.Namespace) -> int:
         if model.parameterisation == "phenomenological":
             print("phenomenological form: M_eff = 1, C_eff = 2 zeta w0, K_eff = w0_sq = w0^2 (per step^2); the runs' learning rate and K_ref do not enter")
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
+        if independence is not None and independence.passed is False:
+            print(f"residuals: {independence.summary}")
         for note in model.data.notes:
             print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")

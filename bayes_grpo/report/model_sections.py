@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report.sections import Section, absent
 
@@ -61,22 +61,10 @@ def fit_section(model: Any) -> Section:
     if no_trend:
         section.text(f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}.")
     section.figure(_fit_figure(model), f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory.")
-    if getattr(model, "likelihood", None) == "iid":
-        section.check(_residual_autocorrelation(model))
+    independence = iid_residual_check(model)
+    if independence is not None:
+        section.check(independence)
     return section
-
-
-def _residual_autocorrelation(model: Any) -> CheckResult:
-    """The residual autocorrelation check of an i.i.d. fit (``checks.ppc``): a reward that
-    wanders about its mean curve (the SDE's process noise) leaves residuals correlated in time,
-    which the i.i.d. likelihood takes as independent, so its bands and intervals are too narrow.
-    Under the state-space likelihood such residuals are the model's own, so it is not run there."""
-    from bayes_grpo.checks.ppc import residual_autocorrelation_check
-
-    try:
-        return residual_autocorrelation_check(model)
-    except (ValueError, KeyError) as exc:  # e.g. a run lacks the hyperparameters the form needs
-        return CheckResult("ppc_residual_autocorrelation", None, f"Not assessable: {exc}")
 
 
 def _fit_figure(model: Any):
