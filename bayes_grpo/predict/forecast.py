@@ -77,6 +77,9 @@ NOISE_FLOOR_SHARE: float = 0.05
 LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
 #: Fewest logged rewards in a prefix before the forecast warns that its bands are mostly the prior.
 FEW_PREFIX_POINTS = 10
+#: z value of the white-noise band ``z / sqrt(n)`` of the lag-1 autocorrelation of an i.i.d.
+#: forecast's prefix residuals (as in ``checks.ppc.residual_autocorrelation_check``).
+WHITE_NOISE_Z: float = 1.96
 #: Most points of the even part of a forecast grid (:func:`forecast_grid`): a horizon of up
 #: to ``FORECAST_GRID_POINTS - 1`` steps is forecast at every step.
 FORECAST_GRID_POINTS: int = 2001
@@ -1520,6 +1523,31 @@ def forecast_from_posterior(
     )
 
 
+def _prefix_wander_note(post: RunPosterior) -> str | None:
+    """A warning when the prefix residuals of an i.i.d. forecast are correlated in time.
+
+    The residuals are the logged rewards minus the posterior-median mean curve at the logged
+    steps. A reward that wanders about its curve (the SDE's process noise) leaves a lag-1
+    autocorrelation beyond the white-noise band ``WHITE_NOISE_Z / sqrt(n)``; the i.i.d. bands
+    then read the wander as signal and are too narrow. None when the residuals look white or
+    the prefix is too short to tell.
+    """
+    from bayes_grpo.checks.ppc import autocorrelation
+
+    if post.t.size <= FEW_PREFIX_POINTS:
+        return None
+    resid = post.y - np.median(mean_curve(post.draws, post.t), axis=0)
+    lag1 = float(autocorrelation(resid, (1,))[0])
+    band = WHITE_NOISE_Z / np.sqrt(post.t.size)
+    if not np.isfinite(lag1) or lag1 <= band:
+        return None
+    return (
+        f"the prefix residuals are correlated in time (lag-1 autocorrelation {lag1:.2f} > "
+        f"{band:.2f}): the reward wanders about its curve, which the i.i.d. bands take for "
+        "signal, so they are too narrow; use --likelihood state_space"
+    )
+
+
 def forecast_run(
     t: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
@@ -1560,6 +1588,10 @@ def forecast_run(
             f"{FEW_PREFIX_POINTS}) for six unknowns: the bands are mostly the prior's; wait for "
             "more steps, or check them with --calibrate"
         )
+    if likelihood == "iid":
+        wander = _prefix_wander_note(post)
+        if wander:
+            post.warnings.append(wander)
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
