@@ -297,3 +297,38 @@ def test_fit_section_of_an_iid_fit_says_when_the_reward_wanders_about_its_curve(
     # under the state-space likelihood correlated residuals are the model's own: no advice to switch
     assert not [b for b in fit_section(model("state_space")).blocks if b.kind == "check"]
     plt.close("all")
+
+
+def test_an_iid_fit_with_alternating_step_noise_is_not_told_to_use_the_state_space_likelihood():
+    # several public GRPO logs have lag-1 residual autocorrelation -0.1 to -0.2 (step noise
+    # that alternates): outside the white-noise band, but no wander, and the state-space
+    # likelihood (positively correlated process noise) is no remedy for it
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.checks.ppc import iid_residual_check
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+
+    runs = simulate_sde_runset(
+        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 0.0}},
+        n_seeds=1,
+        n_steps=400,
+        random_seed=3,
+    )
+    truth = truth_frame(runs)
+    rng = np.random.default_rng(0)
+    white = rng.normal(0.0, 0.03, (runs.sizes["run"], runs.sizes["step"] + 1))
+    # MA(1) step noise, lag-1 autocorrelation -0.6 / (1 + 0.36) = -0.44
+    runs["reward"] = runs["true_mean_reward"] + (white[:, 1:] - 0.6 * white[:, :-1])
+
+    def coefficient_draws(*, group_size, **_):
+        row = truth[truth["group_size"] == group_size].iloc[0]
+        values = {k: row[k] for k in ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")}
+        values["sigma"] = 0.035
+        return xr.Dataset({k: (("chain", "draw"), np.full((1, 4), v)) for k, v in values.items()})
+
+    model = SimpleNamespace(runset=runs, likelihood="iid", coefficient_draws=coefficient_draws)
+    res = iid_residual_check(model)
+    assert res.table["acf_lag1"].max() < -0.3, res.table
+    assert res.passed is True and "negative" in res.summary and "state_space" not in res.summary
