@@ -77,9 +77,23 @@ def test_has_trend_detects_learning_and_not_white_noise():
     rng = np.random.default_rng(0)
     false_positives = np.mean([has_trend(t, rng.standard_normal(t.size)) for _ in range(400)])
     assert false_positives < 0.03  # level 0.01, binomial sd 0.005
-    assert not has_trend(t[:15], y[:15])  # too few points to tell
+    assert not has_trend(t[:5], y[:5])  # too few points to tell
     f, p = trend_test(t, y)
     assert f > 10 and p < 1e-10
+
+
+def test_a_short_log_of_a_clear_rise_has_a_trend_and_short_white_noise_has_none():
+    """A run logged every 25 of 300 steps has 12 points: with ten blocks of two points needed,
+    a rise from 0.2 to 0.7 read as "no trend" every time (diagnose and the report then said
+    so). Four blocks of three points tell it in most draws, at the same level on white noise."""
+    t = np.arange(0.0, 300.0, 25.0)
+    rng = np.random.default_rng(1)
+    rise = 0.7 - 0.5 * np.exp(-t / 80.0)
+    power = np.mean([has_trend(t, rise + rng.normal(0.0, 0.05, t.size)) for _ in range(400)])
+    assert power > 0.8  # 0.875 expected, binomial sd 0.017
+    false_positives = np.mean([has_trend(t, rng.standard_normal(t.size)) for _ in range(1000)])
+    assert false_positives < 0.025  # level 0.01, binomial sd 0.003
+    assert np.isnan(trend_test(t[:8], rise[:8])[1])  # 8 points: fewer than 3 blocks of three
 
 
 def test_second_differences_ignore_a_steep_trend_that_inflates_first_differences():
