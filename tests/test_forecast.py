@@ -660,3 +660,21 @@ def test_a_prefix_stuck_at_zero_gives_a_usable_forecast_within_the_bounds():
     lo, hi = forecast_band(ds, t[n:], kind="obs")
     assert lo.min() >= 0.0 and hi.max() <= 1.0
     assert hi[-1] - lo[-1] > 0.2  # the run may still take off: the band says so
+
+
+def test_an_unreliable_importance_sample_says_the_regime_rests_on_a_few_draws(monkeypatch):
+    """When importance sampling is flagged (Pareto k above the limit; here the limit is set
+    below any k so that the flag is raised), the warning says that the bands and the regime
+    probability rest on about ESS draws, so that a regime probability of 1.0 (the densely
+    logged wandering runs a helper forecast: ESS 2-23) is not read as certainty."""
+    import json
+
+    from bayes_grpo.predict import forecast as fc
+
+    monkeypatch.setattr(fc, "PARETO_K_WARN", -np.inf)
+    rng = np.random.default_rng(2)
+    t = np.arange(0.0, 80.0)
+    y = 0.3 - 0.2 * np.exp(-t / 15.0) + rng.normal(0.0, 0.02, t.size)
+    ds = forecast_run(t[:40], y[:40], t[40:], rng=0)
+    unreliable = [w for w in json.loads(ds.attrs["warnings"]) if "importance sampling unreliable" in w]
+    assert unreliable and "the regime and its probability rest on about" in unreliable[0]

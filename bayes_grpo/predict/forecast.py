@@ -1356,7 +1356,10 @@ def _resample(
     if k > PARETO_K_WARN:
         notes.append(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
-            "the posterior is far from Gaussian (multimodal or prior-data conflict)"
+            "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
+            f"bands, the regime and its probability rest on about {max(ess, 1.0):.0f} distinct "
+            "draws: do not read a regime probability near 1 as certainty; compare "
+            "--likelihood iid and a longer prefix, or check the bands with --calibrate"
         )
     draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
     return draws, k, ess, method
