@@ -103,3 +103,25 @@ def test_ppc_per_g_on_a_correctly_specified_fit(fitted):
     assert set(bands.table.index.get_level_values("G")) == {4.0, 16.0}
     assert bands.passed is True
     assert var.table is not None and len(var.table) == 2
+
+
+def test_a_posterior_that_did_not_converge_is_used_with_a_warning(fitted, tmp_path, capsys):
+    """predict, stability, diagnose and forecast used a saved fit whatever its convergence;
+    now loading one for use names the failed criteria, and the CLI prints it on one line."""
+    import copy
+
+    m, path = fitted
+    bad = copy.deepcopy(m)
+    post = bad.idata.posterior
+    name = "plateau_model" if "plateau_model" in post else next(iter(post.data_vars))
+    shifted = post[name].values.copy()
+    shifted[1] += 10.0 * float(np.std(shifted)) + 1.0  # the second chain elsewhere: R-hat >> 1.01
+    post[name] = (post[name].dims, shifted)
+    bad_path = bad.save(tmp_path / "unconverged.nc")
+    args = ["--lr", "5e-3", "--momentum", "0.9", "--convention", "ema", "--k-ref", "1", "--json"]
+    assert main(["stability", "--posterior", str(bad_path), *args]) == 0
+    err = capsys.readouterr().err
+    assert f"bayes-grpo stability: warning: {bad_path}: the fit did not converge (R-hat" in err
+    assert "UserWarning" not in err  # one line, not Python's warning format
+    assert main(["stability", "--posterior", str(path), *args]) == 0
+    assert ("did not converge" in capsys.readouterr().err) is (m.convergence().passed is False)

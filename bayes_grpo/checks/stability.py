@@ -182,12 +182,12 @@ def stability_from_draws(
 def _as_model(posterior_path_or_model: Any) -> Any:
     """A fitted ``GRPODynamicsModel`` from a path to its saved netCDF, or the model itself."""
     if isinstance(posterior_path_or_model, str | os.PathLike):
-        from bayes_grpo.model import GRPODynamicsModel
+        from bayes_grpo.model import load_fitted_model
 
         path = os.fspath(posterior_path_or_model)
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such posterior file")
-        return GRPODynamicsModel.load(path)
+        return load_fitted_model(path)
     if not hasattr(posterior_path_or_model, "coefficient_draws"):
         raise ValueError(
             f"expected a path to a saved posterior or a fitted GRPODynamicsModel, got {type(posterior_path_or_model)}"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
 
 from bayes_grpo import __version__
@@ -42,11 +44,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bayes-grpo`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
-        print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
+        try:
+            return int(args.func(args) or 0)
+        except (FileNotFoundError, FileExistsError, ValueError) as exc:
+            print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+
+
+def _warning_printer(command: str, fallback):
+    """``warnings.showwarning`` for the CLI: the package's own ``UserWarning``s (addressed to
+    the user: a fit that did not converge, a setting outside the fitted range) as one line
+    ``bayes-grpo COMMAND: warning: ...`` on stderr; every other warning as Python shows it."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UserWarning) and f"{os.sep}bayes_grpo{os.sep}" in str(filename):
+            print(f"bayes-grpo {command}: warning: {message}", file=sys.stderr)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+
+    return show
 
 
 if __name__ == "__main__":

@@ -28,9 +28,9 @@ def load_posterior(posterior: Any) -> Any:
         path = Path(posterior)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such posterior file")
-        from bayes_grpo.model import GRPODynamicsModel
+        from bayes_grpo.model import load_fitted_model
 
-        return GRPODynamicsModel.load(path)
+        return load_fitted_model(path)
     if hasattr(posterior, "coefficient_draws"):
         return posterior
     raise ValueError(

@@ -668,6 +668,25 @@ class GRPODynamicsModel:
 _RUN_OFFSET_STREAM: int = 1
 
 
+def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:
+    """:meth:`GRPODynamicsModel.load`, for a fit that is about to be used (predictions,
+    stability, diagnoses, forecast priors): a ``UserWarning`` names the convergence criteria
+    the saved fit failed (R-hat, ESS, divergences, ...), since everything computed from its
+    draws inherits them. The check (:meth:`GRPODynamicsModel.convergence`) takes about a
+    second on a typical fit."""
+    model = GRPODynamicsModel.load(path)
+    conv = model.convergence()
+    if conv.passed is False:
+        failed = conv.values.get("failed") or [conv.summary]
+        warnings.warn(
+            f"{os.fspath(path)}: the fit did not converge ({'; '.join(failed)}); what is computed "
+            "from it inherits that: refit with more --tune/--draws (see its convergence advice)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return model
+
+
 def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int], n_runs: int) -> np.ndarray:
     """Standardised initial-reward offset of a new run of an LLM with ``n_runs`` fitted runs.
 

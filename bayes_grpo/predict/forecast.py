@@ -956,9 +956,9 @@ def forecast_in_runset(
 
 def _load_model(posterior: object) -> object:
     if isinstance(posterior, str | os.PathLike):
-        from bayes_grpo.model import GRPODynamicsModel  # lazy: the model area is heavy to import
+        from bayes_grpo.model import load_fitted_model  # lazy: the model area is heavy to import
 
-        return GRPODynamicsModel.load(posterior)
+        return load_fitted_model(posterior)
     if not hasattr(posterior, "coefficient_draws"):
         raise ForecastError(
             f"{type(posterior).__name__} is neither a posterior file nor a fitted model with coefficient_draws"
