@@ -220,13 +220,17 @@ def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS) -> np.ndarr
     return out
 
 
+#: z value of the white-noise band ``z / sqrt(n)`` of a lag-1 autocorrelation from n points.
+WHITE_NOISE_Z: float = 1.96
+
+
 def residual_autocorrelation_check(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
 ) -> CheckResult:
     """Autocorrelation of residuals from the posterior-median mean trajectory, per G.
 
     Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
-    ``±1.96 / sqrt(n_total)`` (the white-noise band for the pooled residuals).
+    ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals).
     """
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
@@ -243,7 +247,7 @@ def residual_autocorrelation_check(
         if not acfs:
             continue
         acf = np.average(np.array(acfs), axis=0, weights=weights)
-        band = 1.96 / np.sqrt(sum(weights))
+        band = WHITE_NOISE_Z / np.sqrt(sum(weights))
         row = {"model": model, "G": g, "n_points": sum(weights), "white_noise_band": band}
         row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
         row["ok"] = bool(abs(acf[0]) <= band)

@@ -23,7 +23,9 @@ five coordinates (e.g. from the hierarchical model, which has no onset) gets
 accuracy in ``[0, 1]``: pass ``reward_bounds``) ``h`` is the binomial-like shape of
 :func:`noise_shape` (sampling noise of a success rate is largest mid-range and small near
 0 and 1), so a prefix logged near 0 does not set the noise of the rise, and one logged
-mid-range does not set the noise at a plateau near 1.
+mid-range does not set the noise at a plateau near 1; a reward exactly at a bound (no success
+yet) is censored, ``P(latent <= lo)`` in place of a density (:func:`at_bounds`), and
+forecast logged rewards are clipped to the bounds.
 
 *Prior.* A Gaussian on ``u`` (five coordinates, or six with the onset):
 
@@ -77,9 +79,6 @@ NOISE_FLOOR_SHARE: float = 0.05
 LIKELIHOODS: tuple[str, ...] = ("state_space", "iid")
 #: Fewest logged rewards in a prefix before the forecast warns that its bands are mostly the prior.
 FEW_PREFIX_POINTS = 10
-#: z value of the white-noise band ``z / sqrt(n)`` of the lag-1 autocorrelation of an i.i.d.
-#: forecast's prefix residuals (as in ``checks.ppc.residual_autocorrelation_check``).
-WHITE_NOISE_Z: float = 1.96
 #: Most points of the even part of a forecast grid (:func:`forecast_grid`): a horizon of up
 #: to ``FORECAST_GRID_POINTS - 1`` steps is forecast at every step.
 FORECAST_GRID_POINTS: int = 2001
@@ -1358,8 +1357,8 @@ def _resample(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
             "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
             f"bands, the regime and its probability rest on about {max(ess, 1.0):.0f} distinct "
-            "draws: do not read a regime probability near 1 as certainty; compare "
-            "--likelihood iid and a longer prefix, or check the bands with --calibrate"
+            "draws: do not read a regime probability near 1 as certainty; forecast from a "
+            "longer prefix, or check the bands with --calibrate"
         )
     draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
     return draws, k, ess, method
@@ -1535,7 +1534,7 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     then read the wander as signal and are too narrow. None when the residuals look white or
     the prefix is too short to tell.
     """
-    from bayes_grpo.checks.ppc import autocorrelation
+    from bayes_grpo.checks.ppc import WHITE_NOISE_Z, autocorrelation
 
     if post.t.size <= FEW_PREFIX_POINTS:
         return None

@@ -17,7 +17,11 @@ onset has the identity transition and no process noise); see
 Bounded rewards: with ``bounds = (lo, hi)`` (e.g. an accuracy in ``[0, 1]``) both noise
 variances at step ``t`` are multiplied by ``h(m(t))``
 (:func:`bayes_grpo.predict.forecast.noise_shape`, a binomial-like ``(m - lo)(hi - m)`` shape
-normalised to 1 mid-range), so ``sigma`` is the stationary sd mid-range.
+normalised to 1 mid-range), so ``sigma`` is the stationary sd mid-range. A logged reward at a
+bound is censored (:func:`bayes_grpo.predict.forecast.at_bounds`): it contributes the
+probability that the latent reward lies beyond the bound, and the state is updated with the
+moments of the truncated latent reward (assumed-density filtering: exact without process
+noise, an approximation with it); simulated logged rewards are clipped to the bounds.
 
 Why: with process noise a run wanders around its mean trajectory with a correlation time
 of order ``C / K``; the i.i.d. likelihood then reads the wander as signal, and its forecast
@@ -33,6 +37,7 @@ from the Lyapunov identity ``Q = P - Phi P Phi^T`` with the stationary covarianc
 from __future__ import annotations
 
 import numpy as np
+from scipy import special
 
 from bayes_grpo.model.kalman import transition
 
@@ -96,8 +101,6 @@ def _censored_update(gap: np.ndarray, s: np.ndarray, *, upper: bool):
     upper bound), the mean of the truncated latent reward minus the predicted one, and its
     variance (the inverse Mills ratio formulas of the truncated normal).
     """
-    from scipy import special
-
     sd = np.sqrt(s)
     alpha = gap / sd if not upper else -gap / sd
     log_p = special.log_ndtr(alpha)
