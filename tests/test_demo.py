@@ -44,9 +44,12 @@ def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data
 
     lines: list[str] = []
     result = run_demo(tmp_path / "demo", data_dir=small_data, fast=True, progress=lines.append)
-    # g4 s2 (grad-norm growth) and g16 s1 (reward oscillation) are diagnosed unstable: left out
-    assert sorted(result.fitted_runs) == sorted(RUNS[0:4:2])
-    assert set(result.excluded_runs) == {RUNS[1], RUNS[3]}
+    # g4 s2 (grad-norm growth) is diagnosed unstable: left out. g16 s1 was once called a
+    # reward oscillation (its sigmoid rise drawn as half a period of an undamped oscillator
+    # with its plateau mid-rise, 0.55); it rises to 0.9 and stays, and the process-noise check
+    # rejects that oscillation (likelihood ratio 0.91 < 2.71): it is fitted
+    assert sorted(result.fitted_runs) == sorted([RUNS[0], RUNS[2], RUNS[3]])
+    assert set(result.excluded_runs) == {RUNS[1]}
     # exactly the files the CLI checks before the demo runs (DEMO_OUTPUTS), all written
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == sorted(DEMO_OUTPUTS)
     for name in DEMO_OUTPUTS:
