@@ -138,3 +138,28 @@ def test_an_iid_fit_of_a_wandering_reward_says_its_residuals_are_correlated(tmp_
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["residual_autocorrelation"]["passed"] is False
+
+
+def test_an_iid_fit_of_a_wandering_reward_warns_when_it_is_loaded_for_use(tmp_path, monkeypatch):
+    # predict and stability from such a fit gave, e.g., critical K_ref 50 [47, 54] for a truth
+    # of 33 without a word; loading it for use (model.load_fitted_model) now says why. Prior
+    # draws stand in for the posterior, as above.
+    import arviz as az
+
+    from bayes_grpo.model import load_fitted_model
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-5}},
+        n_seeds=1,
+        n_steps=200,
+        measurement_sd=0.01,
+        random_seed=3,
+    )
+    model = GRPODynamicsModel()
+    model.runset = ds
+    model.idata = az.InferenceData(posterior=model.sample_prior_predictive(ds, samples=20, random_seed=1).prior)
+    monkeypatch.setattr(GRPODynamicsModel, "load", classmethod(lambda cls, path: model))
+    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True})())
+    with pytest.warns(UserWarning, match="Residuals are correlated in time") as record:
+        assert load_fitted_model(tmp_path / "f.nc") is model
+    assert "too confident" in str(record[0].message)
