@@ -105,6 +105,18 @@ def test_a_folder_or_a_log_given_as_the_posterior_says_what_file_is_expected(tmp
         GRPODynamicsModel.load(log)
 
 
+def _wandering_runs():
+    """Two runs (G 4 and 16) whose reward wanders about its curve: strong process noise,
+    stationary sd about 20% of the rise, little measurement noise."""
+    return simulate_sde_runset(
+        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-5}},
+        n_seeds=1,
+        n_steps=200,
+        measurement_sd=0.01,
+        random_seed=3,
+    )
+
+
 def test_an_iid_fit_of_a_wandering_reward_says_its_residuals_are_correlated(tmp_path, capsys, monkeypatch):
     # a reward with strong process noise (stationary sd about 20% of the rise) fitted with the
     # i.i.d. likelihood gave zeta 0.952 [0.923, 0.986] for a truth of 0.778, and `fit` printed
@@ -112,13 +124,7 @@ def test_an_iid_fit_of_a_wandering_reward_says_its_residuals_are_correlated(tmp_
     # posterior (the message is what is tested, not the sampler).
     import arviz as az
 
-    ds = simulate_sde_runset(
-        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-5}},
-        n_seeds=1,
-        n_steps=200,
-        measurement_sd=0.01,
-        random_seed=3,
-    )
+    ds = _wandering_runs()
     runs = save_runset(ds, tmp_path / "wander.nc")
 
     def fake_fit(self, runset, **kw):
@@ -148,13 +154,7 @@ def test_an_iid_fit_of_a_wandering_reward_warns_when_it_is_loaded_for_use(tmp_pa
 
     from bayes_grpo.model import load_fitted_model
 
-    ds = simulate_sde_runset(
-        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-5}},
-        n_seeds=1,
-        n_steps=200,
-        measurement_sd=0.01,
-        random_seed=3,
-    )
+    ds = _wandering_runs()
     model = GRPODynamicsModel()
     model.runset = ds
     model.idata = az.InferenceData(posterior=model.sample_prior_predictive(ds, samples=20, random_seed=1).prior)
