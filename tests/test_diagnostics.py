@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bayes_grpo.diagnostics import (
@@ -548,8 +549,6 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
 def test_a_diverging_reward_is_instability_even_where_no_fitted_law_can_draw_it():
     # an SDE run past the threshold (C_eff < 0) whose reward swings from -8 to ~1e5 was "not
     # detected": the least-squares law keeps C_eff > 0 and ended on its zeta bound
-    import pandas as pd
-
     from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
 
     ds = simulate_sde_runset(
@@ -601,3 +600,31 @@ def test_instability_figure_labels_say_what_each_side_curve_is_divided_by():
     growth = next(label for label in labels if label.startswith("grad_norm"))
     assert "early median" not in clip and "its maximum" in clip and "clip ratio over" in clip
     assert "/ early median" in growth and "late/early x" in growth
+
+
+def test_one_clipped_step_near_the_start_of_a_short_run_is_not_sustained_clipping():
+    # a K_ref = 8 bandit run clips once, at its first refresh (step 8). The clipping
+    # statistic took shrinking windows at the ends: the first step's window of 19 points
+    # averaged 1/19 = 0.053 >= 0.05, the episode was "detected", and its onset search
+    # (centred window mean and the step itself at the level) found no step: IndexError.
+    steps = np.arange(150)
+    rng = np.random.default_rng(0)
+    reward = 0.5 + 0.3 * (1 - np.exp(-steps / 20.0)) + 0.02 * rng.standard_normal(150)
+    clip = np.zeros(150)
+    clip[8] = 1.0
+    frame = pd.DataFrame({"reward": reward, "clip_ratio": clip}, index=pd.Index(steps, name="step"))
+    res = instability(frame, run_id="one_clip", config=FAST.instability, common=FAST.common)
+    sig = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "sustained clipping")
+    assert not sig["detected"] and sig["value"] == pytest.approx(1 / 37)
+
+
+def test_a_clipping_episode_is_dated_at_its_first_clipped_step():
+    steps = np.arange(150)
+    rng = np.random.default_rng(1)
+    reward = 0.5 + 0.3 * (1 - np.exp(-steps / 20.0)) + 0.02 * rng.standard_normal(150)
+    clip = np.where((steps >= 90) & (steps % 3 == 0), 0.4, 0.0)  # bursts every 3rd step from 90
+    frame = pd.DataFrame({"reward": reward, "clip_ratio": clip}, index=pd.Index(steps, name="step"))
+    res = instability(frame, run_id="episode", config=FAST.instability, common=FAST.common)
+    sig = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "sustained clipping")
+    assert sig["detected"] and sig["onset_step"] == 90
+    assert sig["value"] == pytest.approx(0.4 * 13 / 37, abs=0.4 / 37)

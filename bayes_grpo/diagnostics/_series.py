@@ -154,14 +154,17 @@ def interval(samples: np.ndarray, prob: float, centre: float | None = None) -> t
     return float(lo), float(hi)
 
 
-def rolling_mean(values: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving mean over ``window`` points (shrinking at the edges)."""
-    return (
-        pd.Series(np.asarray(values, dtype=float))
-        .rolling(window, center=True, min_periods=1)
-        .mean()
-        .to_numpy()
-    )
+def window_means(values: np.ndarray, window: int) -> np.ndarray:
+    """Means of every full window of ``window`` consecutive points, ``(n - window + 1,)``.
+
+    Entry ``k`` is the mean of ``values[k : k + window]``. No window is shorter than
+    ``window`` (a shrinking edge window would turn one large value near an end into an
+    "episode").
+    """
+    values = np.asarray(values, dtype=float)
+    window = int(min(max(window, 1), values.size))
+    csum = np.concatenate([[0.0], np.cumsum(values)])
+    return (csum[window:] - csum[:-window]) / window
 
 
 def block_resample(residuals: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:

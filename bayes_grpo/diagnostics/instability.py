@@ -73,9 +73,9 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     finite_series,
     interval,
-    rolling_mean,
     smooth,
     sustained_onset,
+    window_means,
     window_size,
 )
 from bayes_grpo.diagnostics.config import CommonConfig, InstabilityConfig
@@ -135,11 +135,11 @@ def _growth_signal(
         # clipping is bursty and starts at 0: the statistic is the largest mean clip ratio
         # over any window of edge_fraction of the run (a sustained clipping episode)
         w = window_size(s.values.size, cfg.edge_fraction)
-        rolled = rolling_mean(s.values, w)
+        rolled = window_means(s.values, w)
         value = float(rolled.max())
         boot = bootstrap(
             s.values,
-            lambda v: float(rolling_mean(v, w).max()),
+            lambda v: float(window_means(v, w).max()),
             smooth_fraction=common.smooth_fraction,
             block_fraction=common.block_fraction,
             n_boot=common.n_boot,
@@ -151,7 +151,11 @@ def _growth_signal(
             f"largest mean clip ratio over {cfg.edge_fraction:.0%} of the run",
             cfg.clip_min_level,
         )
-        condition = (rolled >= cfg.clip_min_level) & (s.values >= cfg.clip_min_level)
+        # onset: the first clipped step of the first window whose mean reaches the level
+        # (such a window holds at least one step at or above it)
+        first = int(np.flatnonzero(rolled >= cfg.clip_min_level)[0]) if detected else 0
+        condition = np.zeros(s.values.size, dtype=bool)
+        condition[first : first + w] = s.values[first : first + w] >= cfg.clip_min_level
     else:
         value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
         boot = bootstrap(
