@@ -678,3 +678,32 @@ def test_an_unreliable_importance_sample_says_the_regime_rests_on_a_few_draws(mo
     ds = forecast_run(t[:40], y[:40], t[40:], rng=0)
     unreliable = [w for w in json.loads(ds.attrs["warnings"]) if "importance sampling unreliable" in w]
     assert unreliable and "the regime and its probability rest on about" in unreliable[0]
+
+
+def test_a_run_in_progress_that_clips_its_way_through_the_updates_is_flagged_not_forecast_as_stable():
+    # a softmax-bandit run at lr 6 (far past the stability threshold) was forecast as
+    # "underdamped, no stop step" with nothing said: the forecast's law has zeta > 0 and
+    # cannot draw an unstable run. Its prefix now goes through the instability diagnostic.
+    import json
+
+    from bayes_grpo.diagnostics.cases import bandit_case
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import concat_runsets
+
+    runset = concat_runsets([bandit_case("bandit_large_lr"), bandit_case("bandit_healthy")])
+    unstable = forecast_in_runset(
+        runset, "bandit_large_lr/seed0", 90, likelihood="iid", n_draws=100, use_runs=False
+    )
+    found = json.loads(unstable.attrs["prefix_instability"])
+    assert found["detected"] and any("sustained clipping" in s for s in found["signals"])
+    assert any("instability diagnostic flags the steps up to 90" in w for w in attr_warnings(unstable))
+    healthy = forecast_in_runset(
+        runset, "bandit_healthy/seed0", 90, likelihood="iid", n_draws=100, use_runs=False
+    )
+    assert json.loads(healthy.attrs["prefix_instability"])["detected"] is False
+    assert not any("instability" in w for w in attr_warnings(healthy))
+    quiet = forecast_in_runset(
+        runset, "bandit_large_lr/seed0", 90, likelihood="iid", n_draws=100, use_runs=False,
+        check_instability=False,
+    )
+    assert "prefix_instability" not in quiet.attrs

@@ -438,6 +438,7 @@ def test_cli_forecast_backtests_the_rest_of_the_run(tmp_path, capsys):
     assert out["backtest_coverage_0.9"] >= 0.8
     assert out["backtest_rmse"] < 0.04
     assert isinstance(out["warnings"], list)  # a JSON list, not the attrs' JSON text
+    assert out["prefix_instability"] == {"detected": False, "onset_step": None, "signals": []}
     assert (tmp_path / "fc.png").exists() and load_prediction(tmp_path / "fc.nc").attrs[
         "upto_step"
     ] == 40.0

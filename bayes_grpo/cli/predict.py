@@ -336,6 +336,9 @@ def _run_forecast(args: argparse.Namespace) -> int:
         extra["band_scale"] = cal["band_scale"]
         extra["calibration_runs"] = cal["n_runs"]
         extra["calibration_raw_coverage"] = cal["raw_coverage"]
+    if "prefix_instability" in fc.attrs:
+        found = json.loads(fc.attrs["prefix_instability"])
+        extra["prefix_instability"] = {k: found[k] for k in ("detected", "onset_step", "signals")}
     for key in sorted(fc.attrs):
         if key.startswith("backtest_"):
             extra[key] = fc.attrs[key]

@@ -831,6 +831,7 @@ def forecast_in_runset(
     seed: int = 0,
     n_draws: int = 1000,
     calibrate: bool = False,
+    check_instability: bool = True,
 ) -> xr.Dataset:
     """Forecast run ``run_id`` of a run set from its steps up to ``upto`` (``bayes-grpo forecast``).
 
@@ -854,6 +855,14 @@ def forecast_in_runset(
     ``calibrate`` also ``backtest_coverage_raw_<p>``), ``backtest_rmse``, ``backtest_steps``.
     Other attrs: ``run``, ``prior_source``, ``prior_note``, and with ``calibrate``
     ``band_scale`` and ``calibration`` (JSON).
+
+    ``check_instability``: put the run's steps up to ``upto`` (reward and side metrics:
+    grad norm, clip ratio, importance ratio) through the instability diagnostic
+    (:func:`bayes_grpo.diagnostics.instability`, default thresholds). The forecast's law
+    is a stable oscillator (``zeta > 0``), so it cannot draw a run that is diverging or
+    clipping its way through the updates; when the diagnostic detects instability the
+    forecast says so in its warnings, and attr ``prefix_instability`` (JSON: detected,
+    onset step, the detected signals) holds the evidence either way.
     """
     from bayes_grpo.runset import REWARD_VAR, RunSetError
 
@@ -935,8 +944,22 @@ def forecast_in_runset(
             reward_bounds=reward_bounds,
         )
         fc = apply_band_calibration(fc, cal)
-    if late_upto is not None:
-        fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), late_upto])
+    notes = [late_upto] if late_upto is not None else []
+    if check_instability:
+        found = prefix_instability(runset, run_id, upto)
+        fc.attrs["prefix_instability"] = json.dumps(found)
+        if found["detected"]:
+            onset = found["onset_step"]
+            notes.append(
+                f"the instability diagnostic flags the steps up to {float(upto):g} "
+                f"({'; '.join(found['signals'])}"
+                + (f", from step {onset:g}" if onset is not None else "")
+                + "): this forecast's law is a stable oscillator and cannot draw an unstable "
+                "run, so if the instability is real its bands, regime and stop step do not "
+                "describe this run (evidence: `bayes-grpo diagnose`)"
+            )
+    if notes:
+        fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), *notes])
     rest = ~seen & (t_all <= horizon)
     if rest.any():
         prob = (
@@ -951,6 +974,33 @@ def forecast_in_runset(
         fc.attrs["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
         fc.attrs["backtest_steps"] = int(rest.sum())
     return fc
+
+
+def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str, object]:
+    """The instability diagnostic on run ``run_id``'s logged steps up to ``upto``.
+
+    Returns ``{"detected": bool | None, "onset_step": float | None, "signals": [...],
+    "summary": str}``: ``signals`` names the detected signals (``"sustained clipping
+    (clip_ratio)"``, ...); ``detected`` is None when the prefix cannot be assessed (too few
+    points).
+    """
+    from bayes_grpo.diagnostics import DiagnosticsConfig, instability, run_table
+
+    config = DiagnosticsConfig.from_mapping({"common": {"figures": False}})
+    frame = run_table(runset, run_id)
+    frame = frame.loc[frame.index <= upto]
+    res = instability(frame, run_id=run_id, config=config.instability, common=config.common)
+    signals = res.values.get("evidence", {}).get("signals", [])
+    return {
+        "detected": res.values.get("detected"),
+        "onset_step": res.values.get("onset_step"),
+        "signals": [
+            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
+            for s in signals
+            if s.get("detected")
+        ],
+        "summary": res.summary,
+    }
 
 
 def _load_model(posterior: object) -> object:
