@@ -163,3 +163,35 @@ def test_an_iid_fit_of_a_wandering_reward_warns_when_it_is_loaded_for_use(tmp_pa
     with pytest.warns(UserWarning, match="Residuals are correlated in time") as record:
         assert load_fitted_model(tmp_path / "f.nc") is model
     assert "too confident" in str(record[0].message)
+
+
+def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp_path, capsys, monkeypatch):
+    # a run at lr 6 on the softmax bandit (far past the threshold: it clips on every refresh and
+    # its bounded reward swings) went into the fit like any other run, without a word
+    import arviz as az
+
+    from bayes_grpo.cli.fit import flagged_unstable_runs
+    from bayes_grpo.diagnostics.cases import bandit_case, simulated_case
+    from bayes_grpo.runset import concat_runsets
+
+    ds = concat_runsets([bandit_case("bandit_large_lr", steps=150), bandit_case("bandit_healthy", steps=150)])
+    runs = save_runset(ds, tmp_path / "sweep.nc")
+
+    def fake_fit(self, runset, **kw):
+        self.runset = runset
+        self.idata = az.InferenceData(posterior=self.sample_prior_predictive(runset, samples=20, random_seed=1).prior)
+        self.fit_seconds = 0.0
+        return self.idata
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
+    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
+    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "note: run 'bandit_large_lr/seed0' is flagged by the instability diagnostic (sustained clipping" in err, err
+    assert "bandit_healthy" not in err
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert list(payload["flagged_unstable"]) == ["bandit_large_lr/seed0"]
+    # a damped reward oscillation is the law's own underdamped regime: not a reason for a note
+    assert flagged_unstable_runs(simulated_case("instability_oscillation")) == {}

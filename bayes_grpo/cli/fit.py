@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
@@ -91,6 +92,35 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_fit)
 
 
+def flagged_unstable_runs(runset) -> dict[str, str]:
+    """``{run id: evidence}`` of the runs the instability diagnostic flags by a signal the law cannot
+    draw (sustained clipping, growing grad norm or importance ratio, a reward that diverges
+    beyond any fitted curve); a damped reward oscillation alone is the law's underdamped regime
+    and is not listed. Runs before the fit, so the note comes before the sampling."""
+    from bayes_grpo.diagnostics import detected_runs
+
+    out = {}
+    for run_id, res in detected_runs(runset, "instability").items():
+        signals = [
+            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
+            for s in res.values["evidence"]["signals"]
+            if s.get("detected") and s["signal"] != "reward oscillation"
+        ]
+        if signals:
+            onset = res.values.get("onset_step")
+            out[run_id] = "; ".join(signals) + (f", from step {onset:g}" if onset is not None else "")
+    return out
+
+
+def unstable_run_note(run_id: str, evidence: str) -> str:
+    return (
+        f"run {run_id!r} is flagged by the instability diagnostic ({evidence}): the law is fitted to it "
+        "like the other runs, but a run past the stability threshold whose reward is bounded (it "
+        "saturates or swings instead of diverging) follows no trajectory of the law; leave it out of "
+        "the run set if the fit should describe the stable runs (evidence: `bayes-grpo diagnose`)"
+    )
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
@@ -111,6 +141,10 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.defaults:
         config = dict(config)
         config["hyperparameter_defaults"] = dict(config.get("hyperparameter_defaults", {})) | dict(args.defaults)
+    unstable = flagged_unstable_runs(runset)
+    if not args.json:
+        for run_id, summary in unstable.items():
+            print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)
     model = GRPODynamicsModel(
         model_config=config,
         parameterisation=args.parameterisation,
@@ -140,6 +174,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "fit_seconds": model.fit_seconds,
                 "convergence": conv.to_dict(),
                 "notes": list(model.data.notes),
+                "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
                 "groups": groups.reset_index().to_dict(orient="records"),
                 "runs": runs.reset_index().to_dict(orient="records"),

@@ -22,7 +22,14 @@ from bayes_grpo.diagnostics.config import (
     HackingConfig,
     InstabilityConfig,
 )
-from bayes_grpo.diagnostics.core import MODES, diagnose, diagnosis_table, run_table, verdict_matrix
+from bayes_grpo.diagnostics.core import (
+    MODES,
+    detected_runs,
+    diagnose,
+    diagnosis_table,
+    run_table,
+    verdict_matrix,
+)
 from bayes_grpo.diagnostics.degeneracy import (
     advantage_degeneracy,
     binomial_mean_std,
@@ -43,6 +50,7 @@ __all__ = [
     "advantage_degeneracy",
     "binomial_mean_std",
     "binomial_zero_spread",
+    "detected_runs",
     "diagnose",
     "diagnosis_table",
     "instability",

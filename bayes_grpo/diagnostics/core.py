@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -134,6 +135,22 @@ def diagnose(
                 res.values["posterior"] = draws_note
             results.append(res)
     return results
+
+
+def detected_runs(
+    runset: xr.Dataset, mode: str, config: DiagnosticsConfig | None = None
+) -> dict[str, CheckResult]:
+    """``{run id: result}`` for the runs where ``mode`` is detected.
+
+    No figures are drawn (``config.common.figures`` is overridden); runs that cannot be
+    assessed are not listed.
+    """
+    config = dataclasses.replace(
+        config or DiagnosticsConfig(),
+        common=dataclasses.replace((config or DiagnosticsConfig()).common, figures=False),
+    )
+    results = diagnose(runset, config=config, modes=[mode])
+    return {str(r.values["run"]): r for r in results if r.passed is False}
 
 
 def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
