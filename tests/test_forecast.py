@@ -707,3 +707,23 @@ def test_a_run_in_progress_that_clips_its_way_through_the_updates_is_flagged_not
         check_instability=False,
     )
     assert "prefix_instability" not in quiet.attrs
+
+
+def test_a_grad_norm_that_grows_with_the_take_off_does_not_make_a_forecast_warn():
+    # a shipped tiny TRL run starts at zero reward: its groups carry no signal, so its grad
+    # norm is small, and it grows 3x as the reward takes off. The diagnostic calls that growth
+    # instability; for a forecast from step 90 it is the take-off itself, not a reason to doubt
+    # the law.
+    from pathlib import Path
+
+    from bayes_grpo.predict.forecast import prefix_instability
+    from bayes_grpo.runset.ingest import load_runs
+
+    run_dir = Path(__file__).resolve().parents[1] / "data" / "tiny" / "g16_p8_lr0.001_k1_adamw_s0"
+    if not run_dir.is_dir():
+        pytest.skip("shipped tiny TRL runs not present")
+    runset = load_runs(run_dir)
+    (run_id,) = [str(r) for r in runset["run"].values]
+    found = prefix_instability(runset, run_id, 90)
+    assert "instability detected: growth of grad norm" in found["diagnostic"], found
+    assert found["detected"] is False and found["signals"] == [] and found["onset_step"] is None

@@ -94,18 +94,21 @@ def register(subparsers) -> None:
 
 def flagged_unstable_runs(runset) -> dict[str, str]:
     """``{run id: evidence}`` of the runs the instability diagnostic flags by a signal the law cannot
-    draw (sustained clipping, growing grad norm or importance ratio, a reward that diverges
-    beyond any fitted curve); a damped reward oscillation alone is the law's underdamped regime
-    and is not listed. Runs before the fit, so the note comes before the sampling."""
+    draw (sustained clipping, a growing importance ratio, a reward that diverges beyond any fitted
+    curve). A damped reward oscillation alone is the law's underdamped regime, and a growing grad
+    norm is confounded with the take-off of a run that starts at zero reward
+    (``diagnostics.instability.TAKE_OFF_CONFOUNDED``): neither is listed. Runs before the fit, so
+    the note comes before the sampling."""
     from bayes_grpo.diagnostics import detected_runs
+    from bayes_grpo.diagnostics.instability import (
+        TAKE_OFF_CONFOUNDED,
+        WITHIN_THE_LAW,
+        detected_signals,
+    )
 
     out = {}
     for run_id, res in detected_runs(runset, "instability").items():
-        signals = [
-            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
-            for s in res.values["evidence"]["signals"]
-            if s.get("detected") and s["signal"] != "reward oscillation"
-        ]
+        signals = detected_signals(res, leave_out=WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED)
         if signals:
             onset = res.values.get("onset_step")
             out[run_id] = "; ".join(signals) + (f", from step {onset:g}" if onset is not None else "")

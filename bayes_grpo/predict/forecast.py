@@ -861,8 +861,9 @@ def forecast_in_runset(
     (:func:`bayes_grpo.diagnostics.instability`, default thresholds). The forecast's law
     is a stable oscillator (``zeta > 0``), so it cannot draw a run that is diverging or
     clipping its way through the updates; when the diagnostic detects instability the
-    forecast says so in its warnings, and attr ``prefix_instability`` (JSON: detected,
-    onset step, the detected signals) holds the evidence either way.
+    forecast says so in its warnings, and attr ``prefix_instability`` (JSON, see
+    :func:`prefix_instability`) holds the evidence either way. A damped oscillation and a
+    growing grad norm do not count (see there).
     """
     from bayes_grpo.runset import REWARD_VAR, RunSetError
 
@@ -979,27 +980,39 @@ def forecast_in_runset(
 def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str, object]:
     """The instability diagnostic on run ``run_id``'s logged steps up to ``upto``.
 
+    Only signals the forecast's stable law cannot draw count: a damped reward oscillation is
+    its underdamped regime (``WITHIN_THE_LAW``), and the grad norm's growth over a prefix that
+    holds the take-off is the growing share of groups with signal (``TAKE_OFF_CONFOUNDED``).
+
     Returns ``{"detected": bool | None, "onset_step": float | None, "signals": [...],
-    "summary": str}``: ``signals`` names the detected signals (``"sustained clipping
-    (clip_ratio)"``, ...); ``detected`` is None when the prefix cannot be assessed (too few
-    points).
+    "diagnostic": str}``: ``signals`` are the counted detected signals (``"sustained
+    clipping (clip_ratio: ... 0.36)"``, ...); ``detected`` is None when the prefix cannot be
+    assessed (too few points); ``onset_step`` is the earliest onset of the counted signals;
+    ``diagnostic`` is the diagnostic's own sentence (all its signals).
     """
     from bayes_grpo.diagnostics import DiagnosticsConfig, instability, run_table
+    from bayes_grpo.diagnostics.instability import (
+        TAKE_OFF_CONFOUNDED,
+        WITHIN_THE_LAW,
+        detected_signals,
+    )
 
     config = DiagnosticsConfig.from_mapping({"common": {"figures": False}})
     frame = run_table(runset, run_id)
     frame = frame.loc[frame.index <= upto]
     res = instability(frame, run_id=run_id, config=config.instability, common=config.common)
-    signals = res.values.get("evidence", {}).get("signals", [])
+    leave_out = WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED
+    signals = detected_signals(res, leave_out=leave_out)
+    onsets = [
+        s["onset_step"]
+        for s in (res.values.get("evidence") or {}).get("signals", [])
+        if s.get("detected") and s["signal"] not in leave_out and s.get("onset_step") is not None
+    ]
     return {
-        "detected": res.values.get("detected"),
-        "onset_step": res.values.get("onset_step"),
-        "signals": [
-            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
-            for s in signals
-            if s.get("detected")
-        ],
-        "summary": res.summary,
+        "detected": None if res.passed is None else bool(signals),
+        "onset_step": float(min(onsets)) if onsets else None,
+        "signals": signals,
+        "diagnostic": res.summary,
     }
 
 
