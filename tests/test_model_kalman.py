@@ -116,3 +116,48 @@ def test_transition_graph_of_symbolic_coefficients_canonicalises_quickly():
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120, capture_output=True)
     except subprocess.TimeoutExpired:
         pytest.fail("canonicalisation of the symbolic transition matrix did not finish in 120 s")
+
+
+@pytest.mark.parametrize("exponent", ["alpha", 0, {"mu": 0.5, "sigma": 1.0}])
+def test_measurement_noise_scales_with_g_as_configured(exponent):
+    # TRL's batch size counts completions: with a fixed number per step the logged mean is as
+    # noisy at G = 32 as at G = 2, while the model scaled the measurement noise by G^-alpha
+    # like the SDE noise. A state-space fit of such runs read alpha 0.15 [0.09, 0.21] for a
+    # truth of 1. noise.measurement_g_exponent now sets the measurement noise's own exponent.
+    import arviz as az
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 2e-4}},
+        group_sizes=(2, 32), learning_rates=(1e-4,), n_seeds=1, n_steps=40, measurement_sd=0.05,
+    )
+    model = GRPODynamicsModel(model_config={"noise": {"measurement_g_exponent": exponent}}, likelihood="state_space")
+    prior = model.sample_prior_predictive(ds, samples=50, random_seed=2).prior
+    g = ds["group_size"].values
+    stat_var = prior["noise_d"].values[..., :1] / (g ** prior["alpha"].values[..., None] * 2 * np.abs(prior["C_eff"].values) * prior["K_eff"].values)
+    meas_var = prior["sigma"].values ** 2 - stat_var  # (chain, draw, run): runs G = 2, G = 32
+    ratio = meas_var[..., 0] / meas_var[..., 1]
+    if exponent == "alpha":
+        expected = 16.0 ** prior["alpha"].values  # (G / G_ref)^-alpha per run
+    elif exponent == 0:
+        expected = np.ones_like(ratio)
+    else:
+        expected = 16.0 ** prior["measurement_alpha"].values
+    np.testing.assert_allclose(ratio, expected, rtol=1e-6)
+    assert ("measurement_alpha" in prior) == isinstance(exponent, dict)
+    # a new run's sigma (coefficient_draws: predict, forecast priors) follows the same law
+    model.runset, model.idata = ds, az.InferenceData(posterior=prior)
+    for run in range(2):
+        coords = {k: ds[k].values.tolist()[run] for k in ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")}
+        draws = model.coefficient_draws(model="m", run_offset=False, **coords)
+        np.testing.assert_allclose(draws["sigma"].values, prior["sigma"].values[..., run], rtol=1e-6)
+
+
+def test_a_measurement_exponent_that_is_not_a_number_alpha_or_a_prior_is_a_clear_error():
+    from bayes_grpo.model import GRPODynamicsModel
+
+    for bad in ("none", True, {"mu": 0.0}, {"mu": 0.0, "sigma": -1.0}, float("nan")):
+        with pytest.raises(ValueError, match="measurement_g_exponent"):
+            GRPODynamicsModel(model_config={"noise": {"measurement_g_exponent": bad}}, likelihood="state_space")

@@ -18,7 +18,7 @@ Variables (dims in brackets):
 - per run: ``a`` (the gain ``eta K``; ``K_eff`` in the phenomenological form),
   ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``, ``sigma`` (per-step observation sd);
 - ``noise_d`` [model] (``D``; see the config docstring for its meaning under each
-  likelihood), ``alpha``; state space: ``measurement_sd`` [model] (at the reference G; scaled by ``(G/G_ref)^(-alpha/2)`` per run);
+  likelihood), ``alpha``; state space: ``measurement_sd`` [model] (at the reference G; scaled by ``(G/G_ref)^(-e/2)`` per run, ``e`` = ``alpha`` by default, see :func:`measurement_g_exponent`; ``measurement_alpha`` when ``e`` is free);
 - ``invariance="by_group"``: ``group_offset_plateau``, ``group_offset_initial_reward``
   (standardised reward units), ``group_offset_log_stiffness`` or
   ``group_offset_log_frequency``, and ``group_offset_log_damping`` [group], each
@@ -36,6 +36,7 @@ import pytensor.tensor as pt
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import padded_designs, shape_information_log_density
 from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid, reward_trajectory
+from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
 
@@ -176,11 +177,20 @@ def build_pymc_model(
             d_std = pt.exp(d["log_d0"] + log_sd * z_noise)  # at G_ref
             d_m = d_std * d["g_ref"] ** alpha
             q_run = d_std[mi] * g_factor
-            # Measurement noise at G_ref; the logged reward is a mean over the G completions of
-            # each prompt, so its sampling variance follows the same G^-alpha law as D.
+            # Measurement noise at G_ref, scaled by G^-e per run (measurement_g_exponent:
+            # by default e = alpha, the logged reward being a mean over G completions of each
+            # of a fixed number of prompts).
             meas = pm.HalfNormal("measurement_sd_z", 1.0, dims="model") * (config["noise"]["measurement_sigma"] * d["noise_guess"])
             pm.Deterministic("measurement_sd", meas * d["scale"], dims="model")
-            meas_var_run = meas[mi] ** 2 * g_factor
+            meas_exponent = measurement_g_exponent(config)
+            if meas_exponent == "alpha":
+                meas_g_factor = g_factor
+            elif meas_exponent == "free":
+                spec = config["noise"]["measurement_g_exponent"]
+                meas_g_factor = d["g_ratio"] ** (-pm.Normal("measurement_alpha", float(spec["mu"]), float(spec["sigma"])))
+            else:
+                meas_g_factor = d["g_ratio"] ** (-float(meas_exponent))
+            meas_var_run = meas[mi] ** 2 * meas_g_factor
             stat_var = q_run / (2.0 * pt.abs(damp) * k_eff)
             sigma_run = pt.sqrt(stat_var + meas_var_run)
         pm.Deterministic("noise_d", d_m * d["scale"] ** 2, dims="model")

@@ -24,6 +24,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 PARAMETERISATIONS: tuple[str, ...] = ("mechanistic", "phenomenological")
 LIKELIHOODS: tuple[str, ...] = ("iid", "state_space")
 INVARIANCES: tuple[str, ...] = ("shared", "by_group")
@@ -60,8 +62,13 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # state_space: D is the SDE noise intensity, centred so that the stationary sd
     # D / (2 G C K) matches the first-difference noise, log sd log_sigma; measurement
     # noise ~ HalfNormal(measurement_sigma x first-difference noise), at the reference G and
-    # scaled by (G / G_ref)^(-alpha / 2) per run (the logged reward is a mean over G completions).
-    "noise": {"log_sigma": 1.5, "measurement_sigma": 1.5},
+    # scaled per run by (G / G_ref)^(-e / 2), e = measurement_g_exponent: "alpha" (the
+    # default: the logged reward is a mean over a fixed number of prompts x G completions, so
+    # its sampling variance follows D's G^-alpha), a number (0: a fixed number of completions
+    # per step, e.g. TRL's batch size counts completions, so the logged mean does not get
+    # less noisy with G), or {"mu": ..., "sigma": ...}: e free, ~ Normal(mu, sigma)
+    # (posterior variable "measurement_alpha").
+    "noise": {"log_sigma": 1.5, "measurement_sigma": 1.5, "measurement_g_exponent": "alpha"},
     # alpha ~ Normal(mu, sigma) unless "fixed" is a number (theory: 1).
     "alpha": {"mu": 1.0, "sigma": 0.5, "fixed": None},
     # H1 of the G-invariance test: per (model, G) offsets (standardised reward units for
@@ -112,6 +119,30 @@ def merge_config(default: Mapping[str, Any], user: Mapping[str, Any] | None) -> 
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def measurement_g_exponent(config: Mapping[str, Any]) -> str | float:
+    """How the state-space measurement noise scales with G: ``"alpha"`` (as the SDE noise),
+    ``"free"`` (its own exponent, ``config["noise"]["measurement_g_exponent"] = {"mu", "sigma"}``)
+    or a fixed number. Raises ``ValueError`` on anything else."""
+    value = config["noise"].get("measurement_g_exponent", "alpha")
+    if value is None or value == "alpha":
+        return "alpha"
+    if isinstance(value, Mapping):
+        if set(value) != {"mu", "sigma"} or not all(
+            isinstance(value[k], int | float) and np.isfinite(value[k]) for k in value
+        ) or value["sigma"] <= 0:
+            raise ValueError(
+                f"configuration 'noise.measurement_g_exponent': a free exponent is "
+                f"{{'mu': number, 'sigma': number > 0}}, got {value!r}"
+            )
+        return "free"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise ValueError(
+            "configuration 'noise.measurement_g_exponent' must be 'alpha', a number (e.g. 0 for a "
+            f"fixed number of completions per step) or {{'mu': ..., 'sigma': ...}}; got {value!r}"
+        )
+    return float(value)
 
 
 def config_hash(*configs: Mapping[str, Any]) -> str:

@@ -41,6 +41,7 @@ from bayes_grpo.model.config import (
     PARAMETERISATIONS,
     SAMPLERS,
     config_hash,
+    measurement_g_exponent,
     merge_config,
 )
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
@@ -108,6 +109,7 @@ class GRPODynamicsModel:
                 raise ValueError(f"unknown {what} {value!r}; expected one of {allowed}")
         self.model_config = merge_config(DEFAULT_MODEL_CONFIG, model_config)
         self.sampler_config = merge_config(DEFAULT_SAMPLER_CONFIG, sampler_config)
+        measurement_g_exponent(self.model_config)  # a bad value fails here, not at fit time
         self.parameterisation = parameterisation
         self.likelihood = likelihood
         self.invariance = invariance
@@ -611,7 +613,15 @@ class GRPODynamicsModel:
             if self.likelihood == "iid":
                 sigma = np.sqrt(noise_d / g**alpha)
             else:
-                meas = post["measurement_sd"].sel(model=model).values * (g / g_ref) ** (-alpha / 2.0)
+                meas_exponent = measurement_g_exponent(self.model_config)
+                meas_alpha = (
+                    alpha
+                    if meas_exponent == "alpha"
+                    else post["measurement_alpha"].values
+                    if meas_exponent == "free"
+                    else meas_exponent
+                )
+                meas = post["measurement_sd"].sel(model=model).values * (g / g_ref) ** (-meas_alpha / 2.0)
                 sigma = np.sqrt(noise_d / (g**alpha * 2.0 * np.abs(damp) * k_eff) + meas**2)
         else:
             plateau = r0 = noise_d = sigma = nan
