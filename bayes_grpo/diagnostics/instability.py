@@ -90,9 +90,10 @@ WITHIN_THE_LAW: tuple[str, ...] = ("reward oscillation",)
 #: On a prefix that holds the reward's take-off, the grad norm grows with the share of groups
 #: that carry signal (a group whose G rewards are equal adds no gradient, and early on most
 #: are). The shipped tiny TRL runs (data/tiny) are flagged by it on 2 / 9 / 12 of 16 prefixes
-#: of 20 / 30 / 50% of their steps (late/early ratios 3-24) and on 2 of 16 whole logs (runs
-#: that start at zero reward: the early window has almost no groups with signal). The
-#: forecast's prefix check and ``fit``'s note leave that signal out; ``diagnose`` keeps it.
+#: of 20 / 30 / 50% of their steps (late/early ratios 3-24), and on 2 of 16 whole logs (both
+#: start at zero reward; on a whole log part of the growth may be real: dividing by the share
+#: of groups with signal halves one of them, 7.6 -> 3.1). The forecast's prefix check and
+#: ``fit``'s note leave that signal out; ``diagnose`` (and the demo's exclusions) keep it.
 TAKE_OFF_CONFOUNDED: tuple[str, ...] = ("growth of grad norm",)
 
 
