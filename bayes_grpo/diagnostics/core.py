@@ -145,10 +145,8 @@ def detected_runs(
     No figures are drawn (``config.common.figures`` is overridden); runs that cannot be
     assessed are not listed.
     """
-    config = dataclasses.replace(
-        config or DiagnosticsConfig(),
-        common=dataclasses.replace((config or DiagnosticsConfig()).common, figures=False),
-    )
+    base = config or DiagnosticsConfig()
+    config = dataclasses.replace(base, common=dataclasses.replace(base.common, figures=False))
     results = diagnose(runset, config=config, modes=[mode])
     return {str(r.values["run"]): r for r in results if r.passed is False}
 
