@@ -23,6 +23,7 @@ from bayes_grpo.diagnostics import (
     zero_spread_from_std,
 )
 from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
+from bayes_grpo.runset import make_runset
 
 FAST = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}})
 
@@ -283,6 +284,22 @@ def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
 def test_reward_hacking_not_flagged_when_train_and_eval_move_together(case):
     res = _one(case, "reward_hacking")
     assert res.passed is True, res.summary
+
+
+def test_reward_hacking_not_assessable_when_eval_is_constant_but_for_one_value():
+    """An evaluation accuracy of 0 at every evaluation but one: its raw range is not 0, but the
+    range of its moving median (the scale the gains are measured on) is; the gain was NaN and
+    the run read "not detected" with a NaN strength ("eval gain +nan%")."""
+    steps = np.arange(0, 100, 5)
+    ev = np.zeros(steps.size)
+    ev[10] = 0.02
+    frame = pd.DataFrame(
+        {"reward": np.linspace(0.2, 0.8, steps.size), "eval_reward": ev}, index=steps
+    )
+    (res,) = diagnose(make_runset({"r": frame}), config=FAST, modes=["reward_hacking"])
+    assert res.passed is None and res.values["detected"] is None, res.summary
+    assert "evaluation reward constant apart from isolated values" in res.summary
+    assert "nan" not in res.summary
 
 
 def test_policy_concentration_flagged_when_entropy_collapses_ahead_of_reward():

@@ -135,6 +135,20 @@ def reward_hacking(
         return not_assessable(
             MODE, run_id, "training or evaluation reward is constant; no scale to compare gains on"
         )
+    # the gains are measured on the range of the smoothed curve (moving median), which a
+    # lone value off a constant (an accuracy of 0 at every evaluation but one) leaves at 0
+    flat = [
+        label
+        for label, s in (("training", train), ("evaluation", ev))
+        if np.ptp(smooth(s.values, common.smooth_fraction)) == 0
+    ]
+    if flat:
+        return not_assessable(
+            MODE,
+            run_id,
+            f"{' and '.join(flat)} reward constant apart from isolated values (its moving median "
+            "is flat); no scale to compare gains on",
+        )
 
     d, g_t, g_e, start = _decoupling(train, ev, train.values, ev.values, config, common)
     n_eval_window = int((ev.steps >= start).sum())
