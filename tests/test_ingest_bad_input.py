@@ -273,3 +273,15 @@ def test_float_steps_that_are_integers_are_kept(tmp_path):
     path = _csv(tmp_path / "f.csv", [(f"{s}.0", 0.1 * s, 0.0) for s in range(1000, 1000 + N)])
     ds = load_runs([path])
     assert list(ds.step.values) == list(range(1000, 1000 + N))
+
+
+@pytest.mark.parametrize("text", ["[]", "[1, 2, 3]"])
+def test_a_json_list_without_per_step_objects_is_rejected_not_fatal(tmp_path, text):
+    # a folder's unrelated `results.json` holding [] raised KeyError('run_name') and stopped
+    # the whole ingest
+    bad = tmp_path / "results.json"
+    bad.write_text(text)
+    ds = _ingest(_good(tmp_path / "ok.csv"), bad)
+    assert list(ds.run.values) == ["ok"]
+    ((source, info),) = rejected_runs(ds).items()
+    assert "results.json" in source and "no per-step objects" in info["reason"]

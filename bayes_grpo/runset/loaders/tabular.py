@@ -196,7 +196,12 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
             ) from exc
         if not isinstance(data, list):
             raise LogFormatError(f"{path}: expected a list of per-step objects")
-        return [d for d in data if isinstance(d, dict)], []
+        objects = [d for d in data if isinstance(d, dict)]
+        if not objects:
+            raise LogFormatError(
+                f"{path}: a JSON list of {len(data)} item(s) with no per-step objects"
+            )
+        return objects, []
     lines = text.splitlines()
     out: list[dict] = []
     bad: list[int] = []
