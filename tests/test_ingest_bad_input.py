@@ -285,3 +285,15 @@ def test_a_json_list_without_per_step_objects_is_rejected_not_fatal(tmp_path, te
     assert list(ds.run.values) == ["ok"]
     ((source, info),) = rejected_runs(ds).items()
     assert "results.json" in source and "no per-step objects" in info["reason"]
+
+
+def test_a_json_integer_beyond_the_float_range_is_an_infinite_value_not_a_crash(tmp_path):
+    # float(10**400) raised OverflowError out of the whole ingest
+    path = tmp_path / "m.jsonl"
+    lines = [json.dumps({"step": s, "reward": 0.1 * s}) for s in range(N)]
+    lines[5] = f'{{"step": 5, "reward": {10**400}}}'
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert ds.sizes["step"] == N
+    assert np.isnan(float(ds["reward"].sel(run="m", step=5)))
+    assert runset_summary(ds)["n_nonfinite_reward"].iloc[0] == 1

@@ -160,7 +160,10 @@ def _to_number(value: object) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float | np.integer | np.floating):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a JSON integer beyond the float range: +-inf, counted as such
+            return float("inf") if value > 0 else float("-inf")
     if isinstance(value, str):
         try:
             return float(value.strip())
