@@ -297,3 +297,11 @@ def test_a_json_integer_beyond_the_float_range_is_an_infinite_value_not_a_crash(
     assert ds.sizes["step"] == N
     assert np.isnan(float(ds["reward"].sel(run="m", step=5)))
     assert runset_summary(ds)["n_nonfinite_reward"].iloc[0] == 1
+
+
+def test_boolean_steps_are_no_step_numbers(tmp_path):
+    # `"step": true` raised TypeError (numpy boolean subtract) out of the whole ingest
+    path = tmp_path / "b.jsonl"
+    path.write_text("\n".join(json.dumps({"step": bool(s % 2), "reward": 0.1}) for s in range(N)))
+    with pytest.raises(RunSetError, match=r"b\.jsonl: no usable step numbers"):
+        load_runs([path])

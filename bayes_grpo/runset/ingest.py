@@ -189,7 +189,10 @@ def normalise_run(
     warn: list[str] = list(raw.notes)
     recs = recs.copy()  # loaders leave out values that were not logged; NaN here was logged
     # steps
-    step_num = pd.to_numeric(recs["step"], errors="coerce")
+    # a JSON true/false is no step number (pandas reads it as 1/0, or as a bool column that
+    # the checks below cannot subtract)
+    is_bool = recs["step"].map(lambda v: isinstance(v, bool | np.bool_)).astype(bool)
+    step_num = pd.to_numeric(recs["step"].mask(is_bool), errors="coerce")
     bad_step = step_num.isna() | ~np.isfinite(step_num)
     if bad_step.all():
         raise RunRejected(f"{where}: no usable step numbers (e.g. {recs['step'].iloc[0]!r})")
