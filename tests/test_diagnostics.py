@@ -302,6 +302,19 @@ def test_reward_hacking_not_assessable_when_eval_is_constant_but_for_one_value()
     assert "nan" not in res.summary
 
 
+def test_reward_hacking_not_assessable_when_evaluation_goes_on_past_the_training_reward():
+    """Evaluations logged after the training reward's last step put the late window where the
+    training reward has no point: its gain was NaN and the run read "not detected" ("train gain
+    +nan%")."""
+    train = pd.DataFrame({"reward": np.linspace(0.2, 0.8, 30)}, index=np.arange(30))
+    ev = pd.DataFrame({"eval_reward": np.linspace(0.1, 0.4, 8)}, index=np.arange(100, 108))
+    frame = pd.concat([train, ev])
+    (res,) = diagnose(make_runset({"r": frame}), config=FAST, modes=["reward_hacking"])
+    assert res.passed is None and res.values["detected"] is None, res.summary
+    assert "only 0 training-reward point(s) after step" in res.summary
+    assert "nan" not in res.summary
+
+
 def test_policy_concentration_flagged_when_entropy_collapses_ahead_of_reward():
     res = _one("policy_concentration", "policy_concentration")
     assert res.passed is False, res.summary

@@ -158,6 +158,15 @@ def reward_hacking(
             run_id,
             f"only {n_eval_window} evaluation points after step {start:.0f} (need {config.min_eval_points})",
         )
+    # the training gain is a least-squares slope over the window: two points at least (an
+    # evaluation logged on past the training reward's last step leaves none)
+    n_train_window = int((train.steps >= start).sum())
+    if n_train_window < 2:
+        return not_assessable(
+            MODE,
+            run_id,
+            f"only {n_train_window} training-reward point(s) after step {start:.0f} (need 2)",
+        )
 
     rng = np.random.default_rng(common.seed)
     t_s, e_s = (
