@@ -108,9 +108,8 @@ def flagged_unstable_runs(runset) -> dict[str, str]:
 
     out = {}
     for run_id, res in detected_runs(runset, "instability").items():
-        signals = detected_signals(res, leave_out=WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED)
+        signals, onset = detected_signals(res, leave_out=WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED)
         if signals:
-            onset = res.values.get("onset_step")
             out[run_id] = "; ".join(signals) + (f", from step {onset:g}" if onset is not None else "")
     return out
 

@@ -97,14 +97,22 @@ WITHIN_THE_LAW: tuple[str, ...] = ("reward oscillation",)
 TAKE_OFF_CONFOUNDED: tuple[str, ...] = ("growth of grad norm",)
 
 
-def detected_signals(result: CheckResult, *, leave_out: tuple[str, ...] = WITHIN_THE_LAW) -> list[str]:
-    """The detected signals of an :func:`instability` result, as ``"signal (metric: statistic
-    value)"`` sentences, except those named in ``leave_out``."""
-    return [
-        f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
+def detected_signals(
+    result: CheckResult, *, leave_out: tuple[str, ...] = WITHIN_THE_LAW
+) -> tuple[list[str], float | None]:
+    """The detected signals of an :func:`instability` result, except those named in
+    ``leave_out``: ``"signal (metric: statistic value)"`` sentences, and the earliest onset
+    step among them (None when none has one)."""
+    kept = [
+        s
         for s in (result.values.get("evidence") or {}).get("signals", [])
         if s.get("detected") and s["signal"] not in leave_out
     ]
+    onsets = [float(s["onset_step"]) for s in kept if s.get("onset_step") is not None]
+    return (
+        [f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})" for s in kept],
+        min(onsets) if onsets else None,
+    )
 
 
 def relative_overshoot(zeta: np.ndarray | float) -> np.ndarray:

@@ -1001,16 +1001,10 @@ def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str
     frame = run_table(runset, run_id)
     frame = frame.loc[frame.index <= upto]
     res = instability(frame, run_id=run_id, config=config.instability, common=config.common)
-    leave_out = WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED
-    signals = detected_signals(res, leave_out=leave_out)
-    onsets = [
-        s["onset_step"]
-        for s in (res.values.get("evidence") or {}).get("signals", [])
-        if s.get("detected") and s["signal"] not in leave_out and s.get("onset_step") is not None
-    ]
+    signals, onset = detected_signals(res, leave_out=WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED)
     return {
         "detected": None if res.passed is None else bool(signals),
-        "onset_step": float(min(onsets)) if onsets else None,
+        "onset_step": onset,
         "signals": signals,
         "diagnostic": res.summary,
     }
