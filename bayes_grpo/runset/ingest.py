@@ -679,6 +679,10 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
             msg = str(exc)
             reject(str(job.path), msg if str(job.path) in msg else f"{job.path}: {msg}")
             continue
+        for piece in runs:
+            if piece.rejected is not None:  # rows of the file that belong to no run
+                reject(f"{job.path} (rows without a run name)", piece.rejected)
+        runs = [r for r in runs if r.rejected is None]
         row = job.row
         if row is not None and row.run_name is not None:
             picked = [r for r in runs if r.name == row.run_name]

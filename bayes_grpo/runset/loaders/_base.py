@@ -63,6 +63,10 @@ class RawRun:
         The model's config (``config.json`` content), when the log carries it.
     notes
         Loader warnings about this run (e.g. steps numbered by order of appearance).
+    rejected
+        Set when these records are *not* a run: rows of a multi-run file that name no run
+        (an empty run column). The text says why; ingestion reports it as a rejected source
+        and keeps none of the records, so they are neither dropped unseen nor merged into a run.
     """
 
     path: Path
@@ -74,6 +78,7 @@ class RawRun:
     config_source: str = ""
     model_config: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    rejected: str | None = None
 
     @property
     def label(self) -> str:

@@ -10,6 +10,8 @@ Layouts recognised (column names are matched case-insensitively):
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
 - In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
   (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
+- Rows of a multi-run file with an empty run name belong to no run: the ingest reports them
+  as rejected, naming the lines (:func:`_run_groups`).
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
   ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
 - **JSONL**: one JSON object per line, with a step key. Lines that carry a record type
@@ -76,10 +78,60 @@ def _run_labels(frame: pd.DataFrame, run_col: str) -> pd.Series:
     return names.where(~shared.astype(bool), names + "_" + ids)
 
 
-def _run_groups(frame: pd.DataFrame, run_col: str) -> list[tuple[str, pd.DataFrame]]:
-    """The rows of each run of a multi-run file, with the run's name (:func:`_run_labels`)."""
-    labels = _run_labels(frame, run_col)
-    return [(str(name), sub) for name, sub in frame.groupby(labels, sort=False)]
+def _blank(values: pd.Series) -> pd.Series:
+    """True where a run-name value is missing or empty."""
+    return values.isna() | (values.astype(str).str.strip() == "")
+
+
+def _line_list(lines: list[int]) -> str:
+    shown = ", ".join(map(str, lines[:10]))
+    return shown + (f", ... ({len(lines)} in all)" if len(lines) > 10 else "")
+
+
+def _run_groups(
+    frame: pd.DataFrame, run_col: str, path: Path, *, fmt: str = "csv"
+) -> tuple[list[tuple[str | None, pd.DataFrame]], list[str], RawRun | None]:
+    """The rows of each run of a multi-run file, with the run's name (:func:`_run_labels`).
+
+    Rows whose run column is empty belong to no run: they come back as a rejected
+    :class:`RawRun` (reported by the ingest, never merged into a run nor dropped unseen).
+    Exceptions: a file in which no row names a run is one run; and a JSONL file that names
+    one run only is that run (a header record often carries the name the step records
+    omit), with a note. A CSV's rows are all alike, so there a blank name is a blank.
+
+    Returns ``(groups, notes, unassigned)``. ``fmt`` is ``"csv"`` (row ``i`` is file line
+    ``i + 2``) or ``"jsonl"`` (row ``i`` is the file's record ``i + 1``).
+    """
+    unit, where, first = ("row", "line", 2) if fmt == "csv" else ("record", "record number", 1)
+    blank = _blank(frame[run_col])
+    named = frame[~blank]
+    names = named[run_col].astype(str).unique()
+    if len(names) == 0:
+        return [(None, frame)], [], None
+    if len(names) == 1 and fmt == "jsonl":
+        notes = []
+        if blank.any():
+            notes.append(
+                f"{path.name}: {int(blank.sum())} {unit}(s) without {run_col!r} read as part "
+                f"of the file's one run {names[0]!r}"
+            )
+        return [(str(names[0]), frame)], notes, None
+    labels = _run_labels(named, run_col)
+    groups = [(str(name), sub) for name, sub in named.groupby(labels, sort=False)]
+    unassigned = None
+    if blank.any():
+        lines = [int(i) + first for i in frame.index[blank]]
+        unassigned = RawRun(
+            path=path,
+            fmt=fmt,
+            records=pd.DataFrame(columns=["step", "metric", "value"]),
+            rejected=(
+                f"{path}: {len(lines)} {unit}(s) with an empty {run_col!r} ({where}(s) "
+                f"{_line_list(lines)}) belong to none of the file's {len(names)} run(s); not "
+                "ingested (fill in the run name to keep them)"
+            ),
+        )
+    return groups, [], unassigned
 
 
 def _ordinal_note(path: Path, n: int) -> str:
@@ -141,8 +193,10 @@ def load_csv(path: str | Path) -> list[RawRun]:
     step_col = find_step_key(cols)
     multi = run_col is not None
     if metric_col is not None and value_col is not None and step_col is not None:
-        groups = _run_groups(frame, run_col) if multi else [(None, frame)]
-        runs = []
+        groups, notes, unassigned = (
+            _run_groups(frame, run_col, path) if multi else ([(None, frame)], [], None)
+        )
+        runs = [unassigned] if unassigned is not None else []
         for name, sub in groups:
             records = pd.DataFrame(
                 {
@@ -152,9 +206,7 @@ def load_csv(path: str | Path) -> list[RawRun]:
                 }
             ).dropna(subset=["value"])
             runs.append(
-                RawRun(
-                    path=path, fmt="csv", records=records, name=None if name is None else str(name)
-                )
+                RawRun(path=path, fmt="csv", records=records, name=name, notes=list(notes))
             )
         return runs
     panel = [c for c in cols if _PANEL.match(c)]
@@ -171,11 +223,14 @@ def load_csv(path: str | Path) -> list[RawRun]:
             runs.append(RawRun(path=path, fmt="csv", records=records, name=name, notes=notes))
         return runs
     if multi:
-        runs = []
+        groups, file_notes, unassigned = _run_groups(frame, run_col, path)
+        runs = [unassigned] if unassigned is not None else []
         id_col = _find(cols, ID_KEYS)
-        for name, sub in _run_groups(frame, run_col):
+        for name, sub in groups:
             records, notes = _wide_records(sub, path, skip=(run_col, id_col))
-            runs.append(RawRun(path=path, fmt="csv", records=records, name=str(name), notes=notes))
+            runs.append(
+                RawRun(path=path, fmt="csv", records=records, name=name, notes=file_notes + notes)
+            )
         return runs
     records, notes = _wide_records(frame, path)
     return [RawRun(path=path, fmt="csv", records=records, notes=notes)]
@@ -282,25 +337,30 @@ def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: li
     return RawRun(path=path, fmt="jsonl", records=records, name=name, notes=notes)
 
 
+def _names_runs(entries: list[dict], key: str) -> bool:
+    """Whether ``key`` can be the run column of a JSONL file: a run name (text) on some
+    records and no other kind of value on any."""
+    values = [e.get(key) for e in entries]
+    return all(v is None or isinstance(v, str) for v in values) and any(
+        isinstance(v, str) and v.strip() for v in values
+    )
+
+
 def load_jsonl(path: str | Path) -> list[RawRun]:
     """Read the run(s) of a JSONL file of per-step metric objects."""
     path = Path(path)
     entries, notes = _read_json_lines(path)
-    run_key = next(
-        (k for k in RUN_KEYS if sum(isinstance(e.get(k), str) for e in entries) == len(entries)),
-        None,
-    )
+    run_key = next((k for k in RUN_KEYS if _names_runs(entries, k)), None)
     keys = {run_key, _find({k for e in entries for k in e}, ID_KEYS)} - {None}
-    labels = (
-        _run_labels(pd.DataFrame([{k: e.get(k) for k in keys} for e in entries]), run_key)
-        if run_key is not None
-        else None
-    )
-    if labels is not None and labels.nunique() > 1:
-        groups: dict[str, list[dict]] = {}
-        for label, e in zip(labels, entries):
-            groups.setdefault(label, []).append({k: v for k, v in e.items() if k not in keys})
-        return [_entries_to_run(g, path, name, notes) for name, g in groups.items()]
     if run_key is not None:
+        frame = pd.DataFrame([{k: e.get(k) for k in keys} for e in entries])
+        groups, file_notes, unassigned = _run_groups(frame, run_key, path, fmt="jsonl")
+        notes = notes + file_notes
+        if len(groups) > 1:
+            runs = [unassigned] if unassigned is not None else []
+            for name, sub in groups:
+                kept = [{k: v for k, v in entries[i].items() if k not in keys} for i in sub.index]
+                runs.append(_entries_to_run(kept, path, name, notes))
+            return runs
         entries = [{k: v for k, v in e.items() if k not in keys} for e in entries]
     return [_entries_to_run(entries, path, None, notes)]
