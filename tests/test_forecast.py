@@ -536,6 +536,46 @@ def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and
     assert not any("past the last logged step" in w for w in attr_warnings(at_end))
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"stop_threshold": -1.0}, r"stop threshold must be a positive, finite reward gain"),
+        ({"stop_threshold": 0.0}, r"stop threshold must be a positive, finite reward gain"),
+        ({"stop_threshold": float("nan")}, r"stop threshold must be a positive, finite"),
+        ({"horizon": 15.0}, r"horizon 15 is not after the last observed step 20 of run 'r'"),
+        ({"horizon": 20.0}, r"horizon 20 is not after the last observed step 20"),
+    ],
+)
+def test_a_stop_threshold_or_horizon_that_cannot_mean_anything_is_an_error(kwargs, message):
+    # a negative threshold was taken as "never stop" ("expected remaining gain -0.149"), and a
+    # horizon before --upto gave a "forecast" of steps already observed
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.summary import summarise_draws
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40.0)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0)
+    runset = make_runset({"r": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
+    with pytest.raises(ForecastError, match=message):
+        forecast_in_runset(runset, "r", 20, likelihood="iid", n_draws=50, **kwargs)
+    if "stop_threshold" in kwargs:  # the same rule for predict, which summarises draws too
+        draws = np.tile(reward, (4, 1))
+        with pytest.raises(ValueError, match=message):
+            summarise_draws(
+                steps,
+                draws,
+                draws,
+                plateau=np.full(4, 0.8),
+                initial_reward=np.full(4, 0.2),
+                zeta=np.ones(4),
+                damping=np.ones(4),
+                hdi_probs=[0.9],
+                **kwargs,
+            )
+
+
 def _coarse_runset(last_step: float, every: float):
     import pandas as pd
 

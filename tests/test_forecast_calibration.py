@@ -17,7 +17,7 @@ from bayes_grpo.predict import (
     forecast_in_runset,
     forecast_run,
 )
-from bayes_grpo.predict.forecast import mean_curve
+from bayes_grpo.predict.forecast import ForecastError, mean_curve
 from bayes_grpo.predict.predict import load_prediction
 from bayes_grpo.predict.summary import band
 from bayes_grpo.runset import make_runset, save_runset
@@ -148,3 +148,23 @@ def test_leave_one_out_evaluation_calibrates_each_run_as_the_cli_does(runset):
     assert table2.loc["r3", "band_scale"] != pytest.approx(table.loc["r3", "band_scale"])
     with pytest.raises(ValueError, match="calibration_scheme"):
         evaluate_forecasts(runset, runs=["r0"], **{**kw, "calibration_scheme": "halves"})
+
+
+def test_a_calibration_short_of_backtests_names_the_runs_it_could_not_use_and_why():
+    # the error said only "needs at least 2 backtested runs, got 1": a run outside
+    # --reward-bounds or without steps after --upto was left out unseen
+    steps = np.arange(80)
+    rise = 0.8 - 0.6 * np.exp(-steps / 15.0) + 0.01 * np.sin(steps)
+    curves = {
+        "r0": pd.DataFrame({"reward": rise}, index=pd.Index(steps, name="step")),
+        "r1": pd.DataFrame({"reward": rise + 0.01}, index=pd.Index(steps, name="step")),
+        "short": pd.DataFrame({"reward": rise[:30]}, index=pd.Index(steps[:30], name="step")),
+        "scaled": pd.DataFrame({"reward": 5.0 * rise}, index=pd.Index(steps, name="step")),
+    }
+    rs = make_runset(curves=curves, meta={k: {"model": "m"} for k in curves})
+    with pytest.raises(ForecastError) as info:
+        calibrate_for_run(rs, "r0", upto=UPTO, prior_for=None, reward_bounds=(0.0, 1.0), **FAST)
+    msg = str(info.value)
+    assert "needs at least 2 backtested runs, got 1" in msg and "run 'r0'" in msg
+    assert "'short': no logged step after the prefix" in msg
+    assert "'scaled': its forecast failed" in msg and "reward bounds" in msg

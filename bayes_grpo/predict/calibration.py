@@ -91,6 +91,7 @@ def backtest_required_scales(
     n_draws: int = 1000,
     likelihood: str = "state_space",
     reward_bounds: tuple[float, float] | None = None,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, dict[float, np.ndarray]]:
     """Backtest runs of ``runset`` from a prefix; per run and band, the required scales.
 
@@ -99,16 +100,22 @@ def backtest_required_scales(
     prior) and scored on its observed steps after the prefix (up to ``horizon`` if given):
     ``{run_id: {p: required_band_scale over those steps}}`` for each ``p`` in ``hdi_probs``.
     Runs with fewer than :data:`MIN_PREFIX_STEPS` prefix steps, no step after it, or a
-    failed forecast are left out. ``seeds``: one forecast seed per run (default 0, 1, ...).
+    failed forecast are left out; ``skipped``, when given, is filled with
+    ``{run_id: why}`` for each of them. ``seeds``: one forecast seed per run (default 0, 1, ...).
     """
     out: dict[str, dict[float, np.ndarray]] = {}
+    left_out = skipped if skipped is not None else {}
     for i, run_id in enumerate(run_ids):
         t, y = run_series(runset, run_id)
         n = prefix_length(t, fraction=fraction, upto=upto)
         future = np.arange(t.size) >= n
         if horizon is not None:
             future &= t <= float(horizon)
-        if n < MIN_PREFIX_STEPS or not future.any():
+        if n < MIN_PREFIX_STEPS:
+            left_out[str(run_id)] = f"{n} step(s) in the prefix, fewer than {MIN_PREFIX_STEPS}"
+            continue
+        if not future.any():
+            left_out[str(run_id)] = "no logged step after the prefix to score"
             continue
         prior = prior_for(run_id, runset) if prior_for is not None else None
         seed = int(seeds[i]) if seeds is not None else i
@@ -125,7 +132,8 @@ def backtest_required_scales(
                 likelihood=likelihood,
                 reward_bounds=reward_bounds,
             )
-        except ForecastError:
+        except ForecastError as exc:
+            left_out[str(run_id)] = f"its forecast failed ({exc})"
             continue
         out[str(run_id)] = {
             float(p): required_band_scale(yf, *forecast_band(ds, tf, kind="obs", hdi_prob=p))
@@ -207,6 +215,7 @@ def calibrate_for_run(
     """
     rest = runset.drop_sel({RUN_DIM: [run_id]})
     ids = [str(r) for r in rest[RUN_DIM].values]
+    skipped: dict[str, str] = {}
     required = backtest_required_scales(
         rest,
         ids,
@@ -219,9 +228,18 @@ def calibrate_for_run(
         n_draws=n_draws,
         likelihood=likelihood,
         reward_bounds=reward_bounds,
+        skipped=skipped,
     )
     prefix = f"upto step {float(upto):g}" if upto is not None else f"first {float(fraction):.0%} of each run"
-    return calibration_from_backtests(required, hdi_probs, prefix=prefix)
+    try:
+        return calibration_from_backtests(required, hdi_probs, prefix=prefix)
+    except ForecastError as exc:
+        why = "; ".join(f"{rid!r}: {reason}" for rid, reason in skipped.items())
+        raise ForecastError(
+            f"{exc} to calibrate the bands of run {run_id!r} ({prefix}); of the other "
+            f"{len(ids)} run(s), {len(skipped)} could not be backtested"
+            + (f": {why}" if why else "")
+        ) from None
 
 
 def apply_band_calibration(ds: xr.Dataset, calibration: BandCalibration) -> xr.Dataset:

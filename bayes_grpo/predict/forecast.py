@@ -62,7 +62,12 @@ from scipy import optimize, special, stats
 
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
-from bayes_grpo.predict.summary import DEFAULT_HDI_PROBS, attr_warnings, summarise_draws
+from bayes_grpo.predict.summary import (
+    DEFAULT_HDI_PROBS,
+    attr_warnings,
+    check_stop_threshold,
+    summarise_draws,
+)
 
 #: Names of the five unconstrained parameters of the oscillator, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
@@ -870,6 +875,10 @@ def forecast_in_runset(
     runs = [str(r) for r in runset["run"].values]
     if run_id not in runs:
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
+    try:
+        check_stop_threshold(stop_threshold)
+    except ValueError as exc:
+        raise ForecastError(str(exc)) from None
     t_all, y_all = run_series(runset, run_id, REWARD_VAR)
     if reward_bounds is not None:
         noise_shape(np.zeros(1), reward_bounds)  # validates lo < hi
@@ -891,6 +900,11 @@ def forecast_in_runset(
         upto = last
     if horizon is None:
         horizon = last if last > upto else 2.0 * float(upto)
+    elif not float(horizon) > float(upto):
+        raise ForecastError(
+            f"horizon {float(horizon):g} is not after the last observed step {float(upto):g} "
+            f"of run {run_id!r}: there is nothing to forecast (give a horizon past --upto)"
+        )
     grid = forecast_grid(float(horizon), t_all)
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:

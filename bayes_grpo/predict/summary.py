@@ -121,6 +121,20 @@ def expected_remaining_gain(mean_draws: np.ndarray, plateau: np.ndarray) -> np.n
     return np.mean(best - mean_draws, axis=0)
 
 
+def check_stop_threshold(threshold: float | None) -> float | None:
+    """``threshold`` if it is a usable stop threshold (None or a finite gain > 0, reward
+    units), else ValueError: a gain at or below 0 is never reached by a rising run's
+    expected remaining gain, so such a threshold would silently mean "never stop"."""
+    if threshold is None:
+        return None
+    value = float(threshold)
+    if not (np.isfinite(value) and value > 0.0):
+        raise ValueError(
+            f"stop threshold must be a positive, finite reward gain (reward units), got {threshold}"
+        )
+    return value
+
+
 def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
     """First step after which the expected remaining gain stays below ``threshold`` (NaN if never)."""
     below = np.asarray(gain) < threshold
@@ -240,6 +254,7 @@ def summarise_draws(
                 lo, hi = hdi_bounds(finite, p)
                 pass_hdi[i, j] = (lo, hi)
     gain = expected_remaining_gain(mean_k, plateau_k)
+    stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
         stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
     regimes = regime_probabilities(zeta, damping)
