@@ -355,3 +355,29 @@ def test_a_jsonl_header_record_naming_the_run_keeps_the_step_records(tmp_path):
     ds = load_runs([path])
     assert ds.sizes["step"] == N and not rejected_runs(ds)
     assert any("read as part of the file's one run 'my-run'" in w for w in runset_warnings(ds)["hdr"])
+
+
+def test_a_semicolon_export_with_decimal_commas_is_read_as_numbers_and_says_so(tmp_path):
+    # spreadsheets in many locales write "0,25"; the run was rejected as "no numeric metrics"
+    path = tmp_path / "semi.csv"
+    rows = [f"{s};{0.1 * s:.2f};0,01".replace(".", ",") for s in range(N)]
+    path.write_text("\n".join(["step;reward;kl", *rows]))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds["reward"].sel(run="semi").values, 0.1 * np.arange(N), atol=1e-9)
+    assert any("written with a decimal comma" in w for w in runset_warnings(ds)["semi"])
+
+
+def test_a_decimal_comma_in_a_run_name_is_kept_as_written(tmp_path):
+    path = tmp_path / "semi.csv"
+    rows = [f"lr 1,5;{s};{0.1 * s:.2f}".replace("0.", "0,") for s in range(N)]
+    rows += [f"lr 2,5;{s};{0.1 * s:.2f}".replace("0.", "0,") for s in range(N)]
+    path.write_text("\n".join(["run;step;reward", *rows]))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["lr 1,5", "lr 2,5"]
+
+
+def test_steps_too_large_to_tell_apart_are_an_error_naming_the_run(tmp_path):
+    # steps 2**70 + 0, 1, 2, ... wrapped in the int64 cast to one step: "only 1 finite reward"
+    path = _csv(tmp_path / "big.csv", [(2**70 + s, 0.1 * s, 0.0) for s in range(N)])
+    with pytest.raises(RunSetError, match=r"big\.csv: step .* is beyond 2\*\*53"):
+        load_runs([path])

@@ -106,6 +106,8 @@ MIN_POINTS = 10
 #: Largest distance from an integer at which a logged step is still that integer (a float
 #: written as ``12.000000001``); absolute, so it does not grow with the step number.
 STEP_ATOL = 1e-6
+#: Largest step number kept exactly (every integer up to 2**53 is a float).
+MAX_STEP = 2**53
 
 _CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 _GENERIC_DIRS = re.compile(
@@ -206,6 +208,14 @@ def normalise_run(
     if fractional.any():
         example = step_num[fractional].iloc[0]
         raise RunRejected(f"{where}: steps must be integers (found {example:.10g})")
+    # beyond 2**53 a float no longer holds every integer, and beyond 2**63 the int64 cast
+    # wrapped: 2**70 + 0, 1, 2 ... all became one step and the run "had one reward value"
+    huge = step_num.abs() > MAX_STEP
+    if huge.any():
+        raise RunRejected(
+            f"{where}: step {recs['step'][huge].iloc[0]!r} is beyond 2**53; steps that large "
+            "cannot be told apart as numbers (renumber the log's steps)"
+        )
     recs["step"] = np.round(step_num).astype(np.int64)
     # values
     numbers = [_to_number(v) for v in recs["value"]]

@@ -10,6 +10,8 @@ Layouts recognised (column names are matched case-insensitively):
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
 - In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
   (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
+- Separators: comma, tab (``.tsv``) or semicolon (spreadsheet exports); a semicolon export
+  may write decimal commas (``0,25``), read as decimals with a note (:func:`_decimal_commas`).
 - Rows of a multi-run file with an empty run name belong to no run: the ingest reports them
   as rejected, naming the lines (:func:`_run_groups`).
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
@@ -174,12 +176,47 @@ def _read_table(path: Path, sep: str) -> pd.DataFrame:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
 
 
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
+
+
+def _decimal_commas(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str | None]:
+    """A semicolon-separated export written with decimal commas (``0,25``), as spreadsheets
+    in many locales write it, with those cells read as decimal points; and a note saying so.
+
+    Only cells that are a number with one decimal comma change (never a thousands separator
+    such as ``1.234,5``, which stays text and is reported as non-numeric by the ingest), and
+    never in a run, id, metric-name or record-type column (names are kept as written).
+    """
+    names = {*RUN_KEYS, *ID_KEYS, *METRIC_KEYS, *TYPE_KEYS}
+    is_decimal = frame.apply(
+        lambda col: pd.Series(False, index=col.index)
+        if str(col.name).lower() in names
+        else col.astype("string").str.match(_DECIMAL_COMMA).fillna(False)
+    )
+    n = int(is_decimal.to_numpy().sum())
+    if n == 0:
+        return frame, None
+    fixed = frame.mask(is_decimal, frame.astype("string").apply(lambda c: c.str.replace(",", ".")))
+    return fixed, f"{path.name}: {n} value(s) written with a decimal comma read as decimals"
+
+
 def load_csv(path: str | Path) -> list[RawRun]:
     """Read the run(s) of a CSV (or TSV) metric export."""
     path = Path(path)
     frame = _read_table(path, "\t" if path.suffix.lower() == ".tsv" else ",")
     if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
         frame = _read_table(path, ";")  # a semicolon-separated export (spreadsheets in many locales)
+        frame, decimal_note = _decimal_commas(frame, path)
+        runs = _csv_runs(frame, path)
+        for run in runs:
+            if decimal_note is not None and run.rejected is None:
+                run.notes.insert(0, decimal_note)
+        return runs
+    return _csv_runs(frame, path)
+
+
+def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:
+    """The runs of a CSV export read into ``frame`` (text cells; see the module docstring)."""
     if frame.empty:
         raise LogFormatError(f"{path}: CSV has no rows")
     if len(frame.columns) < 2 and find_step_key(map(str, frame.columns)) is not None:
