@@ -41,6 +41,8 @@ def test_bandit_run_set_follows_the_data_contract_and_logs_grpo_metrics(tmp_path
     assert set(ds["source"].values) == {"bandit"}
     assert sorted(set(ds["k_ref"].values)) == [0.0, 3.0]
     assert sorted(set(ds["group_size"].values)) == [4.0, 8.0]
+    # 16 prompts (the default) x G completions per step: a fixed prompt budget
+    np.testing.assert_array_equal(ds["completions_per_step"].values, 16 * ds["group_size"].values)
     assert sorted(set(ds["seed"].values)) == [0.0, 1.0]
     assert set(ds["momentum_convention"].values) == {"heavy_ball"}
     for metric in LOGGED_METRICS:

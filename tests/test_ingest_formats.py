@@ -116,6 +116,8 @@ def test_runner_metadata_beside_trainer_state_fills_every_coordinate(tmp_path):
         "k_ref": 2,
         "beta": 0.04,
         "seed": 0,
+        "prompts_per_step": 4,
+        "completions_per_step": 16,
         "k_ref_mapping": {"steps_per_generation": 2},
     }
     (run_dir / "bayes_grpo_run.json").write_text(json.dumps(meta))

@@ -161,3 +161,48 @@ def test_a_measurement_exponent_that_is_not_a_number_alpha_or_a_prior_is_a_clear
     for bad in ("none", True, {"mu": 0.0}, {"mu": 0.0, "sigma": -1.0}, float("nan")):
         with pytest.raises(ValueError, match="measurement_g_exponent"):
             GRPODynamicsModel(model_config={"noise": {"measurement_g_exponent": bad}}, likelihood="state_space")
+
+
+def test_the_batch_exponent_tells_a_fixed_prompt_budget_from_a_fixed_completion_budget():
+    from bayes_grpo.model.prepare import batch_g_exponent
+
+    g = np.array([4.0, 4.0, 16.0, 16.0])
+    assert batch_g_exponent(g, 8 * g) == 1.0  # 8 prompts x G completions per step
+    assert batch_g_exponent(g, np.full(4, 128.0)) == 0.0  # TRL-style: 128 completions at any G
+    assert np.isnan(batch_g_exponent(g, np.array([32.0, 128.0, 128.0, 128.0])))
+    assert batch_g_exponent(np.full(4, 8.0), np.full(4, 64.0)) is None  # one G: nothing to tell
+    assert batch_g_exponent(g, np.full(4, np.nan)) is None  # batches unknown
+
+
+@pytest.mark.parametrize(
+    "completions, exponent, says",
+    [
+        ((128, 128), "alpha", "set noise.measurement_g_exponent to 0"),
+        ((128, 128), 0, None),
+        ((16, 256), "alpha", None),
+        ((16, 256), 0, "set noise.measurement_g_exponent to 'alpha' or 1"),
+        ((np.nan, np.nan), "alpha", None),
+        ((128, 128), {"mu": 0.5, "sigma": 0.5}, None),
+    ],
+)
+def test_a_state_space_fit_says_when_the_logged_batches_contradict_its_measurement_scaling(completions, exponent, says):
+    # the runner records completions per step; a run set of G 2 and 32 runs at 128 completions
+    # each was fitted with the measurement noise falling as G^-alpha and nothing said so
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 2e-4}},
+        group_sizes=(2, 32), learning_rates=(1e-4,), n_seeds=1, n_steps=40, measurement_sd=0.05,
+    )
+    ds = ds.assign_coords(completions_per_step=("run", np.array(completions, dtype=float)))
+    model = GRPODynamicsModel(model_config={"noise": {"measurement_g_exponent": exponent}}, likelihood="state_space")
+    model.build_model(ds)
+    found = [n for n in model.data.notes if "measurement" in n]
+    if says is None:
+        assert not found, found
+    else:
+        assert len(found) == 1 and says in found[0], found
+    iid = GRPODynamicsModel(likelihood="iid")  # no measurement noise of its own: no note
+    iid.build_model(ds)
+    assert not [n for n in iid.data.notes if "measurement" in n]

@@ -127,3 +127,18 @@ def test_a_folder_or_a_training_log_given_as_a_run_set_says_to_ingest_it_first(t
     broken.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)  # HDF5 signature, truncated file
     with pytest.raises(RunSetError, match="not a readable netCDF run set"):
         load_runset(broken)
+
+
+def test_a_run_set_saved_before_completions_per_step_joined_the_contract_still_loads(tmp_path):
+    # the coordinate was added after schema version 1: an older file lacks it and must read
+    # as "unknown", not be refused as breaking the contract
+    from bayes_grpo.runset import load_runset, make_runset, save_runset
+
+    ds = make_runset({"a": pd.DataFrame({"reward": [0.1, 0.2, 0.3]}, index=[1, 2, 3])}, {})
+    old = ds.drop_vars("completions_per_step")
+    path = tmp_path / "old.nc"
+    old.to_netcdf(path, engine="h5netcdf")
+    assert "completions_per_step" not in xr.open_dataset(path, engine="h5netcdf").coords
+    back = load_runset(path)
+    assert np.isnan(back["completions_per_step"].values).all()
+    save_runset(back, tmp_path / "again.nc")

@@ -459,6 +459,7 @@ def simulate_bandit(
         meta[run_id] = {
             "model": BANDIT_MODEL,
             "group_size": int(G),
+            "completions_per_step": int(n_prompts) * int(G),
             "learning_rate": float(lr),
             "momentum": float(mu),
             "momentum_convention": momentum_convention,

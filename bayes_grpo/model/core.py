@@ -45,8 +45,8 @@ from bayes_grpo.model.config import (
     merge_config,
 )
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
-from bayes_grpo.model.prepare import ModelData, group_label, prepare_data
-from bayes_grpo.runset import REWARD_VAR, validate_runset
+from bayes_grpo.model.prepare import ModelData, group_label, measurement_batch_note, prepare_data
+from bayes_grpo.runset import REWARD_VAR, validate_runset, with_added_coords
 from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
@@ -137,6 +137,10 @@ class GRPODynamicsModel:
         validate_runset(runset)
         self.runset = runset
         self.data = prepare_data(runset, self.model_config, self.parameterisation)
+        if self.likelihood == "state_space":
+            note = measurement_batch_note(runset, self.model_config)
+            if note is not None:
+                self.data.notes.append(note)
         self.model = build_pymc_model(
             self.data, self.model_config, parameterisation=self.parameterisation, likelihood=self.likelihood, invariance=self.invariance
         )
@@ -366,7 +370,7 @@ class GRPODynamicsModel:
             raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
         if not hasattr(idata, FIT_DATA_GROUP):
             raise ValueError(f"{path}: no {FIT_DATA_GROUP!r} group (the fitted run set); cannot rebuild the model")
-        runset = getattr(idata, FIT_DATA_GROUP).load()
+        runset = with_added_coords(getattr(idata, FIT_DATA_GROUP).load())
         for name in ("model", "momentum_convention", "source", RUN_DIM):
             if name in runset.coords:
                 runset = runset.assign_coords({name: runset[name].values.astype(object)} if name == RUN_DIM else {name: (RUN_DIM, runset[name].values.astype(object))})

@@ -16,7 +16,9 @@ import xarray as xr
 
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import effective_step
+from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
+from bayes_grpo.runset.schema import readable_group_size
 
 #: Coordinates the mechanistic parameterisation needs for every run.
 MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
@@ -281,6 +283,86 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         log_size=log_size,
         notes=notes,
     )
+
+
+def batch_g_exponent(group_size: np.ndarray, completions_per_step: np.ndarray) -> float | None:
+    """How the completions averaged into one logged step grow with G across runs.
+
+    Parameters
+    ----------
+    group_size, completions_per_step
+        ``(n_runs,)`` G and completions per optimizer step (NaN where unknown).
+
+    Returns
+    -------
+    1.0 when every run with both known averages the same number of prompts (``n = prompts x
+    G``), 0.0 when every such run averages the same number of completions whatever its G,
+    NaN when they do neither, and None when fewer than two distinct G have a known ``n``.
+    """
+    g = np.asarray(group_size, dtype=float)
+    n = np.asarray(completions_per_step, dtype=float)
+    known = np.isfinite(g) & np.isfinite(n) & (g > 0) & (n > 0)
+    if np.unique(g[known]).size < 2:
+        return None
+    if np.unique(n[known] / g[known]).size == 1:
+        return 1.0
+    if np.unique(n[known]).size == 1:
+        return 0.0
+    return float("nan")
+
+
+def measurement_batch_note(ds: xr.Dataset, model_config: dict[str, Any]) -> str | None:
+    """A note when the run set's batches (``completions_per_step``) contradict how the
+    state-space measurement noise is scaled with G (``noise.measurement_g_exponent``), else None.
+
+    The logged reward of a step is a mean over its completions, so its sampling variance
+    falls as 1 / completions. With a fixed number of prompts per step that is ``G^-1`` (the
+    default exponent ``"alpha"``, theory 1, or a number near 1); with a fixed number of
+    completions per step (TRL counts its batch in completions) it does not fall with G at all
+    (exponent 0), and with budgets that vary otherwise no single exponent holds.
+    """
+    if "completions_per_step" not in ds.coords or "group_size" not in ds.coords:
+        return None
+    exponent = measurement_g_exponent(model_config)
+    if exponent == "free":
+        return None
+    g = np.asarray(ds["group_size"].values, dtype=float)
+    n = np.asarray(ds["completions_per_step"].values, dtype=float)
+    k = batch_g_exponent(g, n)
+    if k is None:
+        return None
+    known = np.isfinite(g) & np.isfinite(n)
+    by_g: dict[object, set] = {}
+    for gi, ni in zip(g[known], n[known]):
+        by_g.setdefault(readable_group_size(gi), set()).add(readable_group_size(ni))
+    batches = "; ".join(
+        f"G {gi}: {' and '.join(map(str, sorted(ns)))}" for gi, ns in sorted(by_g.items())
+    )
+    configured = "G^-alpha, the default" if exponent == "alpha" else f"G^-{exponent:g}"
+    if k == 0.0 and exponent != 0.0:
+        return (
+            f"every run averages the same number of completions per step whatever its G "
+            f"(completions per step: {batches}), so its logged mean is no less noisy at larger G; "
+            f"the state-space measurement noise is scaled by {configured}: set "
+            "noise.measurement_g_exponent to 0"
+        )
+    if k == 1.0 and exponent != "alpha" and abs(float(exponent) - 1.0) > 0.25:
+        return (
+            f"every run averages the same number of prompts per step (completions per step: "
+            f"{batches}), so the variance of its logged mean falls as 1/G; the state-space "
+            f"measurement noise is scaled by {configured}: set noise.measurement_g_exponent to "
+            "'alpha' or 1"
+        )
+    if np.isnan(k):
+        return (
+            f"the runs' completions per step follow neither a fixed prompt budget nor a fixed "
+            f"completion budget (completions per step: {batches}), so no single G exponent of "
+            f"the state-space measurement noise (now {configured}) holds for every run, and the "
+            "runs of the other budgets get a mis-scaled measurement noise (a free exponent, "
+            "noise.measurement_g_exponent = {'mu': 0.5, 'sigma': 0.5}, lets the data pick the "
+            "best single one)"
+        )
+    return None
 
 
 def momentum_factor(momentum: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from bayes_grpo.runset.core import (
     runset_warnings,
     save_runset,
     validate_runset,
+    with_added_coords,
 )
 from bayes_grpo.runset.schema import REWARD_VAR, RUN_COORDS
 
@@ -27,4 +28,5 @@ __all__ = [
     "runset_warnings",
     "save_runset",
     "validate_runset",
+    "with_added_coords",
 ]

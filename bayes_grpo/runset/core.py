@@ -18,6 +18,7 @@ import xarray as xr
 
 from bayes_grpo._io import is_hdf5_file, write_atomic
 from bayes_grpo.runset.schema import (
+    ADDED_COORDS,
     NUMERIC_COORDS,
     REWARD_VAR,
     RUN_COORDS,
@@ -192,6 +193,19 @@ def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = Tr
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
 
 
+def with_added_coords(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with each coordinate of :data:`~bayes_grpo.runset.schema.ADDED_COORDS` it lacks
+    (a run set saved before that coordinate joined the contract) set to unknown for every run."""
+    if RUN_DIM not in ds.dims:
+        return ds
+    for name in ADDED_COORDS:
+        if name not in ds.coords:
+            fill = RUN_COORDS[name]
+            kind = object if isinstance(fill, str) else float
+            ds = ds.assign_coords({name: (RUN_DIM, np.full(ds.sizes[RUN_DIM], fill, dtype=kind))})
+    return ds
+
+
 def load_runset(path: str | os.PathLike) -> xr.Dataset:
     """Read a run set written by :func:`save_runset` (fully loaded into memory, file closed)."""
     path = Path(path)
@@ -211,6 +225,7 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
         if name in ds.coords:
             ds = ds.assign_coords({name: (RUN_DIM, ds[name].values.astype(object))})
     ds = ds.assign_coords({RUN_DIM: ds[RUN_DIM].values.astype(object)})
+    ds = with_added_coords(ds)
     try:
         return validate_runset(ds)
     except RunSetError as exc:
@@ -339,6 +354,7 @@ __all__ = [
     "runset_warnings",
     "save_runset",
     "load_runset",
+    "with_added_coords",
     "concat_runsets",
     "run_frame",
     "run_coords",

@@ -538,6 +538,7 @@ VALID_RANGES: dict[str, tuple[float, bool, float, bool]] = {
     "k_ref": (0.0, True, np.inf, False),
     "beta": (0.0, True, np.inf, False),
     "model_size": (0.0, False, np.inf, False),
+    "completions_per_step": (1.0, True, np.inf, False),
 }
 
 

@@ -364,6 +364,7 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
     "k_ref": ("k_ref", "off_policy_lag", "optimizer_updates_per_rollout_batch"),
     "beta": ("beta", "kl_coef", "kl_beta", "init_kl_coef", "kl_loss_coef", "kl_penalty_coef"),
     "seed": ("seed",),
+    "completions_per_step": ("completions_per_step",),
 }
 
 

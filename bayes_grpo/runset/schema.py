@@ -23,14 +23,20 @@ RUN_COORDS: dict[str, object] = {
     "k_ref": np.nan,  # off-policy lag: optimizer steps that reuse one rollout / refresh interval
     "beta": np.nan,  # KL weight
     "seed": np.nan,  # random seed
+    # completions whose rewards make up one optimizer step's logged reward (prompts per
+    # step x G); tells a fixed prompt budget (grows with G) from a fixed completion budget
+    "completions_per_step": np.nan,
     "source": "",  # where the run came from (format:path)
 }
+#: Coordinates added to the contract after schema version 1: a run set saved without one
+#: is read with the coordinate unknown (its fill value), not refused.
+ADDED_COORDS: tuple[str, ...] = ("completions_per_step",)
 
 STRING_COORDS: tuple[str, ...] = tuple(k for k, v in RUN_COORDS.items() if isinstance(v, str))
 NUMERIC_COORDS: tuple[str, ...] = tuple(k for k in RUN_COORDS if k not in STRING_COORDS)
 #: Numeric coordinates that are counts (stored as float64 like the others): people read them
 #: as integers, so tables, messages and JSON show them through :func:`readable_group_size`.
-COUNT_COORDS: tuple[str, ...] = ("group_size", "k_ref", "seed")
+COUNT_COORDS: tuple[str, ...] = ("group_size", "k_ref", "seed", "completions_per_step")
 
 
 def readable_group_size(value: float) -> int | float:
@@ -65,6 +71,7 @@ __all__ = [
     "RUN_DIM",
     "STEP_DIM",
     "RUN_COORDS",
+    "ADDED_COORDS",
     "STRING_COORDS",
     "COUNT_COORDS",
     "NUMERIC_COORDS",

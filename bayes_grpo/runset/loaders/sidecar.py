@@ -302,6 +302,7 @@ def coords_from_config(
         "k_ref",
         "momentum",
         "momentum_convention",
+        "completions_per_step",
     ):
         key = hyperparameter_key(coord, config)
         if key is None or config[key] is None or config[key] == "":
