@@ -646,3 +646,31 @@ def test_a_long_horizon_thins_the_draws_instead_of_running_out_of_memory(monkeyp
     assert notes[0] == "given" and "one in 3 of the 1000 posterior draws" in notes[1], notes
     with pytest.raises(ValueError, match="too long to predict step by step"):
         predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0)
+
+
+def test_a_prediction_that_climbs_past_every_logged_reward_says_the_plateau_is_not_pinned():
+    # the demo's fit of the tiny TRL runs (0-1 success rate, p* ~ 3.4) predicted a mean reward
+    # of 2.06 at step 300 and no warning said that no run had ever logged more than 1
+    import pandas as pd
+
+    from bayes_grpo.predict.predict import beyond_logged_rewards_warning
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(50)
+    curves = {
+        "a": pd.DataFrame({"reward": np.linspace(0.0, 0.9, 50)}, index=steps),
+        "b": pd.DataFrame({"reward": np.linspace(0.1, 1.0, 50)}, index=steps),
+        "other": pd.DataFrame({"reward": np.linspace(0.0, 9.0, 50)}, index=steps),
+    }
+    meta = {"a": {"model": "m"}, "b": {"model": "m"}, "other": {"model": "big"}}
+    rs = make_runset(curves, meta)
+    plateau = np.full((2, 50), 3.4)
+    msg = beyond_logged_rewards_warning(rs, model="m", mean_trajectory=np.linspace(0, 2.06, 30), plateau=plateau)
+    assert msg is not None and "reaches 2.06" in msg and "[0, 1]" in msg and "p* = 3.4" in msg
+    # within the logged range (and its noise margin of a tenth of it): nothing to say
+    assert beyond_logged_rewards_warning(rs, model="m", mean_trajectory=np.linspace(0, 1.05, 30), plateau=plateau) is None
+    # below the range too; and a new LLM (reward-valued draws NaN) is not judged
+    assert "reaches -0.5" in beyond_logged_rewards_warning(rs, model="m", mean_trajectory=np.linspace(-0.5, 0.5, 9), plateau=plateau)
+    assert beyond_logged_rewards_warning(rs, model=None, mean_trajectory=np.linspace(0, 2, 9), plateau=np.full(4, np.nan)) is None
+    # the other LLM's rewards do not widen this one's range
+    assert beyond_logged_rewards_warning(rs, model="big", mean_trajectory=np.linspace(0, 8, 9), plateau=plateau) is None

@@ -354,6 +354,58 @@ def extrapolation_warnings(
     return out
 
 
+#: Share of the logged reward range by which a predicted mean may pass it before
+#: :func:`beyond_logged_rewards_warning` speaks (the noise of a run's last steps is about that).
+BEYOND_LOGGED_SHARE = 0.1
+
+
+def beyond_logged_rewards_warning(
+    runset: xr.Dataset | None,
+    *,
+    model: str | None,
+    mean_trajectory: np.ndarray,
+    plateau: np.ndarray,
+) -> str | None:
+    """A line when a prediction's posterior-mean trajectory leaves the range of the rewards
+    the fitted runs logged (those of ``model``; all runs when it is not among them) by more
+    than :data:`BEYOND_LOGGED_SHARE` of that range, else None.
+
+    The law's plateau ``p*`` is pinned only by runs that approach it; runs that end mid-rise
+    (for the law) leave it free, and a prediction past their last reward then follows the
+    law's rise into values no run showed, such as a success rate above 1. ``plateau``: the
+    draws of ``p*`` (reward units; NaN for a new LLM, when nothing is said).
+    """
+    if runset is None or "run" not in runset.dims or "reward" not in runset:
+        return None
+    mean = np.asarray(mean_trajectory, dtype=float)
+    p_star = np.asarray(plateau, dtype=float).ravel()
+    if not np.isfinite(mean).any() or not np.isfinite(p_star).any():
+        return None
+    runs = np.asarray(runset["run"].values)
+    if model is not None and "model" in runset.coords:
+        same = np.asarray(runset["model"].values, dtype=str) == str(model)
+        if same.any():
+            runs = runs[same]
+    logged = np.asarray(runset["reward"].sel(run=runs).values, dtype=float)
+    logged = logged[np.isfinite(logged)]
+    if logged.size < 2 or not np.ptp(logged) > 0:
+        return None
+    lo, hi = float(logged.min()), float(logged.max())
+    margin = BEYOND_LOGGED_SHARE * (hi - lo)
+    top, bottom = float(np.nanmax(mean)), float(np.nanmin(mean))
+    if bottom >= lo - margin and top <= hi + margin:
+        return None
+    reach = top if top > hi + margin else bottom
+    q = np.nanquantile(p_star, [0.05, 0.5, 0.95])
+    return (
+        f"the predicted mean reward reaches {reach:.3g}, beyond every reward the fitted runs "
+        f"logged ([{lo:.3g}, {hi:.3g}]): the law's plateau p* = {q[1]:.3g} [{q[0]:.3g}, {q[2]:.3g}] "
+        "is not pinned by runs that end before approaching it, so past their rewards the "
+        "trajectory is the law's extrapolation (a bounded reward, such as a success rate, "
+        "cannot follow it)"
+    )
+
+
 def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
     lo, hi = float(vals.min()), float(vals.max())
     tol = rel * max(abs(lo), abs(hi), 1e-300)
@@ -586,7 +638,7 @@ def predict_run(
             steps=horizon_steps(steps),
         )
         profile = discrepancy_from_model(fitted, model=model, law=used)
-    return predict_from_draws(
+    ds = predict_from_draws(
         draws,
         steps=steps,
         momentum=momentum,
@@ -603,6 +655,15 @@ def predict_run(
             "warnings": json.dumps(warnings_),
         },
     )
+    beyond = beyond_logged_rewards_warning(
+        getattr(fitted, "runset", None),
+        model=model,
+        mean_trajectory=ds["mean_mean"].values,
+        plateau=draws["plateau"].values,
+    )
+    if beyond is not None:
+        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), beyond])
+    return ds
 
 
 def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
@@ -706,6 +767,7 @@ __all__ = [
     "REQUIRED_DRAW_VARS",
     "choose_law",
     "extrapolation_warnings",
+    "beyond_logged_rewards_warning",
     "horizon_steps",
     "load_prediction",
     "plot_prediction",
