@@ -172,6 +172,31 @@ def test_critical_k_ref_is_the_first_unstable_lag_by_each_criterion():
         critical_k_ref(0.1, 0.5, method="nope")
 
 
+def test_critical_k_ref_of_a_tiny_gain_ends_and_the_setting_reads_stable():
+    # a gain below ~3e-16 puts the critical lag beyond 2**53, where mid + 1 == mid: the
+    # bisection never ended (`stability --eta-k 1e-17`, or --posterior with --lr 1e-17, hung);
+    # beyond 2**63 the int64 cast of the lag gave garbage thresholds. And a radius within 1e-16
+    # of 1 rounded to 1.0: `stability --eta-k 1e-20` said "exact: NO" for a stable setting.
+    import signal
+
+    def too_slow(signum, frame):
+        raise TimeoutError("critical_k_ref did not finish in 20 s")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(20)
+    try:
+        a = np.array([1e-15, 1e-17, 1e-20, 1e-300])
+        for mu in (0.0, 0.9):
+            lag = critical_k_ref(a, mu, method="exact")
+            # long lags: a* L -> (pi / 2) (1 - mu)
+            np.testing.assert_allclose(lag * a, 0.5 * np.pi * (1.0 - mu), rtol=1e-6)
+        s = stability_summary(1e-20, 0.0, 1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert s["stable_exact"] is True and s["stable_closed_form"] is True
+
+
 def test_closed_form_threshold_at_an_integer_boundary_up_to_rounding_is_that_integer():
     # the bandit's Jacobian stiffness 0.25 comes out of autograd as 0.24999999999999437; at
     # eta 0.2, mu 0.5, (1 - mu)/a = 10 in exact arithmetic: C_eff = 0 at L = 10 (marginal)

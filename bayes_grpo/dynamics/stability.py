@@ -126,6 +126,12 @@ def closed_form_threshold(momentum, k_ref):
 
 
 def _integer_lags(k_ref) -> np.ndarray:
+    return _whole_lags(k_ref).astype(np.int64)
+
+
+def _whole_lags(k_ref) -> np.ndarray:
+    """Validated integer lags as floats (rounded): the form for arithmetic, which also holds
+    lags beyond int64 (the critical lag of a tiny gain, ``~ pi / (2 a)``, can exceed 2**63)."""
     lag = np.asarray(k_ref, dtype=float)
     finite = np.isfinite(lag)
     if np.any(lag[finite] < 0):
@@ -138,7 +144,7 @@ def _integer_lags(k_ref) -> np.ndarray:
         )
     if np.any(~finite):
         raise ValueError("k_ref must be finite for the exact stability criterion")
-    return np.round(lag).astype(np.int64)
+    return np.round(lag)
 
 
 def characteristic_coefficients(a, momentum, k_ref: int) -> np.ndarray:
@@ -279,10 +285,13 @@ def boundary_locus_threshold(momentum, k_ref):
     Same arguments and result as :func:`exact_threshold`.
     """
     mu, lag = np.broadcast_arrays(np.asarray(momentum, dtype=float), np.asarray(k_ref, dtype=float))
-    lags = _integer_lags(lag).astype(float)
+    lags = _whole_lags(lag)
     _check_momentum_range(mu)
     lo = np.zeros(mu.shape)
-    hi = np.full(mu.shape, math.pi)
+    # phi >= 0 on the upper half circle, so theta1 <= pi / (2L - 1): a bracket that keeps 80
+    # halvings at machine precision relative to theta1 for any lag (from pi, 80 halvings
+    # resolve theta1 only for L up to ~1e23)
+    hi = math.pi / np.maximum(2.0 * lags - 1.0, 1.0)
     for _ in range(80):  # bisection in theta to machine precision
         mid = 0.5 * (lo + hi)
         g = (lags - 0.5) * mid + np.arctan2(np.sin(mid), np.cos(mid) - mu) - 0.5 * math.pi
@@ -440,15 +449,19 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     av, mv = a[pos], mu[pos]
     # Smallest integer L with a >= a*(L); a*(L) decreases in L. Upper bound from the boundary
     # locus: a*(L) <= pi (1 + mu) / (2L - 1), so every L >= hi is unstable.
+    # Beyond 2**53 (a gain below ~3e-16) floats no longer hold every integer: ``mid + 1`` can
+    # equal ``mid``, so a search that moves neither bound stops there, within the float spacing.
     hi = np.ceil((math.pi * (1.0 + mv) / av + 1.0) / 2.0) + 1.0
     lo = np.zeros(av.size)
-    while np.any(lo < hi):
-        active = lo < hi
+    active = lo < hi
+    while np.any(active):
         mid = np.floor(0.5 * (lo + hi))
         stable = np.ones(av.size, dtype=bool)
         stable[active] = av[active] < boundary_locus_threshold(mv[active], mid[active])
-        lo = np.where(active & stable, mid + 1.0, lo)
-        hi = np.where(active & ~stable, mid, hi)
+        new_lo = np.where(active & stable, mid + 1.0, lo)
+        new_hi = np.where(active & ~stable, mid, hi)
+        active = (new_lo < new_hi) & ((new_lo != lo) | (new_hi != hi))
+        lo, hi = new_lo, new_hi
     out[pos] = lo
     return out
 
@@ -508,7 +521,9 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     }
     if integer:
         out["spectral_radius"] = float(spectral_radius(a, mu, round(lag)))
-        out["stable_exact"] = bool(out["spectral_radius"] < 1.0)
+        # the verdict by the threshold, as critical_k_ref: a radius within 1e-16 of 1 (a gain
+        # below ~1e-16) rounds to 1.0 and would read as unstable
+        out["stable_exact"] = bool(exact_stable(a, mu, round(lag)))
         out["threshold_a_exact"] = float(exact_threshold(mu, round(lag)))
     else:
         out["note"] = (
