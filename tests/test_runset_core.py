@@ -142,3 +142,19 @@ def test_a_run_set_saved_before_completions_per_step_joined_the_contract_still_l
     back = load_runset(path)
     assert np.isnan(back["completions_per_step"].values).all()
     save_runset(back, tmp_path / "again.nc")
+
+
+def test_a_fitted_model_given_as_a_run_set_is_named_as_such(tmp_path, capsys):
+    # `bayes-grpo invariance models/fit.nc` (or compare, diagnose, forecast) died with
+    # KeyError "No variable named 'run'" from load_runset's coordinate conversion
+    import arviz as az
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import RunSetError
+
+    path = tmp_path / "fit.nc"
+    az.from_dict(posterior={"zeta": np.ones((1, 5))}).to_netcdf(str(path), engine="h5netcdf")
+    with pytest.raises(RunSetError, match=r"fit.nc: run set lacks dims .*a fitted model"):
+        load_runset(path)
+    assert main(["invariance", str(path)]) == 2
+    assert "it is a fitted model (a posterior saved by `bayes-grpo fit`)" in capsys.readouterr().err

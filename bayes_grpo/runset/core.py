@@ -221,15 +221,32 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
         if not is_hdf5_file(path):
             raise RunSetError(f"{path}: not a netCDF run set (a training log?); {ingest_hint}") from exc
         raise RunSetError(f"{path}: not a readable netCDF run set ({exc})") from exc
+    ds = with_added_coords(ds)
+    try:
+        validate_runset(ds)
+    except RunSetError as exc:
+        raise RunSetError(f"{path}: {exc}{_fitted_model_hint(path)}") from exc
     for name in STRING_COORDS:
         if name in ds.coords:
             ds = ds.assign_coords({name: (RUN_DIM, ds[name].values.astype(object))})
-    ds = ds.assign_coords({RUN_DIM: ds[RUN_DIM].values.astype(object)})
-    ds = with_added_coords(ds)
+    return ds.assign_coords({RUN_DIM: ds[RUN_DIM].values.astype(object)})
+
+
+def _fitted_model_hint(path: Path) -> str:
+    """``"; it is a fitted model ..."`` when ``path`` holds a posterior (InferenceData groups)."""
+    import h5py
+
     try:
-        return validate_runset(ds)
-    except RunSetError as exc:
-        raise RunSetError(f"{path}: {exc}") from exc
+        with h5py.File(path, "r") as fh:
+            groups = set(fh.keys())
+    except OSError:
+        return ""
+    if "posterior" not in groups:
+        return ""
+    return (
+        "; it is a fitted model (a posterior saved by `bayes-grpo fit`), not a run set: give the "
+        "run set the model was fitted to"
+    )
 
 
 def concat_runsets(runsets: Sequence[xr.Dataset]) -> xr.Dataset:
