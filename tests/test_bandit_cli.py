@@ -91,6 +91,28 @@ def test_bad_values_give_a_clean_error(tmp_path, capsys):
         parse_values("0:0")
 
 
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        # RuntimeError traceback from torch.device
+        (["--device", "tpu"], "unknown device 'tpu'"),
+        # a NaN learning rate wrote runs whose reward is 0 from step 2 on; 0 and < 0 never learn
+        (["--lr", "nan"], "learning_rate must be finite numbers > 0, got [nan]"),
+        (["--lr", "0.1,-1"], "learning_rate must be finite numbers > 0, got [-1.0]"),
+        # a clip range <= 0 masks every sample: runs that never move, written without a word
+        (["--clip-eps", "-1"], "clip_eps must be > 0"),
+        # torch's allocation failure was a RuntimeError traceback
+        (["--steps", "1000000000000"], "do not fit in memory"),
+    ],
+)
+def test_impossible_settings_are_named_before_any_run_is_written(tmp_path, capsys, extra, named):
+    out = tmp_path / "x.nc"
+    argv = ["simulate", "bandit", "--steps", "3", "--seeds", "1", *extra, "-o", str(out)]
+    assert main(argv) == 2
+    assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("argv", [["simulate", "bandit", "--help"], ["sweep", "--help"]])
 def test_help_is_complete(argv, capsys):
     with pytest.raises(SystemExit) as exc:

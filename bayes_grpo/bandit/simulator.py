@@ -94,7 +94,10 @@ def resolve_device(device: str | torch.device = "cpu") -> torch.device:
     """``"cpu"``, ``"cuda"`` (error if absent) or ``"auto"`` (CUDA when present)."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:  # torch's own message lists every device type it knows
+        raise ValueError(f"unknown device {str(device)!r}; use cpu, cuda or auto") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but torch sees no CUDA device; use --device cpu")
     return dev
@@ -176,8 +179,16 @@ def simulate_bandit_arrays(
     if np.any(~((pi > 0) & (pi < 1))):
         raise ValueError("p_init must lie in (0, 1)")
     mom = np.asarray(momentum, dtype=float)
-    if np.any((mom < 0) | (mom >= 1)):
+    if np.any(~((mom >= 0) & (mom < 1))):
         raise ValueError("momentum must lie in [0, 1)")
+    # a NaN learning rate made every logit NaN: reward 0 from step 2 on, written as a run
+    lr = np.asarray(learning_rate, dtype=float)
+    if np.any(~(np.isfinite(lr) & (lr > 0))):
+        raise ValueError(
+            f"learning_rate must be finite numbers > 0, got {sorted(set(lr[~(np.isfinite(lr) & (lr > 0))].tolist()))}"
+        )
+    if not clip_eps > 0:  # a clip range <= 0 masks every sample: no update at all
+        raise ValueError(f"clip_eps must be > 0 (inf: no clipping), got {clip_eps}")
 
     def t(x):
         return torch.as_tensor(np.asarray(x, dtype=float), dtype=_DT, device=dev)
@@ -201,7 +212,14 @@ def simulate_bandit_arrays(
     n_samples = B * G[:, 0]
     gen = torch.Generator(device=dev)
     gen.manual_seed(int(seed))
-    out = {m: torch.empty(R, steps, dtype=_DT, device=dev) for m in LOGGED_METRICS}
+    try:
+        out = {m: torch.empty(R, steps, dtype=_DT, device=dev) for m in LOGGED_METRICS}
+    except (RuntimeError, MemoryError) as exc:  # torch reports a failed allocation as RuntimeError
+        need = R * steps * len(LOGGED_METRICS) * 8 / 1e9
+        raise ValueError(
+            f"{R} runs x {steps} steps do not fit in memory ({need:.3g} GB for the logged metrics on "
+            f"{dev}); use fewer steps, seeds or settings"
+        ) from exc
     lo, hi = 1.0 - clip_eps, 1.0 + clip_eps
     log_pr1, log_pr0 = math.log(p_ref), math.log1p(-p_ref)
 
