@@ -161,3 +161,22 @@ def test_bandit_threshold_predicted_from_the_posterior_contains_the_sweep_thresh
     # A posterior with the curvature 3x too large puts the threshold too early: the check fails.
     wrong = bandit_threshold_check(_StiffnessPosterior(3 * K), sweep)
     assert wrong.passed is False
+
+
+def test_phase_diagram_default_grid_takes_the_number_of_learning_rates(tmp_path, capsys):
+    # `phase-diagram --n-lr 10` (and 0, -3) was ignored without --lr-min/--lr-max: always 40
+    from bayes_grpo.cli import main
+
+    K = _draws(50.0, n=100)
+    res = phase_diagram_from_draws(
+        K, momentum=0.0, momentum_convention="heavy_ball", n_learning_rates=7
+    )
+    assert len(res.values["learning_rates"]) == 7
+    with pytest.raises(ValueError, match="at least 2 learning rates, got 1"):
+        phase_diagram_from_draws(
+            K, momentum=0.0, momentum_convention="heavy_ball", n_learning_rates=1
+        )
+    out = tmp_path / "phase.png"
+    assert main(["phase-diagram", str(tmp_path / "fit.nc"), "-o", str(out), "--n-lr", "0"]) == 2
+    assert "--n-lr must be at least 2" in capsys.readouterr().err
+    assert not out.exists()

@@ -459,6 +459,7 @@ def phase_diagram(
     k_refs: Sequence[int] | None = None,
     model: str | None = None,
     observed: pd.DataFrame | None = None,
+    n_learning_rates: int = 40,
 ) -> CheckResult:
     """Phase diagram over ``(learning_rate, k_ref)`` with posterior probability contours.
 
@@ -469,9 +470,9 @@ def phase_diagram(
     momentum, momentum_convention
         Momentum setting of the diagram.
     learning_rates
-        Grid of learning rates; default: 40 log-spaced values spanning two decades
-        around the posterior-median threshold at ``K_ref = 1``, widened to include the
-        observed runs.
+        Grid of learning rates; default: ``n_learning_rates`` (40) log-spaced values spanning
+        two decades around the posterior-median threshold at ``K_ref = 1``, widened to
+        include the observed runs.
     k_refs
         Grid of integer lags; default ``0 .. max(16, 2 x largest observed)``.
     model
@@ -504,6 +505,7 @@ def phase_diagram(
         k_refs=k_refs,
         observed=observed,
         label=_label(fitted, model),
+        n_learning_rates=n_learning_rates,
     )
 
 
@@ -539,8 +541,11 @@ def phase_diagram_from_draws(
     k_refs: Sequence[int] | None = None,
     observed: pd.DataFrame | None = None,
     label: str = "",
+    n_learning_rates: int = 40,
 ) -> CheckResult:
     """:func:`phase_diagram` from curvature draws (no model needed)."""
+    if learning_rates is None and not int(n_learning_rates) >= 2:
+        raise ValueError(f"a phase diagram needs at least 2 learning rates, got {n_learning_rates}")
     K = np.asarray(stiffness_draws, dtype=float).ravel()
     K = K[np.isfinite(K) & (K > 0)]
     if K.size == 0:
@@ -557,7 +562,7 @@ def phase_diagram_from_draws(
         if len(obs):
             lo = min(lo, float(np.nanmin(obs["learning_rate"])) / 2)
             hi = max(hi, float(np.nanmax(obs["learning_rate"])) * 2)
-        learning_rates = np.geomspace(lo, hi, 40)
+        learning_rates = np.geomspace(lo, hi, int(n_learning_rates))
     grid = phase_probabilities(
         K,
         momentum=mu,

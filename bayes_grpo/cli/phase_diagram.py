@@ -73,6 +73,8 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
 
     check_output_paths({"--output": args.output}, {"posterior": args.posterior}, overwrite=args.overwrite)
+    if args.n_lr < 2:
+        raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
     fitted = _as_model(args.posterior)
     ds = fitted_runset(fitted)
     momentum, convention = args.momentum, args.momentum_convention
@@ -100,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         learning_rates=lrs,
         k_refs=k_refs,
         model=args.model,
+        n_learning_rates=args.n_lr,
     )
     fig = result.figures["phase diagram"]
     write_atomic(
