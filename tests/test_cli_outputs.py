@@ -179,3 +179,12 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     gain = float(ds["expected_remaining_gain"].values[-1])
     assert f"stop_step: none within the horizon (expected remaining gain at step 49: {gain:.3g})" in out
     assert "nan" not in out.split("stop_step:")[1].splitlines()[0]
+
+
+def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):
+    # `report fit.nc -o fit.nc/x.html` did all the work, then said "[Errno 17] File exists: 'fit.nc'"
+    runs = _runset(tmp_path)
+    capsys.readouterr()
+    out = runs / "sub" / "x.png"
+    assert main(["phase-diagram", str(tmp_path / "no-fit.nc"), "-o", str(out)]) == 2
+    assert f"--output would be written inside {runs}, which is a file, not a folder" in capsys.readouterr().err

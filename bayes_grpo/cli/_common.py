@@ -77,7 +77,7 @@ def check_output_paths(
       ``overwrite``: a typo such as ``forecast runs.nc -o runs.nc`` must not replace the run
       set with the forecast);
     * two outputs share a path (the second would replace the first);
-    * an output is an existing folder (a file path is needed);
+    * an output is an existing folder (a file path is needed), or lies below a file;
     * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it).
     """
     def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
@@ -104,6 +104,13 @@ def check_output_paths(
     for out_name, out in outs:
         if out.is_dir():
             raise FileExistsError(f"{out}: {out_name} is an existing folder; give a file path")
+        # the writer makes missing folders; a file where a folder must be failed after the
+        # work, with "[Errno 17] File exists: 'fit.nc'"
+        blocking = next((p for p in out.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise FileExistsError(
+                f"{out}: {out_name} would be written inside {blocking}, which is a file, not a folder"
+            )
         if out.exists() and not overwrite:
             raise FileExistsError(
                 f"{out}: {out_name} already exists; pass --overwrite to replace it "
