@@ -590,6 +590,14 @@ def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_uni
     assert out["units"].startswith("normalised progress")
     assert "model 'tyo' is not in the fit (its LLMs: ['toy'])" in out["warnings"][0]
     assert "'tyo' is not in the fit" in captured.err
+    # --model-size was dropped without a word when the fit has no size regression
+    assert main(["predict", path, "--lr", "0.01", "--group-size", "8", *setting, "--model-size", "-1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "model_size = -1 is not used: the prediction is for 'toy', an LLM of the fit" in out["warnings"]
+    args = ["--lr", "0.01", "--group-size", "8", *setting, "--model", "tyo", "--model-size", "1e9", "--json"]
+    assert main(["predict", path, *args]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "model_size = 1e+09 is not used: this fit has no regression of the curvature on model size" in out["warnings"]
 
 
 def test_a_phenomenological_fit_gives_no_stability_for_a_setting_it_cannot_see():

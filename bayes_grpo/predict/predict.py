@@ -607,6 +607,16 @@ def predict_run(
             f"model {model!r} is not in the fit (its LLMs: {fitted_models}): predicted as a new "
             "LLM from the population level, in normalised progress (R - R0)/(p* - R0)",
         )
+    if model_size is not None:
+        new_llm = str(draws.attrs.get("new_model", "False")) == "True"
+        if not new_llm:
+            why = f"the prediction is for {draws.attrs.get('model')!r}, an LLM of the fit"
+        elif "size_exponent" not in fitted._require_fit().posterior:
+            why = "this fit has no regression of the curvature on model size"
+        else:
+            why = None
+        if why is not None:
+            warnings_.insert(0, f"model_size = {float(model_size):g} is not used: {why}")
     if not mechanistic:
         warnings_.insert(
             0,
