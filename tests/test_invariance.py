@@ -176,3 +176,33 @@ def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, c
     text = capsys.readouterr().out
     assert "log BF01" in text and "Savage" in text and "bridge" in text
     assert main(["invariance", str(tmp_path / "missing.nc")]) == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"prior_scales": [0.0]}, "prior scales must be positive"),
+        ({"prior_scales": [1.0, -1.0]}, "prior scales must be positive"),
+        ({"model_config": {"group_offset_sigma": 0.0}}, "group_offset_sigma .* must be > 0"),
+        ({"smc_draws": -5}, "SMC needs smc_draws >= 0"),
+    ],
+)
+def test_impossible_test_settings_are_refused_before_any_sampling(kwargs, message, monkeypatch):
+    # --prior-scales 0, --offset-sigma -1 or --smc-draws -5 failed only after H0 was sampled
+    monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before checking"))
+    with pytest.raises(ValueError, match=message):
+        invariance.invariance_bayes_factor(_runset(0.0), **kwargs)
+
+
+def test_the_cli_takes_the_hyperparameter_defaults_its_error_message_suggests():
+    # a run set without momentum made `invariance` say "(CLI: --default momentum=VALUE)", an
+    # option only `fit` had
+    from bayes_grpo.cli import build_parser
+    from bayes_grpo.cli._common import with_hyperparameter_defaults
+
+    args = build_parser().parse_args(["invariance", "runs.nc", "--default", "momentum=0.5", "--offset-sigma", "0.3"])
+    assert args.defaults == [("momentum", 0.5)]
+    assert with_hyperparameter_defaults({"group_offset_sigma": 0.3}, args.defaults) == {
+        "group_offset_sigma": 0.3,
+        "hyperparameter_defaults": {"momentum": 0.5},
+    }

@@ -274,6 +274,17 @@ def invariance_bayes_factor(
     _require_several_g(runset)
     if sd_method not in ("gaussian", "importance", "kde"):
         raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
+    # checked before the first fit (minutes): each used to fail only after H0 was sampled
+    scales = np.asarray(list(prior_scales), dtype=float)
+    if scales.size == 0 or not (np.isfinite(scales) & (scales > 0)).all():
+        raise ValueError(f"prior scales must be positive numbers, got {list(prior_scales)}")
+    sigma = (model_config or {}).get("group_offset_sigma")
+    if sigma is not None and not (np.isfinite(float(sigma)) and float(sigma) > 0):
+        raise ValueError(f"group_offset_sigma (the offset prior sd) must be > 0, got {sigma}")
+    if int(smc_draws) < 0 or (smc_draws and int(smc_chains) < 1):
+        raise ValueError(
+            f"SMC needs smc_draws >= 0 and, when > 0, smc_chains >= 1; got {smc_draws}, {smc_chains}"
+        )
     smc_kwargs = dict(smc_kwargs or {})
     nuts = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
     h0 = _make_model(

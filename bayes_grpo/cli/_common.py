@@ -40,6 +40,47 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+#: Run coordinates a ``--default KEY=VALUE`` may fill where the run set does not know them.
+DEFAULT_KEYS = ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")
+
+
+def _parse_default(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--default expects KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    if key not in DEFAULT_KEYS:
+        raise argparse.ArgumentTypeError(f"--default key must be one of {DEFAULT_KEYS}, got {key!r}")
+    if key == "momentum_convention":
+        return key, value
+    try:
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--default {key}: not a number: {value!r}") from None
+
+
+def add_hyperparameter_defaults_flag(parser: argparse.ArgumentParser) -> None:
+    """``--default KEY=VALUE`` (repeatable): what the model errors name when a run lacks a
+    hyperparameter the mechanistic form needs (every verb that builds the model has it)."""
+    parser.add_argument(
+        "--default",
+        dest="defaults",
+        action="append",
+        type=_parse_default,
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"value for runs whose hyperparameter is unknown; KEY one of {', '.join(DEFAULT_KEYS)} (repeatable)",
+    )
+
+
+def with_hyperparameter_defaults(config: dict[str, Any] | None, defaults: list[tuple[str, object]]) -> dict[str, Any] | None:
+    """``config`` with the ``--default`` values merged into its ``hyperparameter_defaults``."""
+    if not defaults:
+        return config
+    out = dict(config or {})
+    out["hyperparameter_defaults"] = dict(out.get("hyperparameter_defaults", {})) | dict(defaults)
+    return out
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 

@@ -9,29 +9,15 @@ from pathlib import Path
 
 from bayes_grpo.cli._common import (
     DefaultsHelpFormatter,
+    add_hyperparameter_defaults_flag,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
     print_json,
     print_table,
     spelled_like,
+    with_hyperparameter_defaults,
 )
-
-_DEFAULT_KEYS = ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")
-
-
-def _parse_default(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--default expects KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    if key not in _DEFAULT_KEYS:
-        raise argparse.ArgumentTypeError(f"--default key must be one of {_DEFAULT_KEYS}, got {key!r}")
-    if key == "momentum_convention":
-        return key, value
-    try:
-        return key, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--default {key}: not a number: {value!r}") from None
 
 
 def register(subparsers) -> None:
@@ -76,15 +62,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--sampler", choices=("pymc", "nutpie"), default="pymc", help="NUTS implementation")
     p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance rate")
-    p.add_argument(
-        "--default",
-        dest="defaults",
-        action="append",
-        type=_parse_default,
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"value for runs whose hyperparameter is unknown; KEY one of {', '.join(_DEFAULT_KEYS)} (repeatable)",
-    )
+    add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
     add_overwrite_flag(p, "replace the output file if it exists")
@@ -140,9 +118,7 @@ def run_fit(args: argparse.Namespace) -> int:
             config = json.loads(args.config.read_text())
         except json.JSONDecodeError as exc:
             raise ValueError(f"{args.config}: not valid JSON ({exc})") from exc
-    if args.defaults:
-        config = dict(config)
-        config["hyperparameter_defaults"] = dict(config.get("hyperparameter_defaults", {})) | dict(args.defaults)
+    config = with_hyperparameter_defaults(config, args.defaults)
     unstable = flagged_unstable_runs(runset)
     if not args.json:
         for run_id, summary in unstable.items():

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bayes_grpo.cli._common import add_json_flag, print_json, print_table, spelled_like
+from bayes_grpo.cli._common import (
+    add_hyperparameter_defaults_flag,
+    add_json_flag,
+    print_json,
+    print_table,
+    spelled_like,
+    with_hyperparameter_defaults,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,6 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_hyperparameter_defaults_flag(p)
     add_json_flag(p)
     p.set_defaults(func=_run)
 
@@ -90,6 +98,7 @@ def _run(args: argparse.Namespace) -> int:
 
     ds = load_runset(args.runset)
     config = {"group_offset_sigma": args.offset_sigma} if args.offset_sigma is not None else None
+    config = with_hyperparameter_defaults(config, args.defaults)
     result = invariance_check(
         ds,
         model_config=config,
