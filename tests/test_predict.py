@@ -682,3 +682,19 @@ def test_a_prediction_that_climbs_past_every_logged_reward_says_the_plateau_is_n
     assert beyond_logged_rewards_warning(rs, model=None, mean_trajectory=np.linspace(0, 2, 9), plateau=np.full(4, np.nan)) is None
     # the other LLM's rewards do not widen this one's range
     assert beyond_logged_rewards_warning(rs, model="big", mean_trajectory=np.linspace(0, 8, 9), plateau=plateau) is None
+
+
+@pytest.mark.parametrize("flag", ["--lr", "--momentum", "--k-ref", "--group-size"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_setting_that_is_not_a_finite_number_is_refused_by_name(flag, value, capsys):
+    # --group-size nan was blamed on "the posterior puts its mass on diverging runs", and
+    # --lr nan on "no finite gain draws", after the posterior had been read
+    from bayes_grpo.cli import main
+
+    argv = {"--lr": "0.1", "--momentum": "0", "--k-ref": "1", "--group-size": "4"}
+    argv[flag] = value
+    args = ["predict", "missing.nc", "--steps", "10"] + [f"{k}={v}" for k, v in argv.items()]
+    with pytest.raises(SystemExit):
+        main(args)
+    err = capsys.readouterr().err
+    assert flag in err and f"must be a finite number, got '{value}'" in err

@@ -24,6 +24,17 @@ def spelled_like(*choices: str) -> Callable[[str], str]:
     return lambda text: canonical.get(text.replace("-", "_"), text)
 
 
+def finite_float(text: str) -> float:
+    """An argparse ``type``: a finite number (``nan`` and ``inf`` are no setting of a run)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends ``(default: X)`` to an option's help only where it says something.
 

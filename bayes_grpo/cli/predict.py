@@ -12,6 +12,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    finite_float,
     print_json,
     print_table,
     spelled_like,
@@ -39,12 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--lr",
         "--learning-rate",
         dest="learning_rate",
-        type=float,
+        type=finite_float,
         required=True,
         help="learning rate eta",
     )
     p.add_argument(
-        "--momentum", type=float, required=True, help="momentum mu (heavy-ball mu or Adam beta1)"
+        "--momentum", type=finite_float, required=True, help="momentum mu (heavy-ball mu or Adam beta1)"
     )
     p.add_argument(
         "--momentum-convention",
@@ -53,10 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how --momentum enters the update (default heavy_ball; Adam's beta1 is ema)",
     )
     p.add_argument(
-        "--k-ref", type=float, required=True, help="off-policy lag K_ref in optimizer steps"
+        "--k-ref", type=finite_float, required=True, help="off-policy lag K_ref in optimizer steps"
     )
     p.add_argument(
-        "--group-size", type=float, required=True, help="group size G (completions per prompt)"
+        "--group-size", type=finite_float, required=True, help="group size G (completions per prompt)"
     )
     p.add_argument("--steps", type=int, required=True, help="horizon T: predict steps 0..T")
     p.add_argument(
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model-size",
-        type=float,
+        type=finite_float,
         default=None,
         help="parameter count of a new LLM (used when the curvature regression on size is on)",
     )
@@ -82,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--observation-lag",
-        type=float,
+        type=finite_float,
         default=None,
         help=(
             "steps by which the logged reward trails the policy under the recursion (default K_ref: "
@@ -114,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument("runs", help="run set netCDF (from `bayes-grpo ingest`)")
     f.add_argument("--run", required=True, help="run id to forecast")
-    f.add_argument("--upto", type=float, required=True, help="last observed optimizer step to use")
+    f.add_argument("--upto", type=finite_float, required=True, help="last observed optimizer step to use")
     f.add_argument(
         "--prior", default=None, help="fitted model (models/NAME.nc) whose posterior is the prior"
     )
