@@ -760,3 +760,18 @@ def test_csv_of_a_single_reward_column_is_numbered_by_row(tmp_path):
     ds = load_runs([path])
     np.testing.assert_allclose(ds.reward.sel(run="rewards").dropna("step").values, REWARD)
     assert any("numbered 1.." in w for w in runset_warnings(ds)["rewards"])
+
+
+def test_a_constant_logged_momentum_is_the_runs_momentum_with_its_convention_left_unknown(tmp_path):
+    # a CSV with a constant "momentum" column of 0 showed momentum "-" (unknown): the value
+    # was kept only as the metric "momentum_logged"
+    path = tmp_path / "sgd.csv"
+    path.write_text("\n".join(["step,reward,momentum"] + [f"{s},{REWARD[s]},0" for s in range(N)]))
+    ds = load_runs([path])
+    c = run_coords(ds, "sgd")
+    assert c["momentum"] == 0.0 and c["momentum_convention"] == ""
+    why = json.loads(ds.attrs[INGEST_ATTR])["sgd"]["hyperparameter_sources"]["momentum"]
+    assert why == "constant logged metric 'momentum'"
+    # a momentum that changes along the run is no setting of it
+    path.write_text("\n".join(["step,reward,momentum"] + [f"{s},{REWARD[s]},{s / 100}" for s in range(N)]))
+    assert np.isnan(run_coords(load_runs([path]), "sgd")["momentum"])

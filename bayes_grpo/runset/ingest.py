@@ -349,7 +349,10 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
     values: dict[str, object] = {}
     why: dict[str, str] = {}
     by_leaf = {str(c).split("/")[-1].lower(): str(c) for c in wide.columns}
-    for coord in ("group_size", "beta", "seed", "k_ref"):
+    # momentum too (a constant logged "momentum" column; its convention stays unknown unless
+    # another source gives it): it was kept as the metric "momentum_logged" and the run's
+    # momentum coordinate left unknown
+    for coord in ("group_size", "beta", "seed", "k_ref", "momentum"):
         for alias in HYPERPARAMETER_ALIASES[coord]:
             col = by_leaf.get(alias)
             if col is None or split_eval(col)[0]:
