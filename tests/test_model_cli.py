@@ -41,6 +41,35 @@ def test_fit_missing_file_is_a_clean_error(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[1, 2]", "must hold a JSON object"),
+        ('"hello"', "must hold a JSON object"),
+        ('{"plateau": 3}', "'plateau' is an object"),
+        ('{"plateau": {"sigma": "wide"}}', "'plateau.sigma' must be a finite number"),
+        ('{"hyperparameter_defaults": 5}', "'hyperparameter_defaults' is an object"),
+    ],
+)
+def test_fit_config_file_of_the_wrong_shape_is_a_clean_error_naming_the_file(runs_file, tmp_path, capsys, text, named):
+    # these raised AttributeError / TypeError / NotImplementedError tracebacks
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(text)
+    out = tmp_path / "fit.nc"
+    assert main(["fit", str(runs_file), "-o", str(out), "--config", str(cfg), "--draws", "5", "--tune", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayes-grpo fit: error: ") and str(cfg) in err and named in err, err
+    assert not out.exists()
+
+
+def test_fit_config_file_that_is_not_utf8_names_the_file(runs_file, tmp_path, capsys):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_bytes(b"\xff\xfe{}")
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "fit.nc"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert str(cfg) in err and "not UTF-8" in err, err
+
+
 @pytest.mark.slow
 def test_fit_cli_writes_a_loadable_posterior_and_json_summary(runs_file, tmp_path, capsys):
     out = tmp_path / "models" / "fit.nc"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,44 @@ def test_a_late_start_and_a_constant_reward_get_a_note_naming_the_runs():
     assert any("['late (from step 1000 to 1059)'] start late" in n for n in notes), notes
     assert any("['flat (0.5 at all 40 logged steps)'] have a constant reward" in n for n in notes)
     assert not any("'ok" in n or "every50" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(
+    ("user", "named"),
+    [
+        ([1, 2], "a configuration is an object"),
+        ({"plateau": 3}, "'plateau' is an object"),
+        ({"plateau": None}, "'plateau' is an object"),
+        ({"hyperparameter_defaults": 5}, "'hyperparameter_defaults' is an object"),
+        ({"plateau": {"sigma": "wide"}}, "'plateau.sigma' must be a finite number"),
+        ({"plateau": {"sigma": -1}}, "'plateau.sigma' is a scale and must be > 0"),
+        ({"time_scale": {"fraction": 0}}, "'time_scale.fraction' is a scale"),
+        ({"alpha": {"fixed": "1"}}, "'alpha.fixed' must be null"),
+        ({"log_stiffness": {"centred": "no"}}, "'log_stiffness.centred' must be true or false"),
+        ({"size_exponent": {"min_models": "3"}}, "'size_exponent.min_models' must be a finite number"),
+        ({"size_exponent": {"min_models": 2.5}}, "'size_exponent.min_models' must be a whole number"),
+        ({"hyperparameter_defaults": {"momentum": "0.9"}}, "'hyperparameter_defaults.momentum' must be null"),
+    ],
+)
+def test_config_entries_of_the_wrong_type_are_refused_when_the_model_is_made(user, named):
+    # they crashed with a TypeError / PyTensor NotImplementedError at build time, or (a string
+    # alpha, a negative sd, "no" for a boolean) were fitted without a word
+    from bayes_grpo.model import GRPODynamicsModel
+
+    with pytest.raises(ValueError, match=re.escape(named)):
+        GRPODynamicsModel(model_config=user)
+
+
+def test_config_entries_of_the_right_type_are_accepted():
+    from bayes_grpo.model import GRPODynamicsModel
+
+    GRPODynamicsModel(
+        model_config={
+            "plateau": {"sigma": 2},
+            "alpha": {"fixed": 1},
+            "size_exponent": {"min_models": 4},
+            "log_stiffness": {"centred": False},
+            "hyperparameter_defaults": {"momentum": np.float64(0.9), "momentum_convention": "ema", "k_ref": 1},
+            "noise": {"measurement_g_exponent": {"mu": 0.5, "sigma": 1}},
+        }
+    )

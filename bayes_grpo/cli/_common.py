@@ -92,6 +92,26 @@ def with_hyperparameter_defaults(config: dict[str, Any] | None, defaults: list[t
     return out
 
 
+def read_json_object(path: Path, option: str = "--config") -> dict[str, Any]:
+    """The JSON object in ``path`` (a ``--config`` file); ``ValueError`` naming the file when it
+    is missing, not UTF-8 text, not JSON, or JSON that is not an object (``[1, 2]``, ``"x"``:
+    these failed later with an ``AttributeError`` traceback)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such config file")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: {option} is not UTF-8 text ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{path}: {option} must hold a JSON object {{key: value, ...}}, got {type(value).__name__} {value!r:.80}"
+        )
+    return value
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from bayes_grpo.cli._common import (
     check_output_paths,
     print_json,
     print_table,
+    read_json_object,
     spelled_like,
     with_hyperparameter_defaults,
 )
@@ -109,26 +109,22 @@ def run_fit(args: argparse.Namespace) -> int:
     check_output_paths(
         {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
     )
+    config = read_json_object(args.config) if args.config is not None else {}
+    try:
+        model = GRPODynamicsModel(
+            model_config=with_hyperparameter_defaults(config, args.defaults),
+            parameterisation=args.parameterisation,
+            likelihood=args.likelihood,
+            invariance=args.invariance.replace("-", "_"),
+        )
+    except ValueError as exc:
+        # a wrong entry of the --config file: name the file (before the run set is read)
+        raise ValueError(f"{args.config}: {exc}" if args.config is not None else str(exc)) from exc
     runset = load_runset(args.runs)
-    config: dict = {}
-    if args.config is not None:
-        if not args.config.exists():
-            raise FileNotFoundError(f"{args.config}: no such config file")
-        try:
-            config = json.loads(args.config.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{args.config}: not valid JSON ({exc})") from exc
-    config = with_hyperparameter_defaults(config, args.defaults)
     unstable = flagged_unstable_runs(runset)
     if not args.json:
         for run_id, summary in unstable.items():
             print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)
-    model = GRPODynamicsModel(
-        model_config=config,
-        parameterisation=args.parameterisation,
-        likelihood=args.likelihood,
-        invariance=args.invariance.replace("-", "_"),
-    )
     model.fit(
         runset,
         draws=args.draws,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,11 +108,19 @@ def merge_config(default: Mapping[str, Any], user: Mapping[str, Any] | None) -> 
     Unknown top-level keys raise ``ValueError`` (a typo must not silently fall back to a
     default prior).
     """
+    if user is not None and not isinstance(user, Mapping):
+        raise ValueError(
+            f"a configuration is an object {{key: value, ...}}; got {type(user).__name__} {user!r:.80}"
+        )
     out = copy.deepcopy(dict(default))
     for key, value in (user or {}).items():
         if key not in out:
             raise ValueError(f"unknown configuration key {key!r}; known keys: {sorted(out)}")
-        if isinstance(out[key], dict) and isinstance(value, Mapping):
+        if isinstance(out[key], dict) and not isinstance(value, Mapping):
+            raise ValueError(
+                f"configuration {key!r} is an object with entries {sorted(out[key])}; got {value!r:.80}"
+            )
+        if isinstance(out[key], dict):
             unknown = set(value) - set(out[key])
             if unknown:
                 raise ValueError(f"configuration {key!r}: unknown entries {sorted(unknown)}; known: {sorted(out[key])}")
@@ -119,6 +128,71 @@ def merge_config(default: Mapping[str, Any], user: Mapping[str, Any] | None) -> 
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+#: Model-config entries that must be a number > 0 (prior scales and the time-scale fraction).
+POSITIVE_ENTRIES: tuple[str, ...] = (
+    "plateau.sigma",
+    "initial_reward.sigma",
+    "initial_reward.run_sigma",
+    "time_scale.fraction",
+    "time_scale.log_sigma",
+    "log_stiffness.mean_sigma",
+    "log_stiffness.between_models_sigma",
+    "size_exponent.sigma",
+    "damping_ratio.log_sigma",
+    "noise.log_sigma",
+    "noise.measurement_sigma",
+    "alpha.sigma",
+    "group_offset_sigma",
+)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and bool(np.isfinite(value))
+
+
+def validate_model_config(config: Mapping[str, Any]) -> None:
+    """Refuse a merged model configuration whose entries have the wrong type, before any work.
+
+    An entry whose default is a number must be a finite number (a string such as ``"1"`` or
+    ``"wide"`` failed deep in PyTensor, or was taken as a number without a word), those in
+    :data:`POSITIVE_ENTRIES` > 0; one whose default is ``true``/``false`` must be a boolean (the
+    string ``"no"`` read as true); ``alpha.fixed`` is null or a number; ``size_exponent.min_models``
+    a whole number; each ``hyperparameter_defaults`` value null or a number (a string for
+    ``momentum_convention``). Raises ``ValueError`` naming the entry and the value.
+    """
+
+    def entries(cfg: Mapping[str, Any], default: Mapping[str, Any], prefix: str = ""):
+        for key, value in cfg.items():
+            if isinstance(default.get(key), dict) and isinstance(value, Mapping):
+                yield from entries(value, default[key], f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}", value, default.get(key)
+
+    for name, value, default in entries(config, DEFAULT_MODEL_CONFIG):
+        if name == "noise.measurement_g_exponent":
+            continue  # measurement_g_exponent() reads it
+        if name.startswith("hyperparameter_defaults."):
+            text_ok = name.endswith("momentum_convention") and isinstance(value, str)
+            if value is not None and not text_ok and not _is_number(value):
+                raise ValueError(
+                    f"configuration {name!r} must be null (no default) or a "
+                    f"{'string' if name.endswith('momentum_convention') else 'number'}; got {value!r}"
+                )
+        elif name == "alpha.fixed":
+            if value is not None and not _is_number(value):
+                raise ValueError(f"configuration 'alpha.fixed' must be null (alpha free) or a number; got {value!r}")
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"configuration {name!r} must be true or false; got {value!r}")
+        elif _is_number(default):
+            if not _is_number(value):
+                raise ValueError(f"configuration {name!r} must be a finite number; got {value!r}")
+            if name in POSITIVE_ENTRIES and value <= 0:
+                raise ValueError(f"configuration {name!r} is a scale and must be > 0; got {value!r}")
+            if name == "size_exponent.min_models" and (value != int(value) or value < 1):
+                raise ValueError(f"configuration {name!r} must be a whole number >= 1; got {value!r}")
 
 
 def measurement_g_exponent(config: Mapping[str, Any]) -> str | float:
@@ -159,5 +233,6 @@ __all__ = [
     "INVARIANCES",
     "SAMPLERS",
     "merge_config",
+    "validate_model_config",
     "config_hash",
 ]

@@ -43,6 +43,7 @@ from bayes_grpo.model.config import (
     config_hash,
     measurement_g_exponent,
     merge_config,
+    validate_model_config,
 )
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
 from bayes_grpo.model.prepare import ModelData, group_label, measurement_batch_note, prepare_data
@@ -109,7 +110,8 @@ class GRPODynamicsModel:
                 raise ValueError(f"unknown {what} {value!r}; expected one of {allowed}")
         self.model_config = merge_config(DEFAULT_MODEL_CONFIG, model_config)
         self.sampler_config = merge_config(DEFAULT_SAMPLER_CONFIG, sampler_config)
-        measurement_g_exponent(self.model_config)  # a bad value fails here, not at fit time
+        validate_model_config(self.model_config)  # a bad value fails here, not at fit time
+        measurement_g_exponent(self.model_config)
         self.parameterisation = parameterisation
         self.likelihood = likelihood
         self.invariance = invariance
