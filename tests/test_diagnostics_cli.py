@@ -205,3 +205,18 @@ def test_cli_config_file_then_set_overrides(runset_path, tmp_path, capsys):
     bad.write_text("{not json")
     assert main(["diagnose", str(runset_path), "--config", str(bad)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_cli_config_file_that_is_not_an_object_is_a_clean_error(runset_path, tmp_path, capsys):
+    # a JSON list / string, or a section that is not an object, crashed with AttributeError /
+    # TypeError tracebacks
+    for text, named in (
+        ("[1, 2]", "must hold a JSON object"),
+        ('"hello"', "must hold a JSON object"),
+        ('{"instability": 3}', "section 'instability' is an object"),
+    ):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        assert main(["diagnose", str(runset_path), "--config", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bayes-grpo diagnose: error: ") and named in err, err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
@@ -12,6 +11,7 @@ from bayes_grpo.cli._common import (
     check_output_paths,
     print_json,
     print_table,
+    read_json_object,
 )
 
 _DESCRIPTION = """\
@@ -82,15 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _config(args: argparse.Namespace):
     from bayes_grpo.diagnostics.config import DiagnosticsConfig
 
-    mapping: dict = {}
-    if args.config:
-        path = Path(args.config)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such config file")
-        try:
-            mapping = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    mapping: dict = read_json_object(Path(args.config)) if args.config else {}
     for item in args.assignments or []:
         override = DiagnosticsConfig.from_assignments([item]).to_dict()
         section = item.split(".", 1)[0].strip()

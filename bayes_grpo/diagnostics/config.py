@@ -281,6 +281,10 @@ class DiagnosticsConfig:
                 raise ValueError(
                     f"unknown diagnostics config section {section!r}; known: {[f.name for f in dataclasses.fields(cls)]}"
                 )
+            if not isinstance(values, Mapping):
+                raise ValueError(
+                    f"diagnostics config section {section!r} is an object {{field: value, ...}}; got {values!r:.80}"
+                )
             current = getattr(base, section)
             known = {f.name: f for f in dataclasses.fields(current)}
             unknown = set(values) - set(known)
