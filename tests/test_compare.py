@@ -154,3 +154,26 @@ def test_the_comparison_summary_states_the_pareto_k_warning_once():
     note = "PSIS-LOO: 4 observation(s) with Pareto k > 0.7 across laws (see n_pareto_k_high): LOO is unreliable there."
     res = ComparisonResult(loo=loo, lfo=lfo, per_run=pd.DataFrame(columns=["run", "law", "lfo_elpd", "r2"]), notes=[note])
     assert res.to_check_result().summary.count("Pareto k") == 1
+
+
+def test_steps_before_zero_are_refused_as_in_fit():
+    # every law starts at t = 0; negative steps were compared without a word
+    ds = _runset(n_steps=20)
+    ds = ds.assign_coords(step=ds["step"] - 10)
+    with pytest.raises(ValueError, match="steps must be >= 0"):
+        prepare_runs(ds)
+
+
+@pytest.mark.slow
+def test_a_late_starting_or_constant_run_is_named_in_the_comparison():
+    # a run logged from step 1e6 is the flat tail of every law (R^2 ~ 0 for all four), a
+    # constant run tells no law from another: the comparison ranked them without a word
+    from bayes_grpo.predict.compare import compare_laws
+
+    ds = _runset(n_runs=2, n_steps=30)
+    ds = ds.assign_coords(step=ds["step"] + 10**6)
+    ds["reward"][1] = 0.5
+    res = compare_laws(ds, laws=["single_exp"], draws=20, tune=20, chains=1)
+    summary = res.to_check_result().summary
+    assert "r0 (from step 1000000 to 1000029)" in summary and "start late" in summary, summary
+    assert "r1" in summary and "constant reward" in summary, summary

@@ -109,8 +109,9 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
     return out
 
 
-def _shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
-    """Notes on runs the law can only misread: a log that starts late, a constant reward.
+def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
+    """Notes on runs the law can only misread: a log that starts late, a constant reward
+    (``fit`` and ``compare`` print them).
 
     The law puts the start of training (``R0``, zero velocity) at step 0. A run whose first
     reward comes late (a resumed run, a step counter that did not start at 0) is fitted as a
@@ -123,7 +124,7 @@ def _shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> l
         t, y = steps[finite], row[finite]
         spacing = float(np.median(np.diff(t))) if t.size > 1 else 0.0
         if t[0] > LATE_START_FRACTION * t[-1] and t[0] > spacing:
-            late.append(f"{run_id} (from step {t[0]:g} to {t[-1]:g})")
+            late.append(f"{run_id} (from step {t[0]:.15g} to {t[-1]:.15g})")
         if np.ptp(y) == 0:
             flat.append(f"{run_id} ({y[0]:g} at all {y.size} logged steps)")
     notes = []
@@ -172,7 +173,7 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     if few:
         raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
 
-    notes: list[str] = _shape_notes(run_ids, steps, reward)
+    notes: list[str] = shape_notes(run_ids, steps, reward)
 
     model_names = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]
     models = list(dict.fromkeys(model_names))

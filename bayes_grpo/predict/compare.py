@@ -91,6 +91,9 @@ def prepare_runs(
     Runs with fewer than ``min_points`` finite rewards (after truncation) raise, naming them.
     """
     steps = ds[STEP_DIM].values.astype(float)
+    if (steps < 0).any():
+        # every law starts at t = 0 (as in `fit`, which refuses them too)
+        raise ValueError(f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g}")
     reward = ds[REWARD_VAR].values.astype(float).copy()
     run_ids = [str(r) for r in ds[RUN_DIM].values]
     if upto_fraction is not None:
@@ -434,9 +437,13 @@ def compare_laws(
     """
     import arviz as az
 
+    from bayes_grpo.model.prepare import shape_notes
+
     data = prepare_runs(runset)
     train = prepare_runs(runset, upto_fraction=1.0 - lfo_fraction, min_points=5)
-    notes: list[str] = []
+    # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
+    # (R^2 ~ 0 for all four), a constant run has nothing to tell them apart
+    notes: list[str] = [f"{n}." for n in shape_notes(data.run_ids, data.steps, data.reward)]
     idatas, per_run, loo_rows = {}, [], {}
     kw = {
         "draws": draws,
