@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -574,6 +576,35 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
     assert "posterior not evaluated" in res2.values["posterior"]
     assert any(s["source"] == "Gauss-Newton" for s in res2.values["evidence"]["signals"])
 
+
+
+def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
+    # a fit of another run set (other run ids, another LLM, or the same ids with other
+    # rewards) was applied without a word: its draws are a prediction, not a fit of the run
+    import types
+
+    from bayes_grpo.diagnostics.cases import bandit_case
+
+    ds = bandit_case("bandit_healthy", seeds=1, steps=120)
+    run = str(ds["run"].values[0])
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
+    fake = _FakeFit(0.4, 1.5, 0.85)
+    fake.data = types.SimpleNamespace(models=[str(ds["model"].values[0])])
+    fake.runset = ds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])  # its own fit: no warning
+    assert "prediction" not in res.values["posterior"]
+    other = ds.copy(deep=True)
+    other["reward"] = other["reward"] + 0.1
+    fake.runset = other
+    with pytest.warns(UserWarning, match=re.escape(f"not fitted to runs [{run!r}]") + ".*rewards differ"):
+        (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    assert "the fit's prediction" in res.values["posterior"]
+    fake.runset = other.assign_coords(run=["elsewhere"])
+    fake.data.models = ["another-llm"]
+    with pytest.warns(UserWarning, match="not a run of the fit.*not in the fit .its LLMs: \\['another-llm'\\]"):
+        diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
 
 
 def test_a_diverging_reward_is_instability_even_where_no_fitted_law_can_draw_it():

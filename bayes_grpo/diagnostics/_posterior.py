@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xarray as xr
 
 #: Variables the diagnostics use from a posterior.
 POSTERIOR_VARS: tuple[str, ...] = ("zeta", "C_eff", "plateau")
@@ -43,6 +44,38 @@ def has_process_noise(posterior: Any) -> bool:
     likelihood, i.e. with the SDE's process noise in the model; False for an i.i.d. fit and for
     plain draws (origin unknown)."""
     return getattr(posterior, "likelihood", None) == "state_space"
+
+
+def unfitted_runs(posterior: Any, runset: Any, run_ids: list[str]) -> dict[str, str]:
+    """``{run id: why}`` for the runs of ``run_ids`` that the fitted model ``posterior`` was not
+    fitted to: a run id the fit does not have, or one whose rewards differ from the fitted
+    run's (a fit of another run set). Their draws are then the fit's prediction at the run's
+    hyperparameters (for an LLM the fit does not have, from the population level), not a fit of
+    the run. Empty for plain draws or an object without its fitted run set."""
+    from bayes_grpo.constants import RUN_DIM
+    from bayes_grpo.runset import REWARD_VAR
+
+    fitted = getattr(posterior, "runset", None)
+    if fitted is None or isinstance(posterior, Mapping):
+        return {}
+    fitted_ids = {str(r) for r in fitted[RUN_DIM].values}
+    models = list(getattr(getattr(posterior, "data", None), "models", []) or [])
+    out = {}
+    for run_id in run_ids:
+        if run_id not in fitted_ids:
+            why = "not a run of the fit"
+        else:
+            mine = runset[REWARD_VAR].sel({RUN_DIM: run_id}).astype(float)
+            theirs = fitted[REWARD_VAR].sel({RUN_DIM: run_id}).astype(float)
+            mine, theirs = xr.align(mine, theirs, join="outer")
+            if np.allclose(mine.values, theirs.values, rtol=1e-6, atol=0.0, equal_nan=True):
+                continue
+            why = "rewards differ from the fitted run of that id"
+        llm = str(runset["model"].sel({RUN_DIM: run_id}).values) if "model" in runset.coords else ""
+        if models and llm and llm not in models:
+            why += f"; LLM {llm!r} not in the fit (its LLMs: {models}), so drawn from the population level"
+        out[run_id] = why
+    return out
 
 
 def run_draws(

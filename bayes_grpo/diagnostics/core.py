@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +14,12 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
-from bayes_grpo.diagnostics._posterior import has_process_noise, load_posterior, run_draws
+from bayes_grpo.diagnostics._posterior import (
+    has_process_noise,
+    load_posterior,
+    run_draws,
+    unfitted_runs,
+)
 from bayes_grpo.diagnostics._result import MODE_TITLES
 from bayes_grpo.diagnostics.concentration import policy_concentration
 from bayes_grpo.diagnostics.config import DiagnosticsConfig
@@ -91,6 +98,19 @@ def diagnose(
         else ([run] if isinstance(run, str) else list(run))
     )
     post = load_posterior(posterior)
+    for run_id in run_ids:
+        run_table(runset, run_id)  # an unknown run id fails before the warning below
+    stray = unfitted_runs(post, runset, run_ids) if post is not None else {}
+    if stray:
+        where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
+        warnings.warn(
+            f"{where} was not fitted to runs {list(stray)} of this run set ("
+            + "; ".join(f"{r}: {why}" for r, why in stray.items())
+            + "): their posterior draws are the fit's prediction at each run's hyperparameters, "
+            "not a fit of the run; check that --posterior is the fit of this run set",
+            UserWarning,
+            stacklevel=2,
+        )
     results: list[CheckResult] = []
     for run_id in run_ids:
         frame = run_table(runset, run_id)
@@ -98,6 +118,8 @@ def diagnose(
         draws, draws_note = (
             run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
         )
+        if run_id in stray and draws is not None:
+            draws_note += f" (the fit's prediction: {stray[run_id]})"
         plateau_draws = None if not draws else draws.get("plateau")
         for mode in modes:
             if mode == "reward_hacking":
