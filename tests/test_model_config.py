@@ -177,3 +177,32 @@ def test_config_entries_of_the_right_type_are_accepted():
             "noise": {"measurement_g_exponent": {"mu": 0.5, "sigma": 1}},
         }
     )
+
+
+def test_a_saved_fit_whose_stored_config_is_refused_names_the_file(tmp_path):
+    # a fit saved before the config entries were checked (e.g. {"alpha": {"fixed": "1"}})
+    # failed to load with the config message alone, not saying which file
+    import json
+
+    import arviz as az
+
+    from bayes_grpo import __version__
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.config import DEFAULT_SAMPLER_CONFIG
+    from bayes_grpo.model.core import ATTR_PREFIX
+
+    idata = az.from_dict(posterior={"x": np.zeros((1, 4))})
+    idata.posterior.attrs.update(
+        {
+            ATTR_PREFIX + "model_type": GRPODynamicsModel._model_type,
+            ATTR_PREFIX + "model_version": GRPODynamicsModel.version,
+            ATTR_PREFIX + "package_version": __version__,
+            ATTR_PREFIX + "settings": json.dumps({"parameterisation": "mechanistic", "likelihood": "iid", "invariance": "shared"}),
+            ATTR_PREFIX + "model_config": json.dumps({"alpha": {"fixed": "1"}}),
+            ATTR_PREFIX + "sampler_config": json.dumps(DEFAULT_SAMPLER_CONFIG),
+        }
+    )
+    path = tmp_path / "old_fit.nc"
+    idata.to_netcdf(str(path), engine="h5netcdf")
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ".*'alpha.fixed'"):
+        GRPODynamicsModel.load(path)

@@ -363,11 +363,14 @@ class GRPODynamicsModel:
                 f"{__version__!r}. Refit with this version."
             )
         settings = json.loads(attrs[ATTR_PREFIX + "settings"])
-        model = cls(
-            model_config=json.loads(attrs[ATTR_PREFIX + "model_config"]),
-            sampler_config=json.loads(attrs[ATTR_PREFIX + "sampler_config"]),
-            **settings,
-        )
+        try:
+            model = cls(
+                model_config=json.loads(attrs[ATTR_PREFIX + "model_config"]),
+                sampler_config=json.loads(attrs[ATTR_PREFIX + "sampler_config"]),
+                **settings,
+            )
+        except ValueError as exc:  # e.g. a config entry of the wrong type, refused since
+            raise ValueError(f"{path}: its stored configuration is refused ({exc}); refit with a valid --config") from exc
         if model.id != attrs.get(ATTR_PREFIX + "id"):
             raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
         if not hasattr(idata, FIT_DATA_GROUP):
