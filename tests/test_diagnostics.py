@@ -603,7 +603,11 @@ def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     assert "the fit's prediction" in res.values["posterior"]
     fake.runset = other.assign_coords(run=["elsewhere"])
     fake.data.models = ["another-llm"]
-    with pytest.warns(UserWarning, match="not a run of the fit.*not in the fit .its LLMs: \\['another-llm'\\]"):
+    fake.parameterisation = "mechanistic"
+    with pytest.warns(UserWarning, match="not a run of the fit.*not in the fit .its LLMs: \\['another-llm'\\]., so drawn from the population level"):
+        diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    fake.parameterisation = "phenomenological"  # it has no population level
+    with pytest.warns(UserWarning, match="its LLMs: \\['another-llm'\\]\\)\\): where the posterior"):
         diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
 
 

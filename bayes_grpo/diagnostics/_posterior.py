@@ -73,7 +73,11 @@ def unfitted_runs(posterior: Any, runset: Any, run_ids: list[str]) -> dict[str, 
             why = "rewards differ from the fitted run of that id"
         llm = str(runset["model"].sel({RUN_DIM: run_id}).values) if "model" in runset.coords else ""
         if models and llm and llm not in models:
-            why += f"; LLM {llm!r} not in the fit (its LLMs: {models}), so drawn from the population level"
+            why += f"; LLM {llm!r} not in the fit (its LLMs: {models})" + (
+                ", so drawn from the population level"
+                if getattr(posterior, "parameterisation", None) == "mechanistic"
+                else ""
+            )
         out[run_id] = why
     return out
 

@@ -106,8 +106,9 @@ def diagnose(
         warnings.warn(
             f"{where} was not fitted to runs {list(stray)} of this run set ("
             + "; ".join(f"{r}: {why}" for r, why in stray.items())
-            + "): their posterior draws are the fit's prediction at each run's hyperparameters, "
-            "not a fit of the run; check that --posterior is the fit of this run set",
+            + "): where the posterior gives them draws, those are the fit's prediction at each "
+            "run's hyperparameters, not a fit of the run; check that the posterior is the fit of "
+            "this run set",
             UserWarning,
             stacklevel=2,
         )
