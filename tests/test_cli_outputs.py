@@ -188,3 +188,25 @@ def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):
     out = runs / "sub" / "x.png"
     assert main(["phase-diagram", str(tmp_path / "no-fit.nc"), "-o", str(out)]) == 2
     assert f"--output would be written inside {runs}, which is a file, not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "value", "says"),
+    [
+        (["compare", "runs.nc"], "--chains", "0", "must be at least 1"),
+        (["compare", "runs.nc"], "--tune", "-1", "must be 0 or more"),
+        (["compare", "runs.nc"], "--draws", "0", "must be at least 1"),
+        (["fit", "runs.nc", "-o", "fit.nc"], "--chains", "0", "must be at least 1"),
+        (["fit", "runs.nc", "-o", "fit.nc"], "--draws", "-5", "must be at least 1"),
+        (["fit", "runs.nc", "-o", "fit.nc"], "--target-accept", "1.5", "must lie strictly between 0 and 1"),
+        (["report", "fit.nc", "-o", "r.html"], "--chains", "0", "must be at least 1"),
+        (["invariance", "runs.nc"], "--tune", "-3", "must be 0 or more"),
+    ],
+)
+def test_sampler_settings_that_cannot_sample_are_refused_by_argparse(capsys, argv, flag, value, says):
+    # compare --chains 0 and --tune -1 crashed PyMC with ZeroDivisionError tracebacks, --draws 0
+    # failed after sampling with "Not enough samples to build a trace"
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, flag, value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"argument {flag}: {says}" in err, err

@@ -35,6 +35,38 @@ def finite_float(text: str) -> float:
     return value
 
 
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number >= 1 (``--draws``, ``--chains``: 0 chains crashed
+    PyMC with a ZeroDivisionError traceback, 0 draws failed after sampling)."""
+    value = _whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: a whole number >= 0 (``--tune``: -1 crashed the sampler)."""
+    value = _whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def open_fraction(text: str) -> float:
+    """An argparse ``type``: a number strictly between 0 and 1 (``--target-accept``)."""
+    value = finite_float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text!r}")
+    return value
+
+
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends ``(default: X)`` to an option's help only where it says something.
 

@@ -12,6 +12,9 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    non_negative_int,
+    open_fraction,
+    positive_int,
     print_json,
     print_table,
     read_json_object,
@@ -56,12 +59,12 @@ def register(subparsers) -> None:
         default="shared",
         help="shared: one mean trajectory per model for every G (H0); by-group: per (model, G) offsets (H1)",
     )
-    p.add_argument("--draws", type=int, default=1000, help="posterior draws per chain")
-    p.add_argument("--tune", type=int, default=1000, help="tuning (warm-up) iterations per chain")
-    p.add_argument("--chains", type=int, default=4, help="number of chains")
+    p.add_argument("--draws", type=positive_int, default=1000, help="posterior draws per chain")
+    p.add_argument("--tune", type=non_negative_int, default=1000, help="tuning (warm-up) iterations per chain")
+    p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--sampler", choices=("pymc", "nutpie"), default="pymc", help="NUTS implementation")
-    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance rate")
+    p.add_argument("--target-accept", type=open_fraction, default=0.9, help="NUTS target acceptance rate")
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")

@@ -7,6 +7,8 @@ import argparse
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
     add_json_flag,
+    non_negative_int,
+    positive_int,
     print_json,
     print_table,
     spelled_like,
@@ -44,12 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="iid",
         help="observation model (default: iid Gaussian residuals)",
     )
-    p.add_argument("--draws", type=int, default=1000, help="NUTS draws per chain (default 1000)")
+    p.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (default 1000)")
     p.add_argument(
-        "--tune", type=int, default=1000, help="NUTS tuning steps per chain (default 1000)"
+        "--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain (default 1000)"
     )
     p.add_argument(
-        "--chains", type=int, default=2, help="NUTS chains (default 2; run one after the other)"
+        "--chains", type=positive_int, default=2, help="NUTS chains (default 2; run one after the other)"
     )
     p.add_argument(
         "--smc-draws",

@@ -13,6 +13,8 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     check_output_paths,
     finite_float,
+    non_negative_int,
+    positive_int,
     print_json,
     print_table,
     spelled_like,
@@ -182,9 +184,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LAW",
         help=f"subset of laws, from {', '.join(COMPARE_LAWS)} (default all four)",
     )
-    c.add_argument("--draws", type=int, default=500, help="posterior draws per chain (default 500)")
-    c.add_argument("--tune", type=int, default=500, help="tuning steps per chain (default 500)")
-    c.add_argument("--chains", type=int, default=2, help="chains (default 2)")
+    c.add_argument("--draws", type=positive_int, default=500, help="posterior draws per chain (default 500)")
+    c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
+    c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=int, default=0, help="random seed")
     add_json_flag(c)
     c.set_defaults(func=_run_compare)

@@ -11,6 +11,8 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    non_negative_int,
+    positive_int,
     print_json,
 )
 
@@ -38,9 +40,9 @@ def register(subparsers) -> None:
     p.add_argument("--prediction", type=Path, action="append", default=[], help="prediction/forecast netCDF to include (repeatable)")
     p.add_argument("--title", help="report title")
     sampled = "of the sampled stages (default: the fit's own for --invariance, {} for --compare as in `bayes-grpo compare`)"
-    p.add_argument("--draws", type=int, help="NUTS draws per chain " + sampled.format(500))
-    p.add_argument("--tune", type=int, help="NUTS tuning steps per chain " + sampled.format(500))
-    p.add_argument("--chains", type=int, help="NUTS chains " + sampled.format(2))
+    p.add_argument("--draws", type=positive_int, help="NUTS draws per chain " + sampled.format(500))
+    p.add_argument("--tune", type=non_negative_int, help="NUTS tuning steps per chain " + sampled.format(500))
+    p.add_argument("--chains", type=positive_int, help="NUTS chains " + sampled.format(2))
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampled stages")
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
