@@ -332,3 +332,26 @@ def test_an_iid_fit_with_alternating_step_noise_is_not_told_to_use_the_state_spa
     res = iid_residual_check(model)
     assert res.table["acf_lag1"].max() < -0.3, res.table
     assert res.passed is True and "negative" in res.summary and "state_space" not in res.summary
+
+
+def test_overview_of_a_run_set_the_fit_did_not_see_says_so_and_names_the_runs(monkeypatch):
+    # `report fit.nc --runs other.nc` headed the other run set "All runs in the fitted run set"
+    from types import SimpleNamespace
+
+    import bayes_grpo.report.model_sections as model_sections
+
+    absent = model_sections.model_sections(None)  # the fit's own sections are not under test
+    monkeypatch.setattr(model_sections, "model_sections", lambda model: absent)
+    fitted = _runset()
+    fit = SimpleNamespace(runset=fitted, data=SimpleNamespace(models=["tiny"]), parameterisation="phenomenological")
+    other = fitted.copy(deep=True)
+    other["reward"][0] = other["reward"][0] + 0.05
+    html = render_html(build_sections(model=fit, runset=other))
+    assert "All runs in the fitted run set" not in html
+    assert "not the fitted run set" in html and "run0: rewards differ from the fitted run" in html
+    assert "run1:" not in html  # the same rewards: a run of the fit
+    # the fitted run set itself (given again, or by default) reads as before
+    for runs in (fitted.copy(deep=True), None):
+        html = render_html(build_sections(model=fit, runset=runs))
+        assert "All runs in the fitted run set" in html and "not fitted to" not in html
+    plt.close("all")

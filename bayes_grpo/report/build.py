@@ -60,9 +60,15 @@ def build_sections(
         Check results from :mod:`bayes_grpo.checks`, :mod:`bayes_grpo.predict` and
         :mod:`bayes_grpo.diagnostics` (predictions include forecasts).
     """
-    if runset is None and model is not None:
-        runset = getattr(model, "runset", None)
-    sections = [overview_section(runset)]
+    fitted = getattr(model, "runset", None) if model is not None else None
+    unfitted = None
+    if runset is None:
+        runset = fitted
+    elif fitted is not None and runset is not fitted:
+        from bayes_grpo.diagnostics._posterior import unfitted_runs
+
+        unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
+    sections = [overview_section(runset, unfitted=unfitted)]
     sections += model_sections.model_sections(model)
     sections.append(
         checks_section(

@@ -118,10 +118,19 @@ def checks_section(key: str, title: str, results: Sequence[CheckResult] | None, 
     return section
 
 
-def overview_section(runset: Any | None) -> Section:
-    """Data overview: one row per run and the reward curves per model and group size."""
+def overview_section(runset: Any | None, *, unfitted: dict[str, str] | None = None) -> Section:
+    """Data overview: one row per run and the reward curves per model and group size.
+
+    ``unfitted`` (``{run id: why}``, from ``diagnostics._posterior.unfitted_runs``) names the runs
+    of ``runset`` the fit did not see (``report --runs`` with another run set): the intro then says
+    that the overview is not of the fitted run set, and names them."""
     key, title = "overview", "Data overview"
     intro = "All runs in the fitted run set, grouped by model and group size G."
+    if unfitted:
+        intro = (
+            "All runs in the run set given for this report (not the fitted run set: the fit per run "
+            "below shows the fitted runs), grouped by model and group size G."
+        )
     if runset is None:
         return absent(key, title, "no run set was given.", intro)
     from bayes_grpo.runset.core import run_coords, run_frame
@@ -151,6 +160,11 @@ def overview_section(runset: Any | None) -> Section:
     summary = pd.DataFrame(rows).set_index("run")
     section = Section(key=key, title=title, intro=intro)
     section.text(f"{len(summary)} runs, {summary['model'].nunique()} model(s), group sizes {sorted(set(summary['G'].dropna().astype(int)))}.")
+    if unfitted:
+        section.text(
+            f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
+            f"prediction at their hyperparameters): {'; '.join(f'{r}: {why}' for r, why in unfitted.items())}."
+        )
     section.table(summary)
     section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
     return section
