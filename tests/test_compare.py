@@ -177,3 +177,32 @@ def test_a_late_starting_or_constant_run_is_named_in_the_comparison():
     summary = res.to_check_result().summary
     assert "r0 (from step 1000000 to 1000029)" in summary and "start late" in summary, summary
     assert "r1" in summary and "constant reward" in summary, summary
+
+
+def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
+    # `compare --laws single_exp single_exp logistic` fitted single_exp twice and summed its
+    # per-run leave-future-out elpd twice, so a repeated law could win the comparison
+    import arviz as az
+
+    import bayes_grpo.predict.compare as compare
+
+    fitted = []
+
+    def fake_fit(law, data, **kw):
+        fitted.append(law)
+        rng = np.random.default_rng(len(fitted))
+        n = data.n_runs
+        post = {
+            "plateau": np.tile(data.late, (1, 20, 1)),
+            "initial_reward": np.tile(data.early, (1, 20, 1)),
+            "sigma": np.ones((1, 20, n)),
+            "tau": np.full((1, 20, n), 10.0),
+        }
+        loglik = {"y": -0.5 - rng.random((1, 20, data.obs_z.size))}
+        return az.from_dict(posterior=post, log_likelihood=loglik)
+
+    monkeypatch.setattr(compare, "fit_law", fake_fit)
+    res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp", "single_exp"], draws=20, chains=1)
+    assert fitted == ["single_exp", "single_exp"]  # the full fit and the leave-future-out fit, once each
+    assert len(res.per_run) == 2
+    assert res.lfo.loc["single_exp", "lfo_elpd"] == pytest.approx(res.per_run["lfo_elpd"].sum())

@@ -439,6 +439,9 @@ def compare_laws(
 
     from bayes_grpo.model.prepare import shape_notes
 
+    # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
+    laws = list(dict.fromkeys(laws))
+
     data = prepare_runs(runset)
     train = prepare_runs(runset, upto_fraction=1.0 - lfo_fraction, min_points=5)
     # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
