@@ -179,14 +179,13 @@ def test_a_late_starting_or_constant_run_is_named_in_the_comparison():
     assert "r1" in summary and "constant reward" in summary, summary
 
 
-def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
-    # `compare --laws single_exp single_exp logistic` fitted single_exp twice and summed its
-    # per-run leave-future-out elpd twice, so a repeated law could win the comparison
+def _fake_single_exp_fits(monkeypatch) -> list[str]:
+    """Replace ``compare.fit_law`` by draws of the right shapes (no sampling); returns the laws fitted."""
     import arviz as az
 
     import bayes_grpo.predict.compare as compare
 
-    fitted = []
+    fitted: list[str] = []
 
     def fake_fit(law, data, **kw):
         fitted.append(law)
@@ -202,7 +201,26 @@ def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
         return az.from_dict(posterior=post, log_likelihood=loglik)
 
     monkeypatch.setattr(compare, "fit_law", fake_fit)
+    return fitted
+
+
+def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
+    # `compare --laws single_exp single_exp logistic` fitted single_exp twice and summed its
+    # per-run leave-future-out elpd twice, so a repeated law could win the comparison
+    import bayes_grpo.predict.compare as compare
+
+    fitted = _fake_single_exp_fits(monkeypatch)
     res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp", "single_exp"], draws=20, chains=1)
     assert fitted == ["single_exp", "single_exp"]  # the full fit and the leave-future-out fit, once each
     assert len(res.per_run) == 2
     assert res.lfo.loc["single_exp", "lfo_elpd"] == pytest.approx(res.per_run["lfo_elpd"].sum())
+
+
+def test_one_chain_says_that_convergence_was_not_checked(monkeypatch):
+    # with --chains 1 the table's max_rhat read NaN and no convergence note was possible, silently
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1)
+    assert np.isnan(res.loo.loc["single_exp", "max_rhat"])
+    assert "With one chain R-hat cannot be computed" in res.to_check_result().summary

@@ -481,6 +481,12 @@ def compare_laws(
         per_run.extend(rows.values())
     if not idatas:
         raise ValueError("no law could be fitted: " + " ".join(notes))
+    if chains < 2:
+        # _convergence_notes needs two chains: max_rhat read NaN and nothing said why
+        notes.append(
+            "With one chain R-hat cannot be computed (max_rhat NaN) and no fit's convergence was "
+            "checked; use 2 or more chains."
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cmp = (
