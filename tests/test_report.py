@@ -355,3 +355,18 @@ def test_overview_of_a_run_set_the_fit_did_not_see_says_so_and_names_the_runs(mo
         html = render_html(build_sections(model=fit, runset=runs))
         assert "All runs in the fitted run set" in html and "not fitted to" not in html
     plt.close("all")
+
+
+def test_report_sampler_options_without_a_sampled_stage_are_named_as_unused(tmp_path, monkeypatch, capsys):
+    # `report fit.nc --draws 40` (no --invariance, no --compare) dropped --draws without a word
+    from bayes_grpo.cli import main
+
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    _stub_report_stages(monkeypatch)
+    base = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability"]
+    assert main([*base, "--draws", "40", "--chains", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "bayes-grpo report: warning: --draws, --chains set(s) the sampled stages" in err and "not used" in err, err
+    assert main([*base, "--draws", "40", "--compare"]) == 0
+    assert "not used" not in capsys.readouterr().err

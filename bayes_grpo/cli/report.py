@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
@@ -75,6 +76,14 @@ def _report(args: argparse.Namespace) -> int:
         {"posterior": args.posterior, "--runs": args.runs, "--prediction": args.prediction},
         overwrite=args.overwrite,
     )
+    unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k) is not None]
+    if unused and not (args.invariance or args.compare):
+        warnings.warn(
+            f"{', '.join(unused)} set(s) the sampled stages, --invariance and --compare, and neither "
+            "was asked: not used",
+            UserWarning,
+            stacklevel=1,
+        )
     runset = None
     if args.runs is not None:
         from bayes_grpo.runset import load_runset
