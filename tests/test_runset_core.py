@@ -158,3 +158,20 @@ def test_a_fitted_model_given_as_a_run_set_is_named_as_such(tmp_path, capsys):
         load_runset(path)
     assert main(["invariance", str(path)]) == 2
     assert "it is a fitted model (a posterior saved by `bayes-grpo fit`)" in capsys.readouterr().err
+
+
+def test_values_a_run_set_cannot_keep_are_said_not_silently_made_missing():
+    # make_runset turned +-inf and text rewards into NaN, which fit, compare and diagnose read
+    # as "not logged"; the ingest said so for its own logs, a run set built in Python did not
+    from bayes_grpo.runset import make_runset, runset_warnings
+
+    frame = pd.DataFrame({"reward": [0.1, np.inf, 0.3, "x", -np.inf], "kl": [0.0] * 5}, index=[1, 2, 3, 4, 5])
+    with pytest.warns(UserWarning) as caught:
+        ds = make_runset({"a": frame, "b": pd.DataFrame({"reward": [0.1, 0.2]}, index=[1, 2])})
+    said = " ".join(str(w.message) for w in caught)
+    assert "run 'a': reward: 1 value(s) that are not numbers (e.g. 'x') kept as NaN" in said
+    assert "run 'a': reward: 2 infinite value(s) (first at step 2) kept as NaN" in said
+    assert "'b'" not in said
+    notes = runset_warnings(ds)
+    assert len(notes["a"]) == 2 and "b" not in notes
+    assert np.isnan(ds["reward"].sel(run="a").values[[1, 3, 4]]).all()

@@ -89,13 +89,23 @@ def make_runset(
             if col not in variables:
                 variables.append(str(col))
     arrays = {var: np.full((len(run_ids), len(steps)), np.nan) for var in variables}
+    notes = {r: list(w) for r, w in (warnings or {}).items()}
     for i, r in enumerate(run_ids):
         frame = curves[r]
         values = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        text = frame.notna().to_numpy() & np.isnan(values)  # given, but not a number
+        for j in np.flatnonzero(text.any(axis=0)):
+            col = frame.columns[j]
+            note = (
+                f"{col}: {int(text[:, j].sum())} value(s) that are not numbers (e.g. "
+                f"{frame[col][text[:, j]].iloc[0]!r}) kept as NaN"
+            )
+            notes.setdefault(r, []).append(note)
+            pywarnings.warn(f"run {r!r}: {note}", UserWarning, stacklevel=2)
         pos = np.searchsorted(steps, np.asarray(frame.index, dtype=np.int64))
         for j, col in enumerate(frame.columns):
             arrays[str(col)][i, pos] = values[:, j]
-    return runset_from_arrays(run_ids, steps, arrays, meta, warnings=warnings, attrs=attrs)
+    return runset_from_arrays(run_ids, steps, arrays, meta, warnings=notes, attrs=attrs)
 
 
 def runset_from_arrays(
@@ -111,8 +121,9 @@ def runset_from_arrays(
 
     The fast path for simulators whose runs share one step grid; :func:`make_runset`
     ends here too. ``arrays`` maps metric names to float arrays of shape
-    ``(len(run_ids), len(steps))`` (``reward`` required; +-inf become NaN); ``meta``,
-    ``warnings`` and ``attrs`` as in :func:`make_runset`.
+    ``(len(run_ids), len(steps))`` (``reward`` required; +-inf become NaN, each run's count
+    added to its warnings and said in one ``UserWarning``); ``meta``, ``warnings`` and
+    ``attrs`` as in :func:`make_runset`.
     """
     meta = dict(meta or {})
     if REWARD_VAR not in arrays:
@@ -122,13 +133,26 @@ def runset_from_arrays(
         raise RunSetError(f"unknown run coordinates {sorted(unknown)}; known: {list(RUN_COORDS)}")
     run_ids = list(run_ids)
     shape = (len(run_ids), len(steps))
+    notes = {r: list(w) for r, w in (warnings or {}).items()}
+    added: list[str] = []
     data_vars = {}
     for var, value in arrays.items():
         arr = np.array(value, dtype=float)
         if arr.shape != shape:
             raise RunSetError(f"metric {var!r}: shape {arr.shape}, expected (runs, steps) = {shape}")
+        infinite = np.isinf(arr)
+        for i in np.flatnonzero(infinite.any(axis=1)):
+            # the fit and the diagnostics read NaN as "not logged": say that these were logged
+            note = (
+                f"{var}: {int(infinite[i].sum())} infinite value(s) (first at step "
+                f"{int(np.asarray(steps)[infinite[i]][0])}) kept as NaN"
+            )
+            notes.setdefault(run_ids[i], []).append(note)
+            added.append(f"run {run_ids[i]!r}: {note}")
         arr[~np.isfinite(arr)] = np.nan
         data_vars[str(var)] = ((RUN_DIM, STEP_DIM), arr)
+    if added:
+        pywarnings.warn("run set values kept as NaN: " + "; ".join(added), UserWarning, stacklevel=2)
     coords: dict[str, object] = {
         RUN_DIM: np.array(run_ids, dtype=object),
         STEP_DIM: np.asarray(steps, dtype=np.int64),
@@ -147,7 +171,7 @@ def runset_from_arrays(
             )
     ds = xr.Dataset(data_vars, coords=coords)
     ds.attrs[SCHEMA_ATTR] = SCHEMA_VERSION
-    ds.attrs[WARNINGS_ATTR] = json.dumps({r: list(w) for r, w in (warnings or {}).items() if w})
+    ds.attrs[WARNINGS_ATTR] = json.dumps({r: list(w) for r, w in notes.items() if w})
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
     return validate_runset(ds)
