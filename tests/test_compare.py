@@ -224,3 +224,15 @@ def test_one_chain_says_that_convergence_was_not_checked(monkeypatch):
     res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1)
     assert np.isnan(res.loo.loc["single_exp", "max_rhat"])
     assert "With one chain R-hat cannot be computed" in res.to_check_result().summary
+
+
+def test_an_rmse_averaged_over_runs_of_very_different_scales_is_said_to_be_set_by_the_largest():
+    # lfo_rmse_mean read 16965 for runs of scale 1e-6 and 1e6, without a word
+    from bayes_grpo.predict.compare import rmse_scale_note
+
+    t = np.arange(20.0)
+    small, big = 1e-6 * (1 - np.exp(-t / 5)), 1e6 * (1 - np.exp(-t / 5))
+    note = rmse_scale_note(["tiny", "huge"], np.stack([small, big]))
+    assert note is not None and "tiny" in note and "huge" in note and "set by the runs of the largest scale" in note
+    assert rmse_scale_note(["a", "b"], np.stack([small * 1e6, big * 1e-6 * 5])) is None  # ranges 1 and 5
+    assert rmse_scale_note(["a"], small[None]) is None

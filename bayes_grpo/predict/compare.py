@@ -410,6 +410,29 @@ class ComparisonResult:
         )
 
 
+#: Ratio of the largest to the smallest run reward range beyond which ``lfo_rmse_mean``
+#: (an average in reward units) is said to be set by the runs of the largest scale.
+RMSE_SCALE_RATIO = 10.0
+
+
+def rmse_scale_note(run_ids: Sequence[str], reward: np.ndarray) -> str | None:
+    """A note when the runs' reward ranges differ by more than :data:`RMSE_SCALE_RATIO`:
+    ``lfo_rmse_mean`` averages each law's RMSE in reward units over runs, so it then says
+    little but about the runs of the largest scale (per-run RMSEs are in ``per_run``)."""
+    ranges = np.array([np.ptp(r[np.isfinite(r)]) if np.isfinite(r).sum() >= 2 else np.nan for r in np.asarray(reward, dtype=float)])
+    ok = np.isfinite(ranges) & (ranges > 0)
+    if ok.sum() < 2:
+        return None
+    lo, hi = int(np.argmin(np.where(ok, ranges, np.inf))), int(np.argmax(np.where(ok, ranges, -np.inf)))
+    if ranges[hi] <= RMSE_SCALE_RATIO * ranges[lo]:
+        return None
+    return (
+        f"The runs' reward ranges differ by {ranges[hi] / ranges[lo]:.3g}x ({run_ids[lo]} {ranges[lo]:.3g}, "
+        f"{run_ids[hi]} {ranges[hi]:.3g}): lfo_rmse_mean averages RMSE in reward units, so it is set by "
+        "the runs of the largest scale; compare the laws per run (per_run) or by elpd."
+    )
+
+
 def compare_laws(
     runset: xr.Dataset,
     *,
@@ -447,6 +470,9 @@ def compare_laws(
     # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
     # (R^2 ~ 0 for all four), a constant run has nothing to tell them apart
     notes: list[str] = [f"{n}." for n in shape_notes(data.run_ids, data.steps, data.reward)]
+    scale_note = rmse_scale_note(data.run_ids, data.reward)
+    if scale_note:
+        notes.append(scale_note)
     idatas, per_run, loo_rows = {}, [], {}
     kw = {
         "draws": draws,
@@ -518,6 +544,7 @@ def compare_laws(
 
 __all__ = [
     "LAWS",
+    "rmse_scale_note",
     "ComparisonResult",
     "RunData",
     "build_law_model",
