@@ -210,3 +210,24 @@ def test_sampler_settings_that_cannot_sample_are_refused_by_argparse(capsys, arg
         main([*argv, flag, value])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and f"argument {flag}: {says}" in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["phase-diagram", "{runs}", "-o", "{out}"], "--output"),
+        (["predict", "{runs}", "--lr", "1", "--momentum", "0", "--k-ref", "1", "--group-size", "4",
+          "--steps", "5", "--plot", "{out}"], "--plot"),
+        (["forecast", "{runs}", "--run", "a", "--upto", "8", "--plot", "{out}"], "--plot"),
+        (["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "--png", "{out}"], "--png"),
+    ],
+)
+def test_a_figure_whose_extension_names_no_figure_format_is_refused_before_any_work(tmp_path, capsys, argv, option):
+    # phase-diagram -o x.txt wrote PNG bytes under .txt; predict --plot x.pdf PNG bytes under .pdf
+    runs = _runset(tmp_path)
+    out = tmp_path / "figure.txt"
+    args = [a.format(runs=runs, out=out) for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{option} writes a figure as png, svg, pdf by its extension; got .txt" in err
+    assert not out.exists()

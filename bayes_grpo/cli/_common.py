@@ -24,6 +24,23 @@ def spelled_like(*choices: str) -> Callable[[str], str]:
     return lambda text: canonical.get(text.replace("-", "_"), text)
 
 
+#: Figure formats a figure option writes, chosen by the file's extension.
+FIGURE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+
+
+def figure_format(path: str | Path, option: str) -> str:
+    """The format a figure output is written in: its extension, one of
+    :data:`FIGURE_FORMATS`; ``ValueError`` naming the option otherwise (``-o x.txt`` wrote PNG
+    bytes under a ``.txt`` name, ``--plot x.pdf`` PNG bytes under ``.pdf``). Checked before any work."""
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in FIGURE_FORMATS:
+        raise ValueError(
+            f"{path}: {option} writes a figure as {', '.join(FIGURE_FORMATS)} by its extension; "
+            f"got {('.' + ext) if ext else 'no extension'}"
+        )
+    return ext
+
+
 def finite_float(text: str) -> float:
     """An argparse ``type``: a finite number (``nan`` and ``inf`` are no setting of a run)."""
     try:

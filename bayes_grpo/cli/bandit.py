@@ -16,6 +16,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    figure_format,
     print_json,
     print_table,
 )
@@ -304,6 +305,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output, "--png": args.png}, overwrite=args.overwrite)
+    fmt = figure_format(args.png, "--png") if args.png else None
     ds = sweep_k_ref(
         _int_list(args.k_ref),
         seeds=args.seeds,
@@ -337,7 +339,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         fig = phase_diagram_figure(
             ds, threshold=None if several else threshold, transition=transition
         )
-        write_atomic(Path(args.png), lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+        write_atomic(Path(args.png), lambda tmp: fig.savefig(tmp, format=fmt, dpi=110))
     if args.json:
         out = {"threshold": threshold.to_dict()}
         if transition is not None:

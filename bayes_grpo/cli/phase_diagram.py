@@ -10,6 +10,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    figure_format,
     print_json,
     print_table,
 )
@@ -73,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
 
     check_output_paths({"--output": args.output}, {"posterior": args.posterior}, overwrite=args.overwrite)
+    fmt = figure_format(args.output, "--output")
     if args.n_lr < 2:
         raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
     fitted = _as_model(args.posterior)
@@ -107,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     fig = result.figures["phase diagram"]
     write_atomic(
         args.output,
-        lambda tmp: fig.savefig(tmp, dpi=130, bbox_inches="tight", format=_fmt(args.output)),
+        lambda tmp: fig.savefig(tmp, dpi=130, bbox_inches="tight", format=fmt),
     )
     if args.json:
         print_json(result.to_dict() | {"figure": str(args.output)})
@@ -119,8 +121,3 @@ def _run(args: argparse.Namespace) -> int:
         title="Threshold learning rate per K_ref (exact criterion; median and 90% interval)",
     )
     return 0
-
-
-def _fmt(path: str) -> str:
-    ext = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else "png"
-    return ext if ext in {"png", "svg", "pdf"} else "png"

@@ -12,6 +12,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    figure_format,
     finite_float,
     non_negative_int,
     positive_int,
@@ -245,7 +246,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         from bayes_grpo._io import write_atomic
 
         fig = plot_prediction(ds, observed=observed)
-        write_atomic(args.plot, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+        fmt = figure_format(args.plot, "--plot")
+        write_atomic(args.plot, lambda tmp: fig.savefig(tmp, format=fmt, dpi=110))
         plt.close(fig)
         out["plot"] = args.plot
     if args.json:
@@ -278,6 +280,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         {"posterior": args.posterior},
         overwrite=args.overwrite,
     )
+    if args.plot:
+        figure_format(args.plot, "--plot")  # before the work, not after it
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
@@ -310,6 +314,8 @@ def _run_forecast(args: argparse.Namespace) -> int:
         {"run set": args.runs, "--prior": args.prior},
         overwrite=args.overwrite,
     )
+    if args.plot:
+        figure_format(args.plot, "--plot")  # before the work, not after it
     ds = load_runset(args.runs)
     if args.run not in [str(r) for r in ds["run"].values]:
         raise RunSetError(
