@@ -91,6 +91,16 @@ def test_bad_values_give_a_clean_error(tmp_path, capsys):
         parse_values("0:0")
 
 
+def test_a_setting_listed_twice_is_named_not_turned_into_duplicate_run_ids(tmp_path, capsys):
+    # --lr 0.1,0.1 made two runs of one id per seed, refused with a long duplicate-id error
+    with pytest.raises(ValueError, match=r"'0.1,0.2,0.1' lists 0.1 more than once"):
+        parse_values("0.1,0.2,0.1")
+    out = tmp_path / "x.nc"
+    assert main(["simulate", "bandit", "--lr", "0.1,0.1", "--steps", "3", "-o", str(out)]) == 2
+    assert "'0.1,0.1' lists 0.1 more than once" in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("extra", "named"),
     [

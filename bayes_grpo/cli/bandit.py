@@ -76,9 +76,15 @@ def parse_values(text: str, kind: type = float) -> list:
             raise ValueError(f"empty range {text!r}")
         return [kind(v) for v in values]
     try:
-        return [kind(v) for v in text.split(",") if v.strip()]
+        values = [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a list of {kind.__name__} values") from None
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        # two equal settings are one setting: the runs they made got the same ids, which the
+        # run set then refused with a long list of duplicate ids
+        raise ValueError(f"{text!r} lists {', '.join(map(str, repeated))} more than once")
+    return values
 
 
 def _int_list(text: str) -> list[int]:
