@@ -188,6 +188,7 @@ def check_output_paths(
     inputs: dict[str, object | None] | None = None,
     *,
     overwrite: bool,
+    figures: tuple[str, ...] = (),
 ) -> None:
     """Refuse, before any work, an output path that would destroy something.
 
@@ -200,6 +201,9 @@ def check_output_paths(
     * two outputs share a path (the second would replace the first);
     * an output is an existing folder (a file path is needed), or lies below a file;
     * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it).
+
+    The outputs named in ``figures`` must also have an extension :func:`figure_format`
+    writes (``ValueError`` otherwise).
     """
     def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
         pairs = []
@@ -237,3 +241,6 @@ def check_output_paths(
                 f"{out}: {out_name} already exists; pass --overwrite to replace it "
                 "or choose another path"
             )
+    for name in figures:
+        if outputs.get(name) is not None and str(outputs[name]) != "":
+            figure_format(outputs[name], name)

@@ -310,8 +310,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     )
     from bayes_grpo.runset import save_runset
 
-    check_output_paths({"--output": args.output, "--png": args.png}, overwrite=args.overwrite)
-    fmt = figure_format(args.png, "--png") if args.png else None
+    check_output_paths(
+        {"--output": args.output, "--png": args.png}, overwrite=args.overwrite, figures=("--png",)
+    )
     ds = sweep_k_ref(
         _int_list(args.k_ref),
         seeds=args.seeds,
@@ -345,6 +346,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         fig = phase_diagram_figure(
             ds, threshold=None if several else threshold, transition=transition
         )
+        fmt = figure_format(args.png, "--png")
         write_atomic(Path(args.png), lambda tmp: fig.savefig(tmp, format=fmt, dpi=110))
     if args.json:
         out = {"threshold": threshold.to_dict()}

@@ -73,8 +73,12 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
 
-    check_output_paths({"--output": args.output}, {"posterior": args.posterior}, overwrite=args.overwrite)
-    fmt = figure_format(args.output, "--output")
+    check_output_paths(
+        {"--output": args.output},
+        {"posterior": args.posterior},
+        overwrite=args.overwrite,
+        figures=("--output",),
+    )
     if args.n_lr < 2:
         raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
     fitted = _as_model(args.posterior)
@@ -107,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         n_learning_rates=args.n_lr,
     )
     fig = result.figures["phase diagram"]
+    fmt = figure_format(args.output, "--output")
     write_atomic(
         args.output,
         lambda tmp: fig.savefig(tmp, dpi=130, bbox_inches="tight", format=fmt),

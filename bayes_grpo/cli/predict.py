@@ -279,9 +279,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         {"--output": args.output, "--plot": args.plot},
         {"posterior": args.posterior},
         overwrite=args.overwrite,
+        figures=("--plot",),
     )
-    if args.plot:
-        figure_format(args.plot, "--plot")  # before the work, not after it
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
@@ -313,9 +312,8 @@ def _run_forecast(args: argparse.Namespace) -> int:
         {"--output": args.output, "--plot": args.plot},
         {"run set": args.runs, "--prior": args.prior},
         overwrite=args.overwrite,
+        figures=("--plot",),
     )
-    if args.plot:
-        figure_format(args.plot, "--plot")  # before the work, not after it
     ds = load_runset(args.runs)
     if args.run not in [str(r) for r in ds["run"].values]:
         raise RunSetError(
