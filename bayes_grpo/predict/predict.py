@@ -318,11 +318,7 @@ def extrapolation_warnings(
     """
     if runset is None or "run" not in runset.dims:
         return []
-    runs = np.asarray(runset["run"].values)
-    if model is not None and "model" in runset.coords:
-        same = np.asarray(runset["model"].values, dtype=str) == str(model)
-        if same.any():
-            runs = runs[same]
+    runs = _model_runs(runset, model)
     out = []
     checks = [
         ("K_ref", "k_ref", k_ref),
@@ -381,12 +377,7 @@ def beyond_logged_rewards_warning(
     p_star = np.asarray(plateau, dtype=float).ravel()
     if not np.isfinite(mean).any() or not np.isfinite(p_star).any():
         return None
-    runs = np.asarray(runset["run"].values)
-    if model is not None and "model" in runset.coords:
-        same = np.asarray(runset["model"].values, dtype=str) == str(model)
-        if same.any():
-            runs = runs[same]
-    logged = np.asarray(runset["reward"].sel(run=runs).values, dtype=float)
+    logged = np.asarray(runset["reward"].sel(run=_model_runs(runset, model)).values, dtype=float)
     logged = logged[np.isfinite(logged)]
     if logged.size < 2 or not np.ptp(logged) > 0:
         return None
@@ -404,6 +395,17 @@ def beyond_logged_rewards_warning(
         "trajectory is the law's extrapolation (a bounded reward, such as a success rate, "
         "cannot follow it)"
     )
+
+
+def _model_runs(runset: xr.Dataset, model: str | None) -> np.ndarray:
+    """The fitted runs a prediction for ``model`` is compared with: those of that LLM, or all
+    runs when ``model`` is None or not among them."""
+    runs = np.asarray(runset["run"].values)
+    if model is not None and "model" in runset.coords:
+        same = np.asarray(runset["model"].values, dtype=str) == str(model)
+        if same.any():
+            runs = runs[same]
+    return runs
 
 
 def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
