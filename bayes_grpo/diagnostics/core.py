@@ -31,16 +31,20 @@ from bayes_grpo.diagnostics.instability import instability
 MODES: tuple[str, ...] = tuple(MODE_TITLES)
 
 
+def _require_run(ds: xr.Dataset, run_id: str) -> None:
+    if run_id not in [str(r) for r in ds[RUN_DIM].values]:
+        raise ValueError(
+            f"run {run_id!r} not in the run set; runs: {[str(r) for r in ds[RUN_DIM].values]}"
+        )
+
+
 def run_table(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     """All per-step metrics of one run, indexed by step; steps where nothing was logged dropped.
 
     Unlike ``bayes_grpo.runset.run_frame`` this keeps steps where only an evaluation metric
     was logged.
     """
-    if run_id not in [str(r) for r in ds[RUN_DIM].values]:
-        raise ValueError(
-            f"run {run_id!r} not in the run set; runs: {[str(r) for r in ds[RUN_DIM].values]}"
-        )
+    _require_run(ds, run_id)
     sub = ds.sel({RUN_DIM: run_id})
     frame = pd.DataFrame(
         {v: sub[v].values.astype(float) for v in ds.data_vars if sub[v].dims == (STEP_DIM,)},
@@ -99,7 +103,7 @@ def diagnose(
     )
     post = load_posterior(posterior)
     for run_id in run_ids:
-        run_table(runset, run_id)  # an unknown run id fails before the warning below
+        _require_run(runset, run_id)  # an unknown run id fails before the warning below
     stray = unfitted_runs(post, runset, run_ids) if post is not None else {}
     if stray:
         where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
