@@ -160,7 +160,8 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
     :data:`POSITIVE_ENTRIES` > 0; one whose default is ``true``/``false`` must be a boolean (the
     string ``"no"`` read as true); ``alpha.fixed`` is null or a number; ``size_exponent.min_models``
     a whole number; each ``hyperparameter_defaults`` value null or a number (a string for
-    ``momentum_convention``). Raises ``ValueError`` naming the entry and the value.
+    ``momentum_convention``); ``noise.measurement_g_exponent`` as
+    :func:`measurement_g_exponent` reads it. Raises ``ValueError`` naming the entry and the value.
     """
 
     def entries(cfg: Mapping[str, Any], default: Mapping[str, Any], prefix: str = ""):
@@ -170,9 +171,10 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
             else:
                 yield f"{prefix}{key}", value, default.get(key)
 
+    measurement_g_exponent(config)  # its own three forms, checked where they are read
     for name, value, default in entries(config, DEFAULT_MODEL_CONFIG):
         if name == "noise.measurement_g_exponent":
-            continue  # measurement_g_exponent() reads it
+            continue
         if name.startswith("hyperparameter_defaults."):
             text_ok = name.endswith("momentum_convention") and isinstance(value, str)
             if value is not None and not text_ok and not _is_number(value):

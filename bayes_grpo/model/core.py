@@ -111,7 +111,6 @@ class GRPODynamicsModel:
         self.model_config = merge_config(DEFAULT_MODEL_CONFIG, model_config)
         self.sampler_config = merge_config(DEFAULT_SAMPLER_CONFIG, sampler_config)
         validate_model_config(self.model_config)  # a bad value fails here, not at fit time
-        measurement_g_exponent(self.model_config)
         self.parameterisation = parameterisation
         self.likelihood = likelihood
         self.invariance = invariance
