@@ -90,6 +90,7 @@ def make_runset(
                 variables.append(str(col))
     arrays = {var: np.full((len(run_ids), len(steps)), np.nan) for var in variables}
     notes = {r: list(w) for r, w in (warnings or {}).items()}
+    added: list[str] = []
     for i, r in enumerate(run_ids):
         frame = curves[r]
         values = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
@@ -101,11 +102,19 @@ def make_runset(
                 f"{frame[col][text[:, j]].iloc[0]!r}) kept as NaN"
             )
             notes.setdefault(r, []).append(note)
-            pywarnings.warn(f"run {r!r}: {note}", UserWarning, stacklevel=2)
+            added.append(f"run {r!r}: {note}")
         pos = np.searchsorted(steps, np.asarray(frame.index, dtype=np.int64))
         for j, col in enumerate(frame.columns):
             arrays[str(col)][i, pos] = values[:, j]
+    _warn_kept_as_nan(added)
     return runset_from_arrays(run_ids, steps, arrays, meta, warnings=notes, attrs=attrs)
+
+
+def _warn_kept_as_nan(added: list[str]) -> None:
+    """One ``UserWarning`` for the values a run-set builder had to keep as NaN (``added``:
+    ``"run 'x': metric: ..."`` lines, also in the runs' warnings)."""
+    if added:
+        pywarnings.warn("run set values kept as NaN: " + "; ".join(added), UserWarning, stacklevel=3)
 
 
 def runset_from_arrays(
@@ -151,8 +160,7 @@ def runset_from_arrays(
             added.append(f"run {run_ids[i]!r}: {note}")
         arr[~np.isfinite(arr)] = np.nan
         data_vars[str(var)] = ((RUN_DIM, STEP_DIM), arr)
-    if added:
-        pywarnings.warn("run set values kept as NaN: " + "; ".join(added), UserWarning, stacklevel=2)
+    _warn_kept_as_nan(added)
     coords: dict[str, object] = {
         RUN_DIM: np.array(run_ids, dtype=object),
         STEP_DIM: np.asarray(steps, dtype=np.int64),
