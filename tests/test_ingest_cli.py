@@ -136,3 +136,13 @@ def test_an_output_that_is_a_log_inside_an_input_folder_is_refused_even_with_ove
     # a new file inside the input folder is still fine
     assert main(["ingest", str(tmp_path / "runs"), "-o", str(tmp_path / "runs" / "all.nc")]) == 0
     assert load_runset(tmp_path / "runs" / "all.nc").sizes["run"] == 1
+
+
+def test_the_table_shows_the_completions_each_logged_reward_averages(tmp_path, capsys):
+    """The batch behind each logged mean (it sets the measurement noise) is in the table, not only the JSON."""
+    log = _csv(tmp_path / "good.csv", 12)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(f"- {{path: {log.name}, run: a, model: m1, group_size: 8, completions_per_step: 64}}\n")
+    assert main(["ingest", "--manifest", str(manifest), "-o", str(tmp_path / "runs.nc")]) == 0
+    header, row = [line.split() for line in capsys.readouterr().out.splitlines()[1:4:2]]
+    assert row[header.index("per_step") + 1] == "64"  # +1: the row starts with the run id

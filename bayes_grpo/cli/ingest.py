@@ -44,6 +44,7 @@ TABLE_COLUMNS = (
     "status",
     "model",
     "group_size",
+    "completions_per_step",
     "n_steps",
     "reward_first",
     "reward_last",
@@ -58,6 +59,7 @@ TABLE_COLUMNS = (
 )
 SHORT = {
     "group_size": "G",
+    "completions_per_step": "per_step",
     "n_steps": "steps",
     "reward_first": "r_first",
     "reward_last": "r_last",
