@@ -180,3 +180,16 @@ def test_phase_diagram_default_grid_takes_the_number_of_learning_rates(tmp_path,
     assert main(["phase-diagram", str(tmp_path / "fit.nc"), "-o", str(out), "--n-lr", "0"]) == 2
     assert "--n-lr must be at least 2" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_damping_ratio_is_reported_only_for_draws_whose_oscillator_is_damped():
+    """Like the point summary and the phase grid: C_eff <= 0 is the unstable regime, not a negative zeta."""
+    mu, lag = 0.5, 4
+    a = np.r_[np.full(300, 0.05), np.full(700, 0.3)]  # C_eff = 0.3 and -0.7
+    res = stability_from_draws(a, learning_rate=1.0, momentum=mu, momentum_convention="heavy_ball", k_ref=lag)
+    M, C = (1 + mu) / 2 + 0.05 * lag**2 / 2, (1 - mu) - 0.05 * lag
+    assert res.values["zeta_median"] == pytest.approx(C / (2 * np.sqrt(M * 0.05)))
+    assert res.values["zeta_lo"] > 0 and res.values["p_damped"] == pytest.approx(0.3)
+    assert "over the 30.0% of draws with C_eff > 0" in res.summary
+    anti = stability_from_draws(np.full(50, 0.3), learning_rate=1.0, momentum=mu, momentum_convention="heavy_ball", k_ref=lag)
+    assert np.isnan(anti.values["zeta_median"]) and "zeta n/a" in anti.summary and "nan" not in anti.summary

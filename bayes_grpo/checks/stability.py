@@ -73,7 +73,8 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     -------
     dict with ``p_unstable_closed_form``, ``p_unstable_exact``, ``p_oscillatory``,
     ``p_overdamped``, ``zeta_median``, ``zeta_lo``, ``zeta_hi`` (equal-tailed
-    ``HDI_PROB`` interval), ``gain_*``, ``spectral_radius_median``, and for each criterion
+    ``HDI_PROB`` interval over the draws with ``C_eff > 0``, the only ones with a damping
+    ratio; NaN when there are none), ``p_damped`` (their share), ``gain_*``, ``spectral_radius_median``, and for each criterion
     ``critical_k_ref_{criterion}_{median,lo,hi}`` and ``n_draws``.
     """
     a = np.asarray(gain_draws, dtype=float).ravel()
@@ -84,8 +85,10 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     lag = float(k_ref)
     mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
     with np.errstate(invalid="ignore", divide="ignore"):
+        # Defined where the continuum oscillator is damped (C_eff > 0), as in the point
+        # summary and the phase grid: C_eff <= 0 is the unstable regime, not a damping ratio.
         zeta = np.where(
-            (mass > 0) & (k_eff > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
+            (mass > 0) & (k_eff > 0) & (damping > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
         )
     radius = spectral_radius(a, mu, lag)
     closed_unstable = ~((damping > 0) & (a > 0))
@@ -99,6 +102,7 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         "p_oscillatory": float(np.mean(oscillatory)),
         "p_overdamped": float(np.mean(overdamped)),
         "zeta_median": float(np.nanmedian(zeta)) if np.any(np.isfinite(zeta)) else float("nan"),
+        "p_damped": float(np.mean(np.isfinite(zeta))),
         "gain_median": float(np.median(a)),
         "spectral_radius_median": float(np.median(radius)),
     }
@@ -151,8 +155,7 @@ def stability_from_draws(
         f"P(unstable) = {values['p_unstable_exact']:.3f} by the exact discrete criterion "
         f"(spectral radius >= 1), {values['p_unstable_closed_form']:.3f} by the closed form (C_eff <= 0); "
         f"P(oscillatory, 0 < zeta < 1) = {values['p_oscillatory']:.3f}; "
-        f"zeta = {values['zeta_median']:.3g} [{values['zeta_lo']:.3g}, {values['zeta_hi']:.3g}] "
-        f"({HDI_PROB:.0%} interval); critical K_ref (exact) = {values['critical_k_ref_exact_median']:.0f} "
+        f"{_zeta_text(values)}; critical K_ref (exact) = {values['critical_k_ref_exact_median']:.0f} "
         f"[{values['critical_k_ref_exact_lo']:.0f}, {values['critical_k_ref_exact_hi']:.0f}]."
     )
     rows = [
@@ -160,7 +163,7 @@ def stability_from_draws(
         ("P(unstable), closed form (C_eff <= 0)", values["p_unstable_closed_form"], np.nan, np.nan),
         ("P(oscillatory, 0 < zeta < 1)", values["p_oscillatory"], np.nan, np.nan),
         ("P(overdamped, zeta >= 1)", values["p_overdamped"], np.nan, np.nan),
-        ("zeta", values["zeta_median"], values["zeta_lo"], values["zeta_hi"]),
+        ("zeta (draws with C_eff > 0)", values["zeta_median"], values["zeta_lo"], values["zeta_hi"]),
         ("gain a = eta_eff K", values["gain_median"], values["gain_lo"], values["gain_hi"]),
         (
             "critical K_ref, exact",
@@ -177,6 +180,19 @@ def stability_from_draws(
     ]
     table = pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi"]).set_index("quantity")
     return CheckResult(name="stability", passed=passed, summary=summary, table=table, values=values)
+
+
+def _zeta_text(values: dict[str, Any]) -> str:
+    """The damping ratio's median and interval, over the draws that have one (``C_eff > 0``)."""
+    if not np.isfinite(values["zeta_median"]):
+        return "zeta n/a (C_eff <= 0 in every draw: the continuum oscillator is anti-damped)"
+    text = (
+        f"zeta = {values['zeta_median']:.3g} [{values['zeta_lo']:.3g}, {values['zeta_hi']:.3g}] "
+        f"({HDI_PROB:.0%} interval)"
+    )
+    if values["p_damped"] < 1.0:
+        text += f" over the {values['p_damped']:.1%} of draws with C_eff > 0"
+    return text
 
 
 def _as_model(posterior_path_or_model: Any) -> Any:
