@@ -260,3 +260,14 @@ def test_threshold_verdict_equals_eigenvalue_verdict_on_random_settings():
     near = np.abs(a / exact_threshold(mu, lag, method="boundary_locus") - 1.0) < 1e-8
     assert np.array_equal(fast[~near], slow[~near])
     assert 0.2 < fast.mean() < 0.5  # both sides well represented
+
+
+def test_the_summary_of_a_vanishing_gain_prints_no_overflow_warning():
+    # its critical lag (5e299) squared overflows in M_eff, which the closed-form criterion
+    # does not use: `stability --eta-k 1e-300` printed "RuntimeWarning: overflow encountered in square"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = stability_summary(1e-300, 0.5, 2)
+    assert s["critical_k_ref_closed_form"] == pytest.approx(0.5 / 1e-300)

@@ -95,7 +95,8 @@ def closed_form_stable(a, momentum, k_ref):
     boundary value up to rounding) is marginal, so not stable.
     """
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
-    _, damping, _ = oscillator_coefficients(a, mu, lag)
+    with np.errstate(over="ignore"):  # only C_eff is used; M_eff (a L^2) overflows at huge L
+        _, damping, _ = oscillator_coefficients(a, mu, lag)
     with np.errstate(invalid="ignore"):
         scale = np.maximum(np.abs(1.0 - mu), np.abs(a * lag))
         return np.asarray((damping > CLOSED_FORM_RTOL * scale) & (a > 0))
