@@ -206,3 +206,22 @@ def test_a_saved_fit_whose_stored_config_is_refused_names_the_file(tmp_path):
     idata.to_netcdf(str(path), engine="h5netcdf")
     with pytest.raises(ValueError, match=re.escape(str(path)) + ".*'alpha.fixed'"):
         GRPODynamicsModel.load(path)
+
+
+def test_a_fit_names_the_runs_whose_logged_learning_rate_follows_a_schedule():
+    """12 of the 22 public native logs warm up or decay their learning rate; the law's gain is
+    constant over a run, so the fit says which runs it averages over a schedule (not only ingest)."""
+    steps = np.arange(0, 60)
+    reward = 0.1 + 0.5 * (1 - np.exp(-steps / 10.0))
+    warmup_decay = np.r_[np.linspace(0, 1e-4, 10), np.linspace(1e-4, 1e-6, 50)]
+    curves = {
+        "scheduled": pd.DataFrame({"reward": reward, "lr": warmup_decay}, index=steps),
+        "constant": pd.DataFrame({"reward": reward, "lr": np.full(60, 1e-4)}, index=steps),
+        "mild": pd.DataFrame({"reward": reward, "lr": np.linspace(1e-4, 0.6e-4, 60)}, index=steps),
+    }
+    meta = {r: {"model": "m", "group_size": 4} for r in curves}
+    notes = prepare_data(make_runset(curves, meta), DEFAULT_MODEL_CONFIG, "phenomenological").notes
+    (note,) = [n for n in notes if "learning-rate schedule" in n]
+    assert "['scheduled (lr 0 to 0.0001)']" in note and "averages over the schedule" in note
+    without_lr = {r: c.drop(columns="lr") for r, c in curves.items()}
+    assert not any("schedule" in n for n in prepare_data(make_runset(without_lr, meta), DEFAULT_MODEL_CONFIG, "phenomenological").notes)

@@ -18,6 +18,7 @@ from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM,
 from bayes_grpo.dynamics.coefficients import effective_step
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
+from bayes_grpo.runset.names import LOGGED_LR_VAR
 from bayes_grpo.runset.schema import readable_group_size
 
 #: Coordinates the mechanistic parameterisation needs for every run.
@@ -109,6 +110,30 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
     return out
 
 
+def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
+    """A note naming the runs whose logged per-step learning rate (the run-set metric ``lr``)
+    follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
+    else None. The law's coefficients are constant over a run, so such a fit averages over the
+    schedule."""
+    if LOGGED_LR_VAR not in ds.data_vars:
+        return None
+    from bayes_grpo.runset.ingest import learning_rate_schedule_range
+
+    scheduled = []
+    for run_id in run_ids:
+        span = learning_rate_schedule_range(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values)
+        if span is not None:
+            scheduled.append(f"{run_id} (lr {span[0]:.3g} to {span[1]:.3g})")
+    if not scheduled:
+        return None
+    return (
+        f"runs {scheduled} log a learning-rate schedule (warm-up or decay): the law's coefficients "
+        "are constant over a run (mechanistic: the gain eta K at the run's learning_rate), so the "
+        "fit averages over the schedule and cannot draw a gain that changes along the run; "
+        "predictions and stability verdicts for these settings assume a constant rate"
+    )
+
+
 def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
     """Notes on runs the law can only misread: a log that starts late, a constant reward
     (``fit`` and ``compare`` print them).
@@ -174,6 +199,9 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
 
     notes: list[str] = shape_notes(run_ids, steps, reward)
+    schedule = learning_rate_schedule_note(ds, run_ids)
+    if schedule:
+        notes.append(schedule)
 
     model_names = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]
     models = list(dict.fromkeys(model_names))

@@ -80,6 +80,7 @@ from bayes_grpo.runset.loaders.sidecar import (
 from bayes_grpo.runset.loaders.tensorboard import load_tensorboard
 from bayes_grpo.runset.names import (
     HYPERPARAMETER_ALIASES,
+    LOGGED_LR_VAR,
     PER_LOG_CALL_KEYS,
     SUMMARY_KEYS,
     NameMapping,
@@ -319,7 +320,17 @@ LR_SCHEDULE_SHARE = 0.5
 def _logged_lr_column(wide: pd.DataFrame) -> str | None:
     """The run's logged learning-rate column (canonical name ``lr``; an evaluation metric's name
     is ``eval_*``, never ``lr``), or None."""
-    return next((c for c in wide.columns if canonical_name(c) == "lr"), None)
+    return next((c for c in wide.columns if canonical_name(c) == LOGGED_LR_VAR), None)
+
+
+def learning_rate_schedule_range(lr) -> tuple[float, float] | None:
+    """``(smallest, peak)`` of a logged per-step learning rate that follows a schedule (its
+    smallest finite value below :data:`LR_SCHEDULE_SHARE` of its peak), else None."""
+    lr = np.asarray(pd.to_numeric(pd.Series(np.ravel(lr)), errors="coerce"), dtype=float)
+    lr = lr[np.isfinite(lr)]
+    if lr.size < 2 or not lr.max() > 0 or lr.min() >= LR_SCHEDULE_SHARE * lr.max():
+        return None
+    return float(lr.min()), float(lr.max())
 
 
 def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
@@ -333,12 +344,11 @@ def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
     col = _logged_lr_column(wide)
     if col is None:
         return None
-    lr = pd.to_numeric(wide[col], errors="coerce").to_numpy(dtype=float)
-    lr = lr[np.isfinite(lr)]
-    if lr.size < 2 or not lr.max() > 0 or lr.min() >= LR_SCHEDULE_SHARE * lr.max():
+    span = learning_rate_schedule_range(wide[col])
+    if span is None:
         return None
     return (
-        f"logged learning rate {col!r} follows a schedule ({lr.min():.3g} to {lr.max():.3g}): "
+        f"logged learning rate {col!r} follows a schedule ({span[0]:.3g} to {span[1]:.3g}): "
         "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
         "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
     )

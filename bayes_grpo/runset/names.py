@@ -48,6 +48,10 @@ from dataclasses import dataclass
 
 from bayes_grpo.runset.schema import REWARD_VAR, RUN_COORDS, RUN_DIM, STEP_DIM
 
+#: Canonical name of the logged per-step learning rate (a schedule's values; the run's
+#: ``learning_rate`` coordinate is one number).
+LOGGED_LR_VAR: str = "lr"
+
 #: Canonical metric name -> source names, in priority order (first present wins).
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     REWARD_VAR: ("reward", "train_reward", "critic/score/mean", "rollout/reward", "mean_reward"),
@@ -58,7 +62,7 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "actor/grad_norm"),
     "clip_ratio": ("clip_ratio/region_mean", "clip_ratio", "actor/pg_clipfrac", "clip_fraction"),
     "loss": ("loss", "actor/pg_loss"),
-    "lr": ("learning_rate", "actor/lr", "lr"),
+    LOGGED_LR_VAR: ("learning_rate", "actor/lr", "lr"),
     "completion_length": ("completions/mean_length", "completion_length", "response_length/mean"),
     "epoch": ("epoch",),
 }
