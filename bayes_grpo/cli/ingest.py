@@ -108,6 +108,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first bad run instead of skipping it"
     )
+    parser.add_argument(
+        "--lr-clock",
+        action="store_true",
+        help=(
+            "re-time the runs whose logged learning rate follows a schedule (warm-up, decay) on "
+            "the learning-rate clock: a clock step is one step at the run's learning_rate "
+            "(tau = integral of lr / learning_rate), the logged steps on one clock step averaged; "
+            "the law's gain is constant over a run, so a fit of such runs otherwise averages over "
+            "the schedule"
+        ),
+    )
     add_overwrite_flag(parser, "replace the output file if it exists")
     add_json_flag(parser)
     parser.set_defaults(func=run)
@@ -166,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
             min_points=args.min_points,
             on_error="raise" if args.strict else "skip",
         )
+    if args.lr_clock:
+        from bayes_grpo.runset.clock import clock_runset
+
+        ds = clock_runset(ds)
     out = save_runset(ds, args.output)
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]

@@ -113,14 +113,19 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
 def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
     """A note naming the runs whose logged per-step learning rate (the run-set metric ``lr``)
     follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
-    else None. The law's coefficients are constant over a run, so such a fit averages over the
+    else None (runs already re-timed by :func:`bayes_grpo.runset.clock.clock_runset` are not
+    named). The law's coefficients are constant over a run, so such a fit averages over the
     schedule."""
     if LOGGED_LR_VAR not in ds.data_vars:
         return None
+    from bayes_grpo.runset.clock import clocked_runs
     from bayes_grpo.runset.ingest import learning_rate_schedule_range
 
+    on_clock = clocked_runs(ds)
     scheduled = []
     for run_id in run_ids:
+        if run_id in on_clock:
+            continue  # re-timed: one clock step is one step at the run's learning_rate
         span = learning_rate_schedule_range(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values)
         if span is not None:
             scheduled.append(f"{run_id} (lr {span[0]:.3g} to {span[1]:.3g})")
@@ -130,7 +135,9 @@ def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | Non
         f"runs {scheduled} log a learning-rate schedule (warm-up or decay): the law's coefficients "
         "are constant over a run (mechanistic: the gain eta K at the run's learning_rate), so the "
         "fit averages over the schedule and cannot draw a gain that changes along the run; "
-        "predictions and stability verdicts for these settings assume a constant rate"
+        "predictions and stability verdicts for these settings assume a constant rate. Re-timing "
+        "the runs on the learning-rate clock (ingest --lr-clock, bayes_grpo.runset.clock) turns "
+        "them into runs at their constant learning_rate"
     )
 
 

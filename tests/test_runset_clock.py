@@ -1,0 +1,104 @@
+"""The learning-rate clock: a run on a schedule, re-counted in steps at its nominal rate,
+is a run at a constant rate, which is what the law (constant gain eta K) describes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_grpo.dynamics.coefficients import oscillator_coefficients
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG
+from bayes_grpo.model.prepare import prepare_data
+from bayes_grpo.runset import RunSetError, make_runset, runset_warnings
+from bayes_grpo.runset.clock import CLOCK_ATTR, clock_runset, clock_time, clocked_runs
+
+
+def test_the_clock_is_the_integral_of_the_rate_in_units_of_the_nominal_rate():
+    steps = np.arange(0, 11, dtype=float)
+    np.testing.assert_allclose(clock_time(steps, np.full(11, 2e-4), 2e-4), steps)
+    # a linear warm-up from 0 to the nominal rate over 10 steps: tau = t^2 / 20
+    np.testing.assert_allclose(clock_time(steps, 2e-5 * steps, 2e-4), steps**2 / 20)
+    # logged every 5 steps from step 5, one gap: the rate is linear between logged steps and
+    # its first value before them
+    sparse = np.array([5.0, 10.0, 15.0])
+    np.testing.assert_allclose(clock_time(sparse, [1e-4, np.nan, 0.0], 1e-4), [5.0, 8.75, 10.0])
+    with pytest.raises(ValueError, match="positive"):
+        clock_time(steps, np.ones(11), 0.0)
+
+
+def _linear_recursion(a_peak, shape, mu=0.9, lag=2, r0=0.1, pstar=0.8):
+    """Mean reward of e[n+1] - e[n] = mu (e[n] - e[n-1]) - a_n e[n-L] with a_n = a_peak shape[n]."""
+    e = np.zeros(shape.size + 1)
+    e[0] = e[1] = r0 - pstar
+    for k in range(1, shape.size):
+        e[k + 1] = e[k] + mu * (e[k] - e[k - 1]) - a_peak * shape[k] * e[max(k - lag, 0)]
+    return pstar + e[: shape.size]
+
+
+def test_a_run_on_a_warm_up_and_decay_schedule_is_on_the_clock_a_run_at_its_constant_rate():
+    """The constant-gain law with the true gain misses a run on a schedule by 30x its miss of
+    the same run at a constant rate on raw steps, and on the clock misses it no more than
+    that run (mu 0.5, K_ref 1: little inertia in steps); the constant-rate run is left as it was."""
+    T, w, eta, k, mu, lag = 300, 30, 0.02, 0.5, 0.5, 1
+    n = np.arange(T)
+    shape = np.where(n < w, (n + 1) / w, (T - n) / (T - w))
+    scheduled = pd.DataFrame({"reward": _linear_recursion(eta * k, shape, mu, lag), "lr": eta * shape}, index=n)
+    constant = pd.DataFrame({"reward": _linear_recursion(eta * k, np.ones(T), mu, lag), "lr": np.full(T, eta)}, index=n)
+    meta = {r: dict(model="m", learning_rate=eta, momentum=mu, momentum_convention="heavy_ball", k_ref=lag) for r in ("scheduled", "constant")}
+    ds = make_runset({"scheduled": scheduled, "constant": constant}, meta)
+    clocked = clock_runset(ds)
+
+    mass, damping, k_eff = oscillator_coefficients(eta * k, mu, lag)
+
+    def law_misfit(ds, run):
+        """RMS distance of the run's rewards from the law with the true gain, p* and R0."""
+        y = ds["reward"].sel(run=run)
+        y = y[np.isfinite(y.values)]
+        curve = reward_trajectory(y["step"].values.astype(float), mass, damping, k_eff, 0.8, 0.1)
+        return float(np.sqrt(np.mean((curve - y.values) ** 2)))
+
+    floor = law_misfit(ds, "constant")  # the continuous law against the discrete recursion
+    assert law_misfit(ds, "scheduled") > 10 * floor
+    assert law_misfit(clocked, "scheduled") < 2 * floor
+    assert law_misfit(clocked, "constant") == floor
+    facts = clocked_runs(clocked)
+    assert list(facts) == ["scheduled"] and facts["scheduled"]["steps"] == [0, T - 1]
+    assert facts["scheduled"]["clock_steps"][1] == pytest.approx(np.sum(shape[:-1]), abs=1.0)
+    assert any("re-timed on the learning-rate clock" in w for w in runset_warnings(clocked)["scheduled"])
+    # the fit's schedule note names the scheduled run on raw steps, and nothing on the clock
+    notes = lambda d: [x for x in prepare_data(d, DEFAULT_MODEL_CONFIG, "mechanistic").notes if "learning-rate schedule" in x]  # noqa: E731
+    assert "scheduled (lr" in notes(ds)[0] and "--lr-clock" in notes(ds)[0]
+    assert notes(clocked) == []
+
+
+def test_re_timing_needs_a_logged_schedule_and_happens_once():
+    n = np.arange(50)
+    flat = make_runset({"r": pd.DataFrame({"reward": np.linspace(0, 1, 50), "lr": np.full(50, 1e-4)}, index=n)}, {"r": {"learning_rate": 1e-4}})
+    with pytest.raises(RunSetError, match="nothing to re-time"):
+        clock_runset(flat)
+    with pytest.raises(RunSetError, match="no logged learning rate"):
+        clock_runset(flat.drop_vars("lr"))
+    decay = make_runset({"r": pd.DataFrame({"reward": np.linspace(0, 1, 50), "lr": 1e-4 * (1 - n / 50)}, index=n)}, {"r": {}})
+    once = clock_runset(decay)
+    # no learning_rate coordinate: the logged peak is the nominal rate
+    assert json.loads(once.attrs[CLOCK_ATTR])["r"]["nominal_from"] == "the logged peak"
+    with pytest.raises(RunSetError, match="already"):
+        clock_runset(once)
+
+
+def test_cli_ingest_re_times_scheduled_runs_with_lr_clock(tmp_path, capsys):
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import load_runset
+
+    n = np.arange(100)
+    rows = ["step,train/reward,train/learning_rate"] + [f"{s},{0.5 * s / 100:.4f},{1e-4 * (1 - s / 100):.3e}" for s in n]
+    (tmp_path / "decay.csv").write_text("\n".join(rows))
+    out = tmp_path / "runs.nc"
+    assert main(["ingest", str(tmp_path / "decay.csv"), "-o", str(out), "--lr-clock"]) == 0
+    assert "re-timed on the learning-rate clock" in capsys.readouterr().out
+    ds = load_runset(out)
+    assert "decay" in clocked_runs(ds) and int(ds["step"].max()) < 60  # 100 decaying steps: ~50 at the peak rate
