@@ -262,8 +262,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     early = np.zeros(n_models)
     late = np.zeros(n_models)
     noise = np.zeros(n_models)
-    log_size = np.full(n_models, np.nan)
     sizes = np.asarray(ds["model_size"].values, dtype=float)
+    log_size = model_log_sizes(run_ids, model_idx, models, sizes)
     for m in range(n_models):
         rows = model_idx == m
         vals = reward[rows][finite[rows]]
@@ -283,9 +283,6 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         early[m] = float(np.mean(e_list))
         late[m] = float(np.mean(l_list))
         noise[m] = float(np.clip(np.median(n_list), 0.02, 2.0))
-        known = sizes[rows][np.isfinite(sizes[rows]) & (sizes[rows] > 0)]
-        if known.size:
-            log_size[m] = float(np.log(np.median(known)))
 
     obs_run, obs_step_idx = np.nonzero(finite)
     obs_t = steps[obs_step_idx]
@@ -319,6 +316,30 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         log_size=log_size,
         notes=notes,
     )
+
+
+def model_log_sizes(run_ids: list[str], model_idx: np.ndarray, models: list[str], sizes: np.ndarray) -> np.ndarray:
+    """``(n_models,)`` log parameter count of each LLM from its runs' ``model_size``.
+
+    ``sizes`` is ``(n_runs,)`` parameters per run (NaN or <= 0: unknown); an LLM none of
+    whose runs knows its size gets NaN. Raises ``RunSetError`` naming the runs when the runs of
+    one LLM record different sizes: one name with two sizes is two LLMs (or a typo), and a
+    size taken from one of them would put the LLM's curvature at the wrong place on the
+    curvature-scaling regression.
+    """
+    log_size = np.full(len(models), np.nan)
+    for m, name in enumerate(models):
+        rows = np.flatnonzero((model_idx == m) & np.isfinite(sizes) & (sizes > 0))
+        if not rows.size:
+            continue
+        if not np.allclose(sizes[rows], sizes[rows[0]], rtol=1e-9, atol=0.0):
+            listed = ", ".join(f"{run_ids[i]} ({sizes[i]:g})" for i in rows)
+            raise RunSetError(
+                f"model {name!r} has runs of different model_size: {listed}; one LLM has one size: "
+                "give runs of different LLMs different model names, or correct model_size"
+            )
+        log_size[m] = float(np.log(sizes[rows[0]]))
+    return log_size
 
 
 def batch_g_exponent(group_size: np.ndarray, completions_per_step: np.ndarray) -> float | None:
@@ -409,6 +430,7 @@ def momentum_factor(momentum: np.ndarray) -> np.ndarray:
 __all__ = [
     "ModelData",
     "prepare_data",
+    "model_log_sizes",
     "group_label",
     "MECHANISTIC_COORDS",
     "UNKNOWN_MODEL",
