@@ -52,3 +52,86 @@ def test_one_llm_name_with_two_model_sizes_is_an_error_naming_the_runs():
     sizes[names == "Qwen/Qwen2.5-0.5B"] = [0.5e9, np.nan]
     data = prepare_data(ds.assign_coords(model_size=("run", sizes)), DEFAULT_MODEL_CONFIG, "mechanistic")
     assert data.log_size[data.models.index("Qwen/Qwen2.5-0.5B")] == pytest.approx(np.log(0.5e9))
+
+
+@pytest.fixture(scope="module")
+def size_fit(tmp_path_factory):
+    """A mechanistic fit of three LLMs of known size (the curvature regression is on)."""
+    from bayes_grpo.model import GRPODynamicsModel
+
+    m = GRPODynamicsModel()
+    m.fit(_runset(), draws=80, tune=150, chains=2, cores=1, random_seed=1, progressbar=False)
+    assert "size_exponent" in m.idata.posterior
+    path = tmp_path_factory.mktemp("multi_llm") / "fit.nc"
+    m.save(path)
+    return m, path
+
+
+SETTING = dict(learning_rate=1e-3, momentum=0.5, momentum_convention="heavy_ball", k_ref=4)
+
+
+def test_stability_and_phase_diagram_of_a_new_llm_take_its_size_when_the_fit_regresses_on_size(
+    size_fit, tmp_path, capsys
+):
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+    from bayes_grpo.cli import main
+
+    m, path = size_fit
+    # no way to give the size: `stability --posterior` and `phase-diagram` of a new (or no)
+    # LLM stopped with "give model_size for a new model"
+    small = stability_from_posterior(m, model_size=0.3e9, **SETTING)
+    large = stability_from_posterior(m, model_size=14e9, **SETTING)
+    assert "3e+08 parameters (population level)" in small.summary
+    assert small.values["gain_median"] < large.values["gain_median"]  # K grows with N here
+    res = phase_diagram(m, momentum=0.5, momentum_convention="heavy_ball", model_size=3e9, k_refs=range(5))
+    assert "of 3e+09 parameters" in res.summary
+    cli = ["--posterior", str(path), "--lr", "1e-3", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "4"]
+    assert main(["stability", *cli, "--model-size", "3e9"]) == 0
+    assert "3e+09 parameters" in capsys.readouterr().out
+    assert main(["stability", *cli, "--model", "llm-3B"]) == 2
+    err = capsys.readouterr().err
+    assert "model 'llm-3B' is not in the fit" in err and "--model-size" in err
+    out = tmp_path / "phase.png"
+    assert main(["phase-diagram", str(path), "-o", str(out), "--model-size", "3e9", "--k-ref-max", "4"]) == 0
+    assert out.stat().st_size > 10_000
+    capsys.readouterr()
+
+
+def test_a_fitted_llms_phase_diagram_judges_only_its_own_runs(size_fit):
+    from bayes_grpo.checks.stability import phase_diagram
+
+    m, _ = size_fit
+    # each LLM has one run; its diagram counted the other LLMs' runs, under its curvature
+    res = phase_diagram(m, momentum=0.5, momentum_convention="heavy_ball", model="llm 1.5B", k_refs=range(5))
+    assert "of 1 observed runs" in res.summary and "phase diagram of llm 1.5B" in res.summary
+
+
+def test_the_report_of_a_multi_llm_fit_draws_one_phase_diagram_per_llm(size_fit, tmp_path):
+    import html
+
+    from bayes_grpo.report.build import report_from_posterior
+
+    _, path = size_fit
+    out = tmp_path / "r.html"
+    # the report's one population-level diagram stopped the whole report with
+    # "give model_size for a new model"
+    report_from_posterior(path, out, diagnose=False)
+    text = html.unescape(out.read_text(encoding="utf-8"))
+    for name in SIZES:
+        assert f"Posterior phase diagram of {name} over" in text
+
+
+def test_a_new_llms_size_must_be_positive_and_is_flagged_outside_the_fitted_sizes(size_fit):
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    m, _ = size_fit
+    setting = SETTING | {"group_size": 8}
+    # log(0) gave a zero gain: a flat "prediction" without a word; a negative size gave NaNs
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="model_size must be a positive number"):
+            m.coefficient_draws(model_size=bad, **setting)
+    ds = predict_run(m, model_size=1e12, steps=60, **setting)
+    assert any("model_size = 1e+12 is outside the fitted LLMs' sizes [5e+08, 7e+09]" in w for w in attr_warnings(ds))
+    inside = predict_run(m, model_size=3e9, steps=60, **setting)
+    assert not any("model_size" in w for w in attr_warnings(inside))

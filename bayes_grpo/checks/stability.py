@@ -212,7 +212,15 @@ def _as_model(posterior_path_or_model: Any) -> Any:
 
 
 def _gain_draws(
-    fitted: Any, *, learning_rate, momentum, momentum_convention, k_ref, model, group_size=None
+    fitted: Any,
+    *,
+    learning_rate,
+    momentum,
+    momentum_convention,
+    k_ref,
+    model,
+    group_size=None,
+    model_size=None,
 ):
     kwargs = dict(
         learning_rate=float(learning_rate),
@@ -222,6 +230,8 @@ def _gain_draws(
         group_size=float(group_size) if group_size is not None else _default_group_size(fitted),
         model=model,
     )
+    if model_size is not None:  # only then: duck-typed posteriors need not know the keyword
+        kwargs["model_size"] = float(model_size)
     draws = fitted.coefficient_draws(**kwargs)
     parameterisation = str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic"))
     if parameterisation != "mechanistic":
@@ -234,15 +244,17 @@ def _gain_draws(
     return np.asarray(draws["a"].values, dtype=float)
 
 
-def _label(fitted: Any, model: str | None) -> str:
-    """Which curvature a question used: a fitted LLM's, or the population level's."""
+def _label(fitted: Any, model: str | None, model_size: float | None = None) -> str:
+    """Which curvature a question used: a fitted LLM's, or the population level's (with the
+    new LLM's size, in parameters, when given)."""
     data = getattr(fitted, "data", None)
     models = list(getattr(data, "models", []) or [])
     if model is not None and model in models:
         return model
     if model is None and len(models) == 1:
         return models[0]
-    return f"a new model{' ' + repr(model) if model else ''} (population level)"
+    size = f" of {float(model_size):.3g} parameters" if model_size is not None else ""
+    return f"a new model{' ' + repr(model) if model else ''}{size} (population level)"
 
 
 def _default_group_size(fitted: Any) -> float:
@@ -280,6 +292,7 @@ def stability_from_posterior(
     momentum_convention: str,
     k_ref: float,
     model: str | None = None,
+    model_size: float | None = None,
 ) -> CheckResult:
     """Posterior stability of one hyperparameter setting.
 
@@ -298,6 +311,9 @@ def stability_from_posterior(
     model
         Name of a fitted LLM; None (or an unknown name) draws the curvature from the
         population level (a new model).
+    model_size
+        Parameters of a new model: needed when the fit regresses ``log K`` on
+        ``log model_size`` (``GRPODynamicsModel.coefficient_draws``); not used for a fitted LLM.
 
     Returns
     -------
@@ -311,6 +327,7 @@ def stability_from_posterior(
         momentum_convention=momentum_convention,
         k_ref=k_ref,
         model=model,
+        model_size=model_size,
     )
     return stability_from_draws(
         a,
@@ -318,7 +335,7 @@ def stability_from_posterior(
         momentum=momentum,
         momentum_convention=momentum_convention,
         k_ref=k_ref,
-        label=_label(fitted, model),
+        label=_label(fitted, model, model_size),
     )
 
 
@@ -452,7 +469,12 @@ def plot_phase_diagram(
 
 
 def _stiffness_draws(
-    fitted: Any, *, momentum: float, momentum_convention: str, model: str | None
+    fitted: Any,
+    *,
+    momentum: float,
+    momentum_convention: str,
+    model: str | None,
+    model_size: float | None = None,
 ) -> np.ndarray:
     """Posterior draws of ``K`` = gain / effective step (gain queried at ``eta = 1``, ``L = 1``)."""
     a = _gain_draws(
@@ -462,6 +484,7 @@ def _stiffness_draws(
         momentum_convention=momentum_convention,
         k_ref=1.0,
         model=model,
+        model_size=model_size,
     )
     return a / float(effective_step(1.0, float(momentum), momentum_convention))
 
@@ -476,6 +499,7 @@ def phase_diagram(
     model: str | None = None,
     observed: pd.DataFrame | None = None,
     n_learning_rates: int = 40,
+    model_size: float | None = None,
 ) -> CheckResult:
     """Phase diagram over ``(learning_rate, k_ref)`` with posterior probability contours.
 
@@ -493,9 +517,12 @@ def phase_diagram(
         Grid of integer lags; default ``0 .. max(16, 2 x largest observed)``.
     model
         LLM name (None: a new model from the population level).
+    model_size
+        Parameters of a new model (needed when the fit regresses ``log K`` on
+        ``log model_size``; see :func:`stability_from_posterior`).
     observed
         Runs to mark (columns ``learning_rate``, ``k_ref``); default: the fitted run set's
-        runs with this momentum and convention.
+        runs with this momentum and convention (those of ``model`` when it is a fitted LLM).
 
     Returns
     -------
@@ -507,11 +534,21 @@ def phase_diagram(
     """
     fitted = _as_model(posterior_path_or_model)
     K = _stiffness_draws(
-        fitted, momentum=momentum, momentum_convention=momentum_convention, model=model
+        fitted,
+        momentum=momentum,
+        momentum_convention=momentum_convention,
+        model=model,
+        model_size=model_size,
     )
     if observed is None:
+        # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
+        models = list(getattr(getattr(fitted, "data", None), "models", []) or [])
+        own = model if model in models else None
         observed = observed_settings(
-            fitted_runset(fitted), momentum=momentum, momentum_convention=momentum_convention
+            fitted_runset(fitted),
+            momentum=momentum,
+            momentum_convention=momentum_convention,
+            model=own,
         )
     return phase_diagram_from_draws(
         K,
@@ -520,15 +557,16 @@ def phase_diagram(
         learning_rates=learning_rates,
         k_refs=k_refs,
         observed=observed,
-        label=_label(fitted, model),
+        label=_label(fitted, model, model_size),
         n_learning_rates=n_learning_rates,
     )
 
 
 def observed_settings(
-    ds: xr.Dataset | None, *, momentum: float, momentum_convention: str
+    ds: xr.Dataset | None, *, momentum: float, momentum_convention: str, model: str | None = None
 ) -> pd.DataFrame:
-    """``(run, learning_rate, k_ref)`` of the runs in ``ds`` with this momentum setting."""
+    """``(run, learning_rate, k_ref)`` of the runs in ``ds`` with this momentum setting (only
+    those of LLM ``model`` when given)."""
     cols = ["learning_rate", "k_ref"]
     if ds is None:
         return pd.DataFrame(columns=cols)
@@ -544,6 +582,10 @@ def observed_settings(
     keep = np.isclose(frame["momentum"], float(momentum)) & (
         (frame["momentum_convention"] == momentum_convention) | (frame["momentum_convention"] == "")
     )
+    if model is not None:
+        from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+
+        keep &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(model)
     frame = frame[keep & np.isfinite(frame["learning_rate"]) & np.isfinite(frame["k_ref"])]
     return frame[cols]
 
@@ -622,7 +664,8 @@ def phase_diagram_from_draws(
             f"{r['threshold_lr_median']:.3g} [{r['threshold_lr_lo']:.3g}, {r['threshold_lr_hi']:.3g}]."
         )
     summary = (
-        f"Posterior phase diagram over learning rate x K_ref (momentum {mu:g}, {momentum_convention}) "
+        f"Posterior phase diagram{' of ' + label if label else ''} over learning rate x K_ref "
+        f"(momentum {mu:g}, {momentum_convention}) "
         f"from {K.size} draws.{example}"
         + (
             f" {n_risky} of {len(obs)} observed runs sit where P(unstable) >= 0.5."

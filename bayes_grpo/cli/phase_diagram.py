@@ -11,6 +11,7 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     check_output_paths,
     figure_format,
+    finite_float,
     print_json,
     print_table,
 )
@@ -58,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model",
         default=None,
         help="LLM name in the posterior (default: a new model, population level)",
+    )
+    p.add_argument(
+        "--model-size",
+        type=finite_float,
+        default=None,
+        help="parameter count of a new LLM (needed when the fit regresses the curvature on model size)",
     )
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
@@ -108,6 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         learning_rates=lrs,
         k_refs=k_refs,
         model=args.model,
+        model_size=args.model_size,
         n_learning_rates=args.n_lr,
     )
     fig = result.figures["phase diagram"]

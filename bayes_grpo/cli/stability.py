@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from bayes_grpo.cli._common import add_json_flag, print_json
+from bayes_grpo.cli._common import add_json_flag, finite_float, print_json
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
 
 EPILOG = """\
@@ -93,6 +93,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="LLM name in the posterior (posterior mode; default: a new model, population level)",
     )
+    p.add_argument(
+        "--model-size",
+        type=finite_float,
+        metavar="N",
+        default=None,
+        help="parameter count of a new LLM (posterior mode; needed when the fit regresses the "
+        "curvature on model size)",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -114,8 +122,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_posterior(args)
     if args.eta_k is None:
         raise ValueError("give --eta-k A (point mode) or --posterior FILE --lr X (posterior mode)")
-    if args.lr is not None or args.model is not None:
-        raise ValueError("--lr and --model belong to posterior mode; give --posterior FILE too")
+    if args.lr is not None or args.model is not None or args.model_size is not None:
+        raise ValueError(
+            "--lr, --model and --model-size belong to posterior mode; give --posterior FILE too"
+        )
     from bayes_grpo.dynamics import effective_step, stability_summary
 
     momentum = 0.0 if args.momentum is None else args.momentum
@@ -199,6 +209,7 @@ def _run_posterior(args: argparse.Namespace) -> int:
         momentum_convention=args.convention,
         k_ref=args.k_ref,
         model=args.model,
+        model_size=args.model_size,
     )
     if args.json:
         print_json(result.to_dict())

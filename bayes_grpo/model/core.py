@@ -531,7 +531,7 @@ class GRPODynamicsModel:
             ``size_exponent`` with ``model_size``); then reward-valued quantities
             (plateau, initial reward, D, sigma) are NaN, since each LLM has its own scale.
         model_size
-            Parameters of a new LLM (for the curvature-scaling regression).
+            Parameters of a new LLM (a positive count; for the curvature-scaling regression).
         random_seed
             Seed of every random draw made here (offsets of an unseen G or LLM, the new
             run's initial-reward offset); the same seed gives the same draws.
@@ -584,7 +584,14 @@ class GRPODynamicsModel:
                     log_k = log_k + post["log_stiffness_sd"].values * rng.normal(size=shape)
                 if "size_exponent" in post:
                     if model_size is None or not np.isfinite(model_size):
-                        raise ValueError("this fit regresses log K on log model_size: give model_size for a new model")
+                        which = f"model {model!r} is not in the fit (its LLMs: {data.models}); " if model is not None else ""
+                        raise ValueError(
+                            f"{which}this fit regresses log K on log model_size: give model_size for a new model "
+                            "(CLI: --model-size)"
+                        )
+                    if not float(model_size) > 0:
+                        # log N of a non-positive count: NaN or -inf curvature, a flat or NaN "prediction"
+                        raise ValueError(f"model_size must be a positive number of parameters, got {float(model_size):g}")
                     from bayes_grpo.model.builder import prior_centres
 
                     centre = prior_centres(data, self.model_config, self.parameterisation)["size_mean"]

@@ -305,12 +305,15 @@ def extrapolation_warnings(
     k_ref: float,
     gain_lag: float | None = None,
     train_gain_lag: np.ndarray | None = None,
+    model_size: float | None = None,
 ) -> list[str]:
     """Where a prediction leaves the range of the fitted runs' settings, one line each.
 
     Compares the setting's ``K_ref``, learning rate and momentum (and, when given, the
     lag-gain product ``a K_ref`` with the training runs' ``train_gain_lag``) with the range
-    of the runs of ``model`` in ``runset`` (all runs when ``model`` is not among them). The
+    of the runs of ``model`` in ``runset`` (all runs when ``model`` is not among them), and
+    ``model_size`` (parameters of a new LLM whose curvature the regression on
+    ``log model_size`` gives; None when no size is used) with the sizes of the fitted LLMs. The
     law-discrepancy term measures the law's misfit on the training settings only; beyond
     their range effects the training runs do not show (on the bandit: PPO clipping that
     becomes active at larger lags, the softmax's state-dependent stiffness) are not in the
@@ -333,6 +336,15 @@ def extrapolation_warnings(
         if vals.size and np.isfinite(value) and not _inside(value, vals):
             out.append(
                 f"extrapolation: {label} = {value:g} is outside the fitted runs' range [{vals.min():g}, {vals.max():g}]"
+            )
+    if model_size is not None and "model_size" in runset.coords:
+        sizes = np.asarray(runset["model_size"].values, dtype=float)
+        sizes = sizes[np.isfinite(sizes) & (sizes > 0)]
+        if sizes.size and not _inside(float(model_size), sizes):
+            out.append(
+                f"extrapolation: model_size = {float(model_size):.3g} is outside the fitted LLMs' sizes "
+                f"[{sizes.min():.3g}, {sizes.max():.3g}]: its curvature extrapolates the regression on "
+                "log model_size"
             )
     if gain_lag is not None and train_gain_lag is not None:
         vals = np.asarray(train_gain_lag, dtype=float)
@@ -593,6 +605,8 @@ def predict_run(
     )
     parameterisation = draws_parameterisation(draws)
     mechanistic = parameterisation == "mechanistic"
+    new_llm = str(draws.attrs.get("new_model", "False")) == "True"
+    size_used = new_llm and "size_exponent" in fitted._require_fit().posterior
     warnings_ = extrapolation_warnings(
         getattr(fitted, "runset", None),
         model=model,
@@ -601,8 +615,9 @@ def predict_run(
         k_ref=k_ref,
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
+        model_size=model_size if size_used else None,
     )
-    if str(draws.attrs.get("new_model", "False")) == "True" and model is not None:
+    if new_llm and model is not None:
         fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
         warnings_.insert(
             0,
@@ -610,10 +625,9 @@ def predict_run(
             "LLM from the population level, in normalised progress (R - R0)/(p* - R0)",
         )
     if model_size is not None:
-        new_llm = str(draws.attrs.get("new_model", "False")) == "True"
         if not new_llm:
             why = f"the prediction is for {draws.attrs.get('model')!r}, an LLM of the fit"
-        elif "size_exponent" not in fitted._require_fit().posterior:
+        elif not size_used:
             why = "this fit has no regression of the curvature on model size"
         else:
             why = None

@@ -200,12 +200,18 @@ def report_from_posterior(
     if stability:
         from bayes_grpo.checks.stability import phase_diagram
 
-        fitted = model.runset
-        results["stability"] = phase_diagram(
-            model,
-            momentum=float(np.nanmedian(fitted["momentum"].values)),
-            momentum_convention=str(fitted["momentum_convention"].values[0]) or "heavy_ball",
-        ) if model.parameterisation == "mechanistic" else None
+        data = model.data
+        # one diagram per fitted LLM, at its runs' momentum: each has its own curvature (a
+        # population-level one needs a new LLM's size when the fit regresses K on model size)
+        results["stability"] = [
+            phase_diagram(
+                model,
+                momentum=float(np.nanmedian(data.momentum[data.model_idx == m])),
+                momentum_convention=data.momentum_convention[int(np.flatnonzero(data.model_idx == m)[0])],
+                model=name,
+            )
+            for m, name in enumerate(data.models)
+        ] if model.parameterisation == "mechanistic" else None
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
 
