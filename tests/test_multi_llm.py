@@ -135,3 +135,26 @@ def test_a_new_llms_size_must_be_positive_and_is_flagged_outside_the_fitted_size
     assert any("model_size = 1e+12 is outside the fitted LLMs' sizes [5e+08, 7e+09]" in w for w in attr_warnings(ds))
     inside = predict_run(m, model_size=3e9, steps=60, **setting)
     assert not any("model_size" in w for w in attr_warnings(inside))
+
+
+def test_the_fit_says_when_the_size_regression_leaves_an_llm_out():
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = _runset(sizes=SIZES | {"llm-14B": 14e9})
+    sizes = np.asarray(ds["model_size"].values, dtype=float).copy()
+    sizes[np.asarray(ds["model"].values) == "llm-14B"] = np.nan
+    m = GRPODynamicsModel()
+    m.build_model(ds.assign_coords(model_size=("run", sizes)))
+    # llm-14B was put at the mean log size of the others (x_size = 0) without a note
+    assert any("model_size unknown for LLMs ['llm-14B']" in n for n in m.data.notes)
+    m.build_model(_runset(sizes={"a": 1e9, "b": 2e9}))
+    assert any("not regressed on log model_size: 2 of 2 LLMs" in n for n in m.data.notes)
+
+
+def test_fit_reports_the_curvature_scaling_exponent_it_recovered(size_fit):
+    from bayes_grpo.cli.fit import size_exponent_summary
+
+    m, _ = size_fit
+    # the exponent was in the posterior file only: `fit` printed neither it nor that it was used
+    s = size_exponent_summary(m)
+    assert s["llms"] == list(SIZES) and s["lo"] < s["median"] < s["hi"]

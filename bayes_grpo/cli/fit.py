@@ -104,6 +104,22 @@ def unstable_run_note(run_id: str, evidence: str) -> str:
     )
 
 
+def size_exponent_summary(model) -> dict | None:
+    """Posterior of the curvature-scaling exponent (``log K`` on ``log model_size``): median and
+    central ``HDI_PROB`` interval, with the LLMs of known size; None when the fit has none."""
+    import numpy as np
+
+    from bayes_grpo.constants import HDI_PROB
+
+    post = model.idata.posterior
+    if "size_exponent" not in post:
+        return None
+    x = np.asarray(post["size_exponent"].values, dtype=float).ravel()
+    lo, hi = np.quantile(x, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2])
+    sized = [m for m, s in zip(model.data.models, model.data.log_size) if np.isfinite(s)]
+    return {"median": float(np.median(x)), "lo": float(lo), "hi": float(hi), "prob": HDI_PROB, "llms": sized}
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
@@ -143,6 +159,7 @@ def run_fit(args: argparse.Namespace) -> int:
     independence = iid_residual_check(model)
     runs = model.run_summary()
     groups = model.group_summary()
+    scaling = size_exponent_summary(model)
     if args.json:
         print_json(
             {
@@ -151,6 +168,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "fit_seconds": model.fit_seconds,
                 "convergence": conv.to_dict(),
                 "notes": list(model.data.notes),
+                "size_exponent": scaling,
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
                 "groups": groups.reset_index().to_dict(orient="records"),
@@ -163,6 +181,12 @@ def run_fit(args: argparse.Namespace) -> int:
         print()
         if model.parameterisation == "phenomenological":
             print("phenomenological form: M_eff = 1, C_eff = 2 zeta w0, K_eff = w0_sq = w0^2 (per step^2); the runs' learning rate and K_ref do not enter")
+        if scaling is not None:
+            print(
+                f"curvature scaling: K ~ model_size^beta, beta = {scaling['median']:.3g} "
+                f"[{scaling['lo']:.3g}, {scaling['hi']:.3g}] ({scaling['prob']:.0%} interval) over "
+                f"{len(scaling['llms'])} LLMs of known size"
+            )
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
         if independence is not None and independence.passed is False:
             print(f"residuals: {independence.summary}")

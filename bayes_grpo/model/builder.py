@@ -90,6 +90,37 @@ def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str
     }
 
 
+def size_regression_note(data: ModelData, config: dict[str, Any], parameterisation: str) -> str | None:
+    """A note when the curvature regression on ``log model_size`` leaves LLMs out, else None.
+
+    With the regression on (:func:`prior_centres`' ``use_size``), an LLM without a known
+    ``model_size`` gets ``x_size = 0``: its ``log K`` is centred where an LLM of the fitted
+    LLMs' mean log size would be. With the regression enabled but not used although some
+    sizes are known (fewer than ``min_models`` LLMs of known size, or all of one size), the
+    sizes are not used at all. Either way a user who gave sizes should hear it.
+    """
+    if parameterisation != "mechanistic" or data.n_models < 2 or not config["size_exponent"]["enabled"]:
+        return None
+    known = np.isfinite(data.log_size)
+    if not known.any():
+        return None
+    unknown = [m for m, k in zip(data.models, known) if not k]
+    if prior_centres(data, config, parameterisation)["use_size"]:
+        if not unknown:
+            return None
+        return (
+            f"model_size unknown for LLMs {unknown}: the curvature is regressed on log model_size over the "
+            f"{int(known.sum())} others, and theirs is centred at the mean log size of those (as if of that "
+            "size); give their model_size (manifest column, or a config.json beside the log)"
+        )
+    need = max(2, int(config["size_exponent"].get("min_models", 3)))
+    return (
+        f"the curvature is not regressed on log model_size: {int(known.sum())} of {data.n_models} LLMs have a "
+        f"known size, {len(set(data.log_size[known]))} different (needs {need} LLMs of known size, two "
+        "sizes at least); the sizes are not used"
+    )
+
+
 def regular_grid(steps: np.ndarray, rtol: float = 1e-9) -> tuple[float, float] | None:
     """``(t0, dt)`` when ``steps`` (shape ``(n_steps,)``) is evenly spaced, else ``None``."""
     steps = np.asarray(steps, dtype=float)
@@ -367,4 +398,4 @@ def _phenomenological(data, d, config, by_group, gos):
     return mass, damp, k_eff
 
 
-__all__ = ["build_pymc_model", "prior_centres", "regular_grid"]
+__all__ = ["build_pymc_model", "prior_centres", "regular_grid", "size_regression_note"]

@@ -133,11 +133,14 @@ class GRPODynamicsModel:
     # ------------------------------------------------------------------ build
     def build_model(self, runset: xr.Dataset):
         """Build (and keep) the ``pm.Model`` for ``runset``."""
-        from bayes_grpo.model.builder import build_pymc_model
+        from bayes_grpo.model.builder import build_pymc_model, size_regression_note
 
         validate_runset(runset)
         self.runset = runset
         self.data = prepare_data(runset, self.model_config, self.parameterisation)
+        size_note = size_regression_note(self.data, self.model_config, self.parameterisation)
+        if size_note is not None:
+            self.data.notes.append(size_note)
         if self.likelihood == "state_space":
             note = measurement_batch_note(runset, self.model_config)
             if note is not None:
