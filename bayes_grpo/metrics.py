@@ -38,6 +38,16 @@ def _pair(y, yhat) -> tuple[np.ndarray, np.ndarray]:
     return y[ok], yhat[ok]
 
 
+def _constant(y: np.ndarray) -> bool:
+    """Whether the finite values ``y`` are all equal.
+
+    Compared value by value, not through a sum of squares about the mean: the mean of a
+    constant 0.3 is not exactly 0.3 in floating point, so that sum is about 1e-30, not 0,
+    and a ratio over it reads ``R^2 = -1e28`` or a noise ceiling of 1 instead of NaN.
+    """
+    return y.size > 0 and bool(np.all(y == y[0]))
+
+
 def r2(y, yhat) -> float:
     """Coefficient of determination ``1 - SSE/SST`` over points where both are finite.
 
@@ -54,7 +64,7 @@ def r2(y, yhat) -> float:
     constant ``y``.
     """
     y, yhat = _pair(y, yhat)
-    if y.size < 2:
+    if y.size < 2 or _constant(y):
         return float("nan")
     sst = float(np.sum((y - y.mean()) ** 2))
     if sst == 0.0:
@@ -119,7 +129,7 @@ def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE
     """
     y = np.asarray(y, dtype=float).ravel()
     y = y[np.isfinite(y)]
-    if y.size < 3:
+    if y.size < 3 or _constant(y):
         return float("nan")
     total = float(np.var(y, ddof=1))
     if total == 0.0:
@@ -163,11 +173,14 @@ def smoothed_r2(y, yhat, window_frac: float = SMOOTH_WINDOW_FRAC) -> float:
     Returns
     -------
     float: ``1 - sum (ma - yhat)^2 / sum (ma - mean ma)^2`` over points where ``y`` and
-    ``yhat`` are finite; NaN when too few points or a flat moving average.
+    ``yhat`` are finite; NaN when too few points or a constant ``y`` (whose moving average
+    is flat up to the rounding of its running sums).
     """
     y = np.asarray(y, dtype=float).ravel()
     yhat = np.broadcast_to(np.asarray(yhat, dtype=float), y.shape).ravel()
     ok = np.isfinite(y) & np.isfinite(yhat)
+    if _constant(y[ok]):
+        return float("nan")
     return r2(moving_average(y[ok], window_frac), yhat[ok])
 
 

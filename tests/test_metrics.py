@@ -30,6 +30,18 @@ def test_r2_basic_values_and_nan_awareness():
     assert np.isnan(r2([1.0], [1.0])) and np.isnan(r2([2.0, 2.0], [1.0, 3.0]))
 
 
+@pytest.mark.parametrize("level", [0.3, 0.5, 0.7, -1.1])
+def test_a_constant_reward_has_no_r2_whatever_its_level(level):
+    # the mean of 200 x 0.3 is not exactly 0.3 in floating point: the sum of squares about
+    # it was ~1e-30, and R^2 read -3e28 (a noise ceiling of 1) where 0.5 gave NaN
+    y = np.full(200, level)
+    y[17] = np.nan
+    fitted = y + 0.01
+    assert np.isnan(r2(y, fitted))
+    assert np.isnan(smoothed_r2(y, fitted))
+    assert np.isnan(noise_ceiling_r2(y))
+
+
 def test_noise_variance_from_first_differences():
     _, _, y = _curve(n=4000, sd=0.05)
     assert noise_variance(y) == pytest.approx(0.05**2, rel=0.06)
