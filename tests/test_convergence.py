@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import arviz as az
 import numpy as np
 import xarray as xr
@@ -59,3 +61,19 @@ def test_per_run_r_hat_needs_two_chains():
     idata = _idata(0.0)
     one = az.InferenceData(posterior=idata.posterior.isel(chain=[0]), sample_stats=idata.sample_stats.isel(chain=[0]))
     assert run_r_hat(one.posterior).isna().all()
+
+
+def test_a_variable_constant_for_one_run_is_checked_on_the_others_without_numpy_warnings():
+    # M_eff = (1 + mu)/2 of a run with k_ref = 0 is the same in every draw, while the lagged
+    # runs' M_eff vary: arviz's R-hat divided 0 by 0 and warned into the output of `fit`
+    idata = _idata(1.0)
+    post = idata.posterior
+    m_eff = 0.75 + 0.01 * post["a"].copy()
+    m_eff[..., 0] = 0.75
+    idata.posterior["M_eff"] = m_eff
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        check = convergence_check(idata)
+        per_run = run_r_hat(idata.posterior)
+    assert "M_eff" in check.table.index  # its other runs are still checked
+    assert not check.passed and per_run["r2"] > 1.5 and (per_run[["r0", "r1"]] < RHAT_MAX).all()

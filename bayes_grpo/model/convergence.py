@@ -25,6 +25,19 @@ def _stat(sample_stats, *names):
     return None
 
 
+def _rhat(posterior):
+    """``az.rhat`` of a posterior dataset; NaN, silently, for an element constant over draws.
+
+    A variable that is constant only in some elements is still checked (``_checked_vars``
+    skips wholly constant ones): the mass ``M_eff = (1 + mu)/2`` of a run with ``k_ref = 0``
+    next to runs with a lag, for example. Its within-chain variance is 0, and arviz's ratio
+    warned ``invalid value encountered in scalar divide`` into the output of ``fit``; the NaN
+    it gives is skipped by the maxima taken here.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return az.rhat(posterior)
+
+
 def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[str]:
     post = idata.posterior
     if var_names is not None:
@@ -59,7 +72,7 @@ def run_r_hat(posterior) -> pd.Series:
     names = [v for v in RUN_VARIABLES if v in posterior and "run" in posterior[v].dims]
     if posterior.sizes["chain"] < 2 or not names:
         return pd.Series(np.nan, index=pd.Index(runs, name="run"), dtype=float)
-    rhat = az.rhat(posterior[names])
+    rhat = _rhat(posterior[names])
     worst = np.nanmax(np.stack([rhat[v].transpose("run", ...).values.reshape(len(runs), -1).max(axis=1) for v in names]), axis=0)
     return pd.Series(worst, index=pd.Index(runs, name="run"), dtype=float)
 
@@ -91,7 +104,7 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     rows = []
     for name in names:
         sub = post[[name]]
-        rhat = float(az.rhat(sub)[name].max()) if n_chains > 1 else float("nan")
+        rhat = float(_rhat(sub)[name].max()) if n_chains > 1 else float("nan")
         ess_b = float(az.ess(sub, method="bulk")[name].min())
         ess_t = float(az.ess(sub, method="tail")[name].min())
         rows.append({"variable": name, "r_hat": rhat, "ess_bulk": ess_b, "ess_tail": ess_t})
