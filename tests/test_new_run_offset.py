@@ -100,3 +100,29 @@ def test_the_new_run_offset_is_reproducible_by_seed():
     # trajectories start at the same new-run R0 (trajectory_draws passes the seed through)
     traj = model.trajectory_draws(np.arange(5), **SETTING, random_seed=3)
     np.testing.assert_allclose(traj.isel(step=0).values, first)
+
+
+def test_an_unknown_group_size_gives_the_noise_of_the_llms_reference_g_not_nan():
+    # the fit gives a run of unknown G the LLM's reference G; coefficient_draws (forecast
+    # priors, predict) took G = NaN at its word and returned sigma = NaN in every draw
+    shape = (CHAINS, DRAWS)
+    model = _fitted_stand_in(np.full(shape, 0.15), np.full(shape, 0.2))
+    setting = {k: v for k, v in SETTING.items() if k != "group_size"}
+    unknown = model.coefficient_draws(**setting, group_size=float("nan"), random_seed=3)
+    reference = model.coefficient_draws(**setting, group_size=None, random_seed=3)
+    assert np.isfinite(unknown["sigma"].values).all()
+    np.testing.assert_array_equal(unknown["sigma"].values, reference["sigma"].values)
+
+
+def test_a_run_of_unknown_group_size_is_forecast_from_the_posterior_its_fit_gave():
+    # the fit takes such a run (G = the LLM's reference G); forecast --prior refused it
+    # ("lacks ['group_size']") and coefficient_draws gave it sigma = NaN
+    from bayes_grpo.predict.forecast import population_prior_for_run
+
+    shape = (CHAINS, DRAWS)
+    model = _fitted_stand_in(np.full(shape, 0.15), np.full(shape, 0.2))
+    runset = model.runset.copy()
+    run = str(runset["run"].values[0])
+    runset["group_size"] = runset["group_size"].where(runset["run"] != run)
+    prior, _ = population_prior_for_run(runset, run, posterior=model)
+    assert np.isfinite(prior.mean).all() and np.isfinite(prior.cov).all()

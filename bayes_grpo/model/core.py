@@ -527,7 +527,9 @@ class GRPODynamicsModel:
             coefficients are those of ``model``).
         group_size
             ``G``; sets the noise ``sigma`` (and, under ``by_group``, picks the (model, G)
-            offsets; an unseen G draws new offsets from their prior).
+            offsets; an unseen G draws new offsets from their prior). ``None`` or NaN (a run
+            whose G is unknown) is the LLM's reference G, the G the fit gave its runs of
+            unknown G (under ``by_group``, their group's offsets).
         model
             An LLM of the fit; ``None`` (or an unknown name, mechanistic only) draws ``K``
             from the population level (``log_stiffness_mean``, ``log_stiffness_sd``,
@@ -627,7 +629,8 @@ class GRPODynamicsModel:
             from bayes_grpo.model.builder import prior_centres
 
             g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
-            g = float(group_size) if group_size is not None else g_ref
+            # an unknown G (None or NaN) is the LLM's reference G, as in the fit for its runs
+            g = float(group_size) if group_size is not None and np.isfinite(float(group_size)) else g_ref
             if self.likelihood == "iid":
                 sigma = np.sqrt(noise_d / g**alpha)
             else:

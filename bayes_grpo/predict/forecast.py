@@ -696,7 +696,8 @@ def population_prior_for_run(
     """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
 
     With ``posterior`` (fitted model or file): :func:`prior_from_posterior` at the run's
-    hyperparameters, for its LLM if that LLM is in the fit, else for a new LLM. Otherwise,
+    hyperparameters (an unknown G is the LLM's reference G, as in the fit), for its LLM if
+    that LLM is in the fit, else for a new LLM. Otherwise,
     when ``use_runs``: :func:`prior_from_runs` on the other runs (those of the same LLM if
     there are at least two, else all others). Otherwise None (the weak default prior).
     ``prefix`` (the run's observed ``(t, y)``) supplies the reward scale when the
@@ -713,7 +714,8 @@ def population_prior_for_run(
     coords = run_coords(runset, run_id)
     if posterior is not None:
         needed = ["learning_rate", "momentum", "k_ref", "group_size"]
-        missing = [k for k in needed if not np.isfinite(coords[k])]
+        # an unknown G (NaN) is the LLM's reference G, as the fit takes it for such runs
+        missing = [k for k in needed if k != "group_size" and not np.isfinite(coords[k])]
         if missing or not coords["momentum_convention"]:
             missing += [] if coords["momentum_convention"] else ["momentum_convention"]
             raise ForecastError(
