@@ -446,6 +446,20 @@ def test_cli_forecast_backtests_the_rest_of_the_run(tmp_path, capsys):
     assert "no run 'nope'" in capsys.readouterr().err
 
 
+def test_cli_forecast_prints_each_warning_as_its_own_line_not_json_text(tmp_path, capsys):
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(_small_runset(), tmp_path / "runs.nc")
+    # 9 rewards up to step 8: fewer than 10 for six unknowns, a warning of the forecast
+    assert main(["forecast", str(path), "--run", "r1", "--upto", "8", "--likelihood", "iid"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert any("logged rewards up to step 8" in line for line in err)
+    # it was printed as the attrs' JSON text: 'warning: ["only 9 logged rewards ..."]'
+    assert all(line.startswith("bayes-grpo forecast: warning: ") for line in err), err
+    assert not any('["' in line for line in err), err
+
+
 @pytest.mark.slow
 def test_cli_predict_and_forecast_from_a_fitted_posterior(tmp_path, capsys):
     import json

@@ -264,6 +264,16 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             print(f"{key}: {value}")
 
 
+def _print_warnings(ds, args: argparse.Namespace) -> None:
+    """Each warning of a prediction / forecast dataset as its own line on stderr, in the form
+    of the package's other warnings (``bayes-grpo COMMAND: warning: ...``), not the attrs'
+    JSON text."""
+    from bayes_grpo.predict.summary import attr_warnings
+
+    for note in attr_warnings(ds):
+        print(f"bayes-grpo {args.command}: warning: {note}", file=sys.stderr)
+
+
 def _remaining_gain_note(ds) -> str:
     """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve."""
     if "expected_remaining_gain" not in ds:
@@ -298,8 +308,7 @@ def _run_predict(args: argparse.Namespace) -> int:
         stop_threshold=args.stop_threshold,
         seed=args.seed,
     )
-    if ds.attrs.get("warnings") not in (None, "[]", []):
-        print(f"warning: {ds.attrs['warnings']}", file=sys.stderr)
+    _print_warnings(ds, args)
     _emit(ds, args)
     return 0
 
@@ -349,8 +358,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
     for key in sorted(fc.attrs):
         if key.startswith("backtest_"):
             extra[key] = fc.attrs[key]
-    if fc.attrs.get("warnings") not in (None, "[]", []):
-        print(f"warning: {fc.attrs['warnings']}", file=sys.stderr)
+    _print_warnings(fc, args)
     t_all = frame.index.to_numpy(dtype=float)
     _emit(fc, args, observed=(t_all, frame["reward"].to_numpy(dtype=float)), extra=extra)
     return 0
