@@ -139,7 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--horizon",
         type=int,
         default=None,
-        help="forecast up to this step (default: the run set's last step, or 2x --upto)",
+        help="forecast up to this step (default: the run's last logged step, or 2x --upto when the run ends there)",
     )
     f.add_argument(
         "--reward-bounds",

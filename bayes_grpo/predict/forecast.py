@@ -844,7 +844,8 @@ def forecast_in_runset(
 
     The prior is :func:`population_prior_for_run` (``posterior``, else the other runs when
     ``use_runs``, else the weak default); the forecast covers steps ``0..horizon`` (default:
-    the run set's last step, or ``2 * upto`` when the run set ends at ``upto``), at the
+    the run's last logged step, or ``2 * upto`` when the run ends at ``upto``; a shorter run
+    beside longer ones is not forecast to their end), at the
     steps of :func:`forecast_grid` (every step for a horizon under
     :data:`FORECAST_GRID_POINTS` steps; else an even grid plus the run's logged steps, so
     milestones and the stop step are at grid resolution and the backtest is exact).
