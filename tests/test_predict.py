@@ -650,6 +650,24 @@ def test_a_phenomenological_fit_gives_no_stability_for_a_setting_it_cannot_see()
     assert mech.attrs["prob_unstable_closed_form"] == 0.0
 
 
+def test_a_fractional_k_ref_says_why_the_exact_instability_probability_is_nan():
+    # `predict --k-ref 2.5` printed "prob_unstable_exact: nan" with no warning saying why
+    mech = _draws(np.full(40, 0.005), momentum=0.5, k_ref=2.5)
+
+    class Fitted:
+        runset = None
+
+        def coefficient_draws(self, **kwargs):
+            return mech
+
+    setting = dict(learning_rate=0.01, momentum=0.5, group_size=8, steps=40, discrepancy=False)
+    ds = predict_run(Fitted(), k_ref=2.5, **setting)
+    assert np.isnan(ds.attrs["prob_unstable_exact"]) and ds.attrs["prob_unstable_closed_form"] == 0.0
+    assert any("K_ref = 2.5 is not a whole number" in w and "NaN" in w for w in attr_warnings(ds))
+    whole = predict_run(Fitted(), k_ref=2.0, **setting)
+    assert not any("whole number" in w for w in attr_warnings(whole))
+
+
 def test_a_long_horizon_thins_the_draws_instead_of_running_out_of_memory(monkeypatch):
     # 4000 draws x 1e5 steps took ~27 GB (68 bytes per draw and step at the peak): a 24 GB
     # machine was killed. Now the draws are thinned evenly, with a warning, and a horizon that

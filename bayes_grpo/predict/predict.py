@@ -640,6 +640,12 @@ def predict_run(
             "do not enter its coefficients, so this is the LLM's fitted curve, not a prediction "
             "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit",
         )
+    elif not _is_integer(k_ref):
+        warnings_.append(
+            f"K_ref = {float(k_ref):g} is not a whole number of steps: the exact (discrete "
+            "recursion) stability criterion is not defined, so P(unstable, exact) is not given "
+            "(NaN); P(unstable, closed form) is"
+        )
     settings = {
         "learning_rate": learning_rate,
         "momentum": momentum,
