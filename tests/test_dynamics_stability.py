@@ -87,6 +87,13 @@ def test_non_integer_lag_is_an_error_for_the_exact_criterion_only():
         spectral_radius(0.1, 0.5, -1)
 
 
+def test_a_non_integer_lag_against_many_gain_draws_is_named_once():
+    # `stability --posterior --k-ref 1.5` said "got [1.5, 1.5, 1.5, 1.5, 1.5]": the lag
+    # broadcast against the posterior's gain draws
+    with pytest.raises(ValueError, match=r"got \[1\.5\] \("):
+        spectral_radius(np.full(400, 0.01), 0.5, 1.5)
+
+
 def test_thresholds_reject_momentum_outside_unit_interval():
     with pytest.raises(ValueError, match="momentum"):
         exact_threshold(1.0, 3)

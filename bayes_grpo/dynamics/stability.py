@@ -140,7 +140,8 @@ def _whole_lags(k_ref) -> np.ndarray:
     bad = finite & (np.abs(lag - np.round(lag)) > _INTEGER_TOL)
     if np.any(bad):
         raise ValueError(
-            f"the exact stability criterion needs an integer lag k_ref; got {lag[bad].ravel()[:5].tolist()} "
+            # each value once: a lag broadcast against posterior draws repeated itself
+            f"the exact stability criterion needs an integer lag k_ref; got {np.unique(lag[bad])[:5].tolist()} "
             "(the closed-form criterion accepts real values)"
         )
     if np.any(~finite):
