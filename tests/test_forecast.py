@@ -459,6 +459,57 @@ def test_runs_without_a_model_name_are_not_called_the_same_llm():
     assert prior is None and "LLM is unknown" in note
 
 
+def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_needs_no_setting():
+    # forecast --prior refused a run lacking momentum_convention / k_ref ("lacks [...]") even
+    # when the fit had fitted that very run: a phenomenological fit ignores them, and a
+    # mechanistic one had taken them from `fit --default`
+    import pandas as pd
+    import xarray as xr
+
+    from bayes_grpo.predict.forecast import ForecastError, population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(0)
+
+    def var(centre, sd):
+        return ("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200)
+
+    draws = xr.Dataset(
+        {
+            "plateau": var(0.8, 0.01),
+            "initial_reward": var(0.2, 0.01),
+            "M_eff": var(1.0, 0.0),
+            "C_eff": var(0.2, 0.01),
+            "K_eff": var(0.01, 0.001),
+            "sigma": var(0.02, 0.001),
+        }
+    )
+
+    class Fitted:
+        def __init__(self, parameterisation, defaults):
+            self.parameterisation = parameterisation
+            self.model_config = {"hyperparameter_defaults": defaults}
+            self.calls = []
+
+        def coefficient_draws(self, **kwargs):
+            self.calls.append(kwargs)
+            return draws
+
+    steps = np.arange(40)
+    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    runset = make_runset({"r0": curve}, {"r0": {"model": "m", "learning_rate": 0.01, "momentum": 0.9}})
+    phen = Fitted("phenomenological", {})
+    prior, _ = population_prior_for_run(runset, "r0", posterior=phen)
+    assert np.isfinite(prior.mean).all() and len(phen.calls) == 1
+    mech = Fitted("mechanistic", {"momentum_convention": None})
+    with pytest.raises(ForecastError, match=r"lacks \['momentum_convention', 'k_ref'\]"):
+        population_prior_for_run(runset, "r0", posterior=mech)
+    mech = Fitted("mechanistic", {"momentum_convention": "ema", "k_ref": 2})
+    prior, _ = population_prior_for_run(runset, "r0", posterior=mech)
+    assert mech.calls[0]["momentum_convention"] == "ema" and mech.calls[0]["k_ref"] == 2.0
+    assert mech.calls[0]["learning_rate"] == 0.01  # the run's own value comes first
+
+
 def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():
     # two runs of other LLMs on a 10x reward scale used to set the prior's plateau near 8:
     # a forecast of a run rising to 0.8 was pulled towards a plateau it never approaches

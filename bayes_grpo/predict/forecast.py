@@ -498,6 +498,7 @@ def prior_from_posterior(
     model_size: float | None = None,
     inflate: float = 1.0,
     fallback: GaussianPrior | None = None,
+    label: str | None = None,
 ) -> GaussianPrior:
     """Prior for a new run from a fitted hierarchical model (a model object or a saved file).
 
@@ -506,6 +507,8 @@ def prior_from_posterior(
     new LLM has no reward scale in the fit (plateau, R0 and noise are NaN): then the
     dynamics (``log w0, log zeta``) come from the posterior and the reward-valued
     coordinates from ``fallback`` (e.g. :func:`default_prior` of the run's prefix).
+    ``label``: how the prior's source names the posterior (default: its path, or the
+    model's type when a model object is given).
     """
     fitted = _load_model(posterior)
     draws = fitted.coefficient_draws(
@@ -529,7 +532,9 @@ def prior_from_posterior(
         flat["K_eff"],
         flat["sigma"],
     )
-    label = f"posterior {posterior if isinstance(posterior, str | os.PathLike) else type(posterior).__name__}"
+    if label is None:
+        label = str(posterior) if isinstance(posterior, str | os.PathLike) else type(posterior).__name__
+    label = f"posterior {label}"
     source = f"{label} (model={model or 'new, population level'})"
     if not np.isfinite(flat["plateau"]).any():
         if fallback is None:
@@ -713,16 +718,9 @@ def population_prior_for_run(
 
     coords = run_coords(runset, run_id)
     if posterior is not None:
-        needed = ["learning_rate", "momentum", "k_ref", "group_size"]
-        # an unknown G (NaN) is the LLM's reference G, as the fit takes it for such runs
-        missing = [k for k in needed if k != "group_size" and not np.isfinite(coords[k])]
-        if missing or not coords["momentum_convention"]:
-            missing += [] if coords["momentum_convention"] else ["momentum_convention"]
-            raise ForecastError(
-                f"run {run_id!r} lacks {missing}; a posterior prior needs the run's hyperparameters (set them in the run set or use the run-based prior)"
-            )
-        kw = {k: coords[k] for k in needed}
-        kw["momentum_convention"] = str(coords["momentum_convention"])
+        label = str(posterior) if isinstance(posterior, str | os.PathLike) else None
+        posterior = _load_model(posterior)  # once: the setting depends on the fit
+        kw = _posterior_setting(posterior, coords, run_id)
         size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
         fallback = None
         if prefix is not None:
@@ -733,12 +731,13 @@ def population_prior_for_run(
                 model=str(coords["model"]) or None,
                 model_size=size,
                 fallback=fallback,
+                label=label,
                 **kw,
             )
             return prior, ""
         except (ValueError, KeyError) as exc:
             prior = prior_from_posterior(
-                posterior, model=None, model_size=size, fallback=fallback, **kw
+                posterior, model=None, model_size=size, fallback=fallback, label=label, **kw
             )
             return (
                 prior,
@@ -1025,6 +1024,38 @@ def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str
         "signals": signals,
         "diagnostic": res.summary,
     }
+
+
+#: The run's hyperparameters a mechanistic posterior needs for its coefficients.
+SETTING_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
+
+
+def _posterior_setting(fitted: object, coords: dict[str, object], run_id: str) -> dict[str, object]:
+    """The keyword arguments of :func:`prior_from_posterior` for a run of a run set.
+
+    Each hyperparameter is the run's, else the fit's default for unknown values
+    (``hyperparameter_defaults``, ``fit --default``), as the fit resolved its own runs. A
+    phenomenological fit does not use them (its coefficients are its LLM's), so a run that
+    lacks them is still forecast; a mechanistic fit needs all four. An unknown G (NaN) is
+    the LLM's reference G, as the fit takes it for such runs.
+    """
+    config = getattr(fitted, "model_config", None) or {}
+    defaults = config.get("hyperparameter_defaults") or {}
+    kw: dict[str, object] = {"group_size": coords["group_size"]}
+    missing = []
+    for name in SETTING_COORDS:
+        value = coords[name]
+        known = bool(value) if name == "momentum_convention" else bool(np.isfinite(value))
+        if not known and defaults.get(name) is not None:
+            value, known = defaults[name], True
+        if not known:
+            missing.append(name)
+        kw[name] = str(value) if name == "momentum_convention" else float(value)
+    if missing and getattr(fitted, "parameterisation", "mechanistic") == "mechanistic":
+        raise ForecastError(
+            f"run {run_id!r} lacks {missing}; a posterior prior needs the run's hyperparameters (set them in the run set or use the run-based prior)"
+        )
+    return kw
 
 
 def _load_model(posterior: object) -> object:
