@@ -508,6 +508,11 @@ def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_ne
     prior, _ = population_prior_for_run(runset, "r0", posterior=mech)
     assert mech.calls[0]["momentum_convention"] == "ema" and mech.calls[0]["k_ref"] == 2.0
     assert mech.calls[0]["learning_rate"] == 0.01  # the run's own value comes first
+    # without momentum the conventions coincide: none needed, as in the fit
+    no_momentum = make_runset({"r0": curve}, {"r0": {"model": "m", "learning_rate": 0.01, "momentum": 0.0, "k_ref": 1}})
+    mech = Fitted("mechanistic", {})
+    population_prior_for_run(no_momentum, "r0", posterior=mech)
+    assert mech.calls[0]["momentum_convention"] == "heavy_ball"
 
 
 def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():

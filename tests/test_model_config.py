@@ -225,3 +225,13 @@ def test_a_fit_names_the_runs_whose_logged_learning_rate_follows_a_schedule():
     assert "['scheduled (lr 0 to 0.0001)']" in note and "averages over the schedule" in note
     without_lr = {r: c.drop(columns="lr") for r, c in curves.items()}
     assert not any("schedule" in n for n in prepare_data(make_runset(without_lr, meta), DEFAULT_MODEL_CONFIG, "phenomenological").notes)
+
+
+def test_a_run_without_momentum_needs_no_momentum_convention():
+    """At mu = 0 heavy ball and EMA coincide (eta_eff = eta), so the mechanistic fit does not
+    refuse such a run for an unknown convention (ingest leaves it unknown when momentum is only
+    logged as a metric); with momentum it still does."""
+    data = prepare_data(_runset({"r0": {"momentum": 0.0, "momentum_convention": ""}}), DEFAULT_MODEL_CONFIG, "mechanistic")
+    assert data.momentum_convention == ["heavy_ball", "ema"] and data.eta_eff[0] == pytest.approx(1e-3)
+    with pytest.raises(RunSetError, match=r"'momentum_convention' for every run; unknown for runs \['r0'\]"):
+        prepare_data(_runset({"r0": {"momentum": 0.5, "momentum_convention": ""}}), DEFAULT_MODEL_CONFIG, "mechanistic")

@@ -100,14 +100,30 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
         out[missing] = default
         missing = np.zeros_like(missing)
     if missing.any() and required:
-        runs = [str(r) for r in ds[RUN_DIM].values[missing]]
-        raise RunSetError(
-            f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs {runs}. "
-            f"Set it in the run set, give a default with model_config="
-            f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
-            "or use parameterisation='phenomenological'"
-        )
+        _refuse_unknown(ds, name, missing)
     return out
+
+
+def _refuse_unknown(ds: xr.Dataset, name: str, missing: np.ndarray) -> None:
+    runs = [str(r) for r in ds[RUN_DIM].values[missing]]
+    raise RunSetError(
+        f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs {runs}. "
+        f"Set it in the run set, give a default with model_config="
+        f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
+        "or use parameterisation='phenomenological'"
+    )
+
+
+def convention_without_momentum(momentum, convention) -> np.ndarray:
+    """``convention`` with the unknown ones (``""``) of runs without momentum set to heavy ball.
+
+    At ``mu = 0`` the conventions coincide (EMA's ``eta_eff = eta (1 - beta1) = eta``), so such a
+    run needs none; ingest leaves it unknown when momentum is only logged as a metric.
+    ``momentum``, ``convention``: ``(n_runs,)``.
+    """
+    conv = np.asarray(convention, dtype=object).copy()
+    conv[(conv == "") & (np.asarray(momentum, dtype=float) == 0.0)] = HEAVY_BALL
+    return conv
 
 
 def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
@@ -218,7 +234,9 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     mech = parameterisation == "mechanistic"
     lr = _resolve(ds, "learning_rate", defaults, required=mech)
     mom = _resolve(ds, "momentum", defaults, required=mech)
-    conv = _resolve(ds, "momentum_convention", defaults, required=mech)
+    conv = convention_without_momentum(mom, _resolve(ds, "momentum_convention", defaults, required=False))
+    if mech and (conv == "").any():
+        _refuse_unknown(ds, "momentum_convention", conv == "")
     kref = _resolve(ds, "k_ref", defaults, required=mech)
     gsize = _resolve(ds, "group_size", defaults, required=False)
     nameless = [r for r, m in zip(run_ids, ds["model"].values) if not str(m)]

@@ -1039,12 +1039,17 @@ def _posterior_setting(fitted: object, coords: dict[str, object], run_id: str) -
     lacks them is still forecast; a mechanistic fit needs all four. An unknown G (NaN) is
     the LLM's reference G, as the fit takes it for such runs.
     """
+    from bayes_grpo.model.prepare import convention_without_momentum
+
     config = getattr(fitted, "model_config", None) or {}
     defaults = config.get("hyperparameter_defaults") or {}
     kw: dict[str, object] = {"group_size": coords["group_size"]}
     missing = []
     for name in SETTING_COORDS:
         value = coords[name]
+        if name == "momentum_convention" and not value:  # none needed without momentum, as in the fit
+            momentum = kw["momentum"] if np.isfinite(kw["momentum"]) else np.nan
+            value = str(convention_without_momentum([momentum], [""])[0])
         known = bool(value) if name == "momentum_convention" else bool(np.isfinite(value))
         if not known and defaults.get(name) is not None:
             value, known = defaults[name], True
