@@ -88,6 +88,9 @@ def test_stability_and_phase_diagram_of_a_new_llm_take_its_size_when_the_fit_reg
     cli = ["--posterior", str(path), "--lr", "1e-3", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "4"]
     assert main(["stability", *cli, "--model-size", "3e9"]) == 0
     assert "3e+09 parameters" in capsys.readouterr().out
+    # a fitted LLM has its own curvature: a size given with it is not used, and says so
+    assert main(["stability", *cli, "--model", "llm 1.5B", "--model-size", "3e9"]) == 0
+    assert "--model-size 3e+09 is not used: 'llm 1.5B' is a fitted LLM" in capsys.readouterr().err
     assert main(["stability", *cli, "--model", "llm-3B"]) == 2
     err = capsys.readouterr().err
     assert "model 'llm-3B' is not in the fit" in err and "--model-size" in err

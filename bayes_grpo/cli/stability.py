@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from bayes_grpo.cli._common import add_json_flag, finite_float, print_json
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
@@ -211,6 +212,12 @@ def _run_posterior(args: argparse.Namespace) -> int:
         model=args.model,
         model_size=args.model_size,
     )
+    if args.model_size is not None and not str(result.values.get("model", "")).endswith("(population level)"):
+        print(
+            f"bayes-grpo stability: warning: --model-size {args.model_size:g} is not used: "
+            f"{result.values.get('model')!r} is a fitted LLM, whose curvature is its own",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(result.to_dict())
         return 0

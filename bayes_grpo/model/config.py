@@ -76,7 +76,8 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # plateau and initial reward, natural-log units for stiffness/frequency and damping).
     "group_offset_sigma": 0.5,
     # Values used for runs whose coordinate is unknown (NaN / ""); None = no default, so
-    # the mechanistic form raises naming the runs. group_size None: unknown G -> G^alpha = 1.
+    # the mechanistic form raises naming the runs. group_size None: a run of unknown G is taken at its
+    # LLM's reference G (the geometric mean of its runs' known G; 1 when none is known).
     "hyperparameter_defaults": {
         "learning_rate": None,
         "momentum": None,

@@ -221,6 +221,12 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     if few:
         raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
 
+    flat = [r for r, row in zip(run_ids, reward) if np.ptp(row[np.isfinite(row)]) == 0]
+    if len(flat) == len(run_ids):
+        raise RunSetError(
+            f"every run has a constant reward ({', '.join(flat)}): there are no dynamics to fit "
+            "(check the reward column the ingest chose, ingest --reward-key, or the logging)"
+        )
     notes: list[str] = shape_notes(run_ids, steps, reward)
     schedule = learning_rate_schedule_note(ds, run_ids)
     if schedule:
@@ -265,7 +271,10 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         raise RunSetError(f"group_size must be positive; runs {[r for r, g in zip(run_ids, gsize) if g <= 0]}")
     if not np.isfinite(gsize).all():
         unknown = [r for r, g in zip(run_ids, gsize) if not np.isfinite(g)]
-        notes.append(f"group_size unknown for runs {unknown}: their noise is not scaled by G^alpha")
+        notes.append(
+            f"group_size unknown for runs {unknown}: their noise is taken at their LLM's reference G "
+            "(the geometric mean of its runs' known G; 1 when none is known)"
+        )
 
     group_labels = [group_label(models[m], g) for m, g in zip(model_idx, gsize)]
     groups = list(dict.fromkeys(group_labels))
