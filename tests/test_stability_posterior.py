@@ -193,3 +193,17 @@ def test_a_damping_ratio_is_reported_only_for_draws_whose_oscillator_is_damped()
     assert "over the 30.0% of draws with C_eff > 0" in res.summary
     anti = stability_from_draws(np.full(50, 0.3), learning_rate=1.0, momentum=mu, momentum_convention="heavy_ball", k_ref=lag)
     assert np.isnan(anti.values["zeta_median"]) and "zeta n/a" in anti.summary and "nan" not in anti.summary
+
+
+def test_a_fractional_k_ref_gets_the_closed_form_and_no_exact_verdict_as_in_point_mode():
+    # `stability --posterior --k-ref 1.5` refused ("needs an integer lag") where point mode and
+    # predict give the closed form and say the exact criterion is not defined
+    import warnings
+
+    a = _draws(0.2, n=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = stability_from_draws(a, learning_rate=1.0, momentum=0.5, momentum_convention="heavy_ball", k_ref=1.5)
+    assert np.isnan(res.values["p_unstable_exact"]) and res.passed is None
+    assert res.values["p_unstable_closed_form"] == pytest.approx(np.mean(a * 1.5 >= 0.5))
+    assert "exact criterion is not defined" in res.summary and "nan" not in res.summary

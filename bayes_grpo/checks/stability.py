@@ -90,9 +90,12 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         zeta = np.where(
             (mass > 0) & (k_eff > 0) & (damping > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
         )
-    radius = spectral_radius(a, mu, lag)
+    # the exact criterion iterates the recursion over whole lag steps: for a fractional K_ref it
+    # is not defined (NaN), as in the point summary and in predict; the closed form still is
+    whole = bool(np.isfinite(lag) and abs(lag - round(lag)) <= 1e-9)
+    radius = spectral_radius(a, mu, round(lag)) if whole else np.full(a.shape, np.nan)
     closed_unstable = ~((damping > 0) & (a > 0))
-    exact_unstable = ~(radius < 1.0)
+    exact_unstable = ~(radius < 1.0) if whole else np.full(a.shape, np.nan)
     oscillatory = (damping > 0) & (zeta < 1.0)
     overdamped = (damping > 0) & (zeta >= 1.0)
     out: dict[str, Any] = {
@@ -146,14 +149,21 @@ def stability_from_draws(
         model=label,
     )
     passed = stability_verdict(values["p_unstable_exact"])
-    word = {True: "stable", False: "unstable", None: "uncertain"}[passed]
+    exact_defined = bool(np.isfinite(values["p_unstable_exact"]))
+    word = {True: "stable", False: "unstable", None: "uncertain"}[passed] if exact_defined else (
+        "the exact criterion is not defined (K_ref is not a whole number of steps)"
+    )
     setting = (
         f"lr={learning_rate:g}, momentum={momentum:g} ({momentum_convention}), K_ref={k_ref:g}"
     )
+    exact_text = (
+        f"{values['p_unstable_exact']:.3f} by the exact discrete criterion (spectral radius >= 1), "
+        if exact_defined
+        else ""
+    )
     summary = (
         f"{setting}{' for ' + label if label else ''}: {word}. "
-        f"P(unstable) = {values['p_unstable_exact']:.3f} by the exact discrete criterion "
-        f"(spectral radius >= 1), {values['p_unstable_closed_form']:.3f} by the closed form (C_eff <= 0); "
+        f"P(unstable) = {exact_text}{values['p_unstable_closed_form']:.3f} by the closed form (C_eff <= 0); "
         f"P(oscillatory, 0 < zeta < 1) = {values['p_oscillatory']:.3f}; "
         f"{_zeta_text(values)}; critical K_ref (exact) = {values['critical_k_ref_exact_median']:.0f} "
         f"[{values['critical_k_ref_exact_lo']:.0f}, {values['critical_k_ref_exact_hi']:.0f}]."
