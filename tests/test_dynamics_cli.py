@@ -99,6 +99,7 @@ def test_posterior_mode_dispatches_to_the_checks_area(monkeypatch, capsys):
         "momentum_convention": "ema",
         "k_ref": 2.0,
         "model": "m1",
+        "model_size": None,  # --model-size (a new LLM of a fit with the size regression), not given
     }
     assert json.loads(capsys.readouterr().out)["values"]["p_unstable_exact"] == 0.03
 
