@@ -41,6 +41,7 @@ from bayes_grpo.dynamics.stability import (
     closed_form_threshold,
     critical_k_ref,
     exact_threshold,
+    is_whole_lag,
     spectral_radius,
 )
 
@@ -92,7 +93,7 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         )
     # the exact criterion iterates the recursion over whole lag steps: for a fractional K_ref it
     # is not defined (NaN), as in the point summary and in predict; the closed form still is
-    whole = bool(np.isfinite(lag) and abs(lag - round(lag)) <= 1e-9)
+    whole = is_whole_lag(lag)
     radius = spectral_radius(a, mu, round(lag)) if whole else np.full(a.shape, np.nan)
     closed_unstable = ~((damping > 0) & (a > 0))
     exact_unstable = ~(radius < 1.0) if whole else np.full(a.shape, np.nan)

@@ -130,6 +130,13 @@ def _integer_lags(k_ref) -> np.ndarray:
     return _whole_lags(k_ref).astype(np.int64)
 
 
+def is_whole_lag(k_ref: float) -> bool:
+    """Whether ``k_ref`` is a finite whole number of steps (within :data:`_INTEGER_TOL`): the
+    lags the exact criterion is defined for."""
+    lag = float(k_ref)
+    return math.isfinite(lag) and abs(lag - round(lag)) <= _INTEGER_TOL
+
+
 def _whole_lags(k_ref) -> np.ndarray:
     """Validated integer lags as floats (rounded): the form for arithmetic, which also holds
     lags beyond int64 (the critical lag of a tiny gain, ``~ pi / (2 a)``, can exceed 2**63)."""
@@ -502,7 +509,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     _check_momentum_range(np.asarray([mu]))
     mass, damping, k_eff = (float(v) for v in oscillator_coefficients(a, mu, lag))
     zeta = float(damping_ratio(mass, damping, k_eff)) if damping > 0 and k_eff > 0 else None
-    integer = abs(lag - round(lag)) <= _INTEGER_TOL
+    integer = is_whole_lag(lag)
     out: dict[str, object] = {
         "a": a,
         "momentum": mu,
