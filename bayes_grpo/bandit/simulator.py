@@ -66,8 +66,10 @@ import xarray as xr
 from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, group_advantages
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
+from bayes_grpo.dynamics.schedule import check_multipliers
 from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
 from bayes_grpo.runset import runset_from_arrays
+from bayes_grpo.runset.names import LOGGED_LR_VAR
 
 #: Format tag of ``attrs["truth"]`` (same layout as the SDE simulator's: settings + runs).
 TRUTH_FORMAT: str = "bayes_grpo.bandit_truth/1"
@@ -133,6 +135,7 @@ def simulate_bandit_arrays(
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: Callable[[int], None] | None = None,
+    lr_multipliers: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Run the batched simulation; one row per run.
 
@@ -145,11 +148,16 @@ def simulate_bandit_arrays(
         Optimizer steps ``T``.
     progress
         Called with the number of steps done after each step (e.g. a tqdm ``update``).
+    lr_multipliers
+        Optional learning-rate schedule shared by all runs: update ``n`` moves the logits by
+        ``learning_rate * lr_multipliers[n]`` times the momentum buffer (the buffer itself does
+        not see the rate, as in torch's SGD); ``(>= T,)``, finite, ``>= 0``.
 
     Returns
     -------
     dict
-        ``{metric: float64 array (R, T)}`` for every name in :data:`LOGGED_METRICS`.
+        ``{metric: float64 array (R, T)}`` for every name in :data:`LOGGED_METRICS`, and
+        ``lr`` (the rate of each update) on a schedule.
     """
     check_advantage(advantage)
     if anchor not in ANCHORS:
@@ -189,6 +197,7 @@ def simulate_bandit_arrays(
         )
     if not clip_eps > 0:  # a clip range <= 0 masks every sample: no update at all
         raise ValueError(f"clip_eps must be > 0 (inf: no clipping), got {clip_eps}")
+    schedule = None if lr_multipliers is None else check_multipliers(lr_multipliers, steps)[:steps]
 
     def t(x):
         return torch.as_tensor(np.asarray(x, dtype=float), dtype=_DT, device=dev)
@@ -277,12 +286,15 @@ def simulate_bandit_arrays(
             out["clip_ratio"][:, n] = clipped
             out["expected_reward"][:, n] = p_b
             vel = mu * vel + gscale * g
-            theta = theta + eta * vel
+            theta = theta + (eta if schedule is None else eta * float(schedule[n])) * vel
             if progress is not None:
                 progress(1)
     finally:
         torch.set_num_threads(saved_threads)
-    return {m: v.cpu().numpy() for m, v in out.items()}
+    logged = {m: v.cpu().numpy() for m, v in out.items()}
+    if schedule is not None:
+        logged[LOGGED_LR_VAR] = lr[:, None] * schedule[None, :]
+    return logged
 
 
 def _sample_successes(p, G, log_comb, kk, n_groups: int, gen: torch.Generator) -> torch.Tensor:
@@ -381,6 +393,8 @@ def simulate_bandit(
     seed: int = 0,
     device: str = "cpu",
     progress: Callable[[int], None] | None = None,
+    lr_multipliers: np.ndarray | None = None,
+    lr_schedule_label: str | None = None,
 ) -> xr.Dataset:
     """Simulate softmax-bandit GRPO runs and return them as a run set.
 
@@ -420,6 +434,11 @@ def simulate_bandit(
         ``"cpu"``, ``"cuda"`` or ``"auto"``.
     progress
         Optional callback, called with 1 after each step.
+    lr_multipliers, lr_schedule_label
+        Optional learning-rate schedule of every run (multiplier of ``learning_rate`` per
+        update, :func:`bayes_grpo.dynamics.schedule.lr_multipliers`) and its name; the runs
+        then log ``lr``, so ``clock_runset`` can re-time them. The truth's lag-dependent
+        numbers are those of the nominal rate.
 
     Returns
     -------
@@ -466,6 +485,7 @@ def simulate_bandit(
         seed=seed,
         device=device,
         progress=progress,
+        lr_multipliers=lr_multipliers,
     )
     truth_cache: dict[tuple, dict] = {}
     run_ids: list[str] = []
@@ -514,6 +534,8 @@ def simulate_bandit(
         "steps": int(steps),
         "momentum_convention": momentum_convention,
     }
+    if lr_multipliers is not None:
+        config["lr_schedule"] = lr_schedule_label or "custom"
     payload = {"format": TRUTH_FORMAT, "settings": config, "runs": truth}
     n_steps = next(iter(arrays.values())).shape[1]
     return runset_from_arrays(

@@ -161,6 +161,90 @@ def read_json_object(path: Path, option: str = "--config") -> dict[str, Any]:
     return value
 
 
+def add_lr_schedule_args(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """``--lr-schedule``, ``--warmup-steps``, ``--decay-steps`` (read by :func:`lr_schedule_from_args`)."""
+    from bayes_grpo.dynamics.schedule import SCHEDULES
+
+    parser.add_argument(
+        "--lr-schedule",
+        default="constant",
+        metavar="SCHEDULE",
+        help=(
+            f"learning-rate schedule of {what}: {', '.join(SCHEDULES)} (Hugging Face's, as TRL uses "
+            "them; default constant), or a CSV file with columns step,lr (the rate of each update, "
+            "linear in between); --lr is the nominal (peak) rate"
+        ),
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        default=0,
+        help="linear warm-up from rate 0 over this many updates (default 0)",
+    )
+    parser.add_argument(
+        "--decay-steps",
+        type=positive_int,
+        default=None,
+        help="update at which linear and cosine schedules reach 0: the planned training length "
+        "(default: the horizon)",
+    )
+
+
+def lr_schedule_from_args(
+    args: argparse.Namespace, learning_rate: float, n_updates: int
+) -> tuple[Any, str | None]:
+    """``(multipliers lr[n] / learning_rate for n < n_updates, label)`` of the schedule options,
+    or ``(None, None)`` for a constant rate without warm-up. A CSV file's errors name it."""
+    import numpy as np
+
+    from bayes_grpo.dynamics.schedule import SCHEDULES, lr_multipliers
+
+    spec = args.lr_schedule
+    if spec in SCHEDULES:
+        if spec == "constant" and args.warmup_steps == 0:
+            if args.decay_steps is not None:
+                raise ValueError("--decay-steps needs --lr-schedule linear or cosine")
+            return None, None
+        multipliers = lr_multipliers(
+            spec, n_updates, warmup_steps=args.warmup_steps, decay_steps=args.decay_steps
+        )
+        label = spec + (f", warm-up {args.warmup_steps}" if args.warmup_steps else "")
+        return multipliers, label + (f", decay to step {args.decay_steps}" if args.decay_steps else "")
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(
+            f"--lr-schedule {spec!r} is neither a schedule ({', '.join(SCHEDULES)}) nor a file"
+        )
+    if args.warmup_steps or args.decay_steps is not None:
+        raise ValueError(f"{path}: --warmup-steps and --decay-steps apply to named schedules, not a file")
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({exc})") from exc
+    cols = {str(c).strip().lower(): c for c in frame.columns}
+    rate_col = cols.get("lr", cols.get("learning_rate"))
+    if "step" not in cols or rate_col is None:
+        raise ValueError(f"{path}: a schedule file needs columns step and lr; has {list(frame.columns)}")
+    step = pd.to_numeric(frame[cols["step"]], errors="coerce").to_numpy(dtype=float)
+    rate = pd.to_numeric(frame[rate_col], errors="coerce").to_numpy(dtype=float)
+    bad = ~(np.isfinite(step) & np.isfinite(rate) & (rate >= 0))
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ValueError(
+            f"{path}: row {row + 2} has step {frame[cols['step']].iloc[row]!r}, lr "
+            f"{frame[rate_col].iloc[row]!r}; each row needs a number step and a rate >= 0"
+        )
+    order = np.argsort(step, kind="stable")
+    step, rate = step[order], rate[order]
+    if np.any(np.diff(step) == 0):
+        raise ValueError(f"{path}: step {step[np.argmax(np.diff(step) == 0)]:g} is given twice")
+    if step.size == 0 or step[-1] < n_updates - 1:
+        last = f"ends at step {step[-1]:g}" if step.size else "is empty"
+        raise ValueError(f"{path}: the schedule {last}; the horizon needs the rate up to update {n_updates - 1}")
+    updates = np.arange(n_updates, dtype=float)
+    return np.interp(updates, step, rate) / learning_rate, str(path)
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 

@@ -14,9 +14,11 @@ from pathlib import Path
 
 from bayes_grpo.cli._common import (
     add_json_flag,
+    add_lr_schedule_args,
     add_overwrite_flag,
     check_output_paths,
     figure_format,
+    lr_schedule_from_args,
     print_json,
     print_table,
 )
@@ -204,6 +206,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="lag K_ref in optimizer steps (list allowed; default 1)",
     )
     _add_common(p, lists=True)
+    add_lr_schedule_args(p, what="every run (the runs then log lr)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
     add_overwrite_flag(p, "replace the output file if it exists")
@@ -247,9 +250,18 @@ def _clip(args: argparse.Namespace) -> float:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.dynamics.schedule import SCHEDULES
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    rates = parse_values(args.lr)
+    if args.steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    if len(rates) > 1 and args.lr_schedule not in SCHEDULES:
+        raise ValueError(
+            f"--lr-schedule {args.lr_schedule}: a schedule file gives rates for one --lr, got {args.lr!r}"
+        )
+    schedule, schedule_label = lr_schedule_from_args(args, float(rates[0]), args.steps)
     bar = None
     if args.progress:
         from tqdm.auto import tqdm
@@ -259,7 +271,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         ds = simulate_bandit(
             k_ref=_int_list(args.k_ref),
             group_size=_int_list(args.group_size),
-            learning_rate=parse_values(args.lr),
+            learning_rate=rates,
             momentum=parse_values(args.momentum),
             momentum_convention=args.convention,
             beta=parse_values(args.beta),
@@ -275,6 +287,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             device=args.device,
             progress=bar.update if bar is not None else None,
+            lr_multipliers=schedule,
+            lr_schedule_label=schedule_label,
         )
     finally:
         if bar is not None:

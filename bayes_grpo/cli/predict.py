@@ -10,10 +10,12 @@ import numpy as np
 
 from bayes_grpo.cli._common import (
     add_json_flag,
+    add_lr_schedule_args,
     add_overwrite_flag,
     check_output_paths,
     figure_format,
     finite_float,
+    lr_schedule_from_args,
     non_negative_int,
     positive_int,
     print_json,
@@ -102,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "misfit on the fit's own training runs)"
         ),
     )
+    add_lr_schedule_args(p, what="the new run")
     _common_output_args(p)
     p.set_defaults(func=_run_predict)
 
@@ -283,7 +286,7 @@ def _remaining_gain_note(ds) -> str:
 
 
 def _run_predict(args: argparse.Namespace) -> int:
-    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.predict import horizon_steps, predict_run
 
     check_output_paths(
         {"--output": args.output, "--plot": args.plot},
@@ -291,6 +294,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         figures=("--plot",),
     )
+    n_updates = int(horizon_steps(args.steps)[-1])  # refuses a horizon below 1 step
+    schedule, schedule_label = lr_schedule_from_args(args, args.learning_rate, n_updates)
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
@@ -307,6 +312,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         hdi_probs=args.hdi,
         stop_threshold=args.stop_threshold,
         seed=args.seed,
+        lr_schedule=schedule,
+        lr_schedule_label=schedule_label,
     )
     _print_warnings(ds, args)
     _emit(ds, args)

@@ -33,6 +33,7 @@ from bayes_grpo.dynamics.coefficients import (
     oscillator_coefficients,
     stationary_variance,
 )
+from bayes_grpo.dynamics.schedule import check_multipliers
 from bayes_grpo.dynamics.stability import classify_regime, exact_stable, spectral_radius
 
 #: Format tag of ``ds.attrs["truth"]`` written by :func:`simulate_sde_runset`.
@@ -56,12 +57,18 @@ def simulate_recursion(
     e0=1.0,
     noise_sd=0.0,
     rng: np.random.Generator | int | None = None,
+    lr_multipliers=None,
 ) -> np.ndarray:
     """Simulate the exact discrete lagged heavy-ball recursion for many runs at once.
 
     ``e[n+1] = e[n] + mu (e[n] - e[n-1]) - a e[n-L] + noise_sd * eps[n]``,
     ``eps ~ N(0, 1)`` i.i.d., started at rest: ``e[n] = e0`` for all ``n <= 0`` (so the
     initial velocity is 0 and the lagged gradient sees ``e0`` until ``n >= L``).
+
+    On a learning-rate schedule (``lr_multipliers`` ``m``, update ``n`` at rate ``eta m[n]``)
+    the momentum buffer is kept apart from the rate, as in torch's SGD and Adam:
+    ``w[n] = mu w[n-1] - a e[n-L]``, ``e[n+1] = e[n] + m[n] w[n]`` (``w[-1] = 0``), which is
+    the recursion above when every ``m[n] = 1``. The noise is added to ``e[n+1]`` unscaled.
 
     Parameters
     ----------
@@ -79,6 +86,10 @@ def simulate_recursion(
         Standard deviation of the additive update noise per step, per run.
     rng
         Generator or seed (only used when some ``noise_sd > 0``).
+    lr_multipliers
+        Optional ``(>= n_steps,)`` multipliers ``lr[n] / eta`` of the nominal rate per update
+        (:func:`bayes_grpo.dynamics.schedule.lr_multipliers`), shared by all runs; None: a
+        constant rate.
 
     Returns
     -------
@@ -99,10 +110,16 @@ def simulate_recursion(
     prev = e0.copy()  # e[n-1]
     rows = np.arange(n_runs)
     noisy = np.any(sd > 0)
+    scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
+    velocity = np.zeros(n_runs)  # w[n - 1], used on a schedule only
     for n in range(n_steps):
         cur = out[:, n]
         lagged = out[rows, np.maximum(n - lag, 0)]  # e[m] = e0 for m <= 0
-        nxt = cur + mu * (cur - prev) - a * lagged
+        if scale is None:
+            nxt = cur + mu * (cur - prev) - a * lagged
+        else:
+            velocity = mu * velocity - a * lagged
+            nxt = cur + scale[n] * velocity
         if noisy:
             nxt = nxt + sd * gen.standard_normal(n_runs)
         out[:, n + 1] = nxt

@@ -38,6 +38,7 @@ import xarray as xr
 
 from bayes_grpo._io import write_atomic
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
+from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
@@ -165,6 +166,7 @@ def recursion_trajectories(
     initial: np.ndarray,
     *,
     observation_lag: float | None = None,
+    lr_multipliers: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean reward trajectories of the exact lagged heavy-ball recursion, one per draw.
 
@@ -186,6 +188,9 @@ def recursion_trajectories(
         ``(n_draws,)`` ``p*`` and ``R0`` (reward units).
     observation_lag
         Steps by which the logged reward trails the policy; default ``k_ref``.
+    lr_multipliers
+        Optional learning-rate schedule, ``lr[n] / eta`` per update (``a`` is the gain at
+        ``eta``); None: a constant rate.
 
     Returns
     -------
@@ -202,8 +207,25 @@ def recursion_trajectories(
     ps = np.asarray(plateau, dtype=float).reshape(-1)
     r0 = np.asarray(initial, dtype=float).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
-        err = simulate_recursion(a, float(momentum), float(k_ref), int(idx.max()), e0=r0 - ps)
+        err = simulate_recursion(
+            a, float(momentum), float(k_ref), int(idx.max()), e0=r0 - ps, lr_multipliers=lr_multipliers
+        )
         return ps[:, None] + err[:, idx]
+
+
+def schedule_time(steps: np.ndarray, lr_multipliers: np.ndarray) -> np.ndarray:
+    """The schedule's clock (:func:`bayes_grpo.dynamics.schedule.schedule_clock`) at ``steps``.
+
+    ``steps`` ``(n,)`` in ``[0, len(lr_multipliers)]``, linear between whole steps; out:
+    ``(n,)`` clock steps (steps at the nominal rate).
+    """
+    m = np.asarray(lr_multipliers, dtype=float)
+    steps = np.asarray(steps, dtype=float)
+    if steps.size and steps.max() > m.size:
+        raise ValueError(
+            f"the learning-rate schedule covers {m.size} updates, fewer than the {steps.max():g} needed"
+        )
+    return np.interp(steps, np.arange(m.size + 1, dtype=float), schedule_clock(m))
 
 
 def trajectories_from_draws(
@@ -216,13 +238,16 @@ def trajectories_from_draws(
     k_ref: float | None = None,
     observation_lag: float | None = None,
     discrepancy: DiscrepancyProfile | None = None,
+    lr_multipliers: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Mean and observed-reward trajectories ``(n_draws, n_steps)`` from coefficient draws.
 
     ``law`` is "continuous" or "recursion" (resolved; see :func:`choose_law`), the latter
     with ``momentum`` and ``k_ref``. With a ``discrepancy`` profile, ``band`` holds the mean
     draws plus the law-discrepancy term and ``obs`` adds the noise to those; otherwise
-    ``band`` is ``mean``.
+    ``band`` is ``mean``. On a learning-rate schedule (``lr_multipliers``, ``lr[n] / eta``
+    per update, the draws' gain at ``eta``) the recursion runs it update by update and the
+    continuous law is read on the schedule's clock (:func:`schedule_time`).
     """
     missing = [v for v in REQUIRED_DRAW_VARS if v not in draws]
     if missing:
@@ -245,11 +270,13 @@ def trajectories_from_draws(
             flat["plateau"],
             flat["initial_reward"],
             observation_lag=observation_lag,
+            lr_multipliers=lr_multipliers,
         )
     elif law == "continuous":
+        clock = steps if lr_multipliers is None else schedule_time(steps, lr_multipliers)
         with np.errstate(over="ignore", invalid="ignore"):
             mean = reward_trajectory(
-                steps[None, :],
+                clock[None, :],
                 flat["M_eff"][:, None],
                 flat["C_eff"][:, None],
                 flat["K_eff"][:, None],
@@ -454,6 +481,7 @@ def predict_from_draws(
     stop_threshold: float | None = None,
     seed: int = 0,
     attrs: dict[str, Any] | None = None,
+    lr_multipliers: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Prediction dataset from ``coefficient_draws`` (see the module docstring).
 
@@ -476,9 +504,14 @@ def predict_from_draws(
     hdi_probs, stop_threshold, seed, attrs
         Band probabilities, stop threshold (reward units; default 1% of the rise), seed of
         the noise / discrepancy draws, extra attributes.
+    lr_multipliers
+        Optional learning-rate schedule: ``lr[n] / eta`` for updates ``0 .. T - 1`` (at
+        least), ``eta`` the rate of the draws, which the regime and P(unstable) describe.
     """
     rng = np.random.default_rng(seed)
     grid = horizon_steps(steps)
+    if lr_multipliers is not None:
+        lr_multipliers = check_multipliers(lr_multipliers, int(np.ceil(grid[-1])))
     draws, thin_note = thin_for_horizon(draws, grid.size)
     parameterisation = draws_parameterisation(draws)
     used, reason = choose_law(
@@ -496,6 +529,7 @@ def predict_from_draws(
         k_ref=k_ref,
         observation_lag=observation_lag,
         discrepancy=discrepancy,
+        lr_multipliers=lr_multipliers,
     )
     normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
     if parameterisation == "mechanistic":
@@ -511,6 +545,11 @@ def predict_from_draws(
     law_attrs: dict[str, Any] = {"law": used, "law_reason": reason}
     if used == "recursion":
         law_attrs["observation_lag"] = float(k_ref if observation_lag is None else observation_lag)
+    if lr_multipliers is not None and used == "continuous":
+        law_attrs["law_reason"] = (
+            f"{reason}; on the learning-rate schedule it is read on the schedule's clock "
+            "(exact without momentum and lag, approximate with them)"
+        )
     if discrepancy is None:
         law_attrs["discrepancy"] = "off"
     else:
@@ -552,6 +591,8 @@ def predict_run(
     hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
     stop_threshold: float | None = None,
     seed: int = 0,
+    lr_schedule: np.ndarray | None = None,
+    lr_schedule_label: str | None = None,
 ) -> xr.Dataset:
     """Predict a run with new hyperparameters from a fitted model or a saved posterior file.
 
@@ -582,6 +623,11 @@ def predict_run(
         Expected remaining gain (reward units) below which to stop; default 1% of the rise.
     seed
         Seed of the observation-noise draws.
+    lr_schedule, lr_schedule_label
+        Optional learning-rate schedule: the multiplier ``lr[n] / learning_rate`` of each
+        update ``n = 0 .. T - 1`` (:func:`bayes_grpo.dynamics.schedule.lr_multipliers`), and
+        how to name it in the settings. The coefficients, the regime and P(unstable) are
+        then those of the schedule's peak rate; the trajectory follows the schedule.
 
     Returns
     -------
@@ -594,8 +640,16 @@ def predict_run(
     from bayes_grpo.predict.forecast import _load_model
 
     fitted = _load_model(posterior)
+    multipliers, peak_rate = None, learning_rate
+    if lr_schedule is not None:
+        n_updates = int(np.ceil(horizon_steps(steps)[-1]))
+        multipliers = check_multipliers(lr_schedule, n_updates)[:n_updates]
+        peak = float(multipliers.max())
+        if peak <= 0:
+            raise ValueError("the learning-rate schedule is 0 at every update of the horizon")
+        peak_rate, multipliers = learning_rate * peak, multipliers / peak
     draws = fitted.coefficient_draws(
-        learning_rate=learning_rate,
+        learning_rate=peak_rate,
         momentum=momentum,
         momentum_convention=momentum_convention,
         k_ref=k_ref,
@@ -610,7 +664,7 @@ def predict_run(
     warnings_ = extrapolation_warnings(
         getattr(fitted, "runset", None),
         model=model,
-        learning_rate=learning_rate,
+        learning_rate=peak_rate,
         momentum=momentum,
         k_ref=k_ref,
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
@@ -638,7 +692,8 @@ def predict_run(
             0,
             f"a {parameterisation} fit: the learning rate, momentum and K_ref "
             "do not enter its coefficients, so this is the LLM's fitted curve, not a prediction "
-            "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit",
+            "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit"
+            + ("; the learning-rate schedule only re-times that curve" if multipliers is not None else ""),
         )
     elif not _is_integer(k_ref):
         warnings_.append(
@@ -659,6 +714,14 @@ def predict_run(
         else type(posterior).__name__,
         "seed": seed,
     }
+    if multipliers is not None:
+        settings["lr_schedule"] = lr_schedule_label or "custom"
+        settings["lr_schedule_peak_rate"] = peak_rate
+        if peak_rate != learning_rate:
+            warnings_.append(
+                f"the learning-rate schedule peaks at {peak_rate:g}, not at the learning rate "
+                f"{learning_rate:g}: the regime and P(unstable) are for the peak rate"
+            )
     profile = None
     if discrepancy:
         from bayes_grpo.predict.discrepancy import discrepancy_from_model
@@ -681,6 +744,7 @@ def predict_run(
         hdi_probs=hdi_probs,
         stop_threshold=stop_threshold,
         seed=seed,
+        lr_multipliers=multipliers,
         attrs={
             "settings": json.dumps(settings),
             "kind": "prediction",

@@ -1,0 +1,190 @@
+"""Learning-rate schedules: Hugging Face's multipliers, the recursion and the bandit on a
+schedule, and prediction of a run on a schedule (``predict --lr-schedule``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
+from bayes_grpo.dynamics.schedule import lr_multipliers, schedule_clock
+from bayes_grpo.dynamics.simulate import simulate_recursion
+from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.predict.predict import predict_run
+from bayes_grpo.predict.summary import attr_warnings
+
+
+def test_multipliers_follow_hugging_face_schedules():
+    # transformers.get_scheduler: warm-up n / W, then linear (T - n) / (T - W) or cosine
+    warm, total = 4, 12
+    linear = lr_multipliers("linear", 14, warmup_steps=warm, decay_steps=total)
+    np.testing.assert_allclose(linear[:5], [0, 0.25, 0.5, 0.75, 1.0])
+    np.testing.assert_allclose(linear[5:], [7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8, 0, 0])
+    cosine = lr_multipliers("cosine", 12, warmup_steps=warm)
+    n = np.arange(warm, 12)
+    np.testing.assert_allclose(cosine[warm:], 0.5 * (1 + np.cos(np.pi * (n - warm) / (12 - warm))))
+    np.testing.assert_allclose(lr_multipliers("constant", 6, warmup_steps=2), [0, 0.5, 1, 1, 1, 1])
+    np.testing.assert_allclose(lr_multipliers("linear", 4), [1, 0.75, 0.5, 0.25])
+    np.testing.assert_allclose(schedule_clock([0.0, 0.5, 1.0]), [0, 0, 0.5, 1.5])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(kind="step"), "unknown learning-rate schedule"),
+        (dict(kind="linear", warmup_steps=-1), "warmup_steps"),
+        (dict(kind="linear", warmup_steps=10, decay_steps=10), "above the warm-up"),
+        (dict(kind="linear", n_updates=0), "at least 1 update"),
+    ],
+)
+def test_impossible_schedules_are_refused_by_name(kwargs, match):
+    args = {"n_updates": 20, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        lr_multipliers(args.pop("kind"), args.pop("n_updates"), **args)
+
+
+def test_without_momentum_or_lag_the_error_shrinks_by_one_minus_the_gain_of_each_update():
+    a, e0 = 0.05, -0.6
+    m = lr_multipliers("linear", 60, warmup_steps=10)
+    e = simulate_recursion(a, 0.0, 0, 60, e0=e0, lr_multipliers=m)[0]
+    np.testing.assert_allclose(e, e0 * np.concatenate([[1.0], np.cumprod(1 - a * m)]), rtol=1e-12)
+
+
+def test_on_a_schedule_the_momentum_buffer_does_not_see_the_rate_as_in_torch_sgd():
+    torch = pytest.importorskip("torch")
+    a, mu, lag, e0, n = 0.04, 0.9, 2, -0.5, 80
+    m = lr_multipliers("cosine", n, warmup_steps=8)
+    # torch's SGD on the quadratic loss a e^2 / 2 (gradient a e) at the lagged error
+    hist = [torch.tensor([e0], dtype=torch.float64) for _ in range(lag + 1)]
+    p = torch.nn.Parameter(torch.tensor([e0], dtype=torch.float64))
+    opt = torch.optim.SGD([p], lr=1.0, momentum=mu)
+    out = [e0]
+    for k in range(n):
+        opt.param_groups[0]["lr"] = float(m[k])
+        p.grad = a * hist[-1 - lag].clone()
+        opt.step()
+        hist.append(p.detach().clone())
+        out.append(p.item())
+    got = simulate_recursion(a, mu, lag, n, e0=e0, lr_multipliers=m)[0]
+    np.testing.assert_allclose(got, out, rtol=1e-10, atol=1e-14)
+    constant = simulate_recursion(a, mu, lag, n, e0=e0)[0]
+    np.testing.assert_allclose(simulate_recursion(a, mu, lag, n, e0=e0, lr_multipliers=np.ones(n))[0], constant)
+
+
+def test_a_bandit_run_on_a_schedule_logs_its_rate_and_stops_moving_when_the_rate_is_zero():
+    from bayes_grpo.bandit import simulate_bandit
+
+    m = np.concatenate([lr_multipliers("linear", 30, warmup_steps=5), np.zeros(20)])
+    ds = simulate_bandit(k_ref=2, momentum=0.5, learning_rate=0.2, seeds=3, steps=50, lr_multipliers=m)
+    np.testing.assert_allclose(ds["lr"].values, 0.2 * np.broadcast_to(m, (3, 50)))
+    p = ds["expected_reward"].values
+    assert np.all(np.abs(np.diff(p[:, 33:], axis=1)) < 1e-15)  # frozen 2 (lag) + 1 steps on
+    assert np.all(np.abs(p[:, 20] - p[:, 0]) > 0.01)  # and it did move before
+    same = simulate_bandit(k_ref=2, momentum=0.5, learning_rate=0.2, seeds=3, steps=50, lr_multipliers=np.ones(50))
+    plain = simulate_bandit(k_ref=2, momentum=0.5, learning_rate=0.2, seeds=3, steps=50)
+    np.testing.assert_array_equal(same["reward"].values, plain["reward"].values)
+
+
+class _Fitted:
+    """A mechanistic posterior stub: gain ``a = K lr`` with ``K`` drawn around 0.05."""
+
+    runset = None
+
+    def __init__(self, momentum=0.5, k_ref=2.0):
+        rng = np.random.default_rng(0)
+        self.stiffness = rng.normal(0.05, 0.003, size=(2, 60))
+        self.momentum, self.k_ref = momentum, k_ref
+
+    def coefficient_draws(self, *, learning_rate, **_):
+        a = self.stiffness * learning_rate
+        m, c, k = oscillator_coefficients(a, self.momentum, self.k_ref)
+        full = lambda v: np.full(a.shape, v)  # noqa: E731
+        data = {"a": a, "M_eff": m, "C_eff": c, "K_eff": k, "zeta": damping_ratio(m, c, k),
+                "plateau": full(0.8), "initial_reward": full(0.2), "noise_d": full(0.0), "sigma": full(0.02)}  # fmt: skip
+        return xr.Dataset({name: (("chain", "draw"), np.array(v)) for name, v in data.items()})
+
+
+def _predict(lr, schedule=None, law="auto", steps=120):
+    return predict_run(
+        _Fitted(), learning_rate=lr, momentum=0.5, k_ref=2, group_size=8, steps=steps,
+        discrepancy=False, law=law, lr_schedule=schedule,
+    )  # fmt: skip
+
+
+def test_a_scheduled_prediction_runs_the_recursion_on_the_schedule():
+    steps = 120
+    m = lr_multipliers("linear", steps, warmup_steps=12)
+    ds = _predict(1.0, m)
+    fitted = _Fitted()
+    a = fitted.stiffness.reshape(-1)
+    err = simulate_recursion(a, 0.5, 2, steps, e0=np.full(a.size, -0.6), lr_multipliers=m)
+    lagged = np.concatenate([np.zeros((a.size, 2)) + err[:, :1], err[:, :-2]], axis=1)
+    np.testing.assert_allclose(ds["mean_mean"].values, 0.8 + lagged.mean(axis=0), rtol=1e-10)
+    constant = _predict(1.0)
+    # the warm-up leaves the run behind where the constant rate takes it
+    assert ds["mean_mean"].values[10] < constant["mean_mean"].values[10] - 0.2
+    settings = json.loads(ds.attrs["settings"])
+    assert settings["lr_schedule"] == "custom" and settings["lr_schedule_peak_rate"] == 1.0
+
+
+def test_a_schedule_below_the_nominal_rate_is_judged_at_its_peak():
+    # lr 2 at half rate throughout is the run at lr 1: same trajectory, regime and stability
+    half = _predict(2.0, np.full(120, 0.5))
+    plain = _predict(1.0)
+    np.testing.assert_allclose(half["mean_mean"].values, plain["mean_mean"].values, rtol=1e-12)
+    for key in ("regime", "prob_unstable_closed_form", "prob_unstable_exact", "stop_step"):
+        assert half.attrs[key] == plain.attrs[key]
+    assert any("peaks at 1" in w for w in attr_warnings(half))
+
+
+def test_the_continuous_law_is_read_on_the_schedule_clock():
+    m = lr_multipliers("cosine", 120, warmup_steps=10)
+    ds = _predict(1.0, m, law="continuous")
+    fitted = _Fitted()
+    mass, damp, k_eff = oscillator_coefficients(fitted.stiffness.reshape(-1), 0.5, 2.0)
+    tau = schedule_clock(m)
+    want = reward_trajectory(tau[None, :], mass[:, None], damp[:, None], k_eff[:, None], 0.8, 0.2)
+    np.testing.assert_allclose(ds["mean_mean"].values, want.mean(axis=0), rtol=1e-10)
+    assert "schedule's clock" in ds.attrs["law_reason"]
+
+
+def test_a_schedule_shorter_than_the_horizon_or_zero_throughout_is_refused():
+    with pytest.raises(ValueError, match="covers 50 updates, fewer than the 120"):
+        _predict(1.0, np.ones(50))
+    with pytest.raises(ValueError, match="0 at every update"):
+        _predict(1.0, np.zeros(120))
+
+
+def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys, monkeypatch):
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2",
+            "--group-size", "8", "--steps", "100", "--no-discrepancy", "--json"]  # fmt: skip
+    assert main([*base, "--lr-schedule", "linear", "--warmup-steps", "10", "--decay-steps", "200"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    schedule = tmp_path / "lr.csv"
+    steps = np.arange(100)
+    rate = lr_multipliers("linear", 100, warmup_steps=10, decay_steps=200)
+    schedule.write_text("step,lr\n" + "".join(f"{s},{r}\n" for s, r in zip(steps, rate)))
+    assert main([*base, "--lr-schedule", str(schedule)]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert from_file["stop_step"] == named["stop_step"]
+    assert from_file["time_to_fraction"] == named["time_to_fraction"]
+    assert main([*base]) == 0
+    assert json.loads(capsys.readouterr().out)["time_to_fraction"] != named["time_to_fraction"]
+
+    short = tmp_path / "short.csv"
+    short.write_text("step,lr\n0,1\n50,1\n")
+    assert main([*base, "--lr-schedule", str(short)]) != 0
+    err = capsys.readouterr().err
+    assert "short.csv: the schedule ends at step 50" in err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("step,rate\n0,1\n")
+    assert main([*base, "--lr-schedule", str(bad)]) != 0
+    assert "bad.csv: a schedule file needs columns step and lr" in capsys.readouterr().err
+    assert main([*base, "--lr-schedule", "cosin"]) != 0
+    assert "neither a schedule (constant, linear, cosine) nor a file" in capsys.readouterr().err
