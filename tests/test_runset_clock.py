@@ -102,3 +102,27 @@ def test_cli_ingest_re_times_scheduled_runs_with_lr_clock(tmp_path, capsys):
     assert "re-timed on the learning-rate clock" in capsys.readouterr().out
     ds = load_runset(out)
     assert "decay" in clocked_runs(ds) and int(ds["step"].max()) < 60  # 100 decaying steps: ~50 at the peak rate
+
+
+def test_cli_ingest_re_reads_a_saved_run_set_to_re_time_it(tmp_path, capsys):
+    # re-timing a run set saved without --lr-clock needed Python (clock_runset(load_runset(...)))
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import load_runset
+
+    raw = tmp_path / "raw.nc"
+    assert main(["simulate", "bandit", "--k-ref", "2", "--lr", "0.1", "--seeds", "2", "--steps", "60",
+                 "--lr-schedule", "linear", "--warmup-steps", "6", "-o", str(raw)]) == 0  # fmt: skip
+    capsys.readouterr()
+    clocked = tmp_path / "clocked.nc"
+    assert main(["ingest", str(raw), "--lr-clock", "-o", str(clocked)]) == 0
+    assert "re-timed on the learning-rate clock" in capsys.readouterr().out
+    ds = load_runset(clocked)
+    assert len(clocked_runs(ds)) == 2 and int(ds["step"].max()) == 30  # sum of the rates: 30.3 steps at 0.1
+    plain = tmp_path / "plain.nc"
+    assert main(["ingest", str(raw), "-o", str(plain)]) == 0  # without the flag: re-read as it is
+    np.testing.assert_array_equal(load_runset(plain)["reward"].values, load_runset(raw)["reward"].values)
+    capsys.readouterr()
+    assert main(["ingest", str(raw), str(plain), "-o", str(tmp_path / "both.nc")]) != 0
+    assert "raw.nc: a saved run set is re-read alone" in capsys.readouterr().err
+    assert main(["ingest", str(clocked), "--lr-clock", "-o", str(tmp_path / "twice.nc")]) != 0
+    assert "on the learning-rate clock already" in capsys.readouterr().err

@@ -84,7 +84,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to read")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="log files or folders to read, or one run set saved by ingest (.nc: re-read as it is, "
+        "e.g. to re-time it with --lr-clock)",
+    )
     parser.add_argument(
         "--manifest",
         metavar="FILE",
@@ -157,6 +163,25 @@ def read_files(paths: list[str]) -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
+#: Suffixes of a saved run set (netCDF), which ingest re-reads rather than parses as a log.
+RUNSET_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
+
+
+def _reread_runset(saved: list[str], args: argparse.Namespace):
+    """The one saved run set among ``args.paths``, re-read as it is (no log options apply)."""
+    from bayes_grpo.runset import load_runset
+
+    if len(args.paths) > 1 or args.manifest:
+        raise ValueError(
+            f"{saved[0]}: a saved run set is re-read alone; ingest does not merge it with other "
+            f"inputs ({[p for p in args.paths if p != saved[0]] or ['--manifest']})"
+        )
+    ignored = [flag for flag, on in (("--reward-key", args.reward_key), ("--strict", args.strict)) if on]
+    if ignored:
+        raise ValueError(f"{saved[0]}: {', '.join(ignored)} apply to logs, not to a saved run set")
+    return load_runset(saved[0])
+
+
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import load_runs, runset_summary, summary_records
@@ -168,15 +193,19 @@ def run(args: argparse.Namespace) -> int:
         {"log": [*args.paths, *read_files(args.paths)], "--manifest": args.manifest},
         overwrite=args.overwrite,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
-        ds = load_runs(
-            args.paths,
-            manifest=args.manifest,
-            reward_key=args.reward_key,
-            min_points=args.min_points,
-            on_error="raise" if args.strict else "skip",
-        )
+    saved = [p for p in args.paths if Path(p).suffix.lower() in RUNSET_SUFFIXES]
+    if saved:
+        ds = _reread_runset(saved, args)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # rejected runs are printed below instead
+            ds = load_runs(
+                args.paths,
+                manifest=args.manifest,
+                reward_key=args.reward_key,
+                min_points=args.min_points,
+                on_error="raise" if args.strict else "skip",
+            )
     if args.lr_clock:
         from bayes_grpo.runset.clock import clock_runset
 
