@@ -1,9 +1,11 @@
 """How much a learning-rate schedule biases the constant-gain law, and how much the clock removes.
 
-Runs of the linear recursion ``e[n+1] - e[n] = mu (e[n] - e[n-1]) - a_n e[n-L]`` with
-``a_n = a shape[n]`` (DESIGN.md section 1 with a schedule), p* 0.8, R0 0.1, 300 steps, for four
-schedules (constant; TRL's default linear decay; 10% warm-up then linear decay; 10% warm-up then
-cosine). Two tables:
+Runs of the linear recursion on a schedule (DESIGN.md section 1 with the rate ``eta m[n]`` at
+update ``n``, the momentum buffer apart from the rate as in torch's SGD:
+``w[n] = mu w[n-1] - a e[n-L]``, ``e[n+1] = e[n] + m[n] w[n]``;
+:func:`bayes_grpo.dynamics.simulate.simulate_recursion` with ``lr_multipliers``), p* 0.8, R0 0.1,
+300 steps, for four schedules of :func:`bayes_grpo.dynamics.schedule.lr_multipliers` (constant;
+TRL's default linear decay; 10% warm-up then linear decay; 10% warm-up then cosine). Two tables:
 
 1. noiseless: the RMS distance of each run from the law with the *true* gain, on raw steps and on
    the learning-rate clock (:func:`bayes_grpo.runset.clock.clock_runset`), beside the same
@@ -26,6 +28,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from bayes_grpo.dynamics.coefficients import oscillator_coefficients
+from bayes_grpo.dynamics.schedule import lr_multipliers
+from bayes_grpo.dynamics.simulate import simulate_recursion
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset import make_runset
 from bayes_grpo.runset.clock import clock_runset
@@ -35,22 +39,18 @@ CASES = ((0.0, 1, 0.01), (0.5, 1, 0.01), (0.5, 4, 0.02), (0.9, 1, 0.002), (0.9, 
 
 
 def schedules() -> dict[str, np.ndarray]:
-    n = np.arange(T)
     w = T // 10
     return {
         "constant": np.ones(T),
-        "linear decay": 1.0 - n / T,
-        "warm-up + linear decay": np.where(n < w, (n + 1) / w, (T - n) / (T - w)),
-        "warm-up + cosine": np.where(n < w, (n + 1) / w, 0.5 * (1 + np.cos(np.pi * (n - w) / (T - w)))),
+        "linear decay": lr_multipliers("linear", T),
+        "warm-up + linear decay": lr_multipliers("linear", T, warmup_steps=w),
+        "warm-up + cosine": lr_multipliers("cosine", T, warmup_steps=w),
     }
 
 
 def recursion(a: float, shape: np.ndarray, mu: float, lag: int) -> np.ndarray:
-    e = np.zeros(T + 1)
-    e[0] = e[1] = R0 - PSTAR
-    for k in range(1, T):
-        e[k + 1] = e[k] + mu * (e[k] - e[k - 1]) - a * shape[k] * e[max(k - lag, 0)]
-    return PSTAR + e[:T]
+    """Rewards at steps ``0 .. T-1`` of the recursion on the schedule ``shape``."""
+    return PSTAR + simulate_recursion(a, mu, lag, T - 1, e0=R0 - PSTAR, lr_multipliers=shape)[0]
 
 
 def on_clock(y: np.ndarray, shape: np.ndarray, eta: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bayes_grpo.dynamics.coefficients import oscillator_coefficients
+from bayes_grpo.dynamics.simulate import simulate_recursion
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG
 from bayes_grpo.model.prepare import prepare_data
@@ -31,19 +32,19 @@ def test_the_clock_is_the_integral_of_the_rate_in_units_of_the_nominal_rate():
 
 
 def _linear_recursion(a_peak, shape, mu=0.9, lag=2, r0=0.1, pstar=0.8):
-    """Mean reward of e[n+1] - e[n] = mu (e[n] - e[n-1]) - a_n e[n-L] with a_n = a_peak shape[n]."""
-    e = np.zeros(shape.size + 1)
-    e[0] = e[1] = r0 - pstar
-    for k in range(1, shape.size):
-        e[k + 1] = e[k] + mu * (e[k] - e[k - 1]) - a_peak * shape[k] * e[max(k - lag, 0)]
-    return pstar + e[: shape.size]
+    """Mean reward at steps 0 .. T-1 of the recursion on the schedule ``shape`` (rate
+    ``a_peak shape[n]`` at update n, the momentum buffer apart from the rate, as torch's SGD)."""
+    return pstar + simulate_recursion(a_peak, mu, lag, shape.size - 1, e0=r0 - pstar, lr_multipliers=shape)[0]
 
 
-def test_a_run_on_a_warm_up_and_decay_schedule_is_on_the_clock_a_run_at_its_constant_rate():
-    """The constant-gain law with the true gain misses a run on a schedule by 30x its miss of
-    the same run at a constant rate on raw steps, and on the clock misses it no more than
-    that run (mu 0.5, K_ref 1: little inertia in steps); the constant-rate run is left as it was."""
-    T, w, eta, k, mu, lag = 300, 30, 0.02, 0.5, 0.5, 1
+@pytest.mark.parametrize("mu, clock_bound", [(0.0, 1.0), (0.5, 3.0)])
+def test_a_run_on_a_warm_up_and_decay_schedule_is_on_the_clock_a_run_at_its_constant_rate(mu, clock_bound):
+    """The constant-gain law with the true gain misses a run on a schedule by 30-60x its miss
+    of the same run at a constant rate on raw steps. On the clock, without inertia, it misses
+    it no more than that run (measured 0.55x); with momentum 0.5 within 3x (measured 2.3x: the
+    momentum buffer's memory is counted in optimizer steps, not on the clock). The
+    constant-rate run is left as it was."""
+    T, w, eta, k, lag = 300, 30, 0.02, 0.5, 1
     n = np.arange(T)
     shape = np.where(n < w, (n + 1) / w, (T - n) / (T - w))
     scheduled = pd.DataFrame({"reward": _linear_recursion(eta * k, shape, mu, lag), "lr": eta * shape}, index=n)
@@ -63,7 +64,7 @@ def test_a_run_on_a_warm_up_and_decay_schedule_is_on_the_clock_a_run_at_its_cons
 
     floor = law_misfit(ds, "constant")  # the continuous law against the discrete recursion
     assert law_misfit(ds, "scheduled") > 10 * floor
-    assert law_misfit(clocked, "scheduled") < 2 * floor
+    assert law_misfit(clocked, "scheduled") < clock_bound * floor
     assert law_misfit(clocked, "constant") == floor
     facts = clocked_runs(clocked)
     assert list(facts) == ["scheduled"] and facts["scheduled"]["steps"] == [0, T - 1]
