@@ -130,11 +130,17 @@ def _integer_lags(k_ref) -> np.ndarray:
     return _whole_lags(k_ref).astype(np.int64)
 
 
+def is_whole(x) -> bool:
+    """Whether every value of ``x`` (scalar or array, e.g. steps) is a finite whole number
+    (within :data:`_INTEGER_TOL`)."""
+    arr = np.asarray(x, dtype=float)
+    return bool(np.all(np.isfinite(arr)) and np.all(np.abs(arr - np.round(arr)) <= _INTEGER_TOL))
+
+
 def is_whole_lag(k_ref: float) -> bool:
-    """Whether ``k_ref`` is a finite whole number of steps (within :data:`_INTEGER_TOL`): the
-    lags the exact criterion is defined for."""
-    lag = float(k_ref)
-    return math.isfinite(lag) and abs(lag - round(lag)) <= _INTEGER_TOL
+    """Whether ``k_ref`` is a finite whole number of steps (:func:`is_whole`): the lags the
+    exact criterion is defined for."""
+    return is_whole(float(k_ref))
 
 
 def _whole_lags(k_ref) -> np.ndarray:

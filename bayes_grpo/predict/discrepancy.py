@@ -281,7 +281,8 @@ def training_predictor_trajectories(
     on the run-set grid, ``(n_runs,)`` posterior-mean ``R0`` and ``p*`` of each run's LLM,
     and the law used.
     """
-    from bayes_grpo.predict.predict import _is_integer, recursion_trajectories
+    from bayes_grpo.dynamics.stability import is_whole
+    from bayes_grpo.predict.predict import recursion_trajectories
 
     post = fitted.idata.posterior
     runset = fitted.runset
@@ -303,9 +304,9 @@ def training_predictor_trajectories(
     used = law
     if law == "recursion" and not (
         "a" in post
-        and _is_integer(steps)
+        and is_whole(steps)
         and steps.min() >= 0
-        and _is_integer(lag)
+        and is_whole(lag)
         and np.isfinite(mu).all()
     ):
         used = "continuous"

@@ -40,6 +40,7 @@ from bayes_grpo._io import write_atomic
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
+from bayes_grpo.dynamics.stability import is_whole
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
 from bayes_grpo.predict.summary import (
@@ -123,11 +124,6 @@ def horizon_steps(steps: int | Sequence[float] | np.ndarray) -> np.ndarray:
     return arr
 
 
-def _is_integer(x: np.ndarray | float) -> bool:
-    arr = np.asarray(x, dtype=float)
-    return bool(np.all(np.isfinite(arr)) and np.all(np.abs(arr - np.round(arr)) < 1e-9))
-
-
 def choose_law(
     law: str, *, parameterisation: str, k_ref: float, steps: np.ndarray
 ) -> tuple[str, str]:
@@ -141,9 +137,9 @@ def choose_law(
     problems = []
     if parameterisation != "mechanistic":
         problems.append(f"{parameterisation} draws have no gain a = eta K")
-    if not _is_integer(k_ref) or float(k_ref) < 0:
+    if not is_whole(k_ref) or float(k_ref) < 0:
         problems.append(f"K_ref = {k_ref} is not a whole number of steps")
-    if not _is_integer(steps):
+    if not is_whole(steps):
         problems.append("the steps are not integers")
     if law == "continuous":
         return "continuous", "asked for"
@@ -197,10 +193,10 @@ def recursion_trajectories(
     numpy.ndarray ``(n_draws, n_steps)`` (reward units; inf/NaN for diverging draws).
     """
     steps = np.asarray(steps, dtype=float)
-    if not _is_integer(steps) or np.any(steps < 0):
+    if not is_whole(steps) or np.any(steps < 0):
         raise ValueError("the recursion needs integer steps >= 0")
     lag_obs = float(k_ref if observation_lag is None else observation_lag)
-    if not _is_integer(lag_obs) or lag_obs < 0:
+    if not is_whole(lag_obs) or lag_obs < 0:
         raise ValueError(f"observation_lag must be a whole number of steps >= 0, got {lag_obs}")
     idx = np.maximum(np.round(steps).astype(np.int64) - int(round(lag_obs)), 0)
     a = np.asarray(a, dtype=float).reshape(-1)
@@ -306,7 +302,7 @@ def stability_probabilities(a: np.ndarray, momentum: float, k_ref: float) -> dic
     from bayes_grpo.checks.stability import stability_probabilities as _probabilities
 
     a = np.asarray(a, dtype=float)
-    if _is_integer(k_ref):
+    if is_whole(k_ref):
         out = _probabilities(a, momentum=float(momentum), k_ref=float(k_ref))
         return {
             "prob_unstable_closed_form": out["p_unstable_closed_form"],
@@ -695,7 +691,7 @@ def predict_run(
             "for the setting, and P(unstable) is not given (NaN); use a mechanistic fit"
             + ("; the learning-rate schedule only re-times that curve" if multipliers is not None else ""),
         )
-    elif not _is_integer(k_ref):
+    elif not is_whole(k_ref):
         warnings_.append(
             f"K_ref = {float(k_ref):g} is not a whole number of steps: the exact (discrete "
             "recursion) stability criterion is not defined, so P(unstable, exact) is not given "
