@@ -166,6 +166,8 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
             "--group-size", "8", "--steps", "100", "--no-discrepancy", "--json"]  # fmt: skip
     assert main([*base, "--lr-schedule", "linear", "--warmup-steps", "10", "--decay-steps", "200"]) == 0
     named = json.loads(capsys.readouterr().out)
+    assert named["lr_schedule"] == "linear, warm-up 10, decay to step 200"
+    assert named["lr_schedule_peak_rate"] == 1.0
     schedule = tmp_path / "lr.csv"
     steps = np.arange(100)
     rate = lr_multipliers("linear", 100, warmup_steps=10, decay_steps=200)
@@ -174,8 +176,10 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
     from_file = json.loads(capsys.readouterr().out)
     assert from_file["stop_step"] == named["stop_step"]
     assert from_file["time_to_fraction"] == named["time_to_fraction"]
+    assert from_file["lr_schedule"] == str(schedule)
     assert main([*base]) == 0
-    assert json.loads(capsys.readouterr().out)["time_to_fraction"] != named["time_to_fraction"]
+    constant = json.loads(capsys.readouterr().out)
+    assert constant["time_to_fraction"] != named["time_to_fraction"] and "lr_schedule" not in constant
 
     short = tmp_path / "short.csv"
     short.write_text("step,lr\n0,1\n50,1\n")

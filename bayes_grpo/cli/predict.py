@@ -239,6 +239,10 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             out[key] = ds.attrs[key]
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
+    settings = json.loads(ds.attrs.get("settings", "{}"))
+    if "lr_schedule" in settings:  # a run on a schedule: say which, beside its results
+        out["lr_schedule"] = settings["lr_schedule"]
+        out["lr_schedule_peak_rate"] = settings["lr_schedule_peak_rate"]
     out.update(extra or {})
     if args.output:
         save_prediction(ds, args.output)
