@@ -151,9 +151,11 @@ def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | Non
         f"runs {scheduled} log a learning-rate schedule (warm-up or decay): the law's coefficients "
         "are constant over a run (mechanistic: the gain eta K at the run's learning_rate), so the "
         "fit averages over the schedule and cannot draw a gain that changes along the run; "
-        "predictions and stability verdicts for these settings assume a constant rate. Re-timing "
-        "the runs on the learning-rate clock (ingest --lr-clock, bayes_grpo.runset.clock) turns "
-        "them into runs at their constant learning_rate"
+        "stability verdicts for these settings assume a constant rate (predict --lr-schedule "
+        "predicts a new run on a schedule). Re-timing the runs on the learning-rate clock "
+        "(ingest --lr-clock, bayes_grpo.runset.clock) turns them into runs at their constant "
+        "learning_rate exactly without momentum, approximately with it (README: on the public "
+        "logs it did not improve the law's fit)"
     )
 
 
