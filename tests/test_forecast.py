@@ -261,6 +261,40 @@ def test_an_iid_forecast_of_a_wandering_run_warns_that_its_bands_are_too_narrow(
     assert not any("correlated in time" in w for w in attr_warnings(fc))
 
 
+def _runs_with_a_solved_one(level: float = 1.0):
+    """Three runs that rise from 0.2 to 0.8 (white noise) and one, ``solved``, whose reward
+    is ``level`` at every step (a run solved from step 0: 1; or never solved: 0)."""
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(1)
+    steps = np.arange(0, 200, 2)
+    rise = 0.8 - 0.6 * np.exp(-steps / 40)
+    curves = {
+        f"r{i}": pd.DataFrame(
+            {"reward": np.clip(rise + rng.normal(0, 0.03, steps.size), 0, 1)}, index=steps
+        )
+        for i in range(3)
+    }
+    curves["solved"] = pd.DataFrame({"reward": np.full(steps.size, level)}, index=steps)
+    return make_runset(curves, {k: {"model": "m"} for k in curves})
+
+
+@pytest.mark.parametrize("level", [1.0, 0.0])
+def test_an_iid_forecast_of_a_constant_run_does_not_say_it_wanders(level):
+    """`forecast --run solved --upto 100 --likelihood iid` of a run solved from step 0 (reward
+    1 throughout; or 0, never solved) said its residuals were correlated in time (lag-1 0.93)
+    and its reward wandered: with the other runs' prior the curve misses the level, and the
+    residuals are its mirror image, with no noise at all."""
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    fc = forecast_in_runset(
+        _runs_with_a_solved_one(level), "solved", 100, likelihood="iid", n_draws=300
+    )
+    assert not any("correlated in time" in w for w in attr_warnings(fc)), attr_warnings(fc)
+
+
 # --------------------------------------------------------------------------- onset, noise shape,
 # mixture prior, band calibration (issue 7, second round)
 

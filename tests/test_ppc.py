@@ -68,7 +68,9 @@ class KnownPosterior:
         )
 
 
-def _runset(ar1: float = 0.0, seed: int = 1, n_steps: int = 400):
+def _runset(ar1: float = 0.0, seed: int = 1, n_steps: int = 400, solved_model: str | None = None):
+    """Four runs (G 4, 4, 16, 16) drawn from the truth; with ``solved_model``, a fifth run
+    ``solved`` of that LLM (G 4) whose reward is 1 at every step."""
     rng = np.random.default_rng(seed)
     t = np.arange(n_steps, dtype=float)
     M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
@@ -90,6 +92,9 @@ def _runset(ar1: float = 0.0, seed: int = 1, n_steps: int = 400):
             "momentum_convention": "heavy_ball",
             "k_ref": KREF,
         }
+    if solved_model is not None:
+        curves["solved"] = pd.DataFrame({"reward": np.ones(n_steps)}, index=np.arange(n_steps))
+        meta["solved"] = meta["r0"] | {"model": solved_model}
     return make_runset(curves, meta)
 
 
@@ -113,6 +118,21 @@ def test_residual_autocorrelation_flags_correlated_fluctuations_only():
     red = residual_autocorrelation_check(KnownPosterior(), _runset(ar1=0.6))
     assert red.passed is False and "state_space" in red.summary
     assert red.table["acf_lag1"].min() > 0.45
+
+
+@pytest.mark.parametrize("llm", ["m", "another"])
+def test_a_run_with_a_constant_reward_is_no_wander(llm):
+    """A run solved from step 0 (reward 1 at every step) failed the check with lag-1
+    autocorrelation 0.99: its residuals are the curve's mirror image, not a reward wandering
+    about it. It is left out and said to be, whether it shares the LLM of white runs or not."""
+    res = residual_autocorrelation_check(KnownPosterior(), _runset(solved_model=llm))
+    assert res.passed is True, res.summary
+    assert "Runs ['solved'] with a constant reward are left out" in res.summary
+    assert set(res.table.index.get_level_values("model")) == {"m"}
+    # correlated residuals of the other runs still fail, and the constant run of their LLM
+    # is named as a cause (it pulls a fitted curve towards its level)
+    red = residual_autocorrelation_check(KnownPosterior(), _runset(ar1=0.6, solved_model="m"))
+    assert red.passed is False and "pull their LLM's curve" in red.summary
 
 
 def test_stationary_variance_matches_d_over_2gck_and_scales_as_one_over_g():

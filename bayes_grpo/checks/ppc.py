@@ -231,14 +231,24 @@ def residual_autocorrelation_check(
 
     Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
     ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals).
+    Runs with a constant reward (:func:`bayes_grpo.model.prepare.constant_reward`, e.g. a run
+    solved from step 0) are left out: their residuals are the mean curve's mirror image, as
+    correlated as the curve is smooth, with no noise in them to check. When the check fails
+    for an LLM with such runs, the summary says they can be the cause: they pull the LLM's
+    curve towards their level, away from its other runs.
     """
+    from bayes_grpo.model.prepare import constant_reward
+
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
-    rows = []
+    rows, constant = [], []
     for (model, g), runs in _groups(ds).items():
         acfs, weights = [], []
         for run in runs:
             pr = run_predictive(fitted, ds, run, rng=rng)
+            if constant_reward(pr["y"]):
+                constant.append((str(run), model))
+                continue
             if pr["t"].size <= max(ACF_LAGS) + 2:
                 continue
             resid = pr["y"] - np.median(pr["mean"], axis=0)
@@ -252,12 +262,30 @@ def residual_autocorrelation_check(
         row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
         row["ok"] = bool(abs(acf[0]) <= band)
         rows.append(row)
+    left_out = (
+        f" Runs {[r for r, _ in constant]} with a constant reward are left out: no residual "
+        "noise to check."
+        if constant
+        else ""
+    )
     if not rows:
-        return CheckResult("ppc_residual_autocorrelation", None, "Not assessable: runs too short.")
+        return CheckResult(
+            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{left_out}"
+        )
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all())
     worst = table["acf_lag1"].abs().max()
+    bad = set(table.index[~table["ok"]].get_level_values("model"))
+    pulling = [r for r, m in constant if m in bad]
+    if pulling:
+        # a constant run pulls its LLM's plateau and initial reward towards its level: the
+        # other runs' residuals then drift about the misplaced curve, a wander of no SDE
+        left_out = (
+            f" Runs {pulling} with a constant reward are left out, but they pull their LLM's "
+            "curve towards their level, which alone can correlate its other runs' residuals: "
+            "leave them out and refit before reading this as a wander."
+        )
     summary = (
         f"Residual lag-1 autocorrelation up to {worst:.2f} (white-noise band ±{table['white_noise_band'].max():.2f})."
         + (
@@ -266,6 +294,7 @@ def residual_autocorrelation_check(
             else " Residuals are correlated in time: the stationary fluctuations of the SDE are; "
             "fit with likelihood='state_space' for honest uncertainties."
         )
+        + left_out
     )
     return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
 

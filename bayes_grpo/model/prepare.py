@@ -159,6 +159,14 @@ def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | Non
     )
 
 
+def constant_reward(y: np.ndarray) -> bool:
+    """Whether a run's finite rewards ``y`` never change (``np.ptp == 0``; False for none): a
+    level with no dynamics, whose residuals from any curve are that curve's mirror image."""
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    return bool(y.size and np.ptp(y) == 0)
+
+
 def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
     """Notes on runs the law can only misread: a log that starts late, a constant reward
     (``fit`` and ``compare`` print them).
@@ -175,7 +183,7 @@ def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> li
         spacing = float(np.median(np.diff(t))) if t.size > 1 else 0.0
         if t[0] > LATE_START_FRACTION * t[-1] and t[0] > spacing:
             late.append(f"{run_id} (from step {t[0]:.15g} to {t[-1]:.15g})")
-        if np.ptp(y) == 0:
+        if constant_reward(y):
             flat.append(f"{run_id} ({y[0]:g} at all {y.size} logged steps)")
     notes = []
     if late:
@@ -223,7 +231,7 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     if few:
         raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
 
-    flat = [r for r, row in zip(run_ids, reward) if np.ptp(row[np.isfinite(row)]) == 0]
+    flat = [r for r, row in zip(run_ids, reward) if constant_reward(row)]
     if len(flat) == len(run_ids):
         raise RunSetError(
             f"every run has a constant reward ({', '.join(flat)}): there are no dynamics to fit "

@@ -1641,12 +1641,14 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     The residuals are the logged rewards minus the posterior-median mean curve at the logged
     steps. A reward that wanders about its curve (the SDE's process noise) leaves a lag-1
     autocorrelation beyond the white-noise band ``WHITE_NOISE_Z / sqrt(n)``; the i.i.d. bands
-    then read the wander as signal and are too narrow. None when the residuals look white or
-    the prefix is too short to tell.
+    then read the wander as signal and are too narrow. None when the residuals look white,
+    the prefix is too short to tell, or its reward is constant (a run solved from step 0:
+    its residuals are the curve's mirror image, not a wander).
     """
     from bayes_grpo.checks.ppc import WHITE_NOISE_Z, autocorrelation
+    from bayes_grpo.model.prepare import constant_reward
 
-    if post.t.size <= FEW_PREFIX_POINTS:
+    if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
         return None
     resid = post.y - np.median(mean_curve(post.draws, post.t), axis=0)
     lag1 = float(autocorrelation(resid, (1,))[0])
