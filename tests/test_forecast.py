@@ -295,6 +295,30 @@ def test_an_iid_forecast_of_a_constant_run_does_not_say_it_wanders(level):
     assert not any("correlated in time" in w for w in attr_warnings(fc)), attr_warnings(fc)
 
 
+def test_a_forecast_of_a_constant_run_says_what_fit_says_of_it(tmp_path, capsys):
+    """`forecast --run solved --upto 100` of a run solved from step 0 forecast its reward
+    falling to the other runs' plateau (0.8) without a word; `fit` notes a constant run
+    (prepare.shape_notes). The forecast now says so too, on stderr and in the JSON."""
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.model.prepare import shape_notes
+    from bayes_grpo.runset import save_runset
+
+    ds = _runs_with_a_solved_one()
+    path = save_runset(ds, tmp_path / "runs.nc")
+    assert main(["forecast", str(path), "--run", "solved", "--upto", "100", "--json"]) == 0
+    out = capsys.readouterr()
+    note = "runs ['solved (1 at all 51 logged steps up to step 100)'] have a constant reward: "
+    assert any(w.startswith(note + "no dynamics to fit") for w in json.loads(out.out)["warnings"])
+    assert f"bayes-grpo forecast: warning: {note}" in out.err
+    fit_notes = shape_notes(["solved"], ds["step"].values, ds["reward"].sel(run=["solved"]).values)
+    assert "have a constant reward: no dynamics to fit" in fit_notes[0]
+    # a run that rises gets no such note
+    assert main(["forecast", str(path), "--run", "r0", "--upto", "100", "--json"]) == 0
+    assert not any("constant reward" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
 # --------------------------------------------------------------------------- onset, noise shape,
 # mixture prior, band calibration (issue 7, second round)
 

@@ -167,6 +167,22 @@ def constant_reward(y: np.ndarray) -> bool:
     return bool(y.size and np.ptp(y) == 0)
 
 
+def constant_reward_note(runs: list[str], *, forecast: bool = False) -> str:
+    """The note on runs whose reward is constant (:func:`constant_reward`), labelled as in
+    ``runs``: for a fit (``fit`` and ``compare`` print it, :func:`shape_notes`), or with
+    ``forecast`` for a run forecast from a constant prefix (``bayes-grpo forecast``)."""
+    if forecast:
+        effect = "so the forecast's plateau, time scale and regime are its prior's, not the run's"
+        remedy = ""
+    else:
+        effect = "yet they pull their LLM's plateau and initial reward towards that level"
+        remedy = " or leave them out"
+    return (
+        f"runs {runs} have a constant reward: no dynamics to fit, {effect}; check the log "
+        f"(reward column, logging){remedy}"
+    )
+
+
 def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> list[str]:
     """Notes on runs the law can only misread: a log that starts late, a constant reward
     (``fit`` and ``compare`` print them).
@@ -193,11 +209,7 @@ def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> li
             "the start of training (a step counter offset), number its steps from 0"
         )
     if flat:
-        notes.append(
-            f"runs {flat} have a constant reward: no dynamics to fit, yet they pull their LLM's "
-            "plateau and initial reward towards that level; check the log (reward column, "
-            "logging) or leave them out"
-        )
+        notes.append(constant_reward_note(flat))
     return notes
 
 

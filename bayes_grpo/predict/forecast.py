@@ -871,7 +871,12 @@ def forecast_in_runset(
     forecast says so in its warnings, and attr ``prefix_instability`` (JSON, see
     :func:`prefix_instability`) holds the evidence either way. A damped oscillation and a
     growing grad norm do not count (see there).
+
+    A run whose reward is constant up to ``upto`` (a run solved from step 0) has no dynamics
+    to fit: its warnings say so, in the words of ``fit``'s note
+    (:func:`bayes_grpo.model.prepare.constant_reward_note`).
     """
+    from bayes_grpo.model.prepare import constant_reward, constant_reward_note
     from bayes_grpo.runset import REWARD_VAR, RunSetError
 
     runs = [str(r) for r in runset["run"].values]
@@ -962,6 +967,10 @@ def forecast_in_runset(
         )
         fc = apply_band_calibration(fc, cal)
     notes = [late_upto] if late_upto is not None else []
+    if constant_reward(y_all[seen]):
+        level, n_seen = y_all[seen][0], int(seen.sum())
+        label = f"{run_id} ({level:g} at all {n_seen} logged steps up to step {upto:g})"
+        notes.append(constant_reward_note([label], forecast=True))
     if check_instability:
         found = prefix_instability(runset, run_id, upto)
         fc.attrs["prefix_instability"] = json.dumps(found)
