@@ -104,6 +104,36 @@ def test_posterior_mode_dispatches_to_the_checks_area(monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["values"]["p_unstable_exact"] == 0.03
 
 
+def test_a_model_size_given_with_a_fitted_llm_is_said_unused_whatever_its_name(monkeypatch, capsys):
+    """`stability --posterior` told a fitted LLM from a new one by the label ending in
+    "(population level)": a fitted LLM of that name took --model-size silently. The result
+    now says which it is (``values["new_model"]``); the printed output is unchanged."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import xarray as xr
+
+    import bayes_grpo.checks.stability as checks_stability
+
+    class Fitted:
+        data = SimpleNamespace(models=["llm (population level)", "other"])
+
+        def coefficient_draws(self, **kwargs):
+            a = (("chain", "draw"), np.full((1, 50), 0.01))
+            return xr.Dataset({"a": a}, attrs={"parameterisation": "mechanistic"})
+
+    monkeypatch.setattr(checks_stability, "_as_model", lambda path: Fitted())
+    args = ["stability", "--posterior", "fit.nc", "--lr", "1e-3", "--momentum", "0.5"]
+    args += ["--k-ref", "4", "--convention", "heavy_ball", "--model-size", "3e9"]
+    assert main([*args, "--model", "llm (population level)", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["values"]["new_model"] is False
+    assert "--model-size 3e+09 is not used: 'llm (population level)' is a fitted LLM" in out.err
+    assert main([*args, "--json"]) == 0  # a new model: its size is used
+    out = capsys.readouterr()
+    assert json.loads(out.out)["values"]["new_model"] is True and "not used" not in out.err
+
+
 def test_a_k_ref_too_large_for_the_exact_criterion_is_a_clear_error(capsys):
     # K_ref = 100000 asked numpy for a 75 GiB companion matrix: a MemoryError traceback
     assert main(["stability", "--eta-k", "0.01", "--k-ref", "100000", "--json"]) == 2

@@ -255,15 +255,24 @@ def _gain_draws(
     return np.asarray(draws["a"].values, dtype=float)
 
 
-def _label(fitted: Any, model: str | None, model_size: float | None = None) -> str:
-    """Which curvature a question used: a fitted LLM's, or the population level's (with the
-    new LLM's size, in parameters, when given)."""
+def _fitted_llm(fitted: Any, model: str | None) -> str | None:
+    """The fitted LLM whose curvature a question uses (``model``, or the fit's only LLM when
+    none is named); None for a new model, drawn from the population level."""
     data = getattr(fitted, "data", None)
     models = list(getattr(data, "models", []) or [])
     if model is not None and model in models:
         return model
     if model is None and len(models) == 1:
         return models[0]
+    return None
+
+
+def _label(fitted: Any, model: str | None, model_size: float | None = None) -> str:
+    """Which curvature a question used: a fitted LLM's, or the population level's (with the
+    new LLM's size, in parameters, when given)."""
+    llm = _fitted_llm(fitted, model)
+    if llm is not None:
+        return llm
     size = f" of {float(model_size):.3g} parameters" if model_size is not None else ""
     return f"a new model{' ' + repr(model) if model else ''}{size} (population level)"
 
@@ -328,7 +337,9 @@ def stability_from_posterior(
 
     Returns
     -------
-    CheckResult named ``"stability"`` (see :func:`stability_from_draws`).
+    CheckResult named ``"stability"`` (see :func:`stability_from_draws`), whose values also
+    say ``new_model``: True when the curvature is the population level's (a new model, where
+    ``model_size`` is used), False for a fitted LLM's.
     """
     fitted = _as_model(posterior_path_or_model)
     a = _gain_draws(
@@ -340,7 +351,7 @@ def stability_from_posterior(
         model=model,
         model_size=model_size,
     )
-    return stability_from_draws(
+    result = stability_from_draws(
         a,
         learning_rate=learning_rate,
         momentum=momentum,
@@ -348,6 +359,8 @@ def stability_from_posterior(
         k_ref=k_ref,
         label=_label(fitted, model, model_size),
     )
+    result.values["new_model"] = _fitted_llm(fitted, model) is None
+    return result
 
 
 def phase_probabilities(

@@ -212,7 +212,7 @@ def _run_posterior(args: argparse.Namespace) -> int:
         model=args.model,
         model_size=args.model_size,
     )
-    if args.model_size is not None and not str(result.values.get("model", "")).endswith("(population level)"):
+    if args.model_size is not None and not result.values.get("new_model", False):
         print(
             f"bayes-grpo stability: warning: --model-size {args.model_size:g} is not used: "
             f"{result.values.get('model')!r} is a fitted LLM, whose curvature is its own",
