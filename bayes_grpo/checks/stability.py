@@ -566,13 +566,11 @@ def phase_diagram(
     )
     if observed is None:
         # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
-        models = list(getattr(getattr(fitted, "data", None), "models", []) or [])
-        own = model if model in models else None
         observed = observed_settings(
             fitted_runset(fitted),
             momentum=momentum,
             momentum_convention=momentum_convention,
-            model=own,
+            model=_fitted_llm(fitted, model),
         )
     return phase_diagram_from_draws(
         K,
