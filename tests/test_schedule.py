@@ -164,8 +164,8 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
     monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
     base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2",
             "--group-size", "8", "--steps", "100", "--no-discrepancy", "--json"]  # fmt: skip
-    assert main([*base, "--lr-schedule", "linear", "--warmup-steps", "10", "--decay-steps", "200"]) == 0
-    named = json.loads(capsys.readouterr().out)
+    assert main([*base, "--lr-scheduler", "linear", "--warmup-steps", "10", "--decay-steps", "200"]) == 0
+    named = json.loads(capsys.readouterr().out)  # --lr-scheduler: train's name for the flag
     assert named["lr_schedule"] == "linear, warm-up 10, decay to step 200"
     assert named["lr_schedule_peak_rate"] == 1.0
     schedule = tmp_path / "lr.csv"

@@ -167,6 +167,8 @@ def add_lr_schedule_args(parser: argparse.ArgumentParser, *, what: str) -> None:
 
     parser.add_argument(
         "--lr-schedule",
+        "--lr-scheduler",  # the name `bayes-grpo train` takes (transformers' lr_scheduler_type)
+        dest="lr_schedule",
         default="constant",
         metavar="SCHEDULE",
         help=(

@@ -247,7 +247,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument(
         "--lr-scheduler",
         default="constant",
-        help="transformers scheduler name (default: %(default)s; the theory assumes constant)",
+        help="transformers scheduler name (default: %(default)s; the fitted law assumes a constant "
+        "rate; `predict --lr-schedule` predicts a run on linear, cosine or constant with --warmup-steps)",
     )
     k.add_argument(
         "--warmup-steps", type=int, default=0, help="scheduler warm-up steps (default: %(default)s)"
