@@ -192,3 +192,16 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
     assert "bad.csv: a schedule file needs columns step and lr" in capsys.readouterr().err
     assert main([*base, "--lr-schedule", "cosin"]) != 0
     assert "neither a schedule (constant, linear, cosine) nor a file" in capsys.readouterr().err
+
+
+def test_a_schedule_file_starting_after_update_0_is_refused_not_carried_back(tmp_path, capsys, monkeypatch):
+    # np.interp held the first rate flat before the file's first step: a file from step 5 was
+    # read as a run at that rate from update 0
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    late = tmp_path / "late.csv"
+    late.write_text("step,lr\n5,1\n100,1\n")
+    assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
+                 "8", "--steps", "100", "--no-discrepancy", "--lr-schedule", str(late)]) != 0  # fmt: skip
+    assert "late.csv: the schedule starts at step 5; the horizon needs the rate from update 0" in capsys.readouterr().err

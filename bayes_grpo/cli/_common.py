@@ -174,7 +174,7 @@ def add_lr_schedule_args(parser: argparse.ArgumentParser, *, what: str) -> None:
         help=(
             f"learning-rate schedule of {what}: {', '.join(SCHEDULES)} (Hugging Face's, as TRL uses "
             "them; default constant), or a CSV file with columns step,lr (the rate of each update, "
-            "linear in between); --lr is the nominal (peak) rate"
+            "from step 0, linear in between); --lr is the nominal (peak) rate"
         ),
     )
     parser.add_argument(
@@ -243,6 +243,12 @@ def lr_schedule_from_args(
     if step.size == 0 or step[-1] < n_updates - 1:
         last = f"ends at step {step[-1]:g}" if step.size else "is empty"
         raise ValueError(f"{path}: the schedule {last}; the horizon needs the rate up to update {n_updates - 1}")
+    if step[0] > 0:
+        # np.interp would carry the first rate back to update 0: a file from a logger whose
+        # first row is step 1 (or that skips a warm-up) was read as a run without that warm-up
+        raise ValueError(
+            f"{path}: the schedule starts at step {step[0]:g}; the horizon needs the rate from update 0"
+        )
     updates = np.arange(n_updates, dtype=float)
     return np.interp(updates, step, rate) / learning_rate, str(path)
 
