@@ -205,3 +205,17 @@ def test_a_schedule_file_starting_after_update_0_is_refused_not_carried_back(tmp
     assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
                  "8", "--steps", "100", "--no-discrepancy", "--lr-schedule", str(late)]) != 0  # fmt: skip
     assert "late.csv: the schedule starts at step 5; the horizon needs the rate from update 0" in capsys.readouterr().err
+
+
+def test_a_bad_row_of_a_schedule_file_is_quoted_as_written_not_as_numpy_reprs(tmp_path):
+    import argparse
+
+    from bayes_grpo.cli._common import lr_schedule_from_args
+
+    bad = tmp_path / "nan.csv"
+    bad.write_text("step,lr\n0,0.1\n5,nan\n10,0\n")
+    args = argparse.Namespace(lr_schedule=str(bad), warmup_steps=0, decay_steps=None)
+    with pytest.raises(ValueError) as err:
+        lr_schedule_from_args(args, 0.1, 10)
+    assert "nan.csv: row 3 has step 5, lr nan; each row needs" in str(err.value)
+    assert "np." not in str(err.value)

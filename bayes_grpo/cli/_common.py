@@ -232,9 +232,11 @@ def lr_schedule_from_args(
     bad = ~(np.isfinite(step) & np.isfinite(rate) & (rate >= 0))
     if bad.any():
         row = int(np.argmax(bad))
+        # Python values (10, nan), not numpy's reprs (np.int64(10), np.float64(nan))
+        step_cell, rate_cell = frame[cols["step"]].tolist()[row], frame[rate_col].tolist()[row]
         raise ValueError(
-            f"{path}: row {row + 2} has step {frame[cols['step']].iloc[row]!r}, lr "
-            f"{frame[rate_col].iloc[row]!r}; each row needs a number step and a rate >= 0"
+            f"{path}: row {row + 2} has step {step_cell!r}, lr {rate_cell!r}; "
+            "each row needs a number step and a rate >= 0"
         )
     order = np.argsort(step, kind="stable")
     step, rate = step[order], rate[order]
