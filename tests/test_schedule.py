@@ -219,3 +219,22 @@ def test_a_bad_row_of_a_schedule_file_is_quoted_as_written_not_as_numpy_reprs(tm
         lr_schedule_from_args(args, 0.1, 10)
     assert "nan.csv: row 3 has step 5, lr nan; each row needs" in str(err.value)
     assert "np." not in str(err.value)
+
+
+def test_a_constant_schedule_has_no_decay_length_with_or_without_a_warm_up(tmp_path, capsys, monkeypatch):
+    # a warm-up outlasting the horizon was refused for a decay length constant does not have,
+    # and --decay-steps after a warm-up was ignored (labelled "decay to step 50") where without
+    # one it was refused
+    from bayes_grpo.cli import main
+
+    np.testing.assert_allclose(lr_multipliers("constant", 4, warmup_steps=8), [0, 1 / 8, 2 / 8, 3 / 8])
+    with pytest.raises(ValueError, match="constant does not decay"):
+        lr_multipliers("constant", 10, warmup_steps=2, decay_steps=50)
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
+            "8", "--steps", "100", "--no-discrepancy", "--json", "--lr-schedule", "constant"]  # fmt: skip
+    assert main([*base, "--warmup-steps", "200"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_to_fraction"]
+    for warm in ("0", "10"):
+        assert main([*base, "--warmup-steps", warm, "--decay-steps", "50"]) != 0
+        assert "--decay-steps needs --lr-schedule linear or cosine" in capsys.readouterr().err

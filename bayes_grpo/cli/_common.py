@@ -203,9 +203,10 @@ def lr_schedule_from_args(
 
     spec = args.lr_schedule
     if spec in SCHEDULES:
+        if spec == "constant" and args.decay_steps is not None:
+            # also with a warm-up, where it was ignored and shown as "decay to step T"
+            raise ValueError("--decay-steps needs --lr-schedule linear or cosine")
         if spec == "constant" and args.warmup_steps == 0:
-            if args.decay_steps is not None:
-                raise ValueError("--decay-steps needs --lr-schedule linear or cosine")
             return None, None
         multipliers = lr_multipliers(
             spec, n_updates, warmup_steps=args.warmup_steps, decay_steps=args.decay_steps

@@ -46,7 +46,7 @@ def lr_multipliers(
         Linear warm-up length ``W >= 0`` (updates).
     decay_steps
         ``T``, the update at which "linear" and "cosine" reach 0 (the planned training
-        length; default ``n_updates``); must exceed ``warmup_steps``.
+        length; default ``n_updates``); must exceed ``warmup_steps``. None for "constant".
 
     Returns
     -------
@@ -60,16 +60,20 @@ def lr_multipliers(
     warm = int(warmup_steps)
     if warm < 0 or warm != warmup_steps:
         raise ValueError(f"warmup_steps must be a whole number >= 0, got {warmup_steps!r}")
-    total = n_updates if decay_steps is None else decay_steps
-    if int(total) != total or total <= warm:
-        raise ValueError(
-            f"decay_steps must be a whole number of updates above the warm-up ({warm}), got {total!r}"
-        )
-    total = int(total)
     n = np.arange(n_updates, dtype=float)
     if kind == "constant":
+        # it does not decay: a decay length was ignored, and the default one (n_updates) refused
+        # a warm-up that outlasts the horizon, which is a valid run
+        if decay_steps is not None:
+            raise ValueError("decay_steps applies to the linear and cosine schedules; constant does not decay")
         after = np.ones_like(n)
     else:
+        total = n_updates if decay_steps is None else decay_steps
+        if int(total) != total or total <= warm:
+            raise ValueError(
+                f"decay_steps must be a whole number of updates above the warm-up ({warm}), got {total!r}"
+            )
+        total = int(total)
         progress = np.clip((n - warm) / (total - warm), 0.0, 1.0)
         after = 1.0 - progress if kind == "linear" else 0.5 * (1.0 + np.cos(np.pi * progress))
     return np.where(n < warm, n / max(warm, 1), after)
