@@ -238,3 +238,20 @@ def test_a_constant_schedule_has_no_decay_length_with_or_without_a_warm_up(tmp_p
     for warm in ("0", "10"):
         assert main([*base, "--warmup-steps", warm, "--decay-steps", "50"]) != 0
         assert "--decay-steps needs --lr-schedule linear or cosine" in capsys.readouterr().err
+
+
+def test_a_decay_not_after_the_warm_up_is_refused_naming_the_options(tmp_path, capsys, monkeypatch):
+    # the message was lr_multipliers' "decay_steps must be ... above the warm-up (200), got 100",
+    # naming a parameter the command line does not have and a value nobody gave
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
+            "8", "--steps", "100", "--no-discrepancy", "--lr-schedule", "cosine", "--warmup-steps", "200"]  # fmt: skip
+    assert main(base) != 0
+    err = capsys.readouterr().err
+    assert "--lr-schedule cosine: --warmup-steps 200 does not end before the horizon (100 updates)" in err
+    assert "give --decay-steps" in err and "decay_steps" not in err
+    assert main([*base, "--decay-steps", "150"]) != 0
+    assert "--decay-steps 150 must exceed --warmup-steps 200" in capsys.readouterr().err
+    assert main([*base, "--decay-steps", "300"]) == 0

@@ -208,6 +208,19 @@ def lr_schedule_from_args(
             raise ValueError("--decay-steps needs --lr-schedule linear or cosine")
         if spec == "constant" and args.warmup_steps == 0:
             return None, None
+        warm = args.warmup_steps
+        if spec != "constant" and (args.decay_steps or n_updates) <= warm:
+            # lr_multipliers' own message named decay_steps, and the horizon as if it were given
+            if args.decay_steps is None:
+                raise ValueError(
+                    f"--lr-schedule {spec}: --warmup-steps {warm} does not end before the horizon ("
+                    f"{n_updates} updates), where the decay ends by default; give --decay-steps (the "
+                    "planned training length) above the warm-up"
+                )
+            raise ValueError(
+                f"--lr-schedule {spec}: --decay-steps {args.decay_steps} must exceed --warmup-steps "
+                f"{warm} (the decay follows the warm-up)"
+            )
         multipliers = lr_multipliers(
             spec, n_updates, warmup_steps=args.warmup_steps, decay_steps=args.decay_steps
         )
