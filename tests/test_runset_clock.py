@@ -127,3 +127,19 @@ def test_cli_ingest_re_reads_a_saved_run_set_to_re_time_it(tmp_path, capsys):
     assert "raw.nc: a saved run set is re-read alone" in capsys.readouterr().err
     assert main(["ingest", str(clocked), "--lr-clock", "-o", str(tmp_path / "twice.nc")]) != 0
     assert "on the learning-rate clock already" in capsys.readouterr().err
+
+
+def test_cli_ingest_names_the_inputs_a_saved_run_set_is_not_merged_with(tmp_path, capsys):
+    # the same run set given twice was reported as merged with ['--manifest']
+    from bayes_grpo.cli import main
+
+    raw = tmp_path / "raw.nc"
+    assert main(["simulate", "bandit", "--k-ref", "1", "--seeds", "1", "--steps", "20", "-o", str(raw)]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(raw), str(raw), "-o", str(tmp_path / "x.nc")]) != 0
+    err = capsys.readouterr().err
+    assert f"ingest does not merge it with other inputs (['{raw}'])" in err and "--manifest" not in err
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path,run\nraw.nc,a\n")
+    assert main(["ingest", str(raw), "--manifest", str(manifest), "-o", str(tmp_path / "x.nc")]) != 0
+    assert f"(['--manifest {manifest}'])" in capsys.readouterr().err

@@ -172,9 +172,14 @@ def _reread_runset(saved: list[str], args: argparse.Namespace):
     from bayes_grpo.runset import load_runset
 
     if len(args.paths) > 1 or args.manifest:
+        # the other inputs as given: filtering out saved[0] by value dropped the same file given
+        # twice, and the message then named --manifest
+        others = list(args.paths)
+        others.remove(saved[0])
+        others += [f"--manifest {args.manifest}"] if args.manifest else []
         raise ValueError(
             f"{saved[0]}: a saved run set is re-read alone; ingest does not merge it with other "
-            f"inputs ({[p for p in args.paths if p != saved[0]] or ['--manifest']})"
+            f"inputs ({others})"
         )
     ignored = [flag for flag, on in (("--reward-key", args.reward_key), ("--strict", args.strict)) if on]
     if ignored:
