@@ -143,3 +143,16 @@ def test_cli_ingest_names_the_inputs_a_saved_run_set_is_not_merged_with(tmp_path
     manifest.write_text("path,run\nraw.nc,a\n")
     assert main(["ingest", str(raw), "--manifest", str(manifest), "-o", str(tmp_path / "x.nc")]) != 0
     assert f"(['--manifest {manifest}'])" in capsys.readouterr().err
+
+
+def test_cli_ingest_refuses_min_points_on_a_saved_run_set_rather_than_ignoring_it(tmp_path, capsys):
+    # --reward-key and --strict were refused on a run set re-read as it is; --min-points 500 was
+    # silently ignored and every 20-step run kept
+    from bayes_grpo.cli import main
+
+    raw = tmp_path / "raw.nc"
+    assert main(["simulate", "bandit", "--k-ref", "1", "--seeds", "1", "--steps", "20", "-o", str(raw)]) == 0
+    capsys.readouterr()
+    assert main(["ingest", str(raw), "--min-points", "500", "-o", str(tmp_path / "x.nc")]) != 0
+    assert "raw.nc: --min-points applies to logs, not to a saved run set" in capsys.readouterr().err
+    assert main(["ingest", str(raw), "-o", str(tmp_path / "x.nc")]) == 0

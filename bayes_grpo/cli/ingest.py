@@ -104,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--min-points",
         type=int,
-        default=10,
+        default=None,  # None: MIN_POINTS; told apart from a given 10, which a saved run set refuses
         metavar="N",
         help="reject runs with fewer finite reward values (default: 10)",
     )
@@ -181,15 +181,21 @@ def _reread_runset(saved: list[str], args: argparse.Namespace):
             f"{saved[0]}: a saved run set is re-read alone; ingest does not merge it with other "
             f"inputs ({others})"
         )
-    ignored = [flag for flag, on in (("--reward-key", args.reward_key), ("--strict", args.strict)) if on]
+    options = (
+        ("--reward-key", args.reward_key),
+        ("--strict", args.strict),
+        ("--min-points", args.min_points is not None),  # was ignored without a word
+    )
+    ignored = [flag for flag, on in options if on]
     if ignored:
-        raise ValueError(f"{saved[0]}: {', '.join(ignored)} apply to logs, not to a saved run set")
+        verb = "applies" if len(ignored) == 1 else "apply"
+        raise ValueError(f"{saved[0]}: {', '.join(ignored)} {verb} to logs, not to a saved run set")
     return load_runset(saved[0])
 
 
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
-    from bayes_grpo.runset.ingest import load_runs, runset_summary, summary_records
+    from bayes_grpo.runset.ingest import MIN_POINTS, load_runs, runset_summary, summary_records
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
@@ -208,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 args.paths,
                 manifest=args.manifest,
                 reward_key=args.reward_key,
-                min_points=args.min_points,
+                min_points=MIN_POINTS if args.min_points is None else args.min_points,
                 on_error="raise" if args.strict else "skip",
             )
     if args.lr_clock:
