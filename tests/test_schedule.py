@@ -255,3 +255,21 @@ def test_a_decay_not_after_the_warm_up_is_refused_naming_the_options(tmp_path, c
     assert main([*base, "--decay-steps", "150"]) != 0
     assert "--decay-steps 150 must exceed --warmup-steps 200" in capsys.readouterr().err
     assert main([*base, "--decay-steps", "300"]) == 0
+
+
+def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, capsys, monkeypatch):
+    # the file's rates were divided by --lr 0: a RuntimeWarning and "update 0 has np.float64(inf)"
+    from bayes_grpo.cli import main
+    from bayes_grpo.dynamics.schedule import check_multipliers
+
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    rates = tmp_path / "rates.csv"
+    rates.write_text("step,lr\n0,0.2\n10,0.2\n")
+    for lr in ("0", "-0.1"):
+        assert main(["predict", "fit.nc", "--lr", lr, "--momentum", "0.5", "--k-ref", "2", "--group-size",
+                     "8", "--steps", "10", "--no-discrepancy", "--lr-schedule", str(rates)]) != 0  # fmt: skip
+        assert f"rates.csv: --lr must be a positive number (the nominal rate of the file's rates), got {lr}" in (
+            capsys.readouterr().err
+        )
+    with pytest.raises(ValueError, match=r"update 1 has inf$"):
+        check_multipliers([1.0, np.inf], 2)

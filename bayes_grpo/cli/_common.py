@@ -265,6 +265,10 @@ def lr_schedule_from_args(
         raise ValueError(
             f"{path}: the schedule starts at step {step[0]:g}; the horizon needs the rate from update 0"
         )
+    if not learning_rate > 0:  # the multipliers divide by it: inf or negative ones, and a RuntimeWarning
+        raise ValueError(
+            f"{path}: --lr must be a positive number (the nominal rate of the file's rates), got {learning_rate:g}"
+        )
     updates = np.arange(n_updates, dtype=float)
     return np.interp(updates, step, rate) / learning_rate, str(path)
 

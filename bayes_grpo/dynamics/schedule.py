@@ -106,7 +106,7 @@ def check_multipliers(multipliers, n_updates: int) -> np.ndarray:
     bad = ~(np.isfinite(m) & (m >= 0))
     if bad.any():
         raise ValueError(
-            f"learning-rate multipliers must be finite and >= 0; update {int(np.argmax(bad))} has {m[bad][0]!r}"
+            f"learning-rate multipliers must be finite and >= 0; update {int(np.argmax(bad))} has {float(m[bad][0])!r}"
         )
     return m
 
