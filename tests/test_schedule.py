@@ -273,3 +273,14 @@ def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, c
         )
     with pytest.raises(ValueError, match=r"update 1 has inf$"):
         check_multipliers([1.0, np.inf], 2)
+
+
+def test_cli_a_schedule_file_at_rate_0_over_the_horizon_is_refused_naming_the_file(tmp_path, capsys, monkeypatch):
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    zero = tmp_path / "zero.csv"
+    zero.write_text("step,lr\n0,0\n10,0\n20,1\n")
+    assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
+                 "8", "--steps", "10", "--no-discrepancy", "--lr-schedule", str(zero)]) != 0  # fmt: skip
+    assert f"--lr-schedule {zero}: the rate is 0 at every update of the horizon (--steps 10)" in capsys.readouterr().err

@@ -300,6 +300,10 @@ def _run_predict(args: argparse.Namespace) -> int:
     )
     n_updates = int(horizon_steps(args.steps)[-1])  # refuses a horizon below 1 step
     schedule, schedule_label = lr_schedule_from_args(args, args.learning_rate, n_updates)
+    if schedule is not None and not np.any(schedule > 0):  # predict_run's message named no file
+        raise ValueError(
+            f"--lr-schedule {schedule_label}: the rate is 0 at every update of the horizon (--steps {args.steps})"
+        )
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
