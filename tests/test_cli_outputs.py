@@ -231,3 +231,21 @@ def test_a_figure_whose_extension_names_no_figure_format_is_refused_before_any_w
     err = capsys.readouterr().err
     assert f"{option} writes a figure as png, svg, pdf by its extension; got .txt" in err
     assert not out.exists()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    # `bayes-grpo ingest ... | head -1` printed a BrokenPipeError traceback from print_table
+    import subprocess
+    import sys
+
+    rows = ["run_name,metric,step,value"]
+    rows += [f"run{r:04d},train/reward,{s},{0.01 * s}" for r in range(600) for s in range(10)]
+    (tmp_path / "runs.csv").write_text("\n".join(rows))  # a table of 600 rows: > a pipe's buffer
+    cmd = [sys.executable, "-m", "bayes_grpo", "ingest", str(tmp_path / "runs.csv"), "-o", str(tmp_path / "o.nc")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    proc.stderr.close()

@@ -47,10 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_printer(args.command, warnings.showwarning)
         try:
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe fails here, inside the handler below
+            return status
         except (FileNotFoundError, FileExistsError, ValueError) as exc:
             print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
             return 2
+        except BrokenPipeError:
+            # the reader of stdout stopped (`bayes-grpo ingest ... | head -1`): no traceback;
+            # stdout goes to devnull so that the flush at exit does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
 
 
 def _warning_printer(command: str, fallback):
