@@ -126,7 +126,7 @@ def test_cli_ingest_re_reads_a_saved_run_set_to_re_time_it(tmp_path, capsys):
     assert main(["ingest", str(raw), str(plain), "-o", str(tmp_path / "both.nc")]) != 0
     assert "raw.nc: a saved run set is re-read alone" in capsys.readouterr().err
     assert main(["ingest", str(clocked), "--lr-clock", "-o", str(tmp_path / "twice.nc")]) != 0
-    assert "on the learning-rate clock already" in capsys.readouterr().err
+    assert "clocked.nc: the run set is on the learning-rate clock already" in capsys.readouterr().err
 
 
 def test_cli_ingest_names_the_inputs_a_saved_run_set_is_not_merged_with(tmp_path, capsys):

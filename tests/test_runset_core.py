@@ -160,6 +160,17 @@ def test_a_fitted_model_given_as_a_run_set_is_named_as_such(tmp_path, capsys):
     assert "it is a fitted model (a posterior saved by `bayes-grpo fit`)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("attrs, kind", [({"kind": "prediction"}, "prediction"), ({"upto_step": 30.0}, "forecast")])
+def test_a_prediction_or_forecast_given_as_a_run_set_is_named_as_such(tmp_path, attrs, kind):
+    # `bayes-grpo ingest pred.nc` (or fit) said only "run set lacks dims ['run']"
+    from bayes_grpo.runset import RunSetError
+
+    path = tmp_path / "pred.nc"
+    xr.Dataset({"mean_mean": ("step", np.zeros(3))}, attrs=attrs).to_netcdf(path, engine="h5netcdf")
+    with pytest.raises(RunSetError, match=rf"pred.nc: run set lacks dims .*it is a {kind} \(written by `bayes-grpo"):
+        load_runset(path)
+
+
 def test_values_a_run_set_cannot_keep_are_said_not_silently_made_missing():
     # make_runset turned +-inf and text rewards into NaN, which fit, compare and diagnose read
     # as "not logged"; the ingest said so for its own logs, a run set built in Python did not

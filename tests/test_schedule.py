@@ -128,6 +128,12 @@ def test_a_scheduled_prediction_runs_the_recursion_on_the_schedule():
     assert ds["mean_mean"].values[10] < constant["mean_mean"].values[10] - 0.2
     settings = json.loads(ds.attrs["settings"])
     assert settings["lr_schedule"] == "custom" and settings["lr_schedule_peak_rate"] == 1.0
+    # the rates predicted on are kept with the prediction (a file's rates too), NaN at step T
+    np.testing.assert_allclose(ds["lr_multiplier"].values[:-1], m)
+    from bayes_grpo.predict.result import prediction_result
+
+    assert "lr_schedule=custom (peak 1.0):" in prediction_result(ds).summary  # as the report shows it
+    assert np.isnan(ds["lr_multiplier"].values[-1]) and "lr_multiplier" not in constant
 
 
 def test_a_schedule_below_the_nominal_rate_is_judged_at_its_peak():
@@ -190,6 +196,11 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
     bad.write_text("step,rate\n0,1\n")
     assert main([*base, "--lr-schedule", str(bad)]) != 0
     assert "bad.csv: a schedule file needs columns step and lr" in capsys.readouterr().err
+    for header in ("step,lr,LR", "step,lr,learning_rate"):  # the later column silently won
+        two = tmp_path / "two.csv"
+        two.write_text(header + "\n" + "".join(f"{s},1,0.5\n" for s in range(101)))
+        assert main([*base, "--lr-schedule", str(two)]) != 0
+        assert "two.csv: columns" in capsys.readouterr().err
     assert main([*base, "--lr-schedule", "cosin"]) != 0
     assert "neither a schedule (constant, linear, cosine) nor a file" in capsys.readouterr().err
 

@@ -238,6 +238,10 @@ def lr_schedule_from_args(
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a readable CSV file ({exc})") from exc
     cols = {str(c).strip().lower(): c for c in frame.columns}
+    for names in (("step",), ("lr", "learning_rate")):
+        given = [c for c in frame.columns if str(c).strip().lower() in names]
+        if len(given) > 1:  # one silently won over the other
+            raise ValueError(f"{path}: columns {given} all name the {names[0]}; keep one")
     rate_col = cols.get("lr", cols.get("learning_rate"))
     if "step" not in cols or rate_col is None:
         raise ValueError(f"{path}: a schedule file needs columns step and lr; has {list(frame.columns)}")

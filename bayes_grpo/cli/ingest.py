@@ -218,9 +218,15 @@ def run(args: argparse.Namespace) -> int:
                 on_error="raise" if args.strict else "skip",
             )
     if args.lr_clock:
+        from bayes_grpo.runset import RunSetError
         from bayes_grpo.runset.clock import clock_runset
 
-        ds = clock_runset(ds)
+        try:
+            ds = clock_runset(ds)
+        except RunSetError as exc:
+            if not saved:
+                raise
+            raise RunSetError(f"{saved[0]}: {exc}") from exc  # which file is clocked already
     out = save_runset(ds, args.output)
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]

@@ -56,6 +56,10 @@ from bayes_grpo.predict.summary import (
 LAWS: tuple[str, ...] = ("auto", "recursion", "continuous")
 
 
+#: Prediction variable holding the schedule predicted on: ``lr[n] / eta`` per step.
+LR_MULTIPLIER_VAR: str = "lr_multiplier"
+
+
 def draws_parameterisation(draws: xr.Dataset) -> str:
     """The parameterisation of the fit that gave ``draws`` (``coefficient_draws``' attribute;
     draws without it are mechanistic)."""
@@ -554,7 +558,7 @@ def predict_from_draws(
     all_attrs: dict[str, Any] = {**stab, "units": units, **law_attrs, **(attrs or {})}
     if thin_note is not None:
         all_attrs["warnings"] = json.dumps([*attr_warnings(xr.Dataset(attrs=all_attrs)), thin_note])
-    return summarise_draws(
+    ds = summarise_draws(
         grid,
         traj["mean"],
         traj["obs"],
@@ -568,6 +572,12 @@ def predict_from_draws(
         attrs=all_attrs,
         band_draws=traj["band"],
     )
+    if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
+        update = np.floor(grid).astype(np.int64)
+        rate = np.where(update < lr_multipliers.size, lr_multipliers[np.minimum(update, lr_multipliers.size - 1)], np.nan)
+        ds[LR_MULTIPLIER_VAR] = xr.DataArray(rate, dims=STEP_DIM, attrs={
+            "long_name": "learning rate of the update from this step, over the rate of the draws (NaN: none within the horizon)"})  # fmt: skip
+    return ds
 
 
 def predict_run(

@@ -50,6 +50,8 @@ def prediction_result(
     settings = ", ".join(
         f"{k}={given[k]}" for k in SETTING_COORDS if k in given and given[k] not in ("", None)
     )
+    if given.get("lr_schedule"):  # a run on a schedule (predict --lr-schedule)
+        settings += f", lr_schedule={given['lr_schedule']} (peak {given.get('lr_schedule_peak_rate')})"
     stop = numbers.get("stop_step")
     summary = (
         f"{settings}: regime {numbers['regime']} (probability {float(numbers['regime_prob']):.2f}); "

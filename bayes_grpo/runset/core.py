@@ -265,14 +265,24 @@ def load_runset(path: str | os.PathLike) -> xr.Dataset:
 
 
 def _fitted_model_hint(path: Path) -> str:
-    """``"; it is a fitted model ..."`` when ``path`` holds a posterior (InferenceData groups)."""
+    """``"; it is a fitted model ..."`` when ``path`` holds a posterior (InferenceData groups),
+    ``"; it is a prediction ..."`` for a file of ``predict`` (attribute ``kind``) or
+    ``forecast`` (attribute ``upto_step``), else ``""``."""
     import h5py
 
     try:
         with h5py.File(path, "r") as fh:
             groups = set(fh.keys())
+            kind = fh.attrs.get("kind", b"")
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            kind = "forecast" if "upto_step" in fh.attrs else kind
     except OSError:
         return ""
+    if kind in ("prediction", "forecast"):
+        return (
+            f"; it is a {kind} (written by `bayes-grpo {'predict' if kind == 'prediction' else 'forecast'} -o`), "
+            "not a run set: give the run set (`bayes-grpo ingest ... -o runs.nc`)"
+        )
     if "posterior" not in groups:
         return ""
     return (
