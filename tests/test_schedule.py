@@ -295,3 +295,24 @@ def test_cli_a_schedule_file_at_rate_0_over_the_horizon_is_refused_naming_the_fi
     assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
                  "8", "--steps", "10", "--no-discrepancy", "--lr-schedule", str(zero)]) != 0  # fmt: skip
     assert f"--lr-schedule {zero}: the rate is 0 at every update of the horizon (--steps 10)" in capsys.readouterr().err
+
+
+def test_a_prediction_from_a_fit_of_scheduled_runs_says_its_gain_averages_over_them():
+    # the fit noted it; a prediction from the saved posterior said nothing of it
+    from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.runset import concat_runsets
+    from bayes_grpo.runset.clock import clock_runset
+
+    scheduled = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, lr_multipliers=lr_multipliers("linear", 60, warmup_steps=6))
+    fitted = _Fitted()
+    fitted.runset = scheduled
+    note = [w for w in attr_warnings(_predict_from(fitted)) if "log a learning-rate schedule" in w]
+    assert len(note) == 1 and "were fitted on raw steps" in note[0] and "seed=0 (lr 0 to 0.1)" in note[0]
+    fitted.runset = clock_runset(scheduled)  # re-timed: a run at its constant rate
+    assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
+    fitted.runset = concat_runsets([simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, seed=1)])
+    assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
+
+
+def _predict_from(fitted):
+    return predict_run(fitted, learning_rate=1.0, momentum=0.5, k_ref=2, group_size=8, steps=60, discrepancy=False)

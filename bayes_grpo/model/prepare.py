@@ -126,14 +126,13 @@ def convention_without_momentum(momentum, convention) -> np.ndarray:
     return conv
 
 
-def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
-    """A note naming the runs whose logged per-step learning rate (the run-set metric ``lr``)
-    follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
-    else None (runs already re-timed by :func:`bayes_grpo.runset.clock.clock_runset` are not
-    named). The law's coefficients are constant over a run, so such a fit averages over the
-    schedule."""
+def scheduled_runs(ds: xr.Dataset, run_ids: list[str]) -> list[str]:
+    """The runs among ``run_ids`` whose logged per-step learning rate (the run-set metric
+    ``lr``) follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
+    each as ``"ID (lr LO to HI)"``; runs already re-timed by
+    :func:`bayes_grpo.runset.clock.clock_runset` are not among them."""
     if LOGGED_LR_VAR not in ds.data_vars:
-        return None
+        return []
     from bayes_grpo.runset.clock import clocked_runs
     from bayes_grpo.runset.ingest import learning_rate_schedule_range
 
@@ -145,6 +144,13 @@ def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | Non
         span = learning_rate_schedule_range(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values)
         if span is not None:
             scheduled.append(f"{run_id} (lr {span[0]:.3g} to {span[1]:.3g})")
+    return scheduled
+
+
+def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
+    """A note naming the :func:`scheduled_runs` of a fit, else None. The law's coefficients
+    are constant over a run, so such a fit averages over the schedule."""
+    scheduled = scheduled_runs(ds, run_ids)
     if not scheduled:
         return None
     return (

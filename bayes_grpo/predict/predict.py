@@ -677,6 +677,17 @@ def predict_run(
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
         model_size=model_size if size_used else None,
     )
+    fitted_runs = getattr(fitted, "runset", None)
+    if fitted_runs is not None:
+        from bayes_grpo.model.prepare import scheduled_runs
+
+        averaged = scheduled_runs(fitted_runs, [str(r) for r in fitted_runs["run"].values])
+        if averaged:
+            warnings_.append(
+                f"the fit's runs {averaged} log a learning-rate schedule and were fitted on raw "
+                "steps: its gain averages over their schedules, so it describes no constant rate "
+                "(the fit's note; ingest --lr-clock)"
+            )
     if new_llm and model is not None:
         fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
         warnings_.insert(
