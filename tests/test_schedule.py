@@ -300,7 +300,6 @@ def test_cli_a_schedule_file_at_rate_0_over_the_horizon_is_refused_naming_the_fi
 def test_a_prediction_from_a_fit_of_scheduled_runs_says_its_gain_averages_over_them():
     # the fit noted it; a prediction from the saved posterior said nothing of it
     from bayes_grpo.bandit import simulate_bandit
-    from bayes_grpo.runset import concat_runsets
     from bayes_grpo.runset.clock import clock_runset
 
     scheduled = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, lr_multipliers=lr_multipliers("linear", 60, warmup_steps=6))
@@ -310,7 +309,7 @@ def test_a_prediction_from_a_fit_of_scheduled_runs_says_its_gain_averages_over_t
     assert len(note) == 1 and "were fitted on raw steps" in note[0] and "seed=0 (lr 0 to 0.1)" in note[0]
     fitted.runset = clock_runset(scheduled)  # re-timed: a run at its constant rate
     assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
-    fitted.runset = concat_runsets([simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, seed=1)])
+    fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)  # at a constant rate
     assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
 
 
