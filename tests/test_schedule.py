@@ -315,3 +315,20 @@ def test_a_prediction_from_a_fit_of_scheduled_runs_says_its_gain_averages_over_t
 
 def _predict_from(fitted):
     return predict_run(fitted, learning_rate=1.0, momentum=0.5, k_ref=2, group_size=8, steps=60, discrepancy=False)
+
+
+def test_stability_from_a_fit_of_scheduled_runs_says_its_verdict_is_for_a_constant_rate(monkeypatch, capsys):
+    # the fit noted the schedules; `stability --posterior` from the saved posterior did not
+    from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.checks.stability import stability_from_posterior
+    from bayes_grpo.cli import main
+
+    fitted = _Fitted()
+    fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, lr_multipliers=lr_multipliers("cosine", 60))
+    setting = dict(learning_rate=1.0, momentum=0.5, momentum_convention="heavy_ball", k_ref=2)
+    assert len(stability_from_posterior(fitted, **setting).values["scheduled_runs"]) == 1
+    monkeypatch.setattr("bayes_grpo.checks.stability._as_model", lambda path: fitted)
+    assert main(["stability", "--posterior", "fit.nc", "--lr", "1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2"]) == 0
+    assert "log a learning-rate schedule and were fitted on raw steps" in capsys.readouterr().err
+    fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)
+    assert stability_from_posterior(fitted, **setting).values["scheduled_runs"] == []

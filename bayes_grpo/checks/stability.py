@@ -360,6 +360,11 @@ def stability_from_posterior(
         label=_label(fitted, model, model_size),
     )
     result.values["new_model"] = _fitted_llm(fitted, model) is None
+    runs = fitted_runset(fitted)
+    if runs is not None:  # runs fitted on raw steps of a schedule: their gain is an average
+        from bayes_grpo.model.prepare import scheduled_runs
+
+        result.values["scheduled_runs"] = scheduled_runs(runs, [str(r) for r in runs["run"].values])
     return result
 
 
