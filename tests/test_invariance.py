@@ -206,3 +206,81 @@ def test_the_cli_takes_the_hyperparameter_defaults_its_error_message_suggests():
         "group_offset_sigma": 0.3,
         "hyperparameter_defaults": {"momentum": 0.5},
     }
+
+
+def _two_llm_runset(seed: int = 0, n_steps: int = 10):
+    """LLM "a" invariant, LLM "b" shifted by 2 at G=16, "c" only at G=8, "d" with unknown G."""
+    rng = np.random.default_rng(seed)
+    curves, meta = {}, {}
+    spec = [("a", 4), ("a", 4), ("a", 16), ("a", 16), ("b", 4), ("b", 4), ("b", 16), ("b", 16)]
+    spec += [("c", 8), ("c", 8), ("d", None), ("d", None)]
+    for i, (m, g) in enumerate(spec):
+        y = 0.2 + (2.0 if (m, g) == ("b", 16) else 0.0) + rng.normal(0, 1, n_steps)
+        curves[f"r{i}"] = pd.DataFrame({"reward": y}, index=np.arange(n_steps))
+        meta[f"r{i}"] = {"model": m} | ({"group_size": g} if g else {})
+    return make_runset(curves, meta)
+
+
+class ToyGroupBuilder(ToyBuilder):
+    """reward = mu[model] + group_offset[(model, G)] + N(0, 1), offsets labelled like the real model's."""
+
+    def build_model(self, ds):
+        from bayes_grpo.model.prepare import group_label
+
+        models = [str(m) for m in ds["model"].values]
+        labels = [group_label(m, g) for m, g in zip(models, ds["group_size"].values.astype(float))]
+        groups, names = list(dict.fromkeys(labels)), list(dict.fromkeys(models))
+        n = ds.sizes["step"]
+        m_idx = np.repeat([names.index(m) for m in models], n)
+        g_idx = np.repeat([groups.index(lab) for lab in labels], n)
+        with pm.Model(coords={"group": groups, "llm": names}) as model:
+            mean = pm.Normal("mu", 0, 1, dims="llm")[m_idx]
+            if self.invariance == "by_group":
+                sigma = self.model_config["group_offset_sigma"]
+                mean = mean + pm.Normal("group_offset_plateau", 0, sigma, dims="group")[g_idx]
+            pm.Normal("y", mean, 1, observed=ds["reward"].values.ravel())
+        return model
+
+
+def _exact_log_bf01_of_llm(ds, s, llm):
+    """log p(y | offsets of `llm` at 0) - log p(y | H1) for the toy: Gaussian marginals."""
+    from bayes_grpo.model.prepare import group_label
+
+    n = ds.sizes["step"]
+    models = np.repeat([str(m) for m in ds["model"].values], n)
+    labels = np.repeat(
+        [group_label(str(m), g) for m, g in zip(ds["model"].values, ds["group_size"].values.astype(float))], n
+    )
+    m_ind = (models[:, None] == np.unique(models)[None, :]).astype(float)
+    g_ind = (labels[:, None] == np.unique(labels)[None, :]).astype(float)
+    base = np.eye(models.size) + m_ind @ m_ind.T
+    free = g_ind[:, [not lab.startswith(llm + "|") for lab in np.unique(labels)]]
+    y = ds["reward"].values.ravel()
+    h0 = stats.multivariate_normal(np.zeros(y.size), base + s**2 * free @ free.T).logpdf(y)
+    return h0 - stats.multivariate_normal(np.zeros(y.size), base + s**2 * g_ind @ g_ind.T).logpdf(y)
+
+
+def test_with_several_llms_each_testable_llm_gets_its_own_bayes_factor_and_the_others_are_named(monkeypatch):
+    # two LLMs at G=4 and 16 (one invariant, one shifted), one at a single G, one with unknown G:
+    # the verdict was one joint figure over all LLMs, with no word of which LLM depends on G
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+    )
+    ds = _two_llm_runset()
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=500, tune=300, random_seed=2)
+    by_model = res.values["by_model"]
+    assert list(by_model) == ["a", "b", "c", "d"]
+    # 0 inside the bulk of a's offsets: the Gaussian density there is accurate; for b only the sign
+    assert by_model["a"]["sd_in_support"]
+    assert by_model["a"]["log_bf01_sd"] == pytest.approx(_exact_log_bf01_of_llm(ds, 0.5, "a"), abs=0.3)
+    assert _exact_log_bf01_of_llm(ds, 0.5, "b") < -5 and by_model["b"]["log_bf01_sd"] < -5
+    assert by_model["a"]["n_offsets"] == by_model["b"]["n_offsets"] == 2
+    assert by_model["a"]["passed"] is not False and by_model["b"]["passed"] is False
+    assert by_model["c"] == {"group_sizes": [8], "testable": False, "verdict": "not testable: runs only at G=8"}
+    assert by_model["d"]["verdict"] == "not testable: group size unknown"
+    assert res.summary.startswith("All LLMs jointly (a, b, c, d): the mean trajectory depends on G")
+    assert "a (G=4, 16): log BF01 = " in res.summary and "b (G=4, 16): log BF01 = " in res.summary
+    assert "c: not testable: runs only at G=8" in res.summary
+    assert "d: not testable: group size unknown" in res.summary

@@ -176,6 +176,9 @@ class InvarianceFits:
     h1: dict[float, BridgeResult]
     smc_h0: Evidence | None = None
     smc_h1: dict[float, Evidence] = field(default_factory=dict)
+    #: ``{scale: {model: SavageDickey}}``: Savage–Dickey on one LLM's offsets (see
+    #: :func:`savage_dickey_by_model`); empty when the offsets carry no LLM labels.
+    sd_by_model: dict[float, dict[str, Any]] = field(default_factory=dict)
 
 
 def _divergences(result: BridgeResult) -> int:
@@ -204,6 +207,74 @@ def offset_value_names(pm_model: Any) -> list[str]:
             f"variables: {[v.name for v in pm_model.free_RVs]}"
         )
     return names
+
+
+def offsets_by_model(pm_model: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Positions of each LLM's offsets within the offsets ``names`` laid end to end.
+
+    The offsets of ``GRPODynamicsModel`` have the dimension ``group`` labelled
+    ``"model|G=..."`` (:func:`bayes_grpo.model.prepare.group_label`); the positions of LLM
+    ``m`` are those of its groups in every offset variable. Empty when an offset has no
+    ``group`` dimension (then there is no split by LLM).
+    """
+    labels = pm_model.coords.get("group")
+    by_name = {v.name: rv.name for rv, v in pm_model.rvs_to_values.items()}
+    dims = [pm_model.named_vars_to_dims.get(by_name.get(n, n)) for n in names]
+    if labels is None or any(d != ("group",) for d in dims):
+        return {}
+    owners = [str(label).rsplit("|G=", 1)[0] for label in labels]
+    out: dict[str, list[int]] = {}
+    for k in range(len(names)):
+        for j, owner in enumerate(owners):
+            out.setdefault(owner, []).append(k * len(owners) + j)
+    return {m: np.asarray(v, dtype=int) for m, v in out.items()}
+
+
+def _offset_prior_log_density_elementwise(pm_model: Any, names: Sequence[str]) -> np.ndarray:
+    """``log p(delta_i = 0)`` of each offset (the names laid end to end); the offsets' prior
+    must not depend on the rest (checked by :func:`offset_prior_log_density_at_zero`)."""
+    by_name = {v.name: rv for rv, v in pm_model.rvs_to_values.items()}
+    terms = pm_model.logp(vars=[by_name[n] for n in names], jacobian=True, sum=False)
+    fn = pm_model.compile_fn(terms, inputs=pm_model.value_vars, on_unused_input="ignore")
+    point = pm_model.initial_point()
+    for n in names:
+        point[n] = np.zeros_like(point[n])
+    return np.concatenate([np.asarray(t, dtype=float).ravel() for t in fn(point)])
+
+
+def savage_dickey_by_model(
+    pm_model: Any, posterior: Any, names: Sequence[str], models: Sequence[str], *, sd_method: str
+) -> dict[str, Any]:
+    """Savage–Dickey ``log BF01`` of each LLM in ``models``: its offsets at 0, the others free.
+
+    ``H0_m`` (LLM ``m``'s trajectory shared by its group sizes, the other LLMs' offsets
+    left free) is nested in the joint ``H1`` at ``delta_m = 0``, so its Bayes factor is the
+    ratio of the marginal posterior and prior densities of ``delta_m`` at 0, from the same
+    ``H1`` draws (no further sampling). ``{}`` when the offsets carry no LLM labels; an LLM
+    whose density cannot be estimated (``kde`` with many offsets) is left out.
+    """
+    positions = offsets_by_model(pm_model, names)
+    if not positions:
+        return {}
+    idx = posterior.index_of(names)
+    prior = _offset_prior_log_density_elementwise(pm_model, names)
+    out: dict[str, Any] = {}
+    for m in models:
+        if m not in positions:
+            continue
+        pos = positions[m]
+        try:
+            if sd_method == "importance":
+                out[m] = savage_dickey_importance(posterior, idx[pos], float(prior[pos].sum()))
+            else:
+                out[m] = savage_dickey(
+                    posterior.draws[..., idx[pos]],
+                    log_prior_density=float(prior[pos].sum()),
+                    method=sd_method,
+                )
+        except ValueError:
+            continue
+    return out
 
 
 def invariance_bayes_factor(
@@ -271,7 +342,7 @@ def invariance_bayes_factor(
         ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
         ``AGREEMENT_TOL``); ``fits`` is an :class:`InvarianceFits`.
     """
-    _require_several_g(runset)
+    by_model = _require_several_g(runset)
     if sd_method not in ("gaussian", "importance", "kde"):
         raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
     # checked before the first fit (minutes): each used to fail only after H0 was sampled
@@ -322,6 +393,11 @@ def invariance_bayes_factor(
             sd = savage_dickey_importance(post, idx, log_prior0)
         else:
             sd = savage_dickey(post.draws[..., idx], log_prior_density=log_prior0, method=sd_method)
+        testable = [m for m, gs in by_model.items() if len(gs) >= 2]
+        if len(by_model) > 1:
+            fits.sd_by_model[float(scale)] = savage_dickey_by_model(
+                pm1, post, names, testable, sd_method=sd_method
+            )
         row = BayesFactorRow(
             prior_scale=float(scale),
             offset_sigma=_offset_sigma(h1),
@@ -439,6 +515,55 @@ def _exp(x: float) -> float:
     return float(np.exp(np.clip(x, -700, 700))) if np.isfinite(x) else float("nan")
 
 
+def _per_model_results(
+    by_model: dict[str, list[int | float]], sd_by_model: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Per LLM: its group sizes and, when it has two or more, its Savage–Dickey verdict."""
+    out: dict[str, dict[str, Any]] = {}
+    for m, gs in by_model.items():
+        row: dict[str, Any] = {"group_sizes": gs}
+        if len(gs) < 2:
+            row["testable"] = False
+            row["verdict"] = (
+                f"not testable: runs only at G={gs[0]}" if gs else "not testable: group size unknown"
+            )
+        elif m not in sd_by_model:
+            row["testable"] = True
+            row["verdict"] = "not assessable: no Savage–Dickey density for its offsets"
+        else:
+            sd = sd_by_model[m]
+            passed, _ = invariance_verdict(sd.log_bf01, sd.log_bf01, True)
+            row |= {
+                "testable": True,
+                "passed": passed,
+                "log_bf01_sd": float(sd.log_bf01),
+                "log_bf01_sd_mc_error": float(sd.mc_error),
+                "sd_in_support": bool(sd.in_support),
+                "n_offsets": int(sd.dim),
+                "verdict": {True: "invariant in G", False: "depends on G", None: "inconclusive"}[passed],
+            }
+        out[m] = row
+    return out
+
+
+def _per_model_text(per_model: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for m, row in per_model.items():
+        if "log_bf01_sd" in row:
+            parts.append(
+                f"{m} (G={', '.join(map(str, row['group_sizes']))}): log BF01 = {row['log_bf01_sd']:.2f} ± "
+                f"{row['log_bf01_sd_mc_error']:.2f}{'' if row['sd_in_support'] else ' (extrapolated: only its sign counts)'}, "
+                f"{row['verdict']}"
+            )
+        else:
+            parts.append(f"{m}: {row['verdict']}")
+    return (
+        " Per LLM (Savage–Dickey on that LLM's offsets in the same H1 fit, the others' left free): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def invariance_check(
     runset: xr.Dataset,
     *,
@@ -550,13 +675,19 @@ def invariance_check(
         if has_smc
         else ""
     )
+    several = len(by_model) > 1
+    per_model = _per_model_results(by_model, fits.sd_by_model.get(float(ref_scale), {}))
+    if several:
+        values["by_model"] = per_model
+        alpha_text = alpha_text.replace("(theory 1;", "(theory 1; one alpha shared by all LLMs;")
+    lead = f"All LLMs jointly ({', '.join(by_model)}): {words}" if several else words[0].upper() + words[1:]
     summary = (
-        f"{words[0].upper() + words[1:]}. log BF01 = {ref['log_bf01_bridge']:.2f} ± "
+        f"{lead}. log BF01 = {ref['log_bf01_bridge']:.2f} ± "
         f"{ref['log_bf01_bridge_mc_error']:.2f} (bridge sampling) and {ref['log_bf01_sd']:.2f} ± "
         f"{ref['log_bf01_sd_mc_error']:.2f} (Savage–Dickey, {sd_method}"
         f"{'' if ref['sd_in_support'] else ', extrapolated'}); the methods "
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
-        f"{ref['offset_sigma']:.3g}).{smc_text}{alpha_text}"
+        f"{ref['offset_sigma']:.3g}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
     )
     n_div = int(ref["divergences_h0"]) + int(ref["divergences_h1"])
     if n_div:
