@@ -241,3 +241,24 @@ def test_group_sizes_read_as_integers_in_every_check_table_and_its_json(monkeypa
     unknown = ds.assign_coords(group_size=("run", [4.0, 4.0, np.nan, np.nan]))
     table = trajectory_band_check(KnownPosterior(), unknown).table
     assert [g for g in table.index.get_level_values("G") if g == g] == [4]
+
+
+def test_the_variance_slope_on_g_is_taken_within_each_llm():
+    # an LLM at a single G with ten times the noise used to enter the pooled regression of log
+    # variance on log G: slope -1.8 where each LLM's is -1
+    from bayes_grpo.runset import concat_runsets
+
+    rng = np.random.default_rng(3)
+    M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
+    t = np.arange(800, dtype=float)
+    mean = reward_trajectory(t, M, C, K, TRUTH["plateau"], TRUTH["initial_reward"])
+    sd = np.sqrt(10 * TRUTH["noise_d"] / (2 * 4 * C * K))
+    other = make_runset(
+        {f"n{i}": pd.DataFrame({"reward": mean + rng.normal(0, sd, t.size)}) for i in range(2)},
+        {f"n{i}": {"model": "noisy", "group_size": 4, "learning_rate": LR, "momentum": MU,
+                   "momentum_convention": "heavy_ball", "k_ref": KREF} for i in range(2)},
+    )
+    res = stationary_variance_check(KnownPosterior(), concat_runsets([_runset(n_steps=800), other]))
+    assert res.values["log_variance_slope_vs_log_g"] == pytest.approx(-1.0, abs=0.15)
+    assert res.values["log_variance_slope_by_model"] == {"m": pytest.approx(-1.0, abs=0.15)}
+    assert "noisy G=4" in res.summary  # its variance is not the predicted one, and it is named

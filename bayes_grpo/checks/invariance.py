@@ -785,16 +785,19 @@ def stationary_variance_check(
             }
         )
     table = pd.DataFrame(out).set_index(["model", "G"])
-    slope = np.nan
-    if table.index.get_level_values("G").nunique() >= 2:
-        gs = np.log(table.index.get_level_values("G").to_numpy(float))
-        slope = float(np.polyfit(gs, np.log(table["empirical_var"].to_numpy(float)), 1)[0])
+    slope, by_model = _log_variance_slopes(table)
     passed = bool(table["overlap"].all())
+    missed = [f"{m} G={g}" for (m, g), ok in table["overlap"].items() if not ok]
     summary = (
         f"Stationary variance at the plateau agrees with D/(2 G C K_eff) in {int(table['overlap'].sum())} of "
-        f"{len(table)} (model, G) groups."
+        f"{len(table)} (model, G) groups{' (not in ' + ', '.join(missed) + ')' if missed else ''}."
         + (
-            f" Slope of log variance on log G: {slope:.2f} (theory -1)."
+            f" Slope of log variance on log G within each LLM: {slope:.2f} (theory -1)"
+            + (
+                "; " + ", ".join(f"{m} {b:.2f}" for m, b in by_model.items()) + "."
+                if len(by_model) > 1
+                else "."
+            )
             if np.isfinite(slope)
             else ""
         )
@@ -804,8 +807,33 @@ def stationary_variance_check(
         passed=passed,
         summary=summary,
         table=table,
-        values={"log_variance_slope_vs_log_g": slope, "plateau_fraction": plateau_fraction},
+        values={
+            "log_variance_slope_vs_log_g": slope,
+            "log_variance_slope_by_model": by_model,
+            "plateau_fraction": plateau_fraction,
+        },
     )
+
+
+def _log_variance_slopes(table: pd.DataFrame) -> tuple[float, dict[str, float]]:
+    """Slope of log empirical variance on log G within LLMs: pooled, and per LLM.
+
+    Only LLMs at two or more G count, each about its own means (LLMs differ in ``D`` and
+    ``C K_eff``; across LLMs the slope would mix those in). NaN / ``{}`` when none.
+    """
+    xs, ys, by_model = [], [], {}
+    for m, group in table.groupby(level="model", sort=False):
+        if len(group) < 2:
+            continue
+        x = np.log(group.index.get_level_values("G").to_numpy(float))
+        y = np.log(group["empirical_var"].to_numpy(float))
+        by_model[str(m)] = float(np.polyfit(x, y, 1)[0])
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    if not xs:
+        return float("nan"), {}
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    return float(np.sum(x * y) / np.sum(x * x)), by_model
 
 
 def _fitted_runset(fitted: Any) -> xr.Dataset:
