@@ -188,6 +188,10 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     assert KnownBuilder.fitted_on == [[4.0], [16.0]]
     assert res.passed is True and len(res.figures) == 2
     assert np.all(res.table["coverage"] > 0.8)
+    # each coverage says which LLM and which pair of G it is for (with several LLMs the list
+    # of bare numbers could not be read)
+    for (model, g_fit, g_held), cov in res.table["coverage"].items():
+        assert f"{cov:.2f} ({model}: G={g_fit} -> {g_held})" in res.summary
     # A trajectory that does not carry over (plateau off by 0.3) fails.
     monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder(shift=0.3))
     bad = invariance.leave_one_g_out(_runset())

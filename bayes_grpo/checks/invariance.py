@@ -952,9 +952,10 @@ def leave_one_g_out(
     table = pd.DataFrame(rows).set_index(["model", "G_fit", "G_held_out"])
     passed = bool(table["ok"].all())
     summary = (
-        f"Leave-one-G-out: the trajectory fitted on one G predicts the other G's rewards with "
-        f"{HDI_PROB:.0%}-band coverage {', '.join(f'{c:.2f}' for c in table['coverage'])} "
-        f"(required >= {min_coverage:.2f})."
+        "Leave-one-G-out: the trajectory fitted on one G predicts the other G's rewards with "
+        f"{HDI_PROB:.0%}-band coverage "
+        + ", ".join(f"{c:.2f} ({m}: G={a} -> {b})" for (m, a, b), c in table["coverage"].items())
+        + f" (required >= {min_coverage:.2f})."
     )
     return CheckResult(
         name="leave_one_g_out", passed=passed, summary=summary, table=table, figures=figures
