@@ -167,6 +167,8 @@ def _stub_report_stages(monkeypatch):
     fit = SimpleNamespace(
         runset=_runset(),
         parameterisation="mechanistic",
+        likelihood="state_space",
+        model_config={"group_offset_sigma": 0.3, "hyperparameter_defaults": {"momentum": 0.9}},
         sampler_config={"draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.9},
     )
     monkeypatch.setattr(model_pkg.GRPODynamicsModel, "load", classmethod(lambda cls, path: fit))
@@ -206,6 +208,11 @@ def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test
     assert calls["compare"] == {"random_seed": 0, "tune": 30}
     inv = calls["invariance"]
     assert (inv["draws"], inv["tune"], inv["chains"]) == (1000, 30, 4)
+    # and the fit's model: a fit made with `--default momentum=0.9` on runs without momentum
+    # made `report --invariance` fail ("needs 'momentum' for every run"); its priors and
+    # likelihood were the defaults' whatever the fit had used
+    assert inv["model_config"]["hyperparameter_defaults"] == {"momentum": 0.9}
+    assert inv["model_config"]["group_offset_sigma"] == 0.3 and inv["likelihood"] == "state_space"
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["report", "--help"])

@@ -216,9 +216,12 @@ def report_from_posterior(
         from bayes_grpo.checks.invariance import invariance_check
 
         sc = model.sampler_config | nuts
+        # the fit's priors, hyperparameter defaults (`fit --default momentum=0.9`) and likelihood
         results["invariance"] = invariance_check(
             model.runset,
+            model_config=model.model_config,
             parameterisation=model.parameterisation,
+            likelihood=model.likelihood,
             draws=int(sc["draws"]),
             tune=int(sc["tune"]),
             chains=int(sc["chains"]),
