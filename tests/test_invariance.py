@@ -284,3 +284,19 @@ def test_with_several_llms_each_testable_llm_gets_its_own_bayes_factor_and_the_o
     assert "a (G=4, 16): log BF01 = " in res.summary and "b (G=4, 16): log BF01 = " in res.summary
     assert "c: not testable: runs only at G=8" in res.summary
     assert "d: not testable: group size unknown" in res.summary
+
+
+def test_a_per_llm_bayes_factor_within_twice_its_monte_carlo_error_of_the_threshold_gives_no_verdict():
+    # llm-inv of a simulated invariant pair read "log BF01 = -2.03 ± 3.87, depends on G"
+    from types import SimpleNamespace
+
+    def sd(log_bf, err):
+        return SimpleNamespace(log_bf01=log_bf, mc_error=err, in_support=False, dim=8)
+
+    rows = invariance._per_model_results(
+        {"x": [4, 16], "y": [4, 16], "z": [4, 16]},
+        {"x": sd(-2.03, 3.87), "y": sd(-40.0, 5.0), "z": sd(0.5, 0.1)},
+    )
+    assert rows["x"]["passed"] is None and rows["x"]["verdict"] == "inconclusive (Monte Carlo error too large)"
+    assert rows["y"]["passed"] is False and rows["y"]["verdict"] == "depends on G"
+    assert rows["z"]["passed"] is None and rows["z"]["verdict"] == "inconclusive"

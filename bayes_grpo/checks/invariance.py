@@ -533,6 +533,12 @@ def _per_model_results(
         else:
             sd = sd_by_model[m]
             passed, _ = invariance_verdict(sd.log_bf01, sd.log_bf01, True)
+            # one estimate only: no verdict while twice its Monte Carlo error (spread across
+            # chains) could carry it back across the threshold
+            noisy = passed is not None and bool(
+                np.isfinite(sd.mc_error) and abs(sd.log_bf01) - 2 * sd.mc_error <= LOG_BF_DECISIVE
+            )
+            passed = None if noisy else passed
             row |= {
                 "testable": True,
                 "passed": passed,
@@ -540,7 +546,8 @@ def _per_model_results(
                 "log_bf01_sd_mc_error": float(sd.mc_error),
                 "sd_in_support": bool(sd.in_support),
                 "n_offsets": int(sd.dim),
-                "verdict": {True: "invariant in G", False: "depends on G", None: "inconclusive"}[passed],
+                "verdict": {True: "invariant in G", False: "depends on G", None: "inconclusive"}[passed]
+                + (" (Monte Carlo error too large)" if noisy else ""),
             }
         out[m] = row
     return out
