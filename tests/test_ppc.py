@@ -266,3 +266,16 @@ def test_the_variance_slope_on_g_is_taken_within_each_llm():
     assert res.values["log_variance_slope_vs_log_g"] == pytest.approx(-1.0, abs=0.15)
     assert res.values["log_variance_slope_by_model"] == {"m": pytest.approx(-1.0, abs=0.15)}
     assert "noisy G=4" in res.summary  # its variance is not the predicted one, and it is named
+
+
+def test_an_iid_fit_is_not_judged_by_the_sde_stationary_variance():
+    # an i.i.d. fit's noise_d is its residual variance x G^alpha, not the SDE's D: the
+    # predicted D/(2 G C K_eff) was ~1e4 times the plateau variance, and every group failed
+    ds = _runset(n_steps=800)
+    sde = stationary_variance_check(KnownPosterior(), ds)
+    iid = KnownPosterior()
+    iid.likelihood = "iid"
+    res = stationary_variance_check(iid, ds)
+    assert sde.passed is not None and res.passed is None  # the SDE fit is judged, the iid one not
+    assert res.summary.startswith("Not assessable for an i.i.d. fit")
+    assert "Slope of log variance on log G" in res.summary and len(res.table) == len(sde.table)
