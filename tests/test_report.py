@@ -377,3 +377,13 @@ def test_report_sampler_options_without_a_sampled_stage_are_named_as_unused(tmp_
     assert "bayes-grpo report: warning: --draws, --chains set(s) the sampled stages" in err and "not used" in err, err
     assert main([*base, "--draws", "40", "--compare"]) == 0
     assert "not used" not in capsys.readouterr().err
+
+
+def test_the_overview_reads_group_sizes_as_given():
+    # a fractional G (completions averaged over uneven groups) was truncated: 4.5 read as 4
+    from bayes_grpo.report.sections import overview_section
+
+    ds = _runset()
+    ds = ds.assign_coords(group_size=("run", np.array([4.0, 4.5, 16.0])))
+    html = render_html([overview_section(ds)])
+    assert "group sizes [4, 4.5, 16]." in html

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_grpo.checks.base import CheckResult, figure_to_base64
+from bayes_grpo.runset.schema import readable_group_size
 
 
 @dataclass
@@ -159,7 +160,7 @@ def overview_section(runset: Any | None, *, unfitted: dict[str, str] | None = No
         )
     summary = pd.DataFrame(rows).set_index("run")
     section = Section(key=key, title=title, intro=intro)
-    section.text(f"{len(summary)} runs, {summary['model'].nunique()} model(s), group sizes {sorted(set(summary['G'].dropna().astype(int)))}.")
+    section.text(f"{len(summary)} runs, {summary['model'].nunique()} model(s), group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
     if unfitted:
         section.text(
             f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
