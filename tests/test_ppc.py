@@ -279,3 +279,16 @@ def test_an_iid_fit_is_not_judged_by_the_sde_stationary_variance():
     assert sde.passed is not None and res.passed is None  # the SDE fit is judged, the iid one not
     assert res.summary.startswith("Not assessable for an i.i.d. fit")
     assert "Slope of log variance on log G" in res.summary and len(res.table) == len(sde.table)
+
+
+def test_runs_of_unknown_g_are_named_not_silently_left_out_of_the_stationary_variance():
+    from bayes_grpo.runset import concat_runsets
+
+    ds = _runset(n_steps=400)
+    blind = make_runset(
+        {"blind": pd.DataFrame({"reward": ds["reward"].isel(run=0).values})},
+        {"blind": {"model": "m", "learning_rate": LR, "momentum": MU, "momentum_convention": "heavy_ball", "k_ref": KREF}},
+    )
+    res = stationary_variance_check(KnownPosterior(), concat_runsets([ds, blind]))
+    assert "Runs ['blind'] of unknown G are left out." in res.summary
+    assert len(res.table) == len(stationary_variance_check(KnownPosterior(), ds).table)

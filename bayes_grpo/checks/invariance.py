@@ -749,10 +749,13 @@ def stationary_variance_check(
 
     ds = runset if runset is not None else _fitted_runset(fitted)
     rng = np.random.default_rng(seed)
-    rows = []
+    rows, unknown_g = [], []
     for run in ds[RUN_DIM].values:
         pr = run_predictive(fitted, ds, run, rng=rng)
         if pr["t"].size < 10:
+            continue
+        if not np.isfinite(float(pr["hyper"]["group_size"])):
+            unknown_g.append(str(run))  # D / (2 G C K_eff) needs G; said below, not dropped silently
             continue
         keep = _plateau_mask(pr["t"], plateau_fraction)
         resid = pr["y"][keep] - np.median(pr["mean"], axis=0)[keep]
@@ -762,9 +765,12 @@ def stationary_variance_check(
             dtype=float,
         ).ravel()
         rows.append((hyper["model"] or "", hyper["group_size"], resid, pred))
+    left_out = f" Runs {unknown_g} of unknown G are left out." if unknown_g else ""
     if not rows:
         return CheckResult(
-            "stationary_variance", None, "Not assessable: no run with at least 10 rewards."
+            "stationary_variance",
+            None,
+            f"Not assessable: no run of known G with at least 10 rewards.{left_out}",
         )
     out = []
     frame = pd.DataFrame(rows, columns=["model", "G", "resid", "pred"])
@@ -822,6 +828,7 @@ def stationary_variance_check(
             if np.isfinite(slope)
             else ""
         )
+        + left_out
     )
     return CheckResult(
         name="stationary_variance",
