@@ -76,6 +76,26 @@ def test_mechanistic_law_needs_momentum_and_k_ref():
         prepare_runs(_runset(n_steps=6))
 
 
+def test_the_hyperparameter_defaults_of_fit_give_the_mechanistic_law_its_momentum_and_lag(monkeypatch, capsys):
+    # `fit --default momentum=0.5 --default k_ref=4` fitted such runs, but compare (and
+    # report --compare of that fit) skipped the mechanistic law: it had no --default
+    from bayes_grpo.cli import main
+
+    data = prepare_runs(_runset(known=False), hyperparameter_defaults={"momentum": 0.5, "k_ref": 4.0})
+    assert law_applicable("oscillator_mechanistic", data) is None
+    np.testing.assert_array_equal(data.momentum, [0.5, 0.5])
+    known = prepare_runs(_runset(momentum=0.9), hyperparameter_defaults={"momentum": 0.5})
+    np.testing.assert_array_equal(known.momentum, [0.9, 0.9])  # a known value is kept
+    seen = {}
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: _runset(known=False))
+    monkeypatch.setattr(
+        "bayes_grpo.predict.compare.compare_laws",
+        lambda ds, **kw: seen.update(kw) or (_ for _ in ()).throw(ValueError("stop here")),
+    )
+    main(["compare", "runs.nc", "--default", "momentum=0.5", "--default", "k_ref=4"])
+    assert seen["hyperparameter_defaults"] == {"momentum": 0.5, "k_ref": 4.0}
+
+
 @pytest.mark.slow
 def test_oscillator_beats_single_exponential_on_a_slow_start_by_leave_future_out():
     from bayes_grpo.predict.compare import compare_laws

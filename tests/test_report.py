@@ -199,13 +199,14 @@ def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test
     base += ["--no-stability", "--compare", "--invariance"]
     calls = _stub_report_stages(monkeypatch)
     assert main([*base, "--draws", "40", "--tune", "30", "--chains", "1", "--seed", "7"]) == 0
-    assert calls["compare"] == {"random_seed": 7, "draws": 40, "tune": 30, "chains": 1}
+    fit_defaults = {"hyperparameter_defaults": {"momentum": 0.9}}  # the fit's `--default`, also for compare
+    assert calls["compare"] == {"random_seed": 7, "draws": 40, "tune": 30, "chains": 1, **fit_defaults}
     inv = calls["invariance"]
     assert (inv["draws"], inv["tune"], inv["chains"], inv["random_seed"]) == (40, 30, 1, 7)
     # not given: the comparison keeps compare_laws' defaults, the invariance test the fit's own
     calls.clear()
     assert main([*base, "--tune", "30"]) == 0
-    assert calls["compare"] == {"random_seed": 0, "tune": 30}
+    assert calls["compare"] == {"random_seed": 0, "tune": 30, **fit_defaults}
     inv = calls["invariance"]
     assert (inv["draws"], inv["tune"], inv["chains"]) == (1000, 30, 4)
     # and the fit's model: a fit made with `--default momentum=0.9` on runs without momentum

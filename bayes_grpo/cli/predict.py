@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from bayes_grpo.cli._common import (
+    add_hyperparameter_defaults_flag,
     add_json_flag,
     add_lr_schedule_args,
     add_overwrite_flag,
@@ -192,6 +193,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=int, default=0, help="random seed")
+    add_hyperparameter_defaults_flag(c)
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
 
@@ -389,7 +391,13 @@ def _run_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
     ds = load_runset(args.runs)
     res = compare_laws(
-        ds, laws=laws, draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
+        ds,
+        laws=laws,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        random_seed=args.seed,
+        hyperparameter_defaults=dict(args.defaults),
     )
     check = res.to_check_result()
     if args.json:

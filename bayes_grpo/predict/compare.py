@@ -30,7 +30,7 @@ log-sd 1.5 (``tau``, ``1 / w0``, ``1 / r``, ``(1 - mu) / a``), ``log zeta ~ N(0,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,11 +84,17 @@ class RunData:
 
 
 def prepare_runs(
-    ds: xr.Dataset, *, upto_fraction: float | None = None, min_points: int = 8
+    ds: xr.Dataset,
+    *,
+    upto_fraction: float | None = None,
+    min_points: int = 8,
+    hyperparameter_defaults: Mapping[str, Any] | None = None,
 ) -> RunData:
     """Flatten a run set's rewards; ``upto_fraction`` keeps only the first part of each run.
 
     Runs with fewer than ``min_points`` finite rewards (after truncation) raise, naming them.
+    ``hyperparameter_defaults`` (``momentum``, ``k_ref``) fill what a run does not know, as
+    ``fit --default`` does.
     """
     steps = ds[STEP_DIM].values.astype(float)
     if (steps < 0).any():
@@ -134,9 +140,17 @@ def prepare_runs(
         early=np.array(early),
         late=np.array(late),
         noise=np.array(noise),
-        momentum=ds["momentum"].values.astype(float),
-        k_ref=ds["k_ref"].values.astype(float),
+        momentum=_with_default(ds["momentum"].values, (hyperparameter_defaults or {}).get("momentum")),
+        k_ref=_with_default(ds["k_ref"].values, (hyperparameter_defaults or {}).get("k_ref")),
     )
+
+
+def _with_default(values, default) -> np.ndarray:
+    """``values`` as floats, the unknown (NaN) ones replaced by ``default`` when given."""
+    out = np.asarray(values, dtype=float).copy()
+    if default is not None:
+        out[~np.isfinite(out)] = float(default)
+    return out
 
 
 def _law_curve(law: str, t, p: dict[str, Any], data: RunData, run_idx):
@@ -443,6 +457,7 @@ def compare_laws(
     cores: int = 1,
     random_seed: int = 0,
     lfo_fraction: float = LFO_FRACTION,
+    hyperparameter_defaults: Mapping[str, Any] | None = None,
 ) -> ComparisonResult:
     """Fit every law to the run set and compare them (module docstring).
 
@@ -457,6 +472,9 @@ def compare_laws(
         NUTS settings, used for the full fits and for the leave-future-out fits.
     lfo_fraction
         Fraction of each run's steps held out at the end.
+    hyperparameter_defaults
+        ``momentum`` / ``k_ref`` for runs that do not know them (``fit --default``; a fit's
+        ``model_config["hyperparameter_defaults"]``), so the mechanistic law is not skipped.
     """
     import arviz as az
 
@@ -465,8 +483,13 @@ def compare_laws(
     # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
     laws = list(dict.fromkeys(laws))
 
-    data = prepare_runs(runset)
-    train = prepare_runs(runset, upto_fraction=1.0 - lfo_fraction, min_points=5)
+    data = prepare_runs(runset, hyperparameter_defaults=hyperparameter_defaults)
+    train = prepare_runs(
+        runset,
+        upto_fraction=1.0 - lfo_fraction,
+        min_points=5,
+        hyperparameter_defaults=hyperparameter_defaults,
+    )
     # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
     # (R^2 ~ 0 for all four), a constant run has nothing to tell them apart
     notes: list[str] = [f"{n}." for n in shape_notes(data.run_ids, data.steps, data.reward)]

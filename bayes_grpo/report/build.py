@@ -230,7 +230,12 @@ def report_from_posterior(
     if compare:
         from bayes_grpo.predict.compare import compare_laws
 
-        results["comparison"] = compare_laws(model.runset, random_seed=seed, **nuts).to_check_result()
+        results["comparison"] = compare_laws(
+            model.runset,
+            random_seed=seed,
+            hyperparameter_defaults=model.model_config.get("hyperparameter_defaults"),  # fit --default
+            **nuts,
+        ).to_check_result()
     if loaded:
         from bayes_grpo.predict.result import prediction_result
 
