@@ -69,6 +69,46 @@ VARIANTS: dict[str, dict[str, object]] = {
 }
 
 
+def mean_band_score(pred, true_mean: np.ndarray) -> dict[str, float]:
+    """How the 90% band and the posterior mean of ``pred``'s mean trajectory meet the truth."""
+    lo, hi = band(pred, kind="mean", hdi_prob=0.9)
+    error = pred["mean_mean"].values - true_mean
+    return {
+        "true_mean_inside_90_band": coverage(true_mean, lo, hi),
+        "mean_band_width_mean": float(np.mean(hi - lo)),
+        "mean_band_width_max": float(np.max(hi - lo)),
+        "rmse_posterior_mean_vs_true_mean": float(np.sqrt(np.mean(error**2))),
+        "max_abs_error_posterior_mean": float(np.max(np.abs(error))),
+    }
+
+
+def results_table(rows, case: str, variant: str) -> list[str]:
+    """Markdown lines of ``rows`` ``(setting, case, variant, scores)``, one row per prediction."""
+    lines = [
+        f"| setting | {case} | {variant} | share of steps inside 90% band | mean band width | RMSE of posterior mean | max abs error |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for sname, cname, vname, v in rows:
+        lines.append(
+            f"| {sname} | {cname} | {vname} | {v['true_mean_inside_90_band']:.2f} | "
+            f"{v['mean_band_width_mean']:.4f} | {v['rmse_posterior_mean_vs_true_mean']:.4f} | "
+            f"{v['max_abs_error_posterior_mean']:.4f} |"
+        )
+    return lines
+
+
+def add_fit_args(ap: argparse.ArgumentParser) -> None:
+    """The options :func:`fit_or_load` and the truth simulations read."""
+    ap.add_argument("--fit-dir", default="/tmp/predict_fits")
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--fit-seeds", type=int, default=2)
+    ap.add_argument("--truth-seeds", type=int, default=1024)
+    ap.add_argument("--draws", type=int, default=300)
+    ap.add_argument("--tune", type=int, default=300)
+    ap.add_argument("--chains", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+
+
 def _fit(runset, args):
     """The mechanistic iid model fitted to ``runset`` with the script's sampler settings."""
     from bayes_grpo.model import GRPODynamicsModel
@@ -181,16 +221,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--out", default="benchmarks/results/validate_prediction")
-    ap.add_argument("--fit-dir", default="/tmp/predict_fits")
     ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=sorted(SETTINGS))
     ap.add_argument("--fit-only", action="store_true", help="fit (and cache) only")
-    ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--fit-seeds", type=int, default=2)
-    ap.add_argument("--truth-seeds", type=int, default=1024)
-    ap.add_argument("--draws", type=int, default=300)
-    ap.add_argument("--tune", type=int, default=300)
-    ap.add_argument("--chains", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    add_fit_args(ap)
     ap.add_argument(
         "--loso",
         action="store_true",
@@ -297,23 +330,13 @@ def main() -> None:
                         discrepancy=variant["discrepancy"],  # type: ignore[arg-type]
                         seed=args.seed,
                     )
-                lo, hi = band(pred, kind="mean", hdi_prob=0.9)
                 olo, ohi = band(pred, kind="obs", hdi_prob=0.9)
                 obs_cov = float(
                     np.mean([coverage(logged[i], olo, ohi) for i in range(logged.shape[0])])
                 )
-                inside = coverage(true_mean, lo, hi)
-                v = {
-                    "true_mean_inside_90_band": inside,
-                    "goal_met": bool(inside >= 0.9),
-                    "mean_band_width_mean": float(np.mean(hi - lo)),
-                    "mean_band_width_max": float(np.max(hi - lo)),
-                    "rmse_posterior_mean_vs_true_mean": float(
-                        np.sqrt(np.mean((pred["mean_mean"].values - true_mean) ** 2))
-                    ),
-                    "max_abs_error_posterior_mean": float(
-                        np.max(np.abs(pred["mean_mean"].values - true_mean))
-                    ),
+                v = mean_band_score(pred, true_mean)
+                v |= {
+                    "goal_met": bool(v["true_mean_inside_90_band"] >= 0.9),
                     "logged_reward_coverage_90_obs_band": obs_cov,
                     "predicted_regime": pred.attrs["regime"],
                     "predicted_regime_prob": pred.attrs["regime_prob"],
@@ -343,16 +366,7 @@ def main() -> None:
     if args.fit_only:
         return
     write_text_atomic(out / "summary.json", json.dumps(results, indent=2, default=float))
-    lines = [
-        "| setting | case | law | share of steps inside 90% band | mean band width | RMSE of posterior mean | max abs error |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for sname, cname, vname, v in rows:
-        lines.append(
-            f"| {sname} | {cname} | {vname} | {v['true_mean_inside_90_band']:.2f} | "
-            f"{v['mean_band_width_mean']:.4f} | {v['rmse_posterior_mean_vs_true_mean']:.4f} | "
-            f"{v['max_abs_error_posterior_mean']:.4f} |"
-        )
+    lines = results_table(rows, "case", "law")
     write_text_atomic(out / "table.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 

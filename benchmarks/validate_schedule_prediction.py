@@ -27,18 +27,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validate_prediction import SETTINGS, fit_or_load  # noqa: E402
+from validate_prediction import (  # noqa: E402
+    SETTINGS,
+    add_fit_args,
+    fit_or_load,
+    mean_band_score,
+    results_table,
+)
 
 from bayes_grpo._io import write_text_atomic  # noqa: E402
 from bayes_grpo.bandit import simulate_bandit  # noqa: E402
 from bayes_grpo.dynamics.schedule import lr_multipliers  # noqa: E402
-from bayes_grpo.predict.forecast import coverage  # noqa: E402
 from bayes_grpo.predict.predict import predict_run  # noqa: E402
-from bayes_grpo.predict.summary import band  # noqa: E402
 
 #: Held-out cases: name -> (learning rate, K_ref, schedule, warm-up steps). The decay runs
 #: to 0 at the end of the 150-step run (TRL's default: over the whole training).
@@ -54,33 +56,13 @@ CASES: dict[str, tuple[float, int, str, int]] = {
 VARIANTS: tuple[str, ...] = ("schedule", "constant rate")
 
 
-def score(pred, true_mean: np.ndarray) -> dict[str, float]:
-    lo, hi = band(pred, kind="mean", hdi_prob=0.9)
-    mean = pred["mean_mean"].values
-    return {
-        "true_mean_inside_90_band": coverage(true_mean, lo, hi),
-        "mean_band_width_mean": float(np.mean(hi - lo)),
-        "rmse_posterior_mean_vs_true_mean": float(np.sqrt(np.mean((mean - true_mean) ** 2))),
-        "max_abs_error_posterior_mean": float(np.max(np.abs(mean - true_mean))),
-        "stop_step": float(pred.attrs["stop_step"]),
-        "law": str(pred.attrs["law"]),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--out", default="benchmarks/results/validate_schedule_prediction")
-    ap.add_argument("--fit-dir", default="/tmp/predict_fits")
     ap.add_argument("--settings", nargs="+", default=["mu0.5", "mu0.0"], choices=sorted(SETTINGS))
-    ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--fit-seeds", type=int, default=2)
-    ap.add_argument("--truth-seeds", type=int, default=1024)
-    ap.add_argument("--draws", type=int, default=300)
-    ap.add_argument("--tune", type=int, default=300)
-    ap.add_argument("--chains", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    add_fit_args(ap)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -135,23 +117,17 @@ def main() -> None:
                     lr_schedule=schedule if vname == "schedule" else None,
                     lr_schedule_label=kind,
                 )
-                v = score(pred, true_mean)
+                v = mean_band_score(pred, true_mean) | {
+                    "stop_step": float(pred.attrs["stop_step"]),
+                    "law": str(pred.attrs["law"]),
+                }
                 cres["variants"][vname] = v  # type: ignore[index]
                 rows.append((sname, cname, vname, v))
             sres["cases"][cname] = cres  # type: ignore[index]
             print(sname, cname, {k: round(v["true_mean_inside_90_band"], 2) for k, v in cres["variants"].items()}, flush=True)  # type: ignore[union-attr]
         results["settings"][sname] = sres  # type: ignore[index]
     results["seconds"] = time.perf_counter() - start
-    lines = [
-        "| setting | held-out case | predicted | share of steps inside 90% band | mean band width | RMSE of posterior mean | max abs error |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for sname, cname, vname, v in rows:
-        lines.append(
-            f"| {sname} | {cname} | {vname} | {v['true_mean_inside_90_band']:.2f} | "
-            f"{v['mean_band_width_mean']:.4f} | {v['rmse_posterior_mean_vs_true_mean']:.4f} | "
-            f"{v['max_abs_error_posterior_mean']:.4f} |"
-        )
+    lines = results_table(rows, "held-out case", "predicted")
     write_text_atomic(out / "table.md", "\n".join(lines) + "\n")
     write_text_atomic(out / "summary.json", json.dumps(results, indent=1, default=str))
     print("\n".join(lines))
