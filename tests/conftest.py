@@ -73,6 +73,23 @@ def real_runs_dir() -> Path:
     return REAL_RUNS
 
 
+def _load_script(relative_path: str):
+    """A repository script (``benchmarks/x.py``, ``scripts/y.py``) imported as a module."""
+    import importlib.util
+
+    path = REPO_ROOT / relative_path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """``load_script("benchmarks/real_runs_fit.py")``: the script as a module, for its tests."""
+    return _load_script
+
+
 @pytest.fixture(autouse=True)
 def _close_figures_after_each_test():
     """Close the figures a test left open (plotting functions return them to the caller), so a

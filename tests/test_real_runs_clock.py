@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,15 +9,10 @@ import pytest
 from bayes_grpo.runset import make_runset
 from bayes_grpo.runset.clock import clock_runset, clock_time, clocked_runs
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs_clock.py"
-
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("real_runs_clock", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("benchmarks/real_runs_clock.py")
 
 
 def test_skips_cleanly_without_the_public_logs(script, tmp_path, capsys):

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from bayes_grpo.dynamics.coefficients import oscillator_coefficients
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "real_runs_fit.py"
-
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("real_runs_fit", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("benchmarks/real_runs_fit.py")
 
 
 @pytest.mark.parametrize("a_true", [4e-4, 3e-3, 0.05])  # overdamped, near critical, oscillatory (mu = 0.9, L = 1)

@@ -177,19 +177,8 @@ def test_a_failed_run_keeps_the_logs_and_checkpoints_it_wrote(tmp_path):
     assert not (tmp_path / "other").exists()
 
 
-def _example_plan():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "make_example_data.py"
-    spec = importlib.util.spec_from_file_location("make_example_data", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_example_data_plan_has_the_comparisons_the_issue_asks_for():
-    runs, groups = _example_plan().plan()
+def test_example_data_plan_has_the_comparisons_the_issue_asks_for(load_script):
+    runs, groups = load_script("scripts/make_example_data.py").plan()
     fixed_c = [runs[r] for r in groups["g_fixed_completions"]]
     fixed_p = [runs[r] for r in groups["g_fixed_prompts"]]
     assert {(c["group_size"], c["prompts_per_step"]) for c in fixed_c} == {(4, 32), (16, 8)}
