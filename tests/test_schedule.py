@@ -164,13 +164,24 @@ def test_a_schedule_shorter_than_the_horizon_or_zero_throughout_is_refused():
         _predict(1.0, np.zeros(120))
 
 
-def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def predict_cli(monkeypatch):
+    """``predict_cli(*options, lr="1", steps="100")``: the exit status of ``bayes-grpo predict``
+    of the :class:`_Fitted` posterior (mu 0.5, K_ref 2, G 8, no discrepancy) with ``options``."""
     from bayes_grpo.cli import main
 
     monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
-    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2",
-            "--group-size", "8", "--steps", "100", "--no-discrepancy", "--json"]  # fmt: skip
-    assert main([*base, "--lr-scheduler", "linear", "--warmup-steps", "10", "--decay-steps", "200"]) == 0
+
+    def run(*options: str, lr: str = "1", steps: str = "100") -> int:
+        return main(["predict", "fit.nc", "--lr", lr, "--momentum", "0.5", "--k-ref", "2",
+                     "--group-size", "8", "--steps", steps, "--no-discrepancy", *options])  # fmt: skip
+
+    return run
+
+
+def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys, predict_cli):
+    base = ["--json"]
+    assert predict_cli(*base, "--lr-scheduler", "linear", "--warmup-steps", "10", "--decay-steps", "200") == 0
     named = json.loads(capsys.readouterr().out)  # --lr-scheduler: train's name for the flag
     assert named["lr_schedule"] == "linear, warm-up 10, decay to step 200"
     assert named["lr_schedule_peak_rate"] == 1.0
@@ -178,43 +189,39 @@ def test_cli_predict_on_a_named_schedule_and_on_a_schedule_file(tmp_path, capsys
     steps = np.arange(100)
     rate = lr_multipliers("linear", 100, warmup_steps=10, decay_steps=200)
     schedule.write_text("step,lr\n" + "".join(f"{s},{r}\n" for s, r in zip(steps, rate)))
-    assert main([*base, "--lr-schedule", str(schedule)]) == 0
+    assert predict_cli(*base, "--lr-schedule", str(schedule)) == 0
     from_file = json.loads(capsys.readouterr().out)
     assert from_file["stop_step"] == named["stop_step"]
     assert from_file["time_to_fraction"] == named["time_to_fraction"]
     assert from_file["lr_schedule"] == str(schedule)
-    assert main([*base]) == 0
+    assert predict_cli(*base) == 0
     constant = json.loads(capsys.readouterr().out)
     assert constant["time_to_fraction"] != named["time_to_fraction"] and "lr_schedule" not in constant
 
     short = tmp_path / "short.csv"
     short.write_text("step,lr\n0,1\n50,1\n")
-    assert main([*base, "--lr-schedule", str(short)]) != 0
+    assert predict_cli(*base, "--lr-schedule", str(short)) != 0
     err = capsys.readouterr().err
     assert "short.csv: the schedule ends at step 50" in err
     bad = tmp_path / "bad.csv"
     bad.write_text("step,rate\n0,1\n")
-    assert main([*base, "--lr-schedule", str(bad)]) != 0
+    assert predict_cli(*base, "--lr-schedule", str(bad)) != 0
     assert "bad.csv: a schedule file needs columns step and lr" in capsys.readouterr().err
     for header in ("step,lr,LR", "step,lr,learning_rate"):  # the later column silently won
         two = tmp_path / "two.csv"
         two.write_text(header + "\n" + "".join(f"{s},1,0.5\n" for s in range(101)))
-        assert main([*base, "--lr-schedule", str(two)]) != 0
+        assert predict_cli(*base, "--lr-schedule", str(two)) != 0
         assert "two.csv: columns" in capsys.readouterr().err
-    assert main([*base, "--lr-schedule", "cosin"]) != 0
+    assert predict_cli(*base, "--lr-schedule", "cosin") != 0
     assert "neither a schedule (constant, linear, cosine) nor a file" in capsys.readouterr().err
 
 
-def test_a_schedule_file_starting_after_update_0_is_refused_not_carried_back(tmp_path, capsys, monkeypatch):
+def test_a_schedule_file_starting_after_update_0_is_refused_not_carried_back(tmp_path, capsys, predict_cli):
     # np.interp held the first rate flat before the file's first step: a file from step 5 was
     # read as a run at that rate from update 0
-    from bayes_grpo.cli import main
-
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
     late = tmp_path / "late.csv"
     late.write_text("step,lr\n5,1\n100,1\n")
-    assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
-                 "8", "--steps", "100", "--no-discrepancy", "--lr-schedule", str(late)]) != 0  # fmt: skip
+    assert predict_cli("--lr-schedule", str(late)) != 0
     assert "late.csv: the schedule starts at step 5; the horizon needs the rate from update 0" in capsys.readouterr().err
 
 
@@ -232,53 +239,42 @@ def test_a_bad_row_of_a_schedule_file_is_quoted_as_written_not_as_numpy_reprs(tm
     assert "np." not in str(err.value)
 
 
-def test_a_constant_schedule_has_no_decay_length_with_or_without_a_warm_up(tmp_path, capsys, monkeypatch):
+def test_a_constant_schedule_has_no_decay_length_with_or_without_a_warm_up(tmp_path, capsys, predict_cli):
     # a warm-up outlasting the horizon was refused for a decay length constant does not have,
     # and --decay-steps after a warm-up was ignored (labelled "decay to step 50") where without
     # one it was refused
-    from bayes_grpo.cli import main
-
     np.testing.assert_allclose(lr_multipliers("constant", 4, warmup_steps=8), [0, 1 / 8, 2 / 8, 3 / 8])
     with pytest.raises(ValueError, match="constant does not decay"):
         lr_multipliers("constant", 10, warmup_steps=2, decay_steps=50)
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
-    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
-            "8", "--steps", "100", "--no-discrepancy", "--json", "--lr-schedule", "constant"]  # fmt: skip
-    assert main([*base, "--warmup-steps", "200"]) == 0
+    base = ["--json", "--lr-schedule", "constant"]
+    assert predict_cli(*base, "--warmup-steps", "200") == 0
     assert json.loads(capsys.readouterr().out)["time_to_fraction"]
     for warm in ("0", "10"):
-        assert main([*base, "--warmup-steps", warm, "--decay-steps", "50"]) != 0
+        assert predict_cli(*base, "--warmup-steps", warm, "--decay-steps", "50") != 0
         assert "--decay-steps needs --lr-schedule linear or cosine" in capsys.readouterr().err
 
 
-def test_a_decay_not_after_the_warm_up_is_refused_naming_the_options(tmp_path, capsys, monkeypatch):
+def test_a_decay_not_after_the_warm_up_is_refused_naming_the_options(tmp_path, capsys, predict_cli):
     # the message was lr_multipliers' "decay_steps must be ... above the warm-up (200), got 100",
     # naming a parameter the command line does not have and a value nobody gave
-    from bayes_grpo.cli import main
-
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
-    base = ["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
-            "8", "--steps", "100", "--no-discrepancy", "--lr-schedule", "cosine", "--warmup-steps", "200"]  # fmt: skip
-    assert main(base) != 0
+    base = ["--lr-schedule", "cosine", "--warmup-steps", "200"]
+    assert predict_cli(*base) != 0
     err = capsys.readouterr().err
     assert "--lr-schedule cosine: --warmup-steps 200 does not end before the horizon (100 updates)" in err
     assert "give --decay-steps" in err and "decay_steps" not in err
-    assert main([*base, "--decay-steps", "150"]) != 0
+    assert predict_cli(*base, "--decay-steps", "150") != 0
     assert "--decay-steps 150 must exceed --warmup-steps 200" in capsys.readouterr().err
-    assert main([*base, "--decay-steps", "300"]) == 0
+    assert predict_cli(*base, "--decay-steps", "300") == 0
 
 
-def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, capsys, monkeypatch):
+def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, capsys, predict_cli):
     # the file's rates were divided by --lr 0: a RuntimeWarning and "update 0 has np.float64(inf)"
-    from bayes_grpo.cli import main
     from bayes_grpo.dynamics.schedule import check_multipliers
 
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
     rates = tmp_path / "rates.csv"
     rates.write_text("step,lr\n0,0.2\n10,0.2\n")
     for lr in ("0", "-0.1"):
-        assert main(["predict", "fit.nc", "--lr", lr, "--momentum", "0.5", "--k-ref", "2", "--group-size",
-                     "8", "--steps", "10", "--no-discrepancy", "--lr-schedule", str(rates)]) != 0  # fmt: skip
+        assert predict_cli("--lr-schedule", str(rates), lr=lr, steps="10") != 0
         assert f"rates.csv: --lr must be a positive number (the nominal rate of the file's rates), got {lr}" in (
             capsys.readouterr().err
         )
@@ -286,14 +282,10 @@ def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, c
         check_multipliers([1.0, np.inf], 2)
 
 
-def test_cli_a_schedule_file_at_rate_0_over_the_horizon_is_refused_naming_the_file(tmp_path, capsys, monkeypatch):
-    from bayes_grpo.cli import main
-
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+def test_cli_a_schedule_file_at_rate_0_over_the_horizon_is_refused_naming_the_file(tmp_path, capsys, predict_cli):
     zero = tmp_path / "zero.csv"
     zero.write_text("step,lr\n0,0\n10,0\n20,1\n")
-    assert main(["predict", "fit.nc", "--lr", "1", "--momentum", "0.5", "--k-ref", "2", "--group-size",
-                 "8", "--steps", "10", "--no-discrepancy", "--lr-schedule", str(zero)]) != 0  # fmt: skip
+    assert predict_cli("--lr-schedule", str(zero), steps="10") != 0
     assert f"--lr-schedule {zero}: the rate is 0 at every update of the horizon (--steps 10)" in capsys.readouterr().err
 
 
