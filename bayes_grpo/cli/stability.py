@@ -219,12 +219,10 @@ def _run_posterior(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if result.values.get("scheduled_runs"):
-        print(
-            f"bayes-grpo stability: warning: the fit's runs {result.values['scheduled_runs']} log a "
-            "learning-rate schedule and were fitted on raw steps: the gain averages over their "
-            "schedules, and this verdict is for a constant rate (ingest --lr-clock)",
-            file=sys.stderr,
-        )
+        from bayes_grpo.model.prepare import scheduled_fit_warning
+
+        warning = scheduled_fit_warning(result.values["scheduled_runs"])
+        print(f"bayes-grpo stability: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json(result.to_dict())
         return 0

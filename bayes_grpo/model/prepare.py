@@ -147,6 +147,16 @@ def scheduled_runs(ds: xr.Dataset, run_ids: list[str]) -> list[str]:
     return scheduled
 
 
+def scheduled_fit_warning(runs: list[str]) -> str:
+    """What a verb that reads a fitted posterior (``predict``, ``stability --posterior``) says
+    of a fit whose :func:`scheduled_runs` are ``runs``."""
+    return (
+        f"the fit's runs {runs} log a learning-rate schedule and were fitted on raw steps: its "
+        "gain averages over their schedules, so it describes no constant rate (the fit's note; "
+        "ingest --lr-clock)"
+    )
+
+
 def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
     """A note naming the :func:`scheduled_runs` of a fit, else None. The law's coefficients
     are constant over a run, so such a fit averages over the schedule."""

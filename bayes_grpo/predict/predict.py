@@ -667,8 +667,9 @@ def predict_run(
     mechanistic = parameterisation == "mechanistic"
     new_llm = str(draws.attrs.get("new_model", "False")) == "True"
     size_used = new_llm and "size_exponent" in fitted._require_fit().posterior
+    fitted_runs = getattr(fitted, "runset", None)
     warnings_ = extrapolation_warnings(
-        getattr(fitted, "runset", None),
+        fitted_runs,
         model=model,
         learning_rate=peak_rate,
         momentum=momentum,
@@ -677,17 +678,12 @@ def predict_run(
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
         model_size=model_size if size_used else None,
     )
-    fitted_runs = getattr(fitted, "runset", None)
     if fitted_runs is not None:
-        from bayes_grpo.model.prepare import scheduled_runs
+        from bayes_grpo.model.prepare import scheduled_fit_warning, scheduled_runs
 
         averaged = scheduled_runs(fitted_runs, [str(r) for r in fitted_runs["run"].values])
         if averaged:
-            warnings_.append(
-                f"the fit's runs {averaged} log a learning-rate schedule and were fitted on raw "
-                "steps: its gain averages over their schedules, so it describes no constant rate "
-                "(the fit's note; ingest --lr-clock)"
-            )
+            warnings_.append(scheduled_fit_warning(averaged))
     if new_llm and model is not None:
         fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
         warnings_.insert(
@@ -769,7 +765,7 @@ def predict_run(
         },
     )
     beyond = beyond_logged_rewards_warning(
-        getattr(fitted, "runset", None),
+        fitted_runs,
         model=model,
         mean_trajectory=ds["mean_mean"].values,
         plateau=draws["plateau"].values,
