@@ -48,7 +48,6 @@ Run from the repository root (about 1.5 minutes on 2 cores, most of it the contr
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -75,18 +74,13 @@ TRAIN_SHARE = 0.7
 RISE_SHARE = 1.0 - np.exp(-1.0)
 
 
-def _ingest_module():
-    path = Path(__file__).resolve().parent / "ingest_real_runs.py"
-    spec = importlib.util.spec_from_file_location("ingest_real_runs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_public_runs(root: Path) -> xr.Dataset:
     """The CSV conversions as one run set, settings and reward columns from ``sources.json``."""
     sources = json.loads((root / "sources.json").read_text())
-    manifest = _ingest_module().manifest_rows(sources, root / "csv")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # a sibling script, as in validate_schedule_prediction
+    from ingest_real_runs import manifest_rows
+
+    manifest = manifest_rows(sources, root / "csv")
     manifest["reward_key"] = [s.get("csv_reward_column") or "" for s in sources]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "manifest.csv"
