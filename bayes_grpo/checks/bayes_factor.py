@@ -674,13 +674,17 @@ def log_bf01_from_bridge(h0: BridgeResult, h1: BridgeResult) -> tuple[float, flo
     return h0.log_ml - h1.log_ml, float(np.hypot(h0.mc_error, h1.mc_error))
 
 
-def offset_prior_log_density_at_zero(model: Any, offset_value_names: Sequence[str]) -> float:
+def offset_prior_log_density_at_zero(
+    model: Any, offset_value_names: Sequence[str], *, elementwise: bool = False
+) -> Any:
     """``log p(delta = 0)`` of the named (untransformed) value variables, from the model.
 
     Evaluated with the model's own log-probability of those variables at 0 (the other
     variables at the initial point); raises when that prior depends on the other
     variables (then Savage–Dickey does not apply as such) or when a variable is
-    transformed (0 on a transformed scale is not ``delta = 0``).
+    transformed (0 on a transformed scale is not ``delta = 0``). With ``elementwise`` the
+    term of each offset (the variables' elements laid end to end, an array whose sum is the
+    float otherwise returned): a subset's density, for a Savage–Dickey ratio on part of them.
     """
     by_name = {v.name: rv for rv, v in model.rvs_to_values.items()}
     rvs = []
@@ -706,7 +710,12 @@ def offset_prior_log_density_at_zero(model: Any, offset_value_names: Sequence[st
             "the prior of the offsets depends on other parameters; the Savage-Dickey ratio needs "
             "offsets a priori independent of the rest of the model"
         )
-    return val
+    if not elementwise:
+        return val
+    terms = model.compile_fn(
+        model.logp(vars=rvs, jacobian=True, sum=False), inputs=model.value_vars, on_unused_input="ignore"
+    )(point)
+    return np.concatenate([np.asarray(t, dtype=float).ravel() for t in terms])
 
 
 def savage_dickey_importance(

@@ -230,18 +230,6 @@ def offsets_by_model(pm_model: Any, names: Sequence[str]) -> dict[str, np.ndarra
     return {m: np.asarray(v, dtype=int) for m, v in out.items()}
 
 
-def _offset_prior_log_density_elementwise(pm_model: Any, names: Sequence[str]) -> np.ndarray:
-    """``log p(delta_i = 0)`` of each offset (the names laid end to end); the offsets' prior
-    must not depend on the rest (checked by :func:`offset_prior_log_density_at_zero`)."""
-    by_name = {v.name: rv for rv, v in pm_model.rvs_to_values.items()}
-    terms = pm_model.logp(vars=[by_name[n] for n in names], jacobian=True, sum=False)
-    fn = pm_model.compile_fn(terms, inputs=pm_model.value_vars, on_unused_input="ignore")
-    point = pm_model.initial_point()
-    for n in names:
-        point[n] = np.zeros_like(point[n])
-    return np.concatenate([np.asarray(t, dtype=float).ravel() for t in fn(point)])
-
-
 def savage_dickey_by_model(
     pm_model: Any, posterior: Any, names: Sequence[str], models: Sequence[str], *, sd_method: str
 ) -> dict[str, Any]:
@@ -257,7 +245,7 @@ def savage_dickey_by_model(
     if not positions:
         return {}
     idx = posterior.index_of(names)
-    prior = _offset_prior_log_density_elementwise(pm_model, names)
+    prior = offset_prior_log_density_at_zero(pm_model, names, elementwise=True)
     out: dict[str, Any] = {}
     for m in models:
         if m not in positions:
