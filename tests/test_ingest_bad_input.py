@@ -381,3 +381,15 @@ def test_steps_too_large_to_tell_apart_are_an_error_naming_the_run(tmp_path):
     path = _csv(tmp_path / "big.csv", [(2**70 + s, 0.1 * s, 0.0) for s in range(N)])
     with pytest.raises(RunSetError, match=r"big\.csv: step .* is beyond 2\*\*53"):
         load_runs([path])
+
+
+def test_a_run_folder_linked_into_the_scanned_folder_is_read(tmp_path):
+    # runs kept on other storage and linked into an experiment folder were skipped without a word
+    _good(tmp_path / "storage" / "run_a" / "metrics.csv")
+    exp = tmp_path / "exp"
+    _good(exp / "run_b" / "metrics.csv")
+    (exp / "run_a").symlink_to(tmp_path / "storage" / "run_a", target_is_directory=True)
+    (exp / "run_b" / "up").symlink_to(exp, target_is_directory=True)  # a loop is read once
+    (exp / "latest").symlink_to(exp / "run_b", target_is_directory=True)  # a second way in
+    ds = load_runs([exp])
+    assert sorted(ds.run.values) == ["run_a", "run_b"]

@@ -398,9 +398,21 @@ class _Job:
 
 
 def _walk(root: Path) -> list[Path]:
+    """The files under ``root``, symbolic links to folders followed (a run folder linked in from
+    other storage is a log the user gave); a folder reached a second time (a link back up the
+    tree, or to a folder already read) is read once, real folders before links to them."""
     files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames[:] = sorted(
+            (d for d in dirnames if not d.startswith((".", "__"))),
+            key=lambda d: (os.path.islink(os.path.join(dirpath, d)), d),
+        )
         files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
     return files
 
@@ -408,8 +420,9 @@ def _walk(root: Path) -> list[Path]:
 def discover(path: str | Path) -> list[_Job]:
     """The log files a path stands for.
 
-    A file is one log. A directory is searched recursively: for each run folder, the folder's own
-    ``trainer_state.json`` or else its latest ``checkpoint-*``'s; TensorBoard event files (each one a
+    A file is one log. A directory is searched recursively, links to folders followed (each
+    folder read once): for each run folder, the folder's own ``trainer_state.json`` or else its
+    latest ``checkpoint-*``'s; TensorBoard event files (each one a
     run, unless it lies under a run folder that has a ``trainer_state.json``, which then only reads
     its hyperparameters from it, and except the hyperparameters-only file that ``add_hparams`` writes
     into a ``<time.time()>`` subfolder, which is no run); CSV/JSONL files; text logs that contain
