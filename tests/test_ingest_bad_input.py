@@ -393,3 +393,31 @@ def test_a_run_folder_linked_into_the_scanned_folder_is_read(tmp_path):
     (exp / "latest").symlink_to(exp / "run_b", target_is_directory=True)  # a second way in
     ds = load_runs([exp])
     assert sorted(ds.run.values) == ["run_a", "run_b"]
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "json list", "trainer_state", "training_args"])
+def test_a_byte_order_mark_before_json_is_read_as_utf8(tmp_path, layout):
+    # Windows tools write UTF-8 with a byte-order mark: the JSONL file lost its first record as
+    # "unreadable", a JSON list was no log, a trainer_state.json and a training config beside the
+    # log were "corrupt"
+    bom = "\ufeff"
+    records = [{"step": s, "reward": 0.1 * s} for s in range(1, N + 1)]
+    if layout == "jsonl":
+        path = tmp_path / "m.jsonl"
+        text = "\n".join(json.dumps(r) for r in records)
+    elif layout == "json list":
+        path, text = tmp_path / "m.json", json.dumps(records)
+    elif layout == "trainer_state":
+        path, text = tmp_path / "trainer_state.json", json.dumps({"log_history": records})
+    else:
+        path = _state(tmp_path / "run" / "trainer_state.json")
+        text = path.read_text()
+        args = {"num_generations": 8, "learning_rate": 1e-6}
+        (path.parent / "training_args.json").write_text(bom + json.dumps(args), encoding="utf-8")
+    path.write_text(bom + text, encoding="utf-8")
+    ds = load_runs([path])
+    (run,) = ds.run.values
+    assert ds.reward.sel(run=run).dropna("step").sizes["step"] == N
+    assert not any("unreadable" in w or "not read" in w for w in runset_warnings(ds).get(run, []))
+    if layout == "training_args":
+        assert float(ds.group_size.sel(run=run)) == 8

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bayes_grpo.runset.loaders._base import LogFormatError, RawRun
+from bayes_grpo.runset.loaders._base import TEXT_ENCODING, LogFormatError, RawRun
 from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
@@ -60,11 +60,12 @@ def detect_format(path: str | Path) -> str | None:
         return "jsonl"
     if suffix == ".json":
         try:
-            head = path.open("r", encoding="utf-8", errors="replace").read(4096).lstrip()
+            with path.open("r", encoding=TEXT_ENCODING, errors="replace") as fh:
+                head = fh.read(4096).lstrip()
         except OSError:
             return None
         if head.startswith("{") and '"log_history"' in path.read_text(
-            encoding="utf-8", errors="replace"
+            encoding=TEXT_ENCODING, errors="replace"
         ):
             return "trainer_state"
         if head.startswith("["):

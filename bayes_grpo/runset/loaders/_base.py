@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
+#: Encoding logs and configs are read in: UTF-8, without the byte-order mark that Windows tools
+#: (PowerShell, Notepad, spreadsheets) put first; plain UTF-8 reads the same. Read as plain
+#: UTF-8, that mark made JSON files unreadable and the first line of a JSONL file "corrupt".
+TEXT_ENCODING = "utf-8-sig"
+
 #: Columns of :attr:`RawRun.records`.
 RECORD_COLUMNS: tuple[str, ...] = ("step", "metric", "value")
 

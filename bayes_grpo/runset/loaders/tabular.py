@@ -35,6 +35,7 @@ import pandas as pd
 
 from bayes_grpo.runset.loaders._base import (
     STEP_KEYS,
+    TEXT_ENCODING,
     LogFormatError,
     RawRun,
     find_step_key,
@@ -170,7 +171,7 @@ def _wide_records(
 def _read_table(path: Path, sep: str) -> pd.DataFrame:
     try:
         return pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig"
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=TEXT_ENCODING
         )
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
@@ -275,7 +276,7 @@ def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:
 
 def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding=TEXT_ENCODING)
     except (OSError, UnicodeDecodeError) as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     stripped = text.strip()

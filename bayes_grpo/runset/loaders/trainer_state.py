@@ -15,7 +15,12 @@ import json
 import re
 from pathlib import Path
 
-from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, records_from_dicts
+from bayes_grpo.runset.loaders._base import (
+    TEXT_ENCODING,
+    LogFormatError,
+    RawRun,
+    records_from_dicts,
+)
 from bayes_grpo.runset.names import SUMMARY_KEYS
 
 FILENAME = "trainer_state.json"
@@ -41,7 +46,7 @@ def resolve_trainer_state(path: str | Path) -> Path | None:
 def read_json(path: Path) -> object:
     """Parse a JSON file; a truncated or corrupt file raises LogFormatError naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding=TEXT_ENCODING)
     except (OSError, UnicodeDecodeError) as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     try:
