@@ -421,3 +421,29 @@ def test_a_byte_order_mark_before_json_is_read_as_utf8(tmp_path, layout):
     assert not any("unreadable" in w or "not read" in w for w in runset_warnings(ds).get(run, []))
     if layout == "training_args":
         assert float(ds.group_size.sel(run=run)) == 8
+
+
+@pytest.mark.parametrize("layout", ["trainer_state", "console", "jsonl"])
+def test_a_per_step_train_loss_is_a_metric_not_an_end_of_training_summary(tmp_path, layout):
+    # train_loss is also a summary name of the HF Trainer; every entry that had it was dropped as
+    # the summary (a trainer_state or console log: "no per-step entries", the reward with it), and
+    # in a JSONL log the per-step losses vanished without a word
+    entries = [{"step": s, "reward": 0.05 * s, "train_loss": 1.0 / s} for s in range(1, N + 1)]
+    summary = {"step": N, "train_runtime": 9.0, "train_steps_per_second": 1.3, "train_loss": 0.4}
+    if layout == "trainer_state":
+        path = tmp_path / "trainer_state.json"
+        path.write_text(json.dumps({"log_history": [*entries, summary]}))
+    elif layout == "console":
+        path = tmp_path / "train.log"
+        lines = [repr({k: v for k, v in e.items() if k != "step"}) for e in [*entries, summary]]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path = tmp_path / "metrics.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in entries))
+    ds = load_runs([path])
+    (run,) = ds.run.values
+    assert int(ds.reward.sel(run=run).notnull().sum()) == N
+    np.testing.assert_allclose(
+        ds.train_loss.sel(run=run).dropna("step"), [1.0 / s for s in range(1, N + 1)]
+    )
+    assert "train_runtime" not in ds.data_vars

@@ -83,6 +83,7 @@ from bayes_grpo.runset.names import (
     LOGGED_LR_VAR,
     PER_LOG_CALL_KEYS,
     SUMMARY_KEYS,
+    SUMMARY_MARKERS,
     NameMapping,
     NoRewardError,
     canonical_name,
@@ -237,8 +238,12 @@ def normalise_run(
         warn.append(f"text fields not kept as metrics: {sorted(text_fields)}")
     recs = recs[~recs["metric"].isin(text_fields)]
     recs["num"] = recs["num"].astype(float)
-    is_summary = {m: split_eval(str(m))[1] in SUMMARY_KEYS for m in recs["metric"].unique()}
-    summary_mask = recs["metric"].map(is_summary).astype(bool)
+    # the end-of-training summary: its own names, and train_loss at a step where they are logged
+    # (elsewhere train_loss is a per-step loss)
+    rest = {m: split_eval(str(m))[1] for m in recs["metric"].unique()}
+    named = recs["metric"].map({m: r in SUMMARY_KEYS for m, r in rest.items()}).astype(bool)
+    marker = recs["metric"].map({m: r in SUMMARY_MARKERS for m, r in rest.items()}).astype(bool)
+    summary_mask = named & (marker | recs["step"].isin(recs.loc[marker, "step"]))
     end_of_run = {
         str(m): float(v)
         for m, v in zip(recs.loc[summary_mask, "metric"], recs.loc[summary_mask, "num"])

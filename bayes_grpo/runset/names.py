@@ -94,6 +94,17 @@ SUMMARY_KEYS: frozenset[str] = frozenset(
         "train_loss",
     }
 )
+#: The summary names only the end-of-training summary writes. ``train_loss`` is also what custom
+#: training loops call their per-step loss, so it is a summary value only beside one of these:
+#: an entry (a step) with ``train_loss`` alone was dropped as a summary, its reward with it.
+SUMMARY_MARKERS: frozenset[str] = SUMMARY_KEYS - {"train_loss"}
+
+
+def is_summary_entry(keys: Iterable[str]) -> bool:
+    """Whether one logged entry (its keys) is the end-of-training summary: it has a name of
+    :data:`SUMMARY_MARKERS` (``train/train_runtime`` as a wandb export spells it too)."""
+    return any(split_eval(str(k))[1] in SUMMARY_MARKERS for k in keys)
+
 
 #: Values written with every log call rather than once per step: HF's ``epoch`` (repeated by its
 #: evaluation and end-of-training logs) and wandb's bookkeeping columns. An evaluation logged at a
@@ -398,6 +409,8 @@ __all__ = [
     "TRAIN_PREFIXES",
     "EVAL_PREFIX",
     "SUMMARY_KEYS",
+    "SUMMARY_MARKERS",
+    "is_summary_entry",
     "PER_LOG_CALL_KEYS",
     "NameMapping",
     "NoRewardError",

@@ -35,7 +35,7 @@ from bayes_grpo.runset.loaders._base import (
     find_step_key,
     records_from_dicts,
 )
-from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, split_eval
+from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, is_summary_entry, split_eval
 
 _DICT_AT_END = re.compile(r"(\{[^{}\n]*\})[ \t\r]*$", re.M)
 # Python prints float("nan") / float("inf") as bare names, which literal_eval refuses
@@ -241,7 +241,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         text = path.read_text(encoding=TEXT_ENCODING, errors="replace")
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
-    dicts = [d for d in find_metric_dicts(text) if not SUMMARY_KEYS & set(map(str, d))]
+    dicts = [d for d in find_metric_dicts(text) if not is_summary_entry(d)]
     if not dicts:
         dicts = find_verl_lines(text)
     if not dicts:

@@ -21,7 +21,7 @@ from bayes_grpo.runset.loaders._base import (
     RawRun,
     records_from_dicts,
 )
-from bayes_grpo.runset.names import SUMMARY_KEYS
+from bayes_grpo.runset.names import is_summary_entry
 
 FILENAME = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -79,7 +79,7 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
     for entry in state["log_history"]:
         if not isinstance(entry, dict):
             continue
-        if SUMMARY_KEYS & set(entry):
+        if is_summary_entry(entry):
             n_summary += 1
             continue
         entries.append(entry)
