@@ -447,3 +447,17 @@ def test_a_per_step_train_loss_is_a_metric_not_an_end_of_training_summary(tmp_pa
         ds.train_loss.sel(run=run).dropna("step"), [1.0 / s for s in range(1, N + 1)]
     )
     assert "train_runtime" not in ds.data_vars
+
+
+def test_a_checkpoint_state_being_written_falls_back_to_the_previous_checkpoint(tmp_path):
+    # a run still training: the latest checkpoint's trainer_state.json is written as it is saved;
+    # cut short, it rejected the whole run although the checkpoint before it was readable
+    out = tmp_path / "out"
+    _state(out / "checkpoint-12" / "trainer_state.json", n=N)
+    latest = _state(out / "checkpoint-15" / "trainer_state.json", n=N + 3)
+    latest.write_text(latest.read_text()[:-25])
+    ds = load_runs([out])
+    assert list(ds.run.values) == ["out"] and not rejected_runs(ds)
+    assert int(ds.reward.sel(run="out").notnull().sum()) == N
+    (note,) = [w for w in runset_warnings(ds)["out"] if "passed over" in w]
+    assert "checkpoint-15" in note and "unreadable JSON" in note and "checkpoint-12" in note

@@ -63,12 +63,12 @@ from bayes_grpo.runset.loaders import (
     LogFormatError,
     ManifestRow,
     RawRun,
+    choose_trainer_state,
     detect_format,
     is_event_file,
     is_hparams_companion,
     load_file,
     read_manifest,
-    resolve_trainer_state,
 )
 from bayes_grpo.runset.loaders.sidecar import (
     SIDECAR_NAMES,
@@ -400,6 +400,8 @@ class _Job:
     fmt: str | None
     row: ManifestRow | None = None
     config_events: list[Path] = field(default_factory=list)
+    #: What choosing this file said (a checkpoint's state passed over), for the run's warnings.
+    notes: list[str] = field(default_factory=list)
 
 
 def _walk(root: Path) -> list[Path]:
@@ -440,19 +442,20 @@ def discover(path: str | Path) -> list[_Job]:
         raise FileNotFoundError(f"{path}: no such file or directory")
     if path.is_file():
         return [_Job(path, detect_format(path))]
-    direct = resolve_trainer_state(path)
     files = _walk(path)
     state_roots: dict[Path, Path] = {}
-    for f in files:
-        if f.name == "trainer_state.json":
-            root = f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) else f.parent
-            if root not in state_roots:
-                chosen = resolve_trainer_state(root)
-                if chosen is not None:
-                    state_roots[root] = chosen
-    if direct is not None and path not in state_roots:
-        state_roots[path] = direct
-    jobs = {p: _Job(p, "trainer_state") for p in state_roots.values()}
+    choice_notes: dict[Path, list[str]] = {}
+    roots = [
+        f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) else f.parent
+        for f in files
+        if f.name == "trainer_state.json"
+    ]
+    for root in [*roots, path]:
+        if root not in state_roots:
+            chosen, notes = choose_trainer_state(root)
+            if chosen is not None:
+                state_roots[root], choice_notes[chosen] = chosen, notes
+    jobs = {p: _Job(p, "trainer_state", notes=choice_notes[p]) for p in state_roots.values()}
     for f in files:
         if f.name in SIDECAR_NAMES or f.name == "trainer_state.json":
             continue
@@ -725,6 +728,8 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
             if piece.rejected is not None:  # rows of the file that belong to no run
                 reject(f"{job.path} (rows without a run name)", piece.rejected)
         runs = [r for r in runs if r.rejected is None]
+        for run in runs:
+            run.notes[:0] = job.notes
         row = job.row
         if row is not None and row.run_name is not None:
             picked = [r for r in runs if r.name == row.run_name]

@@ -29,7 +29,11 @@ from bayes_grpo.runset.loaders.tensorboard import (
     is_hparams_companion,
     load_tensorboard,
 )
-from bayes_grpo.runset.loaders.trainer_state import load_trainer_state, resolve_trainer_state
+from bayes_grpo.runset.loaders.trainer_state import (
+    choose_trainer_state,
+    load_trainer_state,
+    resolve_trainer_state,
+)
 
 LOADERS: dict[str, Callable[..., list[RawRun]]] = {
     "trainer_state": load_trainer_state,
@@ -96,6 +100,7 @@ __all__ = [
     "LogFormatError",
     "ManifestRow",
     "RawRun",
+    "choose_trainer_state",
     "detect_format",
     "is_event_file",
     "is_hparams_companion",

@@ -2,7 +2,8 @@
 
 Accepts the file itself, a run directory holding it, or an output directory with
 ``checkpoint-*`` folders: the directory's own ``trainer_state.json`` (written at the end of
-training) wins, else the one in the checkpoint with the highest step. Training entries and
+training) wins, else the one in the checkpoint with the highest step whose state is readable (a
+later one cut short, being saved as the run goes on, is passed over with a note). Training entries and
 evaluation entries (``eval_*`` keys, logged as separate entries at the same step) are both
 read; the end-of-training summary entry (``train_runtime`` ...) is not a curve point and is
 left out. The state file carries no hyperparameters; they come from files beside it
@@ -27,20 +28,45 @@ FILENAME = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
-def resolve_trainer_state(path: str | Path) -> Path | None:
-    """The trainer_state.json a file or directory stands for (None when there is none)."""
+def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
+    """The trainer_state.json a file or directory stands for (None when there is none), and notes.
+
+    A file stands for itself. In a directory its own trainer_state.json wins, else the state of
+    the latest ``checkpoint-*`` that is readable JSON: the Trainer writes a checkpoint's state as
+    it saves it, so in a run still going (or one that crashed while saving) the latest can be cut
+    short; it is passed over with a note naming it, rather than rejecting the run. When no
+    checkpoint's state is readable, the latest is returned (reading it gives the error).
+    """
     path = Path(path)
     if path.is_file():
-        return path
+        return path, []
     direct = path / FILENAME
     if direct.is_file():
-        return direct
+        return direct, []
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
         if match and (child / FILENAME).is_file():
             checkpoints.append((int(match.group(1)), child / FILENAME))
-    return max(checkpoints)[1] if checkpoints else None
+    checkpoints.sort(reverse=True)
+    passed_over: list[str] = []
+    for _step, state in checkpoints:
+        try:
+            read_json(state)
+        except LogFormatError as exc:
+            passed_over.append(str(exc))
+            continue
+        return state, [
+            f"{reason}; passed over for {state.parent.name}/{FILENAME}, the latest readable "
+            "state (a checkpoint being saved while the run goes on?)"
+            for reason in passed_over
+        ]
+    return (checkpoints[0][1] if checkpoints else None), []
+
+
+def resolve_trainer_state(path: str | Path) -> Path | None:
+    """The trainer_state.json a file or directory stands for (:func:`choose_trainer_state`)."""
+    return choose_trainer_state(path)[0]
 
 
 def read_json(path: Path) -> object:
@@ -67,13 +93,12 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
         One run; records of every training and evaluation entry of ``log_history``.
     """
     given = Path(path)
-    state_path = resolve_trainer_state(given)
+    state_path, notes = choose_trainer_state(given)
     if state_path is None:
         raise LogFormatError(f"{given}: no {FILENAME} here or in checkpoint-* folders")
     state = read_json(state_path)
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise LogFormatError(f"{state_path}: not a Trainer state (no 'log_history' list)")
-    notes = []
     entries = []
     n_summary = 0
     for entry in state["log_history"]:
