@@ -461,3 +461,16 @@ def test_a_checkpoint_state_being_written_falls_back_to_the_previous_checkpoint(
     assert int(ds.reward.sel(run="out").notnull().sum()) == N
     (note,) = [w for w in runset_warnings(ds)["out"] if "passed over" in w]
     assert "checkpoint-15" in note and "unreadable JSON" in note and "checkpoint-12" in note
+
+
+def test_a_checkpoint_folder_given_is_that_checkpoint_only(tmp_path):
+    # discovery took a checkpoint's state for its run folder, the folder above the one given:
+    # `ingest out/checkpoint-12` read checkpoint-15 as well, two runs where one was asked for
+    out = tmp_path / "out"
+    _state(out / "checkpoint-12" / "trainer_state.json", n=N)
+    _state(out / "checkpoint-15" / "trainer_state.json", n=N + 3)
+    ds = load_runs([out / "checkpoint-12"])
+    assert ds.sizes["run"] == 1
+    assert int(ds.reward.notnull().sum()) == N
+    (run,) = ds.run.values
+    assert "checkpoint-12" in json.loads(ds.attrs[INGEST_ATTR])[run]["file"]

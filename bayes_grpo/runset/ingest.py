@@ -445,8 +445,9 @@ def discover(path: str | Path) -> list[_Job]:
     files = _walk(path)
     state_roots: dict[Path, Path] = {}
     choice_notes: dict[Path, list[str]] = {}
+    # a checkpoint's state stands for its run folder, unless the checkpoint is the folder given
     roots = [
-        f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) else f.parent
+        f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) and f.parent != path else f.parent
         for f in files
         if f.name == "trainer_state.json"
     ]
