@@ -474,3 +474,17 @@ def test_a_checkpoint_folder_given_is_that_checkpoint_only(tmp_path):
     assert int(ds.reward.notnull().sum()) == N
     (run,) = ds.run.values
     assert "checkpoint-12" in json.loads(ds.attrs[INGEST_ATTR])[run]["file"]
+
+
+def test_a_checkpoint_later_than_the_run_folders_own_state_is_named(tmp_path):
+    # a training resumed after its final trainer_state.json was written: the later steps are only
+    # in the checkpoint, and the folder's own (older) state was read without a word
+    run = tmp_path / "run"
+    _state(run / "trainer_state.json", n=N)
+    later = _state(run / "checkpoint-20" / "trainer_state.json", n=20)
+    for path, n in ((run / "trainer_state.json", N), (later, 20)):
+        state = json.loads(path.read_text())
+        path.write_text(json.dumps({"global_step": n, **state}))
+    ds = load_runs([run])
+    (note,) = [w for w in runset_warnings(ds)["run"] if "is later" in w]
+    assert f"ends at step {N}" in note and "checkpoint-20/trainer_state.json" in note

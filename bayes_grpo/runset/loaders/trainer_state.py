@@ -31,7 +31,9 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     """The trainer_state.json a file or directory stands for (None when there is none), and notes.
 
-    A file stands for itself. In a directory its own trainer_state.json wins, else the state of
+    A file stands for itself. In a directory its own trainer_state.json wins (with a note when a
+    ``checkpoint-*`` beside it is later than its last step: a training resumed after the file was
+    written, whose later steps only that checkpoint holds), else the state of
     the latest ``checkpoint-*`` that is readable JSON: the Trainer writes a checkpoint's state as
     it saves it, so in a run still going (or one that crashed while saving) the latest can be cut
     short; it is passed over with a note naming it, rather than rejecting the run. When no
@@ -40,15 +42,22 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     path = Path(path)
     if path.is_file():
         return path, []
-    direct = path / FILENAME
-    if direct.is_file():
-        return direct, []
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
         if match and (child / FILENAME).is_file():
             checkpoints.append((int(match.group(1)), child / FILENAME))
     checkpoints.sort(reverse=True)
+    direct = path / FILENAME
+    if direct.is_file():
+        last = _last_step(direct)
+        if checkpoints and last is not None and checkpoints[0][0] > last:
+            later = f"{checkpoints[0][1].parent.name}/{FILENAME}"
+            return direct, [
+                f"{FILENAME} ends at step {last:g} but {later} is later (a training resumed after "
+                f"{FILENAME} was written?); its later steps are not read: give {later} to read them"
+            ]
+        return direct, []
     passed_over: list[str] = []
     for _step, state in checkpoints:
         try:
@@ -62,6 +71,16 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
             for reason in passed_over
         ]
     return (checkpoints[0][1] if checkpoints else None), []
+
+
+def _last_step(state_path: Path) -> float | None:
+    """The last step a Trainer state logged (``global_step``), None when unreadable."""
+    try:
+        state = read_json(state_path)
+    except LogFormatError:
+        return None  # reading it as the run gives the error
+    step = state.get("global_step") if isinstance(state, dict) else None
+    return float(step) if isinstance(step, int | float) and not isinstance(step, bool) else None
 
 
 def resolve_trainer_state(path: str | Path) -> Path | None:
