@@ -488,3 +488,15 @@ def test_a_checkpoint_later_than_the_run_folders_own_state_is_named(tmp_path):
     ds = load_runs([run])
     (note,) = [w for w in runset_warnings(ds)["run"] if "is later" in w]
     assert f"ends at step {N}" in note and "checkpoint-20/trainer_state.json" in note
+
+
+def test_a_rejected_run_says_what_reading_it_noted(tmp_path):
+    # steps written with thousands separators ("1,000") have no numeric step: the run fell short
+    # of min_points, and the reason gave only the count, not the skipped values behind it
+    path = tmp_path / "sep.csv"
+    path.write_text("step,reward\n" + "".join(f'"{100 * s:,}",0.5\n' for s in range(1, 31)))
+    with pytest.raises(RunSetError) as info:
+        load_runs([path])
+    message = str(info.value)
+    assert "only 9 finite reward value(s)" in message
+    assert "21 value(s) without a numeric step skipped" in message

@@ -185,12 +185,26 @@ def normalise_run(
     ------
     RunRejected
         No records, no integer steps, no reward metric, or fewer than ``min_points`` rewards.
+        The message ends with what reading the run had noted before (lines of the file that
+        were unreadable, values without a step ...), which is often why it fell short.
     """
+    warn: list[str] = list(raw.notes)
+    try:
+        return _normalise_run(raw, warn, reward_key=reward_key, min_points=min_points)
+    except RunRejected as exc:
+        if not warn:
+            raise
+        raise RunRejected(f"{exc} (noted while reading it: {'; '.join(warn)})") from None
+
+
+def _normalise_run(
+    raw: RawRun, warn: list[str], *, reward_key: str | None, min_points: int
+) -> NormalisedRun:
+    """:func:`normalise_run`, noting its warnings in ``warn`` as it goes."""
     where = raw.label
     recs = raw.records
     if recs.empty:
         raise RunRejected(f"{where}: no metric values in the log")
-    warn: list[str] = list(raw.notes)
     recs = recs.copy()  # loaders leave out values that were not logged; NaN here was logged
     # steps
     # a JSON true/false is no step number (pandas reads it as 1/0, or as a bool column that
