@@ -775,3 +775,16 @@ def test_a_constant_logged_momentum_is_the_runs_momentum_with_its_convention_lef
     # a momentum that changes along the run is no setting of it
     path.write_text("\n".join(["step,reward,momentum"] + [f"{s},{REWARD[s]},{s / 100}" for s in range(N)]))
     assert np.isnan(run_coords(load_runs([path]), "sgd")["momentum"])
+
+
+def test_wandb_panel_export_of_runs_whose_names_hold_a_dash(tmp_path):
+    # "<run> - <metric>" was split at the first " - ": runs "grpo - G8" and "grpo - G16" became
+    # one run "grpo" with two rewards (rejected as ambiguous)
+    path = tmp_path / "panel.csv"
+    lines = ["Step,grpo - G8 - train/reward,grpo - G8 - train/reward__MIN,grpo - G16 - train/reward"]
+    lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["grpo - G16", "grpo - G8"]
+    np.testing.assert_allclose(ds.reward.sel(run="grpo - G16").values, np.array(REWARD) / 2)
+    assert "reward__MIN" in ds.data_vars

@@ -53,7 +53,9 @@ TYPE_KEYS: tuple[str, ...] = ("type", "split", "mode", "phase", "kind")
 TRAIN_TYPES = frozenset({"train", "training", "step", "metrics", "log", "update"})
 #: Record types that are evaluations (prefix ``eval/``).
 EVAL_TYPES = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
-_PANEL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+#: ``"<run> - <metric>"``, split at the last ``" - "``: run names may hold one ("qwen - G8"),
+#: metric keys do not; split at the first, runs "qwen - G8" and "qwen - G16" merged into "qwen".
+_PANEL = re.compile(r"^(?P<run>.+) - (?P<metric>.+)$")
 
 
 def _find(columns, candidates) -> str | None:
