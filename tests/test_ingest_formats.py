@@ -788,3 +788,18 @@ def test_wandb_panel_export_of_runs_whose_names_hold_a_dash(tmp_path):
     assert sorted(ds.run.values) == ["grpo - G16", "grpo - G8"]
     np.testing.assert_allclose(ds.reward.sel(run="grpo - G16").values, np.array(REWARD) / 2)
     assert "reward__MIN" in ds.data_vars
+
+
+def test_a_live_tensorboard_log_beyond_the_latest_checkpoint_state_is_named(tmp_path):
+    # a run still training: the curve is read from the latest checkpoint's state, and the event
+    # file beside it (read for the hyperparameters) already logs later steps, left out unsaid
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    out = tmp_path / "grpo-out"
+    _write_state(out / "checkpoint-12", with_eval=False)
+    writer = torch_tb.SummaryWriter(str(out / "runs" / "Jan01_12-00-00_host"))
+    for step in range(1, N + 6):
+        writer.add_scalar("train/reward", 0.5, step)
+    writer.close()
+    ds = load_runs([out])
+    (note,) = [w for w in runset_warnings(ds)["grpo-out"] if "TensorBoard file" in w]
+    assert f"up to step {N + 5}" in note and f"last step {N}" in note and "events.out" in note

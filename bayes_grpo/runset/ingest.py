@@ -579,6 +579,25 @@ def _merge_hyperparameters(
     return values, why, warn
 
 
+def _later_event_files(job: _Job, last_step: int) -> list[str]:
+    """Notes on the TensorBoard files beside a Trainer state (read for its hyperparameters) that
+    log steps after the state's last one: in a run still going, the latest checkpoint's state lags
+    the live log, and those steps would be left out without a word."""
+    notes = []
+    for event_file in sorted(job.config_events):
+        try:
+            steps = load_tensorboard(event_file)[0].records["step"]
+        except LogFormatError:
+            continue  # _merge_hyperparameters says so
+        last = pd.to_numeric(steps, errors="coerce").max()
+        if last > last_step:
+            notes.append(
+                f"TensorBoard file {event_file} logs up to step {int(last)}, after this state's "
+                f"last step {last_step} (a run still going?); give that file to read those steps"
+            )
+    return notes
+
+
 #: Valid values of the numeric run coordinates: (lowest, lowest included, highest, highest included).
 VALID_RANGES: dict[str, tuple[float, bool, float, bool]] = {
     "group_size": (1.0, True, np.inf, False),
@@ -956,6 +975,7 @@ def load_runs(
             reject(run.label, f"run {run_id!r}: {exc}", run_id)
             continue
         values, why, hp_warn = _merge_hyperparameters(run, job, norm, sidecars[run.path.parent])
+        hp_warn += _later_event_files(job, int(norm.frame.index.max()))
         values["source"] = f"{run.fmt}:{run.label}"
         curves[run_id] = norm.frame
         meta[run_id] = values
