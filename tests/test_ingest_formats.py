@@ -803,3 +803,20 @@ def test_a_live_tensorboard_log_beyond_the_latest_checkpoint_state_is_named(tmp_
     ds = load_runs([out])
     (note,) = [w for w in runset_warnings(ds)["grpo-out"] if "TensorBoard file" in w]
     assert f"up to step {N + 5}" in note and f"last step {N}" in note and "events.out" in note
+
+
+def test_event_files_of_a_resumed_custom_loop_without_a_run_name_are_joined(tmp_path):
+    # a plain SummaryWriter (no Trainer arguments, so no run name) opens a new file at every
+    # start: a resumed loop gave a run and a mid-training fragment, fitted as a run of its own
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    logdir = tmp_path / "tb"
+    for steps in (range(1, 9), range(6, N + 1), range(1, N + 1)):  # run, its resume, a new run
+        writer = torch_tb.SummaryWriter(str(logdir))
+        for s in steps:
+            writer.add_scalar("train/reward", REWARD[s - 1], s)
+        writer.close()
+    ds = load_runs([logdir])
+    assert ds.sizes["run"] == 2
+    resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
+    np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
+    assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])

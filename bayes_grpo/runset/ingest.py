@@ -813,13 +813,17 @@ def _merge_resumed_event_files(
     A Trainer resumed from a checkpoint writes a new event file into the same logging folder (with
     HF's default ``logging_dir``, a new ``runs/<date>_<host>`` folder beside the first one:
     :func:`_logging_folder`), starting after the checkpoint's step; a new training with the same
-    name starts from the beginning again and stays a separate run.
+    name starts from the beginning again and stays a separate run. Event files that carry no run
+    name (a plain ``SummaryWriter`` of a custom loop, which opens a new file at every start) are
+    joined by the same rule within one folder, unless a manifest row names the file.
     """
-    groups: dict[tuple[Path, str], list[tuple[RawRun, _Job]]] = defaultdict(list)
+    groups: dict[tuple[Path, str | None], list[tuple[RawRun, _Job]]] = defaultdict(list)
     out: list[tuple[RawRun, _Job]] = []
     for run, job in loaded:
         if run.fmt == "tensorboard" and run.name_hint:
             groups[(_logging_folder(run.path), run.name_hint)].append((run, job))
+        elif run.fmt == "tensorboard" and job.row is None:
+            groups[(run.path.parent, None)].append((run, job))
         else:
             out.append((run, job))
     for (folder, name), members in groups.items():
@@ -850,7 +854,8 @@ def _merge_resumed_event_files(
                 config_source=last.config_source,
                 model_config=last.model_config,
                 notes=[
-                    f"{len(chain)} event files of run {name!r} in {folder} read as one resumed run: {files}"
+                    f"{len(chain)} event files{f' of run {name!r}' if name else ''} in {folder} "
+                    f"read as one resumed run: {files}"
                 ]
                 + [n for r, _ in chain for n in r.notes],
             )
