@@ -820,3 +820,17 @@ def test_event_files_of_a_resumed_custom_loop_without_a_run_name_are_joined(tmp_
     resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
     np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
     assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
+
+
+def test_tensorboard_runs_in_their_own_folders_are_named_by_the_folder(tmp_path):
+    # an event file's name is a time stamp: runs in tb/G4_seed1/ and tb/G8_seed1/ were given ids
+    # "events-<stamp>" that do not say which run is which
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    for folder, shift in (("G4_seed1", 0.0), ("G8_seed1", 0.5)):
+        writer = torch_tb.SummaryWriter(str(tmp_path / "tb" / folder))
+        for s in range(N):
+            writer.add_scalar("train/reward", REWARD[s] + shift, s)
+        writer.close()
+    ds = load_runs([tmp_path / "tb"])
+    assert sorted(ds.run.values) == ["G4_seed1", "G8_seed1"]
+    np.testing.assert_allclose(ds.reward.sel(run="G8_seed1").values, np.add(REWARD, 0.5))

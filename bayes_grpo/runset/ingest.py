@@ -48,7 +48,7 @@ import math
 import os
 import re
 import warnings as pywarnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -633,11 +633,18 @@ def out_of_range(coord: str, value: object) -> str | None:
 # ------------------------------------------------------------------------------------------
 
 
-def _path_components(path: Path, name: str | None) -> list[str]:
+def _path_components(path: Path, name: str | None, *, sole_event_file: bool = False) -> list[str]:
+    """The path's parts an id is made of (generic folder names and file stems left out).
+
+    An event file's name is only a time stamp: when it is the only run in its folder, the
+    folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
+    """
     parts = [p for p in path.resolve().parts[1:-1] if not _GENERIC_DIRS.match(p)]
     stem = path.name
     stamp = _EVENT_STAMP.match(stem)
-    if stamp:
+    if stamp and sole_event_file and parts:
+        stem = "events"  # a generic stem: left out
+    elif stamp:
         stem = f"events-{stamp.group(1)}"
     else:
         for suffix in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".log", ".txt", ".out"):
@@ -962,9 +969,18 @@ def load_runs(
             return suggested
         return run.name or run.name_hint
 
+    event_folders = Counter(run.path.parent for run, _job in loaded if run.fmt == "tensorboard")
     ids = assign_run_ids(
         [
-            (_path_components(run.path, run.name), job.row.run_id if job.row else None, hint(run))
+            (
+                _path_components(
+                    run.path,
+                    run.name,
+                    sole_event_file=run.fmt == "tensorboard" and event_folders[run.path.parent] == 1,
+                ),
+                job.row.run_id if job.row else None,
+                hint(run),
+            )
             for run, job in loaded
         ]
     )
