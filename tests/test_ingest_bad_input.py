@@ -500,3 +500,23 @@ def test_a_rejected_run_says_what_reading_it_noted(tmp_path):
     message = str(info.value)
     assert "only 9 finite reward value(s)" in message
     assert "21 value(s) without a numeric step skipped" in message
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "metrics.csv", "trainer_state.json"])
+def test_an_empty_log_is_rejected_as_empty(tmp_path, name):
+    # a run that has not logged yet: the reasons were "no JSON objects (... lines: [])",
+    # "No columns to parse from file" and "unreadable JSON (truncated: Expecting value ...)"
+    empty = tmp_path / "new" / name
+    empty.parent.mkdir()
+    empty.write_text("\n")
+    ds = _ingest(_good(tmp_path / "ok.csv"), empty)
+    ((source, info),) = rejected_runs(ds).items()
+    assert str(empty) in info["reason"] and "empty file" in info["reason"]
+
+
+def test_a_trainer_state_cut_in_a_string_is_called_truncated(tmp_path):
+    path = _state(tmp_path / "trainer_state.json")
+    text = path.read_text()
+    path.write_text(text[: text.rindex('"reward"') + 4])  # the file ends inside a key
+    with pytest.raises(RunSetError, match=r"unreadable JSON \(truncated"):
+        load_runs([path])

@@ -91,6 +91,18 @@ class RawRun:
         return f"{self.path}#{self.name}" if self.name else str(self.path)
 
 
+def read_text(path: Path) -> str:
+    """A log file's text (:data:`TEXT_ENCODING`); an unreadable or empty file raises
+    :class:`LogFormatError` naming it (empty: a run that has not logged yet, most likely)."""
+    try:
+        text = path.read_text(encoding=TEXT_ENCODING)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+    if not text.strip():
+        raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)")
+    return text
+
+
 def records_from_dicts(
     entries: Iterable[Mapping[str, object]],
     step_of: Callable[[Mapping[str, object]], object],

@@ -39,6 +39,7 @@ from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
     find_step_key,
+    read_text,
     records_from_dicts,
 )
 
@@ -175,7 +176,9 @@ def _read_table(path: Path, sep: str) -> pd.DataFrame:
         return pd.read_csv(
             path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=TEXT_ENCODING
         )
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+    except pd.errors.EmptyDataError as exc:
+        raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
 
 
@@ -277,10 +280,7 @@ def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:
 
 
 def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
-    try:
-        text = path.read_text(encoding=TEXT_ENCODING)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+    text = read_text(path)
     stripped = text.strip()
     if stripped.startswith("["):
         try:

@@ -17,9 +17,9 @@ import re
 from pathlib import Path
 
 from bayes_grpo.runset.loaders._base import (
-    TEXT_ENCODING,
     LogFormatError,
     RawRun,
+    read_text,
     records_from_dicts,
 )
 from bayes_grpo.runset.names import is_summary_entry
@@ -89,15 +89,14 @@ def resolve_trainer_state(path: str | Path) -> Path | None:
 
 
 def read_json(path: Path) -> object:
-    """Parse a JSON file; a truncated or corrupt file raises LogFormatError naming it."""
-    try:
-        text = path.read_text(encoding=TEXT_ENCODING)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+    """Parse a JSON file; an empty, truncated or corrupt file raises LogFormatError naming it."""
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = "truncated" if exc.pos >= len(text.rstrip()) - 1 else "corrupt"
+        # cut short: the error is at the end, or in a string the end of the file left open
+        cut = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        where = "truncated" if cut else "corrupt"
         raise LogFormatError(
             f"{path}: unreadable JSON ({where}: {exc.msg} at line {exc.lineno})"
         ) from exc
