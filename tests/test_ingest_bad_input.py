@@ -520,3 +520,25 @@ def test_a_trainer_state_cut_in_a_string_is_called_truncated(tmp_path):
     path.write_text(text[: text.rindex('"reward"') + 4])  # the file ends inside a key
     with pytest.raises(RunSetError, match=r"unreadable JSON \(truncated"):
         load_runs([path])
+
+
+def test_a_folder_that_cannot_be_listed_is_reported(tmp_path, monkeypatch):
+    # os.walk passes over a folder it cannot list (another user's run, no read permission)
+    # unless told otherwise: its runs were left out without a word
+    import os
+
+    _good(tmp_path / "exp" / "mine" / "metrics.csv")
+    _good(tmp_path / "exp" / "theirs" / "metrics.csv")
+    locked = str(tmp_path / "exp" / "theirs")
+    scandir = os.scandir
+
+    def no_permission(path="."):
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", locked)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", no_permission)  # the tests may run as root
+    ds = _ingest(tmp_path / "exp")
+    assert list(ds.run.values) == ["mine"]
+    ((source, info),) = rejected_runs(ds).items()
+    assert source == locked and "Permission denied" in info["reason"]

@@ -416,15 +416,21 @@ class _Job:
     config_events: list[Path] = field(default_factory=list)
     #: What choosing this file said (a checkpoint's state passed over), for the run's warnings.
     notes: list[str] = field(default_factory=list)
+    #: Why ``path`` (a folder) could not be searched; the job is then a rejected source.
+    error: str | None = None
 
 
-def _walk(root: Path) -> list[Path]:
-    """The files under ``root``, symbolic links to folders followed (a run folder linked in from
-    other storage is a log the user gave); a folder reached a second time (a link back up the
-    tree, or to a folder already read) is read once, real folders before links to them."""
+def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
+    """The files under ``root``, and the folders that could not be listed (permissions ...).
+
+    Symbolic links to folders are followed (a run folder linked in from other storage is a log
+    the user gave); a folder reached a second time (a link back up the tree, or to a folder
+    already read) is read once, real folders before links to them.
+    """
     files = []
+    errors: list[OSError] = []
     seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append, followlinks=True):
         real = os.path.realpath(dirpath)
         if real in seen:
             dirnames[:] = []
@@ -435,7 +441,7 @@ def _walk(root: Path) -> list[Path]:
             key=lambda d: (os.path.islink(os.path.join(dirpath, d)), d),
         )
         files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
-    return files
+    return files, errors
 
 
 def discover(path: str | Path) -> list[_Job]:
@@ -449,14 +455,23 @@ def discover(path: str | Path) -> list[_Job]:
     into a ``<time.time()>`` subfolder, which is no run); CSV/JSONL files; text logs that contain
     Trainer metric dicts.
     Config files (:data:`~bayes_grpo.runset.loaders.sidecar.SIDECAR_NAMES`) and everything else
-    inside ``checkpoint-*`` folders are not logs.
+    inside ``checkpoint-*`` folders are not logs. A folder that cannot be listed (permissions)
+    comes back as a job with an ``error``, which the ingest reports as a rejected source.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     if path.is_file():
         return [_Job(path, detect_format(path))]
-    files = _walk(path)
+    files, errors = _walk(path)
+    unreadable = [
+        _Job(
+            Path(exc.filename or path),
+            None,
+            error=f"{exc.filename or path}: folder not searched for logs ({exc.strerror or exc})",
+        )
+        for exc in errors
+    ]
     state_roots: dict[Path, Path] = {}
     choice_notes: dict[Path, list[str]] = {}
     # a checkpoint's state stands for its run folder, unless the checkpoint is the folder given
@@ -486,7 +501,7 @@ def discover(path: str | Path) -> list[_Job]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
-    return list(jobs.values())
+    return [*jobs.values(), *unreadable]
 
 
 # ------------------------------------------------------------------------------------------
@@ -755,6 +770,9 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
         if resolved in seen and job.row is None:
             continue  # already read through the manifest, or given twice
         seen.add(resolved)
+        if job.error is not None:  # a folder that could not be searched
+            reject(str(job.path), job.error, job.row.run_id if job.row else None)
+            continue
         kwargs = {}
         if job.fmt == "console":
             steps = job.row.logging_steps if job.row is not None else None
