@@ -834,3 +834,22 @@ def test_tensorboard_runs_in_their_own_folders_are_named_by_the_folder(tmp_path)
     ds = load_runs([tmp_path / "tb"])
     assert sorted(ds.run.values) == ["G4_seed1", "G8_seed1"]
     np.testing.assert_allclose(ds.reward.sel(run="G8_seed1").values, np.add(REWARD, 0.5))
+
+
+def test_add_scalars_curves_are_read_with_their_run_not_as_runs(tmp_path):
+    # SummaryWriter.add_scalars("reward", {"train": ..., "eval": ...}) writes each curve into a
+    # file of its own in reward_train/ and reward_eval/: they were read as two runs (the
+    # evaluation curve as a run's training reward) and the run itself was rejected
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    writer = torch_tb.SummaryWriter(str(tmp_path / "tb" / "myrun"))
+    for s in range(N):
+        writer.add_scalar("loss", 1.0 / (s + 1), s)
+        writer.add_scalars("reward", {"train": REWARD[s], "eval": REWARD[s] / 2}, s)
+        writer.add_scalars("kl/stats", {"mean": 0.1, "max": 0.3}, s)
+    writer.close()
+    ds = load_runs([tmp_path / "tb"])
+    assert list(ds.run.values) == ["myrun"] and not rejected_runs(ds)
+    np.testing.assert_allclose(ds.reward.sel(run="myrun").values, REWARD)
+    np.testing.assert_allclose(ds.eval_reward.sel(run="myrun").values, np.array(REWARD) / 2)
+    assert {"kl_stats_mean", "kl_stats_max", "loss"} <= set(ds.data_vars)
+    assert any("add_scalars curves" in w for w in runset_warnings(ds)["myrun"])

@@ -63,6 +63,7 @@ from bayes_grpo.runset.loaders import (
     LogFormatError,
     ManifestRow,
     RawRun,
+    add_scalars_owner,
     choose_trainer_state,
     detect_format,
     is_event_file,
@@ -494,6 +495,9 @@ def discover(path: str | Path) -> list[_Job]:
         if is_event_file(f):
             if is_hparams_companion(f):
                 continue  # the Trainer's add_hparams copy of the arguments, beside the run's file
+            owner_file = add_scalars_owner(f)
+            if owner_file is not None and path in owner_file.parents:
+                continue  # one curve of add_scalars: read with its run's file
             owner = next((root for root in state_roots if root in f.parents), None)
             if owner is not None:
                 jobs[state_roots[owner]].config_events.append(f)

@@ -25,6 +25,7 @@ from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
 from bayes_grpo.runset.loaders.tensorboard import (
+    add_scalars_owner,
     is_event_file,
     is_hparams_companion,
     load_tensorboard,
@@ -100,6 +101,7 @@ __all__ = [
     "LogFormatError",
     "ManifestRow",
     "RawRun",
+    "add_scalars_owner",
     "choose_trainer_state",
     "detect_format",
     "is_event_file",

@@ -17,6 +17,14 @@ The Hugging Face ``TensorBoardCallback`` also calls ``SummaryWriter.add_hparams`
 training, which writes a second event file into a ``<time.time()>`` folder inside the run's
 logging folder: the training arguments again (hparams plugin data) and no scalars. That file is
 no run (:func:`is_hparams_companion`); discovery leaves it out.
+
+``SummaryWriter.add_scalars("reward", {"train": r, "eval": e}, step)`` writes each curve into an
+event file of its own, in a subfolder ``reward_train/``, ``reward_eval/`` of the run's folder, under
+the tag ``reward``. Those files are parts of the run whose event file lies in that folder (the one
+of the same writer, by host and process in the file name), not runs:
+:func:`add_scalars_parts` finds them, the run's file reads them, under ``train/reward``,
+``eval/reward`` (record-type keys, as in JSONL logs) or ``<tag>/<key>``, and discovery leaves them
+out (:func:`is_add_scalars_part`). Read as runs, an evaluation curve was a run's training reward.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, flatten
+from bayes_grpo.runset.loaders.tabular import EVAL_TYPES, TRAIN_TYPES
 
 PREFIX = "events.out.tfevents"
 #: Folder name ``add_hparams`` gives its event file by default: ``str(time.time())``.
@@ -62,6 +71,79 @@ def is_hparams_companion(path: Path) -> bool:
     except KeyError:  # no summary of the hparams plugin
         return False
     return has_hparams and not acc.Tags().get("scalars")
+
+
+def _writer_of(path: Path) -> str:
+    """The writer an event file came from: ``events.out.tfevents.<time>.<host>.<pid>.<n>`` ->
+    ``<host>.<pid>`` (``add_scalars`` files share it with their run's file)."""
+    rest = path.name[len(PREFIX) :].lstrip(".").split(".", 1)[-1]
+    return rest.rsplit(".", 1)[0]
+
+
+def _scalar_tags(path: Path) -> list[str] | None:
+    """The scalar tags of an event file (None when unreadable)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    try:
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+    except Exception:  # an unreadable file is reported when it is read as a run
+        return None
+    return list(acc.Tags().get("scalars", []))
+
+
+def _add_scalars_key(path: Path) -> str | None:
+    """The ``add_scalars`` key of an event file in a ``<tag>_<key>/`` folder (every scalar tag of
+    the file with ``/`` as ``_`` followed by ``_<key>`` is the folder's name), else None."""
+    folder = path.parent.name
+    tags = _scalar_tags(path) if "_" in folder else None
+    if not tags:
+        return None
+    keys = {folder[len(t.replace("/", "_")) + 1 :] for t in tags}
+    if len(keys) != 1 or not all(folder.startswith(t.replace("/", "_") + "_") for t in tags):
+        return None
+    key = keys.pop()
+    return key or None
+
+
+def _main_event_file(part: Path) -> Path | None:
+    """The event file in the folder above ``part`` that ``part``'s writer wrote (the only one
+    there when none matches by writer), else None."""
+    mains = sorted(p for p in part.parent.parent.glob(PREFIX + "*") if is_event_file(p))
+    same = [p for p in mains if _writer_of(p) == _writer_of(part)]
+    if len(same) == 1:
+        return same[0]
+    return mains[0] if len(mains) == 1 and not same else None
+
+
+def add_scalars_owner(path: Path) -> Path | None:
+    """The run's event file when ``path`` is one curve of its ``add_scalars`` (no run), else None."""
+    path = Path(path)
+    if not is_event_file(path):
+        return None
+    main = _main_event_file(path)
+    return main if main is not None and _add_scalars_key(path) is not None else None
+
+
+def add_scalars_parts(path: Path) -> list[tuple[Path, str]]:
+    """The ``add_scalars`` event files of the run whose event file is ``path``, with their keys."""
+    path = Path(path)
+    parts = []
+    for sub in sorted(p for p in path.parent.iterdir() if p.is_dir()):
+        for part in sorted(sub.glob(PREFIX + "*")):
+            key = _add_scalars_key(part) if is_event_file(part) else None
+            if key is not None and _main_event_file(part) == path:
+                parts.append((part, key))
+    return parts
+
+
+def _part_metric(tag: str, key: str) -> str:
+    """The metric name of tag ``tag`` under ``add_scalars`` key ``key``."""
+    if key.lower() in EVAL_TYPES:
+        return f"eval/{tag}"
+    if key.lower() in TRAIN_TYPES:
+        return f"train/{tag}"
+    return f"{tag}/{key}"
 
 
 def _text_of(event) -> str | None:
@@ -101,10 +183,30 @@ def load_tensorboard(path: str | Path) -> list[RawRun]:
             steps.append(event.step)
             metrics.append(tag)
             values.append(float(event.value))
+    notes: list[str] = []
+    read_parts: list[str] = []
+    for part, key in add_scalars_parts(path):
+        try:
+            part_acc = EventAccumulator(
+                str(part), size_guidance={"scalars": 0, "tensors": 0}, purge_orphaned_data=False
+            )
+            part_acc.Reload()
+        except Exception as exc:  # the reader raises many types on corrupt files
+            notes.append(f"add_scalars curve {part} not read ({exc})")
+            continue
+        names = []
+        for tag in part_acc.Tags().get("scalars", []):
+            names.append(_part_metric(tag, key))
+            for event in part_acc.Scalars(tag):
+                steps.append(event.step)
+                metrics.append(names[-1])
+                values.append(float(event.value))
+        read_parts.append(f"{part.parent.name}/ as {', '.join(map(repr, names))}")
+    if read_parts:
+        notes.append(f"add_scalars curves read with this run: {'; '.join(read_parts)}")
     config: dict[str, object] = {}
     model_config: dict[str, object] = {}
     config_source = ""
-    notes: list[str] = []
     for tag in tags.get("tensors", []):
         events = acc.Tensors(tag)
         if not events:
