@@ -853,3 +853,18 @@ def test_add_scalars_curves_are_read_with_their_run_not_as_runs(tmp_path):
     np.testing.assert_allclose(ds.eval_reward.sel(run="myrun").values, np.array(REWARD) / 2)
     assert {"kl_stats_mean", "kl_stats_max", "loss"} <= set(ds.data_vars)
     assert any("add_scalars curves" in w for w in runset_warnings(ds)["myrun"])
+
+
+def test_a_second_training_one_logging_step_off_in_the_same_folder_is_not_joined(tmp_path):
+    # without a run name, a later first step is what marks a resume; a second training that
+    # logs from step 1 where the first logged from step 0 is no resume
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    logdir = tmp_path / "tb"
+    for steps, shift in ((range(0, N), 0.0), (range(1, N + 1), 0.5)):
+        writer = torch_tb.SummaryWriter(str(logdir))
+        for s in steps:
+            writer.add_scalar("train/reward", REWARD[s % N] + shift, s)
+        writer.close()
+    ds = load_runs([logdir])
+    assert ds.sizes["run"] == 2
+    assert not any("resumed run" in w for ws in runset_warnings(ds).values() for w in ws)

@@ -834,6 +834,17 @@ def _logging_folder(event_file: Path) -> Path:
     return folder
 
 
+def _resume_after(first: RawRun, *, named: bool) -> float:
+    """The step after which a later event file in the folder of ``first`` resumes its training.
+
+    Named runs: after ``first``'s first step (the name tells the trainings apart). Without a
+    name, after its second logged step: a resume starts from a checkpoint, a new training at the
+    start, perhaps one logging step off (logging from step 0 where the other began at 1).
+    """
+    steps = np.unique(pd.to_numeric(first.records["step"], errors="coerce").dropna())
+    return float(steps[0] if named or steps.size < 2 else steps[1])
+
+
 def _merge_resumed_event_files(
     loaded: list[tuple[RawRun, _Job]],
 ) -> list[tuple[RawRun, _Job]]:
@@ -844,7 +855,8 @@ def _merge_resumed_event_files(
     :func:`_logging_folder`), starting after the checkpoint's step; a new training with the same
     name starts from the beginning again and stays a separate run. Event files that carry no run
     name (a plain ``SummaryWriter`` of a custom loop, which opens a new file at every start) are
-    joined by the same rule within one folder, unless a manifest row names the file.
+    joined within one folder, unless a manifest row names the file, when they start after the
+    first file's second step (:func:`_resume_after`).
     """
     groups: dict[tuple[Path, str | None], list[tuple[RawRun, _Job]]] = defaultdict(list)
     out: list[tuple[RawRun, _Job]] = []
@@ -861,10 +873,7 @@ def _merge_resumed_event_files(
         for run, job in members:
             start = pd.to_numeric(run.records["step"], errors="coerce").min()
             first = chains[-1][0][0] if chains else None
-            if (
-                first is not None
-                and start > pd.to_numeric(first.records["step"], errors="coerce").min()
-            ):
+            if first is not None and start > _resume_after(first, named=name is not None):
                 chains[-1].append((run, job))
             else:
                 chains.append([(run, job)])
