@@ -542,3 +542,21 @@ def test_a_folder_that_cannot_be_listed_is_reported(tmp_path, monkeypatch):
     assert list(ds.run.values) == ["mine"]
     ((source, info),) = rejected_runs(ds).items()
     assert source == locked and "Permission denied" in info["reason"]
+
+
+def test_a_second_training_appended_to_a_log_is_named_as_such(tmp_path):
+    # a script restarted from scratch appending to its metrics.jsonl: the second training
+    # replaces the first at every step, which was reported only as "a resumed run?"
+    path = tmp_path / "appended.jsonl"
+    lines = [json.dumps({"step": s, "reward": 0.1 * s}) for s in range(1, N + 1)]
+    lines += [json.dumps({"step": s, "reward": 0.5}) for s in range(1, N + 1)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert any("starts over at step 1 after step 12" in w for w in runset_warnings(ds)["appended"])
+    # a resume from a checkpoint (back to a step past the start) is not a new start
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text(
+        "\n".join(json.dumps({"step": s, "reward": 0.1}) for s in [*range(1, N + 1), *range(8, 15)])
+    )
+    ds = load_runs([resumed])
+    assert not any("starts over" in w for w in runset_warnings(ds)["resumed"])

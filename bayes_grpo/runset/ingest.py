@@ -278,6 +278,17 @@ def _normalise_run(
             f"steps go backwards {n_back} time(s) (first: step {int(recs['step'].iloc[i])} logged after "
             f"step {prev}, metric {recs['metric'].iloc[i]!r}); values ordered by step"
         )
+        # back to (or before) the metric's first step: no resume from a checkpoint, a new start
+        first = recs.groupby("metric", sort=False)["step"].transform("first")
+        restart = np.flatnonzero((back & (recs["step"] <= first)).to_numpy())
+        if restart.size:
+            j = int(restart[0])
+            warn.append(
+                f"the log starts over at step {int(recs['step'].iloc[j])} after step "
+                f"{int(recs['step'].iloc[j] - diffs.iloc[j])} (metric {recs['metric'].iloc[j]!r}): "
+                "a second training appended to the same log? Read as one run, its values replace "
+                "the first training's at every step both logged; split the file to keep both"
+            )
     dup = recs.duplicated(["metric", "step"], keep="last")
     # ``epoch`` and wandb's ``_runtime`` ... come with every log call; their repeats alone are no
     # repeated step
