@@ -560,3 +560,7 @@ def test_a_second_training_appended_to_a_log_is_named_as_such(tmp_path):
     )
     ds = load_runs([resumed])
     assert not any("starts over" in w for w in runset_warnings(ds)["resumed"])
+    # nor is a log written newest first
+    newest_first = _csv(tmp_path / "desc.csv", [(s, 0.1, 0.0) for s in range(N, 0, -1)])
+    ds = load_runs([newest_first])
+    assert not any("starts over" in w for w in runset_warnings(ds)["desc"])

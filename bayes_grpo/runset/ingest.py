@@ -278,9 +278,12 @@ def _normalise_run(
             f"steps go backwards {n_back} time(s) (first: step {int(recs['step'].iloc[i])} logged after "
             f"step {prev}, metric {recs['metric'].iloc[i]!r}); values ordered by step"
         )
-        # back to (or before) the metric's first step: no resume from a checkpoint, a new start
-        first = recs.groupby("metric", sort=False)["step"].transform("first")
-        restart = np.flatnonzero((back & (recs["step"] <= first)).to_numpy())
+        # back to (or before) the metric's first step after going past it: no resume from a
+        # checkpoint, a new start (a log written newest first goes back without starting over)
+        by_metric = recs.groupby("metric", sort=False)["step"]
+        first = by_metric.transform("first")
+        went_on = by_metric.cummax() > first
+        restart = np.flatnonzero((back & (recs["step"] <= first) & went_on).to_numpy())
         if restart.size:
             j = int(restart[0])
             warn.append(
