@@ -868,3 +868,19 @@ def test_a_second_training_one_logging_step_off_in_the_same_folder_is_not_joined
     ds = load_runs([logdir])
     assert ds.sizes["run"] == 2
     assert not any("resumed run" in w for ws in runset_warnings(ds).values() for w in ws)
+
+
+def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
+    # {"run_id": 17, ...}: only text was taken for a run label, so the two runs of the file
+    # merged into one, the second replacing the first at every step (a CSV reads ids as text)
+    path = tmp_path / "sweep.jsonl"
+    rows = [
+        {"run_id": rid, "step": s, "reward": REWARD[s] + shift}
+        for rid, shift in ((17, 0.0), (18, 0.5))
+        for s in range(N)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["17", "18"]
+    np.testing.assert_allclose(ds.reward.sel(run="17").values, REWARD)
+    np.testing.assert_allclose(ds.reward.sel(run="18").values, np.add(REWARD, 0.5))

@@ -377,12 +377,18 @@ def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: li
     return RawRun(path=path, fmt="jsonl", records=records, name=name, notes=notes)
 
 
+def _is_run_label(value: object) -> bool:
+    """A run name (text) or a whole-number run id (``"run_id": 17``; a CSV reads both as text)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _names_runs(entries: list[dict], key: str) -> bool:
-    """Whether ``key`` can be the run column of a JSONL file: a run name (text) on some
-    records and no other kind of value on any."""
+    """Whether ``key`` can be the run column of a JSONL file: a run name or id on some records
+    and no other kind of value on any. (Integer ids were not taken for run labels: two runs
+    of one file merged into one, the second replacing the first at every step.)"""
     values = [e.get(key) for e in entries]
-    return all(v is None or isinstance(v, str) for v in values) and any(
-        isinstance(v, str) and v.strip() for v in values
+    return all(v is None or _is_run_label(v) for v in values) and any(
+        _is_run_label(v) and str(v).strip() for v in values
     )
 
 
