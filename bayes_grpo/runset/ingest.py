@@ -669,8 +669,8 @@ def out_of_range(coord: str, value: object) -> str | None:
 def _path_components(path: Path, name: str | None, *, sole_event_file: bool = False) -> list[str]:
     """The path's parts an id is made of (generic folder names and file stems left out).
 
-    An event file's name is only a time stamp: when it is the only run in its folder, the
-    folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
+    An event file's name is only a time stamp: when it is the only run in its folder (of any
+    format), the folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
     """
     parts = [p for p in path.resolve().parts[1:-1] if not _GENERIC_DIRS.match(p)]
     stem = path.name
@@ -1014,14 +1014,14 @@ def load_runs(
             return suggested
         return run.name or run.name_hint
 
-    event_folders = Counter(run.path.parent for run, _job in loaded if run.fmt == "tensorboard")
+    runs_in_folder = Counter(run.path.parent for run, _job in loaded)
     ids = assign_run_ids(
         [
             (
                 _path_components(
                     run.path,
                     run.name,
-                    sole_event_file=run.fmt == "tensorboard" and event_folders[run.path.parent] == 1,
+                    sole_event_file=run.fmt == "tensorboard" and runs_in_folder[run.path.parent] == 1,
                 ),
                 job.row.run_id if job.row else None,
                 hint(run),
