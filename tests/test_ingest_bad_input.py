@@ -564,3 +564,23 @@ def test_a_second_training_appended_to_a_log_is_named_as_such(tmp_path):
     newest_first = _csv(tmp_path / "desc.csv", [(s, 0.1, 0.0) for s in range(N, 0, -1)])
     ds = load_runs([newest_first])
     assert not any("starts over" in w for w in runset_warnings(ds)["desc"])
+
+
+@pytest.mark.parametrize("name", ["train.log", "metrics.jsonl", "metrics.csv"])
+def test_a_utf16_log_is_read(tmp_path, name):
+    # Windows PowerShell 5 writes `python train.py > train.log` as UTF-16 with a byte-order mark:
+    # the console log was no log at all (skipped in a folder), a JSONL or CSV "not readable"
+    if name == "train.log":
+        lines = [repr({"loss": 0.1, "reward": 0.05 * s, "epoch": s / N}) for s in range(1, N + 1)]
+    elif name == "metrics.jsonl":
+        lines = [json.dumps({"step": s, "reward": 0.05 * s}) for s in range(1, N + 1)]
+    else:
+        lines = ["step,reward", *(f"{s},{0.05 * s}" for s in range(1, N + 1))]
+    run_dir = tmp_path / "win_run"
+    run_dir.mkdir()
+    (run_dir / name).write_text("\r\n".join(lines) + "\r\n", encoding="utf-16")
+    ds = load_runs([run_dir])
+    assert list(ds.run.values) == ["win_run"]
+    np.testing.assert_allclose(
+        ds.reward.sel(run="win_run").dropna("step"), [0.05 * s for s in range(1, N + 1)]
+    )

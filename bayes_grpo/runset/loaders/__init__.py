@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bayes_grpo.runset.loaders._base import TEXT_ENCODING, LogFormatError, RawRun
+from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, text_encoding
 from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
@@ -65,12 +65,12 @@ def detect_format(path: str | Path) -> str | None:
         return "jsonl"
     if suffix == ".json":
         try:
-            with path.open("r", encoding=TEXT_ENCODING, errors="replace") as fh:
+            with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
                 head = fh.read(4096).lstrip()
         except OSError:
             return None
         if head.startswith("{") and '"log_history"' in path.read_text(
-            encoding=TEXT_ENCODING, errors="replace"
+            encoding=text_encoding(path), errors="replace"
         ):
             return "trainer_state"
         if head.startswith("["):

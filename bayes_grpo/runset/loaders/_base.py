@@ -9,6 +9,7 @@ format alike, in :mod:`bayes_grpo.runset.ingest`.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,19 @@ import pandas as pd
 #: (PowerShell, Notepad, spreadsheets) put first; plain UTF-8 reads the same. Read as plain
 #: UTF-8, that mark made JSON files unreadable and the first line of a JSONL file "corrupt".
 TEXT_ENCODING = "utf-8-sig"
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def text_encoding(path: Path) -> str:
+    """The encoding to read a log or config in: UTF-16 when the file starts with its byte-order
+    mark (Windows PowerShell 5 writes ``python train.py > train.log`` so), else
+    :data:`TEXT_ENCODING`. Read as UTF-8, such a log was no log at all."""
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(2)
+    except OSError:
+        return TEXT_ENCODING  # reading the file reports the error
+    return "utf-16" if head in _UTF16_BOMS else TEXT_ENCODING
 
 #: Columns of :attr:`RawRun.records`.
 RECORD_COLUMNS: tuple[str, ...] = ("step", "metric", "value")
@@ -92,10 +106,10 @@ class RawRun:
 
 
 def read_text(path: Path) -> str:
-    """A log file's text (:data:`TEXT_ENCODING`); an unreadable or empty file raises
+    """A log file's text (:func:`text_encoding`); an unreadable or empty file raises
     :class:`LogFormatError` naming it (empty: a run that has not logged yet, most likely)."""
     try:
-        text = path.read_text(encoding=TEXT_ENCODING)
+        text = path.read_text(encoding=text_encoding(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     if not text.strip():

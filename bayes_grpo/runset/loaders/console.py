@@ -29,11 +29,11 @@ import re
 from pathlib import Path
 
 from bayes_grpo.runset.loaders._base import (
-    TEXT_ENCODING,
     LogFormatError,
     RawRun,
     find_step_key,
     records_from_dicts,
+    text_encoding,
 )
 from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, is_summary_entry, split_eval
 
@@ -86,7 +86,7 @@ def find_verl_lines(text: str) -> list[dict]:
 def looks_like_console(path: Path, *, max_bytes: int = 2_000_000) -> bool:
     """Cheap sniff: does the file contain at least one Trainer metric dict or verl step line?"""
     try:
-        with path.open("r", encoding=TEXT_ENCODING, errors="replace") as fh:
+        with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
             text = fh.read(max_bytes)
     except OSError:
         return False
@@ -238,7 +238,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding=TEXT_ENCODING, errors="replace")
+        text = path.read_text(encoding=text_encoding(path), errors="replace")
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     dicts = [d for d in find_metric_dicts(text) if not is_summary_entry(d)]

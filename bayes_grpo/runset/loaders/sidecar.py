@@ -36,7 +36,7 @@ from pathlib import Path
 import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
-from bayes_grpo.runset.loaders._base import TEXT_ENCODING, flatten
+from bayes_grpo.runset.loaders._base import flatten, text_encoding
 from bayes_grpo.runset.names import hyperparameter_key
 
 RUNNER_METADATA = "bayes_grpo_run.json"
@@ -88,7 +88,7 @@ def search_dirs(log_path: Path) -> list[Path]:
 
 
 def _read_mapping(path: Path) -> dict[str, object]:
-    text = path.read_text(encoding=TEXT_ENCODING)
+    text = path.read_text(encoding=text_encoding(path))
     data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     if not isinstance(data, Mapping):
         raise ValueError("not a mapping of keys to values")

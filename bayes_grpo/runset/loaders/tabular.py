@@ -35,12 +35,12 @@ import pandas as pd
 
 from bayes_grpo.runset.loaders._base import (
     STEP_KEYS,
-    TEXT_ENCODING,
     LogFormatError,
     RawRun,
     find_step_key,
     read_text,
     records_from_dicts,
+    text_encoding,
 )
 
 #: Run columns of a multi-run export; ``name`` is the run column of wandb's exports ("Name"):
@@ -174,7 +174,7 @@ def _wide_records(
 def _read_table(path: Path, sep: str) -> pd.DataFrame:
     try:
         return pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=TEXT_ENCODING
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=text_encoding(path)
         )
     except pd.errors.EmptyDataError as exc:
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
