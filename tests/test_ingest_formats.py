@@ -781,7 +781,9 @@ def test_wandb_panel_export_of_runs_whose_names_hold_a_dash(tmp_path):
     # "<run> - <metric>" was split at the first " - ": runs "grpo - G8" and "grpo - G16" became
     # one run "grpo" with two rewards (rejected as ambiguous)
     path = tmp_path / "panel.csv"
-    lines = ["Step,grpo - G8 - train/reward,grpo - G8 - train/reward__MIN,grpo - G16 - train/reward"]
+    lines = [
+        "Step,grpo - G8 - train/reward,grpo - G8 - train/reward__MIN,grpo - G16 - train/reward"
+    ]
     lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
     path.write_text("\n".join(lines))
     ds = load_runs([path])
@@ -884,3 +886,17 @@ def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
     assert sorted(ds.run.values) == ["17", "18"]
     np.testing.assert_allclose(ds.reward.sel(run="17").values, REWARD)
     np.testing.assert_allclose(ds.reward.sel(run="18").values, np.add(REWARD, 0.5))
+
+
+def test_wandb_panel_export_of_two_runs_with_one_display_name_keeps_both(tmp_path):
+    # wandb display names need not be unique: the panel export repeats "<run> - <metric>";
+    # the second run's curves became extra metrics (reward_1) of the first, without a word
+    path = tmp_path / "panel.csv"
+    lines = ["Step,grpo - train/reward,grpo - train/reward__MIN,grpo - train/reward"]
+    lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert sorted(ds.run.values) == ["grpo", "grpo#2"]
+    np.testing.assert_allclose(ds.reward.sel(run="grpo#2").values, np.array(REWARD) / 2)
+    assert "reward_1" not in ds.data_vars
+    assert any("'grpo - train/reward' (2x)" in w for w in runset_warnings(ds)["grpo#2"])

@@ -1015,14 +1015,14 @@ def load_runs(
         return run.name or run.name_hint
 
     runs_in_folder = Counter(run.path.parent for run, _job in loaded)
+
+    def sole_event_file(run: RawRun) -> bool:
+        return run.fmt == "tensorboard" and runs_in_folder[run.path.parent] == 1
+
     ids = assign_run_ids(
         [
             (
-                _path_components(
-                    run.path,
-                    run.name,
-                    sole_event_file=run.fmt == "tensorboard" and runs_in_folder[run.path.parent] == 1,
-                ),
+                _path_components(run.path, run.name, sole_event_file=sole_event_file(run)),
                 job.row.run_id if job.row else None,
                 hint(run),
             )

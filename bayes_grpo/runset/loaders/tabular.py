@@ -174,7 +174,12 @@ def _wide_records(
 def _read_table(path: Path, sep: str) -> pd.DataFrame:
     try:
         return pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], encoding=text_encoding(path)
+            path,
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            encoding=text_encoding(path),
         )
     except pd.errors.EmptyDataError as exc:
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
@@ -206,19 +211,70 @@ def _decimal_commas(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str 
     return fixed, f"{path.name}: {n} value(s) written with a decimal comma read as decimals"
 
 
+def _repeated_headers(
+    frame: pd.DataFrame, path: Path, sep: str
+) -> tuple[pd.DataFrame, str | None]:
+    """``frame`` with the columns its header names more than once told apart, and a note.
+
+    pandas reads a repeated name ``X`` as ``X.1``, ``X.2`` ... In a wandb panel export the
+    repeats are runs of one display name (wandb does not make names unique): the k-th
+    ``"<run> - <metric>"`` becomes ``"<run>#k - <metric>"``, a run of its own; before, the
+    second run's curves became extra metrics (``reward_1``) of the first, without a word. Other
+    repeated names keep pandas' names; the note says so.
+    """
+    try:
+        first_row = pd.read_csv(
+            path,
+            sep=sep,
+            header=None,
+            nrows=1,
+            dtype=str,
+            keep_default_na=False,
+            encoding=text_encoding(path),
+        )
+        header = first_row.iloc[0].tolist()
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return frame, None
+    counts = Counter(name for name in header if name)
+    repeated = [name for name, n in counts.items() if n > 1]
+    if not repeated or len(header) != len(frame.columns):
+        return frame, None
+    seen: Counter = Counter()
+    columns = list(frame.columns)
+    runs = False
+    for i, name in enumerate(header):
+        seen[name] += 1
+        match = _PANEL.match(name) if name in repeated and seen[name] > 1 else None
+        if match:
+            columns[i] = f"{match.group('run')}#{seen[name]} - {match.group('metric')}"
+            runs = True
+    shown = ", ".join(f"{name!r} ({counts[name]}x)" for name in repeated[:5])
+    how = (
+        "the repeats read as runs <run>#2 ... (wandb runs that share a display name)"
+        if runs
+        else "the later columns kept as <name>.1 ..."
+    )
+    return frame.set_axis(columns, axis=1), f"{path.name}: the header names {shown}; {how}"
+
+
 def load_csv(path: str | Path) -> list[RawRun]:
     """Read the run(s) of a CSV (or TSV) metric export."""
     path = Path(path)
-    frame = _read_table(path, "\t" if path.suffix.lower() == ".tsv" else ",")
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    frame = _read_table(path, sep)
+    notes = []
     if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
-        frame = _read_table(path, ";")  # a semicolon-separated export (spreadsheets in many locales)
+        sep = ";"  # a semicolon-separated export (spreadsheets in many locales)
+        frame = _read_table(path, sep)
         frame, decimal_note = _decimal_commas(frame, path)
-        runs = _csv_runs(frame, path)
-        for run in runs:
-            if decimal_note is not None and run.rejected is None:
-                run.notes.insert(0, decimal_note)
-        return runs
-    return _csv_runs(frame, path)
+        notes.append(decimal_note)
+    frame, header_note = _repeated_headers(frame, path, sep)
+    notes = [n for n in [header_note, *notes] if n is not None]
+    runs = _csv_runs(frame, path)
+    for run in runs:
+        if run.rejected is None:
+            run.notes[:0] = notes
+    return runs
 
 
 def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:

@@ -117,7 +117,7 @@ def _main_event_file(part: Path) -> Path | None:
 
 
 def add_scalars_owner(path: Path) -> Path | None:
-    """The run's event file when ``path`` is one curve of its ``add_scalars`` (no run), else None."""
+    """The run's event file when ``path`` is one curve of its ``add_scalars``, else None."""
     path = Path(path)
     if not is_event_file(path):
         return None

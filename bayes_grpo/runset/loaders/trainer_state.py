@@ -2,11 +2,11 @@
 
 Accepts the file itself, a run directory holding it, or an output directory with
 ``checkpoint-*`` folders: the directory's own ``trainer_state.json`` (written at the end of
-training) wins, else the one in the checkpoint with the highest step whose state is readable (a
-later one cut short, being saved as the run goes on, is passed over with a note). Training entries and
-evaluation entries (``eval_*`` keys, logged as separate entries at the same step) are both
-read; the end-of-training summary entry (``train_runtime`` ...) is not a curve point and is
-left out. The state file carries no hyperparameters; they come from files beside it
+training) wins, else the one in the checkpoint with the highest step whose state is readable
+(a later one cut short, being saved as the run goes on, is passed over with a note). Training
+entries and evaluation entries (``eval_*`` keys, logged as separate entries at the same step)
+are both read; the end-of-training summary entry (``train_runtime`` ...) is not a curve point
+and is left out. The state file carries no hyperparameters; they come from files beside it
 (:mod:`bayes_grpo.runset.loaders.sidecar`) or a manifest.
 """
 
