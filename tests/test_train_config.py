@@ -219,3 +219,34 @@ def test_completions_per_step_alone_sets_the_batch_in_python_as_on_the_command_l
     assert config_from_args(args).resolved().prompts_per_step == 4
     args = build_parser().parse_args(["train", "out", "-G", "4"])
     assert config_from_args(args).resolved().completions_per_step == 4 * DEFAULT_PROMPTS_PER_STEP
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "lr_scheduler_type",
+        "warmup_steps",
+        "weight_decay",
+        "adam_beta2",
+        "temperature",
+        "epsilon",
+        "max_completion_length",
+        "data_seed",
+    ],
+)
+def test_extra_grpo_args_may_not_override_a_setting_the_run_metadata_records(key):
+    # extra_grpo_args={"lr_scheduler_type": "cosine"} trained on a cosine schedule while
+    # bayes_grpo_run.json said lr_scheduler "constant": a setting recorded that TRL did not use
+    with pytest.raises(ValueError, match=rf"may not set \['{key}'\]"):
+        TrainConfig(extra_grpo_args={key: 1}).resolved()
+
+
+def test_cli_sets_the_clip_range_weight_decay_and_adam_beta2_through_their_own_options(capsys):
+    argv = ["train", "out", "--epsilon", "0.3", "--weight-decay", "0.01", "--adam-beta2", "0.99"]
+    assert cli_main([*argv, "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["grpo_config"]["epsilon"] == 0.3 == plan["config"]["epsilon"]
+    assert plan["grpo_config"]["weight_decay"] == 0.01 == plan["config"]["weight_decay"]
+    assert plan["grpo_config"]["adam_beta2"] == 0.99 == plan["config"]["adam_beta2"]
+    assert cli_main(["train", "out", "--grpo-arg", "epsilon=0.3", "--dry-run"]) == 2
+    assert "may not set ['epsilon']" in capsys.readouterr().err

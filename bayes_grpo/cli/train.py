@@ -83,6 +83,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         warmup_steps=args.warmup_steps,
         optimizer=args.optimizer,
         momentum=args.momentum,
+        adam_beta2=args.adam_beta2,
+        weight_decay=args.weight_decay,
         k_ref=args.k_ref,
         k_ref_via=args.k_ref_via,
         beta=args.beta,
@@ -92,6 +94,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         max_steps=args.steps,
         max_completion_length=args.max_completion_length,
         temperature=args.temperature,
+        epsilon=args.epsilon,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         num_processes=num_processes,
         device=args.device,
@@ -218,6 +221,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)"
     )
+    g.add_argument(
+        "--epsilon", type=float, default=0.2, help="PPO clip range (default: %(default)s)"
+    )
     k = p.add_argument_group("theory knobs")
     k.add_argument(
         "--group-size",
@@ -261,6 +267,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     k.add_argument(
         "--momentum", type=float, default=0.9, help="mu in [0, 1) (default: %(default)s)"
+    )
+    k.add_argument(
+        "--adam-beta2", type=float, default=0.999, help="Adam beta2 (default: %(default)s)"
+    )
+    k.add_argument(
+        "--weight-decay", type=float, default=0.0, help="weight decay (default: %(default)s)"
     )
     k.add_argument(
         "--k-ref",
@@ -317,7 +329,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         type=_parse_grpo_arg,
         metavar="KEY=VALUE",
-        help='extra trl.GRPOConfig argument (JSON value), e.g. loss_type="grpo" (repeatable)',
+        help='extra trl.GRPOConfig argument (JSON value), e.g. loss_type="grpo" (repeatable); '
+        "not one set by an option above",
     )
     r.add_argument(
         "--save-model", action="store_true", help="also save the final weights in the run directory"

@@ -65,7 +65,9 @@ TASKS: tuple[str, ...] = ("next_digit", "gsm8k", "custom")
 DEFAULT_PROMPTS_PER_STEP: int = 8
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
-#: GRPOConfig arguments set from theory knobs: ``extra_grpo_args`` may not override them.
+#: GRPOConfig arguments set from :class:`TrainConfig` fields: ``extra_grpo_args`` may not
+#: override them (the run's metadata records the field, so an override would be a setting the
+#: metadata says the run had and TRL did not use).
 MAPPED_GRPO_ARGS: frozenset[str] = frozenset(
     {
         "num_generations",
@@ -80,7 +82,15 @@ MAPPED_GRPO_ARGS: frozenset[str] = frozenset(
         "adam_beta1",
         "beta",
         "seed",
+        "data_seed",
         "max_steps",
+        "lr_scheduler_type",
+        "warmup_steps",
+        "weight_decay",
+        "adam_beta2",
+        "temperature",
+        "epsilon",
+        "max_completion_length",
         "sync_ref_model",
         "ref_model_sync_steps",
         "ref_model_mixup_alpha",
@@ -286,8 +296,9 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     clash = sorted(set(c.extra_grpo_args) & MAPPED_GRPO_ARGS)
     if clash:
         raise ValueError(
-            f"extra_grpo_args may not set {clash}: they are derived from the theory knobs "
-            "(group_size, prompts_per_step, k_ref, learning_rate, optimizer, momentum, beta, ...)"
+            f"extra_grpo_args may not set {clash}: they are derived from the run's settings "
+            "(group_size, prompts_per_step, k_ref, learning_rate, lr_scheduler, warmup_steps, "
+            "optimizer, momentum, beta, temperature, ...); set those instead"
         )
     return c
 
