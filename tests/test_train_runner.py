@@ -312,3 +312,45 @@ def test_policy_lag_with_gradient_accumulation_follows_the_k_ref_mapping(tmp_pat
     fresh = frame[frame["dynamics/policy_lag"] == 0]
     np.testing.assert_allclose(fresh["dynamics/is_ratio_mean"], 1.0, atol=1e-6)
     assert meta["k_ref_mapping"]["gradient_accumulation_steps"] == 2
+
+
+def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(tmp_path):
+    # the metadata was written only after a completed training: the checkpoints of an
+    # interrupted run were kept but ingested with G, lr, momentum, k_ref and seed unknown
+    calls = []
+
+    def reward_then_interrupt(prompts, completions, **kwargs):
+        calls.append(1)
+        if len(calls) > 4:
+            raise KeyboardInterrupt
+        return [0.0] * len(prompts)
+
+    cfg = TrainConfig(
+        group_size=4,
+        prompts_per_step=2,
+        learning_rate=2e-3,
+        momentum=0.5,
+        k_ref=2,
+        max_steps=20,
+        seed=3,
+        extra_grpo_args={"save_strategy": "steps", "save_steps": 2},
+    )
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
+    meta = json.loads((out / "bayes_grpo_run.json").read_text())
+    assert meta["completed"] is False and "wall_time_s" not in meta
+    ds = load_runs([out], min_points=2)
+    assert ds.sizes["run"] == 1
+    got = {c: ds[c].values[0].item() for c in ("group_size", "learning_rate", "momentum", "k_ref")}
+    assert got == {"group_size": 4, "learning_rate": 2e-3, "momentum": 0.5, "k_ref": 2}
+    assert str(ds["model"].values[0]) == "tiny-gpt2" and ds["seed"].values[0] == 3
+    # a folder of the user's where the training failed before writing anything gets no metadata
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "notes.txt").write_text("keep me")
+    calls.clear()
+    calls.extend([1] * 4)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(cfg, given, reward_funcs=[reward_then_interrupt], threads=1)
+    assert sorted(p.name for p in given.iterdir()) == ["notes.txt"]

@@ -3,7 +3,9 @@
 A run directory holds TRL's ``trainer_state.json`` (one ``log_history`` entry per optimizer
 step, with the callback's ``dynamics/*`` metrics) and ``bayes_grpo_run.json``, the run's
 hyperparameters in the data-contract names (:func:`bayes_grpo.train.config.run_metadata`).
-No weights or checkpoints are written unless ``save_model=True``.
+No weights or checkpoints are written unless ``save_model=True``. A training that fails or is
+interrupted after writing checkpoints (or logs) gets ``bayes_grpo_run.json`` with
+``"completed": false`` beside them; a completed one has ``"completed": true``.
 """
 
 from __future__ import annotations
@@ -301,29 +303,42 @@ def _train_into(
                 trainer.remove_callback(cb)
         DynamicsDiagnosticsCallback.attach(trainer)
 
+        metadata = run_metadata(config, model_label=label, model_size=model_size)
+        metadata.update(
+            {
+                "run_id": output_dir.name,
+                "reward_funcs": [_reward_name(f) for f in rewards],
+                "versions": {
+                    "torch": torch.__version__,
+                    "trl": trl.__version__,
+                    "transformers": __import__("transformers").__version__,
+                },
+            }
+        )
+        before = set(output_dir.iterdir())
         start = time.perf_counter()
-        trainer.train()
+        try:
+            trainer.train()
+        except BaseException:
+            # the checkpoints (or logs) a failed or interrupted training wrote are kept; without
+            # the run's settings beside them they would ingest with G, lr, k_ref ... unknown
+            if trainer.is_world_process_zero() and set(output_dir.iterdir()) - before:
+                _write_metadata(output_dir, {**metadata, "completed": False})
+            raise
         wall = time.perf_counter() - start
         trainer.save_state()
         if config.save_model:
             trainer.save_model(str(output_dir))
 
-    metadata = run_metadata(config, model_label=label, model_size=model_size)
-    metadata.update(
-        {
-            "run_id": output_dir.name,
-            "reward_funcs": [_reward_name(f) for f in rewards],
-            "wall_time_s": round(wall, 3),
-            "versions": {
-                "torch": torch.__version__,
-                "trl": trl.__version__,
-                "transformers": __import__("transformers").__version__,
-            },
-        }
-    )
+    metadata.update({"completed": True, "wall_time_s": round(wall, 3)})
     if trainer.is_world_process_zero():
-        write_text_atomic(output_dir / METADATA_FILE, json.dumps(metadata, indent=2, default=str) + "\n")
+        _write_metadata(output_dir, metadata)
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+
+
+def _write_metadata(output_dir: Path, metadata: dict[str, Any]) -> None:
+    text = json.dumps(metadata, indent=2, default=str) + "\n"
+    write_text_atomic(output_dir / METADATA_FILE, text)
 
 
 def read_run_dir(run_dir: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
