@@ -354,3 +354,18 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
     with pytest.raises(KeyboardInterrupt):
         run_training(cfg, given, reward_funcs=[reward_then_interrupt], threads=1)
     assert sorted(p.name for p in given.iterdir()) == ["notes.txt"]
+
+
+def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):
+    # "~/models/mini-lm" (Python, or a quoted command line) was "model directory not found",
+    # and "~/gsm.jsonl" "dataset file not found", though both existed: "~" was not expanded
+    from bayes_grpo.train.runner import _load_model
+    from bayes_grpo.train.tasks import load_prompt_dataset
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    build_tiny_model(tmp_path / "models" / "mini-lm")
+    model, _, label = _load_model(TrainConfig(model="~/models/mini-lm"), tmp_path)
+    assert label == "mini-lm" and sum(p.numel() for p in model.parameters()) > 0
+    (tmp_path / "gsm.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}))
+    assert load_prompt_dataset("~/gsm.jsonl")["answer"] == ["#### 1"]

@@ -120,10 +120,10 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         path: str = str(build_tiny_model(workdir / "tiny_model", seed=config.seed))
         label = TINY_MODEL_LABEL
     else:
-        path = config.model
-        local = Path(path)
-        if path.startswith((".", "/", "~")) and not local.is_dir():
-            raise FileNotFoundError(f"{path}: model directory not found")
+        local = Path(config.model).expanduser()
+        if config.model.startswith((".", "/", "~")) and not local.is_dir():
+            raise FileNotFoundError(f"{config.model}: model directory not found")
+        path = str(local) if local.is_dir() else config.model
         label = local.name if local.is_dir() else path
     # fp32 master weights (bf16 compute comes from TRL's bf16 autocast on GPU): a pure-bf16 copy
     # would round away updates smaller than ~4e-3 of a weight, i.e. most updates at lr ~1e-6.

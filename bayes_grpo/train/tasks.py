@@ -85,7 +85,7 @@ def load_prompt_dataset(
     """
     import datasets
 
-    path = Path(source)
+    path = Path(source).expanduser()
     suffix = path.suffix.lower()
     formats = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
     if suffix in formats:
