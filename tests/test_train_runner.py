@@ -369,3 +369,31 @@ def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_pa
     assert label == "mini-lm" and sum(p.numel() for p in model.parameters()) > 0
     (tmp_path / "gsm.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}))
     assert load_prompt_dataset("~/gsm.jsonl")["answer"] == ["#### 1"]
+
+
+def test_a_model_that_cannot_be_loaded_is_one_error_line_and_leaves_no_run_directory(
+    tmp_path, monkeypatch, capsys
+):
+    # a missing relative model path ("models/qwen/final") went to the Hub as a repo id and an
+    # unreachable Hub model ended in transformers' OSError: a traceback, not an error line
+    import transformers
+
+    from bayes_grpo.cli import main as cli_main
+
+    def offline(*args, **kwargs):
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files.\nCheck")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", offline)
+    argv = ["--steps", "1", "-G", "2", "--prompts-per-step", "2"]
+    for model, message in [
+        (
+            "some-org/some-model",
+            "some-org/some-model: cannot load the model: We couldn't connect to "
+            "'https://huggingface.co' to load the files.",
+        ),
+        ("models/qwen/final", "models/qwen/final: model directory not found"),
+    ]:
+        assert cli_main(["train", str(tmp_path / "run"), "--model", model, *argv]) == 2
+        assert capsys.readouterr().err.strip() == f"bayes-grpo train: error: {message}"
+        assert not (tmp_path / "run").exists()

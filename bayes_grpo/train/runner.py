@@ -121,18 +121,23 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         label = TINY_MODEL_LABEL
     else:
         local = Path(config.model).expanduser()
-        if config.model.startswith((".", "/", "~")) and not local.is_dir():
+        path_like = config.model.startswith((".", "/", "~")) or config.model.count("/") > 1
+        if path_like and not local.is_dir():  # a Hub name is "name" or "owner/name"
             raise FileNotFoundError(f"{config.model}: model directory not found")
         path = str(local) if local.is_dir() else config.model
         label = local.name if local.is_dir() else path
     # fp32 master weights (bf16 compute comes from TRL's bf16 autocast on GPU): a pure-bf16 copy
     # would round away updates smaller than ~4e-3 of a weight, i.e. most updates at lr ~1e-6.
     kwargs: dict[str, Any] = {"dtype": torch.float32}
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:  # not on the Hub, no connection, gated, no weights: transformers' words
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise FileNotFoundError(f"{config.model}: cannot load the model: {reason}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     return model, tokenizer, label
 
 
