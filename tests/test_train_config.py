@@ -71,7 +71,7 @@ def test_metadata_carries_every_run_coordinate_under_its_contract_name():
         and meta["beta"] == 0.04
         and meta["seed"] == 7
     )
-    assert meta["prompts_per_step"] == 32 and meta["completions_per_step"] == 128
+    assert meta["prompts_per_step"] == 32 and meta["config"]["completions_per_step"] == 128
     json.dumps(meta)  # serialisable
 
 
@@ -250,3 +250,17 @@ def test_cli_sets_the_clip_range_weight_decay_and_adam_beta2_through_their_own_o
     assert plan["grpo_config"]["adam_beta2"] == 0.99 == plan["config"]["adam_beta2"]
     assert cli_main(["train", "out", "--grpo-arg", "epsilon=0.3", "--dry-run"]) == 2
     assert "may not set ['epsilon']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("via", "averaged"), [("steps_per_generation", 3 * 64), ("num_iterations", 64)]
+)
+def test_completions_per_step_coordinate_counts_the_completions_of_one_logged_reward(via, averaged):
+    # TRL logs the mean reward of a whole rollout: with k_ref_via="steps_per_generation" that is
+    # K_ref optimizer steps' worth of completions, but the metadata said one step's (64)
+    cfg = TrainConfig(group_size=4, prompts_per_step=16, k_ref=3, k_ref_via=via, num_processes=2)
+    meta = run_metadata(cfg, model_label="m", model_size=10)
+    assert (
+        meta["completions_per_step"] == averaged == meta["k_ref_mapping"]["generation_batch_size"]
+    )
+    assert meta["config"]["completions_per_step"] == 64

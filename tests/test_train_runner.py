@@ -68,6 +68,16 @@ def test_short_run_ingests_into_a_runset_with_every_coordinate_filled(run):
     assert np.isfinite(ds["reward"].values).sum() == STEPS // K_REF
 
 
+def test_logged_reward_is_a_mean_over_the_completions_per_step_coordinate(run):
+    # K_REF = 2 via steps_per_generation: one rollout of K_REF x 8 prompts x G completions
+    result, _, _ = run
+    ds = load_runs([result.run_dir])
+    n = float(ds["completions_per_step"][0])
+    assert n == K_REF * 8 * G
+    counts = ds["reward"].values[0][np.isfinite(ds["reward"].values[0])] * n
+    np.testing.assert_allclose(counts, np.round(counts), atol=1e-6)
+
+
 def test_callback_logs_dynamics_metrics_on_every_step(run):
     _, frame, _ = run
     assert len(frame) == STEPS

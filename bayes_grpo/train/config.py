@@ -411,8 +411,10 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
     -------
     dict
         Keys ``model, model_size, group_size, learning_rate, momentum, momentum_convention,
-        k_ref, beta, seed`` (the run coordinates of DESIGN.md section 5) and extras
-        (``prompts_per_step``, ``completions_per_step``, ``optimizer``, ``k_ref_mapping``, ...).
+        k_ref, beta, seed`` (the run coordinates of DESIGN.md section 5), ``completions_per_step``
+        (the run-set coordinate: completions averaged into one logged reward, i.e. the rollout of
+        ``k_ref_mapping["generation_batch_size"]`` completions) and extras
+        (``prompts_per_step``, ``optimizer``, ``k_ref_mapping``, ...).
     """
     c = validate_config(config)
     _, convention = OPTIMIZERS[c.optimizer]
@@ -429,9 +431,12 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
         "k_ref": c.k_ref,
         "beta": c.beta,
         "seed": c.seed,
+        # completions averaged into one logged reward: TRL logs the mean over a whole rollout
+        # (generation batch, all processes), K_ref optimizer steps' worth of prompts with
+        # k_ref_via="steps_per_generation" (config["completions_per_step"]: one optimizer step)
+        "completions_per_step": m["generation_batch_size"],
         # extras
         "prompts_per_step": c.prompts_per_step,
-        "completions_per_step": c.completions_per_step,
         "optimizer": c.optimizer,
         "lr_scheduler": c.lr_scheduler,
         "max_steps": c.max_steps,
