@@ -355,6 +355,14 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
     got = {c: ds[c].values[0].item() for c in ("group_size", "learning_rate", "momentum", "k_ref")}
     assert got == {"group_size": 4, "learning_rate": 2e-3, "momentum": 0.5, "k_ref": 2}
     assert str(ds["model"].values[0]) == "tiny-gpt2" and ds["seed"].values[0] == 3
+    # a run replaced with overwrite=True that is interrupted in turn leaves the run it was to
+    # replace as it was: its log and its metadata, not that log with the new settings
+    calls.clear()
+    again = TrainConfig(**{**cfg.to_dict(), "group_size": 2, "prompts_per_step": 4})
+    again.extra_grpo_args = {"save_strategy": "steps", "save_steps": 3}  # new checkpoint names
+    with pytest.raises(KeyboardInterrupt):
+        run_training(again, out, reward_funcs=[reward_then_interrupt], overwrite=True, threads=1)
+    assert json.loads((out / "bayes_grpo_run.json").read_text()) == meta
     # a folder of the user's where the training failed before writing anything gets no metadata
     given = tmp_path / "given"
     given.mkdir()

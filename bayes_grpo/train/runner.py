@@ -321,13 +321,16 @@ def _train_into(
             }
         )
         before = set(output_dir.iterdir())
+        # a run being replaced (overwrite) keeps its log and metadata until this one completes
+        replacing = any(_holds_run_log(p) for p in before) or output_dir / METADATA_FILE in before
         start = time.perf_counter()
         try:
             trainer.train()
         except BaseException:
             # the checkpoints (or logs) a failed or interrupted training wrote are kept; without
             # the run's settings beside them they would ingest with G, lr, k_ref ... unknown
-            if trainer.is_world_process_zero() and set(output_dir.iterdir()) - before:
+            wrote = set(output_dir.iterdir()) - before
+            if trainer.is_world_process_zero() and wrote and not replacing:
                 _write_metadata(output_dir, {**metadata, "completed": False})
             raise
         wall = time.perf_counter() - start
@@ -339,6 +342,13 @@ def _train_into(
     if trainer.is_world_process_zero():
         _write_metadata(output_dir, metadata)
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+
+
+def _holds_run_log(path: Path) -> bool:
+    """``trainer_state.json`` or a ``checkpoint-*`` folder: a log that ingest would read."""
+    return path.name == TRAINER_STATE_FILE or (
+        path.is_dir() and path.name.startswith("checkpoint-")
+    )
 
 
 def _write_metadata(output_dir: Path, metadata: dict[str, Any]) -> None:
