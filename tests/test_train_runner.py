@@ -350,6 +350,8 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
         run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
     meta = json.loads((out / "bayes_grpo_run.json").read_text())
     assert meta["completed"] is False and "wall_time_s" not in meta
+    with pytest.raises(FileExistsError, match=r"already holds a run \(bayes_grpo_run.json\)"):
+        run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
     ds = load_runs([out], min_points=2)
     assert ds.sizes["run"] == 1
     got = {c: ds[c].values[0].item() for c in ("group_size", "learning_rate", "momentum", "k_ref")}

@@ -76,10 +76,10 @@ def _prepare_output_dir(output_dir: Path, overwrite: bool) -> list[Path]:
     """Make ``output_dir`` (and missing parents); return the directories made here, outermost first."""
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
-    state = output_dir / TRAINER_STATE_FILE
-    if (state.exists() or (output_dir / METADATA_FILE).exists()) and not overwrite:
+    held = [name for name in (TRAINER_STATE_FILE, METADATA_FILE) if (output_dir / name).exists()]
+    if held and not overwrite:
         raise FileExistsError(
-            f"{output_dir}: already holds a run ({state.name}); pass overwrite=True / --overwrite"
+            f"{output_dir}: already holds a run ({', '.join(held)}); pass overwrite=True / --overwrite"
         )
     missing = [d for d in (output_dir, *output_dir.parents) if not d.exists()][::-1]
     created = []
