@@ -112,6 +112,19 @@ def test_instability_growth_of_side_quantities_detected_with_onset_after_its_sta
     assert {"growth of grad norm", "sustained clipping"} <= detected
 
 
+def test_instability_reads_the_importance_ratios_that_bayes_grpo_train_logs():
+    # the runner's callback logs dynamics/is_ratio_max (dynamics_is_ratio_max in a run set)
+    # on every step because TRL does not; instability looked for other names only
+    ds = simulated_case("instability_growth").rename(
+        {"importance_ratio_max": "dynamics_is_ratio_max"}
+    )
+    (res,) = diagnose(ds, config=FAST, modes=["instability"])
+    (ratio,) = [
+        s for s in res.values["evidence"]["signals"] if s["signal"] == "growth of importance ratio"
+    ]
+    assert ratio["metric"] == "dynamics_is_ratio_max" and ratio["detected"]
+
+
 @pytest.mark.parametrize("case", ["healthy", "policy_concentration", "advantage_degeneracy"])
 def test_side_quantity_signals_quiet_on_runs_without_instability(case):
     cfg = DiagnosticsConfig.from_mapping(

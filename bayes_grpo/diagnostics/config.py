@@ -35,6 +35,7 @@ ZERO_STD_NAMES: tuple[str, ...] = ("frac_reward_zero_std",)
 REWARD_STD_NAMES: tuple[str, ...] = ("reward_std", "rollout_std_reward")
 GRAD_NORM_NAMES: tuple[str, ...] = ("grad_norm", "actor_grad_norm")
 IMPORTANCE_RATIO_NAMES: tuple[str, ...] = (
+    "dynamics_is_ratio_max",  # bayes-grpo train's callback: pi_theta / pi_old, every step
     "importance_ratio_max",
     "sampling_importance_sampling_ratio_max",
     "importance_ratio",
