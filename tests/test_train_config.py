@@ -264,3 +264,27 @@ def test_completions_per_step_coordinate_counts_the_completions_of_one_logged_re
         meta["completions_per_step"] == averaged == meta["k_ref_mapping"]["generation_batch_size"]
     )
     assert meta["config"]["completions_per_step"] == 64
+
+
+def test_a_warm_up_on_the_constant_schedule_is_trained_with(tmp_path):
+    # lr_scheduler="constant" (the default) with warmup_steps=5 trained at the full rate from
+    # the first step: transformers' "constant" ignores warmup_steps, and the run's metadata
+    # recorded a warm-up that TRL did not use
+    import torch
+    from transformers import get_scheduler
+
+    kwargs = grpo_config_kwargs(TrainConfig(warmup_steps=5, learning_rate=0.1), str(tmp_path))
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=kwargs["learning_rate"])
+    sched = get_scheduler(
+        kwargs["lr_scheduler_type"],
+        opt,
+        num_warmup_steps=kwargs["warmup_steps"],
+        num_training_steps=20,
+    )
+    rates = []
+    for _ in range(8):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert rates == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.1, 0.1])
+    assert grpo_config_kwargs(TrainConfig(), str(tmp_path))["lr_scheduler_type"] == "constant"

@@ -359,7 +359,13 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
         "steps_per_generation": m["steps_per_generation"],
         "num_iterations": m["num_iterations"],
         "learning_rate": c.learning_rate,
-        "lr_scheduler_type": c.lr_scheduler,
+        # transformers' "constant" ignores warmup_steps; with a warm-up it is "constant_with_warmup"
+        # (the name predict --lr-schedule gives it: constant after the warm-up)
+        "lr_scheduler_type": (
+            "constant_with_warmup"
+            if c.lr_scheduler == "constant" and c.warmup_steps
+            else c.lr_scheduler
+        ),
         "warmup_steps": c.warmup_steps,
         "weight_decay": c.weight_decay,
         "optim": optim,
