@@ -417,3 +417,12 @@ def test_a_model_that_cannot_be_loaded_is_one_error_line_and_leaves_no_run_direc
         assert cli_main(["train", str(tmp_path / "run"), "--model", model, *argv]) == 2
         assert capsys.readouterr().err.strip() == f"bayes-grpo train: error: {message}"
         assert not (tmp_path / "run").exists()
+
+
+def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
+    # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
+    # TRL defaults bf16 to True and transformers then asks for use_cpu
+    cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=2, device="auto")
+    result = run_training(cfg, tmp_path / "auto", threads=1)
+    frame, meta = read_run_dir(result.run_dir)
+    assert len(frame) == 2 and meta["config"]["device"] == "auto"

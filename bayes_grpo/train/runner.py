@@ -277,6 +277,9 @@ def _train_into(
         torch.set_num_threads(int(threads))
     kwargs = grpo_config_kwargs(config, str(output_dir))
     kwargs.setdefault("disable_dropout", True)
+    if config.device == "auto" and not _bf16_available():
+        # TRL's bf16 default (True) is refused without a bf16 GPU: "auto" then trains in fp32
+        kwargs.setdefault("bf16", False)
 
     with tempfile.TemporaryDirectory(prefix="bayes_grpo_train_") as tmp:
         # the model first: building GRPOConfig starts torch.distributed under a launcher, after
@@ -342,6 +345,13 @@ def _train_into(
     if trainer.is_world_process_zero():
         _write_metadata(output_dir, metadata)
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+
+
+def _bf16_available() -> bool:
+    """Whether transformers accepts ``bf16=True`` without ``use_cpu`` (a bf16 GPU, or XLA)."""
+    from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
+
+    return bool(is_torch_bf16_gpu_available() or is_torch_xla_available())
 
 
 def _holds_run_log(path: Path) -> bool:
