@@ -57,11 +57,13 @@ mkdir -p "$OUT"
 for G in $G_LIST; do
   for SEED in $SEEDS; do
     RUN="$OUT/$(basename "$MODEL")_g${G}_c${COMPLETIONS}_lr${LR}_k${K_REF}_s${SEED}"
-    if [[ -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]]; then
+    if [[ -f "$RUN/trainer_state.json" && -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]]; then
       echo "$RUN: exists, skipped"; continue
     fi
     EXTRA=()
     [[ "$DRY_RUN" == 1 ]] && EXTRA+=(--dry-run)
+    # an interrupted run (its checkpoints and bayes_grpo_run.json, no trainer_state.json): again
+    [[ -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]] && EXTRA+=(--overwrite)
     start=$(date +%s)
     "${LAUNCH[@]}" train "$RUN" \
       --model "$MODEL" --task gsm8k --dataset "$DATASET" --dataset-config "$DATASET_CONFIG" \

@@ -288,3 +288,32 @@ def test_a_warm_up_on_the_constant_schedule_is_trained_with(tmp_path):
         sched.step()
     assert rates == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.1, 0.1])
     assert grpo_config_kwargs(TrainConfig(), str(tmp_path))["lr_scheduler_type"] == "constant"
+
+
+def test_gpu_script_trains_an_interrupted_run_again_and_skips_a_completed_one(tmp_path):
+    # an interrupted run leaves bayes_grpo_run.json ("completed": false) beside its checkpoints;
+    # the script took that file alone for a finished run and skipped it
+    import os
+    import subprocess
+    from pathlib import Path
+
+    launcher = tmp_path / "python"  # stands in for the Python the script launches: prints its argv
+    launcher.write_text('#!/bin/sh\necho "LAUNCHED $*"\n')
+    launcher.chmod(0o755)
+    out = tmp_path / "out"
+    interrupted = out / "Qwen2.5-0.5B-Instruct_g4_c64_lr1e-6_k1_s0"
+    finished = out / "Qwen2.5-0.5B-Instruct_g8_c64_lr1e-6_k1_s0"
+    for run in (interrupted, finished):
+        run.mkdir(parents=True)
+        (run / "bayes_grpo_run.json").write_text("{}")
+    (finished / "trainer_state.json").write_text("{}")
+    env = {**os.environ, "PYTHON": str(launcher), "NUM_GPUS": "1", "OUT": str(out)}
+    script = Path(__file__).resolve().parents[1] / "scripts" / "run_real_model_gpu.sh"
+    done = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    launched = [line for line in done.stdout.splitlines() if line.startswith("LAUNCHED")]
+    assert len(launched) == 1 and f"train {interrupted} " in launched[0]
+    assert launched[0].endswith("--overwrite")
+    assert f"{finished}: exists, skipped" in done.stdout
