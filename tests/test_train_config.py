@@ -317,3 +317,21 @@ def test_gpu_script_trains_an_interrupted_run_again_and_skips_a_completed_one(tm
     assert len(launched) == 1 and f"train {interrupted} " in launched[0]
     assert launched[0].endswith("--overwrite")
     assert f"{finished}: exists, skipped" in done.stdout
+
+
+def test_reward_module_in_the_current_folder_is_found_by_the_console_script(
+    tmp_path, monkeypatch, capsys
+):
+    # `bayes-grpo train --reward myrewards:fn` with myrewards.py in the current folder failed
+    # with "cannot import module": the console script, unlike `python -m`, has no "" on sys.path
+    import os
+    import sys
+
+    (tmp_path / "bg_qa_rewards.py").write_text(
+        "def always_one(prompts, completions, **kw):\n    return [1.0] * len(completions)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", os.getcwd())])
+    monkeypatch.delitem(sys.modules, "bg_qa_rewards", raising=False)
+    argv = ["train", "out", "--task", "custom", "--dataset", "p.jsonl", "--dry-run"]
+    assert cli_main([*argv, "--reward", "bg_qa_rewards:always_one"]) == 0, capsys.readouterr().err

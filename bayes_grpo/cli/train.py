@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import sys
 from typing import Any
 
 from bayes_grpo.cli._common import add_json_flag, print_json
@@ -56,6 +57,10 @@ def _import_reward(spec: str) -> Any:
     if ":" not in spec:
         raise ValueError(f"--reward expects module:function, got {spec!r}")
     module_name, func_name = spec.split(":", 1)
+    # a module in the current folder, as `python -m bayes_grpo` and `accelerate launch -m` find
+    # it; the `bayes-grpo` console script does not put the current folder on the path
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
