@@ -426,3 +426,20 @@ def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     result = run_training(cfg, tmp_path / "auto", threads=1)
     frame, meta = read_run_dir(result.run_dir)
     assert len(frame) == 2 and meta["config"]["device"] == "auto"
+
+
+def test_a_custom_task_trains_on_a_dataset_given_in_memory(tmp_path):
+    # run_training(..., train_dataset=ds) is documented as the way to pass a datasets.Dataset,
+    # but a gsm8k/custom config without a dataset name was refused ("needs a dataset")
+    from datasets import Dataset
+
+    def always_one(prompts, completions, **kwargs):
+        return [1.0] * len(completions)
+
+    cfg = TrainConfig(
+        task="custom", group_size=2, prompts_per_step=2, max_steps=1, max_completion_length=3
+    )
+    ds = Dataset.from_list([{"prompt": f"next {d} ="} for d in range(4)])
+    result = run_training(cfg, tmp_path / "mem", reward_funcs=[always_one], train_dataset=ds)
+    frame, meta = read_run_dir(result.run_dir)
+    assert frame["reward"].tolist() == [1.0] and meta["dataset"] == "<train_dataset>"

@@ -10,6 +10,7 @@ interrupted after writing checkpoints (or logs) gets ``bayes_grpo_run.json`` wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -32,6 +33,8 @@ from bayes_grpo.train.config import (
 METADATA_FILE: str = "bayes_grpo_run.json"
 #: TRL's per-step log file.
 TRAINER_STATE_FILE: str = "trainer_state.json"
+#: ``dataset`` recorded for a run given ``train_dataset`` (a ``datasets.Dataset``) without a name.
+IN_MEMORY_DATASET: str = "<train_dataset>"
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,8 @@ def run_training(
         TRL reward functions (``f(prompts, completions, **columns) -> list[float]``) or
         reward-model ids; required for ``task="custom"``, optional override otherwise.
     train_dataset
-        A ``datasets.Dataset`` to use instead of loading ``config.dataset``.
+        A ``datasets.Dataset`` to use instead of loading ``config.dataset`` (gsm8k/custom tasks;
+        ``config.dataset`` may then be left unset: the metadata records ``"<train_dataset>"``).
     overwrite
         Replace an existing run in ``output_dir``.
     threads
@@ -246,6 +250,9 @@ def run_training(
     -------
     TrainResult
     """
+    if train_dataset is not None and config.task != "next_digit" and not config.dataset:
+        # the dataset is given, not named: record what it was (validation asks for a name)
+        config = dataclasses.replace(config, dataset=IN_MEMORY_DATASET)
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
     output_dir = Path(output_dir)
