@@ -1,4 +1,5 @@
-"""How much a learning-rate schedule biases the constant-gain law, and how much the clock removes.
+"""How much a learning-rate schedule biases the constant-gain law, how much the clock removes, and
+the law on the schedule (model version 7, config ``learning_rate_schedule.follow``).
 
 Runs of the linear recursion on a schedule (DESIGN.md section 1 with the rate ``eta m[n]`` at
 update ``n``, the momentum buffer apart from the rate as in torch's SGD:
@@ -8,14 +9,17 @@ update ``n``, the momentum buffer apart from the rate as in torch's SGD:
 TRL's default linear decay; 10% warm-up then linear decay; 10% warm-up then cosine). Two tables:
 
 1. noiseless: the RMS distance of each run from the law with the *true* gain, on raw steps and on
-   the learning-rate clock (:func:`bayes_grpo.runset.clock.clock_runset`), beside the same
+   the learning-rate clock (:func:`bayes_grpo.runset.clock.clock_runset`), and from the law on the
+   schedule (:func:`bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory`), beside the same
    distance for the constant-rate run (the continuous law against the discrete recursion);
-2. with noise (sd 0.02, seed 0): the gain and plateau a least-squares fit of the constant-gain law
-   recovers on raw steps and on the clock.
+2. with noise (sd 0.02, seed 0): the gain and plateau a least-squares fit recovers: the
+   constant-gain law on raw steps and on the clock, and the law on the schedule.
 
 3. with ``--fit``: the mechanistic PyMC model (iid, 2 chains x 300 draws) fitted to four such
    runs (learning rates 0.01 and 0.02 x 2 seeds, K 0.5, mu 0.9 heavy ball, K_ref 2, warm-up then
-   linear decay, noise sd 0.02) on raw steps and on the clock: posterior median gain per run.
+   linear decay, noise sd 0.02): following the logged schedule (config
+   ``learning_rate_schedule.follow`` true), the constant-rate law on raw steps (the default) and
+   on the clock: posterior median gain per run.
 
     .venv/bin/python benchmarks/lr_clock.py            # a few seconds
     .venv/bin/python benchmarks/lr_clock.py --fit      # + two PyMC fits, about 3 minutes on 2 cores
@@ -30,7 +34,7 @@ from scipy.optimize import least_squares
 from bayes_grpo.dynamics.coefficients import oscillator_coefficients
 from bayes_grpo.dynamics.schedule import lr_multipliers
 from bayes_grpo.dynamics.simulate import simulate_recursion
-from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
 from bayes_grpo.runset import make_runset
 from bayes_grpo.runset.clock import clock_runset
 
@@ -68,8 +72,17 @@ def law(t, a, mu, lag, pstar=PSTAR, r0=R0):
     return reward_trajectory(t, mass, damping, k_eff, pstar, r0)
 
 
-def fit_gain(t, y, mu, lag) -> tuple[float, float]:
+def scheduled_law(t, shape, a, mu, lag, pstar=PSTAR, r0=R0):
+    """The law on the schedule at whole steps ``t`` (``0 .. T-1``): interval ``(n, n+1]`` at ``shape[n]``."""
+    mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
+    mult = np.concatenate([[1.0], shape[: t.size - 1]])
+    return scheduled_reward_trajectory(t, mult, mass, damping, k_eff, pstar, r0, lag=float(lag))
+
+
+def fit_gain(t, y, mu, lag, shape=None) -> tuple[float, float]:
     def residual(th):
+        if shape is not None:
+            return scheduled_law(t, shape, np.exp(th[0]), mu, lag, th[1], th[2]) - y
         return law(t, np.exp(th[0]), mu, lag, th[1], th[2]) - y
 
     best = min(
@@ -82,7 +95,10 @@ def fit_gain(t, y, mu, lag) -> tuple[float, float]:
 def main() -> None:
     rng = np.random.default_rng(0)
     steps = np.arange(T, dtype=float)
-    print("RMS distance from the law with the true gain (noiseless): constant-rate run | scheduled on steps | on the clock")
+    print(
+        "RMS distance from the law with the true gain (noiseless): constant-rate run | scheduled on steps "
+        "| on the clock | law on the schedule"
+    )
     for mu, lag, a in CASES:
         floor = np.sqrt(np.mean((law(steps, a, mu, lag) - recursion(a, np.ones(T), mu, lag)) ** 2))
         for name, shape in schedules().items():
@@ -92,14 +108,22 @@ def main() -> None:
             raw = np.sqrt(np.mean((law(steps, a, mu, lag) - y) ** 2))
             tc, yc = on_clock(y, shape)
             clock = np.sqrt(np.mean((law(tc, a, mu, lag) - yc) ** 2))
-            print(f"  mu {mu:.1f} K_ref {lag} a {a:<6g} {name:24s} {floor:.4f} | {raw:.4f} | {clock:.4f}")
-    print("\nLeast-squares gain / plateau of the constant-gain law (noise sd 0.02; truth p* 0.8): on steps | on the clock")
+            followed = np.sqrt(np.mean((scheduled_law(steps, shape, a, mu, lag) - y) ** 2))
+            print(f"  mu {mu:.1f} K_ref {lag} a {a:<6g} {name:24s} {floor:.4f} | {raw:.4f} | {clock:.4f} | {followed:.4f}")
+    print(
+        "\nLeast-squares gain / plateau (noise sd 0.02; truth p* 0.8): constant-gain law on steps | on the clock "
+        "| law on the schedule"
+    )
     for mu, lag, a in CASES:
         for name, shape in schedules().items():
             y = recursion(a, shape, mu, lag) + 0.02 * rng.standard_normal(T)
             a1, p1 = fit_gain(steps, y, mu, lag)
             a2, p2 = fit_gain(*on_clock(y, shape), mu, lag)
-            print(f"  mu {mu:.1f} K_ref {lag} a {a:<6g} {name:24s} a {a1:.4f} p* {p1:.3f} | a {a2:.4f} p* {p2:.3f}")
+            a3, p3 = fit_gain(steps, y, mu, lag, shape)
+            print(
+                f"  mu {mu:.1f} K_ref {lag} a {a:<6g} {name:24s} a {a1:.4f} p* {p1:.3f} | a {a2:.4f} p* {p2:.3f} "
+                f"| a {a3:.4f} p* {p3:.3f}"
+            )
 
 
 def fit_comparison() -> None:
@@ -118,8 +142,13 @@ def fit_comparison() -> None:
             truth[rid] = eta * k
     raw = make_runset(curves, meta)
     print(f"\nPyMC fit, mu {mu} K_ref {lag}, warm-up + linear decay (truth p* {PSTAR}): posterior median gain per run")
-    for name, ds in (("raw steps", raw), ("lr clock", clock_runset(raw))):
-        model = GRPODynamicsModel()
+    variants = (
+        ("schedule followed", raw, {"learning_rate_schedule": {"follow": True}}),
+        ("constant-rate law, raw steps (default)", raw, None),
+        ("constant-rate law, lr clock", clock_runset(raw), None),
+    )
+    for name, ds, config in variants:
+        model = GRPODynamicsModel(model_config=config)
         model.fit(ds, draws=300, tune=300, chains=2, random_seed=0, progressbar=False)
         gain = model.idata.posterior["a"].median(("chain", "draw")).to_series()
         r2 = model.run_summary()["r2_raw"]

@@ -40,14 +40,16 @@ from scipy.optimize import least_squares
 from bayes_grpo import metrics
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.lsq import fit_oscillator
-from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
 from bayes_grpo.model.convergence import run_r_hat
 from bayes_grpo.runset import make_runset
 
 MOMENTUM, CONVENTION, K_REF = 0.9, "ema", 1.0
 
 
-def load_real_runs(root: Path):
+def load_real_runs(root: Path, *, with_lr: bool = False):
+    """The public runs as a run set (reward only; with ``with_lr`` also the logged rate as ``lr``,
+    so a fit follows the schedules of the runs that log one)."""
     sources = json.loads((root / "sources.json").read_text())
     curves, meta = {}, {}
     for s in sources:
@@ -56,6 +58,8 @@ def load_real_runs(root: Path):
         col = s.get("csv_reward_column") or "reward"
         curve = frame[["step", col]].dropna().drop_duplicates("step").set_index("step").sort_index()
         curve.columns = ["reward"]
+        if with_lr and "learning_rate" in frame.columns:
+            curve["lr"] = frame.drop_duplicates("step").set_index("step")["learning_rate"].reindex(curve.index)
         g = re.match(r"\s*(\d+)", str(s.get("G", "")))
         lr = s.get("learning_rate")
         meta[run] = {
@@ -68,7 +72,16 @@ def load_real_runs(root: Path):
     return make_runset(curves, meta)
 
 
-def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
+def schedule_of(ds, run: str, t: np.ndarray) -> np.ndarray | None:
+    """Interval rate multipliers of ``run`` at its steps ``t`` when it logs a schedule, else None
+    (the rule and nominal rate of the model's own :func:`bayes_grpo.model.prepare.schedule_multipliers`)."""
+    from bayes_grpo.model.prepare import schedule_multipliers
+
+    m = schedule_multipliers(ds, [run], t)
+    return None if m is None else m[0]
+
+
+def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400, multipliers=None):
     """Least squares of the mechanistic law: free ``p*, R0`` and the gain ``a = eta K``.
 
     ``M, C, K_eff`` follow from ``a``, the momentum and ``k_ref``
@@ -78,15 +91,20 @@ def lsq_mechanistic(t, y, momentum=MOMENTUM, k_ref=K_REF, n_grid=400):
     ``(p*, R0)``: the profile is solved exactly on a dense log grid of ``a`` (from ``1e-4 /
     span`` to 1, stable and unstable gains alike, as the Bayesian model allows), and the
     best grid point is polished with :func:`scipy.optimize.least_squares` over all three.
+    With ``multipliers`` (one per point of ``y``, a run on a schedule) the law follows the
+    schedule (:func:`~bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory`).
     The law depends on the learning rate and ``K`` through ``a`` only, so a single run
     needs no learning rate. Returns the fitted curve at the finite points of ``y`` and ``a``.
     """
     ok = np.isfinite(y)
     t, y = np.asarray(t, dtype=float)[ok], np.asarray(y, dtype=float)[ok]
+    mult = None if multipliers is None else np.asarray(multipliers, dtype=float)[ok]
     span = max(t.max(), 1.0)
 
     def unit(tt, log_a):
         m, c, k = oscillator_coefficients(np.exp(log_a), momentum, k_ref)
+        if mult is not None:
+            return scheduled_reward_trajectory(tt, mult, m, c, k, 0.0, 1.0, lag=k_ref)
         return reward_trajectory(tt, m, c, k, 0.0, 1.0)  # g(t): p* = 0, R0 = 1
 
     def profile(log_a):
@@ -175,6 +193,12 @@ def main() -> None:
     parser.add_argument("--model-config", default="{}", help='JSON merged into the model configuration, e.g. \'{"damping_ratio": {"log_sigma": 2.0}}\'')
     parser.add_argument("--diagnose", action="store_true", help="add per-run diagnostics of the posterior-mean vs least-squares gap (trend runs)")
     parser.add_argument("--runs", default=None, help="comma-separated run ids to fit (default: all; for quick diagnostics)")
+    parser.add_argument(
+        "--follow-schedules",
+        action="store_true",
+        help="give the runs their logged learning rate (lr): the fit follows the schedules of the runs that log one "
+        "(model version 7), and so does the least-squares fit of the same law",
+    )
     parser.add_argument("--json", default=None)
     parser.add_argument("--table", type=Path, default=None, help="print the markdown tables of a saved --json file and exit (no fit)")
     args = parser.parse_args()
@@ -186,7 +210,7 @@ def main() -> None:
 
     from bayes_grpo.model import GRPODynamicsModel
 
-    ds = load_real_runs(args.real_runs)
+    ds = load_real_runs(args.real_runs, with_lr=args.follow_schedules)
     if args.runs:
         wanted = [r.strip() for r in args.runs.split(",") if r.strip()]
         unknown = sorted(set(wanted) - {str(r) for r in ds.run.values})
@@ -210,12 +234,17 @@ def main() -> None:
         for run in summary.index:
             y = ds.reward.sel(run=run).values
             ok = np.isfinite(y)
+            schedule = schedule_of(ds, run, steps[ok]) if args.follow_schedules else None
             if par == "phenomenological":
-                fit = fit_oscillator(steps[ok], y[ok])
+                fit = fit_oscillator(steps[ok], y[ok], multipliers=schedule)
                 lsq_curve = fit.fitted
                 lsq_params = {"lsq_zeta": fit.params["zeta"], "lsq_w0": fit.params["w0"], "lsq_at_bounds": ",".join(fit.at_bounds)}
             else:
-                lsq_curve, lsq_a = lsq_mechanistic(steps, y)
+                full = None
+                if schedule is not None:
+                    full = np.ones(steps.size)
+                    full[ok] = schedule
+                lsq_curve, lsq_a = lsq_mechanistic(steps, y, multipliers=full)
                 m_, c_, k_ = oscillator_coefficients(lsq_a, MOMENTUM, K_REF)
                 lsq_params = {"lsq_zeta": float(damping_ratio(m_, c_, k_)), "lsq_a": lsq_a}
             lsq_s = metrics.smoothed_r2(y[ok], lsq_curve)
@@ -235,6 +264,7 @@ def main() -> None:
                     "zeta_hi": r["zeta_hi"],
                     "a": r["a"],
                     "max_r_hat": float(per_run_rhat.get(run, np.nan)),
+                    "follows_schedule": schedule is not None,
                     **lsq_params,
                     "verdict": ("pass" if r["r2_smoothed"] >= lsq_s - 0.01 else "FAIL") if trend else "no trend",
                 }

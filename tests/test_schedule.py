@@ -298,7 +298,14 @@ def test_a_prediction_from_a_fit_of_scheduled_runs_says_its_gain_averages_over_t
     fitted = _Fitted()
     fitted.runset = scheduled
     note = [w for w in attr_warnings(_predict_from(fitted)) if "log a learning-rate schedule" in w]
-    assert len(note) == 1 and "were fitted on raw steps" in note[0] and "seed=0 (lr 0 to 0.1)" in note[0]
+    assert len(note) == 1 and "were fitted with the constant-rate law" in note[0] and "seed=0 (lr 0 to 0.1)" in note[0]
+    # a fit whose i.i.d. likelihood followed the logged schedules (model version 7) describes its
+    # runs' learning_rate; the state-space likelihood does not follow them
+    fitted.model_config, fitted.likelihood = {"learning_rate_schedule": {"follow": True}}, "iid"
+    assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
+    fitted.likelihood = "state_space"
+    assert any("were fitted with the constant-rate law" in w for w in attr_warnings(_predict_from(fitted)))
+    del fitted.model_config, fitted.likelihood
     fitted.runset = clock_runset(scheduled)  # re-timed: a run at its constant rate
     assert not any("learning-rate schedule" in w for w in attr_warnings(_predict_from(fitted)))
     fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)  # at a constant rate
@@ -321,6 +328,6 @@ def test_stability_from_a_fit_of_scheduled_runs_says_its_verdict_is_for_a_consta
     assert len(stability_from_posterior(fitted, **setting).values["scheduled_runs"]) == 1
     monkeypatch.setattr("bayes_grpo.checks.stability._as_model", lambda path: fitted)
     assert main(["stability", "--posterior", "fit.nc", "--lr", "1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2"]) == 0
-    assert "log a learning-rate schedule and were fitted on raw steps" in capsys.readouterr().err
+    assert "log a learning-rate schedule and were fitted with the constant-rate law" in capsys.readouterr().err
     fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)
     assert stability_from_posterior(fitted, **setting).values["scheduled_runs"] == []

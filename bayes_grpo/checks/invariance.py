@@ -444,14 +444,28 @@ def alpha_summary(posterior: xr.Dataset) -> dict[str, float]:
 AUTOCORRELATION_WARNING: float = 0.3
 
 
-def residual_lag1_autocorrelation(posterior: xr.Dataset, runset: xr.Dataset) -> float:
+def residual_lag1_autocorrelation(
+    posterior: xr.Dataset,
+    runset: xr.Dataset,
+    *,
+    model_config: dict[str, Any] | None = None,
+    likelihood: str = "iid",
+    parameterisation: str = "mechanistic",
+) -> float:
     """Pooled lag-1 autocorrelation of the residuals from the posterior-median trajectories.
 
     Uses the per-run posterior medians of ``M_eff, C_eff, K_eff, plateau_run,
-    initial_reward`` (``GRPODynamicsModel`` variables); NaN when they are missing.
+    initial_reward`` (``GRPODynamicsModel`` variables); NaN when they are missing. A run on a
+    logged learning-rate schedule gets the law on its schedule when the fit's config and
+    likelihood follow schedules (:func:`bayes_grpo.model.prepare.follows_schedule`), as in the
+    fit's likelihood.
     """
     from bayes_grpo.checks.ppc import autocorrelation
-    from bayes_grpo.dynamics.trajectory import reward_trajectory
+    from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
+    from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG, merge_config
+    from bayes_grpo.model.prepare import follows_schedule, schedule_multipliers
+
+    follow = follows_schedule(merge_config(DEFAULT_MODEL_CONFIG, model_config), likelihood)
 
     names = ("M_eff", "C_eff", "K_eff", "plateau_run", "initial_reward")
     if any(n not in posterior for n in names) or "run" not in posterior[names[0]].dims:
@@ -465,9 +479,13 @@ def residual_lag1_autocorrelation(posterior: xr.Dataset, runset: xr.Dataset) -> 
         if ok.sum() < 5 or run not in med["M_eff"][RUN_DIM].values:
             continue
         p = {n: float(med[n].sel({RUN_DIM: run})) for n in names}
-        mean = reward_trajectory(
-            steps[ok], p["M_eff"], p["C_eff"], p["K_eff"], p["plateau_run"], p["initial_reward"]
-        )
+        args = (p["M_eff"], p["C_eff"], p["K_eff"], p["plateau_run"], p["initial_reward"])
+        m = schedule_multipliers(runset, [str(run)], steps[ok]) if follow else None
+        if m is None:
+            mean = reward_trajectory(steps[ok], *args)
+        else:
+            lag = float(runset["k_ref"].sel({RUN_DIM: run})) if parameterisation == "mechanistic" else 0.0
+            mean = scheduled_reward_trajectory(steps[ok], m[0], *args, lag=lag)
         r = y[ok] - np.asarray(mean, dtype=float)
         num += float(autocorrelation(r, (1,))[0]) * r.size
         den += r.size
@@ -625,7 +643,13 @@ def invariance_check(
     alpha_source = "H1" if passed is False else "H0"
     favoured = fits.h1[float(ref_scale)] if passed is False else fits.h0
     alpha = alpha_summary(favoured.posterior.idata.posterior)
-    acf1 = residual_lag1_autocorrelation(fits.h0.posterior.idata.posterior, runset)
+    acf1 = residual_lag1_autocorrelation(
+        fits.h0.posterior.idata.posterior,
+        runset,
+        model_config=model_config,
+        likelihood=likelihood,
+        parameterisation=parameterisation,
+    )
     has_smc = bool(np.isfinite(ref["log_bf01_smc"]))
     values: dict[str, Any] = {
         "log_bf01_bridge": float(ref["log_bf01_bridge"]),

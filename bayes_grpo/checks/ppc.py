@@ -112,14 +112,12 @@ def run_predictive(
         for k in ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
     }
     sigma = _flat(coef["sigma"], max_draws)[:, None]
-    mean = reward_trajectory(
-        t[None, :],
-        pick["M_eff"],
-        pick["C_eff"],
-        pick["K_eff"],
-        pick["plateau"],
-        pick["initial_reward"],
-    )
+    law = ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
+    if hasattr(fitted, "run_law"):
+        # the fit's own law: on the run's logged learning-rate schedule when the fit follows it
+        mean = fitted.run_law(runset, run, t, *(pick[k][:, 0] for k in law), k_ref=hyper["k_ref"])
+    else:
+        mean = reward_trajectory(t[None, :], *(pick[k] for k in law))
     mean = np.asarray(mean, dtype=float)
     obs = mean + rng.normal(size=mean.shape) * sigma
     return {"t": t, "y": y, "mean": mean, "obs": obs, "coef": coef, "hyper": hyper}

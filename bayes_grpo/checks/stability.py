@@ -361,10 +361,10 @@ def stability_from_posterior(
     )
     result.values["new_model"] = _fitted_llm(fitted, model) is None
     runs = fitted_runset(fitted)
-    if runs is not None:  # runs fitted on raw steps of a schedule: their gain is an average
-        from bayes_grpo.model.prepare import scheduled_runs
+    if runs is not None:  # runs fitted with the constant-rate law on a schedule: their gain is an average
+        from bayes_grpo.model.prepare import averaged_scheduled_runs
 
-        result.values["scheduled_runs"] = scheduled_runs(runs, [str(r) for r in runs["run"].values])
+        result.values["scheduled_runs"] = averaged_scheduled_runs(fitted, runs)
     return result
 
 

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
+from bayes_grpo.dynamics.trajectory import (
+    logistic,
+    reward_trajectory,
+    scheduled_reward_trajectory,
+    single_exponential,
+)
 from bayes_grpo.metrics import r2
 
 #: Law names (the ``law`` field of :class:`LsqFit`).
@@ -174,7 +179,7 @@ def _best(
     return best
 
 
-def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6) -> LsqFit:
+def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) -> LsqFit:
     """Least-squares fit of the damped-oscillator law with a slow start (``v0 = 0``).
 
     ``R(t) = p* + e(t)``, ``e'' + 2 zeta w0 e' + w0^2 e = 0``, ``e(0) = R0 - p*``,
@@ -188,6 +193,13 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6) -> LsqFit:
     n_zeta, n_time
         Multi-start grid: ``n_zeta`` damping ratios in ``[0.15, 4]`` (log-spaced) times
         ``n_time`` time scales ``1/w0`` in ``[span/100, span]``.
+    multipliers
+        Optional ``(n,)`` learning-rate multipliers of the intervals ending at ``t`` (a run on a
+        schedule: :func:`bayes_grpo.runset.clock.interval_multipliers`); the law then follows
+        the schedule (:func:`~bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory`,
+        ``K_eff = w0^2 m``, mass and damping free of the rate, as the phenomenological
+        model). Needs every ``y`` finite and ``t`` increasing; the fitted curve is evaluated at
+        ``t`` only.
 
     Returns
     -------
@@ -195,12 +207,20 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6) -> LsqFit:
     ``derived`` ``C`` (``= 2 zeta w0``), ``K_eff`` (``= w0^2``), ``tau`` (``C/K_eff``, the
     overdamped-limit time constant), all with mass 1.
     """
+    if multipliers is not None:
+        mult = np.asarray(multipliers, dtype=float)
+        if mult.shape != np.shape(y) or not np.isfinite(np.asarray(y, dtype=float)).all():
+            raise ValueError("with multipliers, y must be finite and of their shape (one multiplier per point)")
     t, y = _finite(t, y, 5)
     early, late, span, scale = _ends(t, y)
 
     def curve(tt, p):
         plateau, r0, log_zeta, log_w0 = p
         zeta, w0 = np.exp(log_zeta), np.exp(log_w0)
+        if multipliers is not None:
+            if not np.array_equal(tt, t):
+                raise ValueError("a fit on a learning-rate schedule is evaluated at its own steps only")
+            return scheduled_reward_trajectory(tt, mult, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
         return reward_trajectory(tt, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
 
     def residual(p):

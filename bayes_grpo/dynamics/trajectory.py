@@ -164,6 +164,79 @@ def error_trajectory_on_grid(n_points: int, dt, mass, damping, k_eff, e0, v0=0.0
     return grid.reshape((grid.shape[0], giant * baby))[:, :n_points]
 
 
+def scheduled_error_trajectory(times, multipliers, mass, damping, k_eff, e0, lag=0.0):
+    """Error ``e(t) = p(t) - p*`` of a run on a learning-rate schedule, at ``times``.
+
+    The rate of interval ``(times[j-1], times[j]]`` (``times[-1] = 0``) is ``eta m[j]``
+    (``m = multipliers``, its mean multiplier of the nominal rate ``eta``; ``1`` everywhere
+    gives :func:`error_trajectory`). The coefficients at the nominal rate, ``M, C, K_eff``
+    (with ``K_eff = a``, the gain), move with the rate as the lagged recursion's do
+    (:func:`bayes_grpo.dynamics.coefficients.oscillator_coefficients` at gain ``a m``):
+    ``K(m) = a m``, ``M(m) = M + a L^2 (m - 1) / 2``, ``C(m) = C - a L (m - 1)``; ``lag`` ``L``
+    is the run's ``K_ref``, or 0 for the phenomenological form (``M`` and ``C`` free of the
+    rate). As in torch's SGD and Adam the momentum buffer is kept apart from the rate: the
+    state is ``(e, w)`` with ``e' = m w``, continuous across a change of rate, and on each
+    interval ``M w' = -(C(m) w + a e)``; the exact transition of each interval is composed
+    by prefix products (``log2 n`` rounds of 2x2 products, no loop over steps). Against
+    :func:`bayes_grpo.dynamics.simulate.simulate_recursion` with the same multipliers (linear
+    decay over 300 steps, mu 0-0.9, K_ref 1-2) its RMS error is 0.004-1.13 times the
+    constant-rate law's from the constant-rate recursion, and at most 0.6 times the error of
+    ignoring the schedule (``tests/test_scheduled_trajectory.py``).
+
+    Parameters
+    ----------
+    times
+        ``(n,)`` increasing times ``>= 0`` in optimizer steps (shared by all runs).
+    multipliers
+        ``(..., n)`` mean rate multiplier of each interval (``>= 0``).
+    mass, damping, k_eff, e0, lag
+        Per-run values at the nominal rate, shape ``(...)``; the system starts at rest at
+        ``t = 0`` with error ``e0``.
+
+    Returns
+    -------
+    Array or PyTensor variable of shape ``(..., n)``.
+    """
+    ops = ops_for(times, multipliers, mass, damping, k_eff, e0, lag)
+    times = np.asarray(times, dtype=float)
+    dt = np.diff(np.concatenate([[0.0], times]))
+    col = lambda x: ops.asarray(x)[..., None]  # noqa: E731
+    m = ops.asarray(multipliers)
+    a = col(k_eff)
+    mass_m = col(mass) + a * col(lag) ** 2 * (m - 1.0) / 2.0
+    damp_m = col(damping) - a * col(lag) * (m - 1.0)
+    gamma = damp_m / (2.0 * mass_m)
+    w2 = a * m / mass_m
+    ch, sh = _propagators(gamma, gamma * gamma - w2, dt, ops, w2)
+    # transition of (e, w) over each interval: e' = m w, so the (e, e') entries f12 and f21
+    # become m f12 and f21 / m = -(a / M) sh (finite at m = 0)
+    p11, p12, p21, p22 = ch + gamma * sh, m * sh, -(a / mass_m) * sh, ch - gamma * sh
+    bound = np.float64(GRID_STATE_BOUND)
+    n = int(times.size)
+    k = 1
+    while k < n:
+        # Hillis-Steele: P[j] <- P[j] P[j - k] for j >= k (window products double each round)
+        a11, a12, a21, a22 = (x[..., k:] for x in (p11, p12, p21, p22))  # later
+        b11, b12, b21, b22 = (x[..., :-k] for x in (p11, p12, p21, p22))  # earlier
+        q11 = a11 * b11 + a12 * b21
+        q12 = a11 * b12 + a12 * b22
+        q21 = a21 * b11 + a22 * b21
+        q22 = a21 * b12 + a22 * b22
+        p11, p12, p21, p22 = (
+            ops.concatenate([x[..., :k], ops.clip(q, -bound, bound)], axis=-1)
+            for x, q in ((p11, q11), (p12, q12), (p21, q21), (p22, q22))
+        )
+        k *= 2
+    return p11 * col(e0)  # (e, w)(t_j) = P[j] (e0, 0)
+
+
+def scheduled_reward_trajectory(times, multipliers, mass, damping, k_eff, plateau, initial_reward, lag=0.0):
+    """Mean reward ``p* + e(t)`` on a schedule (:func:`scheduled_error_trajectory`)."""
+    col = lambda x: ops_for(x).asarray(x)[..., None]  # noqa: E731
+    e = scheduled_error_trajectory(times, multipliers, mass, damping, k_eff, initial_reward - plateau, lag)
+    return col(plateau) + e
+
+
 def single_exponential(t, plateau, initial_reward, time_constant):
     """Overdamped limit ``M -> 0``: ``R(t) = p* - (p* - R0) exp(-t / tau)``, ``tau = C/K_eff``."""
     ops = ops_for(t, plateau, initial_reward, time_constant)
@@ -186,6 +259,8 @@ __all__ = [
     "error_trajectory_on_grid",
     "transition_entries",
     "reward_trajectory",
+    "scheduled_error_trajectory",
+    "scheduled_reward_trajectory",
     "single_exponential",
     "logistic",
     "SERIES_THRESHOLD",

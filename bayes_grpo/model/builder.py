@@ -35,7 +35,11 @@ import pytensor.tensor as pt
 
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import padded_designs, shape_information_log_density
-from bayes_grpo.dynamics.trajectory import error_trajectory_on_grid, reward_trajectory
+from bayes_grpo.dynamics.trajectory import (
+    error_trajectory_on_grid,
+    reward_trajectory,
+    scheduled_error_trajectory,
+)
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
@@ -232,7 +236,12 @@ def build_pymc_model(
             # Evaluate on the dense (run, step) grid by broadcasting (cheap gradients, no
             # per-observation gathers), then pick the observed entries with one flat index.
             col = lambda v: v[:, None]  # noqa: E731
-            if "grid_dt" in d:
+            if "lr_multiplier" in d:
+                # Runs on a logged schedule: the law on each run's rates, interval by interval
+                # (prefix products of exact transitions; constant-rate runs have multiplier 1).
+                err = scheduled_error_trajectory(data.steps, d["lr_multiplier"], mass, damp, k_eff, r0_run - plateau_run, d["schedule_lag"])
+                mu = col(plateau_run) + err
+            elif "grid_dt" in d:
                 # Regular grid (the usual log; detected once, in _data_containers): baby-step
                 # giant-step, O(sqrt T) transcendentals per run, same values as the closed form.
                 err = error_trajectory_on_grid(len(data.steps), d["grid_dt"], mass, damp, k_eff, r0_run - plateau_run, 0.0, d["grid_t0"])
@@ -284,6 +293,11 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
         arrays["log_w0_guess"] = np.log(centres["w0"])
         if config["damping_ratio"].get("shape_information_weight"):
             arrays["shape_t"], arrays["shape_weight"] = _shape_designs(data)
+    if likelihood == "iid" and data.lr_multiplier is not None:
+        arrays["lr_multiplier"] = data.lr_multiplier
+        # the lag that moves M and C with the rate: K_ref (mechanistic); none in the
+        # phenomenological form, whose M and C are free of the rate
+        arrays["schedule_lag"] = data.k_ref if parameterisation == "mechanistic" else np.zeros(data.n_runs)
     if likelihood == "iid":
         grid = regular_grid(data.steps)
         if grid is not None:

@@ -75,6 +75,15 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # H1 of the G-invariance test: per (model, G) offsets (standardised reward units for
     # plateau and initial reward, natural-log units for stiffness/frequency and damping).
     "group_offset_sigma": 0.5,
+    # "follow": with the i.i.d. likelihood, a run whose logged learning rate (metric "lr")
+    # follows a schedule (warm-up, decay) is fitted with the law on that schedule, gain a m[n]
+    # at rate eta m[n] (dynamics.trajectory.scheduled_error_trajectory): exact for the
+    # recursion of SGD / Adam's momentum buffer (the bandit, simulations), but on the public
+    # LLM logs it fitted no better than the constant-rate law, and its gradient costs about
+    # 20x more (benchmarks/lr_clock.py, benchmarks/real_runs_fit.py --follow-schedules), so it
+    # is off by default: the constant-rate law averages over the schedule. The state-space
+    # likelihood takes the constant-rate law.
+    "learning_rate_schedule": {"follow": False},
     # Values used for runs whose coordinate is unknown (NaN / ""); None = no default, so
     # the mechanistic form raises naming the runs. group_size None: a run of unknown G is taken at its
     # LLM's reference G (the geometric mean of its runs' known G; 1 when none is known).

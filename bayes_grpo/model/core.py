@@ -32,7 +32,7 @@ from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import shape_information_log_density
-from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
 from bayes_grpo.model.config import (
     DEFAULT_MODEL_CONFIG,
     DEFAULT_SAMPLER_CONFIG,
@@ -46,7 +46,14 @@ from bayes_grpo.model.config import (
     validate_model_config,
 )
 from bayes_grpo.model.convergence import convergence_check, run_r_hat
-from bayes_grpo.model.prepare import ModelData, group_label, measurement_batch_note, prepare_data
+from bayes_grpo.model.prepare import (
+    ModelData,
+    follows_schedule,
+    group_label,
+    measurement_batch_note,
+    prepare_data,
+    schedule_multipliers,
+)
 from bayes_grpo.runset import REWARD_VAR, validate_runset, with_added_coords
 from bayes_grpo.runset.schema import readable_group_sizes
 
@@ -90,7 +97,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "6"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys); 6: that weight's derivatives exact (were central differences)
+    version = "7"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys); 6: that weight's derivatives exact (were central differences); 7: the i.i.d. likelihood can follow a logged learning-rate schedule (config learning_rate_schedule.follow, off by default)
 
     def __init__(
         self,
@@ -137,7 +144,7 @@ class GRPODynamicsModel:
 
         validate_runset(runset)
         self.runset = runset
-        self.data = prepare_data(runset, self.model_config, self.parameterisation)
+        self.data = prepare_data(runset, self.model_config, self.parameterisation, self.likelihood)
         size_note = size_regression_note(self.data, self.model_config, self.parameterisation)
         if size_note is not None:
             self.data.notes.append(size_note)
@@ -203,10 +210,10 @@ class GRPODynamicsModel:
         rows = []
         for i, run in enumerate(data.run_ids):
             sel = data.obs_run == i
-            t = data.obs_t[sel]
             y = data.reward[i, data.obs_step_idx[sel]]
             get = lambda v, run=run: prior[v].sel(run=run).values.reshape(-1, 1)  # noqa: E731
-            mean = reward_trajectory(t[None, :], get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
+            law = self.fitted_run_law(get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"), runs=[i])
+            mean = law[:, 0, data.obs_step_idx[sel]]
             draws = mean + rng.normal(size=mean.shape) * get("sigma")
             lo, lo90, hi90, hi = np.nanpercentile(draws, [0.5, 5.0, 95.0, 99.5], axis=0)
             inside = float(np.mean((y >= lo) & (y <= hi)))
@@ -382,7 +389,7 @@ class GRPODynamicsModel:
             if name in runset.coords:
                 runset = runset.assign_coords({name: runset[name].values.astype(object)} if name == RUN_DIM else {name: (RUN_DIM, runset[name].values.astype(object))})
         model.runset = runset
-        model.data = prepare_data(runset, model.model_config, model.parameterisation)
+        model.data = prepare_data(runset, model.model_config, model.parameterisation, model.likelihood)
         model.idata = idata
         fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
         model.fit_seconds = float(fs) if fs else None
@@ -412,9 +419,8 @@ class GRPODynamicsModel:
         post = self._thinned_posterior(max_draws)
         data = self.data
         assert data is not None
-        t = data.steps[None, None, None, :]
-        get = lambda v: post[v].values[..., None]  # (chain, draw, run, 1)  # noqa: E731
-        traj = reward_trajectory(t, get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
+        get = lambda v: post[v].values  # (chain, draw, run)  # noqa: E731
+        traj = self.fitted_run_law(get("M_eff"), get("C_eff"), get("K_eff"), get("plateau_run"), get("initial_reward"))
         traj = traj.reshape(-1, data.n_runs, len(data.steps))
         return xr.DataArray(
             traj,
@@ -422,6 +428,44 @@ class GRPODynamicsModel:
             coords={RUN_DIM: data.run_ids, STEP_DIM: self.runset[STEP_DIM].values},
             name="reward_mean",
         )
+
+    def fitted_run_law(self, mass, damping, k_eff, plateau, initial_reward, runs=None) -> np.ndarray:
+        """Mean reward of fitted runs on the run-set grid, by the law the likelihood uses.
+
+        The coefficients (at each run's ``learning_rate``) have shape ``(..., n)``, the last
+        axis the runs ``runs`` (indices into the fitted runs; default all). Runs on a followed
+        learning-rate schedule (``data.lr_multiplier``) get the law on their schedule
+        (:func:`bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory`), the others the
+        closed form. Returns ``(..., n, n_steps)``.
+        """
+        data = self.data
+        assert data is not None
+        idx = np.arange(data.n_runs) if runs is None else np.asarray(runs, dtype=int)
+        values = [np.asarray(v, dtype=float) for v in (mass, damping, k_eff, plateau, initial_reward)]
+        if data.lr_multiplier is None:
+            col = [v[..., None] for v in values]
+            return np.asarray(reward_trajectory(data.steps, *col), dtype=float)
+        lag = data.k_ref[idx] if self.parameterisation == "mechanistic" else np.zeros(idx.size)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = scheduled_reward_trajectory(data.steps, data.lr_multiplier[idx], *values, lag=np.broadcast_to(lag, values[0].shape))
+        return np.asarray(out, dtype=float)
+
+    def run_law(self, runset: xr.Dataset, run: str, steps, mass, damping, k_eff, plateau, initial_reward, k_ref: float = 0.0) -> np.ndarray:
+        """Mean reward of a run of ``runset`` at its ``steps`` (a subset of its grid), by the law
+        this fit's likelihood uses: on the run's logged schedule when the fit follows schedules
+        (:func:`bayes_grpo.model.prepare.follows_schedule`) and the run has one, else the
+        closed form. Coefficients (at the run's ``learning_rate``) shape ``(...)``, ``k_ref``
+        the run's lag (mechanistic form). Returns ``(..., len(steps))``.
+        """
+        t = np.asarray(steps, dtype=float)
+        values = [np.asarray(v, dtype=float) for v in (mass, damping, k_eff, plateau, initial_reward)]
+        m = schedule_multipliers(runset, [str(run)], t) if follows_schedule(self.model_config, self.likelihood) else None
+        if m is None or t.size == 0:
+            return np.asarray(reward_trajectory(t, *(v[..., None] for v in values)), dtype=float)
+        lag = float(k_ref) if self.parameterisation == "mechanistic" else 0.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = scheduled_reward_trajectory(t, m[0], *values, lag=np.full(values[0].shape, lag))
+        return np.asarray(out, dtype=float)
 
     def mean_trajectories(self) -> xr.DataArray:
         """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""

@@ -67,6 +67,10 @@ class ModelData:
     noise_guess: np.ndarray  # (n_models,) standardised per-step noise from first differences
     log_size: np.ndarray  # (n_models,) log model_size (NaN when unknown)
     notes: list[str] = field(default_factory=list)
+    # (n_runs, n_steps) mean rate multiplier lr / learning_rate of each grid interval
+    # (runset.clock.interval_multipliers; 1 for a run at a constant rate), or None: every run
+    # is fitted with the constant-rate law (no run on a schedule, or the schedule not followed)
+    lr_multiplier: np.ndarray | None = None
 
     @property
     def n_runs(self) -> int:
@@ -131,47 +135,132 @@ def scheduled_runs(ds: xr.Dataset, run_ids: list[str]) -> list[str]:
     ``lr``) follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
     each as ``"ID (lr LO to HI)"``; runs already re-timed by
     :func:`bayes_grpo.runset.clock.clock_runset` are not among them."""
+    return [f"{run_id} (lr {lo:.3g} to {hi:.3g})" for run_id, (lo, hi) in _schedule_spans(ds, run_ids).items()]
+
+
+def _schedule_spans(ds: xr.Dataset, run_ids: list[str]) -> dict[str, tuple[float, float]]:
+    """``{run: (smallest, peak) logged rate}`` of the :func:`scheduled_runs`."""
     if LOGGED_LR_VAR not in ds.data_vars:
-        return []
+        return {}
     from bayes_grpo.runset.clock import clocked_runs
     from bayes_grpo.runset.ingest import learning_rate_schedule_range
 
     on_clock = clocked_runs(ds)
-    scheduled = []
+    spans = {}
     for run_id in run_ids:
         if run_id in on_clock:
             continue  # re-timed: one clock step is one step at the run's learning_rate
         span = learning_rate_schedule_range(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values)
         if span is not None:
-            scheduled.append(f"{run_id} (lr {span[0]:.3g} to {span[1]:.3g})")
-    return scheduled
+            spans[run_id] = span
+    return spans
+
+
+def averaged_scheduled_runs(fitted: Any, ds: xr.Dataset) -> list[str]:
+    """The :func:`scheduled_runs` of a fit's run set ``ds`` that the fit averaged over (fitted
+    with the constant-rate law: :func:`follows_schedule` false for its config and likelihood)."""
+    config = getattr(fitted, "model_config", None)
+    if config is not None and follows_schedule(config, getattr(fitted, "likelihood", "iid")):
+        return []
+    return scheduled_runs(ds, [str(r) for r in ds[RUN_DIM].values])
 
 
 def scheduled_fit_warning(runs: list[str]) -> str:
     """What a verb that reads a fitted posterior (``predict``, ``stability --posterior``) says
     of a fit whose :func:`scheduled_runs` are ``runs``."""
     return (
-        f"the fit's runs {runs} log a learning-rate schedule and were fitted on raw steps: its "
-        "gain averages over their schedules, so it describes no constant rate (the fit's note; "
+        f"the fit's runs {runs} log a learning-rate schedule and were fitted with the constant-rate "
+        "law (config learning_rate_schedule.follow off, or the state-space likelihood): its gain "
+        "averages over their schedules, so it describes no constant rate (the fit's note; "
         "ingest --lr-clock)"
     )
 
 
-def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str]) -> str | None:
-    """A note naming the :func:`scheduled_runs` of a fit, else None. The law's coefficients
-    are constant over a run, so such a fit averages over the schedule."""
+def follows_schedule(model_config: dict[str, Any], likelihood: str) -> bool:
+    """Whether a fit with this config and likelihood fits runs on a logged schedule with the law
+    on that schedule (config ``learning_rate_schedule.follow``, i.i.d. likelihood only)."""
+    return bool(model_config.get("learning_rate_schedule", {}).get("follow", False)) and likelihood == "iid"
+
+
+def schedule_multipliers(ds: xr.Dataset, run_ids: list[str], steps: np.ndarray) -> np.ndarray | None:
+    """``(n_runs, n_steps)`` interval rate multipliers of the :func:`scheduled_runs` at ``steps``
+    (increasing steps of the run set's grid; intervals between them, the first from 0), 1 for the
+    other runs, or None when no run follows a schedule.
+
+    The nominal rate is the run's ``learning_rate`` (the configured peak), else its logged
+    peak; between logged rates the rate is linear (:func:`bayes_grpo.runset.clock.interval_multipliers`).
+    """
+    scheduled = _schedule_spans(ds, run_ids)
+    if not scheduled:
+        return None
+    from bayes_grpo.runset.clock import interval_multipliers
+
+    grid = np.asarray(ds[STEP_DIM].values, dtype=float)
+    at = np.searchsorted(grid, steps)
+    if np.any(at >= grid.size) or np.any(grid[np.minimum(at, grid.size - 1)] != steps):
+        raise ValueError("schedule_multipliers: steps must be steps of the run set's grid")
+    out = np.ones((len(run_ids), steps.size))
+    for i, run_id in enumerate(run_ids):
+        if run_id not in scheduled:
+            continue
+        lr = np.asarray(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values, dtype=float)[at]
+        if not np.isfinite(lr).any():
+            lr = np.asarray(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values, dtype=float)
+            lr = np.interp(steps, grid[np.isfinite(lr)], lr[np.isfinite(lr)])
+        eta = float(ds["learning_rate"].sel({RUN_DIM: run_id}).values) if "learning_rate" in ds.coords else float("nan")
+        if not (np.isfinite(eta) and eta > 0):
+            eta = scheduled[run_id][1]
+        out[i] = interval_multipliers(steps, lr, eta)
+    return out
+
+
+def update_multipliers(ds: xr.Dataset, run_id: str, n_updates: int) -> np.ndarray | None:
+    """``(n_updates,)`` rate multiplier of each update ``n`` (its mean over ``(n, n+1]``, from
+    the run's logged rate as :func:`schedule_multipliers` reads it) for the lagged recursion
+    (``lr_multipliers`` of :func:`bayes_grpo.dynamics.simulate.simulate_recursion`), or None
+    when the run follows no schedule."""
+    scheduled = _schedule_spans(ds, [run_id])
+    if not scheduled:
+        return None
+    from bayes_grpo.runset.clock import clock_time
+
+    grid = np.asarray(ds[STEP_DIM].values, dtype=float)
+    lr = np.asarray(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values, dtype=float)
+    eta = float(ds["learning_rate"].sel({RUN_DIM: run_id}).values) if "learning_rate" in ds.coords else float("nan")
+    if not (np.isfinite(eta) and eta > 0):
+        eta = scheduled[run_id][1]
+    ok = np.isfinite(lr)
+    points = np.arange(1, int(n_updates) + 1, dtype=float)
+    lr_at = np.interp(points, grid[ok], lr[ok])
+    tau = np.concatenate([[0.0], clock_time(points, lr_at, eta)])
+    return np.diff(tau)
+
+
+def learning_rate_schedule_note(ds: xr.Dataset, run_ids: list[str], *, followed: bool = False) -> str | None:
+    """A note naming the :func:`scheduled_runs` of a fit, else None: the law follows their
+    schedules (``followed``), or its coefficients are constant over a run and the fit averages
+    over the schedule."""
     scheduled = scheduled_runs(ds, run_ids)
     if not scheduled:
         return None
+    if followed:
+        return (
+            f"runs {scheduled} log a learning-rate schedule (warm-up or decay): the law follows it "
+            "step by step (the gain eta K scales with the logged rate, the momentum buffer is kept "
+            "apart from it as in torch's optimizers), so the fitted gain, regime and stability are "
+            "those of each run's learning_rate (its peak)"
+        )
     return (
-        f"runs {scheduled} log a learning-rate schedule (warm-up or decay): the law's coefficients "
-        "are constant over a run (mechanistic: the gain eta K at the run's learning_rate), so the "
+        f"runs {scheduled} log a learning-rate schedule (warm-up or decay) and this fit does not "
+        "follow it: the law's coefficients are constant over a run (mechanistic: the gain eta K at the run's learning_rate), so the "
         "fit averages over the schedule and cannot draw a gain that changes along the run; "
         "stability verdicts for these settings assume a constant rate (predict --lr-schedule "
         "predicts a new run on a schedule). Re-timing the runs on the learning-rate clock "
         "(ingest --lr-clock, bayes_grpo.runset.clock) turns them into runs at their constant "
-        "learning_rate exactly without momentum, approximately with it (README: on the public "
-        "logs it did not improve the law's fit)"
+        "learning_rate exactly without momentum, approximately with it; with the i.i.d. "
+        "likelihood, --config '{\"learning_rate_schedule\": {\"follow\": true}}' fits the law "
+        "on each run's logged schedule instead, exact for SGD's and Adam's momentum buffer "
+        "(README: on the public LLM logs neither fitted better than the constant-rate law)"
     )
 
 
@@ -229,7 +318,7 @@ def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> li
     return notes
 
 
-def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation: str) -> ModelData:
+def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation: str, likelihood: str = "iid") -> ModelData:
     """Extract the model's arrays from a run set.
 
     Parameters
@@ -241,6 +330,9 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     parameterisation
         ``"mechanistic"`` requires learning rate, momentum (+ convention) and ``k_ref`` for
         every run (or a default); ``"phenomenological"`` does not.
+    likelihood
+        ``"iid"`` or ``"state_space"``: with the i.i.d. one, runs on a logged schedule get
+        their rate multipliers (:func:`schedule_multipliers`, :func:`follows_schedule`).
 
     Raises
     ------
@@ -266,7 +358,9 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
             "(check the reward column the ingest chose, ingest --reward-key, or the logging)"
         )
     notes: list[str] = shape_notes(run_ids, steps, reward)
-    schedule = learning_rate_schedule_note(ds, run_ids)
+    follow = follows_schedule(model_config, likelihood)
+    lr_multiplier = schedule_multipliers(ds, run_ids, steps) if follow else None
+    schedule = learning_rate_schedule_note(ds, run_ids, followed=lr_multiplier is not None)
     if schedule:
         notes.append(schedule)
 
@@ -380,6 +474,7 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         noise_guess=noise,
         log_size=log_size,
         notes=notes,
+        lr_multiplier=lr_multiplier,
     )
 
 
@@ -495,6 +590,10 @@ def momentum_factor(momentum: np.ndarray) -> np.ndarray:
 __all__ = [
     "ModelData",
     "prepare_data",
+    "follows_schedule",
+    "averaged_scheduled_runs",
+    "schedule_multipliers",
+    "update_multipliers",
     "model_log_sizes",
     "group_label",
     "MECHANISTIC_COORDS",

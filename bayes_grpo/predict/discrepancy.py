@@ -282,6 +282,8 @@ def training_predictor_trajectories(
     and the law used.
     """
     from bayes_grpo.dynamics.stability import is_whole
+    from bayes_grpo.dynamics.trajectory import reward_trajectory
+    from bayes_grpo.model.prepare import follows_schedule, update_multipliers
     from bayes_grpo.predict.predict import recursion_trajectories
 
     post = fitted.idata.posterior
@@ -311,25 +313,22 @@ def training_predictor_trajectories(
     ):
         used = "continuous"
     out = np.empty((len(run_ids), steps.size))
+    # a fit that follows its runs' logged learning-rate schedules predicts them on those schedules
+    follow = hasattr(fitted, "model_config") and follows_schedule(fitted.model_config, getattr(fitted, "likelihood", "iid"))
     if used == "recursion":
         a = flat("a", "run")
         for i in range(len(run_ids)):
-            traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i])
+            rates = update_multipliers(runset, run_ids[i], int(steps.max())) if follow and steps.max() > 0 else None
+            traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], lr_multipliers=rates)
             out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
     else:
-        from bayes_grpo.dynamics.trajectory import reward_trajectory
-
         m, c, k = (flat(v, "run") for v in ("M_eff", "C_eff", "K_eff"))
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(len(run_ids)):
-                traj = reward_trajectory(
-                    steps[None, :],
-                    m[:, i, None],
-                    c[:, i, None],
-                    k[:, i, None],
-                    ps[:, i, None],
-                    r0[:, i, None],
-                )
+                if hasattr(fitted, "run_law"):
+                    traj = fitted.run_law(runset, run_ids[i], steps, m[:, i], c[:, i], k[:, i], ps[:, i], r0[:, i], k_ref=lag[i])
+                else:
+                    traj = reward_trajectory(steps[None, :], m[:, i, None], c[:, i, None], k[:, i, None], ps[:, i, None], r0[:, i, None])
                 out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
     return out, r0.mean(axis=0), ps.mean(axis=0), used
 

@@ -679,9 +679,9 @@ def predict_run(
         model_size=model_size if size_used else None,
     )
     if fitted_runs is not None:
-        from bayes_grpo.model.prepare import scheduled_fit_warning, scheduled_runs
+        from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
 
-        averaged = scheduled_runs(fitted_runs, [str(r) for r in fitted_runs["run"].values])
+        averaged = averaged_scheduled_runs(fitted, fitted_runs)
         if averaged:
             warnings_.append(scheduled_fit_warning(averaged))
     if new_llm and model is not None:

@@ -81,6 +81,25 @@ def clock_time(steps, lr, eta: float) -> np.ndarray:
     return (area / eta)[-t.size :]
 
 
+def interval_multipliers(steps, lr, eta: float) -> np.ndarray:
+    """Mean rate multiplier of each interval between logged steps, for a law on the schedule.
+
+    Parameters are those of :func:`clock_time`. Returns ``(n,)``: for interval
+    ``(steps[j-1], steps[j]]`` (``steps[-1] = 0``) the clock's increment over the step
+    increment, ``(tau[j] - tau[j-1]) / (steps[j] - steps[j-1])``, i.e. the mean of
+    ``lr / eta`` over it (the first logged rate divided by ``eta`` for an empty first interval,
+    at ``steps[0] = 0``). Consumed by
+    :func:`bayes_grpo.dynamics.trajectory.scheduled_error_trajectory`.
+    """
+    t = np.asarray(steps, dtype=float)
+    tau = clock_time(t, lr, eta)
+    dt = np.diff(np.concatenate([[0.0], t]))
+    dtau = np.diff(np.concatenate([[0.0], tau]))
+    rate = np.asarray(lr, dtype=float)
+    first = rate[np.isfinite(rate)][0] / eta
+    return np.where(dt > 0, dtau / np.where(dt > 0, dt, 1.0), first)
+
+
 def clock_runset(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` with each run on a learning-rate schedule re-timed on the learning-rate clock.
 
@@ -165,4 +184,4 @@ def clocked_runs(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 
-__all__ = ["CLOCK_ATTR", "clock_time", "clock_runset", "clocked_runs"]
+__all__ = ["CLOCK_ATTR", "clock_time", "clock_runset", "clocked_runs", "interval_multipliers"]
