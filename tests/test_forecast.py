@@ -881,3 +881,34 @@ def test_a_grad_norm_that_grows_with_the_take_off_does_not_make_a_forecast_warn(
     found = prefix_instability(runset, run_id, 90)
     assert "instability detected: growth of grad norm" in found["diagnostic"], found
     assert found["detected"] is False and found["signals"] == [] and found["onset_step"] is None
+
+
+def test_a_bounded_reward_forecast_keeps_its_plateau_inside_the_bounds():
+    # a forecast with --reward-bounds 0 1 gave a final mean reward of 2.18 (90% interval
+    # [1.66, 2.75]): the bounds shaped the noise only, not the plateau
+    from bayes_grpo.predict.forecast import ForecastError, RunPosterior, forecast_from_posterior
+
+    rng = np.random.default_rng(0)
+    n = 400
+    u = np.column_stack(
+        [
+            np.where(np.arange(n) % 2 == 0, 0.8, 1.9) + 0.02 * rng.standard_normal(n),  # half above 1
+            np.full(n, 0.1),
+            np.log(np.full(n, 0.05)),
+            np.log(np.full(n, 1.2)),
+            np.log(np.full(n, 0.05)),
+            np.log(np.full(n, 1.0)),
+        ]
+    )
+
+    def post(draws):
+        return RunPosterior(
+            draws=draws, mode=draws[0], cov=np.eye(6), pareto_k=0.1, ess=float(len(draws)), n_obs=20,
+            log_post_mode=0.0, reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.full(20, 0.1),
+        )  # fmt: skip
+
+    fc = forecast_from_posterior(post(u), np.arange(0.0, 300.0))
+    assert float(fc["mean_mean"].isel({STEP_DIM: -1})) < 0.85
+    assert any("outside the reward bounds [0, 1] and were left out" in w for w in attr_warnings(fc))
+    with pytest.raises(ForecastError, match="every posterior draw puts the plateau outside"):
+        forecast_from_posterior(post(u[1::2]), np.arange(0.0, 300.0))

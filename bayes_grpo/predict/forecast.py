@@ -1594,6 +1594,24 @@ def forecast_from_posterior(
     rng = np.random.default_rng(rng)
     steps = np.asarray(steps, dtype=float)
     u = post.draws
+    notes = list(post.warnings)
+    if post.reward_bounds is not None:
+        # a reward logged in [lo, hi] has its plateau there: the posterior is truncated to it
+        # (the draws are equally weighted); the latent curve may still overshoot, the logged
+        # rewards are clipped (censor)
+        lo, hi = post.reward_bounds
+        inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
+        if not inside.any():
+            raise ForecastError(
+                f"every posterior draw puts the plateau outside the reward bounds [{lo:g}, {hi:g}]: "
+                "the prefix and the prior say nothing the bounds allow; check the bounds, or forecast without them"
+            )
+        if not inside.all():
+            notes.append(
+                f"{1.0 - inside.mean():.0%} of the posterior draws put the plateau outside the reward "
+                f"bounds [{lo:g}, {hi:g}] and were left out (a reward in the bounds has its plateau in them)"
+            )
+            u = u[inside]
     mean = mean_curve(u, steps)
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
     obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
@@ -1625,7 +1643,7 @@ def forecast_from_posterior(
         "pareto_k": post.pareto_k,
         "ess": post.ess,
         "n_observed": post.n_obs,
-        "warnings": post.warnings,
+        "warnings": notes,
     }
     all_attrs.update(attrs or {})
     return summarise_draws(
