@@ -249,3 +249,22 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     assert proc.wait() == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err
     proc.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "dest"),
+    [
+        (["predict", "fit.nc", "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "10"], "momentum_convention"),
+        (["phase-diagram", "fit.nc", "-o", "p.png"], "momentum_convention"),
+        (["stability", "--eta-k", "0.05", "--momentum", "0.9", "--k-ref", "1"], "convention"),
+        (["simulate", "bandit", "-o", "r.nc"], "convention"),
+    ],
+)
+@pytest.mark.parametrize("spelling", ["--convention", "--momentum-convention"])
+def test_every_verb_that_takes_a_momentum_convention_takes_both_spellings(argv, dest, spelling):
+    # predict and phase-diagram took --momentum-convention only, stability and simulate bandit
+    # --convention only: `predict ... --convention ema` was "unrecognized arguments"
+    from bayes_grpo.cli import build_parser
+
+    args = build_parser().parse_args([*argv, spelling, "ema"])
+    assert getattr(args, dest) == "ema"

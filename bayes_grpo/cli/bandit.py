@@ -119,7 +119,12 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help=f"momentum mu in [0, 1){many}",
     )
     p.add_argument(
-        "--convention", choices=MOMENTUM_CONVENTIONS, default=HEAVY_BALL, help="momentum convention"
+        "--convention",
+        "--momentum-convention",
+        dest="convention",
+        choices=MOMENTUM_CONVENTIONS,
+        default=HEAVY_BALL,
+        help="momentum convention",
     )
     p.add_argument(
         "--beta", default="1.0", metavar="B", help=f"KL anchor weight > 0{many} (default 1)"

@@ -40,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--momentum-convention",
+        "--convention",
+        dest="momentum_convention",
         choices=["heavy_ball", "ema"],
         default=None,
         help="momentum convention; default: the most common in the fitted runs",

@@ -55,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--momentum-convention",
+        "--convention",
+        dest="momentum_convention",
         choices=MOMENTUM_CONVENTIONS,
         default="heavy_ball",
         help="how --momentum enters the update (default heavy_ball; Adam's beta1 is ema)",

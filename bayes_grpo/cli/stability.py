@@ -78,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--convention",
+        "--momentum-convention",
+        dest="convention",
         choices=MOMENTUM_CONVENTIONS,
         default=None,
         help=f"momentum convention (default {HEAVY_BALL} in point mode; required with --posterior)",
