@@ -180,6 +180,19 @@ def test_thresholds_configurable_and_change_the_verdict():
     assert _one("advantage_degeneracy", "advantage_degeneracy", config=strict).passed is True
 
 
+def test_a_reward_range_set_without_brackets_is_read_as_two_numbers():
+    # `--set degeneracy.reward_range=-1,1` (a reward on -1..1) was kept as the string "-1,1",
+    # whose characters the degeneracy test then read as numbers: "could not convert string
+    # to float: '-'"
+    for raw in ("-1,1", "[-1, 1]", " -1 , 1"):
+        config = DiagnosticsConfig.from_assignments([f"degeneracy.reward_range={raw}"])
+        assert config.degeneracy.reward_range == (-1.0, 1.0)
+    ten = DiagnosticsConfig.from_assignments(["degeneracy.reward_range=0,10"])
+    assert ten.degeneracy.reward_range == (0.0, 10.0)
+    with pytest.raises(ValueError, match="degeneracy.reward_range: expected numbers"):
+        DiagnosticsConfig.from_assignments(["degeneracy.reward_range=low,high"])
+
+
 def test_unknown_config_names_raise():
     with pytest.raises(ValueError, match="unknown degeneracy settings"):
         DiagnosticsConfig.from_mapping({"degeneracy": {"flag_frac": 0.5}})

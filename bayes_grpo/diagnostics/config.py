@@ -332,6 +332,15 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
                 return False
             raise ValueError(f"{name}: expected true/false, got {value!r}")
         return bool(value)
+    if default is None and isinstance(value, str) and "," in value:
+        # a pair given on the command line without JSON brackets (reward_range=-1,1): numbers,
+        # not the string's characters
+        try:
+            return tuple(float(v) for v in value.split(","))
+        except ValueError:
+            raise ValueError(
+                f"{name}: expected numbers separated by commas, got {value!r}"
+            ) from None
     if isinstance(default, tuple) or (default is None and isinstance(value, list | tuple)):
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
