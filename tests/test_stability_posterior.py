@@ -207,3 +207,25 @@ def test_a_fractional_k_ref_gets_the_closed_form_and_no_exact_verdict_as_in_poin
     assert np.isnan(res.values["p_unstable_exact"]) and res.passed is None
     assert res.values["p_unstable_closed_form"] == pytest.approx(np.mean(a * 1.5 >= 0.5))
     assert "exact criterion is not defined" in res.summary and "nan" not in res.summary
+
+
+def test_a_phenomenological_fit_asked_about_a_new_llm_says_it_needs_a_mechanistic_fit():
+    # `phase-diagram phen.nc` / `stability --posterior phen.nc` without --model failed in
+    # coefficient_draws ("the phenomenological model has no population level: model must be
+    # one of [...]"), sending the user to --model, which then failed for the real reason
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+
+    class PhenomenologicalFit:
+        parameterisation = "phenomenological"
+        runset = None
+
+        def coefficient_draws(self, *, model=None, **kwargs):
+            raise ValueError(
+                "the phenomenological model has no population level: model must be one of ['x']"
+            )
+
+    setting = dict(momentum=0.9, momentum_convention="ema", k_ref=1)
+    with pytest.raises(ValueError, match="needs a mechanistic fit; this one is phenomenological"):
+        stability_from_posterior(PhenomenologicalFit(), learning_rate=1e-6, **setting)
+    with pytest.raises(ValueError, match="needs a mechanistic fit; this one is phenomenological"):
+        phase_diagram(PhenomenologicalFit(), momentum=0.9, momentum_convention="ema")

@@ -243,8 +243,16 @@ def _gain_draws(
     )
     if model_size is not None:  # only then: duck-typed posteriors need not know the keyword
         kwargs["model_size"] = float(model_size)
+    # the fit's own parameterisation first: a phenomenological fit asked about a new LLM
+    # (no --model) would otherwise fail in coefficient_draws on its missing population level,
+    # naming the fitted LLMs as if one of them would do
+    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")))
     draws = fitted.coefficient_draws(**kwargs)
-    parameterisation = str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic"))
+    _require_mechanistic(str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic")))
+    return np.asarray(draws["a"].values, dtype=float)
+
+
+def _require_mechanistic(parameterisation: str) -> None:
     if parameterisation != "mechanistic":
         # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting does not enter it
         raise ValueError(
@@ -252,7 +260,6 @@ def _gain_draws(
             "(free zeta and w0 per LLM, no curvature K), so the learning rate and K_ref do not "
             "enter its coefficients: refit with --parameterisation mechanistic"
         )
-    return np.asarray(draws["a"].values, dtype=float)
 
 
 def _fitted_llm(fitted: Any, model: str | None) -> str | None:
