@@ -388,3 +388,22 @@ def test_the_overview_reads_group_sizes_as_given():
     ds = ds.assign_coords(group_size=("run", np.array([4.0, 4.5, 16.0])))
     html = render_html([overview_section(ds)])
     assert "group sizes [4, 4.5, 16]." in html
+
+
+def test_the_stability_section_of_a_phenomenological_fit_says_why_it_has_no_phase_diagram(monkeypatch):
+    # `report phen.nc` said "no stability analysis was given (bayes-grpo phase-diagram, ...)",
+    # pointing to a command that refuses a phenomenological fit
+    from types import SimpleNamespace
+
+    import bayes_grpo.report.model_sections as model_sections
+
+    absent = model_sections.model_sections(None)  # the fit's own sections are not under test
+    monkeypatch.setattr(model_sections, "model_sections", lambda model: absent)
+    runs = _runset()
+    for parameterisation, says in (
+        ("phenomenological", "a phenomenological fit has no curvature K"),
+        ("mechanistic", "no stability analysis was given"),
+    ):
+        fit = SimpleNamespace(runset=runs, data=SimpleNamespace(models=["tiny"]), parameterisation=parameterisation)
+        (stability,) = [s for s in build_sections(model=fit) if s.key == "stability"]
+        assert not stability.available and says in render_html([stability])

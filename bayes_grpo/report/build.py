@@ -87,7 +87,12 @@ def build_sections(
             list(iter_results(stability)),
             intro="Posterior probability of instability (closed form: C_eff < 0; exact: spectral radius of the "
             "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref).",
-            missing="no stability analysis was given (bayes-grpo phase-diagram, or bayes_grpo.checks.stability).",
+            missing=(
+                "a phenomenological fit has no curvature K, so the learning rate and K_ref do not enter it "
+                "and it draws no phase diagram (refit with --parameterisation mechanistic)."
+                if getattr(model, "parameterisation", None) == "phenomenological"
+                else "no stability analysis was given (bayes-grpo phase-diagram, or bayes_grpo.checks.stability)."
+            ),
         )
     )
     sections.append(
