@@ -143,6 +143,42 @@ def test_phenomenological_and_state_space_models_build_with_finite_density(sim_r
         assert np.isfinite(pm_model.compile_logp()(pm_model.initial_point())), kw
 
 
+def test_the_sampler_starts_every_llm_at_its_own_stable_gain_when_their_steps_are_decades_apart():
+    # two LLMs, Adam at lr 1e-6 and SGD at lr 0.02 (K 2e4 and 1.5): the initial point put both
+    # at the population mean log K (about 4), where the SGD runs' gain a = eta K is past the
+    # stability threshold, the trajectory explodes (log density ~ -1e54) and one NUTS chain
+    # in two stayed there (step size 1e-18, 199 of 200 draws divergent, R-hat 5)
+    from bayes_grpo.dynamics import effective_step
+    from bayes_grpo.runset.core import concat_runsets
+
+    adam = _sim(
+        models={"adam": {"stiffness": 2e4, "plateau": 7.0, "initial_reward": 2.0, "noise_d": 1e-12}},
+        learning_rates=(1e-6,),
+        momentum=0.9,
+        convention="ema",
+        measurement_sd=0.5,
+    )
+    sgd = _sim(
+        models={"sgd": {"stiffness": 1.5, "plateau": 0.6, "initial_reward": -0.7, "noise_d": 1e-12}},
+        learning_rates=(0.02,),
+        momentum=0.5,
+        convention="heavy_ball",
+        k_refs=(4,),
+        measurement_sd=0.05,
+        random_seed=12,
+    )
+    runs = concat_runsets([adam, sgd])
+    pm_model = GRPODynamicsModel().build_model(runs)
+    start = pm_model.initial_point()
+    stiffness = dict(zip(pm_model.coords["model"], np.exp(start["log_stiffness"]), strict=True))
+    for run in runs["run"].values:
+        r = runs.sel(run=run)
+        mu, lag = float(r["momentum"]), float(r["k_ref"])
+        gain = effective_step(float(r["learning_rate"]), mu, str(r["momentum_convention"].values)) * stiffness[str(r["model"].values)]
+        assert (1.0 - mu) - gain * lag > 0, (run, gain)  # C_eff > 0: a stable oscillator
+    assert pm_model.compile_logp()(start) > -1e6
+
+
 def test_unknown_settings_are_rejected():
     with pytest.raises(ValueError, match="parameterisation"):
         GRPODynamicsModel(parameterisation="free")

@@ -365,7 +365,13 @@ def _mechanistic(data, d, config, centres, by_group, gos):
         if ls["centred"]:
             # Whole runs pin each model's stiffness: the centred form avoids the funnel
             # that the non-centred one has between sd and z when the data are informative.
-            log_k = pm.Normal("log_stiffness", centre, sd, dims="model")
+            # The sampler starts each model at its own data-derived centre (gain a0 at its runs'
+            # typical step), not at the population mean: LLMs trained at steps decades apart
+            # (Adam 1e-6 next to SGD 1e-2) put the mean's gain past the stability threshold for
+            # some of them, where the trajectory explodes (log density ~ -1e54) and a chain stuck
+            # there never leaves. Only the starting point: the prior is unchanged.
+            own_centre = np.log(centres["a0"] / centres["eta_ref"])
+            log_k = pm.Normal("log_stiffness", centre, sd, dims="model", initval=own_centre)
         else:
             z = pm.Normal("log_stiffness_z", 0.0, 1.0, dims="model")
             log_k = pm.Deterministic("log_stiffness", centre + sd * z, dims="model")
