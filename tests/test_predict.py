@@ -541,6 +541,25 @@ def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
 
 
 
+def test_prediction_result_of_a_forecast_names_the_run_and_the_cut():
+    # a forecast has no hyperparameter settings: its report entry began ": regime ..."
+    import matplotlib.pyplot as plt
+
+    from bayes_grpo.predict.forecast import forecast_run
+    from bayes_grpo.predict.result import prediction_result
+
+    t = np.arange(0.0, 60.0)
+    y = 0.8 - 0.7 * np.exp(-t / 20.0) + 0.01 * np.sin(t)
+    ds = forecast_run(
+        t, y, np.arange(0.0, 120.0), n_draws=200, likelihood="iid", attrs={"run": "my-run"}
+    )
+    summary = prediction_result(ds).summary
+    assert summary.startswith("forecast of run my-run from its steps up to 59: regime "), summary
+    del ds.attrs["run"]
+    assert prediction_result(ds).summary.startswith("forecast of a run from its steps up to 59: ")
+    plt.close("all")
+
+
 def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_units(
     tmp_path, capsys
 ):

@@ -50,6 +50,9 @@ def prediction_result(
     settings = ", ".join(
         f"{k}={given[k]}" for k in SETTING_COORDS if k in given and given[k] not in ("", None)
     )
+    if not settings and "upto_step" in given:  # a forecast: named by its run and its cut
+        run = f"run {given['run']}" if given.get("run") else "a run"
+        settings = f"forecast of {run} from its steps up to {float(given['upto_step']):g}"
     if given.get("lr_schedule"):  # a run on a schedule (predict --lr-schedule)
         settings += f", lr_schedule={given['lr_schedule']} (peak {given.get('lr_schedule_peak_rate')})"
     stop = numbers.get("stop_step")
