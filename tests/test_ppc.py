@@ -222,6 +222,36 @@ def test_residual_autocorrelation_from_a_posterior_flags_correlated_noise():
     assert np.isnan(residual_lag1_autocorrelation(xr.Dataset(), white))
 
 
+def test_residual_autocorrelation_of_one_wandering_llm_is_not_averaged_away_by_another():
+    # invariance's warning pooled the lag-1 autocorrelation over every run: on two simulated
+    # LLMs whose SGD runs wandered (lag-1 0.41-0.69) beside long, noisy Adam runs (about 0),
+    # the pooled 0.23 stayed under the 0.3 warning, and `bayes-grpo invariance` called an
+    # invariant run set "decisively G-dependent" with no word about the i.i.d. likelihood
+    from bayes_grpo.checks.invariance import AUTOCORRELATION_WARNING, residual_lag1_autocorrelation
+    from bayes_grpo.runset.core import concat_runsets
+
+    white = _runset(n_steps=400)
+    red = _runset(ar1=0.6, seed=2, n_steps=60)
+    red = red.assign_coords(
+        run=[f"red-{r}" for r in red["run"].values], model=("run", ["red"] * red.sizes["run"])
+    )
+    both = concat_runsets([white, red])
+    M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
+    vals = {
+        "M_eff": M,
+        "C_eff": C,
+        "K_eff": K,
+        "plateau_run": TRUTH["plateau"],
+        "initial_reward": TRUTH["initial_reward"],
+    }
+    n = both.sizes["run"]
+    posterior = xr.Dataset(
+        {k: (("chain", "draw", "run"), np.full((1, 3, n), v)) for k, v in vals.items()},
+        coords={"run": both["run"].values},
+    )
+    assert residual_lag1_autocorrelation(posterior, both) > AUTOCORRELATION_WARNING
+
+
 def test_group_sizes_read_as_integers_in_every_check_table_and_its_json(monkeypatch):
     # G is stored as float (netCDF has no missing integer): the tables printed "4.0" and "16.0"
     import json

@@ -452,7 +452,9 @@ def residual_lag1_autocorrelation(
     likelihood: str = "iid",
     parameterisation: str = "mechanistic",
 ) -> float:
-    """Pooled lag-1 autocorrelation of the residuals from the posterior-median trajectories.
+    """Lag-1 autocorrelation of the residuals from the posterior-median trajectories, pooled
+    over each LLM's runs; the largest over the LLMs (an LLM whose runs wander is not hidden
+    by another's white residuals: its own Bayes factor is reported).
 
     Uses the per-run posterior medians of ``M_eff, C_eff, K_eff, plateau_run,
     initial_reward`` (``GRPODynamicsModel`` variables); NaN when they are missing. A run on a
@@ -472,8 +474,10 @@ def residual_lag1_autocorrelation(
         return float("nan")
     med = {n: posterior[n].median(("chain", "draw")) for n in names}
     steps = np.asarray(runset[STEP_DIM].values, dtype=float)
-    num = den = 0.0
-    for run in runset[RUN_DIM].values:
+    llms = runset["model"].values if "model" in runset.coords else np.zeros(runset.sizes[RUN_DIM])
+    num: dict[str, float] = {}
+    den: dict[str, float] = {}
+    for run, llm in zip(runset[RUN_DIM].values, llms, strict=True):
         y = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
         ok = np.isfinite(y)
         if ok.sum() < 5 or run not in med["M_eff"][RUN_DIM].values:
@@ -487,9 +491,10 @@ def residual_lag1_autocorrelation(
             lag = float(runset["k_ref"].sel({RUN_DIM: run})) if parameterisation == "mechanistic" else 0.0
             mean = scheduled_reward_trajectory(steps[ok], m[0], *args, lag=lag)
         r = y[ok] - np.asarray(mean, dtype=float)
-        num += float(autocorrelation(r, (1,))[0]) * r.size
-        den += r.size
-    return num / den if den else float("nan")
+        key = str(llm)
+        num[key] = num.get(key, 0.0) + float(autocorrelation(r, (1,))[0]) * r.size
+        den[key] = den.get(key, 0.0) + r.size
+    return max((num[k] / den[k] for k in num), default=float("nan"))
 
 
 def invariance_verdict(
