@@ -97,6 +97,16 @@ def test_advantage_degeneracy_derived_from_reward_std_when_share_not_logged():
     assert "estimate" in res.summary
 
 
+def test_a_derived_zero_spread_share_says_which_reward_range_it_assumed():
+    # the range is inferred as (0, 1) when every reward lies in it: a -1..1 reward that stays
+    # >= 0 was read on the wrong range (share 0.72 against 0.86 with the right one) in silence
+    res = _one("advantage_degeneracy_from_std", "advantage_degeneracy")
+    assert "range (0, 1) assumed from the rewards" in res.summary
+    given = DiagnosticsConfig.from_mapping(FAST.to_dict() | {"degeneracy": {"reward_range": [0, 1]}})
+    res = _one("advantage_degeneracy_from_std", "advantage_degeneracy", config=given)
+    assert "assumed" not in res.summary
+
+
 def test_advantage_degeneracy_needs_group_size_to_derive_share():
     ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
     (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])

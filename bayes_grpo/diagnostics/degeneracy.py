@@ -268,6 +268,8 @@ def advantage_degeneracy(
         summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
     if source == "derived":
         summary += "; share derived from reward_std (estimate, see docs)"
+        if config.reward_range is None:  # inferred: a -1..1 reward that stays >= 0 reads as 0..1
+            summary += "; binary reward range (0, 1) assumed from the rewards (else set degeneracy.reward_range)"
     summary += "."
 
     table = pd.DataFrame(
