@@ -179,6 +179,37 @@ def test_the_sampler_starts_every_llm_at_its_own_stable_gain_when_their_steps_ar
     assert pm_model.compile_logp()(start) > -1e6
 
 
+def test_nutpie_gets_the_initial_curvatures_as_initial_points_of_a_model_it_can_freeze(monkeypatch):
+    # the builder's per-LLM starting curvature is an initial value of the variable, and PyMC
+    # refuses to freeze such a model: `fit --sampler nutpie` failed with "Cannot convert
+    # models with non-default initial_values"
+    nutpie = pytest.importorskip("nutpie")
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    from bayes_grpo.model.core import _sample_nutpie
+
+    runs = _sim()
+    pm_model = GRPODynamicsModel().build_model(
+        runs.assign_coords(model=("run", ["a", "a", "b", "b"]))
+    )
+    start = pm_model.initial_point()["log_stiffness"]
+    seen = {}
+
+    class Compiled(Exception):
+        pass
+
+    def compile_pymc_model(model, *, initial_points=None, **kwargs):
+        freeze_dims_and_data(model)  # what nutpie does with freeze_model=True
+        seen["initial_points"] = initial_points
+        raise Compiled
+
+    monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
+    with pytest.raises(Compiled):
+        _sample_nutpie(pm_model, {"draws": 20, "tune": 20, "chains": 1, "random_seed": 0}, 1)
+    np.testing.assert_allclose(seen["initial_points"]["log_stiffness"], start)
+    np.testing.assert_allclose(pm_model.initial_point()["log_stiffness"], start)  # restored
+
+
 def test_unknown_settings_are_rejected():
     with pytest.raises(ValueError, match="parameterisation"):
         GRPODynamicsModel(parameterisation="free")

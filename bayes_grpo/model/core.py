@@ -808,7 +808,17 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
     import pymc as pm
 
     free = [rv.name for rv in model.free_RVs]
-    compiled = nutpie.compile_pymc_model(model, freeze_model=True, var_names=free)
+    # PyMC cannot freeze a model whose variables carry an initial value (the builder starts
+    # each LLM's curvature at its own centre): nutpie gets them as its initial points instead
+    initial = {rv.name: v for rv, v in model.rvs_to_initial_values.items() if v is not None}
+    saved = dict(model.rvs_to_initial_values)
+    model.rvs_to_initial_values.update(dict.fromkeys(saved))
+    try:
+        compiled = nutpie.compile_pymc_model(
+            model, freeze_model=True, var_names=free, initial_points=initial or None
+        )
+    finally:
+        model.rvs_to_initial_values.update(saved)
     idata = nutpie.sample(
         compiled,
         draws=int(sc["draws"]),
