@@ -694,21 +694,30 @@ def test_console_evaluation_dicts_take_the_step_of_the_training_dict_before_them
     assert runset_warnings(ds) == {}
 
 
-def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(tmp_path):
+def _write_a_run_its_resume_and_a_new_run(logdir, args: str | None = None) -> None:
+    """Three SummaryWriter sessions into ``logdir``: steps 1-8, their resume 6-N, a new run 1-N
+    (each with the Trainer's ``args`` text when given)."""
     torch_tb = pytest.importorskip("torch.utils.tensorboard")
-    logdir = tmp_path / "logs"
-    args = json.dumps({"run_name": "grpo", "num_generations": 4})
-    for steps in (range(1, 9), range(6, N + 1), range(1, N + 1)):  # run, its resume, a new run
+    for steps in (range(1, 9), range(6, N + 1), range(1, N + 1)):
         writer = torch_tb.SummaryWriter(str(logdir))
-        writer.add_text("args", args)
+        if args is not None:
+            writer.add_text("args", args)
         for s in steps:
             writer.add_scalar("train/reward", REWARD[s - 1], s)
         writer.close()
-    ds = load_runs([logdir])
+
+
+def _assert_the_resume_is_joined_and_the_new_run_is_not(ds) -> None:
     assert ds.sizes["run"] == 2
     resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
     np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
     assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
+
+
+def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(tmp_path):
+    logdir = tmp_path / "logs"
+    _write_a_run_its_resume_and_a_new_run(logdir, json.dumps({"run_name": "grpo", "num_generations": 4}))
+    _assert_the_resume_is_joined_and_the_new_run_is_not(load_runs([logdir]))
 
 
 def test_a_training_resumed_into_a_new_hf_default_logging_folder_is_joined(tmp_path):
@@ -810,18 +819,9 @@ def test_a_live_tensorboard_log_beyond_the_latest_checkpoint_state_is_named(tmp_
 def test_event_files_of_a_resumed_custom_loop_without_a_run_name_are_joined(tmp_path):
     # a plain SummaryWriter (no Trainer arguments, so no run name) opens a new file at every
     # start: a resumed loop gave a run and a mid-training fragment, fitted as a run of its own
-    torch_tb = pytest.importorskip("torch.utils.tensorboard")
     logdir = tmp_path / "tb"
-    for steps in (range(1, 9), range(6, N + 1), range(1, N + 1)):  # run, its resume, a new run
-        writer = torch_tb.SummaryWriter(str(logdir))
-        for s in steps:
-            writer.add_scalar("train/reward", REWARD[s - 1], s)
-        writer.close()
-    ds = load_runs([logdir])
-    assert ds.sizes["run"] == 2
-    resumed = next(r for r in ds.run.values if runset_summary(ds).loc[r, "n_duplicate_steps"] == 3)
-    np.testing.assert_allclose(ds.reward.sel(run=resumed).values, REWARD)
-    assert any("read as one resumed run" in w for w in runset_warnings(ds)[resumed])
+    _write_a_run_its_resume_and_a_new_run(logdir)
+    _assert_the_resume_is_joined_and_the_new_run_is_not(load_runs([logdir]))
 
 
 def test_tensorboard_runs_in_their_own_folders_are_named_by_the_folder(tmp_path):

@@ -198,27 +198,29 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     assert bad.passed is False
 
 
+def _truth_posterior(ds):
+    """A posterior whose every draw is the true coefficients of every run of ``ds``."""
+    M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
+    n = ds.sizes["run"]
+    vals = {
+        "M_eff": M,
+        "C_eff": C,
+        "K_eff": K,
+        "plateau_run": TRUTH["plateau"],
+        "initial_reward": TRUTH["initial_reward"],
+    }
+    return xr.Dataset(
+        {k: (("chain", "draw", "run"), np.full((1, 3, n), v)) for k, v in vals.items()},
+        coords={"run": ds["run"].values},
+    )
+
+
 def test_residual_autocorrelation_from_a_posterior_flags_correlated_noise():
     from bayes_grpo.checks.invariance import residual_lag1_autocorrelation
 
-    def posterior(ds):
-        M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
-        n = ds.sizes["run"]
-        vals = {
-            "M_eff": M,
-            "C_eff": C,
-            "K_eff": K,
-            "plateau_run": TRUTH["plateau"],
-            "initial_reward": TRUTH["initial_reward"],
-        }
-        return xr.Dataset(
-            {k: (("chain", "draw", "run"), np.full((1, 3, n), v)) for k, v in vals.items()},
-            coords={"run": ds["run"].values},
-        )
-
     white, red = _runset(), _runset(ar1=0.6)
-    assert abs(residual_lag1_autocorrelation(posterior(white), white)) < 0.1
-    assert residual_lag1_autocorrelation(posterior(red), red) > 0.45
+    assert abs(residual_lag1_autocorrelation(_truth_posterior(white), white)) < 0.1
+    assert residual_lag1_autocorrelation(_truth_posterior(red), red) > 0.45
     assert np.isnan(residual_lag1_autocorrelation(xr.Dataset(), white))
 
 
@@ -236,20 +238,7 @@ def test_residual_autocorrelation_of_one_wandering_llm_is_not_averaged_away_by_a
         run=[f"red-{r}" for r in red["run"].values], model=("run", ["red"] * red.sizes["run"])
     )
     both = concat_runsets([white, red])
-    M, C, K = coefficients_from_hyperparameters(LR, TRUTH["stiffness"], MU, KREF)
-    vals = {
-        "M_eff": M,
-        "C_eff": C,
-        "K_eff": K,
-        "plateau_run": TRUTH["plateau"],
-        "initial_reward": TRUTH["initial_reward"],
-    }
-    n = both.sizes["run"]
-    posterior = xr.Dataset(
-        {k: (("chain", "draw", "run"), np.full((1, 3, n), v)) for k, v in vals.items()},
-        coords={"run": both["run"].values},
-    )
-    assert residual_lag1_autocorrelation(posterior, both) > AUTOCORRELATION_WARNING
+    assert residual_lag1_autocorrelation(_truth_posterior(both), both) > AUTOCORRELATION_WARNING
 
 
 def test_group_sizes_read_as_integers_in_every_check_table_and_its_json(monkeypatch):

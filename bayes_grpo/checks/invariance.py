@@ -463,9 +463,9 @@ def residual_lag1_autocorrelation(
     fit's likelihood.
     """
     from bayes_grpo.checks.ppc import autocorrelation
-    from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
     from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG, merge_config
-    from bayes_grpo.model.prepare import follows_schedule, schedule_multipliers
+    from bayes_grpo.model.core import run_mean_reward
+    from bayes_grpo.model.prepare import follows_schedule
 
     follow = follows_schedule(merge_config(DEFAULT_MODEL_CONFIG, model_config), likelihood)
 
@@ -484,12 +484,8 @@ def residual_lag1_autocorrelation(
             continue
         p = {n: float(med[n].sel({RUN_DIM: run})) for n in names}
         args = (p["M_eff"], p["C_eff"], p["K_eff"], p["plateau_run"], p["initial_reward"])
-        m = schedule_multipliers(runset, [str(run)], steps[ok]) if follow else None
-        if m is None:
-            mean = reward_trajectory(steps[ok], *args)
-        else:
-            lag = float(runset["k_ref"].sel({RUN_DIM: run})) if parameterisation == "mechanistic" else 0.0
-            mean = scheduled_reward_trajectory(steps[ok], m[0], *args, lag=lag)
+        lag = float(runset["k_ref"].sel({RUN_DIM: run})) if follow and parameterisation == "mechanistic" else 0.0
+        mean = run_mean_reward(runset, str(run), steps[ok], *args, follow=follow, lag=lag)
         r = y[ok] - np.asarray(mean, dtype=float)
         key = str(llm)
         num[key] = num.get(key, 0.0) + float(autocorrelation(r, (1,))[0]) * r.size

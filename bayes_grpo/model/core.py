@@ -452,20 +452,23 @@ class GRPODynamicsModel:
 
     def run_law(self, runset: xr.Dataset, run: str, steps, mass, damping, k_eff, plateau, initial_reward, k_ref: float = 0.0) -> np.ndarray:
         """Mean reward of a run of ``runset`` at its ``steps`` (a subset of its grid), by the law
-        this fit's likelihood uses: on the run's logged schedule when the fit follows schedules
-        (:func:`bayes_grpo.model.prepare.follows_schedule`) and the run has one, else the
-        closed form. Coefficients (at the run's ``learning_rate``) shape ``(...)``, ``k_ref``
-        the run's lag (mechanistic form). Returns ``(..., len(steps))``.
+        this fit's likelihood uses (:func:`run_mean_reward`, on the run's logged schedule when
+        the fit follows schedules: :func:`bayes_grpo.model.prepare.follows_schedule`).
+        Coefficients (at the run's ``learning_rate``) shape ``(...)``, ``k_ref`` the run's lag
+        (mechanistic form). Returns ``(..., len(steps))``.
         """
-        t = np.asarray(steps, dtype=float)
-        values = [np.asarray(v, dtype=float) for v in (mass, damping, k_eff, plateau, initial_reward)]
-        m = schedule_multipliers(runset, [str(run)], t) if follows_schedule(self.model_config, self.likelihood) else None
-        if m is None or t.size == 0:
-            return np.asarray(reward_trajectory(t, *(v[..., None] for v in values)), dtype=float)
-        lag = float(k_ref) if self.parameterisation == "mechanistic" else 0.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = scheduled_reward_trajectory(t, m[0], *values, lag=np.full(values[0].shape, lag))
-        return np.asarray(out, dtype=float)
+        return run_mean_reward(
+            runset,
+            run,
+            steps,
+            mass,
+            damping,
+            k_eff,
+            plateau,
+            initial_reward,
+            follow=follows_schedule(self.model_config, self.likelihood),
+            lag=float(k_ref) if self.parameterisation == "mechanistic" else 0.0,
+        )
 
     def mean_trajectories(self) -> xr.DataArray:
         """Posterior mean of each run's mean trajectory on the run-set grid, dims (run, step)."""
@@ -741,6 +744,27 @@ class GRPODynamicsModel:
 #: Spawn key of the random stream of a new run's initial-reward offset (kept apart from the
 #: stream of the group / LLM offsets, so those draws do not change with it).
 _RUN_OFFSET_STREAM: int = 1
+
+
+def run_mean_reward(
+    runset: xr.Dataset, run: str, steps, mass, damping, k_eff, plateau, initial_reward, *, follow: bool, lag: float = 0.0
+) -> np.ndarray:
+    """Mean reward of run ``run`` of ``runset`` at its ``steps`` (a subset of the grid).
+
+    On the run's logged learning-rate schedule when ``follow`` and the run has one
+    (:func:`bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory` with the multipliers of
+    :func:`bayes_grpo.model.prepare.schedule_multipliers`; ``lag`` is the lag that moves ``M``
+    and ``C`` with the rate, 0 in the phenomenological form), else the closed form.
+    Coefficients at the run's ``learning_rate``, shape ``(...)``; returns ``(..., len(steps))``.
+    """
+    t = np.asarray(steps, dtype=float)
+    values = [np.asarray(v, dtype=float) for v in (mass, damping, k_eff, plateau, initial_reward)]
+    m = schedule_multipliers(runset, [str(run)], t) if follow else None
+    if m is None or t.size == 0:
+        return np.asarray(reward_trajectory(t, *(v[..., None] for v in values)), dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = scheduled_reward_trajectory(t, m[0], *values, lag=np.full(values[0].shape, float(lag)))
+    return np.asarray(out, dtype=float)
 
 
 def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:

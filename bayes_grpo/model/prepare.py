@@ -207,11 +207,15 @@ def schedule_multipliers(ds: xr.Dataset, run_ids: list[str], steps: np.ndarray) 
         if not np.isfinite(lr).any():
             lr = np.asarray(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values, dtype=float)
             lr = np.interp(steps, grid[np.isfinite(lr)], lr[np.isfinite(lr)])
-        eta = float(ds["learning_rate"].sel({RUN_DIM: run_id}).values) if "learning_rate" in ds.coords else float("nan")
-        if not (np.isfinite(eta) and eta > 0):
-            eta = scheduled[run_id][1]
-        out[i] = interval_multipliers(steps, lr, eta)
+        out[i] = interval_multipliers(steps, lr, _nominal_rate(ds, run_id, scheduled[run_id][1]))
     return out
+
+
+def _nominal_rate(ds: xr.Dataset, run_id: str, logged_peak: float) -> float:
+    """The rate a run's multipliers are relative to: its ``learning_rate`` (the configured peak),
+    else its logged peak."""
+    eta = float(ds["learning_rate"].sel({RUN_DIM: run_id}).values) if "learning_rate" in ds.coords else float("nan")
+    return eta if np.isfinite(eta) and eta > 0 else float(logged_peak)
 
 
 def update_multipliers(ds: xr.Dataset, run_id: str, n_updates: int) -> np.ndarray | None:
@@ -226,9 +230,7 @@ def update_multipliers(ds: xr.Dataset, run_id: str, n_updates: int) -> np.ndarra
 
     grid = np.asarray(ds[STEP_DIM].values, dtype=float)
     lr = np.asarray(ds[LOGGED_LR_VAR].sel({RUN_DIM: run_id}).values, dtype=float)
-    eta = float(ds["learning_rate"].sel({RUN_DIM: run_id}).values) if "learning_rate" in ds.coords else float("nan")
-    if not (np.isfinite(eta) and eta > 0):
-        eta = scheduled[run_id][1]
+    eta = _nominal_rate(ds, run_id, scheduled[run_id][1])
     ok = np.isfinite(lr)
     points = np.arange(1, int(n_updates) + 1, dtype=float)
     lr_at = np.interp(points, grid[ok], lr[ok])
