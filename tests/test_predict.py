@@ -166,6 +166,30 @@ def test_an_unstable_setting_is_reported_unstable_by_both_criteria():
     assert ds.attrs["regime"] == "unstable"
 
 
+def test_a_posterior_with_some_unstable_draws_gives_the_mean_of_the_stable_runs_and_says_so():
+    # mu = 0.5, L = 2: 85% of the draws rise (a = 0.05), 15% sit past the exact threshold
+    # (a = 0.5) and grow without bound; their average is not a reward any run will log
+    gains = np.r_[np.full(170, 0.05), np.full(30, 0.5)]
+    ds = predict_from_draws(_draws(gains), steps=300, momentum=0.5, k_ref=2.0, seed=0)
+    stable = predict_from_draws(_draws(gains[:170]), steps=300, momentum=0.5, k_ref=2.0, seed=0)
+    assert ds.attrs["n_draws_diverging"] == 30
+    assert ds.attrs["prob_unstable_exact"] == pytest.approx(0.15)
+    assert np.allclose(ds["mean_mean"], stable["mean_mean"])
+    assert float(ds["mean_mean"][-1]) == pytest.approx(0.8, abs=1e-3)
+    assert ds.attrs["stop_step"] == stable.attrs["stop_step"] < 300
+    assert np.allclose(ds["time_to_fraction_median"], stable["time_to_fraction_median"])
+    # the median and the bands keep every draw: the 90% band shows the divergence
+    assert np.allclose(ds["mean_median"], stable["mean_median"])  # 85% of the draws are one curve
+    lo, hi = band(ds, kind="mean", hdi_prob=0.9)
+    assert max(abs(lo[-1]), abs(hi[-1])) > 10.0
+    out = summary_dict(ds)
+    assert out["n_draws_diverging"] == 30 and abs(out["final_mean_reward"] - 0.8) < 1e-3
+    assert any("30 of 200 posterior draws (15%) are unstable" in w for w in attr_warnings(ds))
+    # no draw diverges: nothing said
+    assert "n_draws_diverging" not in summary_dict(stable)
+    assert not any("unstable at this setting" in w for w in attr_warnings(stable))
+
+
 def test_prediction_round_trips_through_netcdf_and_plots(tmp_path):
     draws = _draws(np.full(400, 0.003))
     ds = predict_from_draws(draws, steps=np.arange(0.0, 300.0, 2.0), momentum=0.5, k_ref=2.0)

@@ -40,7 +40,7 @@ from bayes_grpo._io import write_atomic
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
-from bayes_grpo.dynamics.stability import is_whole
+from bayes_grpo.dynamics.stability import exact_stable, is_whole
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
 from bayes_grpo.predict.summary import (
@@ -468,6 +468,20 @@ def _train_gain_lag(fitted: Any) -> np.ndarray | None:
     )
 
 
+def diverging_draws(gain, damping, *, law: str, momentum: float, k_ref: float) -> np.ndarray:
+    """Mask of the posterior draws whose trajectory under ``law`` grows without bound.
+
+    ``"recursion"``: the exact discrete criterion (spectral radius of the lagged heavy-ball
+    recursion above 1, :func:`bayes_grpo.dynamics.stability.exact_stable`; a gain of 0 does
+    not move and does not diverge); ``"continuous"``: ``C_eff <= 0``. ``gain`` and
+    ``damping``: ``(n_draws,)`` draws of ``a = eta_eff K`` and ``C_eff``.
+    """
+    gain = np.asarray(gain, dtype=float)
+    if law == "recursion":
+        return (gain > 0.0) & ~exact_stable(gain, momentum, k_ref)
+    return np.asarray(damping, dtype=float) <= 0.0
+
+
 def predict_from_draws(
     draws: xr.Dataset,
     *,
@@ -571,6 +585,9 @@ def predict_from_draws(
         parameters=params,
         attrs=all_attrs,
         band_draws=traj["band"],
+        diverging=diverging_draws(
+            traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref
+        ),
     )
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
         update = np.floor(grid).astype(np.int64)

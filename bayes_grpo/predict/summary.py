@@ -182,6 +182,7 @@ def summarise_draws(
     attrs: Mapping[str, object] | None = None,
     point_draws: np.ndarray | None = None,
     band_draws: np.ndarray | None = None,
+    diverging: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -210,6 +211,15 @@ def summarise_draws(
         Optional ``(n_draws, n_steps)`` draws from which the ``mean_hdi`` bands are taken
         (e.g. the mean trajectory plus a law-discrepancy term); milestones, regime and stop
         step still use ``mean_draws``. Default: ``mean_draws``.
+    diverging
+        Optional ``(n_draws,)`` mask of the draws whose law is unstable at this setting:
+        their trajectories grow without bound, so an average over them is not a number a
+        run will show (one such draw can put the mean at 1e184). When some draws diverge and
+        at least 2 do not, the means (``mean_mean``, ``obs_mean``, ``point_forecast``), the
+        milestones, the expected remaining gain and the stop step are those of the stable
+        draws (conditional on the run staying stable); the median and the bands keep every
+        draw, so they show the divergence; a warning gives the share (attrs
+        ``n_draws_diverging``).
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -231,12 +241,26 @@ def summarise_draws(
         raise ValueError(
             "fewer than 2 finite trajectory draws; the posterior puts its mass on diverging runs"
         )
-    mean_k, obs_k = mean_draws[keep], obs_draws[keep]
-    plateau_k, init_k = np.asarray(plateau)[keep], np.asarray(initial_reward)[keep]
+    mean_all, obs_all = mean_draws[keep], obs_draws[keep]
     probs = [float(p) for p in hdi_probs]
     band_k = band_all[keep]
     mean_hdi = np.stack([np.stack(hdi_bounds(band_k, p), axis=-1) for p in probs])
-    obs_hdi = np.stack([np.stack(hdi_bounds(obs_k, p), axis=-1) for p in probs])
+    obs_hdi = np.stack([np.stack(hdi_bounds(obs_all, p), axis=-1) for p in probs])
+    # the means, milestones and stop step: over the draws that stay stable (see diverging)
+    if diverging is None:
+        settled = np.ones(int(keep.sum()), dtype=bool)
+    else:
+        diverging = np.asarray(diverging, dtype=bool).reshape(-1)
+        if diverging.shape != keep.shape:
+            raise ValueError(f"diverging must be ({keep.size},); got {diverging.shape}")
+        settled = ~diverging[keep]
+    n_diverging = int((~settled).sum())
+    conditional = 0 < n_diverging and settled.sum() >= 2
+    if not conditional:
+        settled = np.ones_like(settled)
+    mean_k, obs_k = mean_all[settled], obs_all[settled]
+    plateau_k = np.asarray(plateau)[keep][settled]
+    init_k = np.asarray(initial_reward)[keep][settled]
     fractions = np.array(MILESTONE_FRACTIONS)
     passage = np.stack([first_passage(mean_k, steps, plateau_k, init_k, f) for f in fractions])
     reached = np.isfinite(passage)
@@ -261,7 +285,7 @@ def summarise_draws(
     ds = xr.Dataset(
         {
             "mean_mean": (STEP_DIM, mean_k.mean(axis=0)),
-            "mean_median": (STEP_DIM, np.median(mean_k, axis=0)),
+            "mean_median": (STEP_DIM, np.median(mean_all, axis=0)),
             "mean_hdi": (("hdi_prob", STEP_DIM, "bound"), mean_hdi),
             "obs_mean": (STEP_DIM, obs_k.mean(axis=0)),
             "obs_hdi": (("hdi_prob", STEP_DIM, "bound"), obs_hdi),
@@ -273,7 +297,9 @@ def summarise_draws(
             "point_forecast": (
                 STEP_DIM,
                 (
-                    mean_k if point_draws is None else np.asarray(point_draws, dtype=float)[keep]
+                    mean_k
+                    if point_draws is None
+                    else np.asarray(point_draws, dtype=float)[keep][settled]
                 ).mean(axis=0),
             ),
         },
@@ -297,10 +323,27 @@ def summarise_draws(
             "stop_threshold": float(stop_threshold),
             "n_draws": int(keep.sum()),
             "n_draws_dropped_nonfinite": n_dropped,
+            "n_draws_diverging": n_diverging,
         }
     )
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
+    if n_diverging:
+        n_all = int(keep.sum())
+        share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
+        if conditional:
+            note = (
+                f"{share} are unstable at this setting and their trajectories diverge: the mean "
+                "trajectory, milestones, expected remaining gain and stop step are those of the "
+                "stable draws (what a run shows if it stays stable); the median and the bands "
+                "include the diverging draws"
+            )
+        else:
+            note = (
+                f"{share} are unstable at this setting: the trajectories diverge, so the "
+                "means, milestones and stop step describe no stable run"
+            )
+        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), note])
     return ds
 
 
@@ -340,6 +383,8 @@ def attr_warnings(ds: xr.Dataset) -> list[str]:
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     """JSON-ready headline numbers of a prediction / forecast dataset."""
     out: dict[str, object] = {k: ds.attrs[k] for k in SUMMARY_ATTRS}
+    if ds.attrs.get("n_draws_diverging"):  # the means are then those of the stable draws
+        out["n_draws_diverging"] = int(ds.attrs["n_draws_diverging"])
     out["regime_probability"] = {
         str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
     }
