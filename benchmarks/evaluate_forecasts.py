@@ -114,9 +114,15 @@ def real_set() -> tuple[xr.Dataset, None]:
 BOUNDS = {"bandit": (0.0, 1.0), "tiny": (0.0, 1.0), "sim": None, "real": None}
 
 
-def prior_for(ds: xr.Dataset, run_id: str, bounds=None, kind: str = "mixture"):
+def prior_for(ds: xr.Dataset, run_id: str, bounds=None, kind: str = "mixture", retime: bool = True):
     prior, _ = population_prior_for_run(
-        ds, run_id, use_runs=True, same_model_only=True, reward_bounds=bounds, prior_kind=kind
+        ds,
+        run_id,
+        use_runs=True,
+        same_model_only=True,
+        reward_bounds=bounds,
+        prior_kind=kind,
+        retime=retime,
     )
     return prior
 
@@ -131,6 +137,12 @@ def main() -> None:
     ap.add_argument("--no-population", action="store_true", help="weak default prior for every run")
     ap.add_argument("--likelihood", choices=["state_space", "iid"], default="state_space")
     ap.add_argument("--prior-kind", choices=["mixture", "gaussian"], default="mixture")
+    ap.add_argument(
+        "--no-retime",
+        action="store_true",
+        help="take the other runs' dynamics as logged (default: carried to the forecast run's "
+        "learning rate, momentum and K_ref, as `bayes-grpo forecast` does)",
+    )
     ap.add_argument("--no-bounds", action="store_true", help="constant noise for every set")
     ap.add_argument("--no-calibrate", action="store_true", help="skip the split calibration")
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.2, 0.3, 0.5])
@@ -174,7 +186,7 @@ def main() -> None:
             fractions=args.fractions,
             prior_for=None
             if args.no_population
-            else (lambda r, d, b=bounds: prior_for(d, r, b, args.prior_kind)),
+            else (lambda r, d, b=bounds: prior_for(d, r, b, args.prior_kind, not args.no_retime)),
             true_mean=true,
             seed=args.seed,
             likelihood=args.likelihood,
@@ -191,6 +203,7 @@ def main() -> None:
             "reward_bounds": bounds,
             "likelihood": args.likelihood,
             "prior_kind": args.prior_kind,
+            "retime": not args.no_retime,
             "calibration": None if args.no_calibrate else args.calibration,
             **({"bandit_prompts": args.bandit_prompts} if name == "bandit" else {}),
             "seconds": seconds,

@@ -1,4 +1,5 @@
-"""The closed-form trajectory solves the oscillator ODE in every regime."""
+"""The closed-form trajectory solves the oscillator ODE in every regime; the coefficients carry
+one LLM's run from one setting to another."""
 
 import numpy as np
 import pytest
@@ -17,3 +18,64 @@ def test_closed_form_matches_ode_integration(damping):
     )
     closed = reward_trajectory(t, mass, damping, k_eff, plateau, r0)
     assert np.max(np.abs(closed - (plateau + sol.y[0]))) <= 1e-8
+
+
+_SETTINGS = [
+    {"learning_rate": 0.1, "momentum": 0.5, "k_ref": 2, "momentum_convention": "heavy_ball"},
+    {"learning_rate": 0.05, "momentum": 0.5, "k_ref": 4, "momentum_convention": "heavy_ball"},
+    {"learning_rate": 0.2, "momentum": 0.0, "k_ref": 1, "momentum_convention": "heavy_ball"},
+    {"learning_rate": 0.3, "momentum": 0.9, "k_ref": 1, "momentum_convention": "ema"},
+    {"learning_rate": 0.02, "momentum": 0.9, "k_ref": 0, "momentum_convention": "ema"},
+]
+
+
+@pytest.mark.parametrize("source", range(len(_SETTINGS)))
+@pytest.mark.parametrize("target", range(len(_SETTINGS)))
+def test_a_run_of_one_llm_carried_to_another_setting_is_that_settings_oscillator(source, target):
+    # one LLM (curvature K = 1): the run at the source setting, re-timed to the target, has
+    # the target's natural frequency and damping ratio (the mechanistic law at both ends)
+    from bayes_grpo.dynamics.coefficients import (
+        coefficients_from_hyperparameters,
+        damping_ratio,
+        natural_frequency,
+        retime_oscillator,
+    )
+
+    def oscillator(s):
+        m, c, k = coefficients_from_hyperparameters(
+            s["learning_rate"], 1.0, s["momentum"], s["k_ref"], s["momentum_convention"]
+        )
+        return natural_frequency(m, k), damping_ratio(m, c, k)
+
+    src, tgt = _SETTINGS[source], _SETTINGS[target]
+    w0, zeta = retime_oscillator(*oscillator(src), src, tgt)
+    assert (w0, zeta) == pytest.approx(oscillator(tgt), rel=1e-10)
+
+
+def test_re_timing_keeps_a_runs_own_damping_and_scales_by_the_learning_rate_without_lag():
+    from bayes_grpo.dynamics.coefficients import retime_oscillator
+
+    src = {"learning_rate": 1e-6, "momentum": 0.9, "k_ref": 0, "momentum_convention": "ema"}
+    tgt = dict(src, learning_rate=4e-6)
+    # a fitted (phenomenological) damping ratio far from the mechanistic one is kept as its
+    # damping coefficient: w0 doubles, zeta halves
+    w0, zeta = retime_oscillator(np.array([0.01, 0.03]), np.array([7.0, 0.3]), src, tgt)
+    assert w0 == pytest.approx([0.02, 0.06]) and zeta == pytest.approx([3.5, 0.15])
+    # a target past the stability threshold has no damped oscillator: NaN, not a number
+    lagged = {"learning_rate": 0.1, "momentum": 0.5, "k_ref": 2, "momentum_convention": "heavy_ball"}
+    w0, zeta = retime_oscillator(0.3, 0.5, lagged, dict(lagged, learning_rate=1.0))
+    assert np.isnan(w0) and np.isnan(zeta)
+
+
+def test_the_envelope_rate_is_the_decay_of_the_slowest_mode_in_every_regime():
+    from bayes_grpo.dynamics.coefficients import envelope_rate
+
+    w0, zeta = np.array([0.1, 0.1, 0.1, 0.1]), np.array([0.2, 1.0, 3.0, 50.0])
+    t = np.arange(0.0, 4000.0)
+    for w, z, rate in zip(w0, zeta, envelope_rate(w0, zeta)):
+        # the error from rest decays as exp(-rate t) at late times (up to the oscillation)
+        e = np.abs(reward_trajectory(t, 1.0, 2.0 * z * w, w * w, 0.0, 1.0))
+        late = (t > 2000) & (e > 1e-300)
+        fitted = -np.polyfit(t[late], np.log(np.maximum.accumulate(e[late][::-1])[::-1]), 1)[0]
+        assert fitted == pytest.approx(rate, rel=0.05)
+    assert envelope_rate(0.1, 50.0) == pytest.approx(0.01 / (2 * 50 * 0.1), rel=1e-3)  # K_eff / C

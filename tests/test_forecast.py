@@ -912,3 +912,53 @@ def test_a_bounded_reward_forecast_keeps_its_plateau_inside_the_bounds():
     assert any("outside the reward bounds [0, 1] and were left out" in w for w in attr_warnings(fc))
     with pytest.raises(ForecastError, match="every posterior draw puts the plateau outside"):
         forecast_from_posterior(post(u[1::2]), np.arange(0.0, 300.0))
+
+
+def test_the_other_runs_of_an_llm_are_carried_to_the_forecast_runs_learning_rate(tmp_path, capsys):
+    # runs of one LLM at lr 1e-3 and a run at lr 4e-3: the prior from the lr-1e-3 runs took
+    # their rise rate as it was, so a run that rises twice as fast (w0 ~ sqrt(lr)) started
+    # from a prior centred on the slow runs
+    from bayes_grpo.dynamics.coefficients import (
+        coefficients_from_hyperparameters,
+        natural_frequency,
+    )
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.predict.forecast import population_prior_for_run, retime_settings
+
+    runset = simulate_sde_runset(
+        models={"llm": {"stiffness": 40.0, "plateau": 0.8, "initial_reward": 0.2, "noise_d": 1e-7}},
+        group_sizes=(8,), learning_rates=(1e-3, 4e-3), k_refs=(1,), n_seeds=3, n_steps=300,
+        measurement_sd=0.01, random_seed=0,
+    )  # fmt: skip
+    fast = [str(r) for r in runset["run"].values if float(runset["learning_rate"].sel(run=r)) == 4e-3]
+    m, _, k = coefficients_from_hyperparameters(4e-3, 40.0, 0.9, 1, "ema")
+    true_log_w0 = float(np.log(natural_frequency(m, k)))
+    carried, _ = population_prior_for_run(runset, fast[0], same_model_only=True)
+    as_logged, _ = population_prior_for_run(runset, fast[0], same_model_only=True, retime=False)
+    assert "3 re-timed to this run's hyperparameters" in carried.source
+    assert "re-timed" not in as_logged.source
+    # every component now sits at the fast run's rise rate; as logged, the slow runs' do not
+    assert np.abs(carried.means[:, 2] - true_log_w0).max() < 0.15
+    assert np.abs(as_logged.means[:, 2] - true_log_w0).max() > 0.5
+    # the command line does the same, and --no-retime takes the runs as logged
+    import json
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(runset, tmp_path / "runs.nc")
+    for flags, said in (([], True), (["--no-retime"], False)):
+        argv = ["forecast", str(path), "--run", fast[0], "--upto", "60", "--likelihood", "iid"]
+        assert main([*argv, "--same-model-only", "--json", *flags]) == 0
+        prior = json.loads(capsys.readouterr().out)["prior"]
+        assert ("3 re-timed to this run's hyperparameters" in prior) is said
+    # which runs can be carried: a known learning rate in both, the rest known in both or neither
+    coords = {"learning_rate": 1e-3, "momentum": 0.9, "k_ref": 1.0, "momentum_convention": "ema"}
+    assert retime_settings(coords, coords) is None  # same setting: nothing to do
+    assert retime_settings(dict(coords, learning_rate=np.nan), coords) is None
+    assert retime_settings(dict(coords, k_ref=np.nan), dict(coords, learning_rate=2e-3)) is None
+    sgd = dict(coords, learning_rate=0.03, momentum_convention="heavy_ball")
+    assert retime_settings(coords, sgd) is None  # AdamW and SGD: other optimizers
+    unknown = dict(coords, momentum=np.nan, k_ref=np.nan, momentum_convention="")
+    src, tgt = retime_settings(unknown, dict(unknown, learning_rate=2e-3))
+    assert (src["momentum"], src["k_ref"], tgt["learning_rate"]) == (0.0, 0.0, 2e-3)

@@ -164,6 +164,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "noise are then scaled to the run's own first steps)",
     )
     f.add_argument(
+        "--no-retime",
+        dest="retime",
+        action="store_false",
+        help="take the other runs' rise rate and damping as they were logged (default: the runs of "
+        "the same LLM are carried to this run's learning rate, momentum and K_ref first, the gain "
+        "scaling with the learning rate, where both runs log them)",
+    )
+    f.add_argument(
         "--calibrate",
         action="store_true",
         help="scale the bands of the logged reward by the split-conformal band scale from "
@@ -355,6 +363,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
         posterior=args.prior,
         use_runs=not args.no_population,
         same_model_only=args.same_model_only,
+        retime=args.retime,
         reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
         likelihood=args.likelihood,
         horizon=args.horizon,

@@ -8,6 +8,8 @@ step), ``k_ref`` the lag ``L`` in optimizer steps, time in optimizer steps.
 
 from __future__ import annotations
 
+import numpy as np
+
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics._backend import ops_for
 
@@ -64,6 +66,60 @@ def stationary_variance(noise_d, group_size, damping, k_eff):
     return noise_d / (2.0 * group_size * damping * k_eff)
 
 
+def envelope_rate(w0, zeta):
+    """Rate (per optimizer step) at which the slowest mode of the error decays.
+
+    ``zeta w0`` when underdamped (the envelope of the oscillation), ``w0 (zeta - sqrt(zeta^2 - 1))``
+    when overdamped (the slow root; ``~ w0 / (2 zeta) = K_eff / C`` for heavy damping).
+    ``w0`` in radians per step, ``zeta`` dimensionless; NumPy, broadcast.
+    """
+    w0 = np.asarray(w0, dtype=float)
+    zeta = np.asarray(zeta, dtype=float)
+    with np.errstate(invalid="ignore"):
+        over = w0 * (zeta - np.sqrt(np.maximum(zeta * zeta - 1.0, 0.0)))
+    return np.where(zeta > 1.0, over, w0 * zeta)
+
+
+def retime_oscillator(w0, zeta, source, target):
+    """``(w0, zeta)`` of an LLM's run carried from its own setting to another one of the same LLM.
+
+    The curvature ``K`` belongs to the LLM; the gain ``a = eta_eff K`` scales with the
+    effective step (:func:`effective_step`), and the mass and damping follow the gain, the
+    momentum and the lag as in :func:`oscillator_coefficients`. The run's gain is read from
+    its natural frequency (``w0^2 = a / M(a)``, so ``a = w0^2 (1 + mu)/2 / (1 - w0^2 L^2/2)``);
+    whatever damping the run has beyond the mechanistic ``(1 - mu) - a L`` (a fitted
+    phenomenological ``zeta`` need not follow it) is kept as an additive excess ``C - C_mech``.
+    At the target, ``a' = a eta_eff' / eta_eff``, ``M' = M(a')``, ``C' = C_mech(a') + excess``.
+    A run that follows the mechanistic law keeps following it; with only the learning rate
+    changed and no lag, ``w0`` scales as ``sqrt(r)`` and ``zeta`` as ``1/sqrt(r)``
+    (``r = eta'/eta``); the same setting returns the input.
+
+    ``w0`` in radians per optimizer step, ``zeta`` dimensionless (arrays broadcast);
+    ``source`` and ``target``: mappings with ``learning_rate``, ``momentum``, ``k_ref``
+    (steps) and ``momentum_convention``. Returns ``(w0', zeta')``, NaN where the run's
+    frequency admits no gain at its lag (``w0^2 L^2 >= 2``) or the target would not be a
+    damped oscillator (``C' <= 0``: unstable there).
+    """
+    w0 = np.asarray(w0, dtype=float)
+    zeta = np.asarray(zeta, dtype=float)
+    mu_s, lag_s = float(source["momentum"]), float(source["k_ref"])
+    mu_t, lag_t = float(target["momentum"]), float(target["k_ref"])
+    step_s = effective_step(float(source["learning_rate"]), mu_s, str(source["momentum_convention"]))
+    step_t = effective_step(float(target["learning_rate"]), mu_t, str(target["momentum_convention"]))
+    w2 = w0 * w0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = 1.0 - w2 * lag_s**2 / 2.0
+        a_s = np.where(room > 0.0, w2 * (1.0 + mu_s) / 2.0 / room, np.nan)
+        mass_s, damping_mech_s, _ = oscillator_coefficients(a_s, mu_s, lag_s)
+        excess = 2.0 * zeta * w0 * mass_s - damping_mech_s
+        a_t = a_s * (step_t / step_s)
+        mass_t, damping_t, _ = oscillator_coefficients(a_t, mu_t, lag_t)
+        damping_t = damping_t + excess
+        w0_t = np.sqrt(a_t / mass_t)
+        zeta_t = np.where(damping_t > 0.0, damping_t / (2.0 * np.sqrt(a_t * mass_t)), np.nan)
+    return np.where(np.isfinite(zeta_t), w0_t, np.nan), zeta_t
+
+
 __all__ = [
     "effective_step",
     "gain",
@@ -72,4 +128,6 @@ __all__ = [
     "damping_ratio",
     "natural_frequency",
     "stationary_variance",
+    "envelope_rate",
+    "retime_oscillator",
 ]

@@ -60,7 +60,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, special, stats
 
-from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.constants import HDI_PROB, HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import (
     DEFAULT_HDI_PROBS,
@@ -567,6 +567,7 @@ def prior_from_runs(
     horizon: float | None = None,
     reward_bounds: tuple[float, float] | None = None,
     kind: str = "mixture",
+    retime: Sequence[tuple[Mapping[str, object], Mapping[str, object]] | None] | None = None,
 ) -> GaussianPrior | MixturePrior:
     """Empirical-Bayes prior (6 coordinates) from earlier complete runs ``[(t, y), ...]``.
 
@@ -580,15 +581,40 @@ def prior_from_runs(
     the median Laplace covariance (between-run plus within-run uncertainty): the
     population's spread of plateaus, rise rates and onset steps, not a point. Needs at
     least 2 runs.
+
+    ``retime`` (one entry per run, or None): ``(source, target)`` settings (mappings of
+    ``learning_rate``, ``momentum``, ``k_ref``, ``momentum_convention``) that carry each run's
+    fitted rise rate and damping to the setting of the run to be forecast
+    (:func:`bayes_grpo.dynamics.coefficients.retime_oscillator`: same LLM, so the same
+    curvature, the gain scaling with the effective step); an entry None, or a run the
+    target would make unstable, is taken as it is. The onset step moves with the slow time
+    scale (:func:`bayes_grpo.dynamics.coefficients.envelope_rate`): a run that rises twice as
+    fast takes off twice as early. The Laplace covariances are kept (the map is close to a
+    shift in ``(log w0, log zeta, log t0)``).
     """
+    from bayes_grpo.dynamics.coefficients import envelope_rate, retime_oscillator
+
+    if retime is not None and len(retime) != len(runs):
+        raise ValueError(f"retime must have one entry per run ({len(runs)}), got {len(retime)}")
     modes, covs = [], []
-    for t, y in runs:
+    n_retimed = 0
+    for i, (t, y) in enumerate(runs):
         t = np.asarray(t, dtype=float)
         y = np.asarray(y, dtype=float)
         ok = np.isfinite(t) & np.isfinite(y)
         if ok.sum() < 3:
             continue
         mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon, reward_bounds)
+        settings = None if retime is None else retime[i]
+        if settings is not None:
+            w0, zeta = retime_oscillator(np.exp(mode[2]), np.exp(mode[3]), *settings)
+            if np.isfinite(w0) and np.isfinite(zeta) and w0 > 0.0 and zeta > 0.0:
+                mode = mode.copy()  # the cached mode is shared
+                if mode.size > 5:  # the onset keeps its place on the run's own time scale
+                    before = envelope_rate(np.exp(mode[2]), np.exp(mode[3]))
+                    mode[5] += float(np.log(before / envelope_rate(w0, zeta)))
+                mode[2], mode[3] = np.log(w0), np.log(zeta)
+                n_retimed += 1
         modes.append(mode)
         covs.append(cov)
     if len(modes) < 2:
@@ -609,6 +635,8 @@ def prior_from_runs(
     cov[4, :] *= widen
     cov[:, 4] *= widen
     label = f"{source} ({len(modes)} runs, empirical Bayes"
+    if n_retimed:
+        label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
         return GaussianPrior(centre, cov, source=label + ")")
     if kind != "mixture":
@@ -697,6 +725,7 @@ def population_prior_for_run(
     same_model_only: bool = False,
     reward_bounds: tuple[float, float] | None = None,
     prior_kind: str = "mixture",
+    retime: bool = True,
 ) -> tuple[GaussianPrior | MixturePrior | None, str]:
     """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
 
@@ -713,6 +742,10 @@ def population_prior_for_run(
     rewards may have another scale (another task, another reward function).
     ``reward_bounds``: noise shape of a bounded reward for the run-based prior's fits;
     ``prior_kind``: ``"mixture"`` (one component per other run) or ``"gaussian"``.
+    ``retime`` (default True): the other runs of the same LLM are carried to this run's
+    learning rate, momentum and ``K_ref`` (:func:`retime_settings`) before they form the
+    prior, so a run at twice the learning rate is expected to rise faster than the runs it
+    learns from; runs of other LLMs (another curvature) are taken as they are.
     """
     from bayes_grpo.runset import REWARD_VAR, run_coords
 
@@ -759,6 +792,9 @@ def population_prior_for_run(
         return None, "fewer than 2 other runs: weak default prior"
     steps = runset["step"].values.astype(float)
     runs = [(steps, runset[REWARD_VAR].sel(run=r).values.astype(float)) for r in chosen]
+    pairs = None
+    if retime and chosen is same:
+        pairs = [retime_settings(run_coords(runset, r), coords) for r in chosen]
     try:
         prior = prior_from_runs(
             runs,
@@ -766,6 +802,7 @@ def population_prior_for_run(
             horizon=float(steps.max()) if horizon is None else horizon,
             reward_bounds=reward_bounds,
             kind=prior_kind,
+            retime=pairs,
         )
     except ForecastError as exc:
         return None, f"run-based prior failed ({exc}); weak default prior"
@@ -777,6 +814,52 @@ def population_prior_for_run(
             source=prior.source + " (dynamics only; plateau, R0 and noise scaled to the prefix)",
         )
     return prior, ""
+
+
+def retime_settings(
+    source: Mapping[str, object], target: Mapping[str, object]
+) -> tuple[dict[str, object], dict[str, object]] | None:
+    """The ``(source, target)`` settings that carry a run of an LLM to another run's setting.
+
+    ``source`` and ``target`` are run coordinates (:func:`bayes_grpo.runset.run_coords`).
+    Needs a known, positive learning rate in both. Momentum, ``K_ref`` and the momentum
+    convention must each be known in both or unknown in both; unknown in both, they are
+    taken to be equal (momentum 0, no lag, heavy-ball: then only the learning-rate ratio
+    acts, ``w0`` scaling as its square root). Runs of different momentum conventions are not
+    compared: an EMA run (Adam's ``beta1``) and a heavy-ball run (SGD) differ in optimizer,
+    and Adam's per-parameter normalisation changes the curvature a learning rate acts on,
+    which the run coordinates do not record. Returns None when the runs cannot be compared
+    (e.g. one run's learning rate unknown) or are at the same setting (nothing to do).
+    """
+
+    def number(coords: Mapping[str, object], name: str) -> float:
+        value = coords.get(name, float("nan"))
+        return float(value) if value is not None and value != "" else float("nan")
+
+    lr_s, lr_t = number(source, "learning_rate"), number(target, "learning_rate")
+    if not (np.isfinite(lr_s) and np.isfinite(lr_t) and lr_s > 0.0 and lr_t > 0.0):
+        return None
+    pair: tuple[dict[str, object], dict[str, object]] = (
+        {"learning_rate": lr_s},
+        {"learning_rate": lr_t},
+    )
+    for name, unknown in (("momentum", 0.0), ("k_ref", 0.0)):
+        s_val, t_val = number(source, name), number(target, name)
+        if np.isfinite(s_val) != np.isfinite(t_val):
+            return None
+        pair[0][name] = s_val if np.isfinite(s_val) else unknown
+        pair[1][name] = t_val if np.isfinite(t_val) else unknown
+    s_conv = str(source.get("momentum_convention") or "")
+    t_conv = str(target.get("momentum_convention") or "")
+    if bool(s_conv) != bool(t_conv) and (pair[0]["momentum"] or pair[1]["momentum"]):
+        return None
+    if s_conv and t_conv and s_conv != t_conv:
+        return None  # Adam-like (EMA) against SGD-like (heavy-ball): another preconditioner
+    pair[0]["momentum_convention"] = s_conv or t_conv or HEAVY_BALL
+    pair[1]["momentum_convention"] = t_conv or s_conv or HEAVY_BALL
+    if pair[0] == pair[1]:
+        return None
+    return pair
 
 
 def run_series(
@@ -838,11 +921,14 @@ def forecast_in_runset(
     n_draws: int = 1000,
     calibrate: bool = False,
     check_instability: bool = True,
+    retime: bool = True,
 ) -> xr.Dataset:
     """Forecast run ``run_id`` of a run set from its steps up to ``upto`` (``bayes-grpo forecast``).
 
     The prior is :func:`population_prior_for_run` (``posterior``, else the other runs when
-    ``use_runs``, else the weak default); the forecast covers steps ``0..horizon`` (default:
+    ``use_runs``, else the weak default; with ``retime``, the default, the other runs of the
+    same LLM are first carried to this run's learning rate, momentum and ``K_ref``); the
+    forecast covers steps ``0..horizon`` (default:
     the run's last logged step, or ``2 * upto`` when the run ends at ``upto``; a shorter run
     beside longer ones is not forecast to their end), at the
     steps of :func:`forecast_grid` (every step for a horizon under
@@ -927,6 +1013,7 @@ def forecast_in_runset(
             same_model_only=same_model_only,
             reward_bounds=reward_bounds,
             prior_kind=prior_kind,
+            retime=retime,
         )
 
     prior, note = prior_rule(run_id, runset)
@@ -1928,6 +2015,7 @@ __all__ = [
     "prior_from_posterior",
     "prior_from_runs",
     "population_prior_for_run",
+    "retime_settings",
     "required_band_scale",
     "scale_band",
     "u_from_coefficients",
