@@ -66,16 +66,3 @@ def test_re_timing_keeps_a_runs_own_damping_and_scales_by_the_learning_rate_with
     w0, zeta = retime_oscillator(0.3, 0.5, lagged, dict(lagged, learning_rate=1.0))
     assert np.isnan(w0) and np.isnan(zeta)
 
-
-def test_the_envelope_rate_is_the_decay_of_the_slowest_mode_in_every_regime():
-    from bayes_grpo.dynamics.coefficients import envelope_rate
-
-    w0, zeta = np.array([0.1, 0.1, 0.1, 0.1]), np.array([0.2, 1.0, 3.0, 50.0])
-    t = np.arange(0.0, 4000.0)
-    for w, z, rate in zip(w0, zeta, envelope_rate(w0, zeta)):
-        # the error from rest decays as exp(-rate t) at late times (up to the oscillation)
-        e = np.abs(reward_trajectory(t, 1.0, 2.0 * z * w, w * w, 0.0, 1.0))
-        late = (t > 2000) & (e > 1e-300)
-        fitted = -np.polyfit(t[late], np.log(np.maximum.accumulate(e[late][::-1])[::-1]), 1)[0]
-        assert fitted == pytest.approx(rate, rel=0.05)
-    assert envelope_rate(0.1, 50.0) == pytest.approx(0.01 / (2 * 50 * 0.1), rel=1e-3)  # K_eff / C

@@ -66,20 +66,6 @@ def stationary_variance(noise_d, group_size, damping, k_eff):
     return noise_d / (2.0 * group_size * damping * k_eff)
 
 
-def envelope_rate(w0, zeta):
-    """Rate (per optimizer step) at which the slowest mode of the error decays.
-
-    ``zeta w0`` when underdamped (the envelope of the oscillation), ``w0 (zeta - sqrt(zeta^2 - 1))``
-    when overdamped (the slow root; ``~ w0 / (2 zeta) = K_eff / C`` for heavy damping).
-    ``w0`` in radians per step, ``zeta`` dimensionless; NumPy, broadcast.
-    """
-    w0 = np.asarray(w0, dtype=float)
-    zeta = np.asarray(zeta, dtype=float)
-    with np.errstate(invalid="ignore"):
-        over = w0 * (zeta - np.sqrt(np.maximum(zeta * zeta - 1.0, 0.0)))
-    return np.where(zeta > 1.0, over, w0 * zeta)
-
-
 def retime_oscillator(w0, zeta, source, target):
     """``(w0, zeta)`` of an LLM's run carried from its own setting to another one of the same LLM.
 
@@ -128,6 +114,5 @@ __all__ = [
     "damping_ratio",
     "natural_frequency",
     "stationary_variance",
-    "envelope_rate",
     "retime_oscillator",
 ]

@@ -587,12 +587,14 @@ def prior_from_runs(
     fitted rise rate and damping to the setting of the run to be forecast
     (:func:`bayes_grpo.dynamics.coefficients.retime_oscillator`: same LLM, so the same
     curvature, the gain scaling with the effective step); an entry None, or a run the
-    target would make unstable, is taken as it is. The onset step moves with the slow time
-    scale (:func:`bayes_grpo.dynamics.coefficients.envelope_rate`): a run that rises twice as
-    fast takes off twice as early. The Laplace covariances are kept (the map is close to a
-    shift in ``(log w0, log zeta, log t0)``).
+    target would make unstable, is taken as it is. The onset step is kept: a dead time from
+    the lag (the bandit logs rollouts ``K_ref`` steps old) does not move with the learning
+    rate, a take-off does, and the run coordinates do not tell them apart (moving it with the
+    slow time scale was measured: better on the tiny TRL runs at a 10% prefix, worse on the
+    bandit). The Laplace covariances are kept (the map is close to a shift in
+    ``(log w0, log zeta)``).
     """
-    from bayes_grpo.dynamics.coefficients import envelope_rate, retime_oscillator
+    from bayes_grpo.dynamics.coefficients import retime_oscillator
 
     if retime is not None and len(retime) != len(runs):
         raise ValueError(f"retime must have one entry per run ({len(runs)}), got {len(retime)}")
@@ -610,9 +612,6 @@ def prior_from_runs(
             w0, zeta = retime_oscillator(np.exp(mode[2]), np.exp(mode[3]), *settings)
             if np.isfinite(w0) and np.isfinite(zeta) and w0 > 0.0 and zeta > 0.0:
                 mode = mode.copy()  # the cached mode is shared
-                if mode.size > 5:  # the onset keeps its place on the run's own time scale
-                    before = envelope_rate(np.exp(mode[2]), np.exp(mode[3]))
-                    mode[5] += float(np.log(before / envelope_rate(w0, zeta)))
                 mode[2], mode[3] = np.log(w0), np.log(zeta)
                 n_retimed += 1
         modes.append(mode)
