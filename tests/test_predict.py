@@ -521,6 +521,8 @@ def test_cli_predict_and_forecast_from_a_fitted_posterior(tmp_path, capsys):
     assert out["prob_unstable_closed_form"] == 0.0  # a L = 0.06 < 1 - mu = 0.5
     assert set(out["regime_probability"]) == {"overdamped", "critical", "underdamped", "unstable"}
     assert 0.6 < out["final_mean_reward"] < 1.0
+    # runs of no known source are training logs: step s logs the policy before its update
+    assert out["observation_lag"] == 1.0 and "training logs" in out["observation_lag_reason"]
     from bayes_grpo.runset import save_runset
 
     runs = save_runset(ds, tmp_path / "runs.nc")
@@ -542,6 +544,39 @@ def test_cli_predict_and_forecast_from_a_fitted_posterior(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["prior"].startswith("posterior")
+
+
+def test_the_logged_reward_trails_the_policy_as_the_runs_source_logs_it():
+    # predict read every fitted run's reward K_ref steps behind its policy, the bandit's
+    # convention: an SDE simulation (the current policy's reward) or a TRL log (step s: the
+    # rollouts of the policy before update s; K_ref 8 logs only the generating steps) was
+    # predicted K_ref - 1 steps late
+    import pandas as pd
+
+    from bayes_grpo.predict.predict import default_observation_lag, observation_lag_of
+    from bayes_grpo.runset import make_runset
+
+    assert observation_lag_of("bandit", 6.0) == 6.0
+    assert observation_lag_of("simulate:sde", 6.0) == 0.0
+    assert observation_lag_of("trainer_state:/runs/a/trainer_state.json", 6.0) == 1.0
+    steps = np.arange(5)
+    curve = pd.DataFrame({"reward": np.linspace(0.2, 0.5, 5)}, index=steps)
+    meta = {
+        "b0": {"model": "bandit-llm", "source": "bandit"},
+        "b1": {"model": "bandit-llm", "source": "bandit"},
+        "t0": {"model": "qwen", "source": "trainer_state:/runs/t0/trainer_state.json"},
+        "t1": {"model": "qwen", "source": "tensorboard:/runs/t1"},
+        "s0": {"model": "qwen", "source": "simulate:sde"},
+    }
+    runs = make_runset({r: curve for r in meta}, meta)
+    lag, why = default_observation_lag(runs, model="bandit-llm", k_ref=6.0)
+    assert lag == 6.0 and "bandit" in why
+    lag, why = default_observation_lag(runs, model="qwen", k_ref=6.0)
+    assert lag == 1.0 and "training logs" in why and "mix" in why
+    lag, why = default_observation_lag(runs.sel(run=["s0"]), model=None, k_ref=6.0)
+    assert lag == 0.0 and "simulated" in why
+    lag, why = default_observation_lag(None, model=None, k_ref=6.0)
+    assert lag == 6.0 and "unknown" in why
 
 
 def test_prediction_result_names_the_setting_the_law_and_the_band_terms():

@@ -94,8 +94,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=finite_float,
         default=None,
         help=(
-            "steps by which the logged reward trails the policy under the recursion (default K_ref: "
-            "the reward logged is that of rollouts from the policy K_ref steps old)"
+            "steps by which the logged reward trails the policy under the recursion (default: read "
+            "from the fitted runs: K_ref for bandit runs, which log the reward of rollouts from the "
+            "policy K_ref steps old; 1 for training logs such as TRL's, whose step s logs the rollouts "
+            "of the policy before that step's update; 0 for SDE simulations)"
         ),
     )
     p.add_argument(
@@ -244,6 +246,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         "upto_step",
         "law",
         "law_reason",
+        "observation_lag",
+        "observation_lag_reason",
         "discrepancy_sd_max",
         "warnings",
     ):

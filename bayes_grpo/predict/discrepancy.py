@@ -270,7 +270,8 @@ def training_predictor_trajectories(
     ``M_eff, C_eff, K_eff``); the plateau and initial reward are the *LLM-level* ones
     (``plateau``, ``initial_reward_model``), as for a new run, not the run's own fitted
     offsets. The trajectory follows ``law`` ("recursion": the lagged recursion with the
-    logged reward ``K_ref`` behind, as in
+    logged reward as far behind as the run's source logs it,
+    :func:`bayes_grpo.predict.predict.observation_lag_of`, as in
     :func:`bayes_grpo.predict.predict.recursion_trajectories`; "continuous": the closed
     form); the recursion falls back to the closed form when it is not defined for every run
     (non-integer ``K_ref`` or steps, unknown momentum).
@@ -284,7 +285,7 @@ def training_predictor_trajectories(
     from bayes_grpo.dynamics.stability import is_whole
     from bayes_grpo.dynamics.trajectory import reward_trajectory
     from bayes_grpo.model.prepare import follows_schedule, update_multipliers
-    from bayes_grpo.predict.predict import recursion_trajectories
+    from bayes_grpo.predict.predict import observation_lag_of, recursion_trajectories
 
     post = fitted.idata.posterior
     runset = fitted.runset
@@ -319,7 +320,10 @@ def training_predictor_trajectories(
         a = flat("a", "run")
         for i in range(len(run_ids)):
             rates = update_multipliers(runset, run_ids[i], int(steps.max())) if follow and steps.max() > 0 else None
-            traj = recursion_trajectories(a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], lr_multipliers=rates)
+            seen = observation_lag_of(str(runset["source"].sel(run=run_ids[i]).values), lag[i])
+            traj = recursion_trajectories(
+                a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], observation_lag=seen, lr_multipliers=rates
+            )
             out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
     else:
         m, c, k = (flat(v, "run") for v in ("M_eff", "C_eff", "K_eff"))
