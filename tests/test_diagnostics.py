@@ -729,3 +729,16 @@ def test_a_clipping_episode_is_dated_at_its_first_clipped_step():
     sig = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "sustained clipping")
     assert sig["detected"] and sig["onset_step"] == 90
     assert sig["value"] == pytest.approx(0.4 * 13 / 37, abs=0.4 / 37)
+
+
+def test_a_log_whose_step_counter_starts_late_is_diagnosed_as_from_its_first_step():
+    # the laws start training at step 0: fitted at the raw steps of a log from step 5000 on
+    # (a resumed run, a global step counter), the oscillator read a zeta of 0.01 with an
+    # open interval and a clear oscillation (zeta 0.15) was "not detected"
+    ds = simulated_case("instability_oscillation", seed=0)
+    (base,) = diagnose(ds, config=FAST, modes=["instability"])
+    (late,) = diagnose(ds.assign_coords(step=ds["step"] + 5000), config=FAST, modes=["instability"])
+    assert base.passed is False and late.passed is False, late.summary
+    zeta = [r.values["strength"]["value"] for r in (base, late)]
+    assert zeta[1] == pytest.approx(zeta[0], rel=0.05)
+    assert late.values["onset_step"] == pytest.approx(base.values["onset_step"] + 5000, abs=2)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_grpo.dynamics.trajectory import reward_trajectory, single_exponential
+from bayes_grpo.dynamics.trajectory import reward_trajectory, single_exponential, starts_late
 
 _FIT_ERRORS = (
     RuntimeError,
@@ -85,6 +85,20 @@ def laplace_sd(
     return sd
 
 
+def law_time(steps: np.ndarray) -> np.ndarray:
+    """The laws' time at the logged ``steps`` (increasing): the steps themselves, or, for a log
+    that starts late (``dynamics.trajectory.starts_late``: a resumed run, a step counter that
+    did not start at 0), the steps since its first one.
+
+    The laws start training (``R0``, zero velocity) at time 0; fitted at the raw steps of a
+    log from step 1000 on they would have to draw 1000 steps nobody logged, and the fits
+    fail or read nothing (a reward oscillation was missed at any such offset). Only the
+    time origin moves: fitted curves are still given at the logged steps.
+    """
+    t = np.asarray(steps, dtype=float)
+    return t - t[0] if starts_late(t) else t
+
+
 def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
     """Single-exponential fit ``R(t) = p* - (p* - R0) exp(-t / tau)`` of a series.
 
@@ -97,7 +111,7 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     """
     from bayes_grpo.dynamics import lsq
 
-    t = np.asarray(steps, dtype=float)
+    t = law_time(steps)
     y = np.asarray(values, dtype=float)
     try:
         res = lsq.fit_single_exponential(t, y)
@@ -139,7 +153,7 @@ def fit_oscillator(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
     """
     from bayes_grpo.dynamics import lsq
 
-    t = np.asarray(steps, dtype=float)
+    t = law_time(steps)
     y = np.asarray(values, dtype=float)
     try:
         res = lsq.fit_oscillator(t, y)
@@ -230,7 +244,7 @@ def state_space_damping_test(
         return None
     order = np.argsort(t, kind="stable")
     t, y = t[order], y[order]
-    t = t - min(float(t[0]), 0.0)
+    t = law_time(t - min(float(t[0]), 0.0))
     span = float(t[-1]) if t[-1] > 0 else 1.0
     gaps = np.diff(t)
     gaps = gaps[gaps > 0]

@@ -237,6 +237,22 @@ def scheduled_reward_trajectory(times, multipliers, mass, damping, k_eff, platea
     return col(plateau) + e
 
 
+#: A log whose first reward comes after this share of its last logged step (and after its first
+#: logging interval) starts late: the law's start of training (``R0``, zero velocity) at step 0
+#: lies before everything it logged.
+LATE_START_FRACTION: float = 0.1
+
+
+def starts_late(steps) -> bool:
+    """Whether a log's steps (increasing, finite) start late (:data:`LATE_START_FRACTION`):
+    a resumed run, or a step counter that did not start at 0."""
+    t = np.asarray(steps, dtype=float)
+    if t.size == 0:
+        return False
+    spacing = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+    return bool(t[0] > LATE_START_FRACTION * t[-1] and t[0] > spacing)
+
+
 def single_exponential(t, plateau, initial_reward, time_constant):
     """Overdamped limit ``M -> 0``: ``R(t) = p* - (p* - R0) exp(-t / tau)``, ``tau = C/K_eff``."""
     ops = ops_for(t, plateau, initial_reward, time_constant)
@@ -264,4 +280,6 @@ __all__ = [
     "single_exponential",
     "logistic",
     "SERIES_THRESHOLD",
+    "LATE_START_FRACTION",
+    "starts_late",
 ]

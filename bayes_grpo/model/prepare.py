@@ -16,6 +16,7 @@ import xarray as xr
 
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import effective_step
+from bayes_grpo.dynamics.trajectory import starts_late
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
@@ -27,9 +28,6 @@ MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_co
 UNKNOWN_MODEL: str = "unknown-model"
 #: Fraction of a run averaged for the early / late reward guesses that centre the priors.
 EDGE_FRACTION: float = 0.1
-#: A run whose first reward comes after this share of its last logged step starts late
-#: (a note; the law puts the start of training at step 0).
-LATE_START_FRACTION: float = 0.1
 
 
 @dataclass
@@ -303,8 +301,7 @@ def shape_notes(run_ids: list[str], steps: np.ndarray, reward: np.ndarray) -> li
     for run_id, row in zip(run_ids, reward):
         finite = np.isfinite(row)
         t, y = steps[finite], row[finite]
-        spacing = float(np.median(np.diff(t))) if t.size > 1 else 0.0
-        if t[0] > LATE_START_FRACTION * t[-1] and t[0] > spacing:
+        if starts_late(t):
             late.append(f"{run_id} (from step {t[0]:.15g} to {t[-1]:.15g})")
         if constant_reward(y):
             flat.append(f"{run_id} ({y[0]:g} at all {y.size} logged steps)")
