@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import warnings
@@ -211,6 +212,36 @@ def test_unknown_config_names_raise():
     with pytest.raises(ValueError, match="SECTION.FIELD=VALUE"):
         DiagnosticsConfig.from_assignments(["flag_fraction=0.5"])
     assert json.dumps(DiagnosticsConfig().to_dict())
+
+
+@pytest.mark.parametrize(
+    "assignment, message",
+    [
+        # no replicate: diagnose died on an IndexError inside advantage_degeneracy
+        ("common.n_boot=0", r"common.n_boot must lie in \[1, inf\); got 0"),
+        # numpy's "Quantiles must be in the range [0, 1]", naming no setting
+        ("common.interval_prob=2", r"common.interval_prob must lie in \(0, 1\)"),
+        ("common.interval_prob=NaN", r"common.interval_prob must lie in \(0, 1\); got nan"),
+        # int(1.5): the bootstrap ran with seed 1, as if asked for it
+        ("common.seed=1.5", r"common.seed: expected an integer, got 1.5"),
+        ("common.min_points=0", r"common.min_points must lie in \[1, inf\)"),
+        ("common.smooth_fraction=0", r"common.smooth_fraction must lie in \(0, 1\]"),
+        ("instability.growth_factor=0.5", r"instability.growth_factor must lie in \(1, inf\)"),
+        ("degeneracy.std_ddof=2", r"degeneracy.std_ddof must lie in \[0, 1\]"),
+    ],
+)
+def test_a_setting_that_means_nothing_is_refused_naming_it(assignment, message):
+    with pytest.raises(ValueError, match=message):
+        DiagnosticsConfig.from_assignments([assignment])
+
+
+def test_a_config_built_in_python_is_checked_too():
+    from bayes_grpo.diagnostics.config import CommonConfig
+
+    with pytest.raises(ValueError, match="common.n_boot must lie in"):
+        CommonConfig(n_boot=0)
+    with pytest.raises(ValueError, match="common.interval_prob must lie in"):
+        dataclasses.replace(FAST.common, interval_prob=1.0)
 
 
 def test_unknown_run_and_mode_raise():

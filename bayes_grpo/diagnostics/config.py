@@ -44,6 +44,70 @@ IMPORTANCE_RATIO_NAMES: tuple[str, ...] = (
 CLIP_RATIO_NAMES: tuple[str, ...] = ("clip_ratio", "clip_ratio_region_mean", "clip_fraction")
 
 
+#: Allowed values of the numeric settings, ``{section: {field: (low, high, low_open,
+#: high_open)}}`` (an integer field is also refused when not integral): a setting outside its
+#: range means nothing (a probability of 2, no bootstrap replicate, a window of no points) and
+#: is refused naming it, before any run is read.
+RANGES: dict[str, dict[str, tuple[float, float, bool, bool]]] = {
+    "common": {
+        "min_points": (1, float("inf"), False, True),
+        "smooth_fraction": (0.0, 1.0, True, False),
+        "n_boot": (1, float("inf"), False, True),
+        "block_fraction": (0.0, 1.0, True, False),
+        "interval_prob": (0.0, 1.0, True, True),
+        "sustain_fraction": (0.0, 1.0, True, False),
+        "seed": (0, float("inf"), False, True),
+    },
+    "hacking": {
+        "eval_saturation_level": (0.0, 1.0, True, False),
+        "min_window_fraction": (0.0, 1.0, True, True),
+        "decoupling_threshold": (-float("inf"), float("inf"), True, True),
+        "min_train_gain": (-float("inf"), float("inf"), True, True),
+        "min_eval_points": (2, float("inf"), False, True),
+    },
+    "degeneracy": {
+        "flag_fraction": (0.0, 1.0, False, True),
+        "late_fraction": (0.0, 1.0, True, False),
+        "min_duration_fraction": (0.0, 1.0, True, False),
+        "std_ddof": (0, 1, False, False),
+    },
+    "concentration": {
+        "drop_fraction": (0.0, 1.0, True, True),
+        "progress_threshold": (0.0, 1.0, True, False),
+        "collapse_fraction": (0.0, 1.0, True, True),
+        "start_fraction": (0.0, 1.0, True, True),
+    },
+    "instability": {
+        "edge_fraction": (0.0, 0.5, True, False),
+        "growth_factor": (1.0, float("inf"), True, True),
+        "clip_min_level": (0.0, 1.0, True, False),
+        "zeta_threshold": (0.0, float("inf"), True, True),
+        "min_overshoot": (0.0, 1.0, False, True),
+        "prob_threshold": (0.0, 1.0, True, False),
+        "min_bic_gain": (-float("inf"), float("inf"), True, True),
+        "min_amplitude_noise": (0.0, float("inf"), False, True),
+        "min_period_points": (0.0, float("inf"), False, True),
+        "max_zeta_interval_ratio": (1.0, float("inf"), True, True),
+    },
+}
+
+
+def _check_ranges(config: Any, section: str) -> None:
+    """Refuse a setting of ``config`` (one section) outside :data:`RANGES`, naming it."""
+    for name, (low, high, low_open, high_open) in RANGES[section].items():
+        value = getattr(config, name)
+        where = f"diagnostics setting {section}.{name}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{where}: expected a number, got {value!r}")
+        if isinstance(getattr(type(config), name, None), int) and value != int(value):
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        below = value <= low if low_open else value < low
+        above = value >= high if high_open else value > high
+        if value != value or below or above:  # NaN, or outside
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise ValueError(f"{where} must lie in {interval}; got {value!r}")
+
+
 @dataclass(frozen=True)
 class CommonConfig:
     """Settings shared by all modes.
@@ -83,6 +147,9 @@ class CommonConfig:
     seed: int = 0
     figures: bool = True
 
+    def __post_init__(self) -> None:
+        _check_ranges(self, "common")
+
 
 @dataclass(frozen=True)
 class HackingConfig:
@@ -120,6 +187,9 @@ class HackingConfig:
     min_train_gain: float = 0.1
     min_eval_points: int = 4
 
+    def __post_init__(self) -> None:
+        _check_ranges(self, "hacking")
+
 
 @dataclass(frozen=True)
 class DegeneracyConfig:
@@ -156,6 +226,9 @@ class DegeneracyConfig:
     reward_range: tuple[float, float] | None = None
     std_ddof: int = 1
 
+    def __post_init__(self) -> None:
+        _check_ranges(self, "degeneracy")
+
 
 @dataclass(frozen=True)
 class ConcentrationConfig:
@@ -188,6 +261,9 @@ class ConcentrationConfig:
     progress_threshold: float = 0.5
     collapse_fraction: float = 0.1
     start_fraction: float = 0.05
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, "concentration")
 
 
 @dataclass(frozen=True)
@@ -258,6 +334,9 @@ class InstabilityConfig:
     fit_oscillation: bool = True
     max_zeta_interval_ratio: float = 1e4
     process_noise_check: bool = True
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, "instability")
 
 
 @dataclass(frozen=True)
@@ -346,10 +425,14 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
             value = [v for v in value.split(",") if v]
         return tuple(value)
     if isinstance(default, int):
+        # int(1.5) would be 1: a seed or a count given as a fraction is refused, not truncated
         try:
-            return int(value)
-        except (TypeError, ValueError):
+            number = float(value)
+            if number != int(number):
+                raise ValueError
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{name}: expected an integer, got {value!r}") from None
+        return int(number)
     if isinstance(default, float):
         try:
             return float(value)
