@@ -773,3 +773,20 @@ def test_a_log_whose_step_counter_starts_late_is_diagnosed_as_from_its_first_ste
     zeta = [r.values["strength"]["value"] for r in (base, late)]
     assert zeta[1] == pytest.approx(zeta[0], rel=0.05)
     assert late.values["onset_step"] == pytest.approx(base.values["onset_step"] + 5000, abs=2)
+
+
+def test_a_lone_burst_before_a_clipping_episode_does_not_date_it():
+    # clipping from step 220 on; before it, a healthy run with two lone bursts (steps 150 and
+    # 175). The first window (75 steps) whose mean reaches 5% starts before the episode, and
+    # its first step at the level was the burst at 175: "from step 175", 45 steps early
+    steps = np.arange(300)
+    rng = np.random.default_rng(2)
+    reward = 0.5 + 0.3 * (1 - np.exp(-steps / 20.0)) + 0.02 * rng.standard_normal(300)
+    clip = np.abs(0.005 * rng.standard_normal(300))
+    clip[[150, 175]] = 0.08
+    clip[220:] = 0.15 + 0.02 * rng.standard_normal(80)
+    frame = pd.DataFrame({"reward": reward, "clip_ratio": clip}, index=pd.Index(steps, name="step"))
+    res = instability(frame, run_id="late_episode", config=FAST.instability, common=FAST.common)
+    sig = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "sustained clipping")
+    assert sig["detected"] and sig["onset_step"] == 220
+    assert res.values["onset_step"] == 220, res.summary

@@ -19,7 +19,9 @@ Signals, each assessed on its own and listed in the result's table:
   Clipping is bursty and starts at 0, so a level, not a growth factor, is the statistic;
   an episode of heavy clipping is what a step too large for the lag produces (the clip
   then bounds the linear instability, so the reward itself may not diverge). Onset: the
-  first step whose windowed mean reaches the level.
+  first step at the level in the first window whose mean reaches it, and from which the
+  clip ratio's moving median is at the level too when it gets there in that window (a lone
+  burst before the episode does not date it).
 - **oscillation** of the reward: the damped-oscillator law fitted to the reward
   (``bayes_grpo.dynamics.lsq.fit_oscillator``, or the posterior's ``zeta`` draws) has a
   damping ratio below ``zeta_threshold`` with confidence (upper bound of the Gauss-Newton
@@ -184,10 +186,15 @@ def _growth_signal(
             cfg.clip_min_level,
         )
         # onset: the first clipped step of the first window whose mean reaches the level
-        # (such a window holds at least one step at or above it)
+        # (such a window holds at least one step at or above it). That window reaches back up
+        # to its width before the episode, where a lone burst of a healthy stretch is also at
+        # the level: where the clipping holds at the level (its moving median reaches it) in
+        # the window, the onset is its first step there
         first = int(np.flatnonzero(rolled >= cfg.clip_min_level)[0]) if detected else 0
+        at_level = s.values[first : first + w] >= cfg.clip_min_level
+        held = at_level & (smoothed[first : first + w] >= cfg.clip_min_level)
         condition = np.zeros(s.values.size, dtype=bool)
-        condition[first : first + w] = s.values[first : first + w] >= cfg.clip_min_level
+        condition[first : first + w] = held if held.any() else at_level
     else:
         value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
         boot = bootstrap(
