@@ -21,6 +21,7 @@ from bayes_grpo.diagnostics import (
     diagnosis_table,
     instability,
     relative_overshoot,
+    reward_hacking,
     run_table,
     verdict_matrix,
     zero_spread_from_std,
@@ -790,3 +791,30 @@ def test_a_lone_burst_before_a_clipping_episode_does_not_date_it():
     sig = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "sustained clipping")
     assert sig["detected"] and sig["onset_step"] == 220
     assert res.values["onset_step"] == 220, res.summary
+
+
+def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_reads_it():
+    # verl logs its validation reward as val-core/<data>/reward/mean@1 (run set:
+    # eval_openai_gsm8k_reward_mean_1); the result said "no evaluation reward", naming only
+    # the names it looked for, while the run had one
+    steps = np.arange(1, 301)
+    rng = np.random.default_rng(0)
+    rise = 1 - np.exp(-steps / 40.0)
+    val = np.where(steps % 10 == 0, 0.15 + 0.4 * rise, np.nan)
+    frame = pd.DataFrame(
+        {
+            "reward": 0.2 + 0.5 * rise + 0.03 * rng.standard_normal(300),
+            "eval_openai_gsm8k_reward_mean_1": val,
+            "eval_loss": np.where(steps % 100 == 0, 1.0, np.nan),  # 3 points: not named
+        },
+        index=pd.Index(steps, name="step"),
+    )
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert res.passed is None
+    assert "the run logs ['eval_openai_gsm8k_reward_mean_1']" in res.summary, res.summary
+    assert "--set hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1" in res.summary
+    named = DiagnosticsConfig.from_assignments(
+        ["hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1", "common.figures=false"]
+    )
+    res = reward_hacking(frame, run_id="verl", config=named.hacking, common=named.common)
+    assert res.passed is True, res.summary

@@ -117,10 +117,27 @@ def reward_hacking(
     common = common or CommonConfig()
     ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
     if ev is None:
+        # an evaluation reward under another name (verl's val-core/<data>/reward/mean@1 is
+        # eval_<data>_reward_mean_1) is named, with the setting that reads it
+        others = [
+            str(c)
+            for c in frame.columns
+            if str(c).startswith("eval_")
+            and c not in config.eval_metrics
+            and int(np.isfinite(frame[c].to_numpy(dtype=float)).sum()) >= config.min_eval_points + 2
+        ]
+        hint = (
+            f"; the run logs {others}: if one is its evaluation reward, name it with "
+            f"--set hacking.eval_metrics={others[0]} (Python: DiagnosticsConfig.from_mapping("
+            f"{{'hacking': {{'eval_metrics': ['{others[0]}']}}}}))"
+            if others
+            else ""
+        )
         return not_assessable(
             MODE,
             run_id,
-            f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points",
+            f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points"
+            + hint,
         )
     train = (
         finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
