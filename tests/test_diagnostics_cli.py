@@ -80,6 +80,20 @@ def test_cli_table_one_run_and_figures(runset_path, tmp_path, capsys):
     assert (figs / "advantage_degeneracy__advantage_degeneracy.png").stat().st_size > 1000
 
 
+def test_a_run_and_mode_named_twice_are_diagnosed_once(runset_path, tmp_path, capsys):
+    # --run a --run a gave every row twice, and with --figures stopped on "given as both
+    # --figures and --figures; choose two paths", a path the user never gave twice
+    figs = tmp_path / "figs"
+    args = ["diagnose", str(runset_path), "--json", "--set", "common.n_boot=10"]
+    args += ["--run", "advantage_degeneracy"] * 2 + ["--mode", "advantage_degeneracy"] * 2
+    assert main([*args, "--figures", str(figs)]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["values"]["run"], r["name"]) for r in out["results"]] == [
+        ("advantage_degeneracy", "advantage_degeneracy")
+    ]
+    assert (figs / "advantage_degeneracy__advantage_degeneracy.png").is_file()
+
+
 def test_cli_bad_input_gives_clean_error(runset_path, tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
     assert "no such run-set file" in capsys.readouterr().err

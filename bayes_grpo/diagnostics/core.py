@@ -92,14 +92,15 @@ def diagnose(
 
     validate_runset(runset)
     config = config or DiagnosticsConfig()
-    modes = tuple(modes or MODES)
+    # a run or mode named twice (--run a --run a) is assessed once: one result per (run, mode)
+    modes = tuple(dict.fromkeys(modes or MODES))
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown diagnostic modes {sorted(unknown)}; known: {list(MODES)}")
     run_ids = (
         [str(r) for r in runset[RUN_DIM].values]
         if run is None
-        else ([run] if isinstance(run, str) else list(run))
+        else list(dict.fromkeys([run] if isinstance(run, str) else [str(r) for r in run]))
     )
     post = load_posterior(posterior)
     for run_id in run_ids:
