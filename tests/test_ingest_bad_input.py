@@ -93,6 +93,26 @@ def test_nan_and_inf_are_kept_as_nan_and_counted(tmp_path):
     assert not any("non-numeric" in w for w in runset_warnings(ds)["r"])  # NaN is a number
 
 
+def test_an_infinite_side_quantity_is_kept_as_nan_with_a_warning_saying_where(tmp_path):
+    # HF's Trainer writes an overflowed grad norm as Infinity in trainer_state.json; ingest made
+    # it NaN ("not logged") without a word, and the instability diagnostic then read a run whose
+    # grad norm overflowed from step 20 on as one whose grad norm was not logged there
+    history = [
+        {"step": s, "reward": 0.1 * s, "grad_norm": float("inf") if s >= 20 else 0.3}
+        for s in range(1, 31)
+    ]
+    path = tmp_path / "run" / "trainer_state.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"global_step": 30, "log_history": history}))  # Infinity
+    ds = load_runs([path.parent])
+    (run,) = [str(r) for r in ds.run.values]
+    assert np.isnan(ds.grad_norm.sel(run=run, step=[20, 30])).all()
+    assert any(
+        "grad_norm: 11 infinite value(s) (first at step 20) kept as NaN" in w
+        for w in runset_warnings(ds).get(run, [])
+    ), runset_warnings(ds)
+
+
 def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted(tmp_path):
     first = [(s, 0.1, 0.0) for s in range(0, 8)]
     resumed = [(s, 0.9, 0.0) for s in range(5, 15)]  # restarted from the step-5 checkpoint

@@ -318,6 +318,15 @@ def _normalise_run(
     frame = frame[[REWARD_VAR, *[c for c in frame.columns if c != REWARD_VAR]]]
     reward_raw = recs.loc[recs["metric"] == mapping.reward_source, "num"]
     n_nonfinite = int((~np.isfinite(reward_raw)).sum())
+    # an infinite side quantity (a grad norm that overflowed) is a logged value, not a missing
+    # one: the run set keeps NaN, and the run's warnings say where (the reward's are below)
+    for column in frame.columns:
+        infinite = np.isinf(frame[column].to_numpy(dtype=float))
+        if column != REWARD_VAR and infinite.any():
+            warn.append(
+                f"{column}: {int(infinite.sum())} infinite value(s) (first at step "
+                f"{int(frame.index[infinite][0])}) kept as NaN"
+            )
     frame = frame.replace([np.inf, -np.inf], np.nan)
     n_finite = int(frame[REWARD_VAR].notna().sum())
     if n_finite < min_points:
