@@ -109,6 +109,21 @@ def test_a_derived_zero_spread_share_says_which_reward_range_it_assumed():
     assert "assumed" not in res.summary
 
 
+def test_a_run_whose_rewards_leave_the_configured_reward_range_is_not_read_on_it():
+    # reward_range is one setting for every run of a run set; a healthy run logged on 0-100
+    # (the healthy case's reward and reward_std times 100, share not logged) was read on
+    # (0, 1): every success probability clipped to 1, share 1.00 "detected from step 0"
+    ds = simulated_case("healthy", seed=0).drop_vars("frac_reward_zero_std")
+    ds = ds.assign(reward=ds["reward"] * 100, reward_std=ds["reward_std"] * 100)
+    given = DiagnosticsConfig.from_mapping(FAST.to_dict() | {"degeneracy": {"reward_range": [0, 1]}})
+    (res,) = diagnose(ds, config=given, modes=["advantage_degeneracy"])
+    assert res.passed is None, res.summary
+    assert "leave degeneracy.reward_range (0, 1)" in res.summary
+    given = DiagnosticsConfig.from_mapping(FAST.to_dict() | {"degeneracy": {"reward_range": [0, 100]}})
+    (res,) = diagnose(ds, config=given, modes=["advantage_degeneracy"])
+    assert res.passed is True, res.summary
+
+
 def test_advantage_degeneracy_needs_group_size_to_derive_share():
     ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
     (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])

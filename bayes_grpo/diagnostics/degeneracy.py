@@ -93,15 +93,20 @@ def zero_spread_from_std(
 
 
 def reward_range_for(reward: np.ndarray, config: DegeneracyConfig) -> tuple[float, float] | None:
-    """The binary reward's ``(low, high)``: the configured one, else (0, 1) if all rewards lie in it."""
+    """The binary reward's ``(low, high)``: the configured one, else (0, 1) if all rewards lie in it;
+    None when there is none, or when the run's rewards leave the configured one (one setting for
+    every run of a run set: a run on another scale has no success probability in it)."""
+    finite = reward[np.isfinite(reward)]
     if config.reward_range is not None:
         low, high = map(float, config.reward_range)
         if not high > low:
             raise ValueError(
                 f"degeneracy.reward_range must have high > low, got {config.reward_range}"
             )
+        slack = 1e-9 * (high - low)
+        if finite.size and (finite.min() < low - slack or finite.max() > high + slack):
+            return None
         return low, high
-    finite = reward[np.isfinite(reward)]
     if finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
         return 0.0, 1.0
     return None
@@ -157,7 +162,13 @@ def advantage_degeneracy(
             )
         if G is None or (G is not None and G - config.std_ddof <= 0):
             missing.append("group size G unknown (needed to derive the share from reward_std)")
-        if rng_range is None:
+        if rng_range is None and config.reward_range is not None:
+            finite = reward_all[np.isfinite(reward_all)]
+            missing.append(
+                f"rewards from {finite.min():g} to {finite.max():g} leave degeneracy.reward_range "
+                f"{tuple(config.reward_range)}: not a binary reward on that range"
+            )
+        elif rng_range is None:
             missing.append("reward not binary in a known range (set degeneracy.reward_range)")
         if missing:
             return not_assessable(MODE, run_id, "; ".join(missing))
