@@ -661,6 +661,20 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
 
 
 
+def test_a_hyperparameter_the_run_does_not_log_takes_the_fits_default_for_it():
+    # fit --default learning_rate=... fitted the runs that log no learning rate at that
+    # value; diagnose --posterior on the same run set asked the fit about those runs with no
+    # learning rate, got "needs ['learning_rate']" and fell back to the least-squares fit for
+    # every run (the report's diagnostics alike), said only in the JSON's "posterior" field
+    fake = _FakeFit(-0.4, -0.2, 0.85)
+    fake.model_config = {"hyperparameter_defaults": {"learning_rate": 0.05, "k_ref": None}}
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
+    (res,) = diagnose(simulated_case("healthy"), config=cfg, posterior=fake, modes=["instability"])
+    assert fake.calls[0]["learning_rate"] == pytest.approx(0.05)
+    assert "learning_rate 0.05: the fit's default" in res.values["posterior"], res.values["posterior"]
+    assert any(s["source"] == "posterior" for s in res.values["evidence"]["signals"])
+
+
 def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     # a fit of another run set (other run ids, another LLM, or the same ids with other
     # rewards) was applied without a word: its draws are a prediction, not a fit of the run

@@ -105,14 +105,31 @@ def run_draws(
             {k: v for k, v in posterior[run_id].items() if k in POSTERIOR_VARS}
         ), "given draws"
 
+    # a hyperparameter the run does not log takes the fit's own default for such runs (fit
+    # --default k_ref=1): the setting the fit gave it, if it was one of the fitted runs
+    fit_defaults = dict(
+        (getattr(posterior, "model_config", None) or {}).get("hyperparameter_defaults") or {}
+    )
+    from_fit: list[str] = []
+
     def known(name: str) -> float | None:
         value = float(coords.get(name, np.nan))
-        return value if np.isfinite(value) else None
+        if np.isfinite(value):
+            return value
+        default = fit_defaults.get(name)
+        if default is not None and np.isfinite(float(default)):
+            from_fit.append(f"{name} {float(default):g}")
+            return float(default)
+        return None
 
+    convention = str(coords.get("momentum_convention") or "") or None
+    if convention is None and fit_defaults.get("momentum_convention"):
+        convention = str(fit_defaults["momentum_convention"])
+        from_fit.append(f"momentum_convention {convention}")
     kwargs = {
         "learning_rate": known("learning_rate"),
         "momentum": known("momentum"),
-        "momentum_convention": str(coords.get("momentum_convention") or "") or None,
+        "momentum_convention": convention,
         "k_ref": known("k_ref"),
         "group_size": known("group_size"),
         "model": str(coords.get("model") or "") or None,
@@ -123,7 +140,10 @@ def run_draws(
     except ValueError as exc:  # e.g. the mechanistic form needs hyperparameters this run lacks
         return None, f"posterior not evaluated for run {run_id!r}: {exc}"
     out = _finite_draws({k: draws[k].values for k in POSTERIOR_VARS if k in draws})
-    return out, "posterior coefficient draws at the run's hyperparameters"
+    note = "posterior coefficient draws at the run's hyperparameters"
+    if from_fit:
+        note += f" ({', '.join(from_fit)}: the fit's default for runs that do not log it)"
+    return out, note
 
 
 def _finite_draws(draws: Mapping[str, Any]) -> dict[str, np.ndarray]:
