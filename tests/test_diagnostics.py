@@ -654,8 +654,12 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
     )
     assert call["momentum_convention"] == "heavy_ball"
     assert res.passed is False and "at the run's hyperparameters" in res.values["posterior"]
-    # a run without the hyperparameters the model needs falls back to the least-squares fit, and says so
-    (res2,) = diagnose(simulated_case("healthy"), config=cfg, posterior=fake, modes=["instability"])
+    # a run without the hyperparameters the model needs falls back to the least-squares fit, and
+    # says so: in the result, and in a warning (it was only in the result's values)
+    with pytest.warns(UserWarning, match=r"gave no draws for runs \['healthy'\] \(posterior not"):
+        (res2,) = diagnose(
+            simulated_case("healthy"), config=cfg, posterior=fake, modes=["instability"]
+        )
     assert "posterior not evaluated" in res2.values["posterior"]
     assert any(s["source"] == "Gauss-Newton" for s in res2.values["evidence"]["signals"])
 

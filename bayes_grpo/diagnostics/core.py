@@ -118,12 +118,15 @@ def diagnose(
             stacklevel=2,
         )
     results: list[CheckResult] = []
+    undrawn: dict[str, str] = {}
     for run_id in run_ids:
         frame = run_table(runset, run_id)
         coords = run_coords(runset, run_id)
         draws, draws_note = (
             run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
         )
+        if post is not None and not draws:
+            undrawn[run_id] = draws_note
         if run_id in stray and draws is not None:
             draws_note += f" (the fit's prediction: {stray[run_id]})"
         plateau_draws = None if not draws else draws.get("plateau")
@@ -162,6 +165,16 @@ def diagnose(
             if post is not None:
                 res.values["posterior"] = draws_note
             results.append(res)
+    if undrawn:
+        # asked for, not used: said where every result is read, not only in each one's values
+        where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
+        warnings.warn(
+            f"{where} gave no draws for runs {list(undrawn)} ("
+            + "; ".join(undrawn.values())
+            + "): their results come from the least-squares fits and the bootstrap",
+            UserWarning,
+            stacklevel=2,
+        )
     return results
 
 
