@@ -244,11 +244,20 @@ def test_unknown_config_names_raise():
         ("common.smooth_fraction=0", r"common.smooth_fraction must lie in \(0, 1\]"),
         ("instability.growth_factor=0.5", r"instability.growth_factor must lie in \(1, inf\)"),
         ("degeneracy.std_ddof=2", r"degeneracy.std_ddof must lie in \[0, 1\]"),
+        # TypeError tracebacks: 'int' object is not iterable, too many values to unpack
+        ("degeneracy.reward_range=5", r"degeneracy.reward_range: expected two numbers"),
+        ("degeneracy.reward_range=[0,1,2]", r"degeneracy.reward_range: expected two numbers"),
+        ("degeneracy.reward_range=[1,0]", r"degeneracy.reward_range must have finite low < high"),
     ],
 )
 def test_a_setting_that_means_nothing_is_refused_naming_it(assignment, message):
     with pytest.raises(ValueError, match=message):
         DiagnosticsConfig.from_assignments([assignment])
+
+
+def test_one_metric_name_given_as_a_number_is_a_name():
+    # --set hacking.eval_metrics=5 (JSON reads 5 as a number) died on "'int' object is not iterable"
+    assert DiagnosticsConfig.from_assignments(["hacking.eval_metrics=5"]).hacking.eval_metrics == ("5",)
 
 
 def test_a_config_built_in_python_is_checked_too():

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 #: Metric names each mode looks for, first present wins: the canonical names of
 #: ``bayes_grpo.runset.names`` (``eval_<name>`` for evaluation metrics, other metrics
 #: sanitised: ``sampling/importance_sampling_ratio/max`` -> ``sampling_importance_sampling_ratio_max``)
@@ -228,6 +230,20 @@ class DegeneracyConfig:
 
     def __post_init__(self) -> None:
         _check_ranges(self, "degeneracy")
+        pair = self.reward_range
+        if pair is not None:
+            try:
+                low, high = (float(v) for v in pair)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"diagnostics setting degeneracy.reward_range: expected two numbers "
+                    f"(low, high), got {pair!r}"
+                ) from None
+            if not (np.isfinite(low) and np.isfinite(high) and high > low):
+                raise ValueError(
+                    f"diagnostics setting degeneracy.reward_range must have finite low < high; "
+                    f"got {pair!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -423,6 +439,10 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
     if isinstance(default, tuple) or (default is None and isinstance(value, list | tuple)):
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
+        if not isinstance(value, list | tuple):  # --set hacking.eval_metrics=5: JSON's 5
+            value = [value]
+        if default and all(isinstance(v, str) for v in default):  # metric names
+            return tuple(str(v) for v in value)
         return tuple(value)
     if isinstance(default, int):
         # int(1.5) would be 1: a seed or a count given as a fraction is refused, not truncated
