@@ -311,3 +311,15 @@ def test_runs_of_unknown_g_are_named_not_silently_left_out_of_the_stationary_var
     res = stationary_variance_check(KnownPosterior(), concat_runsets([ds, blind]))
     assert "Runs ['blind'] of unknown G are left out." in res.summary
     assert len(res.table) == len(stationary_variance_check(KnownPosterior(), ds).table)
+
+
+def test_a_setting_the_runs_do_not_log_takes_the_fits_default():
+    # fit --default k_ref=2 fits runs that log no K_ref at 2; their posterior predictive asked
+    # the fit for k_ref NaN, and every mean-trajectory draw was NaN (empty bands, a residual
+    # autocorrelation of "nan" and numpy's "Mean of empty slice" after bayes-grpo fit)
+    ds = _runset().assign_coords(k_ref=("run", [np.nan] * 4))
+    fitted = KnownPosterior()
+    fitted.model_config = {"hyperparameter_defaults": {"k_ref": KREF, "learning_rate": None}}
+    pr = run_predictive(fitted, ds, "r0", rng=np.random.default_rng(0))
+    assert pr["hyper"]["k_ref"] == KREF
+    assert np.isfinite(pr["mean"]).all()

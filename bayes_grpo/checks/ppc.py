@@ -100,6 +100,17 @@ def run_predictive(
     ``hyper`` (the settings used).
     """
     hyper = run_hyperparameters(runset, run)
+    # a setting the run does not log takes the fit's default (fit --default k_ref=1): the value
+    # the fit gave such runs; NaN made every mean-trajectory draw NaN (empty bands)
+    defaults = (getattr(fitted, "model_config", None) or {}).get("hyperparameter_defaults") or {}
+    for name, value in defaults.items():
+        if name not in hyper or value is None:
+            continue
+        if name == "momentum_convention":
+            if hyper[name] in ("", "nan", "None"):
+                hyper[name] = str(value)
+        elif not np.isfinite(hyper[name]):
+            hyper[name] = float(value)
     if group_size is not None:
         hyper["group_size"] = float(group_size)
     y_all = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
