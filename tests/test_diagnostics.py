@@ -847,7 +847,9 @@ def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_
         {
             "reward": 0.2 + 0.5 * rise + 0.03 * rng.standard_normal(300),
             "eval_openai_gsm8k_reward_mean_1": val,
-            "eval_loss": np.where(steps % 100 == 0, 1.0, np.nan),  # 3 points: not named
+            "eval_loss": np.where(steps % 10 == 0, 1.0, np.nan),  # no reward: not offered
+            "eval_runtime": np.where(steps % 10 == 0, 3.0, np.nan),
+            "eval_reward": np.where(steps % 100 == 0, 0.5, np.nan),  # 3 points: too rarely
         },
         index=pd.Index(steps, name="step"),
     )
@@ -855,6 +857,7 @@ def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_
     assert res.passed is None
     assert "the run logs ['eval_openai_gsm8k_reward_mean_1']" in res.summary, res.summary
     assert "--set hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1" in res.summary
+    assert "logged too rarely: eval_reward (3)" in res.summary
     named = DiagnosticsConfig.from_assignments(
         ["hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1", "common.figures=false"]
     )

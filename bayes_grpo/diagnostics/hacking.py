@@ -46,6 +46,25 @@ from bayes_grpo.diagnostics.config import CommonConfig, HackingConfig
 
 MODE = "reward_hacking"
 
+#: Evaluation metrics (``eval_<name>``) that are no reward: the HF Trainer's own and the
+#: run set's canonical side quantities; never offered as the evaluation reward.
+NOT_A_REWARD: frozenset[str] = frozenset(
+    {
+        "loss",
+        "runtime",
+        "samples_per_second",
+        "steps_per_second",
+        "epoch",
+        "kl",
+        "entropy",
+        "grad_norm",
+        "clip_ratio",
+        "completion_length",
+        "frac_reward_zero_std",
+        "lr",
+    }
+)
+
 
 def saturation_index(smoothed: np.ndarray, level: float) -> int:
     """First index where ``smoothed`` covers ``level`` of its rise from its first value to its max."""
@@ -117,26 +136,35 @@ def reward_hacking(
     common = common or CommonConfig()
     ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
     if ev is None:
-        # an evaluation reward under another name (verl's val-core/<data>/reward/mean@1 is
-        # eval_<data>_reward_mean_1) is named, with the setting that reads it
+        need = config.min_eval_points + 2
+
+        def points(name: str) -> int:
+            return int(np.isfinite(frame[name].to_numpy(dtype=float)).sum())
+
+        # an evaluation reward logged too rarely is named with its count; one under another
+        # name (verl's val-core/<data>/reward/mean@1 is eval_<data>_reward_mean_1) with the
+        # setting that reads it (the Trainer's eval_loss, eval_runtime ... are no reward)
+        sparse = [f"{c} ({points(c)})" for c in config.eval_metrics if c in frame.columns]
         others = [
             str(c)
             for c in frame.columns
             if str(c).startswith("eval_")
             and c not in config.eval_metrics
-            and int(np.isfinite(frame[c].to_numpy(dtype=float)).sum()) >= config.min_eval_points + 2
+            and str(c)[len("eval_") :] not in NOT_A_REWARD
+            and not str(c).endswith("_std")
+            and points(c) >= need
         ]
-        hint = (
-            f"; the run logs {others}: if one is its evaluation reward, name it with "
-            f"--set hacking.eval_metrics={others[0]} (Python: DiagnosticsConfig.from_mapping("
-            f"{{'hacking': {{'eval_metrics': ['{others[0]}']}}}}))"
-            if others
-            else ""
-        )
+        hint = f"; logged too rarely: {', '.join(sparse)}" if sparse else ""
+        if others:
+            hint += (
+                f"; the run logs {others}: if one is its evaluation reward, name it with "
+                f"--set hacking.eval_metrics={others[0]} (Python: DiagnosticsConfig.from_mapping("
+                f"{{'hacking': {{'eval_metrics': ['{others[0]}']}}}}))"
+            )
         return not_assessable(
             MODE,
             run_id,
-            f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {config.min_eval_points + 2} points"
+            f"no evaluation reward ({', '.join(config.eval_metrics)}) with >= {need} points"
             + hint,
         )
     train = (
