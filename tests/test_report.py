@@ -153,6 +153,36 @@ def test_per_run_fit_panels_have_axis_labels_and_titles_that_do_not_overlap():
     plt.close(fig)
 
 
+def test_overview_panels_keep_their_width_and_legends_when_a_run_id_is_very_long():
+    # a run id of 166 characters ("run with spaces xxx...") made its legend wider than the
+    # whole figure: tight_layout squeezed every panel of the overview to a sliver
+    import warnings
+
+    from bayes_grpo.report.sections import _curves_figure, short_labels
+
+    steps = np.arange(1, 41)
+    ids = ["run with spaces " + "x" * 150, "short", "other " + "y" * 120 + " seed 1", "other " + "y" * 120 + " seed 2"]
+    curves = {r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / 10.0)}, index=steps) for r in ids}
+    runs = make_runset(curves, {r: {"model": "m", "group_size": g} for r, g in zip(ids, [4, 16, 8, 8])})
+    summary = pd.DataFrame({"model": "m", "G": [4.0, 16.0, 8.0, 8.0]}, index=pd.Index(ids, name="run"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Tight layout not applied"
+        fig = _curves_figure(runs, summary)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.has_data()]
+    assert len(axes) == 3
+    for ax in axes:
+        box = ax.get_window_extent(renderer)
+        assert box.width > 2 * fig.dpi  # inches of plot, not a sliver
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert legend.width <= box.width
+    (labels,) = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in axes if ax.get_title().endswith("G=8")]
+    assert len(set(labels)) == 2 and all(label.endswith(("seed 1", "seed 2")) for label in labels)
+    assert short_labels(["a" * 50, "a" * 50]) == ["a" * 18 + "..." + "a" * 19, "a" * 18 + "..." + "a" * 19 + " #1"]
+    plt.close(fig)
+
+
 def _stub_report_stages(monkeypatch):
     """Stand-ins for the loaded fit and the sampled stages of report_from_posterior; returns
     the keyword arguments each stage was called with."""

@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
-from bayes_grpo.report.sections import Section, absent
+from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
 
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
@@ -120,7 +120,7 @@ def posterior_section(model: Any) -> Section:
 
     section = Section(key="posteriors", title="Posteriors of the oscillator coefficients", intro=POSTERIOR_INTRO)
     post = model.idata.posterior
-    labels = _labels(model)
+    labels = short_labels(_labels(model), 2 * LABEL_WIDTH)  # a long run id squeezes the plot to a strip
     coef = [v for v in ("M_eff", "C_eff", "K_eff", "zeta") if v in post]
     relabelled = post[coef].assign_coords(run=labels)
     axes = az.plot_forest(relabelled, var_names=coef, combined=True, hdi_prob=HDI_PROB, figsize=(11, 0.25 * len(labels) * len(coef) + 2))

@@ -171,6 +171,26 @@ def overview_section(runset: Any | None, *, unfitted: dict[str, str] | None = No
     return section
 
 
+#: Characters of a run id in a figure's legend or axis labels (the tables carry it whole).
+LABEL_WIDTH: int = 40
+
+
+def short_labels(labels: Sequence[str], width: int = LABEL_WIDTH) -> list[str]:
+    """Labels cut to ``width`` characters in the middle ("start...end"), still distinct.
+
+    A run id of hundreds of characters in a legend or a forest plot's axis squeezes the panels
+    to nothing; its start and end (a sweep's prefix, a seed suffix) are what tell runs apart."""
+    out: list[str] = []
+    for i, label in enumerate(labels):
+        if len(label) > width:
+            head = (width - 3) // 2
+            label = f"{label[:head]}...{label[len(label) - (width - 3 - head):]}"
+        while label in out:  # two cut ids that read alike stay two entries
+            label = f"{label} #{i}"
+        out.append(label)
+    return out
+
+
 def _curves_figure(runset: Any, summary: pd.DataFrame):
     import matplotlib.pyplot as plt
 
@@ -180,11 +200,11 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
     nrows = int(np.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
     for ax, ((model, g), run_ids) in zip(axes.flat, groups):
-        for run_id in run_ids:
+        for run_id, label in zip(run_ids, short_labels([str(r) for r in run_ids])):
             y = runset["reward"].sel(run=run_id).values
             ok = np.isfinite(y)  # runs logged every k steps are NaN in between
-            ax.plot(runset["step"].values[ok], y[ok], lw=0.8, alpha=0.8, label=str(run_id))
-        ax.set_title(f"{model or '(model unknown)'}  G={'?' if pd.isna(g) else int(g)}", fontsize=9)
+            ax.plot(runset["step"].values[ok], y[ok], lw=0.8, alpha=0.8, label=label)
+        ax.set_title(short_labels([f"{model or '(model unknown)'}  G={'?' if pd.isna(g) else int(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         if len(run_ids) <= 6:
