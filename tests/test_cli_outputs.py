@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -188,6 +190,19 @@ def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):
     out = runs / "sub" / "x.png"
     assert main(["phase-diagram", str(tmp_path / "no-fit.nc"), "-o", str(out)]) == 2
     assert f"--output would be written inside {runs}, which is a file, not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, a folder no one can create files in")
+@pytest.mark.parametrize("verb", ["report", "phase-diagram"])
+def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, verb):
+    # `report fit.nc -o /proc/r.html` did 10 s of work (diagnostics, phase diagrams), then said
+    # "error: [Errno 2] No such file or directory: '/proc/.r.html.oeowhoxe.tmp'", naming the
+    # writer's temporary file; an unwritable folder (chmod 555, not root) gave a traceback
+    out = Path("/proc") / "bayes_grpo_out" / "r.png"
+    # the input does not exist either: the output is refused before anything is read
+    assert main([verb, str(tmp_path / "no-fit.nc"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}: --output cannot be written: the folder /proc is not writable" in err, err
 
 
 @pytest.mark.parametrize(

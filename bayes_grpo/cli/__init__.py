@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = int(args.func(args) or 0)
             sys.stdout.flush()  # a closed pipe fails here, inside the handler below
             return status
-        except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        except (FileNotFoundError, FileExistsError, PermissionError, ValueError) as exc:
             print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
             return 2
         except BrokenPipeError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -316,7 +317,10 @@ def check_output_paths(
       set with the forecast);
     * two outputs share a path (the second would replace the first);
     * an output is an existing folder (a file path is needed), or lies below a file;
-    * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it).
+    * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it);
+
+    and ``PermissionError`` when the folder an output goes to (or the nearest existing folder
+    above it) cannot be written.
 
     The outputs named in ``figures`` must also have an extension :func:`figure_format`
     writes (``ValueError`` otherwise).
@@ -352,6 +356,18 @@ def check_output_paths(
             raise FileExistsError(
                 f"{out}: {out_name} would be written inside {blocking}, which is a file, not a folder"
             )
+        # a folder the user cannot write to failed after the work, naming the writer's
+        # temporary file ("No such file or directory: '/proc/.r.html.oeowhoxe.tmp'"); a real
+        # file is the only test that holds for root and read-only mounts alike
+        if blocking is not None:
+            try:
+                with tempfile.TemporaryFile(dir=blocking):
+                    pass
+            except OSError as exc:
+                raise PermissionError(
+                    f"{out}: {out_name} cannot be written: the folder {blocking} is not writable "
+                    f"({exc.strerror or exc})"
+                ) from None
         if out.exists() and not overwrite:
             raise FileExistsError(
                 f"{out}: {out_name} already exists; pass --overwrite to replace it "
