@@ -619,6 +619,35 @@ def test_prediction_result_of_a_forecast_names_the_run_and_the_cut():
     plt.close("all")
 
 
+def test_the_report_entry_of_a_forecast_carries_its_warnings_and_backtest_as_the_cli_does():
+    # `report fit.nc --prediction fc.nc` of `forecast --upto 130` on a 100-step run showed the
+    # regime and stop step without "--upto 130 is past the last logged step 100" (printed by
+    # the CLI), and never the backtest RMSE / coverage `forecast --json` gives
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.result import prediction_result
+    from bayes_grpo.predict.summary import attr_warnings
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40.0)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0) + 0.01 * np.random.default_rng(0).normal(size=40)
+    runset = make_runset({"r": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
+    late = forecast_in_runset(runset, "r", 60, likelihood="iid", n_draws=100, seed=0)
+    (note,) = attr_warnings(late)
+    assert "past the last logged step 39" in note
+    assert note in prediction_result(late).summary
+    cut = forecast_in_runset(runset, "r", 20, likelihood="iid", n_draws=100, seed=0)
+    summary = prediction_result(cut).summary
+    assert (
+        f"Backtest on the {cut.attrs['backtest_steps']} later logged steps: "
+        f"RMSE {cut.attrs['backtest_rmse']:.3g}, 0.9 band coverage {cut.attrs['backtest_coverage_0.9']:.3g}."
+    ) in summary, summary
+    assert cut.attrs["backtest_steps"] == 19
+    plt.close("all")
+
+
 def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_units(
     tmp_path, capsys
 ):

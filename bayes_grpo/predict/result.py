@@ -70,8 +70,17 @@ def prediction_result(
             )
         else:
             summary += "; band from parameter uncertainty only."
+    if "backtest_rmse" in ds.attrs:  # a forecast of a run whose later steps are logged
+        summary += f" Backtest on the {int(ds.attrs['backtest_steps'])} later logged steps: RMSE {float(ds.attrs['backtest_rmse']):.3g}"
+        summary += "".join(
+            f", {k.removeprefix('backtest_coverage_')} band coverage {float(v):.3g}"
+            for k, v in sorted(ds.attrs.items())
+            if k.startswith("backtest_coverage_") and not k.startswith("backtest_coverage_raw_")
+        )
+        summary += "."
+    # a forecast's too (a cut past the run's last step, an unstable prefix): the CLI prints them
     notes = attr_warnings(ds)
-    if notes and ds.attrs.get("kind") == "prediction":
+    if notes:
         summary += " Warning: " + "; ".join(str(n) for n in notes) + "."
     fig = plot_prediction(ds, observed=observed, title=title)
     values: dict[str, Any] = dict(numbers)
