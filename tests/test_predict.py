@@ -593,6 +593,9 @@ def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
         },
     )
     res = prediction_result(ds)
+    # the loop over the count coordinates reused `name`: the result was called
+    # "completions_per_step", and a report entry without a title read "completions per step"
+    assert res.name == "prediction" and res.values["title"] == "prediction"
     assert "learning_rate=0.1" in res.summary and "k_ref=2," in res.summary
     assert "group_size=8:" in res.summary  # G and K_ref read as integers, not 8.0, 2.0
     assert "recursion law" in res.summary and "parameter uncertainty only" in res.summary

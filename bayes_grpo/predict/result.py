@@ -44,9 +44,9 @@ def prediction_result(
             given.update(json.loads(given["settings"]))
         except ValueError:
             pass
-    for name in COUNT_COORDS:
-        if isinstance(given.get(name), int | float):
-            given[name] = readable_group_size(given[name])
+    for coord in COUNT_COORDS:  # not `name`: that is the result's name
+        if isinstance(given.get(coord), int | float):
+            given[coord] = readable_group_size(given[coord])
     settings = ", ".join(
         f"{k}={given[k]}" for k in SETTING_COORDS if k in given and given[k] not in ("", None)
     )
