@@ -280,6 +280,36 @@ def test_fit_section_carries_the_notes_the_fit_printed_about_the_data():
     plt.close("all")
 
 
+def test_fit_figure_caption_says_when_it_draws_only_some_of_the_runs(monkeypatch):
+    # a fit of 50 runs drew 24 panels (MAX_RUN_PANELS) under the caption of all of them: 26 runs
+    # left out of the figure without a word
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report import model_sections
+
+    monkeypatch.setattr(model_sections, "MAX_RUN_PANELS", 2)
+    runs = _runset()  # 3 runs
+    draws = xr.DataArray(
+        np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step")
+    )
+    model = SimpleNamespace(
+        runset=runs,
+        settings={"parameterisation": "mechanistic"},
+        run_summary=lambda: pd.DataFrame({"model": ["tiny"] * 3}, index=["run0", "run1", "run2"]),
+        group_summary=lambda: pd.DataFrame({"p_star": [0.8]}),
+        fitted_trajectory_draws=lambda: draws,
+        data=SimpleNamespace(notes=[]),
+    )
+    (image,) = [b for b in model_sections.fit_section(model).blocks if b.kind == "image"]
+    assert "The first 2 of the 3 runs (the table above lists every run)." in image.caption, image.caption
+    monkeypatch.setattr(model_sections, "MAX_RUN_PANELS", 3)
+    (image,) = [b for b in model_sections.fit_section(model).blocks if b.kind == "image"]
+    assert "The first" not in image.caption
+    plt.close("all")
+
+
 def test_fit_section_of_an_iid_fit_says_when_the_reward_wanders_about_its_curve():
     # a reward with strong process noise (the SDE's own fluctuations, stationary sd about 20%
     # of the rise) leaves residuals correlated over tens of steps; the i.i.d. fit's intervals

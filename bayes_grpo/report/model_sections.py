@@ -60,7 +60,11 @@ def fit_section(model: Any) -> Section:
     no_trend = [str(r) for r, t in runs.get("has_trend", pd.Series(dtype=object)).items() if t is False]
     if no_trend:
         section.text(f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}.")
-    section.figure(_fit_figure(model), f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory.")
+    caption = f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory."
+    n_runs = model.runset.sizes["run"]
+    if n_runs > MAX_RUN_PANELS:  # the figure stops at MAX_RUN_PANELS: say so, not drop runs unsaid
+        caption += f" The first {MAX_RUN_PANELS} of the {n_runs} runs (the table above lists every run)."
+    section.figure(_fit_figure(model), caption)
     independence = iid_residual_check(model)
     if independence is not None:
         section.check(independence)
