@@ -72,6 +72,17 @@ def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data
         assert f'data-section="{key}"' in dom
 
 
+def test_a_demo_of_missing_data_is_refused_without_making_its_output_folder(tmp_path, capsys):
+    # `bayes-grpo demo --data nonexist --out d1` said "nonexist: example data not found" and
+    # left an empty folder d1
+    from bayes_grpo.cli import main
+
+    out = tmp_path / "d1"
+    assert main(["demo", "--fast", "--data", str(tmp_path / "nonexist"), "--out", str(out)]) == 2
+    assert "nonexist: example data not found" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_collapse_is_detected_in_runs_that_log_the_reward_on_some_steps_only():
     # K_ref > 1 runs have NaN rewards between generation steps; a NaN tail hid the collapse
     import numpy as np

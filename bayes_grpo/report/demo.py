@@ -162,11 +162,11 @@ def run_demo(
     from bayes_grpo.runset.ingest import load_runs
 
     settings = DemoSettings.fast(seed) if fast else DemoSettings(seed=seed)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    if not data_dir.exists():  # before making OUT: a wrong --data leaves no empty folder behind
+        raise FileNotFoundError(f"{data_dir}: example data not found (regenerate with scripts/make_example_data.py)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    if not data_dir.exists():
-        raise FileNotFoundError(f"{data_dir}: example data not found (regenerate with scripts/make_example_data.py)")
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
