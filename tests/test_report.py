@@ -51,6 +51,12 @@ def test_every_section_is_present_and_absent_inputs_say_so():
     assert "http://" not in html and "https://" not in html  # self-contained: nothing fetched
 
 
+def test_the_overview_of_a_report_without_a_fit_does_not_call_its_runs_fitted():
+    # write_report(path, runset=runs) (no model) opened with "All runs in the fitted run set"
+    (overview,) = [s for s in build_sections(runset=_runset()) if s.key == "overview"]
+    assert overview.intro == "All runs in the run set, grouped by model and group size G."
+
+
 def test_report_is_written_atomically_with_embedded_images(tmp_path):
     path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[_check("d", True)])
     html = path.read_text()

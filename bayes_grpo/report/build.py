@@ -68,7 +68,7 @@ def build_sections(
         from bayes_grpo.diagnostics._posterior import unfitted_runs
 
         unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
-    sections = [overview_section(runset, unfitted=unfitted)]
+    sections = [overview_section(runset, unfitted=unfitted, fitted=fitted is not None)]
     sections += model_sections.model_sections(model)
     sections.append(
         checks_section(

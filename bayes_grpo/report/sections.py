@@ -119,14 +119,17 @@ def checks_section(key: str, title: str, results: Sequence[CheckResult] | None, 
     return section
 
 
-def overview_section(runset: Any | None, *, unfitted: dict[str, str] | None = None) -> Section:
+def overview_section(
+    runset: Any | None, *, unfitted: dict[str, str] | None = None, fitted: bool = True
+) -> Section:
     """Data overview: one row per run and the reward curves per model and group size.
 
     ``unfitted`` (``{run id: why}``, from ``diagnostics._posterior.unfitted_runs``) names the runs
     of ``runset`` the fit did not see (``report --runs`` with another run set): the intro then says
-    that the overview is not of the fitted run set, and names them."""
+    that the overview is not of the fitted run set, and names them. ``fitted=False``: the report
+    has no fit (``write_report(runset=...)`` alone), and the intro does not speak of one."""
     key, title = "overview", "Data overview"
-    intro = "All runs in the fitted run set, grouped by model and group size G."
+    intro = f"All runs in the {'fitted ' if fitted else ''}run set, grouped by model and group size G."
     if unfitted:
         intro = (
             "All runs in the run set given for this report (not the fitted run set: the fit per run "
