@@ -189,6 +189,31 @@ def test_overview_panels_keep_their_width_and_legends_when_a_run_id_is_very_long
     plt.close(fig)
 
 
+def test_rank_plot_titles_do_not_run_into_the_x_labels_of_the_row_above():
+    # with two LLMs each variable's title is two lines ("plateau" / the LLM's name): they ran into
+    # the "Rank (all chains)" labels of the row above in the report's convergence section
+    import arviz as az
+
+    from bayes_grpo.report.model_sections import _rank_figure
+
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(
+        posterior={n: rng.normal(size=(2, 100, 2)) for n in ("noise_d", "plateau")} | {"alpha": rng.normal(size=(2, 100))},
+        coords={"model": ["Qwen & <b>Co</b>", "Llama 8B"]},
+        dims={"noise_d": ["model"], "plateau": ["model"]},
+    )
+    fig = _rank_figure(idata, ["alpha", "noise_d", "plateau"])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.has_data()]
+    assert len(axes) == 5
+    for a in axes:
+        for b in axes:
+            if a is not b:
+                assert not a.title.get_window_extent(renderer).overlaps(b.xaxis.label.get_window_extent(renderer))
+    plt.close(fig)
+
+
 def _stub_report_stages(monkeypatch):
     """Stand-ins for the loaded fit and the sampled stages of report_from_posterior; returns
     the keyword arguments each stage was called with."""

@@ -103,7 +103,6 @@ def _fit_figure(model: Any):
 
 
 def convergence_section(model: Any) -> Section:
-    import arviz as az
     import matplotlib.pyplot as plt
 
     section = Section(key="convergence", title="Convergence", intro=CONVERGENCE_INTRO)
@@ -111,12 +110,21 @@ def convergence_section(model: Any) -> Section:
     post = model.idata.posterior
     names = [v for v in ("alpha", "noise_d", "plateau", "log_stiffness", "damping_ratio_model", "natural_frequency_model") if v in post]
     if names and post.sizes.get("chain", 1) > 1:
-        axes = az.plot_rank(model.idata, var_names=names[:4])
-        fig = np.ravel(axes)[0].figure
-        section.figure(fig, "Rank plots: uniform histograms per chain mean the chains agree.")
+        section.figure(_rank_figure(model.idata, names[:4]), "Rank plots: uniform histograms per chain mean the chains agree.")
     else:
         plt.close("all")
     return section
+
+
+def _rank_figure(idata: Any, names: list[str]):
+    """ArviZ rank plots of ``names``, laid out so that the two-line titles of a variable per
+    model ("plateau" / the LLM's name) do not run into the x labels of the row above."""
+    import arviz as az
+
+    axes = az.plot_rank(idata, var_names=names)
+    fig = np.ravel(axes)[0].figure
+    fig.tight_layout()
+    return fig
 
 
 def posterior_section(model: Any) -> Section:
