@@ -57,6 +57,17 @@ def test_the_overview_of_a_report_without_a_fit_does_not_call_its_runs_fitted():
     assert overview.intro == "All runs in the run set, grouped by model and group size G."
 
 
+def test_the_law_comparison_intro_names_the_four_laws_it_compares():
+    # the intro said "the three-phase oscillator against the single exponential and the logistic
+    # law" above a table of four laws (the oscillator mechanistic and phenomenological)
+    from bayes_grpo.predict.compare import LAWS
+
+    (section,) = [s for s in build_sections(runset=_runset()) if s.key == "comparison"]
+    assert set(LAWS) == {"oscillator_mechanistic", "oscillator_phenomenological", "single_exp", "logistic"}
+    for word in ("oscillator (mechanistic and phenomenological", "single exponential", "logistic"):
+        assert word in section.intro, section.intro
+
+
 def test_report_is_written_atomically_with_embedded_images(tmp_path):
     path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[_check("d", True)])
     html = path.read_text()

@@ -119,7 +119,8 @@ def build_sections(
             "comparison",
             "Law comparison",
             list(iter_results(comparison)),
-            intro="The three-phase oscillator against the single exponential (overdamped limit) and the logistic law.",
+            intro="The three-phase oscillator (mechanistic and phenomenological parameterisations) against the single "
+            "exponential (overdamped limit) and the logistic law: PSIS-LOO, leave-future-out and R^2 per law.",
             missing="no law comparison was run (bayes-grpo compare).",
         )
     )
