@@ -154,3 +154,13 @@ def test_without_a_lag_the_closed_form_has_no_threshold_and_says_why(capsys):
     line = next(x for x in out.splitlines() if "closed form (1 - mu)/K_ref" in x)
     assert "none" in line and "inf" not in line
     assert "exact (spectral radius = 1): 3" in out  # 2 (1 + mu)
+
+
+@pytest.mark.parametrize("momentum", ["1", "1.5", "-0.2", "nan"])
+def test_a_momentum_out_of_range_is_named_as_such_with_ema(momentum, capsys):
+    """`--eta-k 0.1 --momentum 1.5 --convention ema` said "the gain a = eta K = -0.05 must be a
+    positive number": the EMA step eta (1 - beta1) was taken before the momentum was checked."""
+    args = ["stability", "--eta-k", "0.1", "--momentum", momentum, "--convention", "ema"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"--momentum {momentum}" in err and "[0, 1)" in err and "gain" not in err

@@ -134,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     momentum = 0.0 if args.momentum is None else args.momentum
     k_ref = 1.0 if args.k_ref is None else args.k_ref
     convention = args.convention or HEAVY_BALL
+    if not 0.0 <= momentum < 1.0:
+        # before the EMA step eta (1 - beta1): a beta1 >= 1 read as a non-positive gain
+        raise ValueError(f"--momentum {momentum:g} must be in [0, 1) (heavy-ball mu or Adam beta1)")
     a = float(effective_step(args.eta_k, momentum, convention))
     summary = stability_summary(a, momentum, k_ref)
     summary = {"eta_k": args.eta_k, "convention": convention} | summary
