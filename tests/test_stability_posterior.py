@@ -229,3 +229,16 @@ def test_a_phenomenological_fit_asked_about_a_new_llm_says_it_needs_a_mechanisti
         stability_from_posterior(PhenomenologicalFit(), learning_rate=1e-6, **setting)
     with pytest.raises(ValueError, match="needs a mechanistic fit; this one is phenomenological"):
         phase_diagram(PhenomenologicalFit(), momentum=0.9, momentum_convention="ema")
+
+
+def test_a_run_at_a_fractional_k_ref_is_marked_on_the_phase_diagram_but_not_assessed():
+    # `phase-diagram fit.nc` of runs logged at K_ref 1.5 (ingest keeps it, with a warning; the
+    # fit takes it) failed: "the exact stability criterion needs an integer lag k_ref; got [1.5]"
+    K = _draws(50.0, n=300)
+    observed = pd.DataFrame({"learning_rate": [1e-3, 1e-3, 0.1], "k_ref": [1.5, 2.0, 8.0]})
+    res = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", observed=observed)
+    assert res.passed is False and res.values["n_observed_at_risk"] == 1
+    assert res.values["n_observed_not_assessed"] == 1
+    assert "1 of 2 observed runs" in res.summary and "fractional K_ref (1.5)" in res.summary
+    only = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", observed=observed[:1])
+    assert only.passed is None and "not assessed" in only.summary

@@ -675,17 +675,20 @@ def phase_diagram_from_draws(
     table = table.set_index("k_ref")
     passed: bool | None = None
     n_risky = 0
-    if len(obs):
-        a_obs = (
-            np.asarray(
-                effective_step(obs["learning_rate"].to_numpy(float), mu, momentum_convention)
-            )
-            * 1.0
+    # the exact criterion needs a whole lag: a run logged at a fractional K_ref is marked but
+    # not assessed (it made the whole diagram fail)
+    whole = np.array([is_whole_lag(k) for k in obs["k_ref"].to_numpy(float)], dtype=bool)
+    assessed = obs[whole]
+    if len(assessed):
+        a_obs = np.asarray(
+            effective_step(assessed["learning_rate"].to_numpy(float), mu, momentum_convention),
+            dtype=float,
         )
-        a_star_obs = np.asarray(exact_threshold(mu, obs["k_ref"].to_numpy(float)), dtype=float)
+        a_star_obs = np.asarray(exact_threshold(mu, assessed["k_ref"].to_numpy(float)), dtype=float)
         p_obs = np.array([np.mean(~(ai * K < s)) for ai, s in zip(a_obs, a_star_obs)])
         n_risky = int(np.sum(p_obs >= 0.5))
         passed = n_risky == 0
+    fractional = sorted({float(k) for k in obs["k_ref"].to_numpy(float)[~whole]})
     fig = plot_phase_diagram(
         grid, observed=obs, title=f"Phase diagram{' - ' + label if label else ''}"
     )
@@ -702,8 +705,15 @@ def phase_diagram_from_draws(
         f"(momentum {mu:g}, {momentum_convention}) "
         f"from {K.size} draws.{example}"
         + (
-            f" {n_risky} of {len(obs)} observed runs sit where P(unstable) >= 0.5."
-            if len(obs)
+            f" {n_risky} of {len(assessed)} observed runs sit where P(unstable) >= 0.5."
+            if len(assessed)
+            else ""
+        )
+        + (
+            f" {len(obs) - len(assessed)} observed run(s) at a fractional K_ref "
+            f"({', '.join(f'{k:g}' for k in fractional)}) are marked but not assessed: the exact "
+            "criterion needs a whole number of steps."
+            if fractional
             else ""
         )
     )
@@ -722,6 +732,7 @@ def phase_diagram_from_draws(
             "p_unstable_closed_form": grid["p_unstable_closed_form"].values,
             "p_oscillatory": grid["p_oscillatory"].values,
             "n_observed_at_risk": n_risky,
+            "n_observed_not_assessed": len(obs) - len(assessed),
         },
     )
 
