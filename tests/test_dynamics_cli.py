@@ -156,7 +156,7 @@ def test_without_a_lag_the_closed_form_has_no_threshold_and_says_why(capsys):
     assert "exact (spectral radius = 1): 3" in out  # 2 (1 + mu)
 
 
-@pytest.mark.parametrize("momentum", ["1", "1.5", "-0.2", "nan"])
+@pytest.mark.parametrize("momentum", ["1", "1.5", "-0.2"])
 def test_a_momentum_out_of_range_is_named_as_such_with_ema(momentum, capsys):
     """`--eta-k 0.1 --momentum 1.5 --convention ema` said "the gain a = eta K = -0.05 must be a
     positive number": the EMA step eta (1 - beta1) was taken before the momentum was checked."""
@@ -164,3 +164,19 @@ def test_a_momentum_out_of_range_is_named_as_such_with_ema(momentum, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"--momentum {momentum}" in err and "[0, 1)" in err and "gain" not in err
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--lr", "nan"), ("--lr", "inf"), ("--k-ref", "nan"), ("--momentum", "nan")]
+)
+def test_a_setting_that_is_not_a_finite_number_is_refused_in_posterior_mode(flag, value, capsys):
+    """`stability --posterior fit.nc --k-ref nan` answered "P(unstable) = 1.000 by the closed
+    form" (C_eff NaN counted as unstable); --lr nan said "no finite gain draws"."""
+    setting = {"--lr": "1e-3", "--k-ref": "2", "--momentum": "0.5"} | {flag: value}
+    args = ["stability", "--posterior", "fit.nc", "--convention", "heavy_ball"]
+    args += [x for kv in setting.items() for x in kv]
+    with pytest.raises(SystemExit) as exc:  # argparse: before the posterior is read
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and "finite" in err

@@ -242,3 +242,43 @@ def test_a_run_at_a_fractional_k_ref_is_marked_on_the_phase_diagram_but_not_asse
     assert "1 of 2 observed runs" in res.summary and "fractional K_ref (1.5)" in res.summary
     only = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", observed=observed[:1])
     assert only.passed is None and "not assessed" in only.summary
+
+
+@pytest.mark.parametrize("k_ref", [float("nan"), float("inf"), -1.0])
+def test_a_lag_that_is_no_setting_is_refused_not_called_unstable(k_ref):
+    # k_ref NaN gave P(unstable) = 1 by the closed form: C_eff NaN counted as C_eff <= 0
+    with pytest.raises(ValueError, match="k_ref must be a finite lag >= 0"):
+        stability_probabilities(_draws(0.2), momentum=0.5, k_ref=k_ref)
+    with pytest.raises(ValueError, match="momentum must be a finite number"):
+        stability_probabilities(_draws(0.2), momentum=float("nan"), k_ref=2)
+
+
+def test_a_learning_rate_that_is_no_setting_is_named_by_the_posterior_check():
+    # NaN is an unknown rate to coefficient_draws: the check said "no finite gain draws"
+    from bayes_grpo.checks.stability import stability_from_posterior
+
+    setting = dict(momentum=0.5, momentum_convention="heavy_ball", k_ref=2)
+    for lr in (float("nan"), float("inf"), 0.0):
+        with pytest.raises(ValueError, match="learning_rate must be a finite positive number"):
+            stability_from_posterior(_StiffnessPosterior(50.0), learning_rate=lr, **setting)
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--momentum", "nan"), ("--lr-max", "inf"), ("--lr-min", "nan"), ("--k-ref-max", "-1")],
+)
+def test_phase_diagram_refuses_a_grid_setting_that_is_no_number_naming_its_flag(
+    flag, value, tmp_path, capsys
+):
+    # `phase-diagram fit.nc --momentum nan` (or --lr-max inf) failed in matplotlib: "x and y
+    # arguments to pcolormesh cannot have non-finite values"; --k-ref-max -1 named no flag
+    from bayes_grpo.cli import main
+
+    out = tmp_path / "phase.png"
+    args = ["phase-diagram", str(tmp_path / "fit.nc"), "-o", str(out), "--lr-min", "1e-4"]
+    args += ["--lr-max", "1e-2", flag, value]
+    with pytest.raises(SystemExit) as exc:  # argparse: before the posterior is read
+        main(args)
+    assert exc.value.code == 2
+    assert f"argument {flag}" in capsys.readouterr().err
+    assert not out.exists()

@@ -84,6 +84,11 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         raise ValueError("no finite gain draws to assess stability from")
     mu = float(momentum)
     lag = float(k_ref)
+    # a NaN lag or momentum made C_eff NaN, which counted as unstable: P = 1 by the closed form
+    if not (np.isfinite(lag) and lag >= 0):
+        raise ValueError(f"k_ref must be a finite lag >= 0 (optimizer steps), got {k_ref}")
+    if not np.isfinite(mu):
+        raise ValueError(f"momentum must be a finite number in [0, 1), got {momentum}")
     mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
     with np.errstate(invalid="ignore", divide="ignore"):
         # Defined where the continuum oscillator is damped (C_eff > 0), as in the point
@@ -348,6 +353,9 @@ def stability_from_posterior(
     say ``new_model``: True when the curvature is the population level's (a new model, where
     ``model_size`` is used), False for a fitted LLM's.
     """
+    if not (np.isfinite(float(learning_rate)) and float(learning_rate) > 0):
+        # NaN is an unknown rate to coefficient_draws: it ended in "no finite gain draws"
+        raise ValueError(f"learning_rate must be a finite positive number, got {learning_rate}")
     fitted = _as_model(posterior_path_or_model)
     a = _gain_draws(
         fitted,

@@ -12,6 +12,7 @@ from bayes_grpo.cli._common import (
     check_output_paths,
     figure_format,
     finite_float,
+    non_negative_int,
     print_json,
     print_table,
 )
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--momentum",
-        type=float,
+        type=finite_float,
         default=None,
         help="momentum mu (heavy-ball) or Adam beta1 (ema); default: the most common in the fitted runs",
     )
@@ -46,14 +47,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="momentum convention; default: the most common in the fitted runs",
     )
-    p.add_argument("--lr-min", type=float, default=None, help="smallest learning rate of the grid")
-    p.add_argument("--lr-max", type=float, default=None, help="largest learning rate of the grid")
+    p.add_argument("--lr-min", type=finite_float, default=None, help="smallest learning rate of the grid")
+    p.add_argument("--lr-max", type=finite_float, default=None, help="largest learning rate of the grid")
     p.add_argument(
         "--n-lr", type=int, default=40, help="number of log-spaced learning rates (default 40)"
     )
     p.add_argument(
         "--k-ref-max",
-        type=int,
+        type=non_negative_int,
         default=None,
         help="largest K_ref of the grid (default max(16, 2x observed))",
     )

@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--momentum",
-        type=float,
+        type=finite_float,
         metavar="MU",
         default=None,
         help="heavy-ball momentum mu or Adam beta1, in [0, 1) (default 0 in point mode; "
@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--k-ref",
-        type=float,
+        type=finite_float,
         metavar="L",
         default=None,
         help="lag K_ref in optimizer steps (integer for the exact criterion; default 1 in point "
@@ -89,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="posterior netCDF saved by `bayes-grpo fit`: answer with posterior uncertainty",
     )
-    p.add_argument("--lr", type=float, metavar="X", help="learning rate eta (posterior mode)")
+    p.add_argument("--lr", type=finite_float, metavar="X", help="learning rate eta (posterior mode)")
     p.add_argument(
         "--model",
         metavar="M",
