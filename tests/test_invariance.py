@@ -142,6 +142,19 @@ def test_invariance_is_not_assessable_with_a_single_group_size():
     assert res.passed is None and "Not assessable" in res.summary
 
 
+def test_runs_of_unknown_group_size_and_model_are_named_when_not_assessable():
+    # CSV logs without a manifest: "Not assessable: no model was run at two or more group
+    # sizes ({'': []})."
+    ds = _runset(0.0)
+    n = ds.sizes["run"]
+    ds = ds.assign_coords(group_size=("run", np.full(n, np.nan)), model=("run", np.full(n, "")))
+    res = invariance.invariance_check(ds)
+    assert res.passed is None and "{'': []}" not in res.summary
+    assert "'unknown-model': []" in res.summary
+    assert f"Group size unknown for {n} run(s) ({str(ds['run'].values[0])}" in res.summary
+    assert res.values["runs_with_unknown_group_size"] == [str(r) for r in ds["run"].values]
+
+
 def test_verdict_words():
     assert invariance.invariance_verdict(3.0, 2.5, True)[0] is True
     assert invariance.invariance_verdict(-3.0, -2.0, False)[0] is False

@@ -612,11 +612,23 @@ def invariance_check(
     """
     by_model = group_sizes_by_model(runset)
     if not any(len(v) >= 2 for v in by_model.values()):
+        from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+
+        # runs of unknown G showed as "{'': []}"; name them and the LLM as the fit does
+        shown = {(m or UNKNOWN_MODEL): gs for m, gs in by_model.items()}
+        g = np.asarray(runset["group_size"].values, dtype=float)
+        unknown = [str(r) for r, v in zip(runset["run"].values, g) if not np.isfinite(v)]
+        note = (
+            f" Group size unknown for {len(unknown)} run(s) ({', '.join(unknown[:5])}"
+            f"{', ...' if len(unknown) > 5 else ''}): set group_size in the manifest or the run set."
+            if unknown
+            else ""
+        )
         return CheckResult(
             name="g_invariance",
             passed=None,
-            summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).",
-            values={"group_sizes": by_model},
+            summary=f"Not assessable: no model was run at two or more group sizes ({shown}).{note}",
+            values={"group_sizes": shown, "runs_with_unknown_group_size": unknown},
         )
     table, fits = invariance_bayes_factor(
         runset,
