@@ -313,3 +313,14 @@ def test_a_per_llm_bayes_factor_within_twice_its_monte_carlo_error_of_the_thresh
     assert rows["x"]["passed"] is None and rows["x"]["verdict"] == "inconclusive (Monte Carlo error too large)"
     assert rows["y"]["passed"] is False and rows["y"]["verdict"] == "depends on G"
     assert rows["z"]["passed"] is None and rows["z"]["verdict"] == "inconclusive"
+
+
+
+def test_one_chain_says_the_savage_dickey_error_is_missing_instead_of_nan():
+    # `invariance runs.nc --chains 1` printed "... and 7.21 ± nan (Savage–Dickey, gaussian)" and,
+    # per LLM, "m1 (G=4, 16): log BF01 = 6.33 ± nan": the error is the spread across chains
+    row = {"group_sizes": [4, 16], "log_bf01_sd": 6.33, "log_bf01_sd_mc_error": float("nan")}
+    row |= {"sd_in_support": True, "verdict": "invariant in G"}
+    text = invariance._per_model_text({"m1": row, "m2": {"verdict": "not testable: runs only at G=8"}})
+    assert "nan" not in text and "m1 (G=4, 16): log BF01 = 6.33 (no Monte Carlo error: one chain)" in text
+    assert invariance._pm(0.123) == " ± 0.12" and "nan" not in invariance._pm(float("nan"))

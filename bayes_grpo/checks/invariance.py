@@ -560,13 +560,19 @@ def _per_model_results(
     return out
 
 
+def _pm(error: float) -> str:
+    """`` ± error`` of an estimate; the Savage–Dickey error is the spread across chains, so
+    one chain has none (it printed ``± nan``)."""
+    return f" ± {error:.2f}" if np.isfinite(error) else " (no Monte Carlo error: one chain)"
+
+
 def _per_model_text(per_model: dict[str, dict[str, Any]]) -> str:
     parts = []
     for m, row in per_model.items():
         if "log_bf01_sd" in row:
             parts.append(
-                f"{m} (G={', '.join(map(str, row['group_sizes']))}): log BF01 = {row['log_bf01_sd']:.2f} ± "
-                f"{row['log_bf01_sd_mc_error']:.2f}{'' if row['sd_in_support'] else ' (extrapolated: only its sign counts)'}, "
+                f"{m} (G={', '.join(map(str, row['group_sizes']))}): log BF01 = {row['log_bf01_sd']:.2f}"
+                f"{_pm(row['log_bf01_sd_mc_error'])}{'' if row['sd_in_support'] else ' (extrapolated: only its sign counts)'}, "
                 f"{row['verdict']}"
             )
         else:
@@ -715,8 +721,8 @@ def invariance_check(
     lead = f"All LLMs jointly ({', '.join(by_model)}): {words}" if several else words[0].upper() + words[1:]
     summary = (
         f"{lead}. log BF01 = {ref['log_bf01_bridge']:.2f} ± "
-        f"{ref['log_bf01_bridge_mc_error']:.2f} (bridge sampling) and {ref['log_bf01_sd']:.2f} ± "
-        f"{ref['log_bf01_sd_mc_error']:.2f} (Savage–Dickey, {sd_method}"
+        f"{ref['log_bf01_bridge_mc_error']:.2f} (bridge sampling) and {ref['log_bf01_sd']:.2f}"
+        f"{_pm(ref['log_bf01_sd_mc_error'])} (Savage–Dickey, {sd_method}"
         f"{'' if ref['sd_in_support'] else ', extrapolated'}); the methods "
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
         f"{ref['offset_sigma']:.3g}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
