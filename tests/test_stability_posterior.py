@@ -282,3 +282,16 @@ def test_phase_diagram_refuses_a_grid_setting_that_is_no_number_naming_its_flag(
     assert exc.value.code == 2
     assert f"argument {flag}" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_huge_gain_is_unstable_without_a_numpy_warning():
+    # `stability --posterior fit.nc --lr 1e300 ...` printed "coefficients.py:53: RuntimeWarning:
+    # overflow encountered in multiply" above its (right) answer: M K_eff of the masked,
+    # anti-damped draws overflowed
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = stability_probabilities(np.full(20, 2e301), momentum=0.5, k_ref=2)
+    assert out["p_unstable_exact"] == 1.0 and out["p_unstable_closed_form"] == 1.0
+    assert np.isnan(out["zeta_median"]) and out["p_damped"] == 0.0

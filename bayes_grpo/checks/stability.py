@@ -90,7 +90,7 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     if not np.isfinite(mu):
         raise ValueError(f"momentum must be a finite number in [0, 1), got {momentum}")
     mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         # Defined where the continuum oscillator is damped (C_eff > 0), as in the point
         # summary and the phase grid: C_eff <= 0 is the unstable regime, not a damping ratio.
         zeta = np.where(
