@@ -324,3 +324,16 @@ def test_one_chain_says_the_savage_dickey_error_is_missing_instead_of_nan():
     text = invariance._per_model_text({"m1": row, "m2": {"verdict": "not testable: runs only at G=8"}})
     assert "nan" not in text and "m1 (G=4, 16): log BF01 = 6.33 (no Monte Carlo error: one chain)" in text
     assert invariance._pm(0.123) == " ± 0.12" and "nan" not in invariance._pm(float("nan"))
+
+
+def test_a_kde_savage_dickey_on_more_than_two_offsets_is_refused_before_sampling(monkeypatch):
+    # `invariance runs.nc --sd-method kde` ("kde (1-2 offsets only)" in --help) sampled H0 and
+    # H1 and then took a KDE of 8 offsets (the mechanistic model's 4 per group) from 200 draws
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+    )
+    monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before refusing"))
+    with pytest.raises(ValueError, match="'kde' estimates the density of 1 or 2 offsets; this H1 has 6"):
+        invariance.invariance_bayes_factor(_two_llm_runset(), prior_scales=(1.0,), sd_method="kde")

@@ -353,6 +353,19 @@ def invariance_bayes_factor(
         likelihood=likelihood,
     )
     pm0 = h0.build_model(runset)
+    if sd_method == "kde":
+        # a KDE of the offsets' density at 0 means something in 1-2 dimensions only; checked on
+        # a built H1 (no sampling) before H0 is sampled, not silently estimated after minutes
+        built = _make_model(
+            "by_group", model_config=model_config, parameterisation=parameterisation, likelihood=likelihood
+        ).build_model(runset)
+        point = built.initial_point()
+        n_offsets = sum(int(np.size(point[n])) for n in offset_value_names(built))
+        if n_offsets > 2:
+            raise ValueError(
+                f"sd_method 'kde' estimates the density of 1 or 2 offsets; this H1 has {n_offsets}: "
+                "use 'gaussian' or 'importance'"
+            )
     br0 = _bridge(pm0, "H0 (one trajectory for every G)", random_seed=random_seed, **nuts)
     ev0 = (
         smc_evidence(
