@@ -359,6 +359,22 @@ def test_verdict_matrix_lists_every_case_and_mode():
     assert m.loc["advantage_degeneracy", "instability"] == "-"
 
 
+@pytest.mark.parametrize(
+    "case, mode, lever",
+    [
+        ("advantage_degeneracy", "advantage_degeneracy", "raise G"),
+        ("instability_growth", "instability", "lower the learning rate"),
+    ],
+)
+def test_a_detected_mode_says_what_to_try_and_a_quiet_one_does_not(case, mode, lever):
+    # a detection stated its evidence and stopped: the user was left to guess the lever
+    res = _one(case, mode)
+    assert res.passed is False and lever in res.values["remedy"]
+    assert res.summary.endswith(f"What to try: {res.values['remedy']}.")
+    quiet = _one("healthy", mode)
+    assert quiet.passed is True and quiet.values["remedy"] is None and "What to try" not in quiet.summary
+
+
 # --- the modes that use the law fits (bayes_grpo.dynamics.lsq) --------------------------------
 
 

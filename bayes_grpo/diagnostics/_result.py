@@ -24,6 +24,31 @@ MODE_TITLES: dict[str, str] = {
 }
 
 
+#: What to try when a mode is detected (said after the evidence; ``values["remedy"]``): the
+#: usual GRPO levers for each failure, none of which the diagnostic itself has tested.
+REMEDIES: dict[str, str] = {
+    "reward_hacking": (
+        "read the completions around the onset step: a training reward the evaluation does not "
+        "confirm is usually an exploited reward function or verifier; tighten it, raise the KL "
+        "weight beta, and keep the checkpoint from before the onset"
+    ),
+    "advantage_degeneracy": (
+        "groups whose completions all score the same give no gradient: drop and resample them "
+        "(dynamic sampling), raise G, or move to prompts of matching difficulty; a reward with "
+        "partial credit also restores the spread"
+    ),
+    "policy_concentration": (
+        "the policy commits before it has learned: raise the KL weight beta or add an entropy "
+        "bonus, raise the sampling temperature, or lower the learning rate"
+    ),
+    "instability": (
+        "the step is too large for the lag: lower the learning rate, K_ref or the momentum "
+        "below the threshold eta K K_ref = 1 - mu (`bayes-grpo stability` or `phase-diagram` "
+        "with a fitted posterior give it), and resume from a checkpoint before the onset"
+    ),
+}
+
+
 def strength(
     name: str,
     value: float,
@@ -78,6 +103,9 @@ def assessed(
 ) -> CheckResult:
     """Result for a run the mode could assess."""
     figures = {} if figure is None else {f"{MODE_TITLES[mode]}: {run_id}": figure}
+    remedy = REMEDIES[mode] if detected else None
+    if remedy is not None:
+        summary = f"{summary.rstrip()} What to try: {remedy}."
     return CheckResult(
         name=mode,
         passed=not detected,
@@ -93,6 +121,7 @@ def assessed(
             "evidence": evidence,
             "badge": "detected" if detected else "not detected",
             "title": f"{MODE_TITLES[mode]}: {run_id}",
+            "remedy": remedy,
         },
     )
 
