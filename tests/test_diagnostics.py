@@ -690,6 +690,16 @@ def test_posterior_model_is_evaluated_at_each_runs_hyperparameters():
 
 
 
+def test_runs_a_posterior_was_not_fitted_to_are_named_a_few_per_reason():
+    # report --runs / diagnose --posterior with an unrelated run set of 50 runs printed one
+    # warning line of about 9,000 characters naming every run with its reason
+    from bayes_grpo.diagnostics.core import runs_by_reason
+
+    why = {f"run-{i}": "not a run of the fit" for i in range(50)} | {"x": "rewards differ"}
+    text = runs_by_reason(why)
+    assert text == "not a run of the fit: run-0, run-1, run-2, run-3, run-4 and 45 more; rewards differ: x"
+
+
 def test_a_hyperparameter_the_run_does_not_log_takes_the_fits_default_for_it():
     # fit --default learning_rate=... fitted the runs that log no learning rate at that
     # value; diagnose --posterior on the same run set asked the fit about those runs with no
@@ -724,7 +734,7 @@ def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     other = ds.copy(deep=True)
     other["reward"] = other["reward"] + 0.1
     fake.runset = other
-    with pytest.warns(UserWarning, match=re.escape(f"not fitted to runs [{run!r}]") + ".*rewards differ"):
+    with pytest.warns(UserWarning, match=re.escape("not fitted to 1 run(s)") + ".*rewards differ.*: " + re.escape(run)):
         (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
     assert "the fit's prediction" in res.values["posterior"]
     fake.runset = other.assign_coords(run=["elsewhere"])
@@ -733,7 +743,7 @@ def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     with pytest.warns(UserWarning, match="not a run of the fit.*not in the fit .its LLMs: \\['another-llm'\\]., so drawn from the population level"):
         diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
     fake.parameterisation = "phenomenological"  # it has no population level
-    with pytest.warns(UserWarning, match="its LLMs: \\['another-llm'\\]\\)\\): where the posterior"):
+    with pytest.warns(UserWarning, match="its LLMs: \\['another-llm'\\]\\): \\S+\\): where the posterior"):
         diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
 
 

@@ -109,8 +109,8 @@ def diagnose(
     if stray:
         where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
         warnings.warn(
-            f"{where} was not fitted to runs {list(stray)} of this run set ("
-            + "; ".join(f"{r}: {why}" for r, why in stray.items())
+            f"{where} was not fitted to {len(stray)} run(s) of this run set ("
+            + runs_by_reason(stray)
             + "): where the posterior gives them draws, those are the fit's prediction at each "
             "run's hyperparameters, not a fit of the run; check that the posterior is the fit of "
             "this run set",
@@ -176,6 +176,24 @@ def diagnose(
             stacklevel=2,
         )
     return results
+
+
+#: Runs named per reason in a warning before the rest are counted (a run set of hundreds of
+#: runs made one warning line of thousands of characters).
+MAX_NAMED_RUNS: int = 5
+
+
+def runs_by_reason(why: dict[str, str], max_named: int = MAX_NAMED_RUNS) -> str:
+    """``{run id: reason}`` as text, one clause per reason: ``"reason: a, b and 3 more"``."""
+    groups: dict[str, list[str]] = {}
+    for run_id, reason in why.items():
+        groups.setdefault(reason, []).append(run_id)
+    parts = []
+    for reason, runs in groups.items():
+        named = ", ".join(runs[:max_named])
+        more = f" and {len(runs) - max_named} more" if len(runs) > max_named else ""
+        parts.append(f"{reason}: {named}{more}")
+    return "; ".join(parts)
 
 
 def detected_runs(
