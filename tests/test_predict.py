@@ -470,6 +470,28 @@ def test_cli_forecast_backtests_the_rest_of_the_run(tmp_path, capsys):
     assert "no run 'nope'" in capsys.readouterr().err
 
 
+def test_a_forecast_file_carries_the_runs_logged_rewards_and_its_plot_draws_them(tmp_path):
+    # the report's forecast figure drew the bands only: the file had no logged data to draw
+    import matplotlib.pyplot as plt
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.result import prediction_result
+
+    runs = _small_runset()
+    fc = forecast_in_runset(runs, "r1", 40, likelihood="iid")
+    saved = load_prediction(save_prediction(fc, tmp_path / "fc.nc"))
+    logged = runs["reward"].sel(run="r1")
+    assert np.array_equal(saved["logged_step"].values, runs["step"].values)
+    assert np.allclose(saved["logged_reward"].values, logged.values)
+    fig = plot_prediction(saved)
+    (dots,) = [line for line in fig.axes[0].lines if line.get_label() == "logged reward"]
+    assert np.allclose(dots.get_ydata(), logged.values)
+    res = prediction_result(saved, title="r1")
+    (figure,) = res.figures.values()
+    assert any(line.get_label() == "logged reward" for line in figure.axes[0].lines)
+    plt.close("all")
+
+
 def test_cli_forecast_prints_each_warning_as_its_own_line_not_json_text(tmp_path, capsys):
     from bayes_grpo.cli import main
     from bayes_grpo.runset import save_runset

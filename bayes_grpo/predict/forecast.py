@@ -64,6 +64,8 @@ from bayes_grpo.constants import HDI_PROB, HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import (
     DEFAULT_HDI_PROBS,
+    LOGGED_REWARD_VAR,
+    LOGGED_STEP_DIM,
     attr_warnings,
     check_stop_threshold,
     summarise_draws,
@@ -1072,6 +1074,12 @@ def forecast_in_runset(
             )
     if notes:
         fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), *notes])
+    # the run's logged rewards (prefix and, where logged, the rest) travel with the forecast,
+    # so its file draws them wherever it is plotted (the report had the bands only)
+    fc[LOGGED_REWARD_VAR] = xr.DataArray(
+        y_all, dims=LOGGED_STEP_DIM, coords={LOGGED_STEP_DIM: t_all},
+        attrs={"long_name": f"reward logged by run {run_id} (the forecast saw the steps up to upto_step)"},
+    )  # fmt: skip
     rest = ~seen & (t_all <= horizon)
     if rest.any():
         prob = (

@@ -48,6 +48,8 @@ from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
 from bayes_grpo.predict.summary import (
     DEFAULT_HDI_PROBS,
+    LOGGED_REWARD_VAR,
+    LOGGED_STEP_DIM,
     SUMMARY_ATTRS,
     SUMMARY_VARS,
     attr_warnings,
@@ -909,7 +911,8 @@ def plot_prediction(
     ds
         Output of :func:`predict_run` or :func:`bayes_grpo.predict.forecast.forecast_run`.
     observed
-        Optional ``(steps, rewards)`` logged rewards to overlay (e.g. the prefix and the rest).
+        Optional ``(steps, rewards)`` logged rewards to overlay (e.g. the prefix and the rest);
+        default: the ``logged_reward`` a forecast dataset carries, if any.
     truth
         Optional ``(steps, mean)`` true mean trajectory (simulations).
     title
@@ -937,6 +940,11 @@ def plot_prediction(
         steps, lo, hi, color="tab:blue", alpha=0.35, label=f"{prob:.0%} band, mean trajectory"
     )
     ax.plot(steps, ds["mean_mean"].values, color="tab:blue", lw=1.5, label="posterior mean")
+    if observed is None and LOGGED_REWARD_VAR in ds:
+        observed = (
+            np.asarray(ds[LOGGED_STEP_DIM].values, dtype=float),
+            np.asarray(ds[LOGGED_REWARD_VAR].values, dtype=float),
+        )
     if observed is not None:
         ax.plot(observed[0], observed[1], ".", color="k", ms=2.5, label="logged reward")
     if truth is not None:

@@ -38,6 +38,10 @@ REGIMES: tuple[str, ...] = ("overdamped", "critical", "underdamped", "unstable")
 CRITICAL_BAND: float = 0.05
 #: Attributes and variables every prediction / forecast dataset has (what :func:`summary_dict`
 #: and the report read); a file without them is not one.
+#: A forecast's run: its logged rewards on their own steps (``forecast_in_runset``), drawn by
+#: ``plot_prediction`` wherever the forecast file is plotted.
+LOGGED_REWARD_VAR: str = "logged_reward"
+LOGGED_STEP_DIM: str = "logged_step"
 SUMMARY_ATTRS: tuple[str, ...] = ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
 SUMMARY_VARS: tuple[str, ...] = (
     "regime_probability",
