@@ -352,6 +352,35 @@ def test_fit_figure_caption_says_when_it_draws_only_some_of_the_runs(monkeypatch
     plt.close("all")
 
 
+def test_the_fit_of_a_short_run_is_dashed_past_its_last_logged_step():
+    # a 20-step run beside 40-step runs had its band and mean drawn to step 40 as if fitted there
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import _fit_figure
+
+    runs = _runset()  # 3 runs
+    reward = runs["reward"].values.copy()
+    steps = runs["step"].values
+    reward[0, steps > steps[len(steps) // 2]] = np.nan  # run0 ends half-way
+    runs = runs.assign(reward=(runs["reward"].dims, reward))
+    draws = xr.DataArray(
+        np.broadcast_to(np.nan_to_num(reward, nan=0.5), (3, *reward.shape)), dims=("sample", "run", "step")
+    )
+    model = SimpleNamespace(runset=runs, fitted_trajectory_draws=lambda: draws, idata=None)
+    model.run_summary = lambda: pd.DataFrame({"model": ["tiny"] * 3}, index=[str(r) for r in runs["run"].values])
+    fig = _fit_figure(model)
+    last = steps[np.isfinite(reward[0])].max()
+    short, full = fig.axes[0], fig.axes[1]
+    solid = [ln for ln in short.lines if ln.get_linestyle() == "-" and ln.get_color() == "C0"]
+    dashed = [ln for ln in short.lines if ln.get_linestyle() == "--"]
+    assert max(solid[0].get_xdata()) == last and len(dashed) == 1
+    assert min(dashed[0].get_xdata()) == last and max(dashed[0].get_xdata()) == steps.max()
+    assert not [ln for ln in full.lines if ln.get_linestyle() == "--"]  # a run logged to the end
+    plt.close(fig)
+
+
 def test_fit_section_of_an_iid_fit_says_when_the_reward_wanders_about_its_curve():
     # a reward with strong process noise (the SDE's own fluctuations, stationary sd about 20%
     # of the rise) leaves residuals correlated over tens of steps; the i.i.d. fit's intervals

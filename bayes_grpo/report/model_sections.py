@@ -60,7 +60,10 @@ def fit_section(model: Any) -> Section:
     no_trend = [str(r) for r, t in runs.get("has_trend", pd.Series(dtype=object)).items() if t is False]
     if no_trend:
         section.text(f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}.")
-    caption = f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory."
+    caption = (
+        f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory; "
+        "past a run's last logged step its mean is dashed (the law's extrapolation)."
+    )
     n_runs = model.runset.sizes["run"]
     if n_runs > MAX_RUN_PANELS:  # the figure stops at MAX_RUN_PANELS: say so, not drop runs unsaid
         caption += f" The first {MAX_RUN_PANELS} of the {n_runs} runs (the table above lists every run)."
@@ -89,8 +92,14 @@ def _fit_figure(model: Any):
         y = ds["reward"].sel(run=run_id).values
         ok = np.isfinite(y)  # runs logged every k steps are NaN in between: draw the logged points
         ax.plot(steps[ok], y[ok], color="0.6", lw=0.7)
-        ax.fill_between(steps, lo[i], hi[i], color="C0", alpha=0.3, lw=0)
-        ax.plot(steps, mean[i], color="C0", lw=1.2)
+        # band and mean where the run was logged; past its last step the mean is dashed (the
+        # law's extrapolation: a 60-step run beside 140-step ones was drawn as if fitted to 140)
+        last = steps[ok].max() if ok.any() else steps.max()
+        seen, beyond = steps <= last, steps >= last
+        ax.fill_between(steps[seen], lo[i][seen], hi[i][seen], color="C0", alpha=0.3, lw=0)
+        ax.plot(steps[seen], mean[i][seen], color="C0", lw=1.2)
+        if beyond.sum() > 1:
+            ax.plot(steps[beyond], mean[i][beyond], color="C0", lw=0.9, ls="--")
         # a run id is often longer than its panel is wide: wrapped, or it runs into its neighbours
         ax.set_title(textwrap.fill(labels[i], TITLE_WIDTH), fontsize=7)
         ax.set_xlabel("optimizer step", fontsize=7)
