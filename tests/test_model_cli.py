@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
+import xarray as xr
 
 from bayes_grpo.cli import main
 from bayes_grpo.dynamics.simulate import simulate_sde_runset
@@ -132,6 +134,20 @@ def test_a_folder_or_a_log_given_as_the_posterior_says_what_file_is_expected(tmp
     log.write_text('{"log_history": []}')
     with pytest.raises(ValueError, match=r"not a netCDF file; a fitted model is the file"):
         GRPODynamicsModel.load(log)
+    # a prediction or a run set given where the fit belongs said only "attribute
+    # bayes_grpo_model_type missing"
+    from bayes_grpo.predict.predict import predict_from_draws, save_prediction
+
+    a = np.full((2, 50), 0.01)
+    draws = xr.Dataset({k: (("chain", "draw"), v) for k, v in {
+        "a": a, "M_eff": a * 0 + 0.75, "C_eff": a * 0 + 0.5, "K_eff": a, "zeta": a * 0 + 2.9,
+        "plateau": a * 0 + 0.8, "initial_reward": a * 0 + 0.2, "noise_d": a * 0, "sigma": a * 0 + 0.02}.items()})  # fmt: skip
+    pred = save_prediction(predict_from_draws(draws, steps=20, momentum=0.5, k_ref=1.0), tmp_path / "pred.nc")
+    with pytest.raises(ValueError, match=r"pred.nc: a prediction file \(written by `bayes-grpo predict` / `forecast`\), not a fitted model; a fitted model is"):
+        GRPODynamicsModel.load(pred)
+    runs = save_runset(simulate_sde_runset(n_seeds=1, group_sizes=(4,), n_steps=20), tmp_path / "runs.nc")
+    with pytest.raises(ValueError, match=r"runs.nc: a run set \(written by `bayes-grpo ingest` or `simulate`\), not a fitted model"):
+        GRPODynamicsModel.load(runs)
 
 
 def _wandering_runs():

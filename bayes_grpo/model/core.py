@@ -75,6 +75,25 @@ def normalise_likelihood(name: str) -> str:
 PRIOR_OVERSAMPLE: int = 10
 
 
+def _other_bayes_grpo_file(path: Path) -> str | None:
+    """What another bayes_grpo netCDF given where a fit belongs is (a run set, a prediction or
+    forecast), in words; None when it is neither. The flat dataset is read, never the groups."""
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            kind = str(ds.attrs.get("kind", ""))
+            names = set(ds.data_vars)
+            dims = set(ds.dims)
+    except Exception:  # noqa: BLE001 - anything unreadable is "neither"
+        return None
+    if kind in ("prediction", "forecast") or "mean_mean" in names:
+        return f"a {kind or 'prediction'} file (written by `bayes-grpo predict` / `forecast`)"
+    if "reward" in names and {RUN_DIM, STEP_DIM} <= dims:
+        return "a run set (written by `bayes-grpo ingest` or `simulate`)"
+    return None
+
+
 class GRPODynamicsModel:
     """Hierarchical damped-oscillator model of GRPO reward curves (DESIGN.md section 3).
 
@@ -364,6 +383,9 @@ class GRPODynamicsModel:
         idata.load() if hasattr(idata, "load") else None
         attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}
         if attrs.get(ATTR_PREFIX + "model_type") != cls._model_type:
+            what = _other_bayes_grpo_file(path)
+            if what is not None:
+                raise ValueError(f"{path}: {what}, not a fitted model; {fit_hint}")
             raise ValueError(f"{path}: not a {cls._model_type} fit (attribute {ATTR_PREFIX}model_type missing)")
         if attrs.get(ATTR_PREFIX + "model_version") != cls.version or attrs.get(ATTR_PREFIX + "package_version") != __version__:
             raise ValueError(
