@@ -57,6 +57,20 @@ def test_the_overview_of_a_report_without_a_fit_does_not_call_its_runs_fitted():
     assert overview.intro == "All runs in the run set, grouped by model and group size G."
 
 
+def test_runs_of_no_model_name_are_not_counted_as_a_model_and_no_subtitle_leaves_no_separator():
+    # the overview said "2 model(s)" for one named LLM and runs without a name, and a report
+    # without a subtitle ended its header line in a stray "·"
+    runs = _runset()
+    runs = runs.assign_coords(model=("run", np.array(["tiny", "", "tiny"], dtype=object)))
+    (overview,) = [s for s in build_sections(runset=runs) if s.key == "overview"]
+    text = " ".join(str(b.content) for b in overview.blocks if b.kind == "text")
+    assert "3 runs, 1 model(s) (1 run(s) of unknown model)," in text, text
+    html = render_html(build_sections(runset=_runset()))
+    header = re.search(r"<p>bayes_grpo .*?</p>", html).group(0)
+    assert not re.search(r"&middot;\s*</p>", header), header
+    assert "&middot; my subtitle</p>" in render_html(build_sections(runset=_runset()), subtitle="my subtitle")
+
+
 def test_the_law_comparison_intro_names_the_four_laws_it_compares():
     # the intro said "the three-phase oscillator against the single exponential and the logistic
     # law" above a table of four laws (the oscillator mechanistic and phenomenological)

@@ -163,7 +163,10 @@ def overview_section(
         )
     summary = pd.DataFrame(rows).set_index("run")
     section = Section(key=key, title=title, intro=intro)
-    section.text(f"{len(summary)} runs, {summary['model'].nunique()} model(s), group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
+    named = summary["model"].astype(str)
+    n_unnamed = int((named == "").sum())  # "" is no model name, not a model of its own
+    models = f"{named[named != ''].nunique()} model(s)" + (f" ({n_unnamed} run(s) of unknown model)" if n_unnamed else "")
+    section.text(f"{len(summary)} runs, {models}, group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
     if unfitted:
         section.text(
             f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
