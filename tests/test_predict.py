@@ -190,6 +190,27 @@ def test_a_posterior_with_some_unstable_draws_gives_the_mean_of_the_stable_runs_
     assert not any("unstable at this setting" in w for w in attr_warnings(stable))
 
 
+def test_between_the_two_thresholds_the_regime_is_the_recursions_damped_oscillation():
+    # mu 0.5, L = 2: closed-form threshold a = 0.25, exact 0.2808. At a = 0.27 the continuum has
+    # C_eff < 0 and called the setting "unstable" with probability 1, while the recursion the
+    # prediction draws converges (no draw diverges): one prediction said both
+    ds = predict_from_draws(_draws(np.full(100, 0.27), momentum=0.5, k_ref=2.0), steps=200, momentum=0.5, k_ref=2.0)
+    assert ds.attrs["n_draws_diverging"] == 0 and ds.attrs["prob_unstable_exact"] == 0.0
+    assert ds.attrs["prob_unstable_closed_form"] == 1.0  # the closed form's own criterion, as named
+    assert ds.attrs["regime"] == "underdamped" and ds.attrs["regime_prob"] == 1.0
+    # past the exact threshold the draws diverge and the regime is unstable
+    past = predict_from_draws(_draws(np.full(100, 0.3), momentum=0.5, k_ref=2.0), steps=200, momentum=0.5, k_ref=2.0)
+    assert past.attrs["regime"] == "unstable" and past.attrs["n_draws_diverging"] == 100
+    # the continuous law keeps the continuum's criterion for both
+    cont = predict_from_draws(
+        _draws(np.full(100, 0.27), momentum=0.5, k_ref=2.0), steps=200, momentum=0.5, k_ref=2.0, law="continuous"
+    )
+    assert cont.attrs["regime"] == "unstable"
+    # no mask: the continuum's labels, as before
+    assert regime_probabilities(np.array([np.nan]), np.array([-0.04]))["unstable"] == 1.0
+    assert regime_probabilities(np.array([np.nan]), np.array([-0.04]), np.array([False]))["underdamped"] == 1.0
+
+
 def test_prediction_round_trips_through_netcdf_and_plots(tmp_path):
     draws = _draws(np.full(400, 0.003))
     ds = predict_from_draws(draws, steps=np.arange(0.0, 300.0, 2.0), momentum=0.5, k_ref=2.0)

@@ -150,18 +150,29 @@ def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
     return float(steps[i]) if i < len(steps) else float("nan")
 
 
-def regime_probabilities(zeta: np.ndarray, damping: np.ndarray) -> dict[str, float]:
+def regime_probabilities(
+    zeta: np.ndarray, damping: np.ndarray, diverging: np.ndarray | None = None
+) -> dict[str, float]:
     """Posterior probability of each regime from draws of ``zeta`` and ``C_eff``.
 
     ``unstable`` when ``C_eff <= 0``; ``critical`` when ``|zeta - 1| < CRITICAL_BAND``;
-    otherwise ``overdamped`` (``zeta > 1``) or ``underdamped``.
+    otherwise ``overdamped`` (``zeta > 1``) or ``underdamped``. With ``diverging`` (the
+    draws whose trajectory law is unstable, e.g. by the exact recursion's criterion), those
+    draws are the unstable ones, and a draw with ``C_eff <= 0`` that does not diverge is
+    ``underdamped``: between the continuum's threshold and the exact one the recursion is a
+    lightly damped oscillation, not a divergence.
     """
     zeta = np.asarray(zeta, dtype=float)
     damping = np.asarray(damping, dtype=float)
-    unstable = damping <= 0
-    critical = ~unstable & (np.abs(zeta - 1.0) < CRITICAL_BAND)
-    over = ~unstable & ~critical & (zeta > 1.0)
-    under = ~unstable & ~critical & (zeta < 1.0)
+    if diverging is None:
+        unstable = damping <= 0
+        damped_past_continuum = np.zeros(damping.shape, dtype=bool)
+    else:
+        unstable = np.asarray(diverging, dtype=bool).reshape(damping.shape)
+        damped_past_continuum = ~unstable & ~(damping > 0)
+    critical = ~unstable & ~damped_past_continuum & (np.abs(zeta - 1.0) < CRITICAL_BAND)
+    over = ~unstable & ~damped_past_continuum & ~critical & (zeta > 1.0)
+    under = (~unstable & ~critical & (zeta < 1.0)) | damped_past_continuum
     n = max(zeta.size, 1)
     return {
         "overdamped": float(over.sum() / n),
@@ -223,7 +234,8 @@ def summarise_draws(
         milestones, the expected remaining gain and the stop step are those of the stable
         draws (conditional on the run staying stable); the median and the bands keep every
         draw, so they show the divergence; a warning gives the share (attrs
-        ``n_draws_diverging``).
+        ``n_draws_diverging``). The regime probabilities take the mask too
+        (:func:`regime_probabilities`): unstable means diverging.
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -285,7 +297,9 @@ def summarise_draws(
     stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
         stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
-    regimes = regime_probabilities(zeta, damping)
+    regimes = regime_probabilities(
+        zeta, damping, None if diverging is None else np.asarray(diverging, dtype=bool).reshape(-1)
+    )
     ds = xr.Dataset(
         {
             "mean_mean": (STEP_DIM, mean_k.mean(axis=0)),
