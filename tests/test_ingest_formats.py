@@ -275,12 +275,18 @@ def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(t
     np.testing.assert_allclose(ds.reward.sel(run="grpo_b2").values, np.add(REWARD, 0.5))
 
 
-def test_wandb_panel_export_splits_runs(tmp_path):
+def _wandb_panel(tmp_path, first: str, second: str):
+    """A wandb panel export (Step, "<run> - train/reward" with its __MIN, a second run's reward at
+    half the first's), loaded."""
     path = tmp_path / "panel.csv"
-    lines = ["Step,runA - train/reward,runA - train/reward__MIN,runB - train/reward"]
+    lines = [f"Step,{first} - train/reward,{first} - train/reward__MIN,{second} - train/reward"]
     lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
     path.write_text("\n".join(lines))
-    ds = load_runs([path])
+    return load_runs([path])
+
+
+def test_wandb_panel_export_splits_runs(tmp_path):
+    ds = _wandb_panel(tmp_path, "runA", "runB")
     assert sorted(ds.run.values) == ["runA", "runB"]
     np.testing.assert_allclose(ds.reward.sel(run="runB").values, np.array(REWARD) / 2)
 
@@ -891,11 +897,7 @@ def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
 def test_wandb_panel_export_of_two_runs_with_one_display_name_keeps_both(tmp_path):
     # wandb display names need not be unique: the panel export repeats "<run> - <metric>";
     # the second run's curves became extra metrics (reward_1) of the first, without a word
-    path = tmp_path / "panel.csv"
-    lines = ["Step,grpo - train/reward,grpo - train/reward__MIN,grpo - train/reward"]
-    lines += [f"{s},{REWARD[s]},{REWARD[s]},{REWARD[s] / 2}" for s in range(N)]
-    path.write_text("\n".join(lines))
-    ds = load_runs([path])
+    ds = _wandb_panel(tmp_path, "grpo", "grpo")
     assert sorted(ds.run.values) == ["grpo", "grpo#2"]
     np.testing.assert_allclose(ds.reward.sel(run="grpo#2").values, np.array(REWARD) / 2)
     assert "reward_1" not in ds.data_vars

@@ -238,10 +238,16 @@ def observation_lag_of(source: str, k_ref: float) -> float:
       = ``K_ref``, TRL logs a reward only at the steps that generate (``GRPOTrainer.log``
       clears its metrics at every log), so the reuse adds no lag to what is logged.
     """
+    rule = _lag_rule(source)
+    return float(k_ref) if rule == "k_ref" else float(rule)
+
+
+def _lag_rule(source: str) -> str:
+    """How a run's source logs its reward (:func:`observation_lag_of`): "k_ref", "0" or "1"."""
     kind = str(source or "").split(":", 1)[0]
     if kind in LAGGED_REWARD_SOURCES:
-        return float(k_ref)
-    return 0.0 if kind in CURRENT_REWARD_SOURCES else 1.0
+        return "k_ref"
+    return "0" if kind in CURRENT_REWARD_SOURCES else "1"
 
 
 def default_observation_lag(
@@ -265,10 +271,7 @@ def default_observation_lag(
         "0": "simulated runs log the current policy's expected reward",
         "1": "training logs: step s logs the rollouts of the policy before that step's update (as TRL does)",
     }
-    rules = []
-    for s in sources:
-        kind = str(s).split(":", 1)[0]
-        rules.append("k_ref" if kind in LAGGED_REWARD_SOURCES else "0" if kind in CURRENT_REWARD_SOURCES else "1")
+    rules = [_lag_rule(s) for s in sources]
     counts = {r: rules.count(r) for r in dict.fromkeys(rules)}
     rule = max(counts, key=counts.get)  # type: ignore[arg-type]
     lag = float(k_ref) if rule == "k_ref" else float(rule)

@@ -36,12 +36,12 @@ DEFAULT_HDI_PROBS: tuple[float, ...] = (0.5, HDI_PROB)
 REGIMES: tuple[str, ...] = ("overdamped", "critical", "underdamped", "unstable")
 #: ``|zeta - 1|`` below which a draw counts as critically damped.
 CRITICAL_BAND: float = 0.05
-#: Attributes and variables every prediction / forecast dataset has (what :func:`summary_dict`
-#: and the report read); a file without them is not one.
 #: A forecast's run: its logged rewards on their own steps (``forecast_in_runset``), drawn by
 #: ``plot_prediction`` wherever the forecast file is plotted.
 LOGGED_REWARD_VAR: str = "logged_reward"
 LOGGED_STEP_DIM: str = "logged_step"
+#: Attributes and variables every prediction / forecast dataset has (what :func:`summary_dict`
+#: and the report read); a file without them is not one.
 SUMMARY_ATTRS: tuple[str, ...] = ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
 SUMMARY_VARS: tuple[str, ...] = (
     "regime_probability",
@@ -297,9 +297,7 @@ def summarise_draws(
     stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
         stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
-    regimes = regime_probabilities(
-        zeta, damping, None if diverging is None else np.asarray(diverging, dtype=bool).reshape(-1)
-    )
+    regimes = regime_probabilities(zeta, damping, diverging)  # diverging: (n_draws,) or None
     ds = xr.Dataset(
         {
             "mean_mean": (STEP_DIM, mean_k.mean(axis=0)),
