@@ -14,10 +14,12 @@ from bayes_grpo.dynamics import (
     exact_stable,
     exact_threshold,
     phase_grid,
+    recursion_regime,
     simulate_recursion,
     spectral_radius,
     stability_summary,
 )
+from bayes_grpo.dynamics.coefficients import oscillator_coefficients
 
 
 @pytest.mark.parametrize(
@@ -278,3 +280,70 @@ def test_the_summary_of_a_vanishing_gain_prints_no_overflow_warning():
         warnings.simplefilter("error")
         s = stability_summary(1e-300, 0.5, 2)
     assert s["critical_k_ref_closed_form"] == pytest.approx(0.5 / 1e-300)
+
+
+def test_the_recursions_regime_is_what_the_simulated_recursion_does_in_the_long_run():
+    # The regime by the recursion's dominant root, checked against the recursion itself: past
+    # its transient, an underdamped run keeps changing sign, an overdamped one keeps its sign,
+    # an unstable one grows. Settings are drawn across momenta, lags (0 included) and gains up
+    # to 1.2x the exact threshold; those whose long-run behaviour does not show within the
+    # simulated steps (a subdominant root within 1% of the dominant one, an oscillation slower
+    # than a few sign changes per tail, a decay that underflows) are left out by numpy.roots,
+    # an independent routine.
+    rng = np.random.default_rng(0)
+    n_steps, tail = 4000, 1500
+    checked, differs_from_continuum = 0, 0
+    for _ in range(400):
+        mu = float(rng.choice([0.0, 0.5, 0.9]))
+        lag = int(rng.integers(0, 9))
+        a = float(exact_threshold(mu, lag)) * 10 ** rng.uniform(-2.0, np.log10(1.2))
+        poly = np.zeros(max(lag, 1) + 2)
+        if lag == 0:
+            poly[:3] = [1.0, a - 1.0 - mu, mu]
+        else:
+            poly[0], poly[1] = 1.0, -(1.0 + mu)
+            poly[2] += mu
+            poly[lag + 1] += a
+        roots = np.roots(np.trim_zeros(poly, "b")) if lag == 0 else np.roots(poly)
+        mod = np.sort(np.abs(roots))[::-1]
+        dominant = roots[np.argmax(np.abs(roots))]
+        angle = abs(np.angle(dominant))
+        distinct = mod[1:][np.abs(mod[1:] - mod[0]) > 1e-9 * mod[0]]  # the pair's twin dropped
+        gap = (distinct[0] / mod[0]) if distinct.size else 0.0
+        if gap > 0.99 or (1e-9 < angle < 20 * np.pi / tail) or abs(n_steps * np.log(mod[0])) > 550:
+            continue
+        regime = recursion_regime(a, mu, lag)
+        e = simulate_recursion(np.array([a]), np.array([mu]), np.array([lag]), n_steps=n_steps)[0]
+        late = e[-tail:]
+        sign_changes = int(np.sum(np.sign(late[1:]) != np.sign(late[:-1])))
+        if regime == "unstable":
+            assert np.max(np.abs(late)) > np.max(np.abs(e[-2 * tail : -tail]))
+        elif regime == "underdamped":
+            assert sign_changes >= 10, (a, mu, lag)
+        else:
+            assert regime == "overdamped" and sign_changes == 0, (a, mu, lag, regime)
+        m, c, k = oscillator_coefficients(a, mu, lag)
+        differs_from_continuum += regime != classify_regime(m, c, k)
+        checked += 1
+    assert checked >= 200
+    # the cases where the continuum's label is wrong for the recursion are among them
+    assert differs_from_continuum >= 10
+
+
+def test_between_the_thresholds_the_continuum_says_unstable_and_the_recursion_oscillates():
+    # mu 0.5, K_ref 2: closed-form threshold 0.25, exact 0.2808; at a = 0.27 the recursion
+    # converges (spectral radius 0.993) with a complex dominant root
+    s = stability_summary(0.27, 0.5, 2)
+    assert s["regime"] == "unstable" and s["stable_exact"] is True
+    assert s["regime_exact"] == "underdamped"
+    assert stability_summary(0.27, 0.5, 2.5)["regime_exact"] is None  # no recursion for a real lag
+    # a double real root: z^2 - z + 1/4 at mu 0, K_ref 1
+    assert recursion_regime(0.25, 0.0, 1) == "critical"
+    assert recursion_regime(np.array([0.2, np.nan, 0.3]), 0.0, 1).tolist() == [
+        "overdamped",
+        "",
+        "underdamped",
+    ]
+    ds = phase_grid(1.0, 0.5, [0.2, 0.27, 0.3], [2])
+    assert ds["regime"].values[1:, 0].tolist() == ["unstable", "unstable"]
+    assert ds["regime_exact"].values[1:, 0].tolist() == ["underdamped", "unstable"]

@@ -67,7 +67,7 @@ from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, 
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
-from bayes_grpo.dynamics.stability import classify_regime, spectral_radius
+from bayes_grpo.dynamics.stability import classify_regime, recursion_regime, spectral_radius
 from bayes_grpo.runset import runset_from_arrays
 from bayes_grpo.runset.names import LOGGED_LR_VAR
 
@@ -329,13 +329,14 @@ def bandit_truth(
     """Known truth of one bandit setting (exact mean field; no simulation, no fit).
 
     Returns ``plateau`` (p*), ``stiffness`` (K, reward units per unit step), ``a = eta_eff K``,
-    ``M_eff, C_eff, K_eff, zeta, regime`` of DESIGN.md's oscillator, ``spectral_radius`` of
-    the exact recursion, ``noise_d`` (D, so that the per-step state noise variance in reward
+    ``M_eff, C_eff, K_eff, zeta, regime`` of DESIGN.md's oscillator, ``spectral_radius`` and
+    ``regime_exact`` (:func:`~bayes_grpo.dynamics.stability.recursion_regime`) of the exact
+    recursion, ``noise_d`` (D, so that the per-step state noise variance in reward
     units is ``D / G``), ``stationary_var`` (``D / (2 G C K_eff)``, None when ``C <= 0``),
     ``measurement_sd`` (sd of the logged reward around the expected one),
     ``initial_reward`` and the method used for ``K``.
 
-    The lag-dependent numbers (``M_eff``, ``C_eff``, ``zeta``, ``regime``,
+    The lag-dependent numbers (``M_eff``, ``C_eff``, ``zeta``, ``regime``, ``regime_exact``,
     ``spectral_radius``, ``stationary_var``) describe the default ``gradient="behaviour"``
     simulator, whose linearised mean field is the lagged recursion; with
     ``gradient="importance"`` the lag largely drops out of the mean dynamics and they do not
@@ -366,6 +367,7 @@ def bandit_truth(
         "zeta": zeta if math.isfinite(zeta) else None,
         "regime": str(classify_regime(mass, damp, k_eff)),
         "spectral_radius": float(spectral_radius(a, momentum, k_ref)),
+        "regime_exact": recursion_regime(a, momentum, k_ref),
         "noise_d": noise_d,
         "stationary_var": stat_var,
         "measurement_sd": fp.measurement_sd,

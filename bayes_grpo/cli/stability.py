@@ -26,7 +26,10 @@ criteria (every line says which one it uses):
                stable iff every root of z^(K_ref-1) (z - 1)(z - mu) + a lies inside the
                unit circle (spectral radius < 1); needs an integer K_ref
   regime       from the continuum coefficients: overdamped (zeta > 1), critical,
-               underdamped / oscillatory (zeta < 1), unstable (C_eff <= 0)
+               underdamped / oscillatory (zeta < 1), unstable (C_eff <= 0); and from the
+               discrete recursion (exact, integer K_ref): unstable (spectral radius >= 1),
+               else by its dominant root: underdamped (complex or negative: the error
+               oscillates), overdamped (real positive: monotone decay), critical (double)
 
 gain: a = eta K for heavy-ball momentum; with --convention ema (Adam beta1) the recursion has
 step eta (1 - beta1), so a = eta K (1 - beta1) is used, mu = beta1.
@@ -174,6 +177,7 @@ def format_summary(s: dict) -> list[str]:
         f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_num(s['C_eff'])}, "
         f"K_eff = {_num(s['K_eff'])}   [continuum model]",
         f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
+        f"regime         {s['regime_exact'] or 'n/a'}   [exact: the discrete recursion's dominant root]",
         f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}",
         f"stable         exact (spectral radius {_num(s['spectral_radius'], '.8f')} < 1): "
         f"{_yes(s['stable_exact'])}",

@@ -36,6 +36,7 @@ from bayes_grpo.dynamics.stability import (
     exact_stable,
     exact_threshold,
     phase_grid,
+    recursion_regime,
     spectral_radius,
     stability_summary,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "critical_k_ref",
     "exact_stable",
     "exact_threshold",
+    "recursion_regime",
     "phase_grid",
     "spectral_radius",
     "stability_summary",

@@ -193,9 +193,13 @@ def characteristic_coefficients(a, momentum, k_ref: int) -> np.ndarray:
     return c
 
 
-def _radius_one_lag(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
-    """Spectral radius for many ``(a, mu)`` at one lag (batched companion eigenvalues)."""
-    out = np.full(a.size, np.nan)
+def _reduce_roots_one_lag(a: np.ndarray, mu: np.ndarray, lag: int, reduce, fill) -> np.ndarray:
+    """``reduce(roots)`` for many ``(a, mu)`` at one lag (batched companion eigenvalues).
+
+    ``reduce`` maps the characteristic roots of a chunk of settings, shape ``(B, n)``
+    complex, to one value per setting, shape ``(B,)``; ``fill`` where ``a`` or ``mu`` is NaN.
+    """
+    out = np.full(a.size, fill, dtype=object if isinstance(fill, str) else float)
     ok = np.isfinite(a) & np.isfinite(mu)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
@@ -208,8 +212,13 @@ def _radius_one_lag(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
         c = coeffs[start : start + chunk]
         companion = np.broadcast_to(sub, (c.shape[0], n, n)).copy()
         companion[:, 0, :] = -c
-        out[idx[start : start + chunk]] = np.max(np.abs(np.linalg.eigvals(companion)), axis=-1)
+        out[idx[start : start + chunk]] = reduce(np.linalg.eigvals(companion))
     return out
+
+
+def _radius_one_lag(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
+    """Spectral radius for many ``(a, mu)`` at one lag (batched companion eigenvalues)."""
+    return _reduce_roots_one_lag(a, mu, lag, lambda z: np.max(np.abs(z), axis=-1), np.nan)
 
 
 def spectral_radius(a, momentum, k_ref):
@@ -383,6 +392,76 @@ def exact_threshold(momentum, k_ref, *, method: str = "auto", rtol: float = 1e-1
 
 # ----------------------------------------------------------------------------- regimes
 
+#: Relative tolerance of :func:`recursion_regime` on the dominant roots: a root whose imaginary
+#: part is within ``ROOT_RTOL`` of the spectral radius counts as real, and two real dominant
+#: roots that close are a double root (critical damping). The eigenvalues of a double root
+#: split by about the square root of machine epsilon (~1e-8), so the tolerance sits above that.
+ROOT_RTOL: float = 1e-6
+
+
+def _regime_of_roots(roots: np.ndarray) -> np.ndarray:
+    """Regime of stable recursions from their characteristic roots, shape ``(B, n)`` complex.
+
+    The dominant root (largest modulus) sets how the error decays in the long run: complex
+    (a pair) or real and negative (sign alternating every step) is an oscillation
+    (``"underdamped"``); real and positive is a monotone decay (``"overdamped"``), or
+    ``"critical"`` when the next root is the same real root (a double root).
+    """
+    mod = np.abs(roots)
+    order = np.argsort(-mod, axis=-1, kind="stable")
+    ranked = np.take_along_axis(roots, order, axis=-1)
+    first = ranked[:, 0]
+    scale = np.maximum(mod.max(axis=-1), np.finfo(float).tiny)
+    real = np.abs(first.imag) <= ROOT_RTOL * scale
+    out = np.full(first.shape, UNDERDAMPED, dtype=object)
+    monotone = real & (first.real > 0)
+    out[monotone] = OVERDAMPED
+    if ranked.shape[1] > 1:
+        double = monotone & (np.abs(ranked[:, 1] - first) <= ROOT_RTOL * scale)
+        out[double] = CRITICAL
+    return out
+
+
+def recursion_regime(a, momentum, k_ref):
+    """Regime of the discrete lagged recursion (exact criterion), from its characteristic roots.
+
+    The recursion ``e[n+1] - e[n] = mu (e[n] - e[n-1]) - a e[n-L]`` that the continuum
+    oscillator approximates: ``"unstable"`` where it is not stable by
+    :func:`exact_stable` (spectral radius ``>= 1``, the same verdict as ``stable_exact``);
+    otherwise the regime of its dominant root (:func:`_regime_of_roots`): ``"underdamped"``
+    (a complex or negative dominant root: the error oscillates as it decays),
+    ``"overdamped"`` (a real positive one: it decays monotonically in the long run) or
+    ``"critical"`` (a double real root, within :data:`ROOT_RTOL`). It differs from
+    :func:`classify_regime` of the continuum coefficients between the two thresholds (the
+    continuum's ``C_eff <= 0`` is unstable, the recursion still converges, oscillating),
+    near ``zeta = 1`` at long lags, and at ``K_ref = 0`` (the recursion can overshoot or
+    diverge where the continuum does not).
+
+    Parameters
+    ----------
+    a, momentum, k_ref
+        As in :func:`spectral_radius` (integer ``k_ref``); broadcast.
+
+    Returns
+    -------
+    ``str`` for scalar inputs, else a numpy array of ``str`` (broadcast shape); ``""`` where an
+    input is NaN. Cost as :func:`spectral_radius`.
+    """
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    lags = _integer_lags(lag)
+    flat_a, flat_mu, flat_lag = a.ravel(), mu.ravel(), lags.ravel()
+    out = np.full(flat_a.size, "", dtype=object)
+    finite = np.isfinite(flat_a) & np.isfinite(flat_mu)
+    stable = finite & exact_stable(flat_a, flat_mu, flat_lag)
+    out[finite & ~stable] = UNSTABLE
+    for value in np.unique(flat_lag[stable]):
+        sel = stable & (flat_lag == value)
+        out[sel] = _reduce_roots_one_lag(flat_a[sel], flat_mu[sel], int(value), _regime_of_roots, "")
+    out = out.reshape(a.shape)
+    if out.ndim == 0:
+        return str(out[()])
+    return out.astype(str)
+
 
 def classify_regime(mass, damping, k_eff, *, rtol: float = 1e-9):
     """Regime of the continuum oscillator ``M e'' + C e' + K_eff e = 0`` (closed-form criterion).
@@ -498,7 +577,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     -------
     dict with ``a``, ``momentum``, ``k_ref``, ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``
     (None when ``C_eff <= 0`` or ``K_eff <= 0``), ``regime`` (continuum coefficients),
-    ``stable_closed_form``, ``stable_exact``, ``spectral_radius``,
+    ``regime_exact`` (the discrete recursion's, :func:`recursion_regime`), ``stable_closed_form``, ``stable_exact``, ``spectral_radius``,
     ``threshold_a_closed_form``, ``threshold_a_exact``, ``critical_k_ref_closed_form``,
     ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``.
     """
@@ -525,6 +604,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         "K_eff": k_eff,
         "zeta": zeta,
         "regime": classify_regime(mass, damping, k_eff),
+        "regime_exact": None,
         "stable_closed_form": bool(closed_form_stable(a, mu, lag)),
         "threshold_a_closed_form": float(closed_form_threshold(mu, lag)),
         "critical_k_ref_closed_form": float(critical_k_ref(a, mu, method=CLOSED_FORM)),
@@ -539,6 +619,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         # the verdict by the threshold, as critical_k_ref: a radius within 1e-16 of 1 (a gain
         # below ~1e-16) rounds to 1.0 and would read as unstable
         out["stable_exact"] = bool(exact_stable(a, mu, round(lag)))
+        out["regime_exact"] = recursion_regime(a, mu, round(lag))
         out["threshold_a_exact"] = float(exact_threshold(mu, round(lag)))
     else:
         out["note"] = (
@@ -571,7 +652,8 @@ def phase_grid(
     Returns
     -------
     xarray.Dataset with dims ``(learning_rate, k_ref)`` and variables ``a``, ``M_eff``,
-    ``C_eff``, ``K_eff``, ``zeta`` (NaN where ``C_eff <= 0``), ``regime`` (str),
+    ``C_eff``, ``K_eff``, ``zeta`` (NaN where ``C_eff <= 0``), ``regime`` (str, continuum
+    coefficients), ``regime_exact`` (str, the discrete recursion's: :func:`recursion_regime`),
     ``closed_form_stable``, ``exact_stable`` (bool), ``spectral_radius``; and, per
     ``k_ref``, ``closed_form_threshold_lr`` and ``exact_threshold_lr``, the learning rates at
     which each criterion puts the boundary. Attributes record ``stiffness``, ``momentum``
@@ -601,8 +683,11 @@ def phase_grid(
             "K_eff": (dims, np.asarray(k_eff, dtype=float)),
             "zeta": (dims, zeta),
             "regime": (dims, classify_regime(mass, damping, k_eff)),
+            "regime_exact": (dims, recursion_regime(a, mu, lag2)),
             "closed_form_stable": (dims, closed_form_stable(a, mu, lag2)),
-            "exact_stable": (dims, radius < 1.0),
+            # the verdict of stability_summary and recursion_regime (a radius within 1e-16 of 1,
+            # a gain below ~1e-16, rounds to 1.0)
+            "exact_stable": (dims, exact_stable(a, mu, lag2)),
             "spectral_radius": (dims, radius),
             "closed_form_threshold_lr": (("k_ref",), closed_form_threshold(mu, lags) / per_lr),
             "exact_threshold_lr": (("k_ref",), exact_threshold(mu, lags) / per_lr),
@@ -625,6 +710,7 @@ __all__ = [
     "exact_threshold",
     "boundary_locus_threshold",
     "classify_regime",
+    "recursion_regime",
     "critical_k_ref",
     "stability_summary",
     "phase_grid",
