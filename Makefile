@@ -6,7 +6,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-test lint clean
+.PHONY: demo test install install-test lint models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: install
 
 test: install-test
 	$(BIN)/python -m pytest -q tests -n 2 --dist worksteal --durations=25
+
+# refit the shipped posterior models/tiny.nc (after a model or package version change)
+models: install
+	$(BIN)/python scripts/make_example_models.py --force
 
 lint: install-test
 	$(BIN)/ruff check bayes_grpo tests

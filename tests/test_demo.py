@@ -111,20 +111,8 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     R-hat on the run-level initial-reward offsets was 1.013-1.019 in three seeds of three."""
     if not (DATA / "index.json").exists():
         pytest.skip("shipped example runs not present")
-    from bayes_grpo.diagnostics import diagnose
-    from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.report.demo import (
-        DemoSettings,
-        _index_groups,
-        demo_fit_set,
-        flagged_by_diagnosis,
-    )
-    from bayes_grpo.runset.ingest import load_runs
+    from bayes_grpo.report.demo import fit_example_runs
 
-    runs = load_runs([DATA])
-    fit_set, _ = demo_fit_set(runs, flagged_by_diagnosis(diagnose(runs)), _index_groups(DATA), DATA)
-    s = DemoSettings()
-    model = GRPODynamicsModel()
-    model.fit(fit_set, draws=s.fit_draws, tune=s.tune, chains=s.chains, random_seed=s.seed, progressbar=False)
-    convergence = model.convergence()
-    assert convergence.passed, convergence.summary
+    # the demo's stages 1-3, which also make the shipped posterior models/tiny.nc
+    fitted = fit_example_runs(DATA, progress=lambda line: None)
+    assert fitted.convergence.passed, fitted.convergence.summary

@@ -126,6 +126,82 @@ def demo_fit_set(runs, flagged: dict[str, str], groups: dict[str, list[str]] | N
     return fit_set, excluded
 
 
+@dataclass
+class ExampleFit:
+    """Stages 1-3 of the demo: the example runs, their diagnoses and the model fitted to the healthy ones."""
+
+    runs: Any
+    diagnostics: list
+    fit_set: Any
+    excluded: dict[str, str]
+    model: Any
+    convergence: Any
+
+
+def fit_example_runs(
+    data_dir: str | Path | None = None,
+    *,
+    settings: DemoSettings | None = None,
+    progress: Callable[[str], None] = print,
+    stage: Callable[[str], None] = lambda name: None,
+    n_stages: int = 3,
+) -> ExampleFit:
+    """Ingest the example runs, diagnose every run, fit the mechanistic model to the healthy ones.
+
+    The demo's first three stages, and how the shipped posterior ``models/tiny.nc`` is made
+    (``scripts/make_example_models.py``): the runs of :data:`FIT_GROUPS` that no diagnosis in
+    :data:`EXCLUDING_MODES` flags and that do not collapse (:func:`demo_fit_set`), fitted with
+    ``settings.chains x settings.fit_draws`` draws from seed ``settings.seed``.
+
+    Parameters
+    ----------
+    data_dir
+        Folder of run directories (default: the shipped ``data/tiny``).
+    settings
+        Sampler sizes and seed (default :class:`DemoSettings`).
+    progress, stage
+        Called with one line per stage, and with the stage's name when it ends.
+    n_stages
+        The stage count shown in the progress lines (``[1/n]``).
+    """
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.runset.ingest import load_runs
+
+    settings = settings or DemoSettings()
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    progress(f"[1/{n_stages}] ingest {data_dir}")
+    runs = load_runs([data_dir])
+    progress(f"      {runs.sizes['run']} runs")
+    stage("ingest")
+
+    progress(f"[2/{n_stages}] diagnose every run")
+    diagnostics = diagnose(runs)
+    flagged = flagged_by_diagnosis(diagnostics)
+    progress(f"      flagged: {flagged or 'none'}")
+    stage("diagnose")
+
+    fit_set, excluded = demo_fit_set(runs, flagged, _index_groups(data_dir), data_dir)
+    n_fit = fit_set.sizes["run"]
+    progress(
+        f"[3/{n_stages}] fit the mechanistic model to {n_fit} runs "
+        f"({settings.chains} chains x {settings.fit_draws} draws)"
+    )
+    model = GRPODynamicsModel()
+    model.fit(
+        fit_set,
+        draws=settings.fit_draws,
+        tune=settings.tune,
+        chains=settings.chains,
+        random_seed=settings.seed,
+        progressbar=False,
+    )
+    convergence = model.convergence()
+    progress(f"      convergence: {convergence.summary}")
+    stage("fit")
+    return ExampleFit(runs, diagnostics, fit_set, excluded, model, convergence)
+
+
 def run_demo(
     out_dir: str | Path = "demo_output",
     *,
@@ -153,13 +229,10 @@ def run_demo(
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.checks.stability import phase_diagram
-    from bayes_grpo.diagnostics import diagnose
-    from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.predict.predict import predict_run, save_prediction
     from bayes_grpo.predict.result import prediction_result
     from bayes_grpo.report.build import write_report
     from bayes_grpo.runset import save_runset
-    from bayes_grpo.runset.ingest import load_runs
 
     settings = DemoSettings.fast(seed) if fast else DemoSettings(seed=seed)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -176,29 +249,14 @@ def run_demo(
         timings[name] = round(now - clock, 2)
         clock = now
 
-    progress(f"[1/7] ingest {data_dir}")
-    runs = load_runs([data_dir])
+    fitted = fit_example_runs(data_dir, settings=settings, progress=progress, stage=stage, n_stages=7)
+    runs, diagnostics, fit_set, model = fitted.runs, fitted.diagnostics, fitted.fit_set, fitted.model
     runs_file = save_runset(runs, out / RUNS_FILE)
-    run_ids = [str(r) for r in runs["run"].values]
-    progress(f"      {len(run_ids)} runs -> {runs_file}")
-    stage("ingest")
-
-    progress("[2/7] diagnose every run")
-    diagnostics = diagnose(runs)
-    flagged = flagged_by_diagnosis(diagnostics)
-    progress(f"      flagged: {flagged or 'none'}")
-    stage("diagnose")
-
-    groups = _index_groups(data_dir)
-    fit_set, excluded = demo_fit_set(runs, flagged, groups, data_dir)
-    fit_ids = [str(r) for r in fit_set["run"].values]
-    progress(f"[3/7] fit the mechanistic model to {len(fit_ids)} runs ({settings.chains} chains x {settings.fit_draws} draws)")
-    model = GRPODynamicsModel()
-    model.fit(fit_set, draws=settings.fit_draws, tune=settings.tune, chains=settings.chains, random_seed=seed, progressbar=False)
     posterior_file = model.save(out / POSTERIOR_FILE)
-    convergence = model.convergence()
-    progress(f"      convergence: {convergence.summary}")
-    stage("fit")
+    progress(f"      wrote {runs_file} and {posterior_file}")
+    run_ids = [str(r) for r in runs["run"].values]
+    fit_ids = [str(r) for r in fit_set["run"].values]
+    groups = _index_groups(data_dir)
 
     progress("[4/7] G-invariance (bridge sampling and Savage-Dickey)")
     inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set((groups or {}).get("g_fixed_completions", []))] or fit_ids)
@@ -251,11 +309,11 @@ def run_demo(
     headline = {
         "n_runs": len(run_ids),
         "fitted": len(fit_ids),
-        "converged": convergence.passed,
+        "converged": fitted.convergence.passed,
         "invariance": invariance.values.get("verdict", invariance.summary),
         "prediction": predicted.values.get("regime"),
     }
-    return DemoResult(out, report, runs_file, posterior_file, fit_ids, excluded, timings, headline)
+    return DemoResult(out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline)
 
 
 def _collapsed(runs: Any, run_id: str) -> bool:
@@ -271,4 +329,4 @@ def _collapsed(runs: Any, run_id: str) -> bool:
     return peak > 0 and tail < COLLAPSE_FRACTION * peak
 
 
-__all__ = ["run_demo", "DemoSettings", "DemoResult", "default_data_dir"]
+__all__ = ["run_demo", "fit_example_runs", "ExampleFit", "DemoSettings", "DemoResult", "default_data_dir"]
