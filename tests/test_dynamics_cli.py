@@ -180,3 +180,42 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_in_posterior_mode(flag
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}" in err and "finite" in err
+
+
+def test_simulate_sde_writes_the_runs_python_makes_with_their_truth(tmp_path, capsys):
+    """``bayes-grpo simulate sde`` is simulate_sde_runset on the command line: same runs, same
+    numbers, the truth in the file; an existing output and a malformed --models are refused."""
+    import numpy as np
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+    from bayes_grpo.runset import load_runset
+
+    out = tmp_path / "sde.nc"
+    args = ["simulate", "sde", "--k-ref", "1,2", "--group-size", "4,16", "--seeds", "2"]
+    args += ["--steps", "60", "--measurement-sd", "0.1", "--seed", "3", "-o", str(out)]
+    assert main(args) == 0
+    cli = load_runset(out)
+    py = simulate_sde_runset(
+        models={"sim": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}},
+        group_sizes=[4, 16],
+        k_refs=[1, 2],
+        n_seeds=2,
+        n_steps=60,
+        measurement_sd=0.1,
+        random_seed=3,
+    )
+    assert list(cli["run"].values) == list(py["run"].values) and cli.sizes["run"] == 8
+    np.testing.assert_array_equal(cli["reward"].values, py["reward"].values)
+    assert set(truth_frame(cli)["zeta"].round(12)) == set(truth_frame(py)["zeta"].round(12))
+    # refuses to replace the file without --overwrite
+    assert main(args) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    # several LLMs from a JSON file; a value that is not an object is named
+    llms = tmp_path / "llms.json"
+    llms.write_text(json.dumps({"a": {"stiffness": 20, "plateau": 0.8, "initial_reward": 0.1, "noise_d": 0}, "b": 3}))
+    bad = ["simulate", "sde", "--models", str(llms), "-o", str(tmp_path / "two.nc")]
+    assert main(bad) == 2
+    assert "llms.json" in capsys.readouterr().err
+    llms.write_text(json.dumps({"a": {"stiffness": 20, "plateau": 0.8, "initial_reward": 0.1, "noise_d": 0}}))
+    assert main([*bad, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["models"] == ["a"]

@@ -1,5 +1,7 @@
 """``bayes-grpo simulate bandit`` and ``bayes-grpo sweep``: the softmax-bandit GRPO.
 
+(The ``simulate`` verb is made here; its ``sde`` kind is in ``cli/sde.py``.)
+
 ``simulate bandit`` writes a run set (netCDF) of batched bandit runs with known truth;
 ``sweep`` runs the K_ref threshold experiment, prints the empirical threshold next to the
 exact and closed-form predictions (and the oscillation onset next to zeta = 1), and draws
@@ -22,6 +24,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
 )
+from bayes_grpo.cli.sde import add_simulate_sde
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 
 ADVANTAGE_HELP = (
@@ -187,7 +190,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     sim = subparsers.add_parser(
         "simulate",
-        help="simulate GRPO runs with known truth (softmax bandit)",
+        help="simulate GRPO runs with known truth (softmax bandit, or the law's SDE)",
         description="Simulate GRPO runs with known truth and write them as a run set.",
     )
     kinds = sim.add_subparsers(dest="kind", metavar="KIND")
@@ -217,6 +220,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=run_simulate)
+    add_simulate_sde(kinds)
 
     s = subparsers.add_parser(
         "sweep",

@@ -1,0 +1,192 @@
+"""``bayes-grpo simulate sde``: runs of the damped-oscillator SDE itself, with known truth.
+
+The law's own ground truth (:func:`bayes_grpo.dynamics.simulate.simulate_sde_runset`: the
+SDE sampled exactly, no Euler error), for checking a fit's recovery and calibration on data
+the law describes exactly; ``simulate bandit`` is the exact GRPO reduction. The ``simulate``
+verb is made in ``cli/bandit.py``, which adds this kind through :func:`add_simulate_sde`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    add_overwrite_flag,
+    check_output_paths,
+    finite_float,
+    non_negative_int,
+    positive_int,
+    print_json,
+    read_json_object,
+)
+from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
+
+EPILOG = """\
+the law (DESIGN.md section 1): per run, gain a = eta_eff K (eta_eff = eta for heavy ball,
+eta (1 - mu) for EMA), M_eff, C_eff, K_eff from a, mu and K_ref, and the SDE
+  M e'' + C e' + K_eff e = sqrt(D / G^alpha) xi,   e(0) = R0 - p*,  e'(0) = 0,
+sampled exactly at the logged steps; reward = p* + e + measurement noise of sd
+measurement_sd * G^(-exponent/2). Every combination of LLM x G x learning rate x K_ref is run
+--seeds times. Logged per step: reward and true_mean_reward (the noise-free mean p* + e_mean);
+the truth of every run (a, M_eff, C_eff, K_eff, zeta, regime, D, stationary variance, ...) is in
+the file's attrs["truth"] (Python: bayes_grpo.dynamics.truth_frame).
+
+--models FILE: a JSON object {name: {"stiffness": K, "plateau": p*, "initial_reward": R0,
+"noise_d": D, "model_size": N (optional)}}; without it, one LLM from --stiffness, --plateau,
+--initial-reward, --noise-d (named --model).
+
+examples:
+  bayes-grpo simulate sde --k-ref 1,2,4 --group-size 4,16 --seeds 4 --steps 300 -o sde.nc
+  bayes-grpo simulate sde --models llms.json --lr 5e-4,1e-3 --measurement-sd 0.2 --measurement-g-exponent 1 -o sde.nc
+"""
+
+
+def _floats(text: str) -> list[float]:
+    from bayes_grpo.cli.bandit import parse_values
+
+    return [float(v) for v in parse_values(text, float)]
+
+
+def _ints(text: str) -> list[int]:
+    from bayes_grpo.cli.bandit import _int_list
+
+    return _int_list(text)
+
+
+def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
+    """Add the ``sde`` kind to the ``simulate`` verb's subparsers."""
+    p = kinds.add_parser(
+        "sde",
+        help="the damped-oscillator SDE itself (the law's exact ground truth)",
+        description=(
+            "Simulate runs of the damped-oscillator SDE, sampled exactly, for every combination of "
+            "the given LLMs, group sizes, learning rates and K_ref, --seeds times each, and write "
+            "the run set (netCDF) with the known truth of every run."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--models", metavar="FILE", default=None, help="JSON file of LLMs (see below)")
+    p.add_argument("--model", default="sim", help="name of the one LLM without --models")
+    p.add_argument("--stiffness", type=finite_float, default=40.0, help="curvature K (default 40)")
+    p.add_argument("--plateau", type=finite_float, default=0.7, help="p* (default 0.7)")
+    p.add_argument(
+        "--initial-reward", type=finite_float, default=0.2, help="R0 (default 0.2)"
+    )
+    p.add_argument(
+        "--noise-d", type=finite_float, default=4e-6, help="process-noise D at G = 1 (default 4e-6)"
+    )
+    p.add_argument(
+        "--group-size", default="4,16", metavar="G", help='group sizes (list; default "4,16")'
+    )
+    p.add_argument("--lr", default="0.001", metavar="ETA", help="learning rates (list; default 1e-3)")
+    p.add_argument("--k-ref", default="1", metavar="L", help="lags K_ref (list of integers; default 1)")
+    p.add_argument(
+        "--momentum", type=finite_float, default=0.9, help="momentum mu or Adam beta1 (default 0.9)"
+    )
+    p.add_argument(
+        "--convention",
+        "--momentum-convention",
+        dest="convention",
+        choices=MOMENTUM_CONVENTIONS,
+        default=EMA,
+        help="momentum convention (default ema: Adam's beta1)",
+    )
+    p.add_argument("--seeds", type=positive_int, default=2, help="runs per setting (default 2)")
+    p.add_argument("--steps", type=positive_int, default=300, help="optimizer steps (default 300)")
+    p.add_argument(
+        "--log-every", type=positive_int, default=1, help="steps between logged points (default 1)"
+    )
+    p.add_argument(
+        "--measurement-sd",
+        type=finite_float,
+        default=0.0,
+        help="measurement-noise sd at G = 1 (default 0)",
+    )
+    p.add_argument(
+        "--measurement-g-exponent",
+        type=finite_float,
+        default=0.0,
+        help="measurement sd scales as G^(-exponent/2) (default 0)",
+    )
+    p.add_argument(
+        "--noise-g-exponent",
+        type=finite_float,
+        default=1.0,
+        help="alpha in the process noise D / G^alpha (theory 1; default 1)",
+    )
+    p.add_argument(
+        "--ragged",
+        type=finite_float,
+        default=0.0,
+        help="runs end at a random step in [(1 - ragged) T, T] (default 0)",
+    )
+    p.add_argument(
+        "--missing-frac",
+        type=finite_float,
+        default=0.0,
+        help="share of logged points dropped at random (default 0)",
+    )
+    p.add_argument(
+        "--allow-unstable",
+        action="store_true",
+        help="simulate settings that are not stable (refused by default)",
+    )
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
+    add_overwrite_flag(p, "replace the output file if it exists")
+    add_json_flag(p)
+    p.set_defaults(func=run_simulate_sde)
+
+
+def run_simulate_sde(args: argparse.Namespace) -> int:
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.runset import save_runset
+
+    check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    if args.models:
+        models = read_json_object(Path(args.models), "--models")
+        for name, spec in models.items():
+            if not isinstance(spec, dict):
+                raise ValueError(f"{args.models}: LLM {name!r} must be a JSON object of its values")
+    else:
+        models = {
+            args.model: {
+                "stiffness": args.stiffness,
+                "plateau": args.plateau,
+                "initial_reward": args.initial_reward,
+                "noise_d": args.noise_d,
+            }
+        }
+    ds = simulate_sde_runset(
+        models=models,
+        group_sizes=_ints(args.group_size),
+        learning_rates=_floats(args.lr),
+        momentum=args.momentum,
+        convention=args.convention,
+        k_refs=_ints(args.k_ref),
+        n_seeds=args.seeds,
+        n_steps=args.steps,
+        log_every=args.log_every,
+        measurement_sd=args.measurement_sd,
+        measurement_g_exponent=args.measurement_g_exponent,
+        noise_g_exponent=args.noise_g_exponent,
+        ragged=args.ragged,
+        missing_frac=args.missing_frac,
+        allow_unstable=args.allow_unstable,
+        random_seed=args.seed,
+    )
+    path = save_runset(ds, args.output)
+    info = {
+        "output": str(path),
+        "runs": int(ds.sizes["run"]),
+        "steps": int(ds.sizes["step"]),
+        "models": sorted(models),
+    }
+    if args.json:
+        print_json(info)
+    else:
+        print(f"wrote {info['runs']} runs x {info['steps']} logged steps to {path}")
+    return 0
