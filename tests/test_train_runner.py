@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -126,6 +127,28 @@ def test_existing_run_is_not_overwritten_silently(run):
     result, _, _ = run
     with pytest.raises(FileExistsError, match="already holds a run"):
         run_training(CONFIG, result.run_dir)
+
+
+def test_another_runs_checkpoints_and_files_a_save_would_write_over_are_refused(tmp_path):
+    # a folder holding only checkpoint-*/ (a run ingest reads) was trained into without
+    # --overwrite, and `train DIR --save-model` wrote the model's config.json over the user's
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=1)
+    other = tmp_path / "other"
+    (other / "checkpoint-2").mkdir(parents=True)
+    (other / "checkpoint-2" / "trainer_state.json").write_text('{"log_history": []}')
+    with pytest.raises(FileExistsError, match=r"already holds a run \(checkpoint-2\)"):
+        run_training(cfg, other)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("config.json", "README.md", "notes.txt"):
+        (mine / name).write_text("keep me")
+    with pytest.raises(FileExistsError, match=r"holds config\.json, which saving the model"):
+        run_training(dataclasses.replace(cfg, save_model=True), mine)
+    ckpt = dataclasses.replace(cfg, extra_grpo_args={"save_strategy": "steps", "save_steps": 1})
+    with pytest.raises(FileExistsError, match=r"holds README\.md, which TRL's checkpoints"):
+        run_training(ckpt, mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["README.md", "config.json", "notes.txt"]
+    assert all((mine / n).read_text() == "keep me" for n in ("config.json", "README.md"))
 
 
 def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tmp_path, capsys):
@@ -350,7 +373,10 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
         run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
     meta = json.loads((out / "bayes_grpo_run.json").read_text())
     assert meta["completed"] is False and "wall_time_s" not in meta
-    with pytest.raises(FileExistsError, match=r"already holds a run \(bayes_grpo_run.json\)"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"already holds a run \(bayes_grpo_run.json, 4 checkpoint-\* folders\)",
+    ):
         run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
     ds = load_runs([out], min_points=2)
     assert ds.sizes["run"] == 1

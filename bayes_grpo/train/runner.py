@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,15 @@ from bayes_grpo.train.config import (
 METADATA_FILE: str = "bayes_grpo_run.json"
 #: TRL's per-step log file.
 TRAINER_STATE_FILE: str = "trainer_state.json"
+#: The model card TRL writes beside its checkpoints.
+MODEL_CARD_FILE: str = "README.md"
+#: Files ``save_model`` writes in the run directory (model config and weights, tokenizer,
+#: training arguments); a user's file of such a name would be written over.
+_MODEL_SAVE_FILE = re.compile(
+    r"^(config\.json|generation_config\.json|training_args\.bin|special_tokens_map\.json|"
+    r"added_tokens\.json|merges\.txt|vocab\.\w+|chat_template\.\w+|tokenizer[-.\w]*|"
+    r"(model|pytorch_model|adapter_model)[-.\w]*\.(safetensors|bin)(\.index\.json)?)$"
+)
 #: ``dataset`` recorded for a run given ``train_dataset`` (a ``datasets.Dataset``) without a name.
 IN_MEMORY_DATASET: str = "<train_dataset>"
 
@@ -75,14 +85,41 @@ def _reward_name(f: Any) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
-def _prepare_output_dir(output_dir: Path, overwrite: bool) -> list[Path]:
-    """Make ``output_dir`` (and missing parents); return the directories made here, outermost first."""
+def _prepare_output_dir(
+    output_dir: Path, overwrite: bool, *, saves_model: bool = False, saves_checkpoints: bool = False
+) -> list[Path]:
+    """Make ``output_dir`` (and missing parents); return the directories made here, outermost first.
+
+    Refused without ``overwrite``: a folder that holds a run (``trainer_state.json``,
+    ``bayes_grpo_run.json`` or a ``checkpoint-*`` folder, a log ingest would read), and one
+    holding a file the run would write over: the model's files when it saves the model, TRL's
+    model card ``README.md`` when it saves checkpoints.
+    """
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
-    held = [name for name in (TRAINER_STATE_FILE, METADATA_FILE) if (output_dir / name).exists()]
+    entries = sorted(output_dir.iterdir()) if output_dir.is_dir() else []
+    held = [p.name for p in entries if p.name in (TRAINER_STATE_FILE, METADATA_FILE)]
+    checkpoints = [p.name for p in entries if p.name not in held and _holds_run_log(p)]
+    if len(checkpoints) > 1:
+        held.append(f"{len(checkpoints)} checkpoint-* folders")
+    else:
+        held += checkpoints
     if held and not overwrite:
         raise FileExistsError(
             f"{output_dir}: already holds a run ({', '.join(held)}); pass overwrite=True / --overwrite"
+        )
+    clash = [
+        p.name
+        for p in entries
+        if (saves_model and _MODEL_SAVE_FILE.match(p.name))
+        or (saves_checkpoints and p.name == MODEL_CARD_FILE)
+    ]
+    if clash and not overwrite:
+        by_save = any(_MODEL_SAVE_FILE.match(name) for name in clash) and saves_model
+        what = "saving the model (save_model / --save-model)" if by_save else "TRL's checkpoints"
+        raise FileExistsError(
+            f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
+            "or empty folder, or pass overwrite=True / --overwrite"
         )
     missing = [d for d in (output_dir, *output_dir.parents) if not d.exists()][::-1]
     created = []
@@ -256,7 +293,12 @@ def run_training(
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
     output_dir = Path(output_dir)
-    created = _prepare_output_dir(output_dir, overwrite)
+    created = _prepare_output_dir(
+        output_dir,
+        overwrite,
+        saves_model=config.save_model,
+        saves_checkpoints=str(config.extra_grpo_args.get("save_strategy", "no")) != "no",
+    )
     try:
         return _train_into(config, output_dir, reward_funcs, train_dataset, threads, quiet)
     except BaseException:
