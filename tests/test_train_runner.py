@@ -163,6 +163,21 @@ def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tm
     assert path.read_text() == "keep me"
 
 
+@pytest.mark.parametrize("threads", ["0", "-2"])
+def test_a_thread_count_below_one_is_one_error_line_before_anything_is_made(
+    tmp_path, capsys, threads
+):
+    # `train DIR --threads 0` ended in torch's RuntimeError traceback "set_num_threads expects
+    # a positive integer", after the model had been built
+    from bayes_grpo.cli import main as cli_main
+
+    run_dir = tmp_path / "run"
+    assert cli_main(["train", str(run_dir), "--steps", "1", "--threads", threads]) == 2
+    err = capsys.readouterr().err
+    assert f"threads (--threads) must be an integer >= 1, got {threads}" in err
+    assert len(err.strip().splitlines()) == 1 and not run_dir.exists()
+
+
 def test_a_run_failing_on_its_configuration_leaves_no_run_directory_behind(tmp_path, capsys):
     # the folders were made before the model path was found missing and stayed behind, empty
     from bayes_grpo.cli import main as cli_main

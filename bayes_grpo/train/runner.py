@@ -279,7 +279,7 @@ def run_training(
     overwrite
         Replace an existing run in ``output_dir``.
     threads
-        ``torch.set_num_threads`` for CPU runs (None: leave torch's default).
+        ``torch.set_num_threads`` for CPU runs, >= 1 (None: leave torch's default).
     quiet
         Drop transformers' console printing of every log entry.
 
@@ -292,6 +292,10 @@ def run_training(
         config = dataclasses.replace(config, dataset=IN_MEMORY_DATASET)
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads (--threads) must be an integer >= 1, got {threads!r}")
     output_dir = Path(output_dir)
     created = _prepare_output_dir(
         output_dir,
