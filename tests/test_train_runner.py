@@ -390,7 +390,7 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
     assert meta["completed"] is False and "wall_time_s" not in meta
     with pytest.raises(
         FileExistsError,
-        match=r"already holds a run \(bayes_grpo_run.json, 4 checkpoint-\* folders\)",
+        match=r"already holds a run \(bayes_grpo_run.json, trainer_state.json, 4 checkpoint-\* folders\)",
     ):
         run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
     ds = load_runs([out], min_points=2)
@@ -415,6 +415,28 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
     with pytest.raises(KeyboardInterrupt):
         run_training(cfg, given, reward_funcs=[reward_then_interrupt], threads=1)
     assert sorted(p.name for p in given.iterdir()) == ["notes.txt"]
+
+
+def test_an_interrupted_run_without_checkpoints_keeps_the_steps_it_logged(tmp_path):
+    # `train runs/x --steps 12` interrupted in its 8th step left nothing at all: TRL writes
+    # trainer_state.json only at the end, so the 7 logged steps were lost with the folder
+    calls = []
+
+    def reward_then_interrupt(prompts, completions, **kwargs):
+        calls.append(1)
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return [float(len(c) % 2) for c in completions]
+
+    cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=12, seed=1)
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        run_training(cfg, out, reward_funcs=[reward_then_interrupt], threads=1)
+    frame, meta = read_run_dir(out)
+    assert meta["completed"] is False and meta["steps_done"] == 7
+    assert list(frame.index) == list(range(1, 8)) and frame["reward"].notna().all()
+    ds = load_runs([out], min_points=2)
+    assert np.isfinite(ds["reward"].values[0]).sum() == 7 and float(ds["group_size"][0]) == 2
 
 
 def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):

@@ -4,12 +4,14 @@ A run directory holds TRL's ``trainer_state.json`` (one ``log_history`` entry pe
 step, with the callback's ``dynamics/*`` metrics) and ``bayes_grpo_run.json``, the run's
 hyperparameters in the data-contract names (:func:`bayes_grpo.train.config.run_metadata`).
 No weights or checkpoints are written unless ``save_model=True``. A training that fails or is
-interrupted after writing checkpoints (or logs) gets ``bayes_grpo_run.json`` with
-``"completed": false`` beside them; a completed one has ``"completed": true``.
+interrupted after its first optimizer step keeps the steps it logged (``trainer_state.json``)
+and any checkpoints, with ``bayes_grpo_run.json`` saying ``"completed": false`` and
+``"steps_done"``; a completed one has ``"completed": true``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import atomic_path, write_text_atomic
 from bayes_grpo.train.config import (
     TINY_MODEL,
     TrainConfig,
@@ -384,13 +386,17 @@ def _train_into(
             trainer.train()
         except BaseException:
             # the checkpoints (or logs) a failed or interrupted training wrote are kept; without
-            # the run's settings beside them they would ingest with G, lr, k_ref ... unknown
-            wrote = set(output_dir.iterdir()) - before
-            if trainer.is_world_process_zero() and wrote and not replacing:
-                _write_metadata(output_dir, {**metadata, "completed": False})
+            # the run's settings beside them they would ingest with G, lr, k_ref ... unknown.
+            # The steps it logged are written as its trainer_state.json (TRL writes that file
+            # only at the end: without checkpoints an interrupted run otherwise kept nothing).
+            # (an error in these writes is dropped: the run's own error is the one reported)
+            if trainer.is_world_process_zero() and not replacing:
+                with contextlib.suppress(OSError):
+                    _keep_partial_run(trainer, output_dir, before, metadata)
             raise
         wall = time.perf_counter() - start
-        trainer.save_state()
+        if trainer.is_world_process_zero():
+            _save_state(trainer, output_dir)
         if config.save_model:
             trainer.save_model(str(output_dir))
 
@@ -412,6 +418,23 @@ def _holds_run_log(path: Path) -> bool:
     return path.name == TRAINER_STATE_FILE or (
         path.is_dir() and path.name.startswith("checkpoint-")
     )
+
+
+def _keep_partial_run(
+    trainer: Any, output_dir: Path, before: set[Path], metadata: dict[str, Any]
+) -> None:
+    """After a failed or interrupted training: its log so far, and its settings beside what it wrote."""
+    if trainer.state.global_step > 0:
+        _save_state(trainer, output_dir)
+    if set(output_dir.iterdir()) - before:
+        partial = {"completed": False, "steps_done": trainer.state.global_step}
+        _write_metadata(output_dir, {**metadata, **partial})
+
+
+def _save_state(trainer: Any, output_dir: Path) -> None:
+    """``trainer.save_state()`` written atomically (transformers writes the file in place)."""
+    with atomic_path(output_dir / TRAINER_STATE_FILE) as tmp:
+        trainer.state.save_to_json(str(tmp))
 
 
 def _write_metadata(output_dir: Path, metadata: dict[str, Any]) -> None:
