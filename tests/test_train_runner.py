@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("trl")
 
+from bayes_grpo.runset.core import runset_warnings  # noqa: E402
 from bayes_grpo.runset.ingest import load_runs  # noqa: E402
 from bayes_grpo.runset.names import canonical_name  # noqa: E402
 from bayes_grpo.runset.schema import NUMERIC_COORDS, STRING_COORDS  # noqa: E402
@@ -437,6 +438,9 @@ def test_an_interrupted_run_without_checkpoints_keeps_the_steps_it_logged(tmp_pa
     assert list(frame.index) == list(range(1, 8)) and frame["reward"].notna().all()
     ds = load_runs([out], min_points=2)
     assert np.isfinite(ds["reward"].values[0]).sum() == 7 and float(ds["group_size"][0]) == 2
+    # ingest says the run is partial (it listed it as any other run, with no word)
+    (warned,) = runset_warnings(ds).values()
+    assert any("did not complete (failed or interrupted after 7 of 12 steps)" in w for w in warned)
 
 
 def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):

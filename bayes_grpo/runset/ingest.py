@@ -550,6 +550,13 @@ def _merge_hyperparameters(
 ) -> tuple[dict[str, object], dict[str, str], list[str]]:
     """Coordinates from every source, first-wins, with warnings on disagreement."""
     warn = list(side.notes)
+    if side.runner.get("completed") is False:  # bayes-grpo train's mark of a partial run
+        done, total = side.runner.get("steps_done"), side.runner.get("max_steps")
+        steps = f" after {done} of {total} steps" if done is not None and total else ""
+        warn.append(
+            f"{side.runner_source} says the training did not complete (failed or interrupted"
+            f"{steps}): a partial run"
+        )
     explicit: list[tuple[str, dict[str, object], dict[str, str]]] = []
     if job.row is not None:
         src = job.row.where
