@@ -57,12 +57,13 @@ mkdir -p "$OUT"
 for G in $G_LIST; do
   for SEED in $SEEDS; do
     RUN="$OUT/$(basename "$MODEL")_g${G}_c${COMPLETIONS}_lr${LR}_k${K_REF}_s${SEED}"
-    if [[ -f "$RUN/trainer_state.json" && -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]]; then
+    # a completed run says so in its metadata (an interrupted one keeps its log so far too)
+    if grep -Eqs '"completed": *true' "$RUN/bayes_grpo_run.json" && [[ "$DRY_RUN" != 1 ]]; then
       echo "$RUN: exists, skipped"; continue
     fi
     EXTRA=()
     [[ "$DRY_RUN" == 1 ]] && EXTRA+=(--dry-run)
-    # an interrupted run (its checkpoints and bayes_grpo_run.json, no trainer_state.json): again
+    # an interrupted run (its log so far, checkpoints, bayes_grpo_run.json "completed": false): again
     [[ -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]] && EXTRA+=(--overwrite)
     start=$(date +%s)
     "${LAUNCH[@]}" train "$RUN" \

@@ -303,10 +303,12 @@ def test_gpu_script_trains_an_interrupted_run_again_and_skips_a_completed_one(tm
     out = tmp_path / "out"
     interrupted = out / "Qwen2.5-0.5B-Instruct_g4_c64_lr1e-6_k1_s0"
     finished = out / "Qwen2.5-0.5B-Instruct_g8_c64_lr1e-6_k1_s0"
-    for run in (interrupted, finished):
+    # an interrupted run also keeps the steps it logged as trainer_state.json: the script took
+    # that file and the metadata together for a finished run
+    for run, completed in ((interrupted, "false"), (finished, "true")):
         run.mkdir(parents=True)
-        (run / "bayes_grpo_run.json").write_text("{}")
-    (finished / "trainer_state.json").write_text("{}")
+        (run / "bayes_grpo_run.json").write_text(f'{{\n  "completed": {completed}\n}}\n')
+        (run / "trainer_state.json").write_text("{}")
     env = {**os.environ, "PYTHON": str(launcher), "NUM_GPUS": "1", "OUT": str(out)}
     script = Path(__file__).resolve().parents[1] / "scripts" / "run_real_model_gpu.sh"
     done = subprocess.run(
