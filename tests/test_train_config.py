@@ -241,6 +241,19 @@ def test_extra_grpo_args_may_not_override_a_setting_the_run_metadata_records(key
         TrainConfig(extra_grpo_args={key: 1}).resolved()
 
 
+def test_an_unknown_grpo_arg_fails_the_dry_run_as_it_fails_the_run(capsys):
+    # `train runs/x --dry-run --grpo-arg foo=1` printed the plan (exit 0); the run itself then
+    # failed with "TRL rejected the configuration ... unexpected keyword argument 'foo'"
+    pytest.importorskip("trl")
+    assert cli_main(["train", "runs/x", "--dry-run", "--grpo-arg", "foo=1"]) == 2
+    err = capsys.readouterr().err
+    assert "extra_grpo_args (--grpo-arg) ['foo']: not arguments of trl.GRPOConfig" in err
+    assert (
+        cli_main(["train", "runs/x", "--dry-run", "--grpo-arg", 'loss_type="grpo"', "--json"]) == 0
+    )
+    assert '"loss_type": "grpo"' in capsys.readouterr().out
+
+
 def test_cli_sets_the_clip_range_weight_decay_and_adam_beta2_through_their_own_options(capsys):
     argv = ["train", "out", "--epsilon", "0.3", "--weight-decay", "0.01", "--adam-beta2", "0.99"]
     assert cli_main([*argv, "--dry-run", "--json"]) == 0

@@ -300,7 +300,29 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             "(group_size, prompts_per_step, k_ref, learning_rate, lr_scheduler, warmup_steps, "
             "optimizer, momentum, beta, temperature, ...); set those instead"
         )
+    unknown, trl_version = _unknown_grpo_args(c.extra_grpo_args)
+    if unknown:
+        raise ValueError(
+            f"extra_grpo_args (--grpo-arg) {unknown}: not arguments of trl.GRPOConfig "
+            f"(TRL {trl_version})"
+        )
     return c
+
+
+def _unknown_grpo_args(names: Any) -> tuple[list[str], str]:
+    """The names in ``names`` that ``trl.GRPOConfig`` does not take, and TRL's version.
+
+    None without TRL: the configuration imports without the train extra (a run then fails on
+    importing TRL); TRL is imported only when there are names to check.
+    """
+    if not names:
+        return [], ""
+    try:
+        import trl
+    except ImportError:
+        return [], ""
+    fields = {f.name for f in dataclasses.fields(trl.GRPOConfig) if f.init}
+    return sorted(set(names) - fields), str(trl.__version__)
 
 
 def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
