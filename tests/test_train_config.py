@@ -254,6 +254,22 @@ def test_an_unknown_grpo_arg_fails_the_dry_run_as_it_fails_the_run(capsys):
     assert '"loss_type": "grpo"' in capsys.readouterr().out
 
 
+def test_resume_from_checkpoint_as_a_grpo_arg_is_refused_not_ignored(capsys):
+    # `--grpo-arg resume_from_checkpoint="runs/x/checkpoint-6"` was printed by --dry-run as a
+    # GRPOConfig setting, and the run trained from step 0: the Trainer never reads that field
+    args = [
+        "train",
+        "runs/x",
+        "--dry-run",
+        "--grpo-arg",
+        'resume_from_checkpoint="runs/x/checkpoint-6"',
+    ]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert "resume_from_checkpoint: transformers' Trainer does not read it" in err
+    assert "would train again from step 0" in err and len(err.strip().splitlines()) == 1
+
+
 def test_cli_sets_the_clip_range_weight_decay_and_adam_beta2_through_their_own_options(capsys):
     argv = ["train", "out", "--epsilon", "0.3", "--weight-decay", "0.01", "--adam-beta2", "0.99"]
     assert cli_main([*argv, "--dry-run", "--json"]) == 0

@@ -300,6 +300,12 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             "(group_size, prompts_per_step, k_ref, learning_rate, lr_scheduler, warmup_steps, "
             "optimizer, momentum, beta, temperature, ...); set those instead"
         )
+    if "resume_from_checkpoint" in c.extra_grpo_args:
+        raise ValueError(
+            "extra_grpo_args (--grpo-arg) resume_from_checkpoint: transformers' Trainer does not "
+            "read it (it is for training scripts) and bayes-grpo train does not resume: the run "
+            "would train again from step 0"
+        )
     unknown, trl_version = _unknown_grpo_args(c.extra_grpo_args)
     if unknown:
         raise ValueError(
