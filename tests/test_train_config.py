@@ -254,6 +254,16 @@ def test_an_unknown_grpo_arg_fails_the_dry_run_as_it_fails_the_run(capsys):
     assert '"loss_type": "grpo"' in capsys.readouterr().out
 
 
+def test_dry_run_shows_the_dropout_setting_the_run_trains_with(capsys):
+    # the runner added disable_dropout=True to GRPOConfig after grpo_config_kwargs, so
+    # `train --dry-run` did not show it (and --grpo-arg disable_dropout=false looked unset)
+    assert cli_main(["train", "runs/x", "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["grpo_config"]["disable_dropout"] is True
+    args = ["train", "runs/x", "--dry-run", "--json", "--grpo-arg", "disable_dropout=false"]
+    assert cli_main(args) == 0
+    assert json.loads(capsys.readouterr().out)["grpo_config"]["disable_dropout"] is False
+
+
 def test_resume_from_checkpoint_as_a_grpo_arg_is_refused_not_ignored(capsys):
     # `--grpo-arg resume_from_checkpoint="runs/x/checkpoint-6"` was printed by --dry-run as a
     # GRPOConfig setting, and the run trained from step 0: the Trainer never reads that field

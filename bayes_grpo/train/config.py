@@ -374,7 +374,7 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
     -------
     dict
         Ready for ``GRPOConfig(**kwargs)``; CPU runs get ``use_cpu=True, bf16=False``; gradient
-        checkpointing is off; ``logging_steps=1``; no checkpoints are saved.
+        checkpointing is off; dropout is disabled; ``logging_steps=1``; no checkpoints are saved.
     """
     c = validate_config(config)
     m = k_ref_mapping(c)
@@ -408,6 +408,7 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
         "report_to": [],
         "disable_tqdm": True,
         "activation_checkpointing": False,  # TRL defaults gradient_checkpointing (its alias) to True
+        "disable_dropout": True,
     }
     if c.optimizer == "adamw":
         kwargs["adam_beta1"] = c.momentum

@@ -331,7 +331,6 @@ def _train_into(
     if threads is not None:
         torch.set_num_threads(int(threads))
     kwargs = grpo_config_kwargs(config, str(output_dir))
-    kwargs.setdefault("disable_dropout", True)
     if config.device == "auto" and not _bf16_available():
         # TRL's bf16 default (True) is refused without a bf16 GPU: "auto" then trains in fp32
         kwargs.setdefault("bf16", False)
