@@ -486,6 +486,31 @@ def test_a_model_that_cannot_be_loaded_is_one_error_line_and_leaves_no_run_direc
         assert not (tmp_path / "run").exists()
 
 
+def test_a_folder_that_is_not_a_whole_model_is_one_error_line_naming_it(tmp_path, capsys):
+    # an empty folder gave transformers' five-line "Couldn't instantiate the backend tokenizer"
+    # without naming it; a model folder without its tokenizer files loaded an empty tokenizer
+    # and ended in an IndexError traceback from TRL's generation
+    from bayes_grpo.cli import main as cli_main
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no_tokenizer = build_tiny_model(tmp_path / "no_tokenizer")
+    for f in no_tokenizer.glob("tokenizer*"):
+        f.unlink()
+    capsys.readouterr()  # transformers' progress bar of the save
+    for model, problem in (
+        (empty, "not a model directory (no config.json)"),
+        (no_tokenizer, "no vocabulary"),
+    ):
+        run_dir = tmp_path / "run"
+        args = ["train", str(run_dir), "--model", str(model), "-G", "2", "--steps", "1"]
+        assert cli_main([*args, "--prompts-per-step", "1", "--threads", "1"]) == 2
+        err = capsys.readouterr().err
+        assert f"{model}: " in err and problem in err, err
+        assert len(err.strip().splitlines()) == 1 and not run_dir.exists()
+
+
 def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
     # TRL defaults bf16 to True and transformers then asks for use_cpu

@@ -166,6 +166,11 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         path_like = config.model.startswith((".", "/", "~")) or config.model.count("/") > 1
         if path_like and not local.is_dir():  # a Hub name is "name" or "owner/name"
             raise FileNotFoundError(f"{config.model}: model directory not found")
+        if local.is_dir() and not (local / "config.json").is_file():
+            raise FileNotFoundError(
+                f"{config.model}: not a model directory (no config.json); give a folder written "
+                "by save_pretrained, or a Hub model name"
+            )
         path = str(local) if local.is_dir() else config.model
         label = local.name if local.is_dir() else path
     # fp32 master weights (bf16 compute comes from TRL's bf16 autocast on GPU): a pure-bf16 copy
@@ -174,9 +179,17 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-    except OSError as exc:  # not on the Hub, no connection, gated, no weights: transformers' words
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    except (OSError, ValueError) as exc:
+        # not on the Hub, no connection, gated, no weights, no usable tokenizer: transformers' words
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(": ")
         raise FileNotFoundError(f"{config.model}: cannot load the model: {reason}") from exc
+    if not tokenizer("next 1 =", add_special_tokens=False)["input_ids"]:
+        # transformers builds an empty tokenizer for a model folder without tokenizer files: every
+        # prompt would be zero tokens and generation fail deep inside TRL (IndexError)
+        raise FileNotFoundError(
+            f"{config.model}: the tokenizer loaded has no vocabulary (no tokenizer files beside "
+            "the model?)"
+        )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
