@@ -454,6 +454,13 @@ def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_pa
     build_tiny_model(tmp_path / "models" / "mini-lm")
     model, _, label = _load_model(TrainConfig(model="~/models/mini-lm"), tmp_path)
     assert label == "mini-lm" and sum(p.numel() for p in model.parameters()) > 0
+    # a snapshot of the Hugging Face cache (offline runs pass its path): its model coordinate
+    # was the revision hash, so runs of one LLM given by Hub name and by path were two models
+    snapshot = tmp_path / "hub" / "models--Qwen--Qwen2.5-0.5B-Instruct" / "snapshots" / "7ae557"
+    build_tiny_model(snapshot)
+    assert (
+        _load_model(TrainConfig(model=str(snapshot)), tmp_path)[2] == "Qwen/Qwen2.5-0.5B-Instruct"
+    )
     (tmp_path / "gsm.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}))
     assert load_prompt_dataset("~/gsm.jsonl")["answer"] == ["#### 1"]
 

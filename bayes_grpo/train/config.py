@@ -438,7 +438,8 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
     config
         The run's settings.
     model_label
-        The ``model`` coordinate (Hub name, directory name, or ``"tiny-gpt2"``).
+        The ``model`` coordinate (Hub name, directory name or, for a snapshot of the Hugging Face
+        cache, its Hub name; ``"tiny-gpt2"`` for the tiny model).
     model_size
         Number of model parameters.
 

@@ -172,7 +172,7 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
                 "by save_pretrained, or a Hub model name"
             )
         path = str(local) if local.is_dir() else config.model
-        label = local.name if local.is_dir() else path
+        label = _model_label(local) if local.is_dir() else path
     # fp32 master weights (bf16 compute comes from TRL's bf16 autocast on GPU): a pure-bf16 copy
     # would round away updates smaller than ~4e-3 of a weight, i.e. most updates at lr ~1e-6.
     kwargs: dict[str, Any] = {"dtype": torch.float32}
@@ -194,6 +194,21 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     return model, tokenizer, label
+
+
+#: A Hub model in the Hugging Face cache: ``.../models--<owner>--<name>/snapshots/<revision>``.
+_HUB_CACHE_SNAPSHOT = re.compile(r"^models--(?P<repo>.+)$")
+
+
+def _model_label(folder: Path) -> str:
+    """The ``model`` coordinate of a local model folder: its name, or for a snapshot in the
+    Hugging Face cache its Hub name ``owner/name`` (as the Hub name given directly gives), not
+    the revision hash the snapshot folder is named after."""
+    resolved = folder.resolve()
+    cache = _HUB_CACHE_SNAPSHOT.match(resolved.parent.parent.name)
+    if resolved.parent.name == "snapshots" and cache:
+        return cache.group("repo").replace("--", "/")
+    return folder.name
 
 
 def _build_dataset_and_rewards(
