@@ -241,6 +241,25 @@ def test_extra_grpo_args_may_not_override_a_setting_the_run_metadata_records(key
         TrainConfig(extra_grpo_args={key: 1}).resolved()
 
 
+def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
+    # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
+    # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"
+    np = pytest.importorskip("numpy")
+    cfg = TrainConfig(
+        group_size=np.int64(4),
+        prompts_per_step=np.int32(2),
+        k_ref=np.int64(2),
+        learning_rate=np.float32(1e-3),
+        momentum=np.float32(0.5),
+    )
+    meta = json.loads(json.dumps(run_metadata(cfg, model_label="m", model_size=1), default=str))
+    for key in ("group_size", "k_ref", "learning_rate", "momentum", "completions_per_step"):
+        assert isinstance(meta[key], int | float) and not isinstance(meta[key], bool), key
+    assert meta["group_size"] == 4 and meta["completions_per_step"] == 16
+    assert meta["learning_rate"] == float(np.float32(1e-3)) and meta["momentum"] == 0.5
+    assert grpo_config_kwargs(cfg, "runs/x")["num_generations"] == 4
+
+
 def test_an_unknown_grpo_arg_fails_the_dry_run_as_it_fails_the_run(capsys):
     # `train runs/x --dry-run --grpo-arg foo=1` printed the plan (exit 0); the run itself then
     # failed with "TRL rejected the configuration ... unexpected keyword argument 'foo'"

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,9 +202,10 @@ class TrainConfig:
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    # numbers.Integral: numpy integers of a sweep too (returned as int, for the JSON metadata)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return int(value)
 
 
 def _check_float(
@@ -239,31 +241,41 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"unknown k_ref_via {c.k_ref_via!r}; known: {list(K_REF_VIA)}")
     if c.device not in ("cpu", "auto"):
         raise ValueError(f"device must be 'cpu' or 'auto', got {c.device!r}")
-    G = _check_int("group_size (G)", c.group_size, 2)
-    _check_int("k_ref", c.k_ref, 1)
-    _check_int("max_steps", c.max_steps, 1)
-    _check_int("seed", c.seed, 0)
-    _check_int("warmup_steps", c.warmup_steps, 0)
-    ga = _check_int("gradient_accumulation_steps", c.gradient_accumulation_steps, 1)
-    world = _check_int("num_processes", c.num_processes, 1)
-    _check_float("learning_rate", c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True)
-    _check_float("momentum", c.momentum, 0.0, 1.0, hi_open=True)
-    _check_float("adam_beta2", c.adam_beta2, 0.0, 1.0, hi_open=True)
-    _check_float("weight_decay", c.weight_decay, 0.0, math.inf, hi_open=True)
-    _check_float("beta (KL weight)", c.beta, 0.0, math.inf, hi_open=True)
-    _check_float("temperature", c.temperature, 0.0, math.inf, lo_open=True, hi_open=True)
-    _check_float("epsilon (clip range)", c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True)
-    _check_float("ref_model_mixup_alpha", c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True)
+    G = c.group_size = _check_int("group_size (G)", c.group_size, 2)
+    c.k_ref = _check_int("k_ref", c.k_ref, 1)
+    c.max_steps = _check_int("max_steps", c.max_steps, 1)
+    c.seed = _check_int("seed", c.seed, 0)
+    c.warmup_steps = _check_int("warmup_steps", c.warmup_steps, 0)
+    ga = c.gradient_accumulation_steps = _check_int(
+        "gradient_accumulation_steps", c.gradient_accumulation_steps, 1
+    )
+    world = c.num_processes = _check_int("num_processes", c.num_processes, 1)
+    c.learning_rate = _check_float(
+        "learning_rate", c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True
+    )
+    c.momentum = _check_float("momentum", c.momentum, 0.0, 1.0, hi_open=True)
+    c.adam_beta2 = _check_float("adam_beta2", c.adam_beta2, 0.0, 1.0, hi_open=True)
+    c.weight_decay = _check_float("weight_decay", c.weight_decay, 0.0, math.inf, hi_open=True)
+    c.beta = _check_float("beta (KL weight)", c.beta, 0.0, math.inf, hi_open=True)
+    c.temperature = _check_float(
+        "temperature", c.temperature, 0.0, math.inf, lo_open=True, hi_open=True
+    )
+    c.epsilon = _check_float(
+        "epsilon (clip range)", c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True
+    )
+    c.ref_model_mixup_alpha = _check_float(
+        "ref_model_mixup_alpha", c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True
+    )
     if c.ref_model_sync_steps is not None:
-        _check_int("ref_model_sync_steps", c.ref_model_sync_steps, 1)
+        c.ref_model_sync_steps = _check_int("ref_model_sync_steps", c.ref_model_sync_steps, 1)
         if c.beta == 0.0:
             raise ValueError(
                 "ref_model_sync_steps is set but beta = 0: there is no reference model to sync"
             )
     if c.max_completion_length is not None:
-        _check_int("max_completion_length", c.max_completion_length, 1)
+        c.max_completion_length = _check_int("max_completion_length", c.max_completion_length, 1)
     if c.n_prompts is not None:
-        _check_int("n_prompts", c.n_prompts, 1)
+        c.n_prompts = _check_int("n_prompts", c.n_prompts, 1)
 
     if c.prompts_per_step is None and c.completions_per_step is None:
         c.prompts_per_step = DEFAULT_PROMPTS_PER_STEP
@@ -281,7 +293,7 @@ def validate_config(config: TrainConfig) -> TrainConfig:
                 f"contradicts completions_per_step={n}"
             )
         c.prompts_per_step = n // G
-    _check_int("prompts_per_step", c.prompts_per_step, 1)
+    c.prompts_per_step = _check_int("prompts_per_step", c.prompts_per_step, 1)
     c.completions_per_step = c.prompts_per_step * G
     if c.completions_per_step % (world * ga):
         raise ValueError(
