@@ -152,6 +152,26 @@ def test_another_runs_checkpoints_and_files_a_save_would_write_over_are_refused(
     assert all((mine / n).read_text() == "keep me" for n in ("config.json", "README.md"))
 
 
+def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_path):
+    # `train DIR -G 2 --overwrite` over a G=4 run saved with checkpoints and --save-model left
+    # checkpoint-12/ and the G=4 weights beside the new G=2 metadata: ingest said "give
+    # checkpoint-12/trainer_state.json to read" its steps, which then came labelled G=2
+    out = tmp_path / "run"
+    (out / "checkpoint-12").mkdir(parents=True)
+    (out / "checkpoint-12" / "trainer_state.json").write_text('{"log_history": []}')
+    for name in ("trainer_state.json", "bayes_grpo_run.json", "config.json", "model.safetensors"):
+        (out / name).write_text("{}")
+    (out / "notes.txt").write_text("keep me")
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=2)
+    run_training(cfg, out, overwrite=True, threads=1)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bayes_grpo_run.json",
+        "notes.txt",
+        "trainer_state.json",
+    ]
+    assert read_run_dir(out)[1]["group_size"] == 2 and (out / "notes.txt").read_text() == "keep me"
+
+
 def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tmp_path, capsys):
     # `bayes-grpo train notes.txt` failed with the bare "[Errno 17] File exists: 'notes.txt'"
     from bayes_grpo.cli import main as cli_main

@@ -340,7 +340,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--save-model", action="store_true", help="also save the final weights in the run directory"
     )
-    r.add_argument("--overwrite", action="store_true", help="replace a run already in RUN_DIR")
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a run already in RUN_DIR: once this one completes, the old run's "
+        "checkpoint-* folders and saved model go too (other files stay)",
+    )
     r.add_argument(
         "--dry-run", action="store_true", help="validate and print the TRL settings; train nothing"
     )

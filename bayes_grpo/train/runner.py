@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -307,7 +308,8 @@ def run_training(
         A ``datasets.Dataset`` to use instead of loading ``config.dataset`` (gsm8k/custom tasks;
         ``config.dataset`` may then be left unset: the metadata records ``"<train_dataset>"``).
     overwrite
-        Replace an existing run in ``output_dir``.
+        Replace an existing run in ``output_dir``: kept until this run completes, then its log,
+        metadata, ``checkpoint-*`` folders and saved model files are replaced or removed.
     threads
         ``torch.set_num_threads`` for CPU runs, >= 1 (None: leave torch's default).
     quiet
@@ -408,6 +410,9 @@ def _train_into(
         before = set(output_dir.iterdir())
         # a run being replaced (overwrite) keeps its log and metadata until this one completes
         replacing = any(_holds_run_log(p) for p in before) or output_dir / METADATA_FILE in before
+        # and then its checkpoints and saved model go: beside this run's metadata they would be
+        # read (ingest, a resume, from_pretrained) as this run's
+        replaced = {p: _written_at(p) for p in before if _replaced_artefact(p)}
         start = time.perf_counter()
         try:
             trainer.train()
@@ -430,6 +435,9 @@ def _train_into(
     metadata.update({"completed": True, "wall_time_s": round(wall, 3)})
     if trainer.is_world_process_zero():
         _write_metadata(output_dir, metadata)
+        for path, mtime in replaced.items():  # what this run did not write again
+            if path.exists() and _written_at(path) == mtime:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
 
 
@@ -438,6 +446,20 @@ def _bf16_available() -> bool:
     from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
 
     return bool(is_torch_bf16_gpu_available() or is_torch_xla_available())
+
+
+def _replaced_artefact(path: Path) -> bool:
+    """A checkpoint folder or a saved model's file of a run that ``overwrite`` replaces."""
+    if path.name == TRAINER_STATE_FILE:
+        return False  # written again by the run
+    return _holds_run_log(path) or bool(_MODEL_SAVE_FILE.match(path.name) and path.is_file())
+
+
+def _written_at(path: Path) -> int:
+    """When ``path`` was last written: a checkpoint folder by its state file (a save into an
+    existing folder writes its files over and leaves the folder's own time as it was)."""
+    state = path / TRAINER_STATE_FILE
+    return (state if state.is_file() else path).stat().st_mtime_ns
 
 
 def _holds_run_log(path: Path) -> bool:
