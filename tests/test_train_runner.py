@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -330,7 +331,13 @@ def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):
         seed=1,
     )
     short_context = build_tiny_model(tmp_path / "short", n_positions=16)
-    with pytest.raises(ValueError, match="exceed the model's context of 16 positions"):
+    # the error named neither the model nor the option to change
+    match = (
+        re.escape(f"{short_context}: ")
+        + r"prompts of up to \d+ tokens plus max_completion_length=\d+ "
+    )
+    match += r"\(--max-completion-length\) exceed the model's context of 16 positions"
+    with pytest.raises(ValueError, match=match):
         run_training(TrainConfig(**{**cfg.to_dict(), "model": str(short_context)}), tmp_path / "x")
     assert not (tmp_path / "x").exists()
     result = run_training(cfg, tmp_path / "gsm_run", threads=1)

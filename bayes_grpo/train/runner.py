@@ -253,7 +253,9 @@ def _build_dataset_and_rewards(
     return dataset, rewards
 
 
-def _check_context(model: Any, tokenizer: Any, dataset: Any, max_completion_length: int) -> None:
+def _check_context(
+    model: Any, tokenizer: Any, dataset: Any, max_completion_length: int, name: str
+) -> None:
     """Raise ValueError when a (text) prompt plus the completion cannot fit the model's context."""
     limit = getattr(model.config, "max_position_embeddings", None) or getattr(
         model.config, "n_positions", None
@@ -267,8 +269,9 @@ def _check_context(model: Any, tokenizer: Any, dataset: Any, max_completion_leng
     longest = max(len(ids) for ids in tokenizer(texts)["input_ids"])
     if longest + max_completion_length > limit:
         raise ValueError(
-            f"prompts of up to {longest} tokens plus max_completion_length={max_completion_length} "
-            f"exceed the model's context of {limit} positions"
+            f"{name}: prompts of up to {longest} tokens plus max_completion_length="
+            f"{max_completion_length} (--max-completion-length) exceed the model's context of "
+            f"{limit} positions"
         )
 
 
@@ -376,7 +379,7 @@ def _train_into(
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
-        _check_context(model, tokenizer, dataset, args.max_completion_length)
+        _check_context(model, tokenizer, dataset, args.max_completion_length, config.model)
         model_size = sum(p.numel() for p in model.parameters())
         trainer = trl.GRPOTrainer(
             model=model,
