@@ -470,6 +470,43 @@ def test_an_interrupted_run_without_checkpoints_keeps_the_steps_it_logged(tmp_pa
     assert any("did not complete (failed or interrupted after 7 of 12 steps)" in w for w in warned)
 
 
+def test_a_terminated_cli_run_keeps_the_steps_it_logged(tmp_path, monkeypatch):
+    # `timeout 12 bayes-grpo train runs/x --steps 2000` (SIGTERM, as a scheduler's preemption)
+    # left runs/x empty: the default SIGTERM action ends Python without unwinding
+    import signal
+    import sys
+
+    from bayes_grpo.cli import main as cli_main
+
+    (tmp_path / "bg_qa_term.py").write_text(
+        "import os, signal\n"
+        "calls = []\n"
+        "def reward(prompts, completions, **kw):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 4:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return [float(len(c) % 2) for c in completions]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bg_qa_term", raising=False)
+
+    def not_handled(signum, frame):  # stands in for the default action, which ends pytest too
+        raise RuntimeError("SIGTERM reached the default action")
+
+    out = tmp_path / "run"
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "12"]
+    previous = signal.signal(signal.SIGTERM, not_handled)
+    try:
+        with pytest.raises(SystemExit) as stop:
+            cli_main([*argv, "--threads", "1", "--reward", "bg_qa_term:reward"])
+        assert signal.getsignal(signal.SIGTERM) is not_handled  # the CLI put it back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stop.value.code == 128 + signal.SIGTERM
+    frame, meta = read_run_dir(out)
+    assert meta["completed"] is False and meta["steps_done"] == 3 and len(frame) == 3
+
+
 def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):
     # "~/models/mini-lm" (Python, or a quoted command line) was "model directory not found",
     # and "~/gsm.jsonl" "dataset file not found", though both existed: "~" was not expanded

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -134,13 +136,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if args.quiet_libs:
         _quiet_libraries()
-    result = run_training(
-        config,
-        args.run_dir,
-        reward_funcs=rewards or None,
-        overwrite=args.overwrite,
-        threads=args.threads,
-    )
+    with _terminate_as_exit():
+        result = run_training(
+            config,
+            args.run_dir,
+            reward_funcs=rewards or None,
+            overwrite=args.overwrite,
+            threads=args.threads,
+        )
     summary = {
         "run_dir": str(result.run_dir),
         "wall_time_s": result.wall_time_s,
@@ -159,6 +162,26 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{result.wall_time_s:.1f} s"
         )
     return 0
+
+
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM (a scheduler's preemption, ``kill``, ``timeout``) as ``SystemExit(143)`` while
+    training: Python's default action ends the process on the spot, leaving the run directory
+    empty; as an exception the runner keeps the steps logged so far, marked as not completed."""
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: leave the handling as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _quiet_libraries() -> None:
