@@ -582,6 +582,21 @@ def test_a_folder_that_is_not_a_whole_model_is_one_error_line_naming_it(tmp_path
         assert len(err.strip().splitlines()) == 1 and not run_dir.exists()
 
 
+def test_a_run_directory_under_the_home_folder_is_one_folder(tmp_path, monkeypatch):
+    # `train "~/runs/x"` wrote its log into ./~/runs/x while transformers, which expands "~" in
+    # its output_dir, made (and would put checkpoints in) $HOME/runs/x
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    ckpt = {"save_strategy": "steps", "save_steps": 1}
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=1, extra_grpo_args=ckpt)
+    result = run_training(cfg, "~/runs/x", threads=1)
+    run_dir = tmp_path / "home" / "runs" / "x"
+    assert result.run_dir == run_dir and not (tmp_path / "~").exists()
+    assert {"bayes_grpo_run.json", "trainer_state.json", "checkpoint-1"} <= {
+        p.name for p in run_dir.iterdir()
+    }
+
+
 def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
     # TRL defaults bf16 to True and transformers then asks for use_cpu

@@ -331,7 +331,9 @@ def run_training(
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
         raise ValueError(f"threads (--threads) must be an integer >= 1, got {threads!r}")
-    output_dir = Path(output_dir)
+    # "~/runs/x" (Python, or a quoted command line) is the home folder's, as transformers takes
+    # it for its own output_dir: otherwise TRL and this runner write to two folders
+    output_dir = Path(output_dir).expanduser()
     created = _prepare_output_dir(
         output_dir,
         overwrite,
