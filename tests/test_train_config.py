@@ -283,6 +283,24 @@ def test_dry_run_shows_the_dropout_setting_the_run_trains_with(capsys):
     assert json.loads(capsys.readouterr().out)["grpo_config"]["disable_dropout"] is False
 
 
+def test_dry_run_says_when_the_run_directory_would_be_refused(tmp_path, capsys):
+    # `train DIR --dry-run` over a folder holding a run printed the plan with no word; the run
+    # itself then stopped at once with "already holds a run"
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "bayes_grpo_run.json").write_text("{}")
+    assert cli_main(["train", str(held), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"note: the run would stop here: {held}: already holds a run (bayes_grpo_run.json)" in out
+    )
+    assert cli_main(["train", str(held), "--dry-run", "--overwrite", "--json"]) == 0
+    assert "run_dir_problem" not in json.loads(capsys.readouterr().out)
+    assert cli_main(["train", str(tmp_path / "new"), "--dry-run", "--json"]) == 0
+    assert "run_dir_problem" not in json.loads(capsys.readouterr().out)
+    assert not (tmp_path / "new").exists()
+
+
 def test_resume_from_checkpoint_as_a_grpo_arg_is_refused_not_ignored(capsys):
     # `--grpo-arg resume_from_checkpoint="runs/x/checkpoint-6"` was printed by --dry-run as a
     # GRPOConfig setting, and the run trained from step 0: the Trainer never reads that field

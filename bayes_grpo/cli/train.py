@@ -114,7 +114,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = validate_config(config_from_args(args))
     rewards = [_import_reward(spec) for spec in args.reward or []]
     if args.dry_run:
-        from bayes_grpo.train.runner import check_reward_funcs
+        from pathlib import Path
+
+        from bayes_grpo.train.runner import check_output_dir, check_reward_funcs
 
         check_reward_funcs(config, rewards)
         plan = {
@@ -123,6 +125,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
             "k_ref_mapping": k_ref_mapping(config),
             "grpo_config": grpo_config_kwargs(config, args.run_dir),
         }
+        try:  # said, not raised: a sweep's dry run goes over runs that already exist
+            check_output_dir(Path(args.run_dir).expanduser(), args.overwrite, config)
+        except FileExistsError as exc:
+            plan["run_dir_problem"] = str(exc)
         if args.json:
             print_json(plan)
         else:
@@ -130,6 +136,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             for key, value in plan["grpo_config"].items():
                 print(f"  GRPOConfig.{key} = {value!r}")
             print(f"  {plan['k_ref_mapping']['identity']}")
+            if "run_dir_problem" in plan:
+                print(f"  note: the run would stop here: {plan['run_dir_problem']}")
         return 0
 
     from bayes_grpo.train.runner import run_training

@@ -88,16 +88,18 @@ def _reward_name(f: Any) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
-def _prepare_output_dir(
-    output_dir: Path, overwrite: bool, *, saves_model: bool = False, saves_checkpoints: bool = False
-) -> list[Path]:
-    """Make ``output_dir`` (and missing parents); return the directories made here, outermost first.
+def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | None = None) -> None:
+    """Raise ``FileExistsError`` when a run (``config``'s) may not be written into ``output_dir``.
 
     Refused without ``overwrite``: a folder that holds a run (``trainer_state.json``,
     ``bayes_grpo_run.json`` or a ``checkpoint-*`` folder, a log ingest would read), and one
     holding a file the run would write over: the model's files when it saves the model, TRL's
     model card ``README.md`` when it saves checkpoints.
     """
+    saves_model = config is not None and config.save_model
+    saves_checkpoints = config is not None and (
+        str(config.extra_grpo_args.get("save_strategy", "no")) != "no"
+    )
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
     entries = sorted(output_dir.iterdir()) if output_dir.is_dir() else []
@@ -124,6 +126,14 @@ def _prepare_output_dir(
             f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
             "or empty folder, or pass overwrite=True / --overwrite"
         )
+
+
+def _prepare_output_dir(
+    output_dir: Path, overwrite: bool, config: TrainConfig | None = None
+) -> list[Path]:
+    """Make ``output_dir`` (and missing parents) once :func:`check_output_dir` allows it; return
+    the directories made here, outermost first."""
+    check_output_dir(output_dir, overwrite, config)
     missing = [d for d in (output_dir, *output_dir.parents) if not d.exists()][::-1]
     created = []
     for d in missing:  # one level at a time: a folder another process made meanwhile is not ours
@@ -334,12 +344,7 @@ def run_training(
     # "~/runs/x" (Python, or a quoted command line) is the home folder's, as transformers takes
     # it for its own output_dir: otherwise TRL and this runner write to two folders
     output_dir = Path(output_dir).expanduser()
-    created = _prepare_output_dir(
-        output_dir,
-        overwrite,
-        saves_model=config.save_model,
-        saves_checkpoints=str(config.extra_grpo_args.get("save_strategy", "no")) != "no",
-    )
+    created = _prepare_output_dir(output_dir, overwrite, config)
     try:
         return _train_into(config, output_dir, reward_funcs, train_dataset, threads, quiet)
     except BaseException:
@@ -519,6 +524,7 @@ __all__ = [
     "METADATA_FILE",
     "TRAINER_STATE_FILE",
     "TrainResult",
+    "check_output_dir",
     "check_reward_funcs",
     "read_run_dir",
     "run_training",
