@@ -597,6 +597,25 @@ def test_a_run_directory_under_the_home_folder_is_one_folder(tmp_path, monkeypat
     }
 
 
+def test_a_gsm8k_row_without_a_gold_number_is_named_before_training(tmp_path, capsys):
+    # the reward raised "GSM8K answer has no number: 'four'" when that row was first drawn (on a
+    # large set, hours in), naming neither the dataset file nor the row
+    from bayes_grpo.cli import main as cli_main
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "mini-lm", n_positions=64)
+    data = tmp_path / "gsm.jsonl"
+    rows = [{"question": "1+1?", "answer": "#### 2"}, {"question": "2+2?", "answer": "four"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_dir = tmp_path / "run"
+    argv = ["train", str(run_dir), "--task", "gsm8k", "--dataset", str(data), "-G", "2"]
+    argv += ["--model", str(model), "--max-completion-length", "4", "--prompts-per-step", "2"]
+    assert cli_main([*argv, "--steps", "1", "--threads", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{data}: 1 row(s) have an 'answer' with no number" in err and "row 1, 'four'" in err
+    assert not run_dir.exists()
+
+
 def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
     # TRL defaults bf16 to True and transformers then asks for use_cpu

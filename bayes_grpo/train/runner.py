@@ -246,6 +246,8 @@ def _build_dataset_and_rewards(
         )
         chat = getattr(tokenizer, "chat_template", None) is not None
         dataset = tasks.gsm8k_prompts(raw, chat=chat)
+        if not reward_funcs:
+            tasks.check_gold_answers(dataset, str(config.dataset))
         rewards = list(reward_funcs or [tasks.gsm8k_reward])
     else:
         dataset = (

@@ -102,6 +102,23 @@ def load_prompt_dataset(
     return datasets.load_dataset(source, config, split=split)
 
 
+def check_gold_answers(dataset: Any, source: str) -> None:
+    """Raise ``ValueError`` naming ``source`` and the rows whose ``answer`` holds no number.
+
+    :func:`gsm8k_reward` reads the gold number of every completion's row; a row without one
+    would otherwise fail the training when it is first drawn, hours in on a large set.
+    """
+    bad = [
+        i for i, answer in enumerate(dataset["answer"]) if extract_final_number(str(answer)) is None
+    ]
+    if bad:
+        first = dataset[bad[0]]["answer"]
+        raise ValueError(
+            f"{source}: {len(bad)} row(s) have an 'answer' with no number for the gsm8k reward "
+            f"(first: row {bad[0]}, {first!r}); give the gold answer as '#### <number>'"
+        )
+
+
 def gsm8k_prompts(dataset: Any, *, chat: bool) -> Any:
     """Map a GSM8K-style dataset to TRL's ``prompt`` column (plus ``answer`` for the reward).
 
@@ -130,6 +147,7 @@ def gsm8k_prompts(dataset: Any, *, chat: bool) -> Any:
 
 __all__ = [
     "GSM8K_INSTRUCTION",
+    "check_gold_answers",
     "extract_final_number",
     "gold_answer",
     "gsm8k_prompts",
