@@ -301,6 +301,18 @@ def test_dry_run_says_when_the_run_directory_would_be_refused(tmp_path, capsys):
     assert not (tmp_path / "new").exists()
 
 
+def test_a_misspelt_scheduler_fails_the_dry_run_as_it_fails_the_run(capsys):
+    # `train runs/x --dry-run --lr-scheduler cosin` printed the plan (exit 0); the run then
+    # failed after loading the model: "TRL rejected the configuration ... cosin is not a valid
+    # SchedulerType"
+    pytest.importorskip("transformers")
+    assert cli_main(["train", "runs/x", "--dry-run", "--lr-scheduler", "cosin"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown lr_scheduler (--lr-scheduler) 'cosin'; transformers knows [" in err
+    assert "'cosine'" in err and len(err.strip().splitlines()) == 1
+    assert cli_main(["train", "runs/x", "--dry-run", "--lr-scheduler", "inverse_sqrt"]) == 0
+
+
 def test_resume_from_checkpoint_as_a_grpo_arg_is_refused_not_ignored(capsys):
     # `--grpo-arg resume_from_checkpoint="runs/x/checkpoint-6"` was printed by --dry-run as a
     # GRPOConfig setting, and the run trained from step 0: the Trainer never reads that field

@@ -64,6 +64,10 @@ TASKS: tuple[str, ...] = ("next_digit", "gsm8k", "custom")
 #: Prompts per optimizer step when neither ``prompts_per_step`` nor ``completions_per_step`` is
 #: given (a default for one of the two would contradict the other when that one is given).
 DEFAULT_PROMPTS_PER_STEP: int = 8
+#: Scheduler names taken without importing transformers (any other is checked against its list).
+COMMON_LR_SCHEDULERS: frozenset[str] = frozenset(
+    {"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_min_lr"}
+)
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
 #: GRPOConfig arguments set from :class:`TrainConfig` fields: ``extra_grpo_args`` may not
@@ -241,6 +245,12 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"unknown k_ref_via {c.k_ref_via!r}; known: {list(K_REF_VIA)}")
     if c.device not in ("cpu", "auto"):
         raise ValueError(f"device must be 'cpu' or 'auto', got {c.device!r}")
+    if c.lr_scheduler not in COMMON_LR_SCHEDULERS:
+        known = _lr_scheduler_names()
+        if known and c.lr_scheduler not in known:
+            raise ValueError(
+                f"unknown lr_scheduler (--lr-scheduler) {c.lr_scheduler!r}; transformers knows {known}"
+            )
     G = c.group_size = _check_int("group_size (G)", c.group_size, 2)
     c.k_ref = _check_int("k_ref", c.k_ref, 1)
     c.max_steps = _check_int("max_steps", c.max_steps, 1)
@@ -325,6 +335,16 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             f"(TRL {trl_version})"
         )
     return c
+
+
+def _lr_scheduler_names() -> list[str]:
+    """transformers' scheduler names (none without transformers: the run then fails on importing
+    it)."""
+    try:
+        from transformers.trainer_utils import SchedulerType
+    except ImportError:
+        return []
+    return [s.value for s in SchedulerType]
 
 
 def _unknown_grpo_args(names: Any) -> tuple[list[str], str]:
