@@ -313,6 +313,14 @@ def test_a_misspelt_scheduler_fails_the_dry_run_as_it_fails_the_run(capsys):
     assert cli_main(["train", "runs/x", "--dry-run", "--lr-scheduler", "inverse_sqrt"]) == 0
 
 
+def test_a_seed_beyond_32_bits_is_refused_naming_the_seed(capsys):
+    # `train runs/x --seed 4294967296` loaded the model, then stopped with numpy's "Seed must be
+    # between 0 and 2**32 - 1" (transformers' set_seed), naming no option
+    assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32)]) == 2
+    assert "seed must be an integer <= 4294967295, got 4294967296" in capsys.readouterr().err
+    assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32 - 1)]) == 0
+
+
 def test_resume_from_checkpoint_as_a_grpo_arg_is_refused_not_ignored(capsys):
     # `--grpo-arg resume_from_checkpoint="runs/x/checkpoint-6"` was printed by --dry-run as a
     # GRPOConfig setting, and the run trained from step 0: the Trainer never reads that field

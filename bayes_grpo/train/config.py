@@ -68,6 +68,8 @@ DEFAULT_PROMPTS_PER_STEP: int = 8
 COMMON_LR_SCHEDULERS: frozenset[str] = frozenset(
     {"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_min_lr"}
 )
+#: Largest seed: transformers' set_seed seeds numpy's legacy generator, which takes 32 bits.
+MAX_SEED: int = 2**32 - 1
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
 #: GRPOConfig arguments set from :class:`TrainConfig` fields: ``extra_grpo_args`` may not
@@ -205,10 +207,12 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
+def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     # numbers.Integral: numpy integers of a sweep too (returned as int, for the JSON metadata)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum}, got {value!r}")
     return int(value)
 
 
@@ -254,7 +258,7 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     G = c.group_size = _check_int("group_size (G)", c.group_size, 2)
     c.k_ref = _check_int("k_ref", c.k_ref, 1)
     c.max_steps = _check_int("max_steps", c.max_steps, 1)
-    c.seed = _check_int("seed", c.seed, 0)
+    c.seed = _check_int("seed", c.seed, 0, MAX_SEED)
     c.warmup_steps = _check_int("warmup_steps", c.warmup_steps, 0)
     ga = c.gradient_accumulation_steps = _check_int(
         "gradient_accumulation_steps", c.gradient_accumulation_steps, 1
