@@ -160,8 +160,9 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
     out = tmp_path / "run"
     (out / "checkpoint-12").mkdir(parents=True)
     (out / "checkpoint-12" / "trainer_state.json").write_text('{"log_history": []}')
-    for name in ("trainer_state.json", "bayes_grpo_run.json", "config.json", "model.safetensors"):
+    for name in ("trainer_state.json", "config.json", "model.safetensors"):
         (out / name).write_text("{}")
+    (out / "bayes_grpo_run.json").write_text('{"config": {"save_model": true}}')
     (out / "notes.txt").write_text("keep me")
     cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=2)
     run_training(cfg, out, overwrite=True, threads=1)
@@ -171,6 +172,13 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
         "trainer_state.json",
     ]
     assert read_run_dir(out)[1]["group_size"] == 2 and (out / "notes.txt").read_text() == "keep me"
+    # files of a model's names that no replaced run saved are the user's: they stay
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text("keep me")
+    run_training(cfg, mine, overwrite=True, threads=1)
+    run_training(cfg, mine, overwrite=True, threads=1)
+    assert (mine / "config.json").read_text() == "keep me"
 
 
 def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tmp_path, capsys):

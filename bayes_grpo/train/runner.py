@@ -424,7 +424,10 @@ def _train_into(
         replacing = any(_holds_run_log(p) for p in before) or output_dir / METADATA_FILE in before
         # and then its checkpoints and saved model go: beside this run's metadata they would be
         # read (ingest, a resume, from_pretrained) as this run's
-        replaced = {p: _written_at(p) for p in before if _replaced_artefact(p)}
+        saved_model = replacing and _saved_model(output_dir)
+        replaced = {
+            p: _written_at(p) for p in before if replacing and _replaced_artefact(p, saved_model)
+        }
         start = time.perf_counter()
         try:
             trainer.train()
@@ -460,11 +463,24 @@ def _bf16_available() -> bool:
     return bool(is_torch_bf16_gpu_available() or is_torch_xla_available())
 
 
-def _replaced_artefact(path: Path) -> bool:
-    """A checkpoint folder or a saved model's file of a run that ``overwrite`` replaces."""
+def _replaced_artefact(path: Path, saved_model: bool) -> bool:
+    """A checkpoint folder of a run that ``overwrite`` replaces, or (``saved_model``: its metadata
+    says it saved its model) a file of that model."""
     if path.name == TRAINER_STATE_FILE:
         return False  # written again by the run
-    return _holds_run_log(path) or bool(_MODEL_SAVE_FILE.match(path.name) and path.is_file())
+    model_file = saved_model and path.is_file() and _MODEL_SAVE_FILE.match(path.name)
+    return _holds_run_log(path) or bool(model_file)
+
+
+def _saved_model(output_dir: Path) -> bool:
+    """Whether the run in ``output_dir`` saved its model there (its bayes_grpo_run.json says so);
+    files of such names are the user's otherwise."""
+    try:
+        meta = json.loads((output_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    config = meta.get("config") if isinstance(meta, dict) else None
+    return isinstance(config, dict) and config.get("save_model") is True
 
 
 def _written_at(path: Path) -> int:
