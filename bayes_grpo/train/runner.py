@@ -177,7 +177,8 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         path_like = config.model.startswith((".", "/", "~")) or config.model.count("/") > 1
         if path_like and not local.is_dir():  # a Hub name is "name" or "owner/name"
             raise FileNotFoundError(f"{config.model}: model directory not found")
-        if local.is_dir() and not (local / "config.json").is_file():
+        configs = ("config.json", "adapter_config.json")  # a model, or a PEFT adapter on one
+        if local.is_dir() and not any((local / name).is_file() for name in configs):
             raise FileNotFoundError(
                 f"{config.model}: not a model directory (no config.json); give a folder written "
                 "by save_pretrained, or a Hub model name"
