@@ -120,3 +120,19 @@ def test_two_sources_of_one_canonical_name_are_both_kept():
 def test_mapping_table_documents_every_canonical_name():
     rows = mapping_table()
     assert {r["canonical"] for r in rows} >= set(METRIC_ALIASES)
+
+
+def test_reward_key_with_or_without_the_train_prefix_selects_the_metric_in_every_format():
+    # TRL's trainer_state logs 'rewards/acc/mean', its wandb/TensorBoard export
+    # 'train/rewards/acc/mean': one --reward-key must select it in both (a mixed ingest); the
+    # TRL spelling of the key was "not in the log" of the export, and 'train/reward' was not in
+    # a trainer_state that logs 'reward'
+    trainer_state = ["reward", "rewards/acc/mean", "rewards/fmt/mean"]
+    export = ["train/reward", "train/rewards/acc/mean", "train/rewards/fmt/mean"]
+    for key in ("rewards/acc/mean", "train/rewards/acc/mean"):
+        assert choose_reward(trainer_state, key)[0] == "rewards/acc/mean"
+        assert choose_reward(export, key)[0] == "train/rewards/acc/mean"
+    assert choose_reward(["reward", "kl"], "train/reward")[0] == "reward"
+    assert choose_reward(["eval/reward", "train/reward"], "eval_reward")[0] == "eval/reward"
+    with pytest.raises(NoRewardError, match="several metrics"):
+        choose_reward(["reward", "train/reward"], "train_reward")

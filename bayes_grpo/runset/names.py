@@ -223,8 +223,9 @@ def choose_reward(
 
     The rule, in order:
 
-    1. ``reward_key`` if given: a source name, or the canonical name of one (``train/reward`` and
-       ``reward`` both select the TRL reward).
+    1. ``reward_key`` if given: a source name, or a name of the same canonical name
+       (``train/reward`` and ``reward`` both select TRL's ``reward`` and a wandb export's
+       ``train/reward``; ``rewards/acc/mean`` selects ``train/rewards/acc/mean`` too).
     2. The total reward under a known name (``reward``, ``train/reward``, ``train_reward``,
        ``critic/score/mean`` ...; :data:`METRIC_ALIASES` ``["reward"]``, first present wins).
     3. The single per-function reward ``rewards/<func>/mean`` (or ``rewards/<func>``), when the log
@@ -257,7 +258,11 @@ def choose_reward(
     if reward_key is not None:
         if reward_key in sources:
             return reward_key, "reward_key", []
-        matches = [s for s in sources if canonical_name(s) == reward_key]
+        # the key's own canonical name too: TRL's trainer_state logs 'rewards/acc/mean' where its
+        # wandb or TensorBoard export logs 'train/rewards/acc/mean', and either spelling of the
+        # key selects it in both (one key for every run of a mixed ingest)
+        wanted = {reward_key, canonical_name(reward_key)}
+        matches = [s for s in sources if canonical_name(s) in wanted]
         if len(matches) == 1:
             return matches[0], "reward_key", []
         if len(matches) > 1:
