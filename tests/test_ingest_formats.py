@@ -495,6 +495,20 @@ def test_ids_are_unique_shortest_path_suffixes(tmp_path):
     assert sorted(ds.run.values) == ["exp1/seed0", "exp2/seed0", "seed1"]
 
 
+def test_two_logs_of_one_folder_are_told_apart_by_their_file_names_not_the_whole_path(tmp_path):
+    # a TRL output folder with its trainer_state.json and the console log kept beside it: both
+    # file names are generic, so every path suffix was alike and the ids became the absolute
+    # path ('tmp/pytest-.../qwen-g8' and '...#2'), different on every machine
+    folder = tmp_path / "qwen-g8"
+    _write_state(folder)
+    (folder / "train.log").write_text(
+        "\n".join(repr(_console_dict(s, REWARD[s], as_strings=False)) for s in range(N))
+    )
+    _write_state(tmp_path / "qwen-g4")
+    ds = load_runs([tmp_path])
+    assert sorted(ds.run.values) == ["qwen-g4", "qwen-g8/train.log", "qwen-g8/trainer_state.json"]
+
+
 def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):
     path = tmp_path / "job.out"
     path.write_text(

@@ -682,13 +682,21 @@ def out_of_range(coord: str, value: object) -> str | None:
 # ------------------------------------------------------------------------------------------
 
 
-def _path_components(path: Path, name: str | None, *, sole_event_file: bool = False) -> list[str]:
+def _path_components(
+    path: Path, name: str | None, *, sole_event_file: bool = False, file_name: bool = False
+) -> list[str]:
     """The path's parts an id is made of (generic folder names and file stems left out).
 
     An event file's name is only a time stamp: when it is the only run in its folder (of any
     format), the folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
+    With ``file_name`` the file's name is the last part, joined to its folder's
+    (``qwen-g8/trainer_state.json``): what tells apart two logs of one folder whose parts are
+    otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it).
     """
     parts = [p for p in path.resolve().parts[1:-1] if not _GENERIC_DIRS.match(p)]
+    if file_name:
+        last = f"{parts.pop()}/{path.name}" if parts else path.name
+        return [*parts, last, *([name] if name else [])]
     stem = path.name
     stamp = _EVENT_STAMP.match(stem)
     if stamp and sole_event_file and parts:
@@ -1035,14 +1043,22 @@ def load_runs(
     def sole_event_file(run: RawRun) -> bool:
         return run.fmt == "tensorboard" and runs_in_folder[run.path.parent] == 1
 
+    components = [
+        _path_components(run.path, run.name, sole_event_file=sole_event_file(run))
+        for run, _job in loaded
+    ]
+    # logs whose parts are all alike (two generic file names in one folder) are told apart by
+    # their file names; growing the path suffix could not, and their ids became the whole
+    # absolute path, the second with '#2'
+    alike = Counter(map(tuple, components))
+    components = [
+        _path_components(run.path, run.name, file_name=True) if alike[tuple(parts)] > 1 else parts
+        for parts, (run, _job) in zip(components, loaded)
+    ]
     ids = assign_run_ids(
         [
-            (
-                _path_components(run.path, run.name, sole_event_file=sole_event_file(run)),
-                job.row.run_id if job.row else None,
-                hint(run),
-            )
-            for run, job in loaded
+            (parts, job.row.run_id if job.row else None, hint(run))
+            for parts, (run, job) in zip(components, loaded)
         ]
     )
     curves: dict[str, pd.DataFrame] = {}
