@@ -687,6 +687,30 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
 
 
+@pytest.mark.parametrize(
+    ("switches", "beta"),
+    [
+        ("use_kl_loss: true, use_kl_in_reward: false", 0.01),  # verl's GRPO recipes
+        ("use_kl_loss: false, use_kl_in_reward: true", 0.001),
+        ("use_kl_loss: false, use_kl_in_reward: false", 0.0),  # no KL term at all
+    ],
+)
+def test_verl_kl_weight_is_the_one_of_the_term_the_run_used(tmp_path, switches, beta):
+    # verl keeps the loss's weight (actor.kl_loss_coef) apart from the reward penalty's
+    # (algorithm.kl_ctrl.kl_coef, default 0.001); the alias kl_coef took the penalty's weight
+    # though a GRPO run puts its KL term in the loss
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    lines = ["step,critic/score/mean"] + [f"{s},{REWARD[s]}" for s in range(N)]
+    (run_dir / "metrics.csv").write_text("\n".join(lines))
+    loss, reward = (part.split(": ")[1] for part in switches.split(", "))
+    (run_dir / "config.yaml").write_text(
+        f"actor_rollout_ref:\n  actor: {{use_kl_loss: {loss}, kl_loss_coef: 0.01}}\n"
+        f"algorithm: {{use_kl_in_reward: {reward}, kl_ctrl: {{kl_coef: 0.001}}}}\n"
+    )
+    assert run_coords(load_runs([run_dir]), "verl_grpo")["beta"] == beta
+
+
 def test_adam_betas_without_an_optimizer_name_give_the_momentum_like_adam_beta1(tmp_path):
     run_dir = tmp_path / "betas_only"
     run_dir.mkdir()

@@ -249,6 +249,37 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
     return None, ""
 
 
+def _flag(value: object) -> bool | None:
+    """A config switch (YAML ``true``, a command-line override's ``"True"``), None when not one."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in {"true", "1"} else False if text in {"false", "0"} else None
+
+
+def _kl_weight(config: Mapping[str, object]) -> tuple[float | None, str]:
+    """The KL weight of a config that says where its KL term goes (verl's ``use_kl_loss`` and
+    ``use_kl_in_reward``), else None (the plain aliases decide).
+
+    verl keeps two weights: ``actor.kl_loss_coef`` for the KL term in the loss (its GRPO
+    recipes, ``use_kl_loss: true``) and ``algorithm.kl_ctrl.kl_coef`` for a KL penalty in the
+    reward (``use_kl_in_reward``; before that switch existed, whenever the loss had none). The
+    alias ``kl_coef`` found the reward's weight first, the default 0.001, whatever the loss used.
+    """
+    loss_key, in_loss = _get(config, "use_kl_loss")
+    if loss_key is None or _flag(in_loss) is None:
+        return None, ""
+    if _flag(in_loss):
+        key, coef = _get(config, "kl_loss_coef")
+        return (
+            (_num(coef), f"{key} ({loss_key}={in_loss})") if _num(coef) is not None else (None, "")
+        )
+    reward_key, in_reward = _get(config, "use_kl_in_reward")
+    if _flag(in_reward) is False:
+        return 0.0, f"{loss_key}={in_loss}, {reward_key}={in_reward}: no KL term"
+    return None, ""
+
+
 def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     """Parameter count of a decoder-only transformer from its config (Llama/Qwen/GPT-2 style).
 
@@ -316,6 +347,9 @@ def coords_from_config(
         else:
             value = _num(value)
         values[coord], why[coord] = value, key
+    kl, kl_why = _kl_weight(config)
+    if kl is not None:
+        values["beta"], why["beta"] = kl, kl_why
     if "momentum" not in values or "momentum_convention" not in values:
         mom, mom_why = _optimizer_momentum(config)
         for coord, value in mom.items():
