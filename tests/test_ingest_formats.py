@@ -509,6 +509,21 @@ def test_two_logs_of_one_folder_are_told_apart_by_their_file_names_not_the_whole
     assert sorted(ds.run.values) == ["qwen-g4", "qwen-g8/train.log", "qwen-g8/trainer_state.json"]
 
 
+def test_wandbs_own_debug_logs_in_an_output_folder_are_no_runs(tmp_path):
+    # wandb's debug.log prints the run's config as a dict ("config: {'lr': 1e-06, ...}"), which
+    # the folder search took for a console log: a run without a reward, rejected, and --strict
+    # (on_error="raise") stopped the ingest of a plain TRL + wandb output folder
+    out = tmp_path / "out"
+    _write_state(out)
+    logs = out / "wandb" / "run-20250301_100000-abc123" / "logs"
+    logs.mkdir(parents=True)
+    config_line = "config_cb None None {'lr': 1e-06, 'group_size': 8, 'epoch': 0}"
+    for name in ("debug.log", "debug-internal.log"):
+        (logs / name).write_text(f"2025-03-01 10:00:05,123 INFO MainThread:1 {config_line}\n")
+    ds = load_runs([tmp_path], on_error="raise")
+    assert list(ds.run.values) == ["out"] and rejected_runs(ds) == {}
+
+
 def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):
     path = tmp_path / "job.out"
     path.write_text(

@@ -137,6 +137,12 @@ _GENERIC_STEMS = frozenset(
 _EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
 # HF's default logging folder name: datetime.now().strftime("%b%d_%H-%M-%S") + "_" + hostname
 _HF_LOGGING_DIR = re.compile(r"^[A-Za-z]{3}\d{2}_\d{2}-\d{2}-\d{2}_")
+#: wandb's own logs in its ``wandb/`` folder (``run-*/logs/debug.log``, linked as
+#: ``wandb/debug.log``): they print the run's config as a dict (``config: {'lr': 1e-06, ...}``),
+#: which reads as a metric dict, so a folder search took them for a console log of a run without
+#: a reward (rejected; ``--strict`` stopped the ingest). The run's console output is
+#: ``files/output.log``, which is read.
+_WANDB_OWN_LOGS = frozenset({"debug.log", "debug-internal.log", "debug-core.log"})
 
 
 class RunRejected(ValueError):
@@ -512,6 +518,8 @@ def discover(path: str | Path) -> list[_Job]:
     jobs = {p: _Job(p, "trainer_state", notes=choice_notes[p]) for p in state_roots.values()}
     for f in files:
         if f.name in SIDECAR_NAMES or f.name == "trainer_state.json":
+            continue
+        if f.name in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue
         if any(_CHECKPOINT_DIR.match(part) for part in f.relative_to(path).parts[:-1]):
             continue
