@@ -552,6 +552,26 @@ def test_hf_output_dir_reads_the_curve_from_trainer_state_and_hyperparameters_fr
     assert (c["group_size"], c["learning_rate"], c["beta"]) == (4, 3e-6, 0.0)
 
 
+def test_a_reused_output_dir_takes_the_hyperparameters_of_its_latest_training(tmp_path):
+    # the output folder of a script run in March and again in April keeps both runs/ folders
+    # beside the April Trainer state; the April arguments were passed over for the March ones
+    # ("Mar30_..." sorts after "Apr02_...")
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    out = tmp_path / "grpo-out"
+    _write_state(out)
+    for stamp, folder, lr in (
+        (1711792800, "Mar30_10-00-00_host", 1e-6),
+        (1712052000, "Apr02_10-00-00_host", 3e-6),
+    ):
+        writer = torch_tb.SummaryWriter(str(out / "runs" / folder))
+        writer.add_text("args", json.dumps({"num_generations": 4, "learning_rate": lr}))
+        writer.add_scalar("train/reward", 0.0, 1)
+        writer.close()
+        (event,) = (out / "runs" / folder).glob("events.out.tfevents.*")
+        event.rename(event.with_name(f"events.out.tfevents.{stamp}.host.1.0"))  # its start time
+    assert run_coords(load_runs([out]), "grpo-out")["learning_rate"] == 3e-6
+
+
 def test_manifest_rows_pick_runs_of_a_multi_run_file_and_scale_console_steps(tmp_path):
     sweep = tmp_path / "sweep.csv"
     lines = ["run_name,metric,step,value"]

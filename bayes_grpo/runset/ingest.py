@@ -576,7 +576,9 @@ def _merge_hyperparameters(
             ("log", *coords_from_config(raw.config, f"{raw.path.name} ({raw.config_source})"))
         )
     event_model: dict[str, object] = {}
-    for event_file in sorted(job.config_events, reverse=True):
+    # the latest training's arguments: a reused output folder holds the event files of earlier
+    # trainings beside the Trainer state of the last one
+    for event_file in sorted(job.config_events, key=_event_file_order, reverse=True):
         try:
             ev = load_tensorboard(event_file)[0]
         except LogFormatError as exc:
@@ -863,8 +865,15 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
 
 
 def _event_order(run: RawRun) -> tuple[int, str]:
-    stamp = _EVENT_STAMP.match(run.path.name)
-    return (int(stamp.group(1)) if stamp else 0, run.path.name)
+    return _event_file_order(run.path)
+
+
+def _event_file_order(path: Path) -> tuple[int, str]:
+    """An event file's place in time: the start time its name carries (``events.out.tfevents.
+    <unix time>...``). Its path does not order it: HF's default folders ``runs/Mar30_...`` and
+    ``runs/Apr02_...`` sort by the month's name."""
+    stamp = _EVENT_STAMP.match(path.name)
+    return (int(stamp.group(1)) if stamp else 0, path.name)
 
 
 def _logging_folder(event_file: Path) -> Path:
