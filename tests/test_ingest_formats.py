@@ -799,6 +799,18 @@ def test_event_files_of_a_resumed_training_are_joined_and_a_new_training_is_not(
     _assert_the_resume_is_joined_and_the_new_run_is_not(load_runs([logdir]))
 
 
+def test_event_files_opened_within_one_second_are_joined_in_the_order_they_were_opened(tmp_path):
+    # SummaryWriter names its files events.out.tfevents.<second>.<host>.<pid>.<counter>: within
+    # one second, the ninth and tenth file of a process sorted as text put the resume first, so
+    # it was not joined (flaky in this file's tests, by how many writers earlier tests opened)
+    logdir = tmp_path / "logs"
+    _write_a_run_its_resume_and_a_new_run(logdir)
+    files = sorted(logdir.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime_ns)
+    for counter, event in zip((9, 10, 11), files):
+        event.rename(logdir / f"events.out.tfevents.1700000000.host.1234.{counter}")
+    _assert_the_resume_is_joined_and_the_new_run_is_not(load_runs([logdir]))
+
+
 def test_a_training_resumed_into_a_new_hf_default_logging_folder_is_joined(tmp_path):
     # HF's default logging_dir is <output_dir>/runs/<%b%d_%H-%M-%S>_<host>, new at every start
     torch_tb = pytest.importorskip("torch.utils.tensorboard")

@@ -864,16 +864,23 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
     return loaded
 
 
-def _event_order(run: RawRun) -> tuple[int, str]:
+def _event_order(run: RawRun) -> tuple[int, tuple]:
     return _event_file_order(run.path)
 
 
-def _event_file_order(path: Path) -> tuple[int, str]:
+def _event_file_order(path: Path) -> tuple[int, tuple]:
     """An event file's place in time: the start time its name carries (``events.out.tfevents.
     <unix time>...``). Its path does not order it: HF's default folders ``runs/Mar30_...`` and
     ``runs/Apr02_...`` sort by the month's name."""
     stamp = _EVENT_STAMP.match(path.name)
-    return (int(stamp.group(1)) if stamp else 0, path.name)
+    return (int(stamp.group(1)) if stamp else 0, _natural_key(path.name))
+
+
+def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """``name`` with its runs of digits compared as numbers: files a writer opens within one
+    second differ only in the counter at the end of their names (``...host.1234.9``,
+    ``...host.1234.10``), which as text put the tenth before the ninth."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
 
 
 def _logging_folder(event_file: Path) -> Path:
