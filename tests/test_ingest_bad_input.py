@@ -173,6 +173,20 @@ def test_two_manifest_rows_with_the_same_run_id_are_an_error_naming_the_rows(tmp
         load_runs([], manifest=manifest)
 
 
+@pytest.mark.parametrize("steps", ["abc", "-5", "0", "2.5"])
+def test_a_manifest_logging_steps_that_is_no_stride_is_an_error_naming_the_row(tmp_path, steps):
+    # 'abc' stopped the ingest with "could not convert string to float: 'abc'" (no file, no
+    # row); -5 numbered a console log's dicts -5, -10 ...; 2.5 became 2 without a word
+    _good(tmp_path / "a.csv")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(f"path,run,logging_steps\na.csv,a,{steps}\n")
+    with pytest.raises(
+        LogFormatError,
+        match=rf"m\.csv row 1: logging_steps must be a whole number >= 1, got '{steps}'",
+    ):
+        load_runs([], manifest=manifest)
+
+
 def test_two_runs_that_would_get_the_same_id_are_told_apart(tmp_path):
     _good(tmp_path / "x" / "run.csv")
     _good(tmp_path / "y" / "run.csv")

@@ -55,6 +55,19 @@ def _blank(value: object) -> bool:
     )
 
 
+def _logging_steps(value: object, where: str) -> int:
+    """A row's ``logging_steps``: a whole number of steps, at least 1 (the stride of a console
+    log's numbered metric dicts). ``abc`` stopped the ingest with Python's own message, naming
+    neither the manifest nor the row; -5 numbered the steps -5, -10 ...; 2.5 became 2."""
+    try:
+        steps = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        steps = math.nan
+    if not (steps >= 1 and steps.is_integer()):
+        raise LogFormatError(f"{where}: logging_steps must be a whole number >= 1, got {value!r}")
+    return int(steps)
+
+
 def read_manifest(path: str | Path) -> list[ManifestRow]:
     """Parse a manifest (CSV or YAML); unknown columns and rows without a path raise, naming the row."""
     path = Path(path)
@@ -111,7 +124,7 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
                 reward_key=None
                 if _blank(raw.get("reward_key"))
                 else str(raw["reward_key"]).strip(),
-                logging_steps=None if _blank(steps) else int(float(steps)),
+                logging_steps=None if _blank(steps) else _logging_steps(steps, f"{path} row {i}"),
                 coords=coords,
             )
         )
