@@ -602,6 +602,22 @@ def test_manifest_rows_pick_runs_of_a_multi_run_file_and_scale_console_steps(tmp
     assert "no run named 'zz'" in info["reason"] and "['a', 'b']" in info["reason"]
 
 
+def test_console_dicts_of_numpy_scalars_are_read(tmp_path):
+    # NumPy >= 2 prints {'reward': np.mean(r)} as {'reward': np.float64(0.1)}: literal_eval
+    # refused every dict, and a folder search left the log out without a word
+    path = tmp_path / "loop.log"
+    path.write_text(
+        "\n".join(
+            f"{{'step': {s}, 'reward': np.float64({r}), 'kl': np.float32(0.01), 'n': np.int64(8)}}"
+            for s, r in enumerate(REWARD)
+        )
+        + "\n{'step': 12, 'reward': np.float64(nan), 'kl': np.float32(0.01), 'n': np.int64(8)}\n"
+    )
+    ds = load_runs([tmp_path])
+    np.testing.assert_allclose(ds.reward.sel(run="loop").values[:N], REWARD)
+    assert np.isnan(ds.reward.sel(run="loop", step=12)) and float(ds.kl.max()) == 0.01
+
+
 def test_verl_console_lines_ingest_with_their_steps(tmp_path):
     lines = ["(main_task pid=1) some banner"]
     lines += [

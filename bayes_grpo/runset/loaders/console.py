@@ -40,6 +40,9 @@ from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, is_summary_ent
 _DICT_AT_END = re.compile(r"(\{[^{}\n]*\})[ \t\r]*$", re.M)
 # Python prints float("nan") / float("inf") as bare names, which literal_eval refuses
 _BARE_NONFINITE = re.compile(r"(?<=[:\s,\[])(-?inf|nan)(?=\s*[,}\]])")
+# NumPy >= 2 prints its scalars as "np.float64(0.15)" (a custom loop's {'reward': np.mean(r)}),
+# which literal_eval refuses: such a log was no log at all, left out of a folder without a word
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)")
 _BAR = re.compile(r"(\d+)/(\d+) \[")
 # verl's console logger: "step:12 - critic/score/mean:0.41 - actor/entropy:1.2"
 _VERL_LINE = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+(.*)$", re.M)
@@ -59,7 +62,7 @@ def find_metric_dicts(text: str) -> list[dict]:
     """Every Trainer metric dict printed in ``text``, in order (summary dicts included)."""
     out = []
     for match in _DICT_AT_END.finditer(text):
-        literal = _BARE_NONFINITE.sub(r"'\1'", match.group(1))
+        literal = _BARE_NONFINITE.sub(r"'\1'", _NUMPY_SCALAR.sub(r"\1", match.group(1)))
         try:
             parsed = ast.literal_eval(literal)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
