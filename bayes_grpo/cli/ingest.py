@@ -18,7 +18,7 @@ from bayes_grpo.cli._common import (
 EPILOG = """\
 formats (auto-detected; folders are searched recursively):
   trainer_state.json      TRL / HF Trainer state: a file, a run folder, or an output folder
-                          with checkpoint-* (latest checkpoint wins); eval_* -> eval variables
+                          with checkpoint-* (its own state, else the latest checkpoint's); eval_* -> eval variables
   events.out.tfevents.*   TensorBoard scalars; the GRPOConfig text summary gives G, lr, beta, seed
   *.csv / *.tsv           wide (step + metrics), long wandb exports (run_name,metric,step,value),
                           wandb panel exports ("<run> - <metric>"), several runs per file
