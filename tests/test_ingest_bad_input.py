@@ -429,6 +429,17 @@ def test_a_run_folder_linked_into_the_scanned_folder_is_read(tmp_path):
     assert sorted(ds.run.values) == ["run_a", "run_b"]
 
 
+def test_a_linked_run_folder_is_named_by_its_link_not_its_target(tmp_path):
+    # runs/qwen-g8 -> /scratch/job_8812/output: the id came from the resolved path ('job_8812';
+    # 'output' is generic), not from the name the user gave the run
+    for job, name in (("job_8812", "qwen-g8"), ("job_8813", "qwen-g4")):
+        _state(tmp_path / "scratch" / job / "output" / "trainer_state.json")
+        runs = tmp_path / "runs"
+        runs.mkdir(exist_ok=True)
+        (runs / name).symlink_to(tmp_path / "scratch" / job / "output", target_is_directory=True)
+    assert sorted(load_runs([tmp_path / "runs"]).run.values) == ["qwen-g4", "qwen-g8"]
+
+
 @pytest.mark.parametrize("layout", ["jsonl", "json list", "trainer_state", "training_args"])
 def test_a_byte_order_mark_before_json_is_read_as_utf8(tmp_path, layout):
     # Windows tools write UTF-8 with a byte-order mark: the JSONL file lost its first record as

@@ -703,7 +703,9 @@ def _path_components(
     (``qwen-g8/trainer_state.json``): what tells apart two logs of one folder whose parts are
     otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it).
     """
-    parts = [p for p in path.resolve().parts[1:-1] if not _GENERIC_DIRS.match(p)]
+    # the path as the user gave it, made absolute: resolving links named a run folder linked in
+    # from other storage (runs/qwen-g8 -> /scratch/job_8812/output) after the link's target
+    parts = [p for p in Path(os.path.abspath(path)).parts[1:-1] if not _GENERIC_DIRS.match(p)]
     if file_name:
         last = f"{parts.pop()}/{path.name}" if parts else path.name
         return [*parts, last, *([name] if name else [])]
