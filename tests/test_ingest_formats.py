@@ -762,6 +762,20 @@ def test_verl_kl_weight_is_the_one_of_the_term_the_run_used(tmp_path, switches, 
     assert run_coords(load_runs([run_dir]), "verl_grpo")["beta"] == beta
 
 
+def test_a_lora_checkpoint_names_its_base_model(tmp_path):
+    # TRL + PEFT saves checkpoint-*/adapter_config.json and no config.json: the model was unknown
+    checkpoint = tmp_path / "qwen-lora" / "checkpoint-12"
+    _write_state(checkpoint)
+    (checkpoint / "adapter_config.json").write_text(
+        json.dumps(
+            {"base_model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "peft_type": "LORA", "r": 16}
+        )
+    )
+    ds = load_runs([tmp_path])
+    assert list(ds.run.values) == ["qwen-lora"]
+    assert run_coords(ds, "qwen-lora")["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
+
+
 def test_adam_betas_without_an_optimizer_name_give_the_momentum_like_adam_beta1(tmp_path):
     run_dir = tmp_path / "betas_only"
     run_dir.mkdir()

@@ -14,6 +14,8 @@ file                            read as
 ``config.yaml``/``.yml``
 ``config.json``                 the model config (``_name_or_path``, sizes) when it has
                                 ``model_type``/``architectures``, else a training config
+``adapter_config.json``         a LoRA (PEFT) adapter's: the base model's name, when no model
+                                config was found (a LoRA run's checkpoints hold no ``config.json``)
 ``training_args.bin``           never unpickled; noted, so the user knows why nothing was read
 ==============================  ===========================================================
 
@@ -54,10 +56,13 @@ TRAINING_CONFIG_NAMES: tuple[str, ...] = (
     "config.yml",
 )
 MODEL_CONFIG_NAME = "config.json"
+#: A PEFT (LoRA) adapter's config: the only place a LoRA run's folders name the base model
+#: (``base_model_name_or_path``); its checkpoints hold no ``config.json``.
+ADAPTER_CONFIG_NAME = "adapter_config.json"
 PICKLED_ARGS = "training_args.bin"
 #: Every file name this module reads (ingestion does not take them for logs).
 SIDECAR_NAMES = frozenset(
-    {RUNNER_METADATA, MODEL_CONFIG_NAME, PICKLED_ARGS, *TRAINING_CONFIG_NAMES}
+    {RUNNER_METADATA, MODEL_CONFIG_NAME, ADAPTER_CONFIG_NAME, PICKLED_ARGS, *TRAINING_CONFIG_NAMES}
 )
 _GENERIC_DIR = re.compile(r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events)$", re.I)
 
@@ -141,6 +146,15 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
                 continue
             setattr(found, kind, flatten(data))
             setattr(found, f"{kind}_source", str(path))
+        adapter = folder / ADAPTER_CONFIG_NAME
+        if not found.model and adapter.is_file():
+            try:
+                base = _read_mapping(adapter).get("base_model_name_or_path")
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                found.notes.append(f"{adapter}: not read ({type(exc).__name__}: {exc})")
+                base = None
+            if isinstance(base, str) and base:
+                found.model, found.model_source = {"_name_or_path": base}, str(adapter)
         if (folder / PICKLED_ARGS).is_file():
             pickled.append(folder / PICKLED_ARGS)
     # only worth a note when no readable config was found in any folder searched (a checkpoint's
