@@ -545,6 +545,7 @@ def test_a_rejected_run_says_what_reading_it_noted(tmp_path):
     message = str(info.value)
     assert "only 9 finite reward value(s)" in message
     assert "21 value(s) without a numeric step skipped" in message
+    assert "(e.g. step '1,000', metric 'reward')" in message  # which steps, not only how many
 
 
 @pytest.mark.parametrize("name", ["metrics.jsonl", "metrics.csv", "trainer_state.json"])

@@ -222,7 +222,11 @@ def _normalise_run(
     if bad_step.all():
         raise RunRejected(f"{where}: no usable step numbers (e.g. {recs['step'].iloc[0]!r})")
     if bad_step.any():
-        warn.append(f"{int(bad_step.sum())} value(s) without a numeric step skipped")
+        first = recs[bad_step].iloc[0]
+        warn.append(
+            f"{int(bad_step.sum())} value(s) without a numeric step skipped (e.g. step "
+            f"{first['step']!r}, metric {first['metric']!r})"
+        )
     recs = recs[~bad_step]
     step_num = step_num[~bad_step]
     # an absolute tolerance: a relative one (np.isclose's rtol=1e-5) passed step 100000.3 as
