@@ -993,6 +993,23 @@ def test_a_second_training_one_logging_step_off_in_the_same_folder_is_not_joined
     assert not any("resumed run" in w for ws in runset_warnings(ds).values() for w in ws)
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_second_step_key_is_kept_as_a_metric_in_jsonl_as_in_csv(tmp_path, suffix):
+    # {"step": 3, "global_step": 12, ...} (a loop counting rollouts and optimizer steps): the
+    # CSV kept global_step as a metric, the JSONL dropped it without a word
+    path = tmp_path / f"loop.{suffix}"
+    rows = [{"step": s, "global_step": 4 * s, "reward": r} for s, r in enumerate(REWARD)]
+    if suffix == "jsonl":
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    else:
+        path.write_text(
+            "step,global_step,reward\n"
+            + "".join(f"{s},{4 * s},{r}\n" for s, r in enumerate(REWARD))
+        )
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.global_step.sel(run="loop").values, 4 * np.arange(N))
+
+
 def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
     # {"run_id": 17, ...}: only text was taken for a run label, so the two runs of the file
     # merged into one, the second replacing the first at every step (a CSV reads ids as text)

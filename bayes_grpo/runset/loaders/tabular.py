@@ -423,7 +423,10 @@ def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: li
             entries = [e for e in entries if step_key in e]
         steps = [e[step_key] for e in entries]
     type_key = _type_key(entries)
-    not_metrics = set(candidates) | ({type_key} if type_key else set())
+    # the other step keys stay metrics, as in a CSV ('global_step' beside the 'step' used): they
+    # were dropped without a word, and with them the optimizer steps of a loop whose 'step'
+    # counts rollouts
+    not_metrics = {step_key} - {None} | ({type_key} if type_key else set())
     renamed = []
     for entry in entries:
         prefix = _prefix(str(entry[type_key])) if type_key and type_key in entry else ""
