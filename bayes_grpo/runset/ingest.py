@@ -135,6 +135,9 @@ _GENERIC_STEMS = frozenset(
     }
 )
 _EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
+# wandb's run folder (run-20250301_100000-abc123, offline-run-...): its files/ holds the run's
+# console output (files/output.log) and config, so 'files' names nothing
+_WANDB_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-\w+$")
 # HF's default logging folder name: datetime.now().strftime("%b%d_%H-%M-%S") + "_" + hostname
 _HF_LOGGING_DIR = re.compile(r"^[A-Za-z]{3}\d{2}_\d{2}-\d{2}-\d{2}_")
 #: wandb's own logs in its ``wandb/`` folder (``run-*/logs/debug.log``, linked as
@@ -709,7 +712,13 @@ def _path_components(
     """
     # the path as the user gave it, made absolute: resolving links named a run folder linked in
     # from other storage (runs/qwen-g8 -> /scratch/job_8812/output) after the link's target
-    parts = [p for p in Path(os.path.abspath(path)).parts[1:-1] if not _GENERIC_DIRS.match(p)]
+    folders = Path(os.path.abspath(path)).parts[1:-1]
+    parts = [
+        p
+        for i, p in enumerate(folders)
+        if not _GENERIC_DIRS.match(p)
+        and not (p == "files" and i and _WANDB_RUN_DIR.match(folders[i - 1]))
+    ]
     if file_name:
         last = f"{parts.pop()}/{path.name}" if parts else path.name
         return [*parts, last, *([name] if name else [])]
