@@ -730,6 +730,19 @@ def test_wandb_run_config_yaml_beside_its_output_log_gives_the_hyperparameters(t
     assert (c["momentum"], c["momentum_convention"], c["k_ref"]) == (0.9, "ema", 2.0)
 
 
+def test_the_wandb_callbacks_model_num_parameters_gives_the_model_size(tmp_path):
+    # HF's WandbCallback adds "model/num_parameters" to the run config (a '/' where configs
+    # flattened by ingest have '.'): the model size was unknown
+    files = tmp_path / "wandb" / "run-20260101_120000-abc123" / "files"
+    files.mkdir(parents=True)
+    lines = [str(_console_dict(s, REWARD[s], as_strings=False) | {"step": s}) for s in range(N)]
+    (files / "output.log").write_text("\n".join(lines) + "\n")
+    config = {"_wandb": {"value": {}}, "model/num_parameters": {"value": 494032768}}
+    (files / "config.yaml").write_text(yaml.safe_dump(config))
+    ds = load_runs([tmp_path])
+    assert run_coords(ds, str(ds.run.values[0]))["model_size"] == 494032768
+
+
 def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     run_dir = tmp_path / "verl_grpo"
     run_dir.mkdir()

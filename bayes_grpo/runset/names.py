@@ -389,13 +389,17 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
 
 
 def hyperparameter_key(coord: str, config: Mapping[str, object]) -> str | None:
-    """The key of ``config`` (flattened, dotted) that carries run coordinate ``coord``, if any."""
+    """The key of ``config`` (flattened, dotted) that carries run coordinate ``coord``, if any.
+
+    A key's last component may also follow a ``/``: the Hugging Face wandb callback adds
+    ``model/num_parameters`` to the run's config (``wandb/run-*/files/config.yaml``).
+    """
     lowered = {str(k).lower(): str(k) for k in config}
     for alias in HYPERPARAMETER_ALIASES.get(coord, ()):
         if alias in lowered:
             return lowered[alias]
         for low, key in lowered.items():
-            if low.endswith("." + alias):
+            if low.endswith(("." + alias, "/" + alias)):
                 return key
     return None
 
