@@ -396,6 +396,19 @@ def test_the_hparams_event_file_the_trainer_writes_beside_the_run_is_no_run(tmp_
     assert run_coords(ds, "tb-run")["group_size"] == 4
 
 
+def test_add_hparams_with_final_metrics_in_a_custom_loop_is_no_run(tmp_path):
+    # writer.add_hparams(hparams, {"hparam/final_reward": r}) writes that metric at step 0 into
+    # the <time>/ file: it was read as a run of one point and rejected (--strict: no ingest)
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    writer = torch_tb.SummaryWriter(str(tmp_path / "exp_g8"))
+    for s in range(1, N + 1):
+        writer.add_scalar("train/reward", REWARD[s - 1], s)
+    writer.add_hparams({"lr": 1e-6, "group_size": 8}, {"hparam/final_reward": REWARD[-1]})
+    writer.close()
+    ds = load_runs([tmp_path], on_error="raise")
+    assert list(ds.run.values) == ["exp_g8"] and rejected_runs(ds) == {}
+
+
 # ----------------------------------------------------------------------------- console
 
 

@@ -52,7 +52,10 @@ def is_hparams_companion(path: Path) -> bool:
     """Whether an event file is the one ``add_hparams`` wrote beside a run's own, not a run.
 
     That is: it lies in a ``<time.time()>`` folder (``1712345678.123``) whose parent holds an
-    event file, and it holds hyperparameters (hparams plugin data) and no scalar summaries.
+    event file, and it holds hyperparameters (hparams plugin data) and no curve: no scalar,
+    or one value per scalar, the ``metric_dict`` that ``add_hparams(hparams, metric_dict)``
+    writes at step 0 (a custom loop's final metrics: read as a run of one point, it was
+    rejected, and ``--strict`` stopped the ingest).
     """
     path = Path(path)
     if not (is_event_file(path) and _HPARAMS_FOLDER.match(path.parent.name)):
@@ -70,7 +73,7 @@ def is_hparams_companion(path: Path) -> bool:
         has_hparams = bool(acc.PluginTagToContent("hparams"))
     except KeyError:  # no summary of the hparams plugin
         return False
-    return has_hparams and not acc.Tags().get("scalars")
+    return has_hparams and all(len(acc.Scalars(t)) <= 1 for t in acc.Tags().get("scalars", []))
 
 
 def _writer_of(path: Path) -> str:
