@@ -409,6 +409,21 @@ def test_add_hparams_with_final_metrics_in_a_custom_loop_is_no_run(tmp_path):
     assert list(ds.run.values) == ["exp_g8"] and rejected_runs(ds) == {}
 
 
+def test_a_custom_loops_add_hparams_gives_its_hyperparameters(tmp_path):
+    # the <time>/ file of add_hparams is no run, and it was not read at all: a loop that logs
+    # its settings only there got none
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    writer = torch_tb.SummaryWriter(str(tmp_path / "exp"))
+    for s in range(1, N + 1):
+        writer.add_scalar("train/reward", REWARD[s - 1], s)
+    hparams = {"lr": 1e-6, "group_size": 8, "beta": 0.04, "seed": 3, "model": "Qwen/Qwen2.5-0.5B"}
+    writer.add_hparams(hparams, {})
+    writer.close()
+    c = run_coords(load_runs([tmp_path]), "exp")
+    assert (c["learning_rate"], c["group_size"], c["beta"], c["seed"]) == (1e-6, 8, 0.04, 3)
+    assert c["model"] == "Qwen/Qwen2.5-0.5B"
+
+
 # ----------------------------------------------------------------------------- console
 
 

@@ -16,7 +16,9 @@ that started a new file in the same folder, or in a new HF default ``runs/<date>
 The Hugging Face ``TensorBoardCallback`` also calls ``SummaryWriter.add_hparams`` at the start of
 training, which writes a second event file into a ``<time.time()>`` folder inside the run's
 logging folder: the training arguments again (hparams plugin data) and no scalars. That file is
-no run (:func:`is_hparams_companion`); discovery leaves it out.
+no run (:func:`is_hparams_companion`); discovery leaves it out. A custom loop's
+``add_hparams`` writes the same file, and it may be the only place its settings are logged: a run
+whose file carries no ``args`` text reads its hyperparameters from it (:func:`_companion_hparams`).
 
 ``SummaryWriter.add_scalars("reward", {"train": r, "eval": e}, step)`` writes each curve into an
 event file of its own, in a subfolder ``reward_train/``, ``reward_eval/`` of the run's folder, under
@@ -74,6 +76,54 @@ def is_hparams_companion(path: Path) -> bool:
     except KeyError:  # no summary of the hparams plugin
         return False
     return has_hparams and all(len(acc.Scalars(t)) <= 1 for t in acc.Tags().get("scalars", []))
+
+
+def _hparams_of(path: Path) -> dict[str, object]:
+    """The hyperparameters ``add_hparams`` wrote into one event file (``{name: value}``)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    try:
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        content = acc.PluginTagToContent("hparams")
+    except Exception:  # no hparams data, or an unreadable file: nothing to read
+        return {}
+    values: dict[str, object] = {}
+    for data in content.values():
+        try:
+            parsed = plugin_data_pb2.HParamsPluginData.FromString(data)
+        except Exception:  # not the hparams plugin's message
+            continue
+        if parsed.HasField("session_start_info"):
+            for name, value in parsed.session_start_info.hparams.items():
+                kind = value.WhichOneof("kind")
+                if kind is not None:
+                    values[str(name)] = getattr(value, kind)
+    return values
+
+
+def _companion_hparams(path: Path) -> tuple[dict[str, object], str]:
+    """Hyperparameters of the run whose event file is ``path`` from the ``add_hparams`` file its
+    writer put in a ``<time>/`` subfolder, and where they came from (``({}, "")`` when none).
+
+    A custom loop's ``writer.add_hparams({"lr": 1e-6, "group_size": 8, ...}, metrics)`` is the
+    only place its hyperparameters are logged; the file was passed over as no run, unread.
+    """
+    folder = path.parent
+    candidates = [
+        p
+        for sub in sorted(folder.iterdir())
+        if sub.is_dir() and _HPARAMS_FOLDER.match(sub.name)
+        for p in sorted(sub.glob(PREFIX + "*"))
+        if is_event_file(p)
+    ]
+    own = [p for p in candidates if _writer_of(p) == _writer_of(path)]
+    for companion in reversed(own or (candidates if len(candidates) == 1 else [])):
+        values = _hparams_of(companion)
+        if values:
+            return values, f"TensorBoard add_hparams file {companion}"
+    return {}, ""
 
 
 def _writer_of(path: Path) -> str:
@@ -236,6 +286,8 @@ def load_tensorboard(path: str | Path) -> list[RawRun]:
         else:
             config.update(flatten(parsed))
             config_source = f"TensorBoard text summary {tag!r}"
+    if not config:
+        config, config_source = _companion_hparams(path)
     if not metrics:
         raise LogFormatError(f"{path}: no scalar summaries in the event file (tags: {tags})")
     records = pd.DataFrame({"step": steps, "metric": metrics, "value": values})
