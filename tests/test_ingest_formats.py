@@ -70,6 +70,32 @@ def test_a_learning_rate_schedule_is_reported_since_the_law_takes_the_rate_as_co
     assert "lr" in ds  # the per-step rate is kept
 
 
+@pytest.mark.parametrize(
+    ("configured", "warned"),
+    [
+        (1e-6, True),  # the run logged 3e-6 throughout: a config of another run beside it
+        (3e-6, False),
+        (3.5e-6, False),  # a schedule's peak, sampled at the logging steps, may fall short
+    ],
+)
+def test_a_logged_value_that_disagrees_with_the_config_is_warned_about(
+    tmp_path, configured, warned
+):
+    # the README: "first source with a value wins; a disagreeing later source gives a warning";
+    # what the run logged (learning rate, constants) was never compared with its config
+    folder = tmp_path / "run"
+    folder.mkdir()
+    history = [_trl_entry(s, REWARD[s - 1], learning_rate=3e-6) for s in range(1, N + 1)]
+    (folder / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    (folder / "training_args.json").write_text(json.dumps({"learning_rate": configured}))
+    ds = load_runs([folder])
+    assert float(ds.learning_rate.sel(run="run")) == configured  # the config still wins
+    notes = [w for w in runset_warnings(ds).get("run", []) if "learning_rate:" in w]
+    assert bool(notes) is warned
+    if warned:
+        assert "gives 1e-06 but peak of the logged learning-rate schedule" in notes[0]
+
+
 def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_path):
     path = _write_state(tmp_path / "run_a")
     ds = load_runs([path])

@@ -620,10 +620,16 @@ def _merge_hyperparameters(
                     f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives {value!r}; "
                     f"using {values[coord]!r}"
                 )
-    for _kind, vals, srcs in derived:
+    for kind, vals, srcs in derived:
         for coord, value in vals.items():
             if coord not in values:
                 values[coord], why[coord] = value, srcs[coord]
+            elif kind == "logged" and not _logged_agrees(coord, values[coord], value):
+                # what the run logged against its config: a config of another run beside it
+                warn.append(
+                    f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives "
+                    f"{value!r}; using {values[coord]!r}"
+                )
     conv = values.get("momentum_convention")
     if conv is not None and conv not in MOMENTUM_CONVENTIONS:
         warn.append(
@@ -643,6 +649,22 @@ def _merge_hyperparameters(
         warn.append(f"k_ref = {k_ref:g} ({why['k_ref']}) is not a whole number of optimizer steps")
     values = {c: v for c, v in values.items() if c in RUN_COORDS}
     return values, why, warn
+
+
+def _logged_agrees(coord: str, configured: object, logged: object) -> bool:
+    """Whether a value the run logged agrees with the one its configs give.
+
+    A logged learning rate is its schedule's peak as sampled at the logging steps: at most the
+    configured rate, and below it after a warm-up between two logging steps; it disagrees above
+    the configured rate or below :data:`LR_SCHEDULE_SHARE` of it. Other values are constants.
+    """
+    if coord != "learning_rate":
+        return _same(configured, logged)
+    try:
+        rate, peak = float(configured), float(logged)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True
+    return LR_SCHEDULE_SHARE * rate <= peak <= rate * (1 + 1e-6) or _same(rate, peak)
 
 
 def _later_event_files(job: _Job, last_step: int) -> list[str]:
