@@ -1089,6 +1089,29 @@ def test_a_second_step_key_is_kept_as_a_metric_in_jsonl_as_in_csv(tmp_path, suff
     np.testing.assert_allclose(ds.global_step.sel(run="loop").values, 4 * np.arange(N))
 
 
+@pytest.mark.parametrize("layout", ["logging.jsonl", "console"])
+def test_ms_swift_logs_take_their_steps_from_global_step_max_steps(tmp_path, layout):
+    # ms-swift writes its step as 'global_step/max_steps': '10/60' (logging.jsonl and the printed
+    # dicts): it was a text field, and the records were numbered 1, 2, 3 ... by order, its
+    # evaluation records counted as training steps
+    records = []
+    for i, r in enumerate(REWARD, start=1):
+        records.append({"loss": 0.1, "reward": r, "global_step/max_steps": f"{5 * i}/60"})
+        if i % 4 == 0:
+            records.append({"eval_reward": 0.5, "global_step/max_steps": f"{5 * i}/60"})
+    path = tmp_path / ("logging.jsonl" if layout == "logging.jsonl" else "train.log")
+    if layout == "logging.jsonl":
+        path.write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    else:
+        path.write_text("".join(repr(rec) + "\n" for rec in records))
+    ds = load_runs([path])
+    run = str(ds.run.values[0])
+    reward = ds.reward.sel(run=run).dropna("step")
+    assert list(reward.step.values) == list(range(5, 5 * N + 1, 5))
+    np.testing.assert_allclose(reward.values, REWARD)
+    assert list(ds.eval_reward.sel(run=run).dropna("step").step.values) == [20, 40, 60]
+
+
 def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
     # {"run_id": 17, ...}: only text was taken for a run label, so the two runs of the file
     # merged into one, the second replacing the first at every step (a CSV reads ids as text)

@@ -113,6 +113,7 @@ STEP_ATOL = 1e-6
 MAX_STEP = 2**53
 
 _CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
+_PROGRESS = re.compile(r"^\s*\d+\s*/\s*\d+\s*$")
 _GENERIC_DIRS = re.compile(
     r"^(checkpoint-\d+|logs?|runs|tensorboard|tb|events|outputs?|results)$", re.I
 )
@@ -220,7 +221,11 @@ def _normalise_run(
     # a JSON true/false is no step number (pandas reads it as 1/0, or as a bool column that
     # the checks below cannot subtract)
     is_bool = recs["step"].map(lambda v: isinstance(v, bool | np.bool_)).astype(bool)
-    step_num = pd.to_numeric(recs["step"].mask(is_bool), errors="coerce")
+    # a step written as progress, 'N/M' (ms-swift's 'global_step/max_steps': '300/2622'), is N
+    steps = recs["step"].map(
+        lambda v: v.split("/")[0] if isinstance(v, str) and _PROGRESS.match(v) else v
+    )
+    step_num = pd.to_numeric(steps.mask(is_bool), errors="coerce")
     bad_step = step_num.isna() | ~np.isfinite(step_num)
     if bad_step.all():
         raise RunRejected(f"{where}: no usable step numbers (e.g. {recs['step'].iloc[0]!r})")

@@ -43,6 +43,7 @@ STEP_KEYS: tuple[str, ...] = (
     "global_step",
     "train/global_step",
     "trainer/global_step",
+    "global_step/max_steps",  # ms-swift: '300/2622' (the step and the run's length)
     "_step",
     "optimizer_step",
     "iteration",
