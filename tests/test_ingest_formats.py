@@ -1106,6 +1106,7 @@ def test_ms_swift_logs_take_their_steps_from_global_step_max_steps(tmp_path, lay
         path.write_text("".join(repr(rec) + "\n" for rec in records))
     ds = load_runs([path])
     run = str(ds.run.values[0])
+    assert run == tmp_path.name  # ms-swift's file name names nothing; its folder does
     reward = ds.reward.sel(run=run).dropna("step")
     assert list(reward.step.values) == list(range(5, 5 * N + 1, 5))
     np.testing.assert_allclose(reward.values, REWARD)

@@ -133,6 +133,7 @@ _GENERIC_STEMS = frozenset(
         "events",
         "train_log",
         "training_log",
+        "logging",  # ms-swift's logging.jsonl
     }
 )
 _EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
