@@ -1113,6 +1113,23 @@ def test_ms_swift_logs_take_their_steps_from_global_step_max_steps(tmp_path, lay
     assert list(ds.eval_reward.sel(run=run).dropna("step").step.values) == [20, 40, 60]
 
 
+def test_the_row_index_pandas_writes_is_no_metric_and_makes_no_repeated_step(tmp_path):
+    # pd.DataFrame(trainer.state.log_history).to_csv("log.csv"): the unnamed first column
+    # numbers the rows, so the evaluation rows sharing a training step made it "logged more
+    # than once (a resumed run?)", and the row numbers became a metric 'Unnamed_0'
+    import pandas as pd
+
+    history = [_trl_entry(s + 1, REWARD[s]) for s in range(N)]
+    history.insert(6, {"step": 6, "epoch": 0.06, "eval_reward": 0.3, "eval_loss": 0.9})
+    path = tmp_path / "history.csv"
+    pd.DataFrame(history).to_csv(path)
+    ds = load_runs([path])
+    run = str(ds.run.values[0])
+    assert runset_summary(ds).loc[run, "n_duplicate_steps"] == 0
+    assert "Unnamed_0" not in ds and ds.eval_reward.sel(run=run, step=6) == 0.3
+    np.testing.assert_allclose(ds.reward.sel(run=run).values, REWARD)
+
+
 def test_jsonl_runs_told_apart_by_an_integer_run_id(tmp_path):
     # {"run_id": 17, ...}: only text was taken for a run label, so the two runs of the file
     # merged into one, the second replacing the first at every step (a CSV reads ids as text)

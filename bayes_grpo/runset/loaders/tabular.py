@@ -257,6 +257,26 @@ def _repeated_headers(
     return frame.set_axis(columns, axis=1), f"{path.name}: the header names {shown}; {how}"
 
 
+def _pandas_row_index(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str | None]:
+    """``frame`` without the row numbers ``DataFrame.to_csv`` writes first (a column without a
+    name holding 0, 1, 2 ...), and a note; else ``frame`` as it is.
+
+    ``pd.DataFrame(trainer.state.log_history).to_csv("log.csv")`` writes one: read as a metric,
+    it was a value at every row, so the evaluation rows (and the summary row) that share a
+    training step made that step "logged more than once (a resumed run?)".
+    """
+    first = str(frame.columns[0]) if len(frame.columns) > 1 else ""
+    if not first.startswith("Unnamed: 0"):
+        return frame, None
+    numbers = pd.to_numeric(frame.iloc[:, 0], errors="coerce")
+    if numbers.tolist() != list(range(len(frame))):
+        return frame, None
+    return frame.iloc[:, 1:], (
+        f"{path.name}: its first column, without a name and numbered 0..{len(frame) - 1}, is "
+        "the row index pandas writes, not a metric; not read"
+    )
+
+
 def load_csv(path: str | Path) -> list[RawRun]:
     """Read the run(s) of a CSV (or TSV) metric export."""
     path = Path(path)
@@ -269,7 +289,8 @@ def load_csv(path: str | Path) -> list[RawRun]:
         frame, decimal_note = _decimal_commas(frame, path)
         notes.append(decimal_note)
     frame, header_note = _repeated_headers(frame, path, sep)
-    notes = [n for n in [header_note, *notes] if n is not None]
+    frame, index_note = _pandas_row_index(frame, path)
+    notes = [n for n in [header_note, index_note, *notes] if n is not None]
     runs = _csv_runs(frame, path)
     for run in runs:
         if run.rejected is None:
