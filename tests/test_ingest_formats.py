@@ -96,6 +96,31 @@ def test_a_logged_value_that_disagrees_with_the_config_is_warned_about(
         assert "gives 1e-06 but peak of the logged learning-rate schedule" in notes[0]
 
 
+def test_values_a_console_log_rounded_agree_with_the_config(tmp_path):
+    # verl prints every value to 3 decimals (actor/kl_coef:0.000 for a kl_loss_coef of 1e-4),
+    # TRL to 4 significant digits ('3.142e-06'): the rounding read as a config of another run
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    (run_dir / "verl.log").write_text(
+        "\n".join(
+            f"step:{s} - actor/kl_coef:0.000 - actor/lr:0.000 - critic/score/mean:{r:.3f}"
+            for s, r in enumerate(REWARD, start=1)
+        )
+    )
+    (run_dir / "config.yaml").write_text(
+        "actor_rollout_ref:\n  actor: {use_kl_loss: true, kl_loss_coef: 0.0001}\n"
+    )
+    trl = tmp_path / "trl"
+    trl.mkdir()
+    history = [_trl_entry(s, REWARD[s - 1], learning_rate=3.142e-6) for s in range(1, N + 1)]
+    (trl / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    (trl / "training_args.json").write_text(json.dumps({"learning_rate": 3.14159e-6}))
+    ds = load_runs([tmp_path])
+    assert run_coords(ds, "verl")["beta"] == 0.0001
+    warned = [w for ws in runset_warnings(ds).values() for w in ws if " gives " in w]
+    assert warned == []
+
+
 def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_path):
     path = _write_state(tmp_path / "run_a")
     ds = load_runs([path])

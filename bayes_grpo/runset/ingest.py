@@ -663,14 +663,23 @@ def _logged_agrees(coord: str, configured: object, logged: object) -> bool:
     A logged learning rate is its schedule's peak as sampled at the logging steps: at most the
     configured rate, and below it after a warm-up between two logging steps; it disagrees above
     the configured rate or below :data:`LR_SCHEDULE_SHARE` of it. Other values are constants.
+    Both within :data:`LOGGED_PRECISION`: console logs print rounded values (TRL 4 significant
+    digits, verl 3 decimals: its ``actor/kl_coef`` of a ``kl_loss_coef`` 1e-4 reads 0.000).
     """
-    if coord != "learning_rate":
-        return _same(configured, logged)
     try:
-        rate, peak = float(configured), float(logged)  # type: ignore[arg-type]
+        value, seen = float(configured), float(logged)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return True
-    return LR_SCHEDULE_SHARE * rate <= peak <= rate * (1 + 1e-6) or _same(rate, peak)
+        return _same(configured, logged)
+    if coord == "learning_rate":  # a rate is printed to significant digits, never to 0.001
+        return LR_SCHEDULE_SHARE * value <= seen <= value or math.isclose(
+            value, seen, rel_tol=LOGGED_PRECISION
+        )
+    return math.isclose(value, seen, rel_tol=LOGGED_PRECISION, abs_tol=LOGGED_PRECISION)
+
+
+#: Relative and absolute difference within which a logged value agrees with the configured one
+#: (:func:`_logged_agrees`): the rounding of a console log's printed values.
+LOGGED_PRECISION = 5e-4
 
 
 def _later_event_files(job: _Job, last_step: int) -> list[str]:
