@@ -605,14 +605,18 @@ def test_wandbs_own_debug_logs_in_an_output_folder_are_no_runs(tmp_path):
 
 def test_a_wandb_runs_console_output_is_named_by_its_run_folder_not_files(tmp_path):
     # wandb keeps a run's stdout as wandb/run-<date>-<id>/files/output.log: the id was 'files'
-    for run_id in ("abc123", "def456"):
+    # (verl's wandb run id is '<project>--<experiment>', dots and dashes included)
+    for run_id in ("abc123", "verl_gsm8k--qwen2.5_3b"):
         files = tmp_path / "wandb" / f"run-20250301_100000-{run_id}" / "files"
         files.mkdir(parents=True)
         (files / "output.log").write_text(
             "\n".join(f"step:{s} - critic/score/mean:{r}" for s, r in enumerate(REWARD))
         )
     ds = load_runs([tmp_path])
-    assert sorted(ds.run.values) == ["run-20250301_100000-abc123", "run-20250301_100000-def456"]
+    assert sorted(ds.run.values) == [
+        "run-20250301_100000-abc123",
+        "run-20250301_100000-verl_gsm8k--qwen2.5_3b",
+    ]
 
 
 def test_round_trip_keeps_coordinates_warnings_and_ingest_facts(tmp_path):

@@ -137,9 +137,10 @@ _GENERIC_STEMS = frozenset(
     }
 )
 _EVENT_STAMP = re.compile(r"^events\.out\.tfevents\.(\d+)")
-# wandb's run folder (run-20250301_100000-abc123, offline-run-...): its files/ holds the run's
-# console output (files/output.log) and config, so 'files' names nothing
-_WANDB_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-\w+$")
+# wandb's run folder (run-20250301_100000-abc123, offline-run-...; verl sets the run id to
+# '<project>--<experiment>'): its files/ holds the run's console output (files/output.log) and
+# config, so 'files' names nothing
+_WANDB_RUN_DIR = re.compile(r"^(offline-)?run-\d{8}_\d{6}-.+$")
 # HF's default logging folder name: datetime.now().strftime("%b%d_%H-%M-%S") + "_" + hostname
 _HF_LOGGING_DIR = re.compile(r"^[A-Za-z]{3}\d{2}_\d{2}-\d{2}-\d{2}_")
 #: wandb's own logs in its ``wandb/`` folder (``run-*/logs/debug.log``, linked as
