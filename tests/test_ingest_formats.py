@@ -884,6 +884,36 @@ def test_a_lora_checkpoint_names_its_base_model(tmp_path):
     assert run_coords(ds, "qwen-lora")["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
 
 
+def test_openrlhf_config_gives_the_model_lr_and_k_ref(tmp_path):
+    # OpenRLHF's arguments (--pretrain, --actor_learning_rate; rollout_batch_size prompts x
+    # n_samples_per_prompt samples in train batches of train_batch_size samples) gave no model,
+    # no learning rate and no K_ref, and its logged 'actor_lr' was no learning-rate schedule
+    run_dir = tmp_path / "qwen_grpo"
+    run_dir.mkdir()
+    lines = [
+        json.dumps({"train/global_step": s, "train/reward": r, "train/actor_lr": 5e-7})
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    config = {
+        "pretrain": "Qwen/Qwen2.5-1.5B-Instruct",
+        "reward_pretrain": "OpenRLHF/rm",
+        "actor_learning_rate": 5e-7,
+        "critic_learning_rate": 9e-6,
+        "n_samples_per_prompt": 8,
+        "rollout_batch_size": 128,
+        "train_batch_size": 256,
+        "max_epochs": 1,
+    }
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    ds = load_runs([run_dir])
+    c = run_coords(ds, "qwen_grpo")
+    assert c["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert (c["learning_rate"], c["group_size"]) == (5e-7, 8)
+    assert c["k_ref"] == 4  # 128 x 8 samples in batches of 256
+    assert "lr" in ds
+
+
 def test_adam_betas_without_an_optimizer_name_give_the_momentum_like_adam_beta1(tmp_path):
     run_dir = tmp_path / "betas_only"
     run_dir.mkdir()

@@ -23,7 +23,8 @@ canonical                  source names (first match wins when a log has several
                            ``actor/pg_clipfrac`` (verl), ``clip_fraction``
 ``loss``                   ``loss`` (TRL), ``actor/pg_loss`` (verl)
 ``lr``                     ``learning_rate`` (the logged schedule; ``learning_rate`` itself is the
-                           run coordinate holding the peak value), ``actor/lr`` (verl), ``lr``
+                           run coordinate holding the peak value), ``actor/lr`` (verl), ``lr``,
+                           ``actor_lr`` (OpenRLHF)
 ``completion_length``      ``completions/mean_length`` (TRL), ``completion_length`` (older TRL),
                            ``response_length/mean`` (verl)
 ``epoch``                  ``epoch``
@@ -62,7 +63,7 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "actor/grad_norm"),
     "clip_ratio": ("clip_ratio/region_mean", "clip_ratio", "actor/pg_clipfrac", "clip_fraction"),
     "loss": ("loss", "actor/pg_loss"),
-    LOGGED_LR_VAR: ("learning_rate", "actor/lr", "lr"),
+    LOGGED_LR_VAR: ("learning_rate", "actor/lr", "lr", "actor_lr"),
     "completion_length": ("completions/mean_length", "completion_length", "response_length/mean"),
     "epoch": ("epoch",),
 }
@@ -368,6 +369,7 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
         "model_id",
         "model_path",
         "model.path",  # verl: actor_rollout_ref.model.path
+        "pretrain",  # OpenRLHF: --pretrain
         "_name_or_path",
     ),
     "model_size": ("model_size", "num_parameters", "n_params", "num_params"),
@@ -378,7 +380,7 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
         "num_samples_per_prompt",
         "rollout.n",
     ),
-    "learning_rate": ("learning_rate", "lr", "optim.lr"),
+    "learning_rate": ("learning_rate", "lr", "optim.lr", "actor_learning_rate"),  # last: OpenRLHF
     "momentum": ("momentum",),
     "momentum_convention": ("momentum_convention",),
     "k_ref": ("k_ref", "off_policy_lag", "optimizer_updates_per_rollout_batch"),

@@ -260,6 +260,14 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
         return (_num(er) or 1.0) * _num(rb) / _num(tb), (
             "epochs_per_rollout_batch*rollout_batch_size/train_batch_size"
         )
+    # OpenRLHF: rollout_batch_size prompts x n_samples_per_prompt samples, trained in batches of
+    # train_batch_size samples, max_epochs times
+    ns_key, ns = _get(config, "n_samples_per_prompt")
+    me_key, me = _get(config, "max_epochs")
+    if ns_key is not None and _num(ns) and _num(rb) and _num(tb):
+        return (_num(me) or 1.0) * _num(rb) * _num(ns) / _num(tb), (
+            "max_epochs*rollout_batch_size*n_samples_per_prompt/train_batch_size"
+        )
     return None, ""
 
 
