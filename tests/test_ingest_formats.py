@@ -846,6 +846,40 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
 
 
+@pytest.mark.parametrize(("mini_batch", "k_ref"), [(64, 4), (256, 1)])
+def test_a_verl_log_counts_rollout_iterations_and_is_stored_on_optimizer_steps(
+    tmp_path, mini_batch, k_ref
+):
+    # verl logs one step per training iteration: a rollout of train_batch_size prompts, then
+    # ppo_epochs * train_batch_size / ppo_mini_batch_size optimizer steps on it (K_ref). Its
+    # iteration n is the rollout TRL logs at optimizer step (n - 1) K_ref + 1.
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    (run_dir / "verl.log").write_text(
+        "\n".join(f"step:{s} - critic/score/mean:{r:.3f}" for s, r in enumerate(REWARD, start=1))
+    )
+    (run_dir / "config.yaml").write_text(
+        f"actor_rollout_ref:\n  actor: {{ppo_mini_batch_size: {mini_batch}, ppo_epochs: 1}}\n"
+        "data: {train_batch_size: 256}\n"
+    )
+    ds = load_runs([run_dir])
+    run_id = str(ds.run.values[0])
+    assert run_coords(ds, run_id)["k_ref"] == k_ref
+    reward = ds.reward.sel(run=run_id).to_series().dropna()
+    np.testing.assert_array_equal(reward.index, (np.arange(1, N + 1) - 1) * k_ref + 1)
+    np.testing.assert_allclose(reward.values, np.round(REWARD, 3))
+    notes = [w for w in runset_warnings(ds).get(run_id, []) if "rollout iterations" in w]
+    assert len(notes) == (1 if k_ref > 1 else 0)
+    # a TRL log of the same K_ref counts optimizer steps already: left as logged
+    trl = tmp_path / "trl"
+    trl.mkdir()
+    history = [_trl_entry(s, REWARD[s - 1]) for s in range(1, N + 1)]
+    (trl / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    (trl / "training_args.json").write_text(json.dumps({"num_iterations": k_ref}))
+    trl_reward = load_runs([trl]).reward.isel(run=0).to_series().dropna()
+    np.testing.assert_array_equal(trl_reward.index, np.arange(1, N + 1))
+
+
 @pytest.mark.parametrize(
     ("switches", "beta"),
     [
