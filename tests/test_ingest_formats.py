@@ -1247,3 +1247,31 @@ def test_wandb_panel_export_of_two_runs_with_one_display_name_keeps_both(tmp_pat
     np.testing.assert_allclose(ds.reward.sel(run="grpo#2").values, np.array(REWARD) / 2)
     assert "reward_1" not in ds.data_vars
     assert any("'grpo - train/reward' (2x)" in w for w in runset_warnings(ds)["grpo#2"])
+
+
+def test_one_training_read_twice_is_named_in_both_runs_and_kept(tmp_path):
+    # a trainer_state.json and the console log of the same training beside it: two runs with one
+    # curve, which a fit would count twice; the console prints 4 significant digits
+    run_dir = tmp_path / "qwen-g8"
+    run_dir.mkdir()
+    rising = [0.1 + 0.6 * (1 - np.exp(-s / 8)) + 0.01 * np.sin(s) for s in range(1, 31)]
+    history = [_trl_entry(s, rising[s - 1]) for s in range(1, 31)]
+    (run_dir / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    (run_dir / "train.log").write_text(
+        "\n".join(f"{{'loss': 0.01, 'reward': {r:.4g}, 'step': {s}}}" for s, r in enumerate(rising, 1))
+    )
+    # another seed of the same setting, and a run stuck at 0 twice: not the same training
+    other = tmp_path / "qwen-g8-seed1"
+    other.mkdir()
+    history = [_trl_entry(s, rising[s - 1] + 0.02 * np.cos(3 * s)) for s in range(1, 31)]
+    (other / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    for name in ("flat_a", "flat_b"):
+        (tmp_path / name).mkdir()
+        history = [_trl_entry(s, 0.0) for s in range(1, 31)]
+        (tmp_path / name / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    ds = load_runs([tmp_path])
+    assert ds.sizes["run"] == 5  # nothing dropped
+    notes = {run: [w for w in ws if "read twice" in w] for run, ws in runset_warnings(ds).items()}
+    twice = sorted(run for run, ws in notes.items() if ws)
+    assert len(twice) == 2 and all(run.startswith("qwen-g8/") for run in twice), notes
+    assert twice[1] in notes[twice[0]][0] and "30 steps" in notes[twice[0]][0]

@@ -49,7 +49,7 @@ import os
 import re
 import warnings as pywarnings
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -610,6 +610,52 @@ def iterations_as_optimizer_steps(
         f"({k_ref_source}); iteration n is stored at optimizer step (n - 1) x {k:g} + 1, the step "
         "that generates its rollout (the data contract's step is the optimizer step)"
     )
+
+
+#: Two runs whose rewards agree to this (absolute) at every shared logged step, over at least
+#: :data:`SAME_TRAINING_MIN_SHARED` steps and half of the shorter run, are one training read
+#: twice (a ``trainer_state.json`` and the console log beside it; ms-swift's ``logging.jsonl``
+#: and its checkpoints' states): a fit would count it twice. 5e-4 covers a console's rounding
+#: (verl prints 3 decimals, TRL's console 4 significant digits).
+SAME_TRAINING_ATOL: float = 5e-4
+SAME_TRAINING_MIN_SHARED: int = 10
+
+
+def same_training_twice(curves: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
+    """``{run: [warning]}`` for the runs whose reward curve another run repeats.
+
+    Runs match when their rewards agree within :data:`SAME_TRAINING_ATOL` at every step both
+    logged, over at least :data:`SAME_TRAINING_MIN_SHARED` steps and half of the shorter run,
+    and the shared rewards are not constant (two runs stuck at 0 are not the same training).
+    Neither run is dropped: the warning names both, and the user keeps the one to fit.
+    """
+    rewards = {
+        run: frame[REWARD_VAR].dropna()
+        for run, frame in curves.items()
+        if REWARD_VAR in frame and frame[REWARD_VAR].notna().sum() >= SAME_TRAINING_MIN_SHARED
+    }
+    # candidates share their first rewards (rounded): identical trainings do, other runs rarely
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for run, r in rewards.items():
+        groups[tuple(np.round(r.to_numpy()[:3], 3))].append(run)
+    out: dict[str, list[str]] = defaultdict(list)
+    for runs in groups.values():
+        for i, a in enumerate(runs):
+            for b in runs[i + 1 :]:
+                ra, rb = rewards[a], rewards[b]
+                shared = ra.index.intersection(rb.index)
+                enough = max(SAME_TRAINING_MIN_SHARED, 0.5 * min(len(ra), len(rb)))
+                if len(shared) < enough:
+                    continue
+                va, vb = ra.loc[shared].to_numpy(), rb.loc[shared].to_numpy()
+                if np.ptp(va) > 0 and np.max(np.abs(va - vb)) <= SAME_TRAINING_ATOL:
+                    for run, other in ((a, b), (b, a)):
+                        out[run].append(
+                            f"the same rewards as run {other!r} at all {len(shared)} steps both "
+                            "logged: one training read twice? (a fit would count it twice; ingest "
+                            "only one of them, e.g. with a manifest)"
+                        )
+    return dict(out)
 
 
 def _merge_hyperparameters(
@@ -1208,6 +1254,8 @@ def load_runs(
     if not curves:
         reasons = "; ".join(str(info["reason"]) for info in rejected.values()) or "no logs found"
         raise RunSetError(f"no run could be ingested: {reasons}")
+    for run_id, notes in same_training_twice(curves).items():
+        warn[run_id] += notes
     if rejected:
         lines = [f"{src}: {info['reason']}" for src, info in rejected.items()]
         pywarnings.warn(
