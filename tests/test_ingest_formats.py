@@ -227,13 +227,50 @@ def _explode():
     raise AssertionError("training_args.bin was unpickled")
 
 
-def test_training_args_bin_is_never_unpickled(tmp_path):
+def test_training_args_bin_never_runs_the_code_of_its_pickle(tmp_path):
+    import zipfile
+
     run_dir = tmp_path / "r"
     _write_state(run_dir)
+    # a bare pickle (not torch.save's zip): not read, and said so
     (run_dir / "training_args.bin").write_bytes(pickle.dumps(_Bomb()))
     ds = load_runs([run_dir])
     msgs = " ".join(runset_warnings(ds)["r"])
-    assert "training_args.bin" in msgs and "never unpickles" in msgs
+    assert "training_args.bin: not read (not a torch.save zip file" in msgs
+    # the same pickle inside torch.save's zip layout is read with inert stand-ins: nothing runs
+    with zipfile.ZipFile(run_dir / "training_args.bin", "w") as archive:
+        archive.writestr("training_args/data.pkl", pickle.dumps(_Bomb()))
+    ds = load_runs([run_dir])
+    msgs = " ".join(runset_warnings(ds)["r"])
+    assert "training_args.bin: not read (it holds no arguments object" in msgs
+
+
+def test_the_trainers_training_args_bin_gives_the_runs_settings(tmp_path):
+    # the Trainer's own layout: trainer_state.json and training_args.bin (torch.save of the
+    # GRPOConfig), no JSON of the arguments: G, lr, beta, seed, Adam beta1 and K_ref are in it
+    torch = pytest.importorskip("torch")
+    trl = pytest.importorskip("trl")
+    run_dir = tmp_path / "qwen-grpo"
+    _write_state(run_dir)
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=8,
+        learning_rate=1e-6,
+        beta=0.04,
+        per_device_train_batch_size=8,
+        steps_per_generation=4,
+        num_iterations=2,
+        seed=7,
+        report_to=[],
+        use_cpu=True,
+    )
+    torch.save(args, run_dir / "training_args.bin")
+    ds = load_runs([run_dir])
+    c = run_coords(ds, "qwen-grpo")
+    assert (c["group_size"], c["learning_rate"], c["beta"], c["seed"]) == (8, 1e-6, 0.04, 7)
+    assert (c["momentum"], c["momentum_convention"], c["k_ref"]) == (0.9, "ema", 8)
+    sources = json.loads(ds.attrs[INGEST_ATTR])["qwen-grpo"]["hyperparameter_sources"]
+    assert "training_args.bin (read without running its code)" in sources["learning_rate"]
 
 
 def test_a_checkpoints_training_args_bin_is_not_reported_when_the_run_folder_has_the_json(

@@ -16,7 +16,10 @@ file                            read as
                                 ``model_type``/``architectures``, else a training config
 ``adapter_config.json``         a LoRA (PEFT) adapter's: the base model's name, when no model
                                 config was found (a LoRA run's checkpoints hold no ``config.json``)
-``training_args.bin``           never unpickled; noted, so the user knows why nothing was read
+``training_args.bin``           the Trainer's arguments (``torch.save``), when no other training
+                                config was found: read by ``pickled_args.read_pickled_args``,
+                                which runs none of the pickle's code (every class it names is an
+                                inert stand-in); one that cannot be read is noted
 ==============================  ===========================================================
 
 :func:`coords_from_config` turns a flattened config into run coordinates: direct keys
@@ -39,6 +42,7 @@ import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
 from bayes_grpo.runset.loaders._base import flatten, text_encoding
+from bayes_grpo.runset.loaders.pickled_args import read_pickled_args
 from bayes_grpo.runset.names import hyperparameter_key
 
 RUNNER_METADATA = "bayes_grpo_run.json"
@@ -157,13 +161,19 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
                 found.model, found.model_source = {"_name_or_path": base}, str(adapter)
         if (folder / PICKLED_ARGS).is_file():
             pickled.append(folder / PICKLED_ARGS)
-    # only worth a note when no readable config was found in any folder searched (a checkpoint's
+    # read only when no readable config was found in any folder searched (a checkpoint's
     # training_args.bin beside the run folder's training_args.json loses nothing)
     if pickled and not found.training and not found.runner:
-        found.notes.append(
-            f"{pickled[0]}: not read (a pickle; bayes_grpo never unpickles it); export "
-            "the arguments with args.to_json_string() to training_args.json or use a manifest"
-        )
+        try:
+            args = read_pickled_args(pickled[0])
+        except ValueError as exc:
+            found.notes.append(
+                f"{pickled[0]}: not read ({exc}); export the arguments with "
+                "args.to_json_string() to training_args.json or use a manifest"
+            )
+        else:
+            found.training = flatten(args)
+            found.training_source = f"{pickled[0]} (read without running its code)"
     return found
 
 
