@@ -883,6 +883,32 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
 
 
+def test_a_verl_runs_hydra_config_gives_its_settings(tmp_path):
+    # verl runs under Hydra: the job folder holds the console log and .hydra/config.yaml (the
+    # resolved config), with Hydra's own hydra.yaml and overrides.yaml beside it
+    job = tmp_path / "outputs" / "2025-03-01" / "10-00-00"
+    (job / ".hydra").mkdir(parents=True)
+    (job / "main_ppo.log").write_text(
+        "\n".join(f"step:{s} - critic/score/mean:{r:.3f}" for s, r in enumerate(REWARD, start=1))
+    )
+    (job / ".hydra" / "config.yaml").write_text(
+        "data: {train_batch_size: 128, seed: 3}\n"
+        "actor_rollout_ref:\n"
+        "  model: {path: Qwen/Qwen2.5-3B-Instruct}\n"
+        "  actor: {optim: {lr: 1.0e-06}, ppo_mini_batch_size: 128, ppo_epochs: 1,\n"
+        "          use_kl_loss: true, kl_loss_coef: 0.001}\n"
+        "  rollout: {n: 8}\n"
+        "algorithm: {adv_estimator: grpo, use_kl_in_reward: false}\n"
+    )
+    (job / ".hydra" / "hydra.yaml").write_text("hydra: {run: {dir: outputs}}\n")
+    (job / ".hydra" / "overrides.yaml").write_text("- data.train_batch_size=128\n")
+    ds = load_runs([tmp_path])
+    assert ds.sizes["run"] == 1  # Hydra's own files are no runs
+    c = run_coords(ds, str(ds.run.values[0]))
+    assert c["model"] == "Qwen/Qwen2.5-3B-Instruct" and c["group_size"] == 8
+    assert (c["learning_rate"], c["beta"], c["seed"], c["k_ref"]) == (1e-6, 0.001, 3, 1)
+
+
 @pytest.mark.parametrize(("mini_batch", "k_ref"), [(64, 4), (256, 1)])
 def test_a_verl_log_counts_rollout_iterations_and_is_stored_on_optimizer_steps(
     tmp_path, mini_batch, k_ref

@@ -11,7 +11,8 @@ file                            read as
 ``training_args.json/.yaml``,   training configuration (TRL ``GRPOConfig`` /
 ``grpo_config.*``, ``args.*``,  ``TrainingArguments`` as JSON/YAML, verl or custom configs;
 ``hparams.yaml``,               wandb's run config, ``{key: {value: ...}}``, is unwrapped)
-``config.yaml``/``.yml``
+``config.yaml``/``.yml``,
+``.hydra/config.yaml`` (verl)
 ``config.json``                 the model config (``_name_or_path``, sizes) when it has
                                 ``model_type``/``architectures``, else a training config
 ``adapter_config.json``         a LoRA (PEFT) adapter's: the base model's name, when no model
@@ -59,6 +60,9 @@ TRAINING_CONFIG_NAMES: tuple[str, ...] = (
     "config.yaml",
     "config.yml",
 )
+#: The config Hydra saves in a job's output folder (verl's runs: ``outputs/<date>/<time>/`` holds
+#: the console log ``main_ppo.log`` and ``.hydra/config.yaml``, the whole resolved config).
+HYDRA_CONFIG = ".hydra/config.yaml"
 MODEL_CONFIG_NAME = "config.json"
 #: A PEFT (LoRA) adapter's config: the only place a LoRA run's folders name the base model
 #: (``base_model_name_or_path``); its checkpoints hold no ``config.json``.
@@ -135,6 +139,7 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
     for folder in search_dirs(Path(log_path)):
         candidates = [(RUNNER_METADATA, "runner"), (MODEL_CONFIG_NAME, "model")]
         candidates += [(name, "training") for name in TRAINING_CONFIG_NAMES]
+        candidates.append((HYDRA_CONFIG, "training"))
         for name, kind in candidates:
             path = folder / name
             if not path.is_file() or getattr(found, kind):
