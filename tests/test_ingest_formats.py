@@ -883,6 +883,20 @@ def test_verl_config_yaml_beside_a_csv_gives_the_hyperparameters(tmp_path):
     assert c["k_ref"] == 4  # 256 prompts per rollout in mini-batches of 64: 4 optimizer steps
 
 
+def test_a_trl_config_from_before_num_iterations_is_on_policy(tmp_path):
+    # TRL < 0.16's GRPOConfig has num_generations but no num_iterations / steps_per_generation:
+    # it generated at every step and trained on the completions once, K_ref 1
+    run_dir = tmp_path / "old_trl"
+    _write_state(run_dir)
+    (run_dir / "training_args.json").write_text(
+        json.dumps({"num_generations": 8, "learning_rate": 1e-6, "gradient_accumulation_steps": 4})
+    )
+    ds = load_runs([run_dir])
+    assert run_coords(ds, "old_trl")["k_ref"] == 1
+    sources = json.loads(ds.attrs[INGEST_ATTR])["old_trl"]["hyperparameter_sources"]
+    assert "TRL < 0.16" in sources["k_ref"]
+
+
 def test_a_verl_runs_hydra_config_gives_its_settings(tmp_path):
     # verl runs under Hydra: the job folder holds the console log and .hydra/config.yaml (the
     # resolved config), with Hydra's own hydra.yaml and overrides.yaml beside it

@@ -283,6 +283,11 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
         return (_num(me) or 1.0) * _num(rb) * _num(ns) / _num(tb), (
             "max_epochs*rollout_batch_size*n_samples_per_prompt/train_batch_size"
         )
+    # TRL's GRPOConfig before 0.16 had neither num_iterations nor steps_per_generation: it
+    # generated at every optimizer step and trained on those completions once (on-policy)
+    ng_key, _ng = _get(config, "num_generations")
+    if ng_key is not None:
+        return 1.0, "num_generations without num_iterations or steps_per_generation (TRL < 0.16: on-policy)"
     return None, ""
 
 
