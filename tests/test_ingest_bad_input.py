@@ -630,3 +630,17 @@ def test_a_utf16_log_is_read(tmp_path, name):
     np.testing.assert_allclose(
         ds.reward.sel(run="win_run").dropna("step"), [0.05 * s for s in range(1, N + 1)]
     )
+
+
+def test_values_logged_at_negative_steps_are_skipped_and_said(tmp_path):
+    # a pre-training evaluation logged at step -1: steps count from the start of training (0),
+    # and compare refused a run set holding it; a log of negative steps only is rejected
+    path = _csv(tmp_path / "pre_eval.csv", [(-1, 0.05, 0.0)] + [(s, 0.1 * s, 0.01) for s in range(N)])
+    ds = load_runs([path])
+    reward = ds.reward.sel(run="pre_eval").to_series().dropna()
+    assert reward.index.min() == 0 and len(reward) == N
+    notes = runset_warnings(ds)["pre_eval"]
+    assert any("2 value(s) at negative steps skipped (e.g. step -1" in w for w in notes), notes
+    only = _csv(tmp_path / "only_negative.csv", [(s, 0.1, 0.0) for s in range(-N, 0)])
+    with pytest.raises(RunSetError, match="only_negative.csv.*every step is negative"):
+        load_runs([only])

@@ -254,6 +254,19 @@ def _normalise_run(
             "cannot be told apart as numbers (renumber the log's steps)"
         )
     recs["step"] = np.round(step_num).astype(np.int64)
+    # the data contract's step counts optimizer steps from the start of training (0); a value
+    # logged before it (a step -1 evaluation) has no place on that axis, and compare refused it
+    negative = recs["step"] < 0
+    if negative.all():
+        raise RunRejected(f"{where}: every step is negative (e.g. {int(recs['step'].iloc[0])})")
+    if negative.any():
+        first = recs[negative].iloc[0]
+        warn.append(
+            f"{int(negative.sum())} value(s) at negative steps skipped (e.g. step "
+            f"{int(first['step'])}, metric {first['metric']!r}): steps count from the start of "
+            "training at 0"
+        )
+        recs = recs[~negative]
     # values
     numbers = [_to_number(v) for v in recs["value"]]
     # a logged NaN/inf is a number (the NaN check below reports it); only None is not
