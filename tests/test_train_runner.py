@@ -49,6 +49,8 @@ def test_run_directory_holds_logs_and_metadata_but_no_weights(run):
     assert meta["group_size"] == G and meta["k_ref"] == K_REF and meta["prompts_per_step"] == 8
     assert meta["momentum_convention"] == "ema" and meta["momentum"] == 0.9
     assert meta["k_ref_mapping"]["steps_per_generation"] == K_REF
+    # TRL's defaults the run trained with are recorded: gradient clipping at norm 1, DAPO's loss
+    assert meta["trl_settings"]["max_grad_norm"] == 1.0 and meta["trl_settings"]["loss_type"] == "dapo"
     assert json.loads((result.run_dir / "bayes_grpo_run.json").read_text()) == meta
 
 

@@ -413,6 +413,9 @@ def _train_into(
             {
                 "run_id": output_dir.name,
                 "reward_funcs": [_reward_name(f) for f in rewards],
+                # TRL's settings that shape the update and that the runner leaves at TRL's
+                # defaults, as the run used them (gradient clipping above all)
+                "trl_settings": _trl_settings(args),
                 "versions": {
                     "torch": torch.__version__,
                     "trl": trl.__version__,
@@ -455,6 +458,32 @@ def _train_into(
             if path.exists() and _written_at(path) == mtime:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
     return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+
+
+#: ``GRPOConfig`` fields recorded in ``bayes_grpo_run.json`` as ``trl_settings``: what the update
+#: does with the gradient and the loss beyond the theory's knobs (``max_grad_norm`` clips the
+#: gradient: a run's grad norms above it are steps the law's gain does not see).
+TRL_SETTINGS: tuple[str, ...] = (
+    "max_grad_norm",
+    "loss_type",
+    "scale_rewards",
+    "epsilon",
+    "epsilon_high",
+    "importance_sampling_level",
+    "mask_truncated_completions",
+    "temperature",
+    "max_completion_length",
+)
+
+
+def _trl_settings(args: Any) -> dict[str, Any]:
+    """The :data:`TRL_SETTINGS` the run's ``GRPOConfig`` holds, as JSON values."""
+    out: dict[str, Any] = {}
+    for name in TRL_SETTINGS:
+        if hasattr(args, name):
+            value = getattr(args, name)
+            out[name] = value if isinstance(value, bool | int | float | str | None) else str(value)
+    return out
 
 
 def _bf16_available() -> bool:
