@@ -8,7 +8,13 @@ import pytest
 
 from bayes_grpo.cli import main as cli_main
 from bayes_grpo.runset.schema import RUN_COORDS
-from bayes_grpo.train.config import TrainConfig, grpo_config_kwargs, k_ref_mapping, run_metadata
+from bayes_grpo.train.config import (
+    TrainConfig,
+    grpo_config_kwargs,
+    k_ref_mapping,
+    run_metadata,
+    validate_config,
+)
 
 
 @pytest.mark.parametrize("k_ref", [1, 2, 4, 8])
@@ -433,3 +439,10 @@ def test_reward_module_in_the_current_folder_is_found_by_the_console_script(
     monkeypatch.delitem(sys.modules, "bg_qa_rewards", raising=False)
     argv = ["train", "out", "--task", "custom", "--dataset", "p.jsonl", "--dry-run"]
     assert cli_main([*argv, "--reward", "bg_qa_rewards:always_one"]) == 0, capsys.readouterr().err
+
+
+def test_a_warm_up_as_long_as_the_run_is_refused_naming_both_flags():
+    # the rate would never reach learning_rate, which the run's metadata records as its rate
+    with pytest.raises(ValueError, match=r"--warmup-steps.*12.*--steps.*learning_rate = 0.001"):
+        validate_config(TrainConfig(max_steps=12, warmup_steps=12, learning_rate=1e-3))
+    validate_config(TrainConfig(max_steps=12, warmup_steps=11, learning_rate=1e-3))

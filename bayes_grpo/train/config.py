@@ -260,6 +260,13 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     c.max_steps = _check_int("max_steps", c.max_steps, 1)
     c.seed = _check_int("seed", c.seed, 0, MAX_SEED)
     c.warmup_steps = _check_int("warmup_steps", c.warmup_steps, 0)
+    if c.warmup_steps >= c.max_steps:
+        # the rate would never reach learning_rate, which the run's metadata records as its rate
+        raise ValueError(
+            f"warmup_steps (--warmup-steps) = {c.warmup_steps} is not below the run's "
+            f"{c.max_steps} steps (--steps): the learning rate would never reach "
+            f"learning_rate = {c.learning_rate}, which the run records as its rate"
+        )
     ga = c.gradient_accumulation_steps = _check_int(
         "gradient_accumulation_steps", c.gradient_accumulation_steps, 1
     )
