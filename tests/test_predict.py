@@ -246,6 +246,26 @@ def test_a_file_that_is_no_prediction_is_refused_on_load_and_by_the_report_befor
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_plot_or_a_folder_given_as_a_prediction_is_an_error_naming_it_not_a_traceback(tmp_path, capsys):
+    # `report FIT.nc --prediction pred.png` (the --plot of predict beside its -o) and
+    # `--prediction DIR` ended in h5py's OSError / IsADirectoryError traceback
+    from bayes_grpo.cli import main
+
+    png = tmp_path / "pred.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=r"pred\.png: not a netCDF prediction file"):
+        load_prediction(png)
+    with pytest.raises(ValueError, match=r"preds: is a folder, not a prediction file"):
+        load_prediction(folder)
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"never read")
+    assert main(["report", str(posterior), "-o", str(tmp_path / "r.html"), "--prediction", str(png)]) == 2
+    err = capsys.readouterr().err
+    assert "pred.png: not a netCDF prediction file" in err and len(err.strip().splitlines()) == 1
+
+
 def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="at least 1 step"):
         horizon_steps(0)

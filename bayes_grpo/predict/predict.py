@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bayes_grpo._io import write_atomic
+from bayes_grpo._io import is_hdf5_file, write_atomic
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
@@ -887,8 +887,17 @@ def load_prediction(path: str | os.PathLike) -> xr.Dataset:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such prediction file")
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
-        ds = ds.load()
+    hint = "a prediction is the file `bayes-grpo predict ... -o pred.nc` (or `forecast ... -o`) writes"
+    if path.is_dir():
+        # `report --prediction DIR` and `--prediction pred.png` ended in h5py's traceback
+        raise ValueError(f"{path}: is a folder, not a prediction file; {hint}")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except OSError as exc:
+        if not is_hdf5_file(path):
+            raise ValueError(f"{path}: not a netCDF prediction file (a plot?); {hint}") from exc
+        raise ValueError(f"{path}: not a readable netCDF prediction file ({exc})") from exc
     missing = [k for k in SUMMARY_ATTRS if k not in ds.attrs]
     missing += [v for v in SUMMARY_VARS if v not in ds.variables]
     if missing:
