@@ -861,6 +861,20 @@ def test_a_long_horizon_thins_the_draws_instead_of_running_out_of_memory(monkeyp
         predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0)
 
 
+def test_a_horizon_too_long_for_any_draws_is_refused_before_its_grid_is_made(tmp_path, capsys):
+    # `bayes-grpo predict fit.nc ... --steps 100000000000` ended in numpy's "Unable to allocate
+    # 745. GiB" traceback: horizon_steps made the grid 0..T before thin_for_horizon's refusal
+    from bayes_grpo.cli import main
+
+    with pytest.raises(ValueError, match="too long to predict step by step"):
+        horizon_steps(10**11)
+    assert horizon_steps(40).size == 41
+    argv = ["predict", str(tmp_path / "fit.nc"), "--lr", "0.1", "--momentum", "0", "--k-ref", "1"]
+    assert main([*argv, "--group-size", "8", "--steps", str(10**11)]) == 2
+    err = capsys.readouterr().err
+    assert "too long to predict step by step" in err and "at most 249999 steps" in err
+
+
 def test_a_prediction_that_climbs_past_every_logged_reward_says_the_plateau_is_not_pinned():
     # the demo's fit of the tiny TRL runs (0-1 success rate, p* ~ 3.4) predicted a mean reward
     # of 2.06 at step 300 and no warning said that no run had ever logged more than 1

@@ -93,6 +93,17 @@ MAX_TRAJECTORY_CELLS: int = 50_000_000
 MIN_PREDICTION_DRAWS: int = 200
 
 
+def _horizon_too_long(n_steps: int) -> str:
+    """Why a horizon of ``n_steps`` grid steps cannot be predicted with
+    :data:`MIN_PREDICTION_DRAWS` draws (the memory it would take)."""
+    need_gb = MIN_PREDICTION_DRAWS * n_steps * BYTES_PER_TRAJECTORY_CELL / 1e9
+    return (
+        f"a horizon of {n_steps - 1:g} steps is too long to predict step by step: even "
+        f"{MIN_PREDICTION_DRAWS} posterior draws would need about {need_gb:.0f} GB; predict "
+        f"at most {MAX_TRAJECTORY_CELLS // MIN_PREDICTION_DRAWS - 1} steps"
+    )
+
+
 def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str | None]:
     """Every k-th posterior draw when ``draws x n_steps`` exceeds :data:`MAX_TRAJECTORY_CELLS`.
 
@@ -105,12 +116,7 @@ def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str |
         return draws, None
     keep = MAX_TRAJECTORY_CELLS // n_steps
     if keep < MIN_PREDICTION_DRAWS:
-        need_gb = MIN_PREDICTION_DRAWS * n_steps * BYTES_PER_TRAJECTORY_CELL / 1e9
-        raise ValueError(
-            f"a horizon of {n_steps - 1:g} steps is too long to predict step by step: even "
-            f"{MIN_PREDICTION_DRAWS} posterior draws would need about {need_gb:.0f} GB; predict "
-            f"at most {MAX_TRAJECTORY_CELLS // MIN_PREDICTION_DRAWS - 1} steps"
-        )
+        raise ValueError(_horizon_too_long(n_steps))
     every = int(np.ceil(n_total / keep))
     thinned = draws.isel(draw=slice(None, None, every))
     kept = int(np.prod([thinned.sizes[d] for d in ("chain", "draw") if d in thinned.sizes]))
@@ -126,6 +132,10 @@ def horizon_steps(steps: int | Sequence[float] | np.ndarray) -> np.ndarray:
         n = int(steps)  # type: ignore[arg-type]
         if n < 1:
             raise ValueError(f"horizon must be at least 1 step, got {steps}")
+        if MAX_TRAJECTORY_CELLS // (n + 1) < MIN_PREDICTION_DRAWS:
+            # thin_for_horizon's refusal, before the grid is made: `--steps 100000000000`
+            # ended in numpy's "Unable to allocate 745. GiB" traceback here
+            raise ValueError(_horizon_too_long(n + 1))
         return np.arange(n + 1, dtype=float)
     arr = np.asarray(steps, dtype=float)
     if arr.size < 2 or not np.all(np.diff(arr) > 0) or arr[0] < 0:
