@@ -736,7 +736,8 @@ def population_prior_for_run(
     when ``use_runs``: :func:`prior_from_runs` on the other runs (those of the same LLM if
     there are at least two, else all others). Otherwise None (the weak default prior).
     ``prefix`` (the run's observed ``(t, y)``) supplies the reward scale when the
-    posterior's LLM is new to the fit; ``horizon`` is the last step to be forecast.
+    posterior's LLM is new to the fit; ``horizon`` is the last step to be forecast (it sets
+    the weak prior of ``prefix`` only: the other runs are fitted on the run set's span).
     ``same_model_only``: never pool runs of other LLMs. When they are pooled (fewer than two
     runs of the same LLM), only their dynamics are: the plateau, R0 and noise of the prior
     come from :func:`default_prior` of ``prefix`` (:func:`with_levels_from`), since other LLMs'
@@ -800,7 +801,11 @@ def population_prior_for_run(
         prior = prior_from_runs(
             runs,
             source=f"{len(chosen)} other runs" + (" of the same LLM" if chosen is same else ""),
-            horizon=float(steps.max()) if horizon is None else horizon,
+            # the other runs' logs are fitted on the run set's span, whatever horizon is asked
+            # of this run's forecast: with `--horizon 10000` on 400-step runs every fit stayed
+            # at its weak prior's mode (a rise spread over thousands of steps, onset at 200)
+            # and the forecast of steps 61..400 went flat (backtest RMSE 0.07 -> 0.35 at 1e6)
+            horizon=float(steps.max()),
             reward_bounds=reward_bounds,
             kind=prior_kind,
             retime=pairs,
