@@ -47,6 +47,38 @@ def test_each_coordinate_outside_the_range_of_the_llms_runs_is_named():
     assert extrapolation_warnings(_runset(), model="new", learning_rate=0.2, momentum=0.5, k_ref=6) == []
 
 
+def test_a_group_size_outside_the_llms_fitted_g_is_named_and_predict_run_says_so():
+    # `predict fit.nc ... --group-size 1000 --model llmB` of an LLM fitted at G = 8 only gave
+    # a logged-reward band a third as wide as at G = 8 and no warning (lr, momentum, K_ref had one)
+    from test_predict import _draws
+
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    runs = _runset().assign_coords(group_size=("run", [4.0, 4.0, 8.0, 8.0, 16.0, 16.0, 1000.0]))
+    kw = dict(model="bandit", learning_rate=0.1, momentum=0.5, k_ref=2)
+    assert extrapolation_warnings(runs, group_size=16, **kw) == []
+    assert extrapolation_warnings(runs, group_size=4, **kw) == []  # an edge
+    (g,) = extrapolation_warnings(runs, group_size=1000, **kw)  # the other LLM's G not used
+    assert "group size G = 1000" in g and "[4, 16]" in g and "alpha" in g
+    assert extrapolation_warnings(runs, group_size=2, **kw) != []
+    unknown = runs.assign_coords(group_size=("run", np.full(7, np.nan)))
+    assert extrapolation_warnings(unknown, group_size=1000, **kw) == []  # nothing to compare
+
+    draws = _draws(np.full(40, 0.005), momentum=0.5, k_ref=2.0)
+
+    class Fitted:
+        runset = runs
+
+        def coefficient_draws(self, **kwargs):
+            return draws
+
+    setting = dict(momentum=0.5, k_ref=2, steps=40, discrepancy=False, **{"model": "bandit"})
+    assert not any("group size" in w for w in attr_warnings(predict_run(Fitted(), learning_rate=0.1, group_size=8, **setting)))
+    far = attr_warnings(predict_run(Fitted(), learning_rate=0.1, group_size=1000, **setting))
+    assert any("group size G = 1000 is outside the fitted runs' range [4, 16]" in w for w in far), far
+
+
 def test_prediction_attrs_carry_the_warnings_as_json():
     import xarray as xr
 

@@ -411,6 +411,7 @@ def extrapolation_warnings(
     gain_lag: float | None = None,
     train_gain_lag: np.ndarray | None = None,
     model_size: float | None = None,
+    group_size: float | None = None,
 ) -> list[str]:
     """Where a prediction leaves the range of the fitted runs' settings, one line each.
 
@@ -422,7 +423,9 @@ def extrapolation_warnings(
     law-discrepancy term measures the law's misfit on the training settings only; beyond
     their range effects the training runs do not show (on the bandit: PPO clipping that
     becomes active at larger lags, the softmax's state-dependent stiffness) are not in the
-    band (benchmarks/results/PREDICTION_NOTES.md).
+    band (benchmarks/results/PREDICTION_NOTES.md). ``group_size`` (when given) outside the
+    range of the runs' known G gets its own line: the mean trajectory does not depend on G,
+    the noise of the logged reward does, through the fitted exponent ``alpha``.
     """
     if runset is None or "run" not in runset.dims:
         return []
@@ -464,6 +467,17 @@ def extrapolation_warnings(
             "the band's law-discrepancy term was measured within the fitted settings only; "
             "beyond them the law's misfit can be larger than the band says"
         )
+    if group_size is not None and "group_size" in runset.coords:
+        # `predict ... --group-size 1000` of an LLM fitted at G = 8 said nothing, while its band
+        # of the logged reward was a third as wide as at G = 8 (1 / 1000^alpha of the noise)
+        vals = np.asarray(runset["group_size"].sel(run=runs).values, dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if vals.size and np.isfinite(group_size) and not _inside(float(group_size), vals):
+            out.append(
+                f"extrapolation: group size G = {float(group_size):g} is outside the fitted runs' range "
+                f"[{vals.min():g}, {vals.max():g}]: the band of the logged reward carries their noise "
+                "there by the fitted exponent alpha (sigma^2 = D / G^alpha)"
+            )
     return out
 
 
@@ -774,6 +788,7 @@ def predict_run(
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
         model_size=model_size if size_used else None,
+        group_size=group_size,
     )
     if fitted_runs is not None:
         from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
