@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -571,6 +573,51 @@ def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_ne
     mech = Fitted("mechanistic", {})
     population_prior_for_run(no_momentum, "r0", posterior=mech)
     assert mech.calls[0]["momentum_convention"] == "heavy_ball"
+
+
+def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
+    # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc --calibrate` on 6 runs read fit.nc
+    # 6 times (a prior for every backtested run) and printed its two warnings 6 times each
+    import warnings
+
+    import xarray as xr
+
+    import bayes_grpo.model
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    rng = np.random.default_rng(0)
+    draws = xr.Dataset(
+        {
+            name: (("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200))
+            for name, centre, sd in [
+                ("plateau", 0.8, 0.01), ("initial_reward", 0.2, 0.01), ("M_eff", 1.0, 0.0),
+                ("C_eff", 0.2, 0.01), ("K_eff", 0.01, 0.001), ("sigma", 0.01, 0.001),
+            ]
+        }
+    )  # fmt: skip
+    loads = []
+
+    class Fitted:
+        parameterisation = "phenomenological"
+        model_config: dict = {}
+
+        def coefficient_draws(self, **kwargs):
+            return draws
+
+    def load(path):
+        loads.append(path)
+        warnings.warn(f"{path}: the fit did not converge", UserWarning, stacklevel=2)
+        return Fitted()
+
+    monkeypatch.setattr(bayes_grpo.model, "load_fitted_model", load)
+    runset, _ = _coarse_runset(60.0, 1.0)
+    with pytest.warns(UserWarning, match="did not converge") as seen:
+        fc = forecast_in_runset(
+            runset, "r0", 20, posterior="fit.nc", calibrate=True, likelihood="iid", n_draws=100
+        )
+    assert loads == ["fit.nc"] and len([w for w in seen if "did not converge" in str(w.message)]) == 1
+    assert fc.attrs["prior_source"].startswith("posterior fit.nc ")
+    assert json.loads(fc.attrs["calibration"])["n_runs"] == 2
 
 
 def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():

@@ -727,6 +727,7 @@ def population_prior_for_run(
     reward_bounds: tuple[float, float] | None = None,
     prior_kind: str = "mixture",
     retime: bool = True,
+    posterior_label: str | None = None,
 ) -> tuple[GaussianPrior | MixturePrior | None, str]:
     """The prior for forecasting ``run_id`` of a run set, and a note on how it was chosen.
 
@@ -748,12 +749,14 @@ def population_prior_for_run(
     learning rate, momentum and ``K_ref`` (:func:`retime_settings`) before they form the
     prior, so a run at twice the learning rate is expected to rise faster than the runs it
     learns from; runs of other LLMs (another curvature) are taken as they are.
+    ``posterior_label``: how the prior's source names a ``posterior`` given as a loaded model
+    (default: its path when a file is given).
     """
     from bayes_grpo.runset import REWARD_VAR, run_coords
 
     coords = run_coords(runset, run_id)
     if posterior is not None:
-        label = str(posterior) if isinstance(posterior, str | os.PathLike) else None
+        label = str(posterior) if isinstance(posterior, str | os.PathLike) else posterior_label
         posterior = _load_model(posterior)  # once: the setting depends on the fit
         kw = _posterior_setting(posterior, coords, run_id)
         size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
@@ -1005,6 +1008,12 @@ def forecast_in_runset(
             f"of run {run_id!r}: there is nothing to forecast (give a horizon past --upto)"
         )
     grid = forecast_grid(float(horizon), t_all)
+    posterior_label = None
+    if isinstance(posterior, str | os.PathLike):
+        # once: with `calibrate` a prior is built for every other run, and each load of the
+        # file read it again and repeated its warnings (`forecast --prior F --calibrate` on 6
+        # runs printed F's convergence and residual warnings 6 times)
+        posterior_label, posterior = str(posterior), _load_model(posterior)
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
@@ -1020,6 +1029,7 @@ def forecast_in_runset(
             reward_bounds=reward_bounds,
             prior_kind=prior_kind,
             retime=retime,
+            posterior_label=posterior_label,
         )
 
     prior, note = prior_rule(run_id, runset)
