@@ -1087,6 +1087,16 @@ def forecast_in_runset(
                 "run, so if the instability is real its bands, regime and stop step do not "
                 "describe this run (evidence: `bayes-grpo diagnose`)"
             )
+    n_fitted = fitted_rewards_after(posterior, runset, run_id, upto) if posterior is not None else 0
+    if n_fitted and (~seen & (t_all <= horizon)).any():
+        # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc`, fit.nc fitted to runs.nc:
+        # backtest_rmse 0.024 against 0.055 with the run-based prior, and nothing said why
+        notes.append(
+            f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {n_fitted} rewards of run "
+            f"{run_id!r} after step {float(upto):g}: it has seen the steps this forecast is scored "
+            "on, so the backtest_* figures are in-sample, not a test of the forecast (refit "
+            "without them, or use the run-based prior)"
+        )
     if notes:
         fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), *notes])
     # the run's logged rewards (prefix and, where logged, the rest) travel with the forecast,
@@ -1109,6 +1119,23 @@ def forecast_in_runset(
         fc.attrs["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
         fc.attrs["backtest_steps"] = int(rest.sum())
     return fc
+
+
+def fitted_rewards_after(posterior: object, runset: xr.Dataset, run_id: str, upto: float) -> int:
+    """How many of run ``run_id``'s rewards after step ``upto`` the fitted model ``posterior``
+    was fitted to: its fitted run set's rewards of that run id after ``upto`` that equal the
+    run set's (0 for a model without its run set, or that has no such run)."""
+    from bayes_grpo.runset import REWARD_VAR
+
+    fitted = getattr(posterior, "runset", None)
+    if fitted is None or run_id not in [str(r) for r in fitted["run"].values]:
+        return 0
+    theirs = fitted[REWARD_VAR].sel(run=run_id).astype(float)
+    mine = runset[REWARD_VAR].sel(run=run_id).astype(float)
+    theirs, mine = xr.align(theirs, mine, join="inner")
+    later = theirs["step"].values.astype(float) > float(upto)
+    same = np.isclose(theirs.values, mine.values, rtol=1e-6, atol=0.0)
+    return int((later & same).sum())
 
 
 def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str, object]:
