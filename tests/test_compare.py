@@ -96,6 +96,22 @@ def test_the_hyperparameter_defaults_of_fit_give_the_mechanistic_law_its_momentu
     assert seen["hyperparameter_defaults"] == {"momentum": 0.5, "k_ref": 4.0}
 
 
+def test_a_run_set_no_law_can_be_fitted_to_is_an_error_naming_its_file(tmp_path, capsys):
+    # `bayes-grpo compare single.nc --laws oscillator_mechanistic` said "error: no law could be
+    # fitted: ..." and `forecast runs.nc --run r0 --upto 0` "error: run 'r0' has 0 rewards up
+    # to step 0; need at least 3": neither named the run set they refused
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(_runset(known=False), tmp_path / "unknown_mu.nc")
+    assert main(["compare", str(path), "--laws", "oscillator_mechanistic"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: no law could be fitted" in err and "momentum / k_ref unknown" in err
+    assert main(["forecast", str(path), "--run", "r0", "--upto", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: run 'r0' has 1 rewards up to step 0; need at least 3" in err
+
+
 @pytest.mark.slow
 def test_oscillator_beats_single_exponential_on_a_slow_start_by_leave_future_out():
     from bayes_grpo.predict.compare import compare_laws

@@ -345,7 +345,7 @@ def _run_predict(args: argparse.Namespace) -> int:
 
 
 def _run_forecast(args: argparse.Namespace) -> int:
-    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.forecast import ForecastError, forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
     check_output_paths(
@@ -360,22 +360,27 @@ def _run_forecast(args: argparse.Namespace) -> int:
             f"{args.runs}: no run {args.run!r}; runs: {[str(r) for r in ds['run'].values]}"
         )
     frame = run_frame(ds, args.run)
-    fc = forecast_in_runset(
-        ds,
-        args.run,
-        args.upto,
-        posterior=args.prior,
-        use_runs=not args.no_population,
-        same_model_only=args.same_model_only,
-        retime=args.retime,
-        reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
-        likelihood=args.likelihood,
-        horizon=args.horizon,
-        hdi_probs=args.hdi,
-        stop_threshold=args.stop_threshold,
-        seed=args.seed,
-        calibrate=args.calibrate,
-    )
+    try:
+        fc = forecast_in_runset(
+            ds,
+            args.run,
+            args.upto,
+            posterior=args.prior,
+            use_runs=not args.no_population,
+            same_model_only=args.same_model_only,
+            retime=args.retime,
+            reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
+            likelihood=args.likelihood,
+            horizon=args.horizon,
+            hdi_probs=args.hdi,
+            stop_threshold=args.stop_threshold,
+            seed=args.seed,
+            calibrate=args.calibrate,
+        )
+    except ForecastError as exc:
+        # name the run set, as the no-such-run error above does ("run 'r' has 0 rewards up to
+        # step 0; need at least 3" named no file)
+        raise ForecastError(f"{args.runs}: {exc}") from exc
     extra: dict[str, object] = {"run": args.run, "prior": fc.attrs["prior_source"]}
     if fc.attrs.get("prior_note"):
         extra["prior_note"] = fc.attrs["prior_note"]
@@ -405,15 +410,20 @@ def _run_compare(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
     ds = load_runset(args.runs)
-    res = compare_laws(
-        ds,
-        laws=laws,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        random_seed=args.seed,
-        hyperparameter_defaults=dict(args.defaults),
-    )
+    try:
+        res = compare_laws(
+            ds,
+            laws=laws,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            random_seed=args.seed,
+            hyperparameter_defaults=dict(args.defaults),
+        )
+    except ValueError as exc:
+        # what compare_laws refuses is the run set ("no law could be fitted: ...", "runs with
+        # fewer than 8 finite rewards ...", "steps must be >= 0"): name it
+        raise ValueError(f"{args.runs}: {exc}") from exc
     check = res.to_check_result()
     if args.json:
         out = check.to_dict()
