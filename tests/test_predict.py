@@ -266,6 +266,35 @@ def test_a_plot_or_a_folder_given_as_a_prediction_is_an_error_naming_it_not_a_tr
     assert "pred.png: not a netCDF prediction file" in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_discrepancy_of_a_fit_of_runs_without_a_model_name_is_estimated():
+    # `bayes-grpo predict fit.nc ...` of a fit of runs that name no LLM (CSV / JSONL exports;
+    # the fit calls them UNKNOWN_MODEL) failed with "error: '' is not in list"
+    import types
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+    from bayes_grpo.predict.discrepancy import training_predictor_trajectories
+    from bayes_grpo.runset import runset_from_arrays
+
+    steps = np.arange(30)
+    runs = runset_from_arrays(["a", "b"], steps, {"reward": np.tile(np.linspace(0.2, 0.8, 30), (2, 1))})
+    shape = (1, 4)
+    run_var = lambda v: (("chain", "draw", "run"), np.full((*shape, 2), v))  # noqa: E731
+    post = xr.Dataset(
+        {
+            "plateau": (("chain", "draw", "model"), np.full((*shape, 1), 0.8)),
+            "initial_reward_model": (("chain", "draw", "model"), np.full((*shape, 1), 0.2)),
+            "M_eff": run_var(1.0), "C_eff": run_var(0.3), "K_eff": run_var(0.02),
+        },
+        coords={"model": [UNKNOWN_MODEL], "run": ["a", "b"]},
+    )  # fmt: skip
+    fitted = types.SimpleNamespace(idata=types.SimpleNamespace(posterior=post), runset=runs)
+    curves, initial, plateau, used = training_predictor_trajectories(fitted, law="continuous")
+    assert used == "continuous" and curves.shape == (2, 30)
+    np.testing.assert_allclose(initial, 0.2)
+    np.testing.assert_allclose(plateau, 0.8)
+    assert curves[0, 0] == pytest.approx(0.2) and np.all(np.diff(curves[0]) > 0)
+
+
 def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="at least 1 step"):
         horizon_steps(0)

@@ -284,7 +284,7 @@ def training_predictor_trajectories(
     """
     from bayes_grpo.dynamics.stability import is_whole
     from bayes_grpo.dynamics.trajectory import reward_trajectory
-    from bayes_grpo.model.prepare import follows_schedule, update_multipliers
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL, follows_schedule, update_multipliers
     from bayes_grpo.predict.predict import observation_lag_of, recursion_trajectories
 
     post = fitted.idata.posterior
@@ -293,7 +293,9 @@ def training_predictor_trajectories(
     steps = np.asarray(runset["step"].values, dtype=float)
     mu = np.asarray(runset["momentum"].sel(run=run_ids).values, dtype=float)
     lag = np.asarray(runset["k_ref"].sel(run=run_ids).values, dtype=float)
-    models = [str(m) for m in runset["model"].sel(run=run_ids).values]
+    # runs without a model name are the fit's LLM UNKNOWN_MODEL: `predict` of such a fit (CSV or
+    # JSONL exports name none) failed with "'' is not in list"
+    models = [str(m) or UNKNOWN_MODEL for m in runset["model"].sel(run=run_ids).values]
     n = post.sizes["chain"] * post.sizes["draw"]
     pick = np.unique(np.linspace(0, n - 1, min(max_draws, n)).round().astype(int))
 
