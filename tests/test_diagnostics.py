@@ -714,6 +714,32 @@ def test_a_hyperparameter_the_run_does_not_log_takes_the_fits_default_for_it():
     assert any(s["source"] == "posterior" for s in res.values["evidence"]["signals"])
 
 
+def test_a_run_without_momentum_needs_no_convention_to_be_asked_of_the_fit():
+    # `fit runs.nc --default momentum=0 --default k_ref=1` fitted runs that log neither momentum
+    # nor its convention (none is needed at momentum 0); `diagnose runs.nc --posterior fit.nc`
+    # then asked the fit with no convention, got "needs ['momentum_convention']" and fell back
+    # to the least-squares fit for every run, with a warning
+    class NeedsConvention(_FakeFit):
+        def coefficient_draws(self, **kwargs):
+            if kwargs["momentum_convention"] is None:
+                raise ValueError("the mechanistic model needs ['momentum_convention'] to give coefficients")
+            return super().coefficient_draws(**kwargs)
+
+    ds = simulated_case("healthy")
+    ds = ds.assign_coords(
+        momentum=("run", np.full(ds.sizes["run"], np.nan)),
+        momentum_convention=("run", np.full(ds.sizes["run"], "", dtype=object)),
+    )
+    fake = NeedsConvention(-0.4, -0.2, 0.85)
+    fake.model_config = {"hyperparameter_defaults": {"learning_rate": 0.05, "momentum": 0.0, "k_ref": 1}}
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "gave no draws" warning
+        (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    assert fake.calls[0]["momentum"] == 0.0 and fake.calls[0]["momentum_convention"] == "heavy_ball"
+    assert any(s["source"] == "posterior" for s in res.values["evidence"]["signals"])
+
+
 def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     # a fit of another run set (other run ids, another LLM, or the same ids with other
     # rewards) was applied without a word: its draws are a prediction, not a fit of the run

@@ -126,9 +126,17 @@ def run_draws(
     if convention is None and fit_defaults.get("momentum_convention"):
         convention = str(fit_defaults["momentum_convention"])
         from_fit.append(f"momentum_convention {convention}")
+    learning_rate, momentum = known("learning_rate"), known("momentum")
+    if convention is None and momentum is not None:
+        # at momentum 0 the conventions coincide and the fit needed none (as in
+        # forecast._posterior_setting): `diagnose runs.nc --posterior fit.nc` of a fit with
+        # `--default momentum=0` said the model "needs ['momentum_convention']"
+        from bayes_grpo.model.prepare import convention_without_momentum
+
+        convention = str(convention_without_momentum([momentum], [""])[0]) or None
     kwargs = {
-        "learning_rate": known("learning_rate"),
-        "momentum": known("momentum"),
+        "learning_rate": learning_rate,
+        "momentum": momentum,
         "momentum_convention": convention,
         "k_ref": known("k_ref"),
         "group_size": known("group_size"),
