@@ -79,6 +79,20 @@ def test_a_group_size_outside_the_llms_fitted_g_is_named_and_predict_run_says_so
     assert any("group size G = 1000 is outside the fitted runs' range [4, 16]" in w for w in far), far
 
 
+def test_a_momentum_convention_none_of_the_fitted_runs_used_is_named():
+    # `predict fit.nc --momentum 0.9 ...` without --momentum-convention is heavy ball: of a fit
+    # of Adam runs (ema) it predicted a 10 times larger step without a word
+    runs = _runset().assign_coords(momentum_convention=("run", np.array(["ema"] * 6 + ["heavy_ball"], dtype=object)))
+    kw = dict(model="bandit", learning_rate=0.1, momentum=0.5, k_ref=2)
+    (w,) = extrapolation_warnings(runs, momentum_convention="heavy_ball", **kw)
+    assert "momentum convention heavy_ball is not that of the fitted runs with momentum (ema)" in w
+    assert extrapolation_warnings(runs, momentum_convention="ema", **kw) == []
+    assert extrapolation_warnings(runs, **kw) == []  # not given: nothing to compare
+    # at momentum 0 the conventions coincide
+    still = runs.assign_coords(momentum=("run", np.zeros(7)))
+    assert extrapolation_warnings(still, momentum_convention="heavy_ball", **(kw | {"momentum": 0.0})) == []
+
+
 def test_prediction_attrs_carry_the_warnings_as_json():
     import xarray as xr
 

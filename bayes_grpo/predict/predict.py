@@ -412,6 +412,7 @@ def extrapolation_warnings(
     train_gain_lag: np.ndarray | None = None,
     model_size: float | None = None,
     group_size: float | None = None,
+    momentum_convention: str | None = None,
 ) -> list[str]:
     """Where a prediction leaves the range of the fitted runs' settings, one line each.
 
@@ -425,7 +426,9 @@ def extrapolation_warnings(
     becomes active at larger lags, the softmax's state-dependent stiffness) are not in the
     band (benchmarks/results/PREDICTION_NOTES.md). ``group_size`` (when given) outside the
     range of the runs' known G gets its own line: the mean trajectory does not depend on G,
-    the noise of the logged reward does, through the fitted exponent ``alpha``.
+    the noise of the logged reward does, through the fitted exponent ``alpha``. So does a
+    ``momentum_convention`` (when given, with a momentum above 0) that none of the runs
+    with momentum uses: another optimizer, whose step the fit never saw.
     """
     if runset is None or "run" not in runset.dims:
         return []
@@ -467,6 +470,19 @@ def extrapolation_warnings(
             "the band's law-discrepancy term was measured within the fitted settings only; "
             "beyond them the law's misfit can be larger than the band says"
         )
+    if momentum_convention and momentum and "momentum_convention" in runset.coords:
+        # `predict fit.nc --momentum 0.9` of a fit of Adam runs (ema) took the default heavy
+        # ball without a word: an effective step 1 / (1 - mu) = 10 times the fitted runs'
+        mu = np.asarray(runset["momentum"].sel(run=runs).values, dtype=float)
+        conv = np.asarray(runset["momentum_convention"].sel(run=runs).values, dtype=str)
+        used = sorted({c for c, m in zip(conv, mu) if c and np.isfinite(m) and m > 0})
+        if used and momentum_convention not in used:
+            out.append(
+                f"momentum convention {momentum_convention} is not that of the fitted runs with "
+                f"momentum ({', '.join(used)}): another optimizer (Adam's beta1 is ema, SGD's momentum "
+                "heavy_ball), whose effective step differs by 1 / (1 - momentum); give "
+                "--momentum-convention as the runs had it"
+            )
     if group_size is not None and "group_size" in runset.coords:
         # `predict ... --group-size 1000` of an LLM fitted at G = 8 said nothing, while its band
         # of the logged reward was a third as wide as at G = 8 (1 / 1000^alpha of the noise)
@@ -789,6 +805,7 @@ def predict_run(
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
         model_size=model_size if size_used else None,
         group_size=group_size,
+        momentum_convention=momentum_convention,
     )
     if fitted_runs is not None:
         from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
