@@ -93,6 +93,51 @@ def test_a_momentum_convention_none_of_the_fitted_runs_used_is_named():
     assert extrapolation_warnings(still, momentum_convention="heavy_ball", **(kw | {"momentum": 0.0})) == []
 
 
+def test_a_group_size_a_by_group_fit_did_not_fit_says_its_offsets_are_the_priors():
+    # `predict fit.nc --group-size 8 --model llmA` of a by-group fit of llmA at G 4 and 16 gave
+    # a 90% band of the mean at step 150 of [0.58, 0.95] against [0.71, 0.79] at G 4, silently
+    import arviz as az
+    import xarray as xr
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    runset = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-6}},
+        group_sizes=(4, 16), learning_rates=(1e-4,), momentum=0.0, convention="heavy_ball",
+        n_seeds=1, n_steps=30, random_seed=0,
+    )  # fmt: skip
+    model = GRPODynamicsModel(invariance="by_group")
+    model.runset = runset
+    model.data = prepare_data(runset, model.model_config, model.parameterisation)
+    shape, n_groups = (1, 50), len(model.data.groups)
+    per = lambda dim, v, n=1: (("chain", "draw", dim), np.full((*shape, n), v))  # noqa: E731
+    model.idata = az.InferenceData(
+        posterior=xr.Dataset(
+            {
+                "log_stiffness": per("model", np.log(400.0)), "plateau": per("model", 0.75),
+                "initial_reward_model": per("model", 0.15), "noise_d": per("model", 1e-4),
+                "alpha": (("chain", "draw"), np.ones(shape)),
+                "initial_reward_run_sd": (("chain", "draw"), np.full(shape, 0.1)),
+                **{f"group_offset_{v}": per("group", 0.0, n_groups)
+                   for v in ("log_stiffness", "log_damping", "plateau", "initial_reward")},
+            },
+            coords={"model": ["m"], "group": model.data.groups},
+        )
+    )  # fmt: skip
+    setting = dict(learning_rate=1e-4, momentum=0.0, k_ref=1, model="m", steps=30, discrepancy=False)
+    draw_setting = dict(learning_rate=1e-4, momentum=0.0, momentum_convention="heavy_ball", k_ref=1, model="m")
+    assert "new_group" not in model.coefficient_draws(group_size=4, **draw_setting).attrs
+    assert model.coefficient_draws(group_size=8, **draw_setting).attrs["new_group"] == "m|G=8"
+    fitted = attr_warnings(predict_run(model, group_size=16, **setting))
+    assert not any("is not a group" in w for w in fitted), fitted
+    between = attr_warnings(predict_run(model, group_size=8, **setting))
+    assert any(w.startswith("m|G=8 is not a group of this by-group fit (m|G=4, m|G=16)") for w in between), between
+
+
 def test_prediction_attrs_carry_the_warnings_as_json():
     import xarray as xr
 

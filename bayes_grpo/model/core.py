@@ -732,6 +732,8 @@ class GRPODynamicsModel:
             coords=coords,
         )
         out.attrs.update({"model": model or "", "parameterisation": self.parameterisation, "new_model": str(not known)})
+        if self.invariance == "by_group" and known and group_pos is None:
+            out.attrs["new_group"] = glabel  # its offsets drawn from their prior, above
         return out
 
     def trajectory_draws(self, steps, **setting: Any) -> xr.DataArray:

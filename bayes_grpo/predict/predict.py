@@ -813,6 +813,17 @@ def predict_run(
         averaged = averaged_scheduled_runs(fitted, fitted_runs)
         if averaged:
             warnings_.append(scheduled_fit_warning(averaged))
+    if draws.attrs.get("new_group"):
+        # `predict fit.nc --group-size 8 --model llmA` of a by-group fit of llmA at G 4 and 16
+        # gave a 90% band of the mean at step 150 of [0.58, 0.95] against [0.71, 0.79] at G 4,
+        # and no word on why
+        fitted_g = [g for g in fitted.data.groups if g.rsplit("|G=", 1)[0] == draws.attrs.get("model")]
+        warnings_.insert(
+            0,
+            f"{draws.attrs['new_group']} is not a group of this by-group fit ({', '.join(fitted_g)}): its "
+            "offsets of the trajectory from the LLM's are drawn from their prior, so the bands carry "
+            "the prior's spread between group sizes, not an interpolation",
+        )
     if new_llm and model is not None:
         fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
         warnings_.insert(
