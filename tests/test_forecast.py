@@ -659,6 +659,51 @@ def test_a_posterior_prior_fitted_to_the_steps_a_forecast_is_scored_on_says_its_
     assert not any("in-sample" in w for w in attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=prefix, **kw)))
 
 
+def test_a_run_without_a_model_name_takes_the_fits_llm_of_such_runs():
+    # the fit calls runs without a model name UNKNOWN_MODEL; `forecast --prior fit.nc` of such a
+    # run asked the fit for no LLM ("model=new, population level": beside a named LLM the
+    # population level, not the LLM the run was fitted as)
+    import types
+
+    import pandas as pd
+    import xarray as xr
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(0)
+    draws = xr.Dataset(
+        {
+            name: (("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200))
+            for name, centre, sd in [
+                ("plateau", 0.8, 0.01), ("initial_reward", 0.2, 0.01), ("M_eff", 1.0, 0.0),
+                ("C_eff", 0.2, 0.01), ("K_eff", 0.01, 0.001), ("sigma", 0.01, 0.001),
+            ]
+        }
+    )  # fmt: skip
+    calls = []
+
+    class Fitted:
+        parameterisation = "phenomenological"
+        model_config: dict = {}
+
+        def __init__(self, models):
+            self.data = types.SimpleNamespace(models=models)
+
+        def coefficient_draws(self, **kwargs):
+            calls.append(kwargs["model"])
+            return draws
+
+    steps = np.arange(40)
+    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    runset = make_runset({"r0": curve}, {"r0": {"learning_rate": 0.01}})
+    prior, _ = population_prior_for_run(runset, "r0", posterior=Fitted([UNKNOWN_MODEL, "qwen"]))
+    assert calls == [UNKNOWN_MODEL] and f"model={UNKNOWN_MODEL}" in prior.source
+    population_prior_for_run(runset, "r0", posterior=Fitted(["qwen", "llama"]))
+    assert calls[-1] is None  # a fit without such runs: a new LLM, as before
+
+
 def test_runs_of_other_llms_lend_their_dynamics_but_not_their_reward_scale():
     # two runs of other LLMs on a 10x reward scale used to set the prior's plateau near 8:
     # a forecast of a run rising to 0.8 was pulled towards a plateau it never approaches

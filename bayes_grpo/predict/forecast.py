@@ -763,10 +763,19 @@ def population_prior_for_run(
         fallback = None
         if prefix is not None:
             fallback = default_prior(prefix[0], prefix[1], horizon=horizon)
+        llm = str(coords["model"]) or None
+        if llm is None:
+            from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+            # the fit calls runs without a model name UNKNOWN_MODEL: such a run of the fit was
+            # given the population level (`forecast --prior fit.nc` of a CSV export said
+            # "model=new, population level")
+            fitted_llms = [str(m) for m in getattr(getattr(posterior, "data", None), "models", None) or []]
+            llm = UNKNOWN_MODEL if UNKNOWN_MODEL in fitted_llms else None
         try:
             prior = prior_from_posterior(
                 posterior,
-                model=str(coords["model"]) or None,
+                model=llm,
                 model_size=size,
                 fallback=fallback,
                 label=label,
