@@ -740,6 +740,26 @@ def test_a_run_without_momentum_needs_no_convention_to_be_asked_of_the_fit():
     assert any(s["source"] == "posterior" for s in res.values["evidence"]["signals"])
 
 
+def test_a_run_without_a_model_name_is_asked_of_the_fits_llm_of_such_runs():
+    # the fit calls runs that name no LLM UNKNOWN_MODEL; diagnose --posterior asked the fit for
+    # no LLM, which beside a named LLM is the population level, not the LLM the run was fitted as
+    import types
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    ds = simulated_case("healthy")
+    ds = ds.assign_coords(model=("run", np.full(ds.sizes["run"], "", dtype=object)))
+    fake = _FakeFit(-0.4, -0.2, 0.85)
+    fake.model_config = {"hyperparameter_defaults": {"learning_rate": 0.05}}
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}})
+    fake.data = types.SimpleNamespace(models=["qwen", UNKNOWN_MODEL])
+    diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    assert fake.calls[-1]["model"] == UNKNOWN_MODEL
+    fake.data = types.SimpleNamespace(models=["qwen", "llama"])
+    diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
+    assert fake.calls[-1]["model"] is None  # a fit without such runs: a new LLM, as before
+
+
 def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     # a fit of another run set (other run ids, another LLM, or the same ids with other
     # rewards) was applied without a word: its draws are a prediction, not a fit of the run

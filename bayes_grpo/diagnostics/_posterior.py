@@ -140,7 +140,7 @@ def run_draws(
         "momentum_convention": convention,
         "k_ref": known("k_ref"),
         "group_size": known("group_size"),
-        "model": str(coords.get("model") or "") or None,
+        "model": _fit_llm_name(posterior, str(coords.get("model") or "")),
         "model_size": known("model_size"),
     }
     try:
@@ -152,6 +152,17 @@ def run_draws(
     if from_fit:
         note += f" ({', '.join(from_fit)}: the fit's default for runs that do not log it)"
     return out, note
+
+
+def _fit_llm_name(posterior: Any, model: str) -> str | None:
+    """The fit's name of a run's LLM: ``model``, or for a run that names none the fit's
+    ``UNKNOWN_MODEL`` when it has one (it fits such runs as that LLM), else None (a new LLM)."""
+    if model:
+        return model
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    fitted = [str(m) for m in getattr(getattr(posterior, "data", None), "models", None) or []]
+    return UNKNOWN_MODEL if UNKNOWN_MODEL in fitted else None
 
 
 def _finite_draws(draws: Mapping[str, Any]) -> dict[str, np.ndarray]:
