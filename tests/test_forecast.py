@@ -879,6 +879,24 @@ def test_how_far_a_forecast_looks_does_not_change_what_it_says_of_the_logged_ste
     assert near.attrs["backtest_rmse"] < 0.03
 
 
+def test_a_forecast_of_a_log_that_starts_late_says_so_as_fit_does():
+    # a log resumed at step 1000 (or whose step counter did not start at 0) was forecast as a
+    # curve that began at step 0, and the only warning was an unreliable importance sample
+    # (90% coverage 0.09 of its own later steps); fit and compare name such runs
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    runset, steps = _coarse_runset(100.0, 1.0)
+    late = make_runset(
+        {r: runset["reward"].sel(run=r).to_series().set_axis(steps.astype(int) + 1000).to_frame("reward") for r in ("r0", "r1", "r2")},
+        {},
+    )
+    kw = dict(likelihood="iid", n_draws=100)
+    told = attr_warnings(forecast_in_runset(late, "r0", 1040, **kw))
+    assert any("run 'r0' starts late (first logged step 1000, last seen 1040)" in w for w in told), told
+    assert not any("starts late" in w for w in attr_warnings(forecast_in_runset(runset, "r0", 40, **kw)))
+
+
 def test_an_ordinary_forecast_is_still_at_every_step_so_its_numbers_are_unchanged():
     from bayes_grpo.dynamics.simulate import simulate_sde_runset
     from bayes_grpo.predict.forecast import forecast_grid, forecast_in_runset

@@ -980,6 +980,7 @@ def forecast_in_runset(
     to fit: its warnings say so, in the words of ``fit``'s note
     (:func:`bayes_grpo.model.prepare.constant_reward_note`).
     """
+    from bayes_grpo.dynamics.trajectory import starts_late
     from bayes_grpo.model.prepare import constant_reward, constant_reward_note
     from bayes_grpo.runset import REWARD_VAR, RunSetError
 
@@ -1079,6 +1080,16 @@ def forecast_in_runset(
         )
         fc = apply_band_calibration(fc, cal)
     notes = [late_upto] if late_upto is not None else []
+    if starts_late(t_all[seen]):
+        # fit and compare say this of such runs (model.prepare.shape_notes); a forecast of a log
+        # resumed at step 1000 said only that its importance sampling was unreliable (90%
+        # coverage 0.09 of its own later steps)
+        notes.append(
+            f"run {run_id!r} starts late (first logged step {t_all[0]:g}, last seen {float(upto):g}): "
+            "the forecast's law puts the start of training (R0, zero velocity) at step 0 and "
+            "draws the steps before the first logged one; if the log does start at the start of "
+            "training (a step counter offset), number its steps from 0"
+        )
     if constant_reward(y_all[seen]):
         level, n_seen = y_all[seen][0], int(seen.sum())
         label = f"{run_id} ({level:g} at all {n_seen} logged steps up to step {upto:g})"
