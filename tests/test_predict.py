@@ -295,6 +295,27 @@ def test_the_discrepancy_of_a_fit_of_runs_without_a_model_name_is_estimated():
     assert curves[0, 0] == pytest.approx(0.2) and np.all(np.diff(curves[0]) > 0)
 
 
+def test_bands_asked_widest_first_are_summarised_and_scored_by_the_widest():
+    # `forecast ... --hdi 0.95 0.5` (and predict alike) reported final_mean_reward_hdi_0.5 and
+    # backtest_coverage_0.5 and drew only the 50% band: the last probability was taken as the
+    # widest; `--hdi 0.9 0.9` made a duplicate hdi_prob coordinate
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.summary import summary_dict
+    from bayes_grpo.runset import runset_from_arrays
+
+    draws = _draws(np.random.default_rng(0).uniform(0.003, 0.005, 200))
+    ds = predict_from_draws(draws, steps=40, momentum=0.5, k_ref=2.0, hdi_probs=(0.95, 0.5))
+    np.testing.assert_array_equal(ds["hdi_prob"].values, [0.5, 0.95])
+    assert "final_mean_reward_hdi_0.95" in summary_dict(ds)
+    same = predict_from_draws(draws, steps=40, momentum=0.5, k_ref=2.0, hdi_probs=(0.9, 0.9))
+    np.testing.assert_array_equal(same["hdi_prob"].values, [0.9])
+    steps = np.arange(60)
+    curves = 0.8 - 0.6 * np.exp(-steps[None] / np.array([[10.0], [12.0], [14.0]]))
+    runs = runset_from_arrays(["a", "b", "c"], steps, {"reward": curves + 0.01 * np.sin(steps)})
+    fc = forecast_in_runset(runs, "a", 20, hdi_probs=(0.8, 0.5), likelihood="iid", n_draws=100)
+    assert "backtest_coverage_0.8" in fc.attrs and "backtest_coverage_0.5" not in fc.attrs
+
+
 def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="at least 1 step"):
         horizon_steps(0)

@@ -1128,7 +1128,7 @@ def forecast_in_runset(
     rest = ~seen & (t_all <= horizon)
     if rest.any():
         prob = (
-            HDI_PROB if any(abs(p - HDI_PROB) < 1e-9 for p in hdi_probs) else float(hdi_probs[-1])
+            HDI_PROB if any(abs(p - HDI_PROB) < 1e-9 for p in hdi_probs) else float(max(hdi_probs))
         )
         lo, hi = forecast_band(fc, t_all[rest], kind="obs", hdi_prob=prob)
         point = np.interp(t_all[rest], fc[STEP_DIM].values, fc["mean_mean"].values)

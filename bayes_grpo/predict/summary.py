@@ -258,7 +258,9 @@ def summarise_draws(
             "fewer than 2 finite trajectory draws; the posterior puts its mass on diverging runs"
         )
     mean_all, obs_all = mean_draws[keep], obs_draws[keep]
-    probs = [float(p) for p in hdi_probs]
+    # ascending and once each: the widest band is the last one, which the summaries, the
+    # plot and the backtest read (`--hdi 0.95 0.5` reported and drew the 50% band only)
+    probs = sorted({float(p) for p in hdi_probs})
     band_k = band_all[keep]
     mean_hdi = np.stack([np.stack(hdi_bounds(band_k, p), axis=-1) for p in probs])
     obs_hdi = np.stack([np.stack(hdi_bounds(obs_all, p), axis=-1) for p in probs])
