@@ -803,6 +803,11 @@ def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_uni
             ]
         ) == (2 if what == "learning_rate" else 0)
         capsys.readouterr()
+    # G = 1 (no group to be relative to) and G = 2.5 gave bands from the noise law D / G^alpha
+    for g in ("1", "2.5"):
+        assert main(["predict", path, "--lr", "0.01", "--group-size", g, *setting]) == 2
+        err = capsys.readouterr().err
+        assert "group_size must be a whole number of completions per prompt >= 2" in err and g in err
     assert main(["predict", path, "--lr", "0.01", "--group-size", "8", *setting, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["units"] == "reward"
     assert (

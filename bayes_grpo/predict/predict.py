@@ -772,6 +772,14 @@ def predict_run(
     """
     from bayes_grpo.predict.forecast import _load_model
 
+    g = float(group_size)
+    if np.isfinite(g) and 0 < g and (g < 2 or not g.is_integer()):  # g <= 0: refused below
+        # one completion per prompt has no group to be relative to (zero advantage), and a group
+        # is a whole number of completions; the noise law D / G^alpha still gave a band for both
+        raise ValueError(
+            f"group_size must be a whole number of completions per prompt >= 2 (GRPO compares "
+            f"each completion with the rest of its group), got {g:g}"
+        )
     fitted = _load_model(posterior)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
