@@ -781,6 +781,33 @@ def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and
     assert not any("past the last logged step" in w for w in attr_warnings(at_end))
 
 
+def test_an_upto_in_a_gap_of_the_log_says_where_the_forecast_starts():
+    # `--upto 70` on a log with nothing between steps 50 and 100 forecast from step 50 silently;
+    # a log every 4 steps (a K_ref 4 run) is no gap
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.summary import attr_warnings
+    from bayes_grpo.runset import make_runset
+
+    steps = np.r_[np.arange(0.0, 51.0), np.arange(100.0, 150.0)]
+    reward = 0.8 - 0.6 * np.exp(-steps / 20.0) + 0.01 * np.random.default_rng(0).normal(size=steps.size)
+    every4 = np.arange(1.0, 150.0, 4.0)
+    curve = 0.8 - 0.6 * np.exp(-every4 / 20.0)
+    runset = make_runset(
+        {
+            "gap": pd.DataFrame({"reward": reward}, index=steps.astype(int)),
+            "k4": pd.DataFrame({"reward": curve}, index=every4.astype(int)),
+        },
+        {},
+    )
+    fc = forecast_in_runset(runset, "gap", 70, likelihood="iid", n_draws=100, seed=0, use_runs=False)
+    notes = [w for w in attr_warnings(fc) if "falls in a gap" in w]
+    assert len(notes) == 1 and "last logged step before it: 50" in notes[0], attr_warnings(fc)
+    fc = forecast_in_runset(runset, "k4", 70, likelihood="iid", n_draws=100, seed=0, use_runs=False)
+    assert not any("falls in a gap" in w for w in attr_warnings(fc))
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -1010,6 +1010,8 @@ def forecast_in_runset(
             f"the forecast starts from step {last:g}"
         )
         upto = last
+    else:
+        late_upto = _upto_in_a_gap(t_all, upto, run_id)
     if horizon is None:
         horizon = last if last > upto else 2.0 * float(upto)
     elif not float(horizon) > float(upto):
@@ -1139,6 +1141,24 @@ def forecast_in_runset(
         fc.attrs["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
         fc.attrs["backtest_steps"] = int(rest.sum())
     return fc
+
+
+def _upto_in_a_gap(t: np.ndarray, upto: float, run_id: str) -> str | None:
+    """A note when ``upto`` falls in a gap of the run's log: its last logged step before
+    ``upto`` is further back than twice the log's usual interval (the median spacing), so the
+    forecast starts there, not at ``upto``. A run logging every ``K_ref`` steps is no gap."""
+    t = np.sort(np.asarray(t, dtype=float))
+    seen = t[t <= upto]
+    if seen.size < 2 or t.size < 3:
+        return None
+    usual = float(np.median(np.diff(t)))
+    if upto - seen[-1] > 2.0 * usual:
+        return (
+            f"--upto {float(upto):g} falls in a gap of run {run_id!r}'s log (last logged step "
+            f"before it: {seen[-1]:g}, usual interval {usual:g}): the forecast starts from step "
+            f"{seen[-1]:g}"
+        )
+    return None
 
 
 def fitted_rewards_after(posterior: object, runset: xr.Dataset, run_id: str, upto: float) -> int:
