@@ -219,3 +219,16 @@ def test_simulate_sde_writes_the_runs_python_makes_with_their_truth(tmp_path, ca
     llms.write_text(json.dumps({"a": {"stiffness": 20, "plateau": 0.8, "initial_reward": 0.1, "noise_d": 0}}))
     assert main([*bad, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["models"] == ["a"]
+
+
+def test_stability_posterior_needs_no_convention_at_momentum_zero(capsys):
+    # at momentum 0 both conventions are one optimizer step (eta (1 - 0) = eta); the fit and
+    # predict take it so, while `stability --posterior` asked for --convention
+    from pathlib import Path
+
+    fit = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    setting = ["stability", "--posterior", fit, "--lr", "0.1", "--k-ref", "2"]
+    assert main([*setting, "--momentum", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["values"]["momentum"] == 0
+    assert main([*setting, "--momentum", "0.5"]) == 2  # here the convention sets the step
+    assert "posterior mode needs --convention" in capsys.readouterr().err

@@ -192,6 +192,10 @@ def format_summary(s: dict) -> list[str]:
 
 
 def _run_posterior(args: argparse.Namespace) -> int:
+    if args.convention is None and args.momentum == 0:
+        # at momentum 0 the conventions are one optimizer step (eta (1 - 0) = eta), as the fit
+        # and predict take it (model.prepare.convention_without_momentum)
+        args.convention = HEAVY_BALL
     missing = [
         flag
         for flag, value in (
