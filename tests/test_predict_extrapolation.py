@@ -157,3 +157,25 @@ def test_prediction_attrs_carry_the_warnings_as_json():
     )  # fmt: skip
     assert json.loads(ds.attrs["warnings"]) == ws
     assert "K_ref = 6 is outside" in prediction_result(ds).summary
+
+
+def test_an_observation_lag_past_the_horizon_says_every_logged_reward_is_the_initial_one():
+    # `predict ... --observation-lag 1000 --steps 100` drew a flat line at R0 without a word
+    from test_predict import _draws
+
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    draws = _draws(np.full(40, 0.005), momentum=0.5, k_ref=2.0)
+
+    class Fitted:
+        runset = _runset()
+
+        def coefficient_draws(self, **kwargs):
+            return draws
+
+    setting = dict(learning_rate=0.1, group_size=8, momentum=0.5, k_ref=2, steps=40, discrepancy=False, model="bandit")
+    far = attr_warnings(predict_run(Fitted(), observation_lag=40, **setting))
+    assert any("observation lag 40 is not below the horizon's last step 40" in w for w in far), far
+    near = attr_warnings(predict_run(Fitted(), observation_lag=2, **setting))
+    assert not any("observation lag" in w for w in near)

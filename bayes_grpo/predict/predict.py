@@ -887,6 +887,13 @@ def predict_run(
         observation_lag, lag_reason = default_observation_lag(fitted_runs, model=model if not new_llm else None, k_ref=k_ref)
     else:
         lag_reason = "given"
+        last = float(horizon_steps(steps)[-1])
+        if observation_lag is not None and float(observation_lag) >= last:
+            # `--observation-lag 1000 --steps 100` drew a flat line at R0 and said nothing
+            warnings_.append(
+                f"observation lag {float(observation_lag):g} is not below the horizon's last step "
+                f"{last:g}: every logged reward of the horizon is that of the initial policy (R0)"
+            )
     profile = None
     if discrepancy:
         from bayes_grpo.predict.discrepancy import discrepancy_from_model
