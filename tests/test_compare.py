@@ -192,6 +192,26 @@ def test_the_comparison_summary_states_the_pareto_k_warning_once():
     assert res.to_check_result().summary.count("Pareto k") == 1
 
 
+def test_a_run_without_a_trend_is_won_by_no_law():
+    # a flat run was given a "best law" by noise, beside the runs a law does explain
+    from bayes_grpo.predict.compare import NO_TREND, ComparisonResult
+
+    per_run = pd.DataFrame(
+        {
+            "run": ["rise", "rise", "flat", "flat"],
+            "law": ["logistic", "single_exp", "logistic", "single_exp"],
+            "lfo_elpd": [3.0, 1.0, -2.0, -1.0],
+            "r2": [0.9, 0.8, 0.01, 0.02],
+            "has_trend": [True, True, False, False],
+        }
+    )
+    lfo = pd.DataFrame({"lfo_elpd": [1.0, 0.0]}, index=["logistic", "single_exp"])
+    res = ComparisonResult(loo=lfo, lfo=lfo, per_run=per_run, notes=[])
+    winners = res.per_run_winners().set_index("run")
+    assert winners.loc["rise", "best_lfo"] == "logistic" and winners.loc["rise", "best_r2"] == "logistic"
+    assert winners.loc["flat", "best_lfo"] == NO_TREND == winners.loc["flat", "best_r2"]
+
+
 def test_steps_before_zero_are_refused_as_in_fit():
     # every law starts at t = 0; negative steps were compared without a word
     ds = _runset(n_steps=20)

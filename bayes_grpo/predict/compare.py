@@ -390,16 +390,19 @@ class ComparisonResult:
         return str(self.lfo["lfo_elpd"].idxmax())
 
     def per_run_winners(self) -> pd.DataFrame:
-        """For each run: the law with the best LFO elpd and with the best raw R^2."""
+        """For each run: the law with the best LFO elpd and with the best raw R^2; for a run
+        without a visible trend (:func:`bayes_grpo.metrics.has_trend`) :data:`NO_TREND`, since
+        no law explains it and one of them winning by noise says nothing of the laws."""
         pr = self.per_run
         out = []
         for run_id, grp in pr.groupby("run", sort=False):
             row = {"run": run_id}
+            trend = bool(grp["has_trend"].iloc[0]) if "has_trend" in grp else None
             if grp["lfo_elpd"].notna().any():
-                row["best_lfo"] = grp.loc[grp["lfo_elpd"].idxmax(), "law"]
+                row["best_lfo"] = NO_TREND if trend is False else grp.loc[grp["lfo_elpd"].idxmax(), "law"]
             if grp["r2"].notna().any():
-                row["best_r2"] = grp.loc[grp["r2"].idxmax(), "law"]
-            row["has_trend"] = bool(grp["has_trend"].iloc[0]) if "has_trend" in grp else None
+                row["best_r2"] = NO_TREND if trend is False else grp.loc[grp["r2"].idxmax(), "law"]
+            row["has_trend"] = trend
             out.append(row)
         return pd.DataFrame(out)
 
@@ -423,6 +426,10 @@ class ComparisonResult:
             },
         )
 
+
+#: What :meth:`ComparisonResult.per_run_winners` names as a run's best law when the run has no
+#: visible trend.
+NO_TREND = "none (no trend)"
 
 #: Ratio of the largest to the smallest run reward range beyond which ``lfo_rmse_mean``
 #: (an average in reward units) is said to be set by the runs of the largest scale.
