@@ -972,3 +972,16 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_by_name(flag, value, c
         main(args)
     err = capsys.readouterr().err
     assert flag in err and f"must be a finite number, got '{value}'" in err
+
+
+@pytest.mark.parametrize("value", ["1", "1.5", "-0.2"])
+def test_a_momentum_out_of_range_is_refused_by_its_flag(value, capsys):
+    # `predict fit.nc --momentum 1` said "stability thresholds assume 0 <= momentum < 1" after
+    # reading the posterior, naming no flag
+    from bayes_grpo.cli import main
+
+    args = ["predict", "missing.nc", "--lr", "0.1", "--k-ref", "1", "--group-size", "4", "--steps", "10"]
+    with pytest.raises(SystemExit):
+        main([*args, f"--momentum={value}"])
+    err = capsys.readouterr().err
+    assert "argument --momentum: must lie in [0, 1)" in err and value in err

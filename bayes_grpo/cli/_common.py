@@ -53,6 +53,15 @@ def finite_float(text: str) -> float:
     return value
 
 
+def momentum_value(text: str) -> float:
+    """An argparse ``type``: a momentum ``mu`` (heavy ball) or Adam ``beta1`` in ``[0, 1)``
+    (``--momentum 1`` reached the stability thresholds, whose message named no flag)."""
+    value = finite_float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1), got {text!r}")
+    return value
+
+
 def _whole_number(text: str) -> int:
     try:
         return int(text)

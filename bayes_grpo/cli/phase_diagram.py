@@ -12,6 +12,7 @@ from bayes_grpo.cli._common import (
     check_output_paths,
     figure_format,
     finite_float,
+    momentum_value,
     non_negative_int,
     print_json,
     print_table,
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--momentum",
-        type=finite_float,
+        type=momentum_value,
         default=None,
         help="momentum mu (heavy-ball) or Adam beta1 (ema); default: the most common in the fitted runs",
     )

@@ -17,6 +17,7 @@ from bayes_grpo.cli._common import (
     figure_format,
     finite_float,
     lr_schedule_from_args,
+    momentum_value,
     non_negative_int,
     positive_int,
     print_json,
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="learning rate eta",
     )
     p.add_argument(
-        "--momentum", type=finite_float, required=True, help="momentum mu (heavy-ball mu or Adam beta1)"
+        "--momentum", type=momentum_value, required=True, help="momentum mu (heavy-ball mu or Adam beta1)"
     )
     p.add_argument(
         "--momentum-convention",

@@ -16,6 +16,7 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     check_output_paths,
     finite_float,
+    momentum_value,
     non_negative_int,
     positive_int,
     print_json,
@@ -84,7 +85,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", default="0.001", metavar="ETA", help="learning rates (list; default 1e-3)")
     p.add_argument("--k-ref", default="1", metavar="L", help="lags K_ref (list of integers; default 1)")
     p.add_argument(
-        "--momentum", type=finite_float, default=0.9, help="momentum mu or Adam beta1 (default 0.9)"
+        "--momentum", type=momentum_value, default=0.9, help="momentum mu or Adam beta1 (default 0.9)"
     )
     p.add_argument(
         "--convention",
