@@ -909,9 +909,16 @@ def test_a_long_horizon_thins_the_draws_instead_of_running_out_of_memory(monkeyp
     short = predict_from_draws(draws, steps=40, momentum=0.5, k_ref=2.0)
     assert not attr_warnings(short)
     long = predict_from_draws(draws, steps=100, momentum=0.5, k_ref=2.0, attrs={"warnings": '["given"]'})
-    assert long.sizes["draw"] == int(np.ceil(short.sizes["draw"] / 3))  # every 3rd draw
+    # as many as the budget holds (50000 // 101 = 495, i.e. 247 in each of the 2 chains: 494),
+    # where a stride of 3 kept 334
+    assert long.attrs["n_draws"] == 494
     notes = attr_warnings(long)
-    assert notes[0] == "given" and "one in 3 of the 1000 posterior draws" in notes[1], notes
+    assert notes[0] == "given" and "494 of the 1000 posterior draws, evenly spaced" in notes[1], notes
+    # 300 draws where 200 fit: a stride of 2 kept 150, under the minimum; now 200
+    monkeypatch.setattr(pp, "MIN_PREDICTION_DRAWS", 200)
+    few = _draws(np.random.default_rng(1).uniform(0.003, 0.005, 300))
+    thinned = predict_from_draws(few, steps=249, momentum=0.5, k_ref=2.0)
+    assert thinned.attrs["n_draws"] == 200
     with pytest.raises(ValueError, match="too long to predict step by step"):
         predict_from_draws(draws, steps=1000, momentum=0.5, k_ref=2.0)
 

@@ -105,7 +105,8 @@ def _horizon_too_long(n_steps: int) -> str:
 
 
 def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str | None]:
-    """Every k-th posterior draw when ``draws x n_steps`` exceeds :data:`MAX_TRAJECTORY_CELLS`.
+    """As many posterior draws as :data:`MAX_TRAJECTORY_CELLS` holds for ``n_steps`` steps, evenly
+    spaced in each chain, when all of them would exceed it.
 
     Returns the (possibly thinned) draws and a note saying how many were kept, or None. A
     horizon long enough to need fewer than :data:`MIN_PREDICTION_DRAWS` draws is a
@@ -115,14 +116,18 @@ def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str |
     if n_total * n_steps <= MAX_TRAJECTORY_CELLS:
         return draws, None
     keep = MAX_TRAJECTORY_CELLS // n_steps
-    if keep < MIN_PREDICTION_DRAWS:
+    n_chains = int(draws.sizes.get("chain", 1))
+    per_chain = keep // n_chains
+    # as many draws as the budget holds, evenly spaced in each chain (a stride kept as few as
+    # 150 of 300 where 200 fitted: "one in 2")
+    if per_chain * n_chains < MIN_PREDICTION_DRAWS:
         raise ValueError(_horizon_too_long(n_steps))
-    every = int(np.ceil(n_total / keep))
-    thinned = draws.isel(draw=slice(None, None, every))
+    index = np.unique(np.round(np.linspace(0, draws.sizes["draw"] - 1, per_chain)).astype(int))
+    thinned = draws.isel(draw=index)
     kept = int(np.prod([thinned.sizes[d] for d in ("chain", "draw") if d in thinned.sizes]))
     return thinned, (
-        f"a horizon of {n_steps - 1:g} steps: one in {every} of the {n_total} posterior draws "
-        f"is used ({kept}), to keep the trajectories near {MAX_TRAJECTORY_CELLS * BYTES_PER_TRAJECTORY_CELL / 1e9:.1f} GB"
+        f"a horizon of {n_steps - 1:g} steps: {kept} of the {n_total} posterior draws, evenly "
+        f"spaced, are used, to keep the trajectories near {MAX_TRAJECTORY_CELLS * BYTES_PER_TRAJECTORY_CELL / 1e9:.1f} GB"
     )
 
 
