@@ -205,6 +205,19 @@ def test_a_sweep_that_never_crosses_the_threshold_says_so_and_gives_no_verdict()
     assert "predicted threshold lies outside the sweep" in res.summary and "nan" not in res.summary
 
 
+def test_runs_started_at_their_plateau_are_not_judged_by_their_own_noise():
+    # a = 0.5 * 0.25 = 0.125, mu = 0.5: exact threshold K_ref = 6. Started at p_init = 0.85
+    # (p* = 0.8536) the initial error is 0.004, below the sampling noise of the expected
+    # reward: every stable run counted as not converged and the threshold read K_ref = 0.
+    ds = simulate_bandit(
+        k_ref=[0, 2, 7], learning_rate=0.5, momentum=0.5, seeds=3, steps=400,
+        p_init=0.85, clip_eps=math.inf, seed=1,
+    )
+    status = convergence_status(ds).groupby("k_ref")["converged"].mean()
+    assert status[0] == 1.0 and status[2] == 1.0, status
+    assert status[7] == 0.0, status
+
+
 def test_full_importance_reweighting_removes_the_lag():
     # same setting, K_ref = 12 > exact threshold 7: diverges with the gradient at the
     # behaviour policy, converges when the clipped surrogate is differentiated at the current one

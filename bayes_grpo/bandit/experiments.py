@@ -420,6 +420,13 @@ def runset_truth(ds: xr.Dataset) -> dict[str, dict]:
     return truth["runs"]
 
 
+def _truth_settings(ds: xr.Dataset) -> dict:
+    """Simulator settings stored with the truth of a bandit run set (``p_ref``, ``p_init``, ...)."""
+    runset_truth(ds)  # same errors when absent or foreign
+    raw = ds.attrs["truth"]
+    return (json.loads(raw) if isinstance(raw, str) else dict(raw))["settings"]
+
+
 def _single_value(ds: xr.Dataset, coord: str) -> float:
     values = np.unique(np.asarray(ds[coord].values, dtype=float))
     if values.size != 1:
@@ -448,9 +455,12 @@ def convergence_status(
     With ``e = variable - p*`` (``p*`` from the truth), ``tail`` the RMS of ``e`` over the last
     ``tail_frac`` of the steps and ``mid`` its RMS over the window just before the second half
     of the run (``[0.5 - tail_frac, 0.5)`` of the steps), a run has *not converged* when
-    ``tail > abs_tol |e0|`` and either ``tail >= growth_tol mid`` (the deviation is growing)
-    or ``tail > saturation |e0|`` (a large, saturated oscillation). ``e0`` is the initial
-    error. A stable run near the threshold has a large but stationary (or decaying)
+    ``tail > abs_tol s`` and either ``tail >= growth_tol mid`` (the deviation is growing)
+    or ``tail > saturation s`` (a large, saturated oscillation). The scale ``s`` is the
+    larger of the initial error ``|e0|`` and the plateau's distance from the reference policy
+    ``|p* - p_ref|`` (the initial error of the default start ``p_init = p_ref``): a run started
+    at or near its plateau is judged on that scale, not on its own tiny initial error, which
+    its sampling noise alone exceeds. A stable run near the threshold has a large but stationary (or decaying)
     deviation and passes; an unstable one grows, then saturates (the bandit's reward is
     bounded) with an amplitude of the order of ``e0`` unless PPO clipping caps it first.
 
@@ -460,13 +470,14 @@ def convergence_status(
         Indexed by run: ``k_ref``, ``tail_rms``, ``mid_rms``, ``converged``.
     """
     truth = runset_truth(ds)
+    p_ref = _truth_settings(ds)["p_ref"]
     runs = [str(r) for r in ds[RUN_DIM].values]
     y = ds[variable].values
     n = y.shape[1]
     w = max(2, int(round(tail_frac * n)))
     plateau = np.array([truth[r]["plateau"] for r in runs])
     e = y - plateau[:, None]
-    e0 = np.abs(e[:, 0])
+    e0 = np.maximum(np.abs(e[:, 0]), np.abs(plateau - p_ref))
     tail = np.sqrt(np.nanmean(e[:, n - w :] ** 2, axis=1))
     mid_start = max(0, n // 2 - w)
     mid = np.sqrt(np.nanmean(e[:, mid_start : n // 2] ** 2, axis=1))

@@ -53,8 +53,9 @@ examples:
 
 SWEEP_EPILOG = """\
 "runs stop converging": the RMS deviation of the expected reward from p* over the last 10%
-of the steps exceeds 5% of the initial error and either grew by 1.5x since mid-run or
-exceeds 25% of the initial error; the empirical threshold is the first K_ref where more
+of the steps exceeds 5% of the error scale and either grew by 1.5x since mid-run or
+exceeds 25% of it (the scale: the larger of the initial error and |p* - p_ref|, so that a
+run started near its plateau is not judged by its noise); the empirical threshold is the first K_ref where more
 than half of the seeds have not converged. The sweep runs without PPO clipping unless
 --clip-eps is given: the clip caps the unstable mode in a limit cycle of a few hundredths
 in reward, which this rule does not count as diverging. Predictions use the stiffness K measured
