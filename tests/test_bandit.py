@@ -25,6 +25,7 @@ from bayes_grpo.bandit.mean_field import (
     loo_fixed_point_closed_form,
     theta_stiffness,
 )
+from bayes_grpo.bandit.simulator import simulate_bandit_arrays
 from bayes_grpo.runset import RUN_COORDS, load_runset, save_runset
 
 # ----------------------------------------------------------------------------- data contract
@@ -101,6 +102,17 @@ def test_same_seed_reproduces_runs_exactly_and_another_seed_does_not():
 def test_bad_settings_raise_clear_errors(bad):
     with pytest.raises(ValueError):
         simulate_bandit(seeds=1, steps=3, **bad)
+
+
+@pytest.mark.parametrize("beta", [0.0, -1.0, math.nan, math.inf])
+def test_a_beta_without_an_interior_plateau_is_refused_before_the_simulation_runs(beta):
+    # it was checked only by the truth, after every step had run; the arrays ran silently
+    kw = dict(k_ref=np.array([1]), group_size=np.array([4]), learning_rate=np.array([0.1]))
+    kw.update(momentum=np.array([0.0]), p_init=np.array([0.5]), steps=3)
+    with pytest.raises(ValueError, match="beta must be finite numbers > 0"):
+        simulate_bandit_arrays(beta=np.array([beta]), **kw)
+    with pytest.raises(ValueError, match="beta must be finite numbers > 0"):
+        simulate_bandit(beta=[1.0, beta], seeds=1, steps=3)
 
 
 # ----------------------------------------------------------------------------- zero-std groups

@@ -195,6 +195,14 @@ def simulate_bandit_arrays(
         raise ValueError(
             f"learning_rate must be finite numbers > 0, got {sorted(set(lr[~(np.isfinite(lr) & (lr > 0))].tolist()))}"
         )
+    # beta was checked only by the truth, after the whole simulation had run; a NaN made every
+    # logit NaN and 0 (or inf) leaves no interior plateau
+    bt = np.asarray(beta, dtype=float)
+    if np.any(~(np.isfinite(bt) & (bt > 0))):
+        raise ValueError(
+            "beta must be finite numbers > 0 (an interior plateau p* < 1), got "
+            f"{sorted(set(bt[~(np.isfinite(bt) & (bt > 0))].tolist()))}"
+        )
     if not clip_eps > 0:  # a clip range <= 0 masks every sample: no update at all
         raise ValueError(f"clip_eps must be > 0 (inf: no clipping), got {clip_eps}")
     schedule = None if lr_multipliers is None else check_multipliers(lr_multipliers, steps)[:steps]
