@@ -166,6 +166,24 @@ def test_stiffness_is_the_derivative_of_the_expected_update(advantage):
     assert 0.0 < fp.plateau < 1.0 and fp.stiffness > 0
 
 
+@pytest.mark.parametrize("anchor", ["kl", "k3"])
+def test_batch_advantage_noise_is_that_of_the_sampled_step(anchor):
+    # the groups share the batch std, which cancels much of their summed gradient's
+    # fluctuation: D treated them as independent (std at its B G -> infinity value) and was
+    # 2.3x too large (a simulation's stationary variance was 0.45x the truth's)
+    G, B, beta = 4, 8, 1.0
+    fp = fixed_point(group_size=G, beta=beta, advantage="batch", n_prompts=B, anchor=anchor)
+    p, N = fp.plateau, B * G
+    k = np.random.default_rng(0).binomial(G, p, size=(200_000, B))
+    K = k.sum(1)
+    pg = (k * (G - k)).sum(1) / (B * G * G) / (np.sqrt(K * (N - K) / (N * (N - 1))) + 1e-4)
+    c1, c0 = (1 - 0.5 / p) * (1 - p), -(1 - 0.5 / (1 - p)) * p
+    anc = p - 0.5 if anchor == "kl" else (K * c1 + (N - K) * c0) / N
+    var_g = np.var(pg - beta * anc)
+    predicted = fp.noise_d_per_eta2 / (G * (p * (1 - p)) ** 2)
+    assert predicted == pytest.approx(var_g, rel=0.02)
+
+
 def test_relaxation_experiment_agrees_with_the_jacobian():
     jac = measure_stiffness(group_size=8, advantage="group")
     rel = measure_stiffness(

@@ -57,7 +57,9 @@ because ``g(theta*) = 0``. :func:`fixed_point` computes it in reward units by au
 Noise. Per step the update in reward units carries noise of variance
 ``eta_eff^2 (p*(1-p*))^2 Var[g_hat]`` with ``Var[g_hat] = Var_k[S(k)] / (B G^2)``, ``S`` the
 group's summed gradient. DESIGN.md writes this as ``D / G``, so
-``D = G eta_eff^2 (p*(1-p*))^2 Var[g_hat]``; :func:`fixed_point` returns
+``D = G eta_eff^2 (p*(1-p*))^2 Var[g_hat]`` (under ``"batch"`` the groups share the step's
+reward std, so ``Var[g_hat]`` is computed from the joint law of the groups instead);
+:func:`fixed_point` returns
 ``noise_d_per_eta2 = D / eta_eff^2``. The logged reward (mean of ``B G`` binary rewards) adds
 measurement noise of standard deviation ``sqrt(p (1 - p) / (B G))``.
 """
@@ -227,6 +229,47 @@ def expected_update(
     return pg - beta * (p - p_ref)
 
 
+def _batch_update_var(
+    p: float, group_size: int, beta: float, p_ref: float, n_prompts: int, anchor: str
+) -> float:
+    """Exact ``Var[g_hat]`` of one step under ``advantage="batch"``.
+
+    The step's policy-gradient sum ``W = sum_groups k (G - k)`` and its scale, the std of all
+    ``N = B G`` rewards, both depend on the groups' successes: normalising by the realised
+    std cancels much of ``W``'s fluctuation, so the groups are not independent and
+    ``Var_k[S(k)] / (B G^2)`` (the ``B G -> infinity`` scale) overstates the noise about
+    2.3-fold at every ``B``. Given the total ``K``, ``g_hat = W / (B G^2 (std(K) + eps)) -
+    beta anchor(K)``; the moments of ``W`` given ``K`` come from a convolution over the groups.
+    """
+    G, B = int(group_size), int(n_prompts)
+    N = B * G
+    k = torch.arange(G + 1, dtype=_DT)
+    pmf = torch.exp(_log_binom_pmf(G, torch.tensor(p, dtype=_DT)))
+    w = k * (G - k)
+    # mass[K], m1[K] = E[W 1{K}], m2[K] = E[W^2 1{K}] over the groups added so far
+    mass = torch.zeros(N + 1, dtype=_DT)
+    m1, m2 = torch.zeros_like(mass), torch.zeros_like(mass)
+    mass[0] = 1.0
+    for b in range(B):
+        top = b * G
+        nm, n1, n2 = torch.zeros_like(mass), torch.zeros_like(mass), torch.zeros_like(mass)
+        for j in range(G + 1):
+            sl = slice(j, top + j + 1)
+            q, wj = pmf[j], w[j]
+            nm[sl] += q * mass[: top + 1]
+            n1[sl] += q * (m1[: top + 1] + wj * mass[: top + 1])
+            n2[sl] += q * (m2[: top + 1] + 2 * wj * m1[: top + 1] + wj * wj * mass[: top + 1])
+        mass, m1, m2 = nm, n1, n2
+    K = torch.arange(N + 1, dtype=_DT)
+    std = torch.sqrt(torch.clamp(K * (N - K) / (N * (N - 1)), min=0.0))
+    f = 1.0 / (B * G * G * (std + STD_EPS))
+    anc = anchor_group_gradient(K, float(N), torch.tensor(p, dtype=_DT), None, p_ref, anchor) / N
+    h = -beta * anc
+    e1 = (f * m1 + h * mass).sum()
+    e2 = (f * f * m2 + 2 * f * h * m1 + h * h * mass).sum()
+    return float(e2 - e1 * e1)
+
+
 def _reward_drift(p: torch.Tensor, **kw) -> torch.Tensor:
     """Expected change of the reward per unit learning rate, ``u(p) = sigmoid'(theta) g(theta)``."""
     theta = torch.log(p) - torch.log1p(-p)
@@ -333,6 +376,8 @@ def fixed_point(
         var_s = float((pmf * s**2).sum() - (pmf * s).sum() ** 2)
     G, B = kw["group_size"], kw["n_prompts"]
     var_g = var_s / (B * G**2)
+    if advantage == "batch":  # the groups share the batch std: not independent
+        var_g = _batch_update_var(p_star, G, kw["beta"], kw["p_ref"], B, anchor)
     noise = G * (p_star * (1 - p_star)) ** 2 * var_g
     return FixedPoint(
         plateau=p_star,
