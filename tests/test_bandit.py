@@ -116,6 +116,14 @@ def test_a_beta_without_an_interior_plateau_is_refused_before_the_simulation_run
         simulate_bandit(beta=[1.0, beta], seeds=1, steps=3)
 
 
+def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
+    # their run ids were formatted with ":g" (6 digits): "duplicate run ids", after the runs
+    ds = simulate_bandit(learning_rate=[0.1, 0.1000001], beta=[1.0, 1.0000001], seeds=1, steps=3)
+    assert ds.sizes["run"] == 4
+    assert "bandit/K_ref=1/G=8/lr=0.1000001/mu=0/beta=1.0000001/seed=0" in ds["run"].values
+    assert "bandit/K_ref=1/G=8/lr=0.1/mu=0/beta=1/seed=0" in ds["run"].values
+
+
 # ----------------------------------------------------------------------------- zero-std groups
 
 

@@ -502,7 +502,9 @@ def simulate_bandit(
     meta: dict[str, dict[str, object]] = {}
     truth: dict[str, dict] = {}
     for L, G, lr, mu, b, rep in grid:
-        run_id = f"bandit/K_ref={int(L)}/G={int(G)}/lr={lr:g}/mu={mu:g}/beta={b:g}/seed={int(seed) + rep}"
+        # 15 digits: settings that differ in the 7th digit got one id (":g") and the run set
+        # was refused as "duplicate run ids" after the whole simulation
+        run_id = f"bandit/K_ref={int(L)}/G={int(G)}/lr={lr:.15g}/mu={mu:.15g}/beta={b:.15g}/seed={int(seed) + rep}"
         run_ids.append(run_id)
         meta[run_id] = {
             "model": BANDIT_MODEL,
