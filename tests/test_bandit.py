@@ -257,6 +257,17 @@ def test_runs_started_at_their_plateau_are_not_judged_by_their_own_noise():
     assert status[7] == 0.0, status
 
 
+def test_a_sweep_that_starts_past_the_threshold_says_so_and_gives_no_verdict():
+    # a = 0.1, mu = 0.5: exact threshold K_ref = 7, below the swept lags 12-13; it read
+    # "Runs stop converging at K_ref = 12" and failed the prediction
+    ds = simulate_bandit(
+        k_ref=[12, 13], learning_rate=0.4, momentum=0.5, seeds=3, steps=400, clip_eps=math.inf, seed=1
+    )
+    res = threshold_check(ds)
+    assert res.values["empirical_threshold_k_ref"] == 12 and res.passed is None, res.summary
+    assert "already at the first K_ref swept (12" in res.summary
+
+
 def test_full_importance_reweighting_removes_the_lag():
     # same setting, K_ref = 12 > exact threshold 7: diverges with the gradient at the
     # behaviour policy, converges when the clipped surrogate is differentiated at the current one
