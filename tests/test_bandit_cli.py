@@ -123,6 +123,18 @@ def test_impossible_settings_are_named_before_any_run_is_written(tmp_path, capsy
     assert not out.exists()
 
 
+@pytest.mark.parametrize("verb", [["simulate", "bandit"], ["sweep"]])
+def test_a_clip_range_given_with_no_clip_is_refused_not_dropped(tmp_path, capsys, verb):
+    # --no-clip won silently: the runs had no clipping although --clip-eps 0.1 was given
+    out = tmp_path / "x.nc"
+    argv = [*verb, "--k-ref", "0:2", "--steps", "3", "--seeds", "1", "--clip-eps", "0.1"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--no-clip", "-o", str(out)])
+    assert exc.value.code == 2
+    assert "argument --no-clip: not allowed with argument --clip-eps" in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("argv", [["simulate", "bandit", "--help"], ["sweep", "--help"]])
 def test_help_is_complete(argv, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -153,7 +153,9 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
     p.add_argument(
         "--p-init", type=float, default=None, help="initial success probability (default: --p-ref)"
     )
-    p.add_argument(
+    # one or the other: --no-clip silently overrode a --clip-eps given with it
+    clip = p.add_mutually_exclusive_group()
+    clip.add_argument(
         "--clip-eps",
         type=float,
         default=0.2 if lists else math.inf,
@@ -165,7 +167,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         )
         + ")",
     )
-    p.add_argument("--no-clip", action="store_true", help="no PPO clipping (clip range infinite)")
+    clip.add_argument("--no-clip", action="store_true", help="no PPO clipping (clip range infinite)")
     p.add_argument(
         "--advantage", choices=("loo", "group", "batch", "none"), default="loo", help=ADVANTAGE_HELP
     )
