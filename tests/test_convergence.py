@@ -77,3 +77,15 @@ def test_a_variable_constant_for_one_run_is_checked_on_the_others_without_numpy_
         per_run = run_r_hat(idata.posterior)
     assert "M_eff" in check.table.index  # its other runs are still checked
     assert not check.passed and per_run["r2"] > 1.5 and (per_run[["r0", "r1"]] < RHAT_MAX).all()
+
+
+def test_a_variable_of_tiny_values_is_checked_not_taken_for_a_constant():
+    # the noise D of rewards on a 0-0.001 scale is ~1e-9: its chains disagreeing must be reported
+    idata = _idata(0.0)
+    rng = np.random.default_rng(1)
+    d = 1e-9 * (1.0 + 0.1 * rng.standard_normal((CHAINS, DRAWS)))
+    d[2:] *= 3.0  # chains 2 and 3 elsewhere
+    idata.posterior["noise_d"] = (("chain", "draw"), d)
+    check = convergence_check(idata)
+    assert "noise_d" in check.table.index
+    assert not check.passed and "noise_d" in check.summary

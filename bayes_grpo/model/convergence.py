@@ -48,8 +48,10 @@ def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[
         if "obs" in extra:
             continue
         values = da.values
-        if not np.all(np.isfinite(values)) or np.allclose(values, values.flat[0]):
-            continue  # constants (fixed alpha) have no R-hat
+        # constants (fixed alpha) have no R-hat; relative only: a variable of tiny values (the
+        # noise D of rewards on a 0-0.001 scale, ~1e-9) is no constant and is checked
+        if not np.all(np.isfinite(values)) or np.allclose(values, values.flat[0], rtol=1e-9, atol=0.0):
+            continue
         out.append(str(name))
     return out
 
