@@ -249,3 +249,25 @@ def test_nutpie_sampler_gives_the_same_posterior_as_pymc_with_every_deterministi
     path = other.save(tmp_path / "nutpie_fit.nc")
     again = GRPODynamicsModel.load(path)
     np.testing.assert_allclose(again.idata.posterior["zeta"].values, post["zeta"].values)
+
+
+@pytest.mark.parametrize("gone", ["settings", "model_config", "sampler_config"])
+def test_a_fit_file_missing_an_identity_attribute_is_refused_naming_the_file(tmp_path, gone):
+    import arviz as az
+
+    from bayes_grpo import __version__
+
+    post = xr.Dataset({"a": (("chain", "draw"), np.zeros((1, 2)))}, coords={"chain": [0], "draw": [0, 1]})
+    post.attrs = {
+        ATTR_PREFIX + "model_type": GRPODynamicsModel._model_type,
+        ATTR_PREFIX + "model_version": GRPODynamicsModel.version,
+        ATTR_PREFIX + "package_version": __version__,
+        ATTR_PREFIX + "settings": json.dumps(GRPODynamicsModel().settings),
+        ATTR_PREFIX + "model_config": "{}",
+        ATTR_PREFIX + "sampler_config": "{}",
+    }
+    del post.attrs[ATTR_PREFIX + gone]
+    path = tmp_path / "cut.nc"
+    az.InferenceData(posterior=post).to_netcdf(str(path), engine="h5netcdf")
+    with pytest.raises(ValueError, match=f"cut.nc: attributes .*{gone}.* missing"):
+        GRPODynamicsModel.load(path)

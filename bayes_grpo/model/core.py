@@ -393,14 +393,17 @@ class GRPODynamicsModel:
                 f"{attrs.get(ATTR_PREFIX + 'package_version')!r}; this is model version {cls.version!r} / bayes-grpo "
                 f"{__version__!r}. Refit with this version."
             )
-        settings = json.loads(attrs[ATTR_PREFIX + "settings"])
+        missing = [ATTR_PREFIX + k for k in ("settings", "model_config", "sampler_config") if ATTR_PREFIX + k not in attrs]
+        if missing:
+            raise ValueError(f"{path}: attributes {missing} missing; the file was altered or is incomplete: refit")
         try:
+            settings = json.loads(attrs[ATTR_PREFIX + "settings"])
             model = cls(
                 model_config=json.loads(attrs[ATTR_PREFIX + "model_config"]),
                 sampler_config=json.loads(attrs[ATTR_PREFIX + "sampler_config"]),
                 **settings,
             )
-        except ValueError as exc:  # e.g. a config entry of the wrong type, refused since
+        except (ValueError, TypeError) as exc:  # e.g. a config entry of the wrong type, refused since
             raise ValueError(f"{path}: its stored configuration is refused ({exc}); refit with a valid --config") from exc
         if model.id != attrs.get(ATTR_PREFIX + "id"):
             raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
