@@ -164,6 +164,16 @@ def test_config_entries_of_the_wrong_type_are_refused_when_the_model_is_made(use
         GRPODynamicsModel(model_config=user)
 
 
+def test_following_schedules_is_refused_with_the_state_space_likelihood_not_dropped():
+    # the state-space likelihood takes the constant-rate law: follow=true was ignored without a word
+    from bayes_grpo.model import GRPODynamicsModel
+
+    follow = {"learning_rate_schedule": {"follow": True}}
+    with pytest.raises(ValueError, match=re.escape("'learning_rate_schedule.follow' is true, but only the i.i.d.")):
+        GRPODynamicsModel(model_config=follow, likelihood="state-space")
+    assert GRPODynamicsModel(model_config=follow, likelihood="iid").likelihood == "iid"
+
+
 def test_config_entries_of_the_right_type_are_accepted():
     from bayes_grpo.model import GRPODynamicsModel
 

@@ -137,6 +137,13 @@ class GRPODynamicsModel:
         self.model_config = merge_config(DEFAULT_MODEL_CONFIG, model_config)
         self.sampler_config = merge_config(DEFAULT_SAMPLER_CONFIG, sampler_config)
         validate_model_config(self.model_config)  # a bad value fails here, not at fit time
+        if self.model_config["learning_rate_schedule"].get("follow") and likelihood == "state_space":
+            # the state-space likelihood takes the constant-rate law: the request would be dropped
+            raise ValueError(
+                "configuration 'learning_rate_schedule.follow' is true, but only the i.i.d. likelihood "
+                "follows logged learning-rate schedules; the state-space likelihood takes the "
+                "constant-rate law (set follow to false, or use likelihood 'iid')"
+            )
         self.parameterisation = parameterisation
         self.likelihood = likelihood
         self.invariance = invariance
