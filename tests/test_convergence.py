@@ -89,3 +89,15 @@ def test_a_variable_of_tiny_values_is_checked_not_taken_for_a_constant():
     check = convergence_check(idata)
     assert "noise_d" in check.table.index
     assert not check.passed and "noise_d" in check.summary
+
+
+def test_a_misspelt_variable_is_refused_not_reported_converged():
+    # convergence_check(var_names=["zta"]) checked nothing and said "Converged: R-hat <= nan"
+    import pytest
+
+    idata = _idata(1.0)
+    for names, named in ((["zta"], "'zta'"), (["zeta", "zta"], "'zta'"), ([], "no posterior variable")):
+        with pytest.raises(ValueError, match=named) as err:
+            convergence_check(idata, var_names=names)
+        assert "'zeta'" in str(err.value)  # the posterior's variables are listed
+    assert not convergence_check(idata, var_names=["zeta"]).passed

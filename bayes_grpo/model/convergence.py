@@ -41,7 +41,11 @@ def _rhat(posterior):
 def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[str]:
     post = idata.posterior
     if var_names is not None:
-        return [v for v in var_names if v in post]
+        unknown = [v for v in var_names if v not in post]
+        if unknown or not var_names:
+            # a misspelt name was dropped, and a check of nothing read "Converged: R-hat <= nan"
+            raise ValueError(f"var_names {list(var_names)}: no posterior variable {unknown or ''}; the posterior's: {sorted(map(str, post.data_vars))}")
+        return list(var_names)
     out = []
     for name, da in post.data_vars.items():
         extra = [d for d in da.dims if d not in ("chain", "draw")]
