@@ -575,18 +575,13 @@ def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_ne
     assert mech.calls[0]["momentum_convention"] == "heavy_ball"
 
 
-def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
-    # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc --calibrate` on 6 runs read fit.nc
-    # 6 times (a prior for every backtested run) and printed its two warnings 6 times each
-    import warnings
-
+def _phenomenological_draws():
+    """Coefficient draws of a phenomenological fit (2 chains x 200), as a stand-in fit's
+    ``coefficient_draws`` returns them."""
     import xarray as xr
 
-    import bayes_grpo.model
-    from bayes_grpo.predict.forecast import forecast_in_runset
-
     rng = np.random.default_rng(0)
-    draws = xr.Dataset(
+    return xr.Dataset(
         {
             name: (("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200))
             for name, centre, sd in [
@@ -595,6 +590,17 @@ def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
             ]
         }
     )  # fmt: skip
+
+
+def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
+    # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc --calibrate` on 6 runs read fit.nc
+    # 6 times (a prior for every backtested run) and printed its two warnings 6 times each
+    import warnings
+
+    import bayes_grpo.model
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    draws = _phenomenological_draws()
     loads = []
 
     class Fitted:
@@ -623,20 +629,10 @@ def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
 def test_a_posterior_prior_fitted_to_the_steps_a_forecast_is_scored_on_says_its_backtest_is_in_sample():
     # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc`, fit.nc fitted to runs.nc: backtest
     # RMSE 0.024 against 0.055 with the run-based prior, as if the posterior forecast better
-    import xarray as xr
 
     from bayes_grpo.predict.forecast import fitted_rewards_after, forecast_in_runset
 
-    rng = np.random.default_rng(0)
-    draws = xr.Dataset(
-        {
-            name: (("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200))
-            for name, centre, sd in [
-                ("plateau", 0.8, 0.01), ("initial_reward", 0.2, 0.01), ("M_eff", 1.0, 0.0),
-                ("C_eff", 0.2, 0.01), ("K_eff", 0.01, 0.001), ("sigma", 0.01, 0.001),
-            ]
-        }
-    )  # fmt: skip
+    draws = _phenomenological_draws()
     runset, steps = _coarse_runset(60.0, 1.0)
 
     class Fitted:
@@ -666,22 +662,12 @@ def test_a_run_without_a_model_name_takes_the_fits_llm_of_such_runs():
     import types
 
     import pandas as pd
-    import xarray as xr
 
     from bayes_grpo.model.prepare import UNKNOWN_MODEL
     from bayes_grpo.predict.forecast import population_prior_for_run
     from bayes_grpo.runset import make_runset
 
-    rng = np.random.default_rng(0)
-    draws = xr.Dataset(
-        {
-            name: (("chain", "draw"), (centre + sd * rng.standard_normal(400)).reshape(2, 200))
-            for name, centre, sd in [
-                ("plateau", 0.8, 0.01), ("initial_reward", 0.2, 0.01), ("M_eff", 1.0, 0.0),
-                ("C_eff", 0.2, 0.01), ("K_eff", 0.01, 0.001), ("sigma", 0.01, 0.001),
-            ]
-        }
-    )  # fmt: skip
+    draws = _phenomenological_draws()
     calls = []
 
     class Fitted:
