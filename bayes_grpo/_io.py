@@ -11,6 +11,9 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -73,3 +76,43 @@ def is_hdf5_file(path: str | os.PathLike) -> bool:
     """Whether ``path`` starts with the HDF5 signature (what a netCDF file of this package is)."""
     with open(path, "rb") as fh:
         return fh.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE
+
+
+def load_netcdf_dataset(path: Path):
+    """The netCDF dataset at ``path`` (h5netcdf), read into memory and the file closed."""
+    import xarray as xr  # the writers above need no xarray
+
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        return ds.load()
+
+
+def read_named_netcdf(
+    path: str | os.PathLike,
+    read: Callable[[Path], T],
+    *,
+    file_noun: str,
+    hint: str,
+    not_netcdf: str,
+    unreadable: str,
+    error: type[Exception] = ValueError,
+    catch: tuple[type[BaseException], ...] = (OSError,),
+) -> T:
+    """``read(path)`` of a netCDF file a user named, with one error that says what went wrong.
+
+    ``FileNotFoundError`` "no such ``file_noun``"; ``error`` for a folder ("is a folder, not a
+    ``file_noun``; ``hint``"), and when ``read`` raises one of ``catch``: "``not_netcdf``;
+    ``hint``" for a file without the HDF5 signature (a log, a plot given in its place), else
+    "``unreadable`` (the reader's message)". Shared by the readers of run sets, fitted models
+    and predictions.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such {file_noun}")
+    if path.is_dir():
+        raise error(f"{path}: is a folder, not a {file_noun}; {hint}")
+    try:
+        return read(path)
+    except catch as exc:
+        if not is_hdf5_file(path):
+            raise error(f"{path}: {not_netcdf}; {hint}") from exc
+        raise error(f"{path}: {unreadable} ({exc})") from exc

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import __version__
-from bayes_grpo._io import is_hdf5_file, write_atomic
+from bayes_grpo._io import read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
@@ -376,17 +376,16 @@ class GRPODynamicsModel:
             Not a bayes_grpo fit, or its config hash or version does not match this code.
         """
         path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such fitted-model file")
         fit_hint = "a fitted model is the file `bayes-grpo fit runs.nc -o models/NAME.nc` writes"
-        if path.is_dir():
-            raise ValueError(f"{path}: is a folder, not a fitted-model file; {fit_hint}")
-        try:
-            idata = az.from_netcdf(str(path), engine="h5netcdf")
-        except Exception as exc:  # noqa: BLE001 - report any read failure with the path
-            if not is_hdf5_file(path):
-                raise ValueError(f"{path}: not a netCDF file; {fit_hint}") from exc
-            raise ValueError(f"{path}: not a readable InferenceData netCDF ({exc})") from exc
+        idata = read_named_netcdf(
+            path,
+            lambda p: az.from_netcdf(str(p), engine="h5netcdf"),
+            file_noun="fitted-model file",
+            hint=fit_hint,
+            not_netcdf="not a netCDF file",
+            unreadable="not a readable InferenceData netCDF",
+            catch=(Exception,),  # report any read failure with the path
+        )
         idata.load() if hasattr(idata, "load") else None
         attrs = idata.posterior.attrs if hasattr(idata, "posterior") else {}
         if attrs.get(ATTR_PREFIX + "model_type") != cls._model_type:

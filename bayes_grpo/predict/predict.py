@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from bayes_grpo._io import is_hdf5_file, write_atomic
+from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
@@ -958,19 +958,15 @@ def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool 
 def load_prediction(path: str | os.PathLike) -> xr.Dataset:
     """Read a dataset written by :func:`save_prediction`."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such prediction file")
-    hint = "a prediction is the file `bayes-grpo predict ... -o pred.nc` (or `forecast ... -o`) writes"
-    if path.is_dir():
-        # `report --prediction DIR` and `--prediction pred.png` ended in h5py's traceback
-        raise ValueError(f"{path}: is a folder, not a prediction file; {hint}")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except OSError as exc:
-        if not is_hdf5_file(path):
-            raise ValueError(f"{path}: not a netCDF prediction file (a plot?); {hint}") from exc
-        raise ValueError(f"{path}: not a readable netCDF prediction file ({exc})") from exc
+    # `report --prediction DIR` and `--prediction pred.png` ended in h5py's traceback
+    ds = read_named_netcdf(
+        path,
+        load_netcdf_dataset,
+        file_noun="prediction file",
+        hint="a prediction is the file `bayes-grpo predict ... -o pred.nc` (or `forecast ... -o`) writes",
+        not_netcdf="not a netCDF prediction file (a plot?)",
+        unreadable="not a readable netCDF prediction file",
+    )
     missing = [k for k in SUMMARY_ATTRS if k not in ds.attrs]
     missing += [v for v in SUMMARY_VARS if v not in ds.variables]
     if missing:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._io import is_hdf5_file, write_atomic
+from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.runset.schema import (
     ADDED_COORDS,
     NUMERIC_COORDS,
@@ -241,18 +241,15 @@ def with_added_coords(ds: xr.Dataset) -> xr.Dataset:
 def load_runset(path: str | os.PathLike) -> xr.Dataset:
     """Read a run set written by :func:`save_runset` (fully loaded into memory, file closed)."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such run-set file")
-    ingest_hint = f"a run set is the file `bayes-grpo ingest {path} -o runs.nc` writes"
-    if path.is_dir():
-        raise RunSetError(f"{path}: is a folder, not a run-set file; {ingest_hint}")
-    try:
-        with xr.open_dataset(path, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except OSError as exc:
-        if not is_hdf5_file(path):
-            raise RunSetError(f"{path}: not a netCDF run set (a training log?); {ingest_hint}") from exc
-        raise RunSetError(f"{path}: not a readable netCDF run set ({exc})") from exc
+    ds = read_named_netcdf(
+        path,
+        load_netcdf_dataset,
+        file_noun="run-set file",
+        hint=f"a run set is the file `bayes-grpo ingest {path} -o runs.nc` writes",
+        not_netcdf="not a netCDF run set (a training log?)",
+        unreadable="not a readable netCDF run set",
+        error=RunSetError,
+    )
     ds = with_added_coords(ds)
     try:
         validate_runset(ds)
