@@ -189,6 +189,30 @@ def _to_number(value: object) -> float | None:
     return None
 
 
+def _skip_records(
+    recs: pd.DataFrame,
+    skip: pd.Series,
+    where: str,
+    warn: list[str],
+    *,
+    why: str,
+    none_left: str,
+    note: str = "",
+    show: Callable[[object], object] = repr,
+) -> pd.DataFrame:
+    """``recs`` without the records ``skip`` marks, said in ``warn`` with an example (step and
+    metric); ``RunRejected`` (``none_left``) when that is every record. ``show`` writes a step."""
+    if skip.all():
+        raise RunRejected(f"{where}: {none_left} (e.g. {show(recs['step'].iloc[0])})")
+    if skip.any():
+        first = recs[skip].iloc[0]
+        warn.append(
+            f"{int(skip.sum())} value(s) {why} skipped (e.g. step {show(first['step'])}, "
+            f"metric {first['metric']!r}){note}"
+        )
+    return recs[~skip]
+
+
 def normalise_run(
     raw: RawRun, *, reward_key: str | None = None, min_points: int = MIN_POINTS
 ) -> NormalisedRun:
@@ -229,15 +253,9 @@ def _normalise_run(
     )
     step_num = pd.to_numeric(steps.mask(is_bool), errors="coerce")
     bad_step = step_num.isna() | ~np.isfinite(step_num)
-    if bad_step.all():
-        raise RunRejected(f"{where}: no usable step numbers (e.g. {recs['step'].iloc[0]!r})")
-    if bad_step.any():
-        first = recs[bad_step].iloc[0]
-        warn.append(
-            f"{int(bad_step.sum())} value(s) without a numeric step skipped (e.g. step "
-            f"{first['step']!r}, metric {first['metric']!r})"
-        )
-    recs = recs[~bad_step]
+    recs = _skip_records(
+        recs, bad_step, where, warn, why="without a numeric step", none_left="no usable step numbers"
+    )
     step_num = step_num[~bad_step]
     # an absolute tolerance: a relative one (np.isclose's rtol=1e-5) passed step 100000.3 as
     # 100000 at large step numbers, and the rounded duplicates were then dropped as "repeated"
@@ -256,17 +274,16 @@ def _normalise_run(
     recs["step"] = np.round(step_num).astype(np.int64)
     # the data contract's step counts optimizer steps from the start of training (0); a value
     # logged before it (a step -1 evaluation) has no place on that axis, and compare refused it
-    negative = recs["step"] < 0
-    if negative.all():
-        raise RunRejected(f"{where}: every step is negative (e.g. {int(recs['step'].iloc[0])})")
-    if negative.any():
-        first = recs[negative].iloc[0]
-        warn.append(
-            f"{int(negative.sum())} value(s) at negative steps skipped (e.g. step "
-            f"{int(first['step'])}, metric {first['metric']!r}): steps count from the start of "
-            "training at 0"
-        )
-        recs = recs[~negative]
+    recs = _skip_records(
+        recs,
+        recs["step"] < 0,
+        where,
+        warn,
+        why="at negative steps",
+        none_left="every step is negative",
+        note=": steps count from the start of training at 0",
+        show=int,
+    )
     # values
     numbers = [_to_number(v) for v in recs["value"]]
     # a logged NaN/inf is a number (the NaN check below reports it); only None is not
