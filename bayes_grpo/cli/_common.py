@@ -53,6 +53,37 @@ def finite_float(text: str) -> float:
     return value
 
 
+def parse_values(text: str, kind: type = float) -> list:
+    """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``."""
+    text = str(text).strip()
+    if ":" in text:
+        parts = [int(p) for p in text.split(":")]
+        if len(parts) not in (2, 3):
+            raise ValueError(f"bad range {text!r}; use START:STOP or START:STOP:STEP")
+        values = list(range(*parts))
+        if not values:
+            raise ValueError(f"empty range {text!r}")
+        return [kind(v) for v in values]
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a list of {kind.__name__} values") from None
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        # two equal settings are one setting: the runs they made got the same ids, which the
+        # run set then refused with a long list of duplicate ids
+        raise ValueError(f"{text!r} lists {', '.join(map(str, repeated))} more than once")
+    return values
+
+
+def int_values(text: str) -> list[int]:
+    """:func:`parse_values` of whole numbers (``--k-ref``, ``--group-size``)."""
+    values = parse_values(text, float)
+    if any(v != int(v) for v in values):
+        raise ValueError(f"expected integers, got {text!r}")
+    return [int(v) for v in values]
+
+
 def momentum_value(text: str) -> float:
     """An argparse ``type``: a momentum ``mu`` (heavy ball) or Adam ``beta1`` in ``[0, 1)``
     (``--momentum 1`` reached the stability thresholds, whose message named no flag)."""

@@ -20,7 +20,9 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     check_output_paths,
     figure_format,
+    int_values,
     lr_schedule_from_args,
+    parse_values,
     print_json,
     print_table,
 )
@@ -68,36 +70,6 @@ examples:
   bayes-grpo sweep --k-ref 0:40 --lr 0.2 --momentum 0.5 --clip-eps 0.2   # the clip's limit cycle
   bayes-grpo sweep --k-ref 0:16 --seeds 64 --steps 800 --n-prompts 256 --lr 0.1 --momentum 0.5 --transition --json
 """
-
-
-def parse_values(text: str, kind: type = float) -> list:
-    """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``."""
-    text = str(text).strip()
-    if ":" in text:
-        parts = [int(p) for p in text.split(":")]
-        if len(parts) not in (2, 3):
-            raise ValueError(f"bad range {text!r}; use START:STOP or START:STOP:STEP")
-        values = list(range(*parts))
-        if not values:
-            raise ValueError(f"empty range {text!r}")
-        return [kind(v) for v in values]
-    try:
-        values = [kind(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"cannot read {text!r} as a list of {kind.__name__} values") from None
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        # two equal settings are one setting: the runs they made got the same ids, which the
-        # run set then refused with a long list of duplicate ids
-        raise ValueError(f"{text!r} lists {', '.join(map(str, repeated))} more than once")
-    return values
-
-
-def _int_list(text: str) -> list[int]:
-    values = parse_values(text, float)
-    if any(v != int(v) for v in values):
-        raise ValueError(f"expected integers, got {text!r}")
-    return [int(v) for v in values]
 
 
 def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
@@ -281,8 +253,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         bar = tqdm(total=args.steps, unit="step", desc="bandit")
     try:
         ds = simulate_bandit(
-            k_ref=_int_list(args.k_ref),
-            group_size=_int_list(args.group_size),
+            k_ref=int_values(args.k_ref),
+            group_size=int_values(args.group_size),
             learning_rate=rates,
             momentum=parse_values(args.momentum),
             momentum_convention=args.convention,
@@ -340,7 +312,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         {"--output": args.output, "--png": args.png}, overwrite=args.overwrite, figures=("--png",)
     )
     ds = sweep_k_ref(
-        _int_list(args.k_ref),
+        int_values(args.k_ref),
         seeds=args.seeds,
         steps=args.steps,
         group_size=int(_single(args.group_size, "--group-size")),

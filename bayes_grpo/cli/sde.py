@@ -16,8 +16,10 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     check_output_paths,
     finite_float,
+    int_values,
     momentum_value,
     non_negative_int,
+    parse_values,
     positive_int,
     print_json,
     read_json_object,
@@ -42,18 +44,6 @@ examples:
   bayes-grpo simulate sde --k-ref 1,2,4 --group-size 4,16 --seeds 4 --steps 300 -o sde.nc
   bayes-grpo simulate sde --models llms.json --lr 5e-4,1e-3 --measurement-sd 0.2 --measurement-g-exponent 1 -o sde.nc
 """
-
-
-def _floats(text: str) -> list[float]:
-    from bayes_grpo.cli.bandit import parse_values
-
-    return [float(v) for v in parse_values(text, float)]
-
-
-def _ints(text: str) -> list[int]:
-    from bayes_grpo.cli.bandit import _int_list
-
-    return _int_list(text)
 
 
 def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
@@ -163,11 +153,11 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
         }
     ds = simulate_sde_runset(
         models=models,
-        group_sizes=_ints(args.group_size),
-        learning_rates=_floats(args.lr),
+        group_sizes=int_values(args.group_size),
+        learning_rates=parse_values(args.lr),
         momentum=args.momentum,
         convention=args.convention,
-        k_refs=_ints(args.k_ref),
+        k_refs=int_values(args.k_ref),
         n_seeds=args.seeds,
         n_steps=args.steps,
         log_every=args.log_every,
