@@ -112,20 +112,11 @@ def bandit_prediction_scores(setting: dict[str, float], seed: int = 0) -> dict[s
 
 def fit_example(name: str, settings):
     """The fitted model of one example (``tiny`` or ``bandit``)."""
-    from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.report.demo import fit_example_runs
 
     if name == "tiny":
         return fit_example_runs(REPO / "data" / "tiny", settings=settings).model
-    model = GRPODynamicsModel()
-    model.fit(
-        bandit_runs(),
-        draws=settings.fit_draws,
-        tune=settings.tune,
-        chains=settings.chains,
-        random_seed=settings.seed,
-        progressbar=False,
-    )
+    model = settings.fit(bandit_runs())
     print(f"      convergence: {model.convergence().summary}")
     return model
 

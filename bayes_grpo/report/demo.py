@@ -48,6 +48,21 @@ class DemoSettings:
     prior_scales: tuple[float, ...] = (0.5, 1.0, 2.0)
     seed: int = 0
 
+    def fit(self, runs: Any) -> Any:
+        """The mechanistic model fitted to ``runs`` with these sampler sizes and seed."""
+        from bayes_grpo.model import GRPODynamicsModel
+
+        model = GRPODynamicsModel()
+        model.fit(
+            runs,
+            draws=self.fit_draws,
+            tune=self.tune,
+            chains=self.chains,
+            random_seed=self.seed,
+            progressbar=False,
+        )
+        return model
+
     @classmethod
     def fast(cls, seed: int = 0) -> DemoSettings:
         return cls(fit_draws=150, draws=150, tune=150, chains=2, smc_draws=0, smc_chains=2, prior_scales=(1.0,), seed=seed)
@@ -165,7 +180,6 @@ def fit_example_runs(
         The stage count shown in the progress lines (``[1/n]``).
     """
     from bayes_grpo.diagnostics import diagnose
-    from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.runset.ingest import load_runs
 
     settings = settings or DemoSettings()
@@ -187,15 +201,7 @@ def fit_example_runs(
         f"[3/{n_stages}] fit the mechanistic model to {n_fit} runs "
         f"({settings.chains} chains x {settings.fit_draws} draws)"
     )
-    model = GRPODynamicsModel()
-    model.fit(
-        fit_set,
-        draws=settings.fit_draws,
-        tune=settings.tune,
-        chains=settings.chains,
-        random_seed=settings.seed,
-        progressbar=False,
-    )
+    model = settings.fit(fit_set)
     convergence = model.convergence()
     progress(f"      convergence: {convergence.summary}")
     stage("fit")
