@@ -72,7 +72,9 @@ from bayes_grpo.runset.loaders import (
     read_manifest,
 )
 from bayes_grpo.runset.loaders.sidecar import (
+    OPENRLHF_K_REF,
     SIDECAR_NAMES,
+    VERL_K_REF,
     Sidecars,
     coords_from_config,
     coords_from_model_config,
@@ -601,10 +603,7 @@ def _same(a: object, b: object) -> bool:
 #: frameworks log one step per rollout iteration, in which the policy takes ``k_ref`` optimizer
 #: steps on one rollout: verl (its ``global_steps``) and OpenRLHF. The data contract and the law
 #: count optimizer steps (DESIGN.md section 5), as TRL's ``global_step`` does.
-ITERATION_STEP_SOURCES: tuple[str, ...] = (
-    "ppo_epochs*train_batch_size/ppo_mini_batch_size",
-    "max_epochs*rollout_batch_size*n_samples_per_prompt/train_batch_size",
-)
+ITERATION_STEP_SOURCES: tuple[str, ...] = (VERL_K_REF, OPENRLHF_K_REF)
 
 
 def iterations_as_optimizer_steps(

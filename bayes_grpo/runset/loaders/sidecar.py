@@ -251,6 +251,12 @@ def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object]
     return values, why
 
 
+#: How ``k_ref`` is read from a verl and an OpenRLHF config: optimizer steps per rollout
+#: iteration, the unit these frameworks log their steps in (``ingest.ITERATION_STEP_SOURCES``).
+VERL_K_REF: str = "ppo_epochs*train_batch_size/ppo_mini_batch_size"
+OPENRLHF_K_REF: str = "max_epochs*rollout_batch_size*n_samples_per_prompt/train_batch_size"
+
+
 def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
     key, value = _get(config, "num_iterations")
     spg_key, spg = _get(config, "steps_per_generation")
@@ -268,7 +274,7 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
     if ep_key is not None and _num(mb) and _num(tb):
         return (_num(ep) or 1.0) * _num(tb) / _num(
             mb
-        ), "ppo_epochs*train_batch_size/ppo_mini_batch_size"
+        ), VERL_K_REF
     er_key, er = _get(config, "epochs_per_rollout_batch")
     rb_key, rb = _get(config, "rollout_batch_size")
     if er_key is not None and _num(rb) and _num(tb):
@@ -280,9 +286,7 @@ def _k_ref(config: Mapping[str, object]) -> tuple[float | None, str]:
     ns_key, ns = _get(config, "n_samples_per_prompt")
     me_key, me = _get(config, "max_epochs")
     if ns_key is not None and _num(ns) and _num(rb) and _num(tb):
-        return (_num(me) or 1.0) * _num(rb) * _num(ns) / _num(tb), (
-            "max_epochs*rollout_batch_size*n_samples_per_prompt/train_batch_size"
-        )
+        return (_num(me) or 1.0) * _num(rb) * _num(ns) / _num(tb), OPENRLHF_K_REF
     # TRL's GRPOConfig before 0.16 had neither num_iterations nor steps_per_generation: it
     # generated at every optimizer step and trained on those completions once (on-policy)
     ng_key, _ng = _get(config, "num_generations")
