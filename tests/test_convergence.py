@@ -101,3 +101,21 @@ def test_a_misspelt_variable_is_refused_not_reported_converged():
             convergence_check(idata, var_names=names)
         assert "'zeta'" in str(err.value)  # the posterior's variables are listed
     assert not convergence_check(idata, var_names=["zeta"]).passed
+
+
+def test_a_variable_with_non_finite_draws_is_reported_not_left_out():
+    # a variable with one overflowing draw was skipped as if it were a constant, and a fit whose
+    # other variables mixed read "Converged"
+    idata = _idata(0.0)
+    zeta = idata.posterior["zeta"].values.copy()
+    zeta[1, 7, 0] = np.inf
+    zeta[3, 9, 2] = np.nan
+    idata.posterior["zeta"] = (("chain", "draw", "run"), zeta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        check = convergence_check(idata)
+    assert not check.passed
+    assert check.values["nonfinite_draws"] == {"zeta": 2}
+    assert "zeta (2 of 6000 values)" in check.summary
+    assert "zeta" in check.table.index  # its finite elements (run r1) are still checked
+    assert np.isfinite(check.table.loc["zeta", "r_hat"])

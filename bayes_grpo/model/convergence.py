@@ -53,10 +53,28 @@ def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[
             continue
         values = da.values
         # constants (fixed alpha) have no R-hat; relative only: a variable of tiny values (the
-        # noise D of rewards on a 0-0.001 scale, ~1e-9) is no constant and is checked
-        if not np.all(np.isfinite(values)) or np.allclose(values, values.flat[0], rtol=1e-9, atol=0.0):
+        # noise D of rewards on a 0-0.001 scale, ~1e-9) is no constant and is checked. One with
+        # non-finite draws is checked too (its finite elements), and reported by _nonfinite
+        finite = values[np.isfinite(values)]
+        if finite.size == values.size and np.allclose(values, values.flat[0], rtol=1e-9, atol=0.0):
             continue
         out.append(str(name))
+    return out
+
+
+def _nonfinite(posterior, names: list[str]) -> dict[str, tuple[int, int]]:
+    """``{name: (non-finite draws, all values)}`` of the checked variables that have any.
+
+    A NaN or infinite draw means the sampler reached parameters where the model is undefined
+    (an overflow); R-hat and ESS of those elements are NaN and drop out of the worst figures,
+    so the check must say so rather than pass on the rest.
+    """
+    out = {}
+    for name in names:
+        values = np.asarray(posterior[name].values, dtype=float)
+        bad = int((~np.isfinite(values)).sum())
+        if bad:
+            out[name] = (bad, int(values.size))
     return out
 
 
@@ -160,6 +178,11 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     if n_max:
         failed.append(f"{n_max} transitions at the maximum tree depth {max_treedepth}")
         advice.append(f"{n_max} transitions hit the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
+    nonfinite = _nonfinite(post, names)
+    if nonfinite:
+        listed = ", ".join(f"{n} ({bad} of {size} values)" for n, (bad, size) in nonfinite.items())
+        failed.append(f"non-finite draws of {', '.join(nonfinite)}")
+        advice.append(f"Non-finite draws of {listed}: the sampler reached parameters where the model overflows or is undefined, and R-hat / ESS leave those elements out; check the priors' scales against the data, or reparameterise.")
     low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
     if low_bfmi:
         failed.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN}")
@@ -178,6 +201,7 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
         "min_bfmi": float(np.nanmin(bfmi)) if np.isfinite(bfmi).any() else float("nan"),
         "chains": int(n_chains),
         "draws": int(n_draws),
+        "nonfinite_draws": {n: bad for n, (bad, _) in nonfinite.items()},
         "advice": advice,
         "failed": failed,
     }
