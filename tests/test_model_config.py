@@ -174,6 +174,20 @@ def test_following_schedules_is_refused_with_the_state_space_likelihood_not_drop
     assert GRPODynamicsModel(model_config=follow, likelihood="iid").likelihood == "iid"
 
 
+def test_measurement_noise_settings_are_refused_with_the_iid_likelihood_not_dropped():
+    # the i.i.d. likelihood has no measurement noise: these entries were ignored without a word
+    from bayes_grpo.model import GRPODynamicsModel
+
+    for entry, value in (("measurement_sigma", 0.3), ("measurement_g_exponent", 0.0)):
+        given = {"noise": {entry: value}}
+        with pytest.raises(ValueError, match=re.escape(f"'noise.{entry}' set, but only the state-space")):
+            GRPODynamicsModel(model_config=given)
+        assert GRPODynamicsModel(model_config=given, likelihood="state-space").likelihood == "state_space"
+    # the defaults, spelt out (as a stored fit's full configuration is), are no request
+    same = {"noise": {"measurement_sigma": 1.5, "measurement_g_exponent": "alpha"}}
+    assert GRPODynamicsModel(model_config=same).likelihood == "iid"
+
+
 def test_config_entries_of_the_right_type_are_accepted():
     from bayes_grpo.model import GRPODynamicsModel
 
@@ -185,7 +199,8 @@ def test_config_entries_of_the_right_type_are_accepted():
             "log_stiffness": {"centred": False},
             "hyperparameter_defaults": {"momentum": np.float64(0.9), "momentum_convention": "ema", "k_ref": 1},
             "noise": {"measurement_g_exponent": {"mu": 0.5, "sigma": 1}},
-        }
+        },
+        likelihood="state_space",  # the only likelihood with measurement noise
     )
 
 

@@ -144,6 +144,18 @@ class GRPODynamicsModel:
                 "follows logged learning-rate schedules; the state-space likelihood takes the "
                 "constant-rate law (set follow to false, or use likelihood 'iid')"
             )
+        measurement = [
+            f"noise.{key}"
+            for key in ("measurement_sigma", "measurement_g_exponent")
+            if self.model_config["noise"].get(key) != DEFAULT_MODEL_CONFIG["noise"][key]
+        ]
+        if measurement and likelihood == "iid":
+            # the i.i.d. likelihood has no measurement noise: the request would be dropped
+            raise ValueError(
+                f"configuration {', '.join(repr(m) for m in measurement)} set, but only the "
+                "state-space likelihood has measurement noise; the i.i.d. likelihood's residual "
+                "sd is the noise.log_sigma prior's (drop the entry, or use likelihood 'state-space')"
+            )
         self.parameterisation = parameterisation
         self.likelihood = likelihood
         self.invariance = invariance
