@@ -22,6 +22,9 @@ from bayes_grpo.cli._common import (
     with_hyperparameter_defaults,
 )
 
+#: Exit status of ``fit --strict`` when the convergence check fails (2 is a refused input).
+UNCONVERGED_STATUS = 3
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -68,6 +71,12 @@ def register(subparsers) -> None:
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit with status {UNCONVERGED_STATUS} (not 0) when the convergence check fails, for "
+        "scripts and pipelines; the fit is written either way",
+    )
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=run_fit)
@@ -193,4 +202,11 @@ def run_fit(args: argparse.Namespace) -> int:
         for note in model.data.notes:
             print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")
+    if args.strict and not conv.passed:
+        print(
+            f"bayes-grpo fit: error: --strict: the fit did not converge ({'; '.join(conv.values.get('failed', []))}); "
+            f"it was written to {path}",
+            file=sys.stderr,
+        )
+        return UNCONVERGED_STATUS
     return 0
