@@ -750,6 +750,22 @@ def test_console_dicts_of_numpy_scalars_are_read(tmp_path):
     assert np.isnan(ds.reward.sel(run="loop", step=12)) and float(ds.kl.max()) == 0.01
 
 
+def test_a_console_log_whose_reward_is_accuracy_like_reads_as_its_jsonl_twin_does(tmp_path):
+    # a custom loop printing {'step': 1, 'score': 0.4, 'acc': 0.5}: the same records as JSONL
+    # ingested with 'score' as the reward, while the console log was "not a recognised log
+    # format", even with --reward-key score
+    records = [{"step": s + 1, "score": r, "acc": 0.5} for s, r in enumerate(REWARD)]
+    (tmp_path / "jsonl").mkdir()
+    (tmp_path / "console").mkdir()
+    (tmp_path / "jsonl" / "loop.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    (tmp_path / "console" / "loop.log").write_text("\n".join(str(r) for r in records))
+    twin = load_runs([tmp_path / "jsonl"])
+    for key in (None, "score"):
+        ds = load_runs([tmp_path / "console"], reward_key=key)
+        np.testing.assert_allclose(ds.reward.sel(run="loop").values, twin.reward.sel(run="loop").values)
+        assert list(ds.step.values) == list(range(1, N + 1))
+
+
 def test_verl_console_lines_ingest_with_their_steps(tmp_path):
     lines = ["(main_task pid=1) some banner"]
     lines += [

@@ -138,6 +138,13 @@ _ACCURACY_LIKE: tuple[re.Pattern[str], ...] = (
 )
 
 
+def is_reward_like(name: str) -> bool:
+    """Whether a metric name is accuracy-like (``score``, ``acc``, ``success_rate`` ...: step 4
+    of :func:`choose_reward`), so that a log holding only such a metric still reads as a log."""
+    bare = split_eval(name)[1]
+    return not bare.endswith(("/std", "_std")) and any(p.search(bare) for p in _ACCURACY_LIKE)
+
+
 def sanitise(name: str) -> str:
     """A netCDF-safe variable name: characters outside ``[A-Za-z0-9_]`` become ``_``.
 
@@ -414,6 +421,7 @@ def mapping_table() -> list[dict[str, str]]:
 
 
 __all__ = [
+    "is_reward_like",
     "METRIC_ALIASES",
     "HYPERPARAMETER_ALIASES",
     "EVAL_PREFIXES",

@@ -35,7 +35,13 @@ from bayes_grpo.runset.loaders._base import (
     records_from_dicts,
     text_encoding,
 )
-from bayes_grpo.runset.names import METRIC_ALIASES, SUMMARY_KEYS, is_summary_entry, split_eval
+from bayes_grpo.runset.names import (
+    METRIC_ALIASES,
+    SUMMARY_KEYS,
+    is_reward_like,
+    is_summary_entry,
+    split_eval,
+)
 
 _DICT_AT_END = re.compile(r"(\{[^{}\n]*\})[ \t\r]*$", re.M)
 # Python prints float("nan") / float("inf") as bare names, which literal_eval refuses
@@ -53,9 +59,11 @@ def _is_metric_dict(d: object) -> bool:
     if not isinstance(d, dict) or not d:
         return False
     keys = {str(k) for k in d}
-    return any(split_eval(k)[1] in _KNOWN or k.startswith("rewards/") for k in keys) or bool(
-        SUMMARY_KEYS & keys
-    )
+    # a custom loop's {'step': 3, 'score': 0.4, 'acc': 0.5}: an accuracy-like reward is what the
+    # JSONL and CSV readers take as the reward, so the console reader must not refuse its log
+    return any(
+        split_eval(k)[1] in _KNOWN or k.startswith("rewards/") or is_reward_like(k) for k in keys
+    ) or bool(SUMMARY_KEYS & keys)
 
 
 def find_metric_dicts(text: str) -> list[dict]:
