@@ -452,6 +452,45 @@ def test_policy_concentration_flagged_when_entropy_collapses_and_reward_never_mo
     assert res.values["evidence"]["entropy_collapse"] is True
 
 
+def _still_rising(entropy_time_scale: float | None) -> pd.DataFrame:
+    """A log cut short: a success rate rising in a straight line from 0.2 to 0.6 over 300 steps
+    (its single-exponential plateau not bounded by the log); the entropy falls in step with
+    it by 60% (None), or by 80% within the first tens of steps."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 301, dtype=float)
+    reward = 0.2 + 0.4 * steps / 300 + 0.03 * rng.standard_normal(300)
+    if entropy_time_scale is None:
+        entropy = 1.0 - 0.6 * steps / 300
+    else:
+        entropy = 0.2 + 0.8 * np.exp(-steps / entropy_time_scale)
+    entropy = entropy * np.exp(0.03 * rng.standard_normal(300))
+    return pd.DataFrame({"reward": reward, "entropy": entropy}, index=pd.Index(steps, name="step"))
+
+
+def test_policy_concentration_not_flagged_on_a_reward_still_rising_with_the_entropy_in_step():
+    # the single exponential put the plateau of this 0.2 -> 0.6 success rate at 1.5-200 (sd
+    # larger still), so the entropy's halving at ~0.5 read as "the reward had covered 0% of its
+    # way to the plateau": progress is measured to the highest logged reward when the fit does
+    # not bound the plateau, a lower bound of the way covered
+    from bayes_grpo.diagnostics import policy_concentration
+
+    res = policy_concentration(_still_rising(None), run_id="cut-short", common=FAST.common)
+    ev = res.values["evidence"]
+    assert ev["plateau_bounded_by_run"] is False
+    assert ev["progress_measured_to"] < 0.7 and ev["progress_at_onset"] > 0.5
+    assert res.passed is True, res.summary
+
+
+def test_policy_concentration_still_flagged_on_an_early_entropy_fall_of_a_reward_still_rising():
+    from bayes_grpo.diagnostics import policy_concentration
+
+    res = policy_concentration(_still_rising(20.0), run_id="early-fall", common=FAST.common)
+    assert res.passed is False, res.summary
+    assert res.values["evidence"]["premature_concentration"] is True
+    assert "extreme logged level" in res.summary
+    assert res.values["evidence"]["progress_at_onset"] < 0.3
+
+
 def test_reward_oscillation_detected_and_damping_ratio_recovered():
     res = _one("instability_oscillation", "instability")
     assert res.passed is False, res.summary

@@ -9,6 +9,11 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
 - onset: the first step at which the entropy has lost ``drop_fraction`` of its starting
   level, sustained;
 - detected, premature concentration: the onset comes while ``phi < progress_threshold``.
+  A fitted plateau the run does not bound (its ``interval_prob`` Gauss-Newton interval wider
+  than the way from ``R_start`` to it: a reward still rising in a straight line, or a slow
+  start the single exponential cannot draw, puts it anywhere up to hundreds of times the
+  logged rise) is replaced by the extreme logged (smoothed) reward when that is nearer, so
+  ``phi`` is then a lower bound of the progress and the detection conservative.
   This needs a reward with a trend beyond noise (``bayes_grpo.metrics.has_trend``): a
   flat reward may be stuck or already at its plateau, so only a collapse is judged there;
 - detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
@@ -28,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.diagnostics import _fits
@@ -173,11 +179,42 @@ def policy_concentration(
 
     e_s = smooth(entropy, common.smooth_fraction)
     r_s = smooth(reward, common.smooth_fraction)
+    # a reward still rising at the end of the log (a straight line, a slow start) leaves the
+    # single exponential's plateau unbounded: 2.4, 5 or 228 for a success rate logged up to
+    # 0.7; progress towards it reads near 0 wherever the entropy falls. Unless the fit bounds
+    # it (interval narrower than the way to it), the way is measured to the plateau or the
+    # extreme logged (smoothed) reward, whichever is nearer: a lower bound of the progress
+    plateau_bounded = True
+    if plateau_source == "single-exponential fit" and trend_flag:
+        r_start = float(np.median(r_s[start_mask]))
+        z = stats.norm.ppf(0.5 + common.interval_prob / 2)
+        plateau_bounded = bool(z * fit["plateau_sd"] < abs(plateau - r_start))
+        if not plateau_bounded:
+            plateau_samples = None
+            plateau_source += (
+                f" (plateau {plateau:.3g} not bounded by the run, sd {fit['plateau_sd']:.3g}: "
+                "progress measured to the nearer of it and the extreme logged reward)"
+            )
+
+    def reference(r_smoothed: np.ndarray, p: float) -> float:
+        """The plateau, or the extreme logged reward when nearer and the plateau is unbounded."""
+        if plateau_bounded or not np.isfinite(p):
+            return p
+        if p >= r_smoothed[start_mask].mean():
+            return float(min(p, np.max(r_smoothed)))
+        return float(max(p, np.min(r_smoothed)))
+
+    progress_to = reference(r_s, plateau) if trend_flag else float("nan")
+    way = (
+        "of its way to the plateau"
+        if plateau_bounded or progress_to == plateau
+        else f"of its way to {progress_to:.3g}, its extreme logged level (the plateau is not bounded by the run)"
+    )
     point = _evaluate(
         steps,
         e_s,
         r_s,
-        plateau if trend_flag else float("nan"),
+        progress_to,
         start_mask,
         config,
         common.sustain_fraction,
@@ -199,7 +236,7 @@ def policy_concentration(
         elif plateau_samples is not None:
             p_b = float(plateau_samples[b % plateau_samples.size])
         else:
-            p_b = plateau
+            p_b = reference(r_b, plateau)
         ev = _evaluate(steps, e_b, r_b, p_b, start_mask, config, common.sustain_fraction)
         drops.append(ev["drop_at_threshold"])
         prog.append(ev["progress_at_onset"])
@@ -208,6 +245,8 @@ def policy_concentration(
         " + posterior plateau"
         if plateau_source == "posterior"
         else " + fitted plateau (Gauss-Newton)"
+        if plateau_bounded
+        else " + extreme logged reward (plateau not bounded)"
     )
     premature, collapse = point["premature"], point["collapse"]
     detected = premature or collapse
@@ -243,6 +282,8 @@ def policy_concentration(
         "entropy_start": point["h_start"],
         "reward_start": point["r_start"],
         "plateau": plateau,
+        "plateau_bounded_by_run": plateau_bounded,
+        "progress_measured_to": progress_to,
         "plateau_source": plateau_source,
         "reward_has_trend": bool(trend_flag),
         "drop_fraction": config.drop_fraction,
@@ -263,7 +304,7 @@ def policy_concentration(
     if premature:
         summary = (
             f"policy concentration detected: entropy lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
-            f"while the reward had covered {point['progress_at_onset']:.0%} of its way to the plateau; strength {fmt_interval(st)}"
+            f"while the reward had covered {point['progress_at_onset']:.0%} {way}; strength {fmt_interval(st)}"
             + (
                 f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start."
                 if collapse
