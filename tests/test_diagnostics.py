@@ -390,6 +390,30 @@ def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
     assert ev["plateau_difference"]["lower"] > 0
 
 
+def test_reward_hacking_with_an_evaluation_that_rises_and_falls_warns_nothing_from_numpy():
+    # the training reward climbs in a straight line while the evaluation accuracy holds, then
+    # falls: its single-exponential time constant has a log sd of hundreds, and exp() of the
+    # interval's end printed numpy's "RuntimeWarning: overflow encountered in exp" (with the
+    # source line) under every such `bayes-grpo diagnose` table
+    from bayes_grpo.diagnostics import reward_hacking
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 201, dtype=float)
+    ev = np.full(200, np.nan)
+    at = np.arange(9, 200, 10)
+    ev[at] = 0.5 + 0.02 * rng.standard_normal(at.size) - 0.2 * np.clip((steps[at] - 80) / 120, 0, 1)
+    frame = pd.DataFrame(
+        {"reward": 0.3 + 0.5 * steps / 200 + 0.03 * rng.standard_normal(200), "eval_accuracy": ev},
+        index=pd.Index(steps, name="step"),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = reward_hacking(frame, run_id="hacked", common=FAST.common)
+    assert res.passed is False, res.summary
+    ratio = res.values["evidence"]["time_constant_ratio"]
+    assert ratio["lower"] <= ratio["value"] <= ratio["upper"] == np.inf
+
+
 @pytest.mark.parametrize("case", ["healthy", "advantage_degeneracy", "instability_oscillation"])
 def test_reward_hacking_not_flagged_when_train_and_eval_move_together(case):
     res = _one(case, "reward_hacking")

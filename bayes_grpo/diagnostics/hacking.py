@@ -310,6 +310,11 @@ def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str
     dp_sd = float(np.hypot(ft["plateau_sd"], fe["plateau_sd"]))
     log_ratio = float(np.log(ft["time_constant"] / fe["time_constant"]))
     lr_sd = float(np.hypot(ft["log_time_constant_sd"], fe["log_time_constant_sd"]))
+    # an evaluation reward that rises and falls has no single-exponential time scale: its log
+    # sd runs to hundreds and the interval's ends to 0 and inf (not numpy's overflow warning
+    # on the command line of every such run)
+    with np.errstate(over="ignore"):
+        tc_lo, tc_hi = float(np.exp(log_ratio - z * lr_sd)), float(np.exp(log_ratio + z * lr_sd))
     return {
         "law_fit": "single exponential (overdamped limit) on both rewards",
         "train_fit": {k: ft[k] for k in ("plateau", "initial_reward", "time_constant")},
@@ -322,8 +327,8 @@ def _law_difference(train: Series, ev: Series, common: CommonConfig) -> dict[str
         },
         "time_constant_ratio": {
             "value": float(np.exp(log_ratio)),
-            "lower": float(np.exp(log_ratio - z * lr_sd)),
-            "upper": float(np.exp(log_ratio + z * lr_sd)),
+            "lower": tc_lo,
+            "upper": tc_hi,
             "source": "Gauss-Newton",
         },
     }
