@@ -498,11 +498,19 @@ def test_policy_concentration_not_flagged_on_a_reward_still_rising_with_the_entr
     # not bound the plateau, a lower bound of the way covered
     from bayes_grpo.diagnostics import policy_concentration
 
-    res = policy_concentration(_still_rising(None), run_id="cut-short", common=FAST.common)
+    common = dataclasses.replace(FAST.common, figures=True)
+    res = policy_concentration(_still_rising(None), run_id="cut-short", common=common)
     ev = res.values["evidence"]
     assert ev["plateau_bounded_by_run"] is False
     assert ev["progress_measured_to"] < 0.7 and ev["progress_at_onset"] > 0.5
     assert res.passed is True, res.summary
+    # the figure's dashed level is the one the progress is measured to, inside the reward's
+    # axis (the unbounded plateau squashed the reward curve)
+    (fig,) = res.figures.values()
+    reward_axis = fig.axes[1]
+    (level,) = [line for line in reward_axis.get_lines() if line.get_linestyle() == "--"]
+    assert level.get_ydata()[0] == pytest.approx(ev["progress_measured_to"])
+    assert "not bounded" in level.get_label()
 
 
 def test_policy_concentration_still_flagged_on_an_early_entropy_fall_of_a_reward_still_rising():

@@ -361,10 +361,11 @@ def policy_concentration(
             e_s,
             reward,
             r_s,
-            plateau if trend_flag else None,
+            progress_to if trend_flag else None,
             onset_step,
             run_id,
             ent.name,
+            "plateau p*" if progress_to == plateau else "extreme logged reward (p* not bounded)",
         )
         if common.figures
         else None
@@ -382,7 +383,7 @@ def policy_concentration(
     )
 
 
-def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name):
+def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name, level_label):
     # a bare Figure (not pyplot): no global backend switch, no open-figure registry
     from matplotlib.figure import Figure
 
@@ -396,7 +397,9 @@ def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name)
     ax2.plot(steps, reward, ".", ms=3, alpha=0.3, color="C0")
     ax2.plot(steps, r_s, color="C0", lw=1.5, label="reward")
     if plateau is not None and np.isfinite(plateau):
-        ax2.axhline(plateau, color="C0", ls="--", lw=0.8, label="plateau p*")
+        # the level the progress is measured to (an unbounded fitted plateau, 228 for a success
+        # rate, would squash the reward into a line at the bottom of the axis)
+        ax2.axhline(plateau, color="C0", ls="--", lw=0.8, label=level_label)
     ax2.set_ylabel("reward", color="C0")
     if onset_step is not None:
         ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
