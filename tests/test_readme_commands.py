@@ -88,3 +88,22 @@ def test_help_states_each_default_once_and_never_an_empty_one(verb):
         )
         for empty in ("(default: None)", "(default: False)", "(default: [])"):
             assert empty not in text, f"{' '.join(verb)} {option}: {text!r}"
+
+
+@pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
+def test_help_states_the_default_of_every_option_that_has_one(verb):
+    # `sweep --help` said "momentum mu in [0, 1)" and "seeds (replicates) per setting" with no
+    # default, and the sweep's (0.5, 32 seeds) differ from `simulate bandit`'s (0, 8 seeds)
+    parser = build_parser()
+    for word in verb:
+        sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
+        parser = sub.choices[word]
+    helps = _option_helps(verb)
+    for action in parser._actions:
+        flag = action.nargs == 0  # store_true / store_false: on or off, nothing to state
+        if not action.option_strings or not action.help or flag:
+            continue
+        if action.default is None or action.default is False or action.default == []:
+            continue
+        text = helps["/".join(action.option_strings)]
+        assert "default" in text, f"{' '.join(verb)} {action.option_strings[0]}: {text!r}"

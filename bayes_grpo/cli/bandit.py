@@ -92,7 +92,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         "--momentum",
         default="0.0" if lists else "0.5",
         metavar="MU",
-        help=f"momentum mu in [0, 1){many}",
+        help=f"momentum mu in [0, 1){many} (default {0 if lists else 0.5})",
     )
     p.add_argument(
         "--convention",
@@ -100,15 +100,23 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         dest="convention",
         choices=MOMENTUM_CONVENTIONS,
         default=HEAVY_BALL,
-        help="momentum convention",
+        help="momentum convention (default heavy_ball)",
     )
     p.add_argument(
         "--beta", default="1.0", metavar="B", help=f"KL anchor weight > 0{many} (default 1)"
     )
+    # the sweep runs longer and with more seeds than a simulation
+    seeds, steps = (8, 1000) if lists else (32, 3000)
     p.add_argument(
-        "--seeds", type=int, default=8, metavar="N", help="seeds (replicates) per setting"
+        "--seeds",
+        type=int,
+        default=seeds,
+        metavar="N",
+        help=f"seeds (replicates) per setting (default {seeds})",
     )
-    p.add_argument("--steps", type=int, default=1000, metavar="T", help="optimizer steps per run")
+    p.add_argument(
+        "--steps", type=int, default=steps, metavar="T", help=f"optimizer steps per run (default {steps})"
+    )
     p.add_argument(
         "--n-prompts",
         type=int,
@@ -212,7 +220,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--k-ref", default="0:40", metavar="RANGE", help='K_ref values (default "0:40")')
     _add_common(s, lists=False)
-    s.set_defaults(seeds=32, steps=3000)
     s.add_argument(
         "--transition", action="store_true", help="also locate the oscillation onset (zeta = 1)"
     )

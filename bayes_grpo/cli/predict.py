@@ -205,7 +205,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--draws", type=positive_int, default=500, help="posterior draws per chain (default 500)")
     c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
-    c.add_argument("--seed", type=int, default=0, help="random seed")
+    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(c)
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
@@ -225,11 +225,11 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="stop when the expected remaining gain is below this (reward units; default 1%% of the rise)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "-o", "--output", default=None, help="write the bands and summaries to this netCDF file"
     )
-    p.add_argument("--plot", default=None, help="write a plot of the bands to this PNG file")
+    p.add_argument("--plot", default=None, help="write a plot of the bands to this file (PNG, SVG or PDF)")
     add_overwrite_flag(p)
     add_json_flag(p)
 

@@ -60,7 +60,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--models", metavar="FILE", default=None, help="JSON file of LLMs (see below)")
-    p.add_argument("--model", default="sim", help="name of the one LLM without --models")
+    p.add_argument("--model", default="sim", help="name of the one LLM without --models (default sim)")
     p.add_argument("--stiffness", type=finite_float, default=40.0, help="curvature K (default 40)")
     p.add_argument("--plateau", type=finite_float, default=0.7, help="p* (default 0.7)")
     p.add_argument(
