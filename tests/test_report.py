@@ -51,6 +51,26 @@ def test_every_section_is_present_and_absent_inputs_say_so():
     assert "http://" not in html and "https://" not in html  # self-contained: nothing fetched
 
 
+def test_a_prediction_dataset_and_a_law_comparison_go_into_the_report_as_the_python_api_returns_them():
+    # the README: write_report(path, ..., predictions=..., comparison=...) "with results you
+    # already have"; predictions=predict_run(...) (an xarray.Dataset) ended in a RecursionError
+    # (iterated as its variable names, each name as its characters), and compare_laws' result
+    # in "object is not iterable"
+    from types import SimpleNamespace
+
+    from bayes_grpo.predict import forecast_run
+
+    t = np.arange(0.0, 31.0)
+    y = 0.8 - 0.6 * np.exp(-t / 8.0) + 0.01 * np.sin(t)
+    forecast = forecast_run(t, y, np.arange(0.0, 61.0), likelihood="iid", n_draws=200)
+    comparison = SimpleNamespace(to_check_result=lambda: _check("law comparison", None))
+    sections = {s.key: s for s in build_sections(runset=_runset(), predictions=forecast, comparison=comparison)}
+    assert sections["predictions"].available and sections["comparison"].available
+    assert sections["predictions"].blocks and sections["comparison"].blocks
+    with pytest.raises(TypeError, match="got pandas.*DataFrame"):
+        build_sections(diagnostics=pd.DataFrame({"run": ["a"], "verdict": ["detected"]}))
+
+
 def test_the_overview_of_a_report_without_a_fit_does_not_call_its_runs_fitted():
     # write_report(path, runset=runs) (no model) opened with "All runs in the fitted run set"
     (overview,) = [s for s in build_sections(runset=_runset()) if s.key == "overview"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult, figure_to_base64
 from bayes_grpo.runset.schema import readable_group_size
@@ -222,11 +223,29 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
 
 
 def iter_results(obj: Any) -> Iterable[CheckResult]:
-    """Flatten a CheckResult, a list of them, or a dict of them."""
+    """Flatten a CheckResult, a list of them, or a dict of them.
+
+    A stage's own Python result is taken too: a prediction or forecast (the dataset of
+    ``predict_run`` / ``forecast_run``) through :func:`bayes_grpo.predict.result.prediction_result`,
+    as ``report --prediction`` does, and ``compare_laws``' result through its ``to_check_result``.
+    Anything else is a ``TypeError`` naming its type (a dataset was iterated as its variable
+    names, and each name as its characters, without end).
+    """
     if obj is None:
         return []
     if isinstance(obj, CheckResult):
         return [obj]
+    if isinstance(obj, xr.Dataset):
+        from bayes_grpo.predict.result import prediction_result
+
+        return [prediction_result(obj)]
+    if hasattr(obj, "to_check_result"):
+        return [obj.to_check_result()]
+    if isinstance(obj, str | bytes | pd.DataFrame | pd.Series) or not isinstance(obj, Iterable):
+        raise TypeError(
+            f"a report section takes check results (a CheckResult, or a list or dict of them), "
+            f"a prediction dataset or a law comparison; got {type(obj).__module__}.{type(obj).__qualname__}"
+        )
     if isinstance(obj, dict):
         out: list[CheckResult] = []
         for v in obj.values():
