@@ -1006,3 +1006,28 @@ def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_
     )
     res = reward_hacking(frame, run_id="verl", config=named.hacking, common=named.common)
     assert res.passed is True, res.summary
+
+
+def test_a_side_quantity_that_grew_but_stopped_growing_says_why_it_is_not_detected():
+    # `bayes-grpo diagnose` on the shipped g16_p8_lr0.0005 run printed "not detected: growth of
+    # grad norm late/early median ratio 6.97 [6, 8.54]" under a rule of ">= 3x": the growth
+    # must also go on at the end (a ramp-up while the reward takes off, then a plateau), and
+    # the sentence did not say that this is what failed
+    steps = np.arange(200)
+    rng = np.random.default_rng(0)
+    grad = 0.1 + 2.0 / (1 + np.exp(-(steps - 60) / 8.0)) - 0.6 * (steps > 150)
+    frame = pd.DataFrame(
+        {"reward": 0.8 - 0.7 * np.exp(-steps / 40.0) + 0.01 * rng.standard_normal(200),
+         "grad_norm": grad * np.exp(0.05 * rng.standard_normal(200))},
+        index=pd.Index(steps, name="step"),
+    )
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    res = instability(frame, run_id="ramp", config=cfg, common=FAST.common)
+    (growth,) = [s for s in res.values["evidence"]["signals"] if s["signal"] == "growth of grad norm"]
+    assert growth["value"] >= 3 and growth["lower"] > 1 and not growth["still_growing_at_end"]
+    assert res.passed is not False
+    assert "no longer growing at the end" in res.summary
+    # a growth that goes on is detected and needs no such remark
+    frame["grad_norm"] = 0.1 + np.linspace(0.0, 2.0, 200)
+    res = instability(frame, run_id="grows", config=cfg, common=FAST.common)
+    assert res.passed is False and "no longer growing" not in res.summary

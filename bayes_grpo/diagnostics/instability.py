@@ -659,6 +659,14 @@ def instability(
                     else ""
                 )
                 + (
+                    " (grown, but no longer growing at the end: its median over the last "
+                    f"{config.edge_fraction:.0%} of the run is below the central {config.edge_fraction:.0%}'s)"
+                    if s.get("still_growing_at_end") is False
+                    and s["value"] >= config.growth_factor
+                    and s["lower"] > 1.0
+                    else ""
+                )
+                + (
                     f" (zeta not identified by this run: {'; '.join(s['zeta_not_identified_because'])})"
                     if s.get("zeta_not_identified_because")
                     else ""
