@@ -96,7 +96,7 @@ GPT-2 trained with TRL's `GRPOTrainer` on CPU, see `data/README.md`) through the
 4. write a self-contained **HTML report** (`bayes_grpo.report.write_report`).
 
 The command-line equivalent is `bayes-grpo ingest data/tiny -o runs.nc`,
-`bayes-grpo fit runs.nc -o models/tiny.nc`, `bayes-grpo report models/tiny.nc -o report.html`.
+`bayes-grpo fit runs.nc -o my_fit.nc`, `bayes-grpo report my_fit.nc -o report.html`.
 """),
     code(SETUP),
     code(FIND_DATA),

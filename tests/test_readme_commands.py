@@ -29,6 +29,21 @@ def _readme_commands() -> list[str]:
 COMMANDS = _readme_commands()
 
 
+def _notebook_commands() -> list[str]:
+    """The ``bayes-grpo ...`` commands the notebooks' text quotes (inline code)."""
+    import json
+
+    commands = []
+    for path in sorted((README.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                commands += re.findall(r"`(bayes-grpo [^`]+)`", "".join(cell["source"]))
+    return commands
+
+
+NOTEBOOK_COMMANDS = _notebook_commands()
+
+
 def test_the_readme_has_commands_to_check():
     assert len(COMMANDS) >= 25
 
@@ -41,6 +56,29 @@ def test_readme_command_parses(command):
     except SystemExit as exc:  # argparse reports the bad flag or value on stderr
         pytest.fail(f"README command does not parse ({exc.code}): {command}")
     assert callable(args.func)
+
+
+@pytest.mark.parametrize("command", NOTEBOOK_COMMANDS)
+def test_notebook_command_parses(command):
+    try:
+        args = build_parser().parse_args(shlex.split(command)[1:])
+    except SystemExit as exc:
+        pytest.fail(f"notebook command does not parse ({exc.code}): {command}")
+    assert callable(args.func)
+
+
+OUTPUT_FLAGS = ("-o", "--output", "--out", "--plot", "--png", "--figures")
+
+
+@pytest.mark.parametrize("command", COMMANDS + NOTEBOOK_COMMANDS)
+def test_no_documented_command_writes_over_a_file_of_the_repository(command):
+    # notebook 01 gave `bayes-grpo fit runs.nc -o models/tiny.nc` as its command line: run from
+    # the repository it is refused (the file exists), and with --overwrite it replaces the
+    # shipped posterior that tests/test_example_models.py checks
+    words = shlex.split(command)
+    for flag, value in zip(words, words[1:]):
+        if flag in OUTPUT_FLAGS:
+            assert not (README.parent / value).exists(), f"{command}: {flag} {value} exists"
 
 
 def _verbs() -> list[list[str]]:
