@@ -48,6 +48,17 @@ def test_table_lists_runs_warnings_and_rejections(tmp_path, capsys):
     assert list(load_runset(tmp_path / "runs.nc").run.values) == ["good"]
 
 
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_minimum_of_no_points_is_refused_naming_the_option(tmp_path, capsys, value):
+    # the README: settings that mean nothing are refused naming the option; this one said
+    # "min_points must be at least 1, got 0", the Python argument's name
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", *_two_runs(tmp_path), "--min-points", value])
+    assert exc.value.code == 2
+    assert "--min-points" in capsys.readouterr().err
+    assert not (tmp_path / "runs.nc").exists()
+
+
 def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
     assert main(["ingest", *_two_runs(tmp_path), "--min-points", "5", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

@@ -11,6 +11,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    positive_int,
     print_json,
     print_table,
 )
@@ -103,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--min-points",
-        type=int,
+        type=positive_int,
         default=None,  # None: MIN_POINTS; told apart from a given 10, which a saved run set refuses
         metavar="N",
         help="reject runs with fewer finite reward values (default: 10)",
