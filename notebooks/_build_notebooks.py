@@ -621,7 +621,8 @@ show(fig)
 """),
     md("""
 `RunForecaster` keeps a forecast up to date as steps arrive (each update refits on all steps seen
-so far, warm-started; tens of milliseconds):
+so far, warm-started; with the default state-space likelihood a fraction of a second to a few
+seconds of CPU, growing with the steps seen; `likelihood="iid"` is 4-7 times faster):
 """),
     code("""
 from bayes_grpo.predict import RunForecaster
