@@ -145,3 +145,12 @@ def test_help_states_the_default_of_every_option_that_has_one(verb):
             continue
         text = helps["/".join(action.option_strings)]
         assert "default" in text, f"{' '.join(verb)} {action.option_strings[0]}: {text!r}"
+
+
+@pytest.mark.parametrize("verb", [["predict"], ["stability"], ["phase-diagram"]], ids=" ".join)
+def test_help_of_model_says_a_fit_of_one_llm_answers_for_that_llm(verb):
+    # `--model` said "default: a new model, population level", but with no --model a fit of
+    # one LLM (the shipped models/tiny.nc and models/bandit.nc) answers for that LLM
+    # (coefficient_draws; `stability --posterior models/tiny.nc ...` prints "for tiny-gpt2")
+    text = _option_helps(verb)["--model"]
+    assert "only one" in text and "population level" in text, text

@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="LLM name in the posterior (default: a new model, population level)",
+        help="LLM name in the posterior (default: the fit's LLM when it has only one, else a new model, "
+        "population level)",
     )
     p.add_argument(
         "--model-size",

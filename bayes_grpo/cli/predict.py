@@ -72,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="an LLM already in the fit (default: a new one, from the population level)",
+        help="an LLM already in the fit (default: the fit's LLM when it has only one, else a new one, "
+        "from the population level)",
     )
     p.add_argument(
         "--model-size",

@@ -97,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model",
         metavar="M",
         default=None,
-        help="LLM name in the posterior (posterior mode; default: a new model, population level)",
+        help="LLM name in the posterior (posterior mode; default: the fit's LLM when it has only one, "
+        "else a new model, population level)",
     )
     p.add_argument(
         "--model-size",

@@ -621,9 +621,10 @@ class GRPODynamicsModel:
             whose G is unknown) is the LLM's reference G, the G the fit gave its runs of
             unknown G (under ``by_group``, their group's offsets).
         model
-            An LLM of the fit; ``None`` (or an unknown name, mechanistic only) draws ``K``
-            from the population level (``log_stiffness_mean``, ``log_stiffness_sd``,
-            ``size_exponent`` with ``model_size``); then reward-valued quantities
+            An LLM of the fit; ``None`` is the fit's LLM when it has only one. Otherwise
+            ``None`` (or an unknown name, mechanistic only) draws ``K`` from the population
+            level (``log_stiffness_mean``, ``log_stiffness_sd``, ``size_exponent`` with
+            ``model_size``); then reward-valued quantities
             (plateau, initial reward, D, sigma) are NaN, since each LLM has its own scale.
         model_size
             Parameters of a new LLM (a positive count; for the curvature-scaling regression).

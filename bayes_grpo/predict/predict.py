@@ -741,8 +741,8 @@ def predict_run(
     steps
         Horizon ``T`` (steps ``0..T``) or explicit steps.
     model, model_size
-        An LLM already in the fit, or None for a new LLM drawn from the population level
-        (``model_size`` enters when the curvature regression on ``log N`` is on).
+        An LLM already in the fit, or None for the fit's LLM when it has only one, else a new
+        LLM drawn from the population level (``model_size`` enters when the curvature regression on ``log N`` is on).
     law
         Trajectory law: "auto" (the exact recursion where defined, else the continuous
         expansion), "recursion" or "continuous" (module docstring).
