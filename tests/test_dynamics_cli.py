@@ -221,6 +221,16 @@ def test_simulate_sde_writes_the_runs_python_makes_with_their_truth(tmp_path, ca
     assert json.loads(capsys.readouterr().out)["models"] == ["a"]
 
 
+def test_simulate_sde_names_its_flag_when_it_refuses_an_unstable_setting(tmp_path, capsys):
+    # `simulate sde --lr 0.05 --k-ref 10` ended "...is unstable (...); pass allow_unstable=True",
+    # the Python argument, where the README promises the option is named
+    out = tmp_path / "u.nc"
+    args = ["simulate", "sde", "--lr", "0.05", "--k-ref", "10", "--steps", "20", "-o", str(out)]
+    assert main(args) == 2
+    assert "--allow-unstable" in capsys.readouterr().err and not out.exists()
+    assert main([*args, "--allow-unstable"]) == 0
+
+
 def test_stability_posterior_needs_no_convention_at_momentum_zero(capsys):
     # at momentum 0 both conventions are one optimizer step (eta (1 - 0) = eta); the fit and
     # predict take it so, while `stability --posterior` asked for --convention

@@ -441,7 +441,8 @@ def simulate_sde_runset(
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
             f"setting model={name[i]!r}, lr={lr[i]:g}, k_ref={lag[i]:g} is unstable "
-            f"(C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}); pass allow_unstable=True"
+            f"(C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}); pass allow_unstable=True "
+            "(on the command line --allow-unstable)"
         )
     plateau = (
         spec["plateau"]
