@@ -59,6 +59,20 @@ def test_a_minimum_of_no_points_is_refused_naming_the_option(tmp_path, capsys, v
     assert not (tmp_path / "runs.nc").exists()
 
 
+def test_an_ambiguous_reward_asks_for_the_option_that_resolves_it(tmp_path, capsys):
+    # the README: "Ambiguity (several reward functions, no total) is an error asking for
+    # --reward-key"; the command line said "choose one with reward_key" (load_runs' argument)
+    log = tmp_path / "two.csv"
+    log.write_text(
+        "\n".join(["step,rewards/a/mean,rewards/b/mean"] + [f"{s},{0.1 * s},0.5" for s in range(12)])
+    )
+    assert main(["ingest", str(log), "-o", str(tmp_path / "runs.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "several reward functions" in err and "--reward-key" in err
+    args = ["ingest", str(log), "--reward-key", "rewards/a/mean", "-o", str(tmp_path / "runs.nc")]
+    assert main(args) == 0
+
+
 def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
     assert main(["ingest", *_two_runs(tmp_path), "--min-points", "5", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

@@ -224,6 +224,10 @@ class NoRewardError(ValueError):
     """No metric of a run can serve as the reward (the message lists the metrics found)."""
 
 
+#: How a message asks for the reward metric: the option, and the argument of ``load_runs``.
+REWARD_KEY_ADVICE = "choose one with --reward-key (Python: reward_key=...)"
+
+
 def choose_reward(
     sources: Sequence[str], reward_key: str | None = None
 ) -> tuple[str, str, list[str]]:
@@ -292,7 +296,7 @@ def choose_reward(
         )
         return pick[0], f"evaluation fallback ({pick[1]})", [note]
     raise NoRewardError(
-        f"no reward metric (training or evaluation); {found}; choose one with reward_key"
+        f"no reward metric (training or evaluation); {found}; {REWARD_KEY_ADVICE}"
     )
 
 
@@ -309,7 +313,7 @@ def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
         return funcs[0], "single rewards/*/mean"
     if len(funcs) > 1:
         raise NoRewardError(
-            f"several reward functions {sorted(funcs)} and no total reward; choose one with reward_key"
+            f"several reward functions {sorted(funcs)} and no total reward; {REWARD_KEY_ADVICE}"
         )
     # 4. accuracy-like names
     for pattern in _ACCURACY_LIKE:
@@ -320,7 +324,7 @@ def _choose_among(sources: Sequence[str], strip) -> tuple[str, str] | None:
             return hits[0], "accuracy-like"
         if len(hits) > 1:
             raise NoRewardError(
-                f"several reward-like metrics {sorted(hits)}; choose one with reward_key"
+                f"several reward-like metrics {sorted(hits)}; {REWARD_KEY_ADVICE}"
             )
     return None
 
