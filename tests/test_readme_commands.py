@@ -154,3 +154,15 @@ def test_help_of_model_says_a_fit_of_one_llm_answers_for_that_llm(verb):
     # (coefficient_draws; `stability --posterior models/tiny.nc ...` prints "for tiny-gpt2")
     text = _option_helps(verb)["--model"]
     assert "only one" in text and "population level" in text, text
+
+
+def test_demo_help_names_every_file_the_demo_writes(capsys):
+    # `demo --help` listed runs.nc, posterior.nc, prediction.nc beside report.html, not the
+    # phase.png it also writes (and that --overwrite replaces)
+    from bayes_grpo.report.demo import DEMO_OUTPUTS
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in DEMO_OUTPUTS:
+        assert name in text, name

@@ -55,7 +55,7 @@ def register(subparsers) -> None:
         description=(
             "Ingest the shipped example runs (real TRL runs of a tiny model in data/tiny), diagnose them, fit "
             "the hierarchical model to the healthy ones, test G-invariance, draw the stability phase diagram, "
-            "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, prediction.nc)."
+            "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, phase.png, prediction.nc)."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
