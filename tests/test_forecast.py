@@ -1144,3 +1144,47 @@ def test_the_other_runs_of_an_llm_are_carried_to_the_forecast_runs_learning_rate
     unknown = dict(coords, momentum=np.nan, k_ref=np.nan, momentum_convention="")
     src, tgt = retime_settings(unknown, dict(unknown, learning_rate=2e-3))
     assert (src["momentum"], src["k_ref"], tgt["learning_rate"]) == (0.0, 0.0, 2e-3)
+
+
+def test_a_posterior_prior_for_an_llm_the_fit_lacks_says_so_and_a_phenomenological_fit_refuses():
+    # `forecast tiny.nc --run R --prior bandit.nc` labelled the prior "model=tiny-gpt2" as if the
+    # fit knew that LLM (it was the population level); `--prior pheno.nc` (a phenomenological fit
+    # of one other LLM) took that LLM's plateau, R0 and noise and said "used the population level"
+    import types
+
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import ForecastError, population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    known = _phenomenological_draws()
+    known.attrs.update({"model": "m", "new_model": "False"})
+    new = known.copy()
+    for name in ("plateau", "initial_reward", "sigma"):
+        new[name] = new[name] * np.nan
+    new.attrs.update({"model": "other", "new_model": "True"})
+
+    class Fitted:
+        model_config: dict = {}
+        data = types.SimpleNamespace(models=["m"])
+
+        def __init__(self, parameterisation):
+            self.parameterisation = parameterisation
+
+        def coefficient_draws(self, *, model=None, **kwargs):
+            if model not in (None, "m"):
+                if self.parameterisation == "phenomenological":
+                    raise ValueError("the phenomenological model has no population level")
+                return new
+            return known  # model=None: the fit's only LLM, as coefficient_draws does
+
+    steps = np.arange(40)
+    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    meta = {"model": "other", "learning_rate": 0.01, "momentum": 0.0, "k_ref": 1}
+    runset = make_runset({"r0": curve}, {"r0": meta})
+    prefix = (steps[:15].astype(float), curve["reward"].to_numpy()[:15])
+    prior, note = population_prior_for_run(runset, "r0", posterior=Fitted("mechanistic"), prefix=prefix)
+    assert "model=other not in the fit, population level" in prior.source
+    assert "'other' is not in the fit (its LLMs: ['m'])" in note
+    with pytest.raises(ForecastError, match=r"run 'r0' is of LLM 'other', for which the phenomenological fit"):
+        population_prior_for_run(runset, "r0", posterior=Fitted("phenomenological"), prefix=prefix)

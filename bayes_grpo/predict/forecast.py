@@ -537,7 +537,14 @@ def prior_from_posterior(
     if label is None:
         label = str(posterior) if isinstance(posterior, str | os.PathLike) else type(posterior).__name__
     label = f"posterior {label}"
-    source = f"{label} (model={model or 'new, population level'})"
+    if draws.attrs.get("new_model") == "True" and model is not None:
+        which = f"{model} not in the fit, population level"
+    elif draws.attrs.get("model"):
+        # the LLM whose coefficients these are: for model=None a fit of one LLM gives that LLM
+        which = str(draws.attrs["model"])
+    else:
+        which = model or "new, population level"
+    source = f"{label} (model={which})"
     if not np.isfinite(flat["plateau"]).any():
         if fallback is None:
             raise ForecastError(
@@ -764,14 +771,21 @@ def population_prior_for_run(
         if prefix is not None:
             fallback = default_prior(prefix[0], prefix[1], horizon=horizon)
         llm = str(coords["model"]) or None
+        fitted_llms = [str(m) for m in getattr(getattr(posterior, "data", None), "models", None) or []]
         if llm is None:
             from bayes_grpo.model.prepare import UNKNOWN_MODEL
 
             # the fit calls runs without a model name UNKNOWN_MODEL: such a run of the fit was
             # given the population level (`forecast --prior fit.nc` of a CSV export said
             # "model=new, population level")
-            fitted_llms = [str(m) for m in getattr(getattr(posterior, "data", None), "models", None) or []]
             llm = UNKNOWN_MODEL if UNKNOWN_MODEL in fitted_llms else None
+        note = ""
+        if llm is not None and fitted_llms and llm not in fitted_llms:
+            # `forecast tiny.nc --prior bandit.nc` read "model=tiny-gpt2" as if the fit knew it
+            note = (
+                f"LLM {llm!r} is not in the fit (its LLMs: {fitted_llms}): the prior's dynamics are "
+                "the fit's population level at this run's hyperparameters"
+            )
         try:
             prior = prior_from_posterior(
                 posterior,
@@ -781,14 +795,23 @@ def population_prior_for_run(
                 label=label,
                 **kw,
             )
-            return prior, ""
+            return prior, note
         except (ValueError, KeyError) as exc:
+            if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
+                # its coefficient_draws(model=None) gives the fit's only LLM, plateau and noise
+                # included: `forecast tiny.nc --prior pheno.nc` forecast a tiny-gpt2 run with
+                # another LLM's posterior and said "used the population level"
+                raise ForecastError(
+                    f"run {run_id!r} is of LLM {coords['model']!r}, for which the phenomenological "
+                    f"fit{' ' + label if label else ''} has no prior ({exc}); use a mechanistic fit "
+                    "(its population level), a fit of this LLM, or no --prior (the run-based prior)"
+                ) from None
             prior = prior_from_posterior(
                 posterior, model=None, model_size=size, fallback=fallback, label=label, **kw
             )
             return (
                 prior,
-                f"LLM {coords['model']!r} not usable in the fit ({exc}); used the population level",
+                f"LLM {coords['model']!r} not usable in the fit ({exc}); prior: {prior.source}",
             )
     if not use_runs:
         return None, ""
