@@ -1188,3 +1188,25 @@ def test_a_posterior_prior_for_an_llm_the_fit_lacks_says_so_and_a_phenomenologic
     assert "'other' is not in the fit (its LLMs: ['m'])" in note
     with pytest.raises(ForecastError, match=r"run 'r0' is of LLM 'other', for which the phenomenological fit"):
         population_prior_for_run(runset, "r0", posterior=Fitted("phenomenological"), prefix=prefix)
+
+
+def test_a_prior_on_another_reward_scale_is_said_to_contradict_the_run():
+    # `forecast runs_x100.nc --run R --upto 100 --prior models/tiny.nc` (a fit on a 0-1 reward, the
+    # run logged on 0-100): final mean reward 0.06 against a run at 90, backtest RMSE 81, coverage
+    # 0.005, Pareto k 0.005 and no warning; the prefix only moved the noise sd
+    rng = np.random.default_rng(0)
+    pop = _population(rng, 40)
+    prior = prior_from_draws(pop, source="fit on a 0-1 reward")
+    u = pop[0].copy()
+    u[:2] *= 100.0  # the same run logged as a percentage
+    u[4] += np.log(100.0)
+    _, y = _run(u, rng)
+    kw = dict(prior=prior, n_draws=200, likelihood="iid", rng=0)
+    told = attr_warnings(forecast_run(STEPS[:80], y[:80], STEPS, **kw))
+    assert any("contradicts this run" in w and "fit on a 0-1 reward" in w for w in told)
+    _, y_same = _run(pop[1], rng)  # a run of the prior's own population: nothing to say
+    told = attr_warnings(forecast_run(STEPS[:80], y_same[:80], STEPS, **kw))
+    assert not any("contradicts" in w for w in told)
+    fc = RunForecaster(prior, STEPS, n_draws=200, likelihood="iid")
+    fc.update(STEPS[:80], y[:80])
+    assert any("contradicts this run" in w for w in attr_warnings(fc.forecast()))

@@ -1861,6 +1861,65 @@ def forecast_from_posterior(
     )
 
 
+#: Share of a prefix's logged rewards outside the prior's predictive range beyond which the
+#: forecast says that the prior contradicts the run (:func:`prior_conflict_note`).
+PRIOR_CONFLICT_SHARE: float = 0.25
+#: Probability of the prior predictive range of :func:`prior_conflict_note`.
+PRIOR_CONFLICT_RANGE: float = 0.998
+
+
+def prior_conflict_note(
+    prior: GaussianPrior | MixturePrior,
+    t: np.ndarray,
+    y: np.ndarray,
+    reward_bounds: tuple[float, float] | None = None,
+    n_draws: int = 2000,
+) -> str | None:
+    """A warning when the prefix ``(t, y)`` contradicts ``prior``: more than
+    :data:`PRIOR_CONFLICT_SHARE` of its logged rewards lie outside the prior predictive's
+    central :data:`PRIOR_CONFLICT_RANGE` range at their steps (i.i.d. noise of sd ``sigma``).
+
+    A prior from runs or a fit on another reward scale (a success rate against a score out of
+    100), another task or another LLM can pin the plateau and R0 so tightly that the prefix
+    moves only the noise: the forecast then stays at the prior's levels with bands that do not
+    hold the run, and the importance sampling is reliable (small Pareto k), so nothing else
+    says so. Seeded on its own: the forecast's draws do not change.
+    """
+    rng = np.random.default_rng(0)
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(y)
+    t, y = t[ok], y[ok]
+    if y.size < 3:
+        return None
+    if isinstance(prior, MixturePrior):
+        comp = rng.choice(prior.weights.size, size=n_draws, p=prior.weights)
+        u = np.array([rng.multivariate_normal(prior.means[j], prior.covs[j]) for j in comp])
+    else:
+        full = prior.with_onset()
+        u = rng.multivariate_normal(full.mean, full.cov, size=n_draws)
+    mean = mean_curve(u, t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, reward_bounds))
+        pred = censor(mean + sd * rng.standard_normal(mean.shape), reward_bounds)
+    pred = np.where(np.isfinite(pred), pred, np.nan)
+    tail = (1.0 - PRIOR_CONFLICT_RANGE) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo, hi = np.nanquantile(pred, [tail, 1.0 - tail], axis=0)
+    outside = (y < lo) | (y > hi)
+    if not outside.mean() > PRIOR_CONFLICT_SHARE:
+        return None
+    return (
+        f"{int(outside.sum())} of the {y.size} logged rewards up to step {t.max():g} lie outside "
+        f"the prior's {PRIOR_CONFLICT_RANGE:.1%} predictive range at their steps (e.g. step "
+        f"{t[outside][0]:g}: {y[outside][0]:.4g} against [{lo[outside][0]:.4g}, {hi[outside][0]:.4g}]): "
+        f"the prior ({prior.source or 'given'}) contradicts this run (another reward scale, task "
+        "or LLM?), and its plateau and R0 may hold the forecast away from the run; check the "
+        "prior, or forecast without it"
+    )
+
+
 def _prefix_wander_note(post: RunPosterior) -> str | None:
     """A warning when the prefix residuals of an i.i.d. forecast are correlated in time.
 
@@ -1917,11 +1976,15 @@ def forecast_run(
     rng = np.random.default_rng(rng)
     t = np.asarray(t, dtype=float)
     horizon_steps = np.asarray(horizon_steps, dtype=float)
+    given = prior is not None
     if prior is None:
         prior = default_prior(t, y, horizon=float(horizon_steps.max()))
     post = fit_run(
         t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
     )
+    conflict = prior_conflict_note(prior, t, y, reward_bounds) if given else None
+    if conflict:
+        post.warnings.append(conflict)
     if post.n_obs < FEW_PREFIX_POINTS:
         post.warnings.append(
             f"only {post.n_obs} logged rewards up to step {float(np.nanmax(t)):g} (fewer than "
@@ -2006,6 +2069,11 @@ class RunForecaster:
             likelihood=self.likelihood,
             reward_bounds=self.reward_bounds,
         )
+        conflict = (
+            prior_conflict_note(prior, self._t, self._y, self.reward_bounds) if self.prior else None
+        )
+        if conflict:
+            self.posterior.warnings.append(conflict)
         self._prior_used = prior
         return self.posterior
 
@@ -2126,6 +2194,7 @@ __all__ = [
     "prior_from_draws",
     "prior_from_posterior",
     "prior_from_runs",
+    "prior_conflict_note",
     "population_prior_for_run",
     "retime_settings",
     "required_band_scale",
