@@ -292,3 +292,23 @@ def test_an_rmse_averaged_over_runs_of_very_different_scales_is_said_to_be_set_b
     assert note is not None and "tiny" in note and "huge" in note and "set by the runs of the largest scale" in note
     assert rmse_scale_note(["a", "b"], np.stack([small * 1e6, big * 1e-6 * 5])) is None  # ranges 1 and 5
     assert rmse_scale_note(["a"], small[None]) is None
+
+
+def test_the_text_output_gives_the_r2_of_each_law_on_each_run(monkeypatch, capsys):
+    # `bayes-grpo compare runs.nc` printed the median R^2 per law and the best law per run, but
+    # not the R^2 per run of each law (only --json had them)
+    from bayes_grpo.cli import main
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=3, n_steps=30)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: runset)
+    assert main(["compare", "runs.nc", "--laws", "single_exp", "--chains", "1"]) == 0
+    out = capsys.readouterr().out
+    block = out.split("R^2 per run")[1].split("best law per run")[0]
+    rows = {line.split()[0]: line.split()[1:] for line in block.strip().splitlines()[2:]}
+    assert list(rows) == ["r0", "r1", "r2"] and all(len(v) == 1 for v in rows.values())
+    from bayes_grpo.predict.compare import compare_laws
+
+    res = compare_laws(runset, laws=["single_exp"], draws=20, chains=1)
+    for run, (value,) in rows.items():
+        assert float(value) == pytest.approx(res.per_run.set_index("run").loc[run, "r2"], abs=1e-5)

@@ -406,6 +406,14 @@ class ComparisonResult:
             out.append(row)
         return pd.DataFrame(out)
 
+    def r2_by_run(self, column: str = "r2") -> pd.DataFrame:
+        """``column`` of :attr:`per_run` (``r2``, ``noise_ceiling_r2``, ``smoothed_r2``) as a
+        table with a row per run (run-set order) and a column per fitted law."""
+        pr = self.per_run
+        laws = list(dict.fromkeys(pr["law"]))
+        table = pr.pivot(index="run", columns="law", values=column)
+        return table.reindex(index=list(dict.fromkeys(pr["run"])), columns=laws)
+
     def to_check_result(self) -> CheckResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
