@@ -992,3 +992,16 @@ def test_a_momentum_out_of_range_is_refused_by_its_flag(value, capsys):
         main([*args, f"--momentum={value}"])
     err = capsys.readouterr().err
     assert "argument --momentum: must lie in [0, 1)" in err and value in err
+
+
+def test_the_remaining_gain_has_no_drop_at_the_last_step_and_puts_no_stop_step_there():
+    # `forecast tiny.nc --run g16_p8_lr0.001_k1_adamw_s1 --upto 100.5`: expected remaining gain
+    # 0.038 at step 299 (4.5x the threshold), -0.040 at step 300, so stop_step 300: draws above
+    # their plateau at the horizon counted p* - p(T) < 0 there, and ~0 one step before
+    steps = np.arange(0.0, 101.0)
+    rising = single_exponential(steps, 1.0, 0.0, 400.0)  # far from its plateau at step 100
+    above = 1.3 - 0.0005 * steps  # above its plateau 1.0, coming down slowly
+    gain = expected_remaining_gain(np.stack([rising, above]), np.array([1.0, 1.0]))
+    assert gain[-1] == pytest.approx((1.0 - rising[-1]) / 2.0)
+    assert abs(gain[-1] - gain[-2]) < 0.01  # no jump at the horizon
+    assert np.isnan(stop_step(steps, gain, 0.05))  # still 0.39 to gain: no stop within the horizon

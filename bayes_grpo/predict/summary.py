@@ -115,12 +115,14 @@ def expected_remaining_gain(mean_draws: np.ndarray, plateau: np.ndarray) -> np.n
     For draw ``d`` and step index ``i`` the available gain is
     ``max(max_{j > i} p_d(t_j), p*_d) - p_d(t_i)``: the best mean reward that continuing
     (past the horizon too, where a stable trajectory tends to ``p*``) could still reach,
-    minus the current one. Returns the mean over draws, shape ``(n_steps,)``.
+    minus the current one. Past the last step ``T`` the trajectory goes on from ``p_d(T)``
+    (continuous), so at ``T`` itself the best is ``max(p_d(T), p*_d)``: a draw above its
+    plateau there has nothing left to gain (0), not ``p* - p(T) < 0``, which made the mean
+    gain drop below any threshold at the last step alone and put the stop step there.
+    Returns the mean over draws, shape ``(n_steps,)``.
     """
     future_max = np.maximum.accumulate(mean_draws[:, ::-1], axis=1)[:, ::-1]
-    future_max = np.concatenate(
-        [future_max[:, 1:], np.full((mean_draws.shape[0], 1), -np.inf)], axis=1
-    )
+    future_max = np.concatenate([future_max[:, 1:], mean_draws[:, -1:]], axis=1)
     best = np.maximum(future_max, plateau[:, None])
     return np.mean(best - mean_draws, axis=0)
 
