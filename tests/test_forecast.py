@@ -1210,3 +1210,22 @@ def test_a_prior_on_another_reward_scale_is_said_to_contradict_the_run():
     fc = RunForecaster(prior, STEPS, n_draws=200, likelihood="iid")
     fc.update(STEPS[:80], y[:80])
     assert any("contradicts this run" in w for w in attr_warnings(fc.forecast()))
+
+
+def test_a_step_without_a_reward_in_the_prefix_is_left_out_not_an_error():
+    # forecast_run(t, y, ...) and RunForecaster.update(t, y) with one NaN reward (a step not
+    # logged) raised "prior from default (weak, scaled to the prefix) has non-finite moments"
+    rng = np.random.default_rng(3)
+    u = np.array([0.8, 0.2, np.log(0.04), np.log(0.8), np.log(0.02)])
+    _, y = _run(u, rng)
+    t, y = STEPS[:61].copy(), y[:61].copy()
+    y[[20, 60]] = np.nan  # one inside the prefix, one at its last step
+    kw = dict(n_draws=200, likelihood="iid", rng=0)
+    with_gaps = forecast_run(t, y, STEPS, **kw)
+    ok = np.isfinite(y)
+    without = forecast_run(t[ok], y[ok], STEPS, **kw)
+    np.testing.assert_array_equal(with_gaps["obs_hdi"].values, without["obs_hdi"].values)
+    assert with_gaps.attrs["upto_step"] == without.attrs["upto_step"] == 59.0
+    fc = RunForecaster(None, STEPS, n_draws=200, likelihood="iid")
+    fc.update(t, y)
+    assert fc.forecast().attrs["upto_step"] == 59.0

@@ -393,6 +393,10 @@ def default_prior(
     """
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
+    # a step without a reward (NaN: not logged) says nothing, as in fit_run; kept, it made every
+    # moment NaN ("prior from default ... has non-finite moments" for one missing reward)
+    ok = np.isfinite(t) & np.isfinite(y)
+    t, y = t[ok], y[ok]
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps for a forecast, got {y.size}")
     noise, span = _data_scale(y)
@@ -1975,6 +1979,9 @@ def forecast_run(
     """
     rng = np.random.default_rng(rng)
     t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    logged = np.isfinite(t) & np.isfinite(y)  # the prefix: steps with a reward (NaN: not logged)
+    t, y = t[logged], y[logged]
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     given = prior is not None
     if prior is None:
@@ -2077,6 +2084,10 @@ class RunForecaster:
         self._prior_used = prior
         return self.posterior
 
+    def _upto(self) -> float:
+        """The last step seen with a reward (a step whose reward is NaN was not logged)."""
+        return float(self._t[np.isfinite(self._y)].max())
+
     def forecast(self) -> xr.Dataset:
         """Forecast dataset from the current posterior (see :func:`forecast_run`)."""
         if self.posterior is None:
@@ -2087,11 +2098,11 @@ class RunForecaster:
             hdi_probs=self.hdi_probs,
             stop_threshold=self.stop_threshold,
             rng=self.seed,
-            attrs={"upto_step": float(self._t.max()), "prior": self._prior_used.to_dict()},
+            attrs={"upto_step": self._upto(), "prior": self._prior_used.to_dict()},
         )
         self.history.append(
             {
-                "upto_step": float(self._t.max()),
+                "upto_step": self._upto(),
                 "stop_step": ds.attrs["stop_step"],
                 "regime": ds.attrs["regime"],
                 "pareto_k": ds.attrs["pareto_k"],
