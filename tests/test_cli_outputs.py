@@ -283,3 +283,16 @@ def test_every_verb_that_takes_a_momentum_convention_takes_both_spellings(argv, 
 
     args = build_parser().parse_args([*argv, spelling, "ema"])
     assert getattr(args, dest) == "ema"
+
+
+@pytest.mark.parametrize("verb", [["forecast", "runs.nc", "--run", "r0", "--upto", "10"],
+                                  ["predict", "fit.nc", "--lr", "0.1", "--momentum", "0", "--k-ref", "1",
+                                   "--group-size", "8", "--steps", "50"]])  # fmt: skip
+def test_an_hdi_probability_outside_0_1_is_refused_naming_the_option(verb, capsys):
+    # `forecast tiny.nc --run R --upto 100 --hdi 1.5` forecast first (25 s) and then failed with
+    # "HDI probability must be in (0, 1), got 1.5", naming no option (the files here do not exist:
+    # the refusal comes before anything is read)
+    with pytest.raises(SystemExit) as exc:
+        main([*verb, "--hdi", "0.5", "1.5"])
+    assert exc.value.code == 2
+    assert "--hdi" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from bayes_grpo.cli._common import (
     lr_schedule_from_args,
     momentum_value,
     non_negative_int,
+    open_fraction,
     positive_int,
     print_json,
     print_table,
@@ -215,7 +216,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _common_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--hdi",
-        type=float,
+        type=open_fraction,  # `--hdi 1.5` was refused only after the forecast, naming no option
         nargs="+",
         default=[0.5, 0.9],
         help="HDI probabilities of the bands (default 0.5 0.9)",
