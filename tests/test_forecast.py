@@ -1229,3 +1229,30 @@ def test_a_step_without_a_reward_in_the_prefix_is_left_out_not_an_error():
     fc = RunForecaster(None, STEPS, n_draws=200, likelihood="iid")
     fc.update(t, y)
     assert fc.forecast().attrs["upto_step"] == 59.0
+
+
+def test_a_calibration_from_a_posterior_fitted_to_the_backtested_steps_says_its_band_scale_is_in_sample():
+    # `forecast runs.nc --run R --upto U --prior fit.nc --calibrate`, fit.nc fitted to the other
+    # runs' steps after U: their backtests score the fit on its own data and set the band scale,
+    # and nothing said so (only the run's own in-sample backtest was named)
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    draws = _phenomenological_draws()
+    runset, _ = _coarse_runset(60.0, 1.0)
+
+    class Fitted:
+        parameterisation = "phenomenological"
+        model_config: dict = {}
+
+        def __init__(self, fitted_runs):
+            self.runset = fitted_runs
+
+        def coefficient_draws(self, **kwargs):
+            return draws
+
+    kw = dict(likelihood="iid", n_draws=100, calibrate=True)
+    told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=Fitted(runset.sel(run=["r0", "r2"])), **kw))
+    assert any("1 of the 2 calibration runs (r2)" in w and "band scale may come out too small" in w for w in told)
+    prefix_fit = Fitted(runset.where(runset["step"] <= 20))
+    told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=prefix_fit, **kw))
+    assert not any("calibration runs" in w for w in told)

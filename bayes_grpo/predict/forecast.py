@@ -1146,6 +1146,20 @@ def forecast_in_runset(
             "on, so the backtest_* figures are in-sample, not a test of the forecast (refit "
             "without them, or use the run-based prior)"
         )
+    if calibrate and posterior is not None:
+        # the band scale is set by backtests of the other runs from this --prior: runs the fit
+        # saw after `upto` are backtested in-sample, so their bands look good enough and kappa
+        # comes out too small (`forecast tiny.nc --run R --prior models/tiny.nc --calibrate`)
+        cal_runs = json.loads(fc.attrs["calibration"])["runs"]
+        seen_by_fit = [r for r in cal_runs if fitted_rewards_after(posterior, runset, r, upto)]
+        if seen_by_fit:
+            notes.append(
+                f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to "
+                f"the steps after {float(upto):g} of {len(seen_by_fit)} of the {len(cal_runs)} "
+                f"calibration runs ({', '.join(seen_by_fit)}): their backtests are in-sample, so "
+                "the band scale may come out too small (calibrate with a fit without those steps, or "
+                "without --prior)"
+            )
     if notes:
         fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), *notes])
     # the run's logged rewards (prefix and, where logged, the rest) travel with the forecast,
