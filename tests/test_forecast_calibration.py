@@ -168,3 +168,15 @@ def test_a_calibration_short_of_backtests_names_the_runs_it_could_not_use_and_wh
     assert "needs at least 2 backtested runs, got 1" in msg and "run 'r0'" in msg
     assert "'short': no logged step after the prefix" in msg
     assert "'scaled': its forecast failed" in msg and "reward bounds" in msg
+
+
+def test_a_calibrated_band_of_a_bounded_reward_stays_within_its_bounds(runset):
+    # `forecast ... --calibrate --reward-bounds 0 1`: the band scaled about its midpoint went past
+    # the bounds (a success rate above 1), while the raw bands, of clipped draws, stay inside
+    t = runset["step"].values.astype(float)
+    y = runset["reward"].sel(run="r0").values
+    ds = forecast_run(t[t <= UPTO], y[t <= UPTO], t, hdi_probs=(0.9,), reward_bounds=(0.0, 1.0), **FAST)
+    out = apply_band_calibration(ds, BandCalibration(scales={0.9: 4.0}, runs=("a", "b")))
+    lo, hi = band(out, kind="obs", hdi_prob=0.9)
+    assert lo.min() >= 0.0 and hi.max() <= 1.0
+    assert (hi - lo)[t > UPTO].mean() > (np.subtract(*band(ds, kind="obs", hdi_prob=0.9)[::-1]))[t > UPTO].mean()
