@@ -312,3 +312,20 @@ def test_the_text_output_gives_the_r2_of_each_law_on_each_run(monkeypatch, capsy
     res = compare_laws(runset, laws=["single_exp"], draws=20, chains=1)
     for run, (value,) in rows.items():
         assert float(value) == pytest.approx(res.per_run.set_index("run").loc[run, "r2"], abs=1e-5)
+
+
+def test_a_run_set_without_any_trend_is_not_said_to_prefer_a_law(monkeypatch):
+    # two flat noisy runs: per_run_winners said "none (no trend)" for both, while the summary
+    # read "Leave-future-out (last 30% of each run) prefers logistic; PSIS-LOO prefers logistic."
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    rng = np.random.default_rng(0)
+    steps = np.arange(40)
+    flat = make_runset({f"f{i}": pd.DataFrame({"reward": 0.5 + 0.02 * rng.standard_normal(40)}, index=steps) for i in range(2)}, {})
+    res = compare.compare_laws(flat, laws=["single_exp"], draws=20, chains=1)
+    assert set(res.per_run_winners()["best_lfo"]) == {compare.NO_TREND}
+    summary = res.to_check_result().summary
+    assert "prefers" not in summary and summary.startswith("No run has a visible trend")
+    rising = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1)
+    assert rising.to_check_result().summary.startswith("Leave-future-out (last 30% of each run) prefers single_exp")

@@ -418,6 +418,13 @@ class ComparisonResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
         summary = f"Leave-future-out (last {LFO_FRACTION:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
+        trend = self.per_run["has_trend"] if "has_trend" in self.per_run else None
+        if trend is not None and len(trend) and not trend.astype(bool).any():
+            # every run is won by NO_TREND in per_run_winners; the summary named a preferred law
+            summary = (
+                f"No run has a visible trend: no law explains these runs, and the best scores "
+                f"(leave-future-out: {lfo_best}; PSIS-LOO: {loo_best}) are noise, not a preference."
+            )
         if self.notes:
             summary += " " + " ".join(self.notes)
         return CheckResult(
