@@ -196,6 +196,8 @@ def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, c
     [
         ({"prior_scales": [0.0]}, "prior scales must be positive"),
         ({"prior_scales": [1.0, -1.0]}, "prior scales must be positive"),
+        # --prior-scales 1 1: two H1 fits, then a pandas error on the duplicated table row
+        ({"prior_scales": [1.0, 1]}, "prior scales must be distinct"),
         ({"model_config": {"group_offset_sigma": 0.0}}, "group_offset_sigma .* must be > 0"),
         ({"smc_draws": -5}, "SMC needs smc_draws >= 0"),
     ],

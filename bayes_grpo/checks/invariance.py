@@ -337,6 +337,11 @@ def invariance_bayes_factor(
     scales = np.asarray(list(prior_scales), dtype=float)
     if scales.size == 0 or not (np.isfinite(scales) & (scales > 0)).all():
         raise ValueError(f"prior scales must be positive numbers, got {list(prior_scales)}")
+    if np.unique(scales).size < scales.size:
+        # one H1 fit and one table row per scale: a repeated scale gave two rows under one
+        # index, and the verdict failed on them only after every fit (pandas' "truth value of
+        # a Series is ambiguous")
+        raise ValueError(f"prior scales must be distinct, got {list(prior_scales)}")
     sigma = (model_config or {}).get("group_offset_sigma")
     if sigma is not None and not (np.isfinite(float(sigma)) and float(sigma) > 0):
         raise ValueError(f"group_offset_sigma (the offset prior sd) must be > 0, got {sigma}")
