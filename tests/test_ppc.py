@@ -323,3 +323,27 @@ def test_a_setting_the_runs_do_not_log_takes_the_fits_default():
     pr = run_predictive(fitted, ds, "r0", rng=np.random.default_rng(0))
     assert pr["hyper"]["k_ref"] == KREF
     assert np.isfinite(pr["mean"]).all()
+
+
+def test_runs_of_unknown_g_form_one_group_in_the_band_and_autocorrelation_checks():
+    # each run of unknown G was its own group (a fresh NaN key per run): one "G=nan" row per
+    # run, and their figures under one title, so all but the last were lost
+    from bayes_grpo.runset import concat_runsets
+
+    class ReferenceG(KnownPosterior):  # as the fit: a run of unknown G at a reference G
+        def coefficient_draws(self, *, group_size, **kwargs):
+            return super().coefficient_draws(group_size=group_size if np.isfinite(group_size) else 8.0, **kwargs)
+
+    ds = _runset(n_steps=100)
+    settings = {"model": "m", "learning_rate": LR, "momentum": MU, "momentum_convention": "heavy_ball", "k_ref": KREF}
+    blind = make_runset(
+        {f"blind{i}": pd.DataFrame({"reward": ds["reward"].isel(run=i).values}) for i in range(3)},
+        {f"blind{i}": settings for i in range(3)},
+    )
+    full = concat_runsets([ds, blind])
+    bands = trajectory_band_check(ReferenceG(), full)
+    assert len(bands.table) == 3 and bands.table["n_runs"].tolist() == [2, 2, 3]
+    assert len(bands.figures) == 3
+    assert bands.summary.count("G=nan") == 1
+    acf = residual_autocorrelation_check(ReferenceG(), full)
+    assert len(acf.table) == 3 and acf.table["n_points"].tolist() == [200, 200, 300]

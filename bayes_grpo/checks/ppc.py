@@ -139,7 +139,9 @@ def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
     gs = np.asarray(runset["group_size"].values, dtype=float)
     out: dict[tuple[str, int | float], list[Any]] = {}
     for run, m, g in zip(runset[RUN_DIM].values, models, gs):
-        out.setdefault((str(m), readable_group_size(g)), []).append(run)
+        # runs of unknown G are one group: keyed by the one object np.nan (a fresh NaN per run
+        # made each its own group, a table row "G=nan" per run, their figures under one title)
+        out.setdefault((str(m), readable_group_size(g) if np.isfinite(g) else np.nan), []).append(run)
     return out
 
 
