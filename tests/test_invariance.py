@@ -339,3 +339,22 @@ def test_a_kde_savage_dickey_on_more_than_two_offsets_is_refused_before_sampling
     monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before refusing"))
     with pytest.raises(ValueError, match="'kde' estimates the density of 1 or 2 offsets; this H1 has 6"):
         invariance.invariance_bayes_factor(_two_llm_runset(), prior_scales=(1.0,), sd_method="kde")
+
+
+def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(monkeypatch):
+    # an LLM at G=4 and 16 plus two runs of unknown G: the H1 fit gives those runs offsets of
+    # their own ("a|G=?"), so they weigh in the Bayes factor, but the result listed G=[4, 16]
+    # only and never said they were in the comparison
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+    )
+    ds = _two_llm_runset()
+    ds = ds.isel(run=[0, 1, 2, 3, 10, 11]).assign_coords(model=("run", ["a"] * 6))
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.values["group_sizes"] == {"a": [4, 16]} and res.values["n_offsets"] == 3
+    assert res.values["runs_with_unknown_group_size"] == ["r10", "r11"]
+    assert "Runs of unknown G (r10, r11) are in the test as one group per LLM (G=?)" in res.summary
+    both_known = invariance.invariance_check(ds.isel(run=[0, 1, 2, 3]), prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert "runs_with_unknown_group_size" not in both_known.values and "unknown G" not in both_known.summary

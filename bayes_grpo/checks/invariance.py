@@ -602,6 +602,11 @@ def _per_model_text(per_model: dict[str, dict[str, Any]]) -> str:
     )
 
 
+def _runs_of_unknown_group_size(runset: xr.Dataset) -> list[str]:
+    g = np.asarray(runset["group_size"].values, dtype=float)
+    return [str(r) for r, v in zip(runset[RUN_DIM].values, g) if not np.isfinite(v)]
+
+
 def invariance_check(
     runset: xr.Dataset,
     *,
@@ -640,8 +645,7 @@ def invariance_check(
 
         # runs of unknown G showed as "{'': []}"; name them and the LLM as the fit does
         shown = {(m or UNKNOWN_MODEL): gs for m, gs in by_model.items()}
-        g = np.asarray(runset["group_size"].values, dtype=float)
-        unknown = [str(r) for r, v in zip(runset["run"].values, g) if not np.isfinite(v)]
+        unknown = _runs_of_unknown_group_size(runset)
         note = (
             f" Group size unknown for {len(unknown)} run(s) ({', '.join(unknown[:5])}"
             f"{', ...' if len(unknown) > 5 else ''}): set group_size in the manifest or the run set."
@@ -745,6 +749,16 @@ def invariance_check(
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
         f"{ref['offset_sigma']:.3g}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
     )
+    unknown = _runs_of_unknown_group_size(runset)
+    if unknown:
+        # they are fitted, not left out: under H1 the runs of unknown G of an LLM are one group
+        # ("model|G=?") with offsets of their own, so they weigh in every Bayes factor above
+        values["runs_with_unknown_group_size"] = unknown
+        summary += (
+            f" Runs of unknown G ({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}) are in "
+            "the test as one group per LLM (G=?): on the shared trajectory under H0, with offsets "
+            "of their own under H1; their noise is taken at their LLM's reference G."
+        )
     n_div = int(ref["divergences_h0"]) + int(ref["divergences_h1"])
     if n_div:
         summary += f" Warning: {n_div} divergent NUTS transitions; the Bayes factors may be biased."
