@@ -347,3 +347,19 @@ def test_runs_of_unknown_g_form_one_group_in_the_band_and_autocorrelation_checks
     assert bands.summary.count("G=nan") == 1
     acf = residual_autocorrelation_check(ReferenceG(), full)
     assert len(acf.table) == 3 and acf.table["n_points"].tolist() == [200, 200, 300]
+
+
+def test_residual_autocorrelation_advice_follows_the_sign_and_the_fits_likelihood():
+    # the check printed "up to 0.61" for a lag-1 autocorrelation of -0.6 and told an i.i.d. fit
+    # of alternating step noise, and a state-space fit of the SDE's correlated fluctuations, to
+    # "fit with likelihood='state_space'"
+    alternating = residual_autocorrelation_check(KnownPosterior(), _runset(ar1=-0.6))
+    assert alternating.passed is False and alternating.table["acf_lag1"].max() < -0.4
+    worst = alternating.table["acf_lag1"].min()
+    assert f"up to {worst:.2f}" in alternating.summary
+    assert "state_space'" not in alternating.summary and "alternate in sign" in alternating.summary
+    sde = KnownPosterior()
+    sde.likelihood = "state_space"
+    red = residual_autocorrelation_check(sde, _runset(ar1=0.6))
+    assert red.passed is None and "Not assessable for a state-space fit" in red.summary
+    assert "fit with likelihood" not in red.summary and red.table["acf_lag1"].min() > 0.45

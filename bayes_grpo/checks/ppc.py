@@ -241,7 +241,10 @@ def residual_autocorrelation_check(
     """Autocorrelation of residuals from the posterior-median mean trajectory, per G.
 
     Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
-    ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals).
+    ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals). The
+    summary gives the largest lag-1 value in size with its sign; the state-space likelihood is
+    advised only for a positive one (a wander). Not assessable (``passed`` None, table kept)
+    for a state-space fit (``fitted.likelihood``), whose likelihood has correlated residuals.
     Runs with a constant reward (:func:`bayes_grpo.model.prepare.constant_reward`, e.g. a run
     solved from step 0) are left out: their residuals are the mean curve's mirror image, as
     correlated as the curve is smooth, with no noise in them to check. When the check fails
@@ -285,8 +288,8 @@ def residual_autocorrelation_check(
         )
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
-    passed = bool(table["ok"].all())
-    worst = table["acf_lag1"].abs().max()
+    passed: bool | None = bool(table["ok"].all())
+    worst = table["acf_lag1"].loc[table["acf_lag1"].abs().idxmax()]  # signed: a negative one is no wander
     bad = set(table.index[~table["ok"]].get_level_values("model"))
     pulling = [r for r, m in constant if m in bad]
     if pulling:
@@ -297,15 +300,30 @@ def residual_autocorrelation_check(
             "curve towards their level, which alone can correlate its other runs' residuals: "
             "leave them out and refit before reading this as a wander."
         )
-    summary = (
-        f"Residual lag-1 autocorrelation up to {worst:.2f} (white-noise band ±{table['white_noise_band'].max():.2f})."
-        + (
-            ""
-            if passed
-            else " Residuals are correlated in time: the stationary fluctuations of the SDE are; "
+    wander = bool((table["acf_lag1"] > table["white_noise_band"]).any())
+    if getattr(fitted, "likelihood", None) == "state_space":
+        # the SDE's own fluctuations are correlated over C / K_eff: a state-space fit's residuals
+        # from its mean trajectory are meant to be; it was failed and told to fit with
+        # likelihood='state_space', the likelihood it had
+        passed, advice = None, (
+            " Not assessable for a state-space fit: its likelihood models the residuals' correlation "
+            "(the SDE's stationary fluctuations), so correlated residuals are expected there."
+        )
+    elif passed:
+        advice = ""
+    elif wander:
+        advice = (
+            " Residuals are correlated in time: the stationary fluctuations of the SDE are; "
             "fit with likelihood='state_space' for honest uncertainties."
         )
-        + left_out
+    else:
+        advice = (
+            " Residuals alternate in sign (negative lag-1 autocorrelation): step noise, not a reward "
+            "wandering about its curve; the state-space likelihood is no remedy for it."
+        )
+    summary = (
+        f"Residual lag-1 autocorrelation up to {worst:.2f} (the largest in size; white-noise band "
+        f"±{table['white_noise_band'].max():.2f})." + advice + left_out
     )
     return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
 
