@@ -363,3 +363,18 @@ def test_residual_autocorrelation_advice_follows_the_sign_and_the_fits_likelihoo
     red = residual_autocorrelation_check(sde, _runset(ar1=0.6))
     assert red.passed is None and "Not assessable for a state-space fit" in red.summary
     assert "fit with likelihood" not in red.summary and red.table["acf_lag1"].min() > 0.45
+
+
+def test_band_coverage_names_the_llm_of_each_group_when_there_are_several():
+    # two LLMs at the same G read "92% (G=4), 92% (G=16), 0% (G=4), 0% (G=16)": which LLM's
+    # runs did the bands miss?
+    from bayes_grpo.runset import concat_runsets
+
+    ds = _runset(n_steps=100)
+    other = _runset(n_steps=100, seed=3)
+    other = other.assign(reward=other["reward"] + 1.0).assign_coords(
+        run=[f"o{r}" for r in other["run"].values], model=("run", ["other"] * other.sizes["run"])
+    )
+    res = trajectory_band_check(KnownPosterior(), concat_runsets([ds, other]))
+    assert "(m, G=4)" in res.summary and "0% (other, G=16)" in res.summary
+    assert "(G=4)" in trajectory_band_check(KnownPosterior(), ds).summary

@@ -208,9 +208,14 @@ def trajectory_band_check(
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all()) if len(table) else None
+    several = table.index.get_level_values("model").nunique() > 1
     summary = (
         f"{HDI_PROB:.0%} posterior predictive bands cover "
-        + ", ".join(f"{c:.0%} (G={g:g})" for (_, g), c in table["coverage"].items())
+        # with several LLMs each group is named by its LLM too: "80% (G=4), 20% (G=4)" said
+        # neither which LLM's runs the bands missed
+        + ", ".join(
+            f"{c:.0%} ({m + ', ' if several else ''}G={g:g})" for (m, g), c in table["coverage"].items()
+        )
         + f" of the logged rewards (required >= {HDI_PROB - COVERAGE_SLACK:.0%})."
     )
     return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures)
