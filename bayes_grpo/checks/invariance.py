@@ -55,7 +55,7 @@ from bayes_grpo.runset.schema import readable_group_size
 PRIOR_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
 #: |log BF| below which the evidence is called inconclusive (BF of 3).
 LOG_BF_DECISIVE: float = float(np.log(3.0))
-#: Largest |log BF_smc - log BF_sd| at which the two methods are said to agree.
+#: Largest |log BF_bridge - log BF_sd| at which the two primary methods are said to agree.
 AGREEMENT_TOL: float = 1.0
 #: Substring that names the H1 offset variables in the PyMC model.
 OFFSET_MARKER: str = "group_offset"
