@@ -240,9 +240,9 @@ class ToyGroupBuilder(ToyBuilder):
     """reward = mu[model] + group_offset[(model, G)] + N(0, 1), offsets labelled like the real model's."""
 
     def build_model(self, ds):
-        from bayes_grpo.model.prepare import group_label
+        from bayes_grpo.model.prepare import UNKNOWN_MODEL, group_label
 
-        models = [str(m) for m in ds["model"].values]
+        models = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]  # as prepare_data names them
         labels = [group_label(m, g) for m, g in zip(models, ds["group_size"].values.astype(float))]
         groups, names = list(dict.fromkeys(labels)), list(dict.fromkeys(models))
         n = ds.sizes["step"]
@@ -358,3 +358,30 @@ def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(monke
     assert "Runs of unknown G (r10, r11) are in the test as one group per LLM (G=?)" in res.summary
     both_known = invariance.invariance_check(ds.isel(run=[0, 1, 2, 3]), prior_scales=(1.0,), draws=100, tune=100, chains=1)
     assert "runs_with_unknown_group_size" not in both_known.values and "unknown G" not in both_known.summary
+
+
+def test_an_llm_without_a_name_gets_its_own_bayes_factor_under_the_fits_name(monkeypatch):
+    # runs without a model beside LLM "a", both at G=4 and 16: the fit labels their offsets
+    # "unknown-model|G=4", the check looked them up under "", so that LLM read "not assessable:
+    # no Savage–Dickey density for its offsets" and the summary "All LLMs jointly (a, ): ..."
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    ds = _two_llm_runset().isel(run=slice(0, 8))
+    ds = ds.assign_coords(model=("run", ["a"] * 4 + [""] * 4))
+    assert invariance.group_sizes_by_model(ds) == {"a": [4, 16], UNKNOWN_MODEL: [4, 16]}
+    real = ds.assign_coords(
+        learning_rate=("run", [0.01] * 8), momentum=("run", [0.0] * 8),
+        momentum_convention=("run", ["heavy_ball"] * 8), k_ref=("run", [1.0] * 8),
+    )
+    h1 = GRPODynamicsModel(invariance="by_group").build_model(real)
+    positions = invariance.offsets_by_model(h1, invariance.offset_value_names(h1))
+    assert set(positions) == set(invariance.group_sizes_by_model(real))
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+    )
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.summary.startswith(f"All LLMs jointly (a, {UNKNOWN_MODEL}): ")
+    assert "log_bf01_sd" in res.values["by_model"][UNKNOWN_MODEL]

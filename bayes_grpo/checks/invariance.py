@@ -64,9 +64,19 @@ OFFSET_MARKER: str = "group_offset"
 # ----------------------------------------------------------------------------- helpers
 
 
+def _model_names(runset: xr.Dataset) -> np.ndarray:
+    """Each run's LLM as the fit names it: runs without one are the LLM ``UNKNOWN_MODEL``."""
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+
+    # the fit labels their offsets "unknown-model|G=..."; keyed by "" here, such an LLM at two G
+    # got no per-LLM Bayes factor ("no Savage–Dickey density for its offsets") and read "(a, )"
+    return np.array([str(m) or UNKNOWN_MODEL for m in runset["model"].values], dtype=object)
+
+
 def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[int | float]]:
-    """``{model: sorted distinct known G}`` of a run set (an integral G as an int)."""
-    models = np.asarray(runset["model"].values, dtype=str)
+    """``{model: sorted distinct known G}`` of a run set (an integral G as an int); runs
+    without a model are the LLM ``UNKNOWN_MODEL``, as in the fit."""
+    models = _model_names(runset)
     gs = np.asarray(runset["group_size"].values, dtype=float)
     out: dict[str, list[int | float]] = {}
     for m in dict.fromkeys(models):
@@ -641,10 +651,7 @@ def invariance_check(
     """
     by_model = group_sizes_by_model(runset)
     if not any(len(v) >= 2 for v in by_model.values()):
-        from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
-
-        # runs of unknown G showed as "{'': []}"; name them and the LLM as the fit does
-        shown = {(m or UNKNOWN_MODEL): gs for m, gs in by_model.items()}
+        # runs of unknown G showed as "{'': []}"; name them (the LLM is named as the fit does)
         unknown = _runs_of_unknown_group_size(runset)
         note = (
             f" Group size unknown for {len(unknown)} run(s) ({', '.join(unknown[:5])}"
@@ -655,8 +662,8 @@ def invariance_check(
         return CheckResult(
             name="g_invariance",
             passed=None,
-            summary=f"Not assessable: no model was run at two or more group sizes ({shown}).{note}",
-            values={"group_sizes": shown, "runs_with_unknown_group_size": unknown},
+            summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).{note}",
+            values={"group_sizes": by_model, "runs_with_unknown_group_size": unknown},
         )
     table, fits = invariance_bayes_factor(
         runset,
@@ -982,7 +989,7 @@ def leave_one_g_out(
 
     from bayes_grpo.checks.ppc import run_predictive
 
-    models = np.asarray(runset["model"].values, dtype=str)
+    models = _model_names(runset)
     gs = np.asarray(runset["group_size"].values, dtype=float)
     rows, figures = [], {}
     for k, (model, g_fit, g_held) in enumerate(pairs):
