@@ -385,3 +385,12 @@ def test_an_llm_without_a_name_gets_its_own_bayes_factor_under_the_fits_name(mon
     res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
     assert res.summary.startswith(f"All LLMs jointly (a, {UNKNOWN_MODEL}): ")
     assert "log_bf01_sd" in res.values["by_model"][UNKNOWN_MODEL]
+
+
+@pytest.mark.parametrize("flag, value", [("--seed", "-1"), ("--smc-draws", "-5"), ("--smc-chains", "0")])
+def test_the_cli_refuses_a_setting_that_means_nothing_naming_its_flag(flag, value, capsys):
+    from bayes_grpo.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["invariance", "runs.nc", flag, value])
+    assert f"argument {flag}" in capsys.readouterr().err

@@ -55,13 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--smc-draws",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="SMC particles per chain for the optional third figure (default 0: no SMC)",
     )
     p.add_argument(
         "--smc-chains",
-        type=int,
+        type=positive_int,
         default=2,
         help="independent SMC chains (default 2; >= 2 for an error)",
     )
@@ -88,7 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "weight), kde (1-2 offsets only)"
         ),
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    # -1 was taken, then failed after the H0 model was built and compiled, as "marginal likelihood
+    # of H0 (...): Setting random_seed = -1 is not allowed"
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(p)
     add_json_flag(p)
     p.set_defaults(func=_run)
