@@ -127,6 +127,67 @@ def offset_draws(posterior: xr.Dataset, names: Sequence[str]) -> np.ndarray:
     return np.concatenate(parts, axis=-1)
 
 
+#: A common shift of an LLM's H1 offsets is reported when its posterior mean is this many
+#: posterior sds from 0 and at least SHARED_SHIFT_RATIO times the largest difference between
+#: the LLM's G groups (:func:`shared_offset_shifts`).
+SHARED_SHIFT_Z: float = 3.0
+SHARED_SHIFT_RATIO: float = 2.0
+
+
+def shared_offset_shifts(posterior: xr.Dataset) -> list[dict[str, Any]]:
+    """The ``H1`` offsets that move every G group of an LLM alike.
+
+    ``H1`` gives each (LLM, G) group its own offsets, the first G's included, so it can also
+    shift all of an LLM's groups together. Where ``H0`` has the matching freedom (plateau,
+    initial reward, the LLM's stiffness or frequency) such a shift is not identified and stays
+    near its prior; where it has not (the mechanistic damping, fixed by the learning rate,
+    momentum and ``K_ref`` through the law) the data can demand one: a misfit of the law that
+    every G shares (e.g. a momentum logged wrong) then counts as evidence against ``H0``,
+    which the Bayes factor reads as G-dependence.
+
+    Per offset variable (``group_offset_*`` deterministics, dim ``group`` labelled
+    ``"model|G=..."``) and LLM with at least 2 groups: the common shift (mean over its groups,
+    per draw) and the differences from it. Returned when the shift's posterior mean is at
+    least :data:`SHARED_SHIFT_Z` posterior sds from 0 and :data:`SHARED_SHIFT_RATIO` times the
+    largest mean difference: ``{"variable", "model", "shift", "shift_sd", "max_difference"}``.
+    """
+    out = []
+    for name, da in posterior.data_vars.items():
+        if OFFSET_MARKER not in str(name) or str(name).endswith("_z") or "group" not in da.dims:
+            continue
+        arr = da.transpose("chain", "draw", "group").values.reshape(-1, da.sizes["group"])
+        owners = np.array([str(g).rsplit("|G=", 1)[0] for g in da["group"].values], dtype=object)
+        for model in dict.fromkeys(owners):
+            cols = arr[:, owners == model]
+            if cols.shape[1] < 2:
+                continue
+            common = cols.mean(axis=1)
+            diff = np.abs((cols - common[:, None]).mean(axis=0)).max()
+            shift, sd = float(common.mean()), float(common.std(ddof=1))
+            if abs(shift) >= SHARED_SHIFT_Z * sd and abs(shift) >= SHARED_SHIFT_RATIO * diff:
+                out.append(
+                    {"variable": str(name), "model": str(model), "shift": shift, "shift_sd": sd, "max_difference": float(diff)}
+                )
+    return out
+
+
+def _shared_shift_text(shifts: list[dict[str, Any]]) -> str:
+    if not shifts:
+        return ""
+    listed = "; ".join(
+        f"{s['variable']} of {s['model']}: {s['shift']:+.3g} ± {s['shift_sd']:.2g} at every G "
+        f"(between G at most {s['max_difference']:.2g})"
+        for s in shifts
+    )
+    return (
+        f" Warning: H1's offsets move all G of an LLM alike ({listed}): H1 fits a misfit of the law "
+        "that every G shares and H0 cannot absorb (the mechanistic damping follows from the "
+        "learning rate, momentum and K_ref), so the Bayes factor weighs the law as well as "
+        "G-invariance: check the runs' momentum, its convention and K_ref, or test with "
+        "--parameterisation phenomenological."
+    )
+
+
 def _make_model(invariance: str, *, model_config, parameterisation, likelihood):
     from bayes_grpo.model import GRPODynamicsModel
 
@@ -766,6 +827,9 @@ def invariance_check(
             "the test as one group per LLM (G=?): on the shared trajectory under H0, with offsets "
             "of their own under H1; their noise is taken at their LLM's reference G."
         )
+    shifts = shared_offset_shifts(fits.h1[float(ref_scale)].posterior.idata.posterior)
+    values["shared_offset_shifts"] = shifts
+    summary += _shared_shift_text(shifts)
     n_div = int(ref["divergences_h0"]) + int(ref["divergences_h1"])
     if n_div:
         summary += f" Warning: {n_div} divergent NUTS transitions; the Bayes factors may be biased."
@@ -1078,6 +1142,7 @@ __all__ = [
     "invariance_bayes_factor",
     "invariance_verdict",
     "invariance_check",
+    "shared_offset_shifts",
     "alpha_summary",
     "stationary_variance_check",
     "leave_one_g_out",
