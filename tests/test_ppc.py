@@ -229,7 +229,7 @@ def test_residual_autocorrelation_of_one_wandering_llm_is_not_averaged_away_by_a
     # LLMs whose SGD runs wandered (lag-1 0.41-0.69) beside long, noisy Adam runs (about 0),
     # the pooled 0.23 stayed under the 0.3 warning, and `bayes-grpo invariance` called an
     # invariant run set "decisively G-dependent" with no word about the i.i.d. likelihood
-    from bayes_grpo.checks.invariance import AUTOCORRELATION_WARNING, residual_lag1_autocorrelation
+    from bayes_grpo.checks.invariance import autocorrelated_llms, residual_lag1_by_llm
     from bayes_grpo.runset.core import concat_runsets
 
     white = _runset(n_steps=400)
@@ -238,7 +238,22 @@ def test_residual_autocorrelation_of_one_wandering_llm_is_not_averaged_away_by_a
         run=[f"red-{r}" for r in red["run"].values], model=("run", ["red"] * red.sizes["run"])
     )
     both = concat_runsets([white, red])
-    assert residual_lag1_autocorrelation(_truth_posterior(both), both) > AUTOCORRELATION_WARNING
+    assert list(autocorrelated_llms(residual_lag1_by_llm(_truth_posterior(both), both))) == ["red"]
+
+
+def test_residual_autocorrelation_beyond_its_white_noise_band_is_flagged_though_under_0_3():
+    # invariance warned only above a fixed lag-1 r of 0.3: an invariant run set with r = 0.21
+    # (white-noise band 0.20) was called decisively G-dependent (log BF01 = -17) with no word,
+    # while `fit` warned on the same runs (README/notebook QA helper's run)
+    from bayes_grpo.checks.invariance import autocorrelated_llms, residual_lag1_by_llm
+
+    white, mild = _runset(n_steps=400), _runset(ar1=0.25, seed=3, n_steps=400)
+    (r, n), = residual_lag1_by_llm(_truth_posterior(mild), mild).values()
+    assert 0.1 < r < 0.3 and 1.96 / np.sqrt(n) < r
+    assert list(autocorrelated_llms(residual_lag1_by_llm(_truth_posterior(mild), mild))) == list(
+        residual_lag1_by_llm(_truth_posterior(mild), mild)
+    )
+    assert autocorrelated_llms(residual_lag1_by_llm(_truth_posterior(white), white)) == {}
 
 
 def test_group_sizes_read_as_integers_in_every_check_table_and_its_json(monkeypatch):
