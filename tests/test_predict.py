@@ -1005,3 +1005,23 @@ def test_the_remaining_gain_has_no_drop_at_the_last_step_and_puts_no_stop_step_t
     assert gain[-1] == pytest.approx((1.0 - rising[-1]) / 2.0)
     assert abs(gain[-1] - gain[-2]) < 0.01  # no jump at the horizon
     assert np.isnan(stop_step(steps, gain, 0.05))  # still 0.39 to gain: no stop within the horizon
+
+
+def test_a_stop_step_that_answers_nothing_asked_says_why():
+    # `--stop-threshold 5` on a 0-1 reward gave stop_step 0 without a word (the threshold exceeds
+    # the whole rise); a forecast of a run already on its plateau gave a stop step before the
+    # forecast's own last logged step, read as advice for the future
+    ds = predict_from_draws(_draws(np.full(40, 0.05)), steps=200, momentum=0.5, k_ref=2.0, stop_threshold=5.0)
+    assert ds.attrs["stop_step"] == 0.0
+    assert any("at least the whole expected remaining gain from step 0" in w for w in attr_warnings(ds))
+    assert not any("stop threshold" in w for w in attr_warnings(
+        predict_from_draws(_draws(np.full(40, 0.05)), steps=200, momentum=0.5, k_ref=2.0)))
+    from bayes_grpo.predict.forecast import forecast_run
+
+    rng = np.random.default_rng(3)
+    t = np.arange(0.0, 301.0)
+    y = single_exponential(t, 0.8, 0.2, 20.0) + 0.01 * rng.standard_normal(t.size)
+    fc = forecast_run(t, y, np.arange(0.0, 401.0), likelihood="iid", n_draws=300, rng=0)
+    assert fc.attrs["stop_step"] <= 300
+    notes = [w for w in attr_warnings(fc) if "at or before the last logged step 300" in w]
+    assert len(notes) == 1 and f"stop step {fc.attrs['stop_step']:g}" in notes[0]

@@ -141,6 +141,35 @@ def check_stop_threshold(threshold: float | None) -> float | None:
     return value
 
 
+def stop_step_notes(ds: xr.Dataset) -> list[str]:
+    """Warnings on a stop step that answers no question the user asked.
+
+    * the threshold is at least the expected remaining gain at the grid's first step (e.g.
+      ``--stop-threshold 5`` on a 0-1 reward): every step is "after which the gain stays
+      below", so the stop step is the first one, whatever the run does;
+    * a forecast's stop step at or before its last logged step (``attrs["upto_step"]``): by
+      the forecast the run has already gained what it will.
+    """
+    notes = []
+    stop = float(ds.attrs["stop_step"])
+    threshold = float(ds.attrs["stop_threshold"])
+    gain = ds["expected_remaining_gain"].values
+    first = float(ds[STEP_DIM].values[0])
+    if gain.size and threshold >= float(gain[0]):
+        notes.append(
+            f"the stop threshold {threshold:.3g} (reward units) is at least the whole expected "
+            f"remaining gain from step {first:g} ({float(gain[0]):.3g}): the stop step is the first "
+            "step whatever the run does; give a smaller gain (default: 1% of the rise)"
+        )
+    elif "upto_step" in ds.attrs and np.isfinite(stop) and stop <= float(ds.attrs["upto_step"]):
+        notes.append(
+            f"the stop step {stop:g} is at or before the last logged step {float(ds.attrs['upto_step']):g}: "
+            "by this forecast the expected remaining gain was already below the threshold there "
+            "(the run has gained what it will)"
+        )
+    return notes
+
+
 def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
     """First step after which the expected remaining gain stays below ``threshold`` (NaN if never)."""
     below = np.asarray(gain) < threshold
@@ -348,6 +377,9 @@ def summarise_draws(
     )
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
+    notes = stop_step_notes(ds)
+    if notes:
+        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), *notes])
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
