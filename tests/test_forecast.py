@@ -592,6 +592,20 @@ def _phenomenological_draws():
     )  # fmt: skip
 
 
+class _FittedTo:
+    """A stand-in phenomenological fit of ``fitted_runs`` (its runset), drawing
+    :func:`_phenomenological_draws`: what the forecast reads of a fit to say which steps it saw."""
+
+    parameterisation = "phenomenological"
+    model_config: dict = {}
+
+    def __init__(self, fitted_runs):
+        self.runset = fitted_runs
+
+    def coefficient_draws(self, **kwargs):
+        return _phenomenological_draws()
+
+
 def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
     # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc --calibrate` on 6 runs read fit.nc
     # 6 times (a prior for every backtested run) and printed its two warnings 6 times each
@@ -632,23 +646,11 @@ def test_a_posterior_prior_fitted_to_the_steps_a_forecast_is_scored_on_says_its_
 
     from bayes_grpo.predict.forecast import fitted_rewards_after, forecast_in_runset
 
-    draws = _phenomenological_draws()
     runset, steps = _coarse_runset(60.0, 1.0)
-
-    class Fitted:
-        parameterisation = "phenomenological"
-        model_config: dict = {}
-
-        def __init__(self, fitted_runs):
-            self.runset = fitted_runs
-
-        def coefficient_draws(self, **kwargs):
-            return draws
-
-    whole, prefix = Fitted(runset), Fitted(runset.where(runset["step"] <= 20))
+    whole, prefix = _FittedTo(runset), _FittedTo(runset.where(runset["step"] <= 20))
     assert fitted_rewards_after(whole, runset, "r0", 20) == 40
     assert fitted_rewards_after(prefix, runset, "r0", 20) == 0  # a fit of the run so far
-    assert fitted_rewards_after(Fitted(runset.sel(run=["r1", "r2"])), runset, "r0", 20) == 0
+    assert fitted_rewards_after(_FittedTo(runset.sel(run=["r1", "r2"])), runset, "r0", 20) == 0
     kw = dict(likelihood="iid", n_draws=100)
     told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=whole, **kw))
     assert any("fitted to 40 rewards of run 'r0' after step 20" in w and "in-sample" in w for w in told)
@@ -1237,22 +1239,10 @@ def test_a_calibration_from_a_posterior_fitted_to_the_backtested_steps_says_its_
     # and nothing said so (only the run's own in-sample backtest was named)
     from bayes_grpo.predict.forecast import forecast_in_runset
 
-    draws = _phenomenological_draws()
     runset, _ = _coarse_runset(60.0, 1.0)
-
-    class Fitted:
-        parameterisation = "phenomenological"
-        model_config: dict = {}
-
-        def __init__(self, fitted_runs):
-            self.runset = fitted_runs
-
-        def coefficient_draws(self, **kwargs):
-            return draws
-
     kw = dict(likelihood="iid", n_draws=100, calibrate=True)
-    told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=Fitted(runset.sel(run=["r0", "r2"])), **kw))
+    told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=_FittedTo(runset.sel(run=["r0", "r2"])), **kw))
     assert any("1 of the 2 calibration runs (r2)" in w and "band scale may come out too small" in w for w in told)
-    prefix_fit = Fitted(runset.where(runset["step"] <= 20))
+    prefix_fit = _FittedTo(runset.where(runset["step"] <= 20))
     told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=prefix_fit, **kw))
     assert not any("calibration runs" in w for w in told)

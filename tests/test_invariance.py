@@ -223,6 +223,16 @@ def test_the_cli_takes_the_hyperparameter_defaults_its_error_message_suggests():
     }
 
 
+@pytest.fixture
+def toy_invariance(monkeypatch):
+    """invariance_check with the exact toy model (ToyGroupBuilder) in place of the PyMC fit."""
+    monkeypatch.setattr(
+        invariance,
+        "_make_model",
+        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+    )
+
+
 def _two_llm_runset(seed: int = 0, n_steps: int = 10):
     """LLM "a" invariant, LLM "b" shifted by 2 at G=16, "c" only at G=8, "d" with unknown G."""
     rng = np.random.default_rng(seed)
@@ -275,14 +285,9 @@ def _exact_log_bf01_of_llm(ds, s, llm):
     return h0 - stats.multivariate_normal(np.zeros(y.size), base + s**2 * g_ind @ g_ind.T).logpdf(y)
 
 
-def test_with_several_llms_each_testable_llm_gets_its_own_bayes_factor_and_the_others_are_named(monkeypatch):
+def test_with_several_llms_each_testable_llm_gets_its_own_bayes_factor_and_the_others_are_named(toy_invariance):
     # two LLMs at G=4 and 16 (one invariant, one shifted), one at a single G, one with unknown G:
     # the verdict was one joint figure over all LLMs, with no word of which LLM depends on G
-    monkeypatch.setattr(
-        invariance,
-        "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
-    )
     ds = _two_llm_runset()
     res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=500, tune=300, random_seed=2)
     by_model = res.values["by_model"]
@@ -330,28 +335,18 @@ def test_one_chain_says_the_savage_dickey_error_is_missing_instead_of_nan():
     assert invariance._pm(0.123) == " ± 0.12" and "nan" not in invariance._pm(float("nan"))
 
 
-def test_a_kde_savage_dickey_on_more_than_two_offsets_is_refused_before_sampling(monkeypatch):
+def test_a_kde_savage_dickey_on_more_than_two_offsets_is_refused_before_sampling(toy_invariance, monkeypatch):
     # `invariance runs.nc --sd-method kde` ("kde (1-2 offsets only)" in --help) sampled H0 and
     # H1 and then took a KDE of 8 offsets (the mechanistic model's 4 per group) from 200 draws
-    monkeypatch.setattr(
-        invariance,
-        "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
-    )
     monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before refusing"))
     with pytest.raises(ValueError, match="'kde' estimates the density of 1 or 2 offsets; this H1 has 6"):
         invariance.invariance_bayes_factor(_two_llm_runset(), prior_scales=(1.0,), sd_method="kde")
 
 
-def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(monkeypatch):
+def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(toy_invariance):
     # an LLM at G=4 and 16 plus two runs of unknown G: the H1 fit gives those runs offsets of
     # their own ("a|G=?"), so they weigh in the Bayes factor, but the result listed G=[4, 16]
     # only and never said they were in the comparison
-    monkeypatch.setattr(
-        invariance,
-        "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
-    )
     ds = _two_llm_runset()
     ds = ds.isel(run=[0, 1, 2, 3, 10, 11]).assign_coords(model=("run", ["a"] * 6))
     res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
@@ -362,7 +357,7 @@ def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(monke
     assert "runs_with_unknown_group_size" not in both_known.values and "unknown G" not in both_known.summary
 
 
-def test_an_llm_without_a_name_gets_its_own_bayes_factor_under_the_fits_name(monkeypatch):
+def test_an_llm_without_a_name_gets_its_own_bayes_factor_under_the_fits_name(toy_invariance):
     # runs without a model beside LLM "a", both at G=4 and 16: the fit labels their offsets
     # "unknown-model|G=4", the check looked them up under "", so that LLM read "not assessable:
     # no Savage–Dickey density for its offsets" and the summary "All LLMs jointly (a, ): ..."
@@ -379,11 +374,6 @@ def test_an_llm_without_a_name_gets_its_own_bayes_factor_under_the_fits_name(mon
     h1 = GRPODynamicsModel(invariance="by_group").build_model(real)
     positions = invariance.offsets_by_model(h1, invariance.offset_value_names(h1))
     assert set(positions) == set(invariance.group_sizes_by_model(real))
-    monkeypatch.setattr(
-        invariance,
-        "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
-    )
     res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
     assert res.summary.startswith(f"All LLMs jointly (a, {UNKNOWN_MODEL}): ")
     assert "log_bf01_sd" in res.values["by_model"][UNKNOWN_MODEL]
