@@ -329,3 +329,18 @@ def test_a_run_set_without_any_trend_is_not_said_to_prefer_a_law(monkeypatch):
     assert "prefers" not in summary and summary.startswith("No run has a visible trend")
     rising = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1)
     assert rising.to_check_result().summary.startswith("Leave-future-out (last 30% of each run) prefers single_exp")
+
+
+def test_a_run_too_short_to_compare_is_left_out_and_named_not_the_whole_run_set(monkeypatch):
+    # `compare` refused a whole run set because one run had fewer than 8 rewards
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    ds = _runset(n_runs=3, n_steps=30)
+    ds["reward"].loc[{"run": "r1", "step": list(range(6, 30))}] = np.nan  # 6 rewards left
+    res = compare.compare_laws(ds, laws=["single_exp"], draws=20, chains=1)
+    assert sorted(res.per_run["run"]) == ["r0", "r2"]
+    assert "1 run(s) left out, with fewer than 8 finite rewards" in res.to_check_result().summary
+    assert ": r1." in res.to_check_result().summary
+    with pytest.raises(ValueError, match="fewer than 8"):  # nothing left: still an error
+        compare.compare_laws(ds.sel(run=["r1"]), laws=["single_exp"], draws=20, chains=1)

@@ -83,11 +83,15 @@ class RunData:
         return len(self.run_ids)
 
 
+#: Fewest finite rewards a run needs to be compared (fitted, and its last 30% held out).
+MIN_COMPARE_POINTS: int = 8
+
+
 def prepare_runs(
     ds: xr.Dataset,
     *,
     upto_fraction: float | None = None,
-    min_points: int = 8,
+    min_points: int = MIN_COMPARE_POINTS,
     hyperparameter_defaults: Mapping[str, Any] | None = None,
 ) -> RunData:
     """Flatten a run set's rewards; ``upto_fraction`` keeps only the first part of each run.
@@ -486,7 +490,8 @@ def compare_laws(
     Parameters
     ----------
     runset
-        Run set; runs with fewer than 8 rewards raise.
+        Run set; runs with fewer than :data:`MIN_COMPARE_POINTS` finite rewards are left out
+        with a note (all of them: ValueError).
     laws
         Subset of :data:`LAWS`; ``oscillator_mechanistic`` is skipped with a note when
         momentum or k_ref is unknown for some run.
@@ -505,6 +510,11 @@ def compare_laws(
     # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
     laws = list(dict.fromkeys(laws))
 
+    # a run too short to fit and to hold 30% of out is left out, named, not the whole run set
+    counts = np.isfinite(runset[REWARD_VAR].values.astype(float)).sum(axis=1)
+    short = [str(r) for r, c in zip(runset[RUN_DIM].values, counts) if c < MIN_COMPARE_POINTS]
+    if short and len(short) < runset.sizes[RUN_DIM]:
+        runset = runset.sel({RUN_DIM: [r for r in runset[RUN_DIM].values if str(r) not in short]})
     data = prepare_runs(runset, hyperparameter_defaults=hyperparameter_defaults)
     train = prepare_runs(
         runset,
@@ -515,6 +525,12 @@ def compare_laws(
     # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
     # (R^2 ~ 0 for all four), a constant run has nothing to tell them apart
     notes: list[str] = [f"{n}." for n in shape_notes(data.run_ids, data.steps, data.reward)]
+    if short:
+        notes.insert(
+            0,
+            f"{len(short)} run(s) left out, with fewer than {MIN_COMPARE_POINTS} finite rewards (too "
+            f"few to fit and to hold the last {lfo_fraction:.0%} out): {', '.join(short)}.",
+        )
     scale_note = rmse_scale_note(data.run_ids, data.reward)
     if scale_note:
         notes.append(scale_note)
