@@ -179,6 +179,27 @@ def test_runner_metadata_beside_trainer_state_fills_every_coordinate(tmp_path):
             assert coords[name] == meta[name], name
 
 
+def test_a_manifest_that_renames_the_model_does_not_keep_another_models_size(tmp_path):
+    # a manifest's model over a run folder whose runner metadata names another model kept that
+    # model's size: the curvature regression read tiny-gpt2's 100000 parameters as Qwen's
+    run_dir = tmp_path / "run"
+    _write_state(run_dir)
+    (run_dir / "bayes_grpo_run.json").write_text(json.dumps({"model": "tiny-gpt2", "model_size": 100000, "group_size": 4}))
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("path,run,model\nrun,A,Qwen/Qwen2.5-0.5B\n")
+    ds = load_runs([], manifest=manifest)
+    c = run_coords(ds, "A")
+    assert c["model"] == "Qwen/Qwen2.5-0.5B" and not np.isfinite(float(c["model_size"]))
+    assert c["group_size"] == 4  # the rest of the metadata still counts
+    assert any("model_size" in w and "for model 'tiny-gpt2'" in w and "left unknown" in w for w in runset_warnings(ds)["A"])
+    # the size given with the model is kept
+    manifest.write_text("path,run,model,model_size\nrun,A,Qwen/Qwen2.5-0.5B,494000000\n")
+    assert run_coords(load_runs([], manifest=manifest), "A")["model_size"] == 494000000
+    # and the metadata's own size, where nothing renames its model
+    alone = load_runs([run_dir])
+    assert run_coords(alone, str(alone.run.values[0]))["model_size"] == 100000
+
+
 def test_training_args_json_and_model_config_beside_the_log(tmp_path):
     run_dir = tmp_path / "runx"
     _write_state(run_dir / "checkpoint-12")

@@ -757,6 +757,20 @@ def _merge_hyperparameters(
                     f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives "
                     f"{value!r}; using {values[coord]!r}"
                 )
+    size_source = why.get("model_size")
+    if size_source is not None and "model" in values:
+        # a size is of the model its source names: a manifest's `model: Qwen/Qwen2.5-0.5B` over
+        # a run folder whose bayes_grpo_run.json says tiny-gpt2 kept tiny-gpt2's 103552 as the
+        # Qwen model's size, for the curvature-scaling regression to read
+        for _kind, vals, srcs in (*explicit, *derived):
+            if srcs.get("model_size") == size_source and "model" in vals and not _same(vals["model"], values["model"]):
+                warn.append(
+                    f"model_size: {size_source} gives {values['model_size']!r} for model {vals['model']!r}, "
+                    f"not for {values['model']!r} ({why['model']}); left unknown (give model_size with the model)"
+                )
+                values.pop("model_size")
+                why.pop("model_size")
+                break
     conv = values.get("momentum_convention")
     if conv is not None and conv not in MOMENTUM_CONVENTIONS:
         warn.append(
