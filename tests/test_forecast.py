@@ -1246,3 +1246,17 @@ def test_a_calibration_from_a_posterior_fitted_to_the_backtested_steps_says_its_
     prefix_fit = _FittedTo(runset.where(runset["step"] <= 20))
     told = attr_warnings(forecast_in_runset(runset, "r0", 20, posterior=prefix_fit, **kw))
     assert not any("calibration runs" in w for w in told)
+
+
+def test_a_phenomenological_prior_for_a_run_at_another_setting_says_it_carries_the_dynamics_over_unchanged():
+    # its zeta and w0 are the fitted runs' own (no learning rate in the form): a run at 4x their
+    # learning rate was forecast with their slow rise and nothing said so (forecast QA helper)
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    runset, _ = _coarse_runset(60.0, 1.0)
+    runset = runset.assign_coords(learning_rate=("run", [4e-3, 1e-3, 1e-3]), k_ref=("run", [1.0, 1.0, 1.0]))
+    fit_of_others = _FittedTo(runset.sel(run=["r1", "r2"]))
+    note = forecast_in_runset(runset, "r0", 20, posterior=fit_of_others, likelihood="iid", n_draws=100).attrs["prior_note"]
+    assert "this run's learning_rate 0.004 (fitted runs: 0.001)" in note and "carries their dynamics over unchanged" in note
+    same = forecast_in_runset(runset, "r1", 20, posterior=fit_of_others, likelihood="iid", n_draws=100)
+    assert "carries their dynamics" not in same.attrs.get("prior_note", "")

@@ -55,6 +55,7 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -726,6 +727,39 @@ def _laplace_fit_cached(
     return _LAPLACE_CACHE[key]
 
 
+def phenomenological_setting_note(posterior: Any, coords: Mapping[str, Any], llm: str | None) -> str:
+    """A note when a run's learning rate, momentum or ``K_ref`` is none of those of the runs a
+    phenomenological fit learnt its LLM's damping ratio and frequency from ("" otherwise).
+
+    That form has no learning rate in it: its ``zeta`` and ``w0`` are the fitted runs' own, so
+    as a prior for a run at another setting it carries their dynamics over unchanged (a run at
+    twice the learning rate is expected to rise as slowly as they did); the mechanistic form
+    carries them to the run's setting.
+    """
+    fitted = getattr(posterior, "runset", None)
+    if fitted is None or RUN_DIM not in getattr(fitted, "dims", {}):
+        return ""
+    models = np.asarray(fitted["model"].values, dtype=str) if "model" in fitted.coords else None
+    mine = (models == str(llm)) if models is not None and llm is not None and (models == str(llm)).any() else None
+    differ = []
+    for coord in ("learning_rate", "momentum", "k_ref"):
+        if coord not in fitted.coords:
+            continue
+        value = float(coords.get(coord, np.nan))
+        seen = np.asarray(fitted[coord].values, dtype=float)
+        seen = seen[mine] if mine is not None else seen
+        seen = np.unique(seen[np.isfinite(seen)])
+        if np.isfinite(value) and seen.size and not np.isclose(seen, value, rtol=1e-6, atol=0.0).any():
+            differ.append(f"{coord} {value:g} (fitted runs: {', '.join(f'{v:g}' for v in seen[:5])})")
+    if not differ:
+        return ""
+    return (
+        f"this run's {'; '.join(differ)}: the phenomenological fit's damping ratio and frequency are "
+        "its fitted runs' own, and it carries their dynamics over unchanged to another setting "
+        "(a mechanistic fit carries them to this run's)"
+    )
+
+
 def population_prior_for_run(
     runset: xr.Dataset,
     run_id: str,
@@ -790,6 +824,9 @@ def population_prior_for_run(
                 f"LLM {llm!r} is not in the fit (its LLMs: {fitted_llms}): the prior's dynamics are "
                 "the fit's population level at this run's hyperparameters"
             )
+        if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
+            unseen = phenomenological_setting_note(posterior, coords, llm)
+            note = "; ".join(n for n in (note, unseen) if n)
         try:
             prior = prior_from_posterior(
                 posterior,
@@ -2220,6 +2257,7 @@ __all__ = [
     "prior_from_posterior",
     "prior_from_runs",
     "prior_conflict_note",
+    "phenomenological_setting_note",
     "population_prior_for_run",
     "retime_settings",
     "required_band_scale",
