@@ -97,6 +97,10 @@ RUN_PRIOR_LOG_SIGMA_SD: float = 0.5
 #: Kernel centres and rounds of the adaptive importance sampling used when k > 0.7.
 ADAPT_CENTRES: int = 64
 ADAPT_ROUNDS: int = 3
+#: Steps of the random-walk Metropolis ensemble that refines draws importance sampling could not
+#: weight reliably (k > PARETO_K_WARN after the adaptive rounds), and the ensemble's size.
+MCMC_STEPS: int = 300
+MCMC_WALKERS: int = 1000
 #: Degrees of freedom of the Student-t proposal.
 PROPOSAL_DF: float = 4.0
 #: Prior sd floor on each coordinate of u (keeps a too-confident population prior usable).
@@ -1725,16 +1729,69 @@ def _resample(
     weights = np.exp(lw - np.max(lw))
     weights /= weights.sum()
     ess = float(1.0 / np.sum(weights**2))
+    if k > PARETO_K_WARN and adapt:
+        # the weights rest on a handful of draws (a posterior concentrated far from Gaussian, e.g.
+        # a long prefix under the state-space likelihood: k rose from 0.5 at 10 steps to 2.1 at
+        # 120 on a simulated run): let a Metropolis ensemble started from them walk to the posterior
+        refined = _metropolis_ensemble(log_post_rows, cand, weights, rng)
+        if refined is not None:
+            walkers, acceptance = refined
+            draws = walkers[rng.choice(walkers.shape[0], size=n_draws, replace=walkers.shape[0] < n_draws)]
+            return draws, float("nan"), float(walkers.shape[0]), f"{method}+metropolis_{MCMC_STEPS} (acceptance {acceptance:.2f})"
     if k > PARETO_K_WARN:
         notes.append(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
             "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
             f"bands, the regime and its probability rest on about {max(ess, 1.0):.0f} distinct "
-            "draws: do not read a regime probability near 1 as certainty; forecast from a "
-            "longer prefix, or check the bands with --calibrate"
+            "draws (the Metropolis refinement did not move: acceptance below 5%): do not read a "
+            "regime probability near 1 as certainty; check the bands with --calibrate"
         )
     draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
     return draws, k, ess, method
+
+
+def _metropolis_ensemble(
+    log_target, draws: np.ndarray, weights: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, float] | None:
+    """:data:`MCMC_WALKERS` random-walk Metropolis chains run :data:`MCMC_STEPS` steps from the
+    weighted draws; returns ``(final states, mean acceptance)``, or None when it cannot start
+    or its acceptance falls below 5% (the caller then keeps the importance weights, flagged).
+
+    Each walker starts at a draw resampled by weight and moves with a Gaussian step of the
+    weighted draws' covariance times ``2.38^2 / d`` (the optimal random-walk scale), shrunk by
+    half whenever fewer than 15% of the moves of the last 20 steps were accepted. The final
+    states are the draws: after hundreds of steps each walker has forgotten its start.
+    """
+    dim = draws.shape[1]
+    mean = weights @ draws
+    dev = draws - mean
+    cov = (dev * weights[:, None]).T @ dev + 1e-12 * np.eye(dim)
+    try:
+        chol = np.linalg.cholesky(cov * 2.38**2 / dim)
+    except np.linalg.LinAlgError:
+        return None
+    x = draws[rng.choice(draws.shape[0], size=MCMC_WALKERS, p=weights)]
+    with np.errstate(all="ignore"):
+        lp = log_target(x)
+    if not np.isfinite(lp).any():
+        return None
+    accepted, recent, scale = 0, 0, 1.0
+    for step in range(1, MCMC_STEPS + 1):
+        prop = x + scale * (rng.standard_normal(x.shape) @ chol.T)
+        with np.errstate(all="ignore"):
+            lp_prop = log_target(prop)
+        take = np.log(rng.random(MCMC_WALKERS)) < np.where(np.isfinite(lp_prop), lp_prop - lp, -np.inf)
+        x[take], lp[take] = prop[take], lp_prop[take]
+        accepted += int(take.sum())
+        recent += int(take.sum())
+        if step % 20 == 0:
+            if recent < 0.15 * 20 * MCMC_WALKERS and step <= MCMC_STEPS // 2:
+                scale *= 0.5
+            recent = 0
+    acceptance = accepted / (MCMC_STEPS * MCMC_WALKERS)
+    if acceptance < 0.05 or not np.isfinite(lp).all():
+        return None
+    return x, acceptance
 
 
 def _adaptive_is(
