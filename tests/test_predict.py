@@ -1025,3 +1025,27 @@ def test_a_stop_step_that_answers_nothing_asked_says_why():
     assert fc.attrs["stop_step"] <= 300
     notes = [w for w in attr_warnings(fc) if "at or before the last logged step 300" in w]
     assert len(notes) == 1 and f"stop step {fc.attrs['stop_step']:g}" in notes[0]
+
+
+def test_a_new_llm_from_a_fit_of_one_llm_carries_the_prior_spread_of_the_curvature_between_llms():
+    # `predict models/bandit.nc --model newllm` gave the fitted LLM's own curvature, as if every
+    # LLM had it: a 90% band of the progress at step 150 of [0.975, 1.025] and log a spread 0.02
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=60, discrepancy=False)
+    own = predict_run(path, **setting)
+    new = predict_run(path, model="newllm", **setting)
+    sd_own = float(np.std(np.log(own["param_a"].values)))
+    sd_new = float(np.std(np.log(new["param_a"].values)))
+    assert sd_own < 0.1
+    # HalfNormal(1) spread times N(0, 1): sd 1 on log K (0.8 to 1.2 over 2000 draws)
+    assert 0.8 < sd_new < 1.2
+    assert abs(float(np.median(np.log(new["param_a"].values))) - float(np.median(np.log(own["param_a"].values)))) < 0.15
+    assert new.attrs["units"].startswith("normalised progress")
+    notes = attr_warnings(new)
+    assert any("the fit has one LLM" in n and "half-normal, scale 1" in n for n in notes)
+    assert not any("the fit has one LLM" in n for n in attr_warnings(own))
+    # seeded: the same call gives the same draws
+    again = predict_run(path, model="newllm", **setting)
+    np.testing.assert_array_equal(again["param_a"].values, new["param_a"].values)

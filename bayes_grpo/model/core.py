@@ -654,6 +654,7 @@ class GRPODynamicsModel:
                 raise ValueError(f"{name} must be a positive number, got {float(value):g}")
         rng = np.random.default_rng(random_seed)
         shape = (post.sizes["chain"], post.sizes["draw"])
+        between_prior = None  # a new LLM of a one-LLM fit: the prior scale of the spread of log K
         known = model is not None and model in data.models
         if model is None and data.n_models == 1:
             model, known = data.models[0], True
@@ -677,7 +678,17 @@ class GRPODynamicsModel:
             else:
                 log_k = post["log_stiffness_mean"].values.copy()
                 if "log_stiffness_sd" in post:
-                    log_k = log_k + post["log_stiffness_sd"].values * rng.normal(size=shape)
+                    between_sd = post["log_stiffness_sd"].values
+                else:
+                    # a fit of one LLM has no spread of log K between LLMs (its population mean
+                    # is that LLM's log K): a new LLM got exactly the fitted LLM's curvature, with
+                    # its narrow band. Draw the spread from its prior, as the model has it.
+                    from bayes_grpo.model.builder import prior_centres
+
+                    spread = prior_centres(data, self.model_config, self.parameterisation)["log_k_spread"]
+                    between_prior = max(float(self.model_config["log_stiffness"]["between_models_sigma"]), 2.0 * float(spread))
+                    between_sd = np.abs(between_prior * rng.normal(size=shape))
+                log_k = log_k + between_sd * rng.normal(size=shape)
                 if "size_exponent" in post:
                     if model_size is None or not np.isfinite(model_size):
                         which = f"model {model!r} is not in the fit (its LLMs: {data.models}); " if model is not None else ""
@@ -754,6 +765,8 @@ class GRPODynamicsModel:
             coords=coords,
         )
         out.attrs.update({"model": model or "", "parameterisation": self.parameterisation, "new_model": str(not known)})
+        if between_prior is not None:
+            out.attrs["between_models_sd_prior"] = between_prior  # HalfNormal scale of the spread drawn
         if self.invariance == "by_group" and known and group_pos is None:
             out.attrs["new_group"] = glabel  # its offsets drawn from their prior, above
         return out

@@ -844,6 +844,15 @@ def predict_run(
             f"model {model!r} is not in the fit (its LLMs: {fitted_models}): predicted as a new "
             "LLM from the population level, in normalised progress (R - R0)/(p* - R0)",
         )
+    if new_llm and "between_models_sd_prior" in draws.attrs:
+        # `predict models/bandit.nc --model newllm` gave the fitted LLM's own curvature: a 90%
+        # band of the progress at step 150 of [0.975, 1.025], as if every LLM rose alike
+        warnings_.append(
+            "the fit has one LLM, so how much the curvature K varies between LLMs is not "
+            "identified: a new LLM's log K is the fitted LLM's plus a spread drawn from its "
+            f"prior (half-normal, scale {float(draws.attrs['between_models_sd_prior']):g}), "
+            "which sets the width of the bands"
+        )
     if model_size is not None:
         if not new_llm:
             why = f"the prediction is for {draws.attrs.get('model')!r}, an LLM of the fit"
