@@ -1049,3 +1049,22 @@ def test_a_new_llm_from_a_fit_of_one_llm_carries_the_prior_spread_of_the_curvatu
     # seeded: the same call gives the same draws
     again = predict_run(path, model="newllm", **setting)
     np.testing.assert_array_equal(again["param_a"].values, new["param_a"].values)
+
+
+def test_a_new_llms_prediction_says_its_logged_reward_band_has_no_noise_and_plots_its_units():
+    # a new LLM's noise scale is unknown like its reward scale: its "logged reward" band was the
+    # mean's at every G without a word, G = 64 was said to carry the fitted runs' noise, and the
+    # plot's axis read "reward" for a normalised progress
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, steps=40, discrepancy=False, model="newllm")
+    small, large = (predict_run(path, group_size=g, **setting) for g in (2, 64))
+    np.testing.assert_array_equal(small["obs_hdi"].values, large["obs_hdi"].values)
+    np.testing.assert_array_equal(small["obs_hdi"].values, small["mean_hdi"].values)
+    notes = attr_warnings(large)
+    assert "the band of the logged reward has no noise in it" in notes[0]
+    assert not any("group size G = 64" in n for n in notes)
+    assert plot_prediction(large).axes[0].get_ylabel() == "normalised progress (R - R0)/(p* - R0)"
+    own = predict_run(path, group_size=8, **{**setting, "model": None})
+    assert plot_prediction(own).axes[0].get_ylabel() == "reward"

@@ -817,7 +817,7 @@ def predict_run(
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
         train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
         model_size=model_size if size_used else None,
-        group_size=group_size,
+        group_size=None if new_llm else group_size,  # a new LLM's band has no noise to carry
         momentum_convention=momentum_convention,
     )
     if fitted_runs is not None:
@@ -837,12 +837,18 @@ def predict_run(
             "offsets of the trajectory from the LLM's are drawn from their prior, so the bands carry "
             "the prior's spread between group sizes, not an interpolation",
         )
-    if new_llm and model is not None:
+    if new_llm:
         fitted_models = [str(m) for m in getattr(getattr(fitted, "data", None), "models", [])]
+        # the noise scale D of a new LLM is unknown like its reward scale: `predict ... --model
+        # newllm --group-size 2` and `--group-size 64` gave the same "logged reward" band, the
+        # mean's, and said nothing of it
         warnings_.insert(
             0,
-            f"model {model!r} is not in the fit (its LLMs: {fitted_models}): predicted as a new "
-            "LLM from the population level, in normalised progress (R - R0)/(p* - R0)",
+            (f"model {model!r} is not in the fit" if model is not None else "no --model given")
+            + f" (its LLMs: {fitted_models}): predicted as a new LLM from the population level, "
+            "in normalised progress (R - R0)/(p* - R0); its noise scale is unknown too, so the "
+            "band of the logged reward has no noise in it (it is the band of the mean trajectory) "
+            "and the group size does not enter",
         )
     if new_llm and "between_models_sd_prior" in draws.attrs:
         # `predict models/bandit.nc --model newllm` gave the fitted LLM's own curvature: a 90%
@@ -1046,7 +1052,9 @@ def plot_prediction(
     if np.isfinite(upto):
         ax.axvline(upto, color="grey", ls="--", lw=0.8, label=f"forecast from step {upto:.0f}")
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("reward")
+    # a new LLM's prediction is in normalised progress (attrs["units"]), not in reward
+    units = str(ds.attrs.get("units", "reward"))
+    ax.set_ylabel("normalised progress (R - R0)/(p* - R0)" if units.startswith("normalised") else "reward")
     ax.set_title(
         title
         or f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
