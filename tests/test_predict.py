@@ -1068,3 +1068,17 @@ def test_a_new_llms_prediction_says_its_logged_reward_band_has_no_noise_and_plot
     assert plot_prediction(large).axes[0].get_ylabel() == "normalised progress (R - R0)/(p* - R0)"
     own = predict_run(path, group_size=8, **{**setting, "model": None})
     assert plot_prediction(own).axes[0].get_ylabel() == "reward"
+
+
+def test_a_stop_threshold_for_a_new_llm_is_said_to_be_read_as_a_share_of_the_rise():
+    # --stop-threshold is in reward units; a new LLM's prediction has none, and 0.05 was read as
+    # 5% of the rise without a word
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=40, discrepancy=False)
+    new = predict_run(path, model="newllm", stop_threshold=0.05, **setting)
+    assert new.attrs["stop_threshold"] == 0.05
+    assert any("stop threshold 0.05 is read in this prediction's units, normalised progress" in n for n in attr_warnings(new))
+    for quiet in (predict_run(path, model="newllm", **setting), predict_run(path, stop_threshold=0.05, **setting)):
+        assert not any("is read in this prediction's units" in n for n in attr_warnings(quiet))

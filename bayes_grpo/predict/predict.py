@@ -952,6 +952,13 @@ def predict_run(
     )
     if beyond is not None:
         ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), beyond])
+    if stop_threshold is not None and str(ds.attrs.get("units", "")).startswith("normalised"):
+        # `--stop-threshold 0.05` (documented in reward units) of a new LLM was read as 5% of
+        # its rise, without a word
+        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), (
+            f"the stop threshold {float(stop_threshold):g} is read in this prediction's units, "
+            "normalised progress (a share of the rise p* - R0), not in reward units: a new LLM's "
+            "reward scale is unknown")])
     return ds
 
 
