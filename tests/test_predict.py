@@ -1082,3 +1082,17 @@ def test_a_stop_threshold_for_a_new_llm_is_said_to_be_read_as_a_share_of_the_ris
     assert any("stop threshold 0.05 is read in this prediction's units, normalised progress" in n for n in attr_warnings(new))
     for quiet in (predict_run(path, model="newllm", **setting), predict_run(path, stop_threshold=0.05, **setting)):
         assert not any("is read in this prediction's units" in n for n in attr_warnings(quiet))
+
+
+def test_an_empty_model_name_is_refused_not_predicted_as_a_new_llm(capsys):
+    # `predict ... --model "$LLM"` with LLM unset predicted a new LLM named '' in normalised progress
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    args = ["predict", path, "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "20"]
+    for empty in ("", "  "):
+        assert main([*args, "--model", empty]) == 2
+        err = capsys.readouterr().err
+        assert "model is an empty name" in err and "Traceback" not in err

@@ -785,6 +785,12 @@ def predict_run(
             f"group_size must be a whole number of completions per prompt >= 2 (GRPO compares "
             f"each completion with the rest of its group), got {g:g}"
         )
+    if model is not None and not str(model).strip():
+        # `--model "$LLM"` with LLM unset predicted a new LLM named '' (normalised progress)
+        raise ValueError(
+            "model is an empty name: give an LLM of the fit, a new LLM's name, or leave it out "
+            "(the fit's LLM when it has only one)"
+        )
     fitted = _load_model(posterior)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
