@@ -1096,3 +1096,17 @@ def test_an_empty_model_name_is_refused_not_predicted_as_a_new_llm(capsys):
         assert main([*args, "--model", empty]) == 2
         err = capsys.readouterr().err
         assert "model is an empty name" in err and "Traceback" not in err
+
+
+def test_the_seed_reaches_every_random_draw_of_a_prediction():
+    # --seed moved only the noise: the new run's R0 offsets and a new LLM's curvature were drawn
+    # with seed 0 whatever it was, so the band of the mean was the same at every seed
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=20, discrepancy=False)
+    for model, var in ((None, "param_initial_reward"), ("newllm", "param_a")):
+        first, other, again = (predict_run(path, model=model, seed=s, **setting) for s in (0, 1, 0))
+        assert not np.array_equal(first[var].values, other[var].values)
+        assert not np.array_equal(first["mean_hdi"].values, other["mean_hdi"].values)
+        np.testing.assert_array_equal(first["mean_hdi"].values, again["mean_hdi"].values)

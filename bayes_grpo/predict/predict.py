@@ -760,7 +760,8 @@ def predict_run(
     stop_threshold
         Expected remaining gain (reward units) below which to stop; default 1% of the rise.
     seed
-        Seed of the observation-noise draws.
+        Seed of every random draw: the new run's initial-reward offset and a new LLM's curvature
+        (:meth:`GRPODynamicsModel.coefficient_draws`), the law-discrepancy and noise draws.
     lr_schedule, lr_schedule_label
         Optional learning-rate schedule: the multiplier ``lr[n] / learning_rate`` of each
         update ``n = 0 .. T - 1`` (:func:`bayes_grpo.dynamics.schedule.lr_multipliers`), and
@@ -808,6 +809,9 @@ def predict_run(
         group_size=group_size,
         model=model,
         model_size=model_size,
+        # the new run's R0 offset and a new LLM's curvature are random too: `--seed 1` gave the
+        # same band of the mean as `--seed 0`, only the noise moved
+        random_seed=seed,
     )
     parameterisation = draws_parameterisation(draws)
     mechanistic = parameterisation == "mechanistic"
