@@ -1110,3 +1110,16 @@ def test_the_seed_reaches_every_random_draw_of_a_prediction():
         assert not np.array_equal(first[var].values, other[var].values)
         assert not np.array_equal(first["mean_hdi"].values, other["mean_hdi"].values)
         np.testing.assert_array_equal(first["mean_hdi"].values, again["mean_hdi"].values)
+
+
+def test_a_new_llms_name_close_to_a_fitted_one_is_asked_about():
+    # `--model Softmax-Bandit` of a fit of 'softmax-bandit' gave a normalised-progress prediction
+    # of a new LLM; the warning listed the LLMs but did not point at the near miss
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=20, discrepancy=False)
+    for typo in ("Softmax-Bandit", "softmax bandit", "SOFTMAX-BANDIT"):
+        note = attr_warnings(predict_run(path, model=typo, **setting))[0]
+        assert f"model {typo!r} is not in the fit (its LLMs: ['softmax-bandit']); did you mean 'softmax-bandit'?" in note
+    assert "did you mean" not in attr_warnings(predict_run(path, model="qwen", **setting))[0]

@@ -852,10 +852,18 @@ def predict_run(
         # the noise scale D of a new LLM is unknown like its reward scale: `predict ... --model
         # newllm --group-size 2` and `--group-size 64` gave the same "logged reward" band, the
         # mean's, and said nothing of it
+        # `--model llm-1.5B` of a fit of 'llm 1.5B' (or another case) became a new LLM
+        import difflib
+
+        near = difflib.get_close_matches(str(model), fitted_models, n=1, cutoff=0.8) if model is not None else []
+        if model is not None and not near:
+            near = [m for m in fitted_models if m.lower() == str(model).lower()]
         warnings_.insert(
             0,
             (f"model {model!r} is not in the fit" if model is not None else "no --model given")
-            + f" (its LLMs: {fitted_models}): predicted as a new LLM from the population level, "
+            + f" (its LLMs: {fitted_models})"
+            + (f"; did you mean {near[0]!r}?" if near else "")
+            + ": predicted as a new LLM from the population level, "
             "in normalised progress (R - R0)/(p* - R0); its noise scale is unknown too, so the "
             "band of the logged reward has no noise in it (it is the band of the mean trajectory) "
             "and the group size does not enter",
