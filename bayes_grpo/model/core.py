@@ -14,6 +14,7 @@ from those without refitting and refuses a file whose hash or version does not m
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -202,7 +203,12 @@ class GRPODynamicsModel:
         (``damping_shape_information``) is one, so there the prior is drawn
         :data:`PRIOR_OVERSAMPLE` times over and ``samples`` draws are resampled with weights
         ``exp(shape information)``: the draws are then from the prior the fit uses.
+
+        On a fitted model the draws come from an unfitted copy of it (same configs and
+        settings): the fit's run set, data and PyMC model stay those of the fit.
         """
+        if self.idata is not None:
+            return self._unfitted_copy().sample_prior_predictive(runset, samples=samples, random_seed=random_seed)
         import pymc as pm
 
         model = self.build_model(runset)
@@ -240,7 +246,10 @@ class GRPODynamicsModel:
         central 99% prior predictive interval, and reports the band width relative to the
         run's reward range for the central 90% band (priors should be wide but not absurd;
         the outer tails contain unstable gains, which the prior deliberately allows).
+        On a fitted model it checks an unfitted copy (the fit is left as it is).
         """
+        if self.idata is not None:
+            return self._unfitted_copy().prior_predictive_check(runset, samples=samples, random_seed=random_seed)
         prior = self.sample_prior_predictive(runset, samples=samples, random_seed=random_seed).prior
         data = self.data
         assert data is not None
@@ -266,6 +275,14 @@ class GRPODynamicsModel:
             f"median 90% band width {table['band_width_over_range'].median():.1f}x the run's reward range."
         )
         return CheckResult("prior_predictive", passed, summary, table=table, values={"min_coverage": float(table["coverage_99"].min())})
+
+    def _unfitted_copy(self) -> GRPODynamicsModel:
+        """A model of the same configs and settings with nothing built or fitted: building
+        one for another run set (a prior predictive check) must not replace the run set, data
+        and PyMC model that this fit's posterior belongs to."""
+        return type(self)(
+            model_config=copy.deepcopy(self.model_config), sampler_config=copy.deepcopy(self.sampler_config), **self.settings
+        )
 
     # ------------------------------------------------------------------ fit
     def fit(
