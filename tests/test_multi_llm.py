@@ -54,6 +54,26 @@ def test_one_llm_name_with_two_model_sizes_is_an_error_naming_the_runs():
     assert data.log_size[data.models.index("Qwen/Qwen2.5-0.5B")] == pytest.approx(np.log(0.5e9))
 
 
+@pytest.mark.parametrize(
+    ("coord", "value"),
+    [("learning_rate", np.inf), ("momentum", -np.inf), ("k_ref", np.inf), ("group_size", np.inf), ("model_size", 0.0), ("model_size", -2.0), ("model_size", np.inf)],
+)
+def test_an_infinite_or_non_positive_setting_given_for_a_run_is_refused_not_read_as_unknown(coord, value):
+    # an infinite learning_rate was "unknown" and the --default replaced it silently; an infinite
+    # G was fitted at the reference G with a note that it was unknown; a model_size of 0, -2 or
+    # inf left the LLM out of the curvature regression, with a note that its size was unknown
+    ds = _runset()
+    values = np.asarray(ds[coord].values, dtype=float).copy()
+    values[0] = value
+    ds = ds.assign_coords({coord: ("run", values)})
+    run = str(ds["run"].values[0])
+    defaults = {coord: 0.5} if coord != "model_size" else {}
+    config = DEFAULT_MODEL_CONFIG | {"hyperparameter_defaults": defaults}
+    with pytest.raises(RunSetError, match=f"invalid {coord} for runs") as err:
+        prepare_data(ds, config, "mechanistic")
+    assert f"{run} ({value:g})" in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def size_fit(tmp_path_factory):
     """A mechanistic fit of three LLMs of known size (the curvature regression is on)."""

@@ -96,7 +96,12 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
         missing = out == ""
     else:
         out = np.asarray(values, dtype=float).copy()
-        missing = ~np.isfinite(out)
+        infinite = np.isinf(out)
+        if infinite.any():
+            # given, but no setting: neither unknown (a default would replace it) nor usable
+            bad = [f"{r} ({v:g})" for r, v in zip(ds[RUN_DIM].values, out) if np.isinf(v)]
+            raise RunSetError(f"invalid {name} for runs {bad}: not a finite number")
+        missing = np.isnan(out)
     default = defaults.get(name)
     if missing.any() and default is not None:
         out[missing] = default
@@ -480,13 +485,18 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
 def model_log_sizes(run_ids: list[str], model_idx: np.ndarray, models: list[str], sizes: np.ndarray) -> np.ndarray:
     """``(n_models,)`` log parameter count of each LLM from its runs' ``model_size``.
 
-    ``sizes`` is ``(n_runs,)`` parameters per run (NaN or <= 0: unknown); an LLM none of
+    ``sizes`` is ``(n_runs,)`` parameters per run (NaN: unknown; 0, negative or infinite: an
+    error naming the runs); an LLM none of
     whose runs knows its size gets NaN. Raises ``RunSetError`` naming the runs when the runs of
     one LLM record different sizes: one name with two sizes is two LLMs (or a typo), and a
     size taken from one of them would put the LLM's curvature at the wrong place on the
     curvature-scaling regression.
     """
     log_size = np.full(len(models), np.nan)
+    invalid = [f"{run_ids[i]} ({sizes[i]:g})" for i in np.flatnonzero(~np.isnan(sizes) & ~((sizes > 0) & np.isfinite(sizes)))]
+    if invalid:
+        # a count of parameters that is no count: not "unknown" (the regression would go on without it)
+        raise RunSetError(f"invalid model_size for runs {invalid}: a model_size is a positive number of parameters (NaN when unknown)")
     for m, name in enumerate(models):
         rows = np.flatnonzero((model_idx == m) & np.isfinite(sizes) & (sizes > 0))
         if not rows.size:
