@@ -153,6 +153,12 @@ def test_a_late_start_and_a_constant_reward_get_a_note_naming_the_runs():
         ({"size_exponent": {"min_models": "3"}}, "'size_exponent.min_models' must be a finite number"),
         ({"size_exponent": {"min_models": 2.5}}, "'size_exponent.min_models' must be a whole number"),
         ({"hyperparameter_defaults": {"momentum": "0.9"}}, "'hyperparameter_defaults.momentum' must be null"),
+        # settings no run can have: accepted (and the fit run) whenever no run lacked the value
+        ({"hyperparameter_defaults": {"momentum": 1.5}}, "'hyperparameter_defaults.momentum' (--default momentum=...) must be in [0, 1); got 1.5"),
+        ({"hyperparameter_defaults": {"learning_rate": 0}}, "'hyperparameter_defaults.learning_rate' (--default learning_rate=...) must be > 0"),
+        ({"hyperparameter_defaults": {"k_ref": -1}}, "'hyperparameter_defaults.k_ref' (--default k_ref=...) must be >= 0"),
+        ({"hyperparameter_defaults": {"group_size": 0}}, "'hyperparameter_defaults.group_size' (--default group_size=...) must be > 0"),
+        ({"hyperparameter_defaults": {"momentum_convention": "adam"}}, "'hyperparameter_defaults.momentum_convention' (--default momentum_convention=...) must be one of ('heavy_ball', 'ema'); got 'adam'"),
     ],
 )
 def test_config_entries_of_the_wrong_type_are_refused_when_the_model_is_made(user, named):

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from bayes_grpo.constants import MOMENTUM_CONVENTIONS
+
 PARAMETERISATIONS: tuple[str, ...] = ("mechanistic", "phenomenological")
 LIKELIHOODS: tuple[str, ...] = ("iid", "state_space")
 INVARIANCES: tuple[str, ...] = ("shared", "by_group")
@@ -162,6 +164,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
+#: What each ``hyperparameter_defaults`` value must be (the ranges ``prepare_data`` checks).
+DEFAULT_RANGES: dict[str, str] = {
+    "learning_rate": "must be > 0",
+    "momentum": "must be in [0, 1)",
+    "k_ref": "must be >= 0",
+    "group_size": "must be > 0",
+    "momentum_convention": f"must be one of {MOMENTUM_CONVENTIONS}",
+}
+
+
+def _possible_setting(key: str, value: Any) -> bool:
+    """Whether ``value`` (a number, or a string for ``momentum_convention``) is a setting a run
+    can have (:data:`DEFAULT_RANGES`)."""
+    if key == "momentum_convention":
+        return value in MOMENTUM_CONVENTIONS
+    if key == "momentum":
+        return 0.0 <= value < 1.0
+    if key == "k_ref":
+        return value >= 0.0
+    return value > 0.0
+
+
 def validate_model_config(config: Mapping[str, Any]) -> None:
     """Refuse a merged model configuration whose entries have the wrong type, before any work.
 
@@ -170,7 +194,7 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
     :data:`POSITIVE_ENTRIES` > 0; one whose default is ``true``/``false`` must be a boolean (the
     string ``"no"`` read as true); ``alpha.fixed`` is null or a number; ``size_exponent.min_models``
     a whole number; each ``hyperparameter_defaults`` value null or a number (a string for
-    ``momentum_convention``); ``noise.measurement_g_exponent`` as
+    ``momentum_convention``) in its :data:`DEFAULT_RANGES`; ``noise.measurement_g_exponent`` as
     :func:`measurement_g_exponent` reads it. Raises ``ValueError`` naming the entry and the value.
     """
 
@@ -192,6 +216,11 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
                     f"configuration {name!r} must be null (no default) or a "
                     f"{'string' if name.endswith('momentum_convention') else 'number'}; got {value!r}"
                 )
+            key = name.split(".", 1)[1]
+            if value is not None and not _possible_setting(key, value):
+                # refused whether or not a run lacks the setting (prepare_data refuses it, naming
+                # runs, only when one does: --default momentum=1.5 passed unnoticed otherwise)
+                raise ValueError(f"configuration {name!r} (--default {key}=...) {DEFAULT_RANGES[key]}; got {value!r}")
         elif name == "alpha.fixed":
             if value is not None and not _is_number(value):
                 raise ValueError(f"configuration 'alpha.fixed' must be null (alpha free) or a number; got {value!r}")
