@@ -11,7 +11,7 @@ on the group size ``G``; only the noise temperature ``D / G`` does.
   independent routes (:mod:`bayes_grpo.checks.bayes_factor`), both from NUTS fits of
   ``H0`` and ``H1``: bridge sampling of each marginal likelihood, and the Savage–Dickey
   density ratio on the offsets. The ratio of SMC evidences is an optional third figure
-  (with 200-2000 particles it overstates BF01 by 2-6 nats on our simulated sets, see
+  (with 200-2000 particles it overstates BF01 by 2-14 nats on our simulated sets, see
   ``benchmarks/results/INVARIANCE_NOTES.md``).
 * The prior-width sensitivity table repeats both at 0.5x, 1x and 2x the offset scale
   (a Bayes factor for a point null always depends on the alternative's prior width:
