@@ -151,12 +151,14 @@ def shared_offset_shifts(posterior: xr.Dataset) -> list[dict[str, Any]]:
     least :data:`SHARED_SHIFT_Z` posterior sds from 0 and :data:`SHARED_SHIFT_RATIO` times the
     largest mean difference: ``{"variable", "model", "shift", "shift_sd", "max_difference"}``.
     """
+    from bayes_grpo.model.prepare import group_model
+
     out = []
     for name, da in posterior.data_vars.items():
         if OFFSET_MARKER not in str(name) or str(name).endswith("_z") or "group" not in da.dims:
             continue
         arr = da.transpose("chain", "draw", "group").values.reshape(-1, da.sizes["group"])
-        owners = np.array([str(g).rsplit("|G=", 1)[0] for g in da["group"].values], dtype=object)
+        owners = np.array([group_model(g) for g in da["group"].values], dtype=object)
         for model in dict.fromkeys(owners):
             cols = arr[:, owners == model]
             if cols.shape[1] < 2:
@@ -293,7 +295,9 @@ def offsets_by_model(pm_model: Any, names: Sequence[str]) -> dict[str, np.ndarra
     dims = [pm_model.named_vars_to_dims.get(by_name.get(n, n)) for n in names]
     if labels is None or any(d != ("group",) for d in dims):
         return {}
-    owners = [str(label).rsplit("|G=", 1)[0] for label in labels]
+    from bayes_grpo.model.prepare import group_model
+
+    owners = [group_model(label) for label in labels]
     out: dict[str, list[int]] = {}
     for k in range(len(names)):
         for j, owner in enumerate(owners):
@@ -532,13 +536,17 @@ def alpha_summary(posterior: xr.Dataset) -> dict[str, float]:
 def residual_lag1_autocorrelation(*args: Any, **kwargs: Any) -> float:
     """The largest over the LLMs of :func:`residual_lag1_by_llm` (NaN when none): an LLM whose
     runs wander is not hidden by another's white residuals (its own Bayes factor is reported)."""
-    by_llm = residual_lag1_by_llm(*args, **kwargs)
+    return largest_lag1(residual_lag1_by_llm(*args, **kwargs))
+
+
+def largest_lag1(by_llm: dict[str, tuple[float, int]]) -> float:
+    """The largest lag-1 r of :func:`residual_lag1_by_llm`'s ``{llm: (r, n)}`` (NaN when empty)."""
     return max((acf for acf, _ in by_llm.values()), default=float("nan"))
 
 
 def autocorrelated_llms(by_llm: dict[str, tuple[float, int]]) -> dict[str, tuple[float, float]]:
     """``{llm: (lag-1 r, white-noise band)}`` of the LLMs whose pooled residual lag-1
-    autocorrelation lies above ``WHITE_NOISE_Z / sqrt(n)`` (the band of the PPC's
+    autocorrelation lies above :func:`bayes_grpo.checks.ppc.white_noise_band` (the band of the PPC's
     ``residual_autocorrelation_check`` and of ``fit``'s warning), ``n`` their residuals.
 
     Under the i.i.d. likelihood a positive one (a reward wandering about its curve, the SDE's
@@ -546,11 +554,11 @@ def autocorrelated_llms(by_llm: dict[str, tuple[float, int]]) -> dict[str, tuple
     run set with r = 0.21 (band 0.20) be called decisively G-dependent (log BF01 = -17) with no
     word, while ``fit`` warned on the same runs.
     """
-    from bayes_grpo.checks.ppc import WHITE_NOISE_Z
+    from bayes_grpo.checks.ppc import white_noise_band
 
     out = {}
     for llm, (acf, n) in by_llm.items():
-        band = WHITE_NOISE_Z / np.sqrt(max(n, 1))
+        band = white_noise_band(n)
         if np.isfinite(acf) and acf > band:
             out[llm] = (float(acf), float(band))
     return out
@@ -781,7 +789,7 @@ def invariance_check(
         likelihood=likelihood,
         parameterisation=parameterisation,
     )
-    acf1 = max((acf for acf, _ in acf_by_llm.values()), default=float("nan"))
+    acf1 = largest_lag1(acf_by_llm)
     wandering = autocorrelated_llms(acf_by_llm)
     has_smc = bool(np.isfinite(ref["log_bf01_smc"]))
     values: dict[str, Any] = {
@@ -1175,6 +1183,7 @@ __all__ = [
     "alpha_summary",
     "residual_lag1_autocorrelation",
     "residual_lag1_by_llm",
+    "largest_lag1",
     "autocorrelated_llms",
     "stationary_variance_check",
     "leave_one_g_out",

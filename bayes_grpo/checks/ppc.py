@@ -240,6 +240,13 @@ def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS) -> np.ndarr
 WHITE_NOISE_Z: float = 1.96
 
 
+def white_noise_band(n: float) -> float:
+    """Half-width ``WHITE_NOISE_Z / sqrt(n)`` of the band a lag-1 autocorrelation of ``n`` white
+    residuals stays in (95%): the one band of this check, ``fit``'s warning, the invariance
+    test's warning and the forecast's prefix check."""
+    return WHITE_NOISE_Z / np.sqrt(max(n, 1))
+
+
 def residual_autocorrelation_check(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
 ) -> CheckResult:
@@ -276,7 +283,7 @@ def residual_autocorrelation_check(
         if not acfs:
             continue
         acf = np.average(np.array(acfs), axis=0, weights=weights)
-        band = WHITE_NOISE_Z / np.sqrt(sum(weights))
+        band = white_noise_band(sum(weights))
         row = {"model": model, "G": g, "n_points": sum(weights), "white_noise_band": band}
         row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
         row["ok"] = bool(abs(acf[0]) <= band)
@@ -383,6 +390,7 @@ __all__ = [
     "run_hyperparameters",
     "run_predictive",
     "autocorrelation",
+    "white_noise_band",
     "trajectory_band_check",
     "residual_autocorrelation_check",
     "iid_residual_check",

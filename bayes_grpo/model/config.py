@@ -164,7 +164,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
-#: What each ``hyperparameter_defaults`` value must be (the ranges ``prepare_data`` checks).
+#: What each run setting must be: a ``hyperparameter_defaults`` value, and a run's own value
+#: when ``prepare_data`` reads it (:func:`setting_in_range`).
 DEFAULT_RANGES: dict[str, str] = {
     "learning_rate": "must be > 0",
     "momentum": "must be in [0, 1)",
@@ -174,16 +175,17 @@ DEFAULT_RANGES: dict[str, str] = {
 }
 
 
-def _possible_setting(key: str, value: Any) -> bool:
-    """Whether ``value`` (a number, or a string for ``momentum_convention``) is a setting a run
-    can have (:data:`DEFAULT_RANGES`)."""
+def setting_in_range(key: str, value: Any) -> Any:
+    """Whether ``value`` is a setting a run can have (:data:`DEFAULT_RANGES`): a string for
+    ``momentum_convention``, else a number or an array of them (then elementwise)."""
     if key == "momentum_convention":
         return value in MOMENTUM_CONVENTIONS
+    x = np.asarray(value, dtype=float)
     if key == "momentum":
-        return 0.0 <= value < 1.0
+        return (x >= 0.0) & (x < 1.0)
     if key == "k_ref":
-        return value >= 0.0
-    return value > 0.0
+        return x >= 0.0
+    return x > 0.0
 
 
 def validate_model_config(config: Mapping[str, Any]) -> None:
@@ -217,7 +219,7 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
                     f"{'string' if name.endswith('momentum_convention') else 'number'}; got {value!r}"
                 )
             key = name.split(".", 1)[1]
-            if value is not None and not _possible_setting(key, value):
+            if value is not None and not setting_in_range(key, value):
                 # refused whether or not a run lacks the setting (prepare_data refuses it, naming
                 # runs, only when one does: --default momentum=1.5 passed unnoticed otherwise)
                 raise ValueError(f"configuration {name!r} (--default {key}=...) {DEFAULT_RANGES[key]}; got {value!r}")
@@ -275,5 +277,6 @@ __all__ = [
     "SAMPLERS",
     "merge_config",
     "validate_model_config",
+    "setting_in_range",
     "config_hash",
 ]

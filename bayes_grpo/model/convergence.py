@@ -55,8 +55,7 @@ def _checked_vars(idata: az.InferenceData, var_names: list[str] | None) -> list[
         # constants (fixed alpha) have no R-hat; relative only: a variable of tiny values (the
         # noise D of rewards on a 0-0.001 scale, ~1e-9) is no constant and is checked. One with
         # non-finite draws is checked too (its finite elements), and reported by _nonfinite
-        finite = values[np.isfinite(values)]
-        if finite.size == values.size and np.allclose(values, values.flat[0], rtol=1e-9, atol=0.0):
+        if np.isfinite(values).all() and np.allclose(values, values.flat[0], rtol=1e-9, atol=0.0):
             continue
         out.append(str(name))
     return out

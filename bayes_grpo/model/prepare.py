@@ -17,7 +17,7 @@ import xarray as xr
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import effective_step
 from bayes_grpo.dynamics.trajectory import starts_late
-from bayes_grpo.model.config import measurement_g_exponent
+from bayes_grpo.model.config import measurement_g_exponent, setting_in_range
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
 from bayes_grpo.runset.schema import readable_group_size
@@ -87,6 +87,11 @@ def group_label(model: str, group_size: float) -> str:
     """Label of a (model, G) group, e.g. ``"qwen|G=8"`` (``G=?`` when unknown)."""
     g = "?" if not np.isfinite(group_size) else f"{group_size:g}"
     return f"{model}|G={g}"
+
+
+def group_model(label: str) -> str:
+    """The LLM of a (model, G) group label (:func:`group_label`): ``"qwen|G=8"`` -> ``"qwen"``."""
+    return str(label).rsplit("|G=", 1)[0]
 
 
 def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: bool) -> np.ndarray:
@@ -392,12 +397,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         bad = [r for r, c in zip(run_ids, conv) if c not in MOMENTUM_CONVENTIONS]
         if bad:
             raise RunSetError(f"runs {bad}: momentum_convention must be one of {MOMENTUM_CONVENTIONS}")
-        for name, arr, ok in (
-            ("learning_rate", lr, lr > 0),
-            ("momentum", mom, (mom >= 0) & (mom < 1)),
-            ("k_ref", kref, kref >= 0),
-        ):
-            bad = [f"{r} ({v:g})" for r, v, o in zip(run_ids, arr, ok) if not o]
+        for name, arr in (("learning_rate", lr), ("momentum", mom), ("k_ref", kref)):
+            bad = [f"{r} ({v:g})" for r, v, o in zip(run_ids, arr, setting_in_range(name, arr)) if not o]
             if bad:
                 raise RunSetError(f"invalid {name} for runs {bad}")
         eta_eff = np.array([effective_step(e, m, c) for e, m, c in zip(lr, mom, conv)], dtype=float)
@@ -605,6 +606,7 @@ __all__ = [
     "update_multipliers",
     "model_log_sizes",
     "group_label",
+    "group_model",
     "MECHANISTIC_COORDS",
     "UNKNOWN_MODEL",
     "HEAVY_BALL",

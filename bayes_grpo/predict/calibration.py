@@ -49,6 +49,7 @@ from bayes_grpo.predict.forecast import (
     GaussianPrior,
     MixturePrior,
     calibrated_band_scale,
+    censor,
     forecast_band,
     forecast_run,
     required_band_scale,
@@ -268,7 +269,7 @@ def apply_band_calibration(ds: xr.Dataset, calibration: BandCalibration) -> xr.D
         if bounds is not None:
             # `--calibrate --reward-bounds 0 1`: a band scaled by kappa 2 reached 1.05 for a
             # success rate (the uncalibrated bands are of clipped draws, inside the bounds)
-            lo, hi = np.clip(lo, *map(float, bounds)), np.clip(hi, *map(float, bounds))
+            lo, hi = censor(lo, bounds), censor(hi, bounds)
         hdi[i, after, 0], hdi[i, after, 1] = lo, hi
         used[f"{float(p):g}"] = kappa
     out["obs_hdi_raw"] = ds["obs_hdi"].copy()

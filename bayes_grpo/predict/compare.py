@@ -87,6 +87,12 @@ class RunData:
 MIN_COMPARE_POINTS: int = 8
 
 
+def short_runs(run_ids: Sequence[str], reward: np.ndarray, min_points: int = MIN_COMPARE_POINTS) -> list[str]:
+    """The runs of ``reward`` ``(n_runs, n_steps)`` with fewer than ``min_points`` finite rewards."""
+    counts = np.isfinite(reward).sum(axis=1)
+    return [str(r) for r, c in zip(run_ids, counts) if c < min_points]
+
+
 def prepare_runs(
     ds: xr.Dataset,
     *,
@@ -111,8 +117,7 @@ def prepare_runs(
             idx = np.flatnonzero(np.isfinite(reward[i]))
             n_keep = int(round(upto_fraction * idx.size))
             reward[i, idx[n_keep:]] = np.nan
-    counts = np.isfinite(reward).sum(axis=1)
-    short = [r for r, c in zip(run_ids, counts) if c < min_points]
+    short = short_runs(run_ids, reward, min_points)
     if short:
         raise ValueError(
             f"runs with fewer than {min_points} finite rewards cannot be compared: {short}"
@@ -511,8 +516,7 @@ def compare_laws(
     laws = list(dict.fromkeys(laws))
 
     # a run too short to fit and to hold 30% of out is left out, named, not the whole run set
-    counts = np.isfinite(runset[REWARD_VAR].values.astype(float)).sum(axis=1)
-    short = [str(r) for r, c in zip(runset[RUN_DIM].values, counts) if c < MIN_COMPARE_POINTS]
+    short = short_runs(runset[RUN_DIM].values, runset[REWARD_VAR].values.astype(float))
     if short and len(short) < runset.sizes[RUN_DIM]:
         runset = runset.sel({RUN_DIM: [r for r in runset[RUN_DIM].values if str(r) not in short]})
     data = prepare_runs(runset, hyperparameter_defaults=hyperparameter_defaults)

@@ -67,7 +67,7 @@ from bayes_grpo.predict.summary import (
     DEFAULT_HDI_PROBS,
     LOGGED_REWARD_VAR,
     LOGGED_STEP_DIM,
-    attr_warnings,
+    add_warnings,
     check_stop_threshold,
     summarise_draws,
 )
@@ -743,8 +743,10 @@ def phenomenological_setting_note(posterior: Any, coords: Mapping[str, Any], llm
     fitted = getattr(posterior, "runset", None)
     if fitted is None or RUN_DIM not in getattr(fitted, "dims", {}):
         return ""
-    models = np.asarray(fitted["model"].values, dtype=str) if "model" in fitted.coords else None
-    mine = (models == str(llm)) if models is not None and llm is not None and (models == str(llm)).any() else None
+    mine = None  # the fit's runs of this LLM; all of them when it has none
+    if "model" in fitted.coords and llm is not None:
+        of_llm = np.asarray(fitted["model"].values, dtype=str) == str(llm)
+        mine = of_llm if of_llm.any() else None
     differ = []
     for coord in ("learning_rate", "momentum", "k_ref"):
         if coord not in fitted.coords:
@@ -1201,8 +1203,7 @@ def forecast_in_runset(
                 "the band scale may come out too small (calibrate with a fit without those steps, or "
                 "without --prior)"
             )
-    if notes:
-        fc.attrs["warnings"] = json.dumps([*attr_warnings(fc), *notes])
+    add_warnings(fc, notes)
     # the run's logged rewards (prefix and, where logged, the rest) travel with the forecast,
     # so its file draws them wherever it is plotted (the report had the bands only)
     fc[LOGGED_REWARD_VAR] = xr.DataArray(
@@ -1750,6 +1751,12 @@ def _resample(
     return draws, k, ess, method
 
 
+def _weighted_cov(draws: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Covariance ``(d, d)`` of draws ``(n, d)`` under normalised weights ``(n,)``."""
+    dev = draws - weights @ draws
+    return (dev * weights[:, None]).T @ dev
+
+
 def _metropolis_ensemble(
     log_target, draws: np.ndarray, weights: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, float] | None:
@@ -1763,9 +1770,7 @@ def _metropolis_ensemble(
     states are the draws: after hundreds of steps each walker has forgotten its start.
     """
     dim = draws.shape[1]
-    mean = weights @ draws
-    dev = draws - mean
-    cov = (dev * weights[:, None]).T @ dev + 1e-12 * np.eye(dim)
+    cov = _weighted_cov(draws, weights) + 1e-12 * np.eye(dim)
     try:
         chol = np.linalg.cholesky(cov * 2.38**2 / dim)
     except np.linalg.LinAlgError:
@@ -1825,9 +1830,7 @@ def _adaptive_is(
         rounds += 1
         w = np.exp(best[1] - np.max(best[1]))
         w /= w.sum()
-        mean = w @ best[0]
-        dev = best[0] - mean
-        cov_w = (dev * w[:, None]).T @ dev
+        cov_w = _weighted_cov(best[0], w)
         h2 = ((4.0 / (dim + 2.0)) ** (1.0 / (dim + 4.0)) * n_centres ** (-1.0 / (dim + 4.0))) ** 2
         shape = h2 * cov_w + 1e-12 * np.eye(dim)
         try:
@@ -2042,14 +2045,14 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     the prefix is too short to tell, or its reward is constant (a run solved from step 0:
     its residuals are the curve's mirror image, not a wander).
     """
-    from bayes_grpo.checks.ppc import WHITE_NOISE_Z, autocorrelation
+    from bayes_grpo.checks.ppc import autocorrelation, white_noise_band
     from bayes_grpo.model.prepare import constant_reward
 
     if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
         return None
     resid = post.y - np.median(mean_curve(post.draws, post.t), axis=0)
     lag1 = float(autocorrelation(resid, (1,))[0])
-    band = WHITE_NOISE_Z / np.sqrt(post.t.size)
+    band = white_noise_band(post.t.size)
     if not np.isfinite(lag1) or lag1 <= band:
         return None
     return (

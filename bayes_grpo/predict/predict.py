@@ -52,6 +52,7 @@ from bayes_grpo.predict.summary import (
     LOGGED_STEP_DIM,
     SUMMARY_ATTRS,
     SUMMARY_VARS,
+    add_warnings,
     attr_warnings,
     band,
     summarise_draws,
@@ -840,7 +841,9 @@ def predict_run(
         # `predict fit.nc --group-size 8 --model llmA` of a by-group fit of llmA at G 4 and 16
         # gave a 90% band of the mean at step 150 of [0.58, 0.95] against [0.71, 0.79] at G 4,
         # and no word on why
-        fitted_g = [g for g in fitted.data.groups if g.rsplit("|G=", 1)[0] == draws.attrs.get("model")]
+        from bayes_grpo.model.prepare import group_model
+
+        fitted_g = [g for g in fitted.data.groups if group_model(g) == draws.attrs.get("model")]
         warnings_.insert(
             0,
             f"{draws.attrs['new_group']} is not a group of this by-group fit ({', '.join(fitted_g)}): its "
@@ -969,14 +972,14 @@ def predict_run(
         plateau=draws["plateau"].values,
     )
     if beyond is not None:
-        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), beyond])
+        add_warnings(ds, [beyond])
     if stop_threshold is not None and str(ds.attrs.get("units", "")).startswith("normalised"):
         # `--stop-threshold 0.05` (documented in reward units) of a new LLM was read as 5% of
         # its rise, without a word
-        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), (
+        add_warnings(ds, [
             f"the stop threshold {float(stop_threshold):g} is read in this prediction's units, "
             "normalised progress (a share of the rise p* - R0), not in reward units: a new LLM's "
-            "reward scale is unknown")])
+            "reward scale is unknown"])
     return ds
 
 

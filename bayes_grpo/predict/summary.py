@@ -377,9 +377,7 @@ def summarise_draws(
     )
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
-    notes = stop_step_notes(ds)
-    if notes:
-        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), *notes])
+    add_warnings(ds, stop_step_notes(ds))
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
@@ -395,7 +393,7 @@ def summarise_draws(
                 f"{share} are unstable at this setting: the trajectories diverge, so the "
                 "means, milestones and stop step describe no stable run"
             )
-        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), note])
+        add_warnings(ds, [note])
     return ds
 
 
@@ -430,6 +428,13 @@ def attr_warnings(ds: xr.Dataset) -> list[str]:
     if isinstance(notes, str):
         return [notes]
     return [str(n) for n in np.atleast_1d(notes)]
+
+
+def add_warnings(ds: xr.Dataset, notes: Sequence[str]) -> None:
+    """Append ``notes`` to the ``warnings`` attribute of ``ds`` in place (JSON text, read back by
+    :func:`attr_warnings`); nothing when there are none."""
+    if notes:
+        ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), *notes])
 
 
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
