@@ -49,6 +49,7 @@ from bayes_grpo.checks.bayes_factor import (
     smc_evidence,
 )
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.metrics import moving_average
 from bayes_grpo.runset.schema import readable_group_size
 
 #: Offset prior widths (multiples of ``group_offset_sigma``) in the sensitivity table.
@@ -1127,7 +1128,7 @@ def leave_one_g_out(
             inside += int(np.sum((y >= lo) & (y <= hi)))
             total += int(y.size)
             half = np.maximum((hi - lo) / 2, 1e-12)
-            worst = max(worst, float(np.max(np.abs(_smooth(y) - med) / half)))
+            worst = max(worst, float(np.nanmax(np.abs(moving_average(y) - med) / half)))
             ax.fill_between(t, lo, hi, color="C0", alpha=0.15)
             ax.fill_between(t, mlo, mhi, color="C0", alpha=0.35)
             ax.plot(t, med, color="C0", lw=1)
@@ -1159,13 +1160,6 @@ def leave_one_g_out(
     return CheckResult(
         name="leave_one_g_out", passed=passed, summary=summary, table=table, figures=figures
     )
-
-
-def _smooth(y: np.ndarray, frac: float = 0.1) -> np.ndarray:
-    w = max(1, int(round(frac * y.size)))
-    kernel = np.ones(w) / w
-    pad = np.pad(y, (w // 2, w - 1 - w // 2), mode="edge")
-    return np.convolve(pad, kernel, mode="valid")
 
 
 __all__ = [
