@@ -1,12 +1,16 @@
 """Atomic file writing: every file bayes_grpo writes goes through here.
 
 A file is written to a temporary sibling and moved into place with ``os.replace``,
-so a crash never leaves a half-written file and an existing file is replaced whole.
+so a crash never leaves a half-written file and an existing file is replaced whole. A
+writer told not to overwrite moves it into place with a hard link instead, which fails
+when the path exists: a file that appeared there while the result was being computed is
+refused, not replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -25,7 +29,8 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
     path
         Destination file.
     overwrite
-        If False and ``path`` exists, raise ``FileExistsError`` before writing anything.
+        If False and ``path`` exists, raise ``FileExistsError`` before writing anything, and
+        again at the end if a file appeared at ``path`` meanwhile (that file is kept).
     """
     dest = Path(path)
     if not overwrite and dest.exists():
@@ -38,11 +43,45 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
         yield tmp
         if tmp.exists():  # mkstemp makes 0600 files: give the result the usual umask mode
             os.chmod(tmp, 0o666 & ~_current_umask())
-        os.replace(tmp, dest)
+        if overwrite:
+            os.replace(tmp, dest)
+        else:
+            _move_without_replacing(tmp, dest)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+#: ``os.link`` errors of a file system without hard links (FAT, some network and FUSE mounts).
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
+
+
+def _move_without_replacing(tmp: Path, dest: Path) -> None:
+    """Move ``tmp`` onto ``dest``, failing with ``FileExistsError`` if ``dest`` exists.
+
+    ``os.link`` refuses an existing name atomically (a check followed by ``os.replace``
+    replaces a file made in between). Where hard links are not supported, the name is
+    claimed with ``O_CREAT | O_EXCL`` (also atomic) and the result moved onto that claim.
+    """
+    try:
+        os.link(tmp, dest)
+    except FileExistsError:
+        raise FileExistsError(
+            f"{dest}: appeared while the output was being computed; refusing to overwrite it"
+        ) from None
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        try:
+            os.close(os.open(dest, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            raise FileExistsError(
+                f"{dest}: appeared while the output was being computed; refusing to overwrite it"
+            ) from None
+        os.replace(tmp, dest)
+        return
+    tmp.unlink()
 
 
 def _current_umask() -> int:

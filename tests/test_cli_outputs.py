@@ -108,6 +108,46 @@ def test_an_existing_output_file_is_refused_without_overwrite_and_left_untouched
     assert old.read_bytes() == b"the user's file"
 
 
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("ingest", ["ingest", "{csv}", "-o", "{late}"]),
+        ("sde", ["simulate", "sde", "--steps", "10", "--seeds", "1", "-o", "{late}"]),
+        ("bandit", ["simulate", "bandit", "--steps", "5", "--seeds", "1", "-o", "{late}"]),
+        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "-o", "{late}"]),
+        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "--png", "{late}"]),
+        ("predict", ["forecast", "{runs}", "--run", "a", "--upto", "8", "-o", "{late}"]),
+        ("phase_diagram", ["phase-diagram", "{tiny}", "-o", "{late}", "--n-lr", "5"]),
+        ("report", ["report", "{tiny}", "-o", "{late}", "--no-diagnose", "--no-stability"]),
+    ],
+)
+def test_a_file_that_appears_at_the_output_during_the_run_is_not_replaced(
+    tmp_path, capsys, monkeypatch, module, argv
+):
+    # the output was checked before the work and then moved into place with os.replace: a
+    # file created at that path while the command ran was silently replaced
+    import importlib
+
+    runs = _runset(tmp_path)
+    late = tmp_path / "late.png"
+    cli = importlib.import_module(f"bayes_grpo.cli.{module}")
+    checked = cli.check_output_paths
+
+    def check_then_someone_writes(*args, **kwargs):
+        checked(*args, **kwargs)
+        late.write_bytes(b"written by someone else meanwhile")
+
+    monkeypatch.setattr(cli, "check_output_paths", check_then_someone_writes)
+    capsys.readouterr()
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    argv = [a.format(runs=runs, csv=tmp_path / "a.csv", late=late, tiny=tiny) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(late) in err and "refusing to overwrite" in err
+    assert late.read_bytes() == b"written by someone else meanwhile"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "late.png", "runs.nc"]  # no temporary left
+
+
 def test_overwrite_replaces_an_existing_output(tmp_path, capsys):
     runs = _runset(tmp_path)
     before = runs.read_bytes()

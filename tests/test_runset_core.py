@@ -64,6 +64,40 @@ def test_written_files_get_the_umask_mode_not_the_temporary_0600(tmp_path):
     assert path.read_text() == "hello"
 
 
+def test_a_writer_that_must_not_overwrite_refuses_a_file_made_during_the_write(tmp_path, monkeypatch):
+    # atomic_path(overwrite=False) checked the path before writing, then os.replace'd the
+    # result onto it: a file made there in between was replaced
+    import errno
+    import os
+
+    from bayes_grpo._io import write_atomic
+
+    dest = tmp_path / "out.nc"
+
+    def slow_writer(tmp):
+        tmp.write_text("ours")
+        dest.write_text("theirs")  # another process wins the race
+
+    with pytest.raises(FileExistsError, match="out.nc: appeared while"):
+        write_atomic(dest, slow_writer, overwrite=False)
+    assert dest.read_text() == "theirs"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.nc"]  # no temporary file left behind
+    assert write_atomic(tmp_path / "new.txt", lambda tmp: tmp.write_text("x"), overwrite=False).read_text() == "x"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+    def no_hard_links(src, dst):  # FAT, some network mounts
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    dest.unlink()
+    with pytest.raises(FileExistsError, match="out.nc: appeared while"):
+        write_atomic(dest, slow_writer, overwrite=False)
+    assert dest.read_text() == "theirs"
+    written = write_atomic(tmp_path / "fallback.txt", lambda tmp: tmp.write_text("y"), overwrite=False)
+    assert written.read_text() == "y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fallback.txt", "new.txt", "out.nc"]
+
+
 def test_combined_run_sets_keep_every_runs_truth_and_name_what_they_drop():
     # concat_runsets dropped `truth` silently (xarray's drop_conflicts) once the inputs' differed
     import json

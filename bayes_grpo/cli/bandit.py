@@ -284,7 +284,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    path = save_runset(ds, args.output)
+    path = save_runset(ds, args.output, overwrite=args.overwrite)
     info = {
         "output": str(path),
         "runs": int(ds.sizes["run"]),
@@ -344,7 +344,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     threshold = phase_diagram_check(ds) if several else threshold_check(ds)
     transition = transition_check(ds) if args.transition else None
     if args.output:
-        save_runset(ds, args.output)
+        save_runset(ds, args.output, overwrite=args.overwrite)
     if args.png:
         from bayes_grpo._io import write_atomic
 
@@ -352,7 +352,9 @@ def run_sweep(args: argparse.Namespace) -> int:
             ds, threshold=None if several else threshold, transition=transition
         )
         fmt = figure_format(args.png, "--png")
-        write_atomic(Path(args.png), lambda tmp: fig.savefig(tmp, format=fmt, dpi=110))
+        write_atomic(
+            Path(args.png), lambda tmp: fig.savefig(tmp, format=fmt, dpi=110), overwrite=args.overwrite
+        )
     if args.json:
         out = {"threshold": threshold.to_dict()}
         if transition is not None:

@@ -117,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
             write_atomic(
                 path,
                 lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"),
+                overwrite=args.overwrite,
             )
             plt.close(fig)
     if args.json:

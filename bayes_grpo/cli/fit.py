@@ -163,7 +163,7 @@ def run_fit(args: argparse.Namespace) -> int:
         progressbar=not args.no_progress and not args.json,
         target_accept=args.target_accept,
     )
-    path = model.save(args.output, overwrite=True)
+    path = model.save(args.output, overwrite=args.overwrite)
     conv = model.convergence()
     independence = iid_residual_check(model)
     runs = model.run_summary()

@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
             if not saved:
                 raise
             raise RunSetError(f"{saved[0]}: {exc}") from exc  # which file is clocked already
-    out = save_runset(ds, args.output)
+    out = save_runset(ds, args.output, overwrite=args.overwrite)
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]
     bad = summary[summary["status"] != "ok"]

@@ -128,6 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     write_atomic(
         args.output,
         lambda tmp: fig.savefig(tmp, dpi=130, bbox_inches="tight", format=fmt),
+        overwrite=args.overwrite,
     )
     if args.json:
         print_json(result.to_dict() | {"figure": str(args.output)})

@@ -264,7 +264,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         out["lr_schedule_peak_rate"] = settings["lr_schedule_peak_rate"]
     out.update(extra or {})
     if args.output:
-        save_prediction(ds, args.output)
+        save_prediction(ds, args.output, overwrite=args.overwrite)
         out["output"] = args.output
     if args.plot:
         import matplotlib.pyplot as plt
@@ -273,7 +273,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
 
         fig = plot_prediction(ds, observed=observed)
         fmt = figure_format(args.plot, "--plot")
-        write_atomic(args.plot, lambda tmp: fig.savefig(tmp, format=fmt, dpi=110))
+        write_atomic(
+            args.plot, lambda tmp: fig.savefig(tmp, format=fmt, dpi=110), overwrite=args.overwrite
+        )
         plt.close(fig)
         out["plot"] = args.plot
     if args.json:

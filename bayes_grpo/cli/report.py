@@ -103,6 +103,7 @@ def _report(args: argparse.Namespace) -> int:
         tune=args.tune,
         chains=args.chains,
         seed=args.seed,
+        overwrite=args.overwrite,
     )
     if args.json:
         print_json({"report": str(path)})
@@ -118,7 +119,9 @@ def _demo(args: argparse.Namespace) -> int:
         raise FileExistsError(f"{args.out}: --out is a file; give a folder")
     check_output_paths({"--out": [args.out / name for name in DEMO_OUTPUTS]}, overwrite=args.overwrite)
     say = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    result = run_demo(args.out, data_dir=args.data, fast=args.fast, seed=args.seed, progress=say)
+    result = run_demo(
+        args.out, data_dir=args.data, fast=args.fast, seed=args.seed, progress=say, overwrite=args.overwrite
+    )
     if args.json:
         print_json(
             {

@@ -169,7 +169,7 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
         allow_unstable=args.allow_unstable,
         random_seed=args.seed,
     )
-    path = save_runset(ds, args.output)
+    path = save_runset(ds, args.output, overwrite=args.overwrite)
     info = {
         "output": str(path),
         "runs": int(ds.sizes["run"]),

@@ -146,10 +146,20 @@ def render_html(sections: Sequence[Section], *, title: str = "bayes_grpo report"
     )
 
 
-def write_report(path: str | os.PathLike, *, title: str = "bayes_grpo report", subtitle: str = "", **results: Any) -> Path:
-    """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically."""
+def write_report(
+    path: str | os.PathLike,
+    *,
+    title: str = "bayes_grpo report",
+    subtitle: str = "",
+    overwrite: bool = True,
+    **results: Any,
+) -> Path:
+    """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically.
+
+    An existing ``path`` is replaced only with ``overwrite`` (``FileExistsError`` otherwise).
+    """
     sections = build_sections(**results)
-    return write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle))
+    return write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle), overwrite=overwrite)
 
 
 def report_from_posterior(
@@ -167,6 +177,7 @@ def report_from_posterior(
     tune: int | None = None,
     chains: int | None = None,
     seed: int = 0,
+    overwrite: bool = True,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
 
@@ -188,6 +199,9 @@ def report_from_posterior(
         NUTS settings of the sampled stages. A setting left None is the fit's own (its
         ``sampler_config``) for the invariance test and :func:`compare_laws`' default for the
         law comparison.
+    overwrite
+        Replace an existing ``output`` (``FileExistsError`` otherwise, also when the file
+        appears while the stages run).
     """
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.predict.predict import load_prediction
@@ -246,4 +260,10 @@ def report_from_posterior(
         from bayes_grpo.predict.result import prediction_result
 
         results["predictions"] = [prediction_result(ds, title=name) for name, ds in loaded]
-    return write_report(output, title=title or f"bayes_grpo report: {Path(posterior).name}", subtitle=str(posterior), **results)
+    return write_report(
+        output,
+        title=title or f"bayes_grpo report: {Path(posterior).name}",
+        subtitle=str(posterior),
+        overwrite=overwrite,
+        **results,
+    )

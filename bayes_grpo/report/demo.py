@@ -215,6 +215,7 @@ def run_demo(
     fast: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] = print,
+    overwrite: bool = True,
 ) -> DemoResult:
     """Run the whole flow on the example data and write ``out_dir/report.html``.
 
@@ -222,7 +223,7 @@ def run_demo(
     ----------
     out_dir
         Folder for the files named in :data:`DEMO_OUTPUTS` (``runs.nc``, ``posterior.nc``,
-        ``phase.png``, ``prediction.nc``, ``report.html``); existing ones are replaced.
+        ``phase.png``, ``prediction.nc``, ``report.html``).
     data_dir
         Folder of run directories (default: the shipped ``data/tiny``).
     fast
@@ -231,6 +232,9 @@ def run_demo(
         Seed of every random stage.
     progress
         Called with one line per stage.
+    overwrite
+        Replace those files where they exist; otherwise ``FileExistsError`` before any work
+        (and for a file that appears while the demo runs).
     """
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.invariance import invariance_check
@@ -245,6 +249,9 @@ def run_demo(
     if not data_dir.exists():  # before making OUT: a wrong --data leaves no empty folder behind
         raise FileNotFoundError(f"{data_dir}: example data not found (regenerate with scripts/make_example_data.py)")
     out = Path(out_dir)
+    held = [name for name in DEMO_OUTPUTS if (out / name).exists()]
+    if held and not overwrite:
+        raise FileExistsError(f"{out}: already holds {', '.join(held)}; pass overwrite=True to replace them")
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -257,8 +264,8 @@ def run_demo(
 
     fitted = fit_example_runs(data_dir, settings=settings, progress=progress, stage=stage, n_stages=7)
     runs, diagnostics, fit_set, model = fitted.runs, fitted.diagnostics, fitted.fit_set, fitted.model
-    runs_file = save_runset(runs, out / RUNS_FILE)
-    posterior_file = model.save(out / POSTERIOR_FILE)
+    runs_file = save_runset(runs, out / RUNS_FILE, overwrite=overwrite)
+    posterior_file = model.save(out / POSTERIOR_FILE, overwrite=overwrite)
     progress(f"      wrote {runs_file} and {posterior_file}")
     run_ids = [str(r) for r in runs["run"].values]
     fit_ids = [str(r) for r in fit_set["run"].values]
@@ -285,7 +292,11 @@ def run_demo(
     phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
     png = phase.figures and next(iter(phase.figures.values()))
     if png is not None:
-        write_atomic(out / PHASE_FILE, lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+        write_atomic(
+            out / PHASE_FILE,
+            lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"),
+            overwrite=overwrite,
+        )
     stage("stability")
 
     progress("[6/7] predict a new setting")
@@ -293,7 +304,7 @@ def run_demo(
     new = {"learning_rate": float(np.nanmax(lrs)) * 1.5, "momentum": momentum, "momentum_convention": convention, "k_ref": 2.0, "group_size": 16.0}
     horizon = int(fit_set["step"].values.max())
     prediction = predict_run(model, steps=horizon, seed=seed, **new)
-    save_prediction(prediction, out / PREDICTION_FILE)
+    save_prediction(prediction, out / PREDICTION_FILE, overwrite=overwrite)
     predicted = prediction_result(prediction, title=f"New setting: lr={new['learning_rate']:.3g}, K_ref=2, G=16")
     progress(f"      {predicted.summary}")
     stage("predict")
@@ -309,6 +320,7 @@ def run_demo(
         stability=phase,
         predictions=predicted,
         diagnostics=diagnostics,
+        overwrite=overwrite,
     )
     stage("report")
     progress(f"      {report}  (total {sum(timings.values()):.0f} s)")
