@@ -349,7 +349,7 @@ def main() -> None:
                 cres["variants"][vname] = v  # type: ignore[index]
                 rows.append((sname, cname, vname, v))
                 if vname == "recursion+discrepancy":
-                    save_prediction(pred, out / f"{sname}_{cname}.nc")
+                    save_prediction(pred, out / f"{sname}_{cname}.nc", overwrite=True)
                     fig = plot_prediction(
                         pred,
                         truth=(steps, true_mean),

@@ -215,10 +215,12 @@ plot, the interval of `zeta` and the convergence check before trusting a number.
     md("""
 With the fast settings (150 draws) R-hat and ESS may fall short; the check then says what to
 change (more draws or tuning). Save the fit; `GRPODynamicsModel.load` rebuilds it without
-refitting and refuses a file written under another configuration.
+refitting and refuses a file written under another configuration. Like the command line, the
+writers refuse to replace an existing file unless told `overwrite=True` (here: so that a rerun of
+the notebook into the same `BAYES_GRPO_NB_OUT` replaces its own files).
 """),
     code("""
-path = model.save(OUT / "tiny_fit.nc")
+path = model.save(OUT / "tiny_fit.nc", overwrite=True)  # a rerun replaces its own file
 reloaded = GRPODynamicsModel.load(path)
 print(path.name, f"{path.stat().st_size / 1e6:.1f} MB;", "same summary after reload:",
       np.allclose(reloaded.run_summary()["zeta"], summary["zeta"]))
@@ -237,7 +239,7 @@ from bayes_grpo.report import write_report
 diagnostics = diagnose(runset, posterior=model)
 display(verdict_matrix(diagnostics))
 report = write_report(OUT / "report.html", model=model, diagnostics=diagnostics,
-                      title="Example GRPO runs", subtitle="notebook 01_quickstart")
+                      title="Example GRPO runs", subtitle="notebook 01_quickstart", overwrite=True)
 print(f"report written: {report} ({report.stat().st_size / 1e3:.0f} kB)")
 """),
 ]

@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         model = fit_example(name, DemoSettings())
         seconds = time.perf_counter() - start
-        path = model.save(model_file(name))
+        path = model.save(model_file(name), overwrite=args.force)
         print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
         print("\n".join(summary_lines(model, seconds)))
     return 0

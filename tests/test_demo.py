@@ -39,6 +39,26 @@ def test_runs_diagnosed_unstable_are_left_out_of_the_demo_fit():
 
 
 @pytest.mark.slow
+def test_run_demo_refuses_a_folder_holding_its_files_before_any_work(tmp_path, monkeypatch):
+    # run_demo replaced runs.nc, posterior.nc, ... of an earlier demo (or the user's own files
+    # of those names) by default, while `bayes-grpo demo` refuses them without --overwrite
+    from bayes_grpo.report import demo
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "posterior.nc").write_bytes(b"the user's fit")
+
+    def no_fitting(*args, **kwargs):
+        raise AssertionError("the demo fitted before refusing")
+
+    monkeypatch.setattr(demo, "fit_example_runs", no_fitting)
+    with pytest.raises(FileExistsError, match=r"demo: already holds posterior.nc; pass overwrite=True"):
+        demo.run_demo(out)
+    assert (out / "posterior.nc").read_bytes() == b"the user's fit"
+    with pytest.raises(AssertionError, match="fitted before refusing"):  # overwrite=True goes on
+        demo.run_demo(out, overwrite=True)
+
+
 def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data, tmp_path):
     from bayes_grpo.report.demo import DEMO_OUTPUTS, run_demo
 

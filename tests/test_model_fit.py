@@ -83,6 +83,19 @@ def test_run_summary_reports_three_r2_figures_per_run(fitted, sim_runset):
     assert (frame["r2_raw"] <= frame["r2_smoothed"] + 1e-9).all()
 
 
+def test_save_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
+    # GRPODynamicsModel.save(path) replaced an existing file by default (the CLI refuses one)
+    from pathlib import Path
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    path = tmp_path / "fit.nc"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(FileExistsError, match="fit.nc: already exists"):
+        model.save(path)
+    assert path.read_bytes() == b"the user's file"
+    assert GRPODynamicsModel.load(model.save(path, overwrite=True)).id == model.id
+
+
 @pytest.mark.slow
 def test_saved_fit_loads_without_refitting_and_refuses_altered_files(fitted, tmp_path):
     path = fitted.save(tmp_path / "fit.nc")

@@ -223,6 +223,16 @@ def test_prediction_round_trips_through_netcdf_and_plots(tmp_path):
     assert (tmp_path / "pred.png").stat().st_size > 1000
 
 
+def test_save_prediction_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
+    ds = predict_from_draws(_draws(np.full(50, 0.003)), steps=np.arange(0.0, 30.0), momentum=0.5, k_ref=2.0)
+    path = tmp_path / "pred.nc"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(FileExistsError, match="pred.nc: already exists"):
+        save_prediction(ds, path)
+    assert path.read_bytes() == b"the user's file"
+    xr.testing.assert_allclose(load_prediction(save_prediction(ds, path, overwrite=True))["mean_hdi"], ds["mean_hdi"])
+
+
 def test_a_file_that_is_no_prediction_is_refused_on_load_and_by_the_report_before_sampling(
     tmp_path, capsys
 ):

@@ -109,6 +109,27 @@ def test_report_is_written_atomically_with_embedded_images(tmp_path):
     assert not list(tmp_path.glob(".*tmp"))
 
 
+def test_the_report_writers_refuse_an_existing_file_unless_told_to_overwrite(tmp_path, monkeypatch):
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.report.build import report_from_posterior
+
+    path = tmp_path / "report.html"
+    path.write_text("the user's notes")
+    with pytest.raises(FileExistsError, match="report.html: already exists"):
+        write_report(path, runset=_runset())
+    assert path.read_text() == "the user's notes"
+    assert "<html" in write_report(path, runset=_runset(), overwrite=True).read_text()
+    path.write_text("the user's notes")
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("refused only after loading the posterior and running the stages")
+
+    monkeypatch.setattr(GRPODynamicsModel, "load", no_loading)
+    with pytest.raises(FileExistsError, match="report.html: already exists"):
+        report_from_posterior(tmp_path / "fit.nc", path)
+    assert path.read_text() == "the user's notes"
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

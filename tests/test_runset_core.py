@@ -40,6 +40,17 @@ def test_netcdf_round_trip_keeps_every_coordinate_and_attribute(tmp_path):
     assert runset_warnings(back) == {"a": ["x"]}
 
 
+def test_save_runset_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
+    # the Python writers replaced an existing file by default while the CLI refused one
+    ds = make_runset(_frames())
+    path = tmp_path / "runs.nc"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(FileExistsError, match="runs.nc: already exists"):
+        save_runset(ds, path)
+    assert path.read_bytes() == b"the user's file"
+    xr.testing.assert_identical(load_runset(save_runset(ds, path, overwrite=True)), ds)
+
+
 def test_missing_reward_names_the_run_and_the_metrics_found():
     with pytest.raises(RunSetError, match=r"run 'a'.*\['kl'\]"):
         make_runset({"a": pd.DataFrame({"kl": [1.0]}, index=[1])})

@@ -386,8 +386,12 @@ class GRPODynamicsModel:
         }
 
     # ------------------------------------------------------------------ save / load
-    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
-        """Write the fit to netCDF (atomically); see the module docstring for the contents."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the fit to netCDF (atomically); see the module docstring for the contents.
+
+        An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError``
+        otherwise, naming the path), as the command line replaces one only with ``--overwrite``.
+        """
         if self.idata is None:
             raise ValueError("nothing to save: call fit() first")
         idata = self.idata

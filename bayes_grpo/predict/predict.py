@@ -983,8 +983,11 @@ def predict_run(
     return ds
 
 
-def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
-    """Write a prediction / forecast dataset to netCDF (h5netcdf), atomically."""
+def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write a prediction / forecast dataset to netCDF (h5netcdf), atomically.
+
+    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise).
+    """
     clean = ds.copy()
     for key, value in list(clean.attrs.items()):
         if value is None or (isinstance(value, float) and np.isnan(value)):

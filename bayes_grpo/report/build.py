@@ -151,7 +151,7 @@ def write_report(
     *,
     title: str = "bayes_grpo report",
     subtitle: str = "",
-    overwrite: bool = True,
+    overwrite: bool = False,
     **results: Any,
 ) -> Path:
     """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically.
@@ -177,7 +177,7 @@ def report_from_posterior(
     tune: int | None = None,
     chains: int | None = None,
     seed: int = 0,
-    overwrite: bool = True,
+    overwrite: bool = False,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
 
@@ -206,6 +206,8 @@ def report_from_posterior(
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.predict.predict import load_prediction
 
+    if not overwrite and Path(output).exists():  # before minutes of sampling, not after
+        raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # read first: a wrong file must fail before minutes of sampling, not after
     loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
     model = GRPODynamicsModel.load(posterior)

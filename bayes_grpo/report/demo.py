@@ -215,7 +215,7 @@ def run_demo(
     fast: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] = print,
-    overwrite: bool = True,
+    overwrite: bool = False,
 ) -> DemoResult:
     """Run the whole flow on the example data and write ``out_dir/report.html``.
 

@@ -219,8 +219,11 @@ def runset_warnings(ds: xr.Dataset) -> dict[str, list[str]]:
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 
-def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = True) -> Path:
-    """Write a run set to netCDF (h5netcdf engine), atomically."""
+def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write a run set to netCDF (h5netcdf engine), atomically.
+
+    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise).
+    """
     validate_runset(ds)
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
 
