@@ -50,6 +50,7 @@ optimiser from the previous mode as steps arrive.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import warnings
@@ -2097,8 +2098,46 @@ def forecast_run(
     given = prior is not None
     if prior is None:
         prior = default_prior(t, y, horizon=float(horizon_steps.max()))
+    post = _fit_prefix(
+        t, y, prior, given, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
+    )
+    extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
+    extra.update(attrs or {})
+    return forecast_from_posterior(
+        post,
+        horizon_steps,
+        hdi_probs=hdi_probs,
+        stop_threshold=stop_threshold,
+        rng=rng,
+        attrs=extra,
+    )
+
+
+def _fit_prefix(
+    t: np.ndarray,
+    y: np.ndarray,
+    prior: GaussianPrior,
+    given: bool,
+    *,
+    n_draws: int,
+    rng: np.random.Generator,
+    likelihood: str,
+    reward_bounds: tuple[float, float] | None,
+    warm_start: np.ndarray | None = None,
+) -> RunPosterior:
+    """:func:`fit_run` of a prefix with the forecast's notes on it (a prior the prefix
+    conflicts with, when ``given``; too few rewards; an i.i.d. fit of a wandering reward):
+    the one fit of :func:`forecast_run` and :class:`RunForecaster`, so that the same prefix
+    and seed give the same forecast by either."""
     post = fit_run(
-        t, y, prior, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
+        t,
+        y,
+        prior,
+        n_draws=n_draws,
+        rng=rng,
+        warm_start=warm_start,
+        likelihood=likelihood,
+        reward_bounds=reward_bounds,
     )
     conflict = prior_conflict_note(prior, t, y, reward_bounds) if given else None
     if conflict:
@@ -2113,16 +2152,7 @@ def forecast_run(
         wander = _prefix_wander_note(post)
         if wander:
             post.warnings.append(wander)
-    extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
-    extra.update(attrs or {})
-    return forecast_from_posterior(
-        post,
-        horizon_steps,
-        hdi_probs=hdi_probs,
-        stop_threshold=stop_threshold,
-        rng=rng,
-        attrs=extra,
-    )
+    return post
 
 
 class RunForecaster:
@@ -2134,7 +2164,9 @@ class RunForecaster:
     Each :meth:`update` refits the run's posterior on every step seen so far (the prior
     stays the population prior, so nothing is counted twice), warm-starting from the
     previous mode. ``horizon_steps``: the steps forecast at; for a long horizon use
-    :func:`forecast_grid` (bounded) rather than every step.
+    :func:`forecast_grid` (bounded) rather than every step. After an update, :meth:`forecast`
+    gives what :func:`forecast_run` gives for the steps seen so far with ``rng=seed``
+    (one random stream from ``seed`` through the fit and the forecast draws).
     """
 
     def __init__(
@@ -2159,6 +2191,7 @@ class RunForecaster:
         self.seed = seed
         self._t = np.empty(0)
         self._y = np.empty(0)
+        self._rng: np.random.Generator | None = None  # the stream after the last fit
         self.posterior: RunPosterior | None = None
         self.history: list[dict[str, object]] = []
 
@@ -2173,25 +2206,26 @@ class RunForecaster:
         order = sorted(merged)
         self._t = np.array(order)
         self._y = np.array([merged[s] for s in order])
-        prior = self.prior or default_prior(
-            self._t, self._y, horizon=float(self.horizon_steps.max())
-        )
+        # the prefix as forecast_run takes it: steps with a reward (NaN: not logged)
+        logged = np.isfinite(self._t) & np.isfinite(self._y)
+        t, y = self._t[logged], self._y[logged]
+        prior = self.prior or default_prior(t, y, horizon=float(self.horizon_steps.max()))
         warm = self.posterior.mode if self.posterior is not None else None
-        self.posterior = fit_run(
-            self._t,
-            self._y,
+        # seeded as forecast_run(rng=seed) (the fit had seed + number of steps, the forecast
+        # draws seed: another forecast than forecast_run's for the same prefix and seed)
+        rng = np.random.default_rng(self.seed)
+        self.posterior = _fit_prefix(
+            t,
+            y,
             prior,
+            self.prior is not None,
             n_draws=self.n_draws,
-            rng=self.seed + len(self._t),
-            warm_start=warm,
+            rng=rng,
             likelihood=self.likelihood,
             reward_bounds=self.reward_bounds,
+            warm_start=warm,
         )
-        conflict = (
-            prior_conflict_note(prior, self._t, self._y, self.reward_bounds) if self.prior else None
-        )
-        if conflict:
-            self.posterior.warnings.append(conflict)
+        self._rng = rng
         self._prior_used = prior
         return self.posterior
 
@@ -2208,7 +2242,7 @@ class RunForecaster:
             self.horizon_steps,
             hdi_probs=self.hdi_probs,
             stop_threshold=self.stop_threshold,
-            rng=self.seed,
+            rng=copy.deepcopy(self._rng),  # the fit's stream, as forecast_run; each call alike
             attrs={"upto_step": self._upto(), "prior": self._prior_used.to_dict()},
         )
         self.history.append(
