@@ -335,6 +335,37 @@ def test_a_run_set_without_any_trend_is_not_said_to_prefer_a_law(monkeypatch):
     assert rising.to_check_result().summary.startswith("Leave-future-out (last 30% of each run) prefers single_exp")
 
 
+def test_runs_without_a_trend_do_not_decide_the_leave_future_out_winner(monkeypatch):
+    # the totals summed every run's held-out elpd: four flat runs, each drawn 1 nat better by
+    # the single exponential, outvoted the one rising run the logistic drew 2 nats better, and
+    # the summary read "prefers single_exp" while per_run_winners gave the flat runs to no law
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=5, n_steps=30)
+    flat = ["r1", "r2", "r3", "r4"]
+    elpd = {("logistic", "r0"): 12.0, ("single_exp", "r0"): 10.0}  # the run with a trend
+    elpd |= {(law, r): (5.0 if law == "single_exp" else 4.0) for r in flat for law in ("logistic", "single_exp")}
+
+    def r2_table(law, data, mean):
+        return [{"run": r, "law": law, "r2": 0.5, "smoothed_r2": 0.5, "has_trend": r not in flat} for r in data.run_ids]
+
+    def lfo_scores(law, idata_train, data, train):
+        return [{"run": r, "law": law, "lfo_elpd": elpd[law, r], "lfo_rmse": 0.1, "n_held_out": 9} for r in data.run_ids]
+
+    monkeypatch.setattr(compare, "_r2_table", r2_table)
+    monkeypatch.setattr(compare, "_lfo_scores", lfo_scores)
+    monkeypatch.setattr(compare, "curve_draws", lambda idata, law, data, steps: (np.zeros((1, data.n_runs, steps.size)), None))
+    res = compare.compare_laws(runset, laws=["single_exp", "logistic"], draws=20, chains=1)
+    assert res.winner("lfo") == "logistic"
+    assert res.lfo.loc["logistic", "lfo_elpd"] == 12.0 and res.lfo.loc["single_exp", "lfo_elpd"] == 10.0
+    assert res.lfo.loc["single_exp", "lfo_elpd_all_runs"] == 30.0  # nothing hidden: every run's sum
+    assert (res.lfo["n_lfo_runs"] == 1).all()
+    summary = res.to_check_result().summary
+    assert "4 without one left out: r1, r2, r3, r4) prefers logistic" in summary, summary
+    assert set(res.per_run_winners().set_index("run").loc[flat, "best_lfo"]) == {compare.NO_TREND}
+
+
 def test_a_run_too_short_to_compare_is_left_out_and_named_not_the_whole_run_set(monkeypatch):
     # `compare` refused a whole run set because one run had fewer than 8 rewards
     import bayes_grpo.predict.compare as compare

@@ -18,7 +18,10 @@ Pareto ``k > 0.7`` observations surfaced: LOO over time-series points is optimis
 those warnings say where it is not even reliable), leave-future-out (fit on the first 70%
 of each run's steps, log predictive density and RMSE on the last 30%: the score that suits
 forecasting), and the raw, noise-ceiling and smoothed ``R^2`` of each law's posterior-mean
-curve per run.
+curve per run. A run without a visible trend (:func:`bayes_grpo.metrics.has_trend`) is won by
+no law (:data:`NO_TREND`) and is left out of the leave-future-out totals that pick the winner
+(:func:`lfo_totals`; kept in ``lfo_elpd_all_runs``), as the fit and the report set such runs
+apart: a law that draws its noise better is no evidence for the law.
 
 Priors, in per-run standardised reward units (``z = (y - mean) / sd`` of the run) and run
 length ``T``: ``p* ~ N(late, 1.5)``, ``R0 ~ N(early, 1.5)`` (means of the last / first 10%),
@@ -428,6 +431,14 @@ class ComparisonResult:
         loo_best = self.winner("loo")
         summary = f"Leave-future-out (last {LFO_FRACTION:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
         trend = self.per_run["has_trend"] if "has_trend" in self.per_run else None
+        flat = no_trend_runs(self.per_run)
+        if flat and trend is not None and trend.astype(bool).any():
+            # the totals that pick the leave-future-out winner are those of the runs with a trend
+            summary = (
+                f"Leave-future-out (last {LFO_FRACTION:.0%} of each run, summed over the runs with a "
+                f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) prefers "
+                f"{lfo_best}; PSIS-LOO (every run) prefers {loo_best}."
+            )
         if trend is not None and len(trend) and not trend.astype(bool).any():
             # every run is won by NO_TREND in per_run_winners; the summary named a preferred law
             summary = (
@@ -454,6 +465,40 @@ class ComparisonResult:
 #: What :meth:`ComparisonResult.per_run_winners` names as a run's best law when the run has no
 #: visible trend.
 NO_TREND = "none (no trend)"
+
+
+def no_trend_runs(per_run: pd.DataFrame) -> list[str]:
+    """The runs of a per-(run, law) table whose ``has_trend`` is False, in table order."""
+    if "has_trend" not in per_run or per_run.empty:
+        return []
+    flags = per_run.groupby("run", sort=False)["has_trend"].first()
+    return [str(r) for r, t in flags.items() if t is not None and not bool(t)]
+
+
+def lfo_totals(per_run: pd.DataFrame) -> pd.DataFrame:
+    """Per law: the leave-future-out elpd summed (``lfo_elpd``) and RMSE averaged
+    (``lfo_rmse_mean``) over the runs with a visible trend, best first.
+
+    A run without one (:func:`no_trend_runs`) is won by no law (:data:`NO_TREND`) and does not
+    count towards the winner; it is kept in ``lfo_elpd_all_runs`` (the sum over every run).
+    When no run has a trend the totals are over every run (the summary then says the scores
+    are noise). The ``R^2`` medians are over every run. ``n_lfo_runs``: runs summed.
+    """
+    flat = set(no_trend_runs(per_run))
+    scored = per_run[~per_run["run"].astype(str).isin(flat)] if flat else per_run
+    if scored.empty:
+        scored = per_run
+    totals = scored.groupby("law").agg(
+        lfo_elpd=("lfo_elpd", "sum"),
+        lfo_rmse_mean=("lfo_rmse", "mean"),
+        n_lfo_runs=("lfo_elpd", "count"),
+    )
+    every = per_run.groupby("law").agg(
+        lfo_elpd_all_runs=("lfo_elpd", "sum"),
+        r2_median=("r2", "median"),
+        smoothed_r2_median=("smoothed_r2", "median"),
+    )
+    return totals.join(every, how="outer").sort_values("lfo_elpd", ascending=False)
 
 #: Ratio of the largest to the smallest run reward range beyond which ``lfo_rmse_mean``
 #: (an average in reward units) is said to be set by the runs of the largest scale.
@@ -596,16 +641,7 @@ def compare_laws(
             f"PSIS-LOO: {int(cmp['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} across laws (see n_pareto_k_high): LOO is unreliable there."
         )
     per_run_df = pd.DataFrame(per_run)
-    lfo = (
-        per_run_df.groupby("law")
-        .agg(
-            lfo_elpd=("lfo_elpd", "sum"),
-            lfo_rmse_mean=("lfo_rmse", "mean"),
-            r2_median=("r2", "median"),
-            smoothed_r2_median=("smoothed_r2", "median"),
-        )
-        .sort_values("lfo_elpd", ascending=False)
-    )
+    lfo = lfo_totals(per_run_df)
     return ComparisonResult(loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas)
 
 
@@ -619,5 +655,7 @@ __all__ = [
     "curve_draws",
     "fit_law",
     "law_applicable",
+    "lfo_totals",
+    "no_trend_runs",
     "prepare_runs",
 ]
