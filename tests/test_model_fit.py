@@ -96,6 +96,40 @@ def test_save_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
     assert GRPODynamicsModel.load(model.save(path, overwrite=True)).id == model.id
 
 
+def test_a_model_size_the_draws_do_not_use_is_said_so_as_predict_says_it(tmp_path, capsys):
+    # coefficient_draws(model_size=7e9) of a fit without the curvature regression on size, or
+    # for a fitted LLM, ignored the size silently (predict said "model_size = ... is not used")
+    import warnings
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.model import UnusedModelSizeWarning
+
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    model = GRPODynamicsModel.load(tiny)  # one LLM, no size regression
+    setting = dict(learning_rate=1e-3, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16)
+    with pytest.warns(UnusedModelSizeWarning, match="model_size = 7e\\+09 is not used: 'tiny-gpt2' is an LLM of the fit"):
+        fitted = model.coefficient_draws(model_size=7e9, **setting)
+    assert fitted.attrs["model_size_unused"] == "'tiny-gpt2' is an LLM of the fit, whose curvature is its own"
+    with pytest.warns(UnusedModelSizeWarning, match="no regression of the curvature on model size"):
+        new = model.coefficient_draws(model="other", model_size=7e9, **setting)
+    xr.testing.assert_identical(new["a"], model.coefficient_draws(model="other", **setting)["a"])  # not used indeed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "model_size_unused" not in model.coefficient_draws(model="other", **setting).attrs
+        # a fitted run's settings passed whole (the PPC, the report) carry the LLM's own size
+        own = float(model.runset["model_size"].values[0])
+        assert "model_size_unused" not in model.coefficient_draws(model_size=own, **setting).attrs
+    # the command line says it once, as --model-size, where a new LLM's size is not used
+    cli = ["stability", "--posterior", str(tiny), "--lr", "1e-3", "--momentum", "0.9", "--convention", "ema", "--k-ref", "1"]
+    capsys.readouterr()
+    assert main([*cli, "--model", "other", "--model-size", "7e9"]) == 0
+    out = capsys.readouterr()
+    assert out.err.count("is not used") == 1
+    assert "--model-size 7e+09 is not used: this fit has no regression of the curvature on model size" in out.err
+    assert "7e+09 parameters" not in out.out  # the label named a size that was not used
+
+
 @pytest.mark.slow
 def test_saved_fit_loads_without_refitting_and_refuses_altered_files(fitted, tmp_path):
     path = fitted.save(tmp_path / "fit.nc")

@@ -285,6 +285,9 @@ def _label(fitted: Any, model: str | None, model_size: float | None = None) -> s
     llm = _fitted_llm(fitted, model)
     if llm is not None:
         return llm
+    posterior = getattr(getattr(fitted, "idata", None), "posterior", None)
+    if posterior is not None and "size_exponent" not in posterior:
+        model_size = None  # not used by a fit without the curvature regression on size
     size = f" of {float(model_size):.3g} parameters" if model_size is not None else ""
     return f"a new model{' ' + repr(model) if model else ''}{size} (population level)"
 
@@ -375,6 +378,9 @@ def stability_from_posterior(
         label=_label(fitted, model, model_size),
     )
     result.values["new_model"] = _fitted_llm(fitted, model) is None
+    posterior = getattr(getattr(fitted, "idata", None), "posterior", None)
+    if posterior is not None:  # duck-typed fits need not have one
+        result.values["size_regression"] = "size_exponent" in posterior
     runs = fitted_runset(fitted)
     if runs is not None:  # runs fitted with the constant-rate law on a schedule: their gain is an average
         from bayes_grpo.model.prepare import averaged_scheduled_runs

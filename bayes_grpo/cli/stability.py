@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 
 from bayes_grpo.cli._common import add_json_flag, finite_float, print_json
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
@@ -217,21 +218,30 @@ def _run_posterior(args: argparse.Namespace) -> int:
         raise ValueError(
             f"posterior mode needs bayes_grpo.checks.stability.stability_from_posterior ({exc})"
         ) from exc
-    result = stability_from_posterior(
-        args.posterior,
-        learning_rate=args.lr,
-        momentum=args.momentum,
-        momentum_convention=args.convention,
-        k_ref=args.k_ref,
-        model=args.model,
-        model_size=args.model_size,
-    )
-    if args.model_size is not None and not result.values.get("new_model", False):
-        print(
-            f"bayes-grpo stability: warning: --model-size {args.model_size:g} is not used: "
-            f"{result.values.get('model')!r} is a fitted LLM, whose curvature is its own",
-            file=sys.stderr,
+    from bayes_grpo.model.core import UnusedModelSizeWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedModelSizeWarning)  # said below, as --model-size
+        result = stability_from_posterior(
+            args.posterior,
+            learning_rate=args.lr,
+            momentum=args.momentum,
+            momentum_convention=args.convention,
+            k_ref=args.k_ref,
+            model=args.model,
+            model_size=args.model_size,
         )
+    if args.model_size is not None:
+        unused = None
+        if not result.values.get("new_model", False):
+            unused = f"{result.values.get('model')!r} is a fitted LLM, whose curvature is its own"
+        elif result.values.get("size_regression") is False:
+            unused = "this fit has no regression of the curvature on model size"
+        if unused is not None:
+            print(
+                f"bayes-grpo stability: warning: --model-size {args.model_size:g} is not used: {unused}",
+                file=sys.stderr,
+            )
     if result.values.get("scheduled_runs"):
         from bayes_grpo.model.prepare import scheduled_fit_warning
 

@@ -143,8 +143,15 @@ def run_draws(
         "model": _fit_llm_name(posterior, str(coords.get("model") or "")),
         "model_size": known("model_size"),
     }
+    import warnings
+
+    from bayes_grpo.model.core import UnusedModelSizeWarning
+
     try:
-        draws = posterior.coefficient_draws(**kwargs)
+        with warnings.catch_warnings():
+            # the run's own size, passed for a run of an LLM the fit lacks: no request to report
+            warnings.simplefilter("ignore", UnusedModelSizeWarning)
+            draws = posterior.coefficient_draws(**kwargs)
     except ValueError as exc:  # e.g. the mechanistic form needs hyperparameters this run lacks
         return None, f"posterior not evaluated for run {run_id!r}: {exc}"
     out = _finite_draws({k: draws[k].values for k in POSTERIOR_VARS if k in draws})

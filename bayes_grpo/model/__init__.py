@@ -7,10 +7,16 @@ from bayes_grpo.model.config import (
     merge_config,
 )
 from bayes_grpo.model.convergence import convergence_check
-from bayes_grpo.model.core import FIT_DATA_GROUP, GRPODynamicsModel, load_fitted_model
+from bayes_grpo.model.core import (
+    FIT_DATA_GROUP,
+    GRPODynamicsModel,
+    UnusedModelSizeWarning,
+    load_fitted_model,
+)
 
 __all__ = [
     "GRPODynamicsModel",
+    "UnusedModelSizeWarning",
     "load_fitted_model",
     "DEFAULT_MODEL_CONFIG",
     "DEFAULT_SAMPLER_CONFIG",

@@ -66,6 +66,11 @@ FIT_DATA_GROUP = "fit_data"
 SUMMARY_DRAWS: int = 400
 
 
+class UnusedModelSizeWarning(UserWarning):
+    """``coefficient_draws(model_size=...)`` where the size does not enter the draws (a fitted
+    LLM, whose curvature is its own, or a fit without the curvature regression on size)."""
+
+
 def normalise_likelihood(name: str) -> str:
     """Accept ``state-space`` as a spelling of ``state_space``."""
     return name.replace("-", "_")
@@ -649,6 +654,10 @@ class GRPODynamicsModel:
             (plateau, initial reward, D, sigma) are NaN, since each LLM has its own scale.
         model_size
             Parameters of a new LLM (a positive count; for the curvature-scaling regression).
+            Where it does not enter the draws (``model`` is a fitted LLM and this is not its
+            own size, or the fit has no regression of ``log K`` on ``log model_size``) an
+            :class:`UnusedModelSizeWarning` says so and the attribute ``model_size_unused``
+            gives the reason.
         random_seed
             Seed of every random draw made here (offsets of an unseen G or LLM, the new
             run's initial-reward offset); the same seed gives the same draws.
@@ -790,6 +799,24 @@ class GRPODynamicsModel:
             out.attrs["between_models_sd_prior"] = between_prior  # HalfNormal scale of the spread drawn
         if self.invariance == "by_group" and known and group_pos is None:
             out.attrs["new_group"] = glabel  # its offsets drawn from their prior, above
+        if model_size is not None and np.isfinite(float(model_size)):
+            # ignored silently before, while predict said "model_size = ... is not used"
+            own = data.log_size[data.models.index(model)] if known else np.nan
+            if known and float(model_size) > 0 and np.isclose(np.log(float(model_size)), own):
+                unused = None  # the LLM's own size (a fitted run's settings, passed whole)
+            elif known:
+                unused = f"{model!r} is an LLM of the fit, whose curvature is its own"
+            elif "size_exponent" not in post:
+                unused = "this fit has no regression of the curvature on model size"
+            else:
+                unused = None
+            if unused is not None:
+                out.attrs["model_size_unused"] = unused
+                warnings.warn(
+                    f"model_size = {float(model_size):g} is not used: {unused}",
+                    UnusedModelSizeWarning,
+                    stacklevel=2,
+                )
         return out
 
     def trajectory_draws(self, steps, **setting: Any) -> xr.DataArray:

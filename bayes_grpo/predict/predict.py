@@ -802,18 +802,25 @@ def predict_run(
         if peak <= 0:
             raise ValueError("the learning-rate schedule is 0 at every update of the horizon")
         peak_rate, multipliers = learning_rate * peak, multipliers / peak
-    draws = fitted.coefficient_draws(
-        learning_rate=peak_rate,
-        momentum=momentum,
-        momentum_convention=momentum_convention,
-        k_ref=k_ref,
-        group_size=group_size,
-        model=model,
-        model_size=model_size,
-        # the new run's R0 offset and a new LLM's curvature are random too: `--seed 1` gave the
-        # same band of the mean as `--seed 0`, only the noise moved
-        random_seed=seed,
-    )
+    import warnings
+
+    from bayes_grpo.model.core import UnusedModelSizeWarning
+
+    with warnings.catch_warnings():
+        # an unused model_size is the prediction's own warning below
+        warnings.simplefilter("ignore", UnusedModelSizeWarning)
+        draws = fitted.coefficient_draws(
+            learning_rate=peak_rate,
+            momentum=momentum,
+            momentum_convention=momentum_convention,
+            k_ref=k_ref,
+            group_size=group_size,
+            model=model,
+            model_size=model_size,
+            # the new run's R0 offset and a new LLM's curvature are random too: `--seed 1` gave
+            # the same band of the mean as `--seed 0`, only the noise moved
+            random_seed=seed,
+        )
     parameterisation = draws_parameterisation(draws)
     mechanistic = parameterisation == "mechanistic"
     new_llm = str(draws.attrs.get("new_model", "False")) == "True"
