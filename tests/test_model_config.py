@@ -274,3 +274,19 @@ def test_a_run_set_whose_every_reward_is_constant_is_refused_before_sampling():
     flat = {r: pd.DataFrame({"reward": np.full(40, v)}, index=steps) for r, v in (("a", 0.5), ("b", 0.0))}
     with pytest.raises(RunSetError, match=r"every run has a constant reward \(a, b\)"):
         prepare_data(make_runset(flat, {r: {"model": "m"} for r in flat}), DEFAULT_MODEL_CONFIG, "phenomenological")
+
+
+def test_an_llm_fitted_on_adam_and_sgd_runs_gets_a_note_naming_the_llm_and_the_runs_of_each():
+    """One curvature K per LLM cannot describe an Adam run (EMA momentum, per-coordinate
+    normalised step) beside an SGD one: on a simulated LLM with both, the Adam runs were fitted
+    at a gain 300x too small (R^2 0.001) and nothing said so. A run at momentum 0 whose
+    optimizer the log does not say, and a phenomenological fit (no learning rate), get no note."""
+    mixed = _runset({"r1": {"momentum_convention": "heavy_ball", "learning_rate": 0.05}}, lengths=(50, 30, 40))
+    (note,) = [n for n in prepare_data(mixed, DEFAULT_MODEL_CONFIG, "mechanistic").notes if "two optimizers" in n]
+    assert note.startswith("LLM 'm' has runs of two optimizers")
+    assert "(Adam) ['r0', 'r2']" in note and "(SGD) ['r1']" in note and "'m-adam'" in note
+    assert not any("two optimizers" in n for n in prepare_data(mixed, DEFAULT_MODEL_CONFIG, "phenomenological").notes)
+    unknown = _runset({"r1": {"momentum": 0.0, "momentum_convention": ""}})
+    assert not any("two optimizers" in n for n in prepare_data(unknown, DEFAULT_MODEL_CONFIG, "mechanistic").notes)
+    two_llms = _runset({"r1": {"momentum_convention": "heavy_ball", "model": "other"}})
+    assert not any("two optimizers" in n for n in prepare_data(two_llms, DEFAULT_MODEL_CONFIG, "mechanistic").notes)

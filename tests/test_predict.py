@@ -1133,3 +1133,22 @@ def test_a_new_llms_name_close_to_a_fitted_one_is_asked_about():
         note = attr_warnings(predict_run(path, model=typo, **setting))[0]
         assert f"model {typo!r} is not in the fit (its LLMs: ['softmax-bandit']); did you mean 'softmax-bandit'?" in note
     assert "did you mean" not in attr_warnings(predict_run(path, model="qwen", **setting))[0]
+
+
+def test_a_prediction_for_an_llm_fitted_on_adam_and_sgd_runs_repeats_the_fits_note():
+    # the fit's one curvature K of an LLM with Adam and SGD runs is a compromise that predict
+    # carried to a new setting without a word
+    from pathlib import Path
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+
+    fitted = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=30, discrepancy=False)
+    assert not any("two optimizers" in n for n in attr_warnings(predict_run(fitted, **setting)))
+    runs = [str(r) for r in fitted.runset["run"].values]
+    conv = np.array(["ema"] + ["heavy_ball"] * (len(runs) - 1), dtype=object)
+    fitted.runset = fitted.runset.assign_coords(momentum_convention=("run", conv))
+    fitted.data = prepare_data(fitted.runset, fitted.model_config, fitted.parameterisation, fitted.likelihood)
+    (note,) = [n for n in attr_warnings(predict_run(fitted, **setting)) if "two optimizers" in n]
+    assert f"(Adam) ['{runs[0]}']" in note and runs[1] in note and fitted.data.models[0] in note

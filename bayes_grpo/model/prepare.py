@@ -138,6 +138,41 @@ def convention_without_momentum(momentum, convention) -> np.ndarray:
     return conv
 
 
+def mixed_optimizer_notes(run_ids: list[str], model_idx: np.ndarray, models: list[str], convention) -> list[str]:
+    """One note per LLM whose runs were trained with both momentum conventions, i.e. two
+    optimizers: ``ema`` (Adam's beta1) and ``heavy_ball`` (SGD), naming the runs of each.
+
+    The mechanistic form gives an LLM one curvature ``K``; under Adam the per-coordinate
+    normalisation is absorbed into an effective ``K`` (DESIGN.md section 1), so the curvature a
+    learning rate acts on differs between the two and one ``K`` fits at most one of them (an
+    Adam and an SGD run of one simulated LLM: the Adam runs were fitted at a gain 300x too small,
+    R^2 0.001). ``convention``: ``(n_runs,)`` as given (``""``: unknown, e.g. a run at momentum
+    0 whose optimizer the log does not say; such runs are not counted).
+    """
+    conv = np.asarray(convention, dtype=object)
+    notes = []
+    for m, name in enumerate(models):
+        rows = np.flatnonzero(np.asarray(model_idx) == m)
+        by_conv = {c: [run_ids[i] for i in rows if conv[i] == c] for c in (EMA, HEAVY_BALL)}
+        if all(by_conv.values()):
+            notes.append(
+                f"{mixed_optimizer_start(name)}: {EMA} momentum (Adam) {by_conv[EMA]} and "
+                f"{HEAVY_BALL} momentum (SGD) {by_conv[HEAVY_BALL]}. The mechanistic form gives an LLM "
+                "one curvature K, but Adam's per-coordinate normalisation changes the curvature a "
+                "learning rate acts on, so one K cannot describe both: the fit compromises between "
+                "them (compare the runs' R^2) and its predictions for either optimizer inherit it. "
+                f"Fit them as separate LLMs (e.g. model names '{name}-adam' and '{name}-sgd': the run "
+                "set's model coordinate, ingest --manifest) or fit each optimizer's runs alone"
+            )
+    return notes
+
+
+def mixed_optimizer_start(name: str) -> str:
+    """How :func:`mixed_optimizer_notes` begins its note on LLM ``name`` (``predict`` repeats
+    the note of the LLM it predicts)."""
+    return f"LLM {name!r} has runs of two optimizers"
+
+
 def scheduled_runs(ds: xr.Dataset, run_ids: list[str]) -> list[str]:
     """The runs among ``run_ids`` whose logged per-step learning rate (the run-set metric
     ``lr``) follows a schedule (warm-up, decay; :func:`bayes_grpo.runset.ingest.learning_rate_schedule_range`),
@@ -381,7 +416,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     mech = parameterisation == "mechanistic"
     lr = _resolve(ds, "learning_rate", defaults, required=mech)
     mom = _resolve(ds, "momentum", defaults, required=mech)
-    conv = convention_without_momentum(mom, _resolve(ds, "momentum_convention", defaults, required=False))
+    given_conv = _resolve(ds, "momentum_convention", defaults, required=False)
+    conv = convention_without_momentum(mom, given_conv)
     if mech and (conv == "").any():
         _refuse_unknown(ds, "momentum_convention", conv == "")
     kref = _resolve(ds, "k_ref", defaults, required=mech)
@@ -402,6 +438,7 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
             if bad:
                 raise RunSetError(f"invalid {name} for runs {bad}")
         eta_eff = np.array([effective_step(e, m, c) for e, m, c in zip(lr, mom, conv)], dtype=float)
+        notes.extend(mixed_optimizer_notes(run_ids, model_idx, models, given_conv))
     else:
         eta_eff = np.full(len(run_ids), np.nan)
     if (np.isfinite(gsize) & (gsize <= 0)).any():
@@ -600,6 +637,7 @@ def momentum_factor(momentum: np.ndarray) -> np.ndarray:
 __all__ = [
     "ModelData",
     "prepare_data",
+    "mixed_optimizer_notes",
     "follows_schedule",
     "averaged_scheduled_runs",
     "schedule_multipliers",

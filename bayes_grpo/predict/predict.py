@@ -838,6 +838,12 @@ def predict_run(
         group_size=None if new_llm else group_size,  # a new LLM's band has no noise to carry
         momentum_convention=momentum_convention,
     )
+    if mechanistic and not new_llm:
+        # an LLM fitted on Adam and SGD runs has one curvature for both: the fit's note
+        from bayes_grpo.model.prepare import mixed_optimizer_start
+
+        start = mixed_optimizer_start(str(draws.attrs.get("model")))
+        warnings_.extend(n for n in getattr(getattr(fitted, "data", None), "notes", []) if n.startswith(start))
     if fitted_runs is not None:
         from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
 
