@@ -266,3 +266,47 @@ def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp
     assert list(payload["flagged_unstable"]) == ["bandit_large_lr/seed0"]
     # a damped reward oscillation is the law's own underdamped regime: not a reason for a note
     assert flagged_unstable_runs(simulated_case("instability_oscillation")) == {}
+
+
+def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(runs_file, tmp_path, capsys, monkeypatch):
+    # the shipped models/tiny.nc has alpha -1.02 [-1.1, -0.94] (noise growing with G against the
+    # theory's 1/G) and neither fit nor predict said so. Prior draws stand in for the posterior,
+    # with alpha set to the tiny fit's; an interval that holds 1, a fixed alpha and the shipped
+    # one-G bandit fit (alpha not identified) say nothing.
+    from pathlib import Path
+
+    import arviz as az
+
+    from bayes_grpo.runset import load_runset
+
+    centre = {"value": -1.0}
+
+    def fake_fit(self, runset, **kw):
+        prior = self.sample_prior_predictive(runset, samples=40, random_seed=1).prior
+        if "alpha" in prior and self.model_config["alpha"].get("fixed") is None:
+            noise = np.random.default_rng(0).normal(0.0, 0.05, prior["alpha"].shape)
+            prior["alpha"] = prior["alpha"] * 0 + centre["value"] + noise
+        self.idata = az.InferenceData(posterior=prior)
+        self.fit_seconds = 0.0
+        return self.idata
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
+    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
+    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"noise exponent: sigma\^2 = D / G\^alpha, alpha = -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval; theory 1\)", text), text
+    assert "excludes the theory's 1" in text and "(it grows with G)" in text
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "b.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["noise_exponent"]["hi"] < 0 and "excludes the theory's 1" in payload["noise_exponent"]["note"]
+    centre["value"] = 1.0
+    model = GRPODynamicsModel()
+    model.fit(load_runset(runs_file))
+    summary = model.noise_exponent_summary()
+    assert summary["lo"] < 1 < summary["hi"] and summary["note"] is None
+    fixed = GRPODynamicsModel(model_config={"alpha": {"fixed": 1.0}})
+    fixed.fit(load_runset(runs_file))
+    assert fixed.noise_exponent_summary() is None
+    one_g = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    assert one_g.noise_exponent_summary() is None

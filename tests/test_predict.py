@@ -1152,3 +1152,17 @@ def test_a_prediction_for_an_llm_fitted_on_adam_and_sgd_runs_repeats_the_fits_no
     fitted.data = prepare_data(fitted.runset, fitted.model_config, fitted.parameterisation, fitted.likelihood)
     (note,) = [n for n in attr_warnings(predict_run(fitted, **setting)) if "two optimizers" in n]
     assert f"(Adam) ['{runs[0]}']" in note and runs[1] in note and fitted.data.models[0] in note
+
+
+def test_a_prediction_from_a_fit_whose_noise_exponent_excludes_1_says_so():
+    # models/tiny.nc: alpha -1.02 [-1.1, -0.94], the logged-reward band at any G scaled by it,
+    # and predict said nothing; the one-G bandit fit (alpha not identified) says nothing
+    from pathlib import Path
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    tiny = predict_run(models / "tiny.nc", learning_rate=0.001, momentum=0.9, momentum_convention="ema",
+                       k_ref=1, group_size=16, steps=30, discrepancy=False)
+    (note,) = [n for n in attr_warnings(tiny) if "noise exponent" in n]
+    assert "-1.02 [-1.1, -0.937] (90% interval), which excludes the theory's 1" in note
+    bandit = predict_run(models / "bandit.nc", learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=30, discrepancy=False)
+    assert not any("noise exponent" in n for n in attr_warnings(bandit))

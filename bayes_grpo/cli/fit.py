@@ -169,6 +169,7 @@ def run_fit(args: argparse.Namespace) -> int:
     runs = model.run_summary()
     groups = model.group_summary()
     scaling = size_exponent_summary(model)
+    noise_exponent = model.noise_exponent_summary()
     if args.json:
         print_json(
             {
@@ -178,6 +179,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "convergence": conv.to_dict(),
                 "notes": list(model.data.notes),
                 "size_exponent": scaling,
+                "noise_exponent": noise_exponent,
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
                 "groups": groups.reset_index().to_dict(orient="records"),
@@ -196,9 +198,16 @@ def run_fit(args: argparse.Namespace) -> int:
                 f"[{scaling['lo']:.3g}, {scaling['hi']:.3g}] ({scaling['prob']:.0%} interval) over "
                 f"{len(scaling['llms'])} LLMs of known size"
             )
+        if noise_exponent is not None:
+            print(
+                f"noise exponent: sigma^2 = D / G^alpha, alpha = {noise_exponent['median']:.3g} "
+                f"[{noise_exponent['lo']:.3g}, {noise_exponent['hi']:.3g}] ({noise_exponent['prob']:.0%} interval; theory 1)"
+            )
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
         if independence is not None and independence.passed is False:
             print(f"residuals: {independence.summary}")
+        if noise_exponent is not None and noise_exponent["note"]:
+            print(f"noise exponent: {noise_exponent['note']}")
         for note in model.data.notes:
             print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")

@@ -620,6 +620,53 @@ class GRPODynamicsModel:
         out.index = pd.MultiIndex.from_arrays(levels)
         return out
 
+    def noise_exponent_summary(self) -> dict[str, Any] | None:
+        """Posterior of the noise exponent ``alpha`` (``sigma^2 = D / G^alpha``; theory 1) against
+        the theory: median, central ``HDI_PROB`` interval and, when that interval excludes 1, a
+        ``note`` saying what it means (else None). None when ``alpha`` is fixed or no LLM of the fit
+        has runs at two known G (then only its prior speaks). The log density is not involved:
+        this reads the draws."""
+        post = self._require_fit().posterior
+        data = self.data
+        assert data is not None
+        if self.model_config["alpha"].get("fixed") is not None or "alpha" not in post:
+            return None
+        two_g = any(
+            np.unique(data.group_size[(data.model_idx == m) & np.isfinite(data.group_size)]).size >= 2
+            for m in range(data.n_models)
+        )
+        if not two_g:
+            return None
+        x = np.asarray(post["alpha"].values, dtype=float).ravel()
+        x = x[np.isfinite(x)]
+        lo, hi = np.quantile(x, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2])
+        out: dict[str, Any] = {"median": float(np.median(x)), "lo": float(lo), "hi": float(hi), "prob": HDI_PROB, "note": None}
+        if lo <= 1.0 <= hi:
+            return out
+        interval = f"{out['median']:.3g} [{lo:.3g}, {hi:.3g}] ({HDI_PROB:.0%} interval)"
+        if hi < 1.0:
+            meaning = (
+                "the per-step noise shrinks less with G than the theory's 1/G"
+                + (" (it grows with G)" if hi < 0.0 else "")
+                + ": noise that a larger group does not average away, e.g. logging or measurement "
+                "noise of a fixed number of completions per step, or a law misfit that differs between G"
+            )
+        else:
+            meaning = (
+                "the per-step noise shrinks faster with G than the theory's 1/G, e.g. a law misfit "
+                "or a wander about the curve that is larger at small G"
+            )
+        if self.likelihood == "iid":
+            meaning += (
+                "; with the i.i.d. likelihood the residual sd also carries each run's wander about its "
+                "curve, whose variance D / (2 G C K) depends on the run's damping, which this sd ignores"
+            )
+        out["note"] = (
+            f"the noise exponent alpha (sigma^2 = D / G^alpha) is {interval}, which excludes the "
+            f"theory's 1: {meaning}. Bands of the logged reward at another G follow the fitted alpha"
+        )
+        return out
+
     # ------------------------------------------------------------------ new settings
     def coefficient_draws(
         self,

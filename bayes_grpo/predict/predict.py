@@ -838,6 +838,11 @@ def predict_run(
         group_size=None if new_llm else group_size,  # a new LLM's band has no noise to carry
         momentum_convention=momentum_convention,
     )
+    noise_exponent = fitted.noise_exponent_summary() if hasattr(fitted, "noise_exponent_summary") else None
+    if noise_exponent is not None and noise_exponent["note"] and not new_llm:
+        # models/tiny.nc: alpha -1.02 [-1.1, -0.94], and predict's band of the logged reward at
+        # any G scaled its noise by that without a word
+        warnings_.append(noise_exponent["note"])
     if mechanistic and not new_llm:
         # an LLM fitted on Adam and SGD runs has one curvature for both: the fit's note
         from bayes_grpo.model.prepare import mixed_optimizer_start
