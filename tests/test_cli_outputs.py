@@ -221,6 +221,15 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     gain = float(ds["expected_remaining_gain"].values[-1])
     assert f"stop_step: none within the horizon (expected remaining gain at step 49: {gain:.3g})" in out
     assert "nan" not in out.split("stop_step:")[1].splitlines()[0]
+    # the policy's stop step beside it (a logged reward that trails the policy) is printed alike
+    ds = summarise_draws(
+        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
+        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
+        zeta=np.full(100, 3.0), damping=np.full(100, 1.0), policy_draws=mean,
+    )  # fmt: skip
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    out = capsys.readouterr().out
+    assert f"policy_stop_step: none within the horizon (expected remaining gain at step 49: {gain:.3g})" in out
 
 
 def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):

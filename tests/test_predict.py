@@ -1166,3 +1166,38 @@ def test_a_prediction_from_a_fit_whose_noise_exponent_excludes_1_says_so():
     assert "-1.02 [-1.1, -0.937] (90% interval), which excludes the theory's 1" in note
     bandit = predict_run(models / "bandit.nc", learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=30, discrepancy=False)
     assert not any("noise exponent" in n for n in attr_warnings(bandit))
+
+
+def test_a_prediction_whose_logged_reward_trails_the_policy_gives_the_policys_milestones_and_stop_step_too(tmp_path):
+    # at K_ref 6, bandit.nc's prediction reported stop step 34 and 90% of the rise at step 25,
+    # both read on the logged reward, which trails the policy by 6 steps (28 and 19 on the
+    # policy), and nothing said which; a run stopped at a step keeps that step's policy
+    from bayes_grpo.predict.result import prediction_result
+
+    a_true, mu, lag = 0.03, 0.5, 6
+    steps = np.arange(151.0)
+    draws = _draws(a_true * np.exp(0.03 * np.random.default_rng(2).standard_normal(400)), k_ref=lag)
+    ds = predict_from_draws(draws, steps=steps, momentum=mu, k_ref=lag, seed=1)
+    policy = _loop_recursion(a_true, mu, lag, 0, 150, 0.8, 0.2)
+    logged = _loop_recursion(a_true, mu, lag, lag, 150, 0.8, 0.2)
+    first = lambda x: steps[np.argmax((x - 0.2) / 0.6 >= 0.9)]  # noqa: E731
+    assert first(logged) - first(policy) == lag
+    logged_90 = float(ds["time_to_fraction_median"].sel(fraction=0.9))
+    policy_90 = float(ds["policy_time_to_fraction_median"].sel(fraction=0.9))
+    assert abs(logged_90 - first(logged)) <= 1 and policy_90 == logged_90 - lag
+    assert ds.attrs["policy_stop_step"] == ds.attrs["stop_step"] - lag
+    assert "the logged reward, 6 steps behind the policy" in ds.attrs["milestones_of"]
+    numbers = summary_dict(ds)
+    assert numbers["policy_stop_step"] == ds.attrs["policy_stop_step"] and numbers["stop_step"] == ds.attrs["stop_step"]
+    assert numbers["policy_time_to_fraction"]["90%"]["median_step"] == policy_90
+    assert numbers["time_to_fraction"]["90%"]["median_step"] == logged_90  # the key keeps its meaning
+    result = prediction_result(ds)
+    assert f"recommended stop step: {ds.attrs['policy_stop_step']:.0f} for the policy ({ds.attrs['stop_step']:.0f} on the logged reward, 6 steps behind it)" in result.summary
+    assert "90% (policy)" in result.table.index and "90% (logged reward)" in result.table.index
+    path = save_prediction(ds, tmp_path / "p.nc")
+    assert load_prediction(path).attrs["policy_stop_step"] == ds.attrs["policy_stop_step"]
+    # no lag: the logged reward is the policy's, one set of milestones, and it says so
+    same = predict_from_draws(draws, steps=steps, momentum=mu, k_ref=lag, observation_lag=0, seed=1)
+    assert "policy_stop_step" not in same.attrs and "policy_stop_step" not in summary_dict(same)
+    assert "which is the policy's" in same.attrs["milestones_of"]
+    assert float(same["time_to_fraction_median"].sel(fraction=0.9)) == policy_90

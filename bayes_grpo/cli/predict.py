@@ -251,6 +251,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         "law_reason",
         "observation_lag",
         "observation_lag_reason",
+        "milestones_of",
         "discrepancy_sd_max",
         "warnings",
     ):
@@ -288,6 +289,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
                 print(f"  {k}: {v}")
         elif key == "stop_step" and not np.isfinite(float(value)):
             print(f"{key}: none within the horizon{_remaining_gain_note(ds)}")
+        elif key == "policy_stop_step" and not np.isfinite(float(value)):
+            print(f"{key}: none within the horizon{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
         else:
             print(f"{key}: {value}")
 
@@ -302,11 +305,11 @@ def _print_warnings(ds, args: argparse.Namespace) -> None:
         print(f"bayes-grpo {args.command}: warning: {note}", file=sys.stderr)
 
 
-def _remaining_gain_note(ds) -> str:
-    """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve."""
-    if "expected_remaining_gain" not in ds:
+def _remaining_gain_note(ds, var: str = "expected_remaining_gain") -> str:
+    """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve ``var``."""
+    if var not in ds:
         return ""
-    last = ds["expected_remaining_gain"].isel({STEP_DIM: -1})
+    last = ds[var].isel({STEP_DIM: -1})
     return f" (expected remaining gain at step {float(last[STEP_DIM]):.0f}: {float(last):.3g})"
 
 

@@ -671,8 +671,28 @@ def predict_from_draws(
         else "reward"
     )
     law_attrs: dict[str, Any] = {"law": used, "law_reason": reason}
+    policy = None
     if used == "recursion":
-        law_attrs["observation_lag"] = float(k_ref if observation_lag is None else observation_lag)
+        lag = float(k_ref if observation_lag is None else observation_lag)
+        law_attrs["observation_lag"] = lag
+        if lag > 0:
+            # the logged reward trails the policy by the lag; a run stopped at a step keeps that
+            # step's policy (bandit.nc at K_ref 6: stop step 34 and 90% at 25 on the logged
+            # reward, 28 and 19 on the policy)
+            policy = recursion_trajectories(
+                traj["a"], momentum, k_ref, grid, traj["plateau"], traj["initial_reward"],
+                observation_lag=0, lr_multipliers=lr_multipliers,
+            )  # fmt: skip
+            law_attrs["milestones_of"] = (
+                f"time_to_fraction and stop_step: the logged reward, {lag:g} steps behind the policy "
+                "(observation lag), as the bands; policy_time_to_fraction and policy_stop_step: the "
+                "policy's, which a run stopped at that step keeps"
+            )
+    if policy is None:
+        law_attrs["milestones_of"] = (
+            "time_to_fraction and stop_step: the mean trajectory, which is the policy's "
+            "(no observation lag here)"
+        )
     if lr_multipliers is not None and used == "continuous":
         law_attrs["law_reason"] = (
             f"{reason}; on the learning-rate schedule it is read on the schedule's clock "
@@ -702,6 +722,7 @@ def predict_from_draws(
         diverging=diverging_draws(
             traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref
         ),
+        policy_draws=policy,
     )
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
         update = np.floor(grid).astype(np.int64)

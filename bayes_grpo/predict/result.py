@@ -37,6 +37,15 @@ def prediction_result(
         }
         for k, v in numbers["time_to_fraction"].items()
     ]
+    if "policy_time_to_fraction" in numbers:  # the logged reward trails the policy (predict)
+        rows = [{**r, "milestone": f"{r['milestone']} (logged reward)"} for r in rows] + [
+            {
+                "milestone": f"{k} (policy)",
+                "median step": v["median_step"],
+                "P(reached within horizon)": v["prob_reached_within_horizon"],
+            }
+            for k, v in numbers["policy_time_to_fraction"].items()
+        ]
     table = pd.DataFrame(rows).set_index("milestone")
     given = dict(ds.attrs)
     if isinstance(given.get("settings"), str):
@@ -55,11 +64,21 @@ def prediction_result(
         settings = f"forecast of {run} from its steps up to {float(given['upto_step']):g}"
     if given.get("lr_schedule"):  # a run on a schedule (predict --lr-schedule)
         settings += f", lr_schedule={given['lr_schedule']} (peak {given.get('lr_schedule_peak_rate')})"
+    def step_text(step) -> str:
+        return "none within the horizon" if step is None or not np.isfinite(float(step)) else f"{float(step):.0f}"
+
     stop = numbers.get("stop_step")
+    stop_text = step_text(stop)
+    if "policy_stop_step" in numbers:
+        # the logged reward trails the policy: a run stopped at a step keeps that step's policy
+        stop_text = (
+            f"{step_text(numbers['policy_stop_step'])} for the policy ({stop_text} on the logged "
+            f"reward, {float(ds.attrs.get('observation_lag', np.nan)):g} steps behind it)"
+        )
     summary = (
         f"{settings}: regime {numbers['regime']} (probability {float(numbers['regime_prob']):.2f}); "
         f"mean reward at step {numbers['final_step']:.0f}: {numbers['final_mean_reward']:.3g}; "
-        f"recommended stop step: {'none within the horizon' if stop is None or not np.isfinite(float(stop)) else f'{float(stop):.0f}'}."
+        f"recommended stop step: {stop_text}."
     )
     if "law" in ds.attrs:
         summary += f" Mean trajectory by the {ds.attrs['law']} law"

@@ -15,7 +15,10 @@ layout: an ``xarray.Dataset`` over ``step`` with
   horizon (``_reached``), the median over all draws (NaN: beyond the horizon, when fewer than
   half get there) and the HDI of the draws that get there;
 * ``regime_probability`` over ``regime``;
-* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step).
+* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step);
+* for a prediction whose logged reward trails the policy (``predict``'s observation lag), the
+  policy's milestones and stop step beside them: ``policy_time_to_fraction_*``,
+  ``policy_expected_remaining_gain`` and the attribute ``policy_stop_step``.
 """
 
 from __future__ import annotations
@@ -170,6 +173,29 @@ def stop_step_notes(ds: xr.Dataset) -> list[str]:
     return notes
 
 
+def _milestones(
+    draws: np.ndarray, steps: np.ndarray, plateau: np.ndarray, initial: np.ndarray, fractions, probs
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(median, hdi, reached)`` of the first passages of ``draws`` ``(n_draws, n_steps)`` at
+    each of ``fractions`` of the rise: medians ``(n_fractions,)`` (NaN: beyond the horizon), HDIs
+    ``(n_fractions, len(probs), 2)`` of the draws that get there, and the share that does."""
+    passage = np.stack([first_passage(draws, steps, plateau, initial, f) for f in fractions])
+    reached = np.isfinite(passage)
+    # a draw that does not get there within the horizon gets there later: the median is over
+    # every draw (beyond the horizon, NaN, when fewer than half get there), not over those that
+    # do, which put the 99% milestone before the 90% one when few draws reached either
+    with np.errstate(invalid="ignore"):
+        median = np.median(np.where(reached, passage, np.inf), axis=1)
+    median[~np.isfinite(median)] = np.nan
+    hdi = np.full((len(fractions), len(probs), 2), np.nan)
+    for i, row in enumerate(passage):
+        finite = row[np.isfinite(row)]
+        if finite.size >= 2:
+            for j, p in enumerate(probs):
+                hdi[i, j] = hdi_bounds(finite, p)
+    return median, hdi, reached.mean(axis=1)
+
+
 def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
     """First step after which the expected remaining gain stays below ``threshold`` (NaN if never)."""
     below = np.asarray(gain) < threshold
@@ -229,6 +255,7 @@ def summarise_draws(
     point_draws: np.ndarray | None = None,
     band_draws: np.ndarray | None = None,
     diverging: np.ndarray | None = None,
+    policy_draws: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -267,6 +294,12 @@ def summarise_draws(
         draw, so they show the divergence; a warning gives the share (attrs
         ``n_draws_diverging``). The regime probabilities take the mask too
         (:func:`regime_probabilities`): unstable means diverging.
+    policy_draws
+        Optional ``(n_draws, n_steps)`` draws of the policy's mean reward when ``mean_draws`` are
+        the logged reward that trails it (``predict``'s observation lag): its milestones and
+        stop step, from the same draws and threshold, are added as ``policy_time_to_fraction_*``,
+        ``policy_expected_remaining_gain`` and attr ``policy_stop_step`` (a run stopped at a step
+        keeps that step's policy).
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -311,21 +344,7 @@ def summarise_draws(
     plateau_k = np.asarray(plateau)[keep][settled]
     init_k = np.asarray(initial_reward)[keep][settled]
     fractions = np.array(MILESTONE_FRACTIONS)
-    passage = np.stack([first_passage(mean_k, steps, plateau_k, init_k, f) for f in fractions])
-    reached = np.isfinite(passage)
-    # a draw that does not get there within the horizon gets there later: the median is over
-    # every draw (beyond the horizon, NaN, when fewer than half get there), not over those that
-    # do, which put the 99% milestone before the 90% one when few draws reached either
-    with np.errstate(invalid="ignore"):
-        pass_median = np.median(np.where(reached, passage, np.inf), axis=1)
-    pass_median[~np.isfinite(pass_median)] = np.nan
-    pass_hdi = np.full((len(fractions), len(probs), 2), np.nan)
-    for i, row in enumerate(passage):
-        finite = row[np.isfinite(row)]
-        if finite.size >= 2:
-            for j, p in enumerate(probs):
-                lo, hi = hdi_bounds(finite, p)
-                pass_hdi[i, j] = (lo, hi)
+    pass_median, pass_hdi, reached = _milestones(mean_k, steps, plateau_k, init_k, fractions, probs)
     gain = expected_remaining_gain(mean_k, plateau_k)
     stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
@@ -340,7 +359,7 @@ def summarise_draws(
             "obs_hdi": (("hdi_prob", STEP_DIM, "bound"), obs_hdi),
             "time_to_fraction_median": ("fraction", pass_median),
             "time_to_fraction_hdi": (("fraction", "hdi_prob", "bound"), pass_hdi),
-            "time_to_fraction_reached": ("fraction", reached.mean(axis=1)),
+            "time_to_fraction_reached": ("fraction", reached),
             "regime_probability": ("regime", np.array([regimes[r] for r in REGIMES])),
             "expected_remaining_gain": (STEP_DIM, gain),
             "point_forecast": (
@@ -360,6 +379,17 @@ def summarise_draws(
             "regime": np.array(REGIMES, dtype=object),
         },
     )
+    if policy_draws is not None:
+        # the same draws' policy: the logged reward trails it (an observation lag), while a run
+        # stopped at a step keeps the policy of that step
+        policy_k = np.asarray(policy_draws, dtype=float)[keep][settled]
+        p_median, p_hdi, p_reached = _milestones(policy_k, steps, plateau_k, init_k, fractions, probs)
+        policy_gain = expected_remaining_gain(policy_k, plateau_k)
+        ds["policy_time_to_fraction_median"] = ("fraction", p_median)
+        ds["policy_time_to_fraction_hdi"] = (("fraction", "hdi_prob", "bound"), p_hdi)
+        ds["policy_time_to_fraction_reached"] = ("fraction", p_reached)
+        ds["policy_expected_remaining_gain"] = (STEP_DIM, policy_gain)
+        ds.attrs["policy_stop_step"] = stop_step(steps, policy_gain, stop_threshold)
     if parameters:
         for name, values in parameters.items():
             ds[f"param_{name}"] = ("draw", np.asarray(values, dtype=float)[keep])
@@ -438,7 +468,11 @@ def add_warnings(ds: xr.Dataset, notes: Sequence[str]) -> None:
 
 
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
-    """JSON-ready headline numbers of a prediction / forecast dataset."""
+    """JSON-ready headline numbers of a prediction / forecast dataset: ``time_to_fraction``
+    maps ``"90%"``, ``"95%"``, ``"99%"`` (shares of the rise ``p* - R0``, not of ``p*``) to the
+    median first-passage step (None: beyond the horizon) and the share of draws that get there
+    within the horizon; ``policy_time_to_fraction`` and ``policy_stop_step`` the same for the
+    policy when the logged reward trails it."""
     out: dict[str, object] = {k: ds.attrs[k] for k in SUMMARY_ATTRS}
     if ds.attrs.get("n_draws_diverging"):  # the means are then those of the stable draws
         out["n_draws_diverging"] = int(ds.attrs["n_draws_diverging"])
@@ -456,6 +490,19 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
             ds["time_to_fraction_reached"].values,
         )
     }
+    if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (predict)
+        out["policy_stop_step"] = ds.attrs["policy_stop_step"]
+        out["policy_time_to_fraction"] = {
+            f"{int(round(f * 100))}%": {
+                "median_step": float(m) if np.isfinite(m) else None,
+                "prob_reached_within_horizon": float(r),
+            }
+            for f, m, r in zip(
+                ds["fraction"].values,
+                ds["policy_time_to_fraction_median"].values,
+                ds["policy_time_to_fraction_reached"].values,
+            )
+        }
     last = ds[STEP_DIM].values[-1]
     lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
     out["final_step"] = float(last)
