@@ -230,6 +230,9 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
     out = capsys.readouterr().out
     assert f"policy_stop_step: none within the horizon (expected remaining gain at step 49: {gain:.3g})" in out
+    # "90%" of what: the text output says, as the README does for the JSON keys
+    assert "\ntime_to_fraction (steps to 90/95/99% of the rise p* - R0):\n  90%:" in out
+    assert "\npolicy_time_to_fraction (steps to 90/95/99% of the rise p* - R0):\n" in out
 
 
 def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):

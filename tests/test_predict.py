@@ -1193,7 +1193,7 @@ def test_a_prediction_whose_logged_reward_trails_the_policy_gives_the_policys_mi
     assert numbers["time_to_fraction"]["90%"]["median_step"] == logged_90  # the key keeps its meaning
     result = prediction_result(ds)
     assert f"recommended stop step: {ds.attrs['policy_stop_step']:.0f} for the policy ({ds.attrs['stop_step']:.0f} on the logged reward, 6 steps behind it)" in result.summary
-    assert "90% (policy)" in result.table.index and "90% (logged reward)" in result.table.index
+    assert "90% of the rise (policy)" in result.table.index and "90% of the rise (logged reward)" in result.table.index
     path = save_prediction(ds, tmp_path / "p.nc")
     assert load_prediction(path).attrs["policy_stop_step"] == ds.attrs["policy_stop_step"]
     # no lag: the logged reward is the policy's, one set of milestones, and it says so

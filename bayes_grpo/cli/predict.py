@@ -284,7 +284,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         return
     for key, value in out.items():
         if isinstance(value, dict):
-            print(f"{key}:")
+            # "90%" of what: of the rise p* - R0 (the JSON keys are documented in the README)
+            share = " (steps to 90/95/99% of the rise p* - R0)" if key.endswith("time_to_fraction") else ""
+            print(f"{key}{share}:")
             for k, v in value.items():
                 print(f"  {k}: {v}")
         elif key == "stop_step" and not np.isfinite(float(value)):

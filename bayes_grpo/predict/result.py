@@ -31,7 +31,7 @@ def prediction_result(
     numbers = summary_dict(ds)
     rows = [
         {
-            "milestone": k,
+            "milestone": f"{k} of the rise",
             "median step": v["median_step"],
             "P(reached within horizon)": v["prob_reached_within_horizon"],
         }
@@ -40,7 +40,7 @@ def prediction_result(
     if "policy_time_to_fraction" in numbers:  # the logged reward trails the policy (predict)
         rows = [{**r, "milestone": f"{r['milestone']} (logged reward)"} for r in rows] + [
             {
-                "milestone": f"{k} (policy)",
+                "milestone": f"{k} of the rise (policy)",
                 "median step": v["median_step"],
                 "P(reached within horizon)": v["prob_reached_within_horizon"],
             }
