@@ -374,6 +374,11 @@ def test_fit_section_carries_the_notes_the_fit_printed_about_the_data():
     )
     texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
     assert any(note in t for t in texts), texts
+    # and fit's note on a noise exponent whose posterior excludes the theory's 1
+    alpha = "the noise exponent alpha (sigma^2 = D / G^alpha) is -1.02 [-1.1, -0.937] (90% interval), which excludes the theory's 1"
+    model.noise_exponent_summary = lambda: {"median": -1.02, "note": alpha}
+    texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
+    assert any(alpha in t for t in texts), texts
     plt.close("all")
 
 

@@ -51,6 +51,10 @@ def fit_section(model: Any) -> Section:
     # what the fit printed about the data (a late start, a constant reward, pooled LLMs)
     for note in getattr(getattr(model, "data", None), "notes", None) or []:
         section.text(f"Note: {note}.")
+    # and on the noise exponent, when its posterior excludes the theory's 1 (models/tiny.nc)
+    noise_exponent = model.noise_exponent_summary() if hasattr(model, "noise_exponent_summary") else None
+    if noise_exponent is not None and noise_exponent["note"]:
+        section.text(f"Note: {noise_exponent['note']}.")
     runs = model.run_summary()
     section.heading("Per model and G")
     section.table(model.group_summary())
