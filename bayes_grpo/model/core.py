@@ -46,7 +46,7 @@ from bayes_grpo.model.config import (
     merge_config,
     validate_model_config,
 )
-from bayes_grpo.model.convergence import convergence_check, run_r_hat
+from bayes_grpo.model.convergence import ESS_MIN_PER_CHAIN, RHAT_MAX, convergence_check, run_r_hat
 from bayes_grpo.model.prepare import (
     ModelData,
     follows_schedule,
@@ -659,12 +659,27 @@ class GRPODynamicsModel:
         if self.likelihood == "iid":
             meaning += (
                 "; with the i.i.d. likelihood the residual sd also carries each run's wander about its "
-                "curve, whose variance D / (2 G C K) depends on the run's damping, which this sd ignores"
+                "curve, whose variance D / (2 G C K) depends on the run's damping, which this sd "
+                "ignores, so where G and the learning rate or K_ref change together alpha absorbs "
+                "it"
             )
         out["note"] = (
             f"the noise exponent alpha (sigma^2 = D / G^alpha) is {interval}, which excludes the "
             f"theory's 1: {meaning}. Bands of the logged reward at another G follow the fitted alpha"
         )
+        # a stuck chain gives a narrow interval anywhere (a 1-chain state-space fit, bulk ESS 1:
+        # alpha 0.981 [0.981, 0.981]): say so rather than read it against the theory
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+            warnings.simplefilter("ignore")
+            ess = float(az.ess(post["alpha"]).to_array().values.ravel()[0])
+            rhat = float(az.rhat(post["alpha"]).to_array().values.ravel()[0]) if post.sizes["chain"] > 1 else 1.0
+        ess_min = ESS_MIN_PER_CHAIN * post.sizes["chain"]
+        if not (ess >= ess_min and rhat <= RHAT_MAX and np.ptp(x) > 0):  # arviz: a constant's ESS is n
+            spread = f"R-hat {rhat:.3g}" if post.sizes["chain"] > 1 else "one chain"
+            out["note"] = (
+                f"alpha's draws have not converged (bulk ESS {ess:.0f}, {spread}; the fit's "
+                f"convergence advice), so this is not yet evidence against the theory: {out['note']}"
+            )
         return out
 
     # ------------------------------------------------------------------ new settings
