@@ -1313,3 +1313,23 @@ def test_a_phenomenological_prior_for_a_run_at_another_setting_says_it_carries_t
     assert "this run's learning_rate 0.004 (fitted runs: 0.001)" in note and "carries their dynamics over unchanged" in note
     same = forecast_in_runset(runset, "r1", 20, posterior=fit_of_others, likelihood="iid", n_draws=100)
     assert "carries their dynamics" not in same.attrs.get("prior_note", "")
+
+
+def test_a_posterior_prior_of_an_llm_fitted_on_adam_and_sgd_runs_repeats_the_fits_note():
+    # the fit's one curvature K of an LLM with Adam and SGD runs became a forecast's prior with
+    # no word (predict repeats the fit's note; forecast --prior did not)
+    from pathlib import Path
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    fitted = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    runs = [str(r) for r in fitted.runset["run"].values]
+    kw = dict(posterior=fitted, likelihood="iid", n_draws=100)
+    assert "two optimizers" not in forecast_in_runset(fitted.runset, runs[1], 40, **kw).attrs.get("prior_note", "")
+    conv = np.array(["ema"] + ["heavy_ball"] * (len(runs) - 1), dtype=object)
+    fitted.runset = fitted.runset.assign_coords(momentum_convention=("run", conv))
+    fitted.data = prepare_data(fitted.runset, fitted.model_config, fitted.parameterisation, fitted.likelihood)
+    note = forecast_in_runset(fitted.runset, runs[1], 40, **kw).attrs["prior_note"]
+    assert "has runs of two optimizers" in note and f"(Adam) ['{runs[0]}']" in note

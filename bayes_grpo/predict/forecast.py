@@ -834,6 +834,12 @@ def population_prior_for_run(
         if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
             unseen = phenomenological_setting_note(posterior, coords, llm)
             note = "; ".join(n for n in (note, unseen) if n)
+        elif llm in fitted_llms:
+            # one curvature K for the LLM's Adam and SGD runs: the fit's note, as predict repeats it
+            from bayes_grpo.model.prepare import mixed_optimizer_start
+
+            mixed = [n for n in posterior.data.notes if n.startswith(mixed_optimizer_start(llm))]
+            note = "; ".join(n for n in (note, *mixed) if n)
         try:
             prior = prior_from_posterior(
                 posterior,
