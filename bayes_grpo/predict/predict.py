@@ -684,7 +684,7 @@ def predict_from_draws(
                 observation_lag=0, lr_multipliers=lr_multipliers,
             )  # fmt: skip
             law_attrs["milestones_of"] = (
-                f"time_to_fraction and stop_step: the logged reward, {lag:g} steps behind the policy "
+                f"time_to_fraction and stop_step: the logged reward, {lag:g} step{'' if lag == 1 else 's'} behind the policy "
                 "(observation lag), as the bands; policy_time_to_fraction and policy_stop_step: the "
                 "policy's, which a run stopped at that step keeps"
             )

@@ -71,9 +71,10 @@ def prediction_result(
     stop_text = step_text(stop)
     if "policy_stop_step" in numbers:
         # the logged reward trails the policy: a run stopped at a step keeps that step's policy
+        lag = float(ds.attrs.get("observation_lag", np.nan))
         stop_text = (
             f"{step_text(numbers['policy_stop_step'])} for the policy ({stop_text} on the logged "
-            f"reward, {float(ds.attrs.get('observation_lag', np.nan)):g} steps behind it)"
+            f"reward, {lag:g} step{'' if lag == 1 else 's'} behind it)"
         )
     summary = (
         f"{settings}: regime {numbers['regime']} (probability {float(numbers['regime_prob']):.2f}); "
