@@ -796,6 +796,41 @@ def test_an_upto_in_a_gap_of_the_log_says_where_the_forecast_starts():
     assert not any("falls in a gap" in w for w in attr_warnings(fc))
 
 
+def test_a_forecast_gives_the_policys_stop_step_ahead_of_the_logged_reward_that_trails_it():
+    # a run's logged reward trails its policy (the bandit: K_ref steps; a training log: 1 step;
+    # the SDE simulator: none), and a run stopped at a step keeps that step's policy; the
+    # forecast read milestones and the stop step on the logged reward only, as predict once did
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(0.0, 120.0)
+    reward = 0.8 - 0.6 * np.exp(-steps / 15.0) + 0.01 * np.random.default_rng(0).normal(size=steps.size)
+    frame = pd.DataFrame({"reward": reward}, index=steps.astype(int))
+    runset = make_runset(
+        {"bandit": frame, "trl": frame, "sde": frame},
+        {"bandit": {"source": "bandit", "k_ref": 4}, "trl": {"source": "trl", "k_ref": 4}, "sde": {"source": "simulate"}},
+    )
+    kw = dict(likelihood="iid", n_draws=200, seed=0, use_runs=False)
+    for run, lag in (("bandit", 4.0), ("trl", 1.0)):
+        fc = forecast_in_runset(runset, run, 40, **kw)
+        assert fc.attrs["observation_lag"] == lag and f"{lag:g} step" in fc.attrs["milestones_of"]
+        logged = fc["time_to_fraction_median"].values
+        policy = fc["policy_time_to_fraction_median"].values
+        assert np.all(np.isfinite(logged)) and np.all(np.abs(logged - policy - lag) <= 1.0), (logged, policy)
+        assert abs(fc.attrs["stop_step"] - fc.attrs["policy_stop_step"] - lag) <= 1.0
+        # the forecaster of a run in progress, told the lag, gives the same forecast
+        forecaster = RunForecaster(None, fc[STEP_DIM].values, likelihood="iid", n_draws=200, seed=0, observation_lag=lag)
+        forecaster.update(steps[:41], reward[:41])
+        again = forecaster.forecast()
+        assert again.attrs["policy_stop_step"] == fc.attrs["policy_stop_step"]
+        assert forecaster.history[-1]["policy_stop_step"] == fc.attrs["policy_stop_step"]
+    sde = forecast_in_runset(runset, "sde", 40, **kw)
+    assert sde.attrs["observation_lag"] == 0.0 and "policy_stop_step" not in sde.attrs
+    assert "no observation lag" in sde.attrs["milestones_of"]
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -70,6 +70,7 @@ from bayes_grpo.predict.summary import (
     LOGGED_STEP_DIM,
     add_warnings,
     check_stop_threshold,
+    milestones_of,
     summarise_draws,
 )
 
@@ -998,6 +999,18 @@ def forecast_grid(
     return np.unique(np.concatenate([even, logged]))
 
 
+def run_observation_lag(runset: xr.Dataset, run_id: str) -> float:
+    """Steps by which run ``run_id``'s logged reward trails its policy, from its ``source`` and
+    ``k_ref`` (:func:`bayes_grpo.predict.predict.observation_lag_of`: 1 for a training log, 0
+    for the SDE simulator, ``k_ref`` for the bandit); NaN where that rule needs a ``k_ref`` the
+    run set does not give (the forecast then gives no policy milestones)."""
+    from bayes_grpo.predict.predict import observation_lag_of
+    from bayes_grpo.runset import run_coords
+
+    coords = run_coords(runset, run_id)
+    return observation_lag_of(str(coords["source"]), float(coords["k_ref"]))
+
+
 def forecast_in_runset(
     runset: xr.Dataset,
     run_id: str,
@@ -1127,6 +1140,7 @@ def forecast_in_runset(
         y_all[seen],
         grid,
         prior=prior,
+        observation_lag=run_observation_lag(runset, run_id),
         hdi_probs=hdi_probs,
         stop_threshold=stop_threshold,
         n_draws=n_draws,
@@ -1910,8 +1924,16 @@ def forecast_from_posterior(
     stop_threshold: float | None = None,
     rng: np.random.Generator | int | None = 0,
     attrs: Mapping[str, object] | None = None,
+    observation_lag: float = 0.0,
 ) -> xr.Dataset:
-    """Bands, milestones, regime and stop step at ``steps`` from a :class:`RunPosterior`."""
+    """Bands, milestones, regime and stop step at ``steps`` from a :class:`RunPosterior`.
+
+    ``observation_lag``: steps by which the run's logged reward trails its policy
+    (:func:`bayes_grpo.predict.predict.observation_lag_of`). The forecast's curve is the
+    logged reward's; when the lag is above 0 the policy's milestones and stop step
+    (``policy_*``) are read on the same curve ``observation_lag`` steps ahead, as ``predict``
+    gives them, since a run stopped at a step keeps that step's policy.
+    """
     rng = np.random.default_rng(rng)
     steps = np.asarray(steps, dtype=float)
     u = post.draws
@@ -1934,6 +1956,8 @@ def forecast_from_posterior(
             )
             u = u[inside]
     mean = mean_curve(u, steps)
+    lag = float(observation_lag) if np.isfinite(observation_lag) else 0.0
+    policy = mean_curve(u, steps + lag) if lag > 0 else None
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
     obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
     point = mean.copy()
@@ -1965,6 +1989,8 @@ def forecast_from_posterior(
         "ess": post.ess,
         "n_observed": post.n_obs,
         "warnings": notes,
+        "observation_lag": lag,
+        "milestones_of": milestones_of(lag),
     }
     all_attrs.update(attrs or {})
     return summarise_draws(
@@ -1980,6 +2006,7 @@ def forecast_from_posterior(
         parameters=params,
         attrs=all_attrs,
         point_draws=point,
+        policy_draws=policy,
     )
 
 
@@ -2082,11 +2109,14 @@ def forecast_run(
     rng: np.random.Generator | int | None = 0,
     attrs: Mapping[str, object] | None = None,
     reward_bounds: tuple[float, float] | None = None,
+    observation_lag: float = 0.0,
 ) -> xr.Dataset:
     """Forecast a run from its observed prefix ``(t, y)`` over ``horizon_steps``.
 
     ``reward_bounds``: ``(lo, hi)`` of a bounded reward (e.g. ``(0, 1)`` for a success
     rate), which shapes the noise (:func:`noise_shape`); None for constant noise.
+    ``observation_lag``: steps by which the logged reward trails the policy (the policy's
+    milestones and stop step, :func:`forecast_from_posterior`).
 
     Returns the dataset of :func:`bayes_grpo.predict.summary.summarise_draws` (bands of the
     mean trajectory and of the observed reward, milestones, regime, stop step) with the
@@ -2116,6 +2146,7 @@ def forecast_run(
         stop_threshold=stop_threshold,
         rng=rng,
         attrs=extra,
+        observation_lag=observation_lag,
     )
 
 
@@ -2170,7 +2201,9 @@ class RunForecaster:
     Each :meth:`update` refits the run's posterior on every step seen so far (the prior
     stays the population prior, so nothing is counted twice), warm-starting from the
     previous mode. ``horizon_steps``: the steps forecast at; for a long horizon use
-    :func:`forecast_grid` (bounded) rather than every step. After an update, :meth:`forecast`
+    :func:`forecast_grid` (bounded) rather than every step. ``observation_lag``: steps by which
+    the logged reward trails the policy (:func:`run_observation_lag`; the policy's milestones and
+    stop step, as :func:`forecast_from_posterior`). After an update, :meth:`forecast`
     gives what :func:`forecast_run` gives for the steps seen so far with ``rng=seed``
     (one random stream from ``seed`` through the fit and the forecast draws).
     """
@@ -2186,8 +2219,10 @@ class RunForecaster:
         seed: int = 0,
         likelihood: str = "state_space",
         reward_bounds: tuple[float, float] | None = None,
+        observation_lag: float = 0.0,
     ) -> None:
         self.prior = prior
+        self.observation_lag = observation_lag
         self.likelihood = likelihood
         self.reward_bounds = reward_bounds
         self.horizon_steps = np.asarray(horizon_steps, dtype=float)
@@ -2250,11 +2285,13 @@ class RunForecaster:
             stop_threshold=self.stop_threshold,
             rng=copy.deepcopy(self._rng),  # the fit's stream, as forecast_run; each call alike
             attrs={"upto_step": self._upto(), "prior": self._prior_used.to_dict()},
+            observation_lag=self.observation_lag,
         )
         self.history.append(
             {
                 "upto_step": self._upto(),
                 "stop_step": ds.attrs["stop_step"],
+                "policy_stop_step": ds.attrs.get("policy_stop_step", ds.attrs["stop_step"]),
                 "regime": ds.attrs["regime"],
                 "pareto_k": ds.attrs["pareto_k"],
             }

@@ -55,6 +55,7 @@ from bayes_grpo.predict.summary import (
     add_warnings,
     attr_warnings,
     band,
+    milestones_of,
     summarise_draws,
 )
 
@@ -683,16 +684,7 @@ def predict_from_draws(
                 traj["a"], momentum, k_ref, grid, traj["plateau"], traj["initial_reward"],
                 observation_lag=0, lr_multipliers=lr_multipliers,
             )  # fmt: skip
-            law_attrs["milestones_of"] = (
-                f"time_to_fraction and stop_step: the logged reward, {lag:g} step{'' if lag == 1 else 's'} behind the policy "
-                "(observation lag), as the bands; policy_time_to_fraction and policy_stop_step: the "
-                "policy's, which a run stopped at that step keeps"
-            )
-    if policy is None:
-        law_attrs["milestones_of"] = (
-            "time_to_fraction and stop_step: the mean trajectory, which is the policy's "
-            "(no observation lag here)"
-        )
+    law_attrs["milestones_of"] = milestones_of(float(law_attrs["observation_lag"]) if policy is not None else 0.0)
     if lr_multipliers is not None and used == "continuous":
         law_attrs["law_reason"] = (
             f"{reason}; on the learning-rate schedule it is read on the schedule's clock "

@@ -144,6 +144,21 @@ def check_stop_threshold(threshold: float | None) -> float | None:
     return value
 
 
+def milestones_of(lag: float) -> str:
+    """What a prediction's or forecast's milestones and stop step are read on (attr
+    ``milestones_of``), for a logged reward ``lag`` steps behind the policy (0: none)."""
+    if not lag > 0:
+        return (
+            "time_to_fraction and stop_step: the mean trajectory, which is the policy's "
+            "(no observation lag here)"
+        )
+    return (
+        f"time_to_fraction and stop_step: the logged reward, {lag:g} step{'' if lag == 1 else 's'} "
+        "behind the policy (observation lag), as the bands; policy_time_to_fraction and "
+        "policy_stop_step: the policy's, which a run stopped at that step keeps"
+    )
+
+
 def stop_step_notes(ds: xr.Dataset) -> list[str]:
     """Warnings on a stop step that answers no question the user asked.
 
