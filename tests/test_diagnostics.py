@@ -1031,3 +1031,48 @@ def test_a_side_quantity_that_grew_but_stopped_growing_says_why_it_is_not_detect
     frame["grad_norm"] = 0.1 + np.linspace(0.0, 2.0, 200)
     res = instability(frame, run_id="grows", config=cfg, common=FAST.common)
     assert res.passed is False and "no longer growing" not in res.summary
+
+
+def _plateau_run(n: int = 300, seed: int = 0, noise: float = 0.02) -> pd.DataFrame:
+    """A healthy run built here, not by the package: the reward rises to 0.7 with white noise,
+    the grad norm holds its level."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, n + 1)
+    reward = 0.7 - 0.5 * np.exp(-steps / (0.1 * n)) + noise * rng.standard_normal(n)
+    grad_norm = 0.3 * np.exp(0.2 * rng.standard_normal(n))
+    return pd.DataFrame(
+        {"reward": reward, "grad_norm": grad_norm}, index=pd.Index(steps, name="step")
+    )
+
+
+def _signal(res, name: str) -> dict:
+    return next(s for s in res.values["evidence"]["signals"] if s["signal"] == name)
+
+
+def test_a_kl_that_runs_away_is_instability_and_one_that_builds_up_is_not():
+    # a KL to the reference that grew 20-50x over the last half was "not detected": the mode
+    # never read the kl column. It starts at 0, so its build-up (here saturating, or a random
+    # walk's linear drift) is measured from the central window, not from the first
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    n = 300
+    steps = np.arange(1, n + 1)
+    rng = np.random.default_rng(1)
+    jitter = np.exp(0.25 * rng.standard_normal(n))
+    anchored = 0.02 * (1 - np.exp(-steps / 90.0)) * jitter  # levels off
+    blow_up = np.exp(8 * np.clip(steps / n - 0.5, 0, None))  # e^4 over the second half
+    for kl, runaway in (
+        (anchored, False),
+        (0.02 * steps / n * jitter, False),  # beta = 0: drifts like t
+        (anchored * blow_up, True),
+    ):
+        frame = _plateau_run(n).assign(kl=kl)
+        res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+        growth = _signal(res, "growth of KL")
+        assert growth["detected"] is runaway and res.passed is (not runaway), res.summary
+        assert growth["reference_window"] == "central"
+        if runaway:
+            assert growth["value"] > 10 and 150 < res.values["onset_step"] < 260, res.summary
+            assert "growth of KL (kl: late/central median ratio" in res.summary
+        else:
+            assert growth["value"] < 3
+

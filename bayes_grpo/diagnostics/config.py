@@ -44,6 +44,9 @@ IMPORTANCE_RATIO_NAMES: tuple[str, ...] = (
     "sampling_importance_sampling_ratio_mean",
 )
 CLIP_RATIO_NAMES: tuple[str, ...] = ("clip_ratio", "clip_ratio_region_mean", "clip_fraction")
+#: KL divergence to the reference policy (TRL ``kl``; verl's ``actor/kl_loss`` and the other
+#: aliases of ``bayes_grpo.runset.names`` are ingested as ``kl``).
+KL_NAMES: tuple[str, ...] = ("kl",)
 
 
 #: Allowed values of the numeric settings, ``{section: {field: (low, high, low_open,
@@ -290,6 +293,11 @@ class InstabilityConfig:
     ----------
     grad_norm_metrics, importance_ratio_metrics, clip_ratio_metrics
         Names of the side quantities whose sustained growth is checked.
+    kl_metrics
+        Names of the KL divergence to the reference policy. It starts at 0 (the policy starts
+        as the reference) and builds up while the policy learns, so its growth is measured
+        from the central ``edge_fraction`` of the run to the last, against ``growth_factor``
+        (see the module docstring of ``instability``).
     edge_fraction
         Early and late windows (fractions of the run) whose medians are compared.
     growth_factor
@@ -338,6 +346,7 @@ class InstabilityConfig:
     grad_norm_metrics: tuple[str, ...] = GRAD_NORM_NAMES
     importance_ratio_metrics: tuple[str, ...] = IMPORTANCE_RATIO_NAMES
     clip_ratio_metrics: tuple[str, ...] = CLIP_RATIO_NAMES
+    kl_metrics: tuple[str, ...] = KL_NAMES
     edge_fraction: float = 0.25
     growth_factor: float = 3.0
     clip_min_level: float = 0.05

@@ -13,6 +13,17 @@ Signals, each assessed on its own and listed in the result's table:
   ``sqrt(growth_factor)`` times its early level (sustained). Exact zeros are left out (a
   step whose groups all had zero reward spread has no policy gradient: its grad norm is 0
   because there was no signal, which is not a level to grow from).
+- **growth of the KL** to the reference policy: as for ``grad_norm``, but the reference is
+  the median over the central ``edge_fraction`` of the run, not the first: the KL starts at
+  0 (the policy starts as the reference), and its build-up while the policy learns is no
+  instability. An anchored run levels off (ratio near 1); a policy drifting from the
+  reference in a random walk has a KL growing like ``t`` and one drifting at a steady velocity
+  like ``t^2`` (KL is quadratic in the parameter change), whose ratios over the default
+  windows (medians at 87.5% and 50% of the run) are ``1.75`` and ``1.75^2 = 3.06``. A ratio
+  >= ``growth_factor`` (3) with its interval above 1 is a KL growing at least as fast as a
+  steady drift's, up to noise: the runaway past the stability threshold, where each step
+  moves the policy further than the last. Onset: first step after which the smoothed KL
+  stays above ``sqrt(growth_factor)`` times its central level (sustained).
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
   ``edge_fraction`` of the run, with its bootstrap lower bound above half that level.
@@ -156,13 +167,28 @@ def growth_ratio(
     return float((np.median(values[late]) + offset) / (np.median(values[early]) + offset))
 
 
+def late_to_middle_ratio(
+    steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float
+) -> float:
+    """``(median late + offset) / (median central + offset)``: the last ``edge_fraction`` of
+    the run against its central ``edge_fraction`` (:func:`middle_mask`)."""
+    late = edge_mask(steps, edge_fraction, late=True)
+    middle = middle_mask(steps, edge_fraction)
+    return float((np.median(values[late]) + offset) / (np.median(values[middle]) + offset))
+
+
 def _growth_signal(
     kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig, rng: np.random.Generator
 ) -> dict[str, Any]:
     smoothed = smooth(s.values, common.smooth_fraction)
     offset = 0.01 * float(np.nanmax(np.abs(smoothed))) + 1e-12
     late_mask = edge_mask(s.steps, cfg.edge_fraction, late=True)
-    early_mask = edge_mask(s.steps, cfg.edge_fraction, late=False)
+    # the KL starts at 0 by construction: its reference level is the central window's
+    early_mask = (
+        middle_mask(s.steps, cfg.edge_fraction)
+        if kind == "KL"
+        else edge_mask(s.steps, cfg.edge_fraction, late=False)
+    )
     late_level = float(np.median(s.values[late_mask]))
     early_level = float(np.median(s.values[early_mask]))
     if kind == "clip ratio":
@@ -196,10 +222,11 @@ def _growth_signal(
         condition = np.zeros(s.values.size, dtype=bool)
         condition[first : first + w] = held if held.any() else at_level
     else:
-        value = growth_ratio(s.steps, s.values, cfg.edge_fraction, offset)
+        ratio = late_to_middle_ratio if kind == "KL" else growth_ratio
+        value = ratio(s.steps, s.values, cfg.edge_fraction, offset)
         boot = bootstrap(
             s.values,
-            lambda v: growth_ratio(s.steps, v, cfg.edge_fraction, offset),
+            lambda v: ratio(s.steps, v, cfg.edge_fraction, offset),
             smooth_fraction=common.smooth_fraction,
             block_fraction=common.block_fraction,
             n_boot=common.n_boot,
@@ -217,7 +244,10 @@ def _growth_signal(
         mid_level = float(np.median(s.values[middle_mask(s.steps, cfg.edge_fraction)]))
         still_growing = bool(late_level >= mid_level)
         detected = bool(value >= cfg.growth_factor and lo > 1.0 and still_growing)
-        statistic, threshold = "late/early median ratio", cfg.growth_factor
+        statistic, threshold = (
+            "late/central median ratio" if kind == "KL" else "late/early median ratio",
+            cfg.growth_factor,
+        )
         condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
     onset = None
     if detected:
@@ -230,7 +260,12 @@ def _growth_signal(
     extra = (
         {}
         if kind == "clip ratio"
-        else {"middle_level": mid_level, "still_growing_at_end": still_growing}
+        else {
+            "middle_level": mid_level,
+            "still_growing_at_end": still_growing,
+            # what early_level is the median of: the KL's reference is the central window
+            "reference_window": "central" if kind == "KL" else "early",
+        }
     )
     return {
         **extra,
@@ -549,6 +584,7 @@ def instability(
         ("grad norm", config.grad_norm_metrics),
         ("importance ratio", config.importance_ratio_metrics),
         ("clip ratio", config.clip_ratio_metrics),
+        ("KL", config.kl_metrics),
     ):
         looked.append(f"{kind} ({', '.join(names)})")
         s = find_series(frame, names, min_points=common.min_points)
@@ -587,9 +623,11 @@ def instability(
         if osc is not None:
             signals.append(osc)
     if config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
-        div = _divergence_signal(rew, config)
-        if div is not None:
-            signals.append(div)
+        for reward_signal in (
+            _divergence_signal(rew, config),
+        ):
+            if reward_signal is not None:
+                signals.append(reward_signal)
     if not signals:
         return not_assessable(
             MODE,
@@ -698,7 +736,10 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
     """The signal closest to its threshold (reported as the strength of a healthy run)."""
 
     def margin(s: dict[str, Any]) -> float:
-        if s["signal"].startswith("growth") or s["signal"] in ("sustained clipping", "reward divergence"):
+        if s["signal"].startswith("growth") or s["signal"] in (
+            "sustained clipping",
+            "reward divergence",
+        ):
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
             return s["value"] - s["threshold"]
@@ -738,13 +779,14 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
         # signal is a level, not a late/early ratio
         peak = float(np.nanmax(np.abs(col[ok]))) if ok.any() else 0.0
         if s["early_level"] > 0:
-            base, basis = s["early_level"], " / early median"
+            base = s["early_level"]
+            basis = " / central median" if s["signal"] == "growth of KL" else " / early median"
         elif peak > 0:
             base, basis = peak, " / its maximum"
         else:
             base, basis = 1.0, ""
         stat = (
-            f"late/early x{s['value']:.2g}"
+            f"{s['statistic'].split()[0]} x{s['value']:.2g}"
             if s["signal"].startswith("growth")
             else f"{s['statistic']}: {s['value']:.2g}"
         )
