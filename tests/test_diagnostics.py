@@ -1076,3 +1076,30 @@ def test_a_kl_that_runs_away_is_instability_and_one_that_builds_up_is_not():
         else:
             assert growth["value"] < 3
 
+
+def test_a_reward_swing_that_grows_at_the_plateau_is_instability():
+    # a swing that grows from 0 to +-0.2 over the second half (period 30 steps, noise 0.05 a
+    # step, nothing else logged out of line) was "not detected": the divergence test compares
+    # the last quarter with everything before it, whose range holds the whole rise
+    for seed in range(3):
+        frame = _plateau_run(400, seed=seed, noise=0.05)
+        steps = frame.index.to_numpy()
+        amp = 0.2 * np.clip((steps - 200) / 200, 0, None)
+        frame["reward"] += amp * np.sin(2 * np.pi * steps / 30)
+        res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+        osc = _signal(res, "growing reward oscillation")
+        assert res.passed is False and osc["detected"], res.summary
+        assert osc["value"] >= 3 and osc["lower"] > 1 and osc["beyond_central_range_on_both_sides"]
+        assert 250 <= osc["onset_step"] <= 400
+        assert not _signal(res, "reward divergence")["detected"]
+    # the same run without the swing, and one with a stationary wander about its plateau
+    for seed in range(3):
+        quiet = _plateau_run(400, seed=seed, noise=0.05)
+        wander = np.zeros(400)
+        rng = np.random.default_rng(10 + seed)
+        for i in range(1, 400):
+            wander[i] = 0.95 * wander[i - 1] + 0.03 * rng.standard_normal()
+        for frame in (quiet, quiet.assign(reward=quiet["reward"] + wander)):
+            res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+            assert not _signal(res, "growing reward oscillation")["detected"], res.summary
+

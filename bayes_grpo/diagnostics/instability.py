@@ -63,6 +63,22 @@ Signals, each assessed on its own and listed in the result's table:
   range on both sides: a growing oscillation, which neither the least-squares law nor a
   posterior fitted to it may draw. A late rise or a collapse leaves it on one side only.
   Onset: the first step beyond the earlier range.
+- **growing reward oscillation** (model-free, part of the same reward assessment): the
+  reward's standard deviation about its own least-squares line over the last
+  ``edge_fraction`` of the run is at least ``growth_factor`` times that over the central
+  ``edge_fraction``, and the last window leaves the central one's range on both sides. The
+  central window, not everything before, is the reference, so the rise does not hide a
+  swing that grows at the plateau (the divergence test above compares with a range that holds
+  the whole rise). Both windows need ``min_points`` points; the sds are those of the means
+  of consecutive blocks of ``b`` points, ``b`` the window's points over ``min_points`` (so
+  ``min_points`` blocks or more): a swing of many logging intervals keeps its size while
+  the step-to-step noise shrinks by ``sqrt(b)``. Noise band: for a stationary reward (white
+  noise, or a wander about a level) the two windows have the same spread, and the squared
+  ratio of two such sds of ``m`` independent block means each follows ``F(m - 2, m - 2)``:
+  ``P(ratio >= 3) = P(F >= 9) = 0.3%`` at ``m = 10`` and less for more blocks (at most
+  0.5% with the both-sides condition, by simulation of an AR(1) wander of correlation time
+  5-100% of the run, with or without white noise); the interval reported is that F interval. Onset: the first block after the central window
+  whose mean leaves that window's range of block means.
 
 The mode is detected when any signal is. A run with none of the side quantities and a
 reward too short to fit is "not assessable".
@@ -476,6 +492,82 @@ def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | 
     }
 
 
+def _block_means(values: np.ndarray, block: int) -> np.ndarray:
+    """Means of consecutive blocks of ``block`` points, aligned on the last point (a partial
+    first block is left out)."""
+    values = np.asarray(values, dtype=float)
+    n = (values.size // block) * block
+    return values[values.size - n :].reshape(-1, block).mean(axis=1)
+
+
+def _detrended_sd(steps: np.ndarray, values: np.ndarray) -> float:
+    """Standard deviation of ``values`` about their least-squares line (``ddof = 2``)."""
+    coef = np.polyfit(steps, values, 1)
+    resid = values - np.polyval(coef, steps)
+    return float(np.sqrt(np.sum(resid**2) / max(values.size - 2, 1)))
+
+
+def _oscillation_growth_signal(
+    rew: Series, cfg: InstabilityConfig, common: CommonConfig
+) -> dict[str, Any] | None:
+    late = edge_mask(rew.steps, cfg.edge_fraction, late=True)
+    middle = middle_mask(rew.steps, cfg.edge_fraction) & ~late
+    n_points = min(int(late.sum()), int(middle.sum()))
+    if n_points < max(common.min_points, 3):
+        return None
+    # means of consecutive blocks of b points, min_points blocks per window: a swing that
+    # lasts many logging intervals keeps its size while the step-to-step noise shrinks by b
+    b = n_points // max(common.min_points, 3)
+    blocks = {
+        name: (_block_means(rew.steps[mask], b), _block_means(rew.values[mask], b))
+        for name, mask in (("late", late), ("middle", middle))
+    }
+    n_late, n_mid = blocks["late"][1].size, blocks["middle"][1].size
+    sd_late = _detrended_sd(*blocks["late"])
+    sd_mid = _detrended_sd(*blocks["middle"])
+    if sd_mid > 0:
+        ratio = sd_late / sd_mid
+    else:
+        ratio = float("inf") if sd_late > 0 else 1.0
+    # interval of the sd ratio of two independent windows: (s1/s2)^2 / (sigma1/sigma2)^2 ~ F
+    prob = common.interval_prob
+    f_hi, f_lo = (
+        stats.f.ppf(q, n_late - 2, n_mid - 2) for q in ((1 + prob) / 2, (1 - prob) / 2)
+    )
+    lo, hi = float(ratio / np.sqrt(f_hi)), float(ratio / np.sqrt(f_lo))
+    mid_lo, mid_hi = float(blocks["middle"][1].min()), float(blocks["middle"][1].max())
+    late_vals = blocks["late"][1]
+    both_sides = bool(late_vals.max() > mid_hi and late_vals.min() < mid_lo)
+    detected = bool(ratio >= cfg.growth_factor and both_sides)
+    onset = None
+    if detected:
+        smoothed = _block_means(rew.values, b)
+        at = _block_means(rew.steps, b)
+        after = at > rew.steps[middle][-1]
+        outside = np.flatnonzero(after & ((smoothed > mid_hi) | (smoothed < mid_lo)))
+        onset = float(at[outside[0]]) if outside.size else None
+    return {
+        "signal": "growing reward oscillation",
+        "metric": "reward",
+        "statistic": (
+            f"sd about a line, last {cfg.edge_fraction:.0%} / central {cfg.edge_fraction:.0%}"
+        ),
+        "value": float(ratio),
+        "lower": lo,
+        "upper": hi,
+        "threshold": cfg.growth_factor,
+        "block_points": b,
+        "central_sd": sd_mid,
+        "late_sd": sd_late,
+        "central_range": [mid_lo, mid_hi],
+        "late_range": [float(late_vals.min()), float(late_vals.max())],
+        "beyond_central_range_on_both_sides": both_sides,
+        "detected": detected,
+        "onset_step": onset,
+        "source": "F distribution",
+    }
+
+
 def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> float | None:
     err = np.asarray(fitted) - plateau
     sign0 = np.sign(err[0])
@@ -625,6 +717,7 @@ def instability(
     if config.fit_oscillation and rew is not None and len(rew) >= common.min_points:
         for reward_signal in (
             _divergence_signal(rew, config),
+            _oscillation_growth_signal(rew, config, common),
         ):
             if reward_signal is not None:
                 signals.append(reward_signal)
@@ -739,6 +832,7 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
         if s["signal"].startswith("growth") or s["signal"] in (
             "sustained clipping",
             "reward divergence",
+            "growing reward oscillation",
         ):
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
