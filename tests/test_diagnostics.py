@@ -1103,3 +1103,26 @@ def test_a_reward_swing_that_grows_at_the_plateau_is_instability():
             res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
             assert not _signal(res, "growing reward oscillation")["detected"], res.summary
 
+
+def test_a_reward_that_collapses_after_rising_is_instability_not_only_degeneracy():
+    # a reward that rose to 0.7 and fell to 0.01 in a few steps at step 180 (grad norm at its
+    # level throughout) was "not detected" as instability: no side quantity grew, no law fits it
+    n = 300
+    frame = _plateau_run(n, noise=0.03)
+    steps = frame.index.to_numpy()
+    frame["reward"] = np.where(
+        steps > 180, 0.01 + 0.005 * np.abs(frame["reward"] - 0.7), frame["reward"]
+    )
+    res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+    col = _signal(res, "reward collapse")
+    assert res.passed is False and col["detected"] and col["ends_below_its_start"], res.summary
+    assert col["value"] >= 3 and col["rise_in_within_window_sds"] >= 3
+    assert 180 <= res.values["onset_step"] <= 190, res.summary
+    # a healthy run whose reward eases down by 15% of its rise after the peak, and a flat run
+    eased = _plateau_run(n, noise=0.03)
+    eased["reward"] -= 0.15 * 0.5 * np.clip((steps - 120) / 180, 0, None)
+    flat = _plateau_run(n, noise=0.03)
+    flat["reward"] = 0.3 + 0.03 * np.random.default_rng(5).standard_normal(n)
+    for frame in (eased, flat):
+        res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+        assert not _signal(res, "reward collapse")["detected"], res.summary

@@ -93,6 +93,7 @@ RANGES: dict[str, dict[str, tuple[float, float, bool, bool]]] = {
         "min_amplitude_noise": (0.0, float("inf"), False, True),
         "min_period_points": (0.0, float("inf"), False, True),
         "max_zeta_interval_ratio": (1.0, float("inf"), True, True),
+        "collapse_sd": (0.0, float("inf"), True, True),
     },
 }
 
@@ -333,6 +334,12 @@ class InstabilityConfig:
         A fitted damping ratio whose Gauss-Newton interval is wider than this (upper / lower
         end) is reported as not identified by the run, with the interval ``[0, inf]``
         instead of a local approximation that spans many decades.
+    collapse_sd
+        Reward collapse: the mean reward over the last ``edge_fraction`` of the run ends below
+        the first's, the best window of that length lies at least this many within-window
+        standard deviations (pooled over the best and the last window) above the last, and at
+        least as many above the first (the reward rose before it fell). See the module
+        docstring of ``instability`` for the noise band.
     process_noise_check
         Without a posterior, an oscillation that passes every test above must also hold
         when the reward may wander about its curve: the state-space law (process noise
@@ -358,6 +365,7 @@ class InstabilityConfig:
     min_period_points: float = 4.0
     fit_oscillation: bool = True
     max_zeta_interval_ratio: float = 1e4
+    collapse_sd: float = 3.0
     process_noise_check: bool = True
 
     def __post_init__(self) -> None:

@@ -79,6 +79,19 @@ Signals, each assessed on its own and listed in the result's table:
   0.5% with the both-sides condition, by simulation of an AR(1) wander of correlation time
   5-100% of the run, with or without white noise); the interval reported is that F interval. Onset: the first block after the central window
   whose mean leaves that window's range of block means.
+- **reward collapse** (model-free, part of the same reward assessment): the reward rose and
+  then fell back below where it started. With windows of ``edge_fraction`` of the run (means):
+  the last window ends below the first, and the best window lies at least ``collapse_sd``
+  within-window standard deviations (pooled over the best and the last window) above both
+  the last and the first. A collapse to the reward's floor leaves a tight last window far
+  below the best one; a healthy run that rose stays above its start, and the wander of a
+  plateau moves the window means by about the spread within them. Noise band, by
+  simulation of a stationary AR(1) wander plus white noise (40-400 points, with or without
+  a rise before it): at most 0.8% of runs when the wander's correlation time is up to 10% of
+  the run, 1-4% at 25-50% (a swing that slow is one rise and fall, which a single run cannot
+  tell from a collapse). Onset: the first step from the best window on after which the reward
+  (3-point running median) stays below halfway from the best window's mean to the last's
+  (sustained).
 
 The mode is detected when any signal is. A run with none of the side quantities and a
 reward too short to fit is "not assessable".
@@ -568,6 +581,59 @@ def _oscillation_growth_signal(
     }
 
 
+def _collapse_signal(
+    rew: Series, cfg: InstabilityConfig, common: CommonConfig
+) -> dict[str, Any] | None:
+    first = edge_mask(rew.steps, cfg.edge_fraction, late=False)
+    last = edge_mask(rew.steps, cfg.edge_fraction, late=True)
+    w = window_size(len(rew), cfg.edge_fraction)
+    if w < 3 or len(rew) < 2 * w:
+        return None
+    means = window_means(rew.values, w)
+    k = int(np.argmax(means))
+    best = float(means[k])
+    start_mean, end_mean = float(rew.values[first].mean()), float(rew.values[last].mean())
+    pooled = float(
+        np.sqrt((np.var(rew.values[k : k + w], ddof=1) + np.var(rew.values[last], ddof=1)) / 2)
+    )
+    fall, rise = best - end_mean, best - start_mean
+    if pooled > 0:
+        value, rise_sd = fall / pooled, rise / pooled
+    else:
+        value = float("inf") if fall > 0 else 0.0
+        rise_sd = float("inf") if rise > 0 else 0.0
+    below_start = bool(end_mean < start_mean)
+    detected = bool(below_start and value >= cfg.collapse_sd and rise_sd >= cfg.collapse_sd)
+    onset = None
+    if detected:
+        smoothed = _running_median3(rew.values)
+        condition = (smoothed < (best + end_mean) / 2) & (np.arange(len(rew)) >= k)
+        idx = sustained_onset(condition, common.sustain_fraction)
+        onset = float(rew.steps[idx]) if idx is not None else None
+    nan = float("nan")
+    return {
+        "signal": "reward collapse",
+        "metric": "reward",
+        "statistic": (
+            f"fall from the best {cfg.edge_fraction:.0%} window to the last, in within-window sds"
+        ),
+        "value": float(value),
+        "lower": nan,
+        "upper": nan,
+        "threshold": cfg.collapse_sd,
+        "best_window": [float(rew.steps[k]), float(rew.steps[k + w - 1])],
+        "best_window_mean": best,
+        "first_window_mean": start_mean,
+        "last_window_mean": end_mean,
+        "within_window_sd": pooled,
+        "rise_in_within_window_sds": float(rise_sd),
+        "ends_below_its_start": below_start,
+        "detected": detected,
+        "onset_step": onset,
+        "source": "window means",
+    }
+
+
 def _plateau_crossing(steps: np.ndarray, fitted: np.ndarray, plateau: float) -> float | None:
     err = np.asarray(fitted) - plateau
     sign0 = np.sign(err[0])
@@ -718,6 +784,7 @@ def instability(
         for reward_signal in (
             _divergence_signal(rew, config),
             _oscillation_growth_signal(rew, config, common),
+            _collapse_signal(rew, config, common),
         ):
             if reward_signal is not None:
                 signals.append(reward_signal)
@@ -833,6 +900,7 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
             "sustained clipping",
             "reward divergence",
             "growing reward oscillation",
+            "reward collapse",
         ):
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
