@@ -1126,3 +1126,33 @@ def test_a_reward_that_collapses_after_rising_is_instability_not_only_degeneracy
     for frame in (eased, flat):
         res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
         assert not _signal(res, "reward collapse")["detected"], res.summary
+
+
+def test_a_run_without_an_evaluation_names_its_reward_components_and_not_metrics_it_never_logged():
+    # a TRL run whose total reward is format + accuracy (rewards/<name>/mean) and which logs no
+    # evaluation read "logged too rarely: eval_accuracy (0)" (a column another run of the set
+    # has) and nothing on the components, with which the proxy gaming shows
+    steps = np.arange(1, 301)
+    rng = np.random.default_rng(0)
+    accuracy = np.where(steps < 150, 0.2 + 0.4 * steps / 150, 0.6 - 0.2 * (steps - 150) / 150)
+    accuracy = accuracy + 0.02 * rng.standard_normal(300)
+    fmt = np.clip(steps / 100, 0, 1) * 0.5 + np.clip((steps - 150) / 150, 0, 1) * 0.9
+    frame = pd.DataFrame(
+        {
+            "reward": fmt + accuracy,
+            "rewards_accuracy_reward_mean": accuracy,
+            "rewards_format_reward_mean": fmt,
+            "eval_accuracy": np.nan,
+        },
+        index=pd.Index(steps, name="step"),
+    )
+    res = reward_hacking(frame, run_id="trl", config=FAST.hacking, common=FAST.common)
+    assert res.passed is None
+    assert "logged too rarely" not in res.summary, res.summary
+    assert "training reward components ['rewards_accuracy_reward_mean', " in res.summary
+    assert "--set hacking.eval_metrics=rewards_accuracy_reward_mean" in res.summary
+    named = DiagnosticsConfig.from_assignments(
+        ["hacking.eval_metrics=rewards_accuracy_reward_mean", "common.figures=false"]
+    )
+    res = reward_hacking(frame, run_id="trl", config=named.hacking, common=named.common)
+    assert res.passed is False, res.summary

@@ -144,7 +144,13 @@ def reward_hacking(
         # an evaluation reward logged too rarely is named with its count; one under another
         # name (verl's val-core/<data>/reward/mean@1 is eval_<data>_reward_mean_1) with the
         # setting that reads it (the Trainer's eval_loss, eval_runtime ... are no reward)
-        sparse = [f"{c} ({points(c)})" for c in config.eval_metrics if c in frame.columns]
+        # a name the run set has but this run never logged (another run of the set logs it)
+        # is not "logged too rarely"
+        sparse = [
+            f"{c} ({points(c)})"
+            for c in config.eval_metrics
+            if c in frame.columns and points(c) > 0
+        ]
         others = [
             str(c)
             for c in frame.columns
@@ -160,6 +166,24 @@ def reward_hacking(
                 f"; the run logs {others}: if one is its evaluation reward, name it with "
                 f"--set hacking.eval_metrics={others[0]} (Python: DiagnosticsConfig.from_mapping("
                 f"{{'hacking': {{'eval_metrics': ['{others[0]}']}}}}))"
+            )
+        # TRL's per-function training rewards (rewards/<name>/mean): the total against a
+        # component that scores correctness is a decoupling of proxy and correctness, on the
+        # training prompts, when no held-out evaluation is logged
+        components = [
+            str(c)
+            for c in frame.columns
+            if str(c).startswith("rewards_")
+            and not str(c).endswith("_std")
+            and c not in config.eval_metrics
+            and points(c) >= need
+        ]
+        if components and not others:
+            hint += (
+                f"; the run logs training reward components {components}: if one scores "
+                f"correctness, the total reward can be compared with it (on the training "
+                f"prompts, not a held-out evaluation) with --set hacking.eval_metrics="
+                f"{components[0]}"
             )
         return not_assessable(
             MODE,
