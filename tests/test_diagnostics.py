@@ -1156,3 +1156,31 @@ def test_a_run_without_an_evaluation_names_its_reward_components_and_not_metrics
     )
     res = reward_hacking(frame, run_id="trl", config=named.hacking, common=named.common)
     assert res.passed is False, res.summary
+
+
+def test_grad_norm_spikes_that_grow_more_frequent_are_instability():
+    # a grad norm whose spikes (20-60x its level) go from 1 in 100 steps to 1 in 4 over the run
+    # was "not detected": the medians of the growth statistic do not see spikes at all
+    n = 300
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    frame = _plateau_run(n)
+    steps = frame.index.to_numpy()
+    rng = np.random.default_rng(3)
+    rate = 0.01 + 0.25 * np.clip((steps - 150) / 150, 0, None)
+    spikes = rng.random(n) < rate
+    frame["grad_norm"] *= np.where(spikes, rng.uniform(20, 60, n), 1.0)
+    res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+    sig = _signal(res, "more frequent grad norm spikes")
+    assert res.passed is False and sig["detected"] and sig["value"] <= 0.01, res.summary
+    assert not _signal(res, "growth of grad norm")["detected"]
+    assert 150 < res.values["onset_step"] < 300
+    # heavy-tailed but stationary spikes (1 in 20 steps throughout), and a grad norm that
+    # falls to a hundredth late in the run with its ordinary jitter: no growing spikes
+    steady = _plateau_run(n)
+    steady["grad_norm"] = np.where(rng.random(n) < 0.05, 30.0, 1.0) * steady["grad_norm"]
+    falling = _plateau_run(n)
+    jitter = np.exp(0.5 * rng.standard_normal(n))
+    falling["grad_norm"] *= np.where(steps > 200, 0.01, 1.0) * jitter
+    for frame in (steady, falling):
+        res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+        assert not _signal(res, "more frequent grad norm spikes")["detected"], res.summary

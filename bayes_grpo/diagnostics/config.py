@@ -94,6 +94,7 @@ RANGES: dict[str, dict[str, tuple[float, float, bool, bool]]] = {
         "min_period_points": (0.0, float("inf"), False, True),
         "max_zeta_interval_ratio": (1.0, float("inf"), True, True),
         "collapse_sd": (0.0, float("inf"), True, True),
+        "spike_alpha": (0.0, 1.0, True, True),
     },
 }
 
@@ -340,6 +341,11 @@ class InstabilityConfig:
         standard deviations (pooled over the best and the last window) above the last, and at
         least as many above the first (the reward rose before it fell). See the module
         docstring of ``instability`` for the noise band.
+    spike_alpha
+        Spikes of grad_norm or the importance ratio (a step above ``growth_factor`` times both
+        its moving median and the early window's median) grow more frequent: flagged when a
+        one-sided Fisher exact test of the last ``edge_fraction``'s spike count against the
+        first's has a p-value at most this (0.01, the level of ``bayes_grpo.metrics.has_trend``).
     process_noise_check
         Without a posterior, an oscillation that passes every test above must also hold
         when the reward may wander about its curve: the state-space law (process noise
@@ -366,6 +372,7 @@ class InstabilityConfig:
     fit_oscillation: bool = True
     max_zeta_interval_ratio: float = 1e4
     collapse_sd: float = 3.0
+    spike_alpha: float = 0.01
     process_noise_check: bool = True
 
     def __post_init__(self) -> None:

@@ -13,6 +13,15 @@ Signals, each assessed on its own and listed in the result's table:
   ``sqrt(growth_factor)`` times its early level (sustained). Exact zeros are left out (a
   step whose groups all had zero reward spread has no policy gradient: its grad norm is 0
   because there was no signal, which is not a level to grow from).
+- **more frequent spikes** of ``grad_norm`` or the importance ratio: a spike is a step above
+  ``growth_factor`` times both the metric's moving median there and its early median (a lone
+  burst, which the medians above do not see; measured against the early level too, so a
+  metric whose level falls late does not turn its ordinary steps into spikes). Flagged when
+  the last ``edge_fraction`` of the run holds more spikes than the first by a one-sided
+  Fisher exact test at ``spike_alpha`` (0.01). Noise band: for a stationary metric with
+  independent steps the two windows' counts are exchangeable, so the test's false-alarm rate
+  is at most ``spike_alpha`` whatever the metric's tails (a run without spikes has p = 1).
+  Onset: the first spike after the first window.
 - **growth of the KL** to the reference policy: as for ``grad_norm``, but the reference is
   the median over the central ``edge_fraction`` of the run, not the first: the KL starts at
   0 (the policy starts as the reference), and its build-up while the policy learns is no
@@ -310,6 +319,45 @@ def _growth_signal(
         "detected": detected,
         "onset_step": onset,
         "source": "bootstrap",
+    }
+
+
+def _spike_signal(
+    kind: str, s: Series, cfg: InstabilityConfig, common: CommonConfig
+) -> dict[str, Any]:
+    early = edge_mask(s.steps, cfg.edge_fraction, late=False)
+    late = edge_mask(s.steps, cfg.edge_fraction, late=True)
+    level = np.maximum(smooth(s.values, common.smooth_fraction), np.median(s.values[early]))
+    spike = s.values > cfg.growth_factor * level
+    k_early, n_early = int(spike[early].sum()), int(early.sum())
+    k_late, n_late = int(spike[late].sum()), int(late.sum())
+    p_value = float(
+        stats.fisher_exact(
+            [[k_late, n_late - k_late], [k_early, n_early - k_early]], alternative="greater"
+        ).pvalue
+    )
+    detected = bool(p_value <= cfg.spike_alpha)
+    onset = None
+    if detected:
+        after = np.flatnonzero(spike & (s.steps > s.steps[early][-1]))
+        onset = float(s.steps[after[0]]) if after.size else None
+    nan = float("nan")
+    return {
+        "signal": f"more frequent {kind} spikes",
+        "metric": s.name,
+        "statistic": (
+            f"Fisher p of spikes (> {cfg.growth_factor:g}x the level) in the last "
+            f"{cfg.edge_fraction:.0%} vs the first"
+        ),
+        "value": p_value,
+        "lower": nan,
+        "upper": nan,
+        "threshold": cfg.spike_alpha,
+        "spikes_first_window": [k_early, n_early],
+        "spikes_last_window": [k_late, n_late],
+        "detected": detected,
+        "onset_step": onset,
+        "source": "Fisher exact test",
     }
 
 
@@ -757,6 +805,8 @@ def instability(
             )
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
+            if kind in ("grad norm", "importance ratio"):
+                signals.append(_spike_signal(kind, s, config, common))
         else:
             not_logged.append(kind)
 
@@ -905,6 +955,8 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
             return float(np.log(max(s["value"], 1e-12)) - np.log(s["threshold"]))
         if s["source"] == "posterior":
             return s["value"] - s["threshold"]
+        if s["source"] == "Fisher exact test":  # a p-value: smaller is stronger
+            return float(np.log(s["threshold"]) - np.log(max(s["value"], 1e-300)))
         return s["threshold"] - s["value"]  # zeta below threshold -> positive
 
     return max(signals, key=margin)
