@@ -1063,6 +1063,8 @@ def test_a_kl_that_runs_away_is_instability_and_one_that_builds_up_is_not():
     for kl, runaway in (
         (anchored, False),
         (0.02 * steps / n * jitter, False),  # beta = 0: drifts like t
+        # a steady drift from the reference (KL quadratic in the distance) from 15% of the run
+        (0.02 * np.clip(steps / n - 0.15, 0, None) ** 2 * jitter + 1e-4, False),
         (anchored * blow_up, True),
     ):
         frame = _plateau_run(n).assign(kl=kl)
@@ -1074,7 +1076,7 @@ def test_a_kl_that_runs_away_is_instability_and_one_that_builds_up_is_not():
             assert growth["value"] > 10 and 150 < res.values["onset_step"] < 260, res.summary
             assert "growth of KL (kl: late/central median ratio" in res.summary
         else:
-            assert growth["value"] < 3
+            assert growth["value"] < 5
 
 
 def test_a_reward_swing_that_grows_at_the_plateau_is_instability():

@@ -85,6 +85,7 @@ RANGES: dict[str, dict[str, tuple[float, float, bool, bool]]] = {
     "instability": {
         "edge_fraction": (0.0, 0.5, True, False),
         "growth_factor": (1.0, float("inf"), True, True),
+        "kl_growth_factor": (1.0, float("inf"), True, True),
         "clip_min_level": (0.0, 1.0, True, False),
         "zeta_threshold": (0.0, float("inf"), True, True),
         "min_overshoot": (0.0, 1.0, False, True),
@@ -298,13 +299,19 @@ class InstabilityConfig:
     kl_metrics
         Names of the KL divergence to the reference policy. It starts at 0 (the policy starts
         as the reference) and builds up while the policy learns, so its growth is measured
-        from the central ``edge_fraction`` of the run to the last, against ``growth_factor``
+        from the central ``edge_fraction`` of the run to the last, against ``kl_growth_factor``
         (see the module docstring of ``instability``).
     edge_fraction
         Early and late windows (fractions of the run) whose medians are compared.
     growth_factor
         Flagged when late median / early median of grad_norm or the importance ratio
         exceeds this and its interval excludes 1 (sustained growth).
+    kl_growth_factor
+        Flagged when the KL's late median / central median exceeds this and its interval
+        excludes 1. ``1.75^3 = 5.36``: over the default windows (medians at 87.5% and 50% of the
+        run) a KL growing like ``t^3``; a steady drift from the reference (``t^2``: ratio 3.06
+        from the first step, 4.3 from 15% of the run, 5.1 from 20%) stays below it, a drift whose
+        speed grows (``t^4``, 9.4, and faster) passes it.
     clip_min_level
         Flagged when the clip ratio averages at least this over some window of
         ``edge_fraction`` of the run (with its bootstrap lower bound above half of it):
@@ -362,6 +369,7 @@ class InstabilityConfig:
     kl_metrics: tuple[str, ...] = KL_NAMES
     edge_fraction: float = 0.25
     growth_factor: float = 3.0
+    kl_growth_factor: float = 1.75**3
     clip_min_level: float = 0.05
     zeta_threshold: float = 1.0
     min_overshoot: float = 0.05

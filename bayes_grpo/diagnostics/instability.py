@@ -29,10 +29,12 @@ Signals, each assessed on its own and listed in the result's table:
   reference in a random walk has a KL growing like ``t`` and one drifting at a steady velocity
   like ``t^2`` (KL is quadratic in the parameter change), whose ratios over the default
   windows (medians at 87.5% and 50% of the run) are ``1.75`` and ``1.75^2 = 3.06``. A ratio
-  >= ``growth_factor`` (3) with its interval above 1 is a KL growing at least as fast as a
-  steady drift's, up to noise: the runaway past the stability threshold, where each step
-  moves the policy further than the last. Onset: first step after which the smoothed KL
-  stays above ``sqrt(growth_factor)`` times its central level (sustained).
+  >= ``kl_growth_factor`` (``1.75^3 = 5.36``, a KL growing like ``t^3``) with its interval
+  above 1 is a KL growing faster than a steady drift's (one from up to 20% of the run reaches
+  5.1): the runaway past the stability
+  threshold, where each step moves the policy further than the last (a speed growing
+  linearly gives ``t^4``, 9.4). Onset: first step after which the smoothed KL stays above
+  ``sqrt(kl_growth_factor)`` times its central level (sustained).
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
   ``edge_fraction`` of the run, with its bootstrap lower bound above half that level.
@@ -281,12 +283,13 @@ def _growth_signal(
         lo, hi = float(lo), float(hi)
         mid_level = float(np.median(s.values[middle_mask(s.steps, cfg.edge_fraction)]))
         still_growing = bool(late_level >= mid_level)
-        detected = bool(value >= cfg.growth_factor and lo > 1.0 and still_growing)
+        factor = cfg.kl_growth_factor if kind == "KL" else cfg.growth_factor
+        detected = bool(value >= factor and lo > 1.0 and still_growing)
         statistic, threshold = (
             "late/central median ratio" if kind == "KL" else "late/early median ratio",
-            cfg.growth_factor,
+            factor,
         )
-        condition = smoothed >= (early_level + offset) * np.sqrt(cfg.growth_factor) - offset
+        condition = smoothed >= (early_level + offset) * np.sqrt(factor) - offset
     onset = None
     if detected:
         idx = (
