@@ -258,6 +258,29 @@ def test_stability_summary_says_which_criterion_and_handles_real_lags():
     assert s3["stable_exact"] is None and "integer" in s3["note"]
 
 
+def test_a_lag_whose_companion_matrix_cannot_be_built_is_a_clear_error_and_the_summary_still_answers(
+    tmp_path, capsys
+):
+    # `simulate bandit --k-ref 1e8` died with a MemoryError traceback (numpy asked for 71 PiB);
+    # the verdict and threshold need no eigenvalues (boundary locus) and hold at any lag
+    from bayes_grpo.cli import main
+    from bayes_grpo.dynamics.stability import MAX_EIGEN_LAG
+
+    big = 10**8
+    with pytest.raises(ValueError, match=rf"K_ref = {big}: .* too large beyond K_ref = {MAX_EIGEN_LAG}"):
+        spectral_radius(1e-9, 0.5, big)
+    with pytest.raises(ValueError, match="too large beyond"):
+        recursion_regime(1e-9, 0.5, big)  # a stable setting needs its dominant root
+    assert recursion_regime(1.0, 0.5, big) == "unstable"  # the verdict alone needs none
+    s = stability_summary(1e-9, 0.5, big)
+    assert s["stable_exact"] is True and s["spectral_radius"] is None and s["regime_exact"] is None
+    assert s["threshold_a_exact"] == pytest.approx(float(boundary_locus_threshold(0.5, big)), rel=1e-12)
+    assert f"K_ref above {MAX_EIGEN_LAG}" in s["note"]
+    assert stability_summary(1e-3, 0.5, big)["regime_exact"] == "unstable"
+    assert main(["simulate", "bandit", "--k-ref", "1e8", "--steps", "5", "--seeds", "1", "-o", str(tmp_path / "b.nc")]) == 2
+    assert "K_ref = 100000000: the characteristic roots" in capsys.readouterr().err
+
+
 def test_threshold_verdict_equals_eigenvalue_verdict_on_random_settings():
     # The fast exact_stable relies on the stable set in a being exactly (0, a*(mu, L)).
     rng = np.random.default_rng(12)

@@ -66,6 +66,13 @@ CRITERIA: tuple[str, ...] = (CLOSED_FORM, EXACT)
 _MAX_BATCH_ENTRIES: int = 2_000_000
 #: Largest lag at which ``exact_threshold(method="auto")`` bisects on eigenvalues.
 AUTO_BISECTION_MAX_LAG: int = 128
+#: Largest lag whose characteristic roots are computed (the eigenvalues of a companion matrix
+#: of ``L + 1`` rows: 134 MB and minutes at this lag, memory ``~ L^2``, time ``~ L^3``). Beyond
+#: it :func:`spectral_radius` and :func:`recursion_regime` raise ``ValueError`` (``K_ref = 1e8``
+#: asked numpy for 71 PiB, a ``MemoryError`` traceback); the exact verdict, threshold and
+#: critical ``K_ref`` (:func:`exact_stable`, :func:`exact_threshold`, :func:`critical_k_ref`)
+#: use the boundary locus and hold at any lag.
+MAX_EIGEN_LAG: int = 4096
 #: Tolerance on ``k_ref`` being an integer for the exact criterion.
 _INTEGER_TOL: float = 1e-9
 #: Relative tolerance of the closed-form criterion: ``C_eff = (1 - mu) - a L`` counts as 0
@@ -204,6 +211,14 @@ def _reduce_roots_one_lag(a: np.ndarray, mu: np.ndarray, lag: int, reduce, fill)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return out
+    if lag > MAX_EIGEN_LAG:
+        raise ValueError(
+            f"K_ref = {lag}: the characteristic roots of the exact criterion are the eigenvalues of "
+            f"a {lag + 1} x {lag + 1} companion matrix, too large beyond K_ref = {MAX_EIGEN_LAG} "
+            "(memory grows as K_ref^2, time as K_ref^3); the spectral radius and the recursion's "
+            "regime are not available there, while the exact verdict, threshold a* and critical "
+            "K_ref (boundary locus) are"
+        )
     coeffs = characteristic_coefficients(a[idx], mu[idx], lag)
     n = coeffs.shape[1]
     chunk = max(1, _MAX_BATCH_ENTRIES // (n * n))
@@ -615,12 +630,20 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         "note": "",
     }
     if integer:
-        out["spectral_radius"] = float(spectral_radius(a, mu, round(lag)))
         # the verdict by the threshold, as critical_k_ref: a radius within 1e-16 of 1 (a gain
         # below ~1e-16) rounds to 1.0 and would read as unstable
         out["stable_exact"] = bool(exact_stable(a, mu, round(lag)))
-        out["regime_exact"] = recursion_regime(a, mu, round(lag))
         out["threshold_a_exact"] = float(exact_threshold(mu, round(lag)))
+        if round(lag) <= MAX_EIGEN_LAG:
+            out["spectral_radius"] = float(spectral_radius(a, mu, round(lag)))
+            out["regime_exact"] = recursion_regime(a, mu, round(lag))
+        else:  # the roots cannot be computed (MemoryError / hours): the verdict still can
+            out["regime_exact"] = UNSTABLE if not out["stable_exact"] else None
+            out["note"] = (
+                f"K_ref above {MAX_EIGEN_LAG}: the spectral radius and the recursion's regime "
+                "(eigenvalues of a (K_ref + 1)-row matrix) are not computed; the exact verdict and "
+                "threshold are the boundary locus's"
+            )
     else:
         out["note"] = (
             "the exact discrete criterion needs an integer K_ref; only the closed form applies"
