@@ -110,6 +110,31 @@ def test_bayes_factor_of_g_invariance_matches_the_exact_value_at_every_prior_wid
     } <= set(d["values"])
 
 
+def test_a_prior_scale_gets_the_same_h1_fit_wherever_it_stands_in_the_list(toy):
+    # the H1 seed was random_seed + 1 + the scale's index: `--prior-scales 1` and
+    # `--prior-scales 0.5 1` gave scale 1 different draws and different Bayes factors
+    ds = _runset(1.0, seed=2)
+    kw = dict(draws=100, tune=100, chains=1, random_seed=0, smc_draws=50, smc_chains=1)
+    alone, fits_alone = invariance.invariance_bayes_factor(ds, prior_scales=(1.0,), **kw)
+    second, fits_second = invariance.invariance_bayes_factor(ds, prior_scales=(0.5, 1.0), **kw)
+    np.testing.assert_array_equal(
+        fits_alone.h1[1.0].posterior.draws, fits_second.h1[1.0].posterior.draws
+    )
+    for column in ("log_bf01_bridge", "log_bf01_sd", "log_bf01_smc"):
+        assert alone.loc[1.0, column] == second.loc[1.0, column], column
+
+
+def test_a_bayes_factor_beyond_the_floats_is_given_by_its_log_not_a_clipped_number():
+    # bf01 was exp(clip(log BF, -700, 700)): a log BF01 of -1000 read bf01 = 9.9e-305
+    assert invariance._exp(-2.0) == pytest.approx(np.exp(-2.0))
+    assert invariance._exp(-1000.0) is None and invariance._exp(1000.0) is None
+    assert np.isnan(invariance._exp(float("nan")))
+    ref = pd.Series({"log_bf01_bridge": -1000.0, "log_bf01_sd": -3.0, "log_bf01_smc": float("nan")})
+    note = invariance._bf01_note(ref)["bf01_note"]
+    assert note.startswith("bf01_bridge: |log BF01| > 700") and "log_bf01_* is the figure" in note
+    assert invariance._bf01_note(ref.replace(-1000.0, -5.0)) == {}
+
+
 def test_importance_savage_dickey_and_smc_third_figure_match_the_exact_value(toy):
     ds = _runset(2.0, seed=1)
     res = invariance.invariance_check(

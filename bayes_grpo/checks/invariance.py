@@ -27,6 +27,7 @@ All functions take a run set (``make_runset``) and return :class:`CheckResult` o
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -458,13 +459,15 @@ def invariance_bayes_factor(
     base_sigma = _offset_sigma(h0)
     rows = []
     fits = InvarianceFits(h0=br0, h1={}, smc_h0=ev0)
-    for i, scale in enumerate(prior_scales):
+    for scale in prior_scales:
         cfg = dict(model_config or {}) | {"group_offset_sigma": base_sigma * float(scale)}
         h1 = _make_model(
             "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
         )
         pm1 = h1.build_model(runset)
-        br1 = _bridge(pm1, f"H1 (offsets by G, prior scale {scale:g})", random_seed=random_seed + 1 + i, **nuts)
+        br1 = _bridge(
+            pm1, f"H1 (offsets by G, prior scale {scale:g})", random_seed=_scale_seed(random_seed, 1, scale), **nuts
+        )
         fits.h1[float(scale)] = br1
         log_bf, err = log_bf01_from_bridge(br0, br1)
         names = offset_value_names(pm1)
@@ -499,7 +502,7 @@ def invariance_bayes_factor(
                 pm1,
                 draws=smc_draws,
                 chains=smc_chains,
-                random_seed=random_seed + 102 + i,
+                random_seed=_scale_seed(random_seed, 102, scale),
                 **smc_kwargs,
             )
             fits.smc_h1[float(scale)] = ev1
@@ -509,6 +512,14 @@ def invariance_bayes_factor(
         rows.append(row)
     table = pd.DataFrame([r.__dict__ | {"agree": r.agree} for r in rows]).set_index("prior_scale")
     return table, fits
+
+
+def _scale_seed(random_seed: int, stage: int, scale: float) -> int:
+    """The seed of an H1 fit (``stage`` 1: NUTS for bridge sampling, 102: SMC) at one prior
+    scale, from the scale's value: it was ``random_seed + stage + i`` for the ``i``-th scale of
+    ``prior_scales``, so ``--prior-scales 1`` and ``--prior-scales 0.5 1 2`` fitted H1 at scale
+    1 with different draws and gave it different Bayes factors."""
+    return int(random_seed) + stage + zlib.crc32(np.float64(scale).tobytes()) % 2**20
 
 
 def alpha_summary(posterior: xr.Dataset) -> dict[str, float]:
@@ -638,8 +649,32 @@ def invariance_verdict(
     )
 
 
-def _exp(x: float) -> float:
-    return float(np.exp(np.clip(x, -700, 700))) if np.isfinite(x) else float("nan")
+#: Largest ``|log BF01|`` whose ``BF01`` is given as a number (``exp(709)`` overflows and
+#: ``exp(-745)`` underflows a float).
+MAX_LOG_BF_AS_NUMBER: float = 700.0
+
+
+def _exp(x: float) -> float | None:
+    """``BF01`` from its log; None beyond :data:`MAX_LOG_BF_AS_NUMBER`, where only the log is
+    a number (the log was clipped to +-700: a log BF of -1000 read BF01 = 9.9e-305)."""
+    if not np.isfinite(x):
+        return float("nan")
+    return float(np.exp(x)) if abs(x) <= MAX_LOG_BF_AS_NUMBER else None
+
+
+def _bf01_note(ref: Any) -> dict[str, str]:
+    """``{"bf01_note": ...}`` when a ``bf01_*`` value is None (its log beyond the floats)."""
+    beyond = [
+        m for m in ("bridge", "sd", "smc")
+        if np.isfinite(ref[f"log_bf01_{m}"]) and abs(ref[f"log_bf01_{m}"]) > MAX_LOG_BF_AS_NUMBER
+    ]
+    if not beyond:
+        return {}
+    names = ", ".join(f"bf01_{m}" for m in beyond)
+    return {
+        "bf01_note": f"{names}: |log BF01| > {MAX_LOG_BF_AS_NUMBER:g}, beyond what a float holds; "
+        "log_bf01_* is the figure"
+    }
 
 
 def _per_model_results(
@@ -738,7 +773,8 @@ def invariance_check(
     CheckResult named ``"g_invariance"``: ``passed`` True (invariant), False (G-dependent)
     or None (inconclusive / methods disagree); ``table`` is the prior-width sensitivity
     table; ``values`` hold ``log_bf01_bridge``, ``log_bf01_sd``, ``log_bf01_smc`` (NaN
-    without SMC), their Monte Carlo errors, ``bf01_bridge``, ``bf01_sd``, ``bf01_smc``,
+    without SMC), their Monte Carlo errors, ``bf01_bridge``, ``bf01_sd``, ``bf01_smc`` (None,
+    with ``bf01_note``, where ``|log BF01| > 700``: the log is the figure),
     ``methods_agree`` (bridge vs Savage–Dickey), the ``alpha`` posterior and ``verdict``.
     """
     by_model = group_sizes_by_model(runset)
@@ -803,6 +839,7 @@ def invariance_check(
         "bf01_bridge": _exp(ref["log_bf01_bridge"]),
         "bf01_sd": _exp(ref["log_bf01_sd"]),
         "bf01_smc": _exp(ref["log_bf01_smc"]),
+        **_bf01_note(ref),
         "methods": ["bridge_sampling", f"savage_dickey_{sd_method}"] + (["smc"] if has_smc else []),
         "methods_agree": bool(ref["agree"]),
         "agreement_tolerance": AGREEMENT_TOL,
