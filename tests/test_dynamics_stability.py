@@ -281,6 +281,24 @@ def test_a_lag_whose_companion_matrix_cannot_be_built_is_a_clear_error_and_the_s
     assert "K_ref = 100000000: the characteristic roots" in capsys.readouterr().err
 
 
+def test_the_summary_takes_its_radius_and_regime_from_one_set_of_roots_as_the_functions_give_them(monkeypatch):
+    # stability_summary computed the companion eigenvalues twice (spectral_radius, then
+    # recursion_regime): `stability --k-ref 2000` 74 s; once now, with the same answers
+    calls = []
+    eigvals = np.linalg.eigvals
+    monkeypatch.setattr(np.linalg, "eigvals", lambda m: calls.append(m.shape) or eigvals(m))
+    stability_summary(1e-4, 0.5, 200)  # above AUTO_BISECTION_MAX_LAG: a* by the boundary locus
+    assert calls == [(1, 201, 201)]
+    rng = np.random.default_rng(4)
+    for lag in (0, 1, 3, 17):
+        for mu in (0.0, 0.5, 0.9):
+            thr = float(boundary_locus_threshold(mu, lag))
+            for a in (thr * rng.uniform(0.01, 0.99), thr * 1.3, ((1 - np.sqrt(mu)) ** 2 if lag == 0 else thr / 7)):
+                s = stability_summary(a, mu, lag)
+                assert s["spectral_radius"] == pytest.approx(float(spectral_radius(a, mu, lag)), rel=1e-12)
+                assert s["regime_exact"] == recursion_regime(a, mu, lag), (a, mu, lag)
+
+
 def test_threshold_verdict_equals_eigenvalue_verdict_on_random_settings():
     # The fast exact_stable relies on the stable set in a being exactly (0, a*(mu, L)).
     rng = np.random.default_rng(12)
