@@ -37,6 +37,7 @@ same prefix); it needs at least two backtested runs.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -64,6 +65,13 @@ MIN_PREFIX_STEPS: int = 5
 #: Seed offset of the calibration backtests of ``calibrate_for_run`` (kept apart from the
 #: forecast's own seed).
 BACKTEST_SEED_OFFSET: int = 7919
+
+
+def backtest_seed(seed: int, run_id: str) -> int:
+    """The seed of the calibration backtest of ``run_id``: ``seed + BACKTEST_SEED_OFFSET`` plus
+    a number from the run's id, so a run's backtest does not depend on where it stands in the
+    run set (it was ``+ i`` for the ``i``-th other run)."""
+    return int(seed) + BACKTEST_SEED_OFFSET + zlib.crc32(str(run_id).encode("utf-8")) % 2**20
 
 
 def prefix_length(
@@ -212,7 +220,7 @@ def calibrate_for_run(
     ``run_id`` is removed from the run set first (none of its steps reach the calibration);
     every other run is backtested from the same prefix of its own steps, scored up to
     ``horizon``, with the prior ``prior_for(other_run, runset_without_run_id)`` (the same
-    rule as the run's own prior), seed ``seed + BACKTEST_SEED_OFFSET + i``.
+    rule as the run's own prior), seed :func:`backtest_seed` of its id.
     """
     rest = runset.drop_sel({RUN_DIM: [run_id]})
     ids = [str(r) for r in rest[RUN_DIM].values]
@@ -225,7 +233,7 @@ def calibrate_for_run(
         fraction=fraction,
         horizon=horizon,
         hdi_probs=hdi_probs,
-        seeds=[seed + BACKTEST_SEED_OFFSET + i for i in range(len(ids))],
+        seeds=[backtest_seed(seed, rid) for rid in ids],
         n_draws=n_draws,
         likelihood=likelihood,
         reward_bounds=reward_bounds,
@@ -281,6 +289,7 @@ def apply_band_calibration(ds: xr.Dataset, calibration: BandCalibration) -> xr.D
 
 __all__ = [
     "BACKTEST_SEED_OFFSET",
+    "backtest_seed",
     "MIN_PREFIX_STEPS",
     "BandCalibration",
     "PriorFor",

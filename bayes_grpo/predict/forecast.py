@@ -870,7 +870,9 @@ def population_prior_for_run(
             )
     if not use_runs:
         return None, ""
-    others = [str(r) for r in runset["run"].values if str(r) != run_id]
+    # in the order of their ids, not of the run set: the mixture's components (and the draws
+    # the seed gives them) were in run-set order, so reordering the run set moved the forecast
+    others = sorted(str(r) for r in runset["run"].values if str(r) != run_id)
     # an unknown LLM ("") is nobody's same LLM: runs without a model name may be any LLMs
     same = [
         r
