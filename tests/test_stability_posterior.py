@@ -45,6 +45,29 @@ def test_posterior_probability_of_instability_matches_simulating_each_draw():
     assert out["p_unstable_closed_form"] == pytest.approx(np.mean(a * lag >= 1 - mu))
 
 
+def test_the_exact_verdict_over_posterior_draws_needs_no_eigenvalues_at_long_lags(monkeypatch):
+    # p_unstable_exact took the companion eigenvalues of every draw: 0.23 s a draw at K_ref = 300,
+    # `stability --posterior models/tiny.nc ... --k-ref 300` over 5 minutes (2000 draws)
+    from bayes_grpo.dynamics.stability import boundary_locus_threshold, spectral_radius
+
+    mu, lag = 0.5, 300
+    a = _draws(float(boundary_locus_threshold(mu, lag)), sd_log=0.2, n=2000)
+
+    def no_eigenvalues(m):
+        raise AssertionError(f"eigenvalues of {m.shape[0]} companion matrices of {m.shape[1]} rows")
+
+    monkeypatch.setattr(np.linalg, "eigvals", no_eigenvalues)
+    out = stability_probabilities(a, momentum=mu, k_ref=lag)
+    assert 0.3 < out["p_unstable_exact"] < 0.7 and np.isnan(out["spectral_radius_median"])
+    monkeypatch.undo()
+    # the same verdict as the eigenvalues (on a few draws: each costs a 301 x 301 eigenproblem)
+    few = a[::400]
+    verdict = stability_probabilities(few, momentum=mu, k_ref=lag)["p_unstable_exact"]
+    assert verdict == np.mean(~(spectral_radius(few, mu, lag) < 1.0))
+    # short lags keep the median radius from the eigenvalues
+    assert np.isfinite(stability_probabilities(a[:50], momentum=mu, k_ref=5)["spectral_radius_median"])
+
+
 def test_oscillation_probability_and_zeta_follow_the_coefficients():
     mu, lag = 0.0, 1
     a = _draws(0.05, n=2000)

@@ -38,8 +38,10 @@ from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
+    AUTO_BISECTION_MAX_LAG,
     closed_form_threshold,
     critical_k_ref,
+    exact_stable,
     exact_threshold,
     is_whole_lag,
     spectral_radius,
@@ -75,7 +77,9 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     dict with ``p_unstable_closed_form``, ``p_unstable_exact``, ``p_oscillatory``,
     ``p_overdamped``, ``zeta_median``, ``zeta_lo``, ``zeta_hi`` (equal-tailed
     ``HDI_PROB`` interval over the draws with ``C_eff > 0``, the only ones with a damping
-    ratio; NaN when there are none), ``p_damped`` (their share), ``gain_*``, ``spectral_radius_median``, and for each criterion
+    ratio; NaN when there are none), ``p_damped`` (their share), ``gain_*``, ``spectral_radius_median``
+    (eigenvalues of every draw, so only up to ``K_ref =`` :data:`AUTO_BISECTION_MAX_LAG`; NaN
+    beyond, where ``p_unstable_exact``, by the threshold, needs none), and for each criterion
     ``critical_k_ref_{criterion}_{median,lo,hi}`` and ``n_draws``.
     """
     a = np.asarray(gain_draws, dtype=float).ravel()
@@ -99,9 +103,13 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     # the exact criterion iterates the recursion over whole lag steps: for a fractional K_ref it
     # is not defined (NaN), as in the point summary and in predict; the closed form still is
     whole = is_whole_lag(lag)
-    radius = spectral_radius(a, mu, round(lag)) if whole else np.full(a.shape, np.nan)
+    # the verdict by the exact threshold (boundary locus), as stability_summary: the companion
+    # eigenvalues of every draw took 0.23 s a draw at K_ref = 300 (`stability --posterior
+    # tiny.nc --k-ref 300`: over 5 minutes for 2000 draws; hours at the verb's K_ref 2000)
+    small = whole and round(lag) <= AUTO_BISECTION_MAX_LAG
+    radius = spectral_radius(a, mu, round(lag)) if small else np.full(a.shape, np.nan)
     closed_unstable = ~((damping > 0) & (a > 0))
-    exact_unstable = ~(radius < 1.0) if whole else np.full(a.shape, np.nan)
+    exact_unstable = ~exact_stable(a, mu, round(lag)) if whole else np.full(a.shape, np.nan)
     oscillatory = (damping > 0) & (zeta < 1.0)
     overdamped = (damping > 0) & (zeta >= 1.0)
     out: dict[str, Any] = {
