@@ -271,40 +271,51 @@ def _two_llm_runset(seed: int = 0, n_steps: int = 10):
     return make_runset(curves, meta)
 
 
+def _toy_groups(ds):
+    """Per run its LLM and (model, G) label as the fit names them, and the labels with H1 offsets
+    (the real model's rule, ``prepare.has_group_offsets``: LLMs at two or more known G)."""
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL, group_label, has_group_offsets
+
+    models = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]  # as prepare_data names them
+    gs = ds["group_size"].values.astype(float)
+    labels = [group_label(m, g) for m, g in zip(models, gs)]
+    groups, names = list(dict.fromkeys(labels)), list(dict.fromkeys(models))
+    keep = has_group_offsets(
+        np.array([names.index(models[labels.index(g)]) for g in groups]), np.array([gs[labels.index(g)] for g in groups])
+    )
+    return models, labels, [g for g, k in zip(groups, keep) if k]
+
+
 class ToyGroupBuilder(ToyBuilder):
-    """reward = mu[model] + group_offset[(model, G)] + N(0, 1), offsets labelled like the real model's."""
+    """reward = mu[model] + group_offset[(model, G)] + N(0, 1), offsets labelled like the real
+    model's, for the groups of LLMs at two or more known G only (as the real model)."""
 
     def build_model(self, ds):
-        from bayes_grpo.model.prepare import UNKNOWN_MODEL, group_label
-
-        models = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]  # as prepare_data names them
-        labels = [group_label(m, g) for m, g in zip(models, ds["group_size"].values.astype(float))]
-        groups, names = list(dict.fromkeys(labels)), list(dict.fromkeys(models))
+        models, labels, offset_groups = _toy_groups(ds)
+        names = list(dict.fromkeys(models))
         n = ds.sizes["step"]
         m_idx = np.repeat([names.index(m) for m in models], n)
-        g_idx = np.repeat([groups.index(lab) for lab in labels], n)
-        with pm.Model(coords={"group": groups, "llm": names}) as model:
+        g_idx = np.repeat([offset_groups.index(lab) if lab in offset_groups else len(offset_groups) for lab in labels], n)
+        with pm.Model(coords={"group": offset_groups, "llm": names}) as model:
             mean = pm.Normal("mu", 0, 1, dims="llm")[m_idx]
             if self.invariance == "by_group":
                 sigma = self.model_config["group_offset_sigma"]
-                mean = mean + pm.Normal("group_offset_plateau", 0, sigma, dims="group")[g_idx]
+                off = pm.Normal("group_offset_plateau", 0, sigma, dims="group")
+                mean = mean + pm.math.concatenate([off, np.zeros(1)])[g_idx]
             pm.Normal("y", mean, 1, observed=ds["reward"].values.ravel())
         return model
 
 
-def _exact_log_bf01_of_llm(ds, s, llm):
-    """log p(y | offsets of `llm` at 0) - log p(y | H1) for the toy: Gaussian marginals."""
-    from bayes_grpo.model.prepare import group_label
-
+def _exact_log_bf01_of_llm(ds, s, llm=None):
+    """log p(y | offsets of `llm` at 0) - log p(y | H1) for the toy: Gaussian marginals (the
+    joint BF01, every offset at 0, when `llm` is None)."""
+    models, labels, offset_groups = _toy_groups(ds)
     n = ds.sizes["step"]
-    models = np.repeat([str(m) for m in ds["model"].values], n)
-    labels = np.repeat(
-        [group_label(str(m), g) for m, g in zip(ds["model"].values, ds["group_size"].values.astype(float))], n
-    )
+    models, labels = np.repeat(models, n), np.repeat(labels, n)
     m_ind = (models[:, None] == np.unique(models)[None, :]).astype(float)
-    g_ind = (labels[:, None] == np.unique(labels)[None, :]).astype(float)
+    g_ind = (labels[:, None] == np.asarray(offset_groups)[None, :]).astype(float)
     base = np.eye(models.size) + m_ind @ m_ind.T
-    free = g_ind[:, [not lab.startswith(llm + "|") for lab in np.unique(labels)]]
+    free = g_ind[:, [llm is not None and not lab.startswith(llm + "|") for lab in offset_groups]]
     y = ds["reward"].values.ravel()
     h0 = stats.multivariate_normal(np.zeros(y.size), base + s**2 * free @ free.T).logpdf(y)
     return h0 - stats.multivariate_normal(np.zeros(y.size), base + s**2 * g_ind @ g_ind.T).logpdf(y)
@@ -323,9 +334,9 @@ def test_with_several_llms_each_testable_llm_gets_its_own_bayes_factor_and_the_o
     assert _exact_log_bf01_of_llm(ds, 0.5, "b") < -5 and by_model["b"]["log_bf01_sd"] < -5
     assert by_model["a"]["n_offsets"] == by_model["b"]["n_offsets"] == 2
     assert by_model["a"]["passed"] is not False and by_model["b"]["passed"] is False
-    assert by_model["c"] == {"group_sizes": [8], "testable": False, "verdict": "not testable: runs only at G=8"}
-    assert by_model["d"]["verdict"] == "not testable: group size unknown"
-    assert res.summary.startswith("All LLMs jointly (a, b, c, d): the mean trajectory depends on G")
+    assert by_model["c"] == {"group_sizes": [8], "testable": False, "verdict": "not testable: runs only at G=8 (no offsets in H1)"}
+    assert by_model["d"]["verdict"] == "not testable: group size unknown (no offsets in H1)"
+    assert res.summary.startswith("The LLMs at two or more G jointly (a, b): the mean trajectory depends on G")
     assert "a (G=4, 16): log BF01 = " in res.summary and "b (G=4, 16): log BF01 = " in res.summary
     assert "c: not testable: runs only at G=8" in res.summary
     assert "d: not testable: group size unknown" in res.summary
@@ -364,8 +375,45 @@ def test_a_kde_savage_dickey_on_more_than_two_offsets_is_refused_before_sampling
     # `invariance runs.nc --sd-method kde` ("kde (1-2 offsets only)" in --help) sampled H0 and
     # H1 and then took a KDE of 8 offsets (the mechanistic model's 4 per group) from 200 draws
     monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before refusing"))
-    with pytest.raises(ValueError, match="'kde' estimates the density of 1 or 2 offsets; this H1 has 6"):
+    with pytest.raises(ValueError, match="'kde' estimates the density of 1 or 2 offsets; this H1 has 4"):
         invariance.invariance_bayes_factor(_two_llm_runset(), prior_scales=(1.0,), sd_method="kde")
+
+
+def test_an_llm_at_one_g_has_no_h1_offsets_and_leaves_the_joint_bayes_factor_where_it_was(toy_invariance):
+    # two LLMs at G 4 and 16, plus "c" at G 8 only and "d" of unknown G: H1 gave c and d offsets
+    # too, which only widened the prior of their own trajectories and moved the joint log BF01
+    # by an Occam factor with nothing tested (exact, this toy: +0.20 at offset sd 0.5, +1.50 at sd 2;
+    # real model, simulated runs, bridge sampling: -3.89 against -4.71 without c at sd 0.5)
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = _two_llm_runset(seed=3)
+    tested = ds.isel(run=slice(0, 8))
+    # the real model: offsets for the groups of a and b only, whatever else the run set holds
+    real = ds.assign_coords(
+        learning_rate=("run", [0.01] * 12), momentum=("run", [0.0] * 12),
+        momentum_convention=("run", ["heavy_ball"] * 12), k_ref=("run", [1.0] * 12),
+    )  # fmt: skip
+    for parameterisation in ("mechanistic", "phenomenological"):
+        h1 = GRPODynamicsModel(invariance="by_group", parameterisation=parameterisation).build_model(real)
+        assert h1.coords["group"] == ("a|G=4", "a|G=16", "b|G=4", "b|G=16")
+        positions = invariance.offsets_by_model(h1, invariance.offset_value_names(h1))
+        assert set(positions) == {"a", "b"}
+    with pytest.raises(ValueError, match=r"needs an LLM run at two or more known group sizes.*\{'c': \[8\], 'd': \[\]\}"):
+        GRPODynamicsModel(invariance="by_group").build_model(real.isel(run=slice(8, 12)))
+    for s in (0.5, 2.0):
+        assert _exact_log_bf01_of_llm(ds, s) == pytest.approx(_exact_log_bf01_of_llm(tested, s), abs=1e-9)
+    kw = dict(prior_scales=(1.0, 4.0), draws=500, tune=300, random_seed=4)
+    res, alone = invariance.invariance_check(ds, **kw), invariance.invariance_check(tested, **kw)
+    for scale, s in ((1.0, 0.5), (4.0, 2.0)):
+        row, row_alone = res.table.loc[scale], alone.table.loc[scale]
+        assert row["n_offsets"] == row_alone["n_offsets"] == 4
+        err = 2 * np.hypot(row["log_bf01_bridge_mc_error"], row_alone["log_bf01_bridge_mc_error"]) + 0.05
+        assert row["log_bf01_bridge"] == pytest.approx(row_alone["log_bf01_bridge"], abs=err)
+        assert row["log_bf01_bridge"] == pytest.approx(_exact_log_bf01_of_llm(ds, s), abs=0.15)
+    assert "c: not testable: runs only at G=8 (no offsets in H1)" in res.summary
+    assert "d: not testable: group size unknown (no offsets in H1)" in res.summary
+    assert "Runs of unknown G (r10, r11) of LLMs at fewer than two known G are not in the test" in res.summary
+    assert "are in the test as one group per LLM" not in res.summary
 
 
 def test_runs_of_unknown_g_beside_known_ones_are_named_as_part_of_the_test(toy_invariance):

@@ -138,6 +138,54 @@ def test_a_group_size_a_by_group_fit_did_not_fit_says_its_offsets_are_the_priors
     assert any(w.startswith("m|G=8 is not a group of this by-group fit (m|G=4, m|G=16)") for w in between), between
 
 
+def test_the_fitted_g_of_an_llm_a_by_group_fit_saw_at_one_g_has_no_offsets_to_draw():
+    # model version 8: H1 gives offsets to the groups of LLMs at two or more known G only, so a
+    # by-group fit of "m" at G 4 and 16 and "c" at G 8 has none for "c|G=8": c's runs are on its
+    # trajectory (the PPC and predict at G 8 read it as fitted, not as a new group of the prior)
+    import arviz as az
+    import xarray as xr
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+
+    truth = {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-6}
+    runset = simulate_sde_runset(
+        models={"m": truth, "c": truth}, group_sizes=(4, 16, 8), learning_rates=(1e-4,), momentum=0.0,
+        convention="heavy_ball", n_seeds=1, n_steps=30, random_seed=0,
+    )  # fmt: skip
+    keep = [(m, g) in (("m", 4), ("m", 16), ("c", 8)) for m, g in zip(runset["model"].values, runset["group_size"].values)]
+    runset = runset.isel(run=np.flatnonzero(keep))
+    model = GRPODynamicsModel(invariance="by_group")
+    model.runset = runset
+    model.data = prepare_data(runset, model.model_config, model.parameterisation)
+    assert model.data.groups == ["m|G=4", "m|G=16", "c|G=8"]
+    assert model.data.offset_groups == ["m|G=4", "m|G=16"]
+    shape = (1, 50)
+    per = lambda dim, v, n: (("chain", "draw", dim), np.full((*shape, n), v))  # noqa: E731
+    model.idata = az.InferenceData(
+        posterior=xr.Dataset(
+            {
+                "log_stiffness": per("model", np.log(400.0), 2), "plateau": per("model", 0.75, 2),
+                "initial_reward_model": per("model", 0.15, 2), "noise_d": per("model", 1e-4, 2),
+                "alpha": (("chain", "draw"), np.ones(shape)),
+                "initial_reward_run_sd": (("chain", "draw"), np.full(shape, 0.1)),
+                **{f"group_offset_{v}": per("group", 0.3, 2)
+                   for v in ("log_stiffness", "log_damping", "plateau", "initial_reward")},
+            },
+            coords={"model": ["m", "c"], "group": model.data.offset_groups},
+        )
+    )  # fmt: skip
+    setting = dict(learning_rate=1e-4, momentum=0.0, momentum_convention="heavy_ball", k_ref=1, run_offset=False)
+    fitted_g = model.coefficient_draws(group_size=8, model="c", **setting)
+    assert "new_group" not in fitted_g.attrs
+    np.testing.assert_allclose(fitted_g["plateau"].values, 0.75)  # no offset (0.3 on m's groups)
+    np.testing.assert_allclose(fitted_g["a"].values, 1e-4 * 400.0)
+    on_m = model.coefficient_draws(group_size=16, model="m", **setting)
+    assert np.all(on_m["plateau"].values > 0.75) and "new_group" not in on_m.attrs
+    assert model.coefficient_draws(group_size=32, model="c", **setting).attrs["new_group"] == "c|G=32"
+
+
 def test_prediction_attrs_carry_the_warnings_as_json():
     import xarray as xr
 

@@ -6,7 +6,8 @@ on the group size ``G``; only the noise temperature ``D / G`` does.
 
 * ``H0`` is ``GRPODynamicsModel(invariance="shared")``; ``H1`` is
   ``GRPODynamicsModel(invariance="by_group")``, which adds per (model, G) offsets on
-  unbounded scales with independent ``Normal(0, group_offset_sigma)`` priors. ``H0`` is
+  unbounded scales with independent ``Normal(0, group_offset_sigma)`` priors, for the LLMs
+  at two or more known G only (an LLM at one G is on one trajectory under both). ``H0`` is
   ``H1`` with every offset at 0, so the Bayes factor ``BF01`` can be computed by two
   independent routes (:mod:`bayes_grpo.checks.bayes_factor`), both from NUTS fits of
   ``H0`` and ``H1``: bridge sampling of each marginal likelihood, and the Savage–Dickey
@@ -685,10 +686,12 @@ def _per_model_results(
     for m, gs in by_model.items():
         row: dict[str, Any] = {"group_sizes": gs}
         if len(gs) < 2:
+            # no H1 offsets either (model version 8): it is in neither Bayes factor, but for
+            # the parameters all LLMs share (alpha, the population of log K, the run spread of R0)
             row["testable"] = False
             row["verdict"] = (
                 f"not testable: runs only at G={gs[0]}" if gs else "not testable: group size unknown"
-            )
+            ) + " (no offsets in H1)"
         elif m not in sd_by_model:
             row["testable"] = True
             row["verdict"] = "not assessable: no Savage–Dickey density for its offsets"
@@ -875,10 +878,13 @@ def invariance_check(
     )
     several = len(by_model) > 1
     per_model = _per_model_results(by_model, fits.sd_by_model.get(float(ref_scale), {}))
+    testable = [m for m, gs in by_model.items() if len(gs) >= 2]
     if several:
         values["by_model"] = per_model
         alpha_text = alpha_text.replace("(theory 1;", "(theory 1; one alpha shared by all LLMs;")
-    lead = f"All LLMs jointly ({', '.join(by_model)}): {words}" if several else words[0].upper() + words[1:]
+    # an LLM at one G has no H1 offsets, so the joint Bayes factor is over the others only
+    which = "All LLMs" if len(testable) == len(by_model) else "The LLMs at two or more G"
+    lead = f"{which} jointly ({', '.join(testable)}): {words}" if several else words[0].upper() + words[1:]
     summary = (
         f"{lead}. log BF01 = {ref['log_bf01_bridge']:.2f} ± "
         f"{ref['log_bf01_bridge_mc_error']:.2f} (bridge sampling) and {ref['log_bf01_sd']:.2f}"
@@ -889,14 +895,25 @@ def invariance_check(
     )
     unknown = _runs_of_unknown_group_size(runset)
     if unknown:
-        # they are fitted, not left out: under H1 the runs of unknown G of an LLM are one group
-        # ("model|G=?") with offsets of their own, so they weigh in every Bayes factor above
+        # they are fitted, not left out: under H1 the runs of unknown G of an LLM at two or more
+        # known G are one group ("model|G=?") with offsets of their own, so they weigh in every
+        # Bayes factor above; those of an LLM at one known G or none have no offsets
         values["runs_with_unknown_group_size"] = unknown
-        summary += (
-            f" Runs of unknown G ({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}) are in "
-            "the test as one group per LLM (G=?): on the shared trajectory under H0, with offsets "
-            "of their own under H1; their noise is taken at their LLM's reference G."
-        )
+        owners = dict(zip(runset[RUN_DIM].values.astype(str), _model_names(runset)))
+        tested = [r for r in unknown if owners[r] in testable]
+        untested = [r for r in unknown if owners[r] not in testable]
+        if tested:
+            summary += (
+                f" Runs of unknown G ({', '.join(tested[:5])}{', ...' if len(tested) > 5 else ''}) are in "
+                "the test as one group per LLM (G=?): on the shared trajectory under H0, with offsets "
+                "of their own under H1; their noise is taken at their LLM's reference G."
+            )
+        if untested:
+            summary += (
+                f" Runs of unknown G ({', '.join(untested[:5])}{', ...' if len(untested) > 5 else ''}) of "
+                "LLMs at fewer than two known G are not in the test: on their LLM's trajectory under "
+                "H0 and H1 alike."
+            )
     shifts = shared_offset_shifts(fits.h1[float(ref_scale)].posterior.idata.posterior)
     values["shared_offset_shifts"] = shifts
     summary += _shared_shift_text(shifts)

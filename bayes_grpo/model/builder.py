@@ -22,7 +22,10 @@ Variables (dims in brackets):
 - ``invariance="by_group"``: ``group_offset_plateau``, ``group_offset_initial_reward``
   (standardised reward units), ``group_offset_log_stiffness`` or
   ``group_offset_log_frequency``, and ``group_offset_log_damping`` [group], each
-  ``group_offset_sigma * z`` with ``z ~ Normal(0, 1)``.
+  ``group_offset_sigma * z`` with ``z ~ Normal(0, 1)``. The ``group`` dim holds only the
+  (model, G) groups of LLMs at two or more known G (``ModelData.offset_groups``, model
+  version 8); the runs of an LLM at one G, or of unknown G only, have no offsets (nothing
+  of G-invariance is tested on them).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from bayes_grpo.dynamics.trajectory import (
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
+from bayes_grpo.runset.schema import readable_group_size
 
 #: Name of the phenomenological form's shape-information potential (the prior's Jeffreys weight;
 #: ``GRPODynamicsModel.sample_prior_predictive`` resamples prior draws by it).
@@ -148,15 +152,23 @@ def build_pymc_model(
     """Build the hierarchical PyMC model for prepared data (see the module docstring)."""
     centres = prior_centres(data, config, parameterisation)
     by_group = invariance == "by_group"
-    coords = {"run": data.run_ids, "model": data.models, "group": data.groups, "obs": np.arange(len(data.obs_y))}
+    coords = {"run": data.run_ids, "model": data.models, "obs": np.arange(len(data.obs_y))}
+    if by_group:
+        if not data.offset_groups:
+            raise ValueError(
+                "invariance='by_group' needs an LLM run at two or more known group sizes (only their "
+                "groups get H1 offsets); the known G of each LLM's runs: "
+                f"{ {m: sorted({readable_group_size(g) for g in data.group_g[data.group_model_idx == i] if np.isfinite(g)}) for i, m in enumerate(data.models)} }"
+            )
+        coords["group"] = data.offset_groups
     gos = float(config["group_offset_sigma"])
 
     with pm.Model(coords=coords) as model:
         # Every data-derived array enters as pm.Data (a shared variable), so models of the
         # same structure compile to the same C code whatever the data: PyTensor's module
         # cache then makes refits (tests, calibration, CLI) cheap.
-        d = _data_containers(data, config, centres, parameterisation, likelihood)
-        mi, gi = d["model_idx"], d["group_idx"]
+        d = _data_containers(data, config, centres, parameterisation, likelihood, by_group)
+        mi, gi = d["model_idx"], d.get("offset_idx")
         # --- plateau and initial reward (standardised units) -------------------------
         z_p = pm.Normal("plateau_z", 0.0, 1.0, dims="model")
         plateau_m = d["late"] + config["plateau"]["sigma"] * z_p
@@ -172,12 +184,8 @@ def build_pymc_model(
         z_centred = (z_r0_run - pt.dot(d["run_mean_matrix"], z_r0_run)[mi]) * d["run_offset_factor"]
         r0_run = r0_m[mi] + tau_r0 * z_centred
         if by_group:
-            off_p = pm.Deterministic("group_offset_plateau", gos * pm.Normal("group_offset_plateau_z", 0, 1, dims="group"), dims="group")
-            off_r = pm.Deterministic(
-                "group_offset_initial_reward", gos * pm.Normal("group_offset_initial_reward_z", 0, 1, dims="group"), dims="group"
-            )
-            plateau_run = plateau_run + off_p[gi]
-            r0_run = r0_run + off_r[gi]
+            plateau_run = plateau_run + _group_offset("group_offset_plateau", gos, gi)
+            r0_run = r0_run + _group_offset("group_offset_initial_reward", gos, gi)
         loc = d["loc"][mi]
         scale = d["scale"][mi]
         pm.Deterministic("plateau", d["loc"] + d["scale"] * plateau_m, dims="model")
@@ -263,13 +271,14 @@ def build_pymc_model(
     return model
 
 
-def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str, Any], parameterisation: str, likelihood: str) -> dict[str, Any]:
+def _data_containers(
+    data: ModelData, config: dict[str, Any], centres: dict[str, Any], parameterisation: str, likelihood: str, by_group: bool = False
+) -> dict[str, Any]:
     """``pm.Data`` for every data-derived array the graph uses (names prefixed ``data_``)."""
     mi = data.model_idx
     g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
     arrays: dict[str, np.ndarray] = {
         "model_idx": mi,
-        "group_idx": data.group_idx,
         "late": data.late,
         "early": data.early,
         "loc": data.loc,
@@ -280,6 +289,14 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
         "steps": data.steps,
         **_run_offset_arrays(mi, data.n_models),
     }
+    if by_group:
+        # each run's position in the offset groups; a run whose group has none points one past
+        # the end, at the zero _group_offset appends
+        offset_groups = data.offset_groups
+        labels = [data.groups[g] for g in data.group_idx]
+        arrays["offset_idx"] = np.array(
+            [offset_groups.index(lab) if lab in offset_groups else len(offset_groups) for lab in labels], dtype=int
+        )
     if parameterisation == "mechanistic":
         arrays |= {
             "eta_eff": data.eta_eff,
@@ -326,6 +343,14 @@ def _data_containers(data: ModelData, config: dict[str, Any], centres: dict[str,
     # Static shapes: PyTensor then drops its run-time broadcast checks (hundreds of tiny
     # nodes in the gradient); the compiled code is still shared across data values.
     return {name: pm.Data(f"data_{name}", value, shape=np.shape(value)) for name, value in arrays.items()}
+
+
+def _group_offset(name: str, gos: float, offset_idx: Any) -> Any:
+    """Per-run ``H1`` offset: ``gos * z`` [group] (the deterministic ``name``, its ``z`` the free
+    ``name + "_z"``) at each run's group, 0 for a run whose group has no offset (``offset_idx``
+    one past the end)."""
+    off = pm.Deterministic(name, gos * pm.Normal(f"{name}_z", 0, 1, dims="group"), dims="group")
+    return pt.concatenate([off, pt.zeros((1,))])[offset_idx]
 
 
 def _shape_designs(data) -> tuple[np.ndarray, np.ndarray]:
@@ -379,13 +404,11 @@ def _mechanistic(data, d, config, centres, by_group, gos):
         log_k = pm.Deterministic("log_stiffness", centre, dims="model")
     log_k_run = log_k[d["model_idx"]]
     if by_group:
-        off_k = pm.Deterministic("group_offset_log_stiffness", gos * pm.Normal("group_offset_log_stiffness_z", 0, 1, dims="group"), dims="group")
-        log_k_run = log_k_run + off_k[d["group_idx"]]
+        log_k_run = log_k_run + _group_offset("group_offset_log_stiffness", gos, d["offset_idx"])
     a = pm.Deterministic("a", d["eta_eff"] * pt.exp(log_k_run), dims="run")
     mass, damp, k_eff = oscillator_coefficients(a, d["momentum"], d["k_ref"])
     if by_group:
-        off_c = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
-        damp = damp * pt.exp(off_c[d["group_idx"]])
+        damp = damp * pt.exp(_group_offset("group_offset_log_damping", gos, d["offset_idx"]))
     return mass, damp, k_eff
 
 
@@ -407,10 +430,8 @@ def _phenomenological(data, d, config, by_group, gos):
     log_w0_run = log_w0[d["model_idx"]]
     log_zeta_run = log_zeta[d["model_idx"]]
     if by_group:
-        off_w = pm.Deterministic("group_offset_log_frequency", gos * pm.Normal("group_offset_log_frequency_z", 0, 1, dims="group"), dims="group")
-        off_z = pm.Deterministic("group_offset_log_damping", gos * pm.Normal("group_offset_log_damping_z", 0, 1, dims="group"), dims="group")
-        log_w0_run = log_w0_run + off_w[d["group_idx"]]
-        log_zeta_run = log_zeta_run + off_z[d["group_idx"]]
+        log_w0_run = log_w0_run + _group_offset("group_offset_log_frequency", gos, d["offset_idx"])
+        log_zeta_run = log_zeta_run + _group_offset("group_offset_log_damping", gos, d["offset_idx"])
     w0 = pt.exp(log_w0_run)
     k_eff = pm.Deterministic("a", w0**2, dims="run")
     mass = pt.ones_like(w0)

@@ -122,7 +122,7 @@ class GRPODynamicsModel:
     """
 
     _model_type = "GRPODynamicsModel"
-    version = "7"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys); 6: that weight's derivatives exact (were central differences); 7: the i.i.d. likelihood can follow a logged learning-rate schedule (config learning_rate_schedule.follow, off by default)
+    version = "8"  # 2: centred log K, regular-grid trajectory, size regression needs >= 3 models; 3: state-space measurement noise scales with G^-alpha; 4: run-level R0 offsets sum to zero within each LLM (none for a single run); 5: phenomenological prior weighted by the shape information (Jeffreys); 6: that weight's derivatives exact (were central differences); 7: the i.i.d. likelihood can follow a logged learning-rate schedule (config learning_rate_schedule.follow, off by default); 8: invariance="by_group" gives offsets only to the groups of LLMs at two or more known G
 
     def __init__(
         self,
@@ -705,7 +705,8 @@ class GRPODynamicsModel:
             coefficients are those of ``model``).
         group_size
             ``G``; sets the noise ``sigma`` (and, under ``by_group``, picks the (model, G)
-            offsets; an unseen G draws new offsets from their prior). ``None`` or NaN (a run
+            offsets; an unseen G draws new offsets from their prior; a fitted G of an LLM
+            the fit saw at one G only has none). ``None`` or NaN (a run
             whose G is unknown) is the LLM's reference G, the G the fit gave its runs of
             unknown G (under ``by_group``, their group's offsets).
         model
@@ -752,13 +753,19 @@ class GRPODynamicsModel:
             model, known = data.models[0], True
         gos = float(self.model_config["group_offset_sigma"])
         glabel = group_label(model, float("nan") if group_size is None else float(group_size)) if known else None
-        group_pos = data.groups.index(glabel) if glabel in data.groups else None
+        # a fitted group of an LLM at one G (or of unknown G only) has no H1 offsets (model
+        # version 8): it is on its LLM's trajectory, not a group to draw offsets for
+        fitted_group = glabel in data.groups
+        offset_groups = [str(g) for g in post["group"].values] if "group" in post.coords else []
+        group_pos = offset_groups.index(glabel) if glabel in offset_groups else None
 
         def offset(name: str) -> np.ndarray:
             if self.invariance != "by_group" or not known:
                 return np.zeros(shape)
             if group_pos is not None:
                 return post[name].isel(group=group_pos).values
+            if fitted_group:
+                return np.zeros(shape)
             return gos * rng.normal(size=shape)
 
         if self.parameterisation == "mechanistic":
@@ -859,7 +866,7 @@ class GRPODynamicsModel:
         out.attrs.update({"model": model or "", "parameterisation": self.parameterisation, "new_model": str(not known)})
         if between_prior is not None:
             out.attrs["between_models_sd_prior"] = between_prior  # HalfNormal scale of the spread drawn
-        if self.invariance == "by_group" and known and group_pos is None:
+        if self.invariance == "by_group" and known and not fitted_group:
             out.attrs["new_group"] = glabel  # its offsets drawn from their prior, above
         if model_size is not None and np.isfinite(float(model_size)):
             # ignored silently before, while predict said "model_size = ... is not used"

@@ -82,11 +82,35 @@ class ModelData:
     def n_groups(self) -> int:
         return len(self.groups)
 
+    @property
+    def offset_groups(self) -> list[str]:
+        """The groups that get ``H1`` offsets under ``invariance="by_group"``
+        (:func:`has_group_offsets`), in the order of :attr:`groups`."""
+        keep = has_group_offsets(self.group_model_idx, self.group_g)
+        return [g for g, k in zip(self.groups, keep) if k]
+
 
 def group_label(model: str, group_size: float) -> str:
     """Label of a (model, G) group, e.g. ``"qwen|G=8"`` (``G=?`` when unknown)."""
     g = "?" if not np.isfinite(group_size) else f"{group_size:g}"
     return f"{model}|G={g}"
+
+
+def has_group_offsets(group_model_idx: np.ndarray, group_g: np.ndarray) -> np.ndarray:
+    """Which (model, G) groups get ``H1`` offsets: those of an LLM at two or more known G.
+
+    ``group_model_idx`` [group] (each group's LLM), ``group_g`` [group] (its G, NaN unknown);
+    returns a bool array [group]. An LLM run at one G only, or with unknown G only, carries
+    no evidence for or against G-invariance: offsets of its groups only widened the prior of
+    its own trajectory under ``H1``, which moved the joint Bayes factor by an Occam factor
+    (+0.2 nats at offset sd 0.5, +1.5 at 2, on a toy model) with nothing tested. Such an LLM's
+    groups stay on its trajectory under ``H1`` as under ``H0``. The runs of unknown G of an LLM
+    at two or more known G keep their group's offsets (``"model|G=?"``).
+    """
+    idx = np.asarray(group_model_idx, dtype=int)
+    g = np.asarray(group_g, dtype=float)
+    n_known = np.array([np.unique(g[(idx == m) & np.isfinite(g)]).size for m in idx], dtype=int)
+    return n_known >= 2
 
 
 def group_model(label: str) -> str:
@@ -645,6 +669,7 @@ __all__ = [
     "model_log_sizes",
     "group_label",
     "group_model",
+    "has_group_offsets",
     "MECHANISTIC_COORDS",
     "UNKNOWN_MODEL",
     "HEAVY_BALL",
