@@ -393,3 +393,39 @@ def test_band_coverage_names_the_llm_of_each_group_when_there_are_several():
     res = trajectory_band_check(KnownPosterior(), concat_runsets([ds, other]))
     assert "(m, G=4)" in res.summary and "0% (other, G=16)" in res.summary
     assert "(G=4)" in trajectory_band_check(KnownPosterior(), ds).summary
+
+
+def test_the_invariance_warning_on_wandering_residuals_reads_only_the_llms_it_tests(monkeypatch):
+    # an LLM at one G has no H1 offsets (its density is the same under H0 and H1), so its
+    # wander does not bias the Bayes factor, yet `bayes-grpo invariance` warned about it (the
+    # invariance QA helper's run: "lag-1 r" of an LLM its summary calls "not testable"); an
+    # unnamed LLM was keyed "" there, where the fit and the Bayes factors call it UNKNOWN_MODEL
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks import invariance
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+    from bayes_grpo.runset.core import concat_runsets
+
+    tested = _runset(n_steps=400)
+    red = _runset(ar1=0.6, seed=2, n_steps=400)
+    red = red.assign_coords(run=[f"red-{r}" for r in red["run"].values], model=("run", [""] * red.sizes["run"]))
+    assert list(invariance.residual_lag1_by_llm(_truth_posterior(red), red)) == [UNKNOWN_MODEL]
+
+    def fake_bayes_factor(runset, **kwargs):
+        fit = SimpleNamespace(log_ml=0.0, posterior=SimpleNamespace(idata=SimpleNamespace(posterior=_truth_posterior(runset))))
+        row = {"log_bf01_bridge": 5.0, "log_bf01_sd": 5.0, "sd_in_support": True, "agree": True, "n_offsets": 4,
+               "offset_sigma": 0.5, "divergences_h0": 0, "divergences_h1": 0}
+        row |= {k: 0.1 for k in ("log_bf01_bridge_mc_error", "log_bf01_sd_mc_error")}
+        row |= {"log_bf01_smc": np.nan, "log_bf01_smc_mc_error": np.nan}
+        table = pd.DataFrame([row], index=pd.Index([1.0], name="prior_scale"))
+        return table, SimpleNamespace(h0=fit, h1={1.0: fit}, sd_by_model={})
+
+    monkeypatch.setattr(invariance, "invariance_bayes_factor", fake_bayes_factor)
+    one_g = red.assign_coords(group_size=("run", np.full(red.sizes["run"], 8.0)))
+    quiet = invariance.invariance_check(concat_runsets([tested, one_g]))
+    assert "autocorrelated" not in quiet.summary, quiet.summary
+    assert "residual_autocorrelation_beyond_white_noise" not in quiet.values
+    # the same wandering LLM at two G is tested, and warned about under its fitted name
+    loud = invariance.invariance_check(concat_runsets([tested, red]))
+    assert list(loud.values["residual_autocorrelation_beyond_white_noise"]) == [UNKNOWN_MODEL]
+    assert f"{UNKNOWN_MODEL}: lag-1 r = " in loud.summary

@@ -606,7 +606,8 @@ def residual_lag1_by_llm(
         return {}
     med = {n: posterior[n].median(("chain", "draw")) for n in names}
     steps = np.asarray(runset[STEP_DIM].values, dtype=float)
-    llms = runset["model"].values if "model" in runset.coords else np.zeros(runset.sizes[RUN_DIM])
+    # named as the fit and the Bayes factors name them (runs without a model: UNKNOWN_MODEL)
+    llms = _model_names(runset) if "model" in runset.coords else np.zeros(runset.sizes[RUN_DIM])
     num: dict[str, float] = {}
     den: dict[str, float] = {}
     for run, llm in zip(runset[RUN_DIM].values, llms, strict=True):
@@ -829,8 +830,11 @@ def invariance_check(
         likelihood=likelihood,
         parameterisation=parameterisation,
     )
-    acf1 = largest_lag1(acf_by_llm)
-    wandering = autocorrelated_llms(acf_by_llm)
+    # an LLM at one G has no H1 offsets (its density is H0's under both hypotheses): its wander
+    # does not bias the evidence the warning is about, so only the tested LLMs are read
+    tested = {m: v for m, v in acf_by_llm.items() if len(by_model.get(m, [])) >= 2}
+    acf1 = largest_lag1(tested)
+    wandering = autocorrelated_llms(tested)
     has_smc = bool(np.isfinite(ref["log_bf01_smc"]))
     values: dict[str, Any] = {
         "log_bf01_bridge": float(ref["log_bf01_bridge"]),
