@@ -72,6 +72,26 @@ def test_fit_config_file_that_is_not_utf8_names_the_file(runs_file, tmp_path, ca
     assert str(cfg) in err and "not UTF-8" in err, err
 
 
+def test_a_run_set_the_model_cannot_take_is_an_error_naming_the_file(runs_file, tmp_path, capsys):
+    # "needs 'learning_rate' for every run; unknown for runs [...]" named the runs and the
+    # problem but not the file they came from (nor did the by-group refusal of a run set at one G)
+    ds = xr.load_dataset(runs_file)
+    no_lr = save_runset(ds.assign_coords(learning_rate=("run", np.full(ds.sizes["run"], np.nan))), tmp_path / "no_lr.nc")
+    one_g = save_runset(ds.assign_coords(group_size=("run", np.full(ds.sizes["run"], 8.0))), tmp_path / "one_g.nc")
+    for path, extra, named in (
+        (no_lr, [], "needs 'learning_rate' for every run"),
+        (one_g, ["--invariance", "by-group"], "needs an LLM run at two or more known group sizes"),
+    ):
+        out = tmp_path / f"fit_{path.stem}.nc"
+        assert main(["fit", str(path), "-o", str(out), "--draws", "5", "--tune", "5", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"bayes-grpo fit: error: {path}: ") and named in err, err
+        assert not out.exists()
+    assert main(["invariance", str(no_lr), "--draws", "5", "--tune", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bayes-grpo invariance: error: {no_lr}: ") and "'learning_rate'" in err, err
+
+
 @pytest.mark.slow
 def test_fit_cli_writes_a_loadable_posterior_and_json_summary(runs_file, tmp_path, capsys):
     out = tmp_path / "models" / "fit.nc"

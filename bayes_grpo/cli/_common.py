@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +339,21 @@ def add_overwrite_flag(
     parser: argparse.ArgumentParser, help: str = "replace output files that exist already"
 ) -> None:
     parser.add_argument("--overwrite", action="store_true", help=f"{help} (default: refuse)")
+
+
+@contextlib.contextmanager
+def naming_the_run_set(path: object) -> Iterator[None]:
+    """Re-raise a :class:`~bayes_grpo.runset.RunSetError` (a run set the model cannot take: a
+    setting unknown for some runs, no LLM at two G for an invariance test ...) with the run-set
+    file the user gave in front, unless its message already names it."""
+    from bayes_grpo.runset import RunSetError
+
+    try:
+        yield
+    except RunSetError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise RunSetError(f"{path}: {exc}") from exc
 
 
 def check_output_paths(

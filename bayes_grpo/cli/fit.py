@@ -12,6 +12,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    naming_the_run_set,
     non_negative_int,
     open_fraction,
     positive_int,
@@ -153,16 +154,17 @@ def run_fit(args: argparse.Namespace) -> int:
     if not args.json:
         for run_id, summary in unstable.items():
             print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)
-    model.fit(
-        runset,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        random_seed=args.seed,
-        sampler=args.sampler,
-        progressbar=not args.no_progress and not args.json,
-        target_accept=args.target_accept,
-    )
+    with naming_the_run_set(args.runs):
+        model.fit(
+            runset,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            random_seed=args.seed,
+            sampler=args.sampler,
+            progressbar=not args.no_progress and not args.json,
+            target_accept=args.target_accept,
+        )
     path = model.save(args.output, overwrite=args.overwrite)
     conv = model.convergence()
     independence = iid_residual_check(model)

@@ -7,6 +7,7 @@ import argparse
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
     add_json_flag,
+    naming_the_run_set,
     non_negative_int,
     positive_int,
     print_json,
@@ -103,20 +104,21 @@ def _run(args: argparse.Namespace) -> int:
     ds = load_runset(args.runset)
     config = {"group_offset_sigma": args.offset_sigma} if args.offset_sigma is not None else None
     config = with_hyperparameter_defaults(config, args.defaults)
-    result = invariance_check(
-        ds,
-        model_config=config,
-        parameterisation=args.parameterisation,
-        likelihood=args.likelihood,
-        prior_scales=args.prior_scales,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        smc_draws=args.smc_draws,
-        smc_chains=args.smc_chains,
-        sd_method=args.sd_method,
-        random_seed=args.seed,
-    )
+    with naming_the_run_set(args.runset):
+        result = invariance_check(
+            ds,
+            model_config=config,
+            parameterisation=args.parameterisation,
+            likelihood=args.likelihood,
+            prior_scales=args.prior_scales,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            smc_draws=args.smc_draws,
+            smc_chains=args.smc_chains,
+            sd_method=args.sd_method,
+            random_seed=args.seed,
+        )
     if args.json:
         print_json(result.to_dict())
         return 0

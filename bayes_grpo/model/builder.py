@@ -46,6 +46,7 @@ from bayes_grpo.dynamics.trajectory import (
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData
+from bayes_grpo.runset.core import RunSetError
 from bayes_grpo.runset.schema import readable_group_size
 
 #: Name of the phenomenological form's shape-information potential (the prior's Jeffreys weight;
@@ -155,7 +156,7 @@ def build_pymc_model(
     coords = {"run": data.run_ids, "model": data.models, "obs": np.arange(len(data.obs_y))}
     if by_group:
         if not data.offset_groups:
-            raise ValueError(
+            raise RunSetError(
                 "invariance='by_group' needs an LLM run at two or more known group sizes (only their "
                 "groups get H1 offsets); the known G of each LLM's runs: "
                 f"{ {m: sorted({readable_group_size(g) for g in data.group_g[data.group_model_idx == i] if np.isfinite(g)}) for i, m in enumerate(data.models)} }"
