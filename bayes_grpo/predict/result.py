@@ -11,7 +11,7 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.predict.discrepancy import SETTING_COORDS
-from bayes_grpo.predict.summary import attr_warnings, summary_dict
+from bayes_grpo.predict.summary import attr_warnings, steps_behind, summary_dict
 from bayes_grpo.runset.schema import COUNT_COORDS, readable_group_size
 
 
@@ -29,23 +29,20 @@ def prediction_result(
     from bayes_grpo.predict.predict import plot_prediction
 
     numbers = summary_dict(ds)
-    rows = [
-        {
-            "milestone": f"{k} of the rise",
-            "median step": v["median_step"],
-            "P(reached within horizon)": v["prob_reached_within_horizon"],
-        }
-        for k, v in numbers["time_to_fraction"].items()
-    ]
-    if "policy_time_to_fraction" in numbers:  # the logged reward trails the policy (predict)
-        rows = [{**r, "milestone": f"{r['milestone']} (logged reward)"} for r in rows] + [
+
+    def milestone_rows(key: str, label: str) -> list[dict[str, object]]:
+        return [
             {
-                "milestone": f"{k} of the rise (policy)",
+                "milestone": f"{k} of the rise{label}",
                 "median step": v["median_step"],
                 "P(reached within horizon)": v["prob_reached_within_horizon"],
             }
-            for k, v in numbers["policy_time_to_fraction"].items()
+            for k, v in numbers[key].items()
         ]
+
+    rows = milestone_rows("time_to_fraction", "")
+    if "policy_time_to_fraction" in numbers:  # the logged reward trails the policy (an observation lag)
+        rows = milestone_rows("time_to_fraction", " (logged reward)") + milestone_rows("policy_time_to_fraction", " (policy)")
     table = pd.DataFrame(rows).set_index("milestone")
     given = dict(ds.attrs)
     if isinstance(given.get("settings"), str):
@@ -74,7 +71,7 @@ def prediction_result(
         lag = float(ds.attrs.get("observation_lag", np.nan))
         stop_text = (
             f"{step_text(numbers['policy_stop_step'])} for the policy ({stop_text} on the logged "
-            f"reward, {lag:g} step{'' if lag == 1 else 's'} behind it)"
+            f"reward, {steps_behind(lag)} it)"
         )
     summary = (
         f"{settings}: regime {numbers['regime']} (probability {float(numbers['regime_prob']):.2f}); "

@@ -153,10 +153,15 @@ def milestones_of(lag: float) -> str:
             "(no observation lag here)"
         )
     return (
-        f"time_to_fraction and stop_step: the logged reward, {lag:g} step{'' if lag == 1 else 's'} "
-        "behind the policy (observation lag), as the bands; policy_time_to_fraction and "
-        "policy_stop_step: the policy's, which a run stopped at that step keeps"
+        f"time_to_fraction and stop_step: the logged reward, {steps_behind(lag)} the policy "
+        "(observation lag), as the bands; policy_time_to_fraction and policy_stop_step: the "
+        "policy's, which a run stopped at that step keeps"
     )
+
+
+def steps_behind(lag: float) -> str:
+    """``"1 step behind"`` / ``"6 steps behind"``: how far the logged reward trails the policy."""
+    return f"{lag:g} step{'' if lag == 1 else 's'} behind"
 
 
 def stop_step_notes(ds: xr.Dataset) -> list[str]:
@@ -482,6 +487,19 @@ def add_warnings(ds: xr.Dataset, notes: Sequence[str]) -> None:
         ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), *notes])
 
 
+def _fraction_summary(ds: xr.Dataset, prefix: str) -> dict[str, dict[str, float | None]]:
+    """``{"90%": {"median_step", "prob_reached_within_horizon"}, ...}`` of the milestones
+    ``{prefix}_median`` / ``{prefix}_reached`` (``time_to_fraction`` or ``policy_time_to_fraction``);
+    a median beyond the horizon is None."""
+    return {
+        f"{int(round(f * 100))}%": {
+            "median_step": float(m) if np.isfinite(m) else None,
+            "prob_reached_within_horizon": float(r),
+        }
+        for f, m, r in zip(ds["fraction"].values, ds[f"{prefix}_median"].values, ds[f"{prefix}_reached"].values)
+    }
+
+
 def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     """JSON-ready headline numbers of a prediction / forecast dataset: ``time_to_fraction``
     maps ``"90%"``, ``"95%"``, ``"99%"`` (shares of the rise ``p* - R0``, not of ``p*``) to the
@@ -494,30 +512,10 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     out["regime_probability"] = {
         str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
     }
-    out["time_to_fraction"] = {
-        f"{int(round(f * 100))}%": {
-            "median_step": float(m) if np.isfinite(m) else None,  # None: beyond the horizon
-            "prob_reached_within_horizon": float(r),
-        }
-        for f, m, r in zip(
-            ds["fraction"].values,
-            ds["time_to_fraction_median"].values,
-            ds["time_to_fraction_reached"].values,
-        )
-    }
-    if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (predict)
+    out["time_to_fraction"] = _fraction_summary(ds, "time_to_fraction")
+    if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (an observation lag)
         out["policy_stop_step"] = ds.attrs["policy_stop_step"]
-        out["policy_time_to_fraction"] = {
-            f"{int(round(f * 100))}%": {
-                "median_step": float(m) if np.isfinite(m) else None,
-                "prob_reached_within_horizon": float(r),
-            }
-            for f, m, r in zip(
-                ds["fraction"].values,
-                ds["policy_time_to_fraction_median"].values,
-                ds["policy_time_to_fraction_reached"].values,
-            )
-        }
+        out["policy_time_to_fraction"] = _fraction_summary(ds, "policy_time_to_fraction")
     last = ds[STEP_DIM].values[-1]
     lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
     out["final_step"] = float(last)
