@@ -519,6 +519,15 @@ def _running_median3(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _ratio(num: float, den: float, *, both_zero: float) -> float:
+    """``num / den`` for a spread ``den >= 0`` (a range or an sd), where a zero ``den`` (a flat
+    window) gives ``inf`` when ``num > 0`` and ``both_zero`` otherwise (1: no growth; 0: no
+    fall). The reward divergence, the growing swing and the collapse each wrote it out."""
+    if den > 0:
+        return num / den
+    return float("inf") if num > 0 else both_zero
+
+
 def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | None:
     values = _running_median3(rew.values)
     late = edge_mask(rew.steps, cfg.edge_fraction, late=True)
@@ -527,11 +536,7 @@ def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | 
         return None
     lo, hi = float(values[before].min()), float(values[before].max())
     late_lo, late_hi = float(values[late].min()), float(values[late].max())
-    width = hi - lo
-    if width > 0:
-        ratio = (late_hi - late_lo) / width
-    else:
-        ratio = float("inf") if late_hi > late_lo else 1.0
+    ratio = _ratio(late_hi - late_lo, hi - lo, both_zero=1.0)
     both_sides = bool(late_hi > hi and late_lo < lo)
     detected = bool(ratio >= cfg.growth_factor and both_sides)
     onset = None
@@ -589,10 +594,7 @@ def _oscillation_growth_signal(
     n_late, n_mid = blocks["late"][1].size, blocks["middle"][1].size
     sd_late = _detrended_sd(*blocks["late"])
     sd_mid = _detrended_sd(*blocks["middle"])
-    if sd_mid > 0:
-        ratio = sd_late / sd_mid
-    else:
-        ratio = float("inf") if sd_late > 0 else 1.0
+    ratio = _ratio(sd_late, sd_mid, both_zero=1.0)
     # interval of the sd ratio of two independent windows: (s1/s2)^2 / (sigma1/sigma2)^2 ~ F
     prob = common.interval_prob
     f_hi, f_lo = (
@@ -648,11 +650,7 @@ def _collapse_signal(
         np.sqrt((np.var(rew.values[k : k + w], ddof=1) + np.var(rew.values[last], ddof=1)) / 2)
     )
     fall, rise = best - end_mean, best - start_mean
-    if pooled > 0:
-        value, rise_sd = fall / pooled, rise / pooled
-    else:
-        value = float("inf") if fall > 0 else 0.0
-        rise_sd = float("inf") if rise > 0 else 0.0
+    value, rise_sd = _ratio(fall, pooled, both_zero=0.0), _ratio(rise, pooled, both_zero=0.0)
     below_start = bool(end_mean < start_mean)
     detected = bool(below_start and value >= cfg.collapse_sd and rise_sd >= cfg.collapse_sd)
     onset = None
