@@ -293,11 +293,17 @@ def _label(fitted: Any, model: str | None, model_size: float | None = None) -> s
     llm = _fitted_llm(fitted, model)
     if llm is not None:
         return llm
-    posterior = getattr(getattr(fitted, "idata", None), "posterior", None)
-    if posterior is not None and "size_exponent" not in posterior:
+    if _size_regression(fitted) is False:
         model_size = None  # not used by a fit without the curvature regression on size
     size = f" of {float(model_size):.3g} parameters" if model_size is not None else ""
     return f"a new model{' ' + repr(model) if model else ''}{size} (population level)"
+
+
+def _size_regression(fitted: Any) -> bool | None:
+    """Whether the fit regresses ``log K`` on ``log model_size`` (its posterior has
+    ``size_exponent``); None for a fit without a posterior."""
+    posterior = getattr(getattr(fitted, "idata", None), "posterior", None)
+    return None if posterior is None else "size_exponent" in posterior
 
 
 def _default_group_size(fitted: Any) -> float:
@@ -386,9 +392,9 @@ def stability_from_posterior(
         label=_label(fitted, model, model_size),
     )
     result.values["new_model"] = _fitted_llm(fitted, model) is None
-    posterior = getattr(getattr(fitted, "idata", None), "posterior", None)
-    if posterior is not None:  # duck-typed fits need not have one
-        result.values["size_regression"] = "size_exponent" in posterior
+    regression = _size_regression(fitted)
+    if regression is not None:  # duck-typed fits need not have a posterior
+        result.values["size_regression"] = regression
     runs = fitted_runset(fitted)
     if runs is not None:  # runs fitted with the constant-rate law on a schedule: their gain is an average
         from bayes_grpo.model.prepare import averaged_scheduled_runs
