@@ -196,6 +196,24 @@ def test_a_folder_or_a_log_given_as_the_posterior_says_what_file_is_expected(tmp
         GRPODynamicsModel.load(runs)
 
 
+def _fit_from_prior_draws(monkeypatch, samples: int = 20, adjust=None):
+    """`bayes-grpo fit` without sampling, for tests of what it prints: prior draws (seed 1) stand
+    in for the posterior (``adjust(model, prior)`` may change them), `save` writes nothing and
+    the convergence check passes."""
+    import arviz as az
+
+    def fake_fit(self, runset, **kw):
+        self.runset = runset
+        prior = self.sample_prior_predictive(runset, samples=samples, random_seed=1).prior
+        self.idata = az.InferenceData(posterior=prior if adjust is None else adjust(self, prior))
+        self.fit_seconds = 0.0
+        return self.idata
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
+    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
+    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+
+
 def _wandering_runs():
     """Two runs (G 4 and 16) whose reward wanders about its curve: strong process noise,
     stationary sd about 20% of the rise, little measurement noise."""
@@ -213,21 +231,10 @@ def test_an_iid_fit_of_a_wandering_reward_says_its_residuals_are_correlated(tmp_
     # i.i.d. likelihood gave zeta 0.952 [0.923, 0.986] for a truth of 0.778, and `fit` printed
     # no word of the residuals' autocorrelation (0.98 at lag 1). Prior draws stand in for the
     # posterior (the message is what is tested, not the sampler).
-    import arviz as az
-
     ds = _wandering_runs()
     runs = save_runset(ds, tmp_path / "wander.nc")
 
-    def fake_fit(self, runset, **kw):
-        self.runset = runset
-        prior = self.sample_prior_predictive(runset, samples=20, random_seed=1).prior
-        self.idata = az.InferenceData(posterior=prior)
-        self.fit_seconds = 0.0
-        return self.idata
-
-    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
-    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
-    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+    _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
     text = capsys.readouterr().out
     line = next((x for x in text.splitlines() if x.startswith("residuals:")), "")
@@ -259,8 +266,6 @@ def test_an_iid_fit_of_a_wandering_reward_warns_when_it_is_loaded_for_use(tmp_pa
 def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp_path, capsys, monkeypatch):
     # a run at lr 6 on the softmax bandit (far past the threshold: it clips on every refresh and
     # its bounded reward swings) went into the fit like any other run, without a word
-    import arviz as az
-
     from bayes_grpo.cli.fit import flagged_unstable_runs
     from bayes_grpo.diagnostics.cases import bandit_case, simulated_case
     from bayes_grpo.runset import concat_runsets
@@ -268,15 +273,7 @@ def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp
     ds = concat_runsets([bandit_case("bandit_large_lr", steps=150), bandit_case("bandit_healthy", steps=150)])
     runs = save_runset(ds, tmp_path / "sweep.nc")
 
-    def fake_fit(self, runset, **kw):
-        self.runset = runset
-        self.idata = az.InferenceData(posterior=self.sample_prior_predictive(runset, samples=20, random_seed=1).prior)
-        self.fit_seconds = 0.0
-        return self.idata
-
-    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
-    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
-    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+    _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
     err = capsys.readouterr().err
     assert "note: run 'bandit_large_lr/seed0' is flagged by the instability diagnostic (sustained clipping" in err, err
@@ -295,26 +292,19 @@ def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(r
     # one-G bandit fit (alpha not identified) say nothing.
     from pathlib import Path
 
-    import arviz as az
-
     from bayes_grpo.runset import load_runset
 
     centre = {"value": -1.0}
 
-    def fake_fit(self, runset, **kw):
-        prior = self.sample_prior_predictive(runset, samples=300, random_seed=1).prior
-        if "alpha" in prior and self.model_config["alpha"].get("fixed") is None:
+    def set_alpha(model, prior):
+        if "alpha" in prior and model.model_config["alpha"].get("fixed") is None:
             noise = np.random.default_rng(0).normal(0.0, centre.get("sd", 0.05), prior["alpha"].shape)
             if centre.get("walk"):  # a stuck chain: tiny steps of a random walk
                 noise = np.cumsum(noise, axis=-1)
             prior["alpha"] = prior["alpha"] * 0 + centre["value"] + noise
-        self.idata = az.InferenceData(posterior=prior)
-        self.fit_seconds = 0.0
-        return self.idata
+        return prior
 
-    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
-    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
-    monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
+    _fit_from_prior_draws(monkeypatch, samples=300, adjust=set_alpha)
     assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
     text = capsys.readouterr().out
     assert re.search(r"noise exponent: sigma\^2 = D / G\^alpha, alpha = -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval; theory 1\)", text), text
