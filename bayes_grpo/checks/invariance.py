@@ -88,9 +88,16 @@ def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[int | float]]:
     return out
 
 
+def testable_llms(by_model: dict[str, list[int | float]]) -> list[str]:
+    """The LLMs of :func:`group_sizes_by_model` run at two or more known G: the ones the test
+    compares (the model's rule for which groups get ``H1`` offsets,
+    :func:`bayes_grpo.model.prepare.has_group_offsets`)."""
+    return [m for m, gs in by_model.items() if len(gs) >= 2]
+
+
 def _require_several_g(runset: xr.Dataset) -> dict[str, list[int | float]]:
     by_model = group_sizes_by_model(runset)
-    if not any(len(v) >= 2 for v in by_model.values()):
+    if not testable_llms(by_model):
         raise ValueError(
             "the G-invariance test needs at least two group sizes within one model; "
             f"group sizes per model: {by_model}"
@@ -479,10 +486,9 @@ def invariance_bayes_factor(
             sd = savage_dickey_importance(post, idx, log_prior0)
         else:
             sd = savage_dickey(post.draws[..., idx], log_prior_density=log_prior0, method=sd_method)
-        testable = [m for m, gs in by_model.items() if len(gs) >= 2]
         if len(by_model) > 1:
             fits.sd_by_model[float(scale)] = savage_dickey_by_model(
-                pm1, post, names, testable, sd_method=sd_method
+                pm1, post, names, testable_llms(by_model), sd_method=sd_method
             )
         row = BayesFactorRow(
             prior_scale=float(scale),
@@ -782,7 +788,8 @@ def invariance_check(
     ``methods_agree`` (bridge vs Savage–Dickey), the ``alpha`` posterior and ``verdict``.
     """
     by_model = group_sizes_by_model(runset)
-    if not any(len(v) >= 2 for v in by_model.values()):
+    testable = testable_llms(by_model)
+    if not testable:
         # runs of unknown G showed as "{'': []}"; name them (the LLM is named as the fit does)
         unknown = _runs_of_unknown_group_size(runset)
         note = (
@@ -832,7 +839,7 @@ def invariance_check(
     )
     # an LLM at one G has no H1 offsets (its density is H0's under both hypotheses): its wander
     # does not bias the evidence the warning is about, so only the tested LLMs are read
-    tested = {m: v for m, v in acf_by_llm.items() if len(by_model.get(m, [])) >= 2}
+    tested = {m: v for m, v in acf_by_llm.items() if m in testable}
     acf1 = largest_lag1(tested)
     wandering = autocorrelated_llms(tested)
     has_smc = bool(np.isfinite(ref["log_bf01_smc"]))
@@ -882,7 +889,6 @@ def invariance_check(
     )
     several = len(by_model) > 1
     per_model = _per_model_results(by_model, fits.sd_by_model.get(float(ref_scale), {}))
-    testable = [m for m, gs in by_model.items() if len(gs) >= 2]
     if several:
         values["by_model"] = per_model
         alpha_text = alpha_text.replace("(theory 1;", "(theory 1; one alpha shared by all LLMs;")
@@ -1224,6 +1230,7 @@ __all__ = [
     "PRIOR_SCALES",
     "AGREEMENT_TOL",
     "group_sizes_by_model",
+    "testable_llms",
     "offset_names",
     "offset_draws",
     "offset_value_names",
