@@ -499,6 +499,35 @@ def test_split_calibration_never_reads_the_run_it_calibrates():
     assert table["coverage_obs_calibrated"].notna().all()
 
 
+def test_a_runs_evaluated_forecast_does_not_depend_on_which_runs_are_evaluated_with_it():
+    """Each row of the forecast evaluation is the forecast ``bayes-grpo forecast --seed``
+    makes from that prefix: it was seeded ``seed + i`` by the run's position among the runs
+    evaluated, so ``runs=["r2"]`` and the whole table gave r2 different figures."""
+    import pandas as pd
+
+    from bayes_grpo.predict.evaluate import evaluate_forecasts
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(11)
+    steps = np.arange(0.0, 80.0)
+    curves = {}
+    for i, u in enumerate(_population(rng, 3)):
+        y = mean_curve(u, steps)[0] + 0.03 * rng.standard_normal(steps.size)
+        curves[f"r{i}"] = pd.DataFrame(
+            {"reward": y}, index=pd.Index(steps.astype(int), name="step")
+        )
+    ds = make_runset(curves=curves, meta={k: {"model": "m"} for k in curves})
+    kw = dict(fractions=(0.3,), n_draws=200, likelihood="iid", seed=3)
+    cols = ["coverage_obs", "rmse_oscillator", "stop_step"]
+    whole = evaluate_forecasts(ds, **kw).set_index("run")
+    alone = evaluate_forecasts(ds, runs=["r2"], **kw).set_index("run")
+    np.testing.assert_allclose(alone.loc["r2", cols].astype(float), whole.loc["r2", cols].astype(float))
+    reordered = evaluate_forecasts(ds, runs=["r2", "r1", "r0"], **kw).set_index("run")
+    np.testing.assert_allclose(
+        reordered.loc[whole.index, cols].astype(float), whole[cols].astype(float)
+    )
+
+
 def test_runs_without_a_model_name_are_not_called_the_same_llm():
     # runs of unknown LLM ("") were pooled as "other runs of the same LLM", even with
     # same_model_only, which exists to keep runs of other LLMs (other reward scales) out

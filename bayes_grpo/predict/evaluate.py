@@ -36,6 +36,7 @@ from bayes_grpo.predict.calibration import (
     MIN_PREFIX_STEPS,
     PriorFor,
     backtest_required_scales,
+    backtest_seed,
     calibrate_for_run,
     prefix_length,
     run_series,
@@ -216,6 +217,10 @@ def evaluate_forecasts(
         half is backtested (forecast from the same prefix fraction with a prior from the
         *other runs of its own half*), and the runs of the other half get the band scale
         :func:`bayes_grpo.predict.forecast.calibrated_band_scale` of those backtests.
+    seed
+        Seed of every run's forecast (what ``bayes-grpo forecast --seed`` passes, so a
+        row does not depend on the run's place in the run set or on ``runs``); the
+        calibration backtests use :func:`bayes_grpo.predict.calibration.backtest_seed`.
     calibration_scheme
         ``"split"`` (above; two backtests per run and prefix, priors from half the runs) or
         ``"leave_one_out"``: exactly what ``bayes-grpo forecast --calibrate`` does for each
@@ -247,7 +252,7 @@ def evaluate_forecasts(
             likelihood=likelihood,
             reward_bounds=reward_bounds,
         )
-    for i, run_id in enumerate(run_ids):
+    for run_id in run_ids:
         t, y = run_series(runset, run_id, REWARD_VAR)
         truth = None
         if true_mean is not None:
@@ -261,7 +266,7 @@ def evaluate_forecasts(
             prior=prior,
             true_mean=truth,
             hdi_prob=hdi_prob,
-            seed=seed + i,
+            seed=seed,
             n_draws=n_draws,
             likelihood=likelihood,
             reward_bounds=reward_bounds,
@@ -299,9 +304,9 @@ def _split_calibration(
     all_ids = [str(r) for r in runset[RUN_DIM].values]
     halves = [all_ids[0::2], all_ids[1::2]]
     required: list[dict[float, list[np.ndarray]]] = []
-    for h, half in enumerate(halves):
+    for half in halves:
         sub = runset.sel({RUN_DIM: half})
-        seeds = [seed + 7919 * (h + 1) + i for i in range(len(half))]
+        seeds = [backtest_seed(seed, run_id) for run_id in half]
         per_frac: dict[float, list[np.ndarray]] = {}
         for f in fractions:
             backtests = backtest_required_scales(
