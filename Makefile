@@ -30,7 +30,7 @@ models: install
 	$(BIN)/python scripts/make_example_models.py --force
 
 lint: install-test
-	$(BIN)/ruff check bayes_grpo tests
+	$(BIN)/ruff check bayes_grpo tests benchmarks scripts notebooks
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache

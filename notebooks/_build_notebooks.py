@@ -663,7 +663,7 @@ the evidence, and a figure:
 We run them on built cases (simulated GRPO logs made to show one mode each, with a healthy
 control), then on real runs from the shipped example data.
 """),
-    code(SETUP),
+    code(SETUP.replace("import numpy as np\n", "")),  # this notebook needs no NumPy
     code(FIND_DATA),
     md("""
 ## 1. Built cases
