@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import write_atomic, write_text_atomic
 from bayes_grpo.bandit import simulate_bandit
 from bayes_grpo.bandit.experiments import (
     g_invariance_check,
@@ -112,7 +112,7 @@ def main() -> None:
         if args.out:
             fig = phase_diagram_figure(ds, transition=res)
             args.out.mkdir(parents=True, exist_ok=True)
-            fig.savefig(args.out / f"bandit_transition_eta{eta}_mu{mu}_clip{clip}.png", dpi=110)
+            write_atomic(args.out / f"bandit_transition_eta{eta}_mu{mu}_clip{clip}.png", lambda p, fig=fig: fig.savefig(p, dpi=110, format="png"))
 
     # --- 2. threshold
     for eta, mu, clip in THRESHOLD_SETTINGS:
@@ -161,7 +161,7 @@ def main() -> None:
         print(res.table.to_string(float_format=lambda x: f"{x:.4g}"))
         if args.out:
             fig = phase_diagram_figure(ds, threshold=res)
-            fig.savefig(args.out / f"bandit_threshold_eta{eta}_mu{mu}_clip{clip}.png", dpi=110)
+            write_atomic(args.out / f"bandit_threshold_eta{eta}_mu{mu}_clip{clip}.png", lambda p, fig=fig: fig.savefig(p, dpi=110, format="png"))
 
     # --- 2b. phase line over learning rate x K_ref (same command as `bayes-grpo sweep --k-ref 0:30
     #         --lr 0.1,0.15,0.2,0.3,0.4 --momentum 0.5 --no-clip --seeds 16`)
@@ -196,7 +196,8 @@ def main() -> None:
     print(f"\n[phase line] ({time.perf_counter() - t0:.0f} s) {res.summary}")
     print(res.table.to_string())
     if args.out:
-        phase_diagram_figure(ds).savefig(args.out / "bandit_phase_diagram_mu0.5.png", dpi=110)
+        fig = phase_diagram_figure(ds)
+        write_atomic(args.out / "bandit_phase_diagram_mu0.5.png", lambda p: fig.savefig(p, dpi=110, format="png"))
 
     # --- 3. G-invariance
     for adv in ("loo", "group"):

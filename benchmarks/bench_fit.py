@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from bayes_grpo._io import write_text_atomic
 from bayes_grpo.dynamics.simulate import simulate_sde_runset
 
 MODELS = {
@@ -243,8 +244,7 @@ def main() -> None:
             out["ode_sampling"]["ratio_per_effective_sample"] = (wall / ess) / (cf["wall_s_including_build_and_compile"] / cf["min_ess_bulk"])
         print(json.dumps(out["ode_sampling"], indent=1), flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_text_atomic(args.json, json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayes_grpo._io import write_text_atomic
 from bayes_grpo.dynamics.schedule import lr_multipliers
 from bayes_grpo.model import GRPODynamicsModel
 from bayes_grpo.runset.core import make_runset
@@ -68,7 +69,7 @@ def main() -> None:
         print(f"{r['law']:22s} compile {r['compile_s']:7.1f} s   gradient {r['gradient_ms']:7.2f} ms")
     print(f"ratio of gradient times: {rows[1]['gradient_ms'] / rows[0]['gradient_ms']:.1f}x")
     if args.json is not None:
-        args.json.write_text(json.dumps({"n_runs": N_RUNS, "n_steps": N_STEPS, "results": rows}, indent=1) + "\n")
+        write_text_atomic(args.json, json.dumps({"n_runs": N_RUNS, "n_steps": N_STEPS, "results": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

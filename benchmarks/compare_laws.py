@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import write_atomic, write_text_atomic
 from bayes_grpo.predict.compare import compare_laws
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,11 +107,11 @@ def main() -> None:
             ds, draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
         )
         seconds = time.perf_counter() - start
-        res.loo.to_csv(out / f"{name}_loo.csv")
-        res.lfo.to_csv(out / f"{name}_lfo.csv")
-        res.per_run.to_csv(out / f"{name}_per_run.csv", index=False)
+        write_atomic(out / f"{name}_loo.csv", res.loo.to_csv)
+        write_atomic(out / f"{name}_lfo.csv", res.lfo.to_csv)
+        write_atomic(out / f"{name}_per_run.csv", lambda p, df=res.per_run: df.to_csv(p, index=False))
         winners = res.per_run_winners()
-        winners.to_csv(out / f"{name}_winners.csv", index=False)
+        write_atomic(out / f"{name}_winners.csv", lambda p, df=winners: df.to_csv(p, index=False))
         summary[name] = {
             "seconds": seconds,
             "n_runs": int(ds.sizes["run"]),

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import write_atomic, write_text_atomic
 from bayes_grpo.predict.evaluate import evaluate_forecasts, summarise_evaluation
 from bayes_grpo.predict.forecast import population_prior_for_run
 
@@ -195,9 +195,9 @@ def main() -> None:
             calibration_scheme=args.calibration,
         )
         seconds = time.perf_counter() - start
-        table.to_csv(out / f"{name}_runs.csv", index=False)
+        write_atomic(out / f"{name}_runs.csv", lambda p, df=table: df.to_csv(p, index=False))
         summ = summarise_evaluation(table)
-        summ.to_csv(out / f"{name}_summary.csv", index=False)
+        write_atomic(out / f"{name}_summary.csv", lambda p, df=summ: df.to_csv(p, index=False))
         summary[name] = {
             "n_runs": int(ds.sizes["run"]),
             "reward_bounds": bounds,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bayes_grpo._io import write_atomic
 from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real_runs"
@@ -85,7 +86,8 @@ def main() -> None:
     _report("CSV conversions", [REAL / "csv"])
     if args.manifest_out:
         sources = json.loads((REAL / "sources.json").read_text())
-        manifest_rows(sources, REAL / "csv").to_csv(args.manifest_out, index=False)
+        manifest = manifest_rows(sources, REAL / "csv")
+        write_atomic(args.manifest_out, lambda p, df=manifest: df.to_csv(p, index=False))
         _report("CSV conversions with the sources.json manifest", [], manifest=args.manifest_out)
 
 

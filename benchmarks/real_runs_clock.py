@@ -59,6 +59,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import metrics
+from bayes_grpo._io import write_atomic, write_text_atomic
 from bayes_grpo.dynamics.lsq import LsqFit, fit_oscillator
 from bayes_grpo.runset.clock import clock_runset, clock_time, clocked_runs
 from bayes_grpo.runset.core import RunSetError
@@ -84,7 +85,7 @@ def load_public_runs(root: Path) -> xr.Dataset:
     manifest["reward_key"] = [s.get("csv_reward_column") or "" for s in sources]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "manifest.csv"
-        manifest.to_csv(path, index=False)
+        write_atomic(path, lambda p, df=manifest: df.to_csv(p, index=False))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             return load_runs([], manifest=path)
@@ -492,9 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from bayes_grpo.checks.base import jsonable
 
-        Path(args.json).write_text(json.dumps(jsonable(out), indent=1) + "\n")
+        write_text_atomic(args.json, json.dumps(jsonable(out), indent=1) + "\n")
     if args.markdown:
-        Path(args.markdown).write_text(markdown(results, summ, skipped, command))
+        write_text_atomic(args.markdown, markdown(results, summ, skipped, command))
     return 0
 
 

@@ -38,6 +38,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from bayes_grpo import metrics
+from bayes_grpo._io import write_text_atomic
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.lsq import fit_oscillator
 from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
@@ -292,7 +293,7 @@ def main() -> None:
         if args.json:
             from bayes_grpo.checks.base import jsonable
 
-            Path(args.json).write_text(json.dumps(jsonable(out), indent=1))
+            write_text_atomic(args.json, json.dumps(jsonable(out), indent=1))
 
 
 if __name__ == "__main__":

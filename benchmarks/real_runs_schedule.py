@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_runs_fit import load_real_runs, schedule_of  # noqa: E402
 
 from bayes_grpo import metrics  # noqa: E402
+from bayes_grpo._io import write_text_atomic  # noqa: E402
 from bayes_grpo.dynamics.lsq import fit_oscillator  # noqa: E402
 from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory  # noqa: E402
 
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         body = "| run | " + " | ".join(table.columns) + " |\n|" + "---|" * (len(table.columns) + 1) + "\n"
         for run, r in table.iterrows():
             body += f"| {run} | " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values) + " |\n"
-        args.markdown.write_text(
+        write_text_atomic(
+            args.markdown,
             "# The law on the logged learning-rate schedule on the public GRPO logs\n\n"
             "    .venv/bin/python benchmarks/real_runs_schedule.py --markdown benchmarks/results/real_runs_schedule.md\n\n"
             f"{body}\n{line}\n"

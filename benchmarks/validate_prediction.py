@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import write_atomic, write_text_atomic
 from bayes_grpo.bandit import simulate_bandit
 from bayes_grpo.predict.forecast import coverage
 from bayes_grpo.predict.predict import (
@@ -356,7 +356,7 @@ def main() -> None:
                         observed=(steps, logged[0]),
                         title=f"bandit {sname}: predicted {cname} (fit on K_ref 1,2,4)",
                     )
-                    fig.savefig(out / f"{sname}_{cname}.png", dpi=100)
+                    write_atomic(out / f"{sname}_{cname}.png", lambda p, fig=fig: fig.savefig(p, dpi=100, format="png"))
                     import matplotlib.pyplot as plt
 
                     plt.close(fig)
