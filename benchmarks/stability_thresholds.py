@@ -3,7 +3,8 @@
 For each momentum mu and lag K_ref: the exact discrete threshold a* (bisection on the
 spectral radius; boundary locus beyond K_ref = 128), the closed-form threshold (1 - mu)/K_ref,
 their ratio, and the agreement of the two exact routes. Also times the vectorised spectral
-radius. Usage:
+radius, and at long lags the root count against the companion eigenvalues it replaces there
+(the same radius and regime). Usage:
 
     .venv/bin/python benchmarks/stability_thresholds.py
 """
@@ -19,6 +20,12 @@ from bayes_grpo.dynamics import (
     closed_form_threshold,
     exact_threshold,
     spectral_radius,
+)
+from bayes_grpo.dynamics.stability import (
+    _characteristic_roots,
+    _dominant_roots,
+    _regime_of_roots,
+    characteristic_coefficients,
 )
 
 MOMENTA = (0.0, 0.5, 0.9, 0.99)
@@ -45,6 +52,25 @@ def main() -> None:
         print(
             f"spectral radius of 4000 settings at K_ref={lag}: {time.perf_counter() - start:.3f} s"
         )
+    print("\n| K_ref | companion eigenvalues (s) | root count (s) | radius (count) | rel. gap | regimes |")
+    print("|---|---|---|---|---|---|")
+    for lag in (128, 256, 512, 1000, 2000, 4096, 20000, 100000):
+        a, mu = 0.5 * float(exact_threshold(0.9, lag)), 0.9
+        start = time.perf_counter()
+        fast = _dominant_roots(a, mu, lag)[None, :]
+        t_fast = time.perf_counter() - start
+        t_eig, gap, regimes = float("nan"), float("nan"), str(_regime_of_roots(fast)[0])
+        if lag <= 2000:
+            c = characteristic_coefficients([a], [mu], lag)[0]
+            companion = np.eye(c.size, k=-1)
+            companion[0, :] = -c
+            start = time.perf_counter()
+            roots = np.linalg.eigvals(companion)[None, :]
+            t_eig = time.perf_counter() - start
+            gap = abs(np.max(np.abs(fast)) / np.max(np.abs(roots)) - 1.0)
+            regimes = f"{_regime_of_roots(roots)[0]} / {regimes}"
+        radius = float(np.max(np.abs(_characteristic_roots(np.array([a]), np.array([mu]), lag))))
+        print(f"| {lag} | {t_eig:.3f} | {t_fast:.3f} | {radius:.12f} | {gap:.1e} | {regimes} |")
 
 
 if __name__ == "__main__":

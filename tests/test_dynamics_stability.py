@@ -264,10 +264,10 @@ def test_a_lag_whose_companion_matrix_cannot_be_built_is_a_clear_error_and_the_s
     # `simulate bandit --k-ref 1e8` died with a MemoryError traceback (numpy asked for 71 PiB);
     # the verdict and threshold need no eigenvalues (boundary locus) and hold at any lag
     from bayes_grpo.cli import main
-    from bayes_grpo.dynamics.stability import MAX_EIGEN_LAG
+    from bayes_grpo.dynamics.stability import MAX_ROOT_LAG
 
     big = 10**8
-    with pytest.raises(ValueError, match=rf"K_ref = {big}: .* too large beyond K_ref = {MAX_EIGEN_LAG}"):
+    with pytest.raises(ValueError, match=rf"K_ref = {big}: .* too large beyond K_ref = {MAX_ROOT_LAG}"):
         spectral_radius(1e-9, 0.5, big)
     with pytest.raises(ValueError, match="too large beyond"):
         recursion_regime(1e-9, 0.5, big)  # a stable setting needs its dominant root
@@ -275,7 +275,7 @@ def test_a_lag_whose_companion_matrix_cannot_be_built_is_a_clear_error_and_the_s
     s = stability_summary(1e-9, 0.5, big)
     assert s["stable_exact"] is True and s["spectral_radius"] is None and s["regime_exact"] is None
     assert s["threshold_a_exact"] == pytest.approx(float(boundary_locus_threshold(0.5, big)), rel=1e-12)
-    assert f"K_ref above {MAX_EIGEN_LAG}" in s["note"]
+    assert f"K_ref above {MAX_ROOT_LAG}" in s["note"]
     assert stability_summary(1e-3, 0.5, big)["regime_exact"] == "unstable"
     assert main(["simulate", "bandit", "--k-ref", "1e8", "--steps", "5", "--seeds", "1", "-o", str(tmp_path / "b.nc")]) == 2
     assert "K_ref = 100000000: the characteristic roots" in capsys.readouterr().err
@@ -388,3 +388,79 @@ def test_between_the_thresholds_the_continuum_says_unstable_and_the_recursion_os
     ds = phase_grid(1.0, 0.5, [0.2, 0.27, 0.3], [2])
     assert ds["regime"].values[1:, 0].tolist() == ["unstable", "unstable"]
     assert ds["regime_exact"].values[1:, 0].tolist() == ["underdamped", "unstable"]
+
+
+def _companion_roots(a, mu, lag):
+    from bayes_grpo.dynamics.stability import characteristic_coefficients
+
+    c = characteristic_coefficients([a], [mu], lag)[0]
+    companion = np.eye(c.size, k=-1)
+    companion[0, :] = -c
+    return np.linalg.eigvals(companion)[None, :]
+
+
+def _overdamped_edge(mu, lag):
+    # the gain at which the two real roots in (mu, 1) meet: the top of x^(L-1) (1 - x)(x - mu)
+    b = lag * (1.0 + mu)
+    top = (b + np.sqrt(b * b - 4.0 * (lag + 1) * (lag - 1) * mu)) / (2.0 * (lag + 1))
+    return top ** (lag - 1) * (1.0 - top) * (top - mu)
+
+
+def test_the_dominant_roots_by_the_root_count_give_the_eigenvalues_radius_and_regime():
+    # `stability --k-ref 2000` took ~20 s in the eigenvalues of a 2001-row companion matrix; beyond
+    # WINDING_MIN_LAG the dominant roots come from an argument-principle count (~0.3 s). Checked
+    # where both run: random settings, near the stability boundary and near the overdamped edge.
+    from bayes_grpo.dynamics.stability import _dominant_roots, _regime_of_roots
+
+    rng = np.random.default_rng(21)
+    regimes = set()
+    for _ in range(30):
+        lag = int(rng.integers(1, 160))
+        mu = float(rng.choice([0.0, 0.5, 0.9, rng.uniform(0.0, 0.999)]))
+        base = float(exact_threshold(mu, lag)) if rng.uniform() < 0.5 else _overdamped_edge(mu, lag)
+        a = base * float(np.exp(rng.choice([rng.normal(0, 1e-7), rng.normal(0, 1e-2), rng.normal(0, 2)])))
+        exact, fast = _companion_roots(a, mu, lag), _dominant_roots(a, mu, lag)[None, :]
+        radius = np.max(np.abs(exact))
+        assert np.max(np.abs(fast)) == pytest.approx(radius, rel=1e-10), (a, mu, lag)
+        assert _regime_of_roots(fast)[0] == _regime_of_roots(exact)[0], (a, mu, lag)
+        regimes.add(_regime_of_roots(exact)[0])
+    assert regimes == {"overdamped", "underdamped"}
+
+
+@pytest.mark.parametrize("lag", [1, 2, 7, 60, 300, 3000])
+def test_the_root_count_inside_the_unit_circle_gives_the_exact_verdict_at_the_boundary(lag):
+    # no false stable / unstable verdict: a gain a relative 1e-6 either side of a* reads as such
+    from bayes_grpo.dynamics.stability import _roots_inside
+
+    for mu in (0.0, 0.3, 0.9, 0.99):
+        thr = float(boundary_locus_threshold(mu, lag))
+        assert _roots_inside(1.0, thr * (1 - 1e-6), mu, lag) == lag + 1
+        assert _roots_inside(1.0, thr * (1 + 1e-6), mu, lag) < lag + 1
+        assert spectral_radius(thr * (1 - 1e-6), mu, lag) < 1.0 < spectral_radius(thr * (1 + 1e-6), mu, lag)
+
+
+def test_beyond_the_eigenvalue_lags_the_radius_and_regime_are_the_companion_matrixs(monkeypatch):
+    # the public functions at lags past WINDING_MIN_LAG (no eigenvalues called) against the
+    # eigenvalues computed here, and the summary at K_ref = 2000 in well under its old ~20 s
+    import time
+
+    from bayes_grpo.dynamics.stability import WINDING_MIN_LAG, _regime_of_roots
+
+    lag = WINDING_MIN_LAG + 44
+    settings = [(0.5, 0.9), (0.999, 0.0), (1.3, 0.5), (0.05, 0.5), (0.3, 0.97)]
+    exact = []
+    for frac, mu in settings:
+        a = frac * float(boundary_locus_threshold(mu, lag))
+        roots = _companion_roots(a, mu, lag)
+        exact.append((a, mu, np.max(np.abs(roots)), _regime_of_roots(roots)[0]))
+    monkeypatch.setattr(np.linalg, "eigvals", lambda m: pytest.fail("eigenvalues computed"))
+    for a, mu, radius, regime in exact:
+        assert float(spectral_radius(a, mu, lag)) == pytest.approx(radius, rel=1e-10)
+        want = regime if radius < 1.0 else "unstable"
+        assert recursion_regime(a, mu, lag) == want
+        s = stability_summary(a, mu, lag)
+        assert s["spectral_radius"] == pytest.approx(radius, rel=1e-10) and s["regime_exact"] == want
+    start = time.perf_counter()
+    s = stability_summary(5e-4, 0.9, 2000)
+    assert time.perf_counter() - start < 5.0
+    assert s["spectral_radius"] == pytest.approx(1.00068378, abs=1e-8) and s["regime_exact"] == "unstable"

@@ -66,13 +66,21 @@ CRITERIA: tuple[str, ...] = (CLOSED_FORM, EXACT)
 _MAX_BATCH_ENTRIES: int = 2_000_000
 #: Largest lag at which ``exact_threshold(method="auto")`` bisects on eigenvalues.
 AUTO_BISECTION_MAX_LAG: int = 128
-#: Largest lag whose characteristic roots are computed (the eigenvalues of a companion matrix
-#: of ``L + 1`` rows: 134 MB and minutes at this lag, memory ``~ L^2``, time ``~ L^3``). Beyond
-#: it :func:`spectral_radius` and :func:`recursion_regime` raise ``ValueError`` (``K_ref = 1e8``
-#: asked numpy for 71 PiB, a ``MemoryError`` traceback); the exact verdict, threshold and
-#: critical ``K_ref`` (:func:`exact_stable`, :func:`exact_threshold`, :func:`critical_k_ref`)
-#: use the boundary locus and hold at any lag.
+#: Largest lag whose companion matrix is built (``L + 1`` rows: 134 MB and minutes at this lag,
+#: memory ``~ L^2``, time ``~ L^3``; ``K_ref = 1e8`` asked numpy for 71 PiB, a ``MemoryError``
+#: traceback). Settings with ``0 <= mu < 1`` and ``a > 0`` beyond :data:`WINDING_MIN_LAG` need
+#: no companion matrix (:func:`_dominant_roots`), up to :data:`MAX_ROOT_LAG`.
 MAX_EIGEN_LAG: int = 4096
+#: Lags beyond which the dominant characteristic roots of a setting with ``0 <= mu < 1`` and
+#: ``a > 0`` (all that the spectral radius and the recursion's regime need) come from an
+#: argument-principle root count (:func:`_roots_inside`, time ``~ L``) instead of the
+#: companion eigenvalues (time ``~ L^3``: ~17 s at ``K_ref = 2000``, ~0.3 s by the count).
+WINDING_MIN_LAG: int = 256
+#: Largest lag whose spectral radius and regime are computed (by the root count: ~10 s a setting
+#: at this lag). Beyond it :func:`spectral_radius` and :func:`recursion_regime` raise
+#: ``ValueError``; the exact verdict, threshold and critical ``K_ref`` (:func:`exact_stable`,
+#: :func:`exact_threshold`, :func:`critical_k_ref`) use the boundary locus and hold at any lag.
+MAX_ROOT_LAG: int = 100_000
 #: Tolerance on ``k_ref`` being an integer for the exact criterion.
 _INTEGER_TOL: float = 1e-9
 #: Relative tolerance of the closed-form criterion: ``C_eff = (1 - mu) - a L`` counts as 0
@@ -221,21 +229,181 @@ def _reduce_roots_one_lag(a: np.ndarray, mu: np.ndarray, lag: int, reduce, fill)
 
 def _characteristic_roots(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
     """The characteristic roots of settings ``(a, mu)`` (1-D, finite) at one lag, shape
-    ``(B, n)`` complex: the eigenvalues of the companion matrices (no bound on ``B``; callers
-    chunk). ``ValueError`` beyond :data:`MAX_EIGEN_LAG`."""
+    ``(B, n)`` complex, or, beyond :data:`WINDING_MIN_LAG`, where every ``0 <= mu < 1`` and
+    ``a > 0``, the dominant roots only (:func:`_dominant_roots`: the largest modulus and the
+    regime are those of all roots). The eigenvalues of the companion matrices (no bound on
+    ``B``; callers chunk) up to :data:`MAX_EIGEN_LAG`; ``ValueError`` beyond what can be
+    computed."""
+    if lag > WINDING_MIN_LAG and np.all((mu >= 0) & (mu < 1) & (a > 0)):
+        if lag > MAX_ROOT_LAG:
+            raise ValueError(
+                f"K_ref = {lag}: the characteristic roots of the exact criterion (the dominant ones, "
+                f"found in time ~ K_ref) are not computed for a K_ref too large beyond K_ref = "
+                f"{MAX_ROOT_LAG}; the spectral radius and the recursion's regime are not available there, while the exact verdict, threshold "
+                "a* and critical K_ref (boundary locus) are"
+            )
+        return np.stack([_dominant_roots(float(x), float(m), lag) for x, m in zip(a, mu)])
     if lag > MAX_EIGEN_LAG:
         raise ValueError(
             f"K_ref = {lag}: the characteristic roots of the exact criterion are the eigenvalues of "
             f"a {lag + 1} x {lag + 1} companion matrix, too large beyond K_ref = {MAX_EIGEN_LAG} "
-            "(memory grows as K_ref^2, time as K_ref^3); the spectral radius and the recursion's "
-            "regime are not available there, while the exact verdict, threshold a* and critical "
-            "K_ref (boundary locus) are"
+            "(memory grows as K_ref^2, time as K_ref^3) for a momentum outside [0, 1) or a gain "
+            "<= 0; the spectral radius and the recursion's regime are not available there, while "
+            "the exact verdict, threshold a* and critical K_ref (boundary locus) are"
         )
     c = characteristic_coefficients(a, mu, lag)
     n = c.shape[1]
     companion = np.broadcast_to(np.eye(n, k=-1), (c.shape[0], n, n)).copy()
     companion[:, 0, :] = -c
     return np.linalg.eigvals(companion)
+
+
+# Long lags: the dominant roots by the argument principle. On the circle |z| = r write
+# P(z) = g(z) + a, g(z) = z^(L-1) (z - 1)(z - mu). The number of roots inside is the winding of
+# g + a around 0, i.e. the signed number of times g crosses the ray (-inf, -a): points where
+# arg g = pi (mod 2 pi) and |g| > a. arg g(r e^{i theta}) is smooth on [0, pi] with at most two
+# turning points (its derivative times |z - 1|^2 |z - mu|^2 is a quadratic in sin^2(theta/2)),
+# so on each monotone piece every level pi (2k + 1) is met once, found by bisection; the lower
+# half circle mirrors the upper one. The count is exact up to rounding at a circle through a
+# root, so a bisection on r gives the spectral radius to rounding.
+
+
+def _log_abs_g(r: float, s, mu: float, lag: int):
+    """``log |g(r e^{i theta})|`` with ``s = sin^2(theta / 2)`` (no overflow, no cancellation)."""
+    d1 = (r - 1.0) ** 2 + 4.0 * r * s  # |z - 1|^2
+    d2 = (r - mu) ** 2 + 4.0 * r * mu * s  # |z - mu|^2
+    return (lag - 1) * math.log(r) + 0.5 * np.log(d1) + 0.5 * np.log(d2)
+
+
+def _phase(theta, r: float, mu: float, lag: int):
+    """The continuous ``arg g(r e^{i theta})`` for ``theta`` in ``[0, pi]``."""
+    s = np.sin(0.5 * theta) ** 2
+    im = r * np.sin(theta)
+    # r cos(theta) - c as (r - c) - 2 r s: no cancellation near z = 1
+    return (
+        (lag - 1) * theta
+        + np.arctan2(im, (r - 1.0) - 2.0 * r * s)
+        + np.arctan2(im, (r - mu) - 2.0 * r * s)
+    )
+
+
+def _turning_points(r: float, mu: float, lag: int) -> list[float]:
+    """The ``theta`` in ``(0, pi)`` where :func:`_phase` turns (at most two, sorted)."""
+    # d arg(r e^{i theta} - c) / d theta = r (r - c + 2 c s) / ((r - c)^2 + 4 r c s)
+    p1, q1, p2, q2 = (r - 1.0) ** 2, 4.0 * r, (r - mu) ** 2, 4.0 * r * mu
+    u1, v1, u2, v2 = r * (r - 1.0), 2.0 * r, r * (r - mu), 2.0 * r * mu
+    c2 = (lag - 1) * q1 * q2 + v1 * q2 + v2 * q1
+    c1 = (lag - 1) * (p1 * q2 + p2 * q1) + u1 * q2 + v1 * p2 + u2 * q1 + v2 * p1
+    c0 = (lag - 1) * p1 * p2 + u1 * p2 + u2 * p1
+    roots: list[float] = []
+    if c2 == 0.0:
+        roots = [-c0 / c1] if c1 != 0.0 else []
+    else:
+        disc = c1 * c1 - 4.0 * c2 * c0
+        if disc >= 0.0:
+            q = -0.5 * (c1 + math.copysign(math.sqrt(disc), c1))
+            roots = [q / c2] + ([c0 / q] if q != 0.0 else [])
+    return sorted(2.0 * math.asin(math.sqrt(x)) for x in roots if 0.0 < x < 1.0)
+
+
+def _crossings(r: float, a: float, mu: float, lag: int):
+    """Where ``g(r e^{i theta})`` is real and negative, ``theta`` in ``[0, pi]``.
+
+    Returns ``(theta, weight, margin)``: ``weight`` the crossing's signed share of the winding
+    (``+-2``: it and its mirror image; ``+-1`` at ``theta = 0`` or ``pi``), ``margin`` =
+    ``log |g| - log a`` (``> 0``: ``g + a`` crosses the negative real axis there).
+    """
+    if r == 1.0 or r == mu:  # the circle through a zero of g: any circle beside it counts alike
+        r = math.nextafter(r, math.inf)
+    ends = [0.0, *_turning_points(r, mu, lag), math.pi]
+    phase = _phase(np.asarray(ends), r, mu, lag)
+    # g is real at both ends: its arg is an exact multiple of pi there (arg(-r - c) = pi)
+    phase[0] = math.pi * ((r < 1.0) + (r < mu))
+    phase[-1] = math.pi * (lag + 1)
+    thetas, weights = [], []
+    for t0, t1, f0, f1 in zip(ends[:-1], ends[1:], phase[:-1], phase[1:]):
+        lo_f, hi_f = min(f0, f1), max(f0, f1)
+        # the levels pi (2k + 1) between the piece's end values (a margin of one each side,
+        # then compared exactly: the ends are exact multiples of pi)
+        k = np.arange(
+            math.ceil((lo_f / math.pi - 1.0) / 2.0) - 1,
+            math.floor((hi_f / math.pi - 1.0) / 2.0) + 2,
+        )
+        levels = math.pi * (2.0 * k + 1.0)
+        levels = levels[(levels >= lo_f) & (levels <= hi_f)]
+        if t1 <= t0 or levels.size == 0:
+            continue
+        rising = f1 > f0
+        lo, hi = np.full(levels.size, t0), np.full(levels.size, t1)
+        for _ in range(64):  # bisection in theta to rounding
+            mid = 0.5 * (lo + hi)
+            right = (_phase(mid, r, mu, lag) < levels) == rising
+            lo, hi = np.where(right, mid, lo), np.where(right, hi, mid)
+        theta = np.where(levels == f0, t0, np.where(levels == f1, t1, 0.5 * (lo + hi)))
+        end = (theta == 0.0) | (theta == math.pi)
+        thetas.append(theta)
+        weights.append(np.where(end, 1, 2) * (1 if rising else -1))
+    if not thetas:
+        return np.zeros(0), np.zeros(0, dtype=int), np.zeros(0)
+    theta = np.concatenate(thetas)
+    margin = _log_abs_g(r, np.sin(0.5 * theta) ** 2, mu, lag) - math.log(a)
+    return theta, np.concatenate(weights), margin
+
+
+def _roots_inside(r: float, a: float, mu: float, lag: int) -> int:
+    """How many characteristic roots lie inside ``|z| < r`` (``lag >= 1``, ``a > 0``)."""
+    _, weight, margin = _crossings(r, a, mu, lag)
+    return int(np.sum(weight * (margin > 0)))
+
+
+def _dominant_roots(a: float, mu: float, lag: int) -> np.ndarray:
+    """Roots of largest modulus of ``z^(L-1) (z - 1)(z - mu) + a`` (``0 <= mu < 1``, ``a > 0``,
+    ``L >= 1``), four complex values, zero-padded: the dominant root (and its conjugate) and the
+    real roots in ``(mu, 1)``, the only positive ones. Their largest modulus is the spectral
+    radius and :func:`_regime_of_roots` of them is that of all roots.
+
+    The spectral radius by bisection on ``r`` with :func:`_roots_inside` (exact up to rounding);
+    the dominant root's argument is that of the crossing with the smallest ``|log |g| - log a|``
+    on the circle just outside it; the real roots by bisection on the log-concave
+    ``x^(L-1) (1 - x)(x - mu)`` of ``(mu, 1)``.
+    """
+    n = lag + 1
+    lo = a ** (1.0 / n) * (1.0 - 1e-12)  # |product of the roots| = a: not all inside
+    hi = 1.0 + max(1.0 + mu, a)  # Cauchy's bound: all inside
+    while True:
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if _roots_inside(mid, a, mu, lag) >= n:
+            hi = mid
+        else:
+            lo = mid
+    theta, _, margin = _crossings(hi, a, mu, lag)
+    angle = float(theta[np.argmin(np.abs(margin))])
+    out = np.zeros(4, dtype=complex)
+    out[0], out[1] = hi * np.exp(1j * angle), hi * np.exp(-1j * angle)
+    # real positive roots: x^(L-1) (1 - x)(x - mu) = a, unimodal on (mu, 1) with its top at the
+    # root of (L + 1) x^2 - L (1 + mu) x + (L - 1) mu in (mu, 1)
+    b = lag * (1.0 + mu)
+    top = (b + math.sqrt(max(b * b - 4.0 * (lag + 1) * (lag - 1) * mu, 0.0))) / (2.0 * (lag + 1))
+
+    def excess(x: float) -> float:
+        return (lag - 1) * math.log(x) + math.log(1.0 - x) + math.log(x - mu) - math.log(a)
+
+    if mu < top < 1.0 and excess(top) > 0.0:
+        for k, (left, right, rising) in enumerate(((mu, top, True), (top, 1.0, False))):
+            for _ in range(200):
+                mid = 0.5 * (left + right)
+                if not left < mid < right:
+                    break
+                if (excess(mid) < 0.0) == rising:
+                    left = mid
+                else:
+                    right = mid
+            out[2 + k] = 0.5 * (left + right)
+        if angle == 0.0:  # the dominant root is the larger real one
+            out[:] = out[3], out[2], 0.0, 0.0
+    return out
 
 
 def _radius_one_lag(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray:
@@ -247,7 +415,9 @@ def spectral_radius(a, momentum, k_ref):
     """Spectral radius of the lagged heavy-ball recursion (exact discrete criterion).
 
     The largest ``|z|`` over the roots of ``z^(L-1) (z - 1)(z - mu) + a = 0``, computed as
-    the eigenvalues of the companion matrix, batched over all settings that share a lag.
+    the eigenvalues of the companion matrix, batched over all settings that share a lag; beyond
+    :data:`WINDING_MIN_LAG` (``0 <= mu < 1``, ``a > 0``) by bisection on the number of roots
+    inside a circle (argument principle, :func:`_dominant_roots`).
 
     Parameters
     ----------
@@ -261,7 +431,8 @@ def spectral_radius(a, momentum, k_ref):
     Returns
     -------
     numpy.ndarray of float (broadcast shape): ``< 1`` stable, ``> 1`` divergent; NaN where
-    ``a`` or ``mu`` is NaN. Cost grows as ``L^3`` per setting (``L`` of a few hundred is fine).
+    ``a`` or ``mu`` is NaN. Cost grows as ``L^3`` per setting up to :data:`WINDING_MIN_LAG`
+    (0.01 s at ``L = 128``), as ``L`` beyond it (~0.1 s at ``L = 256``, ~0.4 s at ``L = 4096``).
     """
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
     lags = _integer_lags(lag)
@@ -641,8 +812,9 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         # below ~1e-16) rounds to 1.0 and would read as unstable
         out["stable_exact"] = bool(exact_stable(a, mu, round(lag)))
         out["threshold_a_exact"] = float(exact_threshold(mu, round(lag)))
-        if round(lag) <= MAX_EIGEN_LAG:
-            # one eigen decomposition for both (each took ~35 s at K_ref = 2000 on a loaded core)
+        if round(lag) <= MAX_ROOT_LAG:
+            # one set of roots for both (companion eigenvalues, or beyond WINDING_MIN_LAG the
+            # dominant roots by the root count: ~17 s vs ~0.3 s at K_ref = 2000)
             roots = _characteristic_roots(np.array([a]), np.array([mu]), round(lag))
             out["spectral_radius"] = float(np.max(np.abs(roots)))
             # recursion_regime's rule: unstable by the verdict, else the dominant root's regime
@@ -650,8 +822,8 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         else:  # the roots cannot be computed (MemoryError / hours): the verdict still can
             out["regime_exact"] = UNSTABLE if not out["stable_exact"] else None
             out["note"] = (
-                f"K_ref above {MAX_EIGEN_LAG}: the spectral radius and the recursion's regime "
-                "(eigenvalues of a (K_ref + 1)-row matrix) are not computed; the exact verdict and "
+                f"K_ref above {MAX_ROOT_LAG}: the spectral radius and the recursion's regime "
+                "(dominant roots of a degree K_ref + 1 polynomial) are not computed; the exact verdict and "
                 "threshold are the boundary locus's"
             )
     else:
