@@ -182,6 +182,47 @@ def test_bad_model_spec_is_a_clear_error():
         runset_truth(simulate_sde_runset(n_steps=10).drop_attrs())
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"group_sizes": (0,)}, "group size must be a finite positive number, got 0"),
+        ({"group_sizes": (-4,)}, "group size must be a finite positive number, got -4"),
+        ({"learning_rates": (float("nan"),)}, "learning rate must be a finite positive number"),
+        ({"learning_rates": (0.0,)}, "learning rate must be a finite positive number, got 0.0"),
+        ({"measurement_sd": -0.1}, "measurement_sd must be a finite non-negative number"),
+        ({"noise_g_exponent": float("inf")}, "noise_g_exponent must be a finite number"),
+    ],
+)
+def test_settings_that_mean_nothing_are_refused_before_simulating(kwargs, message):
+    # G = 0 wrote NaN rewards (a divide-by-zero RuntimeWarning only), G = -4 a noise-free run,
+    # a NaN learning rate was 'unstable (C_eff=nan, spectral radius=nan)'
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        simulate_sde_runset(n_steps=10, n_seeds=1, **kwargs)
+
+
+def test_a_negative_or_non_numeric_model_value_is_refused_naming_the_model_and_the_file(
+    tmp_path, capsys
+):
+    # `simulate sde --noise-d -1` wrote runs without process noise (the negative variance was
+    # clipped to 0) whose truth had stationary_var = -325.5
+    from bayes_grpo.cli import main
+
+    base = {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}
+    with pytest.raises(ValueError, match=r"model 'm': noise_d must be a finite non-negative number, got -1"):
+        simulate_sde_runset(models={"m": base | {"noise_d": -1.0}}, n_steps=10)
+    with pytest.raises(ValueError, match=r"model 'm': stiffness must be a number, got 'forty'"):
+        simulate_sde_runset(models={"m": base | {"stiffness": "forty"}}, n_steps=10)
+    out = tmp_path / "x.nc"
+    assert main(["simulate", "sde", "--noise-d=-1", "--steps", "5", "-o", str(out)]) == 2
+    assert "model 'sim': noise_d must be a finite non-negative number, got -1.0" in capsys.readouterr().err
+    spec = tmp_path / "llms.json"
+    spec.write_text(json.dumps({"big": base | {"model_size": -7e9}}))
+    assert main(["simulate", "sde", "--models", str(spec), "--steps", "5", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: model 'big': model_size must be a finite positive number" in err
+    assert not out.exists()
+
+
 def test_group_effects_and_noise_exponent_set_the_truth():
     model = {"m": {"stiffness": 50.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}}
     ds = simulate_sde_runset(

@@ -138,10 +138,16 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
     if args.models:
+        from bayes_grpo.dynamics.simulate import check_models
+
         models = read_json_object(Path(args.models), "--models")
         for name, spec in models.items():
             if not isinstance(spec, dict):
                 raise ValueError(f"{args.models}: LLM {name!r} must be a JSON object of its values")
+        try:
+            check_models(models)
+        except ValueError as exc:
+            raise ValueError(f"{args.models}: {exc}") from None
     else:
         models = {
             args.model: {

@@ -387,21 +387,23 @@ def simulate_sde_runset(
     from bayes_grpo.runset import make_runset  # run sets are built at the edge
 
     models = dict(DEFAULT_MODELS if models is None else models)
-    if not models:
-        raise ValueError("models must name at least one model")
-    for name, spec in models.items():
-        missing = {"stiffness", "plateau", "initial_reward", "noise_d"} - set(spec)
-        unknown = set(spec) - _MODEL_KEYS
-        if missing or unknown:
-            raise ValueError(
-                f"model {name!r}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}"
-            )
+    check_models(models)
     if convention not in MOMENTUM_CONVENTIONS:
         raise ValueError(
             f"unknown momentum convention {convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
         )
     if not 0.0 <= ragged < 1.0 or not 0.0 <= missing_frac < 1.0:
         raise ValueError("ragged and missing_frac must lie in [0, 1)")
+    # G = 0 wrote NaN rewards, a negative G or D a noise-free run (the negative variance clipped
+    # to 0) with a negative stationary variance in its truth, a NaN learning rate 'is unstable'
+    for label, values, low in (
+        ("group size", group_sizes, "positive"),
+        ("learning rate", learning_rates, "positive"),
+        ("measurement_sd", [measurement_sd], "non-negative"),
+        ("measurement_g_exponent", [measurement_g_exponent], None),
+        ("noise_g_exponent", [noise_g_exponent], None),
+    ):
+        _check_values(label, values, low)
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
     run_sd = dict(run_sd or {})
@@ -557,6 +559,40 @@ def simulate_sde_runset(
     return make_runset(curves, meta, attrs={TRUTH_ATTR: json.dumps(truth)})
 
 
+def _check_values(label: str, values, low: str | None) -> None:
+    """``ValueError`` naming ``label`` unless every value is a finite number, and ``low`` is
+    ``"positive"`` (``> 0``), ``"non-negative"`` (``>= 0``) or None."""
+    for value in values:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{label} must be a number, got {value!r}") from None
+        if not np.isfinite(x) or (low == "positive" and x <= 0) or (low == "non-negative" and x < 0):
+            raise ValueError(f"{label} must be a finite{'' if low is None else ' ' + low} number, got {value!r}")
+
+
+def check_models(models: Mapping[str, Mapping[str, float]]) -> None:
+    """Refuse a model specification of :func:`simulate_sde_runset` that means nothing.
+
+    Each model needs ``stiffness``, ``plateau``, ``initial_reward`` and ``noise_d`` (and may
+    have ``model_size``), all finite numbers, ``noise_d >= 0`` (a variance: a negative one was
+    clipped to a noise-free run whose truth had a negative stationary variance) and
+    ``model_size > 0``. ``ValueError`` naming the model and the key.
+    """
+    if not models:
+        raise ValueError("models must name at least one model")
+    for name, spec in models.items():
+        missing = {"stiffness", "plateau", "initial_reward", "noise_d"} - set(spec)
+        unknown = set(spec) - _MODEL_KEYS
+        if missing or unknown:
+            raise ValueError(
+                f"model {name!r}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}"
+            )
+        for key in sorted(spec):
+            low = {"noise_d": "non-negative", "model_size": "positive"}.get(key)
+            _check_values(f"model {name!r}: {key}", [spec[key]], low)
+
+
 def _num(x: float) -> float | None:
     """JSON-safe float (None for NaN / inf)."""
     x = float(x)
@@ -595,6 +631,7 @@ __all__ = [
     "simulate_sde",
     "stationary_covariance",
     "simulate_sde_runset",
+    "check_models",
     "runset_truth",
     "truth_frame",
 ]
