@@ -121,6 +121,25 @@ def test_phase_grid_probability_rises_with_learning_rate_and_lag():
     assert np.all(grid["p_unstable_closed_form"].values[:, 1:] >= p[:, 1:] - 1e-12)
 
 
+def test_the_phase_grid_takes_its_exact_threshold_without_eigenvalues(monkeypatch):
+    # `phase-diagram models/tiny.nc --k-ref-max 128` took 27 s, 19 of them bisecting on companion
+    # eigenvalues for a* at each K_ref <= 128; the boundary locus is the verdict's own route
+    from bayes_grpo.dynamics import exact_threshold
+
+    lags = np.arange(0, 129)
+    slow = {lag: float(exact_threshold(0.9, lag, method="bisection")) for lag in (1, 2, 17, 128)}
+    monkeypatch.setattr(np.linalg, "eigvals", lambda m: pytest.fail("eigenvalues computed"))
+    grid = phase_probabilities(
+        _draws(100.0, n=50),
+        momentum=0.9,
+        momentum_convention="ema",
+        learning_rates=np.geomspace(1e-4, 1e-1, 3),
+        k_refs=lags,
+    )
+    for lag, a_star in slow.items():
+        assert float(grid["exact_threshold_gain"].sel(k_ref=lag)) == pytest.approx(a_star, rel=1e-9)
+
+
 def test_phase_diagram_marks_observed_runs_and_flags_those_at_risk():
     K = _draws(50.0, n=300)
     observed = pd.DataFrame({"learning_rate": [1e-3, 1e-3], "k_ref": [1, 2]})

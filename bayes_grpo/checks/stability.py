@@ -39,6 +39,7 @@ from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
     AUTO_BISECTION_MAX_LAG,
+    boundary_locus_threshold,
     closed_form_threshold,
     critical_k_ref,
     exact_stable,
@@ -441,7 +442,9 @@ def phase_probabilities(
         raise ValueError("phase diagram needs positive learning rates and at least one k_ref")
     mu = float(momentum)
     eff = np.asarray(effective_step(lrs, mu, momentum_convention), dtype=float)
-    a_star = np.asarray(exact_threshold(mu, lags), dtype=float)
+    # the verdict's own route (exact_stable, stability_probabilities): exact_threshold's default
+    # bisects on companion eigenvalues up to K_ref = 128, 18 s of `phase-diagram --k-ref-max 128`
+    a_star = np.asarray(boundary_locus_threshold(mu, lags), dtype=float)
     a_cf = np.asarray(closed_form_threshold(mu, lags), dtype=float)
     p_exact = np.empty((lrs.size, lags.size))
     p_cf = np.empty_like(p_exact)
