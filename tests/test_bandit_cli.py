@@ -91,6 +91,21 @@ def test_bad_values_give_a_clean_error(tmp_path, capsys):
         parse_values("0:0")
 
 
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400"])
+@pytest.mark.parametrize("kind", ["bandit", "sde"])
+def test_a_lag_that_is_not_a_whole_number_is_an_error_naming_its_flag(value, kind, tmp_path, capsys):
+    # `simulate sde --k-ref inf` was an OverflowError traceback from int(inf); `--k-ref nan`
+    # said "cannot convert float NaN to integer"
+    out = tmp_path / "x.nc"
+    assert main(["simulate", kind, "--k-ref", value, "--steps", "3", "-o", str(out)]) == 2
+    assert f"--k-ref: expected integers, got '{value}'" in capsys.readouterr().err
+    assert main(["simulate", kind, "--group-size", value, "--steps", "3", "-o", str(out)]) == 2
+    assert f"--group-size: expected integers, got '{value}'" in capsys.readouterr().err
+    assert main(["sweep", "--k-ref", value, "--steps", "3"]) == 2
+    assert f"--k-ref: expected integers, got '{value}'" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_a_setting_listed_twice_is_named_not_turned_into_duplicate_run_ids(tmp_path, capsys):
     # --lr 0.1,0.1 made two runs of one id per seed, refused with a long duplicate-id error
     with pytest.raises(ValueError, match=r"'0.1,0.2,0.1' lists 0.1 more than once"):

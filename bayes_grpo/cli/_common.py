@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -77,11 +78,13 @@ def parse_values(text: str, kind: type = float) -> list:
     return values
 
 
-def int_values(text: str) -> list[int]:
-    """:func:`parse_values` of whole numbers (``--k-ref``, ``--group-size``)."""
+def int_values(text: str, flag: str | None = None) -> list[int]:
+    """:func:`parse_values` of whole numbers (``--k-ref``, ``--group-size``); ``flag`` names
+    the option in the error (``--k-ref inf`` was an ``OverflowError`` traceback, ``nan``
+    "cannot convert float NaN to integer")."""
     values = parse_values(text, float)
-    if any(v != int(v) for v in values):
-        raise ValueError(f"expected integers, got {text!r}")
+    if any(not math.isfinite(v) or v != int(v) for v in values):
+        raise ValueError(f"{flag + ': ' if flag else ''}expected integers, got {text!r}")
     return [int(v) for v in values]
 
 

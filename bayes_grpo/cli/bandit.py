@@ -260,8 +260,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         bar = tqdm(total=args.steps, unit="step", desc="bandit")
     try:
         ds = simulate_bandit(
-            k_ref=int_values(args.k_ref),
-            group_size=int_values(args.group_size),
+            k_ref=int_values(args.k_ref, "--k-ref"),
+            group_size=int_values(args.group_size, "--group-size"),
             learning_rate=rates,
             momentum=parse_values(args.momentum),
             momentum_convention=args.convention,
@@ -319,7 +319,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         {"--output": args.output, "--png": args.png}, overwrite=args.overwrite, figures=("--png",)
     )
     ds = sweep_k_ref(
-        int_values(args.k_ref),
+        int_values(args.k_ref, "--k-ref"),
         seeds=args.seeds,
         steps=args.steps,
         group_size=int(_single(args.group_size, "--group-size")),

@@ -159,11 +159,11 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
         }
     ds = simulate_sde_runset(
         models=models,
-        group_sizes=int_values(args.group_size),
+        group_sizes=int_values(args.group_size, "--group-size"),
         learning_rates=parse_values(args.lr),
         momentum=args.momentum,
         convention=args.convention,
-        k_refs=int_values(args.k_ref),
+        k_refs=int_values(args.k_ref, "--k-ref"),
         n_seeds=args.seeds,
         n_steps=args.steps,
         log_every=args.log_every,
