@@ -140,6 +140,65 @@ def test_the_phase_grid_takes_its_exact_threshold_without_eigenvalues(monkeypatc
         assert float(grid["exact_threshold_gain"].sel(k_ref=lag)) == pytest.approx(a_star, rel=1e-9)
 
 
+def test_a_long_k_ref_grid_is_computed_in_blocks_with_the_same_probabilities(monkeypatch):
+    # `phase-diagram --k-ref-max 5000` peaked at 820 MB (draws x K_ref arrays; ~16 GB at 100000)
+    import bayes_grpo.checks.stability as stability
+
+    kwargs = dict(
+        momentum=0.5,
+        momentum_convention="heavy_ball",
+        learning_rates=np.geomspace(1e-4, 1e-2, 4),
+        k_refs=np.arange(0, 301),
+    )
+    K = _draws(20.0, n=200)
+    whole = phase_probabilities(K, **kwargs)
+    seen = []
+    real = stability.oscillator_coefficients
+    monkeypatch.setattr(
+        stability, "oscillator_coefficients", lambda a, mu, lag: seen.append(np.size(lag)) or real(a, mu, lag)
+    )
+    monkeypatch.setattr(stability, "_MAX_GRID_ENTRIES", 200 * 64)
+    blocked = phase_probabilities(K, **kwargs)
+    assert max(seen) == 64
+    for name in ("p_unstable_exact", "p_unstable_closed_form", "p_oscillatory"):
+        np.testing.assert_array_equal(blocked[name].values, whole[name].values)
+    assert 0 < float(whole["p_oscillatory"].mean()) < 1 and 0 < float(whole["p_unstable_exact"].mean()) < 1
+
+
+def test_a_phase_diagram_over_a_long_k_ref_grid_holds_no_draws_by_k_ref_array():
+    # the threshold table divided a* by every draw's curvature: a draws x K_ref array (1.6 GB for
+    # 2000 draws at `phase-diagram --k-ref-max 100000`), as did the grid's probabilities
+    import tracemalloc
+
+    from bayes_grpo.constants import HDI_PROB
+    from bayes_grpo.dynamics import boundary_locus_threshold
+
+    K = _draws(50.0, n=2000)
+    small = phase_diagram_from_draws(
+        K, momentum=0.5, momentum_convention="heavy_ball", k_refs=range(0, 9)
+    )
+    for lag in (0, 3, 8):
+        direct = float(boundary_locus_threshold(0.5, lag)) / K  # per draw
+        row = small.table.loc[lag]
+        assert row["threshold_lr_median"] == pytest.approx(float(np.median(direct)), rel=1e-12)
+        tail = (1.0 - HDI_PROB) / 2.0
+        assert row["threshold_lr_lo"] == pytest.approx(float(np.quantile(direct, tail)), rel=1e-12)
+        assert row["threshold_lr_hi"] == pytest.approx(float(np.quantile(direct, 1 - tail)), rel=1e-12)
+    tracemalloc.start()
+    try:
+        phase_diagram_from_draws(
+            K,
+            momentum=0.5,
+            momentum_convention="heavy_ball",
+            learning_rates=np.geomspace(1e-4, 1e-2, 3),
+            k_refs=np.arange(0, 20001),
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 120e6  # one draws x K_ref array of floats alone is 320 MB
+
+
 def test_phase_diagram_marks_observed_runs_and_flags_those_at_risk():
     K = _draws(50.0, n=300)
     observed = pd.DataFrame({"learning_rate": [1e-3, 1e-3], "k_ref": [1, 2]})

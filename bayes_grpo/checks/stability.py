@@ -48,6 +48,9 @@ from bayes_grpo.dynamics.stability import (
     spectral_radius,
 )
 
+#: Largest number of draws x K_ref entries :func:`phase_probabilities` holds in one array.
+_MAX_GRID_ENTRIES: int = 2_000_000
+
 
 def _interval(x: np.ndarray, prob: float = HDI_PROB) -> tuple[float, float]:
     """Equal-tailed ``prob`` interval of the finite values of ``x`` (NaN when none)."""
@@ -449,12 +452,19 @@ def phase_probabilities(
     p_exact = np.empty((lrs.size, lags.size))
     p_cf = np.empty_like(p_exact)
     p_osc = np.empty_like(p_exact)
+    # draws x K_ref arrays a block of K_ref at a time: the whole grid at once held ~16 GB for
+    # `phase-diagram --k-ref-max 100000` (2000 draws; 820 MB at 5000)
+    block = max(1, _MAX_GRID_ENTRIES // K.size)
     for i, e in enumerate(eff):
-        a = e * K  # (n_draws,)
-        p_exact[i] = np.mean(~((a[:, None] > 0) & (a[:, None] < a_star[None, :])), axis=0)
-        p_cf[i] = np.mean(~((a[:, None] > 0) & (a[:, None] < a_cf[None, :])), axis=0)
-        mass, damping, k_eff = oscillator_coefficients(a[:, None], mu, lags[None, :])
-        p_osc[i] = np.mean((damping > 0) & (k_eff > 0) & (damping**2 < 4.0 * mass * k_eff), axis=0)
+        a = (e * K)[:, None]  # (n_draws, 1)
+        for start in range(0, lags.size, block):
+            cols = slice(start, start + block)
+            p_exact[i, cols] = np.mean(~((a > 0) & (a < a_star[None, cols])), axis=0)
+            p_cf[i, cols] = np.mean(~((a > 0) & (a < a_cf[None, cols])), axis=0)
+            mass, damping, k_eff = oscillator_coefficients(a, mu, lags[None, cols])
+            p_osc[i, cols] = np.mean(
+                (damping > 0) & (k_eff > 0) & (damping**2 < 4.0 * mass * k_eff), axis=0
+            )
     dims = ("learning_rate", "k_ref")
     ds = xr.Dataset(
         {
@@ -694,12 +704,15 @@ def phase_diagram_from_draws(
         k_refs=k_refs,
     )
     # Threshold learning rate per K_ref: a* / (eta_eff per unit eta * K), per draw.
+    # a* scales every draw's 1 / (eta_eff per unit eta * K) alike, so the quantiles do too: no
+    # draws x K_ref array (1.6 GB for 2000 draws at `--k-ref-max 100000`)
     a_star = grid["exact_threshold_gain"].values
-    thr = a_star[None, :] / (eff1 * K[:, None])  # (draws, k_ref)
-    rows = []
-    for j, lag in enumerate(grid["k_ref"].values):
-        lo, hi = _interval(thr[:, j])
-        rows.append((int(lag), float(np.median(thr[:, j])), lo, hi))
+    per_gain = 1.0 / (eff1 * K)
+    median, (low, high) = float(np.median(per_gain)), _interval(per_gain)
+    rows = [
+        (int(lag), float(a) * median, float(a) * low, float(a) * high)
+        for lag, a in zip(grid["k_ref"].values, a_star)
+    ]
     table = pd.DataFrame(
         rows, columns=["k_ref", "threshold_lr_median", "threshold_lr_lo", "threshold_lr_hi"]
     )
