@@ -464,3 +464,16 @@ def test_beyond_the_eigenvalue_lags_the_radius_and_regime_are_the_companion_matr
     s = stability_summary(5e-4, 0.9, 2000)
     assert time.perf_counter() - start < 5.0
     assert s["spectral_radius"] == pytest.approx(1.00068378, abs=1e-8) and s["regime_exact"] == "unstable"
+
+
+def test_the_dominant_roots_are_found_once_per_distinct_setting(monkeypatch):
+    # `simulate sde --k-ref 2000 --seeds 3 --group-size 4,8,16` asked for the same root 9 times
+    import bayes_grpo.dynamics.stability as stability
+
+    calls = []
+    real = stability._dominant_roots
+    monkeypatch.setattr(stability, "_dominant_roots", lambda a, mu, lag: calls.append(a) or real(a, mu, lag))
+    a = np.array([1e-5, 2e-5, 1e-5, 1e-5, 2e-5])
+    radius = spectral_radius(a, 0.9, 300)
+    assert len(calls) == 2 and radius[0] == radius[2] == radius[3] and radius[1] == radius[4]
+    assert radius[0] == pytest.approx(float(spectral_radius(1e-5, 0.9, 300)), rel=0)

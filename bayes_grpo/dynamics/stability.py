@@ -242,7 +242,10 @@ def _characteristic_roots(a: np.ndarray, mu: np.ndarray, lag: int) -> np.ndarray
                 f"{MAX_ROOT_LAG}; the spectral radius and the recursion's regime are not available there, while the exact verdict, threshold "
                 "a* and critical K_ref (boundary locus) are"
             )
-        return np.stack([_dominant_roots(float(x), float(m), lag) for x, m in zip(a, mu)])
+        # once per distinct setting (the runs of a simulation share theirs across seeds and G)
+        pairs, inverse = np.unique(np.stack([a, mu], axis=1), axis=0, return_inverse=True)
+        roots = np.stack([_dominant_roots(float(x), float(m), lag) for x, m in pairs])
+        return roots[np.ravel(inverse)]
     if lag > MAX_EIGEN_LAG:
         raise ValueError(
             f"K_ref = {lag}: the characteristic roots of the exact criterion are the eigenvalues of "
