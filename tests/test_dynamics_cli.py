@@ -165,6 +165,11 @@ def test_a_momentum_out_of_range_is_named_as_such_with_ema(momentum, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"--momentum {momentum}" in err and "[0, 1)" in err and "gain" not in err
+    # posterior mode: a numpy RuntimeWarning, then "stability thresholds assume 0 <= momentum < 1"
+    args = ["stability", "--posterior", "x.nc", "--lr", "1e-6", "--momentum", momentum]
+    assert main([*args, "--convention", "ema", "--k-ref", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"--momentum {momentum} must be in [0, 1)" in err and "RuntimeWarning" not in err
 
 
 @pytest.mark.parametrize(

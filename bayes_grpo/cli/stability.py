@@ -127,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
             f"the dominant roots of a degree K_ref + 1 polynomial; this command takes K_ref <= {MAX_K_REF} "
             "(the closed-form threshold (1 - mu)/K_ref needs no tool)"
         )
+    if args.momentum is not None and not 0.0 <= args.momentum < 1.0:
+        # before the EMA step eta (1 - beta1): a beta1 >= 1 read as a non-positive gain; in
+        # posterior mode it was a numpy RuntimeWarning and an error naming no flag
+        raise ValueError(
+            f"--momentum {args.momentum:g} must be in [0, 1) (heavy-ball mu or Adam beta1)"
+        )
     if args.posterior is not None:
         return _run_posterior(args)
     if args.eta_k is None:
@@ -140,9 +146,6 @@ def run(args: argparse.Namespace) -> int:
     momentum = 0.0 if args.momentum is None else args.momentum
     k_ref = 1.0 if args.k_ref is None else args.k_ref
     convention = args.convention or HEAVY_BALL
-    if not 0.0 <= momentum < 1.0:
-        # before the EMA step eta (1 - beta1): a beta1 >= 1 read as a non-positive gain
-        raise ValueError(f"--momentum {momentum:g} must be in [0, 1) (heavy-ball mu or Adam beta1)")
     a = float(effective_step(args.eta_k, momentum, convention))
     summary = stability_summary(a, momentum, k_ref)
     summary = {"eta_k": args.eta_k, "convention": convention} | summary
