@@ -477,3 +477,16 @@ def test_the_dominant_roots_are_found_once_per_distinct_setting(monkeypatch):
     radius = spectral_radius(a, 0.9, 300)
     assert len(calls) == 2 and radius[0] == radius[2] == radius[3] and radius[1] == radius[4]
     assert radius[0] == pytest.approx(float(spectral_radius(1e-5, 0.9, 300)), rel=0)
+
+
+@pytest.mark.parametrize("a", [1e30, 1e300])
+def test_the_dominant_root_of_a_huge_gain_is_found_without_overflow(a):
+    # Cauchy's bound 1 + a put the first circle at r = 1e300: (r - 1)^2 overflowed (a traceback
+    # from `stability --eta-k 1e300 --k-ref 1000`); the root satisfies |g(z)| = a, g = z^(L-1)(z-1)(z-mu)
+    from bayes_grpo.dynamics.stability import _dominant_roots
+
+    lag, mu = 1000, 0.5
+    z = complex(_dominant_roots(a, mu, lag)[0])
+    log_g = (lag - 1) * np.log(abs(z)) + np.log(abs(z - 1)) + np.log(abs(z - mu))
+    assert log_g == pytest.approx(np.log(a), rel=1e-9)
+    assert stability_summary(a, mu, lag)["regime_exact"] == "unstable"

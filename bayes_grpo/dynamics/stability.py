@@ -373,6 +373,8 @@ def _dominant_roots(a: float, mu: float, lag: int) -> np.ndarray:
     n = lag + 1
     lo = a ** (1.0 / n) * (1.0 - 1e-12)  # |product of the roots| = a: not all inside
     hi = 1.0 + max(1.0 + mu, a)  # Cauchy's bound: all inside
+    if lag >= 2:  # Fujiwara's, far lower for a large gain (Cauchy's 1e300 overflowed (r - 1)^2)
+        hi = min(hi, 2.0 * max(1.0 + mu, math.sqrt(mu), (0.5 * a) ** (1.0 / n)) * (1.0 + 1e-9))
     while True:
         mid = 0.5 * (lo + hi)
         if not lo < mid < hi:
