@@ -248,3 +248,40 @@ def test_stability_posterior_needs_no_convention_at_momentum_zero(capsys):
     assert json.loads(capsys.readouterr().out)["values"]["momentum"] == 0
     assert main([*setting, "--momentum", "0.5"]) == 2  # here the convention sets the step
     assert "posterior mode needs --convention" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("momentum_flag", [[], ["--momentum", "0"]])
+def test_a_phase_diagram_at_momentum_zero_needs_no_convention(momentum_flag, monkeypatch, tmp_path, capsys):
+    """Runs logged at momentum 0 with no convention (ingest leaves it unknown) made
+    `phase-diagram fit.nc -o p.png` fail "give --momentum and --momentum-convention", where
+    `stability --posterior` and predict take heavy ball (the conventions coincide at mu = 0)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import xarray as xr
+
+    import bayes_grpo.checks.stability as checks_stability
+
+    runs = xr.Dataset(
+        coords={
+            "run": ["r0", "r1"],
+            "momentum": ("run", np.zeros(2)),
+            "momentum_convention": ("run", np.array(["", ""], dtype=object)),
+        }
+    )
+    seen = {}
+
+    def fake(fitted, **kwargs):
+        import matplotlib.pyplot as plt
+
+        seen.update(kwargs)
+        fig = plt.figure()
+        table = __import__("pandas").DataFrame({"threshold_lr_median": [1.0]})
+        return SimpleNamespace(figures={"phase diagram": fig}, summary="ok", table=table, to_dict=dict)
+
+    monkeypatch.setattr(checks_stability, "_as_model", lambda path: object())
+    monkeypatch.setattr(checks_stability, "fitted_runset", lambda fitted: runs)
+    monkeypatch.setattr(checks_stability, "phase_diagram", fake)
+    out = tmp_path / "p.png"
+    assert main(["phase-diagram", "fit.nc", "-o", str(out), *momentum_flag]) == 0, capsys.readouterr().err
+    assert seen["momentum"] == 0.0 and seen["momentum_convention"] == "heavy_ball"

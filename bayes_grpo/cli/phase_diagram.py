@@ -103,6 +103,11 @@ def _run(args: argparse.Namespace) -> int:
         conv = [c for c in np.asarray(ds["momentum_convention"].values, dtype=str) if c]
         if convention is None and conv:
             convention = str(_most_common(conv))
+    if convention is None and momentum == 0:
+        # at momentum 0 the conventions are one optimizer step (eta (1 - 0) = eta), as the fit,
+        # predict and `stability --posterior` take it (model.prepare.convention_without_momentum);
+        # runs logged without a convention and at momentum 0 were refused here
+        convention = "heavy_ball"
     if momentum is None or convention is None:
         raise ValueError(
             f"{args.posterior}: give --momentum and --momentum-convention (not recorded in the fitted runs)"
