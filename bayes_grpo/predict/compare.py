@@ -500,6 +500,26 @@ def lfo_totals(per_run: pd.DataFrame) -> pd.DataFrame:
     )
     return totals.join(every, how="outer").sort_values("lfo_elpd", ascending=False)
 
+def pareto_k_note(per_run: pd.DataFrame) -> str | None:
+    """The PSIS-LOO warning of a per-(run, law) table: how many observations have Pareto
+    ``k > PARETO_K_WARN``, and of which law on which run (None when there are none)."""
+    if "n_pareto_k_high" not in per_run or per_run.empty:
+        return None
+    high = per_run[per_run["n_pareto_k_high"].fillna(0) > 0]
+    if high.empty:
+        return None
+    # the count alone (and n_pareto_k_high per law) did not say which run's points LOO cannot
+    # judge: an outlier step of one run, or a law that misfits one run's shape
+    where = "; ".join(
+        f"{law}: " + ", ".join(f"{run} {int(n)}" for run, n in zip(grp["run"], grp["n_pareto_k_high"]))
+        for law, grp in high.groupby("law", sort=False)
+    )
+    return (
+        f"PSIS-LOO: {int(high['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} "
+        f"across laws ({where}; law: run count): LOO is unreliable there."
+    )
+
+
 #: Ratio of the largest to the smallest run reward range beyond which ``lfo_rmse_mean``
 #: (an average in reward units) is said to be set by the runs of the largest scale.
 RMSE_SCALE_RATIO = 10.0
@@ -636,11 +656,10 @@ def compare_laws(
             )
         )
     cmp = cmp.join(pd.DataFrame(loo_rows).T)
-    if int(cmp["n_pareto_k_high"].sum()):
-        notes.append(
-            f"PSIS-LOO: {int(cmp['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} across laws (see n_pareto_k_high): LOO is unreliable there."
-        )
     per_run_df = pd.DataFrame(per_run)
+    k_note = pareto_k_note(per_run_df)
+    if k_note:
+        notes.append(k_note)
     lfo = lfo_totals(per_run_df)
     return ComparisonResult(loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas)
 
@@ -657,5 +676,6 @@ __all__ = [
     "law_applicable",
     "lfo_totals",
     "no_trend_runs",
+    "pareto_k_note",
     "prepare_runs",
 ]
