@@ -408,3 +408,18 @@ def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point
     summary = res.to_check_result().summary
     assert summary.count("Pareto k") == 1
     assert "PSIS-LOO: 1 observation(s) with Pareto k > 0.7 across laws (single_exp: r1 1;" in summary, summary
+
+
+def test_the_count_of_high_pareto_k_points_is_an_integer_in_the_table_and_the_json(monkeypatch, capsys):
+    # `compare --json` gave "n_pareto_k_high": 2.0 and the text table 2.0: the per-law LOO rows
+    # were put in a frame by column and transposed, which made the count a float column
+    import json
+
+    from bayes_grpo.cli import main
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=2, n_steps=30)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: runset)
+    assert main(["compare", "runs.nc", "--laws", "single_exp", "--chains", "1", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["loo"]
+    assert isinstance(row["n_pareto_k_high"], int), row

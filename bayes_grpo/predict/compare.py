@@ -655,7 +655,8 @@ def compare_laws(
                 index=list(idatas),
             )
         )
-    cmp = cmp.join(pd.DataFrame(loo_rows).T)
+    # by row: a transposed frame made the count a float column ("3.0" in the table and --json)
+    cmp = cmp.join(pd.DataFrame.from_dict(loo_rows, orient="index"))
     per_run_df = pd.DataFrame(per_run)
     k_note = pareto_k_note(per_run_df)
     if k_note:
