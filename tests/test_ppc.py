@@ -120,6 +120,17 @@ def test_residual_autocorrelation_flags_correlated_fluctuations_only():
     assert red.table["acf_lag1"].min() > 0.45
 
 
+def test_a_run_too_short_for_the_autocorrelation_is_named_not_silently_left_out():
+    # a run logging 5 rewards (r2) was left out of the residual check, its group's n_points
+    # counting only r3, and the summary said nothing of it
+    ds = _runset()
+    ds["reward"].loc[{"run": "r2", "step": list(range(5, 400))}] = np.nan
+    res = residual_autocorrelation_check(KnownPosterior(), ds)
+    assert res.table.loc[("m", 16), "n_points"] == 400
+    assert "Runs ['r2'] with 7 or fewer rewards are left out" in res.summary, res.summary
+    assert "r2" not in residual_autocorrelation_check(KnownPosterior(), _runset()).summary
+
+
 @pytest.mark.parametrize("llm", ["m", "another"])
 def test_a_run_with_a_constant_reward_is_no_wander(llm):
     """A run solved from step 0 (reward 1 at every step) failed the check with lag-1

@@ -267,7 +267,7 @@ def residual_autocorrelation_check(
 
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
-    rows, constant = [], []
+    rows, constant, short = [], [], []
     for (model, g), runs in _groups(ds).items():
         acfs, weights = [], []
         for run in runs:
@@ -276,6 +276,8 @@ def residual_autocorrelation_check(
                 constant.append((str(run), model))
                 continue
             if pr["t"].size <= max(ACF_LAGS) + 2:
+                # named below: a run left out here was missing from the table without a word
+                short.append(str(run))
                 continue
             resid = pr["y"] - np.median(pr["mean"], axis=0)
             acfs.append(autocorrelation(resid))
@@ -294,9 +296,15 @@ def residual_autocorrelation_check(
         if constant
         else ""
     )
+    too_short = (
+        f" Runs {short} with {max(ACF_LAGS) + 2} or fewer rewards are left out: too short for "
+        f"the autocorrelation up to lag {max(ACF_LAGS)}."
+        if short
+        else ""
+    )
     if not rows:
         return CheckResult(
-            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{left_out}"
+            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{too_short}{left_out}"
         )
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
@@ -335,7 +343,7 @@ def residual_autocorrelation_check(
         )
     summary = (
         f"Residual lag-1 autocorrelation up to {worst:.2f} (the largest in size; white-noise band "
-        f"±{table['white_noise_band'].max():.2f})." + advice + left_out
+        f"±{table['white_noise_band'].max():.2f})." + advice + left_out + too_short
     )
     return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
 
