@@ -423,3 +423,18 @@ def test_the_count_of_high_pareto_k_points_is_an_integer_in_the_table_and_the_js
     assert main(["compare", "runs.nc", "--laws", "single_exp", "--chains", "1", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["loo"]
     assert isinstance(row["n_pareto_k_high"], int), row
+
+
+def test_one_posterior_draw_is_refused_with_an_error_not_a_traceback(monkeypatch, capsys):
+    # `compare runs.nc --draws 1 --chains 1` sampled every law, then az.loo's Pareto smoothing
+    # ended in "IndexError: index -2 is out of bounds for axis 0 with size 1" (a traceback)
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo.cli import main
+
+    fitted = _fake_single_exp_fits(monkeypatch)
+    with pytest.raises(ValueError, match="PSIS-LOO needs at least 2 posterior draws"):
+        compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=1, chains=1)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: _runset(n_steps=30))
+    assert main(["compare", "runs.nc", "--laws", "single_exp", "--draws", "1", "--chains", "1"]) != 0
+    assert "--draws 1 --chains 1: PSIS-LOO needs at least 2 posterior draws" in capsys.readouterr().err
+    assert fitted == []  # refused before any sampling

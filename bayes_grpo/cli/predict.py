@@ -419,6 +419,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     unknown = sorted(set(laws) - set(LAWS))
     if unknown:
         raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
+    if args.draws * args.chains < 2:
+        # a setting, not the run set: refused before the file is read and without its name
+        raise ValueError("--draws 1 --chains 1: PSIS-LOO needs at least 2 posterior draws (draws x chains)")
     ds = load_runset(args.runs)
     try:
         res = compare_laws(

@@ -577,6 +577,11 @@ def compare_laws(
 
     from bayes_grpo.model.prepare import shape_notes
 
+    if draws * chains < 2:
+        # az.loo's Pareto smoothing failed on one draw with an IndexError (a traceback)
+        raise ValueError(
+            f"draws x chains = {draws} x {chains}: PSIS-LOO needs at least 2 posterior draws"
+        )
     # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
     laws = list(dict.fromkeys(laws))
 
