@@ -94,6 +94,19 @@ def test_has_trend_detects_learning_and_not_white_noise():
     assert f > 10 and p < 1e-10
 
 
+def test_a_noiseless_switch_between_constant_blocks_is_a_trend_and_a_constant_run_is_not():
+    # a reward of exactly 0 for 50 steps then exactly 1 (no noise; the switch on a block
+    # boundary) read "no trend", so `compare` gave the run to no law and left it out of the
+    # totals, while the same run with one reward moved by 0.01 had p ~ 1e-241
+    t = np.arange(100.0)
+    switch = np.where(t < 50, 0.0, 1.0)
+    assert trend_test(t, switch) == (np.inf, 0.0) and has_trend(t, switch)
+    nudged = switch.copy()
+    nudged[10] = 0.01
+    assert has_trend(t, nudged)
+    assert np.isnan(trend_test(t, np.full(t.size, 0.5))).all()  # a constant run: nothing to tell
+
+
 def test_a_short_log_of_a_clear_rise_has_a_trend_and_short_white_noise_has_none():
     """A run logged every 25 of 300 steps has 12 points: with ten blocks of two points needed,
     a rise from 0.2 to 0.7 read as "no trend" every time (diagnose and the report then said
