@@ -438,3 +438,23 @@ def test_one_posterior_draw_is_refused_with_an_error_not_a_traceback(monkeypatch
     assert main(["compare", "runs.nc", "--laws", "single_exp", "--draws", "1", "--chains", "1"]) != 0
     assert "--draws 1 --chains 1: PSIS-LOO needs at least 2 posterior draws" in capsys.readouterr().err
     assert fitted == []  # refused before any sampling
+
+
+def test_a_momentum_of_one_is_refused_as_fit_refuses_it_not_a_sampling_traceback(monkeypatch, capsys):
+    # `compare runs.nc --laws oscillator_mechanistic --default momentum=1 --default k_ref=1`
+    # ended in a PyMC SamplingError traceback (the prior of a is centred on log(1 - mu) = -inf);
+    # `fit` refuses the same flag with a message naming it
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo.cli import main
+
+    fitted = _fake_single_exp_fits(monkeypatch)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: _runset(known=False, n_steps=30))
+    argv = ["compare", "runs.nc", "--laws", "oscillator_mechanistic", "--default", "momentum=1", "--default", "k_ref=1"]
+    assert main(argv) != 0 and fitted == []
+    assert "'hyperparameter_defaults.momentum' (--default momentum=...) must be in [0, 1); got 1.0" in capsys.readouterr().err
+    # a run set whose own momentum is 1: the mechanistic law is skipped, naming the runs
+    reason = law_applicable("oscillator_mechanistic", prepare_runs(_runset(momentum=1.0, n_steps=30)))
+    assert reason == "momentum must be in [0, 1); runs ['r0 (1)', 'r1 (1)']"
+    res = compare.compare_laws(_runset(momentum=1.0, n_steps=30), laws=["oscillator_mechanistic", "single_exp"], draws=20, chains=1)
+    assert fitted == ["single_exp", "single_exp"]
+    assert "oscillator_mechanistic skipped: momentum must be in [0, 1)" in res.to_check_result().summary

@@ -187,6 +187,8 @@ def _law_curve(law: str, t, p: dict[str, Any], data: RunData, run_idx):
 def law_applicable(law: str, data: RunData) -> str | None:
     """None if ``law`` can be fitted to ``data``, else the reason in words."""
     if law == "oscillator_mechanistic":
+        from bayes_grpo.model.config import DEFAULT_RANGES, setting_in_range
+
         missing = [
             r
             for r, m, k in zip(data.run_ids, data.momentum, data.k_ref)
@@ -194,6 +196,11 @@ def law_applicable(law: str, data: RunData) -> str | None:
         ]
         if missing:
             return f"momentum / k_ref unknown for runs {missing}"
+        # momentum 1 put log(0) in the prior of a (a PyMC SamplingError traceback), as fit refuses it
+        for name, values in (("momentum", data.momentum), ("k_ref", data.k_ref)):
+            bad = [f"{r} ({v:g})" for r, v, ok in zip(data.run_ids, values, setting_in_range(name, values)) if not ok]
+            if bad:
+                return f"{name} {DEFAULT_RANGES[name]}; runs {bad}"
     return None
 
 
@@ -575,6 +582,7 @@ def compare_laws(
     """
     import arviz as az
 
+    from bayes_grpo.model.config import DEFAULT_RANGES, setting_in_range
     from bayes_grpo.model.prepare import shape_notes
 
     if draws * chains < 2:
@@ -582,6 +590,13 @@ def compare_laws(
         raise ValueError(
             f"draws x chains = {draws} x {chains}: PSIS-LOO needs at least 2 posterior draws"
         )
+    for name, value in (hyperparameter_defaults or {}).items():
+        if name in ("momentum", "k_ref") and value is not None and not setting_in_range(name, value):
+            # the words of fit's refusal (model.config.validate_model_config)
+            raise ValueError(
+                f"configuration 'hyperparameter_defaults.{name}' (--default {name}=...) "
+                f"{DEFAULT_RANGES[name]}; got {value}"
+            )
     # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
     laws = list(dict.fromkeys(laws))
 
