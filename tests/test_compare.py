@@ -458,3 +458,16 @@ def test_a_momentum_of_one_is_refused_as_fit_refuses_it_not_a_sampling_traceback
     res = compare.compare_laws(_runset(momentum=1.0, n_steps=30), laws=["oscillator_mechanistic", "single_exp"], draws=20, chains=1)
     assert fitted == ["single_exp", "single_exp"]
     assert "oscillator_mechanistic skipped: momentum must be in [0, 1)" in res.to_check_result().summary
+
+
+def test_a_negative_seed_is_refused_naming_the_flag(monkeypatch, capsys):
+    # `compare runs.nc --seed -1` got as far as PyMC and said "runs.nc: Setting random_seed = -1
+    # is not allowed. Pass `None` to not specify a seed." (a Python argument, and the file blamed)
+    from bayes_grpo.cli import main
+
+    fitted = _fake_single_exp_fits(monkeypatch)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: _runset(n_steps=30))
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "runs.nc", "--laws", "single_exp", "--seed", "-1"])
+    assert exit_.value.code == 2 and fitted == []
+    assert "argument --seed: must be 0 or more, got '-1'" in capsys.readouterr().err

@@ -207,7 +207,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--draws", type=positive_int, default=500, help="posterior draws per chain (default 500)")
     c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
-    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(c)
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
