@@ -471,3 +471,17 @@ def test_a_negative_seed_is_refused_naming_the_flag(monkeypatch, capsys):
         main(["compare", "runs.nc", "--laws", "single_exp", "--seed", "-1"])
     assert exit_.value.code == 2 and fitted == []
     assert "argument --seed: must be 0 or more, got '-1'" in capsys.readouterr().err
+
+
+def test_the_summary_states_the_share_held_out_that_was_used_and_a_share_outside_0_1_is_refused(monkeypatch):
+    # compare_laws(..., lfo_fraction=0.2) held out the last 20% of each run, but the summary
+    # read "Leave-future-out (last 30% of each run)"; lfo_fraction=0 ended in a KeyError
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1, lfo_fraction=0.2)
+    assert (res.per_run["n_held_out"] == 6).all()
+    assert res.to_check_result().summary.startswith("Leave-future-out (last 20% of each run) prefers single_exp")
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="lfo_fraction must lie strictly between 0 and 1"):
+            compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1, lfo_fraction=bad)

@@ -467,7 +467,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         ],
         title="\nPSIS-LOO (az.compare)",
     )
-    print_table(res.lfo, title="\nleave-future-out (last 30% of each run) and R^2")
+    print_table(res.lfo, title=f"\nleave-future-out (last {res.lfo_fraction:.0%} of each run) and R^2")
     # the R^2 of each law on each run (the table above has medians only; --json has per_run)
     print_table(res.r2_by_run().rename_axis(index=None, columns=None), title="\nR^2 per run (raw; noise-ceiling and smoothed R^2: --json)")
     print_table(res.per_run_winners(), title="\nbest law per run")

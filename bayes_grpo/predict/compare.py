@@ -402,6 +402,7 @@ class ComparisonResult:
     per_run: pd.DataFrame  # per (run, law): R^2s, LFO scores, Pareto-k counts
     notes: list[str] = field(default_factory=list)
     idatas: dict[str, Any] = field(default_factory=dict)
+    lfo_fraction: float = LFO_FRACTION  # the share of each run held out, as compare_laws used it
 
     def winner(self, criterion: str = "lfo") -> str:
         if criterion == "loo":
@@ -436,13 +437,13 @@ class ComparisonResult:
     def to_check_result(self) -> CheckResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
-        summary = f"Leave-future-out (last {LFO_FRACTION:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
+        summary = f"Leave-future-out (last {self.lfo_fraction:.0%} of each run) prefers {lfo_best}; PSIS-LOO prefers {loo_best}."
         trend = self.per_run["has_trend"] if "has_trend" in self.per_run else None
         flat = no_trend_runs(self.per_run)
         if flat and trend is not None and trend.astype(bool).any():
             # the totals that pick the leave-future-out winner are those of the runs with a trend
             summary = (
-                f"Leave-future-out (last {LFO_FRACTION:.0%} of each run, summed over the runs with a "
+                f"Leave-future-out (last {self.lfo_fraction:.0%} of each run, summed over the runs with a "
                 f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) prefers "
                 f"{lfo_best}; PSIS-LOO (every run) prefers {loo_best}."
             )
@@ -585,6 +586,9 @@ def compare_laws(
     from bayes_grpo.model.config import DEFAULT_RANGES, setting_in_range
     from bayes_grpo.model.prepare import shape_notes
 
+    if not 0.0 < lfo_fraction < 1.0:
+        # 0 held nothing out (a KeyError 'lfo_elpd'), 1 kept no prefix to fit
+        raise ValueError(f"lfo_fraction must lie strictly between 0 and 1, got {lfo_fraction}")
     if draws * chains < 2:
         # az.loo's Pareto smoothing failed on one draw with an IndexError (a traceback)
         raise ValueError(
@@ -682,7 +686,9 @@ def compare_laws(
     if k_note:
         notes.append(k_note)
     lfo = lfo_totals(per_run_df)
-    return ComparisonResult(loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas)
+    return ComparisonResult(
+        loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas, lfo_fraction=lfo_fraction
+    )
 
 
 __all__ = [
