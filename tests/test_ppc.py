@@ -131,6 +131,23 @@ def test_a_run_too_short_for_the_autocorrelation_is_named_not_silently_left_out(
     assert "r2" not in residual_autocorrelation_check(KnownPosterior(), _runset()).summary
 
 
+def test_the_iid_check_of_alternating_residuals_still_names_the_runs_it_left_out():
+    # `fit` prints iid_residual_check: for a negative lag-1 autocorrelation it rewrote the
+    # summary as "Residual lag-1 autocorrelation down to -0.49: negative, step noise ..." and
+    # the runs left out of the check (a constant run, a run of 5 rewards) were no longer named
+    from bayes_grpo.checks.ppc import iid_residual_check
+
+    class IidFit(KnownPosterior):
+        likelihood = "iid"
+
+    ds = _runset(ar1=-0.5, solved_model="m")
+    ds["reward"].loc[{"run": "r2", "step": list(range(5, 400))}] = np.nan
+    res = iid_residual_check(IidFit(), ds)
+    assert res.passed is True and "negative, step noise" in res.summary
+    assert "Runs ['solved'] with a constant reward are left out: no residual noise to check." in res.summary
+    assert "Runs ['r2'] with 7 or fewer rewards are left out" in res.summary, res.summary
+
+
 @pytest.mark.parametrize("llm", ["m", "another"])
 def test_a_run_with_a_constant_reward_is_no_wander(llm):
     """A run solved from step 0 (reward 1 at every step) failed the check with lag-1

@@ -302,9 +302,11 @@ def residual_autocorrelation_check(
         if short
         else ""
     )
+    # iid_residual_check rewrites the summary of a negative autocorrelation: it keeps these
+    values = {"left_out": (left_out + too_short).strip()}
     if not rows:
         return CheckResult(
-            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{too_short}{left_out}"
+            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{too_short}{left_out}", values=values
         )
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
@@ -345,7 +347,7 @@ def residual_autocorrelation_check(
         f"Residual lag-1 autocorrelation up to {worst:.2f} (the largest in size; white-noise band "
         f"±{table['white_noise_band'].max():.2f})." + advice + left_out + too_short
     )
-    return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table)
+    return CheckResult("ppc_residual_autocorrelation", passed, summary, table=table, values=values)
 
 
 def iid_residual_check(fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0) -> CheckResult | None:
@@ -374,8 +376,11 @@ def iid_residual_check(fitted: Any, runset: xr.Dataset | None = None, *, seed: i
             res.name,
             True,
             f"Residual lag-1 autocorrelation down to {table['acf_lag1'].min():.2f}: negative, "
-            "step noise that alternates rather than a reward wandering about its curve.",
+            "step noise that alternates rather than a reward wandering about its curve."
+            # the runs left out of the check were named in res.summary only, and dropped here
+            + (" " + res.values["left_out"] if res.values.get("left_out") else ""),
             table=table,
+            values=res.values,
         )
     return res
 
