@@ -268,11 +268,19 @@ def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_any_work
         (["fit", "runs.nc", "-o", "fit.nc"], "--target-accept", "1.5", "must lie strictly between 0 and 1"),
         (["report", "fit.nc", "-o", "r.html"], "--chains", "0", "must be at least 1"),
         (["invariance", "runs.nc"], "--tune", "-3", "must be 0 or more"),
+        (["compare", "runs.nc"], "--seed", "-1", "must be 0 or more"),
+        (["fit", "runs.nc", "-o", "fit.nc"], "--seed", "-1", "must be 0 or more"),
+        (["report", "fit.nc", "-o", "r.html", "--compare"], "--seed", "-1", "must be 0 or more"),
+        (["demo"], "--seed", "-1", "must be 0 or more"),
+        (["predict", "fit.nc", "--lr", "1", "--momentum", "0", "--k-ref", "1"], "--seed", "-1", "must be 0 or more"),
+        (["forecast", "runs.nc", "--run", "a", "--upto", "60"], "--seed", "-1", "must be 0 or more"),
     ],
 )
 def test_sampler_settings_that_cannot_sample_are_refused_by_argparse(capsys, argv, flag, value, says):
     # compare --chains 0 and --tune -1 crashed PyMC with ZeroDivisionError tracebacks, --draws 0
-    # failed after sampling with "Not enough samples to build a trace"
+    # failed after sampling with "Not enough samples to build a trace"; --seed -1 reached PyMC
+    # ("Setting random_seed = -1 is not allowed. Pass `None` ...") or numpy ("error: expected
+    # non-negative integer", forecast) without the flag's name
     with pytest.raises(SystemExit) as exc:
         main([*argv, flag, value])
     err = capsys.readouterr().err

@@ -473,6 +473,7 @@ def test_a_negative_seed_is_refused_naming_the_flag(monkeypatch, capsys):
     assert "argument --seed: must be 0 or more, got '-1'" in capsys.readouterr().err
 
 
+
 def test_the_summary_states_the_share_held_out_that_was_used_and_a_share_outside_0_1_is_refused(monkeypatch):
     # compare_laws(..., lfo_fraction=0.2) held out the last 20% of each run, but the summary
     # read "Leave-future-out (last 30% of each run)"; lfo_fraction=0 ended in a KeyError

@@ -227,7 +227,7 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="stop when the expected remaining gain is below this (reward units; default 1%% of the rise)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(
         "-o", "--output", default=None, help="write the bands and summaries to this netCDF file"
     )
