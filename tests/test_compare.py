@@ -74,7 +74,7 @@ def test_mechanistic_law_needs_momentum_and_k_ref():
     data = prepare_runs(_runset(known=False))
     assert "momentum / k_ref unknown" in law_applicable("oscillator_mechanistic", data)
     assert law_applicable("single_exp", data) is None
-    with pytest.raises(ValueError, match="fewer than 8"):
+    with pytest.raises(ValueError, match="fewer than 9"):
         prepare_runs(_runset(n_steps=6))
 
 
@@ -375,9 +375,9 @@ def test_a_run_too_short_to_compare_is_left_out_and_named_not_the_whole_run_set(
     ds["reward"].loc[{"run": "r1", "step": list(range(6, 30))}] = np.nan  # 6 rewards left
     res = compare.compare_laws(ds, laws=["single_exp"], draws=20, chains=1)
     assert sorted(res.per_run["run"]) == ["r0", "r2"]
-    assert "1 run(s) left out, with fewer than 8 finite rewards" in res.to_check_result().summary
+    assert "1 run(s) left out, with fewer than 9 finite rewards" in res.to_check_result().summary
     assert ": r1." in res.to_check_result().summary
-    with pytest.raises(ValueError, match="fewer than 8"):  # nothing left: still an error
+    with pytest.raises(ValueError, match="fewer than 9"):  # nothing left: still an error
         compare.compare_laws(ds.sel(run=["r1"]), laws=["single_exp"], draws=20, chains=1)
 
 
@@ -507,3 +507,29 @@ def test_the_summary_says_by_how_much_each_winner_leads():
     assert "PSIS-LOO prefers oscillator_phenomenological (by 9.47 ± 5.1 nats over oscillator_mechanistic)." in summary
     one = ComparisonResult(loo=loo.iloc[:1], lfo=lfo.iloc[:1], per_run=per_run.iloc[:1]).to_check_result().summary
     assert one.startswith("Leave-future-out (last 30% of each run) prefers oscillator_mechanistic; PSIS-LOO")
+
+
+def test_a_run_too_short_to_test_for_a_trend_is_left_out_not_said_to_have_none(monkeypatch):
+    # a run of 8 rewards rising from 0.1 to 0.8 in noise 0.01 was compared, and reported "1
+    # without one left out: eight" / best law "none (no trend)": the trend test cannot tell
+    # under 9 points (3 blocks of 3), so compare's minimum of 8 let in runs it always calls flat
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo import metrics
+
+    _fake_single_exp_fits(monkeypatch)
+    rng = np.random.default_rng(0)
+    t, t8 = np.arange(40), np.arange(8)
+    runs = make_runset(
+        {
+            "long": pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-t / 10) + rng.normal(0, 0.02, 40)}, index=t),
+            "eight": pd.DataFrame({"reward": 0.1 + 0.1 * t8 + rng.normal(0, 0.01, 8)}, index=t8),
+        },
+        {},
+    )
+    assert np.isnan(metrics.trend_test(t8, runs["reward"].sel(run="eight").values[:8])[1])
+    res = compare.compare_laws(runs, laws=["single_exp"], draws=20, chains=1)
+    assert list(res.per_run["run"]) == ["long"]
+    summary = res.to_check_result().summary
+    assert "without one left out" not in summary
+    assert "1 run(s) left out, with fewer than 9 finite rewards (too few to fit, to test for a trend" in summary
+    assert summary.count("eight") == 1

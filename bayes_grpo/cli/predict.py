@@ -435,7 +435,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         # what compare_laws refuses is the run set ("no law could be fitted: ...", "runs with
-        # fewer than 8 finite rewards ...", "steps must be >= 0"): name it
+        # fewer than 9 finite rewards ...", "steps must be >= 0"): name it
         raise ValueError(f"{args.runs}: {exc}") from exc
     check = res.to_check_result()
     if args.json:
