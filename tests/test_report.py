@@ -598,3 +598,39 @@ def test_the_stability_section_of_a_phenomenological_fit_says_why_it_has_no_phas
         fit = SimpleNamespace(runset=runs, data=SimpleNamespace(models=["tiny"]), parameterisation=parameterisation)
         (stability,) = [s for s in build_sections(model=fit) if s.key == "stability"]
         assert not stability.available and says in render_html([stability])
+
+
+def test_run_ids_and_llm_names_with_dollar_signs_are_drawn_as_written_not_as_mathtext(tmp_path):
+    # a run named "run_$LR_$G" (an unexpanded shell variable) stopped the report with matplotlib's
+    # mathtext "ParseSyntaxException ... found end of text"; "Q $m$" was drawn as an italic m
+    from types import SimpleNamespace
+
+    import arviz as az
+    import matplotlib.cbook as cbook
+    import xarray as xr
+
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.report.model_sections import _fit_figure, _rank_figure
+
+    steps = np.arange(1, 41)
+    ids = ["run_$LR_$G", "qwen_${LR}_${G}", "cost $5 vs $6"]
+    curves = {r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / 10.0) + 0.01 * np.sin(steps + i)}, index=steps) for i, r in enumerate(ids)}
+    runs = make_runset(curves, {r: {"model": "Q $m$", "group_size": g, "learning_rate": 1e-3} for r, g in zip(ids, [4, 4, 16])})
+    path = write_report(tmp_path / "r.html", runset=runs, diagnostics=diagnose(runs, modes=["instability"]))
+    assert path.read_text().count("data:image/png;base64,") == 1 + len(ids)  # the overview and one per run
+
+    def drawn_as_written(fig, texts):
+        fig.canvas.draw()
+        drawn = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if "$" in t.get_text()]
+        assert drawn and not [t for t in drawn if cbook.is_math_text(t)], drawn
+        assert all(any(x in t.replace(r"\$", "$") for t in drawn) for x in texts), (texts, drawn)
+        plt.close(fig)
+
+    draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    drawn_as_written(_fit_figure(SimpleNamespace(runset=runs, fitted_trajectory_draws=lambda: draws)), ids)
+    idata = az.from_dict(
+        posterior={"plateau": np.random.default_rng(0).normal(size=(2, 50, 2))},
+        coords={"model": ["Q $m$", "run_$LR_$G"]},
+        dims={"plateau": ["model"]},
+    )
+    drawn_as_written(_rank_figure(idata, ["plateau"]), ["Q $m$", "run_$LR_$G"])

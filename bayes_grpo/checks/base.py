@@ -80,6 +80,15 @@ class Check(Protocol):
     def run(self, *args: Any, **kwargs: Any) -> CheckResult: ...
 
 
+def plot_text(text: Any) -> str:
+    """``text`` (a run id, an LLM's name) as matplotlib is to draw it: literally.
+
+    Matplotlib reads a string with two ``$`` signs as mathtext: ``run $x_1$`` is drawn as math,
+    and ``run_$LR_$G`` (an unexpanded shell variable in a run name) is a ``ValueError`` that
+    stops the figure, and with it the report. Every ``$`` escaped is drawn as itself."""
+    return str(text).replace("$", r"\$")
+
+
 def figure_to_base64(fig: Any, dpi: int = 110) -> str:
     """Render a matplotlib figure to a base64-encoded PNG string."""
     buf = io.BytesIO()
@@ -109,4 +118,4 @@ def _jsonable(obj: Any) -> Any:
 
 jsonable = _jsonable
 
-__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable"]
+__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable", "plot_text"]

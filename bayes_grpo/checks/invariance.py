@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.checks.bayes_factor import (
     BridgeResult,
     Evidence,
@@ -1199,7 +1199,7 @@ def leave_one_g_out(
             ax.plot(t, y, ".", ms=2, color="C1")
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
-        ax.set_title(f"{model}: fitted on G={g_fit:g}, predicting G={g_held:g}")
+        ax.set_title(plot_text(f"{model}: fitted on G={g_fit:g}, predicting G={g_held:g}"))
         figures[f"{model} G={g_fit:g} -> G={g_held:g}"] = fig
         coverage = inside / total if total else np.nan
         rows.append(

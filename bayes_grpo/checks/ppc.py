@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset.schema import readable_group_size, readable_group_sizes
@@ -191,7 +191,7 @@ def trajectory_band_check(
                 ax.plot(pr["t"], pr["y"], ".", ms=2, color=color)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
-        ax.set_title(f"{model or 'model'}, G={g:g}: {HDI_PROB:.0%} predictive bands and data")
+        ax.set_title(plot_text(f"{model or 'model'}, G={g:g}: {HDI_PROB:.0%} predictive bands and data"))
         figures[f"{model} G={g:g} bands"] = fig
         cov = inside / total if total else np.nan
         rows.append(

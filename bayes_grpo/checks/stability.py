@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
@@ -734,7 +734,7 @@ def phase_diagram_from_draws(
         passed = n_risky == 0
     fractional = sorted({float(k) for k in obs["k_ref"].to_numpy(float)[~whole]})
     fig = plot_phase_diagram(
-        grid, observed=obs, title=f"Phase diagram{' - ' + label if label else ''}"
+        grid, observed=obs, title=plot_text(f"Phase diagram{' - ' + label if label else ''}")
     )
     first = table.index[table.index >= 1]
     example = ""

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -403,7 +403,7 @@ def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name,
     ax2.set_ylabel("reward", color="C0")
     if onset_step is not None:
         ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
-    ax.set_title(f"policy concentration: {run_id}", fontsize=9)
+    ax.set_title(plot_text(f"policy concentration: {run_id}"), fontsize=9)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="center right")

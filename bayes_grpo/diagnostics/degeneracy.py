@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
     align,
@@ -345,7 +345,7 @@ def _figure(steps, values, smoothed, expected, reward, onset_step, flag, name, r
         ax2 = ax.twinx()
         ax2.plot(steps, reward, color="0.5", lw=0.8, alpha=0.7)
         ax2.set_ylabel("reward", color="0.5")
-    ax.set_title(f"advantage degeneracy: {run_id}", fontsize=9)
+    ax.set_title(plot_text(f"advantage degeneracy: {run_id}"), fontsize=9)
     ax.legend(fontsize=6, loc="upper left")
     fig.tight_layout()
     return fig

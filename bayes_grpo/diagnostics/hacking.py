@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -378,7 +378,7 @@ def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
         ax.axvline(onset_step, color="C3", lw=1.0, label=f"onset {onset_step:.0f}")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("reward, fraction of its range")
-    ax.set_title(f"train-eval decoupling: {run_id}", fontsize=9)
+    ax.set_title(plot_text(f"train-eval decoupling: {run_id}"), fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
     return fig

@@ -116,7 +116,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -1016,6 +1016,6 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
     if onset_step is not None:
         for ax in (ax1, ax2):
             ax.axvline(onset_step, color="C3", lw=1.0)
-    ax1.set_title(f"dynamical instability: {run_id}", fontsize=9)
+    ax1.set_title(plot_text(f"dynamical instability: {run_id}"), fontsize=9)
     fig.tight_layout()
     return fig

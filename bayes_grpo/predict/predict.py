@@ -40,6 +40,7 @@ import numpy as np
 import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
+from bayes_grpo.checks.base import plot_text
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import simulate_recursion
@@ -1118,8 +1119,9 @@ def plot_prediction(
     units = str(ds.attrs.get("units", "reward"))
     ax.set_ylabel("normalised progress (R - R0)/(p* - R0)" if units.startswith("normalised") else "reward")
     ax.set_title(
-        title
-        or f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
+        plot_text(title)
+        if title
+        else f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
     )
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
@@ -105,7 +106,7 @@ def _fit_figure(model: Any):
         if beyond.sum() > 1:
             ax.plot(steps[beyond], mean[i][beyond], color="C0", lw=0.9, ls="--")
         # a run id is often longer than its panel is wide: wrapped, or it runs into its neighbours
-        ax.set_title(textwrap.fill(labels[i], TITLE_WIDTH), fontsize=7)
+        ax.set_title(plot_text(textwrap.fill(labels[i], TITLE_WIDTH)), fontsize=7)
         ax.set_xlabel("optimizer step", fontsize=7)
         ax.set_ylabel("reward", fontsize=7)
         ax.tick_params(labelsize=7)
@@ -134,10 +135,17 @@ def _rank_figure(idata: Any, names: list[str]):
     model ("plateau" / the LLM's name) do not run into the x labels of the row above."""
     import arviz as az
 
-    axes = az.plot_rank(idata, var_names=names)
+    axes = az.plot_rank(_drawn_model_names(idata.posterior), var_names=names)
     fig = np.ravel(axes)[0].figure
     fig.tight_layout()
     return fig
+
+
+def _drawn_model_names(post: Any) -> Any:
+    """``post`` with its LLM names as the figures draw them (ArviZ titles and labels plots by them)."""
+    if "model" not in post.coords:
+        return post
+    return post.assign_coords(model=[plot_text(m) for m in post["model"].values])
 
 
 def posterior_section(model: Any) -> Section:
@@ -152,7 +160,7 @@ def posterior_section(model: Any) -> Section:
     section.figure(np.ravel(axes)[0].figure, f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run.")
     if "noise_d" in post:
         noise = [v for v in ("noise_d", "alpha") if v in post]
-        axes = az.plot_forest(post[noise], var_names=noise, combined=True, hdi_prob=HDI_PROB, figsize=(7, 2 + 0.4 * post["noise_d"].size / max(post.sizes["chain"] * post.sizes["draw"], 1)))
+        axes = az.plot_forest(_drawn_model_names(post[noise]), var_names=noise, combined=True, hdi_prob=HDI_PROB, figsize=(7, 2 + 0.4 * post["noise_d"].size / max(post.sizes["chain"] * post.sizes["draw"], 1)))
         section.figure(np.ravel(axes)[0].figure, "Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1).")
     summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB)
     section.table(summary)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, figure_to_base64
+from bayes_grpo.checks.base import CheckResult, figure_to_base64, plot_text
 from bayes_grpo.runset.schema import readable_group_size
 
 
@@ -183,7 +183,8 @@ LABEL_WIDTH: int = 40
 
 
 def short_labels(labels: Sequence[str], width: int = LABEL_WIDTH) -> list[str]:
-    """Labels cut to ``width`` characters in the middle ("start...end"), still distinct.
+    """Labels cut to ``width`` characters in the middle ("start...end"), still distinct, and
+    drawn as written (``$`` escaped: :func:`~bayes_grpo.checks.base.plot_text`).
 
     A run id of hundreds of characters in a legend or a forest plot's axis squeezes the panels
     to nothing; its start and end (a sweep's prefix, a seed suffix) are what tell runs apart."""
@@ -195,7 +196,7 @@ def short_labels(labels: Sequence[str], width: int = LABEL_WIDTH) -> list[str]:
         while label in out:  # two cut ids that read alike stay two entries
             label = f"{label} #{i}"
         out.append(label)
-    return out
+    return [plot_text(label) for label in out]
 
 
 def _curves_figure(runset: Any, summary: pd.DataFrame):
