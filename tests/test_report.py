@@ -634,3 +634,41 @@ def test_run_ids_and_llm_names_with_dollar_signs_are_drawn_as_written_not_as_mat
         dims={"plateau": ["model"]},
     )
     drawn_as_written(_rank_figure(idata, ["plateau"]), ["Q $m$", "run_$LR_$G"])
+
+
+def test_each_coefficient_of_the_forest_plots_has_an_x_axis_of_its_own_scale(monkeypatch):
+    # K_eff (~1e-4) and C_eff (~0.1) shared one x axis with zeta (~5): their intervals were a
+    # column of dots at 0; so was D (~2e-3) beside alpha (~-1)
+    from types import SimpleNamespace
+
+    import arviz as az
+
+    import bayes_grpo.report.sections as sections
+    from bayes_grpo.report.model_sections import posterior_section
+
+    drawn = []
+    monkeypatch.setattr(sections, "figure_to_base64", lambda fig: drawn.append(fig) or "")
+    runs = _runset()  # 3 runs, one model
+    rng = np.random.default_rng(0)
+    scale = {"M_eff": 0.95, "C_eff": 0.1, "K_eff": 1e-4, "zeta": 5.0}
+    per_run = {v: s * (1 + 0.05 * rng.normal(size=(2, 50, 3))) for v, s in scale.items()}
+    idata = az.from_dict(
+        posterior=per_run | {"noise_d": 2e-3 * (1 + 0.05 * rng.normal(size=(2, 50, 1))), "alpha": -1 + 0.05 * rng.normal(size=(2, 50)), "plateau": 0.8 + 0.01 * rng.normal(size=(2, 50, 1))},
+        coords={"run": [str(r) for r in runs["run"].values], "model": ["tiny"]},
+        dims={v: ["run"] for v in scale} | {"noise_d": ["model"], "plateau": ["model"]},
+    )
+    posterior_section(SimpleNamespace(runset=runs, idata=idata))
+    assert len(drawn) == 2
+    widths = {}
+    for fig in drawn:
+        for ax in fig.axes:
+            names = [v for v in [*scale, "noise_d", "alpha"] if any(t.get_text().startswith(v) for t in ax.get_yticklabels())]
+            if names:
+                assert len(names) == 1, names  # one coefficient per panel
+                lo, hi = ax.get_xlim()
+                widths[names[0]] = hi - lo
+        plt.close(fig)
+    assert set(widths) == {*scale, "noise_d", "alpha"}
+    for v, s in scale.items():  # each axis spans its own coefficient's spread, not zeta's
+        assert widths[v] < 2 * s, (v, widths[v])
+    assert widths["noise_d"] < 4e-3, widths["noise_d"]

@@ -148,6 +148,25 @@ def _drawn_model_names(post: Any) -> Any:
     return post.assign_coords(model=[plot_text(m) for m in post["model"].values])
 
 
+def _forest_figure(post: Any, names: list[str], *, width: float):
+    """ArviZ forest plots of ``names``, one panel each on its own x axis.
+
+    The coefficients differ by orders of magnitude (K_eff ~1e-4, C_eff ~0.1, zeta ~5; D ~1e-3
+    beside alpha ~1): on one shared axis the small ones were a column of dots at 0."""
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    rows = [int(np.prod([n for d, n in post[v].sizes.items() if d not in ("chain", "draw")])) for v in names]
+    fig, axes = plt.subplots(len(names), 1, figsize=(width, sum(0.25 * r + 0.9 for r in rows)), height_ratios=[r + 3 for r in rows], squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        az.plot_forest(post, var_names=[name], combined=True, hdi_prob=HDI_PROB, ax=np.array([ax]))
+        ax.set_title("")  # ArviZ's "90.0% HDI" over every panel: the caption says it once
+        ax.set_xlabel(name)
+        ax.locator_params(axis="x", nbins=6)
+    fig.tight_layout()
+    return fig
+
+
 def posterior_section(model: Any) -> Section:
     import arviz as az
 
@@ -156,12 +175,10 @@ def posterior_section(model: Any) -> Section:
     labels = short_labels(_labels(model), 2 * LABEL_WIDTH)  # a long run id squeezes the plot to a strip
     coef = [v for v in ("M_eff", "C_eff", "K_eff", "zeta") if v in post]
     relabelled = post[coef].assign_coords(run=labels)
-    axes = az.plot_forest(relabelled, var_names=coef, combined=True, hdi_prob=HDI_PROB, figsize=(11, 0.25 * len(labels) * len(coef) + 2))
-    section.figure(np.ravel(axes)[0].figure, f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run.")
+    section.figure(_forest_figure(relabelled, coef, width=11), f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run, one panel each.")
     if "noise_d" in post:
         noise = [v for v in ("noise_d", "alpha") if v in post]
-        axes = az.plot_forest(_drawn_model_names(post[noise]), var_names=noise, combined=True, hdi_prob=HDI_PROB, figsize=(7, 2 + 0.4 * post["noise_d"].size / max(post.sizes["chain"] * post.sizes["draw"], 1)))
-        section.figure(np.ravel(axes)[0].figure, "Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1).")
+        section.figure(_forest_figure(_drawn_model_names(post[noise]), noise, width=7), f"Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1), {HDI_PROB:.0%} HDI.")
     summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB)
     section.table(summary)
     return section
