@@ -636,28 +636,33 @@ def test_run_ids_and_llm_names_with_dollar_signs_are_drawn_as_written_not_as_mat
     drawn_as_written(_rank_figure(idata, ["plateau"]), ["Q $m$", "run_$LR_$G"])
 
 
-def test_each_coefficient_of_the_forest_plots_has_an_x_axis_of_its_own_scale(monkeypatch):
-    # K_eff (~1e-4) and C_eff (~0.1) shared one x axis with zeta (~5): their intervals were a
-    # column of dots at 0; so was D (~2e-3) beside alpha (~-1)
+def _fit_of_coefficient_scales(scale, seed=0):
+    """A stand-in fit of _runset()'s 3 runs whose coefficients have the given scales, D ~2e-3."""
     from types import SimpleNamespace
 
     import arviz as az
 
-    import bayes_grpo.report.sections as sections
-    from bayes_grpo.report.model_sections import posterior_section
-
-    drawn = []
-    monkeypatch.setattr(sections, "figure_to_base64", lambda fig: drawn.append(fig) or "")
-    runs = _runset()  # 3 runs, one model
-    rng = np.random.default_rng(0)
-    scale = {"M_eff": 0.95, "C_eff": 0.1, "K_eff": 1e-4, "zeta": 5.0}
+    runs = _runset()
+    rng = np.random.default_rng(seed)
     per_run = {v: s * (1 + 0.05 * rng.normal(size=(2, 50, 3))) for v, s in scale.items()}
     idata = az.from_dict(
         posterior=per_run | {"noise_d": 2e-3 * (1 + 0.05 * rng.normal(size=(2, 50, 1))), "alpha": -1 + 0.05 * rng.normal(size=(2, 50)), "plateau": 0.8 + 0.01 * rng.normal(size=(2, 50, 1))},
         coords={"run": [str(r) for r in runs["run"].values], "model": ["tiny"]},
         dims={v: ["run"] for v in scale} | {"noise_d": ["model"], "plateau": ["model"]},
     )
-    posterior_section(SimpleNamespace(runset=runs, idata=idata))
+    return SimpleNamespace(runset=runs, idata=idata)
+
+
+def test_each_coefficient_of_the_forest_plots_has_an_x_axis_of_its_own_scale(monkeypatch):
+    # K_eff (~1e-4) and C_eff (~0.1) shared one x axis with zeta (~5): their intervals were a
+    # column of dots at 0; so was D (~2e-3) beside alpha (~-1)
+    import bayes_grpo.report.sections as sections
+    from bayes_grpo.report.model_sections import posterior_section
+
+    drawn = []
+    monkeypatch.setattr(sections, "figure_to_base64", lambda fig: drawn.append(fig) or "")
+    scale = {"M_eff": 0.95, "C_eff": 0.1, "K_eff": 1e-4, "zeta": 5.0}
+    posterior_section(_fit_of_coefficient_scales(scale))
     assert len(drawn) == 2
     widths = {}
     for fig in drawn:
@@ -672,3 +677,20 @@ def test_each_coefficient_of_the_forest_plots_has_an_x_axis_of_its_own_scale(mon
     for v, s in scale.items():  # each axis spans its own coefficient's spread, not zeta's
         assert widths[v] < 2 * s, (v, widths[v])
     assert widths["noise_d"] < 4e-3, widths["noise_d"]
+
+
+def test_the_posterior_summary_table_is_not_rounded_to_three_decimals():
+    # az.summary's default rounding printed D (~2e-3) with sd 0 and its interval as 0.002 0.002,
+    # and R-hat to two decimals: 1.004 and 1.012 (either side of the 1.01 criterion) both read 1.0
+    import arviz as az
+
+    from bayes_grpo.report.model_sections import posterior_section
+    from bayes_grpo.report.sections import table_html
+
+    fit = _fit_of_coefficient_scales({"zeta": 5.0})
+    section = posterior_section(fit)
+    plt.close("all")
+    (table,) = [b.content for b in section.blocks if b.kind == "table"]
+    want = az.summary(fit.idata, var_names=["alpha", "noise_d", "plateau"], hdi_prob=0.9, round_to="none")
+    assert want.loc["noise_d[tiny]", "sd"] > 0
+    assert table == table_html(want)

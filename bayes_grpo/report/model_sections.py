@@ -179,6 +179,7 @@ def posterior_section(model: Any) -> Section:
     if "noise_d" in post:
         noise = [v for v in ("noise_d", "alpha") if v in post]
         section.figure(_forest_figure(_drawn_model_names(post[noise]), noise, width=7), f"Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1), {HDI_PROB:.0%} HDI.")
-    summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB)
+    # unrounded: the table prints 4 significant digits (ArviZ rounds to 3 decimals: D ~2e-3 had sd 0, R-hat 2 decimals)
+    summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB, round_to="none")
     section.table(summary)
     return section
