@@ -166,3 +166,21 @@ def test_demo_help_names_every_file_the_demo_writes(capsys):
     text = " ".join(capsys.readouterr().out.split())
     for name in DEMO_OUTPUTS:
         assert name in text, name
+
+
+def test_the_python_quick_start_writes_the_report_that_the_report_verb_writes():
+    # the quick start ended in write_report("report.html", model=model): on the same fit (same
+    # runs, same seed) its report said "Not in this report" for the diagnostics and the phase
+    # diagram that `bayes-grpo report models/NAME.nc -o report.html` draws by default
+    import inspect
+
+    import bayes_grpo.cli.report as cli_report
+    from bayes_grpo.report.build import report_from_posterior
+
+    text = README.read_text()
+    quick = text.split("A quick start in Python:", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert "report_from_posterior(" in quick and "write_report(" not in quick, quick
+    (row,) = [line for line in text.splitlines() if line.startswith("| report |")]
+    assert "`bayes_grpo.report.build.report_from_posterior`" in row, row
+    assert "report_from_posterior(" in inspect.getsource(cli_report._report)
+    assert callable(report_from_posterior)
