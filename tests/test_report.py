@@ -694,3 +694,33 @@ def test_the_posterior_summary_table_is_not_rounded_to_three_decimals():
     want = az.summary(fit.idata, var_names=["alpha", "noise_d", "plateau"], hdi_prob=0.9, round_to="none")
     assert want.loc["noise_d[tiny]", "sd"] > 0
     assert table == table_html(want)
+
+
+def test_fit_section_names_the_settings_the_fit_took_from_its_defaults():
+    # `fit runs.nc --default group_size=8 --default momentum=0.9 ...` on runs that log no G: the
+    # report's tables showed G=8 for them as if logged, and nothing said it was assumed
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import fit_section
+
+    runs = _runset()
+    runs = runs.assign_coords(
+        group_size=("run", np.array([4.0, np.nan, np.nan])), momentum=("run", np.array([0.9, 0.9, np.nan])), k_ref=("run", np.ones(3))
+    )
+    draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    model = SimpleNamespace(
+        runset=runs,
+        settings={"parameterisation": "phenomenological"},
+        model_config={"hyperparameter_defaults": {"group_size": 8, "momentum": 0.5, "k_ref": 1, "learning_rate": None}},
+        run_summary=lambda: pd.DataFrame({"model": ["tiny"] * 3}, index=["run0", "run1", "run2"]),
+        group_summary=lambda: pd.DataFrame({"p_star": [0.8]}),
+        fitted_trajectory_draws=lambda: draws,
+        data=SimpleNamespace(notes=[]),
+    )
+    texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
+    plt.close("all")
+    (note,) = [t for t in texts if "hyperparameter_defaults" in t]
+    assert "group_size=8 for runs ['run1', 'run2']" in note and "momentum=0.5 for runs ['run2']" in note, note
+    assert "k_ref" not in note  # a default no run needed
