@@ -297,6 +297,7 @@ def _stub_report_stages(monkeypatch):
         likelihood="state_space",
         model_config={"group_offset_sigma": 0.3, "hyperparameter_defaults": {"momentum": 0.9}},
         sampler_config={"draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.9},
+        convergence=lambda: CheckResult("convergence", True, "Converged"),
     )
     monkeypatch.setattr(model_pkg.GRPODynamicsModel, "load", classmethod(lambda cls, path: fit))
 
@@ -724,3 +725,32 @@ def test_fit_section_names_the_settings_the_fit_took_from_its_defaults():
     (note,) = [t for t in texts if "hyperparameter_defaults" in t]
     assert "group_size=8 for runs ['run1', 'run2']" in note and "momentum=0.5 for runs ['run2']" in note, note
     assert "k_ref" not in note  # a default no run needed
+
+
+def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_stability_section_and_on_stderr(tmp_path, monkeypatch, capsys):
+    # `report bad.nc` (R-hat 3.1, bulk ESS 4) printed only "wrote r.html" where `phase-diagram bad.nc`
+    # warns "the fit did not converge ...", and its phase diagram read "pass" with no word on it
+    from types import SimpleNamespace
+
+    import bayes_grpo.report.model_sections as model_sections
+    from bayes_grpo.cli import main
+    from bayes_grpo.report.sections import Section
+
+    phase = CheckResult("phase_diagram", True, "0 of 3 observed runs sit where P(unstable) >= 0.5.")
+    for passed in (False, True):
+        convergence = Section(key="convergence", title="Convergence").check(CheckResult("convergence", passed, "R-hat 3.1"))
+        monkeypatch.setattr(model_sections, "model_sections", lambda model, c=convergence: [Section("fit", "Fit per run"), c, Section("posteriors", "Posteriors")])
+        fit = SimpleNamespace(runset=_runset(), idata=object(), parameterisation="mechanistic")
+        (stability,) = [s for s in build_sections(model=fit, stability=phase) if s.key == "stability"]
+        assert ("did not converge" in stability.intro) is (not passed), stability.intro
+    monkeypatch.undo()
+    _stub_report_stages(monkeypatch)
+    import bayes_grpo.model as model_pkg
+
+    fit = model_pkg.GRPODynamicsModel.load("x")
+    fit.convergence = lambda: CheckResult("convergence", False, "R-hat 3.1", values={"failed": ["R-hat 3.104 > 1.01"]})
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    assert main(["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability"]) == 0
+    err = capsys.readouterr().err
+    assert "bayes-grpo report: warning:" in err and "the fit did not converge (R-hat 3.104 > 1.01)" in err, err

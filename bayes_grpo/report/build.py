@@ -70,6 +70,15 @@ def build_sections(
         unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
     sections = [overview_section(runset, unfitted=unfitted, fitted=fitted is not None)]
     sections += model_sections.model_sections(model)
+    stability_results = list(iter_results(stability))
+    unconverged = ""
+    if stability_results and getattr(model, "idata", None) is not None:
+        convergence = next((b.content for s in sections if s.key == "convergence" for b in s.blocks if b.kind == "check"), None)
+        if convergence is not None and convergence.badge_class == "fail":  # the diagram is the fit's draws: say so there
+            unconverged = (
+                " Computed from the draws of a fit that did not converge (see Convergence): "
+                "its probabilities and thresholds inherit that."
+            )
     sections.append(
         checks_section(
             "invariance",
@@ -84,9 +93,10 @@ def build_sections(
         checks_section(
             "stability",
             "Stability phase diagram",
-            list(iter_results(stability)),
+            stability_results,
             intro="Posterior probability of instability (closed form: C_eff < 0; exact: spectral radius of the "
-            "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref).",
+            "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref)."
+            + unconverged,
             missing=(
                 "a phenomenological fit has no curvature K, so the learning rate and K_ref do not enter it "
                 "and it draws no phase diagram (refit with --parameterisation mechanistic)."
@@ -203,14 +213,16 @@ def report_from_posterior(
         Replace an existing ``output`` (``FileExistsError`` otherwise, also when the file
         appears while the stages run).
     """
-    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.core import load_fitted_model
     from bayes_grpo.predict.predict import load_prediction
 
     if not overwrite and Path(output).exists():  # before minutes of sampling, not after
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # read first: a wrong file must fail before minutes of sampling, not after
     loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
-    model = GRPODynamicsModel.load(posterior)
+    # as predict / stability / diagnose load a fit: a warning when it did not converge, since the
+    # phase diagram and the diagnoses below are computed from its draws
+    model = load_fitted_model(posterior)
     runs = runset if runset is not None else model.runset
     results: dict[str, Any] = {"model": model, "runset": runs}
     given = {"draws": draws, "tune": tune, "chains": chains}
