@@ -574,12 +574,23 @@ def test_report_sampler_options_without_a_sampled_stage_are_named_as_unused(tmp_
 
 def test_the_overview_reads_group_sizes_as_given():
     # a fractional G (completions averaged over uneven groups) was truncated: 4.5 read as 4
+    from types import SimpleNamespace
+
     from bayes_grpo.report.sections import overview_section
 
     ds = _runset()
     ds = ds.assign_coords(group_size=("run", np.array([4.0, 4.5, 16.0])))
     html = render_html([overview_section(ds)])
     assert "group sizes [4, 4.5, 16]." in html
+    # and so do the overview's panel titles and the fit's run labels (G 4.5 read as 4: two panels "G=4")
+    from bayes_grpo.report.model_sections import _labels
+    from bayes_grpo.report.sections import _curves_figure
+
+    summary = pd.DataFrame({"model": "tiny", "G": ds["group_size"].values}, index=pd.Index(ds["run"].values, name="run"))
+    fig = _curves_figure(ds, summary)
+    assert sorted(ax.get_title() for ax in fig.axes if ax.has_data()) == ["tiny  G=16", "tiny  G=4", "tiny  G=4.5"]
+    plt.close(fig)
+    assert _labels(SimpleNamespace(runset=ds)) == ["tiny G=4 | run0", "tiny G=4.5 | run1", "tiny G=16 | run2"]
 
 
 def test_the_stability_section_of_a_phenomenological_fit_says_why_it_has_no_phase_diagram(monkeypatch):
