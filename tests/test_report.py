@@ -765,3 +765,32 @@ def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_stability_sectio
     assert main(["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability"]) == 0
     err = capsys.readouterr().err
     assert "bayes-grpo report: warning:" in err and "the fit did not converge (R-hat 3.104 > 1.01)" in err, err
+
+
+def test_the_report_draws_a_phase_diagram_for_each_momentum_setting_of_an_llm(tmp_path, monkeypatch):
+    # one diagram per LLM at the median momentum of its runs: runs at 0.9 (Adam) and 0.5 (SGD)
+    # gave a diagram at 0.7 where no run sits ("0 of 0 observed runs"), and each run was in none
+    from types import SimpleNamespace
+
+    import bayes_grpo.checks.stability as stability
+    import bayes_grpo.model as model_pkg
+    from bayes_grpo.report.build import report_from_posterior
+
+    _stub_report_stages(monkeypatch)
+    fit = model_pkg.GRPODynamicsModel.load("x")
+    fit.data = SimpleNamespace(
+        models=["tiny", "big"],
+        model_idx=np.array([0, 0, 1]),
+        momentum=np.array([0.9, 0.5, 0.9]),
+        momentum_convention=np.array(["ema", "heavy_ball", "ema"], dtype=object),
+    )
+    drawn = []
+    monkeypatch.setattr(stability, "phase_diagram", lambda fitted, **kw: drawn.append(kw) or CheckResult("phase_diagram", True, "stub"))
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    report_from_posterior(posterior, tmp_path / "r.html", diagnose=False)
+    assert drawn == [
+        {"momentum": 0.5, "momentum_convention": "heavy_ball", "model": "tiny"},
+        {"momentum": 0.9, "momentum_convention": "ema", "model": "tiny"},
+        {"momentum": 0.9, "momentum_convention": "ema", "model": "big"},
+    ]

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import numpy as np
 
 from bayes_grpo import __version__
 from bayes_grpo._io import write_text_atomic
@@ -235,16 +234,17 @@ def report_from_posterior(
         from bayes_grpo.checks.stability import phase_diagram
 
         data = model.data
-        # one diagram per fitted LLM, at its runs' momentum: each has its own curvature (a
-        # population-level one needs a new LLM's size when the fit regresses K on model size)
+        # one diagram per fitted LLM and momentum setting of its runs: each LLM has its own
+        # curvature (a population-level one needs a new LLM's size when the fit regresses K on
+        # model size), and a diagram marks the runs at its momentum only (one at the median of
+        # 0.9 and 0.5 marked none, and an SGD run beside Adam ones was in no diagram)
+        settings = dict.fromkeys(
+            (int(m), float(mu), str(convention))
+            for m, mu, convention in zip(data.model_idx, data.momentum, data.momentum_convention)
+        )
         results["stability"] = [
-            phase_diagram(
-                model,
-                momentum=float(np.nanmedian(data.momentum[data.model_idx == m])),
-                momentum_convention=data.momentum_convention[int(np.flatnonzero(data.model_idx == m)[0])],
-                model=name,
-            )
-            for m, name in enumerate(data.models)
+            phase_diagram(model, momentum=mu, momentum_convention=convention, model=data.models[m])
+            for m, mu, convention in sorted(settings)
         ] if model.parameterisation == "mechanistic" else None
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
