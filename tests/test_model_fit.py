@@ -130,6 +130,24 @@ def test_a_model_size_the_draws_do_not_use_is_said_so_as_predict_says_it(tmp_pat
     assert "7e+09 parameters" not in out.out  # the label named a size that was not used
 
 
+def test_a_saved_fit_loads_back_with_the_notes_its_fit_printed(monkeypatch):
+    # `fit` of two LLMs of known size printed "the curvature is not regressed on log model_size: 2
+    # of 2 LLMs have a known size ... the sizes are not used"; `report fit.nc` (and predict) of the
+    # saved fit did not: load rebuilt the data without the notes build_model adds (the size
+    # regression's, the state-space measurement batches'), while write_report(model=...) had them
+    from pathlib import Path
+
+    import bayes_grpo.model.builder as builder
+
+    note = "the curvature is not regressed on log model_size (stand-in)"
+    monkeypatch.setattr(builder, "size_regression_note", lambda data, config, parameterisation: note)
+    loaded = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    built = GRPODynamicsModel(model_config=loaded.model_config, **loaded.settings)
+    built.build_model(loaded.runset)
+    assert note in loaded.data.notes
+    assert loaded.data.notes == built.data.notes
+
+
 @pytest.mark.slow
 def test_saved_fit_loads_without_refitting_and_refuses_altered_files(fitted, tmp_path):
     path = fitted.save(tmp_path / "fit.nc")

@@ -184,22 +184,31 @@ class GRPODynamicsModel:
     # ------------------------------------------------------------------ build
     def build_model(self, runset: xr.Dataset):
         """Build (and keep) the ``pm.Model`` for ``runset``."""
-        from bayes_grpo.model.builder import build_pymc_model, size_regression_note
+        from bayes_grpo.model.builder import build_pymc_model
 
         validate_runset(runset)
         self.runset = runset
-        self.data = prepare_data(runset, self.model_config, self.parameterisation, self.likelihood)
-        size_note = size_regression_note(self.data, self.model_config, self.parameterisation)
-        if size_note is not None:
-            self.data.notes.append(size_note)
-        if self.likelihood == "state_space":
-            note = measurement_batch_note(runset, self.model_config)
-            if note is not None:
-                self.data.notes.append(note)
+        self.data = self._prepare_data(runset)
         self.model = build_pymc_model(
             self.data, self.model_config, parameterisation=self.parameterisation, likelihood=self.likelihood, invariance=self.invariance
         )
         return self.model
+
+    def _prepare_data(self, runset: xr.Dataset) -> ModelData:
+        """``prepare_data`` with the notes on this model's own settings (the curvature regression
+        on model size, the state-space measurement batches): one place for a fit and for a saved
+        fit loaded back, whose report and predictions lost them."""
+        from bayes_grpo.model.builder import size_regression_note
+
+        data = prepare_data(runset, self.model_config, self.parameterisation, self.likelihood)
+        size_note = size_regression_note(data, self.model_config, self.parameterisation)
+        if size_note is not None:
+            data.notes.append(size_note)
+        if self.likelihood == "state_space":
+            note = measurement_batch_note(runset, self.model_config)
+            if note is not None:
+                data.notes.append(note)
+        return data
 
     def sample_prior_predictive(self, runset: xr.Dataset, *, samples: int = 200, random_seed: int = 0) -> az.InferenceData:
         """Prior (and, for the iid likelihood, prior predictive) draws for ``runset``.
@@ -458,7 +467,7 @@ class GRPODynamicsModel:
             if name in runset.coords:
                 runset = runset.assign_coords({name: runset[name].values.astype(object)} if name == RUN_DIM else {name: (RUN_DIM, runset[name].values.astype(object))})
         model.runset = runset
-        model.data = prepare_data(runset, model.model_config, model.parameterisation, model.likelihood)
+        model.data = model._prepare_data(runset)
         model.idata = idata
         fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
         model.fit_seconds = float(fs) if fs else None
