@@ -136,3 +136,47 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     # the demo's stages 1-3, which also make the shipped posterior models/tiny.nc
     fitted = fit_example_runs(DATA, progress=lambda line: None)
     assert fitted.convergence.passed, fitted.convergence.summary
+
+
+def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, monkeypatch):
+    # the demo's report listed the runs it left out as "not a run of the fit"; why (diagnosed
+    # unstable, a collapse, outside the fitted groups) was in `demo --json` only
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    import bayes_grpo.checks.invariance as invariance
+    import bayes_grpo.checks.stability as stability
+    import bayes_grpo.predict.predict as predict
+    import bayes_grpo.predict.result as result
+    import bayes_grpo.report.build as build
+    import bayes_grpo.runset as runset_pkg
+    from bayes_grpo.checks.base import CheckResult
+    from bayes_grpo.report import demo
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(1, 41)
+    meta = {"model": "tiny", "group_size": 4, "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
+    runs = make_runset({r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / (10.0 + i))}, index=steps) for i, r in enumerate("abc")}, {r: meta for r in "abc"})
+    excluded = {"b": "diagnosed instability", "c": "not in the fitted groups g_fixed_completions/lr_ladder/k_ref_ladder"}
+    fit_set = runs.sel(run=["a"])
+    model = SimpleNamespace(runset=fit_set, save=lambda path, overwrite=False: Path(path))
+    passed = CheckResult("convergence", True, "stub")
+    monkeypatch.setattr(demo, "fit_example_runs", lambda *a, **k: demo.ExampleFit(runs, [], fit_set, excluded, model, passed))
+    monkeypatch.setattr(runset_pkg, "save_runset", lambda ds, path, overwrite=False: Path(path))
+    monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: CheckResult("g_invariance", None, "stub"))
+    monkeypatch.setattr(stability, "phase_diagram", lambda *a, **k: CheckResult("phase_diagram", None, "stub", figures={"phase": plt.figure()}))
+    monkeypatch.setattr(predict, "predict_run", lambda *a, **k: None)
+    monkeypatch.setattr(predict, "save_prediction", lambda *a, **k: None)
+    monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
+    written: dict = {}
+    monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
+    demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
+    results = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite")}
+    html = build.render_html(build.build_sections(**results))
+    plt.close("all")
+    assert "b: left out of the fit: diagnosed instability" in html
+    assert "c: left out of the fit: not in the fitted groups" in html
+    assert "not a run of the fit" not in html

@@ -45,6 +45,7 @@ def build_sections(
     predictions: CheckResult | Sequence[CheckResult] | None = None,
     diagnostics: CheckResult | Sequence[CheckResult] | dict | None = None,
     comparison: CheckResult | Sequence[CheckResult] | None = None,
+    excluded: dict[str, str] | None = None,
 ) -> list[Section]:
     """All report sections, in :data:`SECTION_KEYS` order.
 
@@ -58,6 +59,9 @@ def build_sections(
     invariance, stability, predictions, diagnostics, comparison
         Check results from :mod:`bayes_grpo.checks`, :mod:`bayes_grpo.predict` and
         :mod:`bayes_grpo.diagnostics` (predictions include forecasts).
+    excluded
+        ``{run id: why}`` for runs of ``runset`` left out of the fit on purpose (the demo's runs
+        diagnosed unstable or collapsing): the overview gives that reason, not "not a run of the fit".
     """
     fitted = getattr(model, "runset", None) if model is not None else None
     unfitted = None
@@ -67,6 +71,7 @@ def build_sections(
         from bayes_grpo.diagnostics._posterior import unfitted_runs
 
         unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
+        unfitted |= {r: f"left out of the fit: {why}" for r, why in (excluded or {}).items() if r in unfitted}
     sections = [overview_section(runset, unfitted=unfitted, fitted=fitted is not None)]
     sections += model_sections.model_sections(model)
     stability_results = list(iter_results(stability))

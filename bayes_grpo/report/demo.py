@@ -320,6 +320,7 @@ def run_demo(
         stability=phase,
         predictions=predicted,
         diagnostics=diagnostics,
+        excluded=fitted.excluded,
         overwrite=overwrite,
     )
     stage("report")
