@@ -175,7 +175,7 @@ def test_the_fit_says_when_the_size_regression_leaves_an_llm_out():
 
 
 def test_fit_reports_the_curvature_scaling_exponent_it_recovered(size_fit):
-    from bayes_grpo.cli.fit import size_exponent_summary
+    from bayes_grpo.model.core import size_exponent_summary
 
     m, _ = size_fit
     # the exponent was in the posterior file only: `fit` printed neither it nor that it was used

@@ -794,3 +794,26 @@ def test_the_report_draws_a_phase_diagram_for_each_momentum_setting_of_an_llm(tm
         {"momentum": 0.9, "momentum_convention": "ema", "model": "tiny"},
         {"momentum": 0.9, "momentum_convention": "ema", "model": "big"},
     ]
+
+
+def test_the_posterior_section_gives_the_curvature_scaling_exponent_that_fit_prints():
+    # a fit that regresses log K on log model size: `fit` prints "size_exponent 0.321 [-0.0457,
+    # 0.669]"; the report had it nowhere (not in the text, not in the summary table)
+    from types import SimpleNamespace
+
+    import arviz as az
+
+    from bayes_grpo.model.core import size_exponent_summary
+    from bayes_grpo.report.model_sections import posterior_section
+
+    fit = _fit_of_coefficient_scales({"zeta": 5.0})
+    draws = 0.3 + 0.1 * np.random.default_rng(1).normal(size=(2, 50))
+    fit.idata = az.InferenceData(posterior=fit.idata.posterior.assign(size_exponent=(("chain", "draw"), draws)))
+    fit.data = SimpleNamespace(models=["tiny"], log_size=np.array([np.log(1e9)]))
+    section = posterior_section(fit)
+    plt.close("all")
+    s = size_exponent_summary(fit)
+    texts = [b.content for b in section.blocks if b.kind == "text"]
+    assert any(f"size_exponent {s['median']:.3g} [{s['lo']:.3g}, {s['hi']:.3g}]" in t and "['tiny']" in t for t in texts), texts
+    (table,) = [b.content for b in section.blocks if b.kind == "table"]
+    assert "<th>size_exponent</th>" in table

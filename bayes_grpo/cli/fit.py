@@ -114,25 +114,10 @@ def unstable_run_note(run_id: str, evidence: str) -> str:
     )
 
 
-def size_exponent_summary(model) -> dict | None:
-    """Posterior of the curvature-scaling exponent (``log K`` on ``log model_size``): median and
-    central ``HDI_PROB`` interval, with the LLMs of known size; None when the fit has none."""
-    import numpy as np
-
-    from bayes_grpo.constants import HDI_PROB
-
-    post = model.idata.posterior
-    if "size_exponent" not in post:
-        return None
-    x = np.asarray(post["size_exponent"].values, dtype=float).ravel()
-    lo, hi = np.quantile(x, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2])
-    sized = [m for m, s in zip(model.data.models, model.data.log_size) if np.isfinite(s)]
-    return {"median": float(np.median(x)), "lo": float(lo), "hi": float(hi), "prob": HDI_PROB, "llms": sized}
-
-
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.core import size_exponent_summary
     from bayes_grpo.runset import load_runset
 
     check_output_paths(

@@ -1045,4 +1045,16 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
     return idata
 
 
-__all__ = ["GRPODynamicsModel", "normalise_likelihood", "FIT_DATA_GROUP"]
+def size_exponent_summary(model) -> dict | None:
+    """Posterior of the curvature-scaling exponent (``log K`` on ``log model_size``): median and
+    central ``HDI_PROB`` interval, with the LLMs of known size; None when the fit has none."""
+    post = model.idata.posterior
+    if "size_exponent" not in post:
+        return None
+    x = np.asarray(post["size_exponent"].values, dtype=float).ravel()
+    lo, hi = np.quantile(x, [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2])
+    sized = [m for m, s in zip(model.data.models, model.data.log_size) if np.isfinite(s)]
+    return {"median": float(np.median(x)), "lo": float(lo), "hi": float(hi), "prob": HDI_PROB, "llms": sized}
+
+
+__all__ = ["GRPODynamicsModel", "normalise_likelihood", "FIT_DATA_GROUP", "size_exponent_summary"]

@@ -196,6 +196,8 @@ def _forest_figure(post: Any, names: list[str], *, width: float):
 def posterior_section(model: Any) -> Section:
     import arviz as az
 
+    from bayes_grpo.model.core import size_exponent_summary
+
     section = Section(key="posteriors", title="Posteriors of the oscillator coefficients", intro=POSTERIOR_INTRO)
     post = model.idata.posterior
     labels = short_labels(_labels(model), 2 * LABEL_WIDTH)  # a long run id squeezes the plot to a strip
@@ -206,6 +208,14 @@ def posterior_section(model: Any) -> Section:
         noise = [v for v in ("noise_d", "alpha") if v in post]
         section.figure(_forest_figure(_drawn_model_names(post[noise]), noise, width=7), f"Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1), {HDI_PROB:.0%} HDI.")
     # unrounded: the table prints 4 significant digits (ArviZ rounds to 3 decimals: D ~2e-3 had sd 0, R-hat 2 decimals)
-    summary = az.summary(model.idata, var_names=[v for v in ("alpha", "noise_d", "plateau") if v in post], hdi_prob=HDI_PROB, round_to="none")
+    scaling = size_exponent_summary(model) if "size_exponent" in post else None
+    if scaling is not None:  # what `fit` prints of a fit that regresses log K on log model size
+        section.text(
+            f"Curvature scaling with model size (log K regressed on log model_size over the LLMs {scaling['llms']}): "
+            f"size_exponent {scaling['median']:.3g} [{scaling['lo']:.3g}, {scaling['hi']:.3g}] "
+            f"(median and central {scaling['prob']:.0%} interval)."
+        )
+    names = [v for v in ("alpha", "noise_d", "plateau", "size_exponent") if v in post]
+    summary = az.summary(model.idata, var_names=names, hdi_prob=HDI_PROB, round_to="none")
     section.table(summary)
     return section
