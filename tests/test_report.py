@@ -169,6 +169,13 @@ def test_report_tables_leave_missing_values_blank_not_none_or_nan():
     frame = pd.DataFrame({"mode": ["instability"], "onset_step": [None], "strength": [np.nan]}, dtype=object)
     html = table_html(frame)
     assert "None" not in html and "nan" not in html.lower() and "instability" in html
+    # nor in the row labels: the report's residual-autocorrelation table of runs of unknown G
+    # (grouped by model and G) had a row "NaN"
+    index = pd.MultiIndex.from_tuples([("m", np.nan), ("m", 8.0)], names=["model", "G"])
+    html = table_html(pd.DataFrame({"acf_lag1": [0.17, 0.42]}, index=index))
+    assert "nan" not in html.lower() and "<th>8</th>" in html and "0.42" in html, html
+    html = table_html(pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index([np.nan, 4.0], name="G")))
+    assert "nan" not in html.lower(), html
 
 
 @pytest.mark.browser

@@ -69,6 +69,8 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
     """HTML table with the report's CSS class (values escaped by pandas)."""
 
     def fmt(v: Any) -> str:
+        if v is None:
+            return ""
         if isinstance(v, float | np.floating):
             return "" if np.isnan(v) else float_format.format(v)
         return str(v)
@@ -76,6 +78,14 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
     # None (a value that does not apply, e.g. a diagnostic without an onset step) is printed
     # by pandas as "None" whatever na_rep says: blank it like NaN
     frame = frame.map(lambda v: "" if v is None else v)
+    # and row labels are printed as they are ("NaN" for the G of runs of unknown G): the same
+    # rule for them (formatters apply to the columns only)
+    if len(frame.index):
+        label = lambda v: fmt(v) if v is None or isinstance(v, float | np.floating) else v  # noqa: E731
+        if isinstance(frame.index, pd.MultiIndex):
+            frame.index = pd.MultiIndex.from_tuples([tuple(map(label, t)) for t in frame.index], names=frame.index.names)
+        else:
+            frame.index = pd.Index([label(v) for v in frame.index], name=frame.index.name)
     return frame.to_html(classes="data", index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
 
 
