@@ -128,6 +128,16 @@ def test_the_report_writers_refuse_an_existing_file_unless_told_to_overwrite(tmp
     with pytest.raises(FileExistsError, match="report.html: already exists"):
         report_from_posterior(tmp_path / "fit.nc", path)
     assert path.read_text() == "the user's notes"
+    # an input is never the output, overwrite or not (`bayes-grpo report fit.nc -o fit.nc --overwrite`
+    # is refused): report_from_posterior(fit, fit, overwrite=True) replaced the fit with the HTML
+    fit, prediction = tmp_path / "fit.nc", tmp_path / "pred.nc"
+    fit.write_bytes(b"the user's fit")
+    prediction.write_bytes(b"the user's prediction")
+    with pytest.raises(FileExistsError, match="fit.nc: is the posterior file"):
+        report_from_posterior(fit, tmp_path / "." / "fit.nc", overwrite=True)
+    with pytest.raises(FileExistsError, match="pred.nc: is the prediction file"):
+        report_from_posterior(fit, prediction, predictions=[prediction], overwrite=True)
+    assert fit.read_bytes() == b"the user's fit" and prediction.read_bytes() == b"the user's prediction"
 
 
 def _chromium() -> str | None:

@@ -220,6 +220,12 @@ def report_from_posterior(
     from bayes_grpo.model.core import load_fitted_model
     from bayes_grpo.predict.predict import load_prediction
 
+    # an input is never replaced, overwrite or not (as `bayes-grpo report` refuses it): the
+    # report written over the posterior it was made from destroyed the fit
+    out = Path(output).expanduser().resolve()
+    for name, source in [("posterior", posterior), *(("prediction", p) for p in predictions)]:
+        if Path(source).expanduser().resolve() == out:
+            raise FileExistsError(f"{output}: is the {name} file; writing the report there would replace it (overwrite=True does not)")
     if not overwrite and Path(output).exists():  # before minutes of sampling, not after
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # read first: a wrong file must fail before minutes of sampling, not after
