@@ -370,7 +370,8 @@ def test_a_setting_the_runs_do_not_log_takes_the_fits_default():
 
 def test_runs_of_unknown_g_form_one_group_in_the_band_and_autocorrelation_checks():
     # each run of unknown G was its own group (a fresh NaN key per run): one "G=nan" row per
-    # run, and their figures under one title, so all but the last were lost
+    # run, and their figures under one title, so all but the last were lost; the one group is
+    # then named "G=?" as the fit names it (group_size_text), not "G=nan"
     from bayes_grpo.runset import concat_runsets
 
     class ReferenceG(KnownPosterior):  # as the fit: a run of unknown G at a reference G
@@ -387,7 +388,7 @@ def test_runs_of_unknown_g_form_one_group_in_the_band_and_autocorrelation_checks
     bands = trajectory_band_check(ReferenceG(), full)
     assert len(bands.table) == 3 and bands.table["n_runs"].tolist() == [2, 2, 3]
     assert len(bands.figures) == 3
-    assert bands.summary.count("G=nan") == 1
+    assert bands.summary.count("G=?") == 1 and "G=nan" not in bands.summary
     acf = residual_autocorrelation_check(ReferenceG(), full)
     assert len(acf.table) == 3 and acf.table["n_points"].tolist() == [200, 200, 300]
 

@@ -34,7 +34,7 @@ import xarray as xr
 from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
-from bayes_grpo.runset.schema import readable_group_size, readable_group_sizes
+from bayes_grpo.runset.schema import group_size_text, readable_group_size, readable_group_sizes
 
 #: Largest number of posterior draws used per run (thinned evenly).
 MAX_DRAWS: int = 400
@@ -191,8 +191,8 @@ def trajectory_band_check(
                 ax.plot(pr["t"], pr["y"], ".", ms=2, color=color)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
-        ax.set_title(plot_text(f"{model or 'model'}, G={g:g}: {HDI_PROB:.0%} predictive bands and data"))
-        figures[f"{model} G={g:g} bands"] = fig
+        ax.set_title(plot_text(f"{model or 'model'}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data"))
+        figures[f"{model} G={group_size_text(g)} bands"] = fig
         cov = inside / total if total else np.nan
         rows.append(
             {
@@ -214,7 +214,7 @@ def trajectory_band_check(
         # with several LLMs each group is named by its LLM too: "80% (G=4), 20% (G=4)" said
         # neither which LLM's runs the bands missed
         + ", ".join(
-            f"{c:.0%} ({m + ', ' if several else ''}G={g:g})" for (m, g), c in table["coverage"].items()
+            f"{c:.0%} ({m + ', ' if several else ''}G={group_size_text(g)})" for (m, g), c in table["coverage"].items()
         )
         + f" of the logged rewards (required >= {HDI_PROB - COVERAGE_SLACK:.0%})."
     )

@@ -20,7 +20,7 @@ from bayes_grpo.dynamics.trajectory import starts_late
 from bayes_grpo.model.config import measurement_g_exponent, setting_in_range
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
-from bayes_grpo.runset.schema import readable_group_size
+from bayes_grpo.runset.schema import group_size_text, readable_group_size
 
 #: Coordinates the mechanistic parameterisation needs for every run.
 MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
@@ -92,8 +92,7 @@ class ModelData:
 
 def group_label(model: str, group_size: float) -> str:
     """Label of a (model, G) group, e.g. ``"qwen|G=8"`` (``G=?`` when unknown)."""
-    g = "?" if not np.isfinite(group_size) else f"{group_size:g}"
-    return f"{model}|G={g}"
+    return f"{model}|G={group_size_text(group_size)}"
 
 
 def has_group_offsets(group_model_idx: np.ndarray, group_g: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
-from bayes_grpo.runset.schema import readable_group_size
+from bayes_grpo.runset.schema import group_size_text
 
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
@@ -43,7 +43,7 @@ def model_sections(model: Any | None) -> list[Section]:
 
 def _labels(model: Any) -> list[str]:
     ds = model.runset
-    return [f"{m or '?'} G={'?' if np.isnan(g) else readable_group_size(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, ds["group_size"].values)]
+    return [f"{m or '?'} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, ds["group_size"].values)]
 
 
 def _assumed_settings(model: Any) -> list[str]:

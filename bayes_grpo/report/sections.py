@@ -15,7 +15,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult, figure_to_base64, plot_text
-from bayes_grpo.runset.schema import readable_group_size
+from bayes_grpo.runset.schema import group_size_text, readable_group_size
 
 
 @dataclass
@@ -222,7 +222,7 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
             y = runset["reward"].sel(run=run_id).values
             ok = np.isfinite(y)  # runs logged every k steps are NaN in between
             ax.plot(runset["step"].values[ok], y[ok], lw=0.8, alpha=0.8, label=label)
-        ax.set_title(short_labels([f"{model or '(model unknown)'}  G={'?' if pd.isna(g) else readable_group_size(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
+        ax.set_title(short_labels([f"{model or '(model unknown)'}  G={group_size_text(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         if len(run_ids) <= 6:

@@ -49,6 +49,13 @@ def readable_group_size(value: float) -> int | float:
     return int(g) if np.isfinite(g) and g.is_integer() else g
 
 
+def group_size_text(value: float) -> str:
+    """A group size in a label or a message: ``"4"``, ``"4.5"``, and ``"?"`` when unknown
+    (``G=nan`` read as a number)."""
+    g = readable_group_size(value)
+    return f"{g:g}" if np.isfinite(g) else "?"
+
+
 def readable_group_sizes(values: object) -> np.ndarray:
     """:func:`readable_group_size` of each value, as a column: int64 when every G is a known
     integer, else an object array of ints with NaN (or floats) where G is unknown (fractional)."""
