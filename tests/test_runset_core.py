@@ -231,3 +231,9 @@ def test_values_a_run_set_cannot_keep_are_said_not_silently_made_missing():
     notes = runset_warnings(ds)
     assert len(notes["a"]) == 2 and "b" not in notes
     assert np.isnan(ds["reward"].sel(run="a").values[[1, 3, 4]]).all()
+
+
+def test_a_group_size_reads_in_labels_as_given_and_unknown_as_a_question_mark():
+    from bayes_grpo.runset.schema import group_size_text
+
+    assert [group_size_text(g) for g in (4.0, 4.5, 16, float("nan"))] == ["4", "4.5", "16", "?"]
