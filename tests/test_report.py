@@ -755,7 +755,7 @@ def test_fit_section_names_the_settings_the_fit_took_from_its_defaults():
     assert "k_ref" not in note  # a default no run needed
 
 
-def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_stability_section_and_on_stderr(tmp_path, monkeypatch, capsys):
+def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_fit_and_stability_sections_and_on_stderr(tmp_path, monkeypatch, capsys):
     # `report bad.nc` (R-hat 3.1, bulk ESS 4) printed only "wrote r.html" where `phase-diagram bad.nc`
     # warns "the fit did not converge ...", and its phase diagram read "pass" with no word on it
     from types import SimpleNamespace
@@ -769,8 +769,10 @@ def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_stability_sectio
         convergence = Section(key="convergence", title="Convergence").check(CheckResult("convergence", passed, "R-hat 3.1"))
         monkeypatch.setattr(model_sections, "model_sections", lambda model, c=convergence: [Section("fit", "Fit per run"), c, Section("posteriors", "Posteriors")])
         fit = SimpleNamespace(runset=_runset(), idata=object(), parameterisation="mechanistic")
-        (stability,) = [s for s in build_sections(model=fit, stability=phase) if s.key == "stability"]
-        assert ("did not converge" in stability.intro) is (not passed), stability.intro
+        sections = {s.key: s for s in build_sections(model=fit, stability=phase)}
+        assert ("did not converge" in sections["stability"].intro) is (not passed), sections["stability"].intro
+        # and so does the fit section, whose per-run R^2 and zeta are those draws too
+        assert ("did not converge" in sections["fit"].intro) is (not passed), sections["fit"].intro
     monkeypatch.undo()
     _stub_report_stages(monkeypatch)
     import bayes_grpo.model as model_pkg

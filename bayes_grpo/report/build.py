@@ -76,9 +76,16 @@ def build_sections(
     sections += model_sections.model_sections(model)
     stability_results = list(iter_results(stability))
     unconverged = ""
-    if stability_results and getattr(model, "idata", None) is not None:
-        convergence = next((b.content for s in sections if s.key == "convergence" for b in s.blocks if b.kind == "check"), None)
-        if convergence is not None and convergence.badge_class == "fail":  # the diagram is the fit's draws: say so there
+    convergence = next((b.content for s in sections if s.key == "convergence" for b in s.blocks if b.kind == "check"), None)
+    if convergence is not None and convergence.badge_class == "fail":
+        # the per-run table and the phase diagram are the fit's draws: say so there, not only
+        # under Convergence (the fit section showed R^2 and zeta of an R-hat 3 fit unqualified)
+        fit = next((s for s in sections if s.key == "fit"), Section("fit", ""))
+        fit.intro += (
+            " The fit did not converge (see Convergence): the figures below are from draws that may "
+            "not represent the posterior."
+        )
+        if stability_results:
             unconverged = (
                 " Computed from the draws of a fit that did not converge (see Convergence): "
                 "its probabilities and thresholds inherit that."
