@@ -396,3 +396,32 @@ def test_a_huge_gain_is_unstable_without_a_numpy_warning():
         out = stability_probabilities(np.full(20, 2e301), momentum=0.5, k_ref=2)
     assert out["p_unstable_exact"] == 1.0 and out["p_unstable_closed_form"] == 1.0
     assert np.isnan(out["zeta_median"]) and out["p_damped"] == 0.0
+
+
+def test_a_phase_diagram_marks_a_run_at_the_momentum_the_fit_gave_it_by_default():
+    # runs logged without a momentum, fitted with `fit --default momentum=0.9
+    # momentum_convention=ema`: the diagram at that momentum marked none of them ("0 observed
+    # runs"), reading the logged NaN, not the value the fit took
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(20)
+    ds = make_runset(
+        {r: pd.DataFrame({"reward": np.linspace(0.2, 0.6, 20)}, index=steps) for r in ("a", "b")},
+        {r: {"model": "m", "learning_rate": 1e-3, "k_ref": 1, "group_size": 8} for r in ("a", "b")},
+    )
+    assert np.isnan(ds["momentum"].values).all()
+    fitted = _StiffnessPosterior(50.0)
+    fitted.runset = ds
+    fitted.data = SimpleNamespace(
+        run_ids=["b", "a"],  # the fit's own order
+        models=["m"],
+        learning_rate=np.array([1e-3, 1e-3]),
+        momentum=np.array([0.9, 0.9]),
+        momentum_convention=["ema", "ema"],
+        k_ref=np.array([1.0, 1.0]),
+    )
+    res = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2])
+    assert "0 of 2 observed runs sit where" in res.summary and res.passed is True, res.summary

@@ -620,7 +620,7 @@ def phase_diagram(
     if observed is None:
         # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
         observed = observed_settings(
-            fitted_runset(fitted),
+            _runset_as_fitted(fitted),
             momentum=momentum,
             momentum_convention=momentum_convention,
             model=_fitted_llm(fitted, model),
@@ -634,6 +634,27 @@ def phase_diagram(
         observed=observed,
         label=_label(fitted, model, model_size),
         n_learning_rates=n_learning_rates,
+    )
+
+
+def _runset_as_fitted(fitted: Any) -> xr.Dataset | None:
+    """The fitted run set with each run's settings as the fit took them: a setting the run
+    does not log carries the fit's default (``fit --default momentum=0.9``), which a phase
+    diagram at that momentum must mark the run at (it marked none: the logged NaN matched no
+    momentum)."""
+    ds = fitted_runset(fitted)
+    data = getattr(fitted, "data", None)
+    run_ids = getattr(data, "run_ids", None)
+    if ds is None or run_ids is None or getattr(data, "learning_rate", None) is None:
+        return ds
+    if sorted(run_ids) != sorted(str(r) for r in ds["run"].values):
+        return ds
+    at = [list(run_ids).index(str(r)) for r in ds["run"].values]
+    return ds.assign_coords(
+        {
+            name: ("run", np.asarray(getattr(data, name), dtype=object if name == "momentum_convention" else float)[at])
+            for name in ("learning_rate", "momentum", "momentum_convention", "k_ref")
+        }
     )
 
 
