@@ -117,6 +117,33 @@ def test_a_setting_listed_twice_is_named_not_turned_into_duplicate_run_ids(tmp_p
 
 
 @pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        # IndexError traceback from rates[0]
+        (["simulate", "bandit", "--lr", ""], "--lr: no values given"),
+        (["simulate", "bandit", "--lr", " , "], "--lr: no values given"),
+        (["simulate", "bandit", "--momentum", "0.1,x"], "--momentum: cannot read '0.1,x'"),
+        (["simulate", "bandit", "--beta", ","], "--beta: no values given"),
+        # "range() arg 3 must not be zero" / "invalid literal for int() with base 10: 'a'"
+        (["simulate", "bandit", "--k-ref", "0:4:0"], "--k-ref: bad range '0:4:0'"),
+        (["simulate", "bandit", "--k-ref", "a:3"], "--k-ref: bad range 'a:3'"),
+        (["simulate", "bandit", "--group-size", "4,4"], "--group-size: '4,4' lists 4.0 more than once"),
+        (["simulate", "sde", "--lr", ""], "--lr: no values given"),
+        (["sweep", "--k-ref", "5:2"], "--k-ref: empty range '5:2'"),
+        (["sweep", "--momentum", ""], "--momentum: no values given"),
+    ],
+)
+def test_a_bad_or_empty_list_is_an_error_naming_its_flag(argv, named, tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    extra = ["-o", str(out)] if argv[0] == "simulate" else ["--no-progress"]
+    assert main([*argv, "--steps", "3", "--seeds", "1", *extra]) == 2
+    err = capsys.readouterr().err
+    assert named in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
     ("extra", "named"),
     [
         # RuntimeError traceback from torch.device

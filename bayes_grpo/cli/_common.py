@@ -55,26 +55,36 @@ def finite_float(text: str) -> float:
     return value
 
 
-def parse_values(text: str, kind: type = float) -> list:
-    """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``."""
+def parse_values(text: str, kind: type = float, flag: str | None = None) -> list:
+    """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``; ``flag`` names
+    the option in the error. An empty list is an error (``simulate bandit --lr ""`` was an
+    IndexError traceback; ``--k-ref 0:4:0`` said "range() arg 3 must not be zero")."""
+    where = f"{flag}: " if flag else ""
     text = str(text).strip()
     if ":" in text:
-        parts = [int(p) for p in text.split(":")]
-        if len(parts) not in (2, 3):
-            raise ValueError(f"bad range {text!r}; use START:STOP or START:STOP:STEP")
+        try:
+            parts = [int(p) for p in text.split(":")]
+        except ValueError:
+            parts = []
+        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] == 0):
+            raise ValueError(
+                f"{where}bad range {text!r}; use START:STOP or START:STOP:STEP (whole numbers, STEP != 0)"
+            )
         values = list(range(*parts))
         if not values:
-            raise ValueError(f"empty range {text!r}")
+            raise ValueError(f"{where}empty range {text!r}")
         return [kind(v) for v in values]
     try:
         values = [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"cannot read {text!r} as a list of {kind.__name__} values") from None
+        raise ValueError(f"{where}cannot read {text!r} as a list of {kind.__name__} values") from None
+    if not values:
+        raise ValueError(f"{where}no values given")
     repeated = sorted({v for v in values if values.count(v) > 1})
     if repeated:
         # two equal settings are one setting: the runs they made got the same ids, which the
         # run set then refused with a long list of duplicate ids
-        raise ValueError(f"{text!r} lists {', '.join(map(str, repeated))} more than once")
+        raise ValueError(f"{where}{text!r} lists {', '.join(map(str, repeated))} more than once")
     return values
 
 
@@ -82,7 +92,7 @@ def int_values(text: str, flag: str | None = None) -> list[int]:
     """:func:`parse_values` of whole numbers (``--k-ref``, ``--group-size``); ``flag`` names
     the option in the error (``--k-ref inf`` was an ``OverflowError`` traceback, ``nan``
     "cannot convert float NaN to integer")."""
-    values = parse_values(text, float)
+    values = parse_values(text, float, flag)
     if any(not math.isfinite(v) or v != int(v) for v in values):
         raise ValueError(f"{flag + ': ' if flag else ''}expected integers, got {text!r}")
     return [int(v) for v in values]

@@ -245,7 +245,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
-    rates = parse_values(args.lr)
+    rates = parse_values(args.lr, flag="--lr")
     if args.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {args.steps}")
     if len(rates) > 1 and args.lr_schedule not in SCHEDULES:
@@ -263,9 +263,9 @@ def run_simulate(args: argparse.Namespace) -> int:
             k_ref=int_values(args.k_ref, "--k-ref"),
             group_size=int_values(args.group_size, "--group-size"),
             learning_rate=rates,
-            momentum=parse_values(args.momentum),
+            momentum=parse_values(args.momentum, flag="--momentum"),
             momentum_convention=args.convention,
-            beta=parse_values(args.beta),
+            beta=parse_values(args.beta, flag="--beta"),
             seeds=args.seeds,
             steps=args.steps,
             n_prompts=args.n_prompts,
@@ -299,7 +299,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def _single(text: str, name: str) -> float:
-    values = parse_values(text)
+    values = parse_values(text, flag=name)
     if len(values) != 1:
         raise ValueError(f"sweep takes one value of {name}, got {text!r}")
     return float(values[0])
@@ -323,7 +323,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         steps=args.steps,
         group_size=int(_single(args.group_size, "--group-size")),
-        learning_rate=parse_values(args.lr),
+        learning_rate=parse_values(args.lr, flag="--lr"),
         momentum=_single(args.momentum, "--momentum"),
         momentum_convention=args.convention,
         beta=_single(args.beta, "--beta"),

@@ -160,7 +160,7 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     ds = simulate_sde_runset(
         models=models,
         group_sizes=int_values(args.group_size, "--group-size"),
-        learning_rates=parse_values(args.lr),
+        learning_rates=parse_values(args.lr, flag="--lr"),
         momentum=args.momentum,
         convention=args.convention,
         k_refs=int_values(args.k_ref, "--k-ref"),
