@@ -184,3 +184,16 @@ def test_help_is_complete(argv, capsys):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert "--k-ref" in text and "--device" in text and "examples:" in text
+
+
+def test_transition_with_several_rates_is_refused_before_the_sweep(monkeypatch, capsys):
+    # `sweep --lr 0.1,0.2 --transition` ran the whole sweep (13 s at --k-ref 0:40 --seeds 32)
+    # and only then said that --transition takes one learning rate
+    import bayes_grpo.bandit.experiments as experiments
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(experiments, "sweep_k_ref", no_sweep)
+    assert main(["sweep", "--lr", "0.1,0.2", "--transition", "--steps", "3", "--no-progress"]) == 2
+    assert "--transition takes one learning rate" in capsys.readouterr().err
