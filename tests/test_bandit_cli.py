@@ -151,8 +151,6 @@ def test_a_bad_or_empty_list_is_an_error_naming_its_flag(argv, named, tmp_path, 
         # a NaN learning rate wrote runs whose reward is 0 from step 2 on; 0 and < 0 never learn
         (["--lr", "nan"], "learning_rate must be finite numbers > 0, got [nan]"),
         (["--lr", "0.1,-1"], "learning_rate must be finite numbers > 0, got [-1.0]"),
-        # a clip range <= 0 masks every sample: runs that never move, written without a word
-        (["--clip-eps", "-1"], "clip_eps must be > 0"),
         # torch's allocation failure was a RuntimeError traceback
         (["--steps", "1000000000000"], "do not fit in memory"),
     ],
@@ -163,6 +161,44 @@ def test_impossible_settings_are_named_before_any_run_is_written(tmp_path, capsy
     assert main(argv) == 2
     assert named in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("verb", [["simulate", "bandit"], ["sweep"]])
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [
+        # the simulator's messages named its parameters (p_init, clip_eps, seeds, n_prompts),
+        # the sweep's "steps must be >= 1" not --steps; a huge --seed was "Overflow when
+        # unpacking long long", a negative one a run labelled seed=-1
+        ("--p-init", "1.5", "argument --p-init: must lie strictly between 0 and 1"),
+        ("--p-ref", "0", "argument --p-ref: must lie strictly between 0 and 1"),
+        # a clip range <= 0 masks every sample: runs that never move, written without a word
+        ("--clip-eps", "-1", "argument --clip-eps: must be > 0"),
+        ("--clip-eps", "nan", "argument --clip-eps: must be > 0"),
+        ("--steps", "0", "argument --steps: must be at least 1"),
+        ("--seeds", "0", "argument --seeds: must be at least 1"),
+        ("--n-prompts", "0", "argument --n-prompts: must be at least 1"),
+        ("--seed", "-1", "argument --seed: must be 0 or more"),
+    ],
+)
+def test_an_impossible_scalar_setting_is_an_error_naming_its_flag(verb, flag, value, named, tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    with pytest.raises(SystemExit) as exc:
+        main([*verb, "--k-ref", "0:2", "--steps", "3", "--seeds", "1", flag, value, "-o", str(out)])
+    assert exc.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_seed_beyond_the_generator_and_the_seed_coordinate_is_refused(tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    argv = ["simulate", "bandit", "--steps", "3", "--seeds", "2", "-o", str(out)]
+    assert main([*argv, "--seed", str(2**70)]) == 2
+    assert "seed must be a whole number in [0, 2**53 - seeds]" in capsys.readouterr().err
+    assert not out.exists()
+    # the largest seed whose two replicates keep distinct (float64) seed coordinates
+    assert main([*argv, "--seed", str(2**53 - 2)]) == 0
+    assert sorted(load_runset(out)["seed"].values.tolist()) == [2**53 - 2, 2**53 - 1]
 
 
 @pytest.mark.parametrize("verb", [["simulate", "bandit"], ["sweep"]])

@@ -170,6 +170,8 @@ def simulate_bandit_arrays(
         )
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    if not 0 <= int(seed) < 2**63:
+        raise ValueError(f"seed must be a whole number in [0, 2**63), got {seed}")
     if n_prompts < 1:
         raise ValueError(f"n_prompts must be >= 1, got {n_prompts}")
     if not 0.0 < p_ref < 1.0:
@@ -465,6 +467,11 @@ def simulate_bandit(
         )
     if int(seeds) < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
+    # torch's generator takes a 64-bit seed (a larger one was "Overflow when unpacking long
+    # long"), and the run set stores the seed coordinates seed .. seed + seeds - 1 as float64,
+    # exact up to 2**53 (2**63 - 2 and 2**63 - 1 were written as one seed)
+    if not 0 <= int(seed) <= 2**53 - int(seeds):
+        raise ValueError(f"seed must be a whole number in [0, 2**53 - seeds], got {seed}")
     grid = list(
         itertools.product(
             _as_list(k_ref, "k_ref"),

@@ -22,7 +22,10 @@ from bayes_grpo.cli._common import (
     figure_format,
     int_values,
     lr_schedule_from_args,
+    non_negative_int,
+    open_fraction,
     parse_values,
+    positive_int,
     print_json,
     print_table,
 )
@@ -72,6 +75,17 @@ examples:
 """
 
 
+def _clip_range(text: str) -> float:
+    """An argparse ``type``: a PPO clip range > 0 (``inf``: no clipping)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # also NaN; a range <= 0 masks every sample: no update at all
+        raise argparse.ArgumentTypeError(f"must be > 0 (inf: no clipping), got {text!r}")
+    return value
+
+
 def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
     many = " (list allowed)" if lists else ""
     p.add_argument(
@@ -109,35 +123,35 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
     seeds, steps = (8, 1000) if lists else (32, 3000)
     p.add_argument(
         "--seeds",
-        type=int,
+        type=positive_int,
         default=seeds,
         metavar="N",
         help=f"seeds (replicates) per setting (default {seeds})",
     )
     p.add_argument(
-        "--steps", type=int, default=steps, metavar="T", help=f"optimizer steps per run (default {steps})"
+        "--steps", type=positive_int, default=steps, metavar="T", help=f"optimizer steps per run (default {steps})"
     )
     p.add_argument(
         "--n-prompts",
-        type=int,
+        type=positive_int,
         default=16,
         metavar="B",
         help="groups (prompts) per step (default 16)",
     )
     p.add_argument(
         "--p-ref",
-        type=float,
+        type=open_fraction,
         default=0.5,
         help="reference policy's success probability (default 0.5)",
     )
     p.add_argument(
-        "--p-init", type=float, default=None, help="initial success probability (default: --p-ref)"
+        "--p-init", type=open_fraction, default=None, help="initial success probability (default: --p-ref)"
     )
     # one or the other: --no-clip silently overrode a --clip-eps given with it
     clip = p.add_mutually_exclusive_group()
     clip.add_argument(
         "--clip-eps",
-        type=float,
+        type=_clip_range,
         default=0.2 if lists else math.inf,
         help="PPO clip range (default "
         + (
@@ -164,7 +178,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help="behaviour (default): gradient at the rollout policy K_ref steps old (lag in the mean "
         "field); importance: gradient of the clipped surrogate at the current policy",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the torch generator (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the torch generator (default 0)")
     p.add_argument(
         "--device", default="cpu", help="cpu (default), cuda, or auto (CUDA when present)"
     )
