@@ -86,7 +86,7 @@ def test_bad_values_give_a_clean_error(tmp_path, capsys):
         ["simulate", "bandit", "--group-size", "1", "--steps", "3", "-o", str(tmp_path / "x.nc")]
     )
     assert rc == 2
-    assert "group_size" in capsys.readouterr().err
+    assert "--group-size: needs group sizes >= 2" in capsys.readouterr().err
     with pytest.raises(ValueError):
         parse_values("0:0")
 
@@ -131,6 +131,14 @@ def test_a_setting_listed_twice_is_named_not_turned_into_duplicate_run_ids(tmp_p
         (["simulate", "sde", "--lr", ""], "--lr: no values given"),
         (["sweep", "--k-ref", "5:2"], "--k-ref: empty range '5:2'"),
         (["sweep", "--momentum", ""], "--momentum: no values given"),
+        # named the simulator's parameters (momentum, beta, k_ref, group_size), not the options
+        (["simulate", "bandit", "--momentum", "0.5,1"], "--momentum: needs momenta in [0, 1), got 1.0"),
+        (["sweep", "--momentum", "1"], "--momentum: needs momenta in [0, 1), got 1.0"),
+        (["simulate", "bandit", "--beta", "0"], "--beta: needs finite KL weights > 0"),
+        (["sweep", "--beta", "inf"], "--beta: needs finite KL weights > 0"),
+        (["simulate", "bandit", "--k-ref=-1,2"], "--k-ref: needs lags >= 0, got -1"),
+        (["sweep", "--group-size", "1"], "--group-size: needs group sizes >= 2"),
+        (["sweep", "--lr", "0.1,0"], "--lr: needs finite learning rates > 0, got 0.0"),
     ],
 )
 def test_a_bad_or_empty_list_is_an_error_naming_its_flag(argv, named, tmp_path, capsys):
@@ -149,8 +157,8 @@ def test_a_bad_or_empty_list_is_an_error_naming_its_flag(argv, named, tmp_path, 
         # RuntimeError traceback from torch.device
         (["--device", "tpu"], "unknown device 'tpu'"),
         # a NaN learning rate wrote runs whose reward is 0 from step 2 on; 0 and < 0 never learn
-        (["--lr", "nan"], "learning_rate must be finite numbers > 0, got [nan]"),
-        (["--lr", "0.1,-1"], "learning_rate must be finite numbers > 0, got [-1.0]"),
+        (["--lr", "nan"], "--lr: needs finite learning rates > 0, got nan"),
+        (["--lr", "0.1,-1"], "--lr: needs finite learning rates > 0, got -1.0"),
         # torch's allocation failure was a RuntimeError traceback
         (["--steps", "1000000000000"], "do not fit in memory"),
     ],

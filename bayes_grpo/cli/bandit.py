@@ -259,7 +259,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
-    rates = parse_values(args.lr, flag="--lr")
+    rates = _values(args.lr, "--lr")
     if args.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {args.steps}")
     if len(rates) > 1 and args.lr_schedule not in SCHEDULES:
@@ -274,12 +274,12 @@ def run_simulate(args: argparse.Namespace) -> int:
         bar = tqdm(total=args.steps, unit="step", desc="bandit")
     try:
         ds = simulate_bandit(
-            k_ref=int_values(args.k_ref, "--k-ref"),
-            group_size=int_values(args.group_size, "--group-size"),
+            k_ref=_values(args.k_ref, "--k-ref"),
+            group_size=_values(args.group_size, "--group-size"),
             learning_rate=rates,
-            momentum=parse_values(args.momentum, flag="--momentum"),
+            momentum=_values(args.momentum, "--momentum"),
             momentum_convention=args.convention,
-            beta=parse_values(args.beta, flag="--beta"),
+            beta=_values(args.beta, "--beta"),
             seeds=args.seeds,
             steps=args.steps,
             n_prompts=args.n_prompts,
@@ -312,8 +312,30 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What each list option of the bandit must hold: (test, requirement). The simulator checks
+#: the same, but its messages name its parameters (group_size, learning_rate), not the options.
+_REQUIRED = {
+    "--k-ref": (lambda v: v >= 0, "lags >= 0"),
+    "--group-size": (lambda v: v >= 2, "group sizes >= 2 (a group std needs two samples)"),
+    "--lr": (lambda v: math.isfinite(v) and v > 0, "finite learning rates > 0"),
+    "--momentum": (lambda v: 0 <= v < 1, "momenta in [0, 1)"),
+    "--beta": (lambda v: math.isfinite(v) and v > 0, "finite KL weights > 0 (an interior plateau p* < 1)"),
+}
+
+
+def _values(text: str, flag: str) -> list:
+    """The values of a list option (``int_values`` for lags and group sizes), each checked
+    against :data:`_REQUIRED`; a bad one is named with its flag."""
+    values = int_values(text, flag) if flag in ("--k-ref", "--group-size") else parse_values(text, flag=flag)
+    ok, need = _REQUIRED[flag]
+    bad = [v for v in values if not ok(v)]
+    if bad:
+        raise ValueError(f"{flag}: needs {need}, got {', '.join(map(str, bad))}")
+    return values
+
+
 def _single(text: str, name: str) -> float:
-    values = parse_values(text, flag=name)
+    values = _values(text, name)
     if len(values) != 1:
         raise ValueError(f"sweep takes one value of {name}, got {text!r}")
     return float(values[0])
@@ -332,12 +354,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     check_output_paths(
         {"--output": args.output, "--png": args.png}, overwrite=args.overwrite, figures=("--png",)
     )
-    rates = parse_values(args.lr, flag="--lr")
+    rates = _values(args.lr, "--lr")
     # checked after the whole sweep had run (13 s for --k-ref 0:40 --lr 0.1,0.2 --seeds 32)
     if len(rates) > 1 and args.transition:
         raise ValueError("--transition takes one learning rate; give a single --lr")
     ds = sweep_k_ref(
-        int_values(args.k_ref, "--k-ref"),
+        _values(args.k_ref, "--k-ref"),
         seeds=args.seeds,
         steps=args.steps,
         group_size=int(_single(args.group_size, "--group-size")),
