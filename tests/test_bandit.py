@@ -319,6 +319,18 @@ def test_mean_trajectory_is_invariant_in_group_size_and_the_test_has_power():
     assert plateaus["16"] > plateaus["4"]
 
 
+def test_g_invariance_refuses_runs_of_several_settings():
+    # K_ref 0 and 6 were pooled into each group size: "equal within Monte Carlo error ... 24
+    # and 24 seeds", with the predicted variance ratio of K_ref = 0 alone (4.04; 4.23 at 6)
+    ds = simulate_bandit(
+        k_ref=[0, 6], group_size=[4, 16], learning_rate=0.3, momentum=0.5, seeds=6, steps=40
+    )
+    with pytest.raises(ValueError, match=r"several values of 'k_ref': \[0.0, 6.0\]"):
+        g_invariance_check(ds, blocks=2)
+    one = g_invariance_check(ds.isel(run=(ds["k_ref"] == 6).values), blocks=2)
+    assert one.values["test_n_a"] == 6
+
+
 def test_bandit_run_set_is_identical_to_one_built_by_make_runset():
     import pandas as pd
     import xarray as xr

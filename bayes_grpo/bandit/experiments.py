@@ -852,6 +852,15 @@ def g_invariance_check(
         raise ValueError(
             f"run set needs runs at group sizes {ga} and {gb}; has {sorted(set(sizes.tolist()))}"
         )
+    # runs of other settings were pooled into each group (the test then compared mixtures)
+    # and the predicted ratio came from the first run's settings alone
+    for coord in ("k_ref", "learning_rate", "momentum", "beta"):
+        values = np.unique(np.asarray(ds[coord].values, dtype=float)[np.concatenate([ia, ib])])
+        if values.size != 1:
+            raise ValueError(
+                f"runs at group sizes {ga} and {gb} have several values of {coord!r}: "
+                f"{values.tolist()}; select one setting (all but group_size equal) first"
+            )
     y = ds[variable].values
     start = int(round((1 - stationary_frac) * y.shape[1]))
     test = mean_trajectory_test(y[ia], y[ib], blocks=blocks)
