@@ -319,6 +319,19 @@ def test_mean_trajectory_is_invariant_in_group_size_and_the_test_has_power():
     assert plateaus["16"] > plateaus["4"]
 
 
+def test_a_plateau_out_of_float_reach_is_refused_before_the_simulation():
+    # beta = 1e-7 puts p* within 1e-12 of 1: the whole simulation ran (5.9 s for 512 runs x
+    # 3000 steps), then the truth said "no interior fixed point of the expected update"
+    def step(_):
+        raise AssertionError("the simulation ran")
+
+    with pytest.raises(ValueError, match=r"p\* lies within 1e-12 of 1 \(beta = 1e-07 is too small"):
+        simulate_bandit(beta=[1.0, 1e-7], seeds=1, steps=5, progress=step)
+    # a beta the simulator refuses keeps the simulator's message
+    with pytest.raises(ValueError, match="beta must be finite numbers > 0"):
+        simulate_bandit(beta=[1.0, 0.0], seeds=1, steps=5, progress=step)
+
+
 def test_g_invariance_refuses_runs_of_several_settings():
     # K_ref 0 and 6 were pooled into each group size: "equal within Monte Carlo error ... 24
     # and 24 seeds", with the predicted variance ratio of K_ref = 0 alone (4.04; 4.23 at 6)

@@ -355,6 +355,12 @@ def fixed_point(
             return float(_reward_drift(torch.tensor(p, dtype=_DT), **kw))
 
     lo, hi = float(p_ref), 1.0 - 1e-12
+    if drift(lo) > 0 and not drift(hi) < 0:
+        # "no interior fixed point" said that there is none; there is, too close to 1
+        raise ValueError(
+            f"the plateau p* lies within 1e-12 of 1 (beta = {beta:g} is too small a KL weight to hold "
+            f"the policy inside (0, 1) in float64); use a larger beta. Settings: {kw}"
+        )
     if not (drift(lo) > 0 > drift(hi)):
         raise ValueError(f"no interior fixed point of the expected update on ({lo}, 1) for {kw}")
     while hi - lo > tol:

@@ -63,7 +63,13 @@ import numpy as np
 import torch
 import xarray as xr
 
-from bayes_grpo.bandit.mean_field import ANCHORS, check_advantage, fixed_point, group_advantages
+from bayes_grpo.bandit.mean_field import (
+    ADVANTAGES,
+    ANCHORS,
+    check_advantage,
+    fixed_point,
+    group_advantages,
+)
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
@@ -484,6 +490,20 @@ def simulate_bandit(
     )
     cols = list(zip(*grid))
     start = p_ref if p_init is None else p_init
+    # the truth needs the fixed point of every (G, beta); one that cannot be located (a beta
+    # so small that p* is within float reach of 1) was found only after the whole simulation.
+    # Settings the simulator refuses are left to its checks and messages.
+    if advantage in ADVANTAGES and anchor in ANCHORS and 0.0 < p_ref < 1.0:
+        for G, b in sorted({(float(G), float(b)) for _, G, _, _, b, _ in grid}):
+            if G >= 2 and G == round(G) and math.isfinite(b) and b > 0:
+                fixed_point(
+                    group_size=int(G),
+                    beta=b,
+                    p_ref=p_ref,
+                    advantage=advantage,
+                    n_prompts=n_prompts,
+                    anchor=anchor,
+                )
     arrays = simulate_bandit_arrays(
         k_ref=np.asarray(cols[0], dtype=float),
         group_size=np.asarray(cols[1], dtype=float),
