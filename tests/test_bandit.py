@@ -332,6 +332,18 @@ def test_a_plateau_out_of_float_reach_is_refused_before_the_simulation():
         simulate_bandit(beta=[1.0, 0.0], seeds=1, steps=5, progress=step)
 
 
+@pytest.mark.parametrize("steps", [1, 2])
+def test_runs_too_short_to_judge_are_named_not_a_crash(steps):
+    # `sweep --steps 2 --transition`: "attempt to get argmax of an empty sequence" from the
+    # overshoot; `--steps 1`: a "Mean of empty slice" warning and a threshold verdict
+    ds = simulate_bandit(k_ref=[0, 1], seeds=2, steps=steps)
+    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short to judge convergence"):
+        convergence_status(ds)
+    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short for an overshoot"):
+        overshoot_table(ds)
+    assert len(overshoot_table(simulate_bandit(k_ref=[0, 1], seeds=2, steps=3))) == 2
+
+
 def test_g_invariance_refuses_runs_of_several_settings():
     # K_ref 0 and 6 were pooled into each group size: "equal within Monte Carlo error ... 24
     # and 24 seeds", with the predicted variance ratio of K_ref = 0 alone (4.04; 4.23 at 6)

@@ -491,6 +491,12 @@ def convergence_status(
     y = ds[variable].values
     n = y.shape[1]
     w = max(2, int(round(tail_frac * n)))
+    if n // 2 < 1 or n - w < n // 2:
+        # the mid-run window was empty ("Mean of empty slice") or overlapped the tail
+        raise ValueError(
+            f"runs of {n} steps are too short to judge convergence (a tail window of {w} steps "
+            "after a mid-run window); simulate more steps"
+        )
     plateau = np.array([truth[r]["plateau"] for r in runs])
     e = y - plateau[:, None]
     e0 = np.maximum(np.abs(e[:, 0]), np.abs(plateau - p_ref))
@@ -651,6 +657,11 @@ def overshoot_table(
     y = ds[variable].values
     n = y.shape[1]
     start_tail = n - max(2, int(round(tail_frac * n)))
+    if start_tail < 1:  # was "attempt to get argmax of an empty sequence"
+        raise ValueError(
+            f"runs of {n} steps are too short for an overshoot (a plateau window of "
+            f"{n - start_tail} steps and at least one step before it); simulate more steps"
+        )
     rows = []
     for lag, idx in _per_k_ref(ds).items():
         sub = y[idx]
