@@ -161,6 +161,10 @@ def test_a_bad_or_empty_list_is_an_error_naming_its_flag(argv, named, tmp_path, 
         (["--lr", "0.1,-1"], "--lr: needs finite learning rates > 0, got -1.0"),
         # torch's allocation failure was a RuntimeError traceback
         (["--steps", "1000000000000"], "do not fit in memory"),
+        # per-step tensors (runs x groups x G) and the truth's binomial sums failed in the
+        # allocator: RuntimeError tracebacks
+        (["--n-prompts", "10000000000000"], "groups of up to 8 actions per step do not fit in memory"),
+        (["--group-size", "4,10000000000000"], "groups of up to 10000000000000 actions per step do not fit"),
     ],
 )
 def test_impossible_settings_are_named_before_any_run_is_written(tmp_path, capsys, extra, named):

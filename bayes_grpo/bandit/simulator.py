@@ -313,6 +313,12 @@ def simulate_bandit_arrays(
     return logged
 
 
+def _allocation_failure(exc: BaseException) -> bool:
+    """Is ``exc`` a failed allocation? (torch reports one as a RuntimeError, CUDA's as a subclass.)"""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "alloc" in text or "out of memory" in text
+
+
 def _sample_successes(p, G, log_comb, kk, n_groups: int, gen: torch.Generator) -> torch.Tensor:
     """``Binomial(G_r, p_r)`` draws, ``n_groups`` per run, by inverse CDF (exact).
 
@@ -493,37 +499,48 @@ def simulate_bandit(
     # the truth needs the fixed point of every (G, beta); one that cannot be located (a beta
     # so small that p* is within float reach of 1) was found only after the whole simulation.
     # Settings the simulator refuses are left to its checks and messages.
-    if advantage in ADVANTAGES and anchor in ANCHORS and 0.0 < p_ref < 1.0:
-        for G, b in sorted({(float(G), float(b)) for _, G, _, _, b, _ in grid}):
-            if G >= 2 and G == round(G) and math.isfinite(b) and b > 0:
-                fixed_point(
-                    group_size=int(G),
-                    beta=b,
-                    p_ref=p_ref,
-                    advantage=advantage,
-                    n_prompts=n_prompts,
-                    anchor=anchor,
-                )
-    arrays = simulate_bandit_arrays(
-        k_ref=np.asarray(cols[0], dtype=float),
-        group_size=np.asarray(cols[1], dtype=float),
-        learning_rate=np.asarray(cols[2], dtype=float),
-        momentum=np.asarray(cols[3], dtype=float),
-        beta=np.asarray(cols[4], dtype=float),
-        p_init=np.full(len(grid), float(start)),
-        steps=int(steps),
-        momentum_convention=momentum_convention,
-        n_prompts=n_prompts,
-        p_ref=p_ref,
-        clip_eps=clip_eps,
-        advantage=advantage,
-        anchor=anchor,
-        gradient=gradient,
-        seed=seed,
-        device=device,
-        progress=progress,
-        lr_multipliers=lr_multipliers,
-    )
+    try:
+        if advantage in ADVANTAGES and anchor in ANCHORS and 0.0 < p_ref < 1.0:
+            for G, b in sorted({(float(G), float(b)) for _, G, _, _, b, _ in grid}):
+                if G >= 2 and G == round(G) and math.isfinite(b) and b > 0:
+                    fixed_point(
+                        group_size=int(G),
+                        beta=b,
+                        p_ref=p_ref,
+                        advantage=advantage,
+                        n_prompts=n_prompts,
+                        anchor=anchor,
+                    )
+        arrays = simulate_bandit_arrays(
+            k_ref=np.asarray(cols[0], dtype=float),
+            group_size=np.asarray(cols[1], dtype=float),
+            learning_rate=np.asarray(cols[2], dtype=float),
+            momentum=np.asarray(cols[3], dtype=float),
+            beta=np.asarray(cols[4], dtype=float),
+            p_init=np.full(len(grid), float(start)),
+            steps=int(steps),
+            momentum_convention=momentum_convention,
+            n_prompts=n_prompts,
+            p_ref=p_ref,
+            clip_eps=clip_eps,
+            advantage=advantage,
+            anchor=anchor,
+            gradient=gradient,
+            seed=seed,
+            device=device,
+            progress=progress,
+            lr_multipliers=lr_multipliers,
+        )
+    except (RuntimeError, MemoryError) as exc:
+        # --n-prompts 1e11 or --group-size 1e11 was an allocator RuntimeError traceback
+        if not _allocation_failure(exc):
+            raise
+        gmax = max(int(g) for _, g, *_ in grid if math.isfinite(g))
+        raise ValueError(
+            f"{len(grid)} runs x {n_prompts} groups of up to {gmax} actions per step do not fit in "
+            f"memory on {device} (a step holds about runs x groups x (G + 1) values); use fewer "
+            "seeds or settings, fewer prompts (n_prompts) or a smaller group size"
+        ) from exc
     truth_cache: dict[tuple, dict] = {}
     run_ids: list[str] = []
     meta: dict[str, dict[str, object]] = {}
