@@ -729,7 +729,7 @@ def transition_check(
     predicted = float(predicted_int.min()) if predicted_int.size else float("nan")
     osc = lags[table["oscillatory"].to_numpy()]
     # the transition is the first swept K_ref whose seed-mean trajectory overshoots its plateau
-    # (the docstring's rule; near the transition the overshoot is small - 1e-6 of the start at
+    # (the docstring's rule; near the transition the overshoot is small - about 1e-6 of reward at
     # K_ref 2 for lr 0.2, mu 0.5 - so a sweep of few seeds and prompts finds it late)
     empirical = float(osc.min()) if osc.size else float("nan")
     passed = (
