@@ -178,7 +178,9 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help="behaviour (default): gradient at the rollout policy K_ref steps old (lag in the mean "
         "field); importance: gradient of the clipped surrogate at the current policy",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the torch generator (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the torch generator (default 0); one stream for the whole call, so a run's data "
+        "depend on every setting and seed of the call: the same run id from two calls with other "
+        "settings (or --seeds) holds other draws, and is no replicate to merge")
     p.add_argument(
         "--device", default="cpu", help="cpu (default), cuda, or auto (CUDA when present)"
     )
