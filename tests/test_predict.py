@@ -1201,3 +1201,33 @@ def test_a_prediction_whose_logged_reward_trails_the_policy_gives_the_policys_mi
     assert "policy_stop_step" not in same.attrs and "policy_stop_step" not in summary_dict(same)
     assert "which is the policy's" in same.attrs["milestones_of"]
     assert float(same["time_to_fraction_median"].sel(fraction=0.9)) == policy_90
+
+
+def test_cli_predict_says_which_llm_it_predicts_and_whether_from_its_posterior(tmp_path, capsys):
+    # `predict models/bandit.nc ...` printed bands and milestones without naming the LLM they
+    # are of, and its .nc recorded "model": "" in its settings (the report's entry too)
+    import json
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+    import xarray as xr
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.predict.result import prediction_result
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    setting = ["--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "20"]
+    out_nc = tmp_path / "p.nc"
+    assert main(["predict", path, *setting, "--json", "-o", str(out_nc)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prediction_for"] == f"LLM 'softmax-bandit' of the fit: its posterior in {path}"
+    with xr.open_dataset(out_nc) as ds:
+        settings = json.loads(ds.attrs["settings"])
+        assert settings["model"] == "softmax-bandit" and settings["new_model"] is False
+        assert prediction_result(ds.load()).summary.startswith("model=softmax-bandit, learning_rate=0.1")
+    assert main(["predict", path, *setting, "--model", "other-llm"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == (
+        f"prediction_for: a new LLM 'other-llm', not in the fit: the population level of {path}"
+    )
+    plt.close("all")

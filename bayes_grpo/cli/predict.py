@@ -260,6 +260,19 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
     settings = json.loads(ds.attrs.get("settings", "{}"))
+    if ds.attrs.get("kind") == "prediction" and "posterior" in settings:
+        # say first what this is: `predict models/tiny.nc ...` printed bands and milestones
+        # without naming the LLM they are of, or that they are its posterior
+        llm = settings.get("model") or ""
+        source = settings["posterior"]
+        out = {
+            "prediction_for": (
+                f"a new LLM{f' {llm!r}' if llm else ''}, not in the fit: the population level of {source}"
+                if settings.get("new_model")
+                else f"LLM {llm!r} of the fit: its posterior in {source}"
+            ),
+            **out,
+        }
     if "lr_schedule" in settings:  # a run on a schedule: say which, beside its results
         out["lr_schedule"] = settings["lr_schedule"]
         out["lr_schedule_peak_rate"] = settings["lr_schedule_peak_rate"]

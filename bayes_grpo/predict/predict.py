@@ -941,7 +941,10 @@ def predict_run(
         "momentum_convention": momentum_convention,
         "k_ref": k_ref,
         "group_size": group_size,
-        "model": model or "",
+        # the LLM predicted, as resolved (the fit's only LLM when --model is not given: the
+        # settings said "model": "" and no output named it), and whether it is one of the fit
+        "model": str(draws.attrs.get("model") or model or ""),
+        "new_model": new_llm,
         "model_size": model_size,
         "posterior": str(posterior)
         if isinstance(posterior, str | os.PathLike)
