@@ -1231,3 +1231,29 @@ def test_cli_predict_says_which_llm_it_predicts_and_whether_from_its_posterior(t
         f"prediction_for: a new LLM 'other-llm', not in the fit: the population level of {path}"
     )
     plt.close("all")
+
+
+def test_an_observation_lag_the_continuous_law_cannot_use_is_named_not_dropped():
+    # `predict models/bandit.nc ... --law continuous --observation-lag 3` (and `--k-ref 2.5
+    # --observation-lag 3`, where auto takes the continuous law) gave the policy's bands and
+    # milestones with no warning, the lag given dropped; a lag past the horizon was said to make
+    # every logged reward R0, which the continuous law does not do
+    from pathlib import Path
+
+    from bayes_grpo.predict.summary import attr_warnings
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, group_size=8, steps=20, discrepancy=False)
+    for law, k_ref, why in (("continuous", 2, "(asked for)"), ("auto", 2.5, "K_ref = 2.5 is not a whole")):
+        ds = predict_run(path, law=law, k_ref=k_ref, observation_lag=30, **setting)
+        assert ds.attrs["law"] == "continuous" and "observation_lag" not in ds.attrs
+        notes = attr_warnings(ds)
+        (note,) = [n for n in notes if n.startswith("observation lag 30 is not used: the continuous law")]
+        assert why in note
+        assert not any("initial policy" in n for n in notes)
+    with pytest.raises(ValueError, match="observation_lag must be a whole number of steps >= 0, got -1"):
+        predict_run(path, law="continuous", k_ref=2, observation_lag=-1, **setting)
+    # under the recursion the lag is used, and past the horizon it says so
+    notes = attr_warnings(predict_run(path, law="recursion", k_ref=2, observation_lag=30, **setting))
+    assert not any("is not used" in n for n in notes)
+    assert any("every logged reward of the horizon is that of the initial policy" in n for n in notes)

@@ -964,7 +964,23 @@ def predict_run(
     else:
         lag_reason = "given"
         last = float(horizon_steps(steps)[-1])
-        if observation_lag is not None and float(observation_lag) >= last:
+        if not is_whole(observation_lag) or float(observation_lag) < 0:
+            # refused by the recursion only: under the continuous law -1 passed unsaid
+            raise ValueError(
+                f"observation_lag must be a whole number of steps >= 0, got {float(observation_lag)}"
+            )
+        used_law, law_why = choose_law(
+            law, parameterisation=parameterisation, k_ref=k_ref, steps=horizon_steps(steps)
+        )
+        if used_law != "recursion":
+            # `--law continuous --observation-lag 3` (or a K_ref of 2.5, where auto falls back to
+            # the continuous law) gave the policy's milestones and bands, the lag dropped unsaid
+            warnings_.append(
+                f"observation lag {float(observation_lag):g} is not used: the {used_law} law "
+                f"({law_why}) has no observation lag, so the bands and milestones are those of "
+                "the policy's mean trajectory"
+            )
+        elif float(observation_lag) >= last:
             # `--observation-lag 1000 --steps 100` drew a flat line at R0 and said nothing
             warnings_.append(
                 f"observation lag {float(observation_lag):g} is not below the horizon's last step "
