@@ -1397,3 +1397,30 @@ def test_a_posterior_prior_of_an_llm_fitted_on_adam_and_sgd_runs_repeats_the_fit
     fitted.data = prepare_data(fitted.runset, fitted.model_config, fitted.parameterisation, fitted.likelihood)
     note = forecast_in_runset(fitted.runset, runs[1], 40, **kw).attrs["prior_note"]
     assert "has runs of two optimizers" in note and f"(Adam) ['{runs[0]}']" in note
+
+
+def test_cli_forecast_refuses_run_based_prior_flags_where_no_run_based_prior_is_built(tmp_path, capsys):
+    # `forecast runs.nc --run r --upto 120 --prior models/tiny.nc --no-population` (or
+    # --same-model-only, --no-retime) forecast from the fit's posterior as without them, and
+    # `--no-population --same-model-only` from the weak prior: the flags were dropped unsaid
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import make_runset, save_runset
+
+    steps = np.arange(40)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0)
+    runs = make_runset({"r": pd.DataFrame({"reward": reward}, index=steps)}, {})
+    path = str(save_runset(runs, tmp_path / "runs.nc"))
+    prior = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    argv = ["forecast", path, "--run", "r", "--upto", "20", "--likelihood", "iid"]
+    for flags, named, why in (
+        (["--prior", prior, "--no-population"], "--no-population shapes", f"with --prior {prior}"),
+        (["--prior", prior, "--same-model-only", "--no-retime"], "--same-model-only --no-retime shape", "--prior"),
+        (["--no-population", "--no-retime"], "--no-retime shapes", "with --no-population no run-based prior"),
+    ):
+        assert main([*argv, *flags]) == 2
+        err = capsys.readouterr().err
+        assert named in err and why in err and "drop one or the other" in err and "Traceback" not in err

@@ -377,6 +377,28 @@ def _run_forecast(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         figures=("--plot",),
     )
+    # the flags that shape the run-based prior, where none is built: `--prior fit.nc
+    # --no-population` (or --same-model-only, --no-retime) forecast from the fit's posterior,
+    # and `--no-population --same-model-only` from the weak prior, the flags dropped unsaid
+    shaping = [
+        flag
+        for flag, given in (
+            ("--no-population", args.no_population and args.prior is not None),
+            ("--same-model-only", args.same_model_only),
+            ("--no-retime", not args.retime),
+        )
+        if given
+    ]
+    if shaping and (args.prior is not None or args.no_population):
+        instead = (
+            f"with --prior {args.prior} the prior is that fit's posterior"
+            if args.prior is not None
+            else "with --no-population no run-based prior is built (the weak prior scaled to the run's first steps)"
+        )
+        raise ValueError(
+            f"{' '.join(shaping)} {'shapes' if len(shaping) == 1 else 'shape'} the prior built from "
+            f"the other runs, and {instead}; drop one or the other"
+        )
     ds = load_runset(args.runs)
     if args.run not in [str(r) for r in ds["run"].values]:
         raise RunSetError(
