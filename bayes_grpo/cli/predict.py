@@ -136,7 +136,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument(
         "--no-population",
         action="store_true",
-        help="ignore the other runs; use the weak data-scaled prior",
+        help="ignore the other runs; use the weak data-scaled prior (not with --prior)",
     )
     f.add_argument(
         "--likelihood",
@@ -166,7 +166,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="build the run-based prior from runs of the same LLM only (default: when there are "
         "fewer than 2, the other LLMs' runs lend their time scale and damping; plateau, R0 and "
-        "noise are then scaled to the run's own first steps)",
+        "noise are then scaled to the run's own first steps; not with --prior or --no-population)",
     )
     f.add_argument(
         "--no-retime",
@@ -174,7 +174,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_false",
         help="take the other runs' rise rate and damping as they were logged (default: the runs of "
         "the same LLM are carried to this run's learning rate, momentum and K_ref first, the gain "
-        "scaling with the learning rate, where both runs log them)",
+        "scaling with the learning rate, where both runs log them; not with --prior or --no-population)",
     )
     f.add_argument(
         "--calibrate",
