@@ -1257,3 +1257,15 @@ def test_an_observation_lag_the_continuous_law_cannot_use_is_named_not_dropped()
     notes = attr_warnings(predict_run(path, law="recursion", k_ref=2, observation_lag=30, **setting))
     assert not any("is not used" in n for n in notes)
     assert any("every logged reward of the horizon is that of the initial policy" in n for n in notes)
+
+
+def test_cli_predict_names_the_steps_flag_of_a_horizon_below_one_step(capsys):
+    # `predict models/bandit.nc ... --steps 0` said "horizon must be at least 1 step, got 0",
+    # naming no flag
+    from bayes_grpo.cli import main
+
+    args = ["predict", "missing.nc", "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8"]
+    for steps in ("0", "-5"):
+        with pytest.raises(SystemExit):
+            main([*args, "--steps", steps])
+        assert f"argument --steps: must be at least 1, got '{steps}'" in capsys.readouterr().err

@@ -69,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--group-size", type=finite_float, required=True, help="group size G (completions per prompt)"
     )
-    p.add_argument("--steps", type=int, required=True, help="horizon T: predict steps 0..T")
+    p.add_argument(
+        "--steps", type=positive_int, required=True, help="horizon T: predict steps 0..T (T >= 1)"
+    )
     p.add_argument(
         "--model",
         default=None,
