@@ -235,6 +235,28 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     assert "\npolicy_time_to_fraction (steps to 90/95/99% of the rise p* - R0):\n" in out
 
 
+def test_a_setting_where_every_draw_diverges_has_no_stop_step_and_says_why(capsys):
+    # `predict models/bandit.nc --lr 1.0 --k-ref 4`: every draw diverges, and the policy's stop
+    # step read 150 of 150 (a diverging mean's remaining gain is 0 only at the horizon's end)
+    import argparse
+
+    from bayes_grpo.cli.predict import _emit
+    from bayes_grpo.predict.summary import summarise_draws
+
+    steps = np.arange(50.0)
+    mean = 0.2 + 0.01 * np.exp(steps / 5.0)[None, :] * np.ones((100, 1))  # grows without bound
+    ds = summarise_draws(
+        steps, mean, mean, plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
+        zeta=np.full(100, 0.1), damping=np.full(100, -1.0), policy_draws=mean,
+        diverging=np.ones(100, dtype=bool),
+    )  # fmt: skip
+    assert np.isnan(ds.attrs["stop_step"]) and np.isnan(ds.attrs["policy_stop_step"])
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    out = capsys.readouterr().out
+    assert "\nstop_step: none within the horizon (the draws diverge: no stable run to stop)" in out
+    assert "\npolicy_stop_step: none within the horizon (the draws diverge: no stable run to stop)" in out
+
+
 def test_an_output_below_a_file_is_refused_before_any_work(tmp_path, capsys):
     # `report fit.nc -o fit.nc/x.html` did all the work, then said "[Errno 17] File exists: 'fit.nc'"
     runs = _runset(tmp_path)

@@ -201,6 +201,9 @@ def test_between_the_two_thresholds_the_regime_is_the_recursions_damped_oscillat
     # past the exact threshold the draws diverge and the regime is unstable
     past = predict_from_draws(_draws(np.full(100, 0.3), momentum=0.5, k_ref=2.0), steps=200, momentum=0.5, k_ref=2.0)
     assert past.attrs["regime"] == "unstable" and past.attrs["n_draws_diverging"] == 100
+    # where every draw diverges there is no step to stop at (it read as the horizon's last step)
+    assert np.isnan(past.attrs["stop_step"]), past.attrs["stop_step"]
+    assert any("there is no stop step" in w for w in attr_warnings(past))
     # the continuous law keeps the continuum's criterion for both
     cont = predict_from_draws(
         _draws(np.full(100, 0.27), momentum=0.5, k_ref=2.0), steps=200, momentum=0.5, k_ref=2.0, law="continuous"

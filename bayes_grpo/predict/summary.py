@@ -441,8 +441,14 @@ def summarise_draws(
         else:
             note = (
                 f"{share} are unstable at this setting: the trajectories diverge, so the "
-                "means, milestones and stop step describe no stable run"
+                "means and milestones describe no stable run, and there is no stop step"
             )
+            # a diverging mean's "remaining gain" falls to 0 at the horizon's end only: the stop
+            # step read as the last step (`predict --lr 1.0 --k-ref 4`: 150 of 150) as if the
+            # run had settled there
+            ds.attrs["stop_step"] = float("nan")
+            if "policy_stop_step" in ds.attrs:
+                ds.attrs["policy_stop_step"] = float("nan")
         add_warnings(ds, [note])
     return ds
 
