@@ -458,3 +458,18 @@ def test_the_invariance_warning_on_wandering_residuals_reads_only_the_llms_it_te
     loud = invariance.invariance_check(concat_runsets([tested, red]))
     assert list(loud.values["residual_autocorrelation_beyond_white_noise"]) == [UNKNOWN_MODEL]
     assert f"{UNKNOWN_MODEL}: lag-1 r = " in loud.summary
+
+
+def test_a_run_without_a_finite_reward_is_named_not_counted_nor_failed():
+    # a run whose rewards are all NaN counted in n_runs, and a group of such runs failed the
+    # check with coverage "nan%"
+    ds = _runset()
+    ds["reward"].loc[{"run": ds["run"].values[0]}] = np.nan
+    res = trajectory_band_check(KnownPosterior(), ds)
+    assert res.table["n_runs"].tolist() == [1, 2]
+    assert f"not checked: {ds['run'].values[0]}" in res.summary
+    for run in ds["run"].values[:2]:
+        ds["reward"].loc[{"run": run}] = np.nan  # the whole G = 4 group
+    res = trajectory_band_check(KnownPosterior(), ds)
+    assert len(res.table) == 1 and "nan%" not in res.summary and res.passed is True, res.summary
+    assert len(res.figures) == 1

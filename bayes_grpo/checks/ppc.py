@@ -168,6 +168,7 @@ def trajectory_band_check(
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
     rows, figures = [], {}
+    empty: list[str] = []  # runs without a finite reward: nothing to cover, not counted
     q = [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2]
     for (model, g), runs in _groups(ds).items():
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
@@ -176,6 +177,7 @@ def trajectory_band_check(
         for k, run in enumerate(runs):
             pr = run_predictive(fitted, ds, run, rng=rng)
             if pr["t"].size == 0:
+                empty.append(str(run))
                 continue
             lo, hi = np.quantile(pr["obs"], q, axis=0)
             hit = (pr["y"] >= lo) & (pr["y"] <= hi)
@@ -193,19 +195,24 @@ def trajectory_band_check(
         ax.set_ylabel("reward")
         ax.set_title(plot_text(f"{model or 'model'}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data"))
         figures[f"{model} G={group_size_text(g)} bands"] = fig
-        cov = inside / total if total else np.nan
+        if total == 0:  # a group of runs without a finite reward: no row, no failed "nan%"
+            plt.close(fig)
+            del figures[f"{model} G={group_size_text(g)} bands"]
+            continue
+        cov = inside / total
         rows.append(
             {
                 "model": model,
                 "G": g,
-                "n_runs": len(runs),
+                "n_runs": len([r for r in runs if str(r) not in empty]),
                 "n_points": total,
                 "coverage": cov,
                 "coverage_first_fifth": early_in / early_n if early_n else np.nan,
                 "ok": bool(np.isfinite(cov) and cov >= HDI_PROB - COVERAGE_SLACK),
             }
         )
-    table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
+    columns = ["model", "G", "n_runs", "n_points", "coverage", "coverage_first_fifth", "ok"]
+    table = pd.DataFrame(rows, columns=columns).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all()) if len(table) else None
     several = table.index.get_level_values("model").nunique() > 1
@@ -217,6 +224,7 @@ def trajectory_band_check(
             f"{c:.0%} ({m + ', ' if several else ''}G={group_size_text(g)})" for (m, g), c in table["coverage"].items()
         )
         + f" of the logged rewards (required >= {HDI_PROB - COVERAGE_SLACK:.0%})."
+        + (f" Runs without a finite reward, not checked: {', '.join(empty)}." if empty else "")
     )
     return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures)
 
