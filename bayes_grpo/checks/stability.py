@@ -647,9 +647,10 @@ def _runset_as_fitted(fitted: Any) -> xr.Dataset | None:
     run_ids = getattr(data, "run_ids", None)
     if ds is None or run_ids is None or getattr(data, "learning_rate", None) is None:
         return ds
-    if sorted(run_ids) != sorted(str(r) for r in ds["run"].values):
+    position = {str(r): i for i, r in enumerate(run_ids)}
+    if sorted(position) != sorted(str(r) for r in ds["run"].values):
         return ds
-    at = [list(run_ids).index(str(r)) for r in ds["run"].values]
+    at = [position[str(r)] for r in ds["run"].values]
     return ds.assign_coords(
         {
             name: ("run", np.asarray(getattr(data, name), dtype=object if name == "momentum_convention" else float)[at])

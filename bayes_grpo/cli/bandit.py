@@ -178,9 +178,14 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help="behaviour (default): gradient at the rollout policy K_ref steps old (lag in the mean "
         "field); importance: gradient of the clipped surrogate at the current policy",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the torch generator (default 0); one stream for the whole call, so a run's data "
-        "depend on every setting and seed of the call: the same run id from two calls with other "
-        "settings (or --seeds) holds other draws, and is no replicate to merge")
+    p.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of the torch generator (default 0); one stream for the whole call, so a run's "
+        "data depend on every setting and seed of the call: the same run id from two calls with "
+        "other settings (or --seeds) holds other draws, and is no replicate to merge",
+    )
     p.add_argument(
         "--device", default="cpu", help="cpu (default), cuda, or auto (CUDA when present)"
     )
@@ -261,9 +266,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
-    rates = _values(args.lr, "--lr")
-    if args.steps < 1:
-        raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    rates = _values(args.lr, "--lr")  # --steps >= 1: its argparse type (positive_int)
     if len(rates) > 1 and args.lr_schedule not in SCHEDULES:
         raise ValueError(
             f"--lr-schedule {args.lr_schedule}: a schedule file gives rates for one --lr, got {args.lr!r}"
