@@ -285,3 +285,49 @@ def test_a_phase_diagram_at_momentum_zero_needs_no_convention(momentum_flag, mon
     out = tmp_path / "p.png"
     assert main(["phase-diagram", "fit.nc", "-o", str(out), *momentum_flag]) == 0, capsys.readouterr().err
     assert seen["momentum"] == 0.0 and seen["momentum_convention"] == "heavy_ball"
+
+
+def test_a_phase_diagram_takes_the_momentum_the_fit_gave_runs_that_logged_none(monkeypatch, tmp_path, capsys):
+    """Runs fitted with `fit --default momentum=0.9 momentum_convention=ema` (none logged):
+    `phase-diagram fit.nc` read the logged NaN and refused "give --momentum and
+    --momentum-convention", while the diagram marks the runs at the fit's settings."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import xarray as xr
+
+    import bayes_grpo.checks.stability as checks_stability
+
+    runs = xr.Dataset(
+        coords={
+            "run": ["r0", "r1"],
+            "learning_rate": ("run", np.full(2, 1e-3)),
+            "k_ref": ("run", np.ones(2)),
+            "momentum": ("run", np.full(2, np.nan)),
+            "momentum_convention": ("run", np.array(["", ""], dtype=object)),
+        }
+    )
+    fitted = SimpleNamespace(
+        runset=runs,
+        data=SimpleNamespace(
+            run_ids=["r1", "r0"],
+            learning_rate=np.full(2, 1e-3),
+            momentum=np.full(2, 0.9),
+            momentum_convention=["ema", "ema"],
+            k_ref=np.ones(2),
+        ),
+    )
+    seen = {}
+
+    def fake(fitted, **kwargs):
+        import matplotlib.pyplot as plt
+
+        seen.update(kwargs)
+        table = __import__("pandas").DataFrame({"threshold_lr_median": [1.0]})
+        return SimpleNamespace(figures={"phase diagram": plt.figure()}, summary="ok", table=table, to_dict=dict)
+
+    monkeypatch.setattr(checks_stability, "_as_model", lambda path: fitted)
+    monkeypatch.setattr(checks_stability, "phase_diagram", fake)
+    out = tmp_path / "p.png"
+    assert main(["phase-diagram", "fit.nc", "-o", str(out)]) == 0, capsys.readouterr().err
+    assert seen["momentum"] == 0.9 and seen["momentum_convention"] == "ema"

@@ -83,7 +83,8 @@ def _most_common(values) -> object:
 
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
-    from bayes_grpo.checks.stability import _as_model, fitted_runset, phase_diagram
+    from bayes_grpo.checks.stability import _as_model, _runset_as_fitted, phase_diagram
+    from bayes_grpo.model.prepare import convention_without_momentum
 
     check_output_paths(
         {"--output": args.output},
@@ -94,7 +95,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.n_lr < 2:
         raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
     fitted = _as_model(args.posterior)
-    ds = fitted_runset(fitted)
+    # the runs' settings as the fit took them (a momentum from `fit --default` included), as
+    # the diagram marks them
+    ds = _runset_as_fitted(fitted)
     momentum, convention = args.momentum, args.momentum_convention
     if ds is not None:
         mom = np.asarray(ds["momentum"].values, dtype=float)
@@ -103,11 +106,11 @@ def _run(args: argparse.Namespace) -> int:
         conv = [c for c in np.asarray(ds["momentum_convention"].values, dtype=str) if c]
         if convention is None and conv:
             convention = str(_most_common(conv))
-    if convention is None and momentum == 0:
-        # at momentum 0 the conventions are one optimizer step (eta (1 - 0) = eta), as the fit,
-        # predict and `stability --posterior` take it (model.prepare.convention_without_momentum);
-        # runs logged without a convention and at momentum 0 were refused here
-        convention = "heavy_ball"
+    if convention is None and momentum is not None:
+        # at momentum 0 the conventions are one optimizer step: the fit's rule, which predict and
+        # `stability --posterior` follow (runs logged without a convention at momentum 0 were
+        # refused here)
+        convention = convention_without_momentum([momentum], [""])[0] or None
     if momentum is None or convention is None:
         raise ValueError(
             f"{args.posterior}: give --momentum and --momentum-convention (not recorded in the fitted runs)"
