@@ -1272,3 +1272,28 @@ def test_cli_predict_names_the_steps_flag_of_a_horizon_below_one_step(capsys):
         with pytest.raises(SystemExit):
             main([*args, "--steps", steps])
         assert f"argument --steps: must be at least 1, got '{steps}'" in capsys.readouterr().err
+
+
+def test_a_prediction_plot_is_titled_by_the_setting_it_predicts_not_by_its_regime_alone():
+    # two `predict --plot` files of two settings were both titled "overdamped (p=1.00)"
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    ds = predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=6, group_size=8, steps=40, discrepancy=False)
+    title = plot_prediction(ds).axes[0].get_title()
+    assert "lr 0.1" in title and "momentum 0.5 (heavy_ball)" in title
+    assert "K_ref 6" in title and "G 8" in title
+    assert ds.attrs["regime"] in title
+    # a title the caller gives is kept as given
+    assert plot_prediction(ds, title="mine").axes[0].get_title() == "mine"
+
+
+def test_a_forecast_plot_is_titled_by_its_run_and_the_step_it_forecasts_from():
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.predict import default_plot_title
+
+    runs = simulate_sde_runset(group_sizes=(16,), n_seeds=1, n_steps=60, random_seed=3)
+    run_id = str(runs["run"].values[0])
+    fc = forecast_in_runset(runs, run_id, upto=30, n_draws=200, seed=0)
+    assert default_plot_title(fc).startswith(f"run {run_id}, forecast from step 30")

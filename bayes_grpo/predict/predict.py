@@ -1074,6 +1074,42 @@ def load_prediction(path: str | os.PathLike) -> xr.Dataset:
     return ds
 
 
+def default_plot_title(ds: xr.Dataset) -> str:
+    """What a prediction or forecast plot shows, for its title: the setting predicted (LLM,
+    learning rate, momentum and convention, ``K_ref``, ``G``, a schedule) or the run forecast
+    and its last seen step, then the regime and its probability. A plot titled by its regime
+    alone did not say which of several ``--plot`` files was which setting."""
+    regime = f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
+    try:
+        settings = json.loads(str(ds.attrs.get("settings", "{}")))
+    except json.JSONDecodeError:
+        settings = {}
+    if not isinstance(settings, dict):
+        settings = {}
+    if "run" in ds.attrs:  # a forecast
+        head = f"run {ds.attrs['run']}"
+        upto = float(ds.attrs.get("upto_step", np.nan))
+        if np.isfinite(upto):
+            head += f", forecast from step {upto:g}"
+        return f"{head}: {regime}"
+    parts = []
+    for key, label in (("learning_rate", "lr"), ("momentum", "momentum"), ("k_ref", "K_ref"), ("group_size", "G")):
+        value = settings.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+            text = f"{label} {value:g}"
+            if key == "momentum" and value > 0 and settings.get("momentum_convention"):
+                text += f" ({settings['momentum_convention']})"
+            parts.append(text)
+    if settings.get("lr_schedule"):
+        parts.append(f"schedule {settings['lr_schedule']}")
+    if not parts:
+        return regime
+    head = ", ".join(parts)
+    if settings.get("model"):
+        head = f"{settings['model']}: {head}"
+    return f"{head}\n{regime}"
+
+
 def plot_prediction(
     ds: xr.Dataset,
     *,
@@ -1137,11 +1173,7 @@ def plot_prediction(
     # a new LLM's prediction is in normalised progress (attrs["units"]), not in reward
     units = str(ds.attrs.get("units", "reward"))
     ax.set_ylabel("normalised progress (R - R0)/(p* - R0)" if units.startswith("normalised") else "reward")
-    ax.set_title(
-        plot_text(title)
-        if title
-        else f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
-    )
+    ax.set_title(plot_text(title if title else default_plot_title(ds)), fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
@@ -1153,6 +1185,7 @@ __all__ = [
     "choose_law",
     "extrapolation_warnings",
     "beyond_logged_rewards_warning",
+    "default_plot_title",
     "horizon_steps",
     "load_prediction",
     "plot_prediction",
