@@ -836,3 +836,28 @@ def test_the_posterior_section_gives_the_curvature_scaling_exponent_that_fit_pri
     assert any(f"size_exponent {s['median']:.3g} [{s['lo']:.3g}, {s['hi']:.3g}]" in t and "['tiny']" in t for t in texts), texts
     (table,) = [b.content for b in section.blocks if b.kind == "table"]
     assert "<th>size_exponent</th>" in table
+
+
+def test_an_overview_panel_of_many_runs_tells_them_apart_by_the_setting_they_differ_in():
+    # a sweep of 12 runs at one G had one panel of 12 unnamed curves: no legend above 6 runs
+    from bayes_grpo.report.sections import _curves_figure
+
+    steps = np.arange(1, 31)
+    k_refs = [1, 2, 4] * 4
+    ids = [f"sweep_k{k}_s{i}" for i, k in enumerate(k_refs)]
+    curves = {r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / (5.0 * k))}, index=steps) for r, k in zip(ids, k_refs)}
+    runs = make_runset(curves, {r: {"model": "m", "group_size": 8, "k_ref": k} for r, k in zip(ids, k_refs)})
+    summary = pd.DataFrame({"model": "m", "G": 8.0, "k_ref": [float(k) for k in k_refs]}, index=pd.Index(ids, name="run"))
+    fig = _curves_figure(runs, summary)
+    (ax,) = [ax for ax in fig.axes if ax.has_data()]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["K_ref = 1", "K_ref = 2", "K_ref = 4"]
+    colours = {tuple(line.get_color()) for line in ax.get_lines()}
+    assert len(colours) == 3  # runs of one K_ref share a colour
+    plt.close(fig)
+    # nothing tells them apart: no legend, and the panel says where the ids are
+    summary["k_ref"] = 1.0
+    fig = _curves_figure(runs, summary)
+    (ax,) = [ax for ax in fig.axes if ax.has_data()]
+    assert ax.get_legend() is None
+    assert any("12 runs (ids in the table)" in t.get_text() for t in ax.texts)
+    plt.close(fig)

@@ -209,6 +209,24 @@ def short_labels(labels: Sequence[str], width: int = LABEL_WIDTH) -> list[str]:
     return [plot_text(label) for label in out]
 
 
+#: Most runs of one panel of the overview named one by one in its legend.
+MAX_RUN_LEGEND: int = 6
+
+#: The settings a panel of many runs is coloured by, in this order: the first that varies.
+_COLOUR_SETTINGS: tuple[tuple[str, str], ...] = (("k_ref", "K_ref"), ("lr", "lr"), ("momentum", "momentum"), ("seed", "seed"))
+
+
+def _varying_setting(rows: pd.DataFrame) -> tuple[str, str] | None:
+    """The overview column (and its label) that tells a panel's many runs apart: the first
+    of ``_COLOUR_SETTINGS`` with 2 to 8 known values among ``rows``; None if none does."""
+    for column, name in _COLOUR_SETTINGS:
+        if column in rows:
+            values = pd.to_numeric(rows[column], errors="coerce").dropna().unique()
+            if 2 <= len(values) <= 8:
+                return column, name
+    return None
+
+
 def _curves_figure(runset: Any, summary: pd.DataFrame):
     import matplotlib.pyplot as plt
 
@@ -218,15 +236,36 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
     nrows = int(np.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
     for ax, ((model, g), run_ids) in zip(axes.flat, groups):
+        setting = _varying_setting(summary.loc[list(run_ids)]) if len(run_ids) > MAX_RUN_LEGEND else None
+        if setting is not None:  # many runs: one colour per value of the setting they differ in
+            column, name = setting
+            numeric = pd.to_numeric(summary.loc[list(run_ids), column], errors="coerce")
+            values = sorted(numeric.dropna().unique())
+            colours = dict(zip(values, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, len(values)))))
+        labelled: set = set()
         for run_id, label in zip(run_ids, short_labels([str(r) for r in run_ids])):
             y = runset["reward"].sel(run=run_id).values
             ok = np.isfinite(y)  # runs logged every k steps are NaN in between
-            ax.plot(runset["step"].values[ok], y[ok], lw=0.8, alpha=0.8, label=label)
+            style: dict[str, Any] = {"lw": 0.8, "alpha": 0.8}
+            if setting is not None:
+                value = float(numeric[run_id])
+                known = np.isfinite(value)
+                style["color"] = colours[value] if known else "grey"
+                key = value if known else "unknown"
+                style["label"] = f"{name} = {value:g}" if known else f"{name} unknown"
+                if key in labelled:
+                    style["label"] = "_nolegend_"
+                labelled.add(key)
+            elif len(run_ids) <= MAX_RUN_LEGEND:
+                style["label"] = label
+            ax.plot(runset["step"].values[ok], y[ok], **style)
         ax.set_title(short_labels([f"{model or '(model unknown)'}  G={group_size_text(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
-        if len(run_ids) <= 6:
-            ax.legend(fontsize=6)
+        if len(run_ids) <= MAX_RUN_LEGEND or setting is not None:
+            ax.legend(fontsize=6, title=f"{len(run_ids)} runs" if setting is not None else None, title_fontsize=6)
+        else:  # too many runs to name, and no setting tells them apart: the table names them
+            ax.text(0.02, 0.97, f"{len(run_ids)} runs (ids in the table)", transform=ax.transAxes, fontsize=6, va="top")
     for ax in list(axes.flat)[len(groups):]:
         ax.axis("off")
     fig.tight_layout()
