@@ -234,3 +234,24 @@ def test_cli_config_file_that_is_not_an_object_is_a_clean_error(runset_path, tmp
         assert main(["diagnose", str(runset_path), "--config", str(bad)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("bayes-grpo diagnose: error: ") and named in err, err
+
+
+def test_runs_whose_ids_make_one_figure_name_get_a_figure_each(tmp_path, capsys):
+    # 'a/b' and 'a_b' both wrote a_b__<mode>.png: the command stopped on "given as both
+    # --figures and --figures; choose two paths", paths the user never chose
+    case = simulated_case("advantage_degeneracy", seed=3)
+    ds = concat_runsets(
+        [
+            case.assign_coords(run=np.array(["a/b"], dtype=object)),
+            case.assign_coords(run=np.array(["a_b"], dtype=object)),
+        ]
+    )
+    path = tmp_path / "runs.nc"
+    save_runset(ds, path)
+    figs = tmp_path / "figs"
+    args = ["diagnose", str(path), "--mode", "advantage_degeneracy", "--figures", str(figs)]
+    assert main([*args, "--set", "common.n_boot=10"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in figs.iterdir()) == [
+        "a_b-2__advantage_degeneracy.png",
+        "a_b__advantage_degeneracy.png",
+    ]

@@ -69,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="JSON file {section: {field: value}} of threshold overrides (applied before --set)",
     )
     p.add_argument(
-        "--figures", metavar="DIR", help="write each result's evidence figure as PNG into DIR"
+        "--figures",
+        metavar="DIR",
+        help="write each result's evidence figure as PNG into DIR, named RUN__MODE.png ('/' in a "
+        "run id as '_'; a second run whose id then reads the same gets RUN-2)",
     )
     p.add_argument(
         "--verbose", action="store_true", help="print each result's sentence under the table"
@@ -94,6 +97,24 @@ def _config(args: argparse.Namespace):
     return DiagnosticsConfig.from_mapping(mapping)
 
 
+def figure_stems(run_ids: list[str]) -> dict[str, str]:
+    """``{run id: file-name stem}`` of the ``--figures`` files: the id with ``/`` as ``_``, and
+    ``-2``, ``-3`` ... after it for a second, third run whose id reads the same that way (runs
+    ``a/b`` and ``a_b`` made one file name, and the command stopped on "given as both --figures
+    and --figures")."""
+    stems: dict[str, str] = {}
+    taken: set[str] = set()
+    for run_id in dict.fromkeys(run_ids):
+        base = run_id.replace("/", "_")
+        stem, k = base, 1
+        while stem in taken:
+            k += 1
+            stem = f"{base}-{k}"
+        stems[run_id] = stem
+        taken.add(stem)
+    return stems
+
+
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.diagnostics import diagnose, diagnosis_table
@@ -106,8 +127,9 @@ def _run(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
 
         out = Path(args.figures)
+        stems = figure_stems([str(r.values["run"]) for r in results])
         figures = [
-            (out / f"{r.values['run']}__{r.name}.png".replace("/", "_"), fig)
+            (out / f"{stems[str(r.values['run'])]}__{r.name}.png", fig)
             for r in results
             for fig in r.figures.values()
         ]
