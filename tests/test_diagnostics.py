@@ -255,6 +255,19 @@ def test_a_setting_that_means_nothing_is_refused_naming_it(assignment, message):
         DiagnosticsConfig.from_assignments([assignment])
 
 
+def test_a_switch_given_a_number_other_than_0_or_1_is_refused_not_switched_on():
+    # bool(2) and bool(0.5): {"instability": {"fit_oscillation": 2}} in a --config file, or
+    # --set instability.process_noise_check=0.5, switched the setting on without a word
+    for value in (2, 0.5, -1, [0]):
+        with pytest.raises(ValueError, match="instability.fit_oscillation: expected true/false"):
+            DiagnosticsConfig.from_mapping({"instability": {"fit_oscillation": value}})
+    with pytest.raises(ValueError, match="process_noise_check: expected true/false, got 0.5"):
+        DiagnosticsConfig.from_assignments(["instability.process_noise_check=0.5"])
+    for value, expected in ((0, False), (1, True), (False, False), ("true", True)):
+        cfg = DiagnosticsConfig.from_mapping({"instability": {"fit_oscillation": value}})
+        assert cfg.instability.fit_oscillation is expected
+
+
 def test_one_metric_name_given_as_a_number_is_a_name():
     # --set hacking.eval_metrics=5 (JSON reads 5 as a number) died on "'int' object is not iterable"
     assert DiagnosticsConfig.from_assignments(["hacking.eval_metrics=5"]).hacking.eval_metrics == ("5",)

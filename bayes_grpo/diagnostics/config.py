@@ -458,7 +458,11 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
             if value.lower() in {"false", "0", "no"}:
                 return False
             raise ValueError(f"{name}: expected true/false, got {value!r}")
-        return bool(value)
+        # bool(2), bool(0.5), bool([0]) are True: a number other than 0 / 1 (or a list) is no
+        # switch setting and was taken as "on"
+        if isinstance(value, bool) or (isinstance(value, int | float) and value in (0, 1)):
+            return bool(value)
+        raise ValueError(f"{name}: expected true/false, got {value!r}")
     if default is None and isinstance(value, str) and "," in value:
         # a pair given on the command line without JSON brackets (reward_range=-1,1): numbers,
         # not the string's characters
