@@ -166,6 +166,18 @@ def test_degeneracy_not_flagged_on_runs_with_signal(case):
     assert _one(case, "advantage_degeneracy").passed is True
 
 
+def test_a_zero_spread_share_logged_as_a_percentage_is_not_read_as_every_group_degenerate():
+    # 20 (for 20%) was clipped to 1: "advantage degeneracy detected: final-window share 1.00",
+    # from step 0, on a run whose groups mostly carry signal
+    ds = simulated_case("healthy", seed=2)
+    pct = ds.assign(frac_reward_zero_std=100 * ds["frac_reward_zero_std"])
+    (res,) = diagnose(pct, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is None, res.summary
+    assert "frac_reward_zero_std runs from" in res.summary and "not a share" in res.summary
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is True, res.summary
+
+
 def test_missing_metrics_give_not_assessable_never_a_silent_pass():
     cfg = DiagnosticsConfig.from_mapping(
         {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}
