@@ -403,6 +403,21 @@ def test_a_detected_mode_says_what_to_try_and_a_quiet_one_does_not(case, mode, l
 # --- the modes that use the law fits (bayes_grpo.dynamics.lsq) --------------------------------
 
 
+def test_reward_hacking_onset_is_a_logged_step_when_the_window_is_the_runs_last_quarter():
+    # the evaluation rises steadily (never saturates early): the late window is the run's last
+    # quarter, which starts between two steps; that point (151.5) was the onset step
+    rng = np.random.default_rng(3)
+    t = np.arange(203)
+    ev = np.full(t.size, np.nan)
+    ev[::7] = 0.2 + 0.3 * t[::7] / t.size + 0.005 * rng.standard_normal(ev[::7].size)
+    r = 0.2 + 0.3 * t / t.size + 0.6 * np.clip((t - 120) / 80, 0, None)
+    frame = pd.DataFrame({"reward": r + 0.01 * rng.standard_normal(t.size), "eval_reward": ev}, t)
+    res = reward_hacking(frame, run_id="late", common=FAST.common)
+    assert res.passed is False, res.summary
+    assert res.values["onset_step"] == 152 == res.values["evidence"]["window_start_step"]
+    assert "after step 152 " in res.summary
+
+
 def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
     res = _one("reward_hacking", "reward_hacking")
     assert res.passed is False, res.summary

@@ -77,10 +77,14 @@ def saturation_index(smoothed: np.ndarray, level: float) -> int:
 def window_start(
     eval_steps: np.ndarray, eval_smoothed: np.ndarray, all_steps: np.ndarray, cfg: HackingConfig
 ) -> float:
-    """Step at which the late window starts (evaluation saturation, or the last ``min_window_fraction``)."""
+    """Step at which the late window starts (evaluation saturation, or the last ``min_window_fraction``):
+    the first logged step (of ``all_steps``, increasing) from there. The last
+    ``min_window_fraction`` of a span starts between two steps (149.25 of 0..199), which was
+    reported as the onset step, a step no run has."""
     t_sat = float(eval_steps[saturation_index(eval_smoothed, cfg.eval_saturation_level)])
     latest = float(all_steps[-1] - cfg.min_window_fraction * (all_steps[-1] - all_steps[0]))
-    return min(t_sat, latest)
+    start = min(t_sat, latest)
+    return float(all_steps[min(int(np.searchsorted(all_steps, start)), all_steps.size - 1)])
 
 
 def relative_gain(steps: np.ndarray, values: np.ndarray, start: float, value_range: float) -> float:
