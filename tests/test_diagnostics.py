@@ -1146,6 +1146,18 @@ def test_a_reward_swing_that_grows_at_the_plateau_is_instability():
             assert not _signal(res, "growing reward oscillation")["detected"], res.summary
 
 
+def test_a_growing_reward_swing_is_dated_at_a_logged_step():
+    # the onset was the mean step of the first block of 10 points out of range: 275.5, a step
+    # no run has; it is the block's first step
+    frame = _plateau_run(400, seed=0, noise=0.05)
+    steps = frame.index.to_numpy()
+    frame["reward"] += 0.2 * np.clip((steps - 200) / 200, 0, None) * np.sin(2 * np.pi * steps / 30)
+    res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+    osc = _signal(res, "growing reward oscillation")
+    assert osc["detected"] and osc["onset_step"] in set(steps.tolist()), osc["onset_step"]
+    assert 250 <= osc["onset_step"] <= 400
+
+
 def test_a_reward_that_collapses_after_rising_is_instability_not_only_degeneracy():
     # a reward that rose to 0.7 and fell to 0.01 in a few steps at step 180 (grad norm at its
     # level throughout) was "not detected" as instability: no side quantity grew, no law fits it

@@ -88,8 +88,8 @@ Signals, each assessed on its own and listed in the result's table:
   ratio of two such sds of ``m`` independent block means each follows ``F(m - 2, m - 2)``:
   ``P(ratio >= 3) = P(F >= 9) = 0.3%`` at ``m = 10`` and less for more blocks (at most
   0.5% with the both-sides condition, by simulation of an AR(1) wander of correlation time
-  5-100% of the run, with or without white noise); the interval reported is that F interval. Onset: the first block after the central window
-  whose mean leaves that window's range of block means.
+  5-100% of the run, with or without white noise); the interval reported is that F interval. Onset: the first step of
+  the first block after the central window whose mean leaves that window's range of block means.
 - **reward collapse** (model-free, part of the same reward assessment): the reward rose and
   then fell back below where it started. With windows of ``edge_fraction`` of the run (means):
   the last window ends below the first, and the best window lies at least ``collapse_sd``
@@ -611,7 +611,9 @@ def _oscillation_growth_signal(
         at = _block_means(rew.steps, b)
         after = at > rew.steps[middle][-1]
         outside = np.flatnonzero(after & ((smoothed > mid_hi) | (smoothed < mid_lo)))
-        onset = float(at[outside[0]]) if outside.size else None
+        # the block's first logged step: its mean step (275.5) is no step of the run
+        first = rew.steps[rew.steps.size - at.size * b :: b]
+        onset = float(first[outside[0]]) if outside.size else None
     return {
         "signal": "growing reward oscillation",
         "metric": "reward",
