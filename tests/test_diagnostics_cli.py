@@ -255,3 +255,33 @@ def test_runs_whose_ids_make_one_figure_name_get_a_figure_each(tmp_path, capsys)
         "a_b-2__advantage_degeneracy.png",
         "a_b__advantage_degeneracy.png",
     ]
+
+
+def test_onset_steps_are_whole_steps_in_the_json_and_the_reports_tables(tmp_path, capsys):
+    # a run logged from step 12000 whose grad norm grows from step 12120: --json said
+    # "onset_step": 12120.0 and the HTML report's signal table 1.212e+04
+    import pandas as pd
+
+    from bayes_grpo.report.sections import table_html
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(5)
+    n = 200
+    grad = 0.3 * np.exp(0.1 * rng.standard_normal(n))
+    grad[120:] *= 8
+    reward = 0.2 + 0.5 * (1 - np.exp(-np.arange(n) / 20)) + 0.02 * rng.standard_normal(n)
+    frame = pd.DataFrame({"reward": reward, "grad_norm": grad}, index=12000 + np.arange(n))
+    path = tmp_path / "late.nc"
+    save_runset(make_runset({"late": frame}), path)
+    args = ["diagnose", str(path), "--json", "--mode", "instability", "--set", "common.n_boot=10"]
+    assert main([*args, "--set", "instability.fit_oscillation=false"]) == 0
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    assert res["values"]["onset_step"] == 12120 and isinstance(res["values"]["onset_step"], int)
+    growth = res["values"]["evidence"]["signals"][0]
+    assert growth["signal"] == "growth of grad norm" and isinstance(growth["onset_step"], int)
+    cfg = DiagnosticsConfig.from_mapping(
+        {"common": {"n_boot": 10}, "instability": {"fit_oscillation": False}}
+    )
+    (api,) = diagnose(make_runset({"late": frame}), config=cfg, modes=["instability"])
+    html = table_html(api.table)
+    assert "<td>12120</td>" in html and "e+04" not in html

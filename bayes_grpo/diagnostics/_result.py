@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.diagnostics._series import step_number
 
 #: Mode names, in the order ``diagnose`` runs them.
 MODE_TITLES: dict[str, str] = {
@@ -116,7 +117,7 @@ def assessed(
             "run": run_id,
             "mode": mode,
             "detected": bool(detected),
-            "onset_step": None if onset_step is None else float(onset_step),
+            "onset_step": step_number(onset_step),
             "strength": strength_,
             "evidence": evidence,
             "badge": "detected" if detected else "not detected",

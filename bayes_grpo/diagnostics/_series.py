@@ -54,6 +54,15 @@ def finite_series(steps: np.ndarray, values: np.ndarray, name: str = "") -> Seri
     return Series(name, steps[ok], values[ok])
 
 
+def step_number(step: float | None) -> int | float | None:
+    """An optimizer step as the run set holds it: an int when whole (``--json`` prints 12120, not
+    12120.0, and the report's tables do not print 1.212e+04), None when there is none."""
+    if step is None:
+        return None
+    step = float(step)
+    return int(step) if step.is_integer() else step
+
+
 def window_size(n: int, fraction: float, minimum: int = 3) -> int:
     """Odd window of ``fraction * n`` points, at least ``minimum`` and at most ``n``."""
     w = max(minimum, int(round(fraction * n)))
@@ -226,6 +235,7 @@ __all__ = [
     "ols_gain",
     "smooth",
     "span",
+    "step_number",
     "sustained_onset",
     "window_size",
 ]

@@ -46,6 +46,7 @@ from bayes_grpo.diagnostics._series import (
     finite_series,
     interval,
     smooth,
+    step_number,
     sustained_onset,
 )
 from bayes_grpo.diagnostics.config import CommonConfig, ConcentrationConfig
@@ -288,7 +289,7 @@ def policy_concentration(
         "reward_has_trend": bool(trend_flag),
         "drop_fraction": config.drop_fraction,
         "progress_threshold": config.progress_threshold,
-        "entropy_drop_onset_step": float(steps[point["onset_idx"]])
+        "entropy_drop_onset_step": step_number(steps[point["onset_idx"]])
         if point["onset_idx"] is not None
         else None,
         "progress_at_onset": point["progress_at_onset"],

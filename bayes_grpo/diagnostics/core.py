@@ -234,7 +234,10 @@ def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
                 "source": st.get("source", ""),
             }
         )
-    return pd.DataFrame(rows).set_index(["run", "mode"])
+    table = pd.DataFrame(rows)
+    # steps as ints, None where there is no onset (pandas makes ints beside None floats: 12120.0)
+    table["onset_step"] = pd.Series([row["onset_step"] for row in rows], dtype=object)
+    return table.set_index(["run", "mode"])
 
 
 def verdict_matrix(results: Sequence[CheckResult]) -> pd.DataFrame:

@@ -41,6 +41,7 @@ from bayes_grpo.diagnostics._series import (
     interval,
     ols_gain,
     smooth,
+    step_number,
 )
 from bayes_grpo.diagnostics.config import CommonConfig, HackingConfig
 
@@ -281,14 +282,14 @@ def reward_hacking(
     laws = _law_difference(train, ev, common)
     evidence: dict[str, Any] = {
         "eval_metric": ev.name,
-        "window_start_step": float(start),
+        "window_start_step": step_number(start),
         "eval_points_in_window": n_eval_window,
         "train_gain": g_t,
         "train_gain_interval": [gt_lo, gt_hi],
         "eval_gain": g_e,
         "eval_gain_interval": [ge_lo, ge_hi],
         "decoupling_threshold": config.decoupling_threshold,
-        "eval_peak_step": float(ev.steps[int(np.argmax(e_s))]),
+        "eval_peak_step": step_number(ev.steps[int(np.argmax(e_s))]),
         **laws,
     }
     if detected:

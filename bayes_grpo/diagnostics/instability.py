@@ -127,6 +127,7 @@ from bayes_grpo.diagnostics._series import (
     finite_series,
     interval,
     smooth,
+    step_number,
     sustained_onset,
     window_means,
     window_size,
@@ -849,6 +850,8 @@ def instability(
             + (" (fit_oscillation is off)" if not config.fit_oscillation else ""),
         )
 
+    for s in signals:  # whole steps as ints (JSON, the report's table)
+        s["onset_step"] = step_number(s["onset_step"])
     detected_signals = [s for s in signals if s["detected"]]
     detected = bool(detected_signals)
     onsets = [s["onset_step"] for s in detected_signals if s["onset_step"] is not None]
@@ -881,6 +884,8 @@ def instability(
             for s in signals
         ]
     ).set_index("signal")
+    # ints and None, not floats and NaN: pandas makes a column of ints and None float
+    table["onset_step"] = pd.Series([s["onset_step"] for s in signals], table.index, dtype=object)
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
