@@ -109,6 +109,29 @@ def test_a_derived_zero_spread_share_says_which_reward_range_it_assumed():
     assert "assumed" not in res.summary
 
 
+def test_a_derived_share_says_it_assumes_a_binary_reward_and_how_to_leave_it_out():
+    # partial credit: each completion scores in (0, 1); no group has zero spread, but groups
+    # spread less than binary ones of the same mean, so the share derived from reward_std is
+    # high. It was "detected" from step 0 with only "(else set degeneracy.reward_range)" as
+    # advice, a setting that changes nothing for such a reward
+    rng = np.random.default_rng(1)
+    t = np.arange(120)
+    p = 0.3 + 0.3 * (1 - np.exp(-t / 18))
+    scores = rng.beta(4 * p[:, None, None], 4 * (1 - p[:, None, None]), size=(t.size, 16, 8))
+    frame = pd.DataFrame(
+        {"reward": scores.mean(axis=(1, 2)), "reward_std": scores.std(axis=2, ddof=1).mean(axis=1)},
+        index=t,
+    )
+    ds = make_runset({"partial": frame}, {"partial": {"group_size": 8}})
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])
+    assert res.values["evidence"]["share_source"] == "derived"
+    assert "assuming a binary reward" in res.summary and "partial credit" in res.summary
+    assert "--set degeneracy.reward_std_metrics=[]" in res.summary
+    off = DiagnosticsConfig.from_assignments(["degeneracy.reward_std_metrics=[]"])
+    (res,) = diagnose(ds, config=off, modes=["advantage_degeneracy"])
+    assert res.passed is None and "degeneracy.reward_std_metrics is empty" in res.summary
+
+
 def test_a_run_whose_rewards_leave_the_configured_reward_range_is_not_read_on_it():
     # reward_range is one setting for every run of a run set; a healthy run logged on 0-100
     # (the healthy case's reward and reward_std times 100, share not logged) was read on

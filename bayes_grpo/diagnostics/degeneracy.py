@@ -156,7 +156,12 @@ def advantage_degeneracy(
     if share is None:
         std = find_series(frame, config.reward_std_metrics, min_points=common.min_points)
         missing = []
-        if std is None:
+        if std is None and not config.reward_std_metrics:
+            missing.append(
+                f"no zero-spread share ({', '.join(config.zero_std_metrics)}) with >= {common.min_points} "
+                "points, and its derivation from a reward std is off (degeneracy.reward_std_metrics is empty)"
+            )
+        elif std is None:
             missing.append(
                 f"no zero-spread share ({', '.join(config.zero_std_metrics)}) nor reward std ({', '.join(config.reward_std_metrics)}) with >= {common.min_points} points"
             )
@@ -288,7 +293,14 @@ def advantage_degeneracy(
     if "final_expected_binomial_share" in evidence:
         summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
     if source == "derived":
-        summary += "; share derived from reward_std (estimate, see docs)"
+        # a reward with partial credit (0.3, 0.7 ...) in [0, 1] spreads less within a group than
+        # a binary one of the same mean: its groups read as degenerate (a run with no group of
+        # zero spread was "detected" from step 0); the estimate cannot tell, so it says so
+        summary += (
+            f"; share {name} assuming a binary reward (estimate, see docs: a "
+            "reward with partial credit spreads less within a group and reads as degenerate; "
+            "--set degeneracy.reward_std_metrics=[] leaves the derivation out)"
+        )
         if config.reward_range is None:  # inferred: a -1..1 reward that stays >= 0 reads as 0..1
             summary += "; binary reward range (0, 1) assumed from the rewards (else set degeneracy.reward_range)"
     summary += "."
