@@ -285,3 +285,19 @@ def test_onset_steps_are_whole_steps_in_the_json_and_the_reports_tables(tmp_path
     (api,) = diagnose(make_runset({"late": frame}), config=cfg, modes=["instability"])
     html = table_html(api.table)
     assert "<td>12120</td>" in html and "e+04" not in html
+
+
+def test_figures_asked_for_with_the_option_are_written_whatever_the_config_file_says(
+    runset_path, tmp_path, capsys
+):
+    # {"common": {"figures": false}} in --config (or --set common.figures=false) made
+    # --figures DIR write nothing, without a word
+    cfg = tmp_path / "thresholds.json"
+    cfg.write_text(json.dumps({"common": {"figures": False, "n_boot": 10}}))
+    figs = tmp_path / "figs"
+    args = ["diagnose", str(runset_path), "--run", "advantage_degeneracy", "--config", str(cfg)]
+    args += ["--mode", "advantage_degeneracy", "--figures", str(figs)]
+    assert main(args) == 0, capsys.readouterr().err
+    assert (figs / "advantage_degeneracy__advantage_degeneracy.png").is_file()
+    assert main([*args, "--set", "common.figures=false", "--overwrite"]) == 0
+    assert (figs / "advantage_degeneracy__advantage_degeneracy.png").is_file()

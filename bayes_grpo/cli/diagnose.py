@@ -91,9 +91,10 @@ def _config(args: argparse.Namespace):
         section = item.split(".", 1)[0].strip()
         field = item.split(".", 1)[1].split("=", 1)[0].strip()
         mapping.setdefault(section, {})[field] = override[section][field]
-    figures = bool(args.figures)
+    # the command draws figures only to write them into --figures DIR: that option decides
+    # (common.figures false in a --config file made --figures DIR write nothing, without a word)
     mapping.setdefault("common", {})
-    mapping["common"].setdefault("figures", figures)
+    mapping["common"]["figures"] = bool(args.figures)
     return DiagnosticsConfig.from_mapping(mapping)
 
 
