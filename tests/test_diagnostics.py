@@ -201,6 +201,21 @@ def test_a_zero_spread_share_logged_as_a_percentage_is_not_read_as_every_group_d
     assert res.passed is True, res.summary
 
 
+def test_the_sentence_names_the_metric_it_read():
+    # "advantage degeneracy detected: final-window share 0.84 > 0.5" and "entropy lost 50%"
+    # did not say which logged metric they were (frac_reward_zero_std; a log's token_entropy)
+    res = _one("advantage_degeneracy", "advantage_degeneracy")
+    assert res.passed is False and "share (frac_reward_zero_std) 0." in res.summary, res.summary
+    assert "(frac_reward_zero_std)" in _one("healthy", "advantage_degeneracy").summary
+    ds = simulated_case("policy_concentration")
+    ds = ds.rename({"entropy": "token_entropy"})
+    drawn = DiagnosticsConfig.from_mapping({"common": {"n_boot": 20, "figures": True}})
+    for case in (ds, simulated_case("healthy").rename({"entropy": "token_entropy"})):
+        (res,) = diagnose(case, config=drawn, modes=["policy_concentration"])
+        assert res.passed is not None and "entropy (token_entropy) " in res.summary, res.summary
+        assert len(res.figures) == 1
+
+
 def test_missing_metrics_give_not_assessable_never_a_silent_pass():
     cfg = DiagnosticsConfig.from_mapping(
         {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}

@@ -302,9 +302,11 @@ def policy_concentration(
         "final_reward_progress": point["final_progress"],
         "progress_threshold_reached": point["threshold_reached"],
     }
+    # the metric read, by name (a log's token_entropy or policy_entropy)
+    entropy_label = "entropy" if ent.name == "entropy" else f"entropy ({ent.name})"
     if premature:
         summary = (
-            f"policy concentration detected: entropy lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
+            f"policy concentration detected: {entropy_label} lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
             f"while the reward had covered {point['progress_at_onset']:.0%} {way}; strength {fmt_interval(st)}"
             + (
                 f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start."
@@ -314,7 +316,7 @@ def policy_concentration(
         )
     elif collapse:
         summary = (
-            f"policy concentration detected: entropy collapsed to {1 - point['final_drop']:.1%} of its start "
+            f"policy concentration detected: {entropy_label} collapsed to {1 - point['final_drop']:.1%} of its start "
             f"(< {config.collapse_fraction:.0%})"
             + (
                 f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}"
@@ -326,13 +328,13 @@ def policy_concentration(
     elif not trend_flag:
         summary = (
             f"not detected: the reward has no trend (stuck or already at its plateau), so only a collapse counts; "
-            f"final entropy loss {point['final_drop']:.0%} < {1 - config.collapse_fraction:.0%}."
+            f"final {entropy_label} loss {point['final_drop']:.0%} < {1 - config.collapse_fraction:.0%}."
         )
     elif point["onset_idx"] is None:
-        summary = f"not detected: entropy never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+        summary = f"not detected: {entropy_label} never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
     else:
         summary = (
-            f"not detected: entropy lost {config.drop_fraction:.0%} only after the reward covered "
+            f"not detected: {entropy_label} lost {config.drop_fraction:.0%} only after the reward covered "
             f"{point['progress_at_onset']:.0%} of its rise; strength {fmt_interval(st)}."
         )
     table = pd.DataFrame(

@@ -279,17 +279,19 @@ def advantage_degeneracy(
                     "source": "posterior plateau",
                 }
 
+    # the metric read, by name (the derived share says its source below)
+    of = f" ({name})" if source == "logged" else ""
     if detected:
         why = (
-            f"final-window share {final_share:.2f} > {config.flag_fraction}"
+            f"final-window share{of} {final_share:.2f} > {config.flag_fraction}"
             if final_share > config.flag_fraction
-            else f"share above {config.flag_fraction} for {stretch_len:.0f} steps ({stretch_len / run_span:.0%} of the run)"
+            else f"share{of} above {config.flag_fraction} for {stretch_len:.0f} steps ({stretch_len / run_span:.0%} of the run)"
         )
         summary = f"advantage degeneracy detected: {why}; strength {fmt_interval(st)}"
         if onset_step is not None:
             summary += f", from step {onset_step:.0f}"
     else:
-        summary = f"not detected: final-window zero-signal share {final_share:.2f} [{flo:.2f}, {fhi:.2f}] <= {config.flag_fraction}"
+        summary = f"not detected: final-window zero-signal share{of} {final_share:.2f} [{flo:.2f}, {fhi:.2f}] <= {config.flag_fraction}"
     if "final_expected_binomial_share" in evidence:
         summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
     if source == "derived":
