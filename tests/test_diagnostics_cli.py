@@ -118,6 +118,17 @@ def test_cli_help_lists_every_mode(capsys):
         assert mode in text
 
 
+def test_cli_help_names_every_instability_signal(capsys):
+    # the help listed "growth of grad_norm / importance ratio / clip ratio, reward oscillation,
+    # negative damping": no KL, spikes, reward divergence or collapse, and the clip ratio is
+    # judged by its level, not its growth
+    with pytest.raises(SystemExit):
+        main(["diagnose", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for signal in ("KL", "spikes", "sustained clipping", "diverges", "collapses after rising"):
+        assert signal in text, signal
+
+
 @pytest.mark.real_runs
 def test_real_logs_diagnosed_without_silent_passes(real_runs_dir):
     """Every real run gets a verdict or a reason; a TRL run whose groups are mostly all-correct is flagged."""

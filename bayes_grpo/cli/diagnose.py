@@ -22,9 +22,14 @@ carry (DESIGN.md section 4):
                         evaluation reward (eval_reward, eval_accuracy ...) saturates or falls
   advantage_degeneracy  most groups have zero reward spread (frac_reward_zero_std, or derived
                         from reward_std and G), against the binomial expectation p^G + (1-p)^G
-  policy_concentration  entropy falls fast while the reward is still far from its plateau
-  instability           sustained growth of grad_norm / importance ratio / clip ratio,
-                        reward oscillation (fitted zeta < 1), negative damping (posterior)
+  policy_concentration  entropy falls fast while the reward is still far from its plateau,
+                        or collapses (ends below concentration.collapse_fraction, 10%, of
+                        its start)
+  instability           sustained growth of grad_norm / importance ratio / KL, more frequent
+                        grad_norm or importance-ratio spikes, sustained clipping (clip ratio
+                        level), reward oscillation (fitted zeta < 1), a reward that diverges,
+                        swings ever wider at its plateau or collapses after rising, negative
+                        damping (posterior)
 
 Each result is "detected", "not detected" or "not assessable" (the run lacks the metric),
 with an onset step, a strength and its interval (bootstrap, or posterior draws with
