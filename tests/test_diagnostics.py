@@ -20,6 +20,7 @@ from bayes_grpo.diagnostics import (
     diagnose,
     diagnosis_table,
     instability,
+    policy_concentration,
     relative_overshoot,
     reward_hacking,
     run_table,
@@ -539,6 +540,25 @@ def test_policy_concentration_flagged_when_entropy_collapses_ahead_of_reward():
 def test_policy_concentration_not_flagged_when_entropy_follows_reward(case):
     res = _one(case, "policy_concentration")
     assert res.passed is True, res.summary
+
+
+def test_a_posterior_plateau_on_the_far_side_of_the_start_is_not_this_runs_plateau():
+    # a run that rose to its plateau before the entropy fell (not concentration), given the
+    # plateau draws of a posterior of other runs lying below its start: "policy concentration
+    # detected: ... while the reward had covered -68% of its way to the plateau"
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    reward = 0.2 + 0.5 * (1 - np.exp(-t / 10)) + 0.02 * rng.standard_normal(200)
+    entropy = (0.4 + 0.6 * np.exp(-t / 60)) * np.exp(0.02 * rng.standard_normal(200))
+    frame = pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+    kw = {"run_id": "r", "config": FAST.concentration, "common": FAST.common}
+    own = policy_concentration(frame, **kw)
+    below = policy_concentration(frame, **kw, plateau_draws=rng.normal(0.1, 0.01, 400))
+    assert own.passed is True and below.passed is True, below.summary
+    assert below.values["strength"]["value"] == pytest.approx(own.values["strength"]["value"])
+    assert "on the other side of the reward's start" in below.values["evidence"]["plateau_source"]
+    near = policy_concentration(frame, **kw, plateau_draws=rng.normal(0.72, 0.01, 400))
+    assert near.values["evidence"]["plateau_source"] == "posterior"
 
 
 def test_policy_concentration_flagged_when_entropy_collapses_and_reward_never_moves():

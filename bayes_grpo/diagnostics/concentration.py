@@ -13,7 +13,9 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
   than the way from ``R_start`` to it: a reward still rising in a straight line, or a slow
   start the single exponential cannot draw, puts it anywhere up to hundreds of times the
   logged rise) is replaced by the extreme logged (smoothed) reward when that is nearer, so
-  ``phi`` is then a lower bound of the progress and the detection conservative.
+  ``phi`` is then a lower bound of the progress and the detection conservative. A posterior
+  plateau on the other side of ``R_start`` from where the run's reward went (a posterior of
+  other runs) is not this run's: the run's own fit is used, and the evidence says so.
   This needs a reward with a trend beyond noise (``bayes_grpo.metrics.has_trend``): a
   flat reward may be stuck or already at its plateau, so only a collapse is judged there;
 - detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
@@ -155,11 +157,25 @@ def policy_concentration(
     start_mask = edge_mask(steps, config.start_fraction, late=False)
     rng = np.random.default_rng(common.seed)
     trend_flag = _fits.has_trend(rew.steps, rew.values)
+    posterior_not_used = None
     if plateau_draws is not None and np.size(plateau_draws):
         plateau_samples = np.asarray(plateau_draws, dtype=float).ravel()
         plateau = float(np.median(plateau_samples))
         plateau_source = "posterior"
-    else:
+        # a posterior plateau on the other side of the reward's start from where the run went
+        # (a run that rose, a plateau below its start: a posterior of other runs) makes every
+        # progress negative, "covered -45% of its way to the plateau", and every entropy fall
+        # premature; it is not this run's plateau, so the run's own fit measures the progress
+        r_s0 = smooth(reward, common.smooth_fraction)
+        r_start0 = float(np.median(r_s0[start_mask]))
+        r_end0 = float(np.median(r_s0[edge_mask(steps, config.start_fraction, late=True)]))
+        if trend_flag and (plateau - r_start0) * (r_end0 - r_start0) < 0:
+            posterior_not_used = (
+                f"posterior plateau {plateau:.3g} lies on the other side of the reward's start "
+                f"({r_start0:.3g}) from where the run went ({r_end0:.3g}): not this run's plateau, "
+                "so the run's own single-exponential fit is used"
+            )
+    if plateau_draws is None or not np.size(plateau_draws) or posterior_not_used:
         fit = _fits.fit_saturation(rew.steps, rew.values)
         if fit is None and trend_flag:
             return not_assessable(
@@ -175,6 +191,8 @@ def policy_concentration(
             else None
         )
         plateau_source = "single-exponential fit"
+    if posterior_not_used:
+        plateau_source += f" ({posterior_not_used})"
     if not trend_flag:
         plateau_source += " (reward has no trend beyond noise: no plateau to progress to; only a collapse is judged)"
 
@@ -186,7 +204,7 @@ def policy_concentration(
     # it (interval narrower than the way to it), the way is measured to the plateau or the
     # extreme logged (smoothed) reward, whichever is nearer: a lower bound of the progress
     plateau_bounded = True
-    if plateau_source == "single-exponential fit" and trend_flag:
+    if plateau_source.startswith("single-exponential fit") and trend_flag:
         r_start = float(np.median(r_s[start_mask]))
         z = stats.norm.ppf(0.5 + common.interval_prob / 2)
         plateau_bounded = bool(z * fit["plateau_sd"] < abs(plateau - r_start))
