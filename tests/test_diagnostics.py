@@ -93,6 +93,24 @@ def test_advantage_degeneracy_flagged_on_easy_task_with_onset_and_strength():
     assert res.values["evidence"]["final_share"] > 0.5
 
 
+def test_a_degenerate_episode_that_ended_has_its_own_share_as_strength():
+    # most groups without spread from step 70 to 129 of 200 (share 0.85), then signal again:
+    # detected by the stretch, its strength was the mean share from step 70 to the end, 0.47,
+    # under the flag level 0.5 it was detected above
+    rng = np.random.default_rng(0)
+    share = 0.15 + 0.03 * rng.standard_normal(200)
+    share[70:130] = 0.85 + 0.03 * rng.standard_normal(60)
+    frame = pd.DataFrame(
+        {"reward": 0.5 + 0.02 * rng.standard_normal(200), "frac_reward_zero_std": share.clip(0, 1)},
+        index=np.arange(200),
+    )
+    res = advantage_degeneracy(frame, run_id="mid", group_size=8, common=FAST.common)
+    assert res.passed is False and res.values["onset_step"] == 70, res.summary
+    st = res.values["strength"]
+    assert st["value"] == pytest.approx(share[70:130].clip(0, 1).mean())
+    assert st["lower"] > 0.5 and "(steps 70-129)" in st["name"]
+
+
 def test_advantage_degeneracy_derived_from_reward_std_when_share_not_logged():
     res = _one("advantage_degeneracy_from_std", "advantage_degeneracy")
     assert res.passed is False

@@ -143,7 +143,8 @@ def advantage_degeneracy(
     CheckResult
         ``detected`` when the zero-signal share over the final window, or over a sustained
         stretch, exceeds ``config.flag_fraction``. Strength: mean share from the onset to
-        the end (final window if no onset), with a block-bootstrap interval.
+        the end (final window if no onset; over the stretch when only a stretch that ended
+        is above the flag level), with a block-bootstrap interval.
     """
     config = config or DegeneracyConfig()
     common = common or CommonConfig()
@@ -225,7 +226,17 @@ def advantage_degeneracy(
     if detected and onset_idx is None and stretch_start is not None:
         onset_idx = stretch_start
     onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
-    if onset_step is not None:
+    if detected and final_share <= config.flag_fraction and stretch_start is not None:
+        # an episode that ended: its share, not the mean from its start to the end of the run
+        # (a stretch at 0.85 from step 70 to 129 of 200 had strength 0.47, under the flag level
+        # it was detected above)
+        mask = np.zeros(steps.size, dtype=bool)
+        mask[stretch_start : stretch_end + 1] = True
+        label = (
+            f"mean zero-signal share over its stretch above the flag level (steps "
+            f"{steps[stretch_start]:.0f}-{steps[stretch_end]:.0f})"
+        )
+    elif onset_step is not None:
         mask = steps >= onset_step
         label = "mean zero-signal share from onset to end"
     else:
