@@ -1222,6 +1222,21 @@ def test_a_reward_swing_that_grows_at_the_plateau_is_instability():
             assert not _signal(res, "growing reward oscillation")["detected"], res.summary
 
 
+def test_a_clip_ratio_logged_as_a_percentage_is_left_out_not_read_as_sustained_clipping():
+    # 2 (for 2% of tokens clipped) was "instability detected: sustained clipping (clip_ratio:
+    # largest mean clip ratio over 25% of the run 2.05)"
+    frame = _plateau_run(200, seed=0)
+    rng = np.random.default_rng(0)
+    frame["clip_ratio"] = 2.0 * np.exp(0.2 * rng.standard_normal(200))
+    res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+    assert res.passed is True, res.summary
+    assert "clip_ratio runs from" in res.summary and "not a share" in res.summary
+    assert not any(s["metric"] == "clip_ratio" for s in res.values["evidence"]["signals"])
+    frame["clip_ratio"] /= 100  # as a fraction: read, and quiet
+    res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+    assert _signal(res, "sustained clipping")["detected"] is False
+
+
 def test_a_growing_reward_swing_is_dated_at_a_logged_step():
     # the onset was the mean step of the first block of 10 points out of range: 275.5, a step
     # no run has; it is the block's first step

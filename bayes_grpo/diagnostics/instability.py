@@ -37,7 +37,8 @@ Signals, each assessed on its own and listed in the result's table:
   ``sqrt(kl_growth_factor)`` times its central level (sustained).
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
-  ``edge_fraction`` of the run, with its bootstrap lower bound above half that level.
+  ``edge_fraction`` of the run, with its bootstrap lower bound above half that level (a clip
+  ratio outside [0, 1], a percentage, is left out and the sentence says so).
   Clipping is bursty and starts at 0, so a level, not a growth factor, is the statistic;
   an episode of heavy clipping is what a step too large for the lag produces (the clip
   then bounds the linear instability, so the reward itself may not diverge). Onset: the
@@ -789,7 +790,7 @@ def instability(
     common = common or CommonConfig()
     rng = np.random.default_rng(common.seed)
     signals: list[dict[str, Any]] = []
-    looked, not_logged = [], []
+    looked, not_logged, not_a_share = [], [], []
     for kind, names in (
         ("grad norm", config.grad_norm_metrics),
         ("importance ratio", config.importance_ratio_metrics),
@@ -807,6 +808,14 @@ def instability(
                 if keep.sum() >= common.min_points
                 else None
             )
+        if s is not None and kind == "clip ratio" and (s.values.min() < -1e-6 or s.values.max() > 1 + 1e-6):
+            # a share of tokens lies in [0, 1]; one logged as a percentage (2 for 2%) read as
+            # "sustained clipping, largest mean clip ratio 2" on a run that clips 2% of tokens
+            not_a_share.append(
+                f"{s.name} runs from {s.values.min():g} to {s.values.max():g}: not a share of "
+                "tokens in [0, 1] (a percentage? the run set needs it as a fraction), left out"
+            )
+            continue
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
             if kind in ("grad norm", "importance ratio"):
@@ -847,7 +856,8 @@ def instability(
             MODE,
             run_id,
             f"none of {', '.join(looked)} logged with >= {common.min_points} points, and no reward oscillation fit"
-            + (" (fit_oscillation is off)" if not config.fit_oscillation else ""),
+            + (" (fit_oscillation is off)" if not config.fit_oscillation else "")
+            + "".join(f"; {note}" for note in not_a_share),
         )
 
     for s in signals:  # whole steps as ints (JSON, the report's table)
@@ -889,6 +899,7 @@ def instability(
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
+        "left_out": not_a_share,
     }
     if detected:
         names = ", ".join(
@@ -936,6 +947,8 @@ def instability(
             )
             + "."
         )
+    if not_a_share:
+        summary += " " + "; ".join(not_a_share) + "."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
     return assessed(
         MODE,
