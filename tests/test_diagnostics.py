@@ -235,6 +235,19 @@ def test_the_sentence_names_the_metric_it_read():
         assert len(res.figures) == 1
 
 
+@pytest.mark.parametrize(
+    "setting", [{"group_size": 1}, {"n_prompts": 0}, {"eval_every": 0}, {"n_steps": 0}]
+)
+def test_a_simulated_case_refuses_a_setting_it_cannot_simulate_naming_it(setting):
+    # G = 1 or no prompt gave reward_std NaN at every step (numpy's "invalid value" warning),
+    # an evaluation every 0 steps "slice step cannot be zero"
+    (name,) = setting
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=f"simulated_case: {name} must be a whole number"):
+            simulated_case("healthy", **setting)
+
+
 def test_missing_metrics_give_not_assessable_never_a_silent_pass():
     cfg = DiagnosticsConfig.from_mapping(
         {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}

@@ -131,6 +131,16 @@ def simulated_case(
     """
     if name not in CASES:
         raise ValueError(f"unknown case {name!r}; cases: {sorted(CASES)}")
+    # G = 1 has no within-group std (ddof 1): reward_std was NaN at every step, beside numpy's
+    # "invalid value" warning; no prompt likewise; an evaluation every 0 steps died in a slice
+    for label, value, least in (
+        ("n_steps", n_steps, 1),
+        ("group_size", group_size, 2),
+        ("n_prompts", n_prompts, 1),
+        ("eval_every", eval_every, 1),
+    ):
+        if isinstance(value, bool) or int(value) != value or value < least:
+            raise ValueError(f"simulated_case: {label} must be a whole number >= {least}; got {value!r}")
     rng = np.random.default_rng(seed)
     t = np.arange(n_steps, dtype=float)
     x = t / n_steps
