@@ -172,6 +172,14 @@ def test_advantage_degeneracy_needs_group_size_to_derive_share():
     assert res.passed is None and "group size" in res.summary
 
 
+def test_a_group_of_one_completion_is_not_called_an_unknown_group_size():
+    # G = 1 read "group size G unknown (needed to derive the share from reward_std)"
+    ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [1.0]))
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is None and "G = 1 has no within-group std" in res.summary, res.summary
+    assert "unknown" not in res.summary
+
+
 def test_instability_growth_of_side_quantities_detected_with_onset_after_its_start():
     res = _one("instability_growth", "instability")
     assert res.passed is False

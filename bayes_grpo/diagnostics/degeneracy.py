@@ -166,8 +166,14 @@ def advantage_degeneracy(
             missing.append(
                 f"no zero-spread share ({', '.join(config.zero_std_metrics)}) nor reward std ({', '.join(config.reward_std_metrics)}) with >= {common.min_points} points"
             )
-        if G is None or (G is not None and G - config.std_ddof <= 0):
+        if G is None:
             missing.append("group size G unknown (needed to derive the share from reward_std)")
+        elif G - config.std_ddof <= 0:
+            # G = 1 is known, not "unknown": one completion per prompt has no spread to log
+            missing.append(
+                f"group size G = {G} has no within-group std (ddof {config.std_ddof}) to derive "
+                "the share from"
+            )
         if rng_range is None and config.reward_range is not None:
             finite = reward_all[np.isfinite(reward_all)]
             missing.append(
