@@ -415,6 +415,23 @@ def test_plateau_draws_give_expected_zero_spread_at_plateau():
     assert at["value"] == pytest.approx(binomial_zero_spread(0.97, 8))
 
 
+def test_a_posterior_given_to_train_eval_decoupling_alone_is_said_to_be_unused():
+    # --mode reward_hacking --posterior fit.nc: no word that the fit plays no part, and each
+    # result's values["posterior"] named the draws it had not read
+    ds = simulated_case("reward_hacking")
+    draws = {"reward_hacking": {"zeta": np.full(50, 1.5), "plateau": np.full(50, 0.5)}}
+    with pytest.warns(UserWarning, match="the posterior is not used: reward_hacking reads no"):
+        (res,) = diagnose(ds, config=FAST, posterior=draws, modes=["reward_hacking"])
+    assert "posterior" not in res.values
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hack, inst = diagnose(
+            ds, config=FAST, posterior=draws, modes=["reward_hacking", "instability"]
+        )
+    assert hack.values["posterior"] == "not used by this mode"
+    assert inst.values["posterior"] == "given draws"
+
+
 def test_instability_function_reports_not_assessable_with_nothing_to_look_at():
     frame = run_table(simulated_case("healthy_reward_only"), "healthy_reward_only")
     cfg = DiagnosticsConfig.from_mapping({"instability": {"fit_oscillation": False}})

@@ -29,6 +29,8 @@ from bayes_grpo.diagnostics.instability import instability
 
 #: The four failure modes, in report order.
 MODES: tuple[str, ...] = tuple(MODE_TITLES)
+#: The modes that read a posterior's draws (train-eval decoupling compares two logged rewards).
+POSTERIOR_MODES: tuple[str, ...] = ("advantage_degeneracy", "policy_concentration", "instability")
 
 
 def _require_run(ds: xr.Dataset, run_id: str) -> None:
@@ -103,6 +105,18 @@ def diagnose(
         else list(dict.fromkeys([run] if isinstance(run, str) else [str(r) for r in run]))
     )
     post = load_posterior(posterior)
+    if post is not None and not set(modes) & set(POSTERIOR_MODES):
+        # --mode reward_hacking --posterior fit.nc: the fit was loaded, its runs checked and
+        # warned about, and every result said "posterior coefficient draws at the run's
+        # hyperparameters", for a mode that reads no draw
+        where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
+        warnings.warn(
+            f"{where} is not used: {', '.join(modes)} reads no posterior draws (the modes that "
+            f"do: {', '.join(POSTERIOR_MODES)})",
+            UserWarning,
+            stacklevel=2,
+        )
+        post = None
     for run_id in run_ids:
         _require_run(runset, run_id)  # an unknown run id fails before the warning below
     stray = unfitted_runs(post, runset, run_ids) if post is not None else {}
@@ -163,7 +177,9 @@ def diagnose(
                     posterior_with_process_noise=has_process_noise(post),
                 )
             if post is not None:
-                res.values["posterior"] = draws_note
+                res.values["posterior"] = (
+                    draws_note if mode in POSTERIOR_MODES else "not used by this mode"
+                )
             results.append(res)
     if undrawn:
         # asked for, not used: said where every result is read, not only in each one's values
