@@ -500,17 +500,17 @@ def test_a_detected_mode_says_what_to_try_and_a_quiet_one_does_not(case, mode, l
 
 def test_reward_hacking_onset_is_a_logged_step_when_the_window_is_the_runs_last_quarter():
     # the evaluation rises steadily (never saturates early): the late window is the run's last
-    # quarter, which starts between two steps; that point (151.5) was the onset step
+    # quarter, which starts between two steps; that point (152.25) was the onset step
     rng = np.random.default_rng(3)
-    t = np.arange(203)
+    t = np.arange(204)  # evaluated at 0, 7, ..., 203: the last step too
     ev = np.full(t.size, np.nan)
     ev[::7] = 0.2 + 0.3 * t[::7] / t.size + 0.005 * rng.standard_normal(ev[::7].size)
     r = 0.2 + 0.3 * t / t.size + 0.6 * np.clip((t - 120) / 80, 0, None)
     frame = pd.DataFrame({"reward": r + 0.01 * rng.standard_normal(t.size), "eval_reward": ev}, t)
     res = reward_hacking(frame, run_id="late", common=FAST.common)
     assert res.passed is False, res.summary
-    assert res.values["onset_step"] == 152 == res.values["evidence"]["window_start_step"]
-    assert "after step 152 " in res.summary
+    assert res.values["onset_step"] == 153 == res.values["evidence"]["window_start_step"]
+    assert "after step 153 " in res.summary
 
 
 def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
@@ -569,6 +569,23 @@ def test_reward_hacking_not_assessable_when_eval_is_constant_but_for_one_value()
     assert res.passed is None and res.values["detected"] is None, res.summary
     assert "evaluation reward constant apart from isolated values" in res.summary
     assert "nan" not in res.summary
+
+
+def test_reward_hacking_compares_the_gains_only_where_the_evaluation_is_logged():
+    # an evaluation logged up to step 150 of a 300-step run, rising with the training reward:
+    # "train-eval decoupling detected: after step 126 the training reward gains 35% of its
+    # range while the evaluation reward (eval_reward) saturates (+9%)", the training gain taken
+    # up to step 299, the evaluation's up to step 150
+    rng = np.random.default_rng(0)
+    t = np.arange(300)
+    p = 0.1 + 0.6 * (1 - np.exp(-t / 150))
+    ev = np.full(300, np.nan)
+    ev[:151:3] = 0.9 * p[:151:3] + 0.005 * rng.standard_normal(51)
+    frame = pd.DataFrame({"reward": p + 0.02 * rng.standard_normal(300), "eval_reward": ev}, t)
+    res = reward_hacking(frame, run_id="r", common=FAST.common)
+    assert res.passed is True, res.summary
+    assert res.values["evidence"]["train_points_after_last_eval_left_out"] == 149
+    assert "149 points after the last evaluation (step 150) are left out" in res.summary
 
 
 def test_reward_hacking_not_assessable_when_evaluation_goes_on_past_the_training_reward():

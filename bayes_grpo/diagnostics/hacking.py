@@ -11,6 +11,10 @@ compared:
 
     d = gain_train - gain_eval      (fractions of each reward's range)
 
+The gains are compared where both rewards are logged: the training reward after the last
+evaluation is left out (an evaluation that stopped early is no saturation), and the result says
+how many of its points that leaves out.
+
 Detected when the lower interval bound of ``d`` exceeds ``decoupling_threshold`` and the
 training reward gains at least ``min_train_gain`` with a lower bound above 0. Onset: the
 start of the late window (where evaluation saturated or peaked). Strength: ``d`` with a
@@ -205,6 +209,21 @@ def reward_hacking(
         return not_assessable(
             MODE, run_id, f"fewer than {common.min_points} training-reward points"
         )
+    # the gains are compared where both rewards are logged: an evaluation that stopped at step
+    # 150 of a 300-step run, rising with the training reward, read as "saturates" against the
+    # training reward's gain up to step 299 ("decoupling detected")
+    after_eval = int((train.steps > ev.steps[-1]).sum())
+    left_out = after_eval if (train.steps <= ev.steps[-1]).any() else 0
+    if left_out:
+        keep = train.steps <= ev.steps[-1]
+        train = Series(train.name, train.steps[keep], train.values[keep])
+        if len(train) < common.min_points:
+            return not_assessable(
+                MODE,
+                run_id,
+                f"fewer than {common.min_points} training-reward points up to the last "
+                f"evaluation (step {ev.steps[-1]:.0f})",
+            )
     if np.ptp(ev.values) == 0 or np.ptp(train.values) == 0:
         return not_assessable(
             MODE, run_id, "training or evaluation reward is constant; no scale to compare gains on"
@@ -282,6 +301,7 @@ def reward_hacking(
     laws = _law_difference(train, ev, common)
     evidence: dict[str, Any] = {
         "eval_metric": ev.name,
+        "train_points_after_last_eval_left_out": left_out,
         "window_start_step": step_number(start),
         "eval_points_in_window": n_eval_window,
         "train_gain": g_t,
@@ -300,6 +320,11 @@ def reward_hacking(
         )
     else:
         summary = f"not detected: after step {start:.0f} train gain {g_t:+.0%}, eval gain {g_e:+.0%} of their ranges; difference {fmt_interval(st)}."
+    if left_out:
+        summary += (
+            f" The training reward's {left_out} points after the last evaluation (step "
+            f"{ev.steps[-1]:.0f}) are left out: no evaluation to compare them with."
+        )
     rows = [
         ("train gain (late window)", g_t, gt_lo, gt_hi),
         ("eval gain (late window)", g_e, ge_lo, ge_hi),
