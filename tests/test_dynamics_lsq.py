@@ -107,3 +107,23 @@ def test_parameters_on_a_search_bound_are_flagged():
     assert "zeta" in fit.at_bounds and fit.params["zeta"] == pytest.approx(1e-3, rel=1e-3)
     good = fit_oscillator(*_oscillator_data(0.7, 0.02, 3)[:2])
     assert good.at_bounds == [] and good.to_dict()["at_bounds"] == []
+
+
+def test_a_scheduled_fit_keeps_each_multiplier_with_its_point_in_any_order():
+    # fit_oscillator sorted t and y but left the multipliers in the given order: the same run
+    # given with its steps shuffled read zeta 0.556 and w0 0.113 for a true 0.5 and 0.08
+    from bayes_grpo.dynamics.trajectory import scheduled_reward_trajectory
+
+    t = np.arange(1.0, 101.0)
+    m = np.linspace(1.0, 0.0, 100)
+    y = scheduled_reward_trajectory(t, m, 1.0, 2 * 0.5 * 0.08, 0.08**2, 0.7, 0.2)
+    idx = np.random.default_rng(0).permutation(t.size)
+    fit = fit_oscillator(t[idx], y[idx], multipliers=m[idx])
+    assert fit.params["zeta"] == pytest.approx(0.5, rel=1e-4)
+    assert fit.params["w0"] == pytest.approx(0.08, rel=1e-4)
+    assert fit.r2 == pytest.approx(1.0, abs=1e-9)
+    # a missing step is named, not 'least-squares fit failed from every start'
+    t_nan = t.copy()
+    t_nan[5] = np.nan
+    with pytest.raises(ValueError, match="t and y must be finite"):
+        fit_oscillator(t_nan, y, multipliers=m)

@@ -198,8 +198,8 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
         schedule: :func:`bayes_grpo.runset.clock.interval_multipliers`); the law then follows
         the schedule (:func:`~bayes_grpo.dynamics.trajectory.scheduled_reward_trajectory`,
         ``K_eff = w0^2 m``, mass and damping free of the rate, as the phenomenological
-        model). Needs every ``y`` finite and ``t`` increasing; the fitted curve is evaluated at
-        ``t`` only.
+        model). Needs every ``t`` and ``y`` finite (each multiplier stays with its point, in
+        any order); the fitted curve is evaluated at ``t`` only.
 
     Returns
     -------
@@ -209,8 +209,16 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
     """
     if multipliers is not None:
         mult = np.asarray(multipliers, dtype=float)
-        if mult.shape != np.shape(y) or not np.isfinite(np.asarray(y, dtype=float)).all():
-            raise ValueError("with multipliers, y must be finite and of their shape (one multiplier per point)")
+        t_in, y_in = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+        if mult.shape != y_in.shape or t_in.shape != y_in.shape or not (
+            np.isfinite(y_in).all() and np.isfinite(t_in).all()
+        ):
+            raise ValueError(
+                "with multipliers, t and y must be finite and of their shape (one multiplier per point)"
+            )
+        # each multiplier belongs to its point: sorted with t as _finite sorts t and y (it was
+        # left in the given order, so steps out of order paired rates with the wrong intervals)
+        mult = mult.ravel()[np.argsort(t_in.ravel(), kind="stable")]
     t, y = _finite(t, y, 5)
     early, late, span, scale = _ends(t, y)
 
