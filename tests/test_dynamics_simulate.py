@@ -248,3 +248,21 @@ def test_group_effects_and_noise_exponent_set_the_truth():
     }
     with pytest.raises(ValueError, match="unknown keys"):
         simulate_sde_runset(models=model, group_effects={4: {"zeta": 1.0}}, n_steps=10)
+
+
+def test_every_setting_asked_for_is_a_run_of_its_own():
+    # runs were named with ':g', so learning rates 1e-3 and 1.0000001e-3 got one name and one
+    # run wrote over the other: 4 runs instead of 8 (`simulate sde --lr 1e-3,1.0000001e-3`),
+    # and a repeated value in Python dropped its runs the same way, both without a word
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 0.0}},
+        learning_rates=(1e-3, 1.0000001e-3),
+        n_steps=5,
+    )
+    assert ds.sizes["run"] == 8
+    assert sorted(set(ds["learning_rate"].values.tolist())) == [1e-3, 1.0000001e-3]
+    assert "m-G4-lr0.001-k1-s0" in ds["run"].values  # names of values ':g' keeps are unchanged
+    assert "m-G4-lr0.0010000001-k1-s0" in ds["run"].values
+    assert len(truth_frame(ds)) == 8
+    with pytest.raises(ValueError, match="a value is repeated in group_sizes"):
+        simulate_sde_runset(group_sizes=(4, 4.0), n_steps=5)

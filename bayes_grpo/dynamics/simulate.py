@@ -488,8 +488,17 @@ def simulate_sde_runset(
     meta: dict[str, dict[str, Any]] = {}
     runs_truth: dict[str, dict[str, Any]] = {}
     steps = t.astype(np.int64)
+    run_ids = [f"{m}-G{_label(gi)}-lr{_label(lri)}-k{_label(li)}-s{si}" for m, gi, lri, li, si in combos]
+    if len(set(run_ids)) < n_runs:
+        # one name per run: a repeated value (or two that printed alike in the name) wrote one
+        # run over the other, and the run set came out with fewer runs than asked, without a word
+        dup = next(r for r in run_ids if run_ids.count(r) > 1)
+        raise ValueError(
+            f"two settings give the same run id {dup!r}: a value is repeated in group_sizes, "
+            "learning_rates or k_refs"
+        )
     for i, (mname, gi, lri, li, si) in enumerate(combos):
-        run_id = f"{mname}-G{gi:g}-lr{lri:g}-k{li:g}-s{si}"
+        run_id = run_ids[i]
         cols = keep[i]
         curves[run_id] = pd.DataFrame(
             {"reward": reward[i, cols], "true_mean_reward": mean[i, cols]},
@@ -591,6 +600,13 @@ def check_models(models: Mapping[str, Mapping[str, float]]) -> None:
         for key in sorted(spec):
             low = {"noise_d": "non-negative", "model_size": "positive"}.get(key)
             _check_values(f"model {name!r}: {key}", [spec[key]], low)
+
+
+def _label(x) -> str:
+    """``x`` as it is written in a run id: ``:g`` (``0.001``, ``4``), or every digit needed
+    where ``:g`` would round it (``0.0010000001``: two learning rates got one name)."""
+    short = f"{float(x):g}"
+    return short if float(short) == float(x) else repr(float(x))
 
 
 def _num(x: float) -> float | None:
