@@ -331,3 +331,26 @@ def test_a_phase_diagram_takes_the_momentum_the_fit_gave_runs_that_logged_none(m
     out = tmp_path / "p.png"
     assert main(["phase-diagram", "fit.nc", "-o", str(out)]) == 0, capsys.readouterr().err
     assert seen["momentum"] == 0.9 and seen["momentum_convention"] == "ema"
+
+
+def test_simulate_sde_refuses_the_one_llm_options_beside_models(tmp_path, capsys):
+    # `simulate sde --models llms.json --stiffness 80 --model foo` simulated the file's LLM at
+    # its own stiffness, named as in the file, and ignored both options without a word
+    llms = tmp_path / "llms.json"
+    llms.write_text(json.dumps({"a": {"stiffness": 20, "plateau": 0.8, "initial_reward": 0.1, "noise_d": 0}}))
+    out = tmp_path / "sde.nc"
+    base = ["simulate", "sde", "--models", str(llms), "--steps", "5", "-o", str(out)]
+    assert main([*base, "--stiffness", "80", "--model", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert "--model, --stiffness describe the one LLM simulated without --models" in err
+    assert not out.exists()
+    assert main([*base, "--noise-d", "0"]) == 2  # also a value equal to the default
+    assert "--noise-d describes" in capsys.readouterr().err
+    # without --models the options still make the one LLM, with the documented defaults
+    from bayes_grpo.dynamics.simulate import truth_frame
+    from bayes_grpo.runset import load_runset
+
+    assert main(["simulate", "sde", "--plateau", "0.9", "--steps", "5", "-o", str(out)]) == 0
+    truth = truth_frame(load_runset(out))
+    assert set(truth["model"]) == {"sim"} and set(truth["stiffness"]) == {40.0}
+    assert set(truth["plateau"]) == {0.9} and set(truth["noise_d"]) == {4e-6}

@@ -38,12 +38,23 @@ the file's attrs["truth"] (Python: bayes_grpo.dynamics.truth_frame).
 
 --models FILE: a JSON object {name: {"stiffness": K, "plateau": p*, "initial_reward": R0,
 "noise_d": D, "model_size": N (optional)}}; without it, one LLM from --stiffness, --plateau,
---initial-reward, --noise-d (named --model).
+--initial-reward, --noise-d (named --model), which do not combine with --models.
 
 examples:
   bayes-grpo simulate sde --k-ref 1,2,4 --group-size 4,16 --seeds 4 --steps 300 -o sde.nc
   bayes-grpo simulate sde --models llms.json --lr 5e-4,1e-3 --measurement-sd 0.2 --measurement-g-exponent 1 -o sde.nc
 """
+
+
+#: The one LLM of ``simulate sde`` without --models: (option, attribute, model key, default).
+_ONE_LLM: tuple[tuple[str, str, str, object], ...] = (
+    ("--model", "model", "", "sim"),
+    ("--stiffness", "stiffness", "stiffness", 40.0),
+    ("--plateau", "plateau", "plateau", 0.7),
+    ("--initial-reward", "initial_reward", "initial_reward", 0.2),
+    ("--noise-d", "noise_d", "noise_d", 4e-6),
+)
+_DEFAULT = {attr: default for _, attr, _, default in _ONE_LLM}
 
 
 def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
@@ -60,14 +71,33 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--models", metavar="FILE", default=None, help="JSON file of LLMs (see below)")
-    p.add_argument("--model", default="sim", help="name of the one LLM without --models (default sim)")
-    p.add_argument("--stiffness", type=finite_float, default=40.0, help="curvature K (default 40)")
-    p.add_argument("--plateau", type=finite_float, default=0.7, help="p* (default 0.7)")
+    # the one LLM's values default to None so that, given beside --models (which they would not
+    # change), they are refused rather than ignored; _ONE_LLM holds the defaults
     p.add_argument(
-        "--initial-reward", type=finite_float, default=0.2, help="R0 (default 0.2)"
+        "--model",
+        default=None,
+        help=f"name of the one LLM without --models (default {_DEFAULT['model']})",
     )
     p.add_argument(
-        "--noise-d", type=finite_float, default=4e-6, help="process-noise D at G = 1 (default 4e-6)"
+        "--stiffness",
+        type=finite_float,
+        default=None,
+        help=f"curvature K (default {_DEFAULT['stiffness']:g})",
+    )
+    p.add_argument(
+        "--plateau", type=finite_float, default=None, help=f"p* (default {_DEFAULT['plateau']:g})"
+    )
+    p.add_argument(
+        "--initial-reward",
+        type=finite_float,
+        default=None,
+        help=f"R0 (default {_DEFAULT['initial_reward']:g})",
+    )
+    p.add_argument(
+        "--noise-d",
+        type=finite_float,
+        default=None,
+        help=f"process-noise D at G = 1 (default {_DEFAULT['noise_d']:g})",
     )
     p.add_argument(
         "--group-size", default="4,16", metavar="G", help='group sizes (list; default "4,16")'
@@ -137,6 +167,14 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    given = [flag for flag, attr, _, _ in _ONE_LLM if getattr(args, attr) is not None]
+    if args.models and given:
+        # they were ignored without a word: the LLMs are the file's
+        verb = "describes" if len(given) == 1 else "describe"
+        raise ValueError(
+            f"{', '.join(given)} {verb} the one LLM simulated without --models; the LLMs of "
+            f"--models {args.models} are the file's (give their values there)"
+        )
     if args.models:
         from bayes_grpo.dynamics.simulate import check_models
 
@@ -149,14 +187,11 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ValueError(f"{args.models}: {exc}") from None
     else:
-        models = {
-            args.model: {
-                "stiffness": args.stiffness,
-                "plateau": args.plateau,
-                "initial_reward": args.initial_reward,
-                "noise_d": args.noise_d,
-            }
+        value = {
+            attr: _DEFAULT[attr] if getattr(args, attr) is None else getattr(args, attr)
+            for attr in _DEFAULT
         }
+        models = {value["model"]: {key: value[attr] for _, attr, key, _ in _ONE_LLM if key}}
     ds = simulate_sde_runset(
         models=models,
         group_sizes=int_values(args.group_size, "--group-size"),
