@@ -3,6 +3,7 @@ one-step noise covariance equals the defining integral, the stationary variance 
 D / (2 G C K_eff) (so proportional to 1/G), and simulated run sets carry their truth."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -191,12 +192,19 @@ def test_bad_model_spec_is_a_clear_error():
         ({"learning_rates": (0.0,)}, "learning rate must be a finite positive number, got 0.0"),
         ({"measurement_sd": -0.1}, "measurement_sd must be a finite non-negative number"),
         ({"noise_g_exponent": float("inf")}, "noise_g_exponent must be a finite number"),
+        # a NaN sd or departure made every reward NaN; an effect at a group size no run has was
+        # applied to nothing; an empty list failed 'zero-size array to reduction operation'
+        ({"run_sd": {"plateau": float("nan")}}, "run_sd['plateau'] must be a finite non-negative number"),
+        ({"group_effects": {4: {"plateau": float("nan")}}}, "group_effects[4]['plateau'] must be a finite number"),
+        ({"group_effects": {4: {"stiffness_factor": 0.0}}}, "group_effects[4]['stiffness_factor'] must be a finite positive"),
+        ({"group_effects": {8: {"plateau": 0.05}}}, "group_effects[8]: no run has group size 8 (group_sizes [4.0, 16.0])"),
+        ({"learning_rates": ()}, "learning_rates must hold at least one value"),
     ],
 )
 def test_settings_that_mean_nothing_are_refused_before_simulating(kwargs, message):
     # G = 0 wrote NaN rewards (a divide-by-zero RuntimeWarning only), G = -4 a noise-free run,
     # a NaN learning rate was 'unstable (C_eff=nan, spectral radius=nan)'
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         simulate_sde_runset(n_steps=10, n_seeds=1, **kwargs)
 
 

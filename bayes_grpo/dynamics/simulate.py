@@ -357,7 +357,8 @@ def simulate_sde_runset(
         Departures from G-invariance (the truth of ``H1``), e.g.
         ``{16: {"plateau": 0.05, "initial_reward": 0.0, "stiffness_factor": 1.5}}``: runs
         with that group size get the plateau / initial reward shifted and the stiffness
-        multiplied. Default none (the mean trajectory is G-invariant, ``H0``).
+        multiplied (each key a group size of ``group_sizes``). Default none (the mean
+        trajectory is G-invariant, ``H0``).
     noise_g_exponent
         ``alpha`` in the process-noise temperature ``D / G^alpha`` (theory: 1).
     ragged
@@ -411,6 +412,12 @@ def simulate_sde_runset(
         raise ValueError(
             f"run_sd keys must be 'plateau' and/or 'initial_reward', got {sorted(run_sd)}"
         )
+    for key, value in run_sd.items():  # a NaN sd made every reward NaN
+        _check_values(f"run_sd[{key!r}]", [value], "non-negative")
+    lists = (("group_sizes", group_sizes), ("learning_rates", learning_rates), ("k_refs", k_refs))
+    for label, values in lists:
+        if len(values) == 0:  # was "zero-size array to reduction operation maximum ..."
+            raise ValueError(f"{label} must hold at least one value")
     gen = np.random.default_rng(random_seed)
 
     combos = list(itertools.product(models, group_sizes, learning_rates, k_refs, range(n_seeds)))
@@ -429,6 +436,15 @@ def simulate_sde_runset(
                 f"group_effects[{gv:g}]: unknown keys {sorted(unknown)}; "
                 "expected plateau, initial_reward, stiffness_factor"
             )
+        if not np.any(g == gv):
+            # it was applied to no run, without a word (a group size mistyped)
+            raise ValueError(
+                f"group_effects[{gv:g}]: no run has group size {gv:g} "
+                f"(group_sizes {[float(x) for x in group_sizes]})"
+            )
+        for key, value in eff.items():
+            low = "positive" if key == "stiffness_factor" else None
+            _check_values(f"group_effects[{gv:g}][{key!r}]", [value], low)
         sel = g == gv
         spec["stiffness"] = np.where(
             sel, spec["stiffness"] * eff.get("stiffness_factor", 1.0), spec["stiffness"]
@@ -488,7 +504,9 @@ def simulate_sde_runset(
     meta: dict[str, dict[str, Any]] = {}
     runs_truth: dict[str, dict[str, Any]] = {}
     steps = t.astype(np.int64)
-    run_ids = [f"{m}-G{_label(gi)}-lr{_label(lri)}-k{_label(li)}-s{si}" for m, gi, lri, li, si in combos]
+    run_ids = [
+        f"{m}-G{_label(gi)}-lr{_label(lri)}-k{_label(li)}-s{si}" for m, gi, lri, li, si in combos
+    ]
     if len(set(run_ids)) < n_runs:
         # one name per run: a repeated value (or two that printed alike in the name) wrote one
         # run over the other, and the run set came out with fewer runs than asked, without a word
