@@ -354,3 +354,16 @@ def test_simulate_sde_refuses_the_one_llm_options_beside_models(tmp_path, capsys
     truth = truth_frame(load_runset(out))
     assert set(truth["model"]) == {"sim"} and set(truth["stiffness"]) == {40.0}
     assert set(truth["plateau"]) == {0.9} and set(truth["noise_d"]) == {4e-6}
+
+
+def test_simulate_sde_refuses_a_logging_interval_longer_than_the_run(tmp_path, capsys):
+    # `simulate sde --steps 20 --log-every 50` wrote "4 runs x 1 logged steps": step 0 alone
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+
+    out = tmp_path / "sde.nc"
+    assert main(["simulate", "sde", "--steps", "20", "--log-every", "50", "-o", str(out)]) == 2
+    assert "--log-every 50 exceeds --steps 20: only step 0 would be logged" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(ValueError, match=r"log_every \(50\) exceeds n_steps \(20\)"):
+        simulate_sde_runset(n_steps=20, log_every=50)
+    assert simulate_sde_runset(n_steps=20, log_every=20, n_seeds=1).sizes["step"] == 2

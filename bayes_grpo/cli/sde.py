@@ -167,6 +167,10 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    if args.log_every > args.steps:  # the Python message names log_every and n_steps
+        raise ValueError(
+            f"--log-every {args.log_every} exceeds --steps {args.steps}: only step 0 would be logged"
+        )
     given = [flag for flag, attr, _, _ in _ONE_LLM if getattr(args, attr) is not None]
     if args.models and given:
         # they were ignored without a word: the LLMs are the file's

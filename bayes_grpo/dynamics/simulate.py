@@ -407,6 +407,10 @@ def simulate_sde_runset(
         _check_values(label, values, low)
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
+    if log_every > n_steps:  # every run was its step 0 alone
+        raise ValueError(
+            f"log_every ({log_every}) exceeds n_steps ({n_steps}): only step 0 would be logged"
+        )
     run_sd = dict(run_sd or {})
     if set(run_sd) - {"plateau", "initial_reward"}:
         raise ValueError(
