@@ -199,6 +199,9 @@ def test_bad_model_spec_is_a_clear_error():
         ({"group_effects": {4: {"stiffness_factor": 0.0}}}, "group_effects[4]['stiffness_factor'] must be a finite positive"),
         ({"group_effects": {8: {"plateau": 0.05}}}, "group_effects[8]: no run has group size 8 (group_sizes [4.0, 16.0])"),
         ({"learning_rates": ()}, "learning_rates must hold at least one value"),
+        # NaN read 'unstable (C_eff=nan ...)' and wrote NaN rewards with allow_unstable
+        ({"momentum": float("nan"), "allow_unstable": True}, "momentum must be a finite number in [0, 1), got nan"),
+        ({"momentum": -0.5}, "momentum must be a finite number in [0, 1), got -0.5"),
     ],
 )
 def test_settings_that_mean_nothing_are_refused_before_simulating(kwargs, message):

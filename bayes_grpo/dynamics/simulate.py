@@ -393,6 +393,14 @@ def simulate_sde_runset(
         raise ValueError(
             f"unknown momentum convention {convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
         )
+    try:
+        mu = float(momentum)
+    except (TypeError, ValueError):
+        mu = float("nan")
+    if not 0.0 <= mu < 1.0:
+        # NaN read 'unstable (C_eff=nan, ...); pass allow_unstable=True', and with it wrote NaN
+        # rewards; a negative momentum was simulated (the command line takes [0, 1) only)
+        raise ValueError(f"momentum must be a finite number in [0, 1), got {momentum!r}")
     if not 0.0 <= ragged < 1.0 or not 0.0 <= missing_frac < 1.0:
         raise ValueError("ragged and missing_frac must lie in [0, 1)")
     # G = 0 wrote NaN rewards, a negative G or D a noise-free run (the negative variance clipped
