@@ -277,3 +277,10 @@ def test_every_setting_asked_for_is_a_run_of_its_own():
     assert len(truth_frame(ds)) == 8
     with pytest.raises(ValueError, match="a value is repeated in group_sizes"):
         simulate_sde_runset(group_sizes=(4, 4.0), n_steps=5)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_time_that_is_not_finite_is_named(bad):
+    # a NaN time gave [[1, nan, nan]] without a word; inf 'cannot convert float infinity to integer'
+    with pytest.raises(ValueError, match=f"t must be finite; time 1 is {bad}"):
+        simulate_sde(1.0, 0.5, 0.2, 0.0, 1.0, [0.0, bad, 2.0])

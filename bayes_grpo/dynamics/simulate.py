@@ -233,6 +233,11 @@ def simulate_sde(
     t = np.asarray(t, dtype=float).ravel()
     if t.size == 0:
         raise ValueError("t must contain at least one time")
+    if not np.all(np.isfinite(t)):
+        # a NaN time made every later value NaN without a word, an infinite one failed
+        # 'cannot convert float infinity to integer'
+        first = int(np.argmin(np.isfinite(t)))
+        raise ValueError(f"t must be finite; time {first} is {t[first]}")
     if np.any(np.diff(t) < 0):
         raise ValueError("t must be non-decreasing")
     m, c, k, d, g, x0, y0 = np.broadcast_arrays(
