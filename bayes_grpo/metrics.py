@@ -72,6 +72,16 @@ def r2(y, yhat) -> float:
     return 1.0 - float(np.sum((y - yhat) ** 2)) / sst
 
 
+def _check_method(method: str) -> None:
+    """ValueError unless ``method`` names a noise estimator: checked before any early NaN
+    return, so a misspelt method is refused on every input (a short or constant run returned
+    NaN for it, where a longer one raised)."""
+    if method not in (FIRST_DIFFERENCE, SECOND_DIFFERENCE):
+        raise ValueError(
+            f"unknown method {method!r}; expected {FIRST_DIFFERENCE!r} or {SECOND_DIFFERENCE!r}"
+        )
+
+
 def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -> float:
     """White-noise variance of ``y`` around a smooth trend, by differencing.
 
@@ -96,6 +106,7 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
     -------
     float (reward units squared); NaN with fewer than 3 finite points.
     """
+    _check_method(method)
     y = np.asarray(y, dtype=float).ravel()
     y = y[np.isfinite(y)]
     if y.size < 3:
@@ -103,12 +114,8 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
     if method == FIRST_DIFFERENCE:
         d, factor = np.diff(y), 2.0
         d = d - (np.median(d) if robust else np.mean(d))
-    elif method == SECOND_DIFFERENCE:
-        d, factor = 0.5 * (y[:-2] + y[2:]) - y[1:-1], 1.5
     else:
-        raise ValueError(
-            f"unknown method {method!r}; expected {FIRST_DIFFERENCE!r} or {SECOND_DIFFERENCE!r}"
-        )
+        d, factor = 0.5 * (y[:-2] + y[2:]) - y[1:-1], 1.5
     if robust:
         mad = float(np.median(np.abs(d - np.median(d))))
         return (1.4826 * mad) ** 2 / factor
@@ -127,6 +134,7 @@ def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE
     and anti-correlated step noise (lag-1 autocorrelation -0.1 to -0.2 in several public GRPO
     logs) reads as more noise, so the ceiling is low there and a fit can exceed it.
     """
+    _check_method(method)
     y = np.asarray(y, dtype=float).ravel()
     y = y[np.isfinite(y)]
     if y.size < 3 or _constant(y):

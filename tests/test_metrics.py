@@ -155,3 +155,13 @@ def test_second_difference_estimator_is_unbiased_for_white_noise_on_a_line():
         for _ in range(200)
     ]
     assert np.mean(robust) == pytest.approx(0.05**2, rel=0.08)
+
+
+@pytest.mark.parametrize("y", [[0.1, 0.2], [0.3] * 20, np.linspace(0.0, 1.0, 20)])
+def test_a_misspelt_noise_method_is_refused_on_every_run(y):
+    # noise_ceiling_r2(y, method="second") returned NaN on a constant or short run and raised
+    # only on a longer varying one, so a typo passed as "no ceiling" there
+    with pytest.raises(ValueError, match="unknown method 'second'"):
+        noise_ceiling_r2(y, method="second")
+    with pytest.raises(ValueError, match="unknown method 'second'"):
+        noise_variance(y, method="second")
