@@ -32,6 +32,27 @@ def test_multipliers_follow_hugging_face_schedules():
 
 
 @pytest.mark.parametrize(
+    ("kind", "hf_kind"), [("constant", "constant_with_warmup"), ("linear", "linear"), ("cosine", "cosine")]
+)
+def test_multipliers_are_the_rates_transformers_gives_each_update_up_to_the_decay_length(kind, hf_kind):
+    # against transformers itself; with a warm-up, "constant" is its constant_with_warmup (its
+    # plain "constant" ignores warmup_steps), and past T its cosine rises again where ours stays 0
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    warm, total = 3, 11
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=1.0)
+    sched = transformers.get_scheduler(hf_kind, opt, num_warmup_steps=warm, num_training_steps=total)
+    rates = []
+    for _ in range(total):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    ours = lr_multipliers(kind, total, warmup_steps=warm, decay_steps=None if kind == "constant" else total)
+    np.testing.assert_allclose(ours, rates, atol=1e-12)
+
+
+@pytest.mark.parametrize(
     "kwargs, match",
     [
         (dict(kind="step"), "unknown learning-rate schedule"),

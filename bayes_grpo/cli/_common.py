@@ -236,7 +236,8 @@ def add_lr_schedule_args(parser: argparse.ArgumentParser, *, what: str) -> None:
         "--warmup-steps",
         type=non_negative_int,
         default=0,
-        help="linear warm-up from rate 0 over this many updates (default 0)",
+        help="linear warm-up from rate 0 over this many updates (default 0); with constant this "
+        "is transformers' constant_with_warmup (its plain constant ignores a warm-up)",
     )
     parser.add_argument(
         "--decay-steps",

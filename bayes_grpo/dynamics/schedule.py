@@ -13,10 +13,15 @@ The schedules follow Hugging Face ``transformers`` (``get_scheduler``), which TR
 update ``n`` (0-based) runs at ``eta * lambda(n)`` with
 
 * warm-up (``n < W``): ``lambda(n) = n / W``, so the first update of a warmed-up run has rate 0;
-* ``"constant"``: 1 after the warm-up;
+* ``"constant"``: 1 after the warm-up. With a warm-up this is transformers'
+  ``"constant_with_warmup"``: its plain ``"constant"`` ignores ``warmup_steps`` (a TRL run
+  configured ``lr_scheduler_type="constant"`` with a warm-up ran at the full rate from update
+  0; ``bayes-grpo train`` runs such a setting as ``"constant_with_warmup"``);
 * ``"linear"``: ``max(0, (T - n) / (T - W))``, reaching 0 at ``T`` (the decay length, the
   planned number of training steps);
-* ``"cosine"``: ``max(0, (1 + cos(pi p)) / 2)`` with ``p = (n - W) / (T - W)``, 0 at ``T``.
+* ``"cosine"``: ``(1 + cos(pi p)) / 2`` with ``p = min(1, (n - W) / (T - W))``: 0 at ``T`` and
+  after it (transformers' cosine does not stop at ``T``: past it the rate rises again, which a
+  trainer never reaches, as it stops at ``T``).
 """
 
 from __future__ import annotations
