@@ -66,3 +66,36 @@ def test_re_timing_keeps_a_runs_own_damping_and_scales_by_the_learning_rate_with
     w0, zeta = retime_oscillator(0.3, 0.5, lagged, dict(lagged, learning_rate=1.0))
     assert np.isnan(w0) and np.isnan(zeta)
 
+
+
+def test_the_formulas_take_plain_lists_as_the_arrays_they_stand_for():
+    # error_trajectory([0, 1, 2], ...) failed "can't multiply sequence by non-int of type
+    # 'float'", and the coefficient formulas likewise, where their docstrings say "array"
+    from bayes_grpo.dynamics.coefficients import (
+        coefficients_from_hyperparameters,
+        damping_ratio,
+        natural_frequency,
+        stationary_variance,
+    )
+    from bayes_grpo.dynamics.trajectory import (
+        error_trajectory,
+        error_trajectory_on_grid,
+        logistic,
+        single_exponential,
+    )
+
+    t = np.array([0.0, 1.0, 2.0])
+    assert np.array_equal(error_trajectory([0, 1, 2], 1.0, 0.5, 0.2, 1.0), error_trajectory(t, 1.0, 0.5, 0.2, 1.0))
+    assert np.array_equal(
+        reward_trajectory([0, 1, 2], 1.0, 0.5, 0.2, 0.7, [0.2, 0.3, 0.4]),
+        reward_trajectory(t, 1.0, 0.5, 0.2, 0.7, np.array([0.2, 0.3, 0.4])),
+    )
+    assert np.array_equal(single_exponential([0, 1, 2], 0.7, 0.2, 10.0), single_exponential(t, 0.7, 0.2, 10.0))
+    assert np.array_equal(logistic([0, 1, 2], 0.7, 0.2, 0.1, 5.0), logistic(t, 0.7, 0.2, 0.1, 5.0))
+    grid = error_trajectory_on_grid(3, 1.0, [1.0, 1.0], [0.5, 3.0], [0.2, 1.0], [1.0, 1.0])
+    np.testing.assert_allclose(grid[1], error_trajectory(t, 1.0, 3.0, 1.0, 1.0), rtol=1e-12)
+    mass, damping, k_eff = coefficients_from_hyperparameters([1e-3, 2e-3], 40.0, 0.9, [1, 2], "ema")
+    np.testing.assert_allclose(mass, [0.952, 0.966])
+    np.testing.assert_allclose(damping_ratio([1.0], [0.5], [0.25]), [0.5])
+    np.testing.assert_allclose(natural_frequency([1.0], [0.25]), [0.5])
+    np.testing.assert_allclose(stationary_variance(1.0, [4, 16], 0.5, 0.2), [1.25, 0.3125])

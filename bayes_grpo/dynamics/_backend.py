@@ -65,3 +65,10 @@ def ops_for(*values: object) -> SimpleNamespace:
         if type(v).__module__.startswith("pytensor"):
             return pytensor_ops()
     return NUMPY
+
+
+def as_numbers(*values):
+    """``values`` with each list or tuple made a float array (others unchanged), so that the
+    formulas' arithmetic works on them: ``error_trajectory([0, 1, 2], ...)`` failed "can't
+    multiply sequence by non-int of type 'float'". Returns a tuple, in order."""
+    return tuple(np.asarray(v, dtype=float) if isinstance(v, (list, tuple)) else v for v in values)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
-from bayes_grpo.dynamics._backend import ops_for
+from bayes_grpo.dynamics._backend import as_numbers, ops_for
 
 
 def effective_step(eta, momentum, convention: str = HEAVY_BALL):
@@ -20,6 +20,7 @@ def effective_step(eta, momentum, convention: str = HEAVY_BALL):
     Heavy-ball (``v <- mu v + g``) keeps ``eta``; EMA momentum (Adam's beta1,
     ``m <- b1 m + (1 - b1) g``) is the same recursion with step ``eta (1 - b1)``.
     """
+    eta, momentum = as_numbers(eta, momentum)
     if convention == HEAVY_BALL:
         return eta
     if convention == EMA:
@@ -29,6 +30,7 @@ def effective_step(eta, momentum, convention: str = HEAVY_BALL):
 
 def gain(eta, stiffness, momentum=0.0, convention: str = HEAVY_BALL):
     """``a = eta_eff K``: the only identifiable combination of step and curvature."""
+    (stiffness,) = as_numbers(stiffness)
     return effective_step(eta, momentum, convention) * stiffness
 
 
@@ -39,6 +41,7 @@ def oscillator_coefficients(a, momentum, k_ref):
     ``C = (1 - mu) - a L`` (lag erodes damping), ``K_eff = a``.
     Shapes broadcast.
     """
+    a, momentum, k_ref = as_numbers(a, momentum, k_ref)
     mass = (1.0 + momentum) / 2.0 + a * k_ref**2 / 2.0
     damping = (1.0 - momentum) - a * k_ref
     return mass, damping, a
@@ -51,18 +54,21 @@ def coefficients_from_hyperparameters(eta, stiffness, momentum, k_ref, conventio
 
 def damping_ratio(mass, damping, k_eff):
     """``zeta = C / (2 sqrt(M K_eff))``; oscillatory when ``zeta < 1``."""
+    mass, damping, k_eff = as_numbers(mass, damping, k_eff)
     ops = ops_for(mass, damping, k_eff)
     return damping / (2.0 * ops.sqrt(mass * k_eff))
 
 
 def natural_frequency(mass, k_eff):
     """``w0 = sqrt(K_eff / M)`` in radians per optimizer step."""
+    mass, k_eff = as_numbers(mass, k_eff)
     ops = ops_for(mass, k_eff)
     return ops.sqrt(k_eff / mass)
 
 
 def stationary_variance(noise_d, group_size, damping, k_eff):
     """Stationary variance of the reward around the plateau, ``D / (2 G C K_eff)``."""
+    noise_d, group_size, damping, k_eff = as_numbers(noise_d, group_size, damping, k_eff)
     return noise_d / (2.0 * group_size * damping * k_eff)
 
 

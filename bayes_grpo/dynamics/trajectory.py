@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_grpo.dynamics._backend import ops_for
+from bayes_grpo.dynamics._backend import as_numbers, ops_for
 
 #: ``|lam t^2|`` below which the Taylor series is used (truncation error < 1e-15 relative).
 SERIES_THRESHOLD: float = 0.1
@@ -79,6 +79,7 @@ def error_trajectory(t, mass, damping, k_eff, e0, v0=0.0):
     -------
     Array or PyTensor variable of the broadcast shape.
     """
+    t, mass, damping, k_eff, e0, v0 = as_numbers(t, mass, damping, k_eff, e0, v0)
     ops = ops_for(t, mass, damping, k_eff, e0, v0)
     gamma = damping / (2.0 * mass)
     w0sq = k_eff / mass
@@ -89,6 +90,7 @@ def error_trajectory(t, mass, damping, k_eff, e0, v0=0.0):
 
 def reward_trajectory(t, mass, damping, k_eff, plateau, initial_reward, initial_velocity=0.0):
     """Mean reward ``R(t) = p* + e(t)`` with ``e(0) = R0 - p*`` (shapes broadcast)."""
+    plateau, initial_reward = as_numbers(plateau, initial_reward)
     return plateau + error_trajectory(t, mass, damping, k_eff, initial_reward - plateau, initial_velocity)
 
 
@@ -102,6 +104,7 @@ def transition_entries(dt, mass, damping, k_eff):
     # initial states (1, 0) and (0, 1): PyTensor's canonicalisation of the products with the
     # constant 0 through the branch switches does not terminate in usable time (minutes, for
     # a handful of nodes), which made the state-space model uncompilable.
+    dt, mass, damping, k_eff = as_numbers(dt, mass, damping, k_eff)
     ops = ops_for(dt, mass, damping, k_eff)
     gamma = damping / (2.0 * mass)
     w2 = k_eff / mass
@@ -143,6 +146,7 @@ def error_trajectory_on_grid(n_points: int, dt, mass, damping, k_eff, e0, v0=0.0
     -------
     Array or PyTensor variable of shape ``(n_runs, n_points)``.
     """
+    dt, mass, damping, k_eff, e0, v0, t0 = as_numbers(dt, mass, damping, k_eff, e0, v0, t0)
     ops = ops_for(dt, mass, damping, k_eff, e0, v0, t0)
     n_points = int(n_points)
     baby = max(int(np.ceil(np.sqrt(n_points))), 1)
@@ -255,6 +259,7 @@ def starts_late(steps) -> bool:
 
 def single_exponential(t, plateau, initial_reward, time_constant):
     """Overdamped limit ``M -> 0``: ``R(t) = p* - (p* - R0) exp(-t / tau)``, ``tau = C/K_eff``."""
+    t, plateau, initial_reward, time_constant = as_numbers(t, plateau, initial_reward, time_constant)
     ops = ops_for(t, plateau, initial_reward, time_constant)
     return plateau - (plateau - initial_reward) * ops.exp(-t / time_constant)
 
@@ -265,6 +270,7 @@ def logistic(t, plateau, initial_reward, rate, midpoint):
     Note ``R(0)`` is not exactly ``R0`` unless ``rate * midpoint`` is large; ``R0`` is the
     lower asymptote.
     """
+    t, plateau, initial_reward, rate, midpoint = as_numbers(t, plateau, initial_reward, rate, midpoint)
     ops = ops_for(t, plateau, initial_reward, rate, midpoint)
     z = ops.minimum(-rate * (t - midpoint), 700.0)
     return initial_reward + (plateau - initial_reward) / (1.0 + ops.exp(z))
