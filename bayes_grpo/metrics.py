@@ -207,9 +207,14 @@ def trend_test(t, y, n_blocks: int = 10) -> tuple[float, float]:
     ``F(k - 1, n - k)`` with ``k`` the number of blocks. A log with fewer than ``2 n_blocks``
     finite points (a run logged every 25 steps) gets ``k = n // SHORT_LOG_BLOCK_POINTS``
     blocks, at least :data:`MIN_TREND_BLOCKS`; with fewer points (under 9) there is nothing
-    to tell: ``(nan, nan)``. Returns ``(F, p_value)``. Autocorrelated noise
+    to tell: ``(nan, nan)``. ``n_blocks``: a whole number ``>= MIN_TREND_BLOCKS`` (ValueError
+    otherwise). Returns ``(F, p_value)``. Autocorrelated noise
     (e.g. a stationary SDE) can also register as a trend: slow wander is visible structure.
     """
+    if isinstance(n_blocks, bool) or int(n_blocks) != n_blocks or n_blocks < MIN_TREND_BLOCKS:
+        # 1 or 2 blocks returned (nan, nan) on any run, read as "no trend"; 3.5 was split as 3
+        raise ValueError(f"n_blocks must be a whole number >= {MIN_TREND_BLOCKS}, got {n_blocks!r}")
+    n_blocks = int(n_blocks)
     t = np.asarray(t, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     if t.shape != y.shape:

@@ -165,3 +165,15 @@ def test_a_misspelt_noise_method_is_refused_on_every_run(y):
         noise_ceiling_r2(y, method="second")
     with pytest.raises(ValueError, match="unknown method 'second'"):
         noise_variance(y, method="second")
+
+
+@pytest.mark.parametrize("n_blocks", [0, 2, 3.5])
+def test_a_trend_test_asked_for_too_few_or_fractional_blocks_is_refused(n_blocks):
+    # trend_test(t, y, n_blocks=2) returned (nan, nan) on a 100-point rise, which has_trend
+    # read as "no trend", without a word
+    t = np.arange(100.0)
+    with pytest.raises(ValueError, match="n_blocks must be a whole number >= 3"):
+        trend_test(t, t / 100.0, n_blocks=n_blocks)
+    with pytest.raises(ValueError, match="n_blocks must be a whole number >= 3"):
+        has_trend(t, t / 100.0, n_blocks=n_blocks)
+    assert has_trend(t, t / 100.0, n_blocks=3)
