@@ -284,3 +284,11 @@ def test_a_time_that_is_not_finite_is_named(bad):
     # a NaN time gave [[1, nan, nan]] without a word; inf 'cannot convert float infinity to integer'
     with pytest.raises(ValueError, match=f"t must be finite; time 1 is {bad}"):
         simulate_sde(1.0, 0.5, 0.2, 0.0, 1.0, [0.0, bad, 2.0])
+
+
+@pytest.mark.parametrize("lag", [float("nan"), float("inf"), 1.5, -1])
+def test_the_recursion_refuses_a_lag_that_is_not_a_whole_number_of_steps(lag):
+    # k_ref = nan or inf passed the check (NaN compares False) and ran as a gradient that never
+    # left e0: [1, 0.9, 0.75, 0.575, ...], without a word
+    with pytest.raises(ValueError, match="k_ref must be a non-negative integer per run"):
+        simulate_recursion(0.1, 0.5, lag, 5)

@@ -98,7 +98,9 @@ def simulate_recursion(
     a, mu, lag, e0, sd = np.broadcast_arrays(
         *(np.atleast_1d(np.asarray(x, dtype=float)) for x in (a, momentum, k_ref, e0, noise_sd))
     )
-    if np.any(np.abs(lag - np.round(lag)) > 1e-9) or np.any(lag < 0):
+    # a NaN or infinite lag passed this check (NaN compares False) and ran as a gradient that
+    # never left e0, without a word
+    if not np.all(np.isfinite(lag)) or np.any(np.abs(lag - np.round(lag)) > 1e-9) or np.any(lag < 0):
         raise ValueError(f"k_ref must be a non-negative integer per run, got {np.unique(lag)[:5]}")
     if n_steps < 0:
         raise ValueError(f"n_steps must be >= 0, got {n_steps}")
