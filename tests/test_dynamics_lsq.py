@@ -127,3 +127,10 @@ def test_a_scheduled_fit_keeps_each_multiplier_with_its_point_in_any_order():
     t_nan[5] = np.nan
     with pytest.raises(ValueError, match="t and y must be finite"):
         fit_oscillator(t_nan, y, multipliers=m)
+
+
+@pytest.mark.parametrize("fit", [fit_oscillator, fit_single_exponential, fit_logistic])
+def test_points_that_span_no_time_are_refused(fit):
+    # ten rewards all logged at step 0 were 'fitted' (R^2 ~ 0, success True)
+    with pytest.raises(ValueError, match="the points span no time: every finite point is at step 0"):
+        fit(np.zeros(10), np.linspace(0.0, 1.0, 10))

@@ -125,7 +125,12 @@ def _finite(t, y, min_points: int) -> tuple[np.ndarray, np.ndarray]:
     if ok.sum() < min_points:
         raise ValueError(f"need at least {min_points} finite points to fit, got {int(ok.sum())}")
     order = np.argsort(t[ok], kind="stable")
-    return t[ok][order], y[ok][order]
+    t, y = t[ok][order], y[ok][order]
+    if t[-1] == t[0]:
+        # every point at one step: a law of time has nothing to draw (the fits returned a curve
+        # with R^2 ~ 0, success True)
+        raise ValueError(f"the points span no time: every finite point is at step {t[0]:g}")
+    return t, y
 
 
 def _ends(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
