@@ -202,13 +202,16 @@ def test_bad_model_spec_is_a_clear_error():
         # NaN read 'unstable (C_eff=nan ...)' and wrote NaN rewards with allow_unstable
         ({"momentum": float("nan"), "allow_unstable": True}, "momentum must be a finite number in [0, 1), got nan"),
         ({"momentum": -0.5}, "momentum must be a finite number in [0, 1), got -0.5"),
+        # n_steps=10.5 logged steps 0 .. 11 with n_steps 10 in the truth; n_seeds=1.5 a TypeError
+        ({"n_steps": 10.5}, "n_steps must be a whole number, got 10.5"),
+        ({"n_seeds": 1.5}, "n_seeds must be a whole number, got 1.5"),
     ],
 )
 def test_settings_that_mean_nothing_are_refused_before_simulating(kwargs, message):
     # G = 0 wrote NaN rewards (a divide-by-zero RuntimeWarning only), G = -4 a noise-free run,
     # a NaN learning rate was 'unstable (C_eff=nan, spectral radius=nan)'
     with pytest.raises(ValueError, match=re.escape(message)):
-        simulate_sde_runset(n_steps=10, n_seeds=1, **kwargs)
+        simulate_sde_runset(**({"n_steps": 10, "n_seeds": 1} | kwargs))
 
 
 def test_a_negative_or_non_numeric_model_value_is_refused_naming_the_model_and_the_file(

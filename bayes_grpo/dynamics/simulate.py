@@ -420,6 +420,13 @@ def simulate_sde_runset(
         ("noise_g_exponent", [noise_g_exponent], None),
     ):
         _check_values(label, values, low)
+    for label, value in (("n_steps", n_steps), ("log_every", log_every), ("n_seeds", n_seeds)):
+        # n_steps=10.5 logged steps 0 .. 11 and wrote n_steps 10 in the truth; n_seeds=1.5 failed
+        # "'float' object cannot be interpreted as an integer"
+        whole = isinstance(value, (int, np.integer, float)) and not isinstance(value, bool)
+        if not (whole and np.isfinite(value) and value == int(value)):
+            raise ValueError(f"{label} must be a whole number, got {value!r}")
+    n_steps, log_every, n_seeds = int(n_steps), int(log_every), int(n_seeds)
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
     if log_every > n_steps:  # every run was its step 0 alone
