@@ -152,6 +152,10 @@ def moving_average(y, window_frac: float = SMOOTH_WINDOW_FRAC) -> np.ndarray:
     entries are skipped (the average runs over the finite values in order) and stay NaN in
     the output. Shape as ``y``.
     """
+    if not (np.isfinite(window_frac) and window_frac >= 0):
+        # a negative share was taken as the smallest window, NaN and inf failed "cannot convert
+        # float NaN to integer" and an OverflowError
+        raise ValueError(f"window_frac must be a finite share >= 0 of the run, got {window_frac!r}")
     y = np.asarray(y, dtype=float)
     flat = y.ravel()
     ok = np.isfinite(flat)

@@ -177,3 +177,14 @@ def test_a_trend_test_asked_for_too_few_or_fractional_blocks_is_refused(n_blocks
     with pytest.raises(ValueError, match="n_blocks must be a whole number >= 3"):
         has_trend(t, t / 100.0, n_blocks=n_blocks)
     assert has_trend(t, t / 100.0, n_blocks=3)
+
+
+@pytest.mark.parametrize("window_frac", [-0.1, float("nan"), float("inf")])
+def test_a_smoothing_window_that_is_no_share_of_the_run_is_refused(window_frac):
+    # -0.1 was taken as the smallest window; NaN and inf failed inside int() with messages
+    # naming no argument
+    y = np.sin(np.linspace(0.0, 6.0, 50))
+    with pytest.raises(ValueError, match="window_frac must be a finite share >= 0 of the run"):
+        moving_average(y, window_frac)
+    with pytest.raises(ValueError, match="window_frac must be a finite share >= 0 of the run"):
+        smoothed_r2(y, y, window_frac)
