@@ -58,6 +58,8 @@ def test_multipliers_are_the_rates_transformers_gives_each_update_up_to_the_deca
         (dict(kind="step"), "unknown learning-rate schedule"),
         (dict(kind="linear", warmup_steps=-1), "warmup_steps"),
         (dict(kind="linear", warmup_steps=10, decay_steps=10), "above the warm-up"),
+        # without decay_steps the message named it, with the horizon as its value
+        (dict(kind="cosine", warmup_steps=20), r"warmup_steps \(20\) must end before n_updates \(20\)"),
         (dict(kind="linear", n_updates=0), "at least 1 update"),
     ],
 )

@@ -73,6 +73,12 @@ def lr_multipliers(
             raise ValueError("decay_steps applies to the linear and cosine schedules; constant does not decay")
         after = np.ones_like(n)
     else:
+        if decay_steps is None and n_updates <= warm:
+            # the message named decay_steps, which was not given, with n_updates as its value
+            raise ValueError(
+                f"warmup_steps ({warm}) must end before n_updates ({n_updates}), where the decay ends "
+                "by default; give decay_steps (the planned training length) above the warm-up"
+            )
         total = n_updates if decay_steps is None else decay_steps
         if int(total) != total or total <= warm:
             raise ValueError(
