@@ -367,3 +367,15 @@ def test_simulate_sde_refuses_a_logging_interval_longer_than_the_run(tmp_path, c
     with pytest.raises(ValueError, match=r"log_every \(50\) exceeds n_steps \(20\)"):
         simulate_sde_runset(n_steps=20, log_every=50)
     assert simulate_sde_runset(n_steps=20, log_every=20, n_seeds=1).sizes["step"] == 2
+
+
+def test_simulate_sde_names_a_models_path_that_is_a_folder_or_missing(tmp_path, capsys):
+    # `simulate sde --models DIR` ended in an IsADirectoryError traceback, and a missing file was
+    # called "no such config file"
+    out = tmp_path / "sde.nc"
+    assert main(["simulate", "sde", "--models", str(tmp_path), "--steps", "5", "-o", str(out)]) == 2
+    assert f"{tmp_path}: --models is a folder; give its JSON file" in capsys.readouterr().err
+    missing = tmp_path / "llms.json"
+    assert main(["simulate", "sde", "--models", str(missing), "--steps", "5", "-o", str(out)]) == 2
+    assert f"{missing}: no such --models file" in capsys.readouterr().err
+    assert not out.exists()

@@ -202,7 +202,9 @@ def read_json_object(path: Path, option: str = "--config") -> dict[str, Any]:
     these failed later with an ``AttributeError`` traceback)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such config file")
+        raise FileNotFoundError(f"{path}: no such {option} file")
+    if path.is_dir():  # was an IsADirectoryError traceback
+        raise ValueError(f"{path}: {option} is a folder; give its JSON file")
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
