@@ -312,3 +312,21 @@ def test_figures_asked_for_with_the_option_are_written_whatever_the_config_file_
     assert (figs / "advantage_degeneracy__advantage_degeneracy.png").is_file()
     assert main([*args, "--set", "common.figures=false", "--overwrite"]) == 0
     assert (figs / "advantage_degeneracy__advantage_degeneracy.png").is_file()
+
+
+def test_the_printed_table_puts_the_reasons_a_mode_is_not_assessable_under_it(runset_path, capsys):
+    # a not-assessable result's reason (hundreds of characters) sat in the strength column and
+    # stretched every row of the table past the terminal; a missing onset printed "None"
+    assert main(["diagnose", str(runset_path), "--set", "common.n_boot=10", "--set", "instability.fit_oscillation=false"]) == 0
+    out = capsys.readouterr().out
+    table, _, notes = out.partition("\n\n")
+    assert "None" not in table
+    from bayes_grpo.runset import load_runset
+
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}, "instability": {"fit_oscillation": False}})
+    unassessable = [r for r in diagnose(load_runset(runset_path), config=cfg) if r.passed is None]
+    assert unassessable
+    for i, r in enumerate(unassessable, start=1):
+        assert r.values["reason"] not in table
+        assert f"see [{i}]" in table
+        assert f"[{i}] {r.values['run']} / {r.name} not assessable: {r.values['reason']}" in notes

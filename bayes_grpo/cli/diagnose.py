@@ -121,6 +121,28 @@ def figure_stems(run_ids: list[str]) -> dict[str, str]:
     return stems
 
 
+def printable_diagnosis_table(table):
+    """The diagnosis table as the terminal shows it, and the notes printed under it.
+
+    A result that is not assessable carries its reason (a sentence of up to hundreds of
+    characters) where the others name their strength: in the table it stretched every row past
+    the terminal's width. Here it is a reference ``see [i]`` and the list of ``(run, mode,
+    reason)`` notes; a missing onset reads ``-`` instead of ``None``. The Python table
+    (:func:`~bayes_grpo.diagnostics.diagnosis_table`) and ``--json`` keep the reason in place."""
+    shown = table.copy()
+    notes: list[tuple[str, str, str]] = []
+    refs = []
+    for (run_id, mode), row in table.iterrows():
+        if row["verdict"] == "not assessable" and str(row["strength_of"]):
+            notes.append((str(run_id), str(mode), str(row["strength_of"])))
+            refs.append(f"see [{len(notes)}]")
+        else:
+            refs.append(row["strength_of"])
+    shown["strength_of"] = refs
+    shown["onset_step"] = ["-" if step is None or step != step else step for step in table["onset_step"]]
+    return shown, notes
+
+
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.diagnostics import diagnose, diagnosis_table
@@ -158,10 +180,15 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 0
     table = diagnosis_table(results)
+    shown, notes = printable_diagnosis_table(table)
     print_table(
-        table,
+        shown,
         title=f"failure-mode diagnostics of {args.runset} ({table.index.get_level_values('run').nunique()} runs)",
     )
+    if notes:
+        print()
+        for i, (run_id, mode, reason) in enumerate(notes, start=1):
+            print(f"[{i}] {run_id} / {mode} not assessable: {reason}")
     if args.verbose:
         print()
         for r in results:
