@@ -124,6 +124,21 @@ def test_a_prior_scale_gets_the_same_h1_fit_wherever_it_stands_in_the_list(toy):
         assert alone.loc[1.0, column] == second.loc[1.0, column], column
 
 
+def test_the_verdict_is_read_at_the_same_prior_scale_whatever_the_order_of_the_scales(toy):
+    # without 1 among them, 0.5 and 2 are as close to it and the first listed was the
+    # reference: `--prior-scales 0.5 2` and `--prior-scales 2 0.5` judged the same two fits at
+    # different widths (and the result did not say which)
+    ds = _runset(0.6, seed=2)
+    kw = dict(draws=100, tune=100, chains=1, random_seed=0)
+    a = invariance.invariance_check(ds, prior_scales=(0.5, 2.0), **kw)
+    b = invariance.invariance_check(ds, prior_scales=(2.0, 0.5), **kw)
+    assert a.values["prior_scale"] == b.values["prior_scale"] == 0.5
+    assert a.values["log_bf01_bridge"] == b.values["log_bf01_bridge"] == a.table.loc[0.5, "log_bf01_bridge"]
+    assert a.summary == b.summary and "prior scale 0.5)" in a.summary
+    assert invariance.reference_prior_scale([0.5, 1.0, 2.0]) == 1.0
+    assert invariance.reference_prior_scale([3.0, 0.4]) == 0.4  # |log 0.4| < |log 3|
+
+
 def test_a_bayes_factor_beyond_the_floats_is_given_by_its_log_not_a_clipped_number():
     # bf01 was exp(clip(log BF, -700, 700)): a log BF01 of -1000 read bf01 = 9.9e-305
     assert invariance._exp(-2.0) == pytest.approx(np.exp(-2.0))

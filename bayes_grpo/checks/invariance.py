@@ -749,6 +749,14 @@ def _per_model_text(per_model: dict[str, dict[str, Any]]) -> str:
     )
 
 
+def reference_prior_scale(scales: Sequence[float]) -> float:
+    """The prior scale whose row gives the verdict: the one closest to 1 on the log scale, the
+    smaller of two as close (the narrower prior, the less favourable to ``H0``). The tie went
+    to whichever came first, so ``--prior-scales 0.5 2`` and ``--prior-scales 2 0.5`` judged
+    the same fits at different widths and could give different verdicts."""
+    return float(min(scales, key=lambda s: (abs(np.log(s)), s)))
+
+
 def _runs_of_unknown_group_size(runset: xr.Dataset) -> list[str]:
     g = np.asarray(runset["group_size"].values, dtype=float)
     return [str(r) for r, v in zip(runset[RUN_DIM].values, g) if not np.isfinite(v)]
@@ -774,7 +782,7 @@ def invariance_check(
     """The G-invariance test as a check: BF01 by two methods, agreement, sensitivity, alpha.
 
     Parameters are those of :func:`invariance_bayes_factor`. The reference row is the
-    prior scale closest to 1. The two primary methods are bridge sampling and
+    prior scale closest to 1 (:func:`reference_prior_scale`). The two primary methods are bridge sampling and
     Savage–Dickey (both from NUTS fits); SMC evidence is a third figure when
     ``smc_draws > 0``.
 
@@ -785,7 +793,8 @@ def invariance_check(
     table; ``values`` hold ``log_bf01_bridge``, ``log_bf01_sd``, ``log_bf01_smc`` (NaN
     without SMC), their Monte Carlo errors, ``bf01_bridge``, ``bf01_sd``, ``bf01_smc`` (None,
     with ``bf01_note``, where ``|log BF01| > 700``: the log is the figure),
-    ``methods_agree`` (bridge vs Savage–Dickey), the ``alpha`` posterior and ``verdict``.
+    ``methods_agree`` (bridge vs Savage–Dickey), ``prior_scale`` (the reference row's), the
+    ``alpha`` posterior and ``verdict``.
     """
     by_model = group_sizes_by_model(runset)
     testable = testable_llms(by_model)
@@ -820,7 +829,7 @@ def invariance_check(
         random_seed=random_seed,
         smc_kwargs=smc_kwargs,
     )
-    ref_scale = min(table.index, key=lambda s: abs(np.log(s)))
+    ref_scale = reference_prior_scale(table.index)
     ref = table.loc[ref_scale]
     passed, words = invariance_verdict(
         ref["log_bf01_bridge"], ref["log_bf01_sd"], bool(ref["sd_in_support"])
@@ -859,6 +868,7 @@ def invariance_check(
         "agreement_tolerance": AGREEMENT_TOL,
         "sd_in_support": bool(ref["sd_in_support"]),
         "sd_method": sd_method,
+        "prior_scale": ref_scale,
         "offset_sigma": float(ref["offset_sigma"]),
         "n_offsets": int(ref["n_offsets"]),
         "group_sizes": by_model,
@@ -901,7 +911,7 @@ def invariance_check(
         f"{_pm(ref['log_bf01_sd_mc_error'])} (Savage–Dickey, {sd_method}"
         f"{'' if ref['sd_in_support'] else ', extrapolated'}); the methods "
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
-        f"{ref['offset_sigma']:.3g}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
+        f"{ref['offset_sigma']:.3g}{'' if ref_scale == 1 else f', prior scale {ref_scale:g}'}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
     )
     unknown = _runs_of_unknown_group_size(runset)
     if unknown:
@@ -1238,6 +1248,7 @@ __all__ = [
     "invariance_bayes_factor",
     "invariance_verdict",
     "invariance_check",
+    "reference_prior_scale",
     "shared_offset_shifts",
     "alpha_summary",
     "residual_lag1_autocorrelation",
