@@ -356,6 +356,16 @@ def test_runs_of_unknown_g_are_named_not_silently_left_out_of_the_stationary_var
     assert len(res.table) == len(stationary_variance_check(KnownPosterior(), ds).table)
 
 
+def test_runs_without_an_llm_are_named_in_the_stationary_variance_as_the_fit_names_them():
+    # their group was the LLM "": the summary read "(not in  G=4,  G=16)"
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    ds = _runset(n_steps=400).assign_coords(model=("run", np.array([""] * 4, dtype=object)))
+    res = stationary_variance_check(KnownPosterior(noise_scale=4.0), ds)
+    assert set(res.table.index.get_level_values("model")) == {UNKNOWN_MODEL}
+    assert f"(not in {UNKNOWN_MODEL} G=4, {UNKNOWN_MODEL} G=16)" in res.summary
+
+
 def test_a_setting_the_runs_do_not_log_takes_the_fits_default():
     # fit --default k_ref=2 fits runs that log no K_ref at 2; their posterior predictive asked
     # the fit for k_ref NaN, and every mean-trajectory draw was NaN (empty bands, a residual

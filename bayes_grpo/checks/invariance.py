@@ -992,6 +992,7 @@ def stationary_variance_check(
     from scipy import stats
 
     from bayes_grpo.checks.ppc import run_predictive
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
 
     ds = runset if runset is not None else _fitted_runset(fitted)
     rng = np.random.default_rng(seed)
@@ -1010,7 +1011,8 @@ def stationary_variance_check(
             (coef["noise_d"] / (2.0 * hyper["group_size"] * coef["C_eff"] * coef["K_eff"])).values,
             dtype=float,
         ).ravel()
-        rows.append((hyper["model"] or "", hyper["group_size"], resid, pred))
+        # named as the fit names an LLM without a name (the table read "", the summary "not in  G=4")
+        rows.append((hyper["model"] or UNKNOWN_MODEL, hyper["group_size"], resid, pred))
     left_out = f" Runs {unknown_g} of unknown G are left out." if unknown_g else ""
     if not rows:
         return CheckResult(
