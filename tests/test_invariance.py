@@ -240,6 +240,7 @@ def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, c
         ({"prior_scales": [1.0, 1]}, "prior scales must be distinct"),
         ({"model_config": {"group_offset_sigma": 0.0}}, "group_offset_sigma .* must be > 0"),
         ({"smc_draws": -5}, "SMC needs smc_draws >= 0"),
+        ({"smc_draws": 1}, r"SMC needs .*at least 2 particles"),  # failed in smc_evidence after H0's fit
     ],
 )
 def test_impossible_test_settings_are_refused_before_any_sampling(kwargs, message, monkeypatch):

@@ -430,9 +430,11 @@ def invariance_bayes_factor(
     sigma = (model_config or {}).get("group_offset_sigma")
     if sigma is not None and not (np.isfinite(float(sigma)) and float(sigma) > 0):
         raise ValueError(f"group_offset_sigma (the offset prior sd) must be > 0, got {sigma}")
-    if int(smc_draws) < 0 or (smc_draws and int(smc_chains) < 1):
+    # smc_draws 1 passed here and failed in smc_evidence (draws >= 2) after H0 was sampled
+    if int(smc_draws) < 0 or int(smc_draws) == 1 or (smc_draws and int(smc_chains) < 1):
         raise ValueError(
-            f"SMC needs smc_draws >= 0 and, when > 0, smc_chains >= 1; got {smc_draws}, {smc_chains}"
+            "SMC needs smc_draws >= 0 (0: no SMC, else at least 2 particles) and, when > 0, "
+            f"smc_chains >= 1; got {smc_draws}, {smc_chains}"
         )
     smc_kwargs = dict(smc_kwargs or {})
     nuts = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept)

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--smc-draws",
         type=non_negative_int,
         default=0,
-        help="SMC particles per chain for the optional third figure (default 0: no SMC)",
+        help="SMC particles per chain for the optional third figure (default 0: no SMC; else at least 2)",
     )
     p.add_argument(
         "--smc-chains",
