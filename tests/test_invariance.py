@@ -231,6 +231,27 @@ def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, c
     assert main(["invariance", str(tmp_path / "missing.nc")]) == 2
 
 
+def test_the_cli_prints_no_smc_columns_when_no_smc_was_run(tmp_path, capsys, monkeypatch):
+    # without --smc-draws the table printed log_bf01_smc NaN and smc_chains_finite_h0 0, as if
+    # every SMC chain had failed
+    from bayes_grpo.checks.base import CheckResult
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    row = {"prior_scale": 1.0, "log_bf01_bridge": 2.0, "log_bf01_sd": 2.1, "log_bf01_smc": np.nan}
+    row |= {"log_bf01_smc_mc_error": np.nan, "smc_chains_finite_h0": 0, "smc_chains_finite_h1": 0}
+    table = pd.DataFrame([row]).set_index("prior_scale")
+    result = CheckResult("g_invariance", None, "Inconclusive.", table=table)
+    monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: result)
+    path = save_runset(_runset(0.0), tmp_path / "runs.nc")
+    assert main(["invariance", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "log_bf01_bridge" in text and "log_bf01_sd" in text and "smc" not in text
+    table["log_bf01_smc"] = 1.9
+    assert main(["invariance", str(path), "--smc-draws", "50"]) == 0
+    assert "log_bf01_smc" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

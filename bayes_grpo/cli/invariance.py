@@ -124,9 +124,13 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     print(result.summary)
     if result.table is not None:
+        table = result.table
+        if not args.smc_draws:
+            # without SMC its columns read NaN and "smc_chains_finite_h0 0", as if every chain failed
+            table = table.drop(columns=[c for c in table.columns if "smc" in c])
         print()
         print_table(
-            result.table,
+            table,
             title="Prior-width sensitivity (natural-log Bayes factors; > 0 favours invariance)",
         )
     return 0
