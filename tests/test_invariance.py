@@ -182,6 +182,15 @@ def test_invariance_is_not_assessable_with_a_single_group_size():
     assert res.passed is None and "Not assessable" in res.summary
 
 
+def test_a_run_set_at_one_group_size_has_a_verdict_in_its_values_as_an_assessed_one():
+    # values.verdict, the field an assessed result and the demo read, was missing (a KeyError
+    # for a --json reader) when no LLM was at two G
+    ds = _runset(0.0).assign_coords(group_size=("run", np.full(4, 8.0)))
+    values = invariance.invariance_check(ds).to_dict()["values"]
+    assert values["verdict"].startswith("not assessable")
+    assert values["group_sizes"] == {"toy": [8]}
+
+
 def test_runs_of_unknown_group_size_and_model_are_named_when_not_assessable():
     # CSV logs without a manifest: "Not assessable: no model was run at two or more group
     # sizes ({'': []})."

@@ -813,7 +813,12 @@ def invariance_check(
             name="g_invariance",
             passed=None,
             summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).{note}",
-            values={"group_sizes": by_model, "runs_with_unknown_group_size": unknown},
+            # "verdict" as in an assessed result (--json readers of values.verdict got a KeyError)
+            values={
+                "verdict": "not assessable: no model was run at two or more known group sizes",
+                "group_sizes": by_model,
+                "runs_with_unknown_group_size": unknown,
+            },
         )
     table, fits = invariance_bayes_factor(
         runset,
