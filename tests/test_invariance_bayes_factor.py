@@ -103,6 +103,14 @@ def test_smc_and_savage_dickey_match_the_analytic_bayes_factor(delta):
     assert ("H1" in bayes_factor_words(log_bf)) == (delta != 0.0)
 
 
+def test_the_words_for_an_inconclusive_bayes_factor_give_its_range_on_both_sides():
+    # "inconclusive (|BF| < 3)" held for BF01 = 0.2 too, which is moderate evidence for H1
+    assert bayes_factor_words(np.log(0.5)) == "inconclusive (BF01 between 1/3 and 3)"
+    assert bayes_factor_words(np.log(2.0)) == "inconclusive (BF01 between 1/3 and 3)"
+    assert bayes_factor_words(np.log(0.2)) == "moderate evidence for H1 (G-dependence)"
+    assert bayes_factor_words(np.log(5.0)) == "moderate evidence for H0 (invariance)"
+
+
 def test_savage_dickey_in_several_dimensions_matches_the_exact_gaussian_ratio():
     rng = np.random.default_rng(3)
     mean = np.array([0.5, -0.2, 0.1])

@@ -802,7 +802,8 @@ def bayes_factor_words(log_bf01: float) -> str:
     bf = abs(log_bf01)
     side = "H0 (invariance)" if log_bf01 > 0 else "H1 (G-dependence)"
     if bf < np.log(3):
-        return "inconclusive (|BF| < 3)"
+        # was "(|BF| < 3)": BF01 = 0.2 (moderate evidence for H1) is below 3 as well
+        return "inconclusive (BF01 between 1/3 and 3)"
     if bf < np.log(10):
         return f"moderate evidence for {side}"
     if bf < np.log(100):
