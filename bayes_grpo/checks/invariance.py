@@ -409,7 +409,10 @@ def invariance_bayes_factor(
     (table, fits)
         ``table`` indexed by ``prior_scale`` with ``offset_sigma``, ``log_bf01_bridge``,
         ``log_bf01_bridge_mc_error``, ``log_bf01_sd``, ``log_bf01_sd_mc_error``,
-        ``sd_method``, ``sd_in_support``, ``sd_log_prior_density`` (``log p(delta=0 | H1)``),
+        ``sd_method``, ``sd_in_support``, ``sd_log_prior_density`` (``log p(delta=0 | H1)`` of
+        the offsets' free variables: for ``GRPODynamicsModel`` the standardised
+        ``group_offset_*_z ~ Normal(0, 1)``, so the same at every prior width; the ratio is
+        the same on either scale),
         ``n_offsets``, ``log_bf01_smc``,
         ``log_bf01_smc_mc_error`` (NaN without SMC), ``smc_chains_finite_h0/h1``,
         ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
