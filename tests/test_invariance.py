@@ -407,6 +407,16 @@ def test_a_per_llm_bayes_factor_within_twice_its_monte_carlo_error_of_the_thresh
 
 
 
+def test_an_llm_at_one_known_g_with_runs_of_unknown_g_is_not_said_to_run_only_at_that_g(toy_invariance):
+    # "c: not testable: runs only at G=8" was said of an LLM with a run of unknown G besides
+    ds = _two_llm_runset(seed=3)
+    ds = ds.assign_coords(model=("run", [*ds["model"].values[:11], "c"]))  # r11: c, G unknown
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.values["by_model"]["c"]["verdict"] == "not testable: runs at G=8 and of unknown G (no offsets in H1)"
+    assert "c: not testable: runs at G=8 and of unknown G" in res.summary
+    assert "d: not testable: group size unknown" in res.summary
+
+
 def test_one_chain_says_the_savage_dickey_error_is_missing_instead_of_nan():
     # `invariance runs.nc --chains 1` printed "... and 7.21 ± nan (Savage–Dickey, gaussian)" and,
     # per LLM, "m1 (G=4, 16): log BF01 = 6.33 ± nan": the error is the spread across chains

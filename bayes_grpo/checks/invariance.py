@@ -691,9 +691,12 @@ def _bf01_note(ref: Any) -> dict[str, str]:
 
 
 def _per_model_results(
-    by_model: dict[str, list[int | float]], sd_by_model: dict[str, Any]
+    by_model: dict[str, list[int | float]],
+    sd_by_model: dict[str, Any],
+    with_unknown_g: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
-    """Per LLM: its group sizes and, when it has two or more, its Savage–Dickey verdict."""
+    """Per LLM: its group sizes and, when it has two or more, its Savage–Dickey verdict
+    (``with_unknown_g``: the LLMs that also have runs of unknown G)."""
     out: dict[str, dict[str, Any]] = {}
     for m, gs in by_model.items():
         row: dict[str, Any] = {"group_sizes": gs}
@@ -701,8 +704,15 @@ def _per_model_results(
             # no H1 offsets either (model version 8): it is in neither Bayes factor, but for
             # the parameters all LLMs share (alpha, the population of log K, the run spread of R0)
             row["testable"] = False
+            # an LLM at G=4 with runs of unknown G besides read "runs only at G=4"
             row["verdict"] = (
-                f"not testable: runs only at G={gs[0]}" if gs else "not testable: group size unknown"
+                (
+                    f"not testable: runs at G={gs[0]} and of unknown G"
+                    if m in with_unknown_g
+                    else f"not testable: runs only at G={gs[0]}"
+                )
+                if gs
+                else "not testable: group size unknown"
             ) + " (no offsets in H1)"
         elif m not in sd_by_model:
             row["testable"] = True
@@ -908,7 +918,11 @@ def invariance_check(
         else ""
     )
     several = len(by_model) > 1
-    per_model = _per_model_results(by_model, fits.sd_by_model.get(float(ref_scale), {}))
+    per_model = _per_model_results(
+        by_model,
+        fits.sd_by_model.get(float(ref_scale), {}),
+        set(_model_names(runset)[~np.isfinite(np.asarray(runset["group_size"].values, dtype=float))]),
+    )
     if several:
         values["by_model"] = per_model
         alpha_text = alpha_text.replace("(theory 1;", "(theory 1; one alpha shared by all LLMs;")
