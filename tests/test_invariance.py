@@ -175,6 +175,17 @@ def test_importance_savage_dickey_and_smc_third_figure_match_the_exact_value(toy
     assert res.passed is False and "SMC" in res.summary
 
 
+def test_one_smc_chain_says_its_error_is_missing_instead_of_nan(toy):
+    # --smc-chains 1 (allowed) printed "SMC evidence (third figure): 0.70 ± nan."
+    res = invariance.invariance_check(
+        _runset(0.0), prior_scales=(1.0,), draws=40, tune=40, chains=1, smc_draws=50, smc_chains=1
+    )
+    smc = res.values["log_bf01_smc"]
+    assert np.isfinite(smc) and np.isnan(res.values["log_bf01_smc_mc_error"])
+    assert f"SMC evidence (third figure): {smc:.2f} (no Monte Carlo error: one chain)." in res.summary
+    assert "nan" not in res.summary
+
+
 def test_invariance_is_not_assessable_with_a_single_group_size():
     ds = _runset(0.0)
     ds = ds.assign_coords(group_size=("run", np.full(ds.sizes["run"], 8.0)))

@@ -741,8 +741,8 @@ def _per_model_results(
 
 
 def _pm(error: float) -> str:
-    """`` ± error`` of an estimate; the Savage–Dickey error is the spread across chains, so
-    one chain has none (it printed ``± nan``)."""
+    """`` ± error`` of an estimate; the Savage–Dickey and SMC errors are the spread across
+    chains, so one chain has none (it printed ``± nan``)."""
     return f" ± {error:.2f}" if np.isfinite(error) else " (no Monte Carlo error: one chain)"
 
 
@@ -913,7 +913,8 @@ def invariance_check(
         else ""
     )
     smc_text = (
-        f" SMC evidence (third figure): {ref['log_bf01_smc']:.2f} ± {ref['log_bf01_smc_mc_error']:.2f}."
+        # one SMC chain has no error (the spread across chains): it printed "± nan"
+        f" SMC evidence (third figure): {ref['log_bf01_smc']:.2f}{_pm(ref['log_bf01_smc_mc_error'])}."
         if has_smc
         else ""
     )
