@@ -396,7 +396,9 @@ def invariance_bayes_factor(
     prior_scales
         Multiples of ``group_offset_sigma`` to evaluate (1.0 should be among them).
     draws, tune, chains, target_accept
-        NUTS settings (at least 40 draws: half fit the bridge proposal, half iterate).
+        NUTS settings (at least 20 draws, ``sample_unconstrained``'s and bridge sampling's
+        minimum: half fit the bridge proposal, half iterate; a proposal fitted on few draws
+        per parameter is poor).
     sd_method
         ``"gaussian"``, ``"importance"`` or ``"kde"``.
     smc_draws, smc_chains, smc_kwargs
@@ -1175,8 +1177,10 @@ def leave_one_g_out(
     Returns
     -------
     CheckResult named ``"leave_one_g_out"`` with a figure per pair (bands and data), a
-    table of coverages and the largest distance of the held-out mean trajectory (runs
-    averaged) from the predicted median in units of the band half-width.
+    table of coverages and ``max_smoothed_distance``: the largest distance, over the held-out
+    runs and their steps, of a run's smoothed reward (centred moving average,
+    :func:`bayes_grpo.metrics.moving_average`) from the predicted median, in units of the
+    band half-width.
     """
     by_model = group_sizes_by_model(runset)
     pairs = [(m, gs[0], gs[-1]) for m, gs in by_model.items() if len(gs) >= 2]
