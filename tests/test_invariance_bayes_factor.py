@@ -245,3 +245,19 @@ def test_bridge_sampling_that_does_not_converge_says_why_and_what_to_do():
     msg = str(exc.value)
     assert "did not converge in 3 iterations" in msg
     assert "40 draws of 3 parameters" in msg and "sample more draws" in msg
+
+
+def test_bridge_sampling_on_fewer_draws_than_parameters_says_so_not_that_a_matrix_is_singular():
+    # 10 draws of 16 parameters in the first halves gave numpy's "When `allow_singular is
+    # False`, the input matrix must be symmetric positive definite"
+    rng = np.random.default_rng(1)
+    dist = stats.multivariate_normal(np.zeros(16), np.eye(16))
+    post = UnconstrainedPosterior(
+        names=["theta"],
+        sizes=[16],
+        shapes=[(16,)],
+        draws=dist.rvs(size=(1, 20), random_state=rng)[None],
+        log_density=lambda v: dist.logpdf(v),
+    )
+    with pytest.raises(ValueError, match="10 draws of 16 parameters are too few .*sample more draws or chains"):
+        bridge_sampling(post, random_seed=0)

@@ -592,6 +592,13 @@ def bridge_sampling(
         )
     k = fit.shape[-1]
     fit_flat = fit.reshape(-1, k)
+    if len(fit_flat) <= k:
+        # a singular covariance: numpy's "the input matrix must be symmetric positive definite"
+        raise ValueError(
+            f"bridge sampling fits its normal proposal to the first half of every chain: "
+            f"{len(fit_flat)} draws of {k} parameters are too few (it needs more than {k}, and "
+            "several times as many for a good proposal); sample more draws or chains"
+        )
     mean = fit_flat.mean(axis=0)
     cov = np.atleast_2d(np.cov(fit_flat, rowvar=False, ddof=1))
     cov = cov + 1e-12 * np.eye(k) * max(1.0, float(np.max(np.diag(cov))))

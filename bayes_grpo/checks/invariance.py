@@ -450,13 +450,24 @@ def invariance_bayes_factor(
         likelihood=likelihood,
     )
     pm0 = h0.build_model(runset)
+    # checked on a built H1 (no sampling) before H0 is sampled, not found out after minutes
+    built = _make_model(
+        "by_group", model_config=model_config, parameterisation=parameterisation, likelihood=likelihood
+    ).build_model(runset)
+    point = built.initial_point()
+    n_params = sum(int(np.size(v)) for v in point.values())
+    n_fit = int(chains) * (int(draws) // 2)
+    if n_fit <= n_params:
+        # the proposal's covariance was singular: "marginal likelihood of H1 (...): When
+        # `allow_singular is False`, the input matrix must be symmetric positive definite"
+        raise ValueError(
+            f"bridge sampling fits its normal proposal to the first half of every chain: "
+            f"{chains} chain(s) x {int(draws) // 2} draws = {n_fit} draws for the {n_params} "
+            f"parameters of H1 are too few (it needs more than {n_params}, and several times as "
+            "many for a good proposal): raise draws or chains (CLI: --draws, --chains)"
+        )
     if sd_method == "kde":
-        # a KDE of the offsets' density at 0 means something in 1-2 dimensions only; checked on
-        # a built H1 (no sampling) before H0 is sampled, not silently estimated after minutes
-        built = _make_model(
-            "by_group", model_config=model_config, parameterisation=parameterisation, likelihood=likelihood
-        ).build_model(runset)
-        point = built.initial_point()
+        # a KDE of the offsets' density at 0 means something in 1-2 dimensions only
         n_offsets = sum(int(np.size(point[n])) for n in offset_value_names(built))
         if n_offsets > 2:
             raise ValueError(
