@@ -153,6 +153,8 @@ def test_measurement_noise_scales_with_g_as_configured(exponent):
         coords = {k: ds[k].values.tolist()[run] for k in ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")}
         draws = model.coefficient_draws(model="m", run_offset=False, **coords)
         np.testing.assert_allclose(draws["sigma"].values, prior["sigma"].values[..., run], rtol=1e-6)
+        # and its measurement part, which the stationary-variance check adds to D / (2 G C K_eff)
+        np.testing.assert_allclose(draws["measurement_sd"].values ** 2, meas_var[..., run], rtol=1e-6)
 
 
 def test_a_measurement_exponent_that_is_not_a_number_alpha_or_a_prior_is_a_clear_error():

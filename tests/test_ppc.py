@@ -356,6 +356,32 @@ def test_runs_of_unknown_g_are_named_not_silently_left_out_of_the_stationary_var
     assert len(res.table) == len(stationary_variance_check(KnownPosterior(), ds).table)
 
 
+class KnownPosteriorWithMeasurementNoise(KnownPosterior):
+    """The state-space fit's view of runs with measurement noise of sd ``MEAS_SD`` besides the SDE."""
+
+    def coefficient_draws(self, **kw):
+        out = super().coefficient_draws(**kw)
+        return out.assign(measurement_sd=out["sigma"] * 0 + MEAS_SD, sigma=np.sqrt(out["sigma"] ** 2 + MEAS_SD**2))
+
+
+MEAS_SD = 0.03
+
+
+def test_the_stationary_variance_of_runs_with_measurement_noise_counts_the_fitted_measurement_variance():
+    # the logged reward is the SDE's state plus measurement noise: its plateau variance was
+    # compared with D / (2 G C K_eff) alone, and runs drawn from the fitted model itself (simulate
+    # sde --measurement-sd 0.05, fitted with likelihood='state_space') failed in every group
+    results = []
+    for seed in range(3):
+        ds = _runset(n_steps=800, seed=seed)
+        noisy = ds["reward"] + np.random.default_rng(10 + seed).normal(0, MEAS_SD, ds["reward"].shape)
+        results.append(stationary_variance_check(KnownPosteriorWithMeasurementNoise(), ds.assign(reward=noisy)))
+    assert sum(r.passed for r in results) >= 2
+    predicted = results[0].table["predicted_var"]
+    no_noise = stationary_variance_check(KnownPosterior(), _runset(n_steps=800)).table["predicted_var"]
+    np.testing.assert_allclose(predicted - no_noise, MEAS_SD**2, rtol=0.05)
+
+
 def test_runs_without_an_llm_are_named_in_the_stationary_variance_as_the_fit_names_them():
     # their group was the LLM "": the summary read "(not in  G=4,  G=16)"
     from bayes_grpo.model.prepare import UNKNOWN_MODEL

@@ -14,7 +14,7 @@ logged reward. Three checks, each a :class:`CheckResult` with a table per (model
   likelihood it should vanish; under the SDE, the stationary fluctuations are
   correlated over the relaxation time ``C / K_eff``, so a large lag-1 autocorrelation
   says "use the state-space likelihood" rather than "the law fails";
-* the stationary variance at the plateau against ``D / (2 G C K_eff)``
+* the stationary variance at the plateau against ``D / (2 G C K_eff)`` plus the measurement variance
   (:func:`bayes_grpo.checks.invariance.stationary_variance_check`).
 
 The coefficient draws are those of a new run of the LLM (the LLM's plateau, and its initial

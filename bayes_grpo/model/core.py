@@ -745,7 +745,8 @@ class GRPODynamicsModel:
         -------
         xarray.Dataset
             dims (chain, draw); variables ``a, M_eff, C_eff, K_eff, zeta, plateau,
-            initial_reward, noise_d, sigma``.
+            initial_reward, noise_d, sigma, measurement_sd`` (the state-space measurement-noise
+            sd at this ``G``, part of ``sigma``; 0 under the i.i.d. likelihood).
         """
         post = self._require_fit().posterior
         data = self.data
@@ -843,6 +844,7 @@ class GRPODynamicsModel:
             g = float(group_size) if group_size is not None and np.isfinite(float(group_size)) else g_ref
             if self.likelihood == "iid":
                 sigma = np.sqrt(noise_d / g**alpha)
+                meas = 0.0  # no measurement-noise term: sigma is all residual
             else:
                 meas_exponent = measurement_g_exponent(self.model_config)
                 meas_alpha = (
@@ -855,7 +857,7 @@ class GRPODynamicsModel:
                 meas = post["measurement_sd"].sel(model=model).values * (g / g_ref) ** (-meas_alpha / 2.0)
                 sigma = np.sqrt(noise_d / (g**alpha * 2.0 * np.abs(damp) * k_eff) + meas**2)
         else:
-            plateau = r0 = noise_d = sigma = nan
+            plateau = r0 = noise_d = sigma = meas = nan
         dims = ("chain", "draw")
         coords = {"chain": post["chain"].values, "draw": post["draw"].values}
         out = xr.Dataset(
@@ -869,6 +871,7 @@ class GRPODynamicsModel:
                 "initial_reward": (dims, np.broadcast_to(r0, shape)),
                 "noise_d": (dims, np.broadcast_to(noise_d, shape)),
                 "sigma": (dims, np.broadcast_to(sigma, shape)),
+                "measurement_sd": (dims, np.broadcast_to(meas, shape)),
             },
             coords=coords,
         )
