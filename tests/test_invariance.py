@@ -300,6 +300,14 @@ def test_too_few_draws_for_the_bridge_proposal_of_h1_are_refused_before_any_samp
         invariance.invariance_bayes_factor(_runset(0.0), draws=3, chains=2)
 
 
+def test_prior_scales_given_as_an_iterator_are_all_fitted(toy):
+    # the up-front check used the iterator up: no H1 fit, then a KeyError on the empty table
+    table, fits = invariance.invariance_bayes_factor(
+        _runset(0.0), prior_scales=iter([1.0, 2.0]), draws=40, tune=40, chains=1
+    )
+    assert list(table.index) == [1.0, 2.0] and set(fits.h1) == {1.0, 2.0}
+
+
 def test_the_cli_takes_the_hyperparameter_defaults_its_error_message_suggests():
     # a run set without momentum made `invariance` say "(CLI: --default momentum=VALUE)", an
     # option only `fit` had

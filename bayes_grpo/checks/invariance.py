@@ -424,7 +424,10 @@ def invariance_bayes_factor(
     if sd_method not in ("gaussian", "importance", "kde"):
         raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
     # checked before the first fit (minutes): each used to fail only after H0 was sampled
-    scales = np.asarray(list(prior_scales), dtype=float)
+    # read once: an iterator was used up here and left the loop below no scale, a KeyError
+    # ('prior_scale') on the empty table after H0 had been sampled
+    prior_scales = list(prior_scales)
+    scales = np.asarray(prior_scales, dtype=float)
     if scales.size == 0 or not (np.isfinite(scales) & (scales > 0)).all():
         raise ValueError(f"prior scales must be positive numbers, got {list(prior_scales)}")
     if np.unique(scales).size < scales.size:
