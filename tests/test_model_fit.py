@@ -6,6 +6,7 @@ Small but real sampling (chains=2, cores=1); one fitted model is shared by the s
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -356,3 +357,26 @@ def test_a_fit_file_missing_an_identity_attribute_is_refused_naming_the_file(tmp
     az.InferenceData(posterior=post).to_netcdf(str(path), engine="h5netcdf")
     with pytest.raises(ValueError, match=f"cut.nc: attributes .*{gone}.* missing"):
         GRPODynamicsModel.load(path)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"momentum": 1.5}, "momentum must be in [0, 1); got 1.5"),
+        ({"k_ref": -1.0}, "k_ref must be >= 0; got -1"),
+        ({"learning_rate": float("inf")}, "needs a finite learning_rate"),
+        ({"momentum": float("nan")}, "needs a finite momentum"),
+        ({"k_ref": float("nan")}, "needs a finite k_ref"),
+    ],
+)
+def test_a_setting_no_run_can_have_is_refused_by_the_coefficient_draws(setting, message):
+    # the CLI's argument types refuse these settings, the Python API took them: momentum 1.5
+    # predicted a reward of -1.4e6 (with a RuntimeWarning), k_ref -1 a trajectory without a
+    # word, a NaN setting all-NaN draws
+    from pathlib import Path
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    base = {"learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
+    assert np.isfinite(model.predict(np.arange(0.0, 50.0, 10.0), **base)["reward_mean"].values).all()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.predict(np.arange(0.0, 50.0, 10.0), **(base | setting))

@@ -36,6 +36,7 @@ from bayes_grpo.dynamics.identifiability import shape_information_log_density
 from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
 from bayes_grpo.model.config import (
     DEFAULT_MODEL_CONFIG,
+    DEFAULT_RANGES,
     DEFAULT_SAMPLER_CONFIG,
     INVARIANCES,
     LIKELIHOODS,
@@ -44,6 +45,7 @@ from bayes_grpo.model.config import (
     config_hash,
     measurement_g_exponent,
     merge_config,
+    setting_in_range,
     validate_model_config,
 )
 from bayes_grpo.model.convergence import ESS_MIN_PER_CHAIN, RHAT_MAX, convergence_check, run_r_hat
@@ -782,6 +784,14 @@ class GRPODynamicsModel:
             missing = [n for n, v in (("learning_rate", learning_rate), ("momentum", momentum), ("momentum_convention", momentum_convention), ("k_ref", k_ref)) if v is None]
             if missing:
                 raise ValueError(f"the mechanistic model needs {missing} to give coefficients for a setting")
+            for name, value in (("learning_rate", learning_rate), ("momentum", momentum), ("k_ref", k_ref)):
+                # the CLI's argument types refuse these; here momentum 1.5 drew a trajectory of
+                # -1e6 (with a RuntimeWarning), k_ref -1 one of a lag no run can have, NaN all-NaN draws
+                v = float(value)
+                if not np.isfinite(v):
+                    raise ValueError(f"the mechanistic model needs a finite {name} to give coefficients for a setting; got {v:g}")
+                if not setting_in_range(name, v):
+                    raise ValueError(f"{name} {DEFAULT_RANGES[name]}; got {v:g}")
             if known:
                 log_k = post["log_stiffness"].sel(model=model).values
             else:
