@@ -328,3 +328,18 @@ def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(r
     model.fit(load_runset(runs_file))
     stuck = model.noise_exponent_summary()["note"]
     assert stuck.startswith("alpha's draws have not converged (bulk ESS") and "one chain" in stuck
+
+
+def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
+    # with one run of unknown G, `fit --json` gave the groups' G as 4.0 and 16.0 (the runs' as 4
+    # and 16, the printed table 4 and 16): reset_index made the G level floats around its NaN
+    ds = xr.load_dataset(runs_file)
+    third = ds.isel(run=[0]).assign_coords(run=["unknown-g"], group_size=("run", [np.nan]))
+    runs = save_runset(xr.concat([ds, third], dim="run"), tmp_path / "with_unknown_g.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    for rows in (payload["groups"], payload["runs"]):
+        sizes = [row["group_size"] for row in rows]
+        assert len(sizes) == 3 and None in sizes, sizes
+        assert sorted(g for g in sizes if g is not None) == [4, 16] and all(type(g) is int for g in sizes if g is not None), sizes

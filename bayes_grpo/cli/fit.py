@@ -114,6 +114,17 @@ def unstable_run_note(run_id: str, evidence: str) -> str:
     )
 
 
+def _group_records(groups) -> list[dict]:
+    """The rows of :meth:`GRPODynamicsModel.group_summary` for ``--json``, G as the table shows
+    it (``readable_group_sizes``): ``reset_index`` turned the G of every group into a float
+    (``4.0``) when one group's G is unknown (NaN)."""
+    from bayes_grpo.runset.schema import readable_group_sizes
+
+    rows = groups.reset_index()
+    rows["group_size"] = readable_group_sizes(groups.index.get_level_values("group_size"))
+    return rows.to_dict(orient="records")
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
@@ -169,7 +180,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "noise_exponent": noise_exponent,
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
-                "groups": groups.reset_index().to_dict(orient="records"),
+                "groups": _group_records(groups),
                 "runs": runs.reset_index().to_dict(orient="records"),
             }
         )
