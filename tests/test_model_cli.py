@@ -343,3 +343,20 @@ def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(r
         sizes = [row["group_size"] for row in rows]
         assert len(sizes) == 3 and None in sizes, sizes
         assert sorted(g for g in sizes if g is not None) == [4, 16] and all(type(g) is int for g in sizes if g is not None), sizes
+
+
+def test_a_wrong_default_beside_a_config_file_is_put_down_to_the_default_not_the_file(runs_file, tmp_path, capsys):
+    # `fit runs.nc --config c.json --default momentum=1.5` said "c.json: configuration
+    # 'hyperparameter_defaults.momentum' ... must be in [0, 1)" of a file that holds no momentum
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"plateau": {"sigma": 1.0}}')
+    out = tmp_path / "fit.nc"
+    assert main(["fit", str(runs_file), "-o", str(out), "--config", str(cfg), "--default", "momentum=1.5"]) == 2
+    err = capsys.readouterr().err
+    assert "(--default momentum=...) must be in [0, 1); got 1.5" in err and str(cfg) not in err, err
+    cfg.write_text('{"hyperparameter_defaults": {"momentum": 1.5}}')  # the file's own entry: the file
+    assert main(["fit", str(runs_file), "-o", str(out), "--config", str(cfg), "--default", "k_ref=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bayes-grpo fit: error: {cfg}: ") and "must be in [0, 1); got 1.5" in err, err
+    assert not out.exists()
+

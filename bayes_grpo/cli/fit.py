@@ -135,16 +135,20 @@ def run_fit(args: argparse.Namespace) -> int:
         {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
     )
     config = read_json_object(args.config) if args.config is not None else {}
-    try:
-        model = GRPODynamicsModel(
-            model_config=with_hyperparameter_defaults(config, args.defaults),
-            parameterisation=args.parameterisation,
-            likelihood=args.likelihood,
-            invariance=args.invariance.replace("-", "_"),
-        )
-    except ValueError as exc:
-        # a wrong entry of the --config file: name the file (before the run set is read)
-        raise ValueError(f"{args.config}: {exc}" if args.config is not None else str(exc)) from exc
+    settings = dict(
+        parameterisation=args.parameterisation,
+        likelihood=args.likelihood,
+        invariance=args.invariance.replace("-", "_"),
+    )
+    if args.config is not None:
+        try:
+            GRPODynamicsModel(model_config=config, **settings)
+        except ValueError as exc:
+            # a wrong entry of the --config file: name the file (before the run set is read)
+            raise ValueError(f"{args.config}: {exc}") from exc
+    # the file is fine: a refusal now is of a --default value, which its message names (it was
+    # put down to the --config file: "c.json: ... (--default momentum=...) must be in [0, 1)")
+    model = GRPODynamicsModel(model_config=with_hyperparameter_defaults(config, args.defaults), **settings)
     runset = load_runset(args.runs)
     unstable = flagged_unstable_runs(runset)
     if not args.json:
