@@ -360,3 +360,13 @@ def test_a_wrong_default_beside_a_config_file_is_put_down_to_the_default_not_the
     assert err.startswith(f"bayes-grpo fit: error: {cfg}: ") and "must be in [0, 1); got 1.5" in err, err
     assert not out.exists()
 
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_default_that_is_no_finite_number_is_an_argument_error_naming_default(runs_file, tmp_path, capsys, value):
+    # `--default k_ref=nan` passed the argument type and was refused later as "configuration
+    # 'hyperparameter_defaults.k_ref' must be null (no default) or a number; got nan"
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(runs_file), "-o", str(tmp_path / "fit.nc"), "--default", f"k_ref={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--default k_ref: must be a finite number, got '{value}'" in err, err

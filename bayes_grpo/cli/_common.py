@@ -168,9 +168,13 @@ def _parse_default(text: str) -> tuple[str, object]:
     if key == "momentum_convention":
         return key, value
     try:
-        return key, float(value)
+        number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--default {key}: not a number: {value!r}") from None
+    if not math.isfinite(number):
+        # nan / inf: no setting of a run ("must be null (no default) or a number; got nan")
+        raise argparse.ArgumentTypeError(f"--default {key}: must be a finite number, got {value!r}")
+    return key, number
 
 
 def add_hyperparameter_defaults_flag(parser: argparse.ArgumentParser) -> None:
