@@ -290,3 +290,33 @@ def test_an_llm_fitted_on_adam_and_sgd_runs_gets_a_note_naming_the_llm_and_the_r
     assert not any("two optimizers" in n for n in prepare_data(unknown, DEFAULT_MODEL_CONFIG, "mechanistic").notes)
     two_llms = _runset({"r1": {"momentum_convention": "heavy_ball", "model": "other"}})
     assert not any("two optimizers" in n for n in prepare_data(two_llms, DEFAULT_MODEL_CONFIG, "mechanistic").notes)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "named"),
+    [
+        ({"mass_matrix": "dense"}, "unknown mass matrix 'dense'; expected one of ('diag', 'full')"),
+        ({"draws": 0}, "'draws' must be a whole number >= 1; got 0"),
+        ({"chains": 2.5}, "'chains' must be a whole number >= 1; got 2.5"),
+        ({"tune": -1}, "'tune' must be a whole number >= 0; got -1"),
+        ({"random_seed": "0"}, "'random_seed' must be a whole number >= 0; got '0'"),
+        ({"target_accept": 1.2}, "'target_accept' must lie strictly between 0 and 1; got 1.2"),
+        ({"progressbar": "no"}, "'progressbar' must be true or false; got 'no'"),
+        ({"sampler": "stan"}, "unknown sampler 'stan'"),
+    ],
+)
+def test_a_sampler_config_that_cannot_be_sampled_as_it_says_is_refused_before_the_model_is_built(sampler, named, monkeypatch):
+    # sampler_config={"mass_matrix": "dense"} was sampled with the diagonal mass matrix without a
+    # word; draws 0 failed after the sampling, a tune of -1 in the sampler, a target_accept of
+    # 1.2 was passed on. The command line's argument types refuse these; the Python API did not
+    from bayes_grpo.model import GRPODynamicsModel
+
+    def no_build(self, runset):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(GRPODynamicsModel, "build_model", no_build)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        GRPODynamicsModel(sampler_config=sampler).fit(_runset())
+    if "mass_matrix" not in sampler:  # the others are keywords of fit too, refused alike
+        with pytest.raises(ValueError, match=re.escape(named)):
+            GRPODynamicsModel().fit(_runset(), **sampler)

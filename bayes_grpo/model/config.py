@@ -238,6 +238,31 @@ def validate_model_config(config: Mapping[str, Any]) -> None:
                 raise ValueError(f"configuration {name!r} must be a whole number >= 1; got {value!r}")
 
 
+#: What each sampler-config entry must be (:func:`validate_sampler_config`).
+MASS_MATRICES: tuple[str, ...] = ("diag", "full")
+
+
+def validate_sampler_config(config: Mapping[str, Any]) -> None:
+    """Refuse a merged sampler configuration that cannot be sampled as it says, before any
+    work: ``draws`` and ``chains`` whole numbers >= 1, ``tune`` and ``random_seed`` whole numbers
+    >= 0, ``target_accept`` strictly between 0 and 1, ``mass_matrix`` one of
+    :data:`MASS_MATRICES` (``"dense"`` was sampled with the diagonal one without a word),
+    ``sampler`` one of :data:`SAMPLERS`, ``progressbar`` true or false (the command line's
+    argument types refuse the same). Raises ``ValueError`` naming the entry and the value."""
+    for key, least in (("draws", 1), ("chains", 1), ("tune", 0), ("random_seed", 0)):
+        value = config[key]
+        if not (_is_number(value) and float(value).is_integer() and value >= least):
+            raise ValueError(f"sampler configuration {key!r} must be a whole number >= {least}; got {value!r}")
+    value = config["target_accept"]
+    if not (_is_number(value) and 0.0 < value < 1.0):
+        raise ValueError(f"sampler configuration 'target_accept' must lie strictly between 0 and 1; got {value!r}")
+    for key, allowed in (("mass_matrix", MASS_MATRICES), ("sampler", SAMPLERS)):
+        if config[key] not in allowed:
+            raise ValueError(f"unknown {key.replace('_', ' ')} {config[key]!r}; expected one of {allowed}")
+    if not isinstance(config["progressbar"], bool):
+        raise ValueError(f"sampler configuration 'progressbar' must be true or false; got {config['progressbar']!r}")
+
+
 def measurement_g_exponent(config: Mapping[str, Any]) -> str | float:
     """How the state-space measurement noise scales with G: ``"alpha"`` (as the SDE noise),
     ``"free"`` (its own exponent, ``config["noise"]["measurement_g_exponent"] = {"mu", "sigma"}``)
@@ -277,6 +302,7 @@ __all__ = [
     "SAMPLERS",
     "merge_config",
     "validate_model_config",
+    "validate_sampler_config",
     "setting_in_range",
     "config_hash",
 ]

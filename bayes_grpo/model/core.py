@@ -41,12 +41,12 @@ from bayes_grpo.model.config import (
     INVARIANCES,
     LIKELIHOODS,
     PARAMETERISATIONS,
-    SAMPLERS,
     config_hash,
     measurement_g_exponent,
     merge_config,
     setting_in_range,
     validate_model_config,
+    validate_sampler_config,
 )
 from bayes_grpo.model.convergence import ESS_MIN_PER_CHAIN, RHAT_MAX, convergence_check, run_r_hat
 from bayes_grpo.model.prepare import (
@@ -332,8 +332,7 @@ class GRPODynamicsModel:
         }
         self.sampler_config = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
         sc = self.sampler_config
-        if sc["sampler"] not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sc['sampler']!r}; expected one of {SAMPLERS}")
+        validate_sampler_config(sc)  # before the model is built and compiled
         model = self.build_model(runset)
         n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
         start = time.perf_counter()
