@@ -370,3 +370,40 @@ def test_a_default_that_is_no_finite_number_is_an_argument_error_naming_default(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"--default k_ref: must be a finite number, got '{value}'" in err, err
+
+
+def test_the_maximum_tree_depth_the_convergence_advice_says_to_raise_can_be_raised(runs_file, tmp_path, capsys, monkeypatch):
+    # "44 transitions hit the maximum tree depth 10: ... raise max_treedepth or reparameterise"
+    # advised what neither `fit` nor the sampler config could do: NUTS always ran at depth 10
+    import pymc as pm
+
+    from bayes_grpo.model.convergence import convergence_check
+
+    class Sampled(Exception):
+        pass
+
+    def sample(**kw):
+        raise Sampled(kw)
+
+    monkeypatch.setattr(pm, "sample", sample)
+    with pytest.raises(Sampled) as got:
+        main(["fit", str(runs_file), "-o", str(tmp_path / "f.nc"), "--max-treedepth", "12", "--draws", "5", "--tune", "5"])
+    assert got.value.args[0]["nuts"] == {"max_treedepth": 12}
+    with pytest.raises(Sampled) as got:  # the default: PyMC's own 10
+        main(["fit", str(runs_file), "-o", str(tmp_path / "f.nc"), "--draws", "5", "--tune", "5"])
+    assert got.value.args[0]["nuts"] == {"max_treedepth": 10}
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    assert "--max-treedepth" in capsys.readouterr().out
+    # the fit's convergence check counts and names the depth it was sampled at
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    stats = {"reached_max_treedepth": (("chain", "draw"), np.ones((2, 300), dtype=bool))}
+    idata = az.InferenceData(
+        posterior=xr.Dataset({"x": (("chain", "draw"), rng.standard_normal((2, 300)))}), sample_stats=xr.Dataset(stats)
+    )
+    model = GRPODynamicsModel(sampler_config={"max_treedepth": 12})
+    model.idata = idata
+    assert "600 transitions at the maximum tree depth 12" in model.convergence().values["failed"]
+    assert "maximum tree depth 10" in convergence_check(idata).values["failed"][0]

@@ -299,6 +299,7 @@ def test_an_llm_fitted_on_adam_and_sgd_runs_gets_a_note_naming_the_llm_and_the_r
         ({"draws": 0}, "'draws' must be a whole number >= 1; got 0"),
         ({"chains": 2.5}, "'chains' must be a whole number >= 1; got 2.5"),
         ({"tune": -1}, "'tune' must be a whole number >= 0; got -1"),
+        ({"max_treedepth": 0}, "'max_treedepth' must be a whole number >= 1; got 0"),
         ({"random_seed": "0"}, "'random_seed' must be a whole number >= 0; got '0'"),
         ({"target_accept": 1.2}, "'target_accept' must lie strictly between 0 and 1; got 1.2"),
         ({"progressbar": "no"}, "'progressbar' must be true or false; got 'no'"),

@@ -69,6 +69,13 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
     p.add_argument("--sampler", choices=("pymc", "nutpie"), default="pymc", help="NUTS implementation")
     p.add_argument("--target-accept", type=open_fraction, default=0.9, help="NUTS target acceptance rate")
+    p.add_argument(
+        "--max-treedepth",
+        type=positive_int,
+        default=10,
+        help="NUTS maximum tree depth (2^depth leapfrog steps a draw); raise it when the convergence "
+        "check says transitions hit it",
+    )
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
     p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
@@ -164,6 +171,7 @@ def run_fit(args: argparse.Namespace) -> int:
             sampler=args.sampler,
             progressbar=not args.no_progress and not args.json,
             target_accept=args.target_accept,
+            max_treedepth=args.max_treedepth,
         )
     path = model.save(args.output, overwrite=args.overwrite)
     conv = model.convergence()

@@ -108,6 +108,9 @@ DEFAULT_SAMPLER_CONFIG: dict[str, Any] = {
     # (nutpie) adaptation, which removes the correlations between plateau, initial reward
     # and stiffness that a trajectory fit has.
     "mass_matrix": "diag",
+    # NUTS's largest trajectory tree (2^depth leapfrog steps a draw): transitions that reach it
+    # fail the convergence check, whose advice is to raise it
+    "max_treedepth": 10,
     "sampler": "pymc",
     "random_seed": 0,
     "progressbar": True,
@@ -244,12 +247,12 @@ MASS_MATRICES: tuple[str, ...] = ("diag", "full")
 
 def validate_sampler_config(config: Mapping[str, Any]) -> None:
     """Refuse a merged sampler configuration that cannot be sampled as it says, before any
-    work: ``draws`` and ``chains`` whole numbers >= 1, ``tune`` and ``random_seed`` whole numbers
+    work: ``draws``, ``chains`` and ``max_treedepth`` whole numbers >= 1, ``tune`` and ``random_seed`` whole numbers
     >= 0, ``target_accept`` strictly between 0 and 1, ``mass_matrix`` one of
     :data:`MASS_MATRICES` (``"dense"`` was sampled with the diagonal one without a word),
     ``sampler`` one of :data:`SAMPLERS`, ``progressbar`` true or false (the command line's
     argument types refuse the same). Raises ``ValueError`` naming the entry and the value."""
-    for key, least in (("draws", 1), ("chains", 1), ("tune", 0), ("random_seed", 0)):
+    for key, least in (("draws", 1), ("chains", 1), ("tune", 0), ("random_seed", 0), ("max_treedepth", 1)):
         value = config[key]
         if not (_is_number(value) and float(value).is_integer() and value >= least):
             raise ValueError(f"sampler configuration {key!r} must be a whole number >= {least}; got {value!r}")

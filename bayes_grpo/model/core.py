@@ -313,6 +313,7 @@ class GRPODynamicsModel:
         progressbar: bool | None = None,
         target_accept: float | None = None,
         cores: int | None = None,
+        max_treedepth: int | None = None,
     ) -> az.InferenceData:
         """Sample the posterior for ``runset``; returns (and keeps) the InferenceData.
 
@@ -329,6 +330,7 @@ class GRPODynamicsModel:
             "sampler": sampler,
             "progressbar": progressbar,
             "target_accept": target_accept,
+            "max_treedepth": max_treedepth,
         }
         self.sampler_config = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
         sc = self.sampler_config
@@ -349,6 +351,7 @@ class GRPODynamicsModel:
                     cores=n_cores,
                     random_seed=int(sc["random_seed"]),
                     target_accept=float(sc["target_accept"]),
+                    nuts={"max_treedepth": int(sc["max_treedepth"])},
                     init="jitter+adapt_full" if sc.get("mass_matrix", "diag") == "full" else "jitter+adapt_diag",
                     progressbar=bool(sc["progressbar"]),
                     compute_convergence_checks=False,
@@ -481,8 +484,10 @@ class GRPODynamicsModel:
         return self.idata
 
     def convergence(self, *, var_names: list[str] | None = None) -> CheckResult:
-        """Convergence of the fit (R-hat, ESS, divergences, tree depth, E-BFMI) with advice."""
-        return convergence_check(self._require_fit(), var_names=var_names)
+        """Convergence of the fit (R-hat, ESS, divergences, tree depth, E-BFMI) with advice; the
+        tree depth is the fit's sampler config ``max_treedepth``."""
+        depth = int(self.sampler_config.get("max_treedepth", DEFAULT_SAMPLER_CONFIG["max_treedepth"]))
+        return convergence_check(self._require_fit(), var_names=var_names, max_treedepth=depth)
 
     def _thinned_posterior(self, max_draws: int = SUMMARY_DRAWS) -> xr.Dataset:
         post = self._require_fit().posterior
@@ -1050,6 +1055,7 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
         progress_bar=bool(sc["progressbar"]),
         target_accept=float(sc["target_accept"]),
         low_rank_modified_mass_matrix=sc.get("mass_matrix", "diag") == "full",
+        maxdepth=int(sc["max_treedepth"]),
     )
     if model.deterministics:
         posterior = pm.compute_deterministics(idata.posterior, model=model, merge_dataset=True, progressbar=False)
