@@ -380,3 +380,20 @@ def test_a_setting_no_run_can_have_is_refused_by_the_coefficient_draws(setting, 
     assert np.isfinite(model.predict(np.arange(0.0, 50.0, 10.0), **base)["reward_mean"].values).all()
     with pytest.raises(ValueError, match=re.escape(message)):
         model.predict(np.arange(0.0, 50.0, 10.0), **(base | setting))
+
+
+@pytest.mark.parametrize(
+    ("steps", "got"),
+    [([-10.0, 0.0, 10.0], "got -10"), ([np.nan, 5.0], "got nan"), ([np.inf], "got inf"), ([[0.0, 1.0], [2.0, 3.0]], "got a 2-D array")],
+)
+def test_a_prediction_at_steps_the_law_does_not_reach_is_refused_naming_the_step(steps, got):
+    # predict(steps=[-10, 0, 10]) extrapolated the law before its start (R0 at step 0) without a
+    # word, a NaN step gave NaN, an infinite one a median of 3.4 on a 0-1 reward, a 2-D array a
+    # broadcasting traceback
+    from pathlib import Path
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    setting = {"learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
+    with pytest.raises(ValueError, match=re.escape(f"steps must be a 1-D array of finite optimizer steps >= 0 (R0 is at step 0); {got}")):
+        model.predict(np.asarray(steps), **setting)
+    assert model.predict([30.0, 0.0], **setting)["reward_mean"].sizes["step"] == 2  # any order, step 0 included

@@ -920,8 +920,14 @@ class GRPODynamicsModel:
         ``setting`` are the keyword arguments of :meth:`coefficient_draws`. Returns dims
         (chain, draw, step).
         """
-        c = self.coefficient_draws(**setting)
         t = np.asarray(steps, dtype=float)
+        if t.ndim != 1 or not np.isfinite(t).all() or (t < 0).any():
+            # the law starts at step 0 (R0): at -10 it was extrapolated backwards without a word, a
+            # NaN or infinite step gave NaN or garbage, a 2-D array a broadcasting traceback
+            bad = t[~(np.isfinite(t) & (t >= 0))] if t.ndim == 1 else None
+            got = f"a {t.ndim}-D array" if t.ndim != 1 else f"{bad[0]:g}"
+            raise ValueError(f"steps must be a 1-D array of finite optimizer steps >= 0 (R0 is at step 0); got {got}")
+        c = self.coefficient_draws(**setting)
         v = lambda n: c[n].values[..., None]  # noqa: E731
         traj = reward_trajectory(t[None, None, :], v("M_eff"), v("C_eff"), v("K_eff"), v("plateau"), v("initial_reward"))
         return xr.DataArray(traj, dims=("chain", "draw", STEP_DIM), coords={"chain": c["chain"].values, "draw": c["draw"].values, STEP_DIM: t}, name="reward_mean")
