@@ -407,3 +407,16 @@ def test_the_maximum_tree_depth_the_convergence_advice_says_to_raise_can_be_rais
     model.idata = idata
     assert "600 transitions at the maximum tree depth 12" in model.convergence().values["failed"]
     assert "maximum tree depth 10" in convergence_check(idata).values["failed"][0]
+
+
+def test_a_default_given_twice_with_two_values_is_an_argument_error(runs_file, tmp_path, capsys):
+    # `fit runs.nc --default k_ref=1 --default k_ref=2` fitted at k_ref 2 without a word of the 1
+    from bayes_grpo.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(runs_file), "-o", str(tmp_path / "fit.nc"), "--default", "k_ref=1", "--default", "k_ref=2"])
+    assert exc.value.code == 2
+    assert "k_ref given twice (1 and 2); give each KEY once" in capsys.readouterr().err
+    args = build_parser().parse_args(["fit", "runs.nc", "-o", "f.nc", "--default", "k_ref=1", "--default", "momentum=0.5", "--default", "k_ref=1"])
+    assert dict(args.defaults) == {"k_ref": 1.0, "momentum": 0.5}  # the same value twice is one setting
+    assert build_parser().parse_args(["fit", "runs.nc", "-o", "f.nc"]).defaults == []

@@ -177,13 +177,26 @@ def _parse_default(text: str) -> tuple[str, object]:
     return key, number
 
 
+class _AppendDefault(argparse.Action):
+    """``--default``'s action: appends ``(KEY, VALUE)``; a KEY given again with another value is
+    an argument error (``--default k_ref=1 --default k_ref=2`` took 2 without a word)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        key, value = values
+        given = dict(getattr(namespace, self.dest, None) or [])
+        if key in given and given[key] != value:
+            shown = [f"{v:g}" if isinstance(v, float) else repr(v) for v in (given[key], value)]
+            raise argparse.ArgumentError(self, f"{key} given twice ({shown[0]} and {shown[1]}); give each KEY once")
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+
+
 def add_hyperparameter_defaults_flag(parser: argparse.ArgumentParser) -> None:
     """``--default KEY=VALUE`` (repeatable): what the model errors name when a run lacks a
     hyperparameter the mechanistic form needs (every verb that builds the model has it)."""
     parser.add_argument(
         "--default",
         dest="defaults",
-        action="append",
+        action=_AppendDefault,
         type=_parse_default,
         default=[],
         metavar="KEY=VALUE",
