@@ -397,3 +397,16 @@ def test_a_prediction_at_steps_the_law_does_not_reach_is_refused_naming_the_step
     with pytest.raises(ValueError, match=re.escape(f"steps must be a 1-D array of finite optimizer steps >= 0 (R0 is at step 0); {got}")):
         model.predict(np.asarray(steps), **setting)
     assert model.predict([30.0, 0.0], **setting)["reward_mean"].sizes["step"] == 2  # any order, step 0 included
+
+
+def test_a_reward_trajectory_of_an_llm_the_fit_lacks_is_refused_not_all_nan():
+    # load('models/tiny.nc').predict(steps, model="other", ...) returned a reward of NaN at every
+    # step and draw without a word: a new LLM's plateau and R0 have no scale in the fit
+    from pathlib import Path
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    setting = {"learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
+    with pytest.raises(ValueError, match=r"model 'other' is not an LLM of the fit \(its LLMs: \['tiny-gpt2'\]\)"):
+        model.predict([0.0, 10.0], model="other", **setting)
+    assert np.isfinite(model.coefficient_draws(model="other", **setting)["a"].values).all()  # its dynamics
+    assert np.isfinite(model.predict([0.0, 10.0], model="tiny-gpt2", **setting)["reward"].values).all()

@@ -917,8 +917,8 @@ class GRPODynamicsModel:
     def trajectory_draws(self, steps, **setting: Any) -> xr.DataArray:
         """Posterior draws of the mean reward trajectory at ``steps`` (optimizer steps, R0 at 0).
 
-        ``setting`` are the keyword arguments of :meth:`coefficient_draws`. Returns dims
-        (chain, draw, step).
+        ``setting`` are the keyword arguments of :meth:`coefficient_draws`, for an LLM of the fit
+        (a new LLM has no reward scale: ``ValueError``). Returns dims (chain, draw, step).
         """
         t = np.asarray(steps, dtype=float)
         if t.ndim != 1 or not np.isfinite(t).all() or (t < 0).any():
@@ -928,6 +928,13 @@ class GRPODynamicsModel:
             got = f"a {t.ndim}-D array" if t.ndim != 1 else f"{bad[0]:g}"
             raise ValueError(f"steps must be a 1-D array of finite optimizer steps >= 0 (R0 is at step 0); got {got}")
         c = self.coefficient_draws(**setting)
+        if str(c.attrs.get("new_model")) == "True":
+            # its plateau and R0 are NaN (each LLM has its own reward scale): every draw was NaN
+            raise ValueError(
+                f"model {setting.get('model')!r} is not an LLM of the fit (its LLMs: {self.data.models}): a new "
+                "LLM has no reward scale here, so no reward trajectory; coefficient_draws gives its "
+                "dynamics, and bayes_grpo.predict.predict_run (CLI predict --model) its normalised progress"
+            )
         v = lambda n: c[n].values[..., None]  # noqa: E731
         traj = reward_trajectory(t[None, None, :], v("M_eff"), v("C_eff"), v("K_eff"), v("plateau"), v("initial_reward"))
         return xr.DataArray(traj, dims=("chain", "draw", STEP_DIM), coords={"chain": c["chain"].values, "draw": c["draw"].values, STEP_DIM: t}, name="reward_mean")
