@@ -420,3 +420,24 @@ def test_a_default_given_twice_with_two_values_is_an_argument_error(runs_file, t
     args = build_parser().parse_args(["fit", "runs.nc", "-o", "f.nc", "--default", "k_ref=1", "--default", "momentum=0.5", "--default", "k_ref=1"])
     assert dict(args.defaults) == {"k_ref": 1.0, "momentum": 0.5}  # the same value twice is one setting
     assert build_parser().parse_args(["fit", "runs.nc", "-o", "f.nc"]).defaults == []
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [('{"plateau": {"sigma": 1}, "plateau": {"sigma": 3}}', "['plateau']"), ('{"noise": {"log_sigma": 1, "log_sigma": 2}}', "['log_sigma']")],
+)
+def test_a_config_file_giving_a_key_twice_is_refused_naming_the_key(runs_file, tmp_path, capsys, text, keys):
+    # json.loads kept the last of two equal keys: `fit --config` with a pasted second "plateau"
+    # entry fitted at sigma 3 without a word of the 1
+    from bayes_grpo.cli._common import read_json_object
+
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{cfg}: --config gives the key(s) {keys} twice in one object; keep one")):
+        read_json_object(cfg)
+    out = tmp_path / "fit.nc"
+    assert main(["fit", str(runs_file), "-o", str(out), "--config", str(cfg)]) == 2
+    assert f"{cfg}: --config gives the key(s) {keys} twice" in capsys.readouterr().err
+    assert not out.exists()
+    cfg.write_text('{"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}')  # one key per object
+    assert read_json_object(cfg) == {"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}

@@ -215,15 +215,25 @@ def with_hyperparameter_defaults(config: dict[str, Any] | None, defaults: list[t
 
 def read_json_object(path: Path, option: str = "--config") -> dict[str, Any]:
     """The JSON object in ``path`` (a ``--config`` file); ``ValueError`` naming the file when it
-    is missing, not UTF-8 text, not JSON, or JSON that is not an object (``[1, 2]``, ``"x"``:
-    these failed later with an ``AttributeError`` traceback)."""
+    is missing, not UTF-8 text, not JSON, JSON that is not an object (``[1, 2]``, ``"x"``:
+    these failed later with an ``AttributeError`` traceback), or an object that gives a key twice."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such {option} file")
     if path.is_dir():  # was an IsADirectoryError traceback
         raise ValueError(f"{path}: {option} is a folder; give its JSON file")
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # json.loads keeps the last of two equal keys: '{"plateau": {"sigma": 1}, "plateau":
+        # {"sigma": 3}}' (a pasted entry) fitted at sigma 3 without a word of the 1
+        keys = [k for k, _ in pairs]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"{path}: {option} gives the key(s) {twice} twice in one object; keep one")
+        return dict(pairs)
+
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: {option} is not UTF-8 text ({exc})") from exc
     except json.JSONDecodeError as exc:
