@@ -441,3 +441,17 @@ def test_a_config_file_giving_a_key_twice_is_refused_naming_the_key(runs_file, t
     assert not out.exists()
     cfg.write_text('{"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}')  # one key per object
     assert read_json_object(cfg) == {"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}
+
+
+def test_the_noise_exponent_note_gives_r_hat_to_the_digits_of_the_convergence_check(monkeypatch):
+    # alpha's R-hat 1.0123 (over the check's 1.01) was written "R-hat 1.01" in the note that said
+    # its draws had not converged, as if at the threshold
+    from pathlib import Path
+
+    import arviz as az
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    assert model.noise_exponent_summary()["note"].startswith("the noise exponent alpha")  # converged
+    monkeypatch.setattr(az, "rhat", lambda data, **kw: xr.Dataset({"alpha": 1.0123}))
+    note = model.noise_exponent_summary()["note"]
+    assert note.startswith("alpha's draws have not converged (bulk ESS ") and ", R-hat 1.012;" in note, note

@@ -690,7 +690,7 @@ class GRPODynamicsModel:
             rhat = float(az.rhat(post["alpha"]).to_array().values.ravel()[0]) if post.sizes["chain"] > 1 else 1.0
         ess_min = ESS_MIN_PER_CHAIN * post.sizes["chain"]
         if not (ess >= ess_min and rhat <= RHAT_MAX and np.ptp(x) > 0):  # arviz: a constant's ESS is n
-            spread = f"R-hat {rhat:.3g}" if post.sizes["chain"] > 1 else "one chain"
+            spread = f"R-hat {rhat:.3f}" if post.sizes["chain"] > 1 else "one chain"
             out["note"] = (
                 f"alpha's draws have not converged (bulk ESS {ess:.0f}, {spread}; the fit's "
                 f"convergence advice), so this is not yet evidence against the theory: {out['note']}"
