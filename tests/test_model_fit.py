@@ -320,8 +320,9 @@ def test_nutpie_sampler_gives_the_same_posterior_as_pymc_with_every_deterministi
     other = GRPODynamicsModel(model_config={"alpha": {"fixed": 1.0}})
     other.fit(sim_runset, **(SAMPLING | {"sampler": "nutpie"}))
     post, ref = other.idata.posterior, fitted.idata.posterior
-    # deterministics are computed after sampling: same variables, same dims as with PyMC
-    assert set(ref.data_vars) <= set(post.data_vars)
+    # deterministics are computed after sampling: same variables, same dims as with PyMC (and no
+    # unconstrained values of transformed ones, which nutpie stores too)
+    assert set(ref.data_vars) == set(post.data_vars), set(post.data_vars) ^ set(ref.data_vars)
     for name in ("M_eff", "K_eff", "zeta", "sigma", "plateau"):
         assert post[name].dims == ref[name].dims, name
         assert np.all(np.isfinite(post[name].values)), name
@@ -410,3 +411,18 @@ def test_a_reward_trajectory_of_an_llm_the_fit_lacks_is_refused_not_all_nan():
         model.predict([0.0, 10.0], model="other", **setting)
     assert np.isfinite(model.coefficient_draws(model="other", **setting)["a"].values).all()  # its dynamics
     assert np.isfinite(model.predict([0.0, 10.0], model="tiny-gpt2", **setting)["reward"].values).all()
+
+
+def test_a_nutpie_posterior_keeps_the_variables_not_their_unconstrained_values():
+    # a nutpie fit stored initial_reward_run_sd_log__ beside initial_reward_run_sd (PyMC does not),
+    # and its convergence advice listed it among the model's variables
+    import pymc as pm
+
+    from bayes_grpo.model.core import _without_transformed_values
+
+    with pm.Model() as model:
+        pm.HalfNormal("scale", 1.0)
+        pm.Normal("x", 0.0, 1.0)
+    draws = np.zeros((1, 3))
+    posterior = xr.Dataset({n: (("chain", "draw"), draws) for n in ("scale", "scale_log__", "x")})
+    assert sorted(_without_transformed_values(posterior, model).data_vars) == ["scale", "x"]

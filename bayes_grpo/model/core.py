@@ -1073,7 +1073,18 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
     if model.deterministics:
         posterior = pm.compute_deterministics(idata.posterior, model=model, merge_dataset=True, progressbar=False)
         idata.posterior = posterior.assign_attrs(idata.posterior.attrs)
+    idata.posterior = _without_transformed_values(idata.posterior, model)
     return idata
+
+
+def _without_transformed_values(posterior: xr.Dataset, model) -> xr.Dataset:
+    """``posterior`` without the unconstrained values of transformed free variables (``x_log__``):
+    nutpie stores them beside the variables themselves, PyMC does not, and a nutpie fit's
+    convergence advice listed ``initial_reward_run_sd_log__`` beside ``initial_reward_run_sd``."""
+    transformed = {
+        model.rvs_to_values[rv].name for rv in model.free_RVs if model.rvs_to_transforms.get(rv) is not None
+    }
+    return posterior.drop_vars(sorted(transformed & set(map(str, posterior.data_vars))))
 
 
 def size_exponent_summary(model) -> dict | None:
