@@ -318,6 +318,8 @@ def test_a_sampler_config_that_cannot_be_sampled_as_it_says_is_refused_before_th
     monkeypatch.setattr(GRPODynamicsModel, "build_model", no_build)
     with pytest.raises(ValueError, match=re.escape(named)):
         GRPODynamicsModel(sampler_config=sampler).fit(_runset())
-    if "mass_matrix" not in sampler:  # the others are keywords of fit too, refused alike
+    if "mass_matrix" not in sampler:  # the others are keywords of fit too, refused alike and not kept
+        model = GRPODynamicsModel()
         with pytest.raises(ValueError, match=re.escape(named)):
-            GRPODynamicsModel().fit(_runset(), **sampler)
+            model.fit(_runset(), **sampler)
+        assert model.sampler_config == GRPODynamicsModel().sampler_config

@@ -332,9 +332,9 @@ class GRPODynamicsModel:
             "target_accept": target_accept,
             "max_treedepth": max_treedepth,
         }
-        self.sampler_config = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
-        sc = self.sampler_config
-        validate_sampler_config(sc)  # before the model is built and compiled
+        sc = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
+        validate_sampler_config(sc)  # before the model is built and compiled (and kept)
+        self.sampler_config = sc
         model = self.build_model(runset)
         n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
         start = time.perf_counter()
