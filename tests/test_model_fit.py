@@ -426,3 +426,19 @@ def test_a_nutpie_posterior_keeps_the_variables_not_their_unconstrained_values()
     draws = np.zeros((1, 3))
     posterior = xr.Dataset({n: (("chain", "draw"), draws) for n in ("scale", "scale_log__", "x")})
     assert sorted(_without_transformed_values(posterior, model).data_vars) == ["scale", "x"]
+
+
+def test_a_run_set_whose_attributes_a_saved_fit_cannot_hold_is_refused_before_sampling(sim_runset, monkeypatch):
+    # runset.attrs["meta"] = {"source": "wandb"} (a dict) sampled the whole fit and then failed in
+    # save() with xarray's "Invalid value for attr 'meta'" TypeError: the fit saves its run set
+    def no_build(self, runset):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(GRPODynamicsModel, "build_model", no_build)
+    ds = sim_runset.copy()
+    ds.attrs = dict(ds.attrs, meta={"source": "wandb"})
+    ds["reward"].attrs = {"unit": None}
+    with pytest.raises(ValueError, match=re.escape("the run set's attributes [\"'meta' (dict)\", \"'unit' of 'reward' (NoneType)\"] cannot be saved with the fit")):
+        GRPODynamicsModel().fit(ds, draws=5, tune=5)
+    with pytest.raises(AssertionError, match="was built"):  # the run set as simulated is fine
+        GRPODynamicsModel().fit(sim_runset, draws=5, tune=5)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import numbers
 import os
 import time
 import warnings
@@ -335,6 +336,15 @@ class GRPODynamicsModel:
         sc = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
         validate_sampler_config(sc)  # before the model is built and compiled (and kept)
         self.sampler_config = sc
+        unsavable = _unsavable_attrs(runset)
+        if unsavable:
+            # the fit saves its run set (FIT_DATA_GROUP): such an attribute failed save() with
+            # xarray's TypeError after the whole sampling
+            raise ValueError(
+                f"the run set's attributes {unsavable} cannot be saved with the fit (a netCDF attribute "
+                "is text, a number or a list of them): store them as JSON text (json.dumps; "
+                "runset.make_runset(attrs=...) does) or drop them before fitting"
+            )
         model = self.build_model(runset)
         n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
         start = time.perf_counter()
@@ -1075,6 +1085,23 @@ def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
         idata.posterior = posterior.assign_attrs(idata.posterior.attrs)
     idata.posterior = _without_transformed_values(idata.posterior, model)
     return idata
+
+
+#: What a netCDF attribute may hold (xarray's own check when a dataset is written).
+_NETCDF_ATTR_TYPES = (str, numbers.Number, np.ndarray, np.number, list, tuple, bytes)
+
+
+def _unsavable_attrs(ds: xr.Dataset) -> list[str]:
+    """The attributes of ``ds`` and of its variables that a netCDF file cannot hold (a dict,
+    None, ...), each as ``"'name' (type)"`` or ``"'name' of 'variable' (type)"``."""
+    bad = [f"{k!r} ({type(v).__name__})" for k, v in ds.attrs.items() if not isinstance(v, _NETCDF_ATTR_TYPES)]
+    for name, var in ds.variables.items():
+        bad += [
+            f"{k!r} of {str(name)!r} ({type(v).__name__})"
+            for k, v in var.attrs.items()
+            if not isinstance(v, _NETCDF_ATTR_TYPES)
+        ]
+    return bad
 
 
 def _without_transformed_values(posterior: xr.Dataset, model) -> xr.Dataset:
