@@ -435,10 +435,11 @@ def test_a_run_set_whose_attributes_a_saved_fit_cannot_hold_is_refused_before_sa
         raise AssertionError("the model was built")
 
     monkeypatch.setattr(GRPODynamicsModel, "build_model", no_build)
-    ds = sim_runset.copy()
+    ds = sim_runset.copy(deep=True)  # the session's run set stays as it is
     ds.attrs = dict(ds.attrs, meta={"source": "wandb"})
     ds["reward"].attrs = {"unit": None}
     with pytest.raises(ValueError, match=re.escape("the run set's attributes [\"'meta' (dict)\", \"'unit' of 'reward' (NoneType)\"] cannot be saved with the fit")):
         GRPODynamicsModel().fit(ds, draws=5, tune=5)
     with pytest.raises(AssertionError, match="was built"):  # the run set as simulated is fine
         GRPODynamicsModel().fit(sim_runset, draws=5, tune=5)
+    assert "meta" not in sim_runset.attrs and "unit" not in sim_runset["reward"].attrs
