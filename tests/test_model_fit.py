@@ -443,3 +443,15 @@ def test_a_run_set_whose_attributes_a_saved_fit_cannot_hold_is_refused_before_sa
     with pytest.raises(AssertionError, match="was built"):  # the run set as simulated is fine
         GRPODynamicsModel().fit(sim_runset, draws=5, tune=5)
     assert "meta" not in sim_runset.attrs and "unit" not in sim_runset["reward"].attrs
+
+
+def test_a_reward_trajectory_of_a_fit_of_several_llms_asks_which_llm():
+    # predict(steps, ...) without model= on a fit of two LLMs read "model None is not an LLM of
+    # the fit", as if None were a name given
+    from types import SimpleNamespace
+
+    model = GRPODynamicsModel()
+    model.data = SimpleNamespace(n_models=2, models=["qwen", "llama"])
+    setting = {"learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
+    with pytest.raises(ValueError, match=r"the fit has several LLMs \(\['qwen', 'llama'\]\): name the one to predict with model="):
+        model.trajectory_draws([0.0, 10.0], **setting)

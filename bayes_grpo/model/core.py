@@ -937,6 +937,10 @@ class GRPODynamicsModel:
             bad = t[~(np.isfinite(t) & (t >= 0))] if t.ndim == 1 else None
             got = f"a {t.ndim}-D array" if t.ndim != 1 else f"{bad[0]:g}"
             raise ValueError(f"steps must be a 1-D array of finite optimizer steps >= 0 (R0 is at step 0); got {got}")
+        if setting.get("model") is None and self.data is not None and self.data.n_models > 1:
+            raise ValueError(
+                f"the fit has several LLMs ({self.data.models}): name the one to predict with model=..."
+            )
         c = self.coefficient_draws(**setting)
         if str(c.attrs.get("new_model")) == "True":
             # its plateau and R0 are NaN (each LLM has its own reward scale): every draw was NaN
