@@ -10,6 +10,7 @@ uses :meth:`CheckResult.to_dict`), and the HTML report renders them.
 from __future__ import annotations
 
 import base64
+import datetime
 import io
 import json
 import math
@@ -55,7 +56,8 @@ class CheckResult:
         """JSON-ready dictionary (figures omitted; NaN becomes None)."""
         out: dict[str, Any] = {
             "name": self.name,
-            "passed": self.passed,
+            # a check's own verdict may be numpy's (``table["ok"].all()``): json cannot write np.bool_
+            "passed": None if self.passed is None else bool(self.passed),
             "summary": self.summary,
             "values": _jsonable(self.values),
         }
@@ -97,13 +99,25 @@ def figure_to_base64(fig: Any, dpi: int = 110) -> str:
 
 
 def _jsonable(obj: Any) -> Any:
-    """Convert numpy / pandas scalars and NaN to plain JSON values, recursively."""
+    """Convert numpy / pandas scalars and NaN to plain JSON values, recursively.
+
+    Missing values (NaN, inf, ``pd.NA``, ``NaT``) become None, times ISO strings, arrays and
+    pandas series lists, and any other numpy scalar its Python value: ``json.dumps`` of the
+    result needs nothing else (it failed on ``pd.NA``, ``NaT``, ``np.datetime64``, a series)."""
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
+    if isinstance(obj, list | tuple | set | frozenset):
         return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "mM":  # tolist() gives integer ns
+        return _jsonable(obj[()]) if obj.ndim == 0 else [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray | pd.Series | pd.Index):
         return _jsonable(obj.tolist())
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    if isinstance(obj, np.datetime64 | np.timedelta64):
+        return None if np.isnat(obj) else _jsonable(pd.Timestamp(obj) if isinstance(obj, np.datetime64) else pd.Timedelta(obj))
+    if isinstance(obj, pd.Timedelta):
+        return obj.isoformat()
     if isinstance(obj, np.bool_ | bool):
         return bool(obj)
     if isinstance(obj, np.integer):
@@ -111,8 +125,10 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, np.floating | float):
         value = float(obj)
         return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(obj, pd.Timestamp):
+    if isinstance(obj, datetime.date):  # pd.Timestamp too
         return obj.isoformat()
+    if isinstance(obj, np.generic):  # np.str_, np.bytes_, ...: the Python value
+        return _jsonable(obj.item())
     return obj
 
 

@@ -1,0 +1,51 @@
+"""The check result type: its JSON (``--json``) and how a report renders it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from bayes_grpo.checks.base import CheckResult
+
+
+def test_a_check_result_of_numpy_and_pandas_values_writes_as_strict_json():
+    table = pd.DataFrame(
+        {
+            "run": ["a", "b"],
+            "ok": np.array([True, False]),
+            "when": [pd.Timestamp("2026-01-02"), pd.NaT],
+            "n": pd.array([1, pd.NA], dtype="Int64"),
+            "x": [np.inf, np.float32(0.5)],
+        }
+    ).set_index("run")
+    result = CheckResult(
+        "user_check",
+        table["ok"].all(),  # a verdict as pandas gives it: np.bool_
+        "summary",
+        table=table,
+        values={
+            "missing": pd.NA,
+            "logged_at": np.datetime64("2026-01-02T03:04:05", "ns"),
+            "times": np.array(["2026-01-02", "NaT"], dtype="datetime64[ns]"),
+            "per_run": pd.Series({"a": 1.0, "b": np.nan}),
+            "label": np.str_("r1"),
+            "kept": {3, 4},
+        },
+    )
+    out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert out["passed"] is False
+    assert out["values"] == {
+        "missing": None,
+        "logged_at": "2026-01-02T03:04:05",
+        "times": ["2026-01-02T00:00:00", None],
+        "per_run": [1.0, None],
+        "label": "r1",
+        "kept": [3, 4],
+    }
+    assert out["table"] == [
+        {"run": "a", "ok": True, "when": "2026-01-02T00:00:00", "n": 1, "x": None},
+        {"run": "b", "ok": False, "when": None, "n": None, "x": 0.5},
+    ]
+    assert json.loads(result.to_json())["passed"] is False
