@@ -861,3 +861,25 @@ def test_an_overview_panel_of_many_runs_tells_them_apart_by_the_setting_they_dif
     assert ax.get_legend() is None
     assert any("12 runs (ids in the table)" in t.get_text() for t in ax.texts)
     plt.close(fig)
+
+
+def test_a_figure_that_cannot_be_drawn_is_named_in_its_place_not_the_end_of_the_report():
+    # a check's figure titled with an unexpanded shell variable ("run_$LR_$G": mathtext that does
+    # not parse) stopped the whole report with matplotlib's ParseSyntaxException
+    bad, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("run_$LR_$G")
+    result = _check("my_check", False)
+    result.figures = {"bands of run_$LR_$G": bad, **result.figures}
+    loose, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xlabel("run_$LR_$G")
+    with pytest.warns(UserWarning) as caught:
+        sections = build_sections(runset=_runset(), invariance=[result])
+        sections[0] = sections[0].figure(loose, "overview of run_$LR_$G")
+    said = [str(w.message) for w in caught if "Figure not drawn" in str(w.message)]
+    assert len(said) == 2 and said[0].startswith("report: Figure not drawn (ValueError: LR_") and said[1].endswith("): overview of run_$LR_$G"), said
+    html = render_html(sections)
+    assert html.count('<p class="absent">Figure not drawn (ValueError') == 2, html
+    assert "</p>" in html and "): bands of run_$LR_$G</p>" in html and "): overview of run_$LR_$G</p>" in html
+    assert 'src="data:image/png;base64,"' not in html  # no empty image
+    assert "my_check figure" in html  # the check's other figure is drawn
+    assert not plt.fignum_exists(bad.number) and not plt.fignum_exists(loose.number)

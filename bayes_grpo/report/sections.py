@@ -6,6 +6,7 @@ vanishing (``available=False`` with ``absent_reason``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,10 +50,7 @@ class Section:
         return self
 
     def figure(self, fig: Any, caption: str) -> Section:
-        import matplotlib.pyplot as plt
-
-        self.blocks.append(Block("image", figure_to_base64(fig), caption))
-        plt.close(fig)
+        self.blocks.append(Block("image", *figure_png(fig, caption)))
         return self
 
     def check(self, result: CheckResult) -> Section:
@@ -89,6 +87,24 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
     return frame.to_html(classes="data", index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
 
 
+def figure_png(fig: Any, caption: str) -> tuple[str, str]:
+    """``(base64 PNG, caption)`` of a figure, closed; ``("", caption saying why)`` when it cannot
+    be drawn (mathtext a ``$`` in a label started, an image too large): one figure that fails
+    to draw is named in its place, and with a warning, instead of stopping the whole report."""
+    import matplotlib.pyplot as plt
+
+    try:
+        return figure_to_base64(fig), caption
+    except Exception as exc:  # noqa: BLE001 - whatever savefig raises, the report goes on
+        why = " ".join(str(exc).split())  # mathtext's message is several lines
+        why = why if len(why) <= 160 else why[:157] + "..."
+        note = f"Figure not drawn ({type(exc).__name__}{': ' + why if why else ''}): {caption}"
+        warnings.warn(f"report: {note}", stacklevel=2)
+        return "", note
+    finally:
+        plt.close(fig)
+
+
 @dataclass
 class RenderedCheck:
     name: str
@@ -102,8 +118,6 @@ class RenderedCheck:
 
 def render_check(result: CheckResult) -> RenderedCheck:
     """Turn a CheckResult into what the template shows (figures rendered to PNG and closed)."""
-    import matplotlib.pyplot as plt
-
     if result.passed is None:
         badge, cls = "not assessable", "na"
     elif result.passed:
@@ -111,10 +125,10 @@ def render_check(result: CheckResult) -> RenderedCheck:
     else:
         badge, cls = "flagged", "fail"
     badge = str(result.values.get("badge", badge))
-    images = []
+    images = []  # (caption, PNG); a figure not drawn: ("Figure not drawn (why): caption", "")
     for caption, fig in result.figures.items():
-        images.append((caption, figure_to_base64(fig)))
-        plt.close(fig)
+        png, shown = figure_png(fig, caption)
+        images.append((shown, png))
     table = table_html(result.table) if result.table is not None and len(result.table) else ""
     title = str(result.values.get("title", result.name.replace("_", " ")))
     return RenderedCheck(result.name, title, badge, cls, result.summary, table, images)
