@@ -509,3 +509,19 @@ def test_a_run_without_a_finite_reward_is_named_not_counted_nor_failed():
     res = trajectory_band_check(KnownPosterior(), ds)
     assert len(res.table) == 1 and "nan%" not in res.summary and res.passed is True, res.summary
     assert len(res.figures) == 1
+
+
+def test_a_band_figure_that_draws_only_some_runs_says_so():
+    # a group of 12 runs (models/bandit.nc) was drawn as 6 bands under a title that did not say
+    # the other 6 were left out; a run without a reward took one of the drawn runs' places
+    import matplotlib.pyplot as plt
+
+    ds = _runset()
+    ds["reward"].loc[{"run": "r0"}] = np.nan  # G = 4: r0 has no reward, r1 is drawn
+    res = trajectory_band_check(KnownPosterior(), ds, max_runs_plotted=1)
+    titles = {key: fig.axes[0].get_title() for key, fig in res.figures.items()}
+    assert titles["m G=4 bands"].endswith("predictive bands and data"), titles  # all its 1 run drawn
+    assert titles["m G=16 bands"].endswith("predictive bands and data (1 of 2 runs drawn)"), titles
+    for fig in res.figures.values():
+        assert len(fig.axes[0].collections) == 1  # one band each: r1's in the G = 4 figure
+        plt.close(fig)

@@ -159,7 +159,11 @@ def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
 def trajectory_band_check(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0, max_runs_plotted: int = 6
 ) -> CheckResult:
-    """Coverage of the logged rewards by the ``HDI_PROB`` posterior predictive band, per G."""
+    """Coverage of the logged rewards by the ``HDI_PROB`` posterior predictive band, per G.
+
+    Every run is counted; each (model, G) figure draws the bands of its first
+    ``max_runs_plotted`` runs with a reward, and its title says "(6 of 12 runs drawn)" when
+    it leaves some out."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -174,11 +178,13 @@ def trajectory_band_check(
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
         inside = total = 0
         early_in = early_n = 0
-        for k, run in enumerate(runs):
+        drawn = checked = 0
+        for run in runs:
             pr = run_predictive(fitted, ds, run, rng=rng)
             if pr["t"].size == 0:
                 empty.append(str(run))
                 continue
+            checked += 1
             lo, hi = np.quantile(pr["obs"], q, axis=0)
             hit = (pr["y"] >= lo) & (pr["y"] <= hi)
             inside += int(hit.sum())
@@ -186,14 +192,17 @@ def trajectory_band_check(
             n_early = max(1, hit.size // 5)
             early_in += int(hit[:n_early].sum())
             early_n += n_early
-            if k < max_runs_plotted:
-                color = f"C{k % 10}"
+            if drawn < max_runs_plotted:  # a run without a reward takes no colour
+                color = f"C{drawn % 10}"
+                drawn += 1
                 ax.fill_between(pr["t"], lo, hi, color=color, alpha=0.15, lw=0)
                 ax.plot(pr["t"], np.median(pr["mean"], axis=0), color=color, lw=1)
                 ax.plot(pr["t"], pr["y"], ".", ms=2, color=color)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
-        ax.set_title(plot_text(f"{model or 'model'}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data"))
+        # the figure of a group of more runs than it draws said nothing of the others
+        some = f" ({drawn} of {checked} runs drawn)" if drawn < checked else ""
+        ax.set_title(plot_text(f"{model or 'model'}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data{some}"))
         figures[f"{model} G={group_size_text(g)} bands"] = fig
         if total == 0:  # a group of runs without a finite reward: no row, no failed "nan%"
             plt.close(fig)
