@@ -525,3 +525,17 @@ def test_a_band_figure_that_draws_only_some_runs_says_so():
     for fig in res.figures.values():
         assert len(fig.axes[0].collections) == 1  # one band each: r1's in the G = 4 figure
         plt.close(fig)
+
+
+def test_the_prior_band_width_of_a_run_of_one_reward_level_is_blank_and_named():
+    # a run solved from step 0 has no reward range: its band width was divided by 1e-12 (5.7e14
+    # "x the run's reward range" in the table) and two such runs of four made the summary's median
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = _runset(n_steps=60, solved_model="m")
+    check = GRPODynamicsModel().prior_predictive_check(ds, samples=20, random_seed=0)
+    widths = check.table["band_width_over_range"]
+    assert np.isnan(widths["solved"]) and np.isfinite(widths.drop("solved")).all(), widths
+    assert widths.drop("solved").max() < 50
+    assert "runs ['solved'] with one reward level have no range: no width" in check.summary, check.summary
+    assert f"median 90% band width {widths.median():.1f}x" in check.summary

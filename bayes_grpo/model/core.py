@@ -262,7 +262,8 @@ class GRPODynamicsModel:
         passes when at least 90% of the observed rewards of every run fall inside the
         central 99% prior predictive interval, and reports the band width relative to the
         run's reward range for the central 90% band (priors should be wide but not absurd;
-        the outer tails contain unstable gains, which the prior deliberately allows).
+        the outer tails contain unstable gains, which the prior deliberately allows); NaN, and
+        named in the summary, for a run of one reward level (no range to compare with).
         On a fitted model it checks an unfitted copy (the fit is left as it is).
         """
         if self.idata is not None:
@@ -283,13 +284,19 @@ class GRPODynamicsModel:
             inside = float(np.mean((y >= lo) & (y <= hi)))
             # width of the central 90% band: the 99% band's tails include the (deliberately
             # allowed) unstable gains, whose trajectories grow without bound
-            width = float(np.median(hi90 - lo90) / max(np.ptp(y), 1e-12))
+            # a run of one reward level has no range to measure the band by: NaN, not the width
+            # over 1e-12 (5.7e14 "x the run's reward range" for a run solved from step 0)
+            spread = float(np.ptp(y)) if y.size else 0.0
+            width = float(np.median(hi90 - lo90) / spread) if spread > 0 else float("nan")
             rows.append({"run": run, "coverage_99": inside, "band_width_over_range": width})
         table = pd.DataFrame(rows).set_index("run")
         passed = bool((table["coverage_99"] >= 0.9).all())
+        flat = [str(r) for r in table.index[table["band_width_over_range"].isna()]]
         summary = (
-            f"Prior predictive 99% bands contain {table['coverage_99'].min():.0%}-{table['coverage_99'].max():.0%} of the observed rewards per run; "
-            f"median 90% band width {table['band_width_over_range'].median():.1f}x the run's reward range."
+            f"Prior predictive 99% bands contain {table['coverage_99'].min():.0%}-{table['coverage_99'].max():.0%} of the observed rewards per run"
+            + (f"; median 90% band width {table['band_width_over_range'].median():.1f}x the run's reward range" if len(flat) < len(table) else "")
+            + (f" (runs {flat} with one reward level have no range: no width)" if flat else "")
+            + "."
         )
         return CheckResult("prior_predictive", passed, summary, table=table, values={"min_coverage": float(table["coverage_99"].min())})
 
