@@ -883,3 +883,15 @@ def test_a_figure_that_cannot_be_drawn_is_named_in_its_place_not_the_end_of_the_
     assert 'src="data:image/png;base64,"' not in html  # no empty image
     assert "my_check figure" in html  # the check's other figure is drawn
     assert not plt.fignum_exists(bad.number) and not plt.fignum_exists(loose.number)
+
+
+def test_a_whole_number_in_a_float_column_of_a_report_table_is_written_whole():
+    # the overview's "last step" column turned float beside a run without steps (NaN), and the
+    # table printed step 12000 as 1.2e+04
+    from bayes_grpo.report.sections import table_html
+
+    frame = pd.DataFrame({"last step": [12000.0, np.nan, 150.0], "reward": [0.123456, 0.5, 2.0e7]})
+    html = table_html(frame)
+    assert "<td>12000</td>" in html and "<td>150</td>" in html
+    assert "1.2e+04" not in html
+    assert "<td>0.1235</td>" in html and "<td>2e+07</td>" in html  # other floats as before

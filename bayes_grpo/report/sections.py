@@ -70,7 +70,13 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
         if v is None:
             return ""
         if isinstance(v, float | np.floating):
-            return "" if np.isnan(v) else float_format.format(v)
+            if np.isnan(v):
+                return ""
+            if float(v).is_integer() and abs(v) < 1e6:
+                # a whole number in a float column (a step, a count, beside a NaN): 12000, not
+                # "{:.4g}"'s 1.2e+04
+                return str(int(v))
+            return float_format.format(v)
         return str(v)
 
     # None (a value that does not apply, e.g. a diagnostic without an onset step) is printed
