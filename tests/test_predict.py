@@ -1007,6 +1007,23 @@ def test_a_momentum_out_of_range_is_refused_by_its_flag(value, capsys):
     assert "argument --momentum: must lie in [0, 1)" in err and value in err
 
 
+@pytest.mark.parametrize("verb", ["predict", "forecast"])
+@pytest.mark.parametrize("value", ["-1", "0", "nan"])
+def test_a_stop_threshold_that_is_no_gain_is_refused_by_its_flag(verb, value, capsys):
+    # the README names "a negative --stop-threshold" among the settings refused naming the
+    # option; `predict models/tiny.nc ... --stop-threshold -1` read the posterior first and then
+    # said "stop threshold must be a positive, finite reward gain", naming no option
+    from bayes_grpo.cli import main
+
+    setting = ["--lr", "0.1", "--momentum", "0", "--k-ref", "1", "--group-size", "4", "--steps", "10"]
+    args = ["predict", "missing.nc", *setting] if verb == "predict" else ["forecast", "missing.nc", "--run", "r", "--upto", "5"]
+    with pytest.raises(SystemExit) as done:
+        main([*args, f"--stop-threshold={value}"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --stop-threshold: must" in err and value in err
+
+
 def test_the_remaining_gain_has_no_drop_at_the_last_step_and_puts_no_stop_step_there():
     # `forecast tiny.nc --run g16_p8_lr0.001_k1_adamw_s1 --upto 100.5`: expected remaining gain
     # 0.038 at step 299 (4.5x the threshold), -0.040 at step 300, so stop_step 300: draws above

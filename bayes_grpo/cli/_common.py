@@ -55,6 +55,15 @@ def finite_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """An argparse ``type``: a finite number above 0 (``--stop-threshold -1`` was refused only
+    after the posterior had been read, as "stop threshold must be ...", naming no option)."""
+    value = finite_float(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+    return value
+
+
 def parse_values(text: str, kind: type = float, flag: str | None = None) -> list:
     """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``; ``flag`` names
     the option in the error. An empty list is an error (``simulate bandit --lr ""`` was an

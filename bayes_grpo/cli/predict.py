@@ -20,6 +20,7 @@ from bayes_grpo.cli._common import (
     momentum_value,
     non_negative_int,
     open_fraction,
+    positive_float,
     positive_int,
     print_json,
     print_table,
@@ -225,7 +226,7 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--stop-threshold",
-        type=float,
+        type=positive_float,
         default=None,
         help="stop when the expected remaining gain is below this (reward units; default 1%% of the rise)",
     )
