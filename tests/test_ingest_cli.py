@@ -34,6 +34,19 @@ def test_help_documents_formats_reward_rule_and_manifest(capsys):
         assert word in text
 
 
+def test_help_names_every_column_a_manifest_takes(capsys):
+    # the manifest reads every run coordinate, but `ingest --help` listed them up to `seed`, not
+    # `completions_per_step`, which the README names as a manifest column (the budget the runs had)
+    from bayes_grpo.runset.loaders.manifest import COORD_COLUMNS
+
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    text = capsys.readouterr().out
+    manifest = text.split("manifest (CSV/YAML):", 1)[1].split("examples:", 1)[0]
+    for column in ("path", "run", "run_name", "reward_key", "logging_steps", *COORD_COLUMNS):
+        assert column in manifest.replace(",", " ").replace(".", " ").split(), column
+
+
 def _two_runs(tmp_path):
     """A good run and one too short to keep, plus the output path."""
     good, tiny = _csv(tmp_path / "good.csv", 12), _csv(tmp_path / "tiny.csv", 3)

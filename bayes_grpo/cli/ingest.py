@@ -33,7 +33,8 @@ log > training_args.json/config.yaml beside it > model config.json > constants l
 
 bad runs are skipped and reported (status 'rejected' with the reason) unless --strict.
 manifest (CSV/YAML): columns path, run, run_name, reward_key, logging_steps, and any of
-model, model_size, group_size, learning_rate, momentum, momentum_convention, k_ref, beta, seed.
+model, model_size, group_size, learning_rate, momentum, momentum_convention, k_ref, beta, seed,
+completions_per_step.
 
 examples:
   bayes-grpo ingest outputs/ -o runs.nc
