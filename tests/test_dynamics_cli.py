@@ -369,6 +369,26 @@ def test_simulate_sde_refuses_a_logging_interval_longer_than_the_run(tmp_path, c
     assert simulate_sde_runset(n_steps=20, log_every=20, n_seeds=1).sizes["step"] == 2
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "need"),
+    [
+        ("--lr", "nan", "finite learning rates > 0"),
+        ("--lr", "0.001,-1", "finite learning rates > 0"),
+        ("--group-size", "0", "group sizes >= 1"),
+        ("--k-ref", "-1", "lags >= 0"),
+    ],
+)
+def test_simulate_sde_names_the_list_option_that_holds_a_meaningless_setting(flag, value, need, tmp_path, capsys):
+    # the README: "a NaN learning rate ... refused naming the option"; `simulate sde --lr nan`
+    # said "learning rate must be a finite positive number, got nan" (and --k-ref -1 "k_ref must
+    # be >= 0"), naming no option, where `simulate bandit --lr nan` names --lr
+    out = tmp_path / "sde.nc"
+    assert main(["simulate", "sde", flag, value, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag}: needs {need}, got" in err, err
+    assert not out.exists()
+
+
 def test_simulate_sde_names_a_models_path_that_is_a_folder_or_missing(tmp_path, capsys):
     # `simulate sde --models DIR` ended in an IsADirectoryError traceback, and a missing file was
     # called "no such config file"

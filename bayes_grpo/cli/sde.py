@@ -9,6 +9,7 @@ verb is made in ``cli/bandit.py``, which adds this kind through :func:`add_simul
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
@@ -162,6 +163,27 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_simulate_sde)
 
 
+#: What each list option must hold: (test, requirement). The simulator checks the same, but its
+#: messages name its parameters ("learning rate must be ...", "k_ref must be >= 0"), not the
+#: options (`simulate sde --lr nan` named no option; `simulate bandit` names its own).
+_REQUIRED = {
+    "--group-size": (lambda v: v >= 1, "group sizes >= 1"),
+    "--lr": (lambda v: math.isfinite(v) and v > 0, "finite learning rates > 0"),
+    "--k-ref": (lambda v: v >= 0, "lags >= 0"),
+}
+
+
+def _values(text: str, flag: str) -> list:
+    """The values of a list option, each checked against :data:`_REQUIRED`; a bad one is named
+    with its flag."""
+    values = parse_values(text, flag=flag) if flag == "--lr" else int_values(text, flag)
+    ok, need = _REQUIRED[flag]
+    bad = [v for v in values if not ok(v)]
+    if bad:
+        raise ValueError(f"{flag}: needs {need}, got {', '.join(map(str, bad))}")
+    return values
+
+
 def run_simulate_sde(args: argparse.Namespace) -> int:
     from bayes_grpo.dynamics.simulate import simulate_sde_runset
     from bayes_grpo.runset import save_runset
@@ -198,11 +220,11 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
         models = {value["model"]: {key: value[attr] for _, attr, key, _ in _ONE_LLM if key}}
     ds = simulate_sde_runset(
         models=models,
-        group_sizes=int_values(args.group_size, "--group-size"),
-        learning_rates=parse_values(args.lr, flag="--lr"),
+        group_sizes=_values(args.group_size, "--group-size"),
+        learning_rates=_values(args.lr, "--lr"),
         momentum=args.momentum,
         convention=args.convention,
-        k_refs=int_values(args.k_ref, "--k-ref"),
+        k_refs=_values(args.k_ref, "--k-ref"),
         n_seeds=args.seeds,
         n_steps=args.steps,
         log_every=args.log_every,
