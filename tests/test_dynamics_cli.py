@@ -188,6 +188,26 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_in_posterior_mode(flag
     assert f"argument {flag}" in err and "finite" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--posterior", "missing.nc", "--lr", "-1", "--momentum", "0.9", "--convention", "ema", "--k-ref", "2"],
+         "argument --lr: must be above 0, got '-1'"),
+        (["--posterior", "missing.nc", "--lr", "1e-3", "--momentum", "0.9", "--convention", "ema", "--k-ref", "-2"],
+         "argument --k-ref: must be 0 or more, got '-2'"),
+        (["--eta-k", "0.01", "--momentum", "0.9", "--k-ref", "-2"], "argument --k-ref: must be 0 or more, got '-2'"),
+    ],
+)
+def test_a_learning_rate_or_lag_out_of_range_is_refused_by_its_flag(args, message, capsys):
+    # `stability --posterior models/tiny.nc --lr -1 ...` read the posterior, then said
+    # "learning_rate must be a finite positive number" (and --k-ref -2 "k_ref must be >= 0"),
+    # naming a Python parameter, not the option
+    with pytest.raises(SystemExit) as done:
+        main(["stability", *args])
+    assert done.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_simulate_sde_writes_the_runs_python_makes_with_their_truth(tmp_path, capsys):
     """``bayes-grpo simulate sde`` is simulate_sde_runset on the command line: same runs, same
     numbers, the truth in the file; an existing output and a malformed --models are refused."""

@@ -794,27 +794,24 @@ def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_uni
     )
     path = str(model.save(tmp_path / "toy.nc"))
     setting = ["--momentum", "0.5", "--k-ref", "4", "--steps", "30"]
+    # since 2026-12-05 argparse refuses them by their option, before the posterior is read
     for bad, what in (
-        (["--lr", "-0.01", "--group-size", "8"], "learning_rate"),
-        (["--lr", "0.01", "--group-size", "0"], "group_size"),
+        (["--lr", "-0.01", "--group-size", "8"], "--lr"),
+        (["--lr", "0.01", "--group-size", "0"], "--group-size"),
     ):
-        assert main(["predict", path, *bad, *setting]) == 2
+        with pytest.raises(SystemExit) as done:
+            main(["predict", path, *bad, *setting])
+        assert done.value.code == 2
         err = capsys.readouterr().err
-        assert f"{what} must be a positive number" in err and "Traceback" not in err
-        assert main(
-            [
-                "stability",
-                "--posterior",
-                path,
-                *bad[:2],
-                "--momentum",
-                "0.5",
-                "--convention",
-                "heavy_ball",
-                "--k-ref",
-                "4",
-            ]
-        ) == (2 if what == "learning_rate" else 0)
+        assert f"argument {what}" in err and "must be above 0" in err and "Traceback" not in err
+        stability = ["stability", "--posterior", path, *bad[:2], "--momentum", "0.5"]
+        stability += ["--convention", "heavy_ball", "--k-ref", "4"]
+        if what == "--lr":
+            with pytest.raises(SystemExit) as done:
+                main(stability)
+            assert done.value.code == 2 and "argument --lr: must be above 0" in capsys.readouterr().err
+        else:
+            assert main(stability) == 0
         capsys.readouterr()
     # G = 1 (no group to be relative to) and G = 2.5 gave bands from the noise law D / G^alpha
     for g in ("1", "2.5"):
@@ -992,6 +989,26 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_by_name(flag, value, c
         main(args)
     err = capsys.readouterr().err
     assert flag in err and f"must be a finite number, got '{value}'" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "need"),
+    [("--lr", "0", "above 0"), ("--lr", "-1", "above 0"), ("--group-size", "0", "above 0"),
+     ("--group-size", "-3", "above 0"), ("--k-ref", "-1", "0 or more")],
+)
+def test_a_setting_out_of_its_range_is_refused_by_its_flag_before_the_posterior_is_read(flag, value, need, capsys):
+    # `predict models/tiny.nc --lr -1 ...` read the posterior, printed its warnings, and then said
+    # "learning_rate must be a positive number" (`--group-size 0`: "group_size must be ...",
+    # `--k-ref -1`: "k_ref must be a finite lag >= 0"), naming a Python parameter, not the option
+    from bayes_grpo.cli import main
+
+    argv = {"--lr": "0.1", "--momentum": "0", "--k-ref": "1", "--group-size": "4"}
+    argv[flag] = value
+    with pytest.raises(SystemExit) as done:
+        main(["predict", "missing.nc", "--steps", "10", *[f"{k}={v}" for k, v in argv.items()]])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and f"must be {need}, got '{value}'" in err, err
 
 
 @pytest.mark.parametrize("value", ["1", "1.5", "-0.2"])

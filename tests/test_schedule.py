@@ -296,11 +296,12 @@ def test_a_schedule_file_with_a_non_positive_lr_is_refused_naming_lr(tmp_path, c
 
     rates = tmp_path / "rates.csv"
     rates.write_text("step,lr\n0,0.2\n10,0.2\n")
+    # since 2026-12-05 predict's --lr is refused by argparse before the file is read
     for lr in ("0", "-0.1"):
-        assert predict_cli("--lr-schedule", str(rates), lr=lr, steps="10") != 0
-        assert f"rates.csv: --lr must be a positive number (the nominal rate of the file's rates), got {lr}" in (
-            capsys.readouterr().err
-        )
+        with pytest.raises(SystemExit) as done:
+            predict_cli("--lr-schedule", str(rates), lr=lr, steps="10")
+        assert done.value.code == 2
+        assert f"argument --lr/--learning-rate: must be above 0, got '{lr}'" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"update 1 has inf$"):
         check_multipliers([1.0, np.inf], 2)
 

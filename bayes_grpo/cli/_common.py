@@ -64,6 +64,15 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """An argparse ``type``: a finite number >= 0 (``predict --k-ref -1`` was refused after the
+    posterior had been read, as "k_ref must be a finite lag >= 0", naming no option)."""
+    value = finite_float(text)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
 def parse_values(text: str, kind: type = float, flag: str | None = None) -> list:
     """``"0:40"`` / ``"0:40:5"`` (integer ranges, end exclusive) or ``"a,b,c"``; ``flag`` names
     the option in the error. An empty list is an error (``simulate bandit --lr ""`` was an

@@ -18,6 +18,7 @@ from bayes_grpo.cli._common import (
     finite_float,
     lr_schedule_from_args,
     momentum_value,
+    non_negative_float,
     non_negative_int,
     open_fraction,
     positive_float,
@@ -49,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--lr",
         "--learning-rate",
         dest="learning_rate",
-        type=finite_float,
+        type=positive_float,
         required=True,
         help="learning rate eta",
     )
@@ -65,10 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how --momentum enters the update (default heavy_ball; Adam's beta1 is ema)",
     )
     p.add_argument(
-        "--k-ref", type=finite_float, required=True, help="off-policy lag K_ref in optimizer steps"
+        "--k-ref", type=non_negative_float, required=True, help="off-policy lag K_ref in optimizer steps"
     )
     p.add_argument(
-        "--group-size", type=finite_float, required=True, help="group size G (completions per prompt)"
+        "--group-size", type=positive_float, required=True, help="group size G (completions per prompt)"
     )
     p.add_argument(
         "--steps", type=positive_int, required=True, help="horizon T: predict steps 0..T (T >= 1)"

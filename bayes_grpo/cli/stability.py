@@ -16,7 +16,13 @@ import math
 import sys
 import warnings
 
-from bayes_grpo.cli._common import add_json_flag, finite_float, print_json
+from bayes_grpo.cli._common import (
+    add_json_flag,
+    finite_float,
+    non_negative_float,
+    positive_float,
+    print_json,
+)
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS
 
 EPILOG = """\
@@ -74,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--k-ref",
-        type=finite_float,
+        type=non_negative_float,
         metavar="L",
         default=None,
         help="lag K_ref in optimizer steps (integer for the exact criterion; default 1 in point "
@@ -93,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="posterior netCDF saved by `bayes-grpo fit`: answer with posterior uncertainty",
     )
-    p.add_argument("--lr", type=finite_float, metavar="X", help="learning rate eta (posterior mode)")
+    p.add_argument("--lr", type=positive_float, metavar="X", help="learning rate eta (posterior mode)")
     p.add_argument(
         "--model",
         metavar="M",
