@@ -580,3 +580,22 @@ def test_a_shift_of_h1s_offsets_shared_by_every_g_is_named_as_a_misfit_of_the_la
     text = invariance._shared_shift_text(shifts)
     assert "group_offset_log_damping of a: -3.67 ± " in text and "weighs the law as well as G-invariance" in text
     assert invariance._shared_shift_text([]) == ""
+
+
+def test_evidence_of_g_dependence_from_one_run_per_g_under_the_iid_likelihood_is_flagged(toy_invariance):
+    # one run at G=4 and one at G=16, invariant by construction but with the SDE's wander, read
+    # "decisive evidence for G-dependence" (log BF01 -5.2) with the i.i.d. likelihood and no
+    # warning; the state-space likelihood gave +1.9. With one run per G the data cannot tell a
+    # run's own departure from its curve from an effect of G
+    rng = np.random.default_rng(0)
+    curves = {f"r{g}": pd.DataFrame({"reward": 0.2 + (2.0 if g == 16 else 0.0) + rng.normal(0, 1, 10)}) for g in (4, 16)}
+    one_each = make_runset(curves, {f"r{g}": {"model": "toy", "group_size": g} for g in (4, 16)})
+    res = invariance.invariance_check(one_each, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.passed is False
+    assert res.values["single_run_groups"] == {"toy": [4.0, 16.0]}
+    assert "one run at a group size (G=4, 16)" in res.summary
+    assert "likelihood='state_space'" in res.summary
+    # two runs per G: no such warning
+    two_each = invariance.invariance_check(_runset(shift=2.0, n_steps=10), prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert two_each.passed is False and "single_run_groups" not in two_each.values
+    assert "one run at a group size" not in two_each.summary
