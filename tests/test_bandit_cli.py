@@ -8,7 +8,7 @@ import pytest
 
 from bayes_grpo.bandit.experiments import runset_truth
 from bayes_grpo.cli import main
-from bayes_grpo.cli.bandit import parse_values
+from bayes_grpo.cli._common import parse_values
 from bayes_grpo.runset import load_runset
 
 

@@ -116,6 +116,18 @@ def int_values(text: str, flag: str | None = None) -> list[int]:
     return [int(v) for v in values]
 
 
+def checked_values(text: str, flag: str, test: Callable[[float], bool], need: str, *, whole: bool = False) -> list:
+    """The values of a list option (:func:`int_values` when ``whole``, else :func:`parse_values`),
+    each checked by ``test``; a bad one is an error naming ``flag`` and what it ``need``s
+    (``"--lr: needs finite learning rates > 0, got nan"``): the simulators check the same, but
+    their messages name their parameters, not the options."""
+    values = int_values(text, flag) if whole else parse_values(text, flag=flag)
+    bad = [v for v in values if not test(v)]
+    if bad:
+        raise ValueError(f"{flag}: needs {need}, got {', '.join(map(str, bad))}")
+    return values
+
+
 def momentum_value(text: str) -> float:
     """An argparse ``type``: a momentum ``mu`` (heavy ball) or Adam ``beta1`` in ``[0, 1)``
     (``--momentum 1`` reached the stability thresholds, whose message named no flag)."""

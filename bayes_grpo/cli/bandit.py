@@ -19,12 +19,11 @@ from bayes_grpo.cli._common import (
     add_lr_schedule_args,
     add_overwrite_flag,
     check_output_paths,
+    checked_values,
     figure_format,
-    int_values,
     lr_schedule_from_args,
     non_negative_int,
     open_fraction,
-    parse_values,
     positive_int,
     print_json,
     print_table,
@@ -329,14 +328,9 @@ _REQUIRED = {
 
 
 def _values(text: str, flag: str) -> list:
-    """The values of a list option (``int_values`` for lags and group sizes), each checked
-    against :data:`_REQUIRED`; a bad one is named with its flag."""
-    values = int_values(text, flag) if flag in ("--k-ref", "--group-size") else parse_values(text, flag=flag)
-    ok, need = _REQUIRED[flag]
-    bad = [v for v in values if not ok(v)]
-    if bad:
-        raise ValueError(f"{flag}: needs {need}, got {', '.join(map(str, bad))}")
-    return values
+    """The values of a list option (whole numbers for lags and group sizes), each checked
+    against :data:`_REQUIRED` (:func:`~bayes_grpo.cli._common.checked_values`)."""
+    return checked_values(text, flag, *_REQUIRED[flag], whole=flag in ("--k-ref", "--group-size"))
 
 
 def _single(text: str, name: str) -> float:

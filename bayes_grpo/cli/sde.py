@@ -16,11 +16,10 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    checked_values,
     finite_float,
-    int_values,
     momentum_value,
     non_negative_int,
-    parse_values,
     positive_int,
     print_json,
     read_json_object,
@@ -174,14 +173,9 @@ _REQUIRED = {
 
 
 def _values(text: str, flag: str) -> list:
-    """The values of a list option, each checked against :data:`_REQUIRED`; a bad one is named
-    with its flag."""
-    values = parse_values(text, flag=flag) if flag == "--lr" else int_values(text, flag)
-    ok, need = _REQUIRED[flag]
-    bad = [v for v in values if not ok(v)]
-    if bad:
-        raise ValueError(f"{flag}: needs {need}, got {', '.join(map(str, bad))}")
-    return values
+    """The values of a list option (whole numbers but for ``--lr``), each checked against
+    :data:`_REQUIRED` (:func:`~bayes_grpo.cli._common.checked_values`)."""
+    return checked_values(text, flag, *_REQUIRED[flag], whole=flag != "--lr")
 
 
 def run_simulate_sde(args: argparse.Namespace) -> int:
