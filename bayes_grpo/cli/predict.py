@@ -328,8 +328,9 @@ def _remaining_gain_note(ds, var: str = "expected_remaining_gain") -> str:
     """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve ``var``;
     where (nearly) every draw diverges, that there is no stable run to stop (the policy's gain
     read 0 at the last step there)."""
-    diverging = int(ds.attrs.get("n_draws_diverging", 0) or 0)
-    if diverging and diverging >= int(ds.attrs.get("n_draws", 0)) - 1:
+    from bayes_grpo.predict.summary import no_stable_run
+
+    if no_stable_run(int(ds.attrs.get("n_draws_diverging", 0) or 0), int(ds.attrs.get("n_draws", 0))):
         return " (the draws diverge: no stable run to stop)"
     if var not in ds:
         return ""

@@ -259,6 +259,17 @@ def regime_probabilities(
     }
 
 
+#: Fewest draws that stay stable for the means, milestones and stop step to describe a run.
+MIN_STABLE_DRAWS: int = 2
+
+
+def no_stable_run(n_diverging: int, n_draws: int) -> bool:
+    """Whether the draws describe no stable run: some diverge and fewer than
+    :data:`MIN_STABLE_DRAWS` do not. Then the means and milestones are over every draw and
+    there is no stop step (:func:`summarise_draws`, and ``predict``'s text output)."""
+    return n_diverging > 0 and n_draws - n_diverging < MIN_STABLE_DRAWS
+
+
 def summarise_draws(
     steps: Sequence[float] | np.ndarray,
     mean_draws: np.ndarray,
@@ -357,7 +368,7 @@ def summarise_draws(
             raise ValueError(f"diverging must be ({keep.size},); got {diverging.shape}")
         settled = ~diverging[keep]
     n_diverging = int((~settled).sum())
-    conditional = 0 < n_diverging and settled.sum() >= 2
+    conditional = 0 < n_diverging and not no_stable_run(n_diverging, settled.size)
     if not conditional:
         settled = np.ones_like(settled)
     mean_k, obs_k = mean_all[settled], obs_all[settled]
