@@ -213,7 +213,7 @@ def trajectory_band_check(
             {
                 "model": model,
                 "G": g,
-                "n_runs": len([r for r in runs if str(r) not in empty]),
+                "n_runs": checked,  # the group's runs with a finite reward
                 "n_points": total,
                 "coverage": cov,
                 "coverage_first_fifth": early_in / early_n if early_n else np.nan,
