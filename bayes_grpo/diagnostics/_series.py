@@ -25,6 +25,10 @@ class Series:
         return int(self.values.size)
 
 
+#: Rounding a logged share may leave just outside [0, 1].
+SHARE_SLACK: float = 1e-6
+
+
 def find_series(
     frame: pd.DataFrame, candidates: Sequence[str], *, min_points: int = 1
 ) -> Series | None:
@@ -52,6 +56,20 @@ def finite_series(steps: np.ndarray, values: np.ndarray, name: str = "") -> Seri
     values = np.asarray(values, dtype=float)
     ok = np.isfinite(values) & np.isfinite(steps)
     return Series(name, steps[ok], values[ok])
+
+
+def not_a_share(series: Series, of: str) -> str | None:
+    """Why ``series`` is no share (of groups, of tokens) in [0, 1], or None when it is one.
+
+    A share logged as a percentage (20 for 20%) was read as a share above 1: clipped to 1, every
+    group degenerate from the first step; a clip ratio of 2, "sustained clipping"."""
+    low, high = float(series.values.min()), float(series.values.max())
+    if low < -SHARE_SLACK or high > 1.0 + SHARE_SLACK:
+        return (
+            f"{series.name} runs from {low:g} to {high:g}: not a share of {of} in [0, 1] "
+            "(a percentage? the run set needs it as a fraction)"
+        )
+    return None
 
 
 def step_number(step: float | None) -> int | float | None:
@@ -235,6 +253,7 @@ __all__ = [
     "ols_gain",
     "smooth",
     "span",
+    "not_a_share",
     "step_number",
     "sustained_onset",
     "window_size",

@@ -35,6 +35,7 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     interval,
     longest_run,
+    not_a_share,
     smooth,
     span,
     sustained_onset,
@@ -209,14 +210,9 @@ def advantage_degeneracy(
     else:
         # a share lies in [0, 1]; one logged as a percentage (20 for 20%) was clipped to 1 and
         # read as "every group degenerate": detected from the first step
-        slack = 1e-6
-        if share.values.min() < -slack or share.values.max() > 1.0 + slack:
-            return not_assessable(
-                MODE,
-                run_id,
-                f"{share.name} runs from {share.values.min():g} to {share.values.max():g}: not a "
-                "share of groups in [0, 1] (a percentage? the run set needs it as a fraction)",
-            )
+        why = not_a_share(share, "groups")
+        if why is not None:
+            return not_assessable(MODE, run_id, why)
         steps, values, name = share.steps, np.clip(share.values, 0.0, 1.0), share.name
 
     rng = np.random.default_rng(common.seed)

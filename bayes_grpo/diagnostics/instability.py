@@ -127,6 +127,7 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     finite_series,
     interval,
+    not_a_share,
     smooth,
     step_number,
     sustained_onset,
@@ -790,7 +791,7 @@ def instability(
     common = common or CommonConfig()
     rng = np.random.default_rng(common.seed)
     signals: list[dict[str, Any]] = []
-    looked, not_logged, not_a_share = [], [], []
+    looked, not_logged, not_shares = [], [], []
     for kind, names in (
         ("grad norm", config.grad_norm_metrics),
         ("importance ratio", config.importance_ratio_metrics),
@@ -808,13 +809,11 @@ def instability(
                 if keep.sum() >= common.min_points
                 else None
             )
-        if s is not None and kind == "clip ratio" and (s.values.min() < -1e-6 or s.values.max() > 1 + 1e-6):
+        why = not_a_share(s, "tokens") if s is not None and kind == "clip ratio" else None
+        if why is not None:
             # a share of tokens lies in [0, 1]; one logged as a percentage (2 for 2%) read as
             # "sustained clipping, largest mean clip ratio 2" on a run that clips 2% of tokens
-            not_a_share.append(
-                f"{s.name} runs from {s.values.min():g} to {s.values.max():g}: not a share of "
-                "tokens in [0, 1] (a percentage? the run set needs it as a fraction), left out"
-            )
+            not_shares.append(f"{why}, left out")
             continue
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
@@ -857,7 +856,7 @@ def instability(
             run_id,
             f"none of {', '.join(looked)} logged with >= {common.min_points} points, and no reward oscillation fit"
             + (" (fit_oscillation is off)" if not config.fit_oscillation else "")
-            + "".join(f"; {note}" for note in not_a_share),
+            + "".join(f"; {note}" for note in not_shares),
         )
 
     for s in signals:  # whole steps as ints (JSON, the report's table)
@@ -899,7 +898,7 @@ def instability(
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
-        "left_out": not_a_share,
+        "left_out": not_shares,
     }
     if detected:
         names = ", ".join(
@@ -947,8 +946,8 @@ def instability(
             )
             + "."
         )
-    if not_a_share:
-        summary += " " + "; ".join(not_a_share) + "."
+    if not_shares:
+        summary += " " + "; ".join(not_shares) + "."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
     return assessed(
         MODE,
