@@ -236,14 +236,15 @@ MAX_RUN_LEGEND: int = 6
 _COLOUR_SETTINGS: tuple[tuple[str, str], ...] = (("k_ref", "K_ref"), ("lr", "lr"), ("momentum", "momentum"), ("seed", "seed"))
 
 
-def _varying_setting(rows: pd.DataFrame) -> tuple[str, str] | None:
-    """The overview column (and its label) that tells a panel's many runs apart: the first
-    of ``_COLOUR_SETTINGS`` with 2 to 8 known values among ``rows``; None if none does."""
+def _varying_setting(rows: pd.DataFrame) -> tuple[str, pd.Series] | None:
+    """The setting that tells a panel's many runs apart: the label and the values (numbers,
+    NaN where unknown) of the first column of ``_COLOUR_SETTINGS`` with 2 to 8 known values
+    among ``rows``; None if none does."""
     for column, name in _COLOUR_SETTINGS:
         if column in rows:
-            values = pd.to_numeric(rows[column], errors="coerce").dropna().unique()
-            if 2 <= len(values) <= 8:
-                return column, name
+            values = pd.to_numeric(rows[column], errors="coerce")
+            if 2 <= values.nunique() <= 8:
+                return name, values
     return None
 
 
@@ -258,11 +259,10 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
     for ax, ((model, g), run_ids) in zip(axes.flat, groups):
         setting = _varying_setting(summary.loc[list(run_ids)]) if len(run_ids) > MAX_RUN_LEGEND else None
         if setting is not None:  # many runs: one colour per value of the setting they differ in
-            column, name = setting
-            numeric = pd.to_numeric(summary.loc[list(run_ids), column], errors="coerce")
+            name, numeric = setting
             values = sorted(numeric.dropna().unique())
             colours = dict(zip(values, plt.get_cmap("viridis")(np.linspace(0.0, 0.9, len(values)))))
-        labelled: set = set()
+        labelled: set[str] = set()
         for run_id, label in zip(run_ids, short_labels([str(r) for r in run_ids])):
             y = runset["reward"].sel(run=run_id).values
             ok = np.isfinite(y)  # runs logged every k steps are NaN in between
@@ -271,11 +271,9 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
                 value = float(numeric[run_id])
                 known = np.isfinite(value)
                 style["color"] = colours[value] if known else "grey"
-                key = value if known else "unknown"
-                style["label"] = f"{name} = {value:g}" if known else f"{name} unknown"
-                if key in labelled:
-                    style["label"] = "_nolegend_"
-                labelled.add(key)
+                entry = f"{name} = {value:g}" if known else f"{name} unknown"
+                style["label"] = "_nolegend_" if entry in labelled else entry  # one entry per value
+                labelled.add(entry)
             elif len(run_ids) <= MAX_RUN_LEGEND:
                 style["label"] = label
             ax.plot(runset["step"].values[ok], y[ok], **style)
