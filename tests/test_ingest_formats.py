@@ -1389,3 +1389,25 @@ def test_one_training_read_twice_is_named_in_both_runs_and_kept(tmp_path):
     twice = sorted(run for run, ws in notes.items() if ws)
     assert len(twice) == 2 and all(run.startswith("qwen-g8/") for run in twice), notes
     assert twice[1] in notes[twice[0]][0] and "30 steps" in notes[twice[0]][0]
+
+
+def test_a_verl_run_with_the_kl_in_the_reward_logs_its_kl_and_beta(tmp_path):
+    # verl with use_kl_in_reward (and no KL loss) logs the KL to the reference as 'critic/kl'
+    # and its weight as 'critic/kl_coeff' (verl < 0.4; since then 'actor/reward_kl_penalty' and
+    # 'actor/reward_kl_penalty_coeff'): the KL was kept as 'critic_kl', no 'kl', no beta
+    for kl_name, coef_name in (
+        ("critic/kl", "critic/kl_coeff"),
+        ("actor/reward_kl_penalty", "actor/reward_kl_penalty_coeff"),
+    ):
+        path = tmp_path / f"{kl_name.split('/')[0]}.log"
+        path.write_text(
+            "\n".join(
+                f"(main_task pid=7) step:{s} - critic/score/mean:{r:.3f} - "
+                f"{kl_name}:{0.001 * s:.3f} - {coef_name}:0.001 - critic/rewards/mean:{r:.3f}"
+                for s, r in enumerate(REWARD, start=1)
+            )
+        )
+        ds = load_runs([path])
+        run = path.stem
+        np.testing.assert_allclose(ds.kl.sel(run=run).values, [0.001 * s for s in range(1, N + 1)])
+        assert run_coords(ds, run)["beta"] == 0.001

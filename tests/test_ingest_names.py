@@ -22,6 +22,10 @@ from bayes_grpo.runset.names import (
         ("train/reward_std", "reward_std"),
         ("frac_reward_zero_std", "frac_reward_zero_std"),
         ("train/kl", "kl"),
+        # verl's KL to the reference when it is a penalty in the reward (use_kl_in_reward):
+        # 'critic/kl' before verl 0.4, 'actor/reward_kl_penalty' since (ray_trainer.apply_kl_penalty)
+        ("critic/kl", "kl"),
+        ("actor/reward_kl_penalty", "kl"),
         ("actor/entropy", "entropy"),
         ("actor/grad_norm", "grad_norm"),
         ("clip_ratio/region_mean", "clip_ratio"),

@@ -16,7 +16,9 @@ canonical                  source names (first match wins when a log has several
                            ``critic/score/mean`` (verl), ``rollout/reward``, ``mean_reward``
 ``reward_std``             ``reward_std`` (TRL), ``critic/score/std``
 ``frac_reward_zero_std``   ``frac_reward_zero_std`` (TRL)
-``kl``                     ``kl`` (TRL), ``actor/kl_loss`` (verl), ``reference_kl``, ``approx_kl``
+``kl``                     ``kl`` (TRL), ``actor/kl_loss`` (verl), ``critic/kl`` and
+                           ``actor/reward_kl_penalty`` (verl, KL in the reward), ``reference_kl``,
+                           ``approx_kl``
 ``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl), ``token_entropy``
 ``grad_norm``              ``grad_norm`` (TRL), ``actor/grad_norm`` (verl)
 ``clip_ratio``             ``clip_ratio/region_mean`` (TRL >= 0.20), ``clip_ratio`` (older TRL),
@@ -58,7 +60,16 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     REWARD_VAR: ("reward", "train_reward", "critic/score/mean", "rollout/reward", "mean_reward"),
     "reward_std": ("reward_std", "critic/score/std"),
     "frac_reward_zero_std": ("frac_reward_zero_std",),
-    "kl": ("kl", "actor/kl_loss", "reference_kl", "approx_kl"),
+    # verl: 'actor/kl_loss' (the KL term of the loss), 'critic/kl' (< 0.4) or
+    # 'actor/reward_kl_penalty' (the KL penalty in the reward, use_kl_in_reward)
+    "kl": (
+        "kl",
+        "actor/kl_loss",
+        "critic/kl",
+        "actor/reward_kl_penalty",
+        "reference_kl",
+        "approx_kl",
+    ),
     "entropy": ("entropy", "actor/entropy", "token_entropy"),
     "grad_norm": ("grad_norm", "actor/grad_norm"),
     "clip_ratio": ("clip_ratio/region_mean", "clip_ratio", "actor/pg_clipfrac", "clip_fraction"),
@@ -395,7 +406,18 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
     "momentum": ("momentum",),
     "momentum_convention": ("momentum_convention",),
     "k_ref": ("k_ref", "off_policy_lag", "optimizer_updates_per_rollout_batch"),
-    "beta": ("beta", "kl_coef", "kl_beta", "init_kl_coef", "kl_loss_coef", "kl_penalty_coef"),
+    "beta": (
+        "beta",
+        "kl_coef",
+        "kl_beta",
+        "init_kl_coef",
+        "kl_loss_coef",
+        "kl_penalty_coef",
+        # verl's logged weight of the KL penalty in the reward: 'critic/kl_coeff' (< 0.4),
+        # 'actor/reward_kl_penalty_coeff'
+        "kl_coeff",
+        "reward_kl_penalty_coeff",
+    ),
     "seed": ("seed",),
     "completions_per_step": ("completions_per_step",),
 }
