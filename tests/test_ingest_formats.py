@@ -1411,3 +1411,28 @@ def test_a_verl_run_with_the_kl_in_the_reward_logs_its_kl_and_beta(tmp_path):
         run = path.stem
         np.testing.assert_allclose(ds.kl.sel(run=run).values, [0.001 * s for s in range(1, N + 1)])
         assert run_coords(ds, run)["beta"] == 0.001
+
+
+def test_a_verl_file_logger_jsonl_keeps_the_metric_names_it_wraps(tmp_path):
+    # verl's file logger (trainer.logger=['file'], utils/tracking.py FileLogger) writes one
+    # line {"step": N, "data": {metrics}} per step: every metric was read as 'data/<name>', so
+    # entropy, KL, clip ratio, grad norm and response length were no canonical variables and
+    # the reward was found only as an 'accuracy-like' name
+    path = tmp_path / "qwen_grpo.jsonl"
+    lines = []
+    for s, r in enumerate(REWARD, start=1):
+        data = {
+            "actor/entropy": 0.5,
+            "actor/kl_loss": 0.001 * s,
+            "actor/pg_clipfrac": 0.002,
+            "actor/grad_norm": 0.3,
+            "critic/score/mean": r,
+            "response_length/mean": 300.0 + s,
+            "training/global_step": s,
+        }
+        lines.append(json.dumps({"step": s, "data": data}))
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="qwen_grpo").values, REWARD)
+    assert {"entropy", "kl", "clip_ratio", "grad_norm", "completion_length"} <= set(ds.data_vars)
+    assert json.loads(ds.attrs[INGEST_ATTR])["qwen_grpo"]["reward_source"] == "critic/score/mean"

@@ -16,7 +16,8 @@ Layouts recognised (column names are matched case-insensitively):
   as rejected, naming the lines (:func:`_run_groups`).
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
   ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
-- **JSONL**: one JSON object per line, with a step key. Lines that carry a record type
+- **JSONL**: one JSON object per line, with a step key (metrics nested under ``data`` or
+  ``metrics`` beside it, as verl's file logger writes them, keep their own names). Lines that carry a record type
   (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/``phase``) are merged by
   step, their metrics prefixed with the type (``rollout/reward``, ``eval/reward``; ``train``
   records unprefixed). A JSON file holding a list of such objects is read the same way.
@@ -54,6 +55,10 @@ TYPE_KEYS: tuple[str, ...] = ("type", "split", "mode", "phase", "kind")
 TRAIN_TYPES = frozenset({"train", "training", "step", "metrics", "log", "update"})
 #: Record types that are evaluations (prefix ``eval/``).
 EVAL_TYPES = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+#: Keys under which a logger nests one step's metrics beside the step (verl's file logger writes
+#: ``{"step": N, "data": {metrics}}``): a record holding only such a mapping gives its metrics
+#: under their own names; they were read as ``data/critic/score/mean`` ..., no canonical names.
+WRAPPER_KEYS = frozenset({"data", "metrics"})
 #: ``"<run> - <metric>"``, split at the last ``" - "``: run names may hold one ("qwen - G8"),
 #: metric keys do not; split at the first, runs "qwen - G8" and "qwen - G16" merged into "qwen".
 _PANEL = re.compile(r"^(?P<run>.+) - (?P<metric>.+)$")
@@ -426,6 +431,15 @@ def _prefix(kind: str) -> str:
     return f"{kind}/"
 
 
+def _unwrapped(entry: dict) -> dict:
+    """The metrics of a record that nests them under one :data:`WRAPPER_KEYS` key, else the record."""
+    if len(entry) == 1:
+        ((key, value),) = entry.items()
+        if str(key).lower() in WRAPPER_KEYS and isinstance(value, dict):
+            return value
+    return entry
+
+
 def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: list[str]) -> RawRun:
     notes = list(notes)
     keys = Counter(k for e in entries for k in e)
@@ -451,7 +465,9 @@ def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: li
     renamed = []
     for entry in entries:
         prefix = _prefix(str(entry[type_key])) if type_key and type_key in entry else ""
-        renamed.append({prefix + k: v for k, v in entry.items() if k not in not_metrics})
+        rest = {k: v for k, v in entry.items() if k not in not_metrics}
+        rest = _unwrapped(rest)
+        renamed.append({prefix + k: v for k, v in rest.items()})
     step_iter = iter(steps)
     records = records_from_dicts(renamed, lambda _e: next(step_iter))
     return RawRun(path=path, fmt="jsonl", records=records, name=name, notes=notes)
