@@ -1436,3 +1436,28 @@ def test_a_verl_file_logger_jsonl_keeps_the_metric_names_it_wraps(tmp_path):
     np.testing.assert_allclose(ds.reward.sel(run="qwen_grpo").values, REWARD)
     assert {"entropy", "kl", "clip_ratio", "grad_norm", "completion_length"} <= set(ds.data_vars)
     assert json.loads(ds.attrs[INGEST_ATTR])["qwen_grpo"]["reward_source"] == "critic/score/mean"
+
+
+def test_an_openrlhf_log_gives_its_clip_ratio_length_and_kl(tmp_path):
+    # OpenRLHF logs its PPO/GRPO status as 'train/<key>' (ppo_trainer.save_logs_and_checkpoints):
+    # 'ppo_clip_ratio', 'response_length' and 'policy_loss' were kept under their own names, so
+    # the run set had no clip ratio, completion length or loss
+    path = tmp_path / "openrlhf.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "train/global_step": s,
+                "train/reward": r,
+                "train/kl": 0.001 * s,
+                "train/ppo_clip_ratio": 0.01,
+                "train/response_length": 250.0 + s,
+                "train/policy_loss": -0.02,
+                "train/actor_lr": 5e-7,
+            }
+        )
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    assert {"kl", "clip_ratio", "completion_length", "loss", "lr"} <= set(ds.data_vars)
+    np.testing.assert_allclose(ds.completion_length.sel(run="openrlhf").values[:2], [251.0, 252.0])

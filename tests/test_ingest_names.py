@@ -26,6 +26,10 @@ from bayes_grpo.runset.names import (
         # 'critic/kl' before verl 0.4, 'actor/reward_kl_penalty' since (ray_trainer.apply_kl_penalty)
         ("critic/kl", "kl"),
         ("actor/reward_kl_penalty", "kl"),
+        # OpenRLHF's PPO/GRPO status (ppo_actor.training_step, logged as 'train/<key>')
+        ("train/ppo_clip_ratio", "clip_ratio"),
+        ("train/response_length", "completion_length"),
+        ("train/policy_loss", "loss"),
         ("actor/entropy", "entropy"),
         ("actor/grad_norm", "grad_norm"),
         ("clip_ratio/region_mean", "clip_ratio"),

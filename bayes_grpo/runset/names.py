@@ -22,13 +22,14 @@ canonical                  source names (first match wins when a log has several
 ``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl), ``token_entropy``
 ``grad_norm``              ``grad_norm`` (TRL), ``actor/grad_norm`` (verl)
 ``clip_ratio``             ``clip_ratio/region_mean`` (TRL >= 0.20), ``clip_ratio`` (older TRL),
-                           ``actor/pg_clipfrac`` (verl), ``clip_fraction``
-``loss``                   ``loss`` (TRL), ``actor/pg_loss`` (verl)
+                           ``actor/pg_clipfrac`` (verl), ``ppo_clip_ratio`` (OpenRLHF),
+                           ``clip_fraction``
+``loss``                   ``loss`` (TRL), ``actor/pg_loss`` (verl), ``policy_loss`` (OpenRLHF)
 ``lr``                     ``learning_rate`` (the logged schedule; ``learning_rate`` itself is the
                            run coordinate holding the peak value), ``actor/lr`` (verl), ``lr``,
                            ``actor_lr`` (OpenRLHF)
 ``completion_length``      ``completions/mean_length`` (TRL), ``completion_length`` (older TRL),
-                           ``response_length/mean`` (verl)
+                           ``response_length/mean`` (verl), ``response_length`` (OpenRLHF)
 ``epoch``                  ``epoch``
 ``eval_<name>``            any of the above (or any other metric) logged for evaluation:
                            ``eval_*`` (HF Trainer), ``eval/*``, ``val/*``, ``val-core/*``,
@@ -72,10 +73,21 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "entropy": ("entropy", "actor/entropy", "token_entropy"),
     "grad_norm": ("grad_norm", "actor/grad_norm"),
-    "clip_ratio": ("clip_ratio/region_mean", "clip_ratio", "actor/pg_clipfrac", "clip_fraction"),
-    "loss": ("loss", "actor/pg_loss"),
+    "clip_ratio": (
+        "clip_ratio/region_mean",
+        "clip_ratio",
+        "actor/pg_clipfrac",
+        "ppo_clip_ratio",  # OpenRLHF
+        "clip_fraction",
+    ),
+    "loss": ("loss", "actor/pg_loss", "policy_loss"),  # last: OpenRLHF
     LOGGED_LR_VAR: ("learning_rate", "actor/lr", "lr", "actor_lr"),
-    "completion_length": ("completions/mean_length", "completion_length", "response_length/mean"),
+    "completion_length": (
+        "completions/mean_length",
+        "completion_length",
+        "response_length/mean",
+        "response_length",  # OpenRLHF
+    ),
     "epoch": ("epoch",),
 }
 
