@@ -1461,3 +1461,24 @@ def test_an_openrlhf_log_gives_its_clip_ratio_length_and_kl(tmp_path):
     ds = load_runs([path])
     assert {"kl", "clip_ratio", "completion_length", "loss", "lr"} <= set(ds.data_vars)
     np.testing.assert_allclose(ds.completion_length.sel(run="openrlhf").values[:2], [251.0, 252.0])
+
+
+def test_verl_console_lines_of_numpy_scalars_are_read(tmp_path):
+    # verl >= 0.4 prints each value with pprint.pformat (utils/logger/aggregate_logger.py
+    # concat_dict_to_str): its actor metrics are np.mean results, printed 'np.float64(0.47)'
+    # under NumPy 2, and entropy, KL and clip ratio were dropped as text fields
+    path = tmp_path / "verl_np.log"
+    path.write_text(
+        "\n".join(
+            f"(TaskRunner pid=9) step:{s} - actor/entropy:np.float64({1.0 - 0.01 * s!r}) - "
+            f"actor/kl_loss:np.float64({0.001 * s!r}) - actor/pg_clipfrac:np.float32(0.002) - "
+            f"critic/score/mean:{r!r}"
+            for s, r in enumerate(REWARD, start=1)
+        )
+    )
+    ds = load_runs([path]).sel(run="verl_np")
+    steps = np.arange(1, N + 1)
+    np.testing.assert_allclose(ds.entropy.values, 1.0 - 0.01 * steps)
+    np.testing.assert_allclose(ds.kl.values, 0.001 * steps)
+    assert np.allclose(ds.clip_ratio.values, 0.002)
+    assert not any("text fields" in w for ws in runset_warnings(ds).values() for w in ws)

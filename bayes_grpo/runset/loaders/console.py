@@ -15,7 +15,8 @@ A log holding several trainings one after the other (``epoch`` starts over, the 
 over) gives one run per training; a training resumed from a checkpoint into the same log
 (``epoch`` falls back to an epoch it logged before, past its first; the bar falls back, not to
 its start) stays one run, its repeated steps keeping the later values. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
-console lines (``step:12 - critic/score/mean:0.41 - ...``) are read too; they carry their step.
+console lines (``step:12 - critic/score/mean:0.41 - ...``, NumPy scalars ``np.float64(0.41)`` too) are read
+too; they carry their step.
 
 Evaluation dicts (``{'eval_loss': ..., 'eval_reward': ...}``) take the step of the training dict
 before them. The end-of-training summary dict (``train_runtime`` ...) is not a curve point.
@@ -88,7 +89,9 @@ def find_verl_lines(text: str) -> list[dict]:
         for item in match.group(2).split(" - "):
             key, sep, value = item.strip().rpartition(":")
             if sep and key:
-                entry[key] = value.strip()
+                # verl >= 0.4 prints values with pprint.pformat: its np.mean results read
+                # 'np.float64(0.47)' under NumPy 2 (they were dropped as text fields)
+                entry[key] = _NUMPY_SCALAR.sub(r"\1", value.strip())
         if len(entry) > 1:
             out.append(entry)
     return out
