@@ -1482,3 +1482,39 @@ def test_verl_console_lines_of_numpy_scalars_are_read(tmp_path):
     np.testing.assert_allclose(ds.kl.values, 0.001 * steps)
     assert np.allclose(ds.clip_ratio.values, 0.002)
     assert not any("text fields" in w for ws in runset_warnings(ds).values() for w in ws)
+
+
+def test_a_verl_evaluation_is_stored_after_the_updates_of_its_iteration(tmp_path):
+    # verl validates at the end of iteration n, after its k_ref updates (ray_trainer.fit:
+    # update_actor, then _validate, then logger.log(step=global_steps)), as TRL evaluates at
+    # optimizer step s the policy after s updates; the validation was stored with the rollout
+    # at (n - 1) k_ref + 1, k_ref - 1 steps before the policy it measured. Before training
+    # (step 0) it stays at 0.
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    lines = ["step:0 - val-core/gsm8k/reward/mean@1:0.100"]
+    for s, r in enumerate(REWARD, start=1):
+        lines.append(f"step:{s} - critic/score/mean:{r:.3f}")
+        if s % 4 == 0:
+            lines[-1] += f" - val-core/gsm8k/reward/mean@1:{r + 0.05:.3f}"
+    (run_dir / "verl.log").write_text("\n".join(lines))
+    (run_dir / "config.yaml").write_text(
+        "actor_rollout_ref:\n  actor: {ppo_mini_batch_size: 64, ppo_epochs: 1}\n"
+        "data: {train_batch_size: 256}\n"
+    )
+    ds = load_runs([run_dir])
+    evals = ds.eval_gsm8k_reward_mean_1.isel(run=0).to_series().dropna()
+    np.testing.assert_array_equal(evals.index, [0, 16, 32, 48])
+    np.testing.assert_allclose(evals.values[1:], np.round(np.array(REWARD)[[3, 7, 11]] + 0.05, 3))
+    reward = ds.reward.isel(run=0).to_series().dropna()
+    np.testing.assert_array_equal(reward.index, (np.arange(1, N + 1) - 1) * 4 + 1)
+    # a log of validations only: the reward is that evaluation, stored after the updates too
+    only_val = tmp_path / "verl_val"
+    only_val.mkdir()
+    (only_val / "verl.log").write_text(
+        "\n".join(f"step:{s} - val-core/gsm8k/reward/mean@1:{r:.3f}" for s, r in enumerate(REWARD, 1))
+    )
+    (only_val / "config.yaml").write_text((run_dir / "config.yaml").read_text())
+    val = load_runs([only_val], reward_key="val-core/gsm8k/reward/mean@1")
+    val = val.reward.isel(run=0).to_series().dropna()
+    np.testing.assert_array_equal(val.index, np.arange(1, N + 1) * 4)
