@@ -1518,3 +1518,20 @@ def test_a_verl_evaluation_is_stored_after_the_updates_of_its_iteration(tmp_path
     val = load_runs([only_val], reward_key="val-core/gsm8k/reward/mean@1")
     val = val.reward.isel(run=0).to_series().dropna()
     np.testing.assert_array_equal(val.index, np.arange(1, N + 1) * 4)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_manifest_logging_steps_spaces_the_rows_of_a_log_without_steps(tmp_path, suffix):
+    # a CSV or JSONL export without a step column is numbered by row; the manifest's
+    # logging_steps (documented for logs without step numbers) was used for console logs only
+    # and silently ignored here: a log written every 5 steps was read as one every step
+    path = tmp_path / f"rewards{suffix}"
+    if suffix == ".csv":
+        path.write_text("reward\n" + "\n".join(map(str, REWARD)))
+    else:
+        path.write_text("\n".join(json.dumps({"reward": r}) for r in REWARD))
+    (tmp_path / "runs.yaml").write_text(f"- {{path: rewards{suffix}, run: r, logging_steps: 5}}\n")
+    ds = load_runs([], manifest=tmp_path / "runs.yaml")
+    np.testing.assert_array_equal(ds.step.values, 5 * np.arange(1, N + 1))
+    np.testing.assert_allclose(ds.reward.sel(run="r").values, REWARD)
+    assert any("logging_steps=5" in w for w in runset_warnings(ds)["r"])

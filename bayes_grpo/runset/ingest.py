@@ -1033,9 +1033,11 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
             reject(str(job.path), job.error, job.row.run_id if job.row else None)
             continue
         kwargs = {}
+        steps = job.row.logging_steps if job.row is not None else None
         if job.fmt == "console":
-            steps = job.row.logging_steps if job.row is not None else None
             kwargs["logging_steps"] = steps or _sidecar_logging_steps(job.path)
+        elif job.fmt in {"csv", "jsonl"}:  # the stride of an export without a step column
+            kwargs["logging_steps"] = steps
         try:
             runs = load_file(job.path, job.fmt, **kwargs)
         except (LogFormatError, OSError) as exc:

@@ -8,7 +8,7 @@ CSV (header row) or YAML (a list of mappings, or a mapping with a ``runs`` list)
 Columns: ``path`` (required; relative paths are taken from the manifest's folder), ``run``
 (or ``id``: the run id to use), ``run_name`` (which run of a multi-run file, e.g. a wandb
 export, the row is about), ``reward_key`` (override the reward choice for this run),
-``logging_steps`` (console logs without step numbers), and any run coordinate
+``logging_steps`` (logs without step numbers: console, CSV, JSONL), and any run coordinate
 (:data:`~bayes_grpo.runset.schema.RUN_COORDS` except ``source``). Manifest values take
 precedence over everything read from the logs. Empty cells mean "not given".
 """

@@ -22,7 +22,8 @@ Layouts recognised (column names are matched case-insensitively):
   step, their metrics prefixed with the type (``rollout/reward``, ``eval/reward``; ``train``
   records unprefixed). A JSON file holding a list of such objects is read the same way.
 
-Without a step column, rows are numbered 1, 2, 3 ... by order, with a warning.
+Without a step column, rows are numbered 1, 2, 3 ... by order, with a warning (``logging_steps``
+apart when the manifest row gives it).
 """
 
 from __future__ import annotations
@@ -145,18 +146,31 @@ def _run_groups(
     return groups, [], unassigned
 
 
-def _ordinal_note(path: Path, n: int) -> str:
-    return f"no step column in {path.name}; the {n} rows were numbered 1..{n} by order"
+def _ordinal_steps(path: Path, n: int, logging_steps: int | None) -> tuple[list[int], str]:
+    """Steps of ``n`` rows without a step column, numbered by order (``logging_steps`` apart,
+    the manifest's or the training config's stride), and the note saying so."""
+    stride = int(logging_steps or 1)
+    note = (
+        f"no step column in {path.name}; the {n} rows were numbered {stride}..{stride * n} "
+        "by order"
+    )
+    if logging_steps:
+        note += f" with logging_steps={stride}"
+    return [stride * i for i in range(1, n + 1)], note
 
 
 def _wide_records(
-    frame: pd.DataFrame, path: Path, skip: tuple[str, ...] = ()
+    frame: pd.DataFrame,
+    path: Path,
+    skip: tuple[str, ...] = (),
+    logging_steps: int | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     notes = []
     step_col = find_step_key(map(str, frame.columns))
     if step_col is None:
-        steps = pd.Series(range(1, len(frame) + 1), index=frame.index)
-        notes.append(_ordinal_note(path, len(frame)))
+        ordinal, note = _ordinal_steps(path, len(frame), logging_steps)
+        steps = pd.Series(ordinal, index=frame.index)
+        notes.append(note)
     else:
         steps = frame[step_col]
     metric_cols = [c for c in frame.columns if c != step_col and c not in skip]
@@ -282,8 +296,9 @@ def _pandas_row_index(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, st
     )
 
 
-def load_csv(path: str | Path) -> list[RawRun]:
-    """Read the run(s) of a CSV (or TSV) metric export."""
+def load_csv(path: str | Path, *, logging_steps: int | None = None) -> list[RawRun]:
+    """Read the run(s) of a CSV (or TSV) metric export (rows without a step column are
+    numbered by order, ``logging_steps`` apart)."""
     path = Path(path)
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
     frame = _read_table(path, sep)
@@ -296,14 +311,14 @@ def load_csv(path: str | Path) -> list[RawRun]:
     frame, header_note = _repeated_headers(frame, path, sep)
     frame, index_note = _pandas_row_index(frame, path)
     notes = [n for n in [header_note, index_note, *notes] if n is not None]
-    runs = _csv_runs(frame, path)
+    runs = _csv_runs(frame, path, logging_steps)
     for run in runs:
         if run.rejected is None:
             run.notes[:0] = notes
     return runs
 
 
-def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:
+def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None) -> list[RawRun]:
     """The runs of a CSV export read into ``frame`` (text cells; see the module docstring)."""
     if frame.empty:
         raise LogFormatError(f"{path}: CSV has no rows")
@@ -352,12 +367,12 @@ def _csv_runs(frame: pd.DataFrame, path: Path) -> list[RawRun]:
         runs = [unassigned] if unassigned is not None else []
         id_col = _find(cols, ID_KEYS)
         for name, sub in groups:
-            records, notes = _wide_records(sub, path, skip=(run_col, id_col))
+            records, notes = _wide_records(sub, path, (run_col, id_col), logging_steps)
             runs.append(
                 RawRun(path=path, fmt="csv", records=records, name=name, notes=file_notes + notes)
             )
         return runs
-    records, notes = _wide_records(frame, path)
+    records, notes = _wide_records(frame, path, logging_steps=logging_steps)
     return [RawRun(path=path, fmt="csv", records=records, notes=notes)]
 
 
@@ -440,7 +455,13 @@ def _unwrapped(entry: dict) -> dict:
     return entry
 
 
-def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: list[str]) -> RawRun:
+def _entries_to_run(
+    entries: list[dict],
+    path: Path,
+    name: str | None,
+    notes: list[str],
+    logging_steps: int | None = None,
+) -> RawRun:
     notes = list(notes)
     keys = Counter(k for e in entries for k in e)
     candidates = [k for k in STEP_KEYS if k in keys]
@@ -449,8 +470,9 @@ def _entries_to_run(entries: list[dict], path: Path, name: str | None, notes: li
     if step_key is None and candidates:
         step_key = candidates[0]
     if step_key is None:
-        steps: list[object] = list(range(1, len(entries) + 1))
-        notes.append(_ordinal_note(path, len(entries)))
+        ordinal, note = _ordinal_steps(path, len(entries), logging_steps)
+        steps: list[object] = list(ordinal)
+        notes.append(note)
     else:
         missing = len(entries) - keys[step_key]
         if missing:
@@ -488,8 +510,9 @@ def _names_runs(entries: list[dict], key: str) -> bool:
     )
 
 
-def load_jsonl(path: str | Path) -> list[RawRun]:
-    """Read the run(s) of a JSONL file of per-step metric objects."""
+def load_jsonl(path: str | Path, *, logging_steps: int | None = None) -> list[RawRun]:
+    """Read the run(s) of a JSONL file of per-step metric objects (records without a step
+    key are numbered by order, ``logging_steps`` apart)."""
     path = Path(path)
     entries, notes = _read_json_lines(path)
     run_key = next((k for k in RUN_KEYS if _names_runs(entries, k)), None)
@@ -502,7 +525,7 @@ def load_jsonl(path: str | Path) -> list[RawRun]:
             runs = [unassigned] if unassigned is not None else []
             for name, sub in groups:
                 kept = [{k: v for k, v in entries[i].items() if k not in keys} for i in sub.index]
-                runs.append(_entries_to_run(kept, path, name, notes))
+                runs.append(_entries_to_run(kept, path, name, notes, logging_steps))
             return runs
         entries = [{k: v for k, v in e.items() if k not in keys} for e in entries]
-    return [_entries_to_run(entries, path, None, notes)]
+    return [_entries_to_run(entries, path, None, notes, logging_steps)]
