@@ -47,6 +47,18 @@ def test_help_names_every_column_a_manifest_takes(capsys):
         assert column in manifest.replace(",", " ").replace(".", " ").split(), column
 
 
+def test_help_names_the_verl_and_openrlhf_logs_ingest_reads(capsys):
+    # the README lists verl's console lines ('step:N - key:value') and its file logger's JSONL,
+    # and the move of verl/OpenRLHF rollout iterations onto optimizer steps; `ingest --help`
+    # named the console reader as the Trainer's dicts only and said nothing of the steps
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "verl's 'step:N - key:value' lines" in text
+    assert "verl's file logger" in text
+    assert "rollout iteration" in text
+
+
 def _two_runs(tmp_path):
     """A good run and one too short to keep, plus the output path."""
     good, tiny = _csv(tmp_path / "good.csv", 12), _csv(tmp_path / "tiny.csv", 3)

@@ -23,8 +23,12 @@ formats (auto-detected; folders are searched recursively):
   events.out.tfevents.*   TensorBoard scalars; the GRPOConfig text summary gives G, lr, beta, seed
   *.csv / *.tsv           wide (step + metrics), long wandb exports (run_name,metric,step,value),
                           wandb panel exports ("<run> - <metric>"), several runs per file
-  *.jsonl / *.ndjson      one object per step; typed records (train/rollout/eval) merged by step
-  *.log / *.txt / *.out   console output with the Trainer's printed metric dicts
+  *.jsonl / *.ndjson      one object per step; typed records (train/rollout/eval) merged by step;
+                          verl's file logger ({"step": N, "data": {...}}) too
+  *.log / *.txt / *.out   console output: the Trainer's printed metric dicts, or verl's
+                          'step:N - key:value' lines
+verl and OpenRLHF count rollout iterations: with k_ref > 1 from their config, rollout iteration n
+is stored at optimizer step (n - 1) k_ref + 1 (its evaluation at n k_ref).
 
 reward: TRL 'reward' (also train/reward, critic/score/mean, train_reward), else the single
 rewards/<func>/mean, else an accuracy-like metric, else an evaluation reward (with a warning).
