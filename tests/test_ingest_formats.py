@@ -1535,3 +1535,24 @@ def test_a_manifest_logging_steps_spaces_the_rows_of_a_log_without_steps(tmp_pat
     np.testing.assert_array_equal(ds.step.values, 5 * np.arange(1, N + 1))
     np.testing.assert_allclose(ds.reward.sel(run="r").values, REWARD)
     assert any("logging_steps=5" in w for w in runset_warnings(ds)["r"])
+
+
+@pytest.mark.parametrize("kind", ["trainer", "verl"])
+def test_a_console_log_whose_metrics_start_after_a_long_preamble_is_a_log(tmp_path, kind):
+    # a log's first metric line may come after megabytes of start-up output (model loading,
+    # vLLM / Ray / NCCL messages of every rank); the format sniff read the first 2 MB only, so
+    # such a log was 'not a recognised log format' and, in a folder, skipped without a word
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    preamble = "".join(
+        f"(WorkerDict pid=42) INFO [model_runner.py:1234] loading weight shard {i} of the model\n"
+        for i in range(40_000)
+    )
+    assert len(preamble) > 3_000_000
+    if kind == "trainer":
+        lines = [str({"loss": 0.01, "reward": r, "epoch": s / N}) for s, r in enumerate(REWARD, 1)]
+    else:
+        lines = [f"step:{s} - critic/score/mean:{r}" for s, r in enumerate(REWARD, start=1)]
+    (run_dir / "train.log").write_text(preamble + "\n".join(lines) + "\n")
+    ds = load_runs([tmp_path])
+    np.testing.assert_allclose(ds.reward.sel(run="run").values, REWARD)

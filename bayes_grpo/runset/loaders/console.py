@@ -97,14 +97,29 @@ def find_verl_lines(text: str) -> list[dict]:
     return out
 
 
-def looks_like_console(path: Path, *, max_bytes: int = 2_000_000) -> bool:
-    """Cheap sniff: does the file contain at least one Trainer metric dict or verl step line?"""
+#: How far into a text file the console sniff looks for a first metric line. A log's first
+#: metric dict may follow megabytes of start-up output (model loading, vLLM / Ray / NCCL messages
+#: of every rank): with the first 2 MB only, such a log was no log, skipped in a folder unsaid.
+SNIFF_BYTES = 16_000_000
+
+
+def looks_like_console(path: Path, *, max_bytes: int = SNIFF_BYTES) -> bool:
+    """Cheap sniff: does the file contain a Trainer metric dict or a verl step line (within its
+    first ``max_bytes``)? Read line by line, parsing only lines that may hold one."""
+    seen = 0
     try:
         with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
-            text = fh.read(max_bytes)
+            for line in fh:
+                if ("}" in line or "step:" in line) and (
+                    find_metric_dicts(line) or find_verl_lines(line)
+                ):
+                    return True
+                seen += len(line)
+                if seen >= max_bytes:
+                    break
     except OSError:
         return False
-    return bool(find_metric_dicts(text) or find_verl_lines(text))
+    return False
 
 
 def _bar_segments(text: str) -> list[list[list[int]]]:
