@@ -1556,3 +1556,24 @@ def test_a_console_log_whose_metrics_start_after_a_long_preamble_is_a_log(tmp_pa
     (run_dir / "train.log").write_text(preamble + "\n".join(lines) + "\n")
     ds = load_runs([tmp_path])
     np.testing.assert_allclose(ds.reward.sel(run="run").values, REWARD)
+
+
+def test_a_verl_log_without_its_config_says_its_steps_are_rollout_iterations(tmp_path):
+    # without verl's config k_ref is unknown and the rollout iterations stay as logged; the run
+    # set said nothing of it, so its steps read as optimizer steps, k_ref - 1 in k_ref too few
+    path = tmp_path / "verl.log"
+    path.write_text(
+        "\n".join(
+            f"step:{s} - critic/score/mean:{r:.3f} - actor/pg_loss:0.01"
+            for s, r in enumerate(REWARD, start=1)
+        )
+    )
+    notes = runset_warnings(load_runs([path]))["verl"]
+    assert any("per rollout iteration" in w and "k_ref" in w for w in notes)
+    # a TRL log counts optimizer steps: nothing to say
+    trl = tmp_path / "trl"
+    trl.mkdir()
+    history = [_trl_entry(s, REWARD[s - 1]) for s in range(1, N + 1)]
+    (trl / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    trl_notes = runset_warnings(load_runs([trl])).get("trl", [])
+    assert not any("rollout iteration" in w for w in trl_notes)

@@ -661,6 +661,30 @@ def iterations_as_optimizer_steps(
     )
 
 
+#: Metric names (without a ``train/`` prefix) that only logs counting rollout iterations carry:
+#: verl's ``actor/*`` and ``critic/*`` sections, OpenRLHF's ``actor_lr``.
+ITERATION_LOG_PREFIXES: tuple[str, ...] = ("actor/", "critic/", "actor_lr")
+
+
+def unknown_iterations_note(sources: Iterable[str]) -> str | None:
+    """A note for a log that counts rollout iterations (verl, OpenRLHF: by its metric names)
+    when no config gave ``k_ref``: its steps are left as logged, each one ``k_ref`` optimizer
+    steps of the data contract, and nothing else says so."""
+    named = sorted(
+        s
+        for s in map(str, sources)
+        if not split_eval(s)[0] and split_eval(s)[1].lower().startswith(ITERATION_LOG_PREFIXES)
+    )
+    if not named:
+        return None
+    return (
+        f"steps: its metrics ({named[0]!r} ...) are those of verl or OpenRLHF, which log one step "
+        "per rollout iteration of k_ref optimizer steps; no config beside the log gave k_ref, so "
+        "the steps are left as logged (put the run's config beside the log, verl's Hydra "
+        "config.yaml, or give k_ref in a manifest)"
+    )
+
+
 #: Two runs whose rewards agree to this (absolute) at every shared logged step, over at least
 #: :data:`SAME_TRAINING_MIN_SHARED` steps and half of the shorter run, are one training read
 #: twice (a ``trainer_state.json`` and the console log beside it; ms-swift's ``logging.jsonl``
@@ -1314,6 +1338,8 @@ def load_runs(
             reward_is_eval=split_eval(str(norm.facts.get("reward_source", "")))[0],
         )
         hp_warn += [step_note] if step_note else []
+        if "k_ref" not in values:
+            hp_warn += [n for n in [unknown_iterations_note(norm.facts["metrics"])] if n]
         values["source"] = f"{run.fmt}:{run.label}"
         curves[run_id] = frame
         meta[run_id] = values
