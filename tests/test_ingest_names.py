@@ -31,6 +31,8 @@ from bayes_grpo.runset.names import (
         ("train/response_length", "completion_length"),
         ("train/policy_loss", "loss"),
         ("actor/entropy", "entropy"),
+        # verl < 0.4 logged the mean token entropy as 'actor/entropy_loss' (dp_actor.update_policy)
+        ("actor/entropy_loss", "entropy"),
         ("actor/grad_norm", "grad_norm"),
         ("clip_ratio/region_mean", "clip_ratio"),
         ("learning_rate", "lr"),  # the coordinate of that name holds the peak value

@@ -19,7 +19,8 @@ canonical                  source names (first match wins when a log has several
 ``kl``                     ``kl`` (TRL), ``actor/kl_loss`` (verl), ``critic/kl`` and
                            ``actor/reward_kl_penalty`` (verl, KL in the reward), ``reference_kl``,
                            ``approx_kl``
-``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl), ``token_entropy``
+``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl; ``actor/entropy_loss`` before
+                           0.4), ``token_entropy``
 ``grad_norm``              ``grad_norm`` (TRL), ``actor/grad_norm`` (verl)
 ``clip_ratio``             ``clip_ratio/region_mean`` (TRL >= 0.20), ``clip_ratio`` (older TRL),
                            ``actor/pg_clipfrac`` (verl), ``ppo_clip_ratio`` (OpenRLHF),
@@ -71,7 +72,8 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
         "reference_kl",
         "approx_kl",
     ),
-    "entropy": ("entropy", "actor/entropy", "token_entropy"),
+    # verl < 0.4: the mean token entropy as 'actor/entropy_loss' (its loss subtracts it)
+    "entropy": ("entropy", "actor/entropy", "actor/entropy_loss", "token_entropy"),
     "grad_norm": ("grad_norm", "actor/grad_norm"),
     "clip_ratio": (
         "clip_ratio/region_mean",
