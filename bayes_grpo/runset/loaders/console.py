@@ -15,8 +15,8 @@ A log holding several trainings one after the other (``epoch`` starts over, the 
 over) gives one run per training; a training resumed from a checkpoint into the same log
 (``epoch`` falls back to an epoch it logged before, past its first; the bar falls back, not to
 its start) stays one run, its repeated steps keeping the later values. ``nan``/``inf`` printed bare are read as NaN/inf. verl's
-console lines (``step:12 - critic/score/mean:0.41 - ...``, NumPy scalars ``np.float64(0.41)`` too) are read
-too; they carry their step.
+console lines (``step:12 - critic/score/mean:0.41 - ...``, NumPy scalars ``np.float64(0.41)``
+too) are read too; they carry their step.
 
 Evaluation dicts (``{'eval_loss': ..., 'eval_reward': ...}``) take the step of the training dict
 before them. The end-of-training summary dict (``train_runtime`` ...) is not a curve point.

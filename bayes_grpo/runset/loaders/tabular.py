@@ -17,10 +17,11 @@ Layouts recognised (column names are matched case-insensitively):
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
   ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
 - **JSONL**: one JSON object per line, with a step key (metrics nested under ``data`` or
-  ``metrics`` beside it, as verl's file logger writes them, keep their own names). Lines that carry a record type
-  (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/``phase``) are merged by
-  step, their metrics prefixed with the type (``rollout/reward``, ``eval/reward``; ``train``
-  records unprefixed). A JSON file holding a list of such objects is read the same way.
+  ``metrics`` beside it, as verl's file logger writes them, keep their own names). Lines that
+  carry a record type (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/
+  ``phase``) are merged by step, their metrics prefixed with the type (``rollout/reward``,
+  ``eval/reward``; ``train`` records unprefixed). A JSON file holding a list of such objects is
+  read the same way.
 
 Without a step column, rows are numbered 1, 2, 3 ... by order, with a warning (``logging_steps``
 apart when the manifest row gives it).
@@ -147,8 +148,8 @@ def _run_groups(
 
 
 def _ordinal_steps(path: Path, n: int, logging_steps: int | None) -> tuple[list[int], str]:
-    """Steps of ``n`` rows without a step column, numbered by order (``logging_steps`` apart,
-    the manifest's or the training config's stride), and the note saying so."""
+    """Steps of ``n`` rows without a step column, numbered by order (``logging_steps`` apart:
+    the manifest row's stride), and the note saying so."""
     stride = int(logging_steps or 1)
     note = (
         f"no step column in {path.name}; the {n} rows were numbered {stride}..{stride * n} "
@@ -447,7 +448,8 @@ def _prefix(kind: str) -> str:
 
 
 def _unwrapped(entry: dict) -> dict:
-    """The metrics of a record that nests them under one :data:`WRAPPER_KEYS` key, else the record."""
+    """The metrics of a record that nests them under one :data:`WRAPPER_KEYS` key, else the
+    record."""
     if len(entry) == 1:
         ((key, value),) = entry.items()
         if str(key).lower() in WRAPPER_KEYS and isinstance(value, dict):
