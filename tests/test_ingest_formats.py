@@ -1577,3 +1577,14 @@ def test_a_verl_log_without_its_config_says_its_steps_are_rollout_iterations(tmp
     (trl / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
     trl_notes = runset_warnings(load_runs([trl])).get("trl", [])
     assert not any("rollout iteration" in w for w in trl_notes)
+
+
+def test_a_manifest_logging_steps_the_log_does_not_need_is_said_to_be_unused(tmp_path):
+    # a log that carries its step numbers takes them, whatever logging_steps the manifest row
+    # gives: the row's value was dropped without a word, the user left believing it applied
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,reward\n" + "\n".join(f"{s},{r}" for s, r in enumerate(REWARD, 1)))
+    (tmp_path / "runs.yaml").write_text("- {path: metrics.csv, run: r, logging_steps: 5}\n")
+    ds = load_runs([], manifest=tmp_path / "runs.yaml")
+    np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
+    assert any("logging_steps=5" in w and "not used" in w for w in runset_warnings(ds)["r"])

@@ -1074,6 +1074,11 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
         runs = [r for r in runs if r.rejected is None]
         for run in runs:
             run.notes[:0] = job.notes
+            if steps and job.row is not None and not run.numbered_by_order:
+                run.notes.append(
+                    f"logging_steps={steps} of {job.row.where} not used: the log carries its "
+                    "own step numbers"
+                )
         row = job.row
         if row is not None and row.run_name is not None:
             picked = [r for r in runs if r.name == row.run_name]

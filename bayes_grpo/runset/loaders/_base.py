@@ -87,6 +87,9 @@ class RawRun:
         Set when these records are *not* a run: rows of a multi-run file that name no run
         (an empty run column). The text says why; ingestion reports it as a rejected source
         and keeps none of the records, so they are neither dropped unseen nor merged into a run.
+    numbered_by_order
+        The log gives no step numbers: its records were numbered by their order (``logging_steps``
+        apart), the only case a ``logging_steps`` given to the loader is used.
     """
 
     path: Path
@@ -99,6 +102,7 @@ class RawRun:
     model_config: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     rejected: str | None = None
+    numbered_by_order: bool = False
 
     @property
     def label(self) -> str:

@@ -282,12 +282,14 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         parts = [dicts]
         steps = [[d[step_key] for d in dicts]]
         notes = [[]]
+        by_order = False
     else:
         step_key = None
         parts = _split_trainings(dicts)
         sizes = [sum(not _is_eval_dict(d) for d in p) for p in parts]
         train_steps = steps_from_progress_bar(text, sizes)
         notes = [[] for _ in parts]
+        by_order = train_steps is None
         if train_steps is None:
             stride = int(logging_steps or 1)
             train_steps = []
@@ -312,5 +314,14 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         skip = (step_key,) if step_key else ()
         records = records_from_dicts(part, lambda _e, it=step_iter: next(it), skip=skip)
         name = f"part{i}" if len(parts) > 1 else None
-        runs.append(RawRun(path=path, fmt="console", records=records, name=name, notes=note))
+        runs.append(
+            RawRun(
+                path=path,
+                fmt="console",
+                records=records,
+                name=name,
+                notes=note,
+                numbered_by_order=by_order,
+            )
+        )
     return runs

@@ -370,11 +370,22 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
         for name, sub in groups:
             records, notes = _wide_records(sub, path, (run_col, id_col), logging_steps)
             runs.append(
-                RawRun(path=path, fmt="csv", records=records, name=name, notes=file_notes + notes)
+                RawRun(
+                    path=path,
+                    fmt="csv",
+                    records=records,
+                    name=name,
+                    notes=file_notes + notes,
+                    numbered_by_order=step_col is None,
+                )
             )
         return runs
     records, notes = _wide_records(frame, path, logging_steps=logging_steps)
-    return [RawRun(path=path, fmt="csv", records=records, notes=notes)]
+    return [
+        RawRun(
+            path=path, fmt="csv", records=records, notes=notes, numbered_by_order=step_col is None
+        )
+    ]
 
 
 def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
@@ -494,7 +505,14 @@ def _entries_to_run(
         renamed.append({prefix + k: v for k, v in rest.items()})
     step_iter = iter(steps)
     records = records_from_dicts(renamed, lambda _e: next(step_iter))
-    return RawRun(path=path, fmt="jsonl", records=records, name=name, notes=notes)
+    return RawRun(
+        path=path,
+        fmt="jsonl",
+        records=records,
+        name=name,
+        notes=notes,
+        numbered_by_order=step_key is None,
+    )
 
 
 def _is_run_label(value: object) -> bool:
