@@ -1588,3 +1588,20 @@ def test_a_manifest_logging_steps_the_log_does_not_need_is_said_to_be_unused(tmp
     ds = load_runs([], manifest=tmp_path / "runs.yaml")
     np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
     assert any("logging_steps=5" in w and "not used" in w for w in runset_warnings(ds)["r"])
+
+
+def test_a_verl_log_with_printed_score_dicts_reads_its_step_lines(tmp_path):
+    # a custom reward function that prints its per-sample result ({'score': 1.0, 'acc': True})
+    # made the console reader take those dicts for the Trainer's metric dicts and ignore verl's
+    # 'step:N - ...' lines: 24 per-sample scores of 0 and 1, numbered by order, were the curve
+    lines = []
+    for s, r in enumerate(REWARD, start=1):
+        lines += [f"(WorkerDict pid=5) {{'score': {j}.0, 'acc': {bool(j)}}}" for j in range(2)]
+        lines.append(f"(TaskRunner pid=1) step:{s} - critic/score/mean:{r} - actor/entropy:0.5")
+    path = tmp_path / "verl.log"
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="verl").values, REWARD)
+    np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
+    notes = runset_warnings(ds)["verl"]
+    assert any("24 printed dict(s)" in w and "not read" in w for w in notes)

@@ -103,6 +103,12 @@ def find_verl_lines(text: str) -> list[dict]:
 SNIFF_BYTES = 16_000_000
 
 
+def _short(entry: dict, limit: int = 60) -> str:
+    """A printed dict for a message, cut to ``limit`` characters."""
+    text = str(entry)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def looks_like_console(path: Path, *, max_bytes: int = SNIFF_BYTES) -> bool:
     """Cheap sniff: does the file contain a Trainer metric dict or a verl step line (within its
     first ``max_bytes``)? Read line by line, parsing only lines that may hold one."""
@@ -271,8 +277,20 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
     dicts = [d for d in find_metric_dicts(text) if not is_summary_entry(d)]
-    if not dicts:
-        dicts = find_verl_lines(text)
+    verl = find_verl_lines(text)
+    file_notes = []
+    # verl's step lines are a verl log's metrics; a dict printed in it (a reward function's
+    # per-sample {'score': 1.0, 'acc': True}) is none: taken for the Trainer's metric dicts, such
+    # dicts were the curve and the step lines were not read
+    if any(_is_metric_dict({k: v for k, v in d.items() if k != "step"}) for d in verl):
+        if dicts:
+            file_notes.append(
+                f"{len(dicts)} printed dict(s) (e.g. {_short(dicts[0])}) not read as metrics: "
+                "the log's verl 'step:N - ...' lines are its metrics"
+            )
+        dicts = verl
+    elif not dicts:
+        dicts = verl
     if not dicts:
         raise LogFormatError(
             f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) or verl 'step:N - ...' lines found"
@@ -320,7 +338,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
                 fmt="console",
                 records=records,
                 name=name,
-                notes=note,
+                notes=file_notes + note,
                 numbered_by_order=by_order,
             )
         )
