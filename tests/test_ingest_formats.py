@@ -1605,3 +1605,21 @@ def test_a_verl_log_with_printed_score_dicts_reads_its_step_lines(tmp_path):
     np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
     notes = runset_warnings(ds)["verl"]
     assert any("24 printed dict(s)" in w and "not read" in w for w in notes)
+
+
+def test_dicts_a_reward_function_prints_in_a_trainer_log_are_not_steps(tmp_path):
+    # the Trainer's logs carry 'epoch' (and its training logs 'learning_rate'); a reward
+    # function printing {'reward': 1.0, 'answer': '42'} per completion added those dicts to the
+    # curve: 36 'steps' of 0/1 rewards numbered by order, and the progress bar no longer matched
+    lines = []
+    for s, r in enumerate(REWARD, start=1):
+        lines.append(f" {s}/{N} [00:{s:02d}<00:10,  1.00it/s]")
+        lines += [f"{{'reward': {j}.0, 'answer': '42'}}" for j in range(2)]
+        lines.append(str({"loss": 0.0, "learning_rate": 1e-6, "reward": r, "epoch": s / N}))
+    path = tmp_path / "qwen.log"
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="qwen").values, REWARD)
+    np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
+    notes = runset_warnings(ds)["qwen"]
+    assert any("24 printed dict(s)" in w and "not read" in w for w in notes)

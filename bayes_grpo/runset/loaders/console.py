@@ -103,6 +103,22 @@ def find_verl_lines(text: str) -> list[dict]:
 SNIFF_BYTES = 16_000_000
 
 
+def _trainer_logs(dicts: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The Trainer's own dicts of a log, and the other printed dicts.
+
+    The Trainer adds ``epoch`` to every log it prints once training has started; in a log with
+    its training dicts (``epoch`` and ``learning_rate``, at least two), a dict without ``epoch``
+    that is no evaluation (one before training has none) was printed by other code: a reward
+    function's per-sample ``{'reward': 1.0, 'answer': '42'}``. Logs of custom loops, which print
+    no such pair, are returned as they are.
+    """
+    trainer = sum("epoch" in d and "learning_rate" in d for d in dicts)
+    if trainer < 2:
+        return dicts, []
+    kept = [d for d in dicts if "epoch" in d or _is_eval_dict(d)]
+    return kept, [d for d in dicts if not ("epoch" in d or _is_eval_dict(d))]
+
+
 def _short(entry: dict, limit: int = 60) -> str:
     """A printed dict for a message, cut to ``limit`` characters."""
     text = str(entry)
@@ -291,6 +307,14 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         dicts = verl
     elif not dicts:
         dicts = verl
+    else:
+        dicts, stray = _trainer_logs(dicts)
+        if stray:
+            file_notes.append(
+                f"{len(stray)} printed dict(s) without the Trainer's 'epoch' (e.g. "
+                f"{_short(stray[0])}) not read as metrics: a log whose Trainer dicts carry it "
+                "prints them from elsewhere (a reward function)"
+            )
     if not dicts:
         raise LogFormatError(
             f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) or verl 'step:N - ...' lines found"
