@@ -1623,3 +1623,32 @@ def test_dicts_a_reward_function_prints_in_a_trainer_log_are_not_steps(tmp_path)
     np.testing.assert_array_equal(ds.step.values, np.arange(1, N + 1))
     notes = runset_warnings(ds)["qwen"]
     assert any("24 printed dict(s)" in w and "not read" in w for w in notes)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_evaluation_rows_stepped_by_their_own_global_step_are_kept(tmp_path, suffix):
+    # OpenRLHF logs its evaluations as {'eval/<metric>': ..., 'eval/global_step': n}
+    # (loggers.WandbLogger.log_eval), its training as 'train/...' with 'train/global_step': in a
+    # wandb history export the evaluation rows have no 'train/global_step', and their values were
+    # skipped as 'without a numeric step'
+    rows = []
+    for s, r in enumerate(REWARD, start=1):
+        rows.append({"train/global_step": s, "train/reward": r})
+        if s % 4 == 0:
+            rows.append({"eval/global_step": s, "eval/eval_accuracy": r + 0.05})
+    path = tmp_path / f"openrlhf{suffix}"
+    if suffix == ".csv":
+        cols = ["_step", "train/global_step", "train/reward"]
+        cols += ["eval/global_step", "eval/eval_accuracy"]
+        lines = [",".join(cols)] + [
+            ",".join(str(row.get(c, i if c == "_step" else "")) for c in cols)
+            for i, row in enumerate(rows)
+        ]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    ds = load_runs([path]).sel(run="openrlhf")
+    np.testing.assert_allclose(ds.reward.values, REWARD)
+    evals = ds.eval_eval_accuracy.to_series().dropna()
+    np.testing.assert_array_equal(evals.index, [4, 8, 12])
+    np.testing.assert_allclose(evals.values, np.array(REWARD)[[3, 7, 11]] + 0.05)

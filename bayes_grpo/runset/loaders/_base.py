@@ -180,6 +180,21 @@ def flatten(config: Mapping[str, object], prefix: str = "", sep: str = ".") -> d
     return out
 
 
+def other_global_steps(keys: Iterable[str], step_key: str) -> list[str]:
+    """Keys besides ``step_key`` that give the same step where a record lacks it: ``global_step``
+    under another prefix. OpenRLHF logs its training with ``train/global_step`` and its
+    evaluations with ``eval/global_step`` only; in a wandb history export the evaluation rows
+    have no ``train/global_step``. Only a ``global_step`` stands in for a ``global_step``: a
+    loop's ``step`` may count rollouts, and wandb's ``_step`` counts log calls."""
+
+    def is_global(key: str) -> bool:
+        return key.lower() == "global_step" or key.lower().endswith("/global_step")
+
+    if not is_global(step_key):
+        return []
+    return [str(k) for k in keys if str(k) != step_key and is_global(str(k))]
+
+
 def find_step_key(keys: Iterable[str]) -> str | None:
     """The highest-priority step key among ``keys`` (exact, then case-insensitive)."""
     keys = list(keys)

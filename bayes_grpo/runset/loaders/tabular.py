@@ -23,6 +23,10 @@ Layouts recognised (column names are matched case-insensitively):
   ``eval/reward``; ``train`` records unprefixed). A JSON file holding a list of such objects is
   read the same way.
 
+A row without a value in the ``global_step`` column used takes its step from another
+``.../global_step`` column (:func:`~bayes_grpo.runset.loaders._base.other_global_steps`:
+OpenRLHF's evaluation rows carry ``eval/global_step`` only); JSONL records alike.
+
 Without a step column, rows are numbered 1, 2, 3 ... by order, with a warning (``logging_steps``
 apart when the manifest row gives it).
 """
@@ -41,6 +45,7 @@ from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
     find_step_key,
+    other_global_steps,
     read_text,
     records_from_dicts,
     text_encoding,
@@ -174,6 +179,15 @@ def _wide_records(
         notes.append(note)
     else:
         steps = frame[step_col]
+        missing = _blank(steps)
+        for other in other_global_steps(map(str, frame.columns), str(step_col)):
+            fill = missing & ~_blank(frame[other])
+            if fill.any():
+                steps = steps.where(~fill, frame[other])
+                missing &= ~fill
+                notes.append(
+                    f"{int(fill.sum())} row(s) without {step_col!r} take their step from {other!r}"
+                )
     metric_cols = [c for c in frame.columns if c != step_col and c not in skip]
     long = frame[metric_cols].copy()
     long.insert(0, "__step", steps.to_numpy())
@@ -487,11 +501,26 @@ def _entries_to_run(
         steps: list[object] = list(ordinal)
         notes.append(note)
     else:
-        missing = len(entries) - keys[step_key]
+        others = other_global_steps(keys, step_key)
+        stepped = []
+        for entry in entries:
+            if step_key in entry:
+                stepped.append((entry[step_key], entry))
+                continue
+            other = next((k for k in others if entry.get(k) is not None), None)
+            if other is not None:
+                stepped.append((entry[other], entry))
+        borrowed = sum(step_key not in e for _s, e in stepped)
+        if borrowed:
+            notes.append(
+                f"{borrowed} record(s) without {step_key!r} take their step from "
+                f"{' or '.join(repr(k) for k in others)}"
+            )
+        missing = len(entries) - len(stepped)
         if missing:
             notes.append(f"{missing} record(s) without {step_key!r} skipped")
-            entries = [e for e in entries if step_key in e]
-        steps = [e[step_key] for e in entries]
+        steps = [step for step, _e in stepped]
+        entries = [e for _s, e in stepped]
     type_key = _type_key(entries)
     # the other step keys stay metrics, as in a CSV ('global_step' beside the 'step' used): they
     # were dropped without a word, and with them the optimizer steps of a loop whose 'step'
