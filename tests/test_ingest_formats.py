@@ -1649,6 +1649,6 @@ def test_evaluation_rows_stepped_by_their_own_global_step_are_kept(tmp_path, suf
         path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     ds = load_runs([path]).sel(run="openrlhf")
     np.testing.assert_allclose(ds.reward.values, REWARD)
-    evals = ds.eval_eval_accuracy.to_series().dropna()
+    evals = ds.eval_accuracy.to_series().dropna()
     np.testing.assert_array_equal(evals.index, [4, 8, 12])
     np.testing.assert_allclose(evals.values, np.array(REWARD)[[3, 7, 11]] + 0.05)

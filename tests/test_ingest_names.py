@@ -41,6 +41,9 @@ from bayes_grpo.runset.names import (
         ("eval/reward", "eval_reward"),
         ("val-core/openai/gsm8k/reward/mean@1", "eval_openai_gsm8k_reward_mean_1"),
         ("eval_rewards/acc/mean", "eval_rewards_acc_mean"),
+        # OpenRLHF logs its evaluation's 'eval_accuracy' as 'eval/eval_accuracy': one prefix
+        ("eval/eval_accuracy", "eval_accuracy"),
+        ("eval/eval_gsm8k_pass1", "eval_gsm8k_pass1"),
         ("clip_ratio/low_mean", "clip_ratio_low_mean"),
         ("train/rewards/format_reward/mean", "rewards_format_reward_mean"),
         ("seed", "seed_logged"),  # would collide with the run coordinate

@@ -34,7 +34,8 @@ canonical                  source names (first match wins when a log has several
 ``epoch``                  ``epoch``
 ``eval_<name>``            any of the above (or any other metric) logged for evaluation:
                            ``eval_*`` (HF Trainer), ``eval/*``, ``val/*``, ``val-core/*``,
-                           ``validation/*``, ``test/*``
+                           ``validation/*``, ``test/*`` (once: OpenRLHF's ``eval/eval_accuracy``
+                           is ``eval_accuracy``)
 =========================  ==================================================================
 
 Names and prefixes are matched regardless of case (``Reward``, ``Train/Reward`` in a hand-made
@@ -189,7 +190,11 @@ def split_eval(source: str) -> tuple[bool, str]:
     low = source.lower()
     for prefix in EVAL_PREFIXES:
         if low.startswith(prefix) and len(source) > len(prefix):
-            return True, source[len(prefix) :]
+            rest = source[len(prefix) :]
+            # one evaluation, one prefix: OpenRLHF logs its 'eval_accuracy' as
+            # 'eval/eval_accuracy', which became 'eval_eval_accuracy'
+            again, inner = split_eval(rest)
+            return True, inner if again else rest
     for prefix in TRAIN_PREFIXES:
         if low.startswith(prefix) and len(source) > len(prefix):
             return False, source[len(prefix) :]
