@@ -134,3 +134,25 @@ def test_points_that_span_no_time_are_refused(fit):
     # ten rewards all logged at step 0 were 'fitted' (R^2 ~ 0, success True)
     with pytest.raises(ValueError, match="the points span no time: every finite point is at step 0"):
         fit(np.zeros(10), np.linspace(0.0, 1.0, 10))
+
+
+@pytest.mark.parametrize("fit", [fit_oscillator, fit_single_exponential, fit_logistic])
+@pytest.mark.parametrize(
+    ("factor", "offset"),
+    [(1e-9, 0.0), (1e-3, 0.0), (100.0, 0.0), (1e4, 0.0), (1.0, -1000.0), (1.0, 1000.0), (-2.0, 0.5)],
+)
+def test_a_fit_gives_the_same_curve_and_r2_on_any_reward_scale_or_offset(fit, factor, offset):
+    # the fits worked in reward units with absolute tolerances: rewards times 1e-9 read R^2
+    # 0.822 (oscillator), 0.699 (single exponential), 0.669 (logistic) where the same curve
+    # in units of 1 gave 0.990, 0.806 and 0.891
+    t = np.arange(0.0, 200.0)
+    y = _noisy(reward_trajectory(t, 1.0, 2 * 0.4 * 0.05, 0.05**2, 0.8, 0.2), 0.02, 0)
+    base, moved = fit(t, y), fit(t, factor * y + offset)
+    assert moved.r2 == pytest.approx(base.r2, rel=1e-6)
+    np.testing.assert_allclose((moved.fitted - offset) / factor, base.fitted, atol=1e-6)
+    np.testing.assert_allclose((moved.predict(t + 0.5) - offset) / factor, base.predict(t + 0.5), atol=1e-6)
+    for level in ("plateau", "initial_reward"):
+        assert (moved.params[level] - offset) / factor == pytest.approx(base.params[level], abs=1e-6)
+    for name in set(base.params) - {"plateau", "initial_reward"}:
+        assert moved.params[name] == pytest.approx(base.params[name], rel=1e-5)
+    assert moved.sse == pytest.approx(factor**2 * base.sse, rel=1e-6)

@@ -10,6 +10,10 @@
 Each fit starts from a grid of time scales (and damping ratios) spread over the span of the
 data and keeps the best, so the slow-start (sigmoid-like) shape of the oscillator is found
 rather than a local minimum near a single exponential. NaN observations are skipped.
+Every fit works on the standardised rewards ``(y - mean) / sd`` (:func:`_standardise`) and
+gives its levels, curve and residuals back in reward units, so a reward on any scale or offset
+(a success rate, a score out of 100, raw reward-model scores of 1e-6 or 1e4, 1000 plus small
+changes) gets the same fitted curve up to that affine map and the same ``R^2``.
 These are point fits for baselines, quick looks and initial values; the Bayesian model is in
 :mod:`bayes_grpo.model`.
 """
@@ -133,6 +137,21 @@ def _finite(t, y, min_points: int) -> tuple[np.ndarray, np.ndarray]:
     return t, y
 
 
+def _standardise(y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(z, loc, scale)`` with ``z = (y - loc) / scale``, the rewards the fits work on.
+
+    ``loc`` the mean, ``scale`` the standard deviation (1 for a constant ``y``). The optimiser's
+    tolerances and the bounds' margins are absolute, so a fit in reward units stopped early
+    on rewards of order 1e-9 (R^2 0.82 where the same curve in units of 1 gave 0.99) and lost
+    the digits of a small change on a large offset.
+    """
+    loc = float(np.mean(y))
+    scale = float(np.std(y))
+    if not (np.isfinite(scale) and scale > 0.0):
+        scale = 1.0
+    return (y - loc) / scale, loc, scale
+
+
 def _ends(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
     """(early mean, late mean, span, scale of y) used for starts and scaling."""
     k = max(2, len(y) // 10)
@@ -225,7 +244,8 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
         # left in the given order, so steps out of order paired rates with the wrong intervals)
         mult = mult.ravel()[np.argsort(t_in.ravel(), kind="stable")]
     t, y = _finite(t, y, 5)
-    early, late, span, scale = _ends(t, y)
+    z, loc, unit = _standardise(y)
+    early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
         plateau, r0, log_zeta, log_w0 = p
@@ -237,7 +257,7 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
         return reward_trajectory(tt, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
 
     def residual(p):
-        return curve(t, p) - y
+        return curve(t, p) - z
 
     lo_w, hi_w = (
         np.log(1e-3 / span),
@@ -252,12 +272,11 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
         )
     ]
     res = _best(residual, starts, lower, upper, np.array([scale, scale, 1.0, 1.0]))
-    plateau, r0, log_zeta, log_w0 = (float(v) for v in res.x)
-    zeta, w0 = float(np.exp(log_zeta)), float(np.exp(log_w0))
-    params = {"plateau": plateau, "initial_reward": r0, "zeta": zeta, "w0": w0}
+    zeta, w0 = float(np.exp(res.x[2])), float(np.exp(res.x[3]))
+    params = {**_levels(res.x, loc, unit), "zeta": zeta, "w0": w0}
     derived = {"C": 2.0 * zeta * w0, "K_eff": w0 * w0, "tau": 2.0 * zeta / w0}
     return _result(
-        OSCILLATOR, params, derived, t, y, res, lambda tt: curve(tt, res.x), (lower, upper)
+        OSCILLATOR, params, derived, t, y, res, _in_units(curve, res.x, loc, unit), (lower, upper)
     )
 
 
@@ -276,13 +295,14 @@ def fit_single_exponential(t, y, *, n_time: int = 8) -> LsqFit:
     :class:`LsqFit` with ``params`` ``plateau``, ``initial_reward``, ``tau`` (steps).
     """
     t, y = _finite(t, y, 4)
-    early, late, span, scale = _ends(t, y)
+    z, loc, unit = _standardise(y)
+    early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
         return single_exponential(tt, p[0], p[1], np.exp(p[2]))
 
     def residual(p):
-        return curve(t, p) - y
+        return curve(t, p) - z
 
     lower = np.array([-np.inf, -np.inf, np.log(span * 1e-4)])
     upper = np.array([np.inf, np.inf, np.log(span * 1e3)])
@@ -291,13 +311,16 @@ def fit_single_exponential(t, y, *, n_time: int = 8) -> LsqFit:
         for tau in np.geomspace(span / 100.0, 2.0 * span, n_time)
     ]
     res = _best(residual, starts, lower, upper, np.array([scale, scale, 1.0]))
-    params = {
-        "plateau": float(res.x[0]),
-        "initial_reward": float(res.x[1]),
-        "tau": float(np.exp(res.x[2])),
-    }
+    params = {**_levels(res.x, loc, unit), "tau": float(np.exp(res.x[2]))}
     return _result(
-        SINGLE_EXPONENTIAL, params, {}, t, y, res, lambda tt: curve(tt, res.x), (lower, upper)
+        SINGLE_EXPONENTIAL,
+        params,
+        {},
+        t,
+        y,
+        res,
+        _in_units(curve, res.x, loc, unit),
+        (lower, upper),
     )
 
 
@@ -318,13 +341,14 @@ def fit_logistic(t, y, *, n_rate: int = 5, n_mid: int = 5) -> LsqFit:
     ``rate`` (per step) and ``midpoint`` (step).
     """
     t, y = _finite(t, y, 5)
-    early, late, span, scale = _ends(t, y)
+    z, loc, unit = _standardise(y)
+    early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
         return logistic(tt, p[0], p[1], np.exp(p[2]), p[3])
 
     def residual(p):
-        return curve(t, p) - y
+        return curve(t, p) - z
 
     lower = np.array([-np.inf, -np.inf, np.log(1e-3 / span), t[0] - 2.0 * span])
     upper = np.array([np.inf, np.inf, np.log(1e3 / span), t[-1] + 2.0 * span])
@@ -337,12 +361,24 @@ def fit_logistic(t, y, *, n_rate: int = 5, n_mid: int = 5) -> LsqFit:
     ]
     res = _best(residual, starts, lower, upper, np.array([scale, scale, 1.0, span / 10.0]))
     params = {
-        "plateau": float(res.x[0]),
-        "initial_reward": float(res.x[1]),
+        **_levels(res.x, loc, unit),
         "rate": float(np.exp(res.x[2])),
         "midpoint": float(res.x[3]),
     }
-    return _result(LOGISTIC, params, {}, t, y, res, lambda tt: curve(tt, res.x), (lower, upper))
+    return _result(
+        LOGISTIC, params, {}, t, y, res, _in_units(curve, res.x, loc, unit), (lower, upper)
+    )
+
+
+def _levels(x: np.ndarray, loc: float, unit: float) -> dict[str, float]:
+    """``plateau`` and ``initial_reward`` (the first two entries of every law's vector ``x``,
+    fitted on the standardised rewards) in reward units."""
+    return {"plateau": loc + unit * float(x[0]), "initial_reward": loc + unit * float(x[1])}
+
+
+def _in_units(curve, x: np.ndarray, loc: float, unit: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The curve fitted on the standardised rewards (``curve(tt, x)``) in reward units."""
+    return lambda tt: loc + unit * np.asarray(curve(tt, x), dtype=float)
 
 
 def _result(law, params, derived, t, y, res, curve, bounds) -> LsqFit:
