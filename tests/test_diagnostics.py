@@ -834,6 +834,26 @@ def test_laplace_sd_is_infinite_for_a_parameter_the_curve_ignores():
     assert np.all(np.isfinite(sd[:2])) and sd[2] == np.inf
 
 
+@pytest.mark.parametrize(("factor", "offset"), [(1e-9, 0.0), (1e-3, 0.0), (1e4, 0.0), (-3.0, 1000.0)])
+def test_law_fit_uncertainties_do_not_depend_on_the_reward_scale(factor, offset):
+    # laplace_sd judged directions the curve ignores on the raw J^T J: with rewards of order
+    # 1e-9 its level columns were 1e9 times its time-scale columns, so log_zeta_sd and
+    # log_time_constant_sd read inf (the damping test then called zeta unbounded) and
+    # plateau_sd was 13% off
+    from bayes_grpo.diagnostics import _fits
+    from bayes_grpo.dynamics.trajectory import reward_trajectory
+
+    t = np.arange(200.0)
+    y = reward_trajectory(t, 1.0, 2 * 0.4 * 0.05, 0.05**2, 0.8, 0.2)
+    y = y + 0.02 * np.random.default_rng(0).standard_normal(t.size)
+    moved = factor * y + offset
+    osc, osc_moved = _fits.fit_oscillator(t, y), _fits.fit_oscillator(t, moved)
+    sat, sat_moved = _fits.fit_saturation(t, y), _fits.fit_saturation(t, moved)
+    assert osc_moved["log_zeta_sd"] == pytest.approx(osc["log_zeta_sd"], rel=1e-4)
+    assert sat_moved["log_time_constant_sd"] == pytest.approx(sat["log_time_constant_sd"], rel=1e-4)
+    assert sat_moved["plateau_sd"] == pytest.approx(abs(factor) * sat["plateau_sd"], rel=1e-4)
+
+
 @pytest.mark.parametrize(
     "zeta, lo, hi, at_bounds, expected",
     [

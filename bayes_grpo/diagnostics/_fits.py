@@ -74,14 +74,22 @@ def laplace_sd(
     inflation = float(np.clip((1 + rho) / (1 - rho), 1.0, 25.0)) if rho < 1 else 25.0
     s2 = float(np.sum(residuals**2)) / max(n - k, 1) * inflation
     info = jac.T @ jac
-    cov = s2 * np.linalg.pinv(info, rcond=NULL_RCOND, hermitian=True)
+    # each parameter in units of its own column (the levels move the curve by 1 per unit, the
+    # log time scales by the reward's scale): on rewards of order 1e-9 the raw J^T J spanned
+    # 1e-18 and every log time scale read as a direction the curve ignores (sd inf)
+    norm = np.sqrt(np.clip(np.diag(info), 0.0, None))
+    ignored = ~(norm > 0.0)
+    unit = np.where(ignored, 1.0, 1.0 / np.where(ignored, 1.0, norm))
+    scaled = info * unit[:, None] * unit[None, :]
+    cov = s2 * unit[:, None] * np.linalg.pinv(scaled, rcond=NULL_RCOND, hermitian=True) * unit[None, :]
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     # pinv gives a direction the curve does not depend on (zeta of a constant reward) zero
     # variance; the data say nothing there, so every parameter on it is unbounded
-    eigval, eigvec = np.linalg.eigh(info)
+    eigval, eigvec = np.linalg.eigh(scaled)
     null = eigval <= NULL_RCOND * max(float(eigval.max()), 0.0)
     if null.any():
         sd[(np.abs(eigvec[:, null]) > NULL_LOADING).any(axis=1)] = np.inf
+    sd[ignored] = np.inf
     return sd
 
 
