@@ -1020,6 +1020,29 @@ def test_the_damping_profile_is_the_kalman_likelihood_maximised_over_plateau_sta
         assert prof["initial_reward"].item() == pytest.approx(best.x[1], abs=1e-6)
 
 
+@pytest.mark.parametrize(("factor", "offset"), [(1e-9, 0.0), (1e4, 0.0), (1e-3, 1000.0), (0.01, -1000.0)])
+def test_the_damping_profile_and_its_damping_test_do_not_depend_on_the_reward_units(factor, offset):
+    # the profile's sums of squares expanded the quadratic in (p*, R0): on a reward of 1000
+    # plus changes of 1e-3 they cancelled to noise, and diagnose's state-space damping test
+    # read zeta 0.48 and process-noise share 0.001 for the 0.38 and 0.08 of the same run
+    from bayes_grpo.diagnostics._fits import state_space_damping_test
+    from bayes_grpo.dynamics.trajectory import reward_trajectory
+    from bayes_grpo.predict import statespace
+
+    t = np.arange(200.0)
+    y = reward_trajectory(t, 1.0, 2 * 0.4 * 0.05, 0.05**2, 0.8, 0.2)
+    y = y + 0.02 * np.random.default_rng(0).standard_normal(t.size)
+    moved = factor * y + offset
+    grid = dict(zetas=[0.2, 0.4, 1.0], w0s=[0.03, 0.05], rhos=[0.05, 0.5])
+    prof, prof_moved = statespace.damping_profile(t, y, **grid), statespace.damping_profile(t, moved, **grid)
+    # the density of the moved rewards is the density of y over |factor| per point
+    np.testing.assert_allclose(prof_moved["loglik"], prof["loglik"] - t.size * np.log(abs(factor)), atol=1e-6)
+    for level in ("plateau", "initial_reward"):
+        np.testing.assert_allclose((prof_moved[level] - offset) / factor, prof[level], atol=1e-8)
+    test, test_moved = state_space_damping_test(t, y, 0.3), state_space_damping_test(t, moved, 0.3)
+    assert test_moved == pytest.approx(test, rel=1e-6, abs=1e-9)
+
+
 def test_a_reward_at_its_bound_is_censored_not_a_density():
     """At a reward bound the i.i.d. likelihood is the probability of the latent reward beyond
     it; without process noise the Kalman likelihood is the same (its state never updates)."""

@@ -10,7 +10,7 @@
 Each fit starts from a grid of time scales (and damping ratios) spread over the span of the
 data and keeps the best, so the slow-start (sigmoid-like) shape of the oscillator is found
 rather than a local minimum near a single exponential. NaN observations are skipped.
-Every fit works on the standardised rewards ``(y - mean) / sd`` (:func:`_standardise`) and
+Every fit works on the standardised rewards ``(y - mean) / sd`` (:func:`standardise_rewards`) and
 gives its levels, curve and residuals back in reward units, so a reward on any scale or offset
 (a success rate, a score out of 100, raw reward-model scores of 1e-6 or 1e4, 1000 plus small
 changes) gets the same fitted curve up to that affine map and the same ``R^2``.
@@ -137,13 +137,15 @@ def _finite(t, y, min_points: int) -> tuple[np.ndarray, np.ndarray]:
     return t, y
 
 
-def _standardise(y: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """``(z, loc, scale)`` with ``z = (y - loc) / scale``, the rewards the fits work on.
+def standardise_rewards(y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(z, loc, scale)`` with ``z = (y - loc) / scale``: the rewards a fit works on.
 
-    ``loc`` the mean, ``scale`` the standard deviation (1 for a constant ``y``). The optimiser's
-    tolerances and the bounds' margins are absolute, so a fit in reward units stopped early
-    on rewards of order 1e-9 (R^2 0.82 where the same curve in units of 1 gave 0.99) and lost
-    the digits of a small change on a large offset.
+    ``y`` finite; ``loc`` its mean, ``scale`` its standard deviation (1 for a constant ``y``).
+    The fits here and :func:`bayes_grpo.predict.statespace.damping_profile` work on ``z`` and
+    give their levels back as ``loc + scale * level``. The optimiser's tolerances and the
+    bounds' margins are absolute, so a fit in reward units stopped early on rewards of order
+    1e-9 (R^2 0.82 where the same curve in units of 1 gave 0.99), and sums of squares of a
+    reward of 1000 lost the digits of its small changes.
     """
     loc = float(np.mean(y))
     scale = float(np.std(y))
@@ -244,7 +246,7 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
         # left in the given order, so steps out of order paired rates with the wrong intervals)
         mult = mult.ravel()[np.argsort(t_in.ravel(), kind="stable")]
     t, y = _finite(t, y, 5)
-    z, loc, unit = _standardise(y)
+    z, loc, unit = standardise_rewards(y)
     early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
@@ -295,7 +297,7 @@ def fit_single_exponential(t, y, *, n_time: int = 8) -> LsqFit:
     :class:`LsqFit` with ``params`` ``plateau``, ``initial_reward``, ``tau`` (steps).
     """
     t, y = _finite(t, y, 4)
-    z, loc, unit = _standardise(y)
+    z, loc, unit = standardise_rewards(y)
     early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
@@ -341,7 +343,7 @@ def fit_logistic(t, y, *, n_rate: int = 5, n_mid: int = 5) -> LsqFit:
     ``rate`` (per step) and ``midpoint`` (step).
     """
     t, y = _finite(t, y, 5)
-    z, loc, unit = _standardise(y)
+    z, loc, unit = standardise_rewards(y)
     early, late, span, scale = _ends(t, z)
 
     def curve(tt, p):
@@ -416,6 +418,7 @@ def fit_all(t, y) -> dict[str, LsqFit]:
 
 __all__ = [
     "LsqFit",
+    "standardise_rewards",
     "OSCILLATOR",
     "SINGLE_EXPONENTIAL",
     "LOGISTIC",
