@@ -235,9 +235,15 @@ def tame_wild_points(y, *, limit_sd: float = WILD_POINT_SD) -> np.ndarray:
     sd = float(np.sqrt(noise_variance(y, robust=True, method=SECOND_DIFFERENCE)))
     if not (np.isfinite(sd) and sd > 0.0):
         return y
-    idx = np.arange(1, n - 1)
-    half = np.minimum(np.minimum(idx, n - 1 - idx), WILD_POINT_HALF_WINDOW)
-    centre = np.array([np.median(y[i - h : i + h + 1]) for i, h in zip(idx, half)])
+    centre = np.empty(n - 2)  # of the inner values y[1:-1]
+    for h in range(1, WILD_POINT_HALF_WINDOW + 1):
+        # values with h neighbours each side and, for the largest h, every value further in
+        last = h == WILD_POINT_HALF_WINDOW
+        med = np.median(np.lib.stride_tricks.sliding_window_view(y, 2 * h + 1), axis=1)
+        if last:
+            centre[h - 1 : n - 1 - h] = med
+        else:
+            centre[h - 1], centre[n - 2 - h] = med[0], med[-1]
     out = y.copy()
     out[1:-1] = np.where(np.abs(y[1:-1] - centre) > limit_sd * sd, centre, y[1:-1])
     return out
