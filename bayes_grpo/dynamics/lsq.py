@@ -268,8 +268,8 @@ def fit_oscillator(t, y, *, n_zeta: int = 5, n_time: int = 6, multipliers=None) 
     lower = np.array([-np.inf, -np.inf, np.log(1e-3), lo_w])
     upper = np.array([np.inf, np.inf, np.log(1e3), max(hi_w, lo_w + 1.0)])
     starts = [
-        np.array([late, early, np.log(z), -np.log(tau)])
-        for z, tau in itertools.product(
+        np.array([late, early, np.log(zeta0), -np.log(tau)])
+        for zeta0, tau in itertools.product(
             np.geomspace(0.15, 4.0, n_zeta), np.geomspace(span / 100.0, span, n_time)
         )
     ]
