@@ -479,6 +479,15 @@ def test_verdict_matrix_lists_every_case_and_mode():
     assert m.loc["advantage_degeneracy", "instability"] == "-"
 
 
+def test_no_results_make_an_empty_table_and_matrix_not_a_key_error():
+    # diagnosis_table([]) (a run set without runs) died in set_index with a KeyError
+    table = diagnosis_table([])
+    assert table.empty
+    assert table.index.names == ["run", "mode"]
+    assert {"verdict", "onset_step", "strength", "lower", "upper"} <= set(table.columns)
+    assert verdict_matrix([]).empty
+
+
 @pytest.mark.parametrize(
     "case, mode, lever",
     [

@@ -103,6 +103,17 @@ def test_cli_bad_input_gives_clean_error(runset_path, tmp_path, capsys):
     assert "not in the run set" in capsys.readouterr().err
 
 
+def test_a_run_set_without_runs_is_a_clean_error_not_a_traceback(tmp_path, capsys):
+    # the table of no result died in a KeyError traceback; --json printed an empty list
+    path = tmp_path / "empty.nc"
+    save_runset(simulated_case("healthy", n_steps=30).isel(run=slice(0, 0)), path)
+    for extra in ([], ["--json"]):
+        assert main(["diagnose", str(path), *extra]) == 2
+        captured = capsys.readouterr()
+        assert "holds no runs" in captured.err
+        assert "Traceback" not in captured.err
+
+
 def test_cli_help_lists_every_mode(capsys):
     with pytest.raises(SystemExit):
         main(["diagnose", "--help"])

@@ -145,11 +145,15 @@ def printable_diagnosis_table(table):
 
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
+    from bayes_grpo.constants import RUN_DIM
     from bayes_grpo.diagnostics import diagnose, diagnosis_table
     from bayes_grpo.runset.core import load_runset
 
     config = _config(args)
     ds = load_runset(args.runset)
+    if ds.sizes.get(RUN_DIM, 0) == 0:
+        # an empty table's set_index died in a KeyError traceback; --json printed no result
+        raise ValueError(f"{args.runset} holds no runs: nothing to diagnose")
     results = diagnose(ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode)
     if args.figures:
         import matplotlib.pyplot as plt

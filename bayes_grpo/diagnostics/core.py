@@ -226,8 +226,16 @@ def detected_runs(
     return {str(r.values["run"]): r for r in results if r.passed is False}
 
 
+#: Columns of :func:`diagnosis_table` besides its (run, mode) index.
+TABLE_COLUMNS: tuple[str, ...] = (
+    "verdict", "onset_step", "strength", "lower", "upper", "strength_of", "source"
+)
+
+
 def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
-    """One row per (run, mode): verdict, onset step, strength with its interval and source."""
+    """One row per (run, mode): verdict, onset step, strength with its interval and source.
+
+    No results (a run set without runs) give the table with no row, not a KeyError."""
     rows = []
     for r in results:
         v = r.values
@@ -250,7 +258,7 @@ def diagnosis_table(results: Sequence[CheckResult]) -> pd.DataFrame:
                 "source": st.get("source", ""),
             }
         )
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["run", "mode", *TABLE_COLUMNS])
     # steps as ints, None where there is no onset (pandas makes ints beside None floats: 12120.0)
     table["onset_step"] = pd.Series([row["onset_step"] for row in rows], dtype=object)
     return table.set_index(["run", "mode"])
