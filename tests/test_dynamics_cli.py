@@ -148,6 +148,16 @@ def test_a_gain_that_is_not_positive_is_a_clear_error(gain, capsys):
     assert "must be a positive number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("gain", ["inf", "-inf", "nan", "0"])
+def test_a_gain_that_is_no_positive_finite_number_names_the_option(gain, capsys):
+    # --eta-k inf said "a, momentum and k_ref must be finite, got inf, 0.0, 1.0"
+    for convention in ("heavy_ball", "ema"):
+        args = ["stability", f"--eta-k={gain}", "--momentum", "0.5", "--convention", convention]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"--eta-k {gain}" in err and "positive number, and finite" in err
+
+
 def test_without_a_lag_the_closed_form_has_no_threshold_and_says_why(capsys):
     """K_ref = 0: C_eff = 1 - mu > 0 for every gain, so the closed form has no threshold."""
     assert main(["stability", "--eta-k", "0.1", "--momentum", "0.5", "--k-ref", "0"]) == 0

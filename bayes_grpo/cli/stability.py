@@ -147,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "--lr, --model and --model-size belong to posterior mode; give --posterior FILE too"
         )
+    if not (math.isfinite(args.eta_k) and args.eta_k > 0):
+        # --eta-k inf said "a, momentum and k_ref must be finite, got inf, 0.0, 1.0", naming
+        # no option (and with --convention ema the gain it named was not the number given)
+        raise ValueError(
+            f"--eta-k {args.eta_k:g}: the gain a = eta K must be a positive number, and finite "
+            "(learning rate times the reward's curvature)"
+        )
     from bayes_grpo.dynamics import effective_step, stability_summary
 
     momentum = 0.0 if args.momentum is None else args.momentum
