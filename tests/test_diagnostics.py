@@ -522,6 +522,25 @@ def test_reward_hacking_onset_is_a_logged_step_when_the_window_is_the_runs_last_
     assert "after step 153 " in res.summary
 
 
+@pytest.mark.parametrize("case", ["healthy", "healthy_noisy"])
+def test_the_decoupling_interval_is_as_wide_as_its_spread_over_healthy_runs(case):
+    # the 90% interval of d = gain_train - gain_eval resampled the moving median's residuals in
+    # blocks as long as its window: a block of them sums to about 0, so the replicates lost the
+    # noise's slow variation and the interval had 60-75% of the width the spread of d over
+    # seeds calls for (30-step runs: healthy_noisy flagged as hacking in 7-12% of seeds)
+    config = DiagnosticsConfig.from_mapping({"common": {"n_boot": 100, "figures": False}})
+    d, half_width = [], []
+    for seed in range(60):
+        frame = run_table(simulated_case(case, seed=seed, n_steps=30, eval_every=1), case)
+        st = reward_hacking(frame, run_id=case, config=config.hacking, common=config.common).values[
+            "strength"
+        ]
+        d.append(st["value"])
+        half_width.append((st["upper"] - st["lower"]) / 2)
+    ratio = np.mean(half_width) / (1.645 * np.std(d, ddof=1))
+    assert 0.9 < ratio < 1.4, ratio
+
+
 def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
     res = _one("reward_hacking", "reward_hacking")
     assert res.passed is False, res.summary

@@ -204,6 +204,41 @@ def block_resample(residuals: np.ndarray, block: int, rng: np.random.Generator) 
     return residuals[idx]
 
 
+def residual_bootstrap_parts(
+    values: np.ndarray, smooth_fraction: float, block_fraction: float
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(trend, residuals, block)`` of a residual bootstrap about the moving median.
+
+    Each replicate is ``trend + block_resample(residuals, block, rng)``. Two corrections make
+    the replicates vary as much as the series does (checked on simulated runs, where a 90%
+    interval of the decoupling of ``diagnostics.hacking`` had 60-85% of the width the spread
+    over seeds called for):
+
+    - residuals about a centred moving median of ``k`` points have lost part of the noise to
+      the trend (about ``1/k`` of its variance, as for a moving mean; ``k`` shrinks at the
+      edges): each residual is divided by ``sqrt(1 - 1/k)``;
+    - a moving median of ``w`` points takes the noise's variation on scales of ``w`` points and
+      more into the trend: the residuals are negatively correlated over the window and a run
+      of ``w`` of them sums to about 0. A block as long as the window copies that artefact
+      into every replicate and takes the slow variation out of it (the variation a slope or a
+      windowed mean reads), so a block is at most a quarter of the window
+      (``block_fraction`` of the series, capped there; at least 1 point): it keeps the noise's
+      own short-range correlation, not the smoother's.
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    trend = smooth(values, smooth_fraction)
+    w = window_size(n, smooth_fraction)
+    half = w // 2
+    idx = np.arange(n)
+    k = np.minimum(idx, half) + np.minimum(n - 1 - idx, half) + 1  # points in each window
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(k > 1, 1.0 / np.sqrt(1.0 - 1.0 / np.maximum(k, 1)), 1.0)
+    resid = (values - trend) * scale
+    block = max(1, min(int(round(block_fraction * n)), w // 4))
+    return trend, resid, block
+
+
 def bootstrap(
     values: np.ndarray,
     statistic: Callable[[np.ndarray], float | np.ndarray],
@@ -245,6 +280,7 @@ __all__ = [
     "align",
     "block_resample",
     "bootstrap",
+    "residual_bootstrap_parts",
     "edge_mask",
     "find_series",
     "finite_series",

@@ -18,7 +18,11 @@ how many of its points that leaves out.
 Detected when the lower interval bound of ``d`` exceeds ``decoupling_threshold`` and the
 training reward gains at least ``min_train_gain`` with a lower bound above 0. Onset: the
 start of the late window (where evaluation saturated or peaked). Strength: ``d`` with a
-block-bootstrap interval (residuals of both rewards resampled independently).
+block-bootstrap interval (residuals of both rewards resampled independently, the window
+re-selected in every replicate; residuals rescaled for the noise the moving median takes into
+the trend and resampled in blocks of at most a quarter of its window,
+``_series.residual_bootstrap_parts``, so that the interval is as wide as the spread of ``d``
+over healthy runs: blocks as long as the window made it 60-85% as wide).
 
 Both rewards are also fitted with the same saturation law (single exponential, the
 overdamped limit, via ``bayes_grpo.dynamics.lsq``); the result reports the difference of
@@ -44,6 +48,7 @@ from bayes_grpo.diagnostics._series import (
     finite_series,
     interval,
     ols_gain,
+    residual_bootstrap_parts,
     smooth,
     step_number,
 )
@@ -262,13 +267,17 @@ def reward_hacking(
         )
 
     rng = np.random.default_rng(common.seed)
-    t_s, e_s = (
-        smooth(train.values, common.smooth_fraction),
-        smooth(ev.values, common.smooth_fraction),
+    # the replicates re-select the window (its start is read off the evaluation reward), with
+    # residuals and blocks that keep the noise's slow variation (residual_bootstrap_parts): the
+    # residuals of the moving median in blocks as long as its window made the interval of d
+    # 60-85% as wide as the spread over seeds, and healthy runs read as decoupled (7% of
+    # 30-step runs, against the 5% a one-sided 90% bound allows at d = 0)
+    t_s, t_res, bt = residual_bootstrap_parts(
+        train.values, common.smooth_fraction, common.block_fraction
     )
-    t_res, e_res = train.values - t_s, ev.values - e_s
-    bt = max(2, int(round(common.block_fraction * train.values.size)))
-    be = max(2, int(round(common.block_fraction * ev.values.size)))
+    e_s, e_res, be = residual_bootstrap_parts(
+        ev.values, common.smooth_fraction, common.block_fraction
+    )
     boot = np.array(
         [
             _decoupling(
