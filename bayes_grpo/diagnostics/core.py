@@ -228,7 +228,13 @@ def detected_runs(
 
 #: Columns of :func:`diagnosis_table` besides its (run, mode) index.
 TABLE_COLUMNS: tuple[str, ...] = (
-    "verdict", "onset_step", "strength", "lower", "upper", "strength_of", "source"
+    "verdict",
+    "onset_step",
+    "strength",
+    "lower",
+    "upper",
+    "strength_of",
+    "source",
 )
 
 
