@@ -618,15 +618,21 @@ def prior_from_runs(
 
     if retime is not None and len(retime) != len(runs):
         raise ValueError(f"retime must have one entry per run ({len(runs)}), got {len(retime)}")
+    # built in the runs' own reward unit and scaled back: the bandwidth, the clip of unidentified
+    # directions and the robust spread mix reward-valued and unit-free coordinates, so in reward
+    # units they gave runs logged on 0-10 another prior than the same runs on 0-1
+    rewards = [np.asarray(y, dtype=float) for _, y in runs]
+    unit = reward_unit(np.concatenate(rewards)) if rewards else 1.0
+    bounds = None if reward_bounds is None else (reward_bounds[0] / unit, reward_bounds[1] / unit)
     modes, covs = [], []
     n_retimed = 0
     for i, (t, y) in enumerate(runs):
         t = np.asarray(t, dtype=float)
-        y = np.asarray(y, dtype=float)
+        y = np.asarray(y, dtype=float) / unit
         ok = np.isfinite(t) & np.isfinite(y)
         if ok.sum() < 3:
             continue
-        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon, reward_bounds)
+        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon, bounds)
         settings = None if retime is None else retime[i]
         if settings is not None:
             w0, zeta = retime_oscillator(np.exp(mode[2]), np.exp(mode[3]), *settings)
@@ -657,7 +663,7 @@ def prior_from_runs(
     if n_retimed:
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
-        return GaussianPrior(centre, cov, source=label + ")")
+        return rescale_prior(GaussianPrior(centre, cov, source=label + ")"), unit)
     if kind != "mixture":
         raise ForecastError(f"unknown prior kind {kind!r}; expected 'mixture' or 'gaussian'")
     n, dim = modes_arr.shape
@@ -676,8 +682,11 @@ def prior_from_runs(
         comp_covs.append((evec * ev) @ evec.T + h2 * between)
     comp_covs_arr = np.array(comp_covs)
     comp_covs_arr[:, 4, 4] = np.maximum(comp_covs_arr[:, 4, 4], RUN_PRIOR_LOG_SIGMA_SD**2)
-    return MixturePrior(
-        modes_arr, comp_covs_arr, np.ones(len(pick)), source=label + f", mixture of {len(pick)})"
+    return rescale_prior(
+        MixturePrior(
+            modes_arr, comp_covs_arr, np.ones(len(pick)), source=label + f", mixture of {len(pick)})"
+        ),
+        unit,
     )
 
 
@@ -1491,6 +1500,102 @@ def fit_run(
     if bounds is not None:
         noise_shape(np.zeros(1), bounds)  # validates lo < hi
         check_within_bounds(y, bounds)
+    # the numerics (optimiser steps, the Laplace covariance's conditioning, the proposals) work
+    # in the reward's own unit, so that a reward logged on 0-10 is forecast as the same reward
+    # on 0-1 (the bands, means and milestones of one are the other's times 10)
+    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.mean[:2]
+    unit = reward_unit(np.concatenate([y, np.ravel(levels_of_prior)]))
+    post = _fit_run_in_unit(
+        t,
+        y / unit,
+        rescale_prior(prior, 1.0 / unit),
+        n_draws=n_draws,
+        n_proposal=n_proposal,
+        rng=rng,
+        warm_start=None if warm_start is None else rescale_u(warm_start, 1.0 / unit),
+        likelihood=likelihood,
+        bounds=None if bounds is None else (bounds[0] / unit, bounds[1] / unit),
+        adapt=adapt,
+    )
+    post.draws = rescale_u(post.draws, unit)
+    post.mode = rescale_u(post.mode, unit)
+    levels = _level_scales(post.cov.shape[0], unit)
+    post.cov = post.cov * np.outer(levels, levels)
+    # the log density of the rewards, the plateau and R0 in the rewards' own units (Jacobian)
+    post.log_post_mode -= (y.size + 2) * float(np.log(unit))
+    post.t, post.y, post.reward_bounds = t, y, bounds
+    return post
+
+
+def reward_unit(values: np.ndarray) -> float:
+    """The reward unit a forecast's numerics work in: the power of ten nearest the largest size
+    of ``values`` (rewards, and a prior's plateaus and initial rewards; 1 when all are 0).
+
+    Rewards multiplied by a power of ten (a success rate logged as a percentage, a 0-10 score)
+    are then fitted in the same numbers, and their forecast is the same forecast scaled; a
+    reward of order 1 is fitted as it is (unit 1)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    size = float(np.max(np.abs(values))) if values.size else 0.0
+    return float(10.0 ** np.round(np.log10(size))) if size > 0.0 else 1.0
+
+
+def _level_scales(dim: int, unit: float) -> np.ndarray:
+    """Per-coordinate factors of ``u`` under a reward unit ``unit``: ``p*`` and ``R0`` scale
+    with it, ``log sigma`` shifts by ``log unit`` (no factor), the dynamics are unit-free."""
+    scales = np.ones(dim)
+    scales[:2] = unit
+    return scales
+
+
+def rescale_u(u: np.ndarray, factor: float) -> np.ndarray:
+    """``u`` (rows, or one vector) of a run whose rewards are multiplied by ``factor``."""
+    out = np.array(u, dtype=float, copy=True)
+    out[..., :2] *= factor
+    out[..., 4] += np.log(factor)
+    return out
+
+
+def rescale_prior(
+    prior: GaussianPrior | MixturePrior, factor: float
+) -> GaussianPrior | MixturePrior:
+    """``prior`` for the run's rewards multiplied by ``factor`` (:func:`rescale_u`).
+
+    The moments are carried over as they are: made anew, the prior would floor its sds and
+    shrink its correlations once more (:class:`GaussianPrior`), and a forecast in another
+    unit would rest on another prior."""
+    if factor == 1.0:
+        return prior
+    out = object.__new__(type(prior))
+    if isinstance(prior, MixturePrior):
+        levels = _level_scales(prior.covs.shape[-1], factor)
+        moments = {
+            "means": rescale_u(prior.means, factor),
+            "covs": prior.covs * np.outer(levels, levels),
+            "weights": prior.weights,
+        }
+    else:
+        levels = _level_scales(prior.cov.shape[0], factor)
+        moments = {"mean": rescale_u(prior.mean, factor), "cov": prior.cov * np.outer(levels, levels)}
+    for name, value in {**moments, "source": prior.source}.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+def _fit_run_in_unit(
+    t: np.ndarray,
+    y: np.ndarray,
+    prior: GaussianPrior | MixturePrior,
+    *,
+    n_draws: int,
+    n_proposal: int,
+    rng: np.random.Generator,
+    warm_start: np.ndarray | None,
+    likelihood: str,
+    bounds: tuple[float, float] | None,
+    adapt: bool,
+) -> RunPosterior:
+    """:func:`fit_run` of checked rewards ``y`` and ``prior`` in the reward unit (:func:`reward_unit`)."""
     if isinstance(prior, MixturePrior):
         return _fit_mixture(t, y, prior, n_draws, n_proposal, rng, likelihood, bounds, adapt)
     prior = prior.with_onset()
