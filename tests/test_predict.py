@@ -1331,3 +1331,26 @@ def test_a_forecast_plot_is_titled_by_its_run_and_the_step_it_forecasts_from():
     run_id = str(runs["run"].values[0])
     fc = forecast_in_runset(runs, run_id, upto=30, n_draws=200, seed=0)
     assert default_plot_title(fc).startswith(f"run {run_id}, forecast from step 30")
+
+
+def test_an_overshoot_past_the_logged_rewards_is_not_blamed_on_an_unpinned_plateau():
+    """`predict fit.nc --lr 1e-3 --momentum 0.9 --k-ref 1 ...` (Adam runs, heavy-ball
+    convention: a 10x gain) of an LLM whose runs reached their plateau 6.89 [6.88, 6.91] on a
+    0-10 reward predicted a mean of 9.93, and the warning said the plateau "is not pinned by runs
+    that end before approaching it": it was pinned, among the logged rewards [1.75, 8.85]; the
+    excursion is the underdamped trajectory's overshoot."""
+    import pandas as pd
+
+    from bayes_grpo.predict.predict import beyond_logged_rewards_warning
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(50)
+    curves = {k: pd.DataFrame({"reward": 2.0 + 5.0 * (1 - np.exp(-steps / (8.0 + i)))}, index=steps) for i, k in enumerate("ab")}
+    rs = make_runset(curves, {k: {"model": "m"} for k in curves})
+    overshoot = 6.9 + 3.0 * np.exp(-steps / 20.0) * np.sin(steps / 5.0)
+    msg = beyond_logged_rewards_warning(rs, model="m", mean_trajectory=overshoot, plateau=np.full(40, 6.9))
+    assert msg is not None and "reaches 8.98" in msg
+    assert "not pinned" not in msg and "lies among them" in msg and "overshoot" in msg, msg
+    # a plateau beyond the logged rewards is still the unpinned one
+    msg = beyond_logged_rewards_warning(rs, model="m", mean_trajectory=np.linspace(2, 9.5, 50), plateau=np.full(40, 12.0))
+    assert msg is not None and "not pinned" in msg

@@ -543,13 +543,22 @@ def beyond_logged_rewards_warning(
         return None
     reach = top if top > hi + margin else bottom
     q = np.nanquantile(p_star, [0.05, 0.5, 0.95])
-    return (
+    head = (
         f"the predicted mean reward reaches {reach:.3g}, beyond every reward the fitted runs "
         f"logged ([{lo:.3g}, {hi:.3g}]): the law's plateau p* = {q[1]:.3g} [{q[0]:.3g}, {q[2]:.3g}] "
-        "is not pinned by runs that end before approaching it, so past their rewards the "
-        "trajectory is the law's extrapolation (a bounded reward, such as a success rate, "
-        "cannot follow it)"
     )
+    tail = (
+        ", so past their rewards the trajectory is the law's extrapolation (a bounded reward, "
+        "such as a success rate, cannot follow it)"
+    )
+    if lo - margin <= q[0] and q[2] <= hi + margin:
+        # the plateau is among the logged rewards: the excursion is the trajectory's swing about
+        # it (an underdamped setting's overshoot), not a plateau left free by the runs
+        return (
+            head + "lies among them, and the mean swings past it at this setting (an overshoot "
+            "larger than any fitted run showed)" + tail
+        )
+    return head + "is not pinned by runs that end before approaching it" + tail
 
 
 def _model_runs(runset: xr.Dataset, model: str | None) -> np.ndarray:
