@@ -1484,3 +1484,29 @@ def test_a_reward_logged_on_0_to_10_is_forecast_as_the_same_reward_on_0_to_1(lik
         np.testing.assert_allclose(
             scaled.time_to_fraction_median.values, one.time_to_fraction_median.values
         )
+
+
+def test_a_posterior_prior_is_the_same_prior_for_a_reward_logged_on_0_to_10():
+    """`forecast runs.nc --run r --prior fit.nc` builds its prior from the fit's draws of the run's
+    plateau and R0 (reward units). Their sd was floored at 1e-3 in whatever unit the reward was
+    logged in: a plateau pinned to sd 2e-4 on 0-1 was widened 5x, the same plateau on 0-10 (sd
+    2e-3) kept as it was, so the two forecasts rested on different priors."""
+    from bayes_grpo.predict.forecast import prior_from_draws
+
+    rng = np.random.default_rng(0)
+    u = np.column_stack(
+        [
+            rng.normal(0.69, 2e-4, 400),
+            rng.normal(0.2, 5e-4, 400),
+            rng.normal(np.log(0.05), 0.1, 400),
+            rng.normal(np.log(0.8), 0.1, 400),
+            rng.normal(np.log(0.03), 0.1, 400),
+        ]
+    )
+    u10 = u.copy()
+    u10[:, :2] *= 10.0
+    u10[:, 4] += np.log(10.0)
+    one, ten = prior_from_draws(u), prior_from_draws(u10)
+    levels = np.array([10.0, 10.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(ten.mean, one.mean * levels + np.array([0, 0, 0, 0, np.log(10.0)]), rtol=1e-12)
+    np.testing.assert_allclose(ten.cov, one.cov * np.outer(levels, levels), rtol=1e-9)

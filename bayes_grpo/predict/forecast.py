@@ -496,7 +496,12 @@ def prior_from_draws(
         raise ForecastError(
             f"{source}: only {u.shape[0]} usable (stable, finite) draws; cannot form a prior"
         )
-    return GaussianPrior(u.mean(axis=0), inflate * np.cov(u, rowvar=False), source=source)
+    # moments in the reward's unit (reward_unit), scaled back as they are: the prior's sd floor on
+    # the plateau and R0 is then a share of the reward's size, not 1e-3 in whatever unit it is logged
+    unit = reward_unit(u[:, :2])
+    u = rescale_u(u, 1.0 / unit)
+    prior = GaussianPrior(u.mean(axis=0), inflate * np.cov(u, rowvar=False), source=source)
+    return rescale_prior(prior, unit)
 
 
 def prior_from_posterior(
