@@ -455,3 +455,33 @@ def test_the_noise_exponent_note_gives_r_hat_to_the_digits_of_the_convergence_ch
     monkeypatch.setattr(az, "rhat", lambda data, **kw: xr.Dataset({"alpha": 1.0123}))
     note = model.noise_exponent_summary()["note"]
     assert note.startswith("alpha's draws have not converged (bulk ESS ") and ", R-hat 1.012;" in note, note
+
+
+def test_fit_names_a_run_without_a_visible_trend_in_its_text_and_json(tmp_path, capsys, monkeypatch):
+    """A flat, noisy run (an LLM's G = 2 run that never moved, reward 5 +- 0.3 on a 0-10 scale)
+    went into `fit` beside the LLM's rising runs without a word: raw R^2 -133, and the LLM's
+    noise D 22 against 1.6 and 5.1 for the other LLMs (its misfit counted as noise). The report
+    and `compare` name such runs; `fit` now does too (stdout and JSON `notes`), a constant run
+    keeping its own note only. Prior draws stand in for the posterior."""
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(0, 150)
+    rise = 2.0 + 5.0 * (1.0 - np.exp(-steps / 20.0))
+    curves = {
+        "rising": pd.DataFrame({"reward": rise + rng.normal(0, 0.2, steps.size)}, index=steps),
+        "flat": pd.DataFrame({"reward": 5.0 + rng.normal(0, 0.3, steps.size)}, index=steps),
+        "solved": pd.DataFrame({"reward": np.full(steps.size, 7.0)}, index=steps),
+    }
+    hp = {"model": "m", "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
+    runs = save_runset(make_runset(curves, {k: {**hp, "group_size": g} for k, g in zip(curves, (8, 2, 32))}), tmp_path / "r.nc")
+
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "no visible trend" in x]
+    assert len(lines) == 1 and lines[0].startswith("note: runs ['flat'] show no visible trend"), lines
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert sum("no visible trend" in n for n in notes) == 1 and any("['flat']" in n for n in notes), notes

@@ -121,6 +121,32 @@ def unstable_run_note(run_id: str, evidence: str) -> str:
     )
 
 
+def no_trend_note(runs, data) -> str | None:
+    """The note on fitted runs without a visible trend (``has_trend`` False in the run summary;
+    a constant run has its own note, :func:`bayes_grpo.model.prepare.shape_notes`), or None.
+
+    Such a run (a flat, noisy log) shows no rise for the law to fit, yet it shares its LLM's
+    plateau, curvature and noise ``D``: its misfit is counted as that LLM's noise, widening the
+    bands of the LLM's other runs and predictions. ``fit`` printed nothing of it (the report and
+    ``compare`` name such runs)."""
+    from bayes_grpo.model.prepare import constant_reward
+
+    constant = {str(r) for r, row in zip(data.run_ids, data.reward) if constant_reward(row)}
+    names = [
+        str(r)
+        for r, trend in runs["has_trend"].items()
+        if trend is not None and not bool(trend) and str(r) not in constant
+    ]
+    if not names:
+        return None
+    return (
+        f"runs {names} show no visible trend (has_trend False; not evidence for or against the "
+        "law): the law has no rise to fit there, yet each shares its LLM's plateau, curvature "
+        "and noise D, and its misfit is counted as that LLM's noise; fit such runs apart (a "
+        "model name of their own) or leave them out"
+    )
+
+
 def _group_records(groups) -> list[dict]:
     """The rows of :meth:`GRPODynamicsModel.group_summary` for ``--json``, G as the table shows
     it (``readable_group_sizes``): ``reset_index`` turned the G of every group into a float
@@ -178,6 +204,8 @@ def run_fit(args: argparse.Namespace) -> int:
     independence = iid_residual_check(model)
     runs = model.run_summary()
     groups = model.group_summary()
+    no_trend = no_trend_note(runs, model.data)
+    notes = [*model.data.notes, *([no_trend] if no_trend else [])]
     scaling = size_exponent_summary(model)
     noise_exponent = model.noise_exponent_summary()
     if args.json:
@@ -187,7 +215,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "settings": model.settings,
                 "fit_seconds": model.fit_seconds,
                 "convergence": conv.to_dict(),
-                "notes": list(model.data.notes),
+                "notes": notes,
                 "size_exponent": scaling,
                 "noise_exponent": noise_exponent,
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
@@ -218,7 +246,7 @@ def run_fit(args: argparse.Namespace) -> int:
             print(f"residuals: {independence.summary}")
         if noise_exponent is not None and noise_exponent["note"]:
             print(f"noise exponent: {noise_exponent['note']}")
-        for note in model.data.notes:
+        for note in notes:
             print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")
     if args.strict and not conv.passed:
