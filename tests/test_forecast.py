@@ -1510,3 +1510,34 @@ def test_a_posterior_prior_is_the_same_prior_for_a_reward_logged_on_0_to_10():
     levels = np.array([10.0, 10.0, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(ten.mean, one.mean * levels + np.array([0, 0, 0, 0, np.log(10.0)]), rtol=1e-12)
     np.testing.assert_allclose(ten.cov, one.cov * np.outer(levels, levels), rtol=1e-9)
+
+
+@pytest.mark.parametrize("likelihood", ["state_space", "iid"])
+def test_a_constant_prefix_takes_its_noise_from_the_prior_not_zero(likelihood):
+    """`forecast --run stuck --upto 100` of a run still at reward 0 (a success rate whose
+    other runs took off at steps 20-40) gave a noise sd of 1e-6 and 90% bands of the logged
+    reward 1e-5 wide, covering none of the run's later steps: a constant prefix shows no
+    noise, and its likelihood grows without bound as the noise sd goes to 0. The noise is
+    now the prior's (the other runs')."""
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.predict.summary import band
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(1)
+    steps = np.arange(0, 200, 2)
+
+    def run(onset):
+        p = np.where(steps < onset, 0.0, 0.8 * (1 - np.exp(-(steps - onset) / 30.0)))
+        noise = np.sqrt(p * (1 - p)) * 0.2 * rng.normal(size=steps.size)  # none at p = 0
+        return pd.DataFrame({"reward": np.clip(p + noise, 0, 1)}, index=steps)
+
+    curves = {f"r{i}": run(onset) for i, onset in enumerate((20, 30, 40))}
+    curves["stuck"] = run(120)
+    ds = make_runset(curves, {k: {"model": "m"} for k in curves})
+    fc = forecast_in_runset(ds, "stuck", 100, likelihood=likelihood, n_draws=300)
+    sigma = float(np.median(fc["param_sigma"].values))
+    assert 0.01 < sigma < 0.3, sigma
+    lo, hi = band(fc, kind="obs")
+    assert float(hi[-1] - lo[-1]) > 0.05

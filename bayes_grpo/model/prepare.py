@@ -345,7 +345,7 @@ def constant_reward_note(runs: list[str], *, forecast: bool = False) -> str:
     ``runs``: for a fit (``fit`` and ``compare`` print it, :func:`shape_notes`), or with
     ``forecast`` for a run forecast from a constant prefix (``bayes-grpo forecast``)."""
     if forecast:
-        effect = "so the forecast's plateau, time scale and regime are its prior's, not the run's"
+        effect = "so the forecast's plateau, time scale, regime and noise are its prior's, not the run's"
         remedy = ""
     else:
         effect = "yet they pull their LLM's plateau and initial reward towards that level"

@@ -1084,7 +1084,8 @@ def forecast_in_runset(
 
     A run whose reward is constant up to ``upto`` (a run solved from step 0) has no dynamics
     to fit: its warnings say so, in the words of ``fit``'s note
-    (:func:`bayes_grpo.model.prepare.constant_reward_note`).
+    (:func:`bayes_grpo.model.prepare.constant_reward_note`); nor any noise, which is then the
+    prior's (:func:`noise_held_at_prior`).
     """
     from bayes_grpo.dynamics.trajectory import starts_late
     from bayes_grpo.model.prepare import constant_reward, constant_reward_note
@@ -2277,11 +2278,19 @@ def _fit_prefix(
     """:func:`fit_run` of a prefix with the forecast's notes on it (a prior the prefix
     conflicts with, when ``given``; too few rewards; an i.i.d. fit of a wandering reward):
     the one fit of :func:`forecast_run` and :class:`RunForecaster`, so that the same prefix
-    and seed give the same forecast by either."""
+    and seed give the same forecast by either.
+
+    A constant prefix (a run still at 0, or solved from step 0) shows no noise: its likelihood
+    grows without bound as the noise sd goes to 0, and the fit took sd 1e-5 from the other
+    runs' prior (90% bands 6e-5 wide, covering 6% of the run's later steps). With a ``given``
+    prior the noise is then the prior's (:func:`noise_held_at_prior`)."""
+    from bayes_grpo.model.prepare import constant_reward
+
+    fit_prior = noise_held_at_prior(prior) if given and constant_reward(y) else prior
     post = fit_run(
         t,
         y,
-        prior,
+        fit_prior,
         n_draws=n_draws,
         rng=rng,
         warm_start=warm_start,
@@ -2302,6 +2311,28 @@ def _fit_prefix(
         if wander:
             post.warnings.append(wander)
     return post
+
+
+def noise_held_at_prior(prior: GaussianPrior | MixturePrior) -> GaussianPrior | MixturePrior:
+    """``prior`` with its log noise sd held at its mean (a mixture's: every component at the
+    mixture's mean, since the components of runs that were flat too would carry their own
+    near-zero noise), sd :data:`PRIOR_SD_FLOOR` there, uncorrelated with the rest. For a prefix
+    that carries no information on the noise (a constant reward, :func:`_fit_prefix`)."""
+    i = PARAM_NAMES.index("log_sigma")
+
+    def hold(cov: np.ndarray) -> np.ndarray:
+        cov = np.array(cov, dtype=float)
+        cov[i, :] = 0.0
+        cov[:, i] = 0.0
+        cov[i, i] = PRIOR_SD_FLOOR[i] ** 2
+        return cov
+
+    if isinstance(prior, MixturePrior):
+        means = np.array(prior.means, dtype=float)
+        means[:, i] = prior.mean[i]
+        covs = np.array([hold(c) for c in prior.covs])
+        return MixturePrior(means, covs, prior.weights, source=prior.source)
+    return GaussianPrior(prior.mean, hold(prior.cov), source=prior.source)
 
 
 class RunForecaster:
