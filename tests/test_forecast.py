@@ -1541,3 +1541,17 @@ def test_a_constant_prefix_takes_its_noise_from_the_prior_not_zero(likelihood):
     assert 0.01 < sigma < 0.3, sigma
     lo, hi = band(fc, kind="obs")
     assert float(hi[-1] - lo[-1]) > 0.05
+
+
+def test_a_constant_prefix_without_a_prior_of_its_noise_says_its_bands_have_none():
+    """`forecast --run stuck --upto 40 --no-population` of a run still at reward 0 gave 90%
+    bands of the logged reward 4e-6 wide without a word: the weak prior's noise is the
+    prefix's own, and a constant prefix has none."""
+    from bayes_grpo.predict.forecast import forecast_run
+
+    t = np.arange(0.0, 41.0)
+    fc = forecast_run(t, np.zeros(t.size), np.arange(0.0, 101.0), n_draws=200, likelihood="iid")
+    assert any("knows no noise either" in w for w in attr_warnings(fc)), attr_warnings(fc)
+    noisy = np.random.default_rng(0).normal(0.0, 0.02, t.size)
+    fc = forecast_run(t, noisy, np.arange(0.0, 101.0), n_draws=200, likelihood="iid")
+    assert not any("knows no noise" in w for w in attr_warnings(fc))

@@ -2286,7 +2286,8 @@ def _fit_prefix(
     prior the noise is then the prior's (:func:`noise_held_at_prior`)."""
     from bayes_grpo.model.prepare import constant_reward
 
-    fit_prior = noise_held_at_prior(prior) if given and constant_reward(y) else prior
+    flat = constant_reward(y)
+    fit_prior = noise_held_at_prior(prior) if given and flat else prior
     post = fit_run(
         t,
         y,
@@ -2300,6 +2301,15 @@ def _fit_prefix(
     conflict = prior_conflict_note(prior, t, y, reward_bounds) if given else None
     if conflict:
         post.warnings.append(conflict)
+    if flat and not np.exp(prior.mean[PARAM_NAMES.index("log_sigma")]) > 10.0 * _data_scale(y)[0]:
+        # the weak prior's noise (and that of a prior whose levels are the prefix's, with_levels_from)
+        # is the prefix's own: none. `forecast --no-population` of a run at 0 gave bands 4e-6 wide
+        post.warnings.append(
+            f"the rewards up to step {float(np.nanmax(t)):g} are constant and the prior "
+            f"({prior.source or 'given'}) knows no noise either: the bands of the logged reward are "
+            "those of a run without noise (about 0 wide), not the noise the run will show once it "
+            "moves; forecast with a prior that has it (the other runs of its LLM, or --prior)"
+        )
     if post.n_obs < FEW_PREFIX_POINTS:
         post.warnings.append(
             f"only {post.n_obs} logged rewards up to step {float(np.nanmax(t)):g} (fewer than "
