@@ -1354,3 +1354,24 @@ def test_an_overshoot_past_the_logged_rewards_is_not_blamed_on_an_unpinned_plate
     # a plateau beyond the logged rewards is still the unpinned one
     msg = beyond_logged_rewards_warning(rs, model="m", mean_trajectory=np.linspace(2, 9.5, 50), plateau=np.full(40, 12.0))
     assert msg is not None and "not pinned" in msg
+
+
+def test_a_stop_step_only_the_horizons_last_step_gives_says_so():
+    """`predict models/bandit.nc --lr 0.1 --momentum 0.5 --k-ref 24 --group-size 8 --steps 150`
+    gave stop_step 150 without a word (--steps 100 and 200: none within the horizon): the
+    stable draws rise past their plateau at the horizon, where the gain counts nothing
+    beyond it (0.022 one step before, 0 at step 150)."""
+    from bayes_grpo.predict.summary import summarise_draws
+
+    steps = np.arange(0.0, 11.0)
+    rising = np.stack([0.12 * steps, 0.11 * steps])  # above their plateau 1.0, still rising
+    ones = np.ones(2)
+    kw = dict(initial_reward=0 * ones, zeta=0.5 * ones, damping=ones, stop_threshold=0.05)
+    ds = summarise_draws(steps, rising, rising, plateau=ones, **kw)
+    assert ds.attrs["stop_step"] == 10.0
+    notes = [w for w in attr_warnings(ds) if "the horizon's last step" in w]
+    assert len(notes) == 1 and "stop step 10 " in notes[0], attr_warnings(ds)
+    # a run that settles well before the horizon: no such note
+    settled = single_exponential(steps[None, :], 1.0, 0.0, 1.0) * ones[:, None]
+    ds = summarise_draws(steps, settled, settled, plateau=ones, **kw)
+    assert ds.attrs["stop_step"] < 10 and not any("last step" in w for w in attr_warnings(ds))

@@ -171,7 +171,11 @@ def stop_step_notes(ds: xr.Dataset) -> list[str]:
       ``--stop-threshold 5`` on a 0-1 reward): every step is "after which the gain stays
       below", so the stop step is the first one, whatever the run does;
     * a forecast's stop step at or before its last logged step (``attrs["upto_step"]``): by
-      the forecast the run has already gained what it will.
+      the forecast the run has already gained what it will;
+    * a stop step at the grid's last step when the gain was at or above the threshold one step
+      before: the gain at the last step counts nothing past the horizon (a draw still rising
+      there, or above its plateau, has 0 left), so the stop step may be the horizon's, not the
+      run's (`predict models/bandit.nc --k-ref 24 --steps 150`: 150; 100 and 200: none).
     """
     notes = []
     stop = float(ds.attrs["stop_step"])
@@ -189,6 +193,13 @@ def stop_step_notes(ds: xr.Dataset) -> list[str]:
             f"the stop step {stop:g} is at or before the last logged step {float(ds.attrs['upto_step']):g}: "
             "by this forecast the expected remaining gain was already below the threshold there "
             "(the run has gained what it will)"
+        )
+    if gain.size > 1 and stop == float(ds[STEP_DIM].values[-1]) and float(gain[-2]) >= threshold:
+        notes.append(
+            f"the stop step {stop:g} is the horizon's last step, the only one where the expected "
+            f"remaining gain is below the threshold ({float(gain[-2]):.3g} one step before): the gain "
+            "there counts nothing past the horizon (a draw still rising, or above its plateau, has "
+            "none left), so it may be the horizon's stop, not the run's; give a longer horizon to see"
         )
     return notes
 
