@@ -1375,3 +1375,25 @@ def test_a_stop_step_only_the_horizons_last_step_gives_says_so():
     settled = single_exponential(steps[None, :], 1.0, 0.0, 1.0) * ones[:, None]
     ds = summarise_draws(steps, settled, settled, plateau=ones, **kw)
     assert ds.attrs["stop_step"] < 10 and not any("last step" in w for w in attr_warnings(ds))
+
+
+def test_a_forecast_plot_title_of_a_long_run_id_fits_in_the_figure():
+    """`forecast bandit_runs.nc --run 'bandit/K_ref=2/G=8/lr=0.1/mu=0.5/beta=1/seed=0' --upto 30
+    --plot fc.png` cut its title at the figure's right edge ("... overdamped (p=0.78"): run,
+    step and regime were one line; the regime now has its own, as in a prediction's title."""
+    from bayes_grpo.predict.summary import summarise_draws
+
+    steps = np.arange(0.0, 61.0)
+    curves = np.stack([0.9 - 0.8 * np.exp(-steps / tau) for tau in (10.0, 12.0, 14.0)])
+    ones = np.ones(3)
+    run_id = "bandit/K_ref=2/G=8/lr=0.1/mu=0.5/beta=1/seed=0"
+    ds = summarise_draws(
+        steps, curves, curves, plateau=0.9 * ones, initial_reward=0.1 * ones, zeta=2 * ones,
+        damping=ones, attrs={"run": run_id, "upto_step": 30.0},
+    )
+    fig = plot_prediction(ds)
+    fig.canvas.draw()
+    title = fig.axes[0].title
+    assert title.get_window_extent().x1 <= fig.bbox.x1 and title.get_window_extent().x0 >= fig.bbox.x0
+    assert title.get_text().startswith(f"run {run_id}, forecast from step 30")
+    assert title.get_text().endswith("\noverdamped (p=1.00)")

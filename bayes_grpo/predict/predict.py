@@ -1086,8 +1086,8 @@ def load_prediction(path: str | os.PathLike) -> xr.Dataset:
 def default_plot_title(ds: xr.Dataset) -> str:
     """What a prediction or forecast plot shows, for its title: the setting predicted (LLM,
     learning rate, momentum and convention, ``K_ref``, ``G``, a schedule) or the run forecast
-    and its last seen step, then the regime and its probability. A plot titled by its regime
-    alone did not say which of several ``--plot`` files was which setting."""
+    and its last seen step, then, on a line of its own, the regime and its probability. A plot
+    titled by its regime alone did not say which of several ``--plot`` files was which setting."""
     regime = f"{ds.attrs.get('regime', '')} (p={float(ds.attrs.get('regime_prob', np.nan)):.2f})"
     try:
         settings = json.loads(str(ds.attrs.get("settings", "{}")))
@@ -1100,7 +1100,7 @@ def default_plot_title(ds: xr.Dataset) -> str:
         upto = float(ds.attrs.get("upto_step", np.nan))
         if np.isfinite(upto):
             head += f", forecast from step {upto:g}"
-        return f"{head}: {regime}"
+        return f"{head}\n{regime}"  # one line was cut at the figure's edge for a long run id
     parts = []
     for key, label in (("learning_rate", "lr"), ("momentum", "momentum"), ("k_ref", "K_ref"), ("group_size", "G")):
         value = settings.get(key)
