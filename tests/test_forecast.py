@@ -1555,3 +1555,25 @@ def test_a_constant_prefix_without_a_prior_of_its_noise_says_its_bands_have_none
     noisy = np.random.default_rng(0).normal(0.0, 0.02, t.size)
     fc = forecast_run(t, noisy, np.arange(0.0, 101.0), n_draws=200, likelihood="iid")
     assert not any("knows no noise" in w for w in attr_warnings(fc))
+
+
+def test_a_posterior_prior_at_a_setting_outside_the_fitted_runs_says_so():
+    """`forecast tiny_runs.nc --run g16_p8_lr0.001_k8_adamw_s0 --upto 100 --prior models/tiny.nc`
+    (K_ref 8; the fit's runs have K_ref 1 and 2) said nothing of it, while `predict` at that
+    setting warns that it extrapolates: the prior is the fit's prediction there."""
+    from pathlib import Path
+
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset.ingest import load_runs
+
+    root = Path(__file__).resolve().parents[1]
+    runset = load_runs(root / "data" / "tiny" / "g16_p8_lr0.001_k8_adamw_s0")
+    run_id = str(runset["run"].values[0])
+    _, note = population_prior_for_run(runset, run_id, posterior=root / "models" / "tiny.nc")
+    assert "the prior is the fit's prediction at this run's setting" in note, note
+    assert "K_ref = 8 is outside the fitted runs' range [1, 2]" in note
+    assert "law-discrepancy" not in note
+    # a run at a fitted setting gets no such note
+    runset = load_runs(root / "data" / "tiny" / "g16_p8_lr0.001_k1_adamw_s0")
+    _, note = population_prior_for_run(runset, str(runset["run"].values[0]), posterior=root / "models" / "tiny.nc")
+    assert "prediction at this run's setting" not in note

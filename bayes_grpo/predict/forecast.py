@@ -855,6 +855,27 @@ def population_prior_for_run(
 
             mixed = [n for n in posterior.data.notes if n.startswith(mixed_optimizer_start(llm))]
             note = "; ".join(n for n in (note, *mixed) if n)
+        if getattr(posterior, "parameterisation", "mechanistic") != "phenomenological":
+            # the prior is the fit's prediction at this run's setting: where `predict` warns that
+            # it leaves the fitted runs' range, so does the forecast (`--prior tiny.nc` of the
+            # K_ref 8 run, fitted K_ref 1-2, said nothing)
+            from bayes_grpo.predict.predict import extrapolation_warnings
+
+            outside = [
+                w
+                for w in extrapolation_warnings(
+                    getattr(posterior, "runset", None),
+                    model=llm,
+                    learning_rate=float(kw["learning_rate"]),
+                    momentum=float(kw["momentum"]),
+                    k_ref=float(kw["k_ref"]),
+                    momentum_convention=str(kw["momentum_convention"]) if "momentum_convention" in kw else None,
+                )
+                if not w.startswith("the band's law-discrepancy")  # predict's band has it, not this
+            ]
+            if outside:
+                outside_note = f"the prior is the fit's prediction at this run's setting ({'; '.join(outside)})"
+                note = "; ".join(n for n in (note, outside_note) if n)
         try:
             prior = prior_from_posterior(
                 posterior,
