@@ -380,3 +380,29 @@ def test_bandit_run_set_is_identical_to_one_built_by_make_runset():
         for r in ds.run.values
     }
     xr.testing.assert_identical(ds, make_runset(curves, meta, attrs={"truth": ds.attrs["truth"]}))
+
+
+def test_the_phase_heatmap_title_gives_the_measured_stiffness_under_ema_momentum():
+    # EMA momentum: a = eta (1 - beta1) K, so a / eta is (1 - beta1) K = 0.025, not K = 0.25
+    from bayes_grpo.bandit.experiments import phase_diagram_figure
+
+    ds = simulate_bandit(
+        k_ref=[0, 1, 2],
+        learning_rate=[0.5, 1.0],
+        momentum=0.9,
+        momentum_convention="ema",
+        seeds=2,
+        steps=300,
+        clip_eps=math.inf,
+        seed=0,
+    )
+    stiffness = next(iter(runset_truth(ds).values()))["stiffness"]
+    assert stiffness == pytest.approx(0.25, rel=1e-6)
+    fig = phase_diagram_figure(ds)
+    try:
+        title = fig.axes[0].get_title()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    assert f"K = {stiffness:.3g}" in title, title

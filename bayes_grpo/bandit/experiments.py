@@ -1022,6 +1022,9 @@ def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
         status = convergence_status(sub)
         a, mu = _gain_and_momentum(sub)
         gains.append(a)
+        if i == 0:
+            # the measured K of the truth: a / eta is (1 - beta1) K under EMA momentum, not K
+            stiffness = float(runset_truth(sub)[str(sub[RUN_DIM].values[0])]["stiffness"])
         for j, lag in enumerate(lags):
             sel = status["k_ref"].to_numpy() == lag
             if sel.any():
@@ -1055,7 +1058,7 @@ def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
     ax.set_xlabel("K_ref (lag, optimizer steps)")
     ax.set_xlim(min(lags) - 0.5, max(lags) + 0.5)
     ax.set_title(
-        f"softmax-bandit GRPO phase diagram (mu = {mu:g}, K = {gains[0] / lrs[0]:.3g})", fontsize=10
+        f"softmax-bandit GRPO phase diagram (mu = {mu:g}, K = {stiffness:.3g})", fontsize=10
     )
     ax.legend(fontsize=8, loc="lower left", facecolor="0.35", labelcolor="white")
     fig.tight_layout()
