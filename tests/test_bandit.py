@@ -406,3 +406,32 @@ def test_the_phase_heatmap_title_gives_the_measured_stiffness_under_ema_momentum
 
         plt.close(fig)
     assert f"K = {stiffness:.3g}" in title, title
+
+
+def test_the_closed_form_threshold_is_written_with_the_gain_it_used_under_ema_momentum():
+    # EMA momentum: a = eta (1 - beta1) K = 0.025 and the closed form is (1 - mu)/a = 4; the
+    # text said (1-mu)/(eta K), which is 0.4 here
+    from bayes_grpo.bandit.experiments import phase_diagram_figure
+
+    ds = simulate_bandit(
+        k_ref=[2, 3, 4, 5, 6],
+        learning_rate=1.0,
+        momentum=0.9,
+        momentum_convention="ema",
+        seeds=2,
+        steps=300,
+        clip_eps=math.inf,
+        seed=0,
+    )
+    res = threshold_check(ds)
+    assert res.values["closed_form_threshold_k_ref"] == 4
+    assert "closed form (1-mu)/a = 4.00 -> 4" in res.summary, res.summary
+    assert "eta K)" not in res.summary
+    fig = phase_diagram_figure(ds, threshold=res)
+    try:
+        title = fig.axes[0].get_title()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    assert "a = eta_eff K = 0.025" in title, title

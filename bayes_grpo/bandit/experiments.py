@@ -593,7 +593,7 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     )
     summary = (
         f"{observed}; "
-        f"exact discrete prediction {exact:g}, closed form (1-mu)/(eta K) = {closed_real:.2f} -> {closed:g} "
+        f"exact discrete prediction {exact:g}, closed form (1-mu)/a = {closed_real:.2f} -> {closed:g} "
         f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
     )
     passed, summary = _lagged_mean_field_only(ds, passed, summary)
@@ -977,7 +977,7 @@ def phase_diagram_figure(
     ax0.set_ylabel("expected reward (mean over seeds)")
     ax0.set_ylim(-0.02, 1.02)
     ax0.set_title(
-        f"softmax-bandit GRPO, a = eta K = {a:.3g}, mu = {mu:g} (grey: not converging)", fontsize=9
+        f"softmax-bandit GRPO, a = eta_eff K = {a:.3g}, mu = {mu:g} (grey: not converging)", fontsize=9
     )
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(min(lags), max(lags)))
     fig.colorbar(sm, ax=ax0, label="K_ref")
@@ -1052,7 +1052,7 @@ def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
         return xs, ys
 
     ax.plot(*staircase(exact), color="cyan", lw=2, label="exact threshold")
-    ax.plot(*staircase(closed), color="lime", ls="--", lw=1.5, label="closed form (1-mu)/(eta K)")
+    ax.plot(*staircase(closed), color="lime", ls="--", lw=1.5, label="closed form (1-mu)/a")
     ax.set_yticks(rows, [f"{lr:g}" for lr in lrs])
     ax.set_ylabel("learning rate eta")
     ax.set_xlabel("K_ref (lag, optimizer steps)")

@@ -231,7 +231,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Run the stability-threshold experiment: sweep K_ref for one bandit setting, find the first "
             "K_ref at which runs stop converging, and print it next to the exact discrete prediction "
-            "and the closed form (1 - mu)/(eta K), using the independently measured K. With "
+            "and the closed form (1 - mu)/a (gain a = eta K; eta (1 - beta1) K with --convention ema), using "
+            "the independently measured K. With "
             "--transition also locate the overdamped-to-oscillatory transition against zeta = 1. "
             "Shows a progress bar; writes the phase-diagram PNG with --png and the runs with -o."
         ),
