@@ -435,3 +435,25 @@ def test_the_closed_form_threshold_is_written_with_the_gain_it_used_under_ema_mo
 
         plt.close(fig)
     assert "a = eta_eff K = 0.025" in title, title
+
+
+def test_the_sweep_figure_colours_each_k_ref_as_its_colour_bar_reads_on_an_uneven_grid():
+    # lags 0, 1, 2, 10: the K_ref = 2 curve was coloured by its index (2 of 3), which the
+    # colour bar (0 to 10) reads as K_ref 6.7
+    import matplotlib.pyplot as plt
+
+    from bayes_grpo.bandit.experiments import phase_diagram_figure
+
+    lags = [0, 1, 2, 10]
+    ds = simulate_bandit(
+        k_ref=lags, learning_rate=0.1, momentum=0.5, seeds=2, steps=300, clip_eps=math.inf, seed=0
+    )
+    fig = phase_diagram_figure(ds)
+    try:
+        ax0 = fig.axes[0]
+        colours = [line.get_color() for line in ax0.get_lines()]
+        cmap = plt.get_cmap("viridis")
+        for lag, colour in zip(lags, colours, strict=True):
+            assert np.allclose(colour, cmap(lag / max(lags))), (lag, colour)
+    finally:
+        plt.close(fig)

@@ -963,9 +963,11 @@ def phase_diagram_figure(
     y = ds["expected_reward"].values
     steps = ds[STEP_DIM].values
     limit = threshold.values["empirical_threshold_k_ref"]
-    for i, lag in enumerate(lags):
+    # colour by the K_ref itself, as the colour bar reads it (not by its index in the sweep)
+    norm = plt.Normalize(min(lags), max(lags))
+    for lag in lags:
         unstable = np.isfinite(limit) and lag >= limit
-        color = "0.8" if unstable else cmap(i / max(1, len(lags) - 1))
+        color = "0.8" if unstable else cmap(norm(lag))
         ax0.plot(
             steps,
             np.nanmean(y[groups[lag]], axis=0),
@@ -979,7 +981,7 @@ def phase_diagram_figure(
     ax0.set_title(
         f"softmax-bandit GRPO, a = eta_eff K = {a:.3g}, mu = {mu:g} (grey: not converging)", fontsize=9
     )
-    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(min(lags), max(lags)))
+    sm = plt.cm.ScalarMappable(cmap=cmap, norm=norm)
     fig.colorbar(sm, ax=ax0, label="K_ref")
     table = threshold.table
     ax1.plot(
