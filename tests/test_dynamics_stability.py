@@ -490,3 +490,12 @@ def test_the_dominant_root_of_a_huge_gain_is_found_without_overflow(a):
     log_g = (lag - 1) * np.log(abs(z)) + np.log(abs(z - 1)) + np.log(abs(z - mu))
     assert log_g == pytest.approx(np.log(a), rel=1e-9)
     assert stability_summary(a, mu, lag)["regime_exact"] == "unstable"
+
+
+@pytest.mark.parametrize("a, mu, lag", [(0.3, 0.1, 3), (0.18, 0.1, 5), (0.1, 0.5, 5), (0.01, 0.9, 10)])
+def test_a_setting_on_the_closed_form_boundary_is_unstable_in_its_continuum_regime_too(a, mu, lag):
+    # C_eff = (1 - mu) - a K_ref is 0 up to rounding (1.1e-16 at a 0.3, mu 0.1, K_ref 3): the
+    # closed form says "not stable", and the continuum regime said "underdamped, zeta = 7e-17"
+    s = stability_summary(a, mu, lag)
+    assert s["stable_closed_form"] is False
+    assert s["regime"] == "unstable" and s["zeta"] is None

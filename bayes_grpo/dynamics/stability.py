@@ -774,7 +774,9 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     Returns
     -------
     dict with ``a``, ``momentum``, ``k_ref``, ``M_eff``, ``C_eff``, ``K_eff``, ``zeta``
-    (None when ``C_eff <= 0`` or ``K_eff <= 0``), ``regime`` (continuum coefficients),
+    (None when ``C_eff <= 0`` or ``K_eff <= 0``; ``C_eff`` within a relative
+    :data:`CLOSED_FORM_RTOL` of 0 counts as 0, as in :func:`closed_form_stable`), ``regime``
+    (continuum coefficients; ``"unstable"`` whenever ``stable_closed_form`` is False),
     ``regime_exact`` (the discrete recursion's, :func:`recursion_regime`), ``stable_closed_form``, ``stable_exact``, ``spectral_radius``,
     ``threshold_a_closed_form``, ``threshold_a_exact``, ``critical_k_ref_closed_form``,
     ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``.
@@ -791,7 +793,10 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         raise ValueError(f"k_ref must be >= 0, got {lag}")
     _check_momentum_range(np.asarray([mu]))
     mass, damping, k_eff = (float(v) for v in oscillator_coefficients(a, mu, lag))
-    zeta = float(damping_ratio(mass, damping, k_eff)) if damping > 0 and k_eff > 0 else None
+    # C_eff within rounding of 0 is marginal, so not stable (closed_form_stable); the regime and
+    # zeta follow that verdict (C_eff = 1.1e-16 at a 0.3, mu 0.1, K_ref 3 read "underdamped")
+    stable_closed_form = bool(closed_form_stable(a, mu, lag))
+    zeta = float(damping_ratio(mass, damping, k_eff)) if stable_closed_form and k_eff > 0 else None
     integer = is_whole_lag(lag)
     out: dict[str, object] = {
         "a": a,
@@ -801,9 +806,9 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         "C_eff": damping,
         "K_eff": k_eff,
         "zeta": zeta,
-        "regime": classify_regime(mass, damping, k_eff),
+        "regime": classify_regime(mass, damping, k_eff) if stable_closed_form else UNSTABLE,
         "regime_exact": None,
-        "stable_closed_form": bool(closed_form_stable(a, mu, lag)),
+        "stable_closed_form": stable_closed_form,
         "threshold_a_closed_form": float(closed_form_threshold(mu, lag)),
         "critical_k_ref_closed_form": float(critical_k_ref(a, mu, method=CLOSED_FORM)),
         "critical_k_ref_exact": float(critical_k_ref(a, mu, method=EXACT)),
