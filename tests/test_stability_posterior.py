@@ -425,3 +425,14 @@ def test_a_phase_diagram_marks_a_run_at_the_momentum_the_fit_gave_it_by_default(
     )
     res = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2])
     assert "0 of 2 observed runs sit where" in res.summary and res.passed is True, res.summary
+
+
+def test_draws_on_the_closed_form_boundary_are_unstable_by_it_as_in_point_mode():
+    # C_eff = (1 - mu) - a K_ref = 1.1e-16 at a 0.3, mu 0.1, K_ref 3: marginal, so not stable
+    # by the closed form in point mode (stability_summary); the posterior counted it stable
+    from bayes_grpo.dynamics import stability_summary
+
+    assert stability_summary(0.3, 0.1, 3)["stable_closed_form"] is False
+    v = stability_probabilities(np.full(50, 0.3), momentum=0.1, k_ref=3)
+    assert v["p_unstable_closed_form"] == 1.0
+    assert v["p_oscillatory"] == 0.0 and v["p_damped"] == 0.0

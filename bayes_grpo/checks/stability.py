@@ -40,6 +40,7 @@ from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, osci
 from bayes_grpo.dynamics.stability import (
     AUTO_BISECTION_MAX_LAG,
     boundary_locus_threshold,
+    closed_form_stable,
     closed_form_threshold,
     critical_k_ref,
     exact_stable,
@@ -98,11 +99,14 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     if not np.isfinite(mu):
         raise ValueError(f"momentum must be a finite number in [0, 1), got {momentum}")
     mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
+    # the closed-form verdict of the point summary: C_eff within rounding of 0 is marginal,
+    # not stable (counted stable here for a draw at a 0.3, mu 0.1, K_ref 3: C_eff = 1.1e-16)
+    damped = closed_form_stable(a, mu, lag)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         # Defined where the continuum oscillator is damped (C_eff > 0), as in the point
         # summary and the phase grid: C_eff <= 0 is the unstable regime, not a damping ratio.
         zeta = np.where(
-            (mass > 0) & (k_eff > 0) & (damping > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
+            (mass > 0) & (k_eff > 0) & damped, damping_ratio(mass, damping, np.abs(k_eff)), np.nan
         )
     # the exact criterion iterates the recursion over whole lag steps: for a fractional K_ref it
     # is not defined (NaN), as in the point summary and in predict; the closed form still is
@@ -112,10 +116,10 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     # tiny.nc --k-ref 300`: over 5 minutes for 2000 draws; hours at the verb's K_ref 2000)
     small = whole and round(lag) <= AUTO_BISECTION_MAX_LAG
     radius = spectral_radius(a, mu, round(lag)) if small else np.full(a.shape, np.nan)
-    closed_unstable = ~((damping > 0) & (a > 0))
+    closed_unstable = ~damped
     exact_unstable = ~exact_stable(a, mu, round(lag)) if whole else np.full(a.shape, np.nan)
-    oscillatory = (damping > 0) & (zeta < 1.0)
-    overdamped = (damping > 0) & (zeta >= 1.0)
+    oscillatory = damped & (zeta < 1.0)
+    overdamped = damped & (zeta >= 1.0)
     out: dict[str, Any] = {
         "n_draws": int(a.size),
         "p_unstable_closed_form": float(np.mean(closed_unstable)),
