@@ -436,3 +436,36 @@ def test_draws_on_the_closed_form_boundary_are_unstable_by_it_as_in_point_mode()
     v = stability_probabilities(np.full(50, 0.3), momentum=0.1, k_ref=3)
     assert v["p_unstable_closed_form"] == 1.0
     assert v["p_oscillatory"] == 0.0 and v["p_damped"] == 0.0
+
+
+def test_a_phase_diagram_says_which_fitted_runs_it_leaves_unmarked_at_another_momentum():
+    # `phase-diagram models/bandit.nc --momentum 0.9`: the 12 fitted runs (momentum 0.5) are
+    # not on the diagram; the summary dropped its "N of M observed runs" sentence and said
+    # nothing, so an empty diagram read as if the fit had no runs
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(20)
+    settings = {
+        "a": {"momentum": 0.5, "momentum_convention": "heavy_ball"},
+        "b": {"momentum": 0.5, "momentum_convention": "heavy_ball"},
+        "c": {"momentum": 0.9, "momentum_convention": "ema"},
+    }
+    ds = make_runset(
+        {r: pd.DataFrame({"reward": np.linspace(0.2, 0.6, 20)}, index=steps) for r in settings},
+        {
+            r: {"model": "m", "learning_rate": 1e-3, "k_ref": 1, "group_size": 8} | s
+            for r, s in settings.items()
+        },
+    )
+    fitted = _StiffnessPosterior(50.0)
+    fitted.runset = ds
+    fitted.data = SimpleNamespace(models=["m"])
+    res = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2])
+    assert "0 of 1 observed runs sit where" in res.summary, res.summary
+    assert "2 fitted run(s) at another momentum (0.5 heavy_ball) are not marked" in res.summary
+    assert res.values["n_observed_other_momentum"] == 2
+    res = phase_diagram(fitted, momentum=0.7, momentum_convention="heavy_ball", k_refs=[0, 1])
+    assert "3 fitted run(s) at another momentum (0.5 heavy_ball, 0.9 ema) are not marked" in res.summary

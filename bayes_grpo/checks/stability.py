@@ -621,15 +621,20 @@ def phase_diagram(
         model=model,
         model_size=model_size,
     )
+    others: list[tuple[float, str]] = []
     if observed is None:
         # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
+        runs = _runset_as_fitted(fitted)
         observed = observed_settings(
-            _runset_as_fitted(fitted),
+            runs,
             momentum=momentum,
             momentum_convention=momentum_convention,
             model=_fitted_llm(fitted, model),
         )
-    return phase_diagram_from_draws(
+        others = _other_momentum_settings(
+            runs, momentum=momentum, momentum_convention=momentum_convention, model=_fitted_llm(fitted, model)
+        )
+    result = phase_diagram_from_draws(
         K,
         momentum=momentum,
         momentum_convention=momentum_convention,
@@ -639,6 +644,31 @@ def phase_diagram(
         label=_label(fitted, model, model_size),
         n_learning_rates=n_learning_rates,
     )
+    # the fitted runs at another momentum are not on this diagram: say so (the summary said
+    # nothing, and an empty diagram read as a fit without runs)
+    result.values["n_observed_other_momentum"] = len(others)
+    if others:
+        kinds = ", ".join(f"{m:g} {c}".rstrip() for m, c in sorted(set(others)))
+        result.summary += f" {len(others)} fitted run(s) at another momentum ({kinds}) are not marked."
+    return result
+
+
+def _other_momentum_settings(
+    ds: xr.Dataset | None, *, momentum: float, momentum_convention: str, model: str | None = None
+) -> list[tuple[float, str]]:
+    """``(momentum, convention)`` of each run in ``ds`` (of LLM ``model`` when given) that
+    :func:`observed_settings` leaves out for its momentum setting."""
+    if ds is None:
+        return []
+    mom = np.asarray(ds["momentum"].values, dtype=float)
+    conv = np.asarray(ds["momentum_convention"].values, dtype=str)
+    same = np.isclose(mom, float(momentum)) & ((conv == momentum_convention) | (conv == ""))
+    mine = np.ones(mom.shape, dtype=bool)
+    if model is not None:
+        from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+        mine = np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(model)
+    return [(float(m), str(c)) for m, c in zip(mom[mine & ~same], conv[mine & ~same])]
 
 
 def _runset_as_fitted(fitted: Any) -> xr.Dataset | None:
