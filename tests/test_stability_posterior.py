@@ -6,6 +6,8 @@ lagged heavy-ball recursion for each draw and seeing whether it diverges.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -469,3 +471,25 @@ def test_a_phase_diagram_says_which_fitted_runs_it_leaves_unmarked_at_another_mo
     assert res.values["n_observed_other_momentum"] == 2
     res = phase_diagram(fitted, momentum=0.7, momentum_convention="heavy_ball", k_refs=[0, 1])
     assert "3 fitted run(s) at another momentum (0.5 heavy_ball, 0.9 ema) are not marked" in res.summary
+
+
+def test_an_llm_the_fit_lacks_is_named_in_a_warning_with_the_fitted_ones():
+    # `stability --posterior tiny.nc --model tiny-gpt` (the fit's LLM is tiny-gpt2) answered for
+    # a new LLM from the population level with no word of the near miss, where predict warns
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+
+    fitted = _StiffnessPosterior(50.0)
+    fitted.data = SimpleNamespace(models=["llm 1.5B", "llm 7B"])
+    setting = dict(learning_rate=1e-3, momentum=0.5, momentum_convention="heavy_ball")
+    match = r"model 'llm-1\.5B' is not in the fit \(its LLMs: \['llm 1\.5B', 'llm 7B'\]\); did you mean 'llm 1\.5B'\?"
+    with pytest.warns(UserWarning, match=match):
+        res = stability_from_posterior(fitted, k_ref=2, model="llm-1.5B", **setting)
+    assert res.values["new_model"] is True
+    with pytest.warns(UserWarning, match=match):
+        phase_diagram(fitted, momentum=0.5, momentum_convention="heavy_ball", model="llm-1.5B", k_refs=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fitted LLM, or no --model (a new one by choice): no warning
+        stability_from_posterior(fitted, k_ref=2, model="llm 7B", **setting)
+        stability_from_posterior(fitted, k_ref=2, **setting)

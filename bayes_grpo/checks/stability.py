@@ -27,6 +27,7 @@ L))`` (:func:`bayes_grpo.dynamics.stability.exact_threshold`), so
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -295,6 +296,27 @@ def _fitted_llm(fitted: Any, model: str | None) -> str | None:
     return None
 
 
+def _warn_llm_not_in_fit(fitted: Any, model: str | None) -> None:
+    """Warn when ``model`` names no fitted LLM: the question is then answered for a new LLM
+    from the population level (`stability --posterior tiny.nc --model tiny-gpt` did so without a
+    word, for the fit's tiny-gpt2), as predict warns."""
+    models = [str(m) for m in (getattr(getattr(fitted, "data", None), "models", []) or [])]
+    if model is None or not models or str(model) in models:
+        return
+    import difflib
+
+    near = difflib.get_close_matches(str(model), models, n=1, cutoff=0.8)
+    if not near:
+        near = [m for m in models if m.lower() == str(model).lower()]
+    warnings.warn(
+        f"model {model!r} is not in the fit (its LLMs: {models})"
+        + (f"; did you mean {near[0]!r}?" if near else "")
+        + ": answered for a new LLM from the population level",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _label(fitted: Any, model: str | None, model_size: float | None = None) -> str:
     """Which curvature a question used: a fitted LLM's, or the population level's (with the
     new LLM's size, in parameters, when given)."""
@@ -382,6 +404,7 @@ def stability_from_posterior(
         # NaN is an unknown rate to coefficient_draws: it ended in "no finite gain draws"
         raise ValueError(f"learning_rate must be a finite positive number, got {learning_rate}")
     fitted = _as_model(posterior_path_or_model)
+    _warn_llm_not_in_fit(fitted, model)
     a = _gain_draws(
         fitted,
         learning_rate=learning_rate,
@@ -614,6 +637,7 @@ def phase_diagram(
     with no observed runs.
     """
     fitted = _as_model(posterior_path_or_model)
+    _warn_llm_not_in_fit(fitted, model)
     K = _stiffness_draws(
         fitted,
         momentum=momentum,
