@@ -457,3 +457,16 @@ def test_the_sweep_figure_colours_each_k_ref_as_its_colour_bar_reads_on_an_uneve
             assert np.allclose(colour, cmap(lag / max(lags))), (lag, colour)
     finally:
         plt.close(fig)
+
+
+def test_a_setting_oscillatory_already_without_lag_reports_no_zeta_crossing():
+    # a = 0.1, mu = 0.5: zeta(K_ref = 0) = 0.92 < 1 and zeta falls with K_ref, so it crosses 1 at
+    # no K_ref >= 0; the summary said "crosses 1 at K_ref = 0.00" and the figure drew a line there
+    ds = simulate_bandit(
+        k_ref=[0, 1, 2], learning_rate=0.4, momentum=0.5, seeds=2, steps=200, clip_eps=math.inf, seed=0
+    )
+    res = transition_check(ds)
+    assert res.table.loc[0, "zeta"] < 1
+    assert math.isnan(res.values["zeta_crossing_k_ref"])
+    assert "crosses 1" not in res.summary
+    assert "zeta computed from the measured K is below 1 already at K_ref = 0" in res.summary, res.summary

@@ -724,7 +724,9 @@ def transition_check(
     fm, fc, fk = oscillator_coefficients(a, mu, fine)
     zeta_fine = damping_ratio(fm, fc, fk)
     below = np.flatnonzero(zeta_fine < 1.0)
-    crossing = float(fine[below[0]]) if below.size else float("nan")
+    # zeta falls with K_ref: below 1 already at K_ref = 0, it crosses 1 at no lag (this read
+    # "crosses 1 at K_ref = 0.00", and the figure drew the line there)
+    crossing = float(fine[below[0]]) if below.size and below[0] > 0 else float("nan")
     predicted_int = lags[table["zeta"].to_numpy() < 1.0]
     predicted = float(predicted_int.min()) if predicted_int.size else float("nan")
     osc = lags[table["oscillatory"].to_numpy()]
@@ -747,7 +749,14 @@ def transition_check(
     }
     summary = (
         f"The seed-mean trajectory first overshoots its plateau (> {z:g} SE) at K_ref = {empirical:g}; "
-        f"zeta computed from the measured K crosses 1 at K_ref = {crossing:.2f} (first integer K_ref with zeta < 1: {predicted:g})."
+        + (
+            f"zeta computed from the measured K crosses 1 at K_ref = {crossing:.2f}"
+            if np.isfinite(crossing)
+            else "zeta computed from the measured K is below 1 already at K_ref = 0 (no crossing)"
+            if below.size
+            else f"zeta computed from the measured K stays >= 1 up to K_ref = {fine[-1]:g}"
+        )
+        + f" (first integer K_ref with zeta < 1: {predicted:g})."
     )
     passed, summary = _lagged_mean_field_only(ds, passed, summary)
     return CheckResult("bandit_oscillation_transition", passed, summary, table=table, values=values)
