@@ -470,3 +470,16 @@ def test_a_setting_oscillatory_already_without_lag_reports_no_zeta_crossing():
     assert math.isnan(res.values["zeta_crossing_k_ref"])
     assert "crosses 1" not in res.summary
     assert "zeta computed from the measured K is below 1 already at K_ref = 0" in res.summary, res.summary
+
+
+def test_a_transition_sweep_without_overshoot_or_zeta_below_one_says_so_without_nan():
+    # a = 0.025, mu = 0.5, K_ref 0-2: zeta >= 1.6 and no overshoot; the summary read "first
+    # overshoots its plateau (> 5 SE) at K_ref = nan; ... (first integer K_ref with zeta < 1: nan)"
+    ds = simulate_bandit(
+        k_ref=[0, 1, 2], learning_rate=0.1, momentum=0.5, seeds=2, steps=200, clip_eps=math.inf, seed=0
+    )
+    res = transition_check(ds)
+    assert res.passed is None
+    assert "nan" not in res.summary, res.summary
+    assert "No K_ref swept (0-2) overshoots its plateau" in res.summary
+    assert "no K_ref swept has zeta < 1" in res.summary

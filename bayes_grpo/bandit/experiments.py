@@ -747,8 +747,13 @@ def transition_check(
         "empirical_first_oscillatory_k_ref": empirical,
         "z_threshold": z,
     }
+    swept = f"{lags.min():g}-{lags.max():g}"
     summary = (
-        f"The seed-mean trajectory first overshoots its plateau (> {z:g} SE) at K_ref = {empirical:g}; "
+        (
+            f"The seed-mean trajectory first overshoots its plateau (> {z:g} SE) at K_ref = {empirical:g}; "
+            if np.isfinite(empirical)
+            else f"No K_ref swept ({swept}) overshoots its plateau (> {z:g} SE) in the seed mean; "
+        )
         + (
             f"zeta computed from the measured K crosses 1 at K_ref = {crossing:.2f}"
             if np.isfinite(crossing)
@@ -756,7 +761,11 @@ def transition_check(
             if below.size
             else f"zeta computed from the measured K stays >= 1 up to K_ref = {fine[-1]:g}"
         )
-        + f" (first integer K_ref with zeta < 1: {predicted:g})."
+        + (
+            f" (first integer K_ref with zeta < 1: {predicted:g})."
+            if np.isfinite(predicted)
+            else " (no K_ref swept has zeta < 1)."
+        )
     )
     passed, summary = _lagged_mean_field_only(ds, passed, summary)
     return CheckResult("bandit_oscillation_transition", passed, summary, table=table, values=values)
