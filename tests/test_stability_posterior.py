@@ -493,3 +493,23 @@ def test_an_llm_the_fit_lacks_is_named_in_a_warning_with_the_fitted_ones():
         warnings.simplefilter("error")  # a fitted LLM, or no --model (a new one by choice): no warning
         stability_from_posterior(fitted, k_ref=2, model="llm 7B", **setting)
         stability_from_posterior(fitted, k_ref=2, **setting)
+
+
+def test_a_sweep_past_the_threshold_from_its_first_lag_does_not_fail_a_right_prediction():
+    # a = 0.1, mu = 0.5: exact threshold K_ref = 7; the sweep over 12-13 does not converge at its
+    # first lag, so its threshold is "at or below 12" (threshold_check: no verdict). The posterior
+    # check took 12 as the threshold and failed the true curvature's prediction [7, 7].
+    from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.checks.stability import bandit_threshold_check
+
+    sweep = simulate_bandit(
+        k_ref=[12, 13], learning_rate=0.4, momentum=0.5, seeds=3, steps=400, clip_eps=np.inf, seed=1
+    )
+    K = 0.25  # the bandit's measured stiffness at these defaults (a = 0.4 K = 0.1)
+    res = bandit_threshold_check(_StiffnessPosterior(K, sd_log=0.01), sweep)
+    assert res.values["predicted_exact_hi"] == 7 and res.values["empirical_threshold_k_ref"] == 12
+    assert res.passed is None, res.summary
+    assert "at or below K_ref = 12" in res.summary
+    # a prediction of stability beyond the first lag swept is contradicted all the same
+    late = bandit_threshold_check(_StiffnessPosterior(K / 4, sd_log=0.01), sweep)
+    assert late.values["predicted_exact_lo"] > 12 and late.passed is False, late.summary

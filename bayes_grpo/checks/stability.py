@@ -1014,20 +1014,39 @@ def bandit_threshold_check(
         lo, hi = _interval(crit, prob)
         rows[criterion] = {"median": float(np.median(crit)), "lo": lo, "hi": hi}
     lo, hi = rows["exact"]["lo"], rows["exact"]["hi"]
-    passed = bool(lo <= emp <= hi) if np.isfinite(emp) else None
+    # runs that do not converge already at the first K_ref swept put the threshold at or below
+    # it: a prediction below it is not contradicted (no verdict, as threshold_check), one above
+    # it is (K_ref 12-13 at a true threshold of 7 read "Empirical threshold 12 ... Not inside")
+    first_lag = float(np.nanmin(np.asarray(sweep["k_ref"].values, dtype=float)))
+    censored = bool(np.isfinite(emp) and emp == first_lag and first_lag > 0)
+    if censored and hi < emp:
+        passed = None
+    elif censored and lo > emp:
+        passed = False
+    else:
+        passed = bool(lo <= emp <= hi) if np.isfinite(emp) else None
     table = pd.DataFrame(rows).T
     table.index.name = "criterion"
     truth_exact = float(empirical.values.get("exact_threshold_k_ref", np.nan))
     summary = (
-        f"Empirical threshold K_ref = {emp:g} (sweep); posterior prediction (exact criterion) "
-        f"{rows['exact']['median']:g} [{lo:g}, {hi:g}] ({prob:.0%} interval), closed form "
+        (
+            f"Empirical threshold at or below K_ref = {emp:g} (the sweep's runs do not converge "
+            "already at its first K_ref); posterior prediction (exact criterion) "
+            if censored
+            else f"Empirical threshold K_ref = {emp:g} (sweep); posterior prediction (exact criterion) "
+        )
+        + f"{rows['exact']['median']:g} [{lo:g}, {hi:g}] ({prob:.0%} interval), closed form "
         f"{rows['closed_form']['median']:g} [{rows['closed_form']['lo']:g}, {rows['closed_form']['hi']:g}]; "
         f"prediction from the true stiffness {truth_exact:g}. Stiffness used: {source}. "
         + (
             "Inside the interval."
             if passed
+            else "The prediction lies above the first K_ref swept, where runs already do not converge."
+            if passed is False and censored
             else "Not inside the interval."
             if passed is False
+            else "The prediction lies below it: no verdict."
+            if censored
             else "No threshold seen."
         )
     )
