@@ -1397,3 +1397,28 @@ def test_a_forecast_plot_title_of_a_long_run_id_fits_in_the_figure():
     assert title.get_window_extent().x1 <= fig.bbox.x1 and title.get_window_extent().x0 >= fig.bbox.x0
     assert title.get_text().startswith(f"run {run_id}, forecast from step 30")
     assert title.get_text().endswith("\noverdamped (p=1.00)")
+
+
+def test_predict_json_carries_the_saved_fits_own_warnings(tmp_path, capsys):
+    """`predict models/tiny.nc ... --json` printed `"warnings": []` while stderr said the i.i.d.
+    fit is too confident (load_fitted_model's warning): a script reading the JSON never saw it.
+    The prediction now carries the fit's warnings (attr and JSON `posterior_warnings`); stderr
+    says it once, as before."""
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.predict.predict import load_prediction
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    out_nc = tmp_path / "p.nc"
+    args = ["predict", path, "--lr", "0.001", "--momentum", "0.9", "--convention", "ema", "--k-ref", "1"]
+    args += ["--group-size", "16", "--steps", "30", "--no-discrepancy", "--json", "-o", str(out_nc)]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    (note,) = [w for w in out["posterior_warnings"] if "too confident" in w]
+    assert note.startswith(path)
+    assert captured.err.count("too confident") == 1
+    saved = load_prediction(out_nc)
+    assert json.loads(saved.attrs["posterior_warnings"]) == out["posterior_warnings"]

@@ -258,11 +258,14 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         "milestones_of",
         "discrepancy_sd_max",
         "warnings",
+        "posterior_warnings",
     ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
+    if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)
+        out["posterior_warnings"] = json.loads(out["posterior_warnings"])
     settings = json.loads(ds.attrs.get("settings", "{}"))
     if ds.attrs.get("kind") == "prediction" and "posterior" in settings:
         # say first what this is: `predict models/tiny.nc ...` printed bands and milestones

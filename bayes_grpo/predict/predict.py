@@ -798,10 +798,10 @@ def predict_run(
         Bands over ``step`` (``mean_*``: the mean trajectory; ``obs_*``: the logged reward),
         ``time_to_fraction_*``, ``regime_probability``, ``expected_remaining_gain``; attrs
         ``regime``, ``regime_prob``, ``stop_step``, ``prob_unstable_closed_form``,
-        ``prob_unstable_exact`` and the settings.
+        ``prob_unstable_exact`` and the settings; attr ``posterior_warnings`` (JSON list) the
+        warnings of loading a saved fit (:func:`bayes_grpo.model.load_fitted_model`), which are
+        also warned.
     """
-    from bayes_grpo.predict.forecast import _load_model
-
     g = float(group_size)
     if np.isfinite(g) and 0 < g and (g < 2 or not g.is_integer()):  # g <= 0: refused below
         # one completion per prompt has no group to be relative to (zero advantage), and a group
@@ -816,7 +816,7 @@ def predict_run(
             "model is an empty name: give an LLM of the fit, a new LLM's name, or leave it out "
             "(the fit's LLM when it has only one)"
         )
-    fitted = _load_model(posterior)
+    fitted, load_notes = _load_model_with_notes(posterior)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
         n_updates = int(np.ceil(horizon_steps(steps)[-1]))
@@ -1023,6 +1023,9 @@ def predict_run(
             "kind": "prediction",
             "warnings": json.dumps(warnings_),
             "observation_lag_reason": lag_reason,
+            # the saved fit's own warnings (did not converge, an i.i.d. fit too confident) went to
+            # stderr only: `predict --json` and a saved prediction did not carry them
+            "posterior_warnings": json.dumps(load_notes),
         },
     )
     beyond = beyond_logged_rewards_warning(
@@ -1041,6 +1044,23 @@ def predict_run(
             "normalised progress (a share of the rise p* - R0), not in reward units: a new LLM's "
             "reward scale is unknown"])
     return ds
+
+
+def _load_model_with_notes(posterior: Any) -> tuple[Any, list[str]]:
+    """The fitted model of ``posterior`` (a path or a fitted model) and the texts of the
+    ``UserWarning``s its loading gave (:func:`bayes_grpo.model.load_fitted_model`: a fit that
+    did not converge, an i.i.d. fit whose residuals wander). They are warned as before and
+    returned, so that the prediction carries them (attr ``posterior_warnings``)."""
+    import warnings
+
+    from bayes_grpo.predict.forecast import _load_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = _load_model(posterior)
+    for w in caught:  # shown as they would have been
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return fitted, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
 
 
 def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
