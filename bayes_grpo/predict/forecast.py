@@ -861,18 +861,15 @@ def population_prior_for_run(
             # K_ref 8 run, fitted K_ref 1-2, said nothing)
             from bayes_grpo.predict.predict import extrapolation_warnings
 
-            outside = [
-                w
-                for w in extrapolation_warnings(
-                    getattr(posterior, "runset", None),
-                    model=llm,
-                    learning_rate=float(kw["learning_rate"]),
-                    momentum=float(kw["momentum"]),
-                    k_ref=float(kw["k_ref"]),
-                    momentum_convention=str(kw["momentum_convention"]) if "momentum_convention" in kw else None,
-                )
-                if not w.startswith("the band's law-discrepancy")  # predict's band has it, not this
-            ]
+            outside = extrapolation_warnings(
+                getattr(posterior, "runset", None),
+                model=llm,
+                learning_rate=float(kw["learning_rate"]),
+                momentum=float(kw["momentum"]),
+                k_ref=float(kw["k_ref"]),
+                momentum_convention=str(kw["momentum_convention"]) if "momentum_convention" in kw else None,
+                discrepancy_note=False,  # predict's band has a law-discrepancy term, this prior not
+            )
             if outside:
                 outside_note = f"the prior is the fit's prediction at this run's setting ({'; '.join(outside)})"
                 note = "; ".join(n for n in (note, outside_note) if n)

@@ -421,6 +421,7 @@ def extrapolation_warnings(
     model_size: float | None = None,
     group_size: float | None = None,
     momentum_convention: str | None = None,
+    discrepancy_note: bool = True,
 ) -> list[str]:
     """Where a prediction leaves the range of the fitted runs' settings, one line each.
 
@@ -437,6 +438,9 @@ def extrapolation_warnings(
     the noise of the logged reward does, through the fitted exponent ``alpha``. So does a
     ``momentum_convention`` (when given, with a momentum above 0) that none of the runs
     with momentum uses: another optimizer, whose step the fit never saw.
+    ``discrepancy_note``: after a line of the settings, one saying that the band's
+    law-discrepancy term does not reach beyond them (False for a caller whose band has no
+    such term: a forecast's prior from the fit).
     """
     if runset is None or "run" not in runset.dims:
         return []
@@ -473,7 +477,7 @@ def extrapolation_warnings(
                 f"extrapolation: lag-gain product a K_ref = {gain_lag:.3g} is outside the fitted runs' range "
                 f"[{vals.min():.3g}, {vals.max():.3g}]"
             )
-    if out:
+    if out and discrepancy_note:
         out.append(
             "the band's law-discrepancy term was measured within the fitted settings only; "
             "beyond them the law's misfit can be larger than the band says"
