@@ -1198,9 +1198,10 @@ def test_a_lone_burst_before_a_clipping_episode_does_not_date_it():
 
 
 def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_reads_it():
-    # verl logs its validation reward as val-core/<data>/reward/mean@1 (run set:
-    # eval_openai_gsm8k_reward_mean_1); the result said "no evaluation reward", naming only
-    # the names it looked for, while the run had one
+    # an evaluation reward under a name of its own (eval_math_exact_match; verl's
+    # val-core/<data>/reward/mean@1 was the example until the lookup found it by its shape:
+    # test_verls_validation_reward_of_one_data_set_is_the_evaluation_reward); the result said
+    # "no evaluation reward", naming only the names it looked for, while the run had one
     steps = np.arange(1, 301)
     rng = np.random.default_rng(0)
     rise = 1 - np.exp(-steps / 40.0)
@@ -1208,7 +1209,7 @@ def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_
     frame = pd.DataFrame(
         {
             "reward": 0.2 + 0.5 * rise + 0.03 * rng.standard_normal(300),
-            "eval_openai_gsm8k_reward_mean_1": val,
+            "eval_math_exact_match": val,
             "eval_loss": np.where(steps % 10 == 0, 1.0, np.nan),  # no reward: not offered
             "eval_runtime": np.where(steps % 10 == 0, 3.0, np.nan),
             "eval_reward": np.where(steps % 100 == 0, 0.5, np.nan),  # 3 points: too rarely
@@ -1217,14 +1218,67 @@ def test_an_evaluation_reward_under_another_name_is_named_with_the_setting_that_
     )
     res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
     assert res.passed is None
-    assert "the run logs ['eval_openai_gsm8k_reward_mean_1']" in res.summary, res.summary
-    assert "--set hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1" in res.summary
+    assert "the run logs ['eval_math_exact_match']" in res.summary, res.summary
+    assert "--set hacking.eval_metrics=eval_math_exact_match" in res.summary
     assert "logged too rarely: eval_reward (3)" in res.summary
     named = DiagnosticsConfig.from_assignments(
-        ["hacking.eval_metrics=eval_openai_gsm8k_reward_mean_1", "common.figures=false"]
+        ["hacking.eval_metrics=eval_math_exact_match", "common.figures=false"]
     )
     res = reward_hacking(frame, run_id="verl", config=named.hacking, common=named.common)
     assert res.passed is True, res.summary
+
+
+def _verl_validation_frame(columns: dict[str, float]) -> pd.DataFrame:
+    """A verl run (training reward rising on) with validation curves ``{name: plateau}``
+    every 10 steps, saturating early: a decoupling when read against the training reward."""
+    steps = np.arange(1, 301)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"reward": 0.2 + 0.6 * steps / 300 + 0.02 * rng.standard_normal(300)},
+        index=pd.Index(steps, name="step"),
+    )
+    for name, plateau in columns.items():
+        rise = 1 - np.exp(-steps / 15.0)
+        frame[name] = np.where(steps % 10 == 0, 0.1 + (plateau - 0.1) * rise, np.nan)
+    return frame
+
+
+def test_verls_validation_reward_of_one_data_set_is_the_evaluation_reward():
+    # verl logs its validation reward as val-core/<data_source>/<acc|reward>/mean@<N>
+    # (ray_trainer._validate), ingested as eval_<data_source>_reward_mean_<N>: diagnose said
+    # "no evaluation reward" until the user named it with --set hacking.eval_metrics=...
+    # The acc curve is verl's core one beside reward, the largest N too; a std is no reward.
+    frame = _verl_validation_frame(
+        {
+            "eval_openai_gsm8k_acc_mean_4": 0.5,
+            "eval_openai_gsm8k_reward_mean_4": 0.9,
+            "eval_openai_gsm8k_acc_mean_1": 0.9,
+            "eval_openai_gsm8k_reward_std_4": 0.2,
+        }
+    )
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert res.values["evidence"]["eval_metric"] == "eval_openai_gsm8k_acc_mean_4", res.summary
+    assert res.passed is False, res.summary
+    # verl before 0.3: val/test_score/<data_source>
+    frame = _verl_validation_frame({"eval_test_score_openai_gsm8k": 0.5})
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert res.values["evidence"]["eval_metric"] == "eval_test_score_openai_gsm8k", res.summary
+
+
+def test_verls_validation_rewards_of_several_data_sets_are_not_chosen_among():
+    # two validation sets: which one is "the" evaluation is the user's choice, named with the
+    # setting; an evaluation metric the user names is the only one read (no verl fallback)
+    frame = _verl_validation_frame(
+        {"eval_openai_gsm8k_reward_mean_1": 0.5, "eval_math500_reward_mean_1": 0.5}
+    )
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert res.passed is None
+    assert "eval_openai_gsm8k_reward_mean_1" in res.summary, res.summary
+    assert "eval_math500_reward_mean_1" in res.summary
+    named = DiagnosticsConfig.from_assignments(["hacking.eval_metrics=eval_other", "common.figures=false"])
+    one = _verl_validation_frame({"eval_openai_gsm8k_reward_mean_1": 0.5})
+    res = reward_hacking(one, run_id="verl", config=named.hacking, common=named.common)
+    assert res.passed is None, res.summary
 
 
 def test_a_side_quantity_that_grew_but_stopped_growing_says_why_it_is_not_detected():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,17 @@ EVAL_REWARD_NAMES: tuple[str, ...] = (
     "eval_score",
     "eval/reward",
     "eval/accuracy",
+)
+#: verl's validation reward, tried when none of :data:`EVAL_REWARD_NAMES` is logged (and
+#: ``hacking.eval_metrics`` is left at its default): ``val-core/<data_source>/<var>/mean@<N>``
+#: (``trainer/ppo/ray_trainer.py``, ``_validate``: ``<var>`` is ``acc`` when the reward function
+#: returns one, else ``reward``) is ingested as ``eval_<data_source>_<var>_mean_<N>``, and verl
+#: before 0.3's ``val/test_score/<data_source>`` as ``eval_test_score_<data_source>``. Of one
+#: data source the ``acc`` curve is taken before the ``reward`` one and the largest ``N`` first
+#: (verl's own ``val-core`` choice); with several data sources none is chosen.
+VERL_EVAL_REWARD = re.compile(
+    r"^eval_(?P<source>.+)_(?P<var>acc|reward|score|scores)_mean_(?P<n>\d+)$"
+    r"|^eval_test_score_(?P<old_source>.+)$"
 )
 ENTROPY_NAMES: tuple[str, ...] = ("entropy", "token_entropy", "policy_entropy")
 ZERO_STD_NAMES: tuple[str, ...] = ("frac_reward_zero_std",)
@@ -176,7 +188,9 @@ class HackingConfig:
     Attributes
     ----------
     eval_metrics
-        Names of the evaluation reward, first present wins.
+        Names of the evaluation reward, first present wins. At the default, a run that logs
+        none of them but verl's validation reward of one data set gets that one
+        (:data:`VERL_EVAL_REWARD`).
     eval_saturation_level
         Fraction of the evaluation reward's rise that marks its saturation (window start).
     min_window_fraction

@@ -52,7 +52,12 @@ from bayes_grpo.diagnostics._series import (
     smooth,
     step_number,
 )
-from bayes_grpo.diagnostics.config import CommonConfig, HackingConfig
+from bayes_grpo.diagnostics.config import (
+    EVAL_REWARD_NAMES,
+    VERL_EVAL_REWARD,
+    CommonConfig,
+    HackingConfig,
+)
 
 MODE = "reward_hacking"
 
@@ -74,6 +79,30 @@ NOT_A_REWARD: frozenset[str] = frozenset(
         "lr",
     }
 )
+
+
+def verl_eval_reward(frame: pd.DataFrame, min_points: int) -> Series | None:
+    """verl's validation reward of the run's one validation data set (:data:`VERL_EVAL_REWARD`),
+    with at least ``min_points`` finite values; None when there is none, or several data sets."""
+    ranked: dict[str, tuple[tuple[int, int], str]] = {}
+    for column in map(str, frame.columns):
+        match = VERL_EVAL_REWARD.match(column)
+        if match is None:
+            continue
+        if match.group("old_source") is not None:
+            source, rank = match.group("old_source"), (1, 0)
+        else:
+            source = match.group("source")
+            rank = (0 if match.group("var") == "acc" else 1, -int(match.group("n")))
+        values = frame[column].to_numpy(dtype=float)
+        if len(finite_series(frame.index.to_numpy(), values)) < min_points:
+            continue
+        if source not in ranked or rank < ranked[source][0]:
+            ranked[source] = (rank, column)
+    if len(ranked) != 1:
+        return None
+    ((_rank, column),) = ranked.values()
+    return find_series(frame, [column], min_points=min_points)
 
 
 def saturation_index(smoothed: np.ndarray, level: float) -> int:
@@ -149,6 +178,9 @@ def reward_hacking(
     config = config or HackingConfig()
     common = common or CommonConfig()
     ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
+    if ev is None and tuple(config.eval_metrics) == EVAL_REWARD_NAMES:
+        # verl's val-core/<data>/reward/mean@N: found by its shape (its data set is in its name)
+        ev = verl_eval_reward(frame, config.min_eval_points + 2)
     if ev is None:
         need = config.min_eval_points + 2
 
