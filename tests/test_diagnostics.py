@@ -1265,7 +1265,7 @@ def test_verls_validation_reward_of_one_data_set_is_the_evaluation_reward():
     assert res.values["evidence"]["eval_metric"] == "eval_test_score_openai_gsm8k", res.summary
 
 
-def test_verls_validation_rewards_of_several_data_sets_are_not_chosen_among():
+def test_verls_validation_rewards_of_several_data_sets_are_named_and_their_spread_is_not():
     # two validation sets: which one is "the" evaluation is the user's choice, named with the
     # setting; an evaluation metric the user names is the only one read (no verl fallback)
     frame = _verl_validation_frame(
@@ -1275,6 +1275,11 @@ def test_verls_validation_rewards_of_several_data_sets_are_not_chosen_among():
     assert res.passed is None
     assert "eval_openai_gsm8k_reward_mean_1" in res.summary, res.summary
     assert "eval_math500_reward_mean_1" in res.summary
+    # verl's val-aux std@N, first in the run set, was the setting offered first
+    frame.insert(1, "eval_openai_gsm8k_reward_std_4", frame["eval_math500_reward_mean_1"])
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert "eval_metrics=eval_openai_gsm8k_reward_mean_1 " in res.summary, res.summary
+    assert "reward_std_4" not in res.summary
     named = DiagnosticsConfig.from_assignments(["hacking.eval_metrics=eval_other", "common.figures=false"])
     one = _verl_validation_frame({"eval_openai_gsm8k_reward_mean_1": 0.5})
     res = reward_hacking(one, run_id="verl", config=named.hacking, common=named.common)

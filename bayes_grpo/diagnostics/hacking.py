@@ -32,6 +32,7 @@ saturation time constants, with Gauss-Newton intervals (``diagnostics._fits``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,11 @@ NOT_A_REWARD: frozenset[str] = frozenset(
         "lr",
     }
 )
+
+
+#: A spread, no reward: ``..._std``, and verl's ``std@N`` (``val-aux/<data>/reward/std@4`` is
+#: ``eval_<data>_reward_std_4``), which the hint offered as the evaluation reward to name.
+SPREAD_NAME = re.compile(r"_std(_\d+)?$")
 
 
 def verl_eval_reward(frame: pd.DataFrame, min_points: int) -> Series | None:
@@ -203,7 +209,7 @@ def reward_hacking(
             if str(c).startswith("eval_")
             and c not in config.eval_metrics
             and str(c)[len("eval_") :] not in NOT_A_REWARD
-            and not str(c).endswith("_std")
+            and not SPREAD_NAME.search(str(c))
             and points(c) >= need
         ]
         hint = f"; logged too rarely: {', '.join(sparse)}" if sparse else ""
@@ -220,7 +226,7 @@ def reward_hacking(
             str(c)
             for c in frame.columns
             if str(c).startswith("rewards_")
-            and not str(c).endswith("_std")
+            and not SPREAD_NAME.search(str(c))
             and c not in config.eval_metrics
             and points(c) >= need
         ]
