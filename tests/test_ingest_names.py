@@ -149,3 +149,33 @@ def test_reward_key_with_or_without_the_train_prefix_selects_the_metric_in_every
     assert choose_reward(["eval/reward", "train/reward"], "eval_reward")[0] == "eval/reward"
     with pytest.raises(NoRewardError, match="several metrics"):
         choose_reward(["reward", "train/reward"], "train_reward")
+
+
+def test_lightning_train_underscore_names_of_known_metrics_are_those_metrics(tmp_path):
+    # PyTorch Lightning's self.log("train_kl") / ("train_entropy") (its CSVLogger's
+    # metrics.csv), beside val_* (already evaluation metrics): the KL and entropy were kept as
+    # train_kl / train_entropy, so diagnose's instability and concentration checks found none
+    from bayes_grpo.runset.ingest import load_runs
+
+    assert canonical_name("train_kl") == "kl" and canonical_name("Train_Entropy") == "entropy"
+    assert canonical_name("train_grad_norm") == "grad_norm"
+    # no bare train_ prefix rule: the HF summary's names and unknown names keep their own
+    for name in ("train_runtime", "train_loss", "train_samples_per_second", "train_foo"):
+        assert canonical_name(name) == name
+    # the canonical name's own source comes first; the train_ one is kept beside it
+    assert map_names(["reward", "kl", "train_kl"]).columns == {
+        "reward": "reward",
+        "kl": "kl",
+        "train_kl": "train_kl",
+    }
+    rows = ["step,epoch,train_reward,train_kl,train_entropy,val_reward"]
+    rows += [
+        f"{s},0,{0.1 + 0.02 * s:.3f},{0.001 * s:.4f},{1.0 - 0.01 * s:.3f},"
+        + (f"{0.1 + 0.015 * s:.3f}" if s % 5 == 0 else "")
+        for s in range(1, 31)
+    ]
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert {"reward", "kl", "entropy", "eval_reward"} <= set(ds.data_vars)
+    assert float(ds.kl.isel(run=0).sel(step=10)) == pytest.approx(0.01)

@@ -40,7 +40,9 @@ canonical                  source names (first match wins when a log has several
 
 Names and prefixes are matched regardless of case (``Reward``, ``Train/Reward`` in a hand-made
 or title-cased export). The training prefixes ``train/`` and ``training/`` are removed before
-matching. Any other metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
+matching; ``train_<name>`` (PyTorch Lightning's ``train_kl``, ``train_entropy``) is ``<name>``'s
+alias when ``<name>`` is one of the source names above (never the HF summary's ``train_runtime``,
+``train_loss`` ...). Any other metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
 (``clip_ratio/low_mean`` -> ``clip_ratio_low_mean``, ``rewards/format/mean`` ->
 ``rewards_format_mean``). A name that would collide with a dimension or run coordinate
 (``step``, ``model``, ``beta`` ...) gets the suffix ``_logged``.
@@ -201,9 +203,24 @@ def split_eval(source: str) -> tuple[bool, str]:
     return False, source
 
 
+#: The training prefix of an underscore-joined name (PyTorch Lightning's ``self.log("train_kl")``,
+#: Keras-style histories), the counterpart of the evaluation prefix ``val_``.
+TRAIN_UNDERSCORE_PREFIX: str = "train_"
+
+
 def _alias_of(name: str) -> str | None:
-    """The canonical name ``name`` is a known source name of (exact, then regardless of case)."""
-    return _SOURCE_TO_CANONICAL.get(name) or _SOURCE_TO_CANONICAL.get(name.lower())
+    """The canonical name ``name`` is a known source name of (exact, then regardless of case).
+
+    ``train_<name>`` is ``<name>``'s when ``<name>`` is a known source name (``train_kl``,
+    ``train_entropy``): only then, so the HF Trainer's summary names (``train_runtime``,
+    ``train_loss``, :data:`SUMMARY_KEYS`) and other ``train_*`` metrics keep their own names.
+    """
+    found = _SOURCE_TO_CANONICAL.get(name) or _SOURCE_TO_CANONICAL.get(name.lower())
+    low = name.lower()
+    if found is None and low.startswith(TRAIN_UNDERSCORE_PREFIX) and low not in SUMMARY_KEYS:
+        rest = low[len(TRAIN_UNDERSCORE_PREFIX) :]
+        found = _SOURCE_TO_CANONICAL.get(rest)
+    return found
 
 
 def _priority_of(name: str, default: int = 99) -> int:
