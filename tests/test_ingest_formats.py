@@ -1652,3 +1652,39 @@ def test_evaluation_rows_stepped_by_their_own_global_step_are_kept(tmp_path, suf
     evals = ds.eval_accuracy.to_series().dropna()
     np.testing.assert_array_equal(evals.index, [4, 8, 12])
     np.testing.assert_allclose(evals.values, np.array(REWARD)[[3, 7, 11]] + 0.05)
+
+
+def test_a_csvs_constant_model_and_convention_columns_are_the_runs_attributes(tmp_path):
+    # a W&B export with its config columns: the text columns model and momentum_convention
+    # were dropped ("text fields not kept as metrics") and the run's model left unknown
+    rows = ["Name,step,train/reward,model,momentum_convention,optimizer"]
+    for run, model in (("a", "Qwen/Qwen2.5-0.5B"), ("b", "Qwen/Qwen2.5-7B")):
+        rows += [f"{run},{s},{r},{model},ema,adamw" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert run_coords(ds, "a")["model"] == "Qwen/Qwen2.5-0.5B"
+    assert run_coords(ds, "b")["model"] == "Qwen/Qwen2.5-7B"
+    assert run_coords(ds, "a")["momentum_convention"] == "ema"
+    sources = json.loads(ds.attrs[INGEST_ATTR])["a"]["hyperparameter_sources"]
+    assert sources["model"] == "constant text column 'model' of wandb_export.csv"
+    # a text column that is no run attribute is still named as not kept
+    assert any("text fields not kept as metrics: ['optimizer']" in w for w in runset_warnings(ds)["a"])
+    # a manifest's value comes first; the column that disagrees is named with both values
+    manifest = tmp_path / "runs.csv"
+    manifest.write_text("path,run_name,run,model\nwandb_export.csv,a,a,Qwen/Qwen2.5-1.5B\n")
+    ds = load_runs(manifest=manifest)
+    assert run_coords(ds, "a")["model"] == "Qwen/Qwen2.5-1.5B"
+    (warning,) = [w for w in runset_warnings(ds)["a"] if w.count("model") > 1]
+    assert "runs.csv" in warning and "constant text column 'model' of wandb_export.csv" in warning
+    assert "'Qwen/Qwen2.5-0.5B'" in warning
+
+
+def test_a_model_column_of_two_values_is_no_run_attribute(tmp_path):
+    rows = ["step,reward,model"]
+    rows += [f"{s},{r},{'base' if s < 6 else 'sft'}" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "qwen.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert run_coords(ds, "qwen")["model"] == ""
+    assert any("text fields not kept as metrics: ['model']" in w for w in runset_warnings(ds)["qwen"])

@@ -33,7 +33,8 @@ is stored at optimizer step (n - 1) k_ref + 1 (its evaluation at n k_ref).
 reward: TRL 'reward' (also train/reward, critic/score/mean, train_reward), else the single
 rewards/<func>/mean, else an accuracy-like metric, else an evaluation reward (with a warning).
 Override with --reward-key. Hyperparameters: manifest > bayes_grpo_run.json > config inside the
-log > training_args.json/config.yaml beside it > model config.json > constants logged as metrics.
+log > training_args.json/config.yaml beside it > model config.json > constants logged as metrics
+(and a text column of one value naming the model or momentum_convention).
 
 bad runs are skipped and reported (status 'rejected' with the reason) unless --strict.
 manifest (CSV/YAML): columns path, run, run_name, reward_key, logging_steps, and any of

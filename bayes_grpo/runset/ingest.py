@@ -36,7 +36,9 @@ Hyperparameters (first source that has a value wins; disagreeing later sources g
 next to a ``trainer_state.json``);  4. training configs beside the log (``training_args.json``,
 ``config.yaml`` ...);  5. the model config (``config.json``, TensorBoard ``model_config``): model
 name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
-``optimizer_updates_per_rollout_batch``) and the peak of the logged learning-rate schedule.
+``optimizer_updates_per_rollout_batch``), text fields of one value naming the ``model`` or
+``momentum_convention`` (a W&B export's config columns) and the peak of the logged
+learning-rate schedule.
 Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
 """
 
@@ -91,6 +93,7 @@ from bayes_grpo.runset.names import (
     NameMapping,
     NoRewardError,
     canonical_name,
+    hyperparameter_key,
     map_names,
     split_eval,
 )
@@ -302,8 +305,10 @@ def _normalise_run(
                 f"metric {metric!r}: {len(sub)} non-numeric value(s) (e.g. {sub['value'].iloc[0]!r} "
                 f"at step {int(sub['step'].iloc[0])}) kept as NaN"
             )
-    if text_fields:
-        warn.append(f"text fields not kept as metrics: {sorted(text_fields)}")
+    text_coords, text_why = _text_hyperparameters(recs[is_text], text_fields, raw.path.name)
+    kept_out = [f for f in text_fields if f not in text_why.values()]
+    if kept_out:
+        warn.append(f"text fields not kept as metrics: {sorted(kept_out)}")
     recs = recs[~recs["metric"].isin(text_fields)]
     recs["num"] = recs["num"].astype(float)
     # the end-of-training summary: its own names, and train_loss at a step where they are logged
@@ -390,6 +395,9 @@ def _normalise_run(
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
     logged, logged_why = _logged_hyperparameters(wide)
+    for coord, value in text_coords.items():
+        logged[coord] = value
+        logged_why[coord] = f"constant text column {text_why[coord]!r} of {raw.path.name}"
     schedule = learning_rate_schedule_note(wide)
     if schedule:
         warn.append(schedule)
@@ -448,6 +456,32 @@ def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
         "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
         "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
     )
+
+
+#: Text run coordinates a log may carry as a column (a W&B export's config columns).
+TEXT_COORDS: tuple[str, ...] = ("model", "momentum_convention")
+
+
+def _text_hyperparameters(
+    text: pd.DataFrame, fields: Sequence[str], file_name: str
+) -> tuple[dict[str, object], dict[str, str]]:
+    """Text run coordinates (``model``, ``momentum_convention``) logged as a text field of one
+    value throughout (a W&B export with its config columns): ``(values, {coord: field})``.
+
+    Such a field was dropped as "text fields not kept as metrics", and the run's model left
+    unknown beside it. A field of several values is no run coordinate (it stays in that note).
+    """
+    values: dict[str, object] = {}
+    fields_of: dict[str, str] = {}
+    for field_name in fields:
+        for coord in TEXT_COORDS:
+            if coord in values or hyperparameter_key(coord, {field_name: None}) != field_name:
+                continue
+            seen = text.loc[text["metric"] == field_name, "value"].astype(str).str.strip()
+            distinct = seen[seen != ""].unique()
+            if len(distinct) == 1:
+                values[coord], fields_of[coord] = str(distinct[0]), field_name
+    return values, fields_of
 
 
 def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict[str, str]]:
