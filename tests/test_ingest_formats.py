@@ -1688,3 +1688,36 @@ def test_a_model_column_of_two_values_is_no_run_attribute(tmp_path):
     ds = load_runs([path])
     assert run_coords(ds, "qwen")["model"] == ""
     assert any("text fields not kept as metrics: ['model']" in w for w in runset_warnings(ds)["qwen"])
+
+
+def test_a_kl_coefficient_printed_as_zero_to_three_decimals_is_warned_of(tmp_path):
+    # older verl printed every value to 3 decimals ('actor/kl_coef:0.000' for a kl_loss_coef
+    # of 1e-4): the run's beta read 0 without a word
+    def write(path, coef, fmt):
+        path.write_text(
+            "\n".join(
+                f"(main_task pid=7) step:{s} - critic/score/mean:{fmt(r)} - "
+                f"actor/kl_loss:{fmt(0.001 * s)} - actor/kl_coef:{coef} - actor/entropy:0.512"
+                for s, r in enumerate(REWARD, start=1)
+            )
+            + "\n"
+        )
+
+    rounded = tmp_path / "rounded.log"
+    write(rounded, "0.000", lambda v: f"{v:.3f}")
+    ds = load_runs([rounded])
+    assert run_coords(ds, "rounded")["beta"] == 0.0
+    (warning,) = [w for w in runset_warnings(ds)["rounded"] if "beta = 0" in w]
+    assert "'actor/kl_coef'" in warning and "3 decimals" in warning and "manifest" in warning
+    # a beta the manifest gives is kept, without the warning
+    manifest = tmp_path / "runs.csv"
+    manifest.write_text("path,run,beta\nrounded.log,rounded,0.0001\n")
+    ds = load_runs(manifest=manifest)
+    assert run_coords(ds, "rounded")["beta"] == 0.0001
+    assert not [w for w in runset_warnings(ds)["rounded"] if "beta = 0" in w]
+    # a log of full values that logs a coefficient of 0 means 0
+    full = tmp_path / "full.log"
+    write(full, "0.0", lambda v: repr(v + 1e-7))
+    ds = load_runs([full])
+    assert run_coords(ds, "full")["beta"] == 0.0
+    assert not [w for w in runset_warnings(ds)["full"] if "beta = 0" in w]

@@ -176,6 +176,9 @@ class NormalisedRun:
     facts: dict[str, object]
     logged_hparams: dict[str, object] = field(default_factory=dict)
     logged_why: dict[str, str] = field(default_factory=dict)
+    #: ``{coord: warning}`` for a logged value that rounding may have changed, said when that
+    #: value is the one the run keeps (no config gave the coordinate).
+    logged_rounded: dict[str, str] = field(default_factory=dict)
 
 
 def _to_number(value: object) -> float | None:
@@ -398,6 +401,14 @@ def _normalise_run(
     for coord, value in text_coords.items():
         logged[coord] = value
         logged_why[coord] = f"constant text column {text_why[coord]!r} of {raw.path.name}"
+    rounded = {}
+    if logged.get("beta") == 0 and _printed_to_decimals(wide, PRINTED_DECIMALS):
+        rounded["beta"] = (
+            f"beta = 0 from the {logged_why['beta']}, in a log whose every value has at most "
+            f"{PRINTED_DECIMALS} decimals (verl's console logger printed '<key>:<value:.3f>' "
+            "before it printed full values): a coefficient below 5e-4 reads 0.000 there; give "
+            "beta in a manifest or put the run's config beside the log"
+        )
     schedule = learning_rate_schedule_note(wide)
     if schedule:
         warn.append(schedule)
@@ -414,7 +425,7 @@ def _normalise_run(
         "metrics": {src: dst for src, dst in mapping.columns.items()},
         "end_of_run": end_of_run,
     }
-    return NormalisedRun(frame, mapping, warn, facts, logged, logged_why)
+    return NormalisedRun(frame, mapping, warn, facts, logged, logged_why, rounded)
 
 
 #: A logged learning rate whose smallest value is below this share of its peak is a schedule.
@@ -482,6 +493,21 @@ def _text_hyperparameters(
             if len(distinct) == 1:
                 values[coord], fields_of[coord] = str(distinct[0]), field_name
     return values, fields_of
+
+
+#: Decimals of a log printed rounded (older verl's console logger: ``f"{k}:{v:.3f}"``,
+#: ``verl/utils/logger/aggregate_logger.concat_dict_to_str``; later ones print full values).
+PRINTED_DECIMALS = 3
+
+
+def _printed_to_decimals(wide: pd.DataFrame, decimals: int) -> bool:
+    """Whether every finite value of the log has at most ``decimals`` decimals (a log printed
+    rounded, where a small constant such as a KL coefficient of 1e-4 reads 0)."""
+    values = wide.to_numpy(dtype=float).ravel()
+    values = values[np.isfinite(values)] * 10.0**decimals
+    return values.size > 0 and bool(
+        np.all(np.abs(values - np.round(values)) <= 1e-6 * np.maximum(1.0, np.abs(values)))
+    )
 
 
 def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict[str, str]]:
@@ -835,6 +861,9 @@ def _merge_hyperparameters(
                     f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives "
                     f"{value!r}; using {values[coord]!r}"
                 )
+    for coord, note in norm.logged_rounded.items():
+        if why.get(coord) == norm.logged_why.get(coord):  # the rounded value is the one kept
+            warn.append(note)
     size_source = why.get("model_size")
     if size_source is not None and "model" in values:
         # a size is of the model its source names: a manifest's `model: Qwen/Qwen2.5-0.5B` over
