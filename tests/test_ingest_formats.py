@@ -1438,6 +1438,40 @@ def test_a_verl_file_logger_jsonl_keeps_the_metric_names_it_wraps(tmp_path):
     assert json.loads(ds.attrs[INGEST_ATTR])["qwen_grpo"]["reward_source"] == "critic/score/mean"
 
 
+def test_a_file_logger_jsonl_with_keys_beside_its_data_keeps_the_metric_names_it_wraps(tmp_path):
+    # verl's file logger writes {"step": N, "data": {...}} (tracking.FileLogger); a logger that
+    # adds a time stamp or wall time beside them (a fork's, a wrapper script's) left every
+    # metric as 'data/<name>': no KL, no entropy, the reward found only as 'accuracy-like'
+    path = tmp_path / "metrics.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "step": s,
+                "timestamp": f"2025-01-01T00:00:{s:02d}",
+                "wall_time": 1000.0 + s,
+                "data": {"critic/score/mean": r, "actor/kl_loss": 0.001 * s, "actor/entropy": 0.5},
+            }
+        )
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    assert {"reward", "kl", "entropy", "wall_time"} <= set(ds.data_vars)
+    (facts,) = json.loads(ds.attrs[INGEST_ATTR]).values()
+    assert facts["reward_source"] == "critic/score/mean" and facts["reward_rule"] == "reward"
+    # a name both beside and inside the wrapper: the record is read as it is (no value lost)
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text(
+        "\n".join(
+            json.dumps({"step": s, "reward": r, "data": {"reward": r, "kl": 0.1}})
+            for s, r in enumerate(REWARD, start=1)
+        )
+        + "\n"
+    )
+    ds = load_runs([clash])
+    assert {"reward", "data_reward", "data_kl"} <= set(ds.data_vars)
+
+
 def test_an_openrlhf_log_gives_its_clip_ratio_length_and_kl(tmp_path):
     # OpenRLHF logs its PPO/GRPO status as 'train/<key>' (ppo_trainer.save_logs_and_checkpoints):
     # 'ppo_clip_ratio', 'response_length' and 'policy_loss' were kept under their own names, so

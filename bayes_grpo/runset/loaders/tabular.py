@@ -17,7 +17,8 @@ Layouts recognised (column names are matched case-insensitively):
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
   ``__MAX`` companions, kept as metrics ``<metric>__MIN`` ...).
 - **JSONL**: one JSON object per line, with a step key (metrics nested under ``data`` or
-  ``metrics`` beside it, as verl's file logger writes them, keep their own names). Lines that
+  ``metrics`` beside it, as verl's file logger writes them, keep their own names, also beside
+  other keys such as a time stamp). Lines that
   carry a record type (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/
   ``phase``) are merged by step, their metrics prefixed with the type (``rollout/reward``,
   ``eval/reward``; ``train`` records unprefixed). A JSON file holding a list of such objects is
@@ -473,13 +474,21 @@ def _prefix(kind: str) -> str:
 
 
 def _unwrapped(entry: dict) -> dict:
-    """The metrics of a record that nests them under one :data:`WRAPPER_KEYS` key, else the
-    record."""
-    if len(entry) == 1:
-        ((key, value),) = entry.items()
-        if str(key).lower() in WRAPPER_KEYS and isinstance(value, dict):
-            return value
-    return entry
+    """The metrics of a record that nests them under one :data:`WRAPPER_KEYS` key, beside the
+    record's other keys (a time stamp, a wall time a logger adds), else the record.
+
+    The nested metrics keep their own names; a record whose other keys repeat a nested name
+    (or that has two wrappers) is left as it is, its metrics under ``data/<name>``.
+    """
+    wrappers = [k for k, v in entry.items() if str(k).lower() in WRAPPER_KEYS and isinstance(v, dict)]
+    if len(wrappers) != 1:
+        return entry
+    (key,) = wrappers
+    rest = {k: v for k, v in entry.items() if k != key}
+    nested = entry[key]
+    if any(k in rest for k in nested):
+        return entry
+    return {**rest, **nested}
 
 
 def _entries_to_run(
