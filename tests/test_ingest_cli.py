@@ -196,3 +196,20 @@ def test_the_table_shows_the_completions_each_logged_reward_averages(tmp_path, c
     assert main(["ingest", "--manifest", str(manifest), "-o", str(tmp_path / "runs.nc")]) == 0
     header, row = [line.split() for line in capsys.readouterr().out.splitlines()[1:4:2]]
     assert row[header.index("per_step") + 1] == "64"  # +1: the row starts with the run id
+
+
+def test_the_table_counts_logged_points_and_names_the_steps_they_span(tmp_path, capsys):
+    # a run logged every 10 steps over 300 steps showed "steps 30": the column counts the
+    # reward's logged points, and the steps they cover were nowhere in the table
+    log = tmp_path / "sparse.csv"
+    log.write_text(
+        "\n".join(["step,train/reward"] + [f"{s},{0.001 * s}" for s in range(10, 301, 10)])
+    )
+    assert main(["ingest", str(log), "-o", str(tmp_path / "runs.nc")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "r_first" in line).split()
+    row = next(line for line in lines if line.startswith("sparse")).split()
+    assert "points" in header and "steps" in header, header
+    at = header.index("points")
+    assert header[at + 1] == "steps", header
+    assert "30 10..300" in " ".join(row), row

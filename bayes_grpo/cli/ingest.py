@@ -53,6 +53,7 @@ TABLE_COLUMNS = (
     "group_size",
     "completions_per_step",
     "n_steps",
+    "step_span",
     "reward_first",
     "reward_last",
     "learning_rate",
@@ -67,7 +68,10 @@ TABLE_COLUMNS = (
 SHORT = {
     "group_size": "G",
     "completions_per_step": "per_step",
-    "n_steps": "steps",
+    # the reward's logged points, not optimizer steps: a run logged every 10 steps over 1000
+    # steps showed "steps 100"; the steps they span are the next column
+    "n_steps": "points",
+    "step_span": "steps",
     "reward_first": "r_first",
     "reward_last": "r_last",
     "learning_rate": "lr",
@@ -84,8 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="read GRPO logs (TRL, TensorBoard, CSV/JSONL, console) into a run set (netCDF)",
         description=(
             "Read GRPO training logs into one run set (xarray, dims run x step, one coordinate per "
-            "hyperparameter), save it as netCDF and print one line per run: id, model, G, steps, "
-            "first/last reward, hyperparameters, warnings. Runs that cannot be used are listed with "
+            "hyperparameter), save it as netCDF and print one line per run: id, model, G, the "
+            "reward's logged points and the steps they span, first/last reward, hyperparameters, "
+            "warnings. Runs that cannot be used are listed with "
             "the reason."
         ),
         epilog=EPILOG,
@@ -143,6 +148,14 @@ def _fmt(value: object) -> object:
             return "-"
         return f"{value:.4g}"
     return value
+
+
+def _step_span(first: object, last: object) -> str:
+    """``first..last`` optimizer step of a run's rewards (``-`` when it has none)."""
+    try:
+        return f"{int(first)}..{int(last)}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # None, NaN: no reward
+        return "-"
 
 
 def rejection_line(run_id: str, reason: str) -> str:
@@ -255,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
+    ok = ok.assign(step_span=[_step_span(a, b) for a, b in zip(ok["first_step"], ok["last_step"])])
     table = ok[[c for c in TABLE_COLUMNS if c in ok.columns]].rename(columns=SHORT).map(_fmt)
     print_table(table, title=f"{len(ok)} run(s) ingested -> {out}")
     warned = {run_id: msgs for run_id, msgs in runset_warnings(ds).items() if msgs}

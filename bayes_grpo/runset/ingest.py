@@ -1447,6 +1447,10 @@ def rejected_runs(ds: xr.Dataset) -> dict[str, dict[str, object]]:
 def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataFrame:
     """One row per run: id, coordinates, length, first/last reward, counts, warnings, status.
 
+    ``n_steps`` counts the run's finite reward values (its logged points), not optimizer steps:
+    a run logged every 10 steps over 1000 steps has 100; ``first_step`` and ``last_step`` are
+    the steps they span.
+
     Rejected runs (from the ingest) are listed at the end with status ``rejected`` and the reason.
     """
     facts = _json_attr(ds, INGEST_ATTR)
