@@ -1265,6 +1265,22 @@ def test_verls_validation_reward_of_one_data_set_is_the_evaluation_reward():
     assert res.values["evidence"]["eval_metric"] == "eval_test_score_openai_gsm8k", res.summary
 
 
+def test_a_lightning_val_acc_is_the_evaluation_reward(tmp_path):
+    # PyTorch Lightning's self.log("val_acc") is ingested as eval_acc, which the lookup did not
+    # know (eval_accuracy, eval_score ... only): "no evaluation reward"
+    from bayes_grpo.runset.core import run_frame
+    from bayes_grpo.runset.ingest import load_runs
+
+    frame = _verl_validation_frame({"val_acc": 0.5}).rename(columns={"reward": "train_reward"})
+    path = tmp_path / "metrics.csv"
+    frame.to_csv(path)
+    ds = load_runs([path])
+    assert "eval_acc" in ds
+    (run,) = map(str, ds.run.values)
+    res = reward_hacking(run_frame(ds, run), run_id=run, config=FAST.hacking, common=FAST.common)
+    assert res.values["evidence"]["eval_metric"] == "eval_acc", res.summary
+
+
 def test_verls_validation_rewards_of_several_data_sets_are_named_and_their_spread_is_not():
     # two validation sets: which one is "the" evaluation is the user's choice, named with the
     # setting; an evaluation metric the user names is the only one read (no verl fallback)

@@ -28,6 +28,7 @@ import numpy as np
 EVAL_REWARD_NAMES: tuple[str, ...] = (
     "eval_reward",
     "eval_accuracy",
+    "eval_acc",  # PyTorch Lightning's self.log("val_acc"), Keras' val_acc
     "eval_answer_accuracy",
     "eval_score",
     "eval/reward",
