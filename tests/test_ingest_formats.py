@@ -1755,3 +1755,17 @@ def test_a_kl_coefficient_printed_as_zero_to_three_decimals_is_warned_of(tmp_pat
     ds = load_runs([full])
     assert run_coords(ds, "full")["beta"] == 0.0
     assert not [w for w in runset_warnings(ds)["full"] if "beta = 0" in w]
+
+
+def test_a_csvs_constant_parameter_count_and_budget_columns_are_the_runs_attributes(tmp_path):
+    # a W&B export's config columns: the HF wandb callback's model/num_parameters and a
+    # completions_per_step column were kept as metrics, model_size and the budget left unknown
+    rows = ["Name,train/global_step,train/reward,model/num_parameters,completions_per_step"]
+    rows += [f"a,{s},{r},494032768,64" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    coords = run_coords(ds, "a")
+    assert coords["model_size"] == 494032768 and coords["completions_per_step"] == 64
+    sources = json.loads(ds.attrs[INGEST_ATTR])["a"]["hyperparameter_sources"]
+    assert sources["model_size"] == "constant logged metric 'model/num_parameters'"

@@ -36,7 +36,7 @@ Hyperparameters (first source that has a value wins; disagreeing later sources g
 next to a ``trainer_state.json``);  4. training configs beside the log (``training_args.json``,
 ``config.yaml`` ...);  5. the model config (``config.json``, TensorBoard ``model_config``): model
 name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
-``optimizer_updates_per_rollout_batch``), text fields of one value naming the ``model`` or
+``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step`` ...), text fields of one value naming the ``model`` or
 ``momentum_convention`` (a W&B export's config columns) and the peak of the logged
 learning-rate schedule.
 Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
@@ -518,7 +518,17 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
     # momentum too (a constant logged "momentum" column; its convention stays unknown unless
     # another source gives it): it was kept as the metric "momentum_logged" and the run's
     # momentum coordinate left unknown
-    for coord in ("group_size", "beta", "seed", "k_ref", "momentum"):
+    # model_size and completions_per_step too: a W&B export's config columns (the HF wandb
+    # callback's model/num_parameters) were kept as metrics and the coordinates left unknown
+    for coord in (
+        "group_size",
+        "beta",
+        "seed",
+        "k_ref",
+        "momentum",
+        "model_size",
+        "completions_per_step",
+    ):
         for alias in HYPERPARAMETER_ALIASES[coord]:
             col = by_leaf.get(alias)
             if col is None or split_eval(col)[0]:
