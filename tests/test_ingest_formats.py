@@ -1714,7 +1714,7 @@ def test_a_csvs_constant_model_and_convention_columns_are_the_runs_attributes(tm
     assert "'Qwen/Qwen2.5-0.5B'" in warning
 
 
-def test_a_model_column_of_two_values_is_no_run_attribute(tmp_path):
+def test_a_model_column_of_two_values_one_after_the_other_is_no_run_attribute(tmp_path):
     rows = ["step,reward,model"]
     rows += [f"{s},{r},{'base' if s < 6 else 'sft'}" for s, r in enumerate(REWARD, start=1)]
     path = tmp_path / "qwen.csv"
@@ -1769,3 +1769,27 @@ def test_a_csvs_constant_parameter_count_and_budget_columns_are_the_runs_attribu
     assert coords["model_size"] == 494032768 and coords["completions_per_step"] == 64
     sources = json.loads(ds.attrs[INGEST_ATTR])["a"]["hyperparameter_sources"]
     assert sources["model_size"] == "constant logged metric 'model/num_parameters'"
+
+
+def test_a_table_of_several_models_without_a_run_column_is_a_run_per_model(tmp_path):
+    # model,step,reward comparing two models was read as one run that starts over at step 1:
+    # the second model's rewards replaced the first's at every step, the model left unknown
+    rows = ["model,step,reward"]
+    for model, offset in (("Qwen/Qwen2.5-0.5B", 0.0), ("Qwen/Qwen2.5-7B", 0.2)):
+        rows += [f"{model},{s},{r + offset}" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "compare.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert ds.sizes["run"] == 2
+    by_model = {str(ds.model.sel(run=r).values): r for r in ds.run.values}
+    np.testing.assert_allclose(ds.reward.sel(run=by_model["Qwen/Qwen2.5-0.5B"]).values, REWARD)
+    np.testing.assert_allclose(
+        ds.reward.sel(run=by_model["Qwen/Qwen2.5-7B"]).values, np.add(REWARD, 0.2)
+    )
+    assert not any("logged more than once" in w for ws in runset_warnings(ds).values() for w in ws)
+    # one model throughout: one run, named as before (its file), the model its attribute
+    one = tmp_path / "single.csv"
+    one.write_text("\n".join(rows[: N + 1]) + "\n")
+    ds = load_runs([one])
+    assert list(ds.run.values) == ["single"]
+    assert run_coords(ds, "single")["model"] == "Qwen/Qwen2.5-0.5B"

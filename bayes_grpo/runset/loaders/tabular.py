@@ -5,7 +5,9 @@ Layouts recognised (column names are matched case-insensitively):
 - **wide, one run**: a step column (``step``, ``global_step``, ``_step``, ``Step`` ...; see
   :data:`~bayes_grpo.runset.loaders._base.STEP_KEYS`) and one column per metric, under any
   names (``train/reward``, ``reward``, ``critic/score/mean``, ``rewards/acc/mean`` ...).
-- **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``, ``name``).
+- **wide, several runs**: the same plus a run column (``run``, ``run_id``, ``run_name``, ``name``);
+  without one, a model column (``model``, ``model_name_or_path`` ...) naming several models
+  gives one run per model (:func:`_model_runs_column`).
 - **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
 - In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
@@ -51,6 +53,7 @@ from bayes_grpo.runset.loaders._base import (
     records_from_dicts,
     text_encoding,
 )
+from bayes_grpo.runset.names import hyperparameter_key
 
 #: Run columns of a multi-run export; ``name`` is the run column of wandb's exports ("Name"):
 #: without it the rows of several runs merged into one run, later runs overwriting earlier ones.
@@ -70,6 +73,28 @@ WRAPPER_KEYS = frozenset({"data", "metrics"})
 #: ``"<run> - <metric>"``, split at the last ``" - "``: run names may hold one ("qwen - G8"),
 #: metric keys do not; split at the first, runs "qwen - G8" and "qwen - G16" merged into "qwen".
 _PANEL = re.compile(r"^(?P<run>.+) - (?P<metric>.+)$")
+
+
+def _model_runs_column(frame: pd.DataFrame, step_col: str | None) -> str | None:
+    """The model column (``model``, ``model_name_or_path`` ...: ``HYPERPARAMETER_ALIASES``) of a
+    wide file without a run column, when it names several models that log the same steps: each
+    model's rows are a run.
+
+    A comparison table ``model,step,reward`` was read as one run whose steps start over at each
+    model, the later model's rewards replacing the earlier's at every step. The column stays in
+    each run's rows, where it is the run's ``model``. Models one after another on one step axis
+    (no step logged under two) stay one run.
+    """
+    column = hyperparameter_key("model", {str(c): None for c in frame.columns})
+    if column is None or step_col is None:
+        return None
+    names = frame[column].astype("string").str.strip()
+    named = names.notna() & (names != "")
+    if pd.to_numeric(names[named], errors="coerce").notna().any() or names[named].nunique() < 2:
+        return None
+    steps = frame.loc[named, step_col].astype("string").str.strip()
+    models_per_step = names[named].groupby(steps).nunique()
+    return column if (models_per_step > 1).any() else None
 
 
 def _find(columns, candidates) -> str | None:
@@ -347,6 +372,9 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
     metric_col = _find(cols, METRIC_KEYS)
     value_col = _find(cols, ("value",))
     step_col = find_step_key(cols)
+    model_col = None
+    if run_col is None and metric_col is None:
+        run_col = model_col = _model_runs_column(frame, step_col)
     multi = run_col is not None
     if metric_col is not None and value_col is not None and step_col is not None:
         groups, notes, unassigned = (
@@ -382,8 +410,16 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
         groups, file_notes, unassigned = _run_groups(frame, run_col, path)
         runs = [unassigned] if unassigned is not None else []
         id_col = _find(cols, ID_KEYS)
+        if model_col is not None:
+            file_notes = [
+                *file_notes,
+                f"{path.name}: no run column; its {len(groups)} models ({model_col!r}) read as "
+                "one run each",
+            ]
         for name, sub in groups:
-            records, notes = _wide_records(sub, path, (run_col, id_col), logging_steps)
+            # the model column is each run's model (read as a text field of one value)
+            skip = (id_col,) if model_col is not None else (run_col, id_col)
+            records, notes = _wide_records(sub, path, skip, logging_steps)
             runs.append(
                 RawRun(
                     path=path,
