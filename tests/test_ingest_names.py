@@ -1,5 +1,7 @@
 """Source metric names map to documented canonical names, and the reward is chosen by the documented rule."""
 
+import json
+
 import pytest
 
 from bayes_grpo.runset.names import (
@@ -179,3 +181,26 @@ def test_lightning_train_underscore_names_of_known_metrics_are_those_metrics(tmp
     ds = load_runs([path])
     assert {"reward", "kl", "entropy", "eval_reward"} <= set(ds.data_vars)
     assert float(ds.kl.isel(run=0).sel(step=10)) == pytest.approx(0.01)
+
+
+def test_lightnings_per_step_names_of_a_metric_logged_per_step_and_epoch_are_that_metric(tmp_path):
+    # self.log("train_reward", on_step=True, on_epoch=True) writes train_reward_step and
+    # train_reward_epoch (Lightning's _Metadata.forked_name): no reward was found but the
+    # 4-point val_reward, and the run was rejected as too short
+    from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs
+
+    assert canonical_name("train_reward_step") == "reward"
+    assert canonical_name("train_kl_step") == "kl"
+    assert canonical_name("train_reward_epoch") == "train_reward_epoch"
+    rows = ["epoch,step,train_reward_step,train_kl_step,train_reward_epoch,val_reward"]
+    for s in range(1, 41):
+        rows.append(f"0,{s},{0.1 + 0.01 * s:.3f},{0.001 * s:.4f},,")
+        if s % 10 == 0:
+            rows.append(f"{s // 10},{s},,,{0.1 + 0.01 * s:.3f},{0.2 + 0.005 * s:.3f}")
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    (facts,) = json.loads(ds.attrs[INGEST_ATTR]).values()
+    assert facts["reward_source"] == "train_reward_step" and facts["reward_rule"] == "reward"
+    assert {"reward", "kl", "eval_reward", "train_reward_epoch"} <= set(ds.data_vars)
+    assert int(ds.reward.notnull().sum()) == 40

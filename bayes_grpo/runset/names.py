@@ -42,7 +42,8 @@ Names and prefixes are matched regardless of case (``Reward``, ``Train/Reward`` 
 or title-cased export). The training prefixes ``train/`` and ``training/`` are removed before
 matching; ``train_<name>`` (PyTorch Lightning's ``train_kl``, ``train_entropy``) is ``<name>``'s
 alias when ``<name>`` is one of the source names above (never the HF summary's ``train_runtime``,
-``train_loss`` ...). Any other metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
+``train_loss`` ...), and so is Lightning's per-step ``<name>_step`` (``train_reward_step``, beside
+the per-epoch ``train_reward_epoch``, which keeps its name). Any other metric keeps its name with every character outside ``[A-Za-z0-9_]`` replaced by ``_``
 (``clip_ratio/low_mean`` -> ``clip_ratio_low_mean``, ``rewards/format/mean`` ->
 ``rewards_format_mean``). A name that would collide with a dimension or run coordinate
 (``step``, ``model``, ``beta`` ...) gets the suffix ``_logged``.
@@ -208,18 +209,33 @@ def split_eval(source: str) -> tuple[bool, str]:
 TRAIN_UNDERSCORE_PREFIX: str = "train_"
 
 
+#: Suffix PyTorch Lightning gives a metric logged both per step and per epoch
+#: (``self.log("train_reward", on_step=True, on_epoch=True)`` writes ``train_reward_step`` and
+#: ``train_reward_epoch``; ``_Metadata.forked_name``): the ``_step`` one is the per-step curve.
+LIGHTNING_STEP_SUFFIX: str = "_step"
+
+
+def _known_lower(low: str) -> str | None:
+    """The canonical name of a lower-case source name, also as ``train_<name>``."""
+    found = _SOURCE_TO_CANONICAL.get(low)
+    if found is None and low.startswith(TRAIN_UNDERSCORE_PREFIX) and low not in SUMMARY_KEYS:
+        found = _SOURCE_TO_CANONICAL.get(low[len(TRAIN_UNDERSCORE_PREFIX) :])
+    return found
+
+
 def _alias_of(name: str) -> str | None:
     """The canonical name ``name`` is a known source name of (exact, then regardless of case).
 
     ``train_<name>`` is ``<name>``'s when ``<name>`` is a known source name (``train_kl``,
     ``train_entropy``): only then, so the HF Trainer's summary names (``train_runtime``,
     ``train_loss``, :data:`SUMMARY_KEYS`) and other ``train_*`` metrics keep their own names.
+    So is Lightning's per-step ``<name>_step`` (:data:`LIGHTNING_STEP_SUFFIX`: ``train_reward_step``,
+    ``train_kl_step``); its per-epoch ``<name>_epoch`` keeps its own name.
     """
-    found = _SOURCE_TO_CANONICAL.get(name) or _SOURCE_TO_CANONICAL.get(name.lower())
+    found = _SOURCE_TO_CANONICAL.get(name) or _known_lower(name.lower())
     low = name.lower()
-    if found is None and low.startswith(TRAIN_UNDERSCORE_PREFIX) and low not in SUMMARY_KEYS:
-        rest = low[len(TRAIN_UNDERSCORE_PREFIX) :]
-        found = _SOURCE_TO_CANONICAL.get(rest)
+    if found is None and low.endswith(LIGHTNING_STEP_SUFFIX):
+        found = _known_lower(low[: -len(LIGHTNING_STEP_SUFFIX)])
     return found
 
 
