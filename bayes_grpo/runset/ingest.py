@@ -36,9 +36,9 @@ Hyperparameters (first source that has a value wins; disagreeing later sources g
 next to a ``trainer_state.json``);  4. training configs beside the log (``training_args.json``,
 ``config.yaml`` ...);  5. the model config (``config.json``, TensorBoard ``model_config``): model
 name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
-``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step`` ...), text fields of one value naming the ``model`` or
-``momentum_convention`` (a W&B export's config columns) and the peak of the logged
-learning-rate schedule.
+``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step`` ...), text
+fields of one value naming the ``model`` or ``momentum_convention`` (a W&B export's config
+columns) and the peak of the logged learning-rate schedule.
 Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
 """
 
@@ -308,7 +308,7 @@ def _normalise_run(
                 f"metric {metric!r}: {len(sub)} non-numeric value(s) (e.g. {sub['value'].iloc[0]!r} "
                 f"at step {int(sub['step'].iloc[0])}) kept as NaN"
             )
-    text_coords, text_why = _text_hyperparameters(recs[is_text], text_fields, raw.path.name)
+    text_coords, text_why = _text_hyperparameters(recs[is_text], text_fields)
     kept_out = [f for f in text_fields if f not in text_why.values()]
     if kept_out:
         warn.append(f"text fields not kept as metrics: {sorted(kept_out)}")
@@ -474,7 +474,7 @@ TEXT_COORDS: tuple[str, ...] = ("model", "momentum_convention")
 
 
 def _text_hyperparameters(
-    text: pd.DataFrame, fields: Sequence[str], file_name: str
+    text: pd.DataFrame, fields: Sequence[str]
 ) -> tuple[dict[str, object], dict[str, str]]:
     """Text run coordinates (``model``, ``momentum_convention``) logged as a text field of one
     value throughout (a W&B export with its config columns): ``(values, {coord: field})``.
