@@ -1787,6 +1787,16 @@ def test_a_table_of_several_models_without_a_run_column_is_a_run_per_model(tmp_p
         ds.reward.sel(run=by_model["Qwen/Qwen2.5-7B"]).values, np.add(REWARD, 0.2)
     )
     assert not any("logged more than once" in w for ws in runset_warnings(ds).values() for w in ws)
+    # a JSONL file alike
+    lines = [
+        json.dumps({"model": model, "step": s, "reward": r + offset})
+        for model, offset in (("Qwen/Qwen2.5-0.5B", 0.0), ("Qwen/Qwen2.5-7B", 0.2))
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    (tmp_path / "compare.jsonl").write_text("\n".join(lines) + "\n")
+    ds = load_runs([tmp_path / "compare.jsonl"])
+    assert sorted(map(str, ds.model.values)) == ["Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-7B"]
+    assert not any("logged more than once" in w for ws in runset_warnings(ds).values() for w in ws)
     # one model throughout: one run, named as before (its file), the model its attribute
     one = tmp_path / "single.csv"
     one.write_text("\n".join(rows[: N + 1]) + "\n")

@@ -23,7 +23,8 @@ Layouts recognised (column names are matched case-insensitively):
   other keys such as a time stamp). Lines that
   carry a record type (``"type": "train" | "rollout" | "eval"``, also ``split``/``mode``/
   ``phase``) are merged by step, their metrics prefixed with the type (``rollout/reward``,
-  ``eval/reward``; ``train`` records unprefixed). A JSON file holding a list of such objects is
+  ``eval/reward``; ``train`` records unprefixed); without a run key, a model key naming several
+  models at one step gives a run per model, as in a CSV. A JSON file holding a list of such objects is
   read the same way.
 
 A row without a value in the ``global_step`` column used takes its step from another
@@ -610,11 +611,36 @@ def load_jsonl(path: str | Path, *, logging_steps: int | None = None) -> list[Ra
     path = Path(path)
     entries, notes = _read_json_lines(path)
     run_key = next((k for k in RUN_KEYS if _names_runs(entries, k)), None)
-    keys = {run_key, _find({k for e in entries for k in e}, ID_KEYS)} - {None}
+    all_keys = {k for e in entries for k in e}
+    keys = {run_key, _find(all_keys, ID_KEYS)} - {None}
+    model_key = None
+    if run_key is None:  # a comparison of models, one step axis each (as in a CSV)
+        step_key = next((k for k in STEP_KEYS if k in all_keys), None)
+        model_key = hyperparameter_key("model", {str(k): None for k in all_keys})
+        if model_key is not None and step_key is not None:
+            frame = pd.DataFrame(
+                [
+                    {model_key: m if isinstance(m := e.get(model_key), str) else None}
+                    | {step_key: e.get(step_key)}
+                    for e in entries
+                ]
+            )
+            model_key = _model_runs_column(frame, step_key)
+        else:
+            model_key = None
+        if model_key is not None:
+            run_key = model_key
+            keys = {model_key}
+            notes = [
+                *notes,
+                f"{path.name}: no run key; the models of {model_key!r} read as one run each",
+            ]
     if run_key is not None:
         frame = pd.DataFrame([{k: e.get(k) for k in keys} for e in entries])
         groups, file_notes, unassigned = _run_groups(frame, run_key, path, fmt="jsonl")
         notes = notes + file_notes
+        # the model key stays in each run's records, where it is the run's model
+        keys = keys - {model_key}
         if len(groups) > 1:
             runs = [unassigned] if unassigned is not None else []
             for name, sub in groups:
