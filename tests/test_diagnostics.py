@@ -1265,6 +1265,14 @@ def test_verls_validation_reward_of_one_data_set_is_the_evaluation_reward():
     assert res.values["evidence"]["eval_metric"] == "eval_test_score_openai_gsm8k", res.summary
 
 
+def test_verls_validation_reward_logged_through_mlflow_is_the_evaluation_reward():
+    # verl's MLflow logger writes '@' as '_at_' (tracking._MlflowLoggingAdapter): an MLflow
+    # export's val-core/openai/gsm8k/reward/mean_at_1 was not found
+    frame = _verl_validation_frame({"eval_openai_gsm8k_reward_mean_at_1": 0.5})
+    res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
+    assert res.values["evidence"]["eval_metric"] == "eval_openai_gsm8k_reward_mean_at_1", res.summary
+
+
 def test_a_lightning_val_acc_is_the_evaluation_reward(tmp_path):
     # PyTorch Lightning's self.log("val_acc") is ingested as eval_acc, which the lookup did not
     # know (eval_accuracy, eval_score ... only): "no evaluation reward"

@@ -38,11 +38,12 @@ EVAL_REWARD_NAMES: tuple[str, ...] = (
 #: ``hacking.eval_metrics`` is left at its default): ``val-core/<data_source>/<var>/mean@<N>``
 #: (``trainer/ppo/ray_trainer.py``, ``_validate``: ``<var>`` is ``acc`` when the reward function
 #: returns one, else ``reward``) is ingested as ``eval_<data_source>_<var>_mean_<N>``, and verl
-#: before 0.3's ``val/test_score/<data_source>`` as ``eval_test_score_<data_source>``. Of one
-#: data source the ``acc`` curve is taken before the ``reward`` one and the largest ``N`` first
-#: (verl's own ``val-core`` choice); with several data sources none is chosen.
+#: before 0.3's ``val/test_score/<data_source>`` as ``eval_test_score_<data_source>``
+#: (``mean_at_<N>`` too: verl's MLflow logger writes ``@`` as ``_at_``, ``_MlflowLoggingAdapter``).
+#: Of one data source the ``acc`` curve is taken before the ``reward`` one and the largest ``N``
+#: first (verl's own ``val-core`` choice); with several data sources none is chosen.
 VERL_EVAL_REWARD = re.compile(
-    r"^eval_(?P<source>.+)_(?P<var>acc|reward|score|scores)_mean_(?P<n>\d+)$"
+    r"^eval_(?P<source>.+)_(?P<var>acc|reward|score|scores)_mean_(?:at_)?(?P<n>\d+)$"
     r"|^eval_test_score_(?P<old_source>.+)$"
 )
 ENTROPY_NAMES: tuple[str, ...] = ("entropy", "token_entropy", "policy_entropy")
