@@ -650,3 +650,29 @@ def test_a_custom_task_trains_on_a_dataset_given_in_memory(tmp_path):
     result = run_training(cfg, tmp_path / "mem", reward_funcs=[always_one], train_dataset=ds)
     frame, meta = read_run_dir(result.run_dir)
     assert frame["reward"].tolist() == [1.0] and meta["dataset"] == "<train_dataset>"
+
+
+def test_a_prompt_set_smaller_than_one_rollout_is_refused_before_training(tmp_path):
+    # TRL's sampler yields only whole rollouts: 3 prompts for a rollout of 2 x k_ref 2 = 4 gave
+    # no batch, transformers "trained" 0 steps without an error and the run was written as
+    # completed (the CLI printed "3 steps ... final reward nan"; read_run_dir: KeyError 'step')
+    from datasets import Dataset
+
+    def always_one(prompts, completions, **kwargs):
+        return [1.0] * len(completions)
+
+    cfg = TrainConfig(
+        task="custom",
+        group_size=2,
+        prompts_per_step=2,
+        k_ref=2,
+        max_steps=3,
+        max_completion_length=3,
+    )
+    ds = Dataset.from_list([{"prompt": f"next {d} ="} for d in range(3)])
+    out = tmp_path / "small"
+    with pytest.raises(
+        ValueError, match=r"3 prompts, fewer than the 4 prompts one rollout.*--k-ref"
+    ):
+        run_training(cfg, out, reward_funcs=[always_one], train_dataset=ds, threads=1)
+    assert not out.exists()

@@ -29,6 +29,7 @@ from bayes_grpo.train.config import (
     TINY_MODEL,
     TrainConfig,
     grpo_config_kwargs,
+    k_ref_mapping,
     run_metadata,
     validate_config,
 )
@@ -266,6 +267,32 @@ def _build_dataset_and_rewards(
     return dataset, rewards
 
 
+def _check_rollout_fits(dataset: Any, config: TrainConfig) -> None:
+    """Raise ValueError when the prompt set holds fewer prompts than one rollout takes.
+
+    TRL's sampler yields only whole rollouts of ``generation_batch_size / G`` prompts: from a
+    smaller set it yields none, and transformers then stops "training" at step 0 without an
+    error (a run directory of no steps, recorded as completed).
+    """
+    try:
+        n = len(dataset)
+    except TypeError:  # an iterable dataset: TRL repeats its stream, nothing to count
+        return
+    c = validate_config(config)
+    need = k_ref_mapping(c)["generation_batch_size"] // c.group_size
+    if n >= need:
+        return
+    via_spg = c.k_ref_via == "steps_per_generation" and c.k_ref > 1
+    parts = f"prompts_per_step={c.prompts_per_step} (--prompts-per-step)" + (
+        f" x k_ref={c.k_ref} (--k-ref)" if via_spg else ""
+    )
+    name = "the next_digit prompt set (n_prompts)" if c.task == "next_digit" else c.dataset
+    raise ValueError(
+        f"{name}: {n} prompt{'s' if n != 1 else ''}, fewer than the {need} prompts one rollout "
+        f"takes ({parts}): TRL would train no step; give more prompts or fewer per step"
+    )
+
+
 def _check_context(
     model: Any, tokenizer: Any, dataset: Any, max_completion_length: int, name: str
 ) -> None:
@@ -389,6 +416,7 @@ def _train_into(
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
+        _check_rollout_fits(dataset, config)
         _check_context(model, tokenizer, dataset, args.max_completion_length, config.model)
         model_size = sum(p.numel() for p in model.parameters())
         trainer = trl.GRPOTrainer(
