@@ -247,6 +247,15 @@ def test_extra_grpo_args_may_not_override_a_setting_the_run_metadata_records(key
         TrainConfig(extra_grpo_args={key: 1}).resolved()
 
 
+@pytest.mark.parametrize("strategy", ["epoch", "no"])
+def test_a_logging_strategy_other_than_every_step_is_refused(strategy):
+    # --grpo-arg logging_strategy="no" trained, and trainer_state.json held one entry, the
+    # end-of-training summary with the reward averaged over all steps, read as a single point
+    with pytest.raises(ValueError, match=r"may not set \['logging_strategy'\]"):
+        TrainConfig(extra_grpo_args={"logging_strategy": strategy}).resolved()
+    assert grpo_config_kwargs(TrainConfig(), "out")["logging_strategy"] == "steps"
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

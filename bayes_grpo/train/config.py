@@ -102,6 +102,7 @@ MAPPED_GRPO_ARGS: frozenset[str] = frozenset(
         "ref_model_sync_steps",
         "ref_model_mixup_alpha",
         "output_dir",
+        "logging_strategy",
         "logging_steps",
     }
 )
@@ -417,7 +418,8 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
     -------
     dict
         Ready for ``GRPOConfig(**kwargs)``; CPU runs get ``use_cpu=True, bf16=False``; gradient
-        checkpointing is off; dropout is disabled; ``logging_steps=1``; no checkpoints are saved.
+        checkpointing is off; dropout is disabled; ``logging_strategy="steps"``, ``logging_steps=1``;
+        no checkpoints are saved.
     """
     c = validate_config(config)
     m = k_ref_mapping(c)
@@ -446,6 +448,9 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
         "max_steps": c.max_steps,
         "temperature": c.temperature,
         "epsilon": c.epsilon,
+        # one log entry per optimizer step: "epoch" or "no" would average the steps' rewards into
+        # one entry (the end-of-training summary), read as a single point
+        "logging_strategy": "steps",
         "logging_steps": 1,
         "save_strategy": "no",
         "report_to": [],
