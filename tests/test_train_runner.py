@@ -676,3 +676,21 @@ def test_a_prompt_set_smaller_than_one_rollout_is_refused_before_training(tmp_pa
     ):
         run_training(cfg, out, reward_funcs=[always_one], train_dataset=ds, threads=1)
     assert not out.exists()
+
+
+def test_a_reward_model_given_by_name_is_recorded_by_that_name(tmp_path):
+    # reward_funcs=["path/or/hub-name"] trained with the reward model, but bayes_grpo_run.json
+    # recorded its reward function as "str" (the type of the name)
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    rm = build_tiny_model(tmp_path / "rm-lm", seed=2)
+    rm_config = GPT2Config.from_pretrained(rm)
+    rm_config.num_labels = 1
+    GPT2ForSequenceClassification(rm_config).save_pretrained(rm)
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=1)
+    result = run_training(cfg, tmp_path / "run", reward_funcs=[str(rm)], threads=1)
+    frame, meta = read_run_dir(result.run_dir)
+    assert meta["reward_funcs"] == [str(rm)]
+    assert "rewards/rm-lm/mean" in frame.columns

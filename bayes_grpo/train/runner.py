@@ -86,6 +86,8 @@ def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) 
 
 
 def _reward_name(f: Any) -> str:
+    if isinstance(f, str):  # a reward model's Hub name or folder, as given
+        return f
     return getattr(f, "__name__", None) or type(f).__name__
 
 
