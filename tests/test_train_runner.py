@@ -694,3 +694,38 @@ def test_a_reward_model_given_by_name_is_recorded_by_that_name(tmp_path):
     frame, meta = read_run_dir(result.run_dir)
     assert meta["reward_funcs"] == [str(rm)]
     assert "rewards/rm-lm/mean" in frame.columns
+
+
+def test_a_rollout_reused_by_steps_per_generation_is_sliced_at_random_not_by_prompt(
+    tmp_path, monkeypatch
+):
+    # The docs said each optimizer step of --k-ref-via steps_per_generation trains on "a fresh
+    # slice of prompts_per_step prompts"; TRL 1.16 shuffles the rollout's completions before
+    # slicing it, so a step's prompts_per_step x G completions come from any of its prompts
+    import trl
+    from datasets import Dataset
+
+    seen = []
+    original = trl.GRPOTrainer._compute_loss
+
+    def spy(self, model, inputs):
+        seen.append({tuple(row.tolist()) for row in inputs["prompt_ids"]})
+        assert len(inputs["prompt_ids"]) == 2 * 4  # prompts_per_step x G completions
+        return original(self, model, inputs)
+
+    monkeypatch.setattr(trl.GRPOTrainer, "_compute_loss", spy)
+
+    def alternate(prompts, completions, **kwargs):
+        return [float(i % 2) for i in range(len(completions))]
+
+    cfg = TrainConfig(
+        task="custom",
+        group_size=4,
+        prompts_per_step=2,
+        k_ref=2,
+        max_steps=2,
+        max_completion_length=2,
+    )
+    ds = Dataset.from_list([{"prompt": f"next {d} ="} for d in range(4)])
+    run_training(cfg, tmp_path / "r", reward_funcs=[alternate], train_dataset=ds, threads=1)
+    assert len(seen) == 2 and all(len(prompts) > 2 for prompts in seen)

@@ -27,7 +27,8 @@ from bayes_grpo.train.config import (
 _EPILOG = """\
 K_ref mapping (TRL 1.16): K_ref = steps_per_generation * num_iterations / gradient_accumulation_steps
 optimizer steps reuse one rollout. --k-ref-via steps_per_generation (default) generates one rollout of
-K_ref x prompts-per-step prompts and gives each optimizer step a fresh slice; --k-ref-via num_iterations
+K_ref x prompts-per-step prompts and gives each optimizer step a fresh random slice of its completions
+(prompts-per-step x G, a prompt's group spread over the K_ref steps); --k-ref-via num_iterations
 reuses one rollout of prompts-per-step prompts K_ref times. Momentum: Adam beta1 (--optimizer adamw,
 convention "ema") or SGD heavy-ball momentum (--optimizer sgd, optim="sgd", optim_args="momentum=mu").
 

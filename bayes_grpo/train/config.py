@@ -21,9 +21,11 @@ and the policy that generated a batch is ``0 .. K_ref - 1`` optimizer steps old 
 used (the callback logs this as ``dynamics/policy_lag``). Two ways to get a given ``K_ref``:
 
 - ``k_ref_via="steps_per_generation"`` (default): ``steps_per_generation = K_ref * GA``,
-  ``num_iterations = 1``. One rollout of ``K_ref x prompts_per_step`` prompts is generated and
-  each optimizer step uses a fresh slice of ``prompts_per_step`` prompts (no sample is used
-  twice; the data are just stale).
+  ``num_iterations = 1``. One rollout of ``K_ref x prompts_per_step`` prompts is generated
+  (advantages normalised within each prompt's group of G), shuffled, and each optimizer step
+  uses a fresh slice of ``prompts_per_step x G`` of its completions (no sample is used twice;
+  the data are just stale). The slices are drawn at random, not group by group: a prompt's G
+  completions are spread over the ``K_ref`` steps (TRL's ``shuffle_sequence_dict``).
 - ``k_ref_via="num_iterations"``: ``steps_per_generation = GA``, ``num_iterations = K_ref``.
   One rollout of ``prompts_per_step`` prompts is reused for ``K_ref`` optimizer steps (PPO-style
   epochs, GRPO paper's ``mu``).
