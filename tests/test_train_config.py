@@ -256,6 +256,36 @@ def test_a_logging_strategy_other_than_every_step_is_refused(strategy):
     assert grpo_config_kwargs(TrainConfig(), "out")["logging_strategy"] == "steps"
 
 
+@pytest.mark.parametrize(
+    ("scheduler", "needs"),
+    [
+        ("warmup_stable_decay", "num_decay_steps"),
+        ("cosine_with_min_lr", "min_lr"),
+        ("reduce_lr_on_plateau", "evaluation"),
+    ],
+)
+def test_a_scheduler_transformers_cannot_build_is_refused_before_the_model_is_loaded(
+    scheduler, needs, capsys
+):
+    # --lr-scheduler warmup_stable_decay passed the dry run, loaded the model and then ended in
+    # a TypeError traceback when transformers built the scheduler (get_wsd_schedule() missing
+    # 'num_decay_steps'); cosine_with_min_lr and reduce_lr_on_plateau failed there too
+    argv = ["train", "out", "--lr-scheduler", scheduler, "--steps", "10", "--dry-run"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--lr-scheduler" in err and needs in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_scheduler_given_its_kwargs_is_taken():
+    for scheduler, kwargs in (
+        ("warmup_stable_decay", {"num_decay_steps": 3}),
+        ("cosine_with_min_lr", '{"min_lr_rate": 0.1}'),  # a JSON string, as transformers takes
+    ):
+        extra = {"lr_scheduler_kwargs": kwargs}
+        cfg = TrainConfig(lr_scheduler=scheduler, max_steps=10, extra_grpo_args=extra)
+        assert grpo_config_kwargs(cfg, "out")["lr_scheduler_kwargs"] == kwargs
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

@@ -47,6 +47,7 @@ reference-model sync (TR-DPO) every that many steps with mixing ``ref_model_mixu
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -70,6 +71,14 @@ DEFAULT_PROMPTS_PER_STEP: int = 8
 COMMON_LR_SCHEDULERS: frozenset[str] = frozenset(
     {"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_min_lr"}
 )
+#: Schedulers transformers builds from the warm-up and the step count alone (any other, or one
+#: given ``lr_scheduler_kwargs``, is built once on a dummy optimizer when the run is validated).
+PLAIN_LR_SCHEDULERS: frozenset[str] = frozenset(
+    {"constant", "constant_with_warmup", "linear", "cosine"}
+)
+#: Schedulers that step on evaluation metrics: transformers refuses them without an evaluation,
+#: and the runner evaluates nothing.
+EVAL_LR_SCHEDULERS: frozenset[str] = frozenset({"reduce_lr_on_plateau", "greedy"})
 #: Largest seed: transformers' set_seed seeds numpy's legacy generator, which takes 32 bits.
 MAX_SEED: int = 2**32 - 1
 #: ``model`` value that builds the tiny offline model.
@@ -348,7 +357,60 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             f"extra_grpo_args (--grpo-arg) {unknown}: not arguments of trl.GRPOConfig "
             f"(TRL {trl_version})"
         )
+    _check_lr_scheduler(c)
     return c
+
+
+def _check_lr_scheduler(c: TrainConfig) -> None:
+    """Raise ValueError when transformers cannot build the run's scheduler as configured.
+
+    transformers builds it when training starts, after the model is loaded: a scheduler that
+    needs ``lr_scheduler_kwargs`` (``warmup_stable_decay``: ``num_decay_steps``;
+    ``cosine_with_min_lr``: ``min_lr`` or ``min_lr_rate``) failed there, ``warmup_stable_decay``
+    with a TypeError and a traceback; one that steps on evaluation metrics is refused by TRL.
+    """
+    name = c.lr_scheduler
+    if name in EVAL_LR_SCHEDULERS:
+        raise ValueError(
+            f"lr_scheduler (--lr-scheduler) {name!r} steps on evaluation metrics; bayes-grpo "
+            "train runs no evaluation"
+        )
+    kwargs = c.extra_grpo_args.get("lr_scheduler_kwargs")
+    if name in PLAIN_LR_SCHEDULERS and not kwargs:
+        return
+    if isinstance(kwargs, str):  # transformers takes a JSON string too
+        try:
+            kwargs = json.loads(kwargs)
+        except ValueError:
+            raise ValueError(
+                f"extra_grpo_args (--grpo-arg) lr_scheduler_kwargs: not a JSON object: {kwargs!r}"
+            ) from None
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise ValueError(
+            f"extra_grpo_args (--grpo-arg) lr_scheduler_kwargs must be a dict, got {kwargs!r}"
+        )
+    try:
+        import torch
+        from transformers.optimization import get_scheduler
+    except ImportError:  # without the train extra the run fails on importing them
+        return
+    if name == "constant" and c.warmup_steps:
+        name = "constant_with_warmup"  # as grpo_config_kwargs gives it to TRL
+    dummy = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    try:
+        get_scheduler(
+            name,
+            dummy,
+            num_warmup_steps=c.warmup_steps,
+            num_training_steps=c.max_steps,
+            scheduler_specific_kwargs=dict(kwargs or {}),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"lr_scheduler (--lr-scheduler) {c.lr_scheduler!r} with lr_scheduler_kwargs "
+            f"{kwargs or {}} (--grpo-arg lr_scheduler_kwargs={{...}}): transformers cannot build "
+            f"it: {exc}"
+        ) from None
 
 
 def _lr_scheduler_names() -> list[str]:
