@@ -286,6 +286,20 @@ def test_a_scheduler_given_its_kwargs_is_taken():
         assert grpo_config_kwargs(cfg, "out")["lr_scheduler_kwargs"] == kwargs
 
 
+@pytest.mark.parametrize(
+    ("arg", "kind"), [("max_grad_norm=None", "a number"), ("torch_compile=True", "true or false")]
+)
+def test_a_grpo_arg_given_as_text_for_a_number_is_one_error_line(arg, kind, capsys):
+    # --grpo-arg max_grad_norm=None (not JSON: the text "None") passed the dry run, loaded the
+    # model and ended in a TypeError traceback in the training ('>' not supported between
+    # instances of 'str' and 'int')
+    assert cli_main(["train", "out", "--grpo-arg", arg, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert arg.split("=")[0] in err and kind in err and len(err.strip().splitlines()) == 1
+    cfg = TrainConfig(extra_grpo_args={"max_grad_norm": None, "loss_type": "grpo"})
+    assert grpo_config_kwargs(cfg, "out")["max_grad_norm"] is None
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

@@ -50,6 +50,7 @@ import dataclasses
 import json
 import math
 import numbers
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,6 +358,14 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             f"extra_grpo_args (--grpo-arg) {unknown}: not arguments of trl.GRPOConfig "
             f"(TRL {trl_version})"
         )
+    mistyped = _text_for_a_number(c.extra_grpo_args)
+    if mistyped:
+        name, kind = next(iter(mistyped.items()))
+        raise ValueError(
+            f"extra_grpo_args (--grpo-arg) {name}={c.extra_grpo_args[name]!r}: trl.GRPOConfig "
+            f"takes {kind} there, not text; give a JSON value (--grpo-arg takes JSON: "
+            "1.0, true, false, null)"
+        )
     _check_lr_scheduler(c)
     return c
 
@@ -437,6 +446,32 @@ def _unknown_grpo_args(names: Any) -> tuple[list[str], str]:
         return [], ""
     fields = {f.name for f in dataclasses.fields(trl.GRPOConfig) if f.init}
     return sorted(set(names) - fields), str(trl.__version__)
+
+
+def _text_for_a_number(args: Any) -> dict[str, str]:
+    """The ``trl.GRPOConfig`` arguments in ``args`` given as text where the field takes only
+    numbers or booleans (``--grpo-arg max_grad_norm=None`` is the text ``"None"``: not JSON).
+
+    Neither TRL nor transformers checks these types; the text then fails inside the training,
+    after the model is loaded, as a TypeError (``'>' not supported between 'str' and 'int'``).
+    Returns ``{name: "a number" | "true or false"}``; empty without TRL.
+    """
+    texts = [name for name, value in (args or {}).items() if isinstance(value, str)]
+    if not texts:
+        return {}
+    try:
+        import trl
+    except ImportError:
+        return {}
+    types = {f.name: f.type for f in dataclasses.fields(trl.GRPOConfig) if f.init}
+    out = {}
+    for name in texts:
+        kinds = set(typing.get_args(types.get(name)) or (types.get(name),)) - {type(None)}
+        if kinds == {bool}:
+            out[name] = "true or false"
+        elif kinds and kinds <= {int, float}:
+            out[name] = "a number"
+    return out
 
 
 def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
