@@ -729,3 +729,19 @@ def test_a_rollout_reused_by_steps_per_generation_is_sliced_at_random_not_by_pro
     ds = Dataset.from_list([{"prompt": f"next {d} ="} for d in range(4)])
     run_training(cfg, tmp_path / "r", reward_funcs=[alternate], train_dataset=ds, threads=1)
     assert len(seen) == 2 and all(len(prompts) > 2 for prompts in seen)
+
+
+def test_a_model_and_a_run_directory_given_as_dot_folders_are_named_by_their_folders(
+    tmp_path, monkeypatch
+):
+    # --model . (or ..) recorded the model coordinate as "" (Path(".").name), and a run
+    # directory "." the run_id "": every such run ingested as one LLM with an empty name
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "mini-lm", seed=1)
+    (model_dir / "run1").mkdir()
+    monkeypatch.chdir(model_dir / "run1")
+    cfg = TrainConfig(model="..", group_size=2, prompts_per_step=1, max_steps=1)
+    run_training(cfg, ".", threads=1)
+    _, meta = read_run_dir(".")
+    assert meta["model"] == "mini-lm" and meta["run_id"] == "run1"

@@ -223,7 +223,13 @@ def _model_label(folder: Path) -> str:
     cache = _HUB_CACHE_SNAPSHOT.match(resolved.parent.parent.name)
     if resolved.parent.name == "snapshots" and cache:
         return cache.group("repo").replace("--", "/")
-    return folder.name
+    return _folder_name(folder)
+
+
+def _folder_name(folder: Path) -> str:
+    """The name of ``folder`` as given, also for ``.`` or ``..`` (whose ``Path.name`` is empty
+    or ``..``): the last part of its absolute path, links not followed."""
+    return Path(os.path.abspath(folder)).name
 
 
 def _build_dataset_and_rewards(
@@ -441,7 +447,7 @@ def _train_into(
         metadata = run_metadata(config, model_label=label, model_size=model_size)
         metadata.update(
             {
-                "run_id": output_dir.name,
+                "run_id": _folder_name(output_dir),
                 "reward_funcs": [_reward_name(f) for f in rewards],
                 # TRL's settings that shape the update and that the runner leaves at TRL's
                 # defaults, as the run used them (gradient clipping above all)
