@@ -300,6 +300,16 @@ def test_a_grpo_arg_given_as_text_for_a_number_is_one_error_line(arg, kind, caps
     assert grpo_config_kwargs(cfg, "out")["max_grad_norm"] is None
 
 
+def test_a_next_digit_run_of_one_token_completions_is_refused(capsys):
+    # --max-completion-length 1 trained a next_digit run whose every completion scored 0: the
+    # reward asks for the digit and the end-of-sequence token
+    argv = ["train", "out", "--max-completion-length", "1", "--dry-run"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--max-completion-length" in err and "2 tokens" in err
+    assert cli_main([*argv[:3], "2", "--dry-run"]) == 0
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

@@ -74,7 +74,8 @@ class TrainResult:
 
 
 def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) -> None:
-    """Raise ``ValueError`` when the task has no reward function or one is not callable/a model id."""
+    """Raise ``ValueError`` when the task has no reward function, one is not callable/a model id,
+    or the built-in next_digit reward cannot be earned within ``max_completion_length``."""
     if config.task == "custom" and not reward_funcs:
         raise ValueError(
             "missing reward function: task 'custom' needs reward_funcs (Python) or --reward "
@@ -83,6 +84,12 @@ def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) 
     for f in reward_funcs or ():
         if not (callable(f) or isinstance(f, str)):
             raise ValueError(f"reward function {f!r} is neither callable nor a reward-model name")
+    if config.task == "next_digit" and not reward_funcs and config.max_completion_length == 1:
+        # the reward asks for the digit and then the end-of-sequence token
+        raise ValueError(
+            "max_completion_length (--max-completion-length) = 1: the next_digit reward needs 2 "
+            "tokens (the digit, then end of sequence); every completion would score 0"
+        )
 
 
 def _reward_name(f: Any) -> str:
