@@ -745,3 +745,26 @@ def test_a_model_and_a_run_directory_given_as_dot_folders_are_named_by_their_fol
     run_training(cfg, ".", threads=1)
     _, meta = read_run_dir(".")
     assert meta["model"] == "mini-lm" and meta["run_id"] == "run1"
+
+
+def test_a_streamed_prompt_set_trains_and_one_without_a_whole_rollout_is_an_error(tmp_path):
+    # train_dataset=<IterableDataset> (TRL takes one) failed in the context check with an
+    # AttributeError ('IterableDataset' object has no attribute 'select'); a stream shorter than
+    # one rollout then "trained" 0 steps, written as a completed run (read_run_dir: KeyError)
+    from datasets import Dataset
+
+    def alternate(prompts, completions, **kwargs):
+        return [float(i % 2) for i in range(len(completions))]
+
+    cfg = TrainConfig(
+        task="custom", group_size=2, prompts_per_step=2, max_steps=2, max_completion_length=3
+    )
+    rows = [{"prompt": f"next {d} ="} for d in range(4)]
+    stream = Dataset.from_list(rows).to_iterable_dataset()
+    result = run_training(cfg, tmp_path / "ok", reward_funcs=[alternate], train_dataset=stream)
+    frame, meta = read_run_dir(result.run_dir)
+    assert frame["reward"].tolist() == [0.5, 0.5] and meta["completed"] is True
+    short = Dataset.from_list(rows[:1]).to_iterable_dataset()
+    with pytest.raises(ValueError, match="trained no step; the prompts gave no whole rollout of 2"):
+        run_training(cfg, tmp_path / "short", reward_funcs=[alternate], train_dataset=short)
+    assert not (tmp_path / "short").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -274,7 +275,7 @@ def _build_dataset_and_rewards(
                 config.dataset, config=config.dataset_config, split=config.dataset_split
             )
         )
-        if "prompt" not in dataset.column_names:
+        if dataset.column_names is not None and "prompt" not in dataset.column_names:
             raise ValueError(
                 f"dataset {config.dataset!r} has no 'prompt' column; columns: {dataset.column_names}"
             )
@@ -317,7 +318,10 @@ def _check_context(
     )
     if not limit:
         return
-    sample = dataset.select(range(min(len(dataset), 256)))["prompt"]
+    if hasattr(dataset, "select"):
+        sample = dataset.select(range(min(len(dataset), 256)))["prompt"]
+    else:  # an IterableDataset (streamed): its first rows
+        sample = [row["prompt"] for row in itertools.islice(dataset, 256)]
     texts = [p for p in sample if isinstance(p, str)]
     if not texts:
         return
@@ -363,7 +367,8 @@ def run_training(
         TRL reward functions (``f(prompts, completions, **columns) -> list[float]``) or
         reward-model ids; required for ``task="custom"``, optional override otherwise.
     train_dataset
-        A ``datasets.Dataset`` to use instead of loading ``config.dataset`` (gsm8k/custom tasks;
+        A ``datasets.Dataset`` (or, task "custom", a streamed ``IterableDataset``) to use
+        instead of loading ``config.dataset`` (gsm8k/custom tasks;
         ``config.dataset`` may then be left unset: the metadata records ``"<train_dataset>"``).
     overwrite
         Replace an existing run in ``output_dir``: kept until this run completes, then its log,
@@ -489,6 +494,14 @@ def _train_into(
                     _keep_partial_run(trainer, output_dir, before, metadata)
             raise
         wall = time.perf_counter() - start
+        if trainer.state.global_step == 0:
+            # transformers ends a training whose data give no batch at step 0 without an error
+            # (a streamed prompt set shorter than one rollout; a sized one is refused before)
+            need = k_ref_mapping(config)["generation_batch_size"] // config.group_size
+            raise ValueError(
+                f"{config.dataset or 'the prompt set'}: TRL trained no step; the prompts gave no "
+                f"whole rollout of {need} prompts"
+            )
         if trainer.is_world_process_zero():
             _save_state(trainer, output_dir)
         if config.save_model:
