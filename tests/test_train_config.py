@@ -310,6 +310,17 @@ def test_a_next_digit_run_of_one_token_completions_is_refused(capsys):
     assert cli_main([*argv[:3], "2", "--dry-run"]) == 0
 
 
+def test_a_split_asked_of_a_dataset_file_is_refused_not_ignored(tmp_path, capsys):
+    # --dataset-split test with a .jsonl file trained on the whole file (datasets reads a file as
+    # its one split, "train") while bayes_grpo_run.json recorded dataset_split "test"
+    data = tmp_path / "gsm.jsonl"
+    data.write_text(json.dumps({"question": "next 1 =", "answer": "#### 2"}), encoding="utf-8")
+    argv = ["train", "out", "--task", "gsm8k", "--dataset", str(data), "--dry-run"]
+    assert cli_main([*argv, "--dataset-split", "test"]) == 2
+    assert "--dataset-split" in capsys.readouterr().err
+    assert cli_main(argv) == 0
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
+from bayes_grpo.train.tasks import check_file_split
 
 #: Optimizers the runner knows, with TRL/transformers ``optim`` name and momentum convention.
 OPTIMIZERS: dict[str, tuple[str, str]] = {
@@ -339,6 +340,8 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"task {c.task!r} needs a dataset (Hub name or local path)")
     if c.task == "next_digit" and c.dataset:
         raise ValueError("task 'next_digit' generates its own prompts; do not pass a dataset")
+    if c.dataset:
+        check_file_split(c.dataset, c.dataset_split)
     clash = sorted(set(c.extra_grpo_args) & MAPPED_GRPO_ARGS)
     if clash:
         raise ValueError(

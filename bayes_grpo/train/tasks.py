@@ -17,6 +17,14 @@ GSM8K_INSTRUCTION: str = (
     "Solve the problem step by step, then give the final answer as '#### <number>'."
 )
 
+#: Dataset files by suffix, with the ``datasets`` builder that reads them (one split: "train").
+DATASET_FILE_FORMATS: dict[str, str] = {
+    ".json": "json",
+    ".jsonl": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
+
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _FINAL = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
 
@@ -87,11 +95,13 @@ def load_prompt_dataset(
 
     path = Path(source).expanduser()
     suffix = path.suffix.lower()
-    formats = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
-    if suffix in formats:
+    if suffix in DATASET_FILE_FORMATS:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: dataset file not found")
-        return datasets.load_dataset(formats[suffix], data_files=str(path), split="train")
+        check_file_split(source, split)
+        return datasets.load_dataset(
+            DATASET_FILE_FORMATS[suffix], data_files=str(path), split="train"
+        )
     if path.is_dir():
         if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
             ds = datasets.load_from_disk(str(path))
@@ -100,6 +110,19 @@ def load_prompt_dataset(
     if source.startswith((".", "/", "~")) or source.count("/") > 1:
         raise FileNotFoundError(f"{source}: dataset path not found")
     return datasets.load_dataset(source, config, split=split)
+
+
+def check_file_split(source: str, split: str) -> None:
+    """Raise ``ValueError`` when a split other than "train" is asked of a dataset file.
+
+    A ``.json/.jsonl/.csv/.parquet`` file is one split, which ``datasets`` calls "train": the
+    run would train on the whole file while its metadata recorded the split asked for.
+    """
+    if Path(source).suffix.lower() in DATASET_FILE_FORMATS and split != "train":
+        raise ValueError(
+            f"dataset_split (--dataset-split) {split!r}: {source} is one file, one split; give "
+            "the file of that split, or a Hub dataset or dataset folder with splits"
+        )
 
 
 def check_gold_answers(dataset: Any, source: str) -> None:
@@ -146,7 +169,9 @@ def gsm8k_prompts(dataset: Any, *, chat: bool) -> Any:
 
 
 __all__ = [
+    "DATASET_FILE_FORMATS",
     "GSM8K_INSTRUCTION",
+    "check_file_split",
     "check_gold_answers",
     "extract_final_number",
     "gold_answer",
