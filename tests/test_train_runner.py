@@ -195,6 +195,23 @@ def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tm
     assert path.read_text() == "keep me"
 
 
+def test_a_run_directory_under_a_file_is_one_error_line_and_the_dry_run_says_so(
+    tmp_path, capsys
+):
+    # `bayes-grpo train notes.txt/run` ended in a NotADirectoryError traceback (and --dry-run
+    # planned the run without a word)
+    from bayes_grpo.cli import main as cli_main
+
+    path = tmp_path / "notes.txt"
+    path.write_text("keep me")
+    assert cli_main(["train", str(path / "run"), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "notes.txt is a file, not a folder" in err and len(err.strip().splitlines()) == 1
+    assert cli_main(["train", str(path / "run"), "--dry-run", "--json"]) == 0
+    assert "is a file" in json.loads(capsys.readouterr().out)["run_dir_problem"]
+    assert path.read_text() == "keep me"
+
+
 @pytest.mark.parametrize("threads", ["0", "-2"])
 def test_a_thread_count_below_one_is_one_error_line_before_anything_is_made(
     tmp_path, capsys, threads

@@ -113,6 +113,12 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
     )
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
+    under_file = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
+    if under_file is not None:  # making the folder would fail: "[Errno 20] Not a directory"
+        raise FileExistsError(
+            f"{output_dir}: {under_file} is a file, not a folder a run directory can be made in; "
+            "choose a folder path"
+        )
     entries = sorted(output_dir.iterdir()) if output_dir.is_dir() else []
     held = [p.name for p in entries if p.name in (TRAINER_STATE_FILE, METADATA_FILE)]
     checkpoints = [p.name for p in entries if p.name not in held and _holds_run_log(p)]
