@@ -195,9 +195,7 @@ def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tm
     assert path.read_text() == "keep me"
 
 
-def test_a_run_directory_under_a_file_is_one_error_line_and_the_dry_run_says_so(
-    tmp_path, capsys
-):
+def test_a_run_directory_under_a_file_is_one_error_line_and_the_dry_run_says_so(tmp_path, capsys):
     # `bayes-grpo train notes.txt/run` ended in a NotADirectoryError traceback (and --dry-run
     # planned the run without a word)
     from bayes_grpo.cli import main as cli_main
