@@ -321,6 +321,12 @@ def test_a_split_asked_of_a_dataset_file_is_refused_not_ignored(tmp_path, capsys
     assert cli_main(argv) == 0
 
 
+def test_num_processes_zero_is_refused_not_replaced_by_the_launchers_count(capsys):
+    # --num-processes 0 was taken as "not given" and became $WORLD_SIZE (else 1) without a word
+    assert cli_main(["train", "out", "--num-processes", "0", "--dry-run"]) == 2
+    assert "num_processes must be an integer >= 1, got 0" in capsys.readouterr().err
+
+
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
     # a sweep `for G in np.array([4, 8])` was refused ("got np.int64(4)"), and a learning rate or
     # momentum given as np.float32 passed but went into bayes_grpo_run.json as a string "0.001"

@@ -76,7 +76,9 @@ def _import_reward(spec: str) -> Any:
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """Build the :class:`TrainConfig` from parsed command-line arguments."""
-    num_processes = args.num_processes or int(os.environ.get("WORLD_SIZE", "1"))
+    num_processes = args.num_processes
+    if num_processes is None:  # --num-processes 0 is refused by the validation, not replaced
+        num_processes = int(os.environ.get("WORLD_SIZE", "1"))
     return TrainConfig(
         model=args.model,
         task=args.task,
