@@ -300,6 +300,22 @@ def test_too_few_draws_for_the_bridge_proposal_of_h1_are_refused_before_any_samp
         invariance.invariance_bayes_factor(_runset(0.0), draws=3, chains=2)
 
 
+def test_draws_too_few_for_a_converging_bridge_are_refused_before_sampling_naming_the_minimum(toy, monkeypatch):
+    # 'invariance --draws 100' on a 47-parameter H1 (2 chains: 100 draws, 2.1 per parameter, in
+    # the first halves) passed the check (more draws than parameters), sampled for 17 minutes,
+    # then bridge sampling did not converge. The check is bridge sampling's own rule now:
+    # at least 4 draws per parameter (the toy's H1 has 3: 12), refused before any sampling
+    monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before checking"))
+    with pytest.raises(
+        ValueError,
+        match=r"1 chain\(s\) x 10 draws = 10 draws for the 3 parameters of H1 are too few \(it needs at "
+        r"least 12, 4 per parameter\): raise draws to at least 24 with 1 chain\(s\).*--draws",
+    ):
+        invariance.invariance_bayes_factor(_runset(0.0), draws=20, chains=1)
+    with pytest.raises(ValueError, match=r"raise draws to at least 20 with 2 chain"):
+        invariance.invariance_bayes_factor(_runset(0.0), draws=10, chains=2)
+
+
 def test_prior_scales_given_as_an_iterator_are_all_fitted(toy):
     # the up-front check used the iterator up: no H1 fit, then a KeyError on the empty table
     table, fits = invariance.invariance_bayes_factor(

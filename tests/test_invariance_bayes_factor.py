@@ -261,3 +261,22 @@ def test_bridge_sampling_on_fewer_draws_than_parameters_says_so_not_that_a_matri
     )
     with pytest.raises(ValueError, match="10 draws of 16 parameters are too few .*sample more draws or chains"):
         bridge_sampling(post, random_seed=0)
+
+
+def test_bridge_sampling_refuses_fewer_than_four_draws_per_parameter_not_only_fewer_than_parameters():
+    # 2 x 100 draws of 47 parameters (100 fit the proposal) passed the old rule (more draws
+    # than parameters) and did not converge; 3 per parameter is refused, 4 is sampled
+    rng = np.random.default_rng(2)
+    k = 5
+    dist = stats.multivariate_normal(np.zeros(k), np.eye(k))
+
+    def post(n_per_chain):
+        return UnconstrainedPosterior(
+            names=["theta"], sizes=[k], shapes=[(k,)],
+            draws=dist.rvs(size=(1, n_per_chain), random_state=rng)[None],
+            log_density=lambda v: dist.logpdf(v),
+        )
+
+    with pytest.raises(ValueError, match=r"15 draws of 5 parameters are too few \(it needs at least 20, 4 per parameter\)"):
+        bridge_sampling(post(30), random_seed=0)
+    assert np.isfinite(bridge_sampling(post(40), random_seed=0).log_ml)

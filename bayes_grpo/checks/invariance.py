@@ -39,12 +39,15 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.checks.bayes_factor import (
+    MIN_FIT_DRAWS_PER_PARAMETER,
     BridgeResult,
     Evidence,
     bayes_factor_words,
     bridge_evidence,
     log_bf01_from_bridge,
     log_bf01_from_evidence,
+    min_bridge_draws_per_chain,
+    min_bridge_fit_draws,
     offset_prior_log_density_at_zero,
     savage_dickey,
     savage_dickey_importance,
@@ -397,8 +400,9 @@ def invariance_bayes_factor(
         Multiples of ``group_offset_sigma`` to evaluate (1.0 should be among them).
     draws, tune, chains, target_accept
         NUTS settings (at least 20 draws, ``sample_unconstrained``'s and bridge sampling's
-        minimum: half fit the bridge proposal, half iterate; a proposal fitted on few draws
-        per parameter is poor).
+        minimum: half fit the bridge proposal, half iterate; ``chains x draws // 2`` must
+        reach ``MIN_FIT_DRAWS_PER_PARAMETER`` (4) per parameter of ``H1``, bridge sampling's
+        own rule, refused before any sampling).
     sd_method
         ``"gaussian"``, ``"importance"`` or ``"kde"``.
     smc_draws, smc_chains, smc_kwargs
@@ -460,14 +464,18 @@ def invariance_bayes_factor(
     point = built.initial_point()
     n_params = sum(int(np.size(v)) for v in point.values())
     n_fit = int(chains) * (int(draws) // 2)
-    if n_fit <= n_params:
-        # the proposal's covariance was singular: "marginal likelihood of H1 (...): When
-        # `allow_singular is False`, the input matrix must be symmetric positive definite"
+    if n_fit < min_bridge_fit_draws(n_params):
+        # bridge_sampling's own rule, checked before sampling: at <= n_params the proposal's
+        # covariance was singular ("When `allow_singular is False`, the input matrix must be
+        # symmetric positive definite"), and at 2 x 100 draws of 47 parameters the iteration
+        # did not converge, each found out after H0 and H1 were sampled (17 minutes)
         raise ValueError(
             f"bridge sampling fits its normal proposal to the first half of every chain: "
             f"{chains} chain(s) x {int(draws) // 2} draws = {n_fit} draws for the {n_params} "
-            f"parameters of H1 are too few (it needs more than {n_params}, and several times as "
-            "many for a good proposal): raise draws or chains (CLI: --draws, --chains)"
+            f"parameters of H1 are too few (it needs at least {min_bridge_fit_draws(n_params)}, "
+            f"{MIN_FIT_DRAWS_PER_PARAMETER} per parameter): raise draws to at least "
+            f"{min_bridge_draws_per_chain(n_params, chains)} with {chains} chain(s), or raise chains "
+            "(CLI: --draws, --chains)"
         )
     if sd_method == "kde":
         # a KDE of the offsets' density at 0 means something in 1-2 dimensions only

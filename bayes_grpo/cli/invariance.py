@@ -47,7 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="iid",
         help="observation model (default: iid Gaussian residuals)",
     )
-    p.add_argument("--draws", type=positive_int, default=1000, help="NUTS draws per chain (default 1000)")
+    p.add_argument(
+        "--draws",
+        type=positive_int,
+        default=1000,
+        help=(
+            "NUTS draws per chain (default 1000; bridge sampling needs chains x draws/2 >= 4 per "
+            "parameter of H1, checked before sampling)"
+        ),
+    )
     p.add_argument(
         "--tune", type=non_negative_int, default=1000, help="NUTS tuning steps per chain (default 1000)"
     )
