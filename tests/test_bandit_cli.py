@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -245,3 +246,24 @@ def test_transition_with_several_rates_is_refused_before_the_sweep(monkeypatch, 
     monkeypatch.setattr(experiments, "sweep_k_ref", no_sweep)
     assert main(["sweep", "--lr", "0.1,0.2", "--transition", "--steps", "3", "--no-progress"]) == 2
     assert "--transition takes one learning rate" in capsys.readouterr().err
+
+
+def test_a_sweep_too_short_to_see_the_threshold_says_it_is_not_determined(capsys):
+    # `sweep --steps 60` (a = 0.025, mu = 0.5, exact threshold 30) read "Runs stop converging at
+    # K_ref = 18" and failed the prediction: 60 steps are shorter than the dominant mode's period
+    # near the threshold (~125 steps) and its envelope there changes by under 1.5x in 600 steps,
+    # so slowly decaying runs read as not converging and slowly growing ones as converged
+    rc = main(["sweep", "--k-ref", "16:32", "--steps", "60", "--seeds", "4", "--no-progress", "--json"])
+    assert rc == 0
+    threshold = json.loads(capsys.readouterr().out)["threshold"]
+    values = threshold["values"]
+    assert values["exact_threshold_k_ref"] == 30 and values["empirical_threshold_k_ref"] < 29
+    assert threshold["passed"] is None and values["threshold_determined"] is False
+    summary = threshold["summary"]
+    assert "Not determined: runs of 60 steps are too short" in summary
+    assert "K_ref 29, 31" in summary and "Simulate at least 1174 steps (--steps)" in summary
+    # the lags next to the threshold need what the recursion's growth rate says: 2 ln 1.5 / |ln rho|
+    rows = {r["k_ref"]: r for r in threshold["table"]}
+    for lag in (29, 31):
+        rho = rows[lag]["spectral_radius"]
+        assert rows[lag]["steps_to_resolve"] == pytest.approx(2 * math.log(1.5) / abs(math.log(rho)), rel=1e-9)

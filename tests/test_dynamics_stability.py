@@ -499,3 +499,20 @@ def test_a_setting_on_the_closed_form_boundary_is_unstable_in_its_continuum_regi
     s = stability_summary(a, mu, lag)
     assert s["stable_closed_form"] is False
     assert s["regime"] == "unstable" and s["zeta"] is None
+
+
+def test_dominant_period_is_that_of_the_root_of_largest_modulus():
+    # K_ref = 0: z^2 - (1 + mu - a) z + mu, a complex pair of angle arccos((1 + mu - a) / (2 sqrt mu))
+    from bayes_grpo.dynamics.stability import dominant_period
+
+    mu, a = 0.5, 0.1
+    assert dominant_period(a, mu, 0) == pytest.approx(
+        2 * np.pi / np.arccos((1 + mu - a) / (2 * np.sqrt(mu))), rel=1e-12
+    )
+    # real dominant roots: positive (mu = 0, a small: z = 1 - a) is monotone, negative alternates
+    assert dominant_period(0.01, 0.0, 0) == np.inf and dominant_period(1.9, 0.0, 0) == 2.0
+    # a long lag (dominant roots by the argument principle) against the companion matrix
+    z = np.roots([1.0, -(1 + mu), mu] + [0.0] * 38 + [a])
+    top = z[np.argmax(np.abs(z))]
+    assert dominant_period(a, mu, 40) == pytest.approx(2 * np.pi / abs(np.angle(top)), rel=1e-6)
+

@@ -513,3 +513,21 @@ def test_a_sweep_past_the_threshold_from_its_first_lag_does_not_fail_a_right_pre
     # a prediction of stability beyond the first lag swept is contradicted all the same
     late = bandit_threshold_check(_StiffnessPosterior(K / 4, sd_log=0.01), sweep)
     assert late.values["predicted_exact_lo"] > 12 and late.passed is False, late.summary
+
+
+def test_a_sweep_too_short_to_resolve_the_threshold_gives_the_posterior_check_no_verdict():
+    # a = 0.1 x 0.25 = 0.025, mu = 0.5: exact threshold K_ref = 30. A 60-step sweep read its
+    # threshold as 18 (slowly decaying runs judged not converging) and the true curvature's
+    # prediction 30 [30, 30] failed ('Not inside the interval'): the horizon's reading, not the
+    # dynamics'
+    from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.checks.stability import bandit_threshold_check
+
+    sweep = simulate_bandit(
+        k_ref=list(range(16, 33)), learning_rate=0.1, momentum=0.5, seeds=2, steps=60, seed=1
+    )
+    res = bandit_threshold_check(_StiffnessPosterior(0.25, sd_log=0.01), sweep)
+    assert res.values["predicted_exact_lo"] == 30 and res.values["empirical_threshold_k_ref"] < 29
+    assert res.passed is None and res.values["threshold_determined"] is False, res.summary
+    assert "No verdict: the sweep's threshold is not determined" in res.summary
+    assert "Simulate at least" in res.summary and "Not inside" not in res.summary

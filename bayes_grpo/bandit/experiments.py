@@ -457,13 +457,21 @@ def _per_k_ref(ds: xr.Dataset) -> dict[int, list[int]]:
     return {int(k): np.flatnonzero(lags == k).tolist() for k in np.unique(lags)}
 
 
+#: :func:`convergence_status`'s defaults: the share of the steps in its final (and mid-run)
+#: window, the growth of the deviation between them that reads as not converging, and the
+#: share of the initial error under which a run has converged.
+TAIL_FRAC: float = 0.1
+GROWTH_TOL: float = 1.5
+ABS_TOL: float = 0.05
+
+
 def convergence_status(
     ds: xr.Dataset,
     *,
     variable: str = "expected_reward",
-    tail_frac: float = 0.1,
-    abs_tol: float = 0.05,
-    growth_tol: float = 1.5,
+    tail_frac: float = TAIL_FRAC,
+    abs_tol: float = ABS_TOL,
+    growth_tol: float = GROWTH_TOL,
     saturation: float = 0.25,
 ) -> pd.DataFrame:
     """Did each run converge to its plateau within the horizon?
@@ -512,6 +520,56 @@ def convergence_status(
     )
 
 
+def steps_to_resolve(
+    a,
+    momentum,
+    k_ref,
+    *,
+    growth_tol: float = GROWTH_TOL,
+    tail_frac: float = TAIL_FRAC,
+    abs_tol: float = ABS_TOL,
+):
+    """Fewest steps in which :func:`convergence_status` can see a run at ``k_ref`` converge or grow.
+
+    From the lagged recursion's dominant mode, modulus ``rho`` (:func:`spectral_radius`) and
+    period ``P`` (:func:`dominant_period`): the envelope must change by the check's factor
+    ``growth_tol`` between its mid-run and final windows, half a run apart
+    (``rho^(T/2) >= growth_tol`` or ``<= 1/growth_tol``: ``T >= 2 ln(growth_tol) / |ln rho|``),
+    and each window (``tail_frac T`` steps) must span half a period, so that its RMS measures
+    the envelope, not the phase of the oscillation (``T >= P / (2 tail_frac)``); or, for a
+    stable lag, the envelope must have fallen below ``abs_tol`` of its start by the final
+    window, whatever its phase (``rho^((1 - tail_frac) T) <= abs_tol``), whichever is
+    shorter. Near the
+    threshold ``rho -> 1`` and ``T`` grows without bound: a horizon shorter than this reads a
+    slowly decaying run as not converging, or a slowly growing one as converged (``sweep
+    --steps 60`` read K_ref 18 where the exact threshold is 30). ``inf`` at ``rho = 1``.
+    """
+    from bayes_grpo.dynamics.stability import dominant_period, spectral_radius
+
+    rho = np.asarray(spectral_radius(a, momentum, k_ref), dtype=float)
+    period = np.asarray(dominant_period(a, momentum, k_ref), dtype=float)
+    with np.errstate(divide="ignore"):
+        envelope = 2.0 * math.log(growth_tol) / np.abs(np.log(rho))
+    window = np.where(np.isfinite(period), period / (2.0 * tail_frac), 0.0)
+    out = np.maximum(envelope, window)
+    with np.errstate(divide="ignore"):
+        decayed = math.log(abs_tol) / np.log(rho) / (1.0 - tail_frac)
+    out = np.where(rho < 1.0, np.minimum(out, decayed), out)
+    return float(out) if out.ndim == 0 else out
+
+
+def _lag_ranges(lags) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` as ``"1-3, 7, 9-10"``."""
+    lags = sorted(int(x) for x in lags)
+    parts, start = [], None
+    for i, lag in enumerate(lags):
+        start = lag if start is None else start
+        if i + 1 == len(lags) or lags[i + 1] != lag + 1:
+            parts.append(f"{start}" if start == lag else f"{start}-{lag}")
+            start = None
+    return ", ".join(parts)
+
+
 def _gain_and_momentum(ds: xr.Dataset) -> tuple[float, float]:
     truth = runset_truth(ds)
     a_values = np.unique(np.round([truth[str(r)]["a"] for r in ds[RUN_DIM].values], 14))
@@ -534,12 +592,19 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     first with ``C_eff <= 0`` (``(1 - mu)/(eta_eff K)``), both from
     :mod:`bayes_grpo.dynamics.stability` with the independently measured ``K`` (the truth
     the simulator stores). Passes when the empirical threshold is within one ``K_ref`` step
-    of the exact one.
+    of the exact one. No verdict (``threshold_determined`` False, ``horizon_note``) when the
+    runs are shorter than :func:`steps_to_resolve` at a swept lag next to the exact
+    threshold: there the horizon, not the dynamics, decides what reads as converged.
     """
     from bayes_grpo.dynamics.stability import critical_k_ref, spectral_radius
 
     a, mu = _gain_and_momentum(ds)
     status = convergence_status(ds, **convergence_kwargs)
+    resolve = {
+        k: convergence_kwargs[k]
+        for k in ("growth_tol", "tail_frac", "abs_tol")
+        if k in convergence_kwargs
+    }
     rows = []
     for lag, idx in _per_k_ref(ds).items():
         sub = status.iloc[idx]
@@ -551,6 +616,7 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
                 "frac_not_converged": float((~sub["converged"]).mean()),
                 "median_tail_rms": float(sub["tail_rms"].median()),
                 "spectral_radius": float(spectral_radius(a, mu, lag)),
+                "steps_to_resolve": steps_to_resolve(a, mu, lag, **resolve),
                 "C_eff": float(damp),
             }
         )
@@ -571,6 +637,11 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     else:
         passed = bool(abs(empirical - exact) <= 1.0)
     below = passed is None and np.isfinite(empirical)
+    # the lags next to the exact threshold (the one at it never settles either way) must be
+    # resolvable in the runs' horizon, or the reading is the horizon's: 60 steps read 18 for 30
+    horizon = int(ds.sizes[STEP_DIM])
+    neighbours = [lag for lag in (exact - 1.0, exact + 1.0) if lag in table.index]
+    short = [lag for lag in neighbours if table.loc[lag, "steps_to_resolve"] > horizon]
     values = {
         "a": a,
         "momentum": mu,
@@ -581,6 +652,8 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         "closed_form_error_steps": exact - closed,
         "closed_form_relative_error": (exact - closed) / exact if exact else float("nan"),
         "empirical_minus_exact": empirical - exact,
+        "horizon_steps": horizon,
+        "threshold_determined": not short,
     }
     observed = (
         f"Runs do not converge already at the first K_ref swept ({empirical:g}: > {majority:.0%} of seeds "
@@ -596,6 +669,23 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         f"exact discrete prediction {exact:g}, closed form (1-mu)/a = {closed_real:.2f} -> {closed:g} "
         f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
     )
+    if short:
+        needed = float(table.loc[neighbours, "steps_to_resolve"].max())
+        values["steps_to_resolve_threshold"] = needed
+        unresolved = table.index[table["steps_to_resolve"] > horizon].to_numpy()
+        radius = table["spectral_radius"]
+        note = (
+            f"Not determined: runs of {horizon} steps are too short to tell converging from "
+            f"diverging runs next to the exact threshold (K_ref {', '.join(f'{lag:g}' for lag in short)}: "
+            f"spectral radius {', '.join(f'{radius[lag]:.4f}' for lag in short)}, "
+            f"the envelope changes by less than the check's {convergence_kwargs.get('growth_tol', GROWTH_TOL):g}x over "
+            "the second half of a run, or the windows span less than half a period); the swept K_ref "
+            f"{_lag_ranges(unresolved)} are not resolved in {horizon} steps. Simulate at "
+            f"least {math.ceil(needed)} steps (--steps)."
+        )
+        values["horizon_note"] = note
+        summary = f"{summary} {note}"
+        passed = None
     passed, summary = _lagged_mean_field_only(ds, passed, summary)
     return CheckResult("bandit_stability_threshold", passed, summary, table=table, values=values)
 

@@ -449,6 +449,35 @@ def spectral_radius(a, momentum, k_ref):
     return out.reshape(a.shape)
 
 
+def dominant_period(a, momentum, k_ref):
+    """Period, in steps, of the lagged recursion's dominant mode (the root of largest modulus).
+
+    ``2 pi / |arg z|`` of the dominant characteristic root ``z`` (the one whose modulus is
+    :func:`spectral_radius`): the period of the oscillation that the error settles into (a
+    stable recursion) or grows along (an unstable one); ``inf`` where the dominant root is
+    real and positive (monotone), 2 where it is real and negative. Arguments and cost as
+    :func:`spectral_radius`.
+    """
+
+    def period(z: np.ndarray) -> np.ndarray:
+        first = np.take_along_axis(z, np.argmax(np.abs(z), axis=-1)[:, None], axis=-1)[:, 0]
+        angle = np.abs(np.angle(first))
+        scale = np.maximum(np.abs(first), np.finfo(float).tiny)
+        angle = np.where(np.abs(first.imag) <= ROOT_RTOL * scale, np.where(first.real > 0, 0.0, np.pi), angle)
+        out = np.full(angle.shape, np.inf)
+        np.divide(2.0 * np.pi, angle, out=out, where=angle > 0)
+        return out
+
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    lags = _integer_lags(lag)
+    flat_a, flat_mu, flat_lag = a.ravel(), mu.ravel(), lags.ravel()
+    out = np.empty(flat_a.size)
+    for value in np.unique(flat_lag):
+        sel = flat_lag == value
+        out[sel] = _reduce_roots_one_lag(flat_a[sel], flat_mu[sel], int(value), period, np.nan)
+    return out.reshape(a.shape)
+
+
 def exact_stable(a, momentum, k_ref, *, method: str = "threshold"):
     """Exact discrete stability: spectral radius ``< 1`` (NaN inputs give False).
 
@@ -921,6 +950,7 @@ __all__ = [
     "closed_form_threshold",
     "characteristic_coefficients",
     "spectral_radius",
+    "dominant_period",
     "exact_stable",
     "exact_threshold",
     "boundary_locus_threshold",
