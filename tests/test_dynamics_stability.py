@@ -516,3 +516,27 @@ def test_dominant_period_is_that_of_the_root_of_largest_modulus():
     top = z[np.argmax(np.abs(z))]
     assert dominant_period(a, mu, 40) == pytest.approx(2 * np.pi / abs(np.angle(top)), rel=1e-6)
 
+
+def test_a_gain_whose_critical_lag_is_beyond_the_floats_has_none_not_an_error_about_k_ref(capsys):
+    # critical_k_ref(1e-308, 0.5) failed with "k_ref must be finite for the exact stability
+    # criterion" (its search bound pi (1 + mu) / a overflowed to inf), and `stability --eta-k
+    # 1e-308` said so for a K_ref of 1; the closed form warned of an overflow at 5e-324
+    import warnings
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.dynamics.stability import critical_k_ref
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact = critical_k_ref([1e-308, 5e-324, 1e-300], 0.5)
+        closed = critical_k_ref([1e-308, 5e-324, 1e-300], 0.5, method="closed_form")
+    # long lags: a*(L) -> pi (1 - mu) / (2 L), so the critical lag is pi (1 - mu) / (2 a)
+    assert exact[0] == pytest.approx(np.pi * 0.5 / 2e-308, rel=1e-6) and np.isinf(exact[1])
+    assert exact[2] == pytest.approx(np.pi * 0.5 / 2e-300, rel=1e-6)
+    assert closed[0] == pytest.approx(5e307) and np.isinf(closed[1])
+    assert main(["stability", "--eta-k", "1e-308", "--momentum", "0.5"]) == 0
+    assert "critical K_ref exact: first unstable K_ref = 7.85398e+307" in capsys.readouterr().out
+    assert main(["stability", "--eta-k", "1e-320", "--momentum", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "critical K_ref exact: first unstable K_ref = none below the largest float" in out
+

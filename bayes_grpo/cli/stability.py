@@ -186,6 +186,13 @@ def _closed_form_threshold(s: dict) -> str:
     return _num(value)
 
 
+def _critical_k_ref(value: object) -> str:
+    """The first unstable lag, or that none is a float (a gain too small: ``critical_k_ref`` inf)."""
+    if value is not None and math.isinf(float(value)):
+        return f"none below the largest float ({sys.float_info.max:.3g}): the gain is too small"
+    return _num(value, "g")
+
+
 def format_summary(s: dict) -> list[str]:
     """Human-readable lines of a :func:`stability_summary` dict (with ``convention``)."""
     conv = s.get("convention", HEAVY_BALL)
@@ -202,8 +209,8 @@ def format_summary(s: dict) -> list[str]:
         f"{_yes(s['stable_exact'])}",
         f"threshold a*   closed form (1 - mu)/K_ref: {_closed_form_threshold(s)}",
         f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
-        f"critical K_ref closed form: first unstable K_ref = {_num(s['critical_k_ref_closed_form'], 'g')}",
-        f"critical K_ref exact: first unstable K_ref = {_num(s['critical_k_ref_exact'], 'g')}",
+        f"critical K_ref closed form: first unstable K_ref = {_critical_k_ref(s['critical_k_ref_closed_form'])}",
+        f"critical K_ref exact: first unstable K_ref = {_critical_k_ref(s['critical_k_ref_exact'])}",
     ]
     if s.get("note"):
         lines.append(f"note           {s['note']}")

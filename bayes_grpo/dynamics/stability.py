@@ -39,6 +39,7 @@ a gain that is a boundary value up to floating-point rounding (``a = 0.2 x
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import xarray as xr
@@ -746,7 +747,9 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     Returns
     -------
     numpy.ndarray of float holding integers (broadcast shape); 0 where ``a <= 0`` or
-    (exact) ``a >= 2(1 + mu)``; NaN for NaN inputs. Stable for ``K_ref`` below this value.
+    (exact) ``a >= 2(1 + mu)``; ``inf`` where the critical lag is beyond the largest float
+    (a gain below about ``pi (1 - mu) / (2 x 1.8e308)``, exact; ``(1 - mu) / 1.8e308``,
+    closed form); NaN for NaN inputs. Stable for ``K_ref`` below this value.
     """
     a, mu = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(momentum, dtype=float))
     _check_momentum_range(mu)
@@ -757,7 +760,8 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     pos = finite & (a > 0)
     if method == CLOSED_FORM:
         av, mv = a[pos], mu[pos]
-        lag = np.ceil((1.0 - mv) / av)
+        with np.errstate(over="ignore"):  # (1 - mu)/a beyond the floats: inf, said below
+            lag = np.ceil((1.0 - mv) / av)
         # Make the rounding agree with closed_form_stable exactly at ties (C_eff ~ 0).
         lag = np.where(closed_form_stable(av, mv, lag), lag + 1.0, lag)
         lag = np.where(
@@ -772,17 +776,27 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     # locus: a*(L) <= pi (1 + mu) / (2L - 1), so every L >= hi is unstable.
     # Beyond 2**53 (a gain below ~3e-16) floats no longer hold every integer: ``mid + 1`` can
     # equal ``mid``, so a search that moves neither bound stops there, within the float spacing.
-    hi = np.ceil((math.pi * (1.0 + mv) / av + 1.0) / 2.0) + 1.0
+    # A gain under ~1.7e-308 made this bound inf, and the search passed an infinite lag to the
+    # boundary locus ("k_ref must be finite for the exact stability criterion"). The bound is
+    # clipped to the largest float, and a gain whose critical lag lies beyond it (a*(L) ->
+    # pi (1 - mu) / (2 L) for long lags, so a < pi (1 - mu) / (2 x 1.8e308)) gets inf.
+    top = sys.float_info.max
+    with np.errstate(over="ignore"):
+        hi = np.minimum(np.ceil((math.pi * (1.0 + mv) / av + 1.0) / 2.0) + 1.0, top)
+    beyond = av < 0.5 * math.pi * (1.0 - mv) / top
+    hi[beyond] = 0.0
     lo = np.zeros(av.size)
     active = lo < hi
     while np.any(active):
-        mid = np.floor(0.5 * (lo + hi))
+        mid = lo + np.floor(0.5 * (hi - lo))  # lo + hi overflowed near the largest float
         stable = np.ones(av.size, dtype=bool)
-        stable[active] = av[active] < boundary_locus_threshold(mv[active], mid[active])
+        with np.errstate(over="ignore"):
+            stable[active] = av[active] < boundary_locus_threshold(mv[active], mid[active])
         new_lo = np.where(active & stable, mid + 1.0, lo)
         new_hi = np.where(active & ~stable, mid, hi)
         active = (new_lo < new_hi) & ((new_lo != lo) | (new_hi != hi))
         lo, hi = new_lo, new_hi
+    lo[beyond] = np.inf
     out[pos] = lo
     return out
 
