@@ -540,3 +540,13 @@ def test_a_gain_whose_critical_lag_is_beyond_the_floats_has_none_not_an_error_ab
     out = capsys.readouterr().out
     assert "critical K_ref exact: first unstable K_ref = none below the largest float" in out
 
+
+def test_a_lag_beyond_the_64_bit_integers_is_judged_by_the_threshold_not_refused_as_negative():
+    # exact_stable(a, mu, 1e19) said "k_ref must be >= 0, got -9.223372036854776e+18" (the lag
+    # wrapped in an int64 cast); the boundary locus takes any whole lag
+    from bayes_grpo.dynamics.stability import exact_stable, spectral_radius
+
+    # a*(L) -> pi (1 - mu) / (2 L): 1.57e-20 at L = 1e19, mu = 0.9
+    assert exact_stable(np.array([1e-3, 1e-21]), 0.9, 1e19).tolist() == [False, True]
+    with pytest.raises(ValueError, match=r"K_ref = 1e\+19: the characteristic roots .* not computed beyond K_ref = 100000"):
+        spectral_radius(0.1, 0.5, 1e19)

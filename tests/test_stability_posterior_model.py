@@ -125,3 +125,23 @@ def test_a_posterior_that_did_not_converge_is_used_with_a_warning(fitted, tmp_pa
     assert "UserWarning" not in err  # one line, not Python's warning format
     assert main(["stability", "--posterior", str(path), *args]) == 0
     assert ("did not converge" in capsys.readouterr().err) is (m.convergence().passed is False)
+
+
+def test_posterior_mode_takes_a_long_lag_and_refuses_one_for_its_own_reason(fitted, capsys):
+    # `stability --posterior ... --k-ref 100001` was refused because "the spectral radius of the
+    # exact criterion needs the dominant roots of a degree K_ref + 1 polynomial", which posterior
+    # mode does not compute there (its exact verdict is by the threshold); the limit it has is
+    # that of a whole number of steps in a float (2^53)
+    _, path = fitted
+    args = ["stability", "--posterior", str(path), "--lr", "5e-3", "--momentum", "0.9", "--convention", "ema"]
+    assert main([*args, "--k-ref", "1000000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["values"]["p_unstable_exact"] == 1.0 and out["passed"] is False
+    assert main([*args, "--k-ref", "1e16"]) == 2
+    err = capsys.readouterr().err
+    assert "--k-ref 1e+16 is too large: the exact criterion needs a whole number of steps" in err
+    assert "spectral radius" not in err
+    # point mode, which prints the spectral radius, keeps its limit and its reason
+    assert main(["stability", "--eta-k", "0.01", "--k-ref", "1000000"]) == 2
+    assert "the spectral radius of the exact criterion needs the dominant roots" in capsys.readouterr().err
+

@@ -125,13 +125,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 #: (time ~ K_ref^3) held it to 2000 (~20 s), and 100000 asked for 75 GiB.
 MAX_K_REF: int = 100_000
 
+#: Largest K_ref of posterior mode, which computes no roots beyond
+#: ``checks.stability.AUTO_BISECTION_MAX_LAG`` (the exact verdict is by the threshold): the exact
+#: criterion needs a whole number of steps, and floats hold every whole number only up to 2**53.
+#: It was refused beyond MAX_K_REF for the point mode's reason, the spectral radius's roots.
+MAX_POSTERIOR_K_REF: float = 2.0**53
+
 
 def run(args: argparse.Namespace) -> int:
-    if args.k_ref is not None and args.k_ref > MAX_K_REF:
+    if args.k_ref is not None and args.posterior is None and args.k_ref > MAX_K_REF:
         raise ValueError(
             f"--k-ref {args.k_ref:g} is too large: the spectral radius of the exact criterion needs "
             f"the dominant roots of a degree K_ref + 1 polynomial; this command takes K_ref <= {MAX_K_REF} "
             "(the closed-form threshold (1 - mu)/K_ref needs no tool)"
+        )
+    if args.k_ref is not None and args.posterior is not None and args.k_ref > MAX_POSTERIOR_K_REF:
+        raise ValueError(
+            f"--k-ref {args.k_ref:g} is too large: the exact criterion needs a whole number of steps, "
+            f"and floats hold every whole number only up to 2^53 = {MAX_POSTERIOR_K_REF:.4g}"
         )
     if args.momentum is not None and not 0.0 <= args.momentum < 1.0:
         # before the EMA step eta (1 - beta1): a beta1 >= 1 read as a non-positive gain; in

@@ -143,7 +143,15 @@ def closed_form_threshold(momentum, k_ref):
 
 
 def _integer_lags(k_ref) -> np.ndarray:
-    return _whole_lags(k_ref).astype(np.int64)
+    lags = _whole_lags(k_ref)
+    if np.any(lags >= 2.0**63):
+        # the cast wrapped them to -2**63: "k_ref must be >= 0, got -9.223372036854776e+18"
+        raise ValueError(
+            f"K_ref = {np.max(lags):g}: the characteristic roots of the exact criterion are not "
+            f"computed beyond K_ref = {MAX_ROOT_LAG} (the exact verdict, threshold a* and critical "
+            "K_ref, by the boundary locus, are)"
+        )
+    return lags.astype(np.int64)
 
 
 def is_whole(x) -> bool:
@@ -500,17 +508,19 @@ def exact_stable(a, momentum, k_ref, *, method: str = "threshold"):
     if method not in ("threshold", "eigenvalues"):
         raise ValueError(f"unknown method {method!r}; expected 'threshold' or 'eigenvalues'")
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
-    lags = _integer_lags(lag)
+    # whole lags as floats: the boundary locus takes any (an int64 cast wrapped lags >= 2**63)
+    lags = _whole_lags(lag)
     out = np.zeros(a.shape, dtype=bool)
     in_range = np.isfinite(mu) & (mu >= 0) & (mu < 1) & np.isfinite(a)
     fast = in_range if method == "threshold" else np.zeros(a.shape, dtype=bool)
     if np.any(fast):
-        thr = boundary_locus_threshold(mu[fast], lags[fast])
+        with np.errstate(over="ignore"):
+            thr = boundary_locus_threshold(mu[fast], lags[fast])
         out[fast] = (a[fast] > 0) & (a[fast] < thr)
     slow = ~fast
     if np.any(slow):
         with np.errstate(invalid="ignore"):
-            out[slow] = spectral_radius(a[slow], mu[slow], lags[slow]) < 1.0
+            out[slow] = spectral_radius(a[slow], mu[slow], _integer_lags(lags[slow])) < 1.0
     return out
 
 
