@@ -842,10 +842,11 @@ def test_cli_predict_refuses_impossible_settings_and_names_a_new_llm_and_its_uni
     assert out["units"].startswith("normalised progress")
     assert "model 'tyo' is not in the fit (its LLMs: ['toy'])" in out["warnings"][0]
     assert "'tyo' is not in the fit" in captured.err
-    # --model-size was dropped without a word when the fit has no size regression
-    assert main(["predict", path, "--lr", "0.01", "--group-size", "8", *setting, "--model-size", "-1", "--json"]) == 0
+    # --model-size was dropped without a word when the fit has no size regression (a size, not
+    # -1 as here before: a non-positive size is refused now, used or not)
+    assert main(["predict", path, "--lr", "0.01", "--group-size", "8", *setting, "--model-size", "5e8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert "model_size = -1 is not used: the prediction is for 'toy', an LLM of the fit" in out["warnings"]
+    assert "model_size = 5e+08 is not used: the prediction is for 'toy', an LLM of the fit" in out["warnings"]
     args = ["--lr", "0.01", "--group-size", "8", *setting, "--model", "tyo", "--model-size", "1e9", "--json"]
     assert main(["predict", path, *args]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -145,3 +145,25 @@ def test_posterior_mode_takes_a_long_lag_and_refuses_one_for_its_own_reason(fitt
     assert main(["stability", "--eta-k", "0.01", "--k-ref", "1000000"]) == 2
     assert "the spectral radius of the exact criterion needs the dominant roots" in capsys.readouterr().err
 
+
+def test_a_negative_model_size_is_refused_even_where_the_size_would_not_be_used(fitted, capsys):
+    # `stability --posterior ... --model-size -5` on the fitted LLM said only that the size "is
+    # not used" (the LLM's curvature is its own), as if -5 were a size
+    m, path = fitted
+    setting = dict(learning_rate=5e-3, momentum=0.9, momentum_convention="ema", k_ref=1)
+    with pytest.raises(ValueError, match="model_size must be a positive number, got -5"):
+        stability_from_posterior(m, model="sim", model_size=-5, **setting)
+    with pytest.raises(ValueError, match="model_size must be a positive number, got 0"):
+        phase_diagram(m, momentum=0.9, momentum_convention="ema", k_refs=[0, 1], model_size=0)
+    from bayes_grpo.cli import build_parser
+
+    args = ["--lr", "5e-3", "--momentum", "0.9", "--convention", "ema", "--k-ref", "1", "--model-size", "-5"]
+    for argv in (
+        ["stability", "--posterior", str(path), *args],
+        ["phase-diagram", str(path), "--model-size", "-5"],
+        ["predict", str(path), *args],
+    ):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(argv)
+        err = capsys.readouterr().err
+        assert "argument --model-size: must be above 0, got '-5'" in err and "not used" not in err

@@ -14,6 +14,7 @@ from bayes_grpo.cli._common import (
     finite_float,
     momentum_value,
     non_negative_int,
+    positive_float,
     print_json,
     print_table,
 )
@@ -67,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model-size",
-        type=finite_float,
+        type=positive_float,
         default=None,
         help="parameter count of a new LLM (needed when the fit regresses the curvature on model size)",
     )

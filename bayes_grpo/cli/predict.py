@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model-size",
-        type=finite_float,
+        type=positive_float,
         default=None,
         help="parameter count of a new LLM (used when the curvature regression on size is on)",
     )

@@ -109,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--model-size",
-        type=finite_float,
+        type=positive_float,
         metavar="N",
         default=None,
         help="parameter count of a new LLM (posterior mode; needed when the fit regresses the "

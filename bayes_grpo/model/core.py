@@ -774,7 +774,9 @@ class GRPODynamicsModel:
         post = self._require_fit().posterior
         data = self.data
         assert data is not None
-        for name, value in (("learning_rate", learning_rate), ("group_size", group_size)):
+        # model_size too: a non-positive size for a fitted LLM (or a fit without the size
+        # regression) was only "not used", as if it were a size
+        for name, value in (("learning_rate", learning_rate), ("group_size", group_size), ("model_size", model_size)):
             # NaN stays "unknown" (a run without the value); a number must be a possible setting
             if value is not None and np.isfinite(float(value)) and not float(value) > 0:
                 raise ValueError(f"{name} must be a positive number, got {float(value):g}")
