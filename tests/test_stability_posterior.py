@@ -473,6 +473,42 @@ def test_a_phase_diagram_says_which_fitted_runs_it_leaves_unmarked_at_another_mo
     assert "3 fitted run(s) at another momentum (0.5 heavy_ball, 0.9 ema) are not marked" in res.summary
 
 
+def test_the_reports_per_momentum_phase_diagrams_say_once_that_runs_at_another_momentum_are_elsewhere():
+    # the report draws a diagram per momentum setting, and each said "N fitted run(s) at another
+    # momentum (...) are not marked", though every one of them was marked on its own diagram
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.report.build import build_sections
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(20)
+    settings = {"a": (0.5, "heavy_ball"), "b": (0.5, "heavy_ball"), "c": (0.9, "ema")}
+    ds = make_runset(
+        {r: pd.DataFrame({"reward": np.linspace(0.2, 0.6, 20)}, index=steps) for r in settings},
+        {
+            r: {"model": "m", "learning_rate": 1e-3, "k_ref": 1, "group_size": 8, "momentum": mu, "momentum_convention": c}
+            for r, (mu, c) in settings.items()
+        },
+    )
+    fitted = _StiffnessPosterior(50.0)
+    fitted.runset = ds
+    fitted.data = SimpleNamespace(models=["m"])
+    diagrams = [
+        phase_diagram(fitted, momentum=mu, momentum_convention=c, k_refs=[0, 1], note_other_momenta=False)
+        for mu, c in sorted(set(settings.values()))
+    ]
+    for res in diagrams:
+        assert "at another momentum" not in res.summary, res.summary
+        assert res.values["n_observed_other_momentum"] > 0
+    stability = next(s for s in build_sections(stability=diagrams) if s.key == "stability")
+    assert stability.intro.count("those at another are on the diagram of theirs") == 1, stability.intro
+    # a diagram drawn alone still says it
+    alone = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1])
+    assert "2 fitted run(s) at another momentum (0.5 heavy_ball) are not marked" in alone.summary
+    assert "diagram of theirs" not in next(s for s in build_sections(stability=[alone]) if s.key == "stability").intro
+
+
 def test_an_llm_the_fit_lacks_is_named_in_a_warning_with_the_fitted_ones():
     # `stability --posterior tiny.nc --model tiny-gpt` (the fit's LLM is tiny-gpt2) answered for
     # a new LLM from the population level with no word of the near miss, where predict warns

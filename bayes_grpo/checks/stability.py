@@ -604,6 +604,7 @@ def phase_diagram(
     observed: pd.DataFrame | None = None,
     n_learning_rates: int = 40,
     model_size: float | None = None,
+    note_other_momenta: bool = True,
 ) -> CheckResult:
     """Phase diagram over ``(learning_rate, k_ref)`` with posterior probability contours.
 
@@ -627,6 +628,10 @@ def phase_diagram(
     observed
         Runs to mark (columns ``learning_rate``, ``k_ref``); default: the fitted run set's
         runs with this momentum and convention (those of ``model`` when it is a fitted LLM).
+    note_other_momenta
+        Say in the summary how many fitted runs are at another momentum setting and not
+        marked (default). ``False`` for a caller that draws a diagram for every setting and
+        says it once (the report); ``values["n_observed_other_momentum"]`` is set either way.
 
     Returns
     -------
@@ -671,7 +676,8 @@ def phase_diagram(
     # the fitted runs at another momentum are not on this diagram: say so (the summary said
     # nothing, and an empty diagram read as a fit without runs)
     result.values["n_observed_other_momentum"] = len(others)
-    if others:
+    result.values["other_momentum_noted"] = bool(note_other_momenta)
+    if others and note_other_momenta:
         kinds = ", ".join(f"{m:g} {c}".rstrip() for m, c in sorted(set(others)))
         result.summary += f" {len(others)} fitted run(s) at another momentum ({kinds}) are not marked."
     return result

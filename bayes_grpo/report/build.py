@@ -100,6 +100,16 @@ def build_sections(
             missing="no invariance test was run (bayes-grpo invariance, or bayes_grpo.checks.invariance).",
         )
     )
+    per_setting = ""
+    if any(
+        r.values.get("n_observed_other_momentum", 0) and not r.values.get("other_momentum_noted", True)
+        for r in stability_results
+    ):
+        # each per-momentum diagram repeated "N fitted run(s) at another momentum (...) are not marked"
+        per_setting = (
+            " One diagram per fitted LLM and momentum setting of its runs: each marks the fitted runs "
+            "at its setting; those at another are on the diagram of theirs."
+        )
     sections.append(
         checks_section(
             "stability",
@@ -107,6 +117,7 @@ def build_sections(
             stability_results,
             intro="Posterior probability of instability (closed form: C_eff < 0; exact: spectral radius of the "
             "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref)."
+            + per_setting
             + unconverged,
             missing=(
                 "a phenomenological fit has no curvature K, so the learning rate and K_ref do not enter it "
@@ -260,8 +271,12 @@ def report_from_posterior(
             (int(m), float(mu), str(convention))
             for m, mu, convention in zip(data.model_idx, data.momentum, data.momentum_convention)
         )
+        # every setting has its diagram, so the runs at another setting than a diagram's are on
+        # another one: said once in the section's intro, not under each diagram
         results["stability"] = [
-            phase_diagram(model, momentum=mu, momentum_convention=convention, model=data.models[m])
+            phase_diagram(
+                model, momentum=mu, momentum_convention=convention, model=data.models[m], note_other_momenta=False
+            )
             for m, mu, convention in sorted(settings)
         ] if model.parameterisation == "mechanistic" else None
     if invariance:
