@@ -429,3 +429,18 @@ def test_simulate_sde_names_a_models_path_that_is_a_folder_or_missing(tmp_path, 
     assert main(["simulate", "sde", "--models", str(missing), "--steps", "5", "-o", str(out)]) == 2
     assert f"{missing}: no such --models file" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_point_summary_prints_the_radius_and_the_momentum_as_numbers_that_read_right(capsys):
+    # --eta-k 1e300 printed the radius 1e150 with 150 digits; --eta-k 1e-20 printed
+    # "spectral radius 1.00000000 < 1): yes" (1 - 2e-20 is 1.0 in floats; the verdict is a < a*);
+    # --momentum 0.9999999 printed "mu = 1", outside [0, 1)
+    assert main(["stability", "--eta-k", "1e300", "--momentum", "0.5"]) == 0
+    assert "exact (spectral radius 1e+150 < 1): NO" in capsys.readouterr().out
+    assert main(["stability", "--eta-k", "1e-20", "--momentum", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "exact (spectral radius < 1; here 1 to float precision, judged by a < a*): yes" in out
+    assert main(["stability", "--eta-k", "1e-9", "--momentum", "0.5"]) == 0
+    assert "exact (spectral radius 1 - 2e-09 < 1): yes" in capsys.readouterr().out
+    assert main(["stability", "--eta-k", "0.1", "--momentum", "0.9999999", "--k-ref", "3"]) == 0
+    assert "mu = 0.9999999 (heavy_ball)" in capsys.readouterr().out

@@ -204,20 +204,45 @@ def _critical_k_ref(value: object) -> str:
     return _num(value, "g")
 
 
+def _radius_line(s: dict) -> str:
+    """The exact verdict's line: the spectral radius as a number that reads against 1.
+
+    ``.8f`` printed a radius of 1e150 (``--eta-k 1e300``) with 150 digits, and one within
+    float rounding of 1 (``--eta-k 1e-20``: 1 - 2e-20 is 1.0) as "1.00000000 < 1): yes".
+    """
+    verdict = _yes(s["stable_exact"])
+    r = s["spectral_radius"]
+    if r is None or not math.isfinite(float(r)):
+        return f"stable         exact (spectral radius {_num(r)} < 1): {verdict}"
+    r = float(r)
+    if r == 1.0:
+        return (
+            "stable         exact (spectral radius < 1; here 1 to float precision, judged by "
+            f"a < a*): {verdict}"
+        )
+    if abs(r - 1.0) < 5e-9:  # .8f would print 1.00000000
+        text = f"1 {'-' if r < 1.0 else '+'} {abs(r - 1.0):.3g}"
+    elif r >= 1e6:
+        text = format(r, ".6g")
+    else:
+        text = format(r, ".8f")
+    return f"stable         exact (spectral radius {text} < 1): {verdict}"
+
+
 def format_summary(s: dict) -> list[str]:
     """Human-readable lines of a :func:`stability_summary` dict (with ``convention``)."""
     conv = s.get("convention", HEAVY_BALL)
     gain = "a = eta K" if conv == HEAVY_BALL else "a = eta K (1 - beta1)"
     lines = [
-        f"setting        {gain} = {_num(s['a'])}, mu = {s['momentum']:g} ({conv}), "
+        # :g printed --momentum 0.9999999 as "mu = 1", outside [0, 1)
+        f"setting        {gain} = {_num(s['a'])}, mu = {s['momentum']:.10g} ({conv}), "
         f"K_ref = {s['k_ref']:g}",
         f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_num(s['C_eff'])}, "
         f"K_eff = {_num(s['K_eff'])}   [continuum model]",
         f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
         f"regime         {s['regime_exact'] or 'n/a'}   [exact: the discrete recursion's dominant root]",
         f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}",
-        f"stable         exact (spectral radius {_num(s['spectral_radius'], '.8f')} < 1): "
-        f"{_yes(s['stable_exact'])}",
+        _radius_line(s),
         f"threshold a*   closed form (1 - mu)/K_ref: {_closed_form_threshold(s)}",
         f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
         f"critical K_ref closed form: first unstable K_ref = {_critical_k_ref(s['critical_k_ref_closed_form'])}",
