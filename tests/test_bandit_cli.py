@@ -261,9 +261,14 @@ def test_a_sweep_too_short_to_see_the_threshold_says_it_is_not_determined(capsys
     assert threshold["passed"] is None and values["threshold_determined"] is False
     summary = threshold["summary"]
     assert "Not determined: runs of 60 steps are too short" in summary
-    assert "K_ref 29, 31" in summary and "Simulate at least 1174 steps (--steps)" in summary
+    assert "at K_ref 16-29, 31 (spectral radius" in summary and "Simulate at least 1174 steps (--steps)" in summary
     # the lags next to the threshold need what the recursion's growth rate says: 2 ln 1.5 / |ln rho|
     rows = {r["k_ref"]: r for r in threshold["table"]}
     for lag in (29, 31):
         rho = rows[lag]["spectral_radius"]
         assert rows[lag]["steps_to_resolve"] == pytest.approx(2 * math.log(1.5) / abs(math.log(rho)), rel=1e-9)
+    # runs too short for any swept lag, far below the threshold: no failed prediction either
+    assert main(["sweep", "--k-ref", "0:3", "--steps", "5", "--seeds", "2", "--no-progress", "--json"]) == 0
+    threshold = json.loads(capsys.readouterr().out)["threshold"]
+    assert threshold["values"]["empirical_threshold_k_ref"] == 0 and threshold["passed"] is None
+    assert "Not determined: runs of 5 steps are too short" in threshold["summary"]

@@ -593,8 +593,8 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     :mod:`bayes_grpo.dynamics.stability` with the independently measured ``K`` (the truth
     the simulator stores). Passes when the empirical threshold is within one ``K_ref`` step
     of the exact one. No verdict (``threshold_determined`` False, ``horizon_note``) when the
-    runs are shorter than :func:`steps_to_resolve` at a swept lag next to the exact
-    threshold: there the horizon, not the dynamics, decides what reads as converged.
+    runs are shorter than :func:`steps_to_resolve` at a swept lag other than the exact
+    threshold's: there the horizon, not the dynamics, decides what reads as converged.
     """
     from bayes_grpo.dynamics.stability import critical_k_ref, spectral_radius
 
@@ -637,11 +637,13 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     else:
         passed = bool(abs(empirical - exact) <= 1.0)
     below = passed is None and np.isfinite(empirical)
-    # the lags next to the exact threshold (the one at it never settles either way) must be
-    # resolvable in the runs' horizon, or the reading is the horizon's: 60 steps read 18 for 30
+    # every swept lag but the exact threshold's (whose radius is 1 to a hair: it never settles
+    # either way) must be resolvable in the runs' horizon, or the reading is the horizon's: 60
+    # steps read 18 for 30, and 5 steps read 0 (every run still on its way) for 30
     horizon = int(ds.sizes[STEP_DIM])
-    neighbours = [lag for lag in (exact - 1.0, exact + 1.0) if lag in table.index]
-    short = [lag for lag in neighbours if table.loc[lag, "steps_to_resolve"] > horizon]
+    short = [
+        float(lag) for lag in table.index if lag != exact and table.loc[lag, "steps_to_resolve"] > horizon
+    ]
     values = {
         "a": a,
         "momentum": mu,
@@ -670,18 +672,16 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
     )
     if short:
-        needed = float(table.loc[neighbours, "steps_to_resolve"].max())
+        needed = float(table.loc[short, "steps_to_resolve"].max())
         values["steps_to_resolve_threshold"] = needed
-        unresolved = table.index[table["steps_to_resolve"] > horizon].to_numpy()
-        radius = table["spectral_radius"]
+        radius = table.loc[short, "spectral_radius"]
         note = (
             f"Not determined: runs of {horizon} steps are too short to tell converging from "
-            f"diverging runs next to the exact threshold (K_ref {', '.join(f'{lag:g}' for lag in short)}: "
-            f"spectral radius {', '.join(f'{radius[lag]:.4f}' for lag in short)}, "
-            f"the envelope changes by less than the check's {convergence_kwargs.get('growth_tol', GROWTH_TOL):g}x over "
-            "the second half of a run, or the windows span less than half a period); the swept K_ref "
-            f"{_lag_ranges(unresolved)} are not resolved in {horizon} steps. Simulate at "
-            f"least {math.ceil(needed)} steps (--steps)."
+            f"diverging runs at K_ref {_lag_ranges(short)} (spectral radius {radius.min():.4f}-"
+            f"{radius.max():.4f}: the envelope changes by less than the check's "
+            f"{convergence_kwargs.get('growth_tol', GROWTH_TOL):g}x over the second half of a run, or "
+            f"its windows span less than half a period). Simulate at least {math.ceil(needed)} "
+            "steps (--steps)."
         )
         values["horizon_note"] = note
         summary = f"{summary} {note}"

@@ -67,8 +67,8 @@ independently (Jacobian of the exact expected update at p*): exact = first integ
 with spectral radius >= 1, closed form = first K_ref with C_eff = (1 - mu) - a K_ref <= 0.
 Near the threshold the spectral radius rho is close to 1 and runs change slowly: the table's
 steps_to_resolve is the horizon the rule needs at each K_ref (rho^(T/2) changes by 1.5x, each
-window spans half the dominant period); when --steps is shorter at a K_ref next to the exact
-threshold the result says "Not determined" and gives no verdict.
+window spans half the dominant period); when --steps is shorter at a swept K_ref other than
+the exact threshold the result says "Not determined" and gives no verdict.
 
 examples:
   bayes-grpo sweep --k-ref 0:40 --seeds 32 --steps 3000 --lr 0.2 --momentum 0.5 --png phase.png
