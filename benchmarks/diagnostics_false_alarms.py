@@ -104,12 +104,14 @@ def run(
     variants: list[str],
     bandit: bool,
     modes: list[str] | None = None,
+    cases: list[str] | None = None,
 ) -> pd.DataFrame:
     modes = list(modes or MODES)
+    cases = list(cases or HEALTHY_CASES + HEALTHY_BANDIT)
     config = DiagnosticsConfig.from_mapping({"common": {"figures": False, "n_boot": n_boot}})
     rows: list[dict] = []
     for n_steps in lengths:
-        for case in HEALTHY_CASES:
+        for case in [c for c in HEALTHY_CASES if c in cases]:
             for variant in variants:
                 if case == "healthy_reward_only" and variant != "eval10":
                     continue  # logs the reward only whatever the variant
@@ -130,7 +132,7 @@ def run(
                     )
             print(f"  {n_steps} steps, {case}: done", file=sys.stderr, flush=True)
         if bandit:
-            for case in HEALTHY_BANDIT:
+            for case in [c for c in HEALTHY_BANDIT if c in cases]:
                 ds = bandit_case(case, seeds=seeds, seed=seed, steps=n_steps)
                 rows += _rows(
                     ds, config, modes, case=case, variant="bandit", n_steps=n_steps, seed=seed
@@ -190,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--bandit", action="store_true", help="also the healthy bandit settings")
     parser.add_argument("--modes", default=",".join(MODES), help="modes to diagnose (default: all)")
+    parser.add_argument(
+        "--cases",
+        default=",".join(HEALTHY_CASES + HEALTHY_BANDIT),
+        help="healthy cases to simulate (default: all; the bandit ones need --bandit)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the verdicts and rates as JSON")
     args = parser.parse_args(argv)
     lengths = [int(v) for v in args.lengths.split(",") if v]
@@ -200,8 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m for m in args.modes.split(",") if m]
     if set(modes) - set(MODES):
         parser.error(f"--modes: unknown {sorted(set(modes) - set(MODES))}; known: {list(MODES)}")
+    cases = [c for c in args.cases.split(",") if c]
+    known = HEALTHY_CASES + HEALTHY_BANDIT
+    if set(cases) - set(known):
+        parser.error(f"--cases: unknown {sorted(set(cases) - set(known))}; known: {list(known)}")
     t0 = time.perf_counter()
-    frame = run(args.seeds, lengths, args.n_boot, args.seed, variants, args.bandit, modes)
+    frame = run(args.seeds, lengths, args.n_boot, args.seed, variants, args.bandit, modes, cases)
     tab = table(frame)
     summary = rates(frame)
     with pd.option_context(

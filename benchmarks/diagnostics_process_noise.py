@@ -13,7 +13,8 @@ This script counts, over seeds, how often ``diagnose`` flags instability on
   sd 10% of the rise, 200 logged points,
 
 with the check off (the behaviour before it existed) and on, and prints the state-space
-likelihood ratios it computed (the test needs >= 2.71, the chi-square(1) 90% quantile).
+likelihood ratios it computed (the test needs >= 2.71, the chi-square(1) 90% quantile, and
+a parametric-bootstrap p-value <= 5% when it has that).
 
     .venv/bin/python benchmarks/diagnostics_process_noise.py --seeds 30 [--json out.json]
 """

@@ -222,12 +222,13 @@ PROFILE_CHUNK_CELLS: int = 2_000_000
 
 
 def _profile_rows(t, y, zeta, w0, rho):
-    """Profile log-likelihood per grid row ``(zeta, w0, rho)`` (each ``(k,)``), with the
-    plateau and initial reward at their generalised-least-squares values and ``sigma`` at
-    its maximum-likelihood value; returns ``(loglik, plateau, r0)`` each ``(k,)``.
+    """Profile log-likelihood per grid row ``(zeta, w0, rho)`` (each ``(k,)``) of each series
+    ``y`` (``(m, n)``), with the plateau and initial reward at their generalised-least-squares
+    values and ``sigma`` at its maximum-likelihood value; returns ``(loglik, plateau, r0,
+    sigma)`` each ``(m, k)``.
 
     The filter is linear in the data and in the initial state, and its gains do not depend
-    on ``p*, R0, sigma``: one pass filters three channels (the data; a constant 1; the
+    on ``p*, R0, sigma``: one pass filters ``m + 2`` channels (the data; a constant 1; the
     initial state ``(1, 0)`` with no data) whose innovations combine linearly.
     """
     k = zeta.size
@@ -235,15 +236,19 @@ def _profile_rows(t, y, zeta, w0, rho):
     # one transition per distinct interval (a regular log has one or two), indexed per step
     dts, which = np.unique(np.diff(np.concatenate([[0.0], t])), return_inverse=True)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(np.repeat(dts[None, :], k, axis=0), w0, zeta, var_p)
-    # state per channel: x[c] = (position, velocity), channels data / constant / initial
-    x1 = np.zeros((3, k))
-    x2 = np.zeros((3, k))
-    x1[2] = 1.0
+    y = np.atleast_2d(y)
+    m = y.shape[0]
+    # state per channel: x[c] = (position, velocity), channels data (m) / constant / initial
+    x1 = np.zeros((m + 2, k))
+    x2 = np.zeros((m + 2, k))
+    x1[m + 1] = 1.0
     p11, p12, p22 = np.zeros(k), np.zeros(k), np.zeros(k)
-    data = np.zeros((3, 1))
+    data = np.zeros((m + 2, 1))
+    data[m, 0] = 1.0
     sum_log_s = np.zeros(k)
     # weighted normal equations of innov = a - X theta, X = [b + c, -c], theta = (p*, R0)
-    saa, sau, sac, suu, suc, scc = (np.zeros(k) for _ in range(6))
+    saa, sau, sac = (np.zeros((m, k)) for _ in range(3))
+    suu, suc, scc = (np.zeros(k) for _ in range(3))
     with np.errstate(all="ignore"):
         for i, j in enumerate(which):
             a, b, c, d = f11[:, j], f12[:, j], f21[:, j], f22[:, j]
@@ -252,13 +257,13 @@ def _profile_rows(t, y, zeta, w0, rho):
             n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12[:, j]
             n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22[:, j]
             s_i = np.maximum(n11 + r2, 1e-300)
-            data[0, 0], data[1, 0] = y[i], 1.0
+            data[:m, 0] = y[:, i]
             innov = data - x1
             k1, k2 = n11 / s_i, n12 / s_i
             x1, x2 = x1 + k1 * innov, x2 + k2 * innov
             p11, p12, p22 = n11 - k1 * n11, n12 - k1 * n12, n22 - k2 * n12
             sum_log_s += np.log(s_i)
-            ia, u, ic = innov[0], innov[1] + innov[2], innov[2]
+            ia, u, ic = innov[:m], innov[m] + innov[m + 1], innov[m + 1]
             saa += ia * ia / s_i
             sau += ia * u / s_i
             sac += ia * ic / s_i
@@ -272,8 +277,9 @@ def _profile_rows(t, y, zeta, w0, rho):
         q = saa - 2 * plateau * sau + 2 * r0 * sac + plateau**2 * suu - 2 * plateau * r0 * suc + r0**2 * scc
         n = t.size
         loglik = -0.5 * (n * np.log(2 * np.pi * np.maximum(q, 1e-300) / n) + sum_log_s + n)
+        sigma = np.sqrt(np.maximum(q, 0.0) / n)
     ok = np.isfinite(loglik) & np.isfinite(plateau) & np.isfinite(r0) & (det > 0)
-    return np.where(ok, loglik, -np.inf), plateau, r0
+    return np.where(ok, loglik, -np.inf), plateau, r0, sigma
 
 
 def damping_profile(
@@ -294,7 +300,9 @@ def damping_profile(
     Parameters
     ----------
     t, y
-        Steps (from the start of training, increasing) and rewards, shape ``(n,)``, finite.
+        Steps (from the start of training, increasing) and rewards, shape ``(n,)``, finite;
+        ``y`` may also be ``(m, n)``, ``m`` series logged at the same steps (one filter pass
+        serves them all: its gains do not depend on the data).
     zetas, w0s, rhos
         Grid of damping ratios, natural frequencies (rad/step) and process-noise shares of
         the variance (in ``(0, 1)``); every combination is evaluated.
@@ -303,29 +311,40 @@ def damping_profile(
     -------
     dict
         ``loglik`` of shape ``(len(zetas), len(w0s), len(rhos))`` and ``plateau``,
-        ``initial_reward`` (the profiled values) of the same shape.
+        ``initial_reward``, ``noise_sd`` (the profiled values; ``noise_sd`` is ``sigma``, the
+        total stationary sd) of the same shape; ``(m, ...)`` for ``m`` series.
     """
     t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    many = y.ndim == 2
+    ys = y if many else y[None, :]
     # the filter runs on the standardised rewards: its sums of squares expand the quadratic
     # in (p*, R0), which on a reward of 1000 plus changes of 1e-3 cancelled to noise
     # (zeta 0.48 and process-noise share 0.001 for the 0.38 and 0.08 of the same run at 0)
-    y, loc, unit = standardise_rewards(np.asarray(y, dtype=float))
+    parts = [standardise_rewards(row) for row in ys]
+    z = np.stack([part[0] for part in parts])
+    loc = np.array([part[1] for part in parts])[:, None]
+    unit = np.array([part[2] for part in parts])[:, None]
     zg, wg, rg = np.meshgrid(
         np.asarray(zetas, float), np.asarray(w0s, float), np.asarray(rhos, float), indexing="ij"
     )
     shape = zg.shape
     zf, wf, rf = zg.ravel(), wg.ravel(), rg.ravel()
-    out = [np.empty(zf.size) for _ in range(3)]
+    out = [np.empty((z.shape[0], zf.size)) for _ in range(4)]
     distinct = np.unique(np.diff(np.concatenate([[0.0], t]))).size
-    chunk = max(1, PROFILE_CHUNK_CELLS // distinct)
+    chunk = max(1, PROFILE_CHUNK_CELLS // max(distinct, z.shape[0] + 2))
     for start in range(0, zf.size, chunk):
         sl = slice(start, start + chunk)
-        for dest, part in zip(out, _profile_rows(t, y, zf[sl], wf[sl], rf[sl])):
-            dest[sl] = part
+        for dest, part in zip(out, _profile_rows(t, z, zf[sl], wf[sl], rf[sl])):
+            dest[:, sl] = part
+    result = {
+        "loglik": out[0] - t.size * np.log(unit),
+        "plateau": loc + unit * out[1],
+        "initial_reward": loc + unit * out[2],
+        "noise_sd": unit * out[3],
+    }
     return {
-        "loglik": out[0].reshape(shape) - t.size * np.log(unit),
-        "plateau": loc + unit * out[1].reshape(shape),
-        "initial_reward": loc + unit * out[2].reshape(shape),
+        key: value.reshape((z.shape[0], *shape) if many else shape) for key, value in result.items()
     }
 
 
