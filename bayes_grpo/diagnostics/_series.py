@@ -251,17 +251,17 @@ def bootstrap(
     """Replicates of ``statistic`` under a moving-block bootstrap of residuals.
 
     Each replicate is ``trend + block-resampled residuals`` with ``trend`` the smoothed
-    series (:func:`smooth`), so the serial correlation of the fluctuation is kept.
+    series (:func:`smooth`), residuals and blocks from :func:`residual_bootstrap_parts` (so
+    the replicates vary as much as the series does: with blocks as long as the smoothing
+    window and unscaled residuals, 90% intervals of a growth ratio, a window's mean clip
+    ratio or zero-signal share had 55-77% of the width the spread over seeds calls for).
 
     Returns
     -------
     numpy.ndarray
         ``(n_boot,)`` or ``(n_boot, k)`` replicates.
     """
-    values = np.asarray(values, dtype=float)
-    trend = smooth(values, smooth_fraction)
-    resid = values - trend
-    block = max(2, int(round(block_fraction * values.size)))
+    trend, resid, block = residual_bootstrap_parts(values, smooth_fraction, block_fraction)
     out = [statistic(trend + block_resample(resid, block, rng)) for _ in range(n_boot)]
     return np.asarray(out, dtype=float)
 

@@ -47,6 +47,7 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     finite_series,
     interval,
+    residual_bootstrap_parts,
     smooth,
     step_number,
     sustained_onset,
@@ -244,8 +245,9 @@ def policy_concentration(
         )
 
     # bootstrap: residual blocks of entropy and reward; plateau from posterior draws or refits
-    block = max(2, int(round(common.block_fraction * steps.size)))
-    e_res, r_res = entropy - e_s, reward - r_s
+    # (residual_bootstrap_parts: residuals rescaled, blocks a quarter of the smoothing window)
+    _, e_res, block = residual_bootstrap_parts(entropy, common.smooth_fraction, common.block_fraction)
+    _, r_res, _ = residual_bootstrap_parts(reward, common.smooth_fraction, common.block_fraction)
     drops, prog, finals = [], [], []
     for b in range(common.n_boot):
         e_b = smooth(e_s + block_resample(e_res, block, rng), common.smooth_fraction)

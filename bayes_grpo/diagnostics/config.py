@@ -146,11 +146,11 @@ class CommonConfig:
         Bootstrap replicates for intervals when no posterior is given (moving-block
         bootstrap of residuals around the smoothed series).
     block_fraction
-        Length of a bootstrap block, as a fraction of the series length (at least 2 points);
-        blocks keep the serial correlation of the residuals. Train-eval decoupling caps it at
-        a quarter of the smoothing window (at least 1 point): residuals about a moving median
-        are correlated over its window by the smoother itself, and blocks that long take the
-        noise's slow variation out of the replicates (``_series.residual_bootstrap_parts``).
+        Length of a bootstrap block, as a fraction of the series length; blocks keep the
+        serial correlation of the residuals. Every bootstrap caps it at a quarter of the
+        smoothing window (at least 1 point): residuals about a moving median are correlated
+        over its window by the smoother itself, and blocks that long take the noise's slow
+        variation out of the replicates (``_series.residual_bootstrap_parts``).
     interval_prob
         Probability mass of reported intervals (central bootstrap percentiles or posterior
         equal-tailed intervals).
