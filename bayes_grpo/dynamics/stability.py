@@ -448,14 +448,7 @@ def spectral_radius(a, momentum, k_ref):
     ``a`` or ``mu`` is NaN. Cost grows as ``L^3`` per setting up to :data:`WINDING_MIN_LAG`
     (0.01 s at ``L = 128``), as ``L`` beyond it (~0.1 s at ``L = 256``, ~0.4 s at ``L = 4096``).
     """
-    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
-    lags = _integer_lags(lag)
-    flat_a, flat_mu, flat_lag = a.ravel(), mu.ravel(), lags.ravel()
-    out = np.empty(flat_a.size)
-    for value in np.unique(flat_lag):
-        sel = flat_lag == value
-        out[sel] = _radius_one_lag(flat_a[sel], flat_mu[sel], int(value))
-    return out.reshape(a.shape)
+    return _per_lag(a, momentum, k_ref, _radius_one_lag)
 
 
 def dominant_period(a, momentum, k_ref):
@@ -477,13 +470,21 @@ def dominant_period(a, momentum, k_ref):
         np.divide(2.0 * np.pi, angle, out=out, where=angle > 0)
         return out
 
+    return _per_lag(
+        a, momentum, k_ref, lambda a_, mu_, lag: _reduce_roots_one_lag(a_, mu_, lag, period, np.nan)
+    )
+
+
+def _per_lag(a, momentum, k_ref, one_lag) -> np.ndarray:
+    """``one_lag(a, mu, L)`` over broadcast settings, grouped by their integer lag ``L``
+    (:func:`_integer_lags`): the loop of :func:`spectral_radius` and :func:`dominant_period`."""
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
     lags = _integer_lags(lag)
     flat_a, flat_mu, flat_lag = a.ravel(), mu.ravel(), lags.ravel()
     out = np.empty(flat_a.size)
     for value in np.unique(flat_lag):
         sel = flat_lag == value
-        out[sel] = _reduce_roots_one_lag(flat_a[sel], flat_mu[sel], int(value), period, np.nan)
+        out[sel] = one_lag(flat_a[sel], flat_mu[sel], int(value))
     return out.reshape(a.shape)
 
 
