@@ -1423,3 +1423,61 @@ def test_predict_json_carries_the_saved_fits_own_warnings(tmp_path, capsys):
     assert captured.err.count("too confident") == 1
     saved = load_prediction(out_nc)
     assert json.loads(saved.attrs["posterior_warnings"]) == out["posterior_warnings"]
+
+
+def test_the_stop_step_does_not_move_with_the_horizon_once_the_horizon_reaches_it():
+    """`predict models/bandit.nc --lr 0.1 --momentum 0.5 --k-ref 16 --group-size 8` gave stop step
+    198 at --steps 200 and 344 at --steps 400: the expected remaining gain counted the lightly
+    damped draws' swings only up to the horizon (and a draw at a peak near the horizon's end had
+    nothing left). The draws are now followed past the horizon until they settle."""
+    from bayes_grpo.predict.summary import summarise_draws
+
+    # lightly damped draws: zeta 0.05 at w0 0.1, a swing decaying as exp(-0.005 t)
+    zetas = np.array([0.045, 0.05, 0.055])
+    ones = np.ones(3)
+
+    def curves(t):
+        t = np.asarray(t, dtype=float)
+        return reward_trajectory(t[None, :], 1.0, 2 * zetas[:, None] * 0.1, 0.01, 1.0, 0.0)
+
+    stops = {}
+    for horizon in (600, 1200, 2000):
+        steps = np.arange(0.0, horizon + 1.0)
+        mean = curves(steps)
+        ds = summarise_draws(
+            steps, mean, mean, plateau=ones, initial_reward=0 * ones, zeta=zetas, damping=0.2 * zetas,
+            stop_threshold=0.01, continuation=curves,
+        )  # fmt: skip
+        stops[horizon] = ds.attrs["stop_step"]
+        assert np.all(ds["expected_remaining_gain"].values >= 0)
+    assert stops[1200] == stops[2000] and 600 < stops[1200] < 1200, stops
+    assert np.isnan(stops[600]), stops  # the stop step lies past this horizon: none within it
+
+
+def test_a_bandit_prediction_stop_step_is_the_same_at_a_longer_horizon():
+    # the command of the symptom: 198 at --steps 200 (the swings past step 200 uncounted), 344 at 400
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    kw = dict(learning_rate=0.1, momentum=0.5, k_ref=16, group_size=8, discrepancy=False)
+    with pytest.warns(UserWarning):
+        short = predict_run(path, steps=200, **kw)
+        long = predict_run(path, steps=400, **kw)
+        longer = predict_run(path, steps=600, **kw)
+    assert np.isnan(short.attrs["stop_step"]), short.attrs["stop_step"]
+    assert 200 < long.attrs["stop_step"] == longer.attrs["stop_step"] < 400
+    assert long.attrs["policy_stop_step"] == longer.attrs["policy_stop_step"]
+    np.testing.assert_allclose(
+        short["expected_remaining_gain"].values, long["expected_remaining_gain"].values[:201]
+    )
+
+
+def test_the_expected_remaining_gain_is_never_negative():
+    # a draw above its plateau and falling back had p(later) - p(now) < 0 before the last step,
+    # while the last step was 0: stopping at once is a choice, so nothing left is 0, never less
+    steps = np.arange(0.0, 51.0)
+    above = 1.3 - 0.004 * steps  # above its plateau 1.0, coming down
+    gain = expected_remaining_gain(above[None, :], np.array([1.0]))
+    np.testing.assert_array_equal(gain, 0.0)
+    beyond = expected_remaining_gain(above[None, :], np.array([1.0]), np.array([1.25]))
+    assert np.all(beyond >= 0) and beyond[0] == 0.0 and beyond[-1] == pytest.approx(1.25 - above[-1])

@@ -338,6 +338,14 @@ def _remaining_gain_note(ds, var: str = "expected_remaining_gain") -> str:
     if var not in ds:
         return ""
     last = ds[var].isel({STEP_DIM: -1})
+    after = ds.attrs.get(f"{var}_after")
+    if after is not None and float(last) < float(ds.attrs["stop_threshold"]) <= float(after):
+        # a lightly damped run's gain is ~0 at a peak and large at the next trough: "0 at step
+        # 200" and no stop step read as a contradiction
+        return (
+            f" (expected remaining gain at step {float(last[STEP_DIM]):.0f}: {float(last):.3g}, "
+            f"but up to {float(after):.3g} after it, where the run still swings)"
+        )
     return f" (expected remaining gain at step {float(last[STEP_DIM]):.0f}: {float(last):.3g})"
 
 

@@ -2138,6 +2138,10 @@ def forecast_from_posterior(
         attrs=all_attrs,
         point_draws=point,
         policy_draws=policy,
+        # the expected remaining gain follows the draws' curves past the horizon until they
+        # settle, so the stop step does not move with the horizon
+        continuation=lambda later: mean_curve(u, later),
+        policy_continuation=None if policy is None else (lambda later: mean_curve(u, later + lag)),
     )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -611,6 +611,42 @@ def diverging_draws(gain, damping, *, law: str, momentum: float, k_ref: float) -
     return np.asarray(damping, dtype=float) <= 0.0
 
 
+def continued_trajectories(
+    traj: Mapping[str, np.ndarray],
+    *,
+    law: str,
+    momentum: float | None = None,
+    k_ref: float | None = None,
+    observation_lag: float | None = None,
+    lr_multipliers: np.ndarray | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The mean trajectories of :func:`trajectories_from_draws`' draws ``traj`` at any steps, by
+    the same ``law``: ``summarise_draws``' ``continuation``, which follows them past the horizon
+    for the expected remaining gain. On a learning-rate schedule the rate stays, past the
+    schedule's last update, at that update's (a run continued as it ends)."""
+
+    def at(steps: np.ndarray) -> np.ndarray:
+        steps = np.asarray(steps, dtype=float)
+        m = None
+        if lr_multipliers is not None:
+            n = int(np.ceil(steps.max()))
+            m = np.asarray(lr_multipliers, dtype=float)
+            m = np.concatenate([m, np.full(max(n - m.size, 0), m[-1] if m.size else 1.0)])
+        if law == "recursion":
+            return recursion_trajectories(
+                traj["a"], float(momentum), float(k_ref), steps, traj["plateau"], traj["initial_reward"],
+                observation_lag=observation_lag, lr_multipliers=m,
+            )  # fmt: skip
+        clock = steps if m is None else schedule_time(steps, m)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(reward_trajectory(
+                clock[None, :], traj["M_eff"][:, None], traj["C_eff"][:, None], traj["K_eff"][:, None],
+                traj["plateau"][:, None], traj["initial_reward"][:, None],
+            ), dtype=float)  # fmt: skip
+
+    return at
+
+
 def predict_from_draws(
     draws: xr.Dataset,
     *,
@@ -729,7 +765,17 @@ def predict_from_draws(
             traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref
         ),
         policy_draws=policy,
-    )
+        # the expected remaining gain follows the draws past the horizon until they settle: it
+        # counted only up to the horizon, so a lightly damped setting's stop step moved with it
+        # (`predict models/bandit.nc --k-ref 16`: 198 at --steps 200, 344 at --steps 400)
+        continuation=continued_trajectories(
+            traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=observation_lag,
+            lr_multipliers=lr_multipliers,
+        ),
+        policy_continuation=None if policy is None else continued_trajectories(
+            traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=0, lr_multipliers=lr_multipliers,
+        ),
+    )  # fmt: skip
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
         update = np.floor(grid).astype(np.int64)
         rate = np.where(update < lr_multipliers.size, lr_multipliers[np.minimum(update, lr_multipliers.size - 1)], np.nan)

@@ -15,7 +15,12 @@ layout: an ``xarray.Dataset`` over ``step`` with
   horizon (``_reached``), the median over all draws (NaN: beyond the horizon, when fewer than
   half get there) and the HDI of the draws that get there;
 * ``regime_probability`` over ``regime``;
-* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step);
+* ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step):
+  the first step after which the expected remaining gain stays below the threshold; when the
+  caller gives the law past the horizon (``continuation``, as ``predict`` and ``forecast`` do)
+  the gain counts each draw's best mean until it settles, and has to stay below the threshold
+  past the horizon too (attr ``expected_remaining_gain_after``: its largest value there), so
+  the stop step does not depend on the horizon once the horizon reaches it;
 * for a prediction whose logged reward trails the policy (``predict``'s observation lag), the
   policy's milestones and stop step beside them: ``policy_time_to_fraction_*``,
   ``policy_expected_remaining_gain`` and the attribute ``policy_stop_step``.
@@ -24,7 +29,7 @@ layout: an ``xarray.Dataset`` over ``step`` with
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -112,22 +117,94 @@ def first_passage(
     return out
 
 
-def expected_remaining_gain(mean_draws: np.ndarray, plateau: np.ndarray) -> np.ndarray:
+def expected_remaining_gain(
+    mean_draws: np.ndarray, plateau: np.ndarray, beyond: np.ndarray | None = None
+) -> np.ndarray:
     """Posterior expected gain still available after each step.
 
     For draw ``d`` and step index ``i`` the available gain is
-    ``max(max_{j > i} p_d(t_j), p*_d) - p_d(t_i)``: the best mean reward that continuing
-    (past the horizon too, where a stable trajectory tends to ``p*``) could still reach,
-    minus the current one. Past the last step ``T`` the trajectory goes on from ``p_d(T)``
-    (continuous), so at ``T`` itself the best is ``max(p_d(T), p*_d)``: a draw above its
-    plateau there has nothing left to gain (0), not ``p* - p(T) < 0``, which made the mean
-    gain drop below any threshold at the last step alone and put the stop step there.
+    ``max(max_{j > i} p_d(t_j), b_d, p_d(t_i)) - p_d(t_i)``: the best mean reward that
+    continuing could still reach, minus the current one, never below 0 (stopping at once is
+    one of the choices: a draw above its plateau and falling back has nothing left to gain,
+    at every step as at the last). ``b_d`` is the draw's best mean past the horizon:
+    ``beyond`` (``(n_draws,)``, :func:`best_beyond_horizon`, which follows the draw until it
+    settles), or, without it, its plateau ``p*_d`` (where a stable trajectory tends), which
+    misses the swings of a draw still oscillating at the horizon: the gain near the
+    horizon's end is then too small, and the stop step can move with the horizon.
     Returns the mean over draws, shape ``(n_steps,)``.
     """
+    mean_draws = np.asarray(mean_draws, dtype=float)
+    after = np.asarray(plateau, dtype=float) if beyond is None else np.asarray(beyond, dtype=float)
     future_max = np.maximum.accumulate(mean_draws[:, ::-1], axis=1)[:, ::-1]
-    future_max = np.concatenate([future_max[:, 1:], mean_draws[:, -1:]], axis=1)
-    best = np.maximum(future_max, plateau[:, None])
+    # the best after step i: the horizon's later steps, then what lies past it
+    future_max = np.concatenate([future_max[:, 1:], np.full((mean_draws.shape[0], 1), -np.inf)], axis=1)
+    best = np.maximum(np.maximum(future_max, after[:, None]), mean_draws)
     return np.mean(best - mean_draws, axis=0)
+
+
+#: The draws' mean trajectories past the horizon are followed until they have settled: over the
+#: second half of the steps followed a draw moves by at most this share of its rise
+#: ``|p* - R0|``, and the draws' mean movement by at most this share of their mean rise
+#: (:func:`best_beyond_horizon`).
+SETTLED_SHARE: float = 1e-4
+#: Most (draw, step) cells of one look past the horizon (:func:`best_beyond_horizon`).
+MAX_BEYOND_CELLS: int = 20_000_000
+#: Fewest steps of the first look past the horizon.
+MIN_BEYOND_STEPS: int = 128
+
+
+def best_beyond_horizon(
+    continuation: Callable[[np.ndarray], np.ndarray],
+    last_step: float,
+    plateau: np.ndarray,
+    initial: np.ndarray,
+    *,
+    counted: np.ndarray | None = None,
+) -> tuple[np.ndarray, float, float, float]:
+    """Each draw's best mean reward after the horizon's last step, up to where it settles.
+
+    ``continuation(steps)`` gives the mean trajectories ``(n_draws, len(steps))`` of the
+    draws at whole optimizer steps past ``last_step`` (the law that drew them, continued).
+    They are followed over ``last_step + 1 .. last_step + n``, ``n`` from
+    ``max(last_step, MIN_BEYOND_STEPS)`` doubling, until the ``counted`` draws (default all)
+    have settled on average (:data:`SETTLED_SHARE`: what they still move adds at most that
+    share of the rise to the expected remaining gain) or the next look would exceed
+    :data:`MAX_BEYOND_CELLS`. A draw that has not settled itself (or whose trajectory is not
+    finite) gets at least its plateau ``p*``, where a stable trajectory tends.
+
+    Returns ``(best, gain_after, reached, moving)``: ``(n_draws,)`` best means; the largest
+    expected remaining gain (:func:`expected_remaining_gain` over the ``counted`` draws) at the
+    steps followed, which :func:`stop_step` needs (a lightly damped draw's gain is near 0 at
+    its peaks and large at its troughs, so a gain below the threshold at the horizon's end can
+    rise again past it); the last step followed; and, when the draws had not settled there,
+    their mean movement over its second half (reward units; 0 when they had).
+    """
+    plateau = np.asarray(plateau, dtype=float).reshape(-1)
+    n_draws = plateau.size
+    counted = np.ones(n_draws, dtype=bool) if counted is None else np.asarray(counted, dtype=bool)
+    rise = np.abs(plateau - np.asarray(initial, dtype=float).reshape(-1))
+    last = float(np.floor(last_step))
+    n = max(int(last), MIN_BEYOND_STEPS)
+    while True:
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = np.asarray(continuation(last + np.arange(1.0, n + 1.0)), dtype=float)
+            span = np.ptp(m[:, n // 2 :], axis=1)
+        span = np.where(np.isfinite(span), span, np.inf)
+        spread = float(np.mean(span[counted])) if counted.any() else 0.0
+        settled = not spread > SETTLED_SHARE * float(np.mean(rise[counted])) if counted.any() else True
+        if settled or 2 * n * max(n_draws, 1) > MAX_BEYOND_CELLS:
+            break
+        n *= 2
+    moving = ~(span <= SETTLED_SHARE * rise)
+    with np.errstate(invalid="ignore"):
+        best = np.where(np.isfinite(m).all(axis=1), m.max(axis=1), -np.inf)
+    best = np.where(moving, np.maximum(best, plateau), best)
+    gain_after = 0.0
+    if counted.any():
+        with np.errstate(invalid="ignore"):
+            end = np.where(moving, plateau, m[:, -1])
+            gain_after = float(np.max(expected_remaining_gain(m[counted], plateau[counted], end[counted])))
+    return best, gain_after, last + n, 0.0 if settled else spread
 
 
 def check_stop_threshold(threshold: float | None) -> float | None:
@@ -164,7 +241,7 @@ def steps_behind(lag: float) -> str:
     return f"{lag:g} step{'' if lag == 1 else 's'} behind"
 
 
-def stop_step_notes(ds: xr.Dataset) -> list[str]:
+def stop_step_notes(ds: xr.Dataset, *, followed: bool = False) -> list[str]:
     """Warnings on a stop step that answers no question the user asked.
 
     * the threshold is at least the expected remaining gain at the grid's first step (e.g.
@@ -175,7 +252,9 @@ def stop_step_notes(ds: xr.Dataset) -> list[str]:
     * a stop step at the grid's last step when the gain was at or above the threshold one step
       before: the gain at the last step counts nothing past the horizon (a draw still rising
       there, or above its plateau, has 0 left), so the stop step may be the horizon's, not the
-      run's (`predict models/bandit.nc --k-ref 24 --steps 150`: 150; 100 and 200: none).
+      run's (`predict models/bandit.nc --k-ref 24 --steps 150`: 150; 100 and 200: none);
+      not when the draws were ``followed`` past the horizon (``summarise_draws``'
+      ``continuation``), whose gain at the last step counts what lies beyond it.
     """
     notes = []
     stop = float(ds.attrs["stop_step"])
@@ -194,7 +273,7 @@ def stop_step_notes(ds: xr.Dataset) -> list[str]:
             "by this forecast the expected remaining gain was already below the threshold there "
             "(the run has gained what it will)"
         )
-    if gain.size > 1 and stop == float(ds[STEP_DIM].values[-1]) and float(gain[-2]) >= threshold:
+    if not followed and gain.size > 1 and stop == float(ds[STEP_DIM].values[-1]) and float(gain[-2]) >= threshold:
         notes.append(
             f"the stop step {stop:g} is the horizon's last step, the only one where the expected "
             f"remaining gain is below the threshold ({float(gain[-2]):.3g} one step before): the gain "
@@ -227,8 +306,12 @@ def _milestones(
     return median, hdi, reached.mean(axis=1)
 
 
-def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float) -> float:
-    """First step after which the expected remaining gain stays below ``threshold`` (NaN if never)."""
+def stop_step(steps: np.ndarray, gain: np.ndarray, threshold: float, gain_after: float | None = None) -> float:
+    """First step after which the expected remaining gain stays below ``threshold`` (NaN if never
+    within ``steps``): with ``gain_after``, the largest gain past the last step
+    (:func:`best_beyond_horizon`), it has to stay below there too."""
+    if gain_after is not None and not gain_after < threshold:
+        return float("nan")
     below = np.asarray(gain) < threshold
     if not below.any():
         return float("nan")
@@ -298,6 +381,8 @@ def summarise_draws(
     band_draws: np.ndarray | None = None,
     diverging: np.ndarray | None = None,
     policy_draws: np.ndarray | None = None,
+    continuation: Callable[[np.ndarray], np.ndarray] | None = None,
+    policy_continuation: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -342,6 +427,14 @@ def summarise_draws(
         stop step, from the same draws and threshold, are added as ``policy_time_to_fraction_*``,
         ``policy_expected_remaining_gain`` and attr ``policy_stop_step`` (a run stopped at a step
         keeps that step's policy).
+    continuation, policy_continuation
+        Optional functions of whole optimizer steps past the horizon giving the
+        ``(n_draws, len(steps))`` trajectories of ``mean_draws`` (``policy_draws``) there, by
+        the law that drew them: the expected remaining gain then counts each draw's best mean
+        up to where it settles (:func:`best_beyond_horizon`), so the stop step does not depend
+        on the horizon once the horizon reaches it; without, each draw's plateau past the
+        horizon (a draw still swinging at the horizon's end has too little left there, and a
+        note says when only the last step gives the stop step).
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -387,7 +480,28 @@ def summarise_draws(
     init_k = np.asarray(initial_reward)[keep][settled]
     fractions = np.array(MILESTONE_FRACTIONS)
     pass_median, pass_hdi, reached = _milestones(mean_k, steps, plateau_k, init_k, fractions, probs)
-    gain = expected_remaining_gain(mean_k, plateau_k)
+    counted = np.zeros(keep.size, dtype=bool)
+    counted[np.flatnonzero(keep)[settled]] = True
+    follow = not no_stable_run(n_diverging, settled.size)  # no stable run: no stop step
+    gain_notes: list[str] = []
+
+    def beyond(cont: Callable[[np.ndarray], np.ndarray] | None, what: str) -> tuple[np.ndarray | None, float | None]:
+        if cont is None or not follow:
+            return None, None
+        best, gain_after, reached, spread = best_beyond_horizon(
+            cont, steps[-1], np.asarray(plateau, dtype=float), np.asarray(initial_reward, dtype=float),
+            counted=counted,
+        )  # fmt: skip
+        if spread:
+            gain_notes.append(
+                f"the draws of {what} still swing at step {reached:g}, {spread:.3g} on average "
+                "(lightly damped): the expected remaining gain follows them that far, and past it "
+                "counts their plateau"
+            )
+        return best[counted], gain_after
+
+    best_after, gain_after = beyond(continuation, "the mean trajectory")
+    gain = expected_remaining_gain(mean_k, plateau_k, best_after)
     stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
         stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
@@ -426,12 +540,15 @@ def summarise_draws(
         # stopped at a step keeps the policy of that step
         policy_k = np.asarray(policy_draws, dtype=float)[keep][settled]
         p_median, p_hdi, p_reached = _milestones(policy_k, steps, plateau_k, init_k, fractions, probs)
-        policy_gain = expected_remaining_gain(policy_k, plateau_k)
+        policy_after, policy_gain_after = beyond(policy_continuation, "the policy")
+        policy_gain = expected_remaining_gain(policy_k, plateau_k, policy_after)
         ds["policy_time_to_fraction_median"] = ("fraction", p_median)
         ds["policy_time_to_fraction_hdi"] = (("fraction", "hdi_prob", "bound"), p_hdi)
         ds["policy_time_to_fraction_reached"] = ("fraction", p_reached)
         ds["policy_expected_remaining_gain"] = (STEP_DIM, policy_gain)
-        ds.attrs["policy_stop_step"] = stop_step(steps, policy_gain, stop_threshold)
+        ds.attrs["policy_stop_step"] = stop_step(steps, policy_gain, stop_threshold, policy_gain_after)
+        if policy_gain_after is not None:
+            ds.attrs["policy_expected_remaining_gain_after"] = policy_gain_after
     if parameters:
         for name, values in parameters.items():
             ds[f"param_{name}"] = ("draw", np.asarray(values, dtype=float)[keep])
@@ -440,16 +557,18 @@ def summarise_draws(
         {
             "regime": regime,
             "regime_prob": regimes[regime],
-            "stop_step": stop_step(steps, gain, stop_threshold),
+            "stop_step": stop_step(steps, gain, stop_threshold, gain_after),
             "stop_threshold": float(stop_threshold),
             "n_draws": int(keep.sum()),
             "n_draws_dropped_nonfinite": n_dropped,
             "n_draws_diverging": n_diverging,
         }
     )
+    if gain_after is not None:
+        ds.attrs["expected_remaining_gain_after"] = gain_after
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
-    add_warnings(ds, stop_step_notes(ds))
+    add_warnings(ds, [*stop_step_notes(ds, followed=continuation is not None), *gain_notes])
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
