@@ -113,8 +113,6 @@ def test_a_model_size_given_with_a_fitted_llm_is_said_unused_whatever_its_name(m
     import numpy as np
     import xarray as xr
 
-    import bayes_grpo.checks.stability as checks_stability
-
     class Fitted:
         data = SimpleNamespace(models=["llm (population level)", "other"])
 
@@ -122,7 +120,7 @@ def test_a_model_size_given_with_a_fitted_llm_is_said_unused_whatever_its_name(m
             a = (("chain", "draw"), np.full((1, 50), 0.01))
             return xr.Dataset({"a": a}, attrs={"parameterisation": "mechanistic"})
 
-    monkeypatch.setattr(checks_stability, "_as_model", lambda path: Fitted())
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (Fitted(), []))
     args = ["stability", "--posterior", "fit.nc", "--lr", "1e-3", "--momentum", "0.5"]
     args += ["--k-ref", "4", "--convention", "heavy_ball", "--model-size", "3e9"]
     assert main([*args, "--model", "llm (population level)", "--json"]) == 0
@@ -309,7 +307,7 @@ def test_a_phase_diagram_at_momentum_zero_needs_no_convention(momentum_flag, mon
         table = __import__("pandas").DataFrame({"threshold_lr_median": [1.0]})
         return SimpleNamespace(figures={"phase diagram": fig}, summary="ok", table=table, to_dict=dict)
 
-    monkeypatch.setattr(checks_stability, "_as_model", lambda path: object())
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (object(), []))
     monkeypatch.setattr(checks_stability, "fitted_runset", lambda fitted: runs)
     monkeypatch.setattr(checks_stability, "phase_diagram", fake)
     out = tmp_path / "p.png"
@@ -356,7 +354,7 @@ def test_a_phase_diagram_takes_the_momentum_the_fit_gave_runs_that_logged_none(m
         table = __import__("pandas").DataFrame({"threshold_lr_median": [1.0]})
         return SimpleNamespace(figures={"phase diagram": plt.figure()}, summary="ok", table=table, to_dict=dict)
 
-    monkeypatch.setattr(checks_stability, "_as_model", lambda path: fitted)
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (fitted, []))
     monkeypatch.setattr(checks_stability, "phase_diagram", fake)
     out = tmp_path / "p.png"
     assert main(["phase-diagram", "fit.nc", "-o", str(out)]) == 0, capsys.readouterr().err

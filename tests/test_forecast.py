@@ -658,7 +658,7 @@ def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
         warnings.warn(f"{path}: the fit did not converge", UserWarning, stacklevel=2)
         return Fitted()
 
-    monkeypatch.setattr(bayes_grpo.model, "load_fitted_model", load)
+    monkeypatch.setattr(bayes_grpo.model.core, "load_fitted_model", load)  # as_fitted_model's loader
     runset, _ = _coarse_runset(60.0, 1.0)
     with pytest.warns(UserWarning, match="did not converge") as seen:
         fc = forecast_in_runset(
@@ -1577,3 +1577,27 @@ def test_a_posterior_prior_at_a_setting_outside_the_fitted_runs_says_so():
     runset = load_runs(root / "data" / "tiny" / "g16_p8_lr0.001_k1_adamw_s0")
     _, note = population_prior_for_run(runset, str(runset["run"].values[0]), posterior=root / "models" / "tiny.nc")
     assert "prediction at this run's setting" not in note
+
+
+def test_forecast_json_with_a_posterior_prior_carries_the_saved_fits_own_warnings(tmp_path, capsys):
+    """`forecast runs.nc --run R --upto 60 --prior models/tiny.nc --json` printed no word of the
+    i.i.d. fit being too confident (stderr said it; `predict --json` lists it in
+    `posterior_warnings`): the forecast now keeps them (attr and JSON `posterior_warnings`)."""
+    import warnings
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.model.core import GRPODynamicsModel
+    from bayes_grpo.runset import save_runset
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = tmp_path / "runs.nc"
+        save_runset(GRPODynamicsModel.load(path).runset, runs)
+    args = ["forecast", str(runs), "--run", "g16_p8_lr0.001_k1_adamw_s1", "--upto", "60", "--horizon", "90"]
+    assert main([*args, "--prior", path, "--likelihood", "iid", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    (note,) = [w for w in out["posterior_warnings"] if "too confident" in w]
+    assert note.startswith(path) and captured.err.count("too confident") == 1

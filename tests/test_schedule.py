@@ -193,7 +193,7 @@ def predict_cli(monkeypatch):
     of the :class:`_Fitted` posterior (mu 0.5, K_ref 2, G 8, no discrepancy) with ``options``."""
     from bayes_grpo.cli import main
 
-    monkeypatch.setattr("bayes_grpo.predict.forecast._load_model", lambda posterior: _Fitted())
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda posterior, **kw: (_Fitted(), []))
 
     def run(*options: str, lr: str = "1", steps: str = "100") -> int:
         return main(["predict", "fit.nc", "--lr", lr, "--momentum", "0.5", "--k-ref", "2",
@@ -350,7 +350,7 @@ def test_stability_from_a_fit_of_scheduled_runs_says_its_verdict_is_for_a_consta
     fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60, lr_multipliers=lr_multipliers("cosine", 60))
     setting = dict(learning_rate=1.0, momentum=0.5, momentum_convention="heavy_ball", k_ref=2)
     assert len(stability_from_posterior(fitted, **setting).values["scheduled_runs"]) == 1
-    monkeypatch.setattr("bayes_grpo.checks.stability._as_model", lambda path: fitted)
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (fitted, []))
     assert main(["stability", "--posterior", "fit.nc", "--lr", "1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2"]) == 0
     assert "log a learning-rate schedule and were fitted with the constant-rate law" in capsys.readouterr().err
     fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)

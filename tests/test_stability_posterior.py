@@ -567,3 +567,52 @@ def test_a_sweep_too_short_to_resolve_the_threshold_gives_the_posterior_check_no
     assert res.passed is None and res.values["threshold_determined"] is False, res.summary
     assert "No verdict: the sweep's threshold is not determined" in res.summary
     assert "Simulate at least" in res.summary and "Not inside" not in res.summary
+
+
+def test_stability_and_phase_diagram_json_carry_the_saved_fits_own_warnings(tmp_path, capsys):
+    """`stability --posterior models/tiny.nc ... --json` (and `phase-diagram --json`) printed no
+    word of the i.i.d. fit being too confident, which stderr said and `predict --json` lists in
+    `posterior_warnings`: a script reading the JSON never saw it. Both now give the list, as
+    predict does; the Python result keeps it in values["posterior_warnings"]."""
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.checks.stability import stability_from_posterior
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    setting = ["--lr", "0.001", "--momentum", "0.9", "--convention", "ema", "--k-ref", "2"]
+    assert main(["stability", "--posterior", path, *setting, "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    (note,) = [w for w in out["posterior_warnings"] if "too confident" in w]
+    assert note.startswith(path) and captured.err.count("too confident") == 1
+    assert "posterior_warnings" not in out["values"]  # once, where predict has it
+    figure = tmp_path / "phase.png"
+    assert main(["phase-diagram", path, "-o", str(figure), "--n-lr", "4", "--k-ref-max", "3", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["posterior_warnings"] == out["posterior_warnings"]
+    assert captured.err.count("too confident") == 1
+    with pytest.warns(UserWarning, match="too confident"):
+        result = stability_from_posterior(path, learning_rate=0.001, momentum=0.9, momentum_convention="ema", k_ref=2)
+    assert result.values["posterior_warnings"] == out["posterior_warnings"]
+
+
+def test_a_fitted_model_is_loaded_by_one_helper_with_its_warnings():
+    # checks.stability._as_model, predict.forecast._load_model and predict._load_model_with_notes
+    # were three loaders of one thing (a path or a fitted model), with two error types and one
+    # of them keeping the fit's warnings; model.core.as_fitted_model is the one
+    from pathlib import Path
+
+    from bayes_grpo.model.core import as_fitted_model
+    from bayes_grpo.predict.forecast import ForecastError
+
+    path = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    with pytest.warns(UserWarning, match="too confident"):
+        fitted, notes = as_fitted_model(path)
+    assert any("too confident" in n for n in notes)
+    assert as_fitted_model(fitted) == (fitted, [])  # a fitted model: taken as it is
+    with pytest.raises(ForecastError, match="a fitted GRPODynamicsModel"):
+        as_fitted_model(42, error=ForecastError)
+    with pytest.raises(FileNotFoundError, match="no such"):
+        as_fitted_model(path.with_name("absent.nc"))

@@ -26,7 +26,6 @@ L))`` (:func:`bayes_grpo.dynamics.stability.exact_threshold`), so
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -228,22 +227,6 @@ def _zeta_text(values: dict[str, Any]) -> str:
     return text
 
 
-def _as_model(posterior_path_or_model: Any) -> Any:
-    """A fitted ``GRPODynamicsModel`` from a path to its saved netCDF, or the model itself."""
-    if isinstance(posterior_path_or_model, str | os.PathLike):
-        from bayes_grpo.model import load_fitted_model
-
-        path = os.fspath(posterior_path_or_model)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such posterior file")
-        return load_fitted_model(path)
-    if not hasattr(posterior_path_or_model, "coefficient_draws"):
-        raise ValueError(
-            f"expected a path to a saved posterior or a fitted GRPODynamicsModel, got {type(posterior_path_or_model)}"
-        )
-    return posterior_path_or_model
-
-
 def _gain_draws(
     fitted: Any,
     *,
@@ -403,7 +386,9 @@ def stability_from_posterior(
     if not (np.isfinite(float(learning_rate)) and float(learning_rate) > 0):
         # NaN is an unknown rate to coefficient_draws: it ended in "no finite gain draws"
         raise ValueError(f"learning_rate must be a finite positive number, got {learning_rate}")
-    fitted = _as_model(posterior_path_or_model)
+    from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+    fitted, load_notes = as_fitted_model(posterior_path_or_model)
     _warn_llm_not_in_fit(fitted, model)
     a = _gain_draws(
         fitted,
@@ -431,6 +416,9 @@ def stability_from_posterior(
         from bayes_grpo.model.prepare import averaged_scheduled_runs
 
         result.values["scheduled_runs"] = averaged_scheduled_runs(fitted, runs)
+    # the saved fit's own warnings, as predict keeps them: `stability --posterior F --json` had
+    # them on stderr only
+    result.values["posterior_warnings"] = load_notes
     return result
 
 
@@ -641,7 +629,9 @@ def phase_diagram(
     setting is predicted stable (``P(unstable, exact) < 0.5``), False otherwise, None
     with no observed runs.
     """
-    fitted = _as_model(posterior_path_or_model)
+    from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+    fitted, load_notes = as_fitted_model(posterior_path_or_model)
     _warn_llm_not_in_fit(fitted, model)
     K = _stiffness_draws(
         fitted,
@@ -680,6 +670,7 @@ def phase_diagram(
     if others and note_other_momenta:
         kinds = ", ".join(f"{m:g} {c}".rstrip() for m, c in sorted(set(others)))
         result.summary += f" {len(others)} fitted run(s) at another momentum ({kinds}) are not marked."
+    result.values["posterior_warnings"] = load_notes  # the saved fit's own (stderr has them too)
     return result
 
 
@@ -975,8 +966,9 @@ def bandit_threshold_check(
     prediction.
     """
     from bayes_grpo.bandit.experiments import threshold_check
+    from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
-    fitted = _as_model(posterior_path_or_model)
+    fitted, load_notes = as_fitted_model(posterior_path_or_model)
     settings = {}
     for coord in ("learning_rate", "momentum", "momentum_convention"):
         vals = np.unique(
@@ -1082,6 +1074,7 @@ def bandit_threshold_check(
         values["stiffness_lo"], values["stiffness_hi"] = _interval(local["stiffness"], prob)
         values["per_model_stiffness"] = local["per_model"].reset_index().to_dict(orient="records")
         values["local_interpolated"] = not local["extrapolated"]
+    values["posterior_warnings"] = load_notes  # the saved fit's own (warned too)
     return CheckResult("bandit_threshold_posterior", passed, summary, table=table, values=values)
 
 

@@ -84,7 +84,8 @@ def _most_common(values) -> object:
 
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
-    from bayes_grpo.checks.stability import _as_model, _runset_as_fitted, phase_diagram
+    from bayes_grpo.checks.stability import _runset_as_fitted, phase_diagram
+    from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.model.prepare import convention_without_momentum
 
     check_output_paths(
@@ -95,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.n_lr < 2:
         raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
-    fitted = _as_model(args.posterior)
+    fitted, load_notes = as_fitted_model(args.posterior)
     # the runs' settings as the fit took them (a momentum from `fit --default` included), as
     # the diagram marks them
     ds = _runset_as_fitted(fitted)
@@ -140,7 +141,8 @@ def _run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     if args.json:
-        print_json(result.to_dict() | {"figure": str(args.output)})
+        # the saved fit's own warnings (stderr has them too), where `predict --json` gives them
+        print_json(result.to_dict() | {"posterior_warnings": load_notes, "figure": str(args.output)})
         return 0
     print(result.summary)
     print(f"figure written to {args.output}")

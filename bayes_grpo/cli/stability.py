@@ -308,7 +308,11 @@ def _run_posterior(args: argparse.Namespace) -> int:
         warning = scheduled_fit_warning(result.values["scheduled_runs"])
         print(f"bayes-grpo stability: warning: {warning}", file=sys.stderr)
     if args.json:
-        print_json(result.to_dict())
+        out = result.to_dict()
+        # the saved fit's own warnings (stderr has them too), where `predict --json` gives them:
+        # they were on stderr only
+        out["posterior_warnings"] = out["values"].pop("posterior_warnings", [])
+        print_json(out)
         return 0
     print(result.summary)
     if result.table is not None:

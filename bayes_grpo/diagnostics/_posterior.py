@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,15 +24,10 @@ def load_posterior(posterior: Any) -> Any:
     """A fitted model (or a draws mapping) from what the user passed; None stays None."""
     if posterior is None or isinstance(posterior, Mapping):
         return posterior
-    if isinstance(posterior, str | os.PathLike):
-        path = Path(posterior)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such posterior file")
-        from bayes_grpo.model import load_fitted_model
+    if isinstance(posterior, str | os.PathLike) or hasattr(posterior, "coefficient_draws"):
+        from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
-        return load_fitted_model(path)
-    if hasattr(posterior, "coefficient_draws"):
-        return posterior
+        return as_fitted_model(posterior)[0]
     raise ValueError(
         f"posterior must be a path, a fitted GRPODynamicsModel or a mapping of draws; got {type(posterior).__name__}"
     )

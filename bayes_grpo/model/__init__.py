@@ -11,12 +11,14 @@ from bayes_grpo.model.core import (
     FIT_DATA_GROUP,
     GRPODynamicsModel,
     UnusedModelSizeWarning,
+    as_fitted_model,
     load_fitted_model,
 )
 
 __all__ = [
     "GRPODynamicsModel",
     "UnusedModelSizeWarning",
+    "as_fitted_model",
     "load_fitted_model",
     "DEFAULT_MODEL_CONFIG",
     "DEFAULT_SAMPLER_CONFIG",

@@ -1036,6 +1036,34 @@ def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:
     return model
 
 
+def as_fitted_model(posterior: Any, *, error: type[Exception] = ValueError) -> tuple[Any, list[str]]:
+    """The fitted model a verb works from, and the texts of the warnings of loading it.
+
+    ``posterior`` is the path of a saved fit, loaded by :func:`load_fitted_model` (a missing,
+    folder or non-netCDF path is its error naming the file), whose ``UserWarning``s (a fit that did not converge, an
+    i.i.d. fit whose residuals wander) are warned as before and also returned, so that what is
+    computed from the fit carries them (``predict``'s and ``forecast``'s attr
+    ``posterior_warnings``, ``stability``'s and the phase diagram's
+    ``values["posterior_warnings"]``); or a fitted model (anything with ``coefficient_draws``),
+    taken as it is, with no notes (it was loaded, and warned, by the caller). Anything else is
+    ``error``, the caller's own exception type (e.g. ``ForecastError``). The one loader of
+    ``predict``, ``forecast``, ``stability``, ``phase-diagram`` and the diagnoses.
+    """
+    if isinstance(posterior, str | os.PathLike):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = load_fitted_model(posterior)
+        for w in caught:  # shown as they would have been
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        return model, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    if not hasattr(posterior, "coefficient_draws"):
+        raise error(
+            "expected the path of a saved fit or a fitted GRPODynamicsModel (with "
+            f"coefficient_draws), got {type(posterior).__name__}"
+        )
+    return posterior, []
+
+
 def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int], n_runs: int) -> np.ndarray:
     """Standardised initial-reward offset of a new run of an LLM with ``n_runs`` fitted runs.
 

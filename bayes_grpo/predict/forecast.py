@@ -528,7 +528,9 @@ def prior_from_posterior(
     ``label``: how the prior's source names the posterior (default: its path, or the
     model's type when a model object is given).
     """
-    fitted = _load_model(posterior)
+    from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+    fitted, _ = as_fitted_model(posterior, error=ForecastError)
     draws = fitted.coefficient_draws(
         learning_rate=learning_rate,
         momentum=momentum,
@@ -824,7 +826,9 @@ def population_prior_for_run(
     coords = run_coords(runset, run_id)
     if posterior is not None:
         label = str(posterior) if isinstance(posterior, str | os.PathLike) else posterior_label
-        posterior = _load_model(posterior)  # once: the setting depends on the fit
+        from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+        posterior, _ = as_fitted_model(posterior, error=ForecastError)  # once: the setting depends on the fit
         kw = _posterior_setting(posterior, coords, run_id)
         size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
         fallback = None
@@ -1145,12 +1149,15 @@ def forecast_in_runset(
             f"of run {run_id!r}: there is nothing to forecast (give a horizon past --upto)"
         )
     grid = forecast_grid(float(horizon), t_all)
-    posterior_label = None
+    posterior_label, posterior_notes = None, []
     if isinstance(posterior, str | os.PathLike):
         # once: with `calibrate` a prior is built for every other run, and each load of the
         # file read it again and repeated its warnings (`forecast --prior F --calibrate` on 6
         # runs printed F's convergence and residual warnings 6 times)
-        posterior_label, posterior = str(posterior), _load_model(posterior)
+        posterior_label = str(posterior)
+        from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+        posterior, posterior_notes = as_fitted_model(posterior, error=ForecastError)
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
@@ -1184,6 +1191,9 @@ def forecast_in_runset(
         reward_bounds=reward_bounds,
         attrs={
             "run": run_id,
+            # the saved fit's own warnings (did not converge, an i.i.d. fit too confident), as
+            # predict keeps them: `forecast --prior F --json` had them on stderr only
+            **({"posterior_warnings": json.dumps(posterior_notes)} if posterior is not None else {}),
             "prior_note": note,
             "prior_source": prior.source
             if prior is not None
@@ -1385,18 +1395,6 @@ def _posterior_setting(fitted: object, coords: dict[str, object], run_id: str) -
             f"run {run_id!r} lacks {missing}; a posterior prior needs the run's hyperparameters (set them in the run set or use the run-based prior)"
         )
     return kw
-
-
-def _load_model(posterior: object) -> object:
-    if isinstance(posterior, str | os.PathLike):
-        from bayes_grpo.model import load_fitted_model  # lazy: the model area is heavy to import
-
-        return load_fitted_model(posterior)
-    if not hasattr(posterior, "coefficient_draws"):
-        raise ForecastError(
-            f"{type(posterior).__name__} is neither a posterior file nor a fitted model with coefficient_draws"
-        )
-    return posterior
 
 
 # --------------------------------------------------------------------------- Laplace + IS

@@ -866,7 +866,9 @@ def predict_run(
             "model is an empty name: give an LLM of the fit, a new LLM's name, or leave it out "
             "(the fit's LLM when it has only one)"
         )
-    fitted, load_notes = _load_model_with_notes(posterior)
+    from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
+
+    fitted, load_notes = as_fitted_model(posterior)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
         n_updates = int(np.ceil(horizon_steps(steps)[-1]))
@@ -1094,23 +1096,6 @@ def predict_run(
             "normalised progress (a share of the rise p* - R0), not in reward units: a new LLM's "
             "reward scale is unknown"])
     return ds
-
-
-def _load_model_with_notes(posterior: Any) -> tuple[Any, list[str]]:
-    """The fitted model of ``posterior`` (a path or a fitted model) and the texts of the
-    ``UserWarning``s its loading gave (:func:`bayes_grpo.model.load_fitted_model`: a fit that
-    did not converge, an i.i.d. fit whose residuals wander). They are warned as before and
-    returned, so that the prediction carries them (attr ``posterior_warnings``)."""
-    import warnings
-
-    from bayes_grpo.predict.forecast import _load_model
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fitted = _load_model(posterior)
-    for w in caught:  # shown as they would have been
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-    return fitted, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
 
 
 def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
