@@ -1481,3 +1481,22 @@ def test_the_expected_remaining_gain_is_never_negative():
     np.testing.assert_array_equal(gain, 0.0)
     beyond = expected_remaining_gain(above[None, :], np.array([1.0]), np.array([1.25]))
     assert np.all(beyond >= 0) and beyond[0] == 0.0 and beyond[-1] == pytest.approx(1.25 - above[-1])
+
+
+def test_the_discrepancy_sd_printed_by_predict_says_it_is_a_share_of_the_rise(capsys):
+    # `predict models/bandit.nc ...` printed "discrepancy_sd_max: 0.0898" just after "units:
+    # reward", so it read as 0.09 reward; it is 0.09 of the rise p* - R0 (0.033 reward there)
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    args = ["predict", path, "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "30"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (i,) = [i for i, line in enumerate(lines) if line.startswith("discrepancy_sd_max:")]
+    assert lines[i + 1].startswith("discrepancy_sd_max_units: share of the rise p* - R0")
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "share of the rise" in out["discrepancy_sd_max_units"] and out["units"] == "reward"

@@ -240,6 +240,13 @@ def _common_output_args(p: argparse.ArgumentParser) -> None:
     add_json_flag(p)
 
 
+#: What ``discrepancy_sd_max`` is measured in (``predict``'s output, text and JSON).
+DISCREPANCY_SD_UNITS: str = (
+    "share of the rise p* - R0 (the law-discrepancy term's largest sd over the run's progress), "
+    "not reward units"
+)
+
+
 def _emit(ds, args, *, observed=None, extra=None) -> None:
     from bayes_grpo.predict.predict import plot_prediction, save_prediction
     from bayes_grpo.predict.summary import attr_warnings, summary_dict
@@ -262,6 +269,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
     ):
         if key in ds.attrs:
             out[key] = ds.attrs[key]
+        if key == "discrepancy_sd_max" and key in out:
+            # printed after "units: reward", it read as reward units: it is a share of the rise
+            out["discrepancy_sd_max_units"] = DISCREPANCY_SD_UNITS
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
     if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)
