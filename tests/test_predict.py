@@ -1500,3 +1500,27 @@ def test_the_discrepancy_sd_printed_by_predict_says_it_is_a_share_of_the_rise(ca
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "share of the rise" in out["discrepancy_sd_max_units"] and out["units"] == "reward"
+
+
+def test_draws_still_swinging_past_the_look_are_named_only_for_a_stop_step_they_can_move(monkeypatch):
+    # a quarter of the draws barely damped: followed to the cell budget they still swing, and past
+    # it count their plateau; that can move a stop step within the horizon later (said), not a
+    # stop step beyond it (a forecast of the run at 0 said it twice, of no consequence)
+    import bayes_grpo.predict.summary as summary
+
+    monkeypatch.setattr(summary, "MAX_BEYOND_CELLS", 2_000_000)
+    zetas = np.r_[np.full(50, 0.0005), np.full(150, 0.05)]
+    ones = np.ones(zetas.size)
+
+    def curves(t):
+        t = np.asarray(t, dtype=float)
+        return reward_trajectory(t[None, :], 1.0, 2 * zetas[:, None] * 0.1, 0.01, 1.0, 0.0)
+
+    steps = np.arange(0.0, 1501.0)
+    kw = dict(plateau=ones, initial_reward=0 * ones, zeta=zetas, damping=0.2 * zetas, continuation=curves)
+    loose = summary.summarise_draws(steps, curves(steps), curves(steps), stop_threshold=0.5, **kw)
+    assert np.isfinite(loose.attrs["stop_step"])
+    (note,) = [w for w in attr_warnings(loose) if "still swing" in w]
+    assert note.startswith(f"the stop step {loose.attrs['stop_step']:g} counts the draws' gain up to step")
+    tight = summary.summarise_draws(steps, curves(steps), curves(steps), stop_threshold=0.01, **kw)
+    assert np.isnan(tight.attrs["stop_step"]) and not any("still swing" in w for w in attr_warnings(tight))

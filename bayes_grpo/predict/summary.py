@@ -142,11 +142,14 @@ def expected_remaining_gain(
     return np.mean(best - mean_draws, axis=0)
 
 
-#: The draws' mean trajectories past the horizon are followed until they have settled: over the
-#: second half of the steps followed a draw moves by at most this share of its rise
-#: ``|p* - R0|``, and the draws' mean movement by at most this share of their mean rise
-#: (:func:`best_beyond_horizon`).
+#: The draws' mean trajectories past the horizon are followed until they have settled
+#: (:func:`best_beyond_horizon`): a draw when over the second half of the steps followed it moves
+#: by at most this share of its rise ``|p* - R0|``; the draws together when their mean movement
+#: there is at most this share of their mean rise, or at most ``tolerance``.
 SETTLED_SHARE: float = 1e-4
+#: Share of the stop threshold that what the draws still move past the steps followed may add to
+#: the expected remaining gain (``summarise_draws``' ``tolerance`` of :func:`best_beyond_horizon`).
+BEYOND_THRESHOLD_SHARE: float = 0.1
 #: Most (draw, step) cells of one look past the horizon (:func:`best_beyond_horizon`).
 MAX_BEYOND_CELLS: int = 20_000_000
 #: Fewest steps of the first look past the horizon.
@@ -160,6 +163,7 @@ def best_beyond_horizon(
     initial: np.ndarray,
     *,
     counted: np.ndarray | None = None,
+    tolerance: float = 0.0,
 ) -> tuple[np.ndarray, float, float, float]:
     """Each draw's best mean reward after the horizon's last step, up to where it settles.
 
@@ -167,8 +171,9 @@ def best_beyond_horizon(
     draws at whole optimizer steps past ``last_step`` (the law that drew them, continued).
     They are followed over ``last_step + 1 .. last_step + n``, ``n`` from
     ``max(last_step, MIN_BEYOND_STEPS)`` doubling, until the ``counted`` draws (default all)
-    have settled on average (:data:`SETTLED_SHARE`: what they still move adds at most that
-    share of the rise to the expected remaining gain) or the next look would exceed
+    have settled on average (what they still move adds at most :data:`SETTLED_SHARE` of the
+    rise, or at most ``tolerance`` (reward units), to the expected remaining gain) or the next
+    look would exceed
     :data:`MAX_BEYOND_CELLS`. A draw that has not settled itself (or whose trajectory is not
     finite) gets at least its plateau ``p*``, where a stable trajectory tends.
 
@@ -191,7 +196,7 @@ def best_beyond_horizon(
             span = np.ptp(m[:, n // 2 :], axis=1)
         span = np.where(np.isfinite(span), span, np.inf)
         spread = float(np.mean(span[counted])) if counted.any() else 0.0
-        settled = not spread > SETTLED_SHARE * float(np.mean(rise[counted])) if counted.any() else True
+        settled = not counted.any() or not spread > max(SETTLED_SHARE * float(np.mean(rise[counted])), tolerance)
         if settled or 2 * n * max(n_draws, 1) > MAX_BEYOND_CELLS:
             break
         n *= 2
@@ -483,28 +488,25 @@ def summarise_draws(
     counted = np.zeros(keep.size, dtype=bool)
     counted[np.flatnonzero(keep)[settled]] = True
     follow = not no_stable_run(n_diverging, settled.size)  # no stable run: no stop step
-    gain_notes: list[str] = []
+    unsettled: dict[str, tuple[float, float]] = {}  # attr of the stop step -> (step, mean swing)
+    stop_threshold = check_stop_threshold(stop_threshold)
+    if stop_threshold is None:
+        stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
 
     def beyond(cont: Callable[[np.ndarray], np.ndarray] | None, what: str) -> tuple[np.ndarray | None, float | None]:
+        # ``what``: the attr of the stop step the look past the horizon is for
         if cont is None or not follow:
             return None, None
         best, gain_after, reached, spread = best_beyond_horizon(
             cont, steps[-1], np.asarray(plateau, dtype=float), np.asarray(initial_reward, dtype=float),
-            counted=counted,
+            counted=counted, tolerance=BEYOND_THRESHOLD_SHARE * stop_threshold,
         )  # fmt: skip
         if spread:
-            gain_notes.append(
-                f"the draws of {what} still swing at step {reached:g}, {spread:.3g} on average "
-                "(lightly damped): the expected remaining gain follows them that far, and past it "
-                "counts their plateau"
-            )
+            unsettled[what] = (reached, spread)
         return best[counted], gain_after
 
-    best_after, gain_after = beyond(continuation, "the mean trajectory")
+    best_after, gain_after = beyond(continuation, "stop_step")
     gain = expected_remaining_gain(mean_k, plateau_k, best_after)
-    stop_threshold = check_stop_threshold(stop_threshold)
-    if stop_threshold is None:
-        stop_threshold = 0.01 * float(abs(np.mean(plateau_k - init_k)))
     regimes = regime_probabilities(zeta, damping, diverging)  # diverging: (n_draws,) or None
     ds = xr.Dataset(
         {
@@ -540,7 +542,7 @@ def summarise_draws(
         # stopped at a step keeps the policy of that step
         policy_k = np.asarray(policy_draws, dtype=float)[keep][settled]
         p_median, p_hdi, p_reached = _milestones(policy_k, steps, plateau_k, init_k, fractions, probs)
-        policy_after, policy_gain_after = beyond(policy_continuation, "the policy")
+        policy_after, policy_gain_after = beyond(policy_continuation, "policy_stop_step")
         policy_gain = expected_remaining_gain(policy_k, plateau_k, policy_after)
         ds["policy_time_to_fraction_median"] = ("fraction", p_median)
         ds["policy_time_to_fraction_hdi"] = (("fraction", "hdi_prob", "bound"), p_hdi)
@@ -568,6 +570,16 @@ def summarise_draws(
         ds.attrs["expected_remaining_gain_after"] = gain_after
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
+    # draws still swinging where the look past the horizon ends: their gain after it is counted
+    # as their plateau, which can only matter to a stop step within the horizon (a gain left
+    # uncounted would only move it later)
+    gain_notes = [
+        f"the {key.replace('_', ' ')} {float(ds.attrs[key]):g} counts the draws' gain up to step {reached:g}, where "
+        f"they still swing ({spread:.3g} on average; lightly damped), and past it their plateau: "
+        "it may come later"
+        for key, (reached, spread) in unsettled.items()
+        if np.isfinite(float(ds.attrs[key]))
+    ]
     add_warnings(ds, [*stop_step_notes(ds, followed=continuation is not None), *gain_notes])
     if n_diverging:
         n_all = int(keep.sum())
