@@ -1601,3 +1601,23 @@ def test_forecast_json_with_a_posterior_prior_carries_the_saved_fits_own_warning
     out = json.loads(captured.out)
     (note,) = [w for w in out["posterior_warnings"] if "too confident" in w]
     assert note.startswith(path) and captured.err.count("too confident") == 1
+
+
+def test_a_constant_prefix_whose_prior_knows_no_rise_gets_no_stop_step():
+    """`forecast tiny.nc --run g16_p8_lr0.001_k1_adamw_s0 --upto 10 --no-population` (the run at 0
+    before its rise) recommended stop step 0 and said "give a smaller gain": the flat prefix and
+    the weak prior scaled to it know nothing of a rise, so there is no stop step, and it says so."""
+    from bayes_grpo.predict.forecast import default_prior, forecast_run
+
+    t = np.arange(0.0, 11.0)
+    grid = np.arange(0.0, 301.0)
+    fc = forecast_run(t, np.zeros_like(t), grid, likelihood="iid", n_draws=300)
+    assert np.isnan(fc.attrs["stop_step"])
+    notes = attr_warnings(fc)
+    assert any("knows no rise either" in n and "no stop step" in n for n in notes), notes
+    assert "knows no rise" in fc.attrs["no_stop_step"]
+    assert not any("at least the whole expected remaining gain" in n for n in notes), notes
+    # a prior that knows the rise (other runs rose to 0.9): the stop step is the prior's to give
+    rising = 0.9 * (1.0 - np.exp(-grid / 40.0))
+    fc = forecast_run(t, np.zeros_like(t), grid, prior=default_prior(grid, rising), likelihood="iid", n_draws=300)
+    assert "no_stop_step" not in fc.attrs and not any("knows no rise" in n for n in attr_warnings(fc))

@@ -320,9 +320,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             for k, v in value.items():
                 print(f"  {k}: {v}")
         elif key == "stop_step" and not np.isfinite(float(value)):
-            print(f"{key}: none within the horizon{_remaining_gain_note(ds)}")
+            print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds)}")
         elif key == "policy_stop_step" and not np.isfinite(float(value)):
-            print(f"{key}: none within the horizon{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
+            print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
         else:
             print(f"{key}: {value}")
 
@@ -337,12 +337,20 @@ def _print_warnings(ds, args: argparse.Namespace) -> None:
         print(f"bayes-grpo {args.command}: warning: {note}", file=sys.stderr)
 
 
+def _where(ds) -> str:
+    """`` within the horizon`` for a stop step beyond it; nothing where no stop step is known
+    (``no_stop_step``: a constant prefix whose prior knows no rise)."""
+    return "" if "no_stop_step" in ds.attrs else " within the horizon"
+
+
 def _remaining_gain_note(ds, var: str = "expected_remaining_gain") -> str:
     """`` (expected remaining gain at step T: X)`` when the dataset carries the gain curve ``var``;
     where (nearly) every draw diverges, that there is no stable run to stop (the policy's gain
     read 0 at the last step there)."""
     from bayes_grpo.predict.summary import no_stable_run
 
+    if "no_stop_step" in ds.attrs:  # nothing known of a rise (a constant prefix): not a later stop
+        return " (the prefix is constant and the prior knows no rise: nothing says when to stop; see the warning)"
     if no_stable_run(int(ds.attrs.get("n_draws_diverging", 0) or 0), int(ds.attrs.get("n_draws", 0))):
         return " (the draws diverge: no stable run to stop)"
     if var not in ds:

@@ -1417,6 +1417,8 @@ class RunPosterior:
     method: str = "laplace_psis"  # "mixture_laplace_psis", or "adaptive_is_<rounds>"
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed steps
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed rewards
+    # why the forecast has no stop step (a constant prefix whose prior knows no rise either)
+    no_stop_reason: str | None = None
 
 
 def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -2136,6 +2138,7 @@ def forecast_from_posterior(
         attrs=all_attrs,
         point_draws=point,
         policy_draws=policy,
+        no_stop_reason=post.no_stop_reason,
         # the expected remaining gain follows the draws' curves past the horizon until they
         # settle, so the stop step does not move with the horizon
         continuation=lambda later: mean_curve(u, later),
@@ -2283,6 +2286,15 @@ def forecast_run(
     )
 
 
+def _prior_rise(prior: GaussianPrior | MixturePrior) -> float:
+    """How large a rise ``|p* - R0|`` the prior allows: the gap of its plateau and initial
+    reward means plus its plateau sd (reward units). A prior whose levels are a constant
+    prefix's (:func:`default_prior`, or :func:`with_levels_from` it) allows none beyond the
+    prefix's span and the sd floor :data:`PRIOR_SD_FLOOR`."""
+    mean, sd = np.asarray(prior.mean, dtype=float), np.asarray(prior.sd, dtype=float)
+    return float(abs(mean[0] - mean[1]) + sd[0])
+
+
 def _fit_prefix(
     t: np.ndarray,
     y: np.ndarray,
@@ -2329,6 +2341,17 @@ def _fit_prefix(
             f"({prior.source or 'given'}) knows no noise either: the bands of the logged reward are "
             "those of a run without noise (about 0 wide), not the noise the run will show once it "
             "moves; forecast with a prior that has it (the other runs of its LLM, or --prior)"
+        )
+    if flat and not _prior_rise(prior) > 10.0 * max(_data_scale(y)[1], float(PRIOR_SD_FLOOR[0])):
+        # `forecast --no-population` of a run at 0 before its rise recommended stop step 0 ("the
+        # threshold is at least the whole expected remaining gain: give a smaller gain"): the
+        # prefix, flat, says nothing of a rise, and neither does a prior whose levels are its own
+        post.no_stop_reason = (
+            f"the rewards up to step {float(np.nanmax(t)):g} are constant and the prior "
+            f"({prior.source or 'given'}) knows no rise either: the prefix carries no information "
+            "on the rise p* - R0, so the forecast carries its level on and there is no stop step "
+            "(not 'stop now'); forecast with a prior that knows the rise (the other runs of its "
+            "LLM, or --prior), or once the run moves"
         )
     if post.n_obs < FEW_PREFIX_POINTS:
         post.warnings.append(

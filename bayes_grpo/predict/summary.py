@@ -388,6 +388,7 @@ def summarise_draws(
     policy_draws: np.ndarray | None = None,
     continuation: Callable[[np.ndarray], np.ndarray] | None = None,
     policy_continuation: Callable[[np.ndarray], np.ndarray] | None = None,
+    no_stop_reason: str | None = None,
 ) -> xr.Dataset:
     """Summarise trajectory draws into the prediction / forecast dataset (module docstring).
 
@@ -440,6 +441,10 @@ def summarise_draws(
         on the horizon once the horizon reaches it; without, each draw's plateau past the
         horizon (a draw still swinging at the horizon's end has too little left there, and a
         note says when only the last step gives the stop step).
+    no_stop_reason
+        Why the draws say nothing of when to stop (a forecast of a constant prefix whose prior
+        knows no rise): then ``stop_step`` and ``policy_stop_step`` are NaN, attr ``no_stop_step``
+        keeps the reason, which is also a warning, and the stop step's other notes are left out.
     """
     steps = np.asarray(steps, dtype=float)
     mean_draws = np.asarray(mean_draws, dtype=float)
@@ -487,7 +492,8 @@ def summarise_draws(
     pass_median, pass_hdi, reached = _milestones(mean_k, steps, plateau_k, init_k, fractions, probs)
     counted = np.zeros(keep.size, dtype=bool)
     counted[np.flatnonzero(keep)[settled]] = True
-    follow = not no_stable_run(n_diverging, settled.size)  # no stable run: no stop step
+    # no stable run, or nothing known of a rise: no stop step
+    follow = not no_stable_run(n_diverging, settled.size) and no_stop_reason is None
     unsettled: dict[str, tuple[float, float]] = {}  # attr of the stop step -> (step, mean swing)
     stop_threshold = check_stop_threshold(stop_threshold)
     if stop_threshold is None:
@@ -580,7 +586,14 @@ def summarise_draws(
         for key, (reached, spread) in unsettled.items()
         if np.isfinite(float(ds.attrs[key]))
     ]
-    add_warnings(ds, [*stop_step_notes(ds, followed=continuation is not None), *gain_notes])
+    if no_stop_reason is not None:
+        ds.attrs["stop_step"] = float("nan")
+        if "policy_stop_step" in ds.attrs:
+            ds.attrs["policy_stop_step"] = float("nan")
+        ds.attrs["no_stop_step"] = no_stop_reason
+        add_warnings(ds, [no_stop_reason])
+    else:
+        add_warnings(ds, [*stop_step_notes(ds, followed=continuation is not None), *gain_notes])
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
