@@ -1524,3 +1524,25 @@ def test_draws_still_swinging_past_the_look_are_named_only_for_a_stop_step_they_
     assert note.startswith(f"the stop step {loose.attrs['stop_step']:g} counts the draws' gain up to step")
     tight = summary.summarise_draws(steps, curves(steps), curves(steps), stop_threshold=0.01, **kw)
     assert np.isnan(tight.attrs["stop_step"]) and not any("still swing" in w for w in attr_warnings(tight))
+
+
+def test_the_look_past_the_horizon_ends_once_the_stop_step_is_past_the_horizon_anyway():
+    # `predict models/tiny.nc --steps 300` (a slow approach to a far plateau, gain 1.9 at step 300)
+    # followed its draws to the cell budget, 19 s instead of 7, for a stop step that lies past the
+    # horizon whatever comes later: the look ends at once there
+    from bayes_grpo.predict.summary import summarise_draws
+
+    calls = []
+
+    def curves(t):
+        calls.append(len(t))
+        t = np.asarray(t, dtype=float)
+        return single_exponential(t[None, :], 1.0, 0.0, np.array([[3000.0], [4000.0]]))
+
+    steps = np.arange(0.0, 301.0)
+    ones = np.ones(2)
+    ds = summarise_draws(
+        steps, curves(steps), curves(steps), plateau=ones, initial_reward=0 * ones, zeta=2 * ones, damping=ones,
+        continuation=curves,
+    )  # fmt: skip
+    assert np.isnan(ds.attrs["stop_step"]) and len(calls) == 3  # the grid twice, then one look
