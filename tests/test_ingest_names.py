@@ -56,6 +56,38 @@ def test_source_names_map_to_the_documented_canonical_names(source, canonical):
     assert canonical_name(source) == canonical
 
 
+@pytest.mark.parametrize(
+    ("source", "own_name"),
+    [
+        # Stable-Baselines3 PPO (ppo.py: logger.record("train/approx_kl", ...)): old vs new policy
+        ("train/approx_kl", "approx_kl"),
+        ("approx_kl", "approx_kl"),
+        # CleanRL (ppo.py: writer.add_scalar("losses/approx_kl", ...))
+        ("losses/approx_kl", "losses_approx_kl"),
+        # verl (core_algos.compute_policy_loss: ppo_kl = masked_mean(-negative_approx_kl))
+        ("actor/ppo_kl", "actor_ppo_kl"),
+        # OpenRLHF (ppo_actor.training_step: experience.info["ppo_kl"], logged as 'train/ppo_kl')
+        ("train/ppo_kl", "ppo_kl"),
+        # TRL PPO ('policy/approxkl_avg': "not the same as objective/kl")
+        ("policy/approxkl_avg", "policy_approxkl_avg"),
+    ],
+)
+def test_the_old_versus_new_policy_kl_is_never_read_as_the_kl_to_the_reference(source, own_name):
+    # the run set's 'kl' is the KL to the reference model (what beta penalises); the PPO-style
+    # KL between the behaviour and the current policy is ~0 on-policy and keeps its own name
+    assert canonical_name(source) == own_name
+    mapping = map_names(["reward", "kl", source])
+    assert mapping.columns["kl"] == "kl"
+    assert mapping.columns[source] == own_name
+
+
+def test_a_log_with_both_kls_keeps_the_reference_kl_as_kl():
+    # a custom GRPO loop logging both (ShibukiZero/assignment5-alignment's metrics.jsonl)
+    mapping = map_names(["train_reward", "approx_kl", "reference_kl"])
+    assert mapping.columns["reference_kl"] == "kl"
+    assert mapping.columns["approx_kl"] == "approx_kl"
+
+
 def test_unknown_metrics_are_kept_under_a_sanitised_name_not_dropped():
     mapping = map_names(["reward", "my metric/with spaces", "2nd/thing"])
     assert mapping.columns["my metric/with spaces"] == "my_metric_with_spaces"

@@ -16,9 +16,13 @@ canonical                  source names (first match wins when a log has several
                            ``critic/score/mean`` (verl), ``rollout/reward``, ``mean_reward``
 ``reward_std``             ``reward_std`` (TRL), ``critic/score/std``
 ``frac_reward_zero_std``   ``frac_reward_zero_std`` (TRL)
-``kl``                     ``kl`` (TRL), ``actor/kl_loss`` (verl), ``critic/kl`` and
-                           ``actor/reward_kl_penalty`` (verl, KL in the reward), ``reference_kl``,
-                           ``approx_kl``
+``kl``                     ``kl`` (TRL, OpenRLHF), ``actor/kl_loss`` (verl), ``critic/kl`` and
+                           ``actor/reward_kl_penalty`` (verl, KL in the reward), ``reference_kl``:
+                           the KL to the *reference* model. Never the PPO-style KL between the
+                           behaviour (old) policy and the current one within an update
+                           (``approx_kl`` of Stable-Baselines3 / CleanRL, verl's ``actor/ppo_kl``,
+                           OpenRLHF's ``ppo_kl``, TRL PPO's ``policy/approxkl_avg``): ~0
+                           on-policy, it keeps its own name
 ``entropy``                ``entropy`` (TRL), ``actor/entropy`` (verl; ``actor/entropy_loss`` before
                            0.4), ``token_entropy``
 ``grad_norm``              ``grad_norm`` (TRL), ``actor/grad_norm`` (verl)
@@ -67,14 +71,17 @@ METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "reward_std": ("reward_std", "critic/score/std"),
     "frac_reward_zero_std": ("frac_reward_zero_std",),
     # verl: 'actor/kl_loss' (the KL term of the loss), 'critic/kl' (< 0.4) or
-    # 'actor/reward_kl_penalty' (the KL penalty in the reward, use_kl_in_reward)
+    # 'actor/reward_kl_penalty' (the KL penalty in the reward, use_kl_in_reward); OpenRLHF's
+    # 'kl' is the KL to the reference too (ppo_actor.py, from base_action_log_probs). Not
+    # 'approx_kl' (stable_baselines3/ppo/ppo.py 'train/approx_kl', cleanrl/ppo.py
+    # 'losses/approx_kl'), 'actor/ppo_kl' (verl core_algos.py), 'ppo_kl' (OpenRLHF) or
+    # 'policy/approxkl_avg' (TRL PPO): the old-vs-current policy KL within an update.
     "kl": (
         "kl",
         "actor/kl_loss",
         "critic/kl",
         "actor/reward_kl_penalty",
         "reference_kl",
-        "approx_kl",
     ),
     # verl < 0.4: the mean token entropy as 'actor/entropy_loss' (its loss subtracts it)
     "entropy": ("entropy", "actor/entropy", "actor/entropy_loss", "token_entropy"),
