@@ -114,6 +114,30 @@ def test_json_output_has_every_run_including_rejected(tmp_path, capsys):
     assert runs["tiny"]["status"] == "rejected" and "minimum of 5" in runs["tiny"]["reason"]
 
 
+def test_json_says_which_n_steps_is_the_step_axis_and_which_a_runs_logged_points(
+    tmp_path, capsys
+):
+    # the top-level 'n_steps' is the step axis (union over runs), a run's 'n_steps' its logged
+    # points: a run logged every 10 steps showed 12 beside a top-level 102, with nothing to say so
+    (tmp_path / "sparse.csv").write_text(
+        "\n".join(["step,train/reward"] + [f"{10 * i},{0.01 * i}" for i in range(12)])
+    )
+    _csv(tmp_path / "dense.csv", 101)
+    out = str(tmp_path / "runs.nc")
+    assert main(["ingest", str(tmp_path), "-o", out, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    runs = {r["run"]: r for r in payload["runs"]}
+    assert payload["n_steps"] == payload["step_axis_length"] == load_runset(out).sizes["step"]
+    assert payload["step_axis_length"] == 102  # 0..100, then 110
+    assert runs["sparse"]["n_points"] == runs["sparse"]["n_steps"] == 12  # key kept
+    assert (runs["sparse"]["first_step"], runs["sparse"]["last_step"]) == (0, 110)
+    assert runs["dense"]["n_points"] == 101
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "step_axis_length" in help_text and "n_points" in help_text
+
+
 def test_json_gives_counts_such_as_g_k_ref_and_seed_as_integers(tmp_path, capsys):
     log = _csv(tmp_path / "good.csv", 12)
     manifest = tmp_path / "m.yaml"

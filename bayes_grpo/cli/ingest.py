@@ -37,6 +37,9 @@ log > training_args.json/config.yaml beside it > model config.json > constants l
 (and a text column of one value naming the model or momentum_convention).
 
 bad runs are skipped and reported (status 'rejected' with the reason) unless --strict.
+--json: the top-level 'n_steps' (also 'step_axis_length') is the length of the run set's step
+axis, the union of the steps any run logged; a run's 'n_steps' (also 'n_points', the table's
+'points') counts its own logged reward points, and first_step / last_step the steps they span.
 manifest (CSV/YAML): columns path, run, run_name, reward_key, logging_steps, and any of
 model, model_size, group_size, learning_rate, momentum, momentum_convention, k_ref, beta, seed,
 completions_per_step.
@@ -257,12 +260,16 @@ def run(args: argparse.Namespace) -> int:
         for rec in records:
             if rec["status"] == "ok":
                 rec["warnings"] = warns.get(rec["run"], [])  # a list, not the table's joined text
+                # 'n_steps' kept for scripts; it counts logged points, not the steps spanned
+                rec["n_points"] = rec["n_steps"]
         print_json(
             {
                 "output": str(out),
                 "n_runs": int(len(ok)),
                 "n_rejected": int(len(bad)),
+                # the step axis (union over runs); a run's own count is its 'n_points'
                 "n_steps": int(ds.sizes["step"]),
+                "step_axis_length": int(ds.sizes["step"]),
                 "variables": sorted(map(str, ds.data_vars)),
                 "runs": records,
             }
