@@ -121,6 +121,39 @@ def test_values_a_console_log_rounded_agree_with_the_config(tmp_path):
     assert warned == []
 
 
+@pytest.mark.parametrize(
+    ("config", "policy"),
+    [
+        # a script's config with a tokenizer section of its own, ahead of the model's
+        (
+            "tokenizer:\n  _name_or_path: Qwen/Qwen2.5-7B-Instruct\n"
+            "model:\n  _name_or_path: Qwen/Qwen2.5-0.5B-Instruct\n",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+        ),
+        # verl's reward model and critic (reward_model.model.path, critic.model.path) ahead of
+        # the actor's actor_rollout_ref.model.path
+        (
+            "reward_model:\n  model: {path: Skywork/Skywork-Reward-Llama-3.1-8B}\n"
+            "critic:\n  model: {path: Qwen/Qwen2.5-7B-Instruct}\n"
+            "actor_rollout_ref:\n  model: {path: Qwen/Qwen2.5-0.5B-Instruct}\n",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+        ),
+        # a tokenizer's path alone names no model
+        ("tokenizer:\n  _name_or_path: Qwen/Qwen2.5-7B-Instruct\n", ""),
+    ],
+)
+def test_a_tokenizers_or_reward_models_path_never_becomes_the_runs_model(tmp_path, config, policy):
+    # hyperparameter_key took the first key ending in a model alias ('._name_or_path',
+    # '.model.path') in the config's order: the tokenizer's or the reward model's path
+    run_dir = tmp_path / "verl_grpo"
+    run_dir.mkdir()
+    (run_dir / "verl.log").write_text(
+        "\n".join(f"step:{s} - critic/score/mean:{r:.3f}" for s, r in enumerate(REWARD, start=1))
+    )
+    (run_dir / "config.yaml").write_text(config)
+    assert run_coords(load_runs([tmp_path]), "verl")["model"] == policy
+
+
 def test_trainer_state_reward_curve_and_eval_entries_go_to_eval_variables(tmp_path):
     path = _write_state(tmp_path / "run_a")
     ds = load_runs([path])

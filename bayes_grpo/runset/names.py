@@ -482,11 +482,23 @@ HYPERPARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Sections of a flattened config whose model-like keys name another model than the trained
+#: policy: a tokenizer or processor (``tokenizer._name_or_path``, ``processing_class.
+#: _name_or_path``), verl's ``reward_model.model.path`` and ``critic.model.path``, a reference
+#: or teacher model. A ``model`` alias found under one of them is not the run's model.
+NOT_THE_POLICY_SECTION = re.compile(
+    r"(^|[./])(tokenizer|processor|processing_class|image_processor|feature_extractor"
+    r"|reward_model|critic|ref|ref_model|reference_model|teacher|teacher_model)[^./]*[./]"
+)
+
+
 def hyperparameter_key(coord: str, config: Mapping[str, object]) -> str | None:
     """The key of ``config`` (flattened, dotted) that carries run coordinate ``coord``, if any.
 
     A key's last component may also follow a ``/``: the Hugging Face wandb callback adds
-    ``model/num_parameters`` to the run's config (``wandb/run-*/files/config.yaml``).
+    ``model/num_parameters`` to the run's config (``wandb/run-*/files/config.yaml``). The
+    ``model`` is never read under a tokenizer's, processor's, reward model's, critic's,
+    reference's or teacher's section (:data:`NOT_THE_POLICY_SECTION`).
     """
     lowered = {str(k).lower(): str(k) for k in config}
     for alias in HYPERPARAMETER_ALIASES.get(coord, ()):
@@ -494,6 +506,9 @@ def hyperparameter_key(coord: str, config: Mapping[str, object]) -> str | None:
             return lowered[alias]
         for low, key in lowered.items():
             if low.endswith(("." + alias, "/" + alias)):
+                section = low[: -len(alias)]
+                if coord == "model" and NOT_THE_POLICY_SECTION.search(section):
+                    continue
                 return key
     return None
 
@@ -524,5 +539,6 @@ __all__ = [
     "choose_reward",
     "map_names",
     "hyperparameter_key",
+    "NOT_THE_POLICY_SECTION",
     "mapping_table",
 ]
