@@ -1381,6 +1381,32 @@ def test_a_kl_that_runs_away_is_instability_and_one_that_builds_up_is_not():
             assert growth["value"] < 5
 
 
+def test_a_kl_estimate_below_zero_is_kept_and_a_runaway_from_its_noise_is_instability():
+    # a k1 KL estimate (mean of log pi - log pi_ref: OpenRLHF's default kl_estimator, verl's
+    # in-reward kl_penalty 'kl') scatters about a small KL, below 0 at many steps. Those steps
+    # were dropped as "no signal": the central level became the positive half of the noise
+    # (0.7 sd instead of 0.2 sd) and a KL that ran away 10x from it read 2.4-3.1x, not
+    # detected. A KL at its noise, or drifting steadily, is still no runaway
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    n = 300
+    steps = np.arange(1, n + 1)
+    for seed in range(3):
+        noise = 1e-3 * np.random.default_rng(seed).standard_normal(n)
+        for kl, runaway in (
+            (2e-4 * np.exp(6 * np.clip(steps / n - 0.5, 0, None)) + noise, True),
+            (2e-4 + noise, False),
+            (2e-4 + 0.004 * np.clip(steps / n - 0.15, 0, None) ** 2 + noise, False),
+        ):
+            res = instability(
+                _plateau_run(n).assign(kl=kl), run_id="r", config=cfg, common=FAST.common
+            )
+            growth = _signal(res, "growth of KL")
+            assert growth["detected"] is runaway, (seed, res.summary)
+            assert np.isfinite(growth["value"]) and growth["value"] > 0
+            if runaway:
+                assert growth["value"] > 5 and 150 < res.values["onset_step"] < 260, res.summary
+
+
 def test_a_reward_swing_that_grows_at_the_plateau_is_instability():
     # a swing that grows from 0 to +-0.2 over the second half (period 30 steps, noise 0.05 a
     # step, nothing else logged out of line) was "not detected": the divergence test compares

@@ -34,7 +34,11 @@ Signals, each assessed on its own and listed in the result's table:
   5.1): the runaway past the stability
   threshold, where each step moves the policy further than the last (a speed growing
   linearly gives ``t^4``, 9.4). Onset: first step after which the smoothed KL stays above
-  ``sqrt(kl_growth_factor)`` times its central level (sustained).
+  ``sqrt(kl_growth_factor)`` times its central level (sustained). The ``kl`` is the KL to
+  the reference (never a PPO ``approx_kl`` between the old and current policy, see
+  ``bayes_grpo.runset.names``); its estimates below 0 (the k1 estimator's noise about a small
+  KL) are kept, and the central level counts from its standard error at least
+  (:func:`kl_level_floor`): a KL at its noise mid-run has no ratio of noise to noise.
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
   ``edge_fraction`` of the run, with its bootstrap lower bound above half that level (a clip
@@ -214,13 +218,29 @@ def growth_ratio(
 
 
 def late_to_middle_ratio(
-    steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float
+    steps: np.ndarray, values: np.ndarray, edge_fraction: float, offset: float, floor: float = 0.0
 ) -> float:
     """``(median late + offset) / (median central + offset)``: the last ``edge_fraction`` of
-    the run against its central ``edge_fraction`` (:func:`middle_mask`)."""
+    the run against its central ``edge_fraction`` (:func:`middle_mask`).
+
+    A KL estimate may be negative (the k1 estimator's mean, ``log pi - log pi_ref``: OpenRLHF's
+    default ``kl_estimator``, verl's in-reward ``kl_penalty: kl``) where the KL is too small
+    to tell from 0: the late median counts from 0 and the central one from ``floor`` (the
+    central median's standard error, :func:`kl_level_floor`), so a KL at its noise mid-run
+    has no ratio of noise to noise."""
     late = edge_mask(steps, edge_fraction, late=True)
     middle = middle_mask(steps, edge_fraction)
-    return float((np.median(values[late]) + offset) / (np.median(values[middle]) + offset))
+    late_level = max(float(np.median(values[late])), 0.0)
+    middle_level = max(float(np.median(values[middle])), floor)
+    return float((late_level + offset) / (middle_level + offset))
+
+
+def kl_level_floor(steps: np.ndarray, values: np.ndarray, edge_fraction: float) -> float:
+    """The standard error of the central window's median (from its MAD): a central KL level
+    below it cannot be told from 0."""
+    central = values[middle_mask(steps, edge_fraction)]
+    mad = float(np.median(np.abs(central - np.median(central))))
+    return 1.2533 * 1.4826 * mad / np.sqrt(central.size)
 
 
 def _growth_signal(
@@ -268,7 +288,14 @@ def _growth_signal(
         condition = np.zeros(s.values.size, dtype=bool)
         condition[first : first + w] = held if held.any() else at_level
     else:
-        ratio = late_to_middle_ratio if kind == "KL" else growth_ratio
+        floor = kl_level_floor(s.steps, s.values, cfg.edge_fraction) if kind == "KL" else 0.0
+        if kind == "KL":
+
+            def ratio(steps, values, fraction, offset):
+                return late_to_middle_ratio(steps, values, fraction, offset, floor)
+
+        else:
+            ratio = growth_ratio
         value = ratio(s.steps, s.values, cfg.edge_fraction, offset)
         boot = bootstrap(
             s.values,
@@ -295,7 +322,8 @@ def _growth_signal(
             "late/central median ratio" if kind == "KL" else "late/early median ratio",
             factor,
         )
-        condition = smoothed >= (early_level + offset) * np.sqrt(factor) - offset
+        reference = max(early_level, floor) if kind == "KL" else early_level
+        condition = smoothed >= (reference + offset) * np.sqrt(factor) - offset
     onset = None
     if detected:
         idx = (
@@ -823,8 +851,10 @@ def instability(
         s = find_series(frame, names, min_points=common.min_points)
         if s is not None and kind != "clip ratio":
             # an exact 0 (grad norm of a step whose groups all had zero spread) is a step
-            # without signal, not a level: growth is measured on the other steps
-            keep = s.values > 0
+            # without signal, not a level: growth is measured on the other steps. A KL
+            # estimate below 0 (k1) is a small KL's noise, kept: dropping it left the
+            # positive half of the noise as the central level
+            keep = s.values != 0 if kind == "KL" else s.values > 0
             s = (
                 Series(s.name, s.steps[keep], s.values[keep])
                 if keep.sum() >= common.min_points
