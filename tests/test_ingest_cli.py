@@ -237,3 +237,18 @@ def test_the_table_counts_logged_points_and_names_the_steps_they_span(tmp_path, 
     at = header.index("points")
     assert header[at + 1] == "steps", header
     assert "30 10..300" in " ".join(row), row
+
+
+def test_the_python_summary_and_the_json_count_a_runs_points_under_one_name(tmp_path, capsys):
+    # the JSON's per-run 'n_points' came from the command line alone; runset_summary (the
+    # Python side of the same table) had only 'n_steps'
+    from bayes_grpo.runset.ingest import load_runs, runset_summary
+
+    (tmp_path / "sparse.csv").write_text(
+        "\n".join(["step,train/reward"] + [f"{10 * i},{0.01 * i}" for i in range(12)])
+    )
+    summary = runset_summary(load_runs([tmp_path / "sparse.csv"]))
+    assert summary.loc["sparse", "n_points"] == summary.loc["sparse", "n_steps"] == 12
+    assert main(["ingest", str(tmp_path / "sparse.csv"), "-o", str(tmp_path / "r.nc"), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["n_points"] == 12 and isinstance(run["n_points"], int)

@@ -260,8 +260,6 @@ def run(args: argparse.Namespace) -> int:
         for rec in records:
             if rec["status"] == "ok":
                 rec["warnings"] = warns.get(rec["run"], [])  # a list, not the table's joined text
-                # 'n_steps' kept for scripts; it counts logged points, not the steps spanned
-                rec["n_points"] = rec["n_steps"]
         print_json(
             {
                 "output": str(out),

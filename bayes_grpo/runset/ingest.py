@@ -1459,7 +1459,8 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
 
     ``n_steps`` counts the run's finite reward values (its logged points), not optimizer steps:
     a run logged every 10 steps over 1000 steps has 100; ``first_step`` and ``last_step`` are
-    the steps they span.
+    the steps they span. ``n_points`` is the same count under a name that says so (``n_steps``
+    is kept for scripts; the run set's step axis, the union over runs, is ``ds.sizes["step"]``).
 
     Rejected runs (from the ingest) are listed at the end with status ``rejected`` and the reason.
     """
@@ -1477,6 +1478,7 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
         row.update(
             {
                 "n_steps": int(reward.size),
+                "n_points": int(reward.size),
                 "first_step": int(reward.index[0]) if reward.size else None,
                 "last_step": int(reward.index[-1]) if reward.size else None,
                 "reward_first": float(reward.iloc[0]) if reward.size else float("nan"),
@@ -1506,6 +1508,7 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
 
 _INT_COLUMNS = (
     "n_steps",
+    "n_points",
     "first_step",
     "last_step",
     "n_nonfinite_reward",
