@@ -897,3 +897,35 @@ def test_a_whole_number_in_a_float_column_of_a_report_table_is_written_whole():
     assert "<td>12000</td>" in html and "<td>150</td>" in html
     assert "1.2e+04" not in html
     assert "<td>0.1235</td>" in html and "<td>2e+07</td>" in html  # other floats as before
+
+
+def test_the_report_shows_the_warnings_of_loading_the_fit_that_the_other_verbs_carry(tmp_path, monkeypatch):
+    # `report tiny.nc` warned "... What is computed from this i.i.d. fit is too confident." on
+    # stderr only (build.py loaded the fit by load_fitted_model, not as_fitted_model as predict /
+    # stability / phase-diagram do, which carry it as posterior_warnings): the HTML, the thing
+    # that is read and passed on, did not have it
+    import warnings as warnings_mod
+
+    import bayes_grpo.model.core as core
+    import bayes_grpo.report.build as build
+
+    _stub_report_stages(monkeypatch)
+    fit = core.GRPODynamicsModel.load("x")
+    note = "fit.nc: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
+
+    def load(path):
+        warnings_mod.warn(note, UserWarning, stacklevel=2)
+        return fit
+
+    monkeypatch.setattr(core, "load_fitted_model", load)
+    written: dict = {}
+    monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    with pytest.warns(UserWarning, match="too confident"):  # still warned, as before
+        build.report_from_posterior(posterior, tmp_path / "r.html", diagnose=False, stability=False)
+    assert written["posterior_warnings"] == [note]
+    kw = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite")}
+    html = render_html(build_sections(**kw))
+    overview = html.split('data-section="overview"')[1].split("</section>")[0]
+    assert f'<p class="warning">Warning of the saved fit: {note}</p>' in overview

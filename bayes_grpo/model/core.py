@@ -1047,7 +1047,8 @@ def as_fitted_model(posterior: Any, *, error: type[Exception] = ValueError) -> t
     ``values["posterior_warnings"]``); or a fitted model (anything with ``coefficient_draws``),
     taken as it is, with no notes (it was loaded, and warned, by the caller). Anything else is
     ``error``, the caller's own exception type (e.g. ``ForecastError``). The one loader of
-    ``predict``, ``forecast``, ``stability``, ``phase-diagram`` and the diagnoses.
+    ``predict``, ``forecast``, ``stability``, ``phase-diagram``, the diagnoses and ``report``
+    (``build_sections(posterior_warnings=...)``, at the top of the overview).
     """
     if isinstance(posterior, str | os.PathLike):
         with warnings.catch_warnings(record=True) as caught:

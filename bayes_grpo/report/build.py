@@ -20,7 +20,13 @@ from bayes_grpo._io import write_text_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report import model_sections
-from bayes_grpo.report.sections import Section, checks_section, iter_results, overview_section
+from bayes_grpo.report.sections import (
+    Block,
+    Section,
+    checks_section,
+    iter_results,
+    overview_section,
+)
 
 #: Section keys in report order.
 SECTION_KEYS: tuple[str, ...] = (
@@ -46,6 +52,7 @@ def build_sections(
     diagnostics: CheckResult | Sequence[CheckResult] | dict | None = None,
     comparison: CheckResult | Sequence[CheckResult] | None = None,
     excluded: dict[str, str] | None = None,
+    posterior_warnings: Sequence[str] = (),
 ) -> list[Section]:
     """All report sections, in :data:`SECTION_KEYS` order.
 
@@ -62,6 +69,10 @@ def build_sections(
     excluded
         ``{run id: why}`` for runs of ``runset`` left out of the fit on purpose (the demo's runs
         diagnosed unstable or collapsing): the overview gives that reason, not "not a run of the fit".
+    posterior_warnings
+        The warnings of loading the saved fit (``as_fitted_model``'s texts: a fit that did not
+        converge, an i.i.d. fit whose residuals wander), shown at the top of the report, since
+        every section computed from the fit's draws inherits them.
     """
     fitted = getattr(model, "runset", None) if model is not None else None
     unfitted = None
@@ -73,6 +84,9 @@ def build_sections(
         unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
         unfitted |= {r: f"left out of the fit: {why}" for r, why in (excluded or {}).items() if r in unfitted}
     sections = [overview_section(runset, unfitted=unfitted, fitted=fitted is not None)]
+    # what `predict` / `stability` / `phase-diagram` carry as posterior_warnings: before
+    # everything computed from the fit, not only on stderr (an i.i.d. fit "too confident")
+    sections[0].blocks[:0] = [Block("warning", f"Warning of the saved fit: {w}") for w in posterior_warnings]
     sections += model_sections.model_sections(model)
     stability_results = list(iter_results(stability))
     unconverged = ""
@@ -235,7 +249,7 @@ def report_from_posterior(
         Replace an existing ``output`` (``FileExistsError`` otherwise, also when the file
         appears while the stages run).
     """
-    from bayes_grpo.model.core import load_fitted_model
+    from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.predict.predict import load_prediction
 
     # an input is never replaced, overwrite or not (as `bayes-grpo report` refuses it): the
@@ -248,11 +262,11 @@ def report_from_posterior(
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # read first: a wrong file must fail before minutes of sampling, not after
     loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
-    # as predict / stability / diagnose load a fit: a warning when it did not converge, since the
-    # phase diagram and the diagnoses below are computed from its draws
-    model = load_fitted_model(posterior)
+    # as predict / stability / phase-diagram load a fit: its warnings (did not converge, an i.i.d.
+    # fit too confident) on stderr and in the report, since everything below is from its draws
+    model, posterior_warnings = as_fitted_model(posterior)
     runs = runset if runset is not None else model.runset
-    results: dict[str, Any] = {"model": model, "runset": runs}
+    results: dict[str, Any] = {"model": model, "runset": runs, "posterior_warnings": posterior_warnings}
     given = {"draws": draws, "tune": tune, "chains": chains}
     nuts = {k: int(v) for k, v in given.items() if v is not None}
     if diagnose:

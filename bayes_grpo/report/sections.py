@@ -21,7 +21,7 @@ from bayes_grpo.runset.schema import group_size_text, readable_group_size
 
 @dataclass
 class Block:
-    """One piece of a section: ``kind`` in {"text", "heading", "table", "image", "check"}."""
+    """One piece of a section: ``kind`` in {"text", "warning", "heading", "table", "image", "check"}."""
 
     kind: str
     content: Any
