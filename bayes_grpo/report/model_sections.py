@@ -84,6 +84,13 @@ def fit_section(model: Any) -> Section:
         section.text(f"Note: {noise_exponent['note']}.")
     runs = model.run_summary()
     section.heading("Per model and G")
+    # what the numbers are (`fit` titles its table "posterior medians"): beside the posterior
+    # section's means (D 0.0439 here, 0.0458 there), unlabelled they read as a mismatch
+    section.text(
+        f"Per run, posterior medians (zeta_lo and zeta_hi: the central {HDI_PROB:.0%} interval of zeta; R^2 "
+        "of the posterior-mean trajectory; r_hat: the largest R-hat of the run's own variables); per model "
+        "and G, the median of its runs' values (n_runs runs)."
+    )
     section.table(model.group_summary())
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
