@@ -956,3 +956,40 @@ def test_the_fit_tables_say_their_values_are_posterior_medians_and_what_the_inte
     assert "posterior medians" in said and "median of its runs" in said, said
     assert "central 90% interval of zeta" in said, said
     plt.close("all")
+
+
+def test_the_rank_plots_of_a_fit_whose_r_hat_failed_show_the_variables_that_failed(monkeypatch):
+    # a tiny fit flagged "R-hat 1.023 > 1.01 for [..., 'zeta', 'sigma']" had, under it, the rank
+    # plots of alpha, noise_d, plateau and log_stiffness, whose R-hat was fine: uniform
+    # histograms beside the "flagged" badge, the failing variables nowhere drawn
+    from types import SimpleNamespace
+
+    import arviz as az
+
+    from bayes_grpo.model.convergence import convergence_check
+    from bayes_grpo.report.model_sections import convergence_section
+
+    rng = np.random.default_rng(0)
+    shift = np.array([0.0, 0.0, 3.0])[None, None, :] * np.array([0.0, 1.0])[:, None, None]  # chain 1 off on run r2
+    idata = az.from_dict(
+        posterior={"alpha": rng.normal(size=(2, 200)), "sigma": rng.normal(size=(2, 200, 3)) + shift},
+        coords={"run": ["r0", "r1", "r2"]},
+        dims={"sigma": ["run"]},
+    )
+    model = SimpleNamespace(idata=idata, convergence=lambda: convergence_check(idata))
+    assert model.convergence().passed is False
+    import bayes_grpo.report.model_sections as model_sections
+
+    drawn = []
+    real = model_sections._rank_figure
+    monkeypatch.setattr(model_sections, "_rank_figure", lambda idata, names: drawn.append(names) or real(idata, names))
+    section = convergence_section(model)
+    assert drawn == [["sigma[r2]"]], drawn
+    caption = next(b.caption for b in section.blocks if b.kind == "image")
+    assert "R-hat exceeds 1.01" in caption, caption
+    # a fit that converged keeps the rank plots of the population-level variables
+    ok = az.from_dict(posterior={"alpha": rng.normal(size=(2, 200)), "noise_d": rng.normal(size=(2, 200))})
+    drawn.clear()
+    convergence_section(SimpleNamespace(idata=ok, convergence=lambda: convergence_check(ok)))
+    assert drawn == [["alpha", "noise_d"]], drawn
+    plt.close("all")

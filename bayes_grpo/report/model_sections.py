@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
@@ -150,17 +151,54 @@ def _fit_figure(model: Any):
 
 
 def convergence_section(model: Any) -> Section:
+    import arviz as az
     import matplotlib.pyplot as plt
 
+    from bayes_grpo.model.convergence import RHAT_MAX
+
     section = Section(key="convergence", title="Convergence", intro=CONVERGENCE_INTRO)
-    section.check(model.convergence())
+    conv = model.convergence()
+    section.check(conv)
     post = model.idata.posterior
     names = [v for v in ("alpha", "noise_d", "plateau", "log_stiffness", "damping_ratio_model", "natural_frequency_model") if v in post]
-    if names and post.sizes.get("chain", 1) > 1:
+    worst = _worst_r_hat(post, conv.table) if post.sizes.get("chain", 1) > 1 else None
+    if worst is not None:
+        # a fit whose R-hat failed on sigma and the per-run coefficients was shown the rank plots
+        # of alpha, noise_d, plateau and log_stiffness, which looked uniform under its "flagged"
+        section.figure(
+            _rank_figure(az.InferenceData(posterior=worst), list(worst.data_vars)),
+            f"Rank plots of the variables whose R-hat exceeds {RHAT_MAX} (largest first, each at its element of "
+            "the largest R-hat): uniform histograms per chain mean the chains agree.",
+        )
+    elif names and post.sizes.get("chain", 1) > 1:
         section.figure(_rank_figure(model.idata, names[:4]), "Rank plots: uniform histograms per chain mean the chains agree.")
     else:
         plt.close("all")
     return section
+
+
+def _worst_r_hat(post: Any, table: Any, k: int = 4) -> Any | None:
+    """The ``k`` variables of the convergence table whose R-hat exceeds ``RHAT_MAX``, largest
+    first, each at its element of the largest R-hat (a per-run variable of 24 runs is one
+    panel, not 24), as one dataset of ``(chain, draw)`` variables named ``"name[coords]"``; None
+    when no R-hat failed."""
+    import arviz as az
+
+    from bayes_grpo.model.convergence import RHAT_MAX
+
+    if table is None or "r_hat" not in getattr(table, "columns", ()):
+        return None
+    bad = table["r_hat"][table["r_hat"] > RHAT_MAX].sort_values(ascending=False)
+    out = {}
+    for name in [str(v) for v in bad.index if v in post][:k]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rhat = az.rhat(post[[name]])[name]
+        values = np.where(np.isfinite(rhat.values), rhat.values, -np.inf)
+        at = dict(zip(rhat.dims, np.unravel_index(int(np.argmax(values)), values.shape))) if rhat.ndim else {}
+        element = post[name].isel(at)
+        label = ", ".join(plot_text(element[d].values) for d in at if d in element.coords)
+        out[f"{name}[{label}]" if label else name] = element.drop_vars([d for d in at if d in element.coords])
+    return xr.Dataset(out) if out else None
 
 
 def _rank_figure(idata: Any, names: list[str]):
