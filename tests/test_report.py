@@ -993,3 +993,24 @@ def test_the_rank_plots_of_a_fit_whose_r_hat_failed_show_the_variables_that_fail
     convergence_section(SimpleNamespace(idata=ok, convergence=lambda: convergence_check(ok)))
     assert drawn == [["alpha", "noise_d"]], drawn
     plt.close("all")
+
+
+def test_a_prediction_in_the_report_carries_the_warnings_of_the_fit_it_was_computed_from():
+    # `predict FIT -o p.nc` keeps the fit's own warnings (an i.i.d. fit "too confident") in the
+    # file's attr posterior_warnings; `report OTHER.nc --prediction p.nc` showed the prediction's
+    # own warnings only, so the caveat of the fit behind its band was lost in the report
+    import json
+
+    from bayes_grpo.predict import forecast_run
+    from bayes_grpo.predict.result import prediction_result
+
+    t = np.arange(0.0, 31.0)
+    y = 0.8 - 0.6 * np.exp(-t / 8.0) + 0.01 * np.sin(t)
+    ds = forecast_run(t, y, np.arange(0.0, 61.0), likelihood="iid", n_draws=200)
+    note = "b.nc: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
+    ds.attrs["posterior_warnings"] = json.dumps([note])
+    summary = prediction_result(ds).summary
+    assert f"Warning of the fit it was computed from: {note}" in summary, summary
+    del ds.attrs["posterior_warnings"]
+    assert "fit it was computed from" not in prediction_result(ds).summary
+    plt.close("all")

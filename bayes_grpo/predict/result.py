@@ -99,6 +99,12 @@ def prediction_result(
     notes = attr_warnings(ds)
     if notes:
         summary += " Warning: " + "; ".join(str(n) for n in notes) + "."
+    # and those of the saved fit it was computed from (`predict FIT`, `forecast --prior FIT`):
+    # a prediction of another fit than the report's kept them in its file only
+    fit_notes = attr_warnings(ds, "posterior_warnings")
+    if fit_notes:
+        summary += " Warning of the fit it was computed from: " + "; ".join(str(n) for n in fit_notes)
+        summary += "" if summary.endswith(".") else "."
     fig = plot_prediction(ds, observed=observed, title=title)
     values: dict[str, Any] = dict(numbers)
     values["title"] = title or name.replace("_", " ")

@@ -663,13 +663,14 @@ def band(
     return arr[:, 0], arr[:, 1]
 
 
-def attr_warnings(ds: xr.Dataset) -> list[str]:
-    """The ``warnings`` attribute of a prediction / forecast dataset as a list of strings.
+def attr_warnings(ds: xr.Dataset, attr: str = "warnings") -> list[str]:
+    """The ``warnings`` attribute (or ``attr``, e.g. ``"posterior_warnings"``) of a prediction /
+    forecast dataset as a list of strings.
 
     :func:`summarise_draws` stores it as JSON text (netCDF attributes hold no lists); a plain
     string is one warning, a missing attribute none.
     """
-    notes = ds.attrs.get("warnings")
+    notes = ds.attrs.get(attr)
     if notes is None:
         return []
     if isinstance(notes, str):
