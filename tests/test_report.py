@@ -992,6 +992,12 @@ def test_the_rank_plots_of_a_fit_whose_r_hat_failed_show_the_variables_that_fail
     drawn.clear()
     convergence_section(SimpleNamespace(idata=ok, convergence=lambda: convergence_check(ok)))
     assert drawn == [["alpha", "noise_d"]], drawn
+    # a long run id is cut in the panel's title (the table names it whole), a $ drawn as written
+    long_id = "sweep_" + "x" * 80 + "_$LR_s2"
+    drawn.clear()
+    convergence_section(SimpleNamespace(idata=idata.assign_coords(run=["r0", "r1", long_id], groups="posterior"), convergence=lambda: convergence_check(idata)))
+    (name,) = drawn[0]
+    assert len(name) <= len("sigma[]") + 41 and name.startswith("sigma[sweep_") and name.endswith(r"_\$LR_s2]"), name
     plt.close("all")
 
 

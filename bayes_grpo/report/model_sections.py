@@ -196,7 +196,9 @@ def _worst_r_hat(post: Any, table: Any, k: int = 4) -> Any | None:
         values = np.where(np.isfinite(rhat.values), rhat.values, -np.inf)
         at = dict(zip(rhat.dims, np.unravel_index(int(np.argmax(values)), values.shape))) if rhat.ndim else {}
         element = post[name].isel(at)
-        label = ", ".join(plot_text(element[d].values) for d in at if d in element.coords)
+        # a run id of 100 characters in a panel's title runs into its neighbours: cut as elsewhere
+        label = ", ".join(str(element[d].values) for d in at if d in element.coords)
+        label = short_labels([label], LABEL_WIDTH)[0] if label else ""
         out[f"{name}[{label}]" if label else name] = element.drop_vars([d for d in at if d in element.coords])
     return xr.Dataset(out) if out else None
 
