@@ -138,9 +138,8 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     assert fitted.convergence.passed, fitted.convergence.summary
 
 
-def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, monkeypatch):
-    # the demo's report listed the runs it left out as "not a run of the fit"; why (diagnosed
-    # unstable, a collapse, outside the fitted groups) was in `demo --json` only
+def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=()):
+    """The demo with its stages stubbed: (the HTML of its report, write_report's arguments)."""
     from types import SimpleNamespace
 
     import matplotlib.pyplot as plt
@@ -149,6 +148,7 @@ def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, mon
 
     import bayes_grpo.checks.invariance as invariance
     import bayes_grpo.checks.stability as stability
+    import bayes_grpo.model.core as core
     import bayes_grpo.predict.predict as predict
     import bayes_grpo.predict.result as result
     import bayes_grpo.report.build as build
@@ -173,10 +173,27 @@ def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, mon
     monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
     written: dict = {}
     monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: list(fit_warnings))
     demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
     results = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite")}
     html = build.render_html(build.build_sections(**results))
     plt.close("all")
+    return html, written
+
+
+def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, monkeypatch):
+    # the demo's report listed the runs it left out as "not a run of the fit"; why (diagnosed
+    # unstable, a collapse, outside the fitted groups) was in `demo --json` only
+    html, _ = _stubbed_demo_report(tmp_path, monkeypatch)
     assert "b: left out of the fit: diagnosed instability" in html
     assert "c: left out of the fit: not in the fitted groups" in html
     assert "not a run of the fit" not in html
+
+
+def test_the_demo_report_shows_the_warnings_of_its_fit_as_report_of_the_saved_fit_does(tmp_path, monkeypatch):
+    # `report demo_output/posterior.nc` opens with "What is computed from this i.i.d. fit is too
+    # confident." (the fit's load warnings); the demo's own report of that same fit did not
+    note = "demo/posterior.nc: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
+    html, written = _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=[note])
+    assert written["posterior_warnings"] == [note]
+    assert f'<p class="warning">Warning of the saved fit: {note}</p>' in html

@@ -1013,27 +1013,30 @@ def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:
     and, for an i.i.d. fit, residuals positively correlated in time (a reward that wanders
     about its curve: the intervals are too narrow; :func:`bayes_grpo.checks.ppc.iid_residual_check`,
     0.2 s for 6 runs of 300 steps)."""
+    model = GRPODynamicsModel.load(path)
+    for note in fitted_model_warnings(model, path):
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return model
+
+
+def fitted_model_warnings(model: Any, path: str | os.PathLike) -> list[str]:
+    """The warnings :func:`load_fitted_model` gives for ``model`` saved at ``path``: the
+    convergence criteria it failed, and for an i.i.d. fit positively correlated residuals. Also
+    the demo's, for its report of the fit it has just made and saved (as ``report`` of that file)."""
     from bayes_grpo.checks.ppc import iid_residual_check
 
-    model = GRPODynamicsModel.load(path)
+    notes = []
     conv = model.convergence()
     if conv.passed is False:
         failed = conv.values.get("failed") or [conv.summary]
-        warnings.warn(
+        notes.append(
             f"{os.fspath(path)}: the fit did not converge ({'; '.join(failed)}); what is computed "
-            "from it inherits that: refit with more --tune/--draws (see its convergence advice)",
-            UserWarning,
-            stacklevel=2,
+            "from it inherits that: refit with more --tune/--draws (see its convergence advice)"
         )
     wander = iid_residual_check(model)
     if wander is not None and wander.passed is False:
-        warnings.warn(
-            f"{os.fspath(path)}: {wander.summary} What is computed from this i.i.d. fit is too "
-            "confident.",
-            UserWarning,
-            stacklevel=2,
-        )
-    return model
+        notes.append(f"{os.fspath(path)}: {wander.summary} What is computed from this i.i.d. fit is too confident.")
+    return notes
 
 
 def as_fitted_model(posterior: Any, *, error: type[Exception] = ValueError) -> tuple[Any, list[str]]:

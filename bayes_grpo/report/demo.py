@@ -239,6 +239,7 @@ def run_demo(
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.model.core import fitted_model_warnings
     from bayes_grpo.predict.predict import predict_run, save_prediction
     from bayes_grpo.predict.result import prediction_result
     from bayes_grpo.report.build import write_report
@@ -321,6 +322,8 @@ def run_demo(
         predictions=predicted,
         diagnostics=diagnostics,
         excluded=fitted.excluded,
+        # what `report posterior.nc` shows at the top of the same fit (an i.i.d. fit too confident)
+        posterior_warnings=fitted_model_warnings(model, posterior_file),
         overwrite=overwrite,
     )
     stage("report")
