@@ -533,3 +533,33 @@ def test_a_run_too_short_to_test_for_a_trend_is_left_out_not_said_to_have_none(m
     assert "without one left out" not in summary
     assert "1 run(s) left out, with fewer than 9 finite rewards (too few to fit, to test for a trend" in summary
     assert summary.count("eight") == 1
+
+
+def test_a_loo_lead_within_its_standard_error_is_said_to_be_a_tie_not_a_preference():
+    # `compare one.nc --draws 100 --tune 100` (one oscillator run) read "PSIS-LOO prefers
+    # oscillator_phenomenological (by 0.302 ± 0.53 nats over oscillator_mechanistic)": a lead
+    # within its own standard error, stated as a preference
+    from bayes_grpo.predict.compare import ComparisonResult
+
+    laws = ["oscillator_phenomenological", "oscillator_mechanistic", "single_exp", "logistic"]
+    loo = pd.DataFrame(
+        {"elpd_loo": [55.78, 55.48, 54.35, 53.67], "elpd_diff": [0.0, 0.302, 1.44, 2.12], "dse": [0.0, 0.53, 1.16, 1.97]},
+        index=laws,
+    )
+    lfo = pd.DataFrame({"lfo_elpd": [63.9, 63.2, 60.8, 54.8]}, index=laws)
+    per_run = pd.DataFrame({"run": ["r"] * 4, "law": laws, "lfo_elpd": lfo["lfo_elpd"].to_numpy(), "r2": 0.98, "has_trend": True})
+    check = ComparisonResult(loo=loo, lfo=lfo, per_run=per_run).to_check_result()
+    assert "PSIS-LOO prefers" not in check.summary, check.summary
+    assert (
+        "PSIS-LOO cannot tell oscillator_phenomenological from oscillator_mechanistic: oscillator_phenomenological "
+        "leads by 0.302 ± 0.53 nats over oscillator_mechanistic, within one standard error of the difference."
+    ) in check.summary
+    assert check.values["loo_within_se_of_winner"] == ["oscillator_mechanistic"]
+    # a later law within its (larger) standard error is named, the lead over the second stays a preference
+    loo.loc["oscillator_mechanistic", "dse"] = 0.2
+    loo.loc["logistic", "dse"] = 2.5
+    summary = ComparisonResult(loo=loo, lfo=lfo, per_run=per_run).to_check_result().summary
+    assert (
+        "PSIS-LOO prefers oscillator_phenomenological (by 0.302 ± 0.2 nats over oscillator_mechanistic), "
+        "but cannot tell it from logistic (within one standard error)."
+    ) in summary, summary

@@ -450,13 +450,32 @@ class ComparisonResult:
             loo = f" (by {second['elpd_diff']:.3g}{dse} nats over {self.loo.index[1]})"
         return lfo, loo
 
+    def loo_ties(self) -> list[str]:
+        """The laws whose PSIS-LOO ``elpd_diff`` to the best law is within its standard error
+        (``dse``), best first: LOO cannot tell them from the winner."""
+        if len(self.loo) < 2 or "elpd_diff" not in self.loo or "dse" not in self.loo:
+            return []
+        rest = self.loo.iloc[1:]
+        tied = np.isfinite(rest["dse"]) & (rest["elpd_diff"] <= rest["dse"])
+        return [str(law) for law in rest.index[tied.to_numpy()]]
+
     def to_check_result(self) -> CheckResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
         lfo_by, loo_by = self.margins()
+        loo_tied = self.loo_ties()
+        # 'prefers X (by 0.302 ± 0.53 nats over Y)' stated a preference the numbers do not make
+        loo_says = f"prefers {loo_best}{loo_by}"
+        if loo_tied and loo_tied[0] == str(self.loo.index[1]):
+            loo_says = (
+                f"cannot tell {loo_best} from {', '.join(loo_tied)}: {loo_best} leads {loo_by.strip()[1:-1]}, "
+                "within one standard error of the difference"
+            )
+        elif loo_tied:
+            loo_says += f", but cannot tell it from {', '.join(loo_tied)} (within one standard error)"
         summary = (
             f"Leave-future-out (last {self.lfo_fraction:.0%} of each run) prefers {lfo_best}{lfo_by}; "
-            f"PSIS-LOO prefers {loo_best}{loo_by}."
+            f"PSIS-LOO {loo_says}."
         )
         trend = self.per_run["has_trend"] if "has_trend" in self.per_run else None
         flat = no_trend_runs(self.per_run)
@@ -465,7 +484,7 @@ class ComparisonResult:
             summary = (
                 f"Leave-future-out (last {self.lfo_fraction:.0%} of each run, summed over the runs with a "
                 f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) prefers "
-                f"{lfo_best}{lfo_by}; PSIS-LOO (every run) prefers {loo_best}{loo_by}."
+                f"{lfo_best}{lfo_by}; PSIS-LOO (every run) {loo_says}."
             )
         if trend is not None and len(trend) and not trend.astype(bool).any():
             # every run is won by NO_TREND in per_run_winners; the summary named a preferred law
@@ -483,6 +502,7 @@ class ComparisonResult:
             values={
                 "lfo_winner": lfo_best,
                 "loo_winner": loo_best,
+                "loo_within_se_of_winner": loo_tied,
                 "per_run": self.per_run.to_dict(orient="records"),
                 "per_run_winners": self.per_run_winners().to_dict(orient="records"),
                 "notes": self.notes,
