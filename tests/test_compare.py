@@ -563,3 +563,39 @@ def test_a_loo_lead_within_its_standard_error_is_said_to_be_a_tie_not_a_preferen
         "PSIS-LOO prefers oscillator_phenomenological (by 0.302 ± 0.2 nats over oscillator_mechanistic), "
         "but cannot tell it from logistic (within one standard error)."
     ) in summary, summary
+
+
+def test_the_leave_future_out_lead_has_a_paired_standard_error_and_a_lead_within_it_is_a_tie():
+    # `compare one.nc --draws 100 --tune 100` read "Leave-future-out ... prefers
+    # oscillator_mechanistic (by 0.77 nats over oscillator_phenomenological)" with no standard
+    # error: a lead of 0.77 nats over 24 held-out points that swing by more either way
+    from bayes_grpo.predict.compare import ComparisonResult, lfo_differences, lfo_totals
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(2.0, 0.5, 24)
+    pointwise = {
+        "oscillator_mechanistic": {"r": a},
+        "oscillator_phenomenological": {"r": a - (0.03 + 0.5 * np.tile([1.0, -1.0], 12))},  # 0.72 ± 2.4
+        "logistic": {"r": a - 1.0 - rng.normal(0.0, 0.1, 24)},
+    }
+    per_run = pd.DataFrame(
+        [{"run": "r", "law": law, "lfo_elpd": float(v["r"].sum()), "lfo_rmse": 0.1, "r2": 0.9, "smoothed_r2": 0.9, "has_trend": True} for law, v in pointwise.items()]
+    )
+    lfo = lfo_totals(per_run)
+    lfo = lfo.join(lfo_differences(pointwise, lfo))
+    diff = a - pointwise["oscillator_phenomenological"]["r"]
+    lead = lfo.loc["oscillator_mechanistic", "lfo_elpd"] - lfo.loc["oscillator_phenomenological", "lfo_elpd"]
+    assert lfo.index[0] == "oscillator_mechanistic" and lfo.loc["oscillator_mechanistic", "lfo_dse"] == 0.0
+    np.testing.assert_allclose(lfo.loc["oscillator_phenomenological", "lfo_elpd_diff"], lead)
+    np.testing.assert_allclose(lfo.loc["oscillator_phenomenological", "lfo_dse"], np.sqrt(24 * np.var(diff)))
+    assert lfo.loc["logistic", "lfo_elpd_diff"] > lfo.loc["logistic", "lfo_dse"]
+    loo = pd.DataFrame({"elpd_loo": [1.0, -20.0, -40.0], "elpd_diff": [0.0, 21.0, 41.0], "dse": [0.0, 2.0, 3.0]}, index=list(pointwise))
+    check = ComparisonResult(loo=loo, lfo=lfo, per_run=per_run).to_check_result()
+    se = lfo.loc["oscillator_phenomenological", "lfo_dse"]
+    assert (
+        f"Leave-future-out (last 30% of each run) cannot tell oscillator_mechanistic from oscillator_phenomenological: "
+        f"oscillator_mechanistic leads by {lead:.3g} ± {se:.2g} nats over oscillator_phenomenological, within one "
+        "standard error of the difference;"
+    ) in check.summary, check.summary
+    assert check.values["lfo_within_se_of_winner"] == ["oscillator_phenomenological"]
+    assert "PSIS-LOO prefers oscillator_mechanistic (by 21 ± 2 nats over oscillator_phenomenological)." in check.summary

@@ -369,6 +369,8 @@ def _lfo_scores(
                 "lfo_elpd_per_step": float(lpd.mean()),
                 "lfo_rmse": float(np.sqrt(np.mean((y - point) ** 2))),
                 "n_held_out": int(held.sum()),
+                # pointwise, for the standard error of a difference between laws (lfo_differences)
+                "_lfo_lpd": lpd,
             }
         )
     return rows
@@ -443,38 +445,52 @@ class ComparisonResult:
         lfo, loo = "", ""
         totals = self.lfo["lfo_elpd"].dropna().sort_values(ascending=False)
         if len(totals) > 1:
-            lfo = f" (by {totals.iloc[0] - totals.iloc[1]:.3g} nats over {totals.index[1]})"
+            se = self.lfo["lfo_dse"].get(totals.index[1], np.nan) if "lfo_dse" in self.lfo else np.nan
+            dse = f" ± {se:.2g}" if np.isfinite(se) else ""
+            lfo = f" (by {totals.iloc[0] - totals.iloc[1]:.3g}{dse} nats over {totals.index[1]})"
         if len(self.loo) > 1 and "elpd_diff" in self.loo:
             second = self.loo.iloc[1]
             dse = f" ± {second['dse']:.2g}" if "dse" in self.loo and np.isfinite(second["dse"]) else ""
             loo = f" (by {second['elpd_diff']:.3g}{dse} nats over {self.loo.index[1]})"
         return lfo, loo
 
-    def loo_ties(self) -> list[str]:
-        """The laws whose PSIS-LOO ``elpd_diff`` to the best law is within its standard error
-        (``dse``), best first: LOO cannot tell them from the winner."""
-        if len(self.loo) < 2 or "elpd_diff" not in self.loo or "dse" not in self.loo:
+    def ties(self, criterion: str = "loo") -> list[str]:
+        """The laws whose elpd difference to the best law is within its standard error, best
+        first: ``criterion`` ``"loo"`` (PSIS-LOO ``elpd_diff`` / ``dse``) or ``"lfo"``
+        (``lfo_elpd_diff`` / ``lfo_dse``); the criterion cannot tell them from the winner."""
+        if criterion == "loo":
+            table, diff, se = self.loo, "elpd_diff", "dse"
+        else:
+            table, diff, se = self.lfo.sort_values("lfo_elpd", ascending=False), "lfo_elpd_diff", "lfo_dse"
+        if len(table) < 2 or diff not in table or se not in table:
             return []
-        rest = self.loo.iloc[1:]
-        tied = np.isfinite(rest["dse"]) & (rest["elpd_diff"] <= rest["dse"])
+        rest = table.iloc[1:]
+        tied = np.isfinite(rest[se]) & (rest[diff] <= rest[se])
         return [str(law) for law in rest.index[tied.to_numpy()]]
+
+    def _prefers(self, criterion: str, best: str, by: str) -> str:
+        """'prefers X (by ...)', or that the criterion cannot tell X from the laws within one
+        standard error of it (:meth:`ties`): 'prefers X (by 0.302 ± 0.53 nats over Y)' stated a
+        preference the numbers do not make."""
+        tied = self.ties(criterion)
+        table = self.loo if criterion == "loo" else self.lfo.sort_values("lfo_elpd", ascending=False)
+        if tied and tied[0] == str(table.index[1]):
+            return (
+                f"cannot tell {best} from {', '.join(tied)}: {best} leads {by.strip()[1:-1]}, "
+                "within one standard error of the difference"
+            )
+        if tied:
+            return f"prefers {best}{by}, but cannot tell it from {', '.join(tied)} (within one standard error)"
+        return f"prefers {best}{by}"
 
     def to_check_result(self) -> CheckResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
         lfo_by, loo_by = self.margins()
-        loo_tied = self.loo_ties()
-        # 'prefers X (by 0.302 ± 0.53 nats over Y)' stated a preference the numbers do not make
-        loo_says = f"prefers {loo_best}{loo_by}"
-        if loo_tied and loo_tied[0] == str(self.loo.index[1]):
-            loo_says = (
-                f"cannot tell {loo_best} from {', '.join(loo_tied)}: {loo_best} leads {loo_by.strip()[1:-1]}, "
-                "within one standard error of the difference"
-            )
-        elif loo_tied:
-            loo_says += f", but cannot tell it from {', '.join(loo_tied)} (within one standard error)"
+        loo_says = self._prefers("loo", loo_best, loo_by)
+        lfo_says = self._prefers("lfo", lfo_best, lfo_by)
         summary = (
-            f"Leave-future-out (last {self.lfo_fraction:.0%} of each run) prefers {lfo_best}{lfo_by}; "
+            f"Leave-future-out (last {self.lfo_fraction:.0%} of each run) {lfo_says}; "
             f"PSIS-LOO {loo_says}."
         )
         trend = self.per_run["has_trend"] if "has_trend" in self.per_run else None
@@ -483,8 +499,8 @@ class ComparisonResult:
             # the totals that pick the leave-future-out winner are those of the runs with a trend
             summary = (
                 f"Leave-future-out (last {self.lfo_fraction:.0%} of each run, summed over the runs with a "
-                f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) prefers "
-                f"{lfo_best}{lfo_by}; PSIS-LOO (every run) {loo_says}."
+                f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) "
+                f"{lfo_says}; PSIS-LOO (every run) {loo_says}."
             )
         if trend is not None and len(trend) and not trend.astype(bool).any():
             # every run is won by NO_TREND in per_run_winners; the summary named a preferred law
@@ -502,7 +518,8 @@ class ComparisonResult:
             values={
                 "lfo_winner": lfo_best,
                 "loo_winner": loo_best,
-                "loo_within_se_of_winner": loo_tied,
+                "loo_within_se_of_winner": self.ties("loo"),
+                "lfo_within_se_of_winner": self.ties("lfo"),
                 "per_run": self.per_run.to_dict(orient="records"),
                 "per_run_winners": self.per_run_winners().to_dict(orient="records"),
                 "notes": self.notes,
@@ -547,6 +564,34 @@ def lfo_totals(per_run: pd.DataFrame) -> pd.DataFrame:
         smoothed_r2_median=("smoothed_r2", "median"),
     )
     return totals.join(every, how="outer").sort_values("lfo_elpd", ascending=False)
+
+def lfo_differences(
+    pointwise: Mapping[str, Mapping[str, np.ndarray]], totals: pd.DataFrame, flat: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Per law: ``lfo_elpd_diff``, the leave-future-out elpd of the best law of ``totals`` minus
+    this law's, and ``lfo_dse``, its standard error from the paired held-out points
+    (``sqrt(n var(diff))``, as ``az.compare``'s ``dse``), over the runs :func:`lfo_totals` sums
+    (those not in ``flat``, or every run when all are). ``pointwise``: law -> run -> the log
+    predictive density of each held-out point (the same points for every law)."""
+    cols = ["lfo_elpd_diff", "lfo_dse"]
+    if totals.empty or not pointwise:
+        return pd.DataFrame(columns=cols, dtype=float)
+    best = str(totals["lfo_elpd"].idxmax())
+    runs = list(pointwise.get(best, {}))
+    scored = [r for r in runs if r not in set(flat)] or runs
+    out = {}
+    for law, by_run in pointwise.items():
+        if law == best:
+            out[law] = (0.0, 0.0)
+            continue
+        pairs = [(pointwise[best][r], by_run.get(r)) for r in scored]
+        if not pairs or any(a is None or b is None for a, b in pairs):
+            out[law] = (np.nan, np.nan)  # a run without its pointwise scores: no paired difference
+            continue
+        diff = np.concatenate([np.asarray(a) - np.asarray(b) for a, b in pairs])
+        out[law] = (float(diff.sum()), float(np.sqrt(diff.size * np.var(diff))))
+    return pd.DataFrame.from_dict(out, orient="index", columns=cols)
+
 
 def pareto_k_note(per_run: pd.DataFrame) -> str | None:
     """The PSIS-LOO warning of a per-(run, law) table: how many observations have Pareto
@@ -668,6 +713,7 @@ def compare_laws(
     if scale_note:
         notes.append(scale_note)
     idatas, per_run, loo_rows = {}, [], {}
+    lfo_pointwise: dict[str, dict[str, np.ndarray]] = {}
     kw = {
         "draws": draws,
         "tune": tune,
@@ -699,6 +745,7 @@ def compare_laws(
         idata_train = fit_law(law, train, **kw)
         notes.extend(_convergence_notes(law, idata, idata_train))
         for r in _lfo_scores(law, idata_train, data, train):
+            lfo_pointwise.setdefault(law, {})[r["run"]] = r.pop("_lfo_lpd", None)
             rows[r["run"]].update({k2: v for k2, v in r.items() if k2 not in ("run", "law")})
         per_run.extend(rows.values())
     if not idatas:
@@ -726,6 +773,7 @@ def compare_laws(
     if k_note:
         notes.append(k_note)
     lfo = lfo_totals(per_run_df)
+    lfo = lfo.join(lfo_differences(lfo_pointwise, lfo, no_trend_runs(per_run_df)))
     return ComparisonResult(
         loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas, lfo_fraction=lfo_fraction
     )
@@ -741,6 +789,7 @@ __all__ = [
     "curve_draws",
     "fit_law",
     "law_applicable",
+    "lfo_differences",
     "lfo_totals",
     "no_trend_runs",
     "pareto_k_note",
