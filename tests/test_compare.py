@@ -599,3 +599,40 @@ def test_the_leave_future_out_lead_has_a_paired_standard_error_and_a_lead_within
     ) in check.summary, check.summary
     assert check.values["lfo_within_se_of_winner"] == ["oscillator_phenomenological"]
     assert "PSIS-LOO prefers oscillator_mechanistic (by 21 ± 2 nats over oscillator_phenomenological)." in check.summary
+
+
+def test_a_run_won_within_the_standard_error_names_the_laws_it_cannot_be_told_from(monkeypatch):
+    # `compare sexp.nc` (two single-exponential runs): "best law per run" gave e0 to
+    # oscillator_mechanistic by 0.007 nats of held-out elpd, a win in the table the numbers do not make
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=2, n_steps=30)
+    base = np.linspace(1.0, 2.0, 9)
+    swing = 0.5 * np.tile([1.0, -1.0], 5)[:9]
+    lpd = {
+        ("single_exp", "r0"): base + 1.0,  # r0: single_exp clearly ahead of logistic
+        ("logistic", "r0"): base,
+        ("single_exp", "r1"): base + 0.01 + swing,  # r1: 0.09 nats ahead, swinging by 0.5
+        ("logistic", "r1"): base,
+    }
+
+    def lfo_scores(law, idata_train, data, train):
+        return [
+            {"run": r, "law": law, "lfo_elpd": float(lpd[law, r].sum()), "lfo_rmse": 0.1, "n_held_out": 9, "_lfo_lpd": lpd[law, r]}
+            for r in data.run_ids
+        ]
+
+    def r2_table(law, data, mean):
+        return [{"run": r, "law": law, "r2": 0.5, "smoothed_r2": 0.5, "has_trend": True} for r in data.run_ids]
+
+    monkeypatch.setattr(compare, "_lfo_scores", lfo_scores)
+    monkeypatch.setattr(compare, "_r2_table", r2_table)
+    monkeypatch.setattr(compare, "curve_draws", lambda idata, law, data, steps: (np.zeros((1, data.n_runs, steps.size)), None))
+    res = compare.compare_laws(runset, laws=["single_exp", "logistic"], draws=20, chains=1)
+    winners = res.per_run_winners().set_index("run")
+    assert winners.loc["r0", "best_lfo"] == "single_exp" and winners.loc["r0", "lfo_within_se"] == ""
+    assert winners.loc["r1", "best_lfo"] == "single_exp" and winners.loc["r1", "lfo_within_se"] == "logistic"
+    r1 = res.per_run.set_index(["run", "law"]).loc[("r1", "logistic")]
+    np.testing.assert_allclose(r1["lfo_elpd_diff"], (0.01 + swing).sum())
+    np.testing.assert_allclose(r1["lfo_dse"], np.sqrt(9 * np.var(0.01 + swing)))

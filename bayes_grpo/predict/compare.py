@@ -416,7 +416,9 @@ class ComparisonResult:
     def per_run_winners(self) -> pd.DataFrame:
         """For each run: the law with the best LFO elpd and with the best raw R^2; for a run
         without a visible trend (:func:`bayes_grpo.metrics.has_trend`) :data:`NO_TREND`, since
-        no law explains it and one of them winning by noise says nothing of the laws."""
+        no law explains it and one of them winning by noise says nothing of the laws.
+        ``lfo_within_se``: the laws whose held-out elpd on the run is within one standard error
+        of the best law's (``per_run`` ``lfo_elpd_diff`` / ``lfo_dse``), which it does not beat."""
         pr = self.per_run
         out = []
         for run_id, grp in pr.groupby("run", sort=False):
@@ -424,6 +426,10 @@ class ComparisonResult:
             trend = bool(grp["has_trend"].iloc[0]) if "has_trend" in grp else None
             if grp["lfo_elpd"].notna().any():
                 row["best_lfo"] = NO_TREND if trend is False else grp.loc[grp["lfo_elpd"].idxmax(), "law"]
+                if "lfo_dse" in grp:
+                    # a run's best law by 0.007 nats read as a win: name the laws within one SE of it
+                    rest = grp[(grp["law"] != row["best_lfo"]) & (grp["lfo_elpd_diff"] <= grp["lfo_dse"])]
+                    row["lfo_within_se"] = "" if trend is False else ", ".join(map(str, rest["law"]))
             if grp["r2"].notna().any():
                 row["best_r2"] = NO_TREND if trend is False else grp.loc[grp["r2"].idxmax(), "law"]
             row["has_trend"] = trend
@@ -591,6 +597,24 @@ def lfo_differences(
         diff = np.concatenate([np.asarray(a) - np.asarray(b) for a, b in pairs])
         out[law] = (float(diff.sum()), float(np.sqrt(diff.size * np.var(diff))))
     return pd.DataFrame.from_dict(out, orient="index", columns=cols)
+
+
+def _with_run_lfo_differences(per_run: pd.DataFrame, pointwise: Mapping[str, Mapping[str, np.ndarray]]) -> pd.DataFrame:
+    """``per_run`` with ``lfo_elpd_diff`` / ``lfo_dse``: each law's leave-future-out elpd behind
+    the run's best law and its standard error (:func:`lfo_differences` on the run alone), so that
+    :meth:`ComparisonResult.per_run_winners` can tell a run's winner from a tie."""
+    if per_run.empty or "lfo_elpd" not in per_run or not pointwise:
+        return per_run
+    parts = []
+    for run, grp in per_run.groupby("run", sort=False):
+        totals = grp.set_index("law")[["lfo_elpd"]].dropna()
+        if totals.empty:
+            continue
+        run_points = {law: {run: by_run.get(run)} for law, by_run in pointwise.items() if law in totals.index}
+        parts.append(lfo_differences(run_points, totals).assign(run=run).rename_axis("law").reset_index())
+    if not parts:
+        return per_run
+    return per_run.merge(pd.concat(parts, ignore_index=True), on=["run", "law"], how="left")
 
 
 def pareto_k_note(per_run: pd.DataFrame) -> str | None:
@@ -774,6 +798,7 @@ def compare_laws(
         notes.append(k_note)
     lfo = lfo_totals(per_run_df)
     lfo = lfo.join(lfo_differences(lfo_pointwise, lfo, no_trend_runs(per_run_df)))
+    per_run_df = _with_run_lfo_differences(per_run_df, lfo_pointwise)
     return ComparisonResult(
         loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas, lfo_fraction=lfo_fraction
     )
