@@ -410,6 +410,35 @@ def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point
     assert "PSIS-LOO: 1 observation(s) with Pareto k > 0.7 across laws (single_exp: r1 1;" in summary, summary
 
 
+def test_the_pareto_k_warning_names_the_steps_of_the_unreliable_points(monkeypatch):
+    # `compare one.nc` said "PSIS-LOO: 2 observation(s) with Pareto k > 0.7 across laws
+    # (oscillator_phenomenological: only 1; single_exp: only 1 ...)": the run, not the point, so
+    # the user had to search the run for the outlier LOO cannot judge
+    import arviz as az
+
+    import bayes_grpo.predict.compare as compare
+
+    def fit_with_an_outlier_at_step_7_of_r1(law, data, **kw):
+        rng = np.random.default_rng(0)
+        n = data.n_runs
+        post = {
+            "plateau": np.tile(data.late, (1, 200, 1)),
+            "initial_reward": np.tile(data.early, (1, 200, 1)),
+            "sigma": np.ones((1, 200, n)),
+            "tau": np.full((1, 200, n), 10.0),
+        }
+        loglik = -0.5 - 0.01 * rng.random((1, 200, data.obs_z.size))
+        spike = np.flatnonzero((data.obs_run == 1) & (data.obs_t == 7))
+        loglik[0, :, spike] = -0.5 - 20 * rng.standard_exponential(200) ** 2  # Pareto k >> 0.7
+        return az.from_dict(posterior=post, log_likelihood={"y": loglik})
+
+    monkeypatch.setattr(compare, "fit_law", fit_with_an_outlier_at_step_7_of_r1)
+    res = compare.compare_laws(_runset(n_runs=3, n_steps=30), laws=["single_exp"], draws=200, chains=1)
+    assert res.per_run.set_index("run")["pareto_k_high_steps"].to_dict() == {"r0": [], "r1": [7], "r2": []}
+    summary = res.to_check_result().summary
+    assert "LOO is unreliable there. Where: single_exp, run r1: step 7." in summary, summary
+
+
 def test_the_count_of_high_pareto_k_points_is_an_integer_in_the_table_and_the_json(monkeypatch, capsys):
     # `compare --json` gave "n_pareto_k_high": 2.0 and the text table 2.0: the per-law LOO rows
     # were put in a frame by column and transposed, which made the count a float column

@@ -631,10 +631,30 @@ def pareto_k_note(per_run: pd.DataFrame) -> str | None:
         f"{law}: " + ", ".join(f"{run} {int(n)}" for run, n in zip(grp["run"], grp["n_pareto_k_high"]))
         for law, grp in high.groupby("law", sort=False)
     )
-    return (
+    note = (
         f"PSIS-LOO: {int(high['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} "
         f"across laws ({where}; law: run count): LOO is unreliable there."
     )
+    if "pareto_k_high_steps" in high:
+        steps = "; ".join(
+            f"{law}, run {run}: step{'s' if len(ts) > 1 else ''} "
+            + ", ".join(f"{t:g}" for t in list(ts)[:PARETO_K_STEPS_SHOWN])
+            + (f" (+{len(ts) - PARETO_K_STEPS_SHOWN} more)" if len(ts) > PARETO_K_STEPS_SHOWN else "")
+            for law, run, ts in zip(high["law"], high["run"], high["pareto_k_high_steps"])
+            if isinstance(ts, (list, tuple, np.ndarray)) and len(ts)
+        )
+        if steps:
+            note += f" Where: {steps}."
+    return note
+
+
+#: Steps of high Pareto k named per (law, run) in :func:`pareto_k_note` (the rest are counted).
+PARETO_K_STEPS_SHOWN: int = 8
+
+
+def _step_value(t: float) -> int | float:
+    """A step as an int when it is whole (``12``, not ``12.0``, in the note and --json)."""
+    return int(t) if float(t).is_integer() else float(t)
 
 
 #: Ratio of the largest to the smallest run reward range beyond which ``lfo_rmse_mean``
@@ -765,7 +785,10 @@ def compare_laws(
         mean, _ = curve_draws(idata, law, data, data.steps)
         rows = {r["run"]: r for r in _r2_table(law, data, mean.mean(axis=0))}
         for i, run_id in enumerate(data.run_ids):
-            rows[run_id]["n_pareto_k_high"] = int((k[data.obs_run == i] > PARETO_K_WARN).sum())
+            high = (data.obs_run == i) & (k > PARETO_K_WARN)
+            rows[run_id]["n_pareto_k_high"] = int(high.sum())
+            # which points: the count alone left the user to search the run for its outliers
+            rows[run_id]["pareto_k_high_steps"] = [_step_value(t) for t in data.obs_t[high]]
         idata_train = fit_law(law, train, **kw)
         notes.extend(_convergence_notes(law, idata, idata_train))
         for r in _lfo_scores(law, idata_train, data, train):
