@@ -665,3 +665,17 @@ def test_a_run_won_within_the_standard_error_names_the_laws_it_cannot_be_told_fr
     r1 = res.per_run.set_index(["run", "law"]).loc[("r1", "logistic")]
     np.testing.assert_allclose(r1["lfo_elpd_diff"], (0.01 + swing).sum())
     np.testing.assert_allclose(r1["lfo_dse"], np.sqrt(9 * np.var(0.01 + swing)))
+
+
+def test_the_text_output_says_in_which_units_each_elpd_is(monkeypatch, capsys):
+    # `compare pct.nc` (rewards on 0-100) printed elpd_loo +55 and lfo_elpd -102 for the same
+    # runs, side by side and unitless: LOO is on each run's standardised reward, LFO in reward units
+    from bayes_grpo.cli import main
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=2, n_steps=30)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: runset)
+    assert main(["compare", "runs.nc", "--laws", "single_exp", "--chains", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "PSIS-LOO (az.compare; elpd of each run's standardised reward (reward - mean) / sd" in out
+    assert "leave-future-out (last 30% of each run; elpd of the reward in its own units) and R^2" in out

@@ -539,9 +539,14 @@ def _run_compare(args: argparse.Namespace) -> int:
                 if c in res.loo
             ]
         ],
-        title="\nPSIS-LOO (az.compare)",
+        # rewards on 0-100 read elpd_loo +55 and lfo_elpd -102 for the same runs, units unsaid
+        title="\nPSIS-LOO (az.compare; elpd of each run's standardised reward (reward - mean) / sd: "
+        "its differences between laws, not its level, compare with leave-future-out's)",
     )
-    print_table(res.lfo, title=f"\nleave-future-out (last {res.lfo_fraction:.0%} of each run) and R^2")
+    print_table(
+        res.lfo,
+        title=f"\nleave-future-out (last {res.lfo_fraction:.0%} of each run; elpd of the reward in its own units) and R^2",
+    )
     # the R^2 of each law on each run (the table above has medians only; --json has per_run)
     print_table(res.r2_by_run().rename_axis(index=None, columns=None), title="\nR^2 per run (raw; noise-ceiling and smoothed R^2: --json)")
     print_table(res.per_run_winners(), title="\nbest law per run")

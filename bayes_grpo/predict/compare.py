@@ -13,6 +13,11 @@ that the comparison is between laws and not between noise models or pooling sche
 * ``single_exp``: ``p* - (p* - R0) exp(-t / tau)`` (the overdamped limit ``M -> 0``).
 * ``logistic``: ``R0 + (p* - R0) / (1 + exp(-r (t - t_mid)))``.
 
+Units: the PSIS-LOO elpd is that of each run's standardised reward (the likelihood is on ``z``),
+the leave-future-out elpd that of the reward in its own units. The log density of a reward is
+that of its ``z`` minus ``log sd``, the same for every law, so the differences between laws (and
+their standard errors) read alike in both; the levels of the two do not compare.
+
 Scores: PSIS-LOO (``az.loo`` / ``az.compare`` over every observed step, with the number of
 Pareto ``k > 0.7`` observations surfaced: LOO over time-series points is optimistic and
 those warnings say where it is not even reliable), leave-future-out (fit on the first 70%
