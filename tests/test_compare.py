@@ -668,7 +668,7 @@ def test_a_run_won_within_the_standard_error_names_the_laws_it_cannot_be_told_fr
 
 
 def test_the_text_output_says_in_which_units_each_elpd_is(monkeypatch, capsys):
-    # `compare pct.nc` (rewards on 0-100) printed elpd_loo +55 and lfo_elpd -102 for the same
+    # `compare pct.nc` (rewards on 0-100) printed elpd_loo +99.6 and lfo_elpd -104.3 for the same
     # runs, side by side and unitless: LOO is on each run's standardised reward, LFO in reward units
     from bayes_grpo.cli import main
 

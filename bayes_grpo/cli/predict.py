@@ -539,7 +539,7 @@ def _run_compare(args: argparse.Namespace) -> int:
                 if c in res.loo
             ]
         ],
-        # rewards on 0-100 read elpd_loo +55 and lfo_elpd -102 for the same runs, units unsaid
+        # rewards on 0-100 read elpd_loo +99.6 and lfo_elpd -104.3 for the same runs, units unsaid
         title="\nPSIS-LOO (az.compare; elpd of each run's standardised reward (reward - mean) / sd: "
         "its differences between laws, not its level, compare with leave-future-out's)",
     )
