@@ -381,14 +381,12 @@ def test_a_run_too_short_to_compare_is_left_out_and_named_not_the_whole_run_set(
         compare.compare_laws(ds.sel(run=["r1"]), laws=["single_exp"], draws=20, chains=1)
 
 
-def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point(monkeypatch):
-    # `compare outlier.nc` (one run with a reward spike) said only "PSIS-LOO: 4 observation(s)
-    # with Pareto k > 0.7 across laws (see n_pareto_k_high)": neither the laws nor the run
+def _fit_with_an_outlier(spike_of):
+    """A stand-in for ``compare.fit_law``: every observation fits alike except the one that
+    ``spike_of(data)`` picks (an index into the observations), whose Pareto k is far above 0.7."""
     import arviz as az
 
-    import bayes_grpo.predict.compare as compare
-
-    def fit_with_an_outlier_in_r1(law, data, **kw):
+    def fit(law, data, **kw):
         rng = np.random.default_rng(0)
         n = data.n_runs
         post = {
@@ -398,11 +396,19 @@ def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point
             "tau": np.full((1, 200, n), 10.0),
         }
         loglik = -0.5 - 0.01 * rng.random((1, 200, data.obs_z.size))
-        spike = np.flatnonzero(data.obs_run == 1)[3]
-        loglik[0, :, spike] = -0.5 - 20 * rng.standard_exponential(200) ** 2  # Pareto k >> 0.7
+        loglik[0, :, spike_of(data)] = -0.5 - 20 * rng.standard_exponential(200) ** 2
         return az.from_dict(posterior=post, log_likelihood={"y": loglik})
 
-    monkeypatch.setattr(compare, "fit_law", fit_with_an_outlier_in_r1)
+    return fit
+
+
+def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point(monkeypatch):
+    # `compare outlier.nc` (one run with a reward spike) said only "PSIS-LOO: 4 observation(s)
+    # with Pareto k > 0.7 across laws (see n_pareto_k_high)": neither the laws nor the run
+    import bayes_grpo.predict.compare as compare
+
+    fourth_of_r1 = _fit_with_an_outlier(lambda data: np.flatnonzero(data.obs_run == 1)[3])
+    monkeypatch.setattr(compare, "fit_law", fourth_of_r1)
     res = compare.compare_laws(_runset(n_runs=3, n_steps=30), laws=["single_exp"], draws=200, chains=1)
     assert res.per_run.set_index("run")["n_pareto_k_high"].to_dict() == {"r0": 0, "r1": 1, "r2": 0}
     summary = res.to_check_result().summary
@@ -414,25 +420,10 @@ def test_the_pareto_k_warning_names_the_steps_of_the_unreliable_points(monkeypat
     # `compare one.nc` said "PSIS-LOO: 2 observation(s) with Pareto k > 0.7 across laws
     # (oscillator_phenomenological: only 1; single_exp: only 1 ...)": the run, not the point, so
     # the user had to search the run for the outlier LOO cannot judge
-    import arviz as az
-
     import bayes_grpo.predict.compare as compare
 
-    def fit_with_an_outlier_at_step_7_of_r1(law, data, **kw):
-        rng = np.random.default_rng(0)
-        n = data.n_runs
-        post = {
-            "plateau": np.tile(data.late, (1, 200, 1)),
-            "initial_reward": np.tile(data.early, (1, 200, 1)),
-            "sigma": np.ones((1, 200, n)),
-            "tau": np.full((1, 200, n), 10.0),
-        }
-        loglik = -0.5 - 0.01 * rng.random((1, 200, data.obs_z.size))
-        spike = np.flatnonzero((data.obs_run == 1) & (data.obs_t == 7))
-        loglik[0, :, spike] = -0.5 - 20 * rng.standard_exponential(200) ** 2  # Pareto k >> 0.7
-        return az.from_dict(posterior=post, log_likelihood={"y": loglik})
-
-    monkeypatch.setattr(compare, "fit_law", fit_with_an_outlier_at_step_7_of_r1)
+    step_7_of_r1 = _fit_with_an_outlier(lambda data: np.flatnonzero((data.obs_run == 1) & (data.obs_t == 7)))
+    monkeypatch.setattr(compare, "fit_law", step_7_of_r1)
     res = compare.compare_laws(_runset(n_runs=3, n_steps=30), laws=["single_exp"], draws=200, chains=1)
     assert res.per_run.set_index("run")["pareto_k_high_steps"].to_dict() == {"r0": [], "r1": [7], "r2": []}
     summary = res.to_check_result().summary
