@@ -1546,3 +1546,36 @@ def test_the_look_past_the_horizon_ends_once_the_stop_step_is_past_the_horizon_a
         continuation=curves,
     )  # fmt: skip
     assert np.isnan(ds.attrs["stop_step"]) and len(calls) == 3  # the grid twice, then one look
+
+
+def test_predict_and_forecast_json_carry_the_gain_past_the_horizon_and_why_there_is_no_stop_step(tmp_path, capsys):
+    # `expected_remaining_gain_after` and `no_stop_step` were .nc attrs and text only: `--json`
+    # could not tell a stop step past the horizon from one nothing says anything of
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    argv = ["predict", str(path), "--lr", "0.1", "--momentum", "0.5", "--k-ref", "16", "--group-size", "8"]
+    assert main([*argv, "--steps", "200", "--no-discrepancy", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stop_step"] is None
+    assert out["expected_remaining_gain_after"] >= out["stop_threshold"] > 0
+    assert out["policy_expected_remaining_gain_after"] >= 0
+    assert "no_stop_step" not in out
+    # a constant prefix with the weak prior: no stop step, and the JSON says why
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    meta = {"model": "toy", "momentum": 0.5, "k_ref": 4.0, "learning_rate": 0.01,
+            "momentum_convention": "heavy_ball", "group_size": 8.0}  # fmt: skip
+    runs = make_runset({"flat": pd.DataFrame({"reward": np.zeros(60)}, index=np.arange(60))}, {"flat": meta})
+    saved = save_runset(runs, tmp_path / "flat.nc")
+    assert main(["forecast", str(saved), "--run", "flat", "--upto", "10",
+                 "--likelihood", "iid", "--no-population", "--json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert out["stop_step"] is None and "knows no rise" in out["no_stop_step"], out
+    assert "expected_remaining_gain_after" not in out

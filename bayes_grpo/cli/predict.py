@@ -313,6 +313,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         print_json(out)
         return
     for key, value in out.items():
+        if key == "no_stop_step":  # the stop_step line and the warning on stderr say it
+            continue
         if isinstance(value, dict):
             # "90%" of what: of the rise p* - R0 (the JSON keys are documented in the README)
             share = " (steps to 90/95/99% of the rise p* - R0)" if key.endswith("time_to_fraction") else ""

@@ -51,6 +51,10 @@ LOGGED_STEP_DIM: str = "logged_step"
 #: Attributes and variables every prediction / forecast dataset has (what :func:`summary_dict`
 #: and the report read); a file without them is not one.
 SUMMARY_ATTRS: tuple[str, ...] = ("regime", "regime_prob", "stop_step", "stop_threshold", "n_draws")
+#: Attributes of the stop step that only some datasets have, also in :func:`summary_dict`: the
+#: largest expected remaining gain past the horizon (the draws followed there) and why there is
+#: no stop step (a forecast of a constant prefix whose prior knows no rise).
+STOP_STEP_ATTRS: tuple[str, ...] = ("expected_remaining_gain_after", "no_stop_step")
 SUMMARY_VARS: tuple[str, ...] = (
     "regime_probability",
     "time_to_fraction_median",
@@ -708,8 +712,18 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     maps ``"90%"``, ``"95%"``, ``"99%"`` (shares of the rise ``p* - R0``, not of ``p*``) to the
     median first-passage step (None: beyond the horizon) and the share of draws that get there
     within the horizon; ``policy_time_to_fraction`` and ``policy_stop_step`` the same for the
-    policy when the logged reward trails it."""
+    policy when the logged reward trails it. ``expected_remaining_gain_after`` (and the policy's)
+    is the largest expected remaining gain past the horizon where the draws were followed there,
+    ``no_stop_step`` why there is no stop step, where the dataset has them (NaN: ``null`` in the
+    CLI's JSON)."""
     out: dict[str, object] = {k: ds.attrs[k] for k in SUMMARY_ATTRS}
+    # what the stop step rests on past the horizon, and why there is none: attrs and text only
+    # before, so `predict --json` / `forecast --json` could not tell a stop step past the horizon
+    # from one that is not known at all
+    for key in STOP_STEP_ATTRS:
+        if key in ds.attrs:
+            value = ds.attrs[key]
+            out[key] = value if isinstance(value, str) else float(value)
     if ds.attrs.get("n_draws_diverging"):  # the means are then those of the stable draws
         out["n_draws_diverging"] = int(ds.attrs["n_draws_diverging"])
     out["regime_probability"] = {
@@ -718,6 +732,8 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     out["time_to_fraction"] = _fraction_summary(ds, "time_to_fraction")
     if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (an observation lag)
         out["policy_stop_step"] = ds.attrs["policy_stop_step"]
+        if "policy_expected_remaining_gain_after" in ds.attrs:
+            out["policy_expected_remaining_gain_after"] = float(ds.attrs["policy_expected_remaining_gain_after"])
         out["policy_time_to_fraction"] = _fraction_summary(ds, "policy_time_to_fraction")
     last = ds[STEP_DIM].values[-1]
     lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
