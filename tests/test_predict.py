@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -1579,3 +1581,68 @@ def test_predict_and_forecast_json_carry_the_gain_past_the_horizon_and_why_there
     out = json.loads(capsys.readouterr().out)
     assert out["stop_step"] is None and "knows no rise" in out["no_stop_step"], out
     assert "expected_remaining_gain_after" not in out
+
+
+def test_the_look_past_the_horizon_resumes_the_recursion_and_skips_diverging_draws(monkeypatch):
+    # each look past the horizon re-simulated the recursion from step 0, for the logged reward
+    # and the policy apart, diverging draws included; it now resumes from the errors simulated so
+    # far, shared by both, with the same stop step and gains as simulating from step 0
+    from pathlib import Path
+
+    from bayes_grpo.dynamics import simulate
+    from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
+    from bayes_grpo.predict import predict as predict_module
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    cases = [
+        ("tiny.nc", dict(learning_rate=0.002, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=16, steps=300)),
+        ("bandit.nc", dict(learning_rate=0.1, momentum=0.5, k_ref=16, group_size=8, steps=400)),
+        ("bandit.nc", dict(learning_rate=0.27, momentum=0.5, k_ref=8, group_size=8, steps=100)),  # 1122 of 2000 diverge
+    ]
+    for name, kw in cases:
+        simulated: list[tuple[int, int]] = []  # (draws, updates) of each continuation
+
+        def counting(err, a, *args, simulated=simulated, **kwargs):
+            out, w = continue_recursion(err, a, *args, **kwargs)
+            simulated.append((out.shape[0], out.shape[1] - err.shape[1]))
+            return out, w
+
+        monkeypatch.setattr(predict_module, "continue_recursion", counting)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            new = predict_run(models / name, discrepancy=False, **kw)
+        monkeypatch.undo()
+
+        def from_step_0(traj, *, law, momentum, k_ref, observation_lag=None, lr_multipliers=None, **_):
+            # the old continuation: the recursion from step 0 at every look, every draw
+            def at(steps):
+                return predict_module.recursion_trajectories(
+                    traj["a"], momentum, k_ref, steps, traj["plateau"], traj["initial_reward"],
+                    observation_lag=observation_lag,
+                )  # fmt: skip
+
+            return at
+
+        monkeypatch.setattr(predict_module, "continued_trajectories", from_step_0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            old = predict_run(models / name, discrepancy=False, **kw)
+        monkeypatch.undo()
+        for key in ("stop_step", "policy_stop_step", "expected_remaining_gain_after", "policy_expected_remaining_gain_after"):
+            np.testing.assert_array_equal(new.attrs.get(key), old.attrs.get(key), err_msg=f"{name} {key}")
+        for var in ("expected_remaining_gain", "policy_expected_remaining_gain"):
+            np.testing.assert_array_equal(new[var].values, old[var].values, err_msg=f"{name} {var}")
+        n_diverging = int(new.attrs["n_draws_diverging"])
+        assert simulated, name
+        # each update simulated once, for the stable draws only
+        assert {d for d, _ in simulated} == {int(new.attrs["n_draws"]) - n_diverging}, (name, simulated)
+    assert n_diverging > 0  # the last case has diverging draws to skip
+    # resumed in pieces (with a schedule's momentum buffer): the numbers of one go from step 0
+    rng = np.random.default_rng(0)
+    a, e0 = rng.uniform(0.01, 0.2, 5), rng.uniform(-1, 0, 5)
+    rates = np.linspace(1.0, 0.1, 90)
+    whole = simulate_recursion(a, 0.8, 3, 90, e0=e0, lr_multipliers=rates)
+    part, w = continue_recursion(e0[:, None], a, 0.8, 3, 7, lr_multipliers=rates[:7])
+    part, w = continue_recursion(part, a, 0.8, 3, 90, velocity=w, lr_multipliers=rates)
+    np.testing.assert_array_equal(part, whole)
+    assert simulate.continue_recursion is continue_recursion

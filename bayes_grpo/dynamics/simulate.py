@@ -109,12 +109,56 @@ def simulate_recursion(
     gen = _rng(rng)
     out = np.empty((n_runs, n_steps + 1))
     out[:, 0] = e0
-    prev = e0.copy()  # e[n-1]
+    scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
+    _advance_recursion(out, 0, a, mu, lag, np.zeros(n_runs), scale, sd, gen)
+    return out
+
+
+def continue_recursion(
+    err: np.ndarray,
+    a,
+    momentum,
+    k_ref,
+    n_steps: int,
+    *,
+    velocity: np.ndarray | None = None,
+    lr_multipliers=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate_recursion` (without noise) continued from its output ``err`` up to
+    ``n_steps`` updates, with the same numbers as simulating from step 0 at once.
+
+    ``err``: ``(n_runs, n_done + 1)`` errors ``e[0] .. e[n_done]`` already simulated (the
+    recursion resumes from its last ``L + 1`` columns); ``velocity``: the momentum buffer
+    ``w[n_done - 1]`` on a schedule (returned by the previous call; None: 0, as at step 0).
+    Returns ``(out, velocity)``: ``out`` ``(n_runs, n_steps + 1)``, its first columns ``err``,
+    and the buffer to continue from (what ``predict``'s look past the horizon extends, rather than
+    simulating from step 0 at every look).
+    """
+    err = np.asarray(err, dtype=float)
+    a, mu, lag = np.broadcast_arrays(
+        *(np.atleast_1d(np.asarray(x, dtype=float)) for x in (a, momentum, k_ref))
+    )
+    n_runs, n_done = err.shape[0], err.shape[1] - 1
+    if n_steps < n_done:
+        raise ValueError(f"n_steps {n_steps} is below the {n_done} updates already simulated")
+    lag = np.round(np.broadcast_to(lag, (n_runs,))).astype(np.int64)
+    a, mu = np.broadcast_to(a, (n_runs,)), np.broadcast_to(mu, (n_runs,))
+    out = np.empty((n_runs, n_steps + 1))
+    out[:, : n_done + 1] = err
+    scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
+    w = np.zeros(n_runs) if velocity is None else np.asarray(velocity, dtype=float).copy()
+    w = _advance_recursion(out, n_done, a, mu, lag, w, scale, np.zeros(n_runs), None)
+    return out, w
+
+
+def _advance_recursion(out, start, a, mu, lag, velocity, scale, sd, gen) -> np.ndarray:
+    """Fill ``out[:, start + 1 :]`` by the recursion from ``out[:, : start + 1]`` (the one loop of
+    :func:`simulate_recursion` and :func:`continue_recursion`); returns the momentum buffer."""
+    n_runs = out.shape[0]
     rows = np.arange(n_runs)
     noisy = np.any(sd > 0)
-    scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
-    velocity = np.zeros(n_runs)  # w[n - 1], used on a schedule only
-    for n in range(n_steps):
+    prev = out[:, max(start - 1, 0)]  # e[n-1]; e[-1] = e0
+    for n in range(start, out.shape[1] - 1):
         cur = out[:, n]
         lagged = out[rows, np.maximum(n - lag, 0)]  # e[m] = e0 for m <= 0
         if scale is None:
@@ -126,7 +170,7 @@ def simulate_recursion(
             nxt = nxt + sd * gen.standard_normal(n_runs)
         out[:, n + 1] = nxt
         prev = cur
-    return out
+    return velocity
 
 
 # ----------------------------------------------------------------------------- SDE
@@ -687,6 +731,7 @@ __all__ = [
     "TRUTH_ATTR",
     "DEFAULT_MODELS",
     "simulate_recursion",
+    "continue_recursion",
     "sde_transition",
     "simulate_sde",
     "stationary_covariance",

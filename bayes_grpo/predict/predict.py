@@ -43,7 +43,7 @@ from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import plot_text
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
-from bayes_grpo.dynamics.simulate import simulate_recursion
+from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
 from bayes_grpo.dynamics.stability import exact_stable, is_whole
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
@@ -619,30 +619,66 @@ def continued_trajectories(
     k_ref: float | None = None,
     observation_lag: float | None = None,
     lr_multipliers: np.ndarray | None = None,
+    skip: np.ndarray | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """The mean trajectories of :func:`trajectories_from_draws`' draws ``traj`` at any steps, by
     the same ``law``: ``summarise_draws``' ``continuation``, which follows them past the horizon
     for the expected remaining gain. On a learning-rate schedule the rate stays, past the
-    schedule's last update, at that update's (a run continued as it ends)."""
+    schedule's last update, at that update's (a run continued as it ends).
+
+    ``skip``: ``(n_draws,)`` mask of draws not needed (the diverging ones, which the stop step
+    leaves out): their rows are NaN, not simulated. Under the recursion the errors simulated so far
+    are kept (in ``shared``, a dict the continuations of the logged reward and of the policy may
+    share) and each later look resumes from them (:func:`~bayes_grpo.dynamics.simulate.continue_recursion`),
+    with the same numbers as simulating from step 0: the README's `predict models/tiny.nc --lr
+    0.002 --momentum 0.9 --momentum-convention ema --k-ref 2 --group-size 16 --steps 300`
+    re-simulated every look from step 0, for the mean and the policy apart, diverging draws
+    included (benchmarks/bench_predict_stop_step.py)."""
+    n_draws = np.asarray(traj["plateau"]).size
+    rows = np.ones(n_draws, dtype=bool) if skip is None else ~np.asarray(skip, dtype=bool).reshape(-1)
+    state = {} if shared is None else shared
+    if law == "recursion":
+        lag_obs = float(k_ref if observation_lag is None else observation_lag)
+        if not is_whole(lag_obs) or lag_obs < 0:
+            raise ValueError(f"observation_lag must be a whole number of steps >= 0, got {lag_obs}")
+
+    def rates(n: int) -> np.ndarray | None:
+        # the schedule for n updates, continued at its last rate
+        if lr_multipliers is None:
+            return None
+        m = np.asarray(lr_multipliers, dtype=float)
+        return np.concatenate([m, np.full(max(n - m.size, 0), m[-1] if m.size else 1.0)])
 
     def at(steps: np.ndarray) -> np.ndarray:
         steps = np.asarray(steps, dtype=float)
-        m = None
-        if lr_multipliers is not None:
-            n = int(np.ceil(steps.max()))
-            m = np.asarray(lr_multipliers, dtype=float)
-            m = np.concatenate([m, np.full(max(n - m.size, 0), m[-1] if m.size else 1.0)])
+        out = np.full((n_draws, steps.size), np.nan)
+        ps = np.asarray(traj["plateau"], dtype=float).reshape(-1)[rows]
+        r0 = np.asarray(traj["initial_reward"], dtype=float).reshape(-1)[rows]
         if law == "recursion":
-            return recursion_trajectories(
-                traj["a"], float(momentum), float(k_ref), steps, traj["plateau"], traj["initial_reward"],
-                observation_lag=observation_lag, lr_multipliers=m,
-            )  # fmt: skip
+            if not is_whole(steps) or np.any(steps < 0):
+                raise ValueError("the recursion needs integer steps >= 0")
+            idx = np.maximum(np.round(steps).astype(np.int64) - int(round(lag_obs)), 0)
+            need = int(idx.max())
+            err = state.get("err")
+            with np.errstate(over="ignore", invalid="ignore"):
+                if err is None or err.shape[1] <= need:
+                    start = (r0 - ps)[:, None] if err is None else err
+                    err, velocity = continue_recursion(
+                        start, np.asarray(traj["a"], dtype=float).reshape(-1)[rows], float(momentum),
+                        float(k_ref), need, velocity=state.get("velocity"), lr_multipliers=rates(need),
+                    )  # fmt: skip
+                    state.update(err=err, velocity=velocity)
+                out[rows] = ps[:, None] + err[:, idx]
+            return out
+        m = rates(int(np.ceil(steps.max())))
         clock = steps if m is None else schedule_time(steps, m)
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(reward_trajectory(
-                clock[None, :], traj["M_eff"][:, None], traj["C_eff"][:, None], traj["K_eff"][:, None],
-                traj["plateau"][:, None], traj["initial_reward"][:, None],
+            out[rows] = np.asarray(reward_trajectory(
+                clock[None, :], traj["M_eff"][rows, None], traj["C_eff"][rows, None], traj["K_eff"][rows, None],
+                ps[:, None], r0[:, None],
             ), dtype=float)  # fmt: skip
+        return out
 
     return at
 
@@ -748,6 +784,8 @@ def predict_from_draws(
     all_attrs: dict[str, Any] = {**stab, "units": units, **law_attrs, **(attrs or {})}
     if thin_note is not None:
         all_attrs["warnings"] = json.dumps([*attr_warnings(xr.Dataset(attrs=all_attrs)), thin_note])
+    diverging = diverging_draws(traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref)
+    continued: dict[str, Any] = {}
     ds = summarise_draws(
         grid,
         traj["mean"],
@@ -761,19 +799,19 @@ def predict_from_draws(
         parameters=params,
         attrs=all_attrs,
         band_draws=traj["band"],
-        diverging=diverging_draws(
-            traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref
-        ),
+        diverging=diverging,
         policy_draws=policy,
         # the expected remaining gain follows the draws past the horizon until they settle: it
         # counted only up to the horizon, so a lightly damped setting's stop step moved with it
         # (`predict models/bandit.nc --k-ref 16`: 198 at --steps 200, 344 at --steps 400)
+        # (resumed from the errors simulated so far, shared by the two, diverging draws skipped)
         continuation=continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=observation_lag,
-            lr_multipliers=lr_multipliers,
+            lr_multipliers=lr_multipliers, skip=diverging, shared=continued,
         ),
         policy_continuation=None if policy is None else continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=0, lr_multipliers=lr_multipliers,
+            skip=diverging, shared=continued,
         ),
     )  # fmt: skip
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
