@@ -1621,3 +1621,20 @@ def test_a_constant_prefix_whose_prior_knows_no_rise_gets_no_stop_step():
     rising = 0.9 * (1.0 - np.exp(-grid / 40.0))
     fc = forecast_run(t, np.zeros_like(t), grid, prior=default_prior(grid, rising), likelihood="iid", n_draws=300)
     assert "no_stop_step" not in fc.attrs and not any("knows no rise" in n for n in attr_warnings(fc))
+
+
+def test_the_no_rise_verdict_of_a_constant_prefix_does_not_depend_on_the_reward_scale():
+    # the verdict compared the prior's rise with the absolute sd floor 1e-3: rewards logged x1e-3
+    # (a run at 0.2e-3 before a rise of 0.7e-3 the prior knows) were told the prior knows no
+    # rise; it is now read in the unit the fit works in, the floor itself counting as no rise
+    from bayes_grpo.predict.forecast import default_prior, forecast_run
+
+    t = np.arange(0.0, 11.0)
+    grid = np.arange(0.0, 301.0)
+    rising = 0.2 + 0.7 * (1.0 - np.exp(-grid / 40.0))
+    for scale, level in ((1e-3, 0.2), (1e-3, 0.0), (1e3, 0.0), (1e-6, 0.2)):
+        y = np.full_like(t, level * scale)
+        weak = forecast_run(t, y, grid, likelihood="iid", n_draws=300)
+        known = forecast_run(t, y, grid, prior=default_prior(grid, scale * rising), likelihood="iid", n_draws=300)
+        assert "knows no rise" in weak.attrs.get("no_stop_step", ""), (scale, level)
+        assert "no_stop_step" not in known.attrs, (scale, level, known.attrs.get("no_stop_step"))

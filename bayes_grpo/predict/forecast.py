@@ -1527,8 +1527,7 @@ def fit_run(
     # the numerics (optimiser steps, the Laplace covariance's conditioning, the proposals) work
     # in the reward's own unit, so that a reward logged on 0-10 is forecast as the same reward
     # on 0-1 (the bands, means and milestones of one are the other's times 10)
-    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.mean[:2]
-    unit = reward_unit(np.concatenate([y, np.ravel(levels_of_prior)]))
+    unit = _fit_unit(y, prior)
     post = _fit_run_in_unit(
         t,
         y / unit,
@@ -1562,6 +1561,13 @@ def reward_unit(values: np.ndarray) -> float:
     values = values[np.isfinite(values)]
     size = float(np.max(np.abs(values))) if values.size else 0.0
     return float(10.0 ** np.round(np.log10(size))) if size > 0.0 else 1.0
+
+
+def _fit_unit(y: np.ndarray, prior: GaussianPrior | MixturePrior) -> float:
+    """The reward unit :func:`fit_run` fits rewards ``y`` with ``prior`` in (:func:`reward_unit` of
+    the rewards and the prior's levels)."""
+    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.mean[:2]
+    return reward_unit(np.concatenate([np.asarray(y, dtype=float), np.ravel(levels_of_prior)]))
 
 
 def _level_scales(dim: int, unit: float) -> np.ndarray:
@@ -2288,11 +2294,14 @@ def forecast_run(
 
 def _prior_rise(prior: GaussianPrior | MixturePrior) -> float:
     """How large a rise ``|p* - R0|`` the prior allows: the gap of its plateau and initial
-    reward means plus its plateau sd (reward units). A prior whose levels are a constant
-    prefix's (:func:`default_prior`, or :func:`with_levels_from` it) allows none beyond the
-    prefix's span and the sd floor :data:`PRIOR_SD_FLOOR`."""
+    reward means plus its plateau sd (reward units), the sd only where it is above the floor
+    :data:`PRIOR_SD_FLOOR` that every prior gets (an absolute 1e-3 whatever the reward's scale: a
+    weak prior of rewards logged x1e-3 allowed a rise five times their size by the floor alone).
+    A prior whose levels are a constant prefix's (:func:`default_prior`, or :func:`with_levels_from`
+    it) allows none beyond the prefix's span."""
     mean, sd = np.asarray(prior.mean, dtype=float), np.asarray(prior.sd, dtype=float)
-    return float(abs(mean[0] - mean[1]) + sd[0])
+    spread = float(sd[0]) if sd[0] > PRIOR_SD_FLOOR[0] * (1.0 + 1e-6) else 0.0
+    return float(abs(mean[0] - mean[1]) + spread)
 
 
 def _fit_prefix(
@@ -2342,10 +2351,13 @@ def _fit_prefix(
             "those of a run without noise (about 0 wide), not the noise the run will show once it "
             "moves; forecast with a prior that has it (the other runs of its LLM, or --prior)"
         )
-    if flat and not _prior_rise(prior) > 10.0 * max(_data_scale(y)[1], float(PRIOR_SD_FLOOR[0])):
+    unit = _fit_unit(y, prior)
+    if flat and not _prior_rise(prior) / unit > 10.0 * max(_data_scale(y / unit)[1], float(PRIOR_SD_FLOOR[0])):
         # `forecast --no-population` of a run at 0 before its rise recommended stop step 0 ("the
         # threshold is at least the whole expected remaining gain: give a smaller gain"): the
-        # prefix, flat, says nothing of a rise, and neither does a prior whose levels are its own
+        # prefix, flat, says nothing of a rise, and neither does a prior whose levels are its own.
+        # Compared in the unit the fit works in (the sd floor is one there): rewards logged x1e-3
+        # with a prior that knows a rise of 7e-4 were told it knows none
         post.no_stop_reason = (
             f"the rewards up to step {float(np.nanmax(t)):g} are constant and the prior "
             f"({prior.source or 'given'}) knows no rise either: the prefix carries no information "
