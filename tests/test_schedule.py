@@ -355,3 +355,20 @@ def test_stability_from_a_fit_of_scheduled_runs_says_its_verdict_is_for_a_consta
     assert "log a learning-rate schedule and were fitted with the constant-rate law" in capsys.readouterr().err
     fitted.runset = simulate_bandit(k_ref=2, momentum=0.5, seeds=1, steps=60)
     assert stability_from_posterior(fitted, **setting).values["scheduled_runs"] == []
+
+
+def test_a_stop_step_past_a_decaying_schedule_says_it_takes_the_last_rate_for_later_updates():
+    # past the horizon the schedule is continued at its last rate (a schedule decaying to 0
+    # freezes the run): only a docstring said so, while the stop step rests on it
+    steps = 120
+    decaying = _predict(1.0, lr_multipliers("linear", steps, warmup_steps=12))  # 1/108 at update 119
+    notes = [n for n in attr_warnings(decaying) if "schedule's last rate" in n]
+    assert len(notes) == 1 and "0.00926 of its peak" in notes[0] and "frozen" not in notes[0], notes
+    assert "expected_remaining_gain_after" in decaying.attrs
+    ended = _predict(1.0, np.concatenate([np.linspace(1.0, 0.0, 100), np.zeros(steps - 100)]))
+    assert any("last rate, 0 of its peak" in n and "frozen" in n for n in attr_warnings(ended)), attr_warnings(ended)
+    half = _predict(1.0, np.linspace(1.0, 0.5, steps))
+    assert any("schedule's last rate, 0.5 of its peak" in n for n in attr_warnings(half)), attr_warnings(half)
+    # a schedule at its peak to the end, and no schedule: nothing to say
+    for ds in (_predict(2.0, np.full(steps, 0.5)), _predict(1.0)):
+        assert not any("schedule's last rate" in n for n in attr_warnings(ds))

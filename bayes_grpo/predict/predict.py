@@ -683,6 +683,25 @@ def continued_trajectories(
     return at
 
 
+def schedule_beyond_note(lr_multipliers: np.ndarray | None, grid: np.ndarray, ds: xr.Dataset) -> str | None:
+    """What the stop step rests on past the horizon on a learning-rate schedule: the rate stays
+    at the horizon's last update's (:func:`continued_trajectories`), which a schedule decaying to 0
+    freezes the run at. None without a schedule, where the draws were not followed past the
+    horizon, or where the last rate is the peak (a constant rate continued as it is)."""
+    if lr_multipliers is None or "expected_remaining_gain_after" not in ds.attrs:
+        return None
+    rates = np.asarray(lr_multipliers, dtype=float)[: max(int(np.ceil(grid[-1])), 1)]
+    last, peak = float(rates[-1]), float(rates.max())
+    if np.isclose(last, peak, rtol=1e-6, atol=0.0):
+        return None
+    return (
+        f"past the horizon (step {grid[-1]:g}) the expected remaining gain and the stop step take the "
+        f"schedule's last rate, {last / peak:.3g} of its peak, as the rate of every later update"
+        + (" (the run frozen where it is)" if last == 0.0 else "")
+        + ": a run that goes on with another rate (a longer schedule, a restart) has another stop step"
+    )
+
+
 def predict_from_draws(
     draws: xr.Dataset,
     *,
@@ -814,6 +833,9 @@ def predict_from_draws(
             skip=diverging, shared=continued,
         ),
     )  # fmt: skip
+    note = schedule_beyond_note(lr_multipliers, grid, ds)
+    if note:
+        add_warnings(ds, [note])
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
         update = np.floor(grid).astype(np.int64)
         rate = np.where(update < lr_multipliers.size, lr_multipliers[np.minimum(update, lr_multipliers.size - 1)], np.nan)
