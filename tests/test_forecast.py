@@ -1638,3 +1638,20 @@ def test_the_no_rise_verdict_of_a_constant_prefix_does_not_depend_on_the_reward_
         known = forecast_run(t, y, grid, prior=default_prior(grid, scale * rising), likelihood="iid", n_draws=300)
         assert "knows no rise" in weak.attrs.get("no_stop_step", ""), (scale, level)
         assert "no_stop_step" not in known.attrs, (scale, level, known.attrs.get("no_stop_step"))
+
+
+@pytest.mark.parametrize("level", [200.0, 2000.0])
+def test_a_flat_run_at_a_large_reward_is_forecast_not_refused_by_scipys_eigenvalue_cutoff(level):
+    # forecast_run of a run flat at 200 ended in "LinAlgError: ... must be symmetric positive
+    # definite": its weak prior's level sds sit at the 1e-3 floor (1e-5 in the forecast's unit
+    # of 100) beside log-scale sds of order 1, a positive definite covariance whose smallest
+    # eigenvalue scipy's multivariate_normal took for 0; at 20 it worked
+    from bayes_grpo.predict.forecast import forecast_run
+
+    for likelihood in ("iid", "state_space"):
+        ds = forecast_run(
+            np.arange(11.0), np.full(11, level), np.arange(301.0), likelihood=likelihood, n_draws=300
+        )
+        assert np.isnan(ds.attrs["stop_step"]) and "constant" in ds.attrs["no_stop_step"]
+        assert np.all(np.isfinite(ds["mean_mean"].values))
+        assert np.allclose(ds["mean_mean"].values, level, rtol=1e-3)

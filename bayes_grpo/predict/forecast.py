@@ -244,7 +244,7 @@ class MixturePrior:
 
         u = np.atleast_2d(u)[:, :6]
         parts = [
-            np.log(w) + stats.multivariate_normal(m, c).logpdf(u).reshape(-1)
+            np.log(w) + gaussian(m, c).logpdf(u).reshape(-1)
             for w, m, c in zip(self.weights, self.means, self.covs)
             if w > 0
         ]
@@ -370,8 +370,20 @@ def _log_lik(
     return np.where(np.isfinite(ll), ll, -np.inf)
 
 
+def gaussian(mean: np.ndarray, cov: np.ndarray):
+    """``scipy.stats.multivariate_normal(mean, cov)`` given ``cov`` by its Cholesky factor.
+
+    Given the matrix itself, scipy treats an eigenvalue below ``~2e-10`` of the largest as 0
+    and refuses the matrix: the weak prior of a flat run at a reward of 200 (level sds at the
+    1e-3 floor, 1e-5 in the forecast's unit of 100, beside log-scale sds of order 1) is
+    positive definite but was refused, and the forecast ended in a LinAlgError.
+    """
+    factor = np.linalg.cholesky((np.asarray(cov, dtype=float) + np.asarray(cov, dtype=float).T) / 2)
+    return stats.multivariate_normal(mean, stats.Covariance.from_cholesky(factor))
+
+
 def _log_prior(u: np.ndarray, prior: GaussianPrior) -> np.ndarray:
-    return stats.multivariate_normal(prior.mean, prior.cov).logpdf(np.atleast_2d(u)).reshape(-1)
+    return gaussian(prior.mean, prior.cov).logpdf(np.atleast_2d(u)).reshape(-1)
 
 
 def _data_scale(y: np.ndarray) -> tuple[float, float]:
@@ -1675,7 +1687,7 @@ def _fit_run_in_unit(
     evals = np.clip(np.nan_to_num(evals, nan=floor), floor * 1e-3, floor * 1e7)
     cov = (evecs / evals) @ evecs.T
     cov = (cov + cov.T) / 2
-    prior_dist = stats.multivariate_normal(mean, cov_prior)
+    prior_dist = gaussian(mean, cov_prior)
     # Student-t proposal around the mode; widened when the Pareto k says it is too narrow.
     best_is = None
     for widen in (1.0, 2.0, 4.0):
