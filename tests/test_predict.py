@@ -1646,3 +1646,20 @@ def test_the_look_past_the_horizon_resumes_the_recursion_and_skips_diverging_dra
     part, w = continue_recursion(part, a, 0.8, 3, 90, velocity=w, lr_multipliers=rates)
     np.testing.assert_array_equal(part, whole)
     assert simulate.continue_recursion is continue_recursion
+
+
+def test_the_first_look_past_a_long_horizon_stays_within_the_cell_budget():
+    # a forecast a million steps out (100 draws) followed its draws over a first look as long as
+    # the horizon: 1e8 (draw, step) cells, 0.8 GB and a minute, before the budget was checked
+    from bayes_grpo.predict.summary import MAX_BEYOND_CELLS, best_beyond_horizon
+
+    plateau, initial = np.full(100, 0.8), np.full(100, 0.2)
+    looked = []
+
+    def continuation(steps):
+        looked.append(steps.size)
+        return np.broadcast_to(plateau[:, None], (plateau.size, steps.size))
+
+    best, gain_after, reached, moving = best_beyond_horizon(continuation, 1e6, plateau, initial)
+    assert max(looked) * plateau.size <= MAX_BEYOND_CELLS, looked
+    assert np.allclose(best, 0.8) and gain_after == 0.0 and moving == 0.0

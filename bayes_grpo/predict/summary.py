@@ -175,7 +175,7 @@ def best_beyond_horizon(
     ``continuation(steps)`` gives the mean trajectories ``(n_draws, len(steps))`` of the
     draws at whole optimizer steps past ``last_step`` (the law that drew them, continued).
     They are followed over ``last_step + 1 .. last_step + n``, ``n`` from
-    ``max(last_step, MIN_BEYOND_STEPS)`` doubling, until the ``counted`` draws (default all)
+    ``max(last_step, MIN_BEYOND_STEPS)`` (at most :data:`MAX_BEYOND_CELLS` cells) doubling, until the ``counted`` draws (default all)
     have settled on average (what they still move adds at most :data:`SETTLED_SHARE` of the
     rise, or at most ``tolerance`` (reward units), to the expected remaining gain) or the next
     look would exceed
@@ -198,7 +198,9 @@ def best_beyond_horizon(
     counted = np.ones(n_draws, dtype=bool) if counted is None else np.asarray(counted, dtype=bool)
     rise = np.abs(plateau - np.asarray(initial, dtype=float).reshape(-1))
     last = float(np.floor(last_step))
-    n = max(int(last), MIN_BEYOND_STEPS)
+    # the first look as long as the horizon, within the cell budget: a forecast a million steps
+    # out with 100 draws simulated 1e8 cells (0.8 GB, 60 s) before the budget was checked
+    n = max(min(int(last), MAX_BEYOND_CELLS // max(n_draws, 1)), MIN_BEYOND_STEPS)
     while True:
         with np.errstate(over="ignore", invalid="ignore"):
             m = np.asarray(continuation(last + np.arange(1.0, n + 1.0)), dtype=float)
