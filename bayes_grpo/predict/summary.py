@@ -212,15 +212,21 @@ def best_beyond_horizon(
             break
         n *= 2
     moving = ~(span <= SETTLED_SHARE * rise)
-    with np.errstate(invalid="ignore"):
-        best = np.where(np.isfinite(m).all(axis=1), m.max(axis=1), -np.inf)
-    best = np.where(moving, np.maximum(best, plateau), best)
+    best = _best_of_look(m, moving, plateau)
     gain_after = 0.0
     if counted.any():
         with np.errstate(invalid="ignore"):
             end = np.where(moving, plateau, m[:, -1])
             gain_after = float(np.max(expected_remaining_gain(m[counted], plateau[counted], end[counted])))
     return best, gain_after, last + n, 0.0 if settled else spread
+
+
+def _best_of_look(m: np.ndarray, moving: np.ndarray, plateau: np.ndarray) -> np.ndarray:
+    """Each draw's best mean over a look past the horizon ``m`` ``(n_draws, n)``: its maximum
+    (``-inf`` where not finite), at least its plateau ``p*`` where it is still ``moving``."""
+    with np.errstate(invalid="ignore"):
+        best = np.where(np.isfinite(m).all(axis=1), m.max(axis=1), -np.inf)
+    return np.where(moving, np.maximum(best, plateau), best)
 
 
 def _gain_at_least(
@@ -237,9 +243,7 @@ def _gain_at_least(
     if stop_above is None or not counted.any():
         return False
     last_values, threshold = np.asarray(stop_above[0], dtype=float), float(stop_above[1])
-    with np.errstate(invalid="ignore"):
-        best = np.where(np.isfinite(m).all(axis=1), m.max(axis=1), -np.inf)
-    best = np.where(~(span <= SETTLED_SHARE * rise), np.maximum(best, plateau), best)
+    best = _best_of_look(m, ~(span <= SETTLED_SHARE * rise), plateau)
     gain = np.maximum(best, last_values) - last_values
     return bool(np.mean(gain[counted]) >= threshold)
 
