@@ -263,7 +263,7 @@ def main() -> None:
                     "zeta": r["zeta"],
                     "zeta_lo": r["zeta_lo"],
                     "zeta_hi": r["zeta_hi"],
-                    "a": r["a"],
+                    model.gain_column: r[model.gain_column],
                     "max_r_hat": float(per_run_rhat.get(run, np.nan)),
                     "follows_schedule": schedule is not None,
                     **lsq_params,
