@@ -1449,6 +1449,24 @@ def test_a_clip_ratio_logged_as_a_percentage_is_left_out_not_read_as_sustained_c
     assert _signal(res, "sustained clipping")["detected"] is False
 
 
+def test_a_kl_logged_as_zero_at_every_step_is_named_not_called_not_logged():
+    # a run without a KL term (beta = 0) that logs kl = 0.0 at every step was listed among the
+    # side quantities "not logged" ('none of ... KL (kl) logged with >= 10 points'): it is
+    # logged, and what is true is that it holds no KL signal
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    frame = _plateau_run(200).assign(kl=0.0)
+    res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+    assert "KL" not in res.values["evidence"]["not_logged"]
+    assert "kl is 0 at all 200 logged steps" in res.summary and "no KL signal" in res.summary
+    assert not any(s["signal"] == "growth of KL" for s in res.values["evidence"]["signals"])
+    alone = instability(frame[["kl"]], run_id="r", config=cfg, common=FAST.common)
+    assert alone.passed is None
+    assert "KL (kl)" not in alone.summary and "kl is 0 at all 200 logged steps" in alone.summary
+    # a KL not logged at all is still "not logged"
+    res = instability(_plateau_run(200), run_id="r", config=cfg, common=FAST.common)
+    assert "KL" in res.values["evidence"]["not_logged"] and "kl is 0" not in res.summary
+
+
 def test_a_growing_reward_swing_is_dated_at_a_logged_step():
     # the onset was the mean step of the first block of 10 points out of range: 275.5, a step
     # no run has; it is the block's first step

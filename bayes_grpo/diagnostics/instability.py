@@ -38,7 +38,9 @@ Signals, each assessed on its own and listed in the result's table:
   the reference (never a PPO ``approx_kl`` between the old and current policy, see
   ``bayes_grpo.runset.names``); its estimates below 0 (the k1 estimator's noise about a small
   KL) are kept, and the central level counts from its standard error at least
-  (:func:`kl_level_floor`): a KL at its noise mid-run has no ratio of noise to noise.
+  (:func:`kl_level_floor`): a KL at its noise mid-run has no ratio of noise to noise. A KL
+  logged as 0 at every step (a run without a KL term) is named as logged but holding no KL
+  signal, not as "not logged".
 - **sustained clipping**: the clip ratio (share of samples whose importance ratio left the
   PPO clip range) averages at least ``clip_min_level`` over some window of
   ``edge_fraction`` of the run, with its bootstrap lower bound above half that level (a clip
@@ -840,14 +842,14 @@ def instability(
     common = common or CommonConfig()
     rng = np.random.default_rng(common.seed)
     signals: list[dict[str, Any]] = []
-    looked, not_logged, not_shares = [], [], []
+    # not_logged: the kinds none of whose names a run logs; left_out: why a logged one is not read
+    looked, not_logged, left_out = [], [], []
     for kind, names in (
         ("grad norm", config.grad_norm_metrics),
         ("importance ratio", config.importance_ratio_metrics),
         ("clip ratio", config.clip_ratio_metrics),
         ("KL", config.kl_metrics),
     ):
-        looked.append(f"{kind} ({', '.join(names)})")
         s = find_series(frame, names, min_points=common.min_points)
         if s is not None and kind != "clip ratio":
             # an exact 0 (grad norm of a step whose groups all had zero spread) is a step
@@ -855,16 +857,16 @@ def instability(
             # estimate below 0 (k1) is a small KL's noise, kept: dropping it left the
             # positive half of the noise as the central level
             keep = s.values != 0 if kind == "KL" else s.values > 0
-            s = (
-                Series(s.name, s.steps[keep], s.values[keep])
-                if keep.sum() >= common.min_points
-                else None
-            )
+            if keep.sum() < common.min_points:
+                # logged, but (nearly) all 0: no level to read, which is not "not logged"
+                left_out.append(_no_level_note(kind, s, int(keep.sum())))
+                continue
+            s = Series(s.name, s.steps[keep], s.values[keep])
         why = not_a_share(s, "tokens") if s is not None and kind == "clip ratio" else None
         if why is not None:
             # a share of tokens lies in [0, 1]; one logged as a percentage (2 for 2%) read as
             # "sustained clipping, largest mean clip ratio 2" on a run that clips 2% of tokens
-            not_shares.append(f"{why}, left out")
+            left_out.append(f"{why}, left out")
             continue
         if s is not None:
             signals.append(_growth_signal(kind, s, config, common, rng))
@@ -872,6 +874,7 @@ def instability(
                 signals.append(_spike_signal(kind, s, config, common))
         else:
             not_logged.append(kind)
+            looked.append(f"{kind} ({', '.join(names)})")
 
     rew = (
         finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
@@ -905,9 +908,14 @@ def instability(
         return not_assessable(
             MODE,
             run_id,
-            f"none of {', '.join(looked)} logged with >= {common.min_points} points, and no reward oscillation fit"
+            (
+                f"none of {', '.join(looked)} logged with >= {common.min_points} points, and "
+                if looked
+                else ""
+            )
+            + "no reward oscillation fit"
             + (" (fit_oscillation is off)" if not config.fit_oscillation else "")
-            + "".join(f"; {note}" for note in not_shares),
+            + "".join(f"; {note}" for note in left_out),
         )
 
     for s in signals:  # whole steps as ints (JSON, the report's table)
@@ -949,7 +957,7 @@ def instability(
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
-        "left_out": not_shares,
+        "left_out": left_out,
     }
     if detected:
         names = ", ".join(
@@ -997,8 +1005,8 @@ def instability(
             )
             + "."
         )
-    if not_shares:
-        summary += " " + "; ".join(not_shares) + "."
+    if left_out:
+        summary += " " + "; ".join(left_out) + "."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
     return assessed(
         MODE,
@@ -1011,6 +1019,23 @@ def instability(
         table=table,
         figure=figure,
     )
+
+
+def _no_level_note(kind: str, s: Series, kept: int) -> str:
+    """Why a side quantity logged with enough points is not read: (nearly) all of it is 0."""
+    zero = int(s.values.size - kept)
+    where = f"all {zero}" if kept == 0 else f"{zero} of its {s.values.size}"
+    note = f"{s.name} is {'0' if kind == 'KL' else '0 or below'} at {where} logged steps"
+    if kept == 0 and kind == "KL":
+        # TRL before the beta != 0 guard, OpenRLHF (a float 0 for kl_loss): a run without a
+        # KL term logs its KL as 0. Logged, so not "not logged"; but no KL was measured
+        return (
+            f"{note}: logged, but 0 is no measured KL to the reference (a run without a KL "
+            "term, beta = 0, may log it so): no KL signal"
+        )
+    if kept == 0:
+        return f"{note}: logged, but no {kind} level to read, left out"
+    return f"{note}: fewer than min_points other points to read, left out"
 
 
 def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
