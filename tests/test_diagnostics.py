@@ -1467,6 +1467,32 @@ def test_a_kl_logged_as_zero_at_every_step_is_named_not_called_not_logged():
     assert "KL" in res.values["evidence"]["not_logged"] and "kl is 0" not in res.summary
 
 
+def test_trls_vllm_sampling_ratio_is_not_read_as_the_ppo_importance_ratio():
+    # TRL's sampling/importance_sampling_ratio/max is exp(old_logp - vLLM sampler logp), capped
+    # at vllm_importance_sampling_cap (2): the engines' mismatch, not pi_theta / pi_old. It was
+    # read as the importance ratio: a mismatch growing 30x read as 'growth of importance ratio
+    # late/early median ratio 1 [1, 1]', not detected, and could never be (the max sits at the cap)
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    n = 200
+    rng = np.random.default_rng(0)
+    mismatch = np.exp(0.3 * rng.standard_normal(n) + np.linspace(0.5, 4.0, n))
+    frame = _plateau_run(n).assign(
+        sampling_importance_sampling_ratio_max=np.minimum(mismatch, 2.0),
+        sampling_importance_sampling_ratio_mean=1.0 + 0.01 * rng.standard_normal(n),
+    )
+    res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+    signals = res.values["evidence"]["signals"]
+    assert not any(s["metric"].startswith("sampling_importance") for s in signals)
+    assert "importance ratio" in res.values["evidence"]["not_logged"]
+    assert "sampling_importance_sampling_ratio_max is logged but not read" in res.summary
+    assert "not the PPO ratio pi_theta / pi_old" in res.summary
+    # the PPO ratio, where logged beside it, is read and the sampler's needs no word
+    frame["importance_ratio_max"] = 1.2 * np.exp(0.1 * rng.standard_normal(n))
+    res = instability(frame, run_id="r", config=cfg, common=FAST.common)
+    assert _signal(res, "growth of importance ratio")["metric"] == "importance_ratio_max"
+    assert "sampling_importance" not in res.summary
+
+
 def test_a_growing_reward_swing_is_dated_at_a_logged_step():
     # the onset was the mean step of the first block of 10 points out of range: 275.5, a step
     # no run has; it is the block's first step

@@ -23,7 +23,7 @@ import numpy as np
 
 #: Metric names each mode looks for, first present wins: the canonical names of
 #: ``bayes_grpo.runset.names`` (``eval_<name>`` for evaluation metrics, other metrics
-#: sanitised: ``sampling/importance_sampling_ratio/max`` -> ``sampling_importance_sampling_ratio_max``)
+#: sanitised: ``clip_ratio/region_mean`` -> ``clip_ratio_region_mean``)
 #: and a few aliases for run sets built by hand.
 EVAL_REWARD_NAMES: tuple[str, ...] = (
     "eval_reward",
@@ -50,12 +50,26 @@ ENTROPY_NAMES: tuple[str, ...] = ("entropy", "token_entropy", "policy_entropy")
 ZERO_STD_NAMES: tuple[str, ...] = ("frac_reward_zero_std",)
 REWARD_STD_NAMES: tuple[str, ...] = ("reward_std", "rollout_std_reward")
 GRAD_NORM_NAMES: tuple[str, ...] = ("grad_norm", "actor_grad_norm")
+#: The PPO importance ratio ``pi_theta / pi_old`` (the policy being updated over the one that
+#: sampled the batch), whose growth is a step too large for the lag. Never one of
+#: :data:`SAMPLER_RATIO_NAMES`.
 IMPORTANCE_RATIO_NAMES: tuple[str, ...] = (
     "dynamics_is_ratio_max",  # bayes-grpo train's callback: pi_theta / pi_old, every step
     "importance_ratio_max",
-    "sampling_importance_sampling_ratio_max",
     "importance_ratio",
+)
+#: TRL's ``sampling/importance_sampling_ratio/{min,mean,max}`` (GRPOTrainer generating with vLLM,
+#: ``vllm_importance_sampling_correction``): ``exp(old_logp - sampler_logp)`` per token, the training
+#: engine's probability of the sampled token over the vLLM sampler's (truncated importance sampling
+#: of the two engines' mismatch, not a policy update), capped at ``vllm_importance_sampling_cap``
+#: (2 or 3; its ``*_mask`` modes set a ratio above the cap to 0). Not the PPO ratio, and its max
+#: cannot grow past the cap: the instability mode does not read it as the importance ratio and
+#: says so where a run logs it (the engines' mismatch is
+#: ``sampling/sampling_logp_difference/*``, uncapped, which no mode reads either).
+SAMPLER_RATIO_NAMES: tuple[str, ...] = (
+    "sampling_importance_sampling_ratio_max",
     "sampling_importance_sampling_ratio_mean",
+    "sampling_importance_sampling_ratio_min",
 )
 CLIP_RATIO_NAMES: tuple[str, ...] = ("clip_ratio", "clip_ratio_region_mean", "clip_fraction")
 #: KL divergence to the reference policy (TRL ``kl``; verl's ``actor/kl_loss`` and the other
@@ -314,7 +328,10 @@ class InstabilityConfig:
     Attributes
     ----------
     grad_norm_metrics, importance_ratio_metrics, clip_ratio_metrics
-        Names of the side quantities whose sustained growth is checked.
+        Names of the side quantities whose sustained growth is checked. The importance ratio is
+        the PPO ratio ``pi_theta / pi_old``; TRL's ``sampling/importance_sampling_ratio/*`` (the
+        vLLM sampler's correction, capped: :data:`SAMPLER_RATIO_NAMES`) is not among the
+        defaults, and a run that logs it is told it was not read.
     kl_metrics
         Names of the KL divergence to the reference policy. It starts at 0 (the policy starts
         as the reference) and builds up while the policy learns, so its growth is measured

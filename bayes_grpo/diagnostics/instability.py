@@ -2,7 +2,10 @@
 
 Signals, each assessed on its own and listed in the result's table:
 
-- **sustained growth** of ``grad_norm`` or the importance-sampling ratio: the median over
+- **sustained growth** of ``grad_norm`` or the importance ratio ``pi_theta / pi_old`` (never
+  TRL's ``sampling/importance_sampling_ratio/*``, the vLLM sampler's correction capped at
+  ``vllm_importance_sampling_cap``: ``config.SAMPLER_RATIO_NAMES``; a run that logs it and
+  not the PPO ratio is told so): the median over
   the last ``edge_fraction`` of the run divided by the median over the first
   ``edge_fraction`` (each offset by 1% of the metric's largest smoothed value, so a metric
   that starts at 0 does not divide by 0) exceeds ``growth_factor`` and its block-bootstrap
@@ -143,7 +146,7 @@ from bayes_grpo.diagnostics._series import (
     window_means,
     window_size,
 )
-from bayes_grpo.diagnostics.config import CommonConfig, InstabilityConfig
+from bayes_grpo.diagnostics.config import SAMPLER_RATIO_NAMES, CommonConfig, InstabilityConfig
 
 MODE = "instability"
 
@@ -875,6 +878,8 @@ def instability(
         else:
             not_logged.append(kind)
             looked.append(f"{kind} ({', '.join(names)})")
+            if kind == "importance ratio":
+                left_out.extend(_sampler_ratio_note(frame, names))
 
     rew = (
         finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
@@ -1036,6 +1041,23 @@ def _no_level_note(kind: str, s: Series, kept: int) -> str:
     if kept == 0:
         return f"{note}: logged, but no {kind} level to read, left out"
     return f"{note}: fewer than min_points other points to read, left out"
+
+
+def _sampler_ratio_note(frame: pd.DataFrame, names: tuple[str, ...]) -> list[str]:
+    """A run that logs TRL's vLLM importance-sampling correction but not the PPO ratio: name it
+    and say why it is not read as the importance ratio (``config.SAMPLER_RATIO_NAMES``)."""
+    logged = [
+        n
+        for n in SAMPLER_RATIO_NAMES
+        if n not in names and n in frame.columns and np.isfinite(frame[n].to_numpy(float)).any()
+    ]
+    if not logged:
+        return []
+    return [
+        f"{logged[0]} is logged but not read as the importance ratio: it is TRL's correction "
+        "between the vLLM sampler and the trained model (their token probabilities' ratio, "
+        "capped at vllm_importance_sampling_cap), not the PPO ratio pi_theta / pi_old"
+    ]
 
 
 def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
