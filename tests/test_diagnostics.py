@@ -111,6 +111,40 @@ def test_a_degenerate_episode_that_ended_has_its_own_share_as_strength():
     assert st["lower"] > 0.5 and "(steps 70-129)" in st["name"]
 
 
+def test_a_zero_spread_share_that_tests_the_whole_batch_is_named_not_read_as_per_group():
+    # TRL with scale_rewards='batch' logs frac_reward_zero_std from the batch's one std: 0 unless
+    # the whole batch had one reward. A binary reward at 0.85 with G = 4 leaves about half the
+    # groups all-equal (p^G + (1-p)^G = 0.52; prompts that differ leave more), and the run read
+    # 'not detected: final-window zero-signal share 0.00 ... (binomial expectation 0.52)' with
+    # nothing said about the contradiction
+    rng = np.random.default_rng(0)
+    n, G, groups = 200, 4, 16
+    p = np.clip(0.85 + 0.02 * rng.standard_normal(n), 0, 1)
+    k = rng.binomial(G, p[:, None], size=(n, groups))
+    frame = pd.DataFrame(
+        {"reward": k.mean(axis=1) / G, "frac_reward_zero_std": np.zeros(n)}, index=np.arange(n)
+    )
+    res = advantage_degeneracy(frame, run_id="batch", group_size=G, common=FAST.common)
+    assert "frac_reward_zero_std is only ever 0 or 1, and 1 at 0 of 200 steps" in res.summary
+    assert "scale_rewards='batch'" in res.values["evidence"]["share_not_per_group"]
+    # the share per group of the same groups: read as it is, nothing to say
+    frame["frac_reward_zero_std"] = ((k == 0) | (k == G)).mean(axis=1)
+    res = advantage_degeneracy(frame, run_id="group", group_size=G, common=FAST.common)
+    assert res.passed is False and "share_not_per_group" not in res.values["evidence"]
+    # one prompt a step logs a true per-group share of 0 or 1, 1 as often as its group is
+    # all-equal: read as it is
+    one = ((k[:, 0] == 0) | (k[:, 0] == G)).astype(float)
+    single = pd.DataFrame({"reward": k[:, 0] / G, "frac_reward_zero_std": one}, index=np.arange(n))
+    res = advantage_degeneracy(single, run_id="one", group_size=G, common=FAST.common)
+    assert "share_not_per_group" not in res.values["evidence"], res.summary
+    # a reward stuck at 0 (every group all-equal, share 1 at every step) is no contradiction
+    stuck = pd.DataFrame(
+        {"reward": np.zeros(n), "frac_reward_zero_std": np.ones(n)}, index=np.arange(n)
+    )
+    res = advantage_degeneracy(stuck, run_id="stuck", group_size=G, common=FAST.common)
+    assert res.passed is False and "share_not_per_group" not in res.values["evidence"]
+
+
 def test_advantage_degeneracy_derived_from_reward_std_when_share_not_logged():
     res = _one("advantage_degeneracy_from_std", "advantage_degeneracy")
     assert res.passed is False

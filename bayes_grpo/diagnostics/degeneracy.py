@@ -16,6 +16,15 @@ so ``f = 1 - reward_std * (1 - P0(p)) / E_binom[s]`` (clipped to [0, 1]), with
 ``P0(p) = p^G + (1-p)^G`` and ``E_binom[s]`` the mean sample std of ``G`` Bernoulli(p)
 draws. It equals ``P0(p)`` for homogeneous prompts and 1 when no group has spread.
 This is a documented estimate, marked as such in the result.
+
+A per-group share of a binary reward cannot stay below ``P0(p)`` (prompts that differ only
+raise it). A logged share that is only ever 0 or 1 (one group a step, or a test of the whole
+batch) and is 1 at fewer steps than even one binary group a step would be all-equal at
+(:func:`all_equal_steps_pvalue` at most :data:`BATCH_SHARE_ALPHA`) is no per-group share if the
+reward is binary (TRL's GRPOTrainer with ``scale_rewards="batch"`` tested the batch's one std,
+``frac_reward_zero_std`` then 0 unless the whole batch had one reward): the result says so
+beside its verdict (a reward with partial credit may truly have no all-equal group, so the
+verdict stands).
 """
 
 from __future__ import annotations
@@ -39,10 +48,33 @@ from bayes_grpo.diagnostics._series import (
     smooth,
     span,
     sustained_onset,
+    window_size,
 )
 from bayes_grpo.diagnostics.config import CommonConfig, DegeneracyConfig
 
 MODE = "advantage_degeneracy"
+
+#: A logged zero-spread share that is only ever 0 or 1 is named as no per-group share when it is
+#: 1 at so few steps that one binary group a step (each all-equal with probability at least
+#: ``p^G + (1-p)^G``) would show as few with at most this probability: far beyond noise. TRL's
+#: GRPOTrainer with ``scale_rewards="batch"`` tested the batch's one std
+#: (``rewards.std().expand_as(rewards)``) for ``frac_reward_zero_std``: 0 unless the whole batch
+#: had one reward. A run of one prompt a step logs a true per-group share of 0 or 1 too, as
+#: often as the binomial says.
+BATCH_SHARE_ALPHA: float = 1e-3
+
+
+def all_equal_steps_pvalue(ones: int, expected: np.ndarray) -> float:
+    """``P(K <= ones)`` for ``K`` the number of steps whose one group is all-equal, the steps
+    independent with probabilities ``expected`` (``p^G + (1-p)^G`` at each step's reward; a
+    Poisson-binomial lower tail, exact)."""
+    probs = np.clip(np.asarray(expected, dtype=float), 0.0, 1.0)
+    dist = np.zeros(ones + 1)
+    dist[0] = 1.0
+    for q in probs:  # the law of K after each step, truncated at `ones`
+        dist[1:] = dist[1:] * (1.0 - q) + dist[:-1] * q
+        dist[0] *= 1.0 - q
+    return float(min(dist.sum(), 1.0))
 
 
 def binomial_zero_spread(p: np.ndarray | float, group_size: int) -> np.ndarray:
@@ -292,6 +324,36 @@ def advantage_degeneracy(
                     "source": "posterior plateau",
                 }
 
+    # a logged share that is only ever 0 or 1 (one group a step, or a test of the whole batch)
+    # and 1 far less often than a binary group is all-equal: a per-group share of a binary
+    # reward cannot stay below p^G + (1-p)^G (prompts that differ only raise it), so it is a
+    # batch-wide test or the reward is not binary
+    # (at the reward's moving mean: at a step's own noisy reward P0, convex, lies above its
+    # value at the success rate, and one group's reward is all-equal exactly where P0 is 1; a
+    # moving median of so few reward levels sits on them)
+    if expected is not None:
+        low, high = rng_range  # type: ignore[misc]
+        w = window_size(int(np.isfinite(reward_on_steps).sum()), common.smooth_fraction)
+        mean_reward = pd.Series(reward_on_steps).rolling(w, center=True, min_periods=1).mean()
+        p_mean = (mean_reward.to_numpy() - low) / (high - low)
+        expected_smooth = binomial_zero_spread(p_mean, G)  # type: ignore[arg-type]
+    known = np.isfinite(expected_smooth) if expected is not None else np.zeros(values.size, bool)
+    not_per_group = False
+    if source == "logged" and known.sum() >= common.min_points:
+        binary_valued = bool(np.all((values == 0.0) | (values == 1.0)))
+        ones = int((values[known] == 1.0).sum())
+        p_value = all_equal_steps_pvalue(ones, expected_smooth[known]) if binary_valued else 1.0
+        not_per_group = p_value <= BATCH_SHARE_ALPHA
+    if not_per_group:
+        evidence["share_not_per_group"] = (
+            f"{name} is only ever 0 or 1, and 1 at {ones} of {int(known.sum())} steps where one "
+            f"group of binary rewards at the logged reward with G = {G} would be all-equal at "
+            f"{float(np.sum(expected_smooth[known])):.0f} on average (p = {p_value:.1g}; prompts that "
+            "differ leave more): if the reward is binary it is not the share of groups with zero "
+            "spread, and this verdict says nothing about them (TRL with scale_rewards='batch' "
+            "logged 1 only when the whole batch had one reward); a reward with partial credit "
+            "may have no all-equal group"
+        )
     # the metric read, by name (the derived share says its source below)
     of = f" ({name})" if source == "logged" else ""
     if detected:
@@ -307,6 +369,8 @@ def advantage_degeneracy(
         summary = f"not detected: final-window zero-signal share{of} {final_share:.2f} [{flo:.2f}, {fhi:.2f}] <= {config.flag_fraction}"
     if "final_expected_binomial_share" in evidence:
         summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
+    if not_per_group:
+        summary += f"; {evidence['share_not_per_group']}"
     if source == "derived":
         # a reward with partial credit (0.3, 0.7 ...) in [0, 1] spreads less within a group than
         # a binary one of the same mean: its groups read as degenerate (a run with no group of
