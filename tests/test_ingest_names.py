@@ -81,6 +81,17 @@ def test_the_old_versus_new_policy_kl_is_never_read_as_the_kl_to_the_reference(s
     assert mapping.columns[source] == own_name
 
 
+def test_a_batch_wide_score_std_is_not_read_as_the_within_group_reward_std():
+    # verl forks log 'critic/score/std' as torch.std(sequence_score) over the whole batch (every
+    # prompt's rollouts together); the run set's reward_std is TRL's mean within-group spread,
+    # from which advantage degeneracy derives its zero-signal share: a batch spread across
+    # prompts of different difficulty reads as spread within groups that have none
+    assert canonical_name("critic/score/std") == "critic_score_std"
+    mapping = map_names(["critic/score/mean", "critic/score/std"])
+    assert mapping.columns["critic/score/std"] == "critic_score_std"
+    assert "reward_std" not in mapping.columns.values()
+
+
 def test_a_log_with_both_kls_keeps_the_reference_kl_as_kl():
     # a custom GRPO loop logging both (ShibukiZero/assignment5-alignment's metrics.jsonl)
     mapping = map_names(["train_reward", "approx_kl", "reference_kl"])

@@ -14,7 +14,9 @@ canonical                  source names (first match wins when a log has several
 =========================  ==================================================================
 ``reward``                 ``reward`` (TRL), ``train/reward`` (wandb/TensorBoard), ``train_reward``,
                            ``critic/score/mean`` (verl), ``rollout/reward``, ``mean_reward``
-``reward_std``             ``reward_std`` (TRL), ``critic/score/std``
+``reward_std``             ``reward_std`` (TRL: the mean over groups of each group's spread). Never
+                           ``critic/score/std`` (verl forks: ``torch.std`` over the whole batch, across
+                           prompts), which keeps its own name
 ``frac_reward_zero_std``   ``frac_reward_zero_std`` (TRL)
 ``kl``                     ``kl`` (TRL, OpenRLHF), ``actor/kl_loss`` (verl), ``critic/kl`` and
                            ``actor/reward_kl_penalty`` (verl, KL in the reward), ``reference_kl``:
@@ -68,7 +70,10 @@ LOGGED_LR_VAR: str = "lr"
 #: Canonical metric name -> source names, in priority order (first present wins).
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     REWARD_VAR: ("reward", "train_reward", "critic/score/mean", "rollout/reward", "mean_reward"),
-    "reward_std": ("reward_std", "critic/score/std"),
+    # not 'critic/score/std' (verl forks' compute_data_metrics: torch.std(sequence_score), the
+    # batch's spread across prompts, not within a group: advantage degeneracy derives its
+    # zero-signal share from the within-group spread)
+    "reward_std": ("reward_std",),
     "frac_reward_zero_std": ("frac_reward_zero_std",),
     # verl: 'actor/kl_loss' (the KL term of the loss), 'critic/kl' (< 0.4) or
     # 'actor/reward_kl_penalty' (the KL penalty in the reward, use_kl_in_reward); OpenRLHF's
