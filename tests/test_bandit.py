@@ -483,3 +483,18 @@ def test_a_transition_sweep_without_overshoot_or_zeta_below_one_says_so_without_
     assert "nan" not in res.summary, res.summary
     assert "No K_ref swept (0-2) overshoots its plateau" in res.summary
     assert "no K_ref swept has zeta < 1" in res.summary
+
+
+def test_a_sweep_of_one_k_ref_over_several_learning_rates_draws_its_column():
+    # `sweep --k-ref 5 --lr 0.1,0.2 --png phase.png` wrote an empty heat map: shading="nearest"
+    # gives a single K_ref a column of zero width
+    from matplotlib.collections import QuadMesh
+
+    from bayes_grpo.bandit.experiments import phase_diagram_figure, sweep_k_ref
+
+    ds = sweep_k_ref([5], seeds=2, steps=60, learning_rate=[0.1, 0.2], progress=False)
+    fig = phase_diagram_figure(ds)
+    mesh = next(c for c in fig.axes[0].collections if isinstance(c, QuadMesh))
+    xy = mesh.get_coordinates()
+    assert xy[..., 0].min() == pytest.approx(4.5) and xy[..., 0].max() == pytest.approx(5.5)
+    assert xy[..., 1].max() - xy[..., 1].min() == pytest.approx(2.0)  # one row per learning rate

@@ -347,6 +347,19 @@ def test_a_run_at_a_fractional_k_ref_is_marked_on_the_phase_diagram_but_not_asse
     assert only.passed is None and "not assessed" in only.summary
 
 
+def test_a_phase_diagram_of_one_k_ref_draws_its_row():
+    # `phase-diagram fit.nc --k-ref-max 0` drew two empty panels: shading="nearest" gave the one
+    # K_ref a row of zero height
+    from matplotlib.collections import QuadMesh
+
+    K = _draws(50.0, n=300)
+    res = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", k_refs=[0])
+    for ax in res.figures["phase diagram"].axes[:2]:  # the two panels (then their colour bars)
+        mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+        y = mesh.get_coordinates()[..., 1]
+        assert y.min() == pytest.approx(-0.5) and y.max() == pytest.approx(0.5)  # K_ref 0 +- half a step
+
+
 @pytest.mark.parametrize("k_ref", [float("nan"), float("inf"), -1.0])
 def test_a_lag_that_is_no_setting_is_refused_not_called_unstable(k_ref):
     # k_ref NaN gave P(unstable) = 1 by the closed form: C_eff NaN counted as C_eff <= 0

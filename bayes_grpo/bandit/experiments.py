@@ -26,7 +26,7 @@ import xarray as xr
 
 from bayes_grpo.bandit.mean_field import fixed_point
 from bayes_grpo.bandit.simulator import TRUTH_FORMAT, simulate_bandit
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, cell_edges
 from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 
@@ -1141,13 +1141,13 @@ def _phase_heatmap(ds: xr.Dataset, by_lr: dict[float, xr.Dataset], plt):
                 frac[i, j] = float((~status["converged"].to_numpy()[sel]).mean())
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     mesh = ax.pcolormesh(
-        np.asarray(lags, dtype=float),
-        np.arange(len(lrs)),
+        cell_edges(np.asarray(lags, dtype=float), log=False),
+        cell_edges(np.arange(len(lrs), dtype=float), log=False),
         frac,
         cmap="magma",
         vmin=0,
         vmax=1,
-        shading="nearest",
+        shading="flat",
     )
     fig.colorbar(mesh, ax=ax, label="fraction of seeds not converging")
     gains = np.asarray(gains)

@@ -91,6 +91,23 @@ def plot_text(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
+def cell_edges(centres: np.ndarray, *, log: bool) -> np.ndarray:
+    """Edges of a heat map's cells around sorted grid ``centres`` (for ``pcolormesh(...,
+    shading="flat")``): half-way between neighbours (in log for ``log``), the outer cells as
+    wide as their neighbour's half; a single centre gets a cell of one step (``K_ref +- 0.5``)
+    or, in log, a factor ``sqrt(10)`` either side. ``shading="nearest"`` gave a grid of one
+    value a cell of zero width: an empty figure (the phase diagrams of one K_ref)."""
+    c = np.asarray(centres, dtype=float)
+    v = np.log10(c) if log else c
+    if v.size == 1:
+        half = 0.5
+        edges = np.array([v[0] - half, v[0] + half])
+    else:
+        mid = (v[1:] + v[:-1]) / 2.0
+        edges = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+    return 10.0**edges if log else edges
+
+
 def figure_to_base64(fig: Any, dpi: int = 110) -> str:
     """Render a matplotlib figure to a base64-encoded PNG string."""
     buf = io.BytesIO()

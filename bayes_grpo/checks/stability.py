@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, cell_edges, plot_text
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
@@ -520,12 +520,15 @@ def plot_phase_diagram(
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True, constrained_layout=True)
     levels = [0.1, 0.5, 0.9]
     X, Y = np.meshgrid(lrs, lags, indexing="ij")
+    # cells by their edges: shading="nearest" gave a grid of one K_ref (`phase-diagram
+    # --k-ref-max 0`) or one learning rate cells of zero height or width, an empty figure
+    x_edges, y_edges = cell_edges(lrs, log=True), cell_edges(lags, log=False)
     for ax, var, label in (
         (axes[0], "p_unstable_exact", "P(unstable), exact criterion"),
         (axes[1], "p_oscillatory", "P(oscillatory, 0 < zeta < 1)"),
     ):
         z = grid[var].values
-        filled = ax.pcolormesh(X, Y, z, vmin=0, vmax=1, cmap="viridis", shading="nearest")
+        filled = ax.pcolormesh(x_edges, y_edges, z.T, vmin=0, vmax=1, cmap="viridis", shading="flat")
         if lrs.size > 1 and lags.size > 1:
             cs = ax.contour(X, Y, z, levels=levels, colors="white", linewidths=1.2)
             ax.clabel(cs, fmt="%.1f", fontsize=8)
