@@ -360,6 +360,20 @@ def test_a_phase_diagram_of_one_k_ref_draws_its_row():
         assert y.min() == pytest.approx(-0.5) and y.max() == pytest.approx(0.5)  # K_ref 0 +- half a step
 
 
+def test_a_phase_diagram_names_the_observed_runs_off_its_grid():
+    # `phase-diagram fit.nc --k-ref-max 0` of runs at K_ref 1 and 2 said "0 of 8 observed runs
+    # sit where P(unstable) >= 0.5" with no word that none of them was on the grid drawn
+    K = _draws(50.0, n=300)
+    observed = pd.DataFrame({"learning_rate": [1e-3, 1e-3, 1e-3], "k_ref": [0, 1, 2]})
+    res = phase_diagram_from_draws(
+        K, momentum=0.0, momentum_convention="heavy_ball", k_refs=[0], observed=observed
+    )
+    assert res.passed is True and res.values["n_observed_outside_grid"] == 2
+    assert "2 of the 3 observed runs lie outside the grid (K_ref 0," in res.summary
+    on_grid = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", observed=observed)
+    assert on_grid.values["n_observed_outside_grid"] == 0 and "outside the grid" not in on_grid.summary
+
+
 @pytest.mark.parametrize("k_ref", [float("nan"), float("inf"), -1.0])
 def test_a_lag_that_is_no_setting_is_refused_not_called_unstable(k_ref):
     # k_ref NaN gave P(unstable) = 1 by the closed form: C_eff NaN counted as C_eff <= 0

@@ -813,6 +813,16 @@ def phase_diagram_from_draws(
         n_risky = int(np.sum(p_obs >= 0.5))
         passed = n_risky == 0
     fractional = sorted({float(k) for k in obs["k_ref"].to_numpy(float)[~whole]})
+    # runs the grid does not reach are assessed at their own setting all the same (`--k-ref-max
+    # 0` said "0 of 8 observed runs sit where P(unstable) >= 0.5" of runs at K_ref 1 and 2, none
+    # of them on the grid it drew)
+    grid_lags, grid_lrs = grid["k_ref"].values, grid["learning_rate"].values
+    obs_lags, obs_lrs = obs["k_ref"].to_numpy(float), obs["learning_rate"].to_numpy(float)
+    off_grid = (
+        (obs_lags < grid_lags.min()) | (obs_lags > grid_lags.max())
+        | (obs_lrs < grid_lrs.min()) | (obs_lrs > grid_lrs.max())
+    )
+    n_off = int(off_grid.sum())
     fig = plot_phase_diagram(
         grid, observed=obs, title=plot_text(f"Phase diagram{' - ' + label if label else ''}")
     )
@@ -831,6 +841,15 @@ def phase_diagram_from_draws(
         + (
             f" {n_risky} of {len(assessed)} observed runs sit where P(unstable) >= 0.5."
             if len(assessed)
+            else ""
+        )
+        + (
+            f" {n_off} of the {len(obs)} observed runs lie outside the grid (K_ref "
+            + (f"{grid_lags.min():g}" if grid_lags.min() == grid_lags.max() else f"{grid_lags.min():g}-{grid_lags.max():g}")
+            + f", learning rate {grid_lrs.min():.3g}-"
+            f"{grid_lrs.max():.3g}): assessed at their own setting all the same, and marked beyond "
+            "the coloured area."
+            if n_off
             else ""
         )
         + (
@@ -857,6 +876,7 @@ def phase_diagram_from_draws(
             "p_oscillatory": grid["p_oscillatory"].values,
             "n_observed_at_risk": n_risky,
             "n_observed_not_assessed": len(obs) - len(assessed),
+            "n_observed_outside_grid": n_off,
         },
     )
 
