@@ -643,3 +643,25 @@ def test_a_fitted_model_is_loaded_by_one_helper_with_its_warnings():
         as_fitted_model(42, error=ForecastError)
     with pytest.raises(FileNotFoundError, match="no such"):
         as_fitted_model(path.with_name("absent.nc"))
+
+
+def test_a_posterior_whose_every_critical_lag_is_infinite_has_an_infinite_interval_not_nan(capsys):
+    # `stability --posterior models/tiny.nc --lr 1e-310 ...` said "critical K_ref (exact) = inf
+    # [nan, nan]": the interval kept the finite draws only, of which there were none; and
+    # --json wrote null for the infinite lags with no word of what null meant
+    from bayes_grpo.checks.stability import stability_from_draws
+    from bayes_grpo.cli import build_parser
+
+    res = stability_from_draws(
+        np.full(50, 1e-311), learning_rate=1e-310, momentum=0.9, momentum_convention="ema", k_ref=1
+    )
+    assert "critical K_ref (exact) = inf [inf, inf]" in res.summary
+    assert np.isinf(res.values["critical_k_ref_exact_hi"]) and np.isinf(res.values["critical_k_ref_closed_form_lo"])
+    # a few infinite draws among finite ones: the upper end is infinite, not the finite draws' end
+    mixed = stability_from_draws(
+        np.r_[np.full(90, 0.01), np.full(10, 1e-311)], learning_rate=1.0, momentum=0.0,
+        momentum_convention="heavy_ball", k_ref=1,
+    )
+    assert np.isinf(mixed.values["critical_k_ref_exact_hi"]) and np.isfinite(mixed.values["critical_k_ref_exact_lo"])
+    epilog = build_parser()._subparsers._group_actions[0].choices["stability"].epilog
+    assert "an infinite number is written null" in epilog and "critical_k_ref_*" in epilog

@@ -63,6 +63,20 @@ def _interval(x: np.ndarray, prob: float = HDI_PROB) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _lag_interval(lags: np.ndarray, prob: float = HDI_PROB) -> tuple[float, float]:
+    """Equal-tailed ``prob`` interval of critical lags, draws of ``inf`` (no lag below the
+    largest float is unstable: a gain too small) included: :func:`_interval` kept the finite
+    draws only, so a posterior whose every draw is ``inf`` read "inf [nan, nan]" (and one with
+    some such draws an upper end too small). Sample quantiles (no interpolation between an
+    integer lag and ``inf``)."""
+    v = np.asarray(lags, dtype=float).ravel()
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(v, [(1 - prob) / 2, (1 + prob) / 2], method="inverted_cdf")
+    return float(lo), float(hi)
+
+
 def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dict[str, Any]:
     """Posterior stability summary from draws of the gain ``a = eta_eff K``.
 
@@ -136,7 +150,7 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     for criterion in ("exact", "closed_form"):
         crit = critical_k_ref(a, mu, method=criterion)
         out[f"critical_k_ref_{criterion}_median"] = float(np.median(crit))
-        lo, hi = _interval(crit)
+        lo, hi = _lag_interval(crit)
         out[f"critical_k_ref_{criterion}_lo"], out[f"critical_k_ref_{criterion}_hi"] = lo, hi
     return out
 
