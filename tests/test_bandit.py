@@ -498,3 +498,25 @@ def test_a_sweep_of_one_k_ref_over_several_learning_rates_draws_its_column():
     xy = mesh.get_coordinates()
     assert xy[..., 0].min() == pytest.approx(4.5) and xy[..., 0].max() == pytest.approx(5.5)
     assert xy[..., 1].max() - xy[..., 1].min() == pytest.approx(2.0)  # one row per learning rate
+
+
+def test_a_threshold_read_late_past_a_persistent_oscillation_says_why():
+    # `sweep` at its defaults (lr 0.1, mu 0.5, 3000 steps) read 32 against the exact 30 and said
+    # only that: the runs at 30 and 31 hold a deviation of ~10-20% of the error scale that does
+    # not grow (the unstable mode saturated, flat to 9000 steps), which the rule counts as
+    # converged below 25%
+    import pandas as pd
+
+    from bayes_grpo.bandit.experiments import _persistent_oscillation_note, sweep_k_ref
+
+    res = threshold_check(sweep_k_ref([30, 31, 32], seeds=8, steps=3000, progress=False))
+    assert res.passed is False and res.values["empirical_threshold_k_ref"] == 32
+    note = res.values["late_threshold_note"]
+    assert note in res.summary and "(K_ref 30-31) the runs neither settle nor grow" in note
+    assert "only when it grows 1.5x or exceeds 25%" in note
+    # runs whose deviation grows there, or settles, are no such case
+    growing = pd.DataFrame({"k_ref": [30.0, 31.0], "tail_rms": [0.2, 0.2], "mid_rms": [0.1, 0.1], "scale": [1.0, 1.0]})
+    assert _persistent_oscillation_note(growing, 30.0, 32.0, {}) == ""
+    settled = growing.assign(tail_rms=[0.01, 0.01], mid_rms=[0.02, 0.02])
+    assert _persistent_oscillation_note(settled, 30.0, 32.0, {}) == ""
+    assert _persistent_oscillation_note(growing.assign(tail_rms=[0.1, 0.1]), 30.0, 31.0, {}) == ""  # within one step
