@@ -520,3 +520,14 @@ def test_a_threshold_read_late_past_a_persistent_oscillation_says_why():
     settled = growing.assign(tail_rms=[0.01, 0.01], mid_rms=[0.02, 0.02])
     assert _persistent_oscillation_note(settled, 30.0, 32.0, {}) == ""
     assert _persistent_oscillation_note(growing.assign(tail_rms=[0.1, 0.1]), 30.0, 31.0, {}) == ""  # within one step
+
+
+def test_a_phase_line_says_which_learning_rate_reads_its_threshold_late():
+    # `sweep --lr 0.1,0.2 ...` failed the phase line at lr 0.1 (32 for an exact 30) and gave
+    # threshold_check's reason for one learning rate nowhere
+    from bayes_grpo.bandit.experiments import phase_diagram_check, sweep_k_ref
+
+    ds = sweep_k_ref([30, 31, 32], seeds=8, steps=3000, learning_rate=[0.1, 0.2], progress=False)
+    res = phase_diagram_check(ds)
+    assert res.values["late_learning_rates"] == ["0.1"]
+    assert "At learning rate 0.1 the empirical threshold reads late" in res.summary
