@@ -357,6 +357,57 @@ def test_stability_from_a_fit_of_scheduled_runs_says_its_verdict_is_for_a_consta
     assert stability_from_posterior(fitted, **setting).values["scheduled_runs"] == []
 
 
+def test_an_answer_for_one_fitted_llm_names_only_its_own_scheduled_runs(monkeypatch, capsys):
+    """QA flow on two LLMs, one trained with a warm-up: `predict fit.nc --model B ...` and
+    `stability --posterior fit.nc --model B ...` warned that the fit's runs of LLM A "log a
+    learning-rate schedule ... its gain averages over their schedules", of B's gain, which is
+    B's own curvature. An answer for a fitted LLM now names that LLM's scheduled runs only; one for
+    a new LLM (the population level) names them all."""
+    from types import SimpleNamespace
+
+    from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.checks.stability import stability_from_posterior
+    from bayes_grpo.cli import main
+
+    runs = simulate_bandit(k_ref=2, momentum=0.5, seeds=2, steps=60, lr_multipliers=lr_multipliers("linear", 60, warmup_steps=6))
+    runs["lr"][1] = float(runs["lr"][1].max())  # run 1 at a constant rate
+    runs = runs.assign_coords(model=("run", ["A", "B"]))
+    scheduled_id = str(runs.run.values[0])
+
+    class Fitted(_Fitted):
+        llm = None
+
+        def coefficient_draws(self, **kw):
+            draws = super().coefficient_draws(**kw)
+            draws.attrs.update({"model": self.llm or "", "new_model": str(self.llm is None)})
+            return draws
+
+        def _require_fit(self):
+            return SimpleNamespace(posterior={})  # no regression on model size
+
+    fitted = Fitted()
+    fitted.runset, fitted.data = runs, SimpleNamespace(models=["A", "B"])
+
+    def schedule_notes():
+        return [w for w in attr_warnings(_predict_from(fitted)) if "log a learning-rate schedule" in w]
+
+    fitted.llm = "B"
+    assert schedule_notes() == []
+    for llm in ("A", None):  # its own scheduled run; a new LLM's answer rests on every run
+        fitted.llm = llm
+        (note,) = schedule_notes()
+        assert scheduled_id in note
+    setting = dict(learning_rate=1.0, momentum=0.5, momentum_convention="heavy_ball", k_ref=2)
+    assert stability_from_posterior(fitted, model="B", **setting).values["scheduled_runs"] == []
+    assert len(stability_from_posterior(fitted, model="A", **setting).values["scheduled_runs"]) == 1
+    with pytest.warns(UserWarning, match="not in the fit"):
+        assert len(stability_from_posterior(fitted, model="new", **setting).values["scheduled_runs"]) == 1
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (fitted, []))
+    argv = ["stability", "--posterior", "fit.nc", "--lr", "1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2"]
+    assert main([*argv, "--model", "B"]) == 0
+    assert "learning-rate schedule" not in capsys.readouterr().err
+
+
 def test_a_stop_step_past_a_decaying_schedule_says_it_takes_the_last_rate_for_later_updates():
     # past the horizon the schedule is continued at its last rate (a schedule decaying to 0
     # freezes the run): only a docstring said so, while the stop step rests on it

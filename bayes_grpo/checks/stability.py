@@ -429,7 +429,9 @@ def stability_from_posterior(
     if runs is not None:  # runs fitted with the constant-rate law on a schedule: their gain is an average
         from bayes_grpo.model.prepare import averaged_scheduled_runs
 
-        result.values["scheduled_runs"] = averaged_scheduled_runs(fitted, runs)
+        result.values["scheduled_runs"] = averaged_scheduled_runs(
+            fitted, runs, model=_fitted_llm(fitted, model)
+        )
     # the saved fit's own warnings, as predict keeps them: `stability --posterior F --json` had
     # them on stderr only
     result.values["posterior_warnings"] = load_notes

@@ -222,13 +222,20 @@ def _schedule_spans(ds: xr.Dataset, run_ids: list[str]) -> dict[str, tuple[float
     return spans
 
 
-def averaged_scheduled_runs(fitted: Any, ds: xr.Dataset) -> list[str]:
+def averaged_scheduled_runs(fitted: Any, ds: xr.Dataset, model: str | None = None) -> list[str]:
     """The :func:`scheduled_runs` of a fit's run set ``ds`` that the fit averaged over (fitted
-    with the constant-rate law: :func:`follows_schedule` false for its config and likelihood)."""
+    with the constant-rate law: :func:`follows_schedule` false for its config and likelihood).
+
+    ``model``: only the runs of that fitted LLM (an answer for it rests on its own curvature);
+    None: every run (a new LLM's answer rests on the population level). `predict fit.nc --model
+    B` warned that the scheduled runs of LLM A averaged "its gain", which is B's own."""
     config = getattr(fitted, "model_config", None)
     if config is not None and follows_schedule(config, getattr(fitted, "likelihood", "iid")):
         return []
-    return scheduled_runs(ds, [str(r) for r in ds[RUN_DIM].values])
+    run_ids = [str(r) for r in ds[RUN_DIM].values]
+    if model is not None and "model" in ds.coords:
+        run_ids = [r for r, m in zip(run_ids, ds["model"].values, strict=True) if str(m) == model]
+    return scheduled_runs(ds, run_ids)
 
 
 def scheduled_fit_warning(runs: list[str]) -> str:

@@ -987,7 +987,10 @@ def predict_run(
     if fitted_runs is not None:
         from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
 
-        averaged = averaged_scheduled_runs(fitted, fitted_runs)
+        llm = draws.attrs.get("model")  # the fitted LLM predicted; a new one rests on them all
+        averaged = averaged_scheduled_runs(
+            fitted, fitted_runs, model=None if new_llm or llm is None else str(llm)
+        )
         if averaged:
             warnings_.append(scheduled_fit_warning(averaged))
     if draws.attrs.get("new_group"):
