@@ -1721,6 +1721,27 @@ def test_evaluation_rows_stepped_by_their_own_global_step_are_kept(tmp_path, suf
     np.testing.assert_allclose(evals.values, np.array(REWARD)[[3, 7, 11]] + 0.05)
 
 
+def test_a_csvs_constant_optimizer_column_gives_the_momentum_convention(tmp_path):
+    """QA flow: a W&B export of SGD runs with its config columns optimizer=SGD and momentum=0.9
+    ingested with momentum 0.9 and the convention unknown ("text fields not kept as metrics:
+    ['optimizer']"), and `fit` refused the runs for want of momentum_convention, while the same
+    optimizer in a config.yaml beside the log gave heavy_ball."""
+    rows = ["Name,step,train/reward,momentum,optimizer"]
+    for run, optimizer in (("sgd_run", "SGD"), ("adam_run", "adamw_torch"), ("other", "rmsprop")):
+        rows += [f"{run},{s},{r},0.9,{optimizer}" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    assert (run_coords(ds, "sgd_run")["momentum"], run_coords(ds, "sgd_run")["momentum_convention"]) == (0.9, "heavy_ball")
+    assert run_coords(ds, "adam_run")["momentum_convention"] == "ema"
+    sources = json.loads(ds.attrs[INGEST_ATTR])["sgd_run"]["hyperparameter_sources"]
+    assert sources["momentum_convention"] == "constant text column 'optimizer' of wandb_export.csv"
+    assert not any("text fields not kept" in w for w in runset_warnings(ds)["sgd_run"])
+    # an optimizer of no known convention leaves it unknown, and its column is named as not kept
+    assert run_coords(ds, "other")["momentum_convention"] == ""
+    assert any("text fields not kept as metrics: ['optimizer']" in w for w in runset_warnings(ds)["other"])
+
+
 def test_a_csvs_constant_model_and_convention_columns_are_the_runs_attributes(tmp_path):
     # a W&B export with its config columns: the text columns model and momentum_convention
     # were dropped ("text fields not kept as metrics") and the run's model left unknown

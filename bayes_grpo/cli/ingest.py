@@ -34,7 +34,8 @@ reward: TRL 'reward' (also train/reward, critic/score/mean, train_reward), else 
 rewards/<func>/mean, else an accuracy-like metric, else an evaluation reward (with a warning).
 Override with --reward-key. Hyperparameters: manifest > bayes_grpo_run.json > config inside the
 log > training_args.json/config.yaml beside it > model config.json > constants logged as metrics
-(and a text column of one value naming the model or momentum_convention).
+(and a text column of one value naming the model, momentum_convention or optimizer: SGD
+heavy_ball, Adam ema).
 
 bad runs are skipped and reported (status 'rejected' with the reason) unless --strict.
 --json: the top-level 'n_steps' (also 'step_axis_length') is the length of the run set's step

@@ -75,12 +75,14 @@ from bayes_grpo.runset.loaders import (
 )
 from bayes_grpo.runset.loaders.sidecar import (
     OPENRLHF_K_REF,
+    OPTIMIZER_KEYS,
     SIDECAR_NAMES,
     VERL_K_REF,
     Sidecars,
     coords_from_config,
     coords_from_model_config,
     find_sidecars,
+    optimizer_convention,
 )
 from bayes_grpo.runset.loaders.tensorboard import load_tensorboard
 from bayes_grpo.runset.names import (
@@ -492,6 +494,16 @@ def _text_hyperparameters(
             distinct = seen[seen != ""].unique()
             if len(distinct) == 1:
                 values[coord], fields_of[coord] = str(distinct[0]), field_name
+    # the optimizer's name gives the convention, as in a config file (W&B's config column
+    # optimizer=SGD beside momentum=0.9 left it unknown, and the fit refused the run)
+    for field_name in fields:
+        if "momentum_convention" in values or field_name.split("/")[-1].lower() not in OPTIMIZER_KEYS:
+            continue
+        seen = text.loc[text["metric"] == field_name, "value"].astype(str).str.strip()
+        distinct = seen[seen != ""].unique()
+        convention = optimizer_convention(str(distinct[0])) if len(distinct) == 1 else None
+        if convention is not None:
+            values["momentum_convention"], fields_of["momentum_convention"] = convention, field_name
     return values, fields_of
 
 

@@ -214,17 +214,30 @@ def _beta1(b1: object, betas: object) -> float | None:
     return None
 
 
+#: Names a config (or a W&B export's config column) gives the optimizer under.
+OPTIMIZER_KEYS: tuple[str, ...] = ("optim", "optimizer", "optimizer.name", "optim.name", "optimizer_type")
+
+
+def optimizer_convention(name: object) -> str | None:
+    """The momentum convention of an optimizer named ``name`` (``sgd...``: heavy ball; ``adam...``,
+    ``lion...``: Adam's beta1, ema); None for any other name or a value that is no text."""
+    low = name.lower() if isinstance(name, str) else ""
+    if "sgd" in low:
+        return HEAVY_BALL
+    if "adam" in low or "lion" in low:
+        return EMA
+    return None
+
+
 def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
     values: dict[str, object] = {}
     why: dict[str, str] = {}
-    opt_key, opt = _get(
-        config, "optim", "optimizer", "optimizer.name", "optim.name", "optimizer_type"
-    )
+    opt_key, opt = _get(config, *OPTIMIZER_KEYS)
     opt_name = str(opt).lower() if isinstance(opt, str) else ""
     b1_key, b1 = _get(config, "adam_beta1", "beta1")
     betas_key, betas = _get(config, "betas", "adam_betas")
     mom_key, mom = _get(config, "momentum")
-    if "sgd" in opt_name:
+    if optimizer_convention(opt_name) == HEAVY_BALL:
         values["momentum_convention"] = HEAVY_BALL
         why["momentum_convention"] = f"{opt_key}={opt}"
         if _num(mom) is not None:
@@ -236,9 +249,7 @@ def _optimizer_momentum(config: Mapping[str, object]) -> tuple[dict[str, object]
             why["momentum"] = (
                 f"{args_key}" if match else f"{opt_key}={opt} (torch SGD default momentum 0)"
             )
-    elif (
-        "adam" in opt_name or "lion" in opt_name or (not opt_name and _beta1(b1, betas) is not None)
-    ):
+    elif optimizer_convention(opt_name) == EMA or (not opt_name and _beta1(b1, betas) is not None):
         values["momentum_convention"] = EMA
         b1_src = b1_key if _num(b1) is not None else f"{betas_key}[0]"
         why["momentum_convention"] = f"{opt_key}={opt}" if opt_key else f"{b1_src} (Adam beta1)"
