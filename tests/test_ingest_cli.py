@@ -212,6 +212,27 @@ def test_an_output_that_is_a_log_inside_an_input_folder_is_refused_even_with_ove
     assert load_runset(tmp_path / "runs" / "all.nc").sizes["run"] == 1
 
 
+def test_an_output_that_is_a_log_the_manifest_names_is_refused_even_with_overwrite(tmp_path, capsys):
+    # QA flow: `ingest --manifest runs.yaml -o wandb_export.csv --overwrite` replaced the W&B
+    # export the manifest names (and a run folder's log) with the netCDF run set: only the
+    # PATHs and the manifest itself were compared with the output
+    runs = tmp_path / "runs"
+    state = runs / "a" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    _csv(runs / "export.csv", 12)
+    state.write_text(json.dumps({"log_history": [{"step": s, "reward": 0.05 * s} for s in range(1, 13)]}))
+    manifest = tmp_path / "runs.yaml"
+    manifest.write_text("- {path: runs/export.csv, run: e}\n- {path: runs/a, run: a}\n")
+    before = {p: p.read_bytes() for p in (runs / "export.csv", state)}
+    for target in before:
+        assert main(["ingest", "--manifest", str(manifest), "-o", str(target), "--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert "replace the input" in err and str(target) in err
+    assert {p: p.read_bytes() for p in before} == before
+    assert main(["ingest", "--manifest", str(manifest), "-o", str(runs / "all.nc")]) == 0
+    assert sorted(load_runset(runs / "all.nc")["run"].values.tolist()) == ["a", "e"]
+
+
 def test_the_table_shows_the_completions_each_logged_reward_averages(tmp_path, capsys):
     """The batch behind each logged mean (it sets the measurement noise) is in the table, not only the JSON."""
     log = _csv(tmp_path / "good.csv", 12)

@@ -187,6 +187,21 @@ def read_files(paths: list[str]) -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
+def manifest_paths(manifest: str | None) -> list[str]:
+    """The log paths a manifest's rows name (resolved from its folder): inputs too, so an output
+    there is refused like one among the PATHs (`ingest --manifest runs.yaml -o
+    wandb_export.csv --overwrite` replaced a log the manifest names with the run set). An
+    unreadable manifest gives none here: reading it is load_runs' error, with its message."""
+    if manifest is None:
+        return []
+    from bayes_grpo.runset.loaders import LogFormatError, read_manifest
+
+    try:
+        return [str(row.path) for row in read_manifest(manifest)]
+    except (OSError, ValueError, LogFormatError):
+        return []
+
+
 #: Suffixes of a saved run set (netCDF), which ingest re-reads rather than parses as a log.
 RUNSET_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
 
@@ -223,9 +238,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")
+    logs = [*args.paths, *manifest_paths(args.manifest)]
     check_output_paths(
         {"--output": args.output},
-        {"log": [*args.paths, *read_files(args.paths)], "--manifest": args.manifest},
+        {"log": [*logs, *read_files(logs)], "--manifest": args.manifest},
         overwrite=args.overwrite,
     )
     saved = [p for p in args.paths if Path(p).suffix.lower() in RUNSET_SUFFIXES]
