@@ -181,6 +181,20 @@ def markdown_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def model_config_of(follow_schedules: bool, extra: dict) -> dict:
+    """The model configuration of every fit here: AdamW defaults (momentum 0.9, EMA, ``k_ref``
+    1), ``alpha`` fixed at 1, with ``follow_schedules`` the law on each run's logged schedule
+    (``learning_rate_schedule.follow``, as the least-squares comparator gets it; the flag gave
+    only the comparator the schedules), then ``extra`` (``--model-config``) over it."""
+    config = {
+        "hyperparameter_defaults": {"momentum": MOMENTUM, "momentum_convention": CONVENTION, "k_ref": K_REF},
+        "alpha": {"fixed": 1.0},
+    }
+    if follow_schedules:
+        config["learning_rate_schedule"] = {"follow": True}
+    return config | extra
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--real-runs", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "real_runs")
@@ -221,9 +235,8 @@ def main() -> None:
         ds = ds.isel(step=np.flatnonzero(np.isfinite(ds.reward.values).any(axis=0)))
     steps = ds.step.values.astype(float)
     out = {}
-    defaults = {"momentum": MOMENTUM, "momentum_convention": CONVENTION, "k_ref": K_REF}
     for par in args.parameterisations.split(","):
-        model_config = {"hyperparameter_defaults": defaults, "alpha": {"fixed": 1.0}} | json.loads(args.model_config)
+        model_config = model_config_of(args.follow_schedules, json.loads(args.model_config))
         model = GRPODynamicsModel(model_config=model_config, parameterisation=par)
         t0 = time.perf_counter()
         extra = {} if args.target_accept is None else {"target_accept": args.target_accept}

@@ -76,3 +76,12 @@ def test_the_script_runs_a_phenomenological_fit_end_to_end(script, tmp_path, mon
     rows = json.loads(out.read_text())[parameterisation]["runs"]
     assert [r["run"] for r in rows] == ["run0", "run1"]
     assert all(np.isfinite(r["w0_sq"]) and r["w0_sq"] > 0 for r in rows)
+
+
+def test_follow_schedules_gives_the_model_the_schedules_as_it_gives_the_least_squares_fit(script):
+    """``--follow-schedules`` fitted least squares on each run's schedule but the model at a
+    constant rate (its config never set ``learning_rate_schedule.follow``): the comparison was
+    of two different laws."""
+    assert script.model_config_of(True, {})["learning_rate_schedule"] == {"follow": True}
+    assert "learning_rate_schedule" not in script.model_config_of(False, {})
+    assert script.model_config_of(True, {"alpha": {"fixed": 0.5}})["alpha"] == {"fixed": 0.5}
