@@ -1655,3 +1655,28 @@ def test_a_flat_run_at_a_large_reward_is_forecast_not_refused_by_scipys_eigenval
         assert np.isnan(ds.attrs["stop_step"]) and "constant" in ds.attrs["no_stop_step"]
         assert np.all(np.isfinite(ds["mean_mean"].values))
         assert np.allclose(ds["mean_mean"].values, level, rtol=1e-3)
+
+
+def test_the_weak_default_prior_gives_the_same_forecast_of_a_run_logged_in_a_unit_1000_times_smaller_or_larger():
+    # default_prior floored the plateau and R0 sds at an absolute 1e-3: a run rising from 0.2 to
+    # 0.7 logged x1e-3 had level sds of 1e-3 (its whole size) where x1 and x1000 had 0.68 and 0.36
+    # of the unit, and its forecast differed (90% bands off by 0.03 of the unit). It is now built
+    # in the rewards' own unit (reward_unit) and scaled back
+    from bayes_grpo.predict.forecast import default_prior, forecast_run
+
+    rng = np.random.default_rng(1)
+    grid = np.arange(0.0, 301.0)
+    t = grid[:61]
+    y = (0.2 + 0.5 * (1.0 - np.exp(-grid / 60.0)) + 0.02 * rng.standard_normal(grid.size))[:61]
+    one_prior = default_prior(t, y, horizon=300.0)
+    one = forecast_run(t, y, grid, likelihood="iid", n_draws=300, stop_threshold=0.01)
+    for scale in (1e-3, 1e3):
+        prior = default_prior(t, scale * y, horizon=300.0)
+        np.testing.assert_allclose(prior.sd[:2] / scale, one_prior.sd[:2], rtol=1e-9)
+        np.testing.assert_allclose(prior.sd[2:], one_prior.sd[2:], rtol=1e-9)
+        scaled = forecast_run(t, scale * y, grid, likelihood="iid", n_draws=300, stop_threshold=0.01 * scale)
+        for name in ("mean_mean", "obs_hdi", "mean_hdi", "expected_remaining_gain"):
+            np.testing.assert_allclose(scaled[name].values / scale, one[name].values, rtol=1e-5, atol=1e-7, err_msg=f"{scale} {name}")
+        np.testing.assert_allclose(scaled.time_to_fraction_median.values, one.time_to_fraction_median.values, rtol=1e-6)
+        np.testing.assert_allclose(scaled.regime_probability.values, one.regime_probability.values, atol=1e-9)
+        assert scaled.attrs["stop_step"] == one.attrs["stop_step"], scale

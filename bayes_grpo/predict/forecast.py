@@ -409,6 +409,10 @@ def default_prior(
     run; ``horizon`` defaults to the last step seen) with a factor ~e^1.5 either way,
     ``zeta`` centred on 1 (sd 1 in log), ``sigma`` on the first-difference noise (sd 1 in log),
     the onset ``t0`` on ``DEFAULT_ONSET_SHARE * horizon`` (sd ``DEFAULT_ONSET_LOG_SD`` in log).
+
+    Built in the rewards' own unit (:func:`reward_unit`) and scaled back, so that the sd floor
+    :data:`PRIOR_SD_FLOOR` on the plateau and R0 is a share of the reward's size: the same run
+    logged x1e-3 gets the same prior scaled, not one whose level sds sit at an absolute 1e-3.
     """
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -418,6 +422,8 @@ def default_prior(
     t, y = t[ok], y[ok]
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps for a forecast, got {y.size}")
+    unit = reward_unit(y)
+    y = y / unit
     noise, span = _data_scale(y)
     k = max(1, y.size // 10)
     horizon = float(horizon if horizon is not None else max(t.max(), 1.0))
@@ -434,7 +440,8 @@ def default_prior(
     sd = np.array(
         [2.0 * span + 2.0 * noise, span + 2.0 * noise, 1.5, 1.0, 1.0, DEFAULT_ONSET_LOG_SD]
     )
-    return GaussianPrior(mean, np.diag(sd**2), source="default (weak, scaled to the prefix)")
+    prior = GaussianPrior(mean, np.diag(sd**2), source="default (weak, scaled to the prefix)")
+    return rescale_prior(prior, unit)
 
 
 #: Indices in ``u`` of the reward-valued coordinates (plateau, R0, log sigma): the run's
