@@ -638,7 +638,6 @@ class _FittedTo:
 def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
     # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc --calibrate` on 6 runs read fit.nc
     # 6 times (a prior for every backtested run) and printed its two warnings 6 times each
-    import warnings
 
     import bayes_grpo.model
     from bayes_grpo.predict.forecast import forecast_in_runset
@@ -653,12 +652,13 @@ def test_a_calibrated_forecast_reads_its_posterior_file_once(monkeypatch):
         def coefficient_draws(self, **kwargs):
             return draws
 
-    def load(path):
+    def load(cls, path):
         loads.append(path)
-        warnings.warn(f"{path}: the fit did not converge", UserWarning, stacklevel=2)
         return Fitted()
 
-    monkeypatch.setattr(bayes_grpo.model.core, "load_fitted_model", load)  # as_fitted_model's loader
+    # as_fitted_model's loader and the texts of the fit's warnings (model.core._load_with_notes)
+    monkeypatch.setattr(bayes_grpo.model.core.GRPODynamicsModel, "load", classmethod(load))
+    monkeypatch.setattr(bayes_grpo.model.core, "fitted_model_warnings", lambda model, path: [f"{path}: the fit did not converge"])
     runset, _ = _coarse_runset(60.0, 1.0)
     with pytest.warns(UserWarning, match="did not converge") as seen:
         fc = forecast_in_runset(

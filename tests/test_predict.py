@@ -1663,3 +1663,30 @@ def test_the_first_look_past_a_long_horizon_stays_within_the_cell_budget():
     best, gain_after, reached, moving = best_beyond_horizon(continuation, 1e6, plateau, initial)
     assert max(looked) * plateau.size <= MAX_BEYOND_CELLS, looked
     assert np.allclose(best, 0.8) and gain_after == 0.0 and moving == 0.0
+
+
+def test_a_fits_load_warnings_are_the_texts_of_fitted_model_warnings_not_whatever_else_warned(monkeypatch):
+    # as_fitted_model caught every UserWarning raised while load_fitted_model ran and returned
+    # them as the fit's warnings (posterior_warnings of predict / forecast / stability / report),
+    # while fitted_model_warnings made the same texts a second way: a library's UserWarning while
+    # the file was read became a "warning of the saved fit". One place now makes and warns them
+    import warnings
+
+    import bayes_grpo.model.core as core
+
+    fit = object()
+
+    def load(cls, path):
+        warnings.warn("h5netcdf: some library's note on reading", UserWarning, stacklevel=2)
+        return fit
+
+    monkeypatch.setattr(core.GRPODynamicsModel, "load", classmethod(load))
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [f"{path}: the fit did not converge"])
+    with pytest.warns(UserWarning) as seen:
+        model, notes = core.as_fitted_model("fit.nc")
+    assert model is fit and notes == ["fit.nc: the fit did not converge"]
+    shown = [str(w.message) for w in seen]
+    assert "fit.nc: the fit did not converge" in shown and any("h5netcdf" in s for s in shown)  # both still warned
+    with pytest.warns(UserWarning) as seen:
+        assert core.load_fitted_model("fit.nc") is fit
+    assert "fit.nc: the fit did not converge" in [str(w.message) for w in seen]

@@ -904,20 +904,15 @@ def test_the_report_shows_the_warnings_of_loading_the_fit_that_the_other_verbs_c
     # stderr only (build.py loaded the fit by load_fitted_model, not as_fitted_model as predict /
     # stability / phase-diagram do, which carry it as posterior_warnings): the HTML, the thing
     # that is read and passed on, did not have it
-    import warnings as warnings_mod
 
     import bayes_grpo.model.core as core
     import bayes_grpo.report.build as build
 
     _stub_report_stages(monkeypatch)
-    fit = core.GRPODynamicsModel.load("x")
     note = "fit.nc: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
 
-    def load(path):
-        warnings_mod.warn(note, UserWarning, stacklevel=2)
-        return fit
-
-    monkeypatch.setattr(core, "load_fitted_model", load)
+    # the texts of the fit's warnings, as loading it makes them (model.core._load_with_notes)
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [note])
     written: dict = {}
     monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
     posterior = tmp_path / "fit.nc"

@@ -1013,10 +1013,18 @@ def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:
     and, for an i.i.d. fit, residuals positively correlated in time (a reward that wanders
     about its curve: the intervals are too narrow; :func:`bayes_grpo.checks.ppc.iid_residual_check`,
     0.2 s for 6 runs of 300 steps)."""
+    return _load_with_notes(path, stacklevel=3)[0]
+
+
+def _load_with_notes(path: str | os.PathLike, *, stacklevel: int) -> tuple[GRPODynamicsModel, list[str]]:
+    """The saved fit at ``path`` and the texts of :func:`fitted_model_warnings`, each warned as a
+    ``UserWarning`` (``stacklevel`` from here): the one place :func:`load_fitted_model` and
+    :func:`as_fitted_model` load a fit and make its warnings."""
     model = GRPODynamicsModel.load(path)
-    for note in fitted_model_warnings(model, path):
-        warnings.warn(note, UserWarning, stacklevel=2)
-    return model
+    notes = fitted_model_warnings(model, path)
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=stacklevel)
+    return model, notes
 
 
 def fitted_model_warnings(model: Any, path: str | os.PathLike) -> list[str]:
@@ -1042,9 +1050,10 @@ def fitted_model_warnings(model: Any, path: str | os.PathLike) -> list[str]:
 def as_fitted_model(posterior: Any, *, error: type[Exception] = ValueError) -> tuple[Any, list[str]]:
     """The fitted model a verb works from, and the texts of the warnings of loading it.
 
-    ``posterior`` is the path of a saved fit, loaded by :func:`load_fitted_model` (a missing,
-    folder or non-netCDF path is its error naming the file), whose ``UserWarning``s (a fit that did not converge, an
-    i.i.d. fit whose residuals wander) are warned as before and also returned, so that what is
+    ``posterior`` is the path of a saved fit, loaded as by :func:`load_fitted_model` (a missing,
+    folder or non-netCDF path is its error naming the file), whose warnings (the texts of
+    :func:`fitted_model_warnings`: a fit that did not converge, an i.i.d. fit whose residuals
+    wander) are warned as there and also returned, so that what is
     computed from the fit carries them (``predict``'s and ``forecast``'s attr
     ``posterior_warnings``, ``stability``'s and the phase diagram's
     ``values["posterior_warnings"]``); or a fitted model (anything with ``coefficient_draws``),
@@ -1054,12 +1063,9 @@ def as_fitted_model(posterior: Any, *, error: type[Exception] = ValueError) -> t
     (``build_sections(posterior_warnings=...)``, at the top of the overview).
     """
     if isinstance(posterior, str | os.PathLike):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model = load_fitted_model(posterior)
-        for w in caught:  # shown as they would have been
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-        return model, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        # the texts of fitted_model_warnings, as warned: not whatever else warns while the file
+        # is read (a library's UserWarning is not a warning of the fit)
+        return _load_with_notes(posterior, stacklevel=3)
     if not hasattr(posterior, "coefficient_draws"):
         raise error(
             "expected the path of a saved fit or a fitted GRPODynamicsModel (with "
