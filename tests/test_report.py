@@ -1015,3 +1015,28 @@ def test_a_prediction_in_the_report_carries_the_warnings_of_the_fit_it_was_compu
     del ds.attrs["posterior_warnings"]
     assert "fit it was computed from" not in prediction_result(ds).summary
     plt.close("all")
+
+
+def test_report_json_carries_the_fits_warnings_as_posterior_warnings_as_predict_does(tmp_path, monkeypatch, capsys):
+    # `report fit.nc -o r.html --json` printed {"report": "r.html"} only: the saved fit's own
+    # warnings (an i.i.d. fit too confident, a fit that did not converge), which predict /
+    # stability / phase-diagram / forecast --prior give as posterior_warnings, were on stderr only
+    import json
+
+    import bayes_grpo.model.core as core
+    from bayes_grpo.cli import main
+
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    _stub_report_stages(monkeypatch)
+    note = f"{posterior}: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [note])
+    base = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability", "--json"]
+    assert main(base) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "too confident" in captured.err  # still warned
+    assert out == {"report": str(tmp_path / "r.html"), "posterior_warnings": [note]}
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [])
+    assert main([*base, "--overwrite"]) == 0
+    assert json.loads(capsys.readouterr().out)["posterior_warnings"] == []  # none: an empty list, as predict's

@@ -89,6 +89,7 @@ def _report(args: argparse.Namespace) -> int:
         from bayes_grpo.runset import load_runset
 
         runset = load_runset(args.runs)
+    load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
     path = report_from_posterior(
         args.posterior,
         args.output,
@@ -104,9 +105,11 @@ def _report(args: argparse.Namespace) -> int:
         chains=args.chains,
         seed=args.seed,
         overwrite=args.overwrite,
+        posterior_warnings=load_notes,
     )
     if args.json:
-        print_json({"report": str(path)})
+        # as `predict` / `stability` / `phase-diagram --json` give them: they were on stderr only
+        print_json({"report": str(path), "posterior_warnings": load_notes})
     else:
         print(f"wrote {path}")
     return 0

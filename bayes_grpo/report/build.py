@@ -224,6 +224,7 @@ def report_from_posterior(
     chains: int | None = None,
     seed: int = 0,
     overwrite: bool = False,
+    posterior_warnings: list[str] | None = None,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
 
@@ -248,6 +249,11 @@ def report_from_posterior(
     overwrite
         Replace an existing ``output`` (``FileExistsError`` otherwise, also when the file
         appears while the stages run).
+    posterior_warnings
+        A list that receives the saved fit's own warnings (did not converge, an i.i.d. fit too
+        confident: :func:`bayes_grpo.model.core.as_fitted_model`), warned when it is loaded and
+        shown at the top of the overview; ``report --json`` gives them as ``posterior_warnings``,
+        as ``predict`` / ``stability`` / ``phase-diagram`` / ``forecast --prior`` do.
     """
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.predict.predict import load_prediction
@@ -264,9 +270,11 @@ def report_from_posterior(
     loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
     # as predict / stability / phase-diagram load a fit: its warnings (did not converge, an i.i.d.
     # fit too confident) on stderr and in the report, since everything below is from its draws
-    model, posterior_warnings = as_fitted_model(posterior)
+    model, load_notes = as_fitted_model(posterior)
+    if posterior_warnings is not None:
+        posterior_warnings.extend(load_notes)
     runs = runset if runset is not None else model.runset
-    results: dict[str, Any] = {"model": model, "runset": runs, "posterior_warnings": posterior_warnings}
+    results: dict[str, Any] = {"model": model, "runset": runs, "posterior_warnings": load_notes}
     given = {"draws": draws, "tune": tune, "chains": chains}
     nuts = {k: int(v) for k, v in given.items() if v is not None}
     if diagnose:
