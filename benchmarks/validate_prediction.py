@@ -82,6 +82,32 @@ def mean_band_score(pred, true_mean: np.ndarray) -> dict[str, float]:
     }
 
 
+#: The stop step's numbers of a prediction as ``predict --json`` gives them (:func:`summary_dict`):
+#: the stop step on the logged reward and its threshold, the largest expected remaining gain past
+#: the horizon (the draws followed there), why there is none, and the policy's where the logged
+#: reward trails it.
+STOP_STEP_KEYS: tuple[str, ...] = (
+    "stop_step",
+    "stop_threshold",
+    "expected_remaining_gain_after",
+    "no_stop_step",
+    "policy_stop_step",
+    "policy_expected_remaining_gain_after",
+)
+
+
+def stop_step_scores(pred) -> dict[str, object]:
+    """``pred``'s stop step as the package defines it (:func:`bayes_grpo.predict.summary.summary_dict`,
+    the numbers of ``predict --json``), with its threshold and what it rests on past the horizon:
+    the summary's stop step is then the package's, not a twin. NaN (no stop step) is None: the
+    summary is JSON, and ``json.dumps`` wrote NaN, which is not."""
+    from bayes_grpo.checks.base import jsonable
+    from bayes_grpo.predict.summary import summary_dict
+
+    summary = summary_dict(pred)
+    return {key: jsonable(summary[key]) for key in STOP_STEP_KEYS if key in summary}
+
+
 def results_table(rows, case: str, variant: str) -> list[str]:
     """Markdown lines of ``rows`` ``(setting, case, variant, scores)``, one row per prediction."""
     lines = [
@@ -344,7 +370,7 @@ def main() -> None:
                     "prob_unstable_exact": pred.attrs["prob_unstable_exact"],
                     "discrepancy_sd_max": float(pred.attrs.get("discrepancy_sd_max", 0.0)),
                     "posterior_median_a": float(np.median(pred["param_a"].values)),
-                    "stop_step": pred.attrs["stop_step"],
+                    **stop_step_scores(pred),
                 }
                 cres["variants"][vname] = v  # type: ignore[index]
                 rows.append((sname, cname, vname, v))

@@ -35,6 +35,7 @@ from validate_prediction import (  # noqa: E402
     fit_or_load,
     mean_band_score,
     results_table,
+    stop_step_scores,
 )
 
 from bayes_grpo._io import write_text_atomic  # noqa: E402
@@ -118,7 +119,7 @@ def main() -> None:
                     lr_schedule_label=kind,
                 )
                 v = mean_band_score(pred, true_mean) | {
-                    "stop_step": float(pred.attrs["stop_step"]),
+                    **stop_step_scores(pred),
                     "law": str(pred.attrs["law"]),
                 }
                 cres["variants"][vname] = v  # type: ignore[index]

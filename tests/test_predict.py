@@ -1690,3 +1690,30 @@ def test_a_fits_load_warnings_are_the_texts_of_fitted_model_warnings_not_whateve
     with pytest.warns(UserWarning) as seen:
         assert core.load_fitted_model("fit.nc") is fit
     assert "fit.nc: the fit did not converge" in [str(w.message) for w in seen]
+
+
+def test_the_prediction_benchmarks_record_the_packages_stop_step_with_what_it_rests_on(load_script):
+    # benchmarks/validate_prediction.py's summary.json kept pred.attrs["stop_step"] alone (and
+    # validate_schedule_prediction.py float() of it): no threshold, nothing of the look past the
+    # horizon the stop step has rested on since best_beyond_horizon, not the policy's stop step
+    # beside the logged reward's, and a prediction with no stop step wrote NaN, which is not JSON.
+    # Both now record summary_dict's stop-step numbers (stop_step_scores), as `predict --json` does
+    import inspect
+    import json
+
+    validate = load_script("benchmarks/validate_prediction.py")
+    schedule = load_script("benchmarks/validate_schedule_prediction.py")
+    rising = predict_from_draws(_draws(np.full(100, 0.05)), steps=300, momentum=0.5, k_ref=2.0, law="recursion")
+    scores = validate.stop_step_scores(rising)
+    expected = summary_dict(rising)
+    assert np.isfinite(rising.attrs["stop_step"]) and "policy_stop_step" in rising.attrs  # the logged reward trails
+    for key in ("stop_step", "stop_threshold", "policy_stop_step"):
+        assert scores[key] == expected[key] == rising.attrs[key], key
+    early = predict_from_draws(_draws(np.full(100, 0.05)), steps=10, momentum=0.5, k_ref=2.0, law="recursion")
+    assert np.isnan(early.attrs["stop_step"])  # still rising at the horizon: past it by more than the threshold
+    scores = validate.stop_step_scores(early)
+    assert scores["stop_step"] is None and scores["policy_stop_step"] is None
+    assert scores["expected_remaining_gain_after"] == pytest.approx(early.attrs["expected_remaining_gain_after"])
+    json.dumps(scores, allow_nan=False)  # valid JSON
+    for script in (validate, schedule):
+        assert "**stop_step_scores(pred)" in inspect.getsource(script.main)
