@@ -138,10 +138,10 @@ def test_a_saved_fit_loads_back_with_the_notes_its_fit_printed(monkeypatch):
     # regression's, the state-space measurement batches'), while write_report(model=...) had them
     from pathlib import Path
 
-    import bayes_grpo.model.builder as builder
+    import bayes_grpo.model.core as core
 
     note = "the curvature is not regressed on log model_size (stand-in)"
-    monkeypatch.setattr(builder, "size_regression_note", lambda data, config, parameterisation: note)
+    monkeypatch.setattr(core, "size_regression_note", lambda data, config, parameterisation: note)
     loaded = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
     built = GRPODynamicsModel(model_config=loaded.model_config, **loaded.settings)
     built.build_model(loaded.runset)

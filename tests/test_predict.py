@@ -1717,3 +1717,25 @@ def test_the_prediction_benchmarks_record_the_packages_stop_step_with_what_it_re
     json.dumps(scores, allow_nan=False)  # valid JSON
     for script in (validate, schedule):
         assert "**stop_step_scores(pred)" in inspect.getsource(script.main)
+
+
+def test_a_prediction_from_a_saved_fit_does_not_import_pymc():
+    # `predict models/tiny.nc ...` imported PyMC (and PyTensor), ~2 s of its run on a small fit,
+    # only for two NumPy functions of builder.py that loading the fit (size_regression_note) and
+    # coefficient_draws (prior_centres) called: a prediction reads posterior draws, it builds no
+    # model. They are in model/prepare.py now (benchmarks/bench_predict_load.py: before / after)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore');"
+        "from bayes_grpo.predict.predict import predict_run;"
+        f"ds = predict_run({str(tiny)!r}, learning_rate=0.002, momentum=0.9, momentum_convention='ema',"
+        " k_ref=2, group_size=16, steps=50);"
+        "print(sorted(m for m in ('pymc', 'pytensor') if m in sys.modules), ds.attrs['regime'])"
+    )
+    # run in the checkout under test (python -c puts the working folder first on the path)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tiny.parents[1])
+    assert done.stdout.split("]")[0] == "[", done.stdout

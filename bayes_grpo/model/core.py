@@ -56,7 +56,9 @@ from bayes_grpo.model.prepare import (
     group_label,
     measurement_batch_note,
     prepare_data,
+    prior_centres,
     schedule_multipliers,
+    size_regression_note,
 )
 from bayes_grpo.runset import REWARD_VAR, validate_runset, with_added_coords
 from bayes_grpo.runset.schema import readable_group_sizes
@@ -201,8 +203,6 @@ class GRPODynamicsModel:
         """``prepare_data`` with the notes on this model's own settings (the curvature regression
         on model size, the state-space measurement batches): one place for a fit and for a saved
         fit loaded back, whose report and predictions lost them."""
-        from bayes_grpo.model.builder import size_regression_note
-
         data = prepare_data(runset, self.model_config, self.parameterisation, self.likelihood)
         size_note = size_regression_note(data, self.model_config, self.parameterisation)
         if size_note is not None:
@@ -825,8 +825,6 @@ class GRPODynamicsModel:
                     # a fit of one LLM has no spread of log K between LLMs (its population mean
                     # is that LLM's log K): a new LLM got exactly the fitted LLM's curvature, with
                     # its narrow band. Draw the spread from its prior, as the model has it.
-                    from bayes_grpo.model.builder import prior_centres
-
                     spread = prior_centres(data, self.model_config, self.parameterisation)["log_k_spread"]
                     between_prior = max(float(self.model_config["log_stiffness"]["between_models_sigma"]), 2.0 * float(spread))
                     between_sd = np.abs(between_prior * rng.normal(size=shape))
@@ -841,8 +839,6 @@ class GRPODynamicsModel:
                     if not float(model_size) > 0:
                         # log N of a non-positive count: NaN or -inf curvature, a flat or NaN "prediction"
                         raise ValueError(f"model_size must be a positive number of parameters, got {float(model_size):g}")
-                    from bayes_grpo.model.builder import prior_centres
-
                     centre = prior_centres(data, self.model_config, self.parameterisation)["size_mean"]
                     log_k = log_k + post["size_exponent"].values * (np.log(model_size) - centre)
             log_k = log_k + offset("group_offset_log_stiffness")
@@ -870,8 +866,6 @@ class GRPODynamicsModel:
                 r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape, n_runs)
             noise_d = post["noise_d"].sel(model=model).values
             alpha = post["alpha"].values
-            from bayes_grpo.model.builder import prior_centres
-
             g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
             # an unknown G (None or NaN) is the LLM's reference G, as in the fit for its runs
             g = float(group_size) if group_size is not None and np.isfinite(float(group_size)) else g_ref

@@ -664,9 +664,87 @@ def momentum_factor(momentum: np.ndarray) -> np.ndarray:
     return 1.0 - np.asarray(momentum, dtype=float)
 
 
+def prior_centres(data: ModelData, config: dict[str, Any], parameterisation: str) -> dict[str, Any]:
+    """Data-derived centres of the priors (all NumPy; saved with the fit for reuse).
+
+    Returns a dict with ``a0`` [model] (typical gain, 1/steps), ``eta_ref`` [model]
+    (geometric-mean effective step), ``log_k_centre`` (scalar), ``log_k_spread``,
+    ``w0`` [model] (phenomenological frequency guess, rad/step), ``g_ref`` [model]
+    (geometric-mean G), ``x_size`` [model] (centred log size, 0 when unknown),
+    ``size_mean`` and ``use_size`` (bool).
+    """
+    frac = float(config["time_scale"]["fraction"])
+    n_m = data.n_models
+    a0 = np.zeros(n_m)
+    eta_ref = np.ones(n_m)
+    g_ref = np.ones(n_m)
+    for m in range(n_m):
+        rows = data.model_idx == m
+        if parameterisation == "mechanistic":
+            a0[m] = float(np.median(1.0 - data.momentum[rows])) / (frac * data.run_length[m])
+            eta_ref[m] = float(np.exp(np.mean(np.log(data.eta_eff[rows]))))
+        g = data.group_size[rows]
+        g = g[np.isfinite(g)]
+        g_ref[m] = float(np.exp(np.mean(np.log(g)))) if g.size else 1.0
+    w0 = 1.0 / (frac * data.run_length)
+    log_k = np.log(a0 / eta_ref) if parameterisation == "mechanistic" else np.zeros(n_m)
+    known = np.isfinite(data.log_size)
+    use_size = bool(
+        config["size_exponent"]["enabled"]
+        and known.sum() >= max(2, int(config["size_exponent"].get("min_models", 3)))
+        and np.ptp(data.log_size[known]) > 0
+    )
+    size_mean = float(np.mean(data.log_size[known])) if known.any() else 0.0
+    x_size = np.where(known, data.log_size - size_mean, 0.0) if use_size else np.zeros(n_m)
+    return {
+        "a0": a0,
+        "eta_ref": eta_ref,
+        "log_k_centre": float(np.mean(log_k)),
+        "log_k_spread": float(np.std(log_k)),
+        "w0": w0,
+        "g_ref": g_ref,
+        "x_size": x_size,
+        "size_mean": size_mean,
+        "use_size": use_size,
+    }
+
+
+def size_regression_note(data: ModelData, config: dict[str, Any], parameterisation: str) -> str | None:
+    """A note when the curvature regression on ``log model_size`` leaves LLMs out, else None.
+
+    With the regression on (:func:`prior_centres`' ``use_size``), an LLM without a known
+    ``model_size`` gets ``x_size = 0``: its ``log K`` is centred where an LLM of the fitted
+    LLMs' mean log size would be. With the regression enabled but not used although some
+    sizes are known (fewer than ``min_models`` LLMs of known size, or all of one size), the
+    sizes are not used at all. Either way a user who gave sizes should hear it.
+    """
+    if parameterisation != "mechanistic" or data.n_models < 2 or not config["size_exponent"]["enabled"]:
+        return None
+    known = np.isfinite(data.log_size)
+    if not known.any():
+        return None
+    unknown = [m for m, k in zip(data.models, known) if not k]
+    if prior_centres(data, config, parameterisation)["use_size"]:
+        if not unknown:
+            return None
+        return (
+            f"model_size unknown for LLMs {unknown}: the curvature is regressed on log model_size over the "
+            f"{int(known.sum())} others, and theirs is centred at the mean log size of those (as if of that "
+            "size); give their model_size (manifest column, or a config.json beside the log)"
+        )
+    need = max(2, int(config["size_exponent"].get("min_models", 3)))
+    return (
+        f"the curvature is not regressed on log model_size: {int(known.sum())} of {data.n_models} LLMs have a "
+        f"known size, {len(set(data.log_size[known]))} different (needs {need} LLMs of known size, two "
+        "sizes at least); the sizes are not used"
+    )
+
+
 __all__ = [
     "ModelData",
     "prepare_data",
+    "prior_centres",
+    "size_regression_note",
     "mixed_optimizer_notes",
     "follows_schedule",
     "averaged_scheduled_runs",
