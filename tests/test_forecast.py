@@ -1680,3 +1680,24 @@ def test_the_weak_default_prior_gives_the_same_forecast_of_a_run_logged_in_a_uni
         np.testing.assert_allclose(scaled.time_to_fraction_median.values, one.time_to_fraction_median.values, rtol=1e-6)
         np.testing.assert_allclose(scaled.regime_probability.values, one.regime_probability.values, atol=1e-9)
         assert scaled.attrs["stop_step"] == one.attrs["stop_step"], scale
+
+
+def test_a_prior_whose_reward_scale_is_the_prefixs_keeps_its_level_sds_for_a_run_logged_x1e_3():
+    # with_levels_from (a new LLM of a fitted posterior, runs of other LLMs: their dynamics, the
+    # prefix's reward scale) rebuilt the prior in the rewards' unit as logged, so the absolute 1e-3
+    # sd floor came back: the prefix's plateau and R0 sds 0.67e-3 and 0.35e-3 of a run logged
+    # x1e-3 became 1e-3 (at x1 and x1000 they stay 0.67 and 0.35 of the unit)
+    from bayes_grpo.predict.forecast import default_prior, with_levels_from
+
+    rng = np.random.default_rng(0)
+    grid = np.arange(0.0, 301.0)
+    t = grid[:61]
+    y = (0.2 + 0.5 * (1.0 - np.exp(-grid / 60.0)) + 0.02 * rng.standard_normal(grid.size))[:61]
+    dynamics = default_prior(grid, 0.3 + 0.6 * (1.0 - np.exp(-grid / 40.0)))
+    one = with_levels_from(dynamics, default_prior(t, y, horizon=300.0))
+    for scale in (1e-3, 1e3):
+        scaled = with_levels_from(dynamics, default_prior(t, scale * y, horizon=300.0))
+        np.testing.assert_allclose(scaled.sd[:2] / scale, one.sd[:2], rtol=1e-9, err_msg=str(scale))
+        np.testing.assert_allclose(scaled.mean[:2] / scale, one.mean[:2], rtol=1e-9)
+        np.testing.assert_allclose(scaled.sd[2:], one.sd[2:], rtol=1e-9)
+        np.testing.assert_allclose(scaled.mean[4], one.mean[4] + np.log(scale), rtol=1e-9)

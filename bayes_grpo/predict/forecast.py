@@ -458,7 +458,17 @@ def with_levels_from(
     block and become independent of the dynamics; the dynamics keep ``prior``'s marginal
     (per component of a mixture). Used where the dynamics are learnt from runs whose reward
     scale need not be the run's own: a new LLM of a fitted posterior, runs of other LLMs.
+
+    Built in the unit of ``levels``' rewards (:func:`reward_unit`) and scaled back, as
+    :func:`default_prior` is: the sd floor :data:`PRIOR_SD_FLOOR` the new prior gets is then a share
+    of the reward's size, and ``levels`` of a run logged x1e-3 keep their sds, not 1e-3.
     """
+    unit = reward_unit(levels.mean[:2])
+    if unit != 1.0:
+        return rescale_prior(
+            with_levels_from(rescale_prior(prior, 1.0 / unit), rescale_prior(levels, 1.0 / unit), source=source),
+            unit,
+        )
     lv = list(LEVEL_COORDS)
 
     def swap(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
