@@ -1486,6 +1486,48 @@ def test_a_reward_logged_on_0_to_10_is_forecast_as_the_same_reward_on_0_to_1(lik
         )
 
 
+@pytest.mark.parametrize("likelihood", ["state_space", "iid"])
+def test_a_reward_logged_with_an_offset_is_forecast_as_the_same_reward_without_it(likelihood):
+    """`forecast runs.nc --run r --upto 60` of runs whose reward is logged as 100 + the reward
+    (a score with an offset; QA flow on a [-1, 1] run set) gave another forecast than the same
+    runs without it: regime overdamped at 0.87 instead of underdamped at 0.45, stop step 112
+    instead of 85, 90% band coverage of the rest of the run 3% instead of 33%. The rewards were
+    fitted in the unit 100 (the power of ten of their size), where the prior's sd floor on the
+    plateau and R0 is 0.1, a tenth of the rise. The fit now works from the rewards' own origin
+    (forecast.reward_frame), so the forecast is the same forecast shifted."""
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(0, 151)
+    curves = {}
+    for i, u in enumerate(_population(rng, 4)):
+        _, y = _run(u, rng)
+        curves[f"r{i}"] = pd.DataFrame({"reward": y[: steps.size]}, index=steps)
+    base = make_runset(curves, {k: {"model": "m"} for k in curves})
+
+    def forecast(offset):
+        ds = base.copy()
+        ds["reward"] = base["reward"] + offset
+        return forecast_in_runset(ds, "r0", 40, likelihood=likelihood, n_draws=300, seed=0)
+
+    one = forecast(0.0)
+    for offset in (100.0, -1000.0):
+        moved = forecast(offset)
+        for name in ("mean_mean", "obs_hdi", "mean_hdi"):
+            np.testing.assert_allclose(moved[name].values - offset, one[name].values, rtol=1e-4, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(moved.time_to_fraction_median.values, one.time_to_fraction_median.values)
+        assert moved.attrs["regime"] == one.attrs["regime"]
+    # rewards that span a good part of their size keep 0 as their origin (as they are logged)
+    from bayes_grpo.predict.forecast import reward_frame
+
+    assert reward_frame(np.array([0.05, 0.7])) == (0.0, 1.0)
+    assert reward_frame(np.array([-0.5, 0.6])) == (0.0, 1.0)
+    assert reward_frame(np.array([99.5, 100.6])) == (100.0, 1.0)
+
+
 def test_a_posterior_prior_is_the_same_prior_for_a_reward_logged_on_0_to_10():
     """`forecast runs.nc --run r --prior fit.nc` builds its prior from the fit's draws of the run's
     plateau and R0 (reward units). Their sd was floored at 1e-3 in whatever unit the reward was

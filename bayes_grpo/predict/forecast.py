@@ -525,12 +525,12 @@ def prior_from_draws(
         raise ForecastError(
             f"{source}: only {u.shape[0]} usable (stable, finite) draws; cannot form a prior"
         )
-    # moments in the reward's unit (reward_unit), scaled back as they are: the prior's sd floor on
+    # moments in the reward's frame (reward_frame), scaled back as they are: the prior's sd floor on
     # the plateau and R0 is then a share of the reward's size, not 1e-3 in whatever unit it is logged
-    unit = reward_unit(u[:, :2])
-    u = rescale_u(u, 1.0 / unit)
+    origin, unit = reward_frame(u[:, :2])
+    u = rescale_u(u, 1.0 / unit, shift=-origin / unit)
     prior = GaussianPrior(u.mean(axis=0), inflate * np.cov(u, rowvar=False), source=source)
-    return rescale_prior(prior, unit)
+    return rescale_prior(prior, unit, shift=origin)
 
 
 def prior_from_posterior(
@@ -658,13 +658,17 @@ def prior_from_runs(
     # directions and the robust spread mix reward-valued and unit-free coordinates, so in reward
     # units they gave runs logged on 0-10 another prior than the same runs on 0-1
     rewards = [np.asarray(y, dtype=float) for _, y in runs]
-    unit = reward_unit(np.concatenate(rewards)) if rewards else 1.0
-    bounds = None if reward_bounds is None else (reward_bounds[0] / unit, reward_bounds[1] / unit)
+    origin, unit = reward_frame(np.concatenate(rewards)) if rewards else (0.0, 1.0)
+    bounds = (
+        None
+        if reward_bounds is None
+        else ((reward_bounds[0] - origin) / unit, (reward_bounds[1] - origin) / unit)
+    )
     modes, covs = [], []
     n_retimed = 0
     for i, (t, y) in enumerate(runs):
         t = np.asarray(t, dtype=float)
-        y = np.asarray(y, dtype=float) / unit
+        y = (np.asarray(y, dtype=float) - origin) / unit
         ok = np.isfinite(t) & np.isfinite(y)
         if ok.sum() < 3:
             continue
@@ -699,7 +703,7 @@ def prior_from_runs(
     if n_retimed:
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
-        return rescale_prior(GaussianPrior(centre, cov, source=label + ")"), unit)
+        return rescale_prior(GaussianPrior(centre, cov, source=label + ")"), unit, shift=origin)
     if kind != "mixture":
         raise ForecastError(f"unknown prior kind {kind!r}; expected 'mixture' or 'gaussian'")
     n, dim = modes_arr.shape
@@ -723,6 +727,7 @@ def prior_from_runs(
             modes_arr, comp_covs_arr, np.ones(len(pick)), source=label + f", mixture of {len(pick)})"
         ),
         unit,
+        shift=origin,
     )
 
 
@@ -1555,22 +1560,25 @@ def fit_run(
         check_within_bounds(y, bounds)
     # the numerics (optimiser steps, the Laplace covariance's conditioning, the proposals) work
     # in the reward's own unit, so that a reward logged on 0-10 is forecast as the same reward
-    # on 0-1 (the bands, means and milestones of one are the other's times 10)
-    unit = _fit_unit(y, prior)
+    # on 0-1 (the bands, means and milestones of one are the other's times 10), and from the
+    # reward's own origin, so that a reward logged with an offset (100 + the success rate) is
+    # forecast as the same reward without it (reward_frame)
+    origin, unit = _fit_frame(y, prior)
+    into = -origin / unit
     post = _fit_run_in_unit(
         t,
-        y / unit,
-        rescale_prior(prior, 1.0 / unit),
+        (y - origin) / unit,
+        rescale_prior(prior, 1.0 / unit, shift=into),
         n_draws=n_draws,
         n_proposal=n_proposal,
         rng=rng,
-        warm_start=None if warm_start is None else rescale_u(warm_start, 1.0 / unit),
+        warm_start=None if warm_start is None else rescale_u(warm_start, 1.0 / unit, shift=into),
         likelihood=likelihood,
-        bounds=None if bounds is None else (bounds[0] / unit, bounds[1] / unit),
+        bounds=None if bounds is None else ((bounds[0] - origin) / unit, (bounds[1] - origin) / unit),
         adapt=adapt,
     )
-    post.draws = rescale_u(post.draws, unit)
-    post.mode = rescale_u(post.mode, unit)
+    post.draws = rescale_u(post.draws, unit, shift=origin)
+    post.mode = rescale_u(post.mode, unit, shift=origin)
     levels = _level_scales(post.cov.shape[0], unit)
     post.cov = post.cov * np.outer(levels, levels)
     # the log density of the rewards, the plateau and R0 in the rewards' own units (Jacobian)
@@ -1592,11 +1600,46 @@ def reward_unit(values: np.ndarray) -> float:
     return float(10.0 ** np.round(np.log10(size))) if size > 0.0 else 1.0
 
 
-def _fit_unit(y: np.ndarray, prior: GaussianPrior | MixturePrior) -> float:
-    """The reward unit :func:`fit_run` fits rewards ``y`` with ``prior`` in (:func:`reward_unit` of
-    the rewards and the prior's levels)."""
+#: A reward whose middle lies more than this many times its spread from 0 is fitted from an
+#: origin near it (:func:`reward_origin`); nearer, from 0, as it is logged.
+ORIGIN_SPREADS: float = 10.0
+
+
+def reward_origin(values: np.ndarray) -> float:
+    """The origin a forecast's numerics measure rewards ``values`` from: 0, unless their middle
+    lies more than :data:`ORIGIN_SPREADS` spreads (max - min) from 0 (a reward logged with an
+    offset, 100 + a success rate), then the middle rounded to the power of ten at or below the
+    spread.
+
+    From 0 a reward of 99.5-100.6 was fitted in the unit 100 (:func:`reward_unit`), where the
+    prior's sd floor on the plateau and R0 (:data:`PRIOR_SD_FLOOR`, 1e-3 in the unit) is 0.1,
+    a tenth of the run's rise; the same run logged without the offset had a floor of 1e-3.
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0
+    lo, hi = float(values.min()), float(values.max())
+    spread, middle = hi - lo, (hi + lo) / 2.0
+    if not spread > 0.0 or abs(middle) <= ORIGIN_SPREADS * spread:
+        return 0.0
+    step = float(10.0 ** np.floor(np.log10(spread)))
+    return float(step * np.round(middle / step))
+
+
+def reward_frame(values: np.ndarray) -> tuple[float, float]:
+    """``(origin, unit)``: a forecast fits ``(reward - origin) / unit`` (:func:`reward_origin`,
+    then :func:`reward_unit` of the rewards from that origin)."""
+    values = np.asarray(values, dtype=float)
+    origin = reward_origin(values)
+    return origin, reward_unit(values - origin)
+
+
+def _fit_frame(y: np.ndarray, prior: GaussianPrior | MixturePrior) -> tuple[float, float]:
+    """The origin and unit :func:`fit_run` fits rewards ``y`` with ``prior`` in
+    (:func:`reward_frame` of the rewards and the prior's levels)."""
     levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.mean[:2]
-    return reward_unit(np.concatenate([np.asarray(y, dtype=float), np.ravel(levels_of_prior)]))
+    return reward_frame(np.concatenate([np.asarray(y, dtype=float), np.ravel(levels_of_prior)]))
 
 
 def _level_scales(dim: int, unit: float) -> np.ndarray:
@@ -1607,35 +1650,40 @@ def _level_scales(dim: int, unit: float) -> np.ndarray:
     return scales
 
 
-def rescale_u(u: np.ndarray, factor: float) -> np.ndarray:
-    """``u`` (rows, or one vector) of a run whose rewards are multiplied by ``factor``."""
+def rescale_u(u: np.ndarray, factor: float, *, shift: float = 0.0) -> np.ndarray:
+    """``u`` (rows, or one vector) of a run whose rewards are multiplied by ``factor``, then
+    shifted by ``shift`` (the plateau and R0 move with it; the noise and dynamics do not)."""
     out = np.array(u, dtype=float, copy=True)
-    out[..., :2] *= factor
+    out[..., :2] = out[..., :2] * factor + shift
     out[..., 4] += np.log(factor)
     return out
 
 
 def rescale_prior(
-    prior: GaussianPrior | MixturePrior, factor: float
+    prior: GaussianPrior | MixturePrior, factor: float, *, shift: float = 0.0
 ) -> GaussianPrior | MixturePrior:
-    """``prior`` for the run's rewards multiplied by ``factor`` (:func:`rescale_u`).
+    """``prior`` for the run's rewards multiplied by ``factor``, then shifted by ``shift``
+    (:func:`rescale_u`).
 
     The moments are carried over as they are: made anew, the prior would floor its sds and
     shrink its correlations once more (:class:`GaussianPrior`), and a forecast in another
     unit would rest on another prior."""
-    if factor == 1.0:
+    if factor == 1.0 and shift == 0.0:
         return prior
     out = object.__new__(type(prior))
     if isinstance(prior, MixturePrior):
         levels = _level_scales(prior.covs.shape[-1], factor)
         moments = {
-            "means": rescale_u(prior.means, factor),
+            "means": rescale_u(prior.means, factor, shift=shift),
             "covs": prior.covs * np.outer(levels, levels),
             "weights": prior.weights,
         }
     else:
         levels = _level_scales(prior.cov.shape[0], factor)
-        moments = {"mean": rescale_u(prior.mean, factor), "cov": prior.cov * np.outer(levels, levels)}
+        moments = {
+            "mean": rescale_u(prior.mean, factor, shift=shift),
+            "cov": prior.cov * np.outer(levels, levels),
+        }
     for name, value in {**moments, "source": prior.source}.items():
         object.__setattr__(out, name, value)
     return out
@@ -1654,7 +1702,7 @@ def _fit_run_in_unit(
     bounds: tuple[float, float] | None,
     adapt: bool,
 ) -> RunPosterior:
-    """:func:`fit_run` of checked rewards ``y`` and ``prior`` in the reward unit (:func:`reward_unit`)."""
+    """:func:`fit_run` of checked rewards ``y`` and ``prior`` in the reward's frame (:func:`reward_frame`)."""
     if isinstance(prior, MixturePrior):
         return _fit_mixture(t, y, prior, n_draws, n_proposal, rng, likelihood, bounds, adapt)
     prior = prior.with_onset()
@@ -2380,8 +2428,10 @@ def _fit_prefix(
             "those of a run without noise (about 0 wide), not the noise the run will show once it "
             "moves; forecast with a prior that has it (the other runs of its LLM, or --prior)"
         )
-    unit = _fit_unit(y, prior)
-    if flat and not _prior_rise(prior) / unit > 10.0 * max(_data_scale(y / unit)[1], float(PRIOR_SD_FLOOR[0])):
+    origin, unit = _fit_frame(y, prior)
+    if flat and not _prior_rise(prior) / unit > 10.0 * max(
+        _data_scale((y - origin) / unit)[1], float(PRIOR_SD_FLOOR[0])
+    ):
         # `forecast --no-population` of a run at 0 before its rise recommended stop step 0 ("the
         # threshold is at least the whole expected remaining gain: give a smaller gain"): the
         # prefix, flat, says nothing of a rise, and neither does a prior whose levels are its own.
