@@ -1743,3 +1743,22 @@ def test_a_prior_whose_reward_scale_is_the_prefixs_keeps_its_level_sds_for_a_run
         np.testing.assert_allclose(scaled.mean[:2] / scale, one.mean[:2], rtol=1e-9)
         np.testing.assert_allclose(scaled.sd[2:], one.sd[2:], rtol=1e-9)
         np.testing.assert_allclose(scaled.mean[4], one.mean[4] + np.log(scale), rtol=1e-9)
+
+
+def test_the_default_prior_of_a_run_logged_with_an_offset_is_the_same_prior_shifted():
+    # default_prior and with_levels_from worked in the reward's unit only: a run rising by 0.002
+    # logged as 100 + reward was built in the unit 100, where the sd floor on the plateau and R0
+    # (1e-3 of the unit) is 0.1, fifty times the rise; without the offset the floor is 1e-3 of
+    # the unit 0.01. Both now work from the reward's frame (reward_frame: origin and unit)
+    from bayes_grpo.predict.forecast import default_prior, with_levels_from
+
+    rng = np.random.default_rng(2)
+    t = np.arange(0.0, 61.0)
+    y = 0.2 + 0.002 * (1.0 - np.exp(-t / 20.0)) + 1e-4 * rng.standard_normal(t.size)
+    one = default_prior(t, y, horizon=300.0)
+    shifted = default_prior(t, y + 100.0, horizon=300.0)
+    np.testing.assert_allclose(shifted.mean[:2] - 100.0, one.mean[:2], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shifted.sd, one.sd, rtol=1e-6)
+    dynamics = default_prior(t, 0.3 + 0.6 * (1.0 - np.exp(-t / 40.0)))
+    both = with_levels_from(dynamics, one), with_levels_from(dynamics, shifted)
+    np.testing.assert_allclose(both[1].sd, both[0].sd, rtol=1e-6)

@@ -410,9 +410,10 @@ def default_prior(
     ``zeta`` centred on 1 (sd 1 in log), ``sigma`` on the first-difference noise (sd 1 in log),
     the onset ``t0`` on ``DEFAULT_ONSET_SHARE * horizon`` (sd ``DEFAULT_ONSET_LOG_SD`` in log).
 
-    Built in the rewards' own unit (:func:`reward_unit`) and scaled back, so that the sd floor
-    :data:`PRIOR_SD_FLOOR` on the plateau and R0 is a share of the reward's size: the same run
-    logged x1e-3 gets the same prior scaled, not one whose level sds sit at an absolute 1e-3.
+    Built in the rewards' own frame (:func:`reward_frame`: origin and unit) and carried back, so
+    that the sd floor :data:`PRIOR_SD_FLOOR` on the plateau and R0 is a share of the reward's size:
+    the same run logged x1e-3 (or with an offset of 100) gets the same prior scaled (shifted), not
+    one whose level sds sit at an absolute 1e-3 (or 1e-3 of the unit 100).
     """
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -422,8 +423,8 @@ def default_prior(
     t, y = t[ok], y[ok]
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps for a forecast, got {y.size}")
-    unit = reward_unit(y)
-    y = y / unit
+    origin, unit = reward_frame(y)
+    y = (y - origin) / unit
     noise, span = _data_scale(y)
     k = max(1, y.size // 10)
     horizon = float(horizon if horizon is not None else max(t.max(), 1.0))
@@ -441,7 +442,7 @@ def default_prior(
         [2.0 * span + 2.0 * noise, span + 2.0 * noise, 1.5, 1.0, 1.0, DEFAULT_ONSET_LOG_SD]
     )
     prior = GaussianPrior(mean, np.diag(sd**2), source="default (weak, scaled to the prefix)")
-    return rescale_prior(prior, unit)
+    return rescale_prior(prior, unit, shift=origin)
 
 
 #: Indices in ``u`` of the reward-valued coordinates (plateau, R0, log sigma): the run's
@@ -459,15 +460,21 @@ def with_levels_from(
     (per component of a mixture). Used where the dynamics are learnt from runs whose reward
     scale need not be the run's own: a new LLM of a fitted posterior, runs of other LLMs.
 
-    Built in the unit of ``levels``' rewards (:func:`reward_unit`) and scaled back, as
+    Built in the frame of ``levels``' rewards (:func:`reward_frame`) and carried back, as
     :func:`default_prior` is: the sd floor :data:`PRIOR_SD_FLOOR` the new prior gets is then a share
     of the reward's size, and ``levels`` of a run logged x1e-3 keep their sds, not 1e-3.
     """
-    unit = reward_unit(levels.mean[:2])
-    if unit != 1.0:
+    origin, unit = reward_frame(levels.mean[:2])
+    if unit != 1.0 or origin != 0.0:
+        into = -origin / unit
         return rescale_prior(
-            with_levels_from(rescale_prior(prior, 1.0 / unit), rescale_prior(levels, 1.0 / unit), source=source),
+            with_levels_from(
+                rescale_prior(prior, 1.0 / unit, shift=into),
+                rescale_prior(levels, 1.0 / unit, shift=into),
+                source=source,
+            ),
             unit,
+            shift=origin,
         )
     lv = list(LEVEL_COORDS)
 
