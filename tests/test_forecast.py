@@ -1458,18 +1458,9 @@ def test_a_reward_logged_on_0_to_10_is_forecast_as_the_same_reward_on_0_to_1(lik
     prior's clip of unidentified directions were in reward units, mixed with the unit-free
     dynamics. The fit now works in the rewards' own unit, so a forecast is the same forecast
     scaled."""
-    import pandas as pd
-
     from bayes_grpo.predict.forecast import forecast_in_runset
-    from bayes_grpo.runset import make_runset
 
-    rng = np.random.default_rng(3)
-    steps = np.arange(0, 151)
-    curves = {}
-    for i, u in enumerate(_population(rng, 4)):
-        _, y = _run(u, rng)
-        curves[f"r{i}"] = pd.DataFrame({"reward": y[: steps.size]}, index=steps)
-    base = make_runset(curves, {k: {"model": "m"} for k in curves})
+    base = _four_runs_of_one_llm()
 
     def forecast(scale):
         ds = base.copy()
@@ -1495,18 +1486,9 @@ def test_a_reward_logged_with_an_offset_is_forecast_as_the_same_reward_without_i
     fitted in the unit 100 (the power of ten of their size), where the prior's sd floor on the
     plateau and R0 is 0.1, a tenth of the rise. The fit now works from the rewards' own origin
     (forecast.reward_frame), so the forecast is the same forecast shifted."""
-    import pandas as pd
-
     from bayes_grpo.predict.forecast import forecast_in_runset
-    from bayes_grpo.runset import make_runset
 
-    rng = np.random.default_rng(3)
-    steps = np.arange(0, 151)
-    curves = {}
-    for i, u in enumerate(_population(rng, 4)):
-        _, y = _run(u, rng)
-        curves[f"r{i}"] = pd.DataFrame({"reward": y[: steps.size]}, index=steps)
-    base = make_runset(curves, {k: {"model": "m"} for k in curves})
+    base = _four_runs_of_one_llm()
 
     def forecast(offset):
         ds = base.copy()
@@ -1762,3 +1744,19 @@ def test_the_default_prior_of_a_run_logged_with_an_offset_is_the_same_prior_shif
     dynamics = default_prior(t, 0.3 + 0.6 * (1.0 - np.exp(-t / 40.0)))
     both = with_levels_from(dynamics, one), with_levels_from(dynamics, shifted)
     np.testing.assert_allclose(both[1].sd, both[0].sd, rtol=1e-6)
+
+
+def _four_runs_of_one_llm():
+    """Four runs of one LLM drawn from :func:`_population` (seed 3), 151 steps: a run set whose
+    first run a forecast from the other three's prior can be scaled or shifted."""
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(0, 151)
+    curves = {}
+    for i, u in enumerate(_population(rng, 4)):
+        _, y = _run(u, rng)
+        curves[f"r{i}"] = pd.DataFrame({"reward": y[: steps.size]}, index=steps)
+    return make_runset(curves, {k: {"model": "m"} for k in curves})
