@@ -27,6 +27,7 @@ from bayes_grpo.diagnostics import (
     verdict_matrix,
     zero_spread_from_std,
 )
+from bayes_grpo.diagnostics._series import fall_fit_variance
 from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
 from bayes_grpo.runset import make_runset
 
@@ -1561,6 +1562,41 @@ def test_a_reward_that_collapses_after_rising_is_instability_not_only_degeneracy
     for frame in (eased, flat):
         res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
         assert not _signal(res, "reward collapse")["detected"], res.summary
+
+
+@pytest.mark.parametrize("collapse_at", [230, 250, 270])
+def test_a_reward_that_collapses_inside_the_last_quarter_is_instability(collapse_at):
+    # a run stopped soon after its collapse (the fall at step 240 of 300, inside the last
+    # quarter) read "no collapse": the last window's sd held the fall itself, so the rise
+    # measured 1.3 of those sds against the 3 the rule asks for
+    n = 300
+    frame = _plateau_run(n, noise=0.03)
+    steps = frame.index.to_numpy()
+    frame["reward"] = np.where(
+        steps > collapse_at, 0.05 + 0.01 * np.random.default_rng(3).standard_normal(n), frame["reward"]
+    )
+    res = instability(frame, run_id="r", config=FAST.instability, common=FAST.common)
+    col = _signal(res, "reward collapse")
+    assert res.passed is False and col["detected"], res.summary
+    assert col["value"] >= 3 and col["rise_in_within_window_sds"] >= 3
+    assert collapse_at <= col["onset_step"] <= collapse_at + 10, col["onset_step"]
+
+
+def test_the_spread_about_a_fall_is_the_noise_not_the_fall():
+    rng = np.random.default_rng(0)
+    noise = 0.05 * rng.standard_normal(400)
+    stepped = np.where(np.arange(400) < 150, 0.8, 0.1) + noise
+    assert np.sqrt(fall_fit_variance(stepped)) == pytest.approx(0.05, rel=0.1)
+    assert np.sqrt(np.var(stepped, ddof=1)) > 0.3
+    # a rise is no fall: its spread stays the plain variance
+    assert fall_fit_variance(stepped[::-1]) == pytest.approx(np.var(stepped, ddof=1))
+    # without a step: about the noise (the best split takes a little of it), and at most the
+    # plain variance times (n - 1) / (n - 2)
+    flat = 0.5 + noise
+    assert fall_fit_variance(flat) == pytest.approx(np.var(flat, ddof=1), rel=0.1)
+    assert fall_fit_variance(flat) <= np.var(flat, ddof=1) * 399 / 398
+    # too few points for two segments of 3: the plain variance
+    assert fall_fit_variance(flat[:5]) == pytest.approx(np.var(flat[:5], ddof=1))
 
 
 def test_a_run_without_an_evaluation_names_its_reward_components_and_not_metrics_it_never_logged():

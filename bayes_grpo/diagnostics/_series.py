@@ -181,6 +181,32 @@ def interval(samples: np.ndarray, prob: float, centre: float | None = None) -> t
     return float(lo), float(hi)
 
 
+def fall_fit_variance(values: np.ndarray, min_segment: int = 3) -> float:
+    """Variance of ``values`` about their best one-fall fit (``ddof = 2``).
+
+    The fit is two means, before and after the split that leaves the least squared error
+    among the splits whose later mean is the lower (a fall), each segment at least
+    ``min_segment`` points; with fewer than ``2 * min_segment`` points or no such split, the
+    plain variance (``ddof = 1``). A window that holds a sudden fall of the level has the
+    noise about its two levels as spread, not the fall itself; on a window without one, the
+    best of its splits takes a little of the noise too (the estimate is then slightly low).
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    plain = float(np.var(values, ddof=1)) if n > 1 else float("nan")
+    if n < 2 * min_segment:
+        return plain
+    centred = values - values.mean()
+    csum, csum2 = np.cumsum(centred), np.cumsum(centred**2)
+    k = np.arange(min_segment, n - min_segment + 1)
+    mean_before, mean_after = csum[k - 1] / k, (csum[-1] - csum[k - 1]) / (n - k)
+    sse = (csum2[k - 1] - csum[k - 1] * mean_before) + (
+        (csum2[-1] - csum2[k - 1]) - (csum[-1] - csum[k - 1]) * mean_after
+    )
+    falls = mean_after < mean_before
+    return float(np.min(sse[falls]) / (n - 2)) if falls.any() else plain
+
+
 def window_means(values: np.ndarray, window: int) -> np.ndarray:
     """Means of every full window of ``window`` consecutive points, ``(n - window + 1,)``.
 

@@ -381,7 +381,8 @@ class InstabilityConfig:
     collapse_sd
         Reward collapse: the mean reward over the last ``edge_fraction`` of the run ends below
         the first's, the best window of that length lies at least this many within-window
-        standard deviations (pooled over the best and the last window) above the last, and at
+        standard deviations (pooled over the best window and the last, the last's about its
+        best one-fall fit, so that a collapse inside it is not its spread) above the last, and at
         least as many above the first (the reward rose before it fell). See the module
         docstring of ``instability`` for the noise band.
     spike_alpha

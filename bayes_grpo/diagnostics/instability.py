@@ -106,16 +106,20 @@ Signals, each assessed on its own and listed in the result's table:
 - **reward collapse** (model-free, part of the same reward assessment): the reward rose and
   then fell back below where it started. With windows of ``edge_fraction`` of the run (means):
   the last window ends below the first, and the best window lies at least ``collapse_sd``
-  within-window standard deviations (pooled over the best and the last window) above both
-  the last and the first. A collapse to the reward's floor leaves a tight last window far
-  below the best one; a healthy run that rose stays above its start, and the wander of a
-  plateau moves the window means by about the spread within them. Noise band, by
-  simulation of a stationary AR(1) wander plus white noise (40-400 points, with or without
-  a rise before it): at most 0.8% of runs when the wander's correlation time is up to 10% of
-  the run, 1-4% at 25-50% (a swing that slow is one rise and fall, which a single run cannot
-  tell from a collapse). Onset: the first step from the best window on after which the reward
-  (3-point running median) stays below halfway from the best window's mean to the last's
-  (sustained).
+  within-window standard deviations (pooled over the best window's sd and the last window's
+  sd about its best one-fall fit) above both the last and the first. A collapse to the
+  reward's floor leaves a tight last window far below the best one; one inside the last window
+  (a run stopped soon after it) is that window's step, which the fall fit keeps out of its
+  spread; a healthy run that rose stays above its start, and the wander of a plateau moves the
+  window means by about the spread within them. Noise band and detection
+  (``benchmarks/collapse_noise_band.py``, a stationary AR(1) wander plus white noise, 40-400
+  points, with or without a rise before it): at most 1.5% of runs when the wander's
+  correlation time is up to 10% of the run (2.5% without white noise), 1-4% at 25-50% (a
+  swing that slow is one rise and fall, which a single run cannot tell from a collapse);
+  before the fall fit 0.7% (1.5%) and 0.3-3.5%. A collapse at 50-90% of a run is flagged in
+  99-100% of runs (before the fall fit: none from 80% on). Onset: the first step from the
+  best window on after which the reward (3-point running median) stays below halfway from
+  the best window's mean to the last's (sustained).
 
 The mode is detected when any signal is. A run with none of the side quantities and a
 reward too short to fit is "not assessable".
@@ -136,6 +140,7 @@ from bayes_grpo.diagnostics._series import (
     Series,
     bootstrap,
     edge_mask,
+    fall_fit_variance,
     find_series,
     finite_series,
     interval,
@@ -705,8 +710,10 @@ def _collapse_signal(
     k = int(np.argmax(means))
     best = float(means[k])
     start_mean, end_mean = float(rew.values[first].mean()), float(rew.values[last].mean())
+    # the last window's spread about its best one-fall fit: a collapse inside it (a run
+    # stopped soon after) is its step, not its noise
     pooled = float(
-        np.sqrt((np.var(rew.values[k : k + w], ddof=1) + np.var(rew.values[last], ddof=1)) / 2)
+        np.sqrt((np.var(rew.values[k : k + w], ddof=1) + fall_fit_variance(rew.values[last])) / 2)
     )
     fall, rise = best - end_mean, best - start_mean
     value, rise_sd = _ratio(fall, pooled, both_zero=0.0), _ratio(rise, pooled, both_zero=0.0)
