@@ -29,6 +29,7 @@ from bayes_grpo.diagnostics import (
 )
 from bayes_grpo.diagnostics._series import fall_fit_variance
 from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
+from bayes_grpo.diagnostics.degeneracy import whole_batch_size
 from bayes_grpo.runset import make_runset
 
 FAST = DiagnosticsConfig.from_mapping({"common": {"n_boot": 40, "figures": False}})
@@ -184,6 +185,48 @@ def test_a_derived_share_says_it_assumes_a_binary_reward_and_how_to_leave_it_out
     off = DiagnosticsConfig.from_assignments(["degeneracy.reward_std_metrics=[]"])
     (res,) = diagnose(ds, config=off, modes=["advantage_degeneracy"])
     assert res.passed is None and "degeneracy.reward_std_metrics is empty" in res.summary
+
+
+def test_a_reward_std_over_the_whole_batch_is_not_read_as_the_mean_within_group_spread():
+    # TRL 1.x logs reward_std as the std of every reward of the batch (nanstd(rewards), read in
+    # the installed grpo_trainer.py), not the mean of the groups' stds (TRL 0.1x). A log of
+    # reward and reward_std only (no frac_reward_zero_std: a W&B export of two columns) of
+    # 16 prompts x G 4 with heterogeneous prompts, the share of all-equal groups 0.59 over the
+    # last quarter, read "not detected: zero-signal share 0.30 <= 0.5", derived from that std.
+    # The batch std of a binary reward is sqrt(N/(N-1) r (1-r)) at every step for one batch
+    # size N: the derivation is refused, naming the metric and N
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    logs = group_logs(0.3 + 0.55 * (1 - np.exp(-t / 40)), 4, 16, 4.0, rng)
+    assert logs["frac_reward_zero_std"].iloc[-50:].mean() > 0.55
+    r = logs["reward"].to_numpy()
+    batch_std = np.sqrt(64 / 63 * r * (1 - r))
+    batch = make_runset(
+        {"x": logs.drop(columns="frac_reward_zero_std").assign(reward_std=batch_std)},
+        {"x": {"group_size": 4}},
+    )
+    (res,) = diagnose(batch, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is None, res.summary
+    assert "reward_std is the std over the whole batch of about 64 rewards" in res.summary
+    # the same run with the mean within-group spread still has its share derived (detected)
+    grouped = make_runset({"x": logs.drop(columns="frac_reward_zero_std")}, {"x": {"group_size": 4}})
+    (res,) = diagnose(grouped, config=FAST, modes=["advantage_degeneracy"])
+    assert res.values["evidence"]["share_source"] == "derived" and res.passed is False, res.summary
+
+
+def test_a_batch_std_is_told_by_its_constant_ratio_to_the_binary_variance():
+    rng = np.random.default_rng(0)
+    r = np.clip(0.2 + 0.7 * (1 - np.exp(-np.arange(80) / 20)) + 0.02 * rng.standard_normal(80), 0, 1)
+    n = 8 * 16
+    assert whole_batch_size(np.sqrt(n / (n - 1) * r * (1 - r)), r) == n
+    # logged to 4 decimals (a console log): still told, N only roughly (c - 1 = 1/127 is small)
+    rounded = whole_batch_size(np.round(np.sqrt(n / (n - 1) * r * (1 - r)), 4), np.round(r, 4))
+    assert rounded is not None and abs(rounded - n) <= 0.1 * n, rounded
+    # the mean of 16 groups' stds of G = 16 homogeneous prompts sits near the batch std (ratio
+    # ~0.95-1.02) but moves from step to step: not a batch std
+    k = rng.binomial(16, r[:, None], size=(80, 16))
+    group_mean = np.sqrt(k * (16 - k) / (16 * 15)).mean(axis=1)
+    assert whole_batch_size(group_mean, k.mean(axis=1) / 16) is None
 
 
 def test_a_run_whose_rewards_leave_the_configured_reward_range_is_not_read_on_it():

@@ -125,6 +125,45 @@ def zero_spread_from_std(
     return np.clip(f, 0.0, 1.0)
 
 
+#: ``reward_std^2 / (r (1 - r))`` of a binary reward's std over one whole batch is ``N / (N - 1)``
+#: at every step (ddof 1): told from the mean of the groups' stds, which moves from step to step,
+#: when its spread (max - min) over the steps whose mean reward lies in
+#: ``BATCH_STD_REWARD_RANGE`` is at most this share of its median (a log printed to 4 decimals
+#: moves it by at most 0.3% there).
+BATCH_STD_TOLERANCE: float = 5e-3
+BATCH_STD_REWARD_RANGE: tuple[float, float] = (0.05, 0.95)
+
+
+def whole_batch_size(reward_std: np.ndarray, p: np.ndarray, ddof: int = 1) -> int | None:
+    """The batch size ``N`` when ``reward_std`` is a binary reward's std over one whole batch of
+    ``N`` rewards at every step, else None.
+
+    TRL 1.x logs ``reward_std`` as ``nanstd(rewards)`` over the batch (TRL 0.1x: the mean of
+    the groups' stds, which the share is derived from); verl's ``critic/score/std`` likewise.
+    For a binary reward that std is a function of the mean: ``reward_std^2 = N / (N - ddof)
+    r (1 - r)``, one constant ratio at every step (:data:`BATCH_STD_TOLERANCE`), ``N = ddof c /
+    (c - 1)`` (roughly, for a log printed rounded: ``c - 1 = 1 / (N - 1)`` is small). None with ``ddof`` 0 (the ratio is then 1 whatever ``N``) or fewer than 3 steps
+    whose mean lies in :data:`BATCH_STD_REWARD_RANGE`.
+
+    Parameters
+    ----------
+    reward_std
+        The logged std in units of the binary reward's range; (n,).
+    p
+        Mean reward mapped to [0, 1]; (n,).
+    """
+    reward_std, p = np.asarray(reward_std, dtype=float), np.asarray(p, dtype=float)
+    low, high = BATCH_STD_REWARD_RANGE
+    ok = np.isfinite(reward_std) & np.isfinite(p) & (p > low) & (p < high) & (reward_std > 0)
+    if ddof < 1 or ok.sum() < 3:
+        return None
+    ratio = reward_std[ok] ** 2 / (p[ok] * (1.0 - p[ok]))
+    centre = float(np.median(ratio))
+    if centre <= 1.0 or np.ptp(ratio) > BATCH_STD_TOLERANCE * centre:
+        return None
+    return int(round(ddof * centre / (centre - 1.0)))
+
+
 def reward_range_for(reward: np.ndarray, config: DegeneracyConfig) -> tuple[float, float] | None:
     """The binary reward's ``(low, high)``: the configured one, else (0, 1) if all rewards lie in it;
     None when there is none, or when the run's rewards leave the configured one (one setting for
@@ -227,6 +266,16 @@ def advantage_degeneracy(
             - low
         ) / (high - low)
         ok = np.isfinite(p)
+        batch = whole_batch_size(std.values[ok] / (high - low), p[ok], config.std_ddof)
+        if batch is not None:
+            return not_assessable(
+                MODE,
+                run_id,
+                f"{std.name} is the std over the whole batch of about {batch} rewards a step (its "
+                "square is N / (N - 1) r (1 - r) at every step, for the mean reward r; TRL 1.x "
+                "logs reward_std so), not the mean within-group spread the zero-spread share "
+                "is derived from; log the share of all-equal groups (TRL: frac_reward_zero_std)",
+            )
         steps, values = (
             std.steps[ok],
             zero_spread_from_std(std.values[ok] / (high - low), p[ok], G, config.std_ddof),

@@ -14,7 +14,9 @@ canonical                  source names (first match wins when a log has several
 =========================  ==================================================================
 ``reward``                 ``reward`` (TRL), ``train/reward`` (wandb/TensorBoard), ``train_reward``,
                            ``critic/score/mean`` (verl), ``rollout/reward``, ``mean_reward``
-``reward_std``             ``reward_std`` (TRL: the mean over groups of each group's spread). Never
+``reward_std``             ``reward_std`` (TRL 0.1x: the mean over groups of each group's spread; TRL
+                           1.x: the std over the whole batch, which ``diagnose`` tells apart and
+                           does not derive a share from: ``degeneracy.whole_batch_size``). Never
                            ``critic/score/std`` (verl forks: ``torch.std`` over the whole batch, across
                            prompts), which keeps its own name
 ``frac_reward_zero_std``   ``frac_reward_zero_std`` (TRL)
