@@ -217,6 +217,10 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     parser.add_argument("--table", type=Path, default=None, help="print the markdown tables of a saved --json file and exit (no fit)")
     args = parser.parse_args()
+    if args.diagnose and args.follow_schedules:
+        # diagnose_run draws each posterior draw's constant-rate curve: on scheduled fits it
+        # scored curves of another law than the one fitted
+        parser.error("--diagnose draws constant-rate curves; it does not follow the schedules (leave out --follow-schedules)")
     if args.table is not None:
         for par, result in json.loads(args.table.read_text()).items():
             print(f"### {par}\n\nverdicts: {result.get('verdicts')}; convergence: {result['convergence']}\n")

@@ -85,3 +85,13 @@ def test_follow_schedules_gives_the_model_the_schedules_as_it_gives_the_least_sq
     assert script.model_config_of(True, {})["learning_rate_schedule"] == {"follow": True}
     assert "learning_rate_schedule" not in script.model_config_of(False, {})
     assert script.model_config_of(True, {"alpha": {"fixed": 0.5}})["alpha"] == {"fixed": 0.5}
+
+
+def test_the_gap_diagnostics_are_refused_on_fits_that_follow_the_schedules(script, monkeypatch, capsys):
+    """``--diagnose`` draws each posterior draw's constant-rate curve: with
+    ``--follow-schedules`` it scored the curves of another law than the one fitted."""
+    monkeypatch.setattr("sys.argv", ["real_runs_fit.py", "--diagnose", "--follow-schedules"])
+    with pytest.raises(SystemExit) as exc:
+        script.main()
+    assert exc.value.code == 2
+    assert "--diagnose draws constant-rate curves" in capsys.readouterr().err
