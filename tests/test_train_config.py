@@ -324,7 +324,7 @@ def test_a_split_asked_of_a_dataset_file_is_refused_not_ignored(tmp_path, capsys
 def test_num_processes_zero_is_refused_not_replaced_by_the_launchers_count(capsys):
     # --num-processes 0 was taken as "not given" and became $WORLD_SIZE (else 1) without a word
     assert cli_main(["train", "out", "--num-processes", "0", "--dry-run"]) == 2
-    assert "num_processes must be an integer >= 1, got 0" in capsys.readouterr().err
+    assert "num_processes (--num-processes) must be an integer >= 1, got 0" in capsys.readouterr().err
 
 
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
@@ -403,7 +403,7 @@ def test_a_seed_beyond_32_bits_is_refused_naming_the_seed(capsys):
     # `train runs/x --seed 4294967296` loaded the model, then stopped with numpy's "Seed must be
     # between 0 and 2**32 - 1" (transformers' set_seed), naming no option
     assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32)]) == 2
-    assert "seed must be an integer <= 4294967295, got 4294967296" in capsys.readouterr().err
+    assert "seed (--seed) must be an integer <= 4294967295, got 4294967296" in capsys.readouterr().err
     assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32 - 1)]) == 0
 
 
@@ -526,3 +526,51 @@ def test_a_warm_up_as_long_as_the_run_is_refused_naming_both_flags():
     with pytest.raises(ValueError, match=r"--warmup-steps.*12.*--steps.*learning_rate = 0.001"):
         validate_config(TrainConfig(max_steps=12, warmup_steps=12, learning_rate=1e-3))
     validate_config(TrainConfig(max_steps=12, warmup_steps=11, learning_rate=1e-3))
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["-G", "1"], "--group-size"),
+        (["--steps", "0"], "--steps"),
+        (["--lr", "0"], "--lr"),
+        (["--k-ref", "0"], "--k-ref"),
+        (["--momentum", "1"], "--momentum"),
+        (["--seed", "-1"], "--seed"),
+        (["--beta", "-0.1"], "--beta"),
+        (["--beta", "0.1", "--ref-sync-steps", "0"], "--ref-sync-steps"),
+        (["--ref-sync-steps", "5"], "--beta"),
+        (["--ref-mixup-alpha", "0"], "--ref-mixup-alpha"),
+        (["--temperature", "0"], "--temperature"),
+        (["--epsilon", "0"], "--epsilon"),
+        (["--weight-decay", "-1"], "--weight-decay"),
+        (["--adam-beta2", "1"], "--adam-beta2"),
+        (["--gradient-accumulation-steps", "0"], "--gradient-accumulation-steps"),
+        (["--gradient-accumulation-steps", "3"], "--gradient-accumulation-steps"),
+        (["--max-completion-length", "0"], "--max-completion-length"),
+        (["--prompts-per-step", "0"], "--prompts-per-step"),
+        (["--completions-per-step", "0"], "--completions-per-step"),
+        (
+            ["-G", "4", "--prompts-per-step", "2", "--completions-per-step", "16"],
+            "--completions-per-step",
+        ),
+        (["--task", "gsm8k"], "--dataset"),
+    ],
+)
+def test_a_bad_setting_given_on_the_command_line_is_named_by_its_option(argv, option, capsys):
+    assert cli_main(["train", "out", *argv, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert option in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_every_option_an_error_names_is_an_option_of_the_train_command():
+    import dataclasses
+
+    from bayes_grpo.cli import build_parser
+    from bayes_grpo.train.config import CLI_OPTIONS
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    options = {s for action in train._actions for s in action.option_strings}
+    assert set(CLI_OPTIONS.values()) <= options
+    # every setting has its option, but the toy task's prompt-set size (Python only)
+    assert set(CLI_OPTIONS) == {f.name for f in dataclasses.fields(TrainConfig)} - {"n_prompts"}

@@ -83,6 +83,40 @@ PLAIN_LR_SCHEDULERS: frozenset[str] = frozenset(
 EVAL_LR_SCHEDULERS: frozenset[str] = frozenset({"reduce_lr_on_plateau", "greedy"})
 #: Largest seed: transformers' set_seed seeds numpy's legacy generator, which takes 32 bits.
 MAX_SEED: int = 2**32 - 1
+#: The ``bayes-grpo train`` option of each :class:`TrainConfig` field that has one: an error names
+#: the field and its option (``group_size (G, --group-size)``), the one a command-line user typed.
+CLI_OPTIONS: dict[str, str] = {
+    "model": "--model",
+    "task": "--task",
+    "dataset": "--dataset",
+    "dataset_config": "--dataset-config",
+    "dataset_split": "--dataset-split",
+    "group_size": "--group-size",
+    "prompts_per_step": "--prompts-per-step",
+    "completions_per_step": "--completions-per-step",
+    "learning_rate": "--lr",
+    "lr_scheduler": "--lr-scheduler",
+    "warmup_steps": "--warmup-steps",
+    "optimizer": "--optimizer",
+    "momentum": "--momentum",
+    "adam_beta2": "--adam-beta2",
+    "weight_decay": "--weight-decay",
+    "k_ref": "--k-ref",
+    "k_ref_via": "--k-ref-via",
+    "beta": "--beta",
+    "ref_model_sync_steps": "--ref-sync-steps",
+    "ref_model_mixup_alpha": "--ref-mixup-alpha",
+    "seed": "--seed",
+    "max_steps": "--steps",
+    "max_completion_length": "--max-completion-length",
+    "temperature": "--temperature",
+    "epsilon": "--epsilon",
+    "gradient_accumulation_steps": "--gradient-accumulation-steps",
+    "num_processes": "--num-processes",
+    "device": "--device",
+    "save_model": "--save-model",
+    "extra_grpo_args": "--grpo-arg",
+}
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
 #: GRPOConfig arguments set from :class:`TrainConfig` fields: ``extra_grpo_args`` may not
@@ -221,6 +255,13 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+def setting_name(field: str, meaning: str | None = None) -> str:
+    """``field`` as errors name it: with its meaning and its command-line option, e.g.
+    ``setting_name("group_size", "G")`` is ``"group_size (G, --group-size)"``."""
+    parts = [p for p in (meaning, CLI_OPTIONS.get(field)) if p]
+    return f"{field} ({', '.join(parts)})" if parts else field
+
+
 def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     # numbers.Integral: numpy integers of a sweep too (returned as int, for the JSON metadata)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
@@ -254,26 +295,32 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     """
     c = dataclasses.replace(config, extra_grpo_args=dict(config.extra_grpo_args))
     if not isinstance(c.model, str) or not c.model:
-        raise ValueError("model must be 'tiny', a Hub model name or a local model directory")
+        raise ValueError(
+            f"{setting_name('model')} must be 'tiny', a Hub model name or a local model directory"
+        )
     if c.optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {c.optimizer!r}; known: {sorted(OPTIMIZERS)}")
+        raise ValueError(
+            f"unknown optimizer {c.optimizer!r} ({CLI_OPTIONS['optimizer']}); known: {sorted(OPTIMIZERS)}"
+        )
     if c.task not in TASKS:
-        raise ValueError(f"unknown task {c.task!r}; known: {list(TASKS)}")
+        raise ValueError(f"unknown task {c.task!r} ({CLI_OPTIONS['task']}); known: {list(TASKS)}")
     if c.k_ref_via not in K_REF_VIA:
-        raise ValueError(f"unknown k_ref_via {c.k_ref_via!r}; known: {list(K_REF_VIA)}")
+        raise ValueError(
+            f"unknown k_ref_via {c.k_ref_via!r} ({CLI_OPTIONS['k_ref_via']}); known: {list(K_REF_VIA)}"
+        )
     if c.device not in ("cpu", "auto"):
-        raise ValueError(f"device must be 'cpu' or 'auto', got {c.device!r}")
+        raise ValueError(f"{setting_name('device')} must be 'cpu' or 'auto', got {c.device!r}")
     if c.lr_scheduler not in COMMON_LR_SCHEDULERS:
         known = _lr_scheduler_names()
         if known and c.lr_scheduler not in known:
             raise ValueError(
                 f"unknown lr_scheduler (--lr-scheduler) {c.lr_scheduler!r}; transformers knows {known}"
             )
-    G = c.group_size = _check_int("group_size (G)", c.group_size, 2)
-    c.k_ref = _check_int("k_ref", c.k_ref, 1)
-    c.max_steps = _check_int("max_steps", c.max_steps, 1)
-    c.seed = _check_int("seed", c.seed, 0, MAX_SEED)
-    c.warmup_steps = _check_int("warmup_steps", c.warmup_steps, 0)
+    G = c.group_size = _check_int(setting_name("group_size", "G"), c.group_size, 2)
+    c.k_ref = _check_int(setting_name("k_ref"), c.k_ref, 1)
+    c.max_steps = _check_int(setting_name("max_steps"), c.max_steps, 1)
+    c.seed = _check_int(setting_name("seed"), c.seed, 0, MAX_SEED)
+    c.warmup_steps = _check_int(setting_name("warmup_steps"), c.warmup_steps, 0)
     if c.warmup_steps >= c.max_steps:
         # the rate would never reach learning_rate, which the run's metadata records as its rate
         raise ValueError(
@@ -282,64 +329,76 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             f"learning_rate = {c.learning_rate}, which the run records as its rate"
         )
     ga = c.gradient_accumulation_steps = _check_int(
-        "gradient_accumulation_steps", c.gradient_accumulation_steps, 1
+        setting_name("gradient_accumulation_steps"), c.gradient_accumulation_steps, 1
     )
-    world = c.num_processes = _check_int("num_processes", c.num_processes, 1)
+    world = c.num_processes = _check_int(setting_name("num_processes"), c.num_processes, 1)
     c.learning_rate = _check_float(
-        "learning_rate", c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True
+        setting_name("learning_rate"), c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True
     )
-    c.momentum = _check_float("momentum", c.momentum, 0.0, 1.0, hi_open=True)
-    c.adam_beta2 = _check_float("adam_beta2", c.adam_beta2, 0.0, 1.0, hi_open=True)
-    c.weight_decay = _check_float("weight_decay", c.weight_decay, 0.0, math.inf, hi_open=True)
-    c.beta = _check_float("beta (KL weight)", c.beta, 0.0, math.inf, hi_open=True)
+    c.momentum = _check_float(setting_name("momentum"), c.momentum, 0.0, 1.0, hi_open=True)
+    c.adam_beta2 = _check_float(setting_name("adam_beta2"), c.adam_beta2, 0.0, 1.0, hi_open=True)
+    c.weight_decay = _check_float(
+        setting_name("weight_decay"), c.weight_decay, 0.0, math.inf, hi_open=True
+    )
+    c.beta = _check_float(setting_name("beta", "KL weight"), c.beta, 0.0, math.inf, hi_open=True)
     c.temperature = _check_float(
-        "temperature", c.temperature, 0.0, math.inf, lo_open=True, hi_open=True
+        setting_name("temperature"), c.temperature, 0.0, math.inf, lo_open=True, hi_open=True
     )
     c.epsilon = _check_float(
-        "epsilon (clip range)", c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True
+        setting_name("epsilon", "clip range"), c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True
     )
     c.ref_model_mixup_alpha = _check_float(
-        "ref_model_mixup_alpha", c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True
+        setting_name("ref_model_mixup_alpha"), c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True
     )
     if c.ref_model_sync_steps is not None:
-        c.ref_model_sync_steps = _check_int("ref_model_sync_steps", c.ref_model_sync_steps, 1)
+        c.ref_model_sync_steps = _check_int(
+            setting_name("ref_model_sync_steps"), c.ref_model_sync_steps, 1
+        )
         if c.beta == 0.0:
             raise ValueError(
-                "ref_model_sync_steps is set but beta = 0: there is no reference model to sync"
+                f"{setting_name('ref_model_sync_steps')} is set but beta = 0 (--beta): there is no "
+                "reference model to sync"
             )
     if c.max_completion_length is not None:
-        c.max_completion_length = _check_int("max_completion_length", c.max_completion_length, 1)
+        c.max_completion_length = _check_int(
+            setting_name("max_completion_length"), c.max_completion_length, 1
+        )
     if c.n_prompts is not None:
         c.n_prompts = _check_int("n_prompts", c.n_prompts, 1)
 
     if c.prompts_per_step is None and c.completions_per_step is None:
         c.prompts_per_step = DEFAULT_PROMPTS_PER_STEP
     if c.completions_per_step is not None:
-        n = _check_int("completions_per_step", c.completions_per_step, 1)
+        n = _check_int(setting_name("completions_per_step"), c.completions_per_step, 1)
         if n % G:
             raise ValueError(
                 f"group size G={G} does not divide the batch of {n} completions per step: every "
-                f"prompt needs G completions, so completions_per_step must be a multiple of G "
-                f"(e.g. {max(1, n // G) * G} or {(n // G + 1) * G})"
+                f"prompt needs G completions, so completions_per_step (--completions-per-step) "
+                f"must be a multiple of G (--group-size)"
+                f" (e.g. {max(1, n // G) * G} or {(n // G + 1) * G})"
             )
         if c.prompts_per_step is not None and c.prompts_per_step * G != n:
             raise ValueError(
-                f"prompts_per_step={c.prompts_per_step} x G={G} = {c.prompts_per_step * G} "
-                f"contradicts completions_per_step={n}"
+                f"prompts_per_step={c.prompts_per_step} (--prompts-per-step) x G={G} = "
+                f"{c.prompts_per_step * G} contradicts completions_per_step={n} "
+                "(--completions-per-step); give one of the two"
             )
         c.prompts_per_step = n // G
-    c.prompts_per_step = _check_int("prompts_per_step", c.prompts_per_step, 1)
+    c.prompts_per_step = _check_int(setting_name("prompts_per_step"), c.prompts_per_step, 1)
     c.completions_per_step = c.prompts_per_step * G
     if c.completions_per_step % (world * ga):
         raise ValueError(
             f"the batch of {c.completions_per_step} completions per step ({c.prompts_per_step} prompts x "
-            f"G={G}) does not split over num_processes={world} x gradient_accumulation_steps={ga}"
+            f"G={G}) does not split over num_processes={world} (--num-processes) x "
+            f"gradient_accumulation_steps={ga} (--gradient-accumulation-steps)"
         )
 
     if c.task in ("gsm8k", "custom") and not c.dataset:
-        raise ValueError(f"task {c.task!r} needs a dataset (Hub name or local path)")
+        raise ValueError(f"task {c.task!r} needs a dataset (--dataset: a Hub name or a local path)")
     if c.task == "next_digit" and c.dataset:
-        raise ValueError("task 'next_digit' generates its own prompts; do not pass a dataset")
+        raise ValueError(
+            "task 'next_digit' generates its own prompts; do not pass a dataset (--dataset)"
+        )
     if c.dataset:
         check_file_split(c.dataset, c.dataset_split)
     clash = sorted(set(c.extra_grpo_args) & MAPPED_GRPO_ARGS)
@@ -636,6 +695,7 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
 
 
 __all__ = [
+    "CLI_OPTIONS",
     "DEFAULT_PROMPTS_PER_STEP",
     "K_REF_VIA",
     "OPTIMIZERS",
@@ -645,5 +705,6 @@ __all__ = [
     "grpo_config_kwargs",
     "k_ref_mapping",
     "run_metadata",
+    "setting_name",
     "validate_config",
 ]
