@@ -574,3 +574,20 @@ def test_every_option_an_error_names_is_an_option_of_the_train_command():
     assert set(CLI_OPTIONS.values()) <= options
     # every setting has its option, but the toy task's prompt-set size (Python only)
     assert set(CLI_OPTIONS) == {f.name for f in dataclasses.fields(TrainConfig)} - {"n_prompts"}
+
+
+def test_adam_beta2_with_sgd_is_refused_not_recorded_as_a_setting_the_run_did_not_use(capsys):
+    argv = ["train", "out", "--optimizer", "sgd", "--adam-beta2", "0.5", "--dry-run"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--adam-beta2" in err and "'sgd'" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="adam_beta2"):
+        TrainConfig(optimizer="sgd", adam_beta2=0.5).resolved()
+    # not given: SGD records none, Adam its default
+    sgd = run_metadata(TrainConfig(optimizer="sgd"), model_label="m", model_size=1)
+    assert sgd["config"]["adam_beta2"] is None
+    assert "adam_beta2" not in grpo_config_kwargs(TrainConfig(optimizer="sgd"), "out")
+    assert TrainConfig().resolved().adam_beta2 == 0.999
+    assert grpo_config_kwargs(TrainConfig(), "out")["adam_beta2"] == 0.999
+    # the unused default an SGD run's metadata of an earlier version holds is taken (as none)
+    assert TrainConfig(optimizer="sgd", adam_beta2=0.999).resolved().adam_beta2 is None

@@ -13,6 +13,7 @@ from typing import Any
 
 from bayes_grpo.cli._common import add_json_flag, print_json
 from bayes_grpo.train.config import (
+    DEFAULT_ADAM_BETA2,
     DEFAULT_PROMPTS_PER_STEP,
     K_REF_VIA,
     OPTIMIZERS,
@@ -308,7 +309,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--momentum", type=float, default=0.9, help="mu in [0, 1) (default: %(default)s)"
     )
     k.add_argument(
-        "--adam-beta2", type=float, default=0.999, help="Adam beta2 (default: %(default)s)"
+        "--adam-beta2",
+        type=float,
+        help=f"Adam beta2, --optimizer adamw only (default: {DEFAULT_ADAM_BETA2})",
     )
     k.add_argument(
         "--weight-decay", type=float, default=0.0, help="weight decay (default: %(default)s)"

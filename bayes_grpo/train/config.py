@@ -117,6 +117,8 @@ CLI_OPTIONS: dict[str, str] = {
     "save_model": "--save-model",
     "extra_grpo_args": "--grpo-arg",
 }
+#: Adam's beta2 when ``adam_beta2`` is not given (``optimizer="adamw"``; transformers' default).
+DEFAULT_ADAM_BETA2: float = 0.999
 #: ``model`` value that builds the tiny offline model.
 TINY_MODEL: str = "tiny"
 #: GRPOConfig arguments set from :class:`TrainConfig` fields: ``extra_grpo_args`` may not
@@ -184,8 +186,12 @@ class TrainConfig:
         ``"adamw"`` (momentum = Adam beta1, EMA convention) or ``"sgd"`` (heavy-ball momentum).
     momentum
         ``mu`` in ``[0, 1)``.
-    adam_beta2, weight_decay
-        Other optimizer settings.
+    adam_beta2
+        Adam's second-moment rate, ``optimizer="adamw"`` only (``None``:
+        :data:`DEFAULT_ADAM_BETA2`); SGD has none, and a value other than that default is refused
+        with ``optimizer="sgd"`` (the run's metadata would record a rate the run did not use).
+    weight_decay
+        Weight decay (both optimizers).
     k_ref, k_ref_via
         Off-policy lag / refresh interval and how it is realised in TRL (module docstring).
     beta
@@ -221,7 +227,7 @@ class TrainConfig:
     warmup_steps: int = 0
     optimizer: str = "adamw"
     momentum: float = 0.9
-    adam_beta2: float = 0.999
+    adam_beta2: float | None = None
     weight_decay: float = 0.0
     k_ref: int = 1
     k_ref_via: str = "steps_per_generation"
@@ -336,7 +342,20 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         setting_name("learning_rate"), c.learning_rate, 0.0, math.inf, lo_open=True, hi_open=True
     )
     c.momentum = _check_float(setting_name("momentum"), c.momentum, 0.0, 1.0, hi_open=True)
-    c.adam_beta2 = _check_float(setting_name("adam_beta2"), c.adam_beta2, 0.0, 1.0, hi_open=True)
+    if c.optimizer == "adamw":
+        beta2 = DEFAULT_ADAM_BETA2 if c.adam_beta2 is None else c.adam_beta2
+        c.adam_beta2 = _check_float(setting_name("adam_beta2"), beta2, 0.0, 1.0, hi_open=True)
+    elif c.adam_beta2 is None or (
+        # the default a run of an older version recorded for an SGD run (unused): not a setting
+        not isinstance(c.adam_beta2, str) and c.adam_beta2 == DEFAULT_ADAM_BETA2
+    ):
+        c.adam_beta2 = None
+    else:
+        raise ValueError(
+            f"{setting_name('adam_beta2')} = {c.adam_beta2!r} is Adam's; optimizer "
+            f"{c.optimizer!r} ({CLI_OPTIONS['optimizer']} {c.optimizer}) has no beta2 and would "
+            "not use it; leave it unset, or train with adamw"
+        )
     c.weight_decay = _check_float(
         setting_name("weight_decay"), c.weight_decay, 0.0, math.inf, hi_open=True
     )
@@ -696,6 +715,7 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
 
 __all__ = [
     "CLI_OPTIONS",
+    "DEFAULT_ADAM_BETA2",
     "DEFAULT_PROMPTS_PER_STEP",
     "K_REF_VIA",
     "OPTIMIZERS",
