@@ -20,7 +20,11 @@ set -euo pipefail
 
 MODEL=${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
 DATASET=${DATASET:-openai/gsm8k}
-DATASET_CONFIG=${DATASET_CONFIG:-main}
+# a Hub dataset's configuration: "main" for openai/gsm8k (it has "main" and "socratic"), none for
+# any other DATASET unless set; a dataset file or a save_to_disk folder has none (an error there)
+if [[ -z "${DATASET_CONFIG+set}" ]]; then
+  if [[ "$DATASET" == openai/gsm8k ]]; then DATASET_CONFIG=main; else DATASET_CONFIG=""; fi
+fi
 G_LIST=${G_LIST:-"4 8"}
 SEEDS=${SEEDS:-"0"}
 COMPLETIONS=${COMPLETIONS:-64}         # completions per optimizer step, all GPUs together
@@ -63,11 +67,12 @@ for G in $G_LIST; do
     fi
     EXTRA=()
     [[ "$DRY_RUN" == 1 ]] && EXTRA+=(--dry-run)
+    [[ -n "$DATASET_CONFIG" ]] && EXTRA+=(--dataset-config "$DATASET_CONFIG")
     # an interrupted run (its log so far, checkpoints, bayes_grpo_run.json "completed": false): again
     [[ -f "$RUN/bayes_grpo_run.json" && "$DRY_RUN" != 1 ]] && EXTRA+=(--overwrite)
     start=$(date +%s)
     "${LAUNCH[@]}" train "$RUN" \
-      --model "$MODEL" --task gsm8k --dataset "$DATASET" --dataset-config "$DATASET_CONFIG" \
+      --model "$MODEL" --task gsm8k --dataset "$DATASET" \
       --device auto --num-processes "$NUM_GPUS" \
       --group-size "$G" --completions-per-step "$COMPLETIONS" \
       --learning-rate "$LR" --momentum "$MOMENTUM" --k-ref "$K_REF" --beta "$BETA" \

@@ -324,7 +324,9 @@ def test_a_split_asked_of_a_dataset_file_is_refused_not_ignored(tmp_path, capsys
 def test_num_processes_zero_is_refused_not_replaced_by_the_launchers_count(capsys):
     # --num-processes 0 was taken as "not given" and became $WORLD_SIZE (else 1) without a word
     assert cli_main(["train", "out", "--num-processes", "0", "--dry-run"]) == 2
-    assert "num_processes (--num-processes) must be an integer >= 1, got 0" in capsys.readouterr().err
+    assert (
+        "num_processes (--num-processes) must be an integer >= 1, got 0" in capsys.readouterr().err
+    )
 
 
 def test_numpy_numbers_of_a_sweep_are_taken_and_written_as_json_numbers():
@@ -403,7 +405,9 @@ def test_a_seed_beyond_32_bits_is_refused_naming_the_seed(capsys):
     # `train runs/x --seed 4294967296` loaded the model, then stopped with numpy's "Seed must be
     # between 0 and 2**32 - 1" (transformers' set_seed), naming no option
     assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32)]) == 2
-    assert "seed (--seed) must be an integer <= 4294967295, got 4294967296" in capsys.readouterr().err
+    assert (
+        "seed (--seed) must be an integer <= 4294967295, got 4294967296" in capsys.readouterr().err
+    )
     assert cli_main(["train", "runs/x", "--dry-run", "--seed", str(2**32 - 1)]) == 0
 
 
@@ -591,3 +595,46 @@ def test_adam_beta2_with_sgd_is_refused_not_recorded_as_a_setting_the_run_did_no
     assert grpo_config_kwargs(TrainConfig(), "out")["adam_beta2"] == 0.999
     # the unused default an SGD run's metadata of an earlier version holds is taken (as none)
     assert TrainConfig(optimizer="sgd", adam_beta2=0.999).resolved().adam_beta2 is None
+
+
+def test_a_configuration_asked_of_a_dataset_file_is_refused_not_ignored(tmp_path, capsys):
+    # --dataset-config main with a .jsonl file trained on the file (datasets reads a file without
+    # a configuration) while bayes_grpo_run.json recorded dataset_config "main"
+    data = tmp_path / "gsm.jsonl"
+    data.write_text(json.dumps({"question": "next 1 =", "answer": "#### 2"}), encoding="utf-8")
+    argv = ["train", "out", "--task", "gsm8k", "--dataset", str(data), "--dry-run"]
+    assert cli_main([*argv, "--dataset-config", "main"]) == 2
+    err = capsys.readouterr().err
+    assert "--dataset-config" in err and "one file" in err and len(err.strip().splitlines()) == 1
+    assert cli_main(argv) == 0
+    # the toy task reads no dataset: a configuration or split for it is refused too
+    for option, value in (("--dataset-config", "main"), ("--dataset-split", "test")):
+        assert cli_main(["train", "out", option, value, "--dry-run"]) == 2
+        assert option in capsys.readouterr().err
+
+
+def test_gpu_script_passes_a_dataset_configuration_for_the_hub_gsm8k_only(tmp_path):
+    # the script passed --dataset-config main whatever DATASET was: with a dataset file (its own
+    # usage example, DATASET=/data/gsm8k.jsonl) the run is refused
+    import os
+    import subprocess
+    from pathlib import Path
+
+    launcher = tmp_path / "python"  # stands in for the Python the script launches: prints its argv
+    launcher.write_text('#!/bin/sh\necho "LAUNCHED $*"\n')
+    launcher.chmod(0o755)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "run_real_model_gpu.sh"
+
+    def launched(**env_vars):
+        env = {k: v for k, v in os.environ.items() if k not in ("DATASET", "DATASET_CONFIG")}
+        env.update(PYTHON=str(launcher), NUM_GPUS="1", G_LIST="8", OUT=str(tmp_path / "o"))
+        done = subprocess.run(
+            ["bash", str(script)], env={**env, **env_vars}, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.splitlines() if line.startswith("LAUNCHED")][0]
+
+    assert "--dataset openai/gsm8k " in launched() and "--dataset-config main" in launched()
+    assert "--dataset-config" not in launched(DATASET="/data/gsm8k.jsonl")
+    assert "--dataset-config socratic" in launched(DATASET="/data/gsm8k", DATASET_CONFIG="socratic")
+    assert "--dataset-config" not in launched(DATASET_CONFIG="")

@@ -96,3 +96,15 @@ def test_next_digit_reward_is_checked_on_token_ids(tmp_path):
     for row in rows:
         d = int(row["prompt"].split()[1])
         assert row["answer"] == str((d + 1) % 10)
+
+
+def test_a_configuration_asked_of_a_saved_dataset_folder_is_refused_not_ignored(tmp_path):
+    from datasets import Dataset
+
+    from bayes_grpo.train.tasks import load_prompt_dataset
+
+    folder = tmp_path / "saved"
+    Dataset.from_list([{"question": "q", "answer": "#### 1"}]).save_to_disk(str(folder))
+    assert len(load_prompt_dataset(str(folder))) == 1
+    with pytest.raises(ValueError, match=r"dataset_config \(--dataset-config\) 'main'"):
+        load_prompt_dataset(str(folder), config="main")

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
-from bayes_grpo.train.tasks import check_file_split
+from bayes_grpo.train.tasks import check_dataset_file
 
 #: Optimizers the runner knows, with TRL/transformers ``optim`` name and momentum convention.
 OPTIMIZERS: dict[str, tuple[str, str]] = {
@@ -419,7 +419,18 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             "task 'next_digit' generates its own prompts; do not pass a dataset (--dataset)"
         )
     if c.dataset:
-        check_file_split(c.dataset, c.dataset_split)
+        check_dataset_file(c.dataset, c.dataset_split, c.dataset_config)
+    else:
+        given = [
+            setting_name(name)
+            for name, unset in (("dataset_config", None), ("dataset_split", "train"))
+            if getattr(c, name) != unset
+        ]
+        if given:  # the next_digit task's prompts are generated: nothing would read them
+            raise ValueError(
+                f"{' and '.join(given)} given without a dataset (--dataset): task {c.task!r} "
+                "generates its own prompts"
+            )
     clash = sorted(set(c.extra_grpo_args) & MAPPED_GRPO_ARGS)
     if clash:
         raise ValueError(

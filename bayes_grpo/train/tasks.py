@@ -98,12 +98,17 @@ def load_prompt_dataset(
     if suffix in DATASET_FILE_FORMATS:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: dataset file not found")
-        check_file_split(source, split)
+        check_dataset_file(source, split, config)
         return datasets.load_dataset(
             DATASET_FILE_FORMATS[suffix], data_files=str(path), split="train"
         )
     if path.is_dir():
         if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
+            if config is not None:
+                raise ValueError(
+                    f"dataset_config (--dataset-config) {config!r}: {source} is a dataset saved "
+                    "by save_to_disk, which has no configurations; leave it unset"
+                )
             ds = datasets.load_from_disk(str(path))
             return ds[split] if isinstance(ds, datasets.DatasetDict) else ds
         return datasets.load_dataset(str(path), config, split=split)
@@ -112,13 +117,23 @@ def load_prompt_dataset(
     return datasets.load_dataset(source, config, split=split)
 
 
-def check_file_split(source: str, split: str) -> None:
-    """Raise ``ValueError`` when a split other than "train" is asked of a dataset file.
+def check_dataset_file(source: str, split: str, config: str | None = None) -> None:
+    """Raise ``ValueError`` when a split other than "train", or a configuration, is asked of a
+    dataset file.
 
-    A ``.json/.jsonl/.csv/.parquet`` file is one split, which ``datasets`` calls "train": the
-    run would train on the whole file while its metadata recorded the split asked for.
+    A ``.json/.jsonl/.csv/.parquet`` file is one split, which ``datasets`` calls "train", of no
+    named configuration: the run would train on the whole file while its metadata recorded the
+    split or configuration asked for.
     """
-    if Path(source).suffix.lower() in DATASET_FILE_FORMATS and split != "train":
+    if Path(source).suffix.lower() not in DATASET_FILE_FORMATS:
+        return
+    if config is not None:
+        raise ValueError(
+            f"dataset_config (--dataset-config) {config!r}: {source} is one file, which has no "
+            "configurations; leave it unset (a configuration is a Hub dataset's, e.g. 'main' of "
+            "openai/gsm8k, or a dataset folder's)"
+        )
+    if split != "train":
         raise ValueError(
             f"dataset_split (--dataset-split) {split!r}: {source} is one file, one split; give "
             "the file of that split, or a Hub dataset or dataset folder with splits"
@@ -171,7 +186,7 @@ def gsm8k_prompts(dataset: Any, *, chat: bool) -> Any:
 __all__ = [
     "DATASET_FILE_FORMATS",
     "GSM8K_INSTRUCTION",
-    "check_file_split",
+    "check_dataset_file",
     "check_gold_answers",
     "extract_final_number",
     "gold_answer",
