@@ -54,6 +54,10 @@ def plan() -> tuple[dict[str, dict], dict[str, list[str]]]:
 
     def add(group: str, **changes: object) -> None:
         cfg = {**BASE, **changes}
+        # the prompt set the shipped runs were made with: the run's prompts plus one rollout (the
+        # runner's default then; it is now a fixed NEXT_DIGIT_PROMPTS), so they regenerate as shipped
+        pps = cfg["prompts_per_step"]
+        cfg.setdefault("n_prompts", STEPS * pps + pps * cfg.get("k_ref", 1))
         rid = run_id(cfg)
         runs[rid] = cfg
         groups.setdefault(group, []).append(rid)

@@ -638,3 +638,16 @@ def test_gpu_script_passes_a_dataset_configuration_for_the_hub_gsm8k_only(tmp_pa
     assert "--dataset-config" not in launched(DATASET="/data/gsm8k.jsonl")
     assert "--dataset-config socratic" in launched(DATASET="/data/gsm8k", DATASET_CONFIG="socratic")
     assert "--dataset-config" not in launched(DATASET_CONFIG="")
+
+
+def test_the_next_digit_prompt_set_does_not_grow_with_the_run_length():
+    from bayes_grpo.train.config import NEXT_DIGIT_PROMPTS
+
+    sizes = {validate_config(TrainConfig(max_steps=n)).n_prompts for n in (1, 300, 5000)}
+    assert sizes == {NEXT_DIGIT_PROMPTS}
+    # at least one rollout: K_ref x prompts with steps_per_generation
+    big = TrainConfig(group_size=2, prompts_per_step=512, k_ref=4, max_steps=3)
+    assert validate_config(big).n_prompts == 2048
+    # a size for a task that reads its prompts from a dataset would be unused: refused
+    with pytest.raises(ValueError, match="n_prompts = 5 is the size of the next_digit"):
+        TrainConfig(task="gsm8k", dataset="d.jsonl", n_prompts=5).resolved()

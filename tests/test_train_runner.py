@@ -30,6 +30,9 @@ CONFIG = TrainConfig(
     k_ref=K_REF,
     max_steps=STEPS,
     seed=0,
+    # the prompt set this run was chosen on (STEPS x prompts + one rollout, the default before
+    # NEXT_DIGIT_PROMPTS): with it, groups with reward spread come early enough for the tests
+    n_prompts=STEPS * 8 + 8 * K_REF,
 )
 
 
@@ -50,7 +53,9 @@ def test_run_directory_holds_logs_and_metadata_but_no_weights(run):
     assert meta["momentum_convention"] == "ema" and meta["momentum"] == 0.9
     assert meta["k_ref_mapping"]["steps_per_generation"] == K_REF
     # TRL's defaults the run trained with are recorded: gradient clipping at norm 1, DAPO's loss
-    assert meta["trl_settings"]["max_grad_norm"] == 1.0 and meta["trl_settings"]["loss_type"] == "dapo"
+    assert (
+        meta["trl_settings"]["max_grad_norm"] == 1.0 and meta["trl_settings"]["loss_type"] == "dapo"
+    )
     assert json.loads((result.run_dir / "bayes_grpo_run.json").read_text()) == meta
 
 
@@ -288,7 +293,8 @@ def test_example_data_plan_has_the_comparisons_the_issue_asks_for(load_script):
 
 def test_shipped_example_run_regenerates_from_its_seed(tmp_path):
     # The first steps of a shipped run are reproduced exactly by a short run with the same seed
-    # and the same prompt set (its size depends on max_steps, so it is pinned here).
+    # and the same prompt set (the shipped runs' was max_steps x prompts + one rollout, the default
+    # then, recorded as null; scripts/make_example_data.py pins it, and so does this test).
     from pathlib import Path
 
     shipped = Path(__file__).resolve().parents[1] / "data" / "tiny" / "g16_p8_lr0.001_k1_adamw_s0"
@@ -783,3 +789,28 @@ def test_a_streamed_prompt_set_trains_and_one_without_a_whole_rollout_is_an_erro
     with pytest.raises(ValueError, match="trained no step; the prompts gave no whole rollout of 2"):
         run_training(cfg, tmp_path / "short", reward_funcs=[alternate], train_dataset=short)
     assert not (tmp_path / "short").exists()
+
+
+def test_a_shorter_run_with_the_same_seed_trains_on_the_first_prompts_of_a_longer_one(tmp_path):
+    # the next_digit prompt set was sized by max_steps, and TRL shuffles it by its size: a run of
+    # 4 steps drew other prompts from step 0 than a run of 2 steps with the same seed
+    seen: dict[int, list[str]] = {}
+
+    def recorded(steps):
+        def reward(prompts, completions, **kwargs):
+            seen.setdefault(steps, []).extend(prompts)
+            return [0.0] * len(prompts)
+
+        return reward
+
+    frames, metas = {}, {}
+    for steps in (2, 4):
+        cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=steps, seed=3)
+        run_training(cfg, tmp_path / f"s{steps}", reward_funcs=[recorded(steps)])
+        frames[steps], metas[steps] = read_run_dir(tmp_path / f"s{steps}")
+    assert len(seen[4]) == 2 * len(seen[2]) == 16
+    assert seen[2] == seen[4][:8]
+    for col in ("num_tokens", "completions/mean_length"):
+        np.testing.assert_array_equal(frames[2][col].to_numpy(), frames[4][col].to_numpy()[:2])
+    # the size the runs used is recorded: their settings rebuild them
+    assert metas[2]["config"]["n_prompts"] == metas[4]["config"]["n_prompts"] >= 8

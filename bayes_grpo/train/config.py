@@ -117,6 +117,12 @@ CLI_OPTIONS: dict[str, str] = {
     "save_model": "--save-model",
     "extra_grpo_args": "--grpo-arg",
 }
+#: Size of the next_digit task's generated prompt set when ``n_prompts`` is not given (or one
+#: rollout's prompts, when more). Fixed, not sized by ``max_steps``: TRL's sampler shuffles the
+#: set by its size and the seed, so a set sized by the run's length gave a longer run with the
+#: same seed other prompts from its first step; with a fixed size a shorter run is the start of a
+#: longer one (on the constant schedule). Later epochs reshuffle it (only 10 prompts differ).
+NEXT_DIGIT_PROMPTS: int = 1024
 #: Adam's beta2 when ``adam_beta2`` is not given (``optimizer="adamw"``; transformers' default).
 DEFAULT_ADAM_BETA2: float = 0.999
 #: ``model`` value that builds the tiny offline model.
@@ -207,7 +213,8 @@ class TrainConfig:
     device
         ``"cpu"`` (``use_cpu=True, bf16=False``) or ``"auto"`` (GPU with bf16 when present).
     n_prompts
-        Size of the generated prompt set of the toy task (default: enough for ``max_steps``).
+        Size of the generated prompt set of the toy task (default: :data:`NEXT_DIGIT_PROMPTS`,
+        or one rollout's prompts when more; whatever ``max_steps`` is); next_digit only.
     save_model
         Save final weights in the run directory (off: run directories hold logs only).
     extra_grpo_args
@@ -384,6 +391,11 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         )
     if c.n_prompts is not None:
         c.n_prompts = _check_int("n_prompts", c.n_prompts, 1)
+        if c.task != "next_digit":
+            raise ValueError(
+                f"n_prompts = {c.n_prompts} is the size of the next_digit task's generated prompt "
+                f"set; task {c.task!r} takes its prompts from its dataset (--dataset)"
+            )
 
     if c.prompts_per_step is None and c.completions_per_step is None:
         c.prompts_per_step = DEFAULT_PROMPTS_PER_STEP
@@ -405,6 +417,9 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         c.prompts_per_step = n // G
     c.prompts_per_step = _check_int(setting_name("prompts_per_step"), c.prompts_per_step, 1)
     c.completions_per_step = c.prompts_per_step * G
+    if c.task == "next_digit" and c.n_prompts is None:
+        rollout = c.prompts_per_step * (c.k_ref if c.k_ref_via == "steps_per_generation" else 1)
+        c.n_prompts = max(NEXT_DIGIT_PROMPTS, rollout)
     if c.completions_per_step % (world * ga):
         raise ValueError(
             f"the batch of {c.completions_per_step} completions per step ({c.prompts_per_step} prompts x "
@@ -729,6 +744,7 @@ __all__ = [
     "DEFAULT_ADAM_BETA2",
     "DEFAULT_PROMPTS_PER_STEP",
     "K_REF_VIA",
+    "NEXT_DIGIT_PROMPTS",
     "OPTIMIZERS",
     "TASKS",
     "TINY_MODEL",

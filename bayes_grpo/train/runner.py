@@ -254,10 +254,7 @@ def _build_dataset_and_rewards(
     from bayes_grpo.train import tasks, tiny
 
     if config.task == "next_digit":
-        n = (
-            config.n_prompts
-            or config.max_steps * config.prompts_per_step + config.prompts_per_step * config.k_ref
-        )
+        n = validate_config(config).n_prompts  # a fixed size (NEXT_DIGIT_PROMPTS), not by max_steps
         dataset = Dataset.from_list(tiny.next_digit_prompts(n, seed=config.seed))
         rewards = list(reward_funcs or [tiny.make_next_digit_reward(tokenizer)])
     elif config.task == "gsm8k":
