@@ -814,3 +814,13 @@ def test_a_shorter_run_with_the_same_seed_trains_on_the_first_prompts_of_a_longe
         np.testing.assert_array_equal(frames[2][col].to_numpy(), frames[4][col].to_numpy()[:2])
     # the size the runs used is recorded: their settings rebuild them
     assert metas[2]["config"]["n_prompts"] == metas[4]["config"]["n_prompts"] >= 8
+
+
+def test_a_prompt_set_given_to_the_next_digit_task_is_refused_not_ignored(tmp_path):
+    from datasets import Dataset
+
+    prompts = Dataset.from_list([{"prompt": "next 1 ="}] * 4)
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="train_dataset given with task 'next_digit'"):
+        run_training(TrainConfig(group_size=2, max_steps=1), out, train_dataset=prompts)
+    assert not out.exists()

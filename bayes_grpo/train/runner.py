@@ -385,7 +385,12 @@ def run_training(
     -------
     TrainResult
     """
-    if train_dataset is not None and config.task != "next_digit" and not config.dataset:
+    if train_dataset is not None and config.task == "next_digit":
+        raise ValueError(
+            "train_dataset given with task 'next_digit', which generates its own prompts and "
+            "would not read it; use task 'gsm8k' or 'custom' for a prompt set of your own"
+        )
+    if train_dataset is not None and not config.dataset:
         # the dataset is given, not named: record what it was (validation asks for a name)
         config = dataclasses.replace(config, dataset=IN_MEMORY_DATASET)
     config = validate_config(config)
