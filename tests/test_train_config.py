@@ -651,3 +651,15 @@ def test_the_next_digit_prompt_set_does_not_grow_with_the_run_length():
     # a size for a task that reads its prompts from a dataset would be unused: refused
     with pytest.raises(ValueError, match="n_prompts = 5 is the size of the next_digit"):
         TrainConfig(task="gsm8k", dataset="d.jsonl", n_prompts=5).resolved()
+
+
+def test_gradient_checkpointing_given_as_a_grpo_arg_is_trained_with_not_dropped(tmp_path):
+    # the runner sets activation_checkpointing off (TRL's default is on); transformers reads the
+    # deprecated alias gradient_checkpointing only when that is unset: the user's true was dropped
+    trl = pytest.importorskip("trl")
+    for value in (True, False):
+        cfg = TrainConfig(extra_grpo_args={"gradient_checkpointing": value})
+        args = trl.GRPOConfig(**grpo_config_kwargs(cfg, str(tmp_path)))
+        assert args.activation_checkpointing is value and args.gradient_checkpointing is value
+    args = trl.GRPOConfig(**grpo_config_kwargs(TrainConfig(), str(tmp_path)))
+    assert args.activation_checkpointing is False

@@ -680,7 +680,12 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
     if c.device == "cpu":
         kwargs["use_cpu"] = True
         kwargs["bf16"] = False
-    kwargs.update(c.extra_grpo_args)
+    extra = dict(c.extra_grpo_args)
+    if "gradient_checkpointing" in extra and "activation_checkpointing" not in extra:
+        # the deprecated alias: transformers reads it only when activation_checkpointing is unset,
+        # and it is set (off) here, so gradient_checkpointing=true was dropped without a word
+        extra["activation_checkpointing"] = extra.pop("gradient_checkpointing")
+    kwargs.update(extra)
     return kwargs
 
 
