@@ -663,3 +663,11 @@ def test_gradient_checkpointing_given_as_a_grpo_arg_is_trained_with_not_dropped(
         assert args.activation_checkpointing is value and args.gradient_checkpointing is value
     args = trl.GRPOConfig(**grpo_config_kwargs(TrainConfig(), str(tmp_path)))
     assert args.activation_checkpointing is False
+
+
+def test_num_train_epochs_as_a_grpo_arg_is_refused_not_ignored(capsys):
+    # transformers trains max_steps (always set, from --steps) and ignores num_train_epochs: a run
+    # asked for one epoch trained 300 steps
+    assert cli_main(["train", "out", "--grpo-arg", "num_train_epochs=1", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "num_train_epochs" in err and "--steps" in err and len(err.strip().splitlines()) == 1

@@ -453,6 +453,12 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             "(group_size, prompts_per_step, k_ref, learning_rate, lr_scheduler, warmup_steps, "
             "optimizer, momentum, beta, temperature, ...); set those instead"
         )
+    if "num_train_epochs" in c.extra_grpo_args:
+        raise ValueError(
+            "extra_grpo_args (--grpo-arg) num_train_epochs: the run trains max_steps (--steps) "
+            f"= {c.max_steps} optimizer steps, which transformers takes over num_train_epochs; "
+            "give the length as --steps"
+        )
     if "resume_from_checkpoint" in c.extra_grpo_args:
         raise ValueError(
             "extra_grpo_args (--grpo-arg) resume_from_checkpoint: transformers' Trainer does not "
