@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -544,7 +545,7 @@ def test_a_warm_up_as_long_as_the_run_is_refused_naming_both_flags():
         (["--beta", "-0.1"], "--beta"),
         (["--beta", "0.1", "--ref-sync-steps", "0"], "--ref-sync-steps"),
         (["--ref-sync-steps", "5"], "--beta"),
-        (["--ref-mixup-alpha", "0"], "--ref-mixup-alpha"),
+        (["--beta", "0.1", "--ref-sync-steps", "5", "--ref-mixup-alpha", "0"], "--ref-mixup-alpha"),
         (["--temperature", "0"], "--temperature"),
         (["--epsilon", "0"], "--epsilon"),
         (["--weight-decay", "-1"], "--weight-decay"),
@@ -671,3 +672,20 @@ def test_num_train_epochs_as_a_grpo_arg_is_refused_not_ignored(capsys):
     assert cli_main(["train", "out", "--grpo-arg", "num_train_epochs=1", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "num_train_epochs" in err and "--steps" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_mixing_weight_without_a_reference_sync_is_refused_not_recorded(capsys):
+    # --ref-mixup-alpha 0.5 without --ref-sync-steps trained without a sync and recorded
+    # config.ref_model_mixup_alpha = 0.5 in bayes_grpo_run.json
+    assert cli_main(["train", "out", "--beta", "0.1", "--ref-mixup-alpha", "0.5", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "--ref-mixup-alpha" in err and "--ref-sync-steps" in err
+    assert len(err.strip().splitlines()) == 1
+    meta = run_metadata(TrainConfig(beta=0.1), model_label="m", model_size=1)
+    assert meta["config"]["ref_model_mixup_alpha"] is None is meta["ref_model_mixup_alpha"]
+    synced = TrainConfig(beta=0.1, ref_model_sync_steps=8)
+    assert grpo_config_kwargs(synced, "out")["ref_model_mixup_alpha"] == 1.0
+    alpha = dataclasses.replace(synced, ref_model_mixup_alpha=0.5)
+    assert grpo_config_kwargs(alpha, "out")["ref_model_mixup_alpha"] == 0.5
+    # the unused default a run's metadata of an earlier version holds is taken (as none)
+    assert TrainConfig(ref_model_mixup_alpha=1.0).resolved().ref_model_mixup_alpha is None

@@ -15,6 +15,7 @@ from bayes_grpo.cli._common import add_json_flag, print_json
 from bayes_grpo.train.config import (
     DEFAULT_ADAM_BETA2,
     DEFAULT_PROMPTS_PER_STEP,
+    DEFAULT_REF_MIXUP_ALPHA,
     K_REF_VIA,
     OPTIMIZERS,
     TASKS,
@@ -342,8 +343,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument(
         "--ref-mixup-alpha",
         type=float,
-        default=1.0,
-        help="reference sync mixing weight, 1 = hard copy (default: %(default)s)",
+        help="reference sync mixing weight, 1 = hard copy; with --ref-sync-steps only (default: "
+        f"{DEFAULT_REF_MIXUP_ALPHA})",
     )
     k.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     k.add_argument("--steps", type=int, default=300, help="optimizer steps (default: %(default)s)")

@@ -123,6 +123,8 @@ CLI_OPTIONS: dict[str, str] = {
 #: same seed other prompts from its first step; with a fixed size a shorter run is the start of a
 #: longer one (on the constant schedule). Later epochs reshuffle it (only 10 prompts differ).
 NEXT_DIGIT_PROMPTS: int = 1024
+#: Reference-sync mixing weight when ``ref_model_mixup_alpha`` is not given (1: a hard copy).
+DEFAULT_REF_MIXUP_ALPHA: float = 1.0
 #: Adam's beta2 when ``adam_beta2`` is not given (``optimizer="adamw"``; transformers' default).
 DEFAULT_ADAM_BETA2: float = 0.999
 #: ``model`` value that builds the tiny offline model.
@@ -203,7 +205,9 @@ class TrainConfig:
     beta
         KL weight (0 = no reference model).
     ref_model_sync_steps, ref_model_mixup_alpha
-        Reference-model sync interval (``None`` = never) and mixing weight.
+        Reference-model sync interval (``None`` = never) and mixing weight (with a sync only;
+        ``None``: :data:`DEFAULT_REF_MIXUP_ALPHA`, a hard copy; a weight other than that without
+        a sync is refused: nothing would use it).
     seed, max_steps
         Random seed (model init for the tiny model, sampling, data order) and optimizer steps.
     max_completion_length, temperature, epsilon
@@ -240,7 +244,7 @@ class TrainConfig:
     k_ref_via: str = "steps_per_generation"
     beta: float = 0.0
     ref_model_sync_steps: int | None = None
-    ref_model_mixup_alpha: float = 1.0
+    ref_model_mixup_alpha: float | None = None
     seed: int = 0
     max_steps: int = 300
     max_completion_length: int | None = None
@@ -373,9 +377,23 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     c.epsilon = _check_float(
         setting_name("epsilon", "clip range"), c.epsilon, 0.0, math.inf, lo_open=True, hi_open=True
     )
-    c.ref_model_mixup_alpha = _check_float(
-        setting_name("ref_model_mixup_alpha"), c.ref_model_mixup_alpha, 0.0, 1.0, lo_open=True
-    )
+    alpha = c.ref_model_mixup_alpha
+    if c.ref_model_sync_steps is None:
+        # the default an earlier version recorded for a run without a sync (unused): not a setting
+        if alpha is not None and (isinstance(alpha, str) or alpha != DEFAULT_REF_MIXUP_ALPHA):
+            raise ValueError(
+                f"{setting_name('ref_model_mixup_alpha')} = {alpha!r} without a reference sync "
+                f"({CLI_OPTIONS['ref_model_sync_steps']}): nothing would use it"
+            )
+        c.ref_model_mixup_alpha = None
+    else:
+        c.ref_model_mixup_alpha = _check_float(
+            setting_name("ref_model_mixup_alpha"),
+            DEFAULT_REF_MIXUP_ALPHA if alpha is None else alpha,
+            0.0,
+            1.0,
+            lo_open=True,
+        )
     if c.ref_model_sync_steps is not None:
         c.ref_model_sync_steps = _check_int(
             setting_name("ref_model_sync_steps"), c.ref_model_sync_steps, 1
@@ -754,6 +772,7 @@ __all__ = [
     "CLI_OPTIONS",
     "DEFAULT_ADAM_BETA2",
     "DEFAULT_PROMPTS_PER_STEP",
+    "DEFAULT_REF_MIXUP_ALPHA",
     "K_REF_VIA",
     "NEXT_DIGIT_PROMPTS",
     "OPTIMIZERS",
