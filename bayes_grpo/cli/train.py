@@ -244,7 +244,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="Hub name or local path (.json/.jsonl/.csv/.parquet or folder) of the prompts",
     )
     g.add_argument(
-        "--dataset-config", help="dataset configuration name (e.g. 'main' for openai/gsm8k)"
+        "--dataset-config",
+        help="configuration of a Hub dataset or dataset folder (e.g. 'main' for openai/gsm8k); "
+        "a dataset file has none",
     )
     g.add_argument("--dataset-split", default="train", help="dataset split (default: %(default)s)")
     g.add_argument(
