@@ -539,3 +539,36 @@ def test_the_prior_band_width_of_a_run_of_one_reward_level_is_blank_and_named():
     assert widths.drop("solved").max() < 50
     assert "runs ['solved'] with one reward level have no range: no width" in check.summary, check.summary
     assert f"median 90% band width {widths.median():.1f}x" in check.summary
+
+
+class _FlatPosterior(KnownPosterior):
+    """A mean trajectory of 0 at every step with unit noise: its 90% band is about +-1.64."""
+
+    def coefficient_draws(self, **kw):
+        out = super().coefficient_draws(**kw)
+        zero = xr.zeros_like(out["plateau"])
+        return out.assign(plateau=zero, initial_reward=zero, sigma=zero + 1.0)
+
+
+def _inside_outside_runset(n_inside: int, n_outside: int):
+    """One run whose first ``n_inside`` rewards sit in the middle of the flat band, the rest far out."""
+    y = np.r_[np.zeros(n_inside), np.full(n_outside, 100.0)]
+    meta = {"model": "m", "group_size": 4, "learning_rate": LR, "momentum": MU,
+            "momentum_convention": "heavy_ball", "k_ref": KREF}
+    return make_runset({"r": pd.DataFrame({"reward": y}, index=np.arange(y.size))}, {"r": meta})
+
+
+def test_a_failed_band_coverage_is_not_rounded_up_to_the_required_share():
+    # 2998 of 4000 rewards inside (74.95%) read "75% (G=4) ... (required >= 75%)" beside a
+    # failed check: the rounding shown contradicted the verdict
+    import re
+
+    res = trajectory_band_check(_FlatPosterior(), _inside_outside_runset(2998, 1002))
+    assert res.passed is False and res.table["coverage"].iloc[0] == pytest.approx(0.7495)
+    shown = float(re.search(r"cover ([\d.]+)% \(G=4\)", res.summary).group(1))
+    assert shown < 75.0 and "(required >= 75%)" in res.summary, res.summary
+    # on the passing side of the line, and away from it, whole percentages as before
+    passing = trajectory_band_check(_FlatPosterior(), _inside_outside_runset(3000, 1000))
+    assert passing.passed is True and "cover 75% (G=4)" in passing.summary, passing.summary
+    low = trajectory_band_check(_FlatPosterior(), _inside_outside_runset(200, 200))
+    assert "cover 50% (G=4)" in low.summary, low.summary

@@ -145,6 +145,18 @@ def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
     return out
 
 
+def verdict_percent(value: float, threshold: float) -> str:
+    """``value`` as a percentage with as few decimals (0 to 4) as keep it on its side of
+    ``threshold`` (``value >= threshold`` passes): a coverage of 0.7496 against 0.75 is
+    "74.96%", where ``"{:.0%}"`` wrote "75% ... (required >= 75%)" beside a failed check."""
+    passes = value >= threshold
+    for digits in range(5):
+        text = f"{value:.{digits}%}"
+        if (float(text[:-1]) / 100.0 >= threshold) == passes:
+            return text
+    return f"{value:.{digits}%}"
+
+
 def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
     if runset is not None:
         return runset
@@ -224,15 +236,17 @@ def trajectory_band_check(
     table = pd.DataFrame(rows, columns=columns).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all()) if len(table) else None
+    threshold = HDI_PROB - COVERAGE_SLACK
     several = table.index.get_level_values("model").nunique() > 1
     summary = (
         f"{HDI_PROB:.0%} posterior predictive bands cover "
         # with several LLMs each group is named by its LLM too: "80% (G=4), 20% (G=4)" said
         # neither which LLM's runs the bands missed
         + ", ".join(
-            f"{c:.0%} ({m + ', ' if several else ''}G={group_size_text(g)})" for (m, g), c in table["coverage"].items()
+            f"{verdict_percent(c, threshold)} ({m + ', ' if several else ''}G={group_size_text(g)})"
+            for (m, g), c in table["coverage"].items()
         )
-        + f" of the logged rewards (required >= {HDI_PROB - COVERAGE_SLACK:.0%})."
+        + f" of the logged rewards (required >= {threshold:.0%})."
         + (f" Runs without a finite reward, not checked: {', '.join(empty)}." if empty else "")
     )
     return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures)
@@ -421,6 +435,7 @@ __all__ = [
     "run_predictive",
     "autocorrelation",
     "white_noise_band",
+    "verdict_percent",
     "trajectory_band_check",
     "residual_autocorrelation_check",
     "iid_residual_check",
