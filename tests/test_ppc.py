@@ -572,3 +572,6 @@ def test_a_failed_band_coverage_is_not_rounded_up_to_the_required_share():
     assert passing.passed is True and "cover 75% (G=4)" in passing.summary, passing.summary
     low = trajectory_band_check(_FlatPosterior(), _inside_outside_runset(200, 200))
     assert "cover 50% (G=4)" in low.summary, low.summary
+    from bayes_grpo.checks.ppc import verdict_percent
+
+    assert verdict_percent(0.7499999, 0.75) == "74.9999%"  # a hair below: cut, not rounded up

@@ -154,7 +154,8 @@ def verdict_percent(value: float, threshold: float) -> str:
         text = f"{value:.{digits}%}"
         if (float(text[:-1]) / 100.0 >= threshold) == passes:
             return text
-    return f"{value:.{digits}%}"
+    # within 5e-7 of the threshold below it: cut, not rounded, to stay below
+    return f"{np.floor(value * 1e6) / 1e4:.4f}%"
 
 
 def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
