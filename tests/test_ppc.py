@@ -575,3 +575,24 @@ def test_a_failed_band_coverage_is_not_rounded_up_to_the_required_share():
     from bayes_grpo.checks.ppc import verdict_percent
 
     assert verdict_percent(0.7499999, 0.75) == "74.9999%"  # a hair below: cut, not rounded up
+
+
+def test_the_band_figure_has_a_legend_naming_its_runs_and_what_band_line_and_dots_are():
+    # the figure drew a band, a line and dots per run in a colour with no key: which run is
+    # which, and is the band that of the mean or of the logged reward?
+    import matplotlib.pyplot as plt
+
+    res = trajectory_band_check(KnownPosterior(), _runset(n_steps=60))
+    fig = res.figures["m G=4 bands"]
+    legend = fig.axes[0].get_legend()
+    assert legend is not None
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts == [
+        "r0",
+        "r1",
+        "90% predictive band of the logged reward",
+        "posterior median of the mean trajectory",
+        "logged reward",
+    ], texts
+    for f in res.figures.values():
+        plt.close(f)

@@ -169,6 +169,21 @@ def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
     return ds
 
 
+def _band_legend(ax: Any) -> None:
+    """The band figure's legend: a colour per run (its id), and what the band, the line and the
+    dots of each colour are (the figure showed them with no key)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    runs, labels = ax.get_legend_handles_labels()
+    kinds = [
+        Patch(color="0.5", alpha=0.3, lw=0, label=f"{HDI_PROB:.0%} predictive band of the logged reward"),
+        Line2D([], [], color="0.5", lw=1, label="posterior median of the mean trajectory"),
+        Line2D([], [], color="0.5", ls="", marker=".", ms=4, label="logged reward"),
+    ]
+    ax.legend(handles=[*runs, *kinds], labels=[*labels, *(k.get_label() for k in kinds)], fontsize="x-small", loc="best")
+
+
 def trajectory_band_check(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0, max_runs_plotted: int = 6
 ) -> CheckResult:
@@ -209,8 +224,10 @@ def trajectory_band_check(
                 color = f"C{drawn % 10}"
                 drawn += 1
                 ax.fill_between(pr["t"], lo, hi, color=color, alpha=0.15, lw=0)
-                ax.plot(pr["t"], np.median(pr["mean"], axis=0), color=color, lw=1)
+                ax.plot(pr["t"], np.median(pr["mean"], axis=0), color=color, lw=1, label=plot_text(run))
                 ax.plot(pr["t"], pr["y"], ".", ms=2, color=color)
+        if drawn:
+            _band_legend(ax)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         # the figure of a group of more runs than it draws said nothing of the others
