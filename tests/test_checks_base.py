@@ -49,3 +49,20 @@ def test_a_check_result_of_numpy_and_pandas_values_writes_as_strict_json():
         {"run": "b", "ok": False, "when": None, "n": None, "x": 0.5},
     ]
     assert json.loads(result.to_json())["passed"] is False
+
+
+def test_a_table_with_two_columns_of_one_name_keeps_both_in_its_json():
+    # to_dict(orient="records") kept the last of two columns named "coverage" (with a pandas
+    # warning only), and reset_index raised on an index level named like a column
+    import warnings
+
+    table = pd.DataFrame([[0.9, 0.7, 3]], columns=["coverage", "coverage", "G"], index=pd.Index(["m"], name="model"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = json.loads(json.dumps(CheckResult("c", True, "s", table=table).to_dict(), allow_nan=False))
+    assert out["table"] == [{"model": "m", "coverage": 0.9, "coverage.1": 0.7, "G": 3}]
+    clash = pd.DataFrame({"G": [4, 8], "n": [1, 2]}, index=pd.Index([4, 8], name="G"))
+    assert CheckResult("c", True, "s", table=clash).to_dict()["table"] == [
+        {"G": 4, "G.1": 4, "n": 1},
+        {"G": 8, "G.1": 8, "n": 2},
+    ]

@@ -62,7 +62,7 @@ class CheckResult:
             "values": _jsonable(self.values),
         }
         if self.table is not None:
-            out["table"] = _jsonable(self.table.reset_index().to_dict(orient="records"))
+            out["table"] = _jsonable(table_records(self.table))
         return out
 
     def to_json(self) -> str:
@@ -71,6 +71,27 @@ class CheckResult:
     def figures_as_png(self, dpi: int = 110) -> dict[str, str]:
         """``{title: base64 PNG}`` of the figures, for embedding in HTML."""
         return {title: figure_to_base64(fig, dpi=dpi) for title, fig in self.figures.items()}
+
+
+def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as dictionaries, its index as columns; a name that two columns share
+    (or an index level and a column) is kept for the first and given ``.1``, ``.2``... for
+    the others, as ``pandas.read_csv`` does. ``to_dict(orient="records")`` kept only the last
+    of two columns of one name (a warning aside), and ``reset_index`` raised when an index
+    level was named like a column."""
+    flat = table.reset_index(allow_duplicates=True)
+    seen: dict[str, int] = {}
+    names = []
+    for col in map(str, flat.columns):
+        name, k = col, seen.get(col, 0)
+        while name in seen:
+            k += 1
+            name = f"{col}.{k}"
+        seen[col] = k
+        seen[name] = 0
+        names.append(name)
+    flat.columns = names
+    return flat.to_dict(orient="records")
 
 
 @runtime_checkable
@@ -151,4 +172,4 @@ def _jsonable(obj: Any) -> Any:
 
 jsonable = _jsonable
 
-__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable", "plot_text"]
+__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable", "plot_text", "table_records"]
