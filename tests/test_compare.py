@@ -670,3 +670,40 @@ def test_the_text_output_says_in_which_units_each_elpd_is(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "PSIS-LOO (az.compare; elpd of each run's standardised reward (reward - mean) / sd" in out
     assert "leave-future-out (last 30% of each run; elpd of the reward in its own units) and R^2" in out
+
+
+def test_a_run_whose_best_r2_is_within_the_standard_error_names_the_laws_it_cannot_be_told_from(monkeypatch):
+    # best_r2 had no tie rule: on r1 single_exp and logistic miss the data by noise of the same
+    # size, and whichever was ahead by a hair (or first in law order, when level) was "best",
+    # while the leave-future-out verdicts of the same table name such ties
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=2, n_steps=30)
+    rng = np.random.default_rng(3)
+    misses = {
+        ("single_exp", 0): 0.01 * rng.standard_normal(30),  # r0: single_exp fits, logistic does not
+        ("logistic", 0): 0.6 * rng.standard_normal(30),
+        ("single_exp", 1): 0.3 * rng.standard_normal(30),  # r1: both miss by as much
+        ("logistic", 1): 0.3 * rng.standard_normal(30),
+    }
+
+    def curves(idata, law, data, steps, **kw):
+        z = np.nan_to_num((data.reward - data.loc[:, None]) / data.scale[:, None])
+        mean = np.stack([z[i] + misses[law, i] for i in range(data.n_runs)])[None]
+        return mean, np.ones((1, data.n_runs))
+
+    monkeypatch.setattr(compare, "curve_draws", curves)
+    res = compare.compare_laws(runset, laws=["single_exp", "logistic"], draws=20, chains=1)
+    winners = res.per_run_winners().set_index("run")
+    assert winners.loc["r0", "best_r2"] == "single_exp" and winners.loc["r0", "r2_within_se"] == ""
+    assert winners.loc["r1", "r2_within_se"] == ({"single_exp", "logistic"} - {winners.loc["r1", "best_r2"]}).pop()
+    # the difference is that of the R^2s, its standard error that of the paired squared errors
+    pr = res.per_run.set_index(["run", "law"])
+    y = runset["reward"].sel(run="r1").values
+    best, other = winners.loc["r1", "best_r2"], winners.loc["r1", "r2_within_se"]
+    np.testing.assert_allclose(pr.loc[("r1", other), "r2_diff"], pr.loc[("r1", best), "r2"] - pr.loc[("r1", other), "r2"])
+    scale = float(np.std(y))
+    d = ((scale * misses[other, 1]) ** 2 - (scale * misses[best, 1]) ** 2) / np.sum((y - y.mean()) ** 2)
+    np.testing.assert_allclose(pr.loc[("r1", other), "r2_dse"], np.sqrt(30 * np.var(d)))
+    assert pr.loc[("r1", best), "r2_diff"] == 0.0

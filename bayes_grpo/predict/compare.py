@@ -334,14 +334,18 @@ def _r2_table(law: str, data: RunData, mean_curve: np.ndarray) -> list[dict[str,
         y = data.reward[i][ok]
         yhat = (mean_curve[i] * data.scale[i] + data.loc[i])[ok]
         t = data.steps[ok]
+        r2 = metrics.r2(y, yhat)
         rows.append(
             {
                 "run": run_id,
                 "law": law,
-                "r2": metrics.r2(y, yhat),
+                "r2": r2,
                 "noise_ceiling_r2": metrics.noise_ceiling_r2(y),
                 "smoothed_r2": metrics.smoothed_r2(y, yhat),
                 "has_trend": bool(metrics.has_trend(t, y)),
+                # each point's -(y - yhat)^2 / SST (they sum to R^2 - 1), for the standard error
+                # of a difference of R^2 between laws (_with_run_r2_differences)
+                "_r2_point": -((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2) if np.isfinite(r2) else None,
             }
         )
     return rows
@@ -423,7 +427,9 @@ class ComparisonResult:
         without a visible trend (:func:`bayes_grpo.metrics.has_trend`) :data:`NO_TREND`, since
         no law explains it and one of them winning by noise says nothing of the laws.
         ``lfo_within_se``: the laws whose held-out elpd on the run is within one standard error
-        of the best law's (``per_run`` ``lfo_elpd_diff`` / ``lfo_dse``), which it does not beat."""
+        of the best law's (``per_run`` ``lfo_elpd_diff`` / ``lfo_dse``), which it does not beat;
+        ``r2_within_se``: the same for ``best_r2`` (``per_run`` ``r2_diff`` / ``r2_dse``, from the
+        paired points' squared errors)."""
         pr = self.per_run
         out = []
         for run_id, grp in pr.groupby("run", sort=False):
@@ -433,10 +439,15 @@ class ComparisonResult:
                 row["best_lfo"] = NO_TREND if trend is False else grp.loc[grp["lfo_elpd"].idxmax(), "law"]
                 if "lfo_dse" in grp:
                     # a run's best law by 0.007 nats read as a win: name the laws within one SE of it
-                    rest = grp[(grp["law"] != row["best_lfo"]) & (grp["lfo_elpd_diff"] <= grp["lfo_dse"])]
+                    rest = grp[(grp["law"] != row["best_lfo"]) & within_one_se(grp["lfo_elpd_diff"], grp["lfo_dse"])]
                     row["lfo_within_se"] = "" if trend is False else ", ".join(map(str, rest["law"]))
             if grp["r2"].notna().any():
                 row["best_r2"] = NO_TREND if trend is False else grp.loc[grp["r2"].idxmax(), "law"]
+                if "r2_dse" in grp:
+                    # best_r2 had no tie rule: a law ahead by 0.0004 of R^2 (or level with another,
+                    # the first in law order then named) read as the run's best, as lfo once did
+                    rest = grp[(grp["law"] != row["best_r2"]) & within_one_se(grp["r2_diff"], grp["r2_dse"])]
+                    row["r2_within_se"] = "" if trend is False else ", ".join(map(str, rest["law"]))
             row["has_trend"] = trend
             out.append(row)
         return pd.DataFrame(out)
@@ -476,8 +487,8 @@ class ComparisonResult:
         if len(table) < 2 or diff not in table or se not in table:
             return []
         rest = table.iloc[1:]
-        tied = np.isfinite(rest[se]) & (rest[diff] <= rest[se])
-        return [str(law) for law in rest.index[tied.to_numpy()]]
+        tied = within_one_se(rest[diff], rest[se])
+        return [str(law) for law in rest.index[tied]]
 
     def _prefers(self, criterion: str, best: str, by: str) -> str:
         """'prefers X (by ...)', or that the criterion cannot tell X from the laws within one
@@ -536,6 +547,21 @@ class ComparisonResult:
                 "notes": self.notes,
             },
         )
+
+
+def within_one_se(diff, se) -> np.ndarray:
+    """Where a law's score behind the best law (``diff``, >= 0) is within the standard error
+    ``se`` of that difference: the criterion cannot tell the two apart. The one tie rule of
+    :meth:`ComparisonResult.ties` and :meth:`ComparisonResult.per_run_winners` (elpd and R^2)."""
+    diff, se = np.asarray(diff, dtype=float), np.asarray(se, dtype=float)
+    return np.isfinite(se) & (diff <= se)
+
+
+def paired_difference(best: np.ndarray, other: np.ndarray) -> tuple[float, float]:
+    """The summed pointwise difference ``best - other`` of two laws' scores on the same points,
+    and its standard error ``sqrt(n var(diff))`` (``az.compare``'s ``dse``)."""
+    diff = np.asarray(best, dtype=float) - np.asarray(other, dtype=float)
+    return float(diff.sum()), float(np.sqrt(diff.size * np.var(diff)))
 
 
 #: What :meth:`ComparisonResult.per_run_winners` names as a run's best law when the run has no
@@ -599,8 +625,7 @@ def lfo_differences(
         if not pairs or any(a is None or b is None for a, b in pairs):
             out[law] = (np.nan, np.nan)  # a run without its pointwise scores: no paired difference
             continue
-        diff = np.concatenate([np.asarray(a) - np.asarray(b) for a, b in pairs])
-        out[law] = (float(diff.sum()), float(np.sqrt(diff.size * np.var(diff))))
+        out[law] = paired_difference(np.concatenate([a for a, _ in pairs]), np.concatenate([b for _, b in pairs]))
     return pd.DataFrame.from_dict(out, orient="index", columns=cols)
 
 
@@ -620,6 +645,32 @@ def _with_run_lfo_differences(per_run: pd.DataFrame, pointwise: Mapping[str, Map
     if not parts:
         return per_run
     return per_run.merge(pd.concat(parts, ignore_index=True), on=["run", "law"], how="left")
+
+
+def _with_run_r2_differences(per_run: pd.DataFrame, pointwise: Mapping[str, Mapping[str, np.ndarray | None]]) -> pd.DataFrame:
+    """``per_run`` with ``r2_diff`` / ``r2_dse``: each law's R^2 behind the run's best R^2 and
+    its standard error from the paired points (:func:`paired_difference` of each point's
+    ``-(y - yhat)^2 / SST``), so that :meth:`ComparisonResult.per_run_winners` can tell a run's
+    best R^2 from a tie. NaN where a law's points are missing (no R^2)."""
+    if per_run.empty or "r2" not in per_run or not pointwise:
+        return per_run
+    rows = []
+    for run, grp in per_run.groupby("run", sort=False):
+        scored = grp.dropna(subset=["r2"])
+        if scored.empty:
+            continue
+        best = str(scored.loc[scored["r2"].idxmax(), "law"])
+        best_points = pointwise.get(best, {}).get(run)
+        for law in grp["law"]:
+            points = pointwise.get(law, {}).get(run)
+            if best_points is None or points is None:
+                diff = (np.nan, np.nan)
+            else:
+                diff = paired_difference(best_points, points)
+            rows.append({"run": run, "law": law, "r2_diff": diff[0], "r2_dse": diff[1]})
+    if not rows:
+        return per_run
+    return per_run.merge(pd.DataFrame(rows), on=["run", "law"], how="left")
 
 
 def pareto_k_note(per_run: pd.DataFrame) -> str | None:
@@ -763,6 +814,7 @@ def compare_laws(
         notes.append(scale_note)
     idatas, per_run, loo_rows = {}, [], {}
     lfo_pointwise: dict[str, dict[str, np.ndarray]] = {}
+    r2_pointwise: dict[str, dict[str, np.ndarray | None]] = {}
     kw = {
         "draws": draws,
         "tune": tune,
@@ -789,6 +841,8 @@ def compare_laws(
         }
         mean, _ = curve_draws(idata, law, data, data.steps)
         rows = {r["run"]: r for r in _r2_table(law, data, mean.mean(axis=0))}
+        for run_id, r in rows.items():
+            r2_pointwise.setdefault(law, {})[run_id] = r.pop("_r2_point", None)
         for i, run_id in enumerate(data.run_ids):
             high = (data.obs_run == i) & (k > PARETO_K_WARN)
             rows[run_id]["n_pareto_k_high"] = int(high.sum())
@@ -827,6 +881,7 @@ def compare_laws(
     lfo = lfo_totals(per_run_df)
     lfo = lfo.join(lfo_differences(lfo_pointwise, lfo, no_trend_runs(per_run_df)))
     per_run_df = _with_run_lfo_differences(per_run_df, lfo_pointwise)
+    per_run_df = _with_run_r2_differences(per_run_df, r2_pointwise)
     return ComparisonResult(
         loo=cmp, lfo=lfo, per_run=per_run_df, notes=notes, idatas=idatas, lfo_fraction=lfo_fraction
     )
@@ -845,6 +900,8 @@ __all__ = [
     "lfo_differences",
     "lfo_totals",
     "no_trend_runs",
+    "paired_difference",
     "pareto_k_note",
     "prepare_runs",
+    "within_one_se",
 ]
