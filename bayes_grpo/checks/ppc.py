@@ -17,10 +17,18 @@ logged reward. Three checks, each a :class:`CheckResult` with a table per (model
 * the stationary variance at the plateau against ``D / (2 G C K_eff)`` plus the measurement variance
   (:func:`bayes_grpo.checks.invariance.stationary_variance_check`).
 
-The coefficient draws are those of a new run of the LLM (the LLM's plateau, and its initial
-reward plus a run-level offset drawn from ``N(0, initial_reward_run_sd)``), not each run's own
-fitted offsets: the bands include the run-to-run spread of the start, and a run that starts
-further from its model's average than that spread shows up as low coverage at early steps.
+The coefficient draws are those of a new run of the LLM at the run's setting
+(``coefficient_draws`` with its default ``run_offset=True`` and ``random_seed=0``), not the
+run's own fitted ``initial_reward``: the LLM's ``plateau``; as initial reward, the LLM's
+``initial_reward_model`` (the mean of its fitted runs' ``R0``) plus a new run's offset drawn from
+``N(0, initial_reward_run_sd^2 (1 + 1/n))`` (``n`` the LLM's fitted runs; one draw per posterior
+draw, the same for every run checked); under ``invariance="by_group"`` the (LLM, G) group's
+offsets; in the phenomenological form the LLM's ``w0, zeta`` whatever the run's learning
+rate. So the bands include the run-to-run spread of the start, and a run that starts further
+from its LLM's average than that spread shows up as low coverage at early steps
+(``coverage_first_fifth``). The residual autocorrelation is likewise taken about the median
+of these new-run trajectories, the LLM's curve at the run's setting: a run whose start is far
+from its LLM's adds a decaying, positively correlated stretch to its early residuals.
 """
 
 from __future__ import annotations
