@@ -594,5 +594,7 @@ def test_the_band_figure_has_a_legend_naming_its_runs_and_what_band_line_and_dot
         "posterior median of the mean trajectory",
         "logged reward",
     ], texts
+    fig.canvas.draw()  # under the axes, not over the bands it names
+    assert legend.get_window_extent().y1 <= fig.axes[0].get_window_extent().y0
     for f in res.figures.values():
         plt.close(f)

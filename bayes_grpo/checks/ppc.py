@@ -189,7 +189,20 @@ def _band_legend(ax: Any) -> None:
         Line2D([], [], color="0.5", lw=1, label="posterior median of the mean trajectory"),
         Line2D([], [], color="0.5", ls="", marker=".", ms=4, label="logged reward"),
     ]
-    ax.legend(handles=[*runs, *kinds], labels=[*labels, *(k.get_label() for k in kinds)], fontsize="x-small", loc="best")
+    # under the axes, the figure taller by its rows: inside, the entries of six long run ids
+    # hid the bands they name
+    rows = -(-(len(runs) + len(kinds)) // 2)
+    fig = ax.get_figure()
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + 0.2 * rows)
+    ax.legend(
+        handles=[*runs, *kinds],
+        labels=[*labels, *(k.get_label() for k in kinds)],
+        fontsize="x-small",
+        ncol=2,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+    )
 
 
 def trajectory_band_check(
