@@ -707,3 +707,17 @@ def test_a_run_whose_best_r2_is_within_the_standard_error_names_the_laws_it_cann
     d = ((scale * misses[other, 1]) ** 2 - (scale * misses[best, 1]) ** 2) / np.sum((y - y.mean()) ** 2)
     np.testing.assert_allclose(pr.loc[("r1", other), "r2_dse"], np.sqrt(30 * np.var(d)))
     assert pr.loc[("r1", best), "r2_diff"] == 0.0
+
+
+def test_the_comparison_table_lists_the_laws_in_the_leave_future_out_ranking():
+    # the report's (and --json's) table joined lfo and loo with an outer join, which sorted the
+    # laws by name: logistic first, whichever law won
+    from bayes_grpo.predict.compare import ComparisonResult
+
+    lfo = pd.DataFrame({"lfo_elpd": [10.0, 8.0, 3.0]}, index=pd.Index(["single_exp", "oscillator_phenomenological", "logistic"], name="law"))
+    loo = pd.DataFrame({"elpd_loo": [5.0, 4.0, 1.0], "elpd_diff": [0.0, 1.0, 4.0]}, index=["oscillator_phenomenological", "single_exp", "logistic"])
+    per_run = pd.DataFrame([{"run": "r", "law": law, "lfo_elpd": v, "r2": 0.9, "has_trend": True} for law, v in lfo["lfo_elpd"].items()])
+    check = ComparisonResult(loo=loo, lfo=lfo, per_run=per_run).to_check_result()
+    assert list(check.table.index) == ["single_exp", "oscillator_phenomenological", "logistic"]
+    assert check.table.loc["single_exp", "elpd_loo"] == 4.0
+    assert [row["law"] for row in check.to_dict()["table"]] == list(check.table.index)

@@ -505,6 +505,14 @@ class ComparisonResult:
             return f"prefers {best}{by}, but cannot tell it from {', '.join(tied)} (within one standard error)"
         return f"prefers {best}{by}"
 
+    def table(self) -> pd.DataFrame:
+        """:attr:`lfo` and :attr:`loo` side by side, a row per law in the leave-future-out
+        ranking (then any law without one): the outer join sorted the laws by name, so the
+        report's table and --json's began with logistic whichever law won."""
+        joined = self.lfo.join(self.loo, how="outer")
+        order = [*self.lfo.index, *(law for law in joined.index if law not in self.lfo.index)]
+        return joined.reindex(order)
+
     def to_check_result(self) -> CheckResult:
         lfo_best = self.winner("lfo")
         loo_best = self.winner("loo")
@@ -536,7 +544,7 @@ class ComparisonResult:
             name="law_comparison",
             passed=None,
             summary=summary,
-            table=self.lfo.join(self.loo, how="outer"),
+            table=self.table(),
             values={
                 "lfo_winner": lfo_best,
                 "loo_winner": loo_best,
