@@ -332,7 +332,8 @@ def test_a_run_set_without_any_trend_is_not_said_to_prefer_a_law(monkeypatch):
     summary = res.to_check_result().summary
     assert "prefers" not in summary and summary.startswith("No run has a visible trend")
     rising = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1)
-    assert rising.to_check_result().summary.startswith("Leave-future-out (last 30% of each run) prefers single_exp")
+    # (one law fitted: no preference either way; see the test of a comparison of one law)
+    assert rising.to_check_result().summary.startswith("Only single_exp was fitted: no law to compare it with")
 
 
 def test_runs_without_a_trend_do_not_decide_the_leave_future_out_winner(monkeypatch):
@@ -721,3 +722,23 @@ def test_the_comparison_table_lists_the_laws_in_the_leave_future_out_ranking():
     assert list(check.table.index) == ["single_exp", "oscillator_phenomenological", "logistic"]
     assert check.table.loc["single_exp", "elpd_loo"] == 4.0
     assert [row["law"] for row in check.to_dict()["table"]] == list(check.table.index)
+
+
+def test_a_comparison_of_one_fitted_law_states_no_preference(monkeypatch):
+    # `compare --laws oscillator_mechanistic single_exp` on runs without momentum / k_ref fitted
+    # single_exp alone and read "Leave-future-out (last 30% of each run) prefers single_exp;
+    # PSIS-LOO prefers single_exp.": a preference over no other law
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    res = compare.compare_laws(
+        _runset(n_steps=30, known=False), laws=["oscillator_mechanistic", "single_exp"], draws=20, chains=1
+    )
+    summary = res.to_check_result().summary
+    assert "prefers" not in summary, summary
+    elpd = res.lfo.loc["single_exp", "lfo_elpd"]
+    assert summary.startswith(
+        f"Only single_exp was fitted: no law to compare it with, so no preference (leave-future-out elpd {elpd:.4g} "
+        "on the last 30% of each run; PSIS-LOO elpd "
+    ), summary
+    assert "oscillator_mechanistic skipped: momentum / k_ref unknown" in summary

@@ -532,6 +532,17 @@ class ComparisonResult:
                 f"visible trend; {len(flat)} without one left out: {', '.join(flat)}) "
                 f"{lfo_says}; PSIS-LOO (every run) {loo_says}."
             )
+        fitted = list(dict.fromkeys([*self.lfo.index, *self.loo.index]))
+        if len(fitted) == 1:
+            # `compare --laws single_exp`, or every other law skipped (the mechanistic one without
+            # momentum / k_ref): "prefers single_exp" stated a preference over no other law
+            elpd = self.loo["elpd_loo"].iloc[0] if "elpd_loo" in self.loo and len(self.loo) else np.nan
+            summary = (
+                f"Only {fitted[0]} was fitted: no law to compare it with, so no preference "
+                f"(leave-future-out elpd {self.lfo['lfo_elpd'].iloc[0]:.4g} on the last {self.lfo_fraction:.0%} "
+                f"of each run{', summed over the runs with a visible trend' if flat and trend is not None and trend.astype(bool).any() else ''}; "
+                f"PSIS-LOO elpd {elpd:.4g})."
+            )
         if trend is not None and len(trend) and not trend.astype(bool).any():
             # every run is won by NO_TREND in per_run_winners; the summary named a preferred law
             summary = (
