@@ -222,6 +222,15 @@ def test_steps_before_zero_are_refused_as_in_fit():
         prepare_runs(ds)
 
 
+def test_the_refusal_of_steps_before_zero_names_the_runs_logged_there():
+    # "steps must be >= 0 (...); found -10" named no run: in a run set of many, which one?
+    ds = _runset(n_runs=3, n_steps=20)
+    ds = ds.assign_coords(step=ds["step"] - 2)
+    ds["reward"].loc[{"run": "r1", "step": [-2, -1]}] = np.nan
+    with pytest.raises(ValueError, match=r"found -2 \(runs with rewards there: \['r0', 'r2'\]\)"):
+        prepare_runs(ds)
+
+
 @pytest.mark.slow
 def test_a_late_starting_or_constant_run_is_named_in_the_comparison():
     # a run logged from step 1e6 is the flat tail of every law (R^2 ~ 0 for all four), a

@@ -119,11 +119,14 @@ def prepare_runs(
     ``fit --default`` does.
     """
     steps = ds[STEP_DIM].values.astype(float)
-    if (steps < 0).any():
-        # every law starts at t = 0 (as in `fit`, which refuses them too)
-        raise ValueError(f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g}")
     reward = ds[REWARD_VAR].values.astype(float).copy()
     run_ids = [str(r) for r in ds[RUN_DIM].values]
+    if (steps < 0).any():
+        # every law starts at t = 0 (as in `fit`, which refuses them too); the message named no
+        # run, so in a run set of many the user had to search for the ones logged from step < 0
+        early = [r for r, row in zip(run_ids, reward) if np.isfinite(row[steps < 0]).any()]
+        where = f"runs with rewards there: {early}" if early else "no run has a reward there"
+        raise ValueError(f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g} ({where})")
     if upto_fraction is not None:
         for i in range(reward.shape[0]):
             idx = np.flatnonzero(np.isfinite(reward[i]))
