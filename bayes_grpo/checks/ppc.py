@@ -26,9 +26,13 @@ draw, the same for every run checked); under ``invariance="by_group"`` the (LLM,
 offsets; in the phenomenological form the LLM's ``w0, zeta`` whatever the run's learning
 rate. So the bands include the run-to-run spread of the start, and a run that starts further
 from its LLM's average than that spread shows up as low coverage at early steps
-(``coverage_first_fifth``). The residual autocorrelation is likewise taken about the median
-of these new-run trajectories, the LLM's curve at the run's setting: a run whose start is far
-from its LLM's adds a decaying, positively correlated stretch to its early residuals.
+(``coverage_first_fifth``). The residual autocorrelation is not: it is taken about each fitted
+run's own posterior-median trajectory (``fitted_trajectory_draws``, with the run's fitted
+``R0``), as the invariance test's :func:`bayes_grpo.checks.invariance.residual_lag1_by_llm`;
+about the median of the new-run trajectories only for a run the fit did not see (or a fit
+without per-run draws). About the LLM's curve, a run starting far from its LLM's average adds
+a decaying, positively correlated stretch to its early residuals: white runs whose starts
+spread by their LLM's run-to-run sd were flagged "correlated in time".
 """
 
 from __future__ import annotations
@@ -317,10 +321,35 @@ def white_noise_band(n: float) -> float:
     return WHITE_NOISE_Z / np.sqrt(max(n, 1))
 
 
+def _own_trajectories(fitted: Any) -> xr.DataArray | None:
+    """Posterior-median mean trajectory of each fitted run, dims (run, step) (the fit's
+    ``fitted_trajectory_draws``), or None for a fit without per-run draws."""
+    draws = getattr(fitted, "fitted_trajectory_draws", None)
+    if draws is None:
+        return None
+    try:
+        return draws().median("sample")
+    except (AttributeError, KeyError, ValueError, RuntimeError):  # not fitted, no per-run variables
+        return None
+
+
+def _residual_centre(own: xr.DataArray | None, run: Any, pr: dict[str, Any]) -> np.ndarray:
+    """Where a run's residuals are taken from: its own fitted trajectory at its steps when the
+    fit has it (:func:`_own_trajectories`), else the median of its new-run mean draws."""
+    if own is not None and run in own[RUN_DIM].values:
+        curve = own.sel({RUN_DIM: run})
+        steps = np.asarray(curve[STEP_DIM].values, dtype=float)
+        if np.isin(pr["t"], steps).all():
+            return np.asarray(curve.sel({STEP_DIM: curve[STEP_DIM].values[np.isin(steps, pr["t"])]}).values, dtype=float)
+    return np.median(pr["mean"], axis=0)
+
+
 def residual_autocorrelation_check(
     fitted: Any, runset: xr.Dataset | None = None, *, seed: int = 0
 ) -> CheckResult:
-    """Autocorrelation of residuals from the posterior-median mean trajectory, per G.
+    """Autocorrelation of residuals from the posterior-median mean trajectory, per G: each
+    fitted run's own (its fitted ``R0``; the module docstring says why), a run the fit did not
+    see its LLM's at its setting.
 
     Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
     ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals). The
@@ -337,6 +366,7 @@ def residual_autocorrelation_check(
 
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
+    own = _own_trajectories(fitted)
     rows, constant, short = [], [], []
     for (model, g), runs in _groups(ds).items():
         acfs, weights = [], []
@@ -349,7 +379,7 @@ def residual_autocorrelation_check(
                 # named below: a run left out here was missing from the table without a word
                 short.append(str(run))
                 continue
-            resid = pr["y"] - np.median(pr["mean"], axis=0)
+            resid = pr["y"] - _residual_centre(own, run, pr)
             acfs.append(autocorrelation(resid))
             weights.append(resid.size)
         if not acfs:
