@@ -512,7 +512,16 @@ def test_the_summary_states_the_share_held_out_that_was_used_and_a_share_outside
     _fake_single_exp_fits(monkeypatch)
     res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1, lfo_fraction=0.2)
     assert (res.per_run["n_held_out"] == 6).all()
-    assert res.to_check_result().summary.startswith("Leave-future-out (last 20% of each run) prefers single_exp")
+    # one law fitted: its sentence states the share too (no preference: nothing to compare)
+    summary = res.to_check_result().summary
+    assert "on the last 20% of each run" in summary and "30%" not in summary, summary
+    two = compare.ComparisonResult(
+        loo=pd.DataFrame({"elpd_loo": [2.0, 1.0]}, index=["single_exp", "logistic"]),
+        lfo=pd.DataFrame({"lfo_elpd": [2.0, 1.0]}, index=pd.Index(["single_exp", "logistic"], name="law")),
+        per_run=res.per_run,
+        lfo_fraction=res.lfo_fraction,
+    )
+    assert two.to_check_result().summary.startswith("Leave-future-out (last 20% of each run) prefers single_exp")
     for bad in (0.0, 1.0):
         with pytest.raises(ValueError, match="lfo_fraction must lie strictly between 0 and 1"):
             compare.compare_laws(_runset(n_steps=30), laws=["single_exp"], draws=20, chains=1, lfo_fraction=bad)
