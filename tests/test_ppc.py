@@ -634,3 +634,26 @@ def test_white_runs_whose_starts_spread_about_their_llms_are_not_called_correlat
     assert (res.table["acf_lag1"].abs() < res.table["white_noise_band"]).all()
     # a fit without per-run draws (or a run it did not see) is still checked about the LLM's curve
     assert residual_autocorrelation_check(KnownPosterior(), _runset()).passed is True
+
+
+def test_a_run_the_fit_cannot_give_coefficients_for_is_named():
+    # trajectory_band_check of a run set with one run's learning rate unknown raised "the
+    # mechanistic model needs a finite learning_rate ...; got nan", and fit's residual line read
+    # "Not assessable: the mechanistic model needs ...": neither said which run
+    from bayes_grpo.checks.ppc import iid_residual_check
+
+    class Strict(KnownPosterior):
+        likelihood = "iid"
+
+        def coefficient_draws(self, *, learning_rate, **kw):
+            if not np.isfinite(learning_rate):
+                raise ValueError(f"the mechanistic model needs a finite learning_rate; got {learning_rate:g}")
+            return super().coefficient_draws(learning_rate=learning_rate, **kw)
+
+    ds = _runset(n_steps=60)
+    lr = ds["learning_rate"].values.copy()
+    lr[2] = np.nan
+    ds = ds.assign_coords(learning_rate=("run", lr))
+    with pytest.raises(ValueError, match=r"^run r2: the mechanistic model needs a finite learning_rate"):
+        trajectory_band_check(Strict(), ds)
+    assert iid_residual_check(Strict(), ds).summary.startswith("Not assessable: run r2: the mechanistic model")

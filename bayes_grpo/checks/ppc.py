@@ -129,7 +129,12 @@ def run_predictive(
     steps = np.asarray(runset[STEP_DIM].values, dtype=float)
     ok = np.isfinite(y_all)
     t, y = steps[ok], y_all[ok]
-    coef = fitted.coefficient_draws(**hyper)
+    try:
+        coef = fitted.coefficient_draws(**hyper)
+    except ValueError as exc:
+        # "the mechanistic model needs a finite learning_rate ...; got nan" named no run: which
+        # of the run set's runs lacks it?
+        raise ValueError(f"run {run}: {exc}") from exc
     pick = {
         k: _flat(coef[k], max_draws)[:, None]
         for k in ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
