@@ -540,9 +540,10 @@ class ComparisonResult:
             # `compare --laws single_exp`, or every other law skipped (the mechanistic one without
             # momentum / k_ref): "prefers single_exp" stated a preference over no other law
             elpd = self.loo["elpd_loo"].iloc[0] if "elpd_loo" in self.loo and len(self.loo) else np.nan
+            lfo_elpd = self.lfo["lfo_elpd"].iloc[0] if "lfo_elpd" in self.lfo and len(self.lfo) else np.nan
             summary = (
                 f"Only {fitted[0]} was fitted: no law to compare it with, so no preference "
-                f"(leave-future-out elpd {self.lfo['lfo_elpd'].iloc[0]:.4g} on the last {self.lfo_fraction:.0%} "
+                f"(leave-future-out elpd {lfo_elpd:.4g} on the last {self.lfo_fraction:.0%} "
                 f"of each run{', summed over the runs with a visible trend' if flat and trend is not None and trend.astype(bool).any() else ''}; "
                 f"PSIS-LOO elpd {elpd:.4g})."
             )
