@@ -760,3 +760,27 @@ def test_a_comparison_of_one_fitted_law_states_no_preference(monkeypatch):
         "on the last 30% of each run; PSIS-LOO elpd "
     ), summary
     assert "oscillator_mechanistic skipped: momentum / k_ref unknown" in summary
+
+
+def test_the_rmse_scale_note_reads_the_runs_that_the_rmse_average_holds(monkeypatch):
+    # `compare mixed.nc` (a 0-1 run, a 0-100 run and a flat run of range 0.09) noted "The runs'
+    # reward ranges differ by 763x (flat 0.0854, pct 65.1)": the flat run has no trend and is
+    # not in lfo_rmse_mean; two trend runs of like ranges beside it got the note for nothing
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    rng = np.random.default_rng(0)
+    steps = np.arange(40)
+    rise = 0.8 - 0.6 * np.exp(-steps / 8.0)
+    curves = {
+        "a": pd.DataFrame({"reward": rise + 0.01 * rng.standard_normal(40)}, index=steps),
+        "b": pd.DataFrame({"reward": 2.0 * rise + 0.01 * rng.standard_normal(40)}, index=steps),
+        "flat": pd.DataFrame({"reward": 0.4 + 0.005 * rng.standard_normal(40)}, index=steps),
+    }
+    res = compare.compare_laws(make_runset(curves, {}), laws=["single_exp"], draws=20, chains=1)
+    assert compare.no_trend_runs(res.per_run) == ["flat"]
+    assert not any("reward ranges differ" in n for n in res.notes), res.notes
+    curves["b"] = pd.DataFrame({"reward": 100.0 * rise + 0.5 * rng.standard_normal(40)}, index=steps)
+    res = compare.compare_laws(make_runset(curves, {}), laws=["single_exp"], draws=20, chains=1)
+    (note,) = [n for n in res.notes if "reward ranges differ" in n]
+    assert "(a 0.609, b 59.1)" in note and "flat" not in note, note
