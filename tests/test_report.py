@@ -899,6 +899,17 @@ def test_a_whole_number_in_a_float_column_of_a_report_table_is_written_whole():
     assert "<td>0.1235</td>" in html and "<td>2e+07</td>" in html  # other floats as before
 
 
+def test_a_missing_value_of_a_nullable_integer_column_is_blank_as_a_nan_is():
+    # a check table with an Int64 column (a step count, missing for one row) was written
+    # "<NA>" in the report, where a float column's NaN is blank (and --json writes null for both)
+    from bayes_grpo.report.sections import table_html
+
+    frame = pd.DataFrame({"onset": pd.array([12000, None], dtype="Int64"), "when": [pd.Timestamp("2026-01-02"), pd.NaT]})
+    html = table_html(frame)
+    assert "&lt;NA&gt;" not in html and "NaT" not in html, html
+    assert "<td>12000</td>" in html and html.count("<td></td>") == 2
+
+
 def test_the_report_shows_the_warnings_of_loading_the_fit_that_the_other_verbs_carry(tmp_path, monkeypatch):
     # `report tiny.nc` warned "... What is computed from this i.i.d. fit is too confident." on
     # stderr only (build.py loaded the fit by load_fitted_model, not as_fitted_model as predict /

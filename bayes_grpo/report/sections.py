@@ -67,7 +67,7 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
     """HTML table with the report's CSS class (values escaped by pandas)."""
 
     def fmt(v: Any) -> str:
-        if v is None:
+        if v is None or v is pd.NA or v is pd.NaT:
             return ""
         if isinstance(v, float | np.floating):
             if np.isnan(v):
@@ -80,8 +80,9 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
         return str(v)
 
     # None (a value that does not apply, e.g. a diagnostic without an onset step) is printed
-    # by pandas as "None" whatever na_rep says: blank it like NaN
-    frame = frame.map(lambda v: "" if v is None else v)
+    # by pandas as "None" whatever na_rep says: blank it like NaN (and pd.NA, a nullable integer
+    # column's missing value, written "<NA>")
+    frame = frame.map(lambda v: "" if v is None or v is pd.NA else v)
     # and row labels are printed as they are ("NaN" for the G of runs of unknown G): the same
     # rule for them (formatters apply to the columns only)
     if len(frame.index):
