@@ -209,6 +209,20 @@ def test_phenomenological_and_state_space_models_build_with_finite_density(sim_r
         assert np.isfinite(pm_model.compile_logp()(pm_model.initial_point())), kw
 
 
+def test_the_default_models_log_density_needs_no_blas(sim_runset):
+    # the per-LLM mean of the run offsets was pt.dot(matrix, z): a Gemv, which PyTensor runs
+    # in Python when pip installed it without a BLAS to link, after warning "could not link to
+    # a BLAS installation ... severely degraded" on every fit
+    import pytensor
+
+    for likelihood in ("iid", "state_space"):
+        model = GRPODynamicsModel(likelihood=likelihood).build_model(sim_runset)
+        logp = model.logp()
+        fn = model.compile_fn([logp, *pytensor.grad(logp, model.value_vars)], point_fn=True)
+        ops = {type(node.op).__name__ for node in fn.f.maker.fgraph.toposort()}
+        assert not {op for op in ops if any(k in op.lower() for k in ("gemv", "gemm", "dot"))}, ops
+
+
 def test_the_sampler_starts_every_llm_at_its_own_stable_gain_when_their_steps_are_decades_apart():
     # two LLMs, Adam at lr 1e-6 and SGD at lr 0.02 (K 2e4 and 1.5): the initial point put both
     # at the population mean log K (about 4), where the SGD runs' gain a = eta K is past the

@@ -106,7 +106,10 @@ def build_pymc_model(
         # N(0, 1) marginally), so R0_m is the mean of its runs' R0: otherwise R0_m and the
         # common part of its runs' offsets form a ridge that NUTS mixes slowly along (bulk
         # ESS ~20 for R0_m). A single-run LLM has no offset (factor 0).
-        z_centred = (z_r0_run - pt.dot(d["run_mean_matrix"], z_r0_run)[mi]) * d["run_offset_factor"]
+        # each LLM's mean of z as a sum of products, not pt.dot: the dot became a Gemv, which
+        # PyTensor runs in Python without a linked BLAS (and warns of on every fit from pip)
+        llm_mean = (d["run_mean_matrix"] * z_r0_run[None, :]).sum(axis=1)
+        z_centred = (z_r0_run - llm_mean[mi]) * d["run_offset_factor"]
         r0_run = r0_m[mi] + tau_r0 * z_centred
         if by_group:
             plateau_run = plateau_run + _group_offset("group_offset_plateau", gos, gi)
