@@ -345,6 +345,21 @@ def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(r
         assert sorted(g for g in sizes if g is not None) == [4, 16] and all(type(g) is int for g in sizes if g is not None), sizes
 
 
+def test_the_json_residual_autocorrelation_table_gives_g_as_an_integer_beside_an_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
+    # with one run of unknown G, `fit --json`'s residual_autocorrelation table gave the known G
+    # as 4.0 and 16.0 (the groups' and runs' as 4 and 16): CheckResult.to_dict's reset_index made
+    # the table's G level floats around its NaN
+    ds = xr.load_dataset(runs_file)
+    third = ds.isel(run=[0]).assign_coords(run=["unknown-g"], group_size=("run", [np.nan]))
+    runs = save_runset(xr.concat([ds, third], dim="run"), tmp_path / "with_unknown_g.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["residual_autocorrelation"]["table"]
+    sizes = [row["G"] for row in rows]
+    assert None in sizes and sorted(g for g in sizes if g is not None) == [4, 16], sizes
+    assert all(type(g) is int for g in sizes if g is not None), sizes
+
+
 def test_a_wrong_default_beside_a_config_file_is_put_down_to_the_default_not_the_file(runs_file, tmp_path, capsys):
     # `fit runs.nc --config c.json --default momentum=1.5` said "c.json: configuration
     # 'hyperparameter_defaults.momentum' ... must be in [0, 1)" of a file that holds no momentum

@@ -80,6 +80,12 @@ def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     of two columns of one name (a warning aside), and ``reset_index`` raised when an index
     level was named like a column."""
     flat = table.reset_index(allow_duplicates=True)
+    for i in range(table.index.nlevels):
+        level = table.index.get_level_values(i)
+        if level.dtype == object:
+            # an index level as it was made: reset_index turned a level of ints beside a NaN
+            # (G 4 and an unknown G, readable_group_sizes) into floats, "G": 4.0
+            flat.isetitem(i, pd.Series(list(level), index=flat.index, dtype=object))
     seen: dict[str, int] = {}
     names = []
     for col in map(str, flat.columns):
