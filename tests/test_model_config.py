@@ -323,3 +323,47 @@ def test_a_sampler_config_that_cannot_be_sampled_as_it_says_is_refused_before_th
         with pytest.raises(ValueError, match=re.escape(named)):
             model.fit(_runset(), **sampler)
         assert model.sampler_config == GRPODynamicsModel().sampler_config
+
+
+def test_a_default_convention_for_runs_at_momentum_0_makes_no_second_optimizer():
+    """`fit --default momentum_convention=ema` on an LLM with SGD runs and runs at momentum 0
+    whose optimizer the log does not say: the default filled the momentum-0 runs with ema, and
+    the fit said the LLM has runs of two optimizers, which nothing in the data said (at momentum
+    0 the conventions coincide, so those runs need none)."""
+    ds = _runset(
+        {
+            "r0": {"momentum_convention": "heavy_ball"},
+            "r1": {"momentum": 0.0, "momentum_convention": ""},
+        }
+    )
+    cfg = merge_config(DEFAULT_MODEL_CONFIG, {"hyperparameter_defaults": {"momentum_convention": "ema"}})
+    data = prepare_data(ds, cfg, "mechanistic")
+    assert not any("two optimizers" in n for n in data.notes), data.notes
+    assert data.momentum_convention == ["heavy_ball", "heavy_ball"]
+    assert not any("momentum_convention=ema" in n for n in data.notes), data.notes  # no run took it
+    # a run with momentum and no convention does take it, and is named
+    took = _runset({"r0": {"momentum_convention": "heavy_ball"}, "r1": {"momentum_convention": ""}})
+    data = prepare_data(took, cfg, "mechanistic")
+    assert data.momentum_convention == ["heavy_ball", "ema"]
+    assert any("two optimizers" in n for n in data.notes)
+    assert any("momentum_convention=ema for runs ['r1']" in n for n in data.notes), data.notes
+
+
+def test_the_fit_names_the_runs_that_took_a_default_and_the_defaults_it_does_not_use():
+    """`fit --default learning_rate=0.002 --default group_size=8` printed nothing of which runs the
+    values filled; on the phenomenological form every default but group_size was silently unused
+    (and the run table showed the default as the run's learning rate)."""
+    ds = _runset({"r1": {"learning_rate": np.nan, "group_size": np.nan}})
+    cfg = merge_config(
+        DEFAULT_MODEL_CONFIG, {"hyperparameter_defaults": {"learning_rate": 2e-3, "group_size": 8, "k_ref": 3}}
+    )
+    mech = prepare_data(ds, cfg, "mechanistic")
+    (note,) = [n for n in mech.notes if "hyperparameter_defaults" in n]
+    assert "learning_rate=0.002 for runs ['r1']" in note and "group_size=8 for runs ['r1']" in note, note
+    assert "k_ref" not in note  # every run logs it: no run took the default
+    phen = prepare_data(ds, cfg, "phenomenological")
+    (unused,) = [n for n in phen.notes if "not used" in n]
+    assert "learning_rate=0.002, k_ref=3 not used: the phenomenological form" in unused, unused
+    (took,) = [n for n in phen.notes if "taken from" in n]
+    assert "group_size=8 for runs ['r1']" in took and "learning_rate" not in took, took
+    assert np.isnan(phen.learning_rate[1]) and phen.group_size[1] == 8.0

@@ -739,14 +739,20 @@ def test_fit_section_names_the_settings_the_fit_took_from_its_defaults():
         group_size=("run", np.array([4.0, np.nan, np.nan])), momentum=("run", np.array([0.9, 0.9, np.nan])), k_ref=("run", np.ones(3))
     )
     draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    # the note is the fit's own (model.prepare.default_settings_notes, among the data's notes,
+    # which `fit` prints too); a mechanistic fit, since the phenomenological form uses no momentum
+    from bayes_grpo.model.prepare import default_settings_notes
+
+    defaults = {"group_size": 8, "momentum": 0.5, "k_ref": 1, "learning_rate": None}
+    momentum = np.where(np.isnan(runs["momentum"].values), 0.5, runs["momentum"].values)
     model = SimpleNamespace(
         runset=runs,
-        settings={"parameterisation": "phenomenological"},
-        model_config={"hyperparameter_defaults": {"group_size": 8, "momentum": 0.5, "k_ref": 1, "learning_rate": None}},
+        settings={"parameterisation": "mechanistic"},
+        model_config={"hyperparameter_defaults": defaults},
         run_summary=lambda: pd.DataFrame({"model": ["tiny"] * 3}, index=["run0", "run1", "run2"]),
         group_summary=lambda: pd.DataFrame({"p_star": [0.8]}),
         fitted_trajectory_draws=lambda: draws,
-        data=SimpleNamespace(notes=[]),
+        data=SimpleNamespace(notes=default_settings_notes(runs, defaults, "mechanistic", momentum=momentum)),
     )
     texts = [b.content for b in fit_section(model).blocks if b.kind == "text"]
     plt.close("all")

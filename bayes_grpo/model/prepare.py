@@ -149,6 +149,53 @@ def _refuse_unknown(ds: xr.Dataset, name: str, missing: np.ndarray) -> None:
     )
 
 
+def _unknown(ds: xr.Dataset, name: str) -> np.ndarray:
+    """Runs whose ``name`` the run set does not know (NaN; ``""`` for the momentum convention)."""
+    values = ds[name].values
+    if name == "momentum_convention":
+        return np.array([str(v) for v in values], dtype=object) == ""
+    return np.isnan(np.asarray(values, dtype=float))
+
+
+def default_settings_notes(ds: xr.Dataset, defaults: dict[str, Any], parameterisation: str, *, momentum) -> list[str]:
+    """The notes on the ``hyperparameter_defaults`` (``fit --default``) of a fit of ``ds``.
+
+    Which runs took which default (the tables show the value as if logged), and, for the
+    phenomenological form, the defaults it does not use at all (it has no learning rate,
+    momentum or ``K_ref``: only ``group_size``, the G of the noise). A default no run needed
+    is not named. ``momentum``: ``(n_runs,)`` resolved, for the convention, which a run at
+    momentum 0 does not need (:func:`convention_without_momentum`).
+    """
+    mech = parameterisation == "mechanistic"
+    runs = np.array([str(r) for r in ds[RUN_DIM].values], dtype=object)
+    taken, unused = [], []
+    for name, value in defaults.items():
+        if value is None or name not in ds.coords:
+            continue
+        shown = f"{value:g}" if isinstance(value, int | float) else str(value)
+        if not mech and name in MECHANISTIC_COORDS:
+            unused.append(f"{name}={shown}")
+            continue
+        missing = _unknown(ds, name)
+        if name == "momentum_convention":
+            missing &= np.asarray(momentum, dtype=float) != 0.0
+        if missing.any():
+            taken.append(f"{name}={shown} for runs {runs[missing].tolist()}")
+    notes = []
+    if taken:
+        notes.append(
+            "settings the run set does not have, taken from the fit's hyperparameter_defaults "
+            f"(fit --default): {'; '.join(taken)}"
+        )
+    if unused:
+        notes.append(
+            f"hyperparameter_defaults {', '.join(unused)} not used: the phenomenological form fits each "
+            "LLM's damping ratio and frequency, free of a run's learning rate, momentum and K_ref "
+            "(of the defaults it uses only group_size); they fill no run"
+        )
+    return notes
+
+
 def convention_without_momentum(momentum, convention) -> np.ndarray:
     """``convention`` with the unknown ones (``""``) of runs without momentum set to heavy ball.
 
@@ -444,14 +491,23 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
 
     defaults = dict(model_config.get("hyperparameter_defaults", {}))
     mech = parameterisation == "mechanistic"
-    lr = _resolve(ds, "learning_rate", defaults, required=mech)
-    mom = _resolve(ds, "momentum", defaults, required=mech)
-    given_conv = _resolve(ds, "momentum_convention", defaults, required=False)
+    # the phenomenological form uses no learning rate, momentum or K_ref: their defaults fill
+    # nothing (the tables showed the default as the run's learning rate), and a note says so
+    used = defaults if mech else {k: v for k, v in defaults.items() if k not in MECHANISTIC_COORDS}
+    lr = _resolve(ds, "learning_rate", used, required=mech)
+    mom = _resolve(ds, "momentum", used, required=mech)
+    # a run at momentum 0 needs no convention (convention_without_momentum): the default fills
+    # only the others; filled at momentum 0 too, it made two optimizers of one LLM's runs
+    given_conv = _resolve(ds, "momentum_convention", {}, required=False)
+    fill = (given_conv == "") & (mom != 0.0)
+    if used.get("momentum_convention") is not None:
+        given_conv[fill] = used["momentum_convention"]
     conv = convention_without_momentum(mom, given_conv)
     if mech and (conv == "").any():
         _refuse_unknown(ds, "momentum_convention", conv == "")
-    kref = _resolve(ds, "k_ref", defaults, required=mech)
-    gsize = _resolve(ds, "group_size", defaults, required=False)
+    kref = _resolve(ds, "k_ref", used, required=mech)
+    gsize = _resolve(ds, "group_size", used, required=False)
+    notes.extend(default_settings_notes(ds, defaults, parameterisation, momentum=mom))
     nameless = [r for r, m in zip(run_ids, ds["model"].values) if not str(m)]
     if len(nameless) >= 2:
         notes.append(
@@ -746,6 +802,7 @@ __all__ = [
     "prior_centres",
     "size_regression_note",
     "mixed_optimizer_notes",
+    "default_settings_notes",
     "follows_schedule",
     "averaged_scheduled_runs",
     "schedule_multipliers",

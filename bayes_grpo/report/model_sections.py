@@ -47,23 +47,6 @@ def _labels(model: Any) -> list[str]:
     return [f"{m or '?'} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, ds["group_size"].values)]
 
 
-def _assumed_settings(model: Any) -> list[str]:
-    """``"name=value for runs [...]"`` for each of the fit's ``hyperparameter_defaults`` that stood
-    in for a setting the fitted run set does not have (NaN, or "" for the momentum convention)."""
-    defaults = (getattr(model, "model_config", None) or {}).get("hyperparameter_defaults") or {}
-    ds = model.runset
-    out = []
-    for name, value in defaults.items():
-        if value is None or name not in ds.coords:
-            continue
-        values = ds[name].values
-        missing = values.astype(str) == "" if values.dtype.kind in "OUS" else np.isnan(values.astype(float))
-        if missing.any():
-            shown = f"{value:g}" if isinstance(value, int | float) else value  # a float 8.0 from the saved config
-            out.append(f"{name}={shown} for runs {[str(r) for r in ds['run'].values[missing]]}")
-    return out
-
-
 def fit_section(model: Any) -> Section:
     section = Section(key="fit", title="Fit per run", intro=FIT_INTRO)
     settings = ", ".join(f"{k}={v}" for k, v in model.settings.items())
@@ -71,15 +54,9 @@ def fit_section(model: Any) -> Section:
     # what the fit printed about the data (a late start, a constant reward, pooled LLMs)
     for note in getattr(getattr(model, "data", None), "notes", None) or []:
         section.text(f"Note: {note}.")
-    # settings the run set lacks, taken from the fit's defaults (`fit --default group_size=8`): the
-    # tables below show them as if logged
-    assumed = _assumed_settings(model)
-    if assumed:
-        section.text(
-            "Note: settings the run set does not have, taken from the fit's hyperparameter_defaults "
-            f"(fit --default): {'; '.join(assumed)}."
-        )
-    # and on the noise exponent, when its posterior excludes the theory's 1 (models/tiny.nc)
+    # among them the settings the run set lacks, taken from the fit's defaults (`fit --default
+    # group_size=8`), which the tables below show as if logged: model.prepare.default_settings_notes
+    # the note on the noise exponent, when its posterior excludes the theory's 1 (models/tiny.nc)
     noise_exponent = model.noise_exponent_summary() if hasattr(model, "noise_exponent_summary") else None
     if noise_exponent is not None and noise_exponent["note"]:
         section.text(f"Note: {noise_exponent['note']}.")
