@@ -119,3 +119,56 @@ def test_a_variable_with_non_finite_draws_is_reported_not_left_out():
     assert "zeta (2 of 6000 values)" in check.summary
     assert "zeta" in check.table.index  # its finite elements (run r1) are still checked
     assert np.isfinite(check.table.loc["zeta", "r_hat"])
+
+
+def test_a_fit_failing_only_on_variables_no_data_inform_says_so():
+    """A single-run, single-G fit (`fit single.nc --draws 100 --tune 100 --chains 2`) failed its
+    check on alpha (one G), initial_reward_run_z and _sd (one run per LLM) among others, and the
+    advice read "chains disagree; ... check multimodality" for variables that are their prior
+    alone. The advice now names them and what their failure means; the check still fails."""
+    rng = np.random.default_rng(1)
+    idata = _idata(0.0)
+    alpha = rng.standard_normal((CHAINS, DRAWS))
+    alpha[2:] += 0.5  # the prior-only variable's chains apart
+    idata.posterior["alpha"] = (("chain", "draw"), alpha)
+    why = {"alpha": "no LLM has runs at two known G"}
+    check = convergence_check(idata, prior_only=why)
+    assert not check.passed and any(f.startswith("R-hat") for f in check.values["failed"])
+    (line,) = [a for a in check.values["advice"] if "no data of this fit inform" in a]
+    assert "inform alpha (no LLM has runs at two known G)" in line, line
+    assert "every variable the data inform passes R-hat and ESS" in line, line
+    # a data-informed variable failing too: said, not cleared
+    zeta = idata.posterior["zeta"].values.copy()
+    zeta[2:, :, 2] += 1.0
+    idata.posterior["zeta"] = (("chain", "draw", "run"), zeta)
+    (line,) = [a for a in convergence_check(idata, prior_only=why).values["advice"] if "no data of this fit inform" in a]
+    assert "variables the data inform fail as well" in line, line
+    assert not [a for a in convergence_check(idata).values["advice"] if "no data of this fit inform" in a]
+
+
+def test_a_single_run_single_g_fit_names_its_prior_only_variables():
+    """GRPODynamicsModel.prior_only_variables: alpha with one G per LLM, the initial-reward run
+    offsets with one run per LLM; none with two G and two runs."""
+    import pandas as pd
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.runset import make_runset
+
+    def fitted(group_sizes):
+        steps = np.arange(40)
+        curves = {f"r{i}": pd.DataFrame({"reward": 0.2 + 0.5 * (1 - np.exp(-steps / (8.0 + i)))}, index=steps) for i in range(len(group_sizes))}
+        meta = {f"r{i}": {"model": "m", "group_size": g} for i, g in enumerate(group_sizes)}
+        model = GRPODynamicsModel(parameterisation="phenomenological")
+        model.runset = make_runset(curves, meta)
+        model.data = model._prepare_data(model.runset)
+        names = ["alpha", "initial_reward_run_z", "initial_reward_run_sd"]
+        model.idata = az.InferenceData(
+            posterior=xr.Dataset({n: (("chain", "draw"), np.random.default_rng(0).standard_normal((2, 50))) for n in names})
+        )
+        return model.prior_only_variables()
+
+    single = fitted([8])
+    assert sorted(single) == ["alpha", "initial_reward_run_sd", "initial_reward_run_z"], single
+    assert "two known G" in single["alpha"] and "one run" in single["initial_reward_run_z"]
+    assert sorted(fitted([8, 8])) == ["alpha"]
+    assert fitted([4, 8]) == {}

@@ -100,7 +100,13 @@ def run_r_hat(posterior) -> pd.Series:
     return pd.Series(worst, index=pd.Index(runs, name="run"), dtype=float)
 
 
-def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = None, max_treedepth: int = 10) -> CheckResult:
+def convergence_check(
+    idata: az.InferenceData,
+    *,
+    var_names: list[str] | None = None,
+    max_treedepth: int = 10,
+    prior_only: dict[str, str] | None = None,
+) -> CheckResult:
     """Check the sampler's convergence.
 
     Parameters
@@ -111,6 +117,10 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
         Variables to check; default: every posterior variable that is not constant.
     max_treedepth
         The sampler's maximum tree depth (PyMC and nutpie default 10).
+    prior_only
+        ``{variable: why}`` of the variables (or elements of them) no data of the fit inform
+        (``GRPODynamicsModel.prior_only_variables``): when one of them fails R-hat or ESS, the
+        advice says so and what it means (still a failure: its draws are few).
 
     Returns
     -------
@@ -171,6 +181,21 @@ def convergence_check(idata: az.InferenceData, *, var_names: list[str] | None = 
     if np.isfinite(worst_tail) and worst_tail < ess_min:
         advice.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}: interval ends are unreliable; increase draws.")
         failed.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}")
+    slow = [v for v in table.index if (table.loc[v, "r_hat"] > RHAT_MAX) or (table.loc[v, "ess_bulk"] < ess_min) or (table.loc[v, "ess_tail"] < ess_min)] if len(table) else []
+    uninformed = [v for v in slow if v in (prior_only or {})]
+    if uninformed:
+        listed = ", ".join(f"{v} ({prior_only[v]})" for v in uninformed)
+        advice.append(
+            f"Of these, no data of this fit inform {listed}: drawn from their prior alone, their R-hat "
+            "and ESS say only that too few draws were taken to trust them, not that the chains "
+            "disagree about the data; "
+            + (
+                "every variable the data inform passes R-hat and ESS, and the fitted curves do not "
+                "depend on these."
+                if len(uninformed) == len(slow)
+                else "variables the data inform fail as well: the fit needs more draws either way."
+            )
+        )
     if n_div:
         failed.append(f"{n_div} divergent transitions")
         advice.append(f"{n_div} divergent transitions: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")

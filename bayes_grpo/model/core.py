@@ -504,7 +504,40 @@ class GRPODynamicsModel:
         """Convergence of the fit (R-hat, ESS, divergences, tree depth, E-BFMI) with advice; the
         tree depth is the fit's sampler config ``max_treedepth``."""
         depth = int(self.sampler_config.get("max_treedepth", DEFAULT_SAMPLER_CONFIG["max_treedepth"]))
-        return convergence_check(self._require_fit(), var_names=var_names, max_treedepth=depth)
+        return convergence_check(
+            self._require_fit(), var_names=var_names, max_treedepth=depth, prior_only=self.prior_only_variables()
+        )
+
+    def prior_only_variables(self) -> dict[str, str]:
+        """``{variable: why}`` of the posterior variables that no data of this fit inform: the
+        noise exponent ``alpha`` (and a free ``measurement_alpha``) when no LLM has runs at two
+        known G, and the run offsets of the initial reward when every LLM has a single run
+        (:func:`bayes_grpo.model.builder._run_offset_arrays`: such a run has no offset). They
+        are drawn from their prior, and a short fit can fail its convergence check on them
+        alone; :func:`~bayes_grpo.model.convergence.convergence_check` says so."""
+        data = self.data
+        post = self._require_fit().posterior
+        if data is None:
+            return {}
+        out: dict[str, str] = {}
+        two_g = any(
+            np.unique(data.group_size[(data.model_idx == m) & np.isfinite(data.group_size)]).size >= 2
+            for m in range(data.n_models)
+        )
+        if not two_g:
+            for name in ("alpha", "measurement_alpha"):
+                if name in post and post[name].values.std() > 0:  # a fixed alpha is a constant
+                    out[name] = (
+                        "no LLM has runs at two known G: how the noise scales with G is its prior, and "
+                        "the noise D and bands at another G are drawn with it"
+                    )
+        if np.bincount(data.model_idx, minlength=data.n_models).max() < 2:
+            out["initial_reward_run_z"] = "every LLM has one run, which has no initial-reward offset"
+            out["initial_reward_run_sd"] = (
+                "every LLM has one run: the spread of initial rewards between runs is its prior, and a "
+                "new run's initial reward is drawn with it"
+            )
+        return {k: v for k, v in out.items() if k in post}
 
     def _thinned_posterior(self, max_draws: int = SUMMARY_DRAWS) -> xr.Dataset:
         post = self._require_fit().posterior
