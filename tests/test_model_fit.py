@@ -469,3 +469,19 @@ def test_a_reward_trajectory_of_a_fit_of_several_llms_asks_which_llm():
     setting = {"learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
     with pytest.raises(ValueError, match=r"the fit has several LLMs \(\['qwen', 'llama'\]\): name the one to predict with model="):
         model.trajectory_draws([0.0, 10.0], **setting)
+
+
+def test_a_setting_at_momentum_0_needs_no_momentum_convention_as_a_fitted_run_does_not():
+    # the fit takes a run at momentum 0 without a convention (the conventions coincide there:
+    # prepare.convention_without_momentum), but coefficient_draws / predict of such a setting
+    # refused it: "the mechanistic model needs ['momentum_convention']"
+    from pathlib import Path
+
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    setting = {"learning_rate": 1e-3, "momentum": 0.0, "k_ref": 1.0}
+    without = model.coefficient_draws(**setting)
+    for convention in ("heavy_ball", "ema"):
+        np.testing.assert_allclose(without["a"].values, model.coefficient_draws(momentum_convention=convention, **setting)["a"].values)
+    assert np.isfinite(model.predict([0.0, 10.0], **setting)["reward_mean"].values).all()
+    with pytest.raises(ValueError, match=r"needs \['momentum_convention'\]"):
+        model.coefficient_draws(**(setting | {"momentum": 0.9}))

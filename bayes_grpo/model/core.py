@@ -52,6 +52,7 @@ from bayes_grpo.model.config import (
 from bayes_grpo.model.convergence import ESS_MIN_PER_CHAIN, RHAT_MAX, convergence_check, run_r_hat
 from bayes_grpo.model.prepare import (
     ModelData,
+    convention_without_momentum,
     follows_schedule,
     group_label,
     measurement_batch_note,
@@ -837,6 +838,10 @@ class GRPODynamicsModel:
             return gos * rng.normal(size=shape)
 
         if self.parameterisation == "mechanistic":
+            if momentum_convention in (None, "") and momentum is not None and float(momentum) == 0.0:
+                # at momentum 0 the conventions coincide: no convention is needed, as for a fitted
+                # run (prepare.convention_without_momentum); it was refused as missing
+                momentum_convention = str(convention_without_momentum([0.0], [""])[0])
             missing = [n for n, v in (("learning_rate", learning_rate), ("momentum", momentum), ("momentum_convention", momentum_convention), ("k_ref", k_ref)) if v is None]
             if missing:
                 raise ValueError(f"the mechanistic model needs {missing} to give coefficients for a setting")
