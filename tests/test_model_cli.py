@@ -500,3 +500,31 @@ def test_fit_names_a_run_without_a_visible_trend_in_its_text_and_json(tmp_path, 
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert sum("no visible trend" in n for n in notes) == 1 and any("['flat']" in n for n in notes), notes
+
+
+def test_a_run_too_short_for_the_trend_test_is_not_named_as_showing_no_trend(tmp_path, capsys, monkeypatch):
+    """A run logged at 6 steps rising 0.15 -> 0.78 beside longer runs: `fit` said "runs [...]
+    show no visible trend ... the law has no rise to fit there ... leave them out", since
+    has_trend is False where the trend test has too few points (under 9) to tell. Its
+    has_trend is now None (not assessable) and the note leaves it out. Prior draws stand in
+    for the posterior."""
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(0)
+    rise = lambda t: 0.15 + 0.65 * (1.0 - np.exp(-t / 25.0))  # noqa: E731
+    long_steps = np.array([0, 5, 10, 20, 40, 60, 80, 100, 130, 160, 200])
+    short_steps = long_steps[:6]
+    curves = {
+        "long": pd.DataFrame({"reward": rise(long_steps) + rng.normal(0, 0.01, long_steps.size)}, index=long_steps),
+        "short": pd.DataFrame({"reward": rise(short_steps) + rng.normal(0, 0.01, short_steps.size)}, index=short_steps),
+    }
+    hp = {"model": "m", "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8}
+    runs = save_runset(make_runset(curves, {k: hp for k in curves}), tmp_path / "r.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert not any("no visible trend" in n for n in payload["notes"]), payload["notes"]
+    trend = {row["run"]: row["has_trend"] for row in payload["runs"]}
+    assert trend == {"long": True, "short": None}, trend

@@ -621,7 +621,8 @@ class GRPODynamicsModel:
         (:attr:`gain_column`) and ``D``,
         the 90% interval of ``zeta``, and R^2 of the posterior-mean trajectory: raw, the
         noise ceiling (``metrics.noise_ceiling_r2``: second-difference pseudo-residuals), smoothed (vs a centred moving average of
-        10% of the run), whether the run has a visible trend (``bayes_grpo.metrics``), and
+        10% of the run), whether the run has a visible trend (``bayes_grpo.metrics.has_trend``; None
+        where its test cannot tell: too few points, or a constant reward), and
         ``r_hat``, the largest R-hat of the run's own variables
         (:func:`bayes_grpo.model.convergence.run_r_hat`).
         """
@@ -666,7 +667,10 @@ class GRPODynamicsModel:
             r2_raw.append(float(metrics.r2(y, yhat)))
             ceiling.append(float(metrics.noise_ceiling_r2(y)))
             r2_smooth.append(float(metrics.smoothed_r2(y, yhat)))
-            trend.append(bool(metrics.has_trend(t, y)))
+            # None where the trend test cannot tell (under 9 points, or a constant run): a 6-point
+            # run rising 0.15 -> 0.78 read has_trend False, and fit named it as showing no trend
+            _, p_trend = metrics.trend_test(t, y)
+            trend.append(bool(p_trend < metrics.TREND_ALPHA) if np.isfinite(p_trend) else None)
         frame["r2_raw"] = r2_raw
         frame["r2_noise_ceiling"] = ceiling
         frame["r2_smoothed"] = r2_smooth
