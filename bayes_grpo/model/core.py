@@ -521,11 +521,7 @@ class GRPODynamicsModel:
         if data is None:
             return {}
         out: dict[str, str] = {}
-        two_g = any(
-            np.unique(data.group_size[(data.model_idx == m) & np.isfinite(data.group_size)]).size >= 2
-            for m in range(data.n_models)
-        )
-        if not two_g:
+        if not _an_llm_at_two_known_g(data):
             for name in ("alpha", "measurement_alpha"):
                 if name in post and post[name].values.std() > 0:  # a fixed alpha is a constant
                     out[name] = (
@@ -701,11 +697,7 @@ class GRPODynamicsModel:
         assert data is not None
         if self.model_config["alpha"].get("fixed") is not None or "alpha" not in post:
             return None
-        two_g = any(
-            np.unique(data.group_size[(data.model_idx == m) & np.isfinite(data.group_size)]).size >= 2
-            for m in range(data.n_models)
-        )
-        if not two_g:
+        if not _an_llm_at_two_known_g(data):
             return None
         x = np.asarray(post["alpha"].values, dtype=float).ravel()
         x = x[np.isfinite(x)]
@@ -1013,6 +1005,16 @@ class GRPODynamicsModel:
             rng = np.random.default_rng(random_seed + 1)
             out["reward"] = mean + sigma * rng.normal(size=mean.shape)
         return out
+
+
+def _an_llm_at_two_known_g(data: ModelData) -> bool:
+    """Whether an LLM of the fit has runs at two known G: else the data say nothing of how the
+    noise scales with G, and ``alpha`` is its prior (``noise_exponent_summary``,
+    ``prior_only_variables``)."""
+    return any(
+        np.unique(data.group_size[(data.model_idx == m) & np.isfinite(data.group_size)]).size >= 2
+        for m in range(data.n_models)
+    )
 
 
 #: Spawn key of the random stream of a new run's initial-reward offset (kept apart from the
