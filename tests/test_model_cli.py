@@ -528,3 +528,12 @@ def test_a_run_too_short_for_the_trend_test_is_not_named_as_showing_no_trend(tmp
     assert not any("no visible trend" in n for n in payload["notes"]), payload["notes"]
     trend = {row["run"]: row["has_trend"] for row in payload["runs"]}
     assert trend == {"long": True, "short": None}, trend
+
+
+def test_fit_help_says_when_the_same_seed_gives_the_same_draws(capsys):
+    # `fit --sampler nutpie --seed 0` twice gave different draws (nutpie's numba compilation
+    # depends on Python's string hashing); the README said so, `fit --help` only "random seed"
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the same seed gives the same draws (with --sampler nutpie only under the same PYTHONHASHSEED" in text, text

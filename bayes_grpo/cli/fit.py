@@ -66,7 +66,13 @@ def register(subparsers) -> None:
     p.add_argument("--draws", type=positive_int, default=1000, help="posterior draws per chain")
     p.add_argument("--tune", type=non_negative_int, default=1000, help="tuning (warm-up) iterations per chain")
     p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
+    p.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="random seed: the same seed gives the same draws (with --sampler nutpie only under the same "
+        "PYTHONHASHSEED, set before Python starts)",
+    )
     p.add_argument("--sampler", choices=("pymc", "nutpie"), default="pymc", help="NUTS implementation")
     p.add_argument("--target-accept", type=open_fraction, default=0.9, help="NUTS target acceptance rate")
     p.add_argument(
