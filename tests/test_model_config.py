@@ -45,8 +45,12 @@ def test_config_hash_changes_with_any_prior():
 
 def test_mechanistic_form_names_runs_with_unknown_hyperparameters():
     ds = _runset({"r1": {"learning_rate": np.nan}})
-    with pytest.raises(RunSetError, match=r"learning_rate.*\['r1'\]"):
+    with pytest.raises(RunSetError, match=r"learning_rate.*\['r1'\]") as refused:
         prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+    # both ways out in the CLI's words too (it named --default, but the other only as the API's
+    # parameterisation='phenomenological')
+    assert "(CLI: --default learning_rate=VALUE)" in str(refused.value)
+    assert "(CLI: --parameterisation phenomenological)" in str(refused.value), refused.value
     cfg = merge_config(DEFAULT_MODEL_CONFIG, {"hyperparameter_defaults": {"learning_rate": 2e-3}})
     data = prepare_data(ds, cfg, "mechanistic")
     np.testing.assert_allclose(data.learning_rate, [1e-3, 2e-3])

@@ -145,7 +145,7 @@ def _refuse_unknown(ds: xr.Dataset, name: str, missing: np.ndarray) -> None:
         f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs {runs}. "
         f"Set it in the run set, give a default with model_config="
         f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
-        "or use parameterisation='phenomenological'"
+        "or use parameterisation='phenomenological' (CLI: --parameterisation phenomenological)"
     )
 
 
