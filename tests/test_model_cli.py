@@ -307,7 +307,8 @@ def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(r
     _fit_from_prior_draws(monkeypatch, samples=300, adjust=set_alpha)
     assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
     text = capsys.readouterr().out
-    assert re.search(r"noise exponent: sigma\^2 = D / G\^alpha, alpha = -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval; theory 1\)", text), text
+    # one line, the note with the interval (the interval line and the note were two lines)
+    assert re.search(r"noise exponent: the noise exponent alpha \(sigma\^2 = D / G\^alpha\) is -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval\)", text), text
     assert "excludes the theory's 1" in text and "(it grows with G)" in text and "not converged" not in text
     assert main(["fit", str(runs_file), "-o", str(tmp_path / "b.nc"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -328,6 +329,27 @@ def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(r
     model.fit(load_runset(runs_file))
     stuck = model.noise_exponent_summary()["note"]
     assert stuck.startswith("alpha's draws have not converged (bulk ESS") and "one chain" in stuck
+
+
+def test_fit_prints_the_noise_exponent_on_one_line(runs_file, tmp_path, capsys, monkeypatch):
+    # `fit` printed "noise exponent: sigma^2 = D / G^alpha, alpha = -1.02 [...]" and, three lines
+    # further down, "noise exponent: ... the noise exponent alpha ... is -1.02 [...]": the same
+    # interval twice under one label; an interval that holds 1 is its own line, as before
+    centre = {"value": -1.0}
+
+    def set_alpha(model, prior):
+        noise = np.random.default_rng(0).normal(0.0, 0.05, prior["alpha"].shape)
+        prior["alpha"] = prior["alpha"] * 0 + centre["value"] + noise
+        return prior
+
+    _fit_from_prior_draws(monkeypatch, samples=300, adjust=set_alpha)
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "noise exponent" in line]
+    assert len(lines) == 1 and "excludes the theory's 1" in lines[0], lines
+    centre["value"] = 1.0
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "b.nc")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "noise exponent" in line]
+    assert len(lines) == 1 and re.search(r"alpha = [01]\.\d+ \[0\.9\d*, 1\.\d+\] \(90% interval; theory 1\)", lines[0]), lines
 
 
 def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch):

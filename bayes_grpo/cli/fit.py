@@ -242,7 +242,11 @@ def run_fit(args: argparse.Namespace) -> int:
                 f"[{scaling['lo']:.3g}, {scaling['hi']:.3g}] ({scaling['prob']:.0%} interval) over "
                 f"{len(scaling['llms'])} LLMs of known size"
             )
-        if noise_exponent is not None:
+        if noise_exponent is not None and noise_exponent["note"]:
+            # the note gives the interval too: one line, not the interval and then the note
+            # restating it three lines further down under the same label
+            print(f"noise exponent: {noise_exponent['note']}")
+        elif noise_exponent is not None:
             print(
                 f"noise exponent: sigma^2 = D / G^alpha, alpha = {noise_exponent['median']:.3g} "
                 f"[{noise_exponent['lo']:.3g}, {noise_exponent['hi']:.3g}] ({noise_exponent['prob']:.0%} interval; theory 1)"
@@ -250,8 +254,6 @@ def run_fit(args: argparse.Namespace) -> int:
         print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
         if independence is not None and independence.passed is False:
             print(f"residuals: {independence.summary}")
-        if noise_exponent is not None and noise_exponent["note"]:
-            print(f"noise exponent: {noise_exponent['note']}")
         for note in notes:
             print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")
