@@ -1057,3 +1057,24 @@ def test_report_json_carries_the_fits_warnings_as_posterior_warnings_as_predict_
     monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [])
     assert main([*base, "--overwrite"]) == 0
     assert json.loads(capsys.readouterr().out)["posterior_warnings"] == []  # none: an empty list, as predict's
+
+
+def test_two_phase_diagrams_in_one_report_are_captioned_by_their_llm_and_momentum():
+    # a fit of two LLMs (or of one LLM at two momenta) gets one diagram per setting in the report:
+    # both were titled and captioned "phase diagram", told apart only by their summaries
+    from bayes_grpo.checks.stability import phase_diagram_from_draws
+
+    draws = np.random.default_rng(0).lognormal(np.log(20.0), 0.1, 200)
+    diagrams = [
+        phase_diagram_from_draws(draws, momentum=mu, momentum_convention="ema", label=llm, k_refs=[0, 1, 2], n_learning_rates=6)
+        for llm, mu in [("llm <A>", 0.9), ("llm <A>", 0.5), ("llm B", 0.9)]
+    ]
+    html = render_html(build_sections(runset=_runset(), stability=diagrams))
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", html.split('data-section="stability"')[1].split("</section>")[0])
+    assert captions == [
+        "phase diagram of llm &lt;A&gt; at momentum 0.9 (ema)",
+        "phase diagram of llm &lt;A&gt; at momentum 0.5 (ema)",
+        "phase diagram of llm B at momentum 0.9 (ema)",
+    ], captions
+    for caption in captions:  # the check's heading names it too
+        assert f"</span>{caption}</h3>" in html

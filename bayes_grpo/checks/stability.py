@@ -839,8 +839,13 @@ def phase_diagram_from_draws(
         | (obs_lrs < grid_lrs.min()) | (obs_lrs > grid_lrs.max())
     )
     n_off = int(off_grid.sum())
+    # which LLM and momentum setting: the report draws one diagram per setting, and two of one
+    # LLM read alike (title and caption "phase diagram")
+    title = f"phase diagram{' of ' + label if label else ''} at momentum {mu:g} ({momentum_convention})"
     fig = plot_phase_diagram(
-        grid, observed=obs, title=plot_text(f"Phase diagram{' - ' + label if label else ''}")
+        grid,
+        observed=obs,
+        title=plot_text(f"Phase diagram{' - ' + label if label else ''} (momentum {mu:g}, {momentum_convention})"),
     )
     first = table.index[table.index >= 1]
     example = ""
@@ -893,6 +898,7 @@ def phase_diagram_from_draws(
             "n_observed_at_risk": n_risky,
             "n_observed_not_assessed": len(obs) - len(assessed),
             "n_observed_outside_grid": n_off,
+            "title": title,
         },
     )
 

@@ -132,12 +132,14 @@ def render_check(result: CheckResult) -> RenderedCheck:
     else:
         badge, cls = "flagged", "fail"
     badge = str(result.values.get("badge", badge))
+    title = str(result.values.get("title", result.name.replace("_", " ")))
     images = []  # (caption, PNG); a figure not drawn: ("Figure not drawn (why): caption", "")
     for caption, fig in result.figures.items():
-        png, shown = figure_png(fig, caption)
+        # a caption that only repeats the check's name ("phase diagram") says nothing of which
+        # figure it is (two LLMs' diagrams were both captioned "phase diagram"): the title does
+        png, shown = figure_png(fig, title if caption == result.name.replace("_", " ") else caption)
         images.append((shown, png))
     table = table_html(result.table) if result.table is not None and len(result.table) else ""
-    title = str(result.values.get("title", result.name.replace("_", " ")))
     return RenderedCheck(result.name, title, badge, cls, result.summary, table, images)
 
 
