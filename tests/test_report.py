@@ -1078,3 +1078,43 @@ def test_two_phase_diagrams_in_one_report_are_captioned_by_their_llm_and_momentu
     ], captions
     for caption in captions:  # the check's heading names it too
         assert f"</span>{caption}</h3>" in html
+
+
+def test_a_run_without_a_trend_shows_no_trend_for_its_r2_not_a_huge_negative_number():
+    # a flat run's R^2 is its misfit over its noise alone: the per-run table printed r2_raw
+    # -4095 and r2_smoothed -5.3e4 as if they judged the law
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import fit_section
+
+    runs = _runset()
+    draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    summary = pd.DataFrame(
+        {
+            "model": ["tiny"] * 3,
+            "zeta": [0.8, 0.8, 0.8],
+            "r2_raw": [0.95, -4095.0, 0.9],
+            "r2_noise_ceiling": [0.98, 0.0, 0.97],
+            "r2_smoothed": [0.97, -5.3e4, 0.96],
+            "has_trend": [True, False, True],
+        },
+        index=pd.Index(["run0", "run1", "run2"], name="run"),
+    )
+    model = SimpleNamespace(
+        runset=runs,
+        settings={"parameterisation": "mechanistic"},
+        run_summary=lambda: summary,
+        group_summary=lambda: pd.DataFrame({"p_star": [0.8]}),
+        fitted_trajectory_draws=lambda: draws,
+    )
+    blocks = fit_section(model).blocks
+    per_run = [b.content for b in blocks if b.kind == "table"][-1]
+    assert "-4095" not in per_run and "-5.3e+04" not in per_run and "-5.3e4" not in per_run, per_run
+    row = per_run.split("<th>run1</th>")[1].split("</tr>")[0]
+    assert row.count("<td>no trend</td>") == 3, row
+    assert "<td>0.95</td>" in per_run and "<td>0.97</td>" in per_run  # the runs with a trend keep theirs
+    said = " ".join(b.content for b in blocks if b.kind == "text")
+    assert "Runs without a visible trend" in said and "run1" in said and '"no trend"' in said, said
+    plt.close("all")

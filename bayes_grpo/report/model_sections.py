@@ -28,6 +28,9 @@ POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff and zeta per run (labelled 
 MAX_RUN_PANELS: int = 24
 #: Characters per line of a panel title in the per-run figure (a 3.6 inch panel at 7 pt).
 TITLE_WIDTH: int = 48
+#: The R^2 columns of the per-run table, and what they read for a run without a trend.
+R2_COLUMNS: tuple[str, ...] = ("r2_raw", "r2_noise_ceiling", "r2_smoothed")
+NO_TREND: str = "no trend"
 
 
 def model_sections(model: Any | None) -> list[Section]:
@@ -72,10 +75,21 @@ def fit_section(model: Any) -> Section:
     section.table(model.group_summary())
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
-    section.table(runs[cols])
+    shown = runs[cols].copy()
     no_trend = [str(r) for r, t in runs.get("has_trend", pd.Series(dtype=object)).items() if t is False]
+    r2 = [c for c in R2_COLUMNS if c in shown.columns]
+    if no_trend and r2:
+        # a flat run's R^2 is the misfit over its noise alone (-4095 raw, -5.3e4 smoothed): a huge
+        # negative number read as if it judged the law; the run has no trend for R^2 to measure
+        shown[r2] = shown[r2].astype(object)
+        shown.loc[[r in set(no_trend) for r in shown.index.astype(str)], r2] = NO_TREND
+    section.table(shown)
     if no_trend:
-        section.text(f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}.")
+        section.text(
+            f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}. "
+            f'Their R^2 reads "{NO_TREND}": with no rise to explain, R^2 weighs the curve\'s misfit against the '
+            "noise alone, and its (large negative) value says nothing of the law (`fit --json` keeps the numbers)."
+        )
     caption = (
         f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory; "
         "past a run's last logged step its mean is dashed (the law's extrapolation)."
