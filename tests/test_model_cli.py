@@ -352,6 +352,19 @@ def test_fit_prints_the_noise_exponent_on_one_line(runs_file, tmp_path, capsys, 
     assert len(lines) == 1 and re.search(r"alpha = [01]\.\d+ \[0\.9\d*, 1\.\d+\] \(90% interval; theory 1\)", lines[0]), lines
 
 
+def test_fit_says_the_units_of_its_coefficients_in_text_and_json(runs_file, tmp_path, capsys, monkeypatch):
+    # the table of M_eff, C_eff, K_eff and D carried no unit (D of an i.i.d. fit is a variance,
+    # of a state-space fit a noise intensity per step^3)
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
+    text = capsys.readouterr().out
+    assert "units (time in optimizer steps, reward in its logged unit): p_star reward; a per step^2; " \
+        "M_eff dimensionless; C_eff per step; K_eff per step^2; zeta dimensionless; D reward^2 (" in text, text
+    assert main(["fit", str(runs_file), "-o", str(tmp_path / "b.nc"), "--json", "--likelihood", "state_space"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["units"]["D"] == "reward^2 per step^3" and payload["units"]["K_eff"] == "per step^2"
+
+
 def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
     # with one run of unknown G, `fit --json` gave the groups' G as 4.0 and 16.0 (the runs' as 4
     # and 16, the printed table 4 and 16): reset_index made the G level floats around its NaN

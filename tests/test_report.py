@@ -1118,3 +1118,25 @@ def test_a_run_without_a_trend_shows_no_trend_for_its_r2_not_a_huge_negative_num
     said = " ".join(b.content for b in blocks if b.kind == "text")
     assert "Runs without a visible trend" in said and "run1" in said and '"no trend"' in said, said
     plt.close("all")
+
+
+def test_the_report_gives_the_units_of_the_coefficients_and_of_d():
+    # M_eff 0.95, C_eff 0.0999, K_eff 1.03e-4 and D 0.00235 were printed in the tables and on the
+    # forest plots' axes with no unit anywhere (time in steps? D a variance or an intensity?)
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.core import load_fitted_model
+    from bayes_grpo.report.model_sections import fit_section, posterior_section
+
+    iid, ssm = GRPODynamicsModel(likelihood="iid"), GRPODynamicsModel(likelihood="state_space")
+    assert iid.coefficient_units()["D"] == "reward^2" and ssm.coefficient_units()["D"] == "reward^2 per step^3"
+    for model in (iid, ssm):
+        units = model.coefficient_units()
+        assert (units["M_eff"], units["C_eff"], units["K_eff"], units["zeta"]) == ("dimensionless", "per step", "per step^2", "dimensionless")
+    with pytest.warns(UserWarning):  # the shipped fit's i.i.d. residuals wander: warned on loading
+        tiny = load_fitted_model(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    said = " ".join(b.content for b in fit_section(tiny).blocks if b.kind == "text")
+    assert "Units (time in optimizer steps, reward in its logged unit): p_star reward; a per step^2; M_eff dimensionless; " \
+        "C_eff per step; K_eff per step^2; zeta dimensionless; D reward^2 (sigma^2 G^alpha" in said, said
+    captions = [b.caption for b in posterior_section(tiny).blocks if b.kind == "image"]
+    assert "(time in optimizer steps)" in captions[0] and captions[1].endswith("D in reward^2."), captions
+    plt.close("all")

@@ -224,6 +224,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 "notes": notes,
                 "size_exponent": scaling,
                 "noise_exponent": noise_exponent,
+                "units": model.coefficient_units(),
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
                 "groups": _group_records(groups),
@@ -233,6 +234,7 @@ def run_fit(args: argparse.Namespace) -> int:
     else:
         cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
         print_table(groups[cols], title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
+        print(model.units_note())
         print()
         if model.parameterisation == "phenomenological":
             print("phenomenological form: M_eff = 1, C_eff = 2 zeta w0, K_eff = w0_sq = w0^2 (per step^2); the runs' learning rate and K_ref do not enter")

@@ -612,6 +612,40 @@ class GRPODynamicsModel:
         enters) in the phenomenological one, whose posterior stores it under ``a`` too."""
         return "w0_sq" if self.parameterisation == "phenomenological" else "a"
 
+    def coefficient_units(self) -> dict[str, str]:
+        """The unit of each coefficient of the summaries, time in optimizer steps and the reward
+        in its logged unit (DESIGN.md section 1, with ``delta = 1`` step: ``M_eff`` carries no
+        unit, so ``C_eff`` is per step and ``K_eff`` and ``w0^2`` per step^2). ``D`` depends on
+        the likelihood: i.i.d., ``sigma^2 = D / G^alpha`` is the per-step residual variance, so
+        ``D`` is a variance (reward^2); state space, ``D`` is the intensity of the noise that
+        drives ``M e'' + C e' + K e = sqrt(D / G^alpha) xi``, reward^2 per step^3 (its
+        stationary variance ``D / (2 G C K)`` is in reward^2)."""
+        return {
+            "p_star": "reward",
+            "a": "per step^2",
+            "w0_sq": "per step^2",
+            "M_eff": "dimensionless",
+            "C_eff": "per step",
+            "K_eff": "per step^2",
+            "zeta": "dimensionless",
+            "D": "reward^2 per step^3" if self.likelihood == "state_space" else "reward^2",
+        }
+
+    def units_note(self) -> str:
+        """:meth:`coefficient_units` as one sentence, for ``fit`` and the report."""
+        units = self.coefficient_units()
+        named = ("p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D")
+        noise = (
+            "the intensity of the noise sqrt(D / G^alpha) xi driving the oscillator"
+            if self.likelihood == "state_space"
+            else "sigma^2 G^alpha, the per-step residual variance at G = 1"
+        )
+        return (
+            "units (time in optimizer steps, reward in its logged unit): "
+            + "; ".join(f"{c} {units[c]}" for c in named)
+            + f" ({noise})"
+        )
+
     def run_summary(self) -> pd.DataFrame:
         """One row per run: posterior medians of ``p*, M_eff, C_eff, K_eff, zeta,`` the gain
         (:attr:`gain_column`) and ``D``,

@@ -72,6 +72,8 @@ def fit_section(model: Any) -> Section:
         "of the posterior-mean trajectory; r_hat: the largest R-hat of the run's own variables); per model "
         "and G, the median of its runs' values (n_runs runs)."
     )
+    if hasattr(model, "units_note"):
+        section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
     section.table(model.group_summary())
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
@@ -212,7 +214,7 @@ def _drawn_model_names(post: Any) -> Any:
     return post.assign_coords(model=[plot_text(m) for m in post["model"].values])
 
 
-def _forest_figure(post: Any, names: list[str], *, width: float):
+def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[str, str] | None = None):
     """ArviZ forest plots of ``names``, one panel each on its own x axis.
 
     The coefficients differ by orders of magnitude (K_eff ~1e-4, C_eff ~0.1, zeta ~5; D ~1e-3
@@ -225,7 +227,7 @@ def _forest_figure(post: Any, names: list[str], *, width: float):
     for ax, name in zip(axes[:, 0], names):
         az.plot_forest(post, var_names=[name], combined=True, hdi_prob=HDI_PROB, ax=np.array([ax]))
         ax.set_title("")  # ArviZ's "90.0% HDI" over every panel: the caption says it once
-        ax.set_xlabel(name)
+        ax.set_xlabel((labels or {}).get(name, name))
         ax.locator_params(axis="x", nbins=6)
     fig.tight_layout()
     return fig
@@ -241,10 +243,20 @@ def posterior_section(model: Any) -> Section:
     labels = short_labels(_labels(model), 2 * LABEL_WIDTH)  # a long run id squeezes the plot to a strip
     coef = [v for v in ("M_eff", "C_eff", "K_eff", "zeta") if v in post]
     relabelled = post[coef].assign_coords(run=labels)
-    section.figure(_forest_figure(relabelled, coef, width=11), f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run, one panel each.")
+    units = model.coefficient_units() if hasattr(model, "coefficient_units") else {}
+    axis = {v: f"{v} ({units[v]})" for v in coef if v in units}  # M_eff ~0.95, K_eff ~1e-4: in what?
+    section.figure(
+        _forest_figure(relabelled, coef, width=11, labels=axis),
+        f"Forest plot ({HDI_PROB:.0%} HDI) of the coefficients per run, one panel each"
+        + (" (time in optimizer steps)." if units else "."),
+    )
     if "noise_d" in post:
         noise = [v for v in ("noise_d", "alpha") if v in post]
-        section.figure(_forest_figure(_drawn_model_names(post[noise]), noise, width=7), f"Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1), {HDI_PROB:.0%} HDI.")
+        section.figure(
+            _forest_figure(_drawn_model_names(post[noise]), noise, width=7, labels={"noise_d": f"noise_d ({units['D']})"} if "D" in units else None),
+            f"Noise temperature D per model (sigma^2 = D / G^alpha) and the exponent alpha (theory: 1), {HDI_PROB:.0%} HDI"
+            + (f"; D in {units['D']}." if "D" in units else "."),
+        )
     # unrounded: the table prints 4 significant digits (ArviZ rounds to 3 decimals: D ~2e-3 had sd 0, R-hat 2 decimals)
     scaling = size_exponent_summary(model) if "size_exponent" in post else None
     if scaling is not None:  # what `fit` prints of a fit that regresses log K on log model size
