@@ -1053,7 +1053,7 @@ def test_report_json_carries_the_fits_warnings_as_posterior_warnings_as_predict_
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert "too confident" in captured.err  # still warned
-    assert out == {"report": str(tmp_path / "r.html"), "posterior_warnings": [note]}
+    assert {k: out[k] for k in ("report", "posterior_warnings")} == {"report": str(tmp_path / "r.html"), "posterior_warnings": [note]}
     monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [])
     assert main([*base, "--overwrite"]) == 0
     assert json.loads(capsys.readouterr().out)["posterior_warnings"] == []  # none: an empty list, as predict's
@@ -1139,4 +1139,37 @@ def test_the_report_gives_the_units_of_the_coefficients_and_of_d():
         "C_eff per step; K_eff per step^2; zeta dimensionless; D reward^2 (sigma^2 G^alpha" in said, said
     captions = [b.caption for b in posterior_section(tiny).blocks if b.kind == "image"]
     assert "(time in optimizer steps)" in captions[0] and captions[1].endswith("D in reward^2."), captions
+    plt.close("all")
+
+
+def test_report_json_gives_each_sections_verdicts_as_the_html_shows_them(tmp_path, monkeypatch, capsys):
+    # `report fit.nc -o r.html --json` printed the path (and the fit's warnings) only: whether the
+    # fit converged, G-invariance held or a run was flagged had to be read in the HTML, where
+    # `fit --json` and `diagnose --json` give their verdicts
+    import json
+
+    import bayes_grpo.report.build as build
+    from bayes_grpo.cli import main
+
+    real_write_report = build.write_report
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    _stub_report_stages(monkeypatch)
+    monkeypatch.setattr(build, "write_report", real_write_report)
+    base = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability", "--invariance", "--json"]
+    assert main(base) == 0
+    sections = json.loads(capsys.readouterr().out)["sections"]
+    assert [s["key"] for s in sections] == list(SECTION_KEYS)
+    by_key = {s["key"]: s for s in sections}
+    assert by_key["invariance"]["available"] and by_key["invariance"]["checks"] == [
+        {"name": "g_invariance", "title": "g invariance", "verdict": "not assessable", "passed": None, "summary": "stub"}
+    ]
+    assert not by_key["diagnostics"]["available"] and "bayes-grpo diagnose" in by_key["diagnostics"]["absent_reason"]
+    assert by_key["overview"]["available"] and by_key["overview"]["checks"] == []
+    # the same from the Python API: what write_report wrote, pass and flagged as the badges
+    verdicts: list = []
+    write_report(tmp_path / "w.html", runset=_runset(), diagnostics=[_check("d", True), _check("e", False)], verdicts=verdicts)
+    (diagnostics,) = [s for s in verdicts if s["key"] == "diagnostics"]
+    assert [(c["name"], c["verdict"], c["passed"]) for c in diagnostics["checks"]] == [("d", "pass", True), ("e", "flagged", False)]
+    assert diagnostics["checks"][0]["summary"] == "summary of d <b>escaped</b>"  # the text, not its HTML
     plt.close("all")

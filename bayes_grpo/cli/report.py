@@ -90,6 +90,7 @@ def _report(args: argparse.Namespace) -> int:
 
         runset = load_runset(args.runs)
     load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
+    verdicts: list[dict] = []  # what each section concludes, as the HTML shows it
     path = report_from_posterior(
         args.posterior,
         args.output,
@@ -106,10 +107,13 @@ def _report(args: argparse.Namespace) -> int:
         seed=args.seed,
         overwrite=args.overwrite,
         posterior_warnings=load_notes,
+        verdicts=verdicts,
     )
     if args.json:
-        # as `predict` / `stability` / `phase-diagram --json` give them: they were on stderr only
-        print_json({"report": str(path), "posterior_warnings": load_notes})
+        # as `predict` / `stability` / `phase-diagram --json` give them: they were on stderr only;
+        # and the report's verdicts (it printed the path alone: the HTML had to be opened to
+        # learn that the fit failed to converge or a run was flagged)
+        print_json({"report": str(path), "posterior_warnings": load_notes, "sections": verdicts})
     else:
         print(f"wrote {path}")
     return 0

@@ -192,20 +192,52 @@ def render_html(sections: Sequence[Section], *, title: str = "bayes_grpo report"
     )
 
 
+def section_verdicts(sections: Sequence[Section]) -> list[dict[str, Any]]:
+    """What each section of the report concludes, as its HTML shows it: ``key``, ``title``,
+    ``available`` (``absent_reason`` when not), and per check its ``name``, ``title``,
+    ``verdict`` (the badge: "pass", "flagged", "detected", "not assessable", ...), ``passed``
+    (True, False or None, as the badge's colour) and ``summary``. ``report --json`` prints it;
+    the checks' tables and values are those of the verbs that make them (``diagnose --json``,
+    ``phase-diagram --json``, ...)."""
+    passed = {"pass": True, "fail": False, "na": None}
+    out = []
+    for s in sections:
+        entry: dict[str, Any] = {"key": s.key, "title": s.title, "available": s.available}
+        if not s.available:
+            entry["absent_reason"] = s.absent_reason
+        entry["checks"] = [
+            {
+                "name": c.name,
+                "title": c.title,
+                "verdict": c.badge,
+                "passed": passed.get(c.badge_class),
+                "summary": c.summary,
+            }
+            for c in (b.content for b in s.blocks if b.kind == "check")
+        ]
+        out.append(entry)
+    return out
+
+
 def write_report(
     path: str | os.PathLike,
     *,
     title: str = "bayes_grpo report",
     subtitle: str = "",
     overwrite: bool = False,
+    verdicts: list[dict[str, Any]] | None = None,
     **results: Any,
 ) -> Path:
     """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically.
 
     An existing ``path`` is replaced only with ``overwrite`` (``FileExistsError`` otherwise).
+    ``verdicts``, a list, receives :func:`section_verdicts` of the sections written.
     """
     sections = build_sections(**results)
-    return write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle), overwrite=overwrite)
+    written = write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle), overwrite=overwrite)
+    if verdicts is not None:
+        verdicts.extend(section_verdicts(sections))
+    return written
 
 
 def report_from_posterior(
@@ -225,6 +257,7 @@ def report_from_posterior(
     seed: int = 0,
     overwrite: bool = False,
     posterior_warnings: list[str] | None = None,
+    verdicts: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
 
@@ -254,6 +287,9 @@ def report_from_posterior(
         confident: :func:`bayes_grpo.model.core.as_fitted_model`), warned when it is loaded and
         shown at the top of the overview; ``report --json`` gives them as ``posterior_warnings``,
         as ``predict`` / ``stability`` / ``phase-diagram`` / ``forecast --prior`` do.
+    verdicts
+        A list that receives what each section concludes (:func:`section_verdicts`), which
+        ``report --json`` gives as ``sections``.
     """
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.predict.predict import load_prediction
@@ -334,5 +370,6 @@ def report_from_posterior(
         title=title or f"bayes_grpo report: {Path(posterior).name}",
         subtitle=str(posterior),
         overwrite=overwrite,
+        verdicts=verdicts,
         **results,
     )
