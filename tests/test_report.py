@@ -1173,3 +1173,30 @@ def test_report_json_gives_each_sections_verdicts_as_the_html_shows_them(tmp_pat
     assert [(c["name"], c["verdict"], c["passed"]) for c in diagnostics["checks"]] == [("d", "pass", True), ("e", "flagged", False)]
     assert diagnostics["checks"][0]["summary"] == "summary of d <b>escaped</b>"  # the text, not its HTML
     plt.close("all")
+
+
+def test_forest_plot_tick_labels_do_not_overlap_beside_long_run_labels():
+    # run labels of 80 characters (the cut length) at ArviZ's 15 pt left each panel a 1.5 inch
+    # strip where six x ticks of 0.95165 ran into each other ("0.951655170951 75")
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import _forest_figure
+    from bayes_grpo.report.sections import LABEL_WIDTH, short_labels
+
+    rng = np.random.default_rng(0)
+    runs = short_labels([f'Qwen<2.5> & "tiny" G=4 | run_{"x" * 120}_seed{i}' for i in range(4)], 2 * LABEL_WIDTH)
+    post = xr.Dataset(
+        {"M_eff": (("chain", "draw", "run"), 0.9517 + 2e-5 * rng.standard_normal((2, 100, 4)))},
+        coords={"run": runs},
+    )
+    fig = _forest_figure(post, ["M_eff"], width=11)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
+    lo, hi = ax.get_xlim()
+    inside = [b for b, t in zip(boxes, ax.get_xticks()) if lo <= t <= hi]
+    assert len(inside) >= 2
+    for left, right in zip(inside, inside[1:]):
+        assert left.x1 < right.x0, [(b.x0, b.x1) for b in inside]
+    plt.close(fig)

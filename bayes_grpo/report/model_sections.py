@@ -28,6 +28,11 @@ POSTERIOR_INTRO = "Posteriors of M_eff, C_eff, K_eff and zeta per run (labelled 
 MAX_RUN_PANELS: int = 24
 #: Characters per line of a panel title in the per-run figure (a 3.6 inch panel at 7 pt).
 TITLE_WIDTH: int = 48
+#: Font size of the forest plots (ArviZ scales its own with the figure: 15 pt, where 80-character
+#: run labels left the panels a strip), and the width of a panel per x tick (a tick label of
+#: 6-7 characters at that size and a gap).
+FOREST_TEXT_SIZE: float = 9.0
+FOREST_INCHES_PER_TICK: float = 0.7
 #: The R^2 columns of the per-run table, and what they read for a run without a trend.
 R2_COLUMNS: tuple[str, ...] = ("r2_raw", "r2_noise_ceiling", "r2_smoothed")
 NO_TREND: str = "no trend"
@@ -225,11 +230,17 @@ def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[st
     rows = [int(np.prod([n for d, n in post[v].sizes.items() if d not in ("chain", "draw")])) for v in names]
     fig, axes = plt.subplots(len(names), 1, figsize=(width, sum(0.25 * r + 0.9 for r in rows)), height_ratios=[r + 3 for r in rows], squeeze=False)
     for ax, name in zip(axes[:, 0], names):
-        az.plot_forest(post, var_names=[name], combined=True, hdi_prob=HDI_PROB, ax=np.array([ax]))
+        az.plot_forest(post, var_names=[name], combined=True, hdi_prob=HDI_PROB, ax=np.array([ax]), textsize=FOREST_TEXT_SIZE)
         ax.set_title("")  # ArviZ's "90.0% HDI" over every panel: the caption says it once
         ax.set_xlabel((labels or {}).get(name, name))
         ax.locator_params(axis="x", nbins=6)
     fig.tight_layout()
+    for ax in axes[:, 0]:
+        # long run labels leave the panels a narrow strip, where six ticks of 0.95165 ran into
+        # each other: as many ticks as the strip has room for
+        inches = ax.get_position().width * fig.get_figwidth()
+        if inches < FOREST_INCHES_PER_TICK * 6:
+            ax.locator_params(axis="x", nbins=max(2, int(inches / FOREST_INCHES_PER_TICK)))
     return fig
 
 
