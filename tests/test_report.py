@@ -1200,3 +1200,22 @@ def test_forest_plot_tick_labels_do_not_overlap_beside_long_run_labels():
     for left, right in zip(inside, inside[1:]):
         assert left.x1 < right.x0, [(b.x0, b.x1) for b in inside]
     plt.close(fig)
+
+
+@pytest.mark.browser
+def test_a_long_run_id_wraps_in_the_tables_instead_of_pushing_the_numbers_off_the_page(tmp_path):
+    # a run id of 130 characters without a space was one line as wide as the page in every
+    # table's row labels: each number of the run was beyond a horizontal scroll
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    steps = np.arange(1, 41)
+    long_id = "run_" + "x" * 120 + "_seed0"
+    runs = make_runset(
+        {long_id: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / 10.0)}, index=steps)},
+        {long_id: {"model": "tiny", "group_size": 4}},
+    )
+    path = write_report(tmp_path / "report.html", runset=runs)
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    widest = int(re.search(r'data-widest-row-label="(\d+)"', dom).group(1))
+    assert 100 < widest < 400, widest
+    assert long_id in dom  # whole, only wrapped
