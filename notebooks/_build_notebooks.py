@@ -714,9 +714,12 @@ for run, mode in [("reward_hacking", "reward_hacking"), ("advantage_degeneracy",
 Three of the shipped example runs (`data/README.md`): one that learns (`G = 16`, learning rate
 `1e-3`, final reward about 0.9); a `G = 4 x 8 prompts` run that stalls (on this task a random
 policy is almost never right, so a group of 4 nearly always has zero reward spread and carries no
-advantage); and the largest learning rate (`4e-3`), whose reward rises to about 0.3 and then
-falls back to 0 while the entropy collapses. On real logs the verdicts are findings to read with
-their evidence sentences, not ground truth.
+advantage); and the largest learning rate (`4e-3`), whose smoothed reward rises to about 0.2
+(single steps up to 0.43) and then falls back to 0 while the entropy collapses. On real logs the
+verdicts are findings to read with their evidence sentences, not ground truth: the run that
+learns is flagged too, its zero-spread share rising once most groups are all right (0.72 in the
+last window against 0.34 by the binomial expectation) and its entropy halving while the reward
+has covered 4% of its rise.
 """),
     code("""
 from bayes_grpo.runset.ingest import load_runs

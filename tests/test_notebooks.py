@@ -194,3 +194,31 @@ def test_notebook_executes_in_fast_mode_and_shows_its_result(name, kernel_env):
     assert "fast mode: True" in text
     assert _n_figures(nb) >= 1, f"{name}: no figure in the outputs"
     CHECKS[name](text, kernel_env)
+
+
+def test_notebook_05_describes_the_real_runs_as_the_data_and_the_diagnoses_show():
+    # the text said the 4e-3 run's reward "rises to about 0.3" (its smoothed reward peaks at 0.19,
+    # data/README: "never exceeds 0.2"; single steps reach 0.43), and said nothing of the run
+    # that learns being flagged by two modes in the verdicts printed right below
+    import numpy as np
+
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.runset.ingest import load_runs
+
+    nb = nbformat.read(NB_DIR / "05_failure_mode_diagnostics.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    data = NB_DIR.parent / "data" / "tiny"
+    failing = load_runs([data / "g16_p8_lr0.004_k1_adamw_s0"])["reward"].values[0]
+    failing = failing[np.isfinite(failing)]
+    smoothed = np.convolve(failing, np.ones(10) / 10, mode="valid").max()
+    said = float(re.search(r"whose smoothed reward rises to about (\S+)", text).group(1))
+    assert abs(said - smoothed) < 0.05, (said, smoothed)
+    assert f"single steps up to {failing.max():.2f}" in text
+    learning = "g16_p8_lr0.001_k1_adamw_s0"
+    flagged = {r.values["mode"]: r.summary for r in diagnose(load_runs([data / learning])) if r.passed is False}
+    assert sorted(flagged) == ["advantage_degeneracy", "policy_concentration"] and "the run that learns is flagged too" in text
+    share, expected = re.search(r"\((\S+) in the last window against (\S+) by the binomial expectation\)", text).groups()
+    assert f"share (frac_reward_zero_std) {share} >" in flagged["advantage_degeneracy"]
+    assert f"at the current reward: {expected})" in flagged["advantage_degeneracy"]
+    (covered,) = re.search(r"while the reward has covered (\d+%) of its rise", text).groups()
+    assert f"the reward had covered {covered} of its way" in flagged["policy_concentration"]
