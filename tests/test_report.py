@@ -1219,3 +1219,13 @@ def test_a_long_run_id_wraps_in_the_tables_instead_of_pushing_the_numbers_off_th
     widest = int(re.search(r'data-widest-row-label="(\d+)"', dom).group(1))
     assert 100 < widest < 400, widest
     assert long_id in dom  # whole, only wrapped
+
+
+def test_the_overview_of_a_one_run_set_says_1_run():
+    # a report of one run read "1 runs, 1 model(s), group sizes [4]."
+    from bayes_grpo.report.sections import overview_section
+
+    html = render_html([overview_section(_runset().isel(run=[0]))])
+    assert "1 run, 1 model(s), group sizes [4]." in html and "1 runs" not in html
+    assert "3 runs, 1 model(s)" in render_html([overview_section(_runset())])
+    plt.close("all")

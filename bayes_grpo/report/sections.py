@@ -200,7 +200,8 @@ def overview_section(
     named = summary["model"].astype(str)
     n_unnamed = int((named == "").sum())  # "" is no model name, not a model of its own
     models = f"{named[named != ''].nunique()} model(s)" + (f" ({n_unnamed} run(s) of unknown model)" if n_unnamed else "")
-    section.text(f"{len(summary)} runs, {models}, group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
+    runs = f"{len(summary)} run{'' if len(summary) == 1 else 's'}"  # "1 runs" of a one-run report
+    section.text(f"{runs}, {models}, group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
     if unfitted:
         section.text(
             f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
