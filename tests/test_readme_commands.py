@@ -168,6 +168,16 @@ def test_demo_help_names_every_file_the_demo_writes(capsys):
         assert name in text, name
 
 
+def test_report_help_says_which_stages_run_by_default_and_what_json_gives(capsys):
+    # `report --help` put the diagnostics and the phase diagram, which run unless
+    # --no-diagnose / --no-stability, under "as asked", and said nothing of what --json prints
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "phase diagram (unless --no-diagnose / --no-stability)" in text, text
+    assert "each section's verdicts" in text and "posterior_warnings" in text, text
+
+
 def test_the_python_quick_start_writes_the_report_that_the_report_verb_writes():
     # the quick start ended in write_report("report.html", model=model): on the same fit (same
     # runs, same seed) its report said "Not in this report" for the diagnostics and the phase

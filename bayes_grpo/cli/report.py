@@ -25,9 +25,12 @@ def register(subparsers) -> None:
         description=(
             "Write one self-contained HTML file (images embedded, no network) from a posterior saved by "
             "`bayes-grpo fit`: data overview, fit per run with bands and R^2, convergence, posteriors of "
-            "M_eff, C_eff, K_eff, zeta and D, and, as asked, diagnostics, the stability phase diagram, "
-            "G-invariance Bayes factors, the law comparison and saved predictions. Sections whose inputs "
-            "are absent say so."
+            "M_eff, C_eff, K_eff, zeta and D (with their units), the failure-mode diagnostics and the stability "
+            "phase diagram (unless --no-diagnose / --no-stability), and, as asked, G-invariance Bayes factors "
+            "(--invariance), the law comparison (--compare) and saved predictions (--prediction). Sections whose "
+            "inputs are absent say so. --json prints the report's path, the saved fit's warnings "
+            "(posterior_warnings) and each section's verdicts (sections: per check its verdict and summary, "
+            "as the HTML shows them)."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
