@@ -1229,3 +1229,45 @@ def test_the_overview_of_a_one_run_set_says_1_run():
     assert "1 run, 1 model(s), group sizes [4]." in html and "1 runs" not in html
     assert "3 runs, 1 model(s)" in render_html([overview_section(_runset())])
     plt.close("all")
+
+
+def test_the_per_model_and_g_r2_leaves_out_runs_without_a_trend():
+    # a group of two runs, one flat (r2_raw -125), had the median -62 in `fit`'s table and the
+    # report's "Per model and G": the flat run's R^2 measures nothing of the law
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.report.model_sections import fit_section
+
+    summary = pd.DataFrame(
+        {
+            "model": ["tiny"] * 4,
+            "group_size": [4, 4, 16, 16],
+            "p_star": [0.8] * 4, "a": [1e-3] * 4, "M_eff": [0.95] * 4, "C_eff": [0.1] * 4, "K_eff": [1e-3] * 4,
+            "zeta": [0.8] * 4, "D": [2e-3] * 4,
+            "r2_raw": [0.95, -125.0, -300.0, -4095.0],
+            "r2_noise_ceiling": [0.98, 0.0, 0.0, 0.0],
+            "r2_smoothed": [0.97, -1392.0, -2000.0, -5.3e4],
+            "has_trend": [True, False, False, False],
+        },
+        index=pd.Index(["run0", "run1", "run2", "run3"], name="run"),
+    )
+    model = GRPODynamicsModel()
+    model.run_summary = lambda: summary
+    groups = model.group_summary()
+    assert groups.loc[("tiny", 4), "r2_raw"] == 0.95 and groups.loc[("tiny", 4), "r2_smoothed"] == 0.97
+    assert np.isnan(groups.loc[("tiny", 16), "r2_raw"]) and groups.loc[("tiny", 16), "n_runs"] == 2
+    assert groups.loc[("tiny", 16), "zeta"] == 0.8  # the other columns as before
+    runs = _runset()
+    draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    shown = SimpleNamespace(
+        runset=runs, settings={"parameterisation": "mechanistic"}, run_summary=lambda: summary,
+        group_summary=model.group_summary, fitted_trajectory_draws=lambda: draws,
+    )
+    per_group = [b.content for b in fit_section(shown).blocks if b.kind == "table"][0]
+    assert "-62" not in per_group and "-2.1e+04" not in per_group, per_group
+    g16 = per_group.split("<th>16</th>")[1].split("</tr>")[0]
+    assert g16.count("<td>no trend</td>") == 3, g16
+    plt.close("all")

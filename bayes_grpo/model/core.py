@@ -709,9 +709,15 @@ class GRPODynamicsModel:
         return frame
 
     def group_summary(self) -> pd.DataFrame:
-        """Per (model, G): medians of the run summary's columns and the run count."""
+        """Per (model, G): medians of the run summary's columns and the run count. The R^2
+        columns are the medians over the group's runs with a visible trend (``has_trend`` not
+        False), NaN when none has one: a flat run's R^2 (-125, -4095) measures its misfit against
+        its noise alone, and beside one other run it made the group's median -62."""
         runs = self.run_summary()
         cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
+        r2 = ["r2_raw", "r2_noise_ceiling", "r2_smoothed"]
+        runs = runs.copy()
+        runs.loc[runs["has_trend"].map(lambda t: t is False).to_numpy(bool), r2] = np.nan
         out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
         out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
         # grouping turns a G column holding NaN (unknown G) back into floats: 4 read as 4.0

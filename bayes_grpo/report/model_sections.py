@@ -79,7 +79,16 @@ def fit_section(model: Any) -> Section:
     )
     if hasattr(model, "units_note"):
         section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
-    section.table(model.group_summary())
+    groups = model.group_summary()
+    r2 = [c for c in R2_COLUMNS if c in groups.columns]
+    if r2 and "has_trend" in runs.columns and "model" in runs.columns and "group_size" in runs.columns:
+        # a group of runs without a trend only has no R^2 (group_summary leaves it NaN): say why
+        # (the groups in group_summary's order: the same groupby of the same run summary)
+        flat = runs.groupby(["model", "group_size"], dropna=False)["has_trend"].agg(lambda t: all(v is False for v in t))
+        if len(flat) == len(groups) and flat.any():
+            groups[r2] = groups[r2].astype(object)
+            groups.loc[flat.to_numpy(bool), r2] = NO_TREND
+    section.table(groups)
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
     shown = runs[cols].copy()
