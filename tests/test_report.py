@@ -937,7 +937,7 @@ def test_the_report_shows_the_warnings_of_loading_the_fit_that_the_other_verbs_c
     with pytest.warns(UserWarning, match="too confident"):  # still warned, as before
         build.report_from_posterior(posterior, tmp_path / "r.html", diagnose=False, stability=False)
     assert written["posterior_warnings"] == [note]
-    kw = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite")}
+    kw = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite", "verdicts")}
     html = render_html(build_sections(**kw))
     overview = html.split('data-section="overview"')[1].split("</section>")[0]
     assert f'<p class="warning">Warning of the saved fit: {note}</p>' in overview
