@@ -141,6 +141,16 @@ def check_invariance(text: str, out: Path) -> None:
         )
     )
     assert lo <= 1.0 <= hi  # the simulated noise exponent is 1
+    # the text on the shifted set's alpha, against what the check printed: it said alpha was read
+    # under H1 (0.56 [0.31, 0.75] in fast mode) after the i.i.d. verdict on autocorrelated
+    # residuals had become "not determined", with alpha read under H0 (2.28 [2.05, 2.51])
+    median, source = _number(r"plateau shifted\s+alpha = (\S+)\s+90% interval \[\S+, \S+\]\s+posterior under (H\d)", text, "02")
+    nb = nbformat.read(NB_DIR / "02_group_size_invariance.ipynb", as_version=4)
+    said = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    if verdicts[1] == "None":
+        assert source == "H0" and 'On the shifted set the verdict is "not determined", so `alpha` is `H0`\'s' in said
+        (about,) = re.search(r"it reads about (\S+), far from 1", said).groups()
+        assert abs(float(about) - float(median)) < 0.3, (about, median)
 
 
 def check_bandit(text: str, out: Path) -> None:
