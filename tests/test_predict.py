@@ -310,6 +310,51 @@ def test_the_discrepancy_of_a_fit_of_runs_without_a_model_name_is_estimated():
     assert curves[0, 0] == pytest.approx(0.2) and np.all(np.diff(curves[0]) > 0)
 
 
+def test_a_training_runs_diverging_draws_do_not_widen_every_predictions_band():
+    # a fit (100/100 draws, 2 chains) of TRL runs of the tiny model, Adam ones and one SGD run
+    # at lr 0.3: one chain's gain made the SGD run's recursion diverge (to ~2e4 by step 80); the
+    # training predictor's mean kept those draws, the discrepancy profile pooled over the LLM's
+    # runs got sd ~1.4e4 rises, and `predict --k-ref 4` of an Adam setting (no diverging draw)
+    # gave final_mean_reward_hdi_0.9 [-2322, 3038] for a reward in [0, 1]
+    import types
+
+    import pandas as pd
+
+    from bayes_grpo.predict.discrepancy import (
+        discrepancy_from_model,
+        training_predictor_trajectories,
+    )
+    from bayes_grpo.runset import runset_from_arrays
+
+    steps = np.arange(40)
+    rise = 0.2 + 0.6 * (1 - 0.9 ** (steps + 1.0))
+    meta = {r: {"model": "m", "momentum": 0.0, "k_ref": 1.0, "learning_rate": lr} for r, lr in (("a", 0.1), ("b", 0.3))}
+    runs = runset_from_arrays(["a", "b"], steps, {"reward": np.tile(rise, (2, 1))}, meta)
+    gains = np.array([[0.1, 0.3], [0.1, 0.3], [0.1, 0.3], [0.1, 2.5]])  # draw 4: run b diverges
+    post = xr.Dataset(
+        {
+            "plateau": (("chain", "draw", "model"), np.full((1, 4, 1), 0.8)),
+            "initial_reward_model": (("chain", "draw", "model"), np.full((1, 4, 1), 0.2)),
+            "a": (("chain", "draw", "run"), gains[None]),
+            "M_eff": (("chain", "draw", "run"), np.ones((1, 4, 2))),
+            "C_eff": (("chain", "draw", "run"), np.where(gains[None] > 2, -0.1, 0.5)),
+            "K_eff": (("chain", "draw", "run"), gains[None]),
+            "sigma": (("chain", "draw", "run"), np.full((1, 4, 2), 0.01)),
+        },
+        coords={"model": ["m"], "run": ["a", "b"]},
+    )
+    fitted = types.SimpleNamespace(idata=types.SimpleNamespace(posterior=post), runset=runs)
+    for law in ("recursion", "continuous"):
+        curves, _, _, used = training_predictor_trajectories(fitted, law=law)
+        assert used == law
+        assert np.all((curves > 0.0) & (curves < 1.0)), (law, np.abs(curves).max())
+    # the profile itself (the run summary the fit gives, here from the draws)
+    summary = pd.DataFrame({"model": ["m", "m"], "sigma": [0.01, 0.01]}, index=["a", "b"])
+    fitted.run_summary = lambda: summary
+    profile = discrepancy_from_model(fitted, model="m", law="recursion")
+    assert np.nanmax(profile.sd) < 1.0, profile.sd
+
+
 def test_bands_asked_widest_first_are_summarised_and_scored_by_the_widest():
     # `forecast ... --hdi 0.95 0.5` (and predict alike) reported final_mean_reward_hdi_0.5 and
     # backtest_coverage_0.5 and drew only the 50% band: the last probability was taken as the

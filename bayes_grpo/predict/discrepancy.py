@@ -274,7 +274,12 @@ def training_predictor_trajectories(
     :func:`bayes_grpo.predict.predict.observation_lag_of`, as in
     :func:`bayes_grpo.predict.predict.recursion_trajectories`; "continuous": the closed
     form); the recursion falls back to the closed form when it is not defined for every run
-    (non-integer ``K_ref`` or steps, unknown momentum).
+    (non-integer ``K_ref`` or steps, unknown momentum). The posterior mean leaves out the draws
+    that diverge at the run's setting (:func:`bayes_grpo.predict.predict.diverging_draws`), as
+    a prediction's mean does: a few such draws of one run (e.g. an SGD run of an LLM fitted
+    with Adam runs) made its mean trajectory thousands of rewards, and the profile, pooled over
+    the LLM's runs, widened every prediction's band to thousands; a run whose every draw
+    diverges has a NaN trajectory and gives the profile nothing.
 
     Returns
     -------
@@ -285,7 +290,11 @@ def training_predictor_trajectories(
     from bayes_grpo.dynamics.stability import is_whole
     from bayes_grpo.dynamics.trajectory import reward_trajectory
     from bayes_grpo.model.prepare import UNKNOWN_MODEL, follows_schedule, update_multipliers
-    from bayes_grpo.predict.predict import observation_lag_of, recursion_trajectories
+    from bayes_grpo.predict.predict import (
+        diverging_draws,
+        observation_lag_of,
+        recursion_trajectories,
+    )
 
     post = fitted.idata.posterior
     runset = fitted.runset
@@ -316,6 +325,14 @@ def training_predictor_trajectories(
     ):
         used = "continuous"
     out = np.empty((len(run_ids), steps.size))
+
+    def stable_mean(traj: np.ndarray, diverging: np.ndarray) -> np.ndarray:
+        keep = np.isfinite(traj) & ~np.asarray(diverging, dtype=bool).reshape(-1, 1)
+        count = keep.sum(axis=0)
+        total = np.where(keep, traj, 0.0).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
     # a fit that follows its runs' logged learning-rate schedules predicts them on those schedules
     follow = hasattr(fitted, "model_config") and follows_schedule(fitted.model_config, getattr(fitted, "likelihood", "iid"))
     if used == "recursion":
@@ -326,7 +343,7 @@ def training_predictor_trajectories(
             traj = recursion_trajectories(
                 a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], observation_lag=seen, lr_multipliers=rates
             )
-            out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+            out[i] = stable_mean(traj, diverging_draws(a[:, i], None, law="recursion", momentum=mu[i], k_ref=lag[i]))
     else:
         m, c, k = (flat(v, "run") for v in ("M_eff", "C_eff", "K_eff"))
         with np.errstate(over="ignore", invalid="ignore"):
@@ -335,7 +352,7 @@ def training_predictor_trajectories(
                     traj = fitted.run_law(runset, run_ids[i], steps, m[:, i], c[:, i], k[:, i], ps[:, i], r0[:, i], k_ref=lag[i])
                 else:
                     traj = reward_trajectory(steps[None, :], m[:, i, None], c[:, i, None], k[:, i, None], ps[:, i, None], r0[:, i, None])
-                out[i] = np.nanmean(np.where(np.isfinite(traj), traj, np.nan), axis=0)
+                out[i] = stable_mean(traj, c[:, i] <= 0.0)
     return out, r0.mean(axis=0), ps.mean(axis=0), used
 
 
