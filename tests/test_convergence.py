@@ -172,3 +172,25 @@ def test_a_single_run_single_g_fit_names_its_prior_only_variables():
     assert "two known G" in single["alpha"] and "one run" in single["initial_reward_run_z"]
     assert sorted(fitted([8, 8])) == ["alpha"]
     assert fitted([4, 8]) == {}
+
+
+def test_a_chain_stuck_at_a_far_lower_log_density_is_named_and_not_told_to_draw_more():
+    # a fit of TRL runs of one LLM by Adam (lr 4e-3) and SGD (lr 0.3), 2 chains: chain 0 sat at
+    # log density -3e14 (step size 4e-10; chain 1 at +833) and the check said only "chains
+    # disagree; increase tune/draws", which would not have moved it
+    idata = _idata(0.0)
+    rng = np.random.default_rng(1)
+    lp = 800.0 + 5.0 * rng.standard_normal((CHAINS, DRAWS))
+    assert "stuck_chains" in convergence_check(idata).values
+    idata.sample_stats["lp"] = (("chain", "draw"), lp)
+    assert convergence_check(idata).passed  # mixing chains: a few nats apart
+    lp[1] = -3.17e14 + rng.standard_normal(DRAWS)
+    idata.sample_stats["lp"] = (("chain", "draw"), lp)
+    check = convergence_check(idata)
+    assert not check.passed
+    assert list(check.values["stuck_chains"]) == ["1"]
+    assert any("chain(s) 1 stuck" in f for f in check.values["failed"])
+    assert "Chain(s) 1 (-3.17e+14) stuck" in check.summary and "will not help" in check.summary
+    # nutpie calls it logp
+    stats = idata.sample_stats.rename({"lp": "logp"})
+    assert list(convergence_check(az.InferenceData(posterior=idata.posterior, sample_stats=stats)).values["stuck_chains"]) == ["1"]

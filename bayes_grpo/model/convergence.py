@@ -16,6 +16,9 @@ from bayes_grpo.checks.base import CheckResult
 RHAT_MAX: float = 1.01
 ESS_MIN_PER_CHAIN: float = 100.0
 EBFMI_MIN: float = 0.3
+#: A chain whose median log density is this many nats below the best chain's is stuck where the
+#: model's density is far lower (mixing chains differ by ~sqrt(number of parameters) nats).
+STUCK_LOG_DENSITY_GAP: float = 1000.0
 
 
 def _stat(sample_stats, *names):
@@ -98,6 +101,29 @@ def run_r_hat(posterior) -> pd.Series:
     rhat = _rhat(posterior[names])
     worst = np.nanmax(np.stack([rhat[v].transpose("run", ...).values.reshape(len(runs), -1).max(axis=1) for v in names]), axis=0)
     return pd.Series(worst, index=pd.Index(runs, name="run"), dtype=float)
+
+
+def _stuck_chains(sample_stats) -> dict | None:
+    """Chains whose median log density is :data:`STUCK_LOG_DENSITY_GAP` nats or more below the
+    best chain's: ``{"chains": {chain: median}, "best_chain": chain, "best": median}``, or None.
+
+    R-hat and ESS see such a chain only as one that disagrees ("increase tune/draws"); a fit of
+    TRL runs of one LLM by Adam (lr 4e-3) and SGD (lr 0.3) had a chain at log density -3e14
+    (step size 4e-10, the others at +833) that 100 more draws would not have moved.
+    """
+    lp = _stat(sample_stats, "lp", "logp")
+    if lp is None or "chain" not in lp.dims or lp.sizes["chain"] < 2:
+        return None
+    with np.errstate(invalid="ignore"):
+        med = np.nanmedian(np.asarray(lp.transpose("chain", ...).values, dtype=float).reshape(lp.sizes["chain"], -1), axis=1)
+    if not np.isfinite(med).any():
+        return None
+    labels = lp["chain"].values if "chain" in lp.coords else np.arange(med.size)
+    best = int(np.nanargmax(med))
+    low = [i for i in range(med.size) if med[i] < med[best] - STUCK_LOG_DENSITY_GAP]
+    if not low:
+        return None
+    return {"chains": {labels[i].item(): float(med[i]) for i in low}, "best_chain": labels[best].item(), "best": float(med[best])}
 
 
 def convergence_check(
@@ -207,6 +233,18 @@ def convergence_check(
         listed = ", ".join(f"{n} ({bad} of {size} values)" for n, (bad, size) in nonfinite.items())
         failed.append(f"non-finite draws of {', '.join(nonfinite)}")
         advice.append(f"Non-finite draws of {listed}: the sampler reached parameters where the model overflows or is undefined, and R-hat / ESS leave those elements out; check the priors' scales against the data, or reparameterise.")
+    stuck = _stuck_chains(ss)
+    if stuck:
+        listed = ", ".join(f"{c} ({lp:.3g})" for c, lp in stuck["chains"].items())
+        failed.append(f"chain(s) {', '.join(map(str, stuck['chains']))} stuck at a far lower log density")
+        advice.append(
+            f"Chain(s) {listed} stuck where the log density is far below that of chain {stuck['best_chain']} "
+            f"({stuck['best']:.3g}; median log density per chain): a sampler does not leave such a region, "
+            "so more tune/draws will not help. It starts there when the law "
+            "of some run explodes at the starting point, e.g. runs whose steps differ by decades under one "
+            "LLM (Adam and SGD runs: see the fit's notes); fit such runs as separate LLMs, or refit with "
+            "another --seed."
+        )
     low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
     if low_bfmi:
         failed.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN}")
@@ -226,6 +264,7 @@ def convergence_check(
         "chains": int(n_chains),
         "draws": int(n_draws),
         "nonfinite_draws": {n: bad for n, (bad, _) in nonfinite.items()},
+        "stuck_chains": {str(c): lp for c, lp in stuck["chains"].items()} if stuck else {},
         "advice": advice,
         "failed": failed,
     }
