@@ -228,6 +228,24 @@ def test_prediction_round_trips_through_netcdf_and_plots(tmp_path):
     assert (tmp_path / "pred.png").stat().st_size > 1000
 
 
+def test_the_plots_legend_does_not_hide_the_logged_rewards():
+    # `forecast runs.nc --run g4_k1_s0 --upto 24 --plot fc.png` of a TRL run whose reward rose
+    # after the cut while the band stayed low: the legend, fixed at the lower right, covered the
+    # logged rewards of steps 55-80, the ones the forecast is to be compared with
+    draws = _draws(np.full(400, 0.003))
+    ds = predict_from_draws(draws, steps=np.arange(0.0, 81.0), momentum=0.5, k_ref=2.0)
+    steps = np.arange(0.0, 81.0)
+    rewards = np.where(steps > 40, 0.2, np.nan)  # low, at the right: where the band is not
+    fig = plot_prediction(ds, observed=(steps, rewards))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent()
+    ok = np.isfinite(rewards)
+    points = ax.transData.transform(np.column_stack([steps[ok], rewards[ok]]))
+    inside = (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
+    assert not inside.any(), f"{inside.sum()} logged rewards under the legend"
+
+
 def test_save_prediction_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
     ds = predict_from_draws(_draws(np.full(50, 0.003)), steps=np.arange(0.0, 30.0), momentum=0.5, k_ref=2.0)
     path = tmp_path / "pred.nc"

@@ -1301,7 +1301,9 @@ def plot_prediction(
     units = str(ds.attrs.get("units", "reward"))
     ax.set_ylabel("normalised progress (R - R0)/(p* - R0)" if units.startswith("normalised") else "reward")
     ax.set_title(plot_text(title if title else default_plot_title(ds)), fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    # "best": out of the way of the logged rewards and bands (at the lower right it hid the
+    # rewards of a run that rose after a forecast's cut)
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
 
