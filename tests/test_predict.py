@@ -1257,6 +1257,29 @@ def test_a_prediction_for_an_llm_fitted_on_adam_and_sgd_runs_repeats_the_fits_no
     assert f"(Adam) ['{runs[0]}']" in note and runs[1] in note and fitted.data.models[0] in note
 
 
+def test_a_prediction_for_an_llm_fitted_on_adam_and_sgd_runs_says_which_optimizer_it_is_for():
+    # `predict fit.nc --lr 4e-3 --momentum 0.9 --k-ref 4 ...` of an LLM fitted on AdamW runs and
+    # one SGD run (TRL runs of the tiny model) took the default heavy_ball for what was an Adam
+    # setting: the warning on a convention the fitted runs do not have cannot fire with both
+    from pathlib import Path
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+
+    fitted = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    runs = [str(r) for r in fitted.runset["run"].values]
+    conv = np.array(["ema"] + ["heavy_ball"] * (len(runs) - 1), dtype=object)
+    fitted.runset = fitted.runset.assign_coords(momentum_convention=("run", conv))
+    fitted.data = prepare_data(fitted.runset, fitted.model_config, fitted.parameterisation, fitted.likelihood)
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=30, discrepancy=False)
+    (note,) = [n for n in attr_warnings(predict_run(fitted, **setting)) if "two optimizers" in n]
+    assert "takes momentum 0.5 in the heavy_ball convention (SGD's heavy-ball momentum" in note
+    (note,) = [
+        n for n in attr_warnings(predict_run(fitted, momentum_convention="ema", **setting)) if "two optimizers" in n
+    ]
+    assert "takes momentum 0.5 in the ema convention (Adam's beta1" in note
+
+
 def test_a_prediction_from_a_fit_whose_noise_exponent_excludes_1_says_so():
     # models/tiny.nc: alpha -1.02 [-1.1, -0.94], the logged-reward band at any G scaled by it,
     # and predict said nothing; the one-G bandit fit (alpha not identified) says nothing

@@ -983,7 +983,18 @@ def predict_run(
         from bayes_grpo.model.prepare import mixed_optimizer_start
 
         start = mixed_optimizer_start(str(draws.attrs.get("model")))
-        warnings_.extend(n for n in getattr(getattr(fitted, "data", None), "notes", []) if n.startswith(start))
+        mixed = [n for n in getattr(getattr(fitted, "data", None), "notes", []) if n.startswith(start)]
+        if mixed and momentum:
+            # with both conventions among the fitted runs, the warning on a convention none of them
+            # has cannot fire: `predict fit.nc --momentum 0.9` of such an LLM took the default
+            # heavy_ball for an Adam setting and said only that the LLM has runs of both
+            optimizer = "Adam's beta1" if momentum_convention == "ema" else "SGD's heavy-ball momentum"
+            mixed = [
+                f"{n}. This prediction takes momentum {momentum:g} in the {momentum_convention} convention "
+                f"({optimizer}; --momentum-convention sets it)"
+                for n in mixed
+            ]
+        warnings_.extend(mixed)
     if fitted_runs is not None:
         from bayes_grpo.model.prepare import averaged_scheduled_runs, scheduled_fit_warning
 
