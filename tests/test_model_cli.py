@@ -365,15 +365,20 @@ def test_fit_says_the_units_of_its_coefficients_in_text_and_json(runs_file, tmp_
     assert payload["units"]["D"] == "reward^2 per step^3" and payload["units"]["K_eff"] == "per step^2"
 
 
-def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
-    # with one run of unknown G, `fit --json` gave the groups' G as 4.0 and 16.0 (the runs' as 4
-    # and 16, the printed table 4 and 16): reset_index made the G level floats around its NaN
+def _fit_json_beside_a_run_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch) -> dict:
+    """``fit --json`` of the run set plus a copy of its first run at an unknown G."""
     ds = xr.load_dataset(runs_file)
     third = ds.isel(run=[0]).assign_coords(run=["unknown-g"], group_size=("run", [np.nan]))
     runs = save_runset(xr.concat([ds, third], dim="run"), tmp_path / "with_unknown_g.nc")
     _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
-    payload = json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
+    # with one run of unknown G, `fit --json` gave the groups' G as 4.0 and 16.0 (the runs' as 4
+    # and 16, the printed table 4 and 16): reset_index made the G level floats around its NaN
+    payload = _fit_json_beside_a_run_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch)
     for rows in (payload["groups"], payload["runs"]):
         sizes = [row["group_size"] for row in rows]
         assert len(sizes) == 3 and None in sizes, sizes
@@ -384,12 +389,8 @@ def test_the_json_residual_autocorrelation_table_gives_g_as_an_integer_beside_an
     # with one run of unknown G, `fit --json`'s residual_autocorrelation table gave the known G
     # as 4.0 and 16.0 (the groups' and runs' as 4 and 16): CheckResult.to_dict's reset_index made
     # the table's G level floats around its NaN
-    ds = xr.load_dataset(runs_file)
-    third = ds.isel(run=[0]).assign_coords(run=["unknown-g"], group_size=("run", [np.nan]))
-    runs = save_runset(xr.concat([ds, third], dim="run"), tmp_path / "with_unknown_g.nc")
-    _fit_from_prior_draws(monkeypatch)
-    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["residual_autocorrelation"]["table"]
+    payload = _fit_json_beside_a_run_of_unknown_g(runs_file, tmp_path, capsys, monkeypatch)
+    rows = payload["residual_autocorrelation"]["table"]
     sizes = [row["G"] for row in rows]
     assert None in sizes and sorted(g for g in sizes if g is not None) == [4, 16], sizes
     assert all(type(g) is int for g in sizes if g is not None), sizes
