@@ -7,11 +7,14 @@ variance ``D / (2 G C K_eff)`` (white, or AR(1) to break the independence assump
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
 
+from bayes_grpo.checks.base import verdict_percent
 from bayes_grpo.checks.invariance import stationary_variance_check
 from bayes_grpo.checks.ppc import (
     autocorrelation,
@@ -219,11 +222,31 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     # each coverage says which LLM and which pair of G it is for (with several LLMs the list
     # of bare numbers could not be read)
     for (model, g_fit, g_held), cov in res.table["coverage"].items():
-        assert f"{cov:.2f} ({model}: G={g_fit} -> {g_held})" in res.summary
+        assert f"{verdict_percent(cov, 0.75)} ({model}: G={g_fit} -> {g_held})" in res.summary
     # A trajectory that does not carry over (plateau off by 0.3) fails.
     monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder(shift=0.3))
     bad = invariance.leave_one_g_out(_runset())
     assert bad.passed is False
+
+
+def test_a_failed_leave_one_g_out_coverage_is_not_rounded_up_to_the_required_share(monkeypatch):
+    # the summary wrote each coverage "{:.2f}": a coverage just below the required share read as
+    # the share itself ("0.90 (m: G=16 -> 4) (required >= 0.90)" for 0.895) beside a failed check, the
+    # rounding the band check's verdict_percent had been mended of
+    from bayes_grpo.checks import invariance
+
+    KnownBuilder.fitted_on = []
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder())
+    res = invariance.leave_one_g_out(_runset())
+    # a coverage that two decimals round up (0.895 -> "0.90" here): required at that rounding
+    cov = next(c for c in res.table["coverage"] if float(f"{c:.2f}") > c)
+    required = float(f"{cov:.2f}")
+    res = invariance.leave_one_g_out(_runset(), min_coverage=required)
+    assert res.passed is False
+    # every coverage shown (a share or a percentage) stays on its side of the required share
+    shown = [float(v) / (100 if pct else 1) for v, pct in re.findall(r"([0-9.]+)(%?) \(m:", res.summary)]
+    failed = res.table["coverage"] < required
+    assert len(shown) == 2 and all(v < required for v, f in zip(shown, failed) if f), res.summary
 
 
 def _truth_posterior(ds):

@@ -73,6 +73,19 @@ class CheckResult:
         return {title: figure_to_base64(fig, dpi=dpi) for title, fig in self.figures.items()}
 
 
+def verdict_percent(value: float, threshold: float) -> str:
+    """``value`` as a percentage with as few decimals (0 to 4) as keep it on its side of
+    ``threshold`` (``value >= threshold`` passes): a coverage of 0.7496 against 0.75 is
+    "74.96%", where ``"{:.0%}"`` wrote "75% ... (required >= 75%)" beside a failed check."""
+    passes = value >= threshold
+    for digits in range(5):
+        text = f"{value:.{digits}%}"
+        if (float(text[:-1]) / 100.0 >= threshold) == passes:
+            return text
+    # within 5e-7 of the threshold below it: cut, not rounded, to stay below
+    return f"{np.floor(value * 1e6) / 1e4:.4f}%"
+
+
 def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """A table's rows as dictionaries, its index as columns; a name that two columns share
     (or an index level and a column) is kept for the first and given ``.1``, ``.2``... for

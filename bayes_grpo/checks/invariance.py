@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, plot_text, verdict_percent
 from bayes_grpo.checks.bayes_factor import (
     MIN_FIT_DRAWS_PER_PARAMETER,
     BridgeResult,
@@ -1363,8 +1363,11 @@ def leave_one_g_out(
     summary = (
         "Leave-one-G-out: the trajectory fitted on one G predicts the other G's rewards with "
         f"{HDI_PROB:.0%}-band coverage "
-        + ", ".join(f"{c:.2f} ({m}: G={a} -> {b})" for (m, a, b), c in table["coverage"].items())
-        + f" (required >= {min_coverage:.2f})."
+        + ", ".join(
+            f"{verdict_percent(c, min_coverage)} ({m}: G={a} -> {b})"
+            for (m, a, b), c in table["coverage"].items()
+        )
+        + f" (required >= {verdict_percent(min_coverage, min_coverage)})."
     )
     return CheckResult(
         name="leave_one_g_out", passed=passed, summary=summary, table=table, figures=figures

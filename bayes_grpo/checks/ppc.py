@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, plot_text, verdict_percent
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset.schema import group_size_text, readable_group_size, readable_group_sizes
@@ -160,19 +160,6 @@ def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
         # made each its own group, a table row "G=nan" per run, their figures under one title)
         out.setdefault((str(m), readable_group_size(g) if np.isfinite(g) else np.nan), []).append(run)
     return out
-
-
-def verdict_percent(value: float, threshold: float) -> str:
-    """``value`` as a percentage with as few decimals (0 to 4) as keep it on its side of
-    ``threshold`` (``value >= threshold`` passes): a coverage of 0.7496 against 0.75 is
-    "74.96%", where ``"{:.0%}"`` wrote "75% ... (required >= 75%)" beside a failed check."""
-    passes = value >= threshold
-    for digits in range(5):
-        text = f"{value:.{digits}%}"
-        if (float(text[:-1]) / 100.0 >= threshold) == passes:
-            return text
-    # within 5e-7 of the threshold below it: cut, not rounded, to stay below
-    return f"{np.floor(value * 1e6) / 1e4:.4f}%"
 
 
 def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
