@@ -266,7 +266,8 @@ def advantage_degeneracy(
             - low
         ) / (high - low)
         ok = np.isfinite(p)
-        batch = whole_batch_size(std.values[ok] / (high - low), p[ok], config.std_ddof)
+        std_in_range = std.values[ok] / (high - low)  # in units of the binary reward's range
+        batch = whole_batch_size(std_in_range, p[ok], config.std_ddof)
         if batch is not None:
             return not_assessable(
                 MODE,
@@ -278,7 +279,7 @@ def advantage_degeneracy(
             )
         steps, values = (
             std.steps[ok],
-            zero_spread_from_std(std.values[ok] / (high - low), p[ok], G, config.std_ddof),
+            zero_spread_from_std(std_in_range, p[ok], G, config.std_ddof),
         )  # type: ignore[arg-type]
         name = f"derived from {std.name}"
         source = "derived"
