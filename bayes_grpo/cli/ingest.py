@@ -141,6 +141,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "the schedule"
         ),
     )
+    parser.add_argument(
+        "--every",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=(
+            "keep each run's first logged reward and every N-th after it, and the other metrics at "
+            "those steps (after --lr-clock): a fit's cost grows with the logged points, and a few "
+            "hundred resolve the law's shape; `fit` suggests N for runs of more than 2000 points "
+            "(runset.thin)"
+        ),
+    )
     add_overwrite_flag(parser, "replace the output file if it exists")
     add_json_flag(parser)
     parser.set_defaults(func=run)
@@ -267,6 +279,14 @@ def run(args: argparse.Namespace) -> int:
             if not saved:
                 raise
             raise RunSetError(f"{saved[0]}: {exc}") from exc  # which file is clocked already
+    if args.every is not None:
+        from bayes_grpo.runset import RunSetError
+        from bayes_grpo.runset.thin import thin_runset
+
+        try:
+            ds = thin_runset(ds, args.every)
+        except RunSetError as exc:
+            raise RunSetError(f"{saved[0] if saved else ', '.join(map(str, logs))}: --every {args.every}: {exc}") from exc
     out = save_runset(ds, args.output, overwrite=args.overwrite)
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]

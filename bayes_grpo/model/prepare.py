@@ -21,6 +21,7 @@ from bayes_grpo.model.config import measurement_g_exponent, setting_in_range
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
 from bayes_grpo.runset.schema import group_size_text, readable_group_size
+from bayes_grpo.runset.thin import thinning_note
 
 #: Coordinates the mechanistic parameterisation needs for every run.
 MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
@@ -479,6 +480,9 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
             "(check the reward column the ingest chose, ingest --reward-key, or the logging)"
         )
     notes: list[str] = shape_notes(run_ids, steps, reward)
+    thinning = thinning_note(ds)
+    if thinning:
+        notes.append(thinning)
     follow = follows_schedule(model_config, likelihood)
     lr_multiplier = schedule_multipliers(ds, run_ids, steps) if follow else None
     schedule = learning_rate_schedule_note(ds, run_ids, followed=lr_multiplier is not None)

@@ -1,0 +1,156 @@
+"""Thinning: every ``n``-th logged point of each run, for fits of long runs.
+
+A fit's cost grows with the logged points: the law is evaluated at every step of the run
+set's grid in every gradient of every leapfrog step, and a run logged at every one of 10 000
+steps pins the curve so tightly that NUTS needs its longest trees (8 runs x 10 001 steps took
+26 minutes for 2 x (100 + 100) draws). The law has five numbers per run; the shape of a rise
+over thousands of steps is resolved by a few hundred points, and the noise of each kept point
+is the noise of its step, so the likelihood of a thinned run is the exact likelihood of the
+points it keeps (no averaging, which would change each point's noise). The posterior is wider
+than on every point (the noise is averaged over fewer of them), which on long real logs is
+mostly the overconfidence of the i.i.d. residuals the fit's residual check warns of anyway.
+
+:func:`thin_runset` keeps, per run, its first logged reward and every ``n``-th after it, and
+every other variable's values at those steps; everything else of the run is left out, and
+each run's warnings say how many of its points and of each variable's values were kept
+(sparse ones, e.g. an evaluation reward every 100 steps, lose most of theirs: diagnose on the
+full run set). The attribute :data:`THIN_ATTR` records ``n`` and, per run, the logged and kept
+points. CLI: ``bayes-grpo ingest LOGS_OR_RUNS.nc --every N -o thinned.nc``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayes_grpo.runset.core import RunSetError, make_runset, run_coords, runset_warnings
+from bayes_grpo.runset.schema import REWARD_VAR, RUN_DIM, SCHEMA_ATTR, STEP_DIM, WARNINGS_ATTR
+
+#: Run-set attribute of a thinned run set (JSON ``{"every": n, "runs": {run: facts}}``).
+THIN_ATTR: str = "bayes_grpo_thinned"
+
+#: Logged points of the longest run above which ``fit`` suggests thinning (a regular grid of
+#: 2000 steps is about twice the benchmark's 1000-step runs; 8 x 10 001 steps took 26 minutes).
+LONG_RUN_POINTS: int = 2000
+
+#: Points per run that ``fit``'s suggestion aims at (the benchmark's runs: 1000 steps).
+TARGET_POINTS: int = 1000
+
+
+def kept_positions(n_points: int, every: int) -> np.ndarray:
+    """Indices ``0, every, 2 every, ...`` of a run's ``n_points`` logged points (pure)."""
+    if every < 1:
+        raise ValueError(f"every must be a positive whole number of points, got {every}")
+    return np.arange(0, int(n_points), int(every))
+
+
+def suggested_every(max_points: int, target: int = TARGET_POINTS) -> int:
+    """The smallest ``n`` that leaves a run of ``max_points`` points at most ``target`` (>= 1)."""
+    return max(1, int(np.ceil(max_points / target)))
+
+
+def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
+    """``ds`` with each run cut to its first logged reward and every ``every``-th after it.
+
+    Parameters
+    ----------
+    ds
+        A run set (``runset_from_arrays`` / ``load_runs`` / ``load_runset``).
+    every
+        Keep one logged reward point in ``every`` (``every = 1`` returns an equal run set with
+        the attribute; a positive int).
+
+    Returns
+    -------
+    xarray.Dataset
+        The run set on the union of the kept steps: every variable's values at each run's kept
+        steps, the runs' coordinates and warnings (each run's gains one saying what was kept),
+        the other attributes, and :data:`THIN_ATTR`.
+
+    Raises
+    ------
+    RunSetError
+        ``ds`` is thinned already, or a run would keep fewer than 3 rewards (the model needs 3).
+    ValueError
+        ``every`` is not a positive whole number.
+    """
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be a positive whole number of points, got {every!r}")
+    if THIN_ATTR in ds.attrs:
+        done = thinned(ds)
+        raise RunSetError(
+            f"the run set is thinned already (every {done.get('every')}-th point, attribute {THIN_ATTR}): "
+            "thin the original run set instead"
+        )
+    steps = np.asarray(ds[STEP_DIM].values)
+    variables = [str(v) for v in ds.data_vars if ds[v].dims == (RUN_DIM, STEP_DIM)]
+    warns = runset_warnings(ds)
+    curves: dict[str, pd.DataFrame] = {}
+    meta: dict[str, dict[str, object]] = {}
+    facts: dict[str, dict[str, Any]] = {}
+    for run_id in (str(r) for r in ds[RUN_DIM].values):
+        sub = ds.sel({RUN_DIM: run_id})
+        frame = pd.DataFrame({v: sub[v].values for v in variables}, index=steps.astype(np.int64))
+        frame.index.name = STEP_DIM
+        logged = frame.index[frame[REWARD_VAR].notna().to_numpy()]
+        keep = logged[kept_positions(len(logged), every)]
+        if len(keep) < 3:
+            raise RunSetError(
+                f"run {run_id!r}: every {every}-th of its {len(logged)} logged rewards leaves {len(keep)}; "
+                "the model needs at least 3 (a smaller --every)"
+            )
+        kept = frame.loc[keep]
+        curves[run_id] = kept
+        meta[run_id] = run_coords(ds, run_id)
+        counts = {v: [int(frame[v].notna().sum()), int(kept[v].notna().sum())] for v in variables}
+        facts[run_id] = {"logged_points": int(len(logged)), "kept_points": int(len(keep)), "values": counts}
+        lost = [f"{v} {k} of {n}" for v, (n, k) in counts.items() if v != REWARD_VAR and n > 0 and k < n]
+        warns.setdefault(run_id, []).append(
+            f"thinned to every {every}-th logged point: {len(keep)} of {len(logged)} rewards kept (steps "
+            f"{int(keep[0])}-{int(keep[-1])})"
+            + (f"; other values kept at those steps: {', '.join(lost)}" if lost else "")
+        )
+    attrs = {k: v for k, v in ds.attrs.items() if k not in (SCHEMA_ATTR, WARNINGS_ATTR)}
+    attrs[THIN_ATTR] = json.dumps({"every": int(every), "runs": facts})
+    return make_runset(curves, meta, warnings=warns, attrs=attrs)
+
+
+def thinned(ds: xr.Dataset) -> dict[str, Any]:
+    """What :func:`thin_runset` recorded in ``ds`` (``{}`` when it is not thinned)."""
+    raw = ds.attrs.get(THIN_ATTR)
+    if raw is None:
+        return {}
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+def thinning_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | None:
+    """The fit's note on thinning (``model.prepare``), or None.
+
+    A thinned run set: which points the fit saw. A run set whose longest run logs more than
+    ``threshold`` rewards: the cost and the way out, with the ``--every`` that leaves about
+    :data:`TARGET_POINTS` points. None otherwise."""
+    done = thinned(ds)
+    if done:
+        return (
+            f"the run set was thinned to every {done['every']}-th logged point of each run (ingest --every): "
+            "the fit, its R^2 and its residual checks describe those points"
+        )
+    points = np.isfinite(np.asarray(ds[REWARD_VAR].values, dtype=float)).sum(axis=1)
+    longest = int(points.max()) if points.size else 0
+    if longest <= threshold:
+        return None
+    every = suggested_every(longest)
+    return (
+        f"the longest run logs {longest} rewards ({int(points.sum())} in all): the fit's cost grows with "
+        f"the logged points, and runs this long can take many minutes; "
+        f"`bayes-grpo ingest RUNS.nc --every {every} -o THINNED.nc` keeps every {every}-th point of each run "
+        f"(about {int(np.ceil(longest / every))} for the longest), "
+        "enough to resolve the law's shape (runset.thin)"
+    )
+
+
+__all__ = ["LONG_RUN_POINTS", "THIN_ATTR", "kept_positions", "suggested_every", "thin_runset", "thinned", "thinning_note"]
