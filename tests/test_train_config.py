@@ -689,3 +689,28 @@ def test_a_mixing_weight_without_a_reference_sync_is_refused_not_recorded(capsys
     assert grpo_config_kwargs(alpha, "out")["ref_model_mixup_alpha"] == 0.5
     # the unused default a run's metadata of an earlier version holds is taken (as none)
     assert TrainConfig(ref_model_mixup_alpha=1.0).resolved().ref_model_mixup_alpha is None
+
+
+@pytest.mark.parametrize(
+    ("device", "arg"),
+    [
+        ("cpu", "use_cpu=false"),
+        ("cpu", "bf16=true"),
+        ("cpu", "fp16=true"),
+        ("auto", "use_cpu=true"),
+    ],
+)
+def test_a_grpo_arg_that_contradicts_the_device_is_refused_naming_both(device, arg, capsys):
+    # --device cpu --grpo-arg use_cpu=false trained on a GPU where there was one (bf16=true in
+    # half precision; --device auto --grpo-arg use_cpu=true on the CPU) while the run recorded
+    # the device it was given: --grpo-arg was applied over the device's settings without a word
+    assert cli_main(["train", "out", "--device", device, "--grpo-arg", arg, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"--grpo-arg) {arg} contradicts device (--device) {device!r}" in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="contradicts device"):
+        key, value = arg.split("=")
+        validate_config(TrainConfig(device=device, extra_grpo_args={key: json.loads(value)}))
+    # what agrees with the device is taken: fp32 on a GPU, the CPU's own settings
+    for agreed in ({"bf16": False}, {"use_cpu": device == "cpu"}):
+        assert validate_config(TrainConfig(device=device, extra_grpo_args=agreed))

@@ -497,8 +497,44 @@ def validate_config(config: TrainConfig) -> TrainConfig:
             f"takes {kind} there, not text; give a JSON value (--grpo-arg takes JSON: "
             "1.0, true, false, null)"
         )
+    _check_device_args(c)
     _check_lr_scheduler(c)
     return c
+
+
+#: ``--grpo-arg`` settings that ``device`` decides, and the value each device gives (``None``:
+#: the device leaves it to TRL): ``cpu`` trains on the CPU in fp32, ``auto`` on a GPU when
+#: present (bf16 when it has it, or ``fp16`` / ``bf16=false`` given here).
+DEVICE_GRPO_ARGS: dict[str, dict[str, bool | None]] = {
+    "cpu": {"use_cpu": True, "bf16": False, "fp16": False},
+    "auto": {"use_cpu": False, "bf16": None, "fp16": None},
+}
+
+
+def _check_device_args(c: TrainConfig) -> None:
+    """Raise ValueError when a ``--grpo-arg`` contradicts ``device``.
+
+    ``--grpo-arg`` was applied after the device's settings: ``--device cpu --grpo-arg
+    use_cpu=false`` trained on a GPU where there was one, ``bf16=true`` / ``fp16=true`` in half
+    precision, and ``--device auto --grpo-arg use_cpu=true`` on the CPU, each run recording the
+    device it did not have.
+    """
+    wanted = DEVICE_GRPO_ARGS[c.device]
+    for name, value in c.extra_grpo_args.items():
+        if name not in wanted or wanted[name] is None or bool(value) == wanted[name]:
+            continue
+        other = "auto" if c.device == "cpu" else "cpu"
+        means = (
+            "trains on the CPU in fp32 (use_cpu=true, bf16=false, fp16=false)"
+            if c.device == "cpu"
+            else "trains on a GPU when there is one"
+        )
+        raise ValueError(
+            f"extra_grpo_args (--grpo-arg) {name}={json.dumps(value)} contradicts device "
+            f"({CLI_OPTIONS['device']}) {c.device!r}, which {means}; give "
+            f"{CLI_OPTIONS['device']} {other} instead"
+            + (f" (with {name}={json.dumps(value)})" if name != "use_cpu" else "")
+        )
 
 
 def _check_lr_scheduler(c: TrainConfig) -> None:
