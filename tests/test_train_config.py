@@ -714,3 +714,29 @@ def test_a_grpo_arg_that_contradicts_the_device_is_refused_naming_both(device, a
     # what agrees with the device is taken: fp32 on a GPU, the CPU's own settings
     for agreed in ({"bf16": False}, {"use_cpu": device == "cpu"}):
         assert validate_config(TrainConfig(device=device, extra_grpo_args=agreed))
+
+
+@pytest.mark.parametrize(
+    ("env", "value"), [("WORLD_SIZE", "abc"), ("WORLD_SIZE", "0"), ("LOCAL_RANK", "x1")]
+)
+def test_a_malformed_launcher_variable_is_named_with_its_value(
+    env, value, capsys, monkeypatch, tmp_path
+):
+    # WORLD_SIZE=abc was "error: invalid literal for int() with base 10: 'abc'" (and, with
+    # --num-processes given, "TRL rejected the configuration" for the same words from accelerate);
+    # WORLD_SIZE=0 was blamed on --num-processes, which was not given
+    monkeypatch.setenv(env, value)
+    argv = ["train", "out", "--dry-run"]
+    for extra in ([], ["--num-processes", "1"]):
+        assert cli_main([*argv, *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"environment variable {env}={value!r}" in err and "--num-processes" not in err
+    from bayes_grpo.train.runner import run_training
+
+    with pytest.raises(ValueError, match=f"environment variable {env}="):
+        run_training(TrainConfig(max_steps=1), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setenv(env, "2")
+    assert cli_main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["config"]["num_processes"] == (2 if env == "WORLD_SIZE" else 1)

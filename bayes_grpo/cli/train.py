@@ -23,6 +23,7 @@ from bayes_grpo.train.config import (
     TrainConfig,
     grpo_config_kwargs,
     k_ref_mapping,
+    launcher_env,
     validate_config,
 )
 
@@ -79,8 +80,9 @@ def _import_reward(spec: str) -> Any:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """Build the :class:`TrainConfig` from parsed command-line arguments."""
     num_processes = args.num_processes
+    launched = launcher_env()  # a malformed launcher variable is named, --num-processes or not
     if num_processes is None:  # --num-processes 0 is refused by the validation, not replaced
-        num_processes = int(os.environ.get("WORLD_SIZE", "1"))
+        num_processes = launched.get("WORLD_SIZE", 1)
     return TrainConfig(
         model=args.model,
         task=args.task,

@@ -50,6 +50,7 @@ import dataclasses
 import json
 import math
 import numbers
+import os
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -641,6 +642,42 @@ def _text_for_a_number(args: Any) -> dict[str, str]:
     return out
 
 
+#: Environment variables a launcher (accelerate, torchrun) sets and that accelerate and
+#: torch.distributed read as integers: ``WORLD_SIZE`` is also the default ``num_processes``.
+LAUNCHER_ENV: tuple[str, ...] = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+
+def launcher_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, int]:
+    """The :data:`LAUNCHER_ENV` variables set in ``environ`` (default ``os.environ``), as integers.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable and its value when one is not an integer (or ``WORLD_SIZE`` /
+        ``LOCAL_WORLD_SIZE`` is below 1): accelerate failed on it with "invalid literal for int()
+        with base 10: 'abc'", named nowhere.
+    """
+    environ = os.environ if environ is None else environ
+    out = {}
+    for name in LAUNCHER_ENV:
+        if name not in environ:
+            continue
+        text = environ[name]
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        sizes = name.endswith("WORLD_SIZE")
+        if value is None or (sizes and value < 1):
+            what = "a number of processes, an integer >= 1" if sizes else "an integer"
+            raise ValueError(
+                f"environment variable {name}={text!r}: a launcher (accelerate, torchrun) sets it "
+                f"to {what}; unset it, or set it right"
+            )
+        out[name] = value
+    return out
+
+
 def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
     """The TRL settings that realise ``config.k_ref`` (see the module docstring).
 
@@ -817,6 +854,7 @@ __all__ = [
     "TrainConfig",
     "grpo_config_kwargs",
     "k_ref_mapping",
+    "launcher_env",
     "run_metadata",
     "setting_name",
     "validate_config",

@@ -31,6 +31,7 @@ from bayes_grpo.train.config import (
     TrainConfig,
     grpo_config_kwargs,
     k_ref_mapping,
+    launcher_env,
     run_metadata,
     validate_config,
 )
@@ -395,6 +396,7 @@ def run_training(
         config = dataclasses.replace(config, dataset=IN_MEMORY_DATASET)
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
+    launcher_env()  # accelerate reads these as integers once training is set up
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
