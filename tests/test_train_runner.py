@@ -132,6 +132,26 @@ def test_importance_ratios_are_one_on_policy_and_spread_once_the_policy_moves(ru
     assert (frame["dynamics/is_ratio_mean"] <= frame["dynamics/is_ratio_max"]).all()
 
 
+def test_the_final_reward_is_said_as_a_mean_beside_ingests_last_reward(run):
+    # train printed "final reward 0.312" (the mean of the last 10% of logged rewards) where
+    # ingest printed r_last 0.25 (the last logged reward) for the same run, neither saying which
+    from bayes_grpo.cli.train import _final_reward_text
+    from bayes_grpo.runset.ingest import runset_summary
+
+    result, frame, _ = run
+    rewards = frame["reward"].dropna()  # every K_REF-th step: 1, 3, ..., 39
+    first, last = result.final_reward_steps
+    assert (first, last) == (rewards.index[-2], rewards.index[-1]) == (STEPS - 3, STEPS - 1)
+    assert result.final_reward == pytest.approx(rewards.loc[first:last].mean())
+    summary = runset_summary(load_runs([result.run_dir]))
+    assert result.last_reward == summary["reward_last"].iloc[0] == rewards.iloc[-1]
+    text = _final_reward_text(result)
+    assert text == (
+        f"final reward {result.final_reward:.3f} (mean of the rewards logged at steps "
+        f"{first}..{last}; the last, ingest's r_last: {result.last_reward:.3f})"
+    )
+
+
 def test_existing_run_is_not_overwritten_silently(run):
     result, _, _ = run
     with pytest.raises(FileExistsError, match="already holds a run"):
@@ -337,6 +357,8 @@ def test_cli_trains_and_reports_the_run_as_json(tmp_path, capsys):
     )
     frame, meta = read_run_dir(out)
     assert len(frame) == 3 and meta["optimizer"] == "sgd" and meta["momentum"] == 0.5
+    assert report["final_reward_steps"] == [3, 3]
+    assert report["last_reward"] == report["final_reward"] == frame["reward"].iloc[-1]
 
 
 def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):

@@ -163,6 +163,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "run_dir": str(result.run_dir),
         "wall_time_s": result.wall_time_s,
         "final_reward": result.final_reward,
+        "final_reward_steps": result.final_reward_steps,
+        "last_reward": result.last_reward,
         "metadata": result.metadata,
     }
     if args.json:
@@ -173,10 +175,25 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{result.run_dir}: {m['max_steps']} steps of {m['model']} ({m['model_size']} parameters), "
             f"G={m['group_size']}, {m['prompts_per_step']} prompts/step, lr={m['learning_rate']}, "
             f"{m['optimizer']} momentum={m['momentum']} ({m['momentum_convention']}), k_ref={m['k_ref']}, "
-            f"beta={m['beta']}, seed={m['seed']}: final reward {result.final_reward:.3f}, "
+            f"beta={m['beta']}, seed={m['seed']}: {_final_reward_text(result)}, "
             f"{result.wall_time_s:.1f} s"
         )
     return 0
+
+
+def _final_reward_text(result: Any) -> str:
+    """The run's final reward, said as what it is: the mean of the last rewards logged, beside
+    the last one (ingest's ``r_last``), which it was taken for."""
+    steps = result.final_reward_steps
+    if steps is None:
+        return "no reward logged"
+    first, last = steps
+    if first == last:
+        return f"final reward {result.final_reward:.3f} (logged at step {last})"
+    return (
+        f"final reward {result.final_reward:.3f} (mean of the rewards logged at steps "
+        f"{first}..{last}; the last, ingest's r_last: {result.last_reward:.3f})"
+    )
 
 
 @contextlib.contextmanager

@@ -66,13 +66,21 @@ class TrainResult:
     wall_time_s
         Seconds spent in ``trainer.train()``.
     final_reward
-        Mean logged reward over the last 10% of logged steps (NaN if none logged).
+        Mean of the last 10% of the logged rewards (at least one; NaN if none logged): with
+        ``K_ref > 1`` TRL logs a reward on every ``K_ref``-th step only.
+    final_reward_steps
+        The first and last step of those rewards (``None`` if none logged).
+    last_reward
+        The last logged reward, at ``final_reward_steps[1]``: what ``bayes-grpo ingest`` shows as
+        the run's ``r_last`` (NaN if none logged).
     """
 
     run_dir: Path
     metadata: dict[str, Any]
     wall_time_s: float
     final_reward: float
+    final_reward_steps: tuple[int, int] | None = None
+    last_reward: float = float("nan")
 
 
 def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) -> None:
@@ -338,12 +346,20 @@ def _check_context(
         )
 
 
-def _final_reward(log_history: list[dict[str, Any]]) -> float:
-    rewards = [float(h["reward"]) for h in log_history if h.get("reward") is not None]
-    if not rewards:
-        return float("nan")
-    tail = rewards[-max(1, len(rewards) // 10) :]
-    return sum(tail) / len(tail)
+def _final_reward(
+    log_history: list[dict[str, Any]],
+) -> tuple[float, tuple[int, int] | None, float]:
+    """:class:`TrainResult`'s ``final_reward``, ``final_reward_steps`` and ``last_reward``."""
+    logged = [
+        (int(h["step"]), float(h["reward"]))
+        for h in log_history
+        if h.get("reward") is not None and "step" in h
+    ]
+    if not logged:
+        return float("nan"), None, float("nan")
+    tail = logged[-max(1, len(logged) // 10) :]
+    mean = sum(r for _, r in tail) / len(tail)
+    return mean, (tail[0][0], tail[-1][0]), tail[-1][1]
 
 
 def run_training(
@@ -523,7 +539,7 @@ def _train_into(
         for path, mtime in replaced.items():  # what this run did not write again
             if path.exists() and _written_at(path) == mtime:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return TrainResult(output_dir, metadata, wall, _final_reward(trainer.state.log_history))
+    return TrainResult(output_dir, metadata, wall, *_final_reward(trainer.state.log_history))
 
 
 #: ``GRPOConfig`` fields recorded in ``bayes_grpo_run.json`` as ``trl_settings``: what the update
