@@ -560,6 +560,65 @@ def test_a_terminated_cli_run_keeps_the_steps_it_logged(tmp_path, monkeypatch):
     assert meta["completed"] is False and meta["steps_done"] == 3 and len(frame) == 3
 
 
+def test_a_terminated_cli_run_says_it_was_stopped_and_what_it_kept(tmp_path, monkeypatch, capsys):
+    # `timeout 20 bayes-grpo train runs/x --steps 5000` exited 143 without a word: nothing said
+    # the run had stopped, after how many steps, or that its partial log was kept
+    import signal
+    import sys
+
+    from bayes_grpo.cli import main as cli_main
+
+    (tmp_path / "bg_qa_stop.py").write_text(
+        "import os, signal\n"
+        "calls = []\n"
+        "def reward(prompts, completions, **kw):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 3:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return [float(len(c) % 2) for c in completions]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bg_qa_stop", raising=False)
+
+    def not_handled(signum, frame):  # stands in for the default action, which ends pytest too
+        raise RuntimeError("SIGTERM reached the default action")
+
+    out = tmp_path / "run"
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "9"]
+    previous = signal.signal(signal.SIGTERM, not_handled)
+    try:
+        with pytest.raises(SystemExit) as stop:
+            cli_main([*argv, "--threads", "1", "--reward", "bg_qa_stop:reward"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stop.value.code == 128 + signal.SIGTERM
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said == (
+        f"bayes-grpo train: stopped by SIGTERM: {out}: stopped after 2 of 9 steps; kept the steps "
+        'logged (trainer_state.json) and the run\'s settings (bayes_grpo_run.json, "completed": '
+        "false): `bayes-grpo ingest` reads it as a partial run"
+    )
+    ds = load_runs([out], min_points=2)
+    assert np.isfinite(ds["reward"].values[0]).sum() == 2 and float(ds["group_size"][0]) == 2
+    # an error in the training says the same after its own line (a Python caller: in the
+    # exception's notes)
+    (tmp_path / "bg_qa_fail.py").write_text(
+        "calls = []\n"
+        "def reward(prompts, completions, **kw):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 3:\n"
+        "        raise ValueError('the verifier is down')\n"
+        "    return [float(len(c) % 2) for c in completions]\n"
+    )
+    monkeypatch.delitem(sys.modules, "bg_qa_fail", raising=False)
+    failed = tmp_path / "failed"
+    argv[1] = str(failed)
+    assert cli_main([*argv, "--threads", "1", "--reward", "bg_qa_fail:reward"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("bayes-grpo train: error:") and "the verifier is down" in err[0]
+    assert err[1].startswith(f"bayes-grpo train: {failed}: stopped after 2 of 9 steps; kept")
+
+
 def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):
     # "~/models/mini-lm" (Python, or a quoted command line) was "model directory not found",
     # and "~/gsm.jsonl" "dataset file not found", though both existed: "~" was not expanded

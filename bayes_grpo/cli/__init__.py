@@ -52,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
         except (FileNotFoundError, FileExistsError, PermissionError, ValueError) as exc:
             print(f"bayes-grpo {args.command}: error: {exc}", file=sys.stderr)
+            for note in getattr(exc, "__notes__", ()):  # e.g. what a failed training kept
+                print(f"bayes-grpo {args.command}: {note}", file=sys.stderr)
             return 2
         except BrokenPipeError:
             # the reader of stdout stopped (`bayes-grpo ingest ... | head -1`): no traceback;

@@ -151,14 +151,23 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if args.quiet_libs:
         _quiet_libraries()
-    with _terminate_as_exit():
-        result = run_training(
-            config,
-            args.run_dir,
-            reward_funcs=rewards or None,
-            overwrite=args.overwrite,
-            threads=args.threads,
-        )
+    try:
+        with _terminate_as_exit():
+            result = run_training(
+                config,
+                args.run_dir,
+                reward_funcs=rewards or None,
+                overwrite=args.overwrite,
+                threads=args.threads,
+            )
+    except _Terminated as stop:
+        # said before the exit (143): the run stopped, and what of it was kept
+        notes = getattr(stop, "__notes__", None) or [
+            f"{args.run_dir}: stopped before training began; nothing of the run was written"
+        ]
+        for note in notes:
+            print(f"bayes-grpo train: stopped by SIGTERM: {note}", file=sys.stderr)
+        raise
     summary = {
         "run_dir": str(result.run_dir),
         "wall_time_s": result.wall_time_s,
@@ -196,14 +205,19 @@ def _final_reward_text(result: Any) -> str:
     )
 
 
+class _Terminated(SystemExit):
+    """The ``SystemExit(143)`` of a SIGTERM while training (:func:`_terminate_as_exit`)."""
+
+
 @contextlib.contextmanager
 def _terminate_as_exit():
     """SIGTERM (a scheduler's preemption, ``kill``, ``timeout``) as ``SystemExit(143)`` while
     training: Python's default action ends the process on the spot, leaving the run directory
-    empty; as an exception the runner keeps the steps logged so far, marked as not completed."""
+    empty; as an exception the runner keeps the steps logged so far, marked as not completed,
+    and says so in a note of the exception, which the command prints."""
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        raise _Terminated(128 + signum)
 
     try:
         previous = signal.signal(signal.SIGTERM, terminate)

@@ -6,12 +6,12 @@ hyperparameters in the data-contract names (:func:`bayes_grpo.train.config.run_m
 No weights or checkpoints are written unless ``save_model=True``. A training that fails or is
 interrupted after its first optimizer step keeps the steps it logged (``trainer_state.json``)
 and any checkpoints, with ``bayes_grpo_run.json`` saying ``"completed": false`` and
-``"steps_done"``; a completed one has ``"completed": true``.
+``"steps_done"``; a completed one has ``"completed": true``. What such a run kept is said in a
+note of its exception (``exc.__notes__``), which ``bayes-grpo train`` prints.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import json
@@ -509,17 +509,22 @@ def _train_into(
         start = time.perf_counter()
         try:
             trainer.train()
-        except BaseException:
+            wall = time.perf_counter() - start
+            if trainer.state.global_step > 0:
+                if trainer.is_world_process_zero():
+                    _save_state(trainer, output_dir)
+                if config.save_model:  # a large model takes a while: a SIGTERM may come here
+                    trainer.save_model(str(output_dir))
+        except BaseException as exc:
             # the checkpoints (or logs) a failed or interrupted training wrote are kept; without
             # the run's settings beside them they would ingest with G, lr, k_ref ... unknown.
             # The steps it logged are written as its trainer_state.json (TRL writes that file
             # only at the end: without checkpoints an interrupted run otherwise kept nothing).
-            # (an error in these writes is dropped: the run's own error is the one reported)
-            if trainer.is_world_process_zero() and not replacing:
-                with contextlib.suppress(OSError):
-                    _keep_partial_run(trainer, output_dir, before, metadata)
+            # What was kept is said in a note of the run's own error, which is the one raised.
+            exc.add_note(
+                _keep_after_failure(trainer, config, output_dir, before, metadata, replacing)
+            )
             raise
-        wall = time.perf_counter() - start
         if trainer.state.global_step == 0:
             # transformers ends a training whose data give no batch at step 0 without an error
             # (a streamed prompt set shorter than one rollout; a sized one is refused before)
@@ -528,10 +533,6 @@ def _train_into(
                 f"{config.dataset or 'the prompt set'}: TRL trained no step; the prompts gave no "
                 f"whole rollout of {need} prompts"
             )
-        if trainer.is_world_process_zero():
-            _save_state(trainer, output_dir)
-        if config.save_model:
-            trainer.save_model(str(output_dir))
 
     metadata.update({"completed": True, "wall_time_s": round(wall, 3)})
     if trainer.is_world_process_zero():
@@ -609,15 +610,57 @@ def _holds_run_log(path: Path) -> bool:
     )
 
 
+def _keep_after_failure(
+    trainer: Any,
+    config: TrainConfig,
+    output_dir: Path,
+    before: set[Path],
+    metadata: dict[str, Any],
+    replacing: bool,
+) -> str:
+    """After a failed or interrupted training: keep its log so far and its settings
+    (:func:`_keep_partial_run`, on the main process, unless the run was to replace another);
+    return what was kept, said for the user (a run stopped by SIGTERM exited without a word)."""
+    done, total = trainer.state.global_step, config.max_steps
+    steps = f"{done} of {total} step{'s' if total != 1 else ''}"
+    if not trainer.is_world_process_zero():
+        return f"{output_dir}: stopped after {steps}; the main process keeps the run's log"
+    if replacing:
+        return (
+            f"{output_dir}: stopped after {steps}; the run it was to replace is left as it was "
+            "(this run's log is not kept)"
+        )
+    try:
+        written = _keep_partial_run(trainer, output_dir, before, metadata)
+    except OSError as err:  # the run's own error is the one raised; this one is said
+        return f"{output_dir}: stopped after {steps}; its log could not be kept: {err}"
+    if not written:
+        return f"{output_dir}: stopped after {steps}; nothing was kept"
+    partial = f'{METADATA_FILE}, "completed": false'
+    if done == 0:
+        return (
+            f"{output_dir}: stopped after {steps}; the run's settings ({partial}) are kept "
+            f"beside what it wrote ({', '.join(written)})"
+        )
+    unsaved = " (the model it was saving may be incomplete)" if config.save_model else ""
+    return (
+        f"{output_dir}: stopped after {steps}; kept the steps logged ({TRAINER_STATE_FILE}) and "
+        f"the run's settings ({partial}): `bayes-grpo ingest` reads it as a partial run{unsaved}"
+    )
+
+
 def _keep_partial_run(
     trainer: Any, output_dir: Path, before: set[Path], metadata: dict[str, Any]
-) -> None:
-    """After a failed or interrupted training: its log so far, and its settings beside what it wrote."""
+) -> list[str]:
+    """After a failed or interrupted training: its log so far, and its settings beside what it
+    wrote. Returns the names of what the run wrote (none: no settings written either)."""
     if trainer.state.global_step > 0:
         _save_state(trainer, output_dir)
-    if set(output_dir.iterdir()) - before:
+    written = sorted(p.name for p in set(output_dir.iterdir()) - before)
+    if written:
         partial = {"completed": False, "steps_done": trainer.state.global_step}
         _write_metadata(output_dir, {**metadata, **partial})
+    return written
 
 
 def _save_state(trainer: Any, output_dir: Path) -> None:
