@@ -206,7 +206,9 @@ def test_runner_metadata_beside_trainer_state_fills_every_coordinate(tmp_path):
     }
     (run_dir / "bayes_grpo_run.json").write_text(json.dumps(meta))
     ds = load_runs([tmp_path])
-    coords = run_coords(ds, "g4-seed0")
+    # a run_id other than its folder's name: the folder was renamed since, and names the run
+    coords = run_coords(ds, "g4_s0")
+    assert any("names the run 'g4-seed0'" in w for w in runset_warnings(ds)["g4_s0"])
     for name in RUN_COORDS:
         if name != "source":
             assert coords[name] == meta[name], name

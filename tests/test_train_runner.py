@@ -158,6 +158,24 @@ def test_existing_run_is_not_overwritten_silently(run):
         run_training(CONFIG, result.run_dir)
 
 
+def test_a_renamed_run_directory_is_named_by_its_folder_and_the_stored_id_is_said(run, tmp_path):
+    # `mv runs/tmp runs/g8_k2_s0`: ingest named the run 'tmp', the run_id in its
+    # bayes_grpo_run.json, without a word, and 'g8_k2_s0' only when another run also stored 'tmp'
+    import shutil
+
+    result, _, meta = run
+    renamed = tmp_path / "g8_k2_s0"
+    shutil.copytree(result.run_dir, renamed)
+    assert meta["run_id"] == result.run_dir.name != renamed.name
+    alone = load_runs([renamed])
+    assert list(alone.run.values) == ["g8_k2_s0"]
+    (said,) = [w for w in runset_warnings(alone)["g8_k2_s0"] if "names the run" in w]
+    assert f"names the run {result.run_dir.name!r}" in said and "now 'g8_k2_s0'" in said
+    both = load_runs([result.run_dir, renamed])
+    assert sorted(both.run.values) == sorted([result.run_dir.name, "g8_k2_s0"])
+    assert not any("names the run" in w for w in runset_warnings(both).get(meta["run_id"], []))
+
+
 def test_another_runs_checkpoints_and_files_a_save_would_write_over_are_refused(tmp_path):
     # a folder holding only checkpoint-*/ (a run ingest reads) was trained into without
     # --overwrite, and `train DIR --save-model` wrote the model's config.json over the user's

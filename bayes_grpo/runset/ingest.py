@@ -825,6 +825,13 @@ def _merge_hyperparameters(
             f"{side.runner_source} says the training did not complete (failed or interrupted"
             f"{steps}): a partial run"
         )
+    renamed = renamed_runner_folder(side)
+    if renamed and raw.name is None and (job.row is None or not job.row.run_id):
+        warn.append(
+            f"{side.runner_source} names the run {renamed[0]!r}, its folder's name when it was "
+            f"trained; the folder is now {renamed[1]!r} (renamed or copied since), which names "
+            "the run here"
+        )
     explicit: list[tuple[str, dict[str, object], dict[str, str]]] = []
     if job.row is not None:
         src = job.row.where
@@ -998,6 +1005,21 @@ def out_of_range(coord: str, value: object) -> str | None:
 # ------------------------------------------------------------------------------------------
 # run ids
 # ------------------------------------------------------------------------------------------
+
+
+def renamed_runner_folder(side: Sidecars) -> tuple[str, str] | None:
+    """``(stored, now)`` when the ``run_id`` of ``bayes_grpo_run.json`` (``bayes-grpo train``
+    writes its run directory's name) is not the name of the folder that holds it now.
+
+    The folder was renamed (or the run copied) after training: the run is named by its folder,
+    as it is listed and as a manifest or ``--run`` names it; the stored id, which named it even
+    after a rename (and only while no other run stored the same id), is said in a warning.
+    """
+    stored = side.runner.get("run_id")
+    if not (isinstance(stored, str) and stored and side.runner_source):
+        return None
+    now = Path(os.path.abspath(Path(side.runner_source).parent)).name
+    return None if stored == now else (stored, now)
 
 
 def _path_components(
@@ -1380,9 +1402,11 @@ def load_runs(
             sidecars[run.path.parent] = find_sidecars(run.path)
 
     def hint(run: RawRun) -> str | None:
-        suggested = sidecars[run.path.parent].runner.get("run_id")
+        side = sidecars[run.path.parent]
+        suggested = side.runner.get("run_id")
         if run.name is None and isinstance(suggested, str) and suggested:
-            return suggested
+            if not renamed_runner_folder(side):  # a renamed folder names the run (a warning)
+                return suggested
         return run.name or run.name_hint
 
     runs_in_folder = Counter(run.path.parent for run, _job in loaded)
