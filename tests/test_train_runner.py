@@ -152,6 +152,19 @@ def test_the_final_reward_is_said_as_a_mean_beside_ingests_last_reward(run):
     )
 
 
+def test_the_final_and_last_rewards_leave_out_a_reward_logged_as_nan_as_ingest_does():
+    # a reward function returning inf (TRL logs the mean: inf or NaN) made last_reward NaN
+    # beside ingest's r_last, the last finite reward, and the mean over the last rewards NaN
+    import math
+
+    from bayes_grpo.train.runner import _final_reward
+
+    history = [{"step": s, "reward": r} for s, r in enumerate([0.1, 0.2, 0.3, math.nan], 1)]
+    assert _final_reward([*history, {"step": 4, "train_runtime": 1.0}]) == (0.3, (3, 3), 0.3)
+    mean, steps, last = _final_reward(history[3:])  # no finite reward logged
+    assert steps is None and math.isnan(mean) and math.isnan(last)
+
+
 def test_existing_run_is_not_overwritten_silently(run):
     result, _, _ = run
     with pytest.raises(FileExistsError, match="already holds a run"):

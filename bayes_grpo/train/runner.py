@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -66,7 +67,7 @@ class TrainResult:
     wall_time_s
         Seconds spent in ``trainer.train()``.
     final_reward
-        Mean of the last 10% of the logged rewards (at least one; NaN if none logged): with
+        Mean of the last 10% of the finite logged rewards (at least one; NaN if none): with
         ``K_ref > 1`` TRL logs a reward on every ``K_ref``-th step only.
     final_reward_steps
         The first and last step of those rewards (``None`` if none logged).
@@ -349,11 +350,12 @@ def _check_context(
 def _final_reward(
     log_history: list[dict[str, Any]],
 ) -> tuple[float, tuple[int, int] | None, float]:
-    """:class:`TrainResult`'s ``final_reward``, ``final_reward_steps`` and ``last_reward``."""
+    """:class:`TrainResult`'s ``final_reward``, ``final_reward_steps`` and ``last_reward``, of
+    the finite rewards logged (those ingest reads: a NaN or inf is not a point of the curve)."""
     logged = [
         (int(h["step"]), float(h["reward"]))
         for h in log_history
-        if h.get("reward") is not None and "step" in h
+        if h.get("reward") is not None and "step" in h and math.isfinite(float(h["reward"]))
     ]
     if not logged:
         return float("nan"), None, float("nan")
