@@ -740,3 +740,12 @@ def test_a_malformed_launcher_variable_is_named_with_its_value(
     assert cli_main([*argv, "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["config"]["num_processes"] == (2 if env == "WORLD_SIZE" else 1)
+
+
+def test_bf16_null_on_the_cpu_is_refused_as_trls_default_of_bf16(capsys):
+    # --device cpu --grpo-arg bf16=null passed (null is falsy) and put bf16=None over the CPU's
+    # bf16=False: TRL's GRPOConfig reads None as `not fp16`, and the run trained in bf16
+    assert cli_main(["train", "out", "--grpo-arg", "bf16=null", "--dry-run"]) == 2
+    assert "bf16=null contradicts device (--device) 'cpu'" in capsys.readouterr().err
+    assert validate_config(TrainConfig(device="cpu", extra_grpo_args={"fp16": None}))
+    assert validate_config(TrainConfig(device="auto", extra_grpo_args={"bf16": None}))

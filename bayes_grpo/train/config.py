@@ -522,7 +522,10 @@ def _check_device_args(c: TrainConfig) -> None:
     """
     wanted = DEVICE_GRPO_ARGS[c.device]
     for name, value in c.extra_grpo_args.items():
-        if name not in wanted or wanted[name] is None or bool(value) == wanted[name]:
+        if name not in wanted or wanted[name] is None:
+            continue
+        # null is the library's default: TRL's bf16 is then ``not fp16`` (true), the others false
+        if (bool(value) if value is not None else name == "bf16") == wanted[name]:
             continue
         other = "auto" if c.device == "cpu" else "cpu"
         means = (
