@@ -239,6 +239,38 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
     assert (mine / "config.json").read_text() == "keep me"
 
 
+def test_a_replacing_run_stopped_while_saving_its_model_leaves_its_own_settings_beside_its_log(
+    tmp_path, monkeypatch
+):
+    # `train DIR -G 2 --overwrite --save-model` over a G=4 run, stopped (SIGTERM) while saving
+    # the weights after its last step: its log had replaced the old run's trainer_state.json,
+    # but the old run's bayes_grpo_run.json (G=4, completed) and checkpoints stayed beside it,
+    # so ingest read the new run's steps as the G=4 run's
+    import trl
+
+    out = tmp_path / "run"
+    (out / "checkpoint-12").mkdir(parents=True)
+    (out / "checkpoint-12" / "trainer_state.json").write_text('{"log_history": []}')
+    (out / "trainer_state.json").write_text('{"log_history": []}')
+    old = {"group_size": 4, "completed": True, "config": {"save_model": True}}
+    (out / "bayes_grpo_run.json").write_text(json.dumps(old))
+
+    def stopped(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trl.GRPOTrainer, "save_model", stopped)
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=2, save_model=True)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        run_training(cfg, out, overwrite=True, threads=1)
+    frame, meta = read_run_dir(out)
+    assert len(frame) == 2 and meta["group_size"] == 2
+    assert meta["completed"] is False and meta["steps_done"] == 2
+    assert not (out / "checkpoint-12").exists()
+    (note,) = stop.value.__notes__
+    assert "stopped after 2 of 2 steps; kept the steps logged" in note
+    assert "the model it was saving may be incomplete" in note
+
+
 def test_a_file_given_as_the_run_directory_is_a_clear_error_and_is_left_alone(tmp_path, capsys):
     # `bayes-grpo train notes.txt` failed with the bare "[Errno 17] File exists: 'notes.txt'"
     from bayes_grpo.cli import main as cli_main

@@ -509,12 +509,14 @@ def _train_into(
             p: _written_at(p) for p in before if replacing and _replaced_artefact(p, saved_model)
         }
         start = time.perf_counter()
+        logged = False  # this run's log written over the folder's trainer_state.json
         try:
             trainer.train()
             wall = time.perf_counter() - start
             if trainer.state.global_step > 0:
                 if trainer.is_world_process_zero():
                     _save_state(trainer, output_dir)
+                logged = True
                 if config.save_model:  # a large model takes a while: a SIGTERM may come here
                     trainer.save_model(str(output_dir))
         except BaseException as exc:
@@ -523,9 +525,17 @@ def _train_into(
             # The steps it logged are written as its trainer_state.json (TRL writes that file
             # only at the end: without checkpoints an interrupted run otherwise kept nothing).
             # What was kept is said in a note of the run's own error, which is the one raised.
+            # A run being replaced whose log is already this run's is replaced (its settings
+            # beside that log would be another run's).
+            still_old = replacing and not logged
             exc.add_note(
-                _keep_after_failure(trainer, config, output_dir, before, metadata, replacing)
+                _keep_after_failure(trainer, config, output_dir, before, metadata, still_old)
             )
+            if replacing and logged and trainer.is_world_process_zero():
+                try:
+                    _remove_replaced(replaced)
+                except OSError:  # the run's own error is the one raised
+                    pass
             raise
         if trainer.state.global_step == 0:
             # transformers ends a training whose data give no batch at step 0 without an error
@@ -539,9 +549,7 @@ def _train_into(
     metadata.update({"completed": True, "wall_time_s": round(wall, 3)})
     if trainer.is_world_process_zero():
         _write_metadata(output_dir, metadata)
-        for path, mtime in replaced.items():  # what this run did not write again
-            if path.exists() and _written_at(path) == mtime:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        _remove_replaced(replaced)
     return TrainResult(output_dir, metadata, wall, *_final_reward(trainer.state.log_history))
 
 
@@ -612,6 +620,14 @@ def _holds_run_log(path: Path) -> bool:
     )
 
 
+def _remove_replaced(replaced: dict[Path, int]) -> None:
+    """Remove the replaced run's checkpoints and model files this run did not write again
+    (``replaced``: each with the time it was written before the run)."""
+    for path, mtime in replaced.items():
+        if path.exists() and _written_at(path) == mtime:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
 def _keep_after_failure(
     trainer: Any,
     config: TrainConfig,
@@ -659,6 +675,8 @@ def _keep_partial_run(
     if trainer.state.global_step > 0:
         _save_state(trainer, output_dir)
     written = sorted(p.name for p in set(output_dir.iterdir()) - before)
+    if trainer.state.global_step > 0 and TRAINER_STATE_FILE not in written:
+        written.append(TRAINER_STATE_FILE)  # written over a replaced run's
     if written:
         partial = {"completed": False, "steps_done": trainer.state.global_step}
         _write_metadata(output_dir, {**metadata, **partial})
