@@ -682,6 +682,23 @@ def test_a_terminated_cli_run_says_it_was_stopped_and_what_it_kept(tmp_path, mon
     assert err[1].startswith(f"bayes-grpo train: {failed}: stopped after 2 of 9 steps; kept")
 
 
+@pytest.mark.parametrize(
+    ("env", "value"), [("ACCELERATE_USE_CPU", "maybe"), ("ACCELERATE_MIXED_PRECISION", "xyz")]
+)
+def test_a_bad_accelerate_variable_is_named_in_the_error(env, value, tmp_path, monkeypatch, capsys):
+    # ACCELERATE_USE_CPU=maybe was "TRL rejected the configuration for RUN: invalid truth value
+    # 'maybe'", ACCELERATE_MIXED_PRECISION=xyz "Unknown mixed_precision mode: xyz ...": the value
+    # accelerate read from the environment, but not the variable
+    from bayes_grpo.cli import main as cli_main
+
+    monkeypatch.setenv(env, value)
+    out = tmp_path / "run"
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "1"]
+    assert cli_main([*argv, "--device", "auto", "--threads", "1"]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.endswith(f"(from the environment: {env}={value!r})") and not out.exists()
+
+
 def test_a_model_directory_and_a_dataset_file_given_under_the_home_folder(tmp_path, monkeypatch):
     # "~/models/mini-lm" (Python, or a quoted command line) was "model directory not found",
     # and "~/gsm.jsonl" "dataset file not found", though both existed: "~" was not expanded

@@ -51,6 +51,7 @@ import json
 import math
 import numbers
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -681,6 +682,25 @@ def launcher_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, i
     return out
 
 
+def environment_in_error(message: str, environ: typing.Mapping[str, str] | None = None) -> str:
+    """`` (from the environment: NAME='value')`` for the accelerate / launcher variables whose
+    value the error ``message`` quotes, else ``""``.
+
+    accelerate reads its settings from ``ACCELERATE_*`` variables (what ``accelerate launch``
+    sets) and refuses a bad one in its own words, naming the value but not the variable
+    (``ACCELERATE_USE_CPU=maybe``: "invalid truth value 'maybe'"). The value is looked for as a
+    whole word, in any case (``'ZZZ' is not a valid DynamoBackend`` for ``zzz``).
+    """
+    environ = os.environ if environ is None else environ
+    named = []
+    for name, value in sorted(environ.items()):
+        if not (name.startswith("ACCELERATE_") or name in LAUNCHER_ENV) or len(value) < 2:
+            continue
+        if re.search(rf"(?<!\w){re.escape(value)}(?!\w)", message, flags=re.IGNORECASE):
+            named.append(f"{name}={value!r}")
+    return f" (from the environment: {', '.join(named)})" if named else ""
+
+
 def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
     """The TRL settings that realise ``config.k_ref`` (see the module docstring).
 
@@ -855,6 +875,7 @@ __all__ = [
     "TASKS",
     "TINY_MODEL",
     "TrainConfig",
+    "environment_in_error",
     "grpo_config_kwargs",
     "k_ref_mapping",
     "launcher_env",

@@ -30,6 +30,7 @@ from bayes_grpo._io import atomic_path, write_text_atomic
 from bayes_grpo.train.config import (
     TINY_MODEL,
     TrainConfig,
+    environment_in_error,
     grpo_config_kwargs,
     k_ref_mapping,
     launcher_env,
@@ -460,20 +461,29 @@ def _train_into(
         try:
             args = trl.GRPOConfig(**kwargs)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"TRL rejected the configuration for {output_dir}: {exc}") from exc
+            raise ValueError(
+                f"TRL rejected the configuration for {output_dir}: {exc}"
+                + environment_in_error(str(exc))
+            ) from exc
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
         _check_rollout_fits(dataset, config)
         _check_context(model, tokenizer, dataset, args.max_completion_length, config.model)
         model_size = sum(p.numel() for p in model.parameters())
-        trainer = trl.GRPOTrainer(
-            model=model,
-            reward_funcs=rewards if len(rewards) > 1 else rewards[0],
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        try:
+            trainer = trl.GRPOTrainer(
+                model=model,
+                reward_funcs=rewards if len(rewards) > 1 else rewards[0],
+                args=args,
+                train_dataset=dataset,
+                processing_class=tokenizer,
+            )
+        except ValueError as exc:  # accelerate's Accelerator refuses a bad ACCELERATE_* here
+            named = environment_in_error(str(exc))
+            if not named:
+                raise
+            raise ValueError(f"{exc}{named}") from exc
         if trainer.accelerator.num_processes != config.num_processes:
             raise ValueError(
                 f"launched on {trainer.accelerator.num_processes} processes but num_processes="
