@@ -400,6 +400,26 @@ def test_wandb_long_export_with_several_runs_in_one_file(tmp_path):
     assert ds.sizes["step"] == N
 
 
+def test_a_long_exports_config_columns_give_each_runs_coordinates(tmp_path):
+    # the columns beside run_name,metric,step,value (a run's config on every row) were dropped
+    # unseen: G, the learning rate and the model left unknown, where a wide file reads them
+    path = tmp_path / "sweep.csv"
+    lines = ["run_name,metric,step,value,learning_rate,num_generations,model"]
+    for run, lr, g in (("a", 1e-6, 4), ("b", 2e-6, 8)):
+        for s in range(N):
+            lines.append(f"{run},train/reward,{s},{REWARD[s]},{lr},{g},Qwen2.5-1.5B")
+            lines.append(f"{run},train/entropy,{s},1.0,{lr},{g},Qwen2.5-1.5B")
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    assert run_coords(ds, "a")["group_size"] == 4
+    assert run_coords(ds, "b")["group_size"] == 8
+    assert run_coords(ds, "b")["learning_rate"] == pytest.approx(2e-6)
+    assert {run_coords(ds, r)["model"] for r in ("a", "b")} == {"Qwen2.5-1.5B"}
+    np.testing.assert_allclose(ds.reward.sel(run="a").values, REWARD)
+    # a field repeated on each metric's row is logged once a step, not a repeated step
+    assert not any("more than once" in w for ws in runset_warnings(ds).values() for w in ws)
+
+
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
 def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(tmp_path, kind):
     path = tmp_path / f"sweep.{kind}"

@@ -9,7 +9,9 @@ Layouts recognised (column names are matched case-insensitively):
   without one, a model column (``model``, ``model_name_or_path`` ...) naming several models
   gives one run per model (:func:`_model_runs_column`).
 - **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
-  (or ``key``/``tag``), ``step`` and ``value``; one row per logged value.
+  (or ``key``/``tag``), ``step`` and ``value``; one row per logged value. Any other column
+  (a run's config beside each row: ``learning_rate``, ``num_generations``, ``model`` ...) is a
+  field of the row's step, as in a wide file, logged once a step.
 - In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
   (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
 - Separators: comma, tab (``.tsv``) or semicolon (spreadsheet exports); a semicolon export
@@ -382,6 +384,10 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
             _run_groups(frame, run_col, path) if multi else ([(None, frame)], [], None)
         )
         runs = [unassigned] if unassigned is not None else []
+        # the other columns (a run's config beside each row: learning_rate, num_generations,
+        # model ...) are fields of the row's step, as in a wide file: they were dropped unseen
+        layout = {step_col, metric_col, value_col, run_col, _find(cols, ID_KEYS)}
+        extra = [c for c in frame.columns if c not in layout]
         for name, sub in groups:
             records = pd.DataFrame(
                 {
@@ -390,6 +396,12 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
                     "value": sub[value_col].to_numpy(),
                 }
             ).dropna(subset=["value"])
+            if extra:
+                fields, _notes = _wide_records(sub[[step_col, *extra]], path)
+                # one row per metric repeats the step's fields: a field is logged once a step
+                # (values that differ at one step stay, and are said as a repeated step)
+                fields = fields.drop_duplicates(keep="last")
+                records = pd.concat([records, fields], ignore_index=True)
             runs.append(
                 RawRun(path=path, fmt="csv", records=records, name=name, notes=list(notes))
             )
