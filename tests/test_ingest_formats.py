@@ -75,7 +75,7 @@ def test_a_learning_rate_schedule_is_reported_since_the_law_takes_the_rate_as_co
     [
         (1e-6, True),  # the run logged 3e-6 throughout: a config of another run beside it
         (3e-6, False),
-        (3.5e-6, False),  # a schedule's peak, sampled at the logging steps, may fall short
+        (3.5e-6, True),  # 3e-6 throughout is the rate it trained at, no schedule's sampled peak
     ],
 )
 def test_a_logged_value_that_disagrees_with_the_config_is_warned_about(
@@ -93,7 +93,41 @@ def test_a_logged_value_that_disagrees_with_the_config_is_warned_about(
     notes = [w for w in runset_warnings(ds).get("run", []) if "learning_rate:" in w]
     assert bool(notes) is warned
     if warned:
-        assert "gives 1e-06 but peak of the logged learning-rate schedule" in notes[0]
+        assert f"gives {configured:g} but constant logged learning rate" in notes[0]
+
+
+@pytest.mark.parametrize("manifest", [True, False])
+def test_a_learning_rate_logged_constant_below_the_configured_one_is_warned_about(
+    tmp_path, manifest
+):
+    # a rate logged as 1e-6 at every step against a configured 2e-6 passed without a word, as
+    # a schedule's peak that the logging steps sampled short of; a schedule's may, a constant's
+    # cannot
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rates = {"constant": lambda s: 1e-6, "decay": lambda s: 1.8e-6 * (1 - s / (2 * N))}
+    for name, rate in rates.items():
+        history = [_trl_entry(s, REWARD[s - 1], learning_rate=rate(s)) for s in range(1, N + 1)]
+        (folder / name).mkdir()
+        (folder / name / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+        if not manifest:
+            (folder / name / "training_args.json").write_text(json.dumps({"learning_rate": 2e-6}))
+    if manifest:
+        (tmp_path / "runs.csv").write_text(
+            "path,learning_rate\n" + "".join(f"run/{name},2e-6\n" for name in rates)
+        )
+        ds = load_runs(manifest=tmp_path / "runs.csv")
+    else:
+        ds = load_runs([folder])
+    notes = {
+        run: [w for w in ws if "learning_rate:" in w] for run, ws in runset_warnings(ds).items()
+    }
+    assert len(notes["constant"]) == 1
+    assert "gives 2e-06 but constant logged learning rate 'learning_rate' gives 1e-06" in (
+        notes["constant"][0]
+    )
+    assert notes.get("decay", []) == []  # a decay's first logged step is short of its peak
+    assert float(ds.learning_rate.sel(run="constant")) == 2e-6  # the config still wins
 
 
 def test_values_a_console_log_rounded_agree_with_the_config(tmp_path):

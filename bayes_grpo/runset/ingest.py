@@ -38,7 +38,8 @@ next to a ``trainer_state.json``);  4. training configs beside the log (``traini
 name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
 ``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step`` ...), text
 fields of one value naming the ``model`` or ``momentum_convention`` (a W&B export's config
-columns) and the peak of the logged learning-rate schedule.
+columns) and the logged learning rate (its schedule's peak; a value logged throughout is
+compared with the configured rate as a constant).
 Where each coordinate came from is kept in ``ds.attrs["bayes_grpo_ingest"]``.
 """
 
@@ -555,9 +556,19 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
         if np.isfinite(peak) and peak > 0:
             values["learning_rate"], why["learning_rate"] = (
                 float(peak),
-                (f"peak of the logged learning-rate schedule {col!r}"),
+                f"constant logged learning rate {col!r}"
+                if _constant_logged_lr(wide[col])
+                else f"peak of the logged learning-rate schedule {col!r}",
             )
     return values, why
+
+
+def _constant_logged_lr(lr: pd.Series) -> bool:
+    """Whether a logged learning rate is one value at two or more logged steps: a rate that
+    follows no schedule there, so it is the configured rate itself, not a peak the logging
+    steps may have sampled short of."""
+    seen = pd.to_numeric(lr, errors="coerce").dropna()
+    return len(seen) >= 2 and seen.nunique() == 1
 
 
 # ------------------------------------------------------------------------------------------
@@ -869,6 +880,8 @@ def _merge_hyperparameters(
             derived.append(("model", *coords_from_model_config(model_config, src)))
     derived.append(("logged", norm.logged_hparams, norm.logged_why))
 
+    logged_lr = norm.frame.get(LOGGED_LR_VAR)
+    constant_lr = logged_lr is not None and _constant_logged_lr(logged_lr)
     values: dict[str, object] = {}
     why: dict[str, str] = {}
     for _kind, vals, srcs in explicit:
@@ -884,7 +897,9 @@ def _merge_hyperparameters(
         for coord, value in vals.items():
             if coord not in values:
                 values[coord], why[coord] = value, srcs[coord]
-            elif kind == "logged" and not _logged_agrees(coord, values[coord], value):
+            elif kind == "logged" and not _logged_agrees(
+                coord, values[coord], value, schedule=not constant_lr
+            ):
                 # what the run logged against its config: a config of another run beside it
                 warn.append(
                     f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives "
@@ -928,12 +943,16 @@ def _merge_hyperparameters(
     return values, why, warn
 
 
-def _logged_agrees(coord: str, configured: object, logged: object) -> bool:
+def _logged_agrees(
+    coord: str, configured: object, logged: object, *, schedule: bool = True
+) -> bool:
     """Whether a value the run logged agrees with the one its configs give.
 
-    A logged learning rate is its schedule's peak as sampled at the logging steps: at most the
-    configured rate, and below it after a warm-up between two logging steps; it disagrees above
-    the configured rate or below :data:`LR_SCHEDULE_SHARE` of it. Other values are constants.
+    A logged learning rate on a ``schedule`` is its peak as sampled at the logging steps: at
+    most the configured rate, and below it after a warm-up between two logging steps; it
+    disagrees above the configured rate or below :data:`LR_SCHEDULE_SHARE` of it. A rate logged
+    as one value throughout (``schedule=False``) is the rate the run trained at, a constant as
+    other values are (a constant 1e-6 against a manifest's 2e-6 passed as a peak sampled short).
     Both within :data:`LOGGED_PRECISION`: console logs print rounded values (TRL 4 significant
     digits, verl 3 decimals: its ``actor/kl_coef`` of a ``kl_loss_coef`` 1e-4 reads 0.000).
     """
@@ -942,6 +961,8 @@ def _logged_agrees(coord: str, configured: object, logged: object) -> bool:
     except (TypeError, ValueError):
         return _same(configured, logged)
     if coord == "learning_rate":  # a rate is printed to significant digits, never to 0.001
+        if not schedule:
+            return math.isclose(value, seen, rel_tol=LOGGED_PRECISION)
         return LR_SCHEDULE_SHARE * value <= seen <= value or math.isclose(
             value, seen, rel_tol=LOGGED_PRECISION
         )
