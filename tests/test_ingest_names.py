@@ -175,6 +175,20 @@ def test_two_sources_of_one_canonical_name_are_both_kept():
     assert len(set(mapping.columns.values())) == len(mapping.columns)
 
 
+def test_a_name_collision_note_names_the_source_that_holds_the_variable():
+    # TRL's 'completions/mean_length' beside an older 'completion_length' (a real log,
+    # chaos_llama3.2_3b_multiagent_g4): the note read "('completion_length' is
+    # 'completion_length')", naming the variable for the metric that holds it
+    mapping = map_names(["reward", "completions/mean_length", "completion_length"])
+    assert mapping.columns["completions/mean_length"] == "completion_length"
+    assert mapping.notes == (
+        "metric 'completion_length' kept as 'completion_length_2' "
+        "('completion_length' is 'completions/mean_length')",
+    )
+    # the reward's own note is unchanged
+    assert "('reward' is 'reward')" in map_names(["reward", "train/reward"]).notes[0]
+
+
 def test_mapping_table_documents_every_canonical_name():
     rows = mapping_table()
     assert {r["canonical"] for r in rows} >= set(METRIC_ALIASES)

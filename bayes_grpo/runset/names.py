@@ -417,7 +417,9 @@ def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapp
     reward_source, rule, notes = choose_reward(sources, reward_key)
     notes = list(notes)
     columns: dict[str, str] = {reward_source: REWARD_VAR}
-    taken = {REWARD_VAR}
+    #: variable -> the source name it holds (the note named the variable for the source: "'x'
+    #: is 'x'", where 'completions/mean_length' held 'completion_length')
+    taken = {REWARD_VAR: reward_source}
 
     def rank(s: str) -> tuple[int, int]:
         return (_priority_of(split_eval(s)[1]), sources.index(s))
@@ -432,11 +434,10 @@ def map_names(sources: Iterable[str], reward_key: str | None = None) -> NameMapp
             while alt in taken:
                 alt = f"{sanitise(src)}_{i}"
                 i += 1
-            taken_by = reward_source if name == REWARD_VAR else name
-            notes.append(f"metric {src!r} kept as {alt!r} ({name!r} is {taken_by!r})")
+            notes.append(f"metric {src!r} kept as {alt!r} ({name!r} is {taken[name]!r})")
             name = alt
         columns[src] = name
-        taken.add(name)
+        taken[name] = src
     ordered = {s: columns[s] for s in sources}
     return NameMapping(ordered, reward_source, rule, tuple(notes))
 
