@@ -388,7 +388,25 @@ def test_a_jsonl_header_record_naming_the_run_keeps_the_step_records(tmp_path):
     path.write_text("\n".join(lines))
     ds = load_runs([path])
     assert ds.sizes["step"] == N and not rejected_runs(ds)
-    assert any("read as part of the file's one run 'my-run'" in w for w in runset_warnings(ds)["hdr"])
+    # the run is the one the header names (it was named after the file, 'hdr')
+    assert any(
+        "read as part of the file's one run 'my-run'" in w for w in runset_warnings(ds)["my-run"]
+    )
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_file_of_one_named_run_is_named_by_it_in_every_format(tmp_path, kind):
+    # a CSV with run_name 'my-run' on every row was the run 'my-run'; the same JSONL was the
+    # run 'log' (its file), the name it logs dropped without a word
+    path = tmp_path / f"log.{kind}"
+    if kind == "csv":
+        rows = ["run_name,step,reward", *(f"my-run,{s},{0.1 * s}" for s in range(N))]
+    else:
+        rows = [json.dumps({"run_name": "my-run", "step": s, "reward": 0.1 * s}) for s in range(N)]
+    path.write_text("\n".join(rows))
+    ds = load_runs([path])
+    assert list(ds.run.values) == ["my-run"]
+    assert json.loads(ds.attrs[INGEST_ATTR])["my-run"]["run_name"] == "my-run"
 
 
 def test_a_semicolon_export_with_decimal_commas_is_read_as_numbers_and_says_so(tmp_path):

@@ -660,4 +660,7 @@ def load_jsonl(path: str | Path, *, logging_steps: int | None = None) -> list[Ra
                 runs.append(_entries_to_run(kept, path, name, notes, logging_steps))
             return runs
         entries = [{k: v for k, v in e.items() if k not in keys} for e in entries]
+        # the file's one run keeps the name it logs, as a CSV's does (the name was dropped and
+        # the run named after its file)
+        return [_entries_to_run(entries, path, groups[0][0], notes, logging_steps)]
     return [_entries_to_run(entries, path, None, notes, logging_steps)]
