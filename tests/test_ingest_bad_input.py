@@ -173,6 +173,32 @@ def test_two_manifest_rows_with_the_same_run_id_are_an_error_naming_the_rows(tmp
         load_runs([], manifest=manifest)
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "a.csv,one,4\na.csv,two,8\n",  # one log, two ids
+        "a.csv,,4\nsub/../a.csv,,8\n",  # one log, spelt two ways
+        "sweep.csv,one,4,x\nsweep.csv,two,8,x\n",  # one run of a multi-run file
+    ],
+)
+def test_two_manifest_rows_about_one_run_are_an_error_naming_the_rows(tmp_path, rows):
+    # the second row was dropped without a word: its id and its G=8 gone, the run kept G=4
+    _good(tmp_path / "a.csv")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sweep.csv").write_text(
+        "run_name,step,reward\n"
+        + "".join(f"{name},{s},{0.1 * s}\n" for name in "xy" for s in range(N))
+    )
+    manifest = tmp_path / "m.csv"
+    header = "path,run,group_size" + (",run_name" if "sweep" in rows else "")
+    manifest.write_text(f"{header}\n{rows}")
+    with pytest.raises(LogFormatError, match=r"m\.csv: rows 1 and 2 are both about the run .*csv"):
+        load_runs([], manifest=manifest)
+    # rows about two runs of one file are two runs
+    manifest.write_text("path,run,group_size,run_name\nsweep.csv,one,4,x\nsweep.csv,two,8,y\n")
+    assert sorted(load_runs([], manifest=manifest).run.values) == ["one", "two"]
+
+
 @pytest.mark.parametrize("steps", ["abc", "-5", "0", "2.5"])
 def test_a_manifest_logging_steps_that_is_no_stride_is_an_error_naming_the_row(tmp_path, steps):
     # 'abc' stopped the ingest with "could not convert string to float: 'abc'" (no file, no

@@ -27,7 +27,7 @@ set *and reported*: in ``ds.attrs["bayes_grpo_rejected"]`` (JSON ``{source: reas
 warning. With ``on_error="raise"`` the first bad run aborts the ingest. When no run survives,
 :class:`~bayes_grpo.runset.core.RunSetError` lists every reason. Errors that concern the whole
 request rather than one run (a path that does not exist, a malformed manifest, two manifest rows
-with the same run id) always raise.
+with the same run id, or about the same run) always raise.
 
 Hyperparameters (first source that has a value wins; disagreeing later sources give a warning)
 ------------------------------------------------------------------------------------------
@@ -1414,6 +1414,13 @@ def load_runs(
     unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
     for run, job in loaded:
         key = (str(run.path.resolve()), run.name)
+        first = unique[key][1].row if key in unique else None
+        if first is not None and job.row is not None and job.row is not first:
+            # the later row was dropped without a word, its id and coordinates with it
+            raise LogFormatError(
+                f"{first.manifest}: rows {first.row} and {job.row.row} are both about the run "
+                f"{run.label}; give each run one row"
+            )
         if key not in unique or (job.row is not None and unique[key][1].row is None):
             unique[key] = (run, job)
     loaded = list(unique.values())
