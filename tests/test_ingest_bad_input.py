@@ -435,6 +435,29 @@ def test_a_file_of_one_named_run_is_named_by_it_in_every_format(tmp_path, kind):
     assert json.loads(ds.attrs[INGEST_ATTR])["my-run"]["run_name"] == "my-run"
 
 
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_rows_ending_with_a_separator_the_header_lacks_keep_their_columns(tmp_path, sep):
+    # pandas took each row's first field for its index: 'step' held the rewards, 'reward' the
+    # KL, and the run was rejected as "steps must be integers (found 0.1)"
+    path = tmp_path / "trailing.csv"
+    rows = [f"step{sep}reward{sep}kl", *(f"{s}{sep}{0.1 * s:.1f}{sep}0{sep}" for s in range(N))]
+    path.write_text("\n".join(rows).replace(".", "," if sep == ";" else "."))
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="trailing").values, [0.1 * s for s in range(N)])
+    np.testing.assert_allclose(ds.kl.sel(run="trailing").values, 0.0)
+    assert list(ds.step.values) == list(range(N))
+    assert any("end with a separator" in w for w in runset_warnings(ds)["trailing"])
+
+
+def test_rows_with_values_in_fields_the_header_does_not_name_are_an_error_naming_the_file(
+    tmp_path,
+):
+    path = tmp_path / "extra.csv"
+    path.write_text("\n".join(["step,reward", *(f"{s},{0.1 * s},7" for s in range(N))]))
+    with pytest.raises(RunSetError, match=r"extra\.csv: its rows have more fields than the 2"):
+        load_runs([path], on_error="raise")
+
+
 def test_a_semicolon_export_with_decimal_commas_is_read_as_numbers_and_says_so(tmp_path):
     # spreadsheets in many locales write "0,25"; the run was rejected as "no numeric metrics"
     path = tmp_path / "semi.csv"

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -234,7 +235,7 @@ def _wide_records(
     return records, notes
 
 
-def _read_table(path: Path, sep: str) -> pd.DataFrame:
+def _read_csv(path: Path, sep: str, **kwargs) -> pd.DataFrame:
     try:
         return pd.read_csv(
             path,
@@ -243,11 +244,40 @@ def _read_table(path: Path, sep: str) -> pd.DataFrame:
             keep_default_na=False,
             na_values=[""],
             encoding=text_encoding(path),
+            **kwargs,
         )
     except pd.errors.EmptyDataError as exc:
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
     except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+
+
+def _read_table(path: Path, sep: str) -> tuple[pd.DataFrame, str | None]:
+    """The table of a CSV file, and a note when its rows end with a separator its header lacks.
+
+    pandas takes the first field of rows that have more fields than the header names for the
+    row index: in ``step,reward,kl`` over rows ``1,0.5,0.01,`` (a writer that ends every row
+    with a comma) each column took its right neighbour's values, the steps became 0.5 ... and
+    the run was rejected as "steps must be integers", or read shifted when they were whole
+    numbers. An empty last field is read away; values in fields the header does not name are
+    an error, since which column is which cannot be told.
+    """
+    frame = _read_csv(path, sep)
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame, None
+    if len(frame.columns) == 0 or not frame.iloc[:, -1].isna().all():
+        raise LogFormatError(
+            f"{path}: its rows have more fields than the {len(frame.columns)} names of its "
+            "header, so which column is which cannot be told; name every column in the header"
+        )
+    with warnings.catch_warnings():
+        # the field it leaves out is empty in every row: nothing is lost
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        frame = _read_csv(path, sep, index_col=False)
+    return frame, (
+        f"{path.name}: its rows end with a separator its header does not have; the empty "
+        "last field not read"
+    )
 
 
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
@@ -345,16 +375,18 @@ def load_csv(path: str | Path, *, logging_steps: int | None = None) -> list[RawR
     numbered by order, ``logging_steps`` apart)."""
     path = Path(path)
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
-    frame = _read_table(path, sep)
+    header = _read_csv(path, sep, nrows=0).columns
     notes = []
-    if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
+    if len(header) == 1 and ";" in str(header[0]):
         sep = ";"  # a semicolon-separated export (spreadsheets in many locales)
-        frame = _read_table(path, sep)
+        frame, trailing_note = _read_table(path, sep)
         frame, decimal_note = _decimal_commas(frame, path)
         notes.append(decimal_note)
+    else:
+        frame, trailing_note = _read_table(path, sep)
     frame, header_note = _repeated_headers(frame, path, sep)
     frame, index_note = _pandas_row_index(frame, path)
-    notes = [n for n in [header_note, index_note, *notes] if n is not None]
+    notes = [n for n in [trailing_note, header_note, index_note, *notes] if n is not None]
     runs = _csv_runs(frame, path, logging_steps)
     for run in runs:
         if run.rejected is None:
