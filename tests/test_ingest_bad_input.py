@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from bayes_grpo.runset import RunSetError, runset_warnings
+from bayes_grpo.runset import RunSetError, run_coords, runset_warnings
 from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
 from bayes_grpo.runset.loaders import LogFormatError
 
@@ -223,6 +223,23 @@ def test_two_runs_that_would_get_the_same_id_are_told_apart(tmp_path):
 def test_the_same_file_given_twice_is_read_once(tmp_path):
     path = _good(tmp_path / "r.csv")
     assert list(load_runs([path, path, tmp_path]).run.values) == ["r"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "path;group_size;learning_rate\na.csv;4;1,5e-6\n",  # a spreadsheet's export
+        "path,group_size,learning_rate\na.csv,4,1.5e-6,\n",  # rows ending with a comma
+    ],
+)
+def test_a_manifest_is_read_as_a_csv_log_is(tmp_path, text):
+    # the semicolon manifest was one column 'path;group_size;learning_rate' ("unknown
+    # column"); the trailing comma made the path '4' ("path 4 does not exist")
+    _good(tmp_path / "a.csv")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(text)
+    coords = run_coords(load_runs([], manifest=manifest), "a")
+    assert coords["group_size"] == 4 and coords["learning_rate"] == pytest.approx(1.5e-6)
 
 
 def test_manifest_rows_pointing_at_missing_paths_are_reported(tmp_path):

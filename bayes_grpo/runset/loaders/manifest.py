@@ -1,6 +1,8 @@
 """Run manifests: one row per run, with the log's path and any run coordinates.
 
-CSV (header row) or YAML (a list of mappings, or a mapping with a ``runs`` list)::
+CSV (header row; read as a CSV log is, :func:`~bayes_grpo.runset.loaders.tabular.read_table`:
+comma, tab in a ``.tsv``, or semicolon with decimal commas) or YAML (a list of mappings, or a
+mapping with a ``runs`` list)::
 
     path,run,model,model_size,group_size,learning_rate,momentum,momentum_convention,k_ref,beta,seed
     runs/g4_s0,g4-seed0,Qwen/Qwen2.5-0.5B,4.9e8,4,1e-6,0.9,ema,1,0.04,0
@@ -23,6 +25,7 @@ import pandas as pd
 import yaml
 
 from bayes_grpo.runset.loaders._base import LogFormatError
+from bayes_grpo.runset.loaders.tabular import read_table
 from bayes_grpo.runset.schema import RUN_COORDS
 
 CONTROL_COLUMNS: tuple[str, ...] = ("path", "run", "id", "run_name", "reward_key", "logging_steps")
@@ -84,7 +87,10 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
                 )
             rows = data
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            # as a CSV log is read: a semicolon-separated manifest was one column
+            # 'path;group_size' ("unknown column"), and rows ending with a comma its header
+            # lacks took the next column's value for the path ("path 4 does not exist")
+            frame = read_table(path)[0]
             rows = frame.to_dict(orient="records")
     except (yaml.YAMLError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise LogFormatError(f"{path}: unreadable manifest ({exc})") from exc

@@ -280,6 +280,22 @@ def _read_table(path: Path, sep: str) -> tuple[pd.DataFrame, str | None]:
     )
 
 
+def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
+    """A CSV file's cells as text (an empty cell NaN), the separator it uses and notes: a tab
+    in a ``.tsv``, else a comma, or a semicolon when the header is one name holding one
+    (spreadsheets in many locales; their decimal commas ``0,25`` read as decimals,
+    :func:`_decimal_commas`); rows ending with a separator the header lacks as
+    :func:`_read_table` reads them. Logs and manifests are read so."""
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    header = _read_csv(path, sep, nrows=0).columns
+    if len(header) == 1 and ";" in str(header[0]):
+        frame, trailing_note = _read_table(path, ";")
+        frame, decimal_note = _decimal_commas(frame, path)
+        return frame, ";", [n for n in [trailing_note, decimal_note] if n is not None]
+    frame, trailing_note = _read_table(path, sep)
+    return frame, sep, [trailing_note] if trailing_note is not None else []
+
+
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
 
 
@@ -374,19 +390,10 @@ def load_csv(path: str | Path, *, logging_steps: int | None = None) -> list[RawR
     """Read the run(s) of a CSV (or TSV) metric export (rows without a step column are
     numbered by order, ``logging_steps`` apart)."""
     path = Path(path)
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
-    header = _read_csv(path, sep, nrows=0).columns
-    notes = []
-    if len(header) == 1 and ";" in str(header[0]):
-        sep = ";"  # a semicolon-separated export (spreadsheets in many locales)
-        frame, trailing_note = _read_table(path, sep)
-        frame, decimal_note = _decimal_commas(frame, path)
-        notes.append(decimal_note)
-    else:
-        frame, trailing_note = _read_table(path, sep)
+    frame, sep, notes = read_table(path)
     frame, header_note = _repeated_headers(frame, path, sep)
     frame, index_note = _pandas_row_index(frame, path)
-    notes = [n for n in [trailing_note, header_note, index_note, *notes] if n is not None]
+    notes = [n for n in [header_note, index_note] if n is not None] + notes
     runs = _csv_runs(frame, path, logging_steps)
     for run in runs:
         if run.rejected is None:
