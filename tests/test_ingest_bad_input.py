@@ -220,6 +220,16 @@ def test_two_runs_that_would_get_the_same_id_are_told_apart(tmp_path):
     assert sorted(ds.run.values) == ["x/run", "y/run"]
 
 
+def test_the_states_of_two_checkpoints_of_one_run_are_named_by_their_checkpoints(tmp_path):
+    # both were named by their whole absolute path, the second with '#2': the checkpoint
+    # folders (generic parts) and the file names (both trainer_state.json) were all that differ
+    early = _state(tmp_path / "qwen" / "checkpoint-5" / "trainer_state.json", n=N)
+    late = _state(tmp_path / "qwen" / "checkpoint-10" / "trainer_state.json", n=N + 5)
+    ds = load_runs([early, late])
+    assert sorted(ds.run.values) == ["checkpoint-10", "checkpoint-5"]
+    assert int(ds.reward.sel(run="checkpoint-10").notnull().sum()) == N + 5
+
+
 def test_the_same_file_given_twice_is_read_once(tmp_path):
     path = _good(tmp_path / "r.csv")
     assert list(load_runs([path, path, tmp_path]).run.values) == ["r"]

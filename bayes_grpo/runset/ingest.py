@@ -1044,7 +1044,12 @@ def renamed_runner_folder(side: Sidecars) -> tuple[str, str] | None:
 
 
 def _path_components(
-    path: Path, name: str | None, *, sole_event_file: bool = False, file_name: bool = False
+    path: Path,
+    name: str | None,
+    *,
+    sole_event_file: bool = False,
+    file_name: bool = False,
+    every_folder: bool = False,
 ) -> list[str]:
     """The path's parts an id is made of (generic folder names and file stems left out).
 
@@ -1052,7 +1057,9 @@ def _path_components(
     format), the folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
     With ``file_name`` the file's name is the last part, joined to its folder's
     (``qwen-g8/trainer_state.json``): what tells apart two logs of one folder whose parts are
-    otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it).
+    otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it). With
+    ``every_folder`` the generic folders are kept: what tells apart the states of two
+    ``checkpoint-*`` folders of one run (``checkpoint-50`` and ``checkpoint-100``).
     """
     # the path as the user gave it, made absolute: resolving links named a run folder linked in
     # from other storage (runs/qwen-g8 -> /scratch/job_8812/output) after the link's target
@@ -1060,8 +1067,11 @@ def _path_components(
     parts = [
         p
         for i, p in enumerate(folders)
-        if not _GENERIC_DIRS.match(p)
-        and not (p == "files" and i and _WANDB_RUN_DIR.match(folders[i - 1]))
+        if every_folder
+        or (
+            not _GENERIC_DIRS.match(p)
+            and not (p == "files" and i and _WANDB_RUN_DIR.match(folders[i - 1]))
+        )
     ]
     if file_name:
         last = f"{parts.pop()}/{path.name}" if parts else path.name
@@ -1452,6 +1462,15 @@ def load_runs(
     alike = Counter(map(tuple, components))
     components = [
         _path_components(run.path, run.name, file_name=True) if alike[tuple(parts)] > 1 else parts
+        for parts, (run, _job) in zip(components, loaded)
+    ]
+    # nor could the file names tell apart the states of two checkpoints of one run (given
+    # as files, or a run folder beside one of its checkpoints): their folders do
+    alike = Counter(map(tuple, components))
+    components = [
+        _path_components(run.path, run.name, every_folder=True)
+        if alike[tuple(parts)] > 1
+        else parts
         for parts, (run, _job) in zip(components, loaded)
     ]
     ids = assign_run_ids(
