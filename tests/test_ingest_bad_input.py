@@ -230,6 +230,16 @@ def test_the_states_of_two_checkpoints_of_one_run_are_named_by_their_checkpoints
     assert int(ds.reward.sel(run="checkpoint-10").notnull().sum()) == N + 5
 
 
+def test_a_saved_run_set_given_to_load_runs_is_named_as_one(tmp_path):
+    # the CLI re-reads a saved run set given to ingest; load_runs called it "not a recognised
+    # log format", which sent a user looking for a format it lacked
+    from bayes_grpo.runset import save_runset
+
+    saved = save_runset(load_runs([_good(tmp_path / "a.csv")]), tmp_path / "runs.nc")
+    with pytest.raises(RunSetError, match=r"runs\.nc: a netCDF file \(a saved run set\?\), not a log"):
+        load_runs([saved], on_error="raise")
+
+
 def test_the_same_file_given_twice_is_read_once(tmp_path):
     path = _good(tmp_path / "r.csv")
     assert list(load_runs([path, path, tmp_path]).run.values) == ["r"]

@@ -214,8 +214,6 @@ def manifest_paths(manifest: str | None) -> list[str]:
         return []
 
 
-#: Suffixes of a saved run set (netCDF), which ingest re-reads rather than parses as a log.
-RUNSET_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
 
 
 def _reread_runset(saved: list[str], args: argparse.Namespace):
@@ -247,6 +245,7 @@ def _reread_runset(saved: list[str], args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import MIN_POINTS, load_runs, runset_summary, summary_records
+    from bayes_grpo.runset.loaders import RUNSET_SUFFIXES
 
     if not args.paths and not args.manifest:
         raise ValueError("give at least one PATH or --manifest")

@@ -44,6 +44,8 @@ LOADERS: dict[str, Callable[..., list[RawRun]]] = {
     "console": load_console,
 }
 FORMATS: tuple[str, ...] = tuple(LOADERS)
+#: Suffixes of a saved run set (netCDF): no log; ``bayes-grpo ingest`` re-reads one as it is.
+RUNSET_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
 _CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ""}
 
 
@@ -87,6 +89,13 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
     """Read every run of one log file (format auto-detected unless ``fmt`` is given)."""
     path = Path(path)
     fmt = fmt or detect_format(path)
+    if fmt is None and path.suffix.lower() in RUNSET_SUFFIXES:
+        # the CLI re-reads a saved run set given to ingest; the function said "not a recognised
+        # log format" of it
+        raise LogFormatError(
+            f"{path}: a netCDF file (a saved run set?), not a log; read a run set with "
+            "bayes_grpo.runset.load_runset"
+        )
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
     if fmt not in LOADERS:
@@ -98,6 +107,7 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
 __all__ = [
     "FORMATS",
     "LOADERS",
+    "RUNSET_SUFFIXES",
     "LogFormatError",
     "ManifestRow",
     "RawRun",
