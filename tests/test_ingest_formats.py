@@ -1798,6 +1798,27 @@ def test_a_csvs_constant_optimizer_column_gives_the_momentum_convention(tmp_path
     assert any("text fields not kept as metrics: ['optimizer']" in w for w in runset_warnings(ds)["other"])
 
 
+def test_a_csvs_constant_adam_beta1_column_is_the_runs_momentum_as_in_a_config(tmp_path):
+    # a W&B export's config columns optim=adamw_torch, adam_beta1=0.9 (the Trainer's argument
+    # names) gave the convention ema and left the momentum unknown; in a training_args.json
+    # beside the log the same two give momentum 0.9, ema
+    rows = ["Name,step,train/reward,optim,adam_beta1"]
+    for run, optim in (("adam", "adamw_torch"), ("plain", ""), ("sgd", "sgd")):
+        rows += [f"{run},{s},{r},{optim},0.9" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_runs([path])
+    for run in ("adam", "plain"):  # no optimizer named: Adam's beta1 is Adam's, as in a config
+        coords = run_coords(ds, run)
+        assert (coords["momentum"], coords["momentum_convention"]) == (0.9, "ema")
+    sources = json.loads(ds.attrs[INGEST_ATTR])["adam"]["hyperparameter_sources"]
+    assert sources["momentum"] == "constant logged metric 'adam_beta1' (Adam beta1)"
+    # the Trainer's arguments carry adam_beta1 whatever the optimizer: an SGD run's momentum
+    # stays unknown without a momentum column (deliberately, as before)
+    assert run_coords(ds, "sgd")["momentum_convention"] == "heavy_ball"
+    assert np.isnan(run_coords(ds, "sgd")["momentum"])
+
+
 def test_a_csvs_constant_model_and_convention_columns_are_the_runs_attributes(tmp_path):
     # a W&B export with its config columns: the text columns model and momentum_convention
     # were dropped ("text fields not kept as metrics") and the run's model left unknown

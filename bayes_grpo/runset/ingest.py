@@ -36,7 +36,8 @@ Hyperparameters (first source that has a value wins; disagreeing later sources g
 next to a ``trainer_state.json``);  4. training configs beside the log (``training_args.json``,
 ``config.yaml`` ...);  5. the model config (``config.json``, TensorBoard ``model_config``): model
 name, estimated parameter count;  6. constants logged as metrics (``kl_coef``, ``group_size``,
-``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step`` ...), text
+``optimizer_updates_per_rollout_batch``, ``num_parameters``, ``completions_per_step``, Adam's
+``adam_beta1`` ...), text
 fields of one value naming the ``model`` or ``momentum_convention`` (a W&B export's config
 columns) and the logged learning rate (its schedule's peak; a value logged throughout is
 compared with the configured rate as a constant).
@@ -60,7 +61,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.constants import MOMENTUM_CONVENTIONS
+from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.runset.core import RunSetError, make_runset, runset_warnings
 from bayes_grpo.runset.loaders import (
     LogFormatError,
@@ -404,6 +405,7 @@ def _normalise_run(
     for coord, value in text_coords.items():
         logged[coord] = value
         logged_why[coord] = f"constant text column {text_why[coord]!r} of {raw.path.name}"
+    _logged_adam_momentum(wide, logged, logged_why)
     rounded = {}
     if logged.get("beta") == 0 and _printed_to_decimals(wide, PRINTED_DECIMALS):
         rounded["beta"] = (
@@ -561,6 +563,34 @@ def _logged_hyperparameters(wide: pd.DataFrame) -> tuple[dict[str, object], dict
                 else f"peak of the logged learning-rate schedule {col!r}",
             )
     return values, why
+
+
+#: Adam's beta1 as a logged column (the Hugging Face ``TrainingArguments`` name, among the
+#: config columns of a W&B export), read as a config file's ``adam_beta1`` is
+#: (:func:`~bayes_grpo.runset.loaders.sidecar.coords_from_config`).
+LOGGED_ADAM_BETA1: str = "adam_beta1"
+
+
+def _logged_adam_momentum(
+    wide: pd.DataFrame, logged: dict[str, object], why: dict[str, str]
+) -> None:
+    """Adam's beta1 logged as a constant column: the run's ``momentum``, convention ``ema``,
+    unless the run logs a momentum or an optimizer of another convention (SGD: the Trainer's
+    arguments carry ``adam_beta1`` whatever the optimizer). A W&B export's config columns
+    ``optim=adamw_torch, adam_beta1=0.9`` gave the convention and left the momentum unknown,
+    where the same values in a config file give both."""
+    if "momentum" in logged or logged.get("momentum_convention", EMA) != EMA:
+        return
+    col = next((c for c in wide.columns if c.split("/")[-1].lower() == LOGGED_ADAM_BETA1), None)
+    if col is None or split_eval(col)[0]:
+        return
+    vals = wide[col].dropna().unique()
+    if len(vals) != 1:
+        return
+    logged["momentum"], why["momentum"] = float(vals[0]), f"constant logged metric {col!r} (Adam beta1)"
+    if "momentum_convention" not in logged:
+        logged["momentum_convention"] = EMA
+        why["momentum_convention"] = f"constant logged metric {col!r} (Adam beta1)"
 
 
 def _constant_logged_lr(lr: pd.Series) -> bool:
