@@ -672,6 +672,21 @@ def test_a_trainer_state_cut_in_a_string_is_called_truncated(tmp_path):
         load_runs([path])
 
 
+@pytest.mark.parametrize("name", ["trainer_state.json", "metrics.json"])
+def test_a_json_file_cut_short_is_called_truncated_and_placed_once(tmp_path, name):
+    # a JSON list of per-step objects being written said "unreadable JSON (Unterminated string
+    # starting at at line 1)": not that it was cut short, and "at" twice (the Trainer state too)
+    path = tmp_path / name
+    entries = [{"step": s, "reward": 0.1 * s} for s in range(1, N + 1)]
+    text = json.dumps({"log_history": entries} if name == "trainer_state.json" else entries)
+    path.write_text(text[: text.rindex('"reward"') + 4])  # the file ends inside a key
+    with pytest.raises(RunSetError) as info:
+        load_runs([path], on_error="raise")
+    message = str(info.value)
+    assert f"{name}: unreadable JSON (truncated: Unterminated string starting at line 1, column" in message
+    assert "at at" not in message
+
+
 def test_a_folder_that_cannot_be_listed_is_reported(tmp_path, monkeypatch):
     # os.walk passes over a folder it cannot list (another user's run, no read permission)
     # unless told otherwise: its runs were left out without a word

@@ -10,6 +10,7 @@ format alike, in :mod:`bayes_grpo.runset.ingest`.
 from __future__ import annotations
 
 import codecs
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,19 @@ def read_text(path: Path) -> str:
     if not text.strip():
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)")
     return text
+
+
+def json_error(path: Path, text: str, exc: json.JSONDecodeError) -> LogFormatError:
+    """The error of a JSON file that does not parse, naming the file and saying whether it was
+    cut short (the error at its end, or in a string its end left open: a file being written) or
+    is corrupt. ``exc.msg`` may end in "at" ("Unterminated string starting at"): the place
+    follows once ("at line L, column C"), not "at at line L"."""
+    cut = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+    where = "truncated" if cut else "corrupt"
+    msg = exc.msg.removesuffix(" at")
+    return LogFormatError(
+        f"{path}: unreadable JSON ({where}: {msg} at line {exc.lineno}, column {exc.colno})"
+    )
 
 
 def records_from_dicts(

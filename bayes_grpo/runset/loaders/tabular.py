@@ -52,6 +52,7 @@ from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
     find_step_key,
+    json_error,
     other_global_steps,
     read_text,
     records_from_dicts,
@@ -498,9 +499,7 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise LogFormatError(
-                f"{path}: unreadable JSON ({exc.msg} at line {exc.lineno})"
-            ) from exc
+            raise json_error(path, stripped, exc) from exc
         if not isinstance(data, list):
             raise LogFormatError(f"{path}: expected a list of per-step objects")
         objects = [d for d in data if isinstance(d, dict)]

@@ -19,6 +19,7 @@ from pathlib import Path
 from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
+    json_error,
     read_text,
     records_from_dicts,
 )
@@ -94,12 +95,7 @@ def read_json(path: Path) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        # cut short: the error is at the end, or in a string the end of the file left open
-        cut = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
-        where = "truncated" if cut else "corrupt"
-        raise LogFormatError(
-            f"{path}: unreadable JSON ({where}: {exc.msg} at line {exc.lineno})"
-        ) from exc
+        raise json_error(path, text, exc) from exc
 
 
 def load_trainer_state(path: str | Path) -> list[RawRun]:
