@@ -296,6 +296,24 @@ def test_truncated_last_jsonl_line_is_skipped_with_a_note(tmp_path):
     assert any("last line (13) is truncated JSON" in w for w in runset_warnings(ds)["m"])
 
 
+def test_a_console_logs_metric_dict_cut_short_at_its_end_is_said(tmp_path):
+    # a run still writing its stdout: the cut dict was left out without a word, where a JSONL
+    # log's cut last line is named
+    path = tmp_path / "grpo.log"
+    lines = [
+        f"{{'loss': 0.01, 'reward': {0.1 * s:.2f}, 'epoch': {s / 100:.2f}}}" for s in range(1, N + 1)
+    ]
+    path.write_text("\n".join([*lines, "{'loss': 0.01, 'rew"]))
+    ds = load_runs([path])
+    assert int(ds.reward.sel(run="grpo").notnull().sum()) == N
+    assert any(
+        "the last line ({'loss': 0.01, 'rew) is a metric dict cut short" in w
+        for w in runset_warnings(ds)["grpo"]
+    )
+    path.write_text("\n".join([*lines, "Training finished {'a': 1}."]))  # no dict cut short
+    assert not any("cut short" in w for w in runset_warnings(load_runs([path]))["grpo"])
+
+
 def test_corrupt_tensorboard_file_is_rejected_not_fatal(tmp_path):
     bad = tmp_path / "tb" / "events.out.tfevents.123.host"
     bad.parent.mkdir()

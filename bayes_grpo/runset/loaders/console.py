@@ -51,6 +51,8 @@ _BARE_NONFINITE = re.compile(r"(?<=[:\s,\[])(-?inf|nan)(?=\s*[,}\]])")
 # which literal_eval refuses: such a log was no log at all, left out of a folder without a word
 _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint)\d*\(\s*([^()]*?)\s*\)")
 _BAR = re.compile(r"(\d+)/(\d+) \[")
+# a metric dict the log's end cut short (a run still writing): "{'loss': 0.01, 'rew"
+_CUT_DICT = re.compile(r"\{'[^{}\n]*:[^{}\n]*$")
 # verl's console logger: "step:12 - critic/score/mean:0.41 - actor/entropy:1.2"
 _VERL_LINE = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+(.*)$", re.M)
 _KNOWN = {src for sources in METRIC_ALIASES.values() for src in sources} | {"epoch"}
@@ -117,6 +119,10 @@ def _trainer_logs(dicts: list[dict]) -> tuple[list[dict], list[dict]]:
         return dicts, []
     kept = [d for d in dicts if "epoch" in d or _is_eval_dict(d)]
     return kept, [d for d in dicts if not ("epoch" in d or _is_eval_dict(d))]
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _short(entry: dict, limit: int = 60) -> str:
@@ -318,6 +324,13 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     if not dicts:
         raise LogFormatError(
             f"{path}: no Trainer metric dicts ({{'loss': ..., 'reward': ...}}) or verl 'step:N - ...' lines found"
+        )
+    last = text.rstrip().rsplit("\n", 1)[-1].rsplit("\r", 1)[-1]
+    if _CUT_DICT.search(last):
+        # as a JSONL log's cut last line is said (it was left out without a word)
+        file_notes.append(
+            f"{path.name}: the last line ({_clip(last.strip())}) is a metric dict cut short "
+            "(a run still writing?); not read"
         )
     step_key = find_step_key(str(k) for k in dicts[0])
     if step_key is not None and all(step_key in d for d in dicts):
