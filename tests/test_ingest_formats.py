@@ -454,6 +454,23 @@ def test_a_long_exports_config_columns_give_each_runs_coordinates(tmp_path):
     assert not any("more than once" in w for ws in runset_warnings(ds).values() for w in ws)
 
 
+def test_a_long_exports_time_of_each_row_is_no_repeated_step(tmp_path):
+    # a TensorBoard export 'wall_time,tag,step,value': read as a field of the step (daa0564),
+    # its per-row times made every step "logged more than once (a resumed run?)"
+    path = tmp_path / "tb_export.csv"
+    lines = ["wall_time,tag,step,value"]
+    for s in range(N):
+        lines.append(f"{1.7e9 + 2 * s:.3f},train/reward,{s},{REWARD[s]}")
+        lines.append(f"{1.7e9 + 2 * s + 0.4:.3f},train/kl,{s},0.01")
+    path.write_text("\n".join(lines))
+    ds = load_runs([path])
+    warnings = runset_warnings(ds)["tb_export"]
+    assert not any("more than once" in w for w in warnings)
+    assert any("column(s) ['wall_time'] hold several values at one step" in w for w in warnings)
+    assert "wall_time" not in ds and "kl" in ds
+    np.testing.assert_allclose(ds.reward.sel(run="tb_export").values, REWARD)
+
+
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
 def test_two_wandb_runs_of_one_display_name_stay_two_runs_told_apart_by_run_id(tmp_path, kind):
     path = tmp_path / f"sweep.{kind}"

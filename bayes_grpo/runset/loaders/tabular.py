@@ -11,7 +11,8 @@ Layouts recognised (column names are matched case-insensitively):
 - **long** (wandb history exports): columns ``run_name`` (or ``run``/``run_id``), ``metric``
   (or ``key``/``tag``), ``step`` and ``value``; one row per logged value. Any other column
   (a run's config beside each row: ``learning_rate``, ``num_generations``, ``model`` ...) is a
-  field of the row's step, as in a wide file, logged once a step.
+  field of the row's step, as in a wide file, logged once a step; one of several values at a
+  step (a ``wall_time`` of each row) is not read, with a note.
 - In multi-run files with both ``run_name`` and ``run_id``, runs are told apart by ``run_id``
   (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
 - Separators: comma, tab (``.tsv``) or semicolon (spreadsheet exports); a semicolon export
@@ -436,14 +437,25 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
                     "value": sub[value_col].to_numpy(),
                 }
             ).dropna(subset=["value"])
+            run_notes = list(notes)
             if extra:
                 fields, _notes = _wide_records(sub[[step_col, *extra]], path)
                 # one row per metric repeats the step's fields: a field is logged once a step
-                # (values that differ at one step stay, and are said as a repeated step)
                 fields = fields.drop_duplicates(keep="last")
+                # a column of several values at one step is a field of each row (the wall time
+                # of a TensorBoard export's 'wall_time,tag,step,value'), no value of the step:
+                # read, every step was "logged more than once"
+                per_step = fields.groupby(["metric", "step"], dropna=False)["value"].nunique()
+                by_row = sorted(map(str, per_step[per_step > 1].index.unique(level="metric")))
+                if by_row:
+                    fields = fields[~fields["metric"].isin(by_row)]
+                    run_notes.append(
+                        f"{path.name}: column(s) {by_row} hold several values at one step (a "
+                        "time of each row?), not one value of the step; not read"
+                    )
                 records = pd.concat([records, fields], ignore_index=True)
             runs.append(
-                RawRun(path=path, fmt="csv", records=records, name=name, notes=list(notes))
+                RawRun(path=path, fmt="csv", records=records, name=name, notes=run_notes)
             )
         return runs
     panel = [c for c in cols if _PANEL.match(c)]
