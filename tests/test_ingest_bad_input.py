@@ -513,6 +513,22 @@ def test_rows_with_values_in_fields_the_header_does_not_name_are_an_error_naming
         load_runs([path], on_error="raise")
 
 
+@pytest.mark.parametrize("column", ["value", "__step"])
+def test_a_metric_named_like_the_readers_own_columns_is_read(tmp_path, column):
+    # 'step,value' (a one-metric export) stopped the whole ingest, every other log with it,
+    # with pandas' "value_name (value) cannot match an element in the DataFrame columns";
+    # '__step' with "cannot insert __step, already exists": neither named the file
+    path = tmp_path / "one.csv"
+    path.write_text("\n".join([f"step,{column},kl", *(f"{s},{0.1 * s},0.01" for s in range(N))]))
+    ds = load_runs([path], reward_key=column)
+    np.testing.assert_allclose(ds.reward.sel(run="one").values, [0.1 * s for s in range(N)])
+    np.testing.assert_allclose(ds.kl.sel(run="one").values, 0.01)
+    # without the key it is a run without a reward, beside the others
+    ds = load_runs([path, _good(tmp_path / "other.csv")])
+    assert list(ds.run.values) == ["other"]
+    assert "no reward metric" in rejected_runs(ds)[f"{path}"]["reason"]
+
+
 def test_a_semicolon_export_with_decimal_commas_is_read_as_numbers_and_says_so(tmp_path):
     # spreadsheets in many locales write "0,25"; the run was rejected as "no numeric metrics"
     path = tmp_path / "semi.csv"

@@ -46,6 +46,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bayes_grpo.runset.loaders._base import (
@@ -221,17 +222,18 @@ def _wide_records(
                     f"{int(fill.sum())} row(s) without {step_col!r} take their step from {other!r}"
                 )
     metric_cols = [c for c in frame.columns if c != step_col and c not in skip]
-    long = frame[metric_cols].copy()
-    long.insert(0, "__step", steps.to_numpy())
-    long = long.melt(id_vars="__step", var_name="metric", value_name="value", ignore_index=False)
-    # melt orders by column; restore file order (row, then column) for keep-last semantics
-    long["__row"] = long.index
-    long = long.sort_values("__row", kind="stable").dropna(subset=["value"])
+    # in file order, row by row and each row's cells left to right (keep-last semantics); not
+    # through DataFrame.melt, whose own column names a metric may have: a column 'value'
+    # ('step,value', a one-metric export) stopped the whole ingest with pandas' "value_name
+    # (value) cannot match an element in the DataFrame columns", naming no file
+    cells = frame[metric_cols].to_numpy(dtype=object)
+    values = cells.ravel()
+    logged = ~pd.isna(values)
     records = pd.DataFrame(
         {
-            "step": long["__step"].to_numpy(),
-            "metric": long["metric"].astype(str).to_numpy(),
-            "value": long["value"].to_numpy(),
+            "step": np.repeat(steps.to_numpy(dtype=object), len(metric_cols))[logged],
+            "metric": np.tile(np.array(metric_cols, dtype=str), len(frame))[logged],
+            "value": values[logged],
         }
     )
     return records, notes
