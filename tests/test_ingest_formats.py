@@ -308,6 +308,29 @@ def test_training_args_json_and_model_config_beside_the_log(tmp_path):
     assert c["model_size"] == pytest.approx(494e6, rel=0.01)  # Qwen2.5-0.5B has 494M parameters
 
 
+def test_a_gemma_3_configs_gated_mlp_is_counted_in_its_model_size(tmp_path):
+    # Gemma 2/3 name the activation hidden_activation (google/gemma-3-1b-it's config.json has
+    # no hidden_act): the gated MLP was counted as a plain one, 0.79B for the 1.0B model
+    run_dir = tmp_path / "gemma"
+    run_dir.mkdir()
+    _write_state(run_dir)
+    gemma = {
+        "architectures": ["Gemma3ForCausalLM"],
+        "model_type": "gemma3_text",
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 1152,
+        "intermediate_size": 6912,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 26,
+        "num_key_value_heads": 1,
+        "vocab_size": 262144,
+    }
+    (run_dir / "config.json").write_text(json.dumps(gemma))
+    size = run_coords(load_runs([run_dir]), "gemma")["model_size"]
+    assert size == pytest.approx(999.9e6, rel=0.01)  # gemma-3-1b: 999,885,952 parameters
+
+
 class _Bomb:
     def __reduce__(self):
         return (_explode, ())

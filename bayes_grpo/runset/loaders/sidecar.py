@@ -352,8 +352,18 @@ def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     kv_heads = _num(model_config.get("num_key_value_heads")) or heads
     head_dim = _num(model_config.get("head_dim")) or h / heads
     inter = _num(model_config.get("intermediate_size", model_config.get("n_inner"))) or 4 * h
+    # Gemma 2/3 name it hidden_activation (Gemma 3's config.json has no hidden_act): its gated
+    # MLP was counted as a plain one, gemma-3-1b at 0.79B instead of its 1.0B
+    act = next(
+        (
+            model_config[k]
+            for k in ("hidden_act", "hidden_activation", "activation_function")
+            if model_config.get(k)
+        ),
+        "",
+    )
     gated = (
-        str(model_config.get("hidden_act", model_config.get("activation_function", ""))).lower()
+        str(act).lower()
         in {
             "silu",
             "swiglu",
