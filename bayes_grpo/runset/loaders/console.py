@@ -122,13 +122,13 @@ def _trainer_logs(dicts: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def _clip(text: str, limit: int = 60) -> str:
+    """``text`` for a message, cut to ``limit`` characters."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _short(entry: dict, limit: int = 60) -> str:
     """A printed dict for a message, cut to ``limit`` characters."""
-    text = str(entry)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _clip(str(entry), limit)
 
 
 def looks_like_console(path: Path, *, max_bytes: int = SNIFF_BYTES) -> bool:
