@@ -1567,6 +1567,23 @@ def test_a_verl_file_logger_jsonl_keeps_the_metric_names_it_wraps(tmp_path):
     assert json.loads(ds.attrs[INGEST_ATTR])["qwen_grpo"]["reward_source"] == "critic/score/mean"
 
 
+@pytest.mark.parametrize("wrapper", ["data", "metrics"])
+def test_a_jsonl_step_inside_the_wrapped_metrics_is_the_records_step(tmp_path, wrapper):
+    # {"time": ..., "data": {"step": 5, "reward": ...}}: the step inside the wrapper was read
+    # as a metric and the records numbered 1, 2, 3 ... by order ("no step column"), the run
+    # five times too fast
+    path = tmp_path / "wrapped.jsonl"
+    lines = [
+        json.dumps({"time": 1000.0 + s, wrapper: {"step": 5 * s, "reward": r}})
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path])
+    assert list(ds.step.values) == [5 * s for s in range(1, N + 1)]
+    np.testing.assert_allclose(ds.reward.sel(run="wrapped").values, REWARD)
+    assert not any("by order" in w for w in runset_warnings(ds).get("wrapped", []))
+
+
 def test_a_file_logger_jsonl_with_keys_beside_its_data_keeps_the_metric_names_it_wraps(tmp_path):
     # verl's file logger writes {"step": N, "data": {...}} (tracking.FileLogger); a logger that
     # adds a time stamp or wall time beside them (a fork's, a wrapper script's) left every

@@ -600,6 +600,9 @@ def _entries_to_run(
     logging_steps: int | None = None,
 ) -> RawRun:
     notes = list(notes)
+    # the step too may be nested ({"time": ..., "data": {"step": 5, "reward": ...}}): it was
+    # read as a metric and the records numbered 1, 2, 3 ... "by order" (no step column)
+    entries = [_unwrapped(e) for e in entries]
     keys = Counter(k for e in entries for k in e)
     candidates = [k for k in STEP_KEYS if k in keys]
     # the step key: the first one every record has, else the first any record has
@@ -640,7 +643,6 @@ def _entries_to_run(
     for entry in entries:
         prefix = _prefix(str(entry[type_key])) if type_key and type_key in entry else ""
         rest = {k: v for k, v in entry.items() if k not in not_metrics}
-        rest = _unwrapped(rest)
         renamed.append({prefix + k: v for k, v in rest.items()})
     step_iter = iter(steps)
     records = records_from_dicts(renamed, lambda _e: next(step_iter))
