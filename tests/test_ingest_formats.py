@@ -331,6 +331,41 @@ def test_a_gemma_3_configs_gated_mlp_is_counted_in_its_model_size(tmp_path):
     assert size == pytest.approx(999.9e6, rel=0.01)  # gemma-3-1b: 999,885,952 parameters
 
 
+def test_a_mixture_of_experts_model_size_is_left_unknown_and_said(tmp_path):
+    # one MLP a layer: gpt-oss-20b (21B parameters, 3.6B active per token) read as 2.4B, a size
+    # the curvature regression on log model_size took for the model's
+    run_dir = tmp_path / "oss"
+    run_dir.mkdir()
+    _write_state(run_dir)
+    gpt_oss = {
+        "_name_or_path": "openai/gpt-oss-20b",
+        "architectures": ["GptOssForCausalLM"],
+        "model_type": "gpt_oss",
+        "hidden_act": "silu",
+        "hidden_size": 2880,
+        "intermediate_size": 2880,
+        "head_dim": 64,
+        "num_attention_heads": 64,
+        "num_hidden_layers": 24,
+        "num_key_value_heads": 8,
+        "num_local_experts": 32,
+        "num_experts_per_tok": 4,
+        "vocab_size": 201088,
+        "tie_word_embeddings": False,
+    }
+    (run_dir / "config.json").write_text(json.dumps(gpt_oss))
+    ds = load_runs([run_dir])
+    coords = run_coords(ds, "oss")
+    assert np.isnan(coords["model_size"]) and coords["model"] == "openai/gpt-oss-20b"
+    (note,) = [w for w in runset_warnings(ds)["oss"] if "model_size" in w]
+    assert "is a mixture of experts (num_local_experts = 32)" in note and "left unknown" in note
+    # a manifest's size is the run's, without the note
+    (tmp_path / "runs.csv").write_text("path,model_size\noss,2.1e10\n")
+    ds = load_runs(manifest=tmp_path / "runs.csv")
+    assert run_coords(ds, "oss")["model_size"] == 2.1e10
+    assert not any("mixture of experts" in w for w in runset_warnings(ds).get("oss", []))
+
+
 class _Bomb:
     def __reduce__(self):
         return (_explode, ())

@@ -83,6 +83,7 @@ from bayes_grpo.runset.loaders.sidecar import (
     Sidecars,
     coords_from_config,
     coords_from_model_config,
+    experts_of,
     find_sidecars,
     optimizer_convention,
 )
@@ -901,6 +902,7 @@ def _merge_hyperparameters(
     if side.training:
         explicit.append(("training", *coords_from_config(side.training, side.training_source)))
     derived: list[tuple[str, dict[str, object], dict[str, str]]] = []
+    experts: list[str] = []
     for model_config, src in (
         (raw.model_config, f"{raw.path.name} (model config)"),
         (event_model, "event file model config"),
@@ -908,6 +910,9 @@ def _merge_hyperparameters(
     ):
         if model_config:
             derived.append(("model", *coords_from_model_config(model_config, src)))
+            moe = experts_of(model_config)
+            if moe is not None:
+                experts.append(f"{src} is a mixture of experts ({moe[0]} = {moe[1]:g})")
     derived.append(("logged", norm.logged_hparams, norm.logged_why))
 
     logged_lr = norm.frame.get(LOGGED_LR_VAR)
@@ -935,6 +940,11 @@ def _merge_hyperparameters(
                     f"{coord}: {why[coord]} gives {values[coord]!r} but {srcs[coord]} gives "
                     f"{value!r}; using {values[coord]!r}"
                 )
+    if experts and "model_size" not in values:
+        warn.append(
+            f"model_size: {experts[0]}: its parameter count is not estimated (all experts', or "
+            "those active per token?); left unknown (give model_size in a manifest)"
+        )
     for coord, note in norm.logged_rounded.items():
         if why.get(coord) == norm.logged_why.get(coord):  # the rounded value is the one kept
             warn.append(note)

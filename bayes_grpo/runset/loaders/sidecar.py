@@ -337,12 +337,30 @@ def _kl_weight(config: Mapping[str, object]) -> tuple[float | None, str]:
     return None, ""
 
 
+#: Keys giving the experts per layer of a mixture-of-experts model config (Mixtral, GPT-OSS:
+#: ``num_local_experts``; Qwen-MoE, OLMoE: ``num_experts``; DeepSeek: ``n_routed_experts``).
+MOE_EXPERT_KEYS: tuple[str, ...] = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
+def experts_of(model_config: Mapping[str, object]) -> tuple[str, float] | None:
+    """``(key, experts per layer)`` of a mixture-of-experts model config, else None."""
+    for key in MOE_EXPERT_KEYS:
+        n = _num(model_config.get(key))
+        if n is not None and n > 1:
+            return key, n
+    return None
+
+
 def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     """Parameter count of a decoder-only transformer from its config (Llama/Qwen/GPT-2 style).
 
     Counts embeddings (and an untied output head), attention (with grouped KV heads) and a gated
-    (3-matrix) or plain (2-matrix) MLP per layer; norms and biases are ignored (< 0.1%).
+    (3-matrix) or plain (2-matrix) MLP per layer; norms and biases are ignored (< 0.1%). None
+    for a mixture of experts (:func:`experts_of`): one MLP a layer counted gpt-oss-20b (21B
+    parameters, 3.6B active per token) as 2.4B, and which count the size means is no config's.
     """
+    if experts_of(model_config) is not None:
+        return None
     h = _num(model_config.get("hidden_size", model_config.get("n_embd")))
     n_layers = _num(model_config.get("num_hidden_layers", model_config.get("n_layer")))
     vocab = _num(model_config.get("vocab_size"))
