@@ -214,6 +214,39 @@ def test_a_reward_std_over_the_whole_batch_is_not_read_as_the_mean_within_group_
     assert res.values["evidence"]["share_source"] == "derived" and res.passed is False, res.summary
 
 
+def test_a_whole_batch_std_averaged_over_batches_is_not_read_as_a_healthy_within_group_spread():
+    # TRL 1.x's reward_std (the std of the whole batch) logged every 4 steps is the mean of 4
+    # batch stds: its ratio to r (1 - r) moves from step to step, so whole_batch_size does not
+    # tell it. The groups (16 prompts x G 4, prompts that differ) were all-equal at 0.60 over the
+    # last quarter; the share derived from that std read "not detected: 0.30", saying only that
+    # it assumed a binary reward. It now says it read reward_std as the groups' own stds, and
+    # that its share lies below the binomial expectation, where no such share stays
+    rng = np.random.default_rng(0)
+    k = 4
+    t = np.arange(200 * k)
+    logs = group_logs(0.3 + 0.55 * (1 - np.exp(-t / (40 * k))), 4, 16, 4.0, rng)
+    r = logs["reward"].to_numpy()
+
+    def block(x):
+        return x.reshape(-1, k).mean(axis=1)
+
+    assert block(logs["frac_reward_zero_std"].to_numpy())[-50:].mean() > 0.55
+    frame = pd.DataFrame(
+        {"reward": block(r), "reward_std": block(np.sqrt(64 / 63 * r * (1 - r)))},
+        index=(np.arange(200) + 1) * k,
+    )
+    ds = make_runset({"x": frame}, {"x": {"group_size": 4}})
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"])
+    assert "reward_std the mean of the groups' own stds" in res.summary
+    assert "lies below 80% of the binomial expectation" in res.summary, res.summary
+    assert "the verdict says nothing about the groups" in res.summary
+    assert "derived_share_below_binomial" in res.values["evidence"]
+    # the mean of the groups' own stds of the same run: its share is derived and read, no note
+    grouped = make_runset({"x": logs.drop(columns="frac_reward_zero_std").iloc[::k]}, {"x": {"group_size": 4}})
+    (res,) = diagnose(grouped, config=FAST, modes=["advantage_degeneracy"])
+    assert res.passed is False and "derived_share_below_binomial" not in res.values["evidence"]
+
+
 def test_a_batch_std_is_told_by_its_constant_ratio_to_the_binary_variance():
     rng = np.random.default_rng(0)
     r = np.clip(0.2 + 0.7 * (1 - np.exp(-np.arange(80) / 20)) + 0.02 * rng.standard_normal(80), 0, 1)

@@ -25,6 +25,16 @@ reward is binary (TRL's GRPOTrainer with ``scale_rewards="batch"`` tested the ba
 ``frac_reward_zero_std`` then 0 unless the whole batch had one reward): the result says so
 beside its verdict (a reward with partial credit may truly have no all-equal group, so the
 verdict stands).
+
+A derived share reads ``reward_std`` as the mean of the groups' own stds (TRL 0.1x). A std over the
+whole batch (TRL 1.x's ``reward_std``) is told by :func:`whole_batch_size` only when each logged value
+is one batch's: averaged over several batches (``logging_steps`` > 1, or a framework logging a mean
+of per-batch stds) its ratio to ``r (1 - r)`` moves from step to step, and it spreads more than the
+groups do, so the share derived from it is too low. The verdict says what it assumed, and when the
+derived share lies well below ``p^G + (1-p)^G`` (:data:`DERIVED_BELOW_BINOMIAL`), where no share of
+a binary reward's all-equal groups stays, it says the std is no mean within-group std (the verdict
+stands: near a reward of 0.5 with a large ``G`` the expectation is near 0 and the two cannot be told
+apart from the log).
 """
 
 from __future__ import annotations
@@ -62,6 +72,18 @@ MODE = "advantage_degeneracy"
 #: had one reward. A run of one prompt a step logs a true per-group share of 0 or 1 too, as
 #: often as the binomial says.
 BATCH_SHARE_ALPHA: float = 1e-3
+
+
+#: A share derived from a reward std whose final-window interval lies wholly below this share of
+#: the binomial expectation ``p^G + (1-p)^G`` (at the reward's moving mean) is named as read from no
+#: mean within-group std: such a std of a binary reward gives the expectation for prompts alike
+#: (more for prompts that differ), a whole-batch std averaged over batches gives less. Over
+#: simulated logs of mean within-group stds (G 2-16, 2-32 prompts, prompts alike or not, 40-200
+#: steps, rising or flat rewards; 864 runs) 0.2% are named (4.7% at 1.0); over whole-batch stds
+#: averaged over 2-4 batches (G 4-16, 8-32 prompts, prompts that differ; 72 runs) 75% are: the
+#: others sit at rewards near 0.5 with G >= 8, where the expectation is near 0 (scratch study of
+#: the session that added it, by the rule's own run of ``diagnose``).
+DERIVED_BELOW_BINOMIAL: float = 0.8
 
 
 def all_equal_steps_pvalue(ones: int, expected: np.ndarray) -> float:
@@ -404,6 +426,25 @@ def advantage_degeneracy(
             "logged 1 only when the whole batch had one reward); a reward with partial credit "
             "may have no all-equal group"
         )
+    # a share derived from a reward std that stays below the binomial expectation over the final
+    # window: a mean within-group std of a binary reward cannot put it there (it gives p^G +
+    # (1-p)^G for prompts alike, more for prompts that differ), but a std over the whole batch
+    # averaged over several logged batches can (not recognised by whole_batch_size: the average
+    # moves its ratio to r (1 - r) from step to step). A run of 16 prompts x G 4 whose groups
+    # were all-equal at 0.60 read "not detected: share 0.30" so, the expectation 0.50 beside it
+    below_binomial = None
+    if source == "derived" and expected is not None:
+        expected_final = float(np.nanmean(expected_smooth[late]))
+        if np.isfinite(expected_final) and fhi < DERIVED_BELOW_BINOMIAL * expected_final:
+            below_binomial = (
+                f"the derived share's final-window interval [{flo:.2f}, {fhi:.2f}] lies below "
+                f"{DERIVED_BELOW_BINOMIAL:.0%} of the binomial expectation {expected_final:.2f}, which the share of a binary reward's "
+                f"all-equal groups cannot stay below: {std.name} is not the mean within-group std this "
+                "verdict assumes (a std over the whole batch averaged over several batches, "
+                "e.g. TRL 1.x's reward_std with logging_steps > 1, reads so), and the verdict says "
+                "nothing about the groups"
+            )
+            evidence["derived_share_below_binomial"] = below_binomial
     # the metric read, by name (the derived share says its source below)
     of = f" ({name})" if source == "logged" else ""
     if detected:
@@ -426,10 +467,15 @@ def advantage_degeneracy(
         # a binary one of the same mean: its groups read as degenerate (a run with no group of
         # zero spread was "detected" from step 0); the estimate cannot tell, so it says so
         summary += (
-            f"; share {name} assuming a binary reward (estimate, see docs: a "
-            "reward with partial credit spreads less within a group and reads as degenerate; "
+            f"; share {name} assuming a binary reward and {std.name} the mean of the groups' "
+            "own stds at each logged step (estimate, see docs: a reward with partial credit "
+            "spreads less within a group and reads as degenerate; a std over the whole batch "
+            "averaged over several batches, as TRL 1.x logs reward_std with logging_steps > 1 or "
+            "a mean of per-batch stds, spreads more and reads as less degenerate than it is; "
             "--set degeneracy.reward_std_metrics=[] leaves the derivation out)"
         )
+        if below_binomial is not None:
+            summary += f"; {below_binomial}"
         if config.reward_range is None:  # inferred: a -1..1 reward that stays >= 0 reads as 0..1
             summary += "; binary reward range (0, 1) assumed from the rewards (else set degeneracy.reward_range)"
     summary += "."
