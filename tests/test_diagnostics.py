@@ -948,6 +948,46 @@ def test_posterior_oscillation_read_from_a_wander_is_no_oscillation_unless_the_f
     assert res.passed is False, res.summary
 
 
+def test_an_underdamped_posterior_not_flagged_says_why_and_what_zeta_measures():
+    # posterior zeta about 0.85: P(zeta < 1) = 1, but an overshoot of 0.6%, below min_overshoot.
+    # The sentence read "not detected: ... reward oscillation P(zeta < 1.0) 1 (posterior median
+    # 0.849 ...)" and the table's row P(zeta < 1.0) 1 >= threshold 0.9, detected False, with no
+    # reason: read as "oscillating with certainty, yet no instability". Both now give the reason
+    # and say that zeta < 1 is an oscillating (stable) law and C_eff < 0 an unstable one
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 201)
+    frame = pd.DataFrame(
+        {"reward": 0.2 + 0.6 * (1 - np.exp(-t / 30)) + 0.02 * rng.standard_normal(200)}, index=t
+    )
+    draws = {"zeta": rng.normal(0.85, 0.03, 2000), "C_eff": rng.normal(0.1, 0.01, 2000)}
+    res = instability(
+        frame, run_id="x", common=FAST.common, posterior_draws=draws, posterior_with_process_noise=True
+    )
+    assert res.passed is True
+    assert "below instability.min_overshoot 0.05: no visible swing" in res.summary, res.summary
+    assert "zeta < 1 says the law oscillates" in res.summary and "not that it is unstable" in res.summary
+    assert "C_eff < 0 says the law is unstable" in res.summary
+    note = res.table.loc["reward oscillation", "note"]
+    assert "not that it is unstable" in note and "no visible swing" in note
+    assert "unstable" in res.table.loc["negative damping", "note"]
+    # an overdamped posterior: nothing to explain, the sentence does not add it
+    over = {"zeta": rng.normal(3.0, 0.1, 2000), "C_eff": rng.normal(0.1, 0.01, 2000)}
+    res = instability(frame, run_id="x", common=FAST.common, posterior_draws=over)
+    assert "The law's damping" not in res.summary
+
+
+def test_an_instability_verdict_of_a_reward_oscillation_alone_says_it_is_the_law_oscillating():
+    rng = np.random.default_rng(0)
+    swings = {"zeta": rng.normal(0.33, 0.03, 400), "C_eff": rng.normal(0.05, 0.005, 400)}
+    frame = run_table(simulated_case("healthy_wandering", seed=0), "healthy_wandering")
+    res = instability(
+        frame, run_id="w", common=FAST.common, posterior_draws=swings, posterior_with_process_noise=True
+    )
+    assert res.passed is False
+    assert "Only a reward oscillation: zeta < 1 says the law oscillates" in res.summary, res.summary
+    assert "no signal of growth, divergence or negative damping was detected" in res.summary
+
+
 def test_diagnose_takes_the_draws_of_a_state_space_fit_as_they_are():
     from bayes_grpo.diagnostics._posterior import has_process_noise
 

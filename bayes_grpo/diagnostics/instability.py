@@ -160,6 +160,41 @@ MODE = "instability"
 #: reward, negative damping) describes a run the law's stable trajectories cannot draw.
 WITHIN_THE_LAW: tuple[str, ...] = ("reward oscillation",)
 
+#: What the two statistics of the law's damping say, beside the verdict (its sentence and the
+#: ``note`` column of its table): ``zeta < 1`` is an oscillating law, ``C_eff < 0`` an unstable
+#: one. A run whose posterior gave P(zeta < 1) = 1 read "instability not detected" beside that
+#: row (its overshoot too small to see, or not credible), which read as a contradiction.
+LAW_STATISTIC_MEANING: dict[str, str] = {
+    "reward oscillation": (
+        "zeta < 1 says the law oscillates (underdamped: swings that settle, a stable regime), "
+        "not that it is unstable; flagged only with a visible, credible overshoot"
+    ),
+    "negative damping": "C_eff < 0 says the law is unstable (swings that grow)",
+}
+
+
+def _small_overshoot(overshoot: float, cfg: InstabilityConfig) -> str:
+    """Why an underdamped law (zeta below the threshold) is not flagged: no visible swing."""
+    return (
+        f"underdamped, but its overshoot exp(-pi zeta / sqrt(1 - zeta^2)) {overshoot:.2g} is "
+        f"below instability.min_overshoot {cfg.min_overshoot:g}: no visible swing"
+    )
+
+
+def signal_note(signal: dict[str, Any]) -> str | None:
+    """The table's ``note`` of one signal: what a law statistic says
+    (:data:`LAW_STATISTIC_MEANING`) and why an underdamped law was not flagged; None for the
+    others."""
+    meaning = LAW_STATISTIC_MEANING.get(signal["signal"])
+    if meaning is None:
+        return None
+    why = ([signal["overshoot_below_minimum"]] if signal.get("overshoot_below_minimum") else []) + (
+        [f"oscillation not credible: {', '.join(signal['not_credible_because'])}"]
+        if signal.get("not_credible_because") and not signal["detected"]
+        else []
+    )
+    return "; ".join([meaning, *why])
+
 #: On a prefix that holds the reward's take-off, the grad norm grows with the share of groups
 #: that carry signal (a group whose G rewards are equal adds no gradient, and early on most
 #: are). The shipped tiny TRL runs (data/tiny) are flagged by it on 2 / 9 / 12 of 16 prefixes
@@ -513,6 +548,8 @@ def _oscillation_signal(
             hi = float("inf")
         failed += doubt
     checks["not_credible_because"] = failed if zeta < cfg.zeta_threshold else []
+    if zeta < cfg.zeta_threshold and hi < cfg.zeta_threshold and overshoot < cfg.min_overshoot:
+        checks["overshoot_below_minimum"] = _small_overshoot(overshoot, cfg)
     detected = bool(flagged and not failed)
     onset = _plateau_crossing(rew.steps, fit["fitted"], fit["plateau"]) if detected else None
     return {
@@ -806,6 +843,8 @@ def _posterior_signals(
             "source": "posterior",
             "zeta": {"median": float(np.median(z)), "interval": list(interval(z, prob))},
         }
+        if p_osc >= cfg.prob_threshold and overshoot < cfg.min_overshoot:
+            signal["overshoot_below_minimum"] = _small_overshoot(overshoot, cfg)
         if signal["detected"] and rew is not None and cfg.process_noise_check:
             failed = _process_noise_doubt(rew, cfg, common, signal)
             signal["not_credible_because"] = failed
@@ -966,6 +1005,7 @@ def instability(
     ).set_index("signal")
     # ints and None, not floats and NaN: pandas makes a column of ints and None float
     table["onset_step"] = pd.Series([s["onset_step"] for s in signals], table.index, dtype=object)
+    table["note"] = pd.Series([signal_note(s) for s in signals], table.index, dtype=object)
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
@@ -979,6 +1019,13 @@ def instability(
         summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (
             f", from step {onset_step:.0f}." if onset_step is not None else "."
         )
+        if all(s["signal"] in WITHIN_THE_LAW for s in detected_signals):
+            # an oscillation that settles is the law's underdamped regime: say that no signal of
+            # growth or divergence came with it (fit and forecast leave it out for that reason)
+            summary += (
+                f" Only a reward oscillation: {LAW_STATISTIC_MEANING['reward oscillation']}; no "
+                "signal of growth, divergence or negative damping was detected."
+            )
     else:
         summary = (
             "not detected: "
@@ -1013,10 +1060,14 @@ def instability(
                     if s.get("not_credible_because")
                     else ""
                 )
+                + (f" ({s['overshoot_below_minimum']})" if s.get("overshoot_below_minimum") else "")
                 for s in signals
             )
             + "."
         )
+        if any(_underdamped(s, config) for s in signals):
+            # P(zeta < 1) = 1 beside "not detected" read as a contradiction: say what it measures
+            summary += f" {_law_statistics_note(signals)}."
     if left_out:
         summary += " " + "; ".join(left_out) + "."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
@@ -1031,6 +1082,23 @@ def instability(
         table=table,
         figure=figure,
     )
+
+
+def _underdamped(signal: dict[str, Any], cfg: InstabilityConfig) -> bool:
+    """An oscillation signal, not detected, whose law is underdamped all the same (posterior
+    P(zeta < threshold) at least ``prob_threshold``, or a fitted zeta below the threshold)."""
+    if signal["signal"] != "reward oscillation" or signal["detected"]:
+        return False
+    if signal["source"] == "posterior":
+        return signal["value"] >= cfg.prob_threshold
+    return signal["value"] < cfg.zeta_threshold
+
+
+def _law_statistics_note(signals: list[dict[str, Any]]) -> str:
+    """The sentence that says what the law's damping statistics measure (a not-detected verdict
+    beside an underdamped law)."""
+    names = [n for n in LAW_STATISTIC_MEANING if any(s["signal"] == n for s in signals)]
+    return "The law's damping: " + "; ".join(LAW_STATISTIC_MEANING[n] for n in names)
 
 
 def _no_level_note(kind: str, s: Series, kept: int) -> str:
