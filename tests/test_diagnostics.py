@@ -283,6 +283,22 @@ def test_advantage_degeneracy_needs_group_size_to_derive_share():
     assert res.passed is None and "group size" in res.summary
 
 
+def test_a_zero_spread_share_not_found_is_named_when_the_derivation_cannot_stand_in():
+    # --set degeneracy.zero_std_metrics=frac_reward_zero_sd (a typo) on a run that logs
+    # reward_std but no G: the verdict read "not assessable: group size G unknown (needed to
+    # derive the share from reward_std)", never naming the metric it looked for
+    t = np.arange(60)
+    frame = pd.DataFrame({"reward": 0.3 + 0.4 * t / 60, "reward_std": np.full(60, 0.4)}, index=t)
+    ds = make_runset({"x": frame}, {"x": {}})
+    typo = DiagnosticsConfig.from_mapping(
+        FAST.to_dict() | {"degeneracy": {"zero_std_metrics": ["frac_reward_zero_sd"]}}
+    )
+    (res,) = diagnose(ds, config=typo, modes=["advantage_degeneracy"])
+    assert res.passed is None
+    assert "no zero-spread share (frac_reward_zero_sd) with >= 10 points" in res.summary, res.summary
+    assert "group size G unknown" in res.summary
+
+
 def test_a_group_of_one_completion_is_not_called_an_unknown_group_size():
     # G = 1 read "group size G unknown (needed to derive the share from reward_std)"
     ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [1.0]))

@@ -276,6 +276,14 @@ def advantage_degeneracy(
             )
         elif rng_range is None:
             missing.append("reward not binary in a known range (set degeneracy.reward_range)")
+        if missing and std is not None:
+            # the share's own names, first: a misspelt --set degeneracy.zero_std_metrics read
+            # "group size G unknown ..." without naming the metric it did not find
+            missing.insert(
+                0,
+                f"no zero-spread share ({', '.join(config.zero_std_metrics) or 'none named'}) with "
+                f">= {common.min_points} points, and its derivation from {std.name} is not possible",
+            )
         if missing:
             return not_assessable(MODE, run_id, "; ".join(missing))
         low, high = rng_range  # type: ignore[misc]
