@@ -986,6 +986,9 @@ def test_an_underdamped_posterior_not_flagged_says_why_and_what_zeta_measures():
     note = res.table.loc["reward oscillation", "note"]
     assert "not that it is unstable" in note and "no visible swing" in note
     assert "unstable" in res.table.loc["negative damping", "note"]
+    # --json carries the evidence, not the table: each signal's note is there too
+    osc = next(s for s in res.to_dict()["values"]["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert osc["note"] == note
     # an overdamped posterior: nothing to explain, the sentence does not add it
     over = {"zeta": rng.normal(3.0, 0.1, 2000), "C_eff": rng.normal(0.1, 0.01, 2000)}
     res = instability(frame, run_id="x", common=FAST.common, posterior_draws=over)

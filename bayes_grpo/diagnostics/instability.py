@@ -971,6 +971,7 @@ def instability(
 
     for s in signals:  # whole steps as ints (JSON, the report's table)
         s["onset_step"] = step_number(s["onset_step"])
+        s["note"] = signal_note(s)  # the table's note column and --json's evidence
     detected_signals = [s for s in signals if s["detected"]]
     detected = bool(detected_signals)
     onsets = [s["onset_step"] for s in detected_signals if s["onset_step"] is not None]
@@ -1005,7 +1006,7 @@ def instability(
     ).set_index("signal")
     # ints and None, not floats and NaN: pandas makes a column of ints and None float
     table["onset_step"] = pd.Series([s["onset_step"] for s in signals], table.index, dtype=object)
-    table["note"] = pd.Series([signal_note(s) for s in signals], table.index, dtype=object)
+    table["note"] = pd.Series([s["note"] for s in signals], table.index, dtype=object)
     evidence = {
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
