@@ -167,10 +167,14 @@ WITHIN_THE_LAW: tuple[str, ...] = ("reward oscillation",)
 LAW_STATISTIC_MEANING: dict[str, str] = {
     "reward oscillation": (
         "zeta < 1 says the law oscillates (underdamped: swings that settle, a stable regime), "
-        "not that it is unstable; flagged only with a visible, credible overshoot"
+        "not that it is unstable"
     ),
     "negative damping": "C_eff < 0 says the law is unstable (swings that grow)",
 }
+
+
+#: When an underdamped law is flagged (said beside the meaning of ``zeta < 1``).
+UNDERDAMPED_FLAGGED_WHEN: str = "flagged only with a visible, credible overshoot"
 
 
 def _small_overshoot(overshoot: float, cfg: InstabilityConfig) -> str:
@@ -188,6 +192,8 @@ def signal_note(signal: dict[str, Any]) -> str | None:
     meaning = LAW_STATISTIC_MEANING.get(signal["signal"])
     if meaning is None:
         return None
+    if signal["signal"] == "reward oscillation":
+        meaning += f" ({UNDERDAMPED_FLAGGED_WHEN})"
     why = ([signal["overshoot_below_minimum"]] if signal.get("overshoot_below_minimum") else []) + (
         [f"oscillation not credible: {', '.join(signal['not_credible_because'])}"]
         if signal.get("not_credible_because") and not signal["detected"]
@@ -1024,8 +1030,9 @@ def instability(
             # an oscillation that settles is the law's underdamped regime: say that no signal of
             # growth or divergence came with it (fit and forecast leave it out for that reason)
             summary += (
-                f" Only a reward oscillation: {LAW_STATISTIC_MEANING['reward oscillation']}; no "
-                "signal of growth, divergence or negative damping was detected."
+                " Only a reward oscillation was detected: "
+                f"{LAW_STATISTIC_MEANING['reward oscillation']}; no signal of growth, divergence "
+                "or negative damping came with it."
             )
     else:
         summary = (
@@ -1099,7 +1106,10 @@ def _law_statistics_note(signals: list[dict[str, Any]]) -> str:
     """The sentence that says what the law's damping statistics measure (a not-detected verdict
     beside an underdamped law)."""
     names = [n for n in LAW_STATISTIC_MEANING if any(s["signal"] == n for s in signals)]
-    return "The law's damping: " + "; ".join(LAW_STATISTIC_MEANING[n] for n in names)
+    return "The law's damping: " + "; ".join(
+        LAW_STATISTIC_MEANING[n] + (f" ({UNDERDAMPED_FLAGGED_WHEN})" if n == "reward oscillation" else "")
+        for n in names
+    )
 
 
 def _no_level_note(kind: str, s: Series, kept: int) -> str:
