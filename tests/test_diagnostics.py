@@ -1637,6 +1637,19 @@ def test_a_kl_logged_as_zero_at_every_step_is_named_not_called_not_logged():
     assert "KL" in res.values["evidence"]["not_logged"] and "kl is 0" not in res.summary
 
 
+def test_a_quiet_instability_verdict_names_the_side_quantities_it_could_not_read():
+    # a run that logs its reward only read "not detected: reward oscillation ...; reward
+    # collapse ..." (healthy_reward_only), silent on grad norm, importance ratio, clipping and
+    # KL, none of which it logs: a verdict of the reward alone read as one of all of them
+    res = _one("healthy_reward_only", "instability")
+    assert res.passed is True
+    assert "Not logged, so not assessed: grad norm (grad_norm, actor_grad_norm)" in res.summary, res.summary
+    assert "KL (kl)" in res.summary and "clip ratio (" in res.summary
+    # a run that logs all but the KL names the KL alone
+    res = _one("healthy", "instability")
+    assert res.passed is True and res.summary.endswith("Not logged, so not assessed: KL (kl)."), res.summary
+
+
 def test_trls_vllm_sampling_ratio_is_not_read_as_the_ppo_importance_ratio():
     # TRL's sampling/importance_sampling_ratio/max is exp(old_logp - vLLM sampler logp), capped
     # at vllm_importance_sampling_cap (2): the engines' mismatch, not pi_theta / pi_old. It was

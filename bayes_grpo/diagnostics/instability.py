@@ -1078,6 +1078,10 @@ def instability(
             summary += f" {_law_statistics_note(signals)}."
     if left_out:
         summary += " " + "; ".join(left_out) + "."
+    if looked and not detected:
+        # a run of reward only read "not detected: reward oscillation ...; reward collapse ..." as
+        # if grad norm, importance ratio, clipping and KL had been looked at and found quiet
+        summary += f" Not logged, so not assessed: {'; '.join(looked)}."
     figure = _figure(frame, signals, rew, osc, onset_step, run_id) if common.figures else None
     return assessed(
         MODE,
