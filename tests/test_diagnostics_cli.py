@@ -258,6 +258,23 @@ def test_cli_config_file_that_is_not_an_object_is_a_clean_error(runset_path, tmp
         assert err.startswith("bayes-grpo diagnose: error: ") and named in err, err
 
 
+@pytest.mark.parametrize(
+    "text, extra",
+    [('{"common": 3}', []), ('{"degeneracy": [1]}', ["--set", "degeneracy.flag_fraction=0.6"])],
+)
+def test_a_config_section_the_command_adds_to_that_is_not_an_object_is_a_clean_error(
+    runset_path, tmp_path, capsys, text, extra
+):
+    # the command writes common.figures (from --figures) and each --set into the file's
+    # sections before checking them: {"common": 3} died in "TypeError: 'int' object does not
+    # support item assignment", and a --set into a list section likewise
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    assert main(["diagnose", str(runset_path), "--config", str(bad), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayes-grpo diagnose: error: ") and "is an object" in err, err
+
+
 def test_runs_whose_ids_make_one_figure_name_get_a_figure_each(tmp_path, capsys):
     # 'a/b' and 'a_b' both wrote a_b__<mode>.png: the command stopped on "given as both
     # --figures and --figures; choose two paths", paths the user never chose

@@ -91,6 +91,9 @@ def _config(args: argparse.Namespace):
     from bayes_grpo.diagnostics.config import DiagnosticsConfig
 
     mapping: dict = read_json_object(Path(args.config)) if args.config else {}
+    # the file's sections checked before --set and --figures are merged into them: {"common": 3}
+    # died in a TypeError traceback there ('int' object does not support item assignment)
+    DiagnosticsConfig.from_mapping(mapping)
     for item in args.assignments or []:
         override = DiagnosticsConfig.from_assignments([item]).to_dict()
         section = item.split(".", 1)[0].strip()
