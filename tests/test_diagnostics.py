@@ -995,6 +995,19 @@ def test_an_underdamped_posterior_not_flagged_says_why_and_what_zeta_measures():
     assert "The law's damping" not in res.summary
 
 
+def test_a_damping_ratio_the_run_does_not_bound_gets_no_note_on_what_zeta_measures():
+    # a flat, noisy reward: the least-squares zeta 0.001 with its interval opened to [0, inf]
+    # (not identified) was followed by "The law's damping: zeta < 1 says the law oscillates ...",
+    # as if the run had shown an underdamped law; only an interval below 1 says so
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 159)
+    frame = pd.DataFrame({"reward": 2.0 + 0.5 * rng.standard_normal(158)}, index=t)
+    res = instability(frame, run_id="x", common=FAST.common)
+    osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
+    assert osc["value"] < 1.0 and osc["upper"] == np.inf, osc
+    assert "The law's damping" not in res.summary, res.summary
+
+
 def test_an_instability_verdict_of_a_reward_oscillation_alone_says_it_is_the_law_oscillating():
     rng = np.random.default_rng(0)
     swings = {"zeta": rng.normal(0.33, 0.03, 400), "C_eff": rng.normal(0.05, 0.005, 400)}

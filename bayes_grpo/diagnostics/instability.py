@@ -1098,12 +1098,13 @@ def instability(
 
 def _underdamped(signal: dict[str, Any], cfg: InstabilityConfig) -> bool:
     """An oscillation signal, not detected, whose law is underdamped all the same (posterior
-    P(zeta < threshold) at least ``prob_threshold``, or a fitted zeta below the threshold)."""
+    P(zeta < threshold) at least ``prob_threshold``, or a fitted zeta whose interval lies below
+    the threshold: one the run does not bound, ``[0, inf]``, says nothing either way)."""
     if signal["signal"] != "reward oscillation" or signal["detected"]:
         return False
     if signal["source"] == "posterior":
         return signal["value"] >= cfg.prob_threshold
-    return signal["value"] < cfg.zeta_threshold
+    return signal["upper"] < cfg.zeta_threshold
 
 
 def _law_statistics_note(signals: list[dict[str, Any]]) -> str:
