@@ -1663,6 +1663,30 @@ def test_a_quiet_instability_verdict_names_the_side_quantities_it_could_not_read
     assert res.passed is True and res.summary.endswith("Not logged, so not assessed: KL (kl)."), res.summary
 
 
+def test_a_grad_norm_that_stops_being_finite_before_the_last_window_is_named():
+    # a grad norm that became inf from step 151 of 200 (kept as NaN by the run set) read "not
+    # detected: growth of grad norm late/early median ratio 1.05": its "last 25%" was the steps
+    # up to 150, and nothing said that the metric had stopped while the reward went on
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 201)
+    reward = 0.2 + 0.6 * (1 - np.exp(-t / 40)) + 0.03 * rng.standard_normal(200)
+    grad = np.where(t > 150, np.inf, 1.0 + 0.1 * rng.standard_normal(200))
+    frame = pd.DataFrame({"reward": reward, "grad_norm": grad}, index=t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the run set's "kept as NaN"
+        ds = make_runset({"g": frame}, {"g": {}})
+    (res,) = diagnose(ds, config=FAST, modes=["instability"])
+    assert "grad_norm has no finite value after step 150 while the reward goes on to step 200" in res.summary
+    assert res.values["evidence"]["ends_early"]
+    # logged to the end: nothing to say
+    (res,) = diagnose(
+        make_runset({"g": frame.assign(grad_norm=1.0 + 0.1 * rng.standard_normal(200))}, {"g": {}}),
+        config=FAST,
+        modes=["instability"],
+    )
+    assert "no finite value after" not in res.summary and not res.values["evidence"]["ends_early"]
+
+
 def test_trls_vllm_sampling_ratio_is_not_read_as_the_ppo_importance_ratio():
     # TRL's sampling/importance_sampling_ratio/max is exp(old_logp - vLLM sampler logp), capped
     # at vllm_importance_sampling_cap (2): the engines' mismatch, not pi_theta / pi_old. It was

@@ -899,6 +899,15 @@ def instability(
     signals: list[dict[str, Any]] = []
     # not_logged: the kinds none of whose names a run logs; left_out: why a logged one is not read
     looked, not_logged, left_out = [], [], []
+    rew = (
+        finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
+        if "reward" in frame
+        else None
+    )
+    # side quantities whose finite values stop before the run's last window while the reward goes
+    # on: a grad norm that became inf (or nan) from step 151 of 200 read "growth of grad norm
+    # late/early median ratio 1", its "late" window the steps up to 150, without a word
+    ends_early: list[str] = []
     for kind, names in (
         ("grad norm", config.grad_norm_metrics),
         ("importance ratio", config.importance_ratio_metrics),
@@ -906,6 +915,14 @@ def instability(
         ("KL", config.kl_metrics),
     ):
         s = find_series(frame, names, min_points=common.min_points)
+        if s is not None and rew is not None and len(rew) >= 2:
+            late_start = rew.steps[-1] - config.edge_fraction * (rew.steps[-1] - rew.steps[0])
+            if s.steps[-1] < late_start:
+                ends_early.append(
+                    f"{s.name} has no finite value after step {s.steps[-1]:.0f} while the reward "
+                    f"goes on to step {rew.steps[-1]:.0f}: its windows end there (a blow-up logs it "
+                    "as nan or inf, which a run set keeps as NaN)"
+                )
         if s is not None and kind != "clip ratio":
             # an exact 0 (grad norm of a step whose groups all had zero spread) is a step
             # without signal, not a level: growth is measured on the other steps. A KL
@@ -933,11 +950,6 @@ def instability(
             if kind == "importance ratio":
                 left_out.extend(_sampler_ratio_note(frame, names))
 
-    rew = (
-        finite_series(frame.index.to_numpy(), frame["reward"].to_numpy(dtype=float), "reward")
-        if "reward" in frame
-        else None
-    )
     osc = None
     if posterior_draws:
         enough_reward = rew is not None and len(rew) >= common.min_points
@@ -1017,6 +1029,7 @@ def instability(
         "signals": [{k: v for k, v in s.items() if k not in ("fitted",)} for s in signals],
         "not_logged": not_logged,
         "left_out": left_out,
+        "ends_early": ends_early,
     }
     if detected:
         names = ", ".join(
@@ -1078,6 +1091,8 @@ def instability(
             summary += f" {_law_statistics_note(signals)}."
     if left_out:
         summary += " " + "; ".join(left_out) + "."
+    if ends_early:
+        summary += " " + "; ".join(ends_early) + "."
     if looked and not detected:
         # a run of reward only read "not detected: reward oscillation ...; reward collapse ..." as
         # if grad norm, importance ratio, clipping and KL had been looked at and found quiet
