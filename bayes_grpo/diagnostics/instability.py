@@ -201,6 +201,7 @@ def signal_note(signal: dict[str, Any]) -> str | None:
     )
     return "; ".join([meaning, *why])
 
+
 #: On a prefix that holds the reward's take-off, the grad norm grows with the share of groups
 #: that carry signal (a group whose G rewards are equal adds no gradient, and early on most
 #: are). The shipped tiny TRL runs (data/tiny) are flagged by it on 2 / 9 / 12 of 16 prefixes
