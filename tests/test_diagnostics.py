@@ -668,6 +668,32 @@ def test_the_decoupling_interval_is_as_wide_as_its_spread_over_healthy_runs(case
     assert 0.9 < ratio < 1.4, ratio
 
 
+def test_a_run_whose_reward_is_its_evaluation_metric_says_so_not_that_the_evaluation_is_missing(tmp_path):
+    # a log with eval/reward and no training reward (the public garg_* logs): the ingest takes
+    # eval/reward as the reward curve, and reward hacking read "not assessable: no evaluation
+    # reward (..., eval/reward, ...) with >= 6 points", naming as missing the metric the log has
+    from bayes_grpo.runset.ingest import load_runs
+
+    steps = np.arange(0, 200, 8)
+    pd.DataFrame(
+        {"step": steps, "eval/reward": 0.7 - 0.6 * np.exp(-steps / 50), "train/entropy": 1.0 - steps / 400}
+    ).to_csv(tmp_path / "evalonly.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the ingest's "no training reward"
+        ds = load_runs(tmp_path / "evalonly.csv")
+    (res,) = diagnose(ds, config=FAST, modes=["reward_hacking"])
+    assert res.passed is None
+    assert "the run's reward curve is its evaluation metric 'eval/reward'" in res.summary, res.summary
+    assert "no evaluation reward" not in res.summary
+    # a run set made without the ingest has no such record: the usual reason
+    (res,) = diagnose(
+        make_runset({"x": pd.DataFrame({"reward": 0.7 - 0.6 * np.exp(-steps / 50)}, index=steps)}, {"x": {}}),
+        config=FAST,
+        modes=["reward_hacking"],
+    )
+    assert "no evaluation reward" in res.summary
+
+
 def test_reward_hacking_flagged_when_training_rises_while_evaluation_falls():
     res = _one("reward_hacking", "reward_hacking")
     assert res.passed is False, res.summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -54,6 +55,23 @@ def run_table(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     )
     frame.index.name = STEP_DIM
     return frame.dropna(how="all")
+
+
+def evaluation_reward_source(runset: xr.Dataset, run_id: str) -> str | None:
+    """The evaluation metric a run's reward was taken from, when its log had no training reward
+    (the ingest's ``reward_rule`` "evaluation fallback ..."); None otherwise, or for a run set
+    made without the ingest."""
+    from bayes_grpo.runset.ingest import INGEST_ATTR
+
+    raw = runset.attrs.get(INGEST_ATTR, "{}")
+    try:
+        facts = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (TypeError, ValueError):
+        return None
+    info = facts.get(run_id) if isinstance(facts, dict) else None
+    if not isinstance(info, dict) or not str(info.get("reward_rule", "")).startswith("evaluation"):
+        return None
+    return str(info.get("reward_source", "")) or None
 
 
 def diagnose(
@@ -147,7 +165,11 @@ def diagnose(
         for mode in modes:
             if mode == "reward_hacking":
                 res = reward_hacking(
-                    frame, run_id=run_id, config=config.hacking, common=config.common
+                    frame,
+                    run_id=run_id,
+                    config=config.hacking,
+                    common=config.common,
+                    reward_is_evaluation=evaluation_reward_source(runset, run_id),
                 )
             elif mode == "advantage_degeneracy":
                 res = advantage_degeneracy(

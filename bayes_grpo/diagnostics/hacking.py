@@ -163,6 +163,7 @@ def reward_hacking(
     run_id: str,
     config: HackingConfig | None = None,
     common: CommonConfig | None = None,
+    reward_is_evaluation: str | None = None,
 ) -> CheckResult:
     """Does the training reward keep rising while the evaluation reward saturates or falls?
 
@@ -175,6 +176,10 @@ def reward_hacking(
         The run's id.
     config, common
         Thresholds.
+    reward_is_evaluation
+        The evaluation metric the run's ``reward`` was taken from, when the log has no training
+        reward (the ingest's evaluation fallback; :func:`bayes_grpo.diagnostics.diagnose` reads it
+        from the run set): the run then has no training reward to compare, and says so.
 
     Returns
     -------
@@ -183,6 +188,16 @@ def reward_hacking(
     """
     config = config or HackingConfig()
     common = common or CommonConfig()
+    if reward_is_evaluation is not None:
+        # the log's eval/reward became the run's reward: "no evaluation reward (... eval/reward
+        # ...)" named as missing the very metric the log has
+        return not_assessable(
+            MODE,
+            run_id,
+            f"the run's reward curve is its evaluation metric {reward_is_evaluation!r} (the log "
+            "has no training reward; the ingest took the evaluation as the reward), so there is "
+            "no training reward to compare it with",
+        )
     ev = find_series(frame, config.eval_metrics, min_points=config.min_eval_points + 2)
     if ev is None and tuple(config.eval_metrics) == EVAL_REWARD_NAMES:
         # verl's val-core/<data>/reward/mean@N: found by its shape (its data set is in its name)
