@@ -446,9 +446,9 @@ def advantage_degeneracy(
         if np.isfinite(expected_final) and fhi < DERIVED_BELOW_BINOMIAL * expected_final:
             below_binomial = (
                 f"the derived share's final-window interval [{flo:.2f}, {fhi:.2f}] lies below "
-                f"{DERIVED_BELOW_BINOMIAL:.0%} of the binomial expectation {expected_final:.2f}, which the share of a binary reward's "
-                f"all-equal groups cannot stay below: {std.name} is not the mean within-group std this "
-                "verdict assumes (a std over the whole batch averaged over several batches, "
+                f"{DERIVED_BELOW_BINOMIAL:.0%} of the binomial expectation {expected_final:.2f}, "
+                "which the share of a binary reward's all-equal groups cannot stay below: "
+                f"{std.name} is not the mean within-group std this verdict assumes (a std over the whole batch averaged over several batches, "
                 "e.g. TRL 1.x's reward_std with logging_steps > 1, reads so), and the verdict says "
                 "nothing about the groups"
             )
