@@ -499,6 +499,18 @@ def test_a_config_built_in_python_is_checked_too():
         dataclasses.replace(FAST.common, interval_prob=1.0)
 
 
+def test_one_mode_given_as_a_string_is_that_mode_and_results_come_in_mode_order():
+    # run="x" is one run, but modes="instability" was read letter by letter: "unknown
+    # diagnostic modes ['a', 'b', 'i', 'l', 'n', 's', 't', 'y']"; and modes given out of order
+    # came back in that order, where the docstring promises MODES order
+    ds = simulated_case("healthy_reward_only", seed=0)
+    cfg = DiagnosticsConfig.from_mapping(FAST.to_dict() | {"instability": {"fit_oscillation": False}})
+    (res,) = diagnose(ds, config=cfg, modes="advantage_degeneracy")
+    assert res.name == "advantage_degeneracy"
+    names = [r.name for r in diagnose(ds, config=cfg, modes=["instability", "reward_hacking"])]
+    assert names == ["reward_hacking", "instability"]
+
+
 def test_unknown_run_and_mode_raise():
     ds = simulated_case("healthy")
     with pytest.raises(ValueError, match="not in the run set"):

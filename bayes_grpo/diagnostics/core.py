@@ -80,7 +80,7 @@ def diagnose(
     config: DiagnosticsConfig | None = None,
     posterior: Any = None,
     *,
-    modes: Sequence[str] | None = None,
+    modes: str | Sequence[str] | None = None,
 ) -> list[CheckResult]:
     """Assess every failure mode on every (or the chosen) run.
 
@@ -98,7 +98,7 @@ def diagnose(
         hyperparameters give the uncertainty of the oscillation / negative-damping
         strengths and the plateau used by policy concentration and degeneracy.
     modes
-        Subset of :data:`MODES` (default: all).
+        One mode of :data:`MODES`, several, or None for all.
 
     Returns
     -------
@@ -112,11 +112,14 @@ def diagnose(
 
     validate_runset(runset)
     config = config or DiagnosticsConfig()
-    # a run or mode named twice (--run a --run a) is assessed once: one result per (run, mode)
-    modes = tuple(dict.fromkeys(modes or MODES))
-    unknown = set(modes) - set(MODES)
+    # a run or mode named twice (--run a --run a) is assessed once: one result per (run, mode).
+    # One mode given as a string is that mode, as one run is (modes="instability" was read as
+    # its letters: "unknown diagnostic modes ['a', 'b', 'i', ...]")
+    requested = [modes] if isinstance(modes, str) else list(modes or MODES)
+    unknown = set(requested) - set(MODES)
     if unknown:
         raise ValueError(f"unknown diagnostic modes {sorted(unknown)}; known: {list(MODES)}")
+    modes = tuple(m for m in MODES if m in requested)  # in MODES order, as the results say
     run_ids = (
         [str(r) for r in runset[RUN_DIM].values]
         if run is None
