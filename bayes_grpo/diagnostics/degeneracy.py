@@ -79,10 +79,11 @@ BATCH_SHARE_ALPHA: float = 1e-3
 #: mean within-group std: such a std of a binary reward gives the expectation for prompts alike
 #: (more for prompts that differ), a whole-batch std averaged over batches gives less. Over
 #: simulated logs of mean within-group stds (G 2-16, 2-32 prompts, prompts alike or not, 40-200
-#: steps, rising or flat rewards; 864 runs) 0.2% are named (4.7% at 1.0); over whole-batch stds
-#: averaged over 2-4 batches (G 4-16, 8-32 prompts, prompts that differ; 72 runs) 75% are: the
-#: others sit at rewards near 0.5 with G >= 8, where the expectation is near 0 (scratch study of
-#: the session that added it, by the rule's own run of ``diagnose``).
+#: steps, rising, flat or mid rewards; 864 runs) none is named (5% at 1.0, against the
+#: expectation at each step's own reward); over whole-batch stds averaged over 2-4 batches
+#: (G 4-16, 8-32 prompts, prompts that differ; 72 runs) 68% are: the others sit at rewards near
+#: 0.5 with G >= 8, where the expectation is near 0 (scratch study of the session that added it,
+#: by ``diagnose`` itself at the default settings).
 DERIVED_BELOW_BINOMIAL: float = 0.8
 
 
