@@ -386,6 +386,40 @@ def _log_prior(u: np.ndarray, prior: GaussianPrior) -> np.ndarray:
     return gaussian(prior.mean, prior.cov).logpdf(np.atleast_2d(u)).reshape(-1)
 
 
+def _paired(
+    t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(t, y)`` as flat float arrays of one length (a ForecastError otherwise: zipped, a step
+    without its reward was dropped unsaid)."""
+    t = np.asarray(t, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if t.shape != y.shape:
+        raise ForecastError(f"{t.size} steps and {y.size} rewards: one reward per step is needed")
+    return t, y
+
+
+def logged_points(
+    t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A run's logged ``(steps, rewards)`` as every forecast step reads them: the steps with a
+    finite step and reward (a NaN reward: not logged), in step order, a step given more than
+    once at the last reward given for it (as ingest keeps a resumed run's).
+
+    The one place the prefix goes into the model (:func:`forecast_run`, :class:`RunForecaster`,
+    :func:`fit_run`, :func:`default_prior`, :func:`prior_from_runs`, :func:`prior_conflict_note`,
+    :func:`run_series`): each masked the NaN steps by hand and only the forecaster sorted them, so
+    ``forecast_run`` of steps out of order gave the state-space filter negative intervals (and
+    the weak prior its first and last tenth by position) and another forecast than the forecaster
+    of the same steps.
+    """
+    t, y = _paired(t, y)
+    ok = np.isfinite(t) & np.isfinite(y)
+    t, y = t[ok], y[ok]
+    # the last entry of each step: unique's first index in the reversed arrays (sorted by step)
+    steps, last = np.unique(t[::-1], return_index=True)
+    return steps, y[::-1][last]
+
+
 def _data_scale(y: np.ndarray) -> tuple[float, float]:
     """(typical noise sd from first differences, range of a smoothed curve)."""
     y = np.asarray(y, dtype=float)
@@ -415,12 +449,9 @@ def default_prior(
     the same run logged x1e-3 (or with an offset of 100) gets the same prior scaled (shifted), not
     one whose level sds sit at an absolute 1e-3 (or 1e-3 of the unit 100).
     """
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
     # a step without a reward (NaN: not logged) says nothing, as in fit_run; kept, it made every
     # moment NaN ("prior from default ... has non-finite moments" for one missing reward)
-    ok = np.isfinite(t) & np.isfinite(y)
-    t, y = t[ok], y[ok]
+    t, y = logged_points(t, y)
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps for a forecast, got {y.size}")
     origin, unit = reward_frame(y)
@@ -674,12 +705,10 @@ def prior_from_runs(
     modes, covs = [], []
     n_retimed = 0
     for i, (t, y) in enumerate(runs):
-        t = np.asarray(t, dtype=float)
-        y = (np.asarray(y, dtype=float) - origin) / unit
-        ok = np.isfinite(t) & np.isfinite(y)
-        if ok.sum() < 3:
+        t, y = logged_points(t, (np.asarray(y, dtype=float) - origin) / unit)
+        if y.size < 3:
             continue
-        mode, cov = _laplace_fit_cached(t[ok], y[ok], horizon, bounds)
+        mode, cov = _laplace_fit_cached(t, y, horizon, bounds)
         settings = None if retime is None else retime[i]
         if settings is not None:
             w0, zeta = retime_oscillator(np.exp(mode[2]), np.exp(mode[3]), *settings)
@@ -1040,11 +1069,10 @@ def retime_settings(
 def run_series(
     runset: xr.Dataset, run_id: str, var: str = "reward"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, values)`` of one run, steps with a finite value only."""
+    """``(steps, values)`` of one run, steps with a finite value only, in step order
+    (:func:`logged_points`)."""
     vals = np.asarray(runset[var].sel({RUN_DIM: run_id}).values, dtype=float)
-    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
-    ok = np.isfinite(vals)
-    return steps[ok], vals[ok]
+    return logged_points(runset[STEP_DIM].values, vals)
 
 
 def forecast_grid(
@@ -1553,10 +1581,7 @@ def fit_run(
     """
 
     rng = np.random.default_rng(rng)
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    ok = np.isfinite(t) & np.isfinite(y)
-    t, y = t[ok], y[ok]
+    t, y = logged_points(t, y)
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps with a finite reward, got {y.size}")
     if likelihood not in LIKELIHOODS:
@@ -2261,10 +2286,7 @@ def prior_conflict_note(
     says so. Seeded on its own: the forecast's draws do not change.
     """
     rng = np.random.default_rng(0)
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    ok = np.isfinite(t) & np.isfinite(y)
-    t, y = t[ok], y[ok]
+    t, y = logged_points(t, y)
     if y.size < 3:
         return None
     if isinstance(prior, MixturePrior):
@@ -2352,10 +2374,9 @@ def forecast_run(
     :func:`forecast_grid` (bounded) rather than every step.
     """
     rng = np.random.default_rng(rng)
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    logged = np.isfinite(t) & np.isfinite(y)  # the prefix: steps with a reward (NaN: not logged)
-    t, y = t[logged], y[logged]
+    t, y = _paired(t, y)
+    n_logged = int((np.isfinite(t) & np.isfinite(y)).sum())
+    t, y = logged_points(t, y)  # the prefix: steps with a reward (NaN: not logged), in step order
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     given = prior is not None
     if prior is None:
@@ -2363,6 +2384,11 @@ def forecast_run(
     post = _fit_prefix(
         t, y, prior, given, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
     )
+    if n_logged > y.size:
+        post.warnings.append(
+            f"{n_logged - y.size} step(s) given more than once (a resumed run?): the forecast kept "
+            "the last reward given for each, as ingest does"
+        )
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
@@ -2534,16 +2560,14 @@ class RunForecaster:
         self, t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     ) -> RunPosterior:
         """Add observed steps (new steps appended, repeated steps overwritten) and refit."""
-        t = np.asarray(t, dtype=float)
-        y = np.asarray(y, dtype=float)
+        t, y = _paired(t, y)
         merged = dict(zip(self._t.tolist(), self._y.tolist()))
         merged.update(zip(t.tolist(), y.tolist()))
         order = sorted(merged)
         self._t = np.array(order)
         self._y = np.array([merged[s] for s in order])
         # the prefix as forecast_run takes it: steps with a reward (NaN: not logged)
-        logged = np.isfinite(self._t) & np.isfinite(self._y)
-        t, y = self._t[logged], self._y[logged]
+        t, y = logged_points(self._t, self._y)
         prior = self.prior or default_prior(t, y, horizon=float(self.horizon_steps.max()))
         warm = self.posterior.mode if self.posterior is not None else None
         # seeded as forecast_run(rng=seed) (the fit had seed + number of steps, the forecast
@@ -2680,6 +2704,7 @@ __all__ = [
     "forecast_grid",
     "forecast_in_runset",
     "forecast_run",
+    "logged_points",
     "run_series",
     "mean_curve",
     "noise_shape",
