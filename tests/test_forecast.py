@@ -1684,6 +1684,21 @@ def test_a_constant_prefix_whose_prior_knows_no_rise_gets_no_stop_step():
     assert "no_stop_step" not in fc.attrs and not any("knows no rise" in n for n in attr_warnings(fc))
 
 
+def test_a_falling_reward_says_that_its_stop_step_is_the_first_because_the_reward_falls():
+    """A run that declines from its start got stop step 0 with "the stop threshold ... is at least
+    the whole expected remaining gain ...: give a smaller gain (default: 1% of the rise)", as if the
+    default threshold were the trouble: the forecast expects the reward to fall, and says so."""
+    rng = np.random.default_rng(1)
+    t = np.arange(0.0, 201.0)
+    u = np.array([0.2, 0.8, np.log(0.03), np.log(0.9), np.log(0.03), np.log(1.0)])
+    y = mean_curve(u[None], t)[0] + 0.03 * rng.standard_normal(t.size)
+    fc = forecast_run(t[:60], y[:60], t, likelihood="iid", n_draws=200)
+    assert fc.attrs["stop_step"] == 0.0
+    notes = attr_warnings(fc)
+    assert any("the reward is expected to fall" in n and "below the initial reward R0" in n for n in notes), notes
+    assert not any("give a smaller gain" in n for n in notes), notes
+
+
 def test_the_no_rise_verdict_of_a_constant_prefix_does_not_depend_on_the_reward_scale():
     # the verdict compared the prior's rise with the absolute sd floor 1e-3: rewards logged x1e-3
     # (a run at 0.2e-3 before a rise of 0.7e-3 the prior knows) were told the prior knows no

@@ -282,12 +282,16 @@ def steps_behind(lag: float) -> str:
     return f"{lag:g} step{'' if lag == 1 else 's'} behind"
 
 
-def stop_step_notes(ds: xr.Dataset, *, followed: bool = False) -> list[str]:
+def stop_step_notes(
+    ds: xr.Dataset, *, followed: bool = False, rise: np.ndarray | None = None
+) -> list[str]:
     """Warnings on a stop step that answers no question the user asked.
 
     * the threshold is at least the expected remaining gain at the grid's first step (e.g.
       ``--stop-threshold 5`` on a 0-1 reward): every step is "after which the gain stays
-      below", so the stop step is the first one, whatever the run does;
+      below", so the stop step is the first one, whatever the run does; when the draws' rises
+      ``rise`` (``p* - R0`` per draw) are below 0 on average, the reward falls from its start
+      and the note says so (a smaller threshold is then no remedy: there is nothing to gain);
     * a forecast's stop step at or before its last logged step (``attrs["upto_step"]``): by
       the forecast the run has already gained what it will;
     * a stop step at the grid's last step when the gain was at or above the threshold one step
@@ -302,7 +306,19 @@ def stop_step_notes(ds: xr.Dataset, *, followed: bool = False) -> list[str]:
     threshold = float(ds.attrs["stop_threshold"])
     gain = ds["expected_remaining_gain"].values
     first = float(ds[STEP_DIM].values[0])
-    if gain.size and threshold >= float(gain[0]):
+    falls = rise is not None and np.size(rise) > 0 and float(np.mean(rise)) < 0.0
+    if gain.size and threshold >= float(gain[0]) and falls:
+        # a run that declines from its start had stop step 0 with "give a smaller gain", as if
+        # the threshold were the trouble (`forecast` of a falling reward at the default 1%)
+        share = float(np.mean(np.asarray(rise) < 0.0))
+        notes.append(
+            f"the reward is expected to fall: the plateau p* lies below the initial reward R0 "
+            f"(by {-float(np.mean(rise)):.3g} on average; in {share:.0%} of the draws), so the expected "
+            f"remaining gain from step {first:g} ({float(gain[0]):.3g}) is already below the stop "
+            f"threshold {threshold:.3g} and the stop step is the first step: by this forecast, training "
+            "on does not raise the reward"
+        )
+    elif gain.size and threshold >= float(gain[0]):
         notes.append(
             f"the stop threshold {threshold:.3g} (reward units) is at least the whole expected "
             f"remaining gain from step {first:g} ({float(gain[0]):.3g}): the stop step is the first "
@@ -633,7 +649,10 @@ def summarise_draws(
         ds.attrs["no_stop_step"] = no_stop_reason
         add_warnings(ds, [no_stop_reason])
     else:
-        add_warnings(ds, [*stop_step_notes(ds, followed=continuation is not None), *gain_notes])
+        add_warnings(
+            ds,
+            [*stop_step_notes(ds, followed=continuation is not None, rise=plateau_k - init_k), *gain_notes],
+        )
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
