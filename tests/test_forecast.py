@@ -1640,6 +1640,25 @@ def test_a_posterior_prior_at_a_setting_outside_the_fitted_runs_says_so():
     assert "prediction at this run's setting" not in note
 
 
+def test_a_posterior_prior_for_a_run_of_unknown_g_says_its_noise_is_at_the_reference_g():
+    """`forecast runs.nc --run R --upto 90 --prior models/tiny.nc` of a run whose group_size is
+    unknown took the noise of the LLM's reference G without a word, where `fit` notes the G it
+    takes for such runs: the prior's noise depends on G, and the note now says which."""
+    from pathlib import Path
+
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset.ingest import load_runs
+
+    root = Path(__file__).resolve().parents[1]
+    runset = load_runs(root / "data" / "tiny" / "g16_p8_lr0.001_k1_adamw_s1")
+    run_id = str(runset["run"].values[0])
+    _, note = population_prior_for_run(runset, run_id, posterior=root / "models" / "tiny.nc")
+    assert "is unknown" not in note, note
+    unknown = runset.assign_coords(group_size=("run", [np.nan]))
+    _, note = population_prior_for_run(unknown, run_id, posterior=root / "models" / "tiny.nc")
+    assert f"the group_size of run {run_id!r} is unknown" in note and "reference G" in note, note
+
+
 def test_forecast_json_with_a_posterior_prior_carries_the_saved_fits_own_warnings(tmp_path, capsys):
     """`forecast runs.nc --run R --upto 60 --prior models/tiny.nc --json` printed no word of the
     i.i.d. fit being too confident (stderr said it; `predict --json` lists it in

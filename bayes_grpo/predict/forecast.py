@@ -920,6 +920,15 @@ def population_prior_for_run(
                 f"LLM {llm!r} is not in the fit (its LLMs: {fitted_llms}): the prior's dynamics are "
                 "the fit's population level at this run's hyperparameters"
             )
+        if llm in fitted_llms and not np.isfinite(float(coords["group_size"])):
+            # the noise of a fitted LLM's prior depends on G; `fit` says how it takes a run of unknown
+            # G (model.prepare), `forecast --prior` of such a run said nothing
+            unknown_g = (
+                f"the group_size of run {run_id!r} is unknown: the prior's noise is taken at its LLM's "
+                "reference G (the geometric mean of its fitted runs' known G), as the fit takes its "
+                "runs of unknown G"
+            )
+            note = "; ".join(n for n in (note, unknown_g) if n)
         if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
             unseen = phenomenological_setting_note(posterior, coords, llm)
             note = "; ".join(n for n in (note, unseen) if n)
