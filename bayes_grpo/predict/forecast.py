@@ -183,7 +183,14 @@ class MixturePrior:
     components are the earlier runs' fits (mode, Laplace covariance plus a bandwidth share of
     the between-run spread). Given a prefix, :func:`fit_run` weighs each component by how
     well it explains the prefix (Laplace evidence), so a flat prefix keeps every run that
-    was still flat at that step in play.
+    was still flat at that step in play, as far as the noise model lets it: a success rate flat
+    at 0 shows the small sampling noise of a rate at its bound, which under constant noise (no
+    ``reward_bounds``) is read as the run's ``sigma``; the runs that never rose share it, those
+    that rose have the ``sigma`` of their rise (5-25 times larger there), so the prefix's
+    evidence goes to the first and the forecast stays at the prefix's level. ``reward_bounds``
+    shapes the noise by the level and keeps the runs that rose in play
+    (``g16_p8_lr0.0005_k1_adamw_s0`` of ``data/tiny`` from step 60, i.i.d.: 90% coverage of the
+    rest 0.06 without, 0.46 with).
 
     Attributes
     ----------
