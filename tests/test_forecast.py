@@ -1210,6 +1210,23 @@ def test_a_bounded_reward_forecast_keeps_its_plateau_inside_the_bounds():
         forecast_from_posterior(post(u[1::2]), np.arange(0.0, 300.0))
 
 
+def test_a_posterior_whose_plateau_lies_outside_the_reward_bounds_says_where_it_lies():
+    # `forecast tiny.nc --run g16_p8_lr0.0005_k1_adamw_s0 --upto 60 --prior models/tiny.nc
+    # --reward-bounds 0 1` (that fit's plateau 3.45 +- 0.32 for a success rate) was refused with
+    # "check the bounds, or forecast without them", the bounds being right and the prior not
+    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior
+
+    rng = np.random.default_rng(0)
+    u = np.tile([3.45, 0.0, np.log(0.01), np.log(2.0), np.log(0.05), np.log(1.0)], (200, 1))
+    u[:, 0] += 0.3 * rng.standard_normal(200)
+    post = RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=200.0, n_obs=20, log_post_mode=0.0,
+        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
+    )  # fmt: skip
+    with pytest.raises(ForecastError, match=r"\(90% of them between [23]\.\d+ and [34]\.\d+\).*the prior's plateau"):
+        forecast_from_posterior(post, np.arange(0.0, 100.0))
+
+
 def test_the_other_runs_of_an_llm_are_carried_to_the_forecast_runs_learning_rate(tmp_path, capsys):
     # runs of one LLM at lr 1e-3 and a run at lr 4e-3: the prior from the lr-1e-3 runs took
     # their rise rate as it was, so a run that rises twice as fast (w0 ~ sqrt(lr)) started

@@ -2207,9 +2207,14 @@ def forecast_from_posterior(
         lo, hi = post.reward_bounds
         inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
         if not inside.any():
+            # `forecast tiny.nc --run R --upto 60 --prior models/tiny.nc --reward-bounds 0 1` (that
+            # fit's plateau 3.45) said "check the bounds" of a success rate's right bounds
+            q5, q95 = np.quantile(u[:, 0], [0.05, 0.95])
             raise ForecastError(
-                f"every posterior draw puts the plateau outside the reward bounds [{lo:g}, {hi:g}]: "
-                "the prefix and the prior say nothing the bounds allow; check the bounds, or forecast without them"
+                f"every posterior draw puts the plateau outside the reward bounds [{lo:g}, {hi:g}] "
+                f"(90% of them between {q5:.3g} and {q95:.3g}): the prefix and the prior say nothing "
+                "the bounds allow; check the bounds and the prior's plateau (a prior from a fit or "
+                "runs of another reward scale?), or forecast without them"
             )
         if not inside.all():
             notes.append(
