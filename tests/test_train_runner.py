@@ -586,39 +586,49 @@ def test_an_interrupted_run_without_checkpoints_keeps_the_steps_it_logged(tmp_pa
     assert any("did not complete (failed or interrupted after 7 of 12 steps)" in w for w in warned)
 
 
-def test_a_terminated_cli_run_keeps_the_steps_it_logged(tmp_path, monkeypatch):
-    # `timeout 12 bayes-grpo train runs/x --steps 2000` (SIGTERM, as a scheduler's preemption)
-    # left runs/x empty: the default SIGTERM action ends Python without unwinding
+def _train_stopped_by_sigterm(tmp_path, monkeypatch, module, at_call, steps):
+    """``bayes-grpo train`` of a tiny run whose reward function sends the process SIGTERM at its
+    ``at_call``-th call; returns the ``SystemExit``, the run directory and the argv (without the
+    reward). The handler the CLI replaces stands in for the default action, which ends pytest too."""
     import signal
     import sys
 
     from bayes_grpo.cli import main as cli_main
 
-    (tmp_path / "bg_qa_term.py").write_text(
+    (tmp_path / f"{module}.py").write_text(
         "import os, signal\n"
         "calls = []\n"
         "def reward(prompts, completions, **kw):\n"
         "    calls.append(1)\n"
-        "    if len(calls) == 4:\n"
+        f"    if len(calls) == {at_call}:\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
         "    return [float(len(c) % 2) for c in completions]\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "bg_qa_term", raising=False)
+    monkeypatch.delitem(sys.modules, module, raising=False)
 
-    def not_handled(signum, frame):  # stands in for the default action, which ends pytest too
+    def not_handled(signum, frame):
         raise RuntimeError("SIGTERM reached the default action")
 
     out = tmp_path / "run"
-    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "12"]
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", str(steps)]
     previous = signal.signal(signal.SIGTERM, not_handled)
     try:
         with pytest.raises(SystemExit) as stop:
-            cli_main([*argv, "--threads", "1", "--reward", "bg_qa_term:reward"])
+            cli_main([*argv, "--threads", "1", "--reward", f"{module}:reward"])
         assert signal.getsignal(signal.SIGTERM) is not_handled  # the CLI put it back
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert stop.value.code == 128 + signal.SIGTERM
+    return stop.value, out, argv
+
+
+def test_a_terminated_cli_run_keeps_the_steps_it_logged(tmp_path, monkeypatch):
+    # `timeout 12 bayes-grpo train runs/x --steps 2000` (SIGTERM, as a scheduler's preemption)
+    # left runs/x empty: the default SIGTERM action ends Python without unwinding
+    import signal
+
+    stop, out, _ = _train_stopped_by_sigterm(tmp_path, monkeypatch, "bg_qa_term", 4, 12)
+    assert stop.code == 128 + signal.SIGTERM
     frame, meta = read_run_dir(out)
     assert meta["completed"] is False and meta["steps_done"] == 3 and len(frame) == 3
 
@@ -631,30 +641,8 @@ def test_a_terminated_cli_run_says_it_was_stopped_and_what_it_kept(tmp_path, mon
 
     from bayes_grpo.cli import main as cli_main
 
-    (tmp_path / "bg_qa_stop.py").write_text(
-        "import os, signal\n"
-        "calls = []\n"
-        "def reward(prompts, completions, **kw):\n"
-        "    calls.append(1)\n"
-        "    if len(calls) == 3:\n"
-        "        os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    return [float(len(c) % 2) for c in completions]\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "bg_qa_stop", raising=False)
-
-    def not_handled(signum, frame):  # stands in for the default action, which ends pytest too
-        raise RuntimeError("SIGTERM reached the default action")
-
-    out = tmp_path / "run"
-    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "9"]
-    previous = signal.signal(signal.SIGTERM, not_handled)
-    try:
-        with pytest.raises(SystemExit) as stop:
-            cli_main([*argv, "--threads", "1", "--reward", "bg_qa_stop:reward"])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    assert stop.value.code == 128 + signal.SIGTERM
+    stop, out, argv = _train_stopped_by_sigterm(tmp_path, monkeypatch, "bg_qa_stop", 3, 9)
+    assert stop.code == 128 + signal.SIGTERM
     (said,) = capsys.readouterr().err.strip().splitlines()
     assert said == (
         f"bayes-grpo train: stopped by SIGTERM: {out}: stopped after 2 of 9 steps; kept the steps "

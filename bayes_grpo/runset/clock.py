@@ -37,9 +37,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.runset.core import RunSetError, make_runset, run_coords, runset_warnings
+from bayes_grpo.runset.core import (
+    RunSetError,
+    make_runset,
+    run_coords,
+    run_metric_frames,
+    runset_warnings,
+)
 from bayes_grpo.runset.names import LOGGED_LR_VAR
-from bayes_grpo.runset.schema import REWARD_VAR, RUN_DIM, SCHEMA_ATTR, STEP_DIM, WARNINGS_ATTR
+from bayes_grpo.runset.schema import REWARD_VAR, SCHEMA_ATTR, STEP_DIM, WARNINGS_ATTR
 
 #: Run-set attribute naming the runs re-timed on the learning-rate clock (JSON ``{run: facts}``).
 CLOCK_ATTR: str = "bayes_grpo_lr_clock"
@@ -122,15 +128,11 @@ def clock_runset(ds: xr.Dataset) -> xr.Dataset:
         raise RunSetError(
             f"no logged learning rate (variable {LOGGED_LR_VAR!r}) in the run set: nothing to re-time the runs by"
         )
-    steps = np.asarray(ds[STEP_DIM].values, dtype=float)
-    variables = [str(v) for v in ds.data_vars if ds[v].dims == (RUN_DIM, STEP_DIM)]
     warns = runset_warnings(ds)
     curves: dict[str, pd.DataFrame] = {}
     meta: dict[str, dict[str, object]] = {}
     facts: dict[str, dict[str, Any]] = {}
-    for run_id in (str(r) for r in ds[RUN_DIM].values):
-        sub = ds.sel({RUN_DIM: run_id})
-        frame = pd.DataFrame({v: sub[v].values for v in variables}, index=steps.astype(np.int64))
+    for run_id, frame in run_metric_frames(ds).items():
         frame = frame[frame.notna().any(axis=1)]
         coords = run_coords(ds, run_id)
         meta[run_id] = coords

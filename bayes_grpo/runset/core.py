@@ -395,6 +395,22 @@ def run_frame(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     return frame.dropna(subset=[REWARD_VAR])
 
 
+def run_metric_frames(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``{run id: frame}`` of every (run, step) variable of ``ds``, each frame on the whole step
+    grid (integer steps, NaN where the run logged nothing): the per-run tables that
+    :func:`make_runset` takes back, for transformations of a run set (``runset.clock``,
+    ``runset.thin``)."""
+    steps = np.asarray(ds[STEP_DIM].values).astype(np.int64)
+    variables = [str(v) for v in ds.data_vars if ds[v].dims == (RUN_DIM, STEP_DIM)]
+    frames = {}
+    for run_id in (str(r) for r in ds[RUN_DIM].values):
+        sub = ds.sel({RUN_DIM: run_id})
+        frame = pd.DataFrame({v: sub[v].values for v in variables}, index=steps)
+        frame.index.name = STEP_DIM
+        frames[run_id] = frame
+    return frames
+
+
 def run_coords(ds: xr.Dataset, run_id: str) -> dict[str, object]:
     """One run's coordinates (NaN for unknown numeric, "" for unknown string)."""
     sub = ds.sel({RUN_DIM: run_id})
@@ -416,6 +432,7 @@ __all__ = [
     "with_added_coords",
     "concat_runsets",
     "run_frame",
+    "run_metric_frames",
     "run_coords",
     "NUMERIC_COORDS",
 ]

@@ -27,8 +27,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.runset.core import RunSetError, make_runset, run_coords, runset_warnings
-from bayes_grpo.runset.schema import REWARD_VAR, RUN_DIM, SCHEMA_ATTR, STEP_DIM, WARNINGS_ATTR
+from bayes_grpo.runset.core import (
+    RunSetError,
+    make_runset,
+    run_coords,
+    run_metric_frames,
+    runset_warnings,
+)
+from bayes_grpo.runset.schema import REWARD_VAR, SCHEMA_ATTR, WARNINGS_ATTR
 
 #: Run-set attribute of a thinned run set (JSON ``{"every": n, "runs": {run: facts}}``).
 THIN_ATTR: str = "bayes_grpo_thinned"
@@ -86,16 +92,12 @@ def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
             f"the run set is thinned already (every {done.get('every')}-th point, attribute {THIN_ATTR}): "
             "thin the original run set instead"
         )
-    steps = np.asarray(ds[STEP_DIM].values)
-    variables = [str(v) for v in ds.data_vars if ds[v].dims == (RUN_DIM, STEP_DIM)]
     warns = runset_warnings(ds)
     curves: dict[str, pd.DataFrame] = {}
     meta: dict[str, dict[str, object]] = {}
     facts: dict[str, dict[str, Any]] = {}
-    for run_id in (str(r) for r in ds[RUN_DIM].values):
-        sub = ds.sel({RUN_DIM: run_id})
-        frame = pd.DataFrame({v: sub[v].values for v in variables}, index=steps.astype(np.int64))
-        frame.index.name = STEP_DIM
+    for run_id, frame in run_metric_frames(ds).items():
+        variables = list(frame.columns)
         logged = frame.index[frame[REWARD_VAR].notna().to_numpy()]
         keep = logged[kept_positions(len(logged), every)]
         if len(keep) < 3:
