@@ -2,9 +2,10 @@
 
 A fit's cost grows with the logged points: the law is evaluated at every step of the run
 set's grid in every gradient of every leapfrog step, and a run logged at every one of 10 000
-steps pins the curve so tightly that NUTS needs its longest trees (8 runs x 10 001 steps took
-26 minutes for 2 x (100 + 100) draws). The law has five numbers per run; the shape of a rise
-over thousands of steps is resolved by a few hundred points, and the noise of each kept point
+steps pins the curve so tightly that NUTS needs long trees (``benchmarks/fit_thinning.py``,
+``benchmarks/results/fit_thinning.md``: 8 runs x 10 001 steps, 2 x (200 + 200) draws, 49 minutes
+and R-hat 2.16 on every point, 575 s and R-hat 1.025 on every 10th, under the same load). The
+law has five numbers per run; the shape of a rise over thousands of steps is resolved by a few hundred points, and the noise of each kept point
 is the noise of its step, so the likelihood of a thinned run is the exact likelihood of the
 points it keeps (no averaging, which would change each point's noise). The posterior is wider
 than on every point (the noise is averaged over fewer of them), which on long real logs is
@@ -39,8 +40,8 @@ from bayes_grpo.runset.schema import REWARD_VAR, SCHEMA_ATTR, WARNINGS_ATTR
 #: Run-set attribute of a thinned run set (JSON ``{"every": n, "runs": {run: facts}}``).
 THIN_ATTR: str = "bayes_grpo_thinned"
 
-#: Logged points of the longest run above which ``fit`` suggests thinning (a regular grid of
-#: 2000 steps is about twice the benchmark's 1000-step runs; 8 x 10 001 steps took 26 minutes).
+#: Logged points of the longest run above which ``fit`` suggests thinning (twice the 1000-step
+#: runs of ``benchmarks/bench_fit.py``, whose 12 runs fit within a minute).
 LONG_RUN_POINTS: int = 2000
 
 #: Points per run that ``fit``'s suggestion aims at (the benchmark's runs: 1000 steps).
