@@ -137,3 +137,28 @@ def test_cli_ingest_thins_a_saved_run_set_and_says_what_it_kept(tmp_path, capsys
     err = capsys.readouterr().err
     assert str(raw) in err and "--every 50" in err and "run 'b'" in err
     assert not (tmp_path / "few.nc").exists() and not (tmp_path / "again.nc").exists()
+
+
+def test_fit_says_how_to_thin_long_runs_before_it_samples(tmp_path, monkeypatch, capsys):
+    # the note came with the fit's other notes, after the sampling it warns of (49 minutes on
+    # 8 runs x 10 001 steps)
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = make_runset({r: pd.DataFrame({"reward": np.linspace(0.1, 0.8, 2500)}, index=np.arange(1, 2501))
+                      for r in ("s0", "s1")}, {"s0": META, "s1": {**META, "group_size": 16}})
+    path = tmp_path / "long.nc"
+    save_runset(ds, path)
+
+    def no_sampling(self, *args, **kwargs):
+        raise RuntimeError("sampling started")
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", no_sampling)
+    with pytest.raises(RuntimeError, match="sampling started"):
+        main(["fit", str(path), "-o", str(tmp_path / "fit.nc")])
+    err = capsys.readouterr().err
+    assert "bayes-grpo fit: note: the longest run logs 2500 rewards" in err and "--every 3 " in err
+    # a thinned run set gets no such note
+    save_runset(thin_runset(ds, 3), tmp_path / "thin.nc")
+    with pytest.raises(RuntimeError, match="sampling started"):
+        main(["fit", str(tmp_path / "thin.nc"), "-o", str(tmp_path / "fit.nc")])
+    assert "the longest run logs" not in capsys.readouterr().err

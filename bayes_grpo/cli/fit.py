@@ -169,6 +169,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.model.core import size_exponent_summary
     from bayes_grpo.runset import load_runset
+    from bayes_grpo.runset.thin import thinned, thinning_note
 
     check_output_paths(
         {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
@@ -190,9 +191,13 @@ def run_fit(args: argparse.Namespace) -> int:
     model = GRPODynamicsModel(model_config=with_hyperparameter_defaults(config, args.defaults), **settings)
     runset = load_runset(args.runs)
     unstable = flagged_unstable_runs(runset)
+    # long runs: said before the sampling (it can take many minutes), not again after it
+    long_runs = None if thinned(runset) else thinning_note(runset)
     if not args.json:
         for run_id, summary in unstable.items():
             print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)
+        if long_runs:
+            print(f"bayes-grpo fit: note: {long_runs}", file=sys.stderr)
     with naming_the_run_set(args.runs):
         model.fit(
             runset,
@@ -257,7 +262,8 @@ def run_fit(args: argparse.Namespace) -> int:
         if independence is not None and independence.passed is False:
             print(f"residuals: {independence.summary}")
         for note in notes:
-            print(f"note: {note}")
+            if note != long_runs:
+                print(f"note: {note}")
         print(f"saved {path} ({model.fit_seconds:.1f} s sampling incl. compilation)")
     if args.strict and not conv.passed:
         print(
