@@ -573,3 +573,33 @@ def test_fit_help_says_when_the_same_seed_gives_the_same_draws(capsys):
         main(["fit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "the same seed gives the same draws (with --sampler nutpie only under the same PYTHONHASHSEED" in text, text
+
+
+def test_a_group_whose_runs_all_lack_a_trend_reads_no_trend_for_its_r2_not_nan(tmp_path, capsys, monkeypatch):
+    """`fit` printed NaN for the R^2 of a (model, G) group whose every run is flat (group_summary
+    leaves them NaN; the report says "no trend"), and --json gave null without a reason. The
+    text table now reads "no trend" there and --json a null R^2 with ``r2_note`` saying why.
+    Prior draws stand in for the posterior."""
+    import pandas as pd
+
+    from bayes_grpo.runset import make_runset
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(0, 150)
+    rise = 2.0 + 5.0 * (1.0 - np.exp(-steps / 20.0))
+    curves = {
+        "rising": pd.DataFrame({"reward": rise + rng.normal(0, 0.2, steps.size)}, index=steps),
+        "flat": pd.DataFrame({"reward": 5.0 + rng.normal(0, 0.3, steps.size)}, index=steps),
+    }
+    hp = {"model": "m", "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
+    runs = save_runset(make_runset(curves, {k: {**hp, "group_size": g} for k, g in zip(curves, (8, 2))}), tmp_path / "r.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(x for x in lines if re.match(r"^m\s+2\s", x) or re.match(r"^\s+2\s", x))
+    assert "NaN" not in row and row.count("no trend") == 3, row
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    groups = {g["group_size"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
+    assert groups[2]["r2_raw"] is None and groups[2]["r2_smoothed"] is None, groups[2]
+    assert groups[2]["r2_note"].startswith("no trend"), groups[2]
+    assert groups[8]["r2_note"] is None and groups[8]["r2_raw"] is not None, groups[8]

@@ -153,21 +153,24 @@ def no_trend_note(runs, data) -> str | None:
     )
 
 
-def _group_records(groups) -> list[dict]:
+def _group_records(groups, runs) -> list[dict]:
     """The rows of :meth:`GRPODynamicsModel.group_summary` for ``--json``, G as the table shows
     it (``readable_group_sizes``): ``reset_index`` turned the G of every group into a float
-    (``4.0``) when one group's G is unknown (NaN)."""
+    (``4.0``) when one group's G is unknown (NaN). ``r2_note`` says why a group's R^2 are null
+    (none of its runs has a visible trend), None where they are numbers."""
+    from bayes_grpo.model.core import NO_TREND_R2_REASON, groups_without_trend
     from bayes_grpo.runset.schema import readable_group_sizes
 
     rows = groups.reset_index()
     rows["group_size"] = readable_group_sizes(groups.index.get_level_values("group_size"))
+    rows["r2_note"] = [NO_TREND_R2_REASON if flat else None for flat in groups_without_trend(runs, groups)]
     return rows.to_dict(orient="records")
 
 
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.model.core import size_exponent_summary
+    from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import load_runset
     from bayes_grpo.runset.thin import thinned, thinning_note
 
@@ -232,13 +235,14 @@ def run_fit(args: argparse.Namespace) -> int:
                 "units": model.coefficient_units(),
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
-                "groups": _group_records(groups),
+                "groups": _group_records(groups, runs),
                 "runs": runs.reset_index().to_dict(orient="records"),
             }
         )
     else:
         cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
-        print_table(groups[cols], title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
+        # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
+        print_table(with_no_trend_r2(runs, groups[cols]), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
         print(model.units_note())
         print()
         if model.parameterisation == "phenomenological":

@@ -714,8 +714,8 @@ class GRPODynamicsModel:
         False), NaN when none has one: a flat run's R^2 (-125, -4095) measures its misfit against
         its noise alone, and beside one other run it made the group's median -62."""
         runs = self.run_summary()
-        cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed"]
-        r2 = ["r2_raw", "r2_noise_ceiling", "r2_smoothed"]
+        cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", *R2_COLUMNS]
+        r2 = list(R2_COLUMNS)
         runs = runs.copy()
         runs.loc[runs["has_trend"].map(lambda t: t is False).to_numpy(bool), r2] = np.nan
         out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
@@ -1243,6 +1243,44 @@ def _without_transformed_values(posterior: xr.Dataset, model) -> xr.Dataset:
     return posterior.drop_vars(sorted(transformed & set(map(str, posterior.data_vars))))
 
 
+#: The R^2 columns of :meth:`GRPODynamicsModel.run_summary` and ``group_summary``.
+R2_COLUMNS: tuple[str, ...] = ("r2_raw", "r2_noise_ceiling", "r2_smoothed")
+#: What an R^2 reads, in a table for reading, where its run (or every run of its group) has no
+#: visible trend (``has_trend`` False): the value is the misfit against the noise alone.
+NO_TREND: str = "no trend"
+#: Why a (model, G) group of :meth:`GRPODynamicsModel.group_summary` has no R^2 (``fit --json``).
+NO_TREND_R2_REASON: str = (
+    "no trend: no run of the group has a visible trend (has_trend False), so R^2 would weigh the "
+    "curve's misfit against the noise alone and say nothing of the law"
+)
+
+
+def groups_without_trend(runs: pd.DataFrame, groups: pd.DataFrame) -> np.ndarray:
+    """Per row of ``groups`` (``group_summary``, of the run summary ``runs``): whether none of
+    the group's runs has a visible trend (every ``has_trend`` False), where ``group_summary``
+    leaves the R^2 columns NaN. All False when ``runs`` has no ``has_trend`` column."""
+    if "has_trend" not in runs.columns or not {"model", "group_size"} <= set(runs.columns):
+        return np.zeros(len(groups), dtype=bool)
+    # the same groupby of the same run summary as group_summary: the groups in its order
+    flat = runs.groupby(["model", "group_size"], dropna=False)["has_trend"].agg(lambda t: all(v is False for v in t))
+    if len(flat) != len(groups):
+        return np.zeros(len(groups), dtype=bool)
+    return flat.to_numpy(bool)
+
+
+def with_no_trend_r2(runs: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """``groups`` (``group_summary``) for reading: the R^2 of a group whose runs all lack a
+    visible trend reads :data:`NO_TREND` instead of NaN (as ``fit`` and the report show it)."""
+    flat = groups_without_trend(runs, groups)
+    r2 = [c for c in R2_COLUMNS if c in groups.columns]
+    if not flat.any() or not r2:
+        return groups
+    groups = groups.copy()
+    groups[r2] = groups[r2].astype(object)
+    groups.loc[flat, r2] = NO_TREND
+    return groups
+
+
 def size_exponent_summary(model) -> dict | None:
     """Posterior of the curvature-scaling exponent (``log K`` on ``log model_size``): median and
     central ``HDI_PROB`` interval, with the LLMs of known size; None when the fit has none."""
@@ -1255,4 +1293,14 @@ def size_exponent_summary(model) -> dict | None:
     return {"median": float(np.median(x)), "lo": float(lo), "hi": float(hi), "prob": HDI_PROB, "llms": sized}
 
 
-__all__ = ["GRPODynamicsModel", "normalise_likelihood", "FIT_DATA_GROUP", "size_exponent_summary"]
+__all__ = [
+    "GRPODynamicsModel",
+    "normalise_likelihood",
+    "FIT_DATA_GROUP",
+    "size_exponent_summary",
+    "NO_TREND",
+    "NO_TREND_R2_REASON",
+    "R2_COLUMNS",
+    "groups_without_trend",
+    "with_no_trend_r2",
+]

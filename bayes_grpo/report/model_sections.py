@@ -12,6 +12,7 @@ import xarray as xr
 from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
+from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, with_no_trend_r2
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
 from bayes_grpo.runset.schema import group_size_text
 
@@ -33,9 +34,6 @@ TITLE_WIDTH: int = 48
 #: 6-7 characters at that size and a gap).
 FOREST_TEXT_SIZE: float = 9.0
 FOREST_INCHES_PER_TICK: float = 0.7
-#: The R^2 columns of the per-run table, and what they read for a run without a trend.
-R2_COLUMNS: tuple[str, ...] = ("r2_raw", "r2_noise_ceiling", "r2_smoothed")
-NO_TREND: str = "no trend"
 
 
 def model_sections(model: Any | None) -> list[Section]:
@@ -79,16 +77,8 @@ def fit_section(model: Any) -> Section:
     )
     if hasattr(model, "units_note"):
         section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
-    groups = model.group_summary()
-    r2 = [c for c in R2_COLUMNS if c in groups.columns]
-    if r2 and "has_trend" in runs.columns and "model" in runs.columns and "group_size" in runs.columns:
-        # a group of runs without a trend only has no R^2 (group_summary leaves it NaN): say why
-        # (the groups in group_summary's order: the same groupby of the same run summary)
-        flat = runs.groupby(["model", "group_size"], dropna=False)["has_trend"].agg(lambda t: all(v is False for v in t))
-        if len(flat) == len(groups) and flat.any():
-            groups[r2] = groups[r2].astype(object)
-            groups.loc[flat.to_numpy(bool), r2] = NO_TREND
-    section.table(groups)
+    # a group of runs without a trend only has no R^2 (group_summary leaves it NaN): say why
+    section.table(with_no_trend_r2(runs, model.group_summary()))
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
     shown = runs[cols].copy()
