@@ -794,6 +794,21 @@ def test_prediction_result_names_the_setting_the_law_and_the_band_terms():
 
 
 
+def test_a_law_discrepancy_estimated_at_zero_is_not_said_as_up_to_0_of_the_rise():
+    # the discrepancy profile is floored at 0: where the law's misfit on the training runs is
+    # within their noise its largest sd is 0, and the summary read "band includes the law's
+    # misfit on the training runs (up to 0 of the rise, 1 sd)"
+    from bayes_grpo.predict.result import prediction_result
+
+    ds = predict_from_draws(_draws(np.full(200, 0.004)), steps=200, momentum=0.5, k_ref=2.0)
+    ds.attrs["discrepancy_sd_max"] = 0.0
+    summary = prediction_result(ds).summary
+    assert "up to 0 of the rise" not in summary, summary
+    assert "within their noise" in summary and "parameter uncertainty only" in summary, summary
+    ds.attrs["discrepancy_sd_max"] = 0.0123
+    assert "(up to 0.0123 of the rise, 1 sd)" in prediction_result(ds).summary
+
+
 def test_prediction_result_of_a_forecast_names_the_run_and_the_cut():
     # a forecast has no hyperparameter settings: its report entry began ": regime ..."
     import matplotlib.pyplot as plt

@@ -15,6 +15,18 @@ from bayes_grpo.predict.summary import attr_warnings, steps_behind, summary_dict
 from bayes_grpo.runset.schema import COUNT_COORDS, readable_group_size
 
 
+def misfit_text(sd_max: float) -> str:
+    """The law-discrepancy term of a band in words (``...(up to X of the rise, 1 sd).``), or, where
+    its estimate is 0 (floored: the law's misfit on the training runs is within their noise),
+    that it adds nothing ("up to 0 of the rise" read as a misfit measured to be nothing)."""
+    if sd_max == 0.0:
+        return (
+            "; the law's misfit on the training runs is within their noise (discrepancy estimated "
+            "at 0): band from parameter uncertainty only."
+        )
+    return f"; band includes the law's misfit on the training runs (up to {sd_max:.3g} of the rise, 1 sd)."
+
+
 def prediction_result(
     ds: xr.Dataset,
     *,
@@ -81,10 +93,7 @@ def prediction_result(
     if "law" in ds.attrs:
         summary += f" Mean trajectory by the {ds.attrs['law']} law"
         if "discrepancy_sd_max" in ds.attrs:
-            summary += (
-                "; band includes the law's misfit on the training runs (up to "
-                f"{float(ds.attrs['discrepancy_sd_max']):.3g} of the rise, 1 sd)."
-            )
+            summary += misfit_text(float(ds.attrs["discrepancy_sd_max"]))
         else:
             summary += "; band from parameter uncertainty only."
     if "backtest_rmse" in ds.attrs:  # a forecast of a run whose later steps are logged
@@ -119,4 +128,4 @@ def prediction_result(
     )
 
 
-__all__ = ["prediction_result"]
+__all__ = ["misfit_text", "prediction_result"]
