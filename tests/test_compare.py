@@ -153,15 +153,15 @@ def test_compare_help_lists_every_law_and_the_cli_accepts_exactly_them(capsys):
 def test_a_law_whose_chains_disagree_is_named_and_not_ranked_silently():
     import arviz as az
 
-    from bayes_grpo.predict.compare import _convergence_notes
+    from bayes_grpo.predict.compare import _convergence_failures, convergence_note
 
     rng = np.random.default_rng(0)
     good = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400))})
     bad = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400)) + np.array([[0.0], [5.0]])})
-    assert _convergence_notes("logistic", good, good) == []
-    notes = _convergence_notes("logistic", good, bad)
-    assert len(notes) == 1 and notes[0].startswith("logistic leave-future-out fit did not converge")
-    assert "R-hat" in notes[0]
+    assert _convergence_failures("logistic", good, good) == [] and convergence_note([]) is None
+    failures = _convergence_failures("logistic", good, bad)
+    assert len(failures) == 1 and failures[0].startswith("logistic leave-future-out fit (R-hat")
+    assert convergence_note(failures).startswith("This fit did not converge, so its figures are unreliable")
 
 
 def test_a_non_converged_law_is_named_with_the_criterion_that_failed():
@@ -170,7 +170,7 @@ def test_a_non_converged_law_is_named_with_the_criterion_that_failed():
     # 0 divergences)": three passing figures and no reason
     import arviz as az
 
-    from bayes_grpo.predict.compare import _convergence_notes
+    from bayes_grpo.predict.compare import _convergence_failures
 
     rng = np.random.default_rng(0)
     good = az.from_dict(posterior={"rate": rng.normal(0.0, 1.0, (2, 400))})
@@ -178,8 +178,8 @@ def test_a_non_converged_law_is_named_with_the_criterion_that_failed():
         posterior={"rate": rng.normal(0.0, 1.0, (2, 400))},
         sample_stats={"reached_max_treedepth": np.ones((2, 400), dtype=bool)},
     )
-    (note,) = _convergence_notes("single_exp", deep, good)
-    assert note.startswith("single_exp fit did not converge")
+    (note,) = _convergence_failures("single_exp", deep, good)
+    assert note.startswith("single_exp fit (")
     assert "800 transitions at the maximum tree depth 10" in note
     assert "R-hat" not in note and "divergen" not in note
 
@@ -784,3 +784,70 @@ def test_the_rmse_scale_note_reads_the_runs_that_the_rmse_average_holds(monkeypa
     res = compare.compare_laws(make_runset(curves, {}), laws=["single_exp"], draws=20, chains=1)
     (note,) = [n for n in res.notes if "reward ranges differ" in n]
     assert "(a 0.609, b 59.1)" in note and "flat" not in note, note
+
+
+def _fake_fits_whose_chains_disagree(monkeypatch) -> list[dict]:
+    """Replace ``compare.fit_law`` by two-chain draws (no sampling) of every law's variables, one
+    of them with chains that disagree (R-hat far above 1.01); returns each call's keywords."""
+    import arviz as az
+
+    import bayes_grpo.predict.compare as compare
+
+    calls: list[dict] = []
+
+    def fake_fit(law, data, **kw):
+        calls.append(kw)
+        rng = np.random.default_rng(len(calls))
+        n, shape = data.n_runs, (2, 50, data.n_runs)
+        post = {
+            "plateau": np.tile(data.late, (2, 50, 1)) + 0.01 * rng.standard_normal(shape),
+            "initial_reward": np.tile(data.early, (2, 50, 1)) + 0.01 * rng.standard_normal(shape),
+            "sigma": np.exp(0.01 * rng.standard_normal(shape)),
+            "tau": 10.0 + 0.1 * rng.standard_normal(shape),
+            "rate": 0.2 + 0.01 * rng.standard_normal(shape),
+            "midpoint": 10.0 + 0.1 * rng.standard_normal(shape),
+            "apart": rng.normal(0.0, 1.0, (2, 50)) + np.array([[0.0], [5.0]]),
+        }
+        loglik = {"y": -0.5 - rng.random((2, 50, data.obs_z.size))}
+        assert n == data.late.size
+        return az.from_dict(posterior=post, log_likelihood=loglik)
+
+    monkeypatch.setattr(compare, "fit_law", fake_fit)
+    return calls
+
+
+def test_fits_that_did_not_converge_are_said_once_with_the_laws_they_concern(monkeypatch):
+    # `compare` gave one sentence per fit that did not converge, each ending "its figures are
+    # unreliable; rerun with more --draws/--tune.": four times for two laws
+    import bayes_grpo.predict.compare as compare
+
+    _fake_fits_whose_chains_disagree(monkeypatch)
+    res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp", "logistic"], draws=50, chains=2)
+    summary = res.to_check_result().summary
+    assert summary.count("did not converge") == 1 and summary.count("rerun with more --draws/--tune") == 1, summary
+    (note,) = [n for n in res.notes if "did not converge" in n]
+    for fit in ("single_exp fit (", "single_exp leave-future-out fit (", "logistic fit (", "logistic leave-future-out fit ("):
+        assert fit in note, note
+
+
+def test_compare_shows_its_sampling_progress_as_fit_does_and_hides_it_with_no_progress_or_json(monkeypatch, capsys):
+    # `compare` printed PyMC's lines for each of its fits ("Initializing NUTS ...", "Sampling 2
+    # chains ... took 12 seconds", "Only 60 samples per chain ...") under --json too, and had no
+    # --no-progress: it now follows fit's rule (progress unless --no-progress or --json), with a
+    # line naming the law before each fit
+    from bayes_grpo.cli import main
+
+    calls = _fake_fits_whose_chains_disagree(monkeypatch)
+    runset = _runset(n_steps=30)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: runset)
+    argv = ["compare", "runs.nc", "--laws", "single_exp", "--draws", "50"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "bayes-grpo compare: single_exp: fit 1 of 1" in err and "single_exp: leave-future-out fit 1 of 1" in err, err
+    assert [kw["progressbar"] for kw in calls] == [True, True]
+    for flag in ("--no-progress", "--json"):
+        calls.clear()
+        assert main([*argv, flag]) == 0
+        captured = capsys.readouterr()
+        assert "bayes-grpo compare: single_exp" not in captured.err, (flag, captured.err)
+        assert [kw["progressbar"] for kw in calls] == [False, False], flag

@@ -213,6 +213,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(c)
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the sampling progress (a line and PyMC's progress bar per fit, on stderr; hidden with --json too)",
+    )
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
 
@@ -508,6 +513,10 @@ def _run_compare(args: argparse.Namespace) -> int:
             chains=args.chains,
             random_seed=args.seed,
             hyperparameter_defaults=dict(args.defaults),
+            # as `fit` shows its sampling: not under --no-progress or --json
+            progress=None
+            if args.no_progress or args.json
+            else (lambda line: print(f"bayes-grpo compare: {line}", file=sys.stderr, flush=True)),
         )
     except ValueError as exc:
         # what compare_laws refuses is the run set ("no law could be fitted: ...", "runs with

@@ -38,7 +38,7 @@ log-sd 1.5 (``tau``, ``1 / w0``, ``1 / r``, ``(1 - mu) / a``), ``log zeta ~ N(0,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,8 +258,13 @@ def fit_law(
     cores: int = 1,
     random_seed: int = 0,
     target_accept: float = 0.9,
+    progressbar: bool = False,
 ):
-    """Sample one law; returns InferenceData with the pointwise log likelihood."""
+    """Sample one law; returns InferenceData with the pointwise log likelihood.
+
+    Without ``progressbar`` PyMC says nothing (``quiet``): its lines ("Initializing NUTS ...",
+    "Sampling 2 chains ... took 12 seconds", "Only 60 samples per chain ...") came once per
+    fit, eight times for the four laws, also under ``compare --json``."""
     import pymc as pm
 
     model = build_law_model(law, data)
@@ -272,7 +277,8 @@ def fit_law(
             cores=cores,
             random_seed=random_seed,
             target_accept=target_accept,
-            progressbar=False,
+            progressbar=progressbar,
+            quiet=not progressbar,
             idata_kwargs={"log_likelihood": True},
             compute_convergence_checks=False,
         )
@@ -388,25 +394,36 @@ def _lfo_scores(
     return rows
 
 
-def _convergence_notes(law: str, idata, idata_train) -> list[str]:
-    """A sentence per fit of ``law`` (full run set, leave-future-out prefix) that did not converge.
-
-    The figures of a law whose chains disagree or diverged are not comparable; the comparison
-    says so instead of ranking them silently (:func:`~bayes_grpo.model.convergence.convergence_check`).
-    """
+def _convergence_failures(law: str, idata, idata_train) -> list[str]:
+    """``"LAW fit (what failed)"`` per fit of ``law`` (full run set, leave-future-out prefix)
+    that did not converge (:func:`~bayes_grpo.model.convergence.convergence_check`), for
+    :func:`convergence_note`."""
     from bayes_grpo.model.convergence import convergence_check
 
-    notes = []
+    failures = []
     for what, fitted in (("fit", idata), ("leave-future-out fit", idata_train)):
         check = convergence_check(fitted)
         if check.passed is False and fitted.posterior.sizes["chain"] > 1:
             # the criteria that failed: R-hat, bulk ESS and divergences could all pass while
             # tail ESS, tree depth or E-BFMI failed, and the note then gave no reason
-            notes.append(
-                f"{law} {what} did not converge ({'; '.join(check.values['failed'])}): its "
-                "figures are unreliable; rerun with more --draws/--tune."
-            )
-    return notes
+            failures.append(f"{law} {what} ({', '.join(check.values['failed'])})")
+    return failures
+
+
+def convergence_note(failures: Sequence[str]) -> str | None:
+    """One sentence naming every fit that did not converge (:func:`_convergence_failures`), or None.
+
+    The figures of a law whose chains disagree or diverged are not comparable; the comparison
+    says so instead of ranking them silently. Said once with the fits it concerns: one sentence
+    per fit repeated "its figures are unreliable; rerun with more --draws/--tune" up to eight
+    times."""
+    if not failures:
+        return None
+    return (
+        f"{'These fits' if len(failures) > 1 else 'This fit'} did not converge, so "
+        f"{'their' if len(failures) > 1 else 'its'} figures are unreliable (rerun with more "
+        f"--draws/--tune): {'; '.join(failures)}."
+    )
 
 
 @dataclass
@@ -770,6 +787,7 @@ def compare_laws(
     random_seed: int = 0,
     lfo_fraction: float = LFO_FRACTION,
     hyperparameter_defaults: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ComparisonResult:
     """Fit every law to the run set and compare them (module docstring).
 
@@ -788,6 +806,9 @@ def compare_laws(
     hyperparameter_defaults
         ``momentum`` / ``k_ref`` for runs that do not know them (``fit --default``; a fit's
         ``model_config["hyperparameter_defaults"]``), so the mechanistic law is not skipped.
+    progress
+        Called with a line before each fit (``"single_exp: fit 1 of 4 ..."``), whose PyMC
+        progress bar and messages are then shown; None (the default): every fit is quiet.
     """
     import arviz as az
 
@@ -850,11 +871,17 @@ def compare_laws(
         "cores": cores,
         "random_seed": random_seed,
     }
+    failures: list[str] = []
+    fitted_laws = [law for law in laws if not law_applicable(law, data)]
+    say = progress or (lambda line: None)
+    kw["progressbar"] = progress is not None
     for law in laws:
         reason = law_applicable(law, data)
         if reason:
             notes.append(f"{law} skipped: {reason}.")
             continue
+        number = f"{fitted_laws.index(law) + 1} of {len(fitted_laws)}"
+        say(f"{law}: fit {number} ({data.n_runs} runs)")
         idata = fit_law(law, data, **kw)
         idatas[law] = idata
         with warnings.catch_warnings():
@@ -876,14 +903,18 @@ def compare_laws(
             rows[run_id]["n_pareto_k_high"] = int(high.sum())
             # which points: the count alone left the user to search the run for its outliers
             rows[run_id]["pareto_k_high_steps"] = [_step_value(t) for t in data.obs_t[high]]
+        say(f"{law}: leave-future-out fit {number} (the first {1.0 - lfo_fraction:.0%} of each run)")
         idata_train = fit_law(law, train, **kw)
-        notes.extend(_convergence_notes(law, idata, idata_train))
+        failures.extend(_convergence_failures(law, idata, idata_train))
         for r in _lfo_scores(law, idata_train, data, train):
             lfo_pointwise.setdefault(law, {})[r["run"]] = r.pop("_lfo_lpd", None)
             rows[r["run"]].update({k2: v for k2, v in r.items() if k2 not in ("run", "law")})
         per_run.extend(rows.values())
     if not idatas:
         raise ValueError("no law could be fitted: " + " ".join(notes))
+    unconverged = convergence_note(failures)
+    if unconverged:
+        notes.append(unconverged)
     if chains < 2:
         # _convergence_notes needs two chains: max_rhat read NaN and nothing said why
         notes.append(
@@ -922,6 +953,7 @@ __all__ = [
     "RunData",
     "build_law_model",
     "compare_laws",
+    "convergence_note",
     "curve_draws",
     "fit_law",
     "law_applicable",
