@@ -138,8 +138,9 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     assert fitted.convergence.passed, fitted.convergence.summary
 
 
-def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=()):
-    """The demo with its stages stubbed: (the HTML of its report, write_report's arguments)."""
+def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None):
+    """The demo with its stages stubbed: (the HTML of its report, write_report's arguments);
+    run by ``bayes-grpo demo ARGV`` when ``argv`` is given."""
     from types import SimpleNamespace
 
     import matplotlib.pyplot as plt
@@ -172,9 +173,22 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=()):
     monkeypatch.setattr(predict, "save_prediction", lambda *a, **k: None)
     monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
     written: dict = {}
-    monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
+
+    def write_report(path, *, verdicts=None, **kw):
+        written.update(kw)
+        if verdicts is not None:  # as write_report fills them
+            results = {k: v for k, v in kw.items() if k not in ("title", "subtitle", "overwrite")}
+            verdicts.extend(build.section_verdicts(build.build_sections(**results)))
+        return Path(path)
+
+    monkeypatch.setattr(build, "write_report", write_report)
     monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: list(fit_warnings))
-    demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
+    if argv is not None:  # through the command line, which prints what it gives
+        from bayes_grpo.cli import main
+
+        assert main(["demo", "--data", str(tmp_path), "--out", str(tmp_path / "demo"), *argv]) == 0
+    else:
+        demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
     results = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite")}
     html = build.render_html(build.build_sections(**results))
     plt.close("all")
@@ -197,3 +211,18 @@ def test_the_demo_report_shows_the_warnings_of_its_fit_as_report_of_the_saved_fi
     html, written = _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=[note])
     assert written["posterior_warnings"] == [note]
     assert f'<p class="warning">Warning of the saved fit: {note}</p>' in html
+
+
+def test_demo_json_gives_the_fits_warnings_and_the_sections_verdicts_as_report_json_does(tmp_path, monkeypatch, capsys):
+    # `report posterior.nc --json` prints report, posterior_warnings and sections; `demo --json`
+    # printed the paths, runs, timings and headline only: the demo's fit warnings and what each
+    # section of its report concludes needed the HTML to be opened
+    note = "demo/posterior.nc: Residual lag-1 autocorrelation up to 0.78. What is computed from this i.i.d. fit is too confident."
+    _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=[note], argv=["--json"])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)  # stdout holds the JSON alone: the progress lines are on stderr
+    assert "[7/7] write the report" in captured.err
+    assert out["posterior_warnings"] == [note]
+    keys = [section["key"] for section in out["sections"]]
+    assert keys == list(SECTION_KEYS), keys
+    assert {"report", "runs", "posterior", "fitted_runs", "excluded_runs", "timings_s", "headline"} <= set(out)

@@ -58,7 +58,10 @@ def register(subparsers) -> None:
         description=(
             "Ingest the shipped example runs (real TRL runs of a tiny model in data/tiny), diagnose them, fit "
             "the hierarchical model to the healthy ones, test G-invariance, draw the stability phase diagram, "
-            "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, phase.png, prediction.nc)."
+            "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, phase.png, prediction.nc). "
+            "--json prints, as `report --json` does, the report's path, the fit's warnings (posterior_warnings) and "
+            "each section's verdicts (sections), with the demo's files, fitted and excluded runs, timings and headline; "
+            "the progress lines go to stderr."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
@@ -136,6 +139,10 @@ def _demo(args: argparse.Namespace) -> int:
         print_json(
             {
                 "report": str(result.report),
+                # as `report --json` gives them for a saved fit: the fit's warnings and each
+                # section's verdicts (the demo printed the paths, runs and headline only)
+                "posterior_warnings": result.posterior_warnings,
+                "sections": result.sections,
                 "runs": str(result.runs_file),
                 "posterior": str(result.posterior_file),
                 "fitted_runs": result.fitted_runs,

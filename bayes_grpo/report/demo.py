@@ -78,6 +78,10 @@ class DemoResult:
     excluded_runs: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
     headline: dict[str, Any] = field(default_factory=dict)
+    #: The fit's own warnings shown at the top of the report, and what each section concludes
+    #: (:func:`bayes_grpo.report.section_verdicts`): ``report --json``'s keys of the same name.
+    posterior_warnings: list[str] = field(default_factory=list)
+    sections: list[dict[str, Any]] = field(default_factory=list)
 
 
 def default_data_dir() -> Path:
@@ -311,6 +315,9 @@ def run_demo(
     stage("predict")
 
     progress("[7/7] write the report")
+    # what `report posterior.nc` shows at the top of the same fit (an i.i.d. fit too confident)
+    fit_warnings = fitted_model_warnings(model, posterior_file)
+    verdicts: list[dict[str, Any]] = []
     report = write_report(
         out / REPORT_FILE,
         title="bayes_grpo demo: tiny-model TRL runs",
@@ -322,9 +329,9 @@ def run_demo(
         predictions=predicted,
         diagnostics=diagnostics,
         excluded=fitted.excluded,
-        # what `report posterior.nc` shows at the top of the same fit (an i.i.d. fit too confident)
-        posterior_warnings=fitted_model_warnings(model, posterior_file),
+        posterior_warnings=fit_warnings,
         overwrite=overwrite,
+        verdicts=verdicts,
     )
     stage("report")
     progress(f"      {report}  (total {sum(timings.values()):.0f} s)")
@@ -335,7 +342,9 @@ def run_demo(
         "invariance": invariance.values.get("verdict", invariance.summary),
         "prediction": predicted.values.get("regime"),
     }
-    return DemoResult(out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline)
+    return DemoResult(
+        out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline, list(fit_warnings), verdicts
+    )
 
 
 def _collapsed(runs: Any, run_id: str) -> bool:
