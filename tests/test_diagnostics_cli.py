@@ -358,3 +358,27 @@ def test_the_printed_table_puts_the_reasons_a_mode_is_not_assessable_under_it(ru
         assert r.values["reason"] not in table
         assert f"see [{i}]" in table
         assert f"[{i}] {r.values['run']} / {r.name} not assessable: {r.values['reason']}" in notes
+
+
+def test_diagnose_json_gives_the_warnings_of_the_fit_given_as_posterior(tmp_path, capsys, monkeypatch):
+    # `diagnose runs.nc --posterior fit.nc --json` printed the fit's warnings (it did not
+    # converge, ...) on stderr only, where predict / stability / phase-diagram / report --json
+    # give them as posterior_warnings
+    from pathlib import Path
+
+    import bayes_grpo.model.core as core
+    from bayes_grpo.model import GRPODynamicsModel
+
+    fit = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    if not fit.exists():
+        pytest.skip("models/bandit.nc not present")
+    runs = save_runset(GRPODynamicsModel.load(fit).runset, tmp_path / "runs.nc")
+    note = f"{fit}: the fit did not converge"
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [note])
+    argv = ["diagnose", str(runs), "--posterior", str(fit), "--mode", "reward_hacking", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["posterior_warnings"] == [note]
+    assert "the fit did not converge" in captured.err  # warned as before
+    assert main(["diagnose", str(runs), "--mode", "reward_hacking", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["posterior_warnings"] == []

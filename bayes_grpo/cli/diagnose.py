@@ -157,7 +157,10 @@ def _run(args: argparse.Namespace) -> int:
     if ds.sizes.get(RUN_DIM, 0) == 0:
         # an empty table's set_index died in a KeyError traceback; --json printed no result
         raise ValueError(f"{args.runset} holds no runs: nothing to diagnose")
-    results = diagnose(ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode)
+    load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
+    results = diagnose(
+        ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode, posterior_warnings=load_notes
+    )
     if args.figures:
         import matplotlib.pyplot as plt
 
@@ -182,6 +185,8 @@ def _run(args: argparse.Namespace) -> int:
             {
                 "runset": str(args.runset),
                 "config": config.to_dict(),
+                # as predict / stability / phase-diagram / report --json give them: stderr only
+                "posterior_warnings": load_notes,
                 "results": [r.to_dict() for r in results],
             }
         )

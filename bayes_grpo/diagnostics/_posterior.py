@@ -20,14 +20,21 @@ import xarray as xr
 POSTERIOR_VARS: tuple[str, ...] = ("zeta", "C_eff", "plateau")
 
 
-def load_posterior(posterior: Any) -> Any:
-    """A fitted model (or a draws mapping) from what the user passed; None stays None."""
+def load_posterior(posterior: Any, notes: list[str] | None = None) -> Any:
+    """A fitted model (or a draws mapping) from what the user passed; None stays None.
+
+    ``notes``, a list, receives the warnings of loading a saved fit
+    (:func:`bayes_grpo.model.core.as_fitted_model`: it did not converge, an i.i.d. fit too
+    confident), which are also warned."""
     if posterior is None or isinstance(posterior, Mapping):
         return posterior
     if isinstance(posterior, str | os.PathLike) or hasattr(posterior, "coefficient_draws"):
         from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
-        return as_fitted_model(posterior)[0]
+        model, load_notes = as_fitted_model(posterior)
+        if notes is not None:
+            notes.extend(load_notes)
+        return model
     raise ValueError(
         f"posterior must be a path, a fitted GRPODynamicsModel or a mapping of draws; got {type(posterior).__name__}"
     )

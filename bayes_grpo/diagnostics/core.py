@@ -81,6 +81,7 @@ def diagnose(
     posterior: Any = None,
     *,
     modes: str | Sequence[str] | None = None,
+    posterior_warnings: list[str] | None = None,
 ) -> list[CheckResult]:
     """Assess every failure mode on every (or the chosen) run.
 
@@ -99,6 +100,11 @@ def diagnose(
         strengths and the plateau used by policy concentration and degeneracy.
     modes
         One mode of :data:`MODES`, several, or None for all.
+    posterior_warnings
+        A list that receives the warnings of loading ``posterior`` when it is the path of a
+        saved fit (it did not converge, an i.i.d. fit too confident; warned as well), as
+        ``report_from_posterior(posterior_warnings=...)`` does: ``diagnose --posterior --json``
+        gives them as ``posterior_warnings``.
 
     Returns
     -------
@@ -125,7 +131,7 @@ def diagnose(
         if run is None
         else list(dict.fromkeys([run] if isinstance(run, str) else [str(r) for r in run]))
     )
-    post = load_posterior(posterior)
+    post = load_posterior(posterior, posterior_warnings)
     if post is not None and not set(modes) & set(POSTERIOR_MODES):
         # --mode reward_hacking --posterior fit.nc: the fit was loaded, its runs checked and
         # warned about, and every result said "posterior coefficient draws at the run's
