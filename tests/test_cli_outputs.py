@@ -235,6 +235,32 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     assert "\npolicy_time_to_fraction (steps to 90/95/99% of the rise p* - R0):\n" in out
 
 
+def test_a_milestone_beyond_the_horizon_is_printed_in_words_not_as_a_python_dict(capsys):
+    """`predict` / `forecast` printed each milestone as Python writes the JSON's dict,
+    "99%: {'median_step': None, 'prob_reached_within_horizon': 0.496}": None (JSON null)
+    is a median beyond the horizon, which the text did not say."""
+    import argparse
+
+    from bayes_grpo.cli.predict import _emit
+    from bayes_grpo.predict.summary import summarise_draws
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(50.0)
+    tau = rng.uniform(8.0, 16.0, 100)[:, None]  # 90% of the rise within 50 steps, 99% for some draws only
+    mean = 0.8 - 0.6 * np.exp(-steps / tau)
+    ds = summarise_draws(
+        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
+        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
+        zeta=np.full(100, 3.0), damping=np.full(100, 1.0),
+    )  # fmt: skip
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    block = capsys.readouterr().out.split("time_to_fraction (steps to 90/95/99% of the rise p* - R0):\n")[1]
+    rows = dict(line.strip().split(": ", 1) for line in block.splitlines()[:3])
+    assert "{" not in "".join(rows.values()) and "None" not in "".join(rows.values()), rows
+    assert rows["99%"].startswith("median beyond the horizon (reached within the horizon with probability "), rows
+    assert rows["90%"] == "median step 30 (reached within the horizon with probability 1)", rows
+
+
 def test_a_setting_where_every_draw_diverges_has_no_stop_step_and_says_why(capsys):
     # `predict models/bandit.nc --lr 1.0 --k-ref 4`: every draw diverges, and the policy's stop
     # step read 150 of 150 (a diverging mean's remaining gain is 0 only at the horizon's end)

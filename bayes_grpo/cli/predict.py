@@ -325,13 +325,28 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             share = " (steps to 90/95/99% of the rise p* - R0)" if key.endswith("time_to_fraction") else ""
             print(f"{key}{share}:")
             for k, v in value.items():
-                print(f"  {k}: {v}")
+                print(f"  {k}: {_milestone_text(v) if share else v}")
         elif key == "stop_step" and not np.isfinite(float(value)):
             print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds)}")
         elif key == "policy_stop_step" and not np.isfinite(float(value)):
             print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
         else:
             print(f"{key}: {value}")
+
+
+def _milestone_text(milestone: dict) -> str:
+    """A milestone of ``time_to_fraction`` in words: the text output printed the JSON's dict as
+    Python writes it, ``{'median_step': None, 'prob_reached_within_horizon': 0.496}``, where
+    None (JSON null) means that the median draw gets there only beyond the horizon."""
+    step = milestone.get("median_step")
+    prob = milestone.get("prob_reached_within_horizon")
+    where = (
+        "beyond the horizon"
+        if step is None or not np.isfinite(float(step))
+        else f"step {float(step):g}"
+    )
+    reached = "" if prob is None else f" (reached within the horizon with probability {float(prob):.3g})"
+    return f"median {where}{reached}"
 
 
 def _print_warnings(ds, args: argparse.Namespace) -> None:
