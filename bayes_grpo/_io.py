@@ -33,6 +33,13 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
         again at the end if a file appeared at ``path`` meanwhile (that file is kept).
     """
     dest = Path(path)
+    if dest.exists() and not dest.is_file():
+        # os.replace puts a file in place of a device or a pipe: `report fit.nc -o /dev/null
+        # --overwrite` run as root replaced /dev/null with the report
+        raise FileExistsError(
+            f"{dest}: exists and is not a regular file (a folder, a device such as /dev/null, a pipe); "
+            "refusing to replace it"
+        )
     if not overwrite and dest.exists():
         raise FileExistsError(f"{dest}: already exists; refusing to overwrite it")
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -166,6 +166,26 @@ def test_an_output_that_is_a_folder_is_refused_even_with_overwrite(tmp_path, cap
     assert "is an existing folder" in capsys.readouterr().err
 
 
+def test_an_output_that_is_a_device_or_a_pipe_is_refused_even_with_overwrite_and_kept(tmp_path, capsys):
+    # `report fit.nc -o /dev/full --overwrite` (run as root) wrote the report and replaced the
+    # device /dev/full with it: the atomic writer's os.replace puts a file in place of whatever
+    # is at the path. A pipe stands in for the device here (no root needed to make one)
+    import os
+    import stat
+
+    from bayes_grpo._io import write_text_atomic
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    assert main(["ingest", str(_csv(tmp_path / "a.csv")), "-o", str(pipe), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "--output is not a regular file" in err and "Traceback" not in err, err
+    with pytest.raises(FileExistsError, match="is not a regular file"):
+        write_text_atomic(pipe, "text", overwrite=True)  # the writer itself, for the Python API
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pipe.")] == []
+
+
 def test_demo_refuses_a_folder_holding_its_files_before_any_work(tmp_path, capsys):
     from bayes_grpo.report.demo import DEMO_OUTPUTS
 

@@ -445,7 +445,8 @@ def check_output_paths(
       ``overwrite``: a typo such as ``forecast runs.nc -o runs.nc`` must not replace the run
       set with the forecast);
     * two outputs share a path (the second would replace the first);
-    * an output is an existing folder (a file path is needed), or lies below a file;
+    * an output is an existing folder (a file path is needed), exists and is not a regular file
+      (a device such as ``/dev/null``, a pipe: the writer would replace it), or lies below a file;
     * an output file already exists and ``overwrite`` is False (``--overwrite`` replaces it);
 
     and ``PermissionError`` when the folder an output goes to (or the nearest existing folder
@@ -478,6 +479,13 @@ def check_output_paths(
     for out_name, out in outs:
         if out.is_dir():
             raise FileExistsError(f"{out}: {out_name} is an existing folder; give a file path")
+        if out.exists() and not out.is_file():
+            # a device, a pipe, a socket: the atomic writer would put a file in its place (as
+            # root, `-o /dev/null --overwrite` replaced /dev/null with the output)
+            raise FileExistsError(
+                f"{out}: {out_name} is not a regular file (a device such as /dev/null, a pipe or a "
+                "socket), which the output would replace; give a file path"
+            )
         # the writer makes missing folders; a file where a folder must be failed after the
         # work, with "[Errno 17] File exists: 'fit.nc'"
         blocking = next((p for p in out.parents if p.exists()), None)
