@@ -1164,7 +1164,7 @@ def test_report_json_gives_each_sections_verdicts_as_the_html_shows_them(tmp_pat
     assert by_key["invariance"]["available"] and by_key["invariance"]["checks"] == [
         {"name": "g_invariance", "title": "g invariance", "verdict": "not assessable", "passed": None, "summary": "stub"}
     ]
-    assert not by_key["diagnostics"]["available"] and "bayes-grpo diagnose" in by_key["diagnostics"]["absent_reason"]
+    assert not by_key["diagnostics"]["available"] and "report --no-diagnose" in by_key["diagnostics"]["absent_reason"]
     assert by_key["overview"]["available"] and by_key["overview"]["checks"] == []
     # the same from the Python API: what write_report wrote, pass and flagged as the badges
     verdicts: list = []
@@ -1271,3 +1271,31 @@ def test_the_per_model_and_g_r2_leaves_out_runs_without_a_trend():
     g16 = per_group.split("<th>16</th>")[1].split("</tr>")[0]
     assert g16.count("<td>no trend</td>") == 3, g16
     plt.close("all")
+
+
+def test_an_absent_section_of_the_report_verb_names_the_report_option_that_adds_it(tmp_path, monkeypatch, capsys):
+    # `bayes-grpo report fit.nc -o r.html` said "Not in this report: no invariance test was run
+    # (bayes-grpo invariance, ...)" and "no law comparison was run (bayes-grpo compare)": those
+    # verbs' results cannot be given to the report; its own --invariance / --compare run them
+    import json
+
+    import bayes_grpo.report.build as build
+    from bayes_grpo.cli import main
+
+    write_report = build.write_report
+    _stub_report_stages(monkeypatch)
+    monkeypatch.setattr(build, "write_report", write_report)  # the stages stubbed, the HTML written
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    argv = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability", "--json"]
+    assert main(argv) == 0
+    why = {s["key"]: s.get("absent_reason") for s in json.loads(capsys.readouterr().out)["sections"]}
+    assert "report --invariance" in why["invariance"] and "bayes-grpo invariance" not in why["invariance"], why
+    assert "report --compare" in why["comparison"] and "(bayes-grpo compare)" not in why["comparison"], why
+    assert "--no-diagnose" in why["diagnostics"] and "--no-stability" in why["stability"], why
+    assert "report --prediction" in why["predictions"], why
+    html = (tmp_path / "r.html").read_text()
+    assert "Not in this report: not asked: report --invariance" in html
+    assert main([*argv[:3], str(tmp_path / "r2.html"), "--no-diagnose", "--no-stability", "--compare", "--json"]) == 0
+    why = {s["key"]: s.get("absent_reason") for s in json.loads(capsys.readouterr().out)["sections"]}
+    assert why["comparison"] is None and "report --invariance" in why["invariance"], why  # asked: in the report

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ def build_sections(
     comparison: CheckResult | Sequence[CheckResult] | None = None,
     excluded: dict[str, str] | None = None,
     posterior_warnings: Sequence[str] = (),
+    absent_reasons: Mapping[str, str] | None = None,
 ) -> list[Section]:
     """All report sections, in :data:`SECTION_KEYS` order.
 
@@ -73,7 +74,12 @@ def build_sections(
         The warnings of loading the saved fit (``as_fitted_model``'s texts: a fit that did not
         converge, an i.i.d. fit whose residuals wander), shown at the top of the report, since
         every section computed from the fit's draws inherits them.
+    absent_reasons
+        ``{section key: why it is absent}`` in place of the default ("no invariance test was
+        run (bayes-grpo invariance, ...)"), for a caller that knows how the section is asked
+        for: :func:`report_from_posterior` names its own options (``--invariance``, ...).
     """
+    reasons = dict(absent_reasons or {})
     fitted = getattr(model, "runset", None) if model is not None else None
     unfitted = None
     if runset is None:
@@ -111,7 +117,7 @@ def build_sections(
             list(iter_results(invariance)),
             intro="H0: within a model the mean trajectory is the same for every G and only the noise scales as D/G; "
             "H1: it differs by G. Bayes factors by two independent methods, prior sensitivity and the noise exponent alpha.",
-            missing="no invariance test was run (bayes-grpo invariance, or bayes_grpo.checks.invariance).",
+            missing=reasons.get("invariance", "no invariance test was run (bayes-grpo invariance, or bayes_grpo.checks.invariance)."),
         )
     )
     per_setting = ""
@@ -133,11 +139,12 @@ def build_sections(
             "lagged heavy-ball recursion >= 1) and of the oscillatory regime over (learning rate, K_ref)."
             + per_setting
             + unconverged,
-            missing=(
+            missing=reasons.get(
+                "stability",
                 "a phenomenological fit has no curvature K, so the learning rate and K_ref do not enter it "
                 "and it draws no phase diagram (refit with --parameterisation mechanistic)."
                 if getattr(model, "parameterisation", None) == "phenomenological"
-                else "no stability analysis was given (bayes-grpo phase-diagram, or bayes_grpo.checks.stability)."
+                else "no stability analysis was given (bayes-grpo phase-diagram, or bayes_grpo.checks.stability).",
             ),
         )
     )
@@ -147,7 +154,7 @@ def build_sections(
             "Predictions and forecasts",
             list(iter_results(predictions)),
             intro="Posterior predictive trajectories for new hyperparameters and forecasts of runs in progress.",
-            missing="no prediction or forecast was made (bayes-grpo predict / forecast).",
+            missing=reasons.get("predictions", "no prediction or forecast was made (bayes-grpo predict / forecast)."),
         )
     )
     sections.append(
@@ -157,7 +164,7 @@ def build_sections(
             list(iter_results(diagnostics)),
             intro="Reward hacking (train-eval decoupling), advantage degeneracy, policy concentration and dynamical "
             "instability, per run, from the logged side quantities.",
-            missing="no diagnostics were run (bayes-grpo diagnose).",
+            missing=reasons.get("diagnostics", "no diagnostics were run (bayes-grpo diagnose)."),
         )
     )
     sections.append(
@@ -167,7 +174,7 @@ def build_sections(
             list(iter_results(comparison)),
             intro="The three-phase oscillator (mechanistic and phenomenological parameterisations) against the single "
             "exponential (overdamped limit) and the logistic law: PSIS-LOO, leave-future-out and R^2 per law.",
-            missing="no law comparison was run (bayes-grpo compare).",
+            missing=reasons.get("comparison", "no law comparison was run (bayes-grpo compare)."),
         )
     )
     assert [s.key for s in sections] == list(SECTION_KEYS)
@@ -365,6 +372,23 @@ def report_from_posterior(
         from bayes_grpo.predict.result import prediction_result
 
         results["predictions"] = [prediction_result(ds, title=name) for name, ds in loaded]
+    # why a section is absent, in this function's (and `bayes-grpo report`'s) terms: the
+    # defaults sent the reader to `bayes-grpo invariance` / `compare`, whose results the
+    # report cannot take, while `report --invariance` / `--compare` runs them
+    results["absent_reasons"] = {
+        key: why
+        for key, why, asked in (
+            ("invariance", "not asked: report --invariance (invariance=True) runs the G-invariance "
+             "Bayes factors; it samples, so it is off by default.", invariance),
+            ("comparison", "not asked: report --compare (compare=True) runs the law comparison; it "
+             "samples, so it is off by default.", compare),
+            ("diagnostics", "left out by report --no-diagnose (diagnose=False).", diagnose),
+            ("stability", "left out by report --no-stability (stability=False).", stability),
+            ("predictions", "none given: report --prediction p.nc (predictions=[...]) adds a prediction "
+             "or forecast saved by bayes-grpo predict / forecast -o p.nc.", bool(loaded)),
+        )
+        if not asked
+    }  # fmt: skip
     return write_report(
         output,
         title=title or f"bayes_grpo report: {Path(posterior).name}",
