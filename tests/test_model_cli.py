@@ -165,6 +165,9 @@ def test_fit_strict_exits_non_zero_when_the_fit_did_not_converge_and_still_write
     assert written == [out]  # written either way
     assert main(["fit", str(runs_file), "-o", str(out), "--strict", "--json"]) == 3
     assert main(["fit", str(runs_file), "-o", str(out)]) == 0  # without --strict: a warning, status 0
+    # said once: it read "convergence: PROBLEMS: Convergence problems: ..."
+    (line,) = [t for t in capsys.readouterr().out.splitlines() if t.startswith("convergence:")]
+    assert line.startswith("convergence: Convergence problems: R-hat needs at least 2 chains") and "PROBLEMS" not in line
     passed = type("C", (), {"passed": True, "summary": "stub", "values": {}, "to_dict": lambda self: {}})()
     monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: passed)
     assert main(["fit", str(runs_file), "-o", str(out), "--strict"]) == 0

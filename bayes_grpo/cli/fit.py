@@ -262,7 +262,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 f"noise exponent: sigma^2 = D / G^alpha, alpha = {noise_exponent['median']:.3g} "
                 f"[{noise_exponent['lo']:.3g}, {noise_exponent['hi']:.3g}] ({noise_exponent['prob']:.0%} interval; theory 1)"
             )
-        print(f"convergence: {'OK' if conv.passed else 'PROBLEMS'}: {conv.summary}")
+        print(f"convergence: {conv.summary}")  # 'Converged: ...' or 'Convergence problems: ...'
         if independence is not None and independence.passed is False:
             print(f"residuals: {independence.summary}")
         for note in notes:
