@@ -218,6 +218,23 @@ def test_diagnose_checks_every_figure_name_before_writing_any(tmp_path, capsys):
     assert {p.name for p in figs.iterdir()} == set(written)
 
 
+def _exponential_rise_summary(low: float, high: float):
+    """``summarise_draws`` of 100 draws of a rise 0.2 -> 0.8 over 50 steps, time constant uniform on
+    ``[low, high]`` steps; returns it and ``(steps, mean draws, the generator)`` for more draws."""
+    from bayes_grpo.predict.summary import summarise_draws
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(50.0)
+    tau = rng.uniform(low, high, 100)[:, None]
+    mean = 0.8 - 0.6 * np.exp(-steps / tau)
+    ds = summarise_draws(
+        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
+        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
+        zeta=np.full(100, 3.0), damping=np.full(100, 1.0),
+    )  # fmt: skip
+    return ds, (steps, mean, rng)
+
+
 def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(capsys):
     """A run still rising at the horizon has no stop step: the text output says so and how
     much gain is still expected, instead of printing ``nan``."""
@@ -226,15 +243,7 @@ def test_a_stop_step_beyond_the_horizon_is_printed_as_such_with_the_gain_left(ca
     from bayes_grpo.cli.predict import _emit
     from bayes_grpo.predict.summary import summarise_draws
 
-    rng = np.random.default_rng(0)
-    steps = np.arange(50.0)
-    tau = rng.uniform(200.0, 300.0, 100)[:, None]  # far slower than the horizon
-    mean = 0.8 - 0.6 * np.exp(-steps / tau)
-    ds = summarise_draws(
-        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
-        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
-        zeta=np.full(100, 3.0), damping=np.full(100, 1.0),
-    )  # fmt: skip
+    ds, (steps, mean, rng) = _exponential_rise_summary(low=200.0, high=300.0)  # far slower than the horizon
     assert not np.isfinite(float(ds.attrs["stop_step"]))
     _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
     out = capsys.readouterr().out
@@ -262,17 +271,9 @@ def test_a_milestone_beyond_the_horizon_is_printed_in_words_not_as_a_python_dict
     import argparse
 
     from bayes_grpo.cli.predict import _emit
-    from bayes_grpo.predict.summary import summarise_draws
 
-    rng = np.random.default_rng(0)
-    steps = np.arange(50.0)
-    tau = rng.uniform(8.0, 16.0, 100)[:, None]  # 90% of the rise within 50 steps, 99% for some draws only
-    mean = 0.8 - 0.6 * np.exp(-steps / tau)
-    ds = summarise_draws(
-        steps, mean, mean + 0.01 * rng.standard_normal(mean.shape),
-        plateau=np.full(100, 0.8), initial_reward=np.full(100, 0.2),
-        zeta=np.full(100, 3.0), damping=np.full(100, 1.0),
-    )  # fmt: skip
+    # 90% of the rise within 50 steps, 99% for some draws only
+    ds, _ = _exponential_rise_summary(low=8.0, high=16.0)
     _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
     block = capsys.readouterr().out.split("time_to_fraction (steps to 90/95/99% of the rise p* - R0):\n")[1]
     rows = dict(line.strip().split(": ", 1) for line in block.splitlines()[:3])

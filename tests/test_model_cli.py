@@ -511,6 +511,19 @@ def test_the_noise_exponent_note_gives_r_hat_to_the_digits_of_the_convergence_ch
     assert note.startswith("alpha's draws have not converged (bulk ESS ") and ", R-hat 1.012;" in note, note
 
 
+def _rising_and_flat_runs() -> dict:
+    """A run rising 2 -> 7 on a 0-10 scale (noise 0.2) and a flat noisy one (5 +- 0.3), 150 steps."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(0, 150)
+    rise = 2.0 + 5.0 * (1.0 - np.exp(-steps / 20.0))
+    return {
+        "rising": pd.DataFrame({"reward": rise + rng.normal(0, 0.2, steps.size)}, index=steps),
+        "flat": pd.DataFrame({"reward": 5.0 + rng.normal(0, 0.3, steps.size)}, index=steps),
+    }
+
+
 def test_fit_names_a_run_without_a_visible_trend_in_its_text_and_json(tmp_path, capsys, monkeypatch):
     """A flat, noisy run (an LLM's G = 2 run that never moved, reward 5 +- 0.3 on a 0-10 scale)
     went into `fit` beside the LLM's rising runs without a word: raw R^2 -133, and the LLM's
@@ -521,14 +534,8 @@ def test_fit_names_a_run_without_a_visible_trend_in_its_text_and_json(tmp_path, 
 
     from bayes_grpo.runset import make_runset
 
-    rng = np.random.default_rng(0)
-    steps = np.arange(0, 150)
-    rise = 2.0 + 5.0 * (1.0 - np.exp(-steps / 20.0))
-    curves = {
-        "rising": pd.DataFrame({"reward": rise + rng.normal(0, 0.2, steps.size)}, index=steps),
-        "flat": pd.DataFrame({"reward": 5.0 + rng.normal(0, 0.3, steps.size)}, index=steps),
-        "solved": pd.DataFrame({"reward": np.full(steps.size, 7.0)}, index=steps),
-    }
+    curves = _rising_and_flat_runs()
+    curves["solved"] = pd.DataFrame({"reward": np.full(150, 7.0)}, index=np.arange(0, 150))
     hp = {"model": "m", "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
     runs = save_runset(make_runset(curves, {k: {**hp, "group_size": g} for k, g in zip(curves, (8, 2, 32))}), tmp_path / "r.nc")
 
@@ -583,17 +590,10 @@ def test_a_group_whose_runs_all_lack_a_trend_reads_no_trend_for_its_r2_not_nan(t
     leaves them NaN; the report says "no trend"), and --json gave null without a reason. The
     text table now reads "no trend" there and --json a null R^2 with ``r2_note`` saying why.
     Prior draws stand in for the posterior."""
-    import pandas as pd
 
     from bayes_grpo.runset import make_runset
 
-    rng = np.random.default_rng(0)
-    steps = np.arange(0, 150)
-    rise = 2.0 + 5.0 * (1.0 - np.exp(-steps / 20.0))
-    curves = {
-        "rising": pd.DataFrame({"reward": rise + rng.normal(0, 0.2, steps.size)}, index=steps),
-        "flat": pd.DataFrame({"reward": 5.0 + rng.normal(0, 0.3, steps.size)}, index=steps),
-    }
+    curves = _rising_and_flat_runs()
     hp = {"model": "m", "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
     runs = save_runset(make_runset(curves, {k: {**hp, "group_size": g} for k, g in zip(curves, (8, 2))}), tmp_path / "r.nc")
     _fit_from_prior_draws(monkeypatch)
