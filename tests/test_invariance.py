@@ -291,6 +291,18 @@ def test_impossible_test_settings_are_refused_before_any_sampling(kwargs, messag
         invariance.invariance_bayes_factor(_runset(0.0), **kwargs)
 
 
+@pytest.mark.parametrize("option, value", [("--prior-scales", "0"), ("--prior-scales", "nan"), ("--offset-sigma", "-1")])
+def test_an_impossible_prior_scale_or_offset_sd_is_refused_naming_its_option(option, value, tmp_path, capsys):
+    # the command line passed them to the check above, whose message ("prior scales must be
+    # positive", "group_offset_sigma ... must be > 0") named no option (noticed by cli8)
+    from bayes_grpo.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["invariance", str(tmp_path / "runs.nc"), option, value])
+    assert stop.value.code == 2
+    assert f"argument {option}: must be " in capsys.readouterr().err
+
+
 def test_too_few_draws_for_the_bridge_proposal_of_h1_are_refused_before_any_sampling(toy, monkeypatch):
     # the toy's H1 has 3 parameters; 2 chains x 1 draw in the first halves gave a singular proposal
     # covariance, found by H1's bridge sampling after H0 was sampled: "marginal likelihood of H1

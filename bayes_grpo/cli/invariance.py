@@ -9,6 +9,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     naming_the_run_set,
     non_negative_int,
+    positive_float,
     positive_int,
     print_json,
     print_table,
@@ -76,14 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--prior-scales",
-        type=float,
+        type=positive_float,
         nargs="+",
         default=[0.5, 1.0, 2.0],
         help="multiples of the offset prior sd for the sensitivity table (default 0.5 1 2)",
     )
     p.add_argument(
         "--offset-sigma",
-        type=float,
+        type=positive_float,
         default=None,
         help="offset prior sd at scale 1 (default: the model config's group_offset_sigma)",
     )
