@@ -79,6 +79,8 @@ def test_demo_goes_from_trl_logs_to_a_report_that_renders_in_chromium(small_data
     for key in ("overview", "fit", "convergence", "posteriors", "invariance", "stability", "predictions", "diagnostics"):
         assert re.search(rf'data-section="{key}" data-available="yes"', html), key
     assert 'data-section="comparison" data-available="no"' in html  # the demo does not compare laws, and says so
+    # ... and how to add the comparison to its fit (it sent the reader to `bayes-grpo compare`)
+    assert f"bayes-grpo report {tmp_path / 'demo' / 'posterior.nc'} --compare` adds this section" in html
 
     from test_report import _chromium, open_in_chromium
 

@@ -330,6 +330,12 @@ def run_demo(
         diagnostics=diagnostics,
         excluded=fitted.excluded,
         posterior_warnings=fit_warnings,
+        # the report's default sent the reader to `bayes-grpo compare` without saying the demo
+        # leaves the comparison out, nor on which files
+        absent_reasons={
+            "comparison": f"the demo does not compare laws (four more fits): `bayes-grpo report "
+            f"{out / POSTERIOR_FILE} --compare` adds this section for the fitted runs."
+        },
         overwrite=overwrite,
         verdicts=verdicts,
     )
