@@ -1056,6 +1056,10 @@ def test_an_instability_verdict_of_a_reward_oscillation_alone_says_it_is_the_law
     assert res.passed is False
     assert "Only a reward oscillation was detected: zeta < 1 says the law oscillates" in res.summary, res.summary
     assert "no signal of growth, divergence or negative damping came with it" in res.summary
+    # its remedy is the oscillation's: it read "lower ... below the threshold eta K K_ref = 1 - mu
+    # ..., and resume from a checkpoint before the onset", the instability's (noticed by diag7)
+    assert res.values["remedy"].startswith("swings that settle are the law's underdamped regime")
+    assert "resume from a checkpoint" not in res.summary and res.summary.endswith(f"What to try: {res.values['remedy']}.")
 
 
 def test_diagnose_takes_the_draws_of_a_state_space_fit_as_they_are():

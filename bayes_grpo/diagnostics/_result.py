@@ -49,6 +49,16 @@ REMEDIES: dict[str, str] = {
     ),
 }
 
+#: The remedy of an instability detection on a reward oscillation alone: an underdamped law
+#: (zeta < 1) that settles is stable, so the instability remedy (get below the threshold,
+#: resume from before the onset) does not apply; what damps it does.
+OSCILLATION_REMEDY: str = (
+    "swings that settle are the law's underdamped regime, not a failure, and need no restart; to "
+    "damp them lower the momentum, the learning rate or K_ref (each raises the damping ratio "
+    "zeta), and check the margin to the threshold eta K K_ref = 1 - mu with `bayes-grpo "
+    "stability` (a fitted posterior gives it) if the swings grow"
+)
+
 
 def strength(
     name: str,
@@ -101,10 +111,12 @@ def assessed(
     evidence: dict[str, Any],
     table: pd.DataFrame | None = None,
     figure: Any | None = None,
+    remedy: str | None = None,
 ) -> CheckResult:
-    """Result for a run the mode could assess."""
+    """Result for a run the mode could assess; a detection's summary ends with ``remedy``
+    (default ``REMEDIES[mode]``)."""
     figures = {} if figure is None else {f"{MODE_TITLES[mode]}: {run_id}": figure}
-    remedy = REMEDIES[mode] if detected else None
+    remedy = (remedy or REMEDIES[mode]) if detected else None
     if remedy is not None:
         summary = f"{summary.rstrip()} What to try: {remedy}."
     return CheckResult(

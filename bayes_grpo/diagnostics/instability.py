@@ -135,7 +135,13 @@ from scipy import stats
 
 from bayes_grpo.checks.base import CheckResult, plot_text
 from bayes_grpo.diagnostics import _fits
-from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
+from bayes_grpo.diagnostics._result import (
+    OSCILLATION_REMEDY,
+    assessed,
+    fmt_interval,
+    not_assessable,
+    strength,
+)
 from bayes_grpo.diagnostics._series import (
     Series,
     bootstrap,
@@ -1032,6 +1038,7 @@ def instability(
         "left_out": left_out,
         "ends_early": ends_early,
     }
+    oscillation_only = False
     if detected:
         names = ", ".join(
             f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
@@ -1040,7 +1047,8 @@ def instability(
         summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (
             f", from step {onset_step:.0f}." if onset_step is not None else "."
         )
-        if all(s["signal"] in WITHIN_THE_LAW for s in detected_signals):
+        oscillation_only = all(s["signal"] in WITHIN_THE_LAW for s in detected_signals)
+        if oscillation_only:
             # an oscillation that settles is the law's underdamped regime: say that no signal of
             # growth or divergence came with it (fit and forecast leave it out for that reason)
             summary += (
@@ -1109,6 +1117,7 @@ def instability(
         evidence=evidence,
         table=table,
         figure=figure,
+        remedy=OSCILLATION_REMEDY if oscillation_only else None,
     )
 
 
