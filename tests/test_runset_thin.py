@@ -21,6 +21,7 @@ from bayes_grpo.runset.thin import (
     suggested_every,
     thin_runset,
     thinned,
+    thinned_values_text,
     thinning_note,
 )
 
@@ -67,6 +68,15 @@ def test_thinning_says_per_run_what_it_kept_and_records_it():
     assert "11 of 101 rewards kept (steps 1-101)" in warns["a"][-1] and "kl 11 of 101" in warns["a"][-1]
     assert "eval_reward 2 of 6" in warns["b"][-1]
     assert thinning_note(out).startswith("the run set was thinned to every 10-th logged point")
+
+
+def test_a_thinning_warning_counts_a_large_group_of_metrics_instead_of_naming_each():
+    # a TRL run logs ~15 side metrics: 'clip_ratio_high_max 60 of 300, clip_ratio_high_mean 60 of
+    # 300, ...' filled a screen per run (ingest data/tiny --every 5)
+    counts = {f"m{i}": [300, 60] for i in range(14)} | {"eval": [6, 2], "kl": [300, 300], "none": [0, 0]}
+    assert thinned_values_text(counts) == "60 of 300 for each of 14 metrics (m0, m1, ...), eval 2 of 6"
+    assert thinned_values_text({"a": [10, 2], "b": [10, 2]}) == "a 2 of 10, b 2 of 10"
+    assert thinned_values_text({"kl": [5, 5]}) == ""
 
 
 def test_every_one_keeps_every_point():

@@ -111,15 +111,37 @@ def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
         meta[run_id] = run_coords(ds, run_id)
         counts = {v: [int(frame[v].notna().sum()), int(kept[v].notna().sum())] for v in variables}
         facts[run_id] = {"logged_points": int(len(logged)), "kept_points": int(len(keep)), "values": counts}
-        lost = [f"{v} {k} of {n}" for v, (n, k) in counts.items() if v != REWARD_VAR and n > 0 and k < n]
+        lost = thinned_values_text({v: c for v, c in counts.items() if v != REWARD_VAR})
         warns.setdefault(run_id, []).append(
             f"thinned to every {every}-th logged point: {len(keep)} of {len(logged)} rewards kept (steps "
             f"{int(keep[0])}-{int(keep[-1])})"
-            + (f"; other values kept at those steps: {', '.join(lost)}" if lost else "")
+            + (f"; other values kept at those steps: {lost}" if lost else "")
         )
     attrs = {k: v for k, v in ds.attrs.items() if k not in (SCHEMA_ATTR, WARNINGS_ATTR)}
     attrs[THIN_ATTR] = json.dumps({"every": int(every), "runs": facts})
     return make_runset(curves, meta, warnings=warns, attrs=attrs)
+
+
+#: Metrics named one by one in a thinning warning; a larger group of one count is counted.
+NAMED_METRICS: int = 3
+
+
+def thinned_values_text(counts: dict[str, list[int]]) -> str:
+    """The metrics that lost values to thinning, ``{name: [logged, kept]}``, grouped by their
+    counts: ``"kl 11 of 101"``, ``"60 of 300 for each of 14 metrics (clip_ratio_high_max, ...)"``
+    (a TRL run logs some 15 side metrics; naming each one's count made a warning of a screen);
+    ``""`` when none lost any. Pure."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name, (logged, kept) in counts.items():
+        if logged > 0 and kept < logged:
+            groups.setdefault((logged, kept), []).append(name)
+    parts = []
+    for (logged, kept), names in groups.items():
+        if len(names) <= NAMED_METRICS:
+            parts += [f"{name} {kept} of {logged}" for name in names]
+        else:
+            parts.append(f"{kept} of {logged} for each of {len(names)} metrics ({', '.join(names[:2])}, ...)")
+    return ", ".join(parts)
 
 
 def thinned(ds: xr.Dataset) -> dict[str, Any]:
@@ -156,4 +178,4 @@ def thinning_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | 
     )
 
 
-__all__ = ["LONG_RUN_POINTS", "THIN_ATTR", "kept_positions", "suggested_every", "thin_runset", "thinned", "thinning_note"]
+__all__ = ["LONG_RUN_POINTS", "NAMED_METRICS", "THIN_ATTR", "kept_positions", "suggested_every", "thin_runset", "thinned", "thinned_values_text", "thinning_note"]
