@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -57,21 +56,23 @@ def run_table(ds: xr.Dataset, run_id: str) -> pd.DataFrame:
     return frame.dropna(how="all")
 
 
-def evaluation_reward_source(runset: xr.Dataset, run_id: str) -> str | None:
-    """The evaluation metric a run's reward was taken from, when its log had no training reward
-    (the ingest's ``reward_rule`` "evaluation fallback ..."); None otherwise, or for a run set
-    made without the ingest."""
-    from bayes_grpo.runset.ingest import INGEST_ATTR
+def evaluation_reward_sources(runset: xr.Dataset) -> dict[str, str]:
+    """``{run: the evaluation metric its reward was taken from}`` for the runs whose log had no
+    training reward (the ingest's ``reward_rule`` "evaluation fallback ..."); ``{}`` for a run set
+    made without the ingest, or whose record does not read."""
+    from bayes_grpo.runset.ingest import ingest_facts
 
-    raw = runset.attrs.get(INGEST_ATTR, "{}")
     try:
-        facts = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        facts = ingest_facts(runset)
     except (TypeError, ValueError):
-        return None
-    info = facts.get(run_id) if isinstance(facts, dict) else None
-    if not isinstance(info, dict) or not str(info.get("reward_rule", "")).startswith("evaluation"):
-        return None
-    return str(info.get("reward_source", "")) or None
+        return {}
+    return {
+        str(run): str(info["reward_source"])
+        for run, info in (facts.items() if isinstance(facts, dict) else ())
+        if isinstance(info, dict)
+        and str(info.get("reward_rule", "")).startswith("evaluation")
+        and info.get("reward_source")
+    }
 
 
 def diagnose(
@@ -160,6 +161,7 @@ def diagnose(
         )
     results: list[CheckResult] = []
     undrawn: dict[str, str] = {}
+    evaluation_sources = evaluation_reward_sources(runset)  # the ingest's record, read once
     for run_id in run_ids:
         frame = run_table(runset, run_id)
         coords = run_coords(runset, run_id)
@@ -178,7 +180,7 @@ def diagnose(
                     run_id=run_id,
                     config=config.hacking,
                     common=config.common,
-                    reward_is_evaluation=evaluation_reward_source(runset, run_id),
+                    reward_is_evaluation=evaluation_sources.get(run_id),
                 )
             elif mode == "advantage_degeneracy":
                 res = advantage_degeneracy(

@@ -1572,6 +1572,12 @@ def _json_attr(ds: xr.Dataset, name: str) -> dict:
     return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 
+def ingest_facts(ds: xr.Dataset) -> dict[str, dict[str, object]]:
+    """What the ingest recorded per run (:data:`INGEST_ATTR`: sources, reward rule, hyperparameter
+    sources, ...), ``{run: facts}``; ``{}`` for a run set made without the ingest."""
+    return _json_attr(ds, INGEST_ATTR)
+
+
 def rejected_runs(ds: xr.Dataset) -> dict[str, dict[str, object]]:
     """The runs an ingest rejected, ``{source: {"run": id or None, "reason": text}}``."""
     return _json_attr(ds, REJECTED_ATTR)
@@ -1587,7 +1593,7 @@ def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataF
 
     Rejected runs (from the ingest) are listed at the end with status ``rejected`` and the reason.
     """
-    facts = _json_attr(ds, INGEST_ATTR)
+    facts = ingest_facts(ds)
     warns = runset_warnings(ds)
     rows = []
     for run_id in (str(r) for r in ds[RUN_DIM].values):
@@ -1666,6 +1672,7 @@ def summary_records(summary: pd.DataFrame) -> list[dict[str, object]]:
 __all__ = [
     "summary_records",
     "INGEST_ATTR",
+    "ingest_facts",
     "REJECTED_ATTR",
     "MIN_POINTS",
     "RunRejected",
