@@ -172,7 +172,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import load_runset
-    from bayes_grpo.runset.thin import thinned, thinning_note
+    from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(
         {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
@@ -195,7 +195,7 @@ def run_fit(args: argparse.Namespace) -> int:
     runset = load_runset(args.runs)
     unstable = flagged_unstable_runs(runset)
     # long runs: said before the sampling (it can take many minutes), not again after it
-    long_runs = None if thinned(runset) else thinning_note(runset)
+    long_runs = long_runs_note(runset)
     if not args.json:
         for run_id, summary in unstable.items():
             print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)

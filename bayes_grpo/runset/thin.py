@@ -153,17 +153,23 @@ def thinned(ds: xr.Dataset) -> dict[str, Any]:
 
 
 def thinning_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | None:
-    """The fit's note on thinning (``model.prepare``), or None.
-
-    A thinned run set: which points the fit saw. A run set whose longest run logs more than
-    ``threshold`` rewards: the cost and the way out, with the ``--every`` that leaves about
-    :data:`TARGET_POINTS` points. None otherwise."""
+    """The fit's note on thinning (``model.prepare``), or None: for a thinned run set, which
+    points the fit saw; else :func:`long_runs_note`."""
     done = thinned(ds)
     if done:
         return (
             f"the run set was thinned to every {done['every']}-th logged point of each run (ingest --every): "
             "the fit, its R^2 and its residual checks describe those points"
         )
+    return long_runs_note(ds, threshold=threshold)
+
+
+def long_runs_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | None:
+    """For a run set not thinned whose longest run logs more than ``threshold`` rewards: the cost
+    and the way out, with the ``--every`` that leaves about :data:`TARGET_POINTS` points (``fit``
+    says it before sampling). None otherwise."""
+    if thinned(ds):
+        return None
     points = np.isfinite(np.asarray(ds[REWARD_VAR].values, dtype=float)).sum(axis=1)
     longest = int(points.max()) if points.size else 0
     if longest <= threshold:
@@ -178,4 +184,4 @@ def thinning_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | 
     )
 
 
-__all__ = ["LONG_RUN_POINTS", "NAMED_METRICS", "THIN_ATTR", "kept_positions", "suggested_every", "thin_runset", "thinned", "thinned_values_text", "thinning_note"]
+__all__ = ["LONG_RUN_POINTS", "NAMED_METRICS", "THIN_ATTR", "kept_positions", "long_runs_note", "suggested_every", "thin_runset", "thinned", "thinned_values_text", "thinning_note"]
