@@ -214,8 +214,6 @@ def manifest_paths(manifest: str | None) -> list[str]:
         return []
 
 
-
-
 def _reread_runset(saved: list[str], args: argparse.Namespace):
     """The one saved run set among ``args.paths``, re-read as it is (no log options apply)."""
     from bayes_grpo.runset import load_runset

@@ -872,11 +872,12 @@ def compare_laws(
         "random_seed": random_seed,
     }
     failures: list[str] = []
-    fitted_laws = [law for law in laws if not law_applicable(law, data)]
+    reasons = {law: law_applicable(law, data) for law in laws}
+    fitted_laws = [law for law in laws if not reasons[law]]
     say = progress or (lambda line: None)
     kw["progressbar"] = progress is not None
     for law in laws:
-        reason = law_applicable(law, data)
+        reason = reasons[law]
         if reason:
             notes.append(f"{law} skipped: {reason}.")
             continue
