@@ -1869,17 +1869,25 @@ def test_evaluation_rows_stepped_by_their_own_global_step_are_kept(tmp_path, suf
     np.testing.assert_allclose(evals.values, np.array(REWARD)[[3, 7, 11]] + 0.05)
 
 
+def _wandb_export(tmp_path, config_columns: str, runs: dict[str, str], step_column: str = "step"):
+    """``load_runs`` of a W&B export ``wandb_export.csv``: columns ``Name,<step_column>,train/reward,
+    <config_columns>``, each run logging ``REWARD`` with its config cells ``runs[run]`` on every row."""
+    rows = [f"Name,{step_column},train/reward,{config_columns}"]
+    for run, cells in runs.items():
+        rows += [f"{run},{s},{r},{cells}" for s, r in enumerate(REWARD, start=1)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return load_runs([path])
+
+
 def test_a_csvs_constant_optimizer_column_gives_the_momentum_convention(tmp_path):
     """QA flow: a W&B export of SGD runs with its config columns optimizer=SGD and momentum=0.9
     ingested with momentum 0.9 and the convention unknown ("text fields not kept as metrics:
     ['optimizer']"), and `fit` refused the runs for want of momentum_convention, while the same
     optimizer in a config.yaml beside the log gave heavy_ball."""
-    rows = ["Name,step,train/reward,momentum,optimizer"]
-    for run, optimizer in (("sgd_run", "SGD"), ("adam_run", "adamw_torch"), ("other", "rmsprop")):
-        rows += [f"{run},{s},{r},0.9,{optimizer}" for s, r in enumerate(REWARD, start=1)]
-    path = tmp_path / "wandb_export.csv"
-    path.write_text("\n".join(rows) + "\n")
-    ds = load_runs([path])
+    ds = _wandb_export(
+        tmp_path, "momentum,optimizer", {"sgd_run": "0.9,SGD", "adam_run": "0.9,adamw_torch", "other": "0.9,rmsprop"}
+    )
     assert (run_coords(ds, "sgd_run")["momentum"], run_coords(ds, "sgd_run")["momentum_convention"]) == (0.9, "heavy_ball")
     assert run_coords(ds, "adam_run")["momentum_convention"] == "ema"
     sources = json.loads(ds.attrs[INGEST_ATTR])["sgd_run"]["hyperparameter_sources"]
@@ -1894,12 +1902,7 @@ def test_a_csvs_constant_adam_beta1_column_is_the_runs_momentum_as_in_a_config(t
     # a W&B export's config columns optim=adamw_torch, adam_beta1=0.9 (the Trainer's argument
     # names) gave the convention ema and left the momentum unknown; in a training_args.json
     # beside the log the same two give momentum 0.9, ema
-    rows = ["Name,step,train/reward,optim,adam_beta1"]
-    for run, optim in (("adam", "adamw_torch"), ("plain", ""), ("sgd", "sgd")):
-        rows += [f"{run},{s},{r},{optim},0.9" for s, r in enumerate(REWARD, start=1)]
-    path = tmp_path / "wandb_export.csv"
-    path.write_text("\n".join(rows) + "\n")
-    ds = load_runs([path])
+    ds = _wandb_export(tmp_path, "optim,adam_beta1", {"adam": "adamw_torch,0.9", "plain": ",0.9", "sgd": "sgd,0.9"})
     for run in ("adam", "plain"):  # no optimizer named: Adam's beta1 is Adam's, as in a config
         coords = run_coords(ds, run)
         assert (coords["momentum"], coords["momentum_convention"]) == (0.9, "ema")
@@ -1914,12 +1917,9 @@ def test_a_csvs_constant_adam_beta1_column_is_the_runs_momentum_as_in_a_config(t
 def test_a_csvs_constant_model_and_convention_columns_are_the_runs_attributes(tmp_path):
     # a W&B export with its config columns: the text columns model and momentum_convention
     # were dropped ("text fields not kept as metrics") and the run's model left unknown
-    rows = ["Name,step,train/reward,model,momentum_convention,optimizer"]
-    for run, model in (("a", "Qwen/Qwen2.5-0.5B"), ("b", "Qwen/Qwen2.5-7B")):
-        rows += [f"{run},{s},{r},{model},ema,adamw" for s, r in enumerate(REWARD, start=1)]
-    path = tmp_path / "wandb_export.csv"
-    path.write_text("\n".join(rows) + "\n")
-    ds = load_runs([path])
+    ds = _wandb_export(
+        tmp_path, "model,momentum_convention,optimizer", {"a": "Qwen/Qwen2.5-0.5B,ema,adamw", "b": "Qwen/Qwen2.5-7B,ema,adamw"}
+    )
     assert run_coords(ds, "a")["model"] == "Qwen/Qwen2.5-0.5B"
     assert run_coords(ds, "b")["model"] == "Qwen/Qwen2.5-7B"
     assert run_coords(ds, "a")["momentum_convention"] == "ema"
@@ -1983,11 +1983,9 @@ def test_a_kl_coefficient_printed_as_zero_to_three_decimals_is_warned_of(tmp_pat
 def test_a_csvs_constant_parameter_count_and_budget_columns_are_the_runs_attributes(tmp_path):
     # a W&B export's config columns: the HF wandb callback's model/num_parameters and a
     # completions_per_step column were kept as metrics, model_size and the budget left unknown
-    rows = ["Name,train/global_step,train/reward,model/num_parameters,completions_per_step"]
-    rows += [f"a,{s},{r},494032768,64" for s, r in enumerate(REWARD, start=1)]
-    path = tmp_path / "wandb_export.csv"
-    path.write_text("\n".join(rows) + "\n")
-    ds = load_runs([path])
+    ds = _wandb_export(
+        tmp_path, "model/num_parameters,completions_per_step", {"a": "494032768,64"}, step_column="train/global_step"
+    )
     coords = run_coords(ds, "a")
     assert coords["model_size"] == 494032768 and coords["completions_per_step"] == 64
     sources = json.loads(ds.attrs[INGEST_ATTR])["a"]["hyperparameter_sources"]
