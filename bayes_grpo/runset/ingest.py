@@ -398,7 +398,8 @@ def _normalise_run(
     if n_finite < min_points:
         raise RunRejected(
             f"{where}: only {n_finite} finite reward value(s) in {mapping.reward_source!r}, fewer "
-            f"than the minimum of {min_points} points"
+            f"than the minimum of {min_points} points (lower it with min_points=, or "
+            "`bayes-grpo ingest --min-points N`)"
         )
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
