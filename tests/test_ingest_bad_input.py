@@ -798,3 +798,15 @@ def test_values_logged_at_negative_steps_are_skipped_and_said(tmp_path):
     only = _csv(tmp_path / "only_negative.csv", [(s, 0.1, 0.0) for s in range(-N, 0)])
     with pytest.raises(RunSetError, match="only_negative.csv.*every step is negative"):
         load_runs([only])
+
+
+def test_a_jump_in_the_step_numbers_between_rewards_is_warned_and_the_run_kept(tmp_path):
+    # steps 0..29, then the log carries on at 3000 (renumbered on a resume, a mistyped step)
+    jumped = _csv(tmp_path / "jumped.csv", [(s, 0.1, 0.01) for s in [*range(30), *range(3000, 3010)]])
+    # every 10th step with one log call missing: an ordinary gap, no note
+    sparse = _csv(tmp_path / "sparse.csv", [(s, 0.1, 0.01) for s in range(0, 500, 10) if s != 250])
+    ds = load_runs([jumped, sparse])
+    assert ds.reward.sel(run="jumped").notnull().sum() == 40  # kept as logged
+    (note,) = [w for w in runset_warnings(ds)["jumped"] if "no reward logged" in w]
+    assert "for 2971 steps, between step 29 and step 3000" in note and "1 step(s) apart" in note
+    assert not any("no reward logged" in w for w in runset_warnings(ds).get("sparse", []))

@@ -15,6 +15,8 @@ Normalisation of a run (every format alike)
 - Steps: must be integers. A step logged more than once (a resumed run, a log concatenated with
   its restart) keeps the *last* value logged, and the number of repeated steps is reported;
   steps that go backwards in the file are reported separately (how often, and the first place).
+  A gap between rewards far wider than the run's usual interval (a clock that jumped) is noted
+  (:func:`reward_step_gap_note`); the run is kept as logged.
 - Names: source metric names become canonical ones (:mod:`bayes_grpo.runset.names`); the reward
   is chosen by :func:`~bayes_grpo.runset.names.choose_reward` (or ``reward_key``).
 - Length: a run with fewer than ``min_points`` finite reward values is rejected, with the reason.
@@ -120,6 +122,10 @@ MIN_POINTS = 10
 #: Largest distance from an integer at which a logged step is still that integer (a float
 #: written as ``12.000000001``); absolute, so it does not grow with the step number.
 STEP_ATOL = 1e-6
+#: A gap between logged rewards is noted when it is this many times the median interval ...
+GAP_FACTOR = 20
+#: ... and this share of the run's step span or more (see :func:`reward_step_gap_note`).
+GAP_SHARE = 0.25
 #: Largest step number kept exactly (every integer up to 2**53 is a float).
 MAX_STEP = 2**53
 
@@ -403,6 +409,9 @@ def _normalise_run(
         )
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
+    gap = reward_step_gap_note(frame[REWARD_VAR])
+    if gap:
+        warn.append(f"reward {mapping.reward_source!r}: {gap}")
     logged, logged_why = _logged_hyperparameters(wide)
     for coord, value in text_coords.items():
         logged[coord] = value
@@ -437,6 +446,33 @@ def _normalise_run(
 
 #: A logged learning rate whose smallest value is below this share of its peak is a schedule.
 LR_SCHEDULE_SHARE = 0.5
+
+
+def reward_step_gap_note(reward: pd.Series) -> str | None:
+    """A note on the widest gap between logged rewards (``reward`` indexed by step) when it is
+    :data:`GAP_FACTOR` times the typical interval and :data:`GAP_SHARE` of the run's span or more,
+    else None.
+
+    Such a gap is seldom missing data: a resumed run whose steps were renumbered, a step typed
+    wrong, two trainings in one file. The run is kept as logged (the model reads the steps as they
+    are, and the gap holds no observation), but the user should know the clock jumped.
+    """
+    steps = reward.index[reward.notna().to_numpy()].to_numpy(dtype=np.int64)
+    if steps.size < 3:
+        return None
+    intervals = np.diff(steps)
+    typical = float(np.median(intervals))
+    widest = int(np.argmax(intervals))
+    width = int(intervals[widest])
+    if width < GAP_FACTOR * typical or width < GAP_SHARE * (steps[-1] - steps[0]):
+        return None
+    return (
+        f"no reward logged for {width} steps, between step {int(steps[widest])} and step "
+        f"{int(steps[widest + 1])}, where rewards are {typical:g} step(s) apart elsewhere "
+        f"({width / (steps[-1] - steps[0]):.0%} of the run's span): steps renumbered on a resume, "
+        "a mistyped step, two trainings in one log? Kept as logged; the model reads the steps as "
+        "they are"
+    )
 
 
 def _logged_lr_column(wide: pd.DataFrame) -> str | None:
