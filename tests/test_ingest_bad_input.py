@@ -810,3 +810,14 @@ def test_a_jump_in_the_step_numbers_between_rewards_is_warned_and_the_run_kept(t
     (note,) = [w for w in runset_warnings(ds)["jumped"] if "no reward logged" in w]
     assert "for 2971 steps, between step 29 and step 3000" in note and "1 step(s) apart" in note
     assert not any("no reward logged" in w for w in runset_warnings(ds).get("sparse", []))
+
+
+def test_log_history_items_that_are_not_metric_objects_are_counted_in_a_note(tmp_path):
+    path = _state(tmp_path / "run" / "trainer_state.json")
+    state = json.loads(path.read_text())
+    state["log_history"][3:3] = [None, "step 4 crashed"]  # a hand-edited or corrupt history
+    path.write_text(json.dumps(state))
+    ds = load_runs([path])
+    assert int(ds.reward.notnull().sum()) == N  # every metric entry still read
+    (note,) = [w for w in runset_warnings(ds)["run"] if "log_history" in w]
+    assert "2 item(s)" in note and "item 3, NoneType" in note and "skipped" in note

@@ -115,8 +115,10 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
         raise LogFormatError(f"{state_path}: not a Trainer state (no 'log_history' list)")
     entries = []
     n_summary = 0
-    for entry in state["log_history"]:
+    not_entries: list[int] = []  # positions of items that are no {metric: value} object
+    for i, entry in enumerate(state["log_history"]):
         if not isinstance(entry, dict):
+            not_entries.append(i)
             continue
         if is_summary_entry(entry):
             n_summary += 1
@@ -124,6 +126,12 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
         entries.append(entry)
     if not entries:
         raise LogFormatError(f"{state_path}: 'log_history' has no per-step entries")
+    if not_entries:
+        first = state["log_history"][not_entries[0]]
+        notes.append(
+            f"{len(not_entries)} item(s) of 'log_history' are not {{metric: value}} objects "
+            f"(first: item {not_entries[0]}, {type(first).__name__} {str(first)[:40]!r}); skipped"
+        )
     if state_path.parent.name.startswith("checkpoint-") and given.resolve() != state_path.resolve():
         notes.append(f"read the latest checkpoint's state {state_path.parent.name}/{FILENAME}")
     records = records_from_dicts(entries, lambda e: e.get("step"), skip=("step",))
