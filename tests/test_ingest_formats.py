@@ -2024,3 +2024,17 @@ def test_a_table_of_several_models_without_a_run_column_is_a_run_per_model(tmp_p
     ds = load_runs([one])
     assert list(ds.run.values) == ["single"]
     assert run_coords(ds, "single")["model"] == "Qwen/Qwen2.5-0.5B"
+
+
+def test_a_manifests_momentum_convention_is_read_whatever_its_case_and_separator(tmp_path):
+    for name in ("a", "b", "c"):
+        _write_state(tmp_path / name)
+    (tmp_path / "m.csv").write_text(
+        "path,run,momentum,momentum_convention\n"
+        "a,A,0.9,EMA\nb,B,0.9,Heavy-Ball\nc,C,0.9,nesterov\n"
+    )
+    ds = load_runs([], manifest=tmp_path / "m.csv")
+    assert run_coords(ds, "A")["momentum_convention"] == "ema"
+    assert run_coords(ds, "B")["momentum_convention"] == "heavy_ball"
+    assert run_coords(ds, "C")["momentum_convention"] == ""  # no convention this package knows
+    assert any("'nesterov'" in w and "left unknown" in w for w in runset_warnings(ds)["C"])

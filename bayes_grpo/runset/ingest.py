@@ -1000,6 +1000,11 @@ def _merge_hyperparameters(
                 why.pop("model_size")
                 break
     conv = values.get("momentum_convention")
+    if isinstance(conv, str):
+        # 'EMA', 'heavy-ball', 'Heavy ball' in a manifest or config: the user's meaning is plain
+        spelled = "_".join(conv.strip().lower().replace("-", " ").split())
+        if spelled in MOMENTUM_CONVENTIONS:
+            values["momentum_convention"] = conv = spelled
     if conv is not None and conv not in MOMENTUM_CONVENTIONS:
         warn.append(
             f"momentum_convention {conv!r} ({why['momentum_convention']}) is not one of "
