@@ -2038,3 +2038,29 @@ def test_a_manifests_momentum_convention_is_read_whatever_its_case_and_separator
     assert run_coords(ds, "B")["momentum_convention"] == "heavy_ball"
     assert run_coords(ds, "C")["momentum_convention"] == ""  # no convention this package knows
     assert any("'nesterov'" in w and "left unknown" in w for w in runset_warnings(ds)["C"])
+
+
+@pytest.mark.parametrize("damage", ["none", "cut", "byte"])
+def test_an_event_file_cut_short_or_damaged_says_what_was_not_read(tmp_path, damage):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    writer = torch_tb.SummaryWriter(str(tmp_path / "run"))
+    for s in range(1, 41):
+        writer.add_scalar("train/reward", 0.01 * s, s)
+    writer.close()
+    (path,) = (tmp_path / "run").glob("events.out.tfevents.*")
+    data = path.read_bytes()
+    if damage == "cut":  # a crash or a full disk mid-write; a live run's file looks the same
+        path.write_bytes(data[:-30])
+    elif damage == "byte":  # one byte of a record in the middle: TensorBoard stops there
+        path.write_bytes(data[:600] + bytes([data[600] ^ 0xFF]) + data[601:])
+    ds = load_runs([path])
+    notes = [w for w in runset_warnings(ds).get("run", []) if "event file" in w]
+    n_read = int(ds.reward.notnull().sum())
+    if damage == "none":
+        assert n_read == 40 and notes == []
+    elif damage == "cut":
+        (note,) = notes
+        assert n_read == 39 and "ends in a partial record" in note and "the last 20 byte(s)" in note
+    else:
+        (note,) = notes
+        assert n_read < 20 and "has a damaged record at byte" in note
