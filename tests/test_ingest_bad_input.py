@@ -821,3 +821,10 @@ def test_log_history_items_that_are_not_metric_objects_are_counted_in_a_note(tmp
     assert int(ds.reward.notnull().sum()) == N  # every metric entry still read
     (note,) = [w for w in runset_warnings(ds)["run"] if "log_history" in w]
     assert "2 item(s)" in note and "item 3, NoneType" in note and "skipped" in note
+
+
+@pytest.mark.parametrize("name,text", [("m.csv", "path,run,group_size\n"), ("m.yaml", "runs: []\n")])
+def test_a_manifest_without_rows_is_an_error_naming_it(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(LogFormatError, match=rf"{name}: the manifest lists no runs"):
+        load_runs([], manifest=tmp_path / name)

@@ -94,6 +94,8 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
             rows = frame.to_dict(orient="records")
     except (yaml.YAMLError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise LogFormatError(f"{path}: unreadable manifest ({exc})") from exc
+    if not rows:  # a header alone read as "no run could be ingested: no logs found"
+        raise LogFormatError(f"{path}: the manifest lists no runs (one row per run, with its 'path')")
     allowed = set(CONTROL_COLUMNS) | set(COORD_COLUMNS)
     out = []
     for i, raw in enumerate(rows, start=1):
