@@ -18,6 +18,11 @@ from bayes_grpo.train.tasks import extract_final_number, gold_answer, gsm8k_rewa
         ("first 12 then 15", 15.0),
         ("#### 5 and later 9", 5.0),
         ("no digits here", None),
+        ("#### -1,234,567.25", -1234567.25),
+        ("#### .5", 0.5),
+        ("#### 1,2,3", 1.0),  # a list, not the number 123: commas only group thousands
+        ("the digits are 1,2,3", 3.0),
+        ("#### 12,34", 12.0),
     ],
 )
 def test_final_number_is_read_after_hashes_else_last(text, number):

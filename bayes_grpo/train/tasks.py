@@ -25,8 +25,11 @@ DATASET_FILE_FORMATS: dict[str, str] = {
     ".parquet": "parquet",
 }
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_FINAL = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
+#: A number as written in an answer: commas only as thousands separators (``1,234``, not the
+#: list ``1,2,3``, which read as 123 and was rewarded against a gold 123), a decimal part, ``.5``.
+_NUMBER_TEXT = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+_NUMBER = re.compile(_NUMBER_TEXT)
+_FINAL = re.compile(rf"####\s*({_NUMBER_TEXT})")
 
 
 def _to_number(text: str) -> float | None:
