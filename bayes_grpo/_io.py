@@ -19,6 +19,9 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+#: File extensions of the netCDF files bayes_grpo writes and reads (run sets, fits, predictions).
+NETCDF_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:

@@ -111,14 +111,14 @@ def test_an_existing_output_file_is_refused_without_overwrite_and_left_untouched
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("ingest", ["ingest", "{csv}", "-o", "{late}"]),
-        ("sde", ["simulate", "sde", "--steps", "10", "--seeds", "1", "-o", "{late}"]),
-        ("bandit", ["simulate", "bandit", "--steps", "5", "--seeds", "1", "-o", "{late}"]),
-        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "-o", "{late}"]),
-        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "--png", "{late}"]),
-        ("predict", ["forecast", "{runs}", "--run", "a", "--upto", "8", "-o", "{late}"]),
-        ("phase_diagram", ["phase-diagram", "{tiny}", "-o", "{late}", "--n-lr", "5"]),
-        ("report", ["report", "{tiny}", "-o", "{late}", "--no-diagnose", "--no-stability"]),
+        ("ingest", ["ingest", "{csv}", "-o", "{late}.nc"]),
+        ("sde", ["simulate", "sde", "--steps", "10", "--seeds", "1", "-o", "{late}.nc"]),
+        ("bandit", ["simulate", "bandit", "--steps", "5", "--seeds", "1", "-o", "{late}.nc"]),
+        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "-o", "{late}.nc"]),
+        ("bandit", ["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "--png", "{late}.png"]),
+        ("predict", ["forecast", "{runs}", "--run", "a", "--upto", "8", "-o", "{late}.nc"]),
+        ("phase_diagram", ["phase-diagram", "{tiny}", "-o", "{late}.png", "--n-lr", "5"]),
+        ("report", ["report", "{tiny}", "-o", "{late}.html", "--no-diagnose", "--no-stability"]),
     ],
 )
 def test_a_file_that_appears_at_the_output_during_the_run_is_not_replaced(
@@ -129,7 +129,9 @@ def test_a_file_that_appears_at_the_output_during_the_run_is_not_replaced(
     import importlib
 
     runs = _runset(tmp_path)
-    late = tmp_path / "late.png"
+    # each output named with the extension of what its option writes (netCDF, figure, HTML)
+    suffix = next(a for a in argv if a.startswith("{late}")).removeprefix("{late}")
+    late = tmp_path / f"late{suffix}"
     cli = importlib.import_module(f"bayes_grpo.cli.{module}")
     checked = cli.check_output_paths
 
@@ -140,12 +142,12 @@ def test_a_file_that_appears_at_the_output_during_the_run_is_not_replaced(
     monkeypatch.setattr(cli, "check_output_paths", check_then_someone_writes)
     capsys.readouterr()
     tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
-    argv = [a.format(runs=runs, csv=tmp_path / "a.csv", late=late, tiny=tiny) for a in argv]
+    argv = [a.format(runs=runs, csv=tmp_path / "a.csv", late=tmp_path / "late", tiny=tiny) for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert str(late) in err and "refusing to overwrite" in err
     assert late.read_bytes() == b"written by someone else meanwhile"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "late.png", "runs.nc"]  # no temporary left
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.csv", "b.csv", late.name, "runs.nc"])  # no temporary left
 
 
 def test_overwrite_replaces_an_existing_output(tmp_path, capsys):
@@ -425,3 +427,30 @@ def test_an_hdi_probability_outside_0_1_is_refused_naming_the_option(verb, capsy
         main([*verb, "--hdi", "0.5", "1.5"])
     assert exc.value.code == 2
     assert "--hdi" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["ingest", "{csv}", "-o", "{out}.csv"], "netCDF"),
+        (["fit", "{runs}", "-o", "{out}.json", "--draws", "10", "--tune", "10"], "netCDF"),
+        (["forecast", "{runs}", "--run", "a", "--upto", "8", "-o", "{out}.png"], "netCDF"),
+        (["predict", "{tiny}", "--lr", "1e-6", "--momentum", "0", "--k-ref", "1", "--group-size", "4",
+          "--steps", "5", "-o", "{out}"], "netCDF"),
+        (["simulate", "sde", "--steps", "10", "--seeds", "1", "-o", "{out}.csv"], "netCDF"),
+        (["simulate", "bandit", "--steps", "5", "--seeds", "1", "-o", "{out}.txt"], "netCDF"),
+        (["sweep", "--k-ref", "0:2", "--steps", "5", "--seeds", "1", "-o", "{out}.csv"], "netCDF"),
+        (["report", "{tiny}", "-o", "{out}.png", "--no-diagnose", "--no-stability"], "an HTML page"),
+    ],
+)
+def test_an_output_named_as_another_format_is_refused_before_any_work(tmp_path, capsys, argv, what):
+    # `ingest logs -o runs.csv` wrote netCDF into runs.csv, which the next `ingest runs.csv`
+    # read as a CSV log ("no reward metric")
+    runs = _runset(tmp_path)
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    argv = [a.format(runs=runs, csv=tmp_path / "a.csv", out=tmp_path / "out", tiny=tiny) for a in argv]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--output writes {what}; name the file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "runs.nc"]  # nothing written

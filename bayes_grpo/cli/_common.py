@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayes_grpo._io import NETCDF_SUFFIXES
 from bayes_grpo.checks.base import jsonable
 
 
@@ -435,6 +436,8 @@ def check_output_paths(
     *,
     overwrite: bool,
     figures: tuple[str, ...] = (),
+    netcdf: tuple[str, ...] = (),
+    html: tuple[str, ...] = (),
 ) -> None:
     """Refuse, before any work, an output path that would destroy something.
 
@@ -453,7 +456,9 @@ def check_output_paths(
     above it) cannot be written.
 
     The outputs named in ``figures`` must also have an extension :func:`figure_format`
-    writes (``ValueError`` otherwise).
+    writes, those named in ``netcdf`` one of :data:`~bayes_grpo._io.NETCDF_SUFFIXES`, those
+    named in ``html`` ``.html``/``.htm`` (``ValueError`` otherwise: ``ingest -o runs.csv`` wrote
+    netCDF under a name the next ``ingest runs.csv`` read as a CSV log).
     """
     def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
         pairs = []
@@ -513,3 +518,20 @@ def check_output_paths(
     for name in figures:
         if outputs.get(name) is not None and str(outputs[name]) != "":
             figure_format(outputs[name], name)
+    for names, suffixes, what in (
+        (netcdf, NETCDF_SUFFIXES, "netCDF"),
+        (html, (".html", ".htm"), "an HTML page"),
+    ):
+        for name in names:
+            if outputs.get(name) is not None and str(outputs[name]) != "":
+                _check_suffix(outputs[name], name, suffixes, what)
+
+
+def _check_suffix(path: object, option: str, suffixes: tuple[str, ...], what: str) -> None:
+    """``ValueError`` naming ``option`` when ``path``'s extension is none of ``suffixes``."""
+    ext = Path(str(path)).suffix.lower()
+    if ext not in suffixes:
+        raise ValueError(
+            f"{path}: {option} writes {what}; name the file {' or '.join(suffixes)} "
+            f"(got {ext or 'no extension'})"
+        )

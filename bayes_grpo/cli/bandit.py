@@ -272,7 +272,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.dynamics.schedule import SCHEDULES
     from bayes_grpo.runset import save_runset
 
-    check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    check_output_paths({"--output": args.output}, overwrite=args.overwrite, netcdf=("--output",))
     rates = _values(args.lr, "--lr")  # --steps >= 1: its argparse type (positive_int)
     if len(rates) > 1 and args.lr_schedule not in SCHEDULES:
         raise ValueError(
@@ -359,7 +359,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths(
-        {"--output": args.output, "--png": args.png}, overwrite=args.overwrite, figures=("--png",)
+        {"--output": args.output, "--png": args.png},
+        overwrite=args.overwrite,
+        figures=("--png",),
+        netcdf=("--output",),
     )
     rates = _values(args.lr, "--lr")
     # checked after the whole sweep had run (13 s for --k-ref 0:40 --lr 0.1,0.2 --seeds 32)

@@ -175,7 +175,10 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(
-        {"--output": args.output}, {"run set": args.runs, "--config": args.config}, overwrite=args.overwrite
+        {"--output": args.output},
+        {"run set": args.runs, "--config": args.config},
+        overwrite=args.overwrite,
+        netcdf=("--output",),
     )
     config = read_json_object(args.config) if args.config is not None else {}
     settings = dict(

@@ -252,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
         {"--output": args.output},
         {"log": [*logs, *read_files(logs)], "--manifest": args.manifest},
         overwrite=args.overwrite,
+        netcdf=("--output",),
     )
     saved = [p for p in args.paths if Path(p).suffix.lower() in RUNSET_SUFFIXES]
     if saved:

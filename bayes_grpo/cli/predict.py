@@ -397,6 +397,7 @@ def _run_predict(args: argparse.Namespace) -> int:
         {"posterior": args.posterior},
         overwrite=args.overwrite,
         figures=("--plot",),
+        netcdf=("--output",),
     )
     n_updates = int(horizon_steps(args.steps)[-1])  # refuses a horizon below 1 step
     schedule, schedule_label = lr_schedule_from_args(args, args.learning_rate, n_updates)
@@ -437,6 +438,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
         {"run set": args.runs, "--prior": args.prior},
         overwrite=args.overwrite,
         figures=("--plot",),
+        netcdf=("--output",),
     )
     # the flags that shape the run-based prior, where none is built: `--prior fit.nc
     # --no-population` (or --same-model-only, --no-retime) forecast from the fit's posterior,

@@ -81,6 +81,7 @@ def _report(args: argparse.Namespace) -> int:
         {"--output": args.output},
         {"posterior": args.posterior, "--runs": args.runs, "--prediction": args.prediction},
         overwrite=args.overwrite,
+        html=("--output",),
     )
     unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k) is not None]
     if unused and not (args.invariance or args.compare):

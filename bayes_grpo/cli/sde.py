@@ -182,7 +182,7 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     from bayes_grpo.dynamics.simulate import simulate_sde_runset
     from bayes_grpo.runset import save_runset
 
-    check_output_paths({"--output": args.output}, overwrite=args.overwrite)
+    check_output_paths({"--output": args.output}, overwrite=args.overwrite, netcdf=("--output",))
     if args.log_every > args.steps:  # the Python message names log_every and n_steps
         raise ValueError(
             f"--log-every {args.log_every} exceeds --steps {args.steps}: only step 0 would be logged"

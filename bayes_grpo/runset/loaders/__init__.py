@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from bayes_grpo._io import NETCDF_SUFFIXES
 from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, text_encoding
 from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
@@ -45,7 +46,7 @@ LOADERS: dict[str, Callable[..., list[RawRun]]] = {
 }
 FORMATS: tuple[str, ...] = tuple(LOADERS)
 #: Suffixes of a saved run set (netCDF): no log; ``bayes-grpo ingest`` re-reads one as it is.
-RUNSET_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
+RUNSET_SUFFIXES: tuple[str, ...] = NETCDF_SUFFIXES
 _CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ""}
 
 
