@@ -1973,3 +1973,24 @@ def test_the_series_bootstrap_varies_a_window_mean_as_much_as_the_noise_does():
         )
         sds.append(np.std(boot))
     assert 0.8 < np.median(sds) * np.sqrt(50) < 1.2
+
+
+def test_degeneracy_at_group_size_two_says_the_group_size_itself_is_the_cause():
+    # p^2 + (1-p)^2 >= 0.5 at every p: a G = 2 run of a binary reward read "detected" from its
+    # first step with nothing said of why; at G = 4 the floor is 1/8 and nothing is added
+    rng = np.random.default_rng(0)
+    n, groups = 200, 64
+    p = 0.2 + 0.5 * (1 - np.exp(-np.arange(n) / 40))
+    for G, said in ((2, True), (4, False)):
+        k = rng.binomial(G, p[:, None], size=(n, groups))
+        frame = pd.DataFrame(
+            {"reward": k.mean(axis=1) / G, "frac_reward_zero_std": ((k == 0) | (k == G)).mean(axis=1)},
+            index=np.arange(n),
+        )
+        res = advantage_degeneracy(frame, run_id=f"g{G}", group_size=G, common=FAST.common)
+        if said:
+            assert res.passed is False
+            assert "at G = 2 a binary reward leaves at least 0.50 of the groups" in res.summary
+            assert "group_size_floor" in res.values["evidence"]
+        else:
+            assert "group_size_floor" not in res.values["evidence"] and "at G = 4" not in res.summary

@@ -17,6 +17,10 @@ so ``f = 1 - reward_std * (1 - P0(p)) / E_binom[s]`` (clipped to [0, 1]), with
 draws. It equals ``P0(p)`` for homogeneous prompts and 1 when no group has spread.
 This is a documented estimate, marked as such in the result.
 
+``P0(p)`` is never below ``2^(1-G)`` (its value at ``p = 1/2``): at ``G = 2`` half of all groups
+are all-equal at every success rate, so such a run reads as degenerate from its first step; a
+detected verdict says so (:func:`group_size_floor_note`).
+
 A per-group share of a binary reward cannot stay below ``P0(p)`` (prompts that differ only
 raise it). A logged share that is only ever 0 or 1 (one group a step, or a test of the whole
 batch) and is 1 at fewer steps than even one binary group a step would be all-equal at
@@ -98,6 +102,27 @@ def all_equal_steps_pvalue(ones: int, expected: np.ndarray) -> float:
         dist[1:] = dist[1:] * (1.0 - q) + dist[:-1] * q
         dist[0] *= 1.0 - q
     return float(min(dist.sum(), 1.0))
+
+
+def group_size_floor_note(group_size: int | None, flag_fraction: float) -> str | None:
+    """A note when ``G`` alone puts a binary reward's all-equal share at the flag level or above.
+
+    ``p^G + (1-p)^G`` is smallest at ``p = 1/2``, where it is ``2^(1-G)``: at ``G = 2`` half of
+    all groups are all-equal whatever the success rate, so a run at that group size reads as
+    degenerate from its first step (the default flag level is 0.5). None when some reward level
+    lies below the flag, or ``G`` is unknown.
+    """
+    if group_size is None or not group_size >= 2:
+        return None
+    floor = 2.0 ** (1 - int(group_size))
+    if floor < flag_fraction:
+        return None
+    return (
+        f"at G = {int(group_size)} a binary reward leaves at least {floor:.2f} of the groups "
+        f"all-equal at every success rate (p^G + (1-p)^G is {floor:.2f} at p = 1/2), at or above "
+        f"the flag level {flag_fraction}: the group size itself leaves that share of groups "
+        "without signal (a larger G, or a reward with partial credit, gives them signal)"
+    )
 
 
 def binomial_zero_spread(p: np.ndarray | float, group_size: int) -> np.ndarray:
@@ -471,6 +496,10 @@ def advantage_degeneracy(
         summary += f" (binomial expectation p^G + (1-p)^G at the current reward: {evidence['final_expected_binomial_share']:.2f})"
     if not_per_group:
         summary += f"; {evidence['share_not_per_group']}"
+    floor = group_size_floor_note(G, config.flag_fraction) if detected else None
+    if floor is not None:
+        evidence["group_size_floor"] = floor
+        summary += f"; {floor}"
     if source == "derived":
         # a reward with partial credit (0.3, 0.7 ...) in [0, 1] spreads less within a group than
         # a binary one of the same mean: its groups read as degenerate (a run with no group of
