@@ -828,3 +828,19 @@ def test_a_manifest_without_rows_is_an_error_naming_it(tmp_path, name, text):
     (tmp_path / name).write_text(text)
     with pytest.raises(LogFormatError, match=rf"{name}: the manifest lists no runs"):
         load_runs([], manifest=tmp_path / name)
+
+
+def test_an_unknown_group_size_that_the_runs_name_suggests_is_hinted_not_taken(tmp_path):
+    named = _good(tmp_path / "qwen_0.5b_g8_lr1e-6.csv")
+    plain = _good(tmp_path / "qwen_3b_run1.csv")  # "3b", "run1": no group size
+    both = _good(tmp_path / "g4_vs_g8.csv")  # two readings: no hint
+    ds = load_runs([named, plain, both])
+    assert np.isnan(run_coords(ds, "qwen_0.5b_g8_lr1e-6")["group_size"])  # never read from a name
+    warns = runset_warnings(ds)
+    (hint,) = [w for w in warns["qwen_0.5b_g8_lr1e-6"] if "group size G unknown" in w]
+    assert "reads like G = 8" in hint and "group_size in a manifest" in hint
+    assert not any("group size G unknown" in w for run in ("qwen_3b_run1", "g4_vs_g8") for w in warns.get(run, []))
+    # given in a manifest: nothing to hint
+    (tmp_path / "m.csv").write_text(f"path,group_size\n{named.name},8\n")
+    ds = load_runs([], manifest=tmp_path / "m.csv")
+    assert not any("group size G unknown" in w for ws in runset_warnings(ds).values() for w in ws)

@@ -827,6 +827,31 @@ def iterations_as_optimizer_steps(
 ITERATION_LOG_PREFIXES: tuple[str, ...] = ("actor/", "critic/", "actor_lr")
 
 
+#: ``g4``, ``G16``, ``gs8``, ``group8``, ``group_size=8`` as a separate part of a run's name or path.
+_GROUP_SIZE_IN_NAME = re.compile(
+    r"(?:^|[^A-Za-z0-9])(?:g|gs|group|group_?size|num_?generations)[_=-]?(\d{1,4})(?=$|[^A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+
+def group_size_in_name_note(run_id: str, path: Path) -> str | None:
+    """A hint when a run's group size is unknown and its id or file name reads like one
+    (``sun_q35_9b_g2_rho1.0_s42`` -> G = 2), else None.
+
+    The name is never read as the setting (``g2`` may mean anything); the hint says where to
+    give it, since invariance, the noise law and the degeneracy diagnostic need ``G``.
+    """
+    for text in (run_id, path.stem, path.parent.name):
+        found = sorted({int(m) for m in _GROUP_SIZE_IN_NAME.findall(text) if int(m) >= 1})
+        if len(found) == 1:
+            return (
+                f"group size G unknown (no log or config beside it gives it); the name {text!r} "
+                f"reads like G = {found[0]}: if so, give group_size in a manifest (or "
+                f"--default group_size={found[0]} when fitting)"
+            )
+    return None
+
+
 def unknown_iterations_note(sources: Iterable[str]) -> str | None:
     """A note for a log that counts rollout iterations (verl, OpenRLHF: by its metric names)
     when no config gave ``k_ref``: its steps are left as logged, each one ``k_ref`` optimizer
@@ -1583,6 +1608,8 @@ def load_runs(
         hp_warn += [step_note] if step_note else []
         if "k_ref" not in values:
             hp_warn += [n for n in [unknown_iterations_note(norm.facts["metrics"])] if n]
+        if "group_size" not in values:
+            hp_warn += [n for n in [group_size_in_name_note(run_id, run.path)] if n]
         values["source"] = f"{run.fmt}:{run.label}"
         curves[run_id] = frame
         meta[run_id] = values
