@@ -669,3 +669,40 @@ def test_an_llm_whose_iid_residuals_wander_gets_no_per_llm_verdict_of_g_dependen
     by_model = res.values["by_model"]
     assert by_model["b"]["passed"] is None and by_model["b"]["verdict"].startswith("not determined")
     assert by_model["a"]["verdict"] != by_model["b"]["verdict"]
+
+
+def test_invariance_shows_its_sampling_progress_as_fit_does_and_hides_it_with_no_progress_or_json(
+    toy, tmp_path, capfd, caplog
+):
+    # `invariance` had no --no-progress (fit, compare and forecast have one), and PyMC's lines
+    # ("Initializing NUTS ...", "Sequential sampling ...", "Sampling 2 chains ... took 62
+    # seconds") came on stderr for each of its fits, under --json too
+    import logging
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    path = save_runset(_runset(0.0, seed=4), tmp_path / "runs.nc")
+    argv = ["invariance", str(path), "--draws", "40", "--tune", "20", "--prior-scales", "1", "2"]
+    caplog.set_level(logging.INFO, logger="pymc")
+
+    def pymc_lines(err: str) -> list[str]:
+        said = [r.getMessage() for r in caplog.records if r.name.startswith("pymc")]
+        said += [line for line in err.splitlines() if "NUTS" in line and "bayes-grpo" not in line]
+        caplog.clear()
+        return said
+
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("bayes-grpo invariance: ")]
+    assert lines == [
+        "bayes-grpo invariance: H0 (one trajectory for every G): NUTS fit 1 of 3",
+        "bayes-grpo invariance: H1 (offsets by G, prior scale 1): NUTS fit 2 of 3",
+        "bayes-grpo invariance: H1 (offsets by G, prior scale 2): NUTS fit 3 of 3",
+    ], err
+    assert pymc_lines(err), err  # the fits' own lines with their progress
+    for flag in ("--no-progress", "--json"):
+        assert main([*argv, flag]) == 0
+        err = capfd.readouterr().err
+        assert "bayes-grpo invariance" not in err, (flag, err)
+        assert pymc_lines(err) == [], (flag, err)

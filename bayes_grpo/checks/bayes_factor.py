@@ -38,7 +38,9 @@ All are tested against the analytic Bayes factor of a conjugate Normal model
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +159,24 @@ def combine_chain_evidence(per_chain: Sequence[float] | np.ndarray) -> tuple[flo
     return log_ml, mc_error
 
 
+@contextlib.contextmanager
+def quiet_pymc(quiet: bool = True) -> Iterator[None]:
+    """Hold PyMC's log lines (logger ``pymc`` and its children) while ``quiet``.
+
+    ``pm.sample`` has ``quiet=`` for this; ``pm.sample_smc`` has not, and said "Initializing
+    SMC sampler ..." and its stages on stderr, also under ``invariance --json``."""
+    if not quiet:
+        yield
+        return
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def smc_evidence(
     model: Any,
     *,
@@ -178,6 +198,9 @@ def smc_evidence(
         Independent SMC runs (at least 2 to get a Monte Carlo error).
     random_seed
         Seed for reproducibility.
+    progressbar
+        Show PyMC's progress bar and its lines ("Initializing SMC sampler ..."); without it
+        the sampler says nothing (:func:`quiet_pymc`).
     smc_kwargs
         Passed to ``pm.sample_smc`` (e.g. ``threshold``, ``correlation_threshold``).
     """
@@ -187,7 +210,7 @@ def smc_evidence(
         raise ValueError(
             f"SMC needs chains >= 1 and draws >= 2, got chains={chains}, draws={draws}"
         )
-    with model:
+    with model, quiet_pymc(not progressbar):
         idata = pm.sample_smc(
             draws=draws,
             chains=chains,
@@ -476,6 +499,10 @@ def sample_unconstrained(
         NUTS settings (``cores=1``; at least 2 chains for Monte Carlo errors).
     random_seed
         Seed for reproducibility.
+    progressbar
+        Show PyMC's progress bar and its lines ("Initializing NUTS ...", "Sampling 2 chains
+        ... took 12 seconds"); without it the sampler says nothing (``quiet``), as
+        :func:`bayes_grpo.predict.compare.fit_law`'s fits.
     sample_kwargs
         Passed to ``pm.sample``.
     """
@@ -487,6 +514,7 @@ def sample_unconstrained(
         )
     f, names, sizes, shapes = flat_log_density(model)
     sample_kwargs.setdefault("cores", 1)
+    sample_kwargs.setdefault("quiet", not progressbar)
     with model:
         idata = pm.sample(
             draws=draws,

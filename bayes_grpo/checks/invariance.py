@@ -29,7 +29,7 @@ All functions take a run set (``make_runset``) and return :class:`CheckResult` o
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -369,6 +369,7 @@ def invariance_bayes_factor(
     smc_chains: int = 2,
     random_seed: int = 0,
     smc_kwargs: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, InvarianceFits]:
     """BF01 (shared vs by-G trajectory) by bridge sampling and by Savage–Dickey, per prior width.
 
@@ -409,6 +410,10 @@ def invariance_bayes_factor(
         SMC particles per chain (0: no SMC), chains, extra ``pm.sample_smc`` arguments.
     random_seed
         Base seed; every sampler run gets a distinct derived seed.
+    progress
+        Called with a line before each fit (``"H0 (one trajectory for every G): NUTS fit 1 of
+        4"``), whose PyMC progress bar and messages are then shown; None (the default): every
+        fit is quiet (PyMC's lines came on stderr, also under ``invariance --json``).
 
     Returns
     -------
@@ -449,7 +454,10 @@ def invariance_bayes_factor(
             f"smc_chains >= 1; got {smc_draws}, {smc_chains}"
         )
     smc_kwargs = dict(smc_kwargs or {})
-    nuts = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
+    say = progress or (lambda line: None)
+    shown = progress is not None
+    nuts = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept, progressbar=shown)
+    n_fits = 1 + len(prior_scales)
     h0 = _make_model(
         "shared",
         model_config=model_config,
@@ -485,10 +493,18 @@ def invariance_bayes_factor(
                 f"sd_method 'kde' estimates the density of 1 or 2 offsets; this H1 has {n_offsets}: "
                 "use 'gaussian' or 'importance'"
             )
+    say(f"H0 (one trajectory for every G): NUTS fit 1 of {n_fits}")
     br0 = _bridge(pm0, "H0 (one trajectory for every G)", random_seed=random_seed, **nuts)
+    if smc_draws:
+        say("H0 (one trajectory for every G): SMC evidence")
     ev0 = (
         smc_evidence(
-            pm0, draws=smc_draws, chains=smc_chains, random_seed=random_seed + 101, **smc_kwargs
+            pm0,
+            draws=smc_draws,
+            chains=smc_chains,
+            random_seed=random_seed + 101,
+            progressbar=shown,
+            **smc_kwargs,
         )
         if smc_draws
         else None
@@ -502,6 +518,7 @@ def invariance_bayes_factor(
             "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
         )
         pm1 = h1.build_model(runset)
+        say(f"H1 (offsets by G, prior scale {scale:g}): NUTS fit {len(rows) + 2} of {n_fits}")
         br1 = _bridge(
             pm1, f"H1 (offsets by G, prior scale {scale:g})", random_seed=_scale_seed(random_seed, 1, scale), **nuts
         )
@@ -534,11 +551,13 @@ def invariance_bayes_factor(
             divergences_h1=_divergences(br1),
         )
         if ev0 is not None:
+            say(f"H1 (offsets by G, prior scale {scale:g}): SMC evidence")
             ev1 = smc_evidence(
                 pm1,
                 draws=smc_draws,
                 chains=smc_chains,
                 random_seed=_scale_seed(random_seed, 102, scale),
+                progressbar=shown,
                 **smc_kwargs,
             )
             fits.smc_h1[float(scale)] = ev1
@@ -852,6 +871,7 @@ def invariance_check(
     smc_chains: int = 2,
     random_seed: int = 0,
     smc_kwargs: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """The G-invariance test as a check: BF01 by two methods, agreement, sensitivity, alpha.
 
@@ -907,6 +927,7 @@ def invariance_check(
         smc_chains=smc_chains,
         random_seed=random_seed,
         smc_kwargs=smc_kwargs,
+        progress=progress,
     )
     ref_scale = reference_prior_scale(table.index)
     ref = table.loc[ref_scale]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
@@ -101,6 +102,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # -1 was taken, then failed after the H0 model was built and compiled, as "marginal likelihood
     # of H0 (...): Setting random_seed = -1 is not allowed"
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the sampling progress (a line and PyMC's progress bar per fit, on stderr; hidden with --json too)",
+    )
     add_hyperparameter_defaults_flag(p)
     add_json_flag(p)
     p.set_defaults(func=_run)
@@ -127,6 +133,10 @@ def _run(args: argparse.Namespace) -> int:
             smc_chains=args.smc_chains,
             sd_method=args.sd_method,
             random_seed=args.seed,
+            # as `fit` and `compare` show their sampling: not under --no-progress or --json
+            progress=None
+            if args.no_progress or args.json
+            else (lambda line: print(f"bayes-grpo invariance: {line}", file=sys.stderr, flush=True)),
         )
     if args.json:
         print_json(result.to_dict())
