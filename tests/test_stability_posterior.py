@@ -665,3 +665,39 @@ def test_a_posterior_whose_every_critical_lag_is_infinite_has_an_infinite_interv
     assert np.isinf(mixed.values["critical_k_ref_exact_hi"]) and np.isfinite(mixed.values["critical_k_ref_exact_lo"])
     epilog = build_parser()._subparsers._group_actions[0].choices["stability"].epilog
     assert "an infinite number is written null" in epilog and "critical_k_ref_*" in epilog
+
+
+def test_an_infinite_critical_lag_or_threshold_written_null_in_json_is_named_with_its_reason(capsys):
+    # `stability --eta-k 1e-310 --momentum 0.9 --k-ref 4 --json` wrote critical_k_ref_* null
+    # with "note": "" (and --k-ref 0 threshold_a_closed_form null), and the posterior mode's
+    # text said "critical K_ref (exact) = inf [inf, inf]" with no word of why
+    import json
+
+    from bayes_grpo.checks.stability import stability_from_draws
+    from bayes_grpo.cli import main
+
+    assert main(["stability", "--eta-k", "1e-310", "--momentum", "0.9", "--k-ref", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["critical_k_ref_exact"] is None and out["critical_k_ref_closed_form"] is None
+    note = out["critical_k_ref_note"]
+    assert "critical_k_ref_closed_form, critical_k_ref_exact infinite (null in JSON)" in note
+    assert "no lag below the largest float" in note and "threshold_a_closed_form_note" not in out
+    assert main(["stability", "--eta-k", "0.1", "--momentum", "0.9", "--k-ref", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["threshold_a_closed_form"] is None and "critical_k_ref_note" not in out
+    assert "no closed-form threshold at K_ref 0" in out["threshold_a_closed_form_note"]
+    assert main(["stability", "--eta-k", "0.01", "--momentum", "0.9", "--k-ref", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)  # every number finite: no notes
+    assert not any(k.endswith("_note") for k in out), out
+
+    res = stability_from_draws(
+        np.r_[np.full(90, 0.01), np.full(10, 1e-311)], learning_rate=1.0, momentum=0.0,
+        momentum_convention="heavy_ball", k_ref=1,
+    )  # fmt: skip
+    note = res.values["critical_k_ref_note"]
+    assert note.startswith("critical_k_ref_exact_hi, critical_k_ref_closed_form_hi infinite (null in JSON)"), note
+    assert "(inf: no lag below the largest float" in res.summary
+    finite = stability_from_draws(
+        np.full(50, 0.01), learning_rate=1.0, momentum=0.0, momentum_convention="heavy_ball", k_ref=1
+    )
+    assert "critical_k_ref_note" not in finite.values and "(inf:" not in finite.summary

@@ -39,12 +39,14 @@ from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
     AUTO_BISECTION_MAX_LAG,
+    NO_CRITICAL_K_REF,
     boundary_locus_threshold,
     closed_form_stable,
     closed_form_threshold,
     critical_k_ref,
     exact_stable,
     exact_threshold,
+    infinite_value_notes,
     is_whole_lag,
     spectral_radius,
 )
@@ -99,7 +101,8 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     ratio; NaN when there are none), ``p_damped`` (their share), ``gain_*``, ``spectral_radius_median``
     (eigenvalues of every draw, so only up to ``K_ref =`` :data:`AUTO_BISECTION_MAX_LAG`; NaN
     beyond, where ``p_unstable_exact``, by the threshold, needs none), and for each criterion
-    ``critical_k_ref_{criterion}_{median,lo,hi}`` and ``n_draws``.
+    ``critical_k_ref_{criterion}_{median,lo,hi}`` (with ``critical_k_ref_note`` where one is
+    infinite: no lag a float holds is unstable) and ``n_draws``.
     """
     a = np.asarray(gain_draws, dtype=float).ravel()
     a = a[np.isfinite(a)]
@@ -152,6 +155,8 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         out[f"critical_k_ref_{criterion}_median"] = float(np.median(crit))
         lo, hi = _lag_interval(crit)
         out[f"critical_k_ref_{criterion}_lo"], out[f"critical_k_ref_{criterion}_hi"] = lo, hi
+    # --json writes an infinite lag null: say which and why (it was null without a word)
+    out.update(infinite_value_notes(out))
     return out
 
 
@@ -202,7 +207,14 @@ def stability_from_draws(
         f"P(unstable) = {exact_text}{values['p_unstable_closed_form']:.3f} by the closed form (C_eff <= 0); "
         f"P(oscillatory, 0 < zeta < 1) = {values['p_oscillatory']:.3f}; "
         f"{_zeta_text(values)}; critical K_ref (exact) = {values['critical_k_ref_exact_median']:.0f} "
-        f"[{values['critical_k_ref_exact_lo']:.0f}, {values['critical_k_ref_exact_hi']:.0f}]."
+        f"[{values['critical_k_ref_exact_lo']:.0f}, {values['critical_k_ref_exact_hi']:.0f}]"
+        # "inf [inf, inf]" said no more; the point mode says "none below the largest float"
+        + (
+            f" (inf: {NO_CRITICAL_K_REF})"
+            if any(np.isinf(values[f"critical_k_ref_exact_{end}"]) for end in ("median", "lo", "hi"))
+            else ""
+        )
+        + "."
     )
     rows = [
         ("P(unstable), exact (spectral radius >= 1)", values["p_unstable_exact"], np.nan, np.nan),

@@ -44,7 +44,8 @@ step eta (1 - beta1), so a = eta K (1 - beta1) is used, mu = beta1.
 --json: JSON has no infinity, so an infinite number is written null: threshold_a_closed_form
 at K_ref 0 (no closed-form threshold: C_eff = 1 - mu > 0 at every gain) and critical_k_ref_*
 (with --posterior critical_k_ref_*_median / _lo / _hi) when no lag below the largest float
-(1.8e308) is unstable: a gain too small (the text says "none" or "inf" there). Any other null
+(1.8e308) is unstable: a gain too small (the text says "none" or "inf" there); the keys
+critical_k_ref_note and threshold_a_closed_form_note name those nulls and say why. Any other null
 is a number not computed (spectral_radius, stable_exact, regime_exact, threshold_a_exact: a
 fractional K_ref or one beyond the roots' limit; "note" says which).
 

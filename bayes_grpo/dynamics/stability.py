@@ -812,6 +812,37 @@ def critical_k_ref(a, momentum, method: str = EXACT):
     return out
 
 
+#: Why a critical ``K_ref`` is infinite: :func:`critical_k_ref` finds no unstable lag a float holds.
+NO_CRITICAL_K_REF: str = (
+    f"no lag below the largest float ({sys.float_info.max:.3g}) is unstable at this gain: "
+    "the gain is too small for a finite critical K_ref"
+)
+
+
+def infinite_value_notes(values: dict[str, object]) -> dict[str, str]:
+    """Why the infinite numbers of a stability summary are infinite (JSON writes them null).
+
+    ``{"critical_k_ref_note": ...}`` when a ``critical_k_ref*`` value is infinite
+    (:data:`NO_CRITICAL_K_REF`), ``{"threshold_a_closed_form_note": ...}`` when the closed-form
+    threshold is (``K_ref = 0``); each note names the keys it is about. ``{}`` when none is.
+    """
+
+    def infinite(key: str) -> bool:
+        value = values.get(key)
+        return isinstance(value, (int, float, np.floating)) and math.isinf(float(value))
+
+    out: dict[str, str] = {}
+    lags = [k for k in values if k.startswith("critical_k_ref") and not k.endswith("_note") and infinite(k)]
+    if lags:
+        out["critical_k_ref_note"] = f"{', '.join(lags)} infinite (null in JSON): {NO_CRITICAL_K_REF}"
+    if infinite("threshold_a_closed_form"):
+        out["threshold_a_closed_form_note"] = (
+            "threshold_a_closed_form infinite (null in JSON): no closed-form threshold at K_ref 0, "
+            "where C_eff = 1 - mu > 0 at every gain"
+        )
+    return out
+
+
 def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, object]:
     """Everything about one setting, with the criterion behind each number.
 
@@ -833,7 +864,9 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
     (continuum coefficients; ``"unstable"`` whenever ``stable_closed_form`` is False),
     ``regime_exact`` (the discrete recursion's, :func:`recursion_regime`), ``stable_closed_form``, ``stable_exact``, ``spectral_radius``,
     ``threshold_a_closed_form``, ``threshold_a_exact``, ``critical_k_ref_closed_form``,
-    ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``.
+    ``critical_k_ref_exact`` (first unstable integer ``K_ref`` at this ``a``), ``note``; and
+    where a number is infinite, why (:func:`infinite_value_notes`: ``critical_k_ref_note``,
+    ``threshold_a_closed_form_note``).
     """
     a, mu, lag = float(a), float(momentum), float(k_ref)
     if not (a > 0):
@@ -894,6 +927,8 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         out["note"] = (
             "the exact discrete criterion needs an integer K_ref; only the closed form applies"
         )
+    # --json writes an infinity null: the note says which and why (they were null without a word)
+    out.update(infinite_value_notes(out))
     return out
 
 
