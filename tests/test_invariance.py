@@ -706,3 +706,24 @@ def test_invariance_shows_its_sampling_progress_as_fit_does_and_hides_it_with_no
         err = capfd.readouterr().err
         assert "bayes-grpo invariance" not in err, (flag, err)
         assert pymc_lines(err) == [], (flag, err)
+
+
+def test_a_bridge_sampling_failure_that_more_draws_cure_names_the_draws_option(toy, tmp_path, monkeypatch, capsys):
+    # past the check before sampling (4 draws per parameter), bridge sampling near that minimum
+    # ('invariance three.nc --draws 70') can still fail; its "sample more draws" named no option
+    import functools
+
+    from bayes_grpo.checks import bayes_factor
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import save_runset
+
+    # an iteration that cannot converge (tolerance 0 in 3 iterations), as one of too few draws
+    monkeypatch.setattr(
+        bayes_factor, "bridge_sampling", functools.partial(bayes_factor.bridge_sampling, tol=0.0, max_iter=3)
+    )
+    path = save_runset(_runset(0.0), tmp_path / "runs.nc")
+    argv = ["invariance", str(path), "--draws", "30", "--tune", "20", "--prior-scales", "1", "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "marginal likelihood of H0 (one trajectory for every G): bridge sampling did not converge in 3 iterations" in err, err
+    assert "(this fit: 2 chain(s) x 30 draws; raise draws or chains, CLI: --draws, --chains)" in err, err

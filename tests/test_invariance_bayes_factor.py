@@ -280,3 +280,22 @@ def test_bridge_sampling_refuses_fewer_than_four_draws_per_parameter_not_only_fe
     with pytest.raises(ValueError, match=r"15 draws of 5 parameters are too few \(it needs at least 20, 4 per parameter\)"):
         bridge_sampling(post(30), random_seed=0)
     assert np.isfinite(bridge_sampling(post(40), random_seed=0).log_ml)
+
+
+def test_bridge_sampling_whose_proposal_covariance_is_singular_says_so_and_what_to_do():
+    # a parameter that did not move in the first halves of the chains (enough draws per
+    # parameter, past the check) gave scipy's "When `allow_singular is False`, the input matrix
+    # must be symmetric positive definite", naming nothing a user sets
+    rng = np.random.default_rng(3)
+    draws = rng.normal(size=(2, 70, 3))
+    draws[..., 2] = 0.5
+    post = UnconstrainedPosterior(
+        names=["theta"], sizes=[3], shapes=[(3,)], draws=draws,
+        log_density=lambda v: float(-0.5 * np.sum(np.square(v))),
+    )  # fmt: skip
+    with pytest.raises(ValueError) as exc:
+        bridge_sampling(post, random_seed=0)
+    msg = str(exc.value)
+    assert type(exc.value).__name__ == "TooFewDrawsError"  # one more draws can cure
+    assert "covariance of those 70 draws of 3 parameters is singular (parameter(s) 2 did not move)" in msg, msg
+    assert "sample more draws or chains" in msg and "allow_singular" not in msg

@@ -595,6 +595,12 @@ class BridgeResult:
     posterior: Any = field(default=None, repr=False)
 
 
+class TooFewDrawsError(ValueError):
+    """Bridge sampling failed in a way more posterior draws (or chains) can cure: too few draws
+    to fit its proposal, a singular proposal covariance, an iteration that did not converge.
+    A caller that drew the draws names its own settings (``invariance``: ``--draws``)."""
+
+
 def min_bridge_fit_draws(n_parameters: int) -> int:
     """Fewest draws in the first halves of all chains for bridge sampling of ``n_parameters``.
 
@@ -656,7 +662,7 @@ def bridge_sampling(
         # at <= k a singular covariance: numpy's "the input matrix must be symmetric positive
         # definite"; above k, up to MIN_FIT_DRAWS_PER_PARAMETER per parameter, a proposal so
         # poor that the iteration did not converge (after minutes of sampling)
-        raise ValueError(
+        raise TooFewDrawsError(
             f"bridge sampling fits its normal proposal to the first half of every chain: "
             f"{len(fit_flat)} draws of {k} parameters are too few (it needs at least "
             f"{min_bridge_fit_draws(k)}, {MIN_FIT_DRAWS_PER_PARAMETER} per parameter); sample "
@@ -665,12 +671,24 @@ def bridge_sampling(
     mean = fit_flat.mean(axis=0)
     cov = np.atleast_2d(np.cov(fit_flat, rowvar=False, ddof=1))
     cov = cov + 1e-12 * np.eye(k) * max(1.0, float(np.max(np.diag(cov))))
-    prop = stats.multivariate_normal(mean=mean, cov=cov, allow_singular=False)
     it_flat = it.reshape(-1, k)
     n1 = len(it_flat)
     n2 = n1
     rng = np.random.default_rng(random_seed)
-    gen = rng.multivariate_normal(mean, cov, size=n2, method="cholesky")
+    try:
+        prop = stats.multivariate_normal(mean=mean, cov=cov, allow_singular=False)
+        gen = rng.multivariate_normal(mean, cov, size=n2, method="cholesky")
+    except np.linalg.LinAlgError as exc:
+        # a parameter (or a combination) that hardly moved in the first halves: scipy's "When
+        # `allow_singular is False`, the input matrix must be symmetric positive definite",
+        # which said neither what was singular nor what to do
+        still = np.flatnonzero(np.diag(cov) <= 1e-10 * max(1.0, float(np.max(np.diag(cov)))))
+        which = f" (parameter(s) {', '.join(map(str, still[:5]))} did not move)" if still.size else ""
+        raise TooFewDrawsError(
+            f"bridge sampling fits its normal proposal to the first half of every chain: the "
+            f"covariance of those {len(fit_flat)} draws of {k} parameters is singular{which}; "
+            "sample more draws or chains, or check the fit's convergence"
+        ) from exc
     q11 = posterior.log_density_many(it_flat)  # posterior draws: log q
     q12 = np.atleast_1d(prop.logpdf(it_flat))  # posterior draws: log g
     q21 = posterior.log_density_many(gen)  # proposal draws: log q
@@ -684,7 +702,7 @@ def bridge_sampling(
     n_iter, done, change = 0, False, np.inf
     while not done:
         if n_iter >= max_iter:
-            raise ValueError(
+            raise TooFewDrawsError(
                 f"bridge sampling did not converge in {max_iter} iterations (last change of "
                 f"log p(y) {change:.2g}): its normal proposal, fitted to {len(fit_flat)} draws of "
                 f"{k} parameters, overlaps the posterior poorly; sample more draws (several "
@@ -899,6 +917,7 @@ __all__ = [
     "sample_unconstrained",
     "integrated_autocorrelation_time",
     "BridgeResult",
+    "TooFewDrawsError",
     "bridge_sampling",
     "bridge_evidence",
     "log_bf01_from_bridge",

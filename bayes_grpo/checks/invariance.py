@@ -42,6 +42,7 @@ from bayes_grpo.checks.bayes_factor import (
     MIN_FIT_DRAWS_PER_PARAMETER,
     BridgeResult,
     Evidence,
+    TooFewDrawsError,
     bayes_factor_words,
     bridge_evidence,
     log_bf01_from_bridge,
@@ -275,9 +276,18 @@ def _divergences(result: BridgeResult) -> int:
 
 
 def _bridge(pm_model: Any, label: str, **kwargs: Any) -> BridgeResult:
-    """:func:`bridge_evidence` of one hypothesis; a failure names the hypothesis."""
+    """:func:`bridge_evidence` of one hypothesis; a failure names the hypothesis, and one that
+    more draws can cure (:class:`TooFewDrawsError`) the settings to raise."""
     try:
         return bridge_evidence(pm_model, **kwargs)
+    except TooFewDrawsError as exc:
+        # past the check before sampling (4 draws per parameter), bridge sampling can still
+        # fail near that minimum ('invariance three.nc --draws 70'): it said "sample more
+        # draws", naming no option
+        raise TooFewDrawsError(
+            f"marginal likelihood of {label}: {exc} (this fit: {kwargs.get('chains')} chain(s) x "
+            f"{kwargs.get('draws')} draws; raise draws or chains, CLI: --draws, --chains)"
+        ) from exc
     except ValueError as exc:
         raise ValueError(f"marginal likelihood of {label}: {exc}") from exc
 
