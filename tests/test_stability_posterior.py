@@ -701,3 +701,21 @@ def test_an_infinite_critical_lag_or_threshold_written_null_in_json_is_named_wit
         np.full(50, 0.01), learning_rate=1.0, momentum=0.0, momentum_convention="heavy_ball", k_ref=1
     )
     assert "critical_k_ref_note" not in finite.values and "(inf:" not in finite.summary
+
+
+def test_phase_diagram_json_gives_the_saved_fits_warnings_once_not_an_empty_list_beside_them(tmp_path, capsys):
+    # `phase-diagram models/tiny.nc -o p.png --json` gave the fit's "too confident" warning at
+    # the top level and "values": {"posterior_warnings": []} beside it (the check was given the
+    # model the verb had loaded): a reader of values saw no warning. `stability --posterior
+    # --json` gives them once, at the top level
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    figure = tmp_path / "phase.png"
+    assert main(["phase-diagram", path, "-o", str(figure), "--n-lr", "4", "--k-ref-max", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any("too confident" in w for w in out["posterior_warnings"])
+    assert "posterior_warnings" not in out["values"], out["values"]

@@ -141,8 +141,12 @@ def _run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     if args.json:
-        # the saved fit's own warnings (stderr has them too), where `predict --json` gives them
-        print_json(result.to_dict() | {"posterior_warnings": load_notes, "figure": str(args.output)})
+        # the saved fit's own warnings (stderr has them too), where `predict --json` gives them,
+        # once: values["posterior_warnings"] read [] beside them (the check was given the model
+        # this verb loaded, not the file), as `stability --posterior --json` pops them too
+        out = result.to_dict()
+        out["values"].pop("posterior_warnings", None)
+        print_json(out | {"posterior_warnings": load_notes, "figure": str(args.output)})
         return 0
     print(result.summary)
     print(f"figure written to {args.output}")
