@@ -719,3 +719,22 @@ def test_phase_diagram_json_gives_the_saved_fits_warnings_once_not_an_empty_list
     out = json.loads(capsys.readouterr().out)
     assert any("too confident" in w for w in out["posterior_warnings"])
     assert "posterior_warnings" not in out["values"], out["values"]
+
+
+def test_a_spectral_radius_not_computed_in_posterior_mode_says_why():
+    # `stability --posterior models/tiny.nc --lr 1e-3 ... --k-ref 200 --json` wrote
+    # "spectral_radius_median": null with no word of why (beyond K_ref 128 the roots of every
+    # draw are not computed; a fractional K_ref has no exact criterion)
+    from bayes_grpo.checks.stability import AUTO_BISECTION_MAX_LAG, stability_from_draws
+
+    def values(k_ref):
+        return stability_from_draws(
+            np.full(20, 1e-4), learning_rate=1e-3, momentum=0.9, momentum_convention="heavy_ball", k_ref=k_ref
+        ).values
+
+    far = values(AUTO_BISECTION_MAX_LAG + 72)
+    assert np.isnan(far["spectral_radius_median"])
+    assert f"computed up to K_ref {AUTO_BISECTION_MAX_LAG} only" in far["spectral_radius_note"]
+    assert "whole number of lag steps" in values(2.5)["spectral_radius_note"]
+    near = values(2)
+    assert np.isfinite(near["spectral_radius_median"]) and "spectral_radius_note" not in near

@@ -102,7 +102,8 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     (eigenvalues of every draw, so only up to ``K_ref =`` :data:`AUTO_BISECTION_MAX_LAG`; NaN
     beyond, where ``p_unstable_exact``, by the threshold, needs none), and for each criterion
     ``critical_k_ref_{criterion}_{median,lo,hi}`` (with ``critical_k_ref_note`` where one is
-    infinite: no lag a float holds is unstable) and ``n_draws``.
+    infinite: no lag a float holds is unstable), ``spectral_radius_note`` where the radius is
+    not computed, and ``n_draws``.
     """
     a = np.asarray(gain_draws, dtype=float).ravel()
     a = a[np.isfinite(a)]
@@ -157,6 +158,15 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
         out[f"critical_k_ref_{criterion}_lo"], out[f"critical_k_ref_{criterion}_hi"] = lo, hi
     # --json writes an infinite lag null: say which and why (it was null without a word)
     out.update(infinite_value_notes(out))
+    if not small:
+        # null in --json with no word (`stability --posterior ... --k-ref 200`), where the point
+        # mode's "note" says why its spectral_radius is null
+        out["spectral_radius_note"] = "spectral_radius_median not computed (NaN, null in JSON): " + (
+            f"the roots of every draw are computed up to K_ref {AUTO_BISECTION_MAX_LAG} only; the exact "
+            "verdict is by the threshold (boundary locus)"
+            if whole
+            else "the exact criterion needs a whole number of lag steps"
+        )
     return out
 
 

@@ -47,7 +47,8 @@ at K_ref 0 (no closed-form threshold: C_eff = 1 - mu > 0 at every gain) and crit
 (1.8e308) is unstable: a gain too small (the text says "none" or "inf" there); the keys
 critical_k_ref_note and threshold_a_closed_form_note name those nulls and say why. Any other null
 is a number not computed (spectral_radius, stable_exact, regime_exact, threshold_a_exact: a
-fractional K_ref or one beyond the roots' limit; "note" says which).
+fractional K_ref or one beyond the roots' limit; "note" says which, with --posterior
+spectral_radius_note for spectral_radius_median, computed up to K_ref 128).
 
 examples:
   bayes-grpo stability --eta-k 0.0123 --momentum 0.9 --k-ref 10
