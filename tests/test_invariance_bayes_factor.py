@@ -299,3 +299,19 @@ def test_bridge_sampling_whose_proposal_covariance_is_singular_says_so_and_what_
     assert type(exc.value).__name__ == "TooFewDrawsError"  # one more draws can cure
     assert "covariance of those 70 draws of 3 parameters is singular (parameter(s) 2 did not move)" in msg, msg
     assert "sample more draws or chains" in msg and "allow_singular" not in msg
+
+
+def test_smc_evidence_says_nothing_on_stderr_without_its_progress(capfd):
+    # every SMC fit printed ArviZ's "More chains (2) than draws (1)" (its per-stage sample stats
+    # read as draws) and PyMC's "Initializing SMC sampler ...", under `invariance --json` too
+    import warnings
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=np.zeros(5))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evidence = smc_evidence(model, draws=50, chains=2, random_seed=1)
+    assert np.isfinite(evidence.log_ml)
+    assert not [str(w.message) for w in caught if "More chains" in str(w.message)]
+    assert "SMC" not in capfd.readouterr().err

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -210,7 +211,10 @@ def smc_evidence(
         raise ValueError(
             f"SMC needs chains >= 1 and draws >= 2, got chains={chains}, draws={draws}"
         )
-    with model, quiet_pymc(not progressbar):
+    with model, quiet_pymc(not progressbar), warnings.catch_warnings():
+        # ArviZ reads SMC's per-stage sample stats (chain, stage) as (chain, draw): "More chains
+        # (2) than draws (1)", on stderr for every SMC fit, under `invariance --json` too
+        warnings.filterwarnings("ignore", message=r"More chains \(\d+\) than draws", category=UserWarning)
         idata = pm.sample_smc(
             draws=draws,
             chains=chains,
