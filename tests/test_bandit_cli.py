@@ -272,3 +272,37 @@ def test_a_sweep_too_short_to_see_the_threshold_says_it_is_not_determined(capsys
     threshold = json.loads(capsys.readouterr().out)["threshold"]
     assert threshold["values"]["empirical_threshold_k_ref"] == 0 and threshold["passed"] is None
     assert "Not determined: runs of 5 steps are too short" in threshold["summary"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "shown"),
+    [
+        ([], True),
+        (["--no-progress"], False),
+        (["--json"], False),
+        # the old opt-in flag still runs in scripts (and still shows the bar, even with --json)
+        (["--progress"], True),
+        (["--progress", "--json"], True),
+        (["--progress", "--no-progress"], False),
+    ],
+)
+def test_simulate_bandit_shows_its_progress_by_the_rule_of_fit_and_sweep(flags, shown, tmp_path, capsys):
+    # `simulate bandit` showed a bar only when asked (--progress) and took no --no-progress, while
+    # fit, compare and sweep show theirs on stderr unless told --no-progress or --json
+    out = tmp_path / "runs.nc"
+    assert main(["simulate", "bandit", "--steps", "7", "--seeds", "1", "-o", str(out), *flags]) == 0
+    captured = capsys.readouterr()
+    assert ("7/7" in captured.err) is shown, captured.err
+    assert "7/7" not in captured.out
+    if "--json" in flags:
+        json.loads(captured.out)
+
+
+@pytest.mark.parametrize(
+    "argv", [["fit", "runs.nc", "-o", "f.nc"], ["compare", "runs.nc"], ["sweep"], ["simulate", "bandit", "-o", "r.nc"]]
+)
+def test_every_verb_that_shows_progress_hides_it_by_one_flag(argv):
+    from bayes_grpo.cli import build_parser
+
+    args = build_parser().parse_args([*argv, "--no-progress"])
+    assert args.no_progress is True

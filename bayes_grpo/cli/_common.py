@@ -397,6 +397,24 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 
 
+def add_progress_flag(parser: argparse.ArgumentParser, what: str = "the progress bar") -> None:
+    """``--no-progress``: the one rule of the verbs that show their progress (``fit``, ``compare``,
+    ``sweep``, ``simulate bandit``): shown on stderr by default, hidden by ``--no-progress`` and by
+    ``--json`` (read by :func:`show_progress`)."""
+    parser.add_argument(
+        "--no-progress", action="store_true", help=f"hide {what} (on stderr; hidden with --json too)"
+    )
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether a verb shows its progress (:func:`add_progress_flag`); ``simulate bandit``'s old
+    opt-in flag ``--progress`` (from before the bar was its default) shows it even with
+    ``--json``, not with ``--no-progress``."""
+    if args.no_progress:
+        return False
+    return bool(getattr(args, "progress", False)) or not args.json
+
+
 def print_json(obj: Any) -> None:
     json.dump(jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")

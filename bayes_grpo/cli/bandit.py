@@ -18,6 +18,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_lr_schedule_args,
     add_overwrite_flag,
+    add_progress_flag,
     check_output_paths,
     checked_values,
     figure_format,
@@ -27,6 +28,7 @@ from bayes_grpo.cli._common import (
     positive_int,
     print_json,
     print_table,
+    show_progress,
 )
 from bayes_grpo.cli.sde import add_simulate_sde
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
@@ -212,7 +214,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Simulate softmax-bandit GRPO (the exact reduction of the damped-oscillator model) for "
             "every combination of the given K_ref, G, learning rates, momenta and KL weights, "
             "--seeds times each, in one batched tensor program, and write the run set (netCDF) "
-            "with the known truth of every run."
+            "with the known truth of every run. Shows a progress bar on stderr (--no-progress hides it)."
         ),
         epilog=SIM_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -226,7 +228,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_common(p, lists=True)
     add_lr_schedule_args(p, what="every run (the runs then log lr)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
-    p.add_argument("--progress", action="store_true", help="show a progress bar")
+    add_progress_flag(p)
+    # the bar was opt-in (--progress) while every other verb showed its progress unless told
+    # --no-progress; it is shown by default now, and the old flag still runs in scripts
+    p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=run_simulate)
@@ -257,7 +262,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument(
         "-o", "--output", metavar="FILE", default=None, help="also write the sweep's run set"
     )
-    s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_progress_flag(s)
     add_overwrite_flag(s)
     add_json_flag(s)
     s.set_defaults(func=run_sweep)
@@ -280,7 +285,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         )
     schedule, schedule_label = lr_schedule_from_args(args, float(rates[0]), args.steps)
     bar = None
-    if args.progress:
+    if show_progress(args):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=args.steps, unit="step", desc="bandit")
@@ -386,7 +391,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         clip_eps=_clip(args),
         seed=args.seed,
         device=args.device,
-        progress=not args.no_progress and not args.json,
+        progress=show_progress(args),
     )
     several = len(rates) > 1
     threshold = phase_diagram_check(ds) if several else threshold_check(ds)

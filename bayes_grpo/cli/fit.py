@@ -11,6 +11,7 @@ from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
     add_json_flag,
     add_overwrite_flag,
+    add_progress_flag,
     check_output_paths,
     naming_the_run_set,
     non_negative_int,
@@ -19,6 +20,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
     read_json_object,
+    show_progress,
     spelled_like,
     with_hyperparameter_defaults,
 )
@@ -84,7 +86,7 @@ def register(subparsers) -> None:
     )
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
-    p.add_argument("--no-progress", action="store_true", help="hide the sampling progress bar")
+    add_progress_flag(p, "the sampling progress bar")
     p.add_argument(
         "--strict",
         action="store_true",
@@ -212,7 +214,7 @@ def run_fit(args: argparse.Namespace) -> int:
             chains=args.chains,
             random_seed=args.seed,
             sampler=args.sampler,
-            progressbar=not args.no_progress and not args.json,
+            progressbar=show_progress(args),
             target_accept=args.target_accept,
             max_treedepth=args.max_treedepth,
         )

@@ -13,6 +13,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_lr_schedule_args,
     add_overwrite_flag,
+    add_progress_flag,
     check_output_paths,
     figure_format,
     finite_float,
@@ -25,6 +26,7 @@ from bayes_grpo.cli._common import (
     positive_int,
     print_json,
     print_table,
+    show_progress,
     spelled_like,
 )
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
@@ -213,11 +215,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(c)
-    c.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="hide the sampling progress (a line and PyMC's progress bar per fit, on stderr; hidden with --json too)",
-    )
+    add_progress_flag(c, "the sampling progress (a line and PyMC's progress bar per fit)")
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
 
@@ -532,7 +530,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             hyperparameter_defaults=dict(args.defaults),
             # as `fit` shows its sampling: not under --no-progress or --json
             progress=None
-            if args.no_progress or args.json
+            if not show_progress(args)
             else (lambda line: print(f"bayes-grpo compare: {line}", file=sys.stderr, flush=True)),
         )
     except ValueError as exc:
