@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import warnings as pywarnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -206,8 +207,9 @@ def validate_runset(ds: xr.Dataset) -> xr.Dataset:
     missing = [c for c in RUN_COORDS if c not in ds.coords]
     if missing:
         raise RunSetError(f"run set lacks run coordinates {missing}")
-    run_ids = [str(r) for r in ds[RUN_DIM].values]
-    dupes = sorted({r for r in run_ids if run_ids.count(r) > 1})
+    # counted once: list.count per id was quadratic (6 of the 8 s of a 10000-run bandit call)
+    counts = Counter(str(r) for r in ds[RUN_DIM].values)
+    dupes = sorted(r for r, n in counts.items() if n > 1)
     if dupes:
         raise RunSetError(f"run set has duplicate run ids: {dupes}")
     return ds
