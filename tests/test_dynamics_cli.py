@@ -417,6 +417,28 @@ def test_simulate_sde_names_the_list_option_that_holds_a_meaningless_setting(fla
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "need"),
+    [
+        ("--measurement-sd", "-1", "must be 0 or more"),
+        ("--noise-d", "-1e-6", "must be 0 or more"),
+        ("--ragged", "1", "must lie in [0, 1)"),
+        ("--missing-frac", "-0.1", "must lie in [0, 1)"),
+    ],
+)
+def test_simulate_sde_names_the_scalar_option_that_holds_a_meaningless_setting(flag, value, need, tmp_path, capsys):
+    # they were refused by the simulator in its own words: "measurement_sd must be a finite
+    # non-negative number", "ragged and missing_frac must lie in [0, 1)", "model 'sim': noise_d
+    # must be ...", naming no option
+    out = tmp_path / "sde.nc"
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "sde", f"{flag}={value}", "--steps", "5", "-o", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: {need}, got '{value}'" in err, err
+    assert not out.exists()
+
+
 def test_simulate_sde_names_a_models_path_that_is_a_folder_or_missing(tmp_path, capsys):
     # `simulate sde --models DIR` ended in an IsADirectoryError traceback, and a missing file was
     # called "no such config file"

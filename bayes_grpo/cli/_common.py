@@ -129,13 +129,19 @@ def checked_values(text: str, flag: str, test: Callable[[float], bool], need: st
     return values
 
 
-def momentum_value(text: str) -> float:
-    """An argparse ``type``: a momentum ``mu`` (heavy ball) or Adam ``beta1`` in ``[0, 1)``
-    (``--momentum 1`` reached the stability thresholds, whose message named no flag)."""
+def fraction_below_one(text: str) -> float:
+    """An argparse ``type``: a number in ``[0, 1)`` (``simulate sde --ragged 1`` was refused as
+    "ragged and missing_frac must lie in [0, 1)", the simulator's parameters, naming no flag)."""
     value = finite_float(text)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must lie in [0, 1), got {text!r}")
     return value
+
+
+def momentum_value(text: str) -> float:
+    """An argparse ``type``: a momentum ``mu`` (heavy ball) or Adam ``beta1`` in ``[0, 1)``
+    (``--momentum 1`` reached the stability thresholds, whose message named no flag)."""
+    return fraction_below_one(text)
 
 
 def _whole_number(text: str) -> int:

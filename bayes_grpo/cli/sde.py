@@ -18,7 +18,9 @@ from bayes_grpo.cli._common import (
     check_output_paths,
     checked_values,
     finite_float,
+    fraction_below_one,
     momentum_value,
+    non_negative_float,
     non_negative_int,
     positive_int,
     print_json,
@@ -95,7 +97,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--noise-d",
-        type=finite_float,
+        type=non_negative_float,
         default=None,
         help=f"process-noise D at G = 1 (default {_DEFAULT['noise_d']:g})",
     )
@@ -122,7 +124,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--measurement-sd",
-        type=finite_float,
+        type=non_negative_float,
         default=0.0,
         help="measurement-noise sd at G = 1 (default 0)",
     )
@@ -140,13 +142,13 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--ragged",
-        type=finite_float,
+        type=fraction_below_one,
         default=0.0,
         help="runs end at a random step in [(1 - ragged) T, T] (default 0)",
     )
     p.add_argument(
         "--missing-frac",
-        type=finite_float,
+        type=fraction_below_one,
         default=0.0,
         help="share of logged points dropped at random (default 0)",
     )
