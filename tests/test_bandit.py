@@ -16,6 +16,7 @@ from bayes_grpo.bandit.experiments import (
     measure_stiffness,
     overshoot_table,
     runset_truth,
+    sweep_k_ref,
     threshold_check,
     transition_check,
 )
@@ -543,3 +544,13 @@ def test_a_call_of_forty_thousand_runs_takes_seconds_not_minutes():
     ds = simulate_bandit(seeds=40000, steps=1)
     assert ds.sizes["run"] == 40000
     assert time.perf_counter() - start < 15
+
+
+def test_a_tiny_learning_rate_keeps_its_gain_in_the_threshold_check():
+    # the gains were compared after rounding to 14 decimals: lr 1e-14 (a = 2.5e-15) became a = 0
+    # and `sweep --lr 1e-14` a ZeroDivisionError traceback
+    ds = sweep_k_ref([0, 1], seeds=1, steps=20, learning_rate=1e-14, progress=False)
+    truth = runset_truth(ds)
+    res = threshold_check(ds)
+    assert res.values["a"] == truth[str(ds.run.values[0])]["a"] > 0
+    assert res.passed is None and res.values["threshold_determined"] is False

@@ -572,12 +572,14 @@ def _lag_ranges(lags) -> str:
 
 def _gain_and_momentum(ds: xr.Dataset) -> tuple[float, float]:
     truth = runset_truth(ds)
-    a_values = np.unique(np.round([truth[str(r)]["a"] for r in ds[RUN_DIM].values], 14))
-    if a_values.size != 1:
+    gains = np.array([truth[str(r)]["a"] for r in ds[RUN_DIM].values], dtype=float)
+    # one gain up to rounding, relative: rounding to 14 decimals made every gain below 5e-15 (a
+    # learning rate of 1e-14) 0, and the threshold check a ZeroDivisionError traceback
+    if not np.allclose(gains, gains[0], rtol=1e-12, atol=0.0):
         raise ValueError(
-            f"runs have different gains a = eta_eff K: {a_values.tolist()}; analyse one setting at a time"
+            f"runs have different gains a = eta_eff K: {np.unique(gains).tolist()}; analyse one setting at a time"
         )
-    return float(a_values[0]), _single_value(ds, "momentum")
+    return float(gains[0]), _single_value(ds, "momentum")
 
 
 # ----------------------------------------------------------------------------- result 2: threshold
