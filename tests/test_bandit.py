@@ -554,3 +554,14 @@ def test_a_tiny_learning_rate_keeps_its_gain_in_the_threshold_check():
     res = threshold_check(ds)
     assert res.values["a"] == truth[str(ds.run.values[0])]["a"] > 0
     assert res.passed is None and res.values["threshold_determined"] is False
+
+
+def test_a_learning_rate_whose_noise_overflows_is_refused_before_the_simulation():
+    # `simulate bandit --lr 1e300` simulated every step and then failed in the truth, D = eta^2 D_1,
+    # with an OverflowError traceback
+    steps = []
+    with pytest.raises(ValueError, match=r"learning rate 1e\+300 at group size 8, beta 1 gives .* noise D = inf"):
+        simulate_bandit(learning_rate=[0.1, 1e300], seeds=1, steps=5, progress=steps.append)
+    assert steps == []
+    truth = runset_truth(simulate_bandit(learning_rate=1e150, seeds=1, steps=2))
+    assert all(math.isfinite(run["noise_d"]) for run in truth.values())

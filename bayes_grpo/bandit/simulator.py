@@ -376,7 +376,7 @@ def bandit_truth(
     a = eta_eff * fp.stiffness
     mass, damp, k_eff = oscillator_coefficients(a, momentum, k_ref)
     zeta = float(damping_ratio(mass, damp, k_eff)) if a > 0 else float("nan")
-    noise_d = eta_eff**2 * fp.noise_d_per_eta2
+    noise_d = eta_eff * eta_eff * fp.noise_d_per_eta2
     stat_var = noise_d / (2.0 * group_size * damp * k_eff) if damp > 0 and k_eff > 0 else None
     return {
         "plateau": fp.plateau,
@@ -395,6 +395,26 @@ def bandit_truth(
         "measurement_sd": fp.measurement_sd,
         "stiffness_method": fp.method,
     }
+
+
+def _check_finite_truth(grid, group_size: float, beta: float, fp, convention: str) -> None:
+    """``ValueError`` naming a learning rate whose gain ``a = eta_eff K`` or noise
+    ``D = eta_eff^2 D_1`` at ``(G, beta)`` is no finite number (``--lr 1e300`` ran the whole
+    simulation and then failed in the truth with an OverflowError traceback)."""
+    for _, G, lr, mu, b, _ in grid:
+        if float(G) != group_size or float(b) != beta:
+            continue
+        try:
+            eta_eff = float(effective_step(float(lr), float(mu), convention))
+        except (TypeError, ValueError):
+            continue  # a setting the simulator refuses in its own words
+        a, noise = eta_eff * fp.stiffness, eta_eff * eta_eff * fp.noise_d_per_eta2
+        if math.isfinite(eta_eff) and not (math.isfinite(a) and math.isfinite(noise)):
+            raise ValueError(
+                f"learning rate {float(lr):g} at group size {int(G)}, beta {beta:g} gives a gain "
+                f"a = eta_eff K = {a:g} and a noise D = {noise:g}: not both finite numbers; use a "
+                "smaller learning rate"
+            )
 
 
 def simulate_bandit(
@@ -503,7 +523,7 @@ def simulate_bandit(
         if advantage in ADVANTAGES and anchor in ANCHORS and 0.0 < p_ref < 1.0:
             for G, b in sorted({(float(G), float(b)) for _, G, _, _, b, _ in grid}):
                 if G >= 2 and G == round(G) and math.isfinite(b) and b > 0:
-                    fixed_point(
+                    fp = fixed_point(
                         group_size=int(G),
                         beta=b,
                         p_ref=p_ref,
@@ -511,6 +531,7 @@ def simulate_bandit(
                         n_prompts=n_prompts,
                         anchor=anchor,
                     )
+                    _check_finite_truth(grid, G, b, fp, momentum_convention)
         arrays = simulate_bandit_arrays(
             k_ref=np.asarray(cols[0], dtype=float),
             group_size=np.asarray(cols[1], dtype=float),
