@@ -565,3 +565,14 @@ def test_a_learning_rate_whose_noise_overflows_is_refused_before_the_simulation(
     assert steps == []
     truth = runset_truth(simulate_bandit(learning_rate=1e150, seeds=1, steps=2))
     assert all(math.isfinite(run["noise_d"]) for run in truth.values())
+
+
+def test_a_lag_whose_truth_cannot_be_computed_is_refused_before_the_simulation():
+    # `simulate bandit --k-ref 1e8` simulated every step, holding a history of K_ref + 1 policies
+    # per run (800 MB a run), and only then failed in the truth's spectral radius
+    from bayes_grpo.dynamics.stability import MAX_ROOT_LAG
+
+    steps = []
+    with pytest.raises(ValueError, match=rf"K_ref = 100000000: the characteristic roots .* beyond K_ref = {MAX_ROOT_LAG}"):
+        simulate_bandit(k_ref=[1, 10**8], seeds=1, steps=5, progress=steps.append)
+    assert steps == []

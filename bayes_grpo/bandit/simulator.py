@@ -73,7 +73,12 @@ from bayes_grpo.bandit.mean_field import (
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
-from bayes_grpo.dynamics.stability import classify_regime, recursion_regime, spectral_radius
+from bayes_grpo.dynamics.stability import (
+    MAX_ROOT_LAG,
+    classify_regime,
+    recursion_regime,
+    spectral_radius,
+)
 from bayes_grpo.runset import runset_from_arrays
 from bayes_grpo.runset.names import LOGGED_LR_VAR
 
@@ -516,6 +521,15 @@ def simulate_bandit(
     )
     cols = list(zip(*grid))
     start = p_ref if p_init is None else p_init
+    lags = [float(L) for L in cols[0] if isinstance(L, int | float | np.number) and math.isfinite(float(L))]
+    if lags and max(lags) > MAX_ROOT_LAG:
+        # found by the truth's spectral radius after the whole simulation, whose history of
+        # K_ref + 1 policies a run (800 MB a run at --k-ref 1e8) was allocated for nothing
+        raise ValueError(
+            f"K_ref = {int(max(lags))}: the characteristic roots of the exact criterion, which every run's "
+            f"truth needs (spectral radius, regime of the recursion), are not computed beyond K_ref = "
+            f"{MAX_ROOT_LAG}; simulate K_ref <= {MAX_ROOT_LAG}"
+        )
     # the truth needs the fixed point of every (G, beta); one that cannot be located (a beta
     # so small that p* is within float reach of 1) was found only after the whole simulation.
     # Settings the simulator refuses are left to its checks and messages.
