@@ -306,3 +306,13 @@ def test_every_verb_that_shows_progress_hides_it_by_one_flag(argv):
 
     args = build_parser().parse_args([*argv, "--no-progress"])
     assert args.no_progress is True
+
+
+@pytest.mark.parametrize("verb", [["simulate", "bandit", "-o", "{out}"], ["sweep"]])
+def test_a_setting_refused_before_the_first_step_shows_no_progress_bar(verb, tmp_path, capsys):
+    # the bar was drawn before the simulator's checks: an empty "0/5" bar above the error
+    argv = [a.format(out=tmp_path / "runs.nc") for a in verb]
+    assert main([*argv, "--k-ref", "100000000", "--steps", "5", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "K_ref = 100000000: the characteristic roots" in err
+    assert "0/5" not in err and "step/s" not in err, err

@@ -73,14 +73,18 @@ def sweep_k_ref(
     if not k_refs:
         raise ValueError("k_refs is empty")
     bar = None
-    callback = None
-    if progress:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(
-            total=int(steps), desc=f"bandit sweep ({len(k_refs) * int(seeds)} runs)", unit="step"
-        )
-        callback = bar.update
+    def step(n: int) -> None:
+        # the bar starts with the first step: a setting refused before it showed an empty bar
+        nonlocal bar
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(
+                total=int(steps), desc=f"bandit sweep ({len(k_refs) * int(seeds)} runs)", unit="step"
+            )
+        bar.update(n)
+
     try:
         return simulate_bandit(
             k_ref=k_refs,
@@ -100,7 +104,7 @@ def sweep_k_ref(
             clip_eps=clip_eps,
             seed=seed,
             device=device,
-            progress=callback,
+            progress=step if progress else None,
         )
     finally:
         if bar is not None:

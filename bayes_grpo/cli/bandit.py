@@ -285,10 +285,16 @@ def run_simulate(args: argparse.Namespace) -> int:
         )
     schedule, schedule_label = lr_schedule_from_args(args, float(rates[0]), args.steps)
     bar = None
-    if show_progress(args):
-        from tqdm.auto import tqdm
 
-        bar = tqdm(total=args.steps, unit="step", desc="bandit")
+    def step(n: int) -> None:
+        # the bar starts with the first step: a setting refused before it showed an empty bar
+        nonlocal bar
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=args.steps, unit="step", desc="bandit")
+        bar.update(n)
+
     try:
         ds = simulate_bandit(
             k_ref=_values(args.k_ref, "--k-ref"),
@@ -308,7 +314,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             gradient=args.gradient,
             seed=args.seed,
             device=args.device,
-            progress=bar.update if bar is not None else None,
+            progress=step if show_progress(args) else None,
             lr_multipliers=schedule,
             lr_schedule_label=schedule_label,
         )
