@@ -57,6 +57,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -402,6 +403,33 @@ def bandit_truth(
     }
 
 
+#: Memory a run takes besides its logged metrics (its id, coordinates, truth and settings in
+#: Python objects and in the run set): about 3.7 kB measured at 20000 runs.
+RUN_OVERHEAD_BYTES: int = 4000
+
+
+def _physical_memory() -> int | None:
+    """This machine's memory in bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_fits_in_memory(n_runs: int, steps: int) -> None:
+    """``ValueError`` before anything is built when the runs' logged metrics and per-run records
+    (:data:`RUN_OVERHEAD_BYTES`) exceed the machine's memory: ``--seeds 100000000`` spent minutes
+    building a list of every run's setting in Python, on its way to exhausting the memory."""
+    need = n_runs * (max(int(steps), 0) * (len(LOGGED_METRICS) + 1) * 8 + RUN_OVERHEAD_BYTES)
+    memory = _physical_memory()
+    if memory is not None and need > memory:
+        raise ValueError(
+            f"{n_runs} runs x {steps} steps do not fit in memory (about {need / 1e9:.3g} GB for the "
+            f"logged metrics and the runs' records; this machine has {memory / 1e9:.3g} GB); use "
+            "fewer steps, seeds or settings"
+        )
+
+
 def _check_finite_truth(grid, group_size: float, beta: float, fp, convention: str) -> None:
     """``ValueError`` naming a learning rate whose gain ``a = eta_eff K`` or noise
     ``D = eta_eff^2 D_1`` at ``(G, beta)`` is no finite number (``--lr 1e300`` ran the whole
@@ -509,16 +537,18 @@ def simulate_bandit(
     # exact up to 2**53 (2**63 - 2 and 2**63 - 1 were written as one seed)
     if not 0 <= int(seed) <= 2**53 - int(seeds):
         raise ValueError(f"seed must be a whole number in [0, 2**53 - seeds], got {seed}")
-    grid = list(
-        itertools.product(
-            _as_list(k_ref, "k_ref"),
-            _as_list(group_size, "group_size"),
-            _as_list(learning_rate, "learning_rate"),
-            _as_list(momentum, "momentum"),
-            _as_list(beta, "beta"),
-            range(int(seeds)),
+    settings = [
+        _as_list(value, name)
+        for value, name in (
+            (k_ref, "k_ref"),
+            (group_size, "group_size"),
+            (learning_rate, "learning_rate"),
+            (momentum, "momentum"),
+            (beta, "beta"),
         )
-    )
+    ]
+    _check_fits_in_memory(math.prod(len(v) for v in settings) * int(seeds), int(steps))
+    grid = list(itertools.product(*settings, range(int(seeds))))
     cols = list(zip(*grid))
     start = p_ref if p_init is None else p_init
     lags = [float(L) for L in cols[0] if isinstance(L, int | float | np.number) and math.isfinite(float(L))]
