@@ -581,9 +581,9 @@ def test_a_lag_whose_truth_cannot_be_computed_is_refused_before_the_simulation()
 def test_runs_that_cannot_fit_in_memory_are_refused_before_anything_is_built(monkeypatch):
     # `simulate bandit --seeds 100000000 --steps 5` spent minutes building a Python list of every
     # run's setting on its way to exhausting the memory; the allocation check came after it
-    import bayes_grpo.bandit.simulator as simulator
+    import bayes_grpo.dynamics.simulate as simulate
 
-    monkeypatch.setattr(simulator, "_physical_memory", lambda: 10**6)  # a 1 MB machine
+    monkeypatch.setattr(simulate, "physical_memory", lambda: 10**6)  # a 1 MB machine
     steps = []
     with pytest.raises(ValueError, match=r"1000 runs x 10 steps do not fit in memory .* this machine has 0.001 GB"):
         simulate_bandit(seeds=1000, steps=10, progress=steps.append)

@@ -295,3 +295,16 @@ def test_the_recursion_refuses_a_lag_that_is_not_a_whole_number_of_steps(lag):
     # left e0: [1, 0.9, 0.75, 0.575, ...], without a word
     with pytest.raises(ValueError, match="k_ref must be a non-negative integer per run"):
         simulate_recursion(0.1, 0.5, lag, 5)
+
+
+def test_sde_runs_that_cannot_fit_in_memory_are_refused_before_anything_is_built(monkeypatch):
+    # `simulate sde --steps 1e12` was a MemoryError traceback from numpy, and a huge --seeds built
+    # a Python list of every run's setting on its way to exhausting the memory
+    import bayes_grpo.dynamics.simulate as simulate
+
+    with pytest.raises(ValueError, match=r"8 runs x 1000000000001 logged steps do not fit in memory"):
+        simulate_sde_runset(n_steps=10**12)
+    monkeypatch.setattr(simulate, "physical_memory", lambda: 10**6)  # a 1 MB machine
+    with pytest.raises(ValueError, match=r"4000 runs x 11 logged steps do not fit in memory .* 0.001 GB"):
+        simulate_sde_runset(n_seeds=1000, n_steps=10)
+    assert simulate_sde_runset(n_seeds=1, n_steps=10, group_sizes=(4,)).sizes["run"] == 2  # 2 LLMs

@@ -57,7 +57,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -74,6 +73,7 @@ from bayes_grpo.bandit.mean_field import (
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
+from bayes_grpo.dynamics.simulate import check_fits_in_memory
 from bayes_grpo.dynamics.stability import (
     MAX_ROOT_LAG,
     classify_regime,
@@ -408,28 +408,6 @@ def bandit_truth(
 RUN_OVERHEAD_BYTES: int = 4000
 
 
-def _physical_memory() -> int | None:
-    """This machine's memory in bytes (None where the system does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _check_fits_in_memory(n_runs: int, steps: int) -> None:
-    """``ValueError`` before anything is built when the runs' logged metrics and per-run records
-    (:data:`RUN_OVERHEAD_BYTES`) exceed the machine's memory: ``--seeds 100000000`` spent minutes
-    building a list of every run's setting in Python, on its way to exhausting the memory."""
-    need = n_runs * (max(int(steps), 0) * (len(LOGGED_METRICS) + 1) * 8 + RUN_OVERHEAD_BYTES)
-    memory = _physical_memory()
-    if memory is not None and need > memory:
-        raise ValueError(
-            f"{n_runs} runs x {steps} steps do not fit in memory (about {need / 1e9:.3g} GB for the "
-            f"logged metrics and the runs' records; this machine has {memory / 1e9:.3g} GB); use "
-            "fewer steps, seeds or settings"
-        )
-
-
 def _check_finite_truth(grid, group_size: float, beta: float, fp, convention: str) -> None:
     """``ValueError`` naming a learning rate whose gain ``a = eta_eff K`` or noise
     ``D = eta_eff^2 D_1`` at ``(G, beta)`` is no finite number (``--lr 1e300`` ran the whole
@@ -547,7 +525,12 @@ def simulate_bandit(
             (beta, "beta"),
         )
     ]
-    _check_fits_in_memory(math.prod(len(v) for v in settings) * int(seeds), int(steps))
+    check_fits_in_memory(
+        math.prod(len(v) for v in settings) * int(seeds),
+        int(steps),
+        bytes_per_point=(len(LOGGED_METRICS) + 1) * 8,
+        bytes_per_run=RUN_OVERHEAD_BYTES,
+    )
     grid = list(itertools.product(*settings, range(int(seeds))))
     cols = list(zip(*grid))
     start = p_ref if p_init is None else p_init

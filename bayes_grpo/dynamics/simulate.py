@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,34 @@ from bayes_grpo.dynamics.stability import classify_regime, exact_stable, spectra
 TRUTH_FORMAT: str = "bayes_grpo.sde_truth/1"
 #: Dataset attribute holding the truth JSON.
 TRUTH_ATTR: str = "truth"
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_fits_in_memory(
+    n_runs: int, n_points: int, *, bytes_per_point: int, bytes_per_run: int, points: str = "steps"
+) -> None:
+    """``ValueError`` before a simulator builds anything when ``n_runs`` runs of ``n_points``
+    values each (``bytes_per_point`` a value over all its arrays, ``bytes_per_run`` a run's records
+    in Python and in the run set) exceed this machine's memory (:func:`physical_memory`; no check
+    where the system does not say). Used by :func:`simulate_sde_runset` and the bandit simulator:
+    ``--seeds 100000000`` spent minutes building every run's setting in Python on its way to
+    exhausting the memory, ``simulate sde --steps 1e12`` was a MemoryError traceback. ``points``
+    names the values in the message."""
+    need = int(n_runs) * (max(int(n_points), 0) * int(bytes_per_point) + int(bytes_per_run))
+    memory = physical_memory()
+    if memory is not None and need > memory:
+        raise ValueError(
+            f"{n_runs} runs x {n_points} {points} do not fit in memory (about {need / 1e9:.3g} GB for "
+            f"their values and records; this machine has {memory / 1e9:.3g} GB); use fewer steps, "
+            "seeds or settings"
+        )
 
 
 def _rng(seed) -> np.random.Generator:
@@ -488,6 +517,16 @@ def simulate_sde_runset(
     for label, values in lists:
         if len(values) == 0:  # was "zero-size array to reduction operation maximum ..."
             raise ValueError(f"{label} must hold at least one value")
+    # about 10 kB a run (its frame, coordinates and truth) and 80 B a logged point (measured: 9 kB
+    # a run at 10000 runs of 10 steps)
+    n_points = n_steps // log_every + 1
+    check_fits_in_memory(
+        len(models) * len(group_sizes) * len(learning_rates) * len(k_refs) * n_seeds,
+        n_points,
+        bytes_per_point=80,
+        bytes_per_run=10_000,
+        points="logged steps",
+    )
     gen = np.random.default_rng(random_seed)
 
     combos = list(itertools.product(models, group_sizes, learning_rates, k_refs, range(n_seeds)))
@@ -737,6 +776,8 @@ __all__ = [
     "stationary_covariance",
     "simulate_sde_runset",
     "check_models",
+    "check_fits_in_memory",
+    "physical_memory",
     "runset_truth",
     "truth_frame",
 ]
