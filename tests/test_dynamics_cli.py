@@ -464,3 +464,21 @@ def test_the_point_summary_prints_the_radius_and_the_momentum_as_numbers_that_re
     assert "exact (spectral radius 1 - 2e-09 < 1): yes" in capsys.readouterr().out
     assert main(["stability", "--eta-k", "0.1", "--momentum", "0.9999999", "--k-ref", "3"]) == 0
     assert "mu = 0.9999999 (heavy_ball)" in capsys.readouterr().out
+
+
+def test_simulate_sde_says_that_a_run_id_from_another_call_is_no_replicate(capsys):
+    # one random stream for the whole call: the same run id drawn beside other settings holds other
+    # draws. `simulate bandit --help` said so, `simulate sde --help` said only "random seed"
+    import numpy as np
+
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset
+
+    alone = simulate_sde_runset(group_sizes=(4,), n_seeds=1, n_steps=20, measurement_sd=0.1)
+    beside = simulate_sde_runset(group_sizes=(4, 16), n_seeds=1, n_steps=20, measurement_sd=0.1)
+    run = str(alone.run.values[-1])  # the second LLM's run: its draws come after G = 16's
+    assert run in beside.run.values
+    assert not np.allclose(alone.reward.sel(run=run), beside.reward.sel(run=run))
+    with pytest.raises(SystemExit):
+        main(["simulate", "sde", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "is no replicate to merge" in help_text

@@ -157,7 +157,14 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         action="store_true",
         help="simulate settings that are not stable (refused by default)",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="random seed (default 0); one stream for the whole call, so a run's data depend on every "
+        "setting and seed of the call: the same run id from two calls with other settings (or --seeds) "
+        "holds other draws, and is no replicate to merge",
+    )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="run-set netCDF to write")
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)

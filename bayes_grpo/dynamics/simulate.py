@@ -449,7 +449,10 @@ def simulate_sde_runset(
     allow_unstable
         Unless True, a setting with ``C_eff <= 0`` or not exactly stable raises ValueError.
     random_seed
-        Seed of everything random here.
+        Seed of everything random here: one stream for the whole call, so a run's draws depend on
+        every setting of the call (the same run id from two calls with other models, group sizes,
+        learning rates, ``k_refs`` or ``n_seeds`` holds other draws, and is no replicate to merge);
+        the same call reproduces every run exactly.
 
     Returns
     -------
