@@ -589,3 +589,10 @@ def test_runs_that_cannot_fit_in_memory_are_refused_before_anything_is_built(mon
         simulate_bandit(seeds=1000, steps=10, progress=steps.append)
     assert steps == []
     assert simulate_bandit(seeds=1, steps=10).sizes["run"] == 1
+
+
+def test_a_kl_weight_whose_noise_is_no_number_is_refused_naming_beta():
+    # beta 1e300 gives a NaN noise D (its fixed point sits within rounding of p_ref); the refusal
+    # told only to use a smaller learning rate, and before it the sweep printed a table of NaN
+    with pytest.raises(ValueError, match=r"beta 1e\+300 gives .* noise D = nan.* or KL weight beta"):
+        simulate_bandit(beta=1e300, seeds=1, steps=5)

@@ -424,7 +424,7 @@ def _check_finite_truth(grid, group_size: float, beta: float, fp, convention: st
             raise ValueError(
                 f"learning rate {float(lr):g} at group size {int(G)}, beta {beta:g} gives a gain "
                 f"a = eta_eff K = {a:g} and a noise D = {noise:g}: not both finite numbers; use a "
-                "smaller learning rate"
+                "smaller learning rate or KL weight beta"
             )
 
 
