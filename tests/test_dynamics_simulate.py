@@ -308,3 +308,15 @@ def test_sde_runs_that_cannot_fit_in_memory_are_refused_before_anything_is_built
     with pytest.raises(ValueError, match=r"4000 runs x 11 logged steps do not fit in memory .* 0.001 GB"):
         simulate_sde_runset(n_seeds=1000, n_steps=10)
     assert simulate_sde_runset(n_seeds=1, n_steps=10, group_sizes=(4,)).sizes["run"] == 2  # 2 LLMs
+
+
+@pytest.mark.parametrize("h", [-1.0, float("inf"), float("nan")])
+def test_the_sde_transition_refuses_an_interval_that_is_no_length(h):
+    # h = -1 gave a noise 'covariance' with negative variances, h = inf an OverflowError
+    # ("cannot convert float infinity to integer"), h = NaN a NaN transition
+    from bayes_grpo.dynamics.simulate import sde_transition
+
+    with pytest.raises(ValueError, match="interval h must be a finite number of steps >= 0"):
+        sde_transition(1.0, 0.5, 0.1, 1e-3, 4, h)
+    phi, q = sde_transition(1.0, 0.5, 0.1, 1e-3, 4, 0.0)
+    assert np.allclose(phi[0], np.eye(2)) and np.allclose(q[0], 0.0)

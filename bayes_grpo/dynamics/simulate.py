@@ -230,6 +230,9 @@ def sde_transition(mass, damping, k_eff, noise_d, group_size, h):
     )
     if np.any(m <= 0):
         raise ValueError("mass M_eff must be > 0")
+    if not (np.isfinite(float(h)) and float(h) >= 0):
+        # h < 0 gave a 'covariance' with negative variances, h = inf an OverflowError
+        raise ValueError(f"interval h must be a finite number of steps >= 0, got {h!r}")
     n = m.size
     a_mat = np.zeros((n, 2, 2))
     a_mat[:, 0, 1] = 1.0
