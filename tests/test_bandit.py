@@ -596,3 +596,11 @@ def test_a_kl_weight_whose_noise_is_no_number_is_refused_naming_beta():
     # told only to use a smaller learning rate, and before it the sweep printed a table of NaN
     with pytest.raises(ValueError, match=r"beta 1e\+300 gives .* noise D = nan.* or KL weight beta"):
         simulate_bandit(beta=1e300, seeds=1, steps=5)
+
+
+@pytest.mark.parametrize(("name", "value"), [("steps", 2.5), ("seeds", 1.5), ("n_prompts", 4.2), ("steps", float("nan"))])
+def test_a_count_that_is_not_a_whole_number_is_refused_not_truncated(name, value):
+    # steps=2.5 ran 2 steps and seeds=1.5 one seed without a word (the SDE simulator refuses them)
+    with pytest.raises(ValueError, match=rf"{name} must be a whole number, got {value!r}"):
+        simulate_bandit(**{"seeds": 1, "steps": 3, name: value})
+    assert simulate_bandit(seeds=1.0, steps=3.0, n_prompts=np.int64(2)).sizes["step"] == 3

@@ -508,6 +508,12 @@ def simulate_bandit(
         raise ValueError(
             f"unknown momentum convention {momentum_convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
         )
+    for label, value in (("seeds", seeds), ("steps", steps), ("n_prompts", n_prompts), ("seed", seed)):
+        # steps=2.5 ran 2 steps and seeds=1.5 one seed, without a word (simulate_sde_runset
+        # refuses them); NaN failed "cannot convert float NaN to integer"
+        whole = isinstance(value, int | np.integer | float | np.floating) and not isinstance(value, bool)
+        if not (whole and math.isfinite(value) and value == int(value)):
+            raise ValueError(f"{label} must be a whole number, got {value!r}")
     if int(seeds) < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     # torch's generator takes a 64-bit seed (a larger one was "Overflow when unpacking long
