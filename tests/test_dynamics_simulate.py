@@ -320,3 +320,11 @@ def test_the_sde_transition_refuses_an_interval_that_is_no_length(h):
         sde_transition(1.0, 0.5, 0.1, 1e-3, 4, h)
     phi, q = sde_transition(1.0, 0.5, 0.1, 1e-3, 4, 0.0)
     assert np.allclose(phi[0], np.eye(2)) and np.allclose(q[0], 0.0)
+
+
+@pytest.mark.parametrize("n_steps", [3.5, float("nan"), "10"])
+def test_the_recursion_names_a_step_count_that_is_not_a_whole_number(n_steps):
+    # 3.5 failed "'float' object cannot be interpreted as an integer", naming no parameter
+    with pytest.raises(ValueError, match=r"n_steps must be a whole number"):
+        simulate_recursion(0.1, 0.5, 2, n_steps)
+    assert simulate_recursion(0.1, 0.5, 2, 4.0).shape == (1, 5)

@@ -131,6 +131,11 @@ def simulate_recursion(
     # never left e0, without a word
     if not np.all(np.isfinite(lag)) or np.any(np.abs(lag - np.round(lag)) > 1e-9) or np.any(lag < 0):
         raise ValueError(f"k_ref must be a non-negative integer per run, got {np.unique(lag)[:5]}")
+    whole = isinstance(n_steps, int | np.integer | float | np.floating) and not isinstance(n_steps, bool)
+    if not (whole and np.isfinite(n_steps) and n_steps == int(n_steps)):
+        # 3.5 failed "'float' object cannot be interpreted as an integer", naming nothing
+        raise ValueError(f"n_steps must be a whole number, got {n_steps!r}")
+    n_steps = int(n_steps)
     if n_steps < 0:
         raise ValueError(f"n_steps must be >= 0, got {n_steps}")
     lag = np.round(lag).astype(np.int64)
