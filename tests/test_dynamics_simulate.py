@@ -331,3 +331,12 @@ def test_the_recursion_names_a_step_count_that_is_not_a_whole_number(n_steps):
     with pytest.raises(ValueError, match=r"n_steps must be a whole number"):
         simulate_recursion(0.1, 0.5, 2, n_steps)
     assert simulate_recursion(0.1, 0.5, 2, 4.0).shape == (1, 5)
+
+
+@pytest.mark.parametrize("stiffness", [0.0, -40.0])
+def test_a_stiffness_without_restoring_force_is_named_as_the_cause(stiffness):
+    # it read "unstable (C_eff=0.1, spectral radius=1.000000)" at K = 0 (and C_eff 0.104 at K = -40):
+    # a positive damping, and nothing naming the stiffness
+    model = {"m": {"stiffness": stiffness, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}}
+    with pytest.raises(ValueError, match=rf"is unstable \(the gain a = .* has no restoring force \(stiffness {stiffness:g} must be > 0\)\)"):
+        simulate_sde_runset(models=model, n_steps=10)

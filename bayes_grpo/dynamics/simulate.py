@@ -577,10 +577,17 @@ def simulate_sde_runset(
     bad = (damping <= 0) | ~exact_stable(a, momentum, lag)
     if np.any(bad) and not allow_unstable:
         i = int(np.flatnonzero(bad)[0])
+        # a stiffness <= 0 read "unstable (C_eff=0.1, spectral radius=1.000000)": a positive
+        # damping and a radius of 1, with nothing to say that the gain was the cause
+        why = (
+            f"the gain a = eta_eff K = {a[i]:.4g} has no restoring force (stiffness "
+            f"{spec['stiffness'][i]:g} must be > 0)"
+            if not a[i] > 0
+            else f"C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}"
+        )
         raise ValueError(
-            f"setting model={name[i]!r}, lr={lr[i]:g}, k_ref={lag[i]:g} is unstable "
-            f"(C_eff={damping[i]:.4g}, spectral radius={radius[i]:.6f}); pass allow_unstable=True "
-            "(on the command line --allow-unstable)"
+            f"setting model={name[i]!r}, lr={lr[i]:g}, k_ref={lag[i]:g} is unstable ({why}); pass "
+            "allow_unstable=True (on the command line --allow-unstable)"
         )
     plateau = (
         spec["plateau"]
