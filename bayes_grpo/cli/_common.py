@@ -408,7 +408,9 @@ def add_progress_flag(parser: argparse.ArgumentParser, what: str = "the progress
     ``sweep``, ``simulate bandit``): shown on stderr by default, hidden by ``--no-progress`` and by
     ``--json`` (read by :func:`show_progress`)."""
     parser.add_argument(
-        "--no-progress", action="store_true", help=f"hide {what} (on stderr; hidden with --json too)"
+        "--no-progress",
+        action="store_true",
+        help=f"hide {what} on stderr (shown by default; hidden with --json too)",
     )
 
 
