@@ -232,3 +232,34 @@ def test_notebook_05_describes_the_real_runs_as_the_data_and_the_diagnoses_show(
     assert f"at the current reward: {expected})" in flagged["advantage_degeneracy"]
     (covered,) = re.search(r"while the reward has covered (\d+%) of its rise", text).groups()
     assert f"the reward had covered {covered} of its way" in flagged["policy_concentration"]
+
+
+def test_notebook_01_names_the_runs_its_filter_leaves_out_of_the_groups_it_fits():
+    # it said notebook 05 diagnoses why "the runs at learning rate 4e-3 and at G = 4 x 8 prompts"
+    # fail, as if the filter had left both out: the G = 4 x 8 runs (g_fixed_prompts) are in none
+    # of the groups it fits; of its 12 runs the filter drops the 4e-3 one only
+    import numpy as np
+
+    from bayes_grpo.runset.ingest import load_runs
+
+    data = NB_DIR.parent / "data" / "tiny"
+    groups = json.loads((data / "index.json").read_text())["groups"]
+    chosen = sorted(set(groups["g_fixed_completions"]) | set(groups["lr_ladder"]) | set(groups["k_ref_ladder"]))
+    runs = load_runs([data / r for r in chosen])
+
+    def late_mean(y):  # the notebook's rule
+        y = y[np.isfinite(y)]
+        return float(np.mean(y[-max(3, len(y) // 10):]))
+
+    dropped = [r for r in chosen if late_mean(runs.reward.sel(run=r).values) <= 0.3]
+    assert dropped == ["g16_p8_lr0.004_k1_adamw_s0"]
+    assert not (set(groups["g_fixed_prompts"]) - set(groups["g_fixed_completions"])) & set(chosen)
+    nb = nbformat.read(NB_DIR / "01_quickstart.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    said = f"Of these {len(chosen)} runs that is the one at learning rate `4e-3`, so {len(chosen) - len(dropped)} are fitted"
+    assert said in text
+    assert "the `G = 4 x 8 prompts` runs, which stall too, are of the `g_fixed_prompts` group and not among them" in text
+    # and the fast mode's six all learn, as it says
+    fast = groups["g_fixed_completions"]
+    assert len(fast) == 6 and all(late_mean(runs.reward.sel(run=r).values) > 0.3 for r in fast)
+    assert "only the six `g_fixed_completions` runs are fitted (all six learn)" in text
