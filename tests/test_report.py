@@ -1299,3 +1299,34 @@ def test_an_absent_section_of_the_report_verb_names_the_report_option_that_adds_
     assert main([*argv[:3], str(tmp_path / "r2.html"), "--no-diagnose", "--no-stability", "--compare", "--json"]) == 0
     why = {s["key"]: s.get("absent_reason") for s in json.loads(capsys.readouterr().out)["sections"]}
     assert why["comparison"] is None and "report --invariance" in why["invariance"], why  # asked: in the report
+
+
+def test_the_forest_plots_of_a_one_run_fit_name_the_run_and_the_llm():
+    # ArviZ squeezes a dimension of length 1 away with its label: the report of a one-run fit
+    # drew rows labelled "M_eff", "zeta" and "noise_d", naming neither the run nor the LLM
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import _forest_figure
+
+    rng = np.random.default_rng(0)
+    run = "sim G=16 | sim-G16-lr0.001-k1-s0"
+    post = xr.Dataset(
+        {
+            "M_eff": (("chain", "draw", "run"), 0.95 + 1e-3 * rng.standard_normal((2, 50, 1))),
+            "zeta": (("chain", "draw", "run"), 0.84 + 0.01 * rng.standard_normal((2, 50, 1))),
+            "noise_d": (("chain", "draw", "model"), 2e-3 + 1e-4 * rng.standard_normal((2, 50, 1))),
+            "alpha": (("chain", "draw"), 1.0 + 0.1 * rng.standard_normal((2, 50))),
+        },
+        coords={"run": [run], "model": ["sim"]},
+    )
+    fig = _forest_figure(post, ["M_eff", "zeta"], width=11)
+    assert [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes] == [[f"M_eff[{run}]"], [f"zeta[{run}]"]]
+    plt.close(fig)
+    fig = _forest_figure(post, ["noise_d", "alpha"], width=7)
+    assert [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes] == [["noise_d[sim]"], ["alpha"]]
+    plt.close(fig)
+    # two runs keep ArviZ's own labels
+    two = xr.Dataset({"M_eff": (("chain", "draw", "run"), 0.95 + 1e-3 * rng.standard_normal((2, 50, 2)))}, coords={"run": ["a", "b"]})
+    fig = _forest_figure(two, ["M_eff"], width=11)
+    assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == ["M_eff[a]", "[b]"]
+    plt.close(fig)

@@ -232,6 +232,12 @@ def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[st
         az.plot_forest(post, var_names=[name], combined=True, hdi_prob=HDI_PROB, ax=np.array([ax]), textsize=FOREST_TEXT_SIZE)
         ax.set_title("")  # ArviZ's "90.0% HDI" over every panel: the caption says it once
         ax.set_xlabel((labels or {}).get(name, name))
+        only = _one_row_label(post[name])
+        if only is not None:
+            # ArviZ squeezes a dimension of length 1 away, and its label with it: the forest plot
+            # of a one-run fit read "M_eff", of one LLM "noise_d", naming neither (the callers'
+            # coordinates are drawn as written already: short_labels, _drawn_model_names)
+            ax.set_yticks(ax.get_yticks(), [f"{name}[{only}]"])
         ax.locator_params(axis="x", nbins=6)
     fig.tight_layout()
     for ax in axes[:, 0]:
@@ -241,6 +247,15 @@ def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[st
         if inches < FOREST_INCHES_PER_TICK * 6:
             ax.locator_params(axis="x", nbins=max(2, int(inches / FOREST_INCHES_PER_TICK)))
     return fig
+
+
+def _one_row_label(values: Any) -> str | None:
+    """The coordinates of the one element of ``values`` beyond ``(chain, draw)`` (its run, its
+    LLM), as ArviZ labels a row; None when it has no such dimension or more than one element."""
+    dims = [d for d in values.dims if d not in ("chain", "draw")]
+    if not dims or any(values.sizes[d] != 1 for d in dims):
+        return None
+    return ", ".join(str(values[d].values[0]) if d in values.coords else "0" for d in dims)
 
 
 def posterior_section(model: Any) -> Section:
