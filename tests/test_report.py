@@ -1330,3 +1330,22 @@ def test_the_forest_plots_of_a_one_run_fit_name_the_run_and_the_llm():
     fig = _forest_figure(two, ["M_eff"], width=11)
     assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == ["M_eff[a]", "[b]"]
     plt.close(fig)
+
+
+def test_the_forest_plot_of_a_narrow_posterior_reads_its_values_on_the_ticks_not_an_offset():
+    # a one-run fit's M_eff (0.951743, sd 3e-6) was drawn on ticks "2 3 4 5 6" with an offset
+    # "1e-5+9.517e-1" in the corner of the axis
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import _forest_figure
+
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"M_eff": (("chain", "draw", "run"), 0.951743 + 3e-6 * rng.standard_normal((2, 200, 1)))}, coords={"run": ["r"]})
+    fig = _forest_figure(post, ["M_eff"], width=11)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.xaxis.get_offset_text().get_text() == ""
+    lo, hi = ax.get_xlim()
+    shown = [(t, float(label.get_text().replace("\N{MINUS SIGN}", "-"))) for t, label in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi]
+    assert len(shown) >= 2 and all(abs(v - t) < 1e-9 for t, v in shown), shown
+    plt.close(fig)

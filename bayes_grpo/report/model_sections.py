@@ -225,6 +225,7 @@ def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[st
     beside alpha ~1): on one shared axis the small ones were a column of dots at 0."""
     import arviz as az
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     rows = [int(np.prod([n for d, n in post[v].sizes.items() if d not in ("chain", "draw")])) for v in names]
     fig, axes = plt.subplots(len(names), 1, figsize=(width, sum(0.25 * r + 0.9 for r in rows)), height_ratios=[r + 3 for r in rows], squeeze=False)
@@ -239,6 +240,11 @@ def _forest_figure(post: Any, names: list[str], *, width: float, labels: dict[st
             # coordinates are drawn as written already: short_labels, _drawn_model_names)
             ax.set_yticks(ax.get_yticks(), [f"{name}[{only}]"])
         ax.locator_params(axis="x", nbins=6)
+        formatter = ax.xaxis.get_major_formatter()
+        if isinstance(formatter, ScalarFormatter):
+            # a posterior narrow beside its size (M_eff 0.951743 +- 1e-5) got ticks "2 3 4 5 6"
+            # and an offset "1e-5+9.517e-1" in the corner: the ticks are the values themselves
+            formatter.set_useOffset(False)
     fig.tight_layout()
     for ax in axes[:, 0]:
         # long run labels leave the panels a narrow strip, where six ticks of 0.95165 ran into
