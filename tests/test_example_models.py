@@ -100,3 +100,16 @@ def test_at_a_setting_it_was_fitted_to_the_bandit_posterior_predicts_the_true_me
     # the bandit's truth: the exact expected reward averaged over 1024 seeds of the setting
     scores = script.bandit_prediction_scores({"k_ref": 2, "learning_rate": 0.1})
     assert scores["inside_90_band"] >= 0.9  # measured 1.00 (2026-12-05), RMSE 0.007, rise ~0.35
+
+
+def test_the_models_readme_shows_what_the_summary_of_the_shipped_files_prints(script):
+    # models/README.md says `make_example_models.py --summary` prints its per-file sections
+    # "from the files"; their sampler settings had no max_treedepth, which the files' settings
+    # now hold (10, PyMC's default, that of every fit)
+    from bayes_grpo.model import GRPODynamicsModel
+
+    readme = (REPO / "models" / "README.md").read_text()
+    for name in ("tiny", "bandit"):
+        section = readme.split(f"## {name}.nc\n\n", 1)[1].split("\n## ", 1)[0].strip("\n")
+        printed = "\n".join(script.summary_lines(GRPODynamicsModel.load(REPO / "models" / f"{name}.nc")))
+        assert section == printed, name
