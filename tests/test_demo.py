@@ -228,3 +228,29 @@ def test_demo_json_gives_the_fits_warnings_and_the_sections_verdicts_as_report_j
     keys = [section["key"] for section in out["sections"]]
     assert keys == list(SECTION_KEYS), keys
     assert {"report", "runs", "posterior", "fitted_runs", "excluded_runs", "timings_s", "headline"} <= set(out)
+
+
+def test_data_readme_names_the_runs_diagnose_flags_unstable_and_the_demo_leaves_out():
+    # data/README said of the K_ref ladder "All four are stable ... the ladder does not reach the
+    # instability", while diagnose flags K_ref 4 and 8 (clipping, grad norm) and the demo and
+    # models/tiny.nc leave them out of the fit as "diagnosed unstable"
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.report.demo import flagged_by_diagnosis
+    from bayes_grpo.runset.ingest import load_runs
+
+    ladder = [f"g16_p8_lr0.001_k{k}_adamw_s0" for k in (1, 2, 4, 8)]
+    runs = load_runs([DATA / r for r in [*ladder, "g4_p32_lr0.001_k1_adamw_s2"]])
+    results = diagnose(runs, modes="instability")
+    flagged = flagged_by_diagnosis(results)
+    assert sorted(flagged) == sorted([ladder[2], ladder[3], "g4_p32_lr0.001_k1_adamw_s2"])
+    summary = {r.values["run"]: r.summary for r in results}
+    clip = {r: float(re.search(r"clip ratio over 25% of the run (\S+)\)", summary[r]).group(1)) for r in ladder[2:]}
+    growth = {r: float(re.search(r"grad_norm: late/early median ratio (\S+?)\)?[,;)]", summary[r]).group(1)) for r in (ladder[3], "g4_p32_lr0.001_k1_adamw_s2")}
+    text = " ".join((DATA.parent / "README.md").read_text().split())
+    assert (
+        f"`bayes-grpo diagnose` flags `K_ref = 4` (sustained clipping, clip ratio {clip[ladder[2]]:.2g} over a quarter "
+        f"of the run) and `K_ref = 8` (grad norm late/early {growth[ladder[3]]:.3g}x, clip ratio {clip[ladder[3]]:.3g}) "
+        "as an instability, so the demo and `models/tiny.nc` leave both out of the fit, with "
+        f"`g4_p32_lr0.001_k1_adamw_s2` (grad norm late/early {growth['g4_p32_lr0.001_k1_adamw_s2']:.2g}x)"
+    ) in text
+    assert "four are stable" not in text
