@@ -1349,3 +1349,18 @@ def test_the_forest_plot_of_a_narrow_posterior_reads_its_values_on_the_ticks_not
     shown = [(t, float(label.get_text().replace("\N{MINUS SIGN}", "-"))) for t, label in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi]
     assert len(shown) >= 2 and all(abs(v - t) < 1e-9 for t, v in shown), shown
     plt.close(fig)
+
+
+def test_the_overview_counts_the_runs_of_unknown_g_instead_of_listing_no_group_size():
+    # a fitted run set without G (fit --default group_size=8) read "2 runs, 1 model(s), group
+    # sizes []."; one of known and unknown G listed the known ones as if they were all
+    from bayes_grpo.report.sections import overview_section
+
+    runs = _runset()
+    unknown = runs.assign_coords(group_size=("run", [np.nan] * 3))
+    assert "3 runs, 1 model(s), group size unknown for every run." in render_html([overview_section(unknown)])
+    assert "1 run, 1 model(s), group size unknown." in render_html([overview_section(unknown.isel(run=[0]))])
+    some = runs.assign_coords(group_size=("run", [4.0, np.nan, 16.0]))
+    assert "3 runs, 1 model(s), group sizes [4, 16] (1 run(s) of unknown G)." in render_html([overview_section(some)])
+    assert "group sizes [4, 16]." in render_html([overview_section(runs)])
+    plt.close("all")

@@ -201,7 +201,15 @@ def overview_section(
     n_unnamed = int((named == "").sum())  # "" is no model name, not a model of its own
     models = f"{named[named != ''].nunique()} model(s)" + (f" ({n_unnamed} run(s) of unknown model)" if n_unnamed else "")
     runs = f"{len(summary)} run{'' if len(summary) == 1 else 's'}"  # "1 runs" of a one-run report
-    section.text(f"{runs}, {models}, group sizes {sorted({readable_group_size(g) for g in summary['G'].dropna()})}.")
+    # runs of unknown G counted, as runs of unknown model are: their G was left out of the list
+    # unsaid, and a run set of unknown G only read "group sizes []"
+    known = sorted({readable_group_size(g) for g in summary["G"].dropna()})
+    n_unknown_g = int(summary["G"].isna().sum())
+    if not known:
+        sizes = "group size unknown" + ("" if len(summary) == 1 else " for every run")
+    else:
+        sizes = f"group sizes {known}" + (f" ({n_unknown_g} run(s) of unknown G)" if n_unknown_g else "")
+    section.text(f"{runs}, {models}, {sizes}.")
     if unfitted:
         section.text(
             f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
