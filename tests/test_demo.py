@@ -172,7 +172,7 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None):
     monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: CheckResult("g_invariance", None, "stub"))
     monkeypatch.setattr(stability, "phase_diagram", lambda *a, **k: CheckResult("phase_diagram", None, "stub", figures={"phase": plt.figure()}))
     monkeypatch.setattr(predict, "predict_run", lambda *a, **k: None)
-    monkeypatch.setattr(predict, "save_prediction", lambda *a, **k: None)
+    monkeypatch.setattr(predict, "save_prediction", lambda ds, path, overwrite=False: Path(path))
     monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
     written: dict = {}
 
@@ -228,6 +228,18 @@ def test_demo_json_gives_the_fits_warnings_and_the_sections_verdicts_as_report_j
     keys = [section["key"] for section in out["sections"]]
     assert keys == list(SECTION_KEYS), keys
     assert {"report", "runs", "posterior", "fitted_runs", "excluded_runs", "timings_s", "headline"} <= set(out)
+
+
+def test_demo_json_gives_every_file_the_demo_writes(tmp_path, monkeypatch, capsys):
+    # `demo --help` says --json prints "the demo's files"; it gave report, runs and posterior,
+    # not the phase diagram's PNG nor the saved prediction it writes beside them
+    from bayes_grpo.report.demo import DEMO_OUTPUTS
+
+    _stubbed_demo_report(tmp_path, monkeypatch, argv=["--json"])
+    out = json.loads(capsys.readouterr().out)
+    given = {Path(out[key]).name for key in ("report", "runs", "posterior", "phase", "prediction")}
+    assert given == set(DEMO_OUTPUTS)
+    assert Path(out["phase"]) == tmp_path / "demo" / "phase.png" and Path(out["phase"]).is_file()
 
 
 def test_data_readme_names_the_runs_diagnose_flags_unstable_and_the_demo_leaves_out():

@@ -60,7 +60,7 @@ def register(subparsers) -> None:
             "the hierarchical model to the healthy ones, test G-invariance, draw the stability phase diagram, "
             "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, phase.png, prediction.nc). "
             "--json prints, as `report --json` does, the report's path, the fit's warnings (posterior_warnings) and "
-            "each section's verdicts (sections), with the demo's files, fitted and excluded runs, timings and headline; "
+            "each section's verdicts (sections), with the demo's files (runs, posterior, phase, prediction), fitted and excluded runs, timings and headline; "
             "the progress lines go to stderr."
         ),
         formatter_class=DefaultsHelpFormatter,
@@ -146,6 +146,9 @@ def _demo(args: argparse.Namespace) -> int:
                 "sections": result.sections,
                 "runs": str(result.runs_file),
                 "posterior": str(result.posterior_file),
+                # the two other files it writes (the phase diagram: null when none was drawn)
+                "phase": None if result.phase_file is None else str(result.phase_file),
+                "prediction": None if result.prediction_file is None else str(result.prediction_file),
                 "fitted_runs": result.fitted_runs,
                 "excluded_runs": result.excluded_runs,
                 "timings_s": result.timings,

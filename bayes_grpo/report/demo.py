@@ -82,6 +82,9 @@ class DemoResult:
     #: (:func:`bayes_grpo.report.section_verdicts`): ``report --json``'s keys of the same name.
     posterior_warnings: list[str] = field(default_factory=list)
     sections: list[dict[str, Any]] = field(default_factory=list)
+    #: The phase diagram's PNG (None when it drew no figure) and the saved prediction.
+    phase_file: Path | None = None
+    prediction_file: Path | None = None
 
 
 def default_data_dir() -> Path:
@@ -296,8 +299,9 @@ def run_demo(
     convention = str(fit_set["momentum_convention"].values[0])
     phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
     png = phase.figures and next(iter(phase.figures.values()))
+    phase_file = None
     if png is not None:
-        write_atomic(
+        phase_file = write_atomic(
             out / PHASE_FILE,
             lambda tmp: png.savefig(tmp, format="png", dpi=110, bbox_inches="tight"),
             overwrite=overwrite,
@@ -309,7 +313,7 @@ def run_demo(
     new = {"learning_rate": float(np.nanmax(lrs)) * 1.5, "momentum": momentum, "momentum_convention": convention, "k_ref": 2.0, "group_size": 16.0}
     horizon = int(fit_set["step"].values.max())
     prediction = predict_run(model, steps=horizon, seed=seed, **new)
-    save_prediction(prediction, out / PREDICTION_FILE, overwrite=overwrite)
+    prediction_file = save_prediction(prediction, out / PREDICTION_FILE, overwrite=overwrite)
     predicted = prediction_result(prediction, title=f"New setting: lr={new['learning_rate']:.3g}, K_ref=2, G=16")
     progress(f"      {predicted.summary}")
     stage("predict")
@@ -349,7 +353,8 @@ def run_demo(
         "prediction": predicted.values.get("regime"),
     }
     return DemoResult(
-        out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline, list(fit_warnings), verdicts
+        out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline, list(fit_warnings), verdicts,
+        phase_file=phase_file, prediction_file=prediction_file,
     )
 
 
