@@ -1364,3 +1364,19 @@ def test_the_overview_counts_the_runs_of_unknown_g_instead_of_listing_no_group_s
     assert "3 runs, 1 model(s), group sizes [4, 16] (1 run(s) of unknown G)." in render_html([overview_section(some)])
     assert "group sizes [4, 16]." in render_html([overview_section(runs)])
     plt.close("all")
+
+
+def test_the_overview_gives_each_runs_momentum_convention():
+    # the overview of an SGD run (heavy-ball momentum 0.9) beside Adam runs (beta1 0.9, EMA) gave
+    # both "momentum 0.9", which are steps a factor 1 / (1 - mu) apart
+    from bayes_grpo.report.sections import overview_section
+
+    runs = _runset().assign_coords(momentum=("run", [0.9, 0.9, 0.9]), momentum_convention=("run", ["ema", "heavy_ball", ""]))
+    html = render_html([overview_section(runs)])
+    table = re.search(r'<table class="dataframe data">.*?</table>', html, re.S).group(0)
+    header = re.findall(r"<th>([^<]*)</th>", table.split("</thead>")[0])
+    assert "convention" in header and header.index("convention") == header.index("momentum") + 1, header
+    rows = {r: re.findall(r"<td>([^<]*)</td>", row) for r, row in re.findall(r"<th>(run\d)</th>(.*?)</tr>", table, re.S)}
+    at = header.index("convention") - 1  # the first header cell is the row labels' (a th in each row)
+    assert [rows[f"run{i}"][at] for i in range(3)] == ["ema", "heavy_ball", ""], rows
+    plt.close("all")

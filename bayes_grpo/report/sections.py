@@ -190,6 +190,9 @@ def overview_section(
                 "reward last": float(reward[-1]) if len(reward) else np.nan,
                 "lr": coords["learning_rate"],
                 "momentum": coords["momentum"],
+                # heavy-ball 0.9 and Adam's beta1 0.9 are different steps (eta_eff = eta vs
+                # eta (1 - mu)): an SGD run beside Adam ones read as the same momentum
+                "convention": coords["momentum_convention"],
                 "k_ref": coords["k_ref"],
                 "beta": coords["beta"],
                 "seed": coords["seed"],
