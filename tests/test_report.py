@@ -1380,3 +1380,19 @@ def test_the_overview_gives_each_runs_momentum_convention():
     at = header.index("convention") - 1  # the first header cell is the row labels' (a th in each row)
     assert [rows[f"run{i}"][at] for i in range(3)] == ["ema", "heavy_ball", ""], rows
     plt.close("all")
+
+
+def test_the_run_labels_of_a_fit_give_the_g_it_used_as_its_tables_do():
+    # a fit of runs without G (`fit --default group_size=8`) titled its per-run panels and forest
+    # rows "sim G=? | run" beside tables (run_summary) giving group_size 8
+    from types import SimpleNamespace
+
+    from bayes_grpo.report.model_sections import _labels
+
+    ds = _runset().assign_coords(group_size=("run", [np.nan, np.nan, 16.0]))
+    data = SimpleNamespace(run_ids=["run0", "run1", "run2"], group_size=np.array([8.0, 8.0, 16.0]))
+    assert _labels(SimpleNamespace(runset=ds, data=data)) == ["tiny G=8 | run0", "tiny G=8 | run1", "tiny G=16 | run2"]
+    # without the fit's data (or of other runs) the run set's own G, unknown as "?"
+    assert _labels(SimpleNamespace(runset=ds)) == ["tiny G=? | run0", "tiny G=? | run1", "tiny G=16 | run2"]
+    other = SimpleNamespace(run_ids=["x", "y", "z"], group_size=np.array([8.0, 8.0, 8.0]))
+    assert _labels(SimpleNamespace(runset=ds, data=other))[0] == "tiny G=? | run0"

@@ -50,7 +50,13 @@ def model_sections(model: Any | None) -> list[Section]:
 
 def _labels(model: Any) -> list[str]:
     ds = model.runset
-    return [f"{m or '?'} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, ds["group_size"].values)]
+    sizes = ds["group_size"].values
+    data = getattr(model, "data", None)
+    if data is not None and [str(r) for r in getattr(data, "run_ids", [])] == [str(r) for r in ds["run"].values]:
+        # the G the fit used, as its tables (run_summary) give it: a fit's default (`fit --default
+        # group_size=8`) for runs that log none, whose figures read "G=?" beside "group_size 8"
+        sizes = data.group_size
+    return [f"{m or '?'} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, sizes)]
 
 
 def fit_section(model: Any) -> Section:
