@@ -111,7 +111,7 @@ def test_a_run_set_no_law_can_be_fitted_to_is_an_error_naming_its_file(tmp_path,
     assert f"{path}: no law could be fitted" in err and "momentum / k_ref unknown" in err
     assert main(["forecast", str(path), "--run", "r0", "--upto", "0"]) == 2
     err = capsys.readouterr().err
-    assert f"{path}: run 'r0' has 1 rewards up to step 0; need at least 3" in err
+    assert f"{path}: run 'r0' has 1 reward up to step 0; need at least 3" in err
 
 
 @pytest.mark.slow

@@ -1420,11 +1420,34 @@ def test_a_step_given_twice_keeps_its_last_reward_and_says_so():
     twice = forecast_run(np.r_[t, t[-5:]], np.r_[y[:-5], y[-5:] - 1.0, y[-5:]], STEPS, **kw)
     once = forecast_run(t, y, STEPS, **kw)
     np.testing.assert_array_equal(twice["obs_hdi"].values, once["obs_hdi"].values)
-    assert any("5 step(s) given more than once" in w for w in attr_warnings(twice))
+    assert any("5 steps given more than once" in w for w in attr_warnings(twice))
     with pytest.raises(ForecastError, match="40 steps and 39 rewards"):
         forecast_run(t, y[:-1], STEPS, **kw)
     with pytest.raises(ForecastError, match="40 steps and 39 rewards"):  # zip dropped the last step
         RunForecaster(None, STEPS, n_draws=200, likelihood="iid").update(t, y[:-1])
+
+
+def test_a_count_of_one_in_a_forecast_message_is_said_in_the_singular():
+    # `forecast runs.nc --run r0 --upto 0` said "run 'r0' has 1 rewards up to step 0", and the
+    # forecast's other counts ("1 step(s) given more than once", "1 steps and 2 rewards",
+    # "fitted to 1 rewards", "1 other runs") were as careless of their number
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40.0)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0) + 0.01 * np.random.default_rng(0).normal(size=40)
+    runset = make_runset({"r": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
+    with pytest.raises(ForecastError, match=r"run 'r' has 1 reward up to step 0; need at least 3"):
+        forecast_in_runset(runset, "r", 0, likelihood="iid", n_draws=100, seed=0)
+    with pytest.raises(ForecastError, match=r"run 'r' has 2 rewards up to step 1; need"):
+        forecast_in_runset(runset, "r", 1, likelihood="iid", n_draws=100, seed=0)
+    with pytest.raises(ForecastError, match=r"^1 step and 2 rewards: one reward per step"):
+        forecast_run([0.0], [0.1, 0.2], STEPS)
+    kw = dict(n_draws=100, likelihood="iid", rng=0)
+    once = forecast_run(np.r_[steps, 39.0], np.r_[reward, reward[-1]], STEPS, **kw)
+    assert any(w.startswith("1 step given more than once") for w in attr_warnings(once)), attr_warnings(once)
 
 
 def test_a_calibration_from_a_posterior_fitted_to_the_backtested_steps_says_its_band_scale_is_in_sample():

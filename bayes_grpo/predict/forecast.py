@@ -113,6 +113,12 @@ class ForecastError(ValueError):
     """A forecast cannot be made (too few steps, degenerate data, bad prior)."""
 
 
+def _counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 reward", "0 rewards", "3 runs" (the
+    messages said "run 'r' has 1 rewards", "fitted to 1 rewards", "1 step(s) given")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class GaussianPrior:
     """Gaussian prior on ``u = (p*, R0, log w0, log zeta, log sigma[, log onset])``.
@@ -401,7 +407,9 @@ def _paired(
     t = np.asarray(t, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     if t.shape != y.shape:
-        raise ForecastError(f"{t.size} steps and {y.size} rewards: one reward per step is needed")
+        raise ForecastError(
+            f"{_counted(t.size, 'step')} and {_counted(y.size, 'reward')}: one reward per step is needed"
+        )
     return t, y
 
 
@@ -742,7 +750,7 @@ def prior_from_runs(
     widen = max(RUN_PRIOR_LOG_SIGMA_SD / sd[4], 1.0)
     cov[4, :] *= widen
     cov[:, 4] *= widen
-    label = f"{source} ({len(modes)} runs, empirical Bayes"
+    label = f"{source} ({_counted(len(modes), 'run')}, empirical Bayes"
     if n_retimed:
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
@@ -1014,7 +1022,7 @@ def population_prior_for_run(
     try:
         prior = prior_from_runs(
             runs,
-            source=f"{len(chosen)} other runs" + (" of the same LLM" if chosen is same else ""),
+            source=f"{_counted(len(chosen), 'other run')}" + (" of the same LLM" if chosen is same else ""),
             # the other runs' logs are fitted on the run set's span, whatever horizon is asked
             # of this run's forecast: with `--horizon 10000` on 400-step runs every fit stayed
             # at its weak prior's mode (a rise spread over thousands of steps, onset at 200)
@@ -1212,7 +1220,7 @@ def forecast_in_runset(
     seen = t_all <= upto
     if seen.sum() < 3:
         raise ForecastError(
-            f"run {run_id!r} has {int(seen.sum())} rewards up to step {upto:g}; need at least 3"
+            f"run {run_id!r} has {_counted(int(seen.sum()), 'reward')} up to step {upto:g}; need at least 3"
         )
     last = float(t_all.max())
     late_upto = None
@@ -1335,7 +1343,7 @@ def forecast_in_runset(
         # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc`, fit.nc fitted to runs.nc:
         # backtest_rmse 0.024 against 0.055 with the run-based prior, and nothing said why
         notes.append(
-            f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {n_fitted} rewards of run "
+            f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {_counted(n_fitted, 'reward')} of run "
             f"{run_id!r} after step {float(upto):g}: it has seen the steps this forecast is scored "
             "on, so the backtest_* figures are in-sample, not a test of the forecast (refit "
             "without them, or use the run-based prior)"
@@ -2329,7 +2337,8 @@ def prior_conflict_note(
     if not outside.mean() > PRIOR_CONFLICT_SHARE:
         return None
     return (
-        f"{int(outside.sum())} of the {y.size} logged rewards up to step {t.max():g} lie outside "
+        f"{int(outside.sum())} of the {_counted(y.size, 'logged reward')} up to step {t.max():g} "
+        f"{'lies' if int(outside.sum()) == 1 else 'lie'} outside "
         f"the prior's {PRIOR_CONFLICT_RANGE:.1%} predictive range at their steps (e.g. step "
         f"{t[outside][0]:g}: {y[outside][0]:.4g} against [{lo[outside][0]:.4g}, {hi[outside][0]:.4g}]): "
         f"the prior ({prior.source or 'given'}) contradicts this run (another reward scale, task "
@@ -2407,7 +2416,7 @@ def forecast_run(
     )
     if n_logged > y.size:
         post.warnings.append(
-            f"{n_logged - y.size} step(s) given more than once (a resumed run?): the forecast kept "
+            f"{_counted(n_logged - y.size, 'step')} given more than once (a resumed run?): the forecast kept "
             "the last reward given for each, as ingest does"
         )
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
@@ -2500,7 +2509,7 @@ def _fit_prefix(
         )
     if post.n_obs < FEW_PREFIX_POINTS:
         post.warnings.append(
-            f"only {post.n_obs} logged rewards up to step {float(np.nanmax(t)):g} (fewer than "
+            f"only {_counted(post.n_obs, 'logged reward')} up to step {float(np.nanmax(t)):g} (fewer than "
             f"{FEW_PREFIX_POINTS}) for six unknowns: the bands are mostly the prior's; wait for "
             "more steps, or check them with --calibrate"
         )
