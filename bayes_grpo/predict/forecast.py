@@ -427,12 +427,19 @@ def logged_points(
     the weak prior its first and last tenth by position) and another forecast than the forecaster
     of the same steps.
     """
-    t, y = _paired(t, y)
+    steps, rewards, _ = _last_per_step(*_paired(t, y))
+    return steps, rewards
+
+
+def _last_per_step(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`logged_points` of arrays already paired (:func:`_paired`), and how many entries
+    with a finite step and reward repeat a step given before them (the one computation of
+    :func:`forecast_run`, which pairs ``t`` and ``y`` once for both)."""
     ok = np.isfinite(t) & np.isfinite(y)
     t, y = t[ok], y[ok]
     # the last entry of each step: unique's first index in the reversed arrays (sorted by step)
     steps, last = np.unique(t[::-1], return_index=True)
-    return steps, y[::-1][last]
+    return steps, y[::-1][last], int(t.size - steps.size)
 
 
 def _data_scale(y: np.ndarray) -> tuple[float, float]:
@@ -2404,9 +2411,9 @@ def forecast_run(
     :func:`forecast_grid` (bounded) rather than every step.
     """
     rng = np.random.default_rng(rng)
-    t, y = _paired(t, y)
-    n_logged = int((np.isfinite(t) & np.isfinite(y)).sum())
-    t, y = logged_points(t, y)  # the prefix: steps with a reward (NaN: not logged), in step order
+    # the prefix: steps with a reward (NaN: not logged), in step order, a step given twice at its
+    # last reward (logged_points: t and y were paired once for it and once for n_logged before)
+    t, y, n_repeated = _last_per_step(*_paired(t, y))
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     given = prior is not None
     if prior is None:
@@ -2414,9 +2421,9 @@ def forecast_run(
     post = _fit_prefix(
         t, y, prior, given, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
     )
-    if n_logged > y.size:
+    if n_repeated:
         post.warnings.append(
-            f"{_counted(n_logged - y.size, 'step')} given more than once (a resumed run?): the forecast kept "
+            f"{_counted(n_repeated, 'step')} given more than once (a resumed run?): the forecast kept "
             "the last reward given for each, as ingest does"
         )
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
@@ -2596,8 +2603,9 @@ class RunForecaster:
         order = sorted(merged)
         self._t = np.array(order)
         self._y = np.array([merged[s] for s in order])
-        # the prefix as forecast_run takes it: steps with a reward (NaN: not logged)
-        t, y = logged_points(self._t, self._y)
+        # the prefix as forecast_run takes it: steps with a reward (NaN: not logged); the merged
+        # steps are paired already (and given once each)
+        t, y, _ = _last_per_step(self._t, self._y)
         prior = self.prior or default_prior(t, y, horizon=float(self.horizon_steps.max()))
         warm = self.posterior.mode if self.posterior is not None else None
         # seeded as forecast_run(rng=seed) (the fit had seed + number of steps, the forecast
