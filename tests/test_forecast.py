@@ -1362,6 +1362,37 @@ def test_a_step_without_a_reward_in_the_prefix_is_left_out_not_an_error():
     assert fc.forecast().attrs["upto_step"] == 59.0
 
 
+def test_a_nan_reward_is_said_to_be_left_out_and_never_erases_a_reward_the_forecaster_was_given():
+    # RunForecaster.update(steps, rewards) with a NaN at steps 10 and 39, given with their
+    # rewards by the update before, overwrote them: the forecast went on from step 38 without
+    # steps 10 and 39 and said nothing; forecast_run of the same entries kept both. Neither said
+    # that a step given with a NaN reward was left out
+    rng = np.random.default_rng(0)
+    t = np.arange(0.0, 40.0)
+    y = 0.7 - 0.5 * np.exp(-t / 15.0) + 0.02 * rng.standard_normal(t.size)
+    gaps = y.copy()
+    gaps[[10, 39]] = np.nan
+    kw = dict(n_draws=200, likelihood="iid")
+    fc = RunForecaster(None, STEPS, seed=0, **kw)
+    fc.update(t, y)
+    first = fc.forecast()
+    fc.update(t, gaps)  # the same steps again, two rewards not (yet) logged this time
+    again = fc.forecast()
+    assert again.attrs["upto_step"] == 39.0
+    np.testing.assert_array_equal(again["obs_hdi"].values, first["obs_hdi"].values)
+    assert not any("without a finite reward" in w for w in attr_warnings(again))
+    told = attr_warnings(forecast_run(t, gaps, STEPS, rng=0, **kw))
+    assert any(
+        "2 steps given without a finite reward (NaN: not logged) are left out of the forecast (steps 10, 39)" in w
+        for w in told
+    ), told
+    fresh = RunForecaster(None, STEPS, seed=0, **kw)
+    fresh.update(t, gaps)
+    assert attr_warnings(fresh.forecast()) == told  # the forecaster says it as forecast_run does
+    with pytest.raises(ForecastError, match=r"1 reward at a step that is not finite \(e.g. reward 0.5 at position 3"):
+        forecast_run(np.r_[t[:3], np.nan], np.r_[y[:3], 0.5], STEPS, rng=0, **kw)
+
+
 @pytest.mark.parametrize("likelihood", ["iid", "state_space"])
 def test_the_forecaster_and_forecast_run_give_one_forecast_for_one_prefix_and_seed(likelihood):
     # RunForecaster seeded its fit with seed + the number of steps and its draws with seed, so

@@ -403,12 +403,20 @@ def _paired(
     t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(t, y)`` as flat float arrays of one length (a ForecastError otherwise: zipped, a step
-    without its reward was dropped unsaid)."""
+    without its reward was dropped unsaid), each finite reward at a finite step (a
+    ForecastError otherwise: it was left out unsaid; an entry with neither is padding)."""
     t = np.asarray(t, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     if t.shape != y.shape:
         raise ForecastError(
             f"{_counted(t.size, 'step')} and {_counted(y.size, 'reward')}: one reward per step is needed"
+        )
+    stepless = np.flatnonzero(~np.isfinite(t) & np.isfinite(y))
+    if stepless.size:
+        i = int(stepless[0])
+        raise ForecastError(
+            f"{_counted(stepless.size, 'reward')} at a step that is not finite (e.g. reward {y[i]:g} "
+            f"at position {i}, step {t[i]:g}): each reward needs its optimizer step"
         )
     return t, y
 
@@ -440,6 +448,28 @@ def _last_per_step(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     # the last entry of each step: unique's first index in the reversed arrays (sorted by step)
     steps, last = np.unique(t[::-1], return_index=True)
     return steps, y[::-1][last], int(t.size - steps.size)
+
+
+def _steps_without_reward(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The finite steps of paired ``(t, y)`` given with no finite reward at any of their entries
+    (a NaN reward: not logged), in step order: the steps :func:`logged_points` leaves out."""
+    finite = np.isfinite(t)
+    return np.setdiff1d(t[finite & ~np.isfinite(y)], t[finite & np.isfinite(y)])
+
+
+def _unlogged_note(steps: np.ndarray) -> str | None:
+    """The warning of a prefix some of whose steps came without a finite reward
+    (:func:`_steps_without_reward`), None where there are none: :func:`forecast_run` and
+    :meth:`RunForecaster.update` left them out unsaid (the forecaster even when an earlier
+    update had given their reward)."""
+    if not steps.size:
+        return None
+    shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
+    return (
+        f"{_counted(steps.size, 'step')} given without a finite reward (NaN: not logged) "
+        f"{'is' if steps.size == 1 else 'are'} left out of the forecast "
+        f"({'step' if steps.size == 1 else 'steps'} {shown})"
+    )
 
 
 def _data_scale(y: np.ndarray) -> tuple[float, float]:
@@ -2413,7 +2443,9 @@ def forecast_run(
     rng = np.random.default_rng(rng)
     # the prefix: steps with a reward (NaN: not logged), in step order, a step given twice at its
     # last reward (logged_points: t and y were paired once for it and once for n_logged before)
-    t, y, n_repeated = _last_per_step(*_paired(t, y))
+    t, y = _paired(t, y)
+    unlogged = _steps_without_reward(t, y)
+    t, y, n_repeated = _last_per_step(t, y)
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     given = prior is not None
     if prior is None:
@@ -2426,6 +2458,9 @@ def forecast_run(
             f"{_counted(n_repeated, 'step')} given more than once (a resumed run?): the forecast kept "
             "the last reward given for each, as ingest does"
         )
+    unlogged_note = _unlogged_note(unlogged)
+    if unlogged_note:
+        post.warnings.append(unlogged_note)
     extra = {"upto_step": float(np.nanmax(t)), "prior": prior.to_dict()}
     extra.update(attrs or {})
     return forecast_from_posterior(
@@ -2596,10 +2631,15 @@ class RunForecaster:
     def update(
         self, t: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     ) -> RunPosterior:
-        """Add observed steps (new steps appended, repeated steps overwritten) and refit."""
+        """Add observed steps (new steps appended, repeated steps overwritten by their new finite
+        reward; a NaN reward, not logged, keeps the reward given before) and refit."""
         t, y = _paired(t, y)
         merged = dict(zip(self._t.tolist(), self._y.tolist()))
-        merged.update(zip(t.tolist(), y.tolist()))
+        for step, reward in zip(t.tolist(), y.tolist()):
+            # as forecast_run of the steps given so far keeps a step's last finite reward: a NaN
+            # overwrote it, and the step, logged before, was left out unsaid
+            if np.isfinite(step) and (np.isfinite(reward) or step not in merged):
+                merged[step] = reward
         order = sorted(merged)
         self._t = np.array(order)
         self._y = np.array([merged[s] for s in order])
@@ -2622,6 +2662,9 @@ class RunForecaster:
             reward_bounds=self.reward_bounds,
             warm_start=warm,
         )
+        unlogged_note = _unlogged_note(_steps_without_reward(self._t, self._y))
+        if unlogged_note:
+            self.posterior.warnings.append(unlogged_note)
         self._rng = rng
         self._prior_used = prior
         return self.posterior
