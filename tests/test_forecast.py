@@ -1087,6 +1087,23 @@ def test_a_prefix_stuck_at_zero_gives_a_usable_forecast_within_the_bounds():
     assert hi[-1] - lo[-1] > 0.2  # the run may still take off: the band says so
 
 
+def test_a_success_rate_forecast_without_reward_bounds_whose_band_leaves_0_1_names_the_missing_bounds():
+    # `forecast tiny_runs.nc --run g16_p8_lr0.001_k1_adamw_s0 --upto 14` (a success rate still
+    # at 0) gave 90% bands from -0.16 to 1.18 and said nothing of --reward-bounds
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    runset = _runs_with_a_solved_one(level=0.0)  # rates in [0, 1]; "solved" never solved: 0
+    kw = dict(likelihood="iid", n_draws=200, seed=0)
+    told = attr_warnings(forecast_in_runset(runset, "solved", 60, **kw))
+    (note,) = [w for w in told if "no reward bounds were given" in w]
+    assert "outside [0, 1], where every reward of the run set lies" in note and "--reward-bounds 0 1" in note
+    bounded = forecast_in_runset(runset, "solved", 60, reward_bounds=(0.0, 1.0), **kw)
+    assert not any("no reward bounds" in w for w in attr_warnings(bounded))
+    # a reward that is no rate (the run set logs values beyond 1): nothing to suggest
+    scaled = runset.assign(reward=runset["reward"] * 10.0)
+    assert not any("no reward bounds" in w for w in attr_warnings(forecast_in_runset(scaled, "solved", 60, **kw)))
+
+
 def test_an_unreliable_importance_sample_says_the_regime_rests_on_a_few_draws(monkeypatch):
     """When importance sampling is flagged (Pareto k above the limit; here the limit is set
     below any k so that the flag is raised), the warning says that the bands and the regime

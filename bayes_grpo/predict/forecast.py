@@ -1375,6 +1375,10 @@ def forecast_in_runset(
                 "run, so if the instability is real its bands, regime and stop step do not "
                 "describe this run (evidence: `bayes-grpo diagnose`)"
             )
+    if reward_bounds is None:
+        unbounded = unbounded_rate_note(fc, runset[REWARD_VAR].values)
+        if unbounded:
+            notes.append(unbounded)
     n_fitted = fitted_rewards_after(posterior, runset, run_id, upto) if posterior is not None else 0
     if n_fitted and (~seen & (t_all <= horizon)).any():
         # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc`, fit.nc fitted to runs.nc:
@@ -1420,6 +1424,38 @@ def forecast_in_runset(
         fc.attrs["backtest_rmse"] = float(np.sqrt(np.mean((y_all[rest] - point) ** 2)))
         fc.attrs["backtest_steps"] = int(rest.sum())
     return fc
+
+
+#: How far (reward units) a forecast's band may leave ``[0, 1]`` before
+#: :func:`unbounded_rate_note` names the missing reward bounds.
+RATE_BAND_SLACK: float = 1e-3
+
+
+def unbounded_rate_note(fc: xr.Dataset, rewards: np.ndarray) -> str | None:
+    """A warning for a forecast made without reward bounds whose widest band of the logged
+    reward leaves ``[0, 1]`` (by more than :data:`RATE_BAND_SLACK`) where every reward of the
+    run set (``rewards``, any shape, NaN: not logged) lies in it: a success rate, whose bounds
+    the forecast did not know. A run of such a reward flat at 0 was forecast 90% bands from
+    -0.03 to 1.18 with nothing said of the bounds; ``--reward-bounds 0 1`` keeps them inside
+    (:func:`noise_shape`, :func:`censor`). None otherwise."""
+    from bayes_grpo.predict.summary import band
+
+    values = np.asarray(rewards, dtype=float)
+    values = values[np.isfinite(values)]
+    if not values.size or values.min() < 0.0 or values.max() > 1.0:
+        return None
+    prob = float(np.max(fc["hdi_prob"].values))
+    lo, hi = band(fc, kind="obs", hdi_prob=prob)
+    low, high = float(np.nanmin(lo)), float(np.nanmax(hi))
+    if not (low < -RATE_BAND_SLACK or high > 1.0 + RATE_BAND_SLACK):
+        return None
+    return (
+        f"no reward bounds were given, so the forecast takes the reward as unbounded with constant "
+        f"noise: its {prob:.0%} band of the logged reward reaches [{low:.3g}, {high:.3g}], outside "
+        "[0, 1], where every reward of the run set lies (a success rate or accuracy?); if the "
+        "reward is bounded, forecast with --reward-bounds 0 1 (reward_bounds=(0, 1)): noise "
+        "largest mid-range, logged rewards kept in the bounds"
+    )
 
 
 def _upto_in_a_gap(t: np.ndarray, upto: float, run_id: str) -> str | None:
@@ -2800,4 +2836,5 @@ __all__ = [
     "required_band_scale",
     "scale_band",
     "u_from_coefficients",
+    "unbounded_rate_note",
 ]
