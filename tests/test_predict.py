@@ -1604,6 +1604,39 @@ def test_the_discrepancy_sd_printed_by_predict_says_it_is_a_share_of_the_rise(ca
     assert "share of the rise" in out["discrepancy_sd_max_units"] and out["units"] == "reward"
 
 
+def test_a_discrepancy_estimated_at_zero_is_said_to_be_within_the_noise_by_predict(capsys, monkeypatch):
+    # where the law's misfit on the training runs is within their noise the profile is floored
+    # at 0, and `predict` printed "discrepancy_sd_max: 0.0" (a misfit measured to be nothing, or
+    # a rounding?) while the report's summary says what it means
+    import json
+    from pathlib import Path
+
+    import bayes_grpo.predict.discrepancy as discrepancy
+    from bayes_grpo.cli import main
+
+    real = discrepancy.discrepancy_from_model
+
+    def floored(*args, **kwargs):
+        profile = real(*args, **kwargs)
+        profile.sd = np.zeros_like(profile.sd)
+        return profile
+
+    monkeypatch.setattr(discrepancy, "discrepancy_from_model", floored)
+    path = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    args = ["predict", path, "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "30"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (i,) = [i for i, line in enumerate(lines) if line.startswith("discrepancy_sd_max:")]
+    assert lines[i + 2].startswith("discrepancy_note: estimated at 0 (floored)"), lines[i : i + 3]
+    assert "within their noise" in lines[i + 2] and "parameter uncertainty only" in lines[i + 2]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["discrepancy_sd_max"] == 0.0 and "within their noise" in out["discrepancy_note"]
+    monkeypatch.setattr(discrepancy, "discrepancy_from_model", real)  # a measured misfit: no note
+    assert main([*args, "--json"]) == 0
+    assert "discrepancy_note" not in json.loads(capsys.readouterr().out)
+
+
 def test_draws_still_swinging_past_the_look_are_named_only_for_a_stop_step_they_can_move(monkeypatch):
     # a quarter of the draws barely damped: followed to the cell budget they still swing, and past
     # it count their plateau; that can move a stop step within the horizon later (said), not a

@@ -250,6 +250,13 @@ DISCREPANCY_SD_UNITS: str = (
 )
 
 
+#: What a ``discrepancy_sd_max`` of 0 means (``predict``'s ``discrepancy_note``, text and JSON).
+DISCREPANCY_AT_ZERO: str = (
+    "estimated at 0 (floored): the law's misfit on the fit's training runs is within their noise, "
+    "so the band of the mean trajectory is from parameter uncertainty only"
+)
+
+
 def _emit(ds, args, *, observed=None, extra=None) -> None:
     from bayes_grpo.predict.predict import plot_prediction, save_prediction
     from bayes_grpo.predict.summary import attr_warnings, summary_dict
@@ -275,6 +282,10 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         if key == "discrepancy_sd_max" and key in out:
             # printed after "units: reward", it read as reward units: it is a share of the rise
             out["discrepancy_sd_max_units"] = DISCREPANCY_SD_UNITS
+            if float(out[key]) == 0.0:
+                # the profile is floored at 0: "discrepancy_sd_max: 0.0" read as a misfit measured
+                # to be nothing (or a rounding), not one within the training runs' noise
+                out["discrepancy_note"] = DISCREPANCY_AT_ZERO
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
     if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)
