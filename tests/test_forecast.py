@@ -1496,6 +1496,11 @@ def test_a_count_of_one_in_a_forecast_message_is_said_in_the_singular():
     kw = dict(n_draws=100, likelihood="iid", rng=0)
     once = forecast_run(np.r_[steps, 39.0], np.r_[reward, reward[-1]], STEPS, **kw)
     assert any(w.startswith("1 step given more than once") for w in attr_warnings(once)), attr_warnings(once)
+    # a run still at 0 under the weak prior: importance sampling rests on one draw ("about 1
+    # distinct draws")
+    flat = forecast_run(np.arange(1.0, 15.0), np.zeros(14), np.arange(0.0, 301.0), **kw)
+    (unreliable,) = [w for w in attr_warnings(flat) if "importance sampling unreliable" in w]
+    assert "rest on about 1 distinct draw (" in unreliable, unreliable
 
 
 def test_a_calibration_from_a_posterior_fitted_to_the_backtested_steps_says_its_band_scale_is_in_sample():

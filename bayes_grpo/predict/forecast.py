@@ -2107,8 +2107,8 @@ def _resample(
         notes.append(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
             "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
-            f"bands, the regime and its probability rest on about {max(ess, 1.0):.0f} distinct "
-            "draws (the Metropolis refinement did not move: acceptance below 5%): do not read a "
+            f"bands, the regime and its probability rest on about "
+            f"{_counted(int(round(max(ess, 1.0))), 'distinct draw')} (the Metropolis refinement did not move: acceptance below 5%): do not read a "
             "regime probability near 1 as certainty; check the bands with --calibrate"
         )
     draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
