@@ -778,6 +778,26 @@ def test_rewards_outside_the_declared_reward_bounds_are_a_clear_error():
     )
 
 
+def test_an_infinite_reward_bound_is_refused_not_forecast_with_its_noise_at_the_floor(tmp_path, capsys):
+    # `forecast sde.nc --run R --upto 40 --reward-bounds 0 inf` was taken: every mean sat at
+    # x = 0 of the bounds, its noise at the floor share, and a rising run's 90% band at the
+    # horizon read [-0.54, 0.83] (38% of the plateau draws below 0) against [0.89, 0.99]
+    from bayes_grpo.cli import main
+    from bayes_grpo.predict.forecast import forecast_in_runset
+    from bayes_grpo.runset import save_runset
+
+    runset, _ = _coarse_runset(60.0, 1.0)
+    for bounds in ((0.0, np.inf), (-np.inf, 1.0), (np.nan, 1.0)):
+        with pytest.raises(ForecastError, match=r"reward bounds must be finite"):
+            forecast_in_runset(runset, "r0", 20, reward_bounds=bounds, likelihood="iid", n_draws=100)
+    path = save_runset(runset, tmp_path / "runs.nc")
+    with pytest.raises(SystemExit) as done:
+        main(["forecast", str(path), "--run", "r0", "--upto", "20", "--reward-bounds", "0", "inf"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --reward-bounds: must be a finite number, got 'inf'" in err and "Traceback" not in err
+
+
 def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and_says_so():
     # `forecast --upto 5000` on a 40-step log used all 40 steps silently and drew the bands
     # out to step 10000 (2 x --upto)

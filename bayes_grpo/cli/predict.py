@@ -160,7 +160,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument(
         "--reward-bounds",
-        type=float,
+        type=finite_float,  # `--reward-bounds 0 inf` was taken, and gave nonsense bands
         nargs=2,
         metavar=("LO", "HI"),
         default=None,

@@ -305,6 +305,14 @@ def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray
     if bounds is None:
         return np.ones_like(m)
     lo, hi = (float(b) for b in bounds)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        # (0, inf) put every mean at x = 0, the noise at its floor share everywhere: 38% of a
+        # rising run's plateau draws fell below 0 and its 90% band at the horizon read
+        # [-0.54, 0.83] against [0.89, 0.99] without bounds, unsaid
+        raise ForecastError(
+            f"reward bounds must be finite; got {bounds} (a reward bounded on one side only: "
+            "forecast without bounds)"
+        )
     if not hi > lo:
         raise ForecastError(f"reward bounds must satisfy lo < hi; got {bounds}")
     x = np.clip((m - lo) / (hi - lo), 0.0, 1.0)
