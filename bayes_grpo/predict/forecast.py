@@ -1067,7 +1067,7 @@ def population_prior_for_run(
     try:
         prior = prior_from_runs(
             runs,
-            source=f"{_counted(len(chosen), 'other run')}" + (" of the same LLM" if chosen is same else ""),
+            source=_counted(len(chosen), "other run") + (" of the same LLM" if chosen is same else ""),
             # the other runs' logs are fitted on the run set's span, whatever horizon is asked
             # of this run's forecast: with `--horizon 10000` on 400-step runs every fit stayed
             # at its weak prior's mode (a rise spread over thousands of steps, onset at 200)
@@ -2115,9 +2115,10 @@ def _resample(
         notes.append(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
             "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
-            f"bands, the regime and its probability rest on about "
-            f"{_counted(int(round(max(ess, 1.0))), 'distinct draw')} (the Metropolis refinement did not move: acceptance below 5%): do not read a "
-            "regime probability near 1 as certainty; check the bands with --calibrate"
+            "bands, the regime and its probability rest on about "
+            f"{_counted(int(round(max(ess, 1.0))), 'distinct draw')} (the Metropolis refinement "
+            "did not move: acceptance below 5%): do not read a regime probability near 1 as "
+            "certainty; check the bands with --calibrate"
         )
     draws = cand[rng.choice(cand.shape[0], size=n_draws, replace=True, p=weights)]
     return draws, k, ess, method
@@ -2485,8 +2486,8 @@ def forecast_run(
     :func:`forecast_grid` (bounded) rather than every step.
     """
     rng = np.random.default_rng(rng)
-    # the prefix: steps with a reward (NaN: not logged), in step order, a step given twice at its
-    # last reward (logged_points: t and y were paired once for it and once for n_logged before)
+    # the prefix, paired once: the steps with a reward (NaN: not logged) in step order, a step
+    # given twice at its last reward (logged_points), and the steps given without one
     t, y = _paired(t, y)
     unlogged = _steps_without_reward(t, y)
     t, y, n_repeated = _last_per_step(t, y)
