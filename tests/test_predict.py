@@ -1637,6 +1637,28 @@ def test_a_discrepancy_estimated_at_zero_is_said_to_be_within_the_noise_by_predi
     assert "discrepancy_note" not in json.loads(capsys.readouterr().out)
 
 
+def test_predicts_text_output_prints_each_warning_on_its_own_line_not_a_python_list(capsys):
+    # `predict models/bandit.nc --k-ref 6 ...` printed `warnings: ["extrapolation: K_ref = 6 is
+    # outside the fitted runs' range [1, 4]", ...]`, a Python list whose quotes changed with each
+    # note's apostrophes, and `posterior_warnings: []`
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "bandit.nc")
+    args = ["predict", path, "--lr", "0.1", "--momentum", "0.5", "--k-ref", "6", "--group-size", "8", "--steps", "30"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    i = lines.index("warnings:")
+    assert lines[i + 1] == "  - extrapolation: K_ref = 6 is outside the fitted runs' range [1, 4]", lines[i : i + 3]
+    assert "posterior_warnings: none" in lines
+    assert not any(line.startswith(("warnings: [", "posterior_warnings: [")) for line in lines)
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["warnings"][0].startswith("extrapolation: K_ref = 6") and out["posterior_warnings"] == []
+
+
 def test_draws_still_swinging_past_the_look_are_named_only_for_a_stop_step_they_can_move(monkeypatch):
     # a quarter of the draws barely damped: followed to the cell budget they still swing, and past
     # it count their plateau; that can move a stop step within the horizon later (said), not a

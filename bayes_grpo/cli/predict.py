@@ -335,6 +335,12 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             print(f"{key}{share}:")
             for k, v in value.items():
                 print(f"  {k}: {_milestone_text(v) if share else v}")
+        elif key in ("warnings", "posterior_warnings"):
+            # printed as Python writes a list (`warnings: ["extrapolation: ...", '...']`), the
+            # quotes of each note chosen by its apostrophes: one note a line, as the milestones
+            print(f"{key}:{'' if value else ' none'}")
+            for note in value:
+                print(f"  - {note}")
         elif key == "stop_step" and not np.isfinite(float(value)):
             print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds)}")
         elif key == "policy_stop_step" and not np.isfinite(float(value)):
