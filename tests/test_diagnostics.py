@@ -827,6 +827,27 @@ def test_a_posterior_plateau_on_the_far_side_of_the_start_is_not_this_runs_plate
     assert near.values["evidence"]["plateau_source"] == "posterior"
 
 
+def test_a_posterior_plateau_no_success_rate_can_reach_is_not_this_runs_plateau():
+    # models/tiny.nc's runs end before their plateau, which the fit puts at 3.44 on a 0-1
+    # reward: with it, every one of them "had covered 3% of its way to the plateau" when its
+    # entropy fell
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    reward = np.clip(0.2 + 0.5 * (1 - np.exp(-t / 10)) + 0.02 * rng.standard_normal(200), 0, 1)
+    entropy = (0.4 + 0.6 * np.exp(-t / 60)) * np.exp(0.02 * rng.standard_normal(200))
+    frame = pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+    kw = {"run_id": "r", "config": FAST.concentration, "common": FAST.common}
+    own = policy_concentration(frame, **kw)
+    beyond = policy_concentration(frame, **kw, plateau_draws=rng.normal(3.44, 0.3, 400))
+    assert own.passed is True and beyond.passed is True, beyond.summary
+    assert beyond.values["strength"]["value"] == pytest.approx(own.values["strength"]["value"])
+    assert "lies outside [0, 1]" in beyond.values["evidence"]["plateau_source"]
+    # a reward on another scale keeps the posterior's plateau
+    scaled = frame.assign(reward=frame["reward"] * 3)
+    far = policy_concentration(scaled, **kw, plateau_draws=rng.normal(2.2, 0.01, 400))
+    assert far.values["evidence"]["plateau_source"] == "posterior"
+
+
 def test_policy_concentration_flagged_when_entropy_collapses_and_reward_never_moves():
     rng = np.random.default_rng(5)
     steps = np.arange(150)

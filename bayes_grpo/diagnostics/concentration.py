@@ -15,7 +15,9 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
   logged rise) is replaced by the extreme logged (smoothed) reward when that is nearer, so
   ``phi`` is then a lower bound of the progress and the detection conservative. A posterior
   plateau on the other side of ``R_start`` from where the run's reward went (a posterior of
-  other runs) is not this run's: the run's own fit is used, and the evidence says so.
+  other runs) is not this run's: the run's own fit is used, and the evidence says so; so is
+  a posterior plateau outside [0, 1] for a run whose every logged reward lies in [0, 1] (a fit
+  of runs that end before their plateau does not pin it: ``models/tiny.nc``'s 3.44).
   This needs a reward with a trend beyond noise (``bayes_grpo.metrics.has_trend``): a
   flat reward may be stuck or already at its plateau, so only a collapse is judged there;
 - detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
@@ -175,6 +177,15 @@ def policy_concentration(
                 f"posterior plateau {plateau:.3g} lies on the other side of the reward's start "
                 f"({r_start0:.3g}) from where the run went ({r_end0:.3g}): not this run's plateau, "
                 "so the run's own single-exponential fit is used"
+            )
+        elif trend_flag and np.all((reward >= 0.0) & (reward <= 1.0)) and not 0.0 <= plateau <= 1.0:
+            # a fit of runs that end before they approach their plateau does not pin it
+            # (models/tiny.nc: p* 3.44 for success rates that rise to 0.9): every run then
+            # "had covered 3% of its way" when its entropy fell, whatever it did
+            posterior_not_used = (
+                f"posterior plateau {plateau:.3g} lies outside [0, 1], where every logged reward of "
+                "the run lies (a success rate cannot get there): not this run's plateau, so the "
+                "run's own single-exponential fit is used"
             )
     if plateau_draws is None or not np.size(plateau_draws) or posterior_not_used:
         fit = _fits.fit_saturation(rew.steps, rew.values)
