@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -379,6 +380,43 @@ def test_a_fit_file_missing_an_identity_attribute_is_refused_naming_the_file(tmp
     path = tmp_path / "cut.nc"
     az.InferenceData(posterior=post).to_netcdf(str(path), engine="h5netcdf")
     with pytest.raises(ValueError, match=f"cut.nc: attributes .*{gone}.* missing"):
+        GRPODynamicsModel.load(path)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "message"),
+    [
+        ("settings", "[1, 2]", "attribute bayes_grpo_settings must hold a JSON object"),
+        ("settings", "{bad", "attribute bayes_grpo_settings is not JSON text"),
+        (
+            "settings",
+            json.dumps({"parameterisation": "mechanistic", "likelihood": 1, "invariance": "shared"}),
+            r"attribute bayes_grpo_settings is refused \(unknown likelihood 1",
+        ),
+        (
+            "settings",
+            json.dumps({"parameterisation": "mechanistic", "likelihood": "iid", "invariance": "shared", "foo": 1}),
+            r"attribute bayes_grpo_settings has unknown field\(s\) \['foo'\]",
+        ),
+        ("model_config", "null", "attribute bayes_grpo_model_config must hold a JSON object"),
+        ("sampler_config", json.dumps({"max_treedepth": "x"}), "attribute bayes_grpo_sampler_config is refused .*'max_treedepth'"),
+        ("fit_seconds", "abc", "attribute bayes_grpo_fit_seconds is 'abc', not a number of seconds"),
+    ],
+)
+def test_a_fit_whose_stored_settings_were_altered_is_refused_naming_the_file_and_the_field(
+    tmp_path, attribute, value, message
+):
+    # an altered settings attribute was an AttributeError traceback ('int' object has no
+    # attribute 'replace') or a TypeError's words ("__init__() got an unexpected keyword
+    # argument 'foo'"); an altered sampler config loaded, and convergence() failed on it later
+    # ("invalid literal for int()"), naming no file; an altered fit_seconds likewise
+    import arviz as az
+
+    idata = az.from_netcdf(str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc"), engine="h5netcdf")
+    idata.posterior.attrs[ATTR_PREFIX + attribute] = value
+    path = tmp_path / "altered.nc"
+    idata.to_netcdf(str(path), engine="h5netcdf")
+    with pytest.raises(ValueError, match=f"altered.nc: {message}"):
         GRPODynamicsModel.load(path)
 
 

@@ -20,6 +20,7 @@ import numbers
 import os
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +80,37 @@ class UnusedModelSizeWarning(UserWarning):
 
 def normalise_likelihood(name: str) -> str:
     """Accept ``state-space`` as a spelling of ``state_space``."""
-    return name.replace("-", "_")
+    # anything but text is left to the caller's check ("unknown likelihood 1"): it was an
+    # AttributeError ('int' object has no attribute 'replace')
+    return name.replace("-", "_") if isinstance(name, str) else name
 
 
 #: Prior draws per kept draw when the prior carries a potential that forward sampling ignores
 #: (resampled by its weight; see ``GRPODynamicsModel.sample_prior_predictive``).
 PRIOR_OVERSAMPLE: int = 10
+
+
+#: The settings of a fit (the constructor's keywords besides the configs; ``settings``).
+SETTING_NAMES: tuple[str, ...] = ("parameterisation", "likelihood", "invariance")
+
+
+def _stored_object(path: Path, attrs: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The JSON object a fit stores in its attribute ``bayes_grpo_<key>`` (written by
+    ``_identity_attrs``); ``ValueError`` naming the file and the attribute when it is not JSON
+    text or not an object (an altered file: ``[1, 2]`` was a TypeError, "argument after ** must
+    be a mapping")."""
+    name = ATTR_PREFIX + key
+    text = attrs[name]
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else text
+    except ValueError as exc:
+        raise ValueError(f"{path}: attribute {name} is not JSON text ({exc}); the file was altered: refit") from exc
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{path}: attribute {name} must hold a JSON object {{key: value, ...}}, got {value!r:.80}; "
+            "the file was altered: refit"
+        )
+    return value
 
 
 def _other_bayes_grpo_file(path: Path) -> str | None:
@@ -180,7 +206,7 @@ class GRPODynamicsModel:
     # ------------------------------------------------------------------ identity
     @property
     def settings(self) -> dict[str, str]:
-        return {"parameterisation": self.parameterisation, "likelihood": self.likelihood, "invariance": self.invariance}
+        return {name: getattr(self, name) for name in SETTING_NAMES}
 
     @property
     def id(self) -> str:
@@ -471,15 +497,32 @@ class GRPODynamicsModel:
         missing = [ATTR_PREFIX + k for k in ("settings", "model_config", "sampler_config") if ATTR_PREFIX + k not in attrs]
         if missing:
             raise ValueError(f"{path}: attributes {missing} missing; the file was altered or is incomplete: refit")
-        try:
-            settings = json.loads(attrs[ATTR_PREFIX + "settings"])
-            model = cls(
-                model_config=json.loads(attrs[ATTR_PREFIX + "model_config"]),
-                sampler_config=json.loads(attrs[ATTR_PREFIX + "sampler_config"]),
-                **settings,
+        stored = {key: _stored_object(path, attrs, key) for key in ("settings", "model_config", "sampler_config")}
+        # the settings are the constructor's keywords: an unknown one was a TypeError
+        # ("__init__() got an unexpected keyword argument"), a non-text value an AttributeError
+        unknown = sorted(set(stored["settings"]) - set(SETTING_NAMES), key=str)
+        if unknown:
+            raise ValueError(
+                f"{path}: attribute {ATTR_PREFIX}settings has unknown field(s) {unknown} (a fit's settings "
+                f"are {', '.join(SETTING_NAMES)}); the file was altered: refit"
             )
-        except (ValueError, TypeError) as exc:  # e.g. a config entry of the wrong type, refused since
-            raise ValueError(f"{path}: its stored configuration is refused ({exc}); refit with a valid --config") from exc
+        try:
+            model = cls(**stored["settings"])
+        except ValueError as exc:
+            raise ValueError(f"{path}: attribute {ATTR_PREFIX}settings is refused ({exc}); the file was altered: refit") from exc
+        try:
+            model = cls(model_config=stored["model_config"], **stored["settings"])
+        except ValueError as exc:  # e.g. a config entry of the wrong type, refused since
+            raise ValueError(
+                f"{path}: attribute {ATTR_PREFIX}model_config is refused ({exc}); refit with a valid --config"
+            ) from exc
+        try:
+            # the hash leaves the sampler out: an altered entry ("max_treedepth": "x") loaded,
+            # and convergence() failed on it later without naming the file
+            model = cls(model_config=stored["model_config"], sampler_config=stored["sampler_config"], **stored["settings"])
+            validate_sampler_config(model.sampler_config)
+        except ValueError as exc:
+            raise ValueError(f"{path}: attribute {ATTR_PREFIX}sampler_config is refused ({exc}); the file was altered: refit") from exc
         if model.id != attrs.get(ATTR_PREFIX + "id"):
             raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
         if not hasattr(idata, FIT_DATA_GROUP):
@@ -492,7 +535,10 @@ class GRPODynamicsModel:
         model.data = model._prepare_data(runset)
         model.idata = idata
         fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
-        model.fit_seconds = float(fs) if fs else None
+        try:
+            model.fit_seconds = float(fs) if fs else None
+        except (TypeError, ValueError):  # was "could not convert string to float: 'abc'", no file
+            raise ValueError(f"{path}: attribute {ATTR_PREFIX}fit_seconds is {fs!r}, not a number of seconds; the file was altered: refit") from None
         return model
 
     # ------------------------------------------------------------------ results
