@@ -144,6 +144,38 @@ def test_a_phenomenological_fit_names_its_gain_w0_sq_not_the_learning_rate_gain(
     assert "learning rate and K_ref do not enter" in text
 
 
+def test_fit_json_and_no_progress_hide_pymcs_progress_messages_but_keep_its_warnings(
+    runs_file, tmp_path, capsys, caplog, monkeypatch
+):
+    # `fit --json` and `fit --no-progress` printed PyMC's "Initializing NUTS using
+    # jitter+adapt_diag...", "Sampling 2 chains ..." on stderr. Prior draws stand in for the
+    # posterior; the stand-in fit logs through PyMC's loggers as pm.sample does
+    import logging
+
+    import arviz as az
+
+    def fake_fit(self, runset, **kw):
+        log = logging.getLogger("pymc.sampling.mcmc")
+        log.info("Sampling 2 chains for 5 tune and 5 draw iterations")
+        log.warning("Only 5 samples per chain.")
+        self.idata = az.InferenceData(posterior=self.sample_prior_predictive(runset, samples=20, random_seed=1).prior)
+        self.fit_seconds = 0.0
+        return self.idata
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", fake_fit)
+    monkeypatch.setattr(GRPODynamicsModel, "save", lambda self, path, overwrite=False: path)
+    caplog.set_level(logging.DEBUG)
+    for flags, shown in (([], True), (["--no-progress"], False), (["--json"], False)):
+        caplog.clear()
+        assert main(["fit", str(runs_file), "-o", str(tmp_path / "f.nc"), *flags]) == 0
+        capsys.readouterr()
+        pymc_lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("pymc")]
+        assert (logging.WARNING, "Only 5 samples per chain.") in pymc_lines, (flags, pymc_lines)
+        infos = [m for level, m in pymc_lines if level < logging.WARNING]
+        assert bool(infos) is shown, (flags, infos)
+    assert logging.getLogger("pymc").getEffectiveLevel() <= logging.INFO  # restored after the fit
+
+
 def test_fit_strict_exits_non_zero_when_the_fit_did_not_converge_and_still_writes_it(runs_file, tmp_path, capsys, monkeypatch):
     # an unconverged fit exited 0 like a converged one: a script or pipeline could not tell them
     # apart without parsing the text. Prior draws stand in for the posterior (one chain: R-hat

@@ -441,6 +441,37 @@ def add_overwrite_flag(
     parser.add_argument("--overwrite", action="store_true", help=f"{help} (default: refuse)")
 
 
+#: PyMC's logger, whose INFO lines ("Initializing NUTS using jitter+adapt_diag...",
+#: "Multiprocess sampling (2 chains in 2 jobs)", "Sampling 2 chains ... took 67 seconds")
+#: say what the sampler is doing, and whose WARNING lines say something is off.
+PYMC_LOGGER = "pymc"
+
+
+@contextlib.contextmanager
+def sampler_messages(shown: bool) -> Iterator[None]:
+    """PyMC's progress messages (its INFO lines) as ``shown`` says; its warnings are kept either way.
+
+    Every verb that samples (``fit``, ``invariance``, ``report``, ``demo``) hides them under
+    ``--json`` and, where it has one, ``--no-progress``, as it hides the progress bar: ``fit
+    --json`` and ``fit --no-progress`` printed "Auto-assigning NUTS sampler...", "Sampling 2
+    chains ..." on stderr. ``compare`` makes its fits quiet itself
+    (:func:`bayes_grpo.predict.compare.fit_law`)."""
+    if shown:
+        yield
+        return
+    import logging
+
+    import pymc  # noqa: F401  (its import sets the logger to INFO: done before the level is set here)
+
+    logger = logging.getLogger(PYMC_LOGGER)
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 @contextlib.contextmanager
 def naming_the_run_set(path: object) -> Iterator[None]:
     """Re-raise a :class:`~bayes_grpo.runset.RunSetError` (a run set the model cannot take: a

@@ -20,6 +20,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
     read_json_object,
+    sampler_messages,
     show_progress,
     spelled_like,
     with_hyperparameter_defaults,
@@ -86,7 +87,7 @@ def register(subparsers) -> None:
     )
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
-    add_progress_flag(p, "the sampling progress bar")
+    add_progress_flag(p, "the sampling progress bar and PyMC's progress messages (its warnings are kept)")
     p.add_argument(
         "--strict",
         action="store_true",
@@ -206,7 +207,8 @@ def run_fit(args: argparse.Namespace) -> int:
             print(f"bayes-grpo fit: note: {unstable_run_note(run_id, summary)}", file=sys.stderr)
         if long_runs:
             print(f"bayes-grpo fit: note: {long_runs}", file=sys.stderr)
-    with naming_the_run_set(args.runs):
+    progress = show_progress(args)
+    with naming_the_run_set(args.runs), sampler_messages(progress):
         model.fit(
             runset,
             draws=args.draws,
@@ -214,7 +216,7 @@ def run_fit(args: argparse.Namespace) -> int:
             chains=args.chains,
             random_seed=args.seed,
             sampler=args.sampler,
-            progressbar=show_progress(args),
+            progressbar=progress,
             target_accept=args.target_accept,
             max_treedepth=args.max_treedepth,
         )

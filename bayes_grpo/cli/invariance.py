@@ -8,12 +8,15 @@ import sys
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
     add_json_flag,
+    add_progress_flag,
     naming_the_run_set,
     non_negative_int,
     positive_float,
     positive_int,
     print_json,
     print_table,
+    sampler_messages,
+    show_progress,
     spelled_like,
     with_hyperparameter_defaults,
 )
@@ -102,11 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # -1 was taken, then failed after the H0 model was built and compiled, as "marginal likelihood
     # of H0 (...): Setting random_seed = -1 is not allowed"
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="hide the sampling progress (a line and PyMC's progress bar per fit, on stderr; hidden with --json too)",
-    )
+    add_progress_flag(p, "the sampling progress (a line and PyMC's progress bar and messages per fit)")
     add_hyperparameter_defaults_flag(p)
     add_json_flag(p)
     p.set_defaults(func=_run)
@@ -119,7 +118,9 @@ def _run(args: argparse.Namespace) -> int:
     ds = load_runset(args.runset)
     config = {"group_offset_sigma": args.offset_sigma} if args.offset_sigma is not None else None
     config = with_hyperparameter_defaults(config, args.defaults)
-    with naming_the_run_set(args.runset):
+    # as `fit` and `compare` show their sampling: not under --no-progress or --json
+    shown = show_progress(args)
+    with naming_the_run_set(args.runset), sampler_messages(shown):
         result = invariance_check(
             ds,
             model_config=config,
@@ -133,10 +134,9 @@ def _run(args: argparse.Namespace) -> int:
             smc_chains=args.smc_chains,
             sd_method=args.sd_method,
             random_seed=args.seed,
-            # as `fit` and `compare` show their sampling: not under --no-progress or --json
-            progress=None
-            if args.no_progress or args.json
-            else (lambda line: print(f"bayes-grpo invariance: {line}", file=sys.stderr, flush=True)),
+            progress=(lambda line: print(f"bayes-grpo invariance: {line}", file=sys.stderr, flush=True))
+            if shown
+            else None,
         )
     if args.json:
         print_json(result.to_dict())

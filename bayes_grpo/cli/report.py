@@ -15,6 +15,7 @@ from bayes_grpo.cli._common import (
     non_negative_int,
     positive_int,
     print_json,
+    sampler_messages,
 )
 
 
@@ -98,24 +99,26 @@ def _report(args: argparse.Namespace) -> int:
         runset = load_runset(args.runs)
     load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
     verdicts: list[dict] = []  # what each section concludes, as the HTML shows it
-    path = report_from_posterior(
-        args.posterior,
-        args.output,
-        runset=runset,
-        diagnose=not args.no_diagnose,
-        stability=not args.no_stability,
-        invariance=args.invariance,
-        compare=args.compare,
-        predictions=args.prediction,
-        title=args.title,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
-        seed=args.seed,
-        overwrite=args.overwrite,
-        posterior_warnings=load_notes,
-        verdicts=verdicts,
-    )
+    # the sampled stages: PyMC's progress messages not under --json (no PyMC import without them)
+    with sampler_messages(not (args.json and (args.invariance or args.compare))):
+        path = report_from_posterior(
+            args.posterior,
+            args.output,
+            runset=runset,
+            diagnose=not args.no_diagnose,
+            stability=not args.no_stability,
+            invariance=args.invariance,
+            compare=args.compare,
+            predictions=args.prediction,
+            title=args.title,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            seed=args.seed,
+            overwrite=args.overwrite,
+            posterior_warnings=load_notes,
+            verdicts=verdicts,
+        )
     if args.json:
         # as `predict` / `stability` / `phase-diagram --json` give them: they were on stderr only;
         # and the report's verdicts (it printed the path alone: the HTML had to be opened to
@@ -133,9 +136,10 @@ def _demo(args: argparse.Namespace) -> int:
         raise FileExistsError(f"{args.out}: --out is a file; give a folder")
     check_output_paths({"--out": [args.out / name for name in DEMO_OUTPUTS]}, overwrite=args.overwrite)
     say = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    result = run_demo(
-        args.out, data_dir=args.data, fast=args.fast, seed=args.seed, progress=say, overwrite=args.overwrite
-    )
+    with sampler_messages(not args.json):
+        result = run_demo(
+            args.out, data_dir=args.data, fast=args.fast, seed=args.seed, progress=say, overwrite=args.overwrite
+        )
     if args.json:
         print_json(
             {
