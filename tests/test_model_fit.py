@@ -450,6 +450,31 @@ def test_pymcs_overflow_at_a_leapfrog_past_the_stability_threshold_is_not_printe
     assert shown == ["overflow encountered in exp"], shown
 
 
+def test_pytensors_blas_warning_is_not_printed_by_a_fit_whose_log_density_needs_no_blas(sim_runset, monkeypatch):
+    # a state-space fit (`fit rag.nc --likelihood state-space --json`) printed PyTensor's "could
+    # not link to a BLAS installation. Operations that might benefit from BLAS will be severely
+    # degraded ..." (five lines on stderr), raised by a sparse rewrite that reads the BLAS flags
+    # while it compiles the model, whose graphs hold no BLAS operation
+    # (test_the_models_log_densities_need_no_blas). A stand-in pm.sample raises it from PyTensor
+    import warnings
+
+    import arviz as az
+    import pymc
+
+    prior = GRPODynamicsModel().sample_prior_predictive(sim_runset, samples=20, random_seed=1).prior
+
+    def fake_sample(**kw):
+        for text in ("PyTensor could not link to a BLAS installation. Operations ...", "another PyTensor warning"):
+            warnings.warn_explicit(text, UserWarning, "cmodule.py", 2986, module="pytensor.link.c.cmodule")
+        return az.InferenceData(posterior=prior)
+
+    monkeypatch.setattr(pymc, "sample", fake_sample)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        GRPODynamicsModel().fit(sim_runset, draws=20, tune=20, chains=1)
+    assert [str(w.message) for w in seen if "PyTensor" in str(w.message)] == ["another PyTensor warning"]
+
+
 @pytest.mark.parametrize(
     ("setting", "message"),
     [

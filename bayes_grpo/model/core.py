@@ -14,13 +14,14 @@ from those without refitting and refuses a file whose hash or version does not m
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import numbers
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -383,23 +384,12 @@ class GRPODynamicsModel:
         n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
         start = time.perf_counter()
         if sc["sampler"] == "nutpie":
-            idata = _sample_nutpie(model, sc, n_cores)
+            with _sampler_warnings_filtered():
+                idata = _sample_nutpie(model, sc, n_cores)
         else:
             import pymc as pm
 
-            with model, warnings.catch_warnings():
-                # PyMC's leapfrog at a point past the oscillator's stability threshold: the
-                # trajectory is kept finite there (GRID_STATE_BOUND), so the log density is a
-                # huge finite misfit (~ -1e178 at log K 7.5 above a 3000-step run set's start)
-                # with a gradient as large, the momentum overflows in PyMC's kinetic energy
-                # (quadpotential.velocity_energy: "RuntimeWarning: overflow encountered in dot",
-                # at the start of long or weakly identified fits) and NUTS marks that
-                # transition divergent. Nothing is hidden: after tuning such transitions are
-                # the divergences, and a chain that stays there the stuck chains, of the
-                # convergence check; in tuning they are the step size being found.
-                warnings.filterwarnings(
-                    "ignore", message="overflow encountered in dot", category=RuntimeWarning, module=r"pymc\.step_methods"
-                )
+            with model, _sampler_warnings_filtered():
                 idata = pm.sample(
                     draws=int(sc["draws"]),
                     tune=int(sc["tune"]),
@@ -1224,6 +1214,35 @@ def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int], 
     rng = np.random.default_rng(np.random.SeedSequence(int(random_seed), spawn_key=(_RUN_OFFSET_STREAM,)))
     tau = np.asarray(post["initial_reward_run_sd"].values, dtype=float).reshape(shape)
     return tau * np.sqrt(1.0 + 1.0 / max(int(n_runs), 1)) * rng.standard_normal(shape)
+
+
+@contextlib.contextmanager
+def _sampler_warnings_filtered() -> Iterator[None]:
+    """Two warnings of the libraries a fit runs that say nothing about the fit, not printed.
+
+    * PyMC's "RuntimeWarning: overflow encountered in dot" (``quadpotential.velocity_energy``,
+      at the start of long or weakly identified fits): a leapfrog step past the oscillator's
+      stability threshold, where the trajectory is kept finite (``GRID_STATE_BOUND``), so the
+      log density is a huge finite misfit (~ -1e178 at log K 7.5 above a 3000-step run set's
+      start) with a gradient as large; the momentum overflows in the kinetic energy and NUTS
+      marks the transition divergent. Nothing is hidden: after tuning such transitions are the
+      divergences, and a chain that stays there the stuck chains, of the convergence check; in
+      tuning they are the step size being found.
+    * PyTensor's "could not link to a BLAS installation ... severely degraded" (a pip install):
+      the model's log densities hold no BLAS operation
+      (``test_the_models_log_densities_need_no_blas``); the warning comes from a rewrite of
+      PyTensor's sparse module that reads the BLAS flags while it matches ``z - alpha * x``
+      (state-space and phenomenological fits printed it), not from anything the fit runs.
+
+    Forked chains inherit the filters."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="overflow encountered in dot", category=RuntimeWarning, module=r"pymc\.step_methods"
+        )
+        warnings.filterwarnings(
+            "ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning, module=r"pytensor\."
+        )
+        yield
 
 
 def _sample_nutpie(model, sc: dict[str, Any], cores: int) -> az.InferenceData:
