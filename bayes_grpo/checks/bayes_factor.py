@@ -169,13 +169,10 @@ def quiet_pymc(quiet: bool = True) -> Iterator[None]:
     if not quiet:
         yield
         return
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
+    from bayes_grpo.model.core import pymc_messages_at
+
+    with pymc_messages_at(logging.CRITICAL + 1):
         yield
-    finally:
-        logger.setLevel(level)
 
 
 def smc_evidence(

@@ -441,12 +441,6 @@ def add_overwrite_flag(
     parser.add_argument("--overwrite", action="store_true", help=f"{help} (default: refuse)")
 
 
-#: PyMC's logger, whose INFO lines ("Initializing NUTS using jitter+adapt_diag...",
-#: "Multiprocess sampling (2 chains in 2 jobs)", "Sampling 2 chains ... took 67 seconds")
-#: say what the sampler is doing, and whose WARNING lines say something is off.
-PYMC_LOGGER = "pymc"
-
-
 @contextlib.contextmanager
 def sampler_messages(shown: bool) -> Iterator[None]:
     """PyMC's progress messages (its INFO lines) as ``shown`` says; its warnings are kept either way.
@@ -461,15 +455,10 @@ def sampler_messages(shown: bool) -> Iterator[None]:
         return
     import logging
 
-    import pymc  # noqa: F401  (its import sets the logger to INFO: done before the level is set here)
+    from bayes_grpo.model.core import pymc_messages_at
 
-    logger = logging.getLogger(PYMC_LOGGER)
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))
-    try:
+    with pymc_messages_at(logging.WARNING):
         yield
-    finally:
-        logger.setLevel(level)
 
 
 @contextlib.contextmanager

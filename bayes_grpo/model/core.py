@@ -1216,6 +1216,33 @@ def _new_run_offset(post: xr.Dataset, random_seed: int, shape: tuple[int, int], 
     return tau * np.sqrt(1.0 + 1.0 / max(int(n_runs), 1)) * rng.standard_normal(shape)
 
 
+#: PyMC's logger, whose INFO lines ("Initializing NUTS using jitter+adapt_diag...",
+#: "Multiprocess sampling (2 chains in 2 jobs)", "Sampling 2 chains ... took 67 seconds")
+#: say what the sampler is doing, and whose WARNING lines say something is off.
+PYMC_LOGGER = "pymc"
+
+
+@contextlib.contextmanager
+def pymc_messages_at(level: int) -> Iterator[None]:
+    """PyMC's log lines (logger ``pymc`` and its children) below ``level`` held for the block.
+
+    The one place the package quiets PyMC: ``logging.WARNING`` drops its progress messages and
+    keeps its warnings (the CLI's :func:`bayes_grpo.cli._common.sampler_messages`),
+    ``logging.CRITICAL + 1`` drops everything (``pm.sample_smc``, which has no ``quiet=``:
+    :func:`bayes_grpo.checks.bayes_factor.quiet_pymc`)."""
+    import logging
+
+    import pymc  # noqa: F401  (its import sets the logger to INFO: done before the level is set here)
+
+    logger = logging.getLogger(PYMC_LOGGER)
+    before = logger.level
+    logger.setLevel(max(before, level))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
 @contextlib.contextmanager
 def _sampler_warnings_filtered() -> Iterator[None]:
     """Two warnings of the libraries a fit runs that say nothing about the fit, not printed.
