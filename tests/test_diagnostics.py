@@ -808,15 +808,21 @@ def test_policy_concentration_not_flagged_when_entropy_follows_reward(case):
     assert res.passed is True, res.summary
 
 
+def _rose_before_its_entropy_fell(rng) -> pd.DataFrame:
+    """200 steps of a reward that rises from 0.2 to its plateau 0.7 (time scale 10 steps) before
+    the entropy falls to 0.4 of its start (time scale 60): no concentration."""
+    t = np.arange(200)
+    reward = 0.2 + 0.5 * (1 - np.exp(-t / 10)) + 0.02 * rng.standard_normal(200)
+    entropy = (0.4 + 0.6 * np.exp(-t / 60)) * np.exp(0.02 * rng.standard_normal(200))
+    return pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+
+
 def test_a_posterior_plateau_on_the_far_side_of_the_start_is_not_this_runs_plateau():
     # a run that rose to its plateau before the entropy fell (not concentration), given the
     # plateau draws of a posterior of other runs lying below its start: "policy concentration
     # detected: ... while the reward had covered -68% of its way to the plateau"
     rng = np.random.default_rng(0)
-    t = np.arange(200)
-    reward = 0.2 + 0.5 * (1 - np.exp(-t / 10)) + 0.02 * rng.standard_normal(200)
-    entropy = (0.4 + 0.6 * np.exp(-t / 60)) * np.exp(0.02 * rng.standard_normal(200))
-    frame = pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+    frame = _rose_before_its_entropy_fell(rng)
     kw = {"run_id": "r", "config": FAST.concentration, "common": FAST.common}
     own = policy_concentration(frame, **kw)
     below = policy_concentration(frame, **kw, plateau_draws=rng.normal(0.1, 0.01, 400))
@@ -832,10 +838,8 @@ def test_a_posterior_plateau_no_success_rate_can_reach_is_not_this_runs_plateau(
     # reward: with it, every one of them "had covered 3% of its way to the plateau" when its
     # entropy fell
     rng = np.random.default_rng(0)
-    t = np.arange(200)
-    reward = np.clip(0.2 + 0.5 * (1 - np.exp(-t / 10)) + 0.02 * rng.standard_normal(200), 0, 1)
-    entropy = (0.4 + 0.6 * np.exp(-t / 60)) * np.exp(0.02 * rng.standard_normal(200))
-    frame = pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+    frame = _rose_before_its_entropy_fell(rng)
+    assert frame["reward"].between(0, 1).all()
     kw = {"run_id": "r", "config": FAST.concentration, "common": FAST.common}
     own = policy_concentration(frame, **kw)
     beyond = policy_concentration(frame, **kw, plateau_draws=rng.normal(3.44, 0.3, 400))

@@ -429,25 +429,37 @@ def test_pymcs_overflow_at_a_leapfrog_past_the_stability_threshold_is_not_printe
     # of ~ -1e178 and a gradient as large, overflows the kinetic energy; NUTS marks the
     # transition divergent, and the convergence check reports such transitions after tuning.
     # A stand-in pm.sample raises it from PyMC's module, beside a warning that must still show
+    seen = _warnings_of_a_fit_whose_sampler_warns(
+        sim_runset,
+        monkeypatch,
+        ("overflow encountered in dot", "overflow encountered in exp"),
+        RuntimeWarning,
+        "pymc.step_methods.hmc.quadpotential",
+    )
+    shown = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+    assert shown == ["overflow encountered in exp"], shown
+
+
+def _warnings_of_a_fit_whose_sampler_warns(sim_runset, monkeypatch, texts, category, module):
+    """The warnings a fit of ``sim_runset`` lets through when a stand-in ``pm.sample`` warns each
+    of ``texts`` as ``category`` from ``module`` (and returns prior draws as the posterior)."""
     import warnings
 
     import arviz as az
     import pymc
 
-    model = GRPODynamicsModel()
     prior = GRPODynamicsModel().sample_prior_predictive(sim_runset, samples=20, random_seed=1).prior
 
     def fake_sample(**kw):
-        for text in ("overflow encountered in dot", "overflow encountered in exp"):
-            warnings.warn_explicit(text, RuntimeWarning, "quadpotential.py", 316, module="pymc.step_methods.hmc.quadpotential")
+        for text in texts:
+            warnings.warn_explicit(text, category, f"{module.rsplit('.', 1)[-1]}.py", 1, module=module)
         return az.InferenceData(posterior=prior)
 
     monkeypatch.setattr(pymc, "sample", fake_sample)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        model.fit(sim_runset, draws=20, tune=20, chains=1)
-    shown = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
-    assert shown == ["overflow encountered in exp"], shown
+        GRPODynamicsModel().fit(sim_runset, draws=20, tune=20, chains=1)
+    return seen
 
 
 def test_pytensors_blas_warning_is_not_printed_by_a_fit_whose_log_density_needs_no_blas(sim_runset, monkeypatch):
@@ -456,22 +468,13 @@ def test_pytensors_blas_warning_is_not_printed_by_a_fit_whose_log_density_needs_
     # degraded ..." (five lines on stderr), raised by a sparse rewrite that reads the BLAS flags
     # while it compiles the model, whose graphs hold no BLAS operation
     # (test_the_models_log_densities_need_no_blas). A stand-in pm.sample raises it from PyTensor
-    import warnings
-
-    import arviz as az
-    import pymc
-
-    prior = GRPODynamicsModel().sample_prior_predictive(sim_runset, samples=20, random_seed=1).prior
-
-    def fake_sample(**kw):
-        for text in ("PyTensor could not link to a BLAS installation. Operations ...", "another PyTensor warning"):
-            warnings.warn_explicit(text, UserWarning, "cmodule.py", 2986, module="pytensor.link.c.cmodule")
-        return az.InferenceData(posterior=prior)
-
-    monkeypatch.setattr(pymc, "sample", fake_sample)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        GRPODynamicsModel().fit(sim_runset, draws=20, tune=20, chains=1)
+    seen = _warnings_of_a_fit_whose_sampler_warns(
+        sim_runset,
+        monkeypatch,
+        ("PyTensor could not link to a BLAS installation. Operations ...", "another PyTensor warning"),
+        UserWarning,
+        "pytensor.link.c.cmodule",
+    )
     assert [str(w.message) for w in seen if "PyTensor" in str(w.message)] == ["another PyTensor warning"]
 
 
