@@ -170,6 +170,17 @@ def test_prior_from_runs_centres_on_the_population():
     assert abs(prior.mean[2] - np.log(0.04)) < 0.3
 
 
+def test_a_run_based_priors_source_counts_its_runs_once_and_says_which_were_not_fitted():
+    # 'forecast --run ...' said "7 other runs of the same LLM (7 runs, empirical Bayes ...)"
+    rng = np.random.default_rng(9)
+    runs = [(STEPS, _run(u, rng)[1]) for u in _population(rng, 3)]
+    prior = prior_from_runs(runs, source="3 other runs", kind="gaussian")
+    assert prior.source.startswith("3 other runs (empirical Bayes")
+    short = (STEPS[:2], runs[0][1][:2])  # 2 finite steps: not fitted
+    prior = prior_from_runs([*runs, short], source="4 other runs", kind="gaussian")
+    assert prior.source.startswith("4 other runs (3 of 4 fitted, empirical Bayes")
+
+
 def test_too_few_steps_is_a_clear_error():
     with pytest.raises(ForecastError, match="at least 3"):
         forecast_run([0.0, 1.0], [0.1, 0.2], STEPS)
@@ -1944,3 +1955,18 @@ def _four_runs_of_one_llm():
         _, y = _run(u, rng)
         curves[f"r{i}"] = pd.DataFrame({"reward": y[: steps.size]}, index=steps)
     return make_runset(curves, {k: {"model": "m"} for k in curves})
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e6"])
+def test_cli_forecast_refuses_a_horizon_that_is_no_step_count_by_its_flag(value, capsys):
+    # `--horizon` took a Python int: "-5" went on to the forecast's own check, "1e6" read as
+    # "invalid int value"; it is a positive whole number of steps as --steps is
+    from bayes_grpo.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["forecast", "missing.nc", "--run", "r", "--upto", "10", "--horizon", value])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --horizon" in err and (
+        f"must be at least 1, got '{value}'" in err or f"not a whole number: '{value}'" in err
+    ), err

@@ -1075,7 +1075,9 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_by_name(flag, value, c
 @pytest.mark.parametrize(
     ("flag", "value", "need"),
     [("--lr", "0", "above 0"), ("--lr", "-1", "above 0"), ("--group-size", "0", "above 0"),
-     ("--group-size", "-3", "above 0"), ("--k-ref", "-1", "0 or more")],
+     ("--group-size", "-3", "above 0"), ("--k-ref", "-1", "0 or more"),
+     # was "observation_lag must be a whole number of steps >= 0, got -2.0"
+     ("--observation-lag", "-2", "0 or more")],
 )
 def test_a_setting_out_of_its_range_is_refused_by_its_flag_before_the_posterior_is_read(flag, value, need, capsys):
     # `predict models/tiny.nc --lr -1 ...` read the posterior, printed its warnings, and then said

@@ -100,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--observation-lag",
-        type=finite_float,
+        type=non_negative_int,  # -2 was refused as "observation_lag must be ...", naming no flag
         default=None,
         help=(
             "steps by which the logged reward trails the policy under the recursion (default: read "
@@ -154,7 +154,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument(
         "--horizon",
-        type=int,
+        type=positive_int,
         default=None,
         help="forecast up to this step (default: the run's last logged step, or 2x --upto when the run ends there)",
     )

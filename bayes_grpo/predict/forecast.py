@@ -795,7 +795,10 @@ def prior_from_runs(
     widen = max(RUN_PRIOR_LOG_SIGMA_SD / sd[4], 1.0)
     cov[4, :] *= widen
     cov[:, 4] *= widen
-    label = f"{source} ({_counted(len(modes), 'run')}, empirical Bayes"
+    # the runs fitted, when some given were left out ("7 other runs of the same LLM (7 runs, ..."
+    # said the count twice)
+    fitted = "" if len(modes) == len(runs) else f"{len(modes)} of {len(runs)} fitted, "
+    label = f"{source} ({fitted}empirical Bayes"
     if n_retimed:
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
