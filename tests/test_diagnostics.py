@@ -1881,6 +1881,20 @@ def test_a_run_without_an_evaluation_names_its_reward_components_and_not_metrics
     assert res.passed is False, res.summary
 
 
+def test_the_interval_of_a_clip_ratio_stays_within_0_and_1():
+    # three clipped steps in 300: the bootstrap replicates, shifted to the estimate, gave the
+    # largest windowed clip ratio an interval "[-0.00222, 0.0129]", below any share
+    cfg = dataclasses.replace(FAST.instability, fit_oscillation=False)
+    frame = _plateau_run(300)
+    rng = np.random.default_rng(7)
+    clip = np.zeros(300)
+    clipped = rng.integers(0, 300, 3)
+    clip[clipped] = rng.uniform(0.2, 0.5, 3)
+    frame["clip_ratio"] = clip
+    sig = _signal(instability(frame, run_id="r", config=cfg, common=FAST.common), "sustained clipping")
+    assert 0.0 <= sig["lower"] <= sig["value"] <= sig["upper"] <= 1.0, sig
+
+
 def test_grad_norm_spikes_that_grow_more_frequent_are_instability():
     # a grad norm whose spikes (20-60x its level) go from 1 in 100 steps to 1 in 4 over the run
     # was "not detected": the medians of the growth statistic do not see spikes at all
@@ -1897,6 +1911,9 @@ def test_grad_norm_spikes_that_grow_more_frequent_are_instability():
     assert res.passed is False and sig["detected"] and sig["value"] <= 0.01, res.summary
     assert not _signal(res, "growth of grad norm")["detected"]
     assert 150 < res.values["onset_step"] < 300
+    # the statistic's name and its value apart ("... in the last 25% vs the first 0.0297" read
+    # as one phrase)
+    assert f"in the last 25% vs the first = {sig['value']:.3g}" in res.summary, res.summary
     # heavy-tailed but stationary spikes (1 in 20 steps throughout), and a grad norm that
     # falls to a hundredth late in the run with its ordinary jitter: no growing spikes
     steady = _plateau_run(n)

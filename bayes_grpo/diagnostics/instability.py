@@ -231,7 +231,7 @@ def detected_signals(
     ]
     onsets = [float(s["onset_step"]) for s in kept if s.get("onset_step") is not None]
     return (
-        [f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})" for s in kept],
+        [f"{s['signal']} ({s['metric']}: {s['statistic']} = {s['value']:.3g})" for s in kept],
         min(onsets) if onsets else None,
     )
 
@@ -330,6 +330,8 @@ def _growth_signal(
             rng=rng,
         )
         lo, hi = interval(boot, common.interval_prob, centre=value)
+        # a share: the replicates shifted to the estimate left "[-0.000348, 0.0202]" below 0
+        lo, hi = max(lo, 0.0), min(hi, 1.0)
         detected = bool(value >= cfg.clip_min_level and lo > 0.5 * cfg.clip_min_level)
         statistic, threshold = (
             f"largest mean clip ratio over {cfg.edge_fraction:.0%} of the run",
@@ -1041,7 +1043,7 @@ def instability(
     oscillation_only = False
     if detected:
         names = ", ".join(
-            f"{s['signal']} ({s['metric']}: {s['statistic']} {s['value']:.3g})"
+            f"{s['signal']} ({s['metric']}: {s['statistic']} = {s['value']:.3g})"
             for s in detected_signals
         )
         summary = f"instability detected: {names}; strength {fmt_interval(st)}" + (
@@ -1060,7 +1062,7 @@ def instability(
         summary = (
             "not detected: "
             + "; ".join(
-                f"{s['signal']} {s['statistic']} {s['value']:.3g}"
+                f"{s['signal']} {s['statistic']} = {s['value']:.3g}"
                 + (f" [{s['lower']:.3g}, {s['upper']:.3g}]" if np.isfinite(s["lower"]) else "")
                 + (
                     f" (posterior median {s[k]['median']:.3g} [{s[k]['interval'][0]:.3g}, {s[k]['interval'][1]:.3g}])"
