@@ -191,6 +191,8 @@ def test_invariance_is_not_assessable_with_a_single_group_size():
     ds = ds.assign_coords(group_size=("run", np.full(ds.sizes["run"], 8.0)))
     res = invariance.invariance_check(ds)
     assert res.passed is None and "Not assessable" in res.summary
+    # in words, not Python's dict ("({'toy': [8]})")
+    assert "no model was run at two or more group sizes (toy: G 8)." in res.summary
 
 
 def test_a_run_set_at_one_group_size_has_a_verdict_in_its_values_as_an_assessed_one():
@@ -210,7 +212,7 @@ def test_runs_of_unknown_group_size_and_model_are_named_when_not_assessable():
     ds = ds.assign_coords(group_size=("run", np.full(n, np.nan)), model=("run", np.full(n, "")))
     res = invariance.invariance_check(ds)
     assert res.passed is None and "{'': []}" not in res.summary
-    assert "'unknown-model': []" in res.summary
+    assert "(unknown-model: no run of known G)" in res.summary
     assert f"Group size unknown for {n} run(s) ({str(ds['run'].values[0])}" in res.summary
     assert res.values["runs_with_unknown_group_size"] == [str(r) for r in ds["run"].values]
 

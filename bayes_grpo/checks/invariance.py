@@ -92,6 +92,14 @@ def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[int | float]]:
     return out
 
 
+def group_sizes_text(by_model: dict[str, list[int | float]]) -> str:
+    """:func:`group_sizes_by_model` in words: ``toy: G 8; unknown-model: no run of known G``
+    (the summaries printed the dict, ``{'toy': [8], 'unknown-model': []}``)."""
+    return "; ".join(
+        f"{m}: G {', '.join(map(str, gs))}" if gs else f"{m}: no run of known G" for m, gs in by_model.items()
+    )
+
+
 def testable_llms(by_model: dict[str, list[int | float]]) -> list[str]:
     """The LLMs of :func:`group_sizes_by_model` run at two or more known G: the ones the test
     compares (the model's rule for which groups get ``H1`` offsets,
@@ -914,7 +922,7 @@ def invariance_check(
         return CheckResult(
             name="g_invariance",
             passed=None,
-            summary=f"Not assessable: no model was run at two or more group sizes ({by_model}).{note}",
+            summary=f"Not assessable: no model was run at two or more group sizes ({group_sizes_text(by_model)}).{note}",
             # "verdict" as in an assessed result (--json readers of values.verdict got a KeyError)
             values={
                 "verdict": "not assessable: no model was run at two or more known group sizes",
@@ -1322,7 +1330,7 @@ def leave_one_g_out(
     pairs += [(m, b, a) for m, a, b in list(pairs)]
     if not pairs:
         return CheckResult(
-            "leave_one_g_out", None, f"Not assessable: no model at two group sizes ({by_model})."
+            "leave_one_g_out", None, f"Not assessable: no model at two group sizes ({group_sizes_text(by_model)})."
         )
     import matplotlib
 
@@ -1409,6 +1417,7 @@ __all__ = [
     "PRIOR_SCALES",
     "AGREEMENT_TOL",
     "group_sizes_by_model",
+    "group_sizes_text",
     "testable_llms",
     "offset_names",
     "offset_draws",
