@@ -1970,3 +1970,29 @@ def test_cli_forecast_refuses_a_horizon_that_is_no_step_count_by_its_flag(value,
     assert "argument --horizon" in err and (
         f"must be at least 1, got '{value}'" in err or f"not a whole number: '{value}'" in err
     ), err
+
+
+def test_a_model_size_the_fit_cannot_use_is_said_in_the_priors_note_not_on_stderr_alone():
+    # `forecast runs.nc --run r0 --prior models/tiny.nc` of a run of another LLM of known size
+    # printed a bare "model_size = 1e+08 is not used: this fit has no regression ..." on stderr,
+    # naming no run, and the forecast's warnings and --json said nothing of it
+    import warnings
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bayes_grpo.model.core import UnusedModelSizeWarning
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    steps = np.arange(40)
+    reward = 0.8 - 0.6 * np.exp(-steps / 10.0)
+    coords = dict(model="other-llm", model_size=1e8, group_size=16, learning_rate=1e-3, momentum=0.9,
+                  momentum_convention="ema", k_ref=1)
+    runset = make_runset({"r0": pd.DataFrame({"reward": reward}, index=steps)}, {"r0": coords})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _, note = population_prior_for_run(runset, "r0", posterior=str(tiny), prefix=(steps[:20], reward[:20]))
+    assert not [w for w in seen if issubclass(w.category, UnusedModelSizeWarning)]
+    assert "the run's model_size = 1e+08 is not used: this fit has no regression" in note, note

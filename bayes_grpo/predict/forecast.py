@@ -50,11 +50,12 @@ optimiser from the previous mode as steps arrive.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -917,6 +918,27 @@ def phenomenological_setting_note(posterior: Any, coords: Mapping[str, Any], llm
     )
 
 
+@contextlib.contextmanager
+def _model_size_notes() -> Iterator[list[str]]:
+    """The fit's "model_size = ... is not used: ..." warnings of the block, as notes of the run's
+    prior (a list filled when the block ends); other warnings pass on. ``forecast --prior`` of a
+    run whose size the fit cannot use printed that bare line on stderr, naming no run, and it
+    was in neither the forecast's warnings nor its --json."""
+    from bayes_grpo.model.core import UnusedModelSizeWarning
+
+    notes: list[str] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnusedModelSizeWarning)
+            yield notes
+    finally:
+        for w in caught:
+            if issubclass(w.category, UnusedModelSizeWarning):
+                notes.append(f"the run's {w.message}")
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def population_prior_for_run(
     runset: xr.Dataset,
     run_id: str,
@@ -1020,15 +1042,16 @@ def population_prior_for_run(
                 outside_note = f"the prior is the fit's prediction at this run's setting ({'; '.join(outside)})"
                 note = "; ".join(n for n in (note, outside_note) if n)
         try:
-            prior = prior_from_posterior(
-                posterior,
-                model=llm,
-                model_size=size,
-                fallback=fallback,
-                label=label,
-                **kw,
-            )
-            return prior, note
+            with _model_size_notes() as unused:
+                prior = prior_from_posterior(
+                    posterior,
+                    model=llm,
+                    model_size=size,
+                    fallback=fallback,
+                    label=label,
+                    **kw,
+                )
+            return prior, "; ".join(n for n in (note, *unused) if n)
         except (ValueError, KeyError) as exc:
             if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
                 # its coefficient_draws(model=None) gives the fit's only LLM, plateau and noise
@@ -1039,12 +1062,15 @@ def population_prior_for_run(
                     f"fit{' ' + label if label else ''} has no prior ({exc}); use a mechanistic fit "
                     "(its population level), a fit of this LLM, or no --prior (the run-based prior)"
                 ) from None
-            prior = prior_from_posterior(
-                posterior, model=None, model_size=size, fallback=fallback, label=label, **kw
-            )
+            with _model_size_notes() as unused:
+                prior = prior_from_posterior(
+                    posterior, model=None, model_size=size, fallback=fallback, label=label, **kw
+                )
             return (
                 prior,
-                f"LLM {coords['model']!r} not usable in the fit ({exc}); prior: {prior.source}",
+                "; ".join(
+                    [f"LLM {coords['model']!r} not usable in the fit ({exc}); prior: {prior.source}", *unused]
+                ),
             )
     if not use_runs:
         return None, ""
