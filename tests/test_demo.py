@@ -256,8 +256,8 @@ def test_data_readme_names_the_runs_diagnose_flags_unstable_and_the_demo_leaves_
     flagged = flagged_by_diagnosis(results)
     assert sorted(flagged) == sorted([ladder[2], ladder[3], "g4_p32_lr0.001_k1_adamw_s2"])
     summary = {r.values["run"]: r.summary for r in results}
-    clip = {r: float(re.search(r"clip ratio over 25% of the run (\S+)\)", summary[r]).group(1)) for r in ladder[2:]}
-    growth = {r: float(re.search(r"grad_norm: late/early median ratio (\S+?)\)?[,;)]", summary[r]).group(1)) for r in (ladder[3], "g4_p32_lr0.001_k1_adamw_s2")}
+    clip = {r: float(re.search(r"clip ratio over 25% of the run = (\S+)\)", summary[r]).group(1)) for r in ladder[2:]}
+    growth = {r: float(re.search(r"grad_norm: late/early median ratio = (\S+?)\)?[,;)]", summary[r]).group(1)) for r in (ladder[3], "g4_p32_lr0.001_k1_adamw_s2")}
     text = " ".join((DATA.parent / "README.md").read_text().split())
     assert (
         f"`bayes-grpo diagnose` flags `K_ref = 4` (sustained clipping, clip ratio {clip[ladder[2]]:.2g} over a quarter "
