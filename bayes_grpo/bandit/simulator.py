@@ -73,7 +73,7 @@ from bayes_grpo.bandit.mean_field import (
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
-from bayes_grpo.dynamics.simulate import check_fits_in_memory
+from bayes_grpo.dynamics.simulate import check_fits_in_memory, whole_count
 from bayes_grpo.dynamics.stability import (
     MAX_ROOT_LAG,
     classify_regime,
@@ -511,9 +511,7 @@ def simulate_bandit(
     for label, value in (("seeds", seeds), ("steps", steps), ("n_prompts", n_prompts), ("seed", seed)):
         # steps=2.5 ran 2 steps and seeds=1.5 one seed, without a word (simulate_sde_runset
         # refuses them); NaN failed "cannot convert float NaN to integer"
-        whole = isinstance(value, int | np.integer | float | np.floating) and not isinstance(value, bool)
-        if not (whole and math.isfinite(value) and value == int(value)):
-            raise ValueError(f"{label} must be a whole number, got {value!r}")
+        whole_count(value, label)
     if int(seeds) < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     # torch's generator takes a 64-bit seed (a larger one was "Overflow when unpacking long

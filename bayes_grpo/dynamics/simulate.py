@@ -71,6 +71,17 @@ def check_fits_in_memory(
         )
 
 
+def whole_count(value: object, label: str) -> int:
+    """``value`` as an int when it is a finite whole number (an int, or a float such as ``10.0``;
+    not a bool), else ``ValueError`` naming ``label``: a count of steps, seeds or prompts of a
+    simulator (``steps=2.5`` ran 2 steps without a word, NaN failed "cannot convert float NaN to
+    integer")."""
+    number = isinstance(value, int | np.integer | float | np.floating) and not isinstance(value, bool)
+    if not (number and np.isfinite(value) and value == int(value)):
+        raise ValueError(f"{label} must be a whole number, got {value!r}")
+    return int(value)
+
+
 def _rng(seed) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
@@ -131,11 +142,8 @@ def simulate_recursion(
     # never left e0, without a word
     if not np.all(np.isfinite(lag)) or np.any(np.abs(lag - np.round(lag)) > 1e-9) or np.any(lag < 0):
         raise ValueError(f"k_ref must be a non-negative integer per run, got {np.unique(lag)[:5]}")
-    whole = isinstance(n_steps, int | np.integer | float | np.floating) and not isinstance(n_steps, bool)
-    if not (whole and np.isfinite(n_steps) and n_steps == int(n_steps)):
-        # 3.5 failed "'float' object cannot be interpreted as an integer", naming nothing
-        raise ValueError(f"n_steps must be a whole number, got {n_steps!r}")
-    n_steps = int(n_steps)
+    # 3.5 failed "'float' object cannot be interpreted as an integer", naming nothing
+    n_steps = whole_count(n_steps, "n_steps")
     if n_steps < 0:
         raise ValueError(f"n_steps must be >= 0, got {n_steps}")
     lag = np.round(lag).astype(np.int64)
@@ -504,13 +512,12 @@ def simulate_sde_runset(
         ("noise_g_exponent", [noise_g_exponent], None),
     ):
         _check_values(label, values, low)
-    for label, value in (("n_steps", n_steps), ("log_every", log_every), ("n_seeds", n_seeds)):
-        # n_steps=10.5 logged steps 0 .. 11 and wrote n_steps 10 in the truth; n_seeds=1.5 failed
-        # "'float' object cannot be interpreted as an integer"
-        whole = isinstance(value, (int, np.integer, float)) and not isinstance(value, bool)
-        if not (whole and np.isfinite(value) and value == int(value)):
-            raise ValueError(f"{label} must be a whole number, got {value!r}")
-    n_steps, log_every, n_seeds = int(n_steps), int(log_every), int(n_seeds)
+    # n_steps=10.5 logged steps 0 .. 11 and wrote n_steps 10 in the truth; n_seeds=1.5 failed
+    # "'float' object cannot be interpreted as an integer"
+    n_steps, log_every, n_seeds = (
+        whole_count(value, label)
+        for label, value in (("n_steps", n_steps), ("log_every", log_every), ("n_seeds", n_seeds))
+    )
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
     if log_every > n_steps:  # every run was its step 0 alone
@@ -796,6 +803,7 @@ __all__ = [
     "check_models",
     "check_fits_in_memory",
     "physical_memory",
+    "whole_count",
     "runset_truth",
     "truth_frame",
 ]
