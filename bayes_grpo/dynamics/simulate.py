@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,7 +78,8 @@ def whole_count(value: object, label: str) -> int:
     simulator (``steps=2.5`` ran 2 steps without a word, NaN failed "cannot convert float NaN to
     integer")."""
     number = isinstance(value, int | np.integer | float | np.floating) and not isinstance(value, bool)
-    if not (number and np.isfinite(value) and value == int(value)):
+    # math.isfinite: a Python int beyond 2**64 (a seed of 2**70) is no array element
+    if not (number and math.isfinite(value) and value == int(value)):
         raise ValueError(f"{label} must be a whole number, got {value!r}")
     return int(value)
 
