@@ -25,7 +25,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.bandit.mean_field import fixed_point
-from bayes_grpo.bandit.simulator import TRUTH_FORMAT, simulate_bandit
+from bayes_grpo.bandit.simulator import TRUTH_FORMAT, StepBar, simulate_bandit
 from bayes_grpo.checks.base import CheckResult, cell_edges
 from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
@@ -72,19 +72,7 @@ def sweep_k_ref(
     k_refs = [int(k) for k in k_refs]
     if not k_refs:
         raise ValueError("k_refs is empty")
-    bar = None
-
-    def step(n: int) -> None:
-        # the bar starts with the first step: a setting refused before it showed an empty bar
-        nonlocal bar
-        if bar is None:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(
-                total=int(steps), desc=f"bandit sweep ({len(k_refs) * int(seeds)} runs)", unit="step"
-            )
-        bar.update(n)
-
+    bar = StepBar(steps, f"bandit sweep ({len(k_refs) * int(seeds)} runs)")
     try:
         return simulate_bandit(
             k_ref=k_refs,
@@ -104,11 +92,10 @@ def sweep_k_ref(
             clip_eps=clip_eps,
             seed=seed,
             device=device,
-            progress=step if progress else None,
+            progress=bar if progress else None,
         )
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
 
 
 # ----------------------------------------------------------------------------- stiffness

@@ -428,6 +428,26 @@ def _check_finite_truth(grid, group_size: float, beta: float, fp, convention: st
             )
 
 
+class StepBar:
+    """A simulator's ``progress``: a tqdm bar over optimizer steps (on stderr) that appears with
+    the first step (a setting refused before it showed an empty "0/5" bar above the error).
+    :meth:`close` it when the simulation ends, whether or not it began."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self._bar = int(total), desc, None
+
+    def __call__(self, n: int) -> None:
+        if self._bar is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=self.total, desc=self.desc, unit="step")
+        self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 def simulate_bandit(
     *,
     k_ref: int | Sequence[int] = 1,
@@ -653,6 +673,7 @@ def simulate_bandit(
 
 __all__ = [
     "BANDIT_MODEL",
+    "StepBar",
     "TRUTH_FORMAT",
     "GRADIENTS",
     "LOGGED_METRICS",

@@ -274,6 +274,7 @@ def _clip(args: argparse.Namespace) -> float:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit import simulate_bandit
+    from bayes_grpo.bandit.simulator import StepBar
     from bayes_grpo.dynamics.schedule import SCHEDULES
     from bayes_grpo.runset import save_runset
 
@@ -284,17 +285,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             f"--lr-schedule {args.lr_schedule}: a schedule file gives rates for one --lr, got {args.lr!r}"
         )
     schedule, schedule_label = lr_schedule_from_args(args, float(rates[0]), args.steps)
-    bar = None
-
-    def step(n: int) -> None:
-        # the bar starts with the first step: a setting refused before it showed an empty bar
-        nonlocal bar
-        if bar is None:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=args.steps, unit="step", desc="bandit")
-        bar.update(n)
-
+    bar = StepBar(args.steps, "bandit")
     try:
         ds = simulate_bandit(
             k_ref=_values(args.k_ref, "--k-ref"),
@@ -314,13 +305,12 @@ def run_simulate(args: argparse.Namespace) -> int:
             gradient=args.gradient,
             seed=args.seed,
             device=args.device,
-            progress=step if show_progress(args) else None,
+            progress=bar if show_progress(args) else None,
             lr_multipliers=schedule,
             lr_schedule_label=schedule_label,
         )
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     path = save_runset(ds, args.output, overwrite=args.overwrite)
     info = {
         "output": str(path),
