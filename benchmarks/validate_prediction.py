@@ -9,7 +9,9 @@ share of steps inside, band width and RMSE of the posterior mean. Each predictio
 for every trajectory law (``continuous``: DESIGN.md's second-order expansion; ``recursion``:
 the exact lagged heavy-ball recursion with the logged reward ``L`` steps behind) and with and
 without the law-discrepancy term (estimated from the training fit only; see
-:mod:`bayes_grpo.predict.discrepancy`), so the effect of each is visible. The held-out truth
+:mod:`bayes_grpo.predict.discrepancy`), and the recursion with the bandit's PPO clip range
+(``+clip``: :mod:`bayes_grpo.dynamics.trust_region`, ``predict --clip-epsilon``; the default
+variant, saved and plotted, is ``recursion+clip+discrepancy``), so the effect of each is visible. The held-out truth
 is never used to choose anything.
 
     nice -n 19 .venv/bin/python benchmarks/validate_prediction.py \
@@ -66,7 +68,14 @@ VARIANTS: dict[str, dict[str, object]] = {
     "recursion": {"law": "recursion", "discrepancy": False},
     "recursion+discrepancy": {"law": "recursion", "discrepancy": True},
     "continuous+discrepancy": {"law": "continuous", "discrepancy": True},
+    # the bandit's PPO clip range given to the predictor (predict_run(clip_epsilon=...)), as
+    # `predict --clip-epsilon` takes a run's: bayes_grpo.dynamics.trust_region
+    "recursion+clip": {"law": "recursion", "discrepancy": False, "clip": True},
+    "recursion+clip+discrepancy": {"law": "recursion", "discrepancy": True, "clip": True},
 }
+#: The variant whose predictions are saved and plotted: what `predict` gives a run whose clip
+#: range is known.
+DEFAULT_VARIANT: str = "recursion+clip+discrepancy"
 
 
 def mean_band_score(pred, true_mean: np.ndarray) -> dict[str, float]:
@@ -325,6 +334,8 @@ def main() -> None:
             if loso is not None:
                 variants["recursion+loso_discrepancy"] = {"law": "recursion", "discrepancy": loso}
             for vname, variant in variants.items():
+                variant = dict(variant)
+                clip = {"clip_epsilon": setting["clip_eps"]} if variant.pop("clip", False) else {}
                 if isinstance(variant["discrepancy"], bool):
                     pred = predict_run(
                         model,
@@ -336,6 +347,7 @@ def main() -> None:
                         steps=steps,
                         model="softmax-bandit",
                         seed=args.seed,
+                        **clip,
                         **variant,  # type: ignore[arg-type]
                     )
                 else:  # a given discrepancy profile: predict_run's path with that profile
@@ -374,7 +386,7 @@ def main() -> None:
                 }
                 cres["variants"][vname] = v  # type: ignore[index]
                 rows.append((sname, cname, vname, v))
-                if vname == "recursion+discrepancy":
+                if vname == DEFAULT_VARIANT:
                     save_prediction(pred, out / f"{sname}_{cname}.nc", overwrite=True)
                     fig = plot_prediction(
                         pred,

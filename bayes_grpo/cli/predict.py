@@ -118,6 +118,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "misfit on the fit's own training runs)"
         ),
     )
+    p.add_argument(
+        "--clip-epsilon",
+        type=positive_float,
+        default=None,
+        help=(
+            "PPO clip range of the run (TRL's epsilon, 0.2 by default there): the recursion scales "
+            "the gradient by the share clipping leaves, reading the reward as a success rate in [0, 1] "
+            "(default: the linear law, no clipping); at a lag where the policy moves more than the "
+            "range within K_ref steps the linear law rises too fast"
+        ),
+    )
+    p.add_argument(
+        "--clip-epsilon-high",
+        type=positive_float,
+        default=None,
+        help="upper bound of an asymmetric clip range (TRL's epsilon_high; default: --clip-epsilon)",
+    )
     add_lr_schedule_args(p, what="the new run")
     _common_output_args(p)
     p.set_defaults(func=_run_predict)
@@ -270,6 +287,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         "upto_step",
         "law",
         "law_reason",
+        "clip_range",
         "observation_lag",
         "observation_lag_reason",
         "milestones_of",
@@ -288,6 +306,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
                 out["discrepancy_note"] = DISCREPANCY_AT_ZERO
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
+    if out.get("clip_range", "off") != "off":  # [eps_low, eps_high], stored as JSON text
+        out["clip_range"] = json.loads(out["clip_range"])
     if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)
         out["posterior_warnings"] = json.loads(out["posterior_warnings"])
     settings = json.loads(ds.attrs.get("settings", "{}"))
@@ -438,6 +458,8 @@ def _run_predict(args: argparse.Namespace) -> int:
         seed=args.seed,
         lr_schedule=schedule,
         lr_schedule_label=schedule_label,
+        clip_epsilon=args.clip_epsilon,
+        clip_epsilon_high=args.clip_epsilon_high,
     )
     _print_warnings(ds, args)
     _emit(ds, args)

@@ -37,6 +37,7 @@ from bayes_grpo.dynamics.coefficients import (
 )
 from bayes_grpo.dynamics.schedule import check_multipliers
 from bayes_grpo.dynamics.stability import classify_regime, exact_stable, spectral_radius
+from bayes_grpo.dynamics.trust_region import unclipped_share
 
 #: Format tag of ``ds.attrs["truth"]`` written by :func:`simulate_sde_runset`.
 TRUTH_FORMAT: str = "bayes_grpo.sde_truth/1"
@@ -100,6 +101,8 @@ def simulate_recursion(
     noise_sd=0.0,
     rng: np.random.Generator | int | None = None,
     lr_multipliers=None,
+    clip_range: tuple[float, float] | None = None,
+    plateau=None,
 ) -> np.ndarray:
     """Simulate the exact discrete lagged heavy-ball recursion for many runs at once.
 
@@ -132,6 +135,12 @@ def simulate_recursion(
         Optional ``(>= n_steps,)`` multipliers ``lr[n] / eta`` of the nominal rate per update
         (:func:`bayes_grpo.dynamics.schedule.lr_multipliers`), shared by all runs; None: a
         constant rate.
+    clip_range, plateau
+        PPO clipping of a success-rate reward: ``(eps_low, eps_high)``
+        (:func:`bayes_grpo.dynamics.trust_region.check_clip_range`) and the plateau ``p*`` per
+        run (the reward is ``p* + e``, a success probability); the gradient term ``-a e[n-L]``
+        is scaled by :func:`bayes_grpo.dynamics.trust_region.unclipped_share` of ``p* + e[n]``
+        and ``p* + e[n-L]``. None: the linear law.
 
     Returns
     -------
@@ -154,8 +163,19 @@ def simulate_recursion(
     out = np.empty((n_runs, n_steps + 1))
     out[:, 0] = e0
     scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
-    _advance_recursion(out, 0, a, mu, lag, np.zeros(n_runs), scale, sd, gen)
+    level = _clip_level(clip_range, plateau, n_runs)
+    _advance_recursion(out, 0, a, mu, lag, np.zeros(n_runs), scale, sd, gen, clip_range, level)
     return out
+
+
+def _clip_level(clip_range, plateau, n_runs: int) -> np.ndarray | None:
+    """The plateau ``p*`` per run that the clip's success probabilities ``p* + e`` need, or
+    None without clipping."""
+    if clip_range is None:
+        return None
+    if plateau is None:
+        raise ValueError("clip_range needs the plateau p* of each run (the reward is p* + e)")
+    return np.broadcast_to(np.asarray(plateau, dtype=float).reshape(-1), (n_runs,))
 
 
 def continue_recursion(
@@ -167,6 +187,8 @@ def continue_recursion(
     *,
     velocity: np.ndarray | None = None,
     lr_multipliers=None,
+    clip_range: tuple[float, float] | None = None,
+    plateau=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`simulate_recursion` (without noise) continued from its output ``err`` up to
     ``n_steps`` updates, with the same numbers as simulating from step 0 at once.
@@ -176,7 +198,7 @@ def continue_recursion(
     ``w[n_done - 1]`` on a schedule (returned by the previous call; None: 0, as at step 0).
     Returns ``(out, velocity)``: ``out`` ``(n_runs, n_steps + 1)``, its first columns ``err``,
     and the buffer to continue from (what ``predict``'s look past the horizon extends, rather than
-    simulating from step 0 at every look).
+    simulating from step 0 at every look). ``clip_range``, ``plateau``: as in :func:`simulate_recursion`.
     """
     err = np.asarray(err, dtype=float)
     a, mu, lag = np.broadcast_arrays(
@@ -191,13 +213,16 @@ def continue_recursion(
     out[:, : n_done + 1] = err
     scale = None if lr_multipliers is None else check_multipliers(lr_multipliers, n_steps)
     w = np.zeros(n_runs) if velocity is None else np.asarray(velocity, dtype=float).copy()
-    w = _advance_recursion(out, n_done, a, mu, lag, w, scale, np.zeros(n_runs), None)
+    level = _clip_level(clip_range, plateau, n_runs)
+    w = _advance_recursion(out, n_done, a, mu, lag, w, scale, np.zeros(n_runs), None, clip_range, level)
     return out, w
 
 
-def _advance_recursion(out, start, a, mu, lag, velocity, scale, sd, gen) -> np.ndarray:
+def _advance_recursion(out, start, a, mu, lag, velocity, scale, sd, gen, clip_range=None, level=None) -> np.ndarray:
     """Fill ``out[:, start + 1 :]`` by the recursion from ``out[:, : start + 1]`` (the one loop of
-    :func:`simulate_recursion` and :func:`continue_recursion`); returns the momentum buffer."""
+    :func:`simulate_recursion` and :func:`continue_recursion`); returns the momentum buffer. With
+    ``clip_range`` the gradient term is scaled by the share PPO clipping leaves
+    (:func:`bayes_grpo.dynamics.trust_region.unclipped_share`, success probabilities ``level + e``)."""
     n_runs = out.shape[0]
     rows = np.arange(n_runs)
     noisy = np.any(sd > 0)
@@ -205,10 +230,13 @@ def _advance_recursion(out, start, a, mu, lag, velocity, scale, sd, gen) -> np.n
     for n in range(start, out.shape[1] - 1):
         cur = out[:, n]
         lagged = out[rows, np.maximum(n - lag, 0)]  # e[m] = e0 for m <= 0
+        force = a * lagged
+        if clip_range is not None:
+            force = force * unclipped_share(level + cur, level + lagged, clip_range)
         if scale is None:
-            nxt = cur + mu * (cur - prev) - a * lagged
+            nxt = cur + mu * (cur - prev) - force
         else:
-            velocity = mu * velocity - a * lagged
+            velocity = mu * velocity - force
             nxt = cur + scale[n] * velocity
         if noisy:
             nxt = nxt + sd * gen.standard_normal(n_runs)

@@ -262,7 +262,11 @@ def estimate_discrepancy(
 
 
 def training_predictor_trajectories(
-    fitted: Any, *, law: str = "recursion", max_draws: int = 200
+    fitted: Any,
+    *,
+    law: str = "recursion",
+    max_draws: int = 200,
+    clip_range: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """What the predictor would say for each training run's own setting.
 
@@ -279,7 +283,9 @@ def training_predictor_trajectories(
     a prediction's mean does: a few such draws of one run (e.g. an SGD run of an LLM fitted
     with Adam runs) made its mean trajectory thousands of rewards, and the profile, pooled over
     the LLM's runs, widened every prediction's band to thousands; a run whose every draw
-    diverges has a NaN trajectory and gives the profile nothing.
+    diverges has a NaN trajectory and gives the profile nothing. ``clip_range``: the PPO clip range
+    the recursion simulates every training run with (that of the prediction: the training runs
+    are taken to have run with it; :mod:`bayes_grpo.dynamics.trust_region`), None: the linear law.
 
     Returns
     -------
@@ -341,7 +347,8 @@ def training_predictor_trajectories(
             rates = update_multipliers(runset, run_ids[i], int(steps.max())) if follow and steps.max() > 0 else None
             seen = observation_lag_of(str(runset["source"].sel(run=run_ids[i]).values), lag[i])
             traj = recursion_trajectories(
-                a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], observation_lag=seen, lr_multipliers=rates
+                a[:, i], mu[i], lag[i], steps, ps[:, i], r0[:, i], observation_lag=seen, lr_multipliers=rates,
+                clip_range=clip_range,
             )
             out[i] = stable_mean(traj, diverging_draws(a[:, i], None, law="recursion", momentum=mu[i], k_ref=lag[i]))
     else:
@@ -357,7 +364,11 @@ def training_predictor_trajectories(
 
 
 def discrepancy_from_model(
-    fitted: Any, *, model: str | None = None, law: str = "continuous"
+    fitted: Any,
+    *,
+    model: str | None = None,
+    law: str = "continuous",
+    clip_range: tuple[float, float] | None = None,
 ) -> DiscrepancyProfile:
     """Discrepancy profile of a fitted ``GRPODynamicsModel`` from its own training runs.
 
@@ -366,12 +377,13 @@ def discrepancy_from_model(
     posterior's gain for each run's setting, and the LLM-level plateau and initial reward a
     new run gets, so the run-to-run spread of the start and of the plateau counts as misfit
     too. Uses the runs of ``model`` when it is one of the fit's LLMs, else all runs
-    (scale-free units make them comparable).
+    (scale-free units make them comparable). ``clip_range``: the prediction's PPO clip range, with
+    which the recursion simulates the training runs too (None: the linear law).
     """
     runset = getattr(fitted, "runset", None)
     if runset is None or getattr(fitted, "idata", None) is None:
         raise ValueError("the fitted model carries no run set to estimate a discrepancy from")
-    curves, initial, plateau, used = training_predictor_trajectories(fitted, law=law)
+    curves, initial, plateau, used = training_predictor_trajectories(fitted, law=law, clip_range=clip_range)
     run_ids = [str(r) for r in fitted.idata.posterior["run"].values]
     summary = fitted.run_summary().loc[run_ids]
     keep = np.ones(len(run_ids), dtype=bool)
@@ -390,6 +402,8 @@ def discrepancy_from_model(
     )
     profile.extra["runs_from_model"] = model if keep.sum() < len(run_ids) else "all"
     profile.extra["law"] = used
+    if clip_range is not None and used == "recursion":
+        profile.extra["clip_range"] = list(clip_range)
     return profile
 
 

@@ -46,6 +46,7 @@ from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
 from bayes_grpo.dynamics.stability import exact_stable, is_whole
 from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.dynamics.trust_region import format_clip_range
 from bayes_grpo.predict.discrepancy import DiscrepancyProfile, add_discrepancy
 from bayes_grpo.predict.summary import (
     DEFAULT_HDI_PROBS,
@@ -190,6 +191,7 @@ def recursion_trajectories(
     *,
     observation_lag: float | None = None,
     lr_multipliers: np.ndarray | None = None,
+    clip_range: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """Mean reward trajectories of the exact lagged heavy-ball recursion, one per draw.
 
@@ -214,6 +216,10 @@ def recursion_trajectories(
     lr_multipliers
         Optional learning-rate schedule, ``lr[n] / eta`` per update (``a`` is the gain at
         ``eta``); None: a constant rate.
+    clip_range
+        PPO clip range ``(eps_low, eps_high)`` of a success-rate reward
+        (:mod:`bayes_grpo.dynamics.trust_region`): the gradient term is scaled by the share
+        clipping leaves; None: the linear law.
 
     Returns
     -------
@@ -231,8 +237,9 @@ def recursion_trajectories(
     r0 = np.asarray(initial, dtype=float).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         err = simulate_recursion(
-            a, float(momentum), float(k_ref), int(idx.max()), e0=r0 - ps, lr_multipliers=lr_multipliers
-        )
+            a, float(momentum), float(k_ref), int(idx.max()), e0=r0 - ps, lr_multipliers=lr_multipliers,
+            clip_range=clip_range, plateau=ps,
+        )  # fmt: skip
         return ps[:, None] + err[:, idx]
 
 
@@ -325,6 +332,7 @@ def trajectories_from_draws(
     observation_lag: float | None = None,
     discrepancy: DiscrepancyProfile | None = None,
     lr_multipliers: np.ndarray | None = None,
+    clip_range: tuple[float, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Mean and observed-reward trajectories ``(n_draws, n_steps)`` from coefficient draws.
 
@@ -333,7 +341,9 @@ def trajectories_from_draws(
     draws plus the law-discrepancy term and ``obs`` adds the noise to those; otherwise
     ``band`` is ``mean``. On a learning-rate schedule (``lr_multipliers``, ``lr[n] / eta``
     per update, the draws' gain at ``eta``) the recursion runs it update by update and the
-    continuous law is read on the schedule's clock (:func:`schedule_time`).
+    continuous law is read on the schedule's clock (:func:`schedule_time`). ``clip_range``: PPO
+    clipping under the recursion (:func:`recursion_trajectories`; not for a new LLM's normalised
+    progress, which is no success rate: :func:`clip_range_used`).
     """
     missing = [v for v in REQUIRED_DRAW_VARS if v not in draws]
     if missing:
@@ -357,6 +367,7 @@ def trajectories_from_draws(
             flat["initial_reward"],
             observation_lag=observation_lag,
             lr_multipliers=lr_multipliers,
+            clip_range=clip_range,
         )
     elif law == "continuous":
         clock = steps if lr_multipliers is None else schedule_time(steps, lr_multipliers)
@@ -565,6 +576,25 @@ def beyond_logged_rewards_warning(
     return head + "is not pinned by runs that end before approaching it" + tail
 
 
+def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> None:
+    """``ValueError`` when the fitted runs of ``model`` (all runs when it is not among them) logged
+    a reward outside ``[0, 1]``: the PPO clip law reads the reward as a success probability
+    (:mod:`bayes_grpo.dynamics.trust_region`), which such a reward is not."""
+    if runset is None or "reward" not in runset or "run" not in runset.dims:
+        return
+    runs = _model_runs(runset, model)
+    reward = runset["reward"].sel(run=runs)
+    outside = ((reward < 0) | (reward > 1)).any(STEP_DIM)
+    if bool(outside.any()):
+        bad = [str(r) for r in reward["run"].values[np.asarray(outside.values)]]
+        lo, hi = float(reward.min()), float(reward.max())
+        raise ValueError(
+            f"a PPO clip range (clip_epsilon) reads the reward as a success rate in [0, 1], but the "
+            f"fitted runs logged rewards in [{lo:.4g}, {hi:.4g}] ({len(bad)} run(s) outside [0, 1], e.g. "
+            f"{bad[0]!r}): leave the clip range out (the linear law) for such a reward"
+        )
+
+
 def _model_runs(runset: xr.Dataset, model: str | None) -> np.ndarray:
     """The fitted runs a prediction for ``model`` is compared with: those of that LLM, or all
     runs when ``model`` is None or not among them."""
@@ -621,6 +651,7 @@ def continued_trajectories(
     lr_multipliers: np.ndarray | None = None,
     skip: np.ndarray | None = None,
     shared: dict[str, Any] | None = None,
+    clip_range: tuple[float, float] | None = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """The mean trajectories of :func:`trajectories_from_draws`' draws ``traj`` at any steps, by
     the same ``law``: ``summarise_draws``' ``continuation``, which follows them past the horizon
@@ -634,7 +665,7 @@ def continued_trajectories(
     with the same numbers as simulating from step 0: the README's `predict models/tiny.nc --lr
     0.002 --momentum 0.9 --momentum-convention ema --k-ref 2 --group-size 16 --steps 300`
     re-simulated every look from step 0, for the mean and the policy apart, diverging draws
-    included (benchmarks/bench_predict_stop_step.py)."""
+    included (benchmarks/bench_predict_stop_step.py). ``clip_range``: as the draws were simulated."""
     n_draws = np.asarray(traj["plateau"]).size
     rows = np.ones(n_draws, dtype=bool) if skip is None else ~np.asarray(skip, dtype=bool).reshape(-1)
     state = {} if shared is None else shared
@@ -667,6 +698,7 @@ def continued_trajectories(
                     err, velocity = continue_recursion(
                         start, np.asarray(traj["a"], dtype=float).reshape(-1)[rows], float(momentum),
                         float(k_ref), need, velocity=state.get("velocity"), lr_multipliers=rates(need),
+                        clip_range=clip_range, plateau=ps,
                     )  # fmt: skip
                     state.update(err=err, velocity=velocity)
                 out[rows] = ps[:, None] + err[:, idx]
@@ -702,6 +734,33 @@ def schedule_beyond_note(lr_multipliers: np.ndarray | None, grid: np.ndarray, ds
     )
 
 
+def clip_range_used(
+    clip_range: tuple[float, float] | None, *, law: str, normalised: bool
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The PPO clip range a prediction can simulate with, and a warning when it cannot.
+
+    Clipping enters the recursion only (``law`` resolved, :func:`choose_law`): the continuous
+    law has no lagged behaviour policy whose ratios could leave the range. A new LLM's prediction
+    is normalised progress, not a success rate, so the ratios of success probabilities are
+    unknown. Returns ``(clip_range or None, note or None)``.
+    """
+    if clip_range is None:
+        return None, None
+    text = f"the PPO clip range {format_clip_range(clip_range)} is not used: "
+    if law != "recursion":
+        return None, text + (
+            f"the {law} law has no lagged behaviour policy for the clip's ratios (only the recursion "
+            "has); the trajectory is the linear law's, which a clipped run follows only while its "
+            "policy moves less than the range within K_ref steps"
+        )
+    if normalised:
+        return None, text + (
+            "a new LLM's prediction is normalised progress, not a success rate, so the success "
+            "probabilities whose ratios the clip bounds are unknown"
+        )
+    return clip_range, None
+
+
 def predict_from_draws(
     draws: xr.Dataset,
     *,
@@ -716,6 +775,7 @@ def predict_from_draws(
     seed: int = 0,
     attrs: dict[str, Any] | None = None,
     lr_multipliers: np.ndarray | None = None,
+    clip_range: tuple[float, float] | None = None,
 ) -> xr.Dataset:
     """Prediction dataset from ``coefficient_draws`` (see the module docstring).
 
@@ -741,6 +801,12 @@ def predict_from_draws(
     lr_multipliers
         Optional learning-rate schedule: ``lr[n] / eta`` for updates ``0 .. T - 1`` (at
         least), ``eta`` the rate of the draws, which the regime and P(unstable) describe.
+    clip_range
+        PPO clip range ``(eps_low, eps_high)`` of the setting
+        (:func:`bayes_grpo.dynamics.trust_region.check_clip_range`): under the recursion the
+        gradient is scaled by the share clipping leaves (:mod:`bayes_grpo.dynamics.trust_region`),
+        the reward read as a success rate; where it cannot be used (:func:`clip_range_used`) a
+        warning says why. None: the linear law.
     """
     rng = np.random.default_rng(seed)
     grid = horizon_steps(steps)
@@ -754,6 +820,8 @@ def predict_from_draws(
         k_ref=k_ref,
         steps=grid,
     )
+    normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
+    clip_range, clip_note = clip_range_used(clip_range, law=used, normalised=normalised)
     traj = trajectories_from_draws(
         draws,
         grid,
@@ -764,8 +832,8 @@ def predict_from_draws(
         observation_lag=observation_lag,
         discrepancy=discrepancy,
         lr_multipliers=lr_multipliers,
+        clip_range=clip_range,
     )
-    normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
     if parameterisation == "mechanistic":
         stab = stability_probabilities(traj["a"], momentum, k_ref)
     else:  # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting is not in it
@@ -776,7 +844,12 @@ def predict_from_draws(
         if normalised
         else "reward"
     )
-    law_attrs: dict[str, Any] = {"law": used, "law_reason": reason}
+    law_attrs: dict[str, Any] = {
+        "law": used,
+        "law_reason": reason,
+        # the clip range the trajectories were simulated with ("off": the linear law)
+        "clip_range": "off" if clip_range is None else json.dumps(list(clip_range)),
+    }
     policy = None
     if used == "recursion":
         lag = float(k_ref if observation_lag is None else observation_lag)
@@ -787,7 +860,7 @@ def predict_from_draws(
             # reward, 28 and 19 on the policy)
             policy = recursion_trajectories(
                 traj["a"], momentum, k_ref, grid, traj["plateau"], traj["initial_reward"],
-                observation_lag=0, lr_multipliers=lr_multipliers,
+                observation_lag=0, lr_multipliers=lr_multipliers, clip_range=clip_range,
             )  # fmt: skip
     law_attrs["milestones_of"] = milestones_of(float(law_attrs["observation_lag"]) if policy is not None else 0.0)
     if lr_multipliers is not None and used == "continuous":
@@ -826,16 +899,17 @@ def predict_from_draws(
         # (resumed from the errors simulated so far, shared by the two, diverging draws skipped)
         continuation=continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=observation_lag,
-            lr_multipliers=lr_multipliers, skip=diverging, shared=continued,
+            lr_multipliers=lr_multipliers, skip=diverging, shared=continued, clip_range=clip_range,
         ),
         policy_continuation=None if policy is None else continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=0, lr_multipliers=lr_multipliers,
-            skip=diverging, shared=continued,
+            skip=diverging, shared=continued, clip_range=clip_range,
         ),
     )  # fmt: skip
     note = schedule_beyond_note(lr_multipliers, grid, ds)
-    if note:
-        add_warnings(ds, [note])
+    notes = [n for n in (clip_note, note) if n]
+    if notes:
+        add_warnings(ds, notes)
     if lr_multipliers is not None:  # the rates predicted on, kept with the prediction
         update = np.floor(grid).astype(np.int64)
         rate = np.where(update < lr_multipliers.size, lr_multipliers[np.minimum(update, lr_multipliers.size - 1)], np.nan)
@@ -863,6 +937,8 @@ def predict_run(
     seed: int = 0,
     lr_schedule: np.ndarray | None = None,
     lr_schedule_label: str | None = None,
+    clip_epsilon: float | None = None,
+    clip_epsilon_high: float | None = None,
 ) -> xr.Dataset:
     """Predict a run with new hyperparameters from a fitted model or a saved posterior file.
 
@@ -901,6 +977,14 @@ def predict_run(
         update ``n = 0 .. T - 1`` (:func:`bayes_grpo.dynamics.schedule.lr_multipliers`), and
         how to name it in the settings. The coefficients, the regime and P(unstable) are
         then those of the schedule's peak rate; the trajectory follows the schedule.
+    clip_epsilon, clip_epsilon_high
+        PPO clip range of the run (TRL's ``epsilon``, 0.2 by default there, and ``epsilon_high``,
+        None: ``clip_epsilon``); None: the linear law of the paper. Under the recursion the
+        gradient is scaled by the share clipping leaves, the reward read as a success rate
+        (:mod:`bayes_grpo.dynamics.trust_region`): the fitted LLM's rewards must lie in
+        ``[0, 1]``. The discrepancy term's training runs are simulated with the same range
+        (taken to have run with it). At a lag where the policy moves more than the range within
+        ``K_ref`` steps (the bandit at ``K_ref = 6``) the linear law rises too fast.
 
     Returns
     -------
@@ -926,8 +1010,10 @@ def predict_run(
             "model is an empty name: give an LLM of the fit, a new LLM's name, or leave it out "
             "(the fit's LLM when it has only one)"
         )
+    from bayes_grpo.dynamics.trust_region import check_clip_range
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
+    clip_range = check_clip_range(clip_epsilon, clip_epsilon_high)
     fitted, load_notes = as_fitted_model(posterior)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
@@ -1085,7 +1171,11 @@ def predict_run(
         if isinstance(posterior, str | os.PathLike)
         else type(posterior).__name__,
         "seed": seed,
+        "clip_epsilon": None if clip_range is None else clip_range[0],
+        "clip_epsilon_high": None if clip_range is None else clip_range[1],
     }
+    if clip_range is not None and not new_llm:
+        check_success_rate_runs(fitted_runs, model=str(draws.attrs.get("model") or model or ""))
     if multipliers is not None:
         settings["lr_schedule"] = lr_schedule_label or "custom"
         settings["lr_schedule_peak_rate"] = peak_rate
@@ -1131,7 +1221,8 @@ def predict_run(
             k_ref=k_ref,
             steps=horizon_steps(steps),
         )
-        profile = discrepancy_from_model(fitted, model=model, law=used)
+        # a new LLM's prediction does not clip (clip_range_used): neither do the runs its band rests on
+        profile = discrepancy_from_model(fitted, model=model, law=used, clip_range=None if new_llm else clip_range)
     ds = predict_from_draws(
         draws,
         steps=steps,
@@ -1144,6 +1235,7 @@ def predict_run(
         stop_threshold=stop_threshold,
         seed=seed,
         lr_multipliers=multipliers,
+        clip_range=clip_range,
         attrs={
             "settings": json.dumps(settings),
             "kind": "prediction",
@@ -1325,6 +1417,8 @@ __all__ = [
     "choose_law",
     "extrapolation_warnings",
     "beyond_logged_rewards_warning",
+    "check_success_rate_runs",
+    "clip_range_used",
     "default_plot_title",
     "horizon_steps",
     "load_prediction",

@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.dynamics.trust_region import format_clip_range
 from bayes_grpo.predict.discrepancy import SETTING_COORDS
 from bayes_grpo.predict.summary import attr_warnings, steps_behind, summary_dict
 from bayes_grpo.runset.schema import COUNT_COORDS, readable_group_size
@@ -92,6 +93,8 @@ def prediction_result(
     )
     if "law" in ds.attrs:
         summary += f" Mean trajectory by the {ds.attrs['law']} law"
+        if ds.attrs.get("clip_range", "off") != "off":  # predict --clip-epsilon
+            summary += f" with PPO clip range {format_clip_range(tuple(json.loads(ds.attrs['clip_range'])))}"
         if "discrepancy_sd_max" in ds.attrs:
             summary += misfit_text(float(ds.attrs["discrepancy_sd_max"]))
         else:
