@@ -82,10 +82,18 @@ BANDIT_CHECKS: tuple[dict[str, float], ...] = (
 )
 
 
-def bandit_prediction_scores(setting: dict[str, float], seed: int = 0) -> dict[str, float]:
+def bandit_clip_epsilon() -> float:
+    """The PPO clip range the bandit example's runs ran with (their truth's settings)."""
+    import json
+
+    return float(json.loads(bandit_runs(steps=1, seeds=1).attrs["truth"])["settings"]["clip_eps"])
+
+
+def bandit_prediction_scores(setting: dict[str, float], seed: int = 0, *, clip: bool = False) -> dict[str, float]:
     """How ``predict`` from ``bandit.nc`` meets the truth at a bandit ``setting``: the share of
     steps with the true mean inside the 90% band of the predicted mean, the RMSE of the
-    posterior mean and the band's mean width."""
+    posterior mean and the band's mean width. ``clip``: predict with the runs' PPO clip range
+    (``predict --clip-epsilon``, :func:`bandit_clip_epsilon`)."""
     import numpy as np
 
     from bayes_grpo.predict.predict import predict_run
@@ -99,6 +107,7 @@ def bandit_prediction_scores(setting: dict[str, float], seed: int = 0) -> dict[s
         group_size=BANDIT_RUNS["group_size"],
         steps=truth.index.to_numpy(dtype=float),
         seed=seed,
+        clip_epsilon=bandit_clip_epsilon() if clip else None,
         **setting,
     )
     lo, hi = band(pred, kind="mean", hdi_prob=0.9)
@@ -175,13 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     names = args.only or list(EXAMPLES)
     if args.bandit_check:
         fitted = {(k, r) for k in BANDIT_RUNS["k_ref"] for r in BANDIT_RUNS["learning_rate"]}
-        print("| setting | fitted? | inside 90% band | RMSE | band width |\n|---|---|---|---|---|")
+        eps = bandit_clip_epsilon()
+        print(
+            "| setting | fitted? | inside 90% band | RMSE | band width | with `--clip-epsilon "
+            f"{eps:g}`: inside / RMSE / width |\n|---|---|---|---|---|---|"
+        )
         for setting in BANDIT_CHECKS:
             v = bandit_prediction_scores(setting)
+            c = bandit_prediction_scores(setting, clip=True)
             seen = "yes" if (setting["k_ref"], setting["learning_rate"]) in fitted else "no"
             print(
                 f"| `K_ref` {setting['k_ref']}, lr {setting['learning_rate']:g} | {seen} | "
-                f"{v['inside_90_band']:.2f} | {v['rmse']:.4f} | {v['band_width']:.3f} |"
+                f"{v['inside_90_band']:.2f} | {v['rmse']:.4f} | {v['band_width']:.3f} | "
+                f"{c['inside_90_band']:.2f} / {c['rmse']:.4f} / {c['band_width']:.3f} |"
             )
         return 0
 
