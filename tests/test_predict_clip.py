@@ -184,7 +184,10 @@ def test_the_discrepancy_term_measures_the_clipped_law_on_the_training_runs_when
     from pathlib import Path
 
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.predict.discrepancy import discrepancy_from_model, training_predictor_trajectories
+    from bayes_grpo.predict.discrepancy import (
+        discrepancy_from_model,
+        training_predictor_trajectories,
+    )
 
     fitted = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
     linear = training_predictor_trajectories(fitted, law="recursion", max_draws=40)[0]
@@ -193,3 +196,40 @@ def test_the_discrepancy_term_measures_the_clipped_law_on_the_training_runs_when
     profile = discrepancy_from_model(fitted, law="recursion", clip_range=(0.01, 0.01))
     assert profile.to_dict()["clip_range"] == [0.01, 0.01]
     assert "clip_range" not in discrepancy_from_model(fitted, law="recursion").to_dict()
+
+
+def test_a_prediction_without_a_clip_range_warns_where_its_policy_outruns_trls_default_clip():
+    from bayes_grpo.dynamics.trust_region import largest_move
+    from bayes_grpo.predict.predict import unclipped_move_note
+
+    assert largest_move([0.5, 0.5, 0.62, 0.7], 2) == (pytest.approx(0.4), 3)  # 0.7 / 0.5 - 1
+    assert largest_move([0.8, 0.9], 1) == (pytest.approx(0.5), 1)  # failures 0.2 -> 0.1
+    assert largest_move([0.5, 0.9], 0) == (0.0, 0)
+    steps = np.arange(101.0)
+    runset = xr.Dataset({"reward": (("run", "step"), np.full((1, 3), 0.5))}, coords={"run": ["r"], "step": np.arange(3.0)})
+    fast = predict_from_draws(_draws(np.full(400, 0.05), k_ref=6, plateau=0.85, r0=0.3), steps=steps, momentum=0.5, k_ref=6)
+    note = unclipped_move_note(runset, model=None, prediction=fast, k_ref=6)
+    assert note is not None and "within K_ref = 6 steps" in note and "--clip-epsilon" in note
+    slow = predict_from_draws(_draws(np.full(400, 0.002), k_ref=6, plateau=0.85, r0=0.3), steps=steps, momentum=0.5, k_ref=6)
+    assert unclipped_move_note(runset, model=None, prediction=slow, k_ref=6) is None
+    # rewards that are no success rate: nothing to say
+    scores = runset.assign(reward=runset["reward"] * 4)
+    assert unclipped_move_note(scores, model=None, prediction=fast, k_ref=6) is None
+
+
+def test_predict_of_the_shipped_bandit_at_k_ref_6_warns_of_clipping_until_given_the_runs_clip_range(capsys):
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+
+    bandit = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    base = ["predict", str(bandit), "--lr", "0.1", "--momentum", "0.5", "--k-ref", "6", "--group-size", "8",
+            "--steps", "60", "--json"]  # fmt: skip
+    assert main(base) == 0
+    linear = json.loads(capsys.readouterr().out)
+    assert any("more than a PPO clip range of 0.2 (TRL's default)" in w for w in linear["warnings"])
+    assert main([*base, "--clip-epsilon", "0.2"]) == 0
+    clipped = json.loads(capsys.readouterr().out)
+    assert not any("PPO clip range" in w for w in clipped["warnings"])
+    # the clipped rise is slower: 90% of the rise later on the logged reward
+    assert clipped["time_to_fraction"]["90%"]["median_step"] > linear["time_to_fraction"]["90%"]["median_step"]

@@ -34,6 +34,9 @@ import numpy as np
 
 #: Probabilities are kept this far inside (0, 1) before ratios are taken.
 P_EPS: float = 1e-9
+#: TRL's default clip range (``GRPOConfig.epsilon``): what a run whose range is not given most
+#: likely ran with, against which a prediction without a range is checked (:func:`largest_move`).
+TRL_DEFAULT_CLIP_EPSILON: float = 0.2
 
 
 def check_clip_range(clip_epsilon, clip_epsilon_high=None) -> tuple[float, float] | None:
@@ -105,3 +108,24 @@ def unclipped_share(p_now, p_behaviour, clip_range: tuple[float, float] | None) 
     share = (1.0 - b) * successes_kept + b * failures_kept
     # a NaN state (a diverged draw) stays NaN rather than reading as "inside the range"
     return np.where(np.isnan(p_now) | np.isnan(p_b), np.nan, share)
+
+
+def largest_move(success_rate, lag: int) -> tuple[float, int]:
+    """The largest relative move of a success-rate trajectory within ``lag`` steps, as the clip
+    reads it: ``max(p[n] / p[n-L] - 1, 1 - (1 - p[n]) / (1 - p[n-L]))`` over ``n``, and the
+    step index ``n`` where it is reached. Above the clip range ``eps``, clipping masks samples
+    (:func:`unclipped_share`) and slows a rise the linear law draws unclipped.
+
+    ``success_rate``: ``(n_steps,)`` on consecutive whole steps, within ``[0, 1]``; ``lag``: the
+    ``K_ref`` in steps. ``(0.0, 0)`` when ``lag`` is 0 or the trajectory is shorter than it.
+    """
+    p = np.clip(np.asarray(success_rate, dtype=float), P_EPS, 1.0 - P_EPS)
+    lag = int(lag)
+    if lag <= 0 or p.size <= lag:
+        return 0.0, 0
+    with np.errstate(invalid="ignore"):
+        move = np.fmax(p[lag:] / p[:-lag] - 1.0, 1.0 - (1.0 - p[lag:]) / (1.0 - p[:-lag]))
+    if not np.isfinite(move).any():
+        return 0.0, 0
+    i = int(np.nanargmax(move))
+    return float(move[i]), i + lag

@@ -576,6 +576,46 @@ def beyond_logged_rewards_warning(
     return head + "is not pinned by runs that end before approaching it" + tail
 
 
+def unclipped_move_note(
+    runset: xr.Dataset | None, *, model: str | None, prediction: xr.Dataset, k_ref: float
+) -> str | None:
+    """A warning when a prediction without a clip range moves its success rate by more than TRL's
+    default clip range (:data:`~bayes_grpo.dynamics.trust_region.TRL_DEFAULT_CLIP_EPSILON`)
+    within ``K_ref`` steps (:func:`~bayes_grpo.dynamics.trust_region.largest_move` of the
+    posterior-mean trajectory): a run with PPO clipping is then slowed where the linear law is
+    not (the bandit at ``K_ref`` 6: the linear law reached the plateau about 15 steps early).
+    None when the fitted runs' rewards are no success rates (outside ``[0, 1]``), the mean leaves
+    ``[0, 1]``, the steps are not consecutive whole steps, or ``K_ref`` is not a whole number.
+    """
+    from bayes_grpo.dynamics.trust_region import TRL_DEFAULT_CLIP_EPSILON, largest_move
+
+    steps = np.asarray(prediction[STEP_DIM].values, dtype=float)
+    mean = np.asarray(prediction["mean_mean"].values, dtype=float)
+    if (
+        not is_whole(k_ref)
+        or steps.size < 2
+        or not np.all(np.diff(steps) == 1)
+        or not np.all(np.isfinite(mean))
+        or mean.min() < 0
+        or mean.max() > 1
+    ):
+        return None
+    try:
+        check_success_rate_runs(runset, model=model)
+    except ValueError:
+        return None
+    move, at = largest_move(mean, int(round(float(k_ref))))
+    eps = TRL_DEFAULT_CLIP_EPSILON
+    if move <= eps:
+        return None
+    return (
+        f"the predicted success rate moves by {move:.0%} within K_ref = {float(k_ref):g} steps (steps "
+        f"{steps[at] - float(k_ref):g}-{steps[at]:g}), more than a PPO clip range of {eps:g} (TRL's default) allows: a run with "
+        "such clipping is slowed there, which this linear law does not draw; give the run's clip "
+        "range (--clip-epsilon, predict_run(clip_epsilon=...)) to include it"
+    )
+
+
 def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> None:
     """``ValueError`` when the fitted runs of ``model`` (all runs when it is not among them) logged
     a reward outside ``[0, 1]``: the PPO clip law reads the reward as a success probability
@@ -1254,6 +1294,10 @@ def predict_run(
     )
     if beyond is not None:
         add_warnings(ds, [beyond])
+    if clip_range is None and not new_llm:
+        note = unclipped_move_note(fitted_runs, model=model, prediction=ds, k_ref=k_ref)
+        if note is not None:
+            add_warnings(ds, [note])
     if stop_threshold is not None and str(ds.attrs.get("units", "")).startswith("normalised"):
         # `--stop-threshold 0.05` (documented in reward units) of a new LLM was read as 5% of
         # its rise, without a word
@@ -1419,6 +1463,7 @@ __all__ = [
     "beyond_logged_rewards_warning",
     "check_success_rate_runs",
     "clip_range_used",
+    "unclipped_move_note",
     "default_plot_title",
     "horizon_steps",
     "load_prediction",
