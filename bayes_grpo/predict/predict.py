@@ -860,7 +860,8 @@ def predict_from_draws(
         k_ref=k_ref,
         steps=grid,
     )
-    normalised = not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
+    # (draws without a plateau are refused by trajectories_from_draws, naming what they lack)
+    normalised = "plateau" in draws and not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
     clip_range, clip_note = clip_range_used(clip_range, law=used, normalised=normalised)
     traj = trajectories_from_draws(
         draws,
