@@ -423,6 +423,15 @@ def show_progress(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "progress", False)) or not args.json
 
 
+def progress_lines(args: argparse.Namespace, verb: str):
+    """A ``progress`` callable printing each line to stderr as ``bayes-grpo VERB: line`` when the
+    verb shows its progress (:func:`show_progress`), else None: what ``compare`` and
+    ``invariance`` pass to their Python functions, which are quiet unless given one."""
+    if not show_progress(args):
+        return None
+    return lambda line: print(f"bayes-grpo {verb}: {line}", file=sys.stderr, flush=True)
+
+
 def print_json(obj: Any) -> None:
     json.dump(jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")

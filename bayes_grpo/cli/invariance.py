@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
@@ -15,6 +14,7 @@ from bayes_grpo.cli._common import (
     positive_int,
     print_json,
     print_table,
+    progress_lines,
     sampler_messages,
     show_progress,
     spelled_like,
@@ -134,9 +134,7 @@ def _run(args: argparse.Namespace) -> int:
             smc_chains=args.smc_chains,
             sd_method=args.sd_method,
             random_seed=args.seed,
-            progress=(lambda line: print(f"bayes-grpo invariance: {line}", file=sys.stderr, flush=True))
-            if shown
-            else None,
+            progress=progress_lines(args, "invariance"),
         )
     if args.json:
         print_json(result.to_dict())

@@ -26,7 +26,7 @@ from bayes_grpo.cli._common import (
     positive_int,
     print_json,
     print_table,
-    show_progress,
+    progress_lines,
     spelled_like,
 )
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
@@ -568,9 +568,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             random_seed=args.seed,
             hyperparameter_defaults=dict(args.defaults),
             # as `fit` shows its sampling: not under --no-progress or --json
-            progress=None
-            if not show_progress(args)
-            else (lambda line: print(f"bayes-grpo compare: {line}", file=sys.stderr, flush=True)),
+            progress=progress_lines(args, "compare"),
         )
     except ValueError as exc:
         # what compare_laws refuses is the run set ("no law could be fitted: ...", "runs with
