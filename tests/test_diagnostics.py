@@ -113,6 +113,24 @@ def test_a_degenerate_episode_that_ended_has_its_own_share_as_strength():
     assert st["lower"] > 0.5 and "(steps 70-129)" in st["name"]
 
 
+def test_a_degenerate_episode_that_ended_has_its_onset_at_the_start_of_its_stretch():
+    # data/tiny's g16_p8_lr0.0005_k1_adamw_s0: share above 0.5 over steps 1-94, then below, the
+    # smoothed share back above 0.5 at the last two steps only; it read "share above 0.5 for 94
+    # steps (31% of the run); ... from step 299" (the two last points, "sustained" to the end)
+    rng = np.random.default_rng(0)
+    share = 0.25 + 0.03 * rng.standard_normal(200)
+    share[:70] = 0.85 + 0.03 * rng.standard_normal(70)
+    share[-6:] = 0.9
+    frame = pd.DataFrame(
+        {"reward": 0.5 + 0.02 * rng.standard_normal(200), "frac_reward_zero_std": share.clip(0, 1)},
+        index=np.arange(1, 201),
+    )
+    res = advantage_degeneracy(frame, run_id="early", group_size=8, common=FAST.common)
+    assert res.passed is False and res.values["evidence"]["final_share"] < 0.5
+    assert res.values["onset_step"] == 1, res.summary
+    assert "(steps 1-70)" in res.values["strength"]["name"] and "from step 1" in res.summary
+
+
 def test_a_zero_spread_share_that_tests_the_whole_batch_is_named_not_read_as_per_group():
     # TRL with scale_rewards='batch' logs frac_reward_zero_std from the batch's one std: 0 unless
     # the whole batch had one reward. A binary reward at 0.85 with G = 4 leaves about half the

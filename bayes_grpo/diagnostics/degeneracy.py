@@ -362,11 +362,15 @@ def advantage_degeneracy(
     run_span = span(steps)
     long_stretch = stretch_len >= config.min_duration_fraction * run_span
     detected = bool(final_share > config.flag_fraction or long_stretch)
-    onset_idx = sustained_onset(above, common.sustain_fraction)
+    episode = detected and final_share <= config.flag_fraction and stretch_start is not None
+    # an episode that ended begins where its stretch does (a smoothed share back above the flag
+    # at the last two steps was "sustained" to the end: 94 steps above from step 1 read "from
+    # step 299")
+    onset_idx = stretch_start if episode else sustained_onset(above, common.sustain_fraction)
     if detected and onset_idx is None and stretch_start is not None:
         onset_idx = stretch_start
     onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
-    if detected and final_share <= config.flag_fraction and stretch_start is not None:
+    if episode:
         # an episode that ended: its share, not the mean from its start to the end of the run
         # (a stretch at 0.85 from step 70 to 129 of 200 had strength 0.47, under the flag level
         # it was detected above)
