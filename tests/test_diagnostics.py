@@ -972,6 +972,28 @@ def test_a_constant_reward_bounds_no_damping_ratio():
     assert "Jacobian is singular" in res.summary
 
 
+@pytest.mark.parametrize("level, n_steps", [(0.1, 200), (0.1, 1000), (0.7, 1000)])
+def test_a_constant_reward_has_no_swing_and_no_fall(level, n_steps):
+    """A reward constant over the run has sd 0 about its line in each window and falls by 0:
+    the swing ratio is the both-zero 1 (without an interval), the collapse 0 sds. The float
+    roundoff (1e-17) of the least-squares residuals and of the windows' cumulative-sum means was
+    read as spreads and falls: at 0.1 over 1000 steps 'sd about a line, last 25% / central 25% =
+    2.24 [...]' and 'fall from the best 25% window to the last, in within-window sds = 144'
+    (579 at 0.7)."""
+    frame = pd.DataFrame({"reward": np.full(n_steps, level)}, index=np.arange(1, n_steps + 1))
+    res = instability(frame, run_id="flat", common=FAST.common)
+    osc = _signal(res, "growing reward oscillation")
+    assert (osc["central_sd"], osc["late_sd"], osc["value"]) == (0.0, 0.0, 1.0), res.summary
+    assert np.isnan(osc["lower"]) and np.isnan(osc["upper"])
+    assert "last 25% / central 25% = 1;" in res.summary
+    fall = _signal(res, "reward collapse")
+    assert (fall["value"], fall["within_window_sd"], fall["ends_below_its_start"]) == (
+        0.0,
+        0.0,
+        False,
+    ), res.summary
+
+
 def test_an_overshoot_inside_a_gap_of_the_log_is_no_oscillation():
     """The same oscillating run is flagged when logged throughout, not when its reward is NaN
     over the overshoot and the next swings (steps 15-149): the fit can still draw a swing

@@ -633,13 +633,36 @@ def _running_median3(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ratio(num: float, den: float, *, both_zero: float) -> float:
+#: A spread or a difference of reward levels at most this share of the reward's largest magnitude
+#: is float roundoff of a flat stretch, read as 0: a reward constant at 0.1 over 1000 steps read
+#: "fall from the best 25% window to the last, in within-window sds = 144" (a window mean's
+#: cumulative-sum roundoff over the roundoff of its sd) and "sd about a line, last 25% / central
+#: 25% = 2.24" (the least-squares residuals' 1e-17 in both windows).
+ROUNDOFF: float = 1e-9
+
+
+def _flat(x: float, scale: float) -> float:
+    """``x``, or 0 when ``|x|`` is within :data:`ROUNDOFF` of ``scale`` (the reward's largest
+    magnitude)."""
+    return 0.0 if abs(x) <= ROUNDOFF * scale else float(x)
+
+
+def _ratio(num: float, den: float, *, both_zero: float, scale: float = 0.0) -> float:
     """``num / den`` for a spread ``den >= 0`` (a range or an sd), where a zero ``den`` (a flat
     window) gives ``inf`` when ``num > 0`` and ``both_zero`` otherwise (1: no growth; 0: no
-    fall). The reward divergence, the growing swing and the collapse each wrote it out."""
+    fall). The reward divergence, the growing swing and the collapse each wrote it out. Both
+    are read as 0 within roundoff of ``scale`` (:func:`_flat`)."""
+    num, den = _flat(num, scale), _flat(den, scale)
     if den > 0:
         return num / den
     return float("inf") if num > 0 else both_zero
+
+
+def _magnitude(values: np.ndarray) -> float:
+    """The largest finite ``|value|`` (0 for none): the scale of :func:`_flat`."""
+    finite = np.abs(np.asarray(values, dtype=float))
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | None:
@@ -650,7 +673,7 @@ def _divergence_signal(rew: Series, cfg: InstabilityConfig) -> dict[str, Any] | 
         return None
     lo, hi = float(values[before].min()), float(values[before].max())
     late_lo, late_hi = float(values[late].min()), float(values[late].max())
-    ratio = _ratio(late_hi - late_lo, hi - lo, both_zero=1.0)
+    ratio = _ratio(late_hi - late_lo, hi - lo, both_zero=1.0, scale=_magnitude(rew.values))
     both_sides = bool(late_hi > hi and late_lo < lo)
     detected = bool(ratio >= cfg.growth_factor and both_sides)
     onset = None
@@ -706,15 +729,21 @@ def _oscillation_growth_signal(
         for name, mask in (("late", late), ("middle", middle))
     }
     n_late, n_mid = blocks["late"][1].size, blocks["middle"][1].size
-    sd_late = _detrended_sd(*blocks["late"])
-    sd_mid = _detrended_sd(*blocks["middle"])
+    scale = _magnitude(rew.values)
+    sd_late = _flat(_detrended_sd(*blocks["late"]), scale)
+    sd_mid = _flat(_detrended_sd(*blocks["middle"]), scale)
     ratio = _ratio(sd_late, sd_mid, both_zero=1.0)
     # interval of the sd ratio of two independent windows: (s1/s2)^2 / (sigma1/sigma2)^2 ~ F
+    # (none for two flat windows: the 1 is a convention, not an estimate)
     prob = common.interval_prob
     f_hi, f_lo = (
         stats.f.ppf(q, n_late - 2, n_mid - 2) for q in ((1 + prob) / 2, (1 - prob) / 2)
     )
-    lo, hi = float(ratio / np.sqrt(f_hi)), float(ratio / np.sqrt(f_lo))
+    lo, hi = (
+        (float(ratio / np.sqrt(f_hi)), float(ratio / np.sqrt(f_lo)))
+        if sd_late > 0 or sd_mid > 0
+        else (float("nan"), float("nan"))
+    )
     mid_lo, mid_hi = float(blocks["middle"][1].min()), float(blocks["middle"][1].max())
     late_vals = blocks["late"][1]
     both_sides = bool(late_vals.max() > mid_hi and late_vals.min() < mid_lo)
@@ -768,8 +797,11 @@ def _collapse_signal(
         np.sqrt((np.var(rew.values[k : k + w], ddof=1) + fall_fit_variance(rew.values[last])) / 2)
     )
     fall, rise = best - end_mean, best - start_mean
-    value, rise_sd = _ratio(fall, pooled, both_zero=0.0), _ratio(rise, pooled, both_zero=0.0)
-    below_start = bool(end_mean < start_mean)
+    scale = _magnitude(rew.values)
+    pooled = _flat(pooled, scale)
+    value = _ratio(fall, pooled, both_zero=0.0, scale=scale)
+    rise_sd = _ratio(rise, pooled, both_zero=0.0, scale=scale)
+    below_start = bool(_flat(start_mean - end_mean, scale) > 0)
     detected = bool(below_start and value >= cfg.collapse_sd and rise_sd >= cfg.collapse_sd)
     onset = None
     if detected:
