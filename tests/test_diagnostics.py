@@ -883,6 +883,31 @@ def test_policy_concentration_flagged_when_entropy_collapses_and_reward_never_mo
     assert res.values["evidence"]["entropy_collapse"] is True
 
 
+def test_policy_concentration_on_a_reward_without_trend_names_the_final_loss_as_its_strength():
+    # data/tiny's g4_p8_lr0.001_k1_adamw_s1 (reward stuck at 0): the sentence said "the reward
+    # has no trend ..., so only a collapse counts; final entropy loss 2%", while the table and
+    # --json named the same number "relative entropy loss when the reward reaches 50% of its
+    # rise", source "bootstrap + fitted plateau (Gauss-Newton)": no rise, no plateau was used
+    from bayes_grpo.diagnostics import policy_concentration
+
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 201)
+    frame = pd.DataFrame(
+        {
+            "reward": 0.3 + 0.03 * rng.standard_normal(200),
+            "entropy": 2.0 - 0.2 * steps / 200 + 0.01 * rng.standard_normal(200),
+        },
+        index=steps,
+    )
+    res = policy_concentration(frame, run_id="flat", common=FAST.common)
+    ev, st = res.values["evidence"], res.values["strength"]
+    assert res.passed is True and ev["reward_has_trend"] is False
+    assert st["name"].startswith("final relative entropy loss") and "rise" not in st["name"]
+    assert st["source"] == "bootstrap", st
+    assert st["value"] == pytest.approx(ev["final_entropy_drop"])
+    assert st["lower"] <= st["value"] <= st["upper"]
+
+
 def _still_rising(entropy_time_scale: float | None) -> pd.DataFrame:
     """A log cut short: a success rate rising in a straight line from 0.2 to 0.6 over 300 steps
     (its single-exponential plateau not bounded by the log); the entropy falls in step with

@@ -25,8 +25,8 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
   linearisation around an interior fixed point no longer describes the run);
 - strength: for premature concentration (and for runs where nothing is detected) the
   relative entropy loss at the step where the reward reaches ``progress_threshold`` of its
-  rise (the end of the run if it never does); for a collapse, the final relative entropy
-  loss. Intervals from a block bootstrap of both curves, with the plateau ``p*`` drawn from
+  rise (the end of the run if it never does, or if the reward has no trend: the strength is
+  then named the final loss); for a collapse, the final relative entropy loss. Intervals from a block bootstrap of both curves, with the plateau ``p*`` drawn from
   the Gauss-Newton approximation of a single-exponential fit (``bayes_grpo.dynamics.lsq``)
   or from posterior draws.
 """
@@ -296,13 +296,24 @@ def policy_concentration(
         lo, hi = interval(
             np.asarray(drops), common.interval_prob, centre=point["drop_at_threshold"]
         )
+        # the loss at the end of the run where the reward never reaches the threshold: named
+        # so (a reward stuck at 0 had its final loss called the loss "when the reward reaches
+        # 50% of its rise", from a "fitted plateau" that no flat reward has)
+        reaches = f"{config.progress_threshold:.0%} of its rise"
+        name, st_source = (
+            ("final relative entropy loss (reward without trend: only a collapse is judged)", "bootstrap")
+            if not trend_flag
+            else (f"final relative entropy loss (the reward never reached {reaches})", source)
+            if not point["threshold_reached"]
+            else (f"relative entropy loss when the reward reaches {reaches}", source)
+        )
         st = strength(
-            f"relative entropy loss when the reward reaches {config.progress_threshold:.0%} of its rise",
+            name,
             point["drop_at_threshold"],
             lo,
             hi,
             prob=common.interval_prob,
-            source=source,
+            source=st_source,
         )
     onset_idx = point["onset_idx"]
     onset_step = float(steps[onset_idx]) if (detected and onset_idx is not None) else None
