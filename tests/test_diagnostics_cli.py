@@ -294,6 +294,15 @@ def test_runs_whose_ids_make_one_figure_name_get_a_figure_each(tmp_path, capsys)
         "a_b-2__advantage_degeneracy.png",
         "a_b__advantage_degeneracy.png",
     ]
+    assert "wrote 2 figure(s) to" in capsys.readouterr().out
+    # which file is whose: --json named no figure, and the '-2' could be either run
+    args += ["--set", "common.n_boot=10", "--overwrite", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["values"]["run"]: r["figure"] for r in out["results"]} == {
+        "a/b": str(figs / "a_b__advantage_degeneracy.png"),
+        "a_b": str(figs / "a_b-2__advantage_degeneracy.png"),
+    }
 
 
 def test_onset_steps_are_whole_steps_in_the_json_and_the_reports_tables(tmp_path, capsys):

@@ -77,7 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--figures",
         metavar="DIR",
         help="write each result's evidence figure as PNG into DIR, named RUN__MODE.png ('/' in a "
-        "run id as '_'; a second run whose id then reads the same gets RUN-2)",
+        "run id as '_'; a second run whose id then reads the same gets RUN-2); --json gives each "
+        "result's file as 'figure'",
     )
     p.add_argument(
         "--verbose", action="store_true", help="print each result's sentence under the table"
@@ -161,15 +162,20 @@ def _run(args: argparse.Namespace) -> int:
     results = diagnose(
         ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode, posterior_warnings=load_notes
     )
+    # the file each result's figure went to: the name alone does not say which run a '-2' is
+    figure_of: dict[int, str] = {}
     if args.figures:
         import matplotlib.pyplot as plt
 
         out = Path(args.figures)
         stems = figure_stems([str(r.values["run"]) for r in results])
+        figure_of = {
+            i: str(out / f"{stems[str(r.values['run'])]}__{r.name}.png")
+            for i, r in enumerate(results)
+            if r.figures
+        }
         figures = [
-            (out / f"{stems[str(r.values['run'])]}__{r.name}.png", fig)
-            for r in results
-            for fig in r.figures.values()
+            (Path(figure_of[i]), fig) for i, r in enumerate(results) for fig in r.figures.values()
         ]
         # every name is checked before the first figure is written
         check_output_paths({"--figures": [path for path, _ in figures]}, overwrite=args.overwrite)
@@ -187,7 +193,10 @@ def _run(args: argparse.Namespace) -> int:
                 "config": config.to_dict(),
                 # as predict / stability / phase-diagram / report --json give them: stderr only
                 "posterior_warnings": load_notes,
-                "results": [r.to_dict() for r in results],
+                "results": [
+                    {**r.to_dict(), "figure": figure_of.get(i)} if args.figures else r.to_dict()
+                    for i, r in enumerate(results)
+                ],
             }
         )
         return 0
@@ -205,4 +214,6 @@ def _run(args: argparse.Namespace) -> int:
         print()
         for r in results:
             print(f"[{r.name}] {r.summary}")
+    if args.figures:
+        print(f"\nwrote {len(figure_of)} figure(s) to {args.figures} (RUN__MODE.png)")
     return 0
