@@ -572,6 +572,29 @@ def test_plateau_draws_give_expected_zero_spread_at_plateau():
     assert at["value"] == pytest.approx(binomial_zero_spread(0.97, 8))
 
 
+def test_a_posterior_plateau_outside_the_binary_range_gives_no_expected_share():
+    # models/tiny.nc's plateau (3.4, from runs that end before their plateau) on data/tiny's
+    # success rates: --json gave "expected_share_at_plateau": 1.0 [1.0, 1.0] (p clipped to 1:
+    # every group all-equal), a number for a success rate that no binary reward reaches;
+    # policy_concentration already sets such a plateau aside
+    frame = run_table(simulated_case("advantage_degeneracy"), "advantage_degeneracy")
+    res = advantage_degeneracy(
+        frame, run_id="x", group_size=8, plateau_draws=np.full(100, 3.4), common=FAST.common
+    )
+    ev = res.values["evidence"]
+    assert "expected_share_at_plateau" not in ev
+    assert "3.4 lies outside the binary reward's range [0, 1]" in ev["posterior_plateau_not_used"]
+    # draws that straddle an end (a plateau near 1) are still read, each clipped to the range
+    res = advantage_degeneracy(
+        frame,
+        run_id="x",
+        group_size=8,
+        plateau_draws=np.linspace(0.95, 1.01, 100),
+        common=FAST.common,
+    )
+    assert res.values["evidence"]["expected_share_at_plateau"]["value"] > 0.5
+
+
 def test_a_posterior_given_to_train_eval_decoupling_alone_is_said_to_be_unused():
     # --mode reward_hacking --posterior fit.nc: no word that the fit plays no part, and each
     # result's values["posterior"] named the draws it had not read

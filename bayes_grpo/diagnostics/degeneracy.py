@@ -423,16 +423,25 @@ def advantage_degeneracy(
                 np.nanmean(values[late] - expected[late])
             )
             if plateau_draws is not None and np.size(plateau_draws):
-                at_plateau = binomial_zero_spread(
-                    (np.asarray(plateau_draws, dtype=float).ravel() - low) / (high - low), G
-                )
-                plo, phi = interval(at_plateau, common.interval_prob)
-                evidence["expected_share_at_plateau"] = {
-                    "value": float(np.median(at_plateau)),
-                    "lower": plo,
-                    "upper": phi,
-                    "source": "posterior plateau",
-                }
+                draws = np.asarray(plateau_draws, dtype=float).ravel()
+                centre = float(np.median(draws))
+                if low <= centre <= high:
+                    at_plateau = binomial_zero_spread((draws - low) / (high - low), G)
+                    plo, phi = interval(at_plateau, common.interval_prob)
+                    evidence["expected_share_at_plateau"] = {
+                        "value": float(np.median(at_plateau)),
+                        "lower": plo,
+                        "upper": phi,
+                        "source": "posterior plateau",
+                    }
+                else:
+                    # models/tiny.nc's 3.4 on data/tiny's success rates read "1.0 [1.0, 1.0]"
+                    # (clipped to p = 1): no success rate of this reward; set aside, as
+                    # policy_concentration sets it aside
+                    evidence["posterior_plateau_not_used"] = (
+                        f"posterior plateau {centre:.3g} lies outside the binary reward's range "
+                        f"[{low:g}, {high:g}]: no success rate to give the expected share at"
+                    )
 
     # a logged share that is only ever 0 or 1 (one group a step, or a test of the whole batch)
     # and 1 far less often than a binary group is all-equal: a per-group share of a binary
