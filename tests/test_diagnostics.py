@@ -931,6 +931,28 @@ def test_policy_concentration_on_a_reward_without_trend_names_the_final_loss_as_
     assert st["lower"] <= st["value"] <= st["upper"]
 
 
+def test_a_fitted_plateau_no_success_rate_reaches_is_not_the_way_to_progress():
+    # data/tiny's g16_p8_lr0.001_k1_adamw_s0 (a slow start, rewards rising to 0.99): the single
+    # exponential put the plateau at 2.43, sd 1.07, "bounded" by its interval, and the sentence
+    # read "the reward had covered 4% of its way to the plateau"; the reward never got half way
+    # to 2.43, so the strength was the run's final entropy loss. A posterior plateau outside
+    # [0, 1] was already set aside for such a run; the fitted one is now too
+    from pathlib import Path
+
+    from bayes_grpo.diagnostics import policy_concentration
+    from bayes_grpo.runset.ingest import load_runs
+
+    run = "g16_p8_lr0.001_k1_adamw_s0"
+    ds = load_runs([Path(__file__).resolve().parents[1] / "data" / "tiny" / run])
+    res = policy_concentration(run_table(ds, run), run_id=run, common=FAST.common)
+    ev, st = res.values["evidence"], res.values["strength"]
+    assert ev["plateau"] > 1.0 and ev["progress_measured_to"] <= 1.0, ev
+    assert "outside [0, 1]" in ev["plateau_source"] and "outside [0, 1]" in st["source"]
+    assert res.passed is False and 0.08 < ev["progress_at_onset"] < 0.2, res.summary
+    assert st["name"] == "relative entropy loss when the reward reaches 50% of its rise"
+    assert st["value"] < ev["final_entropy_drop"]
+
+
 def _still_rising(entropy_time_scale: float | None) -> pd.DataFrame:
     """A log cut short: a success rate rising in a straight line from 0.2 to 0.6 over 300 steps
     (its single-exponential plateau not bounded by the log); the entropy falls in step with
