@@ -953,6 +953,25 @@ def test_a_fitted_plateau_no_success_rate_reaches_is_not_the_way_to_progress():
     assert st["value"] < ev["final_entropy_drop"]
 
 
+def test_an_entropy_loss_that_was_regained_is_not_said_never_to_have_happened():
+    # the entropy at 30% of its start over steps 41-130 of 300, then back: "not detected:
+    # entropy never lost 50% of its start level (final loss 2%); strength 0.703 ...", the
+    # strength itself a loss of 70%
+    from bayes_grpo.diagnostics import policy_concentration
+
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 301.0)
+    reward = 0.1 + 0.8 * (1 - np.exp(-t / 120)) + 0.02 * rng.standard_normal(300)
+    entropy = np.full(300, 2.0)
+    entropy[40:130] = 0.6
+    entropy *= np.exp(0.03 * rng.standard_normal(300))
+    frame = pd.DataFrame({"reward": reward, "entropy": entropy}, index=t)
+    res = policy_concentration(frame, run_id="dip", common=FAST.common)
+    assert res.passed is True and "never lost" not in res.summary
+    assert "lost 50% of its start level over steps 41-130" in res.summary, res.summary
+    assert "regained it: no sustained loss (final loss 2%)" in res.summary
+
+
 def _still_rising(entropy_time_scale: float | None) -> pd.DataFrame:
     """A log cut short: a success rate rising in a straight line from 0.2 to 0.6 over 300 steps
     (its single-exponential plateau not bounded by the log); the entropy falls in step with

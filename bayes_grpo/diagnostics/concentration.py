@@ -51,6 +51,7 @@ from bayes_grpo.diagnostics._series import (
     find_series,
     finite_series,
     interval,
+    longest_run,
     residual_bootstrap_parts,
     smooth,
     step_number,
@@ -389,8 +390,17 @@ def policy_concentration(
             f"not detected: the reward has no trend (stuck or already at its plateau), so only a collapse counts; "
             f"final {entropy_label} loss {point['final_drop']:.0%} < {1 - config.collapse_fraction:.0%}."
         )
-    elif point["onset_idx"] is None:
+    elif point["onset_idx"] is None and not np.any(point["drop"] >= config.drop_fraction):
         summary = f"not detected: {entropy_label} never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+    elif point["onset_idx"] is None:
+        # lost for a stretch, then regained: "never lost 50%" was said of an entropy at 30% of
+        # its start over steps 41-130 of 300
+        _, first, last = longest_run(point["drop"] >= config.drop_fraction, steps)
+        summary = (
+            f"not detected: {entropy_label} lost {config.drop_fraction:.0%} of its start level over "
+            f"steps {steps[first]:.0f}-{steps[last]:.0f} (its longest stretch there) and regained "
+            f"it: no sustained loss (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+        )
     else:
         summary = (
             f"not detected: {entropy_label} lost {config.drop_fraction:.0%} only after the reward covered "
