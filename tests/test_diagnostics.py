@@ -951,6 +951,11 @@ def test_a_fitted_plateau_no_success_rate_reaches_is_not_the_way_to_progress():
     assert res.passed is False and 0.08 < ev["progress_at_onset"] < 0.2, res.summary
     assert st["name"] == "relative entropy loss when the reward reaches 50% of its rise"
     assert st["value"] < ev["final_entropy_drop"]
+    # the figure's line at that level says why too (it read "p* not bounded")
+    drawn = dataclasses.replace(FAST.common, figures=True)
+    (fig,) = policy_concentration(run_table(ds, run), run_id=run, common=drawn).figures.values()
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "extreme logged reward (p* outside [0, 1])" in labels, labels
 
 
 def test_an_entropy_loss_that_was_regained_is_not_said_never_to_have_happened():

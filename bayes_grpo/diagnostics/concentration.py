@@ -437,7 +437,7 @@ def policy_concentration(
             onset_step,
             run_id,
             ent.name,
-            "plateau p*" if progress_to == plateau else "extreme logged reward (p* not bounded)",
+            "plateau p*" if progress_to == plateau else f"extreme logged reward (p* {unbounded_why})",
         )
         if common.figures
         else None
