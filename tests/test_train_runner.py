@@ -670,6 +670,41 @@ def test_a_terminated_cli_run_says_it_was_stopped_and_what_it_kept(tmp_path, mon
     assert err[1].startswith(f"bayes-grpo train: {failed}: stopped after 2 of 9 steps; kept")
 
 
+def test_a_cli_run_stopped_by_ctrl_c_says_what_it_kept_without_a_traceback(
+    tmp_path, monkeypatch, capsys
+):
+    # Ctrl-C in `bayes-grpo train runs/x --steps 2000` printed a 35-line KeyboardInterrupt
+    # traceback through transformers and TRL, what the run kept only in its last line; SIGTERM
+    # was one line "stopped by SIGTERM: ..." and exit status 143
+    import sys
+
+    from bayes_grpo.cli import main as cli_main
+
+    (tmp_path / "bg_qa_ctrl_c.py").write_text(
+        "calls = []\n"
+        "def reward(prompts, completions, **kw):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 3:\n"
+        "        raise KeyboardInterrupt\n"
+        "    return [float(len(c) % 2) for c in completions]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bg_qa_ctrl_c", raising=False)
+    out = tmp_path / "run"
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "9"]
+    with pytest.raises(SystemExit) as stop:
+        cli_main([*argv, "--threads", "1", "--reward", "bg_qa_ctrl_c:reward"])
+    assert stop.value.code == 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said == (
+        f"bayes-grpo train: stopped by SIGINT (Ctrl-C): {out}: stopped after 2 of 9 steps; kept "
+        "the steps logged (trainer_state.json) and the run's settings (bayes_grpo_run.json, "
+        '"completed": false): `bayes-grpo ingest` reads it as a partial run'
+    )
+    frame, meta = read_run_dir(out)
+    assert meta["completed"] is False and meta["steps_done"] == 2 and len(frame) == 2
+
+
 @pytest.mark.parametrize(
     ("env", "value"), [("ACCELERATE_USE_CPU", "maybe"), ("ACCELERATE_MIXED_PRECISION", "xyz")]
 )

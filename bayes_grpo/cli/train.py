@@ -160,13 +160,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite,
                 threads=args.threads,
             )
-    except _Terminated as stop:
-        # said before the exit (143): the run stopped, and what of it was kept
+    except (_Terminated, KeyboardInterrupt) as stop:
+        # said before the exit (143, or 130 for a Ctrl-C, whose traceback through transformers
+        # and TRL is left out): the run stopped, and what of it was kept
+        by = "SIGTERM" if isinstance(stop, _Terminated) else "SIGINT (Ctrl-C)"
         notes = getattr(stop, "__notes__", None) or [
             f"{args.run_dir}: stopped before training began; nothing of the run was written"
         ]
         for note in notes:
-            print(f"bayes-grpo train: stopped by SIGTERM: {note}", file=sys.stderr)
+            print(f"bayes-grpo train: stopped by {by}: {note}", file=sys.stderr)
+        if isinstance(stop, KeyboardInterrupt):
+            raise _Terminated(128 + signal.SIGINT) from None
         raise
     summary = {
         "run_dir": str(result.run_dir),
@@ -206,7 +210,8 @@ def _final_reward_text(result: Any) -> str:
 
 
 class _Terminated(SystemExit):
-    """The ``SystemExit(143)`` of a SIGTERM while training (:func:`_terminate_as_exit`)."""
+    """The ``SystemExit(143)`` of a SIGTERM while training (:func:`_terminate_as_exit`), or the
+    ``SystemExit(130)`` a Ctrl-C ends the command with once what the run kept is said."""
 
 
 @contextlib.contextmanager
