@@ -311,6 +311,10 @@ def test_a_thread_count_below_one_is_one_error_line_before_anything_is_made(
     err = capsys.readouterr().err
     assert f"threads (--threads) must be an integer >= 1, got {threads}" in err
     assert len(err.strip().splitlines()) == 1 and not run_dir.exists()
+    # the dry run, which checks the settings the run refuses, passed it
+    assert cli_main(["train", str(run_dir), "--threads", threads, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"threads (--threads) must be an integer >= 1, got {threads}" in err
 
 
 def test_a_run_failing_on_its_configuration_leaves_no_run_directory_behind(tmp_path, capsys):

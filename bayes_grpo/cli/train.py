@@ -123,9 +123,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.dry_run:
         from pathlib import Path
 
-        from bayes_grpo.train.runner import check_output_dir, check_reward_funcs
+        from bayes_grpo.train.runner import check_output_dir, check_reward_funcs, check_threads
 
         check_reward_funcs(config, rewards)
+        check_threads(args.threads)
         plan = {
             "run_dir": args.run_dir,
             "config": config.to_dict(),

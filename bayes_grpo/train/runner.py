@@ -104,6 +104,14 @@ def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) 
         )
 
 
+def check_threads(threads: int | None) -> None:
+    """Raise ``ValueError`` unless ``threads`` (torch's CPU threads) is None or an integer >= 1."""
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads (--threads) must be an integer >= 1, got {threads!r}")
+
+
 def _reward_name(f: Any) -> str:
     if isinstance(f, str):  # a reward model's Hub name or folder, as given
         return f
@@ -416,10 +424,7 @@ def run_training(
     config = validate_config(config)
     check_reward_funcs(config, reward_funcs)
     launcher_env()  # accelerate reads these as integers once training is set up
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ValueError(f"threads (--threads) must be an integer >= 1, got {threads!r}")
+    check_threads(threads)
     # "~/runs/x" (Python, or a quoted command line) is the home folder's, as transformers takes
     # it for its own output_dir: otherwise TRL and this runner write to two folders
     output_dir = Path(output_dir).expanduser()
@@ -729,6 +734,7 @@ __all__ = [
     "TrainResult",
     "check_output_dir",
     "check_reward_funcs",
+    "check_threads",
     "read_run_dir",
     "run_training",
 ]
