@@ -23,6 +23,12 @@ from bayes_grpo.train.tasks import extract_final_number, gold_answer, gsm8k_rewa
         ("#### 1,2,3", 1.0),  # a list, not the number 123: commas only group thousands
         ("the digits are 1,2,3", 3.0),
         ("#### 12,34", 12.0),
+        # a final answer written with a currency sign, in bold or with a plus sign is still the
+        # one after ####, not a number of the text after it (it read 9, 6 and 3)
+        ("#### $18\nso each of the 2 friends pays 9", 18.0),
+        ("#### **42**, i.e. 7 x 6", 42.0),
+        ("#### +7 after 3 rounds", 7.0),
+        ("#### **$1,234.50** for 3 items", 1234.5),
     ],
 )
 def test_final_number_is_read_after_hashes_else_last(text, number):

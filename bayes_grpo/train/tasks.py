@@ -29,7 +29,9 @@ DATASET_FILE_FORMATS: dict[str, str] = {
 #: list ``1,2,3``, which read as 123 and was rewarded against a gold 123), a decimal part, ``.5``.
 _NUMBER_TEXT = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
 _NUMBER = re.compile(_NUMBER_TEXT)
-_FINAL = re.compile(rf"####\s*({_NUMBER_TEXT})")
+#: The number after ``####``, also written ``#### $18``, ``#### **42**`` or ``#### +7`` (without
+#: them the checker read the last number of the text after it instead).
+_FINAL = re.compile(rf"####[\s*$+]*({_NUMBER_TEXT})")
 
 
 def _to_number(text: str) -> float | None:
