@@ -119,3 +119,29 @@ def test_a_configuration_asked_of_a_saved_dataset_folder_is_refused_not_ignored(
     assert len(load_prompt_dataset(str(folder))) == 1
     with pytest.raises(ValueError, match=r"dataset_config \(--dataset-config\) 'main'"):
         load_prompt_dataset(str(folder), config="main")
+
+
+def test_a_dataset_that_cannot_be_loaded_is_an_error_naming_it(tmp_path, monkeypatch):
+    # `train --task gsm8k --dataset openai/gsm8k` offline ended in datasets' ConnectionError
+    # traceback ("Couldn't reach 'openai/gsm8k' on the Hub"), a malformed JSON Lines file in
+    # "DatasetGenerationError: An error occurred while generating the dataset", naming neither
+    # the file nor what was wrong with it
+    import datasets.config
+
+    from bayes_grpo.train.tasks import load_prompt_dataset
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"^nosuchowner/nosuchds: cannot load the dataset: Couldn't reach 'nosuchowner",
+    ):
+        load_prompt_dataset("nosuchowner/nosuchds")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "answer": "#### 1"}\n{bad json\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.jsonl: cannot load the dataset: JSON parse error"):
+        load_prompt_dataset(str(bad))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(
+        FileNotFoundError, match=r"empty: cannot load the dataset: .*any data files"
+    ):
+        load_prompt_dataset(str(tmp_path / "empty"))

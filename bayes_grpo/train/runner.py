@@ -203,6 +203,7 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from bayes_grpo.train.tasks import error_reason
     from bayes_grpo.train.tiny import TINY_MODEL_LABEL, build_tiny_model
 
     if config.model == TINY_MODEL:
@@ -229,7 +230,7 @@ def _load_model(config: TrainConfig, workdir: Path) -> tuple[Any, Any, str]:
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as exc:
         # not on the Hub, no connection, gated, no weights, no usable tokenizer: transformers' words
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(": ")
+        reason = error_reason(exc)
         raise FileNotFoundError(f"{config.model}: cannot load the model: {reason}") from exc
     if not tokenizer("next 1 =", add_special_tokens=False)["input_ids"]:
         # transformers builds an empty tokenizer for a model folder without tokenizer files: every

@@ -83,6 +83,12 @@ def gsm8k_reward(
     return out
 
 
+def error_reason(exc: BaseException) -> str:
+    """The first line of a library's error (its class name when it says nothing), to be said
+    after our own words: a model or dataset that cannot be loaded."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(": ")
+
+
 def load_prompt_dataset(
     source: str,
     *,
@@ -94,7 +100,11 @@ def load_prompt_dataset(
     Raises
     ------
     FileNotFoundError
-        A path-like source that does not exist.
+        A path-like source that does not exist; one ``datasets`` cannot find or reach (not on
+        the Hub, no connection, a folder without data files), naming ``source``.
+    ValueError
+        One ``datasets`` cannot read (a malformed file, an unknown split or configuration),
+        naming ``source`` and what is wrong.
     """
     import datasets
 
@@ -104,8 +114,12 @@ def load_prompt_dataset(
         if not path.is_file():
             raise FileNotFoundError(f"{path}: dataset file not found")
         check_dataset_file(source, split, config)
-        return datasets.load_dataset(
-            DATASET_FILE_FORMATS[suffix], data_files=str(path), split="train"
+        return _loaded(
+            source,
+            datasets.load_dataset,
+            DATASET_FILE_FORMATS[suffix],
+            data_files=str(path),
+            split="train",
         )
     if path.is_dir():
         if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
@@ -114,12 +128,28 @@ def load_prompt_dataset(
                     f"dataset_config (--dataset-config) {config!r}: {source} is a dataset saved "
                     "by save_to_disk, which has no configurations; leave it unset"
                 )
-            ds = datasets.load_from_disk(str(path))
-            return ds[split] if isinstance(ds, datasets.DatasetDict) else ds
-        return datasets.load_dataset(str(path), config, split=split)
+            ds = _loaded(source, datasets.load_from_disk, str(path))
+            if isinstance(ds, datasets.DatasetDict):
+                return _loaded(source, ds.__getitem__, split)
+            return ds
+        return _loaded(source, datasets.load_dataset, str(path), config, split=split)
     if source.startswith((".", "/", "~")) or source.count("/") > 1:
         raise FileNotFoundError(f"{source}: dataset path not found")
-    return datasets.load_dataset(source, config, split=split)
+    return _loaded(source, datasets.load_dataset, source, config, split=split)
+
+
+def _loaded(source: str, load: Any, *args: Any, **kwargs: Any) -> Any:
+    """``load(*args, **kwargs)`` of ``datasets``, its errors said as :func:`load_prompt_dataset`'s."""
+    from datasets.exceptions import DatasetGenerationError
+
+    try:
+        return load(*args, **kwargs)
+    except (OSError, ValueError, DatasetGenerationError) as exc:
+        # a file datasets cannot parse: "An error occurred while generating the dataset", the
+        # parser's words (the line, the problem) in the error under it
+        said = exc.__cause__ if isinstance(exc, DatasetGenerationError) and exc.__cause__ else exc
+        kind = FileNotFoundError if isinstance(exc, OSError) else ValueError
+        raise kind(f"{source}: cannot load the dataset: {error_reason(said)}") from exc
 
 
 def check_dataset_file(source: str, split: str, config: str | None = None) -> None:
@@ -193,6 +223,7 @@ __all__ = [
     "GSM8K_INSTRUCTION",
     "check_dataset_file",
     "check_gold_answers",
+    "error_reason",
     "extract_final_number",
     "gold_answer",
     "gsm8k_prompts",
