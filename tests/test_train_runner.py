@@ -428,6 +428,25 @@ def test_cli_trains_and_reports_the_run_as_json(tmp_path, capsys):
     assert report["last_reward"] == report["final_reward"] == frame["reward"].iloc[-1]
 
 
+def test_the_cli_shows_no_progress_bars_of_the_dataset_it_loads(tmp_path, capsys):
+    # `train --task gsm8k --dataset gsm.jsonl` printed datasets' "Generating train split" and
+    # "Map" progress bars (and, for a malformed file, its logged error) on stderr, which only
+    # --verbose-libs keeps
+    from bayes_grpo.cli import main as cli_main
+    from bayes_grpo.train.tiny import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "mini-lm", seed=1, n_positions=64)
+    data = tmp_path / "gsm.jsonl"
+    rows = [{"question": f"next {d} =", "answer": f"#### {d + 1}"} for d in (1, 5)]
+    data.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    capsys.readouterr()  # transformers' progress bar of the model's save
+    argv = ["train", str(tmp_path / "run"), "--model", str(model_dir), "--task", "gsm8k"]
+    argv += ["--dataset", str(data), "-G", "2", "--prompts-per-step", "2", "--steps", "1"]
+    assert cli_main([*argv, "--max-completion-length", "3", "--threads", "1", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "Generating train split" not in err and "Map" not in err, err
+
+
 def test_local_model_directory_and_gsm8k_style_dataset_path(tmp_path):
     # the real-model code path (model by path, GSM8K-style prompts, numeric answer checker),
     # exercised offline with the tiny model saved to disk and a two-question local dataset

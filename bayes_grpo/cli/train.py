@@ -239,10 +239,15 @@ def _terminate_as_exit():
 def _quiet_libraries() -> None:
     import warnings
 
+    import datasets
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    # the prompt dataset's ("Generating train split", "Map") and its logged errors, which the
+    # error of the run says in one line
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -432,7 +437,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--verbose-libs",
         dest="quiet_libs",
         action="store_false",
-        help="keep transformers' warnings and progress bars",
+        help="keep transformers' and datasets' warnings and progress bars",
     )
     add_json_flag(p)
     p.set_defaults(func=_cmd_train)
