@@ -145,3 +145,23 @@ def test_a_dataset_that_cannot_be_loaded_is_an_error_naming_it(tmp_path, monkeyp
         FileNotFoundError, match=r"empty: cannot load the dataset: .*any data files"
     ):
         load_prompt_dataset(str(tmp_path / "empty"))
+
+
+def test_next_digit_reward_reads_the_first_two_tokens_as_generated(tmp_path):
+    # the reward dropped every pad id before reading the first two tokens: a pad token sampled
+    # before or after the digit scored 1 ("[PAD] 4 [EOS]"), and with a tokenizer whose pad is its
+    # end of sequence (the runner's for a model without a pad token, e.g. gpt2) none could score
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from bayes_grpo.train.tiny import build_tiny_model, make_next_digit_reward
+
+    tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "tiny"))
+    ids = tok.convert_tokens_to_ids
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    reward = make_next_digit_reward(tok)
+    completions = [[pad, ids("4"), eos], [ids("4"), pad, eos], [ids("4"), eos, pad, pad]]
+    assert reward(None, None, completions, ["4"] * 3) == [0.0, 0.0, 1.0]
+    tok.pad_token = tok.eos_token
+    reward = make_next_digit_reward(tok)
+    assert reward(None, None, [[ids("4"), eos], [ids("5"), eos]], ["4", "4"]) == [1.0, 0.0]

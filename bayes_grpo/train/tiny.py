@@ -154,18 +154,19 @@ def make_next_digit_reward(tokenizer: Any):
     -------
     callable
         ``reward(prompts, completions, completion_ids, answer, **kw) -> list[float]`` in TRL's
-        reward-function convention: 1.0 when ``completion_ids`` is ``[id(answer), eos]``
-        (trailing padding ignored), else 0.0.
+        reward-function convention: 1.0 when ``completion_ids`` starts ``[id(answer), eos]``
+        (what follows, e.g. padding, ignored), else 0.0. The tokens are read as generated: a
+        pad token sampled before the end of sequence is a wrong token (dropping pad ids scored
+        ``[pad, id(answer), eos]``, and nothing where the pad is the end of sequence).
     """
     digit_ids = {d: tokenizer.convert_tokens_to_ids(d) for d in DIGITS}
     eos_id = tokenizer.eos_token_id
-    pad_id = tokenizer.pad_token_id
 
     def next_digit_reward(prompts, completions, completion_ids, answer, **kwargs) -> list[float]:
         out = []
         for ids, ans in zip(completion_ids, answer):
-            ids = [int(i) for i in ids if int(i) != pad_id]
-            out.append(1.0 if ids[:2] == [digit_ids[str(ans)], eos_id] else 0.0)
+            first = [int(i) for i in list(ids)[:2]]
+            out.append(1.0 if first == [digit_ids[str(ans)], eos_id] else 0.0)
         return out
 
     return next_digit_reward
