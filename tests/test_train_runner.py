@@ -854,6 +854,18 @@ def test_a_gsm8k_row_without_a_gold_number_is_named_before_training(tmp_path, ca
     assert not run_dir.exists()
 
 
+def test_a_process_count_the_launch_does_not_have_is_an_error_naming_its_option(tmp_path):
+    # "launched on 1 processes but num_processes=2": neither the option to change nor the run
+    err = re.escape(
+        f"{tmp_path / 'np2'}: launched on 1 process but num_processes=2 (--num-processes); "
+        "prompts_per_step is split over num_processes, so set it to match"
+    )
+    cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=1, num_processes=2)
+    with pytest.raises(ValueError, match=f"^{err}$"):
+        run_training(cfg, tmp_path / "np2", threads=1)
+    assert not (tmp_path / "np2").exists()
+
+
 def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
     # TRL defaults bf16 to True and transformers then asks for use_cpu

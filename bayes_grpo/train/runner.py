@@ -28,6 +28,7 @@ from typing import Any
 
 from bayes_grpo._io import atomic_path, write_text_atomic
 from bayes_grpo.train.config import (
+    CLI_OPTIONS,
     TINY_MODEL,
     TrainConfig,
     environment_in_error,
@@ -490,10 +491,12 @@ def _train_into(
             if not named:
                 raise
             raise ValueError(f"{exc}{named}") from exc
-        if trainer.accelerator.num_processes != config.num_processes:
+        launched = trainer.accelerator.num_processes
+        if launched != config.num_processes:
             raise ValueError(
-                f"launched on {trainer.accelerator.num_processes} processes but num_processes="
-                f"{config.num_processes}; prompts_per_step is split over num_processes, so set it to match"
+                f"{output_dir}: launched on {launched} process{'es' if launched != 1 else ''} but "
+                f"num_processes={config.num_processes} ({CLI_OPTIONS['num_processes']}); "
+                "prompts_per_step is split over num_processes, so set it to match"
             )
         if quiet:
             for cb in (PrinterCallback, ProgressCallback):
