@@ -866,6 +866,22 @@ def test_a_process_count_the_launch_does_not_have_is_an_error_naming_its_option(
     assert not (tmp_path / "np2").exists()
 
 
+def test_a_runs_thread_count_is_put_back_after_it(tmp_path):
+    # run_training(..., threads=1) left torch at one CPU thread for the rest of a Python session
+    # (a sweep's analysis, another model after it), which it does not say
+    import torch
+
+    before = torch.get_num_threads()
+    own = 3 if before != 3 else 2
+    torch.set_num_threads(own)
+    try:
+        cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=1)
+        run_training(cfg, tmp_path / "run", threads=1)
+        assert torch.get_num_threads() == own
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_device_auto_trains_without_a_bf16_gpu(tmp_path):
     # device="auto" ("GPU with bf16 when present") was refused on a machine without a bf16 GPU:
     # TRL defaults bf16 to True and transformers then asks for use_cpu

@@ -12,6 +12,7 @@ note of its exception (``exc.__notes__``), which ``bayes-grpo train`` prints.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -21,7 +22,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,23 @@ def check_threads(threads: int | None) -> None:
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
         raise ValueError(f"threads (--threads) must be an integer >= 1, got {threads!r}")
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's CPU threads set to ``threads`` for the run (None: left as they are), and put back
+    after it: a Python caller's later torch work keeps its own."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _reward_name(f: Any) -> str:
@@ -407,7 +425,8 @@ def run_training(
         Replace an existing run in ``output_dir``: kept until this run completes, then its log,
         metadata, ``checkpoint-*`` folders and saved model files are replaced or removed.
     threads
-        ``torch.set_num_threads`` for CPU runs, >= 1 (None: leave torch's default).
+        ``torch.set_num_threads`` for CPU runs, >= 1, for the run only (None: leave torch's
+        setting).
     quiet
         Drop transformers' console printing of every log entry.
 
@@ -432,7 +451,8 @@ def run_training(
     output_dir = Path(output_dir).expanduser()
     created = _prepare_output_dir(output_dir, overwrite, config)
     try:
-        return _train_into(config, output_dir, reward_funcs, train_dataset, threads, quiet)
+        with _torch_threads(threads):
+            return _train_into(config, output_dir, reward_funcs, train_dataset, quiet)
     except BaseException:
         # a failed run leaves no empty folder behind (what it wrote, and a folder given, stay)
         _remove_created(created)
@@ -444,7 +464,6 @@ def _train_into(
     output_dir: Path,
     reward_funcs: Sequence[Any] | None,
     train_dataset: Any,
-    threads: int | None,
     quiet: bool,
 ) -> TrainResult:
     """The body of :func:`run_training` once ``output_dir`` exists."""
@@ -454,8 +473,6 @@ def _train_into(
 
     from bayes_grpo.train.callback import DynamicsDiagnosticsCallback
 
-    if threads is not None:
-        torch.set_num_threads(int(threads))
     kwargs = grpo_config_kwargs(config, str(output_dir))
     if config.device == "auto" and not _bf16_available():
         # TRL's bf16 default (True) is refused without a bf16 GPU: "auto" then trains in fp32
