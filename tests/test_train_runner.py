@@ -908,6 +908,29 @@ def test_a_custom_task_trains_on_a_dataset_given_in_memory(tmp_path):
     assert frame["reward"].tolist() == [1.0] and meta["dataset"] == "<train_dataset>"
 
 
+def test_conversational_prompts_for_a_model_without_a_chat_template_are_refused_before_training(
+    tmp_path,
+):
+    # TRL failed at the first step, in transformers' words naming neither the prompts nor the
+    # model ("Cannot use chat template functions because tokenizer.chat_template is not set ...")
+    from datasets import Dataset
+
+    def always_one(prompts, completions, **kwargs):
+        return [1.0] * len(completions)
+
+    cfg = TrainConfig(
+        task="custom", group_size=2, prompts_per_step=2, max_steps=1, max_completion_length=3
+    )
+    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": "next 1 ="}]}] * 4)
+    match = (
+        r"^<train_dataset>: conversational prompts \(\[\{'role': 'user', 'content': 'next 1 ='\}\]\) "
+        r"but the model tiny has no chat template to write them as text"
+    )
+    with pytest.raises(ValueError, match=match):
+        run_training(cfg, tmp_path / "chat", reward_funcs=[always_one], train_dataset=ds)
+    assert not (tmp_path / "chat").exists()
+
+
 def test_a_prompt_set_smaller_than_one_rollout_is_refused_before_training(tmp_path):
     # TRL's sampler yields only whole rollouts: 3 prompts for a rollout of 2 x k_ref 2 = 4 gave
     # no batch, transformers "trained" 0 steps without an error and the run was written as

@@ -352,18 +352,34 @@ def _check_rollout_fits(dataset: Any, config: TrainConfig) -> None:
 
 
 def _check_context(
-    model: Any, tokenizer: Any, dataset: Any, max_completion_length: int, name: str
+    model: Any,
+    tokenizer: Any,
+    dataset: Any,
+    max_completion_length: int,
+    name: str,
+    dataset_name: str | None = None,
 ) -> None:
-    """Raise ValueError when a (text) prompt plus the completion cannot fit the model's context."""
+    """Raise ValueError when a (text) prompt plus the completion cannot fit the model's context,
+    or when conversational prompts come to a model without a chat template (TRL failed on them
+    at the first step, naming neither)."""
+    if hasattr(dataset, "select"):
+        sample = dataset.select(range(min(len(dataset), 256)))["prompt"]
+    else:  # an IterableDataset (streamed): its first rows
+        sample = [row["prompt"] for row in itertools.islice(dataset, 256)]
+    chats = [p for p in sample if not isinstance(p, str)]
+    if chats and getattr(tokenizer, "chat_template", None) is None:
+        shown = repr(chats[0])
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(
+            f"{dataset_name or 'the prompt set'}: conversational prompts ({shown}) but the model "
+            f"{name} has no chat template to write them as text; give text prompts, or a model "
+            "with a chat template"
+        )
     limit = getattr(model.config, "max_position_embeddings", None) or getattr(
         model.config, "n_positions", None
     )
     if not limit:
         return
-    if hasattr(dataset, "select"):
-        sample = dataset.select(range(min(len(dataset), 256)))["prompt"]
-    else:  # an IterableDataset (streamed): its first rows
-        sample = [row["prompt"] for row in itertools.islice(dataset, 256)]
     texts = [p for p in sample if isinstance(p, str)]
     if not texts:
         return
@@ -493,7 +509,9 @@ def _train_into(
             config, tokenizer, reward_funcs, train_dataset
         )
         _check_rollout_fits(dataset, config)
-        _check_context(model, tokenizer, dataset, args.max_completion_length, config.model)
+        _check_context(
+            model, tokenizer, dataset, args.max_completion_length, config.model, config.dataset
+        )
         model_size = sum(p.numel() for p in model.parameters())
         try:
             trainer = trl.GRPOTrainer(
