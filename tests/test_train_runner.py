@@ -807,10 +807,20 @@ def test_a_folder_that_is_not_a_whole_model_is_one_error_line_naming_it(tmp_path
     no_tokenizer = build_tiny_model(tmp_path / "no_tokenizer")
     for f in no_tokenizer.glob("tokenizer*"):
         f.unlink()
+    # transformers' words cut after their first line: "cannot load the model: Couldn't
+    # instantiate the backend tokenizer from one of", the list it introduces left out
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    (unknown / "config.json").write_text('{"model_type": "nosuchtype"}')
     capsys.readouterr()  # transformers' progress bar of the save
     for model, problem in (
         (empty, "not a model directory (no config.json)"),
         (no_tokenizer, "no vocabulary"),
+        (
+            unknown,
+            "cannot load the model: Couldn't instantiate the backend tokenizer from one of: (1) a "
+            "`tokenizers` library serialization file, (2) a slow tokenizer",
+        ),
     ):
         run_dir = tmp_path / "run"
         args = ["train", str(run_dir), "--model", str(model), "-G", "2", "--steps", "1"]

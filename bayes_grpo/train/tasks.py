@@ -85,8 +85,15 @@ def gsm8k_reward(
 
 def error_reason(exc: BaseException) -> str:
     """The first line of a library's error (its class name when it says nothing), to be said
-    after our own words: a model or dataset that cannot be loaded."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(": ")
+    after our own words: a model or dataset that cannot be loaded. A first line that ends in a
+    colon introduces what follows (transformers' "Couldn't instantiate the backend tokenizer from
+    one of:" and its list): the lines are then said together, on one line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        return " ".join(lines)
+    return lines[0].rstrip(": ")
 
 
 def load_prompt_dataset(
