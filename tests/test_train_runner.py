@@ -967,6 +967,39 @@ def test_a_prompt_set_smaller_than_one_rollout_is_refused_before_training(tmp_pa
     assert not out.exists()
 
 
+def test_a_reward_function_that_cannot_take_trls_arguments_is_refused_before_training(
+    tmp_path, monkeypatch, capsys
+):
+    # `train runs/x --reward mod:f` with `def f(completions)` ended in a TypeError traceback from
+    # inside TRL at the first step ("f() got an unexpected keyword argument 'prompts'"); one
+    # without the dataset's columns (the next_digit task's 'answer') the same
+    import sys
+
+    from bayes_grpo.cli import main as cli_main
+
+    def no_kwargs(completions):
+        return [0.0] * len(completions)
+
+    def no_answer(prompts, completions, completion_ids, trainer_state, log_extra, log_metric):
+        return [0.0] * len(completions)
+
+    cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=1)
+    with pytest.raises(ValueError, match=r"^reward function 'no_kwargs' cannot take .*'prompts'"):
+        run_training(cfg, tmp_path / "a", reward_funcs=[no_kwargs])
+    with pytest.raises(ValueError, match=r"^reward function 'no_answer' cannot take .*'answer'"):
+        run_training(cfg, tmp_path / "b", reward_funcs=[no_answer], threads=1)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    # the dry run refuses it too
+    (tmp_path / "bg_qa_no_kwargs.py").write_text("def f(completions):\n    return []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bg_qa_no_kwargs", raising=False)
+    capsys.readouterr()  # what the runs above printed
+    argv = ["train", str(tmp_path / "c"), "--reward", "bg_qa_no_kwargs:f", "--dry-run"]
+    assert cli_main(argv) == 2
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said.startswith("bayes-grpo train: error: reward function 'f' cannot take ")
+
+
 def test_a_reward_model_given_by_name_is_recorded_by_that_name(tmp_path):
     # reward_funcs=["path/or/hub-name"] trained with the reward model, but bayes_grpo_run.json
     # recorded its reward function as "str" (the type of the name)

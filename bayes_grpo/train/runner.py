@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import itertools
 import json
 import math
@@ -98,12 +99,47 @@ def check_reward_funcs(config: TrainConfig, reward_funcs: Sequence[Any] | None) 
     for f in reward_funcs or ():
         if not (callable(f) or isinstance(f, str)):
             raise ValueError(f"reward function {f!r} is neither callable nor a reward-model name")
+    check_reward_arguments(reward_funcs)
     if config.task == "next_digit" and not reward_funcs and config.max_completion_length == 1:
         # the reward asks for the digit and then the end-of-sequence token
         raise ValueError(
             "max_completion_length (--max-completion-length) = 1: the next_digit reward needs 2 "
             "tokens (the digit, then end of sequence); every completion would score 0"
         )
+
+
+#: The keywords TRL 1.16 calls a reward function with, besides the prompt set's other columns
+#: (``GRPOTrainer._calculate_rewards``).
+TRL_REWARD_KEYWORDS: tuple[str, ...] = (
+    "prompts",
+    "completions",
+    "completion_ids",
+    "trainer_state",
+    "log_extra",
+    "log_metric",
+)
+
+
+def check_reward_arguments(reward_funcs: Sequence[Any] | None, columns: Sequence[str] = ()) -> None:
+    """Raise ``ValueError`` naming a reward function that cannot take the keywords TRL calls it
+    with (:data:`TRL_REWARD_KEYWORDS` and the prompt set's ``columns`` but ``prompt``): TRL
+    failed on it at the first step with a TypeError from inside its loop."""
+    skip = {"prompt", "completion", "completion_ids"}
+    passed = [*TRL_REWARD_KEYWORDS, *(c for c in columns if c not in skip)]
+    for f in reward_funcs or ():
+        if isinstance(f, str) or not callable(f):  # a reward model: TRL calls it on tokens
+            continue
+        try:
+            signature = inspect.signature(f)
+        except (TypeError, ValueError):  # a builtin without one: nothing to check
+            continue
+        try:
+            signature.bind(**dict.fromkeys(passed))
+        except TypeError as exc:
+            raise ValueError(
+                f"reward function {_reward_name(f)!r} cannot take the keywords TRL calls it with "
+                f"({', '.join(passed)}): {exc}; give it a **kwargs parameter"
+            ) from None
 
 
 def check_threads(threads: int | None) -> None:
@@ -508,6 +544,7 @@ def _train_into(
         dataset, rewards = _build_dataset_and_rewards(
             config, tokenizer, reward_funcs, train_dataset
         )
+        check_reward_arguments(rewards, getattr(dataset, "column_names", None) or ())
         _check_rollout_fits(dataset, config)
         _check_context(
             model, tokenizer, dataset, args.max_completion_length, config.model, config.dataset
@@ -772,6 +809,7 @@ __all__ = [
     "TRAINER_STATE_FILE",
     "TrainResult",
     "check_output_dir",
+    "check_reward_arguments",
     "check_reward_funcs",
     "check_threads",
     "read_run_dir",
