@@ -123,7 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=positive_float,
         default=None,
         help=(
-            "PPO clip range of the run (TRL's epsilon, 0.2 by default there): the recursion scales "
+            "PPO clip range of the run (TRL's epsilon; TRL sets 0.2): the recursion scales "
             "the gradient by the share clipping leaves, reading the reward as a success rate in [0, 1] "
             "(default: the linear law, no clipping); at a lag where the policy moves more than the "
             "range within K_ref steps the linear law rises too fast"
