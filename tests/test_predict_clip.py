@@ -233,3 +233,29 @@ def test_predict_of_the_shipped_bandit_at_k_ref_6_warns_of_clipping_until_given_
     assert not any("PPO clip range" in w for w in clipped["warnings"])
     # the clipped rise is slower: 90% of the rise later on the logged reward
     assert clipped["time_to_fraction"]["90%"]["median_step"] > linear["time_to_fraction"]["90%"]["median_step"]
+
+
+def test_a_clipped_prediction_names_the_draws_whose_plateau_is_no_success_rate():
+    # models/tiny.nc at lr 0.002, K_ref 2: every draw's plateau p* is near 3.4 (its runs end far
+    # below it) and 58% of the initial rewards lie below 0; the policy moves at most ~10% within K_ref steps,
+    # yet --clip-epsilon 0.2 moved the final mean from 1.55 to 1.46 without a word: the clip's
+    # ratios are taken at probabilities held at the edges of [0, 1] where the law crosses 1
+    steps = np.arange(301.0)
+    beyond = _draws(np.full(400, 0.001), k_ref=2, plateau=3.0, r0=0.1)
+    linear = predict_from_draws(beyond, steps=steps, momentum=0.5, k_ref=2)
+    clipped = predict_from_draws(beyond, steps=steps, momentum=0.5, k_ref=2, clip_range=(0.2, 0.2))
+    # the gap is the edge's, not the policy's: nothing moves by 20% within 2 steps before it crosses 1
+    crossing = int(np.argmax(linear["mean_mean"].values > 0.9))
+    np.testing.assert_allclose(clipped["mean_mean"].values[:crossing], linear["mean_mean"].values[:crossing], rtol=1e-9)
+    assert abs(float(clipped["mean_mean"][-1] - linear["mean_mean"][-1])) > 0.01
+    notes = [w for w in attr_warnings(clipped) if "reads the reward p* + e as a success probability" in w]
+    assert len(notes) == 1 and "the plateau p* of 400 of 400 draws (100%; median 3)" in notes[0]
+    assert "initial reward" not in notes[0] and "draws (100%; median 3) lies outside" in notes[0]  # R0 0.1 is a success rate
+    assert not any("success probability" in w for w in attr_warnings(linear))
+    # draws of success rates: no such note
+    inside = predict_from_draws(_draws(np.full(400, 0.05), k_ref=6, plateau=0.85, r0=0.3), steps=steps,
+                                momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))  # fmt: skip
+    assert not any("success probability" in w for w in attr_warnings(inside))
+    below = predict_from_draws(_draws(np.full(400, 0.05), k_ref=6, plateau=0.85, r0=-0.1), steps=steps,
+                               momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))  # fmt: skip
+    assert any("the initial reward R0 of 400 of 400 draws (100%; median -0.1)" in w for w in attr_warnings(below))

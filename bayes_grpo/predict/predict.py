@@ -775,14 +775,23 @@ def schedule_beyond_note(lr_multipliers: np.ndarray | None, grid: np.ndarray, ds
 
 
 def clip_range_used(
-    clip_range: tuple[float, float] | None, *, law: str, normalised: bool
+    clip_range: tuple[float, float] | None,
+    *,
+    law: str,
+    normalised: bool,
+    plateau: np.ndarray | None = None,
+    initial_reward: np.ndarray | None = None,
 ) -> tuple[tuple[float, float] | None, str | None]:
     """The PPO clip range a prediction can simulate with, and a warning when it cannot.
 
     Clipping enters the recursion only (``law`` resolved, :func:`choose_law`): the continuous
     law has no lagged behaviour policy whose ratios could leave the range. A new LLM's prediction
     is normalised progress, not a success rate, so the ratios of success probabilities are
-    unknown. Returns ``(clip_range or None, note or None)``.
+    unknown. Draws whose plateau ``p*`` or initial reward ``R0`` lie outside ``[0, 1]`` are no
+    success rates there: the clip is used, and the warning says how many such draws there are
+    (their ratios are taken at probabilities held at the edges of ``[0, 1]``,
+    :func:`~bayes_grpo.dynamics.trust_region.unclipped_share`, which slows them where the law
+    crosses 0 or 1, not where the policy moves). Returns ``(clip_range or None, note or None)``.
     """
     if clip_range is None:
         return None, None
@@ -797,6 +806,23 @@ def clip_range_used(
         return None, text + (
             "a new LLM's prediction is normalised progress, not a success rate, so the success "
             "probabilities whose ratios the clip bounds are unknown"
+        )
+    outside = []
+    for name, values in (("plateau p*", plateau), ("initial reward R0", initial_reward)):
+        values = np.asarray([] if values is None else values, dtype=float).reshape(-1)
+        values = values[np.isfinite(values)]
+        off = (values < 0) | (values > 1)
+        if off.any():
+            outside.append(
+                f"the {name} of {int(off.sum())} of {values.size} draws ({off.mean():.0%}; median "
+                f"{float(np.median(values)):.3g})"
+            )
+    if outside:
+        return clip_range, (
+            f"the PPO clip range {format_clip_range(clip_range)} reads the reward p* + e as a success "
+            f"probability, but {' and '.join(outside)} {'lie' if len(outside) > 1 else 'lies'} outside [0, 1]: where p* + e leaves [0, 1] "
+            "the clip's ratios are taken at probabilities held at its edges, which slows such draws "
+            "where the law crosses 0 or 1, not where the policy moves more than the range"
         )
     return clip_range, None
 
@@ -862,7 +888,13 @@ def predict_from_draws(
     )
     # (draws without a plateau are refused by trajectories_from_draws, naming what they lack)
     normalised = "plateau" in draws and not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
-    clip_range, clip_note = clip_range_used(clip_range, law=used, normalised=normalised)
+    clip_range, clip_note = clip_range_used(
+        clip_range,
+        law=used,
+        normalised=normalised,
+        plateau=None if normalised or "plateau" not in draws else draws["plateau"].values,
+        initial_reward=None if normalised or "initial_reward" not in draws else draws["initial_reward"].values,
+    )
     traj = trajectories_from_draws(
         draws,
         grid,
