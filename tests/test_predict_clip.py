@@ -259,3 +259,32 @@ def test_a_clipped_prediction_names_the_draws_whose_plateau_is_no_success_rate()
     below = predict_from_draws(_draws(np.full(400, 0.05), k_ref=6, plateau=0.85, r0=-0.1), steps=steps,
                                momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))  # fmt: skip
     assert any("the initial reward R0 of 400 of 400 draws (100%; median -0.1)" in w for w in attr_warnings(below))
+
+
+def test_unstable_draws_that_the_clip_caps_in_a_limit_cycle_are_said_to_swing_not_to_diverge():
+    # the shipped bandit at lr 0.5, K_ref 6 with --clip-epsilon 0.2: every draw is unstable, the
+    # clipped law swings 0.07 peak to peak about p* (the bandit itself 0.08) and ends at 0.875,
+    # yet the prediction said "the trajectories diverge" and "(the draws diverge: no stable run to stop)"
+    from bayes_grpo.cli.predict import _remaining_gain_note
+
+    steps = np.arange(301.0)
+    capped = _draws(np.full(400, 0.15), k_ref=6, plateau=0.85, r0=0.5)
+    clipped = predict_from_draws(capped, steps=steps, momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))
+    assert clipped.attrs["n_draws_diverging"] == 400 and clipped.attrs["n_draws_swinging"] == 400
+    tail = clipped["mean_mean"].values[-100:]
+    assert 0.02 < np.ptp(tail) < 0.2 and abs(tail.mean() - 0.85) < 0.05  # bounded, about p*
+    notes = [w for w in attr_warnings(clipped) if "unstable at this setting" in w]
+    assert len(notes) == 1 and "swing about p* without settling" in notes[0] and "diverge" not in notes[0]
+    assert "describe no settled run" in notes[0] and np.isnan(clipped.attrs["stop_step"])
+    assert _remaining_gain_note(clipped) == " (the draws swing without settling: no settled run to stop)"
+    # the linear law's unstable draws do diverge, and say so
+    linear = predict_from_draws(capped, steps=steps, momentum=0.5, k_ref=6)
+    assert "n_draws_swinging" not in linear.attrs
+    assert any("the trajectories diverge, so the means" in w for w in attr_warnings(linear))
+    assert _remaining_gain_note(linear) == " (the draws diverge: no stable run to stop)"
+    # a gain the clip does not cap diverges under it too; a mix says which is which
+    mixed = _draws(np.r_[np.full(200, 0.15), np.full(200, 1.0)], k_ref=6, plateau=0.85, r0=0.5)
+    both = predict_from_draws(mixed, steps=steps, momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))
+    assert both.attrs["n_draws_swinging"] == 200
+    assert any("their trajectories diverge, or (200 of them) swing about p*" in w for w in attr_warnings(both))
+    assert _remaining_gain_note(both) == " (the draws diverge or swing without settling: no settled run to stop)"

@@ -409,6 +409,10 @@ def _remaining_gain_note(ds, var: str = "expected_remaining_gain") -> str:
     if "no_stop_step" in ds.attrs:  # nothing known of a rise (a constant prefix): not a later stop
         return " (the prefix is constant and the prior knows no rise: nothing says when to stop; see the warning)"
     if no_stable_run(int(ds.attrs.get("n_draws_diverging", 0) or 0), int(ds.attrs.get("n_draws", 0))):
+        swinging = int(ds.attrs.get("n_draws_swinging", 0) or 0)  # a clipped law's limit cycle
+        if swinging:
+            how = "swing" if swinging == int(ds.attrs["n_draws_diverging"]) else "diverge or swing"
+            return f" (the draws {how} without settling: no settled run to stop)"
         return " (the draws diverge: no stable run to stop)"
     if var not in ds:
         return ""

@@ -950,6 +950,14 @@ def predict_from_draws(
     if thin_note is not None:
         all_attrs["warnings"] = json.dumps([*attr_warnings(xr.Dataset(attrs=all_attrs)), thin_note])
     diverging = diverging_draws(traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref)
+    swinging = None
+    if clip_range is not None and diverging.any():
+        # the clip caps the unstable mode of mildly unstable draws in a limit cycle (README, Limits;
+        # the shipped bandit at lr 0.5, K_ref 6: every draw unstable, the clipped law's swing 0.07
+        # peak to peak, the bandit's 0.08): within a success rate's range of p*, they do not diverge
+        with np.errstate(invalid="ignore"):
+            off = np.abs(traj["mean"] - traj["plateau"][:, None])
+        swinging = diverging & np.all(np.isfinite(off) & (off <= 1.0), axis=1)
     continued: dict[str, Any] = {}
     ds = summarise_draws(
         grid,
@@ -965,6 +973,7 @@ def predict_from_draws(
         attrs=all_attrs,
         band_draws=traj["band"],
         diverging=diverging,
+        swinging=swinging,
         policy_draws=policy,
         # the expected remaining gain follows the draws past the horizon until they settle: it
         # counted only up to the horizon, so a lightly damped setting's stop step moved with it

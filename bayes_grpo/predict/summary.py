@@ -437,6 +437,7 @@ def summarise_draws(
     point_draws: np.ndarray | None = None,
     band_draws: np.ndarray | None = None,
     diverging: np.ndarray | None = None,
+    swinging: np.ndarray | None = None,
     policy_draws: np.ndarray | None = None,
     continuation: Callable[[np.ndarray], np.ndarray] | None = None,
     policy_continuation: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -479,6 +480,11 @@ def summarise_draws(
         draw, so they show the divergence; a warning gives the share (attrs
         ``n_draws_diverging``). The regime probabilities take the mask too
         (:func:`regime_probabilities`): unstable means diverging.
+    swinging
+        Optional ``(n_draws,)`` mask of the ``diverging`` draws whose trajectories stay bounded
+        within the horizon instead (a limit cycle: the recursion with a PPO clip range, which
+        caps the unstable mode). They count as diverging (no settled run), and the warning and
+        attr ``n_draws_swinging`` say that they swing rather than diverge.
     policy_draws
         Optional ``(n_draws, n_steps)`` draws of the policy's mean reward when ``mean_draws`` are
         the logged reward that trails it (``predict``'s observation lag): its milestones and
@@ -534,6 +540,7 @@ def summarise_draws(
             raise ValueError(f"diverging must be ({keep.size},); got {diverging.shape}")
         settled = ~diverging[keep]
     n_diverging = int((~settled).sum())
+    n_swinging = 0 if swinging is None else int((np.asarray(swinging, dtype=bool).reshape(-1)[keep] & ~settled).sum())
     conditional = 0 < n_diverging and not no_stable_run(n_diverging, settled.size)
     if not conditional:
         settled = np.ones_like(settled)
@@ -628,6 +635,8 @@ def summarise_draws(
             "n_draws_diverging": n_diverging,
         }
     )
+    if n_swinging:
+        ds.attrs["n_draws_swinging"] = n_swinging
     if gain_after is not None:
         ds.attrs["expected_remaining_gain_after"] = gain_after
     for key, value in (attrs or {}).items():
@@ -656,17 +665,27 @@ def summarise_draws(
     if n_diverging:
         n_all = int(keep.sum())
         share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
+        # a clipped law caps the unstable mode of some draws in a limit cycle: they swing, not diverge
+        cycle = "swing about p* without settling within the horizon (a limit cycle: the clip caps the unstable mode)"
+        if n_swinging == n_diverging:
+            what = f"their trajectories {cycle}"
+        elif n_swinging:
+            what = f"their trajectories diverge, or ({n_swinging} of them) {cycle}"
+        else:
+            what = "their trajectories diverge"
         if conditional:
             note = (
-                f"{share} are unstable at this setting and their trajectories diverge: the mean "
+                f"{share} are unstable at this setting and {what}: the mean "
                 "trajectory, milestones, expected remaining gain and stop step are those of the "
                 "stable draws (what a run shows if it stays stable); the median and the bands "
-                "include the diverging draws"
+                f"include the {'unstable' if n_swinging else 'diverging'} draws"
             )
         else:
             note = (
-                f"{share} are unstable at this setting: the trajectories diverge, so the "
-                "means and milestones describe no stable run, and there is no stop step"
+                f"{share} are unstable at this setting: "
+                + ("the trajectories diverge" if not n_swinging else what)
+                + f", so the means and milestones describe no {'settled' if n_swinging else 'stable'} "
+                "run, and there is no stop step"
             )
             # a diverging mean's "remaining gain" falls to 0 at the horizon's end only: the stop
             # step read as the last step (`predict --lr 1.0 --k-ref 4`: 150 of 150) as if the
@@ -751,6 +770,8 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
             out[key] = value if isinstance(value, str) else float(value)
     if ds.attrs.get("n_draws_diverging"):  # the means are then those of the stable draws
         out["n_draws_diverging"] = int(ds.attrs["n_draws_diverging"])
+        if ds.attrs.get("n_draws_swinging"):  # of them, bounded by a clipped law's limit cycle
+            out["n_draws_swinging"] = int(ds.attrs["n_draws_swinging"])
     out["regime_probability"] = {
         str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
     }
