@@ -212,6 +212,13 @@ def test_a_prediction_without_a_clip_range_warns_where_its_policy_outruns_trls_d
     assert note is not None and "within K_ref = 6 steps" in note and "--clip-epsilon" in note
     slow = predict_from_draws(_draws(np.full(400, 0.002), k_ref=6, plateau=0.85, r0=0.3), steps=steps, momentum=0.5, k_ref=6)
     assert unclipped_move_note(runset, model=None, prediction=slow, k_ref=6) is None
+    # under the continuous law (`--law continuous`) --clip-epsilon alone is not used: the advice
+    # names the recursion too, and following it clips without a "not used" warning
+    cont = predict_from_draws(_draws(np.full(400, 0.02), k_ref=6, plateau=0.85, r0=0.3), steps=steps, momentum=0.5,
+                              k_ref=6, law="continuous")  # fmt: skip
+    advice = unclipped_move_note(runset, model=None, prediction=cont, k_ref=6)
+    assert advice is not None and "(--law recursion --clip-epsilon, predict_run(law='recursion', clip_epsilon=...))" in advice
+    assert "(--clip-epsilon, predict_run(clip_epsilon=...))" in note
     # rewards that are no success rate: nothing to say
     scores = runset.assign(reward=runset["reward"] * 4)
     assert unclipped_move_note(scores, model=None, prediction=fast, k_ref=6) is None

@@ -612,7 +612,14 @@ def unclipped_move_note(
         f"the predicted success rate moves by {move:.0%} within K_ref = {float(k_ref):g} steps (steps "
         f"{steps[at] - float(k_ref):g}-{steps[at]:g}), more than a PPO clip range of {eps:g} (TRL's default) allows: a run with "
         "such clipping is slowed there, which this linear law does not draw; give the run's clip "
-        "range (--clip-epsilon, predict_run(clip_epsilon=...)) to include it"
+        + (
+            "range (--clip-epsilon, predict_run(clip_epsilon=...)) to include it"
+            if prediction.attrs.get("law", "recursion") == "recursion"
+            # `--law continuous`: its --clip-epsilon is not used (clip_range_used), so the advice
+            # alone led to a warning that the clip cannot enter this law
+            else "range with the recursion law, the only one that can clip (--law recursion "
+            "--clip-epsilon, predict_run(law='recursion', clip_epsilon=...)), to include it"
+        )
     )
 
 
