@@ -168,7 +168,7 @@ def test_cli_predict_takes_the_clip_range_by_its_flags(tmp_path, capsys):
             main([*base, "--clip-epsilon", bad])
         assert "--clip-epsilon" in capsys.readouterr().err
     rc = main([*base, "--clip-epsilon-high", "0.28", "--json"])
-    assert rc != 0 and "needs clip_epsilon" in capsys.readouterr().err
+    assert rc != 0 and "--clip-epsilon-high 0.28 needs --clip-epsilon (the lower bound" in capsys.readouterr().err
     assert main([*base, "--clip-epsilon", "0.2", "--clip-epsilon-high", "0.28", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["clip_range"] == [0.2, 0.28] and out["law"] == "recursion"

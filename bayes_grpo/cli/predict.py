@@ -444,6 +444,12 @@ def _run_predict(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--lr-schedule {schedule_label}: the rate is 0 at every update of the horizon (--steps {args.steps})"
         )
+    if args.clip_epsilon_high is not None and args.clip_epsilon is None:
+        # predict_run's message named its parameters (clip_epsilon_high, clip_epsilon), not the flags
+        raise ValueError(
+            f"--clip-epsilon-high {args.clip_epsilon_high:g} needs --clip-epsilon (the lower bound of the "
+            "clip range) too"
+        )
     ds = predict_run(
         args.posterior,
         learning_rate=args.learning_rate,
