@@ -295,3 +295,13 @@ def test_unstable_draws_that_the_clip_caps_in_a_limit_cycle_are_said_to_swing_no
     assert both.attrs["n_draws_swinging"] == 200
     assert any("their trajectories diverge, or (200 of them) swing about p*" in w for w in attr_warnings(both))
     assert _remaining_gain_note(both) == " (the draws diverge or swing without settling: no settled run to stop)"
+
+
+def test_draws_without_a_reward_scale_are_normalised_progress_by_one_rule_and_not_clipped():
+    # every initial reward NaN (plateau known): trajectories_from_draws drew normalised progress,
+    # while predict_from_draws clipped it as if a success rate and called its units "reward"
+    draws = _draws(np.full(200, 0.05), k_ref=6, plateau=0.85, r0=np.nan)
+    pred = predict_from_draws(draws, steps=np.arange(61.0), momentum=0.5, k_ref=6, clip_range=(0.2, 0.2))
+    assert pred.attrs["units"].startswith("normalised progress")
+    assert pred.attrs["clip_range"] == "off"
+    assert any("normalised progress, not a success rate" in w for w in attr_warnings(pred))

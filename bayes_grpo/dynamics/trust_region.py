@@ -19,9 +19,13 @@ section 1 the gradient term ``-a e[n-L]`` is scaled by it, with ``p_now = p* + e
 being updated) and ``p_b = p* + e[n-L]`` (the policy ``K_ref`` steps old that drew the
 rollouts): :func:`bayes_grpo.dynamics.simulate.simulate_recursion` with ``clip_range``.
 The whole gradient term is scaled (the KL anchor's part with it): clipping bites during the fast
-rise, far from the plateau, where the policy gradient dominates the anchor.
+rise, far from the plateau, where the policy gradient dominates the anchor. Past the plateau (an
+overshoot, a limit cycle) that is not so: there the bandit's restoring force grows when its
+successes are masked (the anchor is not), while the scaled law's shrinks; the anchor's share at
+``p*`` is not identified by a fit of the reward curve, so the law does not split it.
 
-Exact for the bandit's mean field (``bayes_grpo.bandit.simulator`` masks exactly so); for an LLM
+The masks and shares are exact for the bandit's mean field (``bayes_grpo.bandit.simulator`` masks
+exactly so), the scaling of the whole term where the policy gradient dominates; for an LLM
 it is the two-class mean-field approximation (every success moved alike), the same reduction the
 law itself rests on. Without lag (``K_ref = 0``) the ratios are 1 and nothing is clipped.
 """

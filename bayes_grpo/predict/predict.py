@@ -321,6 +321,18 @@ def schedule_time(steps: np.ndarray, lr_multipliers: np.ndarray) -> np.ndarray:
     return np.interp(steps, np.arange(m.size + 1, dtype=float), schedule_clock(m))
 
 
+def normalised_draws(draws: xr.Dataset) -> bool:
+    """Whether coefficient draws are a new LLM's, whose reward scale is unknown (every plateau or
+    every initial reward NaN): the prediction is then normalised progress ``(R - R0)/(p* - R0)``.
+    The one rule of :func:`trajectories_from_draws` (which simulates it) and
+    :func:`predict_from_draws` (which says so, and does not clip it); draws lacking either are
+    refused by the former, naming what they lack."""
+    return any(
+        name in draws and not np.isfinite(np.asarray(draws[name].values, dtype=float)).any()
+        for name in ("plateau", "initial_reward")
+    )
+
+
 def trajectories_from_draws(
     draws: xr.Dataset,
     steps: np.ndarray,
@@ -349,7 +361,7 @@ def trajectories_from_draws(
     if missing:
         raise ValueError(f"coefficient draws lack {missing}; have {sorted(draws.data_vars)}")
     flat = {v: np.asarray(draws[v].values, dtype=float).reshape(-1) for v in REQUIRED_DRAW_VARS}
-    if not np.isfinite(flat["plateau"]).any() or not np.isfinite(flat["initial_reward"]).any():
+    if normalised_draws(draws):
         # a new LLM: its reward scale is unknown, so predict the normalised progress
         # (R - R0) / (p* - R0), from 0 at the start to 1 at the plateau, without noise
         flat["plateau"] = np.ones_like(flat["a"])
@@ -636,7 +648,7 @@ def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> 
         bad = [str(r) for r in reward["run"].values[np.asarray(outside.values)]]
         lo, hi = float(reward.min()), float(reward.max())
         raise ValueError(
-            f"a PPO clip range (clip_epsilon) reads the reward as a success rate in [0, 1], but the "
+            f"a PPO clip range (--clip-epsilon, clip_epsilon=) reads the reward as a success rate in [0, 1], but the "
             f"fitted runs logged rewards in [{lo:.4g}, {hi:.4g}] ({len(bad)} run(s) outside [0, 1], e.g. "
             f"{bad[0]!r}): leave the clip range out (the linear law) for such a reward"
         )
@@ -893,8 +905,7 @@ def predict_from_draws(
         k_ref=k_ref,
         steps=grid,
     )
-    # (draws without a plateau are refused by trajectories_from_draws, naming what they lack)
-    normalised = "plateau" in draws and not np.isfinite(np.asarray(draws["plateau"].values, dtype=float)).any()
+    normalised = normalised_draws(draws)
     clip_range, clip_note = clip_range_used(
         clip_range,
         law=used,
