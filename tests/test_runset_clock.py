@@ -156,3 +156,24 @@ def test_cli_ingest_refuses_min_points_on_a_saved_run_set_rather_than_ignoring_i
     assert main(["ingest", str(raw), "--min-points", "500", "-o", str(tmp_path / "x.nc")]) != 0
     assert "raw.nc: --min-points applies to logs, not to a saved run set" in capsys.readouterr().err
     assert main(["ingest", str(raw), "-o", str(tmp_path / "x.nc")]) == 0
+
+
+def test_cli_ingest_re_times_a_run_set_that_ingest_itself_saved(tmp_path, capsys):
+    # README: "a run set saved without it is re-timed by `bayes-grpo ingest runs.nc --lr-clock -o
+    # clocked.nc`"; on a run set written by ingest (not a simulator) it crashed with "TypeError:
+    # Object of type int64 is not JSON serializable": the saved attribute min_points came back
+    # from netCDF as a NumPy integer, which runset_from_arrays passed to json.dumps
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import load_runset
+
+    n = np.arange(100)
+    rows = ["step,train/reward,train/learning_rate"] + [f"{s},{0.5 * s / 100:.4f},{1e-4 * (1 - s / 100):.3e}" for s in n]
+    (tmp_path / "decay.csv").write_text("\n".join(rows))
+    raw = tmp_path / "runs.nc"
+    assert main(["ingest", str(tmp_path / "decay.csv"), "-o", str(raw)]) == 0
+    clocked = tmp_path / "clocked.nc"
+    assert main(["ingest", str(raw), "--lr-clock", "-o", str(clocked)]) == 0
+    assert "re-timed on the learning-rate clock" in capsys.readouterr().out
+    ds = load_runset(clocked)
+    assert "decay" in clocked_runs(ds) and int(ds["step"].max()) < 60
+    assert int(ds.attrs["min_points"]) == 10  # ingest's attributes kept as they were

@@ -172,3 +172,18 @@ def test_fit_says_how_to_thin_long_runs_before_it_samples(tmp_path, monkeypatch,
     with pytest.raises(RuntimeError, match="sampling started"):
         main(["fit", str(tmp_path / "thin.nc"), "-o", str(tmp_path / "fit.nc")])
     assert "the longest run logs" not in capsys.readouterr().err
+
+
+def test_cli_ingest_thins_a_run_set_that_ingest_itself_saved(tmp_path, capsys):
+    # README: "`bayes-grpo ingest runs.nc --every 10 -o thinned.nc`"; on a run set written by
+    # ingest it crashed with "TypeError: Object of type int64 is not JSON serializable" (the
+    # attribute min_points read back from netCDF as a NumPy integer)
+    rows = ["step,train/reward"] + [f"{s},{0.8 - 0.6 * np.exp(-s / 30):.4f}" for s in range(1, 102)]
+    (tmp_path / "run.csv").write_text("\n".join(rows))
+    raw = tmp_path / "runs.nc"
+    assert main(["ingest", str(tmp_path / "run.csv"), "-o", str(raw)]) == 0
+    out = tmp_path / "thin.nc"
+    assert main(["ingest", str(raw), "--every", "10", "-o", str(out)]) == 0
+    back = load_runset(out)
+    assert thinned(back)["every"] == 10 and int(back["reward"].notnull().sum()) == 11
+    assert int(back.attrs["min_points"]) == 10

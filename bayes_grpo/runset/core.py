@@ -182,6 +182,10 @@ def runset_from_arrays(
     ds.attrs[SCHEMA_ATTR] = SCHEMA_VERSION
     ds.attrs[WARNINGS_ATTR] = json.dumps({r: list(w) for r, w in notes.items() if w})
     for key, value in (attrs or {}).items():
+        # attributes read back from netCDF are NumPy scalars and arrays (a saved ingest's
+        # min_points: np.int64), which json.dumps refuses: `ingest runs.nc --lr-clock` crashed
+        if isinstance(value, np.generic | np.ndarray):
+            value = value.tolist()
         ds.attrs[key] = value if isinstance(value, str | int | float) else json.dumps(value)
     return validate_runset(ds)
 
