@@ -321,7 +321,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
     else:
-        print(f"wrote {info['runs']} runs x {info['steps']} steps to {path}")
+        print(f"wrote {info['runs']} run(s) x {info['steps']} steps to {path}")
     return 0
 
 

@@ -30,9 +30,9 @@ formats (auto-detected; folders are searched recursively):
 verl and OpenRLHF count rollout iterations: with k_ref > 1 from their config, rollout iteration n
 is stored at optimizer step (n - 1) k_ref + 1 (its evaluation at n k_ref).
 
-reward: TRL 'reward' (also train/reward, critic/score/mean, train_reward), else the single
-rewards/<func>/mean, else an accuracy-like metric, else an evaluation reward (with a warning).
-Override with --reward-key. Hyperparameters: manifest > bayes_grpo_run.json > config inside the
+reward: TRL 'reward' (also train/reward, train_reward, critic/score/mean, rollout/reward,
+mean_reward), else the single rewards/<func>/mean, else an accuracy-like metric, else an
+evaluation reward (with a warning). Override with --reward-key. Hyperparameters: manifest > bayes_grpo_run.json > config inside the
 log > training_args.json/config.yaml beside it > model config.json > constants logged as metrics
 (and a text column of one value naming the model, momentum_convention or optimizer: SGD
 heavy_ball, Adam ema).

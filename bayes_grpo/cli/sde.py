@@ -249,5 +249,5 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
     else:
-        print(f"wrote {info['runs']} runs x {info['steps']} logged steps to {path}")
+        print(f"wrote {info['runs']} run(s) x {info['steps']} logged steps to {path}")
     return 0

@@ -260,8 +260,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Run TRL's GRPOTrainer on a causal LM and a prompt set with a binary verifiable reward. "
             "The knobs are named as in the theory: group size G, learning rate, momentum (and its "
             "convention), off-policy lag K_ref, KL weight beta, prompts per step, seed. The default is "
-            "the offline tiny model on the 'next digit' toy task (no download, ~20 s for 300 steps on "
-            "one CPU core)."
+            "the offline tiny model on the 'next digit' toy task (no download, about 23 s for 300 steps "
+            "on an idle CPU core)."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
