@@ -738,3 +738,30 @@ def test_a_spectral_radius_not_computed_in_posterior_mode_says_why():
     assert "whole number of lag steps" in values(2.5)["spectral_radius_note"]
     near = values(2)
     assert np.isfinite(near["spectral_radius_median"]) and "spectral_radius_note" not in near
+
+
+def test_a_new_llm_of_a_one_llm_fit_is_said_to_rest_on_the_priors_spread_between_llms(capsys):
+    # `stability --posterior models/tiny.nc --model qwen ...` answered zeta 3.58 [1.56, 8.2] and
+    # critical K_ref 761 [140, 4006] (own LLM: [3.27, 3.88], [635, 894]) and `phase-diagram
+    # --model qwen` a threshold lr 0.98 [0.194, 5.12], saying only "answered for a new LLM from
+    # the population level": the width is the prior's spread of log K between LLMs, which a fit
+    # of one LLM does not identify, as `predict --model qwen` says
+    from pathlib import Path
+
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+    from bayes_grpo.cli import main
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, momentum_convention="heavy_ball")
+    note = r"the fit has one LLM, so how much the curvature K varies between LLMs is not identified.*half-normal, scale 1"
+    with pytest.warns(UserWarning, match=note):
+        stability_from_posterior(path, k_ref=2, model="newllm", **setting)
+    with pytest.warns(UserWarning, match=note):
+        phase_diagram(path, momentum=0.5, momentum_convention="heavy_ball", model="newllm", k_refs=[0, 1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stability_from_posterior(path, k_ref=2, **setting)  # the fit's own LLM: no such note
+    assert not any("the fit has one LLM" in str(w.message) for w in caught)
+    argv = ["stability", "--posterior", str(path), "--lr", "0.1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2", "--model", "newllm"]
+    assert main(argv) == 0
+    assert "bayes-grpo stability: warning: the fit has one LLM" in capsys.readouterr().err

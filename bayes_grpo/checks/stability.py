@@ -290,6 +290,14 @@ def _gain_draws(
     _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")))
     draws = fitted.coefficient_draws(**kwargs)
     _require_mechanistic(str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic")))
+    from bayes_grpo.model.core import between_models_prior_note
+
+    # `stability --posterior tiny.nc --model qwen` answered zeta 3.58 [1.56, 8.2] (tiny-gpt2's
+    # own: [3.27, 3.88]) saying only "a new LLM from the population level", where predict says
+    # the width is the prior's spread between LLMs
+    between = between_models_prior_note(draws, "posterior intervals")
+    if between is not None:
+        warnings.warn(between, UserWarning, stacklevel=3)
     return np.asarray(draws["a"].values, dtype=float)
 
 

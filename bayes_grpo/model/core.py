@@ -1131,6 +1131,22 @@ def run_mean_reward(
     return np.asarray(out, dtype=float)
 
 
+def between_models_prior_note(draws: xr.Dataset, what: str = "bands") -> str | None:
+    """The note that a new LLM's curvature spread rests on the prior, for draws of
+    :meth:`GRPODynamicsModel.coefficient_draws` that drew it (attr ``between_models_sd_prior``: a
+    new LLM of a fit of one LLM); None otherwise. ``what`` names what that spread widens (the
+    prediction's bands, the stability intervals): said by ``predict``, ``stability --posterior``
+    and ``phase-diagram``."""
+    scale = getattr(draws, "attrs", {}).get("between_models_sd_prior")
+    if scale is None:
+        return None
+    return (
+        "the fit has one LLM, so how much the curvature K varies between LLMs is not "
+        "identified: a new LLM's log K is the fitted LLM's plus a spread drawn from its "
+        f"prior (half-normal, scale {float(scale):g}), which sets the width of the {what}"
+    )
+
+
 def load_fitted_model(path: str | os.PathLike) -> GRPODynamicsModel:
     """:meth:`GRPODynamicsModel.load`, for a fit that is about to be used (predictions,
     stability, diagnoses, forecast priors), with a ``UserWarning`` for what everything computed

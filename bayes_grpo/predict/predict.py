@@ -1125,7 +1125,7 @@ def predict_run(
         peak_rate, multipliers = learning_rate * peak, multipliers / peak
     import warnings
 
-    from bayes_grpo.model.core import UnusedModelSizeWarning
+    from bayes_grpo.model.core import UnusedModelSizeWarning, between_models_prior_note
 
     with warnings.catch_warnings():
         # an unused model_size is the prediction's own warning below
@@ -1224,15 +1224,10 @@ def predict_run(
             "band of the logged reward has no noise in it (it is the band of the mean trajectory) "
             "and the group size does not enter",
         )
-    if new_llm and "between_models_sd_prior" in draws.attrs:
+    if new_llm and (between := between_models_prior_note(draws)) is not None:
         # `predict models/bandit.nc --model newllm` gave the fitted LLM's own curvature: a 90%
         # band of the progress at step 150 of [0.975, 1.025], as if every LLM rose alike
-        warnings_.append(
-            "the fit has one LLM, so how much the curvature K varies between LLMs is not "
-            "identified: a new LLM's log K is the fitted LLM's plus a spread drawn from its "
-            f"prior (half-normal, scale {float(draws.attrs['between_models_sd_prior']):g}), "
-            "which sets the width of the bands"
-        )
+        warnings_.append(between)
     if model_size is not None:
         if not new_llm:
             why = f"the prediction is for {draws.attrs.get('model')!r}, an LLM of the fit"
