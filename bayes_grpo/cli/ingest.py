@@ -41,7 +41,7 @@ bad runs are skipped and reported (status 'rejected' with the reason) unless --s
 --json: the top-level 'n_steps' (also 'step_axis_length') is the length of the run set's step
 axis, the union of the steps any run logged; a run's 'n_steps' (also 'n_points', the table's
 'points') counts its own logged reward points, and first_step / last_step the steps they span.
-manifest (CSV/YAML): columns path, run, run_name, reward_key, logging_steps, and any of
+manifest (CSV/YAML): columns path, run (or id), run_name, reward_key, logging_steps, and any of
 model, model_size, group_size, learning_rate, momentum, momentum_convention, k_ref, beta, seed,
 completions_per_step.
 
