@@ -67,7 +67,7 @@ def test_thinning_says_per_run_what_it_kept_and_records_it():
     warns = runset_warnings(out)
     assert "11 of 101 rewards kept (steps 1-101)" in warns["a"][-1] and "kl 11 of 101" in warns["a"][-1]
     assert "eval_reward 2 of 6" in warns["b"][-1]
-    assert thinning_note(out).startswith("the run set was thinned to every 10-th logged point")
+    assert thinning_note(out).startswith("the run set was thinned to every 10th logged point")
 
 
 def test_a_thinning_warning_counts_a_large_group_of_metrics_instead_of_naming_each():
@@ -87,7 +87,7 @@ def test_every_one_keeps_every_point():
 
 
 def test_a_run_left_with_fewer_than_three_rewards_is_refused_by_name():
-    with pytest.raises(RunSetError, match=r"run 'b': every 50-th of its 21 logged rewards leaves 1"):
+    with pytest.raises(RunSetError, match=r"run 'b': every 50th of its 21 logged rewards leaves 1"):
         thin_runset(_runs(), 50)
 
 
@@ -115,7 +115,7 @@ def test_the_thinned_grid_is_regular_so_the_fit_takes_its_fast_path_at_a_tenth_o
     long = [n for n in full.notes if "the longest run logs" in n]
     assert len(long) == 1 and "the longest run logs 3000 rewards (6000 in all)" in long[0]
     assert f"--every {suggested_every(3000)} " in long[0] and suggested_every(3000) == 3
-    assert any("thinned to every 10-th" in n for n in thin.notes)
+    assert any("thinned to every 10th" in n for n in thin.notes)
     assert not any("the longest run logs" in n for n in thin.notes)
 
 
@@ -187,3 +187,20 @@ def test_cli_ingest_thins_a_run_set_that_ingest_itself_saved(tmp_path, capsys):
     back = load_runset(out)
     assert thinned(back)["every"] == 10 and int(back["reward"].notnull().sum()) == 11
     assert int(back.attrs["min_points"]) == 10
+
+
+def test_the_thinning_messages_write_the_ordinal_in_english():
+    # `ingest ... --every 3` said "thinned to every 3-th logged point" (and 1-th, 2-th, 21-th)
+    from bayes_grpo.runset.thin import ordinal
+
+    assert [ordinal(n) for n in (1, 2, 3, 4, 10, 11, 12, 13, 21, 22, 23, 101, 111, 112)] == [
+        "1st", "2nd", "3rd", "4th", "10th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th", "112th",
+    ]  # fmt: skip
+    thin = thin_runset(_runs(), 3)
+    notes = [w for ws in runset_warnings(thin).values() for w in ws]
+    assert any("thinned to every 3rd logged point" in w for w in notes), notes
+    assert not any("-th" in w for w in notes)
+    with pytest.raises(RunSetError, match="thinned already \\(every 3rd point"):
+        thin_runset(thin, 2)
+    with pytest.raises(RunSetError, match="every 22nd of its"):
+        thin_runset(_runs(), 22)

@@ -60,6 +60,14 @@ def suggested_every(max_points: int, target: int = TARGET_POINTS) -> int:
     return max(1, int(np.ceil(max_points / target)))
 
 
+def ordinal(n: int) -> str:
+    """``n`` as an English ordinal (``1st``, ``2nd``, ``3rd``, ``11th``, ``22nd``): the thinning
+    messages said "every 3-th logged point"."""
+    n = int(n)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
     """``ds`` with each run cut to its first logged reward and every ``every``-th after it.
 
@@ -90,7 +98,7 @@ def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
     if THIN_ATTR in ds.attrs:
         done = thinned(ds)
         raise RunSetError(
-            f"the run set is thinned already (every {done.get('every')}-th point, attribute {THIN_ATTR}): "
+            f"the run set is thinned already (every {ordinal(done.get('every'))} point, attribute {THIN_ATTR}): "
             "thin the original run set instead"
         )
     warns = runset_warnings(ds)
@@ -103,7 +111,7 @@ def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
         keep = logged[kept_positions(len(logged), every)]
         if len(keep) < 3:
             raise RunSetError(
-                f"run {run_id!r}: every {every}-th of its {len(logged)} logged rewards leaves {len(keep)}; "
+                f"run {run_id!r}: every {ordinal(every)} of its {len(logged)} logged rewards leaves {len(keep)}; "
                 "the model needs at least 3 (a smaller --every)"
             )
         kept = frame.loc[keep]
@@ -113,7 +121,7 @@ def thin_runset(ds: xr.Dataset, every: int) -> xr.Dataset:
         facts[run_id] = {"logged_points": int(len(logged)), "kept_points": int(len(keep)), "values": counts}
         lost = thinned_values_text({v: c for v, c in counts.items() if v != REWARD_VAR})
         warns.setdefault(run_id, []).append(
-            f"thinned to every {every}-th logged point: {len(keep)} of {len(logged)} rewards kept (steps "
+            f"thinned to every {ordinal(every)} logged point: {len(keep)} of {len(logged)} rewards kept (steps "
             f"{int(keep[0])}-{int(keep[-1])})"
             + (f"; other values kept at those steps: {lost}" if lost else "")
         )
@@ -158,7 +166,7 @@ def thinning_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str | 
     done = thinned(ds)
     if done:
         return (
-            f"the run set was thinned to every {done['every']}-th logged point of each run (ingest --every): "
+            f"the run set was thinned to every {ordinal(done['every'])} logged point of each run (ingest --every): "
             "the fit, its R^2 and its residual checks describe those points"
         )
     return long_runs_note(ds, threshold=threshold)
@@ -178,10 +186,10 @@ def long_runs_note(ds: xr.Dataset, *, threshold: int = LONG_RUN_POINTS) -> str |
     return (
         f"the longest run logs {longest} rewards ({int(points.sum())} in all): the fit's cost grows with "
         f"the logged points, and runs this long can take many minutes; "
-        f"`bayes-grpo ingest RUNS.nc --every {every} -o THINNED.nc` keeps every {every}-th point of each run "
+        f"`bayes-grpo ingest RUNS.nc --every {every} -o THINNED.nc` keeps every {ordinal(every)} point of each run "
         f"(about {int(np.ceil(longest / every))} for the longest), "
         "enough to resolve the law's shape (runset.thin)"
     )
 
 
-__all__ = ["LONG_RUN_POINTS", "NAMED_METRICS", "THIN_ATTR", "kept_positions", "long_runs_note", "suggested_every", "thin_runset", "thinned", "thinned_values_text", "thinning_note"]
+__all__ = ["LONG_RUN_POINTS", "NAMED_METRICS", "THIN_ATTR", "kept_positions", "long_runs_note", "ordinal", "suggested_every", "thin_runset", "thinned", "thinned_values_text", "thinning_note"]
