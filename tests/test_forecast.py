@@ -1258,6 +1258,27 @@ def test_a_bounded_reward_forecast_keeps_its_plateau_inside_the_bounds():
         forecast_from_posterior(post(u[1::2]), np.arange(0.0, 300.0))
 
 
+def test_a_few_draws_left_out_of_a_bounded_forecast_are_not_called_0_percent():
+    # `forecast four.nc --run g16_p8_lr0.001_k1_adamw_s0 --upto 60 --no-population
+    # --reward-bounds 0 1` warned "0% of the posterior draws put the plateau outside the reward
+    # bounds [0, 1] and were left out": a few of 1000 were, rounded to 0%
+    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    u = np.tile([0.8, 0.1, np.log(0.05), np.log(1.2), np.log(0.05), np.log(1.0)], (n, 1))
+    u[:, 0] += 0.02 * rng.standard_normal(n)
+    u[:3, 0] = 1.3  # 3 draws of 1000 above the bound
+    post = RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
+        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.full(20, 0.1),
+    )  # fmt: skip
+    fc = forecast_from_posterior(post, np.arange(0.0, 100.0))
+    (note,) = [w for w in attr_warnings(fc) if "outside the reward bounds [0, 1] and were left out" in w]
+    assert note.startswith("3 of the 1000 posterior draws (0.3%) put the plateau outside"), note
+    assert int(fc.attrs["n_draws"]) == n - 3
+
+
 def test_a_posterior_whose_plateau_lies_outside_the_reward_bounds_says_where_it_lies():
     # `forecast tiny.nc --run g16_p8_lr0.0005_k1_adamw_s0 --upto 60 --prior models/tiny.nc
     # --reward-bounds 0 1` (that fit's plateau 3.45 +- 0.32 for a success rate) was refused with

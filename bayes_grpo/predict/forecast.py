@@ -2336,9 +2336,18 @@ def forecast_from_posterior(
                 "runs of another reward scale?), or forecast without them"
             )
         if not inside.all():
+            # a count, and a share with as few decimals as keep it off 0% and 100%: 3 of 1000
+            # read "0% of the posterior draws ... were left out"
+            n_out = int((~inside).sum())
+            share = 100.0 * n_out / inside.size
+            share_text = next(
+                (f"{share:.{d}f}" for d in range(6) if 0.0 < float(f"{share:.{d}f}") < 100.0),
+                f"{share:g}",
+            )
             notes.append(
-                f"{1.0 - inside.mean():.0%} of the posterior draws put the plateau outside the reward "
-                f"bounds [{lo:g}, {hi:g}] and were left out (a reward in the bounds has its plateau in them)"
+                f"{n_out} of the {inside.size} posterior draws ({share_text}%) "
+                f"put the plateau outside the reward bounds [{lo:g}, {hi:g}] and were left out (a "
+                "reward in the bounds has its plateau in them)"
             )
             u = u[inside]
     mean = mean_curve(u, steps)
