@@ -789,6 +789,46 @@ def test_rewards_outside_the_declared_reward_bounds_are_a_clear_error():
     )
 
 
+def test_a_bounded_run_based_prior_leaves_out_the_runs_logged_outside_the_bounds_and_names_them():
+    # `forecast real.nc --run sun_q35_9b_g2_rho1.0_s43 --upto 60 --reward-bounds 0 1`, beside
+    # runs of a wordle reward on [-0.4, 1.8]: the whole run-based prior failed ("run-based prior
+    # failed (observed rewards lie outside the reward bounds [0, 1] (min 0.05, max 1.8) ...);
+    # weak default prior"), naming no run, though the other success-rate runs lay in [0, 1]
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(80)
+    rng = np.random.default_rng(0)
+
+    def rate(tau, top):
+        return np.clip(0.05 + (top - 0.05) * (1.0 - np.exp(-steps / tau)) + 0.03 * rng.standard_normal(steps.size), 0, 1)
+
+    curves = {
+        "run": pd.DataFrame({"reward": rate(15.0, 0.8)}, index=steps),
+        "rate1": pd.DataFrame({"reward": rate(12.0, 0.85)}, index=steps),
+        "rate2": pd.DataFrame({"reward": rate(18.0, 0.75)}, index=steps),
+        "wordle": pd.DataFrame({"reward": 0.1 + 1.7 * (1.0 - np.exp(-steps / 20.0))}, index=steps),
+    }
+    runset = make_runset(curves, {})
+    prefix = (steps[:25].astype(float), curves["run"]["reward"].to_numpy()[:25])
+    prior, note = population_prior_for_run(
+        runset, "run", prefix=prefix, horizon=80.0, reward_bounds=(0.0, 1.0)
+    )
+    assert prior is not None and prior.source.startswith("2 other runs"), (prior, note)
+    assert note == "1 other run left out of the prior, logged outside the reward bounds [0, 1] (another reward): wordle"
+    # too few left: the weak prior, and the note still says which runs were left out and why
+    few, why = population_prior_for_run(
+        runset.drop_sel(run=["rate2"]), "run", prefix=prefix, horizon=80.0, reward_bounds=(0.0, 1.0)
+    )
+    assert few is None
+    assert why == (
+        "1 other run left out of the prior, logged outside the reward bounds [0, 1] (another "
+        "reward): wordle; fewer than 2 other runs: weak default prior"
+    )
+
+
 def test_an_infinite_reward_bound_is_refused_not_forecast_with_its_noise_at_the_floor(tmp_path, capsys):
     # `forecast sde.nc --run R --upto 40 --reward-bounds 0 inf` was taken: every mean sat at
     # x = 0 of the bounds, its noise at the floor share, and a rising run's 90% band at the

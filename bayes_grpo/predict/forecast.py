@@ -1077,6 +1077,30 @@ def population_prior_for_run(
     # in the order of their ids, not of the run set: the mixture's components (and the draws
     # the seed gives them) were in run-set order, so reordering the run set moved the forecast
     others = sorted(str(r) for r in runset["run"].values if str(r) != run_id)
+    outside = []
+    if reward_bounds is not None:
+        # a run logged outside the bounds is of another reward: it is left out, named. Its rewards
+        # failed the bounds check of the prior's fits and took the whole run-based prior with them
+        # (`forecast real.nc --run sun_q35_9b_g2_rho1.0_s43 --upto 60 --reward-bounds 0 1`: weak
+        # prior, "run-based prior failed (observed rewards lie outside the reward bounds [0, 1]
+        # (min 0.05, max 1.8)...)", naming no run, beside the runs of rewards in [0, 1])
+        for r in others:
+            try:
+                check_within_bounds(runset[REWARD_VAR].sel(run=r).values, reward_bounds)
+            except ForecastError:
+                outside.append(r)
+        others = [r for r in others if r not in outside]
+    left_out = (
+        f"{_counted(len(outside), 'other run')} left out of the prior, logged outside the reward "
+        f"bounds [{float(reward_bounds[0]):g}, {float(reward_bounds[1]):g}] (another reward): "
+        + ", ".join(outside)
+        if outside
+        else ""
+    )
+
+    def noted(text: str) -> str:
+        return "; ".join(n for n in (left_out, text) if n)
+
     # an unknown LLM ("") is nobody's same LLM: runs without a model name may be any LLMs
     same = [
         r
@@ -1086,8 +1110,8 @@ def population_prior_for_run(
     chosen = same if (len(same) >= 2 or same_model_only) else others
     if len(chosen) < 2:
         if same_model_only and not coords["model"]:
-            return None, "the run's LLM is unknown, so no run is of the same LLM: weak default prior"
-        return None, "fewer than 2 other runs: weak default prior"
+            return None, noted("the run's LLM is unknown, so no run is of the same LLM: weak default prior")
+        return None, noted("fewer than 2 other runs: weak default prior")
     steps = runset["step"].values.astype(float)
     runs = [(steps, runset[REWARD_VAR].sel(run=r).values.astype(float)) for r in chosen]
     pairs = None
@@ -1107,7 +1131,7 @@ def population_prior_for_run(
             retime=pairs,
         )
     except ForecastError as exc:
-        return None, f"run-based prior failed ({exc}); weak default prior"
+        return None, noted(f"run-based prior failed ({exc}); weak default prior")
     if chosen is not same and prefix is not None:
         # other LLMs (or LLMs not named): their dynamics inform this run, their reward scale not
         prior = with_levels_from(
@@ -1115,7 +1139,7 @@ def population_prior_for_run(
             default_prior(prefix[0], prefix[1], horizon=horizon),
             source=prior.source + " (dynamics only; plateau, R0 and noise scaled to the prefix)",
         )
-    return prior, ""
+    return prior, left_out
 
 
 def retime_settings(
