@@ -479,6 +479,22 @@ def test_calibrated_band_scale_reaches_the_target_coverage_on_the_calibration_ru
         calibrated_band_scale(required[:1])
 
 
+def test_steps_whose_band_collapsed_onto_the_reward_say_nothing_of_the_band_scale():
+    # calibration runs stuck at a bound (a success rate at 0: every draw clipped there) have bands
+    # of no width on their rewards; counted as needing a scale of 0 they made the calibrated 50%
+    # band of the three tiny g4_p8 runs 0 wide (scale 0.0)
+    from bayes_grpo.predict.forecast import calibrated_band_scale, required_band_scale
+
+    rng = np.random.default_rng(2)
+    moving = [required_band_scale(0.5 * rng.standard_normal(200), -np.ones(200), np.ones(200)) for _ in range(2)]
+    stuck = [required_band_scale(np.zeros(200), np.zeros(200), np.zeros(200)) for _ in range(3)]
+    assert np.all(np.isnan(stuck[0]))
+    # a collapsed band that misses the reward needs more than any scale
+    assert required_band_scale(np.array([0.1]), np.zeros(1), np.zeros(1))[0] == np.inf
+    kappa = calibrated_band_scale(moving + stuck, prob=0.5)
+    assert kappa == pytest.approx(calibrated_band_scale(moving, prob=0.5)) and kappa > 0.3
+
+
 def test_split_calibration_never_reads_the_run_it_calibrates():
     """A run's band scale comes from backtests of the other half of the runs: changing the
     run's own held-out steps must not change it."""

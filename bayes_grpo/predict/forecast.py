@@ -2816,14 +2816,21 @@ def coverage(y: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float:
 
 def required_band_scale(y: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Per step, the factor by which the band ``[lower, upper]`` must be scaled about its
-    midpoint to contain ``y`` (``|y - mid| / half-width``; NaN where ``y`` is NaN)."""
+    midpoint to contain ``y`` (``|y - mid| / half-width``; NaN where ``y`` is NaN).
+
+    NaN too where the band has collapsed onto ``y`` (zero width, ``y`` its midpoint: a forecast
+    held at a reward bound, e.g. a success rate still at 0): any scale covers it, so it says
+    nothing of the scale. Counted as 0, such steps set the scale: three tiny runs stuck at 0 gave
+    the calibrated 50% band a scale of 0 (98.5% of one run's steps), a band of no width for a run
+    that moves. A collapsed band that misses ``y`` is inf (no scale covers it), as before.
+    """
     y = np.asarray(y, dtype=float)
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
     mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.abs(y - mid) / half
-    r = np.where((half <= 0) & (np.abs(y - mid) == 0), 0.0, r)
+    r = np.where((half <= 0) & (np.abs(y - mid) == 0), np.nan, r)
     return np.where(np.isfinite(y), r, np.nan)
 
 
