@@ -1896,3 +1896,12 @@ def test_a_prediction_from_a_saved_fit_does_not_import_pymc():
     # run in the checkout under test (python -c puts the working folder first on the path)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tiny.parents[1])
     assert done.stdout.split("]")[0] == "[", done.stdout
+
+
+def test_the_steps_of_a_prediction_summary_are_whole_numbers_where_they_are_steps():
+    # `predict` printed 'stop_step: 34.0', 'final_step: 300.0' and medians '25.0'
+    pred = predict_from_draws(_draws(np.full(200, 0.05), k_ref=2), steps=100, momentum=0.5, k_ref=2)
+    out = summary_dict(pred)
+    assert isinstance(out["stop_step"], int) and isinstance(out["final_step"], int) and out["final_step"] == 100
+    medians = [v["median_step"] for v in out["time_to_fraction"].values() if v["median_step"] is not None]
+    assert medians and all(isinstance(m, int) for m in medians)  # every draw alike: whole medians

@@ -276,7 +276,7 @@ DISCREPANCY_AT_ZERO: str = (
 
 def _emit(ds, args, *, observed=None, extra=None) -> None:
     from bayes_grpo.predict.predict import plot_prediction, save_prediction
-    from bayes_grpo.predict.summary import attr_warnings, summary_dict
+    from bayes_grpo.predict.summary import attr_warnings, step_value, summary_dict
 
     out = summary_dict(ds)
     for key in (
@@ -306,6 +306,8 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
                 out["discrepancy_note"] = DISCREPANCY_AT_ZERO
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
+    if "upto_step" in out:  # a forecast's cut, a step: 120, not 120.0
+        out["upto_step"] = step_value(out["upto_step"])
     if out.get("clip_range", "off") != "off":  # [eps_low, eps_high], stored as JSON text
         out["clip_range"] = json.loads(out["clip_range"])
     if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)

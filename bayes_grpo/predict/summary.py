@@ -738,13 +738,21 @@ def add_warnings(ds: xr.Dataset, notes: Sequence[str]) -> None:
         ds.attrs["warnings"] = json.dumps([*attr_warnings(ds), *notes])
 
 
+def step_value(step) -> int | float:
+    """An optimizer step as JSON and text give it: an int where it is a whole number (``predict``
+    printed ``stop_step: 34.0``, ``final_step: 300.0``), else the float (a median between two
+    steps, NaN for none)."""
+    value = float(step)
+    return int(value) if np.isfinite(value) and value.is_integer() else value
+
+
 def _fraction_summary(ds: xr.Dataset, prefix: str) -> dict[str, dict[str, float | None]]:
     """``{"90%": {"median_step", "prob_reached_within_horizon"}, ...}`` of the milestones
     ``{prefix}_median`` / ``{prefix}_reached`` (``time_to_fraction`` or ``policy_time_to_fraction``);
     a median beyond the horizon is None."""
     return {
         f"{int(round(f * 100))}%": {
-            "median_step": float(m) if np.isfinite(m) else None,
+            "median_step": step_value(m) if np.isfinite(m) else None,
             "prob_reached_within_horizon": float(r),
         }
         for f, m, r in zip(ds["fraction"].values, ds[f"{prefix}_median"].values, ds[f"{prefix}_reached"].values)
@@ -761,6 +769,7 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     ``no_stop_step`` why there is no stop step, where the dataset has them (NaN: ``null`` in the
     CLI's JSON)."""
     out: dict[str, object] = {k: ds.attrs[k] for k in SUMMARY_ATTRS}
+    out["stop_step"] = step_value(out["stop_step"])
     # what the stop step rests on past the horizon, and why there is none: attrs and text only
     # before, so `predict --json` / `forecast --json` could not tell a stop step past the horizon
     # from one that is not known at all
@@ -777,13 +786,13 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
     }
     out["time_to_fraction"] = _fraction_summary(ds, "time_to_fraction")
     if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (an observation lag)
-        out["policy_stop_step"] = ds.attrs["policy_stop_step"]
+        out["policy_stop_step"] = step_value(ds.attrs["policy_stop_step"])
         if "policy_expected_remaining_gain_after" in ds.attrs:
             out["policy_expected_remaining_gain_after"] = float(ds.attrs["policy_expected_remaining_gain_after"])
         out["policy_time_to_fraction"] = _fraction_summary(ds, "policy_time_to_fraction")
     last = ds[STEP_DIM].values[-1]
     lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
-    out["final_step"] = float(last)
+    out["final_step"] = step_value(last)
     out["final_mean_reward"] = float(ds["mean_mean"].values[-1])
     out[f"final_mean_reward_hdi_{ds['hdi_prob'].values[-1]:g}"] = [float(lo[-1]), float(hi[-1])]
     return out
