@@ -100,7 +100,8 @@ def test_cli_bad_input_gives_clean_error(runset_path, tmp_path, capsys):
     assert main(["diagnose", str(runset_path), "--set", "degeneracy.nope=1"]) == 2
     assert "unknown degeneracy settings" in capsys.readouterr().err
     assert main(["diagnose", str(runset_path), "--run", "nope"]) == 2
-    assert "not in the run set" in capsys.readouterr().err
+    # the file named too, as forecast names it (it said "run 'nope' not in the run set" alone)
+    assert f"{runset_path}: run 'nope' not in the run set" in capsys.readouterr().err
 
 
 def test_a_run_set_without_runs_is_a_clean_error_not_a_traceback(tmp_path, capsys):

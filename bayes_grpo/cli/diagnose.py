@@ -159,6 +159,13 @@ def _run(args: argparse.Namespace) -> int:
         # an empty table's set_index died in a KeyError traceback; --json printed no result
         raise ValueError(f"{args.runset} holds no runs: nothing to diagnose")
     load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
+    known = [str(r) for r in ds[RUN_DIM].values]
+    missing = [r for r in args.run or [] if str(r) not in known]
+    if missing:
+        # "run 'nope' not in the run set" named no file (forecast's names it)
+        raise ValueError(
+            f"{args.runset}: run {', '.join(repr(r) for r in missing)} not in the run set; runs: {known}"
+        )
     results = diagnose(
         ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode, posterior_warnings=load_notes
     )
