@@ -1281,6 +1281,10 @@ def test_a_grad_norm_that_grows_with_the_take_off_does_not_make_a_forecast_warn(
     found = prefix_instability(runset, run_id, 90)
     assert "instability detected: growth of grad norm" in found["diagnostic"], found
     assert found["detected"] is False and found["signals"] == [] and found["onset_step"] is None
+    # and it says so beside the diagnostic's sentence, which reads 'instability detected'
+    assert len(found["set_aside"]) == 1
+    assert found["set_aside"][0].startswith("growth of grad norm (")
+    assert found["set_aside"][0].endswith(": confounded with the reward's take-off")
 
 
 def test_a_bounded_reward_forecast_keeps_its_plateau_inside_the_bounds():

@@ -1565,7 +1565,9 @@ def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str
     "diagnostic": str}``: ``signals`` are the counted detected signals (``"sustained
     clipping (clip_ratio: ... 0.36)"``, ...); ``detected`` is None when the prefix cannot be
     assessed (too few points); ``onset_step`` is the earliest onset of the counted signals;
-    ``diagnostic`` is the diagnostic's own sentence (all its signals).
+    ``diagnostic`` is the diagnostic's own sentence (all its signals); ``set_aside`` the detected
+    signals the forecast does not count, each with why (a reward oscillation: the law draws it; a
+    growing grad norm: confounded with the reward's take-off).
     """
     from bayes_grpo.diagnostics import DiagnosticsConfig, instability, run_table
     from bayes_grpo.diagnostics.instability import (
@@ -1579,10 +1581,20 @@ def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str
     frame = frame.loc[frame.index <= upto]
     res = instability(frame, run_id=run_id, config=config.instability, common=config.common)
     signals, onset = detected_signals(res, leave_out=WITHIN_THE_LAW + TAKE_OFF_CONFOUNDED)
+    every, _ = detected_signals(res, leave_out=())
+    # the diagnostic's sentence can read "instability detected: growth of grad norm" beside
+    # detected False: say which of its signals the forecast does not count, and why
+    why = {name: "the law draws it" for name in WITHIN_THE_LAW} | {
+        name: "confounded with the reward's take-off" for name in TAKE_OFF_CONFOUNDED
+    }
+    set_aside = [
+        f"{text}: {why[name]}" for text in every if text not in signals for name in why if text.startswith(name)
+    ]
     return {
         "detected": None if res.passed is None else bool(signals),
         "onset_step": onset,
         "signals": signals,
+        "set_aside": set_aside,
         "diagnostic": res.summary,
     }
 
