@@ -681,3 +681,11 @@ def test_a_run_the_fit_cannot_give_coefficients_for_is_named():
     with pytest.raises(ValueError, match=r"^run r2: the mechanistic model needs a finite learning_rate"):
         trajectory_band_check(Strict(), ds)
     assert iid_residual_check(Strict(), ds).summary.startswith("Not assessable: run r2: the mechanistic model")
+
+
+def test_a_share_that_is_neither_none_nor_all_is_never_written_0_or_100_percent():
+    from bayes_grpo.checks.base import share_percent
+
+    assert share_percent(3, 1000) == "0.3%"  # "{:.0%}" wrote 0%
+    assert share_percent(1999, 2000) == "99.95%"  # and 100%
+    assert share_percent(1, 3) == "33%" and share_percent(0, 10) == "0%" and share_percent(10, 10) == "100%"

@@ -86,6 +86,17 @@ def verdict_percent(value: float, threshold: float) -> str:
     return f"{np.floor(value * 1e6) / 1e4:.4f}%"
 
 
+def share_percent(count: int, total: int) -> str:
+    """``count`` of ``total`` as a percentage with as few decimals (0 to 5) as keep a share that
+    is neither none nor all off 0% and 100%: 3 of 1000 is "0.3%", where ``"{:.0%}"`` wrote "0%"
+    beside draws that were left out."""
+    share = 100.0 * count / total
+    return next(
+        (f"{share:.{d}f}%" for d in range(6) if 0.0 < float(f"{share:.{d}f}") < 100.0 or share in (0.0, 100.0)),
+        f"{share:g}%",
+    )
+
+
 def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """A table's rows as dictionaries, its index as columns; a name that two columns share
     (or an index level and a column) is kept for the first and given ``.1``, ``.2``... for

@@ -63,6 +63,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, special, stats
 
+from bayes_grpo.checks.base import share_percent
 from bayes_grpo.constants import HDI_PROB, HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import (
@@ -2375,13 +2376,9 @@ def forecast_from_posterior(
             # a count, and a share with as few decimals as keep it off 0% and 100%: 3 of 1000
             # read "0% of the posterior draws ... were left out"
             n_out = int((~inside).sum())
-            share = 100.0 * n_out / inside.size
-            share_text = next(
-                (f"{share:.{d}f}" for d in range(6) if 0.0 < float(f"{share:.{d}f}") < 100.0),
-                f"{share:g}",
-            )
+            share_text = share_percent(n_out, inside.size)
             notes.append(
-                f"{n_out} of the {inside.size} posterior draws ({share_text}%) "
+                f"{n_out} of the {inside.size} posterior draws ({share_text}) "
                 f"put the plateau outside the reward bounds [{lo:g}, {hi:g}] and were left out (a "
                 "reward in the bounds has its plateau in them)"
             )

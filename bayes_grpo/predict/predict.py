@@ -40,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
-from bayes_grpo.checks.base import plot_text
+from bayes_grpo.checks.base import plot_text, share_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
@@ -833,7 +833,7 @@ def clip_range_used(
         off = (values < 0) | (values > 1)
         if off.any():
             outside.append(
-                f"the {name} of {int(off.sum())} of {values.size} draws ({off.mean():.0%}; median "
+                f"the {name} of {int(off.sum())} of {values.size} draws ({share_percent(int(off.sum()), values.size)}; median "
                 f"{float(np.median(values)):.3g})"
             )
     if outside:
