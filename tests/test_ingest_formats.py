@@ -2064,3 +2064,17 @@ def test_an_event_file_cut_short_or_damaged_says_what_was_not_read(tmp_path, dam
     else:
         (note,) = notes
         assert n_read < 20 and "has a damaged record at byte" in note
+
+
+def test_gpt2s_learned_positions_are_counted_in_its_model_size():
+    # the tiny GPT-2 of `bayes-grpo train` (2 layers, n_embd 64, 16 positions) has 101,760 weights
+    # (103,552 with norms and biases); its wpe table of 16 x 64 was left out: 100,736
+    from bayes_grpo.runset.loaders.sidecar import estimate_parameters
+
+    tiny = {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 16, "vocab_size": 38,
+            "activation_function": "gelu_new"}  # fmt: skip
+    assert estimate_parameters(tiny) == 101760.0
+    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257}
+    assert estimate_parameters(gpt2) == pytest.approx(124.4e6, rel=0.01)  # gpt2: 124,439,808 parameters
+    # rotary positions are no weights (GPT-J names n_positions beside its rotary_dim)
+    assert estimate_parameters({**gpt2, "rotary_dim": 64}) == estimate_parameters(gpt2) - 1024 * 768

@@ -354,8 +354,9 @@ def experts_of(model_config: Mapping[str, object]) -> tuple[str, float] | None:
 def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     """Parameter count of a decoder-only transformer from its config (Llama/Qwen/GPT-2 style).
 
-    Counts embeddings (and an untied output head), attention (with grouped KV heads) and a gated
-    (3-matrix) or plain (2-matrix) MLP per layer; norms and biases are ignored (< 0.1%). None
+    Counts embeddings (and an untied output head; GPT-2's learned positions), attention (with
+    grouped KV heads) and a gated (3-matrix) or plain (2-matrix) MLP per layer; norms and biases
+    are ignored (< 0.1%; about 2% of a tiny 0.1M model). None
     for a mixture of experts (:func:`experts_of`): one MLP a layer counted gpt-oss-20b (21B
     parameters, 3.6B active per token) as 2.4B, and which count the size means is no config's.
     """
@@ -393,7 +394,12 @@ def estimate_parameters(model_config: Mapping[str, object]) -> float | None:
     attn = 2 * h * heads * head_dim + 2 * h * kv_heads * head_dim
     mlp = (3 if gated else 2) * h * inter
     tied = bool(model_config.get("tie_word_embeddings", True))
-    return float(n_layers * (attn + mlp) + vocab * h * (1 if tied else 2))
+    # GPT-2's learned absolute positions (n_positions x n_embd, its wpe table); rotary models name
+    # no n_positions, or carry rotary settings beside it (GPT-J): the tiny GPT-2 of `train` read
+    # 100736 for its 101760 weights (103552 with norms and biases)
+    rotary = any(k in model_config for k in ("rotary_dim", "rotary_pct", "rope_theta", "rope_scaling"))
+    positions = 0.0 if rotary else (_num(model_config.get("n_positions")) or 0.0)
+    return float(n_layers * (attn + mlp) + vocab * h * (1 if tied else 2) + positions * h)
 
 
 def coords_from_config(
