@@ -612,9 +612,7 @@ def unclipped_move_note(
         or mean.max() > 1
     ):
         return None
-    try:
-        check_success_rate_runs(runset, model=model)
-    except ValueError:
+    if runs_outside_unit_interval(runset, model=model):
         return None
     move, at = largest_move(mean, int(round(float(k_ref))))
     eps = TRL_DEFAULT_CLIP_EPSILON
@@ -635,17 +633,24 @@ def unclipped_move_note(
     )
 
 
+def runs_outside_unit_interval(runset: xr.Dataset | None, *, model: str | None) -> list[str]:
+    """The fitted runs of ``model`` (all runs when it is not among them) that logged a reward
+    outside ``[0, 1]``, i.e. no success rate; none without a run set."""
+    if runset is None or "reward" not in runset or "run" not in runset.dims:
+        return []
+    reward = runset["reward"].sel(run=_model_runs(runset, model))
+    outside = ((reward < 0) | (reward > 1)).any(STEP_DIM)
+    return [str(r) for r in reward["run"].values[np.asarray(outside.values)]]
+
+
 def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> None:
     """``ValueError`` when the fitted runs of ``model`` (all runs when it is not among them) logged
-    a reward outside ``[0, 1]``: the PPO clip law reads the reward as a success probability
-    (:mod:`bayes_grpo.dynamics.trust_region`), which such a reward is not."""
-    if runset is None or "reward" not in runset or "run" not in runset.dims:
-        return
-    runs = _model_runs(runset, model)
-    reward = runset["reward"].sel(run=runs)
-    outside = ((reward < 0) | (reward > 1)).any(STEP_DIM)
-    if bool(outside.any()):
-        bad = [str(r) for r in reward["run"].values[np.asarray(outside.values)]]
+    a reward outside ``[0, 1]`` (:func:`runs_outside_unit_interval`): the PPO clip law reads the
+    reward as a success probability (:mod:`bayes_grpo.dynamics.trust_region`), which such a
+    reward is not."""
+    bad = runs_outside_unit_interval(runset, model=model)
+    if bad:
+        reward = runset["reward"].sel(run=_model_runs(runset, model))
         lo, hi = float(reward.min()), float(reward.max())
         raise ValueError(
             f"a PPO clip range (--clip-epsilon, clip_epsilon=) reads the reward as a success rate in [0, 1], but the "
@@ -910,8 +915,8 @@ def predict_from_draws(
         clip_range,
         law=used,
         normalised=normalised,
-        plateau=None if normalised or "plateau" not in draws else draws["plateau"].values,
-        initial_reward=None if normalised or "initial_reward" not in draws else draws["initial_reward"].values,
+        plateau=None if normalised else draws.get("plateau"),
+        initial_reward=None if normalised else draws.get("initial_reward"),
     )
     traj = trajectories_from_draws(
         draws,
