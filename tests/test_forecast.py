@@ -908,6 +908,8 @@ def test_an_upto_in_a_gap_of_the_log_says_where_the_forecast_starts():
     fc = forecast_in_runset(runset, "gap", 70, likelihood="iid", n_draws=100, seed=0, use_runs=False)
     notes = [w for w in attr_warnings(fc) if "falls in a gap" in w]
     assert len(notes) == 1 and "last logged step before it: 50" in notes[0], attr_warnings(fc)
+    assert "of the log of run 'gap' (" in notes[0]  # not "run 'gap''s log"
+
     fc = forecast_in_runset(runset, "k4", 70, likelihood="iid", n_draws=100, seed=0, use_runs=False)
     assert not any("falls in a gap" in w for w in attr_warnings(fc))
 

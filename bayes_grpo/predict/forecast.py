@@ -1531,7 +1531,7 @@ def _upto_in_a_gap(t: np.ndarray, upto: float, run_id: str) -> str | None:
     usual = float(np.median(np.diff(t)))
     if upto - seen[-1] > 2.0 * usual:
         return (
-            f"--upto {float(upto):g} falls in a gap of run {run_id!r}'s log (last logged step "
+            f"--upto {float(upto):g} falls in a gap of the log of run {run_id!r} (last logged step "
             f"before it: {seen[-1]:g}, usual interval {usual:g}): the forecast starts from step "
             f"{seen[-1]:g}"
         )
