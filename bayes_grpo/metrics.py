@@ -14,7 +14,8 @@ Three numbers are therefore reported together:
 
 :func:`has_trend` says whether a curve shows a trend beyond its noise at all (where it does
 not, every ``R^2`` is meaningless); a single wild point does not decide it
-(:func:`tame_wild_points`). NaN entries (missing steps) are ignored throughout: the
+(:func:`tame_wild_points`). :func:`late_change` says how much a curve still moved over its last
+steps (has the run settled?). NaN entries (missing steps) are ignored throughout: the
 values are taken in their order, missing points skipped.
 """
 
@@ -300,8 +301,55 @@ def has_trend(t, y, *, alpha: float = TREND_ALPHA, n_blocks: int = 10) -> bool:
     return bool(np.isfinite(p) and p < alpha)
 
 
+#: Share of a run's finite points, at its end, over which :func:`late_change` measures the change.
+LATE_FRACTION: float = 0.25
+#: Fewest points :func:`late_change` fits a line to.
+LATE_MIN_POINTS: int = 8
+
+
+def late_change(t, y, *, fraction: float = LATE_FRACTION, min_points: int = LATE_MIN_POINTS) -> tuple[float, float]:
+    """How much a curve still moved over its last ``fraction`` of finite points, with a standard error.
+
+    A straight line is fitted by least squares to the last ``max(ceil(fraction n), min_points)``
+    finite points ``(t, y)`` (in ``t`` order); the change is its slope times the window's span
+    (units of ``y``). The standard error of the slope is inflated for autocorrelated noise by
+    ``sqrt((1 + rho) / (1 - rho))``, ``rho`` the lag-1 autocorrelation of the line's residuals
+    (clipped to ``[0, 0.9]``): the seed-to-seed wander of a stochastic trajectory is slow, and
+    read as white noise it made a settled run "still rising". Returns ``(change, se)``;
+    ``(nan, nan)`` with fewer than ``min_points`` finite points, and ``se = 0`` for points exactly
+    on a line.
+    """
+    t = np.asarray(t, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if t.shape != y.shape:
+        raise ValueError(f"t and y must have the same shape, got {t.shape} and {y.shape}")
+    if not 0 < fraction <= 1 or int(min_points) < 3:
+        raise ValueError(f"need 0 < fraction <= 1 and min_points >= 3, got {fraction!r} and {min_points!r}")
+    ok = np.isfinite(t) & np.isfinite(y)
+    order = np.argsort(t[ok], kind="stable")
+    t, y = t[ok][order], y[ok][order]
+    if t.size < int(min_points):
+        return float("nan"), float("nan")
+    n = min(max(int(np.ceil(fraction * t.size)), int(min_points)), t.size)
+    t, y = t[-n:], y[-n:]
+    width = float(t[-1] - t[0])
+    tc = t - t.mean()
+    sxx = float(np.sum(tc**2))
+    if not width > 0 or not sxx > 0:
+        return float("nan"), float("nan")
+    slope = float(np.sum(tc * (y - y.mean())) / sxx)
+    resid = y - y.mean() - slope * tc
+    ss = float(np.sum(resid**2))
+    rho = float(np.clip(np.sum(resid[1:] * resid[:-1]) / ss, 0.0, 0.9)) if ss > 0 else 0.0
+    se = np.sqrt(ss / (n - 2) / sxx * (1 + rho) / (1 - rho))
+    return slope * width, float(se * width)
+
+
 __all__ = [
     "r2",
+    "late_change",
+    "LATE_FRACTION",
+    "LATE_MIN_POINTS",
     "noise_variance",
     "noise_ceiling_r2",
     "moving_average",

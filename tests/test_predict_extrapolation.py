@@ -227,3 +227,56 @@ def test_an_observation_lag_past_the_horizon_says_every_logged_reward_is_the_ini
     assert any("observation lag 40 is not below the horizon's last step 40" in w for w in far), far
     near = attr_warnings(predict_run(Fitted(), observation_lag=2, **setting))
     assert not any("observation lag" in w for w in near)
+
+
+def _late_runset(curve, *, n_runs=6, steps=150, phi=0.0, sd=0.02, seed=0, model="m"):
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps)
+    curves = {}
+    for i in range(n_runs):
+        eps = np.zeros(steps)
+        for k in range(1, steps):
+            eps[k] = phi * eps[k - 1] + sd * rng.standard_normal()
+        curves[f"r{i}"] = pd.DataFrame({"reward": curve(t) + eps}, index=t)
+    return make_runset(curves, {r: {"model": model} for r in curves})
+
+
+def test_a_prediction_from_runs_still_rising_at_their_end_says_the_plateau_extrapolates_them():
+    # the softmax bandit without momentum, fitted on runs at learning rates 0.05 and 0.1 for 150
+    # steps: p* 0.846 [0.843, 0.849], while the runs settle at 0.854; a run at 0.2 got there, and its
+    # true mean left the 90% band of the mean at half of its steps without a word
+    from bayes_grpo.predict.predict import unsettled_runs_note
+
+    plateau, start = np.full(400, 0.85), np.full(400, 0.3)
+    rising = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 100.0))
+    note = unsettled_runs_note(rising, model="m", plateau=plateau, initial_reward=start)
+    assert note is not None and "still rising toward their plateau" in note and "over 6 run(s)" in note
+    assert "p* = 0.85" in note
+    settled = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 15.0))
+    assert unsettled_runs_note(settled, model="m", plateau=plateau, initial_reward=start) is None
+    # a falling reward (a loss-like metric) falls toward its plateau
+    falling = _late_runset(lambda t: 0.3 + 0.55 * np.exp(-t / 100.0))
+    note = unsettled_runs_note(falling, model="m", plateau=np.full(400, 0.3), initial_reward=np.full(400, 0.85))
+    assert note is not None and "still falling" in note
+    # a new LLM (reward-valued draws NaN) is not judged
+    assert unsettled_runs_note(rising, model=None, plateau=np.full(4, np.nan), initial_reward=np.full(4, np.nan)) is None
+
+
+def test_the_slow_wander_of_settled_runs_is_not_read_as_runs_still_rising():
+    # AR(1) noise with phi 0.9 about a settled plateau: within one 38-step window its lag-1
+    # autocorrelation is underestimated, so the runs are tested against their spread (a t-test
+    # across runs, level 0.01); a run's own corrected z passed 3 in 10% of such runs
+    from bayes_grpo.predict.predict import unsettled_runs_note
+
+    plateau, start = np.full(400, 0.85), np.full(400, 0.3)
+    flagged = sum(
+        unsettled_runs_note(
+            _late_runset(lambda t: 0.85 + 0.0 * t, phi=0.9, sd=0.02, seed=s),
+            model="m",
+            plateau=plateau,
+            initial_reward=start,
+        )
+        is not None
+        for s in range(100)
+    )
+    assert flagged <= 5

@@ -588,6 +588,99 @@ def beyond_logged_rewards_warning(
     return head + "is not pinned by runs that end before approaching it" + tail
 
 
+#: A fitted LLM's runs count as unsettled when they still moved toward their plateau by more than
+#: this share of the rise ``p* - R0`` over the last quarter of their logs, on average
+#: (:func:`~bayes_grpo.metrics.late_change`) ...
+UNSETTLED_SHARE = 0.02
+#: ... and significantly: one-sided p-value below this (see :func:`unsettled_runs_note`).
+UNSETTLED_ALPHA = 0.01
+
+
+def late_change_test(changes: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """Mean of runs' late changes (:func:`~bayes_grpo.metrics.late_change`) and the one-sided
+    p-value that it is above 0, ``(mean, p)``.
+
+    With 3 or more runs, a one-sample t-test across the runs: each run's change is one number,
+    so slow autocorrelated wander within a run (which a short window's lag-1 autocorrelation
+    underestimates: the corrected z of a flat AR(1) run with phi 0.9, 38-point window, still
+    passed 3 in 10% of runs) enters only through the runs' spread. With fewer runs, the
+    inverse-variance pooled change against its standard error (normal). ``(nan, nan)`` without
+    a finite change.
+    """
+    from scipy import stats
+
+    c = np.asarray(changes, dtype=float).ravel()
+    e = np.asarray(errors, dtype=float).ravel()
+    ok = np.isfinite(c) & np.isfinite(e)
+    c, e = c[ok], e[ok]
+    if c.size >= 3:
+        mean = float(np.mean(c))
+        spread = float(np.std(c, ddof=1))
+        if spread == 0:
+            return mean, 0.0 if mean > 0 else 1.0
+        return mean, float(stats.t.sf(mean / (spread / np.sqrt(c.size)), df=c.size - 1))
+    c, e = c[e > 0], e[e > 0]
+    if not c.size:
+        return float("nan"), float("nan")
+    weight = 1.0 / e**2
+    mean = float(np.sum(weight * c) / np.sum(weight))
+    return mean, float(stats.norm.sf(mean * np.sqrt(np.sum(weight))))
+
+
+def unsettled_runs_note(
+    runset: xr.Dataset | None,
+    *,
+    model: str | None,
+    plateau: np.ndarray,
+    initial_reward: np.ndarray,
+) -> str | None:
+    """A warning when the fitted runs of ``model`` (all runs when it is not among them) were still
+    moving toward their plateau at the end of their logs, else None.
+
+    Each run's change over the last quarter of its finite rewards
+    (:func:`~bayes_grpo.metrics.late_change`), signed toward ``p*``, is tested across the runs
+    (:func:`late_change_test`); the note speaks when the mean change is more than
+    :data:`UNSETTLED_SHARE` of the rise ``p* - R0`` and its one-sided p-value below
+    :data:`UNSETTLED_ALPHA`. The law's approach to ``p*`` is exponential; a run with a slower
+    tail (the softmax bandit without momentum: mean reward 0.810 / 0.846 / 0.853 over steps
+    100-150 at learning rates 0.05 / 0.1 / 0.2, 0.854 for all three by step 300) is fitted with
+    a plateau that is a compromise of where its runs were heading (runs at 0.05 and 0.1 for 150
+    steps: 0.846 [0.843, 0.849]), and a run that gets further than they did settles away from
+    it by more than the band says (the band's law-discrepancy term sees no misfit on runs whose
+    own ends the law fits). ``plateau``, ``initial_reward``: draws of ``p*`` and ``R0`` (reward
+    units; NaN for a new LLM, when nothing is said).
+    """
+    from bayes_grpo.metrics import LATE_FRACTION, late_change
+
+    if runset is None or "run" not in runset.dims or "reward" not in runset:
+        return None
+    p_draws = np.asarray(plateau, dtype=float).ravel()
+    r_draws = np.asarray(initial_reward, dtype=float).ravel()
+    if not (np.isfinite(p_draws).any() and np.isfinite(r_draws).any()):
+        return None
+    p_star, r0 = float(np.nanmedian(p_draws)), float(np.nanmedian(r_draws))
+    rise = p_star - r0
+    if not rise != 0:
+        return None
+    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
+    reward = runset["reward"].sel(run=_model_runs(runset, model)).transpose("run", STEP_DIM)
+    changes = np.array([late_change(steps, row) for row in np.asarray(reward.values, dtype=float)])
+    toward, p_value = late_change_test(changes[:, 0] * np.sign(rise), changes[:, 1])
+    if not (toward > UNSETTLED_SHARE * abs(rise) and p_value < UNSETTLED_ALPHA):
+        return None
+    n_runs = int(np.isfinite(changes).all(axis=1).sum())
+    q = np.nanquantile(p_draws, [0.05, 0.95])
+    who = f"runs of {model!r}" if model is not None and reward.sizes["run"] < runset.sizes["run"] else "runs"
+    return (
+        f"the fitted {who} were still {'rising' if rise > 0 else 'falling'} toward their plateau over "
+        f"the last {LATE_FRACTION:.0%} of their logs (by {toward:.3g} in reward on average over {n_runs} "
+        f"run(s), {toward / abs(rise):.1%} of the rise p* - R0; one-sided p = {p_value:.2g}): the "
+        f"plateau p* = {p_star:.3g} [{q[0]:.3g}, {q[1]:.3g}] extrapolates runs that had not settled, "
+        "and a run that gets further than they did (faster, or longer) can settle away from it by "
+        "more than the band says"
+    )
+
+
 def unclipped_move_note(
     runset: xr.Dataset | None, *, model: str | None, prediction: xr.Dataset, k_ref: float
 ) -> str | None:
@@ -1354,6 +1447,12 @@ def predict_run(
     )
     if beyond is not None:
         add_warnings(ds, [beyond])
+    if not new_llm:
+        unsettled = unsettled_runs_note(
+            fitted_runs, model=model, plateau=draws["plateau"].values, initial_reward=draws["initial_reward"].values
+        )
+        if unsettled is not None:
+            add_warnings(ds, [unsettled])
     if clip_range is None and not new_llm:
         note = unclipped_move_note(fitted_runs, model=model, prediction=ds, k_ref=k_ref)
         if note is not None:
@@ -1520,6 +1619,10 @@ __all__ = [
     "REQUIRED_DRAW_VARS",
     "choose_law",
     "extrapolation_warnings",
+    "unsettled_runs_note",
+    "UNSETTLED_SHARE",
+    "UNSETTLED_ALPHA",
+    "late_change_test",
     "beyond_logged_rewards_warning",
     "check_success_rate_runs",
     "clip_range_used",
