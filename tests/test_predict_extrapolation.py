@@ -254,6 +254,11 @@ def test_a_prediction_from_runs_still_rising_at_their_end_says_the_plateau_extra
     assert "p* = 0.85" in note
     settled = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 15.0))
     assert unsettled_runs_note(settled, model="m", plateau=plateau, initial_reward=start) is None
+    # under 3 runs: each run's slope against its own error
+    two = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 100.0), n_runs=2)
+    assert "over 2 run(s)" in unsettled_runs_note(two, model="m", plateau=plateau, initial_reward=start)
+    two_settled = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 15.0), n_runs=2)
+    assert unsettled_runs_note(two_settled, model="m", plateau=plateau, initial_reward=start) is None
     # a falling reward (a loss-like metric) falls toward its plateau
     falling = _late_runset(lambda t: 0.3 + 0.55 * np.exp(-t / 100.0))
     note = unsettled_runs_note(falling, model="m", plateau=np.full(400, 0.3), initial_reward=np.full(400, 0.85))
