@@ -765,3 +765,40 @@ def test_a_new_llm_of_a_one_llm_fit_is_said_to_rest_on_the_priors_spread_between
     argv = ["stability", "--posterior", str(path), "--lr", "0.1", "--momentum", "0.5", "--convention", "heavy_ball", "--k-ref", "2", "--model", "newllm"]
     assert main(argv) == 0
     assert "bayes-grpo stability: warning: the fit has one LLM" in capsys.readouterr().err
+
+
+def test_a_new_llms_phase_diagram_marks_no_fitted_llms_runs_and_judges_none():
+    # `phase-diagram models/tiny.nc --model qwen` drew qwen's diagram (the population level) with
+    # tiny-gpt2's 8 runs marked on it and "0 of 8 observed runs sit where P(unstable) >= 0.5",
+    # passed: runs of another LLM, of another curvature, judged by this one's
+    from types import SimpleNamespace
+
+    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(20)
+    llms = {"a": "llm 1.5B", "b": "llm 1.5B", "c": "llm 7B"}
+    ds = make_runset(
+        {r: pd.DataFrame({"reward": np.linspace(0.2, 0.6, 20)}, index=steps) for r in llms},
+        {
+            r: {"model": m, "learning_rate": 1e-3, "k_ref": 1, "group_size": 8, "momentum": 0.5, "momentum_convention": "heavy_ball"}
+            for r, m in llms.items()
+        },
+    )
+    fitted = _StiffnessPosterior(50.0)
+    fitted.runset = ds
+    fitted.data = SimpleNamespace(models=["llm 1.5B", "llm 7B"])
+    setting = dict(momentum=0.5, momentum_convention="heavy_ball", k_refs=[0, 1, 2])
+    with pytest.warns(UserWarning, match="not in the fit"):
+        res = phase_diagram(fitted, model="qwen", **setting)
+    assert "observed runs sit where" not in res.summary, res.summary
+    assert res.passed is None and res.values["n_observed_other_llm"] == 3
+    assert "The 3 fitted runs are of other LLMs (llm 1.5B: 2, llm 7B: 1)" in res.summary, res.summary
+    for ax in res.figures["phase diagram"].axes:
+        assert not any(c.get_offsets().size for c in ax.collections if c.get_label() == "observed runs")
+    # the population level of a fit of several LLMs (no --model) is no fitted LLM either
+    res = phase_diagram(fitted, **setting)
+    assert res.passed is None and res.values["n_observed_other_llm"] == 3, res.summary
+    # a fitted LLM's diagram still marks and judges its own runs
+    res = phase_diagram(fitted, model="llm 1.5B", **setting)
+    assert "0 of 2 observed runs sit where" in res.summary and res.values["n_observed_other_llm"] == 0

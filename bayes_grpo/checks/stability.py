@@ -690,18 +690,23 @@ def phase_diagram(
         model_size=model_size,
     )
     others: list[tuple[float, str]] = []
+    other_llms: dict[str, int] = {}
     if observed is None:
         # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
         runs = _runset_as_fitted(fitted)
-        observed = observed_settings(
-            runs,
-            momentum=momentum,
-            momentum_convention=momentum_convention,
-            model=_fitted_llm(fitted, model),
-        )
-        others = _other_momentum_settings(
-            runs, momentum=momentum, momentum_convention=momentum_convention, model=_fitted_llm(fitted, model)
-        )
+        llm = _fitted_llm(fitted, model)
+        other_llms = _runs_of_other_llms(fitted, runs, llm)
+        if other_llms:
+            # a new LLM's diagram (the population level): every fitted run is another LLM's, of
+            # another curvature (`--model qwen` of a tiny-gpt2 fit marked and judged tiny-gpt2's)
+            observed = pd.DataFrame(columns=["learning_rate", "k_ref"])
+        else:
+            observed = observed_settings(
+                runs, momentum=momentum, momentum_convention=momentum_convention, model=llm
+            )
+            others = _other_momentum_settings(
+                runs, momentum=momentum, momentum_convention=momentum_convention, model=llm
+            )
     result = phase_diagram_from_draws(
         K,
         momentum=momentum,
@@ -715,12 +720,33 @@ def phase_diagram(
     # the fitted runs at another momentum are not on this diagram: say so (the summary said
     # nothing, and an empty diagram read as a fit without runs)
     result.values["n_observed_other_momentum"] = len(others)
+    result.values["n_observed_other_llm"] = sum(other_llms.values())
+    if other_llms:
+        n = sum(other_llms.values())
+        result.summary += (
+            f" The {n} fitted run{'s are' if n != 1 else ' is'} of "
+            f"{'other LLMs' if len(other_llms) > 1 else 'another LLM'} "
+            f"({', '.join(f'{m}: {k}' for m, k in sorted(other_llms.items()))}), whose curvature is not "
+            "this diagram's: none is marked or judged here; a fitted LLM's own diagram marks its runs."
+        )
     result.values["other_momentum_noted"] = bool(note_other_momenta)
     if others and note_other_momenta:
         kinds = ", ".join(f"{m:g} {c}".rstrip() for m, c in sorted(set(others)))
         result.summary += f" {len(others)} fitted run(s) at another momentum ({kinds}) are not marked."
     result.values["posterior_warnings"] = load_notes  # the saved fit's own (stderr has them too)
     return result
+
+
+def _runs_of_other_llms(fitted: Any, ds: xr.Dataset | None, llm: str | None) -> dict[str, int]:
+    """Fitted runs per LLM when a diagram is drawn for no fitted LLM (``llm`` None: a new one,
+    from the population level), else ``{}``; ``{}`` too for a fit that names no LLMs."""
+    models = [str(m) for m in (getattr(getattr(fitted, "data", None), "models", []) or [])]
+    if llm is not None or not models or ds is None or "model" not in ds.coords:
+        return {}
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+
+    names, counts = np.unique([str(m) or UNKNOWN_MODEL for m in ds["model"].values], return_counts=True)
+    return {str(m): int(k) for m, k in zip(names, counts)}
 
 
 def _other_momentum_settings(
