@@ -2170,3 +2170,28 @@ def test_degeneracy_at_group_size_two_says_the_group_size_itself_is_the_cause():
             assert "group_size_floor" in res.values["evidence"]
         else:
             assert "group_size_floor" not in res.values["evidence"] and "at G = 4" not in res.summary
+
+
+def test_a_set_aside_plateau_is_named_so_in_the_table_beside_the_level_progress_is_measured_to():
+    # the report's policy-concentration table of models/tiny.nc's g16_p8_lr0.0005_k1_adamw_s0
+    # read "plateau p*  1282" under a summary "the reward had covered 25% of its way to 0.969,
+    # its extreme logged level (the plateau is not bounded by the run)": the table gave the
+    # fitted plateau the sentence and figure set aside, and not the level they used
+    from bayes_grpo.diagnostics import policy_concentration
+
+    res = policy_concentration(_still_rising(20.0), run_id="early-fall", common=FAST.common)
+    ev = res.values["evidence"]
+    assert ev["plateau_bounded_by_run"] is False and ev["progress_measured_to"] != ev["plateau"]
+    values = res.table["value"]
+    assert values["plateau p* (not bounded: set aside)"] == pytest.approx(ev["plateau"])
+    assert values["progress measured to (extreme logged reward)"] == pytest.approx(ev["progress_measured_to"])
+    assert "plateau p*" not in values.index
+    # a plateau the run bounds keeps its one row
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 301.0)
+    reward = 0.1 + 0.8 * (1 - np.exp(-t / 40)) + 0.02 * rng.standard_normal(300)
+    entropy = (0.2 + 0.8 * np.exp(-t / 15)) * np.exp(0.03 * rng.standard_normal(300))
+    res = policy_concentration(pd.DataFrame({"reward": reward, "entropy": entropy}, index=t), run_id="b", common=FAST.common)
+    assert res.values["evidence"]["plateau_bounded_by_run"] is True
+    assert res.table["value"]["plateau p*"] == pytest.approx(res.values["evidence"]["plateau"])
+    assert not any("progress measured to" in q for q in res.table.index)

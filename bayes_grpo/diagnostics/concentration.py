@@ -406,11 +406,15 @@ def policy_concentration(
             f"not detected: {entropy_label} lost {config.drop_fraction:.0%} only after the reward covered "
             f"{point['progress_at_onset']:.0%} of its rise; strength {fmt_interval(st)}."
         )
+    # a plateau set aside is named so, beside the level the progress was measured to (the
+    # report's table read "plateau p* 1282" under "25% of its way to 0.969")
+    set_aside = trend_flag and np.isfinite(progress_to) and progress_to != plateau
     table = pd.DataFrame(
         {
             "quantity": [
                 "entropy at start",
-                "plateau p*",
+                f"plateau p* ({unbounded_why}: set aside)" if set_aside else "plateau p*",
+                *(["progress measured to (extreme logged reward)"] if set_aside else []),
                 "progress at entropy onset",
                 "entropy loss at threshold",
                 "final entropy loss",
@@ -419,6 +423,7 @@ def policy_concentration(
             "value": [
                 point["h_start"],
                 plateau,
+                *([progress_to] if set_aside else []),
                 point["progress_at_onset"],
                 point["drop_at_threshold"],
                 point["final_drop"],
