@@ -482,3 +482,58 @@ def test_simulate_sde_says_that_a_run_id_from_another_call_is_no_replicate(capsy
         main(["simulate", "sde", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "is no replicate to merge" in help_text
+
+
+def test_a_phase_diagram_defaults_to_the_most_common_setting_of_the_runs_of_its_llm(monkeypatch, tmp_path, capsys):
+    """The default momentum and convention were each the most common of all fitted runs, apart:
+    two Adam runs at beta1 0.9 beside SGD runs at 0.5, 0.3 and 0.1 gave momentum 0.9 with
+    heavy_ball, a setting no run has (none marked), and `--model B` took LLM A's setting, its
+    own runs "at another momentum"."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import xarray as xr
+
+    import bayes_grpo.checks.stability as checks_stability
+
+    def fitted_with(settings, models):
+        n = len(settings)
+        runs = xr.Dataset(
+            coords={
+                "run": [f"r{i}" for i in range(n)],
+                "model": ("run", np.array(models, dtype=object)),
+                "learning_rate": ("run", np.full(n, 1e-3)),
+                "k_ref": ("run", np.ones(n)),
+                "momentum": ("run", np.array([m for m, _ in settings])),
+                "momentum_convention": ("run", np.array([c for _, c in settings], dtype=object)),
+            }
+        )
+        return SimpleNamespace(runset=runs, data=SimpleNamespace(models=sorted(set(models))))
+
+    seen = {}
+
+    def fake(fitted, **kwargs):
+        import matplotlib.pyplot as plt
+
+        seen.update(kwargs)
+        table = __import__("pandas").DataFrame({"threshold_lr_median": [1.0]})
+        return SimpleNamespace(figures={"phase diagram": plt.figure()}, summary="ok", table=table, to_dict=dict)
+
+    monkeypatch.setattr(checks_stability, "phase_diagram", fake)
+    sgd = [(0.5, "heavy_ball"), (0.3, "heavy_ball"), (0.1, "heavy_ball")]
+    fitted = fitted_with([(0.9, "ema"), (0.9, "ema"), *sgd], ["A"] * 5)
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (fitted, []))
+    assert main(["phase-diagram", "fit.nc", "-o", str(tmp_path / "p1.png")]) == 0, capsys.readouterr().err
+    assert (seen["momentum"], seen["momentum_convention"]) == (0.9, "ema")
+    # a given momentum takes the convention of the runs at it
+    assert main(["phase-diagram", "fit.nc", "-o", str(tmp_path / "p2.png"), "--momentum", "0.3"]) == 0
+    assert (seen["momentum"], seen["momentum_convention"]) == (0.3, "heavy_ball")
+    # one no run has: the convention of the runs' most common setting, as before
+    assert main(["phase-diagram", "fit.nc", "-o", str(tmp_path / "p4.png"), "--momentum", "0.7"]) == 0
+    assert (seen["momentum"], seen["momentum_convention"]) == (0.7, "ema")
+    # a fitted LLM's diagram: the setting of its own runs
+    fitted = fitted_with([(0.9, "ema"), (0.9, "ema"), (0.9, "ema"), (0.5, "heavy_ball")], ["A", "A", "A", "B"])
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (fitted, []))
+    assert main(["phase-diagram", "fit.nc", "-o", str(tmp_path / "p3.png"), "--model", "B"]) == 0
+    assert (seen["momentum"], seen["momentum_convention"]) == (0.5, "heavy_ball") and seen["model"] == "B"
+    capsys.readouterr()

@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--momentum",
         type=momentum_value,
         default=None,
-        help="momentum mu (heavy-ball) or Adam beta1 (ema); default: the most common in the fitted runs",
+        help="momentum mu (heavy-ball) or Adam beta1 (ema); default: that of the most common setting "
+        "(momentum and convention) of the fitted runs, those of --model when it names a fitted LLM",
     )
     p.add_argument(
         "--momentum-convention",
@@ -47,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="momentum_convention",
         choices=["heavy_ball", "ema"],
         default=None,
-        help="momentum convention; default: the most common in the fitted runs",
+        help="momentum convention; default: that of the most common setting of the fitted runs (at the "
+        "given --momentum, when runs have it)",
     )
     p.add_argument("--lr-min", type=finite_float, default=None, help="smallest learning rate of the grid")
     p.add_argument("--lr-max", type=finite_float, default=None, help="largest learning rate of the grid")
@@ -77,14 +79,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _most_common(values) -> object:
-    vals, counts = np.unique(np.asarray(values), return_counts=True)
-    return vals[np.argmax(counts)] if vals.size else None
+def _default_setting(ds, momentum: float | None, convention: str | None, llm: str | None) -> tuple[float | None, str | None]:
+    """The momentum and convention a diagram takes where not given: the most common setting of
+    the fitted runs (of LLM ``llm``, when its diagram is drawn) that agree with the given one.
+
+    The pair, not each apart: Adam runs at beta1 0.9 beside SGD runs at 0.5, 0.3 and 0.1 gave
+    momentum 0.9 with heavy_ball, a setting no run has; and an LLM's diagram took the setting of
+    another LLM's runs. A convention left unknown (a run at momentum 0) stays None."""
+    from collections import Counter
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    mom = np.asarray(ds["momentum"].values, dtype=float)
+    conv = np.asarray(ds["momentum_convention"].values, dtype=str)
+    mine = np.isfinite(mom)
+    if llm is not None and "model" in ds.coords:
+        mine &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(llm)
+    keep = mine.copy()
+    if momentum is not None:
+        keep &= np.isclose(mom, momentum)
+    if convention is not None:
+        keep &= (conv == convention) | (conv == "")
+    if not keep.any():  # no run at the given one (`--momentum 0.7`): the runs' most common
+        keep = mine
+    pairs = Counter(zip(mom[keep].tolist(), conv[keep].tolist()))
+    if not pairs:
+        return momentum, convention
+    # the most common; a tie to the smaller momentum, as before
+    m, c = min(pairs, key=lambda pair: (-pairs[pair], pair))
+    return (m if momentum is None else momentum), (convention if convention is not None else (c or None))
 
 
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
-    from bayes_grpo.checks.stability import _runset_as_fitted, phase_diagram
+    from bayes_grpo.checks.stability import _fitted_llm, _runset_as_fitted, phase_diagram
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.model.prepare import convention_without_momentum
 
@@ -101,13 +129,8 @@ def _run(args: argparse.Namespace) -> int:
     # the diagram marks them
     ds = _runset_as_fitted(fitted)
     momentum, convention = args.momentum, args.momentum_convention
-    if ds is not None:
-        mom = np.asarray(ds["momentum"].values, dtype=float)
-        if momentum is None and np.isfinite(mom).any():
-            momentum = float(_most_common(mom[np.isfinite(mom)]))
-        conv = [c for c in np.asarray(ds["momentum_convention"].values, dtype=str) if c]
-        if convention is None and conv:
-            convention = str(_most_common(conv))
+    if ds is not None and (momentum is None or convention is None):
+        momentum, convention = _default_setting(ds, momentum, convention, _fitted_llm(fitted, args.model))
     if convention is None and momentum is not None:
         # at momentum 0 the conventions are one optimizer step: the fit's rule, which predict and
         # `stability --posterior` follow (runs logged without a convention at momentum 0 were
