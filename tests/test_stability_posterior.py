@@ -802,3 +802,19 @@ def test_a_new_llms_phase_diagram_marks_no_fitted_llms_runs_and_judges_none():
     # a fitted LLM's diagram still marks and judges its own runs
     res = phase_diagram(fitted, model="llm 1.5B", **setting)
     assert "0 of 2 observed runs sit where" in res.summary and res.values["n_observed_other_llm"] == 0
+
+
+def test_the_default_learning_rates_reach_the_threshold_at_the_largest_k_ref_of_the_grid():
+    # `phase-diagram models/tiny.nc --k-ref-max 200 --model qwen2`: the learning rates spanned two
+    # decades about the threshold at K_ref = 1 (0.033-2.9), so the exact 0.5 contour left the
+    # diagram through its left edge near K_ref 40 and rows 40-200 were unstable end to end
+    K = _draws(1.0, n=300)
+    res = phase_diagram_from_draws(K, momentum=0.9, momentum_convention="ema", k_refs=np.arange(0, 201))
+    lrs, table = res.values["learning_rates"], res.table
+    assert lrs.min() < table.loc[200, "threshold_lr_lo"] and lrs.max() > table.loc[1, "threshold_lr_hi"]
+    p = res.values["p_unstable_exact"]  # (learning_rate, k_ref)
+    assert p.shape == (lrs.size, 201) and (p[0, :] < 0.5).all() and (p[-1, 1:] > 0.5).all()
+    # the default grid of K_ref 0-16 keeps its learning rates
+    res16 = phase_diagram_from_draws(K, momentum=0.9, momentum_convention="ema")
+    centre = res16.table.loc[1, "threshold_lr_median"]
+    assert res16.values["learning_rates"].min() == pytest.approx(centre / 30, rel=0.05)

@@ -653,8 +653,8 @@ def phase_diagram(
         Momentum setting of the diagram.
     learning_rates
         Grid of learning rates; default: ``n_learning_rates`` (40) log-spaced values spanning
-        two decades around the posterior-median threshold at ``K_ref = 1``, widened to
-        include the observed runs.
+        two decades around the posterior-median threshold at ``K_ref = 1``, widened down to
+        half the threshold at the grid's largest ``K_ref`` and to include the observed runs.
     k_refs
         Grid of integer lags; default ``0 .. max(16, 2 x largest observed)``.
     model
@@ -844,6 +844,11 @@ def phase_diagram_from_draws(
     if learning_rates is None:
         centre = float(exact_threshold(mu, 1.0)) / (eff1 * float(np.median(K)))
         lo, hi = centre / 30.0, centre * 3.0
+        # down to the threshold at the grid's largest lag: about K_ref = 1 alone, the boundary
+        # left the diagram through its left edge near K_ref 40 (`--k-ref-max 200`)
+        top_lag = float(np.max(np.asarray(k_refs, dtype=float)))
+        if top_lag > 1:
+            lo = min(lo, float(exact_threshold(mu, top_lag)) / (eff1 * float(np.median(K))) / 2.0)
         if len(obs):
             lo = min(lo, float(np.nanmin(obs["learning_rate"])) / 2)
             hi = max(hi, float(np.nanmax(obs["learning_rate"])) * 2)
