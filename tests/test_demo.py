@@ -266,3 +266,57 @@ def test_data_readme_names_the_runs_diagnose_flags_unstable_and_the_demo_leaves_
         f"`g4_p32_lr0.001_k1_adamw_s2` (grad norm late/early {growth['g4_p32_lr0.001_k1_adamw_s2']:.2g}x)"
     ) in text
     assert "four are stable" not in text
+
+
+def test_the_demo_draws_its_phase_diagram_and_prediction_at_the_most_common_setting_of_its_fitted_runs(tmp_path, monkeypatch):
+    # the demo took the median momentum and the first run's convention: on `--data` runs of one
+    # Adam run (beta1 0.9) and two SGD runs at 0.5 that was "momentum 0.5, ema", a setting no
+    # run has, so its phase diagram marked no run (and the prediction was for that setting)
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    import bayes_grpo.checks.invariance as invariance
+    import bayes_grpo.checks.stability as stability
+    import bayes_grpo.model.core as core
+    import bayes_grpo.predict.predict as predict
+    import bayes_grpo.predict.result as result
+    import bayes_grpo.report.build as build
+    import bayes_grpo.runset as runset_pkg
+    from bayes_grpo.checks.base import CheckResult
+    from bayes_grpo.report import demo
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(1, 41)
+    settings = {"a": (0.9, "ema"), "b": (0.5, "heavy_ball"), "c": (0.5, "heavy_ball")}
+    meta = {
+        r: {"model": "tiny", "group_size": 4, "learning_rate": 1e-3, "momentum": m, "momentum_convention": c, "k_ref": 1}
+        for r, (m, c) in settings.items()
+    }
+    runs = make_runset({r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / 10.0)}, index=steps) for r in settings}, meta)
+    model = SimpleNamespace(runset=runs, save=lambda path, overwrite=False: Path(path))
+    passed = CheckResult("convergence", True, "stub")
+    monkeypatch.setattr(demo, "fit_example_runs", lambda *a, **k: demo.ExampleFit(runs, [], runs, {}, model, passed))
+    monkeypatch.setattr(runset_pkg, "save_runset", lambda ds, path, overwrite=False: Path(path))
+    monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: CheckResult("g_invariance", None, "stub"))
+    calls: dict = {}
+
+    def phase_diagram(model, **kwargs):
+        calls["phase"] = kwargs
+        return CheckResult("phase_diagram", None, "stub", figures={"phase": plt.figure()})
+
+    def predict_run(model, **kwargs):
+        calls["predict"] = kwargs
+
+    monkeypatch.setattr(stability, "phase_diagram", phase_diagram)
+    monkeypatch.setattr(predict, "predict_run", predict_run)
+    monkeypatch.setattr(predict, "save_prediction", lambda ds, path, overwrite=False: Path(path))
+    monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
+    monkeypatch.setattr(build, "write_report", lambda path, **kw: Path(path))
+    monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [])
+    demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
+    plt.close("all")
+    assert (calls["phase"]["momentum"], calls["phase"]["momentum_convention"]) == (0.5, "heavy_ball")
+    assert (calls["predict"]["momentum"], calls["predict"]["momentum_convention"]) == (0.5, "heavy_ball")

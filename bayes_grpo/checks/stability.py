@@ -749,6 +749,40 @@ def _runs_of_other_llms(fitted: Any, ds: xr.Dataset | None, llm: str | None) -> 
     return {str(m): int(k) for m, k in zip(names, counts)}
 
 
+def most_common_setting(
+    ds: xr.Dataset, *, momentum: float | None = None, convention: str | None = None, llm: str | None = None
+) -> tuple[float | None, str | None]:
+    """The momentum and convention a diagram takes where not given (``phase-diagram``, the
+    demo's diagram and prediction): the most common setting of the runs of ``ds`` (of LLM
+    ``llm`` when given) that agree with the given one.
+
+    The pair, not each apart: Adam runs at beta1 0.9 beside SGD runs at 0.5, 0.3 and 0.1 gave
+    momentum 0.9 with heavy_ball, a setting no run has; and an LLM's diagram took the setting of
+    another LLM's runs. A convention left unknown (a run at momentum 0) stays None."""
+    from collections import Counter
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+
+    mom = np.asarray(ds["momentum"].values, dtype=float)
+    conv = np.asarray(ds["momentum_convention"].values, dtype=str)
+    mine = np.isfinite(mom)
+    if llm is not None and "model" in ds.coords:
+        mine &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(llm)
+    keep = mine.copy()
+    if momentum is not None:
+        keep &= np.isclose(mom, momentum)
+    if convention is not None:
+        keep &= (conv == convention) | (conv == "")
+    if not keep.any():  # no run at the given one (`--momentum 0.7`): the runs' most common
+        keep = mine
+    pairs = Counter(zip(mom[keep].tolist(), conv[keep].tolist()))
+    if not pairs:
+        return momentum, convention
+    # the most common; a tie to the smaller momentum, as before
+    m, c = min(pairs, key=lambda pair: (-pairs[pair], pair))
+    return (m if momentum is None else momentum), (convention if convention is not None else (c or None))
+
+
 def _other_momentum_settings(
     ds: xr.Dataset | None, *, momentum: float, momentum_convention: str, model: str | None = None
 ) -> list[tuple[float, str]]:
@@ -1196,5 +1230,6 @@ __all__ = [
     "phase_diagram_from_draws",
     "plot_phase_diagram",
     "observed_settings",
+    "most_common_setting",
     "fitted_runset",
 ]

@@ -79,40 +79,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _default_setting(ds, momentum: float | None, convention: str | None, llm: str | None) -> tuple[float | None, str | None]:
-    """The momentum and convention a diagram takes where not given: the most common setting of
-    the fitted runs (of LLM ``llm``, when its diagram is drawn) that agree with the given one.
-
-    The pair, not each apart: Adam runs at beta1 0.9 beside SGD runs at 0.5, 0.3 and 0.1 gave
-    momentum 0.9 with heavy_ball, a setting no run has; and an LLM's diagram took the setting of
-    another LLM's runs. A convention left unknown (a run at momentum 0) stays None."""
-    from collections import Counter
-
-    from bayes_grpo.model.prepare import UNKNOWN_MODEL
-
-    mom = np.asarray(ds["momentum"].values, dtype=float)
-    conv = np.asarray(ds["momentum_convention"].values, dtype=str)
-    mine = np.isfinite(mom)
-    if llm is not None and "model" in ds.coords:
-        mine &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(llm)
-    keep = mine.copy()
-    if momentum is not None:
-        keep &= np.isclose(mom, momentum)
-    if convention is not None:
-        keep &= (conv == convention) | (conv == "")
-    if not keep.any():  # no run at the given one (`--momentum 0.7`): the runs' most common
-        keep = mine
-    pairs = Counter(zip(mom[keep].tolist(), conv[keep].tolist()))
-    if not pairs:
-        return momentum, convention
-    # the most common; a tie to the smaller momentum, as before
-    m, c = min(pairs, key=lambda pair: (-pairs[pair], pair))
-    return (m if momentum is None else momentum), (convention if convention is not None else (c or None))
-
-
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
-    from bayes_grpo.checks.stability import _fitted_llm, _runset_as_fitted, phase_diagram
+    from bayes_grpo.checks.stability import (
+        _fitted_llm,
+        _runset_as_fitted,
+        most_common_setting,
+        phase_diagram,
+    )
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.model.prepare import convention_without_momentum
 
@@ -130,7 +104,9 @@ def _run(args: argparse.Namespace) -> int:
     ds = _runset_as_fitted(fitted)
     momentum, convention = args.momentum, args.momentum_convention
     if ds is not None and (momentum is None or convention is None):
-        momentum, convention = _default_setting(ds, momentum, convention, _fitted_llm(fitted, args.model))
+        momentum, convention = most_common_setting(
+            ds, momentum=momentum, convention=convention, llm=_fitted_llm(fitted, args.model)
+        )
     if convention is None and momentum is not None:
         # at momentum 0 the conventions are one optimizer step: the fit's rule, which predict and
         # `stability --posterior` follow (runs logged without a convention at momentum 0 were

@@ -245,8 +245,9 @@ def run_demo(
     """
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.invariance import invariance_check
-    from bayes_grpo.checks.stability import phase_diagram
+    from bayes_grpo.checks.stability import most_common_setting, phase_diagram
     from bayes_grpo.model.core import fitted_model_warnings
+    from bayes_grpo.model.prepare import convention_without_momentum
     from bayes_grpo.predict.predict import predict_run, save_prediction
     from bayes_grpo.predict.result import prediction_result
     from bayes_grpo.report.build import write_report
@@ -295,8 +296,11 @@ def run_demo(
     stage("invariance")
 
     progress("[5/7] stability phase diagram")
-    momentum = float(np.nanmedian(fit_set["momentum"].values))
-    convention = str(fit_set["momentum_convention"].values[0])
+    # the fitted runs' most common setting (the median momentum with the first run's convention
+    # was one no run had on runs at two settings: a diagram with no run marked)
+    common_momentum, common_convention = most_common_setting(fit_set)
+    momentum = float("nan") if common_momentum is None else common_momentum
+    convention = common_convention or str(convention_without_momentum([momentum], [""])[0])
     phase = phase_diagram(model, momentum=momentum, momentum_convention=convention)
     png = phase.figures and next(iter(phase.figures.values()))
     phase_file = None
