@@ -1396,3 +1396,33 @@ def test_the_run_labels_of_a_fit_give_the_g_it_used_as_its_tables_do():
     assert _labels(SimpleNamespace(runset=ds)) == ["tiny G=? | run0", "tiny G=? | run1", "tiny G=16 | run2"]
     other = SimpleNamespace(run_ids=["x", "y", "z"], group_size=np.array([8.0, 8.0, 8.0]))
     assert _labels(SimpleNamespace(runset=ds, data=other))[0] == "tiny G=? | run0"
+
+
+def test_the_overview_says_which_settings_the_fit_took_from_its_defaults_for_runs_that_log_none():
+    # two public runs fitted with `fit --default group_size=4 --default momentum=0.9 ...`: the
+    # report's overview read "group size unknown for every run" with blank G, momentum and K_ref
+    # columns and a "(model unknown)  G=?" panel, while the fit per run below was at G = 4,
+    # momentum 0.9 (ema), K_ref 1, with no word in the overview of where those came from
+    from types import SimpleNamespace
+
+    from bayes_grpo.report.build import fit_defaults_notes
+    from bayes_grpo.report.sections import overview_section
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(1, 31)
+    runs = make_runset(
+        {r: pd.DataFrame({"reward": np.linspace(0.2, 0.8, 30)}, index=steps) for r in ("a", "b")},
+        {"a": {"learning_rate": 5e-5}, "b": {"learning_rate": 5e-5, "group_size": 8, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}},
+    )
+    model = SimpleNamespace(
+        model_config={"hyperparameter_defaults": {"group_size": 4, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}},
+        parameterisation="mechanistic",
+        data=SimpleNamespace(run_ids=["b", "a"], momentum=np.array([0.9, 0.9])),
+    )
+    notes = fit_defaults_notes(model, runs)
+    assert len(notes) == 1 and "group_size=4 for runs ['a']" in notes[0] and "'b'" not in notes[0], notes
+    texts = [b.content for b in overview_section(runs, notes=notes).blocks if b.kind == "text"]
+    assert any(t.startswith("Note: the table gives the settings as logged; settings the run set does not have") for t in texts), texts
+    # a fit without defaults, or no fit: nothing to say
+    assert fit_defaults_notes(SimpleNamespace(model_config={}, data=model.data), runs) == []
+    assert fit_defaults_notes(None, runs) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 
 from bayes_grpo import __version__
 from bayes_grpo._io import write_text_atomic
@@ -40,6 +41,28 @@ SECTION_KEYS: tuple[str, ...] = (
     "diagnostics",
     "comparison",
 )
+
+
+def fit_defaults_notes(model: Any | None, runset: Any | None) -> list[str]:
+    """The fit's note on the settings it took from its ``hyperparameter_defaults`` (``fit
+    --default group_size=4``) for runs of ``runset`` that log none
+    (:func:`bayes_grpo.model.prepare.default_settings_notes`), for the overview: its table gives
+    the logged settings, blank there, and read "group size unknown for every run" beside a fit
+    at G = 4; ``[]`` without such defaults."""
+    data = getattr(model, "data", None)
+    defaults = (getattr(model, "model_config", None) or {}).get("hyperparameter_defaults") or {}
+    if runset is None or not defaults or getattr(data, "momentum", None) is None:
+        return []
+    from bayes_grpo.model.prepare import default_settings_notes
+
+    position = {str(r): i for i, r in enumerate(getattr(data, "run_ids", []))}
+    fitted = [str(r) for r in runset["run"].values if str(r) in position]
+    if not fitted:
+        return []
+    momentum = np.asarray(data.momentum, dtype=float)[[position[r] for r in fitted]]
+    return default_settings_notes(
+        runset.sel(run=fitted), defaults, getattr(model, "parameterisation", "mechanistic"), momentum=momentum
+    )
 
 
 def build_sections(
@@ -89,7 +112,11 @@ def build_sections(
 
         unfitted = unfitted_runs(model, runset, [str(r) for r in runset["run"].values])
         unfitted |= {r: f"left out of the fit: {why}" for r, why in (excluded or {}).items() if r in unfitted}
-    sections = [overview_section(runset, unfitted=unfitted, fitted=fitted is not None)]
+    sections = [
+        overview_section(
+            runset, unfitted=unfitted, fitted=fitted is not None, notes=fit_defaults_notes(model, runset)
+        )
+    ]
     # what `predict` / `stability` / `phase-diagram` carry as posterior_warnings: before
     # everything computed from the fit, not only on stderr (an i.i.d. fit "too confident")
     sections[0].blocks[:0] = [Block("warning", f"Warning of the saved fit: {w}") for w in posterior_warnings]

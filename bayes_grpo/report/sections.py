@@ -154,14 +154,20 @@ def checks_section(key: str, title: str, results: Sequence[CheckResult] | None, 
 
 
 def overview_section(
-    runset: Any | None, *, unfitted: dict[str, str] | None = None, fitted: bool = True
+    runset: Any | None,
+    *,
+    unfitted: dict[str, str] | None = None,
+    fitted: bool = True,
+    notes: Sequence[str] = (),
 ) -> Section:
     """Data overview: one row per run and the reward curves per model and group size.
 
     ``unfitted`` (``{run id: why}``, from ``diagnostics._posterior.unfitted_runs``) names the runs
     of ``runset`` the fit did not see (``report --runs`` with another run set): the intro then says
     that the overview is not of the fitted run set, and names them. ``fitted=False``: the report
-    has no fit (``write_report(runset=...)`` alone), and the intro does not speak of one."""
+    has no fit (``write_report(runset=...)`` alone), and the intro does not speak of one.
+    ``notes``: the settings the fit took from its defaults for runs that log none
+    (``build.fit_defaults_notes``), said under the counts: the table gives the logged ones."""
     key, title = "overview", "Data overview"
     intro = f"All runs in the {'fitted ' if fitted else ''}run set, grouped by model and group size G."
     if unfitted:
@@ -213,6 +219,8 @@ def overview_section(
     else:
         sizes = f"group sizes {known}" + (f" ({n_unknown_g} run(s) of unknown G)" if n_unknown_g else "")
     section.text(f"{runs}, {models}, {sizes}.")
+    for note in notes:
+        section.text(f"Note: the table gives the settings as logged; {note}.")
     if unfitted:
         section.text(
             f"Runs the posterior was not fitted to (their posterior-based diagnostics are the fit's "
