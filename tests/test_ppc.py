@@ -689,3 +689,24 @@ def test_a_share_that_is_neither_none_nor_all_is_never_written_0_or_100_percent(
     assert share_percent(3, 1000) == "0.3%"  # "{:.0%}" wrote 0%
     assert share_percent(1999, 2000) == "99.95%"  # and 100%
     assert share_percent(1, 3) == "33%" and share_percent(0, 10) == "0%" and share_percent(10, 10) == "100%"
+
+
+def test_the_residual_autocorrelation_summary_gives_the_band_of_the_group_it_names():
+    # the summary printed the widest band of any group beside the largest lag-1 of another: G=4's
+    # 800 wandering residuals (lag-1 0.15, band ±0.07) read "up to 0.15 (the largest in size;
+    # white-noise band ±0.36). Residuals are correlated", ±0.36 being G=16's band (30 residuals)
+    ds = _runset(ar1=0.2, seed=1, n_steps=400)
+    white = _runset(seed=11, n_steps=400)
+    for run in ("r2", "r3"):  # G=16: 15 white rewards each
+        ds["reward"].loc[{"run": run}] = white["reward"].sel(run=run).values
+        ds["reward"].loc[{"run": run, "step": list(range(15, 400))}] = np.nan
+    res = residual_autocorrelation_check(KnownPosterior(), ds)
+    assert res.passed is False
+    row = res.table.loc[("m", 4)]
+    assert not row["ok"] and res.table.loc[("m", 16), "white_noise_band"] > abs(row["acf_lag1"])
+    m = re.match(r"Residual lag-1 autocorrelation up to (-?[\d.]+) \(([^)]*)\)", res.summary)
+    assert m, res.summary
+    assert float(m.group(1)) == pytest.approx(row["acf_lag1"], abs=0.005)
+    assert "G=4" in m.group(2), res.summary
+    assert m.group(2).endswith(f"white-noise band ±{row['white_noise_band']:.2f}"), res.summary
+    assert "state_space" in res.summary
