@@ -537,3 +537,14 @@ def test_a_phase_diagram_defaults_to_the_most_common_setting_of_the_runs_of_its_
     assert main(["phase-diagram", "fit.nc", "-o", str(tmp_path / "p3.png"), "--model", "B"]) == 0
     assert (seen["momentum"], seen["momentum_convention"]) == (0.5, "heavy_ball") and seen["model"] == "B"
     capsys.readouterr()
+
+
+def test_a_gain_at_the_threshold_reads_as_a_radius_of_1_not_below_it_and_unstable(capsys):
+    # a = 1 - mu at K_ref 1 (the threshold eta K K_ref = 1 - mu itself, radius 1): the roots came
+    # out 1 - 2.2e-16 and the line read "exact (spectral radius 1 - 2.22e-16 < 1): NO"
+    assert main(["stability", "--eta-k", "0.1", "--momentum", "0.9", "--k-ref", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "exact (spectral radius < 1; here 1 to float precision, judged by a < a*): NO" in out, out
+    assert "closed form (C_eff > 0): NO" in out
+    assert main(["stability", "--eta-k", "0.0999", "--momentum", "0.9", "--k-ref", "1"]) == 0
+    assert "exact (spectral radius 0.99995000 < 1): yes" in capsys.readouterr().out

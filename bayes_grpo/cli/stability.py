@@ -224,7 +224,10 @@ def _radius_line(s: dict) -> str:
     if r is None or not math.isfinite(float(r)):
         return f"stable         exact (spectral radius {_num(r)} < 1): {verdict}"
     r = float(r)
-    if r == 1.0:
+    # at the threshold itself (--eta-k 0.1 --momentum 0.9 --k-ref 1: a = 1 - mu, radius 1) the
+    # roots came out 1 - 2.2e-16, and the line read "spectral radius 1 - 2.22e-16 < 1): NO"
+    off_by_rounding = abs(r - 1.0) < 1e-9 and s["stable_exact"] is not None and (r < 1.0) != bool(s["stable_exact"])
+    if r == 1.0 or off_by_rounding:
         return (
             "stable         exact (spectral radius < 1; here 1 to float precision, judged by "
             f"a < a*): {verdict}"
