@@ -195,6 +195,13 @@ def test_invariance_is_not_assessable_with_a_single_group_size():
     assert "no model was run at two or more group sizes (toy: G 8)." in res.summary
 
 
+def test_the_bayes_factor_refuses_a_single_group_size_naming_it_in_words():
+    # invariance_bayes_factor's refusal printed Python's dict: "group sizes per model: {'toy': [8]}"
+    ds = _runset(0.0).assign_coords(group_size=("run", np.full(4, 8.0)))
+    with pytest.raises(ValueError, match=r"group sizes per model: toy: G 8$"):
+        invariance.invariance_bayes_factor(ds)
+
+
 def test_a_run_set_at_one_group_size_has_a_verdict_in_its_values_as_an_assessed_one():
     # values.verdict, the field an assessed result and the demo read, was missing (a KeyError
     # for a --json reader) when no LLM was at two G

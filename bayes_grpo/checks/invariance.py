@@ -111,8 +111,9 @@ def _require_several_g(runset: xr.Dataset) -> dict[str, list[int | float]]:
     by_model = group_sizes_by_model(runset)
     if not testable_llms(by_model):
         raise ValueError(
+            # in words, as invariance_check's summary (it printed the dict: {'toy': [8]})
             "the G-invariance test needs at least two group sizes within one model; "
-            f"group sizes per model: {by_model}"
+            f"group sizes per model: {group_sizes_text(by_model)}"
         )
     return by_model
 
