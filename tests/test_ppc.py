@@ -710,3 +710,16 @@ def test_the_residual_autocorrelation_summary_gives_the_band_of_the_group_it_nam
     assert "G=4" in m.group(2), res.summary
     assert m.group(2).endswith(f"white-noise band ±{row['white_noise_band']:.2f}"), res.summary
     assert "state_space" in res.summary
+
+
+def test_a_run_with_a_constant_reward_is_no_wander_to_the_invariance_test_either():
+    # the invariance test's lag-1 kept a run stuck at one level (as G=4 of the shipped tiny runs at
+    # 0): white runs plus one such run read lag-1 0.17 (band ±0.04), an i.i.d. verdict of
+    # G-dependence became "not determined", while the PPC check, which leaves such runs out, passed
+    from bayes_grpo.checks.invariance import autocorrelated_llms, residual_lag1_by_llm
+
+    ds = _runset(seed=1, n_steps=400, solved_model="m")
+    assert residual_autocorrelation_check(KnownPosterior(), ds).passed is True
+    by_llm = residual_lag1_by_llm(_truth_posterior(ds), ds)
+    assert by_llm["m"][1] == 1600  # the four noisy runs' residuals, not the constant one's
+    assert autocorrelated_llms(by_llm) == {}

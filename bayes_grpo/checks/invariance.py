@@ -665,12 +665,14 @@ def residual_lag1_by_llm(
     initial_reward`` (``GRPODynamicsModel`` variables); NaN when they are missing. A run on a
     logged learning-rate schedule gets the law on its schedule when the fit's config and
     likelihood follow schedules (:func:`bayes_grpo.model.prepare.follows_schedule`), as in the
-    fit's likelihood.
+    fit's likelihood. Runs with a constant reward (:func:`bayes_grpo.model.prepare.constant_reward`,
+    e.g. one stuck at 0) are left out, as in the PPC's ``residual_autocorrelation_check``: their
+    residuals are the mirror image of their smooth curve, with no noise in them to measure.
     """
     from bayes_grpo.checks.ppc import autocorrelation
     from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG, merge_config
     from bayes_grpo.model.core import run_mean_reward
-    from bayes_grpo.model.prepare import follows_schedule
+    from bayes_grpo.model.prepare import constant_reward, follows_schedule
 
     follow = follows_schedule(merge_config(DEFAULT_MODEL_CONFIG, model_config), likelihood)
 
@@ -686,7 +688,9 @@ def residual_lag1_by_llm(
     for run, llm in zip(runset[RUN_DIM].values, llms, strict=True):
         y = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
         ok = np.isfinite(y)
-        if ok.sum() < 5 or run not in med["M_eff"][RUN_DIM].values:
+        # a constant run (G=4 of the shipped tiny runs, stuck at 0) read as a wander: with it the
+        # white runs of a set gave lag-1 0.17-0.21 (band ±0.04), the PPC check 0 (it leaves them out)
+        if ok.sum() < 5 or constant_reward(y[ok]) or run not in med["M_eff"][RUN_DIM].values:
             continue
         p = {n: float(med[n].sel({RUN_DIM: run})) for n in names}
         args = (p["M_eff"], p["C_eff"], p["K_eff"], p["plateau_run"], p["initial_reward"])
