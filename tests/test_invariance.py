@@ -8,6 +8,8 @@ Bayes factor is a ratio of Gaussian marginal likelihoods.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -276,6 +278,10 @@ def test_the_cli_prints_no_smc_columns_when_no_smc_was_run(tmp_path, capsys, mon
     assert main(["invariance", str(path)]) == 0
     text = capsys.readouterr().out
     assert "log_bf01_bridge" in text and "log_bf01_sd" in text and "smc" not in text
+    # --json's table kept them (smc_chains_finite_h0 0 beside a text without them)
+    assert main(["invariance", str(path), "--json"]) == 0
+    (row_json,) = json.loads(capsys.readouterr().out)["table"]
+    assert "log_bf01_sd" in row_json and not [k for k in row_json if "smc" in k], row_json
     table["log_bf01_smc"] = 1.9
     assert main(["invariance", str(path), "--smc-draws", "50"]) == 0
     assert "log_bf01_smc" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
@@ -136,18 +137,20 @@ def _run(args: argparse.Namespace) -> int:
             random_seed=args.seed,
             progress=progress_lines(args, "invariance"),
         )
+    if result.table is not None and not args.smc_draws:
+        # without SMC its columns read NaN and "smc_chains_finite_h0 0", as if every chain failed:
+        # dropped from the text and, as there, from --json's table (it kept them)
+        result = dataclasses.replace(
+            result, table=result.table.drop(columns=[c for c in result.table.columns if "smc" in c])
+        )
     if args.json:
         print_json(result.to_dict())
         return 0
     print(result.summary)
     if result.table is not None:
-        table = result.table
-        if not args.smc_draws:
-            # without SMC its columns read NaN and "smc_chains_finite_h0 0", as if every chain failed
-            table = table.drop(columns=[c for c in table.columns if "smc" in c])
         print()
         print_table(
-            table,
+            result.table,
             title="Prior-width sensitivity (natural-log Bayes factors; > 0 favours invariance)",
         )
     return 0
