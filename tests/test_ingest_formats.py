@@ -2078,3 +2078,32 @@ def test_gpt2s_learned_positions_are_counted_in_its_model_size():
     assert estimate_parameters(gpt2) == pytest.approx(124.4e6, rel=0.01)  # gpt2: 124,439,808 parameters
     # rotary positions are no weights (GPT-J names n_positions beside its rotary_dim)
     assert estimate_parameters({**gpt2, "rotary_dim": 64}) == estimate_parameters(gpt2) - 1024 * 768
+
+
+@pytest.mark.parametrize("given", ["file", "folder"])
+def test_json_lines_in_a_json_file_with_records_longer_than_4_kb_are_read(tmp_path, given):
+    # a '.json' file of one object per line was told from a single JSON object by a second
+    # '{' line in its first 4096 characters: a logger writing a few hundred metrics a step
+    # (verl's actor/*, critic/*, timing/*) writes lines of 5 KB, and such a file was "not a
+    # recognised log format", or in a folder passed over without a word
+    path = tmp_path / "run" / "metrics.json"
+    path.parent.mkdir()
+    lines = [
+        json.dumps({"step": s, "reward": r, **{f"actor/metric_{i:03d}": 0.5 for i in range(200)}})
+        for s, r in enumerate(REWARD, start=1)
+    ]
+    assert len(lines[0]) > 4096
+    path.write_text("\n".join(lines) + "\n")
+    ds = load_runs([path if given == "file" else tmp_path])
+    assert ds.sizes["run"] == 1
+    np.testing.assert_allclose(ds.reward.values[0], REWARD)
+
+
+def test_one_json_object_on_a_single_line_is_not_read_as_json_lines(tmp_path):
+    # the long-line reading of a '.json' file keeps a compact config (one object, one line)
+    # out of the logs
+    from bayes_grpo.runset.loaders import detect_format
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({f"key_{i}": i for i in range(1000)}) + "\n")
+    assert detect_format(path) is None

@@ -17,6 +17,7 @@ sidecar configs           ``bayes_grpo_run.json``, ``training_args.*``,  :mod:`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +51,23 @@ RUNSET_SUFFIXES: tuple[str, ...] = NETCDF_SUFFIXES
 _CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ""}
 
 
+def _json_lines_of_long_records(path: Path) -> bool:
+    """Whether a ``.json`` file holds one JSON object per line, told by its first line being a
+    whole object and its next line opening another: a logger writing a few hundred metrics a step
+    writes lines longer than the 4096 characters :func:`detect_format` looks at first, and a
+    single object on one line (a compact config) has no second line."""
+    with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
+        lines = (line.strip() for line in fh)
+        first = next((line for line in lines if line), "")
+        second = next((line for line in lines if line), "")
+    if not second.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(first), dict)
+    except json.JSONDecodeError:
+        return False
+
+
 def detect_format(path: str | Path) -> str | None:
     """The format of one log file, from its name and, where needed, its first bytes.
 
@@ -78,7 +96,7 @@ def detect_format(path: str | Path) -> str | None:
             return "trainer_state"
         if head.startswith("["):
             return "jsonl"
-        if head.startswith("{") and "\n{" in head:
+        if head.startswith("{") and ("\n{" in head or _json_lines_of_long_records(path)):
             return "jsonl"
         return None
     if suffix in _CONSOLE_SUFFIXES or suffix.startswith(".log"):
