@@ -297,6 +297,25 @@ def test_truncated_last_jsonl_line_is_skipped_with_a_note(tmp_path):
     assert any("last line (13) is truncated JSON" in w for w in runset_warnings(ds)["m"])
 
 
+@pytest.mark.parametrize("cut", ["last", "inside"])
+def test_a_jsonl_files_unreadable_lines_are_said_once_with_its_name(tmp_path, cut):
+    # the loader's note began with the file's name and the run's warning with its label again:
+    # "<path>/m.jsonl: m.jsonl: last line (13) is truncated JSON; skipped"
+    path = tmp_path / "m.jsonl"
+    lines = [json.dumps({"step": s, "reward": 0.1 * s}) for s in range(N)]
+    if cut == "inside":
+        lines[3] = lines[3][:-5]
+    path.write_text("\n".join(lines) + ("\n{\"step\": 12, \"rew" if cut == "last" else "\n"))
+    ds = load_runs([path])
+    said = [w for w in runset_warnings(ds)["m"] if "JSON" in w]
+    expected = (
+        f"{path}: last line (13) is truncated JSON; skipped"
+        if cut == "last"
+        else f"{path}: 1 unreadable JSON line(s) skipped (lines [4])"
+    )
+    assert said == [expected]
+
+
 def test_a_console_logs_metric_dict_cut_short_at_its_end_is_said(tmp_path):
     # a run still writing its stdout: the cut dict was left out without a word, where a JSONL
     # log's cut last line is named

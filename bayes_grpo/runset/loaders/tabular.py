@@ -541,10 +541,10 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
     if bad:
         last = max(i for i, line in enumerate(lines, start=1) if line.strip())
         if bad == [last]:
-            notes.append(f"{path.name}: last line ({last}) is truncated JSON; skipped")
+            notes.append(f"last line ({last}) is truncated JSON; skipped")
         else:
             notes.append(
-                f"{path.name}: {len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})"
+                f"{len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})"
             )
     if not out:
         raise LogFormatError(
