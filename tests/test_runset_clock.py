@@ -105,6 +105,34 @@ def test_cli_ingest_re_times_scheduled_runs_with_lr_clock(tmp_path, capsys):
     assert "decay" in clocked_runs(ds) and int(ds["step"].max()) < 60  # 100 decaying steps: ~50 at the peak rate
 
 
+@pytest.mark.parametrize("saved_first", [False, True])
+def test_a_re_timed_run_is_not_told_its_fit_averages_over_the_schedule(tmp_path, capsys, saved_first):
+    # ingest --lr-clock printed, for the run it re-timed, both "follows a schedule ...: ... read
+    # its fit as an average over the schedule" and "re-timed on the learning-rate clock", and
+    # the run set kept both: on the clock the fit is of the run at its constant rate
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import load_runset
+
+    n = np.arange(100)
+    rows = ["step,train/reward,train/learning_rate"] + [f"{s},{0.5 * s / 100:.4f},{1e-4 * (1 - s / 100):.3e}" for s in n]
+    (tmp_path / "decay.csv").write_text("\n".join(rows))
+    flat = ["step,train/reward,train/learning_rate"] + [f"{s},{0.5 * s / 100:.4f},1e-4" for s in n]
+    (tmp_path / "flat.csv").write_text("\n".join(flat))
+    logs = [str(tmp_path / "decay.csv"), str(tmp_path / "flat.csv")]
+    out = tmp_path / "clocked.nc"
+    if saved_first:
+        assert main(["ingest", *logs, "-o", str(tmp_path / "raw.nc")]) == 0
+        assert any("average over the schedule" in w for w in runset_warnings(load_runset(tmp_path / "raw.nc"))["decay"])
+        logs = [str(tmp_path / "raw.nc")]
+    capsys.readouterr()
+    assert main(["ingest", *logs, "-o", str(out), "--lr-clock"]) == 0
+    printed = capsys.readouterr().out
+    assert "re-timed on the learning-rate clock" in printed and "average over the schedule" not in printed
+    warned = runset_warnings(load_runset(out))["decay"]
+    assert any("re-timed on the learning-rate clock" in w for w in warned)
+    assert not any("average over the schedule" in w for w in warned)
+
+
 def test_cli_ingest_re_reads_a_saved_run_set_to_re_time_it(tmp_path, capsys):
     # re-timing a run set saved without --lr-clock needed Python (clock_runset(load_runset(...)))
     from bayes_grpo.cli import main

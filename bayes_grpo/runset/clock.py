@@ -112,7 +112,8 @@ def clock_runset(ds: xr.Dataset) -> xr.Dataset:
     A run whose logged ``lr`` follows a schedule gets its logged steps mapped to
     :func:`clock_time` (nominal rate: its ``learning_rate``, else the logged peak), rounded to
     whole clock steps; the metrics of the logged steps that land on one clock step are averaged.
-    Other runs keep their steps. Each re-timed run gets a warning saying so, and the attribute
+    Other runs keep their steps. Each re-timed run gets a warning saying so (in place of the
+    ingest's warning that its fit averages over the schedule), and the attribute
     :data:`CLOCK_ATTR` records, per run, the nominal rate, the step range and the clock range.
 
     Raises
@@ -120,7 +121,10 @@ def clock_runset(ds: xr.Dataset) -> xr.Dataset:
     RunSetError
         ``ds`` is on the clock already, or has no ``lr`` variable (nothing to re-time by).
     """
-    from bayes_grpo.runset.ingest import learning_rate_schedule_range
+    from bayes_grpo.runset.ingest import (
+        is_learning_rate_schedule_note,
+        learning_rate_schedule_range,
+    )
 
     if CLOCK_ATTR in ds.attrs:
         raise RunSetError(f"the run set is on the learning-rate clock already (attribute {CLOCK_ATTR})")
@@ -165,7 +169,9 @@ def clock_runset(ds: xr.Dataset) -> xr.Dataset:
             "logged_steps": int(len(frame)),
             "clock_points": int(len(binned)),
         }
-        warns.setdefault(run_id, []).append(
+        # the ingest's "read its fit as an average over the schedule" holds no more
+        warns[run_id] = [w for w in warns.get(run_id, []) if not is_learning_rate_schedule_note(w)]
+        warns[run_id].append(
             f"re-timed on the learning-rate clock (lr {span[0]:.3g} to {span[1]:.3g}, one clock step = "
             f"one step at {eta:.3g}, {eta_from}): steps {first}-{last} -> clock steps "
             f"{int(binned.index[0])}-{int(binned.index[-1])}, {len(frame)} logged steps averaged into "

@@ -507,9 +507,22 @@ def learning_rate_schedule_note(wide: pd.DataFrame) -> str | None:
         return None
     return (
         f"logged learning rate {col!r} follows a schedule ({span[0]:.3g} to {span[1]:.3g}): "
-        "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
-        "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
+        f"{_SCHEDULE_NOTE_TAIL}"
     )
+
+
+#: How :func:`learning_rate_schedule_note` ends (:func:`is_learning_rate_schedule_note`).
+_SCHEDULE_NOTE_TAIL = (
+    "the run's learning_rate is one number and the mechanistic law takes the gain eta K as "
+    "constant, so read its fit as an average over the schedule (per-step rate kept as 'lr')"
+)
+
+
+def is_learning_rate_schedule_note(warning: str) -> bool:
+    """Whether a run's warning is its :func:`learning_rate_schedule_note` (with or without the
+    run's label before it): :func:`bayes_grpo.runset.clock.clock_runset` drops it from a run it
+    re-times, whose fit is then no average over the schedule."""
+    return warning.endswith(_SCHEDULE_NOTE_TAIL)
 
 
 #: Text run coordinates a log may carry as a column (a W&B export's config columns).
