@@ -863,3 +863,30 @@ def test_an_unknown_group_size_that_the_runs_name_suggests_is_hinted_not_taken(t
     (tmp_path / "m.csv").write_text(f"path,group_size\n{named.name},8\n")
     ds = load_runs([], manifest=tmp_path / "m.csv")
     assert not any("group size G unknown" in w for ws in runset_warnings(ds).values() for w in ws)
+
+
+_ODD_FILES = {
+    "repeated_header.csv": "step,reward,reward\n" + "".join(f"{s},{0.1 * s},0.5\n" for s in range(N)),
+    "trailing.csv": "step,reward\n" + "".join(f"{s},{0.1 * s},\n" for s in range(N)),
+    "commas.csv": "step;reward\n" + "".join(f"{s};0,{s + 10}\n" for s in range(N)),
+    "pandas_index.csv": ",step,reward\n" + "".join(f"{s},{s},{0.1 * s}\n" for s in range(N)),
+    "one_run.jsonl": "".join(
+        json.dumps({"run_name": "one", "step": s, "reward": 0.1 * s} if s else {"step": s, "reward": 0.0}) + "\n"
+        for s in range(N)
+    ),
+    "cut.log": "".join(f"{{'loss': 0.01, 'reward': {0.1 * s:.2f}}}\n" for s in range(1, N + 1)) + "{'loss': 0.0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ODD_FILES))
+def test_a_note_on_a_log_file_names_the_file_once(tmp_path, name):
+    # the loaders began these notes with the file's name and the ingest prefixes every run's
+    # warning with the run's label (its path): "[x] x.csv: x.csv: the header names 'reward' (2x)"
+    path = tmp_path / name
+    path.write_text(_ODD_FILES[name])
+    ds = load_runs([path])
+    (run,) = ds.run.values
+    warned = runset_warnings(ds)[str(run)]
+    assert warned  # each file has something to say
+    assert all(w.startswith(str(path)) and w.count(name) == 1 for w in warned), warned
+

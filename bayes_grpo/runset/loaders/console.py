@@ -329,7 +329,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     if _CUT_DICT.search(last):
         # as a JSONL log's cut last line is said (it was left out without a word)
         file_notes.append(
-            f"{path.name}: the last line ({_clip(last.strip())}) is a metric dict cut short "
+            f"the last line ({_clip(last.strip())}) is a metric dict cut short "
             "(a run still writing?); not read"
         )
     step_key = find_step_key(str(k) for k in dicts[0])

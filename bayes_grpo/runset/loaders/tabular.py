@@ -163,7 +163,7 @@ def _run_groups(
         notes = []
         if blank.any():
             notes.append(
-                f"{path.name}: {int(blank.sum())} {unit}(s) without {run_col!r} read as part "
+                f"{int(blank.sum())} {unit}(s) without {run_col!r} read as part "
                 f"of the file's one run {names[0]!r}"
             )
         return [(str(names[0]), frame)], notes, None
@@ -279,7 +279,7 @@ def _read_table(path: Path, sep: str) -> tuple[pd.DataFrame, str | None]:
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
         frame = _read_csv(path, sep, index_col=False)
     return frame, (
-        f"{path.name}: its rows end with a separator its header does not have; the empty "
+        "its rows end with a separator its header does not have; the empty "
         "last field not read"
     )
 
@@ -294,7 +294,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
     header = _read_csv(path, sep, nrows=0).columns
     if len(header) == 1 and ";" in str(header[0]):
         frame, trailing_note = _read_table(path, ";")
-        frame, decimal_note = _decimal_commas(frame, path)
+        frame, decimal_note = _decimal_commas(frame)
         return frame, ";", [n for n in [trailing_note, decimal_note] if n is not None]
     frame, trailing_note = _read_table(path, sep)
     return frame, sep, [trailing_note] if trailing_note is not None else []
@@ -303,7 +303,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
 
 
-def _decimal_commas(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str | None]:
+def _decimal_commas(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """A semicolon-separated export written with decimal commas (``0,25``), as spreadsheets
     in many locales write it, with those cells read as decimal points; and a note saying so.
 
@@ -321,7 +321,7 @@ def _decimal_commas(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str 
     if n == 0:
         return frame, None
     fixed = frame.mask(is_decimal, frame.astype("string").apply(lambda c: c.str.replace(",", ".")))
-    return fixed, f"{path.name}: {n} value(s) written with a decimal comma read as decimals"
+    return fixed, f"{n} value(s) written with a decimal comma read as decimals"
 
 
 def _repeated_headers(
@@ -367,10 +367,10 @@ def _repeated_headers(
         if runs
         else "the later columns kept as <name>.1 ..."
     )
-    return frame.set_axis(columns, axis=1), f"{path.name}: the header names {shown}; {how}"
+    return frame.set_axis(columns, axis=1), f"the header names {shown}; {how}"
 
 
-def _pandas_row_index(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str | None]:
+def _pandas_row_index(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     """``frame`` without the row numbers ``DataFrame.to_csv`` writes first (a column without a
     name holding 0, 1, 2 ...), and a note; else ``frame`` as it is.
 
@@ -385,7 +385,7 @@ def _pandas_row_index(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, st
     if numbers.tolist() != list(range(len(frame))):
         return frame, None
     return frame.iloc[:, 1:], (
-        f"{path.name}: its first column, without a name and numbered 0..{len(frame) - 1}, is "
+        f"its first column, without a name and numbered 0..{len(frame) - 1}, is "
         "the row index pandas writes, not a metric; not read"
     )
 
@@ -396,7 +396,7 @@ def load_csv(path: str | Path, *, logging_steps: int | None = None) -> list[RawR
     path = Path(path)
     frame, sep, notes = read_table(path)
     frame, header_note = _repeated_headers(frame, path, sep)
-    frame, index_note = _pandas_row_index(frame, path)
+    frame, index_note = _pandas_row_index(frame)
     notes = [n for n in [header_note, index_note] if n is not None] + notes
     runs = _csv_runs(frame, path, logging_steps)
     for run in runs:
@@ -452,7 +452,7 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
                 if by_row:
                     fields = fields[~fields["metric"].isin(by_row)]
                     run_notes.append(
-                        f"{path.name}: column(s) {by_row} hold several values at one step (a "
+                        f"column(s) {by_row} hold several values at one step (a "
                         "time of each row?), not one value of the step; not read"
                     )
                 records = pd.concat([records, fields], ignore_index=True)
@@ -480,7 +480,7 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
         if model_col is not None:
             file_notes = [
                 *file_notes,
-                f"{path.name}: no run column; its {len(groups)} models ({model_col!r}) read as "
+                f"no run column; its {len(groups)} models ({model_col!r}) read as "
                 "one run each",
             ]
         for name, sub in groups:
@@ -699,7 +699,7 @@ def load_jsonl(path: str | Path, *, logging_steps: int | None = None) -> list[Ra
             keys = {model_key}
             notes = [
                 *notes,
-                f"{path.name}: no run key; the models of {model_key!r} read as one run each",
+                f"no run key; the models of {model_key!r} read as one run each",
             ]
     if run_key is not None:
         frame = pd.DataFrame([{k: e.get(k) for k in keys} for e in entries])
