@@ -890,3 +890,19 @@ def test_a_note_on_a_log_file_names_the_file_once(tmp_path, name):
     assert warned  # each file has something to say
     assert all(w.startswith(str(path)) and w.count(name) == 1 for w in warned), warned
 
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_step_beyond_2_53_is_shown_as_the_log_wrote_it(tmp_path, suffix):
+    # a JSONL log's step 2**60 + 1 was shown as "step np.int64(1152921504606846977) is beyond
+    # 2**53": NumPy's repr, not the number the log holds
+    path = tmp_path / f"big.{suffix}"
+    steps = [2**60 + s for s in range(1, N + 1)]
+    if suffix == "jsonl":
+        path.write_text("".join(json.dumps({"step": s, "reward": 0.5}) + "\n" for s in steps))
+    else:
+        path.write_text("step,reward\n" + "".join(f"{s},0.5\n" for s in steps))
+    with pytest.raises(RunSetError) as info:
+        load_runs([path])
+    message = str(info.value)
+    assert "np." not in message
+    assert f"step {2**60 + 1} is beyond 2**53" in message or f"step '{2**60 + 1}' is beyond 2**53" in message

@@ -209,6 +209,12 @@ def _to_number(value: object) -> float | None:
     return None
 
 
+def _shown_step(value: object) -> str:
+    """A logged step as a message shows it: as the log wrote it (a text quoted), NumPy's
+    scalars as the plain numbers they hold (their repr said 'np.int64(1152921504606846977)')."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _skip_records(
     recs: pd.DataFrame,
     skip: pd.Series,
@@ -218,7 +224,7 @@ def _skip_records(
     why: str,
     none_left: str,
     note: str = "",
-    show: Callable[[object], object] = repr,
+    show: Callable[[object], object] = _shown_step,
 ) -> pd.DataFrame:
     """``recs`` without the records ``skip`` marks, said in ``warn`` with an example (step and
     metric); ``RunRejected`` (``none_left``) when that is every record. ``show`` writes a step."""
@@ -288,7 +294,7 @@ def _normalise_run(
     huge = step_num.abs() > MAX_STEP
     if huge.any():
         raise RunRejected(
-            f"{where}: step {recs['step'][huge].iloc[0]!r} is beyond 2**53; steps that large "
+            f"{where}: step {_shown_step(recs['step'][huge].iloc[0])} is beyond 2**53; steps that large "
             "cannot be told apart as numbers (renumber the log's steps)"
         )
     recs["step"] = np.round(step_num).astype(np.int64)
