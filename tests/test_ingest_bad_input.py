@@ -906,3 +906,31 @@ def test_a_step_beyond_2_53_is_shown_as_the_log_wrote_it(tmp_path, suffix):
     message = str(info.value)
     assert "np." not in message
     assert f"step {2**60 + 1} is beyond 2**53" in message or f"step '{2**60 + 1}' is beyond 2**53" in message
+
+
+def test_a_broken_yaml_config_beside_a_log_is_one_warning_line_naming_where(tmp_path):
+    # the YAML parser's message spans lines (the line echoed, a caret under it): the warning
+    # broke the one-warning-a-line list as "not read (ParserError: while parsing a flow
+    # sequence\n  in \"<unicode string>\", line 1, column 13:\n    group_size: [4\n ..."
+    run = tmp_path / "run"
+    _good(run / "metrics.csv")
+    (run / "config.yaml").write_text("group_size: [4\n")
+    ds = load_runs([run])
+    (note,) = [w for w in runset_warnings(ds)["run"] if "config.yaml" in w]
+    assert "\n" not in note
+    assert note.endswith(
+        "config.yaml: not read (ParserError: while parsing a flow sequence, expected ',' or ']', "
+        "but got '<stream end>' at line 2, column 1)"
+    )
+
+
+def test_a_broken_yaml_manifest_is_one_line_naming_where(tmp_path):
+    _good(tmp_path / "a.csv")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("- path: a.csv\n  group_size: [4\n")
+    with pytest.raises(LogFormatError) as info:
+        load_runs([], manifest=manifest)
+    assert str(info.value) == (
+        f"{manifest}: unreadable manifest (while parsing a flow sequence, expected ',' or ']', "
+        "but got '<stream end>' at line 3, column 1)"
+    )

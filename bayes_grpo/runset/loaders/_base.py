@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 #: Encoding logs and configs are read in: UTF-8, without the byte-order mark that Windows tools
 #: (PowerShell, Notepad, spreadsheets) put first; plain UTF-8 reads the same. Read as plain
@@ -134,6 +135,20 @@ def json_error(path: Path, text: str, exc: json.JSONDecodeError) -> LogFormatErr
     return LogFormatError(
         f"{path}: unreadable JSON ({where}: {msg} at line {exc.lineno}, column {exc.colno})"
     )
+
+
+def error_message(exc: BaseException) -> str:
+    """An exception's message on one line, for a warning or an error naming a file.
+
+    A YAML parser's message spans lines (the offending line echoed, a caret under it, the
+    place of the context and of the problem): it broke the ingest's one-line-per-warning list.
+    It becomes its context and problem and where the problem is."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        what = ", ".join(str(part) for part in (exc.context, exc.problem) if part)
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{what}{where}"
+    return " ".join(str(exc).split())
 
 
 def records_from_dicts(

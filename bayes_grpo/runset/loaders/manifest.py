@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bayes_grpo.runset.loaders._base import LogFormatError
+from bayes_grpo.runset.loaders._base import LogFormatError, error_message
 from bayes_grpo.runset.loaders.tabular import read_table
 from bayes_grpo.runset.schema import RUN_COORDS
 
@@ -93,7 +93,7 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
             frame = read_table(path)[0]
             rows = frame.to_dict(orient="records")
     except (yaml.YAMLError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"{path}: unreadable manifest ({exc})") from exc
+        raise LogFormatError(f"{path}: unreadable manifest ({error_message(exc)})") from exc
     if not rows:  # a header alone read as "no run could be ingested: no logs found"
         raise LogFormatError(f"{path}: the manifest lists no runs (one row per run, with its 'path')")
     allowed = set(CONTROL_COLUMNS) | set(COORD_COLUMNS)

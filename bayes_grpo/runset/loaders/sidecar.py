@@ -42,7 +42,7 @@ from pathlib import Path
 import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
-from bayes_grpo.runset.loaders._base import flatten, text_encoding
+from bayes_grpo.runset.loaders._base import error_message, flatten, text_encoding
 from bayes_grpo.runset.loaders.pickled_args import read_pickled_args
 from bayes_grpo.runset.names import hyperparameter_key
 
@@ -147,7 +147,7 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
             try:
                 data = _read_mapping(path)
             except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-                found.notes.append(f"{path}: not read ({type(exc).__name__}: {exc})")
+                found.notes.append(f"{path}: not read ({type(exc).__name__}: {error_message(exc)})")
                 continue
             if kind == "model" and not ({"model_type", "architectures"} & set(data)):
                 kind = "training" if not found.training else ""
@@ -160,7 +160,7 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
             try:
                 base = _read_mapping(adapter).get("base_model_name_or_path")
             except (OSError, UnicodeDecodeError, ValueError) as exc:
-                found.notes.append(f"{adapter}: not read ({type(exc).__name__}: {exc})")
+                found.notes.append(f"{adapter}: not read ({type(exc).__name__}: {error_message(exc)})")
                 base = None
             if isinstance(base, str) and base:
                 found.model, found.model_source = {"_name_or_path": base}, str(adapter)
