@@ -934,3 +934,25 @@ def test_a_broken_yaml_manifest_is_one_line_naming_where(tmp_path):
         f"{manifest}: unreadable manifest (while parsing a flow sequence, expected ',' or ']', "
         "but got '<stream end>' at line 3, column 1)"
     )
+
+
+def test_a_run_with_too_few_rewards_names_a_reward_metric_logged_at_more_steps(tmp_path):
+    # 'reward' logged at 3 steps beside the one reward function's mean at every step: the run was
+    # rejected for its 3 points, the curve it has unnamed
+    path = tmp_path / "few.csv"
+    rows = [f"{s},{0.5 if s < 3 else ''},{0.1 * s}" for s in range(N)]
+    path.write_text("step,reward,rewards/acc/mean\n" + "\n".join(rows) + "\n")
+    with pytest.raises(RunSetError) as info:
+        load_runs([path])
+    assert (
+        f"only 3 finite reward value(s) in 'reward', fewer than the minimum of 10 points (lower it "
+        f"with min_points=, or `bayes-grpo ingest --min-points N`); 'rewards/acc/mean' has {N}: to "
+        "use it, --reward-key rewards/acc/mean (Python: reward_key=...)"
+    ) in str(info.value)
+    ds = load_runs([path], reward_key="rewards/acc/mean")
+    assert int(ds.reward.notnull().sum()) == N
+    # nothing else to offer: the message is as it was
+    path.write_text("step,reward\n" + "\n".join(f"{s},{0.5 if s < 3 else ''}" for s in range(N)) + "\n")
+    with pytest.raises(RunSetError) as info:
+        load_runs([path])
+    assert str(info.value).endswith("`bayes-grpo ingest --min-points N`)")

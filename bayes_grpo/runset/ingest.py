@@ -239,6 +239,29 @@ def _skip_records(
     return recs[~skip]
 
 
+def _longer_reward_hint(wide: pd.DataFrame, mapping: NameMapping, min_points: int) -> str:
+    """What a run rejected for too few reward points says of a metric the reward rule would
+    choose after the one it chose, when that one has ``min_points`` finite values: a log whose
+    'reward' was logged a few times beside a per-function reward logged at every step was
+    rejected, its usable curve unnamed. Empty when the reward was the user's ``reward_key``."""
+    if mapping.reward_rule == "reward_key":
+        return ""
+    left = [str(c) for c in wide.columns]
+    for _ in range(len(left)):
+        left = [c for c in left if c != mapping.reward_source]
+        try:
+            mapping = map_names(left)
+        except NoRewardError:
+            return ""
+        n = int(np.isfinite(wide[mapping.reward_source].to_numpy(dtype=float)).sum())
+        if n >= min_points:
+            return (
+                f"; {mapping.reward_source!r} has {n}: to use it, --reward-key "
+                f"{mapping.reward_source} (Python: reward_key=...)"
+            )
+    return ""
+
+
 def normalise_run(
     raw: RawRun, *, reward_key: str | None = None, min_points: int = MIN_POINTS
 ) -> NormalisedRun:
@@ -411,7 +434,7 @@ def _normalise_run(
         raise RunRejected(
             f"{where}: only {n_finite} finite reward value(s) in {mapping.reward_source!r}, fewer "
             f"than the minimum of {min_points} points (lower it with min_points=, or "
-            "`bayes-grpo ingest --min-points N`)"
+            f"`bayes-grpo ingest --min-points N`){_longer_reward_hint(wide, mapping, min_points)}"
         )
     if n_nonfinite:
         warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
