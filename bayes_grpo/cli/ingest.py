@@ -23,7 +23,8 @@ formats (auto-detected; folders are searched recursively):
   events.out.tfevents.*   TensorBoard scalars; the GRPOConfig text summary gives G, lr, beta, seed
   *.csv / *.tsv           wide (step + metrics), long wandb exports (run_name,metric,step,value),
                           wandb panel exports ("<run> - <metric>"), several runs per file
-  *.jsonl / *.ndjson      one object per step; typed records (train/rollout/eval) merged by step;
+  *.jsonl / *.ndjson      one object per step (a .json of such lines or a list of them too); typed
+                          records (train/rollout/eval) merged by step;
                           verl's file logger ({"step": N, "data": {...}}) too
   *.log / *.txt / *.out   console output: the Trainer's printed metric dicts, or verl's
                           'step:N - key:value' lines
