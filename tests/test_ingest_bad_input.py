@@ -956,3 +956,29 @@ def test_a_run_with_too_few_rewards_names_a_reward_metric_logged_at_more_steps(t
     with pytest.raises(RunSetError) as info:
         load_runs([path])
     assert str(info.value).endswith("`bayes-grpo ingest --min-points N`)")
+
+
+def test_an_event_file_without_scalars_says_what_it_holds_or_that_it_is_damaged(tmp_path):
+    # the rejection printed the reader's whole tag table, "(tags: {'images': [], 'audio': [],
+    # 'histograms': [], 'scalars': [], ..., 'graph': False, ...})", for a file of 7 bytes of
+    # garbage as for one holding only a histogram: nothing on what the file was
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    garbage = tmp_path / "bad" / "events.out.tfevents.1.host.1.0"
+    garbage.parent.mkdir()
+    garbage.write_bytes(b"garbage")
+    with pytest.raises(RunSetError) as info:
+        load_runs([garbage])
+    message = str(info.value)
+    assert "'audio': []" not in message
+    assert (
+        f"{garbage}: no scalar summaries in the event file (nothing read from it); the event file "
+        "ends in a partial record header at byte 0 of 7"
+    ) in message
+    writer = torch_tb.SummaryWriter(str(tmp_path / "hist"))
+    writer.add_histogram("weights", np.arange(10.0), 1)
+    writer.close()
+    (events,) = (tmp_path / "hist").glob("events.out.tfevents.*")
+    with pytest.raises(RunSetError) as info:
+        load_runs([events])
+    held = "{'histograms': ['weights'], 'distributions': ['weights']}"
+    assert f"{events}: no scalar summaries in the event file (it holds {held})" in str(info.value)

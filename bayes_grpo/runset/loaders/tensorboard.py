@@ -340,7 +340,15 @@ def load_tensorboard(path: str | Path) -> list[RawRun]:
     if not config:
         config, config_source = _companion_hparams(path)
     if not metrics:
-        raise LogFormatError(f"{path}: no scalar summaries in the event file (tags: {tags})")
+        # the reader's whole tag table ({'images': [], 'audio': [], ..., 'graph': False}) said
+        # nothing of a file it could not read at all, a damaged one (that the damage note says)
+        held = {kind: names for kind, names in tags.items() if names}
+        damaged = damaged_records_note(path)
+        raise LogFormatError(
+            f"{path}: no scalar summaries in the event file "
+            f"({f'it holds {held}' if held else 'nothing read from it'})"
+            + (f"; the {damaged}" if damaged else "")
+        )
     records = pd.DataFrame({"step": steps, "metric": metrics, "value": values})
     hint = config.get("run_name")
     if not isinstance(hint, str) or not hint or hint == config.get("output_dir") or "/" in hint:
