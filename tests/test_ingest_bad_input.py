@@ -982,3 +982,25 @@ def test_an_event_file_without_scalars_says_what_it_holds_or_that_it_is_damaged(
         load_runs([events])
     held = "{'histograms': ['weights'], 'distributions': ['weights']}"
     assert f"{events}: no scalar summaries in the event file (it holds {held})" in str(info.value)
+
+
+def test_a_csv_with_a_space_after_each_comma_reads_as_without(tmp_path):
+    # 'step, reward, kl' (as people and numpy.savetxt(delimiter=", ") write): ' reward' was no
+    # reward ("no reward metric; metrics found: [' kl', ' reward']"), the quoted model name with
+    # a comma in it split in two, and a manifest's ' group_size' was an unknown column
+    wide = tmp_path / "wide.csv"
+    wide.write_text(
+        "step, reward , kl, model\n" + "".join(f"{s}, {0.1 * s:.1f}, 0.01, \"qwen, 7b\"\n" for s in range(N))
+    )
+    ds = load_runs([wide])
+    np.testing.assert_allclose(ds.reward.sel(run="wide").values, [0.1 * s for s in range(N)])
+    assert "kl" in ds.data_vars and run_coords(ds, "wide")["model"] == "qwen, 7b"
+    long = tmp_path / "long.csv"
+    long.write_text(
+        "run_name, metric, step, value\n" + "".join(f"a, reward, {s}, {0.1 * s:.1f}\n" for s in range(N))
+    )
+    assert list(load_runs([long]).run.values) == ["a"]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("path, run, group_size\nwide.csv, r1, 4\n")
+    ds = load_runs([], manifest=manifest)
+    assert list(ds.run.values) == ["r1"] and run_coords(ds, "r1")["group_size"] == 4

@@ -240,20 +240,30 @@ def _wide_records(
 
 
 def _read_csv(path: Path, sep: str, **kwargs) -> pd.DataFrame:
+    """The cells of a CSV file as text; the spaces after a separator (``step, reward, kl``, as
+    people and ``numpy.savetxt(delimiter=", ")`` write) are not part of a name or value, nor
+    spaces closing a header name (unless two names would then be one): the header's ' reward'
+    was no reward ("no reward metric; metrics found: [' reward ']"), a manifest's ' group_size'
+    an unknown column, and a quoted value with a comma in it (``, "a, b"``) was split in two."""
     try:
-        return pd.read_csv(
+        frame = pd.read_csv(
             path,
             sep=sep,
             dtype=str,
             keep_default_na=False,
             na_values=[""],
             encoding=text_encoding(path),
+            skipinitialspace=True,
             **kwargs,
         )
     except pd.errors.EmptyDataError as exc:
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
     except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+    stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    if len(set(stripped)) == len(stripped):
+        frame.columns = stripped
+    return frame
 
 
 def _read_table(path: Path, sep: str) -> tuple[pd.DataFrame, str | None]:
@@ -344,8 +354,9 @@ def _repeated_headers(
             dtype=str,
             keep_default_na=False,
             encoding=text_encoding(path),
+            skipinitialspace=True,
         )
-        header = first_row.iloc[0].tolist()
+        header = [name.strip() for name in first_row.iloc[0].tolist()]
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return frame, None
     counts = Counter(name for name in header if name)
