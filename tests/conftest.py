@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_RUNS = REPO_ROOT.parent / "shared" / "real_runs"
+#: The public GRPO logs: ../shared/real_runs beside the repository, or where BAYES_GRPO_REAL_RUNS
+#: points (a checkout elsewhere, e.g. a git worktree, has no ../shared; the tests skip without them).
+REAL_RUNS = Path(os.environ.get("BAYES_GRPO_REAL_RUNS") or REPO_ROOT.parent / "shared" / "real_runs")
 
 
 def _private_compiledir_per_worker() -> None:
@@ -67,7 +69,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def real_runs_dir() -> Path:
-    """The public GRPO logs in ../shared/real_runs; skips the test when absent."""
+    """The public GRPO logs (:data:`REAL_RUNS`); skips the test when absent."""
     if not REAL_RUNS.is_dir():
         pytest.skip(f"{REAL_RUNS} not present")
     return REAL_RUNS
