@@ -55,7 +55,7 @@ import os
 import re
 import warnings as pywarnings
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -941,22 +941,45 @@ def same_training_twice(curves: Mapping[str, pd.DataFrame]) -> dict[str, list[st
         groups[tuple(np.round(r.to_numpy()[:3], 3))].append(run)
     out: dict[str, list[str]] = defaultdict(list)
     for runs in groups.values():
-        for i, a in enumerate(runs):
-            for b in runs[i + 1 :]:
-                ra, rb = rewards[a], rewards[b]
-                shared = ra.index.intersection(rb.index)
-                enough = max(SAME_TRAINING_MIN_SHARED, 0.5 * min(len(ra), len(rb)))
-                if len(shared) < enough:
-                    continue
-                va, vb = ra.loc[shared].to_numpy(), rb.loc[shared].to_numpy()
-                if np.ptp(va) > 0 and np.max(np.abs(va - vb)) <= SAME_TRAINING_ATOL:
-                    for run, other in ((a, b), (b, a)):
-                        out[run].append(
-                            f"the same rewards as run {other!r} at all {len(shared)} steps both "
-                            "logged: one training read twice? (a fit would count it twice; ingest "
-                            "only one of them, e.g. with a manifest)"
-                        )
+        for a, b, n_shared in _same_reward_pairs([rewards[r] for r in runs]):
+            for run, other in ((runs[a], runs[b]), (runs[b], runs[a])):
+                out[run].append(
+                    f"the same rewards as run {other!r} at all {n_shared} steps both "
+                    "logged: one training read twice? (a fit would count it twice; ingest "
+                    "only one of them, e.g. with a manifest)"
+                )
     return dict(out)
+
+
+def _same_reward_pairs(rewards: list[pd.Series]) -> Iterator[tuple[int, int, int]]:
+    """``(i, j, shared steps)``, ``i < j`` in order, for the reward series that agree as
+    :func:`same_training_twice` asks.
+
+    One row of a (run, step) table against all later rows at once: pandas' index intersection
+    and ``.loc`` per pair took 1 ms a pair, minutes for a sweep of hundreds of runs that start
+    alike (600 runs: 180,000 pairs).
+    """
+    steps = np.unique(np.concatenate([r.index.to_numpy() for r in rewards]))
+    present = np.zeros((len(rewards), steps.size), dtype=bool)
+    values = np.zeros((len(rewards), steps.size))
+    for k, r in enumerate(rewards):
+        cols = np.searchsorted(steps, r.index.to_numpy())
+        present[k, cols] = True
+        values[k, cols] = r.to_numpy(dtype=float)
+    lengths = present.sum(axis=1)
+    for i in range(len(rewards) - 1):
+        shared = present[i] & present[i + 1 :]
+        n_shared = shared.sum(axis=1)
+        enough = np.maximum(SAME_TRAINING_MIN_SHARED, 0.5 * np.minimum(lengths[i], lengths[i + 1 :]))
+        later = np.flatnonzero(n_shared >= enough)
+        if later.size == 0:
+            continue
+        mask = shared[later]
+        with np.errstate(invalid="ignore"):  # an infinite reward: inf - inf is NaN, no match
+            gap = np.where(mask, np.abs(values[i + 1 + later] - values[i]), 0.0).max(axis=1)
+            spread = np.where(mask, values[i], -np.inf).max(axis=1) - np.where(mask, values[i], np.inf).min(axis=1)
+        for k in later[(spread > 0) & (gap <= SAME_TRAINING_ATOL)]:
+            yield i, i + 1 + int(k), int(n_shared[k])
 
 
 def _merge_hyperparameters(
