@@ -2109,12 +2109,11 @@ def test_one_json_object_on_a_single_line_is_not_read_as_json_lines(tmp_path):
     assert detect_format(path) is None
 
 
-def test_a_sweep_of_hundreds_of_runs_that_start_alike_is_checked_for_repeats_in_seconds():
+def test_a_sweep_of_hundreds_of_runs_that_start_alike_finds_only_the_run_read_twice():
     # same_training_twice compared every two runs that start alike with pandas' index
     # intersection and .loc, 1 ms a pair: 600 runs whose reward is 0 for their first steps
-    # (a stalled start) took 84 s (the CLI test of 600 such runs read through a pipe: 62 s on CI)
-    import time
-
+    # (a stalled start) took 84 s (the CLI test of 600 such runs read through a pipe: 62 s on CI);
+    # the table comparison finds the same pairs (the time: benchmarks/bench_ingest_repeats.py)
     import pandas as pd
 
     from bayes_grpo.runset.ingest import same_training_twice
@@ -2124,12 +2123,9 @@ def test_a_sweep_of_hundreds_of_runs_that_start_alike_is_checked_for_repeats_in_
     rise = np.clip(steps - 5, 0, None)
     curves = {f"run{k:03d}": pd.DataFrame({REWARD_VAR: (0.3 + 0.001 * k) * (1 - np.exp(-rise / 5.0))}, index=steps) for k in range(600)}
     curves["run000_console"] = curves["run000"].round(4).iloc[::2]  # its console log: 25 steps, 4 digits
-    start = time.perf_counter()
     notes = same_training_twice(curves)
-    took = time.perf_counter() - start
     assert sorted(notes) == ["run000", "run000_console"]
     assert notes["run000"] == [
         "the same rewards as run 'run000_console' at all 25 steps both logged: one training read twice? "
         "(a fit would count it twice; ingest only one of them, e.g. with a manifest)"
     ]
-    assert took < 20.0, f"{took:.1f} s for 601 runs"
