@@ -2129,3 +2129,21 @@ def test_a_sweep_of_hundreds_of_runs_that_start_alike_finds_only_the_run_read_tw
         "the same rewards as run 'run000_console' at all 25 steps both logged: one training read twice? "
         "(a fit would count it twice; ingest only one of them, e.g. with a manifest)"
     ]
+
+
+def test_a_run_repeated_in_many_others_gets_one_read_twice_note_naming_a_few():
+    # 600 identical runs (the CLI test's sweep) gave every run 599 read-twice lines, one a match
+    import pandas as pd
+
+    from bayes_grpo.runset.ingest import same_training_twice
+    from bayes_grpo.runset.schema import REWARD_VAR
+
+    steps = np.arange(1, 31)
+    curve = pd.DataFrame({REWARD_VAR: 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    notes = same_training_twice({f"r{k}": curve for k in range(5)} | {"three_steps_less": curve.iloc[:-3]})
+    assert all(len(ws) == 1 for ws in notes.values()) and len(notes) == 6
+    assert notes["r0"][0].startswith(
+        "the same rewards as 5 other runs ('r1' at all 30 steps, 'r2' at all 30 steps, 'r3' at all 30 "
+        "steps, and 2 more) at every step both logged: one training read more than once?"
+    )
+    assert "'r0' at all 27 steps" in notes["three_steps_less"][0]

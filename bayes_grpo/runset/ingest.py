@@ -939,16 +939,35 @@ def same_training_twice(curves: Mapping[str, pd.DataFrame]) -> dict[str, list[st
     groups: dict[tuple, list[str]] = defaultdict(list)
     for run, r in rewards.items():
         groups[tuple(np.round(r.to_numpy()[:3], 3))].append(run)
-    out: dict[str, list[str]] = defaultdict(list)
+    matches: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for runs in groups.values():
         for a, b, n_shared in _same_reward_pairs([rewards[r] for r in runs]):
             for run, other in ((runs[a], runs[b]), (runs[b], runs[a])):
-                out[run].append(
-                    f"the same rewards as run {other!r} at all {n_shared} steps both "
-                    "logged: one training read twice? (a fit would count it twice; ingest "
-                    "only one of them, e.g. with a manifest)"
-                )
-    return dict(out)
+                matches[run].append((other, n_shared))
+    return {run: [_same_training_note(found)] for run, found in matches.items()}
+
+
+#: Runs a read-twice note names when a run's rewards repeat in several others (the rest counted).
+SAME_TRAINING_NAMED = 3
+
+
+def _same_training_note(found: list[tuple[str, int]]) -> str:
+    """The one read-twice warning of a run whose rewards ``found`` runs repeat ``(run, shared
+    steps)``: a sweep of 600 identical runs gave each run 599 lines, one per match."""
+    if len(found) == 1:
+        other, n_shared = found[0]
+        return (
+            f"the same rewards as run {other!r} at all {n_shared} steps both "
+            "logged: one training read twice? (a fit would count it twice; ingest "
+            "only one of them, e.g. with a manifest)"
+        )
+    named = ", ".join(f"{other!r} at all {n} steps" for other, n in found[:SAME_TRAINING_NAMED])
+    more = len(found) - SAME_TRAINING_NAMED
+    return (
+        f"the same rewards as {len(found)} other runs ({named}{f', and {more} more' if more > 0 else ''}) "
+        "at every step both logged: one training read more than once? (a fit would count it "
+        "more than once; ingest only one of them, e.g. with a manifest)"
+    )
 
 
 def _same_reward_pairs(rewards: list[pd.Series]) -> Iterator[tuple[int, int, int]]:
