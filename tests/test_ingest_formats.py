@@ -2147,3 +2147,20 @@ def test_a_run_repeated_in_many_others_gets_one_read_twice_note_naming_a_few():
         "steps, and 2 more) at every step both logged: one training read more than once?"
     )
     assert "'r0' at all 27 steps" in notes["three_steps_less"][0]
+
+
+def test_a_log_given_twice_is_read_once_and_says_so(tmp_path):
+    # a folder and a file inside it (or one path twice) named one log twice: it was read once
+    # without a word
+    run_dir = tmp_path / "qwen-g8"
+    run_dir.mkdir()
+    history = [_trl_entry(s, 0.1 + 0.6 * (1 - np.exp(-s / 8))) for s in range(1, 31)]
+    (run_dir / "trainer_state.json").write_text(json.dumps(_trainer_state(history)))
+    ds = load_runs([tmp_path, run_dir / "trainer_state.json"])
+    assert ds.sizes["run"] == 1
+    notes = [w for ws in runset_warnings(ds).values() for w in ws if "given more than once" in w]
+    assert len(notes) == 1 and notes[0].endswith(
+        f"given more than once ({str(tmp_path)!r}, then {str(run_dir / 'trainer_state.json')!r}): read once"
+    )
+    # given once: nothing to say
+    assert not any("given more than once" in w for ws in runset_warnings(load_runs([tmp_path])).values() for w in ws)

@@ -1603,13 +1603,25 @@ def load_runs(
 
     jobs = _manifest_jobs(read_manifest(manifest), reject) if manifest is not None else []
     manifest_file = Path(manifest).resolve() if manifest is not None else None
+    given: dict[Path, tuple[_Job, str]] = {}  # each file found through a path: its job, that path
     for path in paths:
         found = discover(path)
         if not Path(path).is_file():  # a manifest CSV inside a log folder is no log
             found = [job for job in found if job.path.resolve() != manifest_file]
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
-        jobs.extend(found)
+        for job in found:
+            first = given.get(job.path.resolve()) if job.row is None and job.error is None else None
+            if first is None:
+                if job.row is None and job.error is None:
+                    given[job.path.resolve()] = (job, str(path))
+                jobs.append(job)
+                continue
+            # the same file through two paths (a folder and a file in it, a path given twice) was
+            # read once without a word
+            first[0].notes.append(
+                f"given more than once ({first[1]!r}, then {str(path)!r}): read once"
+            )
     loaded = _merge_resumed_event_files(_read_jobs(jobs, reject))
     # drop file-level duplicates where a manifest row and a plain path name the same run
     unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
