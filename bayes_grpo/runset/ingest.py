@@ -1611,17 +1611,16 @@ def load_runs(
         if not found:
             reject(str(path), f"{path}: no log of a known format found here")
         for job in found:
-            first = given.get(job.path.resolve()) if job.row is None and job.error is None else None
-            if first is None:
-                if job.row is None and job.error is None:
-                    given[job.path.resolve()] = (job, str(path))
-                jobs.append(job)
+            key = job.path.resolve() if job.row is None and job.error is None else None
+            if key in given:
+                # the same file through two paths (a folder and a file in it, a path given
+                # twice) was read once without a word
+                first_job, first_path = given[key]
+                first_job.notes.append(f"given more than once ({first_path!r}, then {str(path)!r}): read once")
                 continue
-            # the same file through two paths (a folder and a file in it, a path given twice) was
-            # read once without a word
-            first[0].notes.append(
-                f"given more than once ({first[1]!r}, then {str(path)!r}): read once"
-            )
+            if key is not None:
+                given[key] = (job, str(path))
+            jobs.append(job)
     loaded = _merge_resumed_event_files(_read_jobs(jobs, reject))
     # drop file-level duplicates where a manifest row and a plain path name the same run
     unique: dict[tuple[str, str | None], tuple[RawRun, _Job]] = {}
