@@ -73,11 +73,11 @@ OFFSET_MARKER: str = "group_offset"
 
 def _model_names(runset: xr.Dataset) -> np.ndarray:
     """Each run's LLM as the fit names it: runs without one are the LLM ``UNKNOWN_MODEL``."""
-    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+    from bayes_grpo.model.prepare import run_llm_names
 
     # the fit labels their offsets "unknown-model|G=..."; keyed by "" here, such an LLM at two G
     # got no per-LLM Bayes factor ("no Savage–Dickey density for its offsets") and read "(a, )"
-    return np.array([str(m) or UNKNOWN_MODEL for m in runset["model"].values], dtype=object)
+    return run_llm_names(runset)
 
 
 def group_sizes_by_model(runset: xr.Dataset) -> dict[str, list[int | float]]:

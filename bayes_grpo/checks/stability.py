@@ -743,9 +743,9 @@ def _runs_of_other_llms(fitted: Any, ds: xr.Dataset | None, llm: str | None) -> 
     models = [str(m) for m in (getattr(getattr(fitted, "data", None), "models", []) or [])]
     if llm is not None or not models or ds is None or "model" not in ds.coords:
         return {}
-    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+    from bayes_grpo.model.prepare import run_llm_names
 
-    names, counts = np.unique([str(m) or UNKNOWN_MODEL for m in ds["model"].values], return_counts=True)
+    names, counts = np.unique(run_llm_names(ds).astype(str), return_counts=True)
     return {str(m): int(k) for m, k in zip(names, counts)}
 
 
@@ -761,13 +761,13 @@ def most_common_setting(
     another LLM's runs. A convention left unknown (a run at momentum 0) stays None."""
     from collections import Counter
 
-    from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+    from bayes_grpo.model.prepare import run_llm_names
 
     mom = np.asarray(ds["momentum"].values, dtype=float)
     conv = np.asarray(ds["momentum_convention"].values, dtype=str)
     mine = np.isfinite(mom)
     if llm is not None and "model" in ds.coords:
-        mine &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(llm)
+        mine &= run_llm_names(ds) == str(llm)
     keep = mine.copy()
     if momentum is not None:
         keep &= np.isclose(mom, momentum)
@@ -795,9 +795,9 @@ def _other_momentum_settings(
     same = np.isclose(mom, float(momentum)) & ((conv == momentum_convention) | (conv == ""))
     mine = np.ones(mom.shape, dtype=bool)
     if model is not None:
-        from bayes_grpo.model.prepare import UNKNOWN_MODEL
+        from bayes_grpo.model.prepare import run_llm_names
 
-        mine = np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(model)
+        mine = run_llm_names(ds) == str(model)
     return [(float(m), str(c)) for m, c in zip(mom[mine & ~same], conv[mine & ~same])]
 
 
@@ -844,9 +844,9 @@ def observed_settings(
         (frame["momentum_convention"] == momentum_convention) | (frame["momentum_convention"] == "")
     )
     if model is not None:
-        from bayes_grpo.model.prepare import UNKNOWN_MODEL  # the fit's name for runs without one
+        from bayes_grpo.model.prepare import run_llm_names
 
-        keep &= np.asarray([str(m) or UNKNOWN_MODEL for m in ds["model"].values]) == str(model)
+        keep &= run_llm_names(ds) == str(model)
     frame = frame[keep & np.isfinite(frame["learning_rate"]) & np.isfinite(frame["k_ref"])]
     return frame[cols]
 

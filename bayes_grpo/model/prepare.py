@@ -27,6 +27,13 @@ from bayes_grpo.runset.thin import thinning_note
 MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
 #: Label used for runs whose ``model`` coordinate is empty.
 UNKNOWN_MODEL: str = "unknown-model"
+
+
+def run_llm_names(ds: xr.Dataset) -> np.ndarray:
+    """``(n_runs,)`` each run's LLM as the fit names it: the ``model`` coordinate, runs without
+    one the LLM :data:`UNKNOWN_MODEL`."""
+    return np.array([str(m) or UNKNOWN_MODEL for m in ds["model"].values], dtype=object)
+
 #: Fraction of a run averaged for the early / late reward guesses that centre the priors.
 EDGE_FRACTION: float = 0.1
 
@@ -489,7 +496,7 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     if schedule:
         notes.append(schedule)
 
-    model_names = [str(m) or UNKNOWN_MODEL for m in ds["model"].values]
+    model_names = list(run_llm_names(ds))
     models = list(dict.fromkeys(model_names))
     model_idx = np.array([models.index(m) for m in model_names], dtype=int)
 
@@ -801,6 +808,7 @@ def size_regression_note(data: ModelData, config: dict[str, Any], parameterisati
 
 
 __all__ = [
+    "run_llm_names",
     "ModelData",
     "prepare_data",
     "prior_centres",

@@ -295,7 +295,7 @@ def training_predictor_trajectories(
     """
     from bayes_grpo.dynamics.stability import is_whole
     from bayes_grpo.dynamics.trajectory import reward_trajectory
-    from bayes_grpo.model.prepare import UNKNOWN_MODEL, follows_schedule, update_multipliers
+    from bayes_grpo.model.prepare import follows_schedule, run_llm_names, update_multipliers
     from bayes_grpo.predict.predict import (
         diverging_draws,
         observation_lag_of,
@@ -310,7 +310,7 @@ def training_predictor_trajectories(
     lag = np.asarray(runset["k_ref"].sel(run=run_ids).values, dtype=float)
     # runs without a model name are the fit's LLM UNKNOWN_MODEL: `predict` of such a fit (CSV or
     # JSONL exports name none) failed with "'' is not in list"
-    models = [str(m) or UNKNOWN_MODEL for m in runset["model"].sel(run=run_ids).values]
+    models = list(run_llm_names(runset.sel(run=run_ids)))
     n = post.sizes["chain"] * post.sizes["draw"]
     pick = np.unique(np.linspace(0, n - 1, min(max_draws, n)).round().astype(int))
 
