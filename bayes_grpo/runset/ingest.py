@@ -71,6 +71,7 @@ from bayes_grpo.runset.loaders import (
     RawRun,
     add_scalars_owner,
     choose_trainer_state,
+    compressed_log_error,
     detect_format,
     is_event_file,
     is_hparams_companion,
@@ -696,7 +697,8 @@ class _Job:
     config_events: list[Path] = field(default_factory=list)
     #: What choosing this file said (a checkpoint's state passed over), for the run's warnings.
     notes: list[str] = field(default_factory=list)
-    #: Why ``path`` (a folder) could not be searched; the job is then a rejected source.
+    #: Why ``path`` (a folder) could not be searched or (a compressed log) is not read; the job
+    #: is then a rejected source.
     error: str | None = None
 
 
@@ -736,7 +738,8 @@ def discover(path: str | Path) -> list[_Job]:
     Trainer metric dicts.
     Config files (:data:`~bayes_grpo.runset.loaders.sidecar.SIDECAR_NAMES`) and everything else
     inside ``checkpoint-*`` folders are not logs. A folder that cannot be listed (permissions)
-    comes back as a job with an ``error``, which the ingest reports as a rejected source.
+    comes back as a job with an ``error``, which the ingest reports as a rejected source; so does a
+    compressed log (``log.csv.gz``: :func:`~bayes_grpo.runset.loaders.compressed_log_error`).
     """
     path = Path(path)
     if not path.exists():
@@ -786,6 +789,8 @@ def discover(path: str | Path) -> list[_Job]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
+        elif compressed_log_error(f) is not None:  # a rejected source, not left out unsaid
+            jobs[f] = _Job(f, None, error=compressed_log_error(f))
     return [*jobs.values(), *unreadable]
 
 
@@ -1382,7 +1387,7 @@ def _read_jobs(jobs: Sequence[_Job], reject: Reject) -> list[tuple[RawRun, _Job]
         if resolved in seen and job.row is None:
             continue  # already read through the manifest, or given twice
         seen.add(resolved)
-        if job.error is not None:  # a folder that could not be searched
+        if job.error is not None:  # a folder that could not be searched, a compressed log
             reject(str(job.path), job.error, job.row.run_id if job.row else None)
             continue
         kwargs = {}

@@ -68,6 +68,27 @@ def _json_lines_of_long_records(path: Path) -> bool:
         return False
 
 
+#: Suffixes of a compressed file (gzip, bzip2, xz, zstd): a log compressed so is not read.
+COMPRESSED_SUFFIXES: tuple[str, ...] = (".gz", ".bz2", ".xz", ".zst")
+#: Suffixes of the logs this package reads by their name (before a compression suffix).
+_LOG_SUFFIXES = {".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".log", ".txt", ".out"}
+
+
+def compressed_log_error(path: str | Path) -> str | None:
+    """Why a compressed log is not read (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.gz``),
+    naming the file and how to read it; None for any other file. A folder's compressed logs were
+    left out without a word ("no log of a known format found here" when they were all it held)."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) < 2 or suffixes[-1] not in COMPRESSED_SUFFIXES or suffixes[-2] not in _LOG_SUFFIXES:
+        return None
+    tool = {".gz": "gunzip -k", ".bz2": "bunzip2 -k", ".xz": "unxz -k", ".zst": "unzstd"}[suffixes[-1]]
+    return (
+        f"{path}: a compressed log ({suffixes[-1]}), not read; decompress it first "
+        f"({tool} '{path}') and ingest the {path.with_suffix('').name} it gives"
+    )
+
+
 def detect_format(path: str | Path) -> str | None:
     """The format of one log file, from its name and, where needed, its first bytes.
 
@@ -115,6 +136,8 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
             f"{path}: a netCDF file (a saved run set?), not a log; read a run set with "
             "bayes_grpo.runset.load_runset"
         )
+    if fmt is None and compressed_log_error(path) is not None:
+        raise LogFormatError(compressed_log_error(path))
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
     if fmt not in LOADERS:
@@ -124,6 +147,7 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
 
 
 __all__ = [
+    "COMPRESSED_SUFFIXES",
     "FORMATS",
     "LOADERS",
     "RUNSET_SUFFIXES",
@@ -132,6 +156,7 @@ __all__ = [
     "RawRun",
     "add_scalars_owner",
     "choose_trainer_state",
+    "compressed_log_error",
     "detect_format",
     "is_event_file",
     "is_hparams_companion",
