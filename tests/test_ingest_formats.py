@@ -1333,6 +1333,25 @@ def test_semicolon_separated_csv_is_read(tmp_path):
     assert "kl" in ds
 
 
+@pytest.mark.parametrize("sep", [" ", "   ", "\t "])
+def test_a_csv_whose_columns_are_separated_by_spaces_is_read_and_said(tmp_path, sep):
+    # numpy.savetxt's default and console tables pasted to a .csv: the header 'step reward kl'
+    # was one text column and the run was rejected as "no numeric metrics in the log"
+    path = tmp_path / "spaced.csv"
+    path.write_text(sep.join(["step", "reward", "kl"]) + "\n" + "\n".join(f"{s}{sep}{r}{sep}0.01" for s, r in enumerate(REWARD)) + "\n")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="spaced").values, REWARD)
+    assert "kl" in ds
+    assert any("separated by spaces" in w for w in runset_warnings(ds)["spaced"])
+
+
+def test_a_single_column_named_with_a_space_stays_one_column(tmp_path):
+    path = tmp_path / "rewards.csv"
+    path.write_text("mean reward\n" + "\n".join(map(str, REWARD)) + "\n")
+    ds = load_runs([path], reward_key="mean reward")
+    np.testing.assert_allclose(ds.reward.sel(run="rewards").dropna("step").values, REWARD)
+
+
 def test_csv_of_a_single_reward_column_is_numbered_by_row(tmp_path):
     # a bare column of rewards (no step) was rejected as "only one column"
     path = tmp_path / "rewards.csv"
