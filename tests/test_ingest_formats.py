@@ -1334,15 +1334,25 @@ def test_semicolon_separated_csv_is_read(tmp_path):
 
 
 @pytest.mark.parametrize("sep", [" ", "   ", "\t "])
-def test_a_csv_whose_columns_are_separated_by_spaces_is_read_and_said(tmp_path, sep):
-    # numpy.savetxt's default and console tables pasted to a .csv: the header 'step reward kl'
-    # was one text column and the run was rejected as "no numeric metrics in the log"
+@pytest.mark.parametrize("comment", ["", "# ", "#"])
+def test_a_csv_whose_columns_are_separated_by_spaces_is_read_and_said(tmp_path, sep, comment):
+    # numpy.savetxt's default (its header after '# ') and console tables pasted to a .csv: the
+    # header 'step reward kl' was one text column and the run was rejected as "no numeric
+    # metrics in the log"
     path = tmp_path / "spaced.csv"
-    path.write_text(sep.join(["step", "reward", "kl"]) + "\n" + "\n".join(f"{s}{sep}{r}{sep}0.01" for s, r in enumerate(REWARD)) + "\n")
+    path.write_text(comment + sep.join(["step", "reward", "kl"]) + "\n" + "\n".join(f"{s}{sep}{r}{sep}0.01" for s, r in enumerate(REWARD)) + "\n")
     ds = load_runs([path])
     np.testing.assert_allclose(ds.reward.sel(run="spaced").values, REWARD)
     assert "kl" in ds
     assert any("separated by spaces" in w for w in runset_warnings(ds)["spaced"])
+
+
+def test_numpy_savetxt_with_its_header_is_read_as_written(tmp_path):
+    path = tmp_path / "saved.csv"
+    np.savetxt(path, np.column_stack([np.arange(len(REWARD)), REWARD, np.full(len(REWARD), 0.01)]), header="step reward kl")
+    ds = load_runs([path])
+    np.testing.assert_allclose(ds.reward.sel(run="saved").values, REWARD)
+    np.testing.assert_allclose(ds.kl.sel(run="saved").values, 0.01)
 
 
 def test_a_single_column_named_with_a_space_stays_one_column(tmp_path):

@@ -17,7 +17,8 @@ Layouts recognised (column names are matched case-insensitively):
   (a display name shared by several runs gets the id appended: ``grpo_a1b2``).
 - Separators: comma, tab (``.tsv``) or semicolon (spreadsheet exports); a semicolon export
   may write decimal commas (``0,25``), read as decimals with a note (:func:`_decimal_commas`);
-  spaces (``numpy.savetxt``'s default), with a note (:func:`_space_separated`).
+  spaces (``numpy.savetxt``'s default, its ``#`` before the header too), with a note
+  (:func:`_space_separated_names`).
 - Rows of a multi-run file with an empty run name belong to no run: the ingest reports them
   as rejected, naming the lines (:func:`_run_groups`).
 - **wandb panel export**: ``Step`` plus columns ``"<run> - <metric>"`` (and their ``__MIN`` /
@@ -307,8 +308,9 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
         frame, trailing_note = _read_table(path, ";")
         frame, decimal_note = _decimal_commas(frame)
         return frame, ";", [n for n in [trailing_note, decimal_note] if n is not None]
-    if len(header) == 1 and _space_separated(path):
-        frame = _read_csv(path, WHITESPACE_SEPARATOR)
+    names = _space_separated_names(path) if len(header) == 1 else None
+    if names is not None:  # the header's own names, without the '# ' numpy.savetxt puts first
+        frame = _read_csv(path, WHITESPACE_SEPARATOR, header=None, skiprows=1, names=names)
         return frame, WHITESPACE_SEPARATOR, ["columns separated by spaces, read as such"]
     frame, trailing_note = _read_table(path, sep)
     return frame, sep, [trailing_note] if trailing_note is not None else []
@@ -319,15 +321,19 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
 WHITESPACE_SEPARATOR = r"\s+"
 
 
-def _space_separated(path: Path) -> bool:
-    """Whether a table with one comma/tab-free column name is one separated by spaces: its header
-    and its first row split on spaces into the same number (at least 2) of fields. Read as
-    comma-separated, ``step reward kl`` was one text column and the run was rejected as "no
-    numeric metrics in the log"; a single column named with a space (``mean reward``) over
-    single values stays one column."""
+def _space_separated_names(path: Path) -> list[str] | None:
+    """The column names of a table separated by spaces, or None for any other: a header (without
+    the ``#`` that ``numpy.savetxt(header=...)`` puts first) and a first row that split on spaces
+    into the same number (at least 2) of fields. Read as comma-separated, ``step reward kl`` was
+    one text column and the run was rejected as "no numeric metrics in the log"; a single column
+    named with a space (``mean reward``) over single values stays one column."""
     with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
-        lines = [line.split() for line in (fh.readline(), fh.readline())]
-    return len(lines[0]) >= 2 and len(lines[0]) == len(lines[1])
+        header, first = fh.readline().split(), fh.readline().split()
+    if header[:1] == ["#"]:
+        header = header[1:]
+    elif header and header[0].startswith("#"):
+        header = [header[0][1:], *header[1:]]
+    return header if len(header) >= 2 and len(header) == len(first) else None
 
 
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
