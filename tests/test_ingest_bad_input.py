@@ -1030,3 +1030,18 @@ def test_a_compressed_file_that_is_no_log_stays_unread_without_a_word(tmp_path):
         (tmp_path / "runs" / "plain" / name).write_bytes(b"\x1f\x8b")
     ds = load_runs([tmp_path / "runs"])
     assert list(ds.run.values) == ["plain"] and not rejected_runs(ds)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_step_left_empty_is_said_to_be_empty_not_nan(tmp_path, fmt):
+    # an empty step cell (or a JSON null) was shown as "e.g. step nan"
+    rows = [(s, 0.05 * s) for s in range(1, N + 1)]
+    if fmt == "csv":
+        path = tmp_path / "log.csv"
+        path.write_text("step,reward\n" + "\n".join(f"{'' if s == 3 else s},{r}" for s, r in rows) + "\n")
+    else:
+        path = tmp_path / "log.jsonl"
+        path.write_text("\n".join(json.dumps({"step": None if s == 3 else s, "reward": r}) for s, r in rows) + "\n")
+    ds = load_runs([path])
+    (message,) = [w for w in runset_warnings(ds)[str(ds.run.values[0])] if "without a numeric step" in w]
+    assert "1 value(s) without a numeric step skipped (e.g. step (empty), metric 'reward')" in message

@@ -212,7 +212,10 @@ def _to_number(value: object) -> float | None:
 
 def _shown_step(value: object) -> str:
     """A logged step as a message shows it: as the log wrote it (a text quoted), NumPy's
-    scalars as the plain numbers they hold (their repr said 'np.int64(1152921504606846977)')."""
+    scalars as the plain numbers they hold (their repr said 'np.int64(1152921504606846977)'), and
+    a step not given (an empty cell, a JSON null) as ``(empty)``, not ``nan``."""
+    if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
+        return "(empty)"
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
