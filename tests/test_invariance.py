@@ -678,6 +678,39 @@ def test_an_iid_verdict_of_g_dependence_with_autocorrelated_residuals_is_not_det
     assert white.passed is False and "bayes_factor_verdict" not in white.values
 
 
+def _lag1_by_hypothesis(h0: dict, h1: dict):
+    """A stand-in for residual_lag1_by_llm that gives ``h1`` for a posterior with H1 offsets."""
+    return lambda posterior, *a, **k: {m: (r, 40) for m, r in (h1 if any("group_offset" in str(v) for v in posterior.data_vars) else h0).items()}
+
+
+def test_a_real_effect_of_g_left_in_h0s_residuals_does_not_make_its_verdict_not_determined(toy_invariance, monkeypatch):
+    # the wander check read the residuals under H0 only: under a real effect of G, H0's shared
+    # trajectory leaves it in the residuals as long stretches off the curve, so a G-dependent set
+    # with white noise was "not determined" (stiffness x3 at G 16, 2 runs per G: lag-1 0.40
+    # under H0, band ±0.10; -0.02 under H1). The evidence favours H1: its residuals tell a wander
+    monkeypatch.setattr(invariance, "residual_lag1_by_llm", _lag1_by_hypothesis({"toy": 0.8}, {"toy": 0.0}))
+    res = invariance.invariance_check(_runset(shift=2.0, n_steps=10), prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.passed is False and res.values["verdict"].startswith("the mean trajectory depends on G")
+    assert res.values["residual_lag1_from"] == "H1" and res.values["residual_lag1_autocorrelation"] == 0.0
+    assert res.values["residual_lag1_by_hypothesis"] == {"H0": {"toy": 0.8}, "H1": {"toy": 0.0}}
+    assert "bayes_factor_verdict" not in res.values and "autocorrelated" not in res.summary
+    # residuals that wander under H1 as well still leave it not determined
+    monkeypatch.setattr(invariance, "residual_lag1_by_llm", _lag1_by_hypothesis({"toy": 0.8}, {"toy": 0.7}))
+    res = invariance.invariance_check(_runset(shift=2.0, n_steps=10), prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.passed is None and res.values["verdict"].startswith("not determined")
+    assert "lag-1 r = 0.70" in res.summary and "residuals under H1" in res.summary
+    # no evidence of G-dependence: the residuals under H0
+    monkeypatch.setattr(invariance, "residual_lag1_by_llm", _lag1_by_hypothesis({"toy": 0.8}, {"toy": 0.0}))
+    same = invariance.invariance_check(_runset(shift=0.0, n_steps=10), prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert same.passed is not False and same.values["residual_lag1_from"] == "H0" and "residuals under H0" in same.summary
+
+
+def test_an_llms_own_verdict_of_g_dependence_is_judged_on_its_residuals_under_h1(toy_invariance, monkeypatch):
+    monkeypatch.setattr(invariance, "residual_lag1_by_llm", _lag1_by_hypothesis({"a": 0.0, "b": 0.8}, {"a": 0.0, "b": 0.0}))
+    res = invariance.invariance_check(_two_llm_runset(), prior_scales=(1.0,), draws=200, tune=200, chains=2)
+    assert res.values["by_model"]["b"]["passed"] is False and res.values["by_model"]["b"]["verdict"] == "depends on G"
+
+
 def test_an_llm_whose_iid_residuals_wander_gets_no_per_llm_verdict_of_g_dependence(toy_invariance, monkeypatch):
     monkeypatch.setattr(invariance, "residual_lag1_by_llm", lambda *a, **k: {"a": (0.0, 40), "b": (0.8, 40)})
     res = invariance.invariance_check(_two_llm_runset(), prior_scales=(1.0,), draws=200, tune=200, chains=2)
