@@ -234,6 +234,20 @@ def test_verdict_words():
     assert passed is None and "disagree" in words
 
 
+def test_a_joint_bayes_factor_within_twice_its_monte_carlo_error_of_the_threshold_gives_no_verdict():
+    # the joint verdict read the bridge estimate alone: log BF01 -3.2 ± 1.5 said "depends on G",
+    # where an LLM's own Savage-Dickey figure of that error gave no verdict
+    passed, words = invariance.invariance_verdict(-3.2, -3.0, True, 1.5)
+    assert passed is None and words.startswith("inconclusive: the Bayes factor leans to H1 (G-dependence)")
+    assert "Monte Carlo error is too large" in words
+    passed, words = invariance.invariance_verdict(3.2, 3.0, True, 1.5)
+    assert passed is None and "leans to H0 (invariance)" in words
+    # an error that cannot carry it back keeps the verdict, and so does an unknown one
+    assert invariance.invariance_verdict(-3.2, -3.0, True, 0.5)[0] is False
+    assert invariance.invariance_verdict(-3.2, -3.0, True)[0] is False
+    assert invariance.invariance_verdict(0.2, 0.1, True, 5.0) == invariance.invariance_verdict(0.2, 0.1, True)
+
+
 def test_invariance_cli_prints_both_bayes_factors_and_a_verdict(toy, tmp_path, capsys):
     import json
 

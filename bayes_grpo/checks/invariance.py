@@ -704,7 +704,10 @@ def residual_lag1_by_llm(
 
 
 def invariance_verdict(
-    log_bf01_primary: float, log_bf01_secondary: float, secondary_in_support: bool
+    log_bf01_primary: float,
+    log_bf01_secondary: float,
+    secondary_in_support: bool,
+    primary_mc_error: float = float("nan"),
 ) -> tuple[bool | None, str]:
     """``(passed, words)`` from the two log Bayes factors at the reference prior width.
 
@@ -712,11 +715,18 @@ def invariance_verdict(
     same ``log BF01`` work). Invariant (passed True) when the primary favours ``H0`` by
     more than 3 and the secondary does not favour ``H1``; G-dependent (False) when the
     primary favours ``H1`` by more than 3 and the secondary does not favour ``H0``;
-    otherwise not assessable.
+    otherwise not assessable. No verdict either while twice the primary's Monte Carlo error
+    ``primary_mc_error`` could carry it back across the threshold (the rule of an LLM's own
+    Savage–Dickey verdict; a joint -3.2 ± 1.5 read "depends on G").
     """
     p, s = log_bf01_primary, log_bf01_secondary
     if not np.isfinite(p):
         return None, "not assessable: the Bayes factor could not be computed"
+    if abs(p) > LOG_BF_DECISIVE and np.isfinite(primary_mc_error) and abs(p) - 2 * primary_mc_error <= LOG_BF_DECISIVE:
+        return None, (
+            f"inconclusive: the Bayes factor leans to {'H0 (invariance)' if p > 0 else 'H1 (G-dependence)'}, "
+            "but its Monte Carlo error is too large for a verdict (more draws narrow it)"
+        )
     if p > LOG_BF_DECISIVE and not s < -LOG_BF_DECISIVE:
         return True, "the mean trajectory is invariant in G (" + bayes_factor_words(p) + ")"
     if p < -LOG_BF_DECISIVE and not s > LOG_BF_DECISIVE:
@@ -955,7 +965,7 @@ def invariance_check(
     ref_scale = reference_prior_scale(table.index)
     ref = table.loc[ref_scale]
     passed, words = invariance_verdict(
-        ref["log_bf01_bridge"], ref["log_bf01_sd"], bool(ref["sd_in_support"])
+        ref["log_bf01_bridge"], ref["log_bf01_sd"], bool(ref["sd_in_support"]), ref["log_bf01_bridge_mc_error"]
     )
     # the residuals' wander is read under each hypothesis, and judged under the one the evidence
     # favours: under a real effect of G, H0's shared trajectory leaves that effect in the
