@@ -177,6 +177,28 @@ def test_importance_savage_dickey_and_smc_third_figure_match_the_exact_value(toy
     assert res.passed is False and "SMC" in res.summary
 
 
+def test_an_smc_chain_that_failed_is_counted_where_the_error_is_missing(toy, monkeypatch):
+    # --smc-chains 2 with one chain's evidence not finite printed "(no Monte Carlo error: one
+    # chain)", as if one chain had been asked for
+    from bayes_grpo.checks.bayes_factor import combine_chain_evidence
+
+    real = invariance.smc_evidence
+
+    def one_chain_fails(*args, **kwargs):
+        ev = real(*args, **kwargs)
+        per_chain = np.array([ev.per_chain[0], np.nan])
+        log_ml, err = combine_chain_evidence(per_chain)
+        return type(ev)(log_ml=log_ml, mc_error=err, per_chain=per_chain, idata=ev.idata)
+
+    monkeypatch.setattr(invariance, "smc_evidence", one_chain_fails)
+    res = invariance.invariance_check(
+        _runset(0.0), prior_scales=(1.0,), draws=40, tune=40, chains=1, smc_draws=50, smc_chains=2
+    )
+    smc = res.values["log_bf01_smc"]
+    assert np.isfinite(smc) and np.isnan(res.values["log_bf01_smc_mc_error"])
+    assert f"SMC evidence (third figure): {smc:.2f} (no Monte Carlo error: 1 of 2 SMC chains finite)." in res.summary
+
+
 def test_one_smc_chain_says_its_error_is_missing_instead_of_nan(toy):
     # --smc-chains 1 (allowed) printed "SMC evidence (third figure): 0.70 ± nan."
     res = invariance.invariance_check(
@@ -435,6 +457,26 @@ class ToyGroupBuilder(ToyBuilder):
                 mean = mean + pm.math.concatenate([off, np.zeros(1)])[g_idx]
             pm.Normal("y", mean, 1, observed=ds["reward"].values.ravel())
         return model
+
+
+def test_runs_of_unknown_g_are_tested_at_the_default_g_the_fits_give_them(toy_invariance):
+    # with --default group_size=16, the fits put an LLM's runs of unknown G at G 16 (offsets of
+    # their own under H1), but the test read the run set itself: "not testable: runs at G=4 and
+    # of unknown G" and no Bayes factor, or those runs named as "of unknown G" in the summary
+    rng = np.random.default_rng(1)
+    curves = {f"r{i}": pd.DataFrame({"reward": 0.2 + (2.0 if i >= 2 else 0.0) + rng.normal(0, 1, 10)}) for i in range(4)}
+    meta = {f"r{i}": {"model": "toy"} | ({"group_size": 4} if i < 2 else {}) for i in range(4)}
+    ds = make_runset(curves, meta)
+    without = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert without.passed is None and without.summary.startswith("Not assessable")
+    config = {"hyperparameter_defaults": {"group_size": 16}}
+    res = invariance.invariance_check(ds, model_config=config, prior_scales=(1.0,), draws=200, tune=200, chains=2)
+    assert res.values["group_sizes"] == {"toy": [4, 16]}
+    assert res.values["runs_given_default_group_size"] == ["r2", "r3"]
+    assert "runs_with_unknown_group_size" not in res.values
+    assert "Runs of unknown G (r2, r3) are tested at the default G=16" in res.summary
+    assert res.passed is False  # the shift of 2 at the defaulted G, as the fits see it
+    assert np.isnan(ds["group_size"].values[2:]).all()  # the user's run set is not changed
 
 
 def _exact_log_bf01_of_llm(ds, s, llm=None):

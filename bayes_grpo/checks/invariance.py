@@ -107,6 +107,24 @@ def testable_llms(by_model: dict[str, list[int | float]]) -> list[str]:
     return [m for m, gs in by_model.items() if len(gs) >= 2]
 
 
+def with_group_size_default(runset: xr.Dataset, model_config: dict[str, Any] | None) -> tuple[xr.Dataset, list[str]]:
+    """``runset`` with the runs of unknown G given the model config's default G
+    (``hyperparameter_defaults["group_size"]``, CLI ``--default group_size=G``), and those runs.
+
+    The fits take a run's G from that default (``model.prepare``), so its H1 offsets are those of
+    its G; the test's grouping read the run set itself and called the same runs "of unknown G"
+    (an LLM at G 4 with runs of unknown G and ``--default group_size=16``: "not testable: runs at
+    G=4 and of unknown G" while H1 gave the G 16 runs offsets of their own). The run set is not
+    changed in place."""
+    default = ((model_config or {}).get("hyperparameter_defaults") or {}).get("group_size")
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    missing = ~np.isfinite(gs)
+    if default is None or not missing.any():
+        return runset, []
+    filled = runset.assign_coords(group_size=runset["group_size"].copy(data=np.where(missing, float(default), gs)))
+    return filled, [str(r) for r in runset[RUN_DIM].values[missing]]
+
+
 def _require_several_g(runset: xr.Dataset) -> dict[str, list[int | float]]:
     by_model = group_sizes_by_model(runset)
     if not testable_llms(by_model):
@@ -448,6 +466,7 @@ def invariance_bayes_factor(
         ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
         ``AGREEMENT_TOL``); ``fits`` is an :class:`InvarianceFits`.
     """
+    runset, _ = with_group_size_default(runset, model_config)
     by_model = _require_several_g(runset)
     if sd_method not in ("gaussian", "importance", "kde"):
         raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
@@ -921,8 +940,10 @@ def invariance_check(
     without SMC), their Monte Carlo errors, ``bf01_bridge``, ``bf01_sd``, ``bf01_smc`` (None,
     with ``bf01_note``, where ``|log BF01| > 700``: the log is the figure),
     ``methods_agree`` (bridge vs Savage–Dickey), ``prior_scale`` (the reference row's), the
-    ``alpha`` posterior and ``verdict``.
+    ``alpha`` posterior and ``verdict``; ``runs_given_default_group_size`` names the runs of
+    unknown G that the model config's default G (:func:`with_group_size_default`) placed.
     """
+    runset, defaulted = with_group_size_default(runset, model_config)
     by_model = group_sizes_by_model(runset)
     testable = testable_llms(by_model)
     if not testable:
@@ -943,6 +964,7 @@ def invariance_check(
                 "verdict": "not assessable: no model was run at two or more known group sizes",
                 "group_sizes": by_model,
                 "runs_with_unknown_group_size": unknown,
+                **({"runs_given_default_group_size": defaulted} if defaulted else {}),
             },
         )
     table, fits = invariance_bayes_factor(
@@ -1052,9 +1074,17 @@ def invariance_check(
         if np.isfinite(alpha["alpha_median"])
         else ""
     )
+    finite_smc = min(int(ref["smc_chains_finite_h0"]), int(ref["smc_chains_finite_h1"]))
     smc_text = (
-        # one SMC chain has no error (the spread across chains): it printed "± nan"
-        f" SMC evidence (third figure): {ref['log_bf01_smc']:.2f}{_pm(ref['log_bf01_smc_mc_error'])}."
+        # one SMC chain has no error (the spread across chains): it printed "± nan"; of two
+        # chains asked, one that failed left "one chain" unexplained
+        f" SMC evidence (third figure): {ref['log_bf01_smc']:.2f}"
+        + (
+            f" (no Monte Carlo error: {finite_smc} of {smc_chains} SMC chains finite)"
+            if smc_chains > 1 and not np.isfinite(ref["log_bf01_smc_mc_error"])
+            else _pm(ref["log_bf01_smc_mc_error"])
+        )
+        + "."
         if has_smc
         else ""
     )
@@ -1079,6 +1109,13 @@ def invariance_check(
         f"{'agree' if ref['agree'] else 'differ by more than 1'} (prior sd of the offsets "
         f"{ref['offset_sigma']:.3g}{'' if ref_scale == 1 else f', prior scale {ref_scale:g}'}).{smc_text}{_per_model_text(per_model) if several else ''}{alpha_text}"
     )
+    if defaulted:
+        values["runs_given_default_group_size"] = defaulted
+        default_g = readable_group_size(float(model_config["hyperparameter_defaults"]["group_size"]))
+        summary += (
+            f" Runs of unknown G ({', '.join(defaulted[:5])}{', ...' if len(defaulted) > 5 else ''}) are "
+            f"tested at the default G={default_g} (hyperparameter_defaults, --default group_size)."
+        )
     unknown = _runs_of_unknown_group_size(runset)
     if unknown:
         # they are fitted, not left out: under H1 the runs of unknown G of an LLM at two or more
