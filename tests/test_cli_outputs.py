@@ -284,6 +284,27 @@ def test_a_milestone_beyond_the_horizon_is_printed_in_words_not_as_a_python_dict
     assert rows["90%"] == "median step 30 (reached within the horizon with probability 1)", rows
 
 
+def test_a_forecasts_prefix_instability_is_printed_in_words_not_as_python_values(capsys):
+    """`forecast` printed its prefix check as Python writes it: "onset_step: None",
+    "signals: []", or a Python list of the signals and a float step "onset_step: 85.0"."""
+    import argparse
+
+    from bayes_grpo.cli.predict import _emit
+
+    ds, _ = _exponential_rise_summary(low=8.0, high=16.0)
+    args = argparse.Namespace(output=None, plot=None, json=False)
+    found = {"detected": True, "onset_step": 85.0, "signals": ["sustained clipping (a)", "reward divergence (b)"]}
+    for prefix, expected in [
+        (found, ["  detected: True", "  onset_step: 85", "  signals: sustained clipping (a); reward divergence (b)"]),
+        ({"detected": False, "onset_step": None, "signals": []}, ["  detected: False", "  onset_step: none", "  signals: none"]),
+        ({"detected": None, "onset_step": None, "signals": []}, ["  detected: not assessed (too few steps)"]),
+    ]:
+        _emit(ds, args, extra={"prefix_instability": prefix})
+        block = capsys.readouterr().out.split("prefix_instability:\n")[1].splitlines()[:3]
+        assert all(line in block for line in expected), block
+        assert not any("None" in line or "[" in line for line in block), block
+
+
 def test_a_setting_where_every_draw_diverges_has_no_stop_step_and_says_why(capsys):
     # `predict models/bandit.nc --lr 1.0 --k-ref 4`: every draw diverges, and the policy's stop
     # step read 150 of 150 (a diverging mean's remaining gain is 0 only at the horizon's end)

@@ -356,7 +356,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             share = " (steps to 90/95/99% of the rise p* - R0)" if key.endswith("time_to_fraction") else ""
             print(f"{key}{share}:")
             for k, v in value.items():
-                print(f"  {k}: {_milestone_text(v) if share else v}")
+                print(f"  {k}: {_milestone_text(v) if share else _nested_text(k, v)}")
         elif key in ("warnings", "posterior_warnings"):
             # printed as Python writes a list (`warnings: ["extrapolation: ...", '...']`), the
             # quotes of each note chosen by its apostrophes: one note a line, as the milestones
@@ -369,6 +369,20 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
         else:
             print(f"{key}: {value}")
+
+
+def _nested_text(key: str, value: object) -> object:
+    """A value of a nested block (``prefix_instability``) in words: it printed as Python writes
+    it, ``onset_step: None``, ``signals: []``, ``onset_step: 85.0``."""
+    if value is None:
+        return "not assessed (too few steps)" if key == "detected" else "none"
+    if isinstance(value, list):
+        return "; ".join(map(str, value)) or "none"
+    if key.endswith("step") and isinstance(value, float):
+        from bayes_grpo.predict.summary import step_value
+
+        return step_value(value)
+    return value
 
 
 def _milestone_text(milestone: dict) -> str:
