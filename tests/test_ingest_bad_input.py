@@ -1045,3 +1045,21 @@ def test_a_step_left_empty_is_said_to_be_empty_not_nan(tmp_path, fmt):
     ds = load_runs([path])
     (message,) = [w for w in runset_warnings(ds)[str(ds.run.values[0])] if "without a numeric step" in w]
     assert "1 value(s) without a numeric step skipped (e.g. step (empty), metric 'reward')" in message
+
+
+def test_the_warning_of_rejected_runs_names_each_file_once(tmp_path):
+    # load_runs' warning read "short.csv: run 'short': short.csv: only 3 finite reward value(s)
+    # ..." and "empty: empty: no log of a known format found here": the source before a reason
+    # that already starts with it
+    good = _good(tmp_path / "good.csv")
+    short = _good(tmp_path / "short.csv", n=3)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.warns(UserWarning, match="2 run\\(s\\) not ingested") as caught:
+        load_runs([good, short, empty])
+    (message,) = [str(w.message) for w in caught if "not ingested" in str(w.message)]
+    lines = message.splitlines()[1:]
+    assert len(lines) == 2, message
+    assert message.count(str(short)) == 1 and message.count(str(empty)) == 1, message
+    assert any("run 'short'" in line and "only 3 finite reward" in line for line in lines), message
+    assert any("no log of a known format found here" in line for line in lines), message

@@ -1724,7 +1724,11 @@ def load_runs(
     for run_id, notes in same_training_twice(curves).items():
         warn[run_id] += notes
     if rejected:
-        lines = [f"{src}: {info['reason']}" for src, info in rejected.items()]
+        # a reason that names its source already ("run 'r': PATH: only 3 ...") is not prefixed again
+        lines = [
+            str(info["reason"]) if src in str(info["reason"]) else f"{src}: {info['reason']}"
+            for src, info in rejected.items()
+        ]
         pywarnings.warn(
             f"{len(rejected)} run(s) not ingested:\n  " + "\n  ".join(lines),
             UserWarning,
