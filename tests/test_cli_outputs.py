@@ -305,6 +305,26 @@ def test_a_forecasts_prefix_instability_is_printed_in_words_not_as_python_values
         assert not any("None" in line or "[" in line for line in block), block
 
 
+def test_the_observation_lag_is_printed_as_whole_steps(capsys):
+    # `predict models/bandit.nc ... --k-ref 6` printed "observation_lag: 6.0" beside
+    # "stop_step: 61" (the lag is K_ref steps, or 1 for a TRL log)
+    import argparse
+    import json
+
+    from bayes_grpo.cli.predict import _emit
+
+    ds, _ = _exponential_rise_summary(low=8.0, high=16.0)
+    ds.attrs["observation_lag"] = 6.0
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    assert "\nobservation_lag: 6\n" in capsys.readouterr().out
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=True))
+    lag = json.loads(capsys.readouterr().out)["observation_lag"]
+    assert lag == 6 and isinstance(lag, int)
+    ds.attrs["observation_lag"] = 0.5  # not a whole step: kept as it is
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=True))
+    assert json.loads(capsys.readouterr().out)["observation_lag"] == 0.5
+
+
 def test_a_setting_where_every_draw_diverges_has_no_stop_step_and_says_why(capsys):
     # `predict models/bandit.nc --lr 1.0 --k-ref 4`: every draw diverges, and the policy's stop
     # step read 150 of 150 (a diverging mean's remaining gain is 0 only at the horizon's end)

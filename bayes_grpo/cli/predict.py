@@ -306,8 +306,9 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
                 out["discrepancy_note"] = DISCREPANCY_AT_ZERO
     if "warnings" in out:  # stored as JSON text in the netCDF attrs
         out["warnings"] = attr_warnings(ds)
-    if "upto_step" in out:  # a forecast's cut, a step: 120, not 120.0
-        out["upto_step"] = step_value(out["upto_step"])
+    for key in ("upto_step", "observation_lag"):  # steps: 120 and 6, not 120.0 and 6.0
+        if key in out:
+            out[key] = step_value(out[key])
     if out.get("clip_range", "off") != "off":  # [eps_low, eps_high], stored as JSON text
         out["clip_range"] = json.loads(out["clip_range"])
     if "posterior_warnings" in out:  # the saved fit's own (stderr has them already)
