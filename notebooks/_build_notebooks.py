@@ -569,9 +569,12 @@ Kalman-filter likelihood of the SDE instead, at a higher cost.
     md("""
 ## 2. Predict the new setting
 
-`predict_run` pushes every posterior draw through the closed-form trajectory at the new
-setting: bands for the **mean trajectory** and for the **logged reward** (mean plus noise), the
-regime probabilities, the stability of the setting, and milestones.
+`predict_run` pushes every posterior draw through the law at the new setting (the exact
+discrete recursion of the lagged update, where it is defined as here; `law="continuous"` takes
+the closed-form second-order expansion): bands for the **mean trajectory** (parameter
+uncertainty plus the law's misfit on the fit's own runs, `discrepancy=False` to leave it out)
+and for the **logged reward** (mean plus noise), the regime probabilities, the stability of the
+setting, and milestones.
 """),
     code("""
 from bayes_grpo.predict.forecast import coverage, forecast_band
