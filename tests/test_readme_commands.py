@@ -218,3 +218,12 @@ def test_the_readme_train_example_clips_the_share_of_steps_and_reaches_the_grad_
     assert len(norms) == 300
     assert abs(100 * np.mean(np.array(norms) > 1.0) - int(share)) <= 1
     assert abs(max(norms) - float(peak)) < 0.05, max(norms)
+
+
+def test_sweep_help_says_a_k_ref_range_leaves_out_its_end():
+    # `sweep --k-ref 0:12` swept K_ref 0..11; its help said only 'K_ref values (default "0:40")'
+    from bayes_grpo.cli._common import parse_values
+
+    help_text = _option_helps(["sweep"])["--k-ref"]
+    assert '"0:40" is 0..39' in help_text, help_text
+    assert parse_values("0:40", int) == list(range(40))  # what the help says

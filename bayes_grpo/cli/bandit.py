@@ -251,7 +251,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=SWEEP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("--k-ref", default="0:40", metavar="RANGE", help='K_ref values (default "0:40")')
+    s.add_argument(
+        "--k-ref",
+        default="0:40",
+        metavar="RANGE",
+        # "0:12" swept 0..11, which the help did not say (simulate bandit's epilog does)
+        help='K_ref values: START:STOP, end excluded ("0:40" is 0..39), START:STOP:STEP, or a list '
+        '"1,2,4" (default "0:40")',
+    )
     _add_common(s, lists=False)
     s.add_argument(
         "--transition", action="store_true", help="also locate the oscillation onset (zeta = 1)"
