@@ -320,3 +320,39 @@ def test_the_demo_draws_its_phase_diagram_and_prediction_at_the_most_common_sett
     plt.close("all")
     assert (calls["phase"]["momentum"], calls["phase"]["momentum_convention"]) == (0.5, "heavy_ball")
     assert (calls["predict"]["momentum"], calls["predict"]["momentum_convention"]) == (0.5, "heavy_ball")
+
+
+def test_the_demo_names_the_runs_it_flags_in_words_not_as_a_python_dict(tmp_path, monkeypatch):
+    # `make demo` printed "flagged: {'g16_p8_lr0.001_k4_adamw_s0': 'instability', ...}"
+    import pandas as pd
+
+    import bayes_grpo.diagnostics as diagnostics_pkg
+    import bayes_grpo.runset.ingest as ingest
+    from bayes_grpo.checks.base import CheckResult
+    from bayes_grpo.report import demo
+    from bayes_grpo.runset import make_runset
+
+    steps = list(range(1, 31))
+    runs = make_runset(
+        {r: pd.DataFrame({"reward": [0.02 * s for s in steps]}, index=steps) for r in ("a", "b")},
+        {"a": {}, "b": {}},
+    )
+    flag = CheckResult("instability", False, "detected", values={"mode": "instability", "run": "a"})
+    monkeypatch.setattr(ingest, "load_runs", lambda paths: runs)
+    monkeypatch.setattr(diagnostics_pkg, "diagnose", lambda ds: [flag])
+
+    class Stop(Exception):
+        pass
+
+    class Settings(demo.DemoSettings):
+        def fit(self, fit_set):
+            raise Stop
+
+    lines: list[str] = []
+    with pytest.raises(Stop):
+        demo.fit_example_runs(tmp_path, settings=Settings(), progress=lines.append)  # no index.json
+    (flagged,) = [line.strip() for line in lines if "flagged:" in line]
+    assert flagged == "flagged: a (instability)", lines
+    assert demo.flagged_text({}) == "none"
+    with pytest.raises(ValueError, match=r"no healthy run left to fit \(flagged: a \(instability\), b \(instability\)\)"):
+        demo.demo_fit_set(runs, {"a": "instability", "b": "instability"}, None, tmp_path)

@@ -126,6 +126,12 @@ def flagged_by_diagnosis(diagnostics) -> dict[str, str]:
     return flagged
 
 
+def flagged_text(flagged: dict[str, str]) -> str:
+    """``{run: why}`` in words, ``run (why), run (why)``, or ``none``: the demo printed the
+    dict as Python writes it (``flagged: {'g16_p8_lr0.001_k4_adamw_s0': 'instability', ...}``)."""
+    return ", ".join(f"{run} ({why})" for run, why in flagged.items()) or "none"
+
+
 def demo_fit_set(runs, flagged: dict[str, str], groups: dict[str, list[str]] | None, data_dir: Path):
     """The runs the demo fits, and ``{run: why}`` for the others.
 
@@ -141,7 +147,7 @@ def demo_fit_set(runs, flagged: dict[str, str], groups: dict[str, list[str]] | N
     candidates = _fit_candidates(groups, run_ids)
     fit_ids = [r for r in candidates if r not in flagged]
     if not fit_ids:
-        raise ValueError(f"{data_dir}: no healthy run left to fit (flagged: {flagged})")
+        raise ValueError(f"{data_dir}: no healthy run left to fit (flagged: {flagged_text(flagged)})")
     excluded = {r: f"diagnosed {flagged[r]}" for r in candidates if r in flagged}
     excluded |= {r: "not in the fitted groups " + "/".join(FIT_GROUPS) for r in run_ids if r not in candidates}
     fit_set = runs.sel(run=fit_ids).dropna("step", how="all", subset=["reward"])
@@ -199,7 +205,7 @@ def fit_example_runs(
     progress(f"[2/{n_stages}] diagnose every run")
     diagnostics = diagnose(runs)
     flagged = flagged_by_diagnosis(diagnostics)
-    progress(f"      flagged: {flagged or 'none'}")
+    progress(f"      flagged: {flagged_text(flagged)}")
     stage("diagnose")
 
     fit_set, excluded = demo_fit_set(runs, flagged, _index_groups(data_dir), data_dir)
