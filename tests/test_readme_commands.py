@@ -227,3 +227,15 @@ def test_sweep_help_says_a_k_ref_range_leaves_out_its_end():
     help_text = _option_helps(["sweep"])["--k-ref"]
     assert '"0:40" is 0..39' in help_text, help_text
     assert parse_values("0:40", int) == list(range(40))  # what the help says
+
+
+@pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
+def test_help_prose_is_wrapped_to_the_terminal(verb, capsys, monkeypatch):
+    # the descriptions of stability, sweep, simulate and train were single lines of 200-480
+    # characters (raw-text formatter), broken mid-word by the terminal; indented lines (format
+    # tables, examples to copy) keep their own layout
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*verb, "--help"])
+    long = [line for line in capsys.readouterr().out.splitlines() if len(line) > 100 and not line[:1].isspace()]
+    assert not long, long

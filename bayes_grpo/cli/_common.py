@@ -176,6 +176,28 @@ def open_fraction(text: str) -> float:
     return value
 
 
+class RawWrappedDescriptionFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's and epilog's own line breaks and indented lines (format tables,
+    examples to copy), as ``RawDescriptionHelpFormatter`` does, and wraps an unindented line longer
+    than the terminal at word boundaries: the descriptions of ``stability``, ``sweep``,
+    ``simulate`` and ``train`` were single lines of 200-480 characters that the terminal broke
+    mid-word."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        lines = []
+        for line in text.splitlines():
+            if len(indent + line) <= width or line[:1].isspace():
+                lines.append(indent + line)
+            else:
+                lines += textwrap.wrap(
+                    line, width, initial_indent=indent, subsequent_indent=indent,
+                    break_long_words=False, break_on_hyphens=False,
+                )  # fmt: skip
+        return "\n".join(lines)
+
+
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends ``(default: X)`` to an option's help only where it says something.
 

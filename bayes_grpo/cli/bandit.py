@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
+    RawWrappedDescriptionFormatter,
     add_json_flag,
     add_lr_schedule_args,
     add_overwrite_flag,
@@ -217,7 +218,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "with the known truth of every run. Shows a progress bar on stderr (--no-progress hides it)."
         ),
         epilog=SIM_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     p.add_argument(
         "--k-ref",
@@ -249,7 +250,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Shows a progress bar; writes the phase-diagram PNG with --png and the runs with -o."
         ),
         epilog=SWEEP_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     s.add_argument(
         "--k-ref",

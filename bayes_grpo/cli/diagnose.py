@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
+    RawWrappedDescriptionFormatter,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "diagnose",
         help="failure-mode diagnostics (reward hacking, advantage degeneracy, policy concentration, instability)",
         description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     p.add_argument("runset", help="run-set netCDF file (bayes-grpo ingest output)")
     p.add_argument(

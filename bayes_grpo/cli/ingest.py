@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
+    RawWrappedDescriptionFormatter,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
@@ -92,14 +93,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ingest",
         help="read GRPO logs (TRL, TensorBoard, CSV/JSONL, console) into a run set (netCDF)",
         description=(
-            "Read GRPO training logs into one run set (xarray, dims run x step, one coordinate per "
-            "hyperparameter), save it as netCDF and print one line per run: id, model, G, the "
-            "reward's logged points and the steps they span, first/last reward, hyperparameters, "
-            "warnings. Runs that cannot be used are listed with "
-            "the reason."
+            # raw text (RawDescriptionHelpFormatter): wrapped here, it printed as one 190-character
+            # line; the table has no warnings column (they follow it) and shows completions per step
+            "Read GRPO training logs into one run set (xarray, dims run x step, one coordinate per\n"
+            "hyperparameter), save it as netCDF and print one line per run: id, status, model, G,\n"
+            "completions per step (per_step), the reward's logged points and the steps they span,\n"
+            "first/last reward, hyperparameters, the metric read as the reward and its NaN count;\n"
+            "then each run's warnings. Runs that cannot be used are listed with the reason."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     parser.add_argument(
         "paths",

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
+    RawWrappedDescriptionFormatter,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
@@ -70,7 +71,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
             "the run set (netCDF) with the known truth of every run."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     p.add_argument("--models", metavar="FILE", default=None, help="JSON file of LLMs (see below)")
     # the one LLM's values default to None so that, given beside --models (which they would not

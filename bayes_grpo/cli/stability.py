@@ -17,6 +17,7 @@ import sys
 import warnings
 
 from bayes_grpo.cli._common import (
+    RawWrappedDescriptionFormatter,
     add_json_flag,
     finite_float,
     non_negative_float,
@@ -70,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "for a learning rate instead of a known gain."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     p.add_argument(
         "--eta-k",

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from bayes_grpo.cli._common import add_json_flag, print_json
+from bayes_grpo.cli._common import RawWrappedDescriptionFormatter, add_json_flag, print_json
 from bayes_grpo.train.config import (
     DEFAULT_ADAM_BETA2,
     DEFAULT_PROMPTS_PER_STEP,
@@ -264,7 +264,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "on an idle CPU core)."
         ),
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawWrappedDescriptionFormatter,
     )
     p.add_argument(
         "run_dir", help="run directory to write (trainer_state.json + bayes_grpo_run.json)"
