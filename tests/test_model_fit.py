@@ -589,3 +589,57 @@ def test_a_setting_at_momentum_0_needs_no_momentum_convention_as_a_fitted_run_do
     assert np.isfinite(model.predict([0.0, 10.0], **setting)["reward_mean"].values).all()
     with pytest.raises(ValueError, match=r"needs \['momentum_convention'\]"):
         model.coefficient_draws(**(setting | {"momentum": 0.9}))
+
+
+def _altered_tiny_fit(tmp_path, alter) -> Path:
+    """A copy of the shipped ``models/tiny.nc`` with ``alter(h5py.File)`` applied to it."""
+    import shutil
+
+    import h5py
+
+    path = tmp_path / "altered.nc"
+    shutil.copy(Path(__file__).resolve().parents[1] / "models" / "tiny.nc", path)
+    with h5py.File(path, "r+") as f:
+        alter(f)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("alter", "message"),
+    [
+        (lambda f: f["posterior"].__delitem__("zeta"), r"the posterior lacks the variables \['zeta'\] of a mechanistic iid fit"),
+        (lambda f: f.__delitem__("sample_stats"), "no 'sample_stats' group .*its convergence cannot be checked"),
+    ],
+    ids=["posterior-variable", "sample-stats"],
+)
+def test_a_saved_fit_without_the_draws_or_statistics_a_fit_holds_is_refused_naming_the_file(tmp_path, alter, message):
+    # a posterior without 'zeta' loaded, and `predict` then failed with a KeyError traceback
+    # ("No variable named 'zeta'") naming no file; without sample_stats it loaded and its
+    # convergence check counted no divergence, tree depth or energy without a word
+    path = _altered_tiny_fit(tmp_path, alter)
+    with pytest.raises(ValueError, match=f"altered.nc: {message}.*refit"):
+        GRPODynamicsModel.load(path)
+
+
+def test_a_saved_fit_whose_posterior_is_of_other_runs_than_its_run_set_is_refused(tmp_path):
+    # the draws are read by position in the fitted run set: a posterior of other runs was put
+    # on these runs without a word
+    import arviz as az
+
+    idata = az.from_netcdf(str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc"), engine="h5netcdf")
+    runs = [str(r) for r in idata.posterior["run"].values]
+    idata.posterior = idata.posterior.assign_coords(run=runs[::-1])
+    path = tmp_path / "altered.nc"
+    idata.to_netcdf(str(path), engine="h5netcdf")
+    with pytest.raises(ValueError, match=r"altered.nc: the posterior's runs \[.*\] are not those of its 'fit_data' group"):
+        GRPODynamicsModel.load(path)
+    assert GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc").data.run_ids == runs
+
+
+@pytest.mark.parametrize("parameterisation", ["mechanistic", "phenomenological"])
+@pytest.mark.parametrize("likelihood", ["iid", "state_space"])
+def test_the_posterior_variables_load_asks_of_a_fit_are_variables_its_model_has(sim_runset, parameterisation, likelihood):
+    from bayes_grpo.model.builder import posterior_variables
+
+    model = GRPODynamicsModel(parameterisation=parameterisation, likelihood=likelihood).build_model(sim_runset)
+    assert set(posterior_variables(parameterisation, likelihood)) <= set(model.named_vars)

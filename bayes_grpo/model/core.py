@@ -529,12 +529,37 @@ class GRPODynamicsModel:
             raise ValueError(f"{path}: configuration hash {attrs.get(ATTR_PREFIX + 'id')!r} does not match the stored configuration ({model.id!r}); the file was altered or written by different code")
         if not hasattr(idata, FIT_DATA_GROUP):
             raise ValueError(f"{path}: no {FIT_DATA_GROUP!r} group (the fitted run set); cannot rebuild the model")
+        if not hasattr(idata, "sample_stats"):
+            # convergence() then read no divergence, tree depth or energy, and a fit passed as
+            # having "no divergences" without a word
+            raise ValueError(
+                f"{path}: no 'sample_stats' group (the sampler's divergences, tree depths and energies): "
+                "its convergence cannot be checked; the file was altered or is incomplete: refit"
+            )
+        from bayes_grpo.model.builder import posterior_variables
+
+        gone = [v for v in posterior_variables(model.parameterisation, model.likelihood) if v not in idata.posterior]
+        if gone:
+            # a posterior without 'zeta' loaded, and predict / summaries failed on it later with
+            # a KeyError traceback naming no file
+            raise ValueError(
+                f"{path}: the posterior lacks the variables {gone} of a {model.parameterisation} "
+                f"{model.likelihood} fit; the file was altered or is incomplete: refit"
+            )
         runset = with_added_coords(getattr(idata, FIT_DATA_GROUP).load())
         for name in ("model", "momentum_convention", "source", RUN_DIM):
             if name in runset.coords:
                 runset = runset.assign_coords({name: runset[name].values.astype(object)} if name == RUN_DIM else {name: (RUN_DIM, runset[name].values.astype(object))})
         model.runset = runset
         model.data = model._prepare_data(runset)
+        fitted_runs = [str(r) for r in idata.posterior["run"].values] if "run" in idata.posterior.coords else []
+        if fitted_runs != model.data.run_ids:
+            # each run's draws are read by position in the run set: another run set's draws
+            # would be put on these runs
+            raise ValueError(
+                f"{path}: the posterior's runs {fitted_runs} are not those of its {FIT_DATA_GROUP!r} group "
+                f"{model.data.run_ids}; the file was altered or is incomplete: refit"
+            )
         model.idata = idata
         fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
         try:
