@@ -194,3 +194,15 @@ def test_a_chain_stuck_at_a_far_lower_log_density_is_named_and_not_told_to_draw_
     # nutpie calls it logp
     stats = idata.sample_stats.rename({"lp": "logp"})
     assert list(convergence_check(az.InferenceData(posterior=idata.posterior, sample_stats=stats)).values["stuck_chains"]) == ["1"]
+
+
+def test_a_posterior_without_sampler_statistics_is_not_said_to_have_no_divergences():
+    # a posterior alone (no sample_stats: divergences never recorded) passed as "Converged: ...,
+    # no divergences", and its values counted 0 divergences
+    idata = _idata(0.0)
+    check = convergence_check(az.InferenceData(posterior=idata.posterior))
+    assert "no divergences" not in check.summary
+    assert "divergences, tree depth and E-BFMI not checked (no sampler statistics)" in check.summary
+    assert check.values["divergences"] is None
+    recorded = convergence_check(idata)
+    assert "no divergences" in recorded.summary and recorded.values["divergences"] == 0

@@ -251,14 +251,17 @@ def convergence_check(
         advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {len(low_bfmi)} chain(s): heavy tails / funnels; consider stronger priors on scale parameters.")
     passed = (n_chains >= 2) and not advice
     if passed:
-        summary = f"Converged: R-hat <= {worst_rhat:.3f}, bulk ESS >= {worst_bulk:.0f}, tail ESS >= {worst_tail:.0f}, no divergences ({n_chains} chains x {n_draws} draws)."
+        # without the sampler's statistics no divergence was counted: "no divergences" was
+        # said of a posterior whose divergences were never recorded
+        divergences = "no divergences" if div is not None else "divergences, tree depth and E-BFMI not checked (no sampler statistics)"
+        summary = f"Converged: R-hat <= {worst_rhat:.3f}, bulk ESS >= {worst_bulk:.0f}, tail ESS >= {worst_tail:.0f}, {divergences} ({n_chains} chains x {n_draws} draws)."
     else:
         summary = "Convergence problems: " + " ".join(advice)
     values = {
         "max_r_hat": worst_rhat,
         "min_ess_bulk": worst_bulk,
         "min_ess_tail": worst_tail,
-        "divergences": n_div,
+        "divergences": n_div if div is not None else None,  # None: not recorded
         "max_treedepth_hits": n_max,
         "min_bfmi": float(np.nanmin(bfmi)) if np.isfinite(bfmi).any() else float("nan"),
         "chains": int(n_chains),
