@@ -371,3 +371,33 @@ def test_the_fit_names_the_runs_that_took_a_default_and_the_defaults_it_does_not
     (took,) = [n for n in phen.notes if "taken from" in n]
     assert "group_size=8 for runs ['r1']" in took and "learning_rate" not in took, took
     assert np.isnan(phen.learning_rate[1]) and phen.group_size[1] == 8.0
+
+
+@pytest.mark.parametrize(
+    ("parameterisation", "user", "unused"),
+    [
+        ("mechanistic", {"time_scale": {"log_sigma": 0.3}}, ["'time_scale.log_sigma'"]),
+        ("mechanistic", {"damping_ratio": {"log_mu": -1.0, "shape_information_weight": False}}, ["'damping_ratio.log_mu'", "'damping_ratio.shape_information_weight'"]),
+        ("phenomenological", {"log_stiffness": {"mean_sigma": 0.5}, "size_exponent": {"enabled": False}}, ["'log_stiffness.mean_sigma'", "'size_exponent.enabled'"]),
+    ],
+)
+def test_a_prior_the_parameterisation_does_not_read_is_named_in_the_fits_notes(parameterisation, user, unused):
+    # the config's docstring gave a_m a log-normal prior of sd time_scale.log_sigma, which only the
+    # phenomenological form reads: a mechanistic fit with {"time_scale": {"log_sigma": 0.3}}
+    # (or a damping_ratio prior) had the priors of the default, and said nothing
+    from bayes_grpo.model import GRPODynamicsModel
+
+    model = GRPODynamicsModel(model_config=user, parameterisation=parameterisation)
+    model.build_model(_runset())
+    (note,) = [n for n in model.data.notes if n.startswith("configuration ")]
+    assert f"configuration {', '.join(unused)} set, but the {parameterisation} form does not read" in note
+    assert note.endswith("the fit's priors are as without them")
+    # the entries each form reads, and the defaults spelt out, get no note
+    for read_by, config in (
+        ("phenomenological", {"time_scale": {"log_sigma": 0.3, "fraction": 0.5}, "damping_ratio": {"log_mu": -1.0}}),
+        ("mechanistic", {"log_stiffness": {"mean_sigma": 0.5}, "time_scale": {"fraction": 0.5}}),
+        (parameterisation, DEFAULT_MODEL_CONFIG),
+    ):
+        model = GRPODynamicsModel(model_config=config, parameterisation=read_by)
+        model.build_model(_runset())
+        assert not [n for n in model.data.notes if n.startswith("configuration ")], (read_by, model.data.notes)

@@ -42,8 +42,9 @@ DEFAULT_MODEL_CONFIG: dict[str, Any] = {
     # R0_r = R0_m + tau * z_r, tau ~ HalfNormal(run_sigma), z_r ~ Normal(0, 1) marginally and
     # summing to zero within each LLM (so R0_m is its runs' mean; a single run's R0 is R0_m)
     "initial_reward": {"sigma": 1.5, "run_sigma": 0.3},
-    # Response time relative to run length: a_m centred on (1 - mu) / (fraction * T),
-    # log-normal with sd log_sigma (natural log).
+    # Response time relative to run length: a_m centred on (1 - mu) / (fraction * T)
+    # (mechanistic; its spread is log_stiffness's), the phenomenological w0_m on
+    # 1 / (fraction * T), log-normal with sd log_sigma (natural log; phenomenological only).
     "time_scale": {"fraction": 0.25, "log_sigma": 1.5},
     # Mechanistic: log K_m ~ Normal(c + delta + beta * (log N_m - mean), s),
     # delta ~ Normal(0, mean_sigma), s ~ HalfNormal(between_models_sigma); "centred": False
@@ -266,6 +267,47 @@ def validate_sampler_config(config: Mapping[str, Any]) -> None:
         raise ValueError(f"sampler configuration 'progressbar' must be true or false; got {config['progressbar']!r}")
 
 
+#: Model-config entries that only one parameterisation reads: a section, or one entry of it.
+PARAMETERISATION_ENTRIES: dict[str, tuple[str, ...]] = {
+    "mechanistic": ("log_stiffness", "size_exponent"),
+    "phenomenological": ("damping_ratio", "time_scale.log_sigma"),
+}
+
+
+def unused_entries(config: Mapping[str, Any], parameterisation: str) -> list[str]:
+    """The entries of the merged ``config`` set away from their defaults that ``parameterisation``
+    does not read (:data:`PARAMETERISATION_ENTRIES` of the other form), as ``"section.key"``."""
+    out = []
+    for form, names in PARAMETERISATION_ENTRIES.items():
+        if form == parameterisation:
+            continue
+        for name in names:
+            section, _, key = name.partition(".")
+            keys = [key] if key else list(DEFAULT_MODEL_CONFIG[section])
+            out += [f"{section}.{k}" for k in keys if config[section].get(k) != DEFAULT_MODEL_CONFIG[section][k]]
+    return out
+
+
+def unused_entries_note(config: Mapping[str, Any], parameterisation: str) -> str | None:
+    """The note on :func:`unused_entries` (a fit's notes), or None: a prior set for the other
+    parameterisation leaves this fit's priors as they were, which the user should hear."""
+    unused = unused_entries(config, parameterisation)
+    if not unused:
+        return None
+    reads = (
+        "the prior of each LLM's gain is that of log K (log_stiffness; size_exponent for its "
+        "regression on model size), not time_scale.log_sigma or damping_ratio"
+        if parameterisation == "mechanistic"
+        else "each LLM's damping ratio and frequency have the priors damping_ratio and "
+        "time_scale.log_sigma; it has no curvature K (log_stiffness, size_exponent)"
+    )
+    return (
+        f"configuration {', '.join(repr(u) for u in unused)} set, but the {parameterisation} form "
+        f"does not read {'it' if len(unused) == 1 else 'them'} ({reads}): the fit's priors are as "
+        "without them"
+    )
+
+
 def measurement_g_exponent(config: Mapping[str, Any]) -> str | float:
     """How the state-space measurement noise scales with G: ``"alpha"`` (as the SDE noise),
     ``"free"`` (its own exponent, ``config["noise"]["measurement_g_exponent"] = {"mu", "sigma"}``)
@@ -307,5 +349,7 @@ __all__ = [
     "validate_model_config",
     "validate_sampler_config",
     "setting_in_range",
+    "unused_entries",
+    "unused_entries_note",
     "config_hash",
 ]

@@ -48,6 +48,7 @@ from bayes_grpo.model.config import (
     measurement_g_exponent,
     merge_config,
     setting_in_range,
+    unused_entries_note,
     validate_model_config,
     validate_sampler_config,
 )
@@ -235,6 +236,9 @@ class GRPODynamicsModel:
         size_note = size_regression_note(data, self.model_config, self.parameterisation)
         if size_note is not None:
             data.notes.append(size_note)
+        unused = unused_entries_note(self.model_config, self.parameterisation)
+        if unused is not None:
+            data.notes.append(unused)
         if self.likelihood == "state_space":
             note = measurement_batch_note(runset, self.model_config)
             if note is not None:
