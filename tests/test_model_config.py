@@ -80,6 +80,17 @@ def test_invalid_momentum_is_an_error():
         prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "valid"),
+    [("momentum", 1.0, r"momentum must be in \[0, 1\)"), ("learning_rate", -1e-3, "learning_rate must be > 0"), ("k_ref", -1, "k_ref must be >= 0")],
+)
+def test_a_run_setting_no_run_can_have_is_refused_saying_what_is_valid(name, value, valid):
+    # "invalid momentum for runs ['r0 (1)']" named the run and value but not what a valid value is
+    ds = _runset({"r0": {name: value}})
+    with pytest.raises(RunSetError, match=rf"invalid {name} for runs \['r0 \({value:g}\)'\]: {valid}"):
+        prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+
+
 def test_run_level_initial_reward_offsets_sum_to_zero_within_each_llm():
     """R0_r = R0_m + tau z_r with the z_r of an LLM centred (R0_m is its runs' mean: no ridge
     between R0_m and the offsets' common part); a single-run LLM has no offset at all."""

@@ -17,7 +17,7 @@ import xarray as xr
 from bayes_grpo.constants import EMA, HEAVY_BALL, MOMENTUM_CONVENTIONS, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import effective_step
 from bayes_grpo.dynamics.trajectory import starts_late
-from bayes_grpo.model.config import measurement_g_exponent, setting_in_range
+from bayes_grpo.model.config import DEFAULT_RANGES, measurement_g_exponent, setting_in_range
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
 from bayes_grpo.runset.schema import group_size_text, readable_group_size
@@ -533,7 +533,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
         for name, arr in (("learning_rate", lr), ("momentum", mom), ("k_ref", kref)):
             bad = [f"{r} ({v:g})" for r, v, o in zip(run_ids, arr, setting_in_range(name, arr)) if not o]
             if bad:
-                raise RunSetError(f"invalid {name} for runs {bad}")
+                # said what a valid value is, as the --default refusal does ("must be in [0, 1)")
+                raise RunSetError(f"invalid {name} for runs {bad}: {name} {DEFAULT_RANGES[name]}")
         eta_eff = np.array([effective_step(e, m, c) for e, m, c in zip(lr, mom, conv)], dtype=float)
         notes.extend(mixed_optimizer_notes(run_ids, model_idx, models, given_conv))
     else:
