@@ -639,7 +639,7 @@ def test_a_saved_fit_whose_posterior_is_of_other_runs_than_its_run_set_is_refuse
 @pytest.mark.parametrize("parameterisation", ["mechanistic", "phenomenological"])
 @pytest.mark.parametrize("likelihood", ["iid", "state_space"])
 def test_the_posterior_variables_load_asks_of_a_fit_are_variables_its_model_has(sim_runset, parameterisation, likelihood):
-    from bayes_grpo.model.builder import posterior_variables
+    from bayes_grpo.model.core import posterior_variables
 
     model = GRPODynamicsModel(parameterisation=parameterisation, likelihood=likelihood).build_model(sim_runset)
     assert set(posterior_variables(parameterisation, likelihood)) <= set(model.named_vars)

@@ -54,21 +54,6 @@ from bayes_grpo.runset.schema import readable_group_size
 SHAPE_WEIGHT_POTENTIAL: str = "damping_shape_information"
 
 
-#: Posterior variables of every fit, which a fitted model reads (summaries, coefficient draws).
-_POSTERIOR_VARIABLES: tuple[str, ...] = (
-    "plateau", "initial_reward_model", "initial_reward", "plateau_run",
-    "a", "M_eff", "C_eff", "K_eff", "zeta", "alpha", "noise_d", "sigma",
-)
-
-
-def posterior_variables(parameterisation: str, likelihood: str) -> tuple[str, ...]:
-    """The posterior variables :func:`build_pymc_model` gives every fit of these settings and
-    a fitted model reads (its summaries, ``coefficient_draws``): ``GRPODynamicsModel.load``
-    refuses a saved fit without one of them (an altered file) rather than fail later on it."""
-    own = ("log_stiffness", "log_stiffness_mean") if parameterisation == "mechanistic" else ("natural_frequency_model", "damping_ratio_model")
-    return _POSTERIOR_VARIABLES + own + (("measurement_sd",) if likelihood == "state_space" else ())
-
-
 def regular_grid(steps: np.ndarray, rtol: float = 1e-9) -> tuple[float, float] | None:
     """``(t0, dt)`` when ``steps`` (shape ``(n_steps,)``) is evenly spaced, else ``None``."""
     steps = np.asarray(steps, dtype=float)

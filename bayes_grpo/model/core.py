@@ -134,6 +134,22 @@ def _other_bayes_grpo_file(path: Path) -> str | None:
     return None
 
 
+#: Posterior variables of every fit, which a fitted model reads (summaries, coefficient draws).
+_POSTERIOR_VARIABLES: tuple[str, ...] = (
+    "plateau", "initial_reward_model", "initial_reward", "plateau_run",
+    "a", "M_eff", "C_eff", "K_eff", "zeta", "alpha", "noise_d", "sigma",
+)
+
+
+def posterior_variables(parameterisation: str, likelihood: str) -> tuple[str, ...]:
+    """The posterior variables :func:`bayes_grpo.model.builder.build_pymc_model` gives every fit of these settings and
+    a fitted model reads (its summaries, ``coefficient_draws``): ``GRPODynamicsModel.load``
+    refuses a saved fit without one of them (an altered file) rather than fail later on it.
+    Here, not in the builder: loading a fit imports no PyMC."""
+    own = ("log_stiffness", "log_stiffness_mean") if parameterisation == "mechanistic" else ("natural_frequency_model", "damping_ratio_model")
+    return _POSTERIOR_VARIABLES + own + (("measurement_sd",) if likelihood == "state_space" else ())
+
+
 class GRPODynamicsModel:
     """Hierarchical damped-oscillator model of GRPO reward curves (DESIGN.md section 3).
 
@@ -540,8 +556,6 @@ class GRPODynamicsModel:
                 f"{path}: no 'sample_stats' group (the sampler's divergences, tree depths and energies): "
                 "its convergence cannot be checked; the file was altered or is incomplete: refit"
             )
-        from bayes_grpo.model.builder import posterior_variables
-
         gone = [v for v in posterior_variables(model.parameterisation, model.likelihood) if v not in idata.posterior]
         if gone:
             # a posterior without 'zeta' loaded, and predict / summaries failed on it later with
