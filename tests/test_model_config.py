@@ -402,7 +402,7 @@ def test_a_prior_the_parameterisation_does_not_read_is_named_in_the_fits_notes(p
     model.build_model(_runset())
     (note,) = [n for n in model.data.notes if n.startswith("configuration ")]
     assert f"configuration {', '.join(unused)} set, but the {parameterisation} form does not read" in note
-    assert note.endswith("the fit's priors are as without them")
+    assert note.endswith(f"the fit's priors are as without {'it' if len(unused) == 1 else 'them'}")
     # the entries each form reads, and the defaults spelt out, get no note
     for read_by, config in (
         ("phenomenological", {"time_scale": {"log_sigma": 0.3, "fraction": 0.5}, "damping_ratio": {"log_mu": -1.0}}),

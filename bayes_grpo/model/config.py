@@ -301,10 +301,10 @@ def unused_entries_note(config: Mapping[str, Any], parameterisation: str) -> str
         else "each LLM's damping ratio and frequency have the priors damping_ratio and "
         "time_scale.log_sigma; it has no curvature K (log_stiffness, size_exponent)"
     )
+    them = "it" if len(unused) == 1 else "them"
     return (
         f"configuration {', '.join(repr(u) for u in unused)} set, but the {parameterisation} form "
-        f"does not read {'it' if len(unused) == 1 else 'them'} ({reads}): the fit's priors are as "
-        "without them"
+        f"does not read {them} ({reads}): the fit's priors are as without {them}"
     )
 
 
