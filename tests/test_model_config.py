@@ -412,3 +412,29 @@ def test_a_prior_the_parameterisation_does_not_read_is_named_in_the_fits_notes(p
         model = GRPODynamicsModel(model_config=config, parameterisation=read_by)
         model.build_model(_runset())
         assert not [n for n in model.data.notes if n.startswith("configuration ")], (read_by, model.data.notes)
+
+
+def test_a_run_with_too_few_rewards_is_refused_saying_how_to_leave_it_out():
+    # "runs ['r1'] have fewer than 3 finite rewards; the model cannot use them": no remedy
+    ds = _runset(lengths=(50, 2))
+    with pytest.raises(RunSetError, match=re.escape("runs ['r1'] have fewer than 3 finite rewards")) as info:
+        prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+    assert "runset.drop_sel(run=['r1'])" in str(info.value) and "--min-points" in str(info.value)
+    prepare_data(ds.drop_sel(run=["r1"]), DEFAULT_MODEL_CONFIG, "mechanistic")  # as it says
+
+
+def test_steps_below_0_are_refused_naming_the_runs_that_log_there_or_how_to_drop_them():
+    # "steps must be >= 0 (...); found -5" named no run, nor said that nothing was logged there
+    curves = {
+        "r0": pd.DataFrame({"reward": np.linspace(0.1, 0.6, 30)}, index=np.arange(0, 30)),
+        "r1": pd.DataFrame({"reward": np.full(35, np.nan)}, index=np.arange(-5, 30)),
+    }
+    curves["r1"].loc[0:, "reward"] = np.linspace(0.1, 0.5, 30)
+    meta = {r: {"model": "m", "group_size": 4, "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1} for r in curves}
+    ds = make_runset(curves, meta)
+    with pytest.raises(RunSetError, match=re.escape("found -5: no run logs a reward there: drop those steps (runset.sel(step=runset.step >= 0))")):
+        prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+    prepare_data(ds.sel(step=ds.step >= 0), DEFAULT_MODEL_CONFIG, "mechanistic")  # as it says
+    curves["r1"].loc[-3, "reward"] = 0.05
+    with pytest.raises(RunSetError, match=re.escape("found -5: runs ['r1'] log a reward below step 0")):
+        prepare_data(make_runset(curves, meta), DEFAULT_MODEL_CONFIG, "mechanistic")

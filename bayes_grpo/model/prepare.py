@@ -472,13 +472,26 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     run_ids = [str(r) for r in ds[RUN_DIM].values]
     reward = np.asarray(ds[REWARD_VAR].values, dtype=float)
     steps = np.asarray(ds[STEP_DIM].values, dtype=float)
-    if (steps < 0).any():
-        raise RunSetError(f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g}")
     finite = np.isfinite(reward)
+    if (steps < 0).any():
+        # "found -5" named no run, nor said that nothing was logged there (a hand-built grid)
+        negative = (steps < 0)[None, :] & finite
+        runs = [r for r, row in zip(run_ids, negative) if row.any()]
+        raise RunSetError(
+            f"steps must be >= 0 (t = optimizer step, R0 at t = 0); found {steps.min():g}: "
+            + (
+                f"runs {runs} log a reward below step 0"
+                if runs
+                else "no run logs a reward there: drop those steps (runset.sel(step=runset.step >= 0))"
+            )
+        )
     counts = finite.sum(axis=1)
     few = [r for r, c in zip(run_ids, counts) if c < 3]
     if few:
-        raise RunSetError(f"runs {few} have fewer than 3 finite rewards; the model cannot use them")
+        raise RunSetError(
+            f"runs {few} have fewer than 3 finite rewards; the model cannot use them: leave them out "
+            f"(runset.drop_sel(run={few}), or ingest with --min-points N, which rejects such runs)"
+        )
 
     flat = [r for r, row in zip(run_ids, reward) if constant_reward(row)]
     if len(flat) == len(run_ids):
