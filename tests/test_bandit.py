@@ -213,6 +213,21 @@ def test_simulated_plateau_and_stationary_variance_match_the_truth():
     assert 0.75 < ratio < 1.3  # continuum D/(2 G C K_eff) vs the discrete process, a = 0.05
 
 
+def test_a_setting_on_the_closed_form_boundary_has_an_unstable_continuum_in_its_truth():
+    # lr 0.2 x K 0.25, mu 0.5, K_ref 10: C_eff = 0 (1.1e-14 after rounding K). The truth read
+    # "underdamped" with a stationary variance of 2.3e9 where the sweep's closed-form threshold
+    # (threshold_check: 10) and `stability` call the setting unstable
+    from bayes_grpo.bandit.simulator import bandit_truth
+    from bayes_grpo.dynamics.stability import critical_k_ref
+
+    t = bandit_truth(
+        group_size=8, learning_rate=0.2, momentum=0.5, momentum_convention="heavy_ball", k_ref=10, beta=1.0
+    )
+    assert critical_k_ref(t["a"], 0.5, method="closed_form") == 10
+    assert t["regime"] == "unstable" and t["stationary_var"] is None
+    assert t["regime_exact"] == "underdamped"  # the recursion still converges there
+
+
 # ----------------------------------------------------------------------------- dynamics
 
 

@@ -176,6 +176,21 @@ def test_unstable_settings_refused_unless_allowed():
     assert set(truth_frame(ds)["regime"]) == {"unstable"}
 
 
+def test_a_setting_on_the_closed_form_boundary_is_refused_and_its_truth_says_unstable():
+    # lr 0.3 x K 1, mu 0.1, K_ref 3: C_eff = (1 - mu) - a K_ref = 0 in exact arithmetic, 1.1e-16 after
+    # rounding. It was simulated without --allow-unstable, and its truth read "underdamped", zeta
+    # 7e-17 and a stationary variance of 1e11, where `stability` calls the setting unstable (closed
+    # form: NO); the same boundary rounded the other way (C_eff = -2.8e-17) was refused.
+    models = {"m": {"stiffness": 1.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 1e-4}}
+    kw = dict(models=models, learning_rates=(0.3,), momentum=0.1, convention="heavy_ball", k_refs=(3,), n_steps=20)
+    with pytest.raises(ValueError, match=r"is unstable \(closed form: C_eff = 1.11e-16 \(0 up to rounding\), not > 0"):
+        simulate_sde_runset(**kw)
+    one = truth_frame(simulate_sde_runset(**kw, allow_unstable=True)).iloc[0]
+    assert one["regime"] == "unstable"
+    assert one["zeta"] is None or np.isnan(one["zeta"])
+    assert one["stationary_var"] is None or np.isnan(one["stationary_var"])
+
+
 def test_bad_model_spec_is_a_clear_error():
     with pytest.raises(ValueError, match="missing keys"):
         simulate_sde_runset(models={"m": {"stiffness": 1.0}})

@@ -501,6 +501,16 @@ def test_a_setting_on_the_closed_form_boundary_is_unstable_in_its_continuum_regi
     assert s["regime"] == "unstable" and s["zeta"] is None
 
 
+@pytest.mark.parametrize("a, mu, lag", [(0.3, 0.1, 3), (0.18, 0.1, 5)])
+def test_a_setting_on_the_closed_form_boundary_is_unstable_in_the_phase_grid_too(a, mu, lag):
+    # C_eff = 1.1e-16 (0 up to rounding): the summary said "unstable" while the phase grid of the
+    # same setting said "underdamped" with zeta 7e-17; one rule for both, closed_form_stable's
+    grid = phase_grid(1.0, mu, [a], [lag])
+    assert not bool(grid["closed_form_stable"].values[0, 0])
+    assert str(grid["regime"].values[0, 0]) == stability_summary(a, mu, lag)["regime"] == "unstable"
+    assert np.isnan(grid["zeta"].values[0, 0])
+
+
 def test_dominant_period_is_that_of_the_root_of_largest_modulus():
     # K_ref = 0: z^2 - (1 + mu - a) z + mu, a complex pair of angle arccos((1 + mu - a) / (2 sqrt mu))
     from bayes_grpo.dynamics.stability import dominant_period

@@ -76,7 +76,8 @@ from bayes_grpo.dynamics.schedule import check_multipliers
 from bayes_grpo.dynamics.simulate import check_fits_in_memory, whole_count
 from bayes_grpo.dynamics.stability import (
     MAX_ROOT_LAG,
-    classify_regime,
+    closed_form_regime,
+    closed_form_stable,
     recursion_regime,
     spectral_radius,
 )
@@ -360,7 +361,8 @@ def bandit_truth(
     ``M_eff, C_eff, K_eff, zeta, regime`` of DESIGN.md's oscillator, ``spectral_radius`` and
     ``regime_exact`` (:func:`~bayes_grpo.dynamics.stability.recursion_regime`) of the exact
     recursion, ``noise_d`` (D, so that the per-step state noise variance in reward
-    units is ``D / G``), ``stationary_var`` (``D / (2 G C K_eff)``, None when ``C <= 0``),
+    units is ``D / G``), ``stationary_var`` (``D / (2 G C K_eff)``, None where the closed form
+    is not stable: ``C <= 0``, or 0 up to rounding; ``regime`` is then ``"unstable"``),
     ``measurement_sd`` (sd of the logged reward around the expected one),
     ``initial_reward`` and the method used for ``K``.
 
@@ -383,7 +385,10 @@ def bandit_truth(
     mass, damp, k_eff = oscillator_coefficients(a, momentum, k_ref)
     zeta = float(damping_ratio(mass, damp, k_eff)) if a > 0 else float("nan")
     noise_d = eta_eff * eta_eff * fp.noise_d_per_eta2
-    stat_var = noise_d / (2.0 * group_size * damp * k_eff) if damp > 0 and k_eff > 0 else None
+    # C_eff within rounding of 0 (a K_ref = 1 - mu, as K = 0.25 at beta 1, p_ref 0.5) is marginal,
+    # as the sweep's closed-form threshold says: it read "underdamped" with a variance of 2.3e9
+    stable_cf = bool(closed_form_stable(a, momentum, k_ref))
+    stat_var = noise_d / (2.0 * group_size * damp * k_eff) if stable_cf else None
     return {
         "plateau": fp.plateau,
         "initial_reward": float(p_ref if p_init is None else p_init),
@@ -393,7 +398,7 @@ def bandit_truth(
         "C_eff": float(damp),
         "K_eff": float(k_eff),
         "zeta": zeta if math.isfinite(zeta) else None,
-        "regime": str(classify_regime(mass, damp, k_eff)),
+        "regime": closed_form_regime(a, momentum, k_ref),
         "spectral_radius": float(spectral_radius(a, momentum, k_ref)),
         "regime_exact": recursion_regime(a, momentum, k_ref),
         "noise_d": noise_d,

@@ -736,6 +736,29 @@ def classify_regime(mass, damping, k_eff, *, rtol: float = 1e-9):
     return out.astype(str)
 
 
+def closed_form_regime(a, momentum, k_ref):
+    """Regime of a setting's continuum oscillator by the closed-form criterion.
+
+    :func:`classify_regime` of its coefficients ``oscillator_coefficients(a, mu, L)`` where the
+    setting is :func:`closed_form_stable`, ``"unstable"`` where it is not. ``classify_regime``
+    reads ``C_eff <= 0`` off the coefficients as rounded, so a setting on the threshold
+    (``a L = 1 - mu`` exactly, ``C_eff = 1.1e-16`` after rounding) read "underdamped" with
+    ``zeta = 7e-17`` where ``closed_form_stable`` (and every threshold) calls it marginal, so not
+    stable. The one rule for the summary, the phase grid and the simulators' truths.
+
+    Arguments broadcast (``k_ref`` any real ``>= 0``); returns ``str`` for scalar inputs, else
+    an array of ``str``; ``""`` where an input is NaN.
+    """
+    a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mass, damping, k_eff = oscillator_coefficients(a, mu, lag)
+        out = np.asarray(classify_regime(mass, damping, k_eff), dtype=object)
+    out[(out != "") & ~closed_form_stable(a, mu, lag)] = UNSTABLE
+    if out.ndim == 0:
+        return str(out[()])
+    return out.astype(str)
+
+
 def critical_k_ref(a, momentum, method: str = EXACT):
     """The first integer lag ``K_ref`` at which a setting stops being stable.
 
@@ -893,7 +916,7 @@ def stability_summary(a: float, momentum: float, k_ref: float) -> dict[str, obje
         "C_eff": damping,
         "K_eff": k_eff,
         "zeta": zeta,
-        "regime": classify_regime(mass, damping, k_eff) if stable_closed_form else UNSTABLE,
+        "regime": closed_form_regime(a, mu, lag),
         "regime_exact": None,
         "stable_closed_form": stable_closed_form,
         "threshold_a_closed_form": float(closed_form_threshold(mu, lag)),
@@ -956,8 +979,8 @@ def phase_grid(
     Returns
     -------
     xarray.Dataset with dims ``(learning_rate, k_ref)`` and variables ``a``, ``M_eff``,
-    ``C_eff``, ``K_eff``, ``zeta`` (NaN where ``C_eff <= 0``), ``regime`` (str, continuum
-    coefficients), ``regime_exact`` (str, the discrete recursion's: :func:`recursion_regime`),
+    ``C_eff``, ``K_eff``, ``zeta`` (NaN where not :func:`closed_form_stable`: ``C_eff <= 0``,
+    or 0 up to rounding), ``regime`` (str, continuum coefficients: :func:`closed_form_regime`), ``regime_exact`` (str, the discrete recursion's: :func:`recursion_regime`),
     ``closed_form_stable``, ``exact_stable`` (bool), ``spectral_radius``; and, per
     ``k_ref``, ``closed_form_threshold_lr`` and ``exact_threshold_lr``, the learning rates at
     which each criterion puts the boundary. Attributes record ``stiffness``, ``momentum``
@@ -972,10 +995,9 @@ def phase_grid(
     a = (eff * float(stiffness))[:, None] * np.ones((1, lags.size))
     lag2 = np.broadcast_to(lags[None, :], a.shape)
     mass, damping, k_eff = oscillator_coefficients(a, mu, lag2)
+    stable_cf = closed_form_stable(a, mu, lag2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        zeta = np.where(
-            (damping > 0) & (k_eff > 0), damping_ratio(mass, damping, np.abs(k_eff)), np.nan
-        )
+        zeta = np.where(stable_cf, damping_ratio(mass, damping, np.abs(k_eff)), np.nan)
     radius = spectral_radius(a, mu, lag2)
     per_lr = float(effective_step(1.0, mu, convention)) * float(stiffness)  # gain per unit eta
     dims = ("learning_rate", "k_ref")
@@ -986,9 +1008,9 @@ def phase_grid(
             "C_eff": (dims, damping),
             "K_eff": (dims, np.asarray(k_eff, dtype=float)),
             "zeta": (dims, zeta),
-            "regime": (dims, classify_regime(mass, damping, k_eff)),
+            "regime": (dims, closed_form_regime(a, mu, lag2)),
             "regime_exact": (dims, recursion_regime(a, mu, lag2)),
-            "closed_form_stable": (dims, closed_form_stable(a, mu, lag2)),
+            "closed_form_stable": (dims, stable_cf),
             # the verdict of stability_summary and recursion_regime (a radius within 1e-16 of 1,
             # a gain below ~1e-16, rounds to 1.0)
             "exact_stable": (dims, exact_stable(a, mu, lag2)),
@@ -1015,6 +1037,7 @@ __all__ = [
     "exact_threshold",
     "boundary_locus_threshold",
     "classify_regime",
+    "closed_form_regime",
     "recursion_regime",
     "critical_k_ref",
     "stability_summary",
