@@ -118,7 +118,10 @@ def simulate_recursion(
     On a learning-rate schedule (``lr_multipliers`` ``m``, update ``n`` at rate ``eta m[n]``)
     the momentum buffer is kept apart from the rate, as in torch's SGD and Adam:
     ``w[n] = mu w[n-1] - a e[n-L]``, ``e[n+1] = e[n] + m[n] w[n]`` (``w[-1] = 0``), which is
-    the recursion above when every ``m[n] = 1``. The noise is added to ``e[n+1]`` unscaled.
+    the recursion above when every ``m[n] = 1``. The noise is gradient noise: on a schedule it
+    joins the buffer, ``w[n] = mu w[n-1] - a e[n-L] + noise_sd eps[n]``, so it moves the error at
+    the rate of its update (not at all at rate 0), and with every ``m[n] = 1`` the noisy
+    recursions are the same too.
 
     Parameters
     ----------
@@ -238,13 +241,15 @@ def _advance_recursion(out, start, a, mu, lag, velocity, scale, sd, gen, clip_ra
         force = a * lagged
         if clip_range is not None:
             force = force * unclipped_share(level + cur, level + lagged, clip_range)
+        kick = sd * gen.standard_normal(n_runs) if noisy else 0.0
         if scale is None:
-            nxt = cur + mu * (cur - prev) - force
+            nxt = cur + mu * (cur - prev) - force + kick
         else:
-            velocity = mu * velocity - force
+            # the noise is the gradient's: it joins the buffer, as it joins the increment that
+            # mu carries on above (added to e[n+1] outside it, the stationary variance at mu 0.9
+            # was 1/19 of the recursion's on a constant schedule of ones)
+            velocity = mu * velocity - force + kick
             nxt = cur + scale[n] * velocity
-        if noisy:
-            nxt = nxt + sd * gen.standard_normal(n_runs)
         out[:, n + 1] = nxt
         prev = cur
     return velocity
