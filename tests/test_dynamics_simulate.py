@@ -210,6 +210,12 @@ def test_bad_model_spec_is_a_clear_error():
         simulate_sde_runset(models={"m": {"stiffness": 1.0}})
     with pytest.raises(ValueError, match="truth"):
         runset_truth(simulate_sde_runset(n_steps=10).drop_attrs())
+    # an LLM named '' (`simulate sde --model ''`, or a models file's "" key) was simulated as runs
+    # '-G4-lr0.001-k1-s0' whose model the fit reads as unknown ("model unknown for runs ...")
+    spec = {"stiffness": 40.0, "plateau": 0.7, "initial_reward": 0.2, "noise_d": 4e-6}
+    for name in ("", "  "):
+        with pytest.raises(ValueError, match=rf"model {name!r}: an LLM needs a name"):
+            simulate_sde_runset(models={name: spec}, n_steps=10)
 
 
 @pytest.mark.parametrize(
