@@ -548,3 +548,16 @@ def test_a_gain_at_the_threshold_reads_as_a_radius_of_1_not_below_it_and_unstabl
     assert "closed form (C_eff > 0): NO" in out
     assert main(["stability", "--eta-k", "0.0999", "--momentum", "0.9", "--k-ref", "1"]) == 0
     assert "exact (spectral radius 0.99995000 < 1): yes" in capsys.readouterr().out
+
+
+def test_a_setting_on_the_closed_form_threshold_says_why_its_positive_c_eff_is_not_stable(capsys):
+    # a K_ref = 1 - mu exactly: C_eff = 1.1e-16 after rounding. The lines read "C_eff = 1.11022e-16"
+    # and "closed form (C_eff > 0): NO" with nothing to say why
+    assert main(["stability", "--eta-k", "0.3", "--momentum", "0.1", "--k-ref", "3"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "closed form (C_eff > 0): NO (C_eff = 1.11e-16 is 0 up to rounding: the setting is on the threshold)"
+        in out
+    )
+    assert main(["stability", "--eta-k", "0.31", "--momentum", "0.1", "--k-ref", "3"]) == 0
+    assert "closed form (C_eff > 0): NO\n" in capsys.readouterr().out  # C_eff -0.03: nothing to add

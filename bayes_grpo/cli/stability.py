@@ -207,6 +207,15 @@ def _closed_form_threshold(s: dict) -> str:
     return _num(value)
 
 
+def _on_the_threshold(s: dict) -> str:
+    """Why a positive ``C_eff`` is not stable: it is 0 up to rounding (``closed_form_stable``).
+    At ``--eta-k 0.3 --momentum 0.1 --k-ref 3`` the lines read "C_eff = 1.11022e-16" and then
+    "closed form (C_eff > 0): NO", with nothing to say why."""
+    if s["stable_closed_form"] or not float(s["C_eff"]) > 0 or not float(s["a"]) > 0:
+        return ""
+    return f" (C_eff = {float(s['C_eff']):.3g} is 0 up to rounding: the setting is on the threshold)"
+
+
 def _critical_k_ref(value: object) -> str:
     """The first unstable lag, or that none is a float (a gain too small: ``critical_k_ref`` inf)."""
     if value is not None and math.isinf(float(value)):
@@ -254,7 +263,7 @@ def format_summary(s: dict) -> list[str]:
         f"K_eff = {_num(s['K_eff'])}   [continuum model]",
         f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
         f"regime         {s['regime_exact'] or 'n/a'}   [exact: the discrete recursion's dominant root]",
-        f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}",
+        f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}{_on_the_threshold(s)}",
         _radius_line(s),
         f"threshold a*   closed form (1 - mu)/K_ref: {_closed_form_threshold(s)}",
         f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
