@@ -284,6 +284,22 @@ def test_a_sweep_that_starts_past_the_threshold_says_so_and_gives_no_verdict():
     assert "already at the first K_ref swept (12" in res.summary
 
 
+def test_a_threshold_at_k_ref_zero_says_the_closed_form_is_late_not_conservative_by_minus_one():
+    # a = 2.5 >= 2 (1 + mu): unstable already without lag, where C_eff = 1 - mu > 0 at every gain.
+    # The summary read "closed form (1-mu)/a = 0.40 -> 1 (conservative by -1 steps)", and the phase
+    # line "the closed form is early by -1 steps (median)"
+    from bayes_grpo.bandit.experiments import phase_diagram_check
+
+    ds = simulate_bandit(k_ref=[0, 1, 2], learning_rate=[10.0, 12.0], momentum=0.0, seeds=2, steps=100, clip_eps=math.inf)
+    one = threshold_check(ds.isel(run=ds["learning_rate"].values == 10.0))
+    assert one.values["exact_threshold_k_ref"] == 0 and one.values["closed_form_threshold_k_ref"] == 1
+    assert "conservative by -1" not in one.summary
+    assert "(1 step late: without lag the closed form sees no instability, C_eff = 1 - mu > 0 at every gain)" in one.summary
+    line = phase_diagram_check(ds)
+    assert "early by -1" not in line.summary
+    assert "the closed form is late by 1 step (median)" in line.summary
+
+
 def test_full_importance_reweighting_removes_the_lag():
     # same setting, K_ref = 12 > exact threshold 7: diverges with the gradient at the
     # behaviour policy, converges when the clipped surrogate is differentiated at the current one

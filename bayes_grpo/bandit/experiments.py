@@ -662,7 +662,7 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
     summary = (
         f"{observed}; "
         f"exact discrete prediction {exact:g}, closed form (1-mu)/a = {closed_real:.2f} -> {closed:g} "
-        f"(conservative by {exact - closed:g} steps). a = eta_eff K = {a:.4g}, mu = {mu:g}."
+        f"({_closed_form_lead(exact - closed)}). a = eta_eff K = {a:.4g}, mu = {mu:g}."
     )
     if short:
         needed = float(table.loc[short, "steps_to_resolve"].max())
@@ -685,6 +685,21 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         summary = f"{summary} {late}"
     passed, summary = _lagged_mean_field_only(ds, passed, summary)
     return CheckResult("bandit_stability_threshold", passed, summary, table=table, values=values)
+
+
+def _closed_form_lead(steps: float) -> str:
+    """How far the closed-form threshold ``K_ref`` comes before the exact one, in words.
+
+    It is conservative (early) at every lag >= 1; only a setting unstable already without lag
+    (``a >= 2 (1 + mu)``: exact threshold 0) has it late, by one step, since ``C_eff = 1 - mu > 0``
+    at ``K_ref = 0`` (this read "conservative by -1 steps").
+    """
+    if steps < 0:
+        return (
+            f"{-steps:g} step{'' if steps == -1 else 's'} late: without lag the closed form sees no "
+            "instability, C_eff = 1 - mu > 0 at every gain"
+        )
+    return f"conservative by {steps:g} steps"
 
 
 def _persistent_oscillation_note(
@@ -761,10 +776,12 @@ def phase_diagram_check(ds: xr.Dataset, **threshold_kwargs) -> CheckResult:
     table = pd.DataFrame(rows).set_index("learning_rate")
     passed = None if not verdicts else bool(all(verdicts))
     n_ok = int(sum(verdicts))
+    lead = float(np.nanmedian(table["exact_threshold_k_ref"] - table["closed_form_threshold_k_ref"]))
     summary = (
         f"Empirical stability threshold within one K_ref step of the exact discrete one for {n_ok} of "
-        f"{len(verdicts)} assessable learning rates; the closed form is early by "
-        f"{np.nanmedian(table['exact_threshold_k_ref'] - table['closed_form_threshold_k_ref']):g} steps (median)."
+        f"{len(verdicts)} assessable learning rates; the closed form is "
+        + (f"late by {-lead:g} step{'' if lead == -1 else 's'}" if lead < 0 else f"early by {lead:g} steps")
+        + " (median)."
     )
     if late:
         # the reason threshold_check gives one learning rate, which this summary dropped
