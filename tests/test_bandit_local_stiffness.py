@@ -111,6 +111,16 @@ def test_aligned_reward_is_the_curve_of_the_policy_that_generated_it():
         align_to_generating_policy(ds.isel(step=slice(None, None, 2)))
 
 
+def test_a_run_whose_lag_outlasts_its_log_aligns_to_nothing_not_a_broadcast_error():
+    # K_ref 7 over 5 logged steps: every logged reward is of the policy before step 0, none of a
+    # policy the run logged; it failed "could not broadcast input array from shape (0,) into (3,)"
+    ds = simulate_bandit(k_ref=[0, 5, 7], seeds=1, steps=5)
+    al = align_to_generating_policy(ds, variables=["reward"])
+    lags = ds["k_ref"].values
+    np.testing.assert_array_equal(al["reward"].values[lags == 0], ds["reward"].values[lags == 0])
+    assert np.all(np.isnan(al["reward"].values[lags > 0]))
+
+
 class _PerturbationPosterior:
     """idata.posterior with two models: K_m = K + c e0_m exactly, plus coefficient_draws."""
 

@@ -227,8 +227,8 @@ def align_to_generating_policy(
     expected reward *of the policy at step t*; fitting it to the delayed curve biases the
     fitted stiffness low, by about 7% per step of lag for the bandit at ``mu = 0.5``. This
     returns a copy in which the value at step ``n`` is the logged value at step ``n + L``;
-    the last ``L`` steps of a run become NaN. Runs with ``K_ref = 0`` (or unknown ``K_ref``)
-    are unchanged.
+    the last ``L`` steps of a run become NaN (all of them when ``L`` reaches the run's length).
+    Runs with ``K_ref = 0`` (or unknown ``K_ref``) are unchanged.
 
     Parameters
     ----------
@@ -256,7 +256,8 @@ def align_to_generating_policy(
         z = np.full_like(y, np.nan)
         for i, lag in enumerate(lags):
             L = int(lag) if np.isfinite(lag) else 0
-            z[i, : y.shape[1] - L] = y[i, L:]
+            if L < y.shape[1]:  # a lag past the log's end leaves it all NaN (was a broadcast error)
+                z[i, : y.shape[1] - L] = y[i, L:]
         out[name] = ((RUN_DIM, STEP_DIM), z)
     out.attrs["aligned_to_generating_policy"] = 1
     return out
