@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -126,6 +127,27 @@ def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
 
 
 # ----------------------------------------------------------------------------- zero-std groups
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"learning_rate": [0.1, 0.1]}, "learning_rate lists 0.1 more than once"),
+        ({"k_ref": [1, 1.0]}, "k_ref lists 1 more than once"),
+        ({"group_size": [4, 8, 4]}, "group_size lists 4 more than once"),
+    ],
+)
+def test_a_setting_listed_twice_is_refused_before_the_simulation_runs(kwargs, message, monkeypatch):
+    # it ran the whole simulation, then failed "run set has duplicate run ids: [...]" naming no
+    # setting (simulate_sde_runset and the command line refuse it first, naming the list)
+    import bayes_grpo.bandit.simulator as sim
+
+    def no_simulation(**kw):
+        raise AssertionError("simulated before the settings were checked")
+
+    monkeypatch.setattr(sim, "simulate_bandit_arrays", no_simulation)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        simulate_bandit(seeds=1, steps=5, **kwargs)
 
 
 @pytest.mark.parametrize("advantage", ADVANTAGES)

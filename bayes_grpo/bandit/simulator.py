@@ -554,6 +554,20 @@ def simulate_bandit(
             (beta, "beta"),
         )
     ]
+    for values, name in zip(settings, ("k_ref", "group_size", "learning_rate", "momentum", "beta")):
+        # a repeated value ran the whole simulation, then failed "run set has duplicate run ids"
+        seen: set[float] = set()
+        for value in values:
+            try:
+                key = float(value)
+            except (TypeError, ValueError):
+                continue  # not a number: the simulator's checks say so in their own words
+            if key in seen:
+                raise ValueError(
+                    f"{name} lists {key:.15g} more than once: each setting is one set of runs (their "
+                    "run ids would repeat); give each value once"
+                )
+            seen.add(key)
     check_fits_in_memory(
         math.prod(len(v) for v in settings) * int(seeds),
         int(steps),
