@@ -790,17 +790,19 @@ def _check_values(label: str, values, low: str | None) -> None:
 def check_models(models: Mapping[str, Mapping[str, float]]) -> None:
     """Refuse a model specification of :func:`simulate_sde_runset` that means nothing.
 
-    Each model needs a name (not blank), ``stiffness``, ``plateau``, ``initial_reward`` and ``noise_d`` (and may
-    have ``model_size``), all finite numbers, ``noise_d >= 0`` (a variance: a negative one was
-    clipped to a noise-free run whose truth had a negative stationary variance) and
-    ``model_size > 0``. ``ValueError`` naming the model and the key.
+    Each model needs a name (not blank), ``stiffness``, ``plateau``, ``initial_reward`` and
+    ``noise_d`` (and may have ``model_size``), all finite numbers, ``noise_d >= 0`` (a variance:
+    a negative one was clipped to a noise-free run whose truth had a negative stationary
+    variance) and ``model_size > 0``. ``ValueError`` naming the model and the key.
     """
     if not models:
         raise ValueError("models must name at least one model")
     for name, spec in models.items():
         if not str(name).strip():
             # '' was simulated as runs '-G4-lr0.001-k1-s0', of a model the fit reads as unknown
-            raise ValueError(f"model {name!r}: an LLM needs a name (the runs' model, the start of their ids)")
+            raise ValueError(
+                f"model {name!r}: an LLM needs a name (the runs' model, the start of their ids)"
+            )
         missing = {"stiffness", "plateau", "initial_reward", "noise_d"} - set(spec)
         unknown = set(spec) - _MODEL_KEYS
         if missing or unknown:

@@ -980,7 +980,8 @@ def phase_grid(
     -------
     xarray.Dataset with dims ``(learning_rate, k_ref)`` and variables ``a``, ``M_eff``,
     ``C_eff``, ``K_eff``, ``zeta`` (NaN where not :func:`closed_form_stable`: ``C_eff <= 0``,
-    or 0 up to rounding), ``regime`` (str, continuum coefficients: :func:`closed_form_regime`), ``regime_exact`` (str, the discrete recursion's: :func:`recursion_regime`),
+    or 0 up to rounding), ``regime`` (str, continuum coefficients: :func:`closed_form_regime`),
+    ``regime_exact`` (str, the discrete recursion's: :func:`recursion_regime`),
     ``closed_form_stable``, ``exact_stable`` (bool), ``spectral_radius``; and, per
     ``k_ref``, ``closed_form_threshold_lr`` and ``exact_threshold_lr``, the learning rates at
     which each criterion puts the boundary. Attributes record ``stiffness``, ``momentum``
