@@ -1996,3 +1996,11 @@ def test_discrepancy_band_does_not_move_with_the_seed():
     np.testing.assert_allclose(widths[2], widths[0], rtol=1e-9)
     np.testing.assert_allclose(widths[0][1:], 2 * 1.645 * 0.02 * 0.6, rtol=0.005)
 
+
+def test_a_few_diverging_draws_are_not_called_zero_percent():
+    # 1 of 2000 draws diverging was "1 of 2000 posterior draws (0%) are unstable"
+    gains = np.r_[np.full(1999, 0.05), np.full(1, 0.5)]
+    ds = predict_from_draws(_draws(gains), steps=100, momentum=0.5, k_ref=2.0, seed=0)
+    assert ds.attrs["n_draws_diverging"] == 1
+    note = next(w for w in attr_warnings(ds) if "unstable at this setting" in w)
+    assert note.startswith("1 of 2000 posterior draws (0.") and "(0%)" not in note, note

@@ -305,3 +305,13 @@ def test_draws_without_a_reward_scale_are_normalised_progress_by_one_rule_and_no
     assert pred.attrs["units"].startswith("normalised progress")
     assert pred.attrs["clip_range"] == "off"
     assert any("normalised progress, not a success rate" in w for w in attr_warnings(pred))
+
+
+def test_unclipped_move_note_prints_a_move_just_past_the_range_above_it():
+    # a move of 0.2024 was printed "moves by 20% ..., more than a PPO clip range of 0.2"
+    from bayes_grpo.predict.predict import unclipped_move_note
+
+    mean = np.r_[np.full(5, 0.5), np.full(6, 0.6012)]
+    ds = xr.Dataset({"mean_mean": ("step", mean)}, coords={"step": np.arange(11.0)})
+    note = unclipped_move_note(None, model=None, prediction=ds, k_ref=4)
+    assert note.startswith("the predicted success rate moves by 20.2% within K_ref = 4 steps"), note

@@ -40,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
-from bayes_grpo.checks.base import plot_text, share_percent
+from bayes_grpo.checks.base import plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
@@ -711,8 +711,11 @@ def unclipped_move_note(
     eps = TRL_DEFAULT_CLIP_EPSILON
     if move <= eps:
         return None
+    # as many decimals as keep the move above the range (verdict_percent: a value >= the next float
+    # past eps is one > eps): a move of 0.2026 read "moves by 20% ..., more than ... 0.2"
+    moved = verdict_percent(move, float(np.nextafter(eps, np.inf)))
     return (
-        f"the predicted success rate moves by {move:.0%} within K_ref = {float(k_ref):g} steps (steps "
+        f"the predicted success rate moves by {moved} within K_ref = {float(k_ref):g} steps (steps "
         f"{steps[at] - float(k_ref):g}-{steps[at]:g}), more than a PPO clip range of {eps:g} (TRL's default) allows: a run with "
         "such clipping is slowed there, which this linear law does not draw; give the run's clip "
         + (

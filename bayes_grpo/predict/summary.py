@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
+from bayes_grpo.checks.base import share_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 
 #: Fractions of the rise ``p* - R0`` whose first-passage steps are reported.
@@ -310,10 +311,11 @@ def stop_step_notes(
     if gain.size and threshold >= float(gain[0]) and falls:
         # a run that declines from its start had stop step 0 with "give a smaller gain", as if
         # the threshold were the trouble (`forecast` of a falling reward at the default 1%)
-        share = float(np.mean(np.asarray(rise) < 0.0))
+        falling = np.asarray(rise) < 0.0
+        share = share_percent(int(falling.sum()), falling.size)
         notes.append(
             f"the reward is expected to fall: the plateau p* lies below the initial reward R0 "
-            f"(by {-float(np.mean(rise)):.3g} on average; in {share:.0%} of the draws), so the expected "
+            f"(by {-float(np.mean(rise)):.3g} on average; in {share} of the draws), so the expected "
             f"remaining gain from step {first:g} ({float(gain[0]):.3g}) is already below the stop "
             f"threshold {threshold:.3g} and the stop step is the first step: by this forecast, training "
             "on does not raise the reward"
@@ -664,7 +666,8 @@ def summarise_draws(
         )
     if n_diverging:
         n_all = int(keep.sum())
-        share = f"{n_diverging} of {n_all} posterior draws ({n_diverging / n_all:.0%})"
+        # share_percent: 1 of 2000 draws read "(0%)" beside the draws it says were left out
+        share = f"{n_diverging} of {n_all} posterior draws ({share_percent(n_diverging, n_all)})"
         # a clipped law caps the unstable mode of some draws in a limit cycle: they swing, not diverge
         cycle = "swing about p* without settling within the horizon (a limit cycle: the clip caps the unstable mode)"
         if n_swinging == n_diverging:
