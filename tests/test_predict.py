@@ -984,6 +984,9 @@ def test_a_fractional_k_ref_says_why_the_exact_instability_probability_is_nan():
     ds = predict_run(Fitted(), k_ref=2.5, **setting)
     assert np.isnan(ds.attrs["prob_unstable_exact"]) and ds.attrs["prob_unstable_closed_form"] == 0.0
     assert any("K_ref = 2.5 is not a whole number" in w and "NaN" in w for w in attr_warnings(ds))
+    # the sentence ended "...; P(unstable, closed form) is", as if cut off
+    note = next(w for w in attr_warnings(ds) if "K_ref = 2.5 is not a whole number" in w)
+    assert note.endswith("P(unstable, closed form) is given"), note
     whole = predict_run(Fitted(), k_ref=2.0, **setting)
     assert not any("whole number" in w for w in attr_warnings(whole))
 

@@ -1350,7 +1350,7 @@ def predict_run(
         warnings_.append(
             f"K_ref = {float(k_ref):g} is not a whole number of steps: the exact (discrete "
             "recursion) stability criterion is not defined, so P(unstable, exact) is not given "
-            "(NaN); P(unstable, closed form) is"
+            "(NaN); P(unstable, closed form) is given"
         )
     settings = {
         "learning_rate": learning_rate,
