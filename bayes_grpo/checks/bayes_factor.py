@@ -488,6 +488,7 @@ def sample_unconstrained(
     random_seed: int | None = 0,
     target_accept: float = 0.9,
     progressbar: bool = False,
+    sample_with: Any = None,
     **sample_kwargs: Any,
 ) -> UnconstrainedPosterior:
     """Sample a PyMC model with NUTS and return its draws on the unconstrained space.
@@ -504,6 +505,12 @@ def sample_unconstrained(
         Show PyMC's progress bar and its lines ("Initializing NUTS ...", "Sampling 2 chains
         ... took 12 seconds"); without it the sampler says nothing (``quiet``), as
         :func:`bayes_grpo.predict.compare.fit_law`'s fits.
+    sample_with
+        Another parameterisation of the same distribution to run NUTS on (None: ``model``
+        itself), whose posterior holds every value variable of ``model`` under its name (as
+        a free variable or a deterministic, on the value variable's own scale): the draws and
+        the log density are then ``model``'s. The G-invariance check samples ``H1`` with
+        centred offsets this way (``build_pymc_model(centred_offsets=True)``).
     sample_kwargs
         Passed to ``pm.sample``.
     """
@@ -516,7 +523,7 @@ def sample_unconstrained(
     f, names, sizes, shapes = flat_log_density(model)
     sample_kwargs.setdefault("cores", 1)
     sample_kwargs.setdefault("quiet", not progressbar)
-    with model:
+    with model if sample_with is None else sample_with:
         idata = pm.sample(
             draws=draws,
             tune=tune,
