@@ -190,6 +190,30 @@ def test_bridge_sampling_matches_the_analytic_marginal_likelihood_and_bayes_fact
         assert sd_g.log_bf01 == pytest.approx(exact, abs=0.25)
 
 
+def test_bridge_sampling_of_draws_from_a_centred_twin_matches_the_analytic_marginal_likelihood():
+    # sample_with: NUTS on another parameterisation of the model (the G-invariance check samples
+    # H1 with centred offsets), the draws and the log density read back as the model's own
+    s = 1.0
+    x, y = _data(1.5)
+    _, h1 = _models_with_positive_nuisance(x, y, s)
+    with pm.Model() as twin:
+        mu = pm.Normal("mu", 0, 1)
+        pm.HalfNormal("tau", 1.0)
+        value = pm.Normal("value", mu, s)  # mu + delta, delta ~ Normal(0, s)
+        delta = pm.Deterministic("delta", value - mu)
+        pm.Normal("y", mu + delta * x, 1, observed=y)
+    b1 = bridge_evidence(h1, draws=600, tune=400, chains=2, random_seed=2, sample_with=twin)
+    assert b1.posterior.names == [v.name for v in h1.value_vars]
+    assert b1.log_ml == pytest.approx(_analytic_log_ml(x, y, s), abs=0.06)
+    with pm.Model() as lacking:  # the same distribution, but no variable named delta
+        mu = pm.Normal("mu", 0, 1)
+        pm.HalfNormal("tau", 1.0)
+        value = pm.Normal("value", mu, s)
+        pm.Normal("y", value * x + mu * (1 - x), 1, observed=y)
+    with pytest.raises(ValueError, match=r"\(sample_with\) has no free or deterministic variable named \['delta'\]"):
+        bridge_evidence(h1, draws=20, tune=10, chains=1, sample_with=lacking)
+
+
 def test_bridge_sampling_is_exact_for_a_gaussian_target_in_several_dimensions():
     """Unnormalised correlated Gaussian (known constant), exact draws: no MCMC involved."""
     rng = np.random.default_rng(5)

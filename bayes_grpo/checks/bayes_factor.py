@@ -521,6 +521,14 @@ def sample_unconstrained(
             f"NUTS needs draws >= 20 and chains >= 1, got draws={draws}, chains={chains}"
         )
     f, names, sizes, shapes = flat_log_density(model)
+    if sample_with is not None:
+        held = {v.name for v in sample_with.value_vars} | {v.name for v in sample_with.deterministics}
+        missing = [n for n in names if n not in held]
+        if missing:
+            raise ValueError(
+                f"the model to sample instead (sample_with) has no free or deterministic variable "
+                f"named {missing}: its draws cannot be read as the model's"
+            )
     sample_kwargs.setdefault("cores", 1)
     sample_kwargs.setdefault("quiet", not progressbar)
     with model if sample_with is None else sample_with:
