@@ -1106,7 +1106,8 @@ def invariance_check(
         if np.isfinite(alpha["alpha_median"])
         else ""
     )
-    finite_smc = min(int(ref["smc_chains_finite_h0"]), int(ref["smc_chains_finite_h1"]))
+    # the chains whose evidence is finite (columns of invariance_bayes_factor's table)
+    finite_smc = min(int(ref.get("smc_chains_finite_h0", 0)), int(ref.get("smc_chains_finite_h1", 0)))
     smc_text = (
         # one SMC chain has no error (the spread across chains): it printed "± nan"; of two
         # chains asked, one that failed left "one chain" unexplained
