@@ -66,6 +66,7 @@ import xarray as xr
 from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.runset.core import RunSetError, make_runset, runset_warnings
 from bayes_grpo.runset.loaders import (
+    LOG_SUFFIXES,
     LogFormatError,
     ManifestRow,
     RawRun,
@@ -792,8 +793,8 @@ def discover(path: str | Path) -> list[_Job]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
-        elif compressed_log_error(f) is not None:  # a rejected source, not left out unsaid
-            jobs[f] = _Job(f, None, error=compressed_log_error(f))
+        elif (compressed := compressed_log_error(f)) is not None:  # a rejected source, not left out unsaid
+            jobs[f] = _Job(f, None, error=compressed)
     return [*jobs.values(), *unreadable]
 
 
@@ -1282,7 +1283,7 @@ def _path_components(
     elif stamp:
         stem = f"events-{stamp.group(1)}"
     else:
-        for suffix in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".log", ".txt", ".out"):
+        for suffix in LOG_SUFFIXES:
             if stem.lower().endswith(suffix):
                 stem = stem[: -len(suffix)]
                 break

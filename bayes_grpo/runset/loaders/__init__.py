@@ -68,10 +68,12 @@ def _json_lines_of_long_records(path: Path) -> bool:
         return False
 
 
-#: Suffixes of a compressed file (gzip, bzip2, xz, zstd): a log compressed so is not read.
-COMPRESSED_SUFFIXES: tuple[str, ...] = (".gz", ".bz2", ".xz", ".zst")
-#: Suffixes of the logs this package reads by their name (before a compression suffix).
-_LOG_SUFFIXES = {".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".log", ".txt", ".out"}
+#: The command that decompresses a file of each compression suffix (gzip, bzip2, xz, zstd): a log
+#: compressed so is not read.
+DECOMPRESS_COMMANDS: dict[str, str] = {".gz": "gunzip -k", ".bz2": "bunzip2 -k", ".xz": "unxz -k", ".zst": "unzstd"}
+#: Suffixes of the logs this package reads by their name (before a compression suffix; the ingest
+#: drops them from a run's id).
+LOG_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".log", ".txt", ".out")
 
 
 def compressed_log_error(path: str | Path) -> str | None:
@@ -80,12 +82,11 @@ def compressed_log_error(path: str | Path) -> str | None:
     left out without a word ("no log of a known format found here" when they were all it held)."""
     path = Path(path)
     suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) < 2 or suffixes[-1] not in COMPRESSED_SUFFIXES or suffixes[-2] not in _LOG_SUFFIXES:
+    if len(suffixes) < 2 or suffixes[-1] not in DECOMPRESS_COMMANDS or suffixes[-2] not in LOG_SUFFIXES:
         return None
-    tool = {".gz": "gunzip -k", ".bz2": "bunzip2 -k", ".xz": "unxz -k", ".zst": "unzstd"}[suffixes[-1]]
     return (
         f"{path}: a compressed log ({suffixes[-1]}), not read; decompress it first "
-        f"({tool} '{path}') and ingest the {path.with_suffix('').name} it gives"
+        f"({DECOMPRESS_COMMANDS[suffixes[-1]]} '{path}') and ingest the {path.with_suffix('').name} it gives"
     )
 
 
@@ -136,8 +137,8 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
             f"{path}: a netCDF file (a saved run set?), not a log; read a run set with "
             "bayes_grpo.runset.load_runset"
         )
-    if fmt is None and compressed_log_error(path) is not None:
-        raise LogFormatError(compressed_log_error(path))
+    if fmt is None and (compressed := compressed_log_error(path)) is not None:
+        raise LogFormatError(compressed)
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
     if fmt not in LOADERS:
@@ -147,9 +148,10 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
 
 
 __all__ = [
-    "COMPRESSED_SUFFIXES",
+    "DECOMPRESS_COMMANDS",
     "FORMATS",
     "LOADERS",
+    "LOG_SUFFIXES",
     "RUNSET_SUFFIXES",
     "LogFormatError",
     "ManifestRow",
