@@ -754,6 +754,12 @@ def residual_lag1_by_llm(
     return {k: (num[k] / den[k], int(den[k])) for k in num}
 
 
+def within_mc_error_of_threshold(log_bf01: float, mc_error: float) -> bool:
+    """Whether twice ``mc_error`` (NaN: unknown, False) could carry ``log BF01`` back across the
+    verdict's threshold ``log 3``: no verdict then, for the joint figure and an LLM's own alike."""
+    return bool(np.isfinite(mc_error) and abs(log_bf01) - 2 * mc_error <= LOG_BF_DECISIVE)
+
+
 def invariance_verdict(
     log_bf01_primary: float,
     log_bf01_secondary: float,
@@ -773,7 +779,7 @@ def invariance_verdict(
     p, s = log_bf01_primary, log_bf01_secondary
     if not np.isfinite(p):
         return None, "not assessable: the Bayes factor could not be computed"
-    if abs(p) > LOG_BF_DECISIVE and np.isfinite(primary_mc_error) and abs(p) - 2 * primary_mc_error <= LOG_BF_DECISIVE:
+    if abs(p) > LOG_BF_DECISIVE and within_mc_error_of_threshold(p, primary_mc_error):
         return None, (
             f"inconclusive: the Bayes factor leans to {'H0 (invariance)' if p > 0 else 'H1 (G-dependence)'}, "
             "but its Monte Carlo error is too large for a verdict (more draws narrow it)"
@@ -877,9 +883,7 @@ def _per_model_results(
             passed, _ = invariance_verdict(sd.log_bf01, sd.log_bf01, True)
             # one estimate only: no verdict while twice its Monte Carlo error (spread across
             # chains) could carry it back across the threshold
-            noisy = passed is not None and bool(
-                np.isfinite(sd.mc_error) and abs(sd.log_bf01) - 2 * sd.mc_error <= LOG_BF_DECISIVE
-            )
+            noisy = passed is not None and within_mc_error_of_threshold(sd.log_bf01, sd.mc_error)
             passed = None if noisy else passed
             wanders = passed is False and m in autocorrelated
             passed = None if wanders else passed
@@ -1037,18 +1041,14 @@ def invariance_check(
         )
         for hypothesis, fit in (("H0", fits.h0), ("H1", fits.h1[float(ref_scale)]))
     }
-    lag1_from = "H1" if passed is False else "H0"
     # an LLM at one G has no H1 offsets (its density is H0's under both hypotheses): its wander
     # does not bias the evidence the warning is about, so only the tested LLMs are read
-    tested = {m: v for m, v in acf_by[lag1_from].items() if m in testable}
-    acf1 = largest_lag1(tested)
-    wandering = autocorrelated_llms(tested) if likelihood == "iid" else {}
+    tested_by = {h: {m: v for m, v in by.items() if m in testable} for h, by in acf_by.items()}
+    lag1_from = "H1" if passed is False else "H0"
+    acf1 = largest_lag1(tested_by[lag1_from])
+    wandering = autocorrelated_llms(tested_by[lag1_from]) if likelihood == "iid" else {}
     # an LLM's own verdict of G-dependence is judged on its residuals under H1
-    wandering_h1 = (
-        autocorrelated_llms({m: v for m, v in acf_by["H1"].items() if m in testable})
-        if likelihood == "iid"
-        else {}
-    )
+    wandering_h1 = autocorrelated_llms(tested_by["H1"]) if likelihood == "iid" else {}
     bayes_factor_verdict = None
     if wandering and passed is False:
         # the verdict, not a warning beside it: on G-invariant sets with autocorrelated residuals
@@ -1089,7 +1089,7 @@ def invariance_check(
         "likelihood": likelihood,
         "residual_lag1_autocorrelation": acf1,
         "residual_lag1_from": lag1_from,
-        "residual_lag1_by_hypothesis": {h: {m: r for m, (r, _) in by.items() if m in testable} for h, by in acf_by.items()},
+        "residual_lag1_by_hypothesis": {h: {m: r for m, (r, _) in by.items()} for h, by in tested_by.items()},
         "nuts_draws": draws,
         "nuts_tune": tune,
         "nuts_chains": chains,
