@@ -851,3 +851,18 @@ def test_compare_shows_its_sampling_progress_as_fit_does_and_hides_it_with_no_pr
         captured = capsys.readouterr()
         assert "bayes-grpo compare: single_exp" not in captured.err, (flag, captured.err)
         assert [kw["progressbar"] for kw in calls] == [False, False], flag
+
+
+def test_the_best_law_per_run_table_is_indexed_by_run_names(monkeypatch, capsys):
+    # `bayes-grpo compare runs.nc` printed the best law per run with rows 0, 1, 2 and the run
+    # names in a column beside them, unlike the R^2 per run table above it (rows named by run)
+    from bayes_grpo.cli import main
+
+    _fake_single_exp_fits(monkeypatch)
+    runset = _runset(n_runs=3, n_steps=30)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: runset)
+    assert main(["compare", "runs.nc", "--laws", "single_exp", "--chains", "1"]) == 0
+    block = capsys.readouterr().out.split("best law per run")[1]
+    lines = block.strip().splitlines()
+    assert lines[0].split()[0] == "best_lfo"
+    assert [line.split()[0] for line in lines[1:]] == ["r0", "r1", "r2"]

@@ -639,5 +639,6 @@ def _run_compare(args: argparse.Namespace) -> int:
     )
     # the R^2 of each law on each run (the table above has medians only; --json has per_run)
     print_table(res.r2_by_run().rename_axis(index=None, columns=None), title="\nR^2 per run (raw; noise-ceiling and smoothed R^2: --json)")
-    print_table(res.per_run_winners(), title="\nbest law per run")
+    # rows named by run, as the R^2 table above (the records' own index read 0, 1, 2, ...)
+    print_table(res.per_run_winners().set_index("run").rename_axis(index=None), title="\nbest law per run")
     return 0
