@@ -2079,3 +2079,16 @@ def test_a_model_size_the_fit_cannot_use_is_said_in_the_priors_note_not_on_stder
         _, note = population_prior_for_run(runset, "r0", posterior=str(tiny), prefix=(steps[:20], reward[:20]))
     assert not [w for w in seen if issubclass(w.category, UnusedModelSizeWarning)]
     assert "the run's model_size = 1e+08 is not used: this fit has no regression" in note, note
+
+
+def test_the_warnings_name_the_last_step_the_forecast_saw_as_upto_step_does():
+    # `forecast runs.nc --run R --upto 150` of a run logged every other step reported
+    # upto_step 149 (the last logged step at or before --upto, the one the forecast saw) while
+    # its warnings said "up to step 150", "last seen 150": the same prefix, two ends
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    fc = forecast_in_runset(_runs_with_a_solved_one(), "solved", 101, likelihood="iid", n_draws=100)
+    assert fc.attrs["upto_step"] == 100
+    told = attr_warnings(fc)
+    assert any("solved (1 at all 51 logged steps up to step 100)" in w for w in told), told
+    assert not any("101" in w for w in told), told

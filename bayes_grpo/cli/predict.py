@@ -152,7 +152,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument("runs", help="run set netCDF (from `bayes-grpo ingest`)")
     f.add_argument("--run", required=True, help="run id to forecast")
-    f.add_argument("--upto", type=finite_float, required=True, help="last observed optimizer step to use")
+    f.add_argument(
+        "--upto",
+        type=finite_float,
+        required=True,
+        metavar="STEP",
+        help="last observed optimizer step to use (a step, not a count of logged points): the forecast "
+        "sees the run's rewards logged at steps <= STEP; upto_step in the output is the last of those steps",
+    )
     f.add_argument(
         "--prior", default=None, help="fitted model (models/NAME.nc) whose posterior is the prior"
     )

@@ -1410,19 +1410,22 @@ def forecast_in_runset(
         )
         fc = apply_band_calibration(fc, cal)
     notes = [late_upto] if late_upto is not None else []
+    # the prefix's end as the output's upto_step gives it: the last logged step at or before
+    # --upto (`--upto 150` of a run logged at odd steps saw 149; the notes said "up to step 150")
+    seen_to = float(t_all[seen].max())
     if starts_late(t_all[seen]):
         # fit and compare say this of such runs (model.prepare.shape_notes); a forecast of a log
         # resumed at step 1000 said only that its importance sampling was unreliable (90%
         # coverage 0.09 of its own later steps)
         notes.append(
-            f"run {run_id!r} starts late (first logged step {t_all[0]:g}, last seen {float(upto):g}): "
+            f"run {run_id!r} starts late (first logged step {t_all[0]:g}, last seen {seen_to:g}): "
             "the forecast's law puts the start of training (R0, zero velocity) at step 0 and "
             "draws the steps before the first logged one; if the log does start at the start of "
             "training (a step counter offset), number its steps from 0"
         )
     if constant_reward(y_all[seen]):
         level, n_seen = y_all[seen][0], int(seen.sum())
-        label = f"{run_id} ({level:g} at all {n_seen} logged steps up to step {upto:g})"
+        label = f"{run_id} ({level:g} at all {n_seen} logged steps up to step {seen_to:g})"
         notes.append(constant_reward_note([label], forecast=True))
     if check_instability:
         found = prefix_instability(runset, run_id, upto)
@@ -1430,7 +1433,7 @@ def forecast_in_runset(
         if found["detected"]:
             onset = found["onset_step"]
             notes.append(
-                f"the instability diagnostic flags the steps up to {float(upto):g} "
+                f"the instability diagnostic flags the steps up to {seen_to:g} "
                 f"({'; '.join(found['signals'])}"
                 + (f", from step {onset:g}" if onset is not None else "")
                 + "): this forecast's law is a stable oscillator and cannot draw an unstable "
@@ -1447,7 +1450,7 @@ def forecast_in_runset(
         # backtest_rmse 0.024 against 0.055 with the run-based prior, and nothing said why
         notes.append(
             f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {_counted(n_fitted, 'reward')} of run "
-            f"{run_id!r} after step {float(upto):g}: it has seen the steps this forecast is scored "
+            f"{run_id!r} after step {seen_to:g}: it has seen the steps this forecast is scored "
             "on, so the backtest_* figures are in-sample, not a test of the forecast (refit "
             "without them, or use the run-based prior)"
         )
