@@ -116,7 +116,8 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         dest="convention",
         choices=MOMENTUM_CONVENTIONS,
         default=EMA,
-        help="momentum convention (default ema: Adam's beta1)",
+        help="momentum convention (default ema: --momentum is Adam's beta1, as in TRL's default AdamW; "
+        "predict, stability and simulate bandit default to heavy_ball)",
     )
     p.add_argument("--seeds", type=positive_int, default=2, help="runs per setting (default 2)")
     p.add_argument("--steps", type=positive_int, default=300, help="optimizer steps (default 300)")
