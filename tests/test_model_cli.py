@@ -343,7 +343,9 @@ def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(r
     assert main(["fit", str(runs_file), "-o", str(tmp_path / "a.nc")]) == 0
     text = capsys.readouterr().out
     # one line, the note with the interval (the interval line and the note were two lines)
-    assert re.search(r"noise exponent: the noise exponent alpha \(sigma\^2 = D / G\^alpha\) is -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval\)", text), text
+    # and the label once: "noise exponent: the noise exponent alpha ..." said it twice
+    assert re.search(r"noise exponent: alpha \(sigma\^2 = D / G\^alpha\) is -1\S* \[-1\.\d+, -0\.9\d*\] \(90% interval\)", text), text
+    assert text.count("noise exponent") == 1, text
     assert "excludes the theory's 1" in text and "(it grows with G)" in text and "not converged" not in text
     assert main(["fit", str(runs_file), "-o", str(tmp_path / "b.nc"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

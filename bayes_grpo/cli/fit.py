@@ -263,7 +263,8 @@ def run_fit(args: argparse.Namespace) -> int:
         if noise_exponent is not None and noise_exponent["note"]:
             # the note gives the interval too: one line, not the interval and then the note
             # restating it three lines further down under the same label
-            print(f"noise exponent: {noise_exponent['note']}")
+            # under its label the note's own opening "the noise exponent alpha" said it twice
+            print(f"noise exponent: {noise_exponent['note'].removeprefix('the noise exponent ')}")
         elif noise_exponent is not None:
             print(
                 f"noise exponent: sigma^2 = D / G^alpha, alpha = {noise_exponent['median']:.3g} "
