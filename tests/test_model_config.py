@@ -133,6 +133,17 @@ def test_runs_without_a_model_name_are_pooled_with_a_note_saying_so():
     assert note and "['r0', 'r1']" in note[0] and "--manifest" in note[0]
 
 
+@pytest.mark.parametrize("lengths", [(50,), (50, 30)], ids=["alone", "beside a named run"])
+def test_a_single_run_without_a_model_name_is_said_to_be_fitted_as_unknown_model(lengths):
+    # one run without a model name (a lone CSV `step,reward`) was fitted as the LLM
+    # 'unknown-model' without a word: the note named such runs only from two of them on
+    ds = _runset({"r0": {"model": ""}}, lengths=lengths)
+    data = prepare_data(ds, DEFAULT_MODEL_CONFIG, "phenomenological")
+    assert "unknown-model" in data.models
+    note = [n for n in data.notes if "model unknown" in n]
+    assert note and "run 'r0'" in note[0] and "'unknown-model'" in note[0] and "--manifest" in note[0], data.notes
+
+
 
 def test_a_late_start_and_a_constant_reward_get_a_note_naming_the_runs():
     """A run logged from step 1000 (resumed, or a step counter offset: a simulated run that

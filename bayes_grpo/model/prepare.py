@@ -539,6 +539,12 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
             "(one plateau, initial reward and dynamics); if they come from different LLMs, give "
             "each run its model (ingest --manifest, or a bayes_grpo_run.json beside the log)"
         )
+    elif nameless:
+        # one such run was fitted (and named in every table) as 'unknown-model' without a word
+        notes.append(
+            f"model unknown for run {nameless[0]!r}: it is fitted as the LLM {UNKNOWN_MODEL!r}; "
+            "give the run its model (ingest --manifest, or a bayes_grpo_run.json beside the log)"
+        )
     if mech:
         bad = [r for r, c in zip(run_ids, conv) if c not in MOMENTUM_CONVENTIONS]
         if bad:
