@@ -4,7 +4,8 @@ A noisy reward curve cannot be fitted to ``R^2 = 1``: the step-to-step noise set
 Three numbers are therefore reported together:
 
 * :func:`r2`: the raw coefficient of determination of a fitted curve against the data;
-* :func:`noise_ceiling_r2`: the best ``R^2`` any smooth curve could reach, from the noise
+* :func:`noise_ceiling_r2`: an estimate of the ``R^2`` the true smooth curve reaches (the best
+  a smooth curve can do on average; an estimate with sampling error, not a bound), from the noise
   variance estimated by differencing: first differences (``Var[y[n+1] - y[n]] = 2 sigma^2``
   for white noise around a slowly varying trend) or second-difference pseudo-residuals
   (``y[n] - (y[n-1] + y[n+1])/2``, variance ``1.5 sigma^2``, blind to any locally linear
@@ -127,7 +128,13 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
 
 
 def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE) -> float:
-    """Largest ``R^2`` a smooth curve can reach on ``y``: ``1 - sigma^2 / Var[y]``.
+    """Estimated ``R^2`` of the true smooth curve on ``y``: ``1 - sigma^2 / Var[y]``.
+
+    An estimate, not a bound: for white noise it is unbiased for the true curve's ``R^2``
+    (unless clipped at 0), but ``sigma^2`` comes from the same few noisy points, so on a short
+    noisy run its sampling sd is of the order of the value itself (147 points at noise sd 0.28:
+    ceiling 0.16 +- 0.10, below the true curve's ``R^2`` in half of the runs;
+    ``tests/test_metrics.py``), and a fit's in-sample ``R^2`` exceeds it about as often.
 
     ``sigma^2`` from :func:`noise_variance` (default: second-difference pseudo-residuals,
     which a steep rise does not inflate; ``method="first_difference"`` for the plain first

@@ -18,8 +18,9 @@ from bayes_grpo.runset.schema import group_size_text
 
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
-    "R^2 is given three ways: raw per step, the noise ceiling (the best R^2 any smooth curve can reach given the "
-    "step-to-step noise, from second-difference pseudo-residuals), and against the curve smoothed by a centred "
+    "R^2 is given three ways: raw per step, the noise ceiling (an estimate of the R^2 the true smooth curve reaches "
+    "given the step-to-step noise, from second-difference pseudo-residuals; on a short noisy run it is uncertain "
+    "by about 0.1 and a fit can exceed it), and against the curve smoothed by a centred "
     "moving average of 10% of the run (comparable to the paper's R^2)."
 )
 CONVERGENCE_INTRO = "R-hat, bulk and tail ESS, divergences, tree depth and E-BFMI of the sampler, with rank plots."
