@@ -123,6 +123,21 @@ def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted
     )
     assert runset_summary(ds).loc["resumed", "n_duplicate_steps"] == 3
     assert any("3 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
+    assert any("a resumed run?" in w for w in runset_warnings(ds)["resumed"])
+
+
+def test_steps_logged_twice_in_a_row_are_said_to_be_so_not_called_a_resumed_run(tmp_path):
+    # garg's off_policy_full_sweep CSV logs its train metrics twice a step (rows of step 0, 0,
+    # 1, 1, ...: two log calls per optimizer step; the steps never go back) and ingest called
+    # each "logged more than once (a resumed run?)"
+    rows = [(s, 0.1 * s, k) for s in range(N) for k in (0.01, 0.02)]
+    ds = load_runs([_csv(tmp_path / "twice.csv", rows)])
+    told = runset_warnings(ds)["twice"]
+    note = [w for w in told if "logged more than once" in w]
+    assert note and f"{N} step(s) logged more than once" in note[0], told
+    assert "2 rows with the same step, one after the other" in note[0] and "resumed" not in note[0], note
+    assert "'reward'" in note[0] and "'kl'" in note[0], note
+    assert float(ds.kl.sel(run="twice", step=3)) == 0.02  # the last value logged, as before
 
 
 def test_wandb_bookkeeping_columns_of_an_evaluation_row_are_no_repeated_step(tmp_path):

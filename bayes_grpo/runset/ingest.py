@@ -406,9 +406,21 @@ def _normalise_run(
         per_call
     ).astype(bool)
     n_dup = int(recs.loc[repeated, "step"].nunique())
-    if n_dup:
+    if n_dup and n_back:
         warn.append(
             f"{n_dup} step(s) logged more than once (a resumed run?); kept the last value logged for each"
+        )
+    elif n_dup:
+        # the steps never go back, as a resumed run's do: each step's rows follow one another
+        # (garg's off_policy_full_sweep logs its train metrics twice a step: steps 0, 0, 1, 1, ...)
+        per_step = recs[repeated].groupby(["metric", "step"], sort=False).size()
+        rows = f"{per_step.min()}" if per_step.min() == per_step.max() else f"{per_step.min()}-{per_step.max()}"
+        names = list(dict.fromkeys(recs.loc[repeated, "metric"].astype(str)))
+        shown = ", ".join(map(repr, names[:4])) + (f" (+{len(names) - 4} more)" if len(names) > 4 else "")
+        warn.append(
+            f"{n_dup} step(s) logged more than once: {rows} rows with the same step, one after the "
+            f"other (metrics {shown}; several log calls per step, e.g. one per micro-batch or "
+            "epoch?); kept the last value logged for each"
         )
     recs = recs[~dup]
     wide = recs.pivot(index="step", columns="metric", values="num").sort_index()
