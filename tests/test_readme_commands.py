@@ -239,3 +239,24 @@ def test_help_prose_is_wrapped_to_the_terminal(verb, capsys, monkeypatch):
         build_parser().parse_args([*verb, "--help"])
     long = [line for line in capsys.readouterr().out.splitlines() if len(line) > 100 and not line[:1].isspace()]
     assert not long, long
+
+
+@pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
+def test_help_prose_on_an_80_column_terminal_is_wrapped_as_paragraphs_without_stubs(verb, capsys, monkeypatch):
+    # each source line of 81-100 characters was wrapped on its own: `stability --help` read
+    # "... with --convention ema (Adam beta1)" / "the recursion has" / "step eta (1 - beta1), ...",
+    # 59 such stubs over the verbs' descriptions and epilogs at 80 columns
+    from bayes_grpo.cli._common import _PARAGRAPH_START
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*verb, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    stubs = [
+        (line, after)
+        for line, after in zip(lines, lines[1:])
+        if line.strip() and after.strip() and not line[:1].isspace() and not after[:1].isspace()
+        and not line.startswith("usage:") and not _PARAGRAPH_START.match(after)
+        and len(line) + 1 + len(after.split()[0]) <= 78  # the next word fitted on the line
+    ]
+    assert not stubs, stubs

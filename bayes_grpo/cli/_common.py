@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -186,16 +187,43 @@ class RawWrappedDescriptionFormatter(argparse.RawDescriptionHelpFormatter):
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         import textwrap
 
-        lines = []
-        for line in text.splitlines():
-            if len(indent + line) <= width or line[:1].isspace():
-                lines.append(indent + line)
+        lines: list[str] = []
+        for block in _prose_blocks(text):
+            if len(block) == 1 and (block[0][:1].isspace() or not block[0]):
+                lines.append(indent + block[0] if block[0] else "")
+            elif all(len(indent + line) <= width for line in block):
+                lines += [indent + line for line in block]
             else:
+                # a paragraph is wrapped as one: wrapped line by line, each source line longer
+                # than an 80-column terminal left a stub ("... with --convention ema (Adam
+                # beta1) the recursion has" / "step eta (1 - beta1), so ...")
                 lines += textwrap.wrap(
-                    line, width, initial_indent=indent, subsequent_indent=indent,
+                    " ".join(block), width, initial_indent=indent, subsequent_indent=indent,
                     break_long_words=False, break_on_hyphens=False,
                 )  # fmt: skip
         return "\n".join(lines)
+
+
+#: A prose line that starts a paragraph of its own: a list item or a ``label:`` (``gain: a = ...``,
+#: ``--json: ...``, ``manifest (CSV/YAML): ...``), which the help's text lays out as a line of its own.
+_PARAGRAPH_START = re.compile(r"^(?:[-*] |[\w./*-]+(?: \([^()\s]*\))?: )")
+
+
+def _prose_blocks(text: str) -> list[list[str]]:
+    """``text``'s lines as blocks: each blank or indented line alone (kept as written), and
+    paragraphs of consecutive unindented lines, one starting at each :data:`_PARAGRAPH_START`."""
+    blocks: list[list[str]] = []
+    prose = False
+    for line in text.splitlines():
+        if not line.strip() or line[:1].isspace():
+            blocks.append([line if line.strip() else ""])
+            prose = False
+        elif prose and not _PARAGRAPH_START.match(line):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+            prose = True
+    return blocks
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
