@@ -422,6 +422,19 @@ def test_the_json_groups_give_g_as_an_integer_also_beside_a_group_of_unknown_g(r
         assert sorted(g for g in sizes if g is not None) == [4, 16] and all(type(g) is int for g in sizes if g is not None), sizes
 
 
+def test_the_printed_table_gives_an_unknown_g_as_a_question_mark_not_nan(runs_file, tmp_path, capsys, monkeypatch):
+    # `fit` of runs of unknown G printed the group row as "unknown-model NaN" (G read as a
+    # number), where every label and message shows an unknown G as "?" (group_size_text)
+    ds = xr.load_dataset(runs_file)
+    third = ds.isel(run=[0]).assign_coords(run=["unknown-g"], group_size=("run", [np.nan]))
+    runs = save_runset(xr.concat([ds, third], dim="run"), tmp_path / "with_unknown_g.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
+    table = capsys.readouterr().out.split("posterior medians per model and G")[1].split("\nunits")[0]
+    sizes = [line.split()[-12] for line in table.strip().splitlines()[3:]]  # G, then 11 columns
+    assert sorted(sizes) == ["16", "4", "?"], table
+
+
 def test_the_json_residual_autocorrelation_table_gives_g_as_an_integer_beside_an_unknown_g(runs_file, tmp_path, capsys, monkeypatch):
     # with one run of unknown G, `fit --json`'s residual_autocorrelation table gave the known G
     # as 4.0 and 16.0 (the groups' and runs' as 4 and 16): CheckResult.to_dict's reset_index made
