@@ -273,3 +273,17 @@ def test_the_python_summary_and_the_json_count_a_runs_points_under_one_name(tmp_
     assert main(["ingest", str(tmp_path / "sparse.csv"), "-o", str(tmp_path / "r.nc"), "--json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["n_points"] == 12 and isinstance(run["n_points"], int)
+
+
+def test_the_table_marks_an_unknown_model_and_convention_as_unknown_like_the_other_columns(tmp_path, capsys):
+    # a log without a model or momentum convention left those cells blank, while every other
+    # unknown (G, lr, mu, k_ref, ...) read "-": the row's columns shifted when read by eye or split
+    log = tmp_path / "plain.csv"
+    log.write_text("\n".join(["step,reward"] + [f"{s},{0.01 * s}" for s in range(20)]))
+    assert main(["ingest", str(log), "-o", str(tmp_path / "runs.nc")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "r_first" in line).split()
+    row = next(line for line in lines if line.startswith("plain")).split()
+    assert len(row) == len(header) + 1, (header, row)  # +1: the run id
+    cells = dict(zip(header, row[1:]))
+    assert cells["model"] == "-" and cells["conv"] == "-", cells

@@ -163,6 +163,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fmt(value: object) -> object:
+    if isinstance(value, str) and not value.strip():
+        return "-"  # an unknown model or convention read as a blank cell, other unknowns as "-"
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
