@@ -132,6 +132,31 @@ def test_a_model_size_given_with_a_fitted_llm_is_said_unused_whatever_its_name(m
     assert json.loads(out.out)["values"]["new_model"] is True and "not used" not in out.err
 
 
+def test_the_posterior_table_leaves_a_probabilitys_interval_blank_not_nan(monkeypatch, capsys):
+    # `stability --posterior models/tiny.nc ...` printed "P(unstable), exact ... 0.000000 NaN NaN":
+    # a probability has no interval, and NaN reads as a number that failed to compute
+    from types import SimpleNamespace
+
+    import numpy as np
+    import xarray as xr
+
+    class Fitted:
+        data = SimpleNamespace(models=["llm"])
+
+        def coefficient_draws(self, **kwargs):
+            a = (("chain", "draw"), np.random.default_rng(0).uniform(0.005, 0.015, (1, 50)))
+            return xr.Dataset({"a": a}, attrs={"parameterisation": "mechanistic"})
+
+    monkeypatch.setattr("bayes_grpo.model.core.as_fitted_model", lambda path, **kw: (Fitted(), []))
+    args = ["stability", "--posterior", "fit.nc", "--lr", "1e-3", "--momentum", "0.5"]
+    assert main([*args, "--k-ref", "4", "--convention", "heavy_ball"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("P(")]
+    assert len(rows) == 4 and not any("NaN" in row for row in rows), rows
+    assert main([*args, "--k-ref", "4", "--convention", "heavy_ball", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["table"]  # the check's own table, unchanged
+    assert table[0]["lo"] is None and table[0]["hi"] is None, table[0]
+
+
 def test_a_k_ref_too_large_for_the_exact_criterion_is_a_clear_error(capsys):
     # K_ref = 100000 asked numpy for a 75 GiB companion matrix: a MemoryError traceback (the
     # dominant roots, found in time ~ K_ref, now take it; the bound is the next one)

@@ -340,8 +340,23 @@ def _run_posterior(args: argparse.Namespace) -> int:
     if result.table is not None:
         from bayes_grpo.cli._common import print_table
 
-        print_table(result.table)
+        print_table(_intervals_shown(result.table))
     return 0
+
+
+def _intervals_shown(table):
+    """The posterior table as read: a quantity with a value and no interval (a probability)
+    leaves ``lo`` / ``hi`` blank, where they read "NaN" as if they had failed to compute; the
+    numbers to 6 significant digits (a critical K_ref of 755, not 755.000000)."""
+    import math
+
+    def cell(v: float) -> str:
+        return "NaN" if math.isnan(v) else f"{v:.6g}"
+
+    no_interval = table["value"].notna() & table["lo"].isna() & table["hi"].isna()
+    shown = table.map(cell)
+    shown.loc[no_interval, ["lo", "hi"]] = ""
+    return shown
 
 
 __all__ = ["register", "run", "format_summary", "EMA"]
