@@ -154,6 +154,7 @@ def summary_lines(model, seconds: float | None = None) -> list[str]:
     lines = [
         f"- runs fitted: {len(table)}; draws: {post.sizes['chain']} chains x {post.sizes['draw']}; "
         f"sampler settings: {model.sampler_config}",
+        f"- fit settings: {model.settings}",
         f"- convergence: {conv.summary}",
     ]
     if seconds is not None:

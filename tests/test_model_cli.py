@@ -321,7 +321,7 @@ def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp
 
 
 def test_a_noise_exponent_whose_interval_excludes_the_theorys_1_is_said_by_fit(runs_file, tmp_path, capsys, monkeypatch):
-    # the shipped models/tiny.nc has alpha -1.02 [-1.1, -0.94] (noise growing with G against the
+    # the shipped models/tiny.nc had alpha -1.02 [-1.1, -0.94] (-0.59 with reward bounds; noise growing with G against the
     # theory's 1/G) and neither fit nor predict said so. Prior draws stand in for the posterior,
     # with alpha set to the tiny fit's; an interval that holds 1, a fixed alpha and the shipped
     # one-G bandit fit (alpha not identified) say nothing.

@@ -1302,15 +1302,16 @@ def test_a_prediction_for_an_llm_fitted_on_adam_and_sgd_runs_says_which_optimize
 
 
 def test_a_prediction_from_a_fit_whose_noise_exponent_excludes_1_says_so():
-    # models/tiny.nc: alpha -1.02 [-1.1, -0.94], the logged-reward band at any G scaled by it,
-    # and predict said nothing; the one-G bandit fit (alpha not identified) says nothing
+    # models/tiny.nc: alpha -0.59 [-0.68, -0.50] (-1.02 [-1.1, -0.94] before its refit with reward
+    # bounds), the logged-reward band at any G scaled by it, and predict said nothing; the one-G
+    # bandit fit (alpha not identified) says nothing
     from pathlib import Path
 
     models = Path(__file__).resolve().parents[1] / "models"
     tiny = predict_run(models / "tiny.nc", learning_rate=0.001, momentum=0.9, momentum_convention="ema",
                        k_ref=1, group_size=16, steps=30, discrepancy=False)
     (note,) = [n for n in attr_warnings(tiny) if "noise exponent" in n]
-    assert "-1.02 [-1.1, -0.937] (90% interval), which excludes the theory's 1" in note
+    assert "-0.59 [-0.682, -0.496] (90% interval), which excludes the theory's 1" in note
     bandit = predict_run(models / "bandit.nc", learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=30, discrepancy=False)
     assert not any("noise exponent" in n for n in attr_warnings(bandit))
 

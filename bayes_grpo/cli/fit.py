@@ -13,6 +13,7 @@ from bayes_grpo.cli._common import (
     add_overwrite_flag,
     add_progress_flag,
     check_output_paths,
+    finite_float,
     naming_the_run_set,
     non_negative_int,
     open_fraction,
@@ -84,6 +85,16 @@ def register(subparsers) -> None:
         default=10,
         help="NUTS maximum tree depth (2^depth leapfrog steps a draw); raise it when the convergence "
         "check says transitions hit it",
+    )
+    p.add_argument(
+        "--reward-bounds",
+        type=finite_float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="the reward is known to lie in [LO, HI] (e.g. 0 1 for a success rate or accuracy): every "
+        "plateau p* and initial reward R0 of the fit lie inside, a logged reward outside is refused, and "
+        "forecast --prior takes the bounds from the fit (default: unbounded)",
     )
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
@@ -173,6 +184,7 @@ def _group_records(groups, runs) -> list[dict]:
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.bounds import bounds_text, check_reward_bounds
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import load_runset
     from bayes_grpo.runset.thin import long_runs_note
@@ -188,7 +200,13 @@ def run_fit(args: argparse.Namespace) -> int:
         parameterisation=args.parameterisation,
         likelihood=args.likelihood,
         invariance=args.invariance.replace("-", "_"),
+        reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
     )
+    try:
+        check_reward_bounds(settings["reward_bounds"])
+    except ValueError as exc:
+        # before the --config file's check below, which would put it down to the file
+        raise ValueError(f"--reward-bounds: {exc}") from exc
     if args.config is not None:
         try:
             GRPODynamicsModel(model_config=config, **settings)
@@ -247,10 +265,11 @@ def run_fit(args: argparse.Namespace) -> int:
             }
         )
     else:
+        bounds_title = "" if model.reward_bounds is None else f", reward bounds {bounds_text(model.reward_bounds)}"
         cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
         # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
         table = with_no_trend_r2(runs, groups[cols])
-        print_table(_g_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood})")
+        print_table(_g_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood}{bounds_title})")
         print(model.units_note())
         print()
         if model.parameterisation == "phenomenological":

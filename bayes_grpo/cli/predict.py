@@ -189,7 +189,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar=("LO", "HI"),
         default=None,
         help="the reward is bounded (e.g. 0 1 for a success rate): noise largest mid-range, "
-        "small near the bounds (default: constant noise)",
+        "small near the bounds (default: the --prior fit's bounds if it has any, else constant noise)",
     )
     f.add_argument(
         "--same-model-only",

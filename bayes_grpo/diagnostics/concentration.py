@@ -19,7 +19,8 @@ progress ``phi(t) = (R(t) - R_start) / (p* - R_start)`` on the smoothed curves:
   plateau on the other side of ``R_start`` from where the run's reward went (a posterior of
   other runs) is not this run's: the run's own fit is used, and the evidence says so; so is
   a posterior plateau outside [0, 1] for a run whose every logged reward lies in [0, 1] (a fit
-  of runs that end before their plateau does not pin it: ``models/tiny.nc``'s 3.44).
+  of runs that end before their plateau does not pin it: ``models/tiny.nc``'s 3.44 when it was
+  fitted without reward bounds).
   This needs a reward with a trend beyond noise (``bayes_grpo.metrics.has_trend``): a
   flat reward may be stuck or already at its plateau, so only a collapse is judged there;
 - detected, collapse: the entropy ends below ``collapse_fraction`` of its start (the policy
@@ -184,7 +185,7 @@ def policy_concentration(
             )
         elif trend_flag and unit_rewards and not 0.0 <= plateau <= 1.0:
             # a fit of runs that end before they approach their plateau does not pin it
-            # (models/tiny.nc: p* 3.44 for success rates that rise to 0.9): every run then
+            # (models/tiny.nc without reward bounds: p* 3.44 for success rates that rise to 0.9): every run then
             # "had covered 3% of its way" when its entropy fell, whatever it did
             posterior_not_used = (
                 f"posterior plateau {plateau:.3g} lies outside [0, 1], where every logged reward of "

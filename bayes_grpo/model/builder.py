@@ -10,7 +10,10 @@ Variables (dims in brackets):
 - ``plateau`` [model], ``initial_reward_model`` [model] (the mean of its runs' initial
   rewards), ``initial_reward`` [run] (the LLM's plus ``initial_reward_run_sd`` times the
   run's ``initial_reward_run_z`` centred within its LLM, i.e. zero-sum offsets; a single
-  run's initial reward is its LLM's);
+  run's initial reward is its LLM's); with ``reward_bounds`` each of them (and the ``by_group``
+  offsets' results) is the image in the bounds of that unbounded level
+  (:mod:`bayes_grpo.model.bounds`), ``initial_reward_model`` then the image of the runs' mean
+  latent level;
 - mechanistic: ``log_stiffness`` [model] (``log K``), ``log_stiffness_mean``,
   ``log_stiffness_sd`` (population level, when several models), ``size_exponent``
   (regression of ``log K`` on ``log model_size``, when identifiable);
@@ -49,6 +52,7 @@ from bayes_grpo.dynamics.trajectory import (
     reward_trajectory,
     scheduled_error_trajectory,
 )
+from bayes_grpo.model.bounds import CENTRE_MARGIN, bounded_value, latent_value
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData, group_model, prior_centres, size_regression_note
@@ -80,8 +84,13 @@ def build_pymc_model(
     likelihood: str = "iid",
     invariance: str = "shared",
     centred_offsets: bool = False,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> pm.Model:
-    """Build the hierarchical PyMC model for prepared data (see the module docstring)."""
+    """Build the hierarchical PyMC model for prepared data (see the module docstring).
+
+    ``reward_bounds`` ``(lo, hi)`` (reward units): the plateau and initial reward of every LLM,
+    run and group are the images in ``(lo, hi)`` of the unbounded model's levels
+    (:func:`bayes_grpo.model.bounds.bounded_value`); None is the unbounded model, unchanged."""
     centres = prior_centres(data, config, parameterisation)
     by_group = invariance == "by_group"
     coords = {"run": data.run_ids, "model": data.models, "obs": np.arange(len(data.obs_y))}
@@ -99,7 +108,7 @@ def build_pymc_model(
         # Every data-derived array enters as pm.Data (a shared variable), so models of the
         # same structure compile to the same C code whatever the data: PyTensor's module
         # cache then makes refits (tests, calibration, CLI) cheap.
-        d = _data_containers(data, config, centres, parameterisation, likelihood, by_group, centred_offsets)
+        d = _data_containers(data, config, centres, parameterisation, likelihood, by_group, centred_offsets, reward_bounds)
         mi, gi = d["model_idx"], d.get("offset_idx")
         # --- plateau and initial reward (standardised units) -------------------------
         z_p = pm.Normal("plateau_z", 0.0, 1.0, dims="model")
@@ -122,6 +131,12 @@ def build_pymc_model(
             owner = d["offset_owner"] if centred_offsets else None
             plateau_run = plateau_run + _group_offset("group_offset_plateau", gos, gi, plateau_m, owner)
             r0_run = r0_run + _group_offset("group_offset_initial_reward", gos, gi, r0_m, owner)
+        if reward_bounds is not None:
+            # the levels above are latent (their priors, offsets and H1 offsets as without bounds):
+            # each is mapped onto the bounds, here in standardised units (the map commutes with them)
+            lo, hi = d["bound_lo"], d["bound_hi"]
+            plateau_m, r0_m = (bounded_value(v, lo, hi, pt.sigmoid) for v in (plateau_m, r0_m))
+            plateau_run, r0_run = (bounded_value(v, lo[mi], hi[mi], pt.sigmoid) for v in (plateau_run, r0_run))
         loc = d["loc"][mi]
         scale = d["scale"][mi]
         pm.Deterministic("plateau", d["loc"] + d["scale"] * plateau_m, dims="model")
@@ -215,8 +230,13 @@ def _data_containers(
     likelihood: str,
     by_group: bool = False,
     centred_offsets: bool = False,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """``pm.Data`` for every data-derived array the graph uses (names prefixed ``data_``)."""
+    """``pm.Data`` for every data-derived array the graph uses (names prefixed ``data_``).
+
+    With ``reward_bounds``: each LLM's bounds in its standardised units (``bound_lo``,
+    ``bound_hi``), and the early / late guesses that centre the priors as latent levels whose
+    images are those guesses (:func:`bayes_grpo.model.bounds.latent_value`)."""
     mi = data.model_idx
     g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
     arrays: dict[str, np.ndarray] = {
@@ -231,6 +251,14 @@ def _data_containers(
         "steps": data.steps,
         **_run_offset_arrays(mi, data.n_models),
     }
+    if reward_bounds is not None:
+        lo, hi = ((b - data.loc) / data.scale for b in reward_bounds)
+        arrays |= {
+            "bound_lo": lo,
+            "bound_hi": hi,
+            "late": latent_value(data.late, lo, hi, CENTRE_MARGIN),
+            "early": latent_value(data.early, lo, hi, CENTRE_MARGIN),
+        }
     if by_group:
         # each run's position in the offset groups; a run whose group has none points one past
         # the end, at the zero _group_offset appends

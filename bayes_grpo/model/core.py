@@ -37,6 +37,12 @@ from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import shape_information_log_density
 from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
+from bayes_grpo.model.bounds import (
+    bounded_value,
+    check_reward_bounds,
+    check_rewards_within,
+    latent_value,
+)
 from bayes_grpo.model.config import (
     DEFAULT_MODEL_CONFIG,
     DEFAULT_RANGES,
@@ -93,7 +99,10 @@ PRIOR_OVERSAMPLE: int = 10
 
 
 #: The settings of a fit (the constructor's keywords besides the configs; ``settings``).
-SETTING_NAMES: tuple[str, ...] = ("parameterisation", "likelihood", "invariance")
+SETTING_NAMES: tuple[str, ...] = ("parameterisation", "likelihood", "invariance", "reward_bounds")
+#: Settings a fit stores only when they are set (not None): a fit without them has the settings,
+#: and so the configuration hash, it had before they existed (saved fits load unchanged).
+OPTIONAL_SETTINGS: tuple[str, ...] = ("reward_bounds",)
 
 
 def _stored_object(path: Path, attrs: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -169,6 +178,11 @@ class GRPODynamicsModel:
     invariance
         ``"shared"`` (H0: one trajectory per model for every G) or ``"by_group"`` (H1:
         per (model, G) offsets of plateau, initial reward, stiffness/frequency, damping).
+    reward_bounds
+        ``(lo, hi)`` of a reward known to lie in that range (``(0, 1)`` for a success rate or
+        accuracy), or None: every LLM's and run's plateau and initial reward then lie inside
+        it (:mod:`bayes_grpo.model.bounds`), and a logged reward outside it is refused naming
+        its run, step and value.
     """
 
     _model_type = "GRPODynamicsModel"
@@ -181,8 +195,10 @@ class GRPODynamicsModel:
         parameterisation: str = "mechanistic",
         likelihood: str = "iid",
         invariance: str = "shared",
+        reward_bounds: tuple[float, float] | None = None,
     ) -> None:
         likelihood = normalise_likelihood(likelihood)
+        self.reward_bounds = check_reward_bounds(reward_bounds)
         for value, allowed, what in (
             (parameterisation, PARAMETERISATIONS, "parameterisation"),
             (likelihood, LIKELIHOODS, "likelihood"),
@@ -223,8 +239,16 @@ class GRPODynamicsModel:
 
     # ------------------------------------------------------------------ identity
     @property
-    def settings(self) -> dict[str, str]:
-        return {name: getattr(self, name) for name in SETTING_NAMES}
+    def settings(self) -> dict[str, Any]:
+        """The constructor's settings (:data:`SETTING_NAMES`), those of
+        :data:`OPTIONAL_SETTINGS` only when set (``reward_bounds`` as ``[lo, hi]``)."""
+        out: dict[str, Any] = {}
+        for name in SETTING_NAMES:
+            value = getattr(self, name)
+            if name in OPTIONAL_SETTINGS and value is None:
+                continue
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
 
     @property
     def id(self) -> str:
@@ -240,7 +264,12 @@ class GRPODynamicsModel:
         self.runset = runset
         self.data = self._prepare_data(runset)
         self.model = build_pymc_model(
-            self.data, self.model_config, parameterisation=self.parameterisation, likelihood=self.likelihood, invariance=self.invariance
+            self.data,
+            self.model_config,
+            parameterisation=self.parameterisation,
+            likelihood=self.likelihood,
+            invariance=self.invariance,
+            reward_bounds=self.reward_bounds,
         )
         return self.model
 
@@ -249,6 +278,7 @@ class GRPODynamicsModel:
         on model size, the state-space measurement batches): one place for a fit and for a saved
         fit loaded back, whose report and predictions lost them."""
         data = prepare_data(runset, self.model_config, self.parameterisation, self.likelihood)
+        check_rewards_within(data.reward, data.run_ids, data.steps, self.reward_bounds)
         size_note = size_regression_note(data, self.model_config, self.parameterisation)
         if size_note is not None:
             data.notes.append(size_note)
@@ -1023,12 +1053,17 @@ class GRPODynamicsModel:
             plateau = post["plateau"].sel(model=model).values
             r0 = post["initial_reward_model"].sel(model=model).values
             m = data.models.index(model)
+            if self.reward_bounds is not None:
+                # the offsets shift the latent levels, whose images lie in the bounds (model.bounds)
+                plateau, r0 = (latent_value(v, *self.reward_bounds) for v in (plateau, r0))
             if self.invariance == "by_group":
                 plateau = plateau + data.scale[m] * offset("group_offset_plateau")
                 r0 = r0 + data.scale[m] * offset("group_offset_initial_reward")
             if run_offset:
                 n_runs = int(np.sum(np.asarray(data.model_idx) == m))
                 r0 = r0 + data.scale[m] * _new_run_offset(post, random_seed, shape, n_runs)
+            if self.reward_bounds is not None:
+                plateau, r0 = (bounded_value(v, *self.reward_bounds) for v in (plateau, r0))
             noise_d = post["noise_d"].sel(model=model).values
             alpha = post["alpha"].values
             g_ref = prior_centres(data, self.model_config, self.parameterisation)["g_ref"][m]
@@ -1068,6 +1103,9 @@ class GRPODynamicsModel:
             coords=coords,
         )
         out.attrs.update({"model": model or "", "parameterisation": self.parameterisation, "new_model": str(not known)})
+        if known and self.reward_bounds is not None:
+            # the reward the draws' levels are in (predict keeps its bands of the reward in them)
+            out.attrs["reward_bounds"] = list(self.reward_bounds)
         if between_prior is not None:
             out.attrs["between_models_sd_prior"] = between_prior  # HalfNormal scale of the spread drawn
         if self.invariance == "by_group" and known and not fitted_group:

@@ -1287,6 +1287,10 @@ def forecast_in_runset(
     Other attrs: ``run``, ``prior_source``, ``prior_note``, and with ``calibrate``
     ``band_scale`` and ``calibration`` (JSON).
 
+    ``reward_bounds`` None with a ``posterior`` fitted with reward bounds
+    (``GRPODynamicsModel.reward_bounds``, ``fit --reward-bounds``): the fit's bounds, when the
+    run's rewards lie in them (``prior_note`` says which).
+
     ``check_instability``: put the run's steps up to ``upto`` (reward and side metrics:
     grad norm, clip ratio, importance ratio) through the instability diagnostic
     (:func:`bayes_grpo.diagnostics.instability`, default thresholds). The forecast's law
@@ -1350,6 +1354,19 @@ def forecast_in_runset(
         from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
         posterior, posterior_notes = as_fitted_model(posterior, error=ForecastError)
+    bounds_note = ""
+    if reward_bounds is None and getattr(posterior, "reward_bounds", None) is not None:
+        # a fit with reward bounds (fit --reward-bounds) says the reward lies in them: its
+        # plateau draws do, and a forecast from it without them drew noise past them
+        fit_bounds = tuple(posterior.reward_bounds)
+        text = f"[{fit_bounds[0]:g}, {fit_bounds[1]:g}]"
+        try:
+            check_within_bounds(y_all, fit_bounds, f"rewards of run {run_id!r}")
+            reward_bounds, bounds_note = fit_bounds, f"reward bounds {text} taken from the fit"
+        except ForecastError as exc:
+            # another reward than the fit's: forecast without bounds rather than refuse bounds
+            # the user did not give
+            bounds_note = f"the fit's reward bounds {text} are not this run's ({str(exc).split('; ')[0]}): forecast without bounds"
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
@@ -1369,6 +1386,7 @@ def forecast_in_runset(
         )
 
     prior, note = prior_rule(run_id, runset)
+    note = "; ".join(n for n in (bounds_note, note) if n)
     fc = forecast_run(
         t_all[seen],
         y_all[seen],

@@ -400,6 +400,13 @@ def trajectories_from_draws(
             mean, flat["initial_reward"], flat["plateau"], discrepancy, rng
         )
     obs = band_draws + flat["sigma"][:, None] * rng.standard_normal(mean.shape)
+    bounds = draws.attrs.get("reward_bounds")
+    if bounds is not None and not normalised_draws(draws):
+        # draws of a fit with reward bounds (its p* and R0 lie in them): the law-discrepancy term
+        # and the noise keep the reward in them too, as a logged success rate is (the forecast's censor)
+        from bayes_grpo.predict.forecast import censor
+
+        band_draws, obs = censor(band_draws, bounds), censor(obs, bounds)
     return {"mean": mean, "band": band_draws, "obs": obs, **flat}
 
 

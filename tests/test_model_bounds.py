@@ -1,0 +1,130 @@
+"""Fits of a reward with known bounds (`fit --reward-bounds LO HI`, model.bounds).
+
+The example runs in data/tiny log a success rate in [0, 1] and end before their plateau:
+fitted without bounds their plateau lies above 1 and some initial rewards below 0 (the shipped
+tiny.nc had p* 3.44), and `forecast --prior fit.nc --reward-bounds 0 1` was refused ("every
+posterior draw puts the plateau outside the reward bounds").
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayes_grpo.cli import main
+from bayes_grpo.model import GRPODynamicsModel
+from bayes_grpo.model.bounds import bounded_value, latent_value
+from bayes_grpo.model.config import config_hash
+from bayes_grpo.runset import RunSetError, save_runset
+from bayes_grpo.runset.ingest import load_runs
+from bayes_grpo.runset.thin import thin_runset
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tiny"
+#: Two runs that take off late (reward ~0 for 100 steps, ~0.9 at step 300).
+RUNS = ("g16_p8_lr0.001_k1_adamw_s0", "g16_p8_lr0.001_k1_adamw_s1")
+SAMPLER = dict(draws=100, tune=100, chains=2, random_seed=0, progressbar=False)
+#: The reward-valued posterior variables, each of which a bounded fit keeps inside the bounds.
+LEVELS = ("plateau", "plateau_run", "initial_reward", "initial_reward_model")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return thin_runset(load_runs([DATA / r for r in RUNS]), 3)
+
+
+@pytest.fixture(scope="module")
+def runs_file(runs, tmp_path_factory):
+    return save_runset(runs, tmp_path_factory.mktemp("bounds") / "runs.nc")
+
+
+def test_the_map_onto_the_bounds_is_the_identity_slope_at_the_middle_and_inverts():
+    x = np.array([-50.0, -1.0, 0.2, 0.5, 0.9, 3.44, 50.0])
+    y = bounded_value(x, 0.0, 1.0)
+    assert ((y >= 0.0) & (y <= 1.0)).all() and np.all(np.diff(y) > 0)
+    assert bounded_value(0.5, 0.0, 1.0) == pytest.approx(0.5)
+    assert (bounded_value(0.5 + 1e-6, 0.0, 1.0) - 0.5) / 1e-6 == pytest.approx(1.0, rel=1e-5)
+    assert latent_value(y[1:-1], 0.0, 1.0) == pytest.approx(x[1:-1])
+    # it commutes with an affine change of unit: a reward on 0-100 is the same map, scaled
+    assert bounded_value(100 * x, 0.0, 100.0) == pytest.approx(100 * y)
+
+
+def test_a_fit_without_bounds_keeps_its_settings_and_hash():
+    # fits saved before bounds existed (models/bandit.nc) must load: same settings, same hash
+    model = GRPODynamicsModel()
+    assert model.settings == {"parameterisation": "mechanistic", "likelihood": "iid", "invariance": "shared"}
+    assert model.id == config_hash(model.model_config, model.settings, {"version": model.version})
+    bounded = GRPODynamicsModel(reward_bounds=(0, 1))
+    assert bounded.settings["reward_bounds"] == [0.0, 1.0] and bounded.id != model.id
+    assert GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "bandit.nc").reward_bounds is None
+
+
+@pytest.mark.parametrize(
+    ("bounds", "named"),
+    [((1, 0), "lo < hi"), ((0, float("inf")), "two finite numbers"), ((0, 1, 2), "two finite numbers"), ("01", "two finite numbers")],
+)
+def test_bounds_that_are_no_range_are_refused(bounds, named):
+    with pytest.raises(ValueError, match=named):
+        GRPODynamicsModel(reward_bounds=bounds)
+
+
+def test_bounds_the_logged_rewards_break_are_refused_naming_run_step_and_value(runs):
+    # refused before anything is built or sampled
+    with pytest.raises(RunSetError, match=r"reward bounds \[0, 0.5\] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step \d+: 0\.5\d+ \(\d+ rewards outside\)"):
+        GRPODynamicsModel(reward_bounds=(0, 0.5)).fit(runs, **SAMPLER)
+
+
+def test_the_fit_flag_names_the_run_set_file_for_data_outside_the_bounds(runs_file, tmp_path, capsys):
+    out = tmp_path / "fit.nc"
+    assert main(["fit", str(runs_file), "-o", str(out), "--reward-bounds", "0.1", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{runs_file}: reward bounds [0.1, 1] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step 1: 0 (" in err
+    assert not out.exists()
+    assert main(["fit", str(runs_file), "-o", str(out), "--reward-bounds", "1", "0"]) == 2
+    assert "--reward-bounds: reward bounds must satisfy lo < hi; got (1, 0)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_bounded_fit_keeps_every_plateau_and_initial_reward_inside_where_the_unbounded_fit_leaves(
+    runs, runs_file, tmp_path, capsys
+):
+    unbounded = GRPODynamicsModel()
+    unbounded.fit(runs, **SAMPLER)
+    post = unbounded.idata.posterior
+    # the premise: these runs end before their plateau, and without bounds it is drawn above 1
+    assert float(post["plateau"].max()) > 1.0
+    out = tmp_path / "fit.nc"
+    cli = ["fit", str(runs_file), "-o", str(out), "--reward-bounds", "0", "1", "--draws", "100", "--tune", "100",
+           "--chains", "2", "--no-progress", "--json"]
+    assert main(cli) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["settings"]["reward_bounds"] == [0.0, 1.0]
+    model = GRPODynamicsModel.load(out)  # the setting round-trips through save / load
+    assert model.reward_bounds == (0.0, 1.0) and model.settings["reward_bounds"] == [0.0, 1.0]
+    post = model.idata.posterior
+    for name in LEVELS:
+        v = post[name].values
+        assert np.isfinite(v).all() and v.min() >= 0.0 and v.max() <= 1.0, name
+    # a new run's draws (its own R0 offset) and a prediction's levels stay inside too
+    draws = model.coefficient_draws(learning_rate=1e-3, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16)
+    for name in ("plateau", "initial_reward"):
+        assert draws[name].min() >= 0.0 and draws[name].max() <= 1.0
+    # predict's bands of the mean (with the law-discrepancy term) and of the logged reward too
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import band
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the setting's extrapolation, the i.i.d. fit's residuals
+        pred = predict_run(model, learning_rate=2e-3, momentum=0.9, momentum_convention="ema", k_ref=2, group_size=16, steps=300)
+    for kind in ("mean", "obs"):
+        lo, hi = band(pred, kind=kind, hdi_prob=0.9)
+        assert np.min(lo) >= 0.0 and np.max(hi) <= 1.0, kind
+    # and the forecast from the fit, given no bounds, takes the fit's
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    fc = forecast_in_runset(runs, RUNS[0], 150, posterior=model, seed=0, n_draws=200, check_instability=False)
+    assert json.loads(fc.attrs["reward_bounds"]) == [0.0, 1.0]
+    assert "reward bounds [0, 1] taken from the fit" in fc.attrs["prior_note"]
