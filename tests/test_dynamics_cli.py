@@ -415,11 +415,37 @@ def test_simulate_sde_refuses_a_logging_interval_longer_than_the_run(tmp_path, c
 
     out = tmp_path / "sde.nc"
     assert main(["simulate", "sde", "--steps", "20", "--log-every", "50", "-o", str(out)]) == 2
-    assert "--log-every 50 exceeds --steps 20: only step 0 would be logged" in capsys.readouterr().err
+    assert (
+        "--log-every 50 exceeds --steps 20: only the first and last steps would be logged"
+        in capsys.readouterr().err
+    )
     assert not out.exists()
     with pytest.raises(ValueError, match=r"log_every \(50\) exceeds n_steps \(20\)"):
         simulate_sde_runset(n_steps=20, log_every=50)
     assert simulate_sde_runset(n_steps=20, log_every=20, n_seeds=1).sizes["step"] == 2
+
+
+def test_steps_means_one_thing_for_both_simulators_and_the_last_step_is_logged(tmp_path):
+    # `simulate bandit --steps 20` logged steps 0..19 (20 rows) but `simulate sde --steps 20`
+    # 0..20 (21 rows); and `simulate sde --steps 20 --log-every 7` logged 0, 7, 14: never the
+    # run's end
+    from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
+    from bayes_grpo.runset import load_runset
+
+    sde, bandit = tmp_path / "sde.nc", tmp_path / "bandit.nc"
+    common = ["--steps", "20", "--seeds", "1", "--group-size", "4"]
+    assert main(["simulate", "sde", *common, "-o", str(sde)]) == 0
+    assert main(["simulate", "bandit", *common, "--no-progress", "-o", str(bandit)]) == 0
+    logged = load_runset(sde)
+    assert list(logged.step.values) == list(load_runset(bandit).step.values) == list(range(20))
+    assert set(truth_frame(logged)["n_steps"]) == {20}
+    assert main(["simulate", "sde", *common, "--log-every", "7", "-o", str(sde), "--overwrite"]) == 0
+    assert list(load_runset(sde).step.values) == [0, 7, 14, 19]
+    # a run cut short (--ragged) logs its steps 0 .. n_steps - 1, n_steps as its truth says
+    ragged = simulate_sde_runset(n_steps=20, n_seeds=4, ragged=0.5, measurement_sd=0.1)
+    last = ragged["reward"].notnull().cumsum("step").idxmax("step").values
+    assert list(last) == list(truth_frame(ragged).loc[ragged.run.values, "n_steps"] - 1)
+    assert min(last) >= 10 and max(last) <= 19
 
 
 @pytest.mark.parametrize(

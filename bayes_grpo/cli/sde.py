@@ -120,9 +120,18 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         "predict, stability and simulate bandit default to heavy_ball)",
     )
     p.add_argument("--seeds", type=positive_int, default=2, help="runs per setting (default 2)")
-    p.add_argument("--steps", type=positive_int, default=300, help="optimizer steps (default 300)")
     p.add_argument(
-        "--log-every", type=positive_int, default=1, help="steps between logged points (default 1)"
+        "--steps",
+        type=positive_int,
+        default=300,
+        metavar="T",
+        help="optimizer steps per run: steps 0 .. T-1 logged, as simulate bandit's (default 300)",
+    )
+    p.add_argument(
+        "--log-every",
+        type=positive_int,
+        default=1,
+        help="steps between logged points; the last step T-1 is logged too (default 1)",
     )
     p.add_argument(
         "--measurement-sd",
@@ -146,7 +155,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         "--ragged",
         type=fraction_below_one,
         default=0.0,
-        help="runs end at a random step in [(1 - ragged) T, T] (default 0)",
+        help="runs last a random number of steps in ((1 - ragged) T, T], as interrupted logs (default 0)",
     )
     p.add_argument(
         "--missing-frac",
@@ -196,7 +205,8 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     check_output_paths({"--output": args.output}, overwrite=args.overwrite, netcdf=("--output",))
     if args.log_every > args.steps:  # the Python message names log_every and n_steps
         raise ValueError(
-            f"--log-every {args.log_every} exceeds --steps {args.steps}: only step 0 would be logged"
+            f"--log-every {args.log_every} exceeds --steps {args.steps}: only the first and last "
+            "steps would be logged"
         )
     given = [flag for flag, attr, _, _ in _ONE_LLM if getattr(args, attr) is not None]
     if args.models and given:

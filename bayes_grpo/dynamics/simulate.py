@@ -479,9 +479,12 @@ def simulate_sde_runset(
     n_seeds
         Replicate runs per setting (coordinate ``seed`` = 0 .. n_seeds-1).
     n_steps
-        Length of the longest run in optimizer steps.
+        Length of the longest run in optimizer steps: it logs steps ``0 .. n_steps - 1``, as
+        the bandit simulator's runs of ``steps`` (step ``n`` is the reward before the ``n``-th
+        update; ``n_steps`` rows, as a log of that many steps has).
     log_every
-        Steps between logged points (steps ``0, k, 2k, ...``; the SDE is still exact).
+        Steps between logged points (steps ``0, k, 2k, ...``, and the last step ``n_steps - 1``
+        when it is not on that grid, so the run's end is logged; the SDE is still exact).
     measurement_sd, measurement_g_exponent
         Observation noise sd at ``G = 1`` and its exponent: sd ``= measurement_sd *
         G^(-exponent/2)`` (exponent 1 with ``noise_d = 0`` gives exactly the i.i.d.
@@ -498,8 +501,10 @@ def simulate_sde_runset(
     noise_g_exponent
         ``alpha`` in the process-noise temperature ``D / G^alpha`` (theory: 1).
     ragged
-        Fraction in ``[0, 1)``: each run's length is drawn uniformly in
-        ``[(1 - ragged) n_steps, n_steps]`` (runs padded with NaN).
+        Fraction in ``[0, 1)``: each run's length ``L`` (steps ``0 .. L - 1`` logged, the
+        truth's ``n_steps``) is drawn uniformly in ``((1 - ragged) n_steps, n_steps]`` (runs padded
+        with NaN; a run cut short ends where it is cut, as an interrupted log, on the
+        ``log_every`` grid or not).
     missing_frac
         Fraction in ``[0, 1)`` of logged points (other than step 0) dropped at random.
     allow_unstable
@@ -562,9 +567,10 @@ def simulate_sde_runset(
     )
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
-    if log_every > n_steps:  # every run was its step 0 alone
+    if log_every > n_steps:  # every run was its step 0 alone; now its first and last steps
         raise ValueError(
-            f"log_every ({log_every}) exceeds n_steps ({n_steps}): only step 0 would be logged"
+            f"log_every ({log_every}) exceeds n_steps ({n_steps}): only the first and last steps "
+            "would be logged"
         )
     run_sd = dict(run_sd or {})
     if set(run_sd) - {"plateau", "initial_reward"}:
@@ -579,7 +585,9 @@ def simulate_sde_runset(
             raise ValueError(f"{label} must hold at least one value")
     # about 10 kB a run (its frame, coordinates and truth) and 80 B a logged point (measured: 9 kB
     # a run at 10000 runs of 10 steps)
-    n_points = n_steps // log_every + 1
+    # steps 0, k, 2k, ... and the run's last step: `--steps 20 --log-every 7` logged 0, 7, 14,
+    # never the end of the run, and n_steps T logged 0 .. T (T + 1 rows, the bandit's T rows)
+    n_points = (n_steps - 1) // log_every + 1 + ((n_steps - 1) % log_every > 0)
     check_fits_in_memory(
         len(models) * len(group_sizes) * len(learning_rates) * len(k_refs) * n_seeds,
         n_points,
@@ -662,7 +670,9 @@ def simulate_sde_runset(
         + run_sd.get("initial_reward", 0.0) * gen.standard_normal(n_runs)
     )
     g_noise = g**noise_g_exponent  # the SDE is forced at temperature D / G^alpha
-    t = np.arange(0, n_steps + 1, log_every, dtype=float)
+    t = np.arange(0, n_steps, log_every, dtype=float)
+    if t[-1] != n_steps - 1:
+        t = np.append(t, float(n_steps - 1))
     e = simulate_sde(
         mass, damping, k_eff, spec["noise_d"], g_noise, t, e0=r0 - plateau, v0=0.0, rng=gen
     )
@@ -675,8 +685,9 @@ def simulate_sde_runset(
     reward = plateau[:, None] + e + meas[:, None] * gen.standard_normal(e.shape)
     lengths = np.full(n_runs, n_steps, dtype=float)
     if ragged > 0:
-        lengths = np.floor(gen.uniform((1.0 - ragged) * n_steps, n_steps, size=n_runs))
-    keep = t[None, :] <= lengths[:, None]
+        # a run of L steps ends at step L - 1, in [(1 - ragged) T, T - 1] as before
+        lengths = np.floor(gen.uniform((1.0 - ragged) * n_steps, n_steps, size=n_runs)) + 1.0
+    keep = t[None, :] < lengths[:, None]
     if missing_frac > 0:
         drop = gen.uniform(size=e.shape) < missing_frac
         drop[:, 0] = False
