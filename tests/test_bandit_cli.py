@@ -248,6 +248,23 @@ def test_transition_with_several_rates_is_refused_before_the_sweep(monkeypatch, 
     assert "--transition takes one learning rate" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("steps", ["1", "2"])
+def test_a_sweep_too_short_to_judge_convergence_is_refused_before_it_runs(steps, monkeypatch, capsys):
+    # `sweep --steps 1` simulated every run (--k-ref 0:40 --seeds 32 by default) and only then
+    # said "runs of 1 steps are too short to judge convergence"
+    import bayes_grpo.bandit.experiments as experiments
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(experiments, "simulate_bandit", no_simulation)
+    assert main(["sweep", "--steps", steps, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--steps {steps}: runs of {steps} steps are too short to judge convergence" in err
+    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short to judge convergence"):
+        experiments.sweep_k_ref([0, 1], seeds=1, steps=int(steps), progress=False)
+
+
 def test_a_sweep_too_short_to_see_the_threshold_says_it_is_not_determined(capsys):
     # `sweep --steps 60` (a = 0.025, mu = 0.5, exact threshold 30) read "Runs stop converging at
     # K_ref = 18" and failed the prediction: 60 steps are shorter than the dominant mode's period

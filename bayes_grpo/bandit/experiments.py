@@ -29,6 +29,7 @@ from bayes_grpo.bandit.simulator import TRUTH_FORMAT, StepBar, simulate_bandit
 from bayes_grpo.checks.base import CheckResult, cell_edges
 from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
+from bayes_grpo.dynamics.simulate import whole_count
 
 # ----------------------------------------------------------------------------- running
 
@@ -72,6 +73,10 @@ def sweep_k_ref(
     k_refs = [int(k) for k in k_refs]
     if not k_refs:
         raise ValueError("k_refs is empty")
+    # `sweep --steps 1` simulated every run before threshold_check refused them
+    too_short = convergence_window_error(whole_count(steps, "steps"))
+    if too_short:
+        raise ValueError(too_short)
     bar = StepBar(steps, f"bandit sweep ({len(k_refs) * int(seeds)} runs)")
     try:
         return simulate_bandit(
@@ -457,6 +462,25 @@ GROWTH_TOL: float = 1.5
 ABS_TOL: float = 0.05
 
 
+def _tail_window(n_steps: int, tail_frac: float) -> int:
+    """Steps in :func:`convergence_status`'s final (and mid-run) window."""
+    return max(2, int(round(tail_frac * n_steps)))
+
+
+def convergence_window_error(n_steps: int, tail_frac: float = TAIL_FRAC) -> str | None:
+    """Why runs of ``n_steps`` steps are too short for :func:`convergence_status` (None when
+    they are not): the rule of the status and of :func:`sweep_k_ref` / ``bayes-grpo sweep``,
+    which refuse such a sweep before simulating it."""
+    w = _tail_window(n_steps, tail_frac)
+    if n_steps // 2 < 1 or n_steps - w < n_steps // 2:
+        # the mid-run window was empty ("Mean of empty slice") or overlapped the tail
+        return (
+            f"runs of {n_steps} steps are too short to judge convergence (a tail window of {w} "
+            "steps after a mid-run window); simulate more steps"
+        )
+    return None
+
+
 def convergence_status(
     ds: xr.Dataset,
     *,
@@ -490,13 +514,10 @@ def convergence_status(
     runs = [str(r) for r in ds[RUN_DIM].values]
     y = ds[variable].values
     n = y.shape[1]
-    w = max(2, int(round(tail_frac * n)))
-    if n // 2 < 1 or n - w < n // 2:
-        # the mid-run window was empty ("Mean of empty slice") or overlapped the tail
-        raise ValueError(
-            f"runs of {n} steps are too short to judge convergence (a tail window of {w} steps "
-            "after a mid-run window); simulate more steps"
-        )
+    too_short = convergence_window_error(n, tail_frac)
+    if too_short:
+        raise ValueError(too_short)
+    w = _tail_window(n, tail_frac)
     plateau = np.array([truth[r]["plateau"] for r in runs])
     e = y - plateau[:, None]
     e0 = np.maximum(np.abs(e[:, 0]), np.abs(plateau - p_ref))

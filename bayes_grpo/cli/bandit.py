@@ -359,6 +359,7 @@ def _single(text: str, name: str) -> float:
 
 def run_sweep(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit.experiments import (
+        convergence_window_error,
         phase_diagram_check,
         phase_diagram_figure,
         sweep_k_ref,
@@ -373,6 +374,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         figures=("--png",),
         netcdf=("--output",),
     )
+    too_short = convergence_window_error(args.steps)  # was refused after the whole sweep had run
+    if too_short:
+        raise ValueError(f"--steps {args.steps}: {too_short}")
     rates = _values(args.lr, "--lr")
     # checked after the whole sweep had run (13 s for --k-ref 0:40 --lr 0.1,0.2 --seeds 32)
     if len(rates) > 1 and args.transition:
