@@ -606,9 +606,13 @@ def test_a_setting_on_the_closed_form_threshold_says_why_its_positive_c_eff_is_n
     # and "closed form (C_eff > 0): NO" with nothing to say why
     assert main(["stability", "--eta-k", "0.3", "--momentum", "0.1", "--k-ref", "3"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "closed form (C_eff > 0): NO (C_eff = 1.11e-16 is 0 up to rounding: the setting is on the threshold)"
-        in out
-    )
+    assert "closed form (C_eff > 0): NO (C_eff is 0 up to rounding: the setting is on the threshold)" in out
+    # the coefficient itself read "C_eff = 1.11022e-16"; rounded the other way (a 0.05, mu 0.9,
+    # K_ref 2) "C_eff = -2.77556e-17", with no word on the threshold at all
+    assert "C_eff = 0 (on the threshold, up to rounding), K_eff = 0.3" in out
+    assert main(["stability", "--eta-k", "0.05", "--momentum", "0.9", "--k-ref", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "C_eff = 0 (on the threshold, up to rounding), K_eff = 0.05" in out and "e-17" not in out
+    assert "closed form (C_eff > 0): NO (C_eff is 0 up to rounding: the setting is on the threshold)" in out
     assert main(["stability", "--eta-k", "0.31", "--momentum", "0.1", "--k-ref", "3"]) == 0
     assert "closed form (C_eff > 0): NO\n" in capsys.readouterr().out  # C_eff -0.03: nothing to add

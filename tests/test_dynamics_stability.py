@@ -501,6 +501,18 @@ def test_a_setting_on_the_closed_form_boundary_is_unstable_in_its_continuum_regi
     assert s["regime"] == "unstable" and s["zeta"] is None
 
 
+def test_closed_form_marginal_is_c_eff_zero_up_to_rounding_of_either_sign():
+    # `stability` printed C_eff = -2.77556e-17 (a 0.05, mu 0.9, K_ref 2) and 1.11022e-16 (a 0.3,
+    # mu 0.1, K_ref 3): both the threshold; one rule, closed_form_stable's, tells the text so
+    from bayes_grpo.dynamics.stability import closed_form_marginal
+
+    a, mu, lag = np.array([0.05, 0.3, 0.0499, 0.31, np.nan]), np.array([0.9, 0.1, 0.9, 0.1, 0.5]), np.array([2, 3, 2, 3, 1])
+    damping = oscillator_coefficients(a, mu, lag)[1]
+    assert damping[0] < 0 < damping[1] and max(abs(damping[:2])) < 1e-15  # rounding, both ways
+    assert closed_form_marginal(a, mu, lag).tolist() == [True, True, False, False, False]
+    assert not closed_form_stable(a, mu, lag)[:2].any() and closed_form_stable(a, mu, lag)[2]
+
+
 @pytest.mark.parametrize("a, mu, lag", [(0.3, 0.1, 3), (0.18, 0.1, 5)])
 def test_a_setting_on_the_closed_form_boundary_is_unstable_in_the_phase_grid_too(a, mu, lag):
     # C_eff = 1.1e-16 (0 up to rounding): the summary said "unstable" while the phase grid of the

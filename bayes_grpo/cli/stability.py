@@ -207,13 +207,31 @@ def _closed_form_threshold(s: dict) -> str:
     return _num(value)
 
 
+def _marginal(s: dict) -> bool:
+    """Is the summary's ``C_eff`` 0 up to rounding (``dynamics.stability.closed_form_marginal``)?"""
+    from bayes_grpo.dynamics.stability import closed_form_marginal
+
+    if any(s.get(key) is None for key in ("a", "momentum", "k_ref")):
+        return False
+    return bool(closed_form_marginal(float(s["a"]), float(s["momentum"]), float(s["k_ref"])))
+
+
+def _damping(s: dict) -> str:
+    """``C_eff``, as 0 where it is 0 up to rounding: at ``--eta-k 0.05 --momentum 0.9 --k-ref 2``
+    (``a K_ref = 1 - mu``) it read "C_eff = -2.77556e-17", at ``--eta-k 0.3 --momentum 0.1
+    --k-ref 3`` "C_eff = 1.11022e-16"."""
+    if _marginal(s):
+        return "0 (on the threshold, up to rounding)"
+    return _num(s["C_eff"])
+
+
 def _on_the_threshold(s: dict) -> str:
-    """Why a positive ``C_eff`` is not stable: it is 0 up to rounding (``closed_form_stable``).
+    """Why ``C_eff`` is not stable on the threshold: it is 0 up to rounding (``closed_form_stable``).
     At ``--eta-k 0.3 --momentum 0.1 --k-ref 3`` the lines read "C_eff = 1.11022e-16" and then
     "closed form (C_eff > 0): NO", with nothing to say why."""
-    if s["stable_closed_form"] or not float(s["C_eff"]) > 0 or not float(s["a"]) > 0:
+    if s["stable_closed_form"] or not float(s["a"]) > 0 or not _marginal(s):
         return ""
-    return f" (C_eff = {float(s['C_eff']):.3g} is 0 up to rounding: the setting is on the threshold)"
+    return " (C_eff is 0 up to rounding: the setting is on the threshold)"
 
 
 def _critical_k_ref(value: object) -> str:
@@ -259,7 +277,7 @@ def format_summary(s: dict) -> list[str]:
         # :g printed --momentum 0.9999999 as "mu = 1", outside [0, 1)
         f"setting        {gain} = {_num(s['a'])}, mu = {s['momentum']:.10g} ({conv}), "
         f"K_ref = {s['k_ref']:g}",
-        f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_num(s['C_eff'])}, "
+        f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_damping(s)}, "
         f"K_eff = {_num(s['K_eff'])}   [continuum model]",
         f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
         f"regime         {s['regime_exact'] or 'n/a'}   [exact: the discrete recursion's dominant root]",

@@ -37,6 +37,7 @@ from bayes_grpo.dynamics.coefficients import (
 )
 from bayes_grpo.dynamics.schedule import check_multipliers
 from bayes_grpo.dynamics.stability import (
+    closed_form_marginal,
     closed_form_regime,
     closed_form_stable,
     exact_stable,
@@ -648,7 +649,8 @@ def simulate_sde_runset(
             f"{spec['stiffness'][i]:g} must be > 0)"
             if not a[i] > 0
             else (
-                f"closed form: C_eff = {damping[i]:.4g}{' (0 up to rounding)' if damping[i] > 0 else ''}, "
+                f"closed form: C_eff = {damping[i]:.4g}"
+                f"{' (0 up to rounding)' if closed_form_marginal(a[i], momentum, lag[i]) else ''}, "
                 f"not > 0: the SDE does not settle; exact: "
                 f"spectral radius {radius[i]:.6f}{' >= 1' if not stable_exact[i] else ''}"
                 if not stable_cf[i]

@@ -110,12 +110,33 @@ def closed_form_stable(a, momentum, k_ref):
     relative :data:`CLOSED_FORM_RTOL` of zero (``|C_eff| <= rtol max(1 - mu, a L)``: a
     boundary value up to rounding) is marginal, so not stable.
     """
+    a, damping, tolerance = _damping_and_rounding(a, momentum, k_ref)
+    with np.errstate(invalid="ignore"):
+        return np.asarray((damping > tolerance) & (a > 0))
+
+
+def closed_form_marginal(a, momentum, k_ref):
+    """Is ``C_eff = (1 - mu) - a L`` zero up to rounding (the setting on the closed-form threshold)?
+
+    True where ``|C_eff| <= CLOSED_FORM_RTOL max(1 - mu, a L)``, the rule by which
+    :func:`closed_form_stable` calls such a setting marginal: a text shows that ``C_eff`` as 0
+    (``stability`` printed ``C_eff = -2.77556e-17`` at ``a = 0.05, mu = 0.9, L = 2``). NumPy
+    bool array of the broadcast shape; NaN inputs give False.
+    """
+    _, damping, tolerance = _damping_and_rounding(a, momentum, k_ref)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.abs(damping) <= tolerance)
+
+
+def _damping_and_rounding(a, momentum, k_ref):
+    """``(a, C_eff, tolerance)`` broadcast: ``C_eff`` and the rounding within which it is 0,
+    :data:`CLOSED_FORM_RTOL` times the larger of the terms it is the difference of."""
     a, mu, lag = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (a, momentum, k_ref)))
     with np.errstate(over="ignore"):  # only C_eff is used; M_eff (a L^2) overflows at huge L
         _, damping, _ = oscillator_coefficients(a, mu, lag)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         scale = np.maximum(np.abs(1.0 - mu), np.abs(a * lag))
-        return np.asarray((damping > CLOSED_FORM_RTOL * scale) & (a > 0))
+    return a, damping, CLOSED_FORM_RTOL * scale
 
 
 def closed_form_threshold(momentum, k_ref):
@@ -1030,6 +1051,7 @@ __all__ = [
     "REGIMES",
     "CRITERIA",
     "closed_form_stable",
+    "closed_form_marginal",
     "closed_form_threshold",
     "characteristic_coefficients",
     "spectral_radius",
