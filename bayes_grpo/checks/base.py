@@ -88,13 +88,18 @@ def verdict_percent(value: float, threshold: float) -> str:
 
 def share_percent(count: int, total: int) -> str:
     """``count`` of ``total`` as a percentage with as few decimals (0 to 5) as keep a share that
-    is neither none nor all off 0% and 100%: 3 of 1000 is "0.3%", where ``"{:.0%}"`` wrote "0%"
-    beside draws that were left out."""
+    is neither none nor all off 0% and 100% and within a tenth of itself (of what is left to
+    100% near 100%): 3 of 1000 is "0.3%", where ``"{:.0%}"`` wrote "0%" beside draws that were
+    left out, and 1 of 2000 "0.05%", where one decimal wrote "0.1%", twice the share."""
     share = 100.0 * count / total
-    return next(
-        (f"{share:.{d}f}%" for d in range(6) if 0.0 < float(f"{share:.{d}f}") < 100.0 or share in (0.0, 100.0)),
-        f"{share:g}%",
-    )
+    if share in (0.0, 100.0):
+        return f"{share:.0f}%"
+    side = min(share, 100.0 - share)
+    for d in range(6):
+        shown = float(f"{share:.{d}f}")
+        if 0.0 < shown < 100.0 and abs(shown - share) <= 0.1 * side:
+            return f"{share:.{d}f}%"
+    return f"{share:g}%"
 
 
 def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:

@@ -361,7 +361,13 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
             continue
         if isinstance(value, dict):
             # "90%" of what: of the rise p* - R0 (the JSON keys are documented in the README)
-            share = " (steps to 90/95/99% of the rise p* - R0)" if key.endswith("time_to_fraction") else ""
+            share = (
+                " (steps to 90/95/99% of the rise p* - R0)"
+                if key.endswith("time_to_fraction")
+                else " (first step after which it stays within 10/5/1% of the rise of p*)"
+                if key.endswith("time_to_settle")
+                else ""
+            )
             print(f"{key}{share}:")
             for k, v in value.items():
                 print(f"  {k}: {_milestone_text(v) if share else _nested_text(k, v)}")

@@ -44,18 +44,29 @@ def prediction_result(
     numbers = summary_dict(ds)
 
     def milestone_rows(key: str, label: str) -> list[dict[str, object]]:
+        settle = key.endswith("time_to_settle")
         return [
             {
-                "milestone": f"{k} of the rise{label}",
+                # "90%" of time_to_settle: within 10% of the rise of p* from that step on
+                "milestone": (
+                    f"within {100 - int(k.rstrip('%'))}% of the rise of p* from then on{label}"
+                    if settle
+                    else f"{k} of the rise{label}"
+                ),
                 "median step": v["median_step"],
                 "P(reached within horizon)": v["prob_reached_within_horizon"],
             }
-            for k, v in numbers[key].items()
+            for k, v in numbers.get(key, {}).items()
         ]
 
-    rows = milestone_rows("time_to_fraction", "")
+    rows = milestone_rows("time_to_fraction", "") + milestone_rows("time_to_settle", "")
     if "policy_time_to_fraction" in numbers:  # the logged reward trails the policy (an observation lag)
-        rows = milestone_rows("time_to_fraction", " (logged reward)") + milestone_rows("policy_time_to_fraction", " (policy)")
+        rows = [
+            row
+            for key, label in (("time_to_fraction", " (logged reward)"), ("policy_time_to_fraction", " (policy)"),
+                               ("time_to_settle", " (logged reward)"), ("policy_time_to_settle", " (policy)"))
+            for row in milestone_rows(key, label)
+        ]  # fmt: skip
     table = pd.DataFrame(rows).set_index("milestone")
     given = dict(ds.attrs)
     if isinstance(given.get("settings"), str):

@@ -11,9 +11,15 @@ layout: an ``xarray.Dataset`` over ``step`` with
   included);
 * ``time_to_fraction_*`` over ``fraction``: first step (of the dataset's ``step`` grid, so at
   its resolution; nothing assumes unit spacing) at which the mean trajectory has
-  covered 90/95/99% of its rise ``p* - R0``: the share of draws that get there within the
-  horizon (``_reached``), the median over all draws (NaN: beyond the horizon, when fewer than
-  half get there) and the HDI of the draws that get there;
+  covered 90/95/99% of its rise ``p* - R0`` (its first crossing: an oscillating draw may fall
+  back below it): the share of draws that get there within the horizon (``_reached``), the
+  median over all draws (a step of the grid: the first by which at least half of the draws
+  have got there; NaN: beyond the horizon, when fewer than half get there) and the HDI of the
+  draws that get there;
+* ``time_to_settle_*`` over ``fraction``: the same for the settling step, the first step after
+  which the mean trajectory stays within ``1 - fraction`` of the rise of ``p*`` (10/5/1%) to the
+  horizon's end (a draw outside that band at the horizon's end has not settled within it):
+  "when is it done" for an oscillating prediction, the first crossing for a monotone one;
 * ``regime_probability`` over ``regime``;
 * ``expected_remaining_gain`` over ``step`` and the attribute ``stop_step`` (a grid step):
   the first step after which the expected remaining gain stays below the threshold; when the
@@ -23,7 +29,8 @@ layout: an ``xarray.Dataset`` over ``step`` with
   the stop step does not depend on the horizon once the horizon reaches it;
 * for a prediction whose logged reward trails the policy (``predict``'s observation lag), the
   policy's milestones and stop step beside them: ``policy_time_to_fraction_*``,
-  ``policy_expected_remaining_gain`` and the attribute ``policy_stop_step``.
+  ``policy_time_to_settle_*``, ``policy_expected_remaining_gain`` and the attribute
+  ``policy_stop_step``.
 """
 
 from __future__ import annotations
@@ -119,6 +126,33 @@ def first_passage(
     idx = np.argmax(reached, axis=1)
     out = np.asarray(steps, dtype=float)[idx]
     out[~reached.any(axis=1)] = np.nan
+    return out
+
+
+def settling_step(
+    mean_draws: np.ndarray,
+    steps: np.ndarray,
+    plateau: np.ndarray,
+    initial: np.ndarray,
+    fraction: float,
+) -> np.ndarray:
+    """First step after which each draw stays within ``1 - fraction`` of its rise of ``p*``.
+
+    The band is ``|p(t) - p*| <= (1 - fraction) |p* - R0|`` (progress within ``1 - fraction``
+    of 1, as :func:`first_passage` reads progress), held from that step to the last of
+    ``steps``: NaN where the draw is outside it at the last step (not settled within the
+    horizon). A monotone approach settles where it first passes ``fraction``; an oscillating one
+    later, when its swings stay within the band. Arguments as :func:`first_passage`.
+    """
+    rise = (plateau - initial)[:, None]
+    progress = (mean_draws - initial[:, None]) / np.where(rise == 0, np.nan, rise)
+    with np.errstate(invalid="ignore"):
+        outside = ~(np.abs(progress - 1.0) <= 1.0 - fraction)
+    n = outside.shape[1]
+    # the step after the last one outside the band (0 when none is)
+    after_last = np.where(outside.any(axis=1), n - np.argmax(outside[:, ::-1], axis=1), 0)
+    out = np.asarray(steps, dtype=float)[np.minimum(after_last, n - 1)]
+    out[after_last >= n] = np.nan
     return out
 
 
@@ -343,18 +377,26 @@ def stop_step_notes(
 
 
 def _milestones(
-    draws: np.ndarray, steps: np.ndarray, plateau: np.ndarray, initial: np.ndarray, fractions, probs
+    draws: np.ndarray,
+    steps: np.ndarray,
+    plateau: np.ndarray,
+    initial: np.ndarray,
+    fractions,
+    probs,
+    milestone: Callable[..., np.ndarray] = first_passage,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(median, hdi, reached)`` of the first passages of ``draws`` ``(n_draws, n_steps)`` at
-    each of ``fractions`` of the rise: medians ``(n_fractions,)`` (NaN: beyond the horizon), HDIs
-    ``(n_fractions, len(probs), 2)`` of the draws that get there, and the share that does."""
-    passage = np.stack([first_passage(draws, steps, plateau, initial, f) for f in fractions])
+    """``(median, hdi, reached)`` of the ``milestone`` steps (:func:`first_passage` or
+    :func:`settling_step`) of ``draws`` ``(n_draws, n_steps)`` at each of ``fractions`` of the
+    rise: medians ``(n_fractions,)`` (NaN: beyond the horizon), HDIs ``(n_fractions,
+    len(probs), 2)`` of the draws that get there, and the share that does."""
+    passage = np.stack([milestone(draws, steps, plateau, initial, f) for f in fractions])
     reached = np.isfinite(passage)
     # a draw that does not get there within the horizon gets there later: the median is over
     # every draw (beyond the horizon, NaN, when fewer than half get there), not over those that
-    # do, which put the 99% milestone before the 90% one when few draws reached either
-    with np.errstate(invalid="ignore"):
-        median = np.median(np.where(reached, passage, np.inf), axis=1)
+    # do, which put the 99% milestone before the 90% one when few draws reached either. It is a
+    # step of the grid, the first by which at least half of the draws have got there: the mean
+    # of the two middle draws read 37.5, a step no run logs
+    median = np.quantile(np.where(reached, passage, np.inf), 0.5, axis=1, method="inverted_cdf")
     median[~np.isfinite(median)] = np.nan
     hdi = np.full((len(fractions), len(probs), 2), np.nan)
     for i, row in enumerate(passage):
@@ -551,6 +593,7 @@ def summarise_draws(
     init_k = np.asarray(initial_reward)[keep][settled]
     fractions = np.array(MILESTONE_FRACTIONS)
     pass_median, pass_hdi, reached = _milestones(mean_k, steps, plateau_k, init_k, fractions, probs)
+    settle = _milestones(mean_k, steps, plateau_k, init_k, fractions, probs, settling_step)
     counted = np.zeros(keep.size, dtype=bool)
     counted[np.flatnonzero(keep)[settled]] = True
     # no stable run, or nothing known of a rise: no stop step
@@ -589,6 +632,9 @@ def summarise_draws(
             "time_to_fraction_median": ("fraction", pass_median),
             "time_to_fraction_hdi": (("fraction", "hdi_prob", "bound"), pass_hdi),
             "time_to_fraction_reached": ("fraction", reached),
+            "time_to_settle_median": ("fraction", settle[0]),
+            "time_to_settle_hdi": (("fraction", "hdi_prob", "bound"), settle[1]),
+            "time_to_settle_reached": ("fraction", settle[2]),
             "regime_probability": ("regime", np.array([regimes[r] for r in REGIMES])),
             "expected_remaining_gain": (STEP_DIM, gain),
             "point_forecast": (
@@ -618,6 +664,10 @@ def summarise_draws(
         ds["policy_time_to_fraction_median"] = ("fraction", p_median)
         ds["policy_time_to_fraction_hdi"] = (("fraction", "hdi_prob", "bound"), p_hdi)
         ds["policy_time_to_fraction_reached"] = ("fraction", p_reached)
+        p_settle = _milestones(policy_k, steps, plateau_k, init_k, fractions, probs, settling_step)
+        ds["policy_time_to_settle_median"] = ("fraction", p_settle[0])
+        ds["policy_time_to_settle_hdi"] = (("fraction", "hdi_prob", "bound"), p_settle[1])
+        ds["policy_time_to_settle_reached"] = ("fraction", p_settle[2])
         ds["policy_expected_remaining_gain"] = (STEP_DIM, policy_gain)
         ds.attrs["policy_stop_step"] = stop_step(steps, policy_gain, stop_threshold, policy_gain_after)
         if policy_gain_after is not None:
@@ -788,11 +838,15 @@ def summary_dict(ds: xr.Dataset) -> dict[str, object]:
         str(r): float(p) for r, p in zip(ds["regime"].values, ds["regime_probability"].values)
     }
     out["time_to_fraction"] = _fraction_summary(ds, "time_to_fraction")
+    if "time_to_settle_median" in ds:  # not in a prediction saved before it was added
+        out["time_to_settle"] = _fraction_summary(ds, "time_to_settle")
     if "policy_stop_step" in ds.attrs:  # the logged reward trails the policy (an observation lag)
         out["policy_stop_step"] = step_value(ds.attrs["policy_stop_step"])
         if "policy_expected_remaining_gain_after" in ds.attrs:
             out["policy_expected_remaining_gain_after"] = float(ds.attrs["policy_expected_remaining_gain_after"])
         out["policy_time_to_fraction"] = _fraction_summary(ds, "policy_time_to_fraction")
+        if "policy_time_to_settle_median" in ds:
+            out["policy_time_to_settle"] = _fraction_summary(ds, "policy_time_to_settle")
     last = ds[STEP_DIM].values[-1]
     lo, hi = band(ds, kind="mean", hdi_prob=float(ds["hdi_prob"].values[-1]))
     out["final_step"] = step_value(last)

@@ -1,0 +1,98 @@
+"""Prediction milestones: first crossing, settling, their medians, and the shares they print."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from bayes_grpo.checks.base import share_percent
+from bayes_grpo.predict.summary import summarise_draws, summary_dict
+
+
+def test_a_share_is_printed_to_the_decimals_that_keep_it_within_a_tenth_of_itself():
+    # 1 of 2000 draws read "0.1%": 0.05% rounded up to twice itself
+    assert share_percent(1, 2000) == "0.05%"
+    assert share_percent(1, 6000) == "0.017%"  # "0.02%" is a fifth too much
+    assert share_percent(3, 2000) == "0.15%"
+    assert share_percent(1997, 2000) == "99.85%"  # 0.15% left, not 0.1% or 0.2%
+    # as before: the fewest decimals where they are enough
+    assert share_percent(3, 1000) == "0.3%" and share_percent(1999, 2000) == "99.95%"
+    assert share_percent(1, 3) == "33%" and share_percent(1, 8) == "12%"
+    assert share_percent(0, 10) == "0%" and share_percent(10, 10) == "100%"
+
+
+def _summary(curves: np.ndarray, steps: np.ndarray) -> tuple:
+    n = curves.shape[0]
+    ds = summarise_draws(
+        steps,
+        curves,
+        curves,
+        plateau=np.ones(n),
+        initial_reward=np.zeros(n),
+        zeta=np.full(n, 0.3),
+        damping=np.full(n, 0.1),
+    )
+    return ds, summary_dict(ds)
+
+
+def test_an_oscillating_prediction_gives_its_settling_step_beside_its_first_crossing():
+    # the mean trajectory of an underdamped draw crosses 90% of its rise at step 9, swings back
+    # below it (steps 20-24) and above 110% (steps 30-34) and stays within 10% of p* from step 35:
+    # "time_to_fraction 90%: step 9" was all a user got for "when is it done"
+    steps = np.arange(60.0)
+    curve = np.clip(steps / 10.0, 0.0, 0.95)
+    curve[20:25] = 0.85
+    curve[30:35] = 1.15
+    curve[35:] = 1.02
+    curves = np.stack([curve, curve + 1e-6])
+    ds, out = _summary(curves, steps)
+    assert out["time_to_fraction"]["90%"]["median_step"] == 9
+    assert out["time_to_settle"]["90%"] == {"median_step": 35, "prob_reached_within_horizon": 1.0}
+    # 95%: within 5% of p* from step 35 (1.02) too; 99%: never within 1% of p*
+    assert out["time_to_settle"]["95%"]["median_step"] == 35
+    assert out["time_to_settle"]["99%"] == {"median_step": None, "prob_reached_within_horizon": 0.0}
+    # a monotone approach settles where it first crosses
+    ramp = np.stack([np.minimum(steps / 20.0, 1.0)] * 2)
+    _, mono = _summary(ramp, steps)
+    for key in ("90%", "95%", "99%"):
+        assert mono["time_to_settle"][key] == mono["time_to_fraction"][key]
+    # a draw outside the band at the horizon's end has not settled within the horizon
+    late = np.stack([curve, np.r_[curve[:-1], 0.5]])
+    _, part = _summary(late, steps)
+    assert part["time_to_settle"]["90%"]["prob_reached_within_horizon"] == 0.5
+
+
+def test_a_median_milestone_is_a_step_of_the_grid_by_which_half_the_draws_get_there():
+    # 4 draws crossing 90% at steps 30, 37, 38, 45: the median read 37.5, a step no run has;
+    # now the first step by which at least half of the draws have got there, 37
+    steps = np.arange(80.0)
+    curves = np.stack([np.minimum(steps / (c / 0.9), 1.0) for c in (30.0, 37.0, 38.0, 45.0)])
+    ds, out = _summary(curves, steps)
+    assert out["time_to_fraction"]["90%"]["median_step"] == 37
+    assert float(ds["time_to_fraction_median"].sel(fraction=0.9)) == 37.0
+    # exactly half of the draws within the horizon: the median is that step, not "beyond"
+    half = np.stack([curves[0], curves[1], np.full(80, 0.5), np.full(80, 0.5)])
+    half[2:, 0] = 0.0
+    _, out = _summary(half, steps)
+    assert out["time_to_fraction"]["90%"] == {"median_step": 37, "prob_reached_within_horizon": 0.5}
+
+
+def test_predict_prints_the_settling_milestones_and_says_what_each_one_is(tmp_path, capsys):
+    from bayes_grpo.cli import main
+
+    setting = ["--lr", "0.1", "--momentum", "0.5", "--k-ref", "6", "--group-size", "8", "--steps", "60"]
+    assert main(["predict", "models/bandit.nc", *setting, "--no-discrepancy"]) == 0
+    out = capsys.readouterr().out
+    assert "time_to_fraction (steps to 90/95/99% of the rise p* - R0):" in out
+    assert "time_to_settle (first step after which it stays within 10/5/1% of the rise of p*):" in out
+    assert main(["predict", "models/bandit.nc", *setting, "--no-discrepancy", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("time_to_fraction", "time_to_settle"):
+        for milestone in data[key].values():
+            step = milestone["median_step"]
+            assert step is None or isinstance(step, int)
+    for key in data["time_to_fraction"]:
+        first, settle = data["time_to_fraction"][key]["median_step"], data["time_to_settle"][key]["median_step"]
+        if first is not None and settle is not None:
+            assert settle >= first
