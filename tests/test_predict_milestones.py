@@ -96,3 +96,17 @@ def test_predict_prints_the_settling_milestones_and_says_what_each_one_is(tmp_pa
         first, settle = data["time_to_fraction"][key]["median_step"], data["time_to_settle"][key]["median_step"]
         if first is not None and settle is not None:
             assert settle >= first
+
+
+def test_the_median_critical_k_ref_is_a_lag_of_the_draws():
+    # half of the draws unstable from K_ref 7, half from 9: "critical K_ref (exact) = 8", a lag
+    # at which no more draws are unstable than at 7 (the mean of the two middle draws); now 7, the
+    # first K_ref at which at least half of the draws are unstable
+    from bayes_grpo.checks.stability import stability_probabilities
+    from bayes_grpo.dynamics.stability import critical_k_ref
+
+    gains = np.array([0.1, 0.1, 0.08, 0.08])
+    assert critical_k_ref(gains, 0.5, method="exact").tolist() == [7, 7, 9, 9]
+    values = stability_probabilities(gains, momentum=0.5, k_ref=1)
+    assert values["critical_k_ref_exact_median"] == 7
+    assert values["critical_k_ref_closed_form_median"] == 5  # lags 5, 5, 7, 7

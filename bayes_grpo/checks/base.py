@@ -86,6 +86,15 @@ def verdict_percent(value: float, threshold: float) -> str:
     return f"{np.floor(value * 1e6) / 1e4:.4f}%"
 
 
+def value_median(values, axis: int | None = None) -> np.ndarray | float:
+    """The median as one of ``values``: the smallest at or below which at least half of them
+    lie (``inverted_cdf``). For steps and lags, where the mean of the two middle values
+    (``np.median`` of an even count) is none: a milestone read 37.5 between grid steps, and a
+    critical K_ref 8 where half of the draws said 7 and half 9. Infinities count as values (a
+    draw that never gets there); NaN is not expected."""
+    return np.quantile(np.asarray(values, dtype=float), 0.5, axis=axis, method="inverted_cdf")
+
+
 def share_percent(count: int, total: int) -> str:
     """``count`` of ``total`` as a percentage with as few decimals (0 to 5) as keep a share that
     is neither none nor all off 0% and 100% and within a tenth of itself (of what is left to

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, cell_edges, plot_text
+from bayes_grpo.checks.base import CheckResult, cell_edges, plot_text, value_median
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
@@ -101,7 +101,9 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     ratio; NaN when there are none), ``p_damped`` (their share), ``gain_*``, ``spectral_radius_median``
     (eigenvalues of every draw, so only up to ``K_ref =`` :data:`AUTO_BISECTION_MAX_LAG`; NaN
     beyond, where ``p_unstable_exact``, by the threshold, needs none), and for each criterion
-    ``critical_k_ref_{criterion}_{median,lo,hi}`` (with ``critical_k_ref_note`` where one is
+    ``critical_k_ref_{criterion}_{median,lo,hi}`` (the median a lag of the draws, the first at
+    which at least half of them are unstable: ``checks.base.value_median``; with
+    ``critical_k_ref_note`` where one is
     infinite: no lag a float holds is unstable), ``spectral_radius_note`` where the radius is
     not computed, and ``n_draws``.
     """
@@ -153,7 +155,8 @@ def stability_probabilities(gain_draws, *, momentum: float, k_ref: float) -> dic
     out["gain_lo"], out["gain_hi"] = _interval(a)
     for criterion in ("exact", "closed_form"):
         crit = critical_k_ref(a, mu, method=criterion)
-        out[f"critical_k_ref_{criterion}_median"] = float(np.median(crit))
+        # a lag of the draws (value_median): the mean of two middle lags is none
+        out[f"critical_k_ref_{criterion}_median"] = float(value_median(crit))
         lo, hi = _lag_interval(crit)
         out[f"critical_k_ref_{criterion}_lo"], out[f"critical_k_ref_{criterion}_hi"] = lo, hi
     # --json writes an infinite lag null: say which and why (it was null without a word)
@@ -1150,7 +1153,7 @@ def bandit_threshold_check(
     for criterion in ("exact", "closed_form"):
         crit = critical_k_ref(a, mu, method=criterion)
         lo, hi = _interval(crit, prob)
-        rows[criterion] = {"median": float(np.median(crit)), "lo": lo, "hi": hi}
+        rows[criterion] = {"median": float(value_median(crit)), "lo": lo, "hi": hi}
     lo, hi = rows["exact"]["lo"], rows["exact"]["hi"]
     # runs that do not converge already at the first K_ref swept put the threshold at or below
     # it: a prediction below it is not contradicted (no verdict, as threshold_check), one above

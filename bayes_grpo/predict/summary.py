@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from bayes_grpo.checks.base import share_percent
+from bayes_grpo.checks.base import share_percent, value_median
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 
 #: Fractions of the rise ``p* - R0`` whose first-passage steps are reported.
@@ -396,7 +396,7 @@ def _milestones(
     # do, which put the 99% milestone before the 90% one when few draws reached either. It is a
     # step of the grid, the first by which at least half of the draws have got there: the mean
     # of the two middle draws read 37.5, a step no run logs
-    median = np.quantile(np.where(reached, passage, np.inf), 0.5, axis=1, method="inverted_cdf")
+    median = value_median(np.where(reached, passage, np.inf), axis=1)
     median[~np.isfinite(median)] = np.nan
     hdi = np.full((len(fractions), len(probs), 2), np.nan)
     for i, row in enumerate(passage):
