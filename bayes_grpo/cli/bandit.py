@@ -138,7 +138,11 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help=f"seeds (replicates) per setting (default {seeds})",
     )
     p.add_argument(
-        "--steps", type=positive_int, default=steps, metavar="T", help=f"optimizer steps per run (default {steps})"
+        "--steps",
+        type=positive_int,
+        default=steps,
+        metavar="T",
+        help=f"optimizer steps per run: steps 0 .. T-1 logged, as simulate sde's (default {steps})",
     )
     p.add_argument(
         "--n-prompts",
