@@ -88,6 +88,8 @@ def test_predict_prints_the_settling_milestones_and_says_what_each_one_is(tmp_pa
     assert "time_to_settle (first step after which it stays within 10/5/1% of the rise of p*):" in out
     assert main(["predict", "models/bandit.nc", *setting, "--no-discrepancy", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
+    # what each milestone is read on names the settling ones too (it named time_to_fraction only)
+    assert "time_to_settle" in data["milestones_of"] and "policy_time_to_settle" in data["milestones_of"]
     for key in ("time_to_fraction", "time_to_settle"):
         for milestone in data[key].values():
             step = milestone["median_step"]

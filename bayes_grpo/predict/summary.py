@@ -302,13 +302,13 @@ def milestones_of(lag: float) -> str:
     ``milestones_of``), for a logged reward ``lag`` steps behind the policy (0: none)."""
     if not lag > 0:
         return (
-            "time_to_fraction and stop_step: the mean trajectory, which is the policy's "
-            "(no observation lag here)"
+            "time_to_fraction, time_to_settle and stop_step: the mean trajectory, which is the "
+            "policy's (no observation lag here)"
         )
     return (
-        f"time_to_fraction and stop_step: the logged reward, {steps_behind(lag)} the policy "
-        "(observation lag), as the bands; policy_time_to_fraction and policy_stop_step: the "
-        "policy's, which a run stopped at that step keeps"
+        f"time_to_fraction, time_to_settle and stop_step: the logged reward, {steps_behind(lag)} "
+        "the policy (observation lag), as the bands; policy_time_to_fraction, policy_time_to_settle "
+        "and policy_stop_step: the policy's, which a run stopped at that step keeps"
     )
 
 
