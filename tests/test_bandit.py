@@ -539,6 +539,18 @@ def test_a_transition_sweep_without_overshoot_or_zeta_below_one_says_so_without_
     assert "no K_ref swept has zeta < 1" in res.summary
 
 
+def test_the_linear_overshoot_of_a_monotone_approach_is_zero_not_its_remaining_deficit():
+    # lr 0.2, mu 0.5, K_ref 0: the noise-free recursion approaches p* without crossing it (both
+    # roots real and positive), and `sweep --transition` printed linear_overshoot -2.6e-22 (the
+    # error left at the last step, with its sign flipped) where there is no overshoot
+    ds = simulate_bandit(
+        k_ref=[0, 4], learning_rate=0.2, momentum=0.5, seeds=2, steps=300, clip_eps=math.inf, seed=0
+    )
+    lin = transition_check(ds).table["linear_overshoot"]
+    assert lin.loc[0] == 0.0
+    assert lin.loc[4] > 0.02  # an oscillating one keeps its overshoot
+
+
 def test_a_sweep_of_one_k_ref_over_several_learning_rates_draws_its_column():
     # `sweep --k-ref 5 --lr 0.1,0.2 --png phase.png` wrote an empty heat map: shading="nearest"
     # gives a single K_ref a column of zero width
