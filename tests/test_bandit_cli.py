@@ -265,6 +265,20 @@ def test_a_sweep_too_short_to_judge_convergence_is_refused_before_it_runs(steps,
         experiments.sweep_k_ref([0, 1], seeds=1, steps=int(steps), progress=False)
 
 
+def test_the_sweep_table_prints_c_eff_at_the_closed_form_threshold_as_0(capsys):
+    # lr 0.2, mu 0.5 (a = 0.05 from the measured K): at K_ref 10 C_eff = (1 - mu) - a K_ref is 0
+    # up to rounding, and the table printed 1.121325e-14 beside a closed form that calls 10 unstable
+    argv = ["sweep", "--k-ref", "9:12", "--lr", "0.2", "--momentum", "0.5", "--seeds", "2", "--steps", "100"]
+    assert main([*argv, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "e-14" not in out and "closed form (1-mu)/a = 10.00 -> 10" in out
+    row = next(line.split() for line in out.splitlines() if line.startswith("10 "))
+    assert float(row[-1]) == 0.0
+    assert main([*argv, "--no-progress", "--json"]) == 0  # the JSON keeps the number computed
+    records = json.loads(capsys.readouterr().out)["threshold"]["table"]
+    assert 0 < abs(next(r["C_eff"] for r in records if r["k_ref"] == 10)) < 1e-12
+
+
 def test_a_sweep_too_short_to_see_the_threshold_says_it_is_not_determined(capsys):
     # `sweep --steps 60` (a = 0.025, mu = 0.5, exact threshold 30) read "Runs stop converging at
     # K_ref = 18" and failed the prediction: 60 steps are shorter than the dominant mode's period

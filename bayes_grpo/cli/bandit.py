@@ -361,6 +361,24 @@ def _single(text: str, name: str) -> float:
     return float(values[0])
 
 
+def _shown_damping(result):
+    """The threshold table as printed: a ``C_eff`` that is 0 up to rounding
+    (``dynamics.stability.closed_form_marginal``) as 0. At lr 0.2, mu 0.5 the row of K_ref 10 read
+    ``1.121325e-14`` beside a closed form that calls that K_ref unstable; the JSON keeps the number."""
+    from bayes_grpo.dynamics.stability import closed_form_marginal
+
+    table = result.table
+    if table is None or "C_eff" not in table or not {"a", "momentum"} <= set(result.values):
+        return table
+    lags = table.index.to_numpy(dtype=float)
+    on_threshold = closed_form_marginal(float(result.values["a"]), float(result.values["momentum"]), lags)
+    if not on_threshold.any():
+        return table
+    shown = table.copy()
+    shown.loc[on_threshold, "C_eff"] = 0.0
+    return shown
+
+
 def run_sweep(args: argparse.Namespace) -> int:
     from bayes_grpo.bandit.experiments import (
         convergence_window_error,
@@ -427,7 +445,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     print(threshold.summary)
-    print_table(threshold.table)
+    print_table(_shown_damping(threshold))
     if transition is not None:
         print()
         print(transition.summary)
