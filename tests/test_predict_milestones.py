@@ -52,6 +52,12 @@ def test_an_oscillating_prediction_gives_its_settling_step_beside_its_first_cros
     # 95%: within 5% of p* from step 35 (1.02) too; 99%: never within 1% of p*
     assert out["time_to_settle"]["95%"]["median_step"] == 35
     assert out["time_to_settle"]["99%"] == {"median_step": None, "prob_reached_within_horizon": 0.0}
+    # the report's milestone table has both
+    from bayes_grpo.predict.result import prediction_result
+
+    table = prediction_result(ds).table
+    assert table.loc["90% of the rise", "median step"] == 9
+    assert table.loc["within 10% of the rise of p* from then on", "median step"] == 35
     # a monotone approach settles where it first crosses
     ramp = np.stack([np.minimum(steps / 20.0, 1.0)] * 2)
     _, mono = _summary(ramp, steps)
