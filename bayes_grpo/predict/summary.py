@@ -793,8 +793,9 @@ def add_warnings(ds: xr.Dataset, notes: Sequence[str]) -> None:
 
 def step_value(step) -> int | float:
     """An optimizer step as JSON and text give it: an int where it is a whole number (``predict``
-    printed ``stop_step: 34.0``, ``final_step: 300.0``), else the float (a median between two
-    steps, NaN for none)."""
+    printed ``stop_step: 34.0``, ``final_step: 300.0``), else the float (a step of a grid
+    that is not whole; NaN for none). A milestone's median is one of the draws' steps
+    (:func:`~bayes_grpo.checks.base.value_median`), no longer the mean of two."""
     value = float(step)
     return int(value) if np.isfinite(value) and value.is_integer() else value
 
