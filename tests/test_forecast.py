@@ -1073,7 +1073,8 @@ def test_an_ordinary_forecast_is_still_at_every_step_so_its_numbers_are_unchange
     run = str(runset["run"].values[0])
     fc = forecast_in_runset(runset, run, 120, likelihood="iid", n_draws=100, seed=1)
     # the grid is the only input the bounded grid changes: same grid, same draws, same numbers
-    np.testing.assert_array_equal(fc[STEP_DIM].values, np.arange(0.0, 301.0))
+    # (a run of 300 steps logs steps 0 .. 299, as simulate bandit's)
+    np.testing.assert_array_equal(fc[STEP_DIM].values, np.arange(0.0, 300.0))
     np.testing.assert_array_equal(forecast_grid(300.0, [0.0, 7.0, 299.0]), np.arange(0.0, 301.0))
     np.testing.assert_array_equal(forecast_grid(2000.0), np.arange(0.0, 2001.0))
     np.testing.assert_array_equal(forecast_grid(77.5), np.arange(0.0, 77.5 + 1.0))  # as before
