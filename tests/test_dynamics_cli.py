@@ -416,19 +416,22 @@ def test_simulate_sde_refuses_a_logging_interval_longer_than_the_run(tmp_path, c
     out = tmp_path / "sde.nc"
     assert main(["simulate", "sde", "--steps", "20", "--log-every", "50", "-o", str(out)]) == 2
     assert (
-        "--log-every 50 exceeds --steps 20: only the first and last steps would be logged"
+        "--log-every 50 is not below --steps 20: only step 0 would be logged"
         in capsys.readouterr().err
     )
     assert not out.exists()
-    with pytest.raises(ValueError, match=r"log_every \(50\) exceeds n_steps \(20\)"):
+    with pytest.raises(ValueError, match=r"log_every \(50\) is not below n_steps \(20\)"):
         simulate_sde_runset(n_steps=20, log_every=50)
-    assert simulate_sde_runset(n_steps=20, log_every=20, n_seeds=1).sizes["step"] == 2
+    # a run of 20 steps logs 0 .. 19: every 20th step is step 0 alone, every 19th 0 and 19
+    with pytest.raises(ValueError, match=r"log_every \(20\) is not below n_steps \(20\)"):
+        simulate_sde_runset(n_steps=20, log_every=20)
+    assert list(simulate_sde_runset(n_steps=20, log_every=19, n_seeds=1).step.values) == [0, 19]
 
 
-def test_steps_means_one_thing_for_both_simulators_and_the_last_step_is_logged(tmp_path):
+def test_steps_means_one_thing_for_both_simulators_and_log_every_keeps_an_even_grid(tmp_path):
     # `simulate bandit --steps 20` logged steps 0..19 (20 rows) but `simulate sde --steps 20`
-    # 0..20 (21 rows); and `simulate sde --steps 20 --log-every 7` logged 0, 7, 14: never the
-    # run's end
+    # 0..20 (21 rows); `--log-every 7` logs 0, 7, 14: an even grid (the fit's fast path,
+    # model.builder.regular_grid), the last step 19 not added off it
     from bayes_grpo.dynamics.simulate import simulate_sde_runset, truth_frame
     from bayes_grpo.runset import load_runset
 
@@ -440,7 +443,10 @@ def test_steps_means_one_thing_for_both_simulators_and_the_last_step_is_logged(t
     assert list(logged.step.values) == list(load_runset(bandit).step.values) == list(range(20))
     assert set(truth_frame(logged)["n_steps"]) == {20}
     assert main(["simulate", "sde", *common, "--log-every", "7", "-o", str(sde), "--overwrite"]) == 0
-    assert list(load_runset(sde).step.values) == [0, 7, 14, 19]
+    assert list(load_runset(sde).step.values) == [0, 7, 14]
+    from bayes_grpo.model.builder import regular_grid
+
+    assert regular_grid(simulate_sde_runset(n_steps=150, log_every=4).step.values) == (0.0, 4.0)
     # a run cut short (--ragged) logs its steps 0 .. n_steps - 1, n_steps as its truth says
     ragged = simulate_sde_runset(n_steps=20, n_seeds=4, ragged=0.5, measurement_sd=0.1)
     last = ragged["reward"].notnull().cumsum("step").idxmax("step").values

@@ -131,7 +131,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         "--log-every",
         type=positive_int,
         default=1,
-        help="steps between logged points; the last step T-1 is logged too (default 1)",
+        help="steps between logged points: steps 0, k, 2k, ... below T (an even grid; default 1)",
     )
     p.add_argument(
         "--measurement-sd",
@@ -203,10 +203,9 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import save_runset
 
     check_output_paths({"--output": args.output}, overwrite=args.overwrite, netcdf=("--output",))
-    if args.log_every > args.steps:  # the Python message names log_every and n_steps
+    if args.steps > 1 and args.log_every >= args.steps:  # the Python message names log_every and n_steps
         raise ValueError(
-            f"--log-every {args.log_every} exceeds --steps {args.steps}: only the first and last "
-            "steps would be logged"
+            f"--log-every {args.log_every} is not below --steps {args.steps}: only step 0 would be logged"
         )
     given = [flag for flag, attr, _, _ in _ONE_LLM if getattr(args, attr) is not None]
     if args.models and given:

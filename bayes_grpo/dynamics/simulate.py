@@ -484,8 +484,10 @@ def simulate_sde_runset(
         the bandit simulator's runs of ``steps`` (step ``n`` is the reward before the ``n``-th
         update; ``n_steps`` rows, as a log of that many steps has).
     log_every
-        Steps between logged points (steps ``0, k, 2k, ...``, and the last step ``n_steps - 1``
-        when it is not on that grid, so the run's end is logged; the SDE is still exact).
+        Steps between logged points (steps ``0, k, 2k, ... <= n_steps - 1``; the SDE is still
+        exact). The grid stays regular: the last step ``n_steps - 1`` is logged when it is on it
+        (an evenly spaced log keeps a fit on its fast path,
+        :func:`~bayes_grpo.model.builder.regular_grid`).
     measurement_sd, measurement_g_exponent
         Observation noise sd at ``G = 1`` and its exponent: sd ``= measurement_sd *
         G^(-exponent/2)`` (exponent 1 with ``noise_d = 0`` gives exactly the i.i.d.
@@ -504,8 +506,8 @@ def simulate_sde_runset(
     ragged
         Fraction in ``[0, 1)``: each run's length ``L`` (steps ``0 .. L - 1`` logged, the
         truth's ``n_steps``) is drawn uniformly in ``((1 - ragged) n_steps, n_steps]`` (runs padded
-        with NaN; a run cut short ends where it is cut, as an interrupted log, on the
-        ``log_every`` grid or not).
+        with NaN; a run cut short ends at its last logged step below ``L``, on the
+        ``log_every`` grid).
     missing_frac
         Fraction in ``[0, 1)`` of logged points (other than step 0) dropped at random.
     allow_unstable
@@ -568,10 +570,9 @@ def simulate_sde_runset(
     )
     if n_steps < 1 or log_every < 1 or n_seeds < 1:
         raise ValueError("n_steps, log_every and n_seeds must be >= 1")
-    if log_every > n_steps:  # every run was its step 0 alone; now its first and last steps
+    if n_steps > 1 and log_every >= n_steps:  # every run would be its step 0 alone
         raise ValueError(
-            f"log_every ({log_every}) exceeds n_steps ({n_steps}): only the first and last steps "
-            "would be logged"
+            f"log_every ({log_every}) is not below n_steps ({n_steps}): only step 0 would be logged"
         )
     run_sd = dict(run_sd or {})
     if set(run_sd) - {"plateau", "initial_reward"}:
@@ -586,9 +587,10 @@ def simulate_sde_runset(
             raise ValueError(f"{label} must hold at least one value")
     # about 10 kB a run (its frame, coordinates and truth) and 80 B a logged point (measured: 9 kB
     # a run at 10000 runs of 10 steps)
-    # steps 0, k, 2k, ... and the run's last step: `--steps 20 --log-every 7` logged 0, 7, 14,
-    # never the end of the run, and n_steps T logged 0 .. T (T + 1 rows, the bandit's T rows)
-    n_points = (n_steps - 1) // log_every + 1 + ((n_steps - 1) % log_every > 0)
+    # steps 0, k, 2k, ... <= n_steps - 1 (n_steps T logged 0 .. T before: T + 1 rows, the bandit's
+    # T). The run's last step is not added off the grid: a fit of an evenly spaced log evaluates
+    # the law at O(sqrt(n)) points (error_trajectory_on_grid), of an uneven one at every point
+    n_points = (n_steps - 1) // log_every + 1
     check_fits_in_memory(
         len(models) * len(group_sizes) * len(learning_rates) * len(k_refs) * n_seeds,
         n_points,
@@ -673,8 +675,6 @@ def simulate_sde_runset(
     )
     g_noise = g**noise_g_exponent  # the SDE is forced at temperature D / G^alpha
     t = np.arange(0, n_steps, log_every, dtype=float)
-    if t[-1] != n_steps - 1:
-        t = np.append(t, float(n_steps - 1))
     e = simulate_sde(
         mass, damping, k_eff, spec["noise_d"], g_noise, t, e0=r0 - plateau, v0=0.0, rng=gen
     )
