@@ -100,6 +100,13 @@ def hdi_bounds(samples: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray
     return lower, upper
 
 
+def rise_progress(mean_draws: np.ndarray, plateau: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """``(p(t) - R0) / (p* - R0)`` of each draw ``(n_draws, n_steps)``: 0 at the start, 1 at the
+    plateau (signed, so a falling curve reads the same); NaN for a draw with no rise."""
+    rise = (plateau - initial)[:, None]
+    return (mean_draws - initial[:, None]) / np.where(rise == 0, np.nan, rise)
+
+
 def first_passage(
     mean_draws: np.ndarray,
     steps: np.ndarray,
@@ -120,9 +127,7 @@ def first_passage(
     plateau, initial
         ``(n_draws,)`` plateau ``p*`` and initial reward ``R0`` of each draw.
     """
-    rise = (plateau - initial)[:, None]
-    progress = (mean_draws - initial[:, None]) / np.where(rise == 0, np.nan, rise)
-    reached = progress >= fraction
+    reached = rise_progress(mean_draws, plateau, initial) >= fraction
     idx = np.argmax(reached, axis=1)
     out = np.asarray(steps, dtype=float)[idx]
     out[~reached.any(axis=1)] = np.nan
@@ -144,8 +149,7 @@ def settling_step(
     horizon). A monotone approach settles where it first passes ``fraction``; an oscillating one
     later, when its swings stay within the band. Arguments as :func:`first_passage`.
     """
-    rise = (plateau - initial)[:, None]
-    progress = (mean_draws - initial[:, None]) / np.where(rise == 0, np.nan, rise)
+    progress = rise_progress(mean_draws, plateau, initial)
     with np.errstate(invalid="ignore"):
         outside = ~(np.abs(progress - 1.0) <= 1.0 - fraction)
     n = outside.shape[1]
