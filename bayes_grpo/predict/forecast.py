@@ -1358,8 +1358,10 @@ def forecast_in_runset(
     if reward_bounds is None and getattr(posterior, "reward_bounds", None) is not None:
         # a fit with reward bounds (fit --reward-bounds) says the reward lies in them: its
         # plateau draws do, and a forecast from it without them drew noise past them
+        from bayes_grpo.model.bounds import bounds_text  # the model area is loaded already here
+
         fit_bounds = tuple(posterior.reward_bounds)
-        text = f"[{fit_bounds[0]:g}, {fit_bounds[1]:g}]"
+        text = bounds_text(fit_bounds)
         try:
             check_within_bounds(y_all, fit_bounds, f"rewards of run {run_id!r}")
             reward_bounds, bounds_note = fit_bounds, f"reward bounds {text} taken from the fit"
