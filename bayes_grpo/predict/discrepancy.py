@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
+from bayes_grpo.predict.summary import rise_progress
+
 #: Edges of the bins of folded progress ``v = 1 - |1 - u|`` (``u = (R - R0) / (p* - R0)``)
 #: of the discrepancy profile: tenths of the rise, and finer near the plateau, so that the
 #: approach to the plateau is not averaged with the (much longer) settled plateau.
@@ -189,7 +191,7 @@ def estimate_discrepancy(
     n_bins = edges.size - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         res = (y - f) / rise[:, None]
-        prog = folded_progress((f - r0[:, None]) / rise[:, None])
+    prog = folded_progress(rise_progress(f, ps, r0))
     groups: dict[str, list[int]] = {}
     for i, lab in enumerate(labels):
         if ok_run[i]:
@@ -441,11 +443,9 @@ def add_discrepancy(
     widening the band by 40% at one step of a test with the marginal sd unchanged.
     """
     m = np.asarray(mean_draws, dtype=float)
-    r0 = np.asarray(initial, dtype=float)[:, None]
-    rise = np.asarray(plateau, dtype=float)[:, None] - r0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        u = (m - r0) / rise
-    scale = profile.sd_at(u) * np.abs(rise)
+    r0 = np.asarray(initial, dtype=float)
+    ps = np.asarray(plateau, dtype=float)
+    scale = profile.sd_at(rise_progress(m, ps, r0)) * np.abs(ps - r0)[:, None]
     # the normal's quantiles at (i + 1/2) / n in a random order: one random sample of n normals
     # moved every step's band with it (the 90% band of the mean 4% narrower at one seed, 1% wider
     # at another), where draws afresh per step averaged over the steps
