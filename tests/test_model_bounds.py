@@ -128,3 +128,17 @@ def test_a_bounded_fit_keeps_every_plateau_and_initial_reward_inside_where_the_u
     fc = forecast_in_runset(runs, RUNS[0], 150, posterior=model, seed=0, n_draws=200, check_instability=False)
     assert json.loads(fc.attrs["reward_bounds"]) == [0.0, 1.0]
     assert "reward bounds [0, 1] taken from the fit" in fc.attrs["prior_note"]
+
+
+def test_the_fit_flag_refuses_rewards_outside_the_bounds_before_any_other_work(runs_file, tmp_path, capsys, monkeypatch):
+    # the bounds check came after the instability diagnostic and its notes (about 30 s on
+    # data/tiny, every run flagged printed) and the long-run note: it is the first look at the data
+    import bayes_grpo.cli.fit as cli_fit
+
+    looked = []
+    monkeypatch.setattr(cli_fit, "flagged_unstable_runs", lambda runset: looked.append("instability") or {})
+    out = tmp_path / "fit.nc"
+    assert main(["fit", str(runs_file), "-o", str(out), "--reward-bounds", "0", "0.5", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert looked == [] and "note:" not in err
+    assert f"{runs_file}: reward bounds [0, 0.5] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step " in err

@@ -183,10 +183,11 @@ def _group_records(groups, runs) -> list[dict]:
 
 def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
+    from bayes_grpo.constants import RUN_DIM, STEP_DIM
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.model.bounds import bounds_text, check_reward_bounds
+    from bayes_grpo.model.bounds import bounds_text, check_reward_bounds, check_rewards_within
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
-    from bayes_grpo.runset import load_runset
+    from bayes_grpo.runset import REWARD_VAR, load_runset
     from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(
@@ -217,6 +218,11 @@ def run_fit(args: argparse.Namespace) -> int:
     # put down to the --config file: "c.json: ... (--default momentum=...) must be in [0, 1)")
     model = GRPODynamicsModel(model_config=with_hyperparameter_defaults(config, args.defaults), **settings)
     runset = load_runset(args.runs)
+    with naming_the_run_set(args.runs):
+        # the first look at the data (the fit checks it again): it came after the instability
+        # diagnostic had run and printed its notes
+        reward = runset[REWARD_VAR].transpose(RUN_DIM, STEP_DIM)
+        check_rewards_within(reward.values, reward[RUN_DIM].values, reward[STEP_DIM].values, model.reward_bounds)
     unstable = flagged_unstable_runs(runset)
     # long runs: said before the sampling (it can take many minutes), not again after it
     long_runs = long_runs_note(runset)
