@@ -791,12 +791,12 @@ def test_rewards_outside_the_declared_reward_bounds_are_a_clear_error():
 
     steps = np.arange(40.0)
     reward = -2.0 - 6.0 * np.exp(-steps / 8.0)
-    with pytest.raises(ForecastError, match=r"outside the reward bounds \[0, 1\]"):
+    with pytest.raises(ForecastError, match=r"^reward bounds \[0, 1\] do not hold every logged reward: at step 0: -8 \(20 rewards outside\)"):
         fit_run(
             steps[:20], reward[:20], default_prior(steps[:20], reward[:20]), reward_bounds=(0, 1)
         )
     runset = make_runset({"neg": pd.DataFrame({"reward": reward}, index=steps.astype(int))}, {})
-    with pytest.raises(ForecastError, match=r"run 'neg' lie outside the reward bounds"):
+    with pytest.raises(ForecastError, match=r"do not hold every logged reward: run 'neg' at step 0: -8"):
         forecast_in_runset(runset, "neg", 20, reward_bounds=(0.0, 1.0))
     # rewards on the bounds themselves are fine
     ok = np.clip(0.5 + 0.6 * np.sin(steps / 5.0), 0.0, 1.0)

@@ -1,4 +1,4 @@
-"""Fits of a reward with known bounds (`fit --reward-bounds LO HI`, model.bounds).
+"""Fits of a reward with known bounds (`fit --reward-bounds LO HI`, runset.bounds).
 
 The example runs in data/tiny log a success rate in [0, 1] and end before their plateau:
 fitted without bounds their plateau lies above 1 and some initial rewards below 0 (the shipped
@@ -17,9 +17,9 @@ import pytest
 
 from bayes_grpo.cli import main
 from bayes_grpo.model import GRPODynamicsModel
-from bayes_grpo.model.bounds import bounded_value, latent_value
 from bayes_grpo.model.config import config_hash
 from bayes_grpo.runset import RunSetError, save_runset
+from bayes_grpo.runset.bounds import bounded_value, latent_value
 from bayes_grpo.runset.ingest import load_runs
 from bayes_grpo.runset.thin import thin_runset
 
@@ -142,3 +142,29 @@ def test_the_fit_flag_refuses_rewards_outside_the_bounds_before_any_other_work(r
     err = capsys.readouterr().err
     assert looked == [] and "note:" not in err
     assert f"{runs_file}: reward bounds [0, 0.5] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step " in err
+
+
+def test_one_check_of_rewards_within_bounds_for_the_fit_and_the_forecast_importing_no_model_area():
+    # forecast.check_within_bounds did the job of bounds.check_rewards_within in its own words
+    # ("rewards of run 'neg' lie outside the reward bounds [0, 1] (min -8, max -2.02)": no step),
+    # because bayes_grpo.model.bounds could not be imported without the model area (ArviZ, ~3 s)
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import ForecastError, forecast_in_runset
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(40)
+    reward = -2.0 - 6.0 * np.exp(-steps / 8.0)
+    runset = make_runset({"neg": pd.DataFrame({"reward": reward}, index=steps)}, {})
+    with pytest.raises(ForecastError, match=r"^reward bounds \[0, 1\] do not hold every logged reward: run 'neg' at step 0: -8 \(40 rewards outside\); give bounds that hold every logged reward, or forecast without them$"):
+        forecast_in_runset(runset, "neg", 20, reward_bounds=(0.0, 1.0))
+    code = (
+        "import sys; import bayes_grpo.predict.forecast;"
+        "from bayes_grpo.runset.bounds import check_rewards_within, bounded_value, latent_value;"
+        "print(sorted(m for m in ('arviz', 'pymc', 'pytensor') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=DATA.parents[1])
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

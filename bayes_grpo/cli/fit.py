@@ -185,9 +185,9 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.constants import RUN_DIM, STEP_DIM
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.model.bounds import bounds_text, check_reward_bounds, check_rewards_within
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import REWARD_VAR, load_runset
+    from bayes_grpo.runset.bounds import bounds_text, check_reward_bounds, check_rewards_within
     from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(

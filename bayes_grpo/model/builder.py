@@ -12,7 +12,7 @@ Variables (dims in brackets):
   run's ``initial_reward_run_z`` centred within its LLM, i.e. zero-sum offsets; a single
   run's initial reward is its LLM's); with ``reward_bounds`` each of them (and the ``by_group``
   offsets' results) is the image in the bounds of that unbounded level
-  (:mod:`bayes_grpo.model.bounds`), ``initial_reward_model`` then the image of the runs' mean
+  (:mod:`bayes_grpo.runset.bounds`), ``initial_reward_model`` then the image of the runs' mean
   latent level;
 - mechanistic: ``log_stiffness`` [model] (``log K``), ``log_stiffness_mean``,
   ``log_stiffness_sd`` (population level, when several models), ``size_exponent``
@@ -52,10 +52,10 @@ from bayes_grpo.dynamics.trajectory import (
     reward_trajectory,
     scheduled_error_trajectory,
 )
-from bayes_grpo.model.bounds import CENTRE_MARGIN, bounded_value, latent_value
 from bayes_grpo.model.config import measurement_g_exponent
 from bayes_grpo.model.kalman import kalman_loglik
 from bayes_grpo.model.prepare import ModelData, group_model, prior_centres, size_regression_note
+from bayes_grpo.runset.bounds import CENTRE_MARGIN, bounded_value, latent_value
 from bayes_grpo.runset.core import RunSetError
 from bayes_grpo.runset.schema import readable_group_size
 
@@ -90,7 +90,7 @@ def build_pymc_model(
 
     ``reward_bounds`` ``(lo, hi)`` (reward units): the plateau and initial reward of every LLM,
     run and group are the images in ``(lo, hi)`` of the unbounded model's levels
-    (:func:`bayes_grpo.model.bounds.bounded_value`); None is the unbounded model, unchanged."""
+    (:func:`bayes_grpo.runset.bounds.bounded_value`); None is the unbounded model, unchanged."""
     centres = prior_centres(data, config, parameterisation)
     by_group = invariance == "by_group"
     coords = {"run": data.run_ids, "model": data.models, "obs": np.arange(len(data.obs_y))}
@@ -236,7 +236,7 @@ def _data_containers(
 
     With ``reward_bounds``: each LLM's bounds in its standardised units (``bound_lo``,
     ``bound_hi``), and the early / late guesses that centre the priors as latent levels whose
-    images are those guesses (:func:`bayes_grpo.model.bounds.latent_value`)."""
+    images are those guesses (:func:`bayes_grpo.runset.bounds.latent_value`)."""
     mi = data.model_idx
     g_run = np.where(np.isfinite(data.group_size), data.group_size, centres["g_ref"][mi])
     arrays: dict[str, np.ndarray] = {

@@ -37,12 +37,6 @@ from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import shape_information_log_density
 from bayes_grpo.dynamics.trajectory import reward_trajectory, scheduled_reward_trajectory
-from bayes_grpo.model.bounds import (
-    bounded_value,
-    check_reward_bounds,
-    check_rewards_within,
-    latent_value,
-)
 from bayes_grpo.model.config import (
     DEFAULT_MODEL_CONFIG,
     DEFAULT_RANGES,
@@ -71,6 +65,12 @@ from bayes_grpo.model.prepare import (
     size_regression_note,
 )
 from bayes_grpo.runset import REWARD_VAR, validate_runset, with_added_coords
+from bayes_grpo.runset.bounds import (
+    bounded_value,
+    check_reward_bounds,
+    check_rewards_within,
+    latent_value,
+)
 from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
@@ -181,7 +181,7 @@ class GRPODynamicsModel:
     reward_bounds
         ``(lo, hi)`` of a reward known to lie in that range (``(0, 1)`` for a success rate or
         accuracy), or None: every LLM's and run's plateau and initial reward then lie inside
-        it (:mod:`bayes_grpo.model.bounds`), and a logged reward outside it is refused naming
+        it (:mod:`bayes_grpo.runset.bounds`), and a logged reward outside it is refused naming
         its run, step and value.
     """
 
@@ -1054,7 +1054,7 @@ class GRPODynamicsModel:
             r0 = post["initial_reward_model"].sel(model=model).values
             m = data.models.index(model)
             if self.reward_bounds is not None:
-                # the offsets shift the latent levels, whose images lie in the bounds (model.bounds)
+                # the offsets shift the latent levels, whose images lie in the bounds (runset.bounds)
                 plateau, r0 = (latent_value(v, *self.reward_bounds) for v in (plateau, r0))
             if self.invariance == "by_group":
                 plateau = plateau + data.scale[m] * offset("group_offset_plateau")

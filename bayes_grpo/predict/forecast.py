@@ -75,6 +75,7 @@ from bayes_grpo.predict.summary import (
     milestones_of,
     summarise_draws,
 )
+from bayes_grpo.runset.bounds import bounds_text, check_rewards_within, rewards_outside
 
 #: Names of the five unconstrained parameters of the oscillator, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
@@ -320,28 +321,6 @@ def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray
     x = np.clip((m - lo) / (hi - lo), 0.0, 1.0)
     x = np.where(np.isfinite(x), x, 0.5)
     return NOISE_FLOOR_SHARE + (1.0 - NOISE_FLOOR_SHARE) * 4.0 * x * (1.0 - x)
-
-
-def check_within_bounds(
-    y: np.ndarray, bounds: tuple[float, float] | None, what: str = "observed rewards"
-) -> None:
-    """Raise :class:`ForecastError` when a finite reward in ``y`` lies outside ``bounds``.
-
-    ``reward_bounds`` declares the range every logged reward lies in (``(0, 1)`` for a
-    success rate); a reward outside it means the bounds do not describe this reward, and the
-    noise shape of :func:`noise_shape` would silently sit at its floor there.
-    """
-    if bounds is None:
-        return
-    lo, hi = (float(b) for b in bounds)
-    y = np.asarray(y, dtype=float)
-    y = y[np.isfinite(y)]
-    tol = 1e-9 * (hi - lo)
-    if y.size and (y.min() < lo - tol or y.max() > hi + tol):
-        raise ForecastError(
-            f"{what} lie outside the reward bounds [{lo:g}, {hi:g}] (min {y.min():.4g}, "
-            f"max {y.max():.4g}); give bounds that hold every logged reward, or none"
-        )
 
 
 #: A logged reward within this share of the range from a bound lies at the bound (censored).
@@ -1085,15 +1064,11 @@ def population_prior_for_run(
         # (`forecast real.nc --run sun_q35_9b_g2_rho1.0_s43 --upto 60 --reward-bounds 0 1`: weak
         # prior, "run-based prior failed (observed rewards lie outside the reward bounds [0, 1]
         # (min 0.05, max 1.8)...)", naming no run, beside the runs of rewards in [0, 1])
-        for r in others:
-            try:
-                check_within_bounds(runset[REWARD_VAR].sel(run=r).values, reward_bounds)
-            except ForecastError:
-                outside.append(r)
+        outside = [r for r in others if rewards_outside(runset[REWARD_VAR].sel(run=r).values, reward_bounds).any()]
         others = [r for r in others if r not in outside]
     left_out = (
         f"{_counted(len(outside), 'other run')} left out of the prior, logged outside the reward "
-        f"bounds [{float(reward_bounds[0]):g}, {float(reward_bounds[1]):g}] (another reward): "
+        f"bounds {bounds_text(reward_bounds)} (another reward): "
         + ", ".join(outside)
         if outside
         else ""
@@ -1319,7 +1294,7 @@ def forecast_in_runset(
     t_all, y_all = run_series(runset, run_id, REWARD_VAR)
     if reward_bounds is not None:
         noise_shape(np.zeros(1), reward_bounds)  # validates lo < hi
-        check_within_bounds(y_all, reward_bounds, f"rewards of run {run_id!r}")
+        check_rewards_within(y_all, [run_id], t_all, reward_bounds, error=ForecastError, without="forecast without them")
     seen = t_all <= upto
     if seen.sum() < 3:
         raise ForecastError(
@@ -1358,17 +1333,20 @@ def forecast_in_runset(
     if reward_bounds is None and getattr(posterior, "reward_bounds", None) is not None:
         # a fit with reward bounds (fit --reward-bounds) says the reward lies in them: its
         # plateau draws do, and a forecast from it without them drew noise past them
-        from bayes_grpo.model.bounds import bounds_text  # the model area is loaded already here
-
         fit_bounds = tuple(posterior.reward_bounds)
         text = bounds_text(fit_bounds)
-        try:
-            check_within_bounds(y_all, fit_bounds, f"rewards of run {run_id!r}")
+        outside = np.flatnonzero(rewards_outside(y_all, fit_bounds))
+        if outside.size == 0:
             reward_bounds, bounds_note = fit_bounds, f"reward bounds {text} taken from the fit"
-        except ForecastError as exc:
+        else:
             # another reward than the fit's: forecast without bounds rather than refuse bounds
-            # the user did not give
-            bounds_note = f"the fit's reward bounds {text} are not this run's ({str(exc).split('; ')[0]}): forecast without bounds"
+            # the user did not give; the run's first reward outside, as the check names it
+            first = outside[0]
+            count = f", {outside.size} rewards outside" if outside.size > 1 else ""
+            bounds_note = (
+                f"the fit's reward bounds {text} are not this run's ({STEP_DIM} {t_all[first]:g}: "
+                f"{y_all[first]:.6g}{count}): forecast without bounds"
+            )
 
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
@@ -1783,7 +1761,7 @@ def fit_run(
     bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
     if bounds is not None:
         noise_shape(np.zeros(1), bounds)  # validates lo < hi
-        check_within_bounds(y, bounds)
+        check_rewards_within(y, None, t, bounds, error=ForecastError, without="forecast without them")
     # the numerics (optimiser steps, the Laplace covariance's conditioning, the proposals) work
     # in the reward's own unit, so that a reward logged on 0-10 is forecast as the same reward
     # on 0-1 (the bands, means and milestones of one are the other's times 10), and from the
@@ -2935,7 +2913,6 @@ __all__ = [
     "run_series",
     "mean_curve",
     "noise_shape",
-    "check_within_bounds",
     "prior_from_draws",
     "prior_from_posterior",
     "prior_from_runs",

@@ -15,6 +15,10 @@ prior's median is that guess, as without bounds.
 
 Without bounds (``None``, the default) the model is exactly the unbounded one: same graph,
 same settings and configuration hash, so fits saved before bounds existed load unchanged.
+
+NumPy and SciPy only, in the run-set area (the reward's contract), so that the forecast
+(``predict.forecast``: its ``reward_bounds``) checks and maps bounds with these functions
+without importing the model area (ArviZ, PyMC).
 """
 
 from __future__ import annotations
@@ -86,29 +90,54 @@ def latent_value(value: Any, lo: float | np.ndarray, hi: float | np.ndarray, mar
         return 0.5 * (lo + hi) + 0.25 * width * logit(x)
 
 
+def rewards_outside(reward: Any, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Mask of the finite rewards outside ``bounds`` (beyond :data:`BOUND_TOLERANCE` of the
+    range), the shape of ``reward`` (NaN: not logged); all False without bounds."""
+    y = np.asarray(reward, dtype=float)
+    if bounds is None:
+        return np.zeros(y.shape, dtype=bool)
+    lo, hi = (float(b) for b in bounds)
+    tol = BOUND_TOLERANCE * (hi - lo)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(y) & ((y < lo - tol) | (y > hi + tol))
+
+
 def check_rewards_within(
-    reward: np.ndarray, run_ids: Sequence[str], steps: np.ndarray, bounds: tuple[float, float] | None
+    reward: np.ndarray,
+    run_ids: Sequence[str] | None,
+    steps: np.ndarray,
+    bounds: tuple[float, float] | None,
+    *,
+    error: type[Exception] = RunSetError,
+    without: str = "fit without them",
 ) -> None:
-    """``RunSetError`` naming the runs with a logged reward outside ``bounds`` (each run's first
-    such step and value, and how many it has): bounds that the data break describe another
-    reward. ``reward`` is ``(n_runs, n_steps)`` (NaN: not logged)."""
+    """``error`` (a ``RunSetError`` by default) naming the runs with a logged reward outside
+    ``bounds`` (each run's first such step and value, and how many it has): bounds that the
+    data break describe another reward. ``reward`` is ``(n_runs, n_steps)`` (NaN: not logged),
+    or one series ``(n_steps,)`` with ``run_ids`` None (named by its steps only: a forecast's
+    prefix); ``without``: what the message offers in place of bounds (``"forecast without
+    them"``). The one check of the fit (``GRPODynamicsModel``, ``bayes-grpo fit``) and of the
+    forecast (``forecast --reward-bounds``, a fit's bounds)."""
     if bounds is None:
         return
-    lo, hi = bounds
-    tol = BOUND_TOLERANCE * (hi - lo)
     y = np.asarray(reward, dtype=float)
-    outside = np.isfinite(y) & ((y < lo - tol) | (y > hi + tol))
+    steps = np.asarray(steps, dtype=float)
+    if y.ndim == 1:
+        y = y[None, :]
+    outside = rewards_outside(y, bounds)
     if not outside.any():
         return
     named = []
     for i in np.flatnonzero(outside.any(axis=1)):
         j = np.flatnonzero(outside[i])
         count = f" ({j.size} rewards outside)" if j.size > 1 else ""
-        named.append(f"run {run_ids[i]!r} at {STEP_DIM} {steps[j[0]]:g}: {y[i, j[0]]:.6g}{count}")
-    raise RunSetError(
+        run = "" if run_ids is None else f"run {run_ids[i]!r} "
+        named.append(f"{run}at {STEP_DIM} {steps[j[0]]:g}: {y[i, j[0]]:.6g}{count}")
+    share = f" ({len(named)} of {len(y)} {RUN_DIM}s)" if len(y) > 1 else ""
+    raise error(
         f"reward bounds {bounds_text(bounds)} do not hold every logged reward: "
         + "; ".join(named)
-        + f" ({len(named)} of {len(run_ids)} {RUN_DIM}s); give bounds that hold every logged reward, or fit without them"
+        + f"{share}; give bounds that hold every logged reward, or {without}"
     )
 
 
@@ -120,4 +149,5 @@ __all__ = [
     "check_reward_bounds",
     "check_rewards_within",
     "latent_value",
+    "rewards_outside",
 ]
