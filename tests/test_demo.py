@@ -140,9 +140,10 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     assert fitted.convergence.passed, fitted.convergence.summary
 
 
-def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None):
+def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, invariance_calls=None):
     """The demo with its stages stubbed: (the HTML of its report, write_report's arguments);
-    run by ``bayes-grpo demo ARGV`` when ``argv`` is given."""
+    run by ``bayes-grpo demo ARGV`` when ``argv`` is given; ``invariance_calls`` (a list)
+    receives the keyword arguments of the invariance test."""
     from types import SimpleNamespace
 
     import matplotlib.pyplot as plt
@@ -169,7 +170,8 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None):
     passed = CheckResult("convergence", True, "stub")
     monkeypatch.setattr(demo, "fit_example_runs", lambda *a, **k: demo.ExampleFit(runs, [], fit_set, excluded, model, passed))
     monkeypatch.setattr(runset_pkg, "save_runset", lambda ds, path, overwrite=False: Path(path))
-    monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: CheckResult("g_invariance", None, "stub"))
+    seen = [] if invariance_calls is None else invariance_calls
+    monkeypatch.setattr(invariance, "invariance_check", lambda *a, **k: seen.append(k) or CheckResult("g_invariance", None, "stub"))
     monkeypatch.setattr(stability, "phase_diagram", lambda *a, **k: CheckResult("phase_diagram", None, "stub", figures={"phase": plt.figure()}))
     monkeypatch.setattr(predict, "predict_run", lambda *a, **k: None)
     monkeypatch.setattr(predict, "save_prediction", lambda ds, path, overwrite=False: Path(path))
@@ -195,6 +197,15 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None):
     html = build.render_html(build.build_sections(**results))
     plt.close("all")
     return html, written
+
+
+def test_the_demo_tests_g_invariance_with_the_reward_bounds_of_its_fit(tmp_path, monkeypatch):
+    # the demo fits its 0-1 rewards with bounds 0 1 (DemoSettings.reward_bounds), and its
+    # invariance test fitted H0 and H1 without them: plateaus above 1 in the Bayes factor's models
+    calls: list = []
+    _stubbed_demo_report(tmp_path, monkeypatch, invariance_calls=calls)
+    (kwargs,) = calls
+    assert kwargs["reward_bounds"] == (0.0, 1.0)
 
 
 def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, monkeypatch):

@@ -71,7 +71,7 @@ def toy(monkeypatch):
     monkeypatch.setattr(
         invariance,
         "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyBuilder(
+        lambda inv, model_config, parameterisation, likelihood, reward_bounds=None: ToyBuilder(
             model_config, invariance=inv
         ),
     )
@@ -407,7 +407,7 @@ def toy_invariance(monkeypatch):
     monkeypatch.setattr(
         invariance,
         "_make_model",
-        lambda inv, model_config, parameterisation, likelihood: ToyGroupBuilder(model_config, invariance=inv),
+        lambda inv, model_config, parameterisation, likelihood, reward_bounds=None: ToyGroupBuilder(model_config, invariance=inv),
     )
 
 

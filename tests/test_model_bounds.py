@@ -168,3 +168,57 @@ def test_one_check_of_rewards_within_bounds_for_the_fit_and_the_forecast_importi
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=DATA.parents[1])
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+#: One run at G 4 and one at G 16 of one LLM and setting: a G-invariance test's smallest set.
+G_RUNS = ("g4_p32_lr0.001_k1_adamw_s0", "g16_p8_lr0.001_k1_adamw_s0")
+
+
+def test_the_invariance_test_fits_h0_and_h1_within_the_reward_bounds(monkeypatch):
+    # the invariance test (API, CLI `invariance`, the demo, `report --invariance`) fitted H0 and H1
+    # without bounds whatever the fit had: on the demo's 0-1 rewards their plateaus went above 1
+    import pymc as pm
+
+    from bayes_grpo.checks import invariance
+
+    two_g = thin_runset(load_runs([DATA / r for r in G_RUNS]), 3)
+    made, built = [], []
+    make = invariance._make_model
+
+    def recording(inv, **kw):
+        made.append((inv, kw.get("reward_bounds")))
+        return make(inv, **kw)
+
+    class Sampled(Exception):
+        pass
+
+    def no_sampling(pm_model, label, **kw):
+        built.append(pm_model)
+        raise Sampled
+
+    monkeypatch.setattr(invariance, "_make_model", recording)
+    monkeypatch.setattr(invariance, "_bridge", no_sampling)
+    plateaus = {}
+    for bounds in (None, (0.0, 1.0)):
+        made.clear(), built.clear()
+        with pytest.raises(Sampled):
+            invariance.invariance_bayes_factor(two_g, reward_bounds=bounds, draws=200, chains=2)
+        assert made == [("shared", bounds), ("by_group", bounds)]
+        plateaus[bounds] = pm.draw(built[0]["plateau"], draws=400, random_seed=0)
+    # the premise: H0's prior plateau, without bounds, goes above 1; with them it stays inside
+    assert plateaus[None].max() > 1.0
+    assert plateaus[(0.0, 1.0)].min() >= 0.0 and plateaus[(0.0, 1.0)].max() <= 1.0
+    # rewards outside the bounds: refused naming run, step and value, before any sampling
+    with pytest.raises(RunSetError, match=r"reward bounds \[0, 0.5\] do not hold every logged reward: run 'g4_p32_lr0.001_k1_adamw_s0' at step 166: 0.578125"):
+        invariance.invariance_bayes_factor(two_g, reward_bounds=(0.0, 0.5), draws=200, chains=2)
+
+
+def test_the_invariance_flag_takes_reward_bounds(tmp_path, capsys, monkeypatch):
+    from bayes_grpo.checks import invariance
+
+    monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before checking"))
+    path = save_runset(thin_runset(load_runs([DATA / r for r in G_RUNS]), 3), tmp_path / "two_g.nc")
+    assert main(["invariance", str(path), "--reward-bounds", "0", "0.5", "--draws", "200", "--no-progress"]) == 2
+    assert f"{path}: reward bounds [0, 0.5] do not hold every logged reward: run 'g4_p32_lr0.001_k1_adamw_s0' at step 166: 0.578125" in capsys.readouterr().err
+    assert main(["invariance", str(path), "--reward-bounds", "1", "0"]) == 2
+    assert "--reward-bounds: reward bounds must satisfy lo < hi; got (1, 0)" in capsys.readouterr().err

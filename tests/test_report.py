@@ -315,6 +315,7 @@ def _stub_report_stages(monkeypatch):
         model_config={"group_offset_sigma": 0.3, "hyperparameter_defaults": {"momentum": 0.9}},
         sampler_config={"draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.9},
         convergence=lambda: CheckResult("convergence", True, "Converged"),
+        reward_bounds=(0.0, 1.0),
     )
     monkeypatch.setattr(model_pkg.GRPODynamicsModel, "load", classmethod(lambda cls, path: fit))
 
@@ -359,6 +360,8 @@ def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test
     # likelihood were the defaults' whatever the fit had used
     assert inv["model_config"]["hyperparameter_defaults"] == {"momentum": 0.9}
     assert inv["model_config"]["group_offset_sigma"] == 0.3 and inv["likelihood"] == "state_space"
+    # and its reward bounds: H0 and H1 of a fit with bounds 0 1 were fitted without them
+    assert inv["reward_bounds"] == (0.0, 1.0)
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["report", "--help"])

@@ -231,7 +231,7 @@ def _shared_shift_text(shifts: list[dict[str, Any]]) -> str:
     )
 
 
-def _make_model(invariance: str, *, model_config, parameterisation, likelihood):
+def _make_model(invariance: str, *, model_config, parameterisation, likelihood, reward_bounds=None):
     from bayes_grpo.model import GRPODynamicsModel
 
     return GRPODynamicsModel(
@@ -239,6 +239,7 @@ def _make_model(invariance: str, *, model_config, parameterisation, likelihood):
         parameterisation=parameterisation,
         likelihood=likelihood,
         invariance=invariance,
+        reward_bounds=reward_bounds,
     )
 
 
@@ -267,6 +268,7 @@ def _centred_offsets_model(h1: Any) -> Any:
         likelihood=h1.likelihood,
         invariance="by_group",
         centred_offsets=True,
+        reward_bounds=h1.reward_bounds,
     )
 
 
@@ -424,6 +426,7 @@ def invariance_bayes_factor(
     model_config: dict[str, Any] | None = None,
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
+    reward_bounds: tuple[float, float] | None = None,
     prior_scales: Sequence[float] = PRIOR_SCALES,
     draws: int = 1000,
     tune: int = 1000,
@@ -460,8 +463,10 @@ def invariance_bayes_factor(
         Run set with at least two group sizes within one model.
     model_config
         Overrides of the model's priors (``group_offset_sigma`` is the 1x width).
-    parameterisation, likelihood
-        Passed to ``GRPODynamicsModel``.
+    parameterisation, likelihood, reward_bounds
+        Passed to ``GRPODynamicsModel``: ``reward_bounds`` ``(lo, hi)`` keeps every plateau and
+        initial reward of H0 and H1 inside them, as a fit with them (``fit --reward-bounds``);
+        a logged reward outside them is refused before any sampling.
     prior_scales
         Multiples of ``group_offset_sigma`` to evaluate (1.0 should be among them).
     draws, tune, chains, target_accept
@@ -529,11 +534,16 @@ def invariance_bayes_factor(
         model_config=model_config,
         parameterisation=parameterisation,
         likelihood=likelihood,
+        reward_bounds=reward_bounds,
     )
     pm0 = h0.build_model(runset)
     # checked on a built H1 (no sampling) before H0 is sampled, not found out after minutes
     built = _make_model(
-        "by_group", model_config=model_config, parameterisation=parameterisation, likelihood=likelihood
+        "by_group",
+        model_config=model_config,
+        parameterisation=parameterisation,
+        likelihood=likelihood,
+        reward_bounds=reward_bounds,
     ).build_model(runset)
     point = built.initial_point()
     n_params = sum(int(np.size(v)) for v in point.values())
@@ -581,7 +591,11 @@ def invariance_bayes_factor(
     for scale in prior_scales:
         cfg = dict(model_config or {}) | {"group_offset_sigma": base_sigma * float(scale)}
         h1 = _make_model(
-            "by_group", model_config=cfg, parameterisation=parameterisation, likelihood=likelihood
+            "by_group",
+            model_config=cfg,
+            parameterisation=parameterisation,
+            likelihood=likelihood,
+            reward_bounds=reward_bounds,
         )
         pm1 = h1.build_model(runset)
         say(f"H1 (offsets by G, prior scale {scale:g}): NUTS fit {len(rows) + 2} of {n_fits}")
@@ -949,6 +963,7 @@ def invariance_check(
     model_config: dict[str, Any] | None = None,
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
+    reward_bounds: tuple[float, float] | None = None,
     prior_scales: Sequence[float] = PRIOR_SCALES,
     draws: int = 1000,
     tune: int = 1000,
@@ -1008,6 +1023,7 @@ def invariance_check(
         model_config=model_config,
         parameterisation=parameterisation,
         likelihood=likelihood,
+        reward_bounds=reward_bounds,
         prior_scales=prior_scales,
         draws=draws,
         tune=tune,
@@ -1087,6 +1103,8 @@ def invariance_check(
         **({"bayes_factor_verdict": bayes_factor_verdict, "badge": "not determined"} if bayes_factor_verdict else {}),
         "log_ml_h0": fits.h0.log_ml,
         "likelihood": likelihood,
+        # the fits' reward bounds, only when given (the values of an unbounded test unchanged)
+        **({"reward_bounds": [float(b) for b in reward_bounds]} if reward_bounds is not None else {}),
         "residual_lag1_autocorrelation": acf1,
         "residual_lag1_from": lag1_from,
         "residual_lag1_by_hypothesis": {h: {m: r for m, (r, _) in by.items()} for h, by in tested_by.items()},
@@ -1403,6 +1421,7 @@ def leave_one_g_out(
     model_config: dict[str, Any] | None = None,
     parameterisation: str = "mechanistic",
     likelihood: str = "iid",
+    reward_bounds: tuple[float, float] | None = None,
     draws: int = 500,
     tune: int = 500,
     chains: int = 2,
@@ -1453,6 +1472,7 @@ def leave_one_g_out(
             model_config=model_config,
             parameterisation=parameterisation,
             likelihood=likelihood,
+            reward_bounds=reward_bounds,
         )
         builder.fit(
             runset.isel({RUN_DIM: np.flatnonzero(fit_sel)}),

@@ -453,6 +453,31 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 
 
+def add_reward_bounds_flag(parser: argparse.ArgumentParser, effect: str) -> None:
+    """``--reward-bounds LO HI``: the reward bounds of the verbs that build the model (``fit``,
+    ``invariance``, ``compare``; :mod:`bayes_grpo.runset.bounds`), read by
+    :func:`reward_bounds_arg`. ``effect``: what the bounds do in that verb, and its default."""
+    parser.add_argument(
+        "--reward-bounds",
+        type=finite_float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help=f"the reward is known to lie in [LO, HI] (e.g. 0 1 for a success rate or accuracy): {effect}",
+    )
+
+
+def reward_bounds_arg(args: argparse.Namespace) -> tuple[float, float] | None:
+    """``--reward-bounds`` as ``(lo, hi)`` (None when not given); bounds with ``lo >= hi`` are a
+    ``ValueError`` naming the flag (:func:`bayes_grpo.runset.bounds.check_reward_bounds`)."""
+    from bayes_grpo.runset.bounds import check_reward_bounds
+
+    try:
+        return check_reward_bounds(tuple(args.reward_bounds) if args.reward_bounds else None)
+    except ValueError as exc:
+        raise ValueError(f"--reward-bounds: {exc}") from exc
+
+
 def add_progress_flag(parser: argparse.ArgumentParser, what: str = "the progress bar") -> None:
     """``--no-progress``: the one rule of the verbs that show their progress (``fit``, ``compare``,
     ``sweep``, ``simulate bandit``): shown on stderr by default, hidden by ``--no-progress`` and by

@@ -12,8 +12,8 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     add_progress_flag,
+    add_reward_bounds_flag,
     check_output_paths,
-    finite_float,
     naming_the_run_set,
     non_negative_int,
     open_fraction,
@@ -21,6 +21,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
     read_json_object,
+    reward_bounds_arg,
     sampler_messages,
     show_progress,
     spelled_like,
@@ -86,15 +87,10 @@ def register(subparsers) -> None:
         help="NUTS maximum tree depth (2^depth leapfrog steps a draw); raise it when the convergence "
         "check says transitions hit it",
     )
-    p.add_argument(
-        "--reward-bounds",
-        type=finite_float,
-        nargs=2,
-        metavar=("LO", "HI"),
-        default=None,
-        help="the reward is known to lie in [LO, HI] (e.g. 0 1 for a success rate or accuracy): every "
-        "plateau p* and initial reward R0 of the fit lie inside, a logged reward outside is refused, and "
-        "forecast --prior takes the bounds from the fit (default: unbounded)",
+    add_reward_bounds_flag(
+        p,
+        "every plateau p* and initial reward R0 of the fit lie inside, a logged reward outside is refused, "
+        "and forecast --prior takes the bounds from the fit (default: unbounded)",
     )
     add_hyperparameter_defaults_flag(p)
     p.add_argument("--config", type=Path, default=None, help="JSON file of model-config overrides (priors as data)")
@@ -187,7 +183,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import REWARD_VAR, load_runset
-    from bayes_grpo.runset.bounds import bounds_text, check_reward_bounds, check_rewards_within
+    from bayes_grpo.runset.bounds import bounds_text, check_rewards_within
     from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(
@@ -201,13 +197,9 @@ def run_fit(args: argparse.Namespace) -> int:
         parameterisation=args.parameterisation,
         likelihood=args.likelihood,
         invariance=args.invariance.replace("-", "_"),
-        reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
+        # checked before the --config file's check below, which would put it down to the file
+        reward_bounds=reward_bounds_arg(args),
     )
-    try:
-        check_reward_bounds(settings["reward_bounds"])
-    except ValueError as exc:
-        # before the --config file's check below, which would put it down to the file
-        raise ValueError(f"--reward-bounds: {exc}") from exc
     if args.config is not None:
         try:
             GRPODynamicsModel(model_config=config, **settings)

@@ -9,6 +9,7 @@ from bayes_grpo.cli._common import (
     add_hyperparameter_defaults_flag,
     add_json_flag,
     add_progress_flag,
+    add_reward_bounds_flag,
     naming_the_run_set,
     non_negative_int,
     positive_float,
@@ -16,6 +17,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
     progress_lines,
+    reward_bounds_arg,
     sampler_messages,
     show_progress,
     spelled_like,
@@ -52,6 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=spelled_like("iid", "state_space"),
         default="iid",
         help="observation model (default: iid Gaussian residuals)",
+    )
+    add_reward_bounds_flag(
+        p,
+        "every plateau p* and initial reward R0 of H0 and H1 lie inside, as in `fit --reward-bounds` "
+        "(default: unbounded)",
     )
     p.add_argument(
         "--draws",
@@ -116,6 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.runset import load_runset
 
+    bounds = reward_bounds_arg(args)  # refused before the run set is read
     ds = load_runset(args.runset)
     config = {"group_offset_sigma": args.offset_sigma} if args.offset_sigma is not None else None
     config = with_hyperparameter_defaults(config, args.defaults)
@@ -127,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
             model_config=config,
             parameterisation=args.parameterisation,
             likelihood=args.likelihood,
+            reward_bounds=bounds,
             prior_scales=args.prior_scales,
             draws=args.draws,
             tune=args.tune,

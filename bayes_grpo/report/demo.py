@@ -296,6 +296,7 @@ def run_demo(
     inv_runs = fit_set.sel(run=[r for r in fit_ids if r in set((groups or {}).get("g_fixed_completions", []))] or fit_ids)
     invariance = invariance_check(
         inv_runs,
+        reward_bounds=settings.reward_bounds,  # the fit's: H0 and H1 put plateaus above 1 without them
         draws=settings.draws,
         tune=settings.tune,
         chains=settings.chains,
