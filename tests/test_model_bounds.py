@@ -222,3 +222,30 @@ def test_the_invariance_flag_takes_reward_bounds(tmp_path, capsys, monkeypatch):
     assert f"{path}: reward bounds [0, 0.5] do not hold every logged reward: run 'g4_p32_lr0.001_k1_adamw_s0' at step 166: 0.578125" in capsys.readouterr().err
     assert main(["invariance", str(path), "--reward-bounds", "1", "0"]) == 2
     assert "--reward-bounds: reward bounds must satisfy lo < hi; got (1, 0)" in capsys.readouterr().err
+
+
+def test_a_forecast_from_a_bounded_fit_loses_no_draw_and_its_prior_keeps_the_fits_shape():
+    # prior_from_draws moment-matched a Gaussian on the raw p* and R0 of models/tiny.nc's draws
+    # (p* 0.998 near the bound 1): 14.5% of the prior's p* above 1, 32% of its R0 below 0, and
+    # the forecast of g16_p8_lr0.001_k1_adamw_s0 at step 60 left 194 of its 1000 draws out
+    from bayes_grpo.predict.forecast import forecast_in_runset, prior_from_posterior
+    from bayes_grpo.predict.summary import attr_warnings
+
+    tiny = DATA.parents[1] / "models" / "tiny.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the i.i.d. fit's residuals
+        fc = forecast_in_runset(load_runs([DATA / RUNS[0]]), RUNS[0], 60, posterior=tiny, seed=0, n_draws=400, check_instability=False)
+        fit = GRPODynamicsModel.load(tiny)
+    assert "reward bounds [0, 1] taken from the fit" in fc.attrs["prior_note"]
+    assert not [w for w in attr_warnings(fc) if "were left out" in w], attr_warnings(fc)
+    setting = dict(learning_rate=1e-3, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16, model="tiny-gpt2")
+    draws = fit.coefficient_draws(**setting)
+    q = [0.05, 0.25, 0.5, 0.75, 0.95]
+    raw = prior_from_posterior(fit, **setting).draw(np.random.default_rng(0), 4000)
+    assert (raw[:, 0] > 1.0).mean() > 0.1  # the premise: on the levels themselves
+    prior = prior_from_posterior(fit, reward_bounds=(0.0, 1.0), **setting)
+    assert prior.latent_bounds == (0.0, 1.0) and json.loads(fc.attrs["prior"])["latent_bounds"] == [0.0, 1.0]
+    drawn = prior.draw(np.random.default_rng(0), 4000)
+    for i, name, tol in ((0, "plateau", 0.002), (1, "initial_reward", 0.015)):
+        assert drawn[:, i].min() > 0.0 and drawn[:, i].max() < 1.0, name
+        assert np.quantile(drawn[:, i], q) == pytest.approx(np.quantile(draws[name].values, q), abs=tol), name

@@ -75,7 +75,14 @@ from bayes_grpo.predict.summary import (
     milestones_of,
     summarise_draws,
 )
-from bayes_grpo.runset.bounds import bounds_text, check_rewards_within, rewards_outside
+from bayes_grpo.runset.bounds import (
+    CENTRE_MARGIN,
+    bounded_value,
+    bounds_text,
+    check_rewards_within,
+    latent_value,
+    rewards_outside,
+)
 
 #: Names of the five unconstrained parameters of the oscillator, in order.
 PARAM_NAMES: tuple[str, ...] = ("plateau", "initial_reward", "log_w0", "log_zeta", "log_sigma")
@@ -110,6 +117,9 @@ MCMC_WALKERS: int = 1000
 PROPOSAL_DF: float = 4.0
 #: Prior sd floor on each coordinate of u (keeps a too-confident population prior usable).
 PRIOR_SD_FLOOR: np.ndarray = np.array([1e-3, 1e-3, 0.05, 0.05, 0.05, 0.1])
+#: A posterior draw of a bounded fit whose plateau or R0 lies at a bound in float (its latent
+#: level infinite) is taken this share of the range inside it (:func:`prior_from_draws`).
+LATENT_MARGIN: float = 1e-9
 
 
 class ForecastError(ValueError):
@@ -134,11 +144,20 @@ class GaussianPrior:
         ``(5, 5)`` or ``(6, 6)`` positive definite.
     source
         Where it came from, in words (stored in forecast outputs).
+    latent_bounds
+        ``(lo, hi)``: the mean and covariance of ``p*`` and ``R0`` are those of their latent
+        levels (:func:`bayes_grpo.runset.bounds.latent_value`), whose images lie in ``(lo,
+        hi)``: the prior of a fit with reward bounds (:func:`prior_from_posterior`), Gaussian
+        where that fit's draws are (on the plateau's own level a Gaussian of draws near a bound
+        put a share of its mass beyond it, and the forecast left those draws out). None (the
+        default): of ``p*`` and ``R0`` themselves. :func:`fit_run` fits such a prior's
+        coordinates on the latent level and gives its draws on the reward's.
     """
 
     mean: np.ndarray
     cov: np.ndarray
     source: str = ""
+    latent_bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         mean = np.asarray(self.mean, dtype=float)
@@ -159,10 +178,39 @@ class GaussianPrior:
         corr = 0.98 * corr + 0.02 * np.eye(dim)  # shrink correlations: keeps cov well conditioned
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "cov", corr * np.outer(floor, floor))
+        if self.latent_bounds is not None:
+            object.__setattr__(self, "latent_bounds", tuple(float(b) for b in self.latent_bounds))
 
     @property
     def sd(self) -> np.ndarray:
         return np.sqrt(np.diag(self.cov))
+
+    def to_reward_levels(self, u: np.ndarray) -> np.ndarray:
+        """``u`` (rows, or one vector) in this prior's coordinates with ``p*`` and ``R0`` as
+        rewards (their images, :attr:`latent_bounds`); a copy, as it is without them."""
+        out = np.array(u, dtype=float, copy=True)
+        if self.latent_bounds is not None:
+            lo, hi = self.latent_bounds
+            out[..., :2] = bounded_value(out[..., :2], lo, hi)
+        return out
+
+    def from_reward_levels(self, u: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`to_reward_levels`; a reward at or beyond a bound is first moved
+        :data:`~bayes_grpo.runset.bounds.CENTRE_MARGIN` of the range inside (a start from the data)."""
+        out = np.array(u, dtype=float, copy=True)
+        if self.latent_bounds is not None:
+            lo, hi = self.latent_bounds
+            out[..., :2] = latent_value(out[..., :2], lo, hi, margin=CENTRE_MARGIN)
+        return out
+
+    def level_means(self) -> np.ndarray:
+        """The prior's ``p*`` and ``R0`` medians as rewards (the means' images: a Gaussian's
+        median maps onto the median)."""
+        return self.to_reward_levels(self.mean)[:2]
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` draws of ``u``, ``p*`` and ``R0`` as rewards."""
+        return self.to_reward_levels(rng.multivariate_normal(self.mean, self.cov, size=n))
 
     def with_onset(self) -> GaussianPrior:
         """The 6-coordinate prior: a 5-coordinate one gets ``log t0 ~ NO_ONSET_PRIOR``."""
@@ -172,14 +220,23 @@ class GaussianPrior:
         cov = np.zeros((6, 6))
         cov[:5, :5] = self.cov
         cov[5, 5] = NO_ONSET_PRIOR[1] ** 2
-        return GaussianPrior(mean, cov, source=self.source)
+        return GaussianPrior(mean, cov, source=self.source, latent_bounds=self.latent_bounds)
 
     def to_dict(self) -> dict[str, object]:
+        """``mean`` and ``sd`` of each coordinate; of a prior on the latent levels, those of
+        ``p*`` and ``R0`` as rewards (of 4000 draws, seeded), with ``latent_bounds``."""
         names = (*PARAM_NAMES, ONSET_NAME)
+        mean, sd = self.mean.copy(), self.sd.copy()
+        extra: dict[str, object] = {}
+        if self.latent_bounds is not None:
+            levels = self.draw(np.random.default_rng(0), 4000)[:, :2]
+            mean[:2], sd[:2] = levels.mean(axis=0), levels.std(axis=0)
+            extra = {"latent_bounds": list(self.latent_bounds)}
         return {
-            "mean": dict(zip(names, self.mean.tolist())),
-            "sd": dict(zip(names, self.sd.tolist())),
+            "mean": dict(zip(names, mean.tolist())),
+            "sd": dict(zip(names, sd.tolist())),
             "source": self.source,
+            **extra,
         }
 
 
@@ -591,14 +648,26 @@ def u_from_coefficients(
 
 
 def prior_from_draws(
-    u_draws: np.ndarray, *, source: str = "posterior draws", inflate: float = 1.0
+    u_draws: np.ndarray,
+    *,
+    source: str = "posterior draws",
+    inflate: float = 1.0,
+    latent_bounds: tuple[float, float] | None = None,
 ) -> GaussianPrior:
     """Moment-matched Gaussian prior from ``(n, 5)`` or ``(n, 6)`` draws of ``u`` (NaN rows ignored).
 
     ``inflate`` multiplies the covariance (>1 to hedge against a population that is too
-    narrow for the new run).
+    narrow for the new run). ``latent_bounds`` ``(lo, hi)``: the draws' ``p*`` and ``R0`` lie
+    in them (a fit with reward bounds); the moments are those of their latent levels
+    (:attr:`GaussianPrior.latent_bounds`), so the prior keeps the draws' shape near a bound
+    and none of its mass lies beyond it. A draw at a bound in float (its latent level
+    infinite) is moved :data:`LATENT_MARGIN` of the range inside.
     """
     u = np.asarray(u_draws, dtype=float)
+    if latent_bounds is not None:
+        lo, hi = (float(b) for b in latent_bounds)
+        u = np.array(u, copy=True)
+        u[:, :2] = latent_value(u[:, :2], lo, hi, margin=LATENT_MARGIN)
     u = u[np.isfinite(u).all(axis=1)]
     if u.shape[0] < 10:
         raise ForecastError(
@@ -608,7 +677,8 @@ def prior_from_draws(
     # the plateau and R0 is then a share of the reward's size, not 1e-3 in whatever unit it is logged
     origin, unit = reward_frame(u[:, :2])
     u = rescale_u(u, 1.0 / unit, shift=-origin / unit)
-    prior = GaussianPrior(u.mean(axis=0), inflate * np.cov(u, rowvar=False), source=source)
+    bounds = None if latent_bounds is None else ((lo - origin) / unit, (hi - origin) / unit)
+    prior = GaussianPrior(u.mean(axis=0), inflate * np.cov(u, rowvar=False), source=source, latent_bounds=bounds)
     return rescale_prior(prior, unit, shift=origin)
 
 
@@ -625,6 +695,7 @@ def prior_from_posterior(
     inflate: float = 1.0,
     fallback: GaussianPrior | None = None,
     label: str | None = None,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> GaussianPrior:
     """Prior for a new run from a fitted hierarchical model (a model object or a saved file).
 
@@ -634,7 +705,12 @@ def prior_from_posterior(
     dynamics (``log w0, log zeta``) come from the posterior and the reward-valued
     coordinates from ``fallback`` (e.g. :func:`default_prior` of the run's prefix).
     ``label``: how the prior's source names the posterior (default: its path, or the
-    model's type when a model object is given).
+    model's type when a model object is given). ``reward_bounds``: the forecast's; when they
+    are the fit's own (``GRPODynamicsModel.reward_bounds``, ``fit --reward-bounds``), the
+    prior is Gaussian on the latent levels of ``p*`` and ``R0`` (:func:`prior_from_draws`'s
+    ``latent_bounds``), as the fit's draws are: on the levels themselves, a bounded fit's
+    plateau near 1 (``models/tiny.nc``) gave a prior of which the forecast left 19-20% of
+    its draws out, above 1.
     """
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
@@ -692,7 +768,9 @@ def prior_from_posterior(
             fallback,
             source=source + " dynamics; reward scale from the prefix",
         )
-    return prior_from_draws(u, source=source, inflate=inflate)
+    fit_bounds = getattr(fitted, "reward_bounds", None)
+    same = reward_bounds is not None and fit_bounds is not None and tuple(map(float, reward_bounds)) == tuple(map(float, fit_bounds))
+    return prior_from_draws(u, source=source, inflate=inflate, latent_bounds=fit_bounds if same else None)
 
 
 def prior_from_runs(
@@ -1029,6 +1107,7 @@ def population_prior_for_run(
                     model_size=size,
                     fallback=fallback,
                     label=label,
+                    reward_bounds=reward_bounds,
                     **kw,
                 )
             return prior, "; ".join(n for n in (note, *unused) if n)
@@ -1044,7 +1123,7 @@ def population_prior_for_run(
                 ) from None
             with _model_size_notes() as unused:
                 prior = prior_from_posterior(
-                    posterior, model=None, model_size=size, fallback=fallback, label=label, **kw
+                    posterior, model=None, model_size=size, fallback=fallback, label=label, reward_bounds=reward_bounds, **kw
                 )
             return (
                 prior,
@@ -1685,16 +1764,18 @@ def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
 def _starts(
     prior: GaussianPrior, t: np.ndarray, y: np.ndarray, warm: np.ndarray | None
 ) -> list[np.ndarray]:
+    """Starting points of the mode search in ``prior``'s coordinates (a start from the data, or
+    ``warm``, a previous mode, has its ``p*`` and ``R0`` as rewards: taken to the prior's latent
+    levels where it has them, :meth:`GaussianPrior.from_reward_levels`)."""
     starts = [prior.mean.copy()]
     if warm is not None:
-        starts.append(np.asarray(warm, dtype=float))
+        starts.append(prior.from_reward_levels(np.asarray(warm, dtype=float)))
     noise, span = _data_scale(y)
     k = max(1, y.size // 10)
     tmax = max(float(t.max()), 1.0)
     for w_scale, zeta in ((4.0, 1.5), (8.0, 0.5), (2.0, 3.0)):
         s = prior.mean.copy()
-        s[0] = y[-k:].mean()
-        s[1] = y[:k].mean()
+        s[:2] = prior.from_reward_levels(np.array([y[-k:].mean(), y[:k].mean()]))
         s[2] = np.log(w_scale / tmax)
         s[3] = np.log(zeta)
         s[4] = np.log(noise)
@@ -1842,7 +1923,7 @@ def reward_frame(values: np.ndarray) -> tuple[float, float]:
 def _fit_frame(y: np.ndarray, prior: GaussianPrior | MixturePrior) -> tuple[float, float]:
     """The origin and unit :func:`fit_run` fits rewards ``y`` with ``prior`` in
     (:func:`reward_frame` of the rewards and the prior's levels)."""
-    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.mean[:2]
+    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.level_means()
     return reward_frame(np.concatenate([np.asarray(y, dtype=float), np.ravel(levels_of_prior)]))
 
 
@@ -1887,6 +1968,10 @@ def rescale_prior(
         moments = {
             "mean": rescale_u(prior.mean, factor, shift=shift),
             "cov": prior.cov * np.outer(levels, levels),
+            # the latent level is carried as the reward is (bounded_value commutes with it)
+            "latent_bounds": None
+            if prior.latent_bounds is None
+            else tuple(b * factor + shift for b in prior.latent_bounds),
         }
     for name, value in {**moments, "source": prior.source}.items():
         object.__setattr__(out, name, value)
@@ -1910,13 +1995,16 @@ def _fit_run_in_unit(
     if isinstance(prior, MixturePrior):
         return _fit_mixture(t, y, prior, n_draws, n_proposal, rng, likelihood, bounds, adapt)
     prior = prior.with_onset()
+    # the search, Laplace proposal and importance sampling run in the prior's coordinates (a
+    # bounded fit's prior: p* and R0 on their latent levels); the likelihood reads the rewards
+    levels = prior.to_reward_levels
     starts = _starts(prior, t, y, None if warm_start is None else np.asarray(warm_start)[:6])
     _, span = _data_scale(y)
     steps6 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3, 1e-3])
     mean6, prec6 = prior.mean, np.linalg.inv(prior.cov)
 
     def iid_loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return _log_lik(u, t, y, bounds)
+        return _log_lik(levels(u), t, y, bounds)
 
     mode, fun = _optimise(iid_loglik, mean6, prec6, t, y, starts)
     if likelihood == "iid":
@@ -1925,7 +2013,7 @@ def _fit_run_in_unit(
         from bayes_grpo.predict import statespace
 
         def loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return statespace.log_lik(u, t, y, bounds)
+            return statespace.log_lik(levels(u), t, y, bounds)
 
         mean = np.append(mean6, 0.0)
         prec = np.zeros((7, 7))
@@ -1934,7 +2022,7 @@ def _fit_run_in_unit(
         steps = np.append(steps6, 1e-3)
         ss_starts = [np.append(mode, 0.0), np.append(mode, -2.0), np.append(mean6, 0.0)]
         if warm_start is not None and np.size(warm_start) == 7:
-            ss_starts.append(np.asarray(warm_start, dtype=float))
+            ss_starts.append(prior.from_reward_levels(np.asarray(warm_start, dtype=float)))
         mode, fun = _optimise(loglik, mean, prec, t, y, ss_starts)
     cov_prior = np.linalg.inv(prec)
 
@@ -1986,6 +2074,17 @@ def _fit_run_in_unit(
     draws, k, ess, method = _resample(
         best_is, log_post_rows, rng, n_proposal, n_draws, adapt, "laplace_psis", notes
     )
+    log_post_mode = -float(fun)
+    if prior.latent_bounds is not None:
+        # the mode, draws and Laplace covariance as rewards: the covariance by the map's slope
+        # at the mode (d reward / d latent = 4 x (1 - x), x the reward's place in the range)
+        lo, hi = prior.latent_bounds
+        x = (levels(mode)[:2] - lo) / (hi - lo)
+        slope = np.ones(mode.size)
+        slope[:2] = 4.0 * x * (1.0 - x)
+        cov = cov * np.outer(slope, slope)
+        log_post_mode -= float(np.sum(np.log(slope[:2])))
+        draws, mode = levels(draws), levels(mode)
     return RunPosterior(
         draws=draws,
         method=method,
@@ -1994,7 +2093,7 @@ def _fit_run_in_unit(
         pareto_k=k,
         ess=ess,
         n_obs=int(y.size),
-        log_post_mode=-float(fun),
+        log_post_mode=log_post_mode,
         warnings=notes,
         likelihood=likelihood,
         reward_bounds=bounds,
@@ -2476,8 +2575,7 @@ def prior_conflict_note(
         comp = rng.choice(prior.weights.size, size=n_draws, p=prior.weights)
         u = np.array([rng.multivariate_normal(prior.means[j], prior.covs[j]) for j in comp])
     else:
-        full = prior.with_onset()
-        u = rng.multivariate_normal(full.mean, full.cov, size=n_draws)
+        u = prior.with_onset().draw(rng, n_draws)
     mean = mean_curve(u, t)
     with np.errstate(over="ignore", invalid="ignore"):
         sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, reward_bounds))
@@ -2600,6 +2698,13 @@ def _prior_rise(prior: GaussianPrior | MixturePrior) -> float:
     it) allows none beyond the prefix's span."""
     mean, sd = np.asarray(prior.mean, dtype=float), np.asarray(prior.sd, dtype=float)
     spread = float(sd[0]) if sd[0] > PRIOR_SD_FLOOR[0] * (1.0 + 1e-6) else 0.0
+    if isinstance(prior, GaussianPrior) and prior.latent_bounds is not None:
+        # on the latent level: the gap of the medians as rewards, the plateau's spread as its
+        # draws' (the latent sd overstates it near a bound)
+        levels = prior.level_means()
+        plateau = prior.draw(np.random.default_rng(0), 4000)[:, 0]
+        spread = float(np.std(plateau)) if spread > 0.0 else 0.0
+        return float(abs(levels[0] - levels[1]) + spread)
     return float(abs(mean[0] - mean[1]) + spread)
 
 
@@ -2698,7 +2803,7 @@ def noise_held_at_prior(prior: GaussianPrior | MixturePrior) -> GaussianPrior | 
         means[:, i] = prior.mean[i]
         covs = np.array([hold(c) for c in prior.covs])
         return MixturePrior(means, covs, prior.weights, source=prior.source)
-    return GaussianPrior(prior.mean, hold(prior.cov), source=prior.source)
+    return GaussianPrior(prior.mean, hold(prior.cov), source=prior.source, latent_bounds=prior.latent_bounds)
 
 
 class RunForecaster:
