@@ -249,3 +249,30 @@ def test_a_forecast_from_a_bounded_fit_loses_no_draw_and_its_prior_keeps_the_fit
     for i, name, tol in ((0, "plateau", 0.002), (1, "initial_reward", 0.015)):
         assert drawn[:, i].min() > 0.0 and drawn[:, i].max() < 1.0, name
         assert np.quantile(drawn[:, i], q) == pytest.approx(np.quantile(draws[name].values, q), abs=tol), name
+
+
+def test_the_law_comparison_takes_reward_bounds(runs, runs_file, capsys):
+    # `compare` fitted its four laws without bounds: a user of 0-1 rewards got plateaus above 1
+    # (these runs end before their plateau), where `fit --reward-bounds 0 1` keeps them inside
+    import pymc as pm
+
+    from bayes_grpo.predict import compare
+
+    plateaus = {}
+    for bounds in (None, (0.0, 1.0)):
+        data = compare.prepare_runs(runs, reward_bounds=bounds)
+        z = pm.draw(compare.build_law_model("single_exp", data)["plateau"], draws=400, random_seed=0)
+        plateaus[bounds] = z * data.scale + data.loc  # the prior's plateaus as rewards
+    assert plateaus[None].max() > 1.0  # the premise, without bounds
+    assert plateaus[(0.0, 1.0)].min() >= 0.0 and plateaus[(0.0, 1.0)].max() <= 1.0
+    res = compare.compare_laws(runs, laws=["single_exp"], draws=100, tune=100, chains=2, reward_bounds=(0, 1))
+    data = compare.prepare_runs(runs)
+    post = res.idatas["single_exp"].posterior
+    for name in ("plateau", "initial_reward"):
+        levels = post[name].values * data.scale + data.loc
+        assert levels.min() >= 0.0 and levels.max() <= 1.0, name
+    assert "Reward bounds [0, 1]: every law's plateau and initial reward lie inside them." in res.notes
+    assert main(["compare", str(runs_file), "--laws", "single_exp", "--reward-bounds", "0", "0.5", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{runs_file}: reward bounds [0, 0.5] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step" in err
+    assert "or compare without them" in err

@@ -345,7 +345,8 @@ def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test
     base += ["--no-stability", "--compare", "--invariance"]
     calls = _stub_report_stages(monkeypatch)
     assert main([*base, "--draws", "40", "--tune", "30", "--chains", "1", "--seed", "7"]) == 0
-    fit_defaults = {"hyperparameter_defaults": {"momentum": 0.9}}  # the fit's `--default`, also for compare
+    # the fit's `--default` and `--reward-bounds`, also for compare
+    fit_defaults = {"hyperparameter_defaults": {"momentum": 0.9}, "reward_bounds": (0.0, 1.0)}
     assert calls["compare"] == {"random_seed": 7, "draws": 40, "tune": 30, "chains": 1, **fit_defaults}
     inv = calls["invariance"]
     assert (inv["draws"], inv["tune"], inv["chains"], inv["random_seed"]) == (40, 30, 1, 7)

@@ -14,6 +14,7 @@ from bayes_grpo.cli._common import (
     add_lr_schedule_args,
     add_overwrite_flag,
     add_progress_flag,
+    add_reward_bounds_flag,
     check_output_paths,
     figure_format,
     finite_float,
@@ -27,6 +28,7 @@ from bayes_grpo.cli._common import (
     print_json,
     print_table,
     progress_lines,
+    reward_bounds_arg,
     spelled_like,
 )
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
@@ -239,6 +241,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     add_hyperparameter_defaults_flag(c)
+    add_reward_bounds_flag(
+        c,
+        "every law's plateau p* and initial reward R0 lie inside, as in `fit --reward-bounds`, and a "
+        "logged reward outside is refused (default: unbounded)",
+    )
     add_progress_flag(c, "the sampling progress (a line and PyMC's progress bar per fit)")
     add_json_flag(c)
     c.set_defaults(func=_run_compare)
@@ -597,6 +604,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     if args.draws * args.chains < 2:
         # a setting, not the run set: refused before the file is read and without its name
         raise ValueError("--draws 1 --chains 1: PSIS-LOO needs at least 2 posterior draws (draws x chains)")
+    bounds = reward_bounds_arg(args)  # a setting: refused before the file is read
     ds = load_runset(args.runs)
     try:
         res = compare_laws(
@@ -609,6 +617,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             hyperparameter_defaults=dict(args.defaults),
             # as `fit` shows its sampling: not under --no-progress or --json
             progress=progress_lines(args, "compare"),
+            reward_bounds=bounds,
         )
     except ValueError as exc:
         # what compare_laws refuses is the run set ("no law could be fitted: ...", "runs with

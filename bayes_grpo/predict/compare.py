@@ -51,6 +51,14 @@ from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
 from bayes_grpo.runset import REWARD_VAR
+from bayes_grpo.runset.bounds import (
+    CENTRE_MARGIN,
+    bounded_value,
+    bounds_text,
+    check_reward_bounds,
+    check_rewards_within,
+    latent_value,
+)
 
 LAWS: tuple[str, ...] = (
     "oscillator_mechanistic",
@@ -86,6 +94,7 @@ class RunData:
     noise: np.ndarray  # (n_runs,) standardised first-difference noise
     momentum: np.ndarray  # (n_runs,)
     k_ref: np.ndarray  # (n_runs,)
+    bounds_z: np.ndarray | None = None  # (n_runs, 2) the reward bounds, standardised; None: unbounded
 
     @property
     def n_runs(self) -> int:
@@ -111,16 +120,21 @@ def prepare_runs(
     upto_fraction: float | None = None,
     min_points: int = MIN_COMPARE_POINTS,
     hyperparameter_defaults: Mapping[str, Any] | None = None,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> RunData:
     """Flatten a run set's rewards; ``upto_fraction`` keeps only the first part of each run.
 
     Runs with fewer than ``min_points`` finite rewards (after truncation) raise, naming them.
     ``hyperparameter_defaults`` (``momentum``, ``k_ref``) fill what a run does not know, as
-    ``fit --default`` does.
+    ``fit --default`` does. ``reward_bounds`` ``(lo, hi)``: kept, in each run's standardised
+    units, for :func:`build_law_model`; a logged reward outside them is a ``RunSetError``
+    naming run, step and value (:func:`bayes_grpo.runset.bounds.check_rewards_within`).
     """
     steps = ds[STEP_DIM].values.astype(float)
     reward = ds[REWARD_VAR].values.astype(float).copy()
     run_ids = [str(r) for r in ds[RUN_DIM].values]
+    reward_bounds = check_reward_bounds(reward_bounds)
+    check_rewards_within(reward, run_ids, steps, reward_bounds, without="compare without them")
     if (steps < 0).any():
         # every law starts at t = 0 (as in `fit`, which refuses them too); the message named no
         # run, so in a run set of many the user had to search for the ones logged from step < 0
@@ -166,6 +180,9 @@ def prepare_runs(
         noise=np.array(noise),
         momentum=_with_default(ds["momentum"].values, (hyperparameter_defaults or {}).get("momentum")),
         k_ref=_with_default(ds["k_ref"].values, (hyperparameter_defaults or {}).get("k_ref")),
+        bounds_z=None
+        if reward_bounds is None
+        else (np.asarray(reward_bounds, dtype=float)[None, :] - loc[:, None]) / scale[:, None],
     )
 
 
@@ -217,7 +234,12 @@ def law_applicable(law: str, data: RunData) -> str | None:
 
 
 def build_law_model(law: str, data: RunData):
-    """PyMC model of ``law`` for every run of ``data`` (per-run parameters, Gaussian noise)."""
+    """PyMC model of ``law`` for every run of ``data`` (per-run parameters, Gaussian noise).
+
+    With reward bounds (``data.bounds_z``) each run's plateau and initial reward are the images
+    in the bounds of normal latent levels (:func:`bayes_grpo.runset.bounds.bounded_value`, as
+    in ``fit --reward-bounds``), centred so that their medians are the data's late / early
+    reward, as without bounds; the same for every law."""
     import pymc as pm
 
     reason = law_applicable(law, data)
@@ -226,10 +248,18 @@ def build_law_model(law: str, data: RunData):
     coords = {RUN_DIM: data.run_ids, "obs": np.arange(data.obs_z.size)}
     T = data.length
     with pm.Model(coords=coords) as model:
-        p: dict[str, Any] = {
-            "plateau": pm.Normal("plateau", data.late, 1.5, dims=RUN_DIM),
-            "initial_reward": pm.Normal("initial_reward", data.early, 1.5, dims=RUN_DIM),
-        }
+        p: dict[str, Any] = {}
+        for name, centre in (("plateau", data.late), ("initial_reward", data.early)):
+            if data.bounds_z is None:
+                p[name] = pm.Normal(name, centre, 1.5, dims=RUN_DIM)
+            else:
+                import pytensor.tensor as pt
+
+                lo, hi = data.bounds_z[:, 0], data.bounds_z[:, 1]
+                latent = pm.Normal(
+                    f"{name}_latent", latent_value(centre, lo, hi, margin=CENTRE_MARGIN), 1.5, dims=RUN_DIM
+                )
+                p[name] = pm.Deterministic(name, bounded_value(latent, lo, hi, sigmoid=pt.sigmoid), dims=RUN_DIM)
         if law == "single_exp":
             p["tau"] = pm.LogNormal("tau", np.log(T / 4.0), LOG_SD, dims=RUN_DIM)
         elif law == "logistic":
@@ -788,6 +818,7 @@ def compare_laws(
     lfo_fraction: float = LFO_FRACTION,
     hyperparameter_defaults: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    reward_bounds: tuple[float, float] | None = None,
 ) -> ComparisonResult:
     """Fit every law to the run set and compare them (module docstring).
 
@@ -809,6 +840,10 @@ def compare_laws(
     progress
         Called with a line before each fit (``"single_exp: fit 1 of 4 ..."``), whose PyMC
         progress bar and messages are then shown; None (the default): every fit is quiet.
+    reward_bounds
+        ``(lo, hi)`` of a reward known to lie in them (``compare --reward-bounds 0 1``): every
+        law's plateau and initial reward lie inside (:func:`build_law_model`), as in a fit with
+        them; None (the default): unbounded, as before.
     """
     import arviz as az
 
@@ -837,16 +872,22 @@ def compare_laws(
     short = short_runs(runset[RUN_DIM].values, runset[REWARD_VAR].values.astype(float))
     if short and len(short) < runset.sizes[RUN_DIM]:
         runset = runset.sel({RUN_DIM: [r for r in runset[RUN_DIM].values if str(r) not in short]})
-    data = prepare_runs(runset, hyperparameter_defaults=hyperparameter_defaults)
+    data = prepare_runs(runset, hyperparameter_defaults=hyperparameter_defaults, reward_bounds=reward_bounds)
     train = prepare_runs(
         runset,
         upto_fraction=1.0 - lfo_fraction,
         min_points=5,
         hyperparameter_defaults=hyperparameter_defaults,
+        reward_bounds=reward_bounds,
     )
     # every law puts R0 at step 0: a run logged from step 1e6 is a flat tail of each curve
     # (R^2 ~ 0 for all four), a constant run has nothing to tell them apart
     notes: list[str] = [f"{n}." for n in shape_notes(data.run_ids, data.steps, data.reward)]
+    if reward_bounds is not None:
+        notes.append(
+            f"Reward bounds {bounds_text(check_reward_bounds(reward_bounds))}: every law's plateau and initial "
+            "reward lie inside them."
+        )
     if short:
         notes.insert(
             0,

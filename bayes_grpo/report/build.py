@@ -395,6 +395,7 @@ def report_from_posterior(
             model.runset,
             random_seed=seed,
             hyperparameter_defaults=model.model_config.get("hyperparameter_defaults"),  # fit --default
+            reward_bounds=model.reward_bounds,  # fit --reward-bounds: the laws' plateaus inside them too
             **nuts,
         ).to_check_result()
     if loaded:
