@@ -118,3 +118,32 @@ def test_the_median_critical_k_ref_is_a_lag_of_the_draws():
     values = stability_probabilities(gains, momentum=0.5, k_ref=1)
     assert values["critical_k_ref_exact_median"] == 7
     assert values["critical_k_ref_closed_form_median"] == 5  # lags 5, 5, 7, 7
+
+
+def test_a_draw_that_enters_the_band_only_at_the_horizons_last_step_has_not_settled_within_it():
+    # `predict models/bandit.nc --lr 0.1 --momentum 0.5 --k-ref 6 --group-size 8 --steps 30` read
+    # "time_to_settle 99%: median step 30" (the horizon's last step; with --steps 60 it is 52):
+    # a draw inside the band at the last step only shows nothing of staying there
+    from bayes_grpo.predict.summary import settling_step
+
+    steps = np.arange(31.0)
+    ramp = np.minimum(steps / 30.0, 1.0)  # 99% of the rise first at step 30, the last
+    swing = np.r_[np.full(29, 0.5), 1.0, 1.0]  # enters at step 29, still inside at 30
+    out = settling_step(np.stack([ramp, swing]), steps, np.ones(2), np.zeros(2), 0.99)
+    assert np.isnan(out[0]) and out[1] == 29.0
+    # a draw inside the band at every step is settled from step 0, even on a one-step grid
+    assert settling_step(np.ones((1, 1)), np.zeros(1), np.ones(1), np.zeros(1), 0.9).tolist() == [0.0]
+    _, summary = _summary(np.stack([ramp, ramp + 1e-9]), steps)
+    assert summary["time_to_settle"]["99%"] == {"median_step": None, "prob_reached_within_horizon": 0.0}
+    assert summary["time_to_fraction"]["99%"]["median_step"] == 30  # a first crossing is one
+
+
+def test_predict_says_a_settling_step_at_the_horizons_end_is_beyond_it(capsys):
+    from bayes_grpo.cli import main
+
+    setting = ["--lr", "0.1", "--momentum", "0.5", "--k-ref", "6", "--group-size", "8", "--no-discrepancy"]
+    assert main(["predict", "models/bandit.nc", *setting, "--steps", "30", "--json"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert short["time_to_settle"]["99%"]["median_step"] is None  # read 30, the last step
+    assert main(["predict", "models/bandit.nc", *setting, "--steps", "60", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_to_settle"]["99%"]["median_step"] > 30

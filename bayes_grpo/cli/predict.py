@@ -76,7 +76,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--group-size", type=positive_float, required=True, help="group size G (completions per prompt)"
     )
     p.add_argument(
-        "--steps", type=positive_int, required=True, help="horizon T: predict steps 0..T (T >= 1)"
+        "--steps",
+        type=positive_int,
+        required=True,
+        help="horizon T, the last step predicted: steps 0..T (T >= 1; a TRL run of max_steps T logs "
+        "steps 1..T; simulate's --steps T logs T rows, steps 0..T-1)",
     )
     p.add_argument(
         "--model",

@@ -145,9 +145,12 @@ def settling_step(
 
     The band is ``|p(t) - p*| <= (1 - fraction) |p* - R0|`` (progress within ``1 - fraction``
     of 1, as :func:`first_passage` reads progress), held from that step to the last of
-    ``steps``: NaN where the draw is outside it at the last step (not settled within the
-    horizon). A monotone approach settles where it first passes ``fraction``; an oscillating one
-    later, when its swings stay within the band. Arguments as :func:`first_passage`.
+    ``steps``: NaN where the draw is outside it at the last step, or enters it only there (not
+    settled within the horizon: nothing within it shows the draw staying; a step of the
+    horizon's end read as "settles at step T" and moved with T, ``predict --steps 30`` giving
+    99% at step 30 where ``--steps 60`` gives 52). A monotone approach settles where it first
+    passes ``fraction``; an oscillating one later, when its swings stay within the band.
+    Arguments as :func:`first_passage`.
     """
     progress = rise_progress(mean_draws, plateau, initial)
     with np.errstate(invalid="ignore"):
@@ -156,7 +159,9 @@ def settling_step(
     # the step after the last one outside the band (0 when none is)
     after_last = np.where(outside.any(axis=1), n - np.argmax(outside[:, ::-1], axis=1), 0)
     out = np.asarray(steps, dtype=float)[np.minimum(after_last, n - 1)]
-    out[after_last >= n] = np.nan
+    # outside at the end, or inside at the last step only (a draw inside at every step, even a
+    # horizon of one step, is settled from step 0)
+    out[(after_last >= n) | ((after_last == n - 1) & (after_last > 0))] = np.nan
     return out
 
 
