@@ -391,9 +391,10 @@ def test_runs_too_short_to_judge_are_named_not_a_crash(steps):
     # `sweep --steps 2 --transition`: "attempt to get argmax of an empty sequence" from the
     # overshoot; `--steps 1`: a "Mean of empty slice" warning and a threshold verdict
     ds = simulate_bandit(k_ref=[0, 1], seeds=2, steps=steps)
-    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short to judge convergence"):
+    runs = "runs of 1 step" if steps == 1 else f"runs of {steps} steps"  # not "1 steps"
+    with pytest.raises(ValueError, match=f"{runs} are too short to judge convergence"):
         convergence_status(ds)
-    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short for an overshoot"):
+    with pytest.raises(ValueError, match=f"{runs} are too short for an overshoot"):
         overshoot_table(ds)
     assert len(overshoot_table(simulate_bandit(k_ref=[0, 1], seeds=2, steps=3))) == 2
 

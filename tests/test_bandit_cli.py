@@ -260,8 +260,9 @@ def test_a_sweep_too_short_to_judge_convergence_is_refused_before_it_runs(steps,
     monkeypatch.setattr(experiments, "simulate_bandit", no_simulation)
     assert main(["sweep", "--steps", steps, "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert f"--steps {steps}: runs of {steps} steps are too short to judge convergence" in err
-    with pytest.raises(ValueError, match=f"runs of {steps} steps are too short to judge convergence"):
+    runs = "runs of 1 step" if steps == "1" else f"runs of {steps} steps"  # not "1 steps"
+    assert f"--steps {steps}: {runs} are too short to judge convergence" in err
+    with pytest.raises(ValueError, match=f"{runs} are too short to judge convergence"):
         experiments.sweep_k_ref([0, 1], seeds=1, steps=int(steps), progress=False)
 
 
@@ -347,3 +348,20 @@ def test_a_setting_refused_before_the_first_step_shows_no_progress_bar(verb, tmp
     err = capsys.readouterr().err
     assert "K_ref = 100000000: the characteristic roots" in err
     assert "0/5" not in err and "step/s" not in err, err
+
+
+def test_the_simulators_say_one_run_of_one_step_in_the_singular(tmp_path, capsys):
+    # `simulate bandit --steps 1 --seeds 1 --k-ref 1 --group-size 4` printed "wrote 1 run(s) x 1
+    # steps", `simulate sde --steps 1` "wrote 1 run(s) x 1 logged steps"
+    from bayes_grpo.checks.base import counted
+
+    assert counted(1, "step") == "1 step" and counted(2, "step") == "2 steps"
+    assert counted(0, "run") == "0 runs" and counted(1.0, "run") == "1 run"
+    assert counted(3, "entry", "entries") == "3 entries"
+    single = ["--seeds", "1", "--group-size", "4", "--steps", "1"]
+    assert main(["simulate", "bandit", *single, "--k-ref", "1", "--no-progress", "-o", str(tmp_path / "b.nc")]) == 0
+    assert f"wrote 1 run x 1 step to {tmp_path / 'b.nc'}" in capsys.readouterr().out
+    assert main(["simulate", "sde", *single, "-o", str(tmp_path / "s.nc")]) == 0
+    assert f"wrote 1 run x 1 logged step to {tmp_path / 's.nc'}" in capsys.readouterr().out
+    assert main(["simulate", "sde", "--seeds", "1", "--group-size", "4,16", "--steps", "3", "-o", str(tmp_path / "t.nc")]) == 0
+    assert "wrote 2 runs x 3 logged steps" in capsys.readouterr().out

@@ -26,7 +26,7 @@ import xarray as xr
 
 from bayes_grpo.bandit.mean_field import fixed_point
 from bayes_grpo.bandit.simulator import TRUTH_FORMAT, StepBar, simulate_bandit
-from bayes_grpo.checks.base import CheckResult, cell_edges
+from bayes_grpo.checks.base import CheckResult, cell_edges, counted
 from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
 from bayes_grpo.dynamics.simulate import whole_count
@@ -475,8 +475,8 @@ def convergence_window_error(n_steps: int, tail_frac: float = TAIL_FRAC) -> str 
     if n_steps // 2 < 1 or n_steps - w < n_steps // 2:
         # the mid-run window was empty ("Mean of empty slice") or overlapped the tail
         return (
-            f"runs of {n_steps} steps are too short to judge convergence (a tail window of {w} "
-            "steps after a mid-run window); simulate more steps"
+            f"runs of {counted(n_steps, 'step')} are too short to judge convergence (a tail window of "
+            f"{counted(w, 'step')} after a mid-run window); simulate more steps"
         )
     return None
 
@@ -691,7 +691,7 @@ def threshold_check(ds: xr.Dataset, *, majority: float = 0.5, **convergence_kwar
         values["steps_to_resolve_threshold"] = needed
         radius = table.loc[short, "spectral_radius"]
         note = (
-            f"Not determined: runs of {horizon} steps are too short to tell converging from "
+            f"Not determined: runs of {counted(horizon, 'step')} are too short to tell converging from "
             f"diverging runs at K_ref {_lag_ranges(short)} (spectral radius {radius.min():.4f}-"
             f"{radius.max():.4f}: the envelope changes by less than the check's "
             f"{convergence_kwargs.get('growth_tol', GROWTH_TOL):g}x over the second half of a run, or "
@@ -837,8 +837,8 @@ def overshoot_table(
     start_tail = n - max(2, int(round(tail_frac * n)))
     if start_tail < 1:  # was "attempt to get argmax of an empty sequence"
         raise ValueError(
-            f"runs of {n} steps are too short for an overshoot (a plateau window of "
-            f"{n - start_tail} steps and at least one step before it); simulate more steps"
+            f"runs of {counted(n, 'step')} are too short for an overshoot (a plateau window of "
+            f"{counted(n - start_tail, 'step')} and at least one step before it); simulate more steps"
         )
     rows = []
     for lag, idx in _per_k_ref(ds).items():

@@ -111,6 +111,13 @@ def share_percent(count: int, total: int) -> str:
     return f"{share:g}%"
 
 
+def counted(count: float, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun``, singular for one: ``counted(1, "step")`` is "1 step", ``counted(3,
+    "step")`` "3 steps" (``plural``: where adding ``s`` is wrong). The messages said "runs of 1
+    steps are too short" and "wrote 1 run(s) x 1 steps"."""
+    return f"{count:g} {noun if count == 1 else plural or noun + 's'}"
+
+
 def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """A table's rows as dictionaries, its index as columns; a name that two columns share
     (or an index level and a column) is kept for the first and given ``.1``, ``.2``... for

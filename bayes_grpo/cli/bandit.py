@@ -14,6 +14,7 @@ import argparse
 import math
 from pathlib import Path
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.cli._common import (
     RawWrappedDescriptionFormatter,
     add_json_flag,
@@ -333,7 +334,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
     else:
-        print(f"wrote {info['runs']} run(s) x {info['steps']} steps to {path}")
+        print(f"wrote {counted(info['runs'], 'run')} x {counted(info['steps'], 'step')} to {path}")
     return 0
 
 

@@ -12,6 +12,7 @@ import argparse
 import math
 from pathlib import Path
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.cli._common import (
     RawWrappedDescriptionFormatter,
     add_json_flag,
@@ -260,5 +261,5 @@ def run_simulate_sde(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
     else:
-        print(f"wrote {info['runs']} run(s) x {info['steps']} logged steps to {path}")
+        print(f"wrote {counted(info['runs'], 'run')} x {counted(info['steps'], 'logged step')} to {path}")
     return 0
