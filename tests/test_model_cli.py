@@ -196,10 +196,20 @@ def test_fit_strict_exits_non_zero_when_the_fit_did_not_converge_and_still_write
     assert "--strict: the fit did not converge (fewer than 2 chains" in err and str(out) in err
     assert written == [out]  # written either way
     assert main(["fit", str(runs_file), "-o", str(out), "--strict", "--json"]) == 3
+    from bayes_grpo.checks import ppc
+    from bayes_grpo.checks.base import CheckResult
+
+    wander = "Residual lag-1 autocorrelation up to 0.84 (the largest in size beyond its white-noise band)."
+    monkeypatch.setattr(ppc, "iid_residual_check", lambda model: CheckResult("ppc_residual_autocorrelation", False, wander))
     assert main(["fit", str(runs_file), "-o", str(out)]) == 0  # without --strict: a warning, status 0
-    # said once: it read "convergence: PROBLEMS: Convergence problems: ..."
-    (line,) = [t for t in capsys.readouterr().out.splitlines() if t.startswith("convergence:")]
-    assert line.startswith("convergence: Convergence problems: R-hat needs at least 2 chains") and "PROBLEMS" not in line
+    # said once, without a label repeating the summary's own first word: it read "convergence:
+    # PROBLEMS: Convergence problems: ...", then "convergence: Convergence problems: ..." and
+    # "residuals: Residual lag-1 ..."
+    lines = capsys.readouterr().out.splitlines()
+    (line,) = [t for t in lines if t.startswith("Convergence problems")]
+    assert line.startswith("Convergence problems: R-hat needs at least 2 chains") and "PROBLEMS" not in line
+    assert not [t for t in lines if t.startswith(("convergence:", "residuals:"))]
+    assert wander in lines
     passed = type("C", (), {"passed": True, "summary": "stub", "values": {}, "to_dict": lambda self: {}})()
     monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: passed)
     assert main(["fit", str(runs_file), "-o", str(out), "--strict"]) == 0

@@ -288,9 +288,11 @@ def run_fit(args: argparse.Namespace) -> int:
                 f"noise exponent: sigma^2 = D / G^alpha, alpha = {noise_exponent['median']:.3g} "
                 f"[{noise_exponent['lo']:.3g}, {noise_exponent['hi']:.3g}] ({noise_exponent['prob']:.0%} interval; theory 1)"
             )
-        print(f"convergence: {conv.summary}")  # 'Converged: ...' or 'Convergence problems: ...'
+        # each summary names itself ('Converged: ...' / 'Convergence problems: ...', 'Residual
+        # lag-1 autocorrelation ...'): under a label they read "convergence: Convergence problems"
+        print(conv.summary)
         if independence is not None and independence.passed is False:
-            print(f"residuals: {independence.summary}")
+            print(independence.summary)
         for note in notes:
             if note != long_runs:
                 print(f"note: {note}")
