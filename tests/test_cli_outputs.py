@@ -325,6 +325,36 @@ def test_the_observation_lag_is_printed_as_whole_steps(capsys):
     assert json.loads(capsys.readouterr().out)["observation_lag"] == 0.5
 
 
+def test_predicts_text_prints_numbers_to_six_significant_digits_as_stability_does(capsys):
+    # `predict models/tiny.nc ...` printed "stop_threshold: 0.009638012403187308",
+    # "final_mean_reward_hdi_0.9: [0.0, 0.37647455645523464]" and "discrepancy_sd_max:
+    # 0.29291291485906873", where `stability` prints 6 significant digits; the JSON keeps them all
+    import argparse
+    import json
+
+    from bayes_grpo.cli._common import number_text, value_text
+    from bayes_grpo.cli.predict import _emit
+
+    assert number_text(0.009638012403187308) == "0.00963801" and number_text(None) == "n/a"
+    assert value_text([0.0, 0.37647455645523464]) == "[0, 0.376475]"
+    assert value_text(3) == 3 and value_text(True) is True and value_text("off") == "off"
+    ds, _ = _exponential_rise_summary(low=8.0, high=16.0)
+    ds.attrs["stop_threshold"] = 0.009638012403187308
+    ds.attrs["discrepancy_sd_max"] = 0.29291291485906873
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=False))
+    text = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines() if ": " in line)
+    assert text["stop_threshold"] == "0.00963801" and text["discrepancy_sd_max"] == "0.292913"
+    _emit(ds, argparse.Namespace(output=None, plot=None, json=True))
+    out = json.loads(capsys.readouterr().out)
+    assert out["stop_threshold"] == 0.009638012403187308  # every digit, for scripts
+    for key in ("final_mean_reward", "expected_remaining_gain_after"):
+        if key in out:
+            assert text[key] == number_text(out[key]), key
+    (hdi,) = [k for k in out if k.startswith("final_mean_reward_hdi_")]
+    assert text[hdi] == f"[{number_text(out[hdi][0])}, {number_text(out[hdi][1])}]"
+    assert text["  overdamped"] == number_text(out["regime_probability"]["overdamped"])
+
+
 def test_a_setting_where_every_draw_diverges_has_no_stop_step_and_says_why(capsys):
     # `predict models/bandit.nc --lr 1.0 --k-ref 4`: every draw diverges, and the policy's stop
     # step read 150 of 150 (a diverging mean's remaining gain is 0 only at the horizon's end)

@@ -507,6 +507,23 @@ def progress_lines(args: argparse.Namespace, verb: str):
     return lambda line: print(f"bayes-grpo {verb}: {line}", file=sys.stderr, flush=True)
 
 
+def number_text(value: object, fmt: str = ".6g") -> str:
+    """A number as the text output prints it: to 6 significant digits by default (the JSON keeps
+    every digit), ``n/a`` for None. ``predict`` printed a float's last bits
+    (``stop_threshold: 0.009638012403187308``) where ``stability`` prints 6 digits."""
+    return "n/a" if value is None else format(float(value), fmt)
+
+
+def value_text(value: object) -> object:
+    """``value`` of a ``key: value`` text line with its floats by :func:`number_text` (a list of
+    numbers as ``[a, b]``); anything else, integers and flags included, as it is."""
+    if isinstance(value, float):
+        return number_text(value)
+    if isinstance(value, list) and value and all(isinstance(v, float) for v in value):
+        return f"[{', '.join(number_text(v) for v in value)}]"
+    return value
+
+
 def print_json(obj: Any) -> None:
     json.dump(jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -30,6 +30,7 @@ from bayes_grpo.cli._common import (
     progress_lines,
     reward_bounds_arg,
     spelled_like,
+    value_text,
 )
 from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
 
@@ -393,7 +394,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
         elif key == "policy_stop_step" and not np.isfinite(float(value)):
             print(f"{key}: none{_where(ds)}{_remaining_gain_note(ds, 'policy_expected_remaining_gain')}")
         else:
-            print(f"{key}: {value}")
+            print(f"{key}: {value_text(value)}")
 
 
 def _nested_text(key: str, value: object) -> object:
@@ -407,7 +408,7 @@ def _nested_text(key: str, value: object) -> object:
         from bayes_grpo.predict.summary import step_value
 
         return step_value(value)
-    return value
+    return value_text(value)
 
 
 def _milestone_text(milestone: dict) -> str:

@@ -21,6 +21,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     finite_float,
     non_negative_float,
+    number_text,
     positive_float,
     print_json,
 )
@@ -195,16 +196,12 @@ def _yes(flag: object) -> str:
     return "n/a" if flag is None else ("yes" if flag else "NO")
 
 
-def _num(value: object, fmt: str = ".6g") -> str:
-    return "n/a" if value is None else format(float(value), fmt)
-
-
 def _closed_form_threshold(s: dict) -> str:
     """The closed-form threshold gain, or why there is none (no lag: ``C_eff = 1 - mu > 0``)."""
     value = s["threshold_a_closed_form"]
     if value is not None and math.isinf(float(value)):
         return f"none (K_ref = {s['k_ref']:g}: C_eff = 1 - mu > 0 at every gain)"
-    return _num(value)
+    return number_text(value)
 
 
 def _marginal(s: dict) -> bool:
@@ -222,7 +219,7 @@ def _damping(s: dict) -> str:
     --k-ref 3`` "C_eff = 1.11022e-16"."""
     if _marginal(s):
         return "0 (on the threshold, up to rounding)"
-    return _num(s["C_eff"])
+    return number_text(s["C_eff"])
 
 
 def _on_the_threshold(s: dict) -> str:
@@ -238,7 +235,7 @@ def _critical_k_ref(value: object) -> str:
     """The first unstable lag, or that none is a float (a gain too small: ``critical_k_ref`` inf)."""
     if value is not None and math.isinf(float(value)):
         return f"none below the largest float ({sys.float_info.max:.3g}): the gain is too small"
-    return _num(value, "g")
+    return number_text(value, "g")
 
 
 def _radius_line(s: dict) -> str:
@@ -250,7 +247,7 @@ def _radius_line(s: dict) -> str:
     verdict = _yes(s["stable_exact"])
     r = s["spectral_radius"]
     if r is None or not math.isfinite(float(r)):
-        return f"stable         exact (spectral radius {_num(r)} < 1): {verdict}"
+        return f"stable         exact (spectral radius {number_text(r)} < 1): {verdict}"
     r = float(r)
     # at the threshold itself (--eta-k 0.1 --momentum 0.9 --k-ref 1: a = 1 - mu, radius 1) the
     # roots came out 1 - 2.2e-16, and the line read "spectral radius 1 - 2.22e-16 < 1): NO"
@@ -275,16 +272,16 @@ def format_summary(s: dict) -> list[str]:
     gain = "a = eta K" if conv == HEAVY_BALL else "a = eta K (1 - beta1)"
     lines = [
         # :g printed --momentum 0.9999999 as "mu = 1", outside [0, 1)
-        f"setting        {gain} = {_num(s['a'])}, mu = {s['momentum']:.10g} ({conv}), "
+        f"setting        {gain} = {number_text(s['a'])}, mu = {s['momentum']:.10g} ({conv}), "
         f"K_ref = {s['k_ref']:g}",
-        f"coefficients   M_eff = {_num(s['M_eff'])}, C_eff = {_damping(s)}, "
-        f"K_eff = {_num(s['K_eff'])}   [continuum model]",
-        f"regime         {s['regime']}, zeta = {_num(s['zeta'], '.4g')}   [continuum model]",
+        f"coefficients   M_eff = {number_text(s['M_eff'])}, C_eff = {_damping(s)}, "
+        f"K_eff = {number_text(s['K_eff'])}   [continuum model]",
+        f"regime         {s['regime']}, zeta = {number_text(s['zeta'], '.4g')}   [continuum model]",
         f"regime         {s['regime_exact'] or 'n/a'}   [exact: the discrete recursion's dominant root]",
         f"stable         closed form (C_eff > 0): {_yes(s['stable_closed_form'])}{_on_the_threshold(s)}",
         _radius_line(s),
         f"threshold a*   closed form (1 - mu)/K_ref: {_closed_form_threshold(s)}",
-        f"threshold a*   exact (spectral radius = 1): {_num(s['threshold_a_exact'])}",
+        f"threshold a*   exact (spectral radius = 1): {number_text(s['threshold_a_exact'])}",
         f"critical K_ref closed form: first unstable K_ref = {_critical_k_ref(s['critical_k_ref_closed_form'])}",
         f"critical K_ref exact: first unstable K_ref = {_critical_k_ref(s['critical_k_ref_exact'])}",
     ]
