@@ -1430,3 +1430,44 @@ def test_the_overview_says_which_settings_the_fit_took_from_its_defaults_for_run
     # a fit without defaults, or no fit: nothing to say
     assert fit_defaults_notes(SimpleNamespace(model_config={}, data=model.data), runs) == []
     assert fit_defaults_notes(None, runs) == []
+
+
+def test_the_fit_tables_show_an_unknown_group_size_as_fit_prints_it():
+    # a fit of runs that log no G: `fit` printed G "?" (cli/fit._g_as_text), the report's "Per
+    # model and G" and "Per run" tables a blank G (a group without a G, beside figures labelled
+    # "G=?"); one helper now, runset.schema.group_sizes_as_text, for both
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayes_grpo.report.model_sections import fit_section
+    from bayes_grpo.runset.schema import group_sizes_as_text
+
+    runs = _runset().assign_coords(group_size=("run", np.array([4.0, np.nan, 16.0])))
+    draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
+    per_run = pd.DataFrame(
+        {"model": ["tiny"] * 3, "group_size": [4, np.nan, 16], "p_star": [0.8, 0.7, 0.9], "has_trend": [True] * 3},
+        index=pd.Index(["run0", "run1", "run2"], name="run"),
+    )
+    groups = per_run.groupby(["model", "group_size"], dropna=False)[["p_star"]].median()
+    model = SimpleNamespace(
+        runset=runs,
+        settings={"parameterisation": "mechanistic"},
+        run_summary=lambda: per_run,
+        group_summary=lambda: groups,
+        fitted_trajectory_draws=lambda: draws,
+        data=SimpleNamespace(notes=[]),
+    )
+    tables = [b.content for b in fit_section(model).blocks if b.kind == "table"]
+    plt.close("all")
+    by_group, by_run = tables[:2]
+    assert "<th>?</th>" in by_group and "<th>4</th>" in by_group and "<th>16</th>" in by_group, by_group
+    assert "<td>?</td>" in by_run and "<td>16</td>" in by_run, by_run
+    # the helper: an index level, a column, or both; the values left alone
+    text = group_sizes_as_text(groups)
+    assert list(text.index.get_level_values("group_size")) == ["4", "16", "?"]
+    assert list(text.index.get_level_values("model")) == ["tiny"] * 3 and text["p_star"].tolist() == groups["p_star"].tolist()
+    assert group_sizes_as_text(per_run)["group_size"].tolist() == ["4", "?", "16"]
+    assert per_run["group_size"].isna().sum() == 1  # a copy
+    single = group_sizes_as_text(pd.DataFrame({"x": [1, 2]}, index=pd.Index([4.5, np.nan], name="group_size")))
+    assert list(single.index) == ["4.5", "?"]

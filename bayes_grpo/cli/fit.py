@@ -184,6 +184,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import REWARD_VAR, load_runset
     from bayes_grpo.runset.bounds import bounds_text, check_rewards_within
+    from bayes_grpo.runset.schema import group_sizes_as_text
     from bayes_grpo.runset.thin import long_runs_note
 
     check_output_paths(
@@ -267,7 +268,7 @@ def run_fit(args: argparse.Namespace) -> int:
         cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
         # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
         table = with_no_trend_r2(runs, groups[cols])
-        print_table(_g_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood}{bounds_title})")
+        print_table(group_sizes_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood}{bounds_title})")
         print(model.units_note())
         print()
         if model.parameterisation == "phenomenological":
@@ -305,16 +306,3 @@ def run_fit(args: argparse.Namespace) -> int:
         )
         return UNCONVERGED_STATUS
     return 0
-
-
-def _g_as_text(table):
-    """``table`` with its ``group_size`` level as text: ``4``, and ``?`` for an unknown G (the
-    table read "unknown-model NaN", G as a number; labels and messages say ``?``)."""
-    import pandas as pd
-
-    from bayes_grpo.runset.schema import group_size_text
-
-    g = [group_size_text(v) for v in table.index.get_level_values("group_size")]
-    return table.reset_index(level="group_size", drop=True).set_index(
-        pd.Index(g, name="group_size"), append=True
-    )

@@ -14,7 +14,7 @@ from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, with_no_trend_r2
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
-from bayes_grpo.runset.schema import group_size_text
+from bayes_grpo.runset.schema import group_size_text, group_sizes_as_text
 
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
@@ -85,7 +85,8 @@ def fit_section(model: Any) -> Section:
     if hasattr(model, "units_note"):
         section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
     # a group of runs without a trend only has no R^2 (group_summary leaves it NaN): say why
-    section.table(with_no_trend_r2(runs, model.group_summary()))
+    # G as fit prints it and the figures label it: "?" when unknown (a blank cell read as no group)
+    section.table(group_sizes_as_text(with_no_trend_r2(runs, model.group_summary())))
     section.heading("Per run")
     cols = [c for c in ["model", "group_size", "p_star", "a", "w0_sq", "M_eff", "C_eff", "K_eff", "zeta", "zeta_lo", "zeta_hi", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "has_trend", "r_hat"] if c in runs.columns]
     shown = runs[cols].copy()
@@ -96,7 +97,7 @@ def fit_section(model: Any) -> Section:
         # negative number read as if it judged the law; the run has no trend for R^2 to measure
         shown[r2] = shown[r2].astype(object)
         shown.loc[[r in set(no_trend) for r in shown.index.astype(str)], r2] = NO_TREND
-    section.table(shown)
+    section.table(group_sizes_as_text(shown))
     if no_trend:
         section.text(
             f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}. "

@@ -7,9 +7,14 @@ one coordinate per run for each name in :data:`RUN_COORDS`, and data variables
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Per-run coordinates and their fill value when unknown. Numeric ones are float64 (NaN when
 #: unknown, since netCDF integers cannot hold a missing value); string ones are "" when unknown.
@@ -65,6 +70,29 @@ def readable_group_sizes(values: object) -> np.ndarray:
     return np.array([readable_group_size(v) for v in g], dtype=object)
 
 
+def group_sizes_as_text(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its ``group_size`` index level and column (where it has them) as
+    :func:`group_size_text`: ``4``, and ``?`` for an unknown G. For the tables of the fit that
+    ``fit`` prints and the report shows: ``fit``'s read "unknown-model NaN" (G as a number), the
+    report's a blank G beside figures labelled "G=?"."""
+    import pandas as pd
+
+    out = table.copy()
+    if "group_size" in out.columns:
+        out["group_size"] = [group_size_text(v) for v in out["group_size"]]
+    if "group_size" in (out.index.names or []):
+        text = [group_size_text(v) for v in out.index.get_level_values("group_size")]
+        if isinstance(out.index, pd.MultiIndex):
+            levels = [
+                pd.Index(text, name=name) if name == "group_size" else out.index.get_level_values(i)
+                for i, name in enumerate(out.index.names)
+            ]
+            out.index = pd.MultiIndex.from_arrays(levels)
+        else:
+            out.index = pd.Index(text, name="group_size")
+    return out
+
+
 #: The data variable holding the training reward curve.
 REWARD_VAR: str = "reward"
 
@@ -86,6 +114,8 @@ __all__ = [
     "WARNINGS_ATTR",
     "SCHEMA_ATTR",
     "SCHEMA_VERSION",
+    "group_size_text",
+    "group_sizes_as_text",
     "readable_group_size",
     "readable_group_sizes",
 ]
