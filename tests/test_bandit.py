@@ -322,6 +322,18 @@ def test_a_threshold_at_k_ref_zero_says_the_closed_form_is_late_not_conservative
     assert "the closed form is late by 1 step (median)" in line.summary
 
 
+def test_a_closed_form_one_lag_early_says_one_step():
+    # `stability --eta-k 0.05 --momentum 0.9 --k-ref 2`: closed-form critical K_ref 2, exact 3; a
+    # sweep of that setting read "(conservative by 1 steps)", its phase line "early by 1 steps"
+    from bayes_grpo.bandit.experiments import _closed_form_lead
+    from bayes_grpo.checks.base import counted
+
+    assert _closed_form_lead(1.0) == "conservative by 1 step"
+    assert _closed_form_lead(3.0) == "conservative by 3 steps"
+    assert _closed_form_lead(-1.0).startswith("1 step late:")
+    assert counted(1_000_000, "step") == "1000000 steps" and counted(0.5, "step") == "0.5 steps"
+
+
 def test_full_importance_reweighting_removes_the_lag():
     # same setting, K_ref = 12 > exact threshold 7: diverges with the gradient at the
     # behaviour policy, converges when the clipped surrogate is differentiated at the current one

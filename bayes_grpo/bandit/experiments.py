@@ -718,10 +718,10 @@ def _closed_form_lead(steps: float) -> str:
     """
     if steps < 0:
         return (
-            f"{-steps:g} step{'' if steps == -1 else 's'} late: without lag the closed form sees no "
+            f"{counted(-steps, 'step')} late: without lag the closed form sees no "
             "instability, C_eff = 1 - mu > 0 at every gain"
         )
-    return f"conservative by {steps:g} steps"
+    return f"conservative by {counted(steps, 'step')}"
 
 
 def _persistent_oscillation_note(
@@ -802,7 +802,7 @@ def phase_diagram_check(ds: xr.Dataset, **threshold_kwargs) -> CheckResult:
     summary = (
         f"Empirical stability threshold within one K_ref step of the exact discrete one for {n_ok} of "
         f"{len(verdicts)} assessable learning rates; the closed form is "
-        + (f"late by {-lead:g} step{'' if lead == -1 else 's'}" if lead < 0 else f"early by {lead:g} steps")
+        + (f"late by {counted(-lead, 'step')}" if lead < 0 else f"early by {counted(lead, 'step')}")
         + " (median)."
     )
     if late:

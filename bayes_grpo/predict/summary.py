@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from bayes_grpo.checks.base import share_percent, value_median
+from bayes_grpo.checks.base import counted, share_percent, value_median
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 
 #: Fractions of the rise ``p* - R0`` whose first-passage steps are reported.
@@ -323,7 +323,7 @@ def milestones_of(lag: float) -> str:
 
 def steps_behind(lag: float) -> str:
     """``"1 step behind"`` / ``"6 steps behind"``: how far the logged reward trails the policy."""
-    return f"{lag:g} step{'' if lag == 1 else 's'} behind"
+    return f"{counted(lag, 'step')} behind"
 
 
 def stop_step_notes(

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, figure_to_base64, plot_text
+from bayes_grpo.checks.base import CheckResult, counted, figure_to_base64, plot_text
 from bayes_grpo.runset.schema import group_size_text, readable_group_size
 
 
@@ -209,7 +209,7 @@ def overview_section(
     named = summary["model"].astype(str)
     n_unnamed = int((named == "").sum())  # "" is no model name, not a model of its own
     models = f"{named[named != ''].nunique()} model(s)" + (f" ({n_unnamed} run(s) of unknown model)" if n_unnamed else "")
-    runs = f"{len(summary)} run{'' if len(summary) == 1 else 's'}"  # "1 runs" of a one-run report
+    runs = counted(len(summary), "run")  # "1 runs" of a one-run report
     # runs of unknown G counted, as runs of unknown model are: their G was left out of the list
     # unsaid, and a run set of unknown G only read "group sizes []"
     known = sorted({readable_group_size(g) for g in summary["G"].dropna()})
