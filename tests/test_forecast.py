@@ -1584,6 +1584,15 @@ def test_a_step_given_twice_keeps_its_last_reward_and_says_so():
     once = forecast_run(t, y, STEPS, **kw)
     np.testing.assert_array_equal(twice["obs_hdi"].values, once["obs_hdi"].values)
     assert any("5 steps given more than once" in w for w in attr_warnings(twice))
+    # a sentence naming the steps (and the run, where the caller names it), not "(a resumed run?)"
+    (note,) = [w for w in attr_warnings(twice) if "more than once" in w]
+    assert note.startswith("5 steps given more than once (steps 35, 36, 37, 38, 39; e.g. a log followed by its resumed run"), note
+    assert "?" not in note and note.endswith("the forecast kept the last reward given for each, as ingest does"), note
+    named = forecast_run(np.r_[t, t[-1:]], np.r_[y, y[-1:]], STEPS, attrs={"run": "g4_s0"}, **kw)
+    (note,) = [w for w in attr_warnings(named) if "more than once" in w]
+    assert note.startswith("run 'g4_s0': 1 step given more than once (step 39; "), note
+    thrice = forecast_run(np.r_[t, [39.0, 39.0]], np.r_[y, [0.1, y[-1]]], STEPS, **kw)
+    assert any(w.startswith("1 step given more than once (step 39; ") for w in attr_warnings(thrice))  # one step, twice repeated
     with pytest.raises(ForecastError, match="40 steps and 39 rewards"):
         forecast_run(t, y[:-1], STEPS, **kw)
     with pytest.raises(ForecastError, match="40 steps and 39 rewards"):  # zip dropped the last step

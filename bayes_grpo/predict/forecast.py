@@ -63,7 +63,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, special, stats
 
-from bayes_grpo.checks.base import share_percent
+from bayes_grpo.checks.base import counted, share_percent
 from bayes_grpo.constants import HDI_PROB, HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.predict.summary import (
@@ -124,12 +124,6 @@ LATENT_MARGIN: float = 1e-9
 
 class ForecastError(ValueError):
     """A forecast cannot be made (too few steps, degenerate data, bad prior)."""
-
-
-def _counted(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1: "1 reward", "0 rewards", "3 runs" (the
-    messages said "run 'r' has 1 rewards", "fitted to 1 rewards", "1 step(s) given")."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -455,13 +449,13 @@ def _paired(
     y = np.asarray(y, dtype=float).ravel()
     if t.shape != y.shape:
         raise ForecastError(
-            f"{_counted(t.size, 'step')} and {_counted(y.size, 'reward')}: one reward per step is needed"
+            f"{counted(t.size, 'step')} and {counted(y.size, 'reward')}: one reward per step is needed"
         )
     stepless = np.flatnonzero(~np.isfinite(t) & np.isfinite(y))
     if stepless.size:
         i = int(stepless[0])
         raise ForecastError(
-            f"{_counted(stepless.size, 'reward')} at a step that is not finite (e.g. reward {y[i]:g} "
+            f"{counted(stepless.size, 'reward')} at a step that is not finite (e.g. reward {y[i]:g} "
             f"at position {i}, step {t[i]:g}): each reward needs its optimizer step"
         )
     return t, y
@@ -485,15 +479,31 @@ def logged_points(
     return steps, rewards
 
 
-def _last_per_step(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """:func:`logged_points` of arrays already paired (:func:`_paired`), and how many entries
-    with a finite step and reward repeat a step given before them (the one computation of
+def _last_per_step(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`logged_points` of arrays already paired (:func:`_paired`), and the steps given
+    more than once with a finite reward, each once in step order (the one computation of
     :func:`forecast_run`, which pairs ``t`` and ``y`` once for both)."""
     ok = np.isfinite(t) & np.isfinite(y)
     t, y = t[ok], y[ok]
     # the last entry of each step: unique's first index in the reversed arrays (sorted by step)
-    steps, last = np.unique(t[::-1], return_index=True)
-    return steps, y[::-1][last], int(t.size - steps.size)
+    steps, last, times = np.unique(t[::-1], return_index=True, return_counts=True)
+    return steps, y[::-1][last], steps[times > 1]
+
+
+def _repeated_note(steps: np.ndarray, run: object = None) -> str | None:
+    """The warning of a prefix that gives some steps more than once (:func:`_last_per_step`),
+    naming the run (where :func:`forecast_run`'s ``attrs`` name it) and the steps; None where
+    there are none. It read "5 steps given more than once (a resumed run?): ...", a question
+    naming neither."""
+    if not steps.size:
+        return None
+    shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
+    return (
+        f"{f'run {run!r}: ' if run is not None else ''}{counted(steps.size, 'step')} given more than "
+        f"once ({'step' if steps.size == 1 else 'steps'} {shown}; e.g. a log followed by its resumed "
+        "run, which repeats the steps after its checkpoint): the forecast kept the last reward given "
+        "for each, as ingest does"
+    )
 
 
 def _steps_without_reward(t: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -512,7 +522,7 @@ def _unlogged_note(steps: np.ndarray) -> str | None:
         return None
     shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
     return (
-        f"{_counted(steps.size, 'step')} given without a finite reward (NaN: not logged) "
+        f"{counted(steps.size, 'step')} given without a finite reward (NaN: not logged) "
         f"{'is' if steps.size == 1 else 'are'} left out of the forecast "
         f"({'step' if steps.size == 1 else 'steps'} {shown})"
     )
@@ -1146,7 +1156,7 @@ def population_prior_for_run(
         outside = [r for r in others if rewards_outside(runset[REWARD_VAR].sel(run=r).values, reward_bounds).any()]
         others = [r for r in others if r not in outside]
     left_out = (
-        f"{_counted(len(outside), 'other run')} left out of the prior, logged outside the reward "
+        f"{counted(len(outside), 'other run')} left out of the prior, logged outside the reward "
         f"bounds {bounds_text(reward_bounds)} (another reward): "
         + ", ".join(outside)
         if outside
@@ -1175,7 +1185,7 @@ def population_prior_for_run(
     try:
         prior = prior_from_runs(
             runs,
-            source=_counted(len(chosen), "other run") + (" of the same LLM" if chosen is same else ""),
+            source=counted(len(chosen), "other run") + (" of the same LLM" if chosen is same else ""),
             # the other runs' logs are fitted on the run set's span, whatever horizon is asked
             # of this run's forecast: with `--horizon 10000` on 400-step runs every fit stayed
             # at its weak prior's mode (a rise spread over thousands of steps, onset at 200)
@@ -1377,7 +1387,7 @@ def forecast_in_runset(
     seen = t_all <= upto
     if seen.sum() < 3:
         raise ForecastError(
-            f"run {run_id!r} has {_counted(int(seen.sum()), 'reward')} up to step {upto:g}; need at least 3"
+            f"run {run_id!r} has {counted(int(seen.sum()), 'reward')} up to step {upto:g}; need at least 3"
         )
     last = float(t_all.max())
     late_upto = None
@@ -1526,7 +1536,7 @@ def forecast_in_runset(
         # `forecast runs.nc --run B-s0 --upto 40 --prior fit.nc`, fit.nc fitted to runs.nc:
         # backtest_rmse 0.024 against 0.055 with the run-based prior, and nothing said why
         notes.append(
-            f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {_counted(n_fitted, 'reward')} of run "
+            f"the posterior prior{' ' + posterior_label if posterior_label else ''} was fitted to {counted(n_fitted, 'reward')} of run "
             f"{run_id!r} after step {seen_to:g}: it has seen the steps this forecast is scored "
             "on, so the backtest_* figures are in-sample, not a test of the forecast (refit "
             "without them, or use the run-based prior)"
@@ -2282,7 +2292,7 @@ def _resample(
             f"importance sampling unreliable: Pareto k = {k:.2f} > {PARETO_K_WARN} (ESS {ess:.0f}); "
             "the posterior is far from Gaussian (multimodal or prior-data conflict), and the "
             "bands, the regime and its probability rest on about "
-            f"{_counted(int(round(max(ess, 1.0))), 'distinct draw')} (the Metropolis refinement "
+            f"{counted(int(round(max(ess, 1.0))), 'distinct draw')} (the Metropolis refinement "
             "did not move: acceptance below 5%): do not read a regime probability near 1 as "
             "certainty; check the bands with --calibrate"
         )
@@ -2589,7 +2599,7 @@ def prior_conflict_note(
     if not outside.mean() > PRIOR_CONFLICT_SHARE:
         return None
     return (
-        f"{int(outside.sum())} of the {_counted(y.size, 'logged reward')} up to step {t.max():g} "
+        f"{int(outside.sum())} of the {counted(y.size, 'logged reward')} up to step {t.max():g} "
         f"{'lies' if int(outside.sum()) == 1 else 'lie'} outside "
         f"the prior's {PRIOR_CONFLICT_RANGE:.1%} predictive range at their steps (e.g. step "
         f"{t[outside][0]:g}: {y[outside][0]:.4g} against [{lo[outside][0]:.4g}, {hi[outside][0]:.4g}]): "
@@ -2660,7 +2670,7 @@ def forecast_run(
     # given twice at its last reward (logged_points), and the steps given without one
     t, y = _paired(t, y)
     unlogged = _steps_without_reward(t, y)
-    t, y, n_repeated = _last_per_step(t, y)
+    t, y, repeated = _last_per_step(t, y)
     horizon_steps = np.asarray(horizon_steps, dtype=float)
     given = prior is not None
     if prior is None:
@@ -2668,11 +2678,9 @@ def forecast_run(
     post = _fit_prefix(
         t, y, prior, given, n_draws=n_draws, rng=rng, likelihood=likelihood, reward_bounds=reward_bounds
     )
-    if n_repeated:
-        post.warnings.append(
-            f"{_counted(n_repeated, 'step')} given more than once (a resumed run?): the forecast kept "
-            "the last reward given for each, as ingest does"
-        )
+    repeated_note = _repeated_note(repeated, (attrs or {}).get("run"))
+    if repeated_note:
+        post.warnings.append(repeated_note)
     unlogged_note = _unlogged_note(unlogged)
     if unlogged_note:
         post.warnings.append(unlogged_note)
@@ -2773,7 +2781,7 @@ def _fit_prefix(
         )
     if post.n_obs < FEW_PREFIX_POINTS:
         post.warnings.append(
-            f"only {_counted(post.n_obs, 'logged reward')} up to step {float(np.nanmax(t)):g} (fewer than "
+            f"only {counted(post.n_obs, 'logged reward')} up to step {float(np.nanmax(t)):g} (fewer than "
             f"{FEW_PREFIX_POINTS}) for six unknowns: the bands are mostly the prior's; wait for "
             "more steps, or check them with --calibrate"
         )
