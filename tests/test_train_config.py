@@ -531,6 +531,9 @@ def test_a_warm_up_as_long_as_the_run_is_refused_naming_both_flags():
     with pytest.raises(ValueError, match=r"--warmup-steps.*12.*--steps.*learning_rate = 0.001"):
         validate_config(TrainConfig(max_steps=12, warmup_steps=12, learning_rate=1e-3))
     validate_config(TrainConfig(max_steps=12, warmup_steps=11, learning_rate=1e-3))
+    # a one-step run: "is not below the run's 1 steps"
+    with pytest.raises(ValueError, match=r"is not below the run's 1 step \(--steps\)"):
+        validate_config(TrainConfig(max_steps=1, warmup_steps=1, learning_rate=1e-3))
 
 
 @pytest.mark.parametrize(
@@ -749,3 +752,26 @@ def test_bf16_null_on_the_cpu_is_refused_as_trls_default_of_bf16(capsys):
     assert "bf16=null contradicts device (--device) 'cpu'" in capsys.readouterr().err
     assert validate_config(TrainConfig(device="cpu", extra_grpo_args={"fp16": None}))
     assert validate_config(TrainConfig(device="auto", extra_grpo_args={"bf16": None}))
+
+
+def test_trains_summary_line_says_a_one_step_run_in_the_singular(tmp_path, monkeypatch, capsys):
+    # `train out --steps 1` ended "out: 1 steps of tiny-gpt2 ..."
+    from types import SimpleNamespace
+
+    import bayes_grpo.train.runner as runner
+
+    def one_step(config, run_dir, **kwargs):
+        meta = {
+            "max_steps": config.max_steps, "model": "tiny-gpt2", "model_size": 1000, "group_size": 4,
+            "prompts_per_step": 8, "learning_rate": 1e-3, "optimizer": "adamw", "momentum": 0.9,
+            "momentum_convention": "ema", "k_ref": 1, "beta": 0.0, "seed": 0,
+        }  # fmt: skip
+        return SimpleNamespace(
+            run_dir=run_dir, wall_time_s=1.0, final_reward=0.5, final_reward_steps=(1, 1), last_reward=0.5, metadata=meta
+        )
+
+    monkeypatch.setattr(runner, "run_training", one_step)
+    assert cli_main(["train", str(tmp_path / "one"), "--steps", "1"]) == 0
+    assert f"{tmp_path / 'one'}: 1 step of tiny-gpt2 (1000 parameters)" in capsys.readouterr().out
+    assert cli_main(["train", str(tmp_path / "two"), "--steps", "2"]) == 0
+    assert ": 2 steps of tiny-gpt2" in capsys.readouterr().out

@@ -11,6 +11,7 @@ import signal
 import sys
 from typing import Any
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.cli._common import RawWrappedDescriptionFormatter, add_json_flag, print_json
 from bayes_grpo.train.config import (
     DEFAULT_ADAM_BETA2,
@@ -186,7 +187,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         m = result.metadata
         print(
-            f"{result.run_dir}: {m['max_steps']} steps of {m['model']} ({m['model_size']} parameters), "
+            f"{result.run_dir}: {counted(m['max_steps'], 'step')} of {m['model']} ({m['model_size']} parameters), "
             f"G={m['group_size']}, {m['prompts_per_step']} prompts/step, lr={m['learning_rate']}, "
             f"{m['optimizer']} momentum={m['momentum']} ({m['momentum_convention']}), k_ref={m['k_ref']}, "
             f"beta={m['beta']}, seed={m['seed']}: {_final_reward_text(result)}, "

@@ -342,9 +342,11 @@ def validate_config(config: TrainConfig) -> TrainConfig:
     c.warmup_steps = _check_int(setting_name("warmup_steps"), c.warmup_steps, 0)
     if c.warmup_steps >= c.max_steps:
         # the rate would never reach learning_rate, which the run's metadata records as its rate
+        from bayes_grpo.checks.base import counted  # numpy and pandas: not for every config
+
         raise ValueError(
             f"warmup_steps (--warmup-steps) = {c.warmup_steps} is not below the run's "
-            f"{c.max_steps} steps (--steps): the learning rate would never reach "
+            f"{counted(c.max_steps, 'step')} (--steps): the learning rate would never reach "
             f"learning_rate = {c.learning_rate}, which the run records as its rate"
         )
     ga = c.gradient_accumulation_steps = _check_int(
