@@ -282,7 +282,7 @@ def test_an_iid_fit_of_a_wandering_reward_says_its_residuals_are_correlated(tmp_
     _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
     text = capsys.readouterr().out
-    line = next((x for x in text.splitlines() if x.startswith("residuals:")), "")
+    line = next((x for x in text.splitlines() if x.startswith("Residual lag-1 autocorrelation")), "")
     assert "correlated in time" in line and "state_space" in line, text
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
