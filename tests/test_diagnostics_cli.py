@@ -77,6 +77,9 @@ def test_cli_table_one_run_and_figures(runset_path, tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "detected" in out and "healthy_reward_only" not in out
+    # the title counts the one run diagnosed in the singular (it said "(1 runs)")
+    assert f"failure-mode diagnostics of {runset_path} (1 run)" in out
+    assert f"wrote 1 figure to {figs}" in out
     assert (figs / "advantage_degeneracy__advantage_degeneracy.png").stat().st_size > 1000
 
 
@@ -295,7 +298,7 @@ def test_runs_whose_ids_make_one_figure_name_get_a_figure_each(tmp_path, capsys)
         "a_b-2__advantage_degeneracy.png",
         "a_b__advantage_degeneracy.png",
     ]
-    assert "wrote 2 figure(s) to" in capsys.readouterr().out
+    assert "wrote 2 figures to" in capsys.readouterr().out
     # which file is whose: --json named no figure, and the '-2' could be either run
     args += ["--set", "common.n_boot=10", "--overwrite", "--json"]
     assert main(args) == 0

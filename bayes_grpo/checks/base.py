@@ -113,7 +113,7 @@ def share_percent(count: int, total: int) -> str:
 
 def counted(count: float, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, singular for one: ``counted(1, "step")`` is "1 step", ``counted(3,
-    "step")`` "3 steps" (``plural``: where adding ``s`` is wrong). The messages said "runs of 1
+    "step")`` "3 steps" (``plural``: where adding ``s`` is wrong; the messages said "runs of 1
     steps are too short", "wrote 1 run(s) x 1 steps" and "conservative by 1 steps"). A whole
     count is written as an int (1000000, not :g's 1e+06), any other as :g."""
     shown = int(count) if float(count).is_integer() else f"{float(count):g}"

@@ -150,6 +150,7 @@ def printable_diagnosis_table(table):
 
 def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
+    from bayes_grpo.checks.base import counted
     from bayes_grpo.constants import RUN_DIM
     from bayes_grpo.diagnostics import diagnose, diagnosis_table
     from bayes_grpo.runset.core import load_runset
@@ -212,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     shown, notes = printable_diagnosis_table(table)
     print_table(
         shown,
-        title=f"failure-mode diagnostics of {args.runset} ({table.index.get_level_values('run').nunique()} runs)",
+        title=f"failure-mode diagnostics of {args.runset} ({counted(table.index.get_level_values('run').nunique(), 'run')})",
     )
     if notes:
         print()
@@ -223,5 +224,5 @@ def _run(args: argparse.Namespace) -> int:
         for r in results:
             print(f"[{r.name}] {r.summary}")
     if args.figures:
-        print(f"\nwrote {len(figure_of)} figure(s) to {args.figures} (RUN__MODE.png)")
+        print(f"\nwrote {counted(len(figure_of), 'figure')} to {args.figures} (RUN__MODE.png)")
     return 0
