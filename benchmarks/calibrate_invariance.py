@@ -90,6 +90,46 @@ def bandit_set(index: int, *, seeds: int, n_steps: int, log_every: int):
     return ds[["reward"]], {"learning_rate": 0.1, "momentum": 0.5, "k_ref": 1}
 
 
+def make_set(kind: str, index: int, args):
+    """The run set ``index`` of family ``kind`` under the command's settings, and its truth."""
+    if kind == "bandit":
+        return bandit_set(
+            index, seeds=args.seeds, n_steps=args.bandit_steps, log_every=args.log_every
+        )
+    return sde_set(
+        index,
+        shift=args.shift if kind == "shift" else 0.0,
+        seeds=args.seeds,
+        n_steps=args.n_steps,
+        log_every=args.log_every,
+        noise=args.noise,
+    )
+
+
+def resume_mismatch(rows: list[dict], args) -> str | None:
+    """Why the finished ``rows`` of ``--out`` are not sets of this command, or None.
+
+    A resumed run keeps them beside the sets it adds; a set of other settings (other step
+    counts: ``--n-steps 100 --log-every 4`` logged 26 points before ``simulate_sde_runset``'s
+    ``n_steps`` counted logged steps, 25 now; another likelihood or noise) would be summarised
+    with them without a word.
+    """
+    points: dict[str, int] = {}
+    for r in rows:
+        kind = r["kind"]
+        if kind not in points:
+            points[kind] = int(make_set(kind, r["index"], args)[0].sizes["step"])
+        if "n_steps" in r and r["n_steps"] != points[kind]:
+            return (
+                f"set {kind} {r['index']} has {r['n_steps']} logged steps per run, these settings "
+                f"give {points[kind]}"
+            )
+        for key in ("likelihood", "noise"):
+            if key in r and r[key] != getattr(args, key):
+                return f"set {kind} {r['index']} has {key} {r[key]!r}, not {getattr(args, key)!r}"
+    return None
+
+
 def run_one(kind: str, index: int, args) -> dict:
     from bayes_grpo.checks.bayes_factor import savage_dickey_importance
     from bayes_grpo.checks.invariance import (
@@ -98,20 +138,7 @@ def run_one(kind: str, index: int, args) -> dict:
         invariance_verdict,
     )
 
-    if kind == "bandit":
-        ds, spec = bandit_set(
-            index, seeds=args.seeds, n_steps=args.bandit_steps, log_every=args.log_every
-        )
-    else:
-        shift = args.shift if kind == "shift" else 0.0
-        ds, spec = sde_set(
-            index,
-            shift=shift,
-            seeds=args.seeds,
-            n_steps=args.n_steps,
-            log_every=args.log_every,
-            noise=args.noise,
-        )
+    ds, spec = make_set(kind, index, args)
     start = time.perf_counter()
     table, fits = invariance_bayes_factor(
         ds,
@@ -257,9 +284,11 @@ def main() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         done = set()
         if out.exists():
-            done = {
-                (r["kind"], r["index"]) for r in map(json.loads, out.read_text().splitlines()) if r
-            }
+            finished = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+            why = resume_mismatch(finished, args)
+            if why:
+                raise SystemExit(f"{out}: holds sets of other settings ({why}); use another --out")
+            done = {(r["kind"], r["index"]) for r in finished}
         jobs = []
         for i in range(args.start, max(args.n_sets, args.bandit_sets)):
             for kind in args.families:

@@ -16,3 +16,52 @@ def test_bench_fit_data_is_12_runs_of_1000_logged_steps(load_script):
     assert ds.sizes["step"] == 1000
     assert list(ds["step"].values[[0, -1]]) == [0, 999]
     assert bool(ds["reward"].notnull().all())
+
+
+def test_calibrate_invariance_refuses_to_resume_sets_of_other_step_counts(
+    load_script, tmp_path, monkeypatch
+):
+    # the h0 file's sets were simulated with --n-steps 100 --log-every 4 when that logged 26
+    # points (0 .. 100); the same command logs 25 now (0 .. 96), and a resumed run added its
+    # sets beside the old ones and summarised them together without a word
+    import json
+    import sys
+
+    import pytest
+
+    script = load_script("benchmarks/calibrate_invariance.py")
+    out = tmp_path / "h0.jsonl"
+    out.write_text(
+        json.dumps(
+            {"kind": "h0", "index": 0, "n_steps": 26, "likelihood": "iid", "noise": "measurement"}
+        )
+        + "\n"
+    )
+    fitted = []
+
+    def run_one(kind, index, args):  # no fit: the set it would fit, and a row to print
+        fitted.append((kind, index))
+        figures = ("log_bf01_bridge", "log_bf01_bridge_mc_error", "log_bf01_sd")
+        return {
+            "kind": kind,
+            "index": index,
+            "sd_in_support": True,
+            "seconds": 0.0,
+        } | dict.fromkeys((*figures, "log_bf01_sd_importance", "alpha_median"), 0.0)
+
+    monkeypatch.setattr(script, "run_one", run_one)
+    argv = ["calibrate_invariance.py", "--families", "h0", "--n-sets", "2", "--n-steps", "100"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--log-every", "4", "--out", str(out)])
+    with pytest.raises(
+        SystemExit,
+        match=r"h0\.jsonl: holds sets of other settings \(set h0 0 has 26 "
+        r"logged steps per run, these settings give 25\); use another --out",
+    ):
+        script.main()
+    assert fitted == []
+    # a row of these settings resumes: only set 1 is left to fit
+    out.write_text(out.read_text().replace('"n_steps": 26', '"n_steps": 25'))
+    monkeypatch.setattr(script, "summarise", lambda rows: {})
+    monkeypatch.setattr(script, "write_text_atomic", lambda path, text: None)
+    script.main()
+    assert fitted == [("h0", 1)]
