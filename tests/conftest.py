@@ -39,9 +39,11 @@ def _private_compiledir_per_worker() -> None:
 _private_compiledir_per_worker()
 
 
-#: Files whose tests take longest (CI durations, 2 workers: the demo 486 s, notebook 02 474 s,
-#: the other notebooks 220 s together). Only an ordering hint: a file missing here just runs
-#: in the next group.
+#: Files whose tests take longest (last CI run, 2 workers, tests 1499 s: the demo's end-to-end
+#: test 262 s and its default-settings fit 124 s; notebook 02 188 s, 01 78 s, 04 67 s). The
+#: next longest tests are in files with ``slow`` tests (test_model_fit's nutpie test 96 s,
+#: test_scheduled_trajectory 91 s, test_model_bounds 82 s, test_predict 62 s, test_compare's
+#: leave-future-out 58 s). Only an ordering hint: a file missing here just runs in the next group.
 LONGEST_FILES: tuple[str, ...] = ("test_demo.py", "test_notebooks.py")
 
 
