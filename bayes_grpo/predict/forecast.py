@@ -497,10 +497,9 @@ def _repeated_note(steps: np.ndarray, run: object = None) -> str | None:
     naming neither."""
     if not steps.size:
         return None
-    shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
     return (
         f"{f'run {run!r}: ' if run is not None else ''}{counted(steps.size, 'step')} given more than "
-        f"once ({'step' if steps.size == 1 else 'steps'} {shown}; e.g. a log followed by its resumed "
+        f"once ({_steps_named(steps)}; e.g. a log followed by its resumed "
         "run, which repeats the steps after its checkpoint): the forecast kept the last reward given "
         "for each, as ingest does"
     )
@@ -520,12 +519,16 @@ def _unlogged_note(steps: np.ndarray) -> str | None:
     update had given their reward)."""
     if not steps.size:
         return None
-    shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
     return (
         f"{counted(steps.size, 'step')} given without a finite reward (NaN: not logged) "
-        f"{'is' if steps.size == 1 else 'are'} left out of the forecast "
-        f"({'step' if steps.size == 1 else 'steps'} {shown})"
+        f"{'is' if steps.size == 1 else 'are'} left out of the forecast ({_steps_named(steps)})"
     )
+
+
+def _steps_named(steps: np.ndarray) -> str:
+    """``"step 39"`` / ``"steps 1, 2, 3, 4, 5, ..."``: the first five of ``steps`` for a note."""
+    shown = ", ".join(f"{s:g}" for s in steps[:5]) + (", ..." if steps.size > 5 else "")
+    return f"{'step' if steps.size == 1 else 'steps'} {shown}"
 
 
 def _data_scale(y: np.ndarray) -> tuple[float, float]:
