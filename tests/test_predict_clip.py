@@ -153,6 +153,10 @@ def test_a_clip_range_is_refused_for_runs_whose_reward_is_no_success_rate():
     check_success_rate_runs(runset, model="llm-a")  # its runs' rewards lie in [0, 1]
     with pytest.raises(ValueError, match=r"rewards in \[0.5, 2.5\] \(1 run\(s\) outside \[0, 1\], e.g. 'score'\)"):
         check_success_rate_runs(runset, model="llm-b")
+    # a success rate one rounding step above 1 (a mean of weighted 0/1 rewards) is a success rate,
+    # as for reward bounds (runset.bounds.BOUND_TOLERANCE); it was refused as 'no success rate'
+    rounded = runset.assign(reward=runset["reward"].copy(data=[[0.0, 0.5, 1 + 1e-12, 1.0, -1e-13], [0.5, 1.5, 2.0, 2.5, 2.4]]))
+    check_success_rate_runs(rounded, model="llm-a")
 
 
 def test_cli_predict_takes_the_clip_range_by_its_flags(tmp_path, capsys):

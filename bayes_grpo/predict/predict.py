@@ -60,6 +60,7 @@ from bayes_grpo.predict.summary import (
     milestones_of,
     summarise_draws,
 )
+from bayes_grpo.runset.bounds import rewards_outside
 
 #: Trajectory laws of a prediction (module docstring).
 LAWS: tuple[str, ...] = ("auto", "recursion", "continuous")
@@ -738,12 +739,13 @@ def unclipped_move_note(
 
 def runs_outside_unit_interval(runset: xr.Dataset | None, *, model: str | None) -> list[str]:
     """The fitted runs of ``model`` (all runs when it is not among them) that logged a reward
-    outside ``[0, 1]``, i.e. no success rate; none without a run set."""
+    outside ``[0, 1]``, i.e. no success rate (beyond the reward bounds' rounding tolerance,
+    :func:`bayes_grpo.runset.bounds.rewards_outside`); none without a run set."""
     if runset is None or "reward" not in runset or "run" not in runset.dims:
         return []
-    reward = runset["reward"].sel(run=_model_runs(runset, model))
-    outside = ((reward < 0) | (reward > 1)).any(STEP_DIM)
-    return [str(r) for r in reward["run"].values[np.asarray(outside.values)]]
+    reward = runset["reward"].sel(run=_model_runs(runset, model)).transpose("run", STEP_DIM)
+    outside = rewards_outside(reward.values, (0.0, 1.0)).any(axis=1)
+    return [str(r) for r in reward["run"].values[outside]]
 
 
 def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> None:
