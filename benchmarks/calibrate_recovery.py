@@ -42,7 +42,9 @@ ESS, divergences) are recorded per fit.
 
 Rows are appended to ``--out`` (JSONL) as each fit ends; a rerun with the same settings
 skips the datasets already there (their simulations are replayed so the random stream, and
-hence every later dataset, is unchanged). ``--json`` writes the summary.
+hence every later dataset, is unchanged); each row records its runs' logged step count and the
+model version, and a row that differs from what this command would make, or records neither,
+is refused (:func:`resume_mismatch`). ``--json`` writes the summary.
 
 Usage::
 
@@ -289,6 +291,23 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def resume_mismatch(row: dict, info: dict) -> str | None:
+    """Why a finished ``row`` of ``--out`` is not one this command makes for its dataset, or None.
+
+    The settings alone (compared before) did not tell: ``--steps 300`` simulated 301 logged
+    steps per run before ``simulate_sde_runset``'s ``n_steps`` counted logged steps (300 since),
+    and a row of an older model version is of another model; a resumed run summarised such
+    rows with its own without a word. A row that records neither is refused too.
+    """
+    done = row.get("info", {})
+    for key, what in (("logged_steps", "logged steps per run"), ("model_version", "model version")):
+        if key not in done:
+            return f"dataset {row['dataset']} does not record its {what}, so whether it is of this command is unknown"
+        if done[key] != info[key]:
+            return f"dataset {row['dataset']} has {what} {done[key]!r}, this command gives {info[key]!r}"
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20)
@@ -328,7 +347,11 @@ def main() -> None:
     cache: dict = {}
     for i in range(args.n):
         ds, llm, model_truth, runs, info = make(args, rng)  # replayed for finished datasets
+        info = info | {"logged_steps": int(ds.sizes["step"]), "model_version": GRPODynamicsModel.version}
         if i in done:
+            why = resume_mismatch(done[i], info)
+            if why:
+                raise SystemExit(f"{args.out}: holds rows this command would not make ({why}); use another --out")
             rows.append(done[i])
             continue
         row = fit_one(i, args, ds, llm, model_truth, runs, info, cache)
