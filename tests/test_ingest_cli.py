@@ -68,8 +68,8 @@ def _two_runs(tmp_path):
 def test_table_lists_runs_warnings_and_rejections(tmp_path, capsys):
     assert main(["ingest", *_two_runs(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "1 run(s) ingested" in text and "good" in text
-    assert "1 run(s) rejected" in text and "tiny.csv" in text and "only 3 finite reward" in text
+    assert "1 run ingested" in text and "good" in text  # in the singular (it said "1 run(s)")
+    assert "1 run rejected" in text and "tiny.csv" in text and "only 3 finite reward" in text
     assert list(load_runset(tmp_path / "runs.nc").run.values) == ["good"]
 
 

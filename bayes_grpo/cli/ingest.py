@@ -247,6 +247,7 @@ def _reread_runset(saved: list[str], args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from bayes_grpo.checks.base import counted
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import MIN_POINTS, load_runs, runset_summary, summary_records
     from bayes_grpo.runset.loaders import RUNSET_SUFFIXES
@@ -316,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     ok = ok.assign(step_span=[_step_span(a, b) for a, b in zip(ok["first_step"], ok["last_step"])])
     table = ok[[c for c in TABLE_COLUMNS if c in ok.columns]].rename(columns=SHORT).map(_fmt)
-    print_table(table, title=f"{len(ok)} run(s) ingested -> {out}")
+    print_table(table, title=f"{counted(len(ok), 'run')} ingested -> {out}")
     warned = {run_id: msgs for run_id, msgs in runset_warnings(ds).items() if msgs}
     if warned:
         print("\nwarnings:")
@@ -324,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
             for msg in msgs:
                 print(f"  [{run_id}] {msg}")
     if len(bad):
-        print(f"\n{len(bad)} run(s) rejected:")
+        print(f"\n{counted(len(bad), 'run')} rejected:")
         for run_id, row in bad.iterrows():
             print(f"  {rejection_line(str(run_id), str(row['reason']))}")
     return 0
