@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -13,12 +14,32 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: points (a checkout elsewhere, e.g. a git worktree, has no ../shared; the tests skip without them).
 REAL_RUNS = Path(os.environ.get("BAYES_GRPO_REAL_RUNS") or REPO_ROOT.parent / "shared" / "real_runs")
 
-# The xdist workers share PyTensor's compile cache (base_compiledir: the user's, else ~/.pytensor).
-# PyTensor locks it while it compiles a module, and a worker that waited loads the module the
-# other compiled. A cache per worker (set here until session 31) compiled the common modules
-# twice: on test_ppc + test_stability_posterior_model + test_model_config, -n 2, cold caches,
-# 370 modules per worker vs 220 shared; CPU 321.7 / 342.9 s per worker vs 215.6 / 238.8 s
-# shared, wall 275 / 334 s vs 197 / 237 s (two runs each, niced on a shared 2-core machine).
+
+def _private_compiledir_per_worker() -> None:
+    """Give each xdist worker its own PyTensor compile cache (set before PyTensor is imported).
+
+    Two processes compiling into one cache take turns on its lock; a folder per worker keeps
+    them from waiting on each other. A shared cache was tried (2026-12-07): on three files with
+    many common models it saved 30% of CPU, but the whole suite on CI took 1766 s against 1499
+    s with a cache per worker (compile-heavy tests 2-4x slower: the Kalman gradient 33 -> 100
+    s, the real-runs script 35 -> 157 s), each worker waiting while the other compiled. A ``base_compiledir`` the user set is kept as the parent;
+    subprocesses (notebook kernels, CLI runs) inherit the variable and so the folder.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    match = re.search(r"base_compiledir=([^,]+)", flags)
+    parent = match.group(1) if match else str(Path.home() / ".pytensor")
+    own = f"base_compiledir={parent.rstrip('/')}/xdist_{worker}"
+    if match:
+        flags = flags[: match.start()] + own + flags[match.end() :]
+    else:
+        flags = ",".join(part for part in (flags, own) if part)
+    os.environ["PYTENSOR_FLAGS"] = flags
+
+
+_private_compiledir_per_worker()
 
 
 #: Files whose tests take longest (last CI run, 2 workers, tests 1499 s: the demo's end-to-end
