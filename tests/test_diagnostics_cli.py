@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from bayes_grpo.cli import main
+from bayes_grpo.cli._common import number_text
 from bayes_grpo.diagnostics import DiagnosticsConfig, diagnose
 from bayes_grpo.diagnostics.cases import simulated_case
-from bayes_grpo.runset import concat_runsets, save_runset
+from bayes_grpo.runset import concat_runsets, load_runset, save_runset
 
 
 @pytest.fixture(scope="module")
@@ -395,3 +396,27 @@ def test_diagnose_json_gives_the_warnings_of_the_fit_given_as_posterior(tmp_path
     assert "the fit did not converge" in captured.err  # warned as before
     assert main(["diagnose", str(runs), "--mode", "reward_hacking", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["posterior_warnings"] == []
+
+
+def test_the_printed_table_says_a_damping_ratio_the_run_does_not_bound_is_not_identified(tmp_path, capsys):
+    # a constant reward bounds no zeta: its interval [0, inf] printed as "0.000000 inf" beside
+    # the other rows' six decimals, which read as a bound at 0 and an overflow
+    flat = simulated_case("healthy", n_steps=60)
+    flat["reward"] = flat["reward"].where(np.isnan(flat["reward"]), 0.5)
+    path = tmp_path / "flat.nc"
+    save_runset(concat_runsets([flat, simulated_case("advantage_degeneracy", seed=3)]), path)
+    assert main(["diagnose", str(path), "--mode", "instability", "--set", "common.n_boot=10"]) == 0
+    table = capsys.readouterr().out.partition("\n\n")[0]
+    rows = {line.split()[0]: line for line in table.splitlines()[3:]}
+    assert "not identified" in rows["healthy"] and " inf" not in rows["healthy"], table
+    assert "0.000000" not in rows["healthy"], table
+    # an identified interval keeps its numbers, to number_text's six significant digits
+    (res,) = diagnose(
+        load_runset(path), run="advantage_degeneracy", modes="instability",
+        config=DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": False}}),
+    )
+    st = res.values["strength"]
+    assert np.isfinite(st["upper"]) and st["lower"] > 0
+    for key in ("value", "lower", "upper"):
+        assert number_text(st[key]) in rows["advantage_degeneracy"], (key, table)
+    assert "not identified" not in rows["advantage_degeneracy"]

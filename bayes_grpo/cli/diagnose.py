@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
 from bayes_grpo.cli._common import (
     RawWrappedDescriptionFormatter,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    number_text,
     print_json,
     print_table,
     read_json_object,
@@ -133,7 +136,13 @@ def printable_diagnosis_table(table):
     characters) where the others name their strength: in the table it stretched every row past
     the terminal's width. Here it is a reference ``see [i]`` and the list of ``(run, mode,
     reason)`` notes; a missing onset reads ``-`` instead of ``None``. The Python table
-    (:func:`~bayes_grpo.diagnostics.diagnosis_table`) and ``--json`` keep the reason in place."""
+    (:func:`~bayes_grpo.diagnostics.diagnosis_table`) and ``--json`` keep the reason in place.
+
+    The strength and its interval are printed by :func:`number_text`, ``-`` where there is
+    none; an interval that bounds nothing, ``[0, inf]`` (a damping ratio the run does not
+    identify, :func:`~bayes_grpo.diagnostics.instability.zeta_interval_limits`), reads ``not
+    identified`` (pandas printed it ``0.000000 inf``, a bound at 0 and what read as an
+    overflow); one open end alone keeps its ``0`` or ``inf``."""
     shown = table.copy()
     notes: list[tuple[str, str, str]] = []
     refs = []
@@ -145,6 +154,11 @@ def printable_diagnosis_table(table):
             refs.append(row["strength_of"])
     shown["strength_of"] = refs
     shown["onset_step"] = ["-" if step is None or step != step else step for step in table["onset_step"]]
+    for key in ("strength", "lower", "upper"):
+        shown[key] = ["-" if np.isnan(x) else number_text(x) for x in table[key].astype(float)]
+    unbounded = (table["lower"] == 0.0) & (table["upper"] == np.inf)
+    shown.loc[unbounded, "lower"] = "not identified"
+    shown.loc[unbounded, "upper"] = "-"
     return shown, notes
 
 
