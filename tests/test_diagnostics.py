@@ -2195,3 +2195,28 @@ def test_a_set_aside_plateau_is_named_so_in_the_table_beside_the_level_progress_
     assert res.values["evidence"]["plateau_bounded_by_run"] is True
     assert res.table["value"]["plateau p*"] == pytest.approx(res.values["evidence"]["plateau"])
     assert not any("progress measured to" in q for q in res.table.index)
+
+
+def test_diagnose_fits_a_runs_reward_to_the_single_exponential_once(monkeypatch):
+    """Policy concentration (its plateau) and the reward oscillation (its BIC gain over the
+    single exponential) fitted the same reward series each: two fits per run, ~0.1 s each.
+    Within ``diagnose`` the second reads the first; the results are those of fitting twice."""
+    from bayes_grpo.dynamics import lsq
+
+    ds = simulated_case("healthy")
+    before = diagnose(ds, config=FAST)
+    fitted: list[tuple[bytes, bytes]] = []
+    real = lsq.fit_single_exponential
+
+    def counted_fit(t, y, *args, **kwargs):
+        fitted.append((np.asarray(t, dtype=float).tobytes(), np.asarray(y, dtype=float).tobytes()))
+        return real(t, y, *args, **kwargs)
+
+    monkeypatch.setattr(lsq, "fit_single_exponential", counted_fit)
+    after = diagnose(ds, config=FAST)
+    reward = ds["reward"].isel(run=0).to_numpy()
+    assert len(fitted) == len(set(fitted)), "a series fitted twice"
+    assert any(y == reward[np.isfinite(reward)].tobytes() for _, y in fitted)
+    for a, b in zip(before, after, strict=True):
+        assert (a.name, a.passed, a.summary) == (b.name, b.passed, b.summary)
+        assert a.values.get("strength") == b.values.get("strength")

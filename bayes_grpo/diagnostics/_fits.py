@@ -17,7 +17,9 @@ information than white noise). Standard deviations are on the scale the fitter w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -107,8 +109,27 @@ def law_time(steps: np.ndarray) -> np.ndarray:
     return t - t[0] if starts_late(t) else t
 
 
+#: The saturation fits made within :func:`fits_reused`, by series; None outside it.
+_SATURATION_FITS: ContextVar[dict[tuple[bytes, bytes], dict[str, Any] | None] | None] = ContextVar(
+    "saturation_fits", default=None
+)
+
+
+@contextlib.contextmanager
+def fits_reused() -> Iterator[None]:
+    """Within it, :func:`fit_saturation` fits a series once: a series it fitted already (the same
+    steps and values) gets that fit again. ``diagnose`` runs its modes within it: policy
+    concentration and the reward oscillation's BIC test fitted each run's reward twice."""
+    token = _SATURATION_FITS.set({})
+    try:
+        yield
+    finally:
+        _SATURATION_FITS.reset(token)
+
+
 def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
-    """Single-exponential fit ``R(t) = p* - (p* - R0) exp(-t / tau)`` of a series.
+    """Single-exponential fit ``R(t) = p* - (p* - R0) exp(-t / tau)`` of a series (once per
+    series within :func:`fits_reused`).
 
     Returns
     -------
@@ -117,10 +138,22 @@ def fit_saturation(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | No
         ``plateau_sd`` and ``log_time_constant_sd`` (Gauss-Newton), ``bic``; None when the
         fit fails.
     """
-    from bayes_grpo.dynamics import lsq
-
     t = law_time(steps)
     y = np.asarray(values, dtype=float)
+    made = _SATURATION_FITS.get()
+    if made is None:
+        return _fit_saturation(t, y)
+    key = (t.tobytes(), y.tobytes())
+    if key not in made:
+        made[key] = _fit_saturation(t, y)
+    fit = made[key]
+    return None if fit is None else {**fit, "fitted": fit["fitted"].copy()}
+
+
+def _fit_saturation(t: np.ndarray, y: np.ndarray) -> dict[str, Any] | None:
+    """:func:`fit_saturation` at the laws' time ``t`` (``law_time``), without reuse."""
+    from bayes_grpo.dynamics import lsq
+
     try:
         res = lsq.fit_single_exponential(t, y)
         p = res.params

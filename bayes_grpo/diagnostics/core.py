@@ -14,6 +14,7 @@ import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
+from bayes_grpo.diagnostics._fits import fits_reused
 from bayes_grpo.diagnostics._posterior import (
     has_process_noise,
     load_posterior,
@@ -163,57 +164,58 @@ def diagnose(
     undrawn: dict[str, str] = {}
     evaluation_sources = evaluation_reward_sources(runset)  # the ingest's record, read once
     for run_id in run_ids:
-        frame = run_table(runset, run_id)
-        coords = run_coords(runset, run_id)
-        draws, draws_note = (
-            run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
-        )
-        if post is not None and not draws:
-            undrawn[run_id] = draws_note
-        if run_id in stray and draws is not None:
-            draws_note += f" (the fit's prediction: {stray[run_id]})"
-        plateau_draws = None if not draws else draws.get("plateau")
-        for mode in modes:
-            if mode == "reward_hacking":
-                res = reward_hacking(
-                    frame,
-                    run_id=run_id,
-                    config=config.hacking,
-                    common=config.common,
-                    reward_is_evaluation=evaluation_sources.get(run_id),
-                )
-            elif mode == "advantage_degeneracy":
-                res = advantage_degeneracy(
-                    frame,
-                    run_id=run_id,
-                    group_size=float(coords["group_size"]),
-                    config=config.degeneracy,
-                    common=config.common,
-                    plateau_draws=plateau_draws,
-                )
-            elif mode == "policy_concentration":
-                res = policy_concentration(
-                    frame,
-                    run_id=run_id,
-                    config=config.concentration,
-                    common=config.common,
-                    plateau_draws=plateau_draws,
-                )
-            else:
-                osc = {k: v for k, v in (draws or {}).items() if k in ("zeta", "C_eff")} or None
-                res = instability(
-                    frame,
-                    run_id=run_id,
-                    config=config.instability,
-                    common=config.common,
-                    posterior_draws=osc,
-                    posterior_with_process_noise=has_process_noise(post),
-                )
-            if post is not None:
-                res.values["posterior"] = (
-                    draws_note if mode in POSTERIOR_MODES else "not used by this mode"
-                )
-            results.append(res)
+        with fits_reused():  # the run's reward is fitted once for the modes that read its plateau
+            frame = run_table(runset, run_id)
+            coords = run_coords(runset, run_id)
+            draws, draws_note = (
+                run_draws(post, run_id, coords) if post is not None else (None, "no posterior given")
+            )
+            if post is not None and not draws:
+                undrawn[run_id] = draws_note
+            if run_id in stray and draws is not None:
+                draws_note += f" (the fit's prediction: {stray[run_id]})"
+            plateau_draws = None if not draws else draws.get("plateau")
+            for mode in modes:
+                if mode == "reward_hacking":
+                    res = reward_hacking(
+                        frame,
+                        run_id=run_id,
+                        config=config.hacking,
+                        common=config.common,
+                        reward_is_evaluation=evaluation_sources.get(run_id),
+                    )
+                elif mode == "advantage_degeneracy":
+                    res = advantage_degeneracy(
+                        frame,
+                        run_id=run_id,
+                        group_size=float(coords["group_size"]),
+                        config=config.degeneracy,
+                        common=config.common,
+                        plateau_draws=plateau_draws,
+                    )
+                elif mode == "policy_concentration":
+                    res = policy_concentration(
+                        frame,
+                        run_id=run_id,
+                        config=config.concentration,
+                        common=config.common,
+                        plateau_draws=plateau_draws,
+                    )
+                else:
+                    osc = {k: v for k, v in (draws or {}).items() if k in ("zeta", "C_eff")} or None
+                    res = instability(
+                        frame,
+                        run_id=run_id,
+                        config=config.instability,
+                        common=config.common,
+                        posterior_draws=osc,
+                        posterior_with_process_noise=has_process_noise(post),
+                    )
+                if post is not None:
+                    res.values["posterior"] = (
+                        draws_note if mode in POSTERIOR_MODES else "not used by this mode"
+                    )
+                results.append(res)
     if undrawn:
         # asked for, not used: said where every result is read, not only in each one's values
         where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
