@@ -244,7 +244,7 @@ def test_runs_of_unknown_group_size_and_model_are_named_when_not_assessable():
     res = invariance.invariance_check(ds)
     assert res.passed is None and "{'': []}" not in res.summary
     assert "(unknown-model: no run of known G)" in res.summary
-    assert f"Group size unknown for {n} run(s) ({str(ds['run'].values[0])}" in res.summary
+    assert f"Group size unknown for {n} runs ({str(ds['run'].values[0])}" in res.summary
     assert res.values["runs_with_unknown_group_size"] == [str(r) for r in ds["run"].values]
 
 
@@ -371,11 +371,11 @@ def test_draws_too_few_for_a_converging_bridge_are_refused_before_sampling_namin
     monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before checking"))
     with pytest.raises(
         ValueError,
-        match=r"1 chain\(s\) x 10 draws = 10 draws for the 3 parameters of H1 are too few \(it needs at "
-        r"least 12, 4 per parameter\): raise draws to at least 24 with 1 chain\(s\).*--draws",
+        match=r"1 chain x 10 draws = 10 draws for the 3 parameters of H1 are too few \(it needs at "
+        r"least 12, 4 per parameter\): raise draws to at least 24 with 1 chain, or.*--draws",
     ):
         invariance.invariance_bayes_factor(_runset(0.0), draws=20, chains=1)
-    with pytest.raises(ValueError, match=r"raise draws to at least 20 with 2 chain"):
+    with pytest.raises(ValueError, match=r"raise draws to at least 20 with 2 chains, or raise chains"):
         invariance.invariance_bayes_factor(_runset(0.0), draws=10, chains=2)
 
 
@@ -830,7 +830,7 @@ def test_a_bridge_sampling_failure_that_more_draws_cure_names_the_draws_option(t
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "marginal likelihood of H0 (one trajectory for every G): bridge sampling did not converge in 3 iterations" in err, err
-    assert "(this fit: 2 chain(s) x 30 draws; raise draws or chains, CLI: --draws, --chains)" in err, err
+    assert "(this fit: 2 chains x 30 draws; raise draws or chains, CLI: --draws, --chains)" in err, err
 
 
 @pytest.mark.parametrize("parameterisation", ["mechanistic", "phenomenological"])

@@ -321,7 +321,7 @@ def test_bridge_sampling_whose_proposal_covariance_is_singular_says_so_and_what_
         bridge_sampling(post, random_seed=0)
     msg = str(exc.value)
     assert type(exc.value).__name__ == "TooFewDrawsError"  # one more draws can cure
-    assert "covariance of those 70 draws of 3 parameters is singular (parameter(s) 2 did not move)" in msg, msg
+    assert "covariance of those 70 draws of 3 parameters is singular (1 parameter did not move: 2)" in msg, msg
     assert "sample more draws or chains" in msg and "allow_singular" not in msg
 
 

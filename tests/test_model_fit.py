@@ -396,7 +396,7 @@ def test_a_fit_file_missing_an_identity_attribute_is_refused_naming_the_file(tmp
         (
             "settings",
             json.dumps({"parameterisation": "mechanistic", "likelihood": "iid", "invariance": "shared", "foo": 1}),
-            r"attribute bayes_grpo_settings has unknown field\(s\) \['foo'\]",
+            r"attribute bayes_grpo_settings has 1 unknown field \['foo'\]",
         ),
         ("model_config", "null", "attribute bayes_grpo_model_config must hold a JSON object"),
         ("sampler_config", json.dumps({"max_treedepth": "x"}), "attribute bayes_grpo_sampler_config is refused .*'max_treedepth'"),

@@ -343,6 +343,8 @@ def test_a_run_at_a_fractional_k_ref_is_marked_on_the_phase_diagram_but_not_asse
     assert res.passed is False and res.values["n_observed_at_risk"] == 1
     assert res.values["n_observed_not_assessed"] == 1
     assert "1 of 2 observed runs" in res.summary and "fractional K_ref (1.5)" in res.summary
+    # one run in the singular (it said "1 observed run(s) at a fractional K_ref (1.5) are marked")
+    assert "1 observed run at a fractional K_ref (1.5) is marked but not assessed" in res.summary
     only = phase_diagram_from_draws(K, momentum=0.0, momentum_convention="heavy_ball", observed=observed[:1])
     assert only.passed is None and "not assessed" in only.summary
 
@@ -494,10 +496,10 @@ def test_a_phase_diagram_says_which_fitted_runs_it_leaves_unmarked_at_another_mo
     fitted.data = SimpleNamespace(models=["m"])
     res = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2])
     assert "0 of 1 observed runs sit where" in res.summary, res.summary
-    assert "2 fitted run(s) at another momentum (0.5 heavy_ball) are not marked" in res.summary
+    assert "2 fitted runs at another momentum (0.5 heavy_ball) are not marked" in res.summary
     assert res.values["n_observed_other_momentum"] == 2
     res = phase_diagram(fitted, momentum=0.7, momentum_convention="heavy_ball", k_refs=[0, 1])
-    assert "3 fitted run(s) at another momentum (0.5 heavy_ball, 0.9 ema) are not marked" in res.summary
+    assert "3 fitted runs at another momentum (0.5 heavy_ball, 0.9 ema) are not marked" in res.summary
 
 
 def test_the_reports_per_momentum_phase_diagrams_say_once_that_runs_at_another_momentum_are_elsewhere():
@@ -532,7 +534,7 @@ def test_the_reports_per_momentum_phase_diagrams_say_once_that_runs_at_another_m
     assert stability.intro.count("those at another are on the diagram of theirs") == 1, stability.intro
     # a diagram drawn alone still says it
     alone = phase_diagram(fitted, momentum=0.9, momentum_convention="ema", k_refs=[0, 1])
-    assert "2 fitted run(s) at another momentum (0.5 heavy_ball) are not marked" in alone.summary
+    assert "2 fitted runs at another momentum (0.5 heavy_ball) are not marked" in alone.summary
     assert "diagram of theirs" not in next(s for s in build_sections(stability=[alone]) if s.key == "stability").intro
 
 

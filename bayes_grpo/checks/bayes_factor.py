@@ -49,6 +49,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from bayes_grpo.checks.base import counted
+
 #: Posterior-density estimators for Savage–Dickey.
 DENSITY_METHODS: tuple[str, ...] = ("gaussian", "kde")
 
@@ -699,7 +701,12 @@ def bridge_sampling(
         # `allow_singular is False`, the input matrix must be symmetric positive definite",
         # which said neither what was singular nor what to do
         still = np.flatnonzero(np.diag(cov) <= 1e-10 * max(1.0, float(np.max(np.diag(cov)))))
-        which = f" (parameter(s) {', '.join(map(str, still[:5]))} did not move)" if still.size else ""
+        which = (
+            f" ({counted(still.size, 'parameter')} did not move: {', '.join(map(str, still[:5]))}"
+            f"{', ...' if still.size > 5 else ''})"
+            if still.size
+            else ""
+        )
         raise TooFewDrawsError(
             f"bridge sampling fits its normal proposal to the first half of every chain: the "
             f"covariance of those {len(fit_flat)} draws of {k} parameters is singular{which}; "

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, plot_text, verdict_percent
+from bayes_grpo.checks.base import CheckResult, counted, plot_text, verdict_percent
 from bayes_grpo.checks.bayes_factor import (
     MIN_FIT_DRAWS_PER_PARAMETER,
     BridgeResult,
@@ -342,7 +342,7 @@ def _bridge(pm_model: Any, label: str, **kwargs: Any) -> BridgeResult:
         # fail near that minimum ('invariance three.nc --draws 70'): it said "sample more
         # draws", naming no option
         raise TooFewDrawsError(
-            f"marginal likelihood of {label}: {exc} (this fit: {kwargs.get('chains')} chain(s) x "
+            f"marginal likelihood of {label}: {exc} (this fit: {counted(kwargs.get('chains'), 'chain')} x "
             f"{kwargs.get('draws')} draws; raise draws or chains, CLI: --draws, --chains)"
         ) from exc
     except ValueError as exc:
@@ -555,10 +555,10 @@ def invariance_bayes_factor(
         # did not converge, each found out after H0 and H1 were sampled (17 minutes)
         raise ValueError(
             f"bridge sampling fits its normal proposal to the first half of every chain: "
-            f"{chains} chain(s) x {int(draws) // 2} draws = {n_fit} draws for the {n_params} "
+            f"{counted(chains, 'chain')} x {int(draws) // 2} draws = {n_fit} draws for the {n_params} "
             f"parameters of H1 are too few (it needs at least {min_bridge_fit_draws(n_params)}, "
             f"{MIN_FIT_DRAWS_PER_PARAMETER} per parameter): raise draws to at least "
-            f"{min_bridge_draws_per_chain(n_params, chains)} with {chains} chain(s), or raise chains "
+            f"{min_bridge_draws_per_chain(n_params, chains)} with {counted(chains, 'chain')}, or raise chains "
             "(CLI: --draws, --chains)"
         )
     if sd_method == "kde":
@@ -1001,7 +1001,7 @@ def invariance_check(
         # runs of unknown G showed as "{'': []}"; name them (the LLM is named as the fit does)
         unknown = _runs_of_unknown_group_size(runset)
         note = (
-            f" Group size unknown for {len(unknown)} run(s) ({', '.join(unknown[:5])}"
+            f" Group size unknown for {counted(len(unknown), 'run')} ({', '.join(unknown[:5])}"
             f"{', ...' if len(unknown) > 5 else ''}): set group_size in the manifest or the run set."
             if unknown
             else ""

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, cell_edges, plot_text, value_median
+from bayes_grpo.checks.base import CheckResult, cell_edges, counted, plot_text, value_median
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.stability import (
@@ -735,7 +735,7 @@ def phase_diagram(
     result.values["other_momentum_noted"] = bool(note_other_momenta)
     if others and note_other_momenta:
         kinds = ", ".join(f"{m:g} {c}".rstrip() for m, c in sorted(set(others)))
-        result.summary += f" {len(others)} fitted run(s) at another momentum ({kinds}) are not marked."
+        result.summary += f" {counted(len(others), 'fitted run')} at another momentum ({kinds}) {'is' if len(others) == 1 else 'are'} not marked."
     result.values["posterior_warnings"] = load_notes  # the saved fit's own (stderr has them too)
     return result
 
@@ -972,8 +972,9 @@ def phase_diagram_from_draws(
             else ""
         )
         + (
-            f" {len(obs) - len(assessed)} observed run(s) at a fractional K_ref "
-            f"({', '.join(f'{k:g}' for k in fractional)}) are marked but not assessed: the exact "
+            f" {counted(len(obs) - len(assessed), 'observed run')} at a fractional K_ref "
+            f"({', '.join(f'{k:g}' for k in fractional)}) {'is' if len(obs) - len(assessed) == 1 else 'are'} "
+            "marked but not assessed: the exact "
             "criterion needs a whole number of steps."
             if fractional
             else ""

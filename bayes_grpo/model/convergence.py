@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, counted
 
 #: Thresholds (Vehtari et al. 2021; Betancourt 2017).
 RHAT_MAX: float = 1.01
@@ -235,11 +235,13 @@ def convergence_check(
         advice.append(f"Non-finite draws of {listed}: the sampler reached parameters where the model overflows or is undefined, and R-hat / ESS leave those elements out; check the priors' scales against the data, or reparameterise.")
     stuck = _stuck_chains(ss)
     if stuck:
-        listed = ", ".join(f"{c} ({lp:.3g})" for c, lp in stuck["chains"].items())
-        failed.append(f"chain(s) {', '.join(map(str, stuck['chains']))} stuck at a far lower log density")
+        listed = "; ".join(f"{c}: {lp:.3g}" for c, lp in stuck["chains"].items())
+        which = f"{counted(len(stuck['chains']), 'chain')} ({', '.join(map(str, stuck['chains']))})"
+        failed.append(f"{which} stuck at a far lower log density")
         advice.append(
-            f"Chain(s) {listed} stuck where the log density is far below that of chain {stuck['best_chain']} "
-            f"({stuck['best']:.3g}; median log density per chain): a sampler does not leave such a region, "
+            f"{which} stuck where the log density is far below that of chain {stuck['best_chain']} "
+            f"(median log density per chain: {stuck['best_chain']}: {stuck['best']:.3g}; {listed}): a "
+            "sampler does not leave such a region, "
             "so more tune/draws will not help. It starts there when the law "
             "of some run explodes at the starting point, e.g. runs whose steps differ by decades under one "
             "LLM (Adam and SGD runs: see the fit's notes); fit such runs as separate LLMs, or refit with "
@@ -248,7 +250,7 @@ def convergence_check(
     low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
     if low_bfmi:
         failed.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN}")
-        advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {len(low_bfmi)} chain(s): heavy tails / funnels; consider stronger priors on scale parameters.")
+        advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {counted(len(low_bfmi), 'chain')}: heavy tails / funnels; consider stronger priors on scale parameters.")
     passed = (n_chains >= 2) and not advice
     if passed:
         # without the sampler's statistics no divergence was counted: "no divergences" was

@@ -32,7 +32,7 @@ import xarray as xr
 
 from bayes_grpo import __version__
 from bayes_grpo._io import read_named_netcdf, write_atomic
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.identifiability import shape_information_log_density
@@ -555,7 +555,7 @@ class GRPODynamicsModel:
         unknown = sorted(set(stored["settings"]) - set(SETTING_NAMES), key=str)
         if unknown:
             raise ValueError(
-                f"{path}: attribute {ATTR_PREFIX}settings has unknown field(s) {unknown} (a fit's settings "
+                f"{path}: attribute {ATTR_PREFIX}settings has {counted(len(unknown), 'unknown field')} {unknown} (a fit's settings "
                 f"are {', '.join(SETTING_NAMES)}); the file was altered: refit"
             )
         try:
