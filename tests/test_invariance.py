@@ -359,7 +359,7 @@ def test_too_few_draws_for_the_bridge_proposal_of_h1_are_refused_before_any_samp
     # covariance, found by H1's bridge sampling after H0 was sampled: "marginal likelihood of H1
     # (...): When `allow_singular is False`, the input matrix must be symmetric positive definite"
     monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before checking"))
-    with pytest.raises(ValueError, match=r"2 chain\(s\) x 1 draws = 2 draws for the 3 parameters of H1 are too few.*--draws"):
+    with pytest.raises(ValueError, match=r"2 chains x 1 draw = 2 draws for the 3 parameters of H1 are too few.*--draws"):
         invariance.invariance_bayes_factor(_runset(0.0), draws=3, chains=2)
 
 

@@ -555,7 +555,7 @@ def invariance_bayes_factor(
         # did not converge, each found out after H0 and H1 were sampled (17 minutes)
         raise ValueError(
             f"bridge sampling fits its normal proposal to the first half of every chain: "
-            f"{counted(chains, 'chain')} x {int(draws) // 2} draws = {n_fit} draws for the {n_params} "
+            f"{counted(chains, 'chain')} x {counted(int(draws) // 2, 'draw')} = {counted(n_fit, 'draw')} for the {n_params} "
             f"parameters of H1 are too few (it needs at least {min_bridge_fit_draws(n_params)}, "
             f"{MIN_FIT_DRAWS_PER_PARAMETER} per parameter): raise draws to at least "
             f"{min_bridge_draws_per_chain(n_params, chains)} with {counted(chains, 'chain')}, or raise chains "
