@@ -108,7 +108,7 @@ def test_an_infinite_side_quantity_is_kept_as_nan_with_a_warning_saying_where(tm
     (run,) = [str(r) for r in ds.run.values]
     assert np.isnan(ds.grad_norm.sel(run=run, step=[20, 30])).all()
     assert any(
-        "grad_norm: 11 infinite value(s) (first at step 20) kept as NaN" in w
+        "grad_norm: 11 infinite values (first at step 20) kept as NaN" in w
         for w in runset_warnings(ds).get(run, [])
     ), runset_warnings(ds)
 
@@ -122,7 +122,7 @@ def test_duplicated_steps_from_a_resumed_run_keep_the_last_value_and_are_counted
         float(r.sel(step=4)) == 0.1 and float(r.sel(step=5)) == 0.9 and float(r.sel(step=7)) == 0.9
     )
     assert runset_summary(ds).loc["resumed", "n_duplicate_steps"] == 3
-    assert any("3 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
+    assert any("3 steps logged more than once" in w for w in runset_warnings(ds)["resumed"])
     assert any("a resumed run?" in w for w in runset_warnings(ds)["resumed"])
 
 
@@ -134,7 +134,7 @@ def test_steps_logged_twice_in_a_row_are_said_to_be_so_not_called_a_resumed_run(
     ds = load_runs([_csv(tmp_path / "twice.csv", rows)])
     told = runset_warnings(ds)["twice"]
     note = [w for w in told if "logged more than once" in w]
-    assert note and f"{N} step(s) logged more than once" in note[0], told
+    assert note and f"{N} steps logged more than once" in note[0], told
     assert "2 rows with the same step, one after the other" in note[0] and "resumed" not in note[0], note
     assert "'reward'" in note[0] and "'kl'" in note[0], note
     assert float(ds.kl.sel(run="twice", step=3)) == 0.02  # the last value logged, as before
@@ -171,7 +171,7 @@ def test_runs_shorter_than_min_points_are_rejected_with_the_reason(tmp_path):
     reason = rejected_runs(ds)[str(short)]["reason"]
     assert (
         "run 'short'" in reason
-        and "only 6 finite reward value(s)" in reason
+        and "only 6 finite reward values" in reason
         and "minimum of 10" in reason
         and "--min-points" in reason  # the way to let a short run in is named
     )
@@ -716,8 +716,8 @@ def test_a_rejected_run_says_what_reading_it_noted(tmp_path):
     with pytest.raises(RunSetError) as info:
         load_runs([path])
     message = str(info.value)
-    assert "only 9 finite reward value(s)" in message
-    assert "21 value(s) without a numeric step skipped" in message
+    assert "only 9 finite reward values" in message
+    assert "21 values without a numeric step skipped" in message
     assert "(e.g. step '1,000', metric 'reward')" in message  # which steps, not only how many
 
 
@@ -828,7 +828,7 @@ def test_values_logged_at_negative_steps_are_skipped_and_said(tmp_path):
     reward = ds.reward.sel(run="pre_eval").to_series().dropna()
     assert reward.index.min() == 0 and len(reward) == N
     notes = runset_warnings(ds)["pre_eval"]
-    assert any("2 value(s) at negative steps skipped (e.g. step -1" in w for w in notes), notes
+    assert any("2 values at negative steps skipped (e.g. step -1" in w for w in notes), notes
     only = _csv(tmp_path / "only_negative.csv", [(s, 0.1, 0.0) for s in range(-N, 0)])
     with pytest.raises(RunSetError, match="only_negative.csv.*every step is negative"):
         load_runs([only])
@@ -842,7 +842,7 @@ def test_a_jump_in_the_step_numbers_between_rewards_is_warned_and_the_run_kept(t
     ds = load_runs([jumped, sparse])
     assert ds.reward.sel(run="jumped").notnull().sum() == 40  # kept as logged
     (note,) = [w for w in runset_warnings(ds)["jumped"] if "no reward logged" in w]
-    assert "for 2971 steps, between step 29 and step 3000" in note and "1 step(s) apart" in note
+    assert "for 2971 steps, between step 29 and step 3000" in note and "1 step apart" in note
     assert not any("no reward logged" in w for w in runset_warnings(ds).get("sparse", []))
 
 
@@ -960,7 +960,7 @@ def test_a_run_with_too_few_rewards_names_a_reward_metric_logged_at_more_steps(t
     with pytest.raises(RunSetError) as info:
         load_runs([path])
     assert (
-        f"only 3 finite reward value(s) in 'reward', fewer than the minimum of 10 points (lower it "
+        f"only 3 finite reward values in 'reward', fewer than the minimum of 10 points (lower it "
         f"with min_points=, or `bayes-grpo ingest --min-points N`); 'rewards/acc/mean' has {N}: to "
         "use it, --reward-key rewards/acc/mean (Python: reward_key=...)"
     ) in str(info.value)
@@ -1059,7 +1059,7 @@ def test_a_step_left_empty_is_said_to_be_empty_not_nan(tmp_path, fmt):
         path.write_text("\n".join(json.dumps({"step": None if s == 3 else s, "reward": r}) for s, r in rows) + "\n")
     ds = load_runs([path])
     (message,) = [w for w in runset_warnings(ds)[str(ds.run.values[0])] if "without a numeric step" in w]
-    assert "1 value(s) without a numeric step skipped (e.g. step (empty), metric 'reward')" in message
+    assert "1 value without a numeric step skipped (e.g. step (empty), metric 'reward')" in message
 
 
 def test_the_warning_of_rejected_runs_names_each_file_once(tmp_path):
@@ -1070,7 +1070,7 @@ def test_the_warning_of_rejected_runs_names_each_file_once(tmp_path):
     short = _good(tmp_path / "short.csv", n=3)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.warns(UserWarning, match="2 run\\(s\\) not ingested") as caught:
+    with pytest.warns(UserWarning, match="2 runs not ingested") as caught:
         load_runs([good, short, empty])
     (message,) = [str(w.message) for w in caught if "not ingested" in str(w.message)]
     lines = message.splitlines()[1:]

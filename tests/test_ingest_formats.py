@@ -1005,7 +1005,7 @@ def test_a_training_resumed_into_the_same_console_log_stays_one_run_with_the_lat
     assert list(ds.run.values) == ["resumed"]  # not part1 + a fragment part2
     assert list(ds.step.values) == list(range(1, N + 1))
     np.testing.assert_allclose(ds.reward.sel(run="resumed").values, REWARD)
-    assert any("2 step(s) logged more than once" in w for w in runset_warnings(ds)["resumed"])
+    assert any("2 steps logged more than once" in w for w in runset_warnings(ds)["resumed"])
 
 
 def test_a_second_training_in_the_log_is_no_resume_even_after_an_evaluation_at_epoch_0(tmp_path):

@@ -205,3 +205,18 @@ def test_cli_ingest_re_times_a_run_set_that_ingest_itself_saved(tmp_path, capsys
     ds = load_runset(clocked)
     assert "decay" in clocked_runs(ds) and int(ds["step"].max()) < 60
     assert int(ds.attrs["min_points"]) == 10  # ingest's attributes kept as they were
+
+
+def test_a_run_too_short_on_the_clock_is_refused_counting_its_clock_steps_in_words():
+    # it said "only 1 clock step(s) have a reward"
+    n = np.arange(10)
+    frame = pd.DataFrame({"reward": 0.1 + 0.05 * n, "lr": 1e-4 * (n + 1)}, index=n)
+
+    def runset(nominal):
+        meta = dict(model="m", learning_rate=nominal, momentum=0.0, momentum_convention="heavy_ball", k_ref=1)
+        return make_runset({"r": frame}, {"r": meta})
+
+    with pytest.raises(RunSetError, match=r"run 'r': on the learning-rate clock only 1 clock step has a reward \(lr"):
+        clock_runset(runset(1.0))
+    with pytest.raises(RunSetError, match=r"only 2 clock steps have a reward \(lr"):
+        clock_runset(runset(0.005))

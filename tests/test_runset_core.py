@@ -225,8 +225,8 @@ def test_values_a_run_set_cannot_keep_are_said_not_silently_made_missing():
     with pytest.warns(UserWarning) as caught:
         ds = make_runset({"a": frame, "b": pd.DataFrame({"reward": [0.1, 0.2]}, index=[1, 2])})
     said = " ".join(str(w.message) for w in caught)
-    assert "run 'a': reward: 1 value(s) that are not numbers (e.g. 'x') kept as NaN" in said
-    assert "run 'a': reward: 2 infinite value(s) (first at step 2) kept as NaN" in said
+    assert "run 'a': reward: 1 value that is not a number (e.g. 'x') kept as NaN" in said
+    assert "run 'a': reward: 2 infinite values (first at step 2) kept as NaN" in said
     assert "'b'" not in said
     notes = runset_warnings(ds)
     assert len(notes["a"]) == 2 and "b" not in notes

@@ -860,7 +860,7 @@ def test_a_gsm8k_row_without_a_gold_number_is_named_before_training(tmp_path, ca
     argv += ["--model", str(model), "--max-completion-length", "4", "--prompts-per-step", "2"]
     assert cli_main([*argv, "--steps", "1", "--threads", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"{data}: 1 row(s) have an 'answer' with no number" in err and "row 1, 'four'" in err
+    assert f"{data}: 1 row has an 'answer' with no number" in err and "row 1, 'four'" in err
     assert not run_dir.exists()
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.core import (
     RunSetError,
     make_runset,
@@ -153,10 +154,12 @@ def clock_runset(ds: xr.Dataset) -> xr.Dataset:
         clock = np.rint(tau).astype(np.int64)
         binned = frame.groupby(clock).mean()
         binned.index.name = STEP_DIM
-        if binned[REWARD_VAR].notna().sum() < 3:
+        n_rewarded = int(binned[REWARD_VAR].notna().sum())
+        if n_rewarded < 3:
             raise RunSetError(
-                f"run {run_id!r}: on the learning-rate clock only {int(binned[REWARD_VAR].notna().sum())} "
-                f"clock step(s) have a reward (lr {span[0]:.3g} to {span[1]:.3g}, nominal {eta:.3g})"
+                f"run {run_id!r}: on the learning-rate clock only {counted(n_rewarded, 'clock step')} "
+                f"{'has' if n_rewarded == 1 else 'have'} a reward (lr {span[0]:.3g} to {span[1]:.3g}, "
+                f"nominal {eta:.3g})"
             )
         curves[run_id] = binned
         first, last = int(frame.index[0]), int(frame.index[-1])

@@ -18,6 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.schema import (
     ADDED_COORDS,
     NUMERIC_COORDS,
@@ -99,7 +100,8 @@ def make_runset(
         for j in np.flatnonzero(text.any(axis=0)):
             col = frame.columns[j]
             note = (
-                f"{col}: {int(text[:, j].sum())} value(s) that are not numbers (e.g. "
+                f"{col}: {counted(int(text[:, j].sum()), 'value')} that "
+                f"{'is not a number' if text[:, j].sum() == 1 else 'are not numbers'} (e.g. "
                 f"{frame[col][text[:, j]].iloc[0]!r}) kept as NaN"
             )
             notes.setdefault(r, []).append(note)
@@ -154,7 +156,7 @@ def runset_from_arrays(
         for i in np.flatnonzero(infinite.any(axis=1)):
             # the fit and the diagnostics read NaN as "not logged": say that these were logged
             note = (
-                f"{var}: {int(infinite[i].sum())} infinite value(s) (first at step "
+                f"{var}: {counted(int(infinite[i].sum()), 'infinite value')} (first at step "
                 f"{int(np.asarray(steps)[infinite[i]][0])}) kept as NaN"
             )
             notes.setdefault(run_ids[i], []).append(note)

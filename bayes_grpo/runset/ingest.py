@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.runset.core import RunSetError, make_runset, runset_warnings
 from bayes_grpo.runset.loaders import (
@@ -238,7 +239,7 @@ def _skip_records(
     if skip.any():
         first = recs[skip].iloc[0]
         warn.append(
-            f"{int(skip.sum())} value(s) {why} skipped (e.g. step {show(first['step'])}, "
+            f"{counted(int(skip.sum()), 'value')} {why} skipped (e.g. step {show(first['step'])}, "
             f"metric {first['metric']!r}){note}"
         )
     return recs[~skip]
@@ -350,7 +351,7 @@ def _normalise_run(
             text_fields.append(str(metric))
         else:
             warn.append(
-                f"metric {metric!r}: {len(sub)} non-numeric value(s) (e.g. {sub['value'].iloc[0]!r} "
+                f"metric {metric!r}: {counted(len(sub), 'non-numeric value')} (e.g. {sub['value'].iloc[0]!r} "
                 f"at step {int(sub['step'].iloc[0])}) kept as NaN"
             )
     text_coords, text_why = _text_hyperparameters(recs[is_text], text_fields)
@@ -381,7 +382,7 @@ def _normalise_run(
         i = int(np.flatnonzero(back.to_numpy())[0])
         prev = int(recs["step"].iloc[i] - diffs.iloc[i])
         warn.append(
-            f"steps go backwards {n_back} time(s) (first: step {int(recs['step'].iloc[i])} logged after "
+            f"steps go backwards {counted(n_back, 'time')} (first: step {int(recs['step'].iloc[i])} logged after "
             f"step {prev}, metric {recs['metric'].iloc[i]!r}); values ordered by step"
         )
         # back to (or before) the metric's first step after going past it: no resume from a
@@ -408,7 +409,7 @@ def _normalise_run(
     n_dup = int(recs.loc[repeated, "step"].nunique())
     if n_dup and n_back:
         warn.append(
-            f"{n_dup} step(s) logged more than once (a resumed run?); kept the last value logged for each"
+            f"{counted(n_dup, 'step')} logged more than once (a resumed run?); kept the last value logged for each"
         )
     elif n_dup:
         # the steps never go back, as a resumed run's do: each step's rows follow one another
@@ -418,7 +419,7 @@ def _normalise_run(
         names = list(dict.fromkeys(recs.loc[repeated, "metric"].astype(str)))
         shown = ", ".join(map(repr, names[:4])) + (f" (+{len(names) - 4} more)" if len(names) > 4 else "")
         warn.append(
-            f"{n_dup} step(s) logged more than once: {rows} rows with the same step, one after the "
+            f"{counted(n_dup, 'step')} logged more than once: {rows} rows with the same step, one after the "
             f"other (metrics {shown}; several log calls per step, e.g. one per micro-batch or "
             "epoch?); kept the last value logged for each"
         )
@@ -442,19 +443,19 @@ def _normalise_run(
         infinite = np.isinf(frame[column].to_numpy(dtype=float))
         if column != REWARD_VAR and infinite.any():
             warn.append(
-                f"{column}: {int(infinite.sum())} infinite value(s) (first at step "
+                f"{column}: {counted(int(infinite.sum()), 'infinite value')} (first at step "
                 f"{int(frame.index[infinite][0])}) kept as NaN"
             )
     frame = frame.replace([np.inf, -np.inf], np.nan)
     n_finite = int(frame[REWARD_VAR].notna().sum())
     if n_finite < min_points:
         raise RunRejected(
-            f"{where}: only {n_finite} finite reward value(s) in {mapping.reward_source!r}, fewer "
+            f"{where}: only {counted(n_finite, 'finite reward value')} in {mapping.reward_source!r}, fewer "
             f"than the minimum of {min_points} points (lower it with min_points=, or "
             f"`bayes-grpo ingest --min-points N`){_longer_reward_hint(wide, mapping, min_points)}"
         )
     if n_nonfinite:
-        warn.append(f"reward {mapping.reward_source!r}: {n_nonfinite} NaN/inf value(s) kept as NaN")
+        warn.append(f"reward {mapping.reward_source!r}: {counted(n_nonfinite, 'NaN/inf value')} kept as NaN")
     gap = reward_step_gap_note(frame[REWARD_VAR])
     if gap:
         warn.append(f"reward {mapping.reward_source!r}: {gap}")
@@ -514,7 +515,7 @@ def reward_step_gap_note(reward: pd.Series) -> str | None:
         return None
     return (
         f"no reward logged for {width} steps, between step {int(steps[widest])} and step "
-        f"{int(steps[widest + 1])}, where rewards are {typical:g} step(s) apart elsewhere "
+        f"{int(steps[widest + 1])}, where rewards are {counted(typical, 'step')} apart elsewhere "
         f"({width / (steps[-1] - steps[0]):.0%} of the run's span): steps renumbered on a resume, "
         "a mistyped step, two trainings in one log? Kept as logged; the model reads the steps as "
         "they are"
@@ -1743,7 +1744,7 @@ def load_runs(
             for src, info in rejected.items()
         ]
         pywarnings.warn(
-            f"{len(rejected)} run(s) not ingested:\n  " + "\n  ".join(lines),
+            f"{counted(len(rejected), 'run')} not ingested:\n  " + "\n  ".join(lines),
             UserWarning,
             stacklevel=2,
         )

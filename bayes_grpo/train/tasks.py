@@ -192,9 +192,12 @@ def check_gold_answers(dataset: Any, source: str) -> None:
         i for i, answer in enumerate(dataset["answer"]) if extract_final_number(str(answer)) is None
     ]
     if bad:
+        from bayes_grpo.checks.base import counted  # numpy and pandas: only for this message
+
         first = dataset[bad[0]]["answer"]
         raise ValueError(
-            f"{source}: {len(bad)} row(s) have an 'answer' with no number for the gsm8k reward "
+            f"{source}: {counted(len(bad), 'row')} {'has' if len(bad) == 1 else 'have'} an 'answer' "
+            "with no number for the gsm8k reward "
             f"(first: row {bad[0]}, {first!r}); give the gold answer as '#### <number>'"
         )
 
