@@ -385,7 +385,7 @@ def test_a_run_too_short_to_compare_is_left_out_and_named_not_the_whole_run_set(
     ds["reward"].loc[{"run": "r1", "step": list(range(6, 30))}] = np.nan  # 6 rewards left
     res = compare.compare_laws(ds, laws=["single_exp"], draws=20, chains=1)
     assert sorted(res.per_run["run"]) == ["r0", "r2"]
-    assert "1 run(s) left out, with fewer than 9 finite rewards" in res.to_check_result().summary
+    assert "1 run left out, with fewer than 9 finite rewards" in res.to_check_result().summary
     assert ": r1." in res.to_check_result().summary
     with pytest.raises(ValueError, match="fewer than 9"):  # nothing left: still an error
         compare.compare_laws(ds.sel(run=["r1"]), laws=["single_exp"], draws=20, chains=1)
@@ -423,7 +423,7 @@ def test_the_pareto_k_warning_names_the_law_and_the_run_of_each_unreliable_point
     assert res.per_run.set_index("run")["n_pareto_k_high"].to_dict() == {"r0": 0, "r1": 1, "r2": 0}
     summary = res.to_check_result().summary
     assert summary.count("Pareto k") == 1
-    assert "PSIS-LOO: 1 observation(s) with Pareto k > 0.7 across laws (single_exp: r1 1;" in summary, summary
+    assert "PSIS-LOO: 1 observation with Pareto k > 0.7 across laws (single_exp: r1 1;" in summary, summary
 
 
 def test_the_pareto_k_warning_names_the_steps_of_the_unreliable_points(monkeypatch):
@@ -570,7 +570,7 @@ def test_a_run_too_short_to_test_for_a_trend_is_left_out_not_said_to_have_none(m
     assert list(res.per_run["run"]) == ["long"]
     summary = res.to_check_result().summary
     assert "without one left out" not in summary
-    assert "1 run(s) left out, with fewer than 9 finite rewards (too few to fit, to test for a trend" in summary
+    assert "1 run left out, with fewer than 9 finite rewards (too few to fit, to test for a trend" in summary
     assert summary.count("eight") == 1
 
 

@@ -1454,7 +1454,7 @@ def test_a_posterior_not_fitted_to_the_runs_is_named_with_a_warning():
     other = ds.copy(deep=True)
     other["reward"] = other["reward"] + 0.1
     fake.runset = other
-    with pytest.warns(UserWarning, match=re.escape("not fitted to 1 run(s)") + ".*rewards differ.*: " + re.escape(run)):
+    with pytest.warns(UserWarning, match=re.escape("not fitted to 1 run of this run set") + ".*rewards differ.*: " + re.escape(run)):
         (res,) = diagnose(ds, config=cfg, posterior=fake, modes=["instability"])
     assert "the fit's prediction" in res.values["posterior"]
     fake.runset = other.assign_coords(run=["elsewhere"])

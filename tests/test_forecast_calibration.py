@@ -195,3 +195,17 @@ def test_the_calibration_of_a_run_does_not_depend_on_the_order_of_the_other_runs
     for p in scale_a:
         assert scale_a[p] == pytest.approx(scale_b[p], rel=1e-9), p
     np.testing.assert_allclose(a["obs_hdi"].values, b["obs_hdi"].values, rtol=1e-9)
+
+
+def test_a_backtest_prefix_too_short_is_left_out_counting_its_steps_in_words():
+    # the reason read "1 step(s) in the prefix, fewer than 5"
+    from bayes_grpo.predict.calibration import MIN_PREFIX_STEPS, backtest_required_scales
+
+    steps = np.arange(20)
+    frames = {r: pd.DataFrame({"reward": 0.2 + 0.01 * steps}, index=steps) for r in ("a", "b")}
+    ds = make_runset(frames)
+    skipped: dict[str, str] = {}
+    out = backtest_required_scales(ds, ["a"], prior_for=None, fraction=0.05, skipped=skipped)
+    assert out == {} and skipped == {"a": f"1 step in the prefix, fewer than {MIN_PREFIX_STEPS}"}
+    backtest_required_scales(ds, ["b"], prior_for=None, fraction=0.1, skipped=skipped)
+    assert skipped["b"] == f"2 steps in the prefix, fewer than {MIN_PREFIX_STEPS}"

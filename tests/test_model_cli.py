@@ -535,7 +535,12 @@ def test_a_default_given_twice_with_two_values_is_an_argument_error(runs_file, t
 
 @pytest.mark.parametrize(
     ("text", "keys"),
-    [('{"plateau": {"sigma": 1}, "plateau": {"sigma": 3}}', "['plateau']"), ('{"noise": {"log_sigma": 1, "log_sigma": 2}}', "['log_sigma']")],
+    [
+        ('{"plateau": {"sigma": 1}, "plateau": {"sigma": 3}}', "key ['plateau']"),
+        ('{"noise": {"log_sigma": 1, "log_sigma": 2}}', "key ['log_sigma']"),
+        # two keys in the plural (it said "the key(s)" for one and for two)
+        ('{"a": 1, "b": 2, "a": 3, "b": 4}', "keys ['a', 'b']"),
+    ],
 )
 def test_a_config_file_giving_a_key_twice_is_refused_naming_the_key(runs_file, tmp_path, capsys, text, keys):
     # json.loads kept the last of two equal keys: `fit --config` with a pasted second "plateau"
@@ -544,11 +549,11 @@ def test_a_config_file_giving_a_key_twice_is_refused_naming_the_key(runs_file, t
 
     cfg = tmp_path / "cfg.json"
     cfg.write_text(text)
-    with pytest.raises(ValueError, match=re.escape(f"{cfg}: --config gives the key(s) {keys} twice in one object; keep one")):
+    with pytest.raises(ValueError, match=re.escape(f"{cfg}: --config gives the {keys} twice in one object; keep one")):
         read_json_object(cfg)
     out = tmp_path / "fit.nc"
     assert main(["fit", str(runs_file), "-o", str(out), "--config", str(cfg)]) == 2
-    assert f"{cfg}: --config gives the key(s) {keys} twice" in capsys.readouterr().err
+    assert f"{cfg}: --config gives the {keys} twice" in capsys.readouterr().err
     assert not out.exists()
     cfg.write_text('{"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}')  # one key per object
     assert read_json_object(cfg) == {"plateau": {"sigma": 1}, "initial_reward": {"sigma": 1}}

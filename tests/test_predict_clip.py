@@ -151,7 +151,7 @@ def test_a_clip_range_is_refused_for_runs_whose_reward_is_no_success_rate():
         coords={"run": ["rate", "score"], "step": steps, "model": ("run", ["llm-a", "llm-b"])},
     )
     check_success_rate_runs(runset, model="llm-a")  # its runs' rewards lie in [0, 1]
-    with pytest.raises(ValueError, match=r"rewards in \[0.5, 2.5\] \(1 run\(s\) outside \[0, 1\], e.g. 'score'\)"):
+    with pytest.raises(ValueError, match=r"rewards in \[0.5, 2.5\] \(1 run outside \[0, 1\], e.g. 'score'\)"):
         check_success_rate_runs(runset, model="llm-b")
     # a success rate one rounding step above 1 (a mean of weighted 0/1 rewards) is a success rate,
     # as for reward bounds (runset.bounds.BOUND_TOLERANCE); it was refused as 'no success rate'

@@ -250,13 +250,13 @@ def test_a_prediction_from_runs_still_rising_at_their_end_says_the_plateau_extra
     plateau, start = np.full(400, 0.85), np.full(400, 0.3)
     rising = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 100.0))
     note = unsettled_runs_note(rising, model="m", plateau=plateau, initial_reward=start)
-    assert note is not None and "still rising toward their plateau" in note and "over 6 run(s)" in note
+    assert note is not None and "still rising toward their plateau" in note and "over 6 runs" in note
     assert "p* = 0.85" in note
     settled = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 15.0))
     assert unsettled_runs_note(settled, model="m", plateau=plateau, initial_reward=start) is None
     # under 3 runs: each run's slope against its own error
     two = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 100.0), n_runs=2)
-    assert "over 2 run(s)" in unsettled_runs_note(two, model="m", plateau=plateau, initial_reward=start)
+    assert "over 2 runs" in unsettled_runs_note(two, model="m", plateau=plateau, initial_reward=start)
     two_settled = _late_runset(lambda t: 0.85 - 0.55 * np.exp(-t / 15.0), n_runs=2)
     assert unsettled_runs_note(two_settled, model="m", plateau=plateau, initial_reward=start) is None
     # a falling reward (a loss-like metric) falls toward its plateau

@@ -84,7 +84,7 @@ def test_runs_of_no_model_name_are_not_counted_as_a_model_and_no_subtitle_leaves
     runs = runs.assign_coords(model=("run", np.array(["tiny", "", "tiny"], dtype=object)))
     (overview,) = [s for s in build_sections(runset=runs) if s.key == "overview"]
     text = " ".join(str(b.content) for b in overview.blocks if b.kind == "text")
-    assert "3 runs, 1 model(s) (1 run(s) of unknown model)," in text, text
+    assert "3 runs, 1 model (1 run of unknown model)," in text, text
     html = render_html(build_sections(runset=_runset()))
     header = re.search(r"<p>bayes_grpo .*?</p>", html).group(0)
     assert not re.search(r"&middot;\s*</p>", header), header
@@ -588,7 +588,9 @@ def test_report_sampler_options_without_a_sampled_stage_are_named_as_unused(tmp_
     base = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability"]
     assert main([*base, "--draws", "40", "--chains", "1"]) == 0
     err = capsys.readouterr().err
-    assert "bayes-grpo report: warning: --draws, --chains set(s) the sampled stages" in err and "not used" in err, err
+    assert "bayes-grpo report: warning: --draws, --chains set the sampled stages" in err and "not used" in err, err
+    assert main([*base, "--tune", "40"]) == 0  # one option in the singular (it said "set(s)")
+    assert "bayes-grpo report: warning: --tune sets the sampled stages" in capsys.readouterr().err
     assert main([*base, "--draws", "40", "--compare"]) == 0
     assert "not used" not in capsys.readouterr().err
 
@@ -1230,8 +1232,8 @@ def test_the_overview_of_a_one_run_set_says_1_run():
     from bayes_grpo.report.sections import overview_section
 
     html = render_html([overview_section(_runset().isel(run=[0]))])
-    assert "1 run, 1 model(s), group sizes [4]." in html and "1 runs" not in html
-    assert "3 runs, 1 model(s)" in render_html([overview_section(_runset())])
+    assert "1 run, 1 model, group sizes [4]." in html and "1 runs" not in html
+    assert "3 runs, 1 model" in render_html([overview_section(_runset())])
     plt.close("all")
 
 
@@ -1362,10 +1364,10 @@ def test_the_overview_counts_the_runs_of_unknown_g_instead_of_listing_no_group_s
 
     runs = _runset()
     unknown = runs.assign_coords(group_size=("run", [np.nan] * 3))
-    assert "3 runs, 1 model(s), group size unknown for every run." in render_html([overview_section(unknown)])
-    assert "1 run, 1 model(s), group size unknown." in render_html([overview_section(unknown.isel(run=[0]))])
+    assert "3 runs, 1 model, group size unknown for every run." in render_html([overview_section(unknown)])
+    assert "1 run, 1 model, group size unknown." in render_html([overview_section(unknown.isel(run=[0]))])
     some = runs.assign_coords(group_size=("run", [4.0, np.nan, 16.0]))
-    assert "3 runs, 1 model(s), group sizes [4, 16] (1 run(s) of unknown G)." in render_html([overview_section(some)])
+    assert "3 runs, 1 model, group sizes [4, 16] (1 run of unknown G)." in render_html([overview_section(some)])
     assert "group sizes [4, 16]." in render_html([overview_section(runs)])
     plt.close("all")
 

@@ -316,7 +316,7 @@ def read_json_object(path: Path, option: str = "--config") -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         twice = sorted({k for k in keys if keys.count(k) > 1})
         if twice:
-            raise ValueError(f"{path}: {option} gives the key(s) {twice} twice in one object; keep one")
+            raise ValueError(f"{path}: {option} gives the {'key' if len(twice) == 1 else 'keys'} {twice} twice in one object; keep one")
         return dict(pairs)
 
     try:

@@ -87,7 +87,7 @@ def _report(args: argparse.Namespace) -> int:
     unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k) is not None]
     if unused and not (args.invariance or args.compare):
         warnings.warn(
-            f"{', '.join(unused)} set(s) the sampled stages, --invariance and --compare, and neither "
+            f"{', '.join(unused)} {'sets' if len(unused) == 1 else 'set'} the sampled stages, --invariance and --compare, and neither "
             "was asked: not used",
             UserWarning,
             stacklevel=1,

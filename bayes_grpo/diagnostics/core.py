@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.diagnostics._fits import fits_reused
 from bayes_grpo.diagnostics._posterior import (
@@ -152,7 +152,7 @@ def diagnose(
     if stray:
         where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
         warnings.warn(
-            f"{where} was not fitted to {len(stray)} run(s) of this run set ("
+            f"{where} was not fitted to {counted(len(stray), 'run')} of this run set ("
             + runs_by_reason(stray)
             + "): where the posterior gives them draws, those are the fit's prediction at each "
             "run's hyperparameters, not a fit of the run; check that the posterior is the fit of "

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.forecast import (
     ForecastError,
@@ -121,7 +122,7 @@ def backtest_required_scales(
         if horizon is not None:
             future &= t <= float(horizon)
         if n < MIN_PREFIX_STEPS:
-            left_out[str(run_id)] = f"{n} step(s) in the prefix, fewer than {MIN_PREFIX_STEPS}"
+            left_out[str(run_id)] = f"{counted(n, 'step')} in the prefix, fewer than {MIN_PREFIX_STEPS}"
             continue
         if not future.any():
             left_out[str(run_id)] = "no logged step after the prefix to score"
@@ -246,7 +247,7 @@ def calibrate_for_run(
         why = "; ".join(f"{rid!r}: {reason}" for rid, reason in skipped.items())
         raise ForecastError(
             f"{exc} to calibrate the bands of run {run_id!r} ({prefix}); of the other "
-            f"{len(ids)} run(s), {len(skipped)} could not be backtested"
+            f"{counted(len(ids), 'run')}, {len(skipped)} could not be backtested"
             + (f": {why}" if why else "")
         ) from None
 

@@ -47,7 +47,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import metrics
-from bayes_grpo.checks.base import CheckResult
+from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
 from bayes_grpo.runset import REWARD_VAR
@@ -758,7 +758,7 @@ def pareto_k_note(per_run: pd.DataFrame) -> str | None:
         for law, grp in high.groupby("law", sort=False)
     )
     note = (
-        f"PSIS-LOO: {int(high['n_pareto_k_high'].sum())} observation(s) with Pareto k > {PARETO_K_WARN} "
+        f"PSIS-LOO: {counted(int(high['n_pareto_k_high'].sum()), 'observation')} with Pareto k > {PARETO_K_WARN} "
         f"across laws ({where}; law: run count): LOO is unreliable there."
     )
     if "pareto_k_high_steps" in high:
@@ -891,7 +891,7 @@ def compare_laws(
     if short:
         notes.insert(
             0,
-            f"{len(short)} run(s) left out, with fewer than {MIN_COMPARE_POINTS} finite rewards (too "
+            f"{counted(len(short), 'run')} left out, with fewer than {MIN_COMPARE_POINTS} finite rewards (too "
             f"few to fit, to test for a trend and to hold the last {lfo_fraction:.0%} out): {', '.join(short)}.",
         )
     # over the runs lfo_rmse_mean averages (lfo_totals: those with a visible trend, or all when

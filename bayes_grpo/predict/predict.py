@@ -40,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
-from bayes_grpo.checks.base import plot_text, share_percent, verdict_percent
+from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
@@ -681,8 +681,8 @@ def unsettled_runs_note(
     who = f"runs of {model!r}" if model is not None and reward.sizes["run"] < runset.sizes["run"] else "runs"
     return (
         f"the fitted {who} were still {'rising' if rise > 0 else 'falling'} toward their plateau over "
-        f"the last {LATE_FRACTION:.0%} of their logs (by {toward:.3g} in reward on average over {n_runs} "
-        f"run(s), {toward / abs(rise):.1%} of the rise p* - R0; one-sided p = {p_value:.2g}): the "
+        f"the last {LATE_FRACTION:.0%} of their logs (by {toward:.3g} in reward on average over "
+        f"{counted(n_runs, 'run')}, {toward / abs(rise):.1%} of the rise p* - R0; one-sided p = {p_value:.2g}): the "
         f"plateau p* = {p_star:.3g} [{q[0]:.3g}, {q[1]:.3g}] extrapolates runs that had not settled, "
         "and a run that gets further than they did (faster, or longer) can settle away from it by "
         "more than the band says"
@@ -759,7 +759,7 @@ def check_success_rate_runs(runset: xr.Dataset | None, *, model: str | None) -> 
         lo, hi = float(reward.min()), float(reward.max())
         raise ValueError(
             f"a PPO clip range (--clip-epsilon, clip_epsilon=) reads the reward as a success rate in [0, 1], but the "
-            f"fitted runs logged rewards in [{lo:.4g}, {hi:.4g}] ({len(bad)} run(s) outside [0, 1], e.g. "
+            f"fitted runs logged rewards in [{lo:.4g}, {hi:.4g}] ({counted(len(bad), 'run')} outside [0, 1], e.g. "
             f"{bad[0]!r}): leave the clip range out (the linear law) for such a reward"
         )
 

@@ -208,7 +208,9 @@ def overview_section(
     section = Section(key=key, title=title, intro=intro)
     named = summary["model"].astype(str)
     n_unnamed = int((named == "").sum())  # "" is no model name, not a model of its own
-    models = f"{named[named != ''].nunique()} model(s)" + (f" ({n_unnamed} run(s) of unknown model)" if n_unnamed else "")
+    models = counted(named[named != ""].nunique(), "model") + (
+        f" ({counted(n_unnamed, 'run')} of unknown model)" if n_unnamed else ""
+    )
     runs = counted(len(summary), "run")  # "1 runs" of a one-run report
     # runs of unknown G counted, as runs of unknown model are: their G was left out of the list
     # unsaid, and a run set of unknown G only read "group sizes []"
@@ -217,7 +219,7 @@ def overview_section(
     if not known:
         sizes = "group size unknown" + ("" if len(summary) == 1 else " for every run")
     else:
-        sizes = f"group sizes {known}" + (f" ({n_unknown_g} run(s) of unknown G)" if n_unknown_g else "")
+        sizes = f"group sizes {known}" + (f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else "")
     section.text(f"{runs}, {models}, {sizes}.")
     for note in notes:
         section.text(f"Note: the table gives the settings as logged; {note}.")
