@@ -831,7 +831,7 @@ def test_reward_hacking_not_assessable_when_evaluation_goes_on_past_the_training
     frame = pd.concat([train, ev])
     (res,) = diagnose(make_runset({"r": frame}), config=FAST, modes=["reward_hacking"])
     assert res.passed is None and res.values["detected"] is None, res.summary
-    assert "only 0 training-reward point(s) after step" in res.summary
+    assert "only 0 training-reward points after step" in res.summary
     assert "nan" not in res.summary
 
 

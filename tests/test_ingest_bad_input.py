@@ -184,7 +184,7 @@ def test_two_manifest_rows_with_the_same_run_id_are_an_error_naming_the_rows(tmp
     manifest = tmp_path / "m.csv"
     manifest.write_text("path,run\na.csv,same\nb.csv,same\n")
     with pytest.raises(
-        LogFormatError, match=r"m\.csv: run id\(s\) used by more than one row: \{'same': \[1, 2\]\}"
+        LogFormatError, match=r"m\.csv: run id used by more than one row: \{'same': \[1, 2\]\}"
     ):
         load_runs([], manifest=manifest)
 
@@ -293,7 +293,7 @@ def test_manifest_rows_pointing_at_missing_paths_are_reported(tmp_path):
 def test_manifest_with_an_unknown_column_names_the_row(tmp_path):
     _good(tmp_path / "a.csv")
     (tmp_path / "m.csv").write_text("path,group_szie\na.csv,4\n")
-    with pytest.raises(LogFormatError, match=r"m\.csv row 1: unknown column\(s\) \['group_szie'\]"):
+    with pytest.raises(LogFormatError, match=r"m\.csv row 1: unknown column \['group_szie'\]"):
         load_runs([], manifest=tmp_path / "m.csv")
 
 
@@ -326,7 +326,7 @@ def test_a_jsonl_files_unreadable_lines_are_said_once_with_its_name(tmp_path, cu
     expected = (
         f"{path}: last line (13) is truncated JSON; skipped"
         if cut == "last"
-        else f"{path}: 1 unreadable JSON line(s) skipped (lines [4])"
+        else f"{path}: 1 unreadable JSON line skipped (lines [4])"
     )
     assert said == [expected]
 
@@ -472,8 +472,9 @@ def test_rows_of_a_multi_run_csv_with_an_empty_run_name_are_reported_not_dropped
     assert float(ds["reward"].isel(run=0).sel(step=N - 1)) == pytest.approx(0.1 * (N - 1))
     ((source, info),) = rejected_runs(ds).items()
     assert "runs.csv" in source
-    assert f"{N} row(s) with an empty" in info["reason"]
-    assert f"line(s) {N + 2}, {N + 3}" in info["reason"]
+    assert f"{N} rows with an empty" in info["reason"]
+    assert f"(lines {N + 2}, {N + 3}, " in info["reason"]
+    assert "belong to none of the file's 1 run;" in info["reason"]
 
 
 def test_a_run_column_left_empty_on_every_row_makes_the_file_one_run(tmp_path):
@@ -492,8 +493,10 @@ def test_jsonl_records_without_a_run_name_beside_two_named_runs_are_reported(tmp
     ds = _ingest(path)
     assert sorted(ds.run.values) == ["a", "b"]
     ((source, info),) = rejected_runs(ds).items()
-    assert "mix.jsonl" in source and f"record number(s) {2 * N + 1}" in info["reason"]
-    with pytest.raises(RunSetError, match=r"mix\.jsonl: 1 record\(s\) with an empty 'run'"):
+    # one record in the singular (it said "1 record(s) ... (record number(s) 41) belong")
+    assert "mix.jsonl" in source
+    assert f"(record number {2 * N + 1}) belongs to none of the file's 2 runs;" in info["reason"]
+    with pytest.raises(RunSetError, match=r"mix\.jsonl: 1 record with an empty 'run'"):
         load_runs([path], on_error="raise")
 
 
@@ -854,7 +857,7 @@ def test_log_history_items_that_are_not_metric_objects_are_counted_in_a_note(tmp
     ds = load_runs([path])
     assert int(ds.reward.notnull().sum()) == N  # every metric entry still read
     (note,) = [w for w in runset_warnings(ds)["run"] if "log_history" in w]
-    assert "2 item(s)" in note and "item 3, NoneType" in note and "skipped" in note
+    assert "2 items of 'log_history' are not {metric: value} objects" in note and "item 3, NoneType" in note and "skipped" in note
 
 
 @pytest.mark.parametrize("name,text", [("m.csv", "path,run,group_size\n"), ("m.yaml", "runs: []\n")])

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, counted, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -316,7 +316,7 @@ def reward_hacking(
         return not_assessable(
             MODE,
             run_id,
-            f"only {n_train_window} training-reward point(s) after step {start:.0f} (need 2)",
+            f"only {counted(n_train_window, 'training-reward point')} after step {start:.0f} (need 2)",
         )
 
     rng = np.random.default_rng(common.seed)

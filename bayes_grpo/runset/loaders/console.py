@@ -29,6 +29,7 @@ import math
 import re
 from pathlib import Path
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
@@ -307,7 +308,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     if any(_is_metric_dict({k: v for k, v in d.items() if k != "step"}) for d in verl):
         if dicts:
             file_notes.append(
-                f"{len(dicts)} printed dict(s) (e.g. {_short(dicts[0])}) not read as metrics: "
+                f"{counted(len(dicts), 'printed dict')} (e.g. {_short(dicts[0])}) not read as metrics: "
                 "the log's verl 'step:N - ...' lines are its metrics"
             )
         dicts = verl
@@ -317,7 +318,7 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
         dicts, stray = _trainer_logs(dicts)
         if stray:
             file_notes.append(
-                f"{len(stray)} printed dict(s) without the Trainer's 'epoch' (e.g. "
+                f"{counted(len(stray), 'printed dict')} without the Trainer's 'epoch' (e.g. "
                 f"{_short(stray[0])}) not read as metrics: a log whose Trainer dicts carry it "
                 "prints them from elsewhere (a reward function)"
             )

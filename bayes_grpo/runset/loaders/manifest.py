@@ -102,7 +102,8 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
         unknown = sorted(set(map(str, raw)) - allowed)
         if unknown:
             raise LogFormatError(
-                f"{path} row {i}: unknown column(s) {unknown}; allowed: {sorted(allowed)}"
+                f"{path} row {i}: unknown {'column' if len(unknown) == 1 else 'columns'} {unknown}; "
+                f"allowed: {sorted(allowed)}"
             )
         if _blank(raw.get("path")):
             raise LogFormatError(f"{path} row {i}: no 'path'")
@@ -140,5 +141,7 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
     dupes = sorted({r for r in ids if ids.count(r) > 1})
     if dupes:
         rows_of = {d: [r.row for r in out if r.run_id == d] for d in dupes}
-        raise LogFormatError(f"{path}: run id(s) used by more than one row: {rows_of}")
+        raise LogFormatError(
+            f"{path}: {'run id' if len(rows_of) == 1 else 'run ids'} used by more than one row: {rows_of}"
+        )
     return out

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
     STEP_KEYS,
     LogFormatError,
@@ -165,7 +166,7 @@ def _run_groups(
         notes = []
         if blank.any():
             notes.append(
-                f"{int(blank.sum())} {unit}(s) without {run_col!r} read as part "
+                f"{counted(int(blank.sum()), unit)} without {run_col!r} read as part "
                 f"of the file's one run {names[0]!r}"
             )
         return [(str(names[0]), frame)], notes, None
@@ -179,8 +180,10 @@ def _run_groups(
             fmt=fmt,
             records=pd.DataFrame(columns=["step", "metric", "value"]),
             rejected=(
-                f"{path}: {len(lines)} {unit}(s) with an empty {run_col!r} ({where}(s) "
-                f"{_line_list(lines)}) belong to none of the file's {len(names)} run(s); not "
+                f"{path}: {counted(len(lines), unit)} with an empty {run_col!r} "
+                f"({where if len(lines) == 1 else where + 's'} {_line_list(lines)}) "
+                f"{'belongs' if len(lines) == 1 else 'belong'} to none of the file's "
+                f"{counted(len(names), 'run')}; not "
                 "ingested (fill in the run name to keep them)"
             ),
         )
@@ -221,7 +224,8 @@ def _wide_records(
                 steps = steps.where(~fill, frame[other])
                 missing &= ~fill
                 notes.append(
-                    f"{int(fill.sum())} row(s) without {step_col!r} take their step from {other!r}"
+                    f"{counted(int(fill.sum()), 'row')} without {step_col!r} "
+                    f"{'takes its' if fill.sum() == 1 else 'take their'} step from {other!r}"
                 )
     metric_cols = [c for c in frame.columns if c != step_col and c not in skip]
     # in file order, row by row and each row's cells left to right (keep-last semantics); not
@@ -357,7 +361,7 @@ def _decimal_commas(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     if n == 0:
         return frame, None
     fixed = frame.mask(is_decimal, frame.astype("string").apply(lambda c: c.str.replace(",", ".")))
-    return fixed, f"{n} value(s) written with a decimal comma read as decimals"
+    return fixed, f"{counted(n, 'value')} written with a decimal comma read as decimals"
 
 
 def _repeated_headers(
@@ -489,7 +493,8 @@ def _csv_runs(frame: pd.DataFrame, path: Path, logging_steps: int | None = None)
                 if by_row:
                     fields = fields[~fields["metric"].isin(by_row)]
                     run_notes.append(
-                        f"column(s) {by_row} hold several values at one step (a "
+                        f"{'column' if len(by_row) == 1 else 'columns'} {by_row} "
+                        f"{'holds' if len(by_row) == 1 else 'hold'} several values at one step (a "
                         "time of each row?), not one value of the step; not read"
                     )
                 records = pd.concat([records, fields], ignore_index=True)
@@ -556,7 +561,7 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
         objects = [d for d in data if isinstance(d, dict)]
         if not objects:
             raise LogFormatError(
-                f"{path}: a JSON list of {len(data)} item(s) with no per-step objects"
+                f"{path}: a JSON list of {counted(len(data), 'item')} with no per-step objects"
             )
         return objects, []
     lines = text.splitlines()
@@ -581,7 +586,7 @@ def _read_json_lines(path: Path) -> tuple[list[dict], list[str]]:
             notes.append(f"last line ({last}) is truncated JSON; skipped")
         else:
             notes.append(
-                f"{len(bad)} unreadable JSON line(s) skipped (lines {bad[:10]})"
+                f"{counted(len(bad), 'unreadable JSON line')} skipped (lines {bad[:10]})"
             )
     if not out:
         raise LogFormatError(
@@ -663,12 +668,13 @@ def _entries_to_run(
         borrowed = sum(step_key not in e for _s, e in stepped)
         if borrowed:
             notes.append(
-                f"{borrowed} record(s) without {step_key!r} take their step from "
+                f"{counted(borrowed, 'record')} without {step_key!r} "
+                f"{'takes its' if borrowed == 1 else 'take their'} step from "
                 f"{' or '.join(repr(k) for k in others)}"
             )
         missing = len(entries) - len(stepped)
         if missing:
-            notes.append(f"{missing} record(s) without {step_key!r} skipped")
+            notes.append(f"{counted(missing, 'record')} without {step_key!r} skipped")
         steps = [step for step, _e in stepped]
         entries = [e for _s, e in stepped]
     type_key = _type_key(entries)

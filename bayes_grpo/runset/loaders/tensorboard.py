@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, flatten
 from bayes_grpo.runset.loaders.tabular import EVAL_TYPES, TRAIN_TYPES
 
@@ -250,8 +251,9 @@ def damaged_records_note(path: Path) -> str | None:
     else:
         return None
     return (
-        f"event file {problem} at byte {offset} of {size}: the {n_records} record(s) before it "
-        f"were read, the last {size - offset} byte(s) were not"
+        f"event file {problem} at byte {offset} of {size}: the {counted(n_records, 'record')} before it "
+        f"{'was' if n_records == 1 else 'were'} read, the last {counted(size - offset, 'byte')} "
+        f"{'was' if size - offset == 1 else 'were'} not"
     )
 
 

@@ -16,6 +16,7 @@ import json
 import re
 from pathlib import Path
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
@@ -128,8 +129,9 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
         raise LogFormatError(f"{state_path}: 'log_history' has no per-step entries")
     if not_entries:
         first = state["log_history"][not_entries[0]]
+        what = "is not a {metric: value} object" if len(not_entries) == 1 else "are not {metric: value} objects"
         notes.append(
-            f"{len(not_entries)} item(s) of 'log_history' are not {{metric: value}} objects "
+            f"{counted(len(not_entries), 'item')} of 'log_history' {what} "
             f"(first: item {not_entries[0]}, {type(first).__name__} {str(first)[:40]!r}); skipped"
         )
     if state_path.parent.name.startswith("checkpoint-") and given.resolve() != state_path.resolve():
