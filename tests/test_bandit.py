@@ -682,3 +682,24 @@ def test_a_count_that_is_not_a_whole_number_is_refused_not_truncated(name, value
     with pytest.raises(ValueError, match=rf"{name} must be a whole number, got {value!r}"):
         simulate_bandit(**{"seeds": 1, "steps": 3, name: value})
     assert simulate_bandit(seeds=1.0, steps=3.0, n_prompts=np.int64(2)).sizes["step"] == 3
+
+
+def test_the_sweeps_progress_bar_counts_its_runs_at_every_learning_rate(monkeypatch):
+    # `sweep_k_ref([5], seeds=2, learning_rate=[0.1, 0.2])` simulates 4 runs; its bar said
+    # "bandit sweep (2 runs)", the runs of one learning rate, and "(1 runs)" for one
+    from bayes_grpo.bandit import experiments
+
+    labels = []
+
+    class Bar:
+        def __init__(self, total, desc):
+            labels.append(desc)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(experiments, "StepBar", Bar)
+    monkeypatch.setattr(experiments, "simulate_bandit", lambda **kwargs: None)
+    experiments.sweep_k_ref([5], seeds=2, steps=60, learning_rate=[0.1, 0.2])
+    experiments.sweep_k_ref([5], seeds=1, steps=60)
+    assert labels == ["bandit sweep (4 runs)", "bandit sweep (1 run)"]

@@ -77,7 +77,8 @@ def sweep_k_ref(
     too_short = convergence_window_error(whole_count(steps, "steps"))
     if too_short:
         raise ValueError(too_short)
-    bar = StepBar(steps, f"bandit sweep ({len(k_refs) * int(seeds)} runs)")
+    # every K_ref at every learning rate, seeds runs each (it counted one learning rate's)
+    bar = StepBar(steps, f"bandit sweep ({counted(len(k_refs) * int(seeds) * np.size(learning_rate), 'run')})")
     try:
         return simulate_bandit(
             k_ref=k_refs,
