@@ -1024,23 +1024,6 @@ def test_a_csv_with_a_space_after_each_comma_reads_as_without(tmp_path):
     assert list(ds.run.values) == ["r1"] and run_coords(ds, "r1")["group_size"] == 4
 
 
-@pytest.mark.parametrize("name", ["log.csv.gz", "metrics.jsonl.zst", "train.log.xz", "trainer_state.json.bz2"])
-def test_a_compressed_log_in_a_folder_is_a_rejected_source_saying_how_to_read_it(tmp_path, name):
-    # a folder's log.csv.gz was left out without a word (only the plain log was ingested; a folder
-    # holding compressed logs only was "no log of a known format found here")
-    _good(tmp_path / "runs" / "plain" / "log.csv")
-    packed = tmp_path / "runs" / "packed" / name
-    packed.parent.mkdir(parents=True)
-    packed.write_bytes(b"\x1f\x8b\x08\x00")  # not read, whatever it holds
-    ds = _ingest(tmp_path / "runs")
-    assert list(ds.run.values) == ["plain"]
-    ((source, info),) = rejected_runs(ds).items()
-    assert source == str(packed)
-    assert f"{packed}: a compressed log" in info["reason"] and "decompress it first" in info["reason"]
-    with pytest.raises(RunSetError, match="a compressed log .*decompress it first"):  # given as a file
-        load_runs([packed], on_error="raise")
-
-
 def test_a_compressed_file_that_is_no_log_stays_unread_without_a_word(tmp_path):
     # model weights, archives of checkpoints: no log by their names, so no rejected source
     _good(tmp_path / "runs" / "plain" / "log.csv")

@@ -78,6 +78,7 @@ from bayes_grpo.runset.loaders import (
     is_event_file,
     is_hparams_companion,
     load_file,
+    log_name,
     read_manifest,
 )
 from bayes_grpo.runset.loaders.sidecar import (
@@ -756,7 +757,10 @@ def discover(path: str | Path) -> list[_Job]:
     Config files (:data:`~bayes_grpo.runset.loaders.sidecar.SIDECAR_NAMES`) and everything else
     inside ``checkpoint-*`` folders are not logs. A folder that cannot be listed (permissions)
     comes back as a job with an ``error``, which the ingest reports as a rejected source; so does a
-    compressed log (``log.csv.gz``: :func:`~bayes_grpo.runset.loaders.compressed_log_error`).
+    compressed log that cannot be read (``metrics.jsonl.zst`` without ``zstandard``, a corrupt
+    ``train.log.gz``: :func:`~bayes_grpo.runset.loaders.compressed_log_error`). A log compressed
+    with gzip, bzip2 or xz is the log it holds (``log.csv.gz`` is a CSV log; its run named as
+    ``log.csv``'s would be).
     """
     path = Path(path)
     if not path.exists():
@@ -778,7 +782,7 @@ def discover(path: str | Path) -> list[_Job]:
     roots = [
         f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) and f.parent != path else f.parent
         for f in files
-        if f.name == "trainer_state.json"
+        if log_name(f) == "trainer_state.json"
     ]
     for root in [*roots, path]:
         if root not in state_roots:
@@ -787,7 +791,7 @@ def discover(path: str | Path) -> list[_Job]:
                 state_roots[root], choice_notes[chosen] = chosen, notes
     jobs = {p: _Job(p, "trainer_state", notes=choice_notes[p]) for p in state_roots.values()}
     for f in files:
-        if f.name in SIDECAR_NAMES or f.name == "trainer_state.json":
+        if f.name in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
             continue
         if f.name in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue
@@ -1289,7 +1293,7 @@ def _path_components(
     if file_name:
         last = f"{parts.pop()}/{path.name}" if parts else path.name
         return [*parts, last, *([name] if name else [])]
-    stem = path.name
+    stem = log_name(path)  # a compressed log's run is named as the log it holds
     stamp = _EVENT_STAMP.match(stem)
     if stamp and sole_event_file and parts:
         stem = "events"  # a generic stem: left out

@@ -13,6 +13,12 @@ manifest                  CSV/YAML, one row per run                      :mod:`.
 sidecar configs           ``bayes_grpo_run.json``, ``training_args.*``,  :mod:`.sidecar`
                           ``config.json`` ...
 ========================  =============================================  ===========================
+
+A text log may be compressed (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.bz2``; zstd's
+``.zst`` where the ``zstandard`` module is installed): every loader opens a log through
+:func:`~bayes_grpo.runset.loaders._base.open_log`, which decompresses it as it reads, and its
+format is told by the name inside (:func:`~bayes_grpo.runset.loaders._base.log_name`) and the
+decompressed text.
 """
 
 from __future__ import annotations
@@ -22,10 +28,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bayes_grpo._io import NETCDF_SUFFIXES
-from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, text_encoding
+from bayes_grpo.runset.loaders._base import (
+    DECOMPRESS_COMMANDS,
+    DECOMPRESSORS,
+    READ_ERRORS,
+    LogFormatError,
+    RawRun,
+    compression_suffix,
+    log_name,
+    open_log,
+    unreadable,
+)
 from bayes_grpo.runset.loaders.console import load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
+from bayes_grpo.runset.loaders.tensorboard import PREFIX as EVENT_FILE_PREFIX
 from bayes_grpo.runset.loaders.tensorboard import (
     add_scalars_owner,
     is_event_file,
@@ -51,12 +68,28 @@ RUNSET_SUFFIXES: tuple[str, ...] = NETCDF_SUFFIXES
 _CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err", ".stdout", ""}
 
 
+#: Characters of a log's text :func:`detect_format` looks at first.
+_SNIFF_CHARS = 4096
+
+
+def _holds(path: Path, needle: str, chunk: int = 1 << 20) -> bool:
+    """Whether a log's text holds ``needle``, read a chunk at a time (a Trainer state of a long
+    run is tens of MB; the loader reads it whole once)."""
+    tail = ""
+    with open_log(path, errors="replace") as fh:
+        while block := fh.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-(len(needle) - 1) :]
+    return False
+
+
 def _json_lines_of_long_records(path: Path) -> bool:
     """Whether a ``.json`` file holds one JSON object per line, told by its first line being a
     whole object and its next line opening another: a logger writing a few hundred metrics a step
     writes lines longer than the 4096 characters :func:`detect_format` looks at first, and a
     single object on one line (a compact config) has no second line."""
-    with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
+    with open_log(path, errors="replace") as fh:
         lines = (line.strip() for line in fh)
         first = next((line for line in lines if line), "")
         second = next((line for line in lines if line), "")
@@ -68,25 +101,37 @@ def _json_lines_of_long_records(path: Path) -> bool:
         return False
 
 
-#: The command that decompresses a file of each compression suffix (gzip, bzip2, xz, zstd): a log
-#: compressed so is not read.
-DECOMPRESS_COMMANDS: dict[str, str] = {".gz": "gunzip -k", ".bz2": "bunzip2 -k", ".xz": "unxz -k", ".zst": "unzstd"}
 #: Suffixes of the logs this package reads by their name (before a compression suffix; the ingest
 #: drops them from a run's id).
 LOG_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".log", ".txt", ".out")
 
 
 def compressed_log_error(path: str | Path) -> str | None:
-    """Why a compressed log is not read (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.gz``),
-    naming the file and how to read it; None for any other file. A folder's compressed logs were
-    left out without a word ("no log of a known format found here" when they were all it held)."""
+    """Why a compressed log that :func:`detect_format` took for no log is not read, naming the
+    file; None for any other file. A log compressed by a program this package cannot read
+    (``metrics.jsonl.zst`` without the ``zstandard`` module) or a compressed TensorBoard event
+    file (read as it lies on disk) is refused with the command that decompresses it; a
+    compressed log (``log.csv.gz``, ``train.log.xz``) whose archive is corrupt or cut short
+    is said to be so. A folder's compressed logs were left out without a word ("no log of a
+    known format found here" when they were all it held)."""
     path = Path(path)
-    suffixes = [s.lower() for s in path.suffixes]
-    if len(suffixes) < 2 or suffixes[-1] not in DECOMPRESS_COMMANDS or suffixes[-2] not in LOG_SUFFIXES:
+    suffix = compression_suffix(path)
+    inner = path.name[: -len(suffix)] if suffix else ""
+    event_file = inner.startswith(EVENT_FILE_PREFIX)
+    if suffix is None or not (event_file or Path(inner).suffix.lower() in LOG_SUFFIXES):
         return None
+    if suffix in DECOMPRESSORS and not event_file:
+        try:  # to its end, a chunk at a time: an archive may be cut short after what was sniffed
+            with open_log(path, errors="replace") as fh:
+                while fh.read(1 << 20):
+                    pass
+        except READ_ERRORS as exc:
+            return str(unreadable(path, exc))
+        return None  # read, and no log (a console log without metrics)
     return (
-        f"{path}: a compressed log ({suffixes[-1]}), not read; decompress it first "
-        f"({DECOMPRESS_COMMANDS[suffixes[-1]]} '{path}') and ingest the {path.with_suffix('').name} it gives"
+        f"{path}: a compressed {'TensorBoard event file' if event_file else 'log'} ({suffix}), "
+        f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} '{path}') and ingest "
+        f"the {inner} it gives"
     )
 
 
@@ -96,10 +141,13 @@ def detect_format(path: str | Path) -> str | None:
     Returns None for a file that is not a log this package reads.
     """
     path = Path(path)
-    name = path.name.lower()
-    suffix = path.suffix.lower()
-    if name.startswith("events.out.tfevents"):
-        return "tensorboard"
+    if compression_suffix(path) is not None and compression_suffix(path) not in DECOMPRESSORS:
+        return None  # not readable here (compressed_log_error says how to read it)
+    name = log_name(path).lower()
+    suffix = Path(name).suffix
+    if name.startswith(EVENT_FILE_PREFIX):
+        # TensorBoard reads an event file as it lies on disk: a compressed one is no event file
+        return "tensorboard" if compression_suffix(path) is None else None
     if name == "trainer_state.json":
         return "trainer_state"
     if suffix in {".csv", ".tsv"}:
@@ -108,18 +156,16 @@ def detect_format(path: str | Path) -> str | None:
         return "jsonl"
     if suffix == ".json":
         try:
-            with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
-                head = fh.read(4096).lstrip()
-        except OSError:
-            return None
-        if head.startswith("{") and '"log_history"' in path.read_text(
-            encoding=text_encoding(path), errors="replace"
-        ):
-            return "trainer_state"
-        if head.startswith("["):
-            return "jsonl"
-        if head.startswith("{") and ("\n{" in head or _json_lines_of_long_records(path)):
-            return "jsonl"
+            with open_log(path, errors="replace") as fh:
+                head = fh.read(_SNIFF_CHARS).lstrip()
+            if head.startswith("{") and _holds(path, '"log_history"'):
+                return "trainer_state"
+            if head.startswith("["):
+                return "jsonl"
+            if head.startswith("{") and ("\n{" in head or _json_lines_of_long_records(path)):
+                return "jsonl"
+        except READ_ERRORS:
+            return None  # a compressed one: compressed_log_error says why
         return None
     if suffix in _CONSOLE_SUFFIXES or suffix.startswith(".log"):
         return "console" if looks_like_console(path) else None
@@ -148,6 +194,7 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
 
 
 __all__ = [
+    "DECOMPRESSORS",
     "DECOMPRESS_COMMANDS",
     "FORMATS",
     "LOADERS",
@@ -168,6 +215,8 @@ __all__ = [
     "load_jsonl",
     "load_tensorboard",
     "load_trainer_state",
+    "log_name",
+    "open_log",
     "read_manifest",
     "resolve_trainer_state",
 ]

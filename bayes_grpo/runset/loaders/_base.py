@@ -9,11 +9,16 @@ format alike, in :mod:`bayes_grpo.runset.ingest`.
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import gzip
 import json
+import lzma
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 import yaml
@@ -25,14 +30,91 @@ TEXT_ENCODING = "utf-8-sig"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
+#: The command that decompresses a file of each compression suffix (gzip, bzip2, xz, zstd).
+DECOMPRESS_COMMANDS: dict[str, str] = {
+    ".gz": "gunzip -k",
+    ".bz2": "bunzip2 -k",
+    ".xz": "unxz -k",
+    ".zst": "unzstd",
+}
+#: What each compression suffix is, for messages.
+_ARCHIVE_KINDS: dict[str, str] = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
+#: The compressed logs read as the log they hold (``log.csv.gz`` is a CSV log): gzip, bzip2 and xz
+#: with the standard library, zstd where the ``zstandard`` module is installed. A compressed log
+#: was not read at all ("decompress it first"); archived runs are often kept so.
+DECOMPRESSORS: dict[str, Callable[..., IO]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+#: What reading a corrupt or truncated compressed file raises besides :class:`OSError` (gzip's
+#: ``BadGzipFile``, bzip2's "Invalid data stream"): a gzip or bzip2 file cut short ("Compressed
+#: file ended before the end-of-stream marker was reached"), a damaged deflate stream, xz's own.
+ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, lzma.LZMAError)
+try:  # zstd has no standard-library module before Python 3.14
+    import zstandard
+except ImportError:  # pragma: no cover - depends on the environment
+    zstandard = None
+else:  # pragma: no cover - depends on the environment
+    DECOMPRESSORS[".zst"] = zstandard.open
+    ARCHIVE_ERRORS = (*ARCHIVE_ERRORS, zstandard.ZstdError)
+#: Errors reading a log may raise (the file's, the archive's, its text's).
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, UnicodeDecodeError, *ARCHIVE_ERRORS)
+
+
+def compression_suffix(path: str | Path) -> str | None:
+    """The compression suffix a file's name ends with (:data:`DECOMPRESS_COMMANDS`: ``.gz`` of
+    ``log.csv.gz``), lower case; None for a file not compressed by its name."""
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in DECOMPRESS_COMMANDS else None
+
+
+def log_name(path: str | Path) -> str:
+    """A log's own name, without the compression suffix of a compressed log this package reads
+    (``log.csv.gz`` -> ``log.csv``): what its format and its run's id are told by."""
+    path = Path(path)
+    suffix = compression_suffix(path)
+    return path.name[: -len(suffix)] if suffix in DECOMPRESSORS else path.name
+
+
+def _open_bytes(path: Path) -> IO[bytes]:
+    suffix = compression_suffix(path)
+    return DECOMPRESSORS[suffix](path, "rb") if suffix in DECOMPRESSORS else path.open("rb")
+
+
+def open_log(path: str | Path, *, errors: str = "strict") -> IO[str]:
+    """A log file's text as a stream, the one way the loaders open a log: decompressed as it is
+    read for a compressed log (:data:`DECOMPRESSORS`), in its :func:`text_encoding`.
+
+    ``OSError`` (no such file, a corrupt archive), :data:`ARCHIVE_ERRORS` (an archive cut short)
+    and ``UnicodeDecodeError`` come from opening or reading it; :func:`unreadable` words them."""
+    path = Path(path)
+    encoding = text_encoding(path)
+    suffix = compression_suffix(path)
+    if suffix in DECOMPRESSORS:
+        return DECOMPRESSORS[suffix](path, "rt", encoding=encoding, errors=errors)
+    return path.open("r", encoding=encoding, errors=errors)
+
+
+def unreadable(path: Path, exc: BaseException) -> LogFormatError:
+    """The error of a log that cannot be read, naming the file: a compressed one's archive is
+    said to be corrupt or cut short (gzip's own words, "Compressed file ended before the
+    end-of-stream marker was reached", name no file). An error of the file system (no such
+    file, no permission: an ``OSError`` with an ``errno``) or of the text is said as it is."""
+    suffix = compression_suffix(path)
+    of_the_archive = not isinstance(exc, UnicodeDecodeError) and getattr(exc, "errno", None) is None
+    if suffix in DECOMPRESSORS and of_the_archive:
+        return LogFormatError(
+            f"{path}: not a readable {_ARCHIVE_KINDS[suffix]} file, corrupt or cut short "
+            f"({error_message(exc)})"
+        )
+    return LogFormatError(f"{path}: cannot read the file ({error_message(exc)})")
+
+
 def text_encoding(path: Path) -> str:
-    """The encoding to read a log or config in: UTF-16 when the file starts with its byte-order
-    mark (Windows PowerShell 5 writes ``python train.py > train.log`` so), else
-    :data:`TEXT_ENCODING`. Read as UTF-8, such a log was no log at all."""
+    """The encoding to read a log or config in: UTF-16 when the file (a compressed log's text)
+    starts with its byte-order mark (Windows PowerShell 5 writes ``python train.py > train.log``
+    so), else :data:`TEXT_ENCODING`. Read as UTF-8, such a log was no log at all."""
     try:
-        with Path(path).open("rb") as fh:
+        with _open_bytes(Path(path)) as fh:
             head = fh.read(2)
-    except OSError:
+    except READ_ERRORS:
         return TEXT_ENCODING  # reading the file reports the error
     return "utf-16" if head in _UTF16_BOMS else TEXT_ENCODING
 
@@ -116,9 +198,10 @@ def read_text(path: Path) -> str:
     """A log file's text (:func:`text_encoding`); an unreadable or empty file raises
     :class:`LogFormatError` naming it (empty: a run that has not logged yet, most likely)."""
     try:
-        text = path.read_text(encoding=text_encoding(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+        with open_log(path) as fh:
+            text = fh.read()
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from exc
     if not text.strip():
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)")
     return text

@@ -31,11 +31,13 @@ from pathlib import Path
 
 from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
+    READ_ERRORS,
     LogFormatError,
     RawRun,
     find_step_key,
+    open_log,
     records_from_dicts,
-    text_encoding,
+    unreadable,
 )
 from bayes_grpo.runset.names import (
     METRIC_ALIASES,
@@ -137,7 +139,7 @@ def looks_like_console(path: Path, *, max_bytes: int = SNIFF_BYTES) -> bool:
     first ``max_bytes``)? Read line by line, parsing only lines that may hold one."""
     seen = 0
     try:
-        with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
+        with open_log(path, errors="replace") as fh:
             for line in fh:
                 if ("}" in line or "step:" in line) and (
                     find_metric_dicts(line) or find_verl_lines(line)
@@ -146,8 +148,8 @@ def looks_like_console(path: Path, *, max_bytes: int = SNIFF_BYTES) -> bool:
                 seen += len(line)
                 if seen >= max_bytes:
                     break
-    except OSError:
-        return False
+    except READ_ERRORS:
+        return False  # a compressed log's archive: compressed_log_error says why
     return False
 
 
@@ -296,9 +298,10 @@ def load_console(path: str | Path, *, logging_steps: int | None = None) -> list[
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding=text_encoding(path), errors="replace")
-    except OSError as exc:
-        raise LogFormatError(f"{path}: cannot read the file ({exc})") from exc
+        with open_log(path, errors="replace") as fh:
+            text = fh.read()
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from exc
     dicts = [d for d in find_metric_dicts(text) if not is_summary_entry(d)]
     verl = find_verl_lines(text)
     file_notes = []

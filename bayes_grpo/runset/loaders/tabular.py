@@ -53,15 +53,19 @@ import pandas as pd
 
 from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
+    ARCHIVE_ERRORS,
     STEP_KEYS,
     LogFormatError,
     RawRun,
+    compression_suffix,
     find_step_key,
     json_error,
+    log_name,
+    open_log,
     other_global_steps,
     read_text,
     records_from_dicts,
-    text_encoding,
+    unreadable,
 )
 from bayes_grpo.runset.names import hyperparameter_key
 
@@ -252,19 +256,23 @@ def _read_csv(path: Path, sep: str, **kwargs) -> pd.DataFrame:
     was no reward ("no reward metric; metrics found: [' reward ']"), a manifest's ' group_size'
     an unknown column, and a quoted value with a comma in it (``, "a, b"``) was split in two."""
     try:
-        frame = pd.read_csv(
-            path,
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-            encoding=text_encoding(path),
-            skipinitialspace=True,
-            **kwargs,
-        )
+        with open_log(path) as fh:
+            frame = pd.read_csv(
+                fh,
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+                skipinitialspace=True,
+                **kwargs,
+            )
     except pd.errors.EmptyDataError as exc:
         raise LogFormatError(f"{path}: empty file (nothing logged yet, or being written?)") from exc
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+    except (OSError, *ARCHIVE_ERRORS) as exc:
+        if compression_suffix(path) is not None:
+            raise unreadable(path, exc) from exc
+        raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LogFormatError(f"{path}: not a readable CSV file ({exc})") from exc
     stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
     if len(set(stripped)) == len(stripped):
@@ -306,7 +314,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str, list[str]]:
     (spreadsheets in many locales; their decimal commas ``0,25`` read as decimals,
     :func:`_decimal_commas`); rows ending with a separator the header lacks as
     :func:`_read_table` reads them. Logs and manifests are read so."""
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    sep = "\t" if Path(log_name(path)).suffix.lower() == ".tsv" else ","
     header = _read_csv(path, sep, nrows=0).columns
     if len(header) == 1 and ";" in str(header[0]):
         frame, trailing_note = _read_table(path, ";")
@@ -331,7 +339,7 @@ def _space_separated_names(path: Path) -> list[str] | None:
     into the same number (at least 2) of fields. Read as comma-separated, ``step reward kl`` was
     one text column and the run was rejected as "no numeric metrics in the log"; a single column
     named with a space (``mean reward``) over single values stays one column."""
-    with path.open("r", encoding=text_encoding(path), errors="replace") as fh:
+    with open_log(path, errors="replace") as fh:
         header, first = fh.readline().split(), fh.readline().split()
     if header[:1] == ["#"]:
         header = header[1:]
@@ -376,18 +384,24 @@ def _repeated_headers(
     repeated names keep pandas' names; the note says so.
     """
     try:
-        first_row = pd.read_csv(
-            path,
-            sep=sep,
-            header=None,
-            nrows=1,
-            dtype=str,
-            keep_default_na=False,
-            encoding=text_encoding(path),
-            skipinitialspace=True,
-        )
+        with open_log(path) as fh:
+            first_row = pd.read_csv(
+                fh,
+                sep=sep,
+                header=None,
+                nrows=1,
+                dtype=str,
+                keep_default_na=False,
+                skipinitialspace=True,
+            )
         header = [name.strip() for name in first_row.iloc[0].tolist()]
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+    except (
+        OSError,
+        UnicodeDecodeError,
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        *ARCHIVE_ERRORS,
+    ):
         return frame, None
     counts = Counter(name for name in header if name)
     repeated = [name for name, n in counts.items() if n > 1]

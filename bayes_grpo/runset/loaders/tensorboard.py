@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_grpo.checks.base import counted
-from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, flatten
+from bayes_grpo.runset.loaders._base import LogFormatError, RawRun, compression_suffix, flatten
 from bayes_grpo.runset.loaders.tabular import EVAL_TYPES, TRAIN_TYPES
 
 PREFIX = "events.out.tfevents"
@@ -52,7 +52,11 @@ _HPARAMS_FOLDER = re.compile(r"^\d+\.\d+$")
 
 
 def is_event_file(path: Path) -> bool:
-    return path.is_file() and path.name.startswith(PREFIX)
+    """Whether a file is a TensorBoard event file, as it lies on disk: a compressed one
+    (``events.out.tfevents.*.gz``) is not read (it is a rejected source saying how to read it,
+    :func:`~bayes_grpo.runset.loaders.compressed_log_error`); read as one, it was rejected for
+    "a damaged record header"."""
+    return path.is_file() and path.name.startswith(PREFIX) and compression_suffix(path) is None
 
 
 def is_hparams_companion(path: Path) -> bool:

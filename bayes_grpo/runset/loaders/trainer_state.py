@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
+    DECOMPRESSORS,
     LogFormatError,
     RawRun,
     json_error,
@@ -28,6 +29,16 @@ from bayes_grpo.runset.names import is_summary_entry
 
 FILENAME = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def state_file(folder: Path) -> Path | None:
+    """A folder's Trainer state: its ``trainer_state.json``, else the file compressed
+    (``trainer_state.json.gz``, as archived runs keep it; :data:`DECOMPRESSORS`); None when it
+    has neither."""
+    for name in (FILENAME, *(FILENAME + suffix for suffix in DECOMPRESSORS)):
+        if (folder / name).is_file():
+            return folder / name
+    return None
 
 
 def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
@@ -47,17 +58,18 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
-        if match and (child / FILENAME).is_file():
-            checkpoints.append((int(match.group(1)), child / FILENAME))
+        if match and (state := state_file(child)) is not None:
+            checkpoints.append((int(match.group(1)), state))
     checkpoints.sort(reverse=True)
-    direct = path / FILENAME
-    if direct.is_file():
+    direct = state_file(path) if path.is_dir() else None
+    if direct is not None:
         last = _last_step(direct)
         if checkpoints and last is not None and checkpoints[0][0] > last:
-            later = f"{checkpoints[0][1].parent.name}/{FILENAME}"
+            later = f"{checkpoints[0][1].parent.name}/{checkpoints[0][1].name}"
             return direct, [
-                f"{FILENAME} ends at step {last:g} but {later} is later (a training resumed after "
-                f"{FILENAME} was written?); its later steps are not read: give {later} to read them"
+                f"{direct.name} ends at step {last:g} but {later} is later (a training resumed "
+                f"after {direct.name} was written?); its later steps are not read: give {later} "
+                "to read them"
             ]
         return direct, []
     passed_over: list[str] = []
@@ -68,7 +80,7 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
             passed_over.append(str(exc))
             continue
         return state, [
-            f"{reason}; passed over for {state.parent.name}/{FILENAME}, the latest readable "
+            f"{reason}; passed over for {state.parent.name}/{state.name}, the latest readable "
             "state (a checkpoint being saved while the run goes on?)"
             for reason in passed_over
         ]
@@ -135,6 +147,8 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
             f"(first: item {not_entries[0]}, {type(first).__name__} {str(first)[:40]!r}); skipped"
         )
     if state_path.parent.name.startswith("checkpoint-") and given.resolve() != state_path.resolve():
-        notes.append(f"read the latest checkpoint's state {state_path.parent.name}/{FILENAME}")
+        notes.append(
+            f"read the latest checkpoint's state {state_path.parent.name}/{state_path.name}"
+        )
     records = records_from_dicts(entries, lambda e: e.get("step"), skip=("step",))
     return [RawRun(path=state_path, fmt="trainer_state", records=records, notes=notes)]

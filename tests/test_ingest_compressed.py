@@ -1,0 +1,276 @@
+"""Compressed logs (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.bz2``) ingest as the
+logs they hold; those that cannot be read are rejected sources naming the file and why."""
+
+import bz2
+import gzip
+import json
+import lzma
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bayes_grpo.runset import RunSetError, runset_warnings
+from bayes_grpo.runset.ingest import load_runs, rejected_runs, runset_summary
+from bayes_grpo.runset.loaders import DECOMPRESSORS, choose_trainer_state, detect_format
+
+N = 12
+REWARD = [round(0.1 + 0.05 * i, 4) for i in range(N)]
+TINY_RUN = Path(__file__).resolve().parents[1] / "data" / "tiny" / "g4_p8_lr0.001_k1_adamw_s0"
+COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+
+
+def _console_lines():
+    return [
+        "Loading weights: 100%|##| 427/427",
+        *(
+            repr({"loss": 0.1, "reward": r, "kl": 0.01, "epoch": (s + 1) / N})
+            for s, r in enumerate(REWARD)
+        ),
+    ]
+
+
+def _write_log(folder: Path, kind: str) -> Path:
+    """One run's log of the given kind in ``folder`` (the run folder), plain."""
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = range(1, N + 1)
+    if kind == "trainer_state":  # the project's own runner output, with its sidecar beside it
+        for f in TINY_RUN.iterdir():
+            shutil.copy(f, folder / f.name)
+        return folder / "trainer_state.json"
+    if kind == "json_state":  # a Trainer state under another name: told by its content
+        history = [{"step": s, "reward": r, "loss": 0.0} for s, r in zip(steps, REWARD)]
+        path = folder / "state_copy.json"
+        path.write_text(json.dumps({"global_step": N, "log_history": history}, indent=1))
+        return path
+    if kind == "csv":
+        path = folder / "metrics.csv"
+        path.write_text(
+            "step,reward,kl\n" + "".join(f"{s},{r},0.01\n" for s, r in zip(steps, REWARD))
+        )
+        return path
+    if kind == "tsv":
+        path = folder / "metrics.tsv"
+        path.write_text("step\treward\n" + "".join(f"{s}\t{r}\n" for s, r in zip(steps, REWARD)))
+        return path
+    if kind == "spaces":  # numpy.savetxt's default
+        path = folder / "metrics.csv"
+        path.write_text("# step reward\n" + "".join(f"{s} {r}\n" for s, r in zip(steps, REWARD)))
+        return path
+    if kind == "jsonl":
+        path = folder / "metrics.jsonl"
+        path.write_text(
+            "".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in zip(steps, REWARD))
+        )
+        return path
+    if kind == "json_lines":  # one object per line in a .json: told by its first characters
+        path = folder / "history.json"
+        path.write_text(
+            "".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in zip(steps, REWARD))
+        )
+        return path
+    if kind == "json_list":
+        path = folder / "history.json"
+        path.write_text(json.dumps([{"step": s, "reward": r} for s, r in zip(steps, REWARD)]))
+        return path
+    if kind == "console":
+        path = folder / "train.log"
+        path.write_text("\n".join(_console_lines()) + "\n")
+        return path
+    if (
+        kind == "console_utf16"
+    ):  # PowerShell's redirect: the byte-order mark is in the decompressed text
+        path = folder / "train.log"
+        path.write_text("\r\n".join(_console_lines()) + "\r\n", encoding="utf-16")
+        return path
+    raise AssertionError(kind)
+
+
+def _compress(path: Path, suffix: str) -> Path:
+    packed = path.with_name(path.name + suffix)
+    packed.write_bytes(COMPRESS[suffix](path.read_bytes()))
+    path.unlink()
+    return packed
+
+
+KINDS = [
+    "trainer_state",
+    "json_state",
+    "csv",
+    "tsv",
+    "spaces",
+    "jsonl",
+    "json_lines",
+    "json_list",
+    "console",
+    "console_utf16",
+]
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_compressed_log_ingests_as_the_log_it_holds(tmp_path, kind, suffix):
+    # a compressed log was not read at all ("a compressed log (.gz), not read; decompress it
+    # first"), though archived runs are often kept so
+    run = TINY_RUN.name
+    plain_log = _write_log(tmp_path / "plain" / run, kind)
+    packed_log = _compress(_write_log(tmp_path / "packed" / run, kind), suffix)
+    assert detect_format(packed_log) == detect_format(plain_log) is not None
+    for given in ("folder", "file"):
+        plain = load_runs([tmp_path / "plain" if given == "folder" else plain_log])
+        packed = load_runs([tmp_path / "packed" if given == "folder" else packed_log])
+        assert list(packed.run.values) == list(plain.run.values), given
+        # the same values under the same names, the run's source the file it came from
+        xr.testing.assert_equal(packed.drop_vars("source"), plain.drop_vars("source"))
+        fmt = str(plain.source.values[0]).split(":", 1)[0]
+        assert list(packed.source.values) == [f"{fmt}:{packed_log}"]
+        summary = runset_summary(packed)
+        assert summary["status"].tolist() == ["ok"]
+        # the warnings are the plain log's, naming the compressed file
+        plain_notes = runset_warnings(plain)
+        packed_notes = runset_warnings(packed)
+        assert {
+            r: [
+                n.replace(str(packed_log), str(plain_log)).replace(
+                    str(tmp_path / "packed"), str(tmp_path / "plain")
+                )
+                for n in notes
+            ]
+            for r, notes in packed_notes.items()
+        } == plain_notes
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_compressed_trainer_states_of_checkpoints_stand_for_their_run(tmp_path, suffix):
+    # an output folder of checkpoints archived with their states compressed: the latest
+    # checkpoint's state is the run's, as trainer_state.json's would be
+    out = tmp_path / "qwen_g8"
+    for step in (4, N):
+        ckpt = out / f"checkpoint-{step}"
+        ckpt.mkdir(parents=True)
+        history = [{"step": s, "reward": r} for s, r in zip(range(1, step + 1), REWARD)]
+        state = ckpt / "trainer_state.json"
+        state.write_text(json.dumps({"global_step": step, "log_history": history}))
+        _compress(state, suffix)
+    ds = load_runs([tmp_path])
+    assert list(ds.run.values) == ["qwen_g8"]
+    np.testing.assert_allclose(ds.reward.sel(run="qwen_g8").dropna("step"), REWARD)
+    assert ds.source.values[0].endswith(f"checkpoint-{N}/trainer_state.json{suffix}")
+    # given the output folder itself, the same
+    (state, _notes) = choose_trainer_state(out)
+    assert state == out / f"checkpoint-{N}" / f"trainer_state.json{suffix}"
+
+
+def _cut(data: bytes) -> bytes:
+    return data[: len(data) * 2 // 3]
+
+
+def test_a_corrupt_or_truncated_compressed_log_is_a_rejected_source_naming_the_file(tmp_path):
+    good = tmp_path / "runs" / "good" / "metrics.csv"
+    _write_log(good.parent, "csv")
+    bad = tmp_path / "runs" / "bad"
+    bad.mkdir(parents=True)
+    rows = "step,reward\n" + "".join(f"{s},{0.001 * s}\n" for s in range(1, 5001))
+    cut_csv = bad / "log.csv.gz"
+    cut_csv.write_bytes(_cut(gzip.compress(rows.encode())))  # a copy interrupted
+    garbage = bad / "train.log.gz"
+    garbage.write_bytes(b"step,reward\n1,0.5\n")  # named .gz, not gzip
+    # a console log cut after a long preamble: no metric dict in what can be read, so the sniff
+    # finds none; it is still no readable archive, not a file without a log
+    preamble = "".join(f"loading shard {i} of 4000\n" for i in range(4000))
+    lines = preamble + "\n".join(_console_lines()) + "\n"
+    cut_log = bad / "console.log.xz"
+    cut_log.write_bytes(_cut(lzma.compress(lines.encode())))
+    cut_state = bad / "trainer_state.json.bz2"
+    history = [{"step": s, "reward": 0.001 * s} for s in range(1, 2001)]
+    cut_state.write_bytes(_cut(bz2.compress(json.dumps({"log_history": history}).encode())))
+    with pytest.warns(UserWarning, match="not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["good"]
+    rejected = rejected_runs(ds)
+    assert sorted(rejected) == sorted(map(str, [cut_csv, garbage, cut_log, cut_state]))
+    for path, kind in [(cut_csv, "gzip"), (garbage, "gzip"), (cut_log, "xz"), (cut_state, "bzip2")]:
+        reason = rejected[str(path)]["reason"]
+        assert reason.startswith(f"{path}: not a readable {kind} file, corrupt or cut short ("), (
+            reason
+        )
+    assert (
+        "Compressed file ended before the end-of-stream marker was reached"
+        in rejected[str(cut_csv)]["reason"]
+    )
+    for path in (cut_csv, garbage, cut_log, cut_state):  # given as a file, with --strict
+        with pytest.raises(RunSetError, match=f"{path}: not a readable"):
+            load_runs([path], on_error="raise")
+
+
+def test_a_log_beside_its_compressed_copy_are_both_read_as_one_training_read_twice(tmp_path):
+    # the folder's log.csv.gz was a rejected source beside the log.csv it copies; read, the two
+    # are told apart by their file names and named in each other's warnings
+    run = tmp_path / "qwen_g4"
+    plain = _write_log(run, "csv")
+    (run / "metrics.csv.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    ds = load_runs([tmp_path])
+    assert sorted(ds.run.values) == ["qwen_g4/metrics.csv", "qwen_g4/metrics.csv.gz"]
+    warned = runset_warnings(ds)
+    for run_id, other in [
+        ("qwen_g4/metrics.csv", "qwen_g4/metrics.csv.gz"),
+        ("qwen_g4/metrics.csv.gz", "qwen_g4/metrics.csv"),
+    ]:
+        assert any(
+            f"the same rewards as run {other!r}" in w and "one training read twice" in w
+            for w in warned[run_id]
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "what", "command"),
+    [
+        pytest.param(
+            "metrics.jsonl.zst",
+            "log (.zst)",
+            "unzstd",
+            marks=pytest.mark.skipif(
+                ".zst" in DECOMPRESSORS, reason="the zstandard module reads .zst here"
+            ),
+        ),
+        ("events.out.tfevents.1700000000.host.1.0.gz", "TensorBoard event file (.gz)", "gunzip -k"),
+    ],
+)
+def test_a_compressed_log_not_read_here_is_a_rejected_source_saying_how_to_read_it(
+    tmp_path, name, what, command
+):
+    # zstd without the zstandard module; an event file, which TensorBoard reads as it lies on disk
+    # (a compressed one was read as one and rejected as "a damaged record header")
+    _write_log(tmp_path / "runs" / "plain", "csv")
+    packed = tmp_path / "runs" / "packed" / name
+    packed.parent.mkdir(parents=True)
+    packed.write_bytes(gzip.compress(b"\x00" * 64))
+    with pytest.warns(UserWarning, match="not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["plain"]
+    ((source, info),) = rejected_runs(ds).items()
+    assert source == str(packed)
+    inner = name.rsplit(".", 1)[0]
+    assert info["reason"] == (
+        f"{packed}: a compressed {what}, not read; decompress it first ({command} '{packed}') "
+        f"and ingest the {inner} it gives"
+    )
+    with pytest.raises(RunSetError, match="a compressed .*decompress it first"):  # given as a file
+        load_runs([packed], on_error="raise")
+
+
+def test_a_zstd_log_is_read_where_the_zstandard_module_is_installed(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    plain = _write_log(tmp_path / "plain" / "qwen", "jsonl")
+    packed = tmp_path / "packed" / "qwen" / "metrics.jsonl.zst"
+    packed.parent.mkdir(parents=True)
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    a, b = load_runs([tmp_path / "plain"]), load_runs([tmp_path / "packed"])
+    xr.testing.assert_equal(a.drop_vars("source"), b.drop_vars("source"))
+    packed.write_bytes(b"not zstd")
+    with pytest.raises(
+        RunSetError, match=f"{packed}: not a readable zstd file, corrupt or cut short"
+    ):
+        load_runs([packed], on_error="raise")
