@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bayes_grpo.runset import RunSetError, runset_warnings
+from bayes_grpo.runset import RunSetError, run_coords, runset_warnings
 from bayes_grpo.runset.ingest import load_runs, rejected_runs, runset_summary
 from bayes_grpo.runset.loaders import DECOMPRESSORS, choose_trainer_state, detect_format
 
@@ -274,3 +274,50 @@ def test_a_zstd_log_is_read_where_the_zstandard_module_is_installed(tmp_path):
         RunSetError, match=f"{packed}: not a readable zstd file, corrupt or cut short"
     ):
         load_runs([packed], on_error="raise")
+
+
+def _write_trl_run(folder: Path) -> None:
+    """A TRL run folder: its Trainer state, GRPOConfig and the model's config."""
+    folder.mkdir(parents=True)
+    history = [{"step": s, "reward": r, "loss": 0.0} for s, r in zip(range(1, N + 1), REWARD)]
+    (folder / "trainer_state.json").write_text(
+        json.dumps({"global_step": N, "log_history": history})
+    )
+    args = {"num_generations": 8, "learning_rate": 1e-6, "beta": 0.04, "seed": 3, "adam_beta1": 0.9}
+    (folder / "training_args.json").write_text(json.dumps(args))
+    model = {
+        "model_type": "qwen2",
+        "_name_or_path": "Qwen/Qwen2.5-0.5B",
+        "architectures": ["Qwen2ForCausalLM"],
+    }
+    (folder / "config.json").write_text(json.dumps(model))
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_a_run_folder_compressed_file_by_file_keeps_its_hyperparameters(tmp_path, suffix):
+    # `gzip -r run/` compresses the configs beside the log too: the run's state was read, its
+    # G, beta, seed, momentum and model lost without a word (only the logged learning rate left)
+    _write_trl_run(tmp_path / "plain" / "qwen_run")
+    shutil.copytree(tmp_path / "plain", tmp_path / "packed")
+    for f in list((tmp_path / "packed" / "qwen_run").iterdir()):
+        _compress(f, suffix)
+    plain, packed = load_runs([tmp_path / "plain"]), load_runs([tmp_path / "packed"])
+    assert list(packed.run.values) == list(plain.run.values) == ["qwen_run"]
+    xr.testing.assert_equal(packed.drop_vars("source"), plain.drop_vars("source"))
+    coords = run_coords(packed, "qwen_run")
+    assert coords["group_size"] == 8 and coords["beta"] == 0.04 and coords["seed"] == 3
+    assert coords["momentum"] == 0.9 and coords["model"] == "Qwen/Qwen2.5-0.5B"
+    assert not rejected_runs(packed)  # the compressed configs are no logs
+
+
+def test_a_corrupt_compressed_config_is_named_in_the_runs_warnings(tmp_path):
+    run = tmp_path / "qwen_run"
+    _write_trl_run(run)
+    (run / "training_args.json").unlink()
+    (run / "training_args.json.gz").write_bytes(_cut(gzip.compress(b'{"num_generations": 8}' * 50)))
+    ds = load_runs([tmp_path])
+    notes = runset_warnings(ds)["qwen_run"]
+    assert any(
+        f"{run / 'training_args.json.gz'}: not read (EOFError: Compressed file ended" in n
+        for n in notes
+    ), notes

@@ -791,7 +791,7 @@ def discover(path: str | Path) -> list[_Job]:
                 state_roots[root], choice_notes[chosen] = chosen, notes
     jobs = {p: _Job(p, "trainer_state", notes=choice_notes[p]) for p in state_roots.values()}
     for f in files:
-        if f.name in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
+        if log_name(f) in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
             continue
         if f.name in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue

@@ -73,6 +73,17 @@ def log_name(path: str | Path) -> str:
     return path.name[: -len(suffix)] if suffix in DECOMPRESSORS else path.name
 
 
+def find_file(folder: Path, name: str) -> Path | None:
+    """``folder/name``, else that file compressed (``trainer_state.json.gz``, ``config.yaml.xz``:
+    :data:`DECOMPRESSORS`, in their order), else None. A run archived with ``gzip -r`` keeps
+    its Trainer state and configs so: its state was not found, and its hyperparameters were
+    lost without a word."""
+    for candidate in (name, *(name + suffix for suffix in DECOMPRESSORS)):
+        if (folder / candidate).is_file():
+            return folder / candidate
+    return None
+
+
 def _open_bytes(path: Path) -> IO[bytes]:
     suffix = compression_suffix(path)
     return DECOMPRESSORS[suffix](path, "rb") if suffix in DECOMPRESSORS else path.open("rb")

@@ -23,6 +23,9 @@ file                            read as
                                 inert stand-in); one that cannot be read is noted
 ==============================  ===========================================================
 
+Each is read compressed too (``training_args.json.gz``, ``bayes_grpo_run.json.xz``: a run archived
+with ``gzip -r``), where the plain file is not there (:func:`~bayes_grpo.runset.loaders._base.find_file`).
+
 :func:`coords_from_config` turns a flattened config into run coordinates: direct keys
 (:data:`~bayes_grpo.runset.names.HYPERPARAMETER_ALIASES`), the optimizer's momentum and its
 convention (Adam-family: ``adam_beta1``/``betas[0]``, convention ``ema``; SGD: ``momentum``,
@@ -42,7 +45,14 @@ from pathlib import Path
 import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
-from bayes_grpo.runset.loaders._base import error_message, flatten, text_encoding
+from bayes_grpo.runset.loaders._base import (
+    READ_ERRORS,
+    error_message,
+    find_file,
+    flatten,
+    log_name,
+    open_log,
+)
 from bayes_grpo.runset.loaders.pickled_args import read_pickled_args
 from bayes_grpo.runset.names import hyperparameter_key
 
@@ -101,8 +111,10 @@ def search_dirs(log_path: Path) -> list[Path]:
 
 
 def _read_mapping(path: Path) -> dict[str, object]:
-    text = path.read_text(encoding=text_encoding(path))
-    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    """A config file's mapping (compressed too: ``training_args.json.gz``)."""
+    with open_log(path) as fh:
+        text = fh.read()
+    data = json.loads(text) if Path(log_name(path)).suffix == ".json" else yaml.safe_load(text)
     if not isinstance(data, Mapping):
         raise ValueError("not a mapping of keys to values")
     return unwrap_wandb_config(data)
@@ -141,12 +153,12 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
         candidates += [(name, "training") for name in TRAINING_CONFIG_NAMES]
         candidates.append((HYDRA_CONFIG, "training"))
         for name, kind in candidates:
-            path = folder / name
-            if not path.is_file() or getattr(found, kind):
+            path = find_file(folder, name)
+            if path is None or getattr(found, kind):
                 continue
             try:
                 data = _read_mapping(path)
-            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            except (*READ_ERRORS, ValueError, yaml.YAMLError) as exc:
                 found.notes.append(f"{path}: not read ({type(exc).__name__}: {error_message(exc)})")
                 continue
             if kind == "model" and not ({"model_type", "architectures"} & set(data)):
@@ -155,11 +167,11 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
                 continue
             setattr(found, kind, flatten(data))
             setattr(found, f"{kind}_source", str(path))
-        adapter = folder / ADAPTER_CONFIG_NAME
-        if not found.model and adapter.is_file():
+        adapter = find_file(folder, ADAPTER_CONFIG_NAME)
+        if not found.model and adapter is not None:
             try:
                 base = _read_mapping(adapter).get("base_model_name_or_path")
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+            except (*READ_ERRORS, ValueError) as exc:
                 found.notes.append(f"{adapter}: not read ({type(exc).__name__}: {error_message(exc)})")
                 base = None
             if isinstance(base, str) and base:

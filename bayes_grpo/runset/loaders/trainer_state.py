@@ -18,9 +18,9 @@ from pathlib import Path
 
 from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
-    DECOMPRESSORS,
     LogFormatError,
     RawRun,
+    find_file,
     json_error,
     read_text,
     records_from_dicts,
@@ -29,16 +29,6 @@ from bayes_grpo.runset.names import is_summary_entry
 
 FILENAME = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-
-
-def state_file(folder: Path) -> Path | None:
-    """A folder's Trainer state: its ``trainer_state.json``, else the file compressed
-    (``trainer_state.json.gz``, as archived runs keep it; :data:`DECOMPRESSORS`); None when it
-    has neither."""
-    for name in (FILENAME, *(FILENAME + suffix for suffix in DECOMPRESSORS)):
-        if (folder / name).is_file():
-            return folder / name
-    return None
 
 
 def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
@@ -58,10 +48,10 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
-        if match and (state := state_file(child)) is not None:
+        if match and (state := find_file(child, FILENAME)) is not None:
             checkpoints.append((int(match.group(1)), state))
     checkpoints.sort(reverse=True)
-    direct = state_file(path) if path.is_dir() else None
+    direct = find_file(path, FILENAME) if path.is_dir() else None
     if direct is not None:
         last = _last_step(direct)
         if checkpoints and last is not None and checkpoints[0][0] > last:
