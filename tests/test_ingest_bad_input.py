@@ -278,6 +278,23 @@ def test_a_manifest_is_read_as_a_csv_log_is(tmp_path, text):
     assert coords["group_size"] == 4 and coords["learning_rate"] == pytest.approx(1.5e-6)
 
 
+@pytest.mark.parametrize("name", ["m.yaml", "m.csv"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig"])
+def test_a_manifest_is_read_in_the_encodings_a_log_is(tmp_path, name, encoding):
+    # a YAML manifest written by Windows PowerShell 5 (Out-File: UTF-16 with a byte-order mark)
+    # was "unreadable manifest ('utf-8' codec can't decode byte 0xff in position 0 ...)", where
+    # a CSV manifest or a log of that encoding was read
+    _good(tmp_path / "a.csv")
+    manifest = tmp_path / name
+    if name.endswith(".yaml"):
+        text = "- path: a.csv\n  run: r1\n  group_size: 4\n"
+    else:
+        text = "path,run,group_size\na.csv,r1,4\n"
+    manifest.write_text(text.replace("\n", "\r\n"), encoding=encoding)
+    ds = load_runs([], manifest=manifest)
+    assert list(ds.run.values) == ["r1"] and run_coords(ds, "r1")["group_size"] == 4
+
+
 def test_manifest_rows_pointing_at_missing_paths_are_reported(tmp_path):
     _good(tmp_path / "there.csv")
     manifest = tmp_path / "m.yaml"

@@ -24,7 +24,13 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bayes_grpo.runset.loaders._base import LogFormatError, error_message
+from bayes_grpo.runset.loaders._base import (
+    ARCHIVE_ERRORS,
+    LogFormatError,
+    error_message,
+    log_name,
+    open_log,
+)
 from bayes_grpo.runset.loaders.tabular import read_table
 from bayes_grpo.runset.schema import RUN_COORDS
 
@@ -77,8 +83,11 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such manifest file")
     try:
-        if path.suffix.lower() in {".yaml", ".yml"}:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if Path(log_name(path)).suffix.lower() in {".yaml", ".yml"}:
+            # in the encodings a log is read in: a UTF-16 YAML manifest (PowerShell's Out-File)
+            # was "unreadable manifest ('utf-8' codec can't decode byte 0xff ...)"
+            with open_log(path) as fh:
+                data = yaml.safe_load(fh.read())
             if isinstance(data, dict):
                 data = data.get("runs")
             if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
@@ -92,7 +101,7 @@ def read_manifest(path: str | Path) -> list[ManifestRow]:
             # lacks took the next column's value for the path ("path 4 does not exist")
             frame = read_table(path)[0]
             rows = frame.to_dict(orient="records")
-    except (yaml.YAMLError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except (yaml.YAMLError, pd.errors.ParserError, UnicodeDecodeError, *ARCHIVE_ERRORS) as exc:
         raise LogFormatError(f"{path}: unreadable manifest ({error_message(exc)})") from exc
     if not rows:  # a header alone read as "no run could be ingested: no logs found"
         raise LogFormatError(f"{path}: the manifest lists no runs (one row per run, with its 'path')")
