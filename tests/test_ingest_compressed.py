@@ -321,3 +321,19 @@ def test_a_corrupt_compressed_config_is_named_in_the_runs_warnings(tmp_path):
         f"{run / 'training_args.json.gz'}: not read (EOFError: Compressed file ended" in n
         for n in notes
     ), notes
+
+
+def test_wandbs_own_debug_logs_compressed_are_no_runs(tmp_path):
+    # wandb's debug.log prints the run's config as a dict with an 'epoch'; compressed with the
+    # run (debug.log.gz), it was taken for a console log: a run without a reward, rejected, and
+    # --strict stopped the ingest (the plain debug.log is passed over)
+    out = tmp_path / "out"
+    _write_log(out, "trainer_state")
+    logs = out / "wandb" / "run-20250301_100000-abc123" / "logs"
+    logs.mkdir(parents=True)
+    config_line = "config_cb None None {'lr': 1e-06, 'group_size': 8, 'epoch': 0}"
+    line = f"2025-03-01 10:00:05,123 INFO MainThread:1 {config_line}\n"
+    for name in ("debug.log.gz", "debug-internal.log.gz"):
+        (logs / name).write_bytes(gzip.compress(line.encode()))
+    ds = load_runs([tmp_path], on_error="raise")
+    assert list(ds.run.values) == ["out"] and rejected_runs(ds) == {}

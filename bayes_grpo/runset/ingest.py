@@ -793,7 +793,7 @@ def discover(path: str | Path) -> list[_Job]:
     for f in files:
         if log_name(f) in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
             continue
-        if f.name in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
+        if log_name(f) in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue
         if any(_CHECKPOINT_DIR.match(part) for part in f.relative_to(path).parts[:-1]):
             continue
