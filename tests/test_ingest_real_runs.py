@@ -98,3 +98,31 @@ def test_hyperparameters_read_from_native_logs_match_the_recorded_settings(nativ
     assert shibuki["group_size"] == 8 and shibuki["learning_rate"] == 4e-5 and shibuki["k_ref"] == 1
     summary = runset_summary(native)
     assert (summary.loc[summary.status == "ok", "n_steps"] >= 10).all()
+
+
+def test_the_native_logs_gzipped_ingest_as_the_originals(native, real_runs_dir, tmp_path):
+    # archived runs are often kept gzipped: every text log of native/ compressed (the event files,
+    # which TensorBoard reads as they lie, left as they are) gives the same run set; before,
+    # the 13 compressed logs were rejected ("decompress it first") and the two checkpoints'
+    # trainer_state.json.gz were not found, leaving the 4 TensorBoard runs of 22
+    import gzip
+    import shutil
+
+    copy = tmp_path / "native"
+    shutil.copytree(real_runs_dir / "native", copy)
+    packed = 0
+    for path in sorted(p for p in copy.rglob("*") if p.is_file()):
+        if not path.name.startswith("events.out.tfevents"):
+            path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+            path.unlink()
+            packed += 1
+    assert packed == 13
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        gzipped = load_runs([copy])
+    assert list(gzipped.run.values) == list(native.run.values)
+    xr.testing.assert_equal(gzipped.drop_vars("source"), native.drop_vars("source"))
+    assert len(rejected_runs(gzipped)) == len(rejected_runs(native)) == 2
+    original = {f["file"] for f in json.loads(native.attrs[INGEST_ATTR]).values()}
+    read = {f["file"] for f in json.loads(gzipped.attrs[INGEST_ATTR]).values()}
+    assert {f.replace(str(copy), str(real_runs_dir / "native")).removesuffix(".gz") for f in read} == original
