@@ -125,4 +125,6 @@ def test_the_native_logs_gzipped_ingest_as_the_originals(native, real_runs_dir, 
     assert len(rejected_runs(gzipped)) == len(rejected_runs(native)) == 2
     original = {f["file"] for f in json.loads(native.attrs[INGEST_ATTR]).values()}
     read = {f["file"] for f in json.loads(gzipped.attrs[INGEST_ATTR]).values()}
-    assert {f.replace(str(copy), str(real_runs_dir / "native")).removesuffix(".gz") for f in read} == original
+    assert {
+        f.replace(str(copy), str(real_runs_dir / "native")).removesuffix(".gz") for f in read
+    } == original
