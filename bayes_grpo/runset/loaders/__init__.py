@@ -39,7 +39,7 @@ from bayes_grpo.runset.loaders._base import (
     open_log,
     unreadable,
 )
-from bayes_grpo.runset.loaders.console import load_console, looks_like_console
+from bayes_grpo.runset.loaders.console import SNIFF_BYTES, load_console, looks_like_console
 from bayes_grpo.runset.loaders.manifest import ManifestRow, read_manifest
 from bayes_grpo.runset.loaders.tabular import load_csv, load_jsonl
 from bayes_grpo.runset.loaders.tensorboard import PREFIX as EVENT_FILE_PREFIX
@@ -121,10 +121,14 @@ def compressed_log_error(path: str | Path) -> str | None:
     if suffix is None or not (event_file or Path(inner).suffix.lower() in LOG_SUFFIXES):
         return None
     if suffix in DECOMPRESSORS and not event_file:
-        try:  # to its end, a chunk at a time: an archive may be cut short after what was sniffed
+        # as far as detect_format's sniff looks, a chunk at a time: an archive cut short there is
+        # why no log was found in it (a console log's dicts after a long preamble); past it, a
+        # file without a log in its first SNIFF_BYTES is no log (nor decompressed whole for it)
+        try:
             with open_log(path, errors="replace") as fh:
-                while fh.read(1 << 20):
-                    pass
+                seen = 0
+                while seen < SNIFF_BYTES and (block := fh.read(1 << 20)):
+                    seen += len(block)
         except READ_ERRORS as exc:
             return str(unreadable(path, exc))
         return None  # read, and no log (a console log without metrics)
