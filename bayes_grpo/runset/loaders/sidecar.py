@@ -23,8 +23,9 @@ file                            read as
                                 inert stand-in); one that cannot be read is noted
 ==============================  ===========================================================
 
-Each is read compressed too (``training_args.json.gz``, ``bayes_grpo_run.json.xz``: a run archived
-with ``gzip -r``), where the plain file is not there (:func:`~bayes_grpo.runset.loaders._base.find_file`).
+Each is read compressed too (``training_args.json.gz``, ``bayes_grpo_run.json.xz``: a run
+archived with ``gzip -r``), where the plain file is not there
+(:func:`~bayes_grpo.runset.loaders._base.find_file`).
 
 :func:`coords_from_config` turns a flattened config into run coordinates: direct keys
 (:data:`~bayes_grpo.runset.names.HYPERPARAMETER_ALIASES`), the optimizer's momentum and its

@@ -6,8 +6,9 @@ training) wins, else the one in the checkpoint with the highest step whose state
 (a later one cut short, being saved as the run goes on, is passed over with a note). Training
 entries and evaluation entries (``eval_*`` keys, logged as separate entries at the same step)
 are both read; the end-of-training summary entry (``train_runtime`` ...) is not a curve point
-and is left out. The state file carries no hyperparameters; they come from files beside it
-(:mod:`bayes_grpo.runset.loaders.sidecar`) or a manifest.
+and is left out. A state compressed (``trainer_state.json.gz``, a checkpoint's too) is read where
+the plain file is not there. The state file carries no hyperparameters; they come from files
+beside it (:mod:`bayes_grpo.runset.loaders.sidecar`) or a manifest.
 """
 
 from __future__ import annotations
