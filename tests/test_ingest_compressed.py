@@ -337,3 +337,40 @@ def test_wandbs_own_debug_logs_compressed_are_no_runs(tmp_path):
         (logs / name).write_bytes(gzip.compress(line.encode()))
     ds = load_runs([tmp_path], on_error="raise")
     assert list(ds.run.values) == ["out"] and rejected_runs(ds) == {}
+
+
+def test_a_trainer_state_beside_its_compressed_copy_names_the_copy_not_read(tmp_path):
+    # the plain state was read and the compressed one left out without a word, though here it
+    # holds the longer training (24 steps against 12)
+    run = tmp_path / "runs" / "run_a"
+    ckpt = run / f"checkpoint-{N}"
+    ckpt.mkdir(parents=True)
+    for folder, steps in ((run, N), (ckpt, N)):
+        history = [{"step": s, "reward": 0.1 * s} for s in range(1, steps + 1)]
+        (folder / "trainer_state.json").write_text(
+            json.dumps({"global_step": steps, "log_history": history})
+        )
+    longer = [{"step": s, "reward": 0.1 * s} for s in range(1, 2 * N + 1)]
+    packed = json.dumps({"global_step": 2 * N, "log_history": longer}).encode()
+    (run / "trainer_state.json.gz").write_bytes(gzip.compress(packed))
+    ds = load_runs([tmp_path / "runs"])
+    assert list(ds.source.values) == [f"trainer_state:{run / 'trainer_state.json'}"]
+    assert runset_warnings(ds)["run_a"] == [
+        f"{run / 'trainer_state.json'}: read trainer_state.json; trainer_state.json.gz beside "
+        "it is not read (a compressed copy, or another state: give trainer_state.json.gz to "
+        "read it)"
+    ]
+    # a checkpoint's state alike, where the checkpoint's is the run's
+    (run / "trainer_state.json").unlink()
+    (run / "trainer_state.json.gz").unlink()
+    (ckpt / "trainer_state.json.xz").write_bytes(lzma.compress(packed))
+    state, notes = choose_trainer_state(run)
+    assert state == ckpt / "trainer_state.json"
+    assert notes == [
+        f"read checkpoint-{N}/trainer_state.json; checkpoint-{N}/trainer_state.json.xz beside "
+        f"it is not read (a compressed copy, or another state: give "
+        f"checkpoint-{N}/trainer_state.json.xz to read it)"
+    ]
+    # one state alone: no note
+    (ckpt / "trainer_state.json.xz").unlink()
+    assert choose_trainer_state(run) == (ckpt / "trainer_state.json", [])

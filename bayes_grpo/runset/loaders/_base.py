@@ -78,10 +78,15 @@ def find_file(folder: Path, name: str) -> Path | None:
     :data:`DECOMPRESSORS`, in their order), else None. A run archived with ``gzip -r`` keeps
     its Trainer state and configs so: its state was not found, and its hyperparameters were
     lost without a word."""
-    for candidate in (name, *(name + suffix for suffix in DECOMPRESSORS)):
-        if (folder / candidate).is_file():
-            return folder / candidate
-    return None
+    return next(iter(file_copies(folder, name)), None)
+
+
+def file_copies(folder: Path, name: str) -> list[Path]:
+    """Every file :func:`find_file` could take for ``folder/name``, in its order: the plain file
+    and its compressed copies (``trainer_state.json`` and ``trainer_state.json.gz``); the first is
+    the one read, the others are named where they are left out."""
+    candidates = (name, *(name + suffix for suffix in DECOMPRESSORS))
+    return [folder / c for c in candidates if (folder / c).is_file()]
 
 
 def _open_bytes(path: Path) -> IO[bytes]:

@@ -21,6 +21,7 @@ from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
+    file_copies,
     find_file,
     json_error,
     read_text,
@@ -42,10 +43,36 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     it saves it, so in a run still going (or one that crashed while saving) the latest can be cut
     short; it is passed over with a note naming it, rather than rejecting the run. When no
     checkpoint's state is readable, the latest is returned (reading it gives the error).
+    A state beside a compressed copy (``trainer_state.json`` and ``trainer_state.json.gz``) is
+    read plain, with a note naming the copy left out (:func:`_copies_note`).
     """
     path = Path(path)
     if path.is_file():
         return path, []
+    chosen, notes = _choose(path)
+    if chosen is not None and (copies := _copies_note(chosen)) is not None:
+        notes = [*notes, copies]
+    return chosen, notes
+
+
+def _copies_note(state: Path) -> str | None:
+    """The note of the copies of ``state`` beside it that are not read
+    (``trainer_state.json.gz`` beside the ``trainer_state.json`` read); None when there are
+    none. They were left out without a word, a copy holding a longer training too."""
+    others = [p for p in file_copies(state.parent, FILENAME) if p != state]
+    if not others:
+        return None
+    where = f"{state.parent.name}/" if _CHECKPOINT.match(state.parent.name) else ""
+    names = " and ".join(f"{where}{p.name}" for p in others)
+    return (
+        f"read {where}{state.name}; {names} beside it {'is' if len(others) == 1 else 'are'} "
+        f"not read (a compressed copy, or another state: give {names} to read it)"
+    )
+
+
+def _choose(path: Path) -> tuple[Path | None, list[str]]:
+    """:func:`choose_trainer_state` of a directory (or a path that is not there), before the
+    note of copies left out."""
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
