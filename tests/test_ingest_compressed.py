@@ -14,7 +14,13 @@ import xarray as xr
 
 from bayes_grpo.runset import RunSetError, run_coords, runset_warnings
 from bayes_grpo.runset.ingest import load_runs, rejected_runs, runset_summary
-from bayes_grpo.runset.loaders import DECOMPRESSORS, choose_trainer_state, detect_format
+from bayes_grpo.runset.loaders import (
+    DECOMPRESSORS,
+    LogFormatError,
+    choose_trainer_state,
+    detect_format,
+    load_file,
+)
 
 N = 12
 REWARD = [round(0.1 + 0.05 * i, 4) for i in range(N)]
@@ -374,3 +380,31 @@ def test_a_trainer_state_beside_its_compressed_copy_names_the_copy_not_read(tmp_
     # one state alone: no note
     (ckpt / "trainer_state.json.xz").unlink()
     assert choose_trainer_state(run) == (ckpt / "trainer_state.json", [])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "console", "trainer_state"])
+def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how(
+    tmp_path, monkeypatch, fmt
+):
+    # load_file(path, fmt=...) read a .zst's compressed bytes as that format's text: "cannot read
+    # the file ('utf-8' codec can't decode byte 0xb5 ...)", or for a console log "no Trainer
+    # metric dicts ... found"; without fmt it said how to decompress it
+    monkeypatch.delitem(DECOMPRESSORS, ".zst", raising=False)  # as without zstandard
+    packed = tmp_path / "metrics.jsonl.zst"
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
+    refusal = (
+        f"{packed}: a compressed log (.zst), not read; decompress it first (unzstd '{packed}') "
+        "and ingest the metrics.jsonl it gives"
+    )
+    for given in (None, fmt):
+        with pytest.raises(LogFormatError) as err:
+            load_file(packed, given)
+        assert str(err.value) == refusal
+    # an event file is read as it lies on disk: a compressed one given as one is refused alike
+    events = tmp_path / "events.out.tfevents.1700000000.host.1.0.gz"
+    events.write_bytes(gzip.compress(b"\x00" * 64))
+    with pytest.raises(LogFormatError, match=r"a compressed TensorBoard event file \(\.gz\), not "):
+        load_file(events, "tensorboard")
+    # a compressed log read here is read with the format given
+    plain = _write_log(tmp_path / "run", "jsonl")
+    assert load_file(_compress(plain, ".gz"), "jsonl")[0].records["value"].tolist() == REWARD

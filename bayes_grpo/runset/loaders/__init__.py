@@ -132,6 +132,15 @@ def compressed_log_error(path: str | Path) -> str | None:
         except READ_ERRORS as exc:
             return str(unreadable(path, exc))
         return None  # read, and no log (a console log without metrics)
+    return _decompress_first(path, event_file=event_file)
+
+
+def _decompress_first(path: Path, *, event_file: bool) -> str:
+    """The refusal of a compressed file this package cannot read as the log it holds (a zstd
+    file without ``zstandard``, a compressed TensorBoard event file), naming the command that
+    decompresses it."""
+    suffix = compression_suffix(path)
+    inner = path.name[: -len(suffix)]
     return (
         f"{path}: a compressed {'TensorBoard event file' if event_file else 'log'} ({suffix}), "
         f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} '{path}') and ingest "
@@ -177,7 +186,10 @@ def detect_format(path: str | Path) -> str | None:
 
 
 def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun]:
-    """Read every run of one log file (format auto-detected unless ``fmt`` is given)."""
+    """Read every run of one log file (format auto-detected unless ``fmt`` is given).
+
+    A compressed file that cannot be read as the log it holds (:func:`compressed_log_error`) is
+    refused with the command that decompresses it, a ``fmt`` given or not."""
     path = Path(path)
     fmt = fmt or detect_format(path)
     if fmt is None and path.suffix.lower() in RUNSET_SUFFIXES:
@@ -193,6 +205,17 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
     if fmt not in LOADERS:
         raise LogFormatError(f"{path}: unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    suffix = compression_suffix(path)
+    if suffix is not None and (suffix not in DECOMPRESSORS or fmt == "tensorboard"):
+        # a format given for a file that cannot be decompressed here (a .zst without zstandard;
+        # an event file, read as it lies on disk): its compressed bytes were read as that
+        # format's text, and the error said "cannot decode byte 0xb5" or "no metric dicts found"
+        raise LogFormatError(
+            _decompress_first(
+                path,
+                event_file=fmt == "tensorboard" or log_name(path).startswith(EVENT_FILE_PREFIX),
+            )
+        )
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     return LOADERS[fmt](path, **kwargs)
 
