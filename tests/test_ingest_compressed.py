@@ -6,6 +6,7 @@ import gzip
 import json
 import lzma
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -408,3 +409,47 @@ def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how
     # a compressed log read here is read with the format given
     plain = _write_log(tmp_path / "run", "jsonl")
     assert load_file(_compress(plain, ".gz"), "jsonl")[0].records["value"].tolist() == REWARD
+
+
+def _dicts(steps) -> str:
+    return "".join(
+        repr({"loss": 0.1, "reward": 0.01 * s, "epoch": s / (3 * N)}) + "\n" for s in steps
+    )
+
+
+def test_rotated_pieces_of_a_log_are_rejected_sources_saying_how_to_join_them(tmp_path):
+    # train.log.1 and train.log.2.gz (logrotate, RotatingFileHandler) were left out without a
+    # word: the run was train.log's last 12 dicts only, numbered from step 1
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log.2.gz").write_bytes(gzip.compress(_dicts(range(1, N + 1)).encode()))
+    (run / "train.log.1").write_text(_dicts(range(N + 1, 2 * N + 1)))
+    (run / "train.log").write_text(_dicts(range(2 * N + 1, 3 * N + 1)))
+    (run / "notes.txt.1").write_text("no metrics in this one\n")  # a rotated file of no log
+    with pytest.warns(UserWarning, match="2 runs not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["run_a"]
+    rejected = rejected_runs(ds)
+    assert sorted(rejected) == [str(run / "train.log.1"), str(run / "train.log.2.gz")]
+    joined = run / "train.joined.log"
+    join = (
+        f"{{ zcat '{run / 'train.log.2.gz'}'; cat '{run / 'train.log.1'}' '{run / 'train.log'}'; }}"
+        f" > '{joined}'"
+    )
+    for piece, info in rejected.items():
+        assert info["reason"] == (
+            f"{piece}: a rotated piece of train.log (logrotate, Python's RotatingFileHandler: the "
+            "highest number is the oldest), not read as a run of its own; join the pieces oldest "
+            f"first (train.log.2.gz, train.log.1, train.log) into one log, {join}, and ingest "
+            "that file (not the folder, whose pieces would be read again)"
+        )
+    with pytest.raises(RunSetError, match="a rotated piece of train.log"):  # given as a file
+        load_runs([run / "train.log.1"], on_error="raise")
+    # the command said gives the whole training, in order
+    if shutil.which("zcat") is None or shutil.which("bash") is None:
+        pytest.skip("no zcat / bash to run the join command")
+    subprocess.run(["bash", "-c", join], check=True)
+    whole = load_runs([joined])
+    np.testing.assert_allclose(
+        whole.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, 3 * N + 1)]
+    )

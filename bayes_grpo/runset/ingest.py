@@ -80,6 +80,7 @@ from bayes_grpo.runset.loaders import (
     load_file,
     log_name,
     read_manifest,
+    rotated_log_error,
 )
 from bayes_grpo.runset.loaders.sidecar import (
     OPENRLHF_K_REF,
@@ -810,8 +811,8 @@ def discover(path: str | Path) -> list[_Job]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
-        elif (compressed := compressed_log_error(f)) is not None:  # a rejected source, not left out unsaid
-            jobs[f] = _Job(f, None, error=compressed)
+        elif (why := compressed_log_error(f) or rotated_log_error(f)) is not None:
+            jobs[f] = _Job(f, None, error=why)  # a rejected source, not left out unsaid
     return [*jobs.values(), *unreadable]
 
 

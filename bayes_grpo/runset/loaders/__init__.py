@@ -24,6 +24,7 @@ decompressed text.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -148,15 +149,89 @@ def _decompress_first(path: Path, *, event_file: bool) -> str:
     )
 
 
+#: A rotated piece of a log, by its name without a compression suffix: ``train.log.1``,
+#: ``metrics.jsonl.3`` (logrotate, Python's ``logging.handlers.RotatingFileHandler``; the highest
+#: number is the oldest piece; logrotate's ``compress`` makes ``train.log.2.gz``).
+_ROTATED = re.compile(r"^(?P<log>.+)\.(?P<number>[0-9]+)$")
+#: The formats a logger appends to, whose pieces a rotation leaves (a Trainer state or an event
+#: file is written whole, or by TensorBoard's own rule).
+_ROTATED_FORMATS = frozenset({"console", "jsonl", "csv"})
+#: The command that writes a file's text to stdout, by its compression suffix.
+_CAT_COMMANDS: dict[str | None, str] = {
+    None: "cat",
+    ".gz": "zcat",
+    ".bz2": "bzcat",
+    ".xz": "xzcat",
+    ".zst": "zstdcat",
+}
+
+
+def rotated_piece(path: str | Path) -> tuple[str, int] | None:
+    """``(log, number)`` of a rotated piece of a log (``train.log.2.gz`` -> ``("train.log", 2)``):
+    a file named ``<log>.<number>`` whose text is a log of ``<log>``'s format (a console log, a
+    JSONL or CSV log); None for any other file."""
+    path = Path(path)
+    match = _ROTATED.match(log_name(path))
+    if match is None or _format_of(path, match.group("log")) not in _ROTATED_FORMATS:
+        return None
+    return match.group("log"), int(match.group("number"))
+
+
+def rotated_log_error(path: str | Path) -> str | None:
+    """Why a rotated piece of a log (:func:`rotated_piece`) is not read, naming it, the pieces
+    beside it oldest first and the command that joins them into one log; None for any other file.
+
+    A piece is not a run of its own (read so, one training would become several runs, each
+    numbered from step 1 where it has no step numbers), and it was left out without a word:
+    the training's earlier steps were lost."""
+    path = Path(path)
+    piece = rotated_piece(path)
+    if piece is None:
+        return None
+    log, _number = piece
+    pieces = []  # by their names: the file given is a piece by its text too
+    for sibling in path.parent.iterdir():
+        match = _ROTATED.match(log_name(sibling))
+        if match is not None and match.group("log") == log and sibling.is_file():
+            pieces.append((int(match.group("number")), sibling))
+    pieces.sort(key=lambda item: -item[0])
+    order = [sibling for _n, sibling in pieces]
+    current = path.parent / log
+    if current.is_file():
+        order.append(current)
+    joined = path.parent / f"{Path(log).stem}.joined{Path(log).suffix}"
+    groups: list[tuple[str, list[Path]]] = []
+    for part in order:
+        cat = _CAT_COMMANDS[compression_suffix(part)]
+        if groups and groups[-1][0] == cat:
+            groups[-1][1].append(part)
+        else:
+            groups.append((cat, [part]))
+    cats = ["{} {}".format(cat, " ".join(f"'{p}'" for p in parts)) for cat, parts in groups]
+    join = cats[0] if len(cats) == 1 else "{ " + "; ".join(cats) + "; }"
+    return (
+        f"{path}: a rotated piece of {log} (logrotate, Python's RotatingFileHandler: the highest "
+        f"number is the oldest), not read as a run of its own; join the pieces oldest first "
+        f"({', '.join(p.name for p in order)}) into one log, {join} > '{joined}', and ingest "
+        f"that file (not the folder, whose pieces would be read again)"
+    )
+
+
 def detect_format(path: str | Path) -> str | None:
     """The format of one log file, from its name and, where needed, its first bytes.
 
     Returns None for a file that is not a log this package reads.
     """
     path = Path(path)
+    return _format_of(path, log_name(path))
+
+
+def _format_of(path: Path, name: str) -> str | None:
+    """:func:`detect_format` of the file ``path`` read as if named ``name`` (a rotated piece's
+    text as the log it was cut from: :func:`rotated_log_error`)."""
     if compression_suffix(path) is not None and compression_suffix(path) not in DECOMPRESSORS:
         return None  # not readable here (compressed_log_error says how to read it)
-    name = log_name(path).lower()
+    name = name.lower()
     suffix = Path(name).suffix
     if name.startswith(EVENT_FILE_PREFIX):
         # TensorBoard reads an event file as it lies on disk: a compressed one is no event file
@@ -199,8 +274,8 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
             f"{path}: a netCDF file (a saved run set?), not a log; read a run set with "
             "bayes_grpo.runset.load_runset"
         )
-    if fmt is None and (compressed := compressed_log_error(path)) is not None:
-        raise LogFormatError(compressed)
+    if fmt is None and (why := compressed_log_error(path) or rotated_log_error(path)) is not None:
+        raise LogFormatError(why)
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
     if fmt not in LOADERS:
@@ -246,4 +321,6 @@ __all__ = [
     "open_log",
     "read_manifest",
     "resolve_trainer_state",
+    "rotated_log_error",
+    "rotated_piece",
 ]
