@@ -453,3 +453,29 @@ def test_rotated_pieces_of_a_log_are_rejected_sources_saying_how_to_join_them(tm
     np.testing.assert_allclose(
         whole.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, 3 * N + 1)]
     )
+
+
+@pytest.mark.parametrize("unread", ["train.log.1", "other.log.gz"])
+def test_a_manifest_rows_folder_with_a_file_not_read_beside_its_log_is_that_run(tmp_path, unread):
+    # a rotated piece or a corrupt compressed log (files the folder search names as rejected
+    # sources) beside the row's log made the row "hold 2 logs
+    # [...]; point the row at one", and the run was not ingested at all
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text(_dicts(range(1, N + 1)))
+    if unread == "train.log.1":
+        (run / unread).write_text(_dicts(range(1, N + 1)))
+    else:
+        (run / unread).write_bytes(b"\x1f\x8b not gzip")  # corrupt: no log to find in it
+    manifest = tmp_path / "runs.csv"
+    manifest.write_text(f"path,run,group_size\n{run},mine,8\n")
+    with pytest.warns(UserWarning, match="1 run not ingested"):
+        ds = load_runs([], manifest=manifest)
+    assert list(ds.run.values) == ["mine"]
+    assert run_coords(ds, "mine")["group_size"] == 8
+    ((source, info),) = rejected_runs(ds).items()
+    assert source == str(run / unread) and info["run"] is None
+    # a folder of nothing else: the row's run is the one rejected
+    (run / "train.log").unlink()
+    with pytest.raises(RunSetError, match=f"no run could be ingested: {run / unread}: "):
+        load_runs([], manifest=manifest)

@@ -1368,18 +1368,23 @@ def _manifest_jobs(rows: Sequence[ManifestRow], reject: Reject) -> list[_Job]:
             jobs.append(_Job(row.path, detect_format(row.path), row=row))
             continue
         found = discover(row.path)
+        # a file the search names but cannot read (a rotated piece, a compressed log that cannot
+        # be decompressed here) is no log of the row: the row was rejected as holding several
+        # logs; it is a rejected source of its own, the row's where the folder holds no other
+        readable = [j for j in found if j.error is None]
         if not found:
             reject(row.where, f"{row.where}: no log found in {row.path}", row.run_id)
-        elif row.run_id is not None and len(found) > 1:
-            logs = [str(j.path) for j in found]
+        elif row.run_id is not None and len(readable) > 1:
+            logs = [str(j.path) for j in readable]
             reject(
                 row.where,
-                f"{row.where}: {row.path} holds {len(found)} logs {logs}; point the row at one",
+                f"{row.where}: {row.path} holds {len(readable)} logs {logs}; point the row at one",
                 row.run_id,
             )
             continue
         for job in found:
-            job.row = row
+            if job.error is None or not readable:
+                job.row = row
         jobs.extend(found)
     return jobs
 
