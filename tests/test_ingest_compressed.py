@@ -426,6 +426,8 @@ def test_rotated_pieces_of_a_log_are_rejected_sources_saying_how_to_join_them(tm
     (run / "train.log.1").write_text(_dicts(range(N + 1, 2 * N + 1)))
     (run / "train.log").write_text(_dicts(range(2 * N + 1, 3 * N + 1)))
     (run / "notes.txt.1").write_text("no metrics in this one\n")  # a rotated file of no log
+    # numbered files of no log's name (data shards) are no pieces, nor read through for metrics
+    (run / "shard.00001").write_text(_dicts(range(1, N + 1)))
     with pytest.warns(UserWarning, match="2 runs not ingested"):
         ds = load_runs([tmp_path / "runs"])
     assert list(ds.run.values) == ["run_a"]

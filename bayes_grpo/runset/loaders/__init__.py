@@ -168,11 +168,16 @@ _CAT_COMMANDS: dict[str | None, str] = {
 
 def rotated_piece(path: str | Path) -> tuple[str, int] | None:
     """``(log, number)`` of a rotated piece of a log (``train.log.2.gz`` -> ``("train.log", 2)``):
-    a file named ``<log>.<number>`` whose text is a log of ``<log>``'s format (a console log, a
-    JSONL or CSV log); None for any other file."""
+    a file named ``<log>.<number>``, ``<log>`` of a log's suffix (:data:`LOG_SUFFIXES`), whose
+    text is a log of ``<log>``'s format (a console log, a JSONL or CSV log); None for any other
+    file."""
     path = Path(path)
     match = _ROTATED.match(log_name(path))
-    if match is None or _format_of(path, match.group("log")) not in _ROTATED_FORMATS:
+    # by a log's suffix first: numbered files of no log's name (shards 'train.00001', 'core.123')
+    # are not read through for metrics
+    if match is None or Path(match.group("log")).suffix.lower() not in LOG_SUFFIXES:
+        return None
+    if _format_of(path, match.group("log")) not in _ROTATED_FORMATS:
         return None
     return match.group("log"), int(match.group("number"))
 
