@@ -481,3 +481,44 @@ def test_a_manifest_rows_folder_with_a_file_not_read_beside_its_log_is_that_run(
     (run / "train.log").unlink()
     with pytest.raises(RunSetError, match=f"no run could be ingested: {run / unread}: "):
         load_runs([], manifest=manifest)
+
+
+@pytest.mark.parametrize(
+    ("current", "names"),
+    [
+        ("train.log", ("train.log-20261205.gz", "train.log-20261206")),  # logrotate's dateext
+        ("train.log", ("train.log.2026-12-05", "train.log.2026-12-06")),  # TimedRotating..., daily
+        ("metrics.jsonl", ("metrics.jsonl.2026-12-05_10-00", "metrics.jsonl.2026-12-05_11-00")),
+    ],
+)
+def test_dated_pieces_of_a_log_are_rejected_sources_joined_earliest_first(tmp_path, current, names):
+    # logrotate's dateext piece 'train.log-20261205' was read as a console log of its own (its
+    # suffix '.log-20261205' starts with '.log'): one training became three runs, each numbered
+    # from step 1; TimedRotatingFileHandler's pieces were left out without a word
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    texts = [_dicts(range(1 + i * N, 1 + (i + 1) * N)) for i in range(3)]
+    if current.endswith(".jsonl"):
+        texts = [
+            "".join(
+                json.dumps({"step": s, "reward": 0.01 * s}) + "\n"
+                for s in range(i * N + 1, (i + 1) * N + 1)
+            )
+            for i in range(3)
+        ]
+    for name, text in zip((*reversed(names), current), reversed(texts)):
+        # written newest first: the order is the names', not the files' times
+        data = text.encode()
+        (run / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.warns(UserWarning, match="2 runs not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["run_a"]
+    assert list(ds.source.values)[0].endswith(f":{run / current}")
+    rejected = rejected_runs(ds)
+    assert sorted(rejected) == sorted(str(run / n) for n in names)
+    for piece, info in rejected.items():
+        assert info["reason"].startswith(
+            f"{piece}: a rotated piece of {current} (logrotate's dateext, Python's "
+            "TimedRotatingFileHandler: the earliest is the oldest), not read as a run of its own; "
+            f"join the pieces oldest first ({names[0]}, {names[1]}, {current}) into one log, "
+        )

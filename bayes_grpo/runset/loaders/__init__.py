@@ -149,10 +149,15 @@ def _decompress_first(path: Path, *, event_file: bool) -> str:
     )
 
 
-#: A rotated piece of a log, by its name without a compression suffix: ``train.log.1``,
+#: A rotated piece of a log, by its name without a compression suffix: numbered, ``train.log.1``,
 #: ``metrics.jsonl.3`` (logrotate, Python's ``logging.handlers.RotatingFileHandler``; the highest
-#: number is the oldest piece; logrotate's ``compress`` makes ``train.log.2.gz``).
-_ROTATED = re.compile(r"^(?P<log>.+)\.(?P<number>[0-9]+)$")
+#: number is the oldest piece; logrotate's ``compress`` makes ``train.log.2.gz``) ...
+_NUMBERED = re.compile(r"^(?P<log>.+)\.(?P<number>[0-9]{1,6})$")
+#: ... or dated, ``train.log-20261205`` (logrotate's ``dateext``), ``train.log.2026-12-05`` or
+#: ``train.log.2026-12-05_13-00`` (``TimedRotatingFileHandler``; the earliest date is the oldest).
+_DATED = re.compile(
+    r"^(?P<log>.+)[.-](?P<date>[0-9]{4}-?[0-9]{2}-?[0-9]{2}(?:[_-]?[0-9]{2}(?:-?[0-9]{2}){0,2})?)$"
+)
 #: The formats a logger appends to, whose pieces a rotation leaves (a Trainer state or an event
 #: file is written whole, or by TensorBoard's own rule).
 _ROTATED_FORMATS = frozenset({"console", "jsonl", "csv"})
@@ -166,20 +171,29 @@ _CAT_COMMANDS: dict[str | None, str] = {
 }
 
 
-def rotated_piece(path: str | Path) -> tuple[str, int] | None:
-    """``(log, number)`` of a rotated piece of a log (``train.log.2.gz`` -> ``("train.log", 2)``):
-    a file named ``<log>.<number>``, ``<log>`` of a log's suffix (:data:`LOG_SUFFIXES`), whose
-    text is a log of ``<log>``'s format (a console log, a JSONL or CSV log); None for any other
-    file."""
+def _rotation(name: str) -> tuple[str, tuple[int, int | str]] | None:
+    """``(log, key)`` of a rotated piece's name (:data:`_NUMBERED`, :data:`_DATED`), the key
+    ordering a set's pieces oldest first; None for a name of no piece of a log (``<log>`` of a
+    log's suffix, :data:`LOG_SUFFIXES`: numbered data shards, ``train.00001``, are none)."""
+    if (match := _NUMBERED.match(name)) is not None:
+        log, key = match.group("log"), (1, -int(match.group("number")))
+    elif (match := _DATED.match(name)) is not None:
+        log, key = match.group("log"), (0, match.group("date"))
+    else:
+        return None
+    return (log, key) if Path(log).suffix.lower() in LOG_SUFFIXES else None
+
+
+def rotated_piece(path: str | Path) -> str | None:
+    """The log a file is a rotated piece of (``train.log.2.gz``, ``train.log-20261205`` ->
+    ``train.log``): a file named as one (:func:`_rotation`) whose text is a log of that log's
+    format (a console log, a JSONL or CSV log); None for any other file."""
     path = Path(path)
-    match = _ROTATED.match(log_name(path))
-    # by a log's suffix first: numbered files of no log's name (shards 'train.00001', 'core.123')
-    # are not read through for metrics
-    if match is None or Path(match.group("log")).suffix.lower() not in LOG_SUFFIXES:
+    # by its name first: a numbered file of no log's name is not read through for metrics
+    rotation = _rotation(log_name(path))
+    if rotation is None or _format_of(path, rotation[0]) not in _ROTATED_FORMATS:
         return None
-    if _format_of(path, match.group("log")) not in _ROTATED_FORMATS:
-        return None
-    return match.group("log"), int(match.group("number"))
+    return rotation[0]
 
 
 def rotated_log_error(path: str | Path) -> str | None:
@@ -188,19 +202,17 @@ def rotated_log_error(path: str | Path) -> str | None:
 
     A piece is not a run of its own (read so, one training would become several runs, each
     numbered from step 1 where it has no step numbers), and it was left out without a word:
-    the training's earlier steps were lost."""
+    the training's earlier steps were lost (a dated piece, ``train.log-20261205``, was a run)."""
     path = Path(path)
-    piece = rotated_piece(path)
-    if piece is None:
+    log = rotated_piece(path)
+    if log is None:
         return None
-    log, _number = piece
     pieces = []  # by their names: the file given is a piece by its text too
     for sibling in path.parent.iterdir():
-        match = _ROTATED.match(log_name(sibling))
-        if match is not None and match.group("log") == log and sibling.is_file():
-            pieces.append((int(match.group("number")), sibling))
-    pieces.sort(key=lambda item: -item[0])
-    order = [sibling for _n, sibling in pieces]
+        rotation = _rotation(log_name(sibling))
+        if rotation is not None and rotation[0] == log and sibling.is_file():
+            pieces.append((rotation[1], sibling))
+    order = [sibling for _key, sibling in sorted(pieces)]
     current = path.parent / log
     if current.is_file():
         order.append(current)
@@ -214,11 +226,15 @@ def rotated_log_error(path: str | Path) -> str | None:
             groups.append((cat, [part]))
     cats = ["{} {}".format(cat, " ".join(f"'{p}'" for p in parts)) for cat, parts in groups]
     join = cats[0] if len(cats) == 1 else "{ " + "; ".join(cats) + "; }"
+    how = (
+        "logrotate, Python's RotatingFileHandler: the highest number is the oldest"
+        if _NUMBERED.match(log_name(path))
+        else "logrotate's dateext, Python's TimedRotatingFileHandler: the earliest is the oldest"
+    )
     return (
-        f"{path}: a rotated piece of {log} (logrotate, Python's RotatingFileHandler: the highest "
-        f"number is the oldest), not read as a run of its own; join the pieces oldest first "
-        f"({', '.join(p.name for p in order)}) into one log, {join} > '{joined}', and ingest "
-        f"that file (not the folder, whose pieces would be read again)"
+        f"{path}: a rotated piece of {log} ({how}), not read as a run of its own; join the "
+        f"pieces oldest first ({', '.join(p.name for p in order)}) into one log, {join} > "
+        f"'{joined}', and ingest that file (not the folder, whose pieces would be read again)"
     )
 
 
@@ -228,6 +244,8 @@ def detect_format(path: str | Path) -> str | None:
     Returns None for a file that is not a log this package reads.
     """
     path = Path(path)
+    if rotated_piece(path) is not None:
+        return None  # a piece of a log, no run of its own (rotated_log_error says why)
     return _format_of(path, log_name(path))
 
 
