@@ -477,8 +477,13 @@ def test_a_manifest_rows_folder_with_a_file_not_read_beside_its_log_is_that_run(
     assert run_coords(ds, "mine")["group_size"] == 8
     ((source, info),) = rejected_runs(ds).items()
     assert source == str(run / unread) and info["run"] is None
-    # a folder of nothing else: the row's run is the one rejected
     (run / "train.log").unlink()
+    if unread == "train.log.1":  # a piece alone is read as its log, the row's run
+        ds = load_runs([], manifest=manifest)
+        assert list(ds.source.values) == [f"console:{run / unread}"]
+        assert list(ds.run.values) == ["mine"]
+        return
+    # a folder of nothing else: the row's run is the one rejected
     with pytest.raises(RunSetError, match=f"no run could be ingested: {run / unread}: "):
         load_runs([], manifest=manifest)
 
@@ -521,4 +526,25 @@ def test_dated_pieces_of_a_log_are_rejected_sources_joined_earliest_first(tmp_pa
             f"{piece}: a rotated piece of {current} (logrotate's dateext, Python's "
             "TimedRotatingFileHandler: the earliest is the oldest), not read as a run of its own; "
             f"join the pieces oldest first ({names[0]}, {names[1]}, {current}) into one log, "
+        )
+
+
+@pytest.mark.parametrize("name", ["train.log.1", "train.log-20261205.gz", "metrics.jsonl.2"])
+def test_a_rotated_piece_alone_is_read_as_its_log(tmp_path, name):
+    # with no other piece nor its log beside it there is nothing to join: the piece is the log
+    # (a numbered one was left out without a word)
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    text = _dicts(range(1, N + 1))
+    if "jsonl" in name:
+        text = "".join(json.dumps({"step": s, "reward": 0.01 * s}) + "\n" for s in range(1, N + 1))
+    (run / name).write_bytes(
+        gzip.compress(text.encode()) if name.endswith(".gz") else text.encode()
+    )
+    assert detect_format(run / name) == ("jsonl" if "jsonl" in name else "console")
+    for given in (tmp_path / "runs", run / name):
+        ds = load_runs([given])
+        assert rejected_runs(ds) == {}
+        np.testing.assert_allclose(
+            ds.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, N + 1)]
         )

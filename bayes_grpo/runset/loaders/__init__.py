@@ -196,26 +196,36 @@ def rotated_piece(path: str | Path) -> str | None:
     return rotation[0]
 
 
-def rotated_log_error(path: str | Path) -> str | None:
-    """Why a rotated piece of a log (:func:`rotated_piece`) is not read, naming it, the pieces
-    beside it oldest first and the command that joins them into one log; None for any other file.
-
-    A piece is not a run of its own (read so, one training would become several runs, each
-    numbered from step 1 where it has no step numbers), and it was left out without a word:
-    the training's earlier steps were lost (a dated piece, ``train.log-20261205``, was a run)."""
+def rotated_set(path: str | Path) -> list[Path]:
+    """The pieces of the log that ``path`` is a rotated piece of (:func:`rotated_piece`) beside
+    it, oldest first, and the log itself last where it is there; [] for a file that is no piece."""
     path = Path(path)
     log = rotated_piece(path)
     if log is None:
-        return None
+        return []
     pieces = []  # by their names: the file given is a piece by its text too
     for sibling in path.parent.iterdir():
         rotation = _rotation(log_name(sibling))
         if rotation is not None and rotation[0] == log and sibling.is_file():
             pieces.append((rotation[1], sibling))
     order = [sibling for _key, sibling in sorted(pieces)]
-    current = path.parent / log
-    if current.is_file():
-        order.append(current)
+    return [*order, path.parent / log] if (path.parent / log).is_file() else order
+
+
+def rotated_log_error(path: str | Path) -> str | None:
+    """Why a rotated piece of a log (:func:`rotated_piece`) is not read, naming it, the pieces
+    beside it oldest first and the command that joins them into one log (:func:`rotated_set`);
+    None for any other file, and for a piece alone (no other piece nor its log beside it: read as
+    its log).
+
+    A piece is not a run of its own (read so, one training would become several runs, each
+    numbered from step 1 where it has no step numbers), and it was left out without a word:
+    the training's earlier steps were lost (a dated piece, ``train.log-20261205``, was a run)."""
+    path = Path(path)
+    order = rotated_set(path)
+    if len(order) < 2:
+        return None  # no piece, or a piece alone: read as its log (detect_format)
+    log = _rotation(log_name(path))[0]
     joined = path.parent / f"{Path(log).stem}.joined{Path(log).suffix}"
     groups: list[tuple[str, list[Path]]] = []
     for part in order:
@@ -244,8 +254,10 @@ def detect_format(path: str | Path) -> str | None:
     Returns None for a file that is not a log this package reads.
     """
     path = Path(path)
-    if rotated_piece(path) is not None:
-        return None  # a piece of a log, no run of its own (rotated_log_error says why)
+    if (log := rotated_piece(path)) is not None:
+        # a piece of a log beside its others is no run of its own (rotated_log_error says why);
+        # a piece alone is the log it was cut from
+        return None if len(rotated_set(path)) > 1 else _format_of(path, log)
     return _format_of(path, log_name(path))
 
 
@@ -346,4 +358,5 @@ __all__ = [
     "resolve_trainer_state",
     "rotated_log_error",
     "rotated_piece",
+    "rotated_set",
 ]
