@@ -548,3 +548,37 @@ def test_a_rotated_piece_alone_is_read_as_its_log(tmp_path, name):
         np.testing.assert_allclose(
             ds.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, N + 1)]
         )
+
+
+def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
+    # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
+    # archived runs 'no log of a known format found here': neither said they were archives
+    import tarfile
+    import zipfile
+
+    run = tmp_path / "src" / "run_a"
+    _write_log(run, "csv")
+    packed = tmp_path / "archived"
+    packed.mkdir()
+    with tarfile.open(packed / "runs.tar.gz", "w:gz") as tar:
+        tar.add(run, arcname="run_a")
+    with zipfile.ZipFile(packed / "more.zip", "w") as z:
+        z.write(run / "metrics.csv", "run_b/metrics.csv")
+    with pytest.raises(RunSetError) as err:
+        load_runs([packed / "runs.tar.gz"])
+    assert str(err.value) == (
+        f"no run could be ingested: {packed / 'runs.tar.gz'}: an archive of files (.tar.gz), not "
+        f"a log; unpack it first (tar -xzf '{packed / 'runs.tar.gz'}') and ingest the folder it "
+        "gives"
+    )
+    with pytest.raises(RunSetError) as err:
+        load_runs([packed])
+    assert str(err.value) == (
+        f"no run could be ingested: {packed}: no log of a known format found here; it holds 2 "
+        "archives of files, not read (more.zip, runs.tar.gz): unpack them first and ingest the "
+        "folders they give"
+    )
+    # unpacked as said, the run is read
+    with tarfile.open(packed / "runs.tar.gz") as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    assert list(load_runs([tmp_path / "unpacked"]).run.values) == ["run_a"]

@@ -72,6 +72,7 @@ from bayes_grpo.runset.loaders import (
     ManifestRow,
     RawRun,
     add_scalars_owner,
+    archive_error,
     choose_trainer_state,
     compressed_log_error,
     detect_format,
@@ -1582,6 +1583,22 @@ def _expand_pattern(path: str | os.PathLike) -> list[Path]:
     return [Path(m) for m in matches]
 
 
+def _archives_note(path: str | os.PathLike) -> str:
+    """The archives of files a folder without a log holds (``runs.tar.gz``: not read), for its
+    rejection: "no log of a known format found here" said nothing of them."""
+    if not Path(path).is_dir():
+        return ""
+    archives = [f for f in _walk(Path(path))[0] if archive_error(f) is not None]
+    if not archives:
+        return ""
+    shown = ", ".join(str(f.relative_to(path)) for f in archives[:5])
+    more = f", ... ({len(archives)} in all)" if len(archives) > 5 else ""
+    return (
+        f"; it holds {counted(len(archives), 'archive')} of files, not read ({shown}{more}): "
+        "unpack them first and ingest the folders they give"
+    )
+
+
 def load_runs(
     paths: str | os.PathLike | Iterable[str | os.PathLike] = (),
     *,
@@ -1641,7 +1658,7 @@ def load_runs(
         if not Path(path).is_file():  # a manifest CSV inside a log folder is no log
             found = [job for job in found if job.path.resolve() != manifest_file]
         if not found:
-            reject(str(path), f"{path}: no log of a known format found here")
+            reject(str(path), f"{path}: no log of a known format found here{_archives_note(path)}")
         for job in found:
             key = job.path.resolve() if job.row is None and job.error is None else None
             if key in given:

@@ -248,6 +248,36 @@ def rotated_log_error(path: str | Path) -> str | None:
     )
 
 
+#: Archives of several files (a run folder packed whole), by the end of their names, and the
+#: command that unpacks each: not a log, and not read here.
+ARCHIVE_COMMANDS: dict[str, str] = {
+    ".tar": "tar -xf",
+    ".tar.gz": "tar -xzf",
+    ".tgz": "tar -xzf",
+    ".tar.bz2": "tar -xjf",
+    ".tbz2": "tar -xjf",
+    ".tar.xz": "tar -xJf",
+    ".txz": "tar -xJf",
+    ".tar.zst": "tar --zstd -xf",
+    ".zip": "unzip",
+    ".7z": "7z x",
+}
+
+
+def archive_error(path: str | Path) -> str | None:
+    """Why an archive of files (``runs.tar.gz``, ``run.zip``: :data:`ARCHIVE_COMMANDS`) is not
+    read, with the command that unpacks it; None for any other file. It was "not a recognised
+    log format", which said nothing of what to do."""
+    path = Path(path)
+    end = next((e for e in ARCHIVE_COMMANDS if path.name.lower().endswith(e)), None)
+    if end is None:
+        return None
+    return (
+        f"{path}: an archive of files ({end}), not a log; unpack it first "
+        f"({ARCHIVE_COMMANDS[end]} '{path}') and ingest the folder it gives"
+    )
+
+
 def detect_format(path: str | Path) -> str | None:
     """The format of one log file, from its name and, where needed, its first bytes.
 
@@ -309,7 +339,9 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
             f"{path}: a netCDF file (a saved run set?), not a log; read a run set with "
             "bayes_grpo.runset.load_runset"
         )
-    if fmt is None and (why := compressed_log_error(path) or rotated_log_error(path)) is not None:
+    if fmt is None and (
+        why := compressed_log_error(path) or rotated_log_error(path) or archive_error(path)
+    ):
         raise LogFormatError(why)
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
@@ -331,6 +363,7 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
 
 
 __all__ = [
+    "ARCHIVE_COMMANDS",
     "DECOMPRESSORS",
     "DECOMPRESS_COMMANDS",
     "FORMATS",
@@ -341,6 +374,7 @@ __all__ = [
     "ManifestRow",
     "RawRun",
     "add_scalars_owner",
+    "archive_error",
     "choose_trainer_state",
     "compressed_log_error",
     "detect_format",
