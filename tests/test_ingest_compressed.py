@@ -582,3 +582,33 @@ def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tm
     with tarfile.open(packed / "runs.tar.gz") as tar:
         tar.extractall(tmp_path / "unpacked", filter="data")
     assert list(load_runs([tmp_path / "unpacked"]).run.values) == ["run_a"]
+
+
+@pytest.mark.parametrize("where", ["run", "checkpoint"])
+def test_a_trainer_state_cut_short_beside_a_readable_copy_reads_the_copy(tmp_path, where):
+    # the plain state cut short (being written) was the run's error, or had the run read from
+    # an older checkpoint, though its readable compressed copy lay beside it
+    run = tmp_path / "runs" / "run_a"
+    older, latest = run / "checkpoint-4", run / f"checkpoint-{N}"
+    folder = run if where == "run" else latest
+    for ckpt, steps in ((older, 4), (latest, N)):
+        ckpt.mkdir(parents=True)
+        history = [{"step": s, "reward": r} for s, r in zip(range(1, steps + 1), REWARD)]
+        (ckpt / "trainer_state.json").write_text(
+            json.dumps({"global_step": steps, "log_history": history})
+        )
+    whole = json.dumps(
+        {
+            "global_step": N,
+            "log_history": [{"step": s, "reward": r} for s, r in zip(range(1, N + 1), REWARD)],
+        }
+    )
+    (folder / "trainer_state.json").write_text(whole[: len(whole) // 2])
+    (folder / "trainer_state.json.gz").write_bytes(gzip.compress(whole.encode()))
+    shown = "" if where == "run" else f"checkpoint-{N}/"
+    ds = load_runs([tmp_path / "runs"])
+    assert list(ds.source.values) == [f"trainer_state:{folder / 'trainer_state.json.gz'}"]
+    np.testing.assert_allclose(ds.reward.isel(run=0).dropna("step"), REWARD)
+    (note,) = [n for n in runset_warnings(ds)["run_a"] if "passed over" in n]
+    assert f"{folder / 'trainer_state.json'}: unreadable JSON (truncated: " in note
+    assert note.endswith(f"; passed over for {shown}trainer_state.json.gz, a copy beside it")

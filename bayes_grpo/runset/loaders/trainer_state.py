@@ -22,7 +22,6 @@ from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
     file_copies,
-    find_file,
     json_error,
     read_text,
     records_from_dicts,
@@ -44,73 +43,80 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     short; it is passed over with a note naming it, rather than rejecting the run. When no
     checkpoint's state is readable, the latest is returned (reading it gives the error).
     A state beside a compressed copy (``trainer_state.json`` and ``trainer_state.json.gz``) is
-    read plain, with a note naming the copy left out (:func:`_copies_note`).
+    read plain, with a note naming the copy left out; a copy is read where the plain state is
+    not readable (cut short), with a note (:func:`_readable`).
     """
     path = Path(path)
     if path.is_file():
         return path, []
-    chosen, notes = _choose(path)
-    if chosen is not None and (copies := _copies_note(chosen)) is not None:
-        notes = [*notes, copies]
-    return chosen, notes
-
-
-def _copies_note(state: Path) -> str | None:
-    """The note of the copies of ``state`` beside it that are not read
-    (``trainer_state.json.gz`` beside the ``trainer_state.json`` read); None when there are
-    none. They were left out without a word, a copy holding a longer training too."""
-    others = [p for p in file_copies(state.parent, FILENAME) if p != state]
-    if not others:
-        return None
-    where = f"{state.parent.name}/" if _CHECKPOINT.match(state.parent.name) else ""
-    names = " and ".join(f"{where}{p.name}" for p in others)
-    return (
-        f"read {where}{state.name}; {names} beside it {'is' if len(others) == 1 else 'are'} "
-        f"not read (a compressed copy, or another state: give {names} to read it)"
-    )
-
-
-def _choose(path: Path) -> tuple[Path | None, list[str]]:
-    """:func:`choose_trainer_state` of a directory (or a path that is not there), before the
-    note of copies left out."""
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
-        if match and (state := find_file(child, FILENAME)) is not None:
-            checkpoints.append((int(match.group(1)), state))
+        if match and (copies := file_copies(child, FILENAME)):
+            checkpoints.append((int(match.group(1)), copies))
     checkpoints.sort(reverse=True)
-    direct = find_file(path, FILENAME) if path.is_dir() else None
-    if direct is not None:
-        last = _last_step(direct)
+    direct = file_copies(path, FILENAME) if path.is_dir() else []
+    if direct:
+        state, content, notes, _errors = _readable(direct)
+        last = _global_step(content)
         if checkpoints and last is not None and checkpoints[0][0] > last:
-            later = f"{checkpoints[0][1].parent.name}/{checkpoints[0][1].name}"
-            return direct, [
-                f"{direct.name} ends at step {last:g} but {later} is later (a training resumed "
-                f"after {direct.name} was written?); its later steps are not read: give {later} "
+            later = _shown(checkpoints[0][1][0])
+            notes.append(
+                f"{state.name} ends at step {last:g} but {later} is later (a training resumed "
+                f"after {state.name} was written?); its later steps are not read: give {later} "
                 "to read them"
-            ]
-        return direct, []
+            )
+        return state, notes
     passed_over: list[str] = []
-    for _step, state in checkpoints:
-        try:
-            read_json(state)
-        except LogFormatError as exc:
-            passed_over.append(str(exc))
+    for _step, copies in checkpoints:
+        state, content, notes, errors = _readable(copies)
+        if content is None:
+            passed_over += errors
             continue
         return state, [
-            f"{reason}; passed over for {state.parent.name}/{state.name}, the latest readable "
-            "state (a checkpoint being saved while the run goes on?)"
+            f"{reason}; passed over for {_shown(state)}, the latest readable state (a checkpoint "
+            "being saved while the run goes on?)"
             for reason in passed_over
-        ]
-    return (checkpoints[0][1] if checkpoints else None), []
+        ] + notes
+    return (checkpoints[0][1][0] if checkpoints else None), []
 
 
-def _last_step(state_path: Path) -> float | None:
-    """The last step a Trainer state logged (``global_step``), None when unreadable."""
-    try:
-        state = read_json(state_path)
-    except LogFormatError:
-        return None  # reading it as the run gives the error
+def _shown(state: Path) -> str:
+    """A state's name for a note: ``checkpoint-12/trainer_state.json`` in a checkpoint."""
+    return (
+        f"{state.parent.name}/{state.name}" if _CHECKPOINT.match(state.parent.name) else state.name
+    )
+
+
+def _readable(copies: list[Path]) -> tuple[Path, object | None, list[str], list[str]]:
+    """The first of a folder's copies of its state (:func:`file_copies`: the plain file, then its
+    compressed copies) that is readable, its content, notes (of the copies before it that are
+    not readable, and of those after it, not read) and the copies' errors. The first copy and
+    None when no copy is readable (reading it as the run gives its error).
+
+    A state beside its compressed copy was read plain and the copy left out without a word (a
+    copy holding a longer training too); a plain state cut short was the run's error though a
+    readable copy lay beside it."""
+    errors: list[str] = []
+    for i, state in enumerate(copies):
+        try:
+            content = read_json(state)
+        except LogFormatError as exc:
+            errors.append(str(exc))
+            continue
+        notes = [f"{exc}; passed over for {_shown(state)}, a copy beside it" for exc in errors]
+        if others := [_shown(p) for p in copies[i + 1 :]]:
+            names = " and ".join(others)
+            notes.append(
+                f"read {_shown(state)}; {names} beside it {'is' if len(others) == 1 else 'are'} "
+                f"not read (a compressed copy, or another state: give {names} to read it)"
+            )
+        return state, content, notes, errors
+    return copies[0], None, [], errors
+
+
+def _global_step(state: object) -> float | None:
+    """The last step a Trainer state logged (``global_step``), None when it has none."""
     step = state.get("global_step") if isinstance(state, dict) else None
     return float(step) if isinstance(step, int | float) and not isinstance(step, bool) else None
 
@@ -159,7 +165,11 @@ def load_trainer_state(path: str | Path) -> list[RawRun]:
         raise LogFormatError(f"{state_path}: 'log_history' has no per-step entries")
     if not_entries:
         first = state["log_history"][not_entries[0]]
-        what = "is not a {metric: value} object" if len(not_entries) == 1 else "are not {metric: value} objects"
+        what = (
+            "is not a {metric: value} object"
+            if len(not_entries) == 1
+            else "are not {metric: value} objects"
+        )
         notes.append(
             f"{counted(len(not_entries), 'item')} of 'log_history' {what} "
             f"(first: item {not_entries[0]}, {type(first).__name__} {str(first)[:40]!r}); skipped"
