@@ -612,3 +612,21 @@ def test_a_trainer_state_cut_short_beside_a_readable_copy_reads_the_copy(tmp_pat
     (note,) = [n for n in runset_warnings(ds)["run_a"] if "passed over" in n]
     assert f"{folder / 'trainer_state.json'}: unreadable JSON (truncated: " in note
     assert note.endswith(f"; passed over for {shown}trainer_state.json.gz, a copy beside it")
+
+
+@pytest.mark.parametrize("name", ["train.log.2.gz", "train.log-20261205.xz"])
+def test_a_corrupt_compressed_rotated_piece_is_a_rejected_source_naming_it(tmp_path, name):
+    # its text unreadable, it was no piece (no log found in it) and, its inner name 'train.log.2'
+    # being of no log's suffix, not named as a corrupt archive either: left out without a word
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text(_dicts(range(1, N + 1)))
+    (run / name).write_bytes(b"\x1f\x8b\x08 not compressed" if name.endswith(".gz") else b"junk")
+    with pytest.warns(UserWarning, match="1 run not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    ((source, info),) = rejected_runs(ds).items()
+    kind = {".gz": "gzip", ".xz": "xz"}[Path(name).suffix]
+    assert source == str(run / name)
+    assert info["reason"].startswith(
+        f"{run / name}: not a readable {kind} file, corrupt or cut short ("
+    )

@@ -119,7 +119,9 @@ def compressed_log_error(path: str | Path) -> str | None:
     suffix = compression_suffix(path)
     inner = path.name[: -len(suffix)] if suffix else ""
     event_file = inner.startswith(EVENT_FILE_PREFIX)
-    if suffix is None or not (event_file or Path(inner).suffix.lower() in LOG_SUFFIXES):
+    # a rotated piece's name (train.log.2.gz) is a log's too: a corrupt one was left out unsaid
+    log_named = Path(inner).suffix.lower() in LOG_SUFFIXES or _rotation(inner) is not None
+    if suffix is None or not (event_file or log_named):
         return None
     if suffix in DECOMPRESSORS and not event_file:
         # as far as detect_format's sniff looks, a chunk at a time: an archive cut short there is
