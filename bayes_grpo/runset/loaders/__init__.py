@@ -18,7 +18,10 @@ A text log may be compressed (``log.csv.gz``, ``train.log.xz``, ``trainer_state.
 ``.zst`` where the ``zstandard`` module is installed): every loader opens a log through
 :func:`~bayes_grpo.runset.loaders._base.open_log`, which decompresses it as it reads, and its
 format is told by the name inside (:func:`~bayes_grpo.runset.loaders._base.log_name`) and the
-decompressed text.
+decompressed text. The rotated pieces of a log (``train.log.1``, ``train.log.2.gz``,
+``train.log-20261205``) are no runs of their own (:func:`rotated_log_error` says how to join them;
+a piece alone is read as its log), and an archive of files (``runs.tar.gz``) is no log
+(:func:`archive_error`).
 """
 
 from __future__ import annotations
