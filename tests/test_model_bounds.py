@@ -243,7 +243,7 @@ def test_a_forecast_from_a_bounded_fit_loses_no_draw_and_its_prior_keeps_the_fit
     setting = dict(learning_rate=1e-3, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16, model="tiny-gpt2")
     draws = fit.coefficient_draws(**setting)
     q = [0.05, 0.25, 0.5, 0.75, 0.95]
-    raw = prior_from_posterior(fit, **setting).draw(np.random.default_rng(0), 4000)
+    raw = prior_from_posterior(fit, reward_bounds=None, **setting).draw(np.random.default_rng(0), 4000)
     assert (raw[:, 0] > 1.0).mean() > 0.1  # the premise: on the levels themselves
     prior = prior_from_posterior(fit, reward_bounds=(0.0, 1.0), **setting)
     assert prior.latent_bounds == (0.0, 1.0) and json.loads(fc.attrs["prior"])["latent_bounds"] == [0.0, 1.0]
@@ -251,6 +251,49 @@ def test_a_forecast_from_a_bounded_fit_loses_no_draw_and_its_prior_keeps_the_fit
     for i, name, tol in ((0, "plateau", 0.002), (1, "initial_reward", 0.015)):
         assert drawn[:, i].min() > 0.0 and drawn[:, i].max() < 1.0, name
         assert np.quantile(drawn[:, i], q) == pytest.approx(np.quantile(draws[name].values, q), abs=tol), name
+
+
+def test_a_posterior_prior_follows_the_fits_own_bounds_unless_told_none():
+    # prior_from_posterior(tiny.nc, ...) in Python, without reward_bounds, gave the Gaussian on the
+    # levels of a fit bounded in [0, 1]: 14.5% of its p* above 1, 32% of its R0 below 0, and a
+    # forecast from it left 162 of its 1000 draws out. Not given, the bounds are the fit's; None
+    # says "no bounds", as forecast_in_runset asks for a run logged outside the fit's bounds
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import (
+        forecast_in_runset,
+        population_prior_for_run,
+        prior_from_posterior,
+    )
+    from bayes_grpo.runset import make_runset
+
+    tiny = DATA.parents[1] / "models" / "tiny.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the i.i.d. fit's residuals
+        fit = GRPODynamicsModel.load(tiny)
+    setting = dict(learning_rate=5e-4, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16, model="tiny-gpt2")
+    rng = np.random.default_rng(0)
+    default = prior_from_posterior(fit, **setting)
+    assert default.latent_bounds == (0.0, 1.0)
+    drawn = default.draw(rng, 4000)
+    assert drawn[:, :2].min() > 0.0 and drawn[:, :2].max() < 1.0
+    unbounded = prior_from_posterior(fit, reward_bounds=None, **setting)
+    assert unbounded.latent_bounds is None and (unbounded.draw(rng, 4000)[:, 0] > 1.0).mean() > 0.1
+    # the prior of a run set's run from the fit follows the fit's bounds too
+    runs = load_runs([DATA / RUNS[0]])
+    steps = runs["step"].values.astype(float)
+    prefix = (steps[:60], runs["reward"].values[0, :60])
+    prior, _ = population_prior_for_run(runs, RUNS[0], posterior=fit, prefix=prefix, horizon=300.0)
+    assert prior.latent_bounds == (0.0, 1.0)
+    # a run logged outside the fit's bounds (the same run as a percentage) is forecast without
+    # them, its prior on p* and R0 themselves, as said
+    reward = 100.0 * np.nan_to_num(runs["reward"].values[0])
+    other = make_runset({"pct": pd.DataFrame({"reward": reward}, index=runs["step"].values)}, {"pct": {"model": "tiny-gpt2", "learning_rate": 5e-4, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 16}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fc = forecast_in_runset(other, "pct", 60, posterior=fit, likelihood="iid", seed=0, n_draws=200, check_instability=False)
+    assert "the fit's reward bounds [0, 1] are not this run's" in fc.attrs["prior_note"]
+    assert fc.attrs["reward_bounds"] == "none" and "latent_bounds" not in json.loads(fc.attrs["prior"])
 
 
 def test_the_law_comparison_takes_reward_bounds(runs, runs_file, capsys):

@@ -126,6 +126,19 @@ class ForecastError(ValueError):
     """A forecast cannot be made (too few steps, degenerate data, bad prior)."""
 
 
+class _FitBounds:
+    """The type of :data:`FIT_BOUNDS` (one instance)."""
+
+    def __repr__(self) -> str:
+        return "FIT_BOUNDS"
+
+
+#: ``reward_bounds`` not given to :func:`prior_from_posterior` / :func:`population_prior_for_run`:
+#: the fit's own bounds (``GRPODynamicsModel.reward_bounds``, ``fit --reward-bounds``), none for
+#: an unbounded fit or a prior from the other runs; None is "no bounds", given explicitly.
+FIT_BOUNDS: Any = _FitBounds()
+
+
 @dataclass(frozen=True)
 class GaussianPrior:
     """Gaussian prior on ``u = (p*, R0, log w0, log zeta, log sigma[, log onset])``.
@@ -708,7 +721,7 @@ def prior_from_posterior(
     inflate: float = 1.0,
     fallback: GaussianPrior | None = None,
     label: str | None = None,
-    reward_bounds: tuple[float, float] | None = None,
+    reward_bounds: tuple[float, float] | None = FIT_BOUNDS,
 ) -> GaussianPrior:
     """Prior for a new run from a fitted hierarchical model (a model object or a saved file).
 
@@ -718,12 +731,14 @@ def prior_from_posterior(
     dynamics (``log w0, log zeta``) come from the posterior and the reward-valued
     coordinates from ``fallback`` (e.g. :func:`default_prior` of the run's prefix).
     ``label``: how the prior's source names the posterior (default: its path, or the
-    model's type when a model object is given). ``reward_bounds``: the forecast's; when they
-    are the fit's own (``GRPODynamicsModel.reward_bounds``, ``fit --reward-bounds``), the
-    prior is Gaussian on the latent levels of ``p*`` and ``R0`` (:func:`prior_from_draws`'s
-    ``latent_bounds``), as the fit's draws are: on the levels themselves, a bounded fit's
-    plateau near 1 (``models/tiny.nc``) gave a prior of which the forecast left 19-20% of
-    its draws out, above 1.
+    model's type when a model object is given). ``reward_bounds``: the forecast's, by default
+    (:data:`FIT_BOUNDS`, not given) the fit's own (``GRPODynamicsModel.reward_bounds``, ``fit
+    --reward-bounds``); when they are the fit's, the prior is Gaussian on the latent levels of
+    ``p*`` and ``R0`` (:func:`prior_from_draws`'s ``latent_bounds``), as the fit's draws are:
+    on the levels themselves, a bounded fit's plateau near 1 (``models/tiny.nc``) gave a prior
+    of which the forecast left 19-20% of its draws out, above 1. None (or other bounds than
+    the fit's): on ``p*`` and ``R0`` themselves (a run logged outside the fit's bounds, which
+    :func:`forecast_in_runset` forecasts without them).
     """
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
@@ -782,6 +797,10 @@ def prior_from_posterior(
             source=source + " dynamics; reward scale from the prefix",
         )
     fit_bounds = getattr(fitted, "reward_bounds", None)
+    if reward_bounds is FIT_BOUNDS:
+        # not given: the fit's own (a Python call without them gave the Gaussian on the levels of
+        # models/tiny.nc's p* near 1: 14.5% of the prior's p* above 1, 32% of its R0 below 0)
+        reward_bounds = fit_bounds
     same = reward_bounds is not None and fit_bounds is not None and tuple(map(float, reward_bounds)) == tuple(map(float, fit_bounds))
     return prior_from_draws(u, source=source, inflate=inflate, latent_bounds=fit_bounds if same else None)
 
@@ -1019,7 +1038,7 @@ def population_prior_for_run(
     prefix: tuple[np.ndarray, np.ndarray] | None = None,
     horizon: float | None = None,
     same_model_only: bool = False,
-    reward_bounds: tuple[float, float] | None = None,
+    reward_bounds: tuple[float, float] | None = FIT_BOUNDS,
     prior_kind: str = "mixture",
     retime: bool = True,
     posterior_label: str | None = None,
@@ -1038,7 +1057,9 @@ def population_prior_for_run(
     runs of the same LLM), only their dynamics are: the plateau, R0 and noise of the prior
     come from :func:`default_prior` of ``prefix`` (:func:`with_levels_from`), since other LLMs'
     rewards may have another scale (another task, another reward function).
-    ``reward_bounds``: noise shape of a bounded reward for the run-based prior's fits;
+    ``reward_bounds``: those of :func:`prior_from_posterior` for a ``posterior`` (by default,
+    :data:`FIT_BOUNDS`, the fit's own; None: none), else the noise shape of a bounded reward
+    for the run-based prior's fits (none by default);
     ``prior_kind``: ``"mixture"`` (one component per other run) or ``"gaussian"``.
     ``retime`` (default True): the other runs of the same LLM are carried to this run's
     learning rate, momentum and ``K_ref`` (:func:`retime_settings`) before they form the
@@ -1146,6 +1167,8 @@ def population_prior_for_run(
             )
     if not use_runs:
         return None, ""
+    if reward_bounds is FIT_BOUNDS:
+        reward_bounds = None  # no fit: the run-based prior's noise is constant unless told bounds
     # in the order of their ids, not of the run set: the mixture's components (and the draws
     # the seed gives them) were in run-set order, so reordering the run set moved the forecast
     others = sorted(str(r) for r in runset["run"].values if str(r) != run_id)
@@ -1443,6 +1466,8 @@ def forecast_in_runset(
     def prior_rule(rid: str, rs: xr.Dataset) -> tuple[GaussianPrior | MixturePrior | None, str]:
         t_r, y_r = run_series(rs, rid, REWARD_VAR)
         ok = t_r <= upto
+        # the bounds decided above, given explicitly: None for a run logged outside the fit's
+        # bounds is "no bounds" (the prior on p* and R0 themselves), not "the fit's"
         return population_prior_for_run(
             rs,
             rid,
@@ -3011,6 +3036,7 @@ __all__ = [
     "NO_ONSET_PRIOR",
     "ONSET_NAME",
     "PARAM_NAMES",
+    "FIT_BOUNDS",
     "ForecastError",
     "GaussianPrior",
     "MixturePrior",
