@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -363,8 +364,9 @@ def test_bounded_reward_noise_is_largest_mid_range_and_constant_without_bounds()
     # binomial shape: p (1 - p) / (1/4), floored
     assert h[1] == pytest.approx(NOISE_FLOOR_SHARE + (1 - NOISE_FLOOR_SHARE) * 0.36)
     np.testing.assert_array_equal(noise_shape(m, None), np.ones_like(m))
-    with pytest.raises(ForecastError, match="lo < hi"):
-        noise_shape(m, (1.0, 0.0))
+    # bounds that are no range are refused by the forecast's entry points, once, before any work
+    # (test_every_entry_of_the_forecast_checks_its_reward_bounds_first_in_the_fits_words), not
+    # by the shape inside the likelihood
 
 
 def test_binomial_noise_runs_are_covered_at_90_percent_with_the_bounded_noise_shape():
@@ -855,7 +857,7 @@ def test_an_infinite_reward_bound_is_refused_not_forecast_with_its_noise_at_the_
 
     runset, _ = _coarse_runset(60.0, 1.0)
     for bounds in ((0.0, np.inf), (-np.inf, 1.0), (np.nan, 1.0)):
-        with pytest.raises(ForecastError, match=r"reward bounds must be finite"):
+        with pytest.raises(ForecastError, match=r"reward bounds must be two finite numbers \(lo, hi\)"):
             forecast_in_runset(runset, "r0", 20, reward_bounds=bounds, likelihood="iid", n_draws=100)
     path = save_runset(runset, tmp_path / "runs.nc")
     with pytest.raises(SystemExit) as done:
@@ -863,6 +865,62 @@ def test_an_infinite_reward_bound_is_refused_not_forecast_with_its_noise_at_the_
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert "argument --reward-bounds: must be a finite number, got 'inf'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ((1.0, 0.0), r"^reward bounds must satisfy lo < hi; got \(1, 0\)$"),
+        ((0.0, 0.0), r"^reward bounds must satisfy lo < hi; got \(0, 0\)$"),
+        ("01", r"^reward bounds must be two finite numbers \(lo, hi\), e\.g\. \(0, 1\) for a success rate; got '01'$"),
+        ((0.0, 1.0, 2.0), r"^reward bounds must be two finite numbers \(lo, hi\).*; got \(0\.0, 1\.0, 2\.0\)$"),
+        ((0.0, np.inf), r"^reward bounds must be two finite numbers \(lo, hi\).*; got \(0\.0, inf\)$"),
+    ],
+)
+def test_every_entry_of_the_forecast_checks_its_reward_bounds_first_in_the_fits_words(bounds, message):
+    # the forecast checked bounds in its own words inside the noise shape of the likelihood
+    # (noise_shape: "reward bounds must be finite; got ..."), so an entry that did not reach it
+    # took them: RunForecaster(reward_bounds=(1, 0)) until its first update,
+    # population_prior_for_run(reward_bounds=(1, 0)) left every other run out as "logged outside
+    # the reward bounds [1, 0] (another reward)", and "01" was forecast as the bounds (0, 1);
+    # (0, 1, 2) was "too many values to unpack". Now each entry refuses them before any work, in
+    # the words of runset.bounds.check_reward_bounds (fit, compare, invariance)
+    from bayes_grpo.predict.forecast import (
+        RunForecaster,
+        forecast_in_runset,
+        population_prior_for_run,
+    )
+
+    runset, steps = _coarse_runset(60.0, 1.0)
+    y = runset["reward"].sel(run="r0").values
+    prefix = (steps[:20], y[:20])
+    calls = {
+        "forecast_in_runset": lambda: forecast_in_runset(runset, "r0", 20, reward_bounds=bounds, likelihood="iid", n_draws=50),
+        "forecast_run": lambda: forecast_run(*prefix, steps, reward_bounds=bounds, likelihood="iid", n_draws=50),
+        "fit_run": lambda: fit_run(*prefix, default_prior(*prefix), reward_bounds=bounds, n_draws=50),
+        "RunForecaster": lambda: RunForecaster(None, steps, reward_bounds=bounds),
+        "prior_from_runs": lambda: prior_from_runs([(steps, y)] * 2, reward_bounds=bounds),
+        "population_prior_for_run": lambda: population_prior_for_run(runset, "r0", prefix=prefix, reward_bounds=bounds),
+    }
+    said = {}
+    for name, call in calls.items():
+        try:
+            said[name] = f"taken: {call()!r:.60}"
+        except ForecastError as exc:
+            said[name] = str(exc)
+    assert all(re.search(message, text) for text in said.values()), said
+
+
+def test_cli_forecast_refuses_reward_bounds_that_are_no_range_by_their_flag_before_reading_the_run_set(tmp_path, capsys):
+    # `forecast runs.nc --run r0 --upto 20 --reward-bounds 1 0` read the run set and refused the
+    # bounds as "runs.nc: reward bounds must satisfy lo < hi; got (1, 0)": the flag unnamed, after
+    # the file (fit, compare and invariance name the flag, before the file is read)
+    from bayes_grpo.cli import main
+
+    missing = tmp_path / "runs.nc"
+    assert main(["forecast", str(missing), "--run", "r0", "--upto", "20", "--reward-bounds", "1", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--reward-bounds: reward bounds must satisfy lo < hi; got (1, 0)" in err and str(missing) not in err
 
 
 def test_an_upto_past_the_end_of_the_log_forecasts_from_the_last_logged_step_and_says_so():

@@ -455,7 +455,7 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 def add_reward_bounds_flag(parser: argparse.ArgumentParser, effect: str) -> None:
     """``--reward-bounds LO HI``: the reward bounds of the verbs that build the model (``fit``,
-    ``invariance``, ``compare``; :mod:`bayes_grpo.runset.bounds`), read by
+    ``invariance``, ``compare``) and of ``forecast`` (:mod:`bayes_grpo.runset.bounds`), read by
     :func:`reward_bounds_arg`. ``effect``: what the bounds do in that verb, and its default."""
     parser.add_argument(
         "--reward-bounds",

@@ -189,14 +189,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="forecast up to this step (default: the run's last logged step, or 2x --upto when the run ends there)",
     )
-    f.add_argument(
-        "--reward-bounds",
-        type=finite_float,  # `--reward-bounds 0 inf` was taken, and gave nonsense bands
-        nargs=2,
-        metavar=("LO", "HI"),
-        default=None,
-        help="the reward is bounded (e.g. 0 1 for a success rate): noise largest mid-range, "
-        "small near the bounds (default: the --prior fit's bounds if it has any, else constant noise)",
+    add_reward_bounds_flag(  # finite numbers: `--reward-bounds 0 inf` was taken, and gave nonsense bands
+        f,
+        "noise largest mid-range, small near the bounds, and a logged reward outside is refused "
+        "(default: the --prior fit's bounds if it has any, else constant noise)",
     )
     f.add_argument(
         "--same-model-only",
@@ -522,6 +518,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.forecast import ForecastError, forecast_in_runset
     from bayes_grpo.runset import RunSetError, load_runset, run_frame
 
+    bounds = reward_bounds_arg(args)  # a setting: refused, naming the flag, before the file is read
     check_output_paths(
         {"--output": args.output, "--plot": args.plot},
         {"run set": args.runs, "--prior": args.prior},
@@ -566,7 +563,7 @@ def _run_forecast(args: argparse.Namespace) -> int:
             use_runs=not args.no_population,
             same_model_only=args.same_model_only,
             retime=args.retime,
-            reward_bounds=tuple(args.reward_bounds) if args.reward_bounds else None,
+            reward_bounds=bounds,
             likelihood=args.likelihood,
             horizon=args.horizon,
             hdi_probs=args.hdi,

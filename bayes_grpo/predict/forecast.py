@@ -79,6 +79,7 @@ from bayes_grpo.runset.bounds import (
     CENTRE_MARGIN,
     bounded_value,
     bounds_text,
+    check_reward_bounds,
     check_rewards_within,
     latent_value,
     rewards_outside,
@@ -137,6 +138,15 @@ class _FitBounds:
 #: the fit's own bounds (``GRPODynamicsModel.reward_bounds``, ``fit --reward-bounds``), none for
 #: an unbounded fit or a prior from the other runs; None is "no bounds", given explicitly.
 FIT_BOUNDS: Any = _FitBounds()
+
+
+def checked_bounds(reward_bounds: Any) -> tuple[float, float] | None:
+    """The forecast's ``reward_bounds`` as ``(lo, hi)`` floats (None: none), checked by
+    :func:`~bayes_grpo.runset.bounds.check_reward_bounds` as a :class:`ForecastError`: the one
+    check of each entry point, before any work. ``(0, inf)`` put every mean at the lower bound,
+    the noise at its floor share: 38% of a rising run's plateau draws fell below 0 and its 90%
+    band at the horizon read [-0.54, 0.83] against [0.89, 0.99] without bounds, unsaid."""
+    return check_reward_bounds(reward_bounds, error=ForecastError)
 
 
 @dataclass(frozen=True)
@@ -366,22 +376,14 @@ def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray
     e.g. a success rate): ``h = f + (1 - f) 4 x (1 - x)``, ``x = (m - lo) / (hi - lo)``
     clipped to ``[0, 1]``, ``f = NOISE_FLOOR_SHARE``: the binomial variance shape, 1
     mid-range, ``f`` at the bounds (kept above 0: a mean curve at a bound still has some
-    spread around it), so ``sigma`` is the noise sd mid-range.
+    spread around it), so ``sigma`` is the noise sd mid-range. ``bounds`` as
+    :func:`~bayes_grpo.runset.bounds.check_reward_bounds` gives them: the forecast's entry points
+    check them once, before any work (:func:`checked_bounds`).
     """
     m = np.asarray(m, dtype=float)
     if bounds is None:
         return np.ones_like(m)
     lo, hi = (float(b) for b in bounds)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        # (0, inf) put every mean at x = 0, the noise at its floor share everywhere: 38% of a
-        # rising run's plateau draws fell below 0 and its 90% band at the horizon read
-        # [-0.54, 0.83] against [0.89, 0.99] without bounds, unsaid
-        raise ForecastError(
-            f"reward bounds must be finite; got {bounds} (a reward bounded on one side only: "
-            "forecast without bounds)"
-        )
-    if not hi > lo:
-        raise ForecastError(f"reward bounds must satisfy lo < hi; got {bounds}")
     x = np.clip((m - lo) / (hi - lo), 0.0, 1.0)
     x = np.where(np.isfinite(x), x, 0.5)
     return NOISE_FLOOR_SHARE + (1.0 - NOISE_FLOOR_SHARE) * 4.0 * x * (1.0 - x)
@@ -742,6 +744,8 @@ def prior_from_posterior(
     """
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
+    if reward_bounds is not FIT_BOUNDS:
+        reward_bounds = checked_bounds(reward_bounds)
     fitted, _ = as_fitted_model(posterior, error=ForecastError)
     draws = fitted.coefficient_draws(
         learning_rate=learning_rate,
@@ -841,6 +845,7 @@ def prior_from_runs(
     """
     from bayes_grpo.dynamics.coefficients import retime_oscillator
 
+    reward_bounds = checked_bounds(reward_bounds)
     if retime is not None and len(retime) != len(runs):
         raise ValueError(f"retime must have one entry per run ({len(runs)}), got {len(retime)}")
     # built in the runs' own reward unit and scaled back: the bandwidth, the clip of unidentified
@@ -1070,6 +1075,8 @@ def population_prior_for_run(
     """
     from bayes_grpo.runset import REWARD_VAR, run_coords
 
+    if reward_bounds is not FIT_BOUNDS:
+        reward_bounds = checked_bounds(reward_bounds)
     coords = run_coords(runset, run_id)
     if posterior is not None:
         label = str(posterior) if isinstance(posterior, str | os.PathLike) else posterior_label
@@ -1399,6 +1406,7 @@ def forecast_in_runset(
     from bayes_grpo.model.prepare import constant_reward, constant_reward_note
     from bayes_grpo.runset import REWARD_VAR, RunSetError
 
+    reward_bounds = checked_bounds(reward_bounds)
     runs = [str(r) for r in runset["run"].values]
     if run_id not in runs:
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
@@ -1408,7 +1416,6 @@ def forecast_in_runset(
         raise ForecastError(str(exc)) from None
     t_all, y_all = run_series(runset, run_id, REWARD_VAR)
     if reward_bounds is not None:
-        noise_shape(np.zeros(1), reward_bounds)  # validates lo < hi
         check_rewards_within(y_all, [run_id], t_all, reward_bounds, error=ForecastError, without="forecast without them")
     seen = t_all <= upto
     if seen.sum() < 3:
@@ -1871,15 +1878,14 @@ def fit_run(
         which was used). False keeps the flagged importance-sampling draws.
     """
 
+    bounds = checked_bounds(reward_bounds)
     rng = np.random.default_rng(rng)
     t, y = logged_points(t, y)
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps with a finite reward, got {y.size}")
     if likelihood not in LIKELIHOODS:
         raise ForecastError(f"unknown likelihood {likelihood!r}; expected one of {LIKELIHOODS}")
-    bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
     if bounds is not None:
-        noise_shape(np.zeros(1), bounds)  # validates lo < hi
         check_rewards_within(y, None, t, bounds, error=ForecastError, without="forecast without them")
     # the numerics (optimiser steps, the Laplace covariance's conditioning, the proposals) work
     # in the reward's own unit, so that a reward logged on 0-10 is forecast as the same reward
@@ -2693,6 +2699,7 @@ def forecast_run(
     Cost grows with ``len(horizon_steps)`` (draws x steps arrays): for a long horizon pass
     :func:`forecast_grid` (bounded) rather than every step.
     """
+    reward_bounds = checked_bounds(reward_bounds)
     rng = np.random.default_rng(rng)
     # the prefix, paired once: the steps with a reward (NaN: not logged) in step order, a step
     # given twice at its last reward (logged_points), and the steps given without one
@@ -2874,7 +2881,7 @@ class RunForecaster:
         self.prior = prior
         self.observation_lag = observation_lag
         self.likelihood = likelihood
-        self.reward_bounds = reward_bounds
+        self.reward_bounds = checked_bounds(reward_bounds)
         self.horizon_steps = np.asarray(horizon_steps, dtype=float)
         self.hdi_probs = tuple(hdi_probs)
         self.stop_threshold = stop_threshold
@@ -3043,6 +3050,7 @@ __all__ = [
     "RunPosterior",
     "RunForecaster",
     "calibrated_band_scale",
+    "checked_bounds",
     "coverage",
     "default_prior",
     "fit_run",

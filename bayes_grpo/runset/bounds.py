@@ -41,23 +41,26 @@ CENTRE_MARGIN: float = 0.01
 BOUND_TOLERANCE: float = 1e-9
 
 
-def check_reward_bounds(bounds: Any) -> tuple[float, float] | None:
+def check_reward_bounds(bounds: Any, *, error: type[Exception] = ValueError) -> tuple[float, float] | None:
     """``bounds`` as ``(lo, hi)`` floats, or None for None. Anything else than two finite
-    numbers with ``lo < hi`` is a ``ValueError`` naming the value (a reward bounded on one side
-    only is fitted without bounds)."""
+    numbers with ``lo < hi`` is an ``error`` (a ``ValueError`` by default; the forecast's
+    ``ForecastError``) naming the value (a reward bounded on one side only is fitted without
+    bounds). The one check of bounds given to the fit, the law comparison, the invariance
+    test and the forecast's entry points."""
     if bounds is None:
         return None
     ok = not isinstance(bounds, str | bytes | dict) and np.ndim(bounds) == 1 and len(bounds) == 2
     if ok:
-        bounds = [b.item() if isinstance(b, np.generic) else b for b in bounds]
-        ok = all(isinstance(b, numbers.Real) and not isinstance(b, bool) and np.isfinite(b) for b in bounds)
+        # the values as numbers; the message names the value given ((0, inf), not [0, inf])
+        values = [b.item() if isinstance(b, np.generic) else b for b in bounds]
+        ok = all(isinstance(b, numbers.Real) and not isinstance(b, bool) and np.isfinite(b) for b in values)
     if not ok:
-        raise ValueError(
+        raise error(
             f"reward bounds must be two finite numbers (lo, hi), e.g. (0, 1) for a success rate; got {bounds!r:.80}"
         )
-    lo, hi = float(bounds[0]), float(bounds[1])
+    lo, hi = float(values[0]), float(values[1])
     if not lo < hi:
-        raise ValueError(f"reward bounds must satisfy lo < hi; got ({lo:g}, {hi:g})")
+        raise error(f"reward bounds must satisfy lo < hi; got ({lo:g}, {hi:g})")
     return lo, hi
 
 
