@@ -215,6 +215,40 @@ def test_the_invariance_test_fits_h0_and_h1_within_the_reward_bounds(monkeypatch
         invariance.invariance_bayes_factor(two_g, reward_bounds=(0.0, 0.5), draws=200, chains=2)
 
 
+def test_leave_one_g_out_refuses_rewards_outside_the_bounds_before_its_first_fit(monkeypatch):
+    # each fit checked its own runs only: with bounds [0, 0.95] the fit on the G 4 run (inside)
+    # sampled (356 s at 2 x 100 draws, compile included) before the fit on the G 16 run refused
+    # its rewards; and the result did not say which bounds it was fitted with
+    from bayes_grpo.checks import invariance, ppc
+
+    two_g = thin_runset(load_runs([DATA / r for r in G_RUNS]), 3)
+    fitted, made = [], []
+    make = invariance._make_model
+
+    def recording(inv, **kw):
+        model = make(inv, **kw)
+        made.append(model.reward_bounds)
+        model.fit = lambda runset, **k: fitted.append(sorted(set(runset["group_size"].values.tolist())))
+        return model
+
+    def predictive(builder, runset, run, rng):
+        t = runset["step"].values.astype(float)
+        y = runset["reward"].sel(run=run).values
+        ok = np.isfinite(y)
+        draws = np.tile(y[ok], (50, 1)) + 0.01 * rng.standard_normal((50, int(ok.sum())))
+        return {"t": t[ok], "y": y[ok], "mean": draws, "obs": draws}
+
+    monkeypatch.setattr(invariance, "_make_model", recording)
+    monkeypatch.setattr(ppc, "run_predictive", predictive)
+    with pytest.raises(RunSetError, match=r"^reward bounds \[0, 0.95\] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step 202: 0.976562 \(12 rewards outside\)"):
+        invariance.leave_one_g_out(two_g, reward_bounds=(0.0, 0.95), draws=100, tune=100)
+    assert fitted == []
+    res = invariance.leave_one_g_out(two_g, reward_bounds=(0, 1))
+    assert fitted == [[4.0], [16.0]] and made == [(0.0, 1.0)] * 2
+    assert res.values["reward_bounds"] == [0.0, 1.0]
+    assert "reward_bounds" not in invariance.leave_one_g_out(two_g).values
+
+
 def test_the_invariance_flag_takes_reward_bounds(tmp_path, capsys, monkeypatch):
     from bayes_grpo.checks import invariance
 
