@@ -58,6 +58,7 @@ from bayes_grpo.predict.forecast import (
     run_series,
     scale_band,
 )
+from bayes_grpo.runset.bounds import bounds_text, rewards_outside
 
 #: ``(run_id, runset) -> prior`` for forecasting ``run_id`` from the runs of ``runset``.
 PriorFor = Callable[[str, xr.Dataset], GaussianPrior | MixturePrior | None]
@@ -109,14 +110,22 @@ def backtest_required_scales(
     or its steps up to ``upto``) with ``prior_for(run_id, runset)`` (None: the weak default
     prior) and scored on its observed steps after the prefix (up to ``horizon`` if given):
     ``{run_id: {p: required_band_scale over those steps}}`` for each ``p`` in ``hdi_probs``.
-    Runs with fewer than :data:`MIN_PREFIX_STEPS` prefix steps, no step after it, or a
-    failed forecast are left out; ``skipped``, when given, is filled with
+    Runs with fewer than :data:`MIN_PREFIX_STEPS` prefix steps, no step after it, a logged
+    reward outside ``reward_bounds`` (another reward, as the run-based prior leaves such runs
+    out: :func:`~bayes_grpo.predict.forecast.population_prior_for_run`) or a failed forecast
+    are left out; ``skipped``, when given, is filled with
     ``{run_id: why}`` for each of them. ``seeds``: one forecast seed per run (default 0, 1, ...).
     """
     out: dict[str, dict[float, np.ndarray]] = {}
     left_out = skipped if skipped is not None else {}
     for i, run_id in enumerate(run_ids):
         t, y = run_series(runset, run_id)
+        if reward_bounds is not None and rewards_outside(y, reward_bounds).any():
+            # scored on its steps past the bounds against bands kept inside them, such a run took
+            # the band scale with it: beside 4 runs of a success rate, one rising to 1.8 after
+            # --upto 30 moved the 90% band scale 0.88 -> 5.82
+            left_out[str(run_id)] = f"logged outside the reward bounds {bounds_text(reward_bounds)} (another reward)"
+            continue
         n = prefix_length(t, fraction=fraction, upto=upto)
         future = np.arange(t.size) >= n
         if horizon is not None:
