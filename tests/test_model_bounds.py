@@ -330,6 +330,37 @@ def test_a_posterior_prior_follows_the_fits_own_bounds_unless_told_none():
     assert fc.attrs["reward_bounds"] == "none" and "latent_bounds" not in json.loads(fc.attrs["prior"])
 
 
+def test_a_forecast_from_a_bounded_fits_prior_keeps_the_fits_bounds_unless_told_none():
+    # forecast_run(t, y, steps, prior=prior_from_posterior(tiny.nc, ...)) without reward_bounds
+    # forecast a success rate with constant noise, uncensored: its 90% band of the logged reward
+    # fell below 0 at 65% of the steps (down to -0.37) for g16_p8_lr0.0005_k1_adamw_s0 up to step 60
+    from bayes_grpo.predict.forecast import (
+        RunForecaster,
+        forecast_band,
+        forecast_run,
+        prior_from_posterior,
+    )
+
+    run = "g16_p8_lr0.0005_k1_adamw_s0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the i.i.d. fit's residuals
+        fit = GRPODynamicsModel.load(DATA.parents[1] / "models" / "tiny.nc")
+    setting = dict(learning_rate=5e-4, momentum=0.9, momentum_convention="ema", k_ref=1, group_size=16, model="tiny-gpt2")
+    prior = prior_from_posterior(fit, **setting)
+    runs = load_runs([DATA / run])
+    t, y = runs["step"].values.astype(float), runs["reward"].sel(run=run).values
+    seen = np.isfinite(y) & (t <= 60)
+    steps = np.arange(0.0, 301.0)
+    fc = forecast_run(t[seen], y[seen], steps, prior=prior, likelihood="iid", n_draws=200, rng=0)
+    assert json.loads(fc.attrs["reward_bounds"]) == [0.0, 1.0]
+    lo, hi = forecast_band(fc, steps, kind="obs")
+    assert lo.min() >= 0.0 and hi.max() <= 1.0
+    told = forecast_run(t[seen], y[seen], steps, prior=prior, likelihood="iid", n_draws=200, rng=0, reward_bounds=None)
+    assert told.attrs["reward_bounds"] == "none"
+    assert RunForecaster(prior, steps).reward_bounds == (0.0, 1.0)
+    assert RunForecaster(prior, steps, reward_bounds=None).reward_bounds is None
+
+
 def test_the_law_comparison_takes_reward_bounds(runs, runs_file, capsys):
     # `compare` fitted its four laws without bounds: a user of 0-1 rewards got plateaus above 1
     # (these runs end before their plateau), where `fit --reward-bounds 0 1` keeps them inside
