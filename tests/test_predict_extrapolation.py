@@ -285,3 +285,50 @@ def test_the_slow_wander_of_settled_runs_is_not_read_as_runs_still_rising():
         for s in range(100)
     )
     assert flagged <= 5
+
+
+def test_the_fitted_range_holds_the_settings_a_fit_took_from_its_defaults():
+    # `fit --default momentum=0.9 --default k_ref=1` of an LLM's runs at lr 1e-5 (no K_ref or
+    # momentum logged) and 5e-5 (logged), then `predict --lr 2e-5 --k-ref 2`: the run set reads
+    # NaN for the defaulted runs' K_ref, so the lag-gain product a K_ref = 0.000109 was said to lie
+    # outside the range [0.000136, 0.000136] of the other runs (the defaulted run's 2.7e-05 left
+    # out, and the other LLM's runs counted in), and `--momentum 0.5` against runs fitted at the
+    # default 0.9 had no range to leave at all
+    import arviz as az
+    import xarray as xr
+    from test_predict import _draws
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.model.prepare import prepare_data
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    steps = pd.Index(np.arange(12), name="step")
+    curves, meta = {}, {}
+    for name, llm, lr, logged in (("slow", "m", 1e-5, False), ("fast", "m", 5e-5, True), ("other", "o", 5e-4, True)):
+        curves[name] = pd.DataFrame({"reward": np.linspace(0.2, 0.6, 12)}, index=steps)
+        meta[name] = {"model": llm, "learning_rate": lr, "group_size": 4.0}
+        if logged:
+            meta[name] |= {"k_ref": 1.0, "momentum": 0.9, "momentum_convention": "ema"}
+    runs = make_runset(curves=curves, meta=meta)
+    model = GRPODynamicsModel(
+        model_config={"hyperparameter_defaults": {"momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}}
+    )
+    model.runset = runs
+    model.data = prepare_data(runs, model.model_config, model.parameterisation)
+    gain = np.array([2.7e-5, 1.36e-4, 1e-2])  # the runs' a = eta K (the other LLM's far above)
+    model.idata = az.InferenceData(
+        posterior=xr.Dataset({"a": (("chain", "draw", "run"), np.broadcast_to(gain, (1, 4, 3)).copy())}, coords={"run": ["slow", "fast", "other"]})
+    )
+    draws = _draws(np.full(40, 5.45e-5), momentum=0.9, k_ref=2.0)
+    model.coefficient_draws = lambda **kwargs: draws
+    setting = dict(model="m", group_size=4, steps=40, discrepancy=False, momentum_convention="ema")
+    inside = attr_warnings(predict_run(model, learning_rate=2e-5, momentum=0.9, k_ref=2, **setting))
+    assert not any("lag-gain product" in w for w in inside), inside
+    assert any("K_ref = 2 is outside the fitted runs' range [1, 1]" in w for w in inside), inside
+    below = attr_warnings(predict_run(model, learning_rate=2e-5, momentum=0.5, k_ref=1, **setting))
+    assert any("momentum = 0.5 is outside the fitted runs' range [0.9, 0.9]" in w for w in below), below
+    draws = _draws(np.full(40, 5.45e-5), momentum=0.9, k_ref=6.0)
+    model.coefficient_draws = lambda **kwargs: draws
+    far = attr_warnings(predict_run(model, learning_rate=2e-5, momentum=0.9, k_ref=6, **setting))
+    assert any("lag-gain product a K_ref = 0.000327 is outside the fitted runs' range [2.7e-05, 0.000136]" in w for w in far), far

@@ -41,7 +41,7 @@ import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
-from bayes_grpo.constants import HDI_PROB, STEP_DIM
+from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
 from bayes_grpo.dynamics.stability import exact_stable, is_whole
@@ -781,19 +781,42 @@ def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
     return lo - tol <= float(value) <= hi + tol
 
 
-def _train_gain_lag(fitted: Any) -> np.ndarray | None:
-    """Posterior-median ``a K_ref`` of each fitted run (mechanistic fits), else None."""
-    idata = getattr(fitted, "idata", None)
+def fitted_settings_runset(fitted: Any) -> xr.Dataset | None:
+    """The fit's run set with each run's learning rate, momentum, convention and ``K_ref`` as
+    the fit used them (``ModelData``): a setting the run set lacks and ``fit --default`` gave
+    (``hyperparameter_defaults``) is filled in. The extrapolation checks read the run set,
+    where such a run's setting is NaN: its runs were left out of the fitted range (a fit of
+    runs at learning rates 1e-5 and 5e-5, K_ref 1 given by --default for the first, warned that
+    a K_ref 0.000109 at 2e-5 lay outside the range [0.000136, 0.000136] of the other runs)."""
     runset = getattr(fitted, "runset", None)
+    data = getattr(fitted, "data", None)
+    if runset is None or data is None or RUN_DIM not in runset.dims:
+        return runset
+    position = {str(r): i for i, r in enumerate(data.run_ids)}
+    at = np.array([position.get(str(r), -1) for r in runset[RUN_DIM].values], dtype=int)
+    if (at < 0).any():
+        return runset
+    coords = {
+        name: (RUN_DIM, np.asarray(getattr(data, name), dtype=dtype)[at])
+        for name, dtype in (("learning_rate", float), ("momentum", float), ("momentum_convention", object), ("k_ref", float))
+    }
+    return runset.assign_coords(coords)
+
+
+def _train_gain_lag(fitted: Any, model: str | None = None) -> np.ndarray | None:
+    """Posterior-median ``a K_ref`` of each fitted run of ``model`` (all runs when ``model`` is
+    None or not among them, as :func:`extrapolation_warnings` compares the settings), with the
+    ``K_ref`` the fit used (:func:`fitted_settings_runset`); None for a phenomenological fit."""
+    idata = getattr(fitted, "idata", None)
+    runset = fitted_settings_runset(fitted)
     if idata is None or runset is None or getattr(fitted, "parameterisation", "") != "mechanistic":
         return None
     post = idata.posterior
     if "a" not in post or "k_ref" not in runset.coords:
         return None
-    a = post["a"].median(("chain", "draw"))
-    return np.asarray(a.values, dtype=float) * np.asarray(
-        runset["k_ref"].sel(run=a["run"].values).values, dtype=float
-    )
+    runs = [r for r in _model_runs(runset, model) if r in set(post["a"]["run"].values)]
+    a = post["a"].sel(run=runs).median(("chain", "draw"))
+    return np.asarray(a.values, dtype=float) * np.asarray(runset["k_ref"].sel(run=runs).values, dtype=float)
 
 
 def diverging_draws(gain, damping, *, law: str, momentum: float, k_ref: float) -> np.ndarray:
@@ -1256,7 +1279,7 @@ def predict_run(
     mechanistic = parameterisation == "mechanistic"
     new_llm = str(draws.attrs.get("new_model", "False")) == "True"
     size_used = new_llm and "size_exponent" in fitted._require_fit().posterior
-    fitted_runs = getattr(fitted, "runset", None)
+    fitted_runs = fitted_settings_runset(fitted)
     warnings_ = extrapolation_warnings(
         fitted_runs,
         model=model,
@@ -1264,7 +1287,7 @@ def predict_run(
         momentum=momentum,
         k_ref=k_ref,
         gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
-        train_gain_lag=_train_gain_lag(fitted) if mechanistic else None,
+        train_gain_lag=_train_gain_lag(fitted, model) if mechanistic else None,
         model_size=model_size if size_used else None,
         group_size=None if new_llm else group_size,  # a new LLM's band has no noise to carry
         momentum_convention=momentum_convention,
