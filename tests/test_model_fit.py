@@ -643,3 +643,28 @@ def test_the_posterior_variables_load_asks_of_a_fit_are_variables_its_model_has(
 
     model = GRPODynamicsModel(parameterisation=parameterisation, likelihood=likelihood).build_model(sim_runset)
     assert set(posterior_variables(parameterisation, likelihood)) <= set(model.named_vars)
+
+
+def test_the_size_regression_note_agrees_with_one_llm_of_known_size():
+    # `fit` of runs of two LLMs, one with a model_size (ingest read qwen2-494M's from its
+    # config): "the curvature is not regressed on log model_size: 1 of 2 LLMs have a known size"
+    import numpy as np
+    import pandas as pd
+
+    from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG
+    from bayes_grpo.model.prepare import prepare_data, size_regression_note
+    from bayes_grpo.runset import make_runset
+
+    steps = pd.Index(np.arange(12), name="step")
+    curves = {r: pd.DataFrame({"reward": np.linspace(0.2, 0.6, 12)}, index=steps) for r in ("a", "b", "c")}
+    base = {"learning_rate": 1e-5, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1.0}
+    sizes = {"a": ("small", 4.9e8), "b": ("big", np.nan), "c": ("third", 7e9)}
+    meta = {r: base | {"model": m, "model_size": n} for r, (m, n) in sizes.items()}
+    one = make_runset(curves={r: curves[r] for r in "ab"}, meta={r: meta[r] for r in "ab"})
+    data = prepare_data(one, DEFAULT_MODEL_CONFIG, "mechanistic")
+    note = size_regression_note(data, DEFAULT_MODEL_CONFIG, "mechanistic")
+    assert "1 of 2 LLMs has a known size, 1 different" in note, note
+    two = make_runset(curves=curves, meta=meta)
+    data = prepare_data(two, DEFAULT_MODEL_CONFIG, "mechanistic")
+    note = size_regression_note(data, DEFAULT_MODEL_CONFIG, "mechanistic")
+    assert "2 of 3 LLMs have a known size, 2 different" in note, note

@@ -820,9 +820,10 @@ def size_regression_note(data: ModelData, config: dict[str, Any], parameterisati
             "size); give their model_size (manifest column, or a config.json beside the log)"
         )
     need = max(2, int(config["size_exponent"].get("min_models", 3)))
+    n_known = int(known.sum())
     return (
-        f"the curvature is not regressed on log model_size: {int(known.sum())} of {data.n_models} LLMs have a "
-        f"known size, {len(set(data.log_size[known]))} different (needs {need} LLMs of known size, two "
+        f"the curvature is not regressed on log model_size: {n_known} of {data.n_models} LLMs "
+        f"{'has a' if n_known == 1 else 'have a'} known size, {len(set(data.log_size[known]))} different (needs {need} LLMs of known size, two "
         "sizes at least); the sizes are not used"
     )
 
