@@ -1123,6 +1123,11 @@ def test_a_run_without_a_trend_shows_no_trend_for_its_r2_not_a_huge_negative_num
     assert "<td>0.95</td>" in per_run and "<td>0.97</td>" in per_run  # the runs with a trend keep theirs
     said = " ".join(b.content for b in blocks if b.kind == "text")
     assert "Runs without a visible trend" in said and "run1" in said and '"no trend"' in said, said
+    # a run without a visible trend can have a small positive R^2 (q05-g4-r3 of the public
+    # wordle logs: raw 0.139, smoothed 0.52), which the text called "(large negative)"
+    summary.loc["run1", ["r2_raw", "r2_smoothed"]] = [0.139, 0.52]
+    said = " ".join(b.content for b in fit_section(model).blocks if b.kind == "text")
+    assert "its (large negative) value" not in said and "large and negative where the run is flat" in said, said
     plt.close("all")
 
 

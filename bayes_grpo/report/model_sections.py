@@ -102,7 +102,8 @@ def fit_section(model: Any) -> Section:
         section.text(
             f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}. "
             f'Their R^2 reads "{NO_TREND}": with no rise to explain, R^2 weighs the curve\'s misfit against the '
-            "noise alone, and its (large negative) value says nothing of the law (`fit --json` keeps the numbers)."
+            "noise alone, and its value (large and negative where the run is flat) says nothing of the law "
+            "(`fit --json` keeps the numbers)."
         )
     caption = (
         f"Logged reward (grey), posterior mean (line) and {HDI_PROB:.0%} band of the mean trajectory; "
