@@ -696,7 +696,7 @@ def phase_diagram(
     other_llms: dict[str, int] = {}
     if observed is None:
         # a fitted LLM's diagram marks its own runs (another LLM's runs have another curvature)
-        runs = _runset_as_fitted(fitted)
+        runs = runset_as_fitted(fitted)
         llm = _fitted_llm(fitted, model)
         other_llms = _runs_of_other_llms(fitted, runs, llm)
         if other_llms:
@@ -804,11 +804,12 @@ def _other_momentum_settings(
     return [(float(m), str(c)) for m, c in zip(mom[mine & ~same], conv[mine & ~same])]
 
 
-def _runset_as_fitted(fitted: Any) -> xr.Dataset | None:
+def runset_as_fitted(fitted: Any) -> xr.Dataset | None:
     """The fitted run set with each run's settings as the fit took them: a setting the run
     does not log carries the fit's default (``fit --default momentum=0.9``), which a phase
     diagram at that momentum must mark the run at (it marked none: the logged NaN matched no
-    momentum)."""
+    momentum), and which ``predict``'s and ``forecast --prior``'s extrapolation checks compare a
+    setting with (a run fitted at ``--default k_ref=1`` was left out of the fitted range)."""
     ds = fitted_runset(fitted)
     data = getattr(fitted, "data", None)
     run_ids = getattr(data, "run_ids", None)

@@ -83,9 +83,9 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.stability import (
         _fitted_llm,
-        _runset_as_fitted,
         most_common_setting,
         phase_diagram,
+        runset_as_fitted,
     )
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.model.prepare import convention_without_momentum
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     fitted, load_notes = as_fitted_model(args.posterior)
     # the runs' settings as the fit took them (a momentum from `fit --default` included), as
     # the diagram marks them
-    ds = _runset_as_fitted(fitted)
+    ds = runset_as_fitted(fitted)
     momentum, convention = args.momentum, args.momentum_convention
     if ds is not None and (momentum is None or convention is None):
         momentum, convention = most_common_setting(

@@ -41,7 +41,7 @@ import xarray as xr
 
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
-from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
+from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
 from bayes_grpo.dynamics.stability import exact_stable, is_whole
@@ -781,34 +781,15 @@ def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
     return lo - tol <= float(value) <= hi + tol
 
 
-def fitted_settings_runset(fitted: Any) -> xr.Dataset | None:
-    """The fit's run set with each run's learning rate, momentum, convention and ``K_ref`` as
-    the fit used them (``ModelData``): a setting the run set lacks and ``fit --default`` gave
-    (``hyperparameter_defaults``) is filled in. The extrapolation checks read the run set,
-    where such a run's setting is NaN: its runs were left out of the fitted range (a fit of
-    runs at learning rates 1e-5 and 5e-5, K_ref 1 given by --default for the first, warned that
-    a K_ref 0.000109 at 2e-5 lay outside the range [0.000136, 0.000136] of the other runs)."""
-    runset = getattr(fitted, "runset", None)
-    data = getattr(fitted, "data", None)
-    if runset is None or data is None or RUN_DIM not in runset.dims:
-        return runset
-    position = {str(r): i for i, r in enumerate(data.run_ids)}
-    at = np.array([position.get(str(r), -1) for r in runset[RUN_DIM].values], dtype=int)
-    if (at < 0).any():
-        return runset
-    coords = {
-        name: (RUN_DIM, np.asarray(getattr(data, name), dtype=dtype)[at])
-        for name, dtype in (("learning_rate", float), ("momentum", float), ("momentum_convention", object), ("k_ref", float))
-    }
-    return runset.assign_coords(coords)
-
-
 def _train_gain_lag(fitted: Any, model: str | None = None) -> np.ndarray | None:
     """Posterior-median ``a K_ref`` of each fitted run of ``model`` (all runs when ``model`` is
     None or not among them, as :func:`extrapolation_warnings` compares the settings), with the
-    ``K_ref`` the fit used (:func:`fitted_settings_runset`); None for a phenomenological fit."""
+    ``K_ref`` the fit used (:func:`bayes_grpo.checks.stability.runset_as_fitted`); None for a
+    phenomenological fit."""
+    from bayes_grpo.checks.stability import runset_as_fitted
+
     idata = getattr(fitted, "idata", None)
-    runset = fitted_settings_runset(fitted)
+    runset = runset_as_fitted(fitted)
     if idata is None or runset is None or getattr(fitted, "parameterisation", "") != "mechanistic":
         return None
     post = idata.posterior
@@ -1279,7 +1260,12 @@ def predict_run(
     mechanistic = parameterisation == "mechanistic"
     new_llm = str(draws.attrs.get("new_model", "False")) == "True"
     size_used = new_llm and "size_exponent" in fitted._require_fit().posterior
-    fitted_runs = fitted_settings_runset(fitted)
+    from bayes_grpo.checks.stability import runset_as_fitted
+
+    # with the settings the fit took from its --default values: the run set reads NaN there, and
+    # a fit of runs at lr 1e-5 (K_ref 1 by --default) and 5e-5 (K_ref 1 logged) warned that a K_ref
+    # 0.000109 at 2e-5 lay outside the range [0.000136, 0.000136] of the logged runs
+    fitted_runs = runset_as_fitted(fitted)
     warnings_ = extrapolation_warnings(
         fitted_runs,
         model=model,
