@@ -334,6 +334,30 @@ def test_a_phenomenological_fit_asked_about_a_new_llm_says_it_needs_a_mechanisti
         phase_diagram(PhenomenologicalFit(), momentum=0.9, momentum_convention="ema")
 
 
+def test_a_saved_phenomenological_fit_refused_by_stability_is_named_by_its_path(monkeypatch, tmp_path, capsys):
+    # `stability --posterior phen.nc ...` and `phase-diagram phen.nc` (a fit of the public
+    # wordle and Qwen3.5 logs) said "error: stability of a setting needs a mechanistic fit; this
+    # one is phenomenological ..." without naming the file
+    import bayes_grpo.model.core as core
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+
+    class PhenomenologicalFit:
+        parameterisation = "phenomenological"
+        runset = None
+
+    monkeypatch.setattr(core, "as_fitted_model", lambda posterior, **kw: (PhenomenologicalFit(), []))
+    setting = dict(momentum=0.9, momentum_convention="ema", k_ref=1)
+    with pytest.raises(ValueError, match=r"^models/phen\.nc: stability of a setting needs a mechanistic fit; this one is phenomenological"):
+        stability_from_posterior("models/phen.nc", learning_rate=1e-6, **setting)
+    with pytest.raises(ValueError, match=r"^models/phen\.nc: stability of a setting needs a mechanistic fit"):
+        phase_diagram("models/phen.nc", momentum=0.9, momentum_convention="ema")
+    from bayes_grpo.cli import main
+
+    capsys.readouterr()
+    assert main(["phase-diagram", "models/phen.nc", "-o", str(tmp_path / "phase.png"), "--momentum", "0.9"]) != 0
+    assert "phase-diagram: error: models/phen.nc: stability of a setting needs a mechanistic fit" in capsys.readouterr().err
+
+
 def test_a_run_at_a_fractional_k_ref_is_marked_on_the_phase_diagram_but_not_assessed():
     # `phase-diagram fit.nc` of runs logged at K_ref 1.5 (ingest keeps it, with a warning; the
     # fit takes it) failed: "the exact stability criterion needs an integer lag k_ref; got [1.5]"

@@ -26,6 +26,7 @@ L))`` (:func:`bayes_grpo.dynamics.stability.exact_threshold`), so
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -304,11 +305,14 @@ def _gain_draws(
     return np.asarray(draws["a"].values, dtype=float)
 
 
-def _require_mechanistic(parameterisation: str) -> None:
+def _require_mechanistic(parameterisation: str, source: Any = None) -> None:
+    """Refuse a fit that is not mechanistic; ``source``: the saved fit's path, named first
+    when given (`stability --posterior phen.nc` did not say which file was phenomenological)."""
     if parameterisation != "mechanistic":
         # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting does not enter it
+        named = f"{source}: " if isinstance(source, str | os.PathLike) else ""
         raise ValueError(
-            f"stability of a setting needs a mechanistic fit; this one is {parameterisation} "
+            f"{named}stability of a setting needs a mechanistic fit; this one is {parameterisation} "
             "(free zeta and w0 per LLM, no curvature K), so the learning rate and K_ref do not "
             "enter its coefficients: refit with --parameterisation mechanistic"
         )
@@ -436,6 +440,7 @@ def stability_from_posterior(
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
     fitted, load_notes = as_fitted_model(posterior_path_or_model)
+    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")), posterior_path_or_model)
     _warn_llm_not_in_fit(fitted, model)
     a = _gain_draws(
         fitted,
@@ -684,6 +689,7 @@ def phase_diagram(
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
     fitted, load_notes = as_fitted_model(posterior_path_or_model)
+    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")), posterior_path_or_model)
     _warn_llm_not_in_fit(fitted, model)
     K = _stiffness_draws(
         fitted,

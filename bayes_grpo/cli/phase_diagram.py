@@ -83,6 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     from bayes_grpo._io import write_atomic
     from bayes_grpo.checks.stability import (
         _fitted_llm,
+        _require_mechanistic,
         most_common_setting,
         phase_diagram,
         runset_as_fitted,
@@ -99,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.n_lr < 2:
         raise ValueError(f"--n-lr must be at least 2 (the grid's learning rates), got {args.n_lr}")
     fitted, load_notes = as_fitted_model(args.posterior)
+    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")), args.posterior)
     # the runs' settings as the fit took them (a momentum from `fit --default` included), as
     # the diagram marks them
     ds = runset_as_fitted(fitted)
