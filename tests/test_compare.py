@@ -78,6 +78,18 @@ def test_mechanistic_law_needs_momentum_and_k_ref():
         prepare_runs(_runset(n_steps=6))
 
 
+def test_the_mechanistic_law_skipped_for_unknown_settings_points_to_compare_default():
+    # "oscillator_mechanistic skipped: momentum / k_ref unknown for runs [...]" did not say how
+    # to give them, as fit's refusal does (--default NAME=VALUE)
+    reason = law_applicable("oscillator_mechanistic", prepare_runs(_runset(known=False)))
+    assert "['r0', 'r1']" in reason
+    assert "(CLI: --default momentum=VALUE --default k_ref=VALUE)" in reason
+    assert "hyperparameter_defaults={'momentum': ..., 'k_ref': ...}" in reason
+    only_lag = prepare_runs(_runset(known=False), hyperparameter_defaults={"momentum": 0.5})
+    reason = law_applicable("oscillator_mechanistic", only_lag)
+    assert "(CLI: --default k_ref=VALUE)" in reason and "momentum=VALUE" not in reason
+
+
 def test_the_hyperparameter_defaults_of_fit_give_the_mechanistic_law_its_momentum_and_lag(monkeypatch, capsys):
     # `fit --default momentum=0.5 --default k_ref=4` fitted such runs, but compare (and
     # report --compare of that fit) skipped the mechanistic law: it had no --default

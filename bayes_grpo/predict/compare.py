@@ -224,7 +224,19 @@ def law_applicable(law: str, data: RunData) -> str | None:
             if not (np.isfinite(m) and np.isfinite(k))
         ]
         if missing:
-            return f"momentum / k_ref unknown for runs {missing}"
+            # as fit's refusal (model.prepare), the way to give them: a bare "unknown" left the
+            # user to find compare's own --default
+            unknown = [
+                name
+                for name, values in (("momentum", data.momentum), ("k_ref", data.k_ref))
+                if not np.isfinite(values).all()
+            ]
+            given = ", ".join(f"'{name}': ..." for name in unknown)
+            flags = " ".join(f"--default {name}=VALUE" for name in unknown)
+            return (
+                f"momentum / k_ref unknown for runs {missing}; give a default with "
+                f"hyperparameter_defaults={{{given}}} (CLI: {flags})"
+            )
         # momentum 1 put log(0) in the prior of a (a PyMC SamplingError traceback), as fit refuses it
         for name, values in (("momentum", data.momentum), ("k_ref", data.k_ref)):
             bad = [f"{r} ({v:g})" for r, v, ok in zip(data.run_ids, values, setting_in_range(name, values)) if not ok]
