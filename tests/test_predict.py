@@ -2008,3 +2008,33 @@ def test_a_few_diverging_draws_are_not_called_zero_percent():
     assert ds.attrs["n_draws_diverging"] == 1
     note = next(w for w in attr_warnings(ds) if "unstable at this setting" in w)
     assert note.startswith("1 of 2000 posterior draws (0.") and "(0%)" not in note, note
+
+
+def test_a_saved_fit_whose_draws_are_refused_is_named_by_its_path(monkeypatch, tmp_path, capsys):
+    # `predict phen.nc --model nope` said "error: the phenomenological model has no population
+    # level: model must be one of [...]" (GRPODynamicsModel.coefficient_draws) without naming
+    # the saved fit
+    import bayes_grpo.model.core as core
+    from bayes_grpo.cli import main
+
+    class PhenomenologicalFit:
+        parameterisation = "phenomenological"
+        runset = None
+
+        def coefficient_draws(self, **kwargs):
+            raise ValueError("the phenomenological model has no population level: model must be one of ['x']")
+
+    monkeypatch.setattr(core, "as_fitted_model", lambda posterior, **kw: (PhenomenologicalFit(), []))
+    path = tmp_path / "phen.nc"
+    path.write_bytes(b"")
+    setting = dict(learning_rate=1e-6, momentum=0.9, k_ref=1, group_size=8, steps=40, model="nope")
+    with pytest.raises(ValueError, match=r"^\S*phen\.nc: the phenomenological model has no population level"):
+        predict_run(str(path), **setting)
+    with pytest.raises(ValueError, match=r"^\S*phen\.nc: the phenomenological model has no population level"):
+        predict_run(path, **setting)
+    with pytest.raises(ValueError, match=r"^the phenomenological model has no population level"):
+        predict_run(PhenomenologicalFit(), **setting)  # no file to name
+    capsys.readouterr()
+    args = ["--lr", "1e-6", "--momentum", "0.9", "--k-ref", "1", "--group-size", "8", "--steps", "40", "--model", "nope"]
+    assert main(["predict", str(path), *args]) != 0
+    assert f"error: {path}: the phenomenological model has no population level" in capsys.readouterr().err
