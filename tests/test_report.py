@@ -1270,6 +1270,10 @@ def test_the_per_model_and_g_r2_leaves_out_runs_without_a_trend():
     groups = model.group_summary()
     assert groups.loc[("tiny", 4), "r2_raw"] == 0.95 and groups.loc[("tiny", 4), "r2_smoothed"] == 0.97
     assert np.isnan(groups.loc[("tiny", 16), "r2_raw"]) and groups.loc[("tiny", 16), "n_runs"] == 2
+    # the R^2 of G 4 is of 1 of its 2 runs: the table says so (n_runs_r2), and its caption
+    # ("the median of its runs' values (n_runs runs)") said it was of both
+    assert groups.loc[("tiny", 4), "n_runs"] == 2 and groups.loc[("tiny", 4), "n_runs_r2"] == 1
+    assert groups.loc[("tiny", 16), "n_runs_r2"] == 0
     assert groups.loc[("tiny", 16), "zeta"] == 0.8  # the other columns as before
     runs = _runset()
     draws = xr.DataArray(np.broadcast_to(runs["reward"].values, (3, *runs["reward"].shape)), dims=("sample", "run", "step"))
@@ -1281,6 +1285,9 @@ def test_the_per_model_and_g_r2_leaves_out_runs_without_a_trend():
     assert "-62" not in per_group and "-2.1e+04" not in per_group, per_group
     g16 = per_group.split("<th>16</th>")[1].split("</tr>")[0]
     assert g16.count("<td>no trend</td>") == 3, g16
+    assert "n_runs_r2" in per_group
+    said = " ".join(b.content for b in fit_section(shown).blocks if b.kind == "text")
+    assert "its R^2 the median over its runs with a visible trend only (n_runs_r2 runs)" in said, said
     plt.close("all")
 
 

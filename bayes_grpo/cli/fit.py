@@ -265,7 +265,7 @@ def run_fit(args: argparse.Namespace) -> int:
         )
     else:
         bounds_title = "" if model.reward_bounds is None else f", reward bounds {bounds_text(model.reward_bounds)}"
-        cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs"]
+        cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs", "n_runs_r2"]
         # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
         table = with_no_trend_r2(runs, groups[cols])
         print_table(group_sizes_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood}{bounds_title})")

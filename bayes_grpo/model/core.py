@@ -830,9 +830,9 @@ class GRPODynamicsModel:
         return frame
 
     def group_summary(self) -> pd.DataFrame:
-        """Per (model, G): medians of the run summary's columns and the run count. The R^2
-        columns are the medians over the group's runs with a visible trend (``has_trend`` not
-        False), NaN when none has one: a flat run's R^2 (-125, -4095) measures its misfit against
+        """Per (model, G): medians of the run summary's columns and the run count (``n_runs``).
+        The R^2 columns are the medians over the group's runs with a visible trend (``has_trend``
+        not False; their count ``n_runs_r2``), NaN when none has one: a flat run's R^2 (-125, -4095) measures its misfit against
         its noise alone, and beside one other run it made the group's median -62."""
         runs = self.run_summary()
         cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", *R2_COLUMNS]
@@ -841,6 +841,10 @@ class GRPODynamicsModel:
         runs.loc[runs["has_trend"].map(lambda t: t is False).to_numpy(bool), r2] = np.nan
         out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
         out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
+        # the runs behind the R^2 medians: a G of 3 runs, 1 flat, has R^2 medians of 2 runs,
+        # which "the median of its runs' values (n_runs runs)" did not say
+        trend = runs.assign(n_runs_r2=runs["has_trend"].map(lambda t: t is not False).astype(int))
+        out["n_runs_r2"] = trend.groupby(["model", "group_size"], dropna=False)["n_runs_r2"].sum()
         # grouping turns a G column holding NaN (unknown G) back into floats: 4 read as 4.0
         g = readable_group_sizes(out.index.get_level_values("group_size"))
         levels = [out.index.get_level_values("model"), pd.Index(g, dtype=g.dtype, name="group_size")]

@@ -80,7 +80,8 @@ def fit_section(model: Any) -> Section:
     section.text(
         f"Per run, posterior medians (zeta_lo and zeta_hi: the central {HDI_PROB:.0%} interval of zeta; R^2 "
         "of the posterior-mean trajectory; r_hat: the largest R-hat of the run's own variables); per model "
-        "and G, the median of its runs' values (n_runs runs)."
+        "and G, the median of its runs' values (n_runs runs), its R^2 the median over its runs with a visible "
+        "trend only (n_runs_r2 runs)."
     )
     if hasattr(model, "units_note"):
         section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
