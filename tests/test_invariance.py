@@ -700,6 +700,30 @@ def test_evidence_of_g_dependence_from_one_run_per_g_under_the_iid_likelihood_is
     assert "one run at a group size" not in two_each.summary
 
 
+def test_the_single_run_warning_says_when_the_only_run_at_a_g_is_flat(toy_invariance):
+    # an LLM's only run at G=16 without a visible trend: the verdict of G-dependence there leans
+    # on a run the law cannot describe, and the single-run warning did not say it was flat
+    rng = np.random.default_rng(1)
+    steps = np.arange(40)
+    rise = np.linspace(0.0, 3.0, 40)
+    curves = {
+        "a4": pd.DataFrame({"reward": rise + rng.normal(0, 0.3, 40)}, index=steps),
+        "b4": pd.DataFrame({"reward": rise + rng.normal(0, 0.3, 40)}, index=steps),
+        "flat16": pd.DataFrame({"reward": 4.0 + rng.normal(0, 0.3, 40)}, index=steps),
+    }
+    meta = {"a4": {"group_size": 4}, "b4": {"group_size": 4}, "flat16": {"group_size": 16}}
+    ds = make_runset(curves, {r: {"model": "toy"} | m for r, m in meta.items()})
+    assert invariance.single_runs_without_trend(ds, {"toy": [16.0]}) == {"toy": [(16.0, "flat16")]}
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=100, tune=100, chains=1)
+    assert res.passed is False and res.values["single_run_groups"] == {"toy": [16.0]}
+    assert res.values["single_runs_without_trend"] == {"toy": [(16.0, "flat16")]}
+    assert "The only run at its G has no visible trend (flat16 (G=16))" in res.summary, res.summary
+    # a rising single run is not called flat
+    risen = ds.copy(deep=True)
+    risen["reward"].loc[{"run": "flat16"}] = rise + 4.0 + rng.normal(0, 0.3, 40)
+    assert invariance.single_runs_without_trend(risen, {"toy": [16.0]}) == {}
+
+
 def test_an_iid_verdict_of_g_dependence_with_autocorrelated_residuals_is_not_determined(toy_invariance, monkeypatch, tmp_path, capsys):
     # the i.i.d. test said "depends on G" (passed False, values.verdict, the report's badge) and
     # put "the residuals are autocorrelated ... overstates the evidence" only at the end of the

@@ -1214,9 +1214,46 @@ def invariance_check(
             "difference between G, so this evidence of G-dependence may be the runs', not G's: "
             "confirm with likelihood='state_space' (--likelihood state_space) or more runs per G."
         )
+        flat = single_runs_without_trend(runset, single)
+        if flat:
+            # the only run at a G that is flat is one the law cannot describe (no rise): the
+            # verdict there leans on it, which the warning did not say
+            values["single_runs_without_trend"] = flat
+            named = "; ".join(
+                f"{f'{m}: ' if several else ''}" + ", ".join(f"{run} (G={g:g})" for g, run in pairs)
+                for m, pairs in flat.items()
+            )
+            summary += (
+                f" The only run at its G has no visible trend ({named}): the law has no rise to "
+                "describe there, so the G-dependence leans on a flat run (not evidence for or "
+                "against the law)."
+            )
     return CheckResult(
         name="g_invariance", passed=passed, summary=summary, table=table, values=values
     )
+
+
+def single_runs_without_trend(
+    runset: xr.Dataset, single: dict[str, list[float]]
+) -> dict[str, list[tuple[float, str]]]:
+    """Of the single runs of ``single`` (:func:`single_run_groups`), those without a visible
+    trend (``{llm: [(G, run), ...]}``, others left out): the trend test of the fit's
+    ``has_trend`` (:func:`bayes_grpo.metrics.trend_test`, p >= ``TREND_ALPHA``; a run too short
+    or constant to test is not named)."""
+    from bayes_grpo.metrics import TREND_ALPHA, trend_test
+
+    models = _model_names(runset)
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    steps = np.asarray(runset[STEP_DIM].values, dtype=float)
+    out: dict[str, list[tuple[float, str]]] = {}
+    for m, sizes in single.items():
+        for g in sizes:
+            (i,) = np.flatnonzero((models == m) & (gs == g))
+            run = runset[RUN_DIM].values[i]
+            _, p = trend_test(steps, np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float))
+            if np.isfinite(p) and p >= TREND_ALPHA:
+                out.setdefault(str(m), []).append((float(g), str(run)))
+    return out
 
 
 def single_run_groups(runset: xr.Dataset, llms: Sequence[str]) -> dict[str, list[float]]:
@@ -1571,6 +1608,7 @@ __all__ = [
     "reference_prior_scale",
     "shared_offset_shifts",
     "single_run_groups",
+    "single_runs_without_trend",
     "alpha_summary",
     "residual_lag1_autocorrelation",
     "residual_lag1_by_llm",
