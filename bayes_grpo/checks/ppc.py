@@ -109,7 +109,10 @@ def run_predictive(
     dict with ``t`` (steps with a finite reward, shape ``(T,)``), ``y`` (rewards,
     ``(T,)``), ``mean`` (mean-trajectory draws, ``(n, T)``), ``obs`` (predictive draws
     of the logged reward, ``(n, T)``), ``coef`` (the coefficient draws dataset) and
-    ``hyper`` (the settings used).
+    ``hyper`` (the settings used). ``obs`` is the fit's own observation model, the mean plus
+    Gaussian noise: a fit with reward bounds puts its plateau and initial reward in them but
+    its likelihood (``model.builder``) does not censor at them, so ``obs`` is not clipped
+    there (``predict``'s and ``forecast``'s bands are) and can pass them.
     """
     hyper = run_hyperparameters(runset, run)
     # a setting the run does not log takes the fit's default (fit --default k_ref=1): the value
