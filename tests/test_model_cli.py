@@ -441,7 +441,9 @@ def test_the_printed_table_gives_an_unknown_g_as_a_question_mark_not_nan(runs_fi
     _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(runs), "-o", str(tmp_path / "f.nc")]) == 0
     table = capsys.readouterr().out.split("posterior medians per model and G")[1].split("\nunits")[0]
-    sizes = [line.split()[-12] for line in table.strip().splitlines()[3:]]  # G, then 11 columns
+    lines = table.strip().splitlines()
+    n_columns = len(lines[1].split())  # the header after the label: p_star ... n_runs_r2
+    sizes = [line.split()[-n_columns - 1] for line in lines[3:]]  # G, then the columns
     assert sorted(sizes) == ["16", "4", "?"], table
 
 
