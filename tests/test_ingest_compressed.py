@@ -550,6 +550,32 @@ def test_a_rotated_piece_alone_is_read_as_its_log(tmp_path, name):
         )
 
 
+@pytest.mark.parametrize(
+    ("log", "piece"),
+    [
+        ("train.log", "train.log.1"),
+        ("train.log", "train.log-20261205.gz"),
+        ("qwen_g8.log", "qwen_g8.log.3"),
+        ("metrics.jsonl", "metrics.jsonl.2"),
+    ],
+)
+def test_a_rotated_piece_alone_is_named_as_its_log_would_be(tmp_path, log, piece):
+    # read as its log, a piece alone was named by its own file name: run_a/train.log.1 was the run
+    # 'train.log.1' where run_a/train.log is 'run_a', logs/qwen_g8.log.3 'qwen_g8.log.3'
+    text = _dicts(range(1, N + 1))
+    if "jsonl" in log:
+        text = "".join(json.dumps({"step": s, "reward": 0.01 * s}) + "\n" for s in range(1, N + 1))
+    ids = []
+    for name, top in ((log, "plain"), (piece, "rotated")):
+        folder = tmp_path / top / "run_a" / "logs"
+        folder.mkdir(parents=True)
+        data = text.encode()
+        (folder / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        ids.append([list(load_runs([given]).run.values) for given in (folder.parent, folder / name)])
+    assert ids[1] == ids[0]
+    assert ids[0][0] == (["qwen_g8"] if log.startswith("qwen") else ["run_a"])
+
+
 def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
     # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
     # archived runs 'no log of a known format found here': neither said they were archives

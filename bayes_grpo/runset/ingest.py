@@ -82,6 +82,7 @@ from bayes_grpo.runset.loaders import (
     log_name,
     read_manifest,
     rotated_log_error,
+    rotated_piece,
 )
 from bayes_grpo.runset.loaders.sidecar import (
     OPENRLHF_K_REF,
@@ -1295,7 +1296,9 @@ def _path_components(
     if file_name:
         last = f"{parts.pop()}/{path.name}" if parts else path.name
         return [*parts, last, *([name] if name else [])]
-    stem = log_name(path)  # a compressed log's run is named as the log it holds
+    # a compressed log's run is named as the log it holds, a rotated piece read alone as its log
+    # (train.log.1, train.log-20261205.gz: the run was 'train.log.1' where train.log's is its folder)
+    stem = rotated_piece(path) or log_name(path)
     stamp = _EVENT_STAMP.match(stem)
     if stamp and sole_event_file and parts:
         stem = "events"  # a generic stem: left out
