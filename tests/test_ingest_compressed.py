@@ -330,6 +330,40 @@ def test_a_corrupt_compressed_config_is_named_in_the_runs_warnings(tmp_path):
     ), notes
 
 
+@pytest.mark.parametrize("name", ["config.yaml", "training_args.json", "config.json"])
+def test_a_config_beside_its_compressed_copy_follows_the_trainer_states_rule(tmp_path, name):
+    # the plain config won silently: cut short or corrupt, it was 'not read' and its readable
+    # compressed copy beside it was never tried (G, beta, model lost); readable, the copy beside
+    # it was left out without a word. A Trainer state's copies were already read so.
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in zip(range(1, N + 1), REWARD))
+    )
+    if name == "config.json":
+        content = {"model_type": "qwen2", "_name_or_path": "Qwen/Qwen2.5-0.5B"}
+        coord, value = "model", "Qwen/Qwen2.5-0.5B"
+    else:
+        content = {"num_generations": 8, "beta": 0.04}
+        coord, value = "group_size", 8
+    text = json.dumps(content)
+    (run / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+    (run / name).write_text(text[: len(text) // 2] if name.endswith(".json") else "a: [1\nb: 2\n")
+    ds = load_runs([tmp_path / "runs"])
+    assert run_coords(ds, "run_a")[coord] == value
+    (note,) = [n for n in runset_warnings(ds)["run_a"] if str(run / name) in n]
+    assert note.startswith(f"{run / 'metrics.jsonl'}: {run / name}: not read (")
+    assert note.endswith(f"; passed over for {run / name}.gz, a copy beside it")
+    # a readable plain config is read, and its copy named as not read
+    (run / name).write_text(text.replace("8", "4").replace("0.5B", "1.5B"))
+    ds = load_runs([tmp_path / "runs"])
+    assert run_coords(ds, "run_a")[coord] == (4 if coord == "group_size" else "Qwen/Qwen2.5-1.5B")
+    assert [n for n in runset_warnings(ds)["run_a"] if str(run / name) in n] == [
+        f"{run / 'metrics.jsonl'}: read {run / name}; {run / name}.gz beside it is not read (a "
+        f"compressed copy, or another config: remove {run / name} to read it)"
+    ]
+
+
 def test_wandbs_own_debug_logs_compressed_are_no_runs(tmp_path):
     # wandb's debug.log prints the run's config as a dict with an 'epoch'; compressed with the
     # run (debug.log.gz), it was taken for a console log: a run without a reward, rejected, and

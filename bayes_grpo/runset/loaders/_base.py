@@ -89,6 +89,46 @@ def file_copies(folder: Path, name: str) -> list[Path]:
     return [folder / c for c in candidates if (folder / c).is_file()]
 
 
+def first_readable(
+    copies: list[Path],
+    read: Callable[[Path], object],
+    *,
+    shown: Callable[[Path], str] = str,
+    other: str = "another file",
+    to_read: str = "give {names} to read it",
+) -> tuple[Path, object | None, list[str], list[str]]:
+    """The first of a folder's copies of one file (:func:`file_copies`: the plain file, then its
+    compressed copies) that ``read`` reads, its content, notes (of the copies before it that are
+    not readable, and of those after it, not read) and the copies' errors; the first copy and
+    None when no copy is readable. The one rule of a folder's Trainer state and its configs.
+
+    ``read`` raises :class:`LogFormatError` naming the file for a copy that cannot be read;
+    ``shown`` is a copy's name in the notes, ``other`` what a copy not read may be besides a
+    compressed copy and ``to_read`` how to read it (``{names}``: the copies not read, ``{read}``:
+    the one read, both as shown).
+
+    A file beside its compressed copy was read plain and the copy left out without a word (a
+    copy holding a longer training too); a plain file cut short or corrupt was the run's error,
+    or a config "not read", though a readable copy lay beside it."""
+    errors: list[str] = []
+    for i, path in enumerate(copies):
+        try:
+            content = read(path)
+        except LogFormatError as exc:
+            errors.append(str(exc))
+            continue
+        notes = [f"{exc}; passed over for {shown(path)}, a copy beside it" for exc in errors]
+        if others := [shown(p) for p in copies[i + 1 :]]:
+            names = " and ".join(others)
+            how = to_read.format(names=names, read=shown(path))
+            notes.append(
+                f"read {shown(path)}; {names} beside it {'is' if len(others) == 1 else 'are'} "
+                f"not read (a compressed copy, or {other}: {how})"
+            )
+        return path, content, notes, errors
+    return copies[0], None, [], errors
+
+
 def _open_bytes(path: Path) -> IO[bytes]:
     suffix = compression_suffix(path)
     return DECOMPRESSORS[suffix](path, "rb") if suffix in DECOMPRESSORS else path.open("rb")

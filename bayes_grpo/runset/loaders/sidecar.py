@@ -24,8 +24,9 @@ file                            read as
 ==============================  ===========================================================
 
 Each is read compressed too (``training_args.json.gz``, ``bayes_grpo_run.json.xz``: a run
-archived with ``gzip -r``), where the plain file is not there
-(:func:`~bayes_grpo.runset.loaders._base.find_file`).
+archived with ``gzip -r``), where the plain file is not there or not readable; a copy not read
+beside the one read is named (:func:`_read_config`, by a Trainer state's rule:
+:func:`~bayes_grpo.runset.loaders._base.first_readable`).
 
 :func:`coords_from_config` turns a flattened config into run coordinates: direct keys
 (:data:`~bayes_grpo.runset.names.HYPERPARAMETER_ALIASES`), the optimizer's momentum and its
@@ -48,8 +49,10 @@ import yaml
 from bayes_grpo.constants import EMA, HEAVY_BALL
 from bayes_grpo.runset.loaders._base import (
     READ_ERRORS,
+    LogFormatError,
     error_message,
-    find_file,
+    file_copies,
+    first_readable,
     flatten,
     log_name,
     open_log,
@@ -121,6 +124,34 @@ def _read_mapping(path: Path) -> dict[str, object]:
     return unwrap_wandb_config(data)
 
 
+def _read_config(folder: Path, name: str) -> tuple[tuple[Path, dict[str, object]] | None, list[str]]:
+    """``(path, mapping)`` of the config ``folder/name`` or, where it is not readable, of its
+    readable compressed copy (``config.yaml.gz``), and notes: the copies not readable, and those
+    not read (:func:`~bayes_grpo.runset.loaders._base.first_readable`, a Trainer state's rule);
+    None when the folder holds no readable copy.
+
+    The plain config won silently: corrupt, it was "not read" and the copy beside it never
+    tried; readable, the copy was left out without a word."""
+    copies = file_copies(folder, name)
+    if not copies:
+        return None, []
+    path, data, notes, errors = first_readable(
+        copies,
+        _config_mapping,
+        other="another config",
+        to_read="remove {read} to read it",
+    )
+    return ((path, data), notes) if data is not None else (None, errors)
+
+
+def _config_mapping(path: Path) -> dict[str, object]:
+    """:func:`_read_mapping`, its errors a :class:`LogFormatError` naming the file."""
+    try:
+        return _read_mapping(path)
+    except (*READ_ERRORS, ValueError, yaml.YAMLError) as exc:
+        raise LogFormatError(f"{path}: not read ({type(exc).__name__}: {error_message(exc)})") from exc
+
+
 #: wandb's own entries of a run config, not hyperparameters.
 _WANDB_OWN_KEYS = frozenset({"_wandb", "wandb_version"})
 
@@ -154,29 +185,23 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
         candidates += [(name, "training") for name in TRAINING_CONFIG_NAMES]
         candidates.append((HYDRA_CONFIG, "training"))
         for name, kind in candidates:
-            path = find_file(folder, name)
-            if path is None or getattr(found, kind):
+            data, notes = _read_config(folder, name) if not getattr(found, kind) else (None, [])
+            found.notes += notes
+            if data is None:
                 continue
-            try:
-                data = _read_mapping(path)
-            except (*READ_ERRORS, ValueError, yaml.YAMLError) as exc:
-                found.notes.append(f"{path}: not read ({type(exc).__name__}: {error_message(exc)})")
-                continue
+            path, data = data
             if kind == "model" and not ({"model_type", "architectures"} & set(data)):
                 kind = "training" if not found.training else ""
             if not kind:
                 continue
             setattr(found, kind, flatten(data))
             setattr(found, f"{kind}_source", str(path))
-        adapter = find_file(folder, ADAPTER_CONFIG_NAME)
-        if not found.model and adapter is not None:
-            try:
-                base = _read_mapping(adapter).get("base_model_name_or_path")
-            except (*READ_ERRORS, ValueError) as exc:
-                found.notes.append(f"{adapter}: not read ({type(exc).__name__}: {error_message(exc)})")
-                base = None
+        adapter, notes = _read_config(folder, ADAPTER_CONFIG_NAME) if not found.model else (None, [])
+        found.notes += notes
+        if adapter is not None:
+            base = adapter[1].get("base_model_name_or_path")
             if isinstance(base, str) and base:
-                found.model, found.model_source = {"_name_or_path": base}, str(adapter)
+                found.model, found.model_source = {"_name_or_path": base}, str(adapter[0])
         if (folder / PICKLED_ARGS).is_file():
             pickled.append(folder / PICKLED_ARGS)
     # read only when no readable config was found in any folder searched (a checkpoint's

@@ -22,6 +22,7 @@ from bayes_grpo.runset.loaders._base import (
     LogFormatError,
     RawRun,
     file_copies,
+    first_readable,
     json_error,
     read_text,
     records_from_dicts,
@@ -89,30 +90,10 @@ def _shown(state: Path) -> str:
 
 
 def _readable(copies: list[Path]) -> tuple[Path, object | None, list[str], list[str]]:
-    """The first of a folder's copies of its state (:func:`file_copies`: the plain file, then its
-    compressed copies) that is readable, its content, notes (of the copies before it that are
-    not readable, and of those after it, not read) and the copies' errors. The first copy and
-    None when no copy is readable (reading it as the run gives its error).
-
-    A state beside its compressed copy was read plain and the copy left out without a word (a
-    copy holding a longer training too); a plain state cut short was the run's error though a
-    readable copy lay beside it."""
-    errors: list[str] = []
-    for i, state in enumerate(copies):
-        try:
-            content = read_json(state)
-        except LogFormatError as exc:
-            errors.append(str(exc))
-            continue
-        notes = [f"{exc}; passed over for {_shown(state)}, a copy beside it" for exc in errors]
-        if others := [_shown(p) for p in copies[i + 1 :]]:
-            names = " and ".join(others)
-            notes.append(
-                f"read {_shown(state)}; {names} beside it {'is' if len(others) == 1 else 'are'} "
-                f"not read (a compressed copy, or another state: give {names} to read it)"
-            )
-        return state, content, notes, errors
-    return copies[0], None, [], errors
+    """The first readable of a folder's copies of its state, its content, notes and the copies'
+    errors (:func:`~bayes_grpo.runset.loaders._base.first_readable`, a copy named as
+    :func:`_shown`)."""
+    return first_readable(copies, read_json, shown=_shown, other="another state")
 
 
 def _global_step(state: object) -> float | None:
