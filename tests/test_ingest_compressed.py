@@ -5,6 +5,7 @@ import bz2
 import gzip
 import json
 import lzma
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -261,7 +262,7 @@ def test_a_compressed_log_not_read_here_is_a_rejected_source_saying_how_to_read_
     assert source == str(packed)
     inner = name.rsplit(".", 1)[0]
     assert info["reason"] == (
-        f"{packed}: a compressed {what}, not read; decompress it first ({command} '{packed}') "
+        f"{packed}: a compressed {what}, not read; decompress it first ({command} {shlex.quote(str(packed))}) "
         f"and ingest the {inner} it gives"
     )
     with pytest.raises(RunSetError, match="a compressed .*decompress it first"):  # given as a file
@@ -428,7 +429,7 @@ def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how
     packed = tmp_path / "metrics.jsonl.zst"
     packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
     refusal = (
-        f"{packed}: a compressed log (.zst), not read; decompress it first (unzstd '{packed}') "
+        f"{packed}: a compressed log (.zst), not read; decompress it first (unzstd {shlex.quote(str(packed))}) "
         "and ingest the metrics.jsonl it gives"
     )
     for given in (None, fmt):
@@ -468,9 +469,13 @@ def test_rotated_pieces_of_a_log_are_rejected_sources_saying_how_to_join_them(tm
     rejected = rejected_runs(ds)
     assert sorted(rejected) == [str(run / "train.log.1"), str(run / "train.log.2.gz")]
     joined = run / "train.joined.log"
+
+    def q(path: Path) -> str:
+        return shlex.quote(str(path))
+
     join = (
-        f"{{ zcat '{run / 'train.log.2.gz'}'; cat '{run / 'train.log.1'}' '{run / 'train.log'}'; }}"
-        f" > '{joined}'"
+        f"{{ zcat {q(run / 'train.log.2.gz')}; cat {q(run / 'train.log.1')} {q(run / 'train.log')}; }}"
+        f" > {q(joined)}"
     )
     for piece, info in rejected.items():
         assert info["reason"] == (
@@ -610,6 +615,57 @@ def test_a_rotated_piece_alone_is_named_as_its_log_would_be(tmp_path, log, piece
     assert ids[0][0] == (["qwen_g8"] if log.startswith("qwen") else ["run_a"])
 
 
+@pytest.mark.skipif(
+    any(shutil.which(c) is None for c in ("bash", "tar", "gunzip")), reason="no bash, tar or gunzip"
+)
+def test_the_shell_commands_of_messages_quote_a_path_holding_a_quote(tmp_path):
+    # the join, unpack and decompress commands put each path in single quotes by hand: in a
+    # folder "bob's runs" the command copied from the message was a shell syntax error
+    import tarfile
+
+    top = tmp_path / "bob's runs"
+    run = top / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log.1").write_text(_dicts(range(1, N + 1)))
+    (run / "train.log").write_text(_dicts(range(N + 1, 2 * N + 1)))
+    packed = top / "more.tar.gz"
+    _write_log(tmp_path / "src" / "run_b", "csv")
+    with tarfile.open(packed, "w:gz") as tar:
+        tar.add(tmp_path / "src" / "run_b", arcname="run_b")
+    events = top / "tb" / "events.out.tfevents.1700000000.host.1.0.gz"
+    events.parent.mkdir()
+    events.write_bytes(gzip.compress(b"\x00" * 64))
+    with pytest.warns(UserWarning, match="2 runs not ingested"):
+        reasons = {k: v["reason"] for k, v in rejected_runs(load_runs([top])).items()}
+    with pytest.raises(RunSetError) as err:  # an archive is named so when given as a file
+        load_runs([packed])
+    reasons[str(packed)] = str(err.value)
+
+    def command(reason: str, before: str, after: str) -> str:
+        assert before in reason and after in reason, reason
+        return reason.split(before, 1)[1].rsplit(after, 1)[0]
+
+    q = shlex.quote
+    join = command(reasons[str(run / "train.log.1")], "into one log, ", ", and ingest that file")
+    assert join == f"cat {q(str(run / 'train.log.1'))} {q(str(run / 'train.log'))} > " + q(
+        str(run / "train.joined.log")
+    )
+    unpack = command(reasons[str(packed)], "unpack it first (", ") and ingest")
+    assert unpack == f"tar -xzf {q(str(packed))}"
+    decompress = command(reasons[str(events)], "decompress it first (", ") and ingest")
+    assert decompress == f"gunzip -k {q(str(events))}"
+    # each command as given runs (the unpacking in a folder of its own)
+    (tmp_path / "unpacked").mkdir()
+    for cmd, cwd in ((join, top), (unpack, tmp_path / "unpacked"), (decompress, top)):
+        subprocess.run(["bash", "-c", cmd], check=True, cwd=cwd, capture_output=True)
+    whole = load_runs([run / "train.joined.log"])
+    np.testing.assert_allclose(
+        whole.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, 2 * N + 1)]
+    )
+    assert (tmp_path / "unpacked" / "run_b" / "metrics.csv").is_file()
+    assert events.with_suffix("").read_bytes() == b"\x00" * 64
+
+
 def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
     # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
     # archived runs 'no log of a known format found here': neither said they were archives
@@ -628,7 +684,7 @@ def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tm
         load_runs([packed / "runs.tar.gz"])
     assert str(err.value) == (
         f"no run could be ingested: {packed / 'runs.tar.gz'}: an archive of files (.tar.gz), not "
-        f"a log; unpack it first (tar -xzf '{packed / 'runs.tar.gz'}') and ingest the folder it "
+        f"a log; unpack it first (tar -xzf {shlex.quote(str(packed / 'runs.tar.gz'))}) and ingest the folder it "
         "gives"
     )
     with pytest.raises(RunSetError) as err:

@@ -41,6 +41,7 @@ from bayes_grpo.runset.loaders._base import (
     compression_suffix,
     log_name,
     open_log,
+    shell_path,
     unreadable,
 )
 from bayes_grpo.runset.loaders.console import SNIFF_BYTES, load_console, looks_like_console
@@ -149,7 +150,7 @@ def _decompress_first(path: Path, *, event_file: bool) -> str:
     inner = path.name[: -len(suffix)]
     return (
         f"{path}: a compressed {'TensorBoard event file' if event_file else 'log'} ({suffix}), "
-        f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} '{path}') and ingest "
+        f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}) and ingest "
         f"the {inner} it gives"
     )
 
@@ -239,7 +240,7 @@ def rotated_log_error(path: str | Path) -> str | None:
             groups[-1][1].append(part)
         else:
             groups.append((cat, [part]))
-    cats = ["{} {}".format(cat, " ".join(f"'{p}'" for p in parts)) for cat, parts in groups]
+    cats = ["{} {}".format(cat, " ".join(shell_path(p) for p in parts)) for cat, parts in groups]
     join = cats[0] if len(cats) == 1 else "{ " + "; ".join(cats) + "; }"
     how = (
         "logrotate, Python's RotatingFileHandler: the highest number is the oldest"
@@ -249,7 +250,7 @@ def rotated_log_error(path: str | Path) -> str | None:
     return (
         f"{path}: a rotated piece of {log} ({how}), not read as a run of its own; join the "
         f"pieces oldest first ({', '.join(p.name for p in order)}) into one log, {join} > "
-        f"'{joined}', and ingest that file (not the folder, whose pieces would be read again)"
+        f"{shell_path(joined)}, and ingest that file (not the folder, whose pieces would be read again)"
     )
 
 
@@ -279,7 +280,7 @@ def archive_error(path: str | Path) -> str | None:
         return None
     return (
         f"{path}: an archive of files ({end}), not a log; unpack it first "
-        f"({ARCHIVE_COMMANDS[end]} '{path}') and ingest the folder it gives"
+        f"({ARCHIVE_COMMANDS[end]} {shell_path(path)}) and ingest the folder it gives"
     )
 
 

@@ -14,6 +14,7 @@ import codecs
 import gzip
 import json
 import lzma
+import shlex
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,13 @@ else:  # pragma: no cover - depends on the environment
     ARCHIVE_ERRORS = (*ARCHIVE_ERRORS, zstandard.ZstdError)
 #: Errors reading a log may raise (the file's, the archive's, its text's).
 READ_ERRORS: tuple[type[BaseException], ...] = (OSError, UnicodeDecodeError, *ARCHIVE_ERRORS)
+
+
+def shell_path(path: str | Path) -> str:
+    """A path as a shell command of a message gives it (the command that decompresses a log,
+    joins rotated pieces, unpacks an archive), quoted where it needs to be (:func:`shlex.quote`).
+    Put in single quotes by hand, a path holding one (``bob's runs/``) broke the command."""
+    return shlex.quote(str(path))
 
 
 def compression_suffix(path: str | Path) -> str | None:
