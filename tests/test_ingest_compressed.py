@@ -262,8 +262,14 @@ def test_a_compressed_log_not_read_here_is_a_rejected_source_saying_how_to_read_
     assert source == str(packed)
     inner = name.rsplit(".", 1)[0]
     assert info["reason"] == (
-        f"{packed}: a compressed {what}, not read; decompress it first ({command} {shlex.quote(str(packed))}) "
-        f"and ingest the {inner} it gives"
+        f"{packed}: a compressed {what}, not read; decompress it first ({command} "
+        f"{shlex.quote(str(packed))}) and ingest the {inner} it gives"
+        # zstd is read with the zstandard module; an event file is read by no module compressed
+        + (
+            ", or install the zstandard module (pip install zstandard), which reads it as it is"
+            if name.endswith(".zst")
+            else ""
+        )
     )
     with pytest.raises(RunSetError, match="a compressed .*decompress it first"):  # given as a file
         load_runs([packed], on_error="raise")
@@ -339,7 +345,9 @@ def test_a_config_beside_its_compressed_copy_follows_the_trainer_states_rule(tmp
     run = tmp_path / "runs" / "run_a"
     run.mkdir(parents=True)
     (run / "metrics.jsonl").write_text(
-        "".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in zip(range(1, N + 1), REWARD))
+        "".join(
+            json.dumps({"step": s, "reward": r}) + "\n" for s, r in zip(range(1, N + 1), REWARD)
+        )
     )
     if name == "config.json":
         content = {"model_type": "qwen2", "_name_or_path": "Qwen/Qwen2.5-0.5B"}
@@ -429,8 +437,9 @@ def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how
     packed = tmp_path / "metrics.jsonl.zst"
     packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
     refusal = (
-        f"{packed}: a compressed log (.zst), not read; decompress it first (unzstd {shlex.quote(str(packed))}) "
-        "and ingest the metrics.jsonl it gives"
+        f"{packed}: a compressed log (.zst), not read; decompress it first (unzstd "
+        f"{shlex.quote(str(packed))}) and ingest the metrics.jsonl it gives, or install the "
+        "zstandard module (pip install zstandard), which reads it as it is"
     )
     for given in (None, fmt):
         with pytest.raises(LogFormatError) as err:
@@ -610,7 +619,9 @@ def test_a_rotated_piece_alone_is_named_as_its_log_would_be(tmp_path, log, piece
         folder.mkdir(parents=True)
         data = text.encode()
         (folder / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-        ids.append([list(load_runs([given]).run.values) for given in (folder.parent, folder / name)])
+        ids.append(
+            [list(load_runs([given]).run.values) for given in (folder.parent, folder / name)]
+        )
     assert ids[1] == ids[0]
     assert ids[0][0] == (["qwen_g8"] if log.startswith("qwen") else ["run_a"])
 
@@ -664,6 +675,43 @@ def test_the_shell_commands_of_messages_quote_a_path_holding_a_quote(tmp_path):
     )
     assert (tmp_path / "unpacked" / "run_b" / "metrics.csv").is_file()
     assert events.with_suffix("").read_bytes() == b"\x00" * 64
+
+
+def test_a_zstd_rotated_piece_not_read_here_says_how_to_read_it(tmp_path, monkeypatch):
+    # zstandard is not installed in the project's environment: a .zst is not read there. A
+    # rotated piece train.log.1.zst beside train.log was named 'a compressed log ... ingest the
+    # train.log.1 it gives', itself a piece to join; no message said the zstandard module reads it
+    monkeypatch.delitem(DECOMPRESSORS, ".zst", raising=False)  # as without zstandard
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text(_dicts(range(N + 1, 2 * N + 1)))
+    piece = run / "train.log.1.zst"
+    piece.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
+    with pytest.warns(UserWarning, match="1 run not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["run_a"]
+    joined = run / "train.joined.log"
+    assert rejected_runs(ds)[str(piece)]["reason"] == (
+        f"{piece}: a rotated piece of train.log (logrotate, Python's RotatingFileHandler: the "
+        "highest number is the oldest), not read as a run of its own; join the pieces oldest "
+        f"first (train.log.1.zst, train.log) into one log, {{ zstdcat {piece}; cat "
+        f"{run / 'train.log'}; }} > {joined}, and ingest that file (not the folder, whose pieces "
+        "would be read again)"
+    )
+    # alone, the piece is its log: decompressed, or read with the zstandard module
+    (run / "train.log").unlink()
+    refusal = (
+        f"{piece}: a compressed log (.zst), not read; decompress it first (unzstd {piece}) and "
+        "ingest the train.log.1 it gives, or install the zstandard module (pip install "
+        "zstandard), which reads it as it is"
+    )
+    with pytest.raises(RunSetError) as err:
+        load_runs([tmp_path / "runs"])
+    assert str(err.value) == f"no run could be ingested: {refusal}"
+    for fmt in (None, "console", "jsonl"):
+        with pytest.raises(LogFormatError) as err:
+            load_file(piece, fmt)
+        assert str(err.value) == refusal
 
 
 def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):

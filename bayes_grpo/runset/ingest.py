@@ -813,7 +813,7 @@ def discover(path: str | Path) -> list[_Job]:
         fmt = detect_format(f)
         if fmt is not None:
             jobs[f] = _Job(f, fmt)
-        elif (why := compressed_log_error(f) or rotated_log_error(f)) is not None:
+        elif (why := rotated_log_error(f) or compressed_log_error(f)) is not None:
             jobs[f] = _Job(f, None, error=why)  # a rejected source, not left out unsaid
     return [*jobs.values(), *unreadable]
 
@@ -1297,7 +1297,7 @@ def _path_components(
         last = f"{parts.pop()}/{path.name}" if parts else path.name
         return [*parts, last, *([name] if name else [])]
     # a compressed log's run is named as the log it holds, a rotated piece read alone as its log
-    # (train.log.1, train.log-20261205.gz: the run was 'train.log.1' where train.log's is its folder)
+    # (train.log.1, train.log-20261205.gz: the run was 'train.log.1', train.log's its folder)
     stem = rotated_piece(path) or log_name(path)
     stamp = _EVENT_STAMP.match(stem)
     if stamp and sole_event_file and parts:

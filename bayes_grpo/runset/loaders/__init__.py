@@ -121,7 +121,7 @@ def compressed_log_error(path: str | Path) -> str | None:
     known format found here" when they were all it held)."""
     path = Path(path)
     suffix = compression_suffix(path)
-    inner = path.name[: -len(suffix)] if suffix else ""
+    inner = _inner_name(path) if suffix else ""
     event_file = inner.startswith(EVENT_FILE_PREFIX)
     # a rotated piece's name (train.log.2.gz) is a log's too: a corrupt one was left out unsaid
     log_named = Path(inner).suffix.lower() in LOG_SUFFIXES or _rotation(inner) is not None
@@ -147,12 +147,24 @@ def _decompress_first(path: Path, *, event_file: bool) -> str:
     file without ``zstandard``, a compressed TensorBoard event file), naming the command that
     decompresses it."""
     suffix = compression_suffix(path)
-    inner = path.name[: -len(suffix)]
+    # zstd is read where the zstandard module is installed: a .zst log needs no decompressing then
+    module = (
+        ", or install the zstandard module (pip install zstandard), which reads it as it is"
+        if suffix == ".zst" and not event_file
+        else ""
+    )
     return (
         f"{path}: a compressed {'TensorBoard event file' if event_file else 'log'} ({suffix}), "
-        f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}) and ingest "
-        f"the {inner} it gives"
+        f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}) and "
+        f"ingest the {_inner_name(path)} it gives{module}"
     )
+
+
+def _inner_name(path: Path) -> str:
+    """A file's name without its compression suffix, read here or not (``train.log.1.zst`` ->
+    ``train.log.1`` without ``zstandard`` too, where :func:`log_name` keeps the suffix)."""
+    suffix = compression_suffix(path)
+    return path.name[: -len(suffix)] if suffix else path.name
 
 
 #: A rotated piece of a log, by its name without a compression suffix: numbered, ``train.log.1``,
@@ -196,7 +208,11 @@ def rotated_piece(path: str | Path) -> str | None:
     format (a console log, a JSONL or CSV log); None for any other file."""
     path = Path(path)
     # by its name first: a numbered file of no log's name is not read through for metrics
-    rotation = _rotation(log_name(path))
+    rotation = _rotation(_inner_name(path))
+    if rotation is not None and compression_suffix(path) not in (None, *DECOMPRESSORS):
+        # its text cannot be read here (train.log.1.zst without zstandard): a piece by its name,
+        # its pieces joined by a command that decompresses it (zstdcat)
+        return rotation[0]
     if rotation is None or _format_of(path, rotation[0]) not in _ROTATED_FORMATS:
         return None
     return rotation[0]
@@ -211,7 +227,7 @@ def rotated_set(path: str | Path) -> list[Path]:
         return []
     pieces = []  # by their names: the file given is a piece by its text too
     for sibling in path.parent.iterdir():
-        rotation = _rotation(log_name(sibling))
+        rotation = _rotation(_inner_name(sibling))
         if rotation is not None and rotation[0] == log and sibling.is_file():
             pieces.append((rotation[1], sibling))
     order = [sibling for _key, sibling in sorted(pieces)]
@@ -231,7 +247,7 @@ def rotated_log_error(path: str | Path) -> str | None:
     order = rotated_set(path)
     if len(order) < 2:
         return None  # no piece, or a piece alone: read as its log (detect_format)
-    log = _rotation(log_name(path))[0]
+    log = _rotation(_inner_name(path))[0]
     joined = path.parent / f"{Path(log).stem}.joined{Path(log).suffix}"
     groups: list[tuple[str, list[Path]]] = []
     for part in order:
@@ -244,13 +260,14 @@ def rotated_log_error(path: str | Path) -> str | None:
     join = cats[0] if len(cats) == 1 else "{ " + "; ".join(cats) + "; }"
     how = (
         "logrotate, Python's RotatingFileHandler: the highest number is the oldest"
-        if _NUMBERED.match(log_name(path))
+        if _NUMBERED.match(_inner_name(path))
         else "logrotate's dateext, Python's TimedRotatingFileHandler: the earliest is the oldest"
     )
     return (
         f"{path}: a rotated piece of {log} ({how}), not read as a run of its own; join the "
         f"pieces oldest first ({', '.join(p.name for p in order)}) into one log, {join} > "
-        f"{shell_path(joined)}, and ingest that file (not the folder, whose pieces would be read again)"
+        f"{shell_path(joined)}, and ingest that file (not the folder, whose pieces would be read "
+        "again)"
     )
 
 
@@ -346,7 +363,7 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
             "bayes_grpo.runset.load_runset"
         )
     if fmt is None and (
-        why := compressed_log_error(path) or rotated_log_error(path) or archive_error(path)
+        why := rotated_log_error(path) or compressed_log_error(path) or archive_error(path)
     ):
         raise LogFormatError(why)
     if fmt is None:

@@ -124,7 +124,9 @@ def _read_mapping(path: Path) -> dict[str, object]:
     return unwrap_wandb_config(data)
 
 
-def _read_config(folder: Path, name: str) -> tuple[tuple[Path, dict[str, object]] | None, list[str]]:
+def _read_config(
+    folder: Path, name: str
+) -> tuple[tuple[Path, dict[str, object]] | None, list[str]]:
     """``(path, mapping)`` of the config ``folder/name`` or, where it is not readable, of its
     readable compressed copy (``config.yaml.gz``), and notes: the copies not readable, and those
     not read (:func:`~bayes_grpo.runset.loaders._base.first_readable`, a Trainer state's rule);
@@ -149,7 +151,8 @@ def _config_mapping(path: Path) -> dict[str, object]:
     try:
         return _read_mapping(path)
     except (*READ_ERRORS, ValueError, yaml.YAMLError) as exc:
-        raise LogFormatError(f"{path}: not read ({type(exc).__name__}: {error_message(exc)})") from exc
+        why = f"{type(exc).__name__}: {error_message(exc)}"
+        raise LogFormatError(f"{path}: not read ({why})") from exc
 
 
 #: wandb's own entries of a run config, not hyperparameters.
@@ -196,7 +199,7 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
                 continue
             setattr(found, kind, flatten(data))
             setattr(found, f"{kind}_source", str(path))
-        adapter, notes = _read_config(folder, ADAPTER_CONFIG_NAME) if not found.model else (None, [])
+        adapter, notes = (None, []) if found.model else _read_config(folder, ADAPTER_CONFIG_NAME)
         found.notes += notes
         if adapter is not None:
             base = adapter[1].get("base_model_name_or_path")
