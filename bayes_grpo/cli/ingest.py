@@ -249,7 +249,13 @@ def _reread_runset(saved: list[str], args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.base import counted
     from bayes_grpo.runset import runset_warnings, save_runset
-    from bayes_grpo.runset.ingest import MIN_POINTS, load_runs, runset_summary, summary_records
+    from bayes_grpo.runset.ingest import (
+        MIN_POINTS,
+        load_runs,
+        runset_summary,
+        summary_records,
+        unknown_settings_note,
+    )
     from bayes_grpo.runset.loaders import RUNSET_SUFFIXES
 
     if not args.paths and not args.manifest:
@@ -293,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
         except RunSetError as exc:
             raise RunSetError(f"{saved[0] if saved else ', '.join(map(str, logs))}: --every {args.every}: {exc}") from exc
     out = save_runset(ds, args.output, overwrite=args.overwrite)
+    # load_runs' warning of it is silenced with the rejections above: said once here
+    notes = [] if saved else [n for n in [unknown_settings_note(ds)] if n]
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]
     bad = summary[summary["status"] != "ok"]
@@ -311,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
                 "n_steps": int(ds.sizes["step"]),
                 "step_axis_length": int(ds.sizes["step"]),
                 "variables": sorted(map(str, ds.data_vars)),
+                "notes": notes,
                 "runs": records,
             }
         )
@@ -324,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
         for run_id, msgs in warned.items():
             for msg in msgs:
                 print(f"  [{run_id}] {msg}")
+    for note in notes:
+        print(f"\nnote: {note}")
     if len(bad):
         print(f"\n{counted(len(bad), 'run')} rejected:")
         for run_id, row in bad.iterrows():

@@ -923,6 +923,33 @@ def group_size_in_name_note(run_id: str, path: Path) -> str | None:
     return None
 
 
+def unknown_settings_note(ds: xr.Dataset) -> str | None:
+    """One note for the runs of a run set read from console logs with neither G nor model
+    (a console log prints neither, and no config beside it gave them), naming them and the
+    manifest that gives them; None when there is none. ``load_runs`` warns it once and
+    ``bayes-grpo ingest`` prints it once (``notes`` of its JSON).
+
+    The Qwen3.5 console logs of ``real_runs`` were ingested with G and model empty, and nothing
+    said where to give them: invariance, the noise law and degeneracy need G, and the fit groups
+    runs by their model."""
+    runs = [
+        str(run)
+        for run, source, g, model in zip(
+            ds.run.values, ds.source.values, ds.group_size.values, ds.model.values
+        )
+        if str(source).startswith("console:") and np.isnan(float(g)) and not str(model).strip()
+    ]
+    if not runs:
+        return None
+    return (
+        f"G and model unknown for {counted(len(runs), 'run')} read from console logs "
+        f"({', '.join(runs)}): a console log prints neither, and no config beside it gave them; "
+        "give them in a manifest (bayes-grpo ingest --manifest FILE, load_runs(manifest=...): a "
+        "CSV or YAML list, one row per run, columns path, run, group_size, model and any other "
+        "setting such as learning_rate or seed; README.md, 'Bring your own logs', Manifest)"
+    )
+
+
 def unknown_iterations_note(sources: Iterable[str]) -> str | None:
     """A note for a log that counts rollout iterations (verl, OpenRLHF: by its metric names)
     when no config gave ``k_ref``: its steps are left as logged, each one ``k_ref`` optimizer
@@ -1779,7 +1806,10 @@ def load_runs(
             stacklevel=2,
         )
     attrs = {INGEST_ATTR: facts, REJECTED_ATTR: rejected, "min_points": int(min_points)}
-    return make_runset(curves, meta, warnings=warn, attrs=attrs)
+    ds = make_runset(curves, meta, warnings=warn, attrs=attrs)
+    if (note := unknown_settings_note(ds)) is not None:
+        pywarnings.warn(note, UserWarning, stacklevel=2)
+    return ds
 
 
 # ------------------------------------------------------------------------------------------
@@ -1903,4 +1933,5 @@ __all__ = [
     "load_runs",
     "rejected_runs",
     "runset_summary",
+    "unknown_settings_note",
 ]
