@@ -15,7 +15,7 @@ import pytest
 import xarray as xr
 
 from bayes_grpo.runset import RunSetError, run_coords, runset_warnings
-from bayes_grpo.runset.ingest import load_runs, rejected_runs, runset_summary
+from bayes_grpo.runset.ingest import INGEST_ATTR, load_runs, rejected_runs, runset_summary
 from bayes_grpo.runset.loaders import (
     DECOMPRESSORS,
     LogFormatError,
@@ -371,6 +371,44 @@ def test_a_config_beside_its_compressed_copy_follows_the_trainer_states_rule(tmp
         f"{run / 'metrics.jsonl'}: read {run / name}; {run / name}.gz beside it is not read (a "
         f"compressed copy, or another config: remove {run / name} to read it)"
     ]
+
+
+def _pickled_args(**args) -> bytes:
+    """A training_args.bin as torch.save lays it out (a zip holding */data.pkl) of ``args``."""
+    import io
+    import pickle
+    import types
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("training_args/data.pkl", pickle.dumps(types.SimpleNamespace(**args)))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_a_compressed_training_args_bin_is_read_as_the_plain_one(tmp_path, suffix):
+    # `gzip -r` of a Trainer's output folder: training_args.bin.gz (often the only record of the
+    # run's G, learning rate and seed) was left out without a word, where the plain one is read
+    run = tmp_path / "runs" / "run_a"
+    _write_log(run, "jsonl")
+    packed = run / f"training_args.bin{suffix}"
+    packed.write_bytes(COMPRESS[suffix](_pickled_args(num_generations=8, seed=3)))
+    ds = load_runs([tmp_path / "runs"])
+    assert rejected_runs(ds) == {}
+    coords = run_coords(ds, "run_a")
+    assert (coords["group_size"], coords["seed"]) == (8, 3)
+    sources = json.loads(ds.attrs[INGEST_ATTR])["run_a"]["hyperparameter_sources"]
+    assert sources["group_size"].startswith(f"{packed} (read without running its code)")
+    # one cut short is named as not read, as the plain one that cannot be read is
+    packed.write_bytes(_cut(COMPRESS[suffix](_pickled_args(num_generations=8) * 20)))
+    ds = load_runs([tmp_path / "runs"])
+    assert np.isnan(run_coords(ds, "run_a")["group_size"])
+    (note,) = [n for n in runset_warnings(ds)["run_a"] if "training_args.bin" in n]
+    assert f"{packed}: not read (" in note
+    assert note.endswith(
+        "; export the arguments with args.to_json_string() to training_args.json or use a manifest"
+    )
 
 
 def test_wandbs_own_debug_logs_compressed_are_no_runs(tmp_path):

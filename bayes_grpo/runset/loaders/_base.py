@@ -81,18 +81,12 @@ def log_name(path: str | Path) -> str:
     return path.name[: -len(suffix)] if suffix in DECOMPRESSORS else path.name
 
 
-def find_file(folder: Path, name: str) -> Path | None:
-    """``folder/name``, else that file compressed (``trainer_state.json.gz``, ``config.yaml.xz``:
-    :data:`DECOMPRESSORS`, in their order), else None. A run archived with ``gzip -r`` keeps
-    its Trainer state and configs so: its state was not found, and its hyperparameters were
-    lost without a word."""
-    return next(iter(file_copies(folder, name)), None)
-
-
 def file_copies(folder: Path, name: str) -> list[Path]:
-    """Every file :func:`find_file` could take for ``folder/name``, in its order: the plain file
-    and its compressed copies (``trainer_state.json`` and ``trainer_state.json.gz``); the first is
-    the one read, the others are named where they are left out."""
+    """The copies of ``folder/name`` there, in the order they are tried: the plain file, then its
+    compressed copies (``trainer_state.json.gz``, ``config.yaml.xz``: :data:`DECOMPRESSORS`, in
+    their order); :func:`first_readable` reads the first readable one and names the others. A
+    run archived with ``gzip -r`` keeps its Trainer state and configs so: its state was not found,
+    and its hyperparameters were lost without a word."""
     candidates = (name, *(name + suffix for suffix in DECOMPRESSORS))
     return [folder / c for c in candidates if (folder / c).is_file()]
 
@@ -137,7 +131,11 @@ def first_readable(
     return copies[0], None, [], errors
 
 
-def _open_bytes(path: Path) -> IO[bytes]:
+def open_bytes(path: str | Path) -> IO[bytes]:
+    """A file's bytes as a stream, decompressed as they are read for a compressed file
+    (:data:`DECOMPRESSORS`): :func:`open_log`'s way for a file that is no text (a compressed
+    ``training_args.bin``). Its errors are :func:`open_log`'s."""
+    path = Path(path)
     suffix = compression_suffix(path)
     return DECOMPRESSORS[suffix](path, "rb") if suffix in DECOMPRESSORS else path.open("rb")
 
@@ -176,7 +174,7 @@ def text_encoding(path: Path) -> str:
     starts with its byte-order mark (Windows PowerShell 5 writes ``python train.py > train.log``
     so), else :data:`TEXT_ENCODING`. Read as UTF-8, such a log was no log at all."""
     try:
-        with _open_bytes(Path(path)) as fh:
+        with open_bytes(Path(path)) as fh:
             head = fh.read(2)
     except READ_ERRORS:
         return TEXT_ENCODING  # reading the file reports the error

@@ -19,6 +19,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from bayes_grpo.runset.loaders._base import READ_ERRORS, open_bytes, unreadable
+
 
 class Standin:
     """Stands for any class or function a pickle names: keeps its arguments and state."""
@@ -58,17 +60,23 @@ def plain(value: Any) -> Any:
 
 def read_pickled_args(path: str | Path) -> dict[str, Any]:
     """The state of the arguments object ``torch.save`` wrote to ``path`` (a zip holding
-    ``*/data.pkl``), as plain values.
+    ``*/data.pkl``; compressed too, ``training_args.bin.gz``), as plain values.
 
     Raises
     ------
     ValueError
-        Not a ``torch.save`` zip file, no ``data.pkl`` in it, a pickle that cannot be read, or
+        A file that cannot be read (a compressed copy corrupt or cut short), not a
+        ``torch.save`` zip file, no ``data.pkl`` in it, a pickle that cannot be read, or
         one that holds no object with a state of named values.
     """
     path = Path(path)
+    try:  # a compressed copy (training_args.bin.gz) decompressed whole: a zip is read by seeking
+        with open_bytes(path) as fh:
+            content = io.BytesIO(fh.read())
+    except READ_ERRORS as exc:
+        raise ValueError(str(unreadable(path, exc)).removeprefix(f"{path}: ")) from exc
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(content) as archive:
             names = [n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
             if not names:
                 raise ValueError("no data.pkl in it (not a torch.save file)")

@@ -17,8 +17,9 @@ file                            read as
                                 ``model_type``/``architectures``, else a training config
 ``adapter_config.json``         a LoRA (PEFT) adapter's: the base model's name, when no model
                                 config was found (a LoRA run's checkpoints hold no ``config.json``)
-``training_args.bin``           the Trainer's arguments (``torch.save``), when no other training
-                                config was found: read by ``pickled_args.read_pickled_args``,
+``training_args.bin``           the Trainer's arguments (``torch.save``; compressed too), when
+                                no other training config was found: read by
+                                ``pickled_args.read_pickled_args``,
                                 which runs none of the pickle's code (every class it names is an
                                 inert stand-in); one that cannot be read is noted
 ==============================  ===========================================================
@@ -205,22 +206,34 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
             base = adapter[1].get("base_model_name_or_path")
             if isinstance(base, str) and base:
                 found.model, found.model_source = {"_name_or_path": base}, str(adapter[0])
-        if (folder / PICKLED_ARGS).is_file():
-            pickled.append(folder / PICKLED_ARGS)
+        if copies := file_copies(folder, PICKLED_ARGS):  # training_args.bin.gz too
+            pickled.append(copies)
     # read only when no readable config was found in any folder searched (a checkpoint's
     # training_args.bin beside the run folder's training_args.json loses nothing)
     if pickled and not found.training and not found.runner:
-        try:
-            args = read_pickled_args(pickled[0])
-        except ValueError as exc:
-            found.notes.append(
-                f"{pickled[0]}: not read ({exc}); export the arguments with "
-                "args.to_json_string() to training_args.json or use a manifest"
-            )
-        else:
+        path, args, notes, errors = first_readable(
+            pickled[0],
+            _pickled_mapping,
+            other="other arguments",
+            to_read="remove {read} to read it",
+        )
+        found.notes += notes if args is not None else errors
+        if args is not None:
             found.training = flatten(args)
-            found.training_source = f"{pickled[0]} (read without running its code)"
+            found.training_source = f"{path} (read without running its code)"
     return found
+
+
+def _pickled_mapping(path: Path) -> dict[str, object]:
+    """:func:`~bayes_grpo.runset.loaders.pickled_args.read_pickled_args`, its errors a
+    :class:`LogFormatError` naming the file and another way to give the arguments."""
+    try:
+        return read_pickled_args(path)
+    except ValueError as exc:
+        raise LogFormatError(
+            f"{path}: not read ({exc}); export the arguments with args.to_json_string() to "
+            "training_args.json or use a manifest"
+        ) from exc
 
 
 def _num(value: object) -> float | None:
