@@ -411,6 +411,32 @@ def test_a_compressed_training_args_bin_is_read_as_the_plain_one(tmp_path, suffi
     )
 
 
+@pytest.mark.parametrize("name", ["training_args.json", "config.yaml", "training_args.bin"])
+def test_a_zstd_config_not_read_here_is_named_in_the_runs_warnings_not_a_run(
+    tmp_path, monkeypatch, name
+):
+    # without zstandard, training_args.json.zst was a rejected run ('a compressed log (.zst) ...
+    # ingest the training_args.json it gives', a config, which ingest does not read as a log);
+    # config.yaml.zst and training_args.bin.zst were left out without a word
+    monkeypatch.delitem(DECOMPRESSORS, ".zst", raising=False)  # as without zstandard
+    run = tmp_path / "runs" / "run_a"
+    _write_log(run, "jsonl")
+    packed = run / f"{name}.zst"
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
+    ds = load_runs([tmp_path / "runs"])
+    assert rejected_runs(ds) == {}
+    assert list(ds.run.values) == ["run_a"]
+    (note,) = [n for n in runset_warnings(ds)["run_a"] if str(packed) in n]
+    assert f"{packed}: not read (compressed with zstd, which the zstandard module reads: pip " in note
+    assert f"install zstandard; or decompress it, unzstd {shlex.quote(str(packed))})" in note
+    # beside a readable plain copy, which is read, it is named alike
+    if name == "training_args.json":
+        (run / name).write_text(json.dumps({"num_generations": 8}))
+        ds = load_runs([tmp_path / "runs"])
+        assert run_coords(ds, "run_a")["group_size"] == 8
+        assert [n for n in runset_warnings(ds)["run_a"] if str(packed) in n] == [note]
+
+
 def test_wandbs_own_debug_logs_compressed_are_no_runs(tmp_path):
     # wandb's debug.log prints the run's config as a dict with an 'epoch'; compressed with the
     # run (debug.log.gz), it was taken for a console log: a run without a reward, rejected, and

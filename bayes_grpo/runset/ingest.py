@@ -76,6 +76,7 @@ from bayes_grpo.runset.loaders import (
     choose_trainer_state,
     compressed_log_error,
     detect_format,
+    inner_name,
     is_event_file,
     is_hparams_companion,
     load_file,
@@ -794,7 +795,9 @@ def discover(path: str | Path) -> list[_Job]:
                 state_roots[root], choice_notes[chosen] = chosen, notes
     jobs = {p: _Job(p, "trainer_state", notes=choice_notes[p]) for p in state_roots.values()}
     for f in files:
-        if log_name(f) in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
+        # a config is no log, compressed by a program not read here too (config.json.zst: its
+        # run's warnings name it)
+        if inner_name(f) in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
             continue
         if log_name(f) in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue

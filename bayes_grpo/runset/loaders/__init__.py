@@ -34,11 +34,13 @@ from pathlib import Path
 from bayes_grpo._io import NETCDF_SUFFIXES
 from bayes_grpo.runset.loaders._base import (
     DECOMPRESS_COMMANDS,
+    DECOMPRESS_MODULES,
     DECOMPRESSORS,
     READ_ERRORS,
     LogFormatError,
     RawRun,
     compression_suffix,
+    inner_name,
     log_name,
     open_log,
     shell_path,
@@ -121,7 +123,7 @@ def compressed_log_error(path: str | Path) -> str | None:
     known format found here" when they were all it held)."""
     path = Path(path)
     suffix = compression_suffix(path)
-    inner = _inner_name(path) if suffix else ""
+    inner = inner_name(path) if suffix else ""
     event_file = inner.startswith(EVENT_FILE_PREFIX)
     # a rotated piece's name (train.log.2.gz) is a log's too: a corrupt one was left out unsaid
     log_named = Path(inner).suffix.lower() in LOG_SUFFIXES or _rotation(inner) is not None
@@ -148,23 +150,18 @@ def _decompress_first(path: Path, *, event_file: bool) -> str:
     decompresses it."""
     suffix = compression_suffix(path)
     # zstd is read where the zstandard module is installed: a .zst log needs no decompressing then
+    module = DECOMPRESS_MODULES.get(suffix) if not event_file else None
     module = (
-        ", or install the zstandard module (pip install zstandard), which reads it as it is"
-        if suffix == ".zst" and not event_file
+        f", or install the {module} module (pip install {module}), which reads it as it is"
+        if module and suffix not in DECOMPRESSORS
         else ""
     )
     return (
         f"{path}: a compressed {'TensorBoard event file' if event_file else 'log'} ({suffix}), "
         f"not read; decompress it first ({DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}) and "
-        f"ingest the {_inner_name(path)} it gives{module}"
+        f"ingest the {inner_name(path)} it gives{module}"
     )
 
-
-def _inner_name(path: Path) -> str:
-    """A file's name without its compression suffix, read here or not (``train.log.1.zst`` ->
-    ``train.log.1`` without ``zstandard`` too, where :func:`log_name` keeps the suffix)."""
-    suffix = compression_suffix(path)
-    return path.name[: -len(suffix)] if suffix else path.name
 
 
 #: A rotated piece of a log, by its name without a compression suffix: numbered, ``train.log.1``,
@@ -208,7 +205,7 @@ def rotated_piece(path: str | Path) -> str | None:
     format (a console log, a JSONL or CSV log); None for any other file."""
     path = Path(path)
     # by its name first: a numbered file of no log's name is not read through for metrics
-    rotation = _rotation(_inner_name(path))
+    rotation = _rotation(inner_name(path))
     if rotation is not None and compression_suffix(path) not in (None, *DECOMPRESSORS):
         # its text cannot be read here (train.log.1.zst without zstandard): a piece by its name,
         # its pieces joined by a command that decompresses it (zstdcat)
@@ -227,7 +224,7 @@ def rotated_set(path: str | Path) -> list[Path]:
         return []
     pieces = []  # by their names: the file given is a piece by its text too
     for sibling in path.parent.iterdir():
-        rotation = _rotation(_inner_name(sibling))
+        rotation = _rotation(inner_name(sibling))
         if rotation is not None and rotation[0] == log and sibling.is_file():
             pieces.append((rotation[1], sibling))
     order = [sibling for _key, sibling in sorted(pieces)]
@@ -247,7 +244,7 @@ def rotated_log_error(path: str | Path) -> str | None:
     order = rotated_set(path)
     if len(order) < 2:
         return None  # no piece, or a piece alone: read as its log (detect_format)
-    log = _rotation(_inner_name(path))[0]
+    log = _rotation(inner_name(path))[0]
     joined = path.parent / f"{Path(log).stem}.joined{Path(log).suffix}"
     groups: list[tuple[str, list[Path]]] = []
     for part in order:
@@ -260,7 +257,7 @@ def rotated_log_error(path: str | Path) -> str | None:
     join = cats[0] if len(cats) == 1 else "{ " + "; ".join(cats) + "; }"
     how = (
         "logrotate, Python's RotatingFileHandler: the highest number is the oldest"
-        if _NUMBERED.match(_inner_name(path))
+        if _NUMBERED.match(inner_name(path))
         else "logrotate's dateext, Python's TimedRotatingFileHandler: the earliest is the oldest"
     )
     return (
@@ -401,6 +398,7 @@ __all__ = [
     "choose_trainer_state",
     "compressed_log_error",
     "detect_format",
+    "inner_name",
     "is_event_file",
     "is_hparams_companion",
     "load_console",

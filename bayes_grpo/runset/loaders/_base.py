@@ -59,6 +59,24 @@ else:  # pragma: no cover - depends on the environment
 READ_ERRORS: tuple[type[BaseException], ...] = (OSError, UnicodeDecodeError, *ARCHIVE_ERRORS)
 
 
+#: The module that reads a compression suffix the standard library does not (before Python 3.14).
+DECOMPRESS_MODULES: dict[str, str] = {".zst": "zstandard"}
+
+
+def not_decompressed(path: str | Path) -> str | None:
+    """Why a file compressed by a program this package does not read here (a ``.zst`` without
+    the ``zstandard`` module: :data:`DECOMPRESS_MODULES`) is not read, with the module that reads
+    it and the command that decompresses it; None for any other file."""
+    suffix = compression_suffix(path)
+    if suffix is None or suffix in DECOMPRESSORS:
+        return None
+    module = DECOMPRESS_MODULES[suffix]
+    return (
+        f"compressed with {_ARCHIVE_KINDS[suffix]}, which the {module} module reads: pip install "
+        f"{module}; or decompress it, {DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}"
+    )
+
+
 def shell_path(path: str | Path) -> str:
     """A path as a shell command of a message gives it (the command that decompresses a log,
     joins rotated pieces, unpacks an archive), quoted where it needs to be (:func:`shlex.quote`).
@@ -71,6 +89,15 @@ def compression_suffix(path: str | Path) -> str | None:
     ``log.csv.gz``), lower case; None for a file not compressed by its name."""
     suffix = Path(path).suffix.lower()
     return suffix if suffix in DECOMPRESS_COMMANDS else None
+
+
+def inner_name(path: str | Path) -> str:
+    """A file's name without its compression suffix, read here or not (``train.log.1.zst`` ->
+    ``train.log.1`` without ``zstandard`` too, where :func:`log_name` keeps the suffix): what a
+    rotated piece and a config are told by."""
+    path = Path(path)
+    suffix = compression_suffix(path)
+    return path.name[: -len(suffix)] if suffix else path.name
 
 
 def log_name(path: str | Path) -> str:

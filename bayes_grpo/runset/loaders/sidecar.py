@@ -49,6 +49,7 @@ import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
 from bayes_grpo.runset.loaders._base import (
+    DECOMPRESS_COMMANDS,
     READ_ERRORS,
     LogFormatError,
     error_message,
@@ -56,6 +57,7 @@ from bayes_grpo.runset.loaders._base import (
     first_readable,
     flatten,
     log_name,
+    not_decompressed,
     open_log,
 )
 from bayes_grpo.runset.loaders.pickled_args import read_pickled_args
@@ -135,16 +137,28 @@ def _read_config(
 
     The plain config won silently: corrupt, it was "not read" and the copy beside it never
     tried; readable, the copy was left out without a word."""
-    copies = file_copies(folder, name)
+    copies, unread = file_copies(folder, name), _not_decompressed(folder, name)
     if not copies:
-        return None, []
+        return None, unread
     path, data, notes, errors = first_readable(
         copies,
         _config_mapping,
         other="another config",
         to_read="remove {read} to read it",
     )
-    return ((path, data), notes) if data is not None else (None, errors)
+    return ((path, data), notes + unread) if data is not None else (None, errors + unread)
+
+
+def _not_decompressed(folder: Path, name: str) -> list[str]:
+    """Notes of the copies of ``folder/name`` compressed by a program not read here
+    (``config.yaml.zst`` without ``zstandard``: :func:`~bayes_grpo.runset.loaders._base.
+    not_decompressed`): left out without a word, or a ``training_args.json.zst`` taken for a log
+    and rejected as a run, "ingest the training_args.json it gives"."""
+    return [
+        f"{path}: not read ({why})"
+        for suffix in DECOMPRESS_COMMANDS
+        if (path := folder / (name + suffix)).is_file() and (why := not_decompressed(path))
+    ]
 
 
 def _config_mapping(path: Path) -> dict[str, object]:
@@ -206,18 +220,24 @@ def find_sidecars(log_path: str | Path) -> Sidecars:
             base = adapter[1].get("base_model_name_or_path")
             if isinstance(base, str) and base:
                 found.model, found.model_source = {"_name_or_path": base}, str(adapter[0])
-        if copies := file_copies(folder, PICKLED_ARGS):  # training_args.bin.gz too
-            pickled.append(copies)
+        copies, unread = file_copies(folder, PICKLED_ARGS), _not_decompressed(folder, PICKLED_ARGS)
+        if copies or unread:  # training_args.bin.gz too
+            pickled.append((copies, unread))
     # read only when no readable config was found in any folder searched (a checkpoint's
     # training_args.bin beside the run folder's training_args.json loses nothing)
     if pickled and not found.training and not found.runner:
-        path, args, notes, errors = first_readable(
-            pickled[0],
-            _pickled_mapping,
-            other="other arguments",
-            to_read="remove {read} to read it",
+        copies, unread = pickled[0]
+        path, args, notes, errors = (
+            first_readable(
+                copies,
+                _pickled_mapping,
+                other="other arguments",
+                to_read="remove {read} to read it",
+            )
+            if copies
+            else (None, None, [], [])
         )
-        found.notes += notes if args is not None else errors
+        found.notes += (notes if args is not None else errors) + unread
         if args is not None:
             found.training = flatten(args)
             found.training_source = f"{path} (read without running its code)"
