@@ -1081,3 +1081,28 @@ def test_the_warning_of_rejected_runs_names_each_file_once(tmp_path):
     assert message.count(str(short)) == 1 and message.count(str(empty)) == 1, message
     assert any("run 'short'" in line and "only 3 finite reward" in line for line in lines), message
     assert any("no log of a known format found here" in line for line in lines), message
+
+
+def test_load_file_names_a_missing_file_or_a_folder_as_such(tmp_path):
+    # load_file("runs/train.log") of a file not there said "not a recognised log format (formats:
+    # ...)", as did a run folder given without a format: neither is about the format
+    from bayes_grpo.runset.loaders import load_file
+
+    missing = tmp_path / "train.log"
+    with pytest.raises(LogFormatError) as err:
+        load_file(missing)
+    assert str(err.value) == f"{missing}: no such file or directory"
+    folder = tmp_path / "run_a"
+    folder.mkdir()
+    with pytest.raises(LogFormatError) as err:
+        load_file(folder)
+    assert str(err.value) == (
+        f"{folder}: a folder, not a log file; load_runs searches a folder for its logs "
+        "(load_file reads a Trainer output folder with fmt='trainer_state')"
+    )
+    # a Trainer output folder is read with its format given
+    (folder / "trainer_state.json").write_text(
+        json.dumps({"log_history": [{"step": s, "reward": 0.1 * s} for s in range(1, 4)]})
+    )
+    (run,) = load_file(folder, "trainer_state")
+    assert run.records["value"].tolist() == pytest.approx([0.1, 0.2, 0.3])

@@ -349,8 +349,17 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
     """Read every run of one log file (format auto-detected unless ``fmt`` is given).
 
     A compressed file that cannot be read as the log it holds (:func:`compressed_log_error`) is
-    refused with the command that decompresses it, a ``fmt`` given or not."""
+    refused with the command that decompresses it, a ``fmt`` given or not; a path that is not
+    there is said to be so, and a folder given without ``fmt`` is no log file (``load_runs``
+    searches it; ``fmt="trainer_state"`` reads a Trainer output folder)."""
     path = Path(path)
+    if not path.exists():  # was "not a recognised log format", or "cannot read the file" with fmt
+        raise LogFormatError(f"{path}: no such file or directory")
+    if path.is_dir() and fmt is None:
+        raise LogFormatError(
+            f"{path}: a folder, not a log file; load_runs searches a folder for its logs "
+            "(load_file reads a Trainer output folder with fmt='trainer_state')"
+        )
     fmt = fmt or detect_format(path)
     if fmt is None and path.suffix.lower() in RUNSET_SUFFIXES:
         # the CLI re-reads a saved run set given to ingest; the function said "not a recognised
