@@ -427,7 +427,9 @@ def test_a_zstd_config_not_read_here_is_named_in_the_runs_warnings_not_a_run(
     assert rejected_runs(ds) == {}
     assert list(ds.run.values) == ["run_a"]
     (note,) = [n for n in runset_warnings(ds)["run_a"] if str(packed) in n]
-    assert f"{packed}: not read (compressed with zstd, which the zstandard module reads: pip " in note
+    assert (
+        f"{packed}: not read (compressed with zstd, which the zstandard module reads: pip " in note
+    )
     assert f"install zstandard; or decompress it, unzstd {shlex.quote(str(packed))})" in note
     # beside a readable plain copy, which is read, it is named alike
     if name == "training_args.json":
@@ -566,6 +568,37 @@ def test_rotated_pieces_of_a_log_are_rejected_sources_saying_how_to_join_them(tm
     whole = load_runs([joined])
     np.testing.assert_allclose(
         whole.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, 3 * N + 1)]
+    )
+
+
+@pytest.mark.skipif(any(shutil.which(c) is None for c in ("bash", "zcat")), reason="no bash, zcat")
+def test_the_join_command_of_rotated_pieces_takes_their_compressed_current_log(tmp_path):
+    # a run folder compressed with gzip -r holds train.log.gz beside train.log.2.gz, train.log.1.gz:
+    # the join command left train.log.gz out (it looked for train.log only), and the log it
+    # gave lacked the training's last steps
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    for name, steps in (
+        ("train.log.2.gz", range(1, N + 1)),
+        ("train.log.1.gz", range(N + 1, 2 * N + 1)),
+        ("train.log.gz", range(2 * N + 1, 3 * N + 1)),
+    ):
+        (run / name).write_bytes(gzip.compress(_dicts(steps).encode()))
+    with pytest.warns(UserWarning, match="2 runs not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.source.values) == [f"console:{run / 'train.log.gz'}"]
+    reason = rejected_runs(ds)[str(run / "train.log.1.gz")]["reason"]
+    joined = run / "train.joined.log"
+    pieces = " ".join(shlex.quote(str(run / n)) for n in ("train.log.2.gz", "train.log.1.gz"))
+    join = f"zcat {pieces} {shlex.quote(str(run / 'train.log.gz'))} > {shlex.quote(str(joined))}"
+    assert (
+        f"join the pieces oldest first (train.log.2.gz, train.log.1.gz, train.log.gz) into one "
+        f"log, {join}, and ingest that file"
+    ) in reason
+    subprocess.run(["bash", "-c", join], check=True)
+    np.testing.assert_allclose(
+        load_runs([joined]).reward.isel(run=0).dropna("step"),
+        [0.01 * s for s in range(1, 3 * N + 1)],
     )
 
 

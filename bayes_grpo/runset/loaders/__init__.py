@@ -217,7 +217,8 @@ def rotated_piece(path: str | Path) -> str | None:
 
 def rotated_set(path: str | Path) -> list[Path]:
     """The pieces of the log that ``path`` is a rotated piece of (:func:`rotated_piece`) beside
-    it, oldest first, and the log itself last where it is there; [] for a file that is no piece."""
+    it, oldest first, and the log itself last where it is there (plain, else compressed:
+    ``train.log.gz``); [] for a file that is no piece."""
     path = Path(path)
     log = rotated_piece(path)
     if log is None:
@@ -228,7 +229,10 @@ def rotated_set(path: str | Path) -> list[Path]:
         if rotation is not None and rotation[0] == log and sibling.is_file():
             pieces.append((rotation[1], sibling))
     order = [sibling for _key, sibling in sorted(pieces)]
-    return [*order, path.parent / log] if (path.parent / log).is_file() else order
+    # the current log compressed too (a folder compressed with gzip -r: train.log.gz): the join
+    # command left it out, and the log it gave lacked the training's last steps
+    current = (path.parent / (log + end) for end in ("", *DECOMPRESS_COMMANDS))
+    return [*order, *[c for c in current if c.is_file()][:1]]
 
 
 def rotated_log_error(path: str | Path) -> str | None:
