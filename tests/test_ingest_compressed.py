@@ -811,6 +811,18 @@ def test_a_zstd_rotated_piece_not_read_here_says_how_to_read_it(tmp_path, monkey
         assert str(err.value) == refusal
 
 
+def test_a_rotated_piece_alone_beside_a_trainer_state_is_named_as_its_log_would_be(tmp_path):
+    # two logs of one folder keep their file names: the piece was 'qwen-g8/train.log.1' where the
+    # log it was cut from is 'qwen-g8/train.log'
+    ids = []
+    for name in ("train.log", "train.log.1"):
+        run = tmp_path / name / "qwen-g8"
+        _write_log(run, "json_state").rename(run / "trainer_state.json")
+        (run / name).write_text(_dicts(range(1, N + 1)))
+        ids.append(sorted(load_runs([run.parent]).run.values))
+    assert ids[1] == ids[0] == ["qwen-g8/train.log", "qwen-g8/trainer_state.json"]
+
+
 def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
     # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
     # archived runs 'no log of a known format found here': neither said they were archives

@@ -1323,12 +1323,14 @@ def _path_components(
             and not (p == "files" and i and _WANDB_RUN_DIR.match(folders[i - 1]))
         )
     ]
+    # a rotated piece read alone is named as its log (train.log.1, train.log-20261205.gz: the run
+    # was 'train.log.1', train.log's its folder; beside a trainer_state.json 'qwen/train.log.1')
+    piece_of = rotated_piece(path)
     if file_name:
-        last = f"{parts.pop()}/{path.name}" if parts else path.name
+        file = piece_of or path.name
+        last = f"{parts.pop()}/{file}" if parts else file
         return [*parts, last, *([name] if name else [])]
-    # a compressed log's run is named as the log it holds, a rotated piece read alone as its log
-    # (train.log.1, train.log-20261205.gz: the run was 'train.log.1', train.log's its folder)
-    stem = rotated_piece(path) or log_name(path)
+    stem = piece_of or log_name(path)  # a compressed log's run is named as the log it holds
     stamp = _EVENT_STAMP.match(stem)
     if stamp and sole_event_file and parts:
         stem = "events"  # a generic stem: left out
