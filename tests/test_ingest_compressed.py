@@ -492,6 +492,36 @@ def test_a_trainer_state_beside_its_compressed_copy_names_the_copy_not_read(tmp_
     assert choose_trainer_state(run) == (ckpt / "trainer_state.json", [])
 
 
+def test_a_zstd_checkpoint_state_not_read_here_is_named(tmp_path, monkeypatch):
+    # without zstandard, an output folder whose checkpoint holds trainer_state.json.zst was "no
+    # log of a known format found here", and beside an older readable checkpoint the older one
+    # was read without a word of the later state
+    monkeypatch.delitem(DECOMPRESSORS, ".zst", raising=False)  # as without zstandard
+    out = tmp_path / "runs" / "out"
+    packed = out / "checkpoint-12" / "trainer_state.json.zst"
+    packed.parent.mkdir(parents=True)
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
+    unzstd = f"unzstd {shlex.quote(str(packed))}"
+    for given in (tmp_path / "runs", out):
+        with pytest.raises(RunSetError) as err:
+            load_runs([given])
+        assert str(err.value) == (
+            f"no run could be ingested: {packed}: a compressed log (.zst), not read; decompress "
+            f"it first ({unzstd}) and ingest the trainer_state.json it gives, or install the "
+            "zstandard module (pip install zstandard), which reads it as it is"
+        )
+    why = (
+        f"{packed}: not read (compressed with zstd, which the zstandard module reads: pip install "
+        f"zstandard; or decompress it, {unzstd})"
+    )
+    older = out / "checkpoint-6"
+    _write_log(older, "json_state").rename(older / "trainer_state.json")
+    ds = load_runs([tmp_path / "runs"])
+    assert list(ds.source.values) == [f"trainer_state:{older / 'trainer_state.json'}"]
+    (note,) = [n for n in runset_warnings(ds)["out"] if str(packed) in n]
+    assert why in note and "passed over for checkpoint-6/trainer_state.json" in note
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "console", "trainer_state"])
 def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how(
     tmp_path, monkeypatch, fmt

@@ -786,7 +786,7 @@ def discover(path: str | Path) -> list[_Job]:
     roots = [
         f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) and f.parent != path else f.parent
         for f in files
-        if log_name(f) == "trainer_state.json"
+        if inner_name(f) == "trainer_state.json"  # a checkpoint's .zst too: named, not unsaid
     ]
     for root in [*roots, path]:
         if root not in state_roots:

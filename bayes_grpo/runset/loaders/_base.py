@@ -118,6 +118,13 @@ def file_copies(folder: Path, name: str) -> list[Path]:
     return [folder / c for c in candidates if (folder / c).is_file()]
 
 
+def unread_copies(folder: Path, name: str) -> list[Path]:
+    """The copies of ``folder/name`` compressed by a program not read here (``config.yaml.zst``
+    without ``zstandard``: :func:`not_decompressed`), which :func:`file_copies` leaves out."""
+    candidates = (name + suffix for suffix in DECOMPRESS_COMMANDS if suffix not in DECOMPRESSORS)
+    return [folder / c for c in candidates if (folder / c).is_file()]
+
+
 def first_readable(
     copies: list[Path],
     read: Callable[[Path], object],
@@ -285,7 +292,11 @@ class RawRun:
 
 def read_text(path: Path) -> str:
     """A log file's text (:func:`text_encoding`); an unreadable or empty file raises
-    :class:`LogFormatError` naming it (empty: a run that has not logged yet, most likely)."""
+    :class:`LogFormatError` naming it (empty: a run that has not logged yet, most likely), as does
+    a file compressed by a program not read here (:func:`not_decompressed`: its compressed bytes
+    were read as text, "cannot read the file ('utf-8' codec can't decode ...)")."""
+    if (why := not_decompressed(path)) is not None:
+        raise LogFormatError(f"{path}: not read ({why})")
     try:
         with open_log(path) as fh:
             text = fh.read()

@@ -49,7 +49,6 @@ import yaml
 
 from bayes_grpo.constants import EMA, HEAVY_BALL
 from bayes_grpo.runset.loaders._base import (
-    DECOMPRESS_COMMANDS,
     READ_ERRORS,
     LogFormatError,
     error_message,
@@ -59,6 +58,7 @@ from bayes_grpo.runset.loaders._base import (
     log_name,
     not_decompressed,
     open_log,
+    unread_copies,
 )
 from bayes_grpo.runset.loaders.pickled_args import read_pickled_args
 from bayes_grpo.runset.names import hyperparameter_key
@@ -154,11 +154,7 @@ def _not_decompressed(folder: Path, name: str) -> list[str]:
     (``config.yaml.zst`` without ``zstandard``: :func:`~bayes_grpo.runset.loaders._base.
     not_decompressed`): left out without a word, or a ``training_args.json.zst`` taken for a log
     and rejected as a run, "ingest the training_args.json it gives"."""
-    return [
-        f"{path}: not read ({why})"
-        for suffix in DECOMPRESS_COMMANDS
-        if (path := folder / (name + suffix)).is_file() and (why := not_decompressed(path))
-    ]
+    return [f"{path}: not read ({not_decompressed(path)})" for path in unread_copies(folder, name)]
 
 
 def _config_mapping(path: Path) -> dict[str, object]:

@@ -26,6 +26,7 @@ from bayes_grpo.runset.loaders._base import (
     json_error,
     read_text,
     records_from_dicts,
+    unread_copies,
 )
 from bayes_grpo.runset.names import is_summary_entry
 
@@ -53,10 +54,12 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
     checkpoints = []
     for child in path.iterdir() if path.is_dir() else ():
         match = _CHECKPOINT.match(child.name)
-        if match and (copies := file_copies(child, FILENAME)):
+        # a state compressed by a program not read here (zstd without zstandard) is tried too:
+        # passed over with its reason, or the run's error, not left out unsaid
+        if match and (copies := _copies(child)):
             checkpoints.append((int(match.group(1)), copies))
     checkpoints.sort(reverse=True)
-    direct = file_copies(path, FILENAME) if path.is_dir() else []
+    direct = _copies(path) if path.is_dir() else []
     if direct:
         state, content, notes, _errors = _readable(direct)
         last = _global_step(content)
@@ -80,6 +83,12 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
             for reason in passed_over
         ] + notes
     return (checkpoints[0][1][0] if checkpoints else None), []
+
+
+def _copies(folder: Path) -> list[Path]:
+    """A folder's copies of its state (:func:`file_copies`), else those compressed by a program
+    not read here (:func:`unread_copies`), whose reading says why."""
+    return file_copies(folder, FILENAME) or unread_copies(folder, FILENAME)
 
 
 def _shown(state: Path) -> str:
