@@ -1,4 +1,5 @@
-"""Console logs print neither G nor the model: the ingest says once that a manifest gives them."""
+"""Runs whose G or model no log, config or manifest gives: the ingest says once that a manifest
+gives them (console logs print neither; nor do most CSV / JSONL exports)."""
 
 import json
 import warnings
@@ -44,8 +45,11 @@ def test_console_logs_without_g_or_model_get_one_note_naming_the_manifest(tmp_pa
     assert len(notes) == 1, notes  # once per ingest, not once per run
     note = notes[0]
     assert note == unknown_settings_note(ds)
-    assert note.startswith("G and model unknown for 2 runs read from console logs (qwen35_a, ")
-    assert "qwen35_b)" in note and "with_config" not in note and "csv_run" not in note
+    assert note.startswith(
+        "G and model unknown for 3 runs (csv_run, qwen35_a, qwen35_b); model unknown for 1 run "
+        "(with_config): "
+    )
+    assert "a console log prints neither" in note
     for words in ("--manifest", "manifest=", "path, run, group_size, model", "README.md"):
         assert words in note, words
     assert run_coords(ds, "with_config")["group_size"] == 8
@@ -55,13 +59,9 @@ def test_console_logs_without_g_or_model_get_one_note_naming_the_manifest(tmp_pa
     ds = load_runs([root], manifest=manifest)
     assert run_coords(ds, "qwen35_a")["group_size"] == 4
     assert unknown_settings_note(ds).startswith(
-        "G and model unknown for 1 run read from console logs (qwen35_b): "
+        "G and model unknown for 2 runs (csv_run, qwen35_b); model unknown for 2 runs "
+        "(qwen35_a, with_config): "
     )
-    # none to name: no note, no warning
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        ds = load_runs([root / "with_config", root / "csv_run"])
-    assert unknown_settings_note(ds) is None
 
 
 def test_the_cli_prints_the_note_once_and_gives_it_in_json(tmp_path, capsys):
@@ -69,13 +69,16 @@ def test_the_cli_prints_the_note_once_and_gives_it_in_json(tmp_path, capsys):
     out = tmp_path / "runs.nc"
     assert main(["ingest", str(root), "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert text.count("G and model unknown for 2 runs read from console logs") == 1
+    assert text.count("G and model unknown for 3 runs (csv_run, qwen35_a, qwen35_b)") == 1
     assert "\nnote: G and model unknown" in text
     assert main(["ingest", str(root), "-o", str(out), "--overwrite", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     (note,) = payload["notes"]
-    assert note.startswith("G and model unknown for 2 runs read from console logs")
-    # a run set of runs that know their G: no notes
+    assert note.startswith("G and model unknown for 3 runs")
+    # a run set of runs that know their G and model: no notes
+    (root / "with_config" / "training_args.json").write_text(
+        json.dumps({"num_generations": 8, "model_name_or_path": "Qwen/Qwen3.5-9B"})
+    )
     assert main(["ingest", str(root / "with_config"), "-o", str(out), "--overwrite", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["notes"] == []
 
@@ -89,4 +92,65 @@ def test_the_note_names_a_console_log_however_it_is_stored(tmp_path, name):
         log.with_name(name).write_bytes(gzip.compress(log.read_bytes()))
         log.unlink()
     ds = load_runs([tmp_path / "run_a"])
-    assert unknown_settings_note(ds).startswith("G and model unknown for 1 run read from console")
+    assert unknown_settings_note(ds).startswith("G and model unknown for 1 run (run_a): ")
+
+
+def _trainer_state(folder, **args):
+    folder.mkdir(parents=True)
+    history = [{"step": s, "reward": 0.05 * s, "loss": 0.1} for s in range(1, N + 1)]
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    if args:
+        (folder / "training_args.json").write_text(json.dumps(args))
+
+
+def test_every_format_without_g_or_model_is_named_and_the_note_says_which_is_unknown(tmp_path):
+    # only console logs were named: real_runs' Trainer states without training_args.bin
+    # (wordle-grpo, srinath...), stage1's JSONL, lr_sweep_* / off_policy_* CSV exports were
+    # ingested with G and model empty without a word, and G known without a model (or the
+    # reverse) was never named
+    root = tmp_path / "runs"
+    _trainer_state(root / "state_bare")
+    _trainer_state(root / "state_g", num_generations=8)
+    _trainer_state(root / "state_model", model_name_or_path="Qwen/Qwen2.5-0.5B")
+    _trainer_state(root / "state_both", num_generations=8, model_name_or_path="Qwen/Qwen2.5-0.5B")
+    (root / "jsonl_run").mkdir()
+    (root / "jsonl_run" / "log.jsonl").write_text(
+        "".join(json.dumps({"step": s, "reward": 0.05 * s}) + "\n" for s in range(1, N + 1))
+    )
+    ds = load_runs([root])
+    note = unknown_settings_note(ds)
+    assert note.startswith(
+        "G and model unknown for 2 runs (state_bare, jsonl_run); G unknown for 1 run "
+        "(state_model); model unknown for 1 run (state_g): no log, config beside the log or "
+        "manifest row gave them; give them in a manifest ("
+    ), note
+    assert "state_both" not in note and "console" not in note
+    # one kind of setting unknown: "it"
+    ds = load_runs([root / "state_g", root / "state_both"])
+    assert unknown_settings_note(ds).startswith(
+        "model unknown for 1 run (state_g): no log, config beside the log or manifest row gave "
+        "it; give it in a manifest ("
+    )
+    ds = load_runs([root / "state_model"])
+    assert unknown_settings_note(ds).startswith("G unknown for 1 run (state_model): ")
+
+
+def test_many_runs_are_named_by_the_first_few_and_their_count(tmp_path):
+    root = tmp_path / "runs"
+    for i in range(7):
+        _console(root / f"run_{i}")
+    note = unknown_settings_note(load_runs([root]))
+    assert note.startswith(
+        "G and model unknown for 7 runs (run_0, run_1, run_2, run_3, run_4, ... (7 in all)): "
+    ), note
+    assert "run_5" not in note
+
+
+@pytest.mark.real_runs
+def test_the_real_runs_of_every_format_without_g_or_model_are_named(real_runs_dir):
+    # 17 of real_runs/native lack both (7 console logs, 2 Trainer states, a JSONL, 7 CSV
+    # exports), final_on_policy_... (JSONL beside a config giving G 8) its model
+    ds = load_runs([real_runs_dir / "native"])
+    note = unknown_settings_note(ds)
+    assert note.startswith("G and model unknown for 17 runs (wordle-grpo, ")
+    assert "; model unknown for 1 run (final_on_policy_lr4e-5_400_full_eval): " in note

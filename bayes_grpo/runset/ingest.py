@@ -926,29 +926,51 @@ def group_size_in_name_note(run_id: str, path: Path) -> str | None:
     return None
 
 
+#: How many names a note lists before "... (N in all)".
+FIRST_FEW: int = 5
+
+
+def _first_few(names: Sequence[str], n: int = FIRST_FEW) -> str:
+    """The first ``n`` of ``names``, comma-separated, and how many in all where there are more:
+    ``"a, b, c, d, e, ... (38 in all)"``; the notes naming runs or files of a whole ingest."""
+    shown = ", ".join(map(str, names[:n]))
+    return shown + (f", ... ({len(names)} in all)" if len(names) > n else "")
+
+
 def unknown_settings_note(ds: xr.Dataset) -> str | None:
-    """One note for the runs of a run set read from console logs with neither G nor model
-    (a console log prints neither, and no config beside it gave them), naming them and the
+    """One note for the runs of a run set whose group size G or model is unknown after their
+    logs, the configs beside them and the manifest, naming them (:func:`_first_few`) and the
     manifest that gives them; None when there is none. ``load_runs`` warns it once and
     ``bayes-grpo ingest`` prints it once (``notes`` of its JSON).
 
     The Qwen3.5 console logs of ``real_runs`` were ingested with G and model empty, and nothing
     said where to give them: invariance, the noise law and degeneracy need G, and the fit groups
-    runs by their model."""
-    runs = [
-        str(run)
-        for run, source, g, model in zip(
-            ds.run.values, ds.source.values, ds.group_size.values, ds.model.values
-        )
-        if str(source).startswith("console:") and np.isnan(float(g)) and not str(model).strip()
+    runs by their model. Console logs print neither; so do most CSV and JSONL exports, and a
+    Trainer state without its ``training_args.bin``."""
+    missing: dict[str, list[str]] = {"G and model": [], "G": [], "model": []}
+    console = False
+    for run, source, g, model in zip(
+        ds.run.values, ds.source.values, ds.group_size.values, ds.model.values
+    ):
+        no_g, no_model = bool(np.isnan(float(g))), not str(model).strip()
+        if no_g or no_model:
+            what = "G and model" if no_g and no_model else "G" if no_g else "model"
+            missing[what].append(str(run))
+            console = console or str(source).startswith("console:")
+    parts = [
+        f"{what} unknown for {counted(len(runs), 'run')} ({_first_few(runs)})"
+        for what, runs in missing.items()
+        if runs
     ]
-    if not runs:
+    if not parts:
         return None
+    them = "it" if len(parts) == 1 and not missing["G and model"] else "them"
     return (
-        f"G and model unknown for {counted(len(runs), 'run')} read from console logs "
-        f"({', '.join(runs)}): a console log prints neither, and no config beside it gave them; "
-        "give them in a manifest (bayes-grpo ingest --manifest FILE, load_runs(manifest=...): a "
-        "CSV or YAML list, one row per run, columns path, run, group_size, model and any other "
+        "; ".join(parts)
+        + f": no log, config beside the log or manifest row gave {them}"
+        + (" (a console log prints neither G nor the model)" if console else "")
+        + f"; give {them} in a manifest (bayes-grpo ingest --manifest FILE, load_runs(manifest=...): "
+        "a CSV or YAML list, one row per run, columns path, run, group_size, model and any other "
         "setting such as learning_rate or seed; README.md, 'Bring your own logs', Manifest)"
     )
 
@@ -1626,10 +1648,9 @@ def _archives_note(path: str | os.PathLike) -> str:
     archives = [f for f in _walk(Path(path))[0] if archive_error(f) is not None]
     if not archives:
         return ""
-    shown = ", ".join(str(f.relative_to(path)) for f in archives[:5])
-    more = f", ... ({len(archives)} in all)" if len(archives) > 5 else ""
+    shown = _first_few([str(f.relative_to(path)) for f in archives])
     return (
-        f"; it holds {counted(len(archives), 'archive')} of files, not read ({shown}{more}): "
+        f"; it holds {counted(len(archives), 'archive')} of files, not read ({shown}): "
         "unpack them first and ingest the folders they give"
     )
 
