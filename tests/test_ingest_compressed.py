@@ -8,6 +8,7 @@ import lzma
 import shlex
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -789,18 +790,18 @@ def test_the_shell_commands_of_messages_quote_a_path_holding_a_quote(tmp_path):
         str(run / "train.joined.log")
     )
     unpack = command(reasons[str(packed)], "unpack it first (", ") and ingest")
-    assert unpack == f"tar -xzf {q(str(packed))}"
+    assert unpack == f"tar -xzf {q(str(packed))} -C {q(str(top))}"
     decompress = command(reasons[str(events)], "decompress it first (", ") and ingest")
     assert decompress == f"gunzip -k {q(str(events))}"
-    # each command as given runs (the unpacking in a folder of its own)
-    (tmp_path / "unpacked").mkdir()
-    for cmd, cwd in ((join, top), (unpack, tmp_path / "unpacked"), (decompress, top)):
+    # each command as given runs (the unpacking from another folder: it unpacks beside the archive)
+    (tmp_path / "elsewhere").mkdir()
+    for cmd, cwd in ((join, top), (unpack, tmp_path / "elsewhere"), (decompress, top)):
         subprocess.run(["bash", "-c", cmd], check=True, cwd=cwd, capture_output=True)
     whole = load_runs([run / "train.joined.log"])
     np.testing.assert_allclose(
         whole.reward.isel(run=0).dropna("step"), [0.01 * s for s in range(1, 2 * N + 1)]
     )
-    assert (tmp_path / "unpacked" / "run_b" / "metrics.csv").is_file()
+    assert (top / "run_b" / "metrics.csv").is_file()
     assert events.with_suffix("").read_bytes() == b"\x00" * 64
 
 
@@ -871,8 +872,8 @@ def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tm
         load_runs([packed / "runs.tar.gz"])
     assert str(err.value) == (
         f"no run could be ingested: {packed / 'runs.tar.gz'}: an archive of files (.tar.gz), not "
-        f"a log; unpack it first (tar -xzf {shlex.quote(str(packed / 'runs.tar.gz'))}) and ingest the folder it "
-        "gives"
+        f"a log; unpack it first (tar -xzf {shlex.quote(str(packed / 'runs.tar.gz'))} -C "
+        f"{shlex.quote(str(packed))}) and ingest the folder it unpacks into, {packed}"
     )
     with pytest.raises(RunSetError) as err:
         load_runs([packed])
@@ -885,6 +886,41 @@ def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tm
     with tarfile.open(packed / "runs.tar.gz") as tar:
         tar.extractall(tmp_path / "unpacked", filter="data")
     assert list(load_runs([tmp_path / "unpacked"]).run.values) == ["run_a"]
+
+
+@pytest.mark.parametrize("name", ["runs.tar.gz", "runs.zip"])
+def test_the_unpack_command_of_an_archive_unpacks_into_the_folder_it_says_to_ingest(tmp_path, name):
+    # 'tar -xzf runs.tar.gz' / 'unzip runs.zip' unpacked into the folder the user ran them in,
+    # and "ingest the folder it gives" did not say which: run from elsewhere, the folder beside
+    # the archive held no log
+    import tarfile
+    import zipfile
+
+    tool = "unzip" if name.endswith(".zip") else "tar"
+    if shutil.which("bash") is None or shutil.which(tool) is None:
+        pytest.skip(f"no bash or {tool}")
+    run = tmp_path / "src" / "run_a"
+    _write_log(run, "csv")
+    packed = tmp_path / "archived" / name
+    packed.parent.mkdir()
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(packed, "w") as z:
+            z.write(run / "metrics.csv", "run_a/metrics.csv")
+    else:
+        with tarfile.open(packed, "w:gz") as tar:
+            tar.add(run, arcname="run_a")
+    with pytest.raises(RunSetError) as err:
+        load_runs([packed])
+    reason = str(err.value)
+    unpack = reason.split("unpack it first (", 1)[1].split(") and ingest the folder it unpacks into, ")
+    assert unpack[1] == str(packed.parent), reason
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(["bash", "-c", unpack[0]], check=True, cwd=elsewhere, capture_output=True)
+    assert list(elsewhere.iterdir()) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the archive beside the log it gave
+        assert list(load_runs([unpack[1]]).run.values) == ["run_a"]
 
 
 @pytest.mark.parametrize("where", ["run", "checkpoint"])

@@ -273,32 +273,37 @@ def rotated_log_error(path: str | Path) -> str | None:
 
 
 #: Archives of several files (a run folder packed whole), by the end of their names, and the
-#: command that unpacks each: not a log, and not read here.
+#: command that unpacks each into a given folder (``{archive}``, ``{folder}``: each through
+#: :func:`_base.shell_path`): not a log, and not read here. Without the folder, ``tar -xzf`` and
+#: ``unzip`` unpacked into the folder the user ran them in, wherever that was.
 ARCHIVE_COMMANDS: dict[str, str] = {
-    ".tar": "tar -xf",
-    ".tar.gz": "tar -xzf",
-    ".tgz": "tar -xzf",
-    ".tar.bz2": "tar -xjf",
-    ".tbz2": "tar -xjf",
-    ".tar.xz": "tar -xJf",
-    ".txz": "tar -xJf",
-    ".tar.zst": "tar --zstd -xf",
-    ".zip": "unzip",
-    ".7z": "7z x",
+    ".tar": "tar -xf {archive} -C {folder}",
+    ".tar.gz": "tar -xzf {archive} -C {folder}",
+    ".tgz": "tar -xzf {archive} -C {folder}",
+    ".tar.bz2": "tar -xjf {archive} -C {folder}",
+    ".tbz2": "tar -xjf {archive} -C {folder}",
+    ".tar.xz": "tar -xJf {archive} -C {folder}",
+    ".txz": "tar -xJf {archive} -C {folder}",
+    ".tar.zst": "tar --zstd -xf {archive} -C {folder}",
+    ".zip": "unzip {archive} -d {folder}",
+    ".7z": "7z x {archive} -o{folder}",
 }
 
 
 def archive_error(path: str | Path) -> str | None:
     """Why an archive of files (``runs.tar.gz``, ``run.zip``: :data:`ARCHIVE_COMMANDS`) is not
-    read, with the command that unpacks it; None for any other file. It was "not a recognised
-    log format", which said nothing of what to do."""
+    read, with the command that unpacks it into its own folder and that folder to ingest; None
+    for any other file. It was "not a recognised log format", which said nothing of what to do."""
     path = Path(path)
     end = next((e for e in ARCHIVE_COMMANDS if path.name.lower().endswith(e)), None)
     if end is None:
         return None
+    unpack = ARCHIVE_COMMANDS[end].format(
+        archive=shell_path(path), folder=shell_path(path.parent)
+    )
     return (
-        f"{path}: an archive of files ({end}), not a log; unpack it first "
-        f"({ARCHIVE_COMMANDS[end]} {shell_path(path)}) and ingest the folder it gives"
+        f"{path}: an archive of files ({end}), not a log; unpack it first ({unpack}) and "
+        f"ingest the folder it unpacks into, {path.parent}"
     )
 
 
