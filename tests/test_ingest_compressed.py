@@ -923,6 +923,59 @@ def test_the_unpack_command_of_an_archive_unpacks_into_the_folder_it_says_to_ing
         assert list(load_runs([unpack[1]]).run.values) == ["run_a"]
 
 
+def test_archives_beside_logs_are_named_in_a_note_not_left_out_unsaid(tmp_path, capsys):
+    # runs/ holding run_a/metrics.csv and more.tar.gz: the run read, the archive skipped
+    # without a word (only a folder holding nothing but archives named them)
+    import tarfile
+    import zipfile
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset.ingest import NOTES_ATTR, ingest_notes
+
+    root = tmp_path / "runs"
+    _write_log(root / "run_a", "csv")
+    _write_log(tmp_path / "src" / "run_b", "csv")
+    with tarfile.open(root / "more.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "src" / "run_b", arcname="run_b")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load_runs([root])
+    assert list(ds.run.values) == ["run_a"] and rejected_runs(ds) == {}
+    note = (
+        f"1 archive of files not read, beside the logs ingested ({root / 'more.tar.gz'}): unpack "
+        f"it into its folder (tar -xzf {shlex.quote(str(root / 'more.tar.gz'))} -C "
+        f"{shlex.quote(str(root))}) and ingest again to read its logs"
+    )
+    assert [str(w.message) for w in caught if "archive" in str(w.message)] == [note]
+    assert ingest_notes(ds)[0] == note
+    # two, one of them in a run folder, given through two paths: each named once
+    with zipfile.ZipFile(root / "run_a" / "old.zip", "w") as z:
+        z.write(tmp_path / "src" / "run_b" / "metrics.csv", "run_b/metrics.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load_runs([root, root / "run_a"])
+    (told,) = [str(w.message) for w in caught if "archive" in str(w.message)]
+    assert told.startswith(
+        f"2 archives of files not read, beside the logs ingested ({root / 'more.tar.gz'}, "
+        f"{root / 'run_a' / 'old.zip'}): unpack each into its folder (tar -xzf "
+    ), told
+    assert told.endswith(", ...) and ingest again to read their logs")
+    # the CLI prints it as a note, gives it in --json, and saves it with the run set
+    out = tmp_path / "runs.nc"
+    assert main(["ingest", str(root), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("\nnote: 2 archives of files not read, beside the logs ingested") == 1
+    assert main(["ingest", str(root), "-o", str(out), "--overwrite", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[0].startswith("2 archives of files not read") and len(notes) == 2  # + G, model
+    from bayes_grpo.runset import load_runset
+
+    assert NOTES_ATTR in load_runset(out).attrs
+    # a folder of logs without archives: no such note, no attribute
+    ds = load_runs([tmp_path / "src"])
+    assert NOTES_ATTR not in ds.attrs and not any("archive" in n for n in ingest_notes(ds))
+
+
 @pytest.mark.parametrize("where", ["run", "checkpoint"])
 def test_a_trainer_state_cut_short_beside_a_readable_copy_reads_the_copy(tmp_path, where):
     # the plain state cut short (being written) was the run's error, or had the run read from

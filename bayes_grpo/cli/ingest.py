@@ -251,10 +251,10 @@ def run(args: argparse.Namespace) -> int:
     from bayes_grpo.runset import runset_warnings, save_runset
     from bayes_grpo.runset.ingest import (
         MIN_POINTS,
+        ingest_notes,
         load_runs,
         runset_summary,
         summary_records,
-        unknown_settings_note,
     )
     from bayes_grpo.runset.loaders import RUNSET_SUFFIXES
 
@@ -299,8 +299,8 @@ def run(args: argparse.Namespace) -> int:
         except RunSetError as exc:
             raise RunSetError(f"{saved[0] if saved else ', '.join(map(str, logs))}: --every {args.every}: {exc}") from exc
     out = save_runset(ds, args.output, overwrite=args.overwrite)
-    # load_runs' warning of it is silenced with the rejections above: said once here
-    notes = [] if saved else [n for n in [unknown_settings_note(ds)] if n]
+    # load_runs' warnings of them are silenced with the rejections above: said once here
+    notes = [] if saved else ingest_notes(ds)
     summary = runset_summary(ds)
     ok = summary[summary["status"] == "ok"]
     bad = summary[summary["status"] != "ok"]

@@ -84,6 +84,7 @@ from bayes_grpo.runset.loaders import (
     read_manifest,
     rotated_log_error,
     rotated_piece,
+    unpack_command,
 )
 from bayes_grpo.runset.loaders.sidecar import (
     OPENRLHF_K_REF,
@@ -125,6 +126,9 @@ from bayes_grpo.runset.schema import (
 INGEST_ATTR = "bayes_grpo_ingest"
 #: Dataset attribute with the runs that were rejected, ``{source: {"run": id, "reason": ...}}``.
 REJECTED_ATTR = "bayes_grpo_rejected"
+#: Dataset attribute with the ingest's notes on what it found but did not read (a JSON list;
+#: only where there is one): :func:`ingest_notes`.
+NOTES_ATTR = "bayes_grpo_ingest_notes"
 #: Default minimum number of finite reward values for a run to be kept.
 MIN_POINTS = 10
 #: Largest distance from an integer at which a logged step is still that integer (a float
@@ -1655,6 +1659,31 @@ def _archives_note(path: str | os.PathLike) -> str:
     )
 
 
+def archives_beside_logs_note(archives: Sequence[Path]) -> str | None:
+    """The archives of files (``more.tar.gz``, not read) found in the folders given beside the
+    logs that were read, with the command that unpacks the first; None when there is none. They
+    were left out without a word (only a folder holding nothing but archives named them)."""
+    if not archives:
+        return None
+    one = len(archives) == 1
+    return (
+        f"{counted(len(archives), 'archive')} of files not read, beside the logs ingested "
+        f"({_first_few([str(a) for a in archives])}): unpack {'it' if one else 'each'} into its "
+        f"folder ({unpack_command(archives[0])}{'' if one else ', ...'}) and ingest again to "
+        f"read {'its' if one else 'their'} logs"
+    )
+
+
+def ingest_notes(ds: xr.Dataset) -> list[str]:
+    """The notes of an ingest, once each: what the folders given held but the ingest did not
+    read (:func:`archives_beside_logs_note`, kept in :data:`NOTES_ATTR`) and the settings it
+    could not find (:func:`unknown_settings_note`). ``load_runs`` warns them, ``bayes-grpo
+    ingest`` prints them (``notes`` of its JSON)."""
+    raw = ds.attrs.get(NOTES_ATTR, "[]")
+    stored = json.loads(raw) if isinstance(raw, str) else list(raw)
+    return [*map(str, stored), *[n for n in [unknown_settings_note(ds)] if n]]
+
+
 def load_runs(
     paths: str | os.PathLike | Iterable[str | os.PathLike] = (),
     *,
@@ -1709,10 +1738,15 @@ def load_runs(
     jobs = _manifest_jobs(read_manifest(manifest), reject) if manifest is not None else []
     manifest_file = Path(manifest).resolve() if manifest is not None else None
     given: dict[Path, tuple[_Job, str]] = {}  # each file found through a path: its job, that path
+    archives: dict[Path, Path] = {}  # those of folders holding logs too: by real path, as found
     for path in paths:
         found = discover(path)
         if not Path(path).is_file():  # a manifest CSV inside a log folder is no log
             found = [job for job in found if job.path.resolve() != manifest_file]
+            if found:
+                for f in _walk(Path(path))[0]:
+                    if archive_error(f) is not None:
+                        archives.setdefault(f.resolve(), f)
         if not found:
             reject(str(path), f"{path}: no log of a known format found here{_archives_note(path)}")
         for job in found:
@@ -1832,8 +1866,10 @@ def load_runs(
             stacklevel=2,
         )
     attrs = {INGEST_ATTR: facts, REJECTED_ATTR: rejected, "min_points": int(min_points)}
+    if (note := archives_beside_logs_note(list(archives.values()))) is not None:
+        attrs[NOTES_ATTR] = [note]
     ds = make_runset(curves, meta, warnings=warn, attrs=attrs)
-    if (note := unknown_settings_note(ds)) is not None:
+    for note in ingest_notes(ds):
         pywarnings.warn(note, UserWarning, stacklevel=2)
     return ds
 
@@ -1950,6 +1986,9 @@ __all__ = [
     "INGEST_ATTR",
     "ingest_facts",
     "REJECTED_ATTR",
+    "NOTES_ATTR",
+    "archives_beside_logs_note",
+    "ingest_notes",
     "MIN_POINTS",
     "RunRejected",
     "NormalisedRun",

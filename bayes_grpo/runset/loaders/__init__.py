@@ -290,20 +290,31 @@ ARCHIVE_COMMANDS: dict[str, str] = {
 }
 
 
+def _archive_suffix(path: Path) -> str | None:
+    """The end of an archive's name (:data:`ARCHIVE_COMMANDS`), None for any other file."""
+    return next((e for e in ARCHIVE_COMMANDS if path.name.lower().endswith(e)), None)
+
+
+def unpack_command(path: str | Path) -> str | None:
+    """The shell command that unpacks an archive of files into its own folder, wherever it is
+    run (:data:`ARCHIVE_COMMANDS`); None for any other file."""
+    path = Path(path)
+    end = _archive_suffix(path)
+    if end is None:
+        return None
+    return ARCHIVE_COMMANDS[end].format(archive=shell_path(path), folder=shell_path(path.parent))
+
+
 def archive_error(path: str | Path) -> str | None:
     """Why an archive of files (``runs.tar.gz``, ``run.zip``: :data:`ARCHIVE_COMMANDS`) is not
     read, with the command that unpacks it into its own folder and that folder to ingest; None
     for any other file. It was "not a recognised log format", which said nothing of what to do."""
     path = Path(path)
-    end = next((e for e in ARCHIVE_COMMANDS if path.name.lower().endswith(e)), None)
-    if end is None:
+    if (unpack := unpack_command(path)) is None:
         return None
-    unpack = ARCHIVE_COMMANDS[end].format(
-        archive=shell_path(path), folder=shell_path(path.parent)
-    )
     return (
-        f"{path}: an archive of files ({end}), not a log; unpack it first ({unpack}) and "
-        f"ingest the folder it unpacks into, {path.parent}"
+        f"{path}: an archive of files ({_archive_suffix(path)}), not a log; unpack it first "
+        f"({unpack}) and ingest the folder it unpacks into, {path.parent}"
     )
 
 
@@ -413,6 +424,7 @@ __all__ = [
     "RawRun",
     "add_scalars_owner",
     "archive_error",
+    "unpack_command",
     "choose_trainer_state",
     "compressed_log_error",
     "detect_format",
