@@ -854,6 +854,29 @@ def test_a_rotated_piece_alone_beside_a_trainer_state_is_named_as_its_log_would_
     assert ids[1] == ids[0] == ["qwen-g8/train.log", "qwen-g8/trainer_state.json"]
 
 
+@pytest.mark.parametrize("name", ["train.log.gz", "train.log.xz"])
+def test_a_compressed_log_beside_a_trainer_state_is_named_as_the_log_inside(tmp_path, name):
+    # two logs of one folder keep their file names: the compressed log was 'qwen-g8/train.log.gz'
+    # where everywhere else (alone in its folder, its note, its format) it is the train.log inside
+    pack = gzip.compress if name.endswith(".gz") else lzma.compress
+    ids = []
+    for log in ("train.log", name):
+        run = tmp_path / log / "qwen-g8"
+        _write_log(run, "json_state").rename(run / "trainer_state.json")
+        data = _dicts(range(1, N + 1)).encode()
+        (run / log).write_bytes(data if log == "train.log" else pack(data))
+        ids.append(sorted(load_runs([run.parent]).run.values))
+    assert ids[1] == ids[0] == ["qwen-g8/train.log", "qwen-g8/trainer_state.json"]
+    # a log beside its own compressed copy: their file names still tell them apart
+    run = tmp_path / name / "qwen-g8"
+    (run / "train.log").write_text(_dicts(range(1, N + 1)))
+    with pytest.warns(UserWarning):
+        ds = load_runs([run.parent])
+    assert sorted(ds.run.values) == sorted(
+        [f"qwen-g8/{name}", "qwen-g8/train.log", "qwen-g8/trainer_state.json"]
+    )
+
+
 def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
     # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
     # archived runs 'no log of a known format found here': neither said they were archives

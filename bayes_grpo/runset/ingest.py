@@ -1325,6 +1325,7 @@ def _path_components(
     *,
     sole_event_file: bool = False,
     file_name: bool = False,
+    own_name: bool = False,
     every_folder: bool = False,
 ) -> list[str]:
     """The path's parts an id is made of (generic folder names and file stems left out).
@@ -1333,7 +1334,10 @@ def _path_components(
     format), the folder names the run (``tb/G8_seed1/events.out.tfevents.*`` is ``G8_seed1``).
     With ``file_name`` the file's name is the last part, joined to its folder's
     (``qwen-g8/trainer_state.json``): what tells apart two logs of one folder whose parts are
-    otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it). With
+    otherwise the same (a ``trainer_state.json`` and a ``train.log`` beside it); a compressed
+    log's name is the log's inside (``train.log.gz``: ``qwen-g8/train.log``, as every other id of
+    it), a rotated piece's its log's, unless ``own_name``: the file's own name, what tells apart a
+    log and its compressed copy beside it (``metrics.csv``, ``metrics.csv.gz``). With
     ``every_folder`` the generic folders are kept: what tells apart the states of two
     ``checkpoint-*`` folders of one run (``checkpoint-50`` and ``checkpoint-100``).
     """
@@ -1353,7 +1357,7 @@ def _path_components(
     # was 'train.log.1', train.log's its folder; beside a trainer_state.json 'qwen/train.log.1')
     piece_of = rotated_piece(path)
     if file_name:
-        file = piece_of or path.name
+        file = path.name if own_name else piece_of or log_name(path)
         last = f"{parts.pop()}/{file}" if parts else file
         return [*parts, last, *([name] if name else [])]
     stem = piece_of or log_name(path)  # a compressed log's run is named as the log it holds
@@ -1803,6 +1807,17 @@ def load_runs(
     alike = Counter(map(tuple, components))
     components = [
         _path_components(run.path, run.name, file_name=True) if alike[tuple(parts)] > 1 else parts
+        for parts, (run, _job) in zip(components, loaded)
+    ]
+    # a log and its compressed copy in one folder (metrics.csv, metrics.csv.gz) hold one log's
+    # name: their own file names tell them apart
+    alike_here = Counter(
+        (tuple(parts), run.path.parent) for parts, (run, _job) in zip(components, loaded)
+    )
+    components = [
+        _path_components(run.path, run.name, file_name=True, own_name=True)
+        if alike_here[(tuple(parts), run.path.parent)] > 1
+        else parts
         for parts, (run, _job) in zip(components, loaded)
     ]
     # nor could the file names tell apart the states of two checkpoints of one run (given
