@@ -523,6 +523,51 @@ def test_a_zstd_checkpoint_state_not_read_here_is_named(tmp_path, monkeypatch):
     assert why in note and "passed over for checkpoint-6/trainer_state.json" in note
 
 
+def test_the_notes_of_a_zstd_checkpoint_state_give_zstd_as_the_reason_and_how_to_read_it(
+    tmp_path, monkeypatch
+):
+    # a .zst checkpoint passed over was guessed "(a checkpoint being saved while the run goes
+    # on?)" though the reason was zstd; and a run folder's own state older than a checkpoint's
+    # .zst said "give checkpoint-12/trainer_state.json.zst to read them", which fails so too
+    monkeypatch.delitem(DECOMPRESSORS, ".zst", raising=False)  # as without zstandard
+    out = tmp_path / "runs" / "out"
+    packed = out / "checkpoint-12" / "trainer_state.json.zst"
+    packed.parent.mkdir(parents=True)
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(200)))
+    why = (
+        "compressed with zstd, which the zstandard module reads: pip install zstandard; or "
+        f"decompress it, unzstd {shlex.quote(str(packed))}"
+    )
+    older = out / "checkpoint-6"
+    _write_log(older, "json_state").rename(older / "trainer_state.json")
+    (note,) = [n for n in runset_warnings(load_runs([out]))["out"] if str(packed) in n]
+    assert note.endswith(
+        f"{packed}: not read ({why}); passed over for checkpoint-6/trainer_state.json, the "
+        "latest readable state"
+    ), note
+    # a checkpoint cut short is still a save going on, beside the zstd one
+    cut = out / "checkpoint-9" / "trainer_state.json"
+    cut.parent.mkdir()
+    cut.write_text('{"log_history": [')
+    notes = [n for n in runset_warnings(load_runs([out]))["out"] if "passed over" in n]
+    assert [n.endswith("(a checkpoint being saved while the run goes on?)") for n in notes] == [
+        False,
+        True,
+    ], notes
+    # the run folder's own state ends before the .zst checkpoint
+    shutil.rmtree(older)
+    shutil.rmtree(cut.parent)
+    history = [{"step": s, "reward": 0.1 * s} for s in range(1, 7)]
+    (out / "trainer_state.json").write_text(json.dumps({"global_step": 6, "log_history": history}))
+    ds = load_runs([out], min_points=5)  # its 6 points kept
+    (note,) = [n for n in runset_warnings(ds)["out"] if "is later" in n]
+    assert note.endswith(
+        "but checkpoint-12/trainer_state.json.zst is later (a training resumed after "
+        "trainer_state.json was written?); its later steps are not read: it is not read here "
+        f"({why}), then give checkpoint-12 to read them"
+    ), note
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "console", "trainer_state"])
 def test_a_format_given_for_a_compressed_log_not_read_here_refuses_it_saying_how(
     tmp_path, monkeypatch, fmt

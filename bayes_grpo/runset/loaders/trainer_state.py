@@ -24,6 +24,7 @@ from bayes_grpo.runset.loaders._base import (
     file_copies,
     first_readable,
     json_error,
+    not_decompressed,
     read_text,
     records_from_dicts,
     unread_copies,
@@ -64,23 +65,30 @@ def choose_trainer_state(path: str | Path) -> tuple[Path | None, list[str]]:
         state, content, notes, _errors = _readable(direct)
         last = _global_step(content)
         if checkpoints and last is not None and checkpoints[0][0] > last:
-            later = _shown(checkpoints[0][1][0])
+            later_path = checkpoints[0][1][0]
+            later = _shown(later_path)
+            # giving a .zst not read here fails as this did: say how to read it instead
+            how = (
+                f"give {later} to read them"
+                if (why := not_decompressed(later_path)) is None
+                else f"it is not read here ({why}), then give {later_path.parent.name} to read them"
+            )
             notes.append(
                 f"{state.name} ends at step {last:g} but {later} is later (a training resumed "
-                f"after {state.name} was written?); its later steps are not read: give {later} "
-                "to read them"
+                f"after {state.name} was written?); its later steps are not read: {how}"
             )
         return state, notes
-    passed_over: list[str] = []
+    passed_over: list[tuple[str, bool]] = []  # a reason, and whether it may be a save going on
     for _step, copies in checkpoints:
         state, content, notes, errors = _readable(copies)
         if content is None:
-            passed_over += errors
+            # every copy failed, in order: one not read here (zstd) is no checkpoint being saved
+            passed_over += [(e, not_decompressed(c) is None) for c, e in zip(copies, errors)]
             continue
         return state, [
-            f"{reason}; passed over for {_shown(state)}, the latest readable state (a checkpoint "
-            "being saved while the run goes on?)"
-            for reason in passed_over
+            f"{reason}; passed over for {_shown(state)}, the latest readable state"
+            + (" (a checkpoint being saved while the run goes on?)" if saving else "")
+            for reason, saving in passed_over
         ] + notes
     return (checkpoints[0][1][0] if checkpoints else None), []
 
