@@ -27,6 +27,7 @@ from bayes_grpo.diagnostics import (
     verdict_matrix,
     zero_spread_from_std,
 )
+from bayes_grpo.diagnostics._result import fmt_interval
 from bayes_grpo.diagnostics._series import fall_fit_variance
 from bayes_grpo.diagnostics.cases import CASES, group_logs, simulated_case
 from bayes_grpo.diagnostics.degeneracy import whole_batch_size
@@ -1064,6 +1065,22 @@ def test_a_constant_reward_bounds_no_damping_ratio():
     osc = next(s for s in res.values["evidence"]["signals"] if s["signal"] == "reward oscillation")
     assert (osc["lower"], osc["upper"]) == (0.0, np.inf) and not osc["detected"]
     assert "Jacobian is singular" in res.summary
+
+
+def test_a_damping_ratio_the_run_does_not_identify_reads_not_identified_in_the_sentence():
+    """diagnose --verbose printed the sentence 'reward oscillation damping ratio zeta (oscillator
+    fit) = 0.001 [0, inf] (zeta not identified by this run: ...)' (data/tiny, 11 of 16 runs)
+    while the table says 'not identified': a bound at 0 and an infinity read as numbers."""
+    frame = run_table(simulated_case("healthy", n_steps=60), "healthy")
+    frame["reward"] = 0.5
+    res = instability(frame, run_id="flat", common=FAST.common)
+    assert "[0, inf]" not in res.summary, res.summary
+    assert "[not identified] (zeta not identified by this run" in res.summary, res.summary
+    # a strength with such an interval, and one open end alone, which keeps its number
+    st = {"value": 0.2, "lower": 0.0, "upper": np.inf, "interval_prob": 0.9, "source": "Gauss-Newton"}
+    assert fmt_interval(st) == "0.2 [not identified] (90% Gauss-Newton)"
+    assert fmt_interval(st | {"lower": 0.1}) == "0.2 [0.1, inf] (90% Gauss-Newton)"
+    assert fmt_interval(st | {"upper": 0.5}) == "0.2 [0, 0.5] (90% Gauss-Newton)"
 
 
 @pytest.mark.parametrize("level, n_steps", [(0.1, 200), (0.1, 1000), (0.7, 1000)])

@@ -143,6 +143,8 @@ def printable_diagnosis_table(table):
     identify, :func:`~bayes_grpo.diagnostics.instability.zeta_interval_limits`), reads ``not
     identified`` (pandas printed it ``0.000000 inf``, a bound at 0 and what read as an
     overflow); one open end alone keeps its ``0`` or ``inf``."""
+    from bayes_grpo.diagnostics._result import NOT_IDENTIFIED, bounds_nothing
+
     shown = table.copy()
     notes: list[tuple[str, str, str]] = []
     refs = []
@@ -156,8 +158,8 @@ def printable_diagnosis_table(table):
     shown["onset_step"] = ["-" if step is None or step != step else step for step in table["onset_step"]]
     for key in ("strength", "lower", "upper"):
         shown[key] = ["-" if np.isnan(x) else number_text(x) for x in table[key].astype(float)]
-    unbounded = (table["lower"] == 0.0) & (table["upper"] == np.inf)
-    shown.loc[unbounded, "lower"] = "not identified"
+    unbounded = bounds_nothing(table["lower"], table["upper"])
+    shown.loc[unbounded, "lower"] = NOT_IDENTIFIED
     shown.loc[unbounded, "upper"] = "-"
     return shown, notes
 

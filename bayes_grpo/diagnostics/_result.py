@@ -139,11 +139,32 @@ def assessed(
     )
 
 
+#: How an interval that bounds nothing, ``[0, inf]``, reads (a damping ratio the run does not
+#: identify, :func:`~bayes_grpo.diagnostics.instability.zeta_interval_limits`): in diagnose's
+#: table (``cli.diagnose.printable_diagnosis_table``) and in the results' sentences.
+NOT_IDENTIFIED: str = "not identified"
+
+
+def bounds_nothing(lower: Any, upper: Any) -> Any:
+    """True where the interval ``[lower, upper]`` is ``[0, inf]`` (scalars or arrays): one open
+    end alone bounds something, and keeps its ``0`` or ``inf``."""
+    return (lower == 0.0) & (upper == float("inf"))
+
+
+def interval_text(lower: float, upper: float, digits: int = 3) -> str:
+    """``"[0.31, 0.55]"``; ``"[not identified]"`` for ``[0, inf]`` (:func:`bounds_nothing`),
+    which read as a bound at 0 beside the summary's "not identified"."""
+    if bounds_nothing(lower, upper):
+        return f"[{NOT_IDENTIFIED}]"
+    return f"[{lower:.{digits}g}, {upper:.{digits}g}]"
+
+
 def fmt_interval(s: dict[str, Any] | None, digits: int = 3) -> str:
-    """``"0.42 [0.31, 0.55] (90% bootstrap)"``."""
+    """``"0.42 [0.31, 0.55] (90% bootstrap)"``; an interval that bounds nothing reads
+    ``[not identified]`` (:func:`interval_text`)."""
     if not s:
         return "n/a"
     v, lo, hi = s["value"], s["lower"], s["upper"]
     if lo != lo or hi != hi:  # NaN
         return f"{v:.{digits}g} ({s['source']})"
-    return f"{v:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}] ({s['interval_prob']:.0%} {s['source']})"
+    return f"{v:.{digits}g} {interval_text(lo, hi, digits)} ({s['interval_prob']:.0%} {s['source']})"

@@ -139,6 +139,7 @@ from bayes_grpo.diagnostics._result import (
     OSCILLATION_REMEDY,
     assessed,
     fmt_interval,
+    interval_text,
     not_assessable,
     strength,
 )
@@ -1095,7 +1096,7 @@ def instability(
             "not detected: "
             + "; ".join(
                 f"{s['signal']} {s['statistic']} = {s['value']:.3g}"
-                + (f" [{s['lower']:.3g}, {s['upper']:.3g}]" if np.isfinite(s["lower"]) else "")
+                + (f" {interval_text(s['lower'], s['upper'])}" if np.isfinite(s["lower"]) else "")
                 + (
                     f" (posterior median {s[k]['median']:.3g} [{s[k]['interval'][0]:.3g}, {s[k]['interval'][1]:.3g}])"
                     if (
