@@ -723,3 +723,53 @@ def test_a_run_with_a_constant_reward_is_no_wander_to_the_invariance_test_either
     by_llm = residual_lag1_by_llm(_truth_posterior(ds), ds)
     assert by_llm["m"][1] == 1600  # the four noisy runs' residuals, not the constant one's
     assert autocorrelated_llms(by_llm) == {}
+
+
+class BoundedPosterior(KnownPosterior):
+    """A fit with reward bounds (``GRPODynamicsModel(reward_bounds=...)``'s attribute)."""
+
+    def __init__(self, bounds, **kwargs):
+        super().__init__(**kwargs)
+        self.reward_bounds = bounds
+
+
+def test_the_band_check_of_a_bounded_fit_says_how_many_predictive_draws_pass_its_bounds():
+    # the bands are the likelihood's, not clipped at a bounded fit's bounds (models/tiny.nc,
+    # bounds 0 1: 6-20% of the draws outside [0, 1] per run), and the summary did not say so
+    ds = _runset()
+    # bounds at the truth's initial reward and plateau: about half of the draws near either end
+    # fall outside (Gaussian noise about them), none in between
+    res = trajectory_band_check(BoundedPosterior((0.2, 0.8)), ds)
+    shares = res.table["share_outside_bounds"]
+    assert len(shares) == 2 and np.all((shares > 0.1) & (shares < 0.6)), res.table
+    assert res.values["reward_bounds"] == [0.2, 0.8]
+    assert "The fit bounds the reward to [0.2, 0.8], but its predictive draws" in res.summary, res.summary
+    for (_, g), share in shares.items():
+        shown = re.search(rf"G={g}: ([0-9.]+)%", res.summary.partition("lie outside")[2])
+        assert shown and float(shown[1]) / 100 == pytest.approx(share, rel=0.1), res.summary
+    # bounds far from every draw: none outside, and said as such
+    wide = trajectory_band_check(BoundedPosterior((-10.0, 10.0)), ds)
+    assert np.all(wide.table["share_outside_bounds"] == 0.0)
+    assert "0% of them lie outside (G=4: 0%, G=16: 0%)" in wide.summary, wide.summary
+    # a fit without bounds: neither the column nor the sentence
+    free = trajectory_band_check(KnownPosterior(), ds)
+    assert "share_outside_bounds" not in free.table and "bounds the reward" not in free.summary
+    assert "reward_bounds" not in free.values
+
+
+def test_leave_one_g_out_of_a_bounded_fit_says_how_many_predictive_draws_pass_its_bounds(monkeypatch):
+    from bayes_grpo.checks import invariance
+
+    ds = _runset()
+    reward = ds["reward"].values
+    # the data lie inside (refused otherwise), a hair's breadth: the bands pass them
+    bounds = (float(np.nanmin(reward)) - 1e-3, float(np.nanmax(reward)) + 1e-3)
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder())
+    res = invariance.leave_one_g_out(ds, reward_bounds=bounds)
+    shares = res.table["share_outside_bounds"]
+    assert len(shares) == 2 and np.all((shares > 0) & (shares < 0.2)), res.table
+    assert f"The fit bounds the reward to [{bounds[0]:g}, {bounds[1]:g}]" in res.summary, res.summary
+    for model, g_fit, g_held in shares.index:
+        assert f"{model}: G={g_fit} -> {g_held}: " in res.summary.partition("lie outside")[2], res.summary
+    free = invariance.leave_one_g_out(ds)
+    assert "share_outside_bounds" not in free.table and "bounds the reward" not in free.summary

@@ -1512,9 +1512,10 @@ def leave_one_g_out(
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from bayes_grpo.checks.ppc import run_predictive
+    from bayes_grpo.checks.ppc import draws_outside_bounds, outside_bounds_note, run_predictive
 
     rows, figures = [], {}
+    outside: dict[str, tuple[int, int]] = {}  # pair: predictive draws outside the bounds, all
     for k, (model, g_fit, g_held) in enumerate(pairs):
         fit_sel = (models == model) & (gs == g_fit)
         held_sel = (models == model) & (gs == g_held)
@@ -1538,12 +1539,15 @@ def leave_one_g_out(
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
         inside = total = 0
         worst = 0.0
+        n_out = n_draws = 0
         rng = np.random.default_rng(random_seed + k)
         for run in runset[RUN_DIM].values[held_sel]:
             pr = run_predictive(builder, runset, run, rng=rng)
             t, y = pr["t"], pr["y"]
             if t.size == 0:
                 continue
+            counts = draws_outside_bounds(pr, reward_bounds)
+            n_out, n_draws = n_out + counts[0], n_draws + counts[1]
             lo, hi = np.quantile(pr["obs"], [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
             mlo, mhi = np.quantile(pr["mean"], [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2], axis=0)
             med = np.median(pr["mean"], axis=0)
@@ -1570,7 +1574,9 @@ def leave_one_g_out(
                 "max_smoothed_distance": worst,
                 "ok": bool(coverage >= min_coverage),
             }
+            | ({"share_outside_bounds": n_out / n_draws if n_draws else np.nan} if reward_bounds is not None else {})
         )
+        outside[f"{model}: G={g_fit} -> {g_held}"] = (n_out, n_draws)
     table = pd.DataFrame(rows).set_index(["model", "G_fit", "G_held_out"])
     passed = bool(table["ok"].all())
     summary = (
@@ -1581,6 +1587,7 @@ def leave_one_g_out(
             for (m, a, b), c in table["coverage"].items()
         )
         + f" (required >= {verdict_percent(min_coverage, min_coverage)})."
+        + outside_bounds_note(outside, reward_bounds)
     )
     return CheckResult(
         name="leave_one_g_out",

@@ -43,9 +43,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, plot_text, verdict_percent
+from bayes_grpo.checks.base import CheckResult, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.runset.bounds import rewards_outside
 from bayes_grpo.runset.schema import group_size_text, readable_group_size, readable_group_sizes
 
 #: Largest number of posterior draws used per run (thinned evenly).
@@ -154,6 +155,33 @@ def run_predictive(
     return {"t": t, "y": y, "mean": mean, "obs": obs, "coef": coef, "hyper": hyper}
 
 
+def draws_outside_bounds(pr: dict[str, Any], bounds: tuple[float, float] | None) -> tuple[int, int]:
+    """``(outside, all)``: how many of a :func:`run_predictive` result's predictive draws
+    ``obs`` lie outside a bounded fit's ``bounds`` (:func:`~bayes_grpo.runset.bounds.rewards_outside`;
+    none without bounds), and how many there are."""
+    obs = np.asarray(pr["obs"], dtype=float)
+    return int(rewards_outside(obs, bounds).sum()), int(np.isfinite(obs).sum())
+
+
+def outside_bounds_note(counts: dict[str, tuple[int, int]], bounds: tuple[float, float] | None) -> str:
+    """The sentence a bounded fit's band check adds: the share of its predictive draws outside
+    the bounds, in all and per group (``{label: (outside, all)}``, :func:`draws_outside_bounds`);
+    "" without bounds or draws. The bands are not clipped at the bounds (:func:`run_predictive`),
+    and the PPC and leave-one-G-out summaries did not say so (``models/tiny.nc``: bands from
+    -0.41 to 1.35 beside a fit bounded to [0, 1])."""
+    n_out = sum(out for out, _ in counts.values())
+    n_all = sum(n for _, n in counts.values())
+    if bounds is None or n_all == 0:
+        return ""
+    lo, hi = (float(b) for b in bounds)
+    groups = ", ".join(f"{label}: {share_percent(out, n)}" for label, (out, n) in counts.items() if n)
+    return (
+        f" The fit bounds the reward to [{lo:g}, {hi:g}], but its predictive draws (the "
+        f"likelihood's, not censored there) are not clipped: {share_percent(n_out, n_all)} of them "
+        f"lie outside ({groups})."
+    )
+
+
 def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
     models = np.asarray(runset["model"].values, dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
@@ -220,6 +248,8 @@ def trajectory_band_check(
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
     rows, figures = [], {}
+    bounds = getattr(fitted, "reward_bounds", None)
+    outside: dict[tuple[str, Any], tuple[int, int]] = {}  # (model, G): predictive draws outside bounds, all
     empty: list[str] = []  # runs without a finite reward: nothing to cover, not counted
     q = [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2]
     for (model, g), runs in _groups(ds).items():
@@ -233,6 +263,9 @@ def trajectory_band_check(
                 empty.append(str(run))
                 continue
             checked += 1
+            n_out, n_all = draws_outside_bounds(pr, bounds)
+            prev = outside.get((model, g), (0, 0))
+            outside[(model, g)] = (prev[0] + n_out, prev[1] + n_all)
             lo, hi = np.quantile(pr["obs"], q, axis=0)
             hit = (pr["y"] >= lo) & (pr["y"] <= hi)
             inside += int(hit.sum())
@@ -269,8 +302,14 @@ def trajectory_band_check(
                 "coverage_first_fifth": early_in / early_n if early_n else np.nan,
                 "ok": bool(np.isfinite(cov) and cov >= HDI_PROB - COVERAGE_SLACK),
             }
+            | (
+                {"share_outside_bounds": outside[(model, g)][0] / outside[(model, g)][1]}
+                if bounds is not None
+                else {}
+            )
         )
     columns = ["model", "G", "n_runs", "n_points", "coverage", "coverage_first_fifth", "ok"]
+    columns += ["share_outside_bounds"] if bounds is not None else []
     table = pd.DataFrame(rows, columns=columns).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])
     passed = bool(table["ok"].all()) if len(table) else None
@@ -285,9 +324,13 @@ def trajectory_band_check(
             for (m, g), c in table["coverage"].items()
         )
         + f" of the logged rewards (required >= {threshold:.0%})."
+        + outside_bounds_note(
+            {f"{m + ', ' if several else ''}G={group_size_text(g)}": outside[(m, g)] for m, g in outside}, bounds
+        )
         + (f" Runs without a finite reward, not checked: {', '.join(empty)}." if empty else "")
     )
-    return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures)
+    values = {"reward_bounds": [float(b) for b in bounds]} if bounds is not None else {}
+    return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures, values=values)
 
 
 def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS) -> np.ndarray:
@@ -511,6 +554,8 @@ def ppc_checks(
 __all__ = [
     "run_hyperparameters",
     "run_predictive",
+    "draws_outside_bounds",
+    "outside_bounds_note",
     "autocorrelation",
     "white_noise_band",
     "verdict_percent",
