@@ -283,6 +283,19 @@ def _fake_single_exp_fits(monkeypatch) -> list[str]:
     return fitted
 
 
+def test_the_progress_of_a_comparison_of_one_run_counts_it_in_the_singular(monkeypatch):
+    # `compare` of one run printed "single_exp: fit 1 of 1 (1 runs)"
+    import bayes_grpo.predict.compare as compare
+
+    _fake_single_exp_fits(monkeypatch)
+    lines: list[str] = []
+    compare.compare_laws(_runset(n_runs=1, n_steps=30), laws=["single_exp"], draws=20, chains=1, progress=lines.append)
+    assert "single_exp: fit 1 of 1 (1 run)" in lines, lines
+    lines.clear()
+    compare.compare_laws(_runset(n_runs=2, n_steps=30), laws=["single_exp"], draws=20, chains=1, progress=lines.append)
+    assert "single_exp: fit 1 of 1 (2 runs)" in lines, lines
+
+
 def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
     # `compare --laws single_exp single_exp logistic` fitted single_exp twice and summed its
     # per-run leave-future-out elpd twice, so a repeated law could win the comparison

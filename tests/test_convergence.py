@@ -209,3 +209,28 @@ def test_a_posterior_without_sampler_statistics_is_not_said_to_have_no_divergenc
     assert check.values["divergences"] is None
     recorded = convergence_check(idata)
     assert "no divergences" in recorded.summary and recorded.values["divergences"] == 0
+
+
+def test_one_divergence_or_one_transition_at_the_tree_depth_is_counted_in_the_singular():
+    # a fit with one divergence read "1 divergent transitions: raise target_accept ..." and one
+    # transition at the tree depth "1 transitions hit the maximum tree depth 3"
+    idata = _idata(0.0)
+    stats = idata.sample_stats
+    diverging = np.zeros((CHAINS, DRAWS), dtype=bool)
+    diverging[0, 7] = True
+    depth = np.full((CHAINS, DRAWS), 3)
+    depth[1, 9] = 10
+    idata.sample_stats = stats.assign(diverging=(("chain", "draw"), diverging), tree_depth=(("chain", "draw"), depth))
+    check = convergence_check(idata, max_treedepth=10)
+    assert not check.passed
+    assert "1 divergent transition" in check.values["failed"]
+    assert "1 transition at the maximum tree depth 10" in check.values["failed"]
+    assert "1 divergent transition: raise target_accept" in check.summary, check.summary
+    assert "1 transition hits the maximum tree depth 10:" in check.summary, check.summary
+    assert "transitions" not in check.summary, check.summary
+    # two of each: the plural, as before
+    diverging[2, 3] = True
+    depth[2, 4] = 10
+    idata.sample_stats = stats.assign(diverging=(("chain", "draw"), diverging), tree_depth=(("chain", "draw"), depth))
+    check = convergence_check(idata, max_treedepth=10)
+    assert "2 divergent transitions: raise" in check.summary and "2 transitions hit the maximum" in check.summary

@@ -140,10 +140,42 @@ def test_the_demo_fit_of_the_shipped_runs_converges_at_its_default_settings():
     assert fitted.convergence.passed, fitted.convergence.summary
 
 
-def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, invariance_calls=None):
+def test_the_demo_counts_one_run_in_the_singular(tmp_path, monkeypatch):
+    # on a data folder of one run the demo said "      1 runs", "[3/7] fit the mechanistic model
+    # to 1 runs" and its report's subtitle "1 of 1 runs fitted"
+    from types import SimpleNamespace
+
+    from bayes_grpo.report import demo
+
+    if not (DATA / RUNS[0]).is_dir():
+        pytest.skip("shipped example runs not present")
+    shutil.copytree(DATA / RUNS[0], tmp_path / "one" / RUNS[0])
+
+    class Stop(Exception):
+        pass
+
+    def fit(runs):
+        raise Stop
+
+    lines: list[str] = []
+    settings = SimpleNamespace(chains=2, fit_draws=100, fit=fit)
+    with pytest.raises(Stop):
+        demo.fit_example_runs(tmp_path / "one", settings=settings, progress=lines.append)
+    assert "      1 run" in lines, lines
+    assert "[3/3] fit the mechanistic model to 1 run (2 chains x 100 draws)" in lines, lines
+    (tmp_path / "a").mkdir()
+    (tmp_path / "abc").mkdir()
+    _, written = _stubbed_demo_report(tmp_path / "a", monkeypatch, run_ids="a")
+    assert written["subtitle"] == "1 of 1 run fitted; seed 0"
+    _, written = _stubbed_demo_report(tmp_path / "abc", monkeypatch)
+    assert written["subtitle"] == "1 of 3 runs fitted; seed 0"
+
+
+def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, invariance_calls=None, run_ids="abc"):
     """The demo with its stages stubbed: (the HTML of its report, write_report's arguments);
     run by ``bayes-grpo demo ARGV`` when ``argv`` is given; ``invariance_calls`` (a list)
-    receives the keyword arguments of the invariance test."""
+    receives the keyword arguments of the invariance test; ``run_ids``: the runs ingested, of
+    which ``a`` is fitted."""
     from types import SimpleNamespace
 
     import matplotlib.pyplot as plt
@@ -163,8 +195,9 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, inva
 
     steps = np.arange(1, 41)
     meta = {"model": "tiny", "group_size": 4, "learning_rate": 1e-3, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
-    runs = make_runset({r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / (10.0 + i))}, index=steps) for i, r in enumerate("abc")}, {r: meta for r in "abc"})
+    runs = make_runset({r: pd.DataFrame({"reward": 0.8 - 0.7 * np.exp(-steps / (10.0 + i))}, index=steps) for i, r in enumerate(run_ids)}, {r: meta for r in run_ids})
     excluded = {"b": "diagnosed instability", "c": "not in the fitted groups g_fixed_completions/lr_ladder/k_ref_ladder"}
+    excluded = {r: why for r, why in excluded.items() if r in run_ids}
     fit_set = runs.sel(run=["a"])
     model = SimpleNamespace(runset=fit_set, save=lambda path, overwrite=False: Path(path))
     passed = CheckResult("convergence", True, "stub")

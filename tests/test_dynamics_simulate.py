@@ -347,6 +347,9 @@ def test_sde_runs_that_cannot_fit_in_memory_are_refused_before_anything_is_built
     with pytest.raises(ValueError, match=r"4000 runs x 10 logged steps do not fit in memory .* 0.001 GB"):
         simulate_sde_runset(n_seeds=1000, n_steps=10)
     assert simulate_sde_runset(n_seeds=1, n_steps=10, group_sizes=(4,)).sizes["run"] == 2  # 2 LLMs
+    # one run is one run ("1 runs x 1000000000000 logged steps")
+    with pytest.raises(ValueError, match=r"^1 run x 1000000000000 logged steps do not fit in memory"):
+        simulate.check_fits_in_memory(1, 10**12, bytes_per_point=8, bytes_per_run=0, points="logged steps")
 
 
 @pytest.mark.parametrize("h", [-1.0, float("inf"), float("nan")])

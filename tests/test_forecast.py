@@ -2160,3 +2160,13 @@ def test_the_warnings_name_the_last_step_the_forecast_saw_as_upto_step_does():
     told = attr_warnings(fc)
     assert any("solved (1 at all 51 logged steps up to step 100)" in w for w in told), told
     assert not any("101" in w for w in told), told
+
+
+def test_an_evaluated_run_of_one_step_is_too_short_in_the_singular():
+    # a run of one logged reward read "run too short: 1 steps" in the evaluation table
+    from bayes_grpo.predict.evaluate import evaluate_run
+
+    rows = evaluate_run(np.array([1.0]), np.array([0.5]), fractions=[0.5])
+    assert [row["error"] for row in rows] == ["run too short: 1 step"]
+    rows = evaluate_run(np.array([1.0, 2.0]), np.array([0.5, 0.6]), fractions=[0.5])
+    assert [row["error"] for row in rows] == ["run too short: 2 steps"]

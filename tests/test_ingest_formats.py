@@ -1371,6 +1371,32 @@ def test_csv_of_a_single_reward_column_is_numbered_by_row(tmp_path):
     assert any("numbered 1.." in w for w in runset_warnings(ds)["rewards"])
 
 
+@pytest.mark.parametrize("suffix, text", [(".csv", "reward,loss\n0.5,1.0\n"), (".jsonl", '{"reward": 0.5}\n')])
+def test_a_log_of_one_row_without_steps_says_its_one_row_was_numbered(tmp_path, capsys, suffix, text):
+    # the note read "the 1 rows were numbered 1..1 by order" (in ingest's error, as the run is
+    # too short)
+    from bayes_grpo.cli import main
+
+    path = tmp_path / f"one{suffix}"
+    path.write_text(text)
+    assert main(["ingest", str(path), "-o", str(tmp_path / "one.nc")]) == 2
+    err = capsys.readouterr().err
+    assert f"no step column in one{suffix}; the 1 row was numbered 1 by order" in err, err
+    assert "rows were" not in err and "1..1" not in err, err
+
+
+def test_a_minimum_of_one_point_is_said_in_the_singular(tmp_path, capsys):
+    # `ingest --min-points 1` of a log whose rewards are all infinite or NaN said "fewer than
+    # the minimum of 1 points"
+    from bayes_grpo.cli import main
+
+    path = tmp_path / "nan.csv"
+    path.write_text("step,reward,loss\n1,inf,0.5\n2,nan,0.4\n")
+    assert main(["ingest", str(path), "-o", str(tmp_path / "nan.nc"), "--min-points", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "only 0 finite reward values in 'reward', fewer than the minimum of 1 point (lower" in err, err
+
+
 def test_a_constant_logged_momentum_is_the_runs_momentum_with_its_convention_left_unknown(tmp_path):
     # a CSV with a constant "momentum" column of 0 showed momentum "-" (unknown): the value
     # was kept only as the metric "momentum_logged"

@@ -271,6 +271,20 @@ def test_bridge_sampling_that_does_not_converge_says_why_and_what_to_do():
     assert "40 draws of 3 parameters" in msg and "sample more draws" in msg
 
 
+def test_bridge_sampling_of_one_parameter_names_it_in_the_singular():
+    # a model of one parameter read "its normal proposal, fitted to 40 draws of 1 parameters"
+    rng = np.random.default_rng(1)
+    dist = stats.norm(0.0, 1.0)
+    post = UnconstrainedPosterior(
+        names=["theta"], sizes=[1], shapes=[(1,)],
+        draws=dist.rvs(size=(2, 40, 1), random_state=rng),
+        log_density=lambda v: dist.logpdf(v).sum(axis=-1),
+    )
+    with pytest.raises(ValueError) as exc:
+        bridge_sampling(post, random_seed=0, tol=0.0, max_iter=3)
+    assert "fitted to 40 draws of 1 parameter, overlaps" in str(exc.value), str(exc.value)
+
+
 def test_bridge_sampling_on_fewer_draws_than_parameters_says_so_not_that_a_matrix_is_singular():
     # 10 draws of 16 parameters in the first halves gave numpy's "When `allow_singular is
     # False`, the input matrix must be symmetric positive definite"

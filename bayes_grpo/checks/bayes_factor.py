@@ -682,7 +682,8 @@ def bridge_sampling(
         # poor that the iteration did not converge (after minutes of sampling)
         raise TooFewDrawsError(
             f"bridge sampling fits its normal proposal to the first half of every chain: "
-            f"{len(fit_flat)} draws of {k} parameters are too few (it needs at least "
+            f"{counted(len(fit_flat), 'draw')} of {counted(k, 'parameter')} "
+            f"{'is' if len(fit_flat) == 1 else 'are'} too few (it needs at least "
             f"{min_bridge_fit_draws(k)}, {MIN_FIT_DRAWS_PER_PARAMETER} per parameter); sample "
             "more draws or chains"
         )
@@ -709,7 +710,7 @@ def bridge_sampling(
         )
         raise TooFewDrawsError(
             f"bridge sampling fits its normal proposal to the first half of every chain: the "
-            f"covariance of those {len(fit_flat)} draws of {k} parameters is singular{which}; "
+            f"covariance of those {counted(len(fit_flat), 'draw')} of {counted(k, 'parameter')} is singular{which}; "
             "sample more draws or chains, or check the fit's convergence"
         ) from exc
     q11 = posterior.log_density_many(it_flat)  # posterior draws: log q
@@ -727,8 +728,8 @@ def bridge_sampling(
         if n_iter >= max_iter:
             raise TooFewDrawsError(
                 f"bridge sampling did not converge in {max_iter} iterations (last change of "
-                f"log p(y) {change:.2g}): its normal proposal, fitted to {len(fit_flat)} draws of "
-                f"{k} parameters, overlaps the posterior poorly; sample more draws (several "
+                f"log p(y) {change:.2g}): its normal proposal, fitted to {counted(len(fit_flat), 'draw')} of "
+                f"{counted(k, 'parameter')}, overlaps the posterior poorly; sample more draws (several "
                 f"times {k} per half of the chains) or check the fit's convergence"
             )
         n_iter += 1

@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 from scipy.linalg import expm
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import (
     damping_ratio,
@@ -73,7 +74,7 @@ def check_fits_in_memory(
     memory = physical_memory()
     if memory is not None and need > memory:
         raise ValueError(
-            f"{n_runs} runs x {n_points} {points} do not fit in memory (about {need / 1e9:.3g} GB for "
+            f"{counted(n_runs, 'run')} x {n_points} {points} do not fit in memory (about {need / 1e9:.3g} GB for "
             f"their values and records; this machine has {memory / 1e9:.3g} GB); use fewer steps, "
             "seeds or settings"
         )

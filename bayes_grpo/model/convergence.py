@@ -223,11 +223,11 @@ def convergence_check(
             )
         )
     if n_div:
-        failed.append(f"{n_div} divergent transitions")
-        advice.append(f"{n_div} divergent transitions: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")
+        failed.append(counted(n_div, "divergent transition"))
+        advice.append(f"{counted(n_div, 'divergent transition')}: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")
     if n_max:
-        failed.append(f"{n_max} transitions at the maximum tree depth {max_treedepth}")
-        advice.append(f"{n_max} transitions hit the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
+        failed.append(f"{counted(n_max, 'transition')} at the maximum tree depth {max_treedepth}")
+        advice.append(f"{counted(n_max, 'transition')} {'hits' if n_max == 1 else 'hit'} the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
     nonfinite = _nonfinite(post, names)
     if nonfinite:
         listed = ", ".join(f"{n} ({bad} of {size} values)" for n, (bad, size) in nonfinite.items())

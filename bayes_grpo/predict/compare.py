@@ -935,7 +935,7 @@ def compare_laws(
             notes.append(f"{law} skipped: {reason}.")
             continue
         number = f"{fitted_laws.index(law) + 1} of {len(fitted_laws)}"
-        say(f"{law}: fit {number} ({data.n_runs} runs)")
+        say(f"{law}: fit {number} ({counted(data.n_runs, 'run')})")
         idata = fit_law(law, data, **kw)
         idatas[law] = idata
         with warnings.catch_warnings():

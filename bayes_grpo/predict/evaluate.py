@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.calibration import (
     MIN_PREFIX_STEPS,
@@ -112,7 +113,7 @@ def evaluate_run(
             "n_future": int(t.size - n),
         }
         if n < MIN_PREFIX_STEPS or t.size - n < 1:
-            row["error"] = f"run too short: {t.size} steps"
+            row["error"] = f"run too short: {counted(t.size, 'step')}"
             rows.append(row)
             continue
         row["upto_step"] = float(t[n - 1])

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from bayes_grpo.checks.base import counted
+
 #: Example-data groups the demo fits (see data/README.md): G at fixed completions per step,
 #: and the learning-rate and K_ref ladders (all AdamW, 128 completions per step).
 FIT_GROUPS: tuple[str, ...] = ("g_fixed_completions", "lr_ladder", "k_ref_ladder")
@@ -205,7 +207,7 @@ def fit_example_runs(
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     progress(f"[1/{n_stages}] ingest {data_dir}")
     runs = load_runs([data_dir])
-    progress(f"      {runs.sizes['run']} runs")
+    progress(f"      {counted(runs.sizes['run'], 'run')}")
     stage("ingest")
 
     progress(f"[2/{n_stages}] diagnose every run")
@@ -217,7 +219,7 @@ def fit_example_runs(
     fit_set, excluded = demo_fit_set(runs, flagged, _index_groups(data_dir), data_dir)
     n_fit = fit_set.sizes["run"]
     progress(
-        f"[3/{n_stages}] fit the mechanistic model to {n_fit} runs "
+        f"[3/{n_stages}] fit the mechanistic model to {counted(n_fit, 'run')} "
         f"({settings.chains} chains x {settings.fit_draws} draws)"
     )
     model = settings.fit(fit_set)
@@ -342,7 +344,7 @@ def run_demo(
     report = write_report(
         out / REPORT_FILE,
         title="bayes_grpo demo: tiny-model TRL runs",
-        subtitle=f"{len(fit_ids)} of {len(run_ids)} runs fitted; seed {seed}",
+        subtitle=f"{len(fit_ids)} of {counted(len(run_ids), 'run')} fitted; seed {seed}",
         model=model,
         runset=runs,
         invariance=invariance,

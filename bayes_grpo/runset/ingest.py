@@ -460,7 +460,7 @@ def _normalise_run(
     if n_finite < min_points:
         raise RunRejected(
             f"{where}: only {counted(n_finite, 'finite reward value')} in {mapping.reward_source!r}, fewer "
-            f"than the minimum of {min_points} points (lower it with min_points=, or "
+            f"than the minimum of {counted(min_points, 'point')} (lower it with min_points=, or "
             f"`bayes-grpo ingest --min-points N`){_longer_reward_hint(wide, mapping, min_points)}"
         )
     if n_nonfinite:

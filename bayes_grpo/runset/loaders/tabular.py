@@ -199,9 +199,10 @@ def _ordinal_steps(path: Path, n: int, logging_steps: int | None) -> tuple[list[
     """Steps of ``n`` rows without a step column, numbered by order (``logging_steps`` apart:
     the manifest row's stride), and the note saying so."""
     stride = int(logging_steps or 1)
+    numbers = f"{stride}" if n == 1 else f"{stride}..{stride * n}"
     note = (
-        f"no step column in {path.name}; the {n} rows were numbered {stride}..{stride * n} "
-        "by order"
+        f"no step column in {path.name}; the {counted(n, 'row')} {'was' if n == 1 else 'were'} "
+        f"numbered {numbers} by order"
     )
     if logging_steps:
         note += f" with logging_steps={stride}"
