@@ -621,6 +621,61 @@ def test_a_saved_fit_without_the_draws_or_statistics_a_fit_holds_is_refused_nami
         GRPODynamicsModel.load(path)
 
 
+@pytest.fixture(scope="module")
+def resaved_tiny_fit(tmp_path_factory) -> Path:
+    """``models/tiny.nc`` loaded and saved again by this code (with its data checksums)."""
+    model = GRPODynamicsModel.load(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    return model.save(tmp_path_factory.mktemp("resaved") / "fit.nc")
+
+
+@pytest.mark.parametrize(
+    ("dataset", "group"),
+    [("posterior/zeta", "posterior"), ("fit_data/reward", "fit_data"), ("observed_data/reward", "observed_data")],
+)
+def test_a_saved_fit_whose_draws_or_fitted_rewards_were_edited_is_refused_naming_the_file(
+    resaved_tiny_fit, tmp_path, dataset, group
+):
+    # the configuration hash covers the settings and priors only: a posterior draw or a fitted
+    # reward edited in the file loaded without a word, and predict, stability and the report
+    # read the edited numbers as the fit's
+    import shutil
+
+    import h5py
+
+    path = tmp_path / "edited.nc"
+    shutil.copy(resaved_tiny_fit, path)
+    with h5py.File(path, "r+") as f:
+        values = f[dataset][()]
+        values.flat[0] = 0.123 if values.flat[0] != 0.123 else 0.321
+        f[dataset][...] = values
+    with pytest.raises(ValueError, match=rf"edited.nc: group '{group}' altered after it was saved .*refit"):
+        GRPODynamicsModel.load(path)
+
+
+def test_a_saved_fit_loads_with_its_data_checksums_and_one_saved_before_them_still_loads(resaved_tiny_fit, tmp_path):
+    import hashlib
+
+    import arviz as az
+
+    from bayes_grpo.model.core import DATA_CHECKSUMS_ATTR, stored_data_checksums
+
+    loaded = GRPODynamicsModel.load(resaved_tiny_fit)
+    sums = json.loads(loaded.idata.posterior.attrs[DATA_CHECKSUMS_ATTR])
+    assert set(sums) == {"posterior", "sample_stats", "observed_data", "constant_data", "fit_data"}
+    assert sums == stored_data_checksums(resaved_tiny_fit)
+    # the same arrays written again by ArviZ (text as fixed- or variable-length strings) load
+    copy = tmp_path / "copy.nc"
+    az.from_netcdf(str(resaved_tiny_fit), engine="h5netcdf").to_netcdf(str(copy), engine="h5netcdf")
+    assert GRPODynamicsModel.load(copy).id == loaded.id
+    # the shipped fits carry no checksum and load as they are, unwritten
+    for name in ("tiny.nc", "bandit.nc"):
+        shipped = Path(__file__).resolve().parents[1] / "models" / name
+        before = hashlib.sha256(shipped.read_bytes()).hexdigest()
+        model = GRPODynamicsModel.load(shipped)
+        assert DATA_CHECKSUMS_ATTR not in model.idata.posterior.attrs
+        assert hashlib.sha256(shipped.read_bytes()).hexdigest() == before
+
+
 def test_a_saved_fit_whose_posterior_is_of_other_runs_than_its_run_set_is_refused(tmp_path):
     # the draws are read by position in the fitted run set: a posterior of other runs was put
     # on these runs without a word

@@ -8,8 +8,10 @@
 The saved netCDF holds ``posterior``, ``sample_stats``, ``observed_data``,
 ``constant_data`` (each run's hyperparameters and the per-model reward scaling) and
 ``fit_data`` (the fitted run set itself), with the model and sampler configurations as
-JSON attributes, a hash of them, and the package version. ``load`` rebuilds the model
-from those without refitting and refuses a file whose hash or version does not match.
+JSON attributes, a hash of them, the package version, and checksums of each group's arrays
+(:func:`stored_data_checksums`). ``load`` rebuilds the model from those without refitting and
+refuses a file whose hash or version does not match, or whose arrays were altered after it was
+saved (a file saved before the checksums existed has none, and loads).
 """
 
 from __future__ import annotations
@@ -122,6 +124,71 @@ def _stored_object(path: Path, attrs: Mapping[str, Any], key: str) -> dict[str, 
             "the file was altered: refit"
         )
     return value
+
+
+#: The attribute of a saved fit's posterior that holds :func:`stored_data_checksums` of the file
+#: as written (``{group: digest}`` as JSON); a fit saved before it existed has none, and loads.
+DATA_CHECKSUMS_ATTR: str = ATTR_PREFIX + "data_checksums"
+
+
+def stored_data_checksums(path: str | os.PathLike) -> dict[str, str]:
+    """``{group: SHA-256 (first 16 hex digits)}`` of the arrays a saved fit's file stores in each
+    group (its variables and coordinates, HDF5 datasets, by name: each by its name, dtype, shape
+    and values, the bytes of a numeric array, the text of any other). The configuration hash
+    (``id``) covers the settings and priors only: an edited posterior draw or fitted reward
+    loaded without a word.
+
+    Read with h5py, about 20 ms for ``models/tiny.nc`` (2,000 draws of 8 runs, 2,400 rewards);
+    through xarray's lazy arrays the same reads took 0.3 s."""
+    import hashlib
+
+    import h5py
+
+    names: list[str] = []
+    digests: dict[str, Any] = {}
+    with h5py.File(path, "r") as f:
+        # visititems stops at the first callback that returns anything but None
+        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for name in sorted(names):
+            values = np.asarray(f[name][()])
+            digest = digests.setdefault(name.partition("/")[0] if "/" in name else "", hashlib.sha256())
+            numeric = values.dtype.kind in "biufcmM"
+            # text by its characters: xarray writes a text array as variable-length strings
+            # from objects and fixed-length ones from NumPy's '<U', which h5py reads as bytes
+            kind = values.dtype.str if numeric else "text"
+            digest.update(f"{name}\0{kind}\0{values.shape}\0".encode())
+            if numeric:
+                digest.update(np.ascontiguousarray(values).tobytes())
+            else:
+                text = (x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else str(x) for x in values.ravel())
+                digest.update("\0".join(text).encode("utf-8", "surrogateescape"))
+    return {group: digest.hexdigest()[:16] for group, digest in digests.items()}
+
+
+def _write_data_checksums(path: Path) -> None:
+    """Store :func:`stored_data_checksums` of the fit just written to ``path`` in
+    :data:`DATA_CHECKSUMS_ATTR` of its posterior group (an attribute: not among the arrays)."""
+    import h5netcdf
+
+    sums = json.dumps(stored_data_checksums(path), sort_keys=True)
+    with h5netcdf.File(path, "a") as f:
+        f["posterior"].attrs[DATA_CHECKSUMS_ATTR] = sums
+
+
+def _check_data_checksums(path: Path, attrs: Mapping[str, Any]) -> None:
+    """``ValueError`` naming ``path`` and the groups whose arrays no longer give the checksums
+    stored at save (:data:`DATA_CHECKSUMS_ATTR`); a fit saved without them passes."""
+    if DATA_CHECKSUMS_ATTR not in attrs:
+        return
+    stored = _stored_object(path, attrs, DATA_CHECKSUMS_ATTR.removeprefix(ATTR_PREFIX))
+    actual = stored_data_checksums(path)
+    changed = sorted(g for g in set(stored) | set(actual) if stored.get(g) != actual.get(g))
+    if changed:
+        raise ValueError(
+            f"{path}: {'group' if len(changed) == 1 else 'groups'} {', '.join(map(repr, changed))} "
+            f"altered after it was saved (the arrays no longer give the checksums in attribute "
+            f"{DATA_CHECKSUMS_ATTR}): its draws or fitted data are not those of the fit: refit"
+        )
 
 
 def _other_bayes_grpo_file(path: Path) -> str | None:
@@ -509,7 +576,12 @@ class GRPODynamicsModel:
         if self.idata is None:
             raise ValueError("nothing to save: call fit() first")
         idata = self.idata
-        return write_atomic(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"), overwrite=overwrite)
+
+        def write(tmp: Path) -> None:
+            idata.to_netcdf(str(tmp), engine="h5netcdf")
+            _write_data_checksums(Path(tmp))
+
+        return write_atomic(path, write, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> GRPODynamicsModel:
@@ -614,6 +686,7 @@ class GRPODynamicsModel:
             model.fit_seconds = float(fs) if fs else None
         except (TypeError, ValueError):  # was "could not convert string to float: 'abc'", no file
             raise ValueError(f"{path}: attribute {ATTR_PREFIX}fit_seconds is {fs!r}, not a number of seconds; the file was altered: refit") from None
+        _check_data_checksums(path, attrs)
         return model
 
     # ------------------------------------------------------------------ results
