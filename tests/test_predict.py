@@ -2010,31 +2010,35 @@ def test_a_few_diverging_draws_are_not_called_zero_percent():
     assert note.startswith("1 of 2000 posterior draws (0.") and "(0%)" not in note, note
 
 
-def test_a_saved_fit_whose_draws_are_refused_is_named_by_its_path(monkeypatch, tmp_path, capsys):
+def test_a_saved_fit_whose_draws_are_refused_is_named_by_its_path():
     # `predict phen.nc --model nope` said "error: the phenomenological model has no population
     # level: model must be one of [...]" (GRPODynamicsModel.coefficient_draws) without naming
-    # the saved fit
-    import bayes_grpo.model.core as core
-    from bayes_grpo.cli import main
+    # the saved fit; predict_run named it by a re-wrap of its own, and `forecast --prior phen.nc`
+    # (prior_from_posterior, its twin) still did not. The loaded fit keeps its path and
+    # coefficient_draws names it in its own refusals, for every caller.
+    from pathlib import Path
 
-    class PhenomenologicalFit:
-        parameterisation = "phenomenological"
-        runset = None
+    from bayes_grpo.model.core import GRPODynamicsModel
+    from bayes_grpo.predict.forecast import prior_from_posterior
 
-        def coefficient_draws(self, **kwargs):
-            raise ValueError("the phenomenological model has no population level: model must be one of ['x']")
-
-    monkeypatch.setattr(core, "as_fitted_model", lambda posterior, **kw: (PhenomenologicalFit(), []))
-    path = tmp_path / "phen.nc"
-    path.write_bytes(b"")
-    setting = dict(learning_rate=1e-6, momentum=0.9, k_ref=1, group_size=8, steps=40, model="nope")
-    with pytest.raises(ValueError, match=r"^\S*phen\.nc: the phenomenological model has no population level"):
-        predict_run(str(path), **setting)
-    with pytest.raises(ValueError, match=r"^\S*phen\.nc: the phenomenological model has no population level"):
-        predict_run(path, **setting)
-    with pytest.raises(ValueError, match=r"^the phenomenological model has no population level"):
-        predict_run(PhenomenologicalFit(), **setting)  # no file to name
-    capsys.readouterr()
-    args = ["--lr", "1e-6", "--momentum", "0.9", "--k-ref", "1", "--group-size", "8", "--steps", "40", "--model", "nope"]
-    assert main(["predict", str(path), *args]) != 0
-    assert f"error: {path}: the phenomenological model has no population level" in capsys.readouterr().err
+    path = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    setting = dict(learning_rate=1e-3, momentum=0.9, momentum_convention="nope", k_ref=1, group_size=16)
+    refused = r"^\S*tiny\.nc: unknown momentum convention 'nope'"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the fit's own load warnings
+        for given in (str(path), path):
+            with pytest.raises(ValueError, match=refused):
+                predict_run(given, steps=40, **setting)
+            with pytest.raises(ValueError, match=refused):
+                prior_from_posterior(given, **setting)
+        fitted = GRPODynamicsModel.load(path)
+    assert fitted.source_path == path
+    with pytest.raises(ValueError, match=refused):
+        fitted.coefficient_draws(**setting)
+    fitted.source_path = None  # a fit made in this process, never saved: no file to name
+    with pytest.raises(ValueError, match=r"^unknown momentum convention 'nope'"):
+        fitted.coefficient_draws(**setting)
+    with pytest.raises(ValueError, match=r"^unknown momentum convention 'nope'"):
+        predict_run(fitted, steps=40, **setting)
+    with pytest.raises(ValueError, match=r"^the mechanistic model needs \['momentum_convention'\]"):
+        fitted.coefficient_draws(learning_rate=1e-3, momentum=0.9, k_ref=1)

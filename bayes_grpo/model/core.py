@@ -303,6 +303,9 @@ class GRPODynamicsModel:
         self.runset: xr.Dataset | None = None
         self.data: ModelData | None = None
         self.fit_seconds: float | None = None
+        # the file this fit was loaded from (load), named first in coefficient_draws' refusals;
+        # None for a fit made here (fit) and never saved
+        self.source_path: Path | None = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -521,6 +524,7 @@ class GRPODynamicsModel:
                 )
         self.fit_seconds = time.perf_counter() - start
         self.idata = self._attach(idata)
+        self.source_path = None  # refitted: no longer the fit of the file it was loaded from
         return self.idata
 
     def _attach(self, idata: az.InferenceData) -> az.InferenceData:
@@ -681,6 +685,7 @@ class GRPODynamicsModel:
                 f"{model.data.run_ids}; the file was altered or is incomplete: refit"
             )
         model.idata = idata
+        model.source_path = path
         fs = attrs.get(ATTR_PREFIX + "fit_seconds", "")
         try:
             model.fit_seconds = float(fs) if fs else None
@@ -1038,7 +1043,46 @@ class GRPODynamicsModel:
             dims (chain, draw); variables ``a, M_eff, C_eff, K_eff, zeta, plateau,
             initial_reward, noise_d, sigma, measurement_sd`` (the state-space measurement-noise
             sd at this ``G``, part of ``sigma``; 0 under the i.i.d. likelihood).
+
+        Raises
+        ------
+        ValueError
+            A setting it cannot give draws for; for a fit loaded from a file (:meth:`load`) the
+            message starts with the file's path (`predict phen.nc --model nope` and `forecast
+            --prior phen.nc` said "the phenomenological model has no population level ..."
+            without naming phen.nc).
         """
+        try:
+            return self._coefficient_draws(
+                learning_rate=learning_rate,
+                momentum=momentum,
+                momentum_convention=momentum_convention,
+                k_ref=k_ref,
+                group_size=group_size,
+                model=model,
+                model_size=model_size,
+                random_seed=random_seed,
+                run_offset=run_offset,
+            )
+        except ValueError as exc:
+            if self.source_path is not None and exc.args:
+                exc.args = (f"{self.source_path}: {exc.args[0]}", *exc.args[1:])  # its type kept
+            raise
+
+    def _coefficient_draws(
+        self,
+        *,
+        learning_rate: float | None,
+        momentum: float | None,
+        momentum_convention: str | None,
+        k_ref: float | None,
+        group_size: float | None,
+        model: str | None,
+        model_size: float | None,
+        random_seed: int,
+        run_offset: bool,
+    ) -> xr.Dataset:
+        """:meth:`coefficient_draws` without the saved fit's path in its refusals."""
         post = self._require_fit().posterior
         data = self.data
         assert data is not None

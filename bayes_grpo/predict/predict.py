@@ -1244,25 +1244,19 @@ def predict_run(
     with warnings.catch_warnings():
         # an unused model_size is the prediction's own warning below
         warnings.simplefilter("ignore", UnusedModelSizeWarning)
-        try:
-            draws = fitted.coefficient_draws(
-                learning_rate=peak_rate,
-                momentum=momentum,
-                momentum_convention=momentum_convention,
-                k_ref=k_ref,
-                group_size=group_size,
-                model=model,
-                model_size=model_size,
-                # the new run's R0 offset and a new LLM's curvature are random too: `--seed 1` gave
-                # the same band of the mean as `--seed 0`, only the noise moved
-                random_seed=seed,
-            )
-        except ValueError as exc:
-            # `predict phen.nc --model nope` said "the phenomenological model has no population
-            # level: model must be one of [...]" without naming the fit it meant
-            if isinstance(posterior, str | os.PathLike) and exc.args:
-                exc.args = (f"{posterior}: {exc.args[0]}", *exc.args[1:])
-            raise
+        # a saved fit's refusal names its file (GRPODynamicsModel.coefficient_draws)
+        draws = fitted.coefficient_draws(
+            learning_rate=peak_rate,
+            momentum=momentum,
+            momentum_convention=momentum_convention,
+            k_ref=k_ref,
+            group_size=group_size,
+            model=model,
+            model_size=model_size,
+            # the new run's R0 offset and a new LLM's curvature are random too: `--seed 1` gave
+            # the same band of the mean as `--seed 0`, only the noise moved
+            random_seed=seed,
+        )
     parameterisation = draws_parameterisation(draws)
     mechanistic = parameterisation == "mechanistic"
     new_llm = str(draws.attrs.get("new_model", "False")) == "True"
