@@ -773,3 +773,28 @@ def test_leave_one_g_out_of_a_bounded_fit_says_how_many_predictive_draws_pass_it
         assert f"{model}: G={g_fit} -> {g_held}: " in res.summary.partition("lie outside")[2], res.summary
     free = invariance.leave_one_g_out(ds)
     assert "share_outside_bounds" not in free.table and "bounds the reward" not in free.summary
+
+
+def test_leave_one_g_out_holds_pymcs_progress_messages_but_keeps_its_warnings(monkeypatch, caplog):
+    # leave_one_g_out fits with progressbar=False, and still PyMC's logger said "Sequential
+    # sampling (2 chains in 1 job)", "Sampling 2 chains ... took 9 seconds" at INFO for each of its
+    # fits (progressbar holds the bar only). The stand-in fit logs through PyMC's loggers as pm.sample does
+    import logging
+
+    from bayes_grpo.checks import invariance
+
+    class LoggingBuilder(KnownBuilder):
+        def fit(self, runset, **kwargs):
+            assert kwargs["progressbar"] is False
+            log = logging.getLogger("pymc.sampling.mcmc")
+            log.info("Sequential sampling (2 chains in 1 job)")
+            log.warning("Only 5 samples per chain.")
+
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: LoggingBuilder())
+    caplog.set_level(logging.DEBUG)
+    before = logging.getLogger("pymc").level
+    invariance.leave_one_g_out(_runset())
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("pymc")]
+    assert not [m for level, m in said if level < logging.WARNING], said
+    assert said.count((logging.WARNING, "Only 5 samples per chain.")) == 2, said  # one per fit
+    assert logging.getLogger("pymc").level == before  # restored after the fits

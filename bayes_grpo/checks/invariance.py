@@ -1477,7 +1477,9 @@ def leave_one_g_out(
     held-out rewards inside the band is at least ``min_coverage``. ``reward_bounds``: those
     of :func:`invariance_check` (every fit's plateau and initial reward inside them); a reward
     of a run fitted or held out that lies outside them is refused before the first fit, naming
-    run, step and value (:func:`bayes_grpo.runset.bounds.check_rewards_within`).
+    run, step and value (:func:`bayes_grpo.runset.bounds.check_rewards_within`). Its fits are
+    quiet: no progress bar and none of PyMC's progress messages (its INFO lines); PyMC's
+    warnings are kept.
 
     Returns
     -------
@@ -1510,9 +1512,12 @@ def leave_one_g_out(
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    import logging
+
     import matplotlib.pyplot as plt
 
     from bayes_grpo.checks.ppc import draws_outside_bounds, outside_bounds_note, run_predictive
+    from bayes_grpo.model.core import pymc_messages_at
 
     rows, figures = [], {}
     outside: dict[str, tuple[int, int]] = {}  # pair: predictive draws outside the bounds, all
@@ -1526,16 +1531,21 @@ def leave_one_g_out(
             likelihood=likelihood,
             reward_bounds=reward_bounds,
         )
-        builder.fit(
-            runset.isel({RUN_DIM: np.flatnonzero(fit_sel)}),
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            random_seed=random_seed + k,
-            sampler=sampler,
-            progressbar=False,
-            cores=cores,
-        )
+        # no progress bar, and none of PyMC's progress messages either: its logger said
+        # "Sequential sampling (2 chains in 1 job)", "Sampling 2 chains ... took 9 seconds" at INFO
+        # for each fit, which progressbar=False does not hold (the CLI holds them for `fit
+        # --no-progress` by the same rule, cli._common.sampler_messages); its warnings are kept
+        with pymc_messages_at(logging.WARNING):
+            builder.fit(
+                runset.isel({RUN_DIM: np.flatnonzero(fit_sel)}),
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                random_seed=random_seed + k,
+                sampler=sampler,
+                progressbar=False,
+                cores=cores,
+            )
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
         inside = total = 0
         worst = 0.0
