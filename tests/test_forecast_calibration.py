@@ -233,3 +233,37 @@ def test_a_backtest_prefix_too_short_is_left_out_counting_its_steps_in_words():
     assert out == {} and skipped == {"a": f"1 step in the prefix, fewer than {MIN_PREFIX_STEPS}"}
     backtest_required_scales(ds, ["b"], prior_for=None, fraction=0.1, skipped=skipped)
     assert skipped["b"] == f"2 steps in the prefix, fewer than {MIN_PREFIX_STEPS}"
+
+
+def test_a_successful_calibration_names_the_runs_it_left_out_and_why(runset, tmp_path, capsys):
+    # `forecast tiny_runs.nc --run g16_p8_lr0.001_k1_adamw_s0 --upto 20 --calibrate` said
+    # "calibration_runs: 14" of the 15 other runs, and which one was left out (the K_ref 8 run,
+    # 3 steps up to step 20) and why only when the calibration failed for too few
+    from bayes_grpo.cli import main
+
+    steps = runset["step"].values
+    y = runset["reward"].sel(run="r1").values
+    short = pd.DataFrame({"reward": y[:30]}, index=pd.Index(steps[:30], name="step"))  # ends before the prefix's end
+    sparse = pd.DataFrame({"reward": y[::10]}, index=pd.Index(steps[::10], name="step"))  # 4 steps up to UPTO
+    curves = {
+        str(r): pd.DataFrame({"reward": runset["reward"].sel(run=r).values}, index=pd.Index(steps, name="step"))
+        for r in runset["run"].values
+    }
+    rs = make_runset(curves={**curves, "short": short, "sparse": sparse}, meta={k: {"model": "m"} for k in [*curves, "short", "sparse"]})
+    cal = calibrate_for_run(rs, "r0", upto=UPTO, prior_for=None, hdi_probs=(0.9,), **FAST)
+    assert cal.runs == ("r1", "r2", "r3", "r4")
+    assert cal.left_out == {
+        "short": "no logged step after the prefix to score",
+        "sparse": "4 steps in the prefix, fewer than 5",
+    }
+    said = cal.to_dict()
+    assert said["n_left_out"] == 2 and said["left_out"] == cal.left_out and said["n_runs"] == 4
+    assert calibrate_for_run(runset, "r0", upto=UPTO, prior_for=None, hdi_probs=(0.9,), **FAST).left_out == {}
+    path = save_runset(rs, tmp_path / "runs.nc")
+    argv = ["forecast", str(path), "--run", "r0", "--upto", str(UPTO), "--likelihood", "iid", "--calibrate"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["calibration_runs"] == 4 and out["calibration_left_out"] == cal.left_out
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "calibration_left_out:\n  short: no logged step after the prefix to score\n  sparse: 4 steps in the prefix" in text

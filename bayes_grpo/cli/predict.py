@@ -376,7 +376,7 @@ def _emit(ds, args, *, observed=None, extra=None) -> None:
                 if key.endswith("time_to_settle")
                 else ""
             )
-            print(f"{key}{share}:")
+            print(f"{key}{share}:{'' if value else ' none'}")
             for k, v in value.items():
                 print(f"  {k}: {_milestone_text(v) if share else _nested_text(k, v)}")
         elif key in ("warnings", "posterior_warnings"):
@@ -583,6 +583,8 @@ def _run_forecast(args: argparse.Namespace) -> int:
         extra["band_scale"] = cal["band_scale"]
         extra["calibration_runs"] = cal["n_runs"]
         extra["calibration_raw_coverage"] = cal["raw_coverage"]
+        # the other runs it could not backtest, and why (a run too short for --upto, ...)
+        extra["calibration_left_out"] = cal["left_out"]
     if "prefix_instability" in fc.attrs:
         found = json.loads(fc.attrs["prefix_instability"])
         extra["prefix_instability"] = {k: found[k] for k in ("detected", "onset_step", "signals")}

@@ -167,13 +167,17 @@ class BandCalibration:
 
     ``scales``: ``{p: kappa}``; ``raw_coverage``: ``{p: run-averaged coverage of the
     unscaled p-band on the backtests}``; ``runs``: the backtested runs; ``prefix``: how the
-    backtests' prefix was set (e.g. ``"upto step 60"``).
+    backtests' prefix was set (e.g. ``"upto step 60"``); ``left_out``: ``{run_id: why}`` of the
+    calibration runs that could not be backtested (:func:`backtest_required_scales`' ``skipped``),
+    said when the calibration succeeds too (`forecast --calibrate` said "calibration_runs: 14"
+    of 15 other runs, and named the one left out only when too few were left).
     """
 
     scales: dict[float, float]
     runs: tuple[str, ...]
     raw_coverage: dict[float, float] = field(default_factory=dict)
     prefix: str = ""
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -182,6 +186,8 @@ class BandCalibration:
             "n_runs": len(self.runs),
             "runs": list(self.runs),
             "prefix": self.prefix,
+            "n_left_out": len(self.left_out),
+            "left_out": dict(self.left_out),
         }
 
 
@@ -196,8 +202,10 @@ def calibration_from_backtests(
     hdi_probs: Sequence[float] = (HDI_PROB,),
     *,
     prefix: str = "",
+    left_out: Mapping[str, str] | None = None,
 ) -> BandCalibration:
-    """:class:`BandCalibration` from :func:`backtest_required_scales` output.
+    """:class:`BandCalibration` from :func:`backtest_required_scales` output (``left_out``: its
+    ``skipped``, the runs it could not backtest and why).
 
     Raises :class:`~bayes_grpo.predict.forecast.ForecastError` with fewer than two
     backtested runs.
@@ -207,7 +215,9 @@ def calibration_from_backtests(
         per_run = [r[float(p)] for r in required.values() if float(p) in r]
         scales[float(p)] = calibrated_band_scale(per_run, prob=float(p))
         raw[float(p)] = float(np.nanmean([_run_coverage(r) for r in per_run]))
-    return BandCalibration(scales=scales, runs=tuple(required), raw_coverage=raw, prefix=prefix)
+    return BandCalibration(
+        scales=scales, runs=tuple(required), raw_coverage=raw, prefix=prefix, left_out=dict(left_out or {})
+    )
 
 
 def calibrate_for_run(
@@ -251,7 +261,7 @@ def calibrate_for_run(
     )
     prefix = f"upto step {float(upto):g}" if upto is not None else f"first {float(fraction):.0%} of each run"
     try:
-        return calibration_from_backtests(required, hdi_probs, prefix=prefix)
+        return calibration_from_backtests(required, hdi_probs, prefix=prefix, left_out=skipped)
     except ForecastError as exc:
         why = "; ".join(f"{rid!r}: {reason}" for rid, reason in skipped.items())
         raise ForecastError(
