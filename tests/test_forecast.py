@@ -2170,3 +2170,25 @@ def test_an_evaluated_run_of_one_step_is_too_short_in_the_singular():
     assert [row["error"] for row in rows] == ["run too short: 1 step"]
     rows = evaluate_run(np.array([1.0, 2.0]), np.array([0.5, 0.6]), fractions=[0.5])
     assert [row["error"] for row in rows] == ["run too short: 2 steps"]
+
+
+def test_the_prior_conflict_check_takes_the_priors_own_bounds_by_default_as_the_forecast_does():
+    # prior_conflict_note defaulted reward_bounds to None where forecast_run and every other entry
+    # default to FIT_BOUNDS (the prior's own): a bounded fit's prior at a plateau of 0.98 was checked
+    # with constant, uncensored noise (range [0.65, 1.3]), so a prefix at 0.85 did not contradict it,
+    # while the forecast from that prior takes the bounded noise, which is narrow at 0.98 ([0.905, 1])
+    from bayes_grpo.predict.forecast import GaussianPrior, prior_conflict_note
+    from bayes_grpo.runset.bounds import latent_value
+
+    top = latent_value(0.98, 0.0, 1.0)
+    mean = np.array([top, top, np.log(0.1), np.log(1.0), np.log(0.06)])
+    prior = GaussianPrior(mean, np.diag([0.05, 0.05, 0.1, 0.1, 0.05]) ** 2, source="bounded fit", latent_bounds=(0, 1))
+    t, y = np.arange(40.0), np.full(40, 0.85)
+    note = prior_conflict_note(prior, t, y)
+    assert note is not None and note == prior_conflict_note(prior, t, y, (0.0, 1.0))
+    assert "step 0: 0.85 against [0.905, 1]" in note and "the prior (bounded fit) contradicts this run" in note
+    assert prior_conflict_note(prior, t, y, None) is None  # no bounds, given: constant noise
+    unbounded = GaussianPrior(np.array([0.98, 0.98, np.log(0.1), np.log(1.0), np.log(0.06)]), prior.cov)
+    assert prior_conflict_note(unbounded, t, y) is None  # a prior without bounds: none by default
+    with pytest.raises(ForecastError, match="reward bounds"):
+        prior_conflict_note(prior, t, y, (1.0, 0.0))  # checked, as at the other entries

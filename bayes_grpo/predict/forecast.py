@@ -2611,12 +2611,14 @@ def prior_conflict_note(
     prior: GaussianPrior | MixturePrior,
     t: np.ndarray,
     y: np.ndarray,
-    reward_bounds: tuple[float, float] | None = None,
+    reward_bounds: tuple[float, float] | None = FIT_BOUNDS,
     n_draws: int = 2000,
 ) -> str | None:
     """A warning when the prefix ``(t, y)`` contradicts ``prior``: more than
     :data:`PRIOR_CONFLICT_SHARE` of its logged rewards lie outside the prior predictive's
-    central :data:`PRIOR_CONFLICT_RANGE` range at their steps (i.i.d. noise of sd ``sigma``).
+    central :data:`PRIOR_CONFLICT_RANGE` range at their steps (i.i.d. noise of sd ``sigma``,
+    shaped and censored by ``reward_bounds``: not given (:data:`FIT_BOUNDS`), those the prior was
+    built in (:func:`prior_bounds`), as :func:`forecast_run` takes them; None: none).
 
     A prior from runs or a fit on another reward scale (a success rate against a score out of
     100), another task or another LLM can pin the plateau and R0 so tightly that the prefix
@@ -2624,6 +2626,9 @@ def prior_conflict_note(
     hold the run, and the importance sampling is reliable (small Pareto k), so nothing else
     says so. Seeded on its own: the forecast's draws do not change.
     """
+    # the default was None, where every other entry takes the prior's own bounds: a bounded fit's
+    # prior checked with constant, uncensored noise (see the test of the default)
+    reward_bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
     rng = np.random.default_rng(0)
     t, y = logged_points(t, y)
     if y.size < 3:
