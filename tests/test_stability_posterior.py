@@ -844,3 +844,36 @@ def test_the_default_learning_rates_reach_the_threshold_at_the_largest_k_ref_of_
     res16 = phase_diagram_from_draws(K, momentum=0.9, momentum_convention="ema")
     centre = res16.table.loc[1, "threshold_lr_median"]
     assert res16.values["learning_rates"].min() == pytest.approx(centre / 30, rel=0.05)
+
+
+def test_a_setting_outside_the_fitted_runs_range_is_warned_of_as_predict_warns(capsys):
+    # `stability --posterior models/tiny.nc --lr 0.001 --momentum 0.9 --convention ema --k-ref 16`
+    # (its runs fitted at K_ref 1-2) answered without a word, where `predict` of that setting warns
+    # "extrapolation: K_ref = 16 is outside the fitted runs' range [1, 2]" and of its lag-gain product
+    import json
+    from pathlib import Path
+
+    from bayes_grpo.checks.stability import stability_from_posterior
+    from bayes_grpo.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    setting = dict(learning_rate=1e-3, momentum=0.9, momentum_convention="ema")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = stability_from_posterior(path, k_ref=16, **setting)
+    outside = res.values["extrapolation_warnings"]
+    assert outside[0] == "extrapolation: K_ref = 16 is outside the fitted runs' range [1, 2]", outside
+    assert outside[1].startswith("extrapolation: lag-gain product a K_ref = "), outside
+    assert len(outside) == 2  # no band, so no line of a law-discrepancy term
+    assert [str(w.message) for w in caught if str(w.message).startswith("extrapolation")] == outside
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inside = stability_from_posterior(path, k_ref=2, **setting)  # a fitted setting: nothing to say
+    assert inside.values["extrapolation_warnings"] == []
+    assert not [w for w in caught if "extrapolation" in str(w.message)]
+    capsys.readouterr()
+    args = ["stability", "--posterior", path, "--lr", "0.001", "--momentum", "0.9", "--convention", "ema", "--k-ref", "16"]
+    assert main(args) == 0
+    assert "bayes-grpo stability: warning: extrapolation: K_ref = 16 is outside the fitted runs' range [1, 2]" in capsys.readouterr().err
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["values"]["extrapolation_warnings"] == outside

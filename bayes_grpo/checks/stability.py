@@ -432,7 +432,9 @@ def stability_from_posterior(
     -------
     CheckResult named ``"stability"`` (see :func:`stability_from_draws`), whose values also
     say ``new_model``: True when the curvature is the population level's (a new model, where
-    ``model_size`` is used), False for a fitted LLM's.
+    ``model_size`` is used), False for a fitted LLM's, and ``extrapolation_warnings``: where the
+    setting leaves the fitted runs' range, each line also warned (``UserWarning``), as ``predict``
+    warns of it (:func:`bayes_grpo.predict.predict.fitted_range_warnings`).
     """
     if not (np.isfinite(float(learning_rate)) and float(learning_rate) > 0):
         # NaN is an unknown rate to coefficient_draws: it ended in "no finite gain draws"
@@ -463,6 +465,24 @@ def stability_from_posterior(
     regression = _size_regression(fitted)
     if regression is not None:  # duck-typed fits need not have a posterior
         result.values["size_regression"] = regression
+    from bayes_grpo.predict.predict import fitted_range_warnings
+
+    # a setting outside the fitted runs' range, as `predict` warns of it (`stability --posterior
+    # tiny.nc --k-ref 8`, fitted K_ref 1-2, said nothing); no band, so no law-discrepancy line
+    outside = fitted_range_warnings(
+        fitted,
+        model=model,
+        learning_rate=float(learning_rate),
+        momentum=float(momentum),
+        k_ref=float(k_ref),
+        gain=a,
+        momentum_convention=momentum_convention,
+        model_size=model_size if result.values["new_model"] and regression else None,
+        discrepancy_note=False,
+    )
+    for note in outside:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    result.values["extrapolation_warnings"] = outside
     runs = fitted_runset(fitted)
     if runs is not None:  # runs fitted with the constant-rate law on a schedule: their gain is an average
         from bayes_grpo.model.prepare import averaged_scheduled_runs

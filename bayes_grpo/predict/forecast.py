@@ -1137,11 +1137,10 @@ def population_prior_for_run(
             # the prior is the fit's prediction at this run's setting: where `predict` warns that
             # it leaves the fitted runs' range, so does the forecast (`--prior tiny.nc` of the
             # K_ref 8 run, fitted K_ref 1-2, said nothing)
-            from bayes_grpo.checks.stability import runset_as_fitted
-            from bayes_grpo.predict.predict import extrapolation_warnings
+            from bayes_grpo.predict.predict import fitted_range_warnings
 
-            outside = extrapolation_warnings(
-                runset_as_fitted(posterior),
+            outside = fitted_range_warnings(
+                posterior,
                 model=llm,
                 learning_rate=float(kw["learning_rate"]),
                 momentum=float(kw["momentum"]),

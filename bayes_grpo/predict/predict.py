@@ -781,6 +781,47 @@ def _inside(value: float, vals: np.ndarray, rel: float = 1e-9) -> bool:
     return lo - tol <= float(value) <= hi + tol
 
 
+def fitted_range_warnings(
+    fitted: Any,
+    *,
+    model: str | None,
+    learning_rate: float,
+    momentum: float,
+    k_ref: float,
+    gain: np.ndarray | None = None,
+    momentum_convention: str | None = None,
+    model_size: float | None = None,
+    group_size: float | None = None,
+    discrepancy_note: bool = True,
+) -> list[str]:
+    """:func:`extrapolation_warnings` of a setting asked of a fitted model: against its runs as it
+    fitted them (:func:`bayes_grpo.checks.stability.runset_as_fitted`: a setting taken from a
+    ``fit --default`` counts), and, given the setting's draws of the gain ``gain`` (``a = eta_eff
+    K``, a mechanistic fit's), the lag-gain product ``a K_ref`` (their median) against the fitted
+    runs' (:func:`_train_gain_lag`). The one check of ``predict`` and ``stability --posterior``:
+    `stability --posterior tiny.nc --k-ref 8` (fitted K_ref 1-2) said nothing where `predict`
+    warned ``extrapolation: K_ref = 8 is outside the fitted runs' range [1, 2]``."""
+    from bayes_grpo.checks.stability import runset_as_fitted
+
+    gain_lag = train_gain_lag = None
+    if gain is not None:
+        gain_lag = float(np.nanmedian(np.asarray(gain, dtype=float))) * float(k_ref)
+        train_gain_lag = _train_gain_lag(fitted, model)
+    return extrapolation_warnings(
+        runset_as_fitted(fitted),
+        model=model,
+        learning_rate=learning_rate,
+        momentum=momentum,
+        k_ref=k_ref,
+        gain_lag=gain_lag,
+        train_gain_lag=train_gain_lag,
+        model_size=model_size,
+        group_size=group_size,
+        momentum_convention=momentum_convention,
+        discrepancy_note=discrepancy_note,
+    )
+
+
 def _train_gain_lag(fitted: Any, model: str | None = None) -> np.ndarray | None:
     """Posterior-median ``a K_ref`` of each fitted run of ``model`` (all runs when ``model`` is
     None or not among them, as :func:`extrapolation_warnings` compares the settings), with the
@@ -1267,14 +1308,13 @@ def predict_run(
     # a fit of runs at lr 1e-5 (K_ref 1 by --default) and 5e-5 (K_ref 1 logged) warned that a K_ref
     # 0.000109 at 2e-5 lay outside the range [0.000136, 0.000136] of the logged runs
     fitted_runs = runset_as_fitted(fitted)
-    warnings_ = extrapolation_warnings(
-        fitted_runs,
+    warnings_ = fitted_range_warnings(
+        fitted,
         model=model,
         learning_rate=peak_rate,
         momentum=momentum,
         k_ref=k_ref,
-        gain_lag=float(np.nanmedian(draws["a"].values)) * float(k_ref) if mechanistic else None,
-        train_gain_lag=_train_gain_lag(fitted, model) if mechanistic else None,
+        gain=draws["a"].values if mechanistic else None,
         model_size=model_size if size_used else None,
         group_size=None if new_llm else group_size,  # a new LLM's band has no noise to carry
         momentum_convention=momentum_convention,
@@ -1641,6 +1681,7 @@ __all__ = [
     "REQUIRED_DRAW_VARS",
     "choose_law",
     "extrapolation_warnings",
+    "fitted_range_warnings",
     "unsettled_runs_note",
     "UNSETTLED_SHARE",
     "UNSETTLED_ALPHA",
