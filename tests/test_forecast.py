@@ -1510,6 +1510,28 @@ def test_a_posterior_prior_for_an_llm_the_fit_lacks_says_so_and_a_phenomenologic
     with pytest.raises(ForecastError, match=r"run 'r0' is of LLM 'other', for which the phenomenological fit"):
         population_prior_for_run(runset, "r0", posterior=Fitted("phenomenological"), prefix=prefix)
 
+    # a saved fit names its file in its own refusal (GRPODynamicsModel.coefficient_draws): the
+    # error named it twice, "fit phen.nc has no prior (phen.nc: the phenomenological model ...)"
+    from pathlib import Path
+
+    class Saved(Fitted):
+        source_path = Path("models") / "phen.nc"
+
+        def coefficient_draws(self, **kwargs):
+            try:
+                return super().coefficient_draws(**kwargs)
+            except ValueError as exc:
+                raise ValueError(f"{self.source_path}: {exc}") from None
+
+    for given in (None, str(Path("models") / "phen.nc")):
+        with pytest.raises(ForecastError) as info:
+            population_prior_for_run(
+                runset, "r0", posterior=Saved("phenomenological"), prefix=prefix, posterior_label=given
+            )
+        said = str(info.value)
+        assert said.count("phen.nc") == 1, said
+        assert f"phenomenological fit {Path('models') / 'phen.nc'} has no prior (the phenomenological model has no population level)" in said
+
 
 def test_a_prior_on_another_reward_scale_is_said_to_contradict_the_run():
     # `forecast runs_x100.nc --run R --upto 100 --prior models/tiny.nc` (a fit on a 0-1 reward, the

@@ -1168,9 +1168,17 @@ def population_prior_for_run(
                 # its coefficient_draws(model=None) gives the fit's only LLM, plateau and noise
                 # included: `forecast tiny.nc --prior pheno.nc` forecast a tiny-gpt2 run with
                 # another LLM's posterior and said "used the population level"
+                # the fit is named here once: a saved fit's refusal starts with its file
+                # (GRPODynamicsModel.coefficient_draws), which read "fit phen.nc has no prior
+                # (phen.nc: the phenomenological model ...)"
+                source = getattr(posterior, "source_path", None)
+                reason = str(exc)
+                if source is not None and reason.startswith(f"{source}: "):
+                    reason = reason[len(f"{source}: ") :]
+                    label = label or str(source)
                 raise ForecastError(
                     f"run {run_id!r} is of LLM {coords['model']!r}, for which the phenomenological "
-                    f"fit{' ' + label if label else ''} has no prior ({exc}); use a mechanistic fit "
+                    f"fit{' ' + label if label else ''} has no prior ({reason}); use a mechanistic fit "
                     "(its population level), a fit of this LLM, or no --prior (the run-based prior)"
                 ) from None
             with _model_size_notes() as unused:
