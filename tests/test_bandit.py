@@ -183,6 +183,21 @@ def test_measured_stiffness_matches_the_analytic_jacobian():
         assert theta_stiffness(fp) == pytest.approx(fp.stiffness, rel=1e-9)
 
 
+def test_the_mean_field_defaults_to_the_estimator_the_simulator_uses():
+    # README: advantage="loo" is the default estimator, and fixed_point(...) gives the exact p*, K
+    # of the bandit; fixed_point and expected_update defaulted to TRL's "group" estimator while
+    # simulate_bandit, measure_stiffness and sweep_k_ref default to "loo", so
+    # fixed_point(group_size=8, beta=1.0) read p* 0.808 for runs that settle at 0.854
+    ds = simulate_bandit(group_size=8, beta=1.0, seeds=1, steps=2)
+    (truth,) = runset_truth(ds).values()
+    fp = fixed_point(group_size=8, beta=1.0)
+    assert fp.advantage == json.loads(ds.attrs["truth"])["settings"]["advantage"]
+    assert fp.plateau == pytest.approx(truth["plateau"], rel=1e-12)
+    assert fp.stiffness == pytest.approx(truth["stiffness"], rel=1e-12)
+    theta = torch.tensor(math.log(fp.plateau / (1 - fp.plateau)), dtype=torch.float64)
+    assert abs(float(expected_update(theta, group_size=8, beta=1.0))) < 1e-10
+
+
 @pytest.mark.parametrize("advantage", ADVANTAGES)
 def test_stiffness_is_the_derivative_of_the_expected_update(advantage):
     fp = fixed_point(group_size=4, beta=1.0, advantage=advantage, n_prompts=4)
