@@ -23,6 +23,20 @@ T = TypeVar("T")
 NETCDF_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
 
 
+def refuse_non_regular_file(path: str | os.PathLike) -> None:
+    """Raise ``FileExistsError`` when ``path`` exists and is no regular file (a folder, a device,
+    a pipe), which no writer replaces, ``overwrite`` or not; for writers that check their output
+    before long work (``report_from_posterior``), as :func:`atomic_path` does before writing."""
+    dest = Path(path)
+    if dest.exists() and not dest.is_file():
+        # os.replace puts a file in place of a device or a pipe: `report fit.nc -o /dev/null
+        # --overwrite` run as root replaced /dev/null with the report
+        raise FileExistsError(
+            f"{dest}: exists and is not a regular file (a folder, a device such as /dev/null, a pipe); "
+            "refusing to replace it"
+        )
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success move it onto ``path``.
@@ -36,13 +50,7 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
         again at the end if a file appeared at ``path`` meanwhile (that file is kept).
     """
     dest = Path(path)
-    if dest.exists() and not dest.is_file():
-        # os.replace puts a file in place of a device or a pipe: `report fit.nc -o /dev/null
-        # --overwrite` run as root replaced /dev/null with the report
-        raise FileExistsError(
-            f"{dest}: exists and is not a regular file (a folder, a device such as /dev/null, a pipe); "
-            "refusing to replace it"
-        )
+    refuse_non_regular_file(dest)
     if not overwrite and dest.exists():
         raise FileExistsError(f"{dest}: already exists; refusing to overwrite it")
     dest.parent.mkdir(parents=True, exist_ok=True)

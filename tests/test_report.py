@@ -140,6 +140,34 @@ def test_the_report_writers_refuse_an_existing_file_unless_told_to_overwrite(tmp
     assert fit.read_bytes() == b"the user's fit" and prediction.read_bytes() == b"the user's prediction"
 
 
+
+def test_report_from_posterior_refuses_a_folder_before_any_work_and_does_not_offer_overwrite(tmp_path, monkeypatch):
+    # report_from_posterior(fit, "a_folder") said "a_folder: already exists; refusing to overwrite it
+    # (overwrite=True replaces it)", and with overwrite=True it loaded the fit and ran every stage
+    # before the atomic writer refused the folder ("not a regular file"): the README's writers
+    # refuse a path holding no regular file, and report_from_posterior refuses before the work
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.report.build import report_from_posterior
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("refused only after loading the posterior and running the stages")
+
+    monkeypatch.setattr(GRPODynamicsModel, "load", no_loading)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="reports: exists and is not a regular file") as err:
+            report_from_posterior(tmp_path / "fit.nc", folder, overwrite=overwrite)
+        assert "overwrite=True replaces it" not in str(err.value)
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    # run_demo likewise: a folder where it writes report.html ran the whole demo (minutes) first
+    from bayes_grpo.report.demo import run_demo
+
+    (tmp_path / "demo" / "report.html").mkdir(parents=True)
+    (tmp_path / "no_runs").mkdir()
+    with pytest.raises(FileExistsError, match="report.html: exists and is not a regular file"):
+        run_demo(tmp_path / "demo", data_dir=tmp_path / "no_runs", overwrite=True)
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -17,7 +17,7 @@ import jinja2
 import numpy as np
 
 from bayes_grpo import __version__
-from bayes_grpo._io import write_text_atomic
+from bayes_grpo._io import refuse_non_regular_file, write_text_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report import model_sections
@@ -334,6 +334,7 @@ def report_from_posterior(
     for name, source in [("posterior", posterior), *(("prediction", p) for p in predictions)]:
         if Path(source).expanduser().resolve() == out:
             raise FileExistsError(f"{output}: is the {name} file; writing the report there would replace it (overwrite=True does not)")
+    refuse_non_regular_file(output)  # a folder, overwrite or not: before the work, not after
     if not overwrite and Path(output).exists():  # before minutes of sampling, not after
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # read first: a wrong file must fail before minutes of sampling, not after

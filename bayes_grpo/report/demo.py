@@ -257,7 +257,7 @@ def run_demo(
         Replace those files where they exist; otherwise ``FileExistsError`` before any work
         (and for a file that appears while the demo runs).
     """
-    from bayes_grpo._io import write_atomic
+    from bayes_grpo._io import refuse_non_regular_file, write_atomic
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.checks.stability import most_common_setting, phase_diagram
     from bayes_grpo.model.core import fitted_model_warnings
@@ -272,6 +272,8 @@ def run_demo(
     if not data_dir.exists():  # before making OUT: a wrong --data leaves no empty folder behind
         raise FileNotFoundError(f"{data_dir}: example data not found (regenerate with scripts/make_example_data.py)")
     out = Path(out_dir)
+    for name in DEMO_OUTPUTS:  # a folder at an output's path, overwrite or not: before the work
+        refuse_non_regular_file(out / name)
     held = [name for name in DEMO_OUTPUTS if (out / name).exists()]
     if held and not overwrite:
         raise FileExistsError(f"{out}: already holds {', '.join(held)}; pass overwrite=True to replace them")
