@@ -29,6 +29,13 @@ from the runs other than itself and the evaluated one: what ``bayes-grpo forecas
 
 Writes ``<set>_runs.csv`` (one row per run and prefix) and ``<set>_summary.csv`` and
 ``summary.json`` under ``--out`` (default benchmarks/results/evaluate_forecasts).
+
+With ``--calibration leave_one_out`` (or ``--no-calibrate``) each run's rows depend on that run
+alone (its forecasts, its calibration's backtests of the others, seeded by run id), so the set
+is evaluated run by run: a progress line per run, and the rows so far kept in
+``<set>_runs.partial.csv`` (its settings in ``<set>_runs.partial.json``), which ``--resume``
+continues after an interruption (the tiny set's leave-one-out: 16 x 16 forecasts per prefix,
+hours on the 2-core machine). The split calibration needs every run at once.
 """
 
 from __future__ import annotations
@@ -127,6 +134,54 @@ def prior_for(ds: xr.Dataset, run_id: str, bounds=None, kind: str = "mixture", r
     return prior
 
 
+def evaluate_run_by_run(
+    ds: xr.Dataset, name: str, out: Path, settings: dict, resume: bool, **kwargs
+) -> tuple[pd.DataFrame, float]:
+    """:func:`evaluate_forecasts` of ``ds`` one run at a time (``runs=[run]``: the same rows as
+    all at once when each run's rows depend on that run alone), the rows so far kept in
+    ``<name>_runs.partial.csv``; with ``resume`` a partial file of the same ``settings`` is
+    continued. Returns the table (runs in ``ds``'s order) and the seconds spent on it in all."""
+    partial = out / f"{name}_runs.partial.csv"
+    meta = out / f"{name}_runs.partial.json"
+    run_ids = [str(r) for r in ds["run"].values]
+    done, seconds = [], {}
+    if partial.is_file() or meta.is_file():
+        if not resume:
+            raise SystemExit(
+                f"{partial}: a partial evaluation of set {name!r} is there; continue it with "
+                "--resume, or remove it (and its .json) to start again"
+            )
+        stored = json.loads(meta.read_text()) if meta.is_file() else {}
+        if stored.get("settings") != settings:
+            raise SystemExit(
+                f"{partial}: written with settings {stored.get('settings')}, not this run's "
+                f"{settings}; remove it (and its .json) or rerun with its settings"
+            )
+        if partial.is_file():
+            table = pd.read_csv(partial)
+            done = [table[table["run"].astype(str) == r] for r in run_ids]
+            done = [d for d in done if len(d)]
+        seconds = dict(stored.get("seconds", {}))
+    finished = {str(d["run"].iloc[0]) for d in done}
+    for i, run_id in enumerate(run_ids, start=1):
+        if run_id in finished:
+            continue
+        start = time.perf_counter()
+        rows = evaluate_forecasts(ds, runs=[run_id], **kwargs)
+        seconds[run_id] = time.perf_counter() - start
+        done.append(rows)
+        so_far = pd.concat(done, ignore_index=True)
+        write_atomic(partial, lambda p, df=so_far: df.to_csv(p, index=False))
+        write_text_atomic(meta, json.dumps({"settings": settings, "seconds": seconds}, indent=2))
+        print(
+            f"{name}: run {i} of {len(run_ids)} ({run_id}) in {seconds[run_id]:.0f} s", flush=True
+        )
+    table = pd.concat(done, ignore_index=True)
+    order = {r: k for k, r in enumerate(run_ids)}
+    table = table.sort_values("run", key=lambda c: c.astype(str).map(order), kind="stable")
+    return table.reset_index(drop=True), float(sum(seconds.values()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -161,6 +216,12 @@ def main() -> None:
         "each run calibrated on backtests of all the others, as `bayes-grpo forecast "
         "--calibrate` does (n - 1 backtests per run)",
     )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a set's partial run-by-run evaluation (<set>_runs.partial.csv under "
+        "--out) of the same settings",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -180,9 +241,7 @@ def main() -> None:
             continue
         ds, true = loaders[name]()
         bounds = None if args.no_bounds else BOUNDS[name]
-        start = time.perf_counter()
-        table = evaluate_forecasts(
-            ds,
+        kwargs = dict(
             fractions=args.fractions,
             prior_for=None
             if args.no_population
@@ -194,7 +253,13 @@ def main() -> None:
             calibrate=not args.no_calibrate,
             calibration_scheme=args.calibration,
         )
-        seconds = time.perf_counter() - start
+        if args.no_calibrate or args.calibration == "leave_one_out":
+            settings = {k: v for k, v in vars(args).items() if k not in ("sets", "out", "resume")}
+            table, seconds = evaluate_run_by_run(ds, name, out, settings, args.resume, **kwargs)
+        else:
+            start = time.perf_counter()
+            table = evaluate_forecasts(ds, **kwargs)
+            seconds = time.perf_counter() - start
         write_atomic(out / f"{name}_runs.csv", lambda p, df=table: df.to_csv(p, index=False))
         summ = summarise_evaluation(table)
         write_atomic(out / f"{name}_summary.csv", lambda p, df=summ: df.to_csv(p, index=False))
@@ -214,6 +279,8 @@ def main() -> None:
             print(summ.round(3).to_string(index=False))
         # written after every set, so that a long run keeps what it has finished
         write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, default=float))
+        for partial in (out / f"{name}_runs.partial.csv", out / f"{name}_runs.partial.json"):
+            partial.unlink(missing_ok=True)  # its rows are in <set>_runs.csv now
 
 
 if __name__ == "__main__":
