@@ -891,3 +891,27 @@ def test_the_best_law_per_run_table_is_indexed_by_run_names(monkeypatch, capsys)
     lines = block.strip().splitlines()
     assert lines[0].split()[0] == "best_lfo"
     assert [line.split()[0] for line in lines[1:]] == ["r0", "r1", "r2"]
+
+
+def test_laws_take_a_comma_list_as_simulate_and_sweep_take_their_lists(monkeypatch, capsys):
+    # `bayes-grpo compare runs.nc --laws single_exp,logistic` was "argument --laws: invalid choice:
+    # 'single_exp,logistic'" while `simulate sde --lr 1e-3,3e-3` takes comma lists: both forms now
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo.cli import main
+
+    asked: list[list[str]] = []
+
+    def fake_compare(runset, *, laws, **kw):
+        asked.append(list(laws))
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(compare, "compare_laws", fake_compare)
+    monkeypatch.setattr("bayes_grpo.runset.load_runset", lambda path: _runset(n_runs=2, n_steps=30))
+    for argv in (["single_exp,logistic"], ["single_exp", "logistic"], ["single_exp,", "logistic"]):
+        main(["compare", "runs.nc", "--laws", *argv, "--no-progress"])
+    assert asked == [["single_exp", "logistic"]] * 3
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "runs.nc", "--laws", "single_exp,single_exponential"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --laws: invalid choice: 'single_exponential'" in err, err

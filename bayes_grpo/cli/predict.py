@@ -23,6 +23,7 @@ from bayes_grpo.cli._common import (
     non_negative_float,
     non_negative_int,
     open_fraction,
+    parse_values,
     positive_float,
     positive_int,
     print_json,
@@ -37,6 +38,22 @@ from bayes_grpo.constants import MOMENTUM_CONVENTIONS, STEP_DIM
 #: The laws of ``bayes_grpo.predict.compare.LAWS`` (named here so that ``--help`` lists them
 #: without importing the PyMC code; a test keeps the two equal).
 COMPARE_LAWS = ("oscillator_mechanistic", "oscillator_phenomenological", "single_exp", "logistic")
+
+
+def law_names(text: str) -> list[str]:
+    """An argparse ``type`` for ``compare --laws``: one law or a comma list of them
+    (:func:`~bayes_grpo.cli._common.parse_values`, as ``simulate``'s lists), each one of
+    :data:`COMPARE_LAWS` (``--laws single_exp,logistic`` was "invalid choice", while the
+    space-separated form worked)."""
+    try:
+        names = parse_values(text, str, "--laws")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--laws: ")) from None
+    for name in names:
+        if name not in COMPARE_LAWS:
+            choices = ", ".join(map(repr, COMPARE_LAWS))
+            raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {choices})")
+    return names
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -232,10 +249,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--laws",
         nargs="+",
+        type=law_names,
         default=None,
-        choices=COMPARE_LAWS,
         metavar="LAW",
-        help=f"subset of laws, from {', '.join(COMPARE_LAWS)} (default all four)",
+        help=f"subset of laws, from {', '.join(COMPARE_LAWS)}, space or comma separated (default all four)",
     )
     c.add_argument("--draws", type=positive_int, default=500, help="posterior draws per chain (default 500)")
     c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
@@ -601,7 +618,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.compare import LAWS, compare_laws
     from bayes_grpo.runset import load_runset
 
-    laws = args.laws or list(LAWS)
+    laws = [law for given in args.laws for law in given] if args.laws else list(LAWS)
     unknown = sorted(set(laws) - set(LAWS))
     if unknown:
         raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
