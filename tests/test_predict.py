@@ -1419,6 +1419,16 @@ def test_cli_predict_names_the_steps_flag_of_a_horizon_below_one_step(capsys):
         assert f"argument --steps: must be at least 1, got '{steps}'" in capsys.readouterr().err
 
 
+def test_predict_run_names_the_steps_argument_of_a_horizon_below_one_step():
+    # predict_run(steps=0) said "horizon must be at least 1 step, got 0", naming no argument
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    for steps in (0, -5):
+        with pytest.raises(ValueError, match=rf"^steps={steps}: horizon must be at least 1 step"):
+            predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=steps)
+
+
 def test_a_prediction_plot_is_titled_by_the_setting_it_predicts_not_by_its_regime_alone():
     # two `predict --plot` files of two settings were both titled "overdamped (p=1.00)"
     from pathlib import Path

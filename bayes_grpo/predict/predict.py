@@ -141,7 +141,7 @@ def horizon_steps(steps: int | Sequence[float] | np.ndarray) -> np.ndarray:
     if np.ndim(steps) == 0:
         n = int(steps)  # type: ignore[arg-type]
         if n < 1:
-            raise ValueError(f"horizon must be at least 1 step, got {steps}")
+            raise ValueError(f"steps={steps}: horizon must be at least 1 step")
         if MAX_TRAJECTORY_CELLS // (n + 1) < MIN_PREDICTION_DRAWS:
             # thin_for_horizon's refusal, before the grid is made: `--steps 100000000000`
             # ended in numpy's "Unable to allocate 745. GiB" traceback here
