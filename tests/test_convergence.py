@@ -234,3 +234,33 @@ def test_one_divergence_or_one_transition_at_the_tree_depth_is_counted_in_the_si
     idata.sample_stats = stats.assign(diverging=(("chain", "draw"), diverging), tree_depth=(("chain", "draw"), depth))
     check = convergence_check(idata, max_treedepth=10)
     assert "2 divergent transitions: raise" in check.summary and "2 transitions hit the maximum" in check.summary
+
+
+def test_the_load_warning_of_a_fit_takes_the_remedy_its_convergence_check_gives(tmp_path):
+    # the warning of loading a saved fit that did not converge said "refit with more
+    # --tune/--draws" whatever failed, also of a fit with a chain stuck at a far lower log
+    # density, of which the convergence advice says "more tune/draws will not help"
+    from bayes_grpo.model.core import fitted_model_warnings
+
+    class Fit:
+        likelihood = "state_space"  # no i.i.d. residual check
+
+        def __init__(self, idata):
+            self.idata = idata
+
+        def convergence(self):
+            return convergence_check(self.idata)
+
+    path = tmp_path / "fit.nc"
+    disagree = _idata(1.0)  # R-hat fails, no chain stuck
+    [note] = fitted_model_warnings(Fit(disagree), path)
+    assert note.startswith(f"{path}: the fit did not converge (R-hat") and "refit with more --tune/--draws" in note, note
+    stuck = _idata(1.0)
+    lp = 800.0 + 5.0 * np.random.default_rng(1).standard_normal((CHAINS, DRAWS))
+    lp[1] = -3.17e14
+    stuck.sample_stats["lp"] = (("chain", "draw"), lp)
+    check = convergence_check(stuck)
+    assert any("stuck" in f for f in check.values["failed"]) and any("R-hat" in f for f in check.values["failed"])
+    [note] = fitted_model_warnings(Fit(stuck), path)
+    assert "stuck at a far lower log density" in note and "another --seed" in note, note
+    assert "refit with more --tune/--draws" not in note, note

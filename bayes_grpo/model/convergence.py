@@ -153,8 +153,10 @@ def convergence_check(
     CheckResult
         ``passed`` True when all thresholds hold; ``table`` one row per variable (worst
         element): ``r_hat``, ``ess_bulk``, ``ess_tail``; ``values`` the worst figures, the
-        counts, ``advice`` (a list of sentences) and ``failed`` (the failed criteria, one short
-        phrase each, e.g. ``"tail ESS 150 < 200"``).
+        counts, ``advice`` (a list of sentences), ``failed`` (the failed criteria, one short
+        phrase each, e.g. ``"tail ESS 150 < 200"``) and ``remedies`` (what a refit needs for
+        them, one short phrase each, e.g. ``"more --tune/--draws"``, none of that for a stuck
+        chain, which more draws do not move: the load warning of a saved fit says these).
     """
     post = idata.posterior
     n_chains = post.sizes["chain"]
@@ -188,9 +190,11 @@ def convergence_check(
 
     advice: list[str] = []
     failed: list[str] = []  # the criteria that failed, one short phrase each (for one-line notes)
+    remedies: list[str] = []  # what a refit needs for them, one short phrase each ("refit with ...")
     if n_chains < 2:
         advice.append("R-hat needs at least 2 chains; run more chains to assess convergence.")
         failed.append("fewer than 2 chains")
+        remedies.append("2 or more --chains")
     if np.isfinite(worst_rhat) and worst_rhat > RHAT_MAX:
         failed.append(f"R-hat {worst_rhat:.3f} > {RHAT_MAX}")
         bad = table.index[table["r_hat"] > RHAT_MAX].tolist()
@@ -207,6 +211,8 @@ def convergence_check(
     if np.isfinite(worst_tail) and worst_tail < ess_min:
         advice.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}: interval ends are unreliable; increase draws.")
         failed.append(f"tail ESS {worst_tail:.0f} < {ess_min:.0f}")
+    if any(f.startswith(("R-hat", "bulk ESS", "tail ESS")) for f in failed):
+        remedies.append("more --tune/--draws")
     slow = [v for v in table.index if (table.loc[v, "r_hat"] > RHAT_MAX) or (table.loc[v, "ess_bulk"] < ess_min) or (table.loc[v, "ess_tail"] < ess_min)] if len(table) else []
     uninformed = [v for v in slow if v in (prior_only or {})]
     if uninformed:
@@ -224,20 +230,26 @@ def convergence_check(
         )
     if n_div:
         failed.append(counted(n_div, "divergent transition"))
+        remedies.append("a higher --target-accept")
         advice.append(f"{counted(n_div, 'divergent transition')}: raise target_accept (e.g. 0.95-0.99) or simplify the model (fewer levels, phenomenological form); results may be biased.")
     if n_max:
         failed.append(f"{counted(n_max, 'transition')} at the maximum tree depth {max_treedepth}")
+        remedies.append("a higher --max-treedepth")
         advice.append(f"{counted(n_max, 'transition')} {'hits' if n_max == 1 else 'hit'} the maximum tree depth {max_treedepth}: posterior is poorly scaled or strongly correlated; raise max_treedepth or reparameterise.")
     nonfinite = _nonfinite(post, names)
     if nonfinite:
         listed = ", ".join(f"{n} ({bad} of {size} values)" for n, (bad, size) in nonfinite.items())
         failed.append(f"non-finite draws of {', '.join(nonfinite)}")
+        remedies.append("priors scaled to the data")
         advice.append(f"Non-finite draws of {listed}: the sampler reached parameters where the model overflows or is undefined, and R-hat / ESS leave those elements out; check the priors' scales against the data, or reparameterise.")
     stuck = _stuck_chains(ss)
     if stuck:
         listed = "; ".join(f"{c}: {lp:.3g}" for c, lp in stuck["chains"].items())
         which = f"{counted(len(stuck['chains']), 'chain')} ({', '.join(map(str, stuck['chains']))})"
         failed.append(f"{which} stuck at a far lower log density")
+        # the chain's R-hat and ESS failures are its own: more tune/draws would not move it
+        remedies[:] = [r for r in remedies if r != "more --tune/--draws"]
+        remedies.append("another --seed, or with runs whose steps differ by decades as separate LLMs (more --tune/--draws will not help a stuck chain)")
         advice.append(
             f"{which} stuck where the log density is far below that of chain {stuck['best_chain']} "
             f"(median log density per chain: {stuck['best_chain']}: {stuck['best']:.3g}; {listed}): a "
@@ -250,6 +262,7 @@ def convergence_check(
     low_bfmi = [float(b) for b in bfmi if np.isfinite(b) and b < EBFMI_MIN]
     if low_bfmi:
         failed.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN}")
+        remedies.append("stronger priors on the scale parameters")
         advice.append(f"E-BFMI {min(low_bfmi):.2f} < {EBFMI_MIN} in {counted(len(low_bfmi), 'chain')}: heavy tails / funnels; consider stronger priors on scale parameters.")
     passed = (n_chains >= 2) and not advice
     if passed:
@@ -272,6 +285,7 @@ def convergence_check(
         "stuck_chains": {str(c): lp for c, lp in stuck["chains"].items()} if stuck else {},
         "advice": advice,
         "failed": failed,
+        "remedies": remedies,
     }
     return CheckResult(name="convergence", passed=passed, summary=summary, table=table, values=values)
 

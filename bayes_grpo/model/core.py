@@ -1381,9 +1381,11 @@ def fitted_model_warnings(model: Any, path: str | os.PathLike) -> list[str]:
     conv = model.convergence()
     if conv.passed is False:
         failed = conv.values.get("failed") or [conv.summary]
+        # the convergence check's remedies, not one fixed one: more draws do not move a stuck chain
+        remedies = conv.values.get("remedies") or ["more --tune/--draws"]
         notes.append(
             f"{os.fspath(path)}: the fit did not converge ({'; '.join(failed)}); what is computed "
-            "from it inherits that: refit with more --tune/--draws (see its convergence advice)"
+            f"from it inherits that: refit with {', '.join(remedies)} (see its convergence advice)"
         )
     wander = iid_residual_check(model)
     if wander is not None and wander.passed is False:
