@@ -877,3 +877,31 @@ def test_a_setting_outside_the_fitted_runs_range_is_warned_of_as_predict_warns(c
     assert "bayes-grpo stability: warning: extrapolation: K_ref = 16 is outside the fitted runs' range [1, 2]" in capsys.readouterr().err
     assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["values"]["extrapolation_warnings"] == outside
+
+
+def test_a_loaded_phenomenological_fit_refused_by_stability_is_named_by_its_source_path():
+    # a fit loaded with GRPODynamicsModel.load keeps its file as source_path, but
+    # stability_from_posterior(model) / phase_diagram(model) named the file only when given
+    # the path: "stability of a setting needs a mechanistic fit ..." of which file?
+    from pathlib import Path
+
+    from bayes_grpo.checks.stability import phase_diagram, stability_from_posterior
+
+    class LoadedPhenomenologicalFit:
+        parameterisation = "phenomenological"
+        runset = None
+        source_path = Path("models/phen.nc")
+
+        def coefficient_draws(self, **kwargs):
+            raise AssertionError("refused before its draws are asked for")
+
+    setting = dict(momentum=0.9, momentum_convention="ema", k_ref=1)
+    refused = r"^models/phen\.nc: stability of a setting needs a mechanistic fit; this one is phenomenological"
+    with pytest.raises(ValueError, match=refused):
+        stability_from_posterior(LoadedPhenomenologicalFit(), learning_rate=1e-6, **setting)
+    with pytest.raises(ValueError, match=refused):
+        phase_diagram(LoadedPhenomenologicalFit(), momentum=0.9, momentum_convention="ema")
+    unsaved = LoadedPhenomenologicalFit()
+    unsaved.source_path = None  # fitted here, never saved: nothing to name
+    with pytest.raises(ValueError, match=r"^stability of a setting needs a mechanistic fit"):
+        stability_from_posterior(unsaved, learning_rate=1e-6, **setting)

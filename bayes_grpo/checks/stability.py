@@ -291,9 +291,9 @@ def _gain_draws(
     # the fit's own parameterisation first: a phenomenological fit asked about a new LLM
     # (no --model) would otherwise fail in coefficient_draws on its missing population level,
     # naming the fitted LLMs as if one of them would do
-    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")))
+    _require_mechanistic(str(getattr(fitted, "parameterisation", "mechanistic")), fitted)
     draws = fitted.coefficient_draws(**kwargs)
-    _require_mechanistic(str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic")))
+    _require_mechanistic(str(getattr(draws, "attrs", {}).get("parameterisation", "mechanistic")), fitted)
     from bayes_grpo.model.core import between_models_prior_note
 
     # `stability --posterior tiny.nc --model qwen` answered zeta 3.58 [1.56, 8.2] (tiny-gpt2's
@@ -306,10 +306,14 @@ def _gain_draws(
 
 
 def _require_mechanistic(parameterisation: str, source: Any = None) -> None:
-    """Refuse a fit that is not mechanistic; ``source``: the saved fit's path, named first
-    when given (`stability --posterior phen.nc` did not say which file was phenomenological)."""
+    """Refuse a fit that is not mechanistic; ``source``: the saved fit's path, or the fitted
+    model, whose ``source_path`` (the file it was loaded from) is then named, first
+    (`stability --posterior phen.nc` did not say which file was phenomenological; a fit
+    loaded with ``GRPODynamicsModel.load`` and passed as the model was not named either)."""
     if parameterisation != "mechanistic":
         # its K_eff = w0^2 is the LLM's fitted curve, not eta K: the setting does not enter it
+        if not isinstance(source, str | os.PathLike):
+            source = getattr(source, "source_path", None)
         named = f"{source}: " if isinstance(source, str | os.PathLike) else ""
         raise ValueError(
             f"{named}stability of a setting needs a mechanistic fit; this one is {parameterisation} "
