@@ -1385,16 +1385,20 @@ def test_a_log_of_one_row_without_steps_says_its_one_row_was_numbered(tmp_path, 
     assert "rows were" not in err and "1..1" not in err, err
 
 
-def test_a_minimum_of_one_point_is_said_in_the_singular(tmp_path, capsys):
+def test_a_log_without_a_finite_reward_says_so_not_to_lower_the_minimum(tmp_path, capsys):
     # `ingest --min-points 1` of a log whose rewards are all infinite or NaN said "fewer than
-    # the minimum of 1 points"
+    # the minimum of 1 points", then "only 0 finite reward values in 'reward', fewer than the
+    # minimum of 1 point (lower it with min_points=, or `bayes-grpo ingest --min-points N`)",
+    # though no minimum keeps a run without a reward
     from bayes_grpo.cli import main
 
     path = tmp_path / "nan.csv"
     path.write_text("step,reward,loss\n1,inf,0.5\n2,nan,0.4\n")
-    assert main(["ingest", str(path), "-o", str(tmp_path / "nan.nc"), "--min-points", "1"]) == 2
-    err = capsys.readouterr().err
-    assert "only 0 finite reward values in 'reward', fewer than the minimum of 1 point (lower" in err, err
+    for extra in (["--min-points", "1"], []):
+        assert main(["ingest", str(path), "-o", str(tmp_path / "nan.nc"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: no finite reward value in 'reward' (2 NaN/inf values)" in err, err
+        assert "lower it" not in err and "minimum of" not in err, err
 
 
 def test_a_constant_logged_momentum_is_the_runs_momentum_with_its_convention_left_unknown(tmp_path):

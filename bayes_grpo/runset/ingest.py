@@ -457,6 +457,14 @@ def _normalise_run(
             )
     frame = frame.replace([np.inf, -np.inf], np.nan)
     n_finite = int(frame[REWARD_VAR].notna().sum())
+    if n_finite == 0:
+        # no minimum keeps a run without a reward: "lower it with min_points=" was said of
+        # `ingest --min-points 1` of a log whose rewards were all NaN or inf
+        logged = f" ({counted(n_nonfinite, 'NaN/inf value')})" if n_nonfinite else ""
+        raise RunRejected(
+            f"{where}: no finite reward value in {mapping.reward_source!r}{logged}"
+            f"{_longer_reward_hint(wide, mapping, max(min_points, 1))}"
+        )
     if n_finite < min_points:
         raise RunRejected(
             f"{where}: only {counted(n_finite, 'finite reward value')} in {mapping.reward_source!r}, fewer "
