@@ -915,3 +915,37 @@ def test_laws_take_a_comma_list_as_simulate_and_sweep_take_their_lists(monkeypat
         main(["compare", "runs.nc", "--laws", "single_exp,single_exponential"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "argument --laws: invalid choice: 'single_exponential'" in err, err
+
+
+def test_a_law_name_with_a_colon_is_an_unknown_law_not_a_bad_range(capsys):
+    # `compare --laws single_exp:logistic` said "bad range 'single_exp:logistic'; use START:STOP
+    # or START:STOP:STEP (whole numbers, STEP != 0)": parse_values read ranges of any kind
+    from bayes_grpo.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "runs.nc", "--laws", "single_exp:logistic"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --laws: invalid choice: 'single_exp:logistic'" in err, err
+    assert "range" not in err, err
+
+
+@pytest.mark.parametrize(
+    "words, text",
+    [
+        (["single_exp", "single_exp"], "single_exp single_exp"),
+        (["single_exp,single_exp"], "single_exp,single_exp"),
+        (["single_exp,logistic", "single_exp"], "single_exp,logistic single_exp"),
+    ],
+)
+def test_a_law_named_twice_is_refused_space_or_comma_separated(words, text, monkeypatch, capsys):
+    # `--laws single_exp single_exp` was taken (compare_laws dropped the repeat quietly) while
+    # `--laws single_exp,single_exp` was refused as "lists single_exp more than once"
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr(compare, "compare_laws", lambda *a, **kw: pytest.fail("compared"))
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "runs.nc", "--laws", *words])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert f"argument --laws: {text!r} lists single_exp more than once" in err, err

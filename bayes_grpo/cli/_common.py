@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import math
+import numbers
 import re
 import sys
 import tempfile
@@ -81,7 +82,9 @@ def parse_values(text: str, kind: type = float, flag: str | None = None) -> list
     IndexError traceback; ``--k-ref 0:4:0`` said "range() arg 3 must not be zero")."""
     where = f"{flag}: " if flag else ""
     text = str(text).strip()
-    if ":" in text:
+    if ":" in text and issubclass(kind, numbers.Number):
+        # ranges are of numbers: a string kind takes the text as it is (`compare --laws
+        # single_exp:logistic` said "bad range 'single_exp:logistic'; use START:STOP ...")
         try:
             parts = [int(p) for p in text.split(":")]
         except ValueError:
@@ -100,12 +103,34 @@ def parse_values(text: str, kind: type = float, flag: str | None = None) -> list
         raise ValueError(f"{where}cannot read {text!r} as a list of {kind.__name__} values") from None
     if not values:
         raise ValueError(f"{where}no values given")
+    refuse_repeats(values, text, flag)
+    return values
+
+
+def refuse_repeats(values: list, text: str, flag: str | None = None) -> None:
+    """Refuses a list option's ``values`` (read from ``text``) that name a value more than once;
+    ``flag`` names the option in the error. Two equal settings are one setting: the runs they
+    made got the same ids, which the run set then refused with a long list of duplicate ids."""
     repeated = sorted({v for v in values if values.count(v) > 1})
     if repeated:
-        # two equal settings are one setting: the runs they made got the same ids, which the
-        # run set then refused with a long list of duplicate ids
+        where = f"{flag}: " if flag else ""
         raise ValueError(f"{where}{text!r} lists {', '.join(map(str, repeated))} more than once")
-    return values
+
+
+class JoinedLists(argparse.Action):
+    """The action of a ``nargs="+"`` option whose ``type`` reads one comma list
+    (:func:`parse_values`): the words' lists joined into one, refused by :func:`refuse_repeats`
+    as one comma list is (``compare --laws single_exp single_exp`` was taken, the repeat
+    dropped quietly, while ``--laws single_exp,single_exp`` was refused)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        joined = [v for given in values for v in given]
+        text = " ".join(",".join(map(str, given)) for given in values)
+        try:
+            refuse_repeats(joined, text)
+        except ValueError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
+        setattr(namespace, self.dest, joined)
 
 
 def int_values(text: str, flag: str | None = None) -> list[int]:

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from bayes_grpo.cli._common import (
+    JoinedLists,
     add_hyperparameter_defaults_flag,
     add_json_flag,
     add_lr_schedule_args,
@@ -250,6 +251,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--laws",
         nargs="+",
         type=law_names,
+        action=JoinedLists,
         default=None,
         metavar="LAW",
         help=f"subset of laws, from {', '.join(COMPARE_LAWS)}, space or comma separated (default all four)",
@@ -618,7 +620,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     from bayes_grpo.predict.compare import LAWS, compare_laws
     from bayes_grpo.runset import load_runset
 
-    laws = [law for given in args.laws for law in given] if args.laws else list(LAWS)
+    laws = args.laws or list(LAWS)
     unknown = sorted(set(laws) - set(LAWS))
     if unknown:
         raise ValueError(f"unknown laws {unknown}; choose from {list(LAWS)}")
