@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -147,6 +148,26 @@ def test_help_states_the_default_of_every_option_that_has_one(verb):
             continue
         text = helps["/".join(action.option_strings)]
         assert "default" in text, f"{' '.join(verb)} {action.option_strings[0]}: {text!r}"
+
+
+@pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
+def test_help_writes_a_default_value_as_the_other_commands_do(verb):
+    # `fit --help` wrote "(default: 1000)" (DefaultsHelpFormatter, argparse's wording) where the
+    # other commands write "(default 1000)"; "default:" is for a description ("(default: the
+    # fitted runs)"), not a value
+    parser = build_parser()
+    for word in verb:
+        sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
+        parser = sub.choices[word]
+    helps = _option_helps(verb)
+    for action in parser._actions:
+        if not action.option_strings or not action.help:
+            continue
+        text = " ".join(helps["/".join(action.option_strings)].split())
+        where = f"{' '.join(verb)} {action.option_strings[0]}: {text!r}"
+        assert not re.search(r"default: [-+]?\.?\d", text), where
+        if action.default not in (None, False, [], argparse.SUPPRESS):
+            assert f"default: {action.default}" not in text, where
 
 
 @pytest.mark.parametrize("verb", [["predict"], ["stability"], ["phase-diagram"]], ids=" ".join)

@@ -252,11 +252,14 @@ def _prose_blocks(text: str) -> list[list[str]]:
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends ``(default: X)`` to an option's help only where it says something.
+    """Appends ``(default X)`` to an option's help only where it says something.
 
-    Not when the help already states its default, and not for flags and unset options (a
-    default of None, False or an empty list), where argparse's own formatter printed
-    "(default: None)" after text that had just explained what happens without the option.
+    ``(default X)`` is how every command writes a default value (``(default 1000)``; argparse's
+    own "(default: 1000)" made ``fit --help`` differ from the others); ``(default: ...)`` is for
+    a description (``(default: the fitted runs)``). Not when the help already states its
+    default, and not for flags and unset options (a default of None, False or an empty list),
+    where argparse's own formatter printed "(default: None)" after text that had just explained
+    what happens without the option.
     """
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -264,7 +267,8 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         unset = action.default is None or action.default is False or action.default == []
         if "default" in text or unset or action.default is argparse.SUPPRESS:
             return text
-        return super()._get_help_string(action)
+        stated = super()._get_help_string(action)
+        return stated.replace(" (default: %(default)s)", " (default %(default)s)")
 
 
 #: Run coordinates a ``--default KEY=VALUE`` may fill where the run set does not know them.

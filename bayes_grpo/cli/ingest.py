@@ -126,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=None,  # None: MIN_POINTS; told apart from a given 10, which a saved run set refuses
         metavar="N",
-        help="reject runs with fewer finite reward values (default: 10)",
+        help="reject runs with fewer finite reward values (default 10)",
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="netCDF file to write (atomically)"

@@ -46,14 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--parameterisation",
         choices=["mechanistic", "phenomenological"],
         default="mechanistic",
-        help="model parameterisation (default: mechanistic; needs learning_rate, momentum, k_ref)",
+        help="model parameterisation (default mechanistic; needs learning_rate, momentum, k_ref)",
     )
     p.add_argument(
         "--likelihood",
         choices=["iid", "state_space"],
         type=spelled_like("iid", "state_space"),
         default="iid",
-        help="observation model (default: iid Gaussian residuals)",
+        help="observation model (default iid: Gaussian residuals)",
     )
     add_reward_bounds_flag(
         p,

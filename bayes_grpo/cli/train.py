@@ -275,14 +275,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model",
         default=TINY_MODEL,
         help=f"'{TINY_MODEL}' (offline 2-layer GPT-2, ~0.1M parameters), a Hub name or a local "
-        "model directory (default: %(default)s)",
+        "model directory (default %(default)s)",
     )
     g.add_argument(
         "--task",
         choices=TASKS,
         default="next_digit",
         help="next_digit (toy, offline), gsm8k (GSM8K-style dataset, numeric answer checker), "
-        "custom (dataset with a 'prompt' column plus --reward) (default: %(default)s)",
+        "custom (dataset with a 'prompt' column plus --reward) (default %(default)s)",
     )
     g.add_argument(
         "--dataset",
@@ -293,7 +293,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="configuration of a Hub dataset or dataset folder (e.g. 'main' for openai/gsm8k); "
         "a dataset file has none",
     )
-    g.add_argument("--dataset-split", default="train", help="dataset split (default: %(default)s)")
+    g.add_argument("--dataset-split", default="train", help="dataset split (default %(default)s)")
     g.add_argument(
         "--reward",
         action="append",
@@ -304,13 +304,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--max-completion-length",
         type=int,
-        help="tokens generated per completion (default: 4 for next_digit, TRL's 512 otherwise)",
+        help="tokens generated per completion (default 4 for next_digit, TRL's 512 otherwise)",
     )
     g.add_argument(
-        "--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)"
+        "--temperature", type=float, default=1.0, help="sampling temperature (default %(default)s)"
     )
     g.add_argument(
-        "--epsilon", type=float, default=0.2, help="PPO clip range (default: %(default)s)"
+        "--epsilon", type=float, default=0.2, help="PPO clip range (default %(default)s)"
     )
     k = p.add_argument_group("theory knobs")
     k.add_argument(
@@ -318,7 +318,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-G",
         type=int,
         default=16,
-        help="G, completions per prompt (default: %(default)s)",
+        help="G, completions per prompt (default %(default)s)",
     )
     k.add_argument(
         "--prompts-per-step",
@@ -336,51 +336,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--lr",
         type=float,
         default=1e-3,
-        help="peak learning rate eta (default: %(default)s)",
+        help="peak learning rate eta (default %(default)s)",
     )
     k.add_argument(
         "--lr-scheduler",
         default="constant",
-        help="transformers scheduler name (default: %(default)s; the fitted law assumes a constant "
+        help="transformers scheduler name (default %(default)s; the fitted law assumes a constant "
         "rate; `predict --lr-schedule` predicts a run on linear, cosine or constant with --warmup-steps)",
     )
     k.add_argument(
-        "--warmup-steps", type=int, default=0, help="scheduler warm-up steps (default: %(default)s)"
+        "--warmup-steps", type=int, default=0, help="scheduler warm-up steps (default %(default)s)"
     )
     k.add_argument(
         "--optimizer",
         choices=sorted(OPTIMIZERS),
         default="adamw",
-        help="adamw (momentum = beta1, EMA convention) or sgd (heavy-ball momentum) (default: %(default)s)",
+        help="adamw (momentum = beta1, EMA convention) or sgd (heavy-ball momentum) (default %(default)s)",
     )
     k.add_argument(
-        "--momentum", type=float, default=0.9, help="mu in [0, 1) (default: %(default)s)"
+        "--momentum", type=float, default=0.9, help="mu in [0, 1) (default %(default)s)"
     )
     k.add_argument(
         "--adam-beta2",
         type=float,
-        help=f"Adam beta2, --optimizer adamw only (default: {DEFAULT_ADAM_BETA2})",
+        help=f"Adam beta2, --optimizer adamw only (default {DEFAULT_ADAM_BETA2})",
     )
     k.add_argument(
-        "--weight-decay", type=float, default=0.0, help="weight decay (default: %(default)s)"
+        "--weight-decay", type=float, default=0.0, help="weight decay (default %(default)s)"
     )
     k.add_argument(
         "--k-ref",
         type=int,
         default=1,
-        help="K_ref, optimizer steps per rollout (default: %(default)s)",
+        help="K_ref, optimizer steps per rollout (default %(default)s)",
     )
     k.add_argument(
         "--k-ref-via",
         choices=K_REF_VIA,
         default="steps_per_generation",
-        help="how K_ref is realised in TRL (see below) (default: %(default)s)",
+        help="how K_ref is realised in TRL (see below) (default %(default)s)",
     )
     k.add_argument(
         "--beta",
         type=float,
         default=0.0,
-        help="KL weight (default: %(default)s = no reference model)",
+        help="KL weight (default %(default)s = no reference model)",
     )
     k.add_argument(
         "--ref-sync-steps",
@@ -390,24 +390,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument(
         "--ref-mixup-alpha",
         type=float,
-        help="reference sync mixing weight, 1 = hard copy; with --ref-sync-steps only (default: "
+        help="reference sync mixing weight, 1 = hard copy; with --ref-sync-steps only (default "
         f"{DEFAULT_REF_MIXUP_ALPHA})",
     )
-    k.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    k.add_argument("--steps", type=int, default=300, help="optimizer steps (default: %(default)s)")
+    k.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
+    k.add_argument("--steps", type=int, default=300, help="optimizer steps (default %(default)s)")
     r = p.add_argument_group("execution")
     r.add_argument(
         "--device",
         choices=("cpu", "auto"),
         default="cpu",
-        help="cpu (use_cpu, no bf16) or auto (GPU with bf16 when present) (default: %(default)s)",
+        help="cpu (use_cpu, no bf16) or auto (GPU with bf16 when present) (default %(default)s)",
     )
     r.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     r.add_argument(
         "--gradient-accumulation-steps",
         type=int,
         default=1,
-        help="micro-batches per step (default: %(default)s)",
+        help="micro-batches per step (default %(default)s)",
     )
     r.add_argument(
         "--num-processes",
