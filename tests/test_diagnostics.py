@@ -1703,7 +1703,7 @@ def test_verls_validation_rewards_of_several_data_sets_are_named_and_their_sprea
     # verl's val-aux std@N, first in the run set, was the setting offered first
     frame.insert(1, "eval_openai_gsm8k_reward_std_4", frame["eval_math500_reward_mean_1"])
     res = reward_hacking(frame, run_id="verl", config=FAST.hacking, common=FAST.common)
-    assert "eval_metrics=eval_openai_gsm8k_reward_mean_1 " in res.summary, res.summary
+    assert "eval_metrics=eval_openai_gsm8k_reward_mean_1`" in res.summary, res.summary
     assert "reward_std_4" not in res.summary
     named = DiagnosticsConfig.from_assignments(["hacking.eval_metrics=eval_other", "common.figures=false"])
     one = _verl_validation_frame({"eval_openai_gsm8k_reward_mean_1": 0.5})
@@ -2237,3 +2237,19 @@ def test_diagnose_fits_a_runs_reward_to_the_single_exponential_once(monkeypatch)
     for a, b in zip(before, after, strict=True):
         assert (a.name, a.passed, a.summary) == (b.name, b.passed, b.summary)
         assert a.values.get("strength") == b.values.get("strength")
+
+
+@pytest.mark.parametrize("other", ["eval_math_exact_match", "rewards_accuracy_reward_mean"])
+def test_the_hint_to_name_an_evaluation_reward_names_the_command_that_takes_it(other):
+    # the report's diagnostics section (`bayes-grpo report models/tiny.nc`) said "... with --set
+    # hacking.eval_metrics=rewards_next_digit_reward_mean", an option `report` does not have:
+    # only `bayes-grpo diagnose` takes --set
+    steps = np.arange(1, 301)
+    rise = 1 - np.exp(-steps / 40.0)
+    frame = pd.DataFrame(
+        {"reward": 0.2 + 0.5 * rise, other: 0.1 + 0.4 * rise},
+        index=pd.Index(steps, name="step"),
+    )
+    res = reward_hacking(frame, run_id="r", config=FAST.hacking, common=FAST.common)
+    assert res.passed is None
+    assert f"`bayes-grpo diagnose --set hacking.eval_metrics={other}`" in res.summary, res.summary

@@ -231,7 +231,7 @@ def reward_hacking(
         if others:
             hint += (
                 f"; the run logs {others}: if one is its evaluation reward, name it with "
-                f"--set hacking.eval_metrics={others[0]} (Python: DiagnosticsConfig.from_mapping("
+                f"`bayes-grpo diagnose --set hacking.eval_metrics={others[0]}` (Python: DiagnosticsConfig.from_mapping("
                 f"{{'hacking': {{'eval_metrics': ['{others[0]}']}}}}))"
             )
         # TRL's per-function training rewards (rewards/<name>/mean): the total against a
@@ -249,8 +249,8 @@ def reward_hacking(
             hint += (
                 f"; the run logs training reward components {components}: if one scores "
                 f"correctness, the total reward can be compared with it (on the training "
-                f"prompts, not a held-out evaluation) with --set hacking.eval_metrics="
-                f"{components[0]}"
+                f"prompts, not a held-out evaluation) with `bayes-grpo diagnose --set "
+                f"hacking.eval_metrics={components[0]}`"
             )
         return not_assessable(
             MODE,
