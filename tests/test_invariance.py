@@ -678,6 +678,8 @@ def test_a_shift_of_h1s_offsets_shared_by_every_g_is_named_as_a_misfit_of_the_la
     assert shifts[0]["shift"] == pytest.approx(-3.665, abs=0.01) and shifts[0]["max_difference"] < 0.05
     text = invariance._shared_shift_text(shifts)
     assert "group_offset_log_damping of a: -3.67 ± " in text and "weighs the law as well as G-invariance" in text
+    # named with its command: `report --invariance` prints it too, and has no --parameterisation
+    assert "test with `bayes-grpo invariance --parameterisation phenomenological`." in text
     assert invariance._shared_shift_text([]) == ""
 
 
@@ -694,6 +696,9 @@ def test_evidence_of_g_dependence_from_one_run_per_g_under_the_iid_likelihood_is
     assert res.values["single_run_groups"] == {"toy": [4.0, 16.0]}
     assert "one run at a group size (G=4, 16)" in res.summary
     assert "likelihood='state_space'" in res.summary
+    # the command that takes the option: the report (`report --invariance`) prints this summary
+    # too, and has no --likelihood of its own
+    assert "(`bayes-grpo invariance --likelihood state_space`)" in res.summary
     # two runs per G: no such warning
     two_each = invariance.invariance_check(_runset(shift=2.0, n_steps=10), prior_scales=(1.0,), draws=100, tune=100, chains=1)
     assert two_each.passed is False and "single_run_groups" not in two_each.values

@@ -227,7 +227,7 @@ def _shared_shift_text(shifts: list[dict[str, Any]]) -> str:
         "that every G shares and H0 cannot absorb (the mechanistic damping follows from the "
         "learning rate, momentum and K_ref), so the Bayes factor weighs the law as well as "
         "G-invariance: check the runs' momentum, its convention and K_ref, or test with "
-        "--parameterisation phenomenological."
+        "`bayes-grpo invariance --parameterisation phenomenological`."
     )
 
 
@@ -1202,7 +1202,7 @@ def invariance_check(
         )
         summary += (
             f" Warning: the residuals are autocorrelated ({listed}; residuals under {lag1_from}); the i.i.d. likelihood then "
-            "overstates the evidence: rerun with likelihood='state_space' (--likelihood state_space)."
+            "overstates the evidence: rerun with likelihood='state_space' (`bayes-grpo invariance --likelihood state_space`)."
         )
     single = single_run_groups(runset, testable) if likelihood == "iid" and passed is False else {}
     if single:
@@ -1212,7 +1212,7 @@ def invariance_check(
             f" Warning: one run at a group size ({listed}): a single run's wander about its curve "
             "(the SDE's fluctuations, which the i.i.d. likelihood does not model) reads as a "
             "difference between G, so this evidence of G-dependence may be the runs', not G's: "
-            "confirm with likelihood='state_space' (--likelihood state_space) or more runs per G."
+            "confirm with likelihood='state_space' (`bayes-grpo invariance --likelihood state_space`) or more runs per G."
         )
         flat = single_runs_without_trend(runset, single)
         if flat:
