@@ -306,6 +306,11 @@ def test_an_iid_fit_of_a_wandering_reward_warns_when_it_is_loaded_for_use(tmp_pa
     with pytest.warns(UserWarning, match="Residuals are correlated in time") as record:
         assert load_fitted_model(tmp_path / "f.nc") is model
     assert "too confident" in str(record[0].message)
+    # said as a sentence, with the command that refits (it read "the stationary fluctuations of
+    # the SDE are; fit with likelihood='state_space' for honest uncertainties")
+    said = str(record[0].message)
+    assert "correlated in time, as the SDE's stationary fluctuations are;" in said, said
+    assert "(`bayes-grpo fit --likelihood state_space`)" in said, said
 
 
 def test_fit_names_the_runs_the_instability_diagnostic_flags_before_sampling(tmp_path, capsys, monkeypatch):

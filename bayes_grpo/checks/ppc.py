@@ -486,8 +486,9 @@ def residual_autocorrelation_check(
         advice = ""
     elif wander:
         advice = (
-            " Residuals are correlated in time: the stationary fluctuations of the SDE are; "
-            "fit with likelihood='state_space' for honest uncertainties."
+            " Residuals are correlated in time, as the SDE's stationary fluctuations are; "
+            "fit with likelihood='state_space' (`bayes-grpo fit --likelihood state_space`) for "
+            "honest uncertainties."
         )
     else:
         advice = (
