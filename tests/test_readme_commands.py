@@ -226,19 +226,25 @@ def test_the_readme_train_example_clips_the_share_of_steps_and_reaches_the_grad_
     # numbers of the shipped data/tiny run of its settings, made with the prompt set before it
     # became 1024 prompts; 6.84 with the prompt set of 1024; 3.35 since the next_digit reward reads the
     # first two generated tokens (pads no longer dropped), deterministic for one set of library versions
+    # on one machine: the same pinned install read 30% (up to 3.35) on 2026-12-06 and 39% (up to 7.88)
+    # on an AMD EPYC machine on 2026-12-07 (PYTHONHASHSEED 0 and 1 alike), so the README gives the
+    # range measured; each end is a measured figure, and a run outside it fails
     pytest.importorskip("trl")
     from bayes_grpo.cli import main
 
     text = " ".join(README.read_text().split())
-    share, peak = re.search(r"the README's 300-step example clips about (\d+)% of its steps, grad norm up to (\S+)\)", text).groups()
+    share_lo, share_hi, peak_lo, peak_hi = re.search(
+        r"the README's 300-step example clips (\d+)-(\d+)% of its steps, grad norm up to ([\d.]+)-([\d.]+)\)", text
+    ).groups()
     (command,) = [c for c in COMMANDS if c.startswith("bayes-grpo train runs/g16_s0 ")]
     argv = shlex.split(command)[1:]
     argv[1] = str(tmp_path / "g16_s0")
     assert main(argv) == 0
     norms = [e["grad_norm"] for e in json.loads((tmp_path / "g16_s0" / "trainer_state.json").read_text())["log_history"] if "grad_norm" in e]
     assert len(norms) == 300
-    assert abs(100 * np.mean(np.array(norms) > 1.0) - int(share)) <= 1
-    assert abs(max(norms) - float(peak)) < 0.05, max(norms)
+    share = 100 * np.mean(np.array(norms) > 1.0)
+    assert int(share_lo) - 1 <= share <= int(share_hi) + 1, share
+    assert float(peak_lo) - 0.05 < max(norms) < float(peak_hi) + 0.05, max(norms)
 
 
 def test_sweep_help_says_a_k_ref_range_leaves_out_its_end():
