@@ -628,10 +628,28 @@ def resaved_tiny_fit(tmp_path_factory) -> Path:
     return model.save(tmp_path_factory.mktemp("resaved") / "fit.nc")
 
 
-@pytest.mark.parametrize(
-    ("dataset", "group"),
-    [("posterior/zeta", "posterior"), ("fit_data/reward", "fit_data"), ("observed_data/reward", "observed_data")],
-)
+def _edit_first_value(path: Path, dataset: str) -> None:
+    """Change the first value of ``dataset`` in the file at ``path`` on disk, with h5py."""
+    import h5py
+
+    with h5py.File(path, "r+") as f:
+        values = f[dataset][()]
+        if values.dtype.kind == "O":  # text, as variable-length strings
+            values.flat[0] = b"edited" if values.flat[0] not in ("edited", b"edited") else b"other"
+        else:
+            values.flat[0] = 0.123 if values.flat[0] != 0.123 else 0.321
+        f[dataset][...] = values
+
+
+EDITED_DATASETS = [
+    ("posterior/zeta", "posterior"),
+    ("fit_data/reward", "fit_data"),
+    ("observed_data/reward", "observed_data"),
+    ("fit_data/source", "fit_data"),
+]
+
+
+@pytest.mark.parametrize(("dataset", "group"), EDITED_DATASETS)
 def test_a_saved_fit_whose_draws_or_fitted_rewards_were_edited_is_refused_naming_the_file(
     resaved_tiny_fit, tmp_path, dataset, group
 ):
@@ -640,16 +658,78 @@ def test_a_saved_fit_whose_draws_or_fitted_rewards_were_edited_is_refused_naming
     # read the edited numbers as the fit's
     import shutil
 
-    import h5py
-
     path = tmp_path / "edited.nc"
     shutil.copy(resaved_tiny_fit, path)
-    with h5py.File(path, "r+") as f:
-        values = f[dataset][()]
-        values.flat[0] = 0.123 if values.flat[0] != 0.123 else 0.321
-        f[dataset][...] = values
+    _edit_first_value(path, dataset)
     with pytest.raises(ValueError, match=rf"edited.nc: group '{group}' altered after it was saved .*refit"):
         GRPODynamicsModel.load(path)
+
+
+def _checksums_as_first_saved(path: Path) -> dict[str, str]:
+    """The data checksums as the code that introduced them (2fe91bb) computed them, kept here
+    verbatim as the reference: each dataset looked up again by name after the walk."""
+    import hashlib
+
+    import h5py
+
+    names: list[str] = []
+    digests: dict = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for name in sorted(names):
+            values = np.asarray(f[name][()])
+            digest = digests.setdefault(name.partition("/")[0] if "/" in name else "", hashlib.sha256())
+            numeric = values.dtype.kind in "biufcmM"
+            kind = values.dtype.str if numeric else "text"
+            digest.update(f"{name}\0{kind}\0{values.shape}\0".encode())
+            if numeric:
+                digest.update(np.ascontiguousarray(values).tobytes())
+            else:
+                text = (x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else str(x) for x in values.ravel())
+                digest.update("\0".join(text).encode("utf-8", "surrogateescape"))
+    return {group: digest.hexdigest()[:16] for group, digest in digests.items()}
+
+
+@pytest.fixture(scope="module")
+def fit_saved_by_the_first_checksum_code(tmp_path_factory) -> Path:
+    """``models/tiny.nc`` saved as the code of 2fe91bb saved it: the arrays by ArviZ, then the
+    checksums of :func:`_checksums_as_first_saved` written by reopening the file with h5netcdf."""
+    import arviz as az
+    import h5netcdf
+
+    from bayes_grpo.model.core import DATA_CHECKSUMS_ATTR
+
+    path = tmp_path_factory.mktemp("first_checksums") / "fit.nc"
+    idata = az.from_netcdf(str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc"), engine="h5netcdf")
+    idata.to_netcdf(str(path), engine="h5netcdf")
+    sums = json.dumps(_checksums_as_first_saved(path), sort_keys=True)
+    with h5netcdf.File(path, "a") as f:
+        f["posterior"].attrs[DATA_CHECKSUMS_ATTR] = sums
+    return path
+
+
+def test_a_fit_saved_with_checksums_by_earlier_code_loads_and_an_edit_of_it_is_refused(
+    fit_saved_by_the_first_checksum_code, resaved_tiny_fit, tmp_path
+):
+    # save and load hash the file through one h5py handle each now (speed); the digests, and
+    # the attribute that holds them, must stay those that fits already on disk were saved with
+    import shutil
+
+    from bayes_grpo.model.core import DATA_CHECKSUMS_ATTR, stored_data_checksums
+
+    old = fit_saved_by_the_first_checksum_code
+    model = GRPODynamicsModel.load(old)
+    assert json.loads(model.idata.posterior.attrs[DATA_CHECKSUMS_ATTR]) == _checksums_as_first_saved(old)
+    # this code's save writes the same digests, as text, for the same arrays
+    resaved = GRPODynamicsModel.load(resaved_tiny_fit).idata.posterior.attrs[DATA_CHECKSUMS_ATTR]
+    assert isinstance(resaved, str)
+    assert json.loads(resaved) == _checksums_as_first_saved(resaved_tiny_fit) == stored_data_checksums(resaved_tiny_fit)
+    for dataset, group in EDITED_DATASETS:
+        path = tmp_path / "edited.nc"
+        shutil.copy(old, path)
+        _edit_first_value(path, dataset)
+        with pytest.raises(ValueError, match=rf"edited.nc: group '{group}' altered after it was saved .*refit"):
+            GRPODynamicsModel.load(path)
 
 
 def test_a_saved_fit_loads_with_its_data_checksums_and_one_saved_before_them_still_loads(resaved_tiny_fit, tmp_path):

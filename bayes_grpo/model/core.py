@@ -138,40 +138,54 @@ def stored_data_checksums(path: str | os.PathLike) -> dict[str, str]:
     (``id``) covers the settings and priors only: an edited posterior draw or fitted reward
     loaded without a word.
 
-    Read with h5py, about 20 ms for ``models/tiny.nc`` (2,000 draws of 8 runs, 2,400 rewards);
-    through xarray's lazy arrays the same reads took 0.3 s."""
+    Read with h5py, about 25 ms of CPU for a re-saved ``models/tiny.nc`` (2,000 draws of 8 runs,
+    2,400 rewards; ``benchmarks/bench_fit_checksums.py``); through xarray's lazy arrays the same
+    reads took 0.3 s."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return _file_checksums(f)
+
+
+def _file_checksums(f: Any) -> dict[str, str]:
+    """:func:`stored_data_checksums` of the open h5py file ``f``: the arrays as they are in the
+    file, each read once from the dataset object the walk of the file gives (looking each up again
+    by name was a third of the time)."""
     import hashlib
 
     import h5py
 
-    names: list[str] = []
+    datasets: list[tuple[str, Any]] = []
+    # visititems stops at the first callback that returns anything but None
+    f.visititems(lambda name, obj: datasets.append((name, obj)) if isinstance(obj, h5py.Dataset) else None)
     digests: dict[str, Any] = {}
-    with h5py.File(path, "r") as f:
-        # visititems stops at the first callback that returns anything but None
-        f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
-        for name in sorted(names):
-            values = np.asarray(f[name][()])
-            digest = digests.setdefault(name.partition("/")[0] if "/" in name else "", hashlib.sha256())
-            numeric = values.dtype.kind in "biufcmM"
-            # text by its characters: xarray writes a text array as variable-length strings
-            # from objects and fixed-length ones from NumPy's '<U', which h5py reads as bytes
-            kind = values.dtype.str if numeric else "text"
-            digest.update(f"{name}\0{kind}\0{values.shape}\0".encode())
-            if numeric:
-                digest.update(np.ascontiguousarray(values).tobytes())
-            else:
-                text = (x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else str(x) for x in values.ravel())
-                digest.update("\0".join(text).encode("utf-8", "surrogateescape"))
+    for name, dataset in sorted(datasets, key=lambda item: item[0]):
+        values = np.asarray(dataset[()])
+        digest = digests.setdefault(name.partition("/")[0] if "/" in name else "", hashlib.sha256())
+        numeric = values.dtype.kind in "biufcmM"
+        # text by its characters: xarray writes a text array as variable-length strings
+        # from objects and fixed-length ones from NumPy's '<U', which h5py reads as bytes
+        kind = values.dtype.str if numeric else "text"
+        digest.update(f"{name}\0{kind}\0{values.shape}\0".encode())
+        if numeric:
+            digest.update(np.ascontiguousarray(values).tobytes())
+        else:
+            text = (x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else str(x) for x in values.ravel())
+            digest.update("\0".join(text).encode("utf-8", "surrogateescape"))
     return {group: digest.hexdigest()[:16] for group, digest in digests.items()}
 
 
 def _write_data_checksums(path: Path) -> None:
     """Store :func:`stored_data_checksums` of the fit just written to ``path`` in
-    :data:`DATA_CHECKSUMS_ATTR` of its posterior group (an attribute: not among the arrays)."""
-    import h5netcdf
+    :data:`DATA_CHECKSUMS_ATTR` of its posterior group (an attribute: not among the arrays).
 
-    sums = json.dumps(stored_data_checksums(path), sort_keys=True)
-    with h5netcdf.File(path, "a") as f:
+    One h5py handle reads the arrays and writes the attribute: a text attribute of a netCDF-4
+    file is what h5netcdf writes through h5py itself (reopening the file with h5netcdf to write
+    it cost as much again as the hashing)."""
+    import h5py
+
+    with h5py.File(path, "r+") as f:
+        sums = json.dumps(_file_checksums(f), sort_keys=True)
         f["posterior"].attrs[DATA_CHECKSUMS_ATTR] = sums
 
 
