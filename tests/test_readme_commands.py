@@ -106,12 +106,19 @@ def test_help_renders_without_doubled_percent_signs(verb, capsys):
     assert "%%" not in out
 
 
-def _option_helps(verb: list[str]) -> dict[str, str]:
-    """Each option's help text as --help prints it (the formatter's additions included)."""
+def _subparser(verb: list[str]) -> argparse.ArgumentParser:
+    """The parser of ``verb`` (``["fit"]``, ``["simulate", "bandit"]``), reached from the real
+    command line's parser through each word's subcommand."""
     parser = build_parser()
     for word in verb:
         sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
         parser = sub.choices[word]
+    return parser
+
+
+def _option_helps(verb: list[str]) -> dict[str, str]:
+    """Each option's help text as --help prints it (the formatter's additions included)."""
+    parser = _subparser(verb)
     formatter = parser._get_formatter()
     return {
         "/".join(a.option_strings): formatter._get_help_string(a) % {"default": a.default}
@@ -135,10 +142,7 @@ def test_help_states_each_default_once_and_never_an_empty_one(verb):
 def test_help_states_the_default_of_every_option_that_has_one(verb):
     # `sweep --help` said "momentum mu in [0, 1)" and "seeds (replicates) per setting" with no
     # default, and the sweep's (0.5, 32 seeds) differ from `simulate bandit`'s (0, 8 seeds)
-    parser = build_parser()
-    for word in verb:
-        sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
-        parser = sub.choices[word]
+    parser = _subparser(verb)
     helps = _option_helps(verb)
     for action in parser._actions:
         flag = action.nargs == 0  # store_true / store_false: on or off, nothing to state
@@ -155,10 +159,7 @@ def test_help_writes_a_default_value_as_the_other_commands_do(verb):
     # `fit --help` wrote "(default: 1000)" (DefaultsHelpFormatter, argparse's wording) where the
     # other commands write "(default 1000)"; "default:" is for a description ("(default: the
     # fitted runs)"), not a value
-    parser = build_parser()
-    for word in verb:
-        sub = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
-        parser = sub.choices[word]
+    parser = _subparser(verb)
     helps = _option_helps(verb)
     for action in parser._actions:
         if not action.option_strings or not action.help:
