@@ -296,16 +296,30 @@ def test_the_progress_of_a_comparison_of_one_run_counts_it_in_the_singular(monke
     assert "single_exp: fit 1 of 1 (2 runs)" in lines, lines
 
 
-def test_a_law_named_twice_is_fitted_and_scored_once(monkeypatch):
-    # `compare --laws single_exp single_exp logistic` fitted single_exp twice and summed its
-    # per-run leave-future-out elpd twice, so a repeated law could win the comparison
+def test_the_python_api_refuses_a_law_named_twice_as_the_cli_does(monkeypatch):
+    # `compare --laws single_exp single_exp` is refused ("lists single_exp more than once"), while
+    # compare_laws(laws=["single_exp", "single_exp"]) dropped the repeat quietly (and before that
+    # fitted it twice and summed its leave-future-out elpd twice)
     import bayes_grpo.predict.compare as compare
 
     fitted = _fake_single_exp_fits(monkeypatch)
-    res = compare.compare_laws(_runset(n_steps=30), laws=["single_exp", "single_exp"], draws=20, chains=1)
-    assert fitted == ["single_exp", "single_exp"]  # the full fit and the leave-future-out fit, once each
-    assert len(res.per_run) == 2
-    assert res.lfo.loc["single_exp", "lfo_elpd"] == pytest.approx(res.per_run["lfo_elpd"].sum())
+    with pytest.raises(ValueError) as exc:
+        compare.compare_laws(_runset(n_steps=30), laws=["single_exp", "logistic", "single_exp"], draws=20, chains=1)
+    assert str(exc.value) == "laws: ['single_exp', 'logistic', 'single_exp'] lists single_exp more than once"
+    assert fitted == []  # refused before any fit
+
+
+def test_compare_laws_takes_one_law_named_as_a_string_and_refuses_an_empty_list(monkeypatch):
+    # laws="single_exp" was read letter by letter ("unknown law 's'"), laws=[] said "no law could
+    # be fitted: " with no reason
+    import bayes_grpo.predict.compare as compare
+
+    fitted = _fake_single_exp_fits(monkeypatch)
+    res = compare.compare_laws(_runset(n_steps=30), laws="single_exp", draws=20, chains=1)
+    assert fitted == ["single_exp", "single_exp"]  # the full fit and the leave-future-out fit
+    assert list(res.lfo.index) == ["single_exp"]
+    with pytest.raises(ValueError, match=r"^laws: no law given; expected one or more of \('oscillator_mechanistic'"):
+        compare.compare_laws(_runset(n_steps=30), laws=[], draws=20, chains=1)
 
 
 def test_one_chain_says_that_convergence_was_not_checked(monkeypatch):

@@ -14,6 +14,7 @@ import datetime
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -118,6 +119,21 @@ def counted(count: float, noun: str, plural: str | None = None) -> str:
     count is written as an int (1000000, not :g's 1e+06), any other as :g."""
     shown = int(count) if float(count).is_integer() else f"{float(count):g}"
     return f"{shown} {noun if count == 1 else plural or noun + 's'}"
+
+
+def refuse_repeats(values: Sequence[Any], text: str | None = None, flag: str | None = None) -> None:
+    """Refuses a list of settings (``values``, read from ``text``; its repr without one) that
+    names a value more than once; ``flag`` names the option or argument in the error. Two equal
+    settings are one setting: the runs they made got the same ids, which the run set then refused
+    with a long list of duplicate ids, and ``compare_laws(laws=["logistic", "logistic"])`` dropped
+    the repeat quietly. The one rule of the CLI's lists (``--laws``, ``--lr``) and of the Python
+    functions that take them."""
+    values = list(values)
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        where = f"{flag}: " if flag else ""
+        shown = repr(text) if text is not None else repr(values)
+        raise ValueError(f"{where}{shown} lists {', '.join(map(str, repeated))} more than once")
 
 
 def table_records(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -225,4 +241,4 @@ def _jsonable(obj: Any) -> Any:
 
 jsonable = _jsonable
 
-__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable", "plot_text", "table_records"]
+__all__ = ["CheckResult", "Check", "figure_to_base64", "jsonable", "plot_text", "refuse_repeats", "table_records"]

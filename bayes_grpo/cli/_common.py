@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from bayes_grpo._io import NETCDF_SUFFIXES
-from bayes_grpo.checks.base import jsonable
+from bayes_grpo.checks.base import jsonable, refuse_repeats
 
 
 def spelled_like(*choices: str) -> Callable[[str], str]:
@@ -105,16 +105,6 @@ def parse_values(text: str, kind: type = float, flag: str | None = None) -> list
         raise ValueError(f"{where}no values given")
     refuse_repeats(values, text, flag)
     return values
-
-
-def refuse_repeats(values: list, text: str, flag: str | None = None) -> None:
-    """Refuses a list option's ``values`` (read from ``text``) that name a value more than once;
-    ``flag`` names the option in the error. Two equal settings are one setting: the runs they
-    made got the same ids, which the run set then refused with a long list of duplicate ids."""
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        where = f"{flag}: " if flag else ""
-        raise ValueError(f"{where}{text!r} lists {', '.join(map(str, repeated))} more than once")
 
 
 class JoinedLists(argparse.Action):

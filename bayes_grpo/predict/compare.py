@@ -47,7 +47,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import metrics
-from bayes_grpo.checks.base import CheckResult, counted
+from bayes_grpo.checks.base import CheckResult, counted, refuse_repeats
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
 from bayes_grpo.runset import REWARD_VAR
@@ -211,6 +211,23 @@ def _law_curve(law: str, t, p: dict[str, Any], data: RunData, run_idx):
         damping = (1.0 - mu) - a * lag
         return reward_trajectory(t, mass, damping, a, plateau, r0)
     raise ValueError(f"unknown law {law!r}; expected one of {LAWS}")
+
+
+def checked_laws(laws: str | Sequence[str]) -> list[str]:
+    """``laws`` as a list of the names in :data:`LAWS`, each once: a law named twice is refused
+    as ``compare --laws`` refuses it (:func:`~bayes_grpo.checks.base.refuse_repeats`, the one
+    rule; ``compare_laws`` dropped the repeat quietly, and before that fitted it twice and
+    summed its leave-future-out elpd twice); an unknown name and an empty list are refused too
+    (the latter was "no law could be fitted: " with no reason). One name as a string is that
+    law (``laws="logistic"`` was read letter by letter: "unknown law 'l'")."""
+    laws = [laws] if isinstance(laws, str) else list(laws)
+    if not laws:
+        raise ValueError(f"laws: no law given; expected one or more of {LAWS}")
+    for law in laws:
+        if law not in LAWS:
+            raise ValueError(f"unknown law {law!r}; expected one of {LAWS}")
+    refuse_repeats(laws, flag="laws")
+    return laws
 
 
 def law_applicable(law: str, data: RunData) -> str | None:
@@ -821,7 +838,7 @@ def rmse_scale_note(run_ids: Sequence[str], reward: np.ndarray) -> str | None:
 def compare_laws(
     runset: xr.Dataset,
     *,
-    laws: Sequence[str] = LAWS,
+    laws: str | Sequence[str] = LAWS,
     draws: int = 500,
     tune: int = 500,
     chains: int = 2,
@@ -840,7 +857,8 @@ def compare_laws(
         Run set; runs with fewer than :data:`MIN_COMPARE_POINTS` finite rewards are left out
         with a note (all of them: ValueError).
     laws
-        Subset of :data:`LAWS`; ``oscillator_mechanistic`` is skipped with a note when
+        Subset of :data:`LAWS`, each named once (a repeat is refused, as ``compare --laws``
+        refuses it: :func:`checked_laws`); ``oscillator_mechanistic`` is skipped with a note when
         momentum or k_ref is unknown for some run.
     draws, tune, chains, cores, random_seed
         NUTS settings, used for the full fits and for the leave-future-out fits.
@@ -877,8 +895,7 @@ def compare_laws(
                 f"configuration 'hyperparameter_defaults.{name}' (--default {name}=...) "
                 f"{DEFAULT_RANGES[name]}; got {value}"
             )
-    # a law named twice was fitted twice and its per-run scores summed twice (LFO elpd doubled)
-    laws = list(dict.fromkeys(laws))
+    laws = checked_laws(laws)
 
     # a run too short to fit and to hold 30% of out is left out, named, not the whole run set
     short = short_runs(runset[RUN_DIM].values, runset[REWARD_VAR].values.astype(float))
@@ -1010,6 +1027,7 @@ __all__ = [
     "convergence_note",
     "curve_draws",
     "fit_law",
+    "checked_laws",
     "law_applicable",
     "lfo_differences",
     "lfo_totals",
