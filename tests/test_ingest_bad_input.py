@@ -885,19 +885,46 @@ def test_a_manifest_without_rows_is_an_error_naming_it(tmp_path, name, text):
 
 
 def test_an_unknown_group_size_that_the_runs_name_suggests_is_hinted_not_taken(tmp_path):
+    from bayes_grpo.runset.ingest import ingest_notes
+
     named = _good(tmp_path / "qwen_0.5b_g8_lr1e-6.csv")
     plain = _good(tmp_path / "qwen_3b_run1.csv")  # "3b", "run1": no group size
     both = _good(tmp_path / "g4_vs_g8.csv")  # two readings: no hint
-    ds = load_runs([named, plain, both])
+    with pytest.warns(UserWarning, match="whose name reads like one"):
+        ds = load_runs([named, plain, both])
     assert np.isnan(run_coords(ds, "qwen_0.5b_g8_lr1e-6")["group_size"])  # never read from a name
-    warns = runset_warnings(ds)
-    (hint,) = [w for w in warns["qwen_0.5b_g8_lr1e-6"] if "group size G unknown" in w]
-    assert "reads like G = 8" in hint and "group_size in a manifest" in hint
-    assert not any("group size G unknown" in w for run in ("qwen_3b_run1", "g4_vs_g8") for w in warns.get(run, []))
+    (hint,) = [n for n in ingest_notes(ds) if "reads like one" in n]
+    assert hint == (
+        "group size G unknown for 1 run whose name reads like one (G = 8: qwen_0.5b_g8_lr1e-6): no log "
+        "or config beside it gives G; if the name means it, give group_size in a manifest (or "
+        "--default group_size=8 when fitting)"
+    )
     # given in a manifest: nothing to hint
     (tmp_path / "m.csv").write_text(f"path,group_size\n{named.name},8\n")
     ds = load_runs([], manifest=tmp_path / "m.csv")
-    assert not any("group size G unknown" in w for ws in runset_warnings(ds).values() for w in ws)
+    assert not any("read like" in n or "reads like" in n for n in ingest_notes(ds))
+
+
+def test_the_group_size_hint_of_many_runs_is_one_note_naming_them_by_the_g_they_read_like(tmp_path):
+    # the hint was a warning of each run: the same words 22 times in the ingest of real_runs' CSV
+    # exports, under "warnings:", beside the one note that said G was unknown for them all
+    from bayes_grpo.runset.ingest import NOTES_ATTR, ingest_notes
+
+    for name in ("a_g4_s1", "a_g4_s2", "b_g8", "c_gs8_x", "plain_run"):
+        _good(tmp_path / f"{name}.csv")
+    (tmp_path / "run_g16").mkdir()
+    _good(tmp_path / "run_g16" / "metrics.csv")  # read from its folder's name
+    with pytest.warns(UserWarning) as caught:
+        ds = load_runs([tmp_path])
+    assert not any("reads like" in w for ws in runset_warnings(ds).values() for w in ws)
+    (hint,) = [n for n in ingest_notes(ds) if "read like" in n]
+    assert hint == (
+        "group size G unknown for 5 runs whose names read like one (G = 4: a_g4_s1, a_g4_s2; G = 8: "
+        "b_g8, c_gs8_x; G = 16: run_g16): no log or config beside them gives G; if the names mean "
+        "it, give group_size in a manifest"
+    )
+    assert [str(w.message) for w in caught].count(hint) == 1
+    assert hint in json.loads(ds.attrs[NOTES_ATTR])
 
 
 _ODD_FILES = {

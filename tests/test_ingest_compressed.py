@@ -922,7 +922,7 @@ def test_a_compressed_log_beside_a_trainer_state_is_named_as_the_log_inside(tmp_
     )
 
 
-def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tmp_path):
+def test_an_archive_of_a_run_folder_or_a_folder_of_them_is_named_with_the_command_that_unpacks_it(tmp_path):
     # 'runs.tar.gz: not a recognised log format (formats: ...)' given as a file, and a folder of
     # archived runs 'no log of a known format found here': neither said they were archives
     import tarfile
@@ -945,10 +945,13 @@ def test_an_archive_of_a_run_folder_is_named_with_the_command_that_unpacks_it(tm
     )
     with pytest.raises(RunSetError) as err:
         load_runs([packed])
+    # the folder's refusal gives the command too, ready to run (it said "unpack them first and
+    # ingest the folders they give", naming no command, where every other refusal gives one)
     assert str(err.value) == (
         f"no run could be ingested: {packed}: no log of a known format found here; it holds 2 "
-        "archives of files, not read (more.zip, runs.tar.gz): unpack them first and ingest the "
-        "folders they give"
+        "archives of files, not read (more.zip, runs.tar.gz): unpack each into its folder (unzip "
+        f"{shlex.quote(str(packed / 'more.zip'))} -d {shlex.quote(str(packed))}, ...) and ingest "
+        "again to read their logs"
     )
     # unpacked as said, the run is read
     with tarfile.open(packed / "runs.tar.gz") as tar:
@@ -1042,6 +1045,43 @@ def test_archives_beside_logs_are_named_in_a_note_not_left_out_unsaid(tmp_path, 
     # a folder of logs without archives: no such note, no attribute
     ds = load_runs([tmp_path / "src"])
     assert NOTES_ATTR not in ds.attrs and not any("archive" in n for n in ingest_notes(ds))
+
+
+@pytest.mark.parametrize(
+    "inside", ["checkpoint-10", "checkpoint-10/global_step10", "wandb/run-20261207_091500-abc123/files"]
+)
+def test_archives_in_a_checkpoint_or_wandb_folder_are_not_named_as_archives_of_runs(tmp_path, inside):
+    # a run folder whose checkpoint-10/ (its model and optimizer state, no log) or wandb/ folder
+    # (wandb's code and artifacts) held an archive had it named "1 archive of files not read,
+    # beside the logs ingested ...: unpack it into its folder ... and ingest again to read its logs"
+    import tarfile
+
+    from bayes_grpo.runset.ingest import NOTES_ATTR
+
+    root = tmp_path / "runs"
+    _write_log(root / "run_a", "csv")
+    (root / "run_a" / inside).mkdir(parents=True)
+    with tarfile.open(root / "run_a" / inside / "extra.tar.gz", "w:gz") as tar:
+        tar.add(root / "run_a" / "metrics.csv", arcname="metrics.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load_runs([root])
+    assert list(ds.run.values) == ["run_a"]
+    assert not [str(w.message) for w in caught if "archive" in str(w.message)]
+    assert not any("archive" in n for n in json.loads(ds.attrs.get(NOTES_ATTR, "[]")))
+    # one beside them, in the run folder, is named (alone)
+    shutil.copy(root / "run_a" / inside / "extra.tar.gz", root / "run_a" / "more.tar.gz")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_runs([root])
+    (told,) = [str(w.message) for w in caught if "archive" in str(w.message)]
+    assert told.startswith(f"1 archive of files not read, beside the logs ingested ({root / 'run_a' / 'more.tar.gz'})")
+    # a folder holding no log but a checkpoint's archive: no log, and no archive of runs named
+    (tmp_path / "empty" / "checkpoint-3").mkdir(parents=True)
+    shutil.copy(root / "run_a" / "more.tar.gz", tmp_path / "empty" / "checkpoint-3" / "state.tar.gz")
+    with pytest.raises(RunSetError) as err:
+        load_runs([tmp_path / "empty"])
+    assert str(err.value).endswith("no log of a known format found here"), str(err.value)
 
 
 @pytest.mark.parametrize("where", ["run", "checkpoint"])

@@ -126,8 +126,8 @@ from bayes_grpo.runset.schema import (
 INGEST_ATTR = "bayes_grpo_ingest"
 #: Dataset attribute with the runs that were rejected, ``{source: {"run": id, "reason": ...}}``.
 REJECTED_ATTR = "bayes_grpo_rejected"
-#: Dataset attribute with the ingest's notes on what it found but did not read (a JSON list;
-#: only where there is one): :func:`ingest_notes`.
+#: Dataset attribute with the ingest's notes on what it found but did not read, and on the runs
+#: of unknown G whose names read like one (a JSON list; only where there is one): :func:`ingest_notes`.
 NOTES_ATTR = "bayes_grpo_ingest_notes"
 #: Default minimum number of finite reward values for a run to be kept.
 MIN_POINTS = 10
@@ -920,22 +920,41 @@ _GROUP_SIZE_IN_NAME = re.compile(
 )
 
 
-def group_size_in_name_note(run_id: str, path: Path) -> str | None:
-    """A hint when a run's group size is unknown and its id or file name reads like one
-    (``sun_q35_9b_g2_rho1.0_s42`` -> G = 2), else None.
+def group_size_in_name(run_id: str, path: Path) -> tuple[int, str] | None:
+    """The group size a run's id or file name reads like (``sun_q35_9b_g2_rho1.0_s42`` -> 2),
+    and the name that reads so; None when none does, or one reads like two.
 
-    The name is never read as the setting (``g2`` may mean anything); the hint says where to
-    give it, since invariance, the noise law and the degeneracy diagnostic need ``G``.
+    The name is never read as the setting (``g2`` may mean anything): a run whose G is unknown
+    gets a hint (:func:`group_size_in_names_note`), since invariance, the noise law and the
+    degeneracy diagnostic need ``G``.
     """
     for text in (run_id, path.stem, path.parent.name):
         found = sorted({int(m) for m in _GROUP_SIZE_IN_NAME.findall(text) if int(m) >= 1})
         if len(found) == 1:
-            return (
-                f"group size G unknown (no log or config beside it gives it); the name {text!r} "
-                f"reads like G = {found[0]}: if so, give group_size in a manifest (or "
-                f"--default group_size={found[0]} when fitting)"
-            )
+            return found[0], text
     return None
+
+
+def group_size_in_names_note(readings: Mapping[str, tuple[int, str]]) -> str | None:
+    """One note for the runs of an ingest whose group size G is unknown while their names read
+    like one (``readings``: ``{run: (G, name)}``, :func:`group_size_in_name`), the runs counted
+    and named by the G they read like; None when there is none. It was a warning of each run,
+    the same words 22 times for the CSV exports of ``real_runs``."""
+    if not readings:
+        return None
+    by_g: dict[int, list[str]] = defaultdict(list)
+    for run, (g, text) in readings.items():
+        by_g[g].append(run if text == run else f"{run} ({text!r})")
+    groups = "; ".join(f"G = {g}: {_first_few(runs)}" for g, runs in sorted(by_g.items()))
+    (only,) = by_g if len(by_g) == 1 else (None,)
+    one = len(readings) == 1
+    return (
+        f"group size G unknown for {counted(len(readings), 'run')} whose "
+        f"{'name reads' if one else 'names read'} like one ({groups}): no log or config beside "
+        f"{'it' if one else 'them'} gives G; if the {'name means' if one else 'names mean'} it, give "
+        "group_size in a manifest"
+        + (f" (or --default group_size={only} when fitting)" if only is not None else "")
+    )
 
 
 #: How many names a note lists before "... (N in all)".
@@ -1656,19 +1675,46 @@ def _expand_pattern(path: str | os.PathLike) -> list[Path]:
     return [Path(m) for m in matches]
 
 
+def run_archives(root: Path, files: Iterable[Path]) -> list[Path]:
+    """The archives of files (``runs.tar.gz``: :func:`~bayes_grpo.runset.loaders.archive_error`)
+    among ``files`` under the folder ``root`` that may hold runs: not those inside a
+    ``checkpoint-*`` folder (a checkpoint's contents are its model and optimizer state, none of
+    them a log, as :func:`discover` reads them) or a wandb folder (``wandb/``, ``run-*``: wandb's
+    own storage, code and artifacts), which were named as "archives of files not read, beside
+    the logs ingested: ... ingest again to read their logs"."""
+    out = []
+    for f in files:
+        if archive_error(f) is None:
+            continue
+        below = f.relative_to(root).parts[:-1]
+        if any(_CHECKPOINT_DIR.match(d) or d == "wandb" or _WANDB_RUN_DIR.match(d) for d in below):
+            continue
+        out.append(f)
+    return out
+
+
+def _unpack_advice(archives: Sequence[Path]) -> str:
+    """What to do with archives of files that were not read: the command that unpacks the first
+    into its folder (:func:`~bayes_grpo.runset.loaders.unpack_command`, its paths quoted to run
+    as given) and to ingest again."""
+    one = len(archives) == 1
+    return (
+        f"unpack {'it' if one else 'each'} into its folder ({unpack_command(archives[0])}"
+        f"{'' if one else ', ...'}) and ingest again to read {'its' if one else 'their'} logs"
+    )
+
+
 def _archives_note(path: str | os.PathLike) -> str:
     """The archives of files a folder without a log holds (``runs.tar.gz``: not read), for its
-    rejection: "no log of a known format found here" said nothing of them."""
+    rejection: "no log of a known format found here" said nothing of them, and then "unpack
+    them first and ingest the folders they give", without the command (:func:`_unpack_advice`)."""
     if not Path(path).is_dir():
         return ""
-    archives = [f for f in _walk(Path(path))[0] if archive_error(f) is not None]
+    archives = run_archives(Path(path), _walk(Path(path))[0])
     if not archives:
         return ""
     shown = _first_few([str(f.relative_to(path)) for f in archives])
-    return (
-        f"; it holds {counted(len(archives), 'archive')} of files, not read ({shown}): "
-        "unpack them first and ingest the folders they give"
-    )
+    return f"; it holds {counted(len(archives), 'archive')} of files, not read ({shown}): {_unpack_advice(archives)}"
 
 
 def archives_beside_logs_note(archives: Sequence[Path]) -> str | None:
@@ -1677,18 +1723,16 @@ def archives_beside_logs_note(archives: Sequence[Path]) -> str | None:
     were left out without a word (only a folder holding nothing but archives named them)."""
     if not archives:
         return None
-    one = len(archives) == 1
     return (
         f"{counted(len(archives), 'archive')} of files not read, beside the logs ingested "
-        f"({_first_few([str(a) for a in archives])}): unpack {'it' if one else 'each'} into its "
-        f"folder ({unpack_command(archives[0])}{'' if one else ', ...'}) and ingest again to "
-        f"read {'its' if one else 'their'} logs"
+        f"({_first_few([str(a) for a in archives])}): {_unpack_advice(archives)}"
     )
 
 
 def ingest_notes(ds: xr.Dataset) -> list[str]:
     """The notes of an ingest, once each: what the folders given held but the ingest did not
-    read (:func:`archives_beside_logs_note`, kept in :data:`NOTES_ATTR`) and the settings it
+    read (:func:`archives_beside_logs_note`), the runs of unknown G whose names read like one
+    (:func:`group_size_in_names_note`), both kept in :data:`NOTES_ATTR`, and the settings it
     could not find (:func:`unknown_settings_note`). ``load_runs`` warns them, ``bayes-grpo
     ingest`` prints them (``notes`` of its JSON)."""
     raw = ds.attrs.get(NOTES_ATTR, "[]")
@@ -1756,9 +1800,8 @@ def load_runs(
         if not Path(path).is_file():  # a manifest CSV inside a log folder is no log
             found = [job for job in found if job.path.resolve() != manifest_file]
             if found:
-                for f in _walk(Path(path))[0]:
-                    if archive_error(f) is not None:
-                        archives.setdefault(f.resolve(), f)
+                for f in run_archives(Path(path), _walk(Path(path))[0]):
+                    archives.setdefault(f.resolve(), f)
         if not found:
             reject(str(path), f"{path}: no log of a known format found here{_archives_note(path)}")
         for job in found:
@@ -1847,6 +1890,7 @@ def load_runs(
     meta: dict[str, dict[str, object]] = {}
     warn: dict[str, list[str]] = {}
     facts: dict[str, dict[str, object]] = {}
+    name_readings: dict[str, tuple[int, str]] = {}  # the runs of unknown G named like one
     for (run, job), run_id in zip(loaded, ids):
         key = job.row.reward_key if job.row and job.row.reward_key else reward_key
         try:
@@ -1865,8 +1909,8 @@ def load_runs(
         hp_warn += [step_note] if step_note else []
         if "k_ref" not in values:
             hp_warn += [n for n in [unknown_iterations_note(norm.facts["metrics"])] if n]
-        if "group_size" not in values:
-            hp_warn += [n for n in [group_size_in_name_note(run_id, run.path)] if n]
+        if "group_size" not in values and (reading := group_size_in_name(run_id, run.path)) is not None:
+            name_readings[run_id] = reading
         values["source"] = f"{run.fmt}:{run.label}"
         curves[run_id] = frame
         meta[run_id] = values
@@ -1889,8 +1933,9 @@ def load_runs(
             stacklevel=2,
         )
     attrs = {INGEST_ATTR: facts, REJECTED_ATTR: rejected, "min_points": int(min_points)}
-    if (note := archives_beside_logs_note(list(archives.values()))) is not None:
-        attrs[NOTES_ATTR] = [note]
+    notes = [archives_beside_logs_note(list(archives.values())), group_size_in_names_note(name_readings)]
+    if any(notes):
+        attrs[NOTES_ATTR] = [n for n in notes if n]
     ds = make_runset(curves, meta, warnings=warn, attrs=attrs)
     for note in ingest_notes(ds):
         pywarnings.warn(note, UserWarning, stacklevel=2)
