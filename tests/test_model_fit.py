@@ -462,6 +462,54 @@ def _warnings_of_a_fit_whose_sampler_warns(sim_runset, monkeypatch, texts, categ
     return seen
 
 
+def test_a_python_fit_without_progress_bar_hides_pymcs_progress_messages_but_keeps_its_warnings(
+    sim_runset, monkeypatch, caplog
+):
+    # GRPODynamicsModel().fit(runs, progressbar=False) still said "Initializing NUTS using
+    # jitter+adapt_diag...", "Sequential sampling (1 chains in 1 job)", "Sampling 1 chain ... took
+    # 0 seconds" at INFO on stderr (PyMC sets its logger to INFO and gives it a handler); only the
+    # CLI held them. A stand-in pm.sample logs as PyMC's does and returns prior draws
+    import logging
+
+    import arviz as az
+    import pymc
+
+    prior = GRPODynamicsModel().sample_prior_predictive(sim_runset, samples=20, random_seed=1).prior
+
+    def fake_sample(**kw):
+        log = logging.getLogger("pymc.sampling.mcmc")
+        log.info("Sampling 1 chain for 20 tune and 20 draw iterations")
+        log.warning("Only 20 samples per chain.")
+        return az.InferenceData(posterior=prior)
+
+    monkeypatch.setattr(pymc, "sample", fake_sample)
+    caplog.set_level(logging.DEBUG)  # the root's handler: where the records are read here
+
+    def messages(progressbar: bool) -> list[tuple[int, str]]:
+        caplog.clear()
+        GRPODynamicsModel().fit(sim_runset, draws=20, tune=20, chains=1, progressbar=progressbar)
+        return [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("pymc")]
+
+    info = (logging.INFO, "Sampling 1 chain for 20 tune and 20 draw iterations")
+    pymc_logger = logging.getLogger("pymc")
+    before = pymc_logger.level
+    try:
+        # PyMC's own setting, made at its import into a program without a logging configuration
+        # (pytest's handlers on the root logger kept PyMC from making it here)
+        pymc_logger.setLevel(logging.INFO)
+        quiet = messages(False)
+        assert quiet == [(logging.WARNING, "Only 20 samples per chain.")], quiet
+        assert pymc_logger.level == logging.INFO  # restored after the fit
+        assert info in messages(True)
+        # a program that configured logging (PyMC's logger left unset), or set the pymc
+        # logger's level itself (DEBUG, to see the messages): left as it is
+        for level in (logging.NOTSET, logging.DEBUG):
+            pymc_logger.setLevel(level)
+            assert info in messages(False), level
+    finally:
+        pymc_logger.setLevel(before)
+
+
 def test_pytensors_blas_warning_is_not_printed_by_a_fit_whose_log_density_needs_no_blas(sim_runset, monkeypatch):
     # a state-space fit (`fit rag.nc --likelihood state-space --json`) printed PyTensor's "could
     # not link to a BLAS installation. Operations that might benefit from BLAS will be severely

@@ -488,7 +488,9 @@ class GRPODynamicsModel:
         """Sample the posterior for ``runset``; returns (and keeps) the InferenceData.
 
         Keyword arguments override the sampler config (and are recorded in it).
-        ``sampler="nutpie"`` uses nutpie (numba backend) when installed. The default sampler
+        ``progressbar=False`` hides PyMC's progress messages too (its INFO lines: "Initializing
+        NUTS ...", "Sampling 2 chains ..."), its warnings kept, unless its logger was given a
+        level of the user's (:func:`progress_messages`). ``sampler="nutpie"`` uses nutpie (numba backend) when installed. The default sampler
         gives the same draws for the same ``random_seed`` in any process; nutpie only under the
         same ``PYTHONHASHSEED`` (its numba compilation depends on Python's string hashing).
         """
@@ -518,12 +520,12 @@ class GRPODynamicsModel:
         n_cores = cores if cores is not None else min(int(sc["chains"]), os.cpu_count() or 1)
         start = time.perf_counter()
         if sc["sampler"] == "nutpie":
-            with _sampler_warnings_filtered():
+            with _sampler_warnings_filtered(), progress_messages(bool(sc["progressbar"])):
                 idata = _sample_nutpie(model, sc, n_cores)
         else:
             import pymc as pm
 
-            with model, _sampler_warnings_filtered():
+            with model, _sampler_warnings_filtered(), progress_messages(bool(sc["progressbar"])):
                 idata = pm.sample(
                     draws=int(sc["draws"]),
                     tune=int(sc["tune"]),
@@ -1475,6 +1477,25 @@ def pymc_messages_at(level: int) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(before)
+
+
+def progress_messages(shown: bool) -> contextlib.AbstractContextManager[None]:
+    """PyMC's progress messages (its INFO lines) as a fit's ``progressbar`` says, its warnings
+    kept either way: ``GRPODynamicsModel.fit(progressbar=False)`` from Python still said
+    "Initializing NUTS using jitter+adapt_diag...", "Sequential sampling (1 chains in 1 job)",
+    "NUTS: [...]" and "Sampling 1 chain ... took 0 seconds" on stderr, which only the CLI held
+    (:func:`bayes_grpo.cli._common.sampler_messages`). PyMC sets its logger to INFO, with a
+    handler of its own, when it is imported into a program that configured no logging (the root
+    logger without handlers); that is the only level held here. A program that configured
+    logging (PyMC then leaves its logger unset, NOTSET) or gave the pymc logger a level of its
+    own (DEBUG, to see the messages) is left as it is. Nothing is changed at import."""
+    import logging
+
+    import pymc  # noqa: F401  (its import sets the logger to INFO: read after it)
+
+    if shown or logging.getLogger(PYMC_LOGGER).level != logging.INFO:
+        return contextlib.nullcontext()
+    return pymc_messages_at(logging.WARNING)
 
 
 @contextlib.contextmanager
