@@ -110,6 +110,25 @@ def test_the_hyperparameter_defaults_of_fit_give_the_mechanistic_law_its_momentu
     assert seen["hyperparameter_defaults"] == {"momentum": 0.5, "k_ref": 4.0}
 
 
+@pytest.mark.parametrize("key", ["group_size", "learning_rate", "momentum_convention"])
+def test_compare_default_takes_only_the_settings_a_law_reads(key, monkeypatch, capsys):
+    # `compare runs.nc --default group_size=8` was taken and did nothing: the laws read momentum
+    # and k_ref only (the mechanistic law's mass and damping; its gain a is fitted per run)
+    import bayes_grpo.predict.compare as compare
+    from bayes_grpo.cli import main
+
+    monkeypatch.setattr(compare, "compare_laws", lambda *a, **kw: pytest.fail("compared"))
+    value = "ema" if key == "momentum_convention" else "8"
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "runs.nc", "--default", f"{key}={value}"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert (
+        "argument --default: --default key must be one of ('momentum', 'k_ref') (the only settings "
+        f"a law reads), got {key!r}"
+    ) in err, err
+
+
 def test_a_run_set_no_law_can_be_fitted_to_is_an_error_naming_its_file(tmp_path, capsys):
     # `bayes-grpo compare single.nc --laws oscillator_mechanistic` said "error: no law could be
     # fitted: ..." and `forecast runs.nc --run r0 --upto 0` "error: run 'r0' has 0 rewards up

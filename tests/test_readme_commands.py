@@ -257,6 +257,40 @@ def test_sweep_help_says_a_k_ref_range_leaves_out_its_end():
     assert parse_values("0:40", int) == list(range(40))  # what the help says
 
 
+def test_simulate_bandit_help_gives_a_list_options_default_in_the_parenthesis_that_allows_the_list():
+    # "actions per prompt G >= 2 (list allowed) (default 8)" beside "lag K_ref in optimizer steps
+    # (list allowed; default 1)" and "learning rate eta (list allowed; default 0.1)"
+    helps = {o: " ".join(t.split()) for o, t in _option_helps(["simulate", "bandit"]).items()}
+    for option, default in (("--k-ref", "1"), ("--group-size", "8"), ("--lr", "0.1"), ("--momentum", "0"), ("--beta", "1")):
+        assert f"(list allowed; default {default})" in helps[option], (option, helps[option])
+    assert not any("(list allowed) (" in t for t in helps.values()), helps
+    sweep = {o: " ".join(t.split()) for o, t in _option_helps(["sweep"]).items()}
+    assert sweep["--group-size"].endswith("G >= 2 (default 8)") and sweep["--momentum"].endswith("[0, 1) (default 0.5)")
+
+
+def test_phase_diagram_help_says_which_learning_rates_the_grid_spans_without_lr_min_and_lr_max():
+    # --lr-min / --lr-max said "smallest / largest learning rate of the grid", neither what the grid
+    # is without them (checks.stability.phase_diagram's: around the threshold at K_ref 1, widened
+    # to the runs marked) nor that one is refused without the other
+    helps = {o: " ".join(t.split()) for o, t in _option_helps(["phase-diagram"]).items()}
+    assert "given with --lr-max (default: the posterior-median threshold rate at K_ref 1 / 30" in helps["--lr-min"]
+    assert "given with --lr-min (default: three times the posterior-median threshold rate at K_ref 1" in helps["--lr-max"]
+    assert "(default max(16, 2x the largest K_ref of the runs marked))" in helps["--k-ref-max"]
+
+
+def test_ingest_help_names_every_compression_a_log_is_read_in():
+    # the PATH help said "also compressed: .gz, .bz2, .xz"; a .zst log is read too, with zstandard
+    from bayes_grpo.runset.loaders._base import DECOMPRESS_MODULES, DECOMPRESSORS
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    (paths,) = [a for a in sub.choices["ingest"]._actions if a.dest == "paths"]
+    for suffix in {*DECOMPRESSORS, *DECOMPRESS_MODULES}:
+        assert suffix in paths.help, (suffix, paths.help)
+    for suffix, module in DECOMPRESS_MODULES.items():
+        assert f"{suffix} with the {module} module" in paths.help, paths.help
+
+
 @pytest.mark.parametrize("verb", _verbs(), ids=" ".join)
 def test_help_prose_is_wrapped_to_the_terminal(verb, capsys, monkeypatch):
     # the descriptions of stability, sweep, simulate and train were single lines of 200-480

@@ -265,22 +265,31 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 DEFAULT_KEYS = ("learning_rate", "momentum", "momentum_convention", "k_ref", "group_size")
 
 
-def _parse_default(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--default expects KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    if key not in DEFAULT_KEYS:
-        raise argparse.ArgumentTypeError(f"--default key must be one of {DEFAULT_KEYS}, got {key!r}")
-    if key == "momentum_convention":
-        return key, value
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--default {key}: not a number: {value!r}") from None
-    if not math.isfinite(number):
-        # nan / inf: no setting of a run ("must be null (no default) or a number; got nan")
-        raise argparse.ArgumentTypeError(f"--default {key}: must be a finite number, got {value!r}")
-    return key, number
+def _default_reader(keys: tuple[str, ...], why: str = "") -> Callable[[str], tuple[str, object]]:
+    """The argparse ``type`` of ``--default``: ``KEY=VALUE`` with KEY one of ``keys`` (``why``:
+    the reason the verb takes only these, in the error)."""
+
+    def read(text: str) -> tuple[str, object]:
+        if "=" not in text:
+            raise argparse.ArgumentTypeError(f"--default expects KEY=VALUE, got {text!r}")
+        key, value = text.split("=", 1)
+        if key not in keys:
+            raise argparse.ArgumentTypeError(f"--default key must be one of {keys}{why}, got {key!r}")
+        if key == "momentum_convention":
+            return key, value
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--default {key}: not a number: {value!r}") from None
+        if not math.isfinite(number):
+            # nan / inf: no setting of a run ("must be null (no default) or a number; got nan")
+            raise argparse.ArgumentTypeError(f"--default {key}: must be a finite number, got {value!r}")
+        return key, number
+
+    return read
+
+
+_parse_default = _default_reader(DEFAULT_KEYS)
 
 
 class _AppendDefault(argparse.Action):
@@ -296,17 +305,21 @@ class _AppendDefault(argparse.Action):
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
 
 
-def add_hyperparameter_defaults_flag(parser: argparse.ArgumentParser) -> None:
+def add_hyperparameter_defaults_flag(
+    parser: argparse.ArgumentParser, keys: tuple[str, ...] = DEFAULT_KEYS, why: str = ""
+) -> None:
     """``--default KEY=VALUE`` (repeatable): what the model errors name when a run lacks a
-    hyperparameter the mechanistic form needs (every verb that builds the model has it)."""
+    hyperparameter the mechanistic form needs (every verb that builds the model has it). ``keys``:
+    the settings the verb reads (``compare``'s laws read momentum and k_ref only: ``compare
+    --default group_size=8`` was taken and did nothing); ``why`` says so in the error."""
     parser.add_argument(
         "--default",
         dest="defaults",
         action=_AppendDefault,
-        type=_parse_default,
+        type=_default_reader(keys, why),
         default=[],
         metavar="KEY=VALUE",
-        help=f"value for runs whose hyperparameter is unknown; KEY one of {', '.join(DEFAULT_KEYS)} (repeatable)",
+        help=f"value for runs whose hyperparameter is unknown; KEY one of {', '.join(keys)} (repeatable)",
     )
 
 

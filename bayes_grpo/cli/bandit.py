@@ -97,12 +97,12 @@ def _clip_range(text: str) -> float:
 
 
 def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
-    many = " (list allowed)" if lists else ""
+    many = "list allowed; " if lists else ""  # one parenthesis with the default: "(list allowed; default 8)"
     p.add_argument(
         "--group-size",
         default="8",
         metavar="G",
-        help=f"actions per prompt G >= 2{many} (default 8)",
+        help=f"actions per prompt G >= 2 ({many}default 8)",
     )
     p.add_argument(
         "--lr",
@@ -116,7 +116,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         "--momentum",
         default="0.0" if lists else "0.5",
         metavar="MU",
-        help=f"momentum mu in [0, 1){many} (default {0 if lists else 0.5})",
+        help=f"momentum mu in [0, 1) ({many}default {0 if lists else 0.5})",
     )
     p.add_argument(
         "--convention",
@@ -127,7 +127,7 @@ def _add_common(p: argparse.ArgumentParser, *, lists: bool) -> None:
         help="momentum convention (default heavy_ball)",
     )
     p.add_argument(
-        "--beta", default="1.0", metavar="B", help=f"KL anchor weight > 0{many} (default 1)"
+        "--beta", default="1.0", metavar="B", help=f"KL anchor weight > 0 ({many}default 1)"
     )
     # the sweep runs longer and with more seeds than a simulation
     seeds, steps = (8, 1000) if lists else (32, 3000)

@@ -51,8 +51,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="momentum convention; default: that of the most common setting of the fitted runs (at the "
         "given --momentum, when runs have it)",
     )
-    p.add_argument("--lr-min", type=finite_float, default=None, help="smallest learning rate of the grid")
-    p.add_argument("--lr-max", type=finite_float, default=None, help="largest learning rate of the grid")
+    # the defaults are checks.stability.phase_diagram's grid (the help named none, nor that the
+    # two go together)
+    p.add_argument(
+        "--lr-min",
+        type=finite_float,
+        default=None,
+        help="smallest learning rate of the grid, given with --lr-max (default: the posterior-median "
+        "threshold rate at K_ref 1 / 30, or half the threshold at the largest K_ref or half the "
+        "smallest rate of the runs marked where lower)",
+    )
+    p.add_argument(
+        "--lr-max",
+        type=finite_float,
+        default=None,
+        help="largest learning rate of the grid, given with --lr-min (default: three times the posterior-median "
+        "threshold rate at K_ref 1, or twice the largest rate of the runs marked where higher)",
+    )
     p.add_argument(
         "--n-lr", type=int, default=40, help="number of log-spaced learning rates (default 40)"
     )
@@ -60,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--k-ref-max",
         type=non_negative_int,
         default=None,
-        help="largest K_ref of the grid (default max(16, 2x observed))",
+        help="largest K_ref of the grid (default max(16, 2x the largest K_ref of the runs marked))",
     )
     p.add_argument(
         "--model",

@@ -254,13 +254,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action=JoinedLists,
         default=None,
         metavar="LAW",
-        help=f"subset of laws, from {', '.join(COMPARE_LAWS)}, space or comma separated (default all four)",
+        help=f"subset of laws, from {', '.join(COMPARE_LAWS)}, space or comma separated, each once (default all four)",
     )
     c.add_argument("--draws", type=positive_int, default=500, help="posterior draws per chain (default 500)")
     c.add_argument("--tune", type=non_negative_int, default=500, help="tuning steps per chain (default 500)")
     c.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
     c.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
-    add_hyperparameter_defaults_flag(c)
+    add_hyperparameter_defaults_flag(c, ("momentum", "k_ref"), why=" (the only settings a law reads)")
     add_reward_bounds_flag(
         c,
         "every law's plateau p* and initial reward R0 lie inside, as in `fit --reward-bounds`, and a "
