@@ -364,6 +364,8 @@ def test_an_iid_fit_is_not_judged_by_the_sde_stationary_variance():
     res = stationary_variance_check(iid, ds)
     assert sde.passed is not None and res.passed is None  # the SDE fit is judged, the iid one not
     assert res.summary.startswith("Not assessable for an i.i.d. fit")
+    # `bayes-grpo ppc` and the report print it: the remedy names the command, not Python's spelling only
+    assert "fit with likelihood='state_space' (`bayes-grpo fit --likelihood state_space`) to test it" in res.summary
     assert "Slope of log variance on log G" in res.summary and len(res.table) == len(sde.table)
 
 

@@ -1390,7 +1390,8 @@ def stationary_variance_check(
         verdict = (
             "Not assessable for an i.i.d. fit: its noise_d is the residual variance scaled by "
             "G^alpha, not the SDE's D, so D/(2 G C K_eff) predicts nothing here; fit with "
-            "likelihood='state_space' to test it (the table's predicted columns are not a test)."
+            "likelihood='state_space' (`bayes-grpo fit --likelihood state_space`) to test it (the "
+            "table's predicted columns are not a test)."
         )
     summary = (
         verdict
