@@ -209,6 +209,7 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, inva
     monkeypatch.setattr(predict, "predict_run", lambda *a, **k: None)
     monkeypatch.setattr(predict, "save_prediction", lambda ds, path, overwrite=False: Path(path))
     monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
+    monkeypatch.setattr(build, "ppc_results", lambda *a, **k: [CheckResult("ppc_trajectory_bands", True, "stub ppc")])
     written: dict = {}
 
     def write_report(path, *, verdicts=None, **kw):
@@ -239,6 +240,14 @@ def test_the_demo_tests_g_invariance_with_the_reward_bounds_of_its_fit(tmp_path,
     _stubbed_demo_report(tmp_path, monkeypatch, invariance_calls=calls)
     (kwargs,) = calls
     assert kwargs["reward_bounds"] == (0.0, 1.0)
+
+
+def test_the_demo_report_has_the_posterior_predictive_checks_of_its_fit(tmp_path, monkeypatch):
+    # `report posterior.nc` runs the posterior predictive checks (a second or two); the demo's
+    # report of the same fit said nothing of them
+    html, written = _stubbed_demo_report(tmp_path, monkeypatch)
+    assert [r.summary for r in written["ppc"]] == ["stub ppc"]
+    assert 'data-section="ppc" data-available="yes"' in html and "stub ppc" in html
 
 
 def test_the_demo_report_says_why_each_run_was_left_out_of_the_fit(tmp_path, monkeypatch):
@@ -359,6 +368,7 @@ def test_the_demo_draws_its_phase_diagram_and_prediction_at_the_most_common_sett
     monkeypatch.setattr(predict, "save_prediction", lambda ds, path, overwrite=False: Path(path))
     monkeypatch.setattr(result, "prediction_result", lambda *a, **k: CheckResult("prediction", None, "stub"))
     monkeypatch.setattr(build, "write_report", lambda path, **kw: Path(path))
+    monkeypatch.setattr(build, "ppc_results", lambda *a, **k: [])
     monkeypatch.setattr(core, "fitted_model_warnings", lambda model, path: [])
     demo.run_demo(tmp_path / "demo", data_dir=tmp_path, progress=lambda line: None)
     plt.close("all")

@@ -198,7 +198,7 @@ def test_report_help_says_which_stages_run_by_default_and_what_json_gives(capsys
     with pytest.raises(SystemExit):
         build_parser().parse_args(["report", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "phase diagram (unless --no-diagnose / --no-stability)" in text, text
+    assert "phase diagram (unless --no-ppc / --no-diagnose / --no-stability)" in text, text
     assert "each section's verdicts" in text and "posterior_warnings" in text, text
 
 

@@ -331,6 +331,7 @@ def _stub_report_stages(monkeypatch):
     from types import SimpleNamespace
 
     import bayes_grpo.checks.invariance as invariance
+    import bayes_grpo.checks.ppc as ppc
     import bayes_grpo.model as model_pkg
     import bayes_grpo.predict.compare as compare
     import bayes_grpo.report.build as build
@@ -355,8 +356,13 @@ def _stub_report_stages(monkeypatch):
         calls["compare"] = kw
         return SimpleNamespace(to_check_result=lambda: CheckResult("law_comparison", None, "stub"))
 
+    def fake_ppc(fitted, runset=None, **kw):
+        calls["ppc"] = kw
+        return [CheckResult("ppc_trajectory_bands", True, "stub bands"), CheckResult("stationary_variance", None, "stub")]
+
     monkeypatch.setattr(invariance, "invariance_check", fake_invariance)
     monkeypatch.setattr(compare, "compare_laws", fake_compare)
+    monkeypatch.setattr(ppc, "ppc_checks", fake_ppc)
     monkeypatch.setattr(build, "write_report", lambda path, **kw: Path(path))
     return calls
 
@@ -809,8 +815,10 @@ def test_a_report_of_a_fit_that_did_not_converge_says_so_in_the_fit_and_stabilit
         convergence = Section(key="convergence", title="Convergence").check(CheckResult("convergence", passed, "R-hat 3.1"))
         monkeypatch.setattr(model_sections, "model_sections", lambda model, c=convergence: [Section("fit", "Fit per run"), c, Section("posteriors", "Posteriors")])
         fit = SimpleNamespace(runset=_runset(), idata=object(), parameterisation="mechanistic")
-        sections = {s.key: s for s in build_sections(model=fit, stability=phase)}
+        sections = {s.key: s for s in build_sections(model=fit, stability=phase, ppc=_check("ppc_trajectory_bands", True))}
         assert ("did not converge" in sections["stability"].intro) is (not passed), sections["stability"].intro
+        # the posterior predictive bands are those draws as well
+        assert ("did not converge" in sections["ppc"].intro) is (not passed), sections["ppc"].intro
         # and so does the fit section, whose per-run R^2 and zeta are those draws too
         assert ("did not converge" in sections["fit"].intro) is (not passed), sections["fit"].intro
     monkeypatch.undo()
@@ -1513,3 +1521,78 @@ def test_the_fit_tables_show_an_unknown_group_size_as_fit_prints_it():
     assert per_run["group_size"].isna().sum() == 1  # a copy
     single = group_sizes_as_text(pd.DataFrame({"x": [1, 2]}, index=pd.Index([4.5, np.nan], name="group_size")))
     assert list(single.index) == ["4.5", "?"]
+
+
+def test_the_report_of_a_saved_fit_has_its_posterior_predictive_checks_after_the_posteriors_unless_no_ppc(tmp_path, monkeypatch, capsys):
+    # the posterior predictive checks (bands per G, residual autocorrelation, stationary variance)
+    # were Python only: `bayes-grpo report` had no section for them
+    import json
+
+    import bayes_grpo.report.build as build
+    from bayes_grpo.cli import main
+
+    real_write_report = build.write_report
+    calls = _stub_report_stages(monkeypatch)
+    monkeypatch.setattr(build, "write_report", real_write_report)
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    argv = ["report", str(posterior), "-o", str(tmp_path / "r.html"), "--no-diagnose", "--no-stability", "--seed", "5", "--json"]
+    assert main(argv) == 0
+    sections = json.loads(capsys.readouterr().out)["sections"]
+    keys = [s["key"] for s in sections]
+    assert keys.index("ppc") == keys.index("posteriors") + 1 and keys.index("invariance") == keys.index("ppc") + 1
+    ppc = next(s for s in sections if s["key"] == "ppc")
+    assert ppc["available"] and ppc["title"] == "Posterior predictive checks"
+    assert [(c["name"], c["title"], c["verdict"]) for c in ppc["checks"]] == [
+        ("ppc_trajectory_bands", "Predictive-band coverage per G", "pass"),
+        ("stationary_variance", "Stationary variance at the plateau", "not assessable"),
+    ]
+    assert calls["ppc"] == {"seed": 5}  # the report's --seed
+    calls.clear()
+    assert main([*argv[:3], str(tmp_path / "r2.html"), *argv[4:], "--no-ppc"]) == 0
+    ppc = next(s for s in json.loads(capsys.readouterr().out)["sections"] if s["key"] == "ppc")
+    assert not ppc["available"] and "report --no-ppc" in ppc["absent_reason"], ppc
+    assert "ppc" not in calls
+    assert "Not in this report: left out by report --no-ppc" in (tmp_path / "r2.html").read_text()
+
+
+def test_a_report_written_without_posterior_predictive_checks_says_how_to_add_them():
+    sections = {s.key: s for s in build_sections(runset=_runset())}
+    assert not sections["ppc"].available and "no fitted posterior was given" in sections["ppc"].absent_reason
+
+
+@pytest.mark.browser
+def test_the_ppc_section_of_the_shipped_fit_shows_a_band_figure_per_g_and_the_residual_check_once(tmp_path, capsys):
+    # models/tiny.nc is an i.i.d. fit: its residual autocorrelation check is the fit section's
+    # (the PPC section points there rather than repeat it); the band figures, one per G, render
+    from bayes_grpo.cli import main
+
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    path = tmp_path / "r.html"
+    assert main(["report", str(tiny), "-o", str(path), "--no-diagnose", "--no-stability"]) == 0
+    html = path.read_text()
+    assert html.count('data-check="ppc_residual_autocorrelation"') == 1
+    ppc = html.split('data-section="ppc"', 1)[1].split('data-section="invariance"', 1)[0]
+    assert "Residual autocorrelation: under Fit per run above" in ppc
+    assert "tiny-gpt2 G=16: 90% posterior predictive band of each run" in ppc and "tiny-gpt2 G=4: 90%" in ppc
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    ppc = dom.split('data-section="ppc"', 1)[1].split('data-section="invariance"', 1)[0]
+    assert ppc.startswith(' data-available="yes"')
+    assert ppc.count('data-rendered="yes"') == 2 and 'data-rendered="no"' not in ppc
+
+
+def test_posterior_predictive_checks_a_fit_cannot_give_are_not_assessable_in_the_report_not_a_failed_report():
+    from types import SimpleNamespace
+
+    from bayes_grpo.report.build import ppc_results
+
+    def no_coefficients(**kw):
+        raise ValueError("the mechanistic model needs a finite learning_rate; got nan")
+
+    fit = SimpleNamespace(runset=_runset(), coefficient_draws=no_coefficients)
+    (result,) = ppc_results(fit)
+    assert result.passed is None and result.summary == "Not assessable: run run0: the mechanistic model needs a finite learning_rate; got nan"
+    (section,) = [s for s in build_sections(runset=_runset(), ppc=[result]) if s.key == "ppc"]
+    assert section.available and section.blocks[0].content.title == "Posterior predictive checks"

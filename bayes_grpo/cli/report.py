@@ -26,8 +26,9 @@ def register(subparsers) -> None:
         description=(
             "Write one self-contained HTML file (images embedded, no network) from a posterior saved by "
             "`bayes-grpo fit`: data overview, fit per run with bands and R^2, convergence, posteriors of "
-            "M_eff, C_eff, K_eff, zeta and D (with their units), the failure-mode diagnostics and the stability "
-            "phase diagram (unless --no-diagnose / --no-stability), and, as asked, G-invariance Bayes factors "
+            "M_eff, C_eff, K_eff, zeta and D (with their units), the posterior predictive checks per G (as "
+            "`bayes-grpo ppc`), the failure-mode diagnostics and the stability phase diagram (unless --no-ppc / "
+            "--no-diagnose / --no-stability), and, as asked, G-invariance Bayes factors "
             "(--invariance), the law comparison (--compare) and saved predictions (--prediction). Sections whose "
             "inputs are absent say so. --json prints the report's path, the saved fit's warnings "
             "(posterior_warnings) and each section's verdicts (sections: per check its verdict and summary, "
@@ -40,6 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=Path, help="run set for the overview and diagnostics (default: the fitted runs)")
     p.add_argument("--no-diagnose", action="store_true", help="skip the failure-mode diagnostics")
     p.add_argument("--no-stability", action="store_true", help="skip the stability phase diagram")
+    p.add_argument("--no-ppc", action="store_true", help="skip the posterior predictive checks (bayes-grpo ppc)")
     p.add_argument("--invariance", action="store_true", help="run the G-invariance Bayes factors (samples: slower)")
     p.add_argument("--compare", action="store_true", help="run the law comparison (samples: slower)")
     p.add_argument("--prediction", type=Path, action="append", default=[], help="prediction/forecast netCDF to include (repeatable)")
@@ -48,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--draws", type=positive_int, help="NUTS draws per chain " + sampled.format(500))
     p.add_argument("--tune", type=non_negative_int, help="NUTS tuning steps per chain " + sampled.format(500))
     p.add_argument("--chains", type=positive_int, help="NUTS chains " + sampled.format(2))
-    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the sampled stages")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the sampled stages and the posterior predictive draws")
     add_overwrite_flag(p, "replace the output file if it exists")
     add_json_flag(p)
     p.set_defaults(func=_report)
@@ -107,6 +109,7 @@ def _report(args: argparse.Namespace) -> int:
             runset=runset,
             diagnose=not args.no_diagnose,
             stability=not args.no_stability,
+            ppc=not args.no_ppc,
             invariance=args.invariance,
             compare=args.compare,
             predictions=args.prediction,

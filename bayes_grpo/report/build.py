@@ -35,6 +35,7 @@ SECTION_KEYS: tuple[str, ...] = (
     "fit",
     "convergence",
     "posteriors",
+    "ppc",
     "invariance",
     "stability",
     "predictions",
@@ -69,6 +70,7 @@ def build_sections(
     *,
     model: Any | None = None,
     runset: Any | None = None,
+    ppc: CheckResult | Sequence[CheckResult] | None = None,
     invariance: CheckResult | Sequence[CheckResult] | None = None,
     stability: CheckResult | Sequence[CheckResult] | None = None,
     predictions: CheckResult | Sequence[CheckResult] | None = None,
@@ -87,6 +89,12 @@ def build_sections(
         sections); its fitted run set is used for the overview when ``runset`` is None.
     runset
         The run set (data overview).
+    ppc
+        The posterior predictive checks of ``model`` (:func:`bayes_grpo.checks.ppc.ppc_checks`,
+        optionally with :func:`bayes_grpo.checks.invariance.leave_one_g_out`). The residual
+        autocorrelation check of an i.i.d. fit is shown once, in the fit section
+        (:func:`bayes_grpo.checks.ppc.iid_residual_check`, whose verdict on alternating residuals
+        is the one that holds for that likelihood); this section points there.
     invariance, stability, predictions, diagnostics, comparison
         Check results from :mod:`bayes_grpo.checks`, :mod:`bayes_grpo.predict` and
         :mod:`bayes_grpo.diagnostics` (predictions include forecasts).
@@ -137,6 +145,8 @@ def build_sections(
                 " Computed from the draws of a fit that did not converge (see Convergence): "
                 "its probabilities and thresholds inherit that."
             )
+    fit_failed = convergence is not None and convergence.badge_class == "fail"
+    sections.append(ppc_section(model, list(iter_results(ppc)), sections, reasons.get("ppc"), unconverged=fit_failed))
     sections.append(
         checks_section(
             "invariance",
@@ -208,6 +218,90 @@ def build_sections(
     return sections
 
 
+#: The report's title of each posterior predictive check (the check's name otherwise).
+PPC_TITLES: dict[str, str] = {
+    "ppc_trajectory_bands": "Predictive-band coverage per G",
+    "ppc_residual_autocorrelation": "Residual autocorrelation per G",
+    "stationary_variance": "Stationary variance at the plateau",
+    "leave_one_g_out": "Leave one G out",
+}
+PPC_INTRO = (
+    f"The fitted runs against the fit's posterior predictive, per model and G: the share of logged "
+    f"rewards inside the {HDI_PROB:.0%} predictive band of a new run at each run's setting (one figure "
+    "per model and G), the autocorrelation of the residuals, and the variance at the plateau against "
+    "the SDE's D / (2 G C K_eff)."
+)
+
+
+def ppc_section(
+    model: Any | None,
+    results: Sequence[CheckResult],
+    sections: Sequence[Section],
+    missing: str | None = None,
+    *,
+    unconverged: bool = False,
+) -> Section:
+    """The posterior predictive checks section (key ``"ppc"``), after the fit's own sections.
+
+    A residual autocorrelation check that the fit section (in ``sections``) already shows is not
+    repeated: an i.i.d. fit's residuals are judged there (``iid_residual_check``, which passes
+    alternating residuals that ``residual_autocorrelation_check`` flags), and a line here says so.
+    ``missing``: why the section is absent, in the caller's terms; ``unconverged``: the fit did
+    not converge, which the intro says (the bands are its draws), as the stability section does."""
+    import dataclasses
+
+    from bayes_grpo.report.sections import absent
+
+    title = "Posterior predictive checks"
+    if not results:
+        if missing is None:
+            missing = (
+                "no fitted posterior was given (bayes-grpo fit, then bayes-grpo report models/NAME.nc)."
+                if model is None or getattr(model, "idata", None) is None
+                else "no posterior predictive checks were given (ppc=bayes_grpo.checks.ppc.ppc_checks(model); "
+                "bayes-grpo report runs them)."
+            )
+        return absent("ppc", title, missing, PPC_INTRO)
+    in_fit = any(
+        b.kind == "check" and b.content.name == "ppc_residual_autocorrelation"
+        for s in sections
+        if s.key == "fit"
+        for b in s.blocks
+    )
+    shown = [
+        r if "title" in r.values or r.name not in PPC_TITLES else dataclasses.replace(r, values=r.values | {"title": PPC_TITLES[r.name]})
+        for r in results
+        if not (in_fit and r.name == "ppc_residual_autocorrelation")
+    ]
+    # the band figures' keys ("tiny-gpt2 G=16 bands", the file names of `ppc --figures`) read
+    # as captions that say what is drawn
+    band = (
+        f": {HDI_PROB:.0%} posterior predictive band of each run's logged reward (shaded), the posterior "
+        "median of its mean trajectory (line) and its logged rewards (dots), a colour per run."
+    )
+    shown = [
+        dataclasses.replace(r, figures={k.removesuffix(" bands") + band: f for k, f in r.figures.items()})
+        if r.name == "ppc_trajectory_bands"
+        else r
+        for r in shown
+    ]
+    intro = PPC_INTRO + (
+        " Computed from the draws of a fit that did not converge (see Convergence): its bands inherit that."
+        if unconverged
+        else ""
+    )
+    section = Section("ppc", title, intro=intro)
+    for r in results:
+        if in_fit and r.name == "ppc_residual_autocorrelation":
+            section.text(
+                "Residual autocorrelation: under Fit per run above, the check of the i.i.d. "
+                "likelihood's independent residuals."
+            )
+        else:
+            section.check(shown.pop(0))
+    return section
+
+
 def render_html(sections: Sequence[Section], *, title: str = "bayes_grpo report", subtitle: str = "") -> str:
     """Render sections with the package's Jinja2 template (autoescaped)."""
     env = jinja2.Environment(
@@ -274,6 +368,18 @@ def write_report(
     return written
 
 
+def ppc_results(model: Any, *, seed: int = 0) -> list[CheckResult]:
+    """The report's posterior predictive checks of a fitted model's own runs
+    (:func:`bayes_grpo.checks.ppc.ppc_checks`); a fit they cannot be computed for (a run lacking
+    a setting its form needs) gives one not-assessable result naming why, not a failed report."""
+    from bayes_grpo.checks.ppc import ppc_checks
+
+    try:
+        return ppc_checks(model, seed=seed)
+    except ValueError as exc:
+        return [CheckResult("ppc", None, f"Not assessable: {exc}", values={"title": "Posterior predictive checks"})]
+
+
 def report_from_posterior(
     posterior: str | os.PathLike,
     output: str | os.PathLike,
@@ -281,6 +387,7 @@ def report_from_posterior(
     runset: Any | None = None,
     diagnose: bool = True,
     stability: bool = True,
+    ppc: bool = True,
     invariance: bool = False,
     compare: bool = False,
     predictions: Sequence[str | os.PathLike] = (),
@@ -303,8 +410,9 @@ def report_from_posterior(
         The HTML file to write.
     runset
         A run set for the overview and diagnostics (default: the fitted one).
-    diagnose, stability
-        Run the diagnostics and the stability phase diagram (fast).
+    diagnose, stability, ppc
+        Run the diagnostics, the stability phase diagram and the posterior predictive checks
+        of the fitted runs (:func:`ppc_results`) (fast: a second or two for ``models/tiny.nc``).
     invariance, compare
         Run the G-invariance Bayes factors and the law comparison (slower: they sample).
     predictions
@@ -312,7 +420,7 @@ def report_from_posterior(
     draws, tune, chains, seed
         NUTS settings of the sampled stages. A setting left None is the fit's own (its
         ``sampler_config``) for the invariance test and :func:`compare_laws`' default for the
-        law comparison.
+        law comparison. ``seed`` also seeds the posterior predictive draws of ``ppc``.
     overwrite
         Replace an existing ``output`` (``FileExistsError`` otherwise, also when the file
         appears while the stages run).
@@ -352,6 +460,8 @@ def report_from_posterior(
         from bayes_grpo.diagnostics import diagnose as run_diagnostics
 
         results["diagnostics"] = run_diagnostics(runs, posterior=model)
+    if ppc:
+        results["ppc"] = ppc_results(model, seed=seed)
     if stability:
         from bayes_grpo.checks.stability import phase_diagram
 
@@ -415,6 +525,7 @@ def report_from_posterior(
              "samples, so it is off by default.", compare),
             ("diagnostics", "left out by report --no-diagnose (diagnose=False).", diagnose),
             ("stability", "left out by report --no-stability (stability=False).", stability),
+            ("ppc", "left out by report --no-ppc (ppc=False).", ppc),
             ("predictions", "none given: report --prediction p.nc (predictions=[...]) adds a prediction "
              "or forecast saved by bayes-grpo predict / forecast -o p.nc.", bool(loaded)),
         )

@@ -264,7 +264,7 @@ def run_demo(
     from bayes_grpo.model.prepare import convention_without_momentum
     from bayes_grpo.predict.predict import predict_run, save_prediction
     from bayes_grpo.predict.result import prediction_result
-    from bayes_grpo.report.build import write_report
+    from bayes_grpo.report.build import ppc_results, write_report
     from bayes_grpo.runset import save_runset
 
     settings = DemoSettings.fast(seed) if fast else DemoSettings(seed=seed)
@@ -340,6 +340,8 @@ def run_demo(
     stage("predict")
 
     progress("[7/7] write the report")
+    # the posterior predictive checks of the fitted runs (a second or two), as `report` runs them
+    ppc = ppc_results(model, seed=seed)
     # what `report posterior.nc` shows at the top of the same fit (an i.i.d. fit too confident)
     fit_warnings = fitted_model_warnings(model, posterior_file)
     verdicts: list[dict[str, Any]] = []
@@ -349,6 +351,7 @@ def run_demo(
         subtitle=f"{len(fit_ids)} of {counted(len(run_ids), 'run')} fitted; seed {seed}",
         model=model,
         runset=runs,
+        ppc=ppc,
         invariance=invariance,
         stability=phase,
         predictions=predicted,
