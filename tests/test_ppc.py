@@ -229,6 +229,26 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     assert bad.passed is False
 
 
+def test_leave_one_g_out_says_each_fit_and_shows_its_progress_bar_when_given_progress(monkeypatch):
+    # `bayes-grpo ppc --leave-one-g-out` sampled for minutes without a word (its fits quiet), where
+    # `invariance` says each fit and shows PyMC's bar
+    from bayes_grpo.checks import invariance
+
+    bars = []
+
+    class Builder(KnownBuilder):
+        def fit(self, runset, **kwargs):
+            bars.append(kwargs["progressbar"])
+
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: Builder())
+    lines: list[str] = []
+    invariance.leave_one_g_out(_runset(), progress=lines.append)
+    assert lines == ["m: fit 1 of 2, on the runs at G=4, to predict G=16", "m: fit 2 of 2, on the runs at G=16, to predict G=4"]
+    assert bars == [True, True]
+    invariance.leave_one_g_out(_runset())  # quiet by default
+    assert bars[2:] == [False, False]
+
+
 def test_a_failed_leave_one_g_out_coverage_is_not_rounded_up_to_the_required_share(monkeypatch):
     # the summary wrote each coverage "{:.2f}": a coverage just below the required share read as
     # the share itself ("0.90 (m: G=16 -> 4) (required >= 0.90)" for 0.895) beside a failed check, the

@@ -103,6 +103,12 @@ def test_leave_one_g_out_refits_with_the_fits_own_model_and_sampler_settings(tmp
     assert (kw["draws"], kw["tune"], kw["chains"], kw["random_seed"]) == (300, 800, 4, 3)
     assert calls["ppc"] == {"seed": 3}
     assert "[leave_one_g_out] pass: stub leave one G out" in capsys.readouterr().out
+    # its fits say what they fit on stderr, as `invariance`'s do, not under --no-progress or --json
+    kw["progress"]("m: fit 1 of 2")
+    assert capsys.readouterr().err == "bayes-grpo ppc: m: fit 1 of 2\n"
+    for quiet in ("--no-progress", "--json"):
+        assert main(["ppc", str(tmp_path / "fit.nc"), "--leave-one-g-out", quiet]) == 0
+        assert calls["leave_one_g_out"][1]["progress"] is None, quiet
 
 
 def test_sampler_settings_without_leave_one_g_out_are_named_as_unused(tmp_path, monkeypatch, capsys):

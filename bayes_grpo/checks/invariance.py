@@ -56,7 +56,7 @@ from bayes_grpo.checks.bayes_factor import (
 )
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.metrics import moving_average
-from bayes_grpo.runset.schema import readable_group_size
+from bayes_grpo.runset.schema import group_size_text, readable_group_size
 
 #: Offset prior widths (multiples of ``group_offset_sigma``) in the sensitivity table.
 PRIOR_SCALES: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -1467,6 +1467,7 @@ def leave_one_g_out(
     sampler: str = "pymc",
     cores: int = 1,
     min_coverage: float = 0.75,
+    progress: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """Fit on one group size, predict the other's mean trajectory, and compare.
 
@@ -1479,8 +1480,10 @@ def leave_one_g_out(
     of :func:`invariance_check` (every fit's plateau and initial reward inside them); a reward
     of a run fitted or held out that lies outside them is refused before the first fit, naming
     run, step and value (:func:`bayes_grpo.runset.bounds.check_rewards_within`). Its fits are
-    quiet: no progress bar and none of PyMC's progress messages (its INFO lines); PyMC's
-    warnings are kept.
+    quiet unless given ``progress``: no progress bar and none of PyMC's progress messages (its
+    INFO lines); PyMC's warnings are kept. ``progress``, as :func:`invariance_check`'s: called
+    with a line before each fit (``"m: fit 1 of 2, on the runs at G=4, to predict G=16"``), whose
+    PyMC progress bar and messages are then shown (``bayes-grpo ppc --leave-one-g-out``).
 
     Returns
     -------
@@ -1532,11 +1535,16 @@ def leave_one_g_out(
             likelihood=likelihood,
             reward_bounds=reward_bounds,
         )
-        # no progress bar, and none of PyMC's progress messages either: its logger said
-        # "Sequential sampling (2 chains in 1 job)", "Sampling 2 chains ... took 9 seconds" at INFO
-        # for each fit, which progressbar=False does not hold (the CLI holds them for `fit
-        # --no-progress` by the same rule, cli._common.sampler_messages); its warnings are kept
-        with pymc_messages_at(logging.WARNING):
+        # unless asked (progress): no progress bar, and none of PyMC's progress messages either: its
+        # logger said "Sequential sampling (2 chains in 1 job)", "Sampling 2 chains ... took 9
+        # seconds" at INFO for each fit, which progressbar=False does not hold (the CLI holds them
+        # for `fit --no-progress` by the same rule, cli._common.sampler_messages); its warnings are kept
+        if progress is not None:
+            progress(
+                f"{model}: fit {k + 1} of {len(pairs)}, on the runs at G={group_size_text(g_fit)}, "
+                f"to predict G={group_size_text(g_held)}"
+            )
+        with pymc_messages_at(logging.WARNING if progress is None else logging.NOTSET):
             builder.fit(
                 runset.isel({RUN_DIM: np.flatnonzero(fit_sel)}),
                 draws=draws,
@@ -1544,7 +1552,7 @@ def leave_one_g_out(
                 chains=chains,
                 random_seed=random_seed + k,
                 sampler=sampler,
-                progressbar=False,
+                progressbar=progress is not None,
                 cores=cores,
             )
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)

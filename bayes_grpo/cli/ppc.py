@@ -11,12 +11,15 @@ from bayes_grpo.cli._common import (
     RawWrappedDescriptionFormatter,
     add_json_flag,
     add_overwrite_flag,
+    add_progress_flag,
     check_output_paths,
     non_negative_int,
     positive_int,
     print_json,
     print_table,
+    progress_lines,
     sampler_messages,
+    show_progress,
 )
 from bayes_grpo.constants import HDI_PROB
 
@@ -79,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--draws", type=positive_int, help="NUTS draws per chain " + sampled)
     p.add_argument("--tune", type=non_negative_int, help="NUTS tuning steps per chain " + sampled)
     p.add_argument("--chains", type=positive_int, help="NUTS chains " + sampled)
+    add_progress_flag(p, "the progress of the --leave-one-g-out fits (a line and PyMC's progress bar per fit)")
     add_overwrite_flag(p, "replace figures of the same name in DIR")
     add_json_flag(p)
     p.set_defaults(func=_run)
@@ -130,7 +134,8 @@ def _run(args: argparse.Namespace) -> int:
         sc |= {k: int(v) for k in ("draws", "tune", "chains") if (v := getattr(args, k)) is not None}
         # the fit's own model: its priors and defaults (`fit --default`), likelihood and reward
         # bounds, on the runs it was fitted to (or those of --runs)
-        with sampler_messages(not args.json):
+        # as `invariance` shows its fits: a line and PyMC's bar per fit, not under --no-progress or --json
+        with sampler_messages(show_progress(args)):
             results.append(
                 leave_one_g_out(
                     runset if runset is not None else fitted.runset,
@@ -142,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
                     tune=int(sc["tune"]),
                     chains=int(sc["chains"]),
                     random_seed=args.seed,
+                    progress=progress_lines(args, "ppc"),
                 )
             )
     figure_of: dict[int, list[str]] = {}
