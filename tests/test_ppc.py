@@ -249,6 +249,49 @@ def test_leave_one_g_out_says_each_fit_and_shows_its_progress_bar_when_given_pro
     assert bars[2:] == [False, False]
 
 
+def test_a_run_of_an_llm_the_fit_does_not_know_is_refused_naming_it_not_failed_with_empty_bands():
+    # coefficient_draws of a new LLM gives NaN plateau, initial reward and sigma: the band check
+    # drew empty bands and failed the run (coverage 0), or with reward bounds died in a
+    # ZeroDivisionError (`bayes-grpo ppc fit.nc --runs` of another LLM's runs)
+    class OneLLM(KnownPosterior):
+        def coefficient_draws(self, **kw):
+            out = super().coefficient_draws(**kw)
+            if kw["model"] == "m":
+                return out
+            return out.assign({k: out[k] * np.nan for k in ("plateau", "initial_reward", "noise_d", "sigma")})
+
+    ds = _runset(n_steps=60)
+    ds = ds.assign_coords(model=("run", ["m", "m", "other", "other"]))
+    fit = OneLLM()
+    fit.data = type("Data", (), {"models": ["m"]})()
+    with pytest.raises(ValueError, match=r"run r2: LLM 'other' is not one of the fit's \('m'\): a new LLM has no plateau"):
+        trajectory_band_check(fit, ds)
+    fit.reward_bounds = (0.0, 1.0)
+    with pytest.raises(ValueError, match="run r2: LLM 'other' is not one of the fit's"):
+        trajectory_band_check(fit, ds)
+    assert trajectory_band_check(fit, ds.isel(run=[0, 1])).passed is not None  # its own LLM's runs are checked
+
+
+def test_a_run_without_an_llm_name_is_checked_against_the_llm_the_fit_made_of_such_runs():
+    # a fit of several LLMs fits runs without a model name as the LLM "unknown-model"
+    # (model.prepare.run_llm_names); the PPC asked coefficient_draws for model=None, a new LLM
+    # there, whose plateau is NaN: empty bands, the runs' coverage 0
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    class TwoLLMs(KnownPosterior):
+        def coefficient_draws(self, **kw):
+            out = super().coefficient_draws(**kw)
+            if kw["model"] in ("m", UNKNOWN_MODEL):
+                return out
+            return out.assign({k: out[k] * np.nan for k in ("plateau", "initial_reward", "noise_d", "sigma")})
+
+    ds = _runset(n_steps=200).assign_coords(model=("run", ["m", "m", "", ""]))
+    fit = TwoLLMs()
+    fit.data = type("Data", (), {"models": ["m", UNKNOWN_MODEL]})()
+    res = trajectory_band_check(fit, ds)
+    assert (res.table["coverage"] > 0.8).all(), res.table
+
+
 def test_a_failed_leave_one_g_out_coverage_is_not_rounded_up_to_the_required_share(monkeypatch):
     # the summary wrote each coverage "{:.2f}": a coverage just below the required share read as
     # the share itself ("0.90 (m: G=16 -> 4) (required >= 0.90)" for 0.895) beside a failed check, the

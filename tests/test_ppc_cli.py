@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -49,6 +50,27 @@ def test_ppc_json_parses_and_gives_each_check_the_fits_warnings_and_the_figures_
     # a second run refuses to replace them without --overwrite
     assert main(["ppc", str(TINY), "--json", "--figures", str(figures)]) == 2
     assert "already exists; pass --overwrite" in capsys.readouterr().err
+
+
+def test_ppc_runs_checks_the_runs_of_that_run_set_and_names_it_for_runs_of_another_llm(tmp_path, capsys):
+    from bayes_grpo.model.core import as_fitted_model
+    from bayes_grpo.runset import save_runset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the fit's own (the verb's tests read them)
+        fitted, _ = as_fitted_model(TINY)
+    g4 = fitted.runset.isel(run=[i for i, g in enumerate(fitted.runset["group_size"].values) if g == 4])
+    save_runset(g4, tmp_path / "g4.nc")
+    assert main(["ppc", str(TINY), "--runs", str(tmp_path / "g4.nc"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs"] == str(tmp_path / "g4.nc")
+    assert [(row["G"], row["n_runs"]) for row in out["results"][0]["table"]] == [(4, 2)]
+    # runs of an LLM the fit does not know: an error naming the file, the run and the LLM (it was
+    # a ZeroDivisionError traceback for this bounded fit)
+    save_runset(g4.assign_coords(model=("run", ["other", "other"])), tmp_path / "other.nc")
+    assert main(["ppc", str(TINY), "--runs", str(tmp_path / "other.nc")]) == 2
+    err = capsys.readouterr().err
+    assert f"bayes-grpo ppc: error: {tmp_path / 'other.nc'}: run g4_p32_lr0.001_k1_adamw_s0: LLM 'other' is not one of the fit's ('tiny-gpt2')" in err, err
 
 
 @pytest.mark.parametrize("kind", ["missing", "not netcdf"])

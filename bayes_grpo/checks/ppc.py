@@ -129,6 +129,13 @@ def run_predictive(
             hyper[name] = float(value)
     if group_size is not None:
         hyper["group_size"] = float(group_size)
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    fitted_llms = [str(m) for m in getattr(getattr(fitted, "data", None), "models", None) or []]
+    if hyper["model"] is None and UNKNOWN_MODEL in fitted_llms:
+        # a run without an LLM name is the fit's LLM UNKNOWN_MODEL (model.prepare.run_llm_names):
+        # model=None asked a fit of several LLMs for a new one, whose plateau is NaN
+        hyper["model"] = UNKNOWN_MODEL
     y_all = np.asarray(runset["reward"].sel({RUN_DIM: run}).values, dtype=float)
     steps = np.asarray(runset[STEP_DIM].values, dtype=float)
     ok = np.isfinite(y_all)
@@ -144,6 +151,16 @@ def run_predictive(
         for k in ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
     }
     sigma = _flat(coef["sigma"], max_draws)[:, None]
+    if all(np.isnan(v).all() for v in (pick["plateau"], pick["initial_reward"], sigma)):
+        # a new LLM's reward-valued draws are NaN (coefficient_draws: each LLM has its own
+        # scale): its bands were empty, a coverage of 0 ("fails") or, with reward bounds, a
+        # ZeroDivisionError (`ppc fit.nc --runs` of runs of another LLM)
+        known = f" ({', '.join(repr(m) for m in fitted_llms)})" if fitted_llms else ""
+        raise ValueError(
+            f"run {run}: LLM {hyper['model']!r} is not one of the fit's{known}: a new LLM has no "
+            "plateau, initial reward or noise to predict its rewards from (each LLM has its own "
+            "scale), so its runs cannot be checked against this fit"
+        )
     law = ("M_eff", "C_eff", "K_eff", "plateau", "initial_reward")
     if hasattr(fitted, "run_law"):
         # the fit's own law: on the run's logged learning-rate schedule when the fit follows it

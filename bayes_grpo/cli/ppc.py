@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="RUNS",
         help="run set netCDF to check (default: the fitted runs; a run the fit did not see is "
-        "checked against a new run of its LLM)",
+        "checked against a new run of its LLM, which must be one of the fit's)",
     )
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(
