@@ -140,3 +140,12 @@ def test_sampler_settings_without_leave_one_g_out_are_named_as_unused(tmp_path, 
     err = capsys.readouterr().err
     assert "bayes-grpo ppc: warning: --draws, --chains set the fits of --leave-one-g-out, which was not asked: not used" in err
     assert "leave_one_g_out" not in calls
+
+
+def test_a_figures_folder_that_is_a_file_is_refused_before_the_fit_is_read(tmp_path, monkeypatch, capsys):
+    import bayes_grpo.model.core as core
+
+    monkeypatch.setattr(core, "as_fitted_model", lambda path: pytest.fail("the fit was read"))
+    (tmp_path / "figs").write_text("a file")
+    assert main(["ppc", str(TINY), "--figures", str(tmp_path / "figs")]) == 2
+    assert f"bayes-grpo ppc: error: {tmp_path / 'figs'}: --figures is a file; give a folder" in capsys.readouterr().err
