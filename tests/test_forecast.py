@@ -2214,3 +2214,93 @@ def test_the_prior_conflict_check_takes_the_priors_own_bounds_by_default_as_the_
     assert prior_conflict_note(unbounded, t, y) is None  # a prior without bounds: none by default
     with pytest.raises(ForecastError, match="reward bounds"):
         prior_conflict_note(prior, t, y, (1.0, 0.0))  # checked, as at the other entries
+
+
+def _success_rates_near_one(n_runs: int = 5, seed: int = 3):
+    """Success rates of 64 samples per step (200 steps) that sit at 0 until an onset between
+    steps 20 and 60, then rise to a plateau between 0.96 and 1: a run set whose runs end near
+    the upper bound."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, 200.0)
+    runs = []
+    for _ in range(n_runs):
+        onset = rng.uniform(20, 60)
+        u = np.array(
+            [rng.uniform(0.96, 1.0), 0.0, np.log(rng.uniform(0.04, 0.07)), np.log(rng.uniform(0.5, 0.9)), np.log(0.05), np.log(onset)]
+        )
+        runs.append((t, rng.binomial(64, np.clip(mean_curve(u, t)[0], 0.0, 1.0)) / 64))
+    return runs
+
+
+@pytest.mark.parametrize("kind", ["mixture", "gaussian"])
+def test_a_bounded_forecast_from_a_run_based_prior_draws_every_plateau_and_r0_inside_the_bounds(kind):
+    """The run-based prior fitted the earlier runs on the plateau's own level, where a run near
+    1 is a Gaussian with a share of its mass above 1: from the first 45 steps of a success rate,
+    77% of the mixture prior's plateau draws lay above 1 (left out by the forecast, named in a
+    warning) and every R0 draw below 0 (kept: the curves started below 0); data/tiny's
+    g16_p8_lr0.001_k8_adamw_s0 from step 81, 44% of its plateau draws. Now the earlier runs are
+    fitted on the latent levels of p* and R0, and the prior lives there (latent_bounds), as a
+    bounded fit's GaussianPrior does."""
+    from bayes_grpo.predict.forecast import MixturePrior
+
+    bounds = (0.0, 1.0)
+    runs = _success_rates_near_one()
+    prior = prior_from_runs(runs[1:], reward_bounds=bounds, kind=kind, horizon=199.0)
+    t, y = runs[0]
+    n = 45
+    post = fit_run(t[:n], y[:n], prior, n_draws=200, n_proposal=500, likelihood="iid", reward_bounds=bounds, rng=0)
+    plateau, initial = post.draws[:, 0], post.draws[:, 1]
+    assert np.all((plateau > 0.0) & (plateau < 1.0)), np.quantile(plateau, [0.05, 0.95])
+    assert np.all((initial > 0.0) & (initial < 1.0)), np.quantile(initial, [0.05, 0.95])
+    assert np.all((post.mode[:2] > 0.0) & (post.mode[:2] < 1.0))
+    assert isinstance(prior, MixturePrior if kind == "mixture" else GaussianPrior)
+    assert prior.latent_bounds == bounds
+    # the prior's own draws (the forecast's prior conflict check draws them) and its summary too
+    rng = np.random.default_rng(0)
+    drawn = prior.draw(rng, 2000) if kind == "mixture" else prior.with_onset().draw(rng, 2000)
+    assert np.all((drawn[:, :2] > 0.0) & (drawn[:, :2] < 1.0))
+    summary = prior.to_dict()
+    assert summary["latent_bounds"] == [0.0, 1.0] and 0.0 < summary["mean"]["plateau"] < 1.0
+    ds = forecast_run(t[:n], y[:n], t[n:], prior=prior, n_draws=200, likelihood="iid", rng=0)
+    assert json.loads(ds.attrs["reward_bounds"]) == [0.0, 1.0]  # the prior's bounds, not given: as a bounded fit's
+    assert not any("outside the reward bounds" in w for w in attr_warnings(ds))
+
+
+def test_an_unbounded_run_based_mixture_prior_is_fitted_on_the_rewards_own_levels():
+    """Without reward bounds nothing changes: the prior has no latent bounds, its components
+    are the earlier runs' fits on the plateau's and R0's own levels, and a forecast from it is
+    not held inside [0, 1] (its R0 draws of runs that start at 0 fall on both sides of 0)."""
+    from bayes_grpo.predict.forecast import MixturePrior, _laplace_fit_cached
+
+    runs = _success_rates_near_one(n_runs=3)
+    prior = prior_from_runs(runs, horizon=199.0)
+    assert isinstance(prior, MixturePrior) and prior.latent_bounds is None
+    modes = np.array([_laplace_fit_cached(t, y, 199.0, None)[0] for t, y in runs])
+    np.testing.assert_array_equal(prior.means[:, :2], modes[:, :2])
+    t, y = runs[0]
+    post = fit_run(t[:45], y[:45], prior, n_draws=100, n_proposal=300, likelihood="iid", reward_bounds=None, rng=0)
+    assert post.latent_mode is None and post.latent_cov is None
+    assert (post.draws[:, 1] < 0.0).any() and (post.draws[:, 1] > 0.0).any()
+
+
+def test_a_bounded_run_based_prior_of_other_llms_takes_the_prefixs_levels_on_its_latent_levels():
+    """Runs of no named LLM lend their dynamics only; the plateau, R0 and noise come from the
+    prefix (with_levels_from). With reward bounds the prior keeps its latent levels, so the
+    prefix's levels are carried onto them, and every plateau it draws lies inside the bounds."""
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import MixturePrior, population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    runs = _success_rates_near_one(n_runs=4)
+    runset = make_runset({f"r{i}": pd.DataFrame({"reward": y}, index=t.astype(int)) for i, (t, y) in enumerate(runs)}, {})
+    t, y = runs[0]
+    prior, _ = population_prior_for_run(runset, "r0", prefix=(t[:45], y[:45]), horizon=199.0, reward_bounds=(0.0, 1.0))
+    assert "dynamics only" in prior.source
+    post = fit_run(t[:45], y[:45], prior, n_draws=200, n_proposal=500, likelihood="iid", reward_bounds=(0.0, 1.0), rng=0)
+    assert np.all((post.draws[:, :2] > 0.0) & (post.draws[:, :2] < 1.0))
+    assert isinstance(prior, MixturePrior) and prior.latent_bounds == (0.0, 1.0)
+    drawn = prior.draw(np.random.default_rng(0), 2000)
+    assert np.all((drawn[:, :2] > 0.0) & (drawn[:, :2] < 1.0))
+    # the prior's plateau median is the prefix's late level, as without bounds
+    assert abs(np.median(drawn[:, 0]) - np.mean(y[40:45])) < 0.1

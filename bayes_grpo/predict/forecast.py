@@ -143,8 +143,9 @@ FIT_BOUNDS: Any = _FitBounds()
 
 
 def prior_bounds(prior: object) -> tuple[float, float] | None:
-    """The reward bounds a prior was built in: a :class:`GaussianPrior`'s ``latent_bounds`` (a
-    bounded fit's prior, :func:`prior_from_posterior`), else None. A forecast from such a prior
+    """The reward bounds a prior was built in: a :class:`GaussianPrior`'s or :class:`MixturePrior`'s
+    ``latent_bounds`` (a bounded fit's prior, :func:`prior_from_posterior`; a prior from runs
+    fitted with reward bounds, :func:`prior_from_runs`), else None. A forecast from such a prior
     without them (:func:`forecast_run` of models/tiny.nc's prior for
     g16_p8_lr0.0005_k1_adamw_s0 up to step 60) had its 90% band of the logged reward below 0 at
     65% of its steps, down to -0.37, on a success rate."""
@@ -284,7 +285,7 @@ class MixturePrior:
     evidence goes to the first and the forecast stays at the prefix's level. ``reward_bounds``
     shapes the noise by the level and keeps the runs that rose in play
     (``g16_p8_lr0.0005_k1_adamw_s0`` of ``data/tiny`` from step 60, i.i.d.: 90% coverage of the
-    rest 0.06 without, 0.46 with).
+    rest 0.06 without, 0.44 with).
 
     Attributes
     ----------
@@ -296,12 +297,28 @@ class MixturePrior:
         ``(J,)`` prior weights (normalised).
     source
         Where it came from, in words.
+    latent_bounds
+        ``(lo, hi)``: each component's ``p*`` and ``R0`` are on their latent levels
+        (:func:`bayes_grpo.runset.bounds.latent_value`), whose images lie in ``(lo, hi)``, as
+        :attr:`GaussianPrior.latent_bounds`: the prior of runs fitted with reward bounds
+        (:func:`prior_from_runs`, each earlier run fitted on the latent levels), so every
+        ``p*`` and ``R0`` it or a forecast from it draws lies inside them. On the levels
+        themselves a component of a run whose plateau was near a bound put a share of its mass
+        beyond it: forecasting each run of ``data/tiny`` from 30% of its steps with the other
+        runs as the prior (``--reward-bounds 0 1 --likelihood iid``), up to 49% of the plateau
+        draws lay outside [0, 1] (44% for ``g16_p8_lr0.001_k8_adamw_s0``; left out by the
+        forecast) and most R0 draws below 0 for 14 of the 16 runs (kept: curves starting below
+        0); 90% coverage of the rest 0.65 on average, 0.80 on the latent levels. None (the
+        default): of ``p*`` and ``R0`` themselves. :func:`fit_run` fits such a prior's coordinates on the latent
+        level and gives its draws on the reward's; :attr:`mean`, :attr:`cov` and :attr:`sd` are
+        the moments in the prior's own coordinates.
     """
 
     means: np.ndarray
     covs: np.ndarray
     weights: np.ndarray
     source: str = ""
+    latent_bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         means = np.atleast_2d(np.asarray(self.means, dtype=float))
@@ -315,6 +332,8 @@ class MixturePrior:
             )
         if n < 1 or not (weights >= 0).all() or weights.sum() <= 0:
             raise ForecastError("mixture prior needs at least one component with weight > 0")
+        if self.latent_bounds is not None:
+            object.__setattr__(self, "latent_bounds", tuple(float(b) for b in self.latent_bounds))
         comps = [GaussianPrior(m, c, source=self.source) for m, c in zip(means, covs)]
         object.__setattr__(self, "means", np.array([c.mean for c in comps]))
         object.__setattr__(self, "covs", np.array([c.cov for c in comps]))
@@ -322,7 +341,10 @@ class MixturePrior:
 
     @property
     def components(self) -> list[GaussianPrior]:
-        return [GaussianPrior(m, c, source=self.source) for m, c in zip(self.means, self.covs)]
+        return [
+            GaussianPrior(m, c, source=self.source, latent_bounds=self.latent_bounds)
+            for m, c in zip(self.means, self.covs)
+        ]
 
     @property
     def mean(self) -> np.ndarray:
@@ -339,8 +361,26 @@ class MixturePrior:
     def sd(self) -> np.ndarray:
         return np.sqrt(np.diag(self.cov))
 
+    def to_reward_levels(self, u: np.ndarray) -> np.ndarray:
+        """``u`` in this prior's coordinates with ``p*`` and ``R0`` as rewards
+        (:meth:`GaussianPrior.to_reward_levels`)."""
+        out = np.array(u, dtype=float, copy=True)
+        if self.latent_bounds is not None:
+            lo, hi = self.latent_bounds
+            out[..., :2] = bounded_value(out[..., :2], lo, hi)
+        return out
+
+    def level_means(self) -> np.ndarray:
+        """``(J, 2)``: each component's ``p*`` and ``R0`` medians as rewards."""
+        return self.to_reward_levels(self.means)[:, :2]
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` draws of ``u`` (a component by weight, then its Gaussian), ``p*`` and ``R0`` as rewards."""
+        comp = rng.choice(self.weights.size, size=n, p=self.weights)
+        return self.to_reward_levels(np.array([rng.multivariate_normal(self.means[j], self.covs[j]) for j in comp]))
+
     def logpdf(self, u: np.ndarray) -> np.ndarray:
-        """Log density at rows ``u`` ``(n, 6)`` (extra columns ignored)."""
+        """Log density at rows ``u`` ``(n, 6)`` in this prior's coordinates (extra columns ignored)."""
         from scipy.special import logsumexp
 
         u = np.atleast_2d(u)[:, :6]
@@ -352,12 +392,22 @@ class MixturePrior:
         return logsumexp(np.array(parts), axis=0)
 
     def to_dict(self) -> dict[str, object]:
+        """``mean`` and ``sd`` of each coordinate; of a prior on the latent levels, those of
+        ``p*`` and ``R0`` as rewards (of 4000 draws, seeded), with ``latent_bounds``, as
+        :meth:`GaussianPrior.to_dict`."""
         names = (*PARAM_NAMES, ONSET_NAME)
+        mean, sd = self.mean.copy(), self.sd.copy()
+        extra: dict[str, object] = {}
+        if self.latent_bounds is not None:
+            levels = self.draw(np.random.default_rng(0), 4000)[:, :2]
+            mean[:2], sd[:2] = levels.mean(axis=0), levels.std(axis=0)
+            extra = {"latent_bounds": list(self.latent_bounds)}
         return {
-            "mean": dict(zip(names, self.mean.tolist())),
-            "sd": dict(zip(names, self.sd.tolist())),
+            "mean": dict(zip(names, mean.tolist())),
+            "sd": dict(zip(names, sd.tolist())),
             "components": int(self.weights.size),
             "source": self.source,
+            **extra,
         }
 
 
@@ -631,7 +681,17 @@ def with_levels_from(
     Built in the frame of ``levels``' rewards (:func:`reward_frame`) and carried back, as
     :func:`default_prior` is: the sd floor :data:`PRIOR_SD_FLOOR` the new prior gets is then a share
     of the reward's size, and ``levels`` of a run logged x1e-3 keep their sds, not 1e-3.
+
+    A ``prior`` on the latent levels (``latent_bounds``: a run-based prior fitted with reward
+    bounds) takes ``levels`` on the same latent levels (:func:`on_latent_levels`, when they are on
+    the rewards' own), and the result keeps its ``latent_bounds``.
     """
+    if prior.latent_bounds is not None and levels.latent_bounds is None:
+        levels = on_latent_levels(levels, prior.latent_bounds)
+    if prior.latent_bounds != levels.latent_bounds:
+        raise ForecastError(
+            f"the prior's latent bounds {prior.latent_bounds} are not those of the levels {levels.latent_bounds}"
+        )
     origin, unit = reward_frame(levels.mean[:2])
     if unit != 1.0 or origin != 0.0:
         into = -origin / unit
@@ -658,10 +718,14 @@ def with_levels_from(
     if isinstance(prior, MixturePrior):
         parts = [swap(m, c) for m, c in zip(prior.means, prior.covs)]
         return MixturePrior(
-            np.array([m for m, _ in parts]), np.array([c for _, c in parts]), prior.weights, source=label
+            np.array([m for m, _ in parts]),
+            np.array([c for _, c in parts]),
+            prior.weights,
+            source=label,
+            latent_bounds=prior.latent_bounds,
         )
     mean, cov = swap(prior.mean, prior.cov)
-    return GaussianPrior(mean, cov, source=label)
+    return GaussianPrior(mean, cov, source=label, latent_bounds=prior.latent_bounds)
 
 
 def u_from_coefficients(
@@ -836,7 +900,10 @@ def prior_from_runs(
     ``h`` Silverman's bandwidth factor). ``kind="gaussian"``: one Gaussian, as follows.
 
     Each run is fitted alone under :func:`default_prior` (i.i.d. likelihood, with the onset
-    and the noise shape of ``reward_bounds``); the prior mean is the median of their modes
+    and the noise shape of ``reward_bounds``; with ``reward_bounds`` on the latent levels of ``p*``
+    and ``R0``, :func:`on_latent_levels`, and the prior is then on them too: its
+    ``latent_bounds`` are ``reward_bounds``, so every plateau and R0 it or a forecast from it
+    draws lies inside them); the prior mean is the median of their modes
     and the covariance the (winsorised, :func:`_robust_moments`) spread of the modes plus
     the median Laplace covariance (between-run plus within-run uncertainty): the
     population's spread of plateaus, rise rates and onset steps, not a point. Needs at
@@ -909,7 +976,7 @@ def prior_from_runs(
     if n_retimed:
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
-        return rescale_prior(GaussianPrior(centre, cov, source=label + ")"), unit, shift=origin)
+        return rescale_prior(GaussianPrior(centre, cov, source=label + ")", latent_bounds=bounds), unit, shift=origin)
     if kind != "mixture":
         raise ForecastError(f"unknown prior kind {kind!r}; expected 'mixture' or 'gaussian'")
     n, dim = modes_arr.shape
@@ -930,7 +997,11 @@ def prior_from_runs(
     comp_covs_arr[:, 4, 4] = np.maximum(comp_covs_arr[:, 4, 4], RUN_PRIOR_LOG_SIGMA_SD**2)
     return rescale_prior(
         MixturePrior(
-            modes_arr, comp_covs_arr, np.ones(len(pick)), source=label + f", mixture of {len(pick)})"
+            modes_arr,
+            comp_covs_arr,
+            np.ones(len(pick)),
+            source=label + f", mixture of {len(pick)})",
+            latent_bounds=bounds,
         ),
         unit,
         shift=origin,
@@ -968,16 +1039,21 @@ def _laplace_fit_cached(
     reward_bounds: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mode and Laplace covariance of one complete run under the weak prior (memoised:
-    leave-one-out priors over a run set refit the same runs many times)."""
+    leave-one-out priors over a run set refit the same runs many times).
+
+    With ``reward_bounds`` the run is fitted on the latent levels of ``p*`` and ``R0`` (the weak
+    prior carried there, :func:`on_latent_levels`), and the mode and covariance are those of the
+    latent levels, as the components of a :class:`MixturePrior` with ``latent_bounds`` are."""
     bounds = None if reward_bounds is None else tuple(float(b) for b in reward_bounds)
     key = (t.tobytes(), y.tobytes(), horizon, bounds)
     if key not in _LAPLACE_CACHE:
         if len(_LAPLACE_CACHE) > 4096:
             _LAPLACE_CACHE.clear()
+        weak = default_prior(t, y, horizon=horizon)
         post = fit_run(
             t,
             y,
-            default_prior(t, y, horizon=horizon),
+            weak if bounds is None else on_latent_levels(weak, bounds),
             n_draws=10,
             n_proposal=200,
             rng=0,
@@ -985,8 +1061,30 @@ def _laplace_fit_cached(
             reward_bounds=bounds,
             adapt=False,  # only the mode and the Laplace covariance are used
         )
-        _LAPLACE_CACHE[key] = (post.mode, post.cov)
+        if bounds is None:
+            _LAPLACE_CACHE[key] = (post.mode, post.cov)
+        else:
+            _LAPLACE_CACHE[key] = (post.latent_mode, post.latent_cov)
     return _LAPLACE_CACHE[key]
+
+
+def on_latent_levels(prior: GaussianPrior, bounds: tuple[float, float]) -> GaussianPrior:
+    """``prior`` (on ``p*`` and ``R0`` themselves) carried onto their latent levels in ``bounds``
+    (:attr:`GaussianPrior.latent_bounds`), as the bounded hierarchical model sets its priors
+    (:mod:`bayes_grpo.runset.bounds`): each level's centre is :func:`latent_value` of its mean,
+    moved :data:`CENTRE_MARGIN` of the range inside the bounds, so the prior's median is that
+    mean; the covariance is kept (the map has slope 1 mid-range). For the weak prior of a run
+    fitted with reward bounds (:func:`prior_from_runs`) and the reward levels a run-based
+    prior of other LLMs takes from the prefix (:func:`with_levels_from`)."""
+    lo, hi = (float(b) for b in bounds)
+    mean = np.array(prior.mean, dtype=float, copy=True)
+    mean[:2] = latent_value(mean[:2], lo, hi, margin=CENTRE_MARGIN)
+    # the moments carried as they are (made anew, the prior would floor its sds once more in
+    # another unit, as rescale_prior says)
+    out = copy.copy(prior)
+    object.__setattr__(out, "mean", mean)
+    object.__setattr__(out, "latent_bounds", (lo, hi))
+    return out
 
 
 def phenomenological_setting_note(posterior: Any, coords: Mapping[str, Any], llm: str | None) -> str:
@@ -1803,6 +1901,10 @@ class RunPosterior:
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))  # observed rewards
     # why the forecast has no stop step (a constant prefix whose prior knows no rise either)
     no_stop_reason: str | None = None
+    # of a prior on the latent levels (latent_bounds): the mode and Laplace covariance in its
+    # coordinates (p* and R0 latent), where mode and cov above are as rewards; None otherwise
+    latent_mode: np.ndarray | None = None
+    latent_cov: np.ndarray | None = None
 
 
 def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -1930,6 +2032,9 @@ def fit_run(
     post.mode = rescale_u(post.mode, unit, shift=origin)
     levels = _level_scales(post.cov.shape[0], unit)
     post.cov = post.cov * np.outer(levels, levels)
+    if post.latent_mode is not None:
+        post.latent_mode = rescale_u(post.latent_mode, unit, shift=origin)
+        post.latent_cov = post.latent_cov * np.outer(levels, levels)
     # the log density of the rewards, the plateau and R0 in the rewards' own units (Jacobian)
     post.log_post_mode -= (y.size + 2) * float(np.log(unit))
     post.t, post.y, post.reward_bounds = t, y, bounds
@@ -1987,7 +2092,7 @@ def reward_frame(values: np.ndarray) -> tuple[float, float]:
 def _fit_frame(y: np.ndarray, prior: GaussianPrior | MixturePrior) -> tuple[float, float]:
     """The origin and unit :func:`fit_run` fits rewards ``y`` with ``prior`` in
     (:func:`reward_frame` of the rewards and the prior's levels)."""
-    levels_of_prior = prior.means[:, :2] if isinstance(prior, MixturePrior) else prior.level_means()
+    levels_of_prior = prior.level_means()
     return reward_frame(np.concatenate([np.asarray(y, dtype=float), np.ravel(levels_of_prior)]))
 
 
@@ -2032,11 +2137,11 @@ def rescale_prior(
         moments = {
             "mean": rescale_u(prior.mean, factor, shift=shift),
             "cov": prior.cov * np.outer(levels, levels),
-            # the latent level is carried as the reward is (bounded_value commutes with it)
-            "latent_bounds": None
-            if prior.latent_bounds is None
-            else tuple(b * factor + shift for b in prior.latent_bounds),
         }
+    # the latent level is carried as the reward is (bounded_value commutes with it)
+    moments["latent_bounds"] = (
+        None if prior.latent_bounds is None else tuple(b * factor + shift for b in prior.latent_bounds)
+    )
     for name, value in {**moments, "source": prior.source}.items():
         object.__setattr__(out, name, value)
     return out
@@ -2139,16 +2244,11 @@ def _fit_run_in_unit(
         best_is, log_post_rows, rng, n_proposal, n_draws, adapt, "laplace_psis", notes
     )
     log_post_mode = -float(fun)
+    latent_mode, latent_cov = None, None
     if prior.latent_bounds is not None:
-        # the mode, draws and Laplace covariance as rewards: the covariance by the map's slope
-        # at the mode (d reward / d latent = 4 x (1 - x), x the reward's place in the range)
-        lo, hi = prior.latent_bounds
-        x = (levels(mode)[:2] - lo) / (hi - lo)
-        slope = np.ones(mode.size)
-        slope[:2] = 4.0 * x * (1.0 - x)
-        cov = cov * np.outer(slope, slope)
+        latent_mode, latent_cov = mode, cov
+        draws, mode, cov, slope = _as_rewards(prior, draws, mode, cov)
         log_post_mode -= float(np.sum(np.log(slope[:2])))
-        draws, mode = levels(draws), levels(mode)
     return RunPosterior(
         draws=draws,
         method=method,
@@ -2163,7 +2263,23 @@ def _fit_run_in_unit(
         reward_bounds=bounds,
         t=t,
         y=y,
+        latent_mode=latent_mode,
+        latent_cov=latent_cov,
     )
+
+
+def _as_rewards(
+    prior: GaussianPrior | MixturePrior, draws: np.ndarray, mode: np.ndarray, cov: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A fit's draws, mode and Laplace covariance in the coordinates of a prior on the latent
+    levels (:attr:`GaussianPrior.latent_bounds`, :attr:`MixturePrior.latent_bounds`) as rewards:
+    the covariance by the map's slope at the mode (d reward / d latent = 4 x (1 - x), x the
+    reward's place in the range). Returns ``(draws, mode, cov, slope)``."""
+    lo, hi = prior.latent_bounds
+    x = (prior.to_reward_levels(mode)[:2] - lo) / (hi - lo)
+    slope = np.ones(mode.size)
+    slope[:2] = 4.0 * x * (1.0 - x)
+    return prior.to_reward_levels(draws), prior.to_reward_levels(mode), cov * np.outer(slope, slope), slope
 
 
 def _fit_mixture(
@@ -2181,14 +2297,18 @@ def _fit_mixture(
     likelihood: cheap) give each component's mode, covariance and evidence; a mixture of
     Student-t proposals weighted by the evidence; importance weights against the exact
     target (the chosen likelihood and the full mixture prior), PSIS; adaptive IS when
-    the Pareto k says the proposal does not fit."""
+    the Pareto k says the proposal does not fit. All of it in the prior's coordinates (a prior
+    on the latent levels, :attr:`MixturePrior.latent_bounds`: ``p*`` and ``R0`` latent, as
+    :func:`_fit_run_in_unit` fits a :class:`GaussianPrior`'s); the likelihood reads the rewards,
+    and the draws, mode and covariance are given as rewards."""
     from scipy.special import logsumexp
 
     _, span = _data_scale(y)
     steps6 = np.array([1e-3 * span, 1e-3 * span, 1e-3, 1e-3, 1e-3, 1e-3])
+    levels = prior.to_reward_levels
 
     def iid_loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return _log_lik(u, t, y, bounds)
+        return _log_lik(levels(u), t, y, bounds)
 
     modes, lap_covs, log_z = [], [], []
     for w, comp in zip(prior.weights, prior.components):
@@ -2242,7 +2362,7 @@ def _fit_mixture(
             return prior.logpdf(u) + stats.norm(0.0, rho_sd).logpdf(np.atleast_2d(u)[:, 6])
 
         def loglik(u: np.ndarray, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return statespace.log_lik(u, t, y, bounds)
+            return statespace.log_lik(levels(u), t, y, bounds)
 
     notes: list[str] = []
     best = None
@@ -2273,11 +2393,16 @@ def _fit_mixture(
     )
     best_j = int(np.argmax(post_w))
     mode = locs[int(np.argmax(comp_w))]
+    cov = shapes[int(np.argmax(comp_w))]
+    latent_mode, latent_cov = None, None
+    if prior.latent_bounds is not None:
+        latent_mode, latent_cov = mode, cov
+        draws, mode, cov, _ = _as_rewards(prior, draws, mode, cov)
     return RunPosterior(
         draws=draws,
         method=method,
         mode=mode,
-        cov=shapes[int(np.argmax(comp_w))],
+        cov=cov,
         pareto_k=k,
         ess=ess,
         n_obs=int(y.size),
@@ -2287,6 +2412,8 @@ def _fit_mixture(
         reward_bounds=bounds,
         t=t,
         y=y,
+        latent_mode=latent_mode,
+        latent_cov=latent_cov,
     )
 
 
@@ -2640,11 +2767,7 @@ def prior_conflict_note(
     t, y = logged_points(t, y)
     if y.size < 3:
         return None
-    if isinstance(prior, MixturePrior):
-        comp = rng.choice(prior.weights.size, size=n_draws, p=prior.weights)
-        u = np.array([rng.multivariate_normal(prior.means[j], prior.covs[j]) for j in comp])
-    else:
-        u = prior.with_onset().draw(rng, n_draws)
+    u = (prior if isinstance(prior, MixturePrior) else prior.with_onset()).draw(rng, n_draws)
     mean = mean_curve(u, t)
     with np.errstate(over="ignore", invalid="ignore"):
         sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, reward_bounds))
@@ -2700,7 +2823,7 @@ def forecast_run(
     y: Sequence[float] | np.ndarray,
     horizon_steps: Sequence[float] | np.ndarray,
     *,
-    prior: GaussianPrior | None = None,
+    prior: GaussianPrior | MixturePrior | None = None,
     hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
     stop_threshold: float | None = None,
     n_draws: int = 1000,
@@ -2714,8 +2837,9 @@ def forecast_run(
 
     ``reward_bounds``: ``(lo, hi)`` of a bounded reward (e.g. ``(0, 1)`` for a success
     rate), which shapes the noise (:func:`noise_shape`); None for constant noise. Not given
-    (:data:`FIT_BOUNDS`): those of a prior from a bounded fit (:attr:`GaussianPrior.latent_bounds`,
-    :func:`prior_from_posterior`), else none.
+    (:data:`FIT_BOUNDS`): those of a prior built in bounds (:attr:`GaussianPrior.latent_bounds`,
+    :func:`prior_from_posterior`; :attr:`MixturePrior.latent_bounds`, :func:`prior_from_runs`),
+    else none.
     ``observation_lag``: steps by which the logged reward trails the policy (the policy's
     milestones and stop step, :func:`forecast_from_posterior`).
 
@@ -2768,12 +2892,12 @@ def _prior_rise(prior: GaussianPrior | MixturePrior) -> float:
     it) allows none beyond the prefix's span."""
     mean, sd = np.asarray(prior.mean, dtype=float), np.asarray(prior.sd, dtype=float)
     spread = float(sd[0]) if sd[0] > PRIOR_SD_FLOOR[0] * (1.0 + 1e-6) else 0.0
-    if isinstance(prior, GaussianPrior) and prior.latent_bounds is not None:
-        # on the latent level: the gap of the medians as rewards, the plateau's spread as its
-        # draws' (the latent sd overstates it near a bound)
-        levels = prior.level_means()
-        plateau = prior.draw(np.random.default_rng(0), 4000)[:, 0]
-        spread = float(np.std(plateau)) if spread > 0.0 else 0.0
+    if prior.latent_bounds is not None:
+        # on the latent level: the gap of the medians (a mixture's: of its draws' means) as
+        # rewards, the plateau's spread as its draws' (the latent sd overstates it near a bound)
+        draws = prior.draw(np.random.default_rng(0), 4000)
+        levels = prior.level_means() if isinstance(prior, GaussianPrior) else draws[:, :2].mean(axis=0)
+        spread = float(np.std(draws[:, 0])) if spread > 0.0 else 0.0
         return float(abs(levels[0] - levels[1]) + spread)
     return float(abs(mean[0] - mean[1]) + spread)
 
@@ -2872,7 +2996,7 @@ def noise_held_at_prior(prior: GaussianPrior | MixturePrior) -> GaussianPrior | 
         means = np.array(prior.means, dtype=float)
         means[:, i] = prior.mean[i]
         covs = np.array([hold(c) for c in prior.covs])
-        return MixturePrior(means, covs, prior.weights, source=prior.source)
+        return MixturePrior(means, covs, prior.weights, source=prior.source, latent_bounds=prior.latent_bounds)
     return GaussianPrior(prior.mean, hold(prior.cov), source=prior.source, latent_bounds=prior.latent_bounds)
 
 
@@ -2895,7 +3019,7 @@ class RunForecaster:
 
     def __init__(
         self,
-        prior: GaussianPrior | None,
+        prior: GaussianPrior | MixturePrior | None,
         horizon_steps: Sequence[float] | np.ndarray,
         *,
         hdi_probs: Sequence[float] = DEFAULT_HDI_PROBS,
