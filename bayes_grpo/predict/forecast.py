@@ -308,8 +308,9 @@ class MixturePrior:
         runs as the prior (``--reward-bounds 0 1 --likelihood iid``), up to 49% of the plateau
         draws lay outside [0, 1] (44% for ``g16_p8_lr0.001_k8_adamw_s0``; left out by the
         forecast) and most R0 draws below 0 for 14 of the 16 runs (kept: curves starting below
-        0); 90% coverage of the rest 0.65 on average, 0.80 on the latent levels. None (the
-        default): of ``p*`` and ``R0`` themselves. :func:`fit_run` fits such a prior's coordinates on the latent
+        0); 90% coverage of the rest 0.65 on average, 0.80 on the latent levels (state space:
+        up to 56% of the draws left out, coverage 0.64 -> 0.72). None (the default): of ``p*``
+        and ``R0`` themselves. :func:`fit_run` fits such a prior's coordinates on the latent
         level and gives its draws on the reward's; :attr:`mean`, :attr:`cov` and :attr:`sd` are
         the moments in the prior's own coordinates.
     """
