@@ -1130,3 +1130,131 @@ def test_a_corrupt_compressed_rotated_piece_is_a_rejected_source_naming_it(tmp_p
     assert info["reason"].startswith(
         f"{run / name}: not a readable {kind} file, corrupt or cut short ("
     )
+
+
+READ_HERE = "gzip (.gz), bzip2 (.bz2), xz (.xz) or zstd (.zst, with the zstandard module)"
+
+
+@pytest.mark.parametrize(
+    ("name", "what", "command"),
+    [
+        ("run_a/trainer_state.json.lz4", "a log compressed with lz4 (.lz4)", "lz4 -dm"),
+        ("run_b/checkpoint-5/trainer_state.json.lz4", "a log compressed with lz4 (.lz4)", "lz4 -dm"),
+        ("metrics.csv.lz4", "a log compressed with lz4 (.lz4)", "lz4 -dm"),
+        ("metrics.jsonl.br", "a log compressed with brotli (.br)", "brotli -d"),
+        ("train.log.Z", "a log compressed with compress (.Z)", "gzip -dk"),
+        ("history.json.lzma", "a log compressed with lzma (.lzma)", "unlzma -k"),
+        ("train.err.lz", "a log compressed with lzip (.lz)", "lzip -dk"),
+        ("metrics.tsv.lzo", "a log compressed with lzop (.lzo)", "lzop -d"),
+        ("metrics.ndjson.sz", "a log compressed with snappy (.sz)", "snzip -dk"),
+        (
+            "events.out.tfevents.1700000000.host.1.0.lz4",
+            "a TensorBoard event file compressed with lz4 (.lz4)",
+            "lz4 -dm",
+        ),
+    ],
+)
+def test_a_log_compressed_by_a_program_not_read_here_is_named_with_the_command_that_decompresses_it(
+    tmp_path, name, what, command
+):
+    # trainer_state.json.lz4, metrics.jsonl.br ... were left out without a word: beside other
+    # logs nothing said they were not read, and a folder holding only one was "no log of a known
+    # format found here"
+    _write_log(tmp_path / "runs" / "plain", "csv")
+    packed = tmp_path / "runs" / "packed" / name
+    packed.parent.mkdir(parents=True)
+    packed.write_bytes(b"\x04\x22\x4d\x18" + bytes(range(200)))
+    inner = packed.name.rsplit(".", 1)[0]
+    read = (
+        "an event file is read as TensorBoard wrote it, uncompressed"
+        if inner.startswith("events.out")
+        else f"bayes_grpo reads logs compressed with {READ_HERE}"
+    )
+    reason = (
+        f"{packed}: {what}, not read ({read}); decompress it first ({command} "
+        f"{shlex.quote(str(packed))}) and ingest the {inner} it gives"
+    )
+    with pytest.warns(UserWarning, match="1 run not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["plain"]
+    assert rejected_runs(ds) == {str(packed): {"run": None, "reason": reason}}
+    # all a folder holds, or given as a file: refused with it
+    for given in (packed.parent, packed):
+        with pytest.raises(RunSetError) as err:
+            load_runs([given])
+        assert str(err.value) == f"no run could be ingested: {reason}"
+    # load_file, a format given or not: its compressed bytes are no text of that format
+    for fmt in (None, "tensorboard" if inner.startswith("events.out") else "csv"):
+        with pytest.raises(LogFormatError) as err:
+            load_file(packed, fmt)
+        assert str(err.value) == reason
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["image.png.lz4", "model.safetensors.br", "weights.bin.Z", "notes.md.lzma", "data.lz4"],
+)
+def test_a_file_compressed_by_a_program_not_read_here_whose_name_is_no_logs_is_not_named(
+    tmp_path, name
+):
+    # only what would have been read as a log is named: an image or a model's weights is none
+    _write_log(tmp_path / "run_a", "trainer_state")  # G and model known: no note
+    (tmp_path / "run_a" / name).write_bytes(bytes(range(64)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = load_runs([tmp_path], on_error="raise")
+    assert list(ds.run.values) == ["run_a"] and rejected_runs(ds) == {}
+    assert not any(name in w for w in runset_warnings(ds).get("run_a", []))
+
+
+@pytest.mark.parametrize("name", ["config.json", "training_args.json", "config.yaml"])
+def test_a_config_compressed_by_a_program_not_read_here_is_named_in_the_runs_warnings_not_a_run(
+    tmp_path, name
+):
+    # config.yaml.lz4 beside a log was left out without a word; config.json.lz4 would have been
+    # taken for a compressed log and rejected as a run
+    run = tmp_path / "runs" / "run_a"
+    _write_log(run, "jsonl")
+    packed = run / f"{name}.lz4"
+    packed.write_bytes(bytes(range(64)))
+    ds = load_runs([tmp_path / "runs"])
+    assert rejected_runs(ds) == {} and list(ds.run.values) == ["run_a"]
+    (note,) = [n for n in runset_warnings(ds)["run_a"] if str(packed) in n]
+    assert note.endswith(
+        f"{packed}: not read (compressed with lz4, which bayes_grpo does not read (it reads "
+        f"{READ_HERE}); decompress it, lz4 -dm {shlex.quote(str(packed))})"
+    )
+
+
+@pytest.mark.parametrize("suffix", [".lz4", ".lzma"])
+def test_the_command_that_decompresses_a_log_not_read_here_gives_the_log_it_names(
+    tmp_path, suffix
+):
+    tool = {".lz4": "lz4", ".lzma": "unlzma"}[suffix]
+    if shutil.which("bash") is None or shutil.which(tool) is None:
+        pytest.skip(f"no bash or {tool}")
+    plain = _write_log(tmp_path / "run's logs", "jsonl")
+    packed = plain.with_name(plain.name + suffix)
+    if suffix == ".lzma":
+        packed.write_bytes(lzma.compress(plain.read_bytes(), format=lzma.FORMAT_ALONE))
+    else:
+        subprocess.run(["lz4", "-q", str(plain), str(packed)], check=True, capture_output=True)
+    plain.unlink()
+    with pytest.raises(RunSetError) as err:
+        load_runs([packed])
+    command = str(err.value).split("decompress it first (", 1)[1].split(") and ingest the ")[0]
+    subprocess.run(["bash", "-c", command], check=True, cwd=tmp_path, capture_output=True)
+    assert plain.is_file() and packed.is_file()  # the log it names, the compressed file kept
+    assert load_file(plain)[0].records["value"].tolist() == REWARD
+
+
+def test_a_rar_archive_beside_logs_is_named_with_the_command_that_unpacks_it(tmp_path):
+    # runs.zip and runs.7z were named, runs.rar left out without a word
+    _write_log(tmp_path / "runs" / "run_a", "csv")
+    packed = tmp_path / "runs" / "more.rar"
+    packed.write_bytes(b"Rar!\x1a\x07\x01\x00" + bytes(64))
+    with pytest.warns(UserWarning, match="archive of files not read") as record:
+        ds = load_runs([tmp_path / "runs"])
+    assert list(ds.run.values) == ["run_a"]
+    (note,) = [str(w.message) for w in record if "archive" in str(w.message)]
+    assert f"(unrar x {packed} {packed.parent}/)" in note, note

@@ -86,6 +86,7 @@ from bayes_grpo.runset.loaders import (
     rotated_piece,
     unpack_command,
 )
+from bayes_grpo.runset.loaders._base import unread_compression
 from bayes_grpo.runset.loaders.sidecar import (
     OPENRLHF_K_REF,
     OPTIMIZER_KEYS,
@@ -760,6 +761,16 @@ def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
     return files, errors
 
 
+def _unread_inner_name(path: Path) -> str | None:
+    """A file's name without the suffix of a compression not read here (``config.json.lz4`` ->
+    ``config.json``: :func:`~bayes_grpo.runset.loaders._base.unread_compression`); None for a
+    file not so compressed. A config so compressed is named by its run's warnings
+    (``_base.unread_copies``), not taken for a log; a checkpoint's state so compressed is passed
+    over with its reason, or is its run's refusal."""
+    suffix = unread_compression(path)
+    return path.name[: -len(suffix)] if suffix else None
+
+
 def discover(path: str | Path) -> list[_Job]:
     """The log files a path stands for.
 
@@ -774,7 +785,8 @@ def discover(path: str | Path) -> list[_Job]:
     inside ``checkpoint-*`` folders are not logs. A folder that cannot be listed (permissions)
     comes back as a job with an ``error``, which the ingest reports as a rejected source; so does a
     compressed log that cannot be read (``metrics.jsonl.zst`` without ``zstandard``, a corrupt
-    ``train.log.gz``: :func:`~bayes_grpo.runset.loaders.compressed_log_error`). A log compressed
+    ``train.log.gz``, a ``metrics.csv.lz4`` compressed by a program not read here:
+    :func:`~bayes_grpo.runset.loaders.compressed_log_error`). A log compressed
     with gzip, bzip2 or xz is the log it holds (``log.csv.gz`` is a CSV log; its run named as
     ``log.csv``'s would be).
     """
@@ -798,7 +810,8 @@ def discover(path: str | Path) -> list[_Job]:
     roots = [
         f.parent.parent if _CHECKPOINT_DIR.match(f.parent.name) and f.parent != path else f.parent
         for f in files
-        if inner_name(f) == "trainer_state.json"  # a checkpoint's .zst too: named, not unsaid
+        # a checkpoint's .zst or .lz4 too: named, not unsaid
+        if "trainer_state.json" in (inner_name(f), _unread_inner_name(f))
     ]
     for root in [*roots, path]:
         if root not in state_roots:
@@ -809,9 +822,10 @@ def discover(path: str | Path) -> list[_Job]:
     for f in files:
         # a config is no log, compressed by a program not read here too (config.json.zst: its
         # run's warnings name it)
-        if inner_name(f) in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
+        plain = _unread_inner_name(f) or log_name(f)
+        if inner_name(f) in SIDECAR_NAMES or plain in SIDECAR_NAMES or log_name(f) == "trainer_state.json":
             continue
-        if log_name(f) in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
+        if plain in _WANDB_OWN_LOGS and "wandb" in f.resolve().parts[:-1]:
             continue
         if any(_CHECKPOINT_DIR.match(part) for part in f.relative_to(path).parts[:-1]):
             continue

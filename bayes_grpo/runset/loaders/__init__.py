@@ -37,13 +37,16 @@ from bayes_grpo.runset.loaders._base import (
     DECOMPRESS_MODULES,
     DECOMPRESSORS,
     READ_ERRORS,
+    UNREAD_COMPRESSIONS,
     LogFormatError,
     RawRun,
     compression_suffix,
     inner_name,
     log_name,
     open_log,
+    read_compressions_text,
     shell_path,
+    unread_compression,
     unreadable,
 )
 from bayes_grpo.runset.loaders.console import SNIFF_BYTES, load_console, looks_like_console
@@ -119,14 +122,18 @@ def compressed_log_error(path: str | Path) -> str | None:
     (``metrics.jsonl.zst`` without the ``zstandard`` module) or a compressed TensorBoard event
     file (read as it lies on disk) is refused with the command that decompresses it; a
     compressed log (``log.csv.gz``, ``train.log.xz``) whose archive is corrupt or cut short
-    is said to be so. A folder's compressed logs were left out without a word ("no log of a
-    known format found here" when they were all it held)."""
+    is said to be so; a log compressed by a program none of whose modules is read here
+    (``trainer_state.json.lz4``) is :func:`unread_compression_error`'s. A folder's compressed
+    logs were left out without a word ("no log of a known format found here" when they were all
+    it held)."""
     path = Path(path)
+    if (why := unread_compression_error(path)) is not None:
+        return why
     suffix = compression_suffix(path)
     inner = inner_name(path) if suffix else ""
     event_file = inner.startswith(EVENT_FILE_PREFIX)
     # a rotated piece's name (train.log.2.gz) is a log's too: a corrupt one was left out unsaid
-    log_named = Path(inner).suffix.lower() in LOG_SUFFIXES or _rotation(inner) is not None
+    log_named = _log_named(inner)
     if suffix is None or not (event_file or log_named):
         return None
     if suffix in DECOMPRESSORS and not event_file:
@@ -142,6 +149,42 @@ def compressed_log_error(path: str | Path) -> str | None:
             return str(unreadable(path, exc))
         return None  # read, and no log (a console log without metrics)
     return _decompress_first(path, event_file=event_file)
+
+
+def _log_named(name: str) -> bool:
+    """Whether a file of this name (without its compression suffix) is read as a log by its name:
+    a log's suffix (:data:`LOG_SUFFIXES`) or a rotated piece's (``train.log.2``)."""
+    return Path(name).suffix.lower() in LOG_SUFFIXES or _rotation(name) is not None
+
+
+def unread_compression_error(path: str | Path, *, any_name: bool = False) -> str | None:
+    """Why a log compressed by a program this package does not read (``trainer_state.json.lz4``,
+    ``metrics.jsonl.br``: :data:`~bayes_grpo.runset.loaders._base.UNREAD_COMPRESSIONS`) is not
+    read, naming the file, the compression, those that are read and the command that decompresses
+    it; None for any other file. Only a file whose name without that suffix would have been read
+    as a log (a log's suffix, a rotated piece, a TensorBoard event file), unless ``any_name`` (a
+    format given for the file): an ``image.png.lz4`` is no log. Such a log was left out without
+    a word, and a folder holding only it was "no log of a known format found here"."""
+    path = Path(path)
+    suffix = unread_compression(path)
+    if suffix is None:
+        return None
+    inner = path.name[: -len(suffix)]
+    event_file = inner.startswith(EVENT_FILE_PREFIX)
+    console = Path(inner).suffix.lower() in _CONSOLE_SUFFIXES - {""}  # train.err.lz4 too
+    if not (any_name or event_file or console or _log_named(inner)):
+        return None
+    program, command = UNREAD_COMPRESSIONS[suffix]
+    what = "a TensorBoard event file" if event_file else "a log"
+    read = (
+        "an event file is read as TensorBoard wrote it, uncompressed"
+        if event_file
+        else f"bayes_grpo reads logs compressed with {read_compressions_text()}"
+    )
+    return (
+        f"{path}: {what} compressed with {program} ({path.suffix}), not read ({read}); decompress "
+        f"it first ({command} {shell_path(path)}) and ingest the {inner} it gives"
+    )
 
 
 def _decompress_first(path: Path, *, event_file: bool) -> str:
@@ -287,6 +330,7 @@ ARCHIVE_COMMANDS: dict[str, str] = {
     ".tar.zst": "tar --zstd -xf {archive} -C {folder}",
     ".zip": "unzip {archive} -d {folder}",
     ".7z": "7z x {archive} -o{folder}",
+    ".rar": "unrar x {archive} {folder}/",
 }
 
 
@@ -394,6 +438,10 @@ def load_file(path: str | Path, fmt: str | None = None, **kwargs) -> list[RawRun
         raise LogFormatError(why)
     if fmt is None:
         raise LogFormatError(f"{path}: not a recognised log format (formats: {', '.join(FORMATS)})")
+    if (why := unread_compression_error(path, any_name=True)) is not None:
+        # a format given for a file compressed by a program not read here: its compressed bytes
+        # were read as that format's text
+        raise LogFormatError(why)
     if fmt not in LOADERS:
         raise LogFormatError(f"{path}: unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     suffix = compression_suffix(path)
@@ -444,4 +492,5 @@ __all__ = [
     "rotated_log_error",
     "rotated_piece",
     "rotated_set",
+    "unread_compression_error",
 ]

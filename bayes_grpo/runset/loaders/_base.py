@@ -66,7 +66,15 @@ DECOMPRESS_MODULES: dict[str, str] = {".zst": "zstandard"}
 def not_decompressed(path: str | Path) -> str | None:
     """Why a file compressed by a program this package does not read here (a ``.zst`` without
     the ``zstandard`` module: :data:`DECOMPRESS_MODULES`) is not read, with the module that reads
-    it and the command that decompresses it; None for any other file."""
+    it and the command that decompresses it; None for any other file. A file compressed by a
+    program none of whose modules this package reads (``config.yaml.lz4``:
+    :data:`UNREAD_COMPRESSIONS`) says so, with the command."""
+    if (unread := unread_compression(path)) is not None:
+        program, command = UNREAD_COMPRESSIONS[unread]
+        return (
+            f"compressed with {program}, which bayes_grpo does not read (it reads "
+            f"{read_compressions_text()}); decompress it, {command} {shell_path(path)}"
+        )
     suffix = compression_suffix(path)
     if suffix is None or suffix in DECOMPRESSORS:
         return None
@@ -75,6 +83,40 @@ def not_decompressed(path: str | Path) -> str | None:
         f"compressed with {_ARCHIVE_KINDS[suffix]}, which the {module} module reads: pip install "
         f"{module}; or decompress it, {DECOMPRESS_COMMANDS[suffix]} {shell_path(path)}"
     )
+
+
+#: Compressions this package does not read, by the suffix their programs give a file (lower case:
+#: ``.Z`` of ``compress`` too), with the program and the command that decompresses the file and
+#: keeps it: lz4, brotli, lzip, lzop, snappy's framing (snzip), the legacy ``.lzma`` of LZMA Utils,
+#: ``compress`` / ``pack`` (``.Z`` / ``.z``, which ``gzip -d`` reads). A log so compressed
+#: (``trainer_state.json.lz4``, ``metrics.jsonl.br``) was left out without a word, "no log of a
+#: known format found here" where it was all a folder held: :func:`unread_compression`.
+UNREAD_COMPRESSIONS: dict[str, tuple[str, str]] = {
+    ".lz4": ("lz4", "lz4 -dm"),  # -m: to the file, not stdout, where stdout is no terminal
+    ".br": ("brotli", "brotli -d"),
+    ".lz": ("lzip", "lzip -dk"),
+    ".lzo": ("lzop", "lzop -d"),
+    ".sz": ("snappy", "snzip -dk"),
+    ".lzma": ("lzma", "unlzma -k"),
+    ".z": ("compress", "gzip -dk"),
+}
+
+
+def unread_compression(path: str | Path) -> str | None:
+    """The suffix of a compression this package does not read (:data:`UNREAD_COMPRESSIONS`) that
+    a file's name ends with, lower case; None for any other file."""
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in UNREAD_COMPRESSIONS else None
+
+
+def read_compressions_text() -> str:
+    """The compressions a log is read in, for messages: "gzip (.gz), bzip2 (.bz2), xz (.xz) or
+    zstd (.zst, with the zstandard module)" (:data:`DECOMPRESS_COMMANDS`, :data:`DECOMPRESS_MODULES`)."""
+    kinds = [
+        f"{_ARCHIVE_KINDS[s]} ({s}{f', with the {DECOMPRESS_MODULES[s]} module' if s in DECOMPRESS_MODULES else ''})"
+        for s in DECOMPRESS_COMMANDS
+    ]
+    return ", ".join(kinds[:-1]) + " or " + kinds[-1]
 
 
 def shell_path(path: str | Path) -> str:
@@ -120,8 +162,11 @@ def file_copies(folder: Path, name: str) -> list[Path]:
 
 def unread_copies(folder: Path, name: str) -> list[Path]:
     """The copies of ``folder/name`` compressed by a program not read here (``config.yaml.zst``
-    without ``zstandard``: :func:`not_decompressed`), which :func:`file_copies` leaves out."""
-    candidates = (name + suffix for suffix in DECOMPRESS_COMMANDS if suffix not in DECOMPRESSORS)
+    without ``zstandard``, ``config.yaml.lz4``: :func:`not_decompressed`), which
+    :func:`file_copies` leaves out."""
+    unread = [s for s in DECOMPRESS_COMMANDS if s not in DECOMPRESSORS]
+    # config.yaml.lz4, config.yaml.Z (UNREAD_COMPRESSIONS) were left out without a word
+    candidates = (name + suffix for suffix in [*unread, *UNREAD_COMPRESSIONS, ".Z"])
     return [folder / c for c in candidates if (folder / c).is_file()]
 
 
