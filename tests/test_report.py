@@ -1596,3 +1596,60 @@ def test_posterior_predictive_checks_a_fit_cannot_give_are_not_assessable_in_the
     assert result.passed is None and result.summary == "Not assessable: run run0: the mechanistic model needs a finite learning_rate; got nan"
     (section,) = [s for s in build_sections(runset=_runset(), ppc=[result]) if s.key == "ppc"]
     assert section.available and section.blocks[0].content.title == "Posterior predictive checks"
+
+
+def _ingested_runs_of_unknown_g(tmp_path):
+    """Two CSV logs ingested whose names read like G = 4 and that give neither G nor the model."""
+    from bayes_grpo.runset.ingest import load_runs
+
+    steps = np.arange(1, 31)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(2):
+        reward = 0.8 - 0.6 * np.exp(-steps / 8.0) + 0.01 * np.sin(steps + i)
+        pd.DataFrame({"step": steps, "reward": reward}).to_csv(logs / f"sweep_g4_s{i}.csv", index=False)
+    # and two sources not ingested: a run too short, a log compressed by a program not read here
+    pd.DataFrame({"step": [1, 2], "reward": [0.1, 0.2]}).to_csv(logs / "short_g4.csv", index=False)
+    (logs / "later_g4.csv.lz4").write_bytes(bytes(range(64)))
+    with pytest.warns(UserWarning, match="unknown for 2 runs|not ingested"):  # the notes, the rejections
+        return load_runs(logs)
+
+
+def test_the_overview_shows_the_notes_of_the_ingest_that_read_the_run_set(tmp_path):
+    # `bayes-grpo ingest` printed "note: group size G unknown for 2 runs whose names read like
+    # one ..." and "note: G and model unknown for 2 runs ...; give them in a manifest"; the report
+    # of those runs said none of it, so a reader of the report never learnt where G was missing
+    from bayes_grpo.report.sections import overview_section
+    from bayes_grpo.runset.ingest import ingest_notes
+
+    runs = _ingested_runs_of_unknown_g(tmp_path)
+    notes = ingest_notes(runs)
+    assert len(notes) == 2, notes
+    html = render_html([overview_section(runs, fitted=False)])
+    overview = html.split('data-section="overview"')[1].split("</section>")[0]
+    shown = re.findall(r'<p class="warning">Note of the ingest: ([^<]*)</p>', overview)
+    assert shown == [n.replace("'", "&#39;") for n in notes], shown
+    # and the sources not ingested, as load_runs warned them
+    rejected = re.findall(r'<p class="warning">Not ingested: ([^<]*)</p>', overview)
+    assert len(rejected) == 2, rejected
+    assert any("short_g4.csv" in r and "only 2 finite reward values" in r for r in rejected), rejected
+    assert any(r.startswith(f"{tmp_path / 'logs' / 'later_g4.csv.lz4'}: a log compressed with lz4") for r in rejected), rejected
+    # under the counts, before the table
+    assert overview.index("2 runs, 0 models") < overview.index("Note of the ingest") < overview.index("<table")
+    # a run set no ingest read (simulated, make_runset) has no ingest to speak of
+    assert "Note of the ingest" not in render_html([overview_section(_runset().assign_coords(model=("run", ["", "", ""])))])
+    plt.close("all")
+
+
+@pytest.mark.browser
+def test_the_ingest_notes_of_the_overview_are_shown_in_headless_chromium(tmp_path):
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    runs = _ingested_runs_of_unknown_g(tmp_path)
+    path = write_report(tmp_path / "report.html", runset=runs)
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    overview = dom.split('data-section="overview"')[1].split("</section>")[0]
+    assert overview.count('<p class="warning">Note of the ingest: ') == 2, overview[:2000]
+    assert overview.count('<p class="warning">Not ingested: ') == 2, overview[:2000]
+    assert "whose names read like one (G = 4: sweep_g4_s0, sweep_g4_s1)" in overview
+    assert 'data-sections-overflowing="0"' in dom

@@ -167,7 +167,12 @@ def overview_section(
     that the overview is not of the fitted run set, and names them. ``fitted=False``: the report
     has no fit (``write_report(runset=...)`` alone), and the intro does not speak of one.
     ``notes``: the settings the fit took from its defaults for runs that log none
-    (``build.fit_defaults_notes``), said under the counts: the table gives the logged ones."""
+    (``build.fit_defaults_notes``), said under the counts: the table gives the logged ones.
+    The notes of the ingest that read ``runset`` (:func:`run_set_ingest_notes`: G or model
+    unknown, archives beside the logs not read, names that read like a G) and the sources it
+    did not ingest (:func:`run_set_rejections`: a run too short, a log compressed by a program
+    not read here) are warnings under the counts: ``bayes-grpo ingest`` printed them, and the
+    report, read later and passed on, said none of them."""
     key, title = "overview", "Data overview"
     intro = f"All runs in the {'fitted ' if fitted else ''}run set, grouped by model and group size G."
     if unfitted:
@@ -221,6 +226,8 @@ def overview_section(
     else:
         sizes = f"group sizes {known}" + (f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else "")
     section.text(f"{runs}, {models}, {sizes}.")
+    section.blocks += [Block("warning", f"Note of the ingest: {note}") for note in run_set_ingest_notes(runset)]
+    section.blocks += [Block("warning", f"Not ingested: {why}") for why in run_set_rejections(runset)]
     for note in notes:
         section.text(f"Note: the table gives the settings as logged; {note}.")
     if unfitted:
@@ -231,6 +238,26 @@ def overview_section(
     section.table(summary)
     section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
     return section
+
+
+def run_set_ingest_notes(runset: Any) -> list[str]:
+    """The notes of the ingest that read ``runset`` (:func:`bayes_grpo.runset.ingest.ingest_notes`:
+    those kept in its attribute ``NOTES_ATTR`` and the settings it could not find); [] for a run
+    set no ingest read (simulated, or built by ``make_runset``: no log could have given it
+    anything, and "no log ... gave them" would be no news)."""
+    from bayes_grpo.runset.ingest import INGEST_ATTR, NOTES_ATTR, ingest_notes
+
+    if INGEST_ATTR not in runset.attrs and NOTES_ATTR not in runset.attrs:
+        return []
+    return ingest_notes(runset)
+
+
+def run_set_rejections(runset: Any) -> list[str]:
+    """The sources the ingest that read ``runset`` did not ingest, each with its reason, named
+    as ``load_runs`` warns them (:func:`bayes_grpo.runset.ingest.rejection_texts`)."""
+    from bayes_grpo.runset.ingest import rejected_runs, rejection_texts
+
+    return rejection_texts(rejected_runs(runset))
 
 
 #: Characters of a run id in a figure's legend or axis labels (the tables carry it whole).

@@ -1936,11 +1936,7 @@ def load_runs(
     for run_id, notes in same_training_twice(curves).items():
         warn[run_id] += notes
     if rejected:
-        # a reason that names its source already ("run 'r': PATH: only 3 ...") is not prefixed again
-        lines = [
-            str(info["reason"]) if src in str(info["reason"]) else f"{src}: {info['reason']}"
-            for src, info in rejected.items()
-        ]
+        lines = rejection_texts(rejected)
         pywarnings.warn(
             f"{counted(len(rejected), 'run')} not ingested:\n  " + "\n  ".join(lines),
             UserWarning,
@@ -1975,6 +1971,16 @@ def ingest_facts(ds: xr.Dataset) -> dict[str, dict[str, object]]:
 def rejected_runs(ds: xr.Dataset) -> dict[str, dict[str, object]]:
     """The runs an ingest rejected, ``{source: {"run": id or None, "reason": text}}``."""
     return _json_attr(ds, REJECTED_ATTR)
+
+
+def rejection_texts(rejected: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The sources an ingest rejected (:func:`rejected_runs`), each with its reason, as
+    ``load_runs`` warns them and the report's overview shows them: a reason that names its
+    source already ("run 'r': PATH: only 3 ...") is not prefixed again."""
+    return [
+        str(info["reason"]) if src in str(info["reason"]) else f"{src}: {info['reason']}"
+        for src, info in rejected.items()
+    ]
 
 
 def runset_summary(ds: xr.Dataset, *, include_rejected: bool = True) -> pd.DataFrame:
@@ -2079,6 +2085,7 @@ __all__ = [
     "assign_run_ids",
     "load_runs",
     "rejected_runs",
+    "rejection_texts",
     "runset_summary",
     "unknown_settings_note",
 ]
