@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayes_grpo.dynamics._backend import NUMPY as NUMPY_OPS
 from bayes_grpo.dynamics._backend import as_numbers, ops_for
 
 #: ``|lam t^2|`` below which the Taylor series is used (truncation error < 1e-15 relative).
@@ -29,7 +30,12 @@ def _propagators(gamma, lam, t, ops, w0sq=None):
 
     ``w0sq = K_eff / M`` (``= gamma^2 - lam``), when given, lets the slow overdamped rate
     ``s - gamma`` be computed without cancellation as ``-w0sq / (s + gamma)``.
+
+    NumPy evaluates only the branches some element takes (:func:`_numpy_propagators`, the same
+    values); PyTensor needs every branch in the graph.
     """
+    if ops.name == "numpy":
+        return _numpy_propagators(gamma, lam, t, w0sq)
     x = lam * t * t
     small = ops.abs(x) < SERIES_THRESHOLD
     # Taylor series in x = lam t^2 (exact in the limit lam -> 0).
@@ -37,10 +43,29 @@ def _propagators(gamma, lam, t, ops, w0sq=None):
     # Unselected branches are kept finite (no 0/0, no overflow): a NaN there would still
     # poison PyTensor gradients through the switch (0 * NaN = NaN).
     x = ops.where(small, x, 0.0)
-    ch_series = 1.0 + x * (1 / 2 + x * (1 / 24 + x * (1 / 720 + x * (1 / 40320 + x / 3628800))))
-    sh_series = t * (1.0 + x * (1 / 6 + x * (1 / 120 + x * (1 / 5040 + x * (1 / 362880 + x / 39916800)))))
+    ch_series = _ch_series(x)
+    sh_series = _sh_series(x, t)
     # Overdamped: combine exponents, exp(-g t) cosh(s t) = (exp((s-g) t) + exp(-(s+g) t)) / 2.
     over = lam > 0
+    ch_over, sh_over = _over_branch(gamma, lam, t, over, ops, w0sq)
+    # Underdamped: exp(-g t) cos(w t), exp(-g t) sin(w t) / w.
+    ch_under, sh_under = _under_branch(lam, t, damp, ops)
+    damp_small = ops.where(small, damp, 1.0)  # large damp only where the series is used
+    ch = ops.where(small, damp_small * ch_series, ops.where(over, ch_over, ch_under))
+    sh = ops.where(small, damp_small * sh_series, ops.where(over, sh_over, sh_under))
+    return ch, sh
+
+
+def _ch_series(x):
+    return 1.0 + x * (1 / 2 + x * (1 / 24 + x * (1 / 720 + x * (1 / 40320 + x / 3628800))))
+
+
+def _sh_series(x, t):
+    return t * (1.0 + x * (1 / 6 + x * (1 / 120 + x * (1 / 5040 + x * (1 / 362880 + x / 39916800)))))
+
+
+def _over_branch(gamma, lam, t, over, ops, w0sq):
+    """Overdamped ``(ch, sh)``: exp(-g t) cosh(s t) = (exp((s-g) t) + exp(-(s+g) t)) / 2."""
     s = ops.sqrt(ops.where(over, lam, 1.0))
     slow = s - gamma
     if w0sq is not None:
@@ -48,15 +73,61 @@ def _propagators(gamma, lam, t, ops, w0sq=None):
         slow = ops.where(gamma > 0, -w0sq / (s + ops.where(gamma > 0, gamma, 1.0)), slow)
     up = ops.exp(ops.minimum(slow * t, MAX_EXPONENT))
     down = ops.exp(ops.minimum(-(s + gamma) * t, MAX_EXPONENT))
-    ch_over = (up + down) / 2.0
-    sh_over = (up - down) / (2.0 * s)
-    # Underdamped: exp(-g t) cos(w t), exp(-g t) sin(w t) / w.
+    return (up + down) / 2.0, (up - down) / (2.0 * s)
+
+
+def _under_branch(lam, t, damp, ops):
+    """Underdamped ``(ch, sh)``: exp(-g t) cos(w t), exp(-g t) sin(w t) / w."""
     w = ops.sqrt(ops.where(lam < 0, -lam, 1.0))
-    ch_under = damp * ops.cos(w * t)
-    sh_under = damp * ops.sin(w * t) / w
-    damp_small = ops.where(small, damp, 1.0)  # large damp only where the series is used
-    ch = ops.where(small, damp_small * ch_series, ops.where(over, ch_over, ch_under))
-    sh = ops.where(small, damp_small * sh_series, ops.where(over, sh_over, sh_under))
+    return damp * ops.cos(w * t), damp * ops.sin(w * t) / w
+
+
+def _numpy_propagators(gamma, lam, t, w0sq):
+    """:func:`_propagators` in NumPy, each branch evaluated only when some element takes it.
+
+    Every element gets the value of the same expressions as in the all-branch form (the
+    branches are elementwise; a branch no element takes only fed the switches a value they
+    dropped), so the results are the same, at a fraction of the cost for the small arrays of
+    a forecast's optimiser (rows of one run, near one another, mostly in one branch).
+    """
+    gamma, lam, t = (np.asarray(v, dtype=float) for v in (gamma, lam, t))
+    x = lam * t * t
+    small = np.abs(x) < SERIES_THRESHOLD
+    damp = np.exp(np.minimum(-gamma * t, MAX_EXPONENT))
+    shape = np.broadcast_shapes(x.shape, damp.shape)
+    over = lam > 0
+    any_small = bool(small.any())
+    big = ~small if any_small else True  # the elements the closed forms give
+    has_over = bool(np.any(over & big))
+    has_under = bool(np.any(~over & big))
+    if has_over:
+        ch_over, sh_over = _over_branch(gamma, lam, t, over, NUMPY_OPS, w0sq)
+    if has_under:
+        ch_under, sh_under = _under_branch(lam, t, damp, NUMPY_OPS)
+    if has_over and has_under:
+        ch = np.where(over, ch_over, ch_under)
+        sh = np.where(over, sh_over, sh_under)
+    elif has_over:
+        ch, sh = ch_over, sh_over
+    elif has_under:
+        ch, sh = ch_under, sh_under
+    else:
+        ch = sh = None
+    if any_small:
+        x = np.where(small, x, 0.0)
+        damp_small = np.where(small, damp, 1.0)
+        ch_small = damp_small * _ch_series(x)
+        sh_small = damp_small * _sh_series(x, t)
+        if ch is None:
+            ch, sh = ch_small, sh_small
+        else:
+            ch = np.where(small, ch_small, ch)
+            sh = np.where(small, sh_small, sh)
+    if ch is None:  # no element at all
+        ch = sh = np.zeros(shape)
+    ch, sh = np.asarray(ch), np.asarray(sh)
+    if ch.shape != shape:  # as the switches of the all-branch form broadcast them
+        ch, sh = np.broadcast_to(ch, shape).copy(), np.broadcast_to(sh, shape).copy()
     return ch, sh
 
 

@@ -378,7 +378,7 @@ class MixturePrior:
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` draws of ``u`` (a component by weight, then its Gaussian), ``p*`` and ``R0`` as rewards."""
         comp = rng.choice(self.weights.size, size=n, p=self.weights)
-        return self.to_reward_levels(np.array([rng.multivariate_normal(self.means[j], self.covs[j]) for j in comp]))
+        return self.to_reward_levels(_component_draws(rng, self.means, self.covs, comp))
 
     def logpdf(self, u: np.ndarray) -> np.ndarray:
         """Log density at rows ``u`` ``(n, 6)`` in this prior's coordinates (extra columns ignored)."""
@@ -493,9 +493,12 @@ def _log_lik(
     point = -0.5 * z * z - log_sd - 0.5 * np.log(2 * np.pi)
     low, high = at_bounds(y, bounds)
     if low.any() or high.any():
+        # the censored probabilities at the steps logged at a bound only (elementwise: the
+        # same values as over every step, at a share of the cost of log_ndtr)
         lo, hi = (float(b) for b in bounds)
-        point = np.where(low[None, :], special.log_ndtr((lo - mu) / sd), point)
-        point = np.where(high[None, :], special.log_ndtr((mu - hi) / sd), point)
+        for at, diff in ((low, lambda mu, sd: (lo - mu) / sd), (high, lambda mu, sd: (mu - hi) / sd)):
+            if at.any():
+                point[:, at] = special.log_ndtr(diff(mu[:, at], sd[:, at]))
     ll = np.sum(point, axis=1)
     return np.where(np.isfinite(ll), ll, -np.inf)
 
@@ -885,6 +888,29 @@ def prior_from_posterior(
     return prior_from_draws(u, source=source, inflate=inflate, latent_bounds=fit_bounds if same else None)
 
 
+_BLAS_CONTROLLER: Any = None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS (OpenBLAS, MKL) on one thread within the block, its thread count restored after.
+
+    A forecast's linear algebra is on small matrices (6 x 6 factors against a few thousand
+    rows: the mixture prior's densities, the proposals'), where BLAS's threads cost more than
+    they share: on the 2-core machine beside other work, each triangular solve of the
+    mixture's log density took 11.5 ms on two threads and 0.18 ms on one, a sixth of a
+    forecast. The values are the same (the threads split the rows, not a row's sums); the
+    limit is process-wide while the block runs (``threadpoolctl``, a dependency of PyMC)."""
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:  # after scipy's import: its own OpenBLAS is found too
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    with _BLAS_CONTROLLER.limit(limits=1, user_api="blas"):
+        yield
+
+
+@one_blas_thread()
 def prior_from_runs(
     runs: Sequence[tuple[np.ndarray, np.ndarray]],
     *,
@@ -1908,10 +1934,18 @@ class RunPosterior:
     latent_cov: np.ndarray | None = None
 
 
-def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+def _numeric_hessian(f, x: np.ndarray, h: np.ndarray, rows=None) -> np.ndarray:
+    """Central-difference Hessian of ``f`` at ``x`` (steps ``h``).
+
+    ``rows``, when given, is ``f`` of many points at once (``(k, d)`` to ``(k,)``, each row's
+    value ``f``'s of that row): every point of the differences is then evaluated in one call,
+    the same values as one ``f`` call per point (73 of them in 6 dimensions) at a share of the
+    cost.
+    """
     n = x.size
     hess = np.empty((n, n))
-    f0 = f(x)
+    # the points in the order the differences read them: x, then per (i, j) x +- ei (+- ej)
+    points = [x]
     for i in range(n):
         for j in range(i, n):
             ei = np.zeros(n)
@@ -1919,11 +1953,17 @@ def _numeric_hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
             ei[i] = h[i]
             ej[j] = h[j]
             if i == j:
-                val = (f(x + ei) - 2 * f0 + f(x - ei)) / h[i] ** 2
+                points += [x + ei, x - ei]
             else:
-                val = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (
-                    4 * h[i] * h[j]
-                )
+                points += [x + ei + ej, x + ei - ej, x - ei + ej, x - ei - ej]
+    values = iter(rows(np.array(points)) if rows is not None else [f(p) for p in points])
+    f0 = next(values)
+    for i in range(n):
+        for j in range(i, n):
+            if i == j:
+                val = (next(values) - 2 * f0 + next(values)) / h[i] ** 2
+            else:
+                val = (next(values) - next(values) - next(values) + next(values)) / (4 * h[i] * h[j])
             hess[i, j] = hess[j, i] = val
     return hess
 
@@ -1956,6 +1996,7 @@ def _starts(
     return starts
 
 
+@one_blas_thread()
 def fit_run(
     t: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
@@ -2196,14 +2237,19 @@ def _fit_run_in_unit(
         mode, fun = _optimise(loglik, mean, prec, t, y, ss_starts)
     cov_prior = np.linalg.inv(prec)
 
-    def neg_log_post(u: np.ndarray) -> float:
+    def neg_log_post(u: np.ndarray, ll: float | None = None) -> float:
         d = u - mean
         with np.errstate(all="ignore"):
-            val = float(-loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
+            val = float(-(loglik(u[None, :], t, y)[0] if ll is None else ll) + 0.5 * d @ prec @ d)
         return val if np.isfinite(val) else 1e300
 
+    def neg_log_post_rows(u: np.ndarray) -> list[float]:
+        with np.errstate(all="ignore"):
+            ll = loglik(u, t, y)
+        return [neg_log_post(p, v) for p, v in zip(u, ll)]
+
     notes: list[str] = []
-    hess = _numeric_hessian(neg_log_post, mode, h=steps)
+    hess = _numeric_hessian(neg_log_post, mode, h=steps, rows=neg_log_post_rows)
     hess = (hess + hess.T) / 2
     if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
         notes.append("the Hessian at the mode is not finite; the prior covariance is the proposal")
@@ -2317,13 +2363,18 @@ def _fit_mixture(
         starts = [comp.mean.copy()]
         mode, fun = _optimise(iid_loglik, comp.mean, prec, t, y, starts)
 
-        def nlp(u: np.ndarray, comp=comp, prec=prec) -> float:
+        def nlp(u: np.ndarray, comp=comp, prec=prec, ll: float | None = None) -> float:
             d = u - comp.mean
             with np.errstate(all="ignore"):
-                val = float(-iid_loglik(u[None, :], t, y)[0] + 0.5 * d @ prec @ d)
+                val = float(-(iid_loglik(u[None, :], t, y)[0] if ll is None else ll) + 0.5 * d @ prec @ d)
             return val if np.isfinite(val) else 1e300
 
-        hess = _numeric_hessian(nlp, mode, h=steps6)
+        def nlp_rows(u: np.ndarray, nlp=nlp) -> list[float]:
+            with np.errstate(all="ignore"):
+                ll = iid_loglik(u, t, y)
+            return [nlp(p, ll=v) for p, v in zip(u, ll)]
+
+        hess = _numeric_hessian(nlp, mode, h=steps6, rows=nlp_rows)
         hess = (hess + hess.T) / 2
         if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
             hess = prec.copy()
@@ -2626,6 +2677,7 @@ def _optimise(
     return best.x, float(best.fun)
 
 
+@one_blas_thread()
 def forecast_from_posterior(
     post: RunPosterior,
     steps: Sequence[float] | np.ndarray,
@@ -2742,6 +2794,7 @@ PRIOR_CONFLICT_SHARE: float = 0.25
 PRIOR_CONFLICT_RANGE: float = 0.998
 
 
+@one_blas_thread()
 def prior_conflict_note(
     prior: GaussianPrior | MixturePrior,
     t: np.ndarray,
@@ -2790,6 +2843,31 @@ def prior_conflict_note(
         "or LLM?), and its plateau and R0 may hold the forecast away from the run; check the "
         "prior, or forecast without it"
     )
+
+
+def _component_draws(
+    rng: np.random.Generator, means: np.ndarray, covs: np.ndarray, comp: np.ndarray
+) -> np.ndarray:
+    """One draw of component ``comp[i]`` per row: the draws of
+    ``[rng.multivariate_normal(means[j], covs[j]) for j in comp]`` (the same normals, the same
+    factor of each covariance, the same product per row), with each component's factor
+    computed once, not once per draw (an SVD and a check of each covariance per draw were a
+    tenth of a warm forecast)."""
+    factors = {}
+    for j in np.unique(comp):
+        cov = covs[j]
+        u, s, vh = np.linalg.svd(cov)
+        if not np.allclose(np.dot(vh.T * s, vh), cov, rtol=1e-8, atol=1e-8):
+            warnings.warn("covariance is not symmetric positive-semidefinite.", RuntimeWarning, stacklevel=3)
+        factors[j] = (u * np.sqrt(s)).T
+    dim = means.shape[1]
+    z = rng.standard_normal((comp.size, dim))
+    out = np.empty((comp.size, dim))
+    for i, j in enumerate(comp):
+        x = np.dot(z[i : i + 1], factors[j])
+        x += means[j]
+        out[i] = x[0]
+    return out
 
 
 def _prefix_wander_note(post: RunPosterior) -> str | None:
