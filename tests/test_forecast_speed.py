@@ -160,3 +160,36 @@ def test_a_forecasts_fits_run_blas_on_one_thread_and_give_its_threads_back(monke
     forecast.fit_run(t, y, forecast.default_prior(t, y), n_draws=20, n_proposal=200, likelihood="iid", adapt=False)
     assert seen and all(set(threads.values()) == {1} for threads in seen)
     assert blas_threads() == before
+
+
+@pytest.mark.parametrize("bounds", [None, (0.0, 1.0)])
+def test_the_kalman_filter_and_its_paths_read_each_step_of_every_row_contiguously_for_the_same_values(monkeypatch, bounds):
+    from bayes_grpo.predict import statespace
+
+    copied = []
+    real = statespace._step_major
+
+    def spy(*arrays):
+        out = real(*arrays)
+        copied.append([a.flags.c_contiguous and a.shape == np.shape(arrays[0])[::-1] for a in out])
+        return out
+
+    monkeypatch.setattr(statespace, "_step_major", spy)
+    rng = np.random.default_rng(7)
+    t = np.arange(1.0, 41.0)
+    y = np.clip(0.6 - 0.5 * np.exp(-t / 12.0) + rng.normal(0, 0.05, 40), 0.0, 1.0)
+    y[:3] = 0.0
+    v = np.column_stack([
+        rng.normal(0.6, 0.05, 50), rng.normal(0.1, 0.02, 50), rng.normal(-2.5, 0.3, 50),
+        rng.normal(0.0, 0.3, 50), rng.normal(-3.0, 0.1, 50), rng.normal(1.0, 0.3, 50), rng.normal(0.0, 0.5, 50),
+    ])  # fmt: skip
+    ll, x, p = statespace.kalman_filter(v, t, y, bounds)
+    assert copied and all(all(flags) for flags in copied)
+    # each row filtered alone: the same numbers, bit for bit
+    alone = [statespace.kalman_filter(row[None, :], t, y, bounds) for row in v]
+    assert np.array_equal(ll, [a[0][0] for a in alone])
+    assert np.array_equal(x, np.vstack([a[1] for a in alone]))
+    assert np.array_equal(p, np.vstack([a[2] for a in alone]))
+    obs, point = statespace.forecast_paths(v, t, y, np.arange(41.0, 61.0), np.random.default_rng(0), bounds)
+    assert obs.shape == point.shape == (50, 20) and obs.flags.c_contiguous and point.flags.c_contiguous
+    assert np.isfinite(obs).all() and np.isfinite(point).all()

@@ -111,6 +111,12 @@ def _censored_update(gap: np.ndarray, s: np.ndarray, *, upper: bool):
     return (log_p, shift), var
 
 
+def _step_major(*arrays: np.ndarray) -> list[np.ndarray]:
+    """``(rows, steps)`` arrays as contiguous ``(steps, rows)`` copies (broadcast first)."""
+    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    return [np.ascontiguousarray(np.broadcast_to(a, shape).T) for a in arrays]
+
+
 def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     """Log-likelihood of ``y`` at steps ``t`` for each row of ``v``, and the filtered state.
 
@@ -129,6 +135,9 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     dts = np.diff(np.concatenate([np.zeros((v.shape[0], 1)), tau], axis=1), axis=1)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(dts, w0, zeta, var_p)
     h = _shape(v, t, bounds)
+    # the loop reads one step of every row: step-major copies make each read contiguous (the
+    # same values; a column of a (rows, steps) array was a strided read of thousands of rows)
+    f11, f12, f21, f22, q11, q12, q22, h = _step_major(f11, f12, f21, f22, q11, q12, q22, h)
     n = v.shape[0]
     x1, x2 = r0 - plateau, np.zeros(n)
     p11, p12, p22 = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -136,12 +145,12 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     np_err = np.errstate(all="ignore")
     np_err.__enter__()
     for i in range(t.size):
-        a, b, c, d = f11[:, i], f12[:, i], f21[:, i], f22[:, i]
+        a, b, c, d = f11[i], f12[i], f21[i], f22[i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
-        hi_ = h[:, i]
-        n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + hi_ * q11[:, i]
-        n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hi_ * q12[:, i]
-        n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + hi_ * q22[:, i]
+        hi_ = h[i]
+        n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + hi_ * q11[i]
+        n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hi_ * q12[i]
+        n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + hi_ * q22[i]
         s = np.maximum(n11 + hi_ * r2, 1e-300)
         k1, k2 = n11 / s, n12 / s
         if low[i] or high[i]:
@@ -199,21 +208,22 @@ def forecast_paths(
     dts = np.diff(tau, axis=1)
     (f11, f12, f21, f22), (q11, q12, q22) = _phi_q(dts, w0, zeta, var_p)
     h = _shape(v, future, bounds)
-    obs = np.empty((n, future.size))
-    point = np.empty((n, future.size))
+    f11, f12, f21, f22, q11, q12, q22, h = _step_major(f11, f12, f21, f22, q11, q12, q22, h)
+    obs = np.empty((future.size, n))  # step-major, as the loop writes them; rows-major returned
+    point = np.empty((future.size, n))
     r = np.sqrt(r2)
     for k in range(future.size):
-        a, b, c, d = f11[:, k], f12[:, k], f21[:, k], f22[:, k]
-        hk = h[:, k]
-        c11 = np.sqrt(hk * q11[:, k])
-        c21 = np.where(c11 > 0, hk * q12[:, k] / np.where(c11 > 0, c11, 1.0), 0.0)
-        c22 = np.sqrt(np.maximum(hk * q22[:, k] - c21 * c21, 0.0))
+        a, b, c, d = f11[k], f12[k], f21[k], f22[k]
+        hk = h[k]
+        c11 = np.sqrt(hk * q11[k])
+        c21 = np.where(c11 > 0, hk * q12[k] / np.where(c11 > 0, c11, 1.0), 0.0)
+        c22 = np.sqrt(np.maximum(hk * q22[k] - c21 * c21, 0.0))
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
         s1, s2 = a * s1 + b * s2 + c11 * z1, c * s1 + d * s2 + c21 * z1 + c22 * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        obs[:, k] = censor(plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n), bounds)
-        point[:, k] = plateau + m1
-    return obs, point
+        obs[k] = censor(plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n), bounds)
+        point[k] = plateau + m1
+    return np.ascontiguousarray(obs.T), np.ascontiguousarray(point.T)
 
 
 #: Largest number of (grid row, distinct logging interval) cells one pass of
