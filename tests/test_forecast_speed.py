@@ -29,8 +29,11 @@ def _rows(rng, n, regime):
     return 2.0 * zeta * w0, w0 * w0
 
 
+@pytest.mark.parametrize("by_element", [False, True])
 @pytest.mark.parametrize("regime", ["over", "under", "mixed"])
-def test_numpy_propagators_are_the_all_branch_values_bit_for_bit(regime):
+def test_numpy_propagators_are_the_all_branch_values_bit_for_bit(regime, by_element, monkeypatch):
+    if by_element:  # each branch at its own elements, whatever the size
+        monkeypatch.setattr(trajectory, "SUBSET_ELEMENTS", 0)
     rng = np.random.default_rng(1)
     for _ in range(40):
         damping, k_eff = _rows(rng, 13, regime)
@@ -193,3 +196,17 @@ def test_the_kalman_filter_and_its_paths_read_each_step_of_every_row_contiguousl
     obs, point = statespace.forecast_paths(v, t, y, np.arange(41.0, 61.0), np.random.default_rng(0), bounds)
     assert obs.shape == point.shape == (50, 20) and obs.flags.c_contiguous and point.flags.c_contiguous
     assert np.isfinite(obs).all() and np.isfinite(point).all()
+
+
+def test_a_large_batch_takes_the_cosine_at_its_underdamped_elements_only(monkeypatch):
+    sizes = []
+    real = np.cos
+    monkeypatch.setattr(_backend.NUMPY, "cos", lambda x: sizes.append(np.size(x)) or real(x))
+    rng = np.random.default_rng(8)
+    damping, k_eff = _rows(rng, 1000, "mixed")
+    t = np.arange(1.0, 301.0)[None, :]
+    gamma = damping / 2.0
+    lam = gamma * gamma - k_eff
+    trajectory.error_trajectory(t, 1.0, damping, k_eff, 0.5)
+    under = (np.abs(lam * t * t) >= trajectory.SERIES_THRESHOLD) & ~(lam > 0)
+    assert 0 < under.sum() < under.size and sizes == [int(under.sum())]

@@ -95,6 +95,8 @@ def _numpy_propagators(gamma, lam, t, w0sq):
     small = np.abs(x) < SERIES_THRESHOLD
     damp = np.exp(np.minimum(-gamma * t, MAX_EXPONENT))
     shape = np.broadcast_shapes(x.shape, damp.shape)
+    if int(np.prod(shape)) >= SUBSET_ELEMENTS:
+        return _numpy_propagators_by_element(gamma, lam, t, w0sq, x, small, damp, shape)
     over = lam > 0
     any_small = bool(small.any())
     big = ~small if any_small else True  # the elements the closed forms give
@@ -128,6 +130,32 @@ def _numpy_propagators(gamma, lam, t, w0sq):
     ch, sh = np.asarray(ch), np.asarray(sh)
     if ch.shape != shape:  # as the switches of the all-branch form broadcast them
         ch, sh = np.broadcast_to(ch, shape).copy(), np.broadcast_to(sh, shape).copy()
+    return ch, sh
+
+
+#: Elements from which :func:`_numpy_propagators` evaluates each branch at its own elements only
+#: (gathered, then put in place): the same values, less work where the arrays are large (a
+#: forecast's thousand draws over its horizon), more where the gathers cost more than they save.
+SUBSET_ELEMENTS: int = 4096
+
+
+def _numpy_propagators_by_element(gamma, lam, t, w0sq, x, small, damp, shape):
+    """:func:`_numpy_propagators` with each branch evaluated on the elements that take it."""
+    full = lambda v: np.broadcast_to(v, shape)  # noqa: E731
+    small = full(small)
+    over = full(lam > 0) & ~small
+    under = ~small & ~over
+    ch, sh = np.empty(shape), np.empty(shape)
+    if small.any():
+        x_s, damp_s = full(x)[small], full(damp)[small]
+        ch[small] = damp_s * _ch_series(x_s)
+        sh[small] = damp_s * _sh_series(x_s, full(t)[small])
+    if over.any():
+        w0sq_o = None if w0sq is None else full(np.asarray(w0sq, dtype=float))[over]
+        lam_o = full(lam)[over]
+        ch[over], sh[over] = _over_branch(full(gamma)[over], lam_o, full(t)[over], lam_o > 0, NUMPY_OPS, w0sq_o)
+    if under.any():
+        ch[under], sh[under] = _under_branch(full(lam)[under], full(t)[under], full(damp)[under], NUMPY_OPS)
     return ch, sh
 
 
