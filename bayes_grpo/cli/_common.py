@@ -481,6 +481,21 @@ def lr_schedule_from_args(
     return np.interp(updates, step, rate) / learning_rate, str(path)
 
 
+def warn_unused_sampler_options(args: argparse.Namespace, asked: bool, what: str) -> None:
+    """Warn that ``--draws`` / ``--tune`` / ``--chains``, given, set sampled stages that ``asked``
+    says were not asked for: '--draws, --tune set ``what``: not used' (``what`` names the stages
+    and that they were not asked: 'the fits of --leave-one-g-out, which was not asked')."""
+    unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k, None) is not None]
+    if unused and not asked:
+        import warnings
+
+        warnings.warn(
+            f"{', '.join(unused)} {'sets' if len(unused) == 1 else 'set'} {what}: not used",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for scripts)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 from bayes_grpo.checks.ppc import COVERAGE_SLACK
@@ -20,6 +19,7 @@ from bayes_grpo.cli._common import (
     progress_lines,
     sampler_messages,
     show_progress,
+    warn_unused_sampler_options,
 )
 from bayes_grpo.constants import HDI_PROB
 
@@ -107,14 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.figures is not None and args.figures.exists() and not args.figures.is_dir():
         # before the work: the figures' paths are known after it
         raise FileExistsError(f"{args.figures}: --figures is a file; give a folder")
-    unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k) is not None]
-    if unused and not args.leave_one_g_out:
-        warnings.warn(
-            f"{', '.join(unused)} {'sets' if len(unused) == 1 else 'set'} the fits of --leave-one-g-out, "
-            "which was not asked: not used",
-            UserWarning,
-            stacklevel=1,
-        )
+    warn_unused_sampler_options(args, args.leave_one_g_out, "the fits of --leave-one-g-out, which was not asked")
     runset = None
     if args.runs is not None:
         from bayes_grpo.runset import load_runset

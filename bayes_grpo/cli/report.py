@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
 from bayes_grpo.cli._common import (
@@ -16,6 +15,7 @@ from bayes_grpo.cli._common import (
     positive_int,
     print_json,
     sampler_messages,
+    warn_unused_sampler_options,
 )
 
 
@@ -86,14 +86,9 @@ def _report(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         html=("--output",),
     )
-    unused = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k) is not None]
-    if unused and not (args.invariance or args.compare):
-        warnings.warn(
-            f"{', '.join(unused)} {'sets' if len(unused) == 1 else 'set'} the sampled stages, --invariance and --compare, and neither "
-            "was asked: not used",
-            UserWarning,
-            stacklevel=1,
-        )
+    warn_unused_sampler_options(
+        args, args.invariance or args.compare, "the sampled stages, --invariance and --compare, and neither was asked"
+    )
     runset = None
     if args.runs is not None:
         from bayes_grpo.runset import load_runset

@@ -254,19 +254,7 @@ class GaussianPrior:
     def to_dict(self) -> dict[str, object]:
         """``mean`` and ``sd`` of each coordinate; of a prior on the latent levels, those of
         ``p*`` and ``R0`` as rewards (of 4000 draws, seeded), with ``latent_bounds``."""
-        names = (*PARAM_NAMES, ONSET_NAME)
-        mean, sd = self.mean.copy(), self.sd.copy()
-        extra: dict[str, object] = {}
-        if self.latent_bounds is not None:
-            levels = self.draw(np.random.default_rng(0), 4000)[:, :2]
-            mean[:2], sd[:2] = levels.mean(axis=0), levels.std(axis=0)
-            extra = {"latent_bounds": list(self.latent_bounds)}
-        return {
-            "mean": dict(zip(names, mean.tolist())),
-            "sd": dict(zip(names, sd.tolist())),
-            "source": self.source,
-            **extra,
-        }
+        return _prior_dict(self)
 
 
 @dataclass(frozen=True)
@@ -396,20 +384,27 @@ class MixturePrior:
         """``mean`` and ``sd`` of each coordinate; of a prior on the latent levels, those of
         ``p*`` and ``R0`` as rewards (of 4000 draws, seeded), with ``latent_bounds``, as
         :meth:`GaussianPrior.to_dict`."""
-        names = (*PARAM_NAMES, ONSET_NAME)
-        mean, sd = self.mean.copy(), self.sd.copy()
-        extra: dict[str, object] = {}
-        if self.latent_bounds is not None:
-            levels = self.draw(np.random.default_rng(0), 4000)[:, :2]
-            mean[:2], sd[:2] = levels.mean(axis=0), levels.std(axis=0)
-            extra = {"latent_bounds": list(self.latent_bounds)}
-        return {
-            "mean": dict(zip(names, mean.tolist())),
-            "sd": dict(zip(names, sd.tolist())),
-            "components": int(self.weights.size),
-            "source": self.source,
-            **extra,
-        }
+        return _prior_dict(self, components=int(self.weights.size))
+
+
+def _prior_dict(prior: GaussianPrior | MixturePrior, **fields: object) -> dict[str, object]:
+    """``to_dict`` of either prior: ``mean`` and ``sd`` per coordinate (of a prior on the latent
+    levels, ``p*`` and ``R0`` as rewards, from 4000 draws seeded 0, and its ``latent_bounds``),
+    then ``fields``, then ``source``."""
+    names = (*PARAM_NAMES, ONSET_NAME)
+    mean, sd = prior.mean.copy(), prior.sd.copy()
+    extra: dict[str, object] = {}
+    if prior.latent_bounds is not None:
+        levels = prior.draw(np.random.default_rng(0), 4000)[:, :2]
+        mean[:2], sd[:2] = levels.mean(axis=0), levels.std(axis=0)
+        extra = {"latent_bounds": list(prior.latent_bounds)}
+    return {
+        "mean": dict(zip(names, mean.tolist())),
+        "sd": dict(zip(names, sd.tolist())),
+        **fields,
+        "source": prior.source,
+        **extra,
+    }
 
 
 def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
