@@ -268,23 +268,12 @@ def ppc_section(
         if s.key == "fit"
         for b in s.blocks
     )
-    shown = [
-        r if "title" in r.values or r.name not in PPC_TITLES else dataclasses.replace(r, values=r.values | {"title": PPC_TITLES[r.name]})
-        for r in results
-        if not (in_fit and r.name == "ppc_residual_autocorrelation")
-    ]
     # the band figures' keys ("tiny-gpt2 G=16 bands", the file names of `ppc --figures`) read
     # as captions that say what is drawn
     band = (
         f": {HDI_PROB:.0%} posterior predictive band of each run's logged reward (shaded), the posterior "
         "median of its mean trajectory (line) and its logged rewards (dots), a colour per run."
     )
-    shown = [
-        dataclasses.replace(r, figures={k.removesuffix(" bands") + band: f for k, f in r.figures.items()})
-        if r.name == "ppc_trajectory_bands"
-        else r
-        for r in shown
-    ]
     intro = PPC_INTRO + (
         " Computed from the draws of a fit that did not converge (see Convergence): its bands inherit that."
         if unconverged
@@ -297,8 +286,12 @@ def ppc_section(
                 "Residual autocorrelation: under Fit per run above, the check of the i.i.d. "
                 "likelihood's independent residuals."
             )
-        else:
-            section.check(shown.pop(0))
+            continue
+        if "title" not in r.values and r.name in PPC_TITLES:
+            r = dataclasses.replace(r, values=r.values | {"title": PPC_TITLES[r.name]})
+        if r.name == "ppc_trajectory_bands":
+            r = dataclasses.replace(r, figures={k.removesuffix(" bands") + band: f for k, f in r.figures.items()})
+        section.check(r)
     return section
 
 
