@@ -2304,3 +2304,22 @@ def test_a_bounded_run_based_prior_of_other_llms_takes_the_prefixs_levels_on_its
     assert np.all((drawn[:, :2] > 0.0) & (drawn[:, :2] < 1.0))
     # the prior's plateau median is the prefix's late level, as without bounds
     assert abs(np.median(drawn[:, 0]) - np.mean(y[40:45])) < 0.1
+
+
+def test_a_bounded_state_space_point_forecast_is_the_mean_of_the_censored_logged_reward():
+    """A latent curve that overshoots the bound (an underdamped rise to a plateau of 0.95) had
+    its point forecast at the latent mean, above 1 for a success rate; it is the conditional
+    mean of the logged reward, which is censored: inside the bounds and the mean of the
+    simulated logged rewards of the same row."""
+    from bayes_grpo.predict import statespace
+
+    t = np.arange(1.0, 41.0)
+    y = np.clip(0.6 * t / 40.0 + np.random.default_rng(3).normal(0, 0.03, 40), 0.0, 1.0)
+    row = np.array([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), 0.0, 0.0])
+    v = np.tile(row, (40000, 1))
+    future = np.arange(41.0, 121.0)
+    obs, point = statespace.forecast_paths(v, t, y, future, np.random.default_rng(0), (0.0, 1.0))
+    latent = statespace.forecast_paths(v[:1], t, y, future, np.random.default_rng(0), None)[1][0]
+    assert latent.max() > 1.05  # the latent curve overshoots the bound
+    assert point.max() <= 1.0
+    assert np.abs(point[0] - obs.mean(axis=0)).max() < 0.01
