@@ -2323,3 +2323,24 @@ def test_a_bounded_state_space_point_forecast_is_the_mean_of_the_censored_logged
     assert latent.max() > 1.05  # the latent curve overshoots the bound
     assert point.max() <= 1.0
     assert np.abs(point[0] - obs.mean(axis=0)).max() < 0.01
+
+
+def test_a_bounded_iid_point_forecast_is_the_mean_of_the_censored_logged_reward():
+    """The i.i.d. forecast's point was each draw's latent mean curve, uncensored: an
+    underdamped draw whose curve overshoots a plateau of 0.95 put the point forecast of a
+    success rate above 1, while its simulated logged rewards are censored to [0, 1]. The point
+    is the expected logged reward: inside the bounds and the mean of the simulated ones."""
+    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior, mean_curve
+
+    n = 20000
+    u = np.tile([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), np.log(1.0)], (n, 1))
+    post = RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
+        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
+    )  # fmt: skip
+    steps = np.arange(0.0, 150.0)
+    assert mean_curve(u[:1], steps).max() > 1.05  # the latent curve overshoots the bound
+    fc = forecast_from_posterior(post, steps)
+    point = fc["point_forecast"].values
+    assert point.max() <= 1.0
+    assert np.abs(point - fc["obs_mean"].values).max() < 0.01

@@ -2727,9 +2727,17 @@ def forecast_from_posterior(
     policy = mean_curve(u, steps + lag) if lag > 0 else None
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
     obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
-    point = mean.copy()
+    from bayes_grpo.predict import statespace
+
+    # the point forecast is each draw's expected logged reward: with bounds the logged reward
+    # is censored, so its mean is E[clip(mean + sd Z)], not the latent mean (an underdamped
+    # draw's overshoot put the point of a success rate above 1)
+    point = (
+        mean.copy()
+        if post.reward_bounds is None
+        else statespace.censored_mean(mean, sd, post.reward_bounds)
+    )
     if post.likelihood == "state_space" and post.t.size:
-        from bayes_grpo.predict import statespace
 
         future = steps > post.t.max()
         if future.any():
