@@ -449,3 +449,29 @@ def test_steps_below_0_are_refused_naming_the_runs_that_log_there_or_how_to_drop
     curves["r1"].loc[-3, "reward"] = 0.05
     with pytest.raises(RunSetError, match=re.escape("found -5: runs ['r1'] log a reward below step 0")):
         prepare_data(make_runset(curves, meta), DEFAULT_MODEL_CONFIG, "mechanistic")
+
+
+def test_a_checks_refit_takes_the_fits_model_and_its_sampler_unless_told_otherwise():
+    """The invariance test of `report` and `ppc --leave-one-g-out` refit the fit's own model:
+    its priors, parameterisation, likelihood and reward bounds, with its draws, tune and chains
+    except those given."""
+    from bayes_grpo.model.core import GRPODynamicsModel
+
+    fit = GRPODynamicsModel(
+        model_config={"damping_ratio": {"log_mu": 0.5, "log_sigma": 2.0}},
+        sampler_config={"draws": 300, "tune": 200, "chains": 3},
+        parameterisation="phenomenological",
+        likelihood="state_space",
+        reward_bounds=(0.0, 1.0),
+    )
+    settings = fit.refit_settings(draws=50, tune=None)
+    assert settings == {
+        "model_config": fit.model_config,
+        "parameterisation": "phenomenological",
+        "likelihood": "state_space",
+        "reward_bounds": (0.0, 1.0),
+        "draws": 50,
+        "tune": 200,
+        "chains": 3,
+    }
+    assert settings["model_config"]["damping_ratio"]["log_mu"] == 0.5

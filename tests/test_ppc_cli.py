@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import warnings
@@ -98,6 +99,8 @@ def _stubbed_fit(monkeypatch, calls):
         sampler_config={"draws": 1000, "tune": 800, "chains": 4},
         reward_bounds=(0.0, 1.0),
     )
+    # the real model's choice of the refit's settings, from the stand-in's attributes
+    fit.refit_settings = functools.partial(core.GRPODynamicsModel.refit_settings, fit)
     monkeypatch.setattr(core, "as_fitted_model", lambda path: (fit, ["a warning of the fit"]))
     def fake_ppc(fitted, runset=None, **kw):
         calls["ppc"] = kw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -346,6 +347,8 @@ def _stub_report_stages(monkeypatch):
         convergence=lambda: CheckResult("convergence", True, "Converged"),
         reward_bounds=(0.0, 1.0),
     )
+    # the real model's choice of the refit's settings, from the stand-in's attributes
+    fit.refit_settings = functools.partial(model_pkg.GRPODynamicsModel.refit_settings, fit)
     monkeypatch.setattr(model_pkg.GRPODynamicsModel, "load", classmethod(lambda cls, path: fit))
 
     def fake_invariance(runset, **kw):

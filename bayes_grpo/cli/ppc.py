@@ -123,8 +123,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.leave_one_g_out:
         from bayes_grpo.checks.invariance import leave_one_g_out
 
-        sc = dict(fitted.sampler_config)
-        sc |= {k: int(v) for k in ("draws", "tune", "chains") if (v := getattr(args, k)) is not None}
         # the fit's own model: its priors and defaults (`fit --default`), likelihood and reward
         # bounds, on the runs it was fitted to (or those of --runs)
         # as `invariance` shows its fits: a line and PyMC's bar per fit, not under --no-progress or --json
@@ -132,13 +130,7 @@ def _run(args: argparse.Namespace) -> int:
             results.append(
                 leave_one_g_out(
                     runset if runset is not None else fitted.runset,
-                    model_config=fitted.model_config,
-                    parameterisation=fitted.parameterisation,
-                    likelihood=fitted.likelihood,
-                    reward_bounds=fitted.reward_bounds,
-                    draws=int(sc["draws"]),
-                    tune=int(sc["tune"]),
-                    chains=int(sc["chains"]),
+                    **fitted.refit_settings(draws=args.draws, tune=args.tune, chains=args.chains),
                     random_seed=args.seed,
                     progress=progress_lines(args, "ppc"),
                 )

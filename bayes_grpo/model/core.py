@@ -334,6 +334,23 @@ class GRPODynamicsModel:
             out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
+    def refit_settings(self, **sampler: int | None) -> dict[str, Any]:
+        """Keyword arguments with which a check refits this fit's model on runs
+        (:func:`~bayes_grpo.checks.invariance.invariance_check`,
+        :func:`~bayes_grpo.checks.invariance.leave_one_g_out`): its model config (priors and
+        ``fit --default`` hyperparameters), parameterisation, likelihood and reward bounds (H0
+        and H1 of a fit with bounds 0 1 put plateaus above 1 without them), and its sampler's
+        ``draws``, ``tune`` and ``chains``, each replaced by ``sampler``'s value where given
+        (not None)."""
+        config = dict(self.sampler_config) | {k: v for k, v in sampler.items() if v is not None}
+        return {
+            "model_config": self.model_config,
+            "parameterisation": self.parameterisation,
+            "likelihood": self.likelihood,
+            "reward_bounds": self.reward_bounds,
+            **{k: int(config[k]) for k in ("draws", "tune", "chains")},
+        }
+
     @property
     def id(self) -> str:
         """Hash of the model config, the settings and the model version (not the sampler)."""

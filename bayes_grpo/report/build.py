@@ -478,20 +478,9 @@ def report_from_posterior(
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
 
-        sc = model.sampler_config | nuts
         # the fit's priors, hyperparameter defaults (`fit --default momentum=0.9`), likelihood
         # and reward bounds (H0 and H1 of a fit with bounds 0 1 put plateaus above 1 without them)
-        results["invariance"] = invariance_check(
-            model.runset,
-            model_config=model.model_config,
-            parameterisation=model.parameterisation,
-            likelihood=model.likelihood,
-            reward_bounds=model.reward_bounds,
-            draws=int(sc["draws"]),
-            tune=int(sc["tune"]),
-            chains=int(sc["chains"]),
-            random_seed=seed,
-        )
+        results["invariance"] = invariance_check(model.runset, **model.refit_settings(**nuts), random_seed=seed)
     if compare:
         from bayes_grpo.predict.compare import compare_laws
 
