@@ -1656,3 +1656,157 @@ def test_the_ingest_notes_of_the_overview_are_shown_in_headless_chromium(tmp_pat
     assert overview.count('<p class="warning">Not ingested: ') == 2, overview[:2000]
     assert "whose names read like one (G = 4: sweep_g4_s0, sweep_g4_s1)" in overview
     assert 'data-sections-overflowing="0"' in dom
+
+
+def _ingested_runs_with_notes_on_each(tmp_path):
+    """Three CSV logs ingested: one without a training reward (its evaluation metric taken as the
+    reward), one on a learning-rate schedule that also logs a text field (two notes), one the
+    ingest says nothing of; with the per-run warnings ``bayes-grpo ingest`` prints."""
+    from bayes_grpo.runset import runset_warnings
+    from bayes_grpo.runset.ingest import load_runs
+
+    steps = np.arange(1, 31)
+    reward = 0.8 - 0.6 * np.exp(-steps / 8.0)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    pd.DataFrame({"step": steps, "eval/reward": reward}).to_csv(logs / "held_out.csv", index=False)
+    pd.DataFrame(
+        {"step": steps, "reward": reward + 0.01 * np.sin(steps), "learning_rate": np.linspace(1e-6, 1e-5, 30), "phase": "warm"}
+    ).to_csv(logs / "scheduled.csv", index=False)
+    pd.DataFrame({"step": steps, "reward": reward + 0.01 * np.cos(steps)}).to_csv(logs / "quiet.csv", index=False)
+    with pytest.warns(UserWarning, match="unknown for 3 runs"):  # G and model: a note of the run set
+        runs = load_runs(logs)
+    warned = runset_warnings(runs)
+    assert sorted(warned) == ["held_out", "scheduled"] and len(warned["scheduled"]) == 2, warned
+    return runs
+
+
+def _notes_shown(html: str) -> list[tuple[str, str, str]]:
+    """The rows (run, log, note) of the overview's table of notes on each run, as written."""
+    import html as html_lib
+
+    overview = html.split('data-section="overview"')[1].split("</section>")[0]
+    if "Notes on each run" not in overview:
+        return []
+    table = overview.split("Notes on each run", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*</tr>", table, flags=re.S)
+    return [tuple(html_lib.unescape(c) for c in row) for row in rows]
+
+
+def test_the_overview_shows_each_note_the_ingest_made_on_a_run_with_its_log_named_once(tmp_path):
+    # `bayes-grpo ingest` printed "held_out.csv: no training reward in the log; using the
+    # evaluation metric 'eval/reward' as the reward curve (held-out accuracy, not the training
+    # reward)"; the report showed the run set's notes and rejections but none of its notes on each
+    # run, so its reader never learnt that a run's "reward" was a held-out evaluation metric
+    from bayes_grpo.report.sections import overview_section
+    from bayes_grpo.runset import runset_warnings
+
+    runs = _ingested_runs_with_notes_on_each(tmp_path)
+    html = render_html([overview_section(runs, fitted=False)])
+    logs = tmp_path / "logs"
+    shown = _notes_shown(html)
+    # every note, in the order of the runs and of the notes; each run's log said on its first row
+    expected = []
+    for run_id in ("held_out", "scheduled"):
+        log = str(logs / f"{run_id}.csv")
+        for i, note in enumerate(runset_warnings(runs)[run_id]):
+            assert note.startswith(f"{log}: ")
+            expected.append((run_id if i == 0 else "", log if i == 0 else "", note.removeprefix(f"{log}: ")))
+    assert shown == expected, shown
+    assert any("follows a schedule (1e-06 to 1e-05)" in note for *_, note in shown)
+    assert any("text fields not kept as metrics: ['phase']" in note for *_, note in shown)
+    overview = html.split('data-section="overview"')[1].split("</section>")[0]
+    assert "Notes on each run (3 notes on 2 runs)" in overview
+    # below the table of runs, above the reward curves
+    assert overview.index("<table") < overview.index("Notes on each run") < overview.index("<img")
+    # the reward taken from an evaluation metric is also a warning under the counts, before the
+    # run set's notes: it changes what every section says of that run's reward
+    (first, *_) = re.findall(r'<p class="warning">([^<]*)</p>', overview)
+    assert first.startswith("Reward from an evaluation metric: the log of 1 run has no training reward"), first
+    assert "(&#39;eval/reward&#39; for held_out)" in first and "scheduled" not in first
+    # a run set of only some of these runs (a fit of a subset keeps every run's warnings): only
+    # its own runs' notes
+    subset = render_html([overview_section(runs.sel(run=["scheduled", "quiet"]), fitted=False)])
+    assert [row[0] for row in _notes_shown(subset)] == ["scheduled", ""]
+    assert "Reward from an evaluation metric" not in subset
+
+
+def test_a_run_set_without_notes_on_its_runs_shows_no_table_of_them(tmp_path):
+    from bayes_grpo.report.sections import overview_section
+
+    runs = _ingested_runs_with_notes_on_each(tmp_path).sel(run=["quiet"])
+    for runset in (runs, _runset()):
+        html = render_html([overview_section(runset, fitted=False)])
+        assert "Notes on each run" not in html and "Reward from an evaluation metric" not in html
+        assert 'class="dataframe data notes"' not in html
+    plt.close("all")
+
+
+def test_notes_that_do_not_name_their_runs_log_are_shown_whole_without_a_log_column():
+    # make_runset's own warnings (values kept as NaN) name no log: nothing is cut off them
+    from bayes_grpo.report.sections import overview_section, run_notes_table
+
+    steps = np.arange(1, 21)
+    reward = 0.8 - 0.6 * np.exp(-steps / 8.0)
+    curves = {"a": pd.DataFrame({"reward": reward, "kl": np.r_[np.inf, np.ones(19)]}, index=steps)}
+    with pytest.warns(UserWarning, match="kept as NaN"):
+        runs = make_runset(curves, {"a": {"model": "m", "group_size": 4}})
+    table = run_notes_table(runs)
+    assert list(table.columns) == ["run", "note"] and table["note"].str.contains("kept as NaN").all(), table
+    html = render_html([overview_section(runs, fitted=False)])
+    assert "What building the run set said of each run: read" in html
+    assert "kept as NaN" in html.split("Notes on each run", 1)[1]
+
+
+def test_the_report_of_a_saved_fit_shows_the_notes_the_ingest_made_on_its_runs(tmp_path, monkeypatch):
+    # the fit keeps its run set with its attributes (the group fit_data): `bayes-grpo report
+    # models/X.nc` must show what the ingest said of each run, as the report of the run set does
+    import warnings
+
+    import arviz as az
+    import pymc
+    import xarray as xr
+
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.report.build import report_from_posterior
+    from bayes_grpo.runset import runset_warnings
+
+    runs = _ingested_runs_with_notes_on_each(tmp_path)
+    settings = {"parameterisation": "phenomenological", "model_config": {"hyperparameter_defaults": {"group_size": 4}}}
+    prior = GRPODynamicsModel(**settings).sample_prior_predictive(runs, samples=20, random_seed=1).prior
+    n_chains, n_draws = prior.sizes["chain"], prior.sizes["draw"]
+    stats = xr.Dataset(
+        {
+            "diverging": (("chain", "draw"), np.zeros((n_chains, n_draws), dtype=bool)),
+            "energy": (("chain", "draw"), np.random.default_rng(0).standard_normal((n_chains, n_draws))),
+            "tree_depth": (("chain", "draw"), np.full((n_chains, n_draws), 3)),
+        },
+        coords={"chain": prior.chain.values, "draw": prior.draw.values},
+    )
+    # a cheap "fit": the prior's draws as the posterior
+    monkeypatch.setattr(pymc, "sample", lambda **kw: az.InferenceData(posterior=prior, sample_stats=stats))
+    model = GRPODynamicsModel(**settings)
+    model.fit(runs, draws=20, tune=20, chains=1, progressbar=False)
+    saved = model.save(tmp_path / "fit.nc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # its prior draws did not converge
+        path = report_from_posterior(saved, tmp_path / "r.html", diagnose=False, stability=False, ppc=False)
+    html = path.read_text()
+    shown = _notes_shown(html)
+    assert len(shown) == 3 and [row[0] for row in shown] == ["held_out", "scheduled", ""], shown
+    for note in (n for notes in runset_warnings(runs).values() for n in notes):
+        assert any(note.endswith(f": {n}") for *_, n in shown), note
+    assert "Reward from an evaluation metric: the log of 1 run has no training reward" in html
+
+
+@pytest.mark.browser
+def test_the_notes_on_each_run_are_shown_in_headless_chromium_within_the_page(tmp_path):
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    runs = _ingested_runs_with_notes_on_each(tmp_path)
+    path = write_report(tmp_path / "report.html", runset=runs)
+    dom = open_in_chromium(path, tmp_path / "report.png")
+    assert len(_notes_shown(dom)) == 3
+    overview = dom.split('data-section="overview"')[1].split("</section>")[0]
+    assert '<p class="warning">Reward from an evaluation metric: ' in overview
+    assert 'data-sections-overflowing="0"' in dom

@@ -45,8 +45,10 @@ class Section:
         self.blocks.append(Block("heading", content))
         return self
 
-    def table(self, frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}") -> Section:
-        self.blocks.append(Block("table", table_html(frame, index=index, float_format=float_format)))
+    def table(
+        self, frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}", classes: str = "data"
+    ) -> Section:
+        self.blocks.append(Block("table", table_html(frame, index=index, float_format=float_format, classes=classes)))
         return self
 
     def figure(self, fig: Any, caption: str) -> Section:
@@ -63,8 +65,9 @@ def absent(key: str, title: str, reason: str, intro: str = "") -> Section:
     return Section(key=key, title=title, intro=intro, available=False, absent_reason=reason)
 
 
-def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}") -> str:
-    """HTML table with the report's CSS class (values escaped by pandas)."""
+def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}", classes: str = "data") -> str:
+    """HTML table with the report's CSS class (values escaped by pandas); ``classes="data notes"``:
+    a table of text, its cells aligned left (the template's ``table.data.notes``)."""
 
     def fmt(v: Any) -> str:
         if v is None or v is pd.NA or v is pd.NaT:
@@ -91,7 +94,7 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
             frame.index = pd.MultiIndex.from_tuples([tuple(map(label, t)) for t in frame.index], names=frame.index.names)
         else:
             frame.index = pd.Index([label(v) for v in frame.index], name=frame.index.name)
-    return frame.to_html(classes="data", index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
+    return frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
 
 
 def figure_png(fig: Any, caption: str) -> tuple[str, str]:
@@ -172,7 +175,10 @@ def overview_section(
     unknown, archives beside the logs not read, names that read like a G) and the sources it
     did not ingest (:func:`run_set_rejections`: a run too short, a log compressed by a program
     not read here) are warnings under the counts: ``bayes-grpo ingest`` printed them, and the
-    report, read later and passed on, said none of them."""
+    report, read later and passed on, said none of them. So are its warnings on each run
+    (:func:`run_notes_table`, below the table of runs: a reward curve read from an evaluation
+    metric, a learning-rate schedule, a metric renamed, ...), the runs whose reward is an
+    evaluation metric first among the warnings (:func:`evaluation_reward_note`)."""
     key, title = "overview", "Data overview"
     intro = f"All runs in the {'fitted ' if fitted else ''}run set, grouped by model and group size G."
     if unfitted:
@@ -226,6 +232,8 @@ def overview_section(
     else:
         sizes = f"group sizes {known}" + (f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else "")
     section.text(f"{runs}, {models}, {sizes}.")
+    if (eval_note := evaluation_reward_note(runset)) is not None:
+        section.blocks.append(Block("warning", eval_note))
     section.blocks += [Block("warning", f"Note of the ingest: {note}") for note in run_set_ingest_notes(runset)]
     section.blocks += [Block("warning", f"Not ingested: {why}") for why in run_set_rejections(runset)]
     for note in notes:
@@ -236,8 +244,85 @@ def overview_section(
             f"prediction at their hyperparameters): {'; '.join(f'{r}: {why}' for r, why in unfitted.items())}."
         )
     section.table(summary)
+    if (run_notes := run_notes_table(runset)) is not None:
+        n_runs = run_notes["run"].nunique()
+        section.heading(f"Notes on each run ({counted(len(run_notes), 'note')} on {counted(n_runs, 'run')})")
+        section.text(
+            ("What the ingest said of each run" if _ingested(runset) else "What building the run set said of each run")
+            + (" (its log named once)" if "log" in run_notes else "")
+            + ": read a run's fit and diagnostics with them."
+        )
+        # a run and its log said on the run's first row, blank on the rows of its other notes
+        later = run_notes["run"].duplicated()
+        shown = run_notes.astype(object)
+        shown.loc[later, [c for c in ("run", "log") if c in shown]] = ""
+        section.table(shown, index=False, classes="data notes")
     section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
     return section
+
+
+def _ingested(runset: Any) -> bool:
+    from bayes_grpo.runset.ingest import INGEST_ATTR, NOTES_ATTR
+
+    return INGEST_ATTR in runset.attrs or NOTES_ATTR in runset.attrs
+
+
+def run_notes_table(runset: Any) -> pd.DataFrame | None:
+    """The warnings the run set keeps on each of its runs (:func:`bayes_grpo.runset.core.runset_warnings`:
+    the ingest's, e.g. "no training reward in the log; using the evaluation metric ...", and
+    values kept as NaN), one row per warning, in the order of the runs and of the warnings; None
+    when no run of ``runset`` has one (a saved fit of a subset keeps the warnings of every run
+    ingested: only those of its runs are shown).
+
+    Columns ``run``, ``log`` and ``note``: the ingest starts each warning with the run's log (its
+    ``source`` after the format, ``path`` or ``path#name``), which is given in ``log`` and taken
+    off the warnings that start with it; a warning that does not is shown whole. ``log`` is
+    left out when no warning names its run's log."""
+    from bayes_grpo.runset.core import runset_warnings
+
+    warned = runset_warnings(runset)
+    rows = []
+    for run_id in (str(r) for r in runset["run"].values):
+        notes = [str(n) for n in warned.get(run_id, [])]
+        if not notes:
+            continue
+        source = str(runset["source"].sel(run=run_id).item()) if "source" in runset.coords else ""
+        log = source.split(":", 1)[1] if ":" in source else ""  # "csv:/path/x.csv" -> "/path/x.csv"
+        prefix = f"{log}: "
+        if not (log and any(n.startswith(prefix) for n in notes)):
+            log = ""
+        rows += [{"run": run_id, "log": log, "note": n.removeprefix(prefix) if log else n} for n in notes]
+    if not rows:
+        return None
+    table = pd.DataFrame(rows)
+    return table if table["log"].astype(bool).any() else table.drop(columns="log")
+
+
+def evaluation_reward_note(runset: Any) -> str | None:
+    """The runs of ``runset`` whose reward curve is an evaluation metric, their log having no
+    training reward (:func:`bayes_grpo.diagnostics.core.evaluation_reward_sources`), named in one
+    warning: the note on each of them (:func:`run_notes_table`) sits among the others below the
+    table of runs, while it changes what every section says of their reward; None when there
+    are none."""
+    from bayes_grpo.diagnostics.core import evaluation_reward_sources
+
+    runs = {str(r) for r in runset["run"].values}
+    sources = {run: metric for run, metric in evaluation_reward_sources(runset).items() if run in runs}
+    if not sources:
+        return None
+    by_metric: dict[str, list[str]] = {}
+    for run_id in (str(r) for r in runset["run"].values):  # in the order of the runs
+        if run_id in sources:
+            by_metric.setdefault(sources[run_id], []).append(run_id)
+    named = "; ".join(f"{metric!r} for {', '.join(ids)}" for metric, ids in by_metric.items())
+    one = len(sources) == 1
+    return (
+        f"Reward from an evaluation metric: {'the log' if one else 'the logs'} of {counted(len(sources), 'run')} "
+        f"{'has' if one else 'have'} no training reward, and the ingest took an evaluation metric as "
+        f"{'its' if one else 'their'} reward curve ({named}): what this report says of "
+        f"{'its' if one else 'their'} reward (the fit, plateau, diagnostics) is said of that held-out "
+        "metric, not of the reward the policy is trained on."
+    )
 
 
 def run_set_ingest_notes(runset: Any) -> list[str]:
