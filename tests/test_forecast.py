@@ -1077,7 +1077,7 @@ def test_a_forecast_a_million_steps_out_uses_a_bounded_grid_that_holds_the_logge
     # the backtest scores at logged steps exactly (no interpolation between grid steps)
     rest = steps[steps > 1e5]
     y = runset["reward"].sel(run="r0", step=rest.astype(int)).values
-    point = fc["mean_mean"].sel({STEP_DIM: rest}).values
+    point = fc["point_forecast"].sel({STEP_DIM: rest}).values
     assert fc.attrs["backtest_steps"] == rest.size
     assert fc.attrs["backtest_rmse"] == pytest.approx(np.sqrt(np.mean((y - point) ** 2)), rel=1e-12)
     assert np.isfinite(fc.attrs["stop_step"]) and fc.attrs["stop_step"] in grid
