@@ -2344,3 +2344,38 @@ def test_a_bounded_iid_point_forecast_is_the_mean_of_the_censored_logged_reward(
     point = fc["point_forecast"].values
     assert point.max() <= 1.0
     assert np.abs(point - fc["obs_mean"].values).max() < 0.01
+
+
+def test_the_mean_trajectory_of_a_bounded_forecast_stays_in_the_bounds(monkeypatch):
+    """`forecast --reward-bounds 0 1` of a tiny run logged at 0.98 said "final mean reward 1.36"
+    (interval 1.09-1.70): the latent curve of an underdamped draw swinging between 0.9 and 1.7.
+    A success rate's mean trajectory is the law censored at its bounds, and the expected gain
+    after the horizon is read on those censored curves."""
+    from bayes_grpo.predict import forecast as fmod
+    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior, mean_curve
+
+    n = 2000
+    u = np.tile([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), np.log(1.0)], (n, 1))
+    u[:, 0] += 0.02 * np.random.default_rng(0).standard_normal(n)
+    post = RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
+        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
+    )  # fmt: skip
+    steps = np.arange(0.0, 300.0)
+    assert mean_curve(u[:1], steps).max() > 1.5  # the latent curve overshoots the bound
+    fc = forecast_from_posterior(post, steps)
+    assert fc["mean_mean"].max() <= 1.0 and fc["mean_hdi"].max() <= 1.0
+    # the continuation past the horizon (the expected gain after it): every curve in the bounds
+    seen = []
+    original = fmod.summarise_draws
+
+    def summarise(*args, continuation, **kwargs):
+        def looked(later):
+            seen.append(continuation(later))
+            return seen[-1]
+
+        return original(*args, continuation=looked, **kwargs)
+
+    monkeypatch.setattr(fmod, "summarise_draws", summarise)
+    forecast_from_posterior(post, steps)
+    assert seen and all(np.nanmax(m) <= 1.0 and np.nanmin(m) >= 0.0 for m in seen)
