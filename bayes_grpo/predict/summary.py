@@ -336,12 +336,12 @@ def _largest_gain(pieces: Sequence[np.ndarray], counted: np.ndarray, end: np.nda
     for piece in reversed(pieces):
         for a, b in reversed(_column_blocks(piece.shape[1], later.size)):
             m = piece[:, a:b][counted]
-            ahead = np.maximum.accumulate(m[:, ::-1], axis=1)[:, ::-1]
-            future = np.concatenate([ahead[:, 1:], later[:, None]], axis=1)
-            future = np.maximum(future, later[:, None])
-            best = np.maximum(np.maximum(future, end[:, None]), m)
+            # from the block's last step back, the later steps' maximum before each step: column
+            # k of the reversed block gets max(later, its steps after it), column b - a all of it
+            ahead = np.maximum.accumulate(np.concatenate([later[:, None], m[:, ::-1]], axis=1), axis=1)
+            best = np.maximum(np.maximum(ahead[:, -2::-1], end[:, None]), m)
             largest = np.maximum(largest, np.max(np.mean(best - m, axis=0)))
-            later = np.maximum(ahead[:, 0], later)
+            later = ahead[:, -1]
     return float(largest)
 
 
