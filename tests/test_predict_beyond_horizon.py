@@ -223,3 +223,33 @@ def test_the_blocks_of_a_look_cover_it_once_with_no_block_of_one_column(monkeypa
             assert [a for a, _ in blocks][1:] == [b for _, b in blocks][:-1]
             assert blocks[0][0] == 0 and blocks[-1][1] == n_columns
             assert all(b - a >= min(n_columns, summary.MIN_BLOCK_COLUMNS) for a, b in blocks)
+
+
+def test_a_forecasts_policy_look_past_the_horizon_computes_only_the_steps_the_logged_rewards_did_not(monkeypatch):
+    # the policy's look (steps t + lag) evaluated the closed form again at the steps the logged
+    # reward's look had just evaluated: a lightly damped forecast to the cell budget twice over.
+    # forecast.kept_curve keeps each step's column: the same numbers as mean_curve
+    from bayes_grpo.predict import forecast
+
+    u = _forecast_rows(200, log_zeta=np.log(0.01), log_w0=np.log(0.05), seed=8)
+    computed = []
+
+    def counted_curve(rows, steps):
+        computed.append(np.size(steps))
+        return mean_curve(rows, steps)
+
+    monkeypatch.setattr(forecast, "mean_curve", counted_curve)
+    curve = forecast.kept_curve(u)
+    lag = 2.0
+    logged = best_beyond_horizon(curve, 150.0, u[:, 0], u[:, 1])
+    asked_logged = sum(computed)
+    policy = best_beyond_horizon(lambda later: curve(later + lag), 150.0, u[:, 0], u[:, 1])
+    assert logged[2] == policy[2]  # both looks to the same step
+    assert sum(computed) - asked_logged == lag  # the policy's look: only the last lag steps new
+    # and the numbers of the closed form at each step, asked in any order and with repeats
+    steps = np.concatenate([150.0 + np.arange(1.0, 40.0), [400.0, 151.0, 151.0, 1e4]])[::-1]
+    np.testing.assert_array_equal(curve(steps), mean_curve(u, steps))
+    monkeypatch.undo()
+    plain = best_beyond_horizon(lambda later: mean_curve(u, later + lag), 150.0, u[:, 0], u[:, 1])
+    np.testing.assert_array_equal(policy[0], plain[0])
+    np.testing.assert_array_equal(np.array(policy[1:]), np.array(plain[1:]))

@@ -55,7 +55,7 @@ import copy
 import json
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -424,6 +424,36 @@ def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
         if u.shape[1] > 5:
             tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
         return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, u[:, 0:1], u[:, 1:2])
+
+
+def kept_curve(u: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`mean_curve` of the rows ``u`` at any steps, each step's column computed once and
+    kept: the continuation of a forecast's look past the horizon, shared by the logged reward's
+    look (steps ``t``) and the policy's (``t + lag``), which asks mostly the same steps again
+    (both followed lightly damped draws to the cell budget, 2e7 cells each). The same numbers as
+    :func:`mean_curve` (elementwise in the steps)."""
+    kept: list[np.ndarray] = []  # the arrays computed, (n, k) each
+    where: dict[float, tuple[int, int]] = {}  # step -> (array, column)
+
+    def at(steps: np.ndarray) -> np.ndarray:
+        steps = np.asarray(steps, dtype=float).reshape(-1)
+        wanted = steps.tolist()
+        new = [s for s in dict.fromkeys(wanted) if s not in where]
+        if new:
+            kept.append(mean_curve(u, np.array(new)))
+            where.update((s, (len(kept) - 1, j)) for j, s in enumerate(new))
+        out = np.empty((np.atleast_2d(u).shape[0], steps.size))
+        i = 0
+        while i < steps.size:  # runs of consecutive columns of one array, copied at once
+            b, j = where[wanted[i]]
+            k = i + 1
+            while k < steps.size and where[wanted[k]] == (b, j + k - i):
+                k += 1
+            out[:, i:k] = kept[b][:, j : j + k - i]
+            i = k
+        return out
+
+    return at
 
 
 def noise_shape(m: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
@@ -2780,6 +2810,8 @@ def forecast_from_posterior(
     def bounded(values: np.ndarray) -> np.ndarray:
         return censor(values, post.reward_bounds)
 
+    # past the horizon the policy's look asks the logged reward's steps again, lag steps on
+    curve = kept_curve(u) if policy is not None else (lambda later: mean_curve(u, later))
     return summarise_draws(
         steps,
         bounded(mean),
@@ -2797,8 +2829,8 @@ def forecast_from_posterior(
         no_stop_reason=post.no_stop_reason,
         # the expected remaining gain follows the draws' curves past the horizon until they
         # settle, so the stop step does not move with the horizon
-        continuation=lambda later: bounded(mean_curve(u, later)),
-        policy_continuation=None if policy is None else (lambda later: bounded(mean_curve(u, later + lag))),
+        continuation=lambda later: bounded(curve(later)),
+        policy_continuation=None if policy is None else (lambda later: bounded(curve(later + lag))),
     )
 
 
