@@ -24,9 +24,9 @@ to its cell budget, 2e7 cells, unsettled; twice: the logged reward and the polic
 untimed cold call first), with the seconds spent in ``best_beyond_horizon`` (``beyond_s``, wall)
 beside the whole forecast's. Results of 2026-12-07 (``benchmarks/results/bench_forecast_beyond.json``,
 ``--old`` 6aa4307, each doubled look evaluated from the horizon's next step): in
-``best_beyond_horizon`` 8.2 / 13.5 / 5.9 s -> 2.8 / 2.9 / 1.5 s (x2.9-4.6) for the three cases
-that follow their draws far, the warm forecast 10.8 / 16.5 / 9.9 s -> 4.9 / 4.5 / 3.9 s; the two
-whose look stops at step 600 unchanged (0.03-0.05 s); every number of the ten forecasts (these and
+``best_beyond_horizon`` 9.5 / 8.8 / 4.3 s -> 2.3 / 2.4 / 1.0 s (x3.8-4.3) for the three cases
+that follow their draws far, the warm forecast 12.7 / 11.0 / 7.0 s -> 4.7 / 4.7 / 3.4 s; the two
+whose look stops at step 600 unchanged (0.02-0.035 s); every number of the ten forecasts (these and
 the default cases) the same, max absolute difference 0.0.
 
 Every case also reports ``max_abs_difference`` beside ``max_relative_difference`` (NaN against NaN
