@@ -2325,21 +2325,29 @@ def test_a_bounded_state_space_point_forecast_is_the_mean_of_the_censored_logged
     assert np.abs(point[0] - obs.mean(axis=0)).max() < 0.01
 
 
+def _underdamped_bounded_posterior(n: int, plateau_sd: float = 0.0):
+    """A bounded (0, 1) posterior of ``n`` draws of one underdamped law (plateau 0.95, w0 0.05,
+    zeta 0.1) whose latent curve overshoots 1, its plateaus spread by ``plateau_sd``."""
+    from bayes_grpo.predict.forecast import RunPosterior
+
+    u = np.tile([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), np.log(1.0)], (n, 1))
+    u[:, 0] += plateau_sd * np.random.default_rng(0).standard_normal(n)
+    return RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
+        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
+    )  # fmt: skip
+
+
 def test_a_bounded_iid_point_forecast_is_the_mean_of_the_censored_logged_reward():
     """The i.i.d. forecast's point was each draw's latent mean curve, uncensored: an
     underdamped draw whose curve overshoots a plateau of 0.95 put the point forecast of a
     success rate above 1, while its simulated logged rewards are censored to [0, 1]. The point
     is the expected logged reward: inside the bounds and the mean of the simulated ones."""
-    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior, mean_curve
+    from bayes_grpo.predict.forecast import forecast_from_posterior, mean_curve
 
-    n = 20000
-    u = np.tile([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), np.log(1.0)], (n, 1))
-    post = RunPosterior(
-        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
-        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
-    )  # fmt: skip
+    post = _underdamped_bounded_posterior(20000)
     steps = np.arange(0.0, 150.0)
-    assert mean_curve(u[:1], steps).max() > 1.05  # the latent curve overshoots the bound
+    assert mean_curve(post.draws[:1], steps).max() > 1.05  # the latent curve overshoots the bound
     fc = forecast_from_posterior(post, steps)
     point = fc["point_forecast"].values
     assert point.max() <= 1.0
@@ -2352,17 +2360,11 @@ def test_the_mean_trajectory_of_a_bounded_forecast_stays_in_the_bounds(monkeypat
     A success rate's mean trajectory is the law censored at its bounds, and the expected gain
     after the horizon is read on those censored curves."""
     from bayes_grpo.predict import forecast as fmod
-    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior, mean_curve
+    from bayes_grpo.predict.forecast import forecast_from_posterior, mean_curve
 
-    n = 2000
-    u = np.tile([0.95, 0.0, np.log(0.05), np.log(0.1), np.log(0.1), np.log(1.0)], (n, 1))
-    u[:, 0] += 0.02 * np.random.default_rng(0).standard_normal(n)
-    post = RunPosterior(
-        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20, log_post_mode=0.0,
-        reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
-    )  # fmt: skip
+    post = _underdamped_bounded_posterior(2000, plateau_sd=0.02)
     steps = np.arange(0.0, 300.0)
-    assert mean_curve(u[:1], steps).max() > 1.5  # the latent curve overshoots the bound
+    assert mean_curve(post.draws[:1], steps).max() > 1.5  # the latent curve overshoots the bound
     fc = forecast_from_posterior(post, steps)
     assert fc["mean_mean"].max() <= 1.0 and fc["mean_hdi"].max() <= 1.0
     # the continuation past the horizon (the expected gain after it): every curve in the bounds
