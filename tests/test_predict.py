@@ -2052,3 +2052,26 @@ def test_a_saved_fit_whose_draws_are_refused_is_named_by_its_path():
         predict_run(fitted, steps=40, **setting)
     with pytest.raises(ValueError, match=r"^the mechanistic model needs \['momentum_convention'\]"):
         fitted.coefficient_draws(learning_rate=1e-3, momentum=0.9, k_ref=1)
+
+
+def test_the_mean_trajectory_predicted_from_a_fit_with_reward_bounds_stays_in_them(tmp_path, capsys):
+    """`predict models/tiny.nc --lr 0.008 --k-ref 8 ...` (a fit with reward bounds 0 1) gave a
+    mean trajectory up to 1.077 for a success rate, above its own band, which was censored at 1:
+    the underdamped draws' curves past the bound. The mean trajectory of a bounded fit is the
+    law censored at the bounds, as its band and the forecast's mean are."""
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.predict.predict import load_prediction
+
+    path = str(Path(__file__).resolve().parents[1] / "models" / "tiny.nc")
+    out_nc = tmp_path / "p.nc"
+    args = ["predict", path, "--lr", "0.008", "--momentum", "0.9", "--convention", "ema", "--k-ref", "8"]
+    args += ["--group-size", "16", "--steps", "300", "--json", "-o", str(out_nc)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the i.i.d. fit's own warning
+        assert main(args) == 0
+    capsys.readouterr()
+    ds = load_prediction(out_nc)
+    assert float(ds["mean_mean"].max()) <= 1.0
+    assert float(ds["mean_hdi"].max()) <= 1.0
