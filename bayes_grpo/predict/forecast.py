@@ -2772,7 +2772,6 @@ def forecast_from_posterior(
         else statespace.censored_mean(mean, sd, post.reward_bounds)
     )
     if post.likelihood == "state_space" and post.t.size:
-
         future = steps > post.t.max()
         if future.any():
             obs[:, future], point[:, future] = statespace.forecast_paths(
