@@ -505,6 +505,22 @@ def censor(values: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray
     return values if bounds is None else np.clip(values, float(bounds[0]), float(bounds[1]))
 
 
+def censored_mean(mean: np.ndarray, sd: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    """``E[clip(X, lo, hi)]`` of ``X ~ N(mean, sd^2)`` (elementwise; ``sd`` 0: the clipped mean):
+    ``lo Phi(a) + hi (1 - Phi(b)) + mean (Phi(b) - Phi(a)) + sd (phi(a) - phi(b))``,
+    ``a = (lo - mean) / sd``, ``b = (hi - mean) / sd``: the mean of :func:`censor` of such
+    rewards, the point forecast of a bounded reward (i.i.d. and state space)."""
+    from scipy import stats
+
+    lo, hi = (float(x) for x in bounds)
+    mean, sd = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(sd, dtype=float))
+    safe = np.where(sd > 0, sd, 1.0)
+    a, b = (lo - mean) / safe, (hi - mean) / safe
+    cdf_a, cdf_b = stats.norm.cdf(a), stats.norm.cdf(b)
+    value = lo * cdf_a + hi * (1.0 - cdf_b) + mean * (cdf_b - cdf_a) + sd * (stats.norm.pdf(a) - stats.norm.pdf(b))
+    return np.where(sd > 0, value, np.clip(mean, lo, hi))
+
+
 def _log_lik(
     u: np.ndarray, t: np.ndarray, y: np.ndarray, bounds: tuple[float, float] | None = None
 ) -> np.ndarray:
@@ -2761,17 +2777,13 @@ def forecast_from_posterior(
     policy = mean_curve(u, steps + lag) if lag > 0 else None
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
     obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
-    from bayes_grpo.predict import statespace
-
     # the point forecast is each draw's expected logged reward: with bounds the logged reward
     # is censored, so its mean is E[clip(mean + sd Z)], not the latent mean (an underdamped
     # draw's overshoot put the point of a success rate above 1)
-    point = (
-        mean.copy()
-        if post.reward_bounds is None
-        else statespace.censored_mean(mean, sd, post.reward_bounds)
-    )
+    point = mean.copy() if post.reward_bounds is None else censored_mean(mean, sd, post.reward_bounds)
     if post.likelihood == "state_space" and post.t.size:
+        from bayes_grpo.predict import statespace
+
         future = steps > post.t.max()
         if future.any():
             obs[:, future], point[:, future] = statespace.forecast_paths(

@@ -117,6 +117,16 @@ def _step_major(*arrays: np.ndarray) -> list[np.ndarray]:
     return [np.ascontiguousarray(np.broadcast_to(a, shape).T) for a in arrays]
 
 
+def _predicted_covariance(a, b, c, d, p11, p12, p22, h, q11, q12, q22):
+    """The state's covariance one step on, ``Phi P Phi^T + h Q`` (``Phi = [[a, b], [c, d]]``;
+    each argument one value per row): the filter's prediction and the forecast's propagation."""
+    return (
+        a * a * p11 + 2 * a * b * p12 + b * b * p22 + h * q11,
+        a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + h * q12,
+        c * c * p11 + 2 * c * d * p12 + d * d * p22 + h * q22,
+    )
+
+
 def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     """Log-likelihood of ``y`` at steps ``t`` for each row of ``v``, and the filtered state.
 
@@ -148,9 +158,7 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
         a, b, c, d = f11[i], f12[i], f21[i], f22[i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
         hi_ = h[i]
-        n11 = a * a * p11 + 2 * a * b * p12 + b * b * p22 + hi_ * q11[i]
-        n12 = a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hi_ * q12[i]
-        n22 = c * c * p11 + 2 * c * d * p12 + d * d * p22 + hi_ * q22[i]
+        n11, n12, n22 = _predicted_covariance(a, b, c, d, p11, p12, p22, hi_, q11[i], q12[i], q22[i])
         s = np.maximum(n11 + hi_ * r2, 1e-300)
         k1, k2 = n11 / s, n12 / s
         if low[i] or high[i]:
@@ -176,21 +184,6 @@ def log_lik(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None) -> np.ndar
     return kalman_filter(v, t, y, bounds)[0]
 
 
-def censored_mean(mean: np.ndarray, sd: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
-    """``E[clip(X, lo, hi)]`` of ``X ~ N(mean, sd^2)`` (elementwise; ``sd`` 0: the clipped mean):
-    ``lo Phi(a) + hi (1 - Phi(b)) + mean (Phi(b) - Phi(a)) + sd (phi(a) - phi(b))``,
-    ``a = (lo - mean) / sd``, ``b = (hi - mean) / sd``."""
-    from scipy import stats
-
-    lo, hi = (float(x) for x in bounds)
-    mean, sd = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(sd, dtype=float))
-    safe = np.where(sd > 0, sd, 1.0)
-    a, b = (lo - mean) / safe, (hi - mean) / safe
-    cdf_a, cdf_b = stats.norm.cdf(a), stats.norm.cdf(b)
-    value = lo * cdf_a + hi * (1.0 - cdf_b) + mean * (cdf_b - cdf_a) + sd * (stats.norm.pdf(a) - stats.norm.pdf(b))
-    return np.where(sd > 0, value, np.clip(mean, lo, hi))
-
-
 def forecast_paths(
     v: np.ndarray,
     t: np.ndarray,
@@ -204,12 +197,12 @@ def forecast_paths(
     Returns ``(obs (n, k), point (n, k))``: one sampled path per row (filtered state drawn,
     SDE propagated exactly, measurement noise added) and the row's conditional mean of the
     logged reward: ``p* + E[e(t) | prefix]``, and with ``bounds`` the mean of the censored
-    reward (:func:`censored_mean` of that mean and the conditional variance of the state plus
+    reward (:func:`~bayes_grpo.predict.forecast.censored_mean` of that mean and the conditional variance of the state plus
     the measurement's), as ``obs`` is censored: the latent mean alone, beyond a bound, put the
     point forecast of a success rate at 1.37 (``g16_p8_lr0.001_k1_adamw_s0`` of ``data/tiny``
     from step 150 with the run-based prior).
     """
-    from bayes_grpo.predict.forecast import censor
+    from bayes_grpo.predict.forecast import censor, censored_mean
 
     v = np.atleast_2d(v)
     plateau, _, w0, zeta, var_p, r2 = _unpack(v)
@@ -242,11 +235,7 @@ def forecast_paths(
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
         s1, s2 = a * s1 + b * s2 + c11 * z1, c * s1 + d * s2 + c21 * z1 + c22 * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        p11, p12, p22 = (
-            a * a * p11 + 2 * a * b * p12 + b * b * p22 + hk * q11[k],
-            a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + hk * q12[k],
-            c * c * p11 + 2 * c * d * p12 + d * d * p22 + hk * q22[k],
-        )
+        p11, p12, p22 = _predicted_covariance(a, b, c, d, p11, p12, p22, hk, q11[k], q12[k], q22[k])
         obs[k] = censor(plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n), bounds)
         point[k] = (
             plateau + m1
