@@ -2359,7 +2359,7 @@ def test_the_mean_trajectory_of_a_bounded_forecast_stays_in_the_bounds(monkeypat
     (interval 1.09-1.70): the latent curve of an underdamped draw swinging between 0.9 and 1.7.
     A success rate's mean trajectory is the law censored at its bounds, and the expected gain
     after the horizon is read on those censored curves."""
-    from bayes_grpo.predict import forecast as fmod
+    from bayes_grpo.predict import summary
     from bayes_grpo.predict.forecast import forecast_from_posterior, mean_curve
 
     post = _underdamped_bounded_posterior(2000, plateau_sd=0.02)
@@ -2367,17 +2367,17 @@ def test_the_mean_trajectory_of_a_bounded_forecast_stays_in_the_bounds(monkeypat
     assert mean_curve(post.draws[:1], steps).max() > 1.5  # the latent curve overshoots the bound
     fc = forecast_from_posterior(post, steps)
     assert fc["mean_mean"].max() <= 1.0 and fc["mean_hdi"].max() <= 1.0
-    # the continuation past the horizon (the expected gain after it): every curve in the bounds
+    # the look past the horizon (the expected gain after it): every curve it reads in the bounds
     seen = []
-    original = fmod.summarise_draws
+    original = summary.best_beyond_horizon
 
-    def summarise(*args, continuation, **kwargs):
+    def look(continuation, *args, **kwargs):
         def looked(later):
             seen.append(continuation(later))
             return seen[-1]
 
-        return original(*args, continuation=looked, **kwargs)
+        return original(looked, *args, **kwargs)
 
-    monkeypatch.setattr(fmod, "summarise_draws", summarise)
+    monkeypatch.setattr(summary, "best_beyond_horizon", look)
     forecast_from_posterior(post, steps)
     assert seen and all(np.nanmax(m) <= 1.0 and np.nanmin(m) >= 0.0 for m in seen)

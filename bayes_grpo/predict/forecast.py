@@ -2813,19 +2813,11 @@ def forecast_from_posterior(
         "milestones_of": milestones_of(lag),
     }
     all_attrs.update(attrs or {})
-    # the mean trajectory of a reward in bounds stays in them: an underdamped draw's latent curve
-    # past a success rate's 1 read "final mean reward 1.36" and an expected gain of 0.64 after
-    # the horizon "where the run still swings" (the latent swing between 0.9 and 1.7), for a run
-    # logged at 0.98 (g16_p8_lr0.001_k1_adamw_s0 of data/tiny from step 150, bounds 0 1); the
-    # logged rewards (obs) and the point above are from the latent curve, as the likelihood
-    def bounded(values: np.ndarray) -> np.ndarray:
-        return censor(values, post.reward_bounds)
-
     # past the horizon the policy's look asks the logged reward's steps again, lag steps on
     curve = kept_curve(u) if policy is not None else (lambda later: mean_curve(u, later))
     return summarise_draws(
         steps,
-        bounded(mean),
+        mean,
         obs,
         plateau=u[:, 0],
         initial_reward=u[:, 1],
@@ -2836,12 +2828,15 @@ def forecast_from_posterior(
         parameters=params,
         attrs=all_attrs,
         point_draws=point,
-        policy_draws=None if policy is None else bounded(policy),
+        policy_draws=policy,
         no_stop_reason=post.no_stop_reason,
         # the expected remaining gain follows the draws' curves past the horizon until they
         # settle, so the stop step does not move with the horizon
-        continuation=lambda later: bounded(curve(later)),
-        policy_continuation=None if policy is None else (lambda later: bounded(curve(later + lag))),
+        continuation=curve,
+        policy_continuation=None if policy is None else (lambda later: curve(later + lag)),
+        # the mean trajectory of a reward in bounds stays in them (obs and the point above are
+        # from the latent curve, as the likelihood)
+        mean_bounds=post.reward_bounds,
     )
 
 

@@ -1132,22 +1132,9 @@ def predict_from_draws(
             off = np.abs(traj["mean"] - traj["plateau"][:, None])
         swinging = diverging & np.all(np.isfinite(off) & (off <= 1.0), axis=1)
     continued: dict[str, Any] = {}
-    # the mean trajectory of a fit with reward bounds stays in them, as its band and the forecast's
-    # do: an underdamped draw's curve past a success rate's 1 put models/tiny.nc's mean at 1.077
-    # (lr 0.008, k_ref 8) above its own band's upper end, 1
-    from bayes_grpo.predict.forecast import censor
-
-    bounds = None if normalised else draws.attrs.get("reward_bounds")
-
-    def bounded(values: np.ndarray) -> np.ndarray:
-        return censor(values, bounds)
-
-    def bounded_continuation(continuation: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-        return lambda later: bounded(continuation(later))
-
     ds = summarise_draws(
         grid,
-        bounded(traj["mean"]),
+        traj["mean"],
         traj["obs"],
         plateau=traj["plateau"],
         initial_reward=traj["initial_reward"],
@@ -1160,19 +1147,21 @@ def predict_from_draws(
         band_draws=traj["band"],
         diverging=diverging,
         swinging=swinging,
-        policy_draws=None if policy is None else bounded(policy),
+        policy_draws=policy,
         # the expected remaining gain follows the draws past the horizon until they settle: it
         # counted only up to the horizon, so a lightly damped setting's stop step moved with it
         # (`predict models/bandit.nc --k-ref 16`: 198 at --steps 200, 344 at --steps 400)
         # (resumed from the errors simulated so far, shared by the two, diverging draws skipped)
-        continuation=bounded_continuation(continued_trajectories(
+        continuation=continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=observation_lag,
             lr_multipliers=lr_multipliers, skip=diverging, shared=continued, clip_range=clip_range,
-        )),
-        policy_continuation=None if policy is None else bounded_continuation(continued_trajectories(
+        ),
+        policy_continuation=None if policy is None else continued_trajectories(
             traj, law=used, momentum=momentum, k_ref=k_ref, observation_lag=0, lr_multipliers=lr_multipliers,
             skip=diverging, shared=continued, clip_range=clip_range,
-        )),
+        ),
+        # a fit with reward bounds: its mean trajectory stays in them, as its band does
+        mean_bounds=None if normalised else draws.attrs.get("reward_bounds"),
     )  # fmt: skip
     note = schedule_beyond_note(lr_multipliers, grid, ds)
     notes = [n for n in (clip_note, note) if n]
