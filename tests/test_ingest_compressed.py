@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,12 @@ from bayes_grpo.runset.loaders import (
 N = 12
 REWARD = [round(0.1 + 0.05 * i, 4) for i in range(N)]
 TINY_RUN = Path(__file__).resolve().parents[1] / "data" / "tiny" / "g4_p8_lr0.001_k1_adamw_s0"
-COMPRESS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+COMPRESS = {
+    ".gz": gzip.compress,
+    ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+    ".lzma": partial(lzma.compress, format=lzma.FORMAT_ALONE),  # LZMA Utils' legacy format
+}
 
 
 def _console_lines():
@@ -214,6 +220,57 @@ def test_a_corrupt_or_truncated_compressed_log_is_a_rejected_source_naming_the_f
             load_runs([path], on_error="raise")
 
 
+@pytest.mark.parametrize("kind", ["trainer_state", "csv"])
+def test_a_legacy_lzma_log_ingests_to_the_run_set_of_the_plain_log(tmp_path, kind):
+    # a .lzma log (LZMA Utils' format, FORMAT_ALONE) was refused, "decompress it first (unlzma
+    # -k ...)", though the standard library's lzma module reads it
+    plain_log = _write_log(tmp_path / "plain" / "run_a", kind)
+    packed_log = tmp_path / "packed" / "run_a" / (plain_log.name + ".lzma")
+    shutil.copytree(plain_log.parent, packed_log.parent)
+    packed_log.with_suffix("").unlink()
+    packed_log.write_bytes(lzma.compress(plain_log.read_bytes(), format=lzma.FORMAT_ALONE))
+    assert packed_log.read_bytes()[:1] == b"\x5d"  # the legacy header, not xz's \xfd7zXZ
+    for given in ("folder", "file"):
+        plain = load_runs([plain_log.parent.parent if given == "folder" else plain_log])
+        packed = load_runs([packed_log.parent.parent if given == "folder" else packed_log])
+        assert rejected_runs(packed) == {} and list(packed.run.values) == list(plain.run.values)
+        xr.testing.assert_equal(packed.drop_vars("source"), plain.drop_vars("source"))
+        assert str(packed.source.values[0]).endswith(f":{packed_log}")
+    # one cut short is a rejected source naming the file, as a .xz one is
+    packed_log.write_bytes(_cut(packed_log.read_bytes()))
+    with pytest.raises(RunSetError) as err:
+        load_runs([packed_log], on_error="raise")
+    assert f"{packed_log}: not a readable lzma file, corrupt or cut short (" in str(err.value)
+
+
+@pytest.mark.skipif(
+    any(shutil.which(c) is None for c in ("bash", "lzcat")), reason="no bash, lzcat"
+)
+def test_the_join_command_of_rotated_lzma_pieces_decompresses_them_with_lzcat(tmp_path):
+    # a .lzma piece is read here, so it is a piece of its log: the join command needs a command
+    # that writes its text (lzcat), as zcat does a .gz piece's
+    run = tmp_path / "runs" / "run_a"
+    run.mkdir(parents=True)
+    (run / "train.log.2.lzma").write_bytes(COMPRESS[".lzma"](_dicts(range(1, N + 1)).encode()))
+    (run / "train.log.1").write_text(_dicts(range(N + 1, 2 * N + 1)))
+    (run / "train.log").write_text(_dicts(range(2 * N + 1, 3 * N + 1)))
+    with pytest.warns(UserWarning, match="2 runs not ingested"):
+        ds = load_runs([tmp_path / "runs"])
+    reason = rejected_runs(ds)[str(run / "train.log.2.lzma")]["reason"]
+    q = shlex.quote
+    joined = run / "train.joined.log"
+    join = (
+        f"{{ lzcat {q(str(run / 'train.log.2.lzma'))}; cat {q(str(run / 'train.log.1'))} "
+        f"{q(str(run / 'train.log'))}; }} > {q(str(joined))}"
+    )
+    assert f"into one log, {join}, and ingest that file" in reason, reason
+    subprocess.run(["bash", "-c", join], check=True)
+    np.testing.assert_allclose(
+        load_runs([joined]).reward.isel(run=0).dropna("step"),
+        [0.01 * s for s in range(1, 3 * N + 1)],
+    )
+
+
 def test_a_log_beside_its_compressed_copy_are_both_read_as_one_training_read_twice(tmp_path):
     # the folder's log.csv.gz was a rejected source beside the log.csv it copies; read, the two
     # are told apart by their file names and named in each other's warnings
@@ -245,6 +302,11 @@ def test_a_log_beside_its_compressed_copy_are_both_read_as_one_training_read_twi
             ),
         ),
         ("events.out.tfevents.1700000000.host.1.0.gz", "TensorBoard event file (.gz)", "gunzip -k"),
+        (
+            "events.out.tfevents.1700000000.host.1.0.lzma",
+            "TensorBoard event file (.lzma)",
+            "unlzma -k",
+        ),
     ],
 )
 def test_a_compressed_log_not_read_here_is_a_rejected_source_saying_how_to_read_it(
@@ -1132,7 +1194,9 @@ def test_a_corrupt_compressed_rotated_piece_is_a_rejected_source_naming_it(tmp_p
     )
 
 
-READ_HERE = "gzip (.gz), bzip2 (.bz2), xz (.xz) or zstd (.zst, with the zstandard module)"
+READ_HERE = (
+    "gzip (.gz), bzip2 (.bz2), xz (.xz), lzma (.lzma) or zstd (.zst, with the zstandard module)"
+)
 
 
 @pytest.mark.parametrize(
@@ -1143,7 +1207,6 @@ READ_HERE = "gzip (.gz), bzip2 (.bz2), xz (.xz) or zstd (.zst, with the zstandar
         ("metrics.csv.lz4", "a log compressed with lz4 (.lz4)", "lz4 -dm"),
         ("metrics.jsonl.br", "a log compressed with brotli (.br)", "brotli -d"),
         ("train.log.Z", "a log compressed with compress (.Z)", "gzip -dk"),
-        ("history.json.lzma", "a log compressed with lzma (.lzma)", "unlzma -k"),
         ("train.err.lz", "a log compressed with lzip (.lz)", "lzip -dk"),
         ("metrics.tsv.lzo", "a log compressed with lzop (.lzo)", "lzop -d"),
         ("metrics.ndjson.sz", "a log compressed with snappy (.sz)", "snzip -dk"),
@@ -1192,7 +1255,7 @@ def test_a_log_compressed_by_a_program_not_read_here_is_named_with_the_command_t
 
 @pytest.mark.parametrize(
     "name",
-    ["image.png.lz4", "model.safetensors.br", "weights.bin.Z", "notes.md.lzma", "data.lz4"],
+    ["image.png.lz4", "model.safetensors.br", "weights.bin.Z", "notes.md.lzo", "data.lz4"],
 )
 def test_a_file_compressed_by_a_program_not_read_here_whose_name_is_no_logs_is_not_named(
     tmp_path, name
@@ -1226,19 +1289,11 @@ def test_a_config_compressed_by_a_program_not_read_here_is_named_in_the_runs_war
     )
 
 
-@pytest.mark.parametrize("suffix", [".lz4", ".lzma"])
-def test_the_command_that_decompresses_a_log_not_read_here_gives_the_log_it_names(
-    tmp_path, suffix
-):
-    tool = {".lz4": "lz4", ".lzma": "unlzma"}[suffix]
-    if shutil.which("bash") is None or shutil.which(tool) is None:
-        pytest.skip(f"no bash or {tool}")
+@pytest.mark.skipif(any(shutil.which(c) is None for c in ("bash", "lz4")), reason="no bash, lz4")
+def test_the_command_that_decompresses_a_log_not_read_here_gives_the_log_it_names(tmp_path):
     plain = _write_log(tmp_path / "run's logs", "jsonl")
-    packed = plain.with_name(plain.name + suffix)
-    if suffix == ".lzma":
-        packed.write_bytes(lzma.compress(plain.read_bytes(), format=lzma.FORMAT_ALONE))
-    else:
-        subprocess.run(["lz4", "-q", str(plain), str(packed)], check=True, capture_output=True)
+    packed = plain.with_name(plain.name + ".lz4")
+    subprocess.run(["lz4", "-q", str(plain), str(packed)], check=True, capture_output=True)
     plain.unlink()
     with pytest.raises(RunSetError) as err:
         load_runs([packed])

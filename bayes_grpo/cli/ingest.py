@@ -108,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="log files (also compressed: .gz, .bz2, .xz; .zst with the zstandard module) or folders to read, or one run set "
+        help="log files (also compressed: .gz, .bz2, .xz, .lzma; .zst with the zstandard module) or folders to read, or one run set "
         "saved by ingest (.nc: re-read as it is, e.g. to re-time it with --lr-clock)",
     )
     parser.add_argument(

@@ -14,8 +14,8 @@ sidecar configs           ``bayes_grpo_run.json``, ``training_args.*``,  :mod:`.
                           ``config.json`` ...
 ========================  =============================================  ===========================
 
-A text log may be compressed (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.bz2``; zstd's
-``.zst`` where the ``zstandard`` module is installed): every loader opens a log through
+A text log may be compressed (``log.csv.gz``, ``train.log.xz``, ``trainer_state.json.bz2``,
+``metrics.jsonl.lzma``; zstd's ``.zst`` where the ``zstandard`` module is installed): every loader opens a log through
 :func:`~bayes_grpo.runset.loaders._base.open_log`, which decompresses it as it reads, and its
 format is told by the name inside (:func:`~bayes_grpo.runset.loaders._base.log_name`) and the
 decompressed text. The rotated pieces of a log (``train.log.1``, ``train.log.2.gz``,
@@ -225,6 +225,7 @@ _CAT_COMMANDS: dict[str | None, str] = {
     ".gz": "zcat",
     ".bz2": "bzcat",
     ".xz": "xzcat",
+    ".lzma": "lzcat",
     ".zst": "zstdcat",
 }
 

@@ -31,22 +31,39 @@ TEXT_ENCODING = "utf-8-sig"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-#: The command that decompresses a file of each compression suffix (gzip, bzip2, xz, zstd).
+#: The command that decompresses a file of each compression suffix (gzip, bzip2, xz, the legacy
+#: ``.lzma`` of LZMA Utils, zstd).
 DECOMPRESS_COMMANDS: dict[str, str] = {
     ".gz": "gunzip -k",
     ".bz2": "bunzip2 -k",
     ".xz": "unxz -k",
+    ".lzma": "unlzma -k",
     ".zst": "unzstd",
 }
 #: What each compression suffix is, for messages.
-_ARCHIVE_KINDS: dict[str, str] = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
-#: The compressed logs read as the log they hold (``log.csv.gz`` is a CSV log): gzip, bzip2 and xz
-#: with the standard library, zstd where the ``zstandard`` module is installed. A compressed log
-#: was not read at all ("decompress it first"); archived runs are often kept so.
-DECOMPRESSORS: dict[str, Callable[..., IO]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_ARCHIVE_KINDS: dict[str, str] = {
+    ".gz": "gzip",
+    ".bz2": "bzip2",
+    ".xz": "xz",
+    ".lzma": "lzma",
+    ".zst": "zstd",
+}
+#: The compressed logs read as the log they hold (``log.csv.gz`` is a CSV log): gzip, bzip2, xz
+#: and the legacy ``.lzma`` of LZMA Utils with the standard library (:func:`lzma.open` reads
+#: either format by its header, ``FORMAT_AUTO``), zstd where the ``zstandard`` module is
+#: installed. A compressed log was not read at all ("decompress it first"); archived runs are
+#: often kept so. A ``.lzma`` log was refused with ``unlzma -k`` though the standard library
+#: reads it.
+DECOMPRESSORS: dict[str, Callable[..., IO]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+    ".lzma": lzma.open,
+}
 #: What reading a corrupt or truncated compressed file raises besides :class:`OSError` (gzip's
-#: ``BadGzipFile``, bzip2's "Invalid data stream"): a gzip or bzip2 file cut short ("Compressed
-#: file ended before the end-of-stream marker was reached"), a damaged deflate stream, xz's own.
+#: ``BadGzipFile``, bzip2's "Invalid data stream"): a gzip, bzip2 or lzma file cut short
+#: ("Compressed file ended before the end-of-stream marker was reached"), a damaged deflate
+#: stream, xz's and lzma's own.
 ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, lzma.LZMAError)
 try:  # zstd has no standard-library module before Python 3.14
     import zstandard
@@ -87,17 +104,16 @@ def not_decompressed(path: str | Path) -> str | None:
 
 #: Compressions this package does not read, by the suffix their programs give a file (lower case:
 #: ``.Z`` of ``compress`` too), with the program and the command that decompresses the file and
-#: keeps it: lz4, brotli, lzip, lzop, snappy's framing (snzip), the legacy ``.lzma`` of LZMA Utils,
-#: ``compress`` / ``pack`` (``.Z`` / ``.z``, which ``gzip -d`` reads). A log so compressed
-#: (``trainer_state.json.lz4``, ``metrics.jsonl.br``) was left out without a word, "no log of a
-#: known format found here" where it was all a folder held: :func:`unread_compression`.
+#: keeps it: lz4, brotli, lzip, lzop, snappy's framing (snzip), ``compress`` / ``pack`` (``.Z`` /
+#: ``.z``, which ``gzip -d`` reads). A log so compressed (``trainer_state.json.lz4``,
+#: ``metrics.jsonl.br``) was left out without a word, "no log of a known format found here"
+#: where it was all a folder held: :func:`unread_compression`.
 UNREAD_COMPRESSIONS: dict[str, tuple[str, str]] = {
     ".lz4": ("lz4", "lz4 -dm"),  # -m: to the file, not stdout, where stdout is no terminal
     ".br": ("brotli", "brotli -d"),
     ".lz": ("lzip", "lzip -dk"),
     ".lzo": ("lzop", "lzop -d"),
     ".sz": ("snappy", "snzip -dk"),
-    ".lzma": ("lzma", "unlzma -k"),
     ".z": ("compress", "gzip -dk"),
 }
 
@@ -110,8 +126,8 @@ def unread_compression(path: str | Path) -> str | None:
 
 
 def read_compressions_text() -> str:
-    """The compressions a log is read in, for messages: "gzip (.gz), bzip2 (.bz2), xz (.xz) or
-    zstd (.zst, with the zstandard module)" (:data:`DECOMPRESS_COMMANDS`, :data:`DECOMPRESS_MODULES`)."""
+    """The compressions a log is read in, for messages: "gzip (.gz), bzip2 (.bz2), xz (.xz),
+    lzma (.lzma) or zstd (.zst, with the zstandard module)" (:data:`DECOMPRESS_COMMANDS`, :data:`DECOMPRESS_MODULES`)."""
     kinds = [
         f"{_ARCHIVE_KINDS[s]} ({s}{f', with the {DECOMPRESS_MODULES[s]} module' if s in DECOMPRESS_MODULES else ''})"
         for s in DECOMPRESS_COMMANDS
