@@ -212,11 +212,13 @@ def _stubbed_demo_report(tmp_path, monkeypatch, fit_warnings=(), argv=None, inva
     monkeypatch.setattr(build, "ppc_results", lambda *a, **k: [CheckResult("ppc_trajectory_bands", True, "stub ppc")])
     written: dict = {}
 
-    def write_report(path, *, verdicts=None, **kw):
+    def write_report(path, *, verdicts=None, runset_notes=None, **kw):
         written.update(kw)
+        results = {k: v for k, v in kw.items() if k not in ("title", "subtitle", "overwrite")}
         if verdicts is not None:  # as write_report fills them
-            results = {k: v for k, v in kw.items() if k not in ("title", "subtitle", "overwrite")}
             verdicts.extend(build.section_verdicts(build.build_sections(**results)))
+        if runset_notes is not None:
+            runset_notes.update(build.overview_notes(build.build_sections(**results)))
         return Path(path)
 
     monkeypatch.setattr(build, "write_report", write_report)
@@ -280,6 +282,8 @@ def test_demo_json_gives_the_fits_warnings_and_the_sections_verdicts_as_report_j
     assert out["posterior_warnings"] == [note]
     keys = [section["key"] for section in out["sections"]]
     assert keys == list(SECTION_KEYS), keys
+    # and the overview's warnings on the run set, as report --json gives them (none here)
+    assert out["runset_notes"] == {"evaluation_reward": None, "ingest": [], "rejected": [], "runs": {}}
     assert {"report", "runs", "posterior", "fitted_runs", "excluded_runs", "timings_s", "headline"} <= set(out)
 
 

@@ -982,7 +982,7 @@ def test_the_report_shows_the_warnings_of_loading_the_fit_that_the_other_verbs_c
     with pytest.warns(UserWarning, match="too confident"):  # still warned, as before
         build.report_from_posterior(posterior, tmp_path / "r.html", diagnose=False, stability=False)
     assert written["posterior_warnings"] == [note]
-    kw = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite", "verdicts")}
+    kw = {k: v for k, v in written.items() if k not in ("title", "subtitle", "overwrite", "verdicts", "runset_notes")}
     html = render_html(build_sections(**kw))
     overview = html.split('data-section="overview"')[1].split("</section>")[0]
     assert f'<p class="warning">Warning of the saved fit: {note}</p>' in overview
@@ -1756,6 +1756,58 @@ def test_notes_that_do_not_name_their_runs_log_are_shown_whole_without_a_log_col
     html = render_html([overview_section(runs, fitted=False)])
     assert "What building the run set said of each run: read" in html
     assert "kept as NaN" in html.split("Notes on each run", 1)[1]
+
+
+def test_report_json_gives_the_overviews_warnings_on_the_run_set_as_the_html_shows_them(tmp_path, monkeypatch, capsys):
+    # `report fit.nc --json` printed the path, the fit's warnings and the sections' verdicts: none
+    # of the overview's warnings (a run's reward read from an evaluation metric, the ingest's
+    # notes on each run and on the run set, the sources not ingested), which only the HTML showed
+    import json
+
+    import bayes_grpo.model as model_pkg
+    import bayes_grpo.report.build as build
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import runset_warnings
+    from bayes_grpo.runset.ingest import ingest_notes
+
+    real_write_report = build.write_report
+    runs = _ingested_runs_with_notes_on_each(tmp_path)
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    _stub_report_stages(monkeypatch)
+    monkeypatch.setattr(build, "write_report", real_write_report)
+    model_pkg.GRPODynamicsModel.load(posterior).runset = runs  # the fit of these runs
+    html_path = tmp_path / "r.html"
+    argv = ["report", str(posterior), "-o", str(html_path), "--no-diagnose", "--no-stability", "--no-ppc", "--json"]
+    assert main(argv) == 0
+    notes = json.loads(capsys.readouterr().out)["runset_notes"]
+    logs = tmp_path / "logs"
+    held_out = str(logs / "held_out.csv")
+    assert notes["runs"]["held_out"] == {
+        "log": held_out,
+        "notes": [n.removeprefix(f"{held_out}: ") for n in runset_warnings(runs)["held_out"]],
+    }
+    assert any("using the evaluation metric 'eval/reward'" in n for n in notes["runs"]["held_out"]["notes"]), notes
+    assert sorted(notes["runs"]) == ["held_out", "scheduled"] and len(notes["runs"]["scheduled"]["notes"]) == 2
+    assert notes["evaluation_reward"].startswith("Reward from an evaluation metric: the log of 1 run has no training reward")
+    assert notes["ingest"] == ingest_notes(runs) and len(notes["ingest"]) == 1 and notes["rejected"] == []
+    # the same as the HTML written shows them: its table of notes on each run, its warnings
+    html = html_path.read_text()
+    shown = [note for *_, note in _notes_shown(html)]
+    assert shown == [n for run in notes["runs"].values() for n in run["notes"]], shown
+    for warning in [notes["evaluation_reward"], *(f"Note of the ingest: {n}" for n in notes["ingest"])]:
+        assert warning.replace("'", "&#39;") in html
+    # the sources not ingested, from the Python API; a report without a run set gives empty notes
+    (tmp_path / "other").mkdir()
+    of_unknown_g = _ingested_runs_of_unknown_g(tmp_path / "other")
+    received: dict = {}
+    write_report(tmp_path / "w.html", runset=of_unknown_g, runset_notes=received)
+    assert len(received["rejected"]) == 2 and any("later_g4.csv.lz4" in r for r in received["rejected"]), received
+    assert received["runs"] == {} and received["evaluation_reward"] is None
+    received = {}
+    write_report(tmp_path / "none.html", runset_notes=received)
+    assert received == {"evaluation_reward": None, "ingest": [], "rejected": [], "runs": {}}
+    plt.close("all")
 
 
 def test_the_report_of_a_saved_fit_shows_the_notes_the_ingest_made_on_its_runs(tmp_path, monkeypatch):

@@ -31,7 +31,8 @@ def register(subparsers) -> None:
             "--no-diagnose / --no-stability), and, as asked, G-invariance Bayes factors "
             "(--invariance), the law comparison (--compare) and saved predictions (--prediction). Sections whose "
             "inputs are absent say so. --json prints the report's path, the saved fit's warnings "
-            "(posterior_warnings) and each section's verdicts (sections: per check its verdict and summary, "
+            "(posterior_warnings), the overview's warnings on the run set (runset_notes: evaluation_reward, "
+            "ingest, rejected, runs) and each section's verdicts (sections: per check its verdict and summary, "
             "as the HTML shows them)."
         ),
         formatter_class=DefaultsHelpFormatter,
@@ -62,8 +63,8 @@ def register(subparsers) -> None:
             "Ingest the shipped example runs (real TRL runs of a tiny model in data/tiny), diagnose them, fit "
             "the hierarchical model to the healthy ones, test G-invariance, draw the stability phase diagram, "
             "predict one new setting, and write OUT/report.html (with runs.nc, posterior.nc, phase.png, prediction.nc). "
-            "--json prints, as `report --json` does, the report's path, the fit's warnings (posterior_warnings) and "
-            "each section's verdicts (sections), with the demo's files (runs, posterior, phase, prediction), fitted and excluded runs, timings and headline; "
+            "--json prints, as `report --json` does, the report's path, the fit's warnings (posterior_warnings), "
+            "the overview's warnings on the run set (runset_notes) and each section's verdicts (sections), with the demo's files (runs, posterior, phase, prediction), fitted and excluded runs, timings and headline; "
             "the progress lines go to stderr."
         ),
         formatter_class=DefaultsHelpFormatter,
@@ -96,6 +97,7 @@ def _report(args: argparse.Namespace) -> int:
         runset = load_runset(args.runs)
     load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
     verdicts: list[dict] = []  # what each section concludes, as the HTML shows it
+    runset_notes: dict = {}  # what the overview warns of the run set, as the HTML shows it
     # the sampled stages: PyMC's progress messages not under --json (no PyMC import without them)
     with sampler_messages(not (args.json and (args.invariance or args.compare))):
         path = report_from_posterior(
@@ -116,12 +118,22 @@ def _report(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             posterior_warnings=load_notes,
             verdicts=verdicts,
+            runset_notes=runset_notes,
         )
     if args.json:
         # as `predict` / `stability` / `phase-diagram --json` give them: they were on stderr only;
         # and the report's verdicts (it printed the path alone: the HTML had to be opened to
         # learn that the fit failed to converge or a run was flagged)
-        print_json({"report": str(path), "posterior_warnings": load_notes, "sections": verdicts})
+        # and the overview's warnings on the run set (the ingest's notes, the sources not
+        # ingested, each run's notes, a reward read from an evaluation metric): HTML only before
+        print_json(
+            {
+                "report": str(path),
+                "posterior_warnings": load_notes,
+                "runset_notes": runset_notes,
+                "sections": verdicts,
+            }
+        )
     else:
         print(f"wrote {path}")
     return 0
@@ -145,6 +157,7 @@ def _demo(args: argparse.Namespace) -> int:
                 # as `report --json` gives them for a saved fit: the fit's warnings and each
                 # section's verdicts (the demo printed the paths, runs and headline only)
                 "posterior_warnings": result.posterior_warnings,
+                "runset_notes": result.runset_notes,
                 "sections": result.sections,
                 "runs": str(result.runs_file),
                 "posterior": str(result.posterior_file),

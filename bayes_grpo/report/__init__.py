@@ -3,9 +3,10 @@
 from bayes_grpo.report.build import (
     SECTION_KEYS,
     build_sections,
+    overview_notes,
     render_html,
     section_verdicts,
     write_report,
 )
 
-__all__ = ["SECTION_KEYS", "build_sections", "render_html", "section_verdicts", "write_report"]
+__all__ = ["SECTION_KEYS", "build_sections", "overview_notes", "render_html", "section_verdicts", "write_report"]

@@ -27,6 +27,7 @@ from bayes_grpo.report.sections import (
     checks_section,
     iter_results,
     overview_section,
+    run_set_notes,
 )
 
 #: Section keys in report order.
@@ -340,6 +341,17 @@ def section_verdicts(sections: Sequence[Section]) -> list[dict[str, Any]]:
     return out
 
 
+def overview_notes(sections: Sequence[Section]) -> dict[str, Any]:
+    """What the report's overview warns of its run set, as data
+    (:func:`bayes_grpo.report.sections.run_set_notes`: ``evaluation_reward``, ``ingest``,
+    ``rejected``, ``runs``), the dict its warnings and table of notes on each run were rendered
+    from; its empty form for a report without a run set. ``report --json`` prints it as
+    ``runset_notes``."""
+    overview = next((s for s in sections if s.key == "overview"), None)
+    notes = overview.runset_notes if overview is not None else {}
+    return dict(notes) if notes else run_set_notes(None)
+
+
 def write_report(
     path: str | os.PathLike,
     *,
@@ -347,17 +359,21 @@ def write_report(
     subtitle: str = "",
     overwrite: bool = False,
     verdicts: list[dict[str, Any]] | None = None,
+    runset_notes: dict[str, Any] | None = None,
     **results: Any,
 ) -> Path:
     """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically.
 
     An existing ``path`` is replaced only with ``overwrite`` (``FileExistsError`` otherwise).
-    ``verdicts``, a list, receives :func:`section_verdicts` of the sections written.
+    ``verdicts``, a list, receives :func:`section_verdicts` of the sections written;
+    ``runset_notes``, a dict, :func:`overview_notes` of them.
     """
     sections = build_sections(**results)
     written = write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle), overwrite=overwrite)
     if verdicts is not None:
         verdicts.extend(section_verdicts(sections))
+    if runset_notes is not None:
+        runset_notes.update(overview_notes(sections))
     return written
 
 
@@ -392,6 +408,7 @@ def report_from_posterior(
     overwrite: bool = False,
     posterior_warnings: list[str] | None = None,
     verdicts: list[dict[str, Any]] | None = None,
+    runset_notes: dict[str, Any] | None = None,
 ) -> Path:
     """Write the report of a saved posterior, running the cheap stages on the way.
 
@@ -425,6 +442,10 @@ def report_from_posterior(
     verdicts
         A list that receives what each section concludes (:func:`section_verdicts`), which
         ``report --json`` gives as ``sections``.
+    runset_notes
+        A dict that receives what the overview warns of the run set (:func:`overview_notes`:
+        the runs whose reward is an evaluation metric, the ingest's notes, the sources not
+        ingested, the notes on each run), which ``report --json`` gives as ``runset_notes``.
     """
     from bayes_grpo.model.core import as_fitted_model
     from bayes_grpo.predict.predict import load_prediction
@@ -519,5 +540,6 @@ def report_from_posterior(
         subtitle=str(posterior),
         overwrite=overwrite,
         verdicts=verdicts,
+        runset_notes=runset_notes,
         **results,
     )

@@ -93,6 +93,9 @@ class DemoResult:
     #: The phase diagram's PNG (None when it drew no figure) and the saved prediction.
     phase_file: Path | None = None
     prediction_file: Path | None = None
+    #: What the report's overview warns of the run set (:func:`bayes_grpo.report.overview_notes`):
+    #: ``report --json``'s ``runset_notes``.
+    runset_notes: dict[str, Any] = field(default_factory=dict)
 
 
 def default_data_dir() -> Path:
@@ -345,6 +348,7 @@ def run_demo(
     # what `report posterior.nc` shows at the top of the same fit (an i.i.d. fit too confident)
     fit_warnings = fitted_model_warnings(model, posterior_file)
     verdicts: list[dict[str, Any]] = []
+    runset_notes: dict[str, Any] = {}
     report = write_report(
         out / REPORT_FILE,
         title="bayes_grpo demo: tiny-model TRL runs",
@@ -366,6 +370,7 @@ def run_demo(
         },
         overwrite=overwrite,
         verdicts=verdicts,
+        runset_notes=runset_notes,
     )
     stage("report")
     progress(f"      {report}  (total {sum(timings.values()):.0f} s)")
@@ -378,7 +383,7 @@ def run_demo(
     }
     return DemoResult(
         out, report, runs_file, posterior_file, fit_ids, fitted.excluded, timings, headline, list(fit_warnings), verdicts,
-        phase_file=phase_file, prediction_file=prediction_file,
+        phase_file=phase_file, prediction_file=prediction_file, runset_notes=runset_notes,
     )
 
 

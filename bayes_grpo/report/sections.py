@@ -36,6 +36,9 @@ class Section:
     blocks: list[Block] = field(default_factory=list)
     available: bool = True
     absent_reason: str = ""
+    #: The overview's notes on its run set as data (:func:`run_set_notes`), which its warnings and
+    #: its table of notes on each run show; ``report --json``'s ``runset_notes``. Empty elsewhere.
+    runset_notes: dict[str, Any] = field(default_factory=dict)
 
     def text(self, content: str) -> Section:
         self.blocks.append(Block("text", content))
@@ -232,10 +235,11 @@ def overview_section(
     else:
         sizes = f"group sizes {known}" + (f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else "")
     section.text(f"{runs}, {models}, {sizes}.")
-    if (eval_note := evaluation_reward_note(runset)) is not None:
+    section.runset_notes = run_set_notes(runset)
+    if (eval_note := section.runset_notes["evaluation_reward"]) is not None:
         section.blocks.append(Block("warning", eval_note))
-    section.blocks += [Block("warning", f"Note of the ingest: {note}") for note in run_set_ingest_notes(runset)]
-    section.blocks += [Block("warning", f"Not ingested: {why}") for why in run_set_rejections(runset)]
+    section.blocks += [Block("warning", f"Note of the ingest: {note}") for note in section.runset_notes["ingest"]]
+    section.blocks += [Block("warning", f"Not ingested: {why}") for why in section.runset_notes["rejected"]]
     for note in notes:
         section.text(f"Note: the table gives the settings as logged; {note}.")
     if unfitted:
@@ -259,6 +263,31 @@ def overview_section(
         section.table(shown, index=False, classes="data notes")
     section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
     return section
+
+
+def run_set_notes(runset: Any | None) -> dict[str, Any]:
+    """What the overview warns of ``runset``, as data (``report --json``'s ``runset_notes``):
+    ``evaluation_reward`` (:func:`evaluation_reward_note`, None when no run's reward is an
+    evaluation metric), ``ingest`` (:func:`run_set_ingest_notes`), ``rejected`` (the sources not
+    ingested, each text naming its source: :func:`run_set_rejections`) and ``runs``, ``{run id:
+    {"log": the run's log or None, "notes": [...]}}`` for the runs with notes, as the table of
+    notes on each run gives them (:func:`run_notes_table`: a note starting with the run's log
+    without it). The overview shows these (it renders its warnings from this dict); nothing but
+    the HTML showed them, and ``report --json`` said nothing of a run whose reward was an
+    evaluation metric or of a log not ingested. Empty for no run set."""
+    if runset is None:
+        return {"evaluation_reward": None, "ingest": [], "rejected": [], "runs": {}}
+    runs: dict[str, dict[str, Any]] = {}
+    table = run_notes_table(runset)
+    for row in [] if table is None else table.to_dict("records"):
+        entry = runs.setdefault(str(row["run"]), {"log": row.get("log") or None, "notes": []})
+        entry["notes"].append(str(row["note"]))
+    return {
+        "evaluation_reward": evaluation_reward_note(runset),
+        "ingest": run_set_ingest_notes(runset),
+        "rejected": run_set_rejections(runset),
+        "runs": runs,
+    }
 
 
 def _ingested(runset: Any) -> bool:
