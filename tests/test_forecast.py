@@ -1204,7 +1204,7 @@ def test_a_reward_at_its_bound_is_censored_not_a_density():
     y[20:] = [0.03, 0.0, 0.06, 0.09, 0.0, 0.12, 0.1, 0.15, 0.12, 0.2]
     u = np.array([[0.6, 0.01, np.log(0.05), np.log(1.2), np.log(0.05), np.log(15.0)]])
     bounds = (0.0, 1.0)
-    mu = mean_curve(u, t)[0]
+    mu = mean_curve(u, t, bounds)[0]
     sd = 0.05 * np.sqrt(noise_shape(mu, bounds))
     expected = np.where(y == 0.0, st.norm.logcdf((0.0 - mu) / sd), st.norm.logpdf(y, mu, sd)).sum()
     assert _log_lik(u, t, y, bounds)[0] == pytest.approx(expected, rel=1e-10)
@@ -2381,3 +2381,53 @@ def test_the_mean_trajectory_of_a_bounded_forecast_stays_in_the_bounds(monkeypat
     monkeypatch.setattr(summary, "best_beyond_horizon", look)
     forecast_from_posterior(post, steps)
     assert seen and all(np.nanmax(m) <= 1.0 and np.nanmin(m) >= 0.0 for m in seen)
+
+
+def test_a_bounded_reward_rises_along_the_image_of_the_latent_oscillator_and_stays_in_its_bounds():
+    """For a success rate the oscillator runs on the latent level of ``p*`` and ``R0`` and the
+    mean reward is its image in the bounds: a lightly damped draw whose latent level swings past
+    its plateau (zeta 0.1 to a plateau of 0.95) stays below 1, settles on ``p*``, starts at
+    ``R0``; on the reward's own level the same draw ran to 1.7."""
+    from bayes_grpo.runset.bounds import bounded_value, latent_value
+
+    u = np.array([[0.95, 0.02, np.log(0.05), np.log(0.1), np.log(0.1), np.log(5.0)]])
+    steps = np.arange(0.0, 2001.0)
+    bounded = mean_curve(u, steps, (0.0, 1.0))[0]
+    assert mean_curve(u, steps)[0].max() > 1.5
+    assert 0.0 < bounded.min() and bounded.max() < 1.0
+    assert bounded[0] == pytest.approx(0.02, rel=1e-9) and bounded[-1] == pytest.approx(0.95, abs=1e-4)
+    latent = reward_trajectory(
+        np.maximum(steps - 5.0, 0.0), 1.0, 2 * 0.1 * 0.05, 0.05**2, latent_value(0.95, 0, 1), latent_value(0.02, 0, 1)
+    )
+    np.testing.assert_allclose(bounded, bounded_value(latent, 0.0, 1.0), rtol=1e-12)
+    # the reward's unit does not matter: the same run logged in percent is the same curve x 100
+    percent = u.copy()
+    percent[0, :2] *= 100.0
+    np.testing.assert_allclose(mean_curve(percent, steps, (0.0, 100.0))[0], 100.0 * bounded, rtol=1e-9)
+
+
+TINY = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "tiny"
+
+
+@pytest.mark.slow
+def test_a_success_rate_forecast_from_the_middle_of_its_rise_holds_the_plateau_it_reaches():
+    """data/tiny's g16_p8_lr0.001_k1_adamw_s0 from step 150 (a rise from 0.05 to 0.7 so far;
+    later logged at 0.72-0.99), the other runs as the prior: on the reward's own level most draws
+    overshot 1 (the run's rise is fast and flattens near 1), the band sat on 1 with zero width at
+    most later steps and held 31% of the later rewards. On the latent level the band holds them."""
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset.ingest import load_runs
+
+    if not TINY.is_dir():
+        pytest.skip("data/tiny absent")
+    runset = load_runs([TINY])
+    run = "g16_p8_lr0.001_k1_adamw_s0"
+    prior, _ = population_prior_for_run(runset, run, same_model_only=True, reward_bounds=(0.0, 1.0))
+    t = runset[STEP_DIM].values.astype(float)
+    y = runset["reward"].sel(run=run).values
+    before, after = t <= 150, t > 150
+    fc = forecast_run(t[before], y[before], t[after], prior=prior, reward_bounds=(0.0, 1.0), hdi_probs=(0.9,), rng=0)
+    lo, hi = forecast_band(fc, t[after], kind="obs", hdi_prob=0.9)
+    assert coverage(y[after], lo, hi) >= 0.8
+    assert np.mean(hi - lo < 0.02) < 0.1  # a band of (almost) zero width at under a tenth of the steps
+    assert 0.8 < fc["point_forecast"].values[-20:].mean() < 0.97

@@ -89,7 +89,7 @@ def test_censored_probabilities_are_taken_at_the_steps_logged_at_a_bound_only(mo
     got = forecast._log_lik(u, t, y, (0.0, 1.0))
     assert sizes == [13 * 6, 13 * 2]
     # the values: the density at the free steps, the censored probability at the others
-    mu = forecast.mean_curve(u, t)
+    mu = forecast.mean_curve(u, t, (0.0, 1.0))
     sd = np.exp(u[:, 4:5]) * np.sqrt(forecast.noise_shape(mu, (0.0, 1.0)))
     z = (y - mu) / sd
     point = -0.5 * z * z - np.log(sd) - 0.5 * np.log(2 * np.pi)

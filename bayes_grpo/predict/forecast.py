@@ -25,7 +25,11 @@ accuracy in ``[0, 1]``: pass ``reward_bounds``) ``h`` is the binomial-like shape
 0 and 1), so a prefix logged near 0 does not set the noise of the rise, and one logged
 mid-range does not set the noise at a plateau near 1; a reward exactly at a bound (no success
 yet) is censored, ``P(latent <= lo)`` in place of a density (:func:`at_bounds`), and
-forecast logged rewards are clipped to the bounds.
+forecast logged rewards are clipped to the bounds. For such a reward the oscillator runs on
+the latent level of ``p*`` and ``R0`` (:func:`~bayes_grpo.runset.bounds.latent_value`, a
+logistic map with slope 1 mid-range) and the mean reward is its image in the bounds
+(:func:`mean_curve`): a success rate's fast rise flattens as it nears 1 instead of
+overshooting it.
 
 *Prior.* A Gaussian on ``u`` (five coordinates, or six with the onset):
 
@@ -407,12 +411,25 @@ def _prior_dict(prior: GaussianPrior | MixturePrior, **fields: object) -> dict[s
     }
 
 
-def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
+def mean_curve(
+    u: np.ndarray, t: np.ndarray, bounds: tuple[float, float] | None = None
+) -> np.ndarray:
     """Mean reward ``p(t)``, shape ``(n, len(t))``, for parameter rows ``u`` at steps ``t``.
 
     ``u`` is ``(n, 5)`` / ``(5,)`` (no onset) or has the log onset step in column 5 (further
     columns, e.g. the state-space ``logit rho``, are ignored): the oscillator runs on
     ``tau = max(t - t0, 0)`` and the reward is ``R0`` until ``t0``.
+
+    ``bounds = (lo, hi)`` (a bounded reward, e.g. a success rate): the oscillator runs on the
+    latent level (:func:`~bayes_grpo.runset.bounds.latent_value`, slope 1 mid-range) from
+    ``latent(R0)`` to ``latent(p*)`` and the reward is its image
+    (:func:`~bayes_grpo.runset.bounds.bounded_value`), so a fast rise flattens as it nears a
+    bound and an underdamped swing past the plateau stays inside the bounds; ``p*`` and ``R0``
+    are still the reward's levels (a level at a bound is taken :data:`LATENT_MARGIN` of the
+    range inside it). On the reward's own level an overshoot of a success rate's plateau
+    near 1 ran past 1, and the forecast, censored at 1, gave bands of zero width at 1 where the
+    run was logged at 0.72-0.99 (``g16_p8_lr0.001_k1_adamw_s0`` of ``data/tiny`` from step
+    150). Without bounds: the oscillator on the reward itself.
     """
     u = np.atleast_2d(u)
     # proposals far in the tails (importance sampling) overflow to inf: such rows get a
@@ -423,10 +440,18 @@ def mean_curve(u: np.ndarray, t: np.ndarray) -> np.ndarray:
         tau = np.asarray(t, dtype=float)[None, :]
         if u.shape[1] > 5:
             tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
-        return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, u[:, 0:1], u[:, 1:2])
+        plateau, r0 = u[:, 0:1], u[:, 1:2]
+        if bounds is None:
+            return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
+        lo, hi = (float(b) for b in bounds)
+        plateau, r0 = (latent_value(x, lo, hi, margin=LATENT_MARGIN) for x in (plateau, r0))
+        latent = reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
+        return bounded_value(latent, lo, hi)
 
 
-def kept_curve(u: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+def kept_curve(
+    u: np.ndarray, bounds: tuple[float, float] | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
     """:func:`mean_curve` of the rows ``u`` at any steps, each step's column computed once and
     kept: the continuation of a forecast's look past the horizon, shared by the logged reward's
     look (steps ``t``) and the policy's (``t + lag``), which asks mostly the same steps again
@@ -440,7 +465,7 @@ def kept_curve(u: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         wanted = steps.tolist()
         new = [s for s in dict.fromkeys(wanted) if s not in where]
         if new:
-            kept.append(mean_curve(u, np.array(new)))
+            kept.append(mean_curve(u, np.array(new), bounds))
             where.update((s, (len(kept) - 1, j)) for j, s in enumerate(new))
         out = np.empty((np.atleast_2d(u).shape[0], steps.size))
         i = 0
@@ -527,7 +552,7 @@ def _log_lik(
     """i.i.d. log-likelihood per row of ``u``: Gaussian densities, and at a reward bound the
     censored probability ``P(latent beyond the bound)`` (:func:`at_bounds`)."""
     u = np.atleast_2d(u)
-    mu = mean_curve(u, t)
+    mu = mean_curve(u, t, bounds)
     log_sd = u[:, 4:5] + 0.5 * np.log(noise_shape(mu, bounds))
     sd = np.exp(log_sd)
     z = (y[None, :] - mu) / sd
@@ -2747,8 +2772,8 @@ def forecast_from_posterior(
     notes = list(post.warnings)
     if post.reward_bounds is not None:
         # a reward logged in [lo, hi] has its plateau there: the posterior is truncated to it
-        # (the draws are equally weighted); the latent curve may still overshoot, the logged
-        # rewards are clipped (censor)
+        # (the draws are equally weighted); the mean curves stay inside (mean_curve with the
+        # bounds), the logged rewards, curve plus noise, are clipped (censor)
         lo, hi = post.reward_bounds
         inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
         if not inside.any():
@@ -2772,14 +2797,15 @@ def forecast_from_posterior(
                 "reward in the bounds has its plateau in them)"
             )
             u = u[inside]
-    mean = mean_curve(u, steps)
+    bounds = post.reward_bounds
+    mean = mean_curve(u, steps, bounds)
     lag = float(observation_lag) if np.isfinite(observation_lag) else 0.0
-    policy = mean_curve(u, steps + lag) if lag > 0 else None
+    policy = mean_curve(u, steps + lag, bounds) if lag > 0 else None
     sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, post.reward_bounds))
     obs = censor(mean + sd * rng.standard_normal(mean.shape), post.reward_bounds)
     # the point forecast is each draw's expected logged reward: with bounds the logged reward
-    # is censored, so its mean is E[clip(mean + sd Z)], not the latent mean (an underdamped
-    # draw's overshoot put the point of a success rate above 1)
+    # is censored, so its mean is E[clip(mean + sd Z)], not the curve (a curve near 1 with
+    # noise clipped at 1 logs below it on average)
     point = mean.copy() if post.reward_bounds is None else censored_mean(mean, sd, post.reward_bounds)
     if post.likelihood == "state_space" and post.t.size:
         from bayes_grpo.predict import statespace
@@ -2814,7 +2840,7 @@ def forecast_from_posterior(
     }
     all_attrs.update(attrs or {})
     # past the horizon the policy's look asks the logged reward's steps again, lag steps on
-    curve = kept_curve(u) if policy is not None else (lambda later: mean_curve(u, later))
+    curve = kept_curve(u, bounds) if policy is not None else (lambda later: mean_curve(u, later, bounds))
     return summarise_draws(
         steps,
         mean,
@@ -2834,9 +2860,6 @@ def forecast_from_posterior(
         # settle, so the stop step does not move with the horizon
         continuation=curve,
         policy_continuation=None if policy is None else (lambda later: curve(later + lag)),
-        # the mean trajectory of a reward in bounds stays in them (obs and the point above are
-        # from the latent curve, as the likelihood)
-        mean_bounds=post.reward_bounds,
     )
 
 
@@ -2875,7 +2898,7 @@ def prior_conflict_note(
     if y.size < 3:
         return None
     u = (prior if isinstance(prior, MixturePrior) else prior.with_onset()).draw(rng, n_draws)
-    mean = mean_curve(u, t)
+    mean = mean_curve(u, t, reward_bounds)
     with np.errstate(over="ignore", invalid="ignore"):
         sd = np.exp(u[:, 4:5]) * np.sqrt(noise_shape(mean, reward_bounds))
         pred = censor(mean + sd * rng.standard_normal(mean.shape), reward_bounds)
@@ -2938,7 +2961,7 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
 
     if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
         return None
-    resid = post.y - np.median(mean_curve(post.draws, post.t), axis=0)
+    resid = post.y - np.median(mean_curve(post.draws, post.t, post.reward_bounds), axis=0)
     lag1 = float(autocorrelation(resid, (1,))[0])
     band = white_noise_band(post.t.size)
     if not np.isfinite(lag1) or lag1 <= band:

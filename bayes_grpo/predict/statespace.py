@@ -14,8 +14,13 @@ signal yet: the dynamics run on the clock ``tau = max(t - t0, 0)``, so an interv
 onset has the identity transition and no process noise); see
 :func:`bayes_grpo.predict.forecast.mean_curve`.
 
-Bounded rewards: with ``bounds = (lo, hi)`` (e.g. an accuracy in ``[0, 1]``) both noise
-variances at step ``t`` are multiplied by ``h(m(t))``
+Bounded rewards: with ``bounds = (lo, hi)`` (e.g. an accuracy in ``[0, 1]``) the state lives
+on the latent level of :func:`bayes_grpo.predict.forecast.mean_curve` (``e = z - latent(p*)``)
+and the logged reward is its image in the bounds plus measurement noise, ``y = g(z) + eps``
+(``g`` = :func:`~bayes_grpo.runset.bounds.bounded_value`, slope 1 mid-range); the filter
+linearises ``g`` at each predicted state (extended Kalman filter: exact without bounds). The
+process noise is the latent level's (its effect on the reward shrinks near a bound through
+``g``'s slope), the measurement variance is multiplied by ``h(m(t))``
 (:func:`bayes_grpo.predict.forecast.noise_shape`, a binomial-like ``(m - lo)(hi - m)`` shape
 normalised to 1 mid-range), so ``sigma`` is the stationary sd mid-range. A logged reward at a
 bound is censored (:func:`bayes_grpo.predict.forecast.at_bounds`): it contributes the
@@ -41,6 +46,7 @@ from scipy import special
 
 from bayes_grpo.dynamics.lsq import standardise_rewards
 from bayes_grpo.model.kalman import transition
+from bayes_grpo.runset.bounds import bounded_value, latent_value
 
 #: Prior sd of ``logit rho`` (centred on rho = 1/2) appended to the 5-parameter prior.
 RHO_PRIOR_SD: float = 1.5
@@ -91,7 +97,29 @@ def _shape(v: np.ndarray, t: np.ndarray, bounds) -> np.ndarray:
 
     if bounds is None:
         return np.ones((np.atleast_2d(v).shape[0], np.size(t)))
-    return noise_shape(mean_curve(v, t), bounds)
+    return noise_shape(mean_curve(v, t, bounds), bounds)
+
+
+def _latent_plateau(plateau: np.ndarray, bounds) -> np.ndarray:
+    """The plateau on the level the state lives on: the reward's without bounds, its latent
+    level with them (:func:`bayes_grpo.predict.forecast.mean_curve`)."""
+    from bayes_grpo.predict.forecast import LATENT_MARGIN
+
+    if bounds is None:
+        return plateau
+    return latent_value(plateau, float(bounds[0]), float(bounds[1]), margin=LATENT_MARGIN)
+
+
+def _observed(level: np.ndarray, bounds) -> tuple[np.ndarray, np.ndarray]:
+    """The mean reward at the state's ``level`` and its slope ``d reward / d level``: the level
+    and 1 without bounds; its image in the bounds and ``4 x (1 - x)`` with them (``x`` the
+    image's share of the range: slope 1 mid-range)."""
+    if bounds is None:
+        return level, np.ones_like(level)
+    lo, hi = float(bounds[0]), float(bounds[1])
+    reward = bounded_value(level, lo, hi)
+    x = (reward - lo) / (hi - lo)
+    return reward, 4.0 * x * (1.0 - x)
 
 
 def _censored_update(gap: np.ndarray, s: np.ndarray, *, upper: bool):
@@ -130,8 +158,9 @@ def _predicted_covariance(a, b, c, d, p11, p12, p22, h, q11, q12, q22):
 def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     """Log-likelihood of ``y`` at steps ``t`` for each row of ``v``, and the filtered state.
 
-    ``bounds``: ``(lo, hi)`` of a bounded reward (noise variances scaled by ``h(m(t))``) or
-    None (constant noise). Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))``
+    ``bounds``: ``(lo, hi)`` of a bounded reward (the state on the latent level, the
+    measurement variance scaled by ``h(m(t))``: see the module's docstring) or None (constant
+    noise). Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))``
     at the last step.
     """
     from bayes_grpo.predict.forecast import at_bounds
@@ -149,7 +178,8 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     # same values; a column of a (rows, steps) array was a strided read of thousands of rows)
     f11, f12, f21, f22, q11, q12, q22, h = _step_major(f11, f12, f21, f22, q11, q12, q22, h)
     n = v.shape[0]
-    x1, x2 = r0 - plateau, np.zeros(n)
+    level = _latent_plateau(plateau, bounds)
+    x1, x2 = _latent_plateau(r0, bounds) - level, np.zeros(n)
     p11, p12, p22 = np.zeros(n), np.zeros(n), np.zeros(n)
     ll = np.zeros(n)
     np_err = np.errstate(all="ignore")
@@ -157,23 +187,25 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     for i in range(t.size):
         a, b, c, d = f11[i], f12[i], f21[i], f22[i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
-        hi_ = h[i]
-        n11, n12, n22 = _predicted_covariance(a, b, c, d, p11, p12, p22, hi_, q11[i], q12[i], q22[i])
-        s = np.maximum(n11 + hi_ * r2, 1e-300)
-        k1, k2 = n11 / s, n12 / s
+        n11, n12, n22 = _predicted_covariance(a, b, c, d, p11, p12, p22, 1.0, q11[i], q12[i], q22[i])
+        # the logged reward's prediction: the state's image and its slope there (extended
+        # Kalman filter on a bounded reward; exact, slope 1, without bounds)
+        predicted, slope = _observed(level + x1, bounds)
+        s = np.maximum(slope * slope * n11 + h[i] * r2, 1e-300)
+        k1, k2 = slope * n11 / s, slope * n12 / s
         if low[i] or high[i]:
             # censored at a bound: the probability of the latent reward beyond it, and the
             # state conditioned on the truncated latent reward (moments matched)
-            shift, kept = _censored_update(y[i] - plateau - x1, s, upper=bool(high[i]))
+            shift, kept = _censored_update(y[i] - predicted, s, upper=bool(high[i]))
             ll += shift[0]
             x1, x2 = x1 + k1 * shift[1], x2 + k2 * shift[1]
             gain = s - kept
-            p11, p12, p22 = n11 - k1 * k1 * gain, n12 - k1 * k2 * gain, n22 - k2 * k2 * gain
-            continue
-        innov = y[i] - plateau - x1
-        ll += -0.5 * (np.log(2 * np.pi * s) + innov * innov / s)
-        x1, x2 = x1 + k1 * innov, x2 + k2 * innov
-        p11, p12, p22 = n11 - k1 * n11, n12 - k1 * n12, n22 - k2 * n12
+        else:
+            innov = y[i] - predicted
+            ll += -0.5 * (np.log(2 * np.pi * s) + innov * innov / s)
+            x1, x2 = x1 + k1 * innov, x2 + k2 * innov
+            gain = s
+        p11, p12, p22 = n11 - k1 * k1 * gain, n12 - k1 * k2 * gain, n22 - k2 * k2 * gain
     np_err.__exit__(None, None, None)
     ll = np.where(np.isfinite(ll), ll, -np.inf)
     return ll, np.column_stack([x1, x2]), np.column_stack([p11, p12, p22])
@@ -182,6 +214,30 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
 def log_lik(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None) -> np.ndarray:
     """State-space log-likelihood per parameter row."""
     return kalman_filter(v, t, y, bounds)[0]
+
+
+#: Gauss-Hermite nodes of :func:`expected_logged` (the expectation over the state's level).
+EXPECTATION_NODES: int = 9
+
+
+def expected_logged(level: np.ndarray, level_sd: np.ndarray, meas_sd: np.ndarray, bounds) -> np.ndarray:
+    """The mean of the logged reward when the state's level is ``N(level, level_sd^2)`` and the
+    measurement adds noise of sd ``meas_sd`` (elementwise): ``level`` without bounds; with
+    them the mean of the censored image, ``E[clip(g(L) + eps, lo, hi)]`` (``g`` the map into the
+    bounds), by Gauss-Hermite quadrature over ``L`` of the closed-form censored mean given ``L``
+    (:func:`~bayes_grpo.predict.forecast.censored_mean`): the point forecast of a bounded reward,
+    which the simulated logged rewards (censored) average to."""
+    from bayes_grpo.predict.forecast import censored_mean
+
+    if bounds is None:
+        return np.asarray(level, dtype=float).copy()
+    nodes, weights = np.polynomial.hermite_e.hermegauss(EXPECTATION_NODES)
+    weights = weights / weights.sum()
+    out = np.zeros(np.broadcast(level, level_sd, meas_sd).shape)
+    for node, weight in zip(nodes, weights):
+        image = _observed(level + node * level_sd, bounds)[0]
+        out += weight * censored_mean(image, meas_sd, bounds)
+    return out
 
 
 def forecast_paths(
@@ -197,15 +253,16 @@ def forecast_paths(
     Returns ``(obs (n, k), point (n, k))``: one sampled path per row (filtered state drawn,
     SDE propagated exactly, measurement noise added) and the row's conditional mean of the
     logged reward: ``p* + E[e(t) | prefix]``, and with ``bounds`` the mean of the censored
-    reward (:func:`~bayes_grpo.predict.forecast.censored_mean` of that mean and the conditional variance of the state plus
-    the measurement's), as ``obs`` is censored: the latent mean alone, beyond a bound, put the
-    point forecast of a success rate at 1.37 (``g16_p8_lr0.001_k1_adamw_s0`` of ``data/tiny``
-    from step 150 with the run-based prior).
+    image of the state (:func:`expected_logged` over the state's conditional distribution and
+    the measurement noise), as ``obs`` is censored: the latent mean alone, beyond a bound, put
+    the point forecast of a success rate at 1.37 (``g16_p8_lr0.001_k1_adamw_s0`` of
+    ``data/tiny`` from step 150 with the run-based prior).
     """
-    from bayes_grpo.predict.forecast import censor, censored_mean
+    from bayes_grpo.predict.forecast import censor
 
     v = np.atleast_2d(v)
     plateau, _, w0, zeta, var_p, r2 = _unpack(v)
+    level = _latent_plateau(plateau, bounds)
     _, x, p = kalman_filter(v, t, y, bounds)
     n = v.shape[0]
     # draw the filtered state
@@ -226,22 +283,18 @@ def forecast_paths(
     obs = np.empty((future.size, n))  # step-major, as the loop writes them; rows-major returned
     point = np.empty((future.size, n))
     r = np.sqrt(r2)
+    c11, c21, c22 = np.sqrt(q11), np.zeros_like(q11), np.zeros_like(q11)
+    np.divide(q12, c11, out=c21, where=c11 > 0)
+    c22 = np.sqrt(np.maximum(q22 - c21 * c21, 0.0))
     for k in range(future.size):
         a, b, c, d = f11[k], f12[k], f21[k], f22[k]
-        hk = h[k]
-        c11 = np.sqrt(hk * q11[k])
-        c21 = np.where(c11 > 0, hk * q12[k] / np.where(c11 > 0, c11, 1.0), 0.0)
-        c22 = np.sqrt(np.maximum(hk * q22[k] - c21 * c21, 0.0))
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
-        s1, s2 = a * s1 + b * s2 + c11 * z1, c * s1 + d * s2 + c21 * z1 + c22 * z2
+        s1, s2 = a * s1 + b * s2 + c11[k] * z1, c * s1 + d * s2 + c21[k] * z1 + c22[k] * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        p11, p12, p22 = _predicted_covariance(a, b, c, d, p11, p12, p22, hk, q11[k], q12[k], q22[k])
-        obs[k] = censor(plateau + s1 + r * np.sqrt(hk) * rng.standard_normal(n), bounds)
-        point[k] = (
-            plateau + m1
-            if bounds is None
-            else censored_mean(plateau + m1, np.sqrt(np.maximum(p11, 0.0) + r2 * hk), bounds)
-        )
+        p11, p12, p22 = _predicted_covariance(a, b, c, d, p11, p12, p22, 1.0, q11[k], q12[k], q22[k])
+        meas_sd = r * np.sqrt(h[k])
+        obs[k] = censor(_observed(level + s1, bounds)[0] + meas_sd * rng.standard_normal(n), bounds)
+        point[k] = expected_logged(level + m1, np.sqrt(np.maximum(p11, 0.0)), meas_sd, bounds)
     return np.ascontiguousarray(obs.T), np.ascontiguousarray(point.T)
 
 

@@ -641,7 +641,7 @@ def summarise_draws(
         keeps the reason, which is also a warning, and the stop step's other notes are left out.
     mean_bounds
         ``(lo, hi)`` of a reward known to lie in them (a success rate; ``predict`` of a fit with
-        reward bounds, a bounded forecast): ``mean_draws``, ``policy_draws`` and what the
+        reward bounds; a bounded forecast's curves are inside them by its law): ``mean_draws``, ``policy_draws`` and what the
         continuations give are clipped to them, so the mean trajectory, its milestones and the
         gain past the horizon are the law censored at the bounds (an underdamped draw's latent
         curve past a success rate's 1 read "final mean reward 1.36" and a gain after the horizon
