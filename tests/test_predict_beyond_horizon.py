@@ -234,9 +234,9 @@ def test_a_forecasts_policy_look_past_the_horizon_computes_only_the_steps_the_lo
     u = _forecast_rows(200, log_zeta=np.log(0.01), log_w0=np.log(0.05), seed=8)
     computed = []
 
-    def counted_curve(rows, steps):
+    def counted_curve(rows, steps, bounds=None):
         computed.append(np.size(steps))
-        return mean_curve(rows, steps)
+        return mean_curve(rows, steps, bounds)
 
     monkeypatch.setattr(forecast, "mean_curve", counted_curve)
     curve = forecast.kept_curve(u)
@@ -249,6 +249,10 @@ def test_a_forecasts_policy_look_past_the_horizon_computes_only_the_steps_the_lo
     # and the numbers of the closed form at each step, asked in any order and with repeats
     steps = np.concatenate([150.0 + np.arange(1.0, 40.0), [400.0, 151.0, 151.0, 1e4]])[::-1]
     np.testing.assert_array_equal(curve(steps), mean_curve(u, steps))
+    # a bounded reward's curve (the oscillator on the latent level) is kept the same way
+    rates = u.copy()
+    rates[:, :2] = np.clip(rates[:, :2], 0.05, 0.95)
+    np.testing.assert_array_equal(forecast.kept_curve(rates, (0.0, 1.0))(steps), mean_curve(rates, steps, (0.0, 1.0)))
     monkeypatch.undo()
     plain = best_beyond_horizon(lambda later: mean_curve(u, later + lag), 150.0, u[:, 0], u[:, 1])
     np.testing.assert_array_equal(policy[0], plain[0])

@@ -885,7 +885,10 @@ def prior_from_posterior(
     on the levels themselves, a bounded fit's plateau near 1 (``models/tiny.nc``) gave a prior
     of which the forecast left 19-20% of its draws out, above 1. None (or other bounds than
     the fit's): on ``p*`` and ``R0`` themselves (a run logged outside the fit's bounds, which
-    :func:`forecast_in_runset` forecasts without them).
+    :func:`forecast_in_runset` forecasts without them). A bounded forecast runs the oscillator on
+    the latent level (:func:`mean_curve`) while the fit's curve lies on the reward's own: the
+    prior's ``w0`` and ``zeta`` are the fit's, close mid-range (the map's slope is 1 there), a
+    rougher guide for a rise across most of the range, which the prefix corrects.
     """
     from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
