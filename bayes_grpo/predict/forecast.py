@@ -440,13 +440,19 @@ def mean_curve(
         tau = np.asarray(t, dtype=float)[None, :]
         if u.shape[1] > 5:
             tau = np.maximum(tau - np.exp(u[:, 5:6]), 0.0)
-        plateau, r0 = u[:, 0:1], u[:, 1:2]
-        if bounds is None:
-            return reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
-        lo, hi = (float(b) for b in bounds)
-        plateau, r0 = (latent_value(x, lo, hi, margin=LATENT_MARGIN) for x in (plateau, r0))
-        latent = reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
-        return bounded_value(latent, lo, hi)
+        plateau, r0 = (oscillator_level(u[:, j : j + 1], bounds) for j in (0, 1))
+        level = reward_trajectory(tau, 1.0, 2.0 * zeta * w0, w0 * w0, plateau, r0)
+        return level if bounds is None else bounded_value(level, float(bounds[0]), float(bounds[1]))
+
+
+def oscillator_level(reward: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """A reward level (``p*``, ``R0``) on the level the forecast's oscillator runs on
+    (:func:`mean_curve`, the state space's state): the reward itself without ``bounds``; its
+    latent level with them (:func:`~bayes_grpo.runset.bounds.latent_value`, a level at a bound
+    taken :data:`LATENT_MARGIN` of the range inside it)."""
+    if bounds is None:
+        return reward
+    return latent_value(reward, float(bounds[0]), float(bounds[1]), margin=LATENT_MARGIN)
 
 
 def kept_curve(

@@ -46,7 +46,7 @@ from scipy import special
 
 from bayes_grpo.dynamics.lsq import standardise_rewards
 from bayes_grpo.model.kalman import transition
-from bayes_grpo.runset.bounds import bounded_value, latent_value
+from bayes_grpo.runset.bounds import bounded_value
 
 #: Prior sd of ``logit rho`` (centred on rho = 1/2) appended to the 5-parameter prior.
 RHO_PRIOR_SD: float = 1.5
@@ -100,16 +100,6 @@ def _shape(v: np.ndarray, t: np.ndarray, bounds) -> np.ndarray:
     return noise_shape(mean_curve(v, t, bounds), bounds)
 
 
-def _latent_plateau(plateau: np.ndarray, bounds) -> np.ndarray:
-    """The plateau on the level the state lives on: the reward's without bounds, its latent
-    level with them (:func:`bayes_grpo.predict.forecast.mean_curve`)."""
-    from bayes_grpo.predict.forecast import LATENT_MARGIN
-
-    if bounds is None:
-        return plateau
-    return latent_value(plateau, float(bounds[0]), float(bounds[1]), margin=LATENT_MARGIN)
-
-
 def _observed(level: np.ndarray, bounds) -> tuple[np.ndarray, np.ndarray]:
     """The mean reward at the state's ``level`` and its slope ``d reward / d level``: the level
     and 1 without bounds; its image in the bounds and ``4 x (1 - x)`` with them (``x`` the
@@ -145,13 +135,13 @@ def _step_major(*arrays: np.ndarray) -> list[np.ndarray]:
     return [np.ascontiguousarray(np.broadcast_to(a, shape).T) for a in arrays]
 
 
-def _predicted_covariance(a, b, c, d, p11, p12, p22, h, q11, q12, q22):
-    """The state's covariance one step on, ``Phi P Phi^T + h Q`` (``Phi = [[a, b], [c, d]]``;
+def _predicted_covariance(a, b, c, d, p11, p12, p22, q11, q12, q22):
+    """The state's covariance one step on, ``Phi P Phi^T + Q`` (``Phi = [[a, b], [c, d]]``;
     each argument one value per row): the filter's prediction and the forecast's propagation."""
     return (
-        a * a * p11 + 2 * a * b * p12 + b * b * p22 + h * q11,
-        a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + h * q12,
-        c * c * p11 + 2 * c * d * p12 + d * d * p22 + h * q22,
+        a * a * p11 + 2 * a * b * p12 + b * b * p22 + q11,
+        a * c * p11 + (a * d + b * c) * p12 + b * d * p22 + q12,
+        c * c * p11 + 2 * c * d * p12 + d * d * p22 + q22,
     )
 
 
@@ -163,7 +153,7 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     noise). Returns ``(loglik (n,), x (n, 2), P (n, 3) as (P11, P12, P22))``
     at the last step.
     """
-    from bayes_grpo.predict.forecast import at_bounds
+    from bayes_grpo.predict.forecast import at_bounds, oscillator_level
 
     v = np.atleast_2d(v)
     plateau, r0, w0, zeta, var_p, r2 = _unpack(v)
@@ -178,8 +168,8 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     # same values; a column of a (rows, steps) array was a strided read of thousands of rows)
     f11, f12, f21, f22, q11, q12, q22, h = _step_major(f11, f12, f21, f22, q11, q12, q22, h)
     n = v.shape[0]
-    level = _latent_plateau(plateau, bounds)
-    x1, x2 = _latent_plateau(r0, bounds) - level, np.zeros(n)
+    level = oscillator_level(plateau, bounds)
+    x1, x2 = oscillator_level(r0, bounds) - level, np.zeros(n)
     p11, p12, p22 = np.zeros(n), np.zeros(n), np.zeros(n)
     ll = np.zeros(n)
     np_err = np.errstate(all="ignore")
@@ -187,7 +177,7 @@ def kalman_filter(v: np.ndarray, t: np.ndarray, y: np.ndarray, bounds=None):
     for i in range(t.size):
         a, b, c, d = f11[i], f12[i], f21[i], f22[i]
         x1, x2 = a * x1 + b * x2, c * x1 + d * x2
-        n11, n12, n22 = _predicted_covariance(a, b, c, d, p11, p12, p22, 1.0, q11[i], q12[i], q22[i])
+        n11, n12, n22 = _predicted_covariance(a, b, c, d, p11, p12, p22, q11[i], q12[i], q22[i])
         # the logged reward's prediction: the state's image and its slope there (extended
         # Kalman filter on a bounded reward; exact, slope 1, without bounds)
         predicted, slope = _observed(level + x1, bounds)
@@ -258,11 +248,11 @@ def forecast_paths(
     the point forecast of a success rate at 1.37 (``g16_p8_lr0.001_k1_adamw_s0`` of
     ``data/tiny`` from step 150 with the run-based prior).
     """
-    from bayes_grpo.predict.forecast import censor
+    from bayes_grpo.predict.forecast import censor, oscillator_level
 
     v = np.atleast_2d(v)
     plateau, _, w0, zeta, var_p, r2 = _unpack(v)
-    level = _latent_plateau(plateau, bounds)
+    level = oscillator_level(plateau, bounds)
     _, x, p = kalman_filter(v, t, y, bounds)
     n = v.shape[0]
     # draw the filtered state
@@ -291,7 +281,7 @@ def forecast_paths(
         z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
         s1, s2 = a * s1 + b * s2 + c11[k] * z1, c * s1 + d * s2 + c21[k] * z1 + c22[k] * z2
         m1, m2 = a * m1 + b * m2, c * m1 + d * m2
-        p11, p12, p22 = _predicted_covariance(a, b, c, d, p11, p12, p22, 1.0, q11[k], q12[k], q22[k])
+        p11, p12, p22 = _predicted_covariance(a, b, c, d, p11, p12, p22, q11[k], q12[k], q22[k])
         meas_sd = r * np.sqrt(h[k])
         obs[k] = censor(_observed(level + s1, bounds)[0] + meas_sd * rng.standard_normal(n), bounds)
         point[k] = expected_logged(level + m1, np.sqrt(np.maximum(p11, 0.0)), meas_sd, bounds)
