@@ -2013,6 +2013,27 @@ class RunPosterior:
     latent_cov: np.ndarray | None = None
 
 
+def _negative_log_posterior(loglik, t: np.ndarray, y: np.ndarray, mean: np.ndarray, prec: np.ndarray):
+    """``(value, rows)``: the negative log posterior of one parameter vector under ``loglik``
+    (rows -> log-likelihood per row) and the Gaussian prior ``(mean, prec)``, up to a constant
+    (1e300 where not finite), and the same of each row of a matrix in one likelihood call (the
+    ``f`` and ``rows`` of :func:`_numeric_hessian`): the Laplace fits' objective, a Gaussian
+    prior's and each mixture component's."""
+
+    def value(u: np.ndarray, ll: float | None = None) -> float:
+        d = u - mean
+        with np.errstate(all="ignore"):
+            val = float(-(loglik(u[None, :], t, y)[0] if ll is None else ll) + 0.5 * d @ prec @ d)
+        return val if np.isfinite(val) else 1e300
+
+    def rows(u: np.ndarray) -> list[float]:
+        with np.errstate(all="ignore"):
+            ll = loglik(u, t, y)
+        return [value(p, v) for p, v in zip(u, ll)]
+
+    return value, rows
+
+
 def _numeric_hessian(f, x: np.ndarray, h: np.ndarray, rows=None) -> np.ndarray:
     """Central-difference Hessian of ``f`` at ``x`` (steps ``h``).
 
@@ -2316,18 +2337,8 @@ def _fit_run_in_unit(
         mode, fun = _optimise(loglik, mean, prec, t, y, ss_starts)
     cov_prior = np.linalg.inv(prec)
 
-    def neg_log_post(u: np.ndarray, ll: float | None = None) -> float:
-        d = u - mean
-        with np.errstate(all="ignore"):
-            val = float(-(loglik(u[None, :], t, y)[0] if ll is None else ll) + 0.5 * d @ prec @ d)
-        return val if np.isfinite(val) else 1e300
-
-    def neg_log_post_rows(u: np.ndarray) -> list[float]:
-        with np.errstate(all="ignore"):
-            ll = loglik(u, t, y)
-        return [neg_log_post(p, v) for p, v in zip(u, ll)]
-
     notes: list[str] = []
+    neg_log_post, neg_log_post_rows = _negative_log_posterior(loglik, t, y, mean, prec)
     hess = _numeric_hessian(neg_log_post, mode, h=steps, rows=neg_log_post_rows)
     hess = (hess + hess.T) / 2
     if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
@@ -2442,17 +2453,7 @@ def _fit_mixture(
         starts = [comp.mean.copy()]
         mode, fun = _optimise(iid_loglik, comp.mean, prec, t, y, starts)
 
-        def nlp(u: np.ndarray, comp=comp, prec=prec, ll: float | None = None) -> float:
-            d = u - comp.mean
-            with np.errstate(all="ignore"):
-                val = float(-(iid_loglik(u[None, :], t, y)[0] if ll is None else ll) + 0.5 * d @ prec @ d)
-            return val if np.isfinite(val) else 1e300
-
-        def nlp_rows(u: np.ndarray, nlp=nlp) -> list[float]:
-            with np.errstate(all="ignore"):
-                ll = iid_loglik(u, t, y)
-            return [nlp(p, ll=v) for p, v in zip(u, ll)]
-
+        nlp, nlp_rows = _negative_log_posterior(iid_loglik, t, y, comp.mean, prec)
         hess = _numeric_hessian(nlp, mode, h=steps6, rows=nlp_rows)
         hess = (hess + hess.T) / 2
         if not np.isfinite(hess).all() or np.abs(hess).max() > 1e200:
