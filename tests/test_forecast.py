@@ -2431,3 +2431,18 @@ def test_a_success_rate_forecast_from_the_middle_of_its_rise_holds_the_plateau_i
     assert coverage(y[after], lo, hi) >= 0.8
     assert np.mean(hi - lo < 0.02) < 0.1  # a band of (almost) zero width at under a tenth of the steps
     assert 0.8 < fc["point_forecast"].values[-20:].mean() < 0.97
+
+
+def test_a_state_space_forecast_of_a_prefix_logged_at_the_upper_bound_holds_it_there():
+    """100 steps of a success rate logged at exactly 1, forecast in [0, 1] on the state space:
+    the likelihood cannot tell a plateau beyond 1 from one at 1 (both give the mean curve at 1)
+    and every posterior draw lay beyond it; the forecast left them all out and refused, telling
+    to check the bounds [0, 1]. The plateau is taken at 1, the forecast holds the reward there."""
+    from bayes_grpo.predict.forecast import forecast_run
+
+    t = np.arange(1.0, 101.0)
+    fc = forecast_run(t, np.ones(100), np.arange(1.0, 301.0, 5.0), reward_bounds=(0.0, 1.0), n_draws=400, rng=0)
+    assert np.all(fc["param_plateau"].values == 1.0)
+    assert float(fc["point_forecast"].isel({STEP_DIM: -1})) == pytest.approx(1.0, abs=1e-6)
+    assert float(fc["mean_mean"].isel({STEP_DIM: -1})) == pytest.approx(1.0, abs=1e-6)
+    assert any("the plateau is taken at 1" in w for w in attr_warnings(fc))

@@ -2786,6 +2786,21 @@ def forecast_from_posterior(
         # bounds), the logged rewards, curve plus noise, are clipped (censor)
         lo, hi = post.reward_bounds
         inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
+        beyond = at_prefix_bound(u[:, 0], post.y, post.reward_bounds) if not inside.any() else None
+        if beyond is not None:
+            # every draw beyond the bound the prefix is logged at: the data hold the reward at
+            # that bound and the likelihood cannot tell a plateau beyond it from one at it (the
+            # mean curve of either is the bound's, mean_curve); the truncated posterior is the
+            # plateau at the bound. Left out, as a plateau the prior puts outside, a state-space
+            # forecast of 100 steps logged at 1 had no draw and told to check the bounds [0, 1].
+            u = u.copy()
+            u[:, 0] = beyond
+            notes.append(
+                f"every posterior draw put the plateau beyond the reward bound {beyond:g}, where the "
+                f"prefix is logged (its last reward at it): the plateau is taken at {beyond:g} (a "
+                "plateau beyond a bound gives the mean curve of one at it)"
+            )
+            inside[:] = True
         if not inside.any():
             # `forecast tiny.nc --run R --upto 60 --prior models/tiny.nc --reward-bounds 0 1` (that
             # fit's plateau 3.45) said "check the bounds" of a success rate's right bounds
@@ -2881,6 +2896,26 @@ PRIOR_CONFLICT_RANGE: float = 0.998
 
 
 @one_blas_thread()
+def at_prefix_bound(
+    plateau: np.ndarray, y: np.ndarray, bounds: tuple[float, float]
+) -> float | None:
+    """The reward bound beyond which every ``plateau`` draw lies when the prefix ``y``'s last
+    logged reward sits at it (:func:`at_bounds`), else None: draws a bounded forecast takes at
+    that bound (:func:`forecast_from_posterior`) rather than leave out as the prior's plateau
+    outside the bounds."""
+    lo, hi = (float(b) for b in bounds)
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size == 0 or plateau.size == 0:
+        return None
+    low, high = at_bounds(y[-1:], bounds)
+    if high[0] and bool(np.all(plateau > hi)):
+        return hi
+    if low[0] and bool(np.all(plateau < lo)):
+        return lo
+    return None
+
+
 def prior_conflict_note(
     prior: GaussianPrior | MixturePrior,
     t: np.ndarray,
