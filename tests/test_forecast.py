@@ -2446,3 +2446,35 @@ def test_a_state_space_forecast_of_a_prefix_logged_at_the_upper_bound_holds_it_t
     assert float(fc["point_forecast"].isel({STEP_DIM: -1})) == pytest.approx(1.0, abs=1e-6)
     assert float(fc["mean_mean"].isel({STEP_DIM: -1})) == pytest.approx(1.0, abs=1e-6)
     assert any("the plateau is taken at 1" in w for w in attr_warnings(fc))
+
+
+def test_a_bounded_forecasts_milestones_count_the_rise_from_where_its_curve_starts_inside_the_bounds():
+    """A prefix logged at 0 before its rise leaves R0 free below 0 (every R0 there gives the
+    curve's start at 0: mean_curve takes a level beyond a bound at the bound); a forecast from
+    draws with R0 at -0.4 and p* at 0.8 counted the rise from -0.4, so '90% of the rise' was
+    the curve at 0.68, not 0.72, and its reported initial reward lay outside [0, 1]. The rise
+    is counted from the curve's own start, the bound."""
+    from bayes_grpo.predict.forecast import RunPosterior, forecast_from_posterior
+
+    n = 200
+    u = np.column_stack(
+        [
+            np.full(n, 0.8),
+            np.full(n, -0.4),
+            np.full(n, np.log(0.05)),
+            np.full(n, np.log(1.0)),
+            np.full(n, np.log(0.05)),
+            np.full(n, np.log(1.0)),
+        ]
+    )
+    post = RunPosterior(
+        draws=u, mode=u[0], cov=np.eye(6), pareto_k=0.1, ess=float(n), n_obs=20,
+        log_post_mode=0.0, reward_bounds=(0.0, 1.0), t=np.arange(20.0), y=np.zeros(20),
+    )  # fmt: skip
+    steps = np.arange(0.0, 400.0)
+    fc = forecast_from_posterior(post, steps)
+    curve = mean_curve(u[:1], steps, (0.0, 1.0))[0]
+    assert curve[0] == pytest.approx(0.0, abs=1e-6)
+    first = steps[np.argmax(curve >= 0.9 * 0.8)]
+    assert float(fc["time_to_fraction_median"].sel(fraction=0.9)) == first
+    assert float(fc["param_initial_reward"].min()) >= 0.0

@@ -2823,6 +2823,13 @@ def forecast_from_posterior(
             )
             u = u[inside]
     bounds = post.reward_bounds
+    if bounds is not None:
+        # an R0 beyond a bound starts the curve at the bound (mean_curve, and the state space's
+        # oscillator_level, take it there: the same curves), so the rise p* - R0 of the
+        # milestones and the stop step is counted from there: a prefix at 0 before its rise
+        # left R0 free below 0, and draws at R0 -0.4, p* 0.8 put "90% of the rise" at 0.68
+        u = u.copy()
+        u[:, 1] = np.clip(u[:, 1], bounds[0], bounds[1])
     mean = mean_curve(u, steps, bounds)
     lag = float(observation_lag) if np.isfinite(observation_lag) else 0.0
     policy = mean_curve(u, steps + lag, bounds) if lag > 0 else None
