@@ -2478,3 +2478,25 @@ def test_a_bounded_forecasts_milestones_count_the_rise_from_where_its_curve_star
     first = steps[np.argmax(curve >= 0.9 * 0.8)]
     assert float(fc["time_to_fraction_median"].sel(fraction=0.9)) == first
     assert float(fc["param_initial_reward"].min()) >= 0.0
+
+
+@pytest.mark.parametrize("likelihood", ["iid", "state_space"])
+def test_a_bounded_forecast_with_the_weak_prior_of_a_rise_from_0_holds_a_plateau_inside_the_bounds(likelihood):
+    """A success rate at 0 for 20 steps, then a rise towards 0.95, forecast in [0, 1] from step
+    120 with the weak prior (on the plateau's own level): the latent law's likelihood is flat in a
+    plateau beyond 1 (its curve is the bound's), every posterior draw's plateau lay there (4.5)
+    and the forecast, leaving them out, refused ("check the bounds"). Refitted with the weak prior
+    on the latent levels, it forecasts the plateau the run reaches."""
+    from bayes_grpo.predict.forecast import forecast_run
+
+    rng = np.random.default_rng(3)
+    t = np.arange(1.0, 201.0)
+    y = np.clip(0.95 - 0.9 * np.exp(-0.03 * t) + 0.04 * rng.standard_normal(t.size), 0.0, 1.0)
+    y[:20] = 0.0
+    fc = forecast_run(
+        t[:120], y[:120], np.arange(1.0, 301.0, 5.0), reward_bounds=(0.0, 1.0), likelihood=likelihood, n_draws=400, rng=0
+    )
+    plateau = fc["param_plateau"].values
+    assert np.all((plateau >= 0.0) & (plateau <= 1.0))
+    assert float(fc["point_forecast"].isel({STEP_DIM: -1})) == pytest.approx(0.95, abs=0.1)
+    assert any("refitted with it on the latent levels" in w for w in attr_warnings(fc))

@@ -3144,6 +3144,27 @@ def _fit_prefix(
         likelihood=likelihood,
         reward_bounds=reward_bounds,
     )
+    if not given and _every_plateau_beyond(post, fit_prior):
+        # the weak prior on the plateau's own level, the latent law (mean_curve) flat in a
+        # plateau beyond a bound: a rise from 0 to 0.9 (data/tiny's g16_p8_lr0.002_k1_adamw_s0
+        # up to step 150, --no-population --reward-bounds 0 1) put every draw's plateau at
+        # 1.07-3.58, which the forecast leaves out, and it refused. Refitted with that prior on
+        # the latent levels, as prior_from_runs fits its weak prior in bounds
+        lo, hi = post.reward_bounds
+        post = fit_run(
+            t,
+            y,
+            on_latent_levels(fit_prior, post.reward_bounds),
+            n_draws=n_draws,
+            rng=rng,
+            likelihood=likelihood,
+            reward_bounds=reward_bounds,
+        )
+        post.warnings.append(
+            f"the weak prior on the plateau's own level left every posterior draw's plateau outside "
+            f"the reward bounds [{lo:g}, {hi:g}]; the run was refitted with it on the latent levels "
+            "of p* and R0, whose images lie in the bounds"
+        )
     conflict = prior_conflict_note(prior, t, y, reward_bounds) if given else None
     if conflict:
         post.warnings.append(conflict)
@@ -3183,6 +3204,18 @@ def _fit_prefix(
         if wander:
             post.warnings.append(wander)
     return post
+
+
+def _every_plateau_beyond(post: RunPosterior, prior: GaussianPrior | MixturePrior) -> bool:
+    """Whether a bounded fit with a Gaussian prior on the plateau's own level (no
+    ``latent_bounds``) put every draw's plateau outside the bounds, not at a bound its prefix is
+    logged at (:func:`at_prefix_bound`): draws :func:`forecast_from_posterior` would all leave out."""
+    if post.reward_bounds is None or not isinstance(prior, GaussianPrior) or prior.latent_bounds is not None:
+        return False
+    lo, hi = post.reward_bounds
+    plateau = post.draws[:, 0]
+    inside = (plateau >= lo) & (plateau <= hi)
+    return not inside.any() and at_prefix_bound(plateau, post.y, post.reward_bounds) is None
 
 
 def noise_held_at_prior(prior: GaussianPrior | MixturePrior) -> GaussianPrior | MixturePrior:
