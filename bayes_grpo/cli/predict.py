@@ -209,6 +209,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_reward_bounds_flag(  # finite numbers: `--reward-bounds 0 inf` was taken, and gave nonsense bands
         f,
+        "the curve rises on the latent (logistic) level of p* and R0 and stays inside the bounds, "
         "noise largest mid-range, small near the bounds, and a logged reward outside is refused "
         "(default: the --prior fit's bounds if it has any, else constant noise)",
     )

@@ -2903,26 +2903,6 @@ PRIOR_CONFLICT_RANGE: float = 0.998
 
 
 @one_blas_thread()
-def at_prefix_bound(
-    plateau: np.ndarray, y: np.ndarray, bounds: tuple[float, float]
-) -> float | None:
-    """The reward bound beyond which every ``plateau`` draw lies when the prefix ``y``'s last
-    logged reward sits at it (:func:`at_bounds`), else None: draws a bounded forecast takes at
-    that bound (:func:`forecast_from_posterior`) rather than leave out as the prior's plateau
-    outside the bounds."""
-    lo, hi = (float(b) for b in bounds)
-    y = np.asarray(y, dtype=float)
-    y = y[np.isfinite(y)]
-    if y.size == 0 or plateau.size == 0:
-        return None
-    low, high = at_bounds(y[-1:], bounds)
-    if high[0] and bool(np.all(plateau > hi)):
-        return hi
-    if low[0] and bool(np.all(plateau < lo)):
-        return lo
-    return None
-
-
 def prior_conflict_note(
     prior: GaussianPrior | MixturePrior,
     t: np.ndarray,
@@ -3204,6 +3184,26 @@ def _fit_prefix(
         if wander:
             post.warnings.append(wander)
     return post
+
+
+def at_prefix_bound(
+    plateau: np.ndarray, y: np.ndarray, bounds: tuple[float, float]
+) -> float | None:
+    """The reward bound beyond which every ``plateau`` draw lies when the prefix ``y``'s last
+    logged reward sits at it (:func:`at_bounds`), else None: draws a bounded forecast takes at
+    that bound (:func:`forecast_from_posterior`) rather than leave out as the prior's plateau
+    outside the bounds."""
+    lo, hi = (float(b) for b in bounds)
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size == 0 or plateau.size == 0:
+        return None
+    low, high = at_bounds(y[-1:], bounds)
+    if high[0] and bool(np.all(plateau > hi)):
+        return hi
+    if low[0] and bool(np.all(plateau < lo)):
+        return lo
+    return None
 
 
 def _every_plateau_beyond(post: RunPosterior, prior: GaussianPrior | MixturePrior) -> bool:
