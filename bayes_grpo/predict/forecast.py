@@ -541,8 +541,6 @@ def censored_mean(mean: np.ndarray, sd: np.ndarray, bounds: tuple[float, float])
     ``lo Phi(a) + hi (1 - Phi(b)) + mean (Phi(b) - Phi(a)) + sd (phi(a) - phi(b))``,
     ``a = (lo - mean) / sd``, ``b = (hi - mean) / sd``: the mean of :func:`censor` of such
     rewards, the point forecast of a bounded reward (i.i.d. and state space)."""
-    from scipy import stats
-
     lo, hi = (float(x) for x in bounds)
     mean, sd = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(sd, dtype=float))
     safe = np.where(sd > 0, sd, 1.0)
