@@ -328,6 +328,8 @@ ARCHIVE_COMMANDS: dict[str, str] = {
     ".tbz2": "tar -xjf {archive} -C {folder}",
     ".tar.xz": "tar -xJf {archive} -C {folder}",
     ".txz": "tar -xJf {archive} -C {folder}",
+    ".tar.lzma": "tar --lzma -xf {archive} -C {folder}",
+    ".tlz": "tar --lzma -xf {archive} -C {folder}",
     ".tar.zst": "tar --zstd -xf {archive} -C {folder}",
     ".zip": "unzip {archive} -d {folder}",
     ".7z": "7z x {archive} -o{folder}",
