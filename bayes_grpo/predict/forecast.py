@@ -2756,6 +2756,68 @@ def _optimise(
 
 
 @one_blas_thread()
+def draws_in_bounds(post: RunPosterior, notes: list[str]) -> np.ndarray:
+    """The posterior draws a bounded forecast reads, ``(S, d)``: each plateau and start inside
+    ``post.reward_bounds`` (the draws themselves without bounds).
+
+    A reward logged in ``[lo, hi]`` has its plateau there, so the posterior is truncated to it
+    (the draws are equally weighted); when every draw lies beyond the bound the prefix is logged
+    at (:func:`at_prefix_bound`) the plateau is taken at that bound; an ``R0`` beyond a bound
+    is taken at it. What was changed is said in ``notes`` (appended to); a posterior with no
+    plateau the bounds allow raises :class:`ForecastError`.
+    """
+    u = post.draws
+    if post.reward_bounds is None:
+        return u
+    # the mean curves stay inside (mean_curve with the bounds), the logged rewards, curve plus
+    # noise, are clipped (censor)
+    lo, hi = post.reward_bounds
+    inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
+    beyond = at_prefix_bound(u[:, 0], post.y, post.reward_bounds) if not inside.any() else None
+    if beyond is not None:
+        # every draw beyond the bound the prefix is logged at: the data hold the reward at
+        # that bound and the likelihood cannot tell a plateau beyond it from one at it (the
+        # mean curve of either is the bound's, mean_curve); the truncated posterior is the
+        # plateau at the bound. Left out, as a plateau the prior puts outside, a state-space
+        # forecast of 100 steps logged at 1 had no draw and told to check the bounds [0, 1].
+        u = u.copy()
+        u[:, 0] = beyond
+        notes.append(
+            f"every posterior draw put the plateau beyond the reward bound {beyond:g}, where the "
+            f"prefix is logged (its last reward at it): the plateau is taken at {beyond:g} (a "
+            "plateau beyond a bound gives the mean curve of one at it)"
+        )
+        inside[:] = True
+    if not inside.any():
+        # `forecast tiny.nc --run R --upto 60 --prior models/tiny.nc --reward-bounds 0 1` (that
+        # fit's plateau 3.45) said "check the bounds" of a success rate's right bounds
+        q5, q95 = np.quantile(u[:, 0], [0.05, 0.95])
+        raise ForecastError(
+            f"every posterior draw puts the plateau outside the reward bounds [{lo:g}, {hi:g}] "
+            f"(90% of them between {q5:.3g} and {q95:.3g}): the prefix and the prior say nothing "
+            "the bounds allow; check the bounds and the prior's plateau (a prior from a fit or "
+            "runs of another reward scale?), or forecast without them"
+        )
+    if not inside.all():
+        # a count, and a share with as few decimals as keep it off 0% and 100%: 3 of 1000
+        # read "0% of the posterior draws ... were left out"
+        n_out = int((~inside).sum())
+        share_text = share_percent(n_out, inside.size)
+        notes.append(
+            f"{n_out} of the {inside.size} posterior draws ({share_text}) "
+            f"put the plateau outside the reward bounds [{lo:g}, {hi:g}] and were left out (a "
+            "reward in the bounds has its plateau in them)"
+        )
+        u = u[inside]
+    # an R0 beyond a bound starts the curve at the bound (mean_curve, and the state space's
+    # oscillator_level, take it there: the same curves), so the rise p* - R0 of the
+    # milestones and the stop step is counted from there: a prefix at 0 before its rise
+    # left R0 free below 0, and draws at R0 -0.4, p* 0.8 put "90% of the rise" at 0.68
+    u = u.copy()
+    u[:, 1] = np.clip(u[:, 1], lo, hi)
+    return u
+
+
 def forecast_from_posterior(
     post: RunPosterior,
     steps: Sequence[float] | np.ndarray,
@@ -2776,58 +2838,9 @@ def forecast_from_posterior(
     """
     rng = np.random.default_rng(rng)
     steps = np.asarray(steps, dtype=float)
-    u = post.draws
     notes = list(post.warnings)
-    if post.reward_bounds is not None:
-        # a reward logged in [lo, hi] has its plateau there: the posterior is truncated to it
-        # (the draws are equally weighted); the mean curves stay inside (mean_curve with the
-        # bounds), the logged rewards, curve plus noise, are clipped (censor)
-        lo, hi = post.reward_bounds
-        inside = (u[:, 0] >= lo) & (u[:, 0] <= hi)
-        beyond = at_prefix_bound(u[:, 0], post.y, post.reward_bounds) if not inside.any() else None
-        if beyond is not None:
-            # every draw beyond the bound the prefix is logged at: the data hold the reward at
-            # that bound and the likelihood cannot tell a plateau beyond it from one at it (the
-            # mean curve of either is the bound's, mean_curve); the truncated posterior is the
-            # plateau at the bound. Left out, as a plateau the prior puts outside, a state-space
-            # forecast of 100 steps logged at 1 had no draw and told to check the bounds [0, 1].
-            u = u.copy()
-            u[:, 0] = beyond
-            notes.append(
-                f"every posterior draw put the plateau beyond the reward bound {beyond:g}, where the "
-                f"prefix is logged (its last reward at it): the plateau is taken at {beyond:g} (a "
-                "plateau beyond a bound gives the mean curve of one at it)"
-            )
-            inside[:] = True
-        if not inside.any():
-            # `forecast tiny.nc --run R --upto 60 --prior models/tiny.nc --reward-bounds 0 1` (that
-            # fit's plateau 3.45) said "check the bounds" of a success rate's right bounds
-            q5, q95 = np.quantile(u[:, 0], [0.05, 0.95])
-            raise ForecastError(
-                f"every posterior draw puts the plateau outside the reward bounds [{lo:g}, {hi:g}] "
-                f"(90% of them between {q5:.3g} and {q95:.3g}): the prefix and the prior say nothing "
-                "the bounds allow; check the bounds and the prior's plateau (a prior from a fit or "
-                "runs of another reward scale?), or forecast without them"
-            )
-        if not inside.all():
-            # a count, and a share with as few decimals as keep it off 0% and 100%: 3 of 1000
-            # read "0% of the posterior draws ... were left out"
-            n_out = int((~inside).sum())
-            share_text = share_percent(n_out, inside.size)
-            notes.append(
-                f"{n_out} of the {inside.size} posterior draws ({share_text}) "
-                f"put the plateau outside the reward bounds [{lo:g}, {hi:g}] and were left out (a "
-                "reward in the bounds has its plateau in them)"
-            )
-            u = u[inside]
+    u = draws_in_bounds(post, notes)
     bounds = post.reward_bounds
-    if bounds is not None:
-        # an R0 beyond a bound starts the curve at the bound (mean_curve, and the state space's
-        # oscillator_level, take it there: the same curves), so the rise p* - R0 of the
-        # milestones and the stop step is counted from there: a prefix at 0 before its rise
-        # left R0 free below 0, and draws at R0 -0.4, p* 0.8 put "90% of the rise" at 0.68
-        u = u.copy()
-        u[:, 1] = np.clip(u[:, 1], bounds[0], bounds[1])
     mean = mean_curve(u, steps, bounds)
     lag = float(observation_lag) if np.isfinite(observation_lag) else 0.0
     policy = mean_curve(u, steps + lag, bounds) if lag > 0 else None
