@@ -2786,7 +2786,6 @@ def _optimise(
     return best.x, float(best.fun)
 
 
-@one_blas_thread()
 def draws_in_bounds(post: RunPosterior, notes: list[str]) -> np.ndarray:
     """The posterior draws a bounded forecast reads, ``(S, d)``: each plateau and start inside
     ``post.reward_bounds`` (the draws themselves without bounds).
@@ -2849,6 +2848,7 @@ def draws_in_bounds(post: RunPosterior, notes: list[str]) -> np.ndarray:
     return u
 
 
+@one_blas_thread()
 def forecast_from_posterior(
     post: RunPosterior,
     steps: Sequence[float] | np.ndarray,
