@@ -863,3 +863,16 @@ def test_leave_one_g_out_holds_pymcs_progress_messages_but_keeps_its_warnings(mo
     assert not [m for level, m in said if level < logging.WARNING], said
     assert said.count((logging.WARNING, "Only 5 samples per chain.")) == 2, said  # one per fit
     assert logging.getLogger("pymc").level == before  # restored after the fits
+
+
+def test_runs_of_unknown_g_are_checked_at_the_fits_default_g_as_the_fit_names_them():
+    # fit --default group_size=8 fits runs that log no G at 8 (its table: G 8, the stationary
+    # variance check: G 8), but the band and autocorrelation checks grouped them as "G=?"
+    ds = _runset(n_steps=100).assign_coords(group_size=("run", [np.nan] * 4))
+    fitted = KnownPosterior()
+    fitted.model_config = {"hyperparameter_defaults": {"group_size": 8.0}}
+    bands = trajectory_band_check(fitted, ds)
+    assert bands.table.index.get_level_values("G").tolist() == [8]
+    assert "G=8" in bands.summary and "G=?" not in bands.summary
+    acf = residual_autocorrelation_check(fitted, ds)
+    assert acf.table.index.get_level_values("G").tolist() == [8]

@@ -199,7 +199,13 @@ def outside_bounds_note(counts: dict[str, tuple[int, int]], bounds: tuple[float,
     )
 
 
-def _groups(runset: xr.Dataset) -> dict[tuple[str, int | float], list[Any]]:
+def _groups(runset: xr.Dataset, fitted: Any = None) -> dict[tuple[str, int | float], list[Any]]:
+    # a run of unknown G is at the fit's default G where it has one (fit --default group_size=8,
+    # with which run_predictive draws it): the band and autocorrelation tables said "G=?" while
+    # the fit's table and the stationary-variance check said 8 for the same runs
+    from bayes_grpo.checks.invariance import with_group_size_default
+
+    runset = with_group_size_default(runset, getattr(fitted, "model_config", None))[0]
     models = np.asarray(runset["model"].values, dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
     out: dict[tuple[str, int | float], list[Any]] = {}
@@ -269,7 +275,7 @@ def trajectory_band_check(
     outside: dict[tuple[str, Any], tuple[int, int]] = {}  # (model, G): predictive draws outside bounds, all
     empty: list[str] = []  # runs without a finite reward: nothing to cover, not counted
     q = [(1 - HDI_PROB) / 2, (1 + HDI_PROB) / 2]
-    for (model, g), runs in _groups(ds).items():
+    for (model, g), runs in _groups(ds, fitted).items():
         fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
         inside = total = 0
         early_in = early_n = 0
@@ -423,7 +429,7 @@ def residual_autocorrelation_check(
     rng = np.random.default_rng(seed)
     own = _own_trajectories(fitted)
     rows, constant, short = [], [], []
-    for (model, g), runs in _groups(ds).items():
+    for (model, g), runs in _groups(ds, fitted).items():
         acfs, weights = [], []
         for run in runs:
             pr = run_predictive(fitted, ds, run, rng=rng)
