@@ -669,6 +669,55 @@ def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_ne
     assert mech.calls[0]["momentum_convention"] == "heavy_ball"
 
 
+def test_a_posterior_prior_says_which_settings_it_took_from_the_fits_defaults():
+    # `forecast pct.nc --run pct --upto 40 --prior fit.nc` of a CSV export that logs no
+    # hyperparameters, fitted with --default learning_rate=1e-6 ... --default group_size=8, forecast
+    # the run at those defaults without a word (fit notes each one), and its note said the noise
+    # was at "its LLM's reference G (the geometric mean of its fitted runs' known G)", which the
+    # fit had none of: it took the run at the default G
+    import pandas as pd
+
+    from bayes_grpo.predict.forecast import population_prior_for_run
+    from bayes_grpo.runset import make_runset
+
+    draws = _phenomenological_draws()
+
+    class Fitted:
+        parameterisation = "mechanistic"
+        model_config = {
+            "hyperparameter_defaults": {
+                "learning_rate": 1e-6, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8,
+            }
+        }  # fmt: skip
+
+        def __init__(self):
+            self.calls = []
+
+        def coefficient_draws(self, **kwargs):
+            self.calls.append(kwargs)
+            return draws
+
+    steps = np.arange(40)
+    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    bare = make_runset({"r0": curve}, {"r0": {"model": "m"}})
+    fitted = Fitted()
+    _, note = population_prior_for_run(bare, "r0", posterior=fitted)
+    assert fitted.calls[0]["group_size"] == 8.0
+    assert (
+        "run 'r0' does not log group_size, learning_rate, momentum, momentum_convention, k_ref: the prior is "
+        "the fit's prediction at its defaults (fit --default) group_size=8, learning_rate=1e-06, momentum=0.9, "
+        "momentum_convention=ema, k_ref=1"
+    ) in note, note
+    assert "reference G" not in note
+    # a run that logs its settings gets no such note
+    logged = make_runset(
+        {"r0": curve},
+        {"r0": {"model": "m", "learning_rate": 1e-6, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8}},
+    )
+    _, note = population_prior_for_run(logged, "r0", posterior=Fitted())
+    assert "defaults" not in note, note
+
+
 def _phenomenological_draws():
     """Coefficient draws of a phenomenological fit (2 chains x 200), as a stand-in fit's
     ``coefficient_draws`` returns them."""

@@ -1323,7 +1323,18 @@ def population_prior_for_run(
         from bayes_grpo.model.core import as_fitted_model  # lazy: the model area is heavy to import
 
         posterior, _ = as_fitted_model(posterior, error=ForecastError)  # once: the setting depends on the fit
-        kw = _posterior_setting(posterior, coords, run_id)
+        taken: list[str] = []
+        kw = _posterior_setting(posterior, coords, run_id, taken=taken)
+        # `forecast --prior fit.nc` of a run that logs no learning rate forecast it at the fit's
+        # `--default learning_rate` and said nothing, where `fit` notes each setting it takes so
+        if getattr(posterior, "parameterisation", "mechanistic") == "phenomenological":
+            taken = [n for n in taken if n.startswith("group_size=")]  # the others are not used there
+        defaulted = (
+            f"run {run_id!r} does not log {', '.join(n.split('=')[0] for n in taken)}: the prior is the "
+            f"fit's prediction at its defaults (fit --default) {', '.join(taken)}"
+            if taken
+            else ""
+        )
         size = coords["model_size"] if np.isfinite(coords["model_size"]) else None
         fallback = None
         if prefix is not None:
@@ -1344,7 +1355,8 @@ def population_prior_for_run(
                 f"LLM {llm!r} is not in the fit (its LLMs: {fitted_llms}): the prior's dynamics are "
                 "the fit's population level at this run's hyperparameters"
             )
-        if llm in fitted_llms and not np.isfinite(float(coords["group_size"])):
+        note = "; ".join(n for n in (note, defaulted) if n)
+        if llm in fitted_llms and not np.isfinite(float(kw["group_size"])):
             # the noise of a fitted LLM's prior depends on G; `fit` says how it takes a run of unknown
             # G (model.prepare), `forecast --prior` of such a run said nothing
             unknown_g = (
@@ -1981,20 +1993,28 @@ def prefix_instability(runset: xr.Dataset, run_id: str, upto: float) -> dict[str
 SETTING_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
 
 
-def _posterior_setting(fitted: object, coords: dict[str, object], run_id: str) -> dict[str, object]:
+def _posterior_setting(
+    fitted: object, coords: dict[str, object], run_id: str, *, taken: list[str] | None = None
+) -> dict[str, object]:
     """The keyword arguments of :func:`prior_from_posterior` for a run of a run set.
 
     Each hyperparameter is the run's, else the fit's default for unknown values
     (``hyperparameter_defaults``, ``fit --default``), as the fit resolved its own runs. A
     phenomenological fit does not use them (its coefficients are its LLM's), so a run that
     lacks them is still forecast; a mechanistic fit needs all four. An unknown G (NaN) is
-    the LLM's reference G, as the fit takes it for such runs.
+    the LLM's reference G, as the fit takes it for such runs. ``taken``, when given, receives
+    ``"name=value"`` of each setting taken from the fit's defaults.
     """
     from bayes_grpo.model.prepare import convention_without_momentum
 
     config = getattr(fitted, "model_config", None) or {}
     defaults = config.get("hyperparameter_defaults") or {}
     kw: dict[str, object] = {"group_size": coords["group_size"]}
+    if not np.isfinite(float(coords["group_size"])) and defaults.get("group_size") is not None:
+        # the fit took such a run at its default G (fit --default group_size=8), not at a reference G
+        kw["group_size"] = float(defaults["group_size"])
+        if taken is not None:
+            taken.append(f"group_size={kw['group_size']:g}")
     missing = []
     for name in SETTING_COORDS:
         value = coords[name]
@@ -2004,6 +2024,8 @@ def _posterior_setting(fitted: object, coords: dict[str, object], run_id: str) -
         known = bool(value) if name == "momentum_convention" else bool(np.isfinite(value))
         if not known and defaults.get(name) is not None:
             value, known = defaults[name], True
+            if taken is not None:
+                taken.append(f"{name}={value if name == 'momentum_convention' else f'{float(value):g}'}")
         if not known:
             missing.append(name)
         kw[name] = str(value) if name == "momentum_convention" else float(value)
