@@ -386,3 +386,38 @@ def test_the_law_comparison_takes_reward_bounds(runs, runs_file, capsys):
     err = capsys.readouterr().err
     assert f"{runs_file}: reward bounds [0, 0.5] do not hold every logged reward: run 'g16_p8_lr0.001_k1_adamw_s0' at step" in err
     assert "or compare without them" in err
+
+
+def test_a_bounded_model_of_one_run_compiles_without_pytensor_logging_a_rewrite_traceback():
+    # `fit one_run.nc --reward-bounds -1 0` printed PyTensor's "ERROR ... SequentialGraphRewriter
+    # apply <FusionOptimizer> ... KeyError: data_bound_hi" with its traceback, three times, when
+    # PyMC compiled the function of the fit's levels (plateau, R0) for its trace
+    import logging
+
+    import pandas as pd
+    import pymc as pm
+
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(60)
+    curve = {"r0": pd.DataFrame({"reward": -0.1 - 0.8 * np.exp(-steps / 15.0)}, index=steps)}
+    settings = {"model": "m", "learning_rate": 1e-6, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8}
+    runset = make_runset(curve, {"r0": settings})
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    logger = logging.getLogger("pytensor.graph.rewriting.basic")
+    handler = Keep(level=logging.ERROR)
+    logger.addHandler(handler)
+    try:
+        built = GRPODynamicsModel(reward_bounds=(-1, 0)).build_model(runset)
+        pm_model = built[0] if isinstance(built, tuple) else built
+        with pm_model:
+            # the function PyMC's trace compiles: every deterministic, in the model's order
+            pm.compile(pm_model.value_vars, pm_model.deterministics, on_unused_input="ignore")
+    finally:
+        logger.removeHandler(handler)
+    assert not records, [r.getMessage() for r in records]

@@ -315,7 +315,14 @@ def _data_containers(
         }
     # Static shapes: PyTensor then drops its run-time broadcast checks (hundreds of tiny
     # nodes in the gradient); the compiled code is still shared across data values.
-    return {name: pm.Data(f"data_{name}", value, shape=np.shape(value)) for name, value in arrays.items()}
+    shapes = {name: np.shape(value) for name, value in arrays.items()}
+    if reward_bounds is not None and shapes["model_idx"] == (1,):
+        # one run with reward bounds: a static model_idx of length 1 with the bounds' made
+        # PyTensor 2.38's FusionOptimizer fail on the graph of the levels (KeyError:
+        # data_bound_hi), which it logged as an ERROR with its traceback on every fit before
+        # skipping that rewrite; a free length leaves every other fit's graph as it was
+        shapes["model_idx"] = (None,)
+    return {name: pm.Data(f"data_{name}", value, shape=shapes[name]) for name, value in arrays.items()}
 
 
 def _group_offset(name: str, gos: float, offset_idx: Any, level: Any = None, owner: Any = None) -> Any:
