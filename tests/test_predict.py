@@ -2075,3 +2075,28 @@ def test_the_mean_trajectory_predicted_from_a_fit_with_reward_bounds_stays_in_th
     ds = load_prediction(out_nc)
     assert float(ds["mean_mean"].max()) <= 1.0
     assert float(ds["mean_hdi"].max()) <= 1.0
+
+
+def test_a_horizon_over_which_every_unstable_draw_overflows_is_refused_naming_the_step():
+    # `predict fit.nc --lr 0.05 --momentum 0 --k-ref 3 --steps 3000`, every draw unstable: at 1000
+    # steps the diverging means came with the unstable-setting warning, at 3000 the trajectories
+    # overflowed and the summary failed with NumPy's "overflow encountered in divide" and "fewer
+    # than 2 finite trajectory draws", not saying that it was the horizon
+    import re
+
+    draws = _draws(np.full(200, 2.0), momentum=0.0, k_ref=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=r"200 of 200 posterior draws are unstable .* overflow from step (\d+) on") as err:
+            predict_from_draws(draws, steps=3000, momentum=0.0, k_ref=3.0)
+    step = int(re.search(r"overflow from step (\d+)", str(err.value)).group(1))
+    assert 100 < step < 3000 and f"--steps below {step}" in str(err.value)
+    shorter = predict_from_draws(draws, steps=step - 50, momentum=0.0, k_ref=3.0)
+    assert shorter.attrs["n_draws_diverging"] == 200
+    # predict_run's law-discrepancy term of such draws: their progress overflows, which NumPy said
+    # ("overflow encountered in divide") before the refusal
+    huge = np.array([[0.2, 1e300, 1.7e308], [0.2, 0.5, 0.8]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = add_discrepancy(huge, np.array([0.2, 0.2]), np.array([0.8, 0.8]), _profile([0.01, 0.02]), np.random.default_rng(0))
+    assert np.isfinite(out[1]).all()

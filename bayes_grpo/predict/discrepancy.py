@@ -445,7 +445,8 @@ def add_discrepancy(
     m = np.asarray(mean_draws, dtype=float)
     r0 = np.asarray(initial, dtype=float)
     ps = np.asarray(plateau, dtype=float)
-    scale = profile.sd_at(rise_progress(m, ps, r0)) * np.abs(ps - r0)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging draw's progress overflows: its own
+        scale = profile.sd_at(rise_progress(m, ps, r0)) * np.abs(ps - r0)[:, None]
     # the normal's quantiles at (i + 1/2) / n in a random order: one random sample of n normals
     # moved every step's band with it (the 90% band of the mean 4% narrower at one seed, 1% wider
     # at another), where draws afresh per step averaged over the steps

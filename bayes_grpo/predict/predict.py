@@ -1123,6 +1123,7 @@ def predict_from_draws(
     if thin_note is not None:
         all_attrs["warnings"] = json.dumps([*attr_warnings(xr.Dataset(attrs=all_attrs)), thin_note])
     diverging = diverging_draws(traj["a"], traj["C_eff"], law=used, momentum=momentum, k_ref=k_ref)
+    _refuse_overflowing_draws(traj, diverging, grid)
     swinging = None
     if clip_range is not None and diverging.any():
         # the clip caps the unstable mode of mildly unstable draws in a limit cycle (README, Limits;
@@ -1173,6 +1174,27 @@ def predict_from_draws(
         ds[LR_MULTIPLIER_VAR] = xr.DataArray(rate, dims=STEP_DIM, attrs={
             "long_name": "learning rate of the update from this step, over the rate of the draws (NaN: none within the horizon)"})  # fmt: skip
     return ds
+
+
+def _refuse_overflowing_draws(traj: dict[str, Any], diverging: np.ndarray, grid: np.ndarray) -> None:
+    """Refuse a horizon over which the unstable draws' trajectories overflow, leaving fewer than
+    two finite ones, naming the step where they do: `predict --lr 0.05 --k-ref 3 --steps 3000` of a
+    fit whose every draw is unstable there gave its diverging means at 1000 steps (with the
+    unstable-setting warning) but at 3000 failed in the summary with NumPy's "overflow encountered
+    in divide" and "fewer than 2 finite trajectory draws", not saying it was the horizon."""
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(traj["mean"]) & np.isfinite(traj["obs"]) & np.isfinite(traj["band"])
+    whole = finite.all(axis=1)
+    if whole.sum() >= 2 or not (diverging & ~whole).any():
+        return
+    first = np.argmin(finite[~whole], axis=1)  # each overflowing draw's first non-finite step
+    step = float(grid[int(first.min())])
+    raise ValueError(
+        f"{int(diverging.sum())} of {diverging.size} posterior draws are unstable at this setting and "
+        f"their trajectories overflow from step {step:g} on (the horizon is step {float(grid[-1]):g}): "
+        "there is no finite prediction to give over it; predict a shorter horizon (--steps below "
+        f"{step:g}) to see the divergence, or ask `bayes-grpo stability` for its probability"
+    )
 
 
 def predict_run(
