@@ -188,6 +188,24 @@ def test_an_output_that_is_a_device_or_a_pipe_is_refused_even_with_overwrite_and
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pipe.")] == []
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd (Linux)")
+def test_an_output_that_is_the_terminals_or_a_pipes_fd_is_named_as_no_regular_file(tmp_path, capsys):
+    # `ingest runs.csv -o /dev/stdout` (stdout a pipe) resolved the path to
+    # /proc/<pid>/fd/pipe:[N], a name of no file, and was refused as "--output cannot be written:
+    # the folder /proc/<pid>/fd is not writable (No such file or directory)"
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        path = f"/dev/fd/{write_end}" if Path("/dev/fd").is_dir() else f"/proc/self/fd/{write_end}"
+        assert main(["ingest", str(_csv(tmp_path / "a.csv")), "-o", path, "--overwrite"]) == 2
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    err = capsys.readouterr().err
+    assert f"{path}: --output is not a regular file" in err and "not writable" not in err, err
+
+
 def test_demo_refuses_a_folder_holding_its_files_before_any_work(tmp_path, capsys):
     from bayes_grpo.report.demo import DEMO_OUTPUTS
 

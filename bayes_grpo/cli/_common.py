@@ -654,12 +654,16 @@ def check_output_paths(
     named in ``html`` ``.html``/``.htm`` (``ValueError`` otherwise: ``ingest -o runs.csv`` wrote
     netCDF under a name the next ``ingest runs.csv`` read as a CSV log).
     """
+    given: dict[Path, Path] = {}  # each resolved path: the path as given (its links unfollowed)
+
     def flat(named: dict[str, object | None]) -> list[tuple[str, Path]]:
         pairs = []
         for name, value in named.items():
             for item in value if isinstance(value, (list, tuple)) else [value]:
                 if item is not None and str(item) != "":
-                    pairs.append((name, Path(str(item)).expanduser().resolve()))
+                    raw = Path(str(item)).expanduser()
+                    pairs.append((name, raw.resolve()))
+                    given.setdefault(pairs[-1][1], raw)
         return pairs
 
     outs, ins = flat(outputs), flat(inputs or {})
@@ -678,11 +682,14 @@ def check_output_paths(
     for out_name, out in outs:
         if out.is_dir():
             raise FileExistsError(f"{out}: {out_name} is an existing folder; give a file path")
-        if out.exists() and not out.is_file():
+        raw = given.get(out, out)
+        if (out.exists() and not out.is_file()) or (raw.exists() and not raw.is_file() and not raw.is_dir()):
+            # `-o /dev/stdout` resolves to /proc/<pid>/fd/pipe:[N], a name of no file: only the
+            # path as given is the pipe (it was "the folder /proc/<pid>/fd is not writable")
             # a device, a pipe, a socket: the atomic writer would put a file in its place (as
             # root, `-o /dev/null --overwrite` replaced /dev/null with the output)
             raise FileExistsError(
-                f"{out}: {out_name} is not a regular file (a device such as /dev/null, a pipe or a "
+                f"{raw if raw.exists() else out}: {out_name} is not a regular file (a device such as /dev/null, a pipe or a "
                 "socket), which the output would replace; give a file path"
             )
         # the writer makes missing folders; a file where a folder must be failed after the
