@@ -58,6 +58,31 @@ def test_mechanistic_form_names_runs_with_unknown_hyperparameters():
     prepare_data(ds, DEFAULT_MODEL_CONFIG, "phenomenological")  # does not need them
 
 
+def test_every_hyperparameter_a_run_lacks_is_named_in_one_refusal():
+    # `fit export.nc` of a CSV export logging no settings was refused for its learning rate;
+    # given `--default learning_rate=...`, for its momentum; then its convention, then K_ref:
+    # four tries to learn the four defaults it needed
+    bare = {"learning_rate": np.nan, "momentum": np.nan, "momentum_convention": "", "k_ref": np.nan}
+    ds = _runset({"r0": bare, "r1": {"k_ref": np.nan}})
+    with pytest.raises(RunSetError) as refused:
+        prepare_data(ds, DEFAULT_MODEL_CONFIG, "mechanistic")
+    msg = str(refused.value)
+    assert (
+        "needs 'learning_rate', 'momentum', 'momentum_convention', 'k_ref' for every run; unknown: learning_rate "
+        "for runs ['r0']; momentum for runs ['r0']; momentum_convention for runs ['r0']; k_ref for runs ['r0', 'r1']"
+    ) in msg, msg
+    assert (
+        "(CLI: --default learning_rate=VALUE --default momentum=VALUE --default momentum_convention=VALUE "
+        "--default k_ref=VALUE)"
+    ) in msg
+    # with defaults for the others, only the convention of runs with momentum is still needed
+    cfg = merge_config(DEFAULT_MODEL_CONFIG, {"hyperparameter_defaults": {"learning_rate": 1e-3, "k_ref": 1, "momentum": 0.9}})
+    with pytest.raises(RunSetError, match=r"needs 'momentum_convention' for every run; unknown for runs \['r0'\]"):
+        prepare_data(ds, cfg, "mechanistic")
+    at_zero = merge_config(DEFAULT_MODEL_CONFIG, {"hyperparameter_defaults": {"learning_rate": 1e-3, "k_ref": 1, "momentum": 0.0}})
+    prepare_data(ds, at_zero, "mechanistic")  # at momentum 0 no convention is needed
+
+
 def test_ragged_runs_and_gaps_are_masked_not_dropped():
     ds = _runset(lengths=(50, 30))
     ds["reward"][0, 10:15] = np.nan

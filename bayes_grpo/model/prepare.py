@@ -157,6 +157,38 @@ def _refuse_unknown(ds: xr.Dataset, name: str, missing: np.ndarray) -> None:
     )
 
 
+def _refuse_every_unknown(ds: xr.Dataset, defaults: dict[str, Any]) -> None:
+    """Refuse, in one error, every setting of :data:`MECHANISTIC_COORDS` that some run lacks and
+    no default gives (the momentum convention only of runs whose momentum is not 0). A run set
+    of CSV exports without any of them was refused for its learning rate, then, given that
+    default, for its momentum, and so on: four tries to learn the four `--default` it needed.
+    One setting missing keeps :func:`_refuse_unknown`'s message."""
+    missing: dict[str, np.ndarray] = {}
+    for name in MECHANISTIC_COORDS:
+        if name not in ds.coords or defaults.get(name) is not None:
+            continue
+        unknown = _unknown(ds, name)
+        if name == "momentum_convention":
+            momentum = np.asarray(ds["momentum"].values, dtype=float) if "momentum" in ds.coords else np.full(unknown.size, np.nan)
+            if defaults.get("momentum") is not None:
+                momentum = np.where(np.isnan(momentum), float(defaults["momentum"]), momentum)
+            unknown &= momentum != 0.0  # NaN too: an unknown momentum may need one
+        if unknown.any():
+            missing[name] = unknown
+    if len(missing) < 2:
+        return
+    runs = ds[RUN_DIM].values
+    each = "; ".join(f"{name} for runs {[str(r) for r in runs[m]]}" for name, m in missing.items())
+    flags = " ".join(f"--default {name}=VALUE" for name in missing)
+    given = ", ".join(f"'{name}': ..." for name in missing)
+    raise RunSetError(
+        f"the mechanistic parameterisation needs {', '.join(repr(n) for n in missing)} for every run; unknown: "
+        f"{each}. Set them in the run set, give defaults with model_config={{'hyperparameter_defaults': "
+        f"{{{given}}}}} (CLI: {flags}), or use parameterisation='phenomenological' (CLI: --parameterisation "
+        "phenomenological)"
+    )
+
+
 def _unknown(ds: xr.Dataset, name: str) -> np.ndarray:
     """Runs whose ``name`` the run set does not know (NaN; ``""`` for the momentum convention)."""
     values = ds[name].values
@@ -518,6 +550,8 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     # the phenomenological form uses no learning rate, momentum or K_ref: their defaults fill
     # nothing (the tables showed the default as the run's learning rate), and a note says so
     used = defaults if mech else {k: v for k, v in defaults.items() if k not in MECHANISTIC_COORDS}
+    if mech:
+        _refuse_every_unknown(ds, used)
     lr = _resolve(ds, "learning_rate", used, required=mech)
     mom = _resolve(ds, "momentum", used, required=mech)
     # a run at momentum 0 needs no convention (convention_without_momentum): the default fills
