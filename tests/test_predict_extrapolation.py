@@ -47,6 +47,26 @@ def test_each_coordinate_outside_the_range_of_the_llms_runs_is_named():
     assert extrapolation_warnings(_runset(), model="new", learning_rate=0.2, momentum=0.5, k_ref=6) == []
 
 
+def test_a_lag_gain_product_whose_draws_spread_across_the_fitted_range_is_not_called_outside():
+    # a new LLM (no --model) at its fitted LLMs' very settings: the population's median a K_ref
+    # 0.00267 lay just below the runs' [0.00268, 0.00272] and `predict` / `stability` warned
+    # "extrapolation: lag-gain product ... is outside", its draws spread well across the range
+    kw = dict(model="new", learning_rate=0.1, momentum=0.5, k_ref=4, train_gain_lag=np.array([0.00268, 0.00272]))
+    spread = extrapolation_warnings(_runset(), gain_lag=0.00267, gain_lag_interval=(0.0019, 0.0035), **kw)
+    assert not any("lag-gain product" in w for w in spread), spread
+    # the median alone (no interval) is compared as before, and so is an interval wholly outside
+    assert any("lag-gain product" in w for w in extrapolation_warnings(_runset(), gain_lag=0.00267, **kw))
+    far = extrapolation_warnings(_runset(), gain_lag=0.006, gain_lag_interval=(0.005, 0.007), **kw)
+    assert any("lag-gain product a K_ref = 0.006 is outside the fitted runs' range [0.00268, 0.00272]" in w for w in far), far
+    below = extrapolation_warnings(_runset(), gain_lag=0.001, gain_lag_interval=(0.0009, 0.0011), **kw)
+    assert any("lag-gain product" in w for w in below), below
+    # an interval holding the whole range is inside
+    assert not any(
+        "lag-gain product" in w
+        for w in extrapolation_warnings(_runset(), gain_lag=0.01, gain_lag_interval=(0.001, 0.02), **kw)
+    )
+
+
 def test_a_group_size_outside_the_llms_fitted_g_is_named_and_predict_run_says_so():
     # `predict fit.nc ... --group-size 1000 --model llmB` of an LLM fitted at G = 8 only gave
     # a logged-reward band a third as wide as at G = 8 and no warning (lr, momentum, K_ref had one)

@@ -453,11 +453,14 @@ def extrapolation_warnings(
     group_size: float | None = None,
     momentum_convention: str | None = None,
     discrepancy_note: bool = True,
+    gain_lag_interval: tuple[float, float] | None = None,
 ) -> list[str]:
     """Where a prediction leaves the range of the fitted runs' settings, one line each.
 
     Compares the setting's ``K_ref``, learning rate and momentum (and, when given, the
-    lag-gain product ``a K_ref`` with the training runs' ``train_gain_lag``) with the range
+    lag-gain product ``a K_ref`` with the training runs' ``train_gain_lag``: outside when
+    ``gain_lag`` is, or, given ``gain_lag_interval`` (the central half of its draws), when the
+    whole interval is) with the range
     of the runs of ``model`` in ``runset`` (all runs when ``model`` is not among them), and
     ``model_size`` (parameters of a new LLM whose curvature the regression on
     ``log model_size`` gives; None when no size is used) with the sizes of the fitted LLMs. The
@@ -503,7 +506,10 @@ def extrapolation_warnings(
     if gain_lag is not None and train_gain_lag is not None:
         vals = np.asarray(train_gain_lag, dtype=float)
         vals = vals[np.isfinite(vals)]
-        if vals.size and np.isfinite(gain_lag) and not _inside(gain_lag, vals):
+        # a new LLM at its fitted LLMs' very settings: the population's median gain K_ref 0.00267
+        # against their runs' [0.00268, 0.00272] was "outside", its draws spread well across it
+        lo, hi = gain_lag_interval if gain_lag_interval is not None else (gain_lag, gain_lag)
+        if vals.size and np.isfinite(gain_lag) and not (_inside(lo, vals) or _inside(hi, vals) or lo <= vals.min() <= hi):
             out.append(
                 f"extrapolation: lag-gain product a K_ref = {gain_lag:.3g} is outside the fitted runs' range "
                 f"[{vals.min():.3g}, {vals.max():.3g}]"
@@ -797,15 +803,18 @@ def fitted_range_warnings(
     """:func:`extrapolation_warnings` of a setting asked of a fitted model: against its runs as it
     fitted them (:func:`bayes_grpo.checks.stability.runset_as_fitted`: a setting taken from a
     ``fit --default`` counts), and, given the setting's draws of the gain ``gain`` (``a = eta_eff
-    K``, a mechanistic fit's), the lag-gain product ``a K_ref`` (their median) against the fitted
-    runs' (:func:`_train_gain_lag`). The one check of ``predict`` and ``stability --posterior``:
+    K``, a mechanistic fit's), the lag-gain product ``a K_ref`` (their median, named; outside
+    when the central half of the draws is) against the fitted runs' (:func:`_train_gain_lag`). The one check of ``predict`` and ``stability --posterior``:
     `stability --posterior tiny.nc --k-ref 8` (fitted K_ref 1-2) said nothing where `predict`
     warned ``extrapolation: K_ref = 8 is outside the fitted runs' range [1, 2]``."""
     from bayes_grpo.checks.stability import runset_as_fitted
 
-    gain_lag = train_gain_lag = None
+    gain_lag = train_gain_lag = interval = None
     if gain is not None:
-        gain_lag = float(np.nanmedian(np.asarray(gain, dtype=float))) * float(k_ref)
+        gain = np.asarray(gain, dtype=float)
+        gain_lag = float(np.nanmedian(gain)) * float(k_ref)
+        q25, q75 = np.nanquantile(gain, [0.25, 0.75]) * float(k_ref)
+        interval = (float(q25), float(q75))
         train_gain_lag = _train_gain_lag(fitted, model)
     return extrapolation_warnings(
         runset_as_fitted(fitted),
@@ -819,6 +828,7 @@ def fitted_range_warnings(
         group_size=group_size,
         momentum_convention=momentum_convention,
         discrepancy_note=discrepancy_note,
+        gain_lag_interval=interval,
     )
 
 
