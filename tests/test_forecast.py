@@ -613,11 +613,33 @@ def test_runs_without_a_model_name_are_not_called_the_same_llm():
     assert prior is None and "LLM is unknown" in note
 
 
+class _StubFit:
+    """A fitted model as population_prior_for_run reads it: parameterisation, fit --default
+    values, and coefficient_draws returning ``draws`` (each call's settings kept in ``calls``)."""
+
+    def __init__(self, parameterisation, defaults, draws):
+        self.parameterisation = parameterisation
+        self.model_config = {"hyperparameter_defaults": defaults}
+        self.draws = draws
+        self.calls = []
+
+    def coefficient_draws(self, **kwargs):
+        self.calls.append(kwargs)
+        return self.draws
+
+
+def _decaying_curve():
+    """A run's rewards over 40 steps: 0.2 rising to 0.8 (time constant 8 steps)."""
+    import pandas as pd
+
+    steps = np.arange(40)
+    return pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+
+
 def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_needs_no_setting():
     # forecast --prior refused a run lacking momentum_convention / k_ref ("lacks [...]") even
     # when the fit had fitted that very run: a phenomenological fit ignores them, and a
     # mechanistic one had taken them from `fit --default`
-    import pandas as pd
     import xarray as xr
 
     from bayes_grpo.predict.forecast import ForecastError, population_prior_for_run
@@ -639,18 +661,10 @@ def test_a_posterior_prior_takes_the_fits_defaults_and_a_phenomenological_fit_ne
         }
     )
 
-    class Fitted:
-        def __init__(self, parameterisation, defaults):
-            self.parameterisation = parameterisation
-            self.model_config = {"hyperparameter_defaults": defaults}
-            self.calls = []
+    def Fitted(parameterisation, defaults):
+        return _StubFit(parameterisation, defaults, draws)
 
-        def coefficient_draws(self, **kwargs):
-            self.calls.append(kwargs)
-            return draws
-
-    steps = np.arange(40)
-    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    curve = _decaying_curve()
     runset = make_runset({"r0": curve}, {"r0": {"model": "m", "learning_rate": 0.01, "momentum": 0.9}})
     phen = Fitted("phenomenological", {})
     prior, _ = population_prior_for_run(runset, "r0", posterior=phen)
@@ -675,30 +689,16 @@ def test_a_posterior_prior_says_which_settings_it_took_from_the_fits_defaults():
     # the run at those defaults without a word (fit notes each one), and its note said the noise
     # was at "its LLM's reference G (the geometric mean of its fitted runs' known G)", which the
     # fit had none of: it took the run at the default G
-    import pandas as pd
 
     from bayes_grpo.predict.forecast import population_prior_for_run
     from bayes_grpo.runset import make_runset
 
-    draws = _phenomenological_draws()
+    defaults = {"learning_rate": 1e-6, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8}
 
-    class Fitted:
-        parameterisation = "mechanistic"
-        model_config = {
-            "hyperparameter_defaults": {
-                "learning_rate": 1e-6, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1, "group_size": 8,
-            }
-        }  # fmt: skip
+    def Fitted():
+        return _StubFit("mechanistic", defaults, _phenomenological_draws())
 
-        def __init__(self):
-            self.calls = []
-
-        def coefficient_draws(self, **kwargs):
-            self.calls.append(kwargs)
-            return draws
-
-    steps = np.arange(40)
-    curve = pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 8.0)}, index=steps)
+    curve = _decaying_curve()
     bare = make_runset({"r0": curve}, {"r0": {"model": "m"}})
     fitted = Fitted()
     _, note = population_prior_for_run(bare, "r0", posterior=fitted)
