@@ -125,7 +125,9 @@ def group_model(label: str) -> str:
     return str(label).rsplit("|G=", 1)[0]
 
 
-def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: bool) -> np.ndarray:
+def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any]) -> np.ndarray:
+    """The runs' ``name`` with the unknown ones (NaN; ``""`` for the momentum convention) set to
+    ``defaults[name]`` where it is given; still unknown where it is not."""
     values = ds[name].values
     if name == "momentum_convention":
         out = np.array([str(v) for v in values], dtype=object)
@@ -141,43 +143,26 @@ def _resolve(ds: xr.Dataset, name: str, defaults: dict[str, Any], *, required: b
     default = defaults.get(name)
     if missing.any() and default is not None:
         out[missing] = default
-        missing = np.zeros_like(missing)
-    if missing.any() and required:
-        _refuse_unknown(ds, name, missing)
     return out
 
 
-def _refuse_unknown(ds: xr.Dataset, name: str, missing: np.ndarray) -> None:
-    runs = [str(r) for r in ds[RUN_DIM].values[missing]]
-    raise RunSetError(
-        f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs {runs}. "
-        f"Set it in the run set, give a default with model_config="
-        f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
-        "or use parameterisation='phenomenological' (CLI: --parameterisation phenomenological)"
-    )
-
-
-def _refuse_every_unknown(ds: xr.Dataset, defaults: dict[str, Any]) -> None:
-    """Refuse, in one error, every setting of :data:`MECHANISTIC_COORDS` that some run lacks and
-    no default gives (the momentum convention only of runs whose momentum is not 0). A run set
-    of CSV exports without any of them was refused for its learning rate, then, given that
-    default, for its momentum, and so on: four tries to learn the four `--default` it needed.
-    One setting missing keeps :func:`_refuse_unknown`'s message."""
-    missing: dict[str, np.ndarray] = {}
-    for name in MECHANISTIC_COORDS:
-        if name not in ds.coords or defaults.get(name) is not None:
-            continue
-        unknown = _unknown(ds, name)
-        if name == "momentum_convention":
-            momentum = np.asarray(ds["momentum"].values, dtype=float) if "momentum" in ds.coords else np.full(unknown.size, np.nan)
-            if defaults.get("momentum") is not None:
-                momentum = np.where(np.isnan(momentum), float(defaults["momentum"]), momentum)
-            unknown &= momentum != 0.0  # NaN too: an unknown momentum may need one
-        if unknown.any():
-            missing[name] = unknown
-    if len(missing) < 2:
+def _refuse_unknown(ds: xr.Dataset, unknown: dict[str, np.ndarray]) -> None:
+    """Refuse, in one error, every mechanistic setting some run still lacks (``{name: (n_runs,)
+    mask}``, in :data:`MECHANISTIC_COORDS` order); nothing when none does. A run set of CSV
+    exports without any of them was refused for its learning rate, then, given that default,
+    for its momentum, and so on: four tries to learn the four `--default` it needed."""
+    missing = {name: m for name, m in unknown.items() if m.any()}
+    if not missing:
         return
     runs = ds[RUN_DIM].values
+    if len(missing) == 1:
+        ((name, m),) = missing.items()
+        raise RunSetError(
+            f"the mechanistic parameterisation needs {name!r} for every run; unknown for runs "
+            f"{[str(r) for r in runs[m]]}. Set it in the run set, give a default with model_config="
+            f"{{'hyperparameter_defaults': {{'{name}': ...}}}} (CLI: --default {name}=VALUE), "
+            "or use parameterisation='phenomenological' (CLI: --parameterisation phenomenological)"
+        )
     each = "; ".join(f"{name} for runs {[str(r) for r in runs[m]]}" for name, m in missing.items())
     flags = " ".join(f"--default {name}=VALUE" for name in missing)
     given = ", ".join(f"'{name}': ..." for name in missing)
@@ -550,21 +535,22 @@ def prepare_data(ds: xr.Dataset, model_config: dict[str, Any], parameterisation:
     # the phenomenological form uses no learning rate, momentum or K_ref: their defaults fill
     # nothing (the tables showed the default as the run's learning rate), and a note says so
     used = defaults if mech else {k: v for k, v in defaults.items() if k not in MECHANISTIC_COORDS}
-    if mech:
-        _refuse_every_unknown(ds, used)
-    lr = _resolve(ds, "learning_rate", used, required=mech)
-    mom = _resolve(ds, "momentum", used, required=mech)
+    lr = _resolve(ds, "learning_rate", used)
+    mom = _resolve(ds, "momentum", used)
     # a run at momentum 0 needs no convention (convention_without_momentum): the default fills
     # only the others; filled at momentum 0 too, it made two optimizers of one LLM's runs
-    given_conv = _resolve(ds, "momentum_convention", {}, required=False)
+    given_conv = _resolve(ds, "momentum_convention", {})
     fill = (given_conv == "") & (mom != 0.0)
     if used.get("momentum_convention") is not None:
         given_conv[fill] = used["momentum_convention"]
-    conv = convention_without_momentum(mom, given_conv)
-    if mech and (conv == "").any():
-        _refuse_unknown(ds, "momentum_convention", conv == "")
-    kref = _resolve(ds, "k_ref", used, required=mech)
-    gsize = _resolve(ds, "group_size", used, required=False)
+    conv = convention_without_momentum(mom, given_conv)  # an unknown momentum (NaN) may need one
+    kref = _resolve(ds, "k_ref", used)
+    gsize = _resolve(ds, "group_size", used)
+    if mech:
+        _refuse_unknown(
+            ds,
+            {"learning_rate": np.isnan(lr), "momentum": np.isnan(mom), "momentum_convention": conv == "", "k_ref": np.isnan(kref)},
+        )
     notes.extend(default_settings_notes(ds, defaults, parameterisation, momentum=mom))
     nameless = [r for r, m in zip(run_ids, ds["model"].values) if not str(m)]
     if len(nameless) >= 2:
