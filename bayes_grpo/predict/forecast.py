@@ -1056,14 +1056,14 @@ def prior_from_runs(
         else ((reward_bounds[0] - origin) / unit, (reward_bounds[1] - origin) / unit)
     )
     modes, covs = [], []
-    weak_vars = []
+    fitted_runs = []  # (t, y) of the runs fitted, in the prior's unit
     n_retimed = 0
     for i, (t, y) in enumerate(runs):
         t, y = logged_points(t, (np.asarray(y, dtype=float) - origin) / unit)
         if y.size < 3:
             continue
         mode, cov = _laplace_fit_cached(t, y, horizon, bounds)
-        weak_vars.append(np.diag(default_prior(t, y, horizon=horizon).cov))
+        fitted_runs.append((t, y))
         settings = None if retime is None else retime[i]
         if settings is not None:
             w0, zeta = retime_oscillator(np.exp(mode[2]), np.exp(mode[3]), *settings)
@@ -1122,6 +1122,7 @@ def prior_from_runs(
         # the robust component: as wide as the weak prior of each earlier run (the median of
         # their variances; no narrower than the population's spread), centred on the population
         modes_arr = np.vstack([modes_arr, centre])
+        weak_vars = [np.diag(default_prior(t, y, horizon=horizon).cov) for t, y in fitted_runs]
         robust_cov = np.diag(np.maximum(np.median(np.array(weak_vars), axis=0), np.diag(cov)))
         comp_covs_arr = np.concatenate([comp_covs_arr, robust_cov[None]])
         weights = np.append(weights * (1.0 - robust_weight), robust_weight)
