@@ -326,6 +326,55 @@ def test_a_group_of_one_completion_is_not_called_an_unknown_group_size():
     assert "unknown" not in res.summary
 
 
+def test_a_run_that_logs_no_group_size_is_read_at_the_g_its_fit_took_for_it():
+    # `fit runs.nc --default group_size=8` then `diagnose runs.nc --posterior fit.nc`: advantage
+    # degeneracy read "not assessable: group size G unknown (needed to derive the share from
+    # reward_std)" although the fit knew G. Prior draws stand in for the posterior (the plumbing
+    # of G is tested, not the sampler)
+    import arviz as az
+
+    from bayes_grpo.model import GRPODynamicsModel
+
+    ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
+    fit = GRPODynamicsModel(
+        model_config={"hyperparameter_defaults": {"group_size": 8}}, parameterisation="phenomenological"
+    )
+    fit.runset = ds
+    fit.idata = az.InferenceData(posterior=fit.sample_prior_predictive(ds, samples=20, random_seed=1).prior)
+    (res,) = diagnose(ds, config=FAST, posterior=fit, modes=["advantage_degeneracy"])
+    assert res.passed is False, res.summary
+    assert res.values["evidence"]["group_size"] == 8
+    assert res.values["evidence"]["group_size_source"].startswith("the fit (its --default group_size")
+    assert "G = 8 from the fit" in res.summary
+    # a default given to diagnose does not overrule the G the run was fitted at: said in a warning
+    with pytest.warns(UserWarning, match=r"the default group_size 4 is not used for 1 run .*G = 8"):
+        (res,) = diagnose(ds, config=FAST, posterior=fit, modes=["advantage_degeneracy"], defaults={"group_size": 4})
+    assert res.values["evidence"]["group_size"] == 8
+    # a run the fit was not fitted to (other rewards under the same id) takes no G from it
+    other = ds.copy(deep=True)
+    other["reward"] = other["reward"] * 0.9
+    with pytest.warns(UserWarning, match="not fitted to 1 run"):
+        (res,) = diagnose(other, config=FAST, posterior=fit, modes=["advantage_degeneracy"])
+    assert res.passed is None and "group size G unknown" in res.summary, res.summary
+
+
+def test_a_default_group_size_reads_the_runs_that_log_none_at_it():
+    # a user without a fit had no way to give G to diagnose: the run was not assessable
+    ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
+    (res,) = diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"group_size": 8})
+    assert res.passed is False and res.values["evidence"]["group_size"] == 8, res.summary
+    assert "G = 8 from the default given to diagnose (--default group_size)" in res.summary
+    # a run that logs its G keeps it, and says so in its evidence only
+    logged = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [16.0]))
+    (res,) = diagnose(logged, config=FAST, modes=["advantage_degeneracy"], defaults={"group_size": 8})
+    assert res.values["evidence"]["group_size"] == 16
+    assert res.values["evidence"]["group_size_source"] == "the run set" and "G = 16 from" not in res.summary
+    with pytest.raises(ValueError, match=r"group_size only .* got \['k_ref'\]"):
+        diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"k_ref": 1})
+    with pytest.raises(ValueError, match="must be a finite number > 0"):
+        diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"group_size": 0})
+
+
 def test_instability_growth_of_side_quantities_detected_with_onset_after_its_start():
     res = _one("instability_growth", "instability")
     assert res.passed is False

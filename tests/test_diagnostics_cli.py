@@ -420,3 +420,19 @@ def test_the_printed_table_says_a_damping_ratio_the_run_does_not_bound_is_not_id
     for key in ("value", "lower", "upper"):
         assert number_text(st[key]) in rows["advantage_degeneracy"], (key, table)
     assert "not identified" not in rows["advantage_degeneracy"]
+
+
+def test_diagnose_takes_a_default_group_size_for_the_runs_that_log_none(tmp_path, capsys):
+    # `fit` had --default group_size=G, `diagnose` none: a run set without G left advantage
+    # degeneracy not assessable from reward_std whatever the user knew
+    ds = simulated_case("advantage_degeneracy_from_std").assign_coords(group_size=("run", [np.nan]))
+    runs = save_runset(ds, tmp_path / "runs.nc")
+    argv = ["diagnose", str(runs), "--mode", "advantage_degeneracy", "--set", "common.n_boot=20", "--json"]
+    assert main([*argv, "--default", "group_size=8"]) == 0
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    assert res["passed"] is False and res["values"]["evidence"]["group_size"] == 8
+    assert "--default group_size" in res["values"]["evidence"]["group_size_source"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--default", "k_ref=1"])
+    assert exit_.value.code == 2
+    assert "--default key must be one of ('group_size',)" in capsys.readouterr().err

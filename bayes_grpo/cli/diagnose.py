@@ -9,6 +9,7 @@ import numpy as np
 
 from bayes_grpo.cli._common import (
     RawWrappedDescriptionFormatter,
+    add_hyperparameter_defaults_flag,
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
@@ -63,7 +64,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--posterior",
         metavar="PATH",
-        help="fitted model (bayes-grpo fit output, netCDF): its draws give the strength intervals of oscillation / damping and the plateau",
+        help="fitted model (bayes-grpo fit output, netCDF): its draws give the strength intervals of oscillation / damping and the plateau; "
+        "a fitted run whose G the run set does not log is read at the G the fit took for it (fit --default group_size), before --default",
+    )
+    add_hyperparameter_defaults_flag(
+        p,
+        ("group_size",),
+        why=" (the one run setting diagnose reads: advantage degeneracy's G)",
     )
     p.add_argument(
         "--set",
@@ -185,7 +192,13 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.runset}: run {', '.join(repr(r) for r in missing)} not in the run set; runs: {known}"
         )
     results = diagnose(
-        ds, run=args.run, config=config, posterior=args.posterior, modes=args.mode, posterior_warnings=load_notes
+        ds,
+        run=args.run,
+        config=config,
+        posterior=args.posterior,
+        modes=args.mode,
+        posterior_warnings=load_notes,
+        defaults=dict(args.defaults),
     )
     # the file each result's figure went to: the name alone does not say which run a '-2' is
     figure_of: dict[int, str] = {}

@@ -83,6 +83,41 @@ def unfitted_runs(posterior: Any, runset: Any, run_ids: list[str]) -> dict[str, 
     return out
 
 
+def fitted_group_size(posterior: Any, run_id: str) -> tuple[float, str] | None:
+    """``(G, where from)``: the group size the fitted model ``posterior`` took for ``run_id``
+    (the run's logged G, or the fit's ``--default group_size`` for a run that logs none), None
+    for plain draws, an object without its fitted data and run set, a run it was not fitted to
+    by id, or a run whose G the fit did not know either. The caller checks that the run is the
+    fitted one (:func:`unfitted_runs`): a run of another run set under the same id has no G of
+    the fit's."""
+    if isinstance(posterior, Mapping) or getattr(posterior, "runset", None) is None:
+        return None
+    data = getattr(posterior, "data", None)
+    run_ids, sizes = getattr(data, "run_ids", None), getattr(data, "group_size", None)
+    if run_ids is None or sizes is None:
+        return None
+    ids = [str(r) for r in run_ids]
+    if run_id not in ids:
+        return None
+    g = float(np.asarray(sizes, dtype=float)[ids.index(run_id)])
+    if not np.isfinite(g):
+        return None
+    from bayes_grpo.constants import RUN_DIM
+
+    fitted = posterior.runset
+    logged = (
+        float(fitted["group_size"].sel({RUN_DIM: run_id}).values)
+        if "group_size" in fitted.coords and run_id in {str(r) for r in fitted[RUN_DIM].values}
+        else np.nan
+    )
+    where = (
+        "the fit (its --default group_size, at which it fitted the run)"
+        if not np.isfinite(logged)
+        else "the fit (its run set logs it)"
+    )
+    return g, where
+
+
 def run_draws(
     posterior: Any, run_id: str, coords: Mapping[str, Any]
 ) -> tuple[dict[str, np.ndarray] | None, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.diagnostics._fits import fits_reused
 from bayes_grpo.diagnostics._posterior import (
+    fitted_group_size,
     has_process_noise,
     load_posterior,
     run_draws,
@@ -27,6 +28,7 @@ from bayes_grpo.diagnostics.config import DiagnosticsConfig
 from bayes_grpo.diagnostics.degeneracy import advantage_degeneracy
 from bayes_grpo.diagnostics.hacking import reward_hacking
 from bayes_grpo.diagnostics.instability import instability
+from bayes_grpo.runset.schema import readable_group_size
 
 #: The four failure modes, in report order.
 MODES: tuple[str, ...] = tuple(MODE_TITLES)
@@ -84,6 +86,7 @@ def diagnose(
     *,
     modes: str | Sequence[str] | None = None,
     posterior_warnings: list[str] | None = None,
+    defaults: Mapping[str, float] | None = None,
 ) -> list[CheckResult]:
     """Assess every failure mode on every (or the chosen) run.
 
@@ -107,6 +110,14 @@ def diagnose(
         saved fit (it did not converge, an i.i.d. fit too confident; warned as well), as
         ``report_from_posterior(posterior_warnings=...)`` does: ``diagnose --posterior --json``
         gives them as ``posterior_warnings``.
+    defaults
+        ``{"group_size": G}`` (CLI: ``--default group_size=G``): the group size of the runs
+        whose G neither the run set nor the fit gives, which advantage degeneracy needs to
+        derive its share from ``reward_std`` and for its binomial expectation. A run's G is
+        the one its run set logs; else, when ``posterior`` is a fit of that run
+        (:func:`unfitted_runs`), the G the fit took for it (``fit --default group_size=G``);
+        else this default (a fitted run's G that differs from it is warned about). The
+        result's ``evidence["group_size_source"]`` says where its G came from.
 
     Returns
     -------
@@ -133,6 +144,7 @@ def diagnose(
         if run is None
         else list(dict.fromkeys([run] if isinstance(run, str) else [str(r) for r in run]))
     )
+    default_g = _default_group_size(defaults)
     post = load_posterior(posterior, posterior_warnings)
     if post is not None and not set(modes) & set(POSTERIOR_MODES):
         # --mode reward_hacking --posterior fit.nc: the fit was loaded, its runs checked and
@@ -162,6 +174,7 @@ def diagnose(
         )
     results: list[CheckResult] = []
     undrawn: dict[str, str] = {}
+    fit_over_default: dict[str, float] = {}  # {run: the fit's G} where it is not the default
     evaluation_sources = evaluation_reward_sources(runset)  # the ingest's record, read once
     for run_id in run_ids:
         with fits_reused():  # the run's reward is fitted once for the modes that read its plateau
@@ -185,10 +198,17 @@ def diagnose(
                         reward_is_evaluation=evaluation_sources.get(run_id),
                     )
                 elif mode == "advantage_degeneracy":
+                    group_size, group_size_source = _run_group_size(
+                        float(coords["group_size"]), default_g, None if run_id in stray else post, run_id
+                    )
+                    if default_g is not None and group_size_source not in (None, "the run set"):
+                        if group_size != default_g:
+                            fit_over_default[run_id] = readable_group_size(group_size)
                     res = advantage_degeneracy(
                         frame,
                         run_id=run_id,
-                        group_size=float(coords["group_size"]),
+                        group_size=group_size,
+                        group_size_source=group_size_source,
                         config=config.degeneracy,
                         common=config.common,
                         plateau_draws=plateau_draws,
@@ -216,6 +236,17 @@ def diagnose(
                         draws_note if mode in POSTERIOR_MODES else "not used by this mode"
                     )
                 results.append(res)
+    if fit_over_default:
+        # the default given was not the G of these runs: they take the one they were fitted at
+        where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
+        warnings.warn(
+            f"the default group_size {readable_group_size(default_g)} is not used for "
+            f"{counted(len(fit_over_default), 'run')} that {where} was fitted to at another G ("
+            + runs_by_reason({r: f"G = {g}" for r, g in fit_over_default.items()})
+            + "): advantage degeneracy reads them at the G of the fit",
+            UserWarning,
+            stacklevel=2,
+        )
     if undrawn:
         # asked for, not used: said where every result is read, not only in each one's values
         where = str(posterior) if isinstance(posterior, str | os.PathLike) else "the posterior"
@@ -227,6 +258,41 @@ def diagnose(
             stacklevel=2,
         )
     return results
+
+
+def _default_group_size(defaults: Mapping[str, float] | None) -> float | None:
+    """The ``group_size`` of ``diagnose(defaults=...)``, checked; None when not given."""
+    if not defaults:
+        return None
+    other = sorted(set(defaults) - {"group_size"})
+    if other:
+        raise ValueError(
+            f"diagnose takes a default for group_size only (the one run setting it reads that a "
+            f"run set may lack); got {other}"
+        )
+    value = defaults.get("group_size")
+    if value is None:
+        return None
+    g = float(value)
+    if not (np.isfinite(g) and g > 0):
+        raise ValueError(f"default group_size must be a finite number > 0, got {value!r}")
+    return g
+
+
+def _run_group_size(
+    logged: float, default: float | None, fit: Any, run_id: str
+) -> tuple[float, str | None]:
+    """A run's G for advantage degeneracy and where it came from: the run set's, else the G
+    ``fit`` (a fitted model of this run, or None) took for it, else the ``defaults`` one;
+    ``(NaN, None)`` when none knows it."""
+    if np.isfinite(logged):
+        return logged, "the run set"
+    from_fit = fitted_group_size(fit, run_id) if fit is not None else None
+    if from_fit is not None:
+        return from_fit
+    if default is not None:
+        return default, "the default given to diagnose (--default group_size)"
+    return float("nan"), None
 
 
 #: Runs named per reason in a warning before the rest are counted (a run set of hundreds of

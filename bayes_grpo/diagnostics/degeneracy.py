@@ -240,6 +240,7 @@ def advantage_degeneracy(
     config: DegeneracyConfig | None = None,
     common: CommonConfig | None = None,
     plateau_draws: np.ndarray | None = None,
+    group_size_source: str | None = None,
 ) -> CheckResult:
     """Is most of the batch carrying no signal (zero within-group reward spread)?
 
@@ -257,6 +258,10 @@ def advantage_degeneracy(
     plateau_draws
         Posterior draws of the plateau ``p*`` (same units as the reward), optional: gives the
         binomial zero-spread share expected at the plateau, with its interval.
+    group_size_source
+        Where ``group_size`` came from (``diagnose``: ``"the run set"``, the default given to
+        it, or the fit's), kept as ``evidence["group_size_source"]``; the summary names a
+        source other than the run set.
 
     Returns
     -------
@@ -410,6 +415,8 @@ def advantage_degeneracy(
         "longest_stretch_fraction_of_run": stretch_len / run_span if run_span else float("nan"),
         "group_size": G,
     }
+    if G is not None and group_size_source:
+        evidence["group_size_source"] = group_size_source
     expected = None
     reward_on_steps = None
     if rng_range is not None and "reward" in frame:
@@ -513,6 +520,9 @@ def advantage_degeneracy(
     if floor is not None:
         evidence["group_size_floor"] = floor
         summary += f"; {floor}"
+    if G is not None and group_size_source and group_size_source != "the run set":
+        # the run set logs no G: the one the share and its expectation were read at, named
+        summary += f"; G = {G} from {group_size_source}: the run set logs none"
     if source == "derived":
         # a reward with partial credit (0.3, 0.7 ...) in [0, 1] spreads less within a group than
         # a binary one of the same mean: its groups read as degenerate (a run with no group of
