@@ -459,7 +459,10 @@ def test_steps_means_one_thing_for_both_simulators_and_log_every_keeps_an_even_g
     [
         ("--lr", "nan", "finite learning rates > 0"),
         ("--lr", "0.001,-1", "finite learning rates > 0"),
-        ("--group-size", "0", "group sizes >= 1"),
+        ("--group-size", "0", "group sizes >= 2 (a group std needs two samples)"),
+        # G = 1 was simulated (a reward that rises at a G where GRPO does not learn), while
+        # `simulate bandit --group-size 1` is refused
+        ("--group-size", "4,1", "group sizes >= 2 (a group std needs two samples)"),
         ("--k-ref", "-1", "lags >= 0"),
     ],
 )

@@ -224,6 +224,10 @@ def test_bad_model_spec_is_a_clear_error():
     [
         ({"group_sizes": (0,)}, "group size must be a finite positive number, got 0"),
         ({"group_sizes": (-4,)}, "group size must be a finite positive number, got -4"),
+        # G = 1 was simulated as a run that learns, labelled group_size 1: GRPO does not learn
+        # there (every advantage 0), and `simulate bandit` refuses it
+        ({"group_sizes": (4, 1)}, "group size must be >= 2 (a group std needs two samples: at G = 1 every completion's advantage is 0"),
+        ({"group_sizes": (1.5,)}, "GRPO does not learn, which the law cannot draw), got 1.5"),
         ({"learning_rates": (float("nan"),)}, "learning rate must be a finite positive number"),
         ({"learning_rates": (0.0,)}, "learning rate must be a finite positive number, got 0.0"),
         ({"measurement_sd": -0.1}, "measurement_sd must be a finite non-negative number"),

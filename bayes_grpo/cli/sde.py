@@ -104,7 +104,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
         help=f"process-noise D at G = 1 (default {_DEFAULT['noise_d']:g})",
     )
     p.add_argument(
-        "--group-size", default="4,16", metavar="G", help='group sizes (list; default "4,16")'
+        "--group-size", default="4,16", metavar="G", help='group sizes >= 2 (list; default "4,16")'
     )
     p.add_argument("--lr", default="0.001", metavar="ETA", help="learning rates (list; default 1e-3)")
     p.add_argument("--k-ref", default="1", metavar="L", help="lags K_ref (list of integers; default 1)")
@@ -187,7 +187,7 @@ def add_simulate_sde(kinds: argparse._SubParsersAction) -> None:
 #: messages name its parameters ("learning rate must be ...", "k_ref must be >= 0"), not the
 #: options (`simulate sde --lr nan` named no option; `simulate bandit` names its own).
 _REQUIRED = {
-    "--group-size": (lambda v: v >= 1, "group sizes >= 1"),
+    "--group-size": (lambda v: v >= 2, "group sizes >= 2 (a group std needs two samples)"),
     "--lr": (lambda v: math.isfinite(v) and v > 0, "finite learning rates > 0"),
     "--k-ref": (lambda v: v >= 0, "lags >= 0"),
 }

@@ -439,6 +439,14 @@ DEFAULT_MODELS: dict[str, dict[str, float]] = {
 _MODEL_KEYS = {"stiffness", "plateau", "initial_reward", "noise_d", "model_size"}
 
 
+#: The smallest group size of a simulated GRPO run set (:func:`simulate_sde_runset`, ``simulate
+#: sde``; the bandit's too): a group std needs two samples, and at G = 1 GRPO's group-normalised
+#: advantage is 0 for every completion. The SDE's own functions (:func:`simulate_sde`,
+#: :func:`sde_transition`) take any G > 0: there G only divides the noise temperature, and
+#: ``noise_d`` is D at G = 1.
+MIN_GROUP_SIZE: int = 2
+
+
 def simulate_sde_runset(
     *,
     models: Mapping[str, Mapping[str, float]] | None = None,
@@ -475,7 +483,8 @@ def simulate_sde_runset(
         ``{name: {"stiffness": K, "plateau": p*, "initial_reward": R0, "noise_d": D,
         "model_size": N}}`` (``model_size`` optional); default :data:`DEFAULT_MODELS`.
     group_sizes, learning_rates, k_refs
-        Values crossed into runs (``k_ref`` integer lags in optimizer steps).
+        Values crossed into runs (``k_ref`` integer lags in optimizer steps; group sizes
+        ``>=`` :data:`MIN_GROUP_SIZE`, 2: at G = 1 GRPO does not learn).
     momentum, convention
         Momentum (``mu`` or Adam ``beta1``) and its convention, shared by all runs.
     n_seeds
@@ -563,6 +572,16 @@ def simulate_sde_runset(
         ("noise_g_exponent", [noise_g_exponent], None),
     ):
         _check_values(label, values, low)
+    small = [float(x) for x in group_sizes if float(x) < MIN_GROUP_SIZE]
+    if small:
+        # G = 1 was simulated as a run that learns, labelled group_size 1: in GRPO a group of one
+        # completion has advantage 0 (its reward minus the group mean), the policy does not move,
+        # and the bandit (the exact reduction) refuses it; the law's drift does not know that
+        raise ValueError(
+            f"group size must be >= {MIN_GROUP_SIZE} (a group std needs two samples: at G = 1 every "
+            f"completion's advantage is 0 and GRPO does not learn, which the law cannot draw), "
+            f"got {', '.join(f'{g:g}' for g in small)}"
+        )
     # n_steps=10.5 logged steps 0 .. 11 and wrote n_steps 10 in the truth; n_seeds=1.5 failed
     # "'float' object cannot be interpreted as an integer"
     n_steps, log_every, n_seeds = (
