@@ -675,3 +675,49 @@ def test_a_group_whose_runs_all_lack_a_trend_reads_no_trend_for_its_r2_not_nan(t
     assert groups[2]["r2_raw"] is None and groups[2]["r2_smoothed"] is None, groups[2]
     assert groups[2]["r2_note"].startswith("no trend"), groups[2]
     assert groups[8]["r2_note"] is None and groups[8]["r2_raw"] is not None, groups[8]
+
+
+def test_the_table_per_model_and_g_splits_a_g_whose_runs_differ_in_k_ref(tmp_path, capsys, monkeypatch):
+    """A K_ref sweep at one G was one row of `fit`'s table (and of --json's groups, and of the
+    report's): the medians of M_eff, C_eff and zeta of runs at K_ref 1 and 4, two dynamical
+    systems, as if they were one. Now a (model, G) whose runs differ in a setting the
+    coefficients depend on has a row per value, with that setting as a column (a key in
+    --json). Prior draws stand in for the posterior."""
+    from bayes_grpo.runset import load_runset
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
+        group_sizes=(8,),
+        learning_rates=(1e-4,),
+        k_refs=(1, 4),
+        n_seeds=1,
+        n_steps=60,
+        measurement_sd=0.05,
+        random_seed=2,
+    )
+    path = save_runset(ds, tmp_path / "sweep.nc")
+    _fit_from_prior_draws(monkeypatch)
+    model = GRPODynamicsModel()
+    model.fit(load_runset(path))
+    runs = model.run_summary()
+    groups = model.group_summary()
+    assert len(groups) == 2 and groups["k_ref"].tolist() == [1, 4], groups
+    assert model.mixed_settings() == ["k_ref"]
+    by_k_ref = dict(zip(model.data.k_ref.tolist(), runs["C_eff"].tolist()))
+    assert groups["C_eff"].tolist() == [by_k_ref[1.0], by_k_ref[4.0]]  # each row its own run's
+    assert groups["n_runs"].tolist() == [1, 1]
+    from bayes_grpo.report.model_sections import fit_section
+
+    said = " ".join(b.content for b in fit_section(model).blocks if b.kind == "text")
+    assert "The runs of one model and G differ in k_ref" in said, said
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "posterior medians per model, G and k_ref" in out and "differ in k_ref" in out, out
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["groups_split_by"] == ["k_ref"]
+    assert [(g["group_size"], g["k_ref"]) for g in payload["groups"]] == [(8, 1), (8, 4)]
+    # runs alike in their settings keep one row per (model, G), and no setting column
+    model = GRPODynamicsModel()
+    model.fit(load_runset(path).isel(run=[0]))
+    assert model.mixed_settings() == [] and "k_ref" not in model.group_summary().columns

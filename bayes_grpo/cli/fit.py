@@ -167,7 +167,9 @@ def _group_records(groups, runs) -> list[dict]:
     """The rows of :meth:`GRPODynamicsModel.group_summary` for ``--json``, G as the table shows
     it (``readable_group_sizes``): ``reset_index`` turned the G of every group into a float
     (``4.0``) when one group's G is unknown (NaN). ``r2_note`` says why a group's R^2 are null
-    (none of its runs has a visible trend), None where they are numbers."""
+    (none of its runs has a visible trend), None where they are numbers. A (model, G) whose runs
+    differ in a setting the coefficients depend on has a row per value, with that setting's
+    key, as the printed table has."""
     from bayes_grpo.model.core import NO_TREND_R2_REASON, groups_without_trend
     from bayes_grpo.runset.schema import readable_group_sizes
 
@@ -259,16 +261,28 @@ def run_fit(args: argparse.Namespace) -> int:
                 "units": model.coefficient_units(),
                 "flagged_unstable": {r: unstable_run_note(r, s) for r, s in unstable.items()},
                 "residual_autocorrelation": None if independence is None else independence.to_dict(),
+                # the settings by which a (model, G)'s rows are split, each a key of those rows
+                "groups_split_by": model.mixed_settings(runs),
                 "groups": _group_records(groups, runs),
                 "runs": runs.reset_index().to_dict(orient="records"),
             }
         )
     else:
         bounds_title = "" if model.reward_bounds is None else f", reward bounds {bounds_text(model.reward_bounds)}"
-        cols = ["p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs", "n_runs_r2"]
+        # the settings a (model, G) of the runs differs in, by which its rows are split (the
+        # medians of a K_ref sweep at one G mixed the damping of every K_ref into one row)
+        split = [c for c in model.mixed_settings(runs) if c in groups.columns]
+        cols = [*split, "p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs", "n_runs_r2"]
         # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
         table = with_no_trend_r2(runs, groups[cols])
-        print_table(group_sizes_as_text(table), title=f"posterior medians per model and G ({model.parameterisation}, {model.likelihood}{bounds_title})")
+        per = "model and G" if not split else f"model, G and {' and '.join(split)}"
+        print_table(group_sizes_as_text(table), title=f"posterior medians per {per} ({model.parameterisation}, {model.likelihood}{bounds_title})")
+        if split:
+            print(
+                f"the runs of one model and G differ in {' and '.join(split)}, of the settings the "
+                "coefficients (M_eff, C_eff, K_eff, zeta) follow from: one row per value, so that no "
+                "median mixes two settings"
+            )
         print(model.units_note())
         print()
         if model.parameterisation == "phenomenological":

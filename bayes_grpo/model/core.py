@@ -944,23 +944,76 @@ class GRPODynamicsModel:
         """Per (model, G): medians of the run summary's columns and the run count (``n_runs``).
         The R^2 columns are the medians over the group's runs with a visible trend (``has_trend``
         not False; their count ``n_runs_r2``), NaN when none has one: a flat run's R^2 (-125, -4095) measures its misfit against
-        its noise alone, and beside one other run it made the group's median -62."""
+        its noise alone, and beside one other run it made the group's median -62.
+
+        In the mechanistic form a run's ``M_eff``, ``C_eff``, ``K_eff``, gain and ``zeta`` follow
+        from its learning rate, momentum (and convention) and ``K_ref``: where the runs of one
+        (model, G) differ in some of these (:meth:`mixed_settings`), the table has a column for
+        each such setting and one row per (model, G) and its values, so that no median mixes two
+        dynamical systems (a K_ref sweep at one G was one row, the medians of runs at K_ref 1
+        and 4). The index stays (model, group_size): a split cell has one row per setting."""
         runs = self.run_summary()
         cols = ["p_star", self.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", *R2_COLUMNS]
         r2 = list(R2_COLUMNS)
         runs = runs.copy()
         runs.loc[runs["has_trend"].map(lambda t: t is False).to_numpy(bool), r2] = np.nan
-        out = runs.groupby(["model", "group_size"], dropna=False)[cols].median()
-        out["n_runs"] = runs.groupby(["model", "group_size"], dropna=False).size()
+        split = self.mixed_settings(runs)
+        for name in split:
+            runs[name] = self._run_settings(runs)[name]
+        keys = ["model", "group_size", *split]
+        out = runs.groupby(keys, dropna=False, sort=True)[cols].median()
+        out["n_runs"] = runs.groupby(keys, dropna=False, sort=True).size()
         # the runs behind the R^2 medians: a G of 3 runs, 1 flat, has R^2 medians of 2 runs,
         # which "the median of its runs' values (n_runs runs)" did not say
         trend = runs.assign(n_runs_r2=runs["has_trend"].map(lambda t: t is not False).astype(int))
-        out["n_runs_r2"] = trend.groupby(["model", "group_size"], dropna=False)["n_runs_r2"].sum()
+        out["n_runs_r2"] = trend.groupby(keys, dropna=False, sort=True)["n_runs_r2"].sum()
+        if split:
+            # the settings as columns beside the (model, G) index, first: which system a row is
+            out = out.reset_index(split)
+            for name in split:
+                if name in ("learning_rate", "momentum", "k_ref"):
+                    out[name] = _readable_numbers(out[name].to_numpy(dtype=float))
+            out = out[[*split, *[c for c in out.columns if c not in split]]]
         # grouping turns a G column holding NaN (unknown G) back into floats: 4 read as 4.0
         g = readable_group_sizes(out.index.get_level_values("group_size"))
         levels = [out.index.get_level_values("model"), pd.Index(g, dtype=g.dtype, name="group_size")]
         out.index = pd.MultiIndex.from_arrays(levels)
         return out
+
+    def _run_settings(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """The settings (``MECHANISTIC_COORDS``) the fit took for each run of ``runs`` (the run
+        summary, indexed by run id); no columns where they do not enter (the phenomenological
+        form) or the fit's data does not hold these runs."""
+        data = self.data
+        if self.parameterisation != "mechanistic" or data is None or getattr(data, "learning_rate", None) is None:
+            return pd.DataFrame(index=runs.index)
+        ids = [str(r) for r in data.run_ids]
+        if sorted(ids) != sorted(str(r) for r in runs.index):
+            return pd.DataFrame(index=runs.index)
+        frame = pd.DataFrame(
+            {
+                "learning_rate": np.asarray(data.learning_rate, dtype=float),
+                "momentum": np.asarray(data.momentum, dtype=float),
+                "momentum_convention": [str(c) for c in data.momentum_convention],
+                "k_ref": np.asarray(data.k_ref, dtype=float),
+            },
+            index=pd.Index(ids, name=RUN_DIM),
+        )
+        return frame.reindex([str(r) for r in runs.index]).set_axis(runs.index)
+
+    def mixed_settings(self, runs: pd.DataFrame | None = None) -> list[str]:
+        """The settings (of learning_rate, momentum, momentum_convention, k_ref, in that order)
+        in which the runs of some (model, G) of the fit differ, by which :meth:`group_summary`
+        splits its rows; ``[]`` for the phenomenological form, in which they do not enter.
+        ``runs``: the run summary (:meth:`run_summary`), computed when None."""
+        runs = self.run_summary() if runs is None else runs
+        settings = self._run_settings(runs)
+        if settings.empty or not {"model", "group_size"} <= set(runs.columns):
+            return []
+        cells = runs[["model", "group_size"]].assign(group_size=runs["group_size"].astype(float))
+        frame = pd.concat([cells, settings], axis=1)
+        varying = frame.groupby(["model", "group_size"], dropna=False)[list(settings.columns)].nunique(dropna=False)
+        return [name for name in settings.columns if (varying[name] > 1).any()]
 
     def noise_exponent_summary(self) -> dict[str, Any] | None:
         """Posterior of the noise exponent ``alpha`` (``sigma^2 = D / G^alpha``; theory 1) against
@@ -1635,6 +1688,9 @@ def groups_without_trend(runs: pd.DataFrame, groups: pd.DataFrame) -> np.ndarray
     """Per row of ``groups`` (``group_summary``, of the run summary ``runs``): whether none of
     the group's runs has a visible trend (every ``has_trend`` False), where ``group_summary``
     leaves the R^2 columns NaN. All False when ``runs`` has no ``has_trend`` column."""
+    if "n_runs_r2" in groups.columns:
+        # group_summary's count of the runs with a trend: rows split by setting included
+        return (groups["n_runs_r2"].to_numpy() == 0).astype(bool)
     if "has_trend" not in runs.columns or not {"model", "group_size"} <= set(runs.columns):
         return np.zeros(len(groups), dtype=bool)
     # the same groupby of the same run summary as group_summary: the groups in its order
@@ -1642,6 +1698,15 @@ def groups_without_trend(runs: pd.DataFrame, groups: pd.DataFrame) -> np.ndarray
     if len(flat) != len(groups):
         return np.zeros(len(groups), dtype=bool)
     return flat.to_numpy(bool)
+
+
+def _readable_numbers(values: np.ndarray) -> np.ndarray:
+    """A setting column as people read it: integral values as ints (``K_ref 4``, not ``4.0``)
+    when every value is integral, else the floats."""
+    values = np.asarray(values, dtype=float)
+    if np.isfinite(values).all() and all(v.is_integer() for v in values.tolist()):
+        return values.astype(np.int64)
+    return values
 
 
 def with_no_trend_r2(runs: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:

@@ -83,6 +83,13 @@ def fit_section(model: Any) -> Section:
         "and G, the median of its runs' values (n_runs runs), its R^2 the median over its runs with a visible "
         "trend only (n_runs_r2 runs)."
     )
+    # a K_ref sweep at one G: one row per K_ref (M_eff, C_eff, K_eff and zeta depend on it)
+    split = model.mixed_settings(runs) if hasattr(model, "mixed_settings") else []
+    if split:
+        section.text(
+            f"The runs of one model and G differ in {' and '.join(split)}, of the settings the coefficients "
+            "(M_eff, C_eff, K_eff, zeta) follow from: one row per value, so that no median mixes two settings."
+        )
     if hasattr(model, "units_note"):
         section.text(model.units_note()[0].upper() + model.units_note()[1:] + ".")
     # a group of runs without a trend only has no R^2 (group_summary leaves it NaN): say why
