@@ -17,7 +17,8 @@ Three numbers are therefore reported together:
 not, every ``R^2`` is meaningless); a single wild point does not decide it
 (:func:`tame_wild_points`). :func:`late_change` says how much a curve still moved over its last
 steps (has the run settled?). NaN entries (missing steps) are ignored throughout: the
-values are taken in their order, missing points skipped.
+values are taken in their order, missing points skipped. :func:`autocorrelation` is the exception:
+it pairs only points logged the lag apart, never two points across a missing step.
 """
 
 from __future__ import annotations
@@ -314,6 +315,64 @@ LATE_FRACTION: float = 0.25
 LATE_MIN_POINTS: int = 8
 
 
+def logging_interval(steps) -> float:
+    """The interval a run's steps were logged at: the most common difference between consecutive
+    finite steps (the smallest of those as common; NaN with fewer than two distinct steps). A
+    log with missing steps keeps its interval (the gaps are multiples of it); TRL's first logged
+    step, 1 before 4, 8, 12 ... (differences 3, 4, 4, ...), does not set it."""
+    t = np.asarray(steps, dtype=float).ravel()
+    t = np.unique(t[np.isfinite(t)])
+    if t.size < 2:
+        return float("nan")
+    diffs = np.round(np.diff(t), 9)  # float steps: 0.1 and 0.1000000001 are one interval
+    values, counts = np.unique(diffs, return_counts=True)
+    return float(values[np.argmax(counts)])
+
+
+def autocorrelation(x, lags=(1,), *, steps=None) -> np.ndarray:
+    """Sample autocorrelation of the series ``x`` at each lag of ``lags`` (in logging intervals),
+    pairing only points that are that many intervals apart, both logged.
+
+    ``steps``: the step of each value of ``x`` (default: its positions ``0 .. n-1``, i.e. ``x`` on
+    its regular grid with NaN where a step was not logged). The interval is
+    :func:`logging_interval`; lag ``k`` pairs the finite values whose steps differ by ``k`` of
+    it. On a series without missing steps this is the usual estimator ``sum_i v_i v_{i+k} /
+    sum_i v_i^2`` (``v`` the values less their mean); with missing steps the sum over the pairs
+    that are logged is scaled to the ``n - k`` pairs of a complete series of the same ``n``
+    points (the amplitude-modulated estimator of series with missing values). Dropping the NaN
+    first, as this did, paired the points on both sides of a gap as neighbours: a run of two
+    stretches at different levels read as correlated across the gap. NaN at a lag no two points
+    are apart by, and for a constant series.
+    """
+    v = np.asarray(x, dtype=float).ravel()
+    t = np.arange(v.size, dtype=float) if steps is None else np.asarray(steps, dtype=float).ravel()
+    if t.shape != v.shape:
+        raise ValueError(f"x and steps must have the same shape, got {v.shape} and {t.shape}")
+    lags = tuple(int(k) for k in lags)
+    out = np.full(len(lags), np.nan)
+    ok = np.isfinite(v) & np.isfinite(t)
+    order = np.argsort(t[ok], kind="stable")
+    v, t = v[ok][order], t[ok][order]
+    n = v.size
+    interval = logging_interval(t)
+    if n < 2 or not np.isfinite(interval):
+        return out
+    v = v - v.mean()
+    denom = float(np.sum(v * v))
+    if not denom > 0:
+        return out
+    for i, lag in enumerate(lags):
+        if not 1 <= lag < n:
+            continue
+        target = t + lag * interval
+        j = np.minimum(np.searchsorted(t, target - 1e-9 * interval), n - 1)
+        paired = np.isclose(t[j], target, rtol=0.0, atol=1e-9 * interval)
+        m = int(paired.sum())
+        if m:
+            out[i] = (n - lag) / m * float(np.sum(v[paired] * v[j[paired]])) / denom
+    return out
+
+
 def late_change(t, y, *, fraction: float = LATE_FRACTION, min_points: int = LATE_MIN_POINTS) -> tuple[float, float]:
     """How much a curve still moved over its last ``fraction`` of finite points, with a standard error.
 
@@ -321,7 +380,8 @@ def late_change(t, y, *, fraction: float = LATE_FRACTION, min_points: int = LATE
     finite points ``(t, y)`` (in ``t`` order); the change is its slope times the window's span
     (units of ``y``). The standard error of the slope is inflated for autocorrelated noise by
     ``sqrt((1 + rho) / (1 - rho))``, ``rho`` the lag-1 autocorrelation of the line's residuals
-    (clipped to ``[0, 0.9]``): the seed-to-seed wander of a stochastic trajectory is slow, and
+    (:func:`autocorrelation` at the points' steps: not across a missing step; 0 where no two
+    points are one logging interval apart) (clipped to ``[0, 0.9]``): the seed-to-seed wander of a stochastic trajectory is slow, and
     read as white noise it made a settled run "still rising". Returns ``(change, se)``;
     ``(nan, nan)`` with fewer than ``min_points`` finite points, and ``se = 0`` for points exactly
     on a line.
@@ -347,13 +407,16 @@ def late_change(t, y, *, fraction: float = LATE_FRACTION, min_points: int = LATE
     slope = float(np.sum(tc * (y - y.mean())) / sxx)
     resid = y - y.mean() - slope * tc
     ss = float(np.sum(resid**2))
-    rho = float(np.clip(np.sum(resid[1:] * resid[:-1]) / ss, 0.0, 0.9)) if ss > 0 else 0.0
+    lag1 = float(autocorrelation(resid, (1,), steps=t)[0]) if ss > 0 else 0.0
+    rho = float(np.clip(lag1, 0.0, 0.9)) if np.isfinite(lag1) else 0.0
     se = np.sqrt(ss / (n - 2) / sxx * (1 + rho) / (1 - rho))
     return slope * width, float(se * width)
 
 
 __all__ = [
     "r2",
+    "autocorrelation",
+    "logging_interval",
     "late_change",
     "LATE_FRACTION",
     "LATE_MIN_POINTS",

@@ -286,3 +286,44 @@ def test_late_change_widens_its_error_for_the_slow_wander_of_a_settled_run():
         plain += abs(slope) > 3 * np.sqrt(cov[0, 0])
     assert plain / 200 > 0.25
     assert corrected / 200 < 0.1
+
+
+def test_the_autocorrelation_pairs_no_points_across_a_missing_step():
+    # the residual autocorrelation dropped the NaN first and paired the points on both sides of
+    # a gap as neighbours: noise alternating in sign (lag-1 -0.8) with every 4th step missing
+    # read -0.32, a third of its pairs two steps apart
+    from bayes_grpo.metrics import autocorrelation
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    noise = np.empty(n)
+    noise[0] = rng.normal()
+    for k in range(1, n):
+        noise[k] = -0.8 * noise[k - 1] + rng.normal(0, 0.6)
+    steps = np.arange(n)
+    logged = steps % 4 != 3
+    whole = autocorrelation(noise, (1, 2))
+    assert whole[0] == pytest.approx(-0.8, abs=0.03)
+    gappy = noise.copy()
+    gappy[~logged] = np.nan
+    # NaN marks the missing steps, or the logged points come with their steps: the same figure
+    by_position = autocorrelation(gappy, (1, 2))
+    by_step = autocorrelation(noise[logged], (1, 2), steps=steps[logged])
+    np.testing.assert_allclose(by_position, by_step)
+    assert by_step[0] == pytest.approx(whole[0], abs=0.03) and by_step[1] == pytest.approx(whole[1], abs=0.03)
+    # the figure of the old pairing, for the record
+    v = noise[logged] - noise[logged].mean()
+    assert np.sum(v[1:] * v[:-1]) / np.sum(v * v) > -0.4
+    # on a complete series it is the usual estimator, also at a logging interval of 10 steps
+    u = noise - noise.mean()
+    assert autocorrelation(noise, (1,), steps=10 * steps)[0] == pytest.approx(np.sum(u[1:] * u[:-1]) / np.sum(u * u))
+    # no two of steps 0, 1, 4, 5 are 2 steps apart: NaN at lag 2, not a figure of pairs 3 or 4 apart
+    assert np.isnan(autocorrelation([0.1, -0.2, 0.3, -0.1], (2,), steps=[0, 1, 4, 5])[0])
+
+
+def test_the_logging_interval_is_the_most_common_step_difference():
+    from bayes_grpo.metrics import logging_interval
+
+    assert logging_interval([1, 4, 8, 12, 16, 20]) == 4  # TRL: step 1, then every 4th
+    assert logging_interval([0, 1, 2, 4, 5, 6, 8]) == 1  # missing steps keep it
+    assert np.isnan(logging_interval([3.0]))

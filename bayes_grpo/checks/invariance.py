@@ -763,7 +763,11 @@ def residual_lag1_by_llm(
         mean = run_mean_reward(runset, str(run), steps[ok], *args, follow=follow, lag=lag)
         r = y[ok] - np.asarray(mean, dtype=float)
         key = str(llm)
-        num[key] = num.get(key, 0.0) + float(autocorrelation(r, (1,))[0]) * r.size
+        # paired at one logging interval only: not across a missing step
+        lag1 = float(autocorrelation(r, (1,), steps=steps[ok])[0])
+        if not np.isfinite(lag1):  # no two points one interval apart: nothing to add
+            continue
+        num[key] = num.get(key, 0.0) + lag1 * r.size
         den[key] = den.get(key, 0.0) + r.size
     return {k: (num[k] / den[k], int(den[k])) for k in num}
 

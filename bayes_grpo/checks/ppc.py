@@ -356,19 +356,14 @@ def trajectory_band_check(
     return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures, values=values)
 
 
-def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS) -> np.ndarray:
-    """Sample autocorrelation of ``x`` (NaN dropped) at the given lags."""
-    v = np.asarray(x, dtype=float)
-    v = v[np.isfinite(v)]
-    v = v - v.mean()
-    denom = float(np.sum(v * v))
-    out = np.full(len(lags), np.nan)
-    if denom <= 0:
-        return out
-    for i, lag in enumerate(lags):
-        if lag < v.size:
-            out[i] = float(np.sum(v[lag:] * v[:-lag]) / denom)
-    return out
+def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS, *, steps: np.ndarray | None = None) -> np.ndarray:
+    """Sample autocorrelation of ``x`` at the given lags (in logging intervals), pairing only
+    points that are the lag apart, both logged (:func:`bayes_grpo.metrics.autocorrelation`):
+    give the points' ``steps`` when ``x`` holds only the logged ones, else NaN marks a missing
+    step. NaN was dropped first, which paired the points on both sides of a gap as neighbours."""
+    from bayes_grpo.metrics import autocorrelation as paired_autocorrelation
+
+    return paired_autocorrelation(x, lags, steps=steps)
 
 
 #: z value of the white-noise band ``z / sqrt(n)`` of a lag-1 autocorrelation from n points.
@@ -428,7 +423,7 @@ def residual_autocorrelation_check(
     ds = _fitted_runset(fitted, runset)
     rng = np.random.default_rng(seed)
     own = _own_trajectories(fitted)
-    rows, constant, short = [], [], []
+    rows, constant, short, unpaired = [], [], [], []
     for (model, g), runs in _groups(ds, fitted).items():
         acfs, weights = [], []
         for run in runs:
@@ -441,11 +436,22 @@ def residual_autocorrelation_check(
                 short.append(str(run))
                 continue
             resid = pr["y"] - _residual_centre(own, run, pr)
-            acfs.append(autocorrelation(resid))
+            acf_run = autocorrelation(resid, steps=pr["t"])
+            if not np.isfinite(acf_run[0]):
+                # no two of its points one logging interval apart: no lag-1 figure to give
+                unpaired.append(str(run))
+                continue
+            acfs.append(acf_run)
             weights.append(resid.size)
         if not acfs:
             continue
-        acf = np.average(np.array(acfs), axis=0, weights=weights)
+        # a lag at which a run has no pair (its points that far apart all missing) is the
+        # average over the runs that have one
+        by_lag = np.array(acfs)
+        w = np.asarray(weights, dtype=float)[:, None] * np.isfinite(by_lag)
+        acf = np.where(
+            w.sum(axis=0) > 0, np.sum(np.nan_to_num(by_lag) * w, axis=0) / np.maximum(w.sum(axis=0), 1.0), np.nan
+        )
         band = white_noise_band(sum(weights))
         row = {"model": model, "G": g, "n_points": sum(weights), "white_noise_band": band}
         row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
@@ -463,11 +469,16 @@ def residual_autocorrelation_check(
         if short
         else ""
     )
+    if unpaired:
+        too_short += (
+            f" Runs {unpaired} are left out: no two of their logged steps are one logging interval "
+            "apart (the autocorrelation pairs no points across a missing step)."
+        )
     # iid_residual_check rewrites the summary of a negative autocorrelation: it keeps these
     values = {"left_out": (left_out + too_short).strip()}
     if not rows:
         return CheckResult(
-            "ppc_residual_autocorrelation", None, f"Not assessable: runs too short.{too_short}{left_out}", values=values
+            "ppc_residual_autocorrelation", None, f"Not assessable: {'runs too short' if short or not unpaired else 'no run has neighbouring logged steps'}.{too_short}{left_out}", values=values
         )
     table = pd.DataFrame(rows).assign(G=lambda f: readable_group_sizes(f["G"]))
     table = table.set_index(["model", "G"])

@@ -3059,7 +3059,7 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
         return None
     resid = post.y - np.median(mean_curve(post.draws, post.t, post.reward_bounds), axis=0)
-    lag1 = float(autocorrelation(resid, (1,))[0])
+    lag1 = float(autocorrelation(resid, (1,), steps=post.t)[0])  # not across a missing step
     band = white_noise_band(post.t.size)
     if not np.isfinite(lag1) or lag1 <= band:
         return None
