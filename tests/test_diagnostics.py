@@ -371,8 +371,9 @@ def test_a_default_group_size_reads_the_runs_that_log_none_at_it():
     assert res.values["evidence"]["group_size_source"] == "the run set" and "G = 16 from" not in res.summary
     with pytest.raises(ValueError, match=r"group_size only .* got \['k_ref'\]"):
         diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"k_ref": 1})
-    with pytest.raises(ValueError, match="must be a finite number > 0"):
-        diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"group_size": 0})
+    for bad in (0, "eight"):
+        with pytest.raises(ValueError, match="default group_size must be a finite number > 0"):
+            diagnose(ds, config=FAST, modes=["advantage_degeneracy"], defaults={"group_size": bad})
 
 
 def test_instability_growth_of_side_quantities_detected_with_onset_after_its_start():

@@ -273,7 +273,10 @@ def _default_group_size(defaults: Mapping[str, float] | None) -> float | None:
     value = defaults.get("group_size")
     if value is None:
         return None
-    g = float(value)
+    try:
+        g = float(value)
+    except (TypeError, ValueError):
+        g = float("nan")  # "could not convert string to float" named no setting
     if not (np.isfinite(g) and g > 0):
         raise ValueError(f"default group_size must be a finite number > 0, got {value!r}")
     return g
