@@ -86,7 +86,21 @@ def _check_method(method: str) -> None:
         )
 
 
-def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -> float:
+def _steps_of(y: np.ndarray, steps) -> np.ndarray:
+    """The steps of the values ``y`` (flat): ``steps`` checked (same size, increasing where
+    both are finite), else the positions ``0 .. n-1``."""
+    if steps is None:
+        return np.arange(y.size, dtype=float)
+    t = np.asarray(steps, dtype=float).ravel()
+    if t.shape != y.shape:
+        raise ValueError(f"y and steps must have the same size, got {y.size} and {t.size}")
+    logged = t[np.isfinite(y)]
+    if not (np.isfinite(logged).all() and (np.diff(logged) > 0).all()):
+        raise ValueError("steps must be finite and increasing at the finite values of y")
+    return t
+
+
+def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE, steps=None) -> float:
     """White-noise variance of ``y`` around a smooth trend, by differencing.
 
     Parameters
@@ -105,6 +119,17 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
         ``sigma^2 = mean(r^2) / 1.5``. On the public GRPO logs the two agree within ~5% on
         long noisy runs, while on short steep ones (26-51 logged points) first differences
         read 2-5 times higher (``benchmarks/law_fits_real_runs.py``).
+    steps
+        The step of each value of ``y`` (same shape), for the second differences: default its
+        positions ``0 .. n-1``, i.e. ``y`` on its regular grid with NaN where a step was not
+        logged. Where consecutive logged points are unevenly spaced (a missing step, an
+        irregular log) the pseudo-residual is Gasser, Sroka and Jennen-Steinmetz's for an
+        uneven design, ``r = a y[n-1] + b y[n+1] - y[n]`` with ``a, b`` the linear
+        interpolation weights of ``y[n]`` between its neighbours (``a = b = 1/2`` on an even
+        grid), and ``sigma^2 = mean(r^2 / (1 + a^2 + b^2))``: zero mean under any locally linear
+        trend again. Taken at face value across a gap, ``(y[n-1] + y[n+1])/2 - y[n]`` read the
+        trend's rise over the gap as noise. First differences ignore ``steps`` (consecutive
+        finite values, as documented above).
 
     Returns
     -------
@@ -112,14 +137,18 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
     """
     _check_method(method)
     y = np.asarray(y, dtype=float).ravel()
-    y = y[np.isfinite(y)]
+    t = _steps_of(y, steps)
+    ok = np.isfinite(y)
+    y, t = y[ok], t[ok]
     if y.size < 3:
         return float("nan")
     if method == FIRST_DIFFERENCE:
         d, factor = np.diff(y), 2.0
         d = d - (np.median(d) if robust else np.mean(d))
     else:
-        d, factor = 0.5 * (y[:-2] + y[2:]) - y[1:-1], 1.5
+        h = np.diff(t)
+        a, b = h[1:] / (h[:-1] + h[1:]), h[:-1] / (h[:-1] + h[1:])  # weights of y[n-1], y[n+1]
+        d, factor = (a * y[:-2] + b * y[2:] - y[1:-1]) / np.sqrt((1.0 + a**2 + b**2) / 1.5), 1.5
     if robust:
         mad = float(np.median(np.abs(d - np.median(d))))
         return (1.4826 * mad) ** 2 / factor
@@ -128,7 +157,7 @@ def noise_variance(y, *, robust: bool = False, method: str = FIRST_DIFFERENCE) -
     return float(np.mean(d**2)) / factor
 
 
-def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE) -> float:
+def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE, steps=None) -> float:
     """Estimated ``R^2`` of the true smooth curve on ``y``: ``1 - sigma^2 / Var[y]``.
 
     An estimate, not a bound: for white noise it is unbiased for the true curve's ``R^2``
@@ -139,20 +168,23 @@ def noise_ceiling_r2(y, *, robust: bool = False, method: str = SECOND_DIFFERENCE
 
     ``sigma^2`` from :func:`noise_variance` (default: second-difference pseudo-residuals,
     which a steep rise does not inflate; ``method="first_difference"`` for the plain first
-    differences). Clipped to ``[0, 1]``; NaN with fewer than 3 finite points or constant
-    ``y``. The estimate assumes white step noise: noise that wanders slowly counts as signal,
+    differences; ``steps``, the values' steps, as there: a missing step is not read as
+    noise). Clipped to ``[0, 1]``; NaN with fewer than 3 finite points or constant ``y``. The estimate assumes white step noise: noise that wanders slowly counts as signal,
     and anti-correlated step noise (lag-1 autocorrelation -0.1 to -0.2 in several public GRPO
     logs) reads as more noise, so the ceiling is low there and a fit can exceed it.
     """
     _check_method(method)
     y = np.asarray(y, dtype=float).ravel()
-    y = y[np.isfinite(y)]
+    t = _steps_of(y, steps)
+    ok = np.isfinite(y)
+    y, t = y[ok], t[ok]
     if y.size < 3 or _constant(y):
         return float("nan")
     total = float(np.var(y, ddof=1))
     if total == 0.0:
         return float("nan")
-    return float(np.clip(1.0 - noise_variance(y, robust=robust, method=method) / total, 0.0, 1.0))
+    noise = noise_variance(y, robust=robust, method=method, steps=t)
+    return float(np.clip(1.0 - noise / total, 0.0, 1.0))
 
 
 def moving_average(y, window_frac: float = SMOOTH_WINDOW_FRAC) -> np.ndarray:

@@ -47,7 +47,7 @@ def main(root: Path = DEFAULT_DIR) -> pd.DataFrame:
                 "run": src["short_id"],
                 "n": osc.n,
                 "trend": has_trend(t, y),
-                "ceiling": noise_ceiling_r2(y),
+                "ceiling": noise_ceiling_r2(y, steps=t),
                 "r2_osc": osc.r2,
                 "r2_exp": fits["single_exponential"].r2,
                 "r2_logi": fits["logistic"].r2,

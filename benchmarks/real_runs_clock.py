@@ -197,7 +197,7 @@ def analyse_run(
     span = tau_all[-1] - tau_all[0]
     control = {}
     if controls:
-        sd = float(np.sqrt(metrics.noise_variance(y, method=metrics.SECOND_DIFFERENCE)))
+        sd = float(np.sqrt(metrics.noise_variance(y, method=metrics.SECOND_DIFFERENCE, steps=t)))
         for name, truth in (
             ("law_on_clock", clk_fit.predict(tau)),
             ("law_on_steps", raw_fit.predict(t)),
@@ -220,7 +220,7 @@ def analyse_run(
     return {
         "run": run,
         "has_trend": metrics.has_trend(t, y),
-        "noise_ceiling_r2": metrics.noise_ceiling_r2(y),
+        "noise_ceiling_r2": metrics.noise_ceiling_r2(y, steps=t),
         "n_raw": int(t.size),
         "steps": [float(t[0]), float(t[-1])],
         "clock_steps": facts["clock_steps"],

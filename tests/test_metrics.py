@@ -177,6 +177,36 @@ def test_second_difference_estimator_is_unbiased_for_white_noise_on_a_line():
     assert np.mean(robust) == pytest.approx(0.05**2, rel=0.08)
 
 
+def test_a_rising_log_with_missing_steps_reads_the_same_noise_as_a_complete_one():
+    # steps 0..99 and 150..249 of a line rising 0.01 per step, noise sd 0.01: the second
+    # difference across the 50 missing steps, (y[99] + y[150]) / 2 - y[151] taken as if the
+    # points were evenly spaced, is the trend's rise (-0.25), and tripled the noise variance
+    rng = np.random.default_rng(3)
+    t = np.concatenate([np.arange(100.0), np.arange(150.0, 250.0)])
+    y = 0.01 * t + 0.01 * rng.standard_normal(t.size)
+    uneven = noise_variance(y, method="second_difference", steps=t)
+    assert uneven == pytest.approx(0.01**2, rel=0.25)
+    assert noise_variance(y, method="second_difference") > 2.5 * uneven  # the points as evenly spaced
+    # on its grid with NaN at the missing steps, the positions are the steps
+    grid = np.full(250, np.nan)
+    grid[t.astype(int)] = y
+    assert noise_variance(grid, method="second_difference") == pytest.approx(uneven, rel=1e-12)
+    assert noise_ceiling_r2(grid) == pytest.approx(noise_ceiling_r2(y, steps=t), rel=1e-12)
+    assert noise_ceiling_r2(y, steps=t) > noise_ceiling_r2(y)
+    # an even grid is the plain estimator to the last bit
+    even = np.arange(200.0)
+    assert noise_variance(y, method="second_difference", steps=even) == noise_variance(
+        y, method="second_difference"
+    )
+
+
+def test_steps_that_do_not_increase_are_refused():
+    with pytest.raises(ValueError, match="increasing"):
+        noise_variance([0.1, 0.2, 0.3, 0.4], method="second_difference", steps=[0, 2, 1, 3])
+    with pytest.raises(ValueError, match="same size"):
+        noise_ceiling_r2([0.1, 0.2, 0.3, 0.4], steps=[0, 1, 2])
+
+
 @pytest.mark.parametrize("y", [[0.1, 0.2], [0.3] * 20, np.linspace(0.0, 1.0, 20)])
 def test_a_misspelt_noise_method_is_refused_on_every_run(y):
     # noise_ceiling_r2(y, method="second") returned NaN on a constant or short run and raised

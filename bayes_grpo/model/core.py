@@ -927,7 +927,7 @@ class GRPODynamicsModel:
                 r2_raw.append(float("nan")), ceiling.append(float("nan")), r2_smooth.append(float("nan")), trend.append(None)
                 continue
             r2_raw.append(float(metrics.r2(y, yhat)))
-            ceiling.append(float(metrics.noise_ceiling_r2(y)))
+            ceiling.append(float(metrics.noise_ceiling_r2(y, steps=t)))
             r2_smooth.append(float(metrics.smoothed_r2(y, yhat)))
             # None where the trend test cannot tell (under 9 points, or a constant run): a 6-point
             # run rising 0.15 -> 0.78 read has_trend False, and fit named it as showing no trend

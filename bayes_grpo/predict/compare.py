@@ -408,7 +408,7 @@ def _r2_table(law: str, data: RunData, mean_curve: np.ndarray) -> list[dict[str,
                 "run": run_id,
                 "law": law,
                 "r2": r2,
-                "noise_ceiling_r2": metrics.noise_ceiling_r2(y),
+                "noise_ceiling_r2": metrics.noise_ceiling_r2(y, steps=t),
                 "smoothed_r2": metrics.smoothed_r2(y, yhat),
                 "has_trend": bool(metrics.has_trend(t, y)),
                 # each point's -(y - yhat)^2 / SST (they sum to R^2 - 1), for the standard error
