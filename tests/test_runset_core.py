@@ -237,3 +237,71 @@ def test_a_group_size_reads_in_labels_as_given_and_unknown_as_a_question_mark():
     from bayes_grpo.runset.schema import group_size_text
 
     assert [group_size_text(g) for g in (4.0, 4.5, 16, float("nan"))] == ["4", "4.5", "16", "?"]
+
+
+# ------------------------------------------------------------------ a run set of no run
+
+
+def _no_runs():
+    from bayes_grpo.diagnostics.cases import simulated_case
+
+    # what a filter that matched no run leaves (it can be saved and read back)
+    return simulated_case("healthy", n_steps=30).isel(run=slice(0, 0))
+
+
+def test_every_stage_that_works_on_runs_refuses_a_run_set_of_no_run_in_its_own_words(tmp_path):
+    # a fit said "every run has a constant reward ()", the law comparison died in a
+    # ZeroDivisionError, the diagnostics returned [] and the G-invariance test "no model was
+    # run at two or more group sizes ()", the predictive checks "runs too short", the report a
+    # KeyError traceback
+    from bayes_grpo.checks.invariance import invariance_check
+    from bayes_grpo.checks.ppc import ppc_checks
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.predict.compare import compare_laws
+    from bayes_grpo.report.build import report_from_posterior
+
+    empty = _no_runs()
+    tiny = "models/tiny.nc"
+    calls = {
+        "fit": lambda: GRPODynamicsModel().fit(empty, draws=10, tune=10, chains=1),
+        "compare": lambda: compare_laws(empty, draws=10, tune=10, chains=1),
+        "diagnose": lambda: diagnose(empty),
+        "test": lambda: invariance_check(empty, draws=10, tune=10),
+        "check": lambda: ppc_checks(GRPODynamicsModel.load(tiny), empty),
+        "report on": lambda: report_from_posterior(tiny, tmp_path / "r.html", runset=empty),
+    }
+    for doing, call in calls.items():
+        with pytest.raises(RunSetError, match=f"the run set holds no runs: nothing to {doing}$"):
+            call()
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_diagnose_refuses_a_selection_of_no_run_rather_than_answering_nothing():
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.diagnostics.cases import simulated_case
+
+    with pytest.raises(RunSetError, match=r"run=\[\] names no run: nothing to diagnose"):
+        diagnose(simulated_case("healthy", n_steps=30), run=[])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "{runs}", "-o", "{tmp}/fit.nc", "--draws", "10", "--tune", "10", "--chains", "1"],
+        ["compare", "{runs}", "--draws", "10", "--tune", "10"],
+        ["invariance", "{runs}"],
+        ["ppc", "models/tiny.nc", "--runs", "{runs}"],
+        ["report", "models/tiny.nc", "--runs", "{runs}", "-o", "{tmp}/r.html"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_the_command_line_names_the_run_set_file_of_no_run_and_shows_no_traceback(argv, tmp_path, capsys):
+    from bayes_grpo.cli import main
+
+    runs = save_runset(_no_runs(), tmp_path / "empty.nc")
+    args = [a.format(runs=runs, tmp=tmp_path) for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"error: {runs}: the run set holds no runs: nothing to" in err
+    assert "Traceback" not in err

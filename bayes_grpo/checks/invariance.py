@@ -998,7 +998,10 @@ def invariance_check(
     ``alpha`` posterior and ``verdict``; ``runs_given_default_group_size`` names the runs of
     unknown G that the model config's default G (:func:`with_group_size_default`) placed.
     """
-    runset, defaulted = with_group_size_default(runset, model_config)
+    from bayes_grpo.runset import require_runs
+
+    # "Not assessable: no model was run at two or more group sizes ()." said no word of the runs
+    runset, defaulted = with_group_size_default(require_runs(runset, "test"), model_config)
     by_model = group_sizes_by_model(runset)
     testable = testable_llms(by_model)
     if not testable:

@@ -218,7 +218,10 @@ def _groups(runset: xr.Dataset, fitted: Any = None) -> dict[tuple[str, int | flo
 
 def _fitted_runset(fitted: Any, runset: xr.Dataset | None) -> xr.Dataset:
     if runset is not None:
-        return runset
+        from bayes_grpo.runset import require_runs
+
+        # the checks of no run said "runs too short" and "no run of known G"
+        return require_runs(runset, "check")
     from bayes_grpo.checks.stability import fitted_runset
 
     ds = fitted_runset(fitted)

@@ -184,7 +184,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.constants import RUN_DIM, STEP_DIM
     from bayes_grpo.model import GRPODynamicsModel
     from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
-    from bayes_grpo.runset import REWARD_VAR, load_runset
+    from bayes_grpo.runset import REWARD_VAR, load_runset, require_runs
     from bayes_grpo.runset.bounds import bounds_text, check_rewards_within
     from bayes_grpo.runset.schema import group_sizes_as_text
     from bayes_grpo.runset.thin import long_runs_note
@@ -214,6 +214,9 @@ def run_fit(args: argparse.Namespace) -> int:
     model = GRPODynamicsModel(model_config=with_hyperparameter_defaults(config, args.defaults), **settings)
     runset = load_runset(args.runs)
     with naming_the_run_set(args.runs):
+        # no run: refused as the fit would refuse it (the instability diagnostic below said
+        # "nothing to diagnose" of a fit)
+        require_runs(runset, "fit")
         # the first look at the data (the fit checks it again): it came after the instability
         # diagnostic had run and printed its notes
         reward = runset[REWARD_VAR].transpose(RUN_DIM, STEP_DIM)

@@ -11,6 +11,7 @@ from bayes_grpo.cli._common import (
     add_json_flag,
     add_overwrite_flag,
     check_output_paths,
+    naming_the_run_set,
     non_negative_int,
     positive_int,
     print_json,
@@ -92,9 +93,11 @@ def _report(args: argparse.Namespace) -> int:
     )
     runset = None
     if args.runs is not None:
-        from bayes_grpo.runset import load_runset
+        from bayes_grpo.runset import load_runset, require_runs
 
         runset = load_runset(args.runs)
+        with naming_the_run_set(args.runs):  # before the fit is read: no run, no report
+            require_runs(runset, "report on")
     load_notes: list[str] = []  # the saved fit's own warnings (stderr has them too)
     verdicts: list[dict] = []  # what each section concludes, as the HTML shows it
     runset_notes: dict = {}  # what the overview warns of the run set, as the HTML shows it

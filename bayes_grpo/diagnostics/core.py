@@ -127,9 +127,9 @@ def diagnose(
         run cannot be assessed. ``values`` carries run, mode, detected, onset_step,
         strength and evidence.
     """
-    from bayes_grpo.runset.core import run_coords, validate_runset
+    from bayes_grpo.runset.core import RunSetError, require_runs, run_coords, validate_runset
 
-    validate_runset(runset)
+    require_runs(validate_runset(runset), "diagnose")  # no result, no word, was the answer
     config = config or DiagnosticsConfig()
     # a run or mode named twice (--run a --run a) is assessed once: one result per (run, mode).
     # One mode given as a string is that mode, as one run is (modes="instability" was read as
@@ -144,6 +144,9 @@ def diagnose(
         if run is None
         else list(dict.fromkeys([run] if isinstance(run, str) else [str(r) for r in run]))
     )
+    if not run_ids and run is not None:
+        # a selection that matched no run (run=[r for r in ... if <filter>]) gave no result
+        raise RunSetError("run=[] names no run: nothing to diagnose (run=None diagnoses every run)")
     default_g = _default_group_size(defaults)
     post = load_posterior(posterior, posterior_warnings)
     if post is not None and not set(modes) & set(POSTERIOR_MODES):

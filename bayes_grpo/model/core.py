@@ -66,7 +66,7 @@ from bayes_grpo.model.prepare import (
     schedule_multipliers,
     size_regression_note,
 )
-from bayes_grpo.runset import REWARD_VAR, validate_runset, with_added_coords
+from bayes_grpo.runset import REWARD_VAR, require_runs, validate_runset, with_added_coords
 from bayes_grpo.runset.bounds import (
     bounded_value,
     check_reward_bounds,
@@ -361,7 +361,7 @@ class GRPODynamicsModel:
         """Build (and keep) the ``pm.Model`` for ``runset``."""
         from bayes_grpo.model.builder import build_pymc_model
 
-        validate_runset(runset)
+        require_runs(validate_runset(runset), "fit")
         self.runset = runset
         self.data = self._prepare_data(runset)
         self.model = build_pymc_model(

@@ -50,7 +50,7 @@ from bayes_grpo import metrics
 from bayes_grpo.checks.base import CheckResult, counted, refuse_repeats
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
-from bayes_grpo.runset import REWARD_VAR
+from bayes_grpo.runset import REWARD_VAR, require_runs
 from bayes_grpo.runset.bounds import (
     CENTRE_MARGIN,
     bounded_value,
@@ -896,6 +896,7 @@ def compare_laws(
                 f"{DEFAULT_RANGES[name]}; got {value}"
             )
     laws = checked_laws(laws)
+    require_runs(runset, "compare")  # the step size of no law parameter was a ZeroDivisionError
 
     # a run too short to fit and to hold 30% of out is left out, named, not the whole run set
     short = short_runs(runset[RUN_DIM].values, runset[REWARD_VAR].values.astype(float))

@@ -459,6 +459,11 @@ def report_from_posterior(
     refuse_non_regular_file(output)  # a folder, overwrite or not: before the work, not after
     if not overwrite and Path(output).exists():  # before minutes of sampling, not after
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
+    if runset is not None:
+        from bayes_grpo.runset import require_runs
+
+        # a run set of no run died in a KeyError traceback in the overview's table of runs
+        require_runs(runset, "report on")
     # read first: a wrong file must fail before minutes of sampling, not after
     loaded = [(Path(p).name, load_prediction(p)) for p in predictions]
     # as predict / stability / phase-diagram load a fit: its warnings (did not converge, an i.i.d.

@@ -221,6 +221,20 @@ def validate_runset(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+def require_runs(ds: xr.Dataset, doing: str) -> xr.Dataset:
+    """``ds``, refused (:class:`RunSetError`) when it holds no run: the work named by ``doing``
+    (``"fit"``, ``"compare"``) has nothing to work on.
+
+    A run set may hold no run (a filter that matched none, ``ds.sel(run=[])``; it can be
+    saved and read back), but every stage that works on its runs refuses it here: a fit said
+    "every run has a constant reward ()", the law comparison died in a ZeroDivisionError, the
+    diagnostics returned no result and the posterior predictive checks called the runs too
+    short."""
+    if ds.sizes.get(RUN_DIM, 0) == 0:
+        raise RunSetError(f"the run set holds no runs: nothing to {doing}")
+    return ds
+
+
 def runset_warnings(ds: xr.Dataset) -> dict[str, list[str]]:
     """Per-run ingestion warnings stored in the run set."""
     raw = ds.attrs.get(WARNINGS_ATTR, "{}")
