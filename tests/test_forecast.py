@@ -1132,6 +1132,25 @@ def test_a_stop_threshold_or_horizon_that_cannot_mean_anything_is_an_error(kwarg
             )
 
 
+def test_a_prior_kind_that_is_none_is_refused_not_forecast_from_the_weak_prior():
+    # forecast_in_runset(..., prior_kind="gauss"): prior_from_runs' refusal was caught as a
+    # run-based prior that failed, and the forecast came from the weak default prior, a note
+    # in prior_note the only word of it
+    from bayes_grpo.predict.forecast import (
+        forecast_in_runset,
+        population_prior_for_run,
+        prior_from_runs,
+    )
+
+    runset, steps = _coarse_runset(60.0, 1.0)
+    with pytest.raises(ForecastError, match=r"unknown prior kind 'gauss'; expected one of \('mixture', 'gaussian'\)"):
+        forecast_in_runset(runset, "r0", 20, prior_kind="gauss", likelihood="iid", n_draws=100)
+    with pytest.raises(ForecastError, match="unknown prior kind 'gauss'"):
+        population_prior_for_run(runset, "r0", prior_kind="gauss")
+    with pytest.raises(ForecastError, match="unknown prior kind 'Mixture'"):
+        prior_from_runs([(steps, runset.reward.sel(run=r).values) for r in ("r1", "r2")], kind="Mixture")
+
+
 def _coarse_runset(last_step: float, every: float):
     import pandas as pd
 

@@ -988,6 +988,17 @@ def one_blas_thread() -> Iterator[None]:
 ROBUST_WEIGHT: float = 0.15
 
 
+#: The kinds of run-based prior (:func:`prior_from_runs`' ``kind``, ``prior_kind`` elsewhere).
+PRIOR_KINDS = ("mixture", "gaussian")
+
+
+def check_prior_kind(kind: str) -> str:
+    """``kind``, refused (:class:`ForecastError`) unless one of :data:`PRIOR_KINDS`."""
+    if kind not in PRIOR_KINDS:
+        raise ForecastError(f"unknown prior kind {kind!r}; expected one of {PRIOR_KINDS}")
+    return kind
+
+
 @one_blas_thread()
 def prior_from_runs(
     runs: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -1041,6 +1052,7 @@ def prior_from_runs(
     from bayes_grpo.dynamics.coefficients import retime_oscillator
 
     reward_bounds = checked_bounds(reward_bounds)
+    check_prior_kind(kind)  # before a fit per run, not after them
     if not 0.0 <= robust_weight < 1.0:
         raise ForecastError(f"robust_weight must be in [0, 1), got {robust_weight!r}")
     if retime is not None and len(retime) != len(runs):
@@ -1098,8 +1110,6 @@ def prior_from_runs(
         label += f", {n_retimed} re-timed to this run's hyperparameters"
     if kind == "gaussian":
         return rescale_prior(GaussianPrior(centre, cov, source=label + ")", latent_bounds=bounds), unit, shift=origin)
-    if kind != "mixture":
-        raise ForecastError(f"unknown prior kind {kind!r}; expected 'mixture' or 'gaussian'")
     n, dim = modes_arr.shape
     h2 = ((4.0 / (dim + 2.0)) ** (1.0 / (dim + 4.0)) * n ** (-1.0 / (dim + 4.0))) ** 2
     # at most MAX_MIXTURE_COMPONENTS components (evenly spaced over the runs: each costs a
@@ -1318,6 +1328,9 @@ def population_prior_for_run(
 
     if reward_bounds is not FIT_BOUNDS:
         reward_bounds = checked_bounds(reward_bounds)
+    # here, not in prior_from_runs alone: its refusal is caught below as a run-based prior that
+    # failed, and prior_kind="gauss" forecast from the weak prior with a note
+    check_prior_kind(prior_kind)
     coords = run_coords(runset, run_id)
     if posterior is not None:
         label = str(posterior) if isinstance(posterior, str | os.PathLike) else posterior_label
