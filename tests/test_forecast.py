@@ -1151,6 +1151,47 @@ def test_a_prior_kind_that_is_none_is_refused_not_forecast_from_the_weak_prior()
         prior_from_runs([(steps, runset.reward.sel(run=r).values) for r in ("r1", "r2")], kind="Mixture")
 
 
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"horizon": np.inf}, "horizon inf is not a step: give a finite optimizer step"),
+        ({"horizon": np.nan}, "horizon nan is not a step"),
+        ({"upto": np.nan}, "upto nan is not a step"),
+        ({"upto": -np.inf}, "upto -inf is not a step"),
+    ],
+)
+def test_a_forecast_to_or_from_a_step_that_is_not_a_number_is_refused_naming_the_argument(kw, words):
+    # forecast_in_runset(horizon=np.inf) said the weak prior "has non-finite moments", and
+    # upto=np.nan that the run "has 0 rewards up to step nan"
+    from bayes_grpo.predict.forecast import forecast_in_runset
+
+    runset, _ = _coarse_runset(60.0, 1.0)
+    args = {"upto": 20.0} | kw
+    with pytest.raises(ForecastError, match=f"^{words}"):
+        forecast_in_runset(runset, "r0", args.pop("upto"), use_runs=False, likelihood="iid", **args)
+
+
+@pytest.mark.parametrize(
+    "horizon, words",
+    [
+        ([], r"horizon_steps is empty: give the steps to forecast"),
+        ([0.0, 10.0, np.nan], r"horizon_steps holds 1 step that is not a finite number \(nan\)"),
+        (np.array([0.0, np.inf, np.inf]), r"horizon_steps holds 2 steps that are not a finite number \(inf\)"),
+    ],
+)
+def test_forecast_run_and_the_forecaster_refuse_a_horizon_of_no_step_or_of_steps_that_are_not_numbers(horizon, words):
+    # an empty horizon died in NumPy's "zero-size array to reduction operation maximum", a NaN
+    # step in "prior from default (weak, scaled to the prefix) has non-finite moments"
+    from bayes_grpo.predict.forecast import RunForecaster, forecast_run
+
+    t = np.arange(20.0)
+    y = 0.8 - 0.6 * np.exp(-t / 10.0)
+    with pytest.raises(ForecastError, match=words):
+        forecast_run(t, y, horizon, likelihood="iid", n_draws=100)
+    with pytest.raises(ForecastError, match=words):
+        RunForecaster(None, horizon_steps=horizon, likelihood="iid")
+
+
 def _coarse_runset(last_step: float, every: float):
     import pandas as pd
 

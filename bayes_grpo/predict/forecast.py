@@ -1688,6 +1688,11 @@ def forecast_in_runset(
         check_stop_threshold(stop_threshold)
     except ValueError as exc:
         raise ForecastError(str(exc)) from None
+    for name, value in (("upto", upto), ("horizon", horizon)):
+        # a NaN upto said the run "has 0 rewards up to step nan", an infinite horizon that the
+        # weak prior "has non-finite moments" (the CLI's --upto and --horizon are refused so)
+        if value is not None and not np.isfinite(float(value)):
+            raise ForecastError(f"{name} {float(value):g} is not a step: give a finite optimizer step")
     t_all, y_all = run_series(runset, run_id, REWARD_VAR)
     if reward_bounds is not None:
         check_rewards_within(y_all, [run_id], t_all, reward_bounds, error=ForecastError, without="forecast without them")
@@ -3122,7 +3127,7 @@ def forecast_run(
     t, y = _paired(t, y)
     unlogged = _steps_without_reward(t, y)
     t, y, repeated = _last_per_step(t, y)
-    horizon_steps = np.asarray(horizon_steps, dtype=float)
+    horizon_steps = checked_horizon_steps(horizon_steps)
     given = prior is not None
     if prior is None:
         prior = default_prior(t, y, horizon=float(horizon_steps.max()))
@@ -3146,6 +3151,23 @@ def forecast_run(
         attrs=extra,
         observation_lag=observation_lag,
     )
+
+
+def checked_horizon_steps(horizon_steps: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The steps a forecast is asked for, as floats; refused (:class:`ForecastError`) when there
+    are none or one is not finite. An empty horizon died in NumPy's "zero-size array to
+    reduction operation maximum", a NaN or infinite step in "prior from default (weak, scaled to
+    the prefix) has non-finite moments" (the weak prior spreads the rise over the horizon)."""
+    steps = np.asarray(horizon_steps, dtype=float).ravel()
+    if steps.size == 0:
+        raise ForecastError("horizon_steps is empty: give the steps to forecast, e.g. range(301)")
+    bad = steps[~np.isfinite(steps)]
+    if bad.size:
+        raise ForecastError(
+            f"horizon_steps holds {counted(bad.size, 'step')} that {'is' if bad.size == 1 else 'are'} "
+            f"not a finite number ({bad[0]:g}): each is an optimizer step to forecast"
+        )
+    return steps
 
 
 def _prior_rise(prior: GaussianPrior | MixturePrior) -> float:
@@ -3353,7 +3375,7 @@ class RunForecaster:
         self.likelihood = likelihood
         # not given: a bounded fit's prior's bounds, as forecast_run takes them
         self.reward_bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
-        self.horizon_steps = np.asarray(horizon_steps, dtype=float)
+        self.horizon_steps = checked_horizon_steps(horizon_steps)
         self.hdi_probs = tuple(hdi_probs)
         self.stop_threshold = stop_threshold
         self.n_draws = n_draws
@@ -3523,6 +3545,9 @@ __all__ = [
     "RunForecaster",
     "calibrated_band_scale",
     "checked_bounds",
+    "checked_horizon_steps",
+    "check_prior_kind",
+    "PRIOR_KINDS",
     "prior_bounds",
     "coverage",
     "default_prior",
