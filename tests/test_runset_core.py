@@ -305,3 +305,35 @@ def test_the_command_line_names_the_run_set_file_of_no_run_and_shows_no_tracebac
     err = capsys.readouterr().err
     assert f"error: {runs}: the run set holds no runs: nothing to" in err
     assert "Traceback" not in err
+
+
+def test_a_path_given_where_the_python_api_takes_a_run_set_says_how_to_read_it(tmp_path):
+    # fit("runs.nc") died in "'str' object has no attribute 'attrs'", diagnose in "... 'dims'",
+    # compare_laws and forecast_in_runset in "string indices must be integers"
+    from bayes_grpo.checks.invariance import invariance_check
+    from bayes_grpo.checks.ppc import ppc_checks
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.predict import forecast_in_runset
+    from bayes_grpo.predict.compare import compare_laws
+    from bayes_grpo.report.build import report_from_posterior
+
+    path = str(tmp_path / "runs.nc")
+    calls = [
+        lambda: GRPODynamicsModel().fit(path, draws=10, tune=10, chains=1),
+        lambda: compare_laws(path, draws=10, tune=10, chains=1),
+        lambda: diagnose(path),
+        lambda: forecast_in_runset(path, "r0", 20),
+        lambda: invariance_check(path, draws=10, tune=10),
+        lambda: ppc_checks(GRPODynamicsModel.load("models/tiny.nc"), path),
+        lambda: report_from_posterior("models/tiny.nc", tmp_path / "r.html", runset=path),
+    ]
+    words = (
+        rf"expected a run set \(an xarray.Dataset\), got str '{path}': read a saved run set with "
+        r"bayes_grpo.runset.load_runset\(path\), logs with bayes_grpo.runset.ingest.load_runs"
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match=words):
+            call()
+    with pytest.raises(TypeError, match="got DataFrame: read a saved run set"):
+        diagnose(pd.DataFrame({"reward": [0.1, 0.2]}))

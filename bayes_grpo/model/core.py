@@ -73,6 +73,7 @@ from bayes_grpo.runset.bounds import (
     check_rewards_within,
     latent_value,
 )
+from bayes_grpo.runset.core import require_dataset
 from bayes_grpo.runset.schema import readable_group_sizes
 
 #: Attribute names written on the posterior group of a saved fit.
@@ -524,7 +525,7 @@ class GRPODynamicsModel:
         sc = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
         validate_sampler_config(sc)  # before the model is built and compiled (and kept)
         self.sampler_config = sc
-        unsavable = _unsavable_attrs(runset)
+        unsavable = _unsavable_attrs(require_dataset(runset))
         if unsavable:
             # the fit saves its run set (FIT_DATA_GROUP): such an attribute failed save() with
             # xarray's TypeError after the whole sampling

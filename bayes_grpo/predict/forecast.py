@@ -1679,9 +1679,10 @@ def forecast_in_runset(
     from bayes_grpo.dynamics.trajectory import starts_late
     from bayes_grpo.model.prepare import constant_reward, constant_reward_note
     from bayes_grpo.runset import REWARD_VAR, RunSetError
+    from bayes_grpo.runset.core import require_dataset
 
     reward_bounds = checked_bounds(reward_bounds)
-    runs = [str(r) for r in runset["run"].values]
+    runs = [str(r) for r in require_dataset(runset)["run"].values]
     if run_id not in runs:
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
     try:

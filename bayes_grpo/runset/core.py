@@ -204,7 +204,9 @@ def _as_float(value: object, name: str, run_id: str) -> float:
 
 
 def validate_runset(ds: xr.Dataset) -> xr.Dataset:
-    """Check that ``ds`` follows the data contract; return it unchanged or raise RunSetError."""
+    """Check that ``ds`` follows the data contract; return it unchanged or raise RunSetError
+    (a TypeError, :func:`require_dataset`, when it is no ``xarray.Dataset``)."""
+    require_dataset(ds)
     missing_dims = {RUN_DIM, STEP_DIM} - set(ds.dims)
     if missing_dims:
         raise RunSetError(f"run set lacks dims {sorted(missing_dims)}; has {list(ds.dims)}")
@@ -221,6 +223,21 @@ def validate_runset(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+def require_dataset(ds: object) -> xr.Dataset:
+    """``ds``, refused (``TypeError``) unless it is an ``xarray.Dataset``: a path given where the
+    Python API takes a run set (``fit("runs.nc")``, ``diagnose("runs.nc")``, as the command line
+    takes its file) died in "'str' object has no attribute 'attrs'" (or 'dims', or "string
+    indices must be integers"); the message says how to read one."""
+    if not isinstance(ds, xr.Dataset):
+        shown = f" {str(ds)!r}" if isinstance(ds, str | os.PathLike) else ""
+        raise TypeError(
+            f"expected a run set (an xarray.Dataset), got {type(ds).__name__}{shown}: read a saved "
+            "run set with bayes_grpo.runset.load_runset(path), logs with "
+            "bayes_grpo.runset.ingest.load_runs([path, ...])"
+        )
+    return ds
+
+
 def require_runs(ds: xr.Dataset, doing: str) -> xr.Dataset:
     """``ds``, refused (:class:`RunSetError`) when it holds no run: the work named by ``doing``
     (``"fit"``, ``"compare"``) has nothing to work on.
@@ -229,8 +246,8 @@ def require_runs(ds: xr.Dataset, doing: str) -> xr.Dataset:
     saved and read back), but every stage that works on its runs refuses it here: a fit said
     "every run has a constant reward ()", the law comparison died in a ZeroDivisionError, the
     diagnostics returned no result and the posterior predictive checks called the runs too
-    short."""
-    if ds.sizes.get(RUN_DIM, 0) == 0:
+    short. Not an ``xarray.Dataset``: :func:`require_dataset`'s ``TypeError``."""
+    if require_dataset(ds).sizes.get(RUN_DIM, 0) == 0:
         raise RunSetError(f"the run set holds no runs: nothing to {doing}")
     return ds
 
