@@ -1429,6 +1429,25 @@ def test_predict_run_names_the_steps_argument_of_a_horizon_below_one_step():
             predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=steps)
 
 
+@pytest.mark.parametrize("steps", [float("nan"), float("inf"), 150.5])
+def test_predict_run_refuses_a_horizon_that_is_not_a_whole_number_of_steps(steps):
+    # steps=nan died in "cannot convert float NaN to integer", inf in an OverflowError, and
+    # 150.5 was predicted to step 150 without a word
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    with pytest.raises(ValueError, match=rf"^steps={steps}: the horizon must be a whole number of steps \(at least 1\)"):
+        predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=steps)
+
+
+def test_predict_run_refuses_a_grid_of_steps_with_an_infinite_one():
+    from bayes_grpo.predict.predict import horizon_steps
+
+    with pytest.raises(ValueError, match=r"increasing non-negative \(finite\) optimizer steps"):
+        horizon_steps([0.0, 10.0, float("inf")])
+    assert horizon_steps(150.0).tolist() == list(range(151))  # a whole number given as a float
+
+
 def test_a_prediction_plot_is_titled_by_the_setting_it_predicts_not_by_its_regime_alone():
     # two `predict --plot` files of two settings were both titled "overdamped (p=1.00)"
     from pathlib import Path

@@ -139,7 +139,12 @@ def thin_for_horizon(draws: xr.Dataset, n_steps: int) -> tuple[xr.Dataset, str |
 def horizon_steps(steps: int | Sequence[float] | np.ndarray) -> np.ndarray:
     """Steps ``0..T`` for an integer horizon ``T``, or the given steps (sorted, >= 0)."""
     if np.ndim(steps) == 0:
-        n = int(steps)  # type: ignore[arg-type]
+        value = float(steps)  # type: ignore[arg-type]
+        if not (np.isfinite(value) and value == np.floor(value)):
+            # NaN died in "cannot convert float NaN to integer", inf in an OverflowError, and
+            # 150.5 was cut to 150 steps unsaid
+            raise ValueError(f"steps={steps}: the horizon must be a whole number of steps (at least 1)")
+        n = int(value)
         if n < 1:
             raise ValueError(f"steps={steps}: horizon must be at least 1 step")
         if MAX_TRAJECTORY_CELLS // (n + 1) < MIN_PREDICTION_DRAWS:
@@ -148,8 +153,9 @@ def horizon_steps(steps: int | Sequence[float] | np.ndarray) -> np.ndarray:
             raise ValueError(_horizon_too_long(n + 1))
         return np.arange(n + 1, dtype=float)
     arr = np.asarray(steps, dtype=float)
-    if arr.size < 2 or not np.all(np.diff(arr) > 0) or arr[0] < 0:
-        raise ValueError("steps must be at least 2 increasing non-negative optimizer steps")
+    # an infinite last step passed (its difference is inf > 0)
+    if arr.size < 2 or not np.all(np.isfinite(arr)) or not np.all(np.diff(arr) > 0) or arr[0] < 0:
+        raise ValueError("steps must be at least 2 increasing non-negative (finite) optimizer steps")
     return arr
 
 
