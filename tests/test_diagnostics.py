@@ -568,6 +568,27 @@ def test_a_config_built_in_python_is_checked_too():
         dataclasses.replace(FAST.common, interval_prob=1.0)
 
 
+def test_a_config_section_given_as_a_mapping_is_refused_saying_how_to_build_one():
+    # DiagnosticsConfig(degeneracy={"flag_fraction": 0.6}) was taken, and diagnose() died in
+    # "'dict' object has no attribute 'reward_range'"
+    with pytest.raises(TypeError, match=r"DiagnosticsConfig degeneracy= takes a DegeneracyConfig, got dict; from a mapping: DiagnosticsConfig.from_mapping"):
+        DiagnosticsConfig(degeneracy={"flag_fraction": 0.6})
+
+
+def test_diagnose_takes_its_config_as_the_mapping_of_a_config_file_too():
+    # diagnose(ds, config={"degeneracy": {...}}), the shape of `diagnose --config FILE` (and
+    # model_config is a dict), died in "'dict' object has no attribute 'hacking'"
+    ds = simulated_case("healthy_reward_only", seed=0)
+    mapping = FAST.to_dict() | {"instability": {"fit_oscillation": False}}
+    by_mapping = diagnose(ds, config=mapping, modes="advantage_degeneracy")
+    by_config = diagnose(ds, config=DiagnosticsConfig.from_mapping(mapping), modes="advantage_degeneracy")
+    assert [r.to_dict() for r in by_mapping] == [r.to_dict() for r in by_config]
+    with pytest.raises(ValueError, match="unknown degeneracy settings"):
+        diagnose(ds, config={"degeneracy": {"flag_frac": 0.5}})
+    with pytest.raises(TypeError, match="config takes a DiagnosticsConfig or a mapping"):
+        diagnose(ds, config=["degeneracy.flag_fraction=0.6"])
+
+
 def test_one_mode_given_as_a_string_is_that_mode_and_results_come_in_mode_order():
     # run="x" is one run, but modes="instability" was read letter by letter: "unknown
     # diagnostic modes ['a', 'b', 'i', 'l', 'n', 's', 't', 'y']"; and modes given out of order

@@ -439,6 +439,18 @@ class DiagnosticsConfig:
     concentration: ConcentrationConfig = field(default_factory=ConcentrationConfig)
     instability: InstabilityConfig = field(default_factory=InstabilityConfig)
 
+    def __post_init__(self) -> None:
+        # DiagnosticsConfig(degeneracy={"flag_fraction": 0.6}) was taken, and diagnose() died
+        # in "'dict' object has no attribute 'reward_range'"
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = type(f.default_factory())  # type: ignore[misc]
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"DiagnosticsConfig {f.name}= takes a {kind.__name__}, got {type(value).__name__}; "
+                    f"from a mapping: DiagnosticsConfig.from_mapping({{{f.name!r}: {{field: value, ...}}}})"
+                )
+
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Mapping[str, Any]] | None) -> DiagnosticsConfig:
         """Defaults overridden by ``{section: {field: value}}``; unknown names raise ValueError."""

@@ -81,7 +81,7 @@ def evaluation_reward_sources(runset: xr.Dataset) -> dict[str, str]:
 def diagnose(
     runset: xr.Dataset,
     run: str | Sequence[str] | None = None,
-    config: DiagnosticsConfig | None = None,
+    config: DiagnosticsConfig | Mapping[str, Mapping[str, Any]] | None = None,
     posterior: Any = None,
     *,
     modes: str | Sequence[str] | None = None,
@@ -97,7 +97,9 @@ def diagnose(
     run
         One run id, several, or None for all runs.
     config
-        Thresholds (:class:`DiagnosticsConfig`); defaults when None.
+        Thresholds (:class:`DiagnosticsConfig`, or a mapping ``{section: {field: value}}`` as
+        :meth:`DiagnosticsConfig.from_mapping` takes, the shape of ``diagnose --config FILE``);
+        defaults when None.
     posterior
         Optional: a saved ``GRPODynamicsModel`` (path), a fitted one, or
         ``{run_id: {"zeta", "C_eff", "plateau": draws}}``. Its draws at each run's
@@ -130,6 +132,14 @@ def diagnose(
     from bayes_grpo.runset.core import RunSetError, require_runs, run_coords, validate_runset
 
     require_runs(validate_runset(runset), "diagnose")  # no result, no word, was the answer
+    if isinstance(config, Mapping):
+        # {section: {field: value}}, the --config file's shape (model_config is a dict too): it
+        # died in "'dict' object has no attribute 'hacking'"
+        config = DiagnosticsConfig.from_mapping(config)
+    elif config is not None and not isinstance(config, DiagnosticsConfig):
+        raise TypeError(
+            f"config takes a DiagnosticsConfig or a mapping {{section: {{field: value}}}}, got {type(config).__name__}"
+        )
     config = config or DiagnosticsConfig()
     # a run or mode named twice (--run a --run a) is assessed once: one result per (run, mode).
     # One mode given as a string is that mode, as one run is (modes="instability" was read as
