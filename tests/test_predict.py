@@ -280,6 +280,34 @@ def test_a_file_that_is_no_prediction_is_refused_on_load_and_by_the_report_befor
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_fitted_model_or_a_run_set_given_as_a_prediction_is_named_so_with_what_gives_one(tmp_path, capsys):
+    # `report models/tiny.nc --prediction models/bandit.nc` said the file "has no regime,
+    # regime_prob, stop_step ...", not that it is a fit, from which `predict` makes the file
+    from pathlib import Path
+
+    from bayes_grpo.cli import main
+    from bayes_grpo.runset import runset_from_arrays, save_runset
+
+    fit = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    with pytest.raises(ValueError, match=r"it is a fitted model \(a posterior saved by `bayes-grpo fit`\): predict a setting from it \(`bayes-grpo predict FIT"):
+        load_prediction(fit)
+    runs = save_runset(
+        runset_from_arrays(["r"], np.arange(20), {"reward": np.linspace(0.2, 0.8, 20)[None]}),
+        tmp_path / "runs.nc",
+    )
+    with pytest.raises(ValueError, match=r"it is a run set \(written by `bayes-grpo ingest` or `simulate`\): forecast one of its runs"):
+        load_prediction(runs)
+    argv = ["report", str(fit), "-o", str(tmp_path / "r.html"), "--prediction", str(fit)]
+    assert main(argv) == 2
+    assert f"error: {fit}: not a prediction or forecast file" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+    # a netCDF file of neither kind: the attributes it lacks, as before
+    other = tmp_path / "other.nc"
+    xr.Dataset({"x": ("i", np.arange(3.0))}).to_netcdf(other, engine="h5netcdf")
+    with pytest.raises(ValueError, match=r"it has no regime, regime_prob, stop_step \.\.\.$"):
+        load_prediction(other)
+
+
 def test_a_plot_or_a_folder_given_as_a_prediction_is_an_error_naming_it_not_a_traceback(tmp_path, capsys):
     # `report FIT.nc --prediction pred.png` (the --plot of predict beside its -o) and
     # `--prediction DIR` ended in h5py's OSError / IsADirectoryError traceback

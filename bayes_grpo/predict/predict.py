@@ -1605,8 +1605,36 @@ def load_prediction(path: str | os.PathLike) -> xr.Dataset:
         raise ValueError(
             f"{path}: not a prediction or forecast file (bayes-grpo predict/forecast -o): "
             f"it has no {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}"
+            + _other_file_than_a_prediction(path, ds)
         )
     return ds
+
+
+def _other_file_than_a_prediction(path: Path, ds: xr.Dataset) -> str:
+    """``"; it is a fitted model ..."`` or ``"; it is a run set ..."``, with what gives a
+    prediction from it, when the file :func:`load_prediction` refused is one; else ``""``.
+    `report FIT --prediction FIT` (or the run set) said only which attributes it lacked."""
+    from bayes_grpo.constants import RUN_DIM
+    from bayes_grpo.runset import REWARD_VAR
+
+    if REWARD_VAR in ds.data_vars and {RUN_DIM, STEP_DIM} <= set(ds.dims):
+        return (
+            "; it is a run set (written by `bayes-grpo ingest` or `simulate`): forecast one of its "
+            "runs (`bayes-grpo forecast RUNS --run ID --upto STEP -o forecast.nc`) and give that file"
+        )
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as fh:
+            fitted = "posterior" in fh.keys()
+    except OSError:
+        return ""
+    if fitted:
+        return (
+            "; it is a fitted model (a posterior saved by `bayes-grpo fit`): predict a setting from "
+            "it (`bayes-grpo predict FIT ... -o prediction.nc`) and give that file"
+        )
+    return ""
 
 
 def default_plot_title(ds: xr.Dataset) -> str:
