@@ -1192,6 +1192,35 @@ def test_forecast_run_and_the_forecaster_refuse_a_horizon_of_no_step_or_of_steps
         RunForecaster(None, horizon_steps=horizon, likelihood="iid")
 
 
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"hdi_probs": ()}, r"hdi_probs is empty: give the band probabilities"),
+        ({"hdi_probs": (0.5, 1.2)}, r"hdi_probs must be probabilities in \(0, 1\), got 1.2"),
+        ({"n_draws": 0}, r"n_draws must be a whole number of draws >= 2, got 0"),
+        ({"n_draws": 1}, r"n_draws must be a whole number of draws >= 2, got 1"),
+        ({"n_draws": 10.5}, r"n_draws must be a whole number of draws >= 2, got 10.5"),
+    ],
+)
+def test_a_forecast_of_no_band_or_too_few_draws_is_refused_naming_the_argument(kw, words):
+    # hdi_probs=() died in NumPy's "need at least one array to stack" after the forecast's work,
+    # and n_draws=0 said "the posterior puts its mass on diverging runs"
+    from bayes_grpo.predict.forecast import RunForecaster, fit_run, forecast_in_runset, forecast_run
+
+    t = np.arange(20.0)
+    y = 0.8 - 0.6 * np.exp(-t / 10.0)
+    with pytest.raises(ValueError, match=words):
+        forecast_run(t, y, np.arange(40.0), likelihood="iid", **({"n_draws": 100} | kw))
+    with pytest.raises(ValueError, match=words):
+        RunForecaster(None, horizon_steps=np.arange(40.0), likelihood="iid", **kw)
+    runset, _ = _coarse_runset(60.0, 1.0)
+    with pytest.raises(ForecastError, match=words):
+        forecast_in_runset(runset, "r0", 20.0, use_runs=False, likelihood="iid", **kw)
+    if "n_draws" in kw:
+        with pytest.raises(ValueError, match=words):
+            fit_run(t, y, default_prior(t, y), likelihood="iid", **kw)
+
+
 def _coarse_runset(last_step: float, every: float):
     import pandas as pd
 

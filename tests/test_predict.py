@@ -1468,6 +1468,19 @@ def test_predict_run_refuses_a_horizon_that_is_not_a_whole_number_of_steps(steps
         predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=steps)
 
 
+@pytest.mark.parametrize(
+    "hdi, words",
+    [((), r"hdi_probs is empty"), ((0.9, 0.0), r"hdi_probs must be probabilities in \(0, 1\), got 0.0")],
+)
+def test_predict_run_refuses_no_band_or_a_band_probability_outside_0_1_before_the_work(hdi, words):
+    # hdi_probs=() died in NumPy's "need at least one array to stack" after every draw was run
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    with pytest.raises(ValueError, match=rf"^{words}"):
+        predict_run(path, learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=50, hdi_probs=hdi)
+
+
 def test_predict_run_refuses_a_grid_of_steps_with_an_infinite_one():
     from bayes_grpo.predict.predict import horizon_steps
 

@@ -76,6 +76,8 @@ from bayes_grpo.predict.summary import (
     LOGGED_STEP_DIM,
     add_warnings,
     check_stop_threshold,
+    checked_hdi_probs,
+    checked_n_draws,
     milestones_of,
     summarise_draws,
 )
@@ -1687,6 +1689,8 @@ def forecast_in_runset(
         raise RunSetError(f"no run {run_id!r}; runs: {runs}")
     try:
         check_stop_threshold(stop_threshold)
+        # before the other runs' priors are built and backtested, not after
+        hdi_probs, n_draws = checked_hdi_probs(hdi_probs), checked_n_draws(n_draws)
     except ValueError as exc:
         raise ForecastError(str(exc)) from None
     for name, value in (("upto", upto), ("horizon", horizon)):
@@ -2214,6 +2218,7 @@ def fit_run(
     """
 
     bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
+    n_draws = checked_n_draws(n_draws)
     rng = np.random.default_rng(rng)
     t, y = logged_points(t, y)
     if y.size < 3:
@@ -3122,6 +3127,7 @@ def forecast_run(
     :func:`forecast_grid` (bounded) rather than every step.
     """
     reward_bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
+    hdi_probs, n_draws = checked_hdi_probs(hdi_probs), checked_n_draws(n_draws)  # before the fit
     rng = np.random.default_rng(rng)
     # the prefix, paired once: the steps with a reward (NaN: not logged) in step order, a step
     # given twice at its last reward (logged_points), and the steps given without one
@@ -3377,9 +3383,9 @@ class RunForecaster:
         # not given: a bounded fit's prior's bounds, as forecast_run takes them
         self.reward_bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
         self.horizon_steps = checked_horizon_steps(horizon_steps)
-        self.hdi_probs = tuple(hdi_probs)
+        self.hdi_probs = tuple(checked_hdi_probs(hdi_probs))
         self.stop_threshold = stop_threshold
-        self.n_draws = n_draws
+        self.n_draws = checked_n_draws(n_draws)
         self.seed = seed
         self._t = np.empty(0)
         self._y = np.empty(0)

@@ -57,6 +57,7 @@ from bayes_grpo.predict.summary import (
     add_warnings,
     attr_warnings,
     band,
+    checked_hdi_probs,
     milestones_of,
     summarise_draws,
 )
@@ -1291,6 +1292,7 @@ def predict_run(
         warnings of loading a saved fit (:func:`bayes_grpo.model.load_fitted_model`), which are
         also warned.
     """
+    hdi_probs = checked_hdi_probs(hdi_probs)  # before the fit is loaded and its draws run
     g = float(group_size)
     if np.isfinite(g) and 0 < g and (g < 2 or not g.is_integer()):  # g <= 0: refused below
         # one completion per prompt has no group to be relative to (zero advantage), and a group

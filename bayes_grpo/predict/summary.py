@@ -36,6 +36,7 @@ layout: an ``xarray.Dataset`` over ``step`` with
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -556,6 +557,33 @@ def no_stable_run(n_diverging: int, n_draws: int) -> bool:
     return n_diverging > 0 and n_draws - n_diverging < MIN_STABLE_DRAWS
 
 
+
+def checked_hdi_probs(hdi_probs: Sequence[float]) -> list[float]:
+    """The band probabilities ascending and once each (the widest last, which the summaries, the
+    plot and the backtest read); ``ValueError`` naming ``hdi_probs`` for none (``()`` failed
+    "need at least one array to stack" after the forecast's work) or one outside ``(0, 1)``."""
+    try:
+        probs = sorted({float(p) for p in hdi_probs})
+    except (TypeError, ValueError):
+        raise ValueError(f"hdi_probs must be probabilities in (0, 1), got {hdi_probs!r}") from None
+    if not probs:
+        raise ValueError("hdi_probs is empty: give the band probabilities, e.g. (0.5, 0.9)")
+    bad = [p for p in probs if not 0.0 < p < 1.0]
+    if bad:
+        raise ValueError(f"hdi_probs must be probabilities in (0, 1), got {bad[0]!r}")
+    return probs
+
+
+def checked_n_draws(n_draws: object) -> int:
+    """``n_draws`` as an int, ``ValueError`` naming it unless it is a whole number >= 2 (a band
+    needs two draws; 0 read "the posterior puts its mass on diverging runs")."""
+    if isinstance(n_draws, bool) or not isinstance(n_draws, numbers.Integral | float) or not (
+        np.isfinite(n_draws) and float(n_draws).is_integer() and n_draws >= 2
+    ):
+        raise ValueError(f"n_draws must be a whole number of draws >= 2, got {n_draws!r}")
+    return int(n_draws)
+
+
 def summarise_draws(
     steps: Sequence[float] | np.ndarray,
     mean_draws: np.ndarray,
@@ -677,6 +705,9 @@ def summarise_draws(
         & np.isfinite(band_all).all(axis=1)
     )
     n_dropped = int((~keep).sum())
+    if mean_draws.shape[0] < 2:
+        # n_draws=0 read "the posterior puts its mass on diverging runs"
+        raise ValueError(f"{mean_draws.shape[0]} trajectory draws: a band needs at least 2 (n_draws)")
     if keep.sum() < 2:
         raise ValueError(
             "fewer than 2 finite trajectory draws; the posterior puts its mass on diverging runs"
@@ -684,7 +715,7 @@ def summarise_draws(
     mean_all, obs_all = mean_draws[keep], obs_draws[keep]
     # ascending and once each: the widest band is the last one, which the summaries, the
     # plot and the backtest read (`--hdi 0.95 0.5` reported and drew the 50% band only)
-    probs = sorted({float(p) for p in hdi_probs})
+    probs = checked_hdi_probs(hdi_probs)
     band_k = band_all[keep]
     mean_hdi = np.stack([np.stack(hdi_bounds(band_k, p), axis=-1) for p in probs])
     obs_hdi = np.stack([np.stack(hdi_bounds(obs_all, p), axis=-1) for p in probs])
