@@ -892,3 +892,21 @@ def test_the_residual_autocorrelation_of_runs_with_missing_steps_pairs_only_neig
     np.testing.assert_allclose(gaps, full, atol=0.06)
     lag1 = residual_lag1_autocorrelation(_truth_posterior(gappy), gappy)
     assert lag1 == pytest.approx(residual_lag1_autocorrelation(_truth_posterior(whole), whole), abs=0.06)
+
+
+def test_runs_without_an_llm_name_are_named_as_the_fit_names_them_in_the_band_and_autocorrelation_checks():
+    # their group was the LLM "": the report read "cover 88% (, G=8)", "up to 0.32 (..., at , G=8;",
+    # a blank model in both tables and a figure titled "model, G=8" (real logs without a model,
+    # which the fit and the stationary-variance check call UNKNOWN_MODEL)
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL
+
+    ds = _runset(n_steps=150, ar1=0.6).assign_coords(model=("run", np.array(["m", "m", "", ""], dtype=object)))
+    bands = trajectory_band_check(KnownPosterior(), ds)
+    assert set(bands.table.index.get_level_values("model")) == {"m", UNKNOWN_MODEL}
+    assert f"({UNKNOWN_MODEL}, G=16)" in bands.summary and "(, G=" not in bands.summary
+    assert f"{UNKNOWN_MODEL} G=16 bands" in bands.figures
+    title = bands.figures[f"{UNKNOWN_MODEL} G=16 bands"].axes[0].get_title()
+    assert title.startswith(f"{UNKNOWN_MODEL}, G=16"), title
+    acf = residual_autocorrelation_check(KnownPosterior(), ds)
+    assert set(acf.table.index.get_level_values("model")) == {"m", UNKNOWN_MODEL}
+    assert "at , G=" not in acf.summary

@@ -204,9 +204,12 @@ def _groups(runset: xr.Dataset, fitted: Any = None) -> dict[tuple[str, int | flo
     # with which run_predictive draws it): the band and autocorrelation tables said "G=?" while
     # the fit's table and the stationary-variance check said 8 for the same runs
     from bayes_grpo.checks.invariance import with_group_size_default
+    from bayes_grpo.model.prepare import run_llm_names
 
     runset = with_group_size_default(runset, getattr(fitted, "model_config", None))[0]
-    models = np.asarray(runset["model"].values, dtype=str)
+    # runs without a model name as the fit names them (UNKNOWN_MODEL): keyed "", their rows
+    # read "(, G=8)" in the summaries, a blank model in the tables and "model, G=8" as a title
+    models = np.asarray(run_llm_names(runset), dtype=str)
     gs = np.asarray(runset["group_size"].values, dtype=float)
     out: dict[tuple[str, int | float], list[Any]] = {}
     for run, m, g in zip(runset[RUN_DIM].values, models, gs):
@@ -311,7 +314,7 @@ def trajectory_band_check(
         ax.set_ylabel("reward")
         # the figure of a group of more runs than it draws said nothing of the others
         some = f" ({drawn} of {checked} runs drawn)" if drawn < checked else ""
-        ax.set_title(plot_text(f"{model or 'model'}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data{some}"))
+        ax.set_title(plot_text(f"{model}, G={group_size_text(g)}: {HDI_PROB:.0%} predictive bands and data{some}"))
         figures[f"{model} G={group_size_text(g)} bands"] = fig
         if total == 0:  # a group of runs without a finite reward: no row, no failed "nan%"
             plt.close(fig)
