@@ -2324,3 +2324,21 @@ def test_the_hint_to_name_an_evaluation_reward_names_the_command_that_takes_it(o
     res = reward_hacking(frame, run_id="r", config=FAST.hacking, common=FAST.common)
     assert res.passed is None
     assert f"`bayes-grpo diagnose --set hacking.eval_metrics={other}`" in res.summary, res.summary
+
+
+def test_the_legend_of_a_figure_with_a_second_y_axis_is_drawn_above_the_data_of_both_axes():
+    # the legend sat on the first axes, which the twin axis (the reward) is drawn over: the
+    # reward's dots and line covered its entries (policy concentration, advantage degeneracy)
+    import matplotlib.pyplot as plt
+
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": True}})
+    for mode in ("policy_concentration", "advantage_degeneracy"):
+        (res,) = diagnose(simulated_case(mode), config=cfg, modes=[mode])
+        (fig,) = res.figures.values()
+        assert len(fig.axes) == 2, mode  # the side quantity and the reward on a twin axis
+        with_legend = [ax for ax in fig.axes if ax.get_legend() is not None]
+        # the axes drawn last (the twin) carries it, with the entries of both axes
+        assert with_legend == [fig.axes[-1]], mode
+        labels = [t.get_text() for t in with_legend[0].get_legend().get_texts()]
+        assert "smoothed" in labels or "reward" in labels, labels
+        plt.close(fig)

@@ -484,6 +484,7 @@ def _figure(steps, entropy, e_s, reward, r_s, plateau, onset_step, run_id, name,
     ax.set_title(plot_text(f"policy concentration: {run_id}"), fontsize=9)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="center right")
+    # on the twin axes, drawn last: on the first, the reward's dots and line covered it
+    ax2.legend(h1 + h2, l1 + l2, fontsize=6, loc="center right")
     fig.tight_layout()
     return fig

@@ -599,11 +599,13 @@ def _figure(steps, values, smoothed, expected, reward, onset_step, flag, name, r
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("share of groups with zero spread")
+    top = ax
     if reward is not None:
         ax2 = ax.twinx()
         ax2.plot(steps, reward, color="0.5", lw=0.8, alpha=0.7)
         ax2.set_ylabel("reward", color="0.5")
+        top = ax2  # drawn last: a legend on the first axes lay under the reward's line
     ax.set_title(plot_text(f"advantage degeneracy: {run_id}"), fontsize=9)
-    ax.legend(fontsize=6, loc="upper left")
+    top.legend(*ax.get_legend_handles_labels(), fontsize=6, loc="upper left")
     fig.tight_layout()
     return fig
