@@ -173,15 +173,17 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def open_in_chromium(html_path, screenshot_path):
-    """Load the report in headless Chromium; return the DOM after load scripts ran."""
+def open_in_chromium(html_path, screenshot_path, width=None):
+    """Load the report in headless Chromium; return the DOM after load scripts ran (at a
+    window ``width`` px wide when given, else Chromium's default 800 x 600)."""
     exe = _chromium()
     # a private profile: two Chromiums on one profile (tests on two workers) would hand the
     # page to each other or refuse to start
     profile = Path(screenshot_path).parent / f"{Path(screenshot_path).stem}-chromium-profile"
     common = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
               f"--user-data-dir={profile}", "--virtual-time-budget=5000"]
-    dom = subprocess.run(common + ["--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    size = [f"--window-size={width},2000"] if width else []
+    dom = subprocess.run(common + size + ["--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
     subprocess.run(common + [f"--screenshot={screenshot_path}", "--window-size=1280,3000", html_path.as_uri()], capture_output=True, timeout=120, check=True)
     return dom
 
@@ -226,6 +228,40 @@ def test_a_table_wider_than_the_page_scrolls_inside_its_section(tmp_path):
     path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[CheckResult("wide", True, "wide table", table=wide)])
     dom = open_in_chromium(path, tmp_path / "report.png")
     assert re.search(r'data-sections-overflowing="0"', dom), re.search(r'data-sections-overflowing="\d+"', dom)
+
+
+def _split_group_table():
+    """The fit's table per model and G of a K_ref x learning-rate sweep at one G (models/bandit.nc):
+    one (model, G) cell split into a row per setting, 14 numeric columns."""
+    index = pd.MultiIndex.from_tuples([("softmax-bandit", 8)] * 6, names=["model", "group_size"])
+    columns = ["learning_rate", "k_ref", "p_star", "a", "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs", "n_runs_r2"]
+    values = np.tile([0.05, 1, 0.8524, 0.0158, 0.7579, 0.4842, 0.0158, 2.213, 0.009731, 0.8573, 0.8621, 0.9917, 2, 2], (6, 1))
+    return pd.DataFrame(values, index=index, columns=columns)
+
+
+def test_every_row_of_a_table_indexed_by_model_and_g_gives_its_model_and_g_in_their_own_columns():
+    # pandas drew the model once for its rows (rowspan): in the rows below, the G was the row's
+    # first cell, styled as the model's (left-aligned) while the first row's G was right-aligned
+    from bayes_grpo.report.sections import table_html
+
+    html = table_html(_split_group_table())
+    body = html.split("<tbody>")[1]
+    rows = body.split("<tr>")[1:]
+    assert "rowspan" not in body and len(rows) == 6
+    assert all(row.count("<th") == 2 and "<th>softmax-bandit</th>" in row for row in rows), body
+
+
+@pytest.mark.browser
+def test_the_fits_table_per_model_and_g_split_by_setting_fits_a_laptop_wide_page_without_a_scroll(tmp_path):
+    # at 1366 px the table of models/bandit.nc (a cell split by learning rate and K_ref) was 99 px
+    # wider than its section: n_runs and n_runs_r2 were behind a horizontal scroll, the G column
+    # alone 12 em wide (the width meant for a run id) and the page held at 1200 px
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    check = CheckResult("groups", True, "per model and G", table=_split_group_table())
+    path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[check])
+    dom = open_in_chromium(path, tmp_path / "report.png", width=1366)
+    assert re.search(r'data-tables-scrolling="0"', dom), re.search(r'data-tables-scrolling="\d+"', dom)
 
 
 def test_fit_section_names_the_noise_ceiling_method_the_metric_uses():

@@ -97,7 +97,9 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
             frame.index = pd.MultiIndex.from_tuples([tuple(map(label, t)) for t in frame.index], names=frame.index.names)
         else:
             frame.index = pd.Index([label(v) for v in frame.index], name=frame.index.name)
-    return frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="")
+    # every row names each of its index levels (sparsify=False): drawn once per model (rowspan),
+    # the G of the rows below was their first cell, styled as a model name (template's th:first-child)
+    return frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="", sparsify=False)
 
 
 def figure_png(fig: Any, caption: str) -> tuple[str, str]:
