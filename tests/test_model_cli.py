@@ -721,3 +721,37 @@ def test_the_table_per_model_and_g_splits_a_g_whose_runs_differ_in_k_ref(tmp_pat
     model = GRPODynamicsModel()
     model.fit(load_runset(path).isel(run=[0]))
     assert model.mixed_settings() == [] and "k_ref" not in model.group_summary().columns
+
+
+def test_the_table_split_by_two_settings_is_titled_by_both_in_fit_and_in_the_report(tmp_path, capsys, monkeypatch):
+    """A learning-rate x K_ref sweep at one G (models/bandit.nc): fit titled its table 'per model,
+    G and learning_rate and k_ref', and the report's heading over the same rows read 'Per model
+    and G'. Prior draws stand in for the posterior."""
+    from bayes_grpo.report.model_sections import fit_section
+    from bayes_grpo.runset import load_runset
+
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
+        group_sizes=(8,),
+        learning_rates=(1e-4, 2e-4),
+        k_refs=(1, 4),
+        n_seeds=1,
+        n_steps=40,
+        measurement_sd=0.05,
+        random_seed=2,
+    )
+    path = save_runset(ds, tmp_path / "sweep.nc")
+    _fit_from_prior_draws(monkeypatch)
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "posterior medians per model, G, learning_rate and k_ref (" in out, out
+    model = GRPODynamicsModel()
+    model.fit(load_runset(path))
+    assert model.mixed_settings() == ["learning_rate", "k_ref"]
+    headings = [b.content for b in fit_section(model).blocks if b.kind == "heading"]
+    assert "Per model, G, learning_rate and k_ref" in headings, headings
+    assert "Per model and G" not in headings
+    # a fit whose (model, G) cells are not split keeps its heading
+    model = GRPODynamicsModel()
+    model.fit(load_runset(path).isel(run=[0]))
+    assert "Per model and G" in [b.content for b in fit_section(model).blocks if b.kind == "heading"]

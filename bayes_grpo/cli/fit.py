@@ -183,7 +183,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.constants import RUN_DIM, STEP_DIM
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.model.core import size_exponent_summary, with_no_trend_r2
+    from bayes_grpo.model.core import per_group_text, size_exponent_summary, with_no_trend_r2
     from bayes_grpo.runset import REWARD_VAR, load_runset, require_runs
     from bayes_grpo.runset.bounds import bounds_text, check_rewards_within
     from bayes_grpo.runset.schema import group_sizes_as_text
@@ -278,8 +278,7 @@ def run_fit(args: argparse.Namespace) -> int:
         cols = [*split, "p_star", model.gain_column, "M_eff", "C_eff", "K_eff", "zeta", "D", "r2_raw", "r2_noise_ceiling", "r2_smoothed", "n_runs", "n_runs_r2"]
         # a group whose runs all lack a trend read NaN for its R^2: "no trend", as the report says
         table = with_no_trend_r2(runs, groups[cols])
-        per = "model and G" if not split else f"model, G and {' and '.join(split)}"
-        print_table(group_sizes_as_text(table), title=f"posterior medians per {per} ({model.parameterisation}, {model.likelihood}{bounds_title})")
+        print_table(group_sizes_as_text(table), title=f"posterior medians per {per_group_text(split)} ({model.parameterisation}, {model.likelihood}{bounds_title})")
         if split:
             print(
                 f"the runs of one model and G differ in {' and '.join(split)}, of the settings the "

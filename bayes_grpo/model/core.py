@@ -23,7 +23,7 @@ import numbers
 import os
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1710,6 +1710,14 @@ def _readable_numbers(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def per_group_text(split: Sequence[str]) -> str:
+    """What a row of :meth:`GRPODynamicsModel.group_summary` is per, for a title: ``"model and
+    G"``, or with the settings its rows are split by (:meth:`~GRPODynamicsModel.mixed_settings`)
+    ``"model, G and k_ref"``, ``"model, G, learning_rate and k_ref"``."""
+    names = ["model", "G", *split]
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def with_no_trend_r2(runs: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     """``groups`` (``group_summary``) for reading: the R^2 of a group whose runs all lack a
     visible trend reads :data:`NO_TREND` instead of NaN (as ``fit`` and the report show it)."""
@@ -1744,5 +1752,6 @@ __all__ = [
     "NO_TREND_R2_REASON",
     "R2_COLUMNS",
     "groups_without_trend",
+    "per_group_text",
     "with_no_trend_r2",
 ]

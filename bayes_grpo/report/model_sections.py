@@ -12,7 +12,7 @@ import xarray as xr
 from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
-from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, with_no_trend_r2
+from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, per_group_text, with_no_trend_r2
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
 from bayes_grpo.runset.schema import group_size_text, group_sizes_as_text
 
@@ -74,7 +74,10 @@ def fit_section(model: Any) -> Section:
     if noise_exponent is not None and noise_exponent["note"]:
         section.text(f"Note: {noise_exponent['note']}.")
     runs = model.run_summary()
-    section.heading("Per model and G")
+    # a K_ref sweep at one G: one row per K_ref (M_eff, C_eff, K_eff and zeta depend on it),
+    # titled so, as `fit` titles it (it read "Per model and G" over rows per K_ref)
+    split = model.mixed_settings(runs) if hasattr(model, "mixed_settings") else []
+    section.heading(f"Per {per_group_text(split)}")
     # what the numbers are (`fit` titles its table "posterior medians"): beside the posterior
     # section's means (D 0.0439 here, 0.0458 there), unlabelled they read as a mismatch
     section.text(
@@ -83,8 +86,6 @@ def fit_section(model: Any) -> Section:
         "and G, the median of its runs' values (n_runs runs), its R^2 the median over its runs with a visible "
         "trend only (n_runs_r2 runs)."
     )
-    # a K_ref sweep at one G: one row per K_ref (M_eff, C_eff, K_eff and zeta depend on it)
-    split = model.mixed_settings(runs) if hasattr(model, "mixed_settings") else []
     if split:
         section.text(
             f"The runs of one model and G differ in {' and '.join(split)}, of the settings the coefficients "
