@@ -787,6 +787,36 @@ def test_each_coefficient_of_the_forest_plots_has_an_x_axis_of_its_own_scale(mon
     assert widths["noise_d"] < 4e-3, widths["noise_d"]
 
 
+def test_the_effective_sample_sizes_of_the_report_are_whole_draws():
+    # the convergence table gave "bulk ESS 766.7" under a summary of "bulk ESS >= 767", and a
+    # fit that did not converge "3.205" beside "bulk ESS 3 < 200"; the posterior table "477.6"
+    import re as _re
+    from types import SimpleNamespace
+
+    import arviz as az
+
+    from bayes_grpo.model.convergence import convergence_check
+    from bayes_grpo.report.model_sections import convergence_section, posterior_section
+
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(posterior={"alpha": rng.normal(size=(2, 200)), "noise_d": rng.normal(size=(2, 200))})
+    conv = convergence_check(idata)
+    assert not conv.table["ess_bulk"].map(float.is_integer).all()  # ArviZ's are fractional
+    section = convergence_section(SimpleNamespace(idata=idata, convergence=lambda: conv))
+    (check,) = [b.content for b in section.blocks if b.kind == "check"]
+    fit = _fit_of_coefficient_scales({"zeta": 5.0})
+    (summary,) = [b.content for b in posterior_section(fit).blocks if b.kind == "table"]
+    plt.close("all")
+    for html, n_rows in ((check.table_html, 2), (summary, 3)):
+        header = _re.findall(r"<th>([^<]*)</th>", html.split("</thead>")[0])
+        rows = [_re.findall(r"<td>([^<]*)</td>", row) for row in html.split("<tbody>")[1].split("</tr>")[:-1]]
+        assert len(rows) == n_rows
+        for name in ("ess_bulk", "ess_tail"):
+            at = [h for h in header if h].index(name)
+            assert all(_re.fullmatch(r"\d+", row[at]) for row in rows), (name, rows)
+    assert not conv.table["ess_bulk"].map(float.is_integer).all()  # the check itself keeps ArviZ's (fit --json)
+
+
 def test_the_posterior_summary_table_is_not_rounded_to_three_decimals():
     # az.summary's default rounding printed D (~2e-3) with sd 0 and its interval as 0.002 0.002,
     # and R-hat to two decimals: 1.004 and 1.012 (either side of the 1.01 criterion) both read 1.0
@@ -801,6 +831,8 @@ def test_the_posterior_summary_table_is_not_rounded_to_three_decimals():
     (table,) = [b.content for b in section.blocks if b.kind == "table"]
     want = az.summary(fit.idata, var_names=["alpha", "noise_d", "plateau"], hdi_prob=0.9, round_to="none")
     assert want.loc["noise_d[tiny]", "sd"] > 0
+    # its effective sample sizes in whole draws (test_the_effective_sample_sizes_of_the_report_are_whole_draws)
+    want = want.assign(ess_bulk=want["ess_bulk"].round(), ess_tail=want["ess_tail"].round())
     assert table == table_html(want)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from typing import Any
 
@@ -165,6 +166,16 @@ def _fit_figure(model: Any):
     return fig
 
 
+def whole_ess(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its effective sample sizes (``ess_*`` columns) in whole draws, as the
+    convergence summary gives them ("bulk ESS >= 767"): "766.7" beside it, or "3.205" for a fit
+    that did not converge, is a precision the estimate does not have."""
+    ess = [c for c in table.columns if str(c).startswith("ess")]
+    if not ess:
+        return table
+    return table.assign(**{c: pd.to_numeric(table[c], errors="coerce").round() for c in ess})
+
+
 def convergence_section(model: Any) -> Section:
     import arviz as az
     import matplotlib.pyplot as plt
@@ -173,7 +184,7 @@ def convergence_section(model: Any) -> Section:
 
     section = Section(key="convergence", title="Convergence", intro=CONVERGENCE_INTRO)
     conv = model.convergence()
-    section.check(conv)
+    section.check(conv if conv.table is None else dataclasses.replace(conv, table=whole_ess(conv.table)))
     post = model.idata.posterior
     names = [v for v in ("alpha", "noise_d", "plateau", "log_stiffness", "damping_ratio_model", "natural_frequency_model") if v in post]
     worst = _worst_r_hat(post, conv.table) if post.sizes.get("chain", 1) > 1 else None
@@ -316,5 +327,5 @@ def posterior_section(model: Any) -> Section:
         )
     names = [v for v in ("alpha", "noise_d", "plateau", "size_exponent") if v in post]
     summary = az.summary(model.idata, var_names=names, hdi_prob=HDI_PROB, round_to="none")
-    section.table(summary)
+    section.table(whole_ess(summary))
     return section
