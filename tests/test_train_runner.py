@@ -239,6 +239,51 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
     assert (mine / "config.json").read_text() == "keep me"
 
 
+def test_a_replacing_run_stopped_before_it_completes_leaves_the_old_runs_checkpoints_as_they_were(
+    tmp_path,
+):
+    # `train DIR --overwrite --grpo-arg save_strategy=steps` over a checkpointed run, stopped at
+    # step 3: TRL had written its checkpoint-2 over the old run's and removed the old run's others
+    # by its save_total_limit, and the note said the old run was "left as it was"
+    from bayes_grpo.train.runner import REPLACED_CHECKPOINTS
+
+    def states(out):
+        return {p.name: (p / "trainer_state.json").read_text() for p in out.glob("checkpoint-*")}
+
+    saves = {"save_strategy": "steps", "save_steps": 2}
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=4, extra_grpo_args=saves)
+    out = tmp_path / "run"
+    run_training(cfg, out, threads=1)
+    old, old_meta = states(out), (out / "bayes_grpo_run.json").read_text()
+    assert sorted(old) == ["checkpoint-2", "checkpoint-4"]
+    calls = []
+
+    def reward_then_interrupt(prompts, completions, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return [float(len(c) % 2) for c in completions]
+
+    new = dataclasses.replace(
+        cfg, seed=1, max_steps=6, extra_grpo_args={**saves, "save_total_limit": 1}
+    )
+    with pytest.raises(KeyboardInterrupt) as stop:
+        run_training(new, out, reward_funcs=[reward_then_interrupt], overwrite=True, threads=1)
+    assert states(out) == old and (out / "bayes_grpo_run.json").read_text() == old_meta
+    assert not (out / REPLACED_CHECKPOINTS).exists()
+    (note,) = stop.value.__notes__
+    assert "left as it was (this run's log and checkpoints are not kept)" in note
+    # completed, it replaces them: only its own checkpoints are left
+    run_training(dataclasses.replace(new, max_steps=4), out, overwrite=True, threads=1)
+    assert sorted(states(out)) == ["checkpoint-4"]
+    assert states(out)["checkpoint-4"] != old["checkpoint-4"]
+    assert not (out / REPLACED_CHECKPOINTS).exists()
+    # a replacing run killed outright leaves them held: a new run says where, and buries nothing
+    (out / REPLACED_CHECKPOINTS / "checkpoint-2").mkdir(parents=True)
+    with pytest.raises(FileExistsError, match=rf"holds {REPLACED_CHECKPOINTS}/, the checkpoints"):
+        run_training(cfg, out, overwrite=True, threads=1)
+
+
 def test_a_replacing_run_stopped_while_saving_its_model_leaves_its_own_settings_beside_its_log(
     tmp_path, monkeypatch
 ):

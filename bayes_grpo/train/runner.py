@@ -54,6 +54,10 @@ _MODEL_SAVE_FILE = re.compile(
     r"added_tokens\.json|merges\.txt|vocab\.\w+|chat_template\.\w+|tokenizer[-.\w]*|"
     r"(model|pytorch_model|adapter_model)[-.\w]*\.(safetensors|bin)(\.index\.json)?)$"
 )
+#: Folder in a run directory where a run replacing another (``overwrite``) that saves checkpoints
+#: holds the replaced run's ``checkpoint-*`` folders until it completes (then they go) or stops
+#: (then they are put back).
+REPLACED_CHECKPOINTS: str = ".bayes_grpo_replaced_checkpoints"
 #: ``dataset`` recorded for a run given ``train_dataset`` (a ``datasets.Dataset``) without a name.
 IN_MEMORY_DATASET: str = "<train_dataset>"
 
@@ -182,9 +186,7 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
     model card ``README.md`` when it saves checkpoints.
     """
     saves_model = config is not None and config.save_model
-    saves_checkpoints = config is not None and (
-        str(config.extra_grpo_args.get("save_strategy", "no")) != "no"
-    )
+    saves_checkpoints = config is not None and _saves_checkpoints(config)
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"{output_dir}: is a file, not a run directory; choose a folder path")
     under_file = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
@@ -194,6 +196,15 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
             "choose a folder path"
         )
     entries = sorted(output_dir.iterdir()) if output_dir.is_dir() else []
+    if (output_dir / REPLACED_CHECKPOINTS).exists():
+        # a replacing run killed outright (SIGKILL, a power cut) left the replaced run's
+        # checkpoints there: a run now would bury them, and --overwrite remove them
+        raise FileExistsError(
+            f"{output_dir}: holds {REPLACED_CHECKPOINTS}/, the checkpoints of the run that a run "
+            "with overwrite=True / --overwrite was replacing when it was killed; move them back "
+            f"(mv {output_dir / REPLACED_CHECKPOINTS}/checkpoint-* {output_dir}/) or remove "
+            "the folder, then train again"
+        )
     held = [p.name for p in entries if p.name in (TRAINER_STATE_FILE, METADATA_FILE)]
     checkpoints = [p.name for p in entries if p.name not in held and _holds_run_log(p)]
     if len(checkpoints) > 1:
@@ -217,6 +228,47 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
             f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
             "or empty folder, or pass overwrite=True / --overwrite"
         )
+
+
+def _saves_checkpoints(config: TrainConfig) -> bool:
+    """Whether the run saves checkpoints (``--grpo-arg save_strategy=...``; the runner's is "no")."""
+    return str(config.extra_grpo_args.get("save_strategy", "no")) != "no"
+
+
+def _hold_checkpoints(output_dir: Path, replaced: dict[Path, int]) -> Path | None:
+    """Move the ``checkpoint-*`` folders of a run being replaced out of TRL's way, into
+    ``output_dir/REPLACED_CHECKPOINTS``, and take them out of ``replaced``; return that folder
+    (None when there were none).
+
+    A replacing run that saves checkpoints wrote its own over the replaced run's of the same
+    step (``checkpoint-2``) and removed the others by its ``save_total_limit`` (transformers
+    rotates every ``checkpoint-*`` folder of the output folder): stopped before it completed,
+    the run it was to leave as it was had lost them.
+    """
+    folders = sorted(p for p in replaced if p.is_dir() and _holds_run_log(p))
+    if not folders:
+        return None
+    hold = output_dir / REPLACED_CHECKPOINTS
+    hold.mkdir()
+    for folder in folders:
+        folder.rename(hold / folder.name)
+        del replaced[folder]
+    return hold
+
+
+def _restore_checkpoints(output_dir: Path, hold: Path | None) -> None:
+    """After a replacing run that saves checkpoints stopped before its log replaced the old
+    one's: remove the checkpoints it wrote (it keeps nothing of its own; the replaced run's are
+    in ``hold``, so every ``checkpoint-*`` folder of ``output_dir`` is this run's) and put the
+    held ones back."""
+    for path in output_dir.iterdir():
+        if path.is_dir() and path.name.startswith("checkpoint-"):
+            shutil.rmtree(path)
+    if hold is None:
+        return
+    for folder in sorted(hold.iterdir()):
+        folder.rename(output_dir / folder.name)
+    hold.rmdir()
 
 
 def _prepare_output_dir(
@@ -599,6 +651,10 @@ def _train_into(
         replaced = {
             p: _written_at(p) for p in before if replacing and _replaced_artefact(p, saved_model)
         }
+        # the replaced run's checkpoints are out of TRL's way (its saves and rotation) until
+        # this run completes: every checkpoint-* in the folder is then this run's
+        holding = replacing and _saves_checkpoints(config) and trainer.is_world_process_zero()
+        held = _hold_checkpoints(output_dir, replaced) if holding else None
         start = time.perf_counter()
         logged = False  # this run's log written over the folder's trainer_state.json
         try:
@@ -622,15 +678,21 @@ def _train_into(
             exc.add_note(
                 _keep_after_failure(trainer, config, output_dir, before, metadata, still_old)
             )
-            if replacing and logged and trainer.is_world_process_zero():
-                try:
+            try:  # the run's own error is the one raised
+                if holding and still_old:
+                    _restore_checkpoints(output_dir, held)
+                if replacing and logged and trainer.is_world_process_zero():
                     _remove_replaced(replaced)
-                except OSError:  # the run's own error is the one raised
-                    pass
+                    if held is not None:
+                        shutil.rmtree(held)
+            except OSError:
+                pass
             raise
         if trainer.state.global_step == 0:
             # transformers ends a training whose data give no batch at step 0 without an error
             # (a streamed prompt set shorter than one rollout; a sized one is refused before)
+            if holding:
+                _restore_checkpoints(output_dir, held)
             need = k_ref_mapping(config)["generation_batch_size"] // config.group_size
             raise ValueError(
                 f"{config.dataset or 'the prompt set'}: TRL trained no step; the prompts gave no "
@@ -641,6 +703,8 @@ def _train_into(
     if trainer.is_world_process_zero():
         _write_metadata(output_dir, metadata)
         _remove_replaced(replaced)
+        if held is not None:
+            shutil.rmtree(held)
     return TrainResult(output_dir, metadata, wall, *_final_reward(trainer.state.log_history))
 
 
@@ -735,9 +799,10 @@ def _keep_after_failure(
     if not trainer.is_world_process_zero():
         return f"{output_dir}: stopped after {steps}; the main process keeps the run's log"
     if replacing:
+        own = "log and checkpoints are" if _saves_checkpoints(config) else "log is"
         return (
             f"{output_dir}: stopped after {steps}; the run it was to replace is left as it was "
-            "(this run's log is not kept)"
+            f"(this run's {own} not kept)"
         )
     try:
         written = _keep_partial_run(trainer, output_dir, before, metadata)
