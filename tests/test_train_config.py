@@ -775,3 +775,36 @@ def test_trains_summary_line_says_a_one_step_run_in_the_singular(tmp_path, monke
     assert f"{tmp_path / 'one'}: 1 step of tiny-gpt2 (1000 parameters)" in capsys.readouterr().out
     assert cli_main(["train", str(tmp_path / "two"), "--steps", "2"]) == 0
     assert ": 2 steps of tiny-gpt2" in capsys.readouterr().out
+
+
+def test_a_runs_learning_rate_schedule_is_recorded_as_trained_and_said_beside_its_rate(
+    monkeypatch, capsys
+):
+    # `train out --lr-scheduler linear --warmup-steps 20` ended "..., lr=0.001, adamw ...", as a
+    # run at a constant 0.001, and bayes_grpo_run.json recorded "lr_scheduler": "constant" for a
+    # warm-up that TRL ran as constant_with_warmup, the warm-up itself only inside "config"
+    from types import SimpleNamespace
+
+    import bayes_grpo.train.runner as runner
+
+    warm = run_metadata(TrainConfig(warmup_steps=5), model_label="m", model_size=1)
+    assert warm["lr_scheduler"] == "constant_with_warmup" and warm["warmup_steps"] == 5
+    assert warm["config"]["lr_scheduler"] == "constant"  # as given
+    plain = run_metadata(TrainConfig(), model_label="m", model_size=1)
+    assert (plain["lr_scheduler"], plain["warmup_steps"]) == ("constant", 0)
+
+    def trained(config, run_dir, **kwargs):
+        meta = run_metadata(config, model_label="tiny-gpt2", model_size=1000)
+        return SimpleNamespace(
+            run_dir=run_dir, wall_time_s=1.0, final_reward=0.5, final_reward_steps=(1, 1),
+            last_reward=0.5, metadata=meta,
+        )  # fmt: skip
+
+    monkeypatch.setattr(runner, "run_training", trained)
+    assert cli_main(["train", "out", "--lr-scheduler", "linear", "--warmup-steps", "20"]) == 0
+    assert "lr=0.001 (peak, linear schedule, 20 warm-up steps), adamw" in capsys.readouterr().out
+    assert cli_main(["train", "out", "--warmup-steps", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "lr=0.001 (peak, constant_with_warmup schedule, 1 warm-up step)," in said
+    assert cli_main(["train", "out"]) == 0
+    assert "lr=0.001, adamw momentum=0.9" in capsys.readouterr().out

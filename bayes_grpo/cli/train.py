@@ -185,15 +185,32 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        m = result.metadata
-        print(
-            f"{result.run_dir}: {counted(m['max_steps'], 'step')} of {m['model']} ({m['model_size']} parameters), "
-            f"G={m['group_size']}, {m['prompts_per_step']} prompts/step, lr={m['learning_rate']}, "
-            f"{m['optimizer']} momentum={m['momentum']} ({m['momentum_convention']}), k_ref={m['k_ref']}, "
-            f"beta={m['beta']}, seed={m['seed']}: {_final_reward_text(result)}, "
-            f"{result.wall_time_s:.1f} s"
-        )
+        print(_summary_line(result))
     return 0
+
+
+def _summary_line(result: Any) -> str:
+    """The line a completed run is said in: its settings and its final reward."""
+    m = result.metadata
+    return (
+        f"{result.run_dir}: {counted(m['max_steps'], 'step')} of {m['model']} ({m['model_size']} parameters), "
+        f"G={m['group_size']}, {m['prompts_per_step']} prompts/step, lr={m['learning_rate']}"
+        f"{_schedule_text(m)}, "
+        f"{m['optimizer']} momentum={m['momentum']} ({m['momentum_convention']}), k_ref={m['k_ref']}, "
+        f"beta={m['beta']}, seed={m['seed']}: {_final_reward_text(result)}, "
+        f"{result.wall_time_s:.1f} s"
+    )
+
+
+def _schedule_text(metadata: dict[str, Any]) -> str:
+    """`` (linear schedule, 20 warm-up steps)`` for a run whose rate is not constant: its peak
+    rate alone read as the rate of the whole run."""
+    schedule = metadata.get("lr_scheduler", "constant")
+    warmup = metadata.get("warmup_steps") or 0
+    if schedule == "constant" and not warmup:
+        return ""
+    parts = [f"peak, {schedule} schedule"] + ([counted(warmup, "warm-up step")] if warmup else [])
+    return f" ({', '.join(parts)})"
 
 
 def _final_reward_text(result: Any) -> str:

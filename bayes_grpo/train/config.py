@@ -577,8 +577,7 @@ def _check_lr_scheduler(c: TrainConfig) -> None:
         from transformers.optimization import get_scheduler
     except ImportError:  # without the train extra the run fails on importing them
         return
-    if name == "constant" and c.warmup_steps:
-        name = "constant_with_warmup"  # as grpo_config_kwargs gives it to TRL
+    name = trl_lr_scheduler(c)  # as grpo_config_kwargs gives it to TRL
     dummy = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
     try:
         get_scheduler(
@@ -732,6 +731,16 @@ def k_ref_mapping(config: TrainConfig) -> dict[str, Any]:
     }
 
 
+def trl_lr_scheduler(config: TrainConfig) -> str:
+    """The scheduler name TRL is given (``lr_scheduler_type``): ``config.lr_scheduler``, but
+    ``"constant_with_warmup"`` for ``"constant"`` with a warm-up (transformers' ``"constant"``
+    ignores ``warmup_steps``; ``constant_with_warmup`` is the name ``predict --lr-schedule``
+    gives it: constant after the warm-up)."""
+    if config.lr_scheduler == "constant" and config.warmup_steps:
+        return "constant_with_warmup"
+    return config.lr_scheduler
+
+
 def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
     """Keyword arguments of ``trl.GRPOConfig`` for ``config`` (validated first).
 
@@ -760,13 +769,7 @@ def grpo_config_kwargs(config: TrainConfig, output_dir: str) -> dict[str, Any]:
         "steps_per_generation": m["steps_per_generation"],
         "num_iterations": m["num_iterations"],
         "learning_rate": c.learning_rate,
-        # transformers' "constant" ignores warmup_steps; with a warm-up it is "constant_with_warmup"
-        # (the name predict --lr-schedule gives it: constant after the warm-up)
-        "lr_scheduler_type": (
-            "constant_with_warmup"
-            if c.lr_scheduler == "constant" and c.warmup_steps
-            else c.lr_scheduler
-        ),
+        "lr_scheduler_type": trl_lr_scheduler(c),
         "warmup_steps": c.warmup_steps,
         "weight_decay": c.weight_decay,
         "optim": optim,
@@ -831,7 +834,8 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
         k_ref, beta, seed`` (the run coordinates of DESIGN.md section 5), ``completions_per_step``
         (the run-set coordinate: completions averaged into one logged reward, i.e. the rollout of
         ``k_ref_mapping["generation_batch_size"]`` completions) and extras
-        (``prompts_per_step``, ``optimizer``, ``k_ref_mapping``, ...).
+        (``prompts_per_step``, ``optimizer``, ``lr_scheduler`` as TRL ran it and
+        ``warmup_steps``, ``k_ref_mapping``, ...).
     """
     c = validate_config(config)
     _, convention = OPTIMIZERS[c.optimizer]
@@ -855,7 +859,9 @@ def run_metadata(config: TrainConfig, *, model_label: str, model_size: int) -> d
         # extras
         "prompts_per_step": c.prompts_per_step,
         "optimizer": c.optimizer,
-        "lr_scheduler": c.lr_scheduler,
+        # the schedule TRL ran: "constant" with a warm-up is transformers' constant_with_warmup
+        "lr_scheduler": trl_lr_scheduler(c),
+        "warmup_steps": c.warmup_steps,
         "max_steps": c.max_steps,
         "task": c.task,
         "dataset": c.dataset,
