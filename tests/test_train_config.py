@@ -808,3 +808,27 @@ def test_a_runs_learning_rate_schedule_is_recorded_as_trained_and_said_beside_it
     assert "lr=0.001 (peak, constant_with_warmup schedule, 1 warm-up step)," in said
     assert cli_main(["train", "out"]) == 0
     assert "lr=0.001, adamw momentum=0.9" in capsys.readouterr().out
+
+
+def test_a_file_given_as_the_model_or_as_a_dataset_of_no_format_read_is_named_so_before_loading(
+    tmp_path, capsys
+):
+    # `train out --model runs.nc` said "runs.nc: model directory not found" (or, named without
+    # a slash, looked for it on the Hub), `--dataset prompts.txt` "dataset path not found" once
+    # the model was loaded: both files exist, and the dry run passed them
+    weights = tmp_path / "model.safetensors"
+    weights.write_text("x")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("next 1 =\n")
+    not_a_model = r"model \(--model\) .*model\.safetensors: a file, not a model directory"
+    with pytest.raises(ValueError, match=not_a_model):
+        validate_config(TrainConfig(model=str(weights)))
+    no_format = r"prompts\.txt: a file of no dataset format read here \(\.json, \.jsonl, \.csv"
+    with pytest.raises(ValueError, match=r"dataset \(--dataset\) .*" + no_format):
+        validate_config(TrainConfig(task="custom", dataset=str(prompts)))
+    assert cli_main(["train", "out", "--model", str(weights), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "a file, not a model directory" in err and len(err.strip().splitlines()) == 1
+    argv = ["train", "out", "--task", "gsm8k", "--dataset", str(prompts), "--dry-run"]
+    assert cli_main(argv) == 2
+    assert "prompts.txt: a file of no dataset format" in capsys.readouterr().err

@@ -317,6 +317,12 @@ def validate_config(config: TrainConfig) -> TrainConfig:
         raise ValueError(
             f"{setting_name('model')} must be 'tiny', a Hub model name or a local model directory"
         )
+    if c.model != TINY_MODEL and os.path.isfile(os.path.expanduser(c.model)):
+        # it was "model directory not found" (or, named without a slash, looked for on the Hub)
+        raise ValueError(
+            f"{setting_name('model')} {c.model}: a file, not a model directory; give a folder "
+            "written by save_pretrained, or a Hub model name"
+        )
     if c.optimizer not in OPTIMIZERS:
         raise ValueError(
             f"unknown optimizer {c.optimizer!r} ({CLI_OPTIONS['optimizer']}); known: {sorted(OPTIMIZERS)}"

@@ -161,13 +161,21 @@ def _loaded(source: str, load: Any, *args: Any, **kwargs: Any) -> Any:
 
 def check_dataset_file(source: str, split: str, config: str | None = None) -> None:
     """Raise ``ValueError`` when a split other than "train", or a configuration, is asked of a
-    dataset file.
+    dataset file, or when ``source`` is a file of no format in :data:`DATASET_FILE_FORMATS`.
 
     A ``.json/.jsonl/.csv/.parquet`` file is one split, which ``datasets`` calls "train", of no
     named configuration: the run would train on the whole file while its metadata recorded the
     split or configuration asked for.
     """
-    if Path(source).suffix.lower() not in DATASET_FILE_FORMATS:
+    path = Path(source).expanduser()
+    if path.suffix.lower() not in DATASET_FILE_FORMATS:
+        if path.is_file():
+            # loaded as a folder or a Hub name, it was "dataset path not found", after the model
+            raise ValueError(
+                f"dataset (--dataset) {source}: a file of no dataset format read here "
+                f"({', '.join(DATASET_FILE_FORMATS)}); give such a file, a dataset folder or a "
+                "Hub dataset name"
+            )
         return
     if config is not None:
         raise ValueError(
