@@ -59,6 +59,19 @@ def test_run_directory_holds_logs_and_metadata_but_no_weights(run):
     assert json.loads((result.run_dir / "bayes_grpo_run.json").read_text()) == meta
 
 
+def test_the_torch_thread_count_a_seeds_rewards_depend_on_is_recorded(run, tmp_path):
+    # the same seed trained with --threads 1 and --threads 2 (the README's settings, 80 steps)
+    # logged other grad norms from step 30 and other rewards from step 73 (float sums in another
+    # order), and bayes_grpo_run.json, with the full config and the library versions, did not
+    # say which the run had
+    import torch
+
+    assert run[2]["torch_threads"] == 1  # threads=1
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=1)
+    meta = run_training(cfg, tmp_path / "default").metadata
+    assert meta["torch_threads"] == torch.get_num_threads()  # torch's own choice, left as it was
+
+
 def test_short_run_ingests_into_a_runset_with_every_coordinate_filled(run):
     result, _, _ = run
     ds = load_runs([result.run_dir])

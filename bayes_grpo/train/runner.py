@@ -635,6 +635,9 @@ def _train_into(
                 # TRL's settings that shape the update and that the runner leaves at TRL's
                 # defaults, as the run used them (gradient clipping above all)
                 "trl_settings": _trl_settings(args),
+                # a seed's rewards move with torch's CPU threads (the order of float sums): what
+                # reproducing the run needs besides its config and versions (--threads)
+                "torch_threads": torch.get_num_threads(),
                 "versions": {
                     "torch": torch.__version__,
                     "trl": trl.__version__,
