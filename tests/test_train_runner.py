@@ -184,6 +184,36 @@ def test_existing_run_is_not_overwritten_silently(run):
         run_training(CONFIG, result.run_dir)
 
 
+def test_training_again_into_a_stopped_runs_folder_says_the_run_there_is_partial_and_not_resumed(
+    tmp_path,
+):
+    # `train runs/x` again after a Ctrl-C at step 56 said only "already holds a run
+    # (bayes_grpo_run.json, trainer_state.json); pass --overwrite", as of a finished run: not
+    # that the run there had stopped, nor that --overwrite trains it again from step 0
+    from bayes_grpo.train.runner import check_output_dir
+
+    out = tmp_path / "x"
+    out.mkdir()
+    (out / "trainer_state.json").write_text('{"log_history": []}')
+    meta = {"max_steps": 300, "completed": False, "steps_done": 56}
+    (out / "bayes_grpo_run.json").write_text(json.dumps(meta))
+    with pytest.raises(FileExistsError) as refused:
+        check_output_dir(out, overwrite=False)
+    said = str(refused.value)
+    assert (
+        'already holds a run (bayes_grpo_run.json, trainer_state.json), one stopped after 56 of 300 steps ("completed": false)'
+        in said
+    )
+    assert (
+        "does not resume a run: pass overwrite=True / --overwrite to train it again from step 0"
+        in said
+    )
+    (out / "bayes_grpo_run.json").write_text(json.dumps({**meta, "completed": True}))
+    with pytest.raises(FileExistsError) as refused:
+        check_output_dir(out, overwrite=False)
+    assert "stopped" not in str(refused.value) and "resume" not in str(refused.value)
+
+
 def test_a_renamed_run_directory_is_named_by_its_folder_and_the_stored_id_is_said(run, tmp_path):
     # `mv runs/tmp runs/g8_k2_s0`: ingest named the run 'tmp', the run_id in its
     # bayes_grpo_run.json, without a word, and 'g8_k2_s0' only when another run also stored 'tmp'

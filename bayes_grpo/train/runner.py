@@ -212,6 +212,14 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
     else:
         held += checkpoints
     if held and not overwrite:
+        partial = _partial_run(output_dir)
+        if partial:
+            raise FileExistsError(
+                f"{output_dir}: already holds a run ({', '.join(held)}), {partial}; bayes-grpo "
+                "train does not resume a run: pass overwrite=True / --overwrite to train it again "
+                "from step 0 (the partial run is kept until the new one completes), or choose a "
+                "new folder"
+            )
         raise FileExistsError(
             f"{output_dir}: already holds a run ({', '.join(held)}); pass overwrite=True / --overwrite"
         )
@@ -228,6 +236,22 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
             f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
             "or empty folder, or pass overwrite=True / --overwrite"
         )
+
+
+def _partial_run(output_dir: Path) -> str:
+    """``one stopped after 56 of 300 steps ("completed": false)`` when the run directory's
+    ``bayes_grpo_run.json`` says its training did not complete, else ``""``: the folder a user
+    trains into again after a run was stopped, expecting it to go on."""
+    try:
+        meta = json.loads((output_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(meta, dict) or meta.get("completed") is not False:
+        return ""
+    done, total = meta.get("steps_done"), meta.get("max_steps")
+    if isinstance(done, int) and isinstance(total, int) and total > 0:
+        return f'one stopped after {done} of {total} steps ("completed": false)'
+    return 'one that did not complete ("completed": false)'
 
 
 def _saves_checkpoints(config: TrainConfig) -> bool:
