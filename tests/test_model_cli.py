@@ -677,6 +677,21 @@ def test_a_group_whose_runs_all_lack_a_trend_reads_no_trend_for_its_r2_not_nan(t
     assert groups[8]["r2_note"] is None and groups[8]["r2_raw"] is not None, groups[8]
 
 
+def _k_ref_sweep(tmp_path, *, learning_rates, n_steps):
+    """A saved run set of one LLM at G 8: a run per K_ref (1, 4) and learning rate."""
+    ds = simulate_sde_runset(
+        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
+        group_sizes=(8,),
+        learning_rates=learning_rates,
+        k_refs=(1, 4),
+        n_seeds=1,
+        n_steps=n_steps,
+        measurement_sd=0.05,
+        random_seed=2,
+    )
+    return save_runset(ds, tmp_path / "sweep.nc")
+
+
 def test_the_table_per_model_and_g_splits_a_g_whose_runs_differ_in_k_ref(tmp_path, capsys, monkeypatch):
     """A K_ref sweep at one G was one row of `fit`'s table (and of --json's groups, and of the
     report's): the medians of M_eff, C_eff and zeta of runs at K_ref 1 and 4, two dynamical
@@ -685,17 +700,7 @@ def test_the_table_per_model_and_g_splits_a_g_whose_runs_differ_in_k_ref(tmp_pat
     --json). Prior draws stand in for the posterior."""
     from bayes_grpo.runset import load_runset
 
-    ds = simulate_sde_runset(
-        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
-        group_sizes=(8,),
-        learning_rates=(1e-4,),
-        k_refs=(1, 4),
-        n_seeds=1,
-        n_steps=60,
-        measurement_sd=0.05,
-        random_seed=2,
-    )
-    path = save_runset(ds, tmp_path / "sweep.nc")
+    path = _k_ref_sweep(tmp_path, learning_rates=(1e-4,), n_steps=60)
     _fit_from_prior_draws(monkeypatch)
     model = GRPODynamicsModel()
     model.fit(load_runset(path))
@@ -730,17 +735,7 @@ def test_the_table_split_by_two_settings_is_titled_by_both_in_fit_and_in_the_rep
     from bayes_grpo.report.model_sections import fit_section
     from bayes_grpo.runset import load_runset
 
-    ds = simulate_sde_runset(
-        models={"m": {"stiffness": 400.0, "plateau": 0.75, "initial_reward": 0.15, "noise_d": 1e-12}},
-        group_sizes=(8,),
-        learning_rates=(1e-4, 2e-4),
-        k_refs=(1, 4),
-        n_seeds=1,
-        n_steps=40,
-        measurement_sd=0.05,
-        random_seed=2,
-    )
-    path = save_runset(ds, tmp_path / "sweep.nc")
+    path = _k_ref_sweep(tmp_path, learning_rates=(1e-4, 2e-4), n_steps=40)
     _fit_from_prior_draws(monkeypatch)
     assert main(["fit", str(path), "-o", str(tmp_path / "f.nc")]) == 0
     out = capsys.readouterr().out
