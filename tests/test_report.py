@@ -18,6 +18,7 @@ import pytest
 
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.report import SECTION_KEYS, build_sections, render_html, write_report
+from bayes_grpo.report.sections import render_check
 from bayes_grpo.runset import make_runset
 
 
@@ -1184,13 +1185,53 @@ def test_two_phase_diagrams_in_one_report_are_captioned_by_their_llm_and_momentu
     ]
     html = render_html(build_sections(runset=_runset(), stability=diagrams))
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", html.split('data-section="stability"')[1].split("</section>")[0])
-    assert captions == [
+    titles = [caption.split(":")[0] for caption in captions]
+    assert titles == [
         "phase diagram of llm &lt;A&gt; at momentum 0.9 (ema)",
         "phase diagram of llm &lt;A&gt; at momentum 0.5 (ema)",
         "phase diagram of llm B at momentum 0.9 (ema)",
     ], captions
-    for caption in captions:  # the check's heading names it too
-        assert f"</span>{caption}</h3>" in html
+    for title in titles:  # the check's heading names it too
+        assert f"</span>{title}</h3>" in html
+
+
+def test_the_phase_diagrams_caption_says_what_its_contours_dashed_line_and_crosses_are():
+    # the caption only repeated the title: nothing said what the white 0.1 / 0.5 / 0.9 contours,
+    # the red dashed closed-form line and the crosses (the fitted runs' settings) were
+    from bayes_grpo.checks.stability import phase_diagram_from_draws
+
+    draws = np.random.default_rng(0).lognormal(np.log(20.0), 0.1, 200)
+    observed = pd.DataFrame({"learning_rate": [1e-3, 2e-3], "k_ref": [1, 2]})
+    diagram = phase_diagram_from_draws(
+        draws, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2], n_learning_rates=6, observed=observed
+    )
+    html = render_html(build_sections(runset=_runset(), stability=[diagram]))
+    (caption,) = re.findall(r"<figcaption>(.*?)</figcaption>", html.split('data-section="stability"')[1].split("</section>")[0])
+    assert caption.startswith("phase diagram at momentum 0.9 (ema): "), caption
+    for said in (
+        "white contours at probability 0.1, 0.5 and 0.9",
+        "red dashed line (left): where the closed-form criterion gives P(unstable) = 0.5",
+        "orange crosses: the settings (learning rate, K_ref) of the observed runs (2)",
+    ):
+        assert said in caption, caption
+    # no runs marked, no crosses said
+    bare = phase_diagram_from_draws(draws, momentum=0.9, momentum_convention="ema", k_refs=[0, 1, 2], n_learning_rates=6)
+    assert "crosses" not in render_check(bare).images[0][0]
+
+
+def test_a_diagnostics_figure_caption_says_what_is_drawn_not_only_its_title():
+    # "advantage degeneracy: run-a" over a figure of dots, lines, a dotted and a red vertical line
+    from matplotlib.figure import Figure
+
+    from bayes_grpo.diagnostics._result import assessed
+
+    result = assessed(
+        "advantage_degeneracy", "run-a", detected=True, summary="Ties.", onset_step=120.0,
+        strength_=None, evidence={}, figure=Figure(figsize=(2, 1)),
+    )
+    ((caption, png),) = render_check(result).images
+    assert png and caption.startswith("advantage degeneracy: run-a: the share of groups"), caption
+    assert caption.endswith("; red vertical line: the onset step 120."), caption
 
 
 def test_a_run_without_a_trend_shows_no_trend_for_its_r2_not_a_huge_negative_number():

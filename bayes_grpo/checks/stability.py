@@ -1025,6 +1025,7 @@ def phase_diagram_from_draws(
             "p_unstable_exact": grid["p_unstable_exact"].values,
             "p_unstable_closed_form": grid["p_unstable_closed_form"].values,
             "p_oscillatory": grid["p_oscillatory"].values,
+            "n_observed": len(obs),  # marked (the crosses); not all assessed
             "n_observed_at_risk": n_risky,
             "n_observed_not_assessed": len(obs) - len(assessed),
             "n_observed_outside_grid": n_off,

@@ -145,10 +145,64 @@ def render_check(result: CheckResult) -> RenderedCheck:
     for caption, fig in result.figures.items():
         # a caption that only repeats the check's name ("phase diagram") says nothing of which
         # figure it is (two LLMs' diagrams were both captioned "phase diagram"): the title does
-        png, shown = figure_png(fig, title if caption == result.name.replace("_", " ") else caption)
+        if caption in (result.name.replace("_", " "), title):
+            # ... and what is drawn: the caption only repeated the title, and nothing said what
+            # the phase diagram's white contours, red dashed line and crosses were
+            caption = title + figure_legend(result)
+        png, shown = figure_png(fig, caption)
         images.append((shown, png))
     table = table_html(result.table) if result.table is not None and len(result.table) else ""
     return RenderedCheck(result.name, title, badge, cls, result.summary, table, images)
+
+
+#: What each diagnostic mode's figure draws (``diagnostics/*._figure``), said in its caption
+DIAGNOSTIC_FIGURES: dict[str, str] = {
+    "reward_hacking": (
+        "the training reward (blue) and the evaluation reward (orange), each as a fraction of its "
+        "own range: logged values (dots) and smoothed (lines); the late window shaded grey"
+    ),
+    "advantage_degeneracy": (
+        "the share of groups whose G rewards all tie (zero spread, no advantage) at each step "
+        "(dots) and smoothed (line), with the binomial expectation p^G + (1-p)^G (green dashed) "
+        "where drawn, the flag level (red dotted) and the reward (grey, right axis) where logged"
+    ),
+    "policy_concentration": (
+        "the entropy metric the left axis names (orange) and the reward (blue, right axis): logged "
+        "values (dots) and smoothed (lines); dashed: the reward level the legend names, where drawn"
+    ),
+    "instability": (
+        "top: the reward (dots) and the fitted damped oscillator (red) where one was fitted; "
+        "bottom: the side quantities whose growth or clipping was a signal, relative to the level "
+        "their legend names (symmetric log scale)"
+    ),
+}
+
+
+def figure_legend(result: CheckResult) -> str:
+    """``": what the figure draws."`` for a check whose figure is captioned by its title alone
+    (the phase diagram, a diagnostic's run), ``"."`` for any other: read from the figure's maker,
+    not from the figure."""
+    values = result.values
+    if result.name == "phase_diagram":
+        n_lrs, n_lags = len(values.get("learning_rates", ())), len(values.get("k_refs", ()))
+        n_obs = values.get("n_observed")
+        text = (
+            ": the posterior probability, over learning rate and K_ref, that the setting is unstable "
+            "(exact criterion, left) and that it oscillates (0 < zeta < 1, right)"
+        )
+        if n_lrs > 1 and n_lags > 1:
+            text += (
+                "; white contours at probability 0.1, 0.5 and 0.9; red dashed line (left): where "
+                "the closed-form criterion gives P(unstable) = 0.5"
+            )
+        if n_obs is None or n_obs > 0:
+            text += "; orange crosses: the settings (learning rate, K_ref) of the observed runs"
+            text += "" if n_obs is None else f" ({n_obs})"
+        return text + "."
+    if (what := DIAGNOSTIC_FIGURES.get(result.name)) is not None:
+        onset = values.get("onset_step")
+        return f": {what}" + (f"; red vertical line: the onset step {onset:g}." if onset is not None else ".")
+    return "."
 
 
 def checks_section(key: str, title: str, results: Sequence[CheckResult] | None, *, intro: str, missing: str) -> Section:
