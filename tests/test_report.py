@@ -76,7 +76,7 @@ def test_a_prediction_dataset_and_a_law_comparison_go_into_the_report_as_the_pyt
 def test_the_overview_of_a_report_without_a_fit_does_not_call_its_runs_fitted():
     # write_report(path, runset=runs) (no model) opened with "All runs in the fitted run set"
     (overview,) = [s for s in build_sections(runset=_runset()) if s.key == "overview"]
-    assert overview.intro == "All runs in the run set, grouped by model and group size G."
+    assert overview.intro.startswith("All runs in the run set: ")
 
 
 def test_runs_of_no_model_name_are_not_counted_as_a_model_and_no_subtitle_leaves_no_separator():
@@ -678,7 +678,7 @@ def test_the_overview_reads_group_sizes_as_given():
     ds = _runset()
     ds = ds.assign_coords(group_size=("run", np.array([4.0, 4.5, 16.0])))
     html = render_html([overview_section(ds)])
-    assert "group sizes [4, 4.5, 16]." in html
+    assert "group sizes 4, 4.5 and 16." in html
     # and so do the overview's panel titles and the fit's run labels (G 4.5 read as 4: two panels "G=4")
     from bayes_grpo.report.model_sections import _labels
     from bayes_grpo.report.sections import _curves_figure
@@ -1385,7 +1385,7 @@ def test_the_overview_of_a_one_run_set_says_1_run():
     from bayes_grpo.report.sections import overview_section
 
     html = render_html([overview_section(_runset().isel(run=[0]))])
-    assert "1 run, 1 model, group sizes [4]." in html and "1 runs" not in html
+    assert "1 run, 1 model, group size 4." in html and "1 runs" not in html
     assert "3 runs, 1 model" in render_html([overview_section(_runset())])
     plt.close("all")
 
@@ -1527,8 +1527,25 @@ def test_the_overview_counts_the_runs_of_unknown_g_instead_of_listing_no_group_s
     assert "3 runs, 1 model, group size unknown for every run." in render_html([overview_section(unknown)])
     assert "1 run, 1 model, group size unknown." in render_html([overview_section(unknown.isel(run=[0]))])
     some = runs.assign_coords(group_size=("run", [4.0, np.nan, 16.0]))
-    assert "3 runs, 1 model, group sizes [4, 16] (1 run of unknown G)." in render_html([overview_section(some)])
-    assert "group sizes [4, 16]." in render_html([overview_section(runs)])
+    assert "3 runs, 1 model, group sizes 4 and 16 (1 run of unknown G)." in render_html([overview_section(some)])
+    assert "group sizes 4 and 16." in render_html([overview_section(runs)])
+    plt.close("all")
+
+
+def test_the_overview_says_its_table_is_in_run_order_and_lists_the_group_sizes_as_text():
+    # it said the runs were "grouped by model and group size G" over a table in the run set's
+    # order, and printed the group sizes as a Python list ("group sizes [4, 16]")
+    from bayes_grpo.report.sections import overview_section
+
+    runs = _runset().assign_coords(group_size=("run", [16.0, 4.0, 16.0]))
+    overview = overview_section(runs)
+    assert "grouped" not in overview.intro and "one row per run in the run set's order" in overview.intro
+    assert "a panel per model and group size G" in overview.intro
+    html = render_html([overview])
+    assert "3 runs, 1 model, group sizes 4 and 16." in html and "[" not in html.split("group sizes")[1][:12]
+    table = next(b.content for b in overview.blocks if b.kind == "table")
+    at = [table.index(f">{r}<") for r in runs["run"].values]
+    assert at == sorted(at)  # the table is in the run set's order (G 16, 4, 16), as the intro says
     plt.close("all")
 
 

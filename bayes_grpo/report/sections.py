@@ -239,11 +239,14 @@ def overview_section(
     metric, a learning-rate schedule, a metric renamed, ...), the runs whose reward is an
     evaluation metric first among the warnings (:func:`evaluation_reward_note`)."""
     key, title = "overview", "Data overview"
-    intro = f"All runs in the {'fitted ' if fitted else ''}run set, grouped by model and group size G."
+    # the table is in the run set's order, not grouped (it said "grouped by model and group size
+    # G"); the curves' figure is the one drawn a panel per model and G
+    layout = "one row per run in the run set's order, and their reward curves a panel per model and group size G."
+    intro = f"All runs in the {'fitted ' if fitted else ''}run set: {layout}"
     if unfitted:
         intro = (
             "All runs in the run set given for this report (not the fitted run set: the fit per run "
-            "below shows the fitted runs), grouped by model and group size G."
+            f"below shows the fitted runs): {layout}"
         )
     if runset is None:
         return absent(key, title, "no run set was given.", intro)
@@ -289,7 +292,10 @@ def overview_section(
     if not known:
         sizes = "group size unknown" + ("" if len(summary) == 1 else " for every run")
     else:
-        sizes = f"group sizes {known}" + (f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else "")
+        # as text ("group sizes 4 and 16"), not a Python list ("group sizes [4, 16]")
+        sizes = (f"group size {known[0]}" if len(known) == 1 else f"group sizes {in_words(known)}") + (
+            f" ({counted(n_unknown_g, 'run')} of unknown G)" if n_unknown_g else ""
+        )
     section.text(f"{runs}, {models}, {sizes}.")
     section.runset_notes = run_set_notes(runset)
     if (eval_note := section.runset_notes["evaluation_reward"]) is not None:
@@ -319,6 +325,12 @@ def overview_section(
         section.table(shown, index=False, classes="data notes")
     section.figure(_curves_figure(runset, summary), "Training reward per run, one panel per model and G.")
     return section
+
+
+def in_words(items: Sequence[Any]) -> str:
+    """``"4"``, ``"4 and 16"``, ``"4, 4.5 and 16"``: a few values as a sentence lists them."""
+    words = [str(item) for item in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def run_set_notes(runset: Any | None) -> dict[str, Any]:
