@@ -254,6 +254,45 @@ def test_another_runs_checkpoints_and_files_a_save_would_write_over_are_refused(
     assert all((mine / n).read_text() == "keep me" for n in ("config.json", "README.md"))
 
 
+def test_overwrite_replaces_a_runs_files_but_not_a_users_readme_or_config_the_run_would_write_over(
+    tmp_path,
+):
+    # --overwrite skipped the clash check: TRL's model card replaced a user's README.md, and
+    # --save-model a user's config.json, that the replaced run (no checkpoints, no saved model)
+    # had not written; the help said "other files stay"
+    from bayes_grpo.train.runner import check_output_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "trainer_state.json").write_text('{"log_history": []}')
+    plain = TrainConfig(group_size=2, prompts_per_step=1, max_steps=1)
+    (out / "bayes_grpo_run.json").write_text(json.dumps({"config": plain.to_dict()}))
+    for name in ("README.md", "config.json"):
+        (out / name).write_text("the user's")
+    ckpt = dataclasses.replace(plain, extra_grpo_args={"save_strategy": "steps", "save_steps": 1})
+    with pytest.raises(FileExistsError, match=r"holds README\.md, which TRL's checkpoints would write over, and the run there did not write it"):
+        check_output_dir(out, overwrite=True, config=ckpt)
+    with pytest.raises(FileExistsError, match=r"holds config\.json, which saving the model .* the run there did not write it"):
+        check_output_dir(out, overwrite=True, config=dataclasses.replace(plain, save_model=True))
+    check_output_dir(out, overwrite=True, config=plain)  # writes neither: replaced as before
+    # files the replaced run wrote (its model card, its saved model) are replaced with it
+    (out / "bayes_grpo_run.json").write_text(json.dumps({"config": dataclasses.replace(ckpt, save_model=True).to_dict()}))
+    check_output_dir(out, overwrite=True, config=dataclasses.replace(ckpt, save_model=True))
+    # a TRL run with no bayes_grpo_run.json: its card is the one beside its checkpoints
+    (out / "bayes_grpo_run.json").unlink()
+    with pytest.raises(FileExistsError, match=r"holds README\.md"):
+        check_output_dir(out, overwrite=True, config=ckpt)
+    (out / "checkpoint-1").mkdir()
+    check_output_dir(out, overwrite=True, config=ckpt)
+    # --overwrite into a folder of no run: every such file is the user's
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("the user's")
+    with pytest.raises(FileExistsError, match=r"no run there wrote it: overwrite=True / --overwrite replaces a run, not other files"):
+        check_output_dir(mine, overwrite=True, config=ckpt)
+    assert (mine / "README.md").read_text() == (out / "config.json").read_text() == "the user's"
+
+
 def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_path):
     # `train DIR -G 2 --overwrite` over a G=4 run saved with checkpoints and --save-model left
     # checkpoint-12/ and the G=4 weights beside the new G=2 metadata: ingest said "give

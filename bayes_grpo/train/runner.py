@@ -183,7 +183,9 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
     Refused without ``overwrite``: a folder that holds a run (``trainer_state.json``,
     ``bayes_grpo_run.json`` or a ``checkpoint-*`` folder, a log ingest would read), and one
     holding a file the run would write over: the model's files when it saves the model, TRL's
-    model card ``README.md`` when it saves checkpoints.
+    model card ``README.md`` when it saves checkpoints. ``overwrite`` replaces the run there, and
+    the files of those it wrote (:func:`_written_by_run_there`); a file the run would write over
+    that it did not write is refused all the same.
     """
     saves_model = config is not None and config.save_model
     saves_checkpoints = config is not None and _saves_checkpoints(config)
@@ -229,13 +231,42 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
         if (saves_model and _MODEL_SAVE_FILE.match(p.name))
         or (saves_checkpoints and p.name == MODEL_CARD_FILE)
     ]
-    if clash and not overwrite:
+    if overwrite:
+        # overwrite replaces a run, not a user's files: TRL's model card wrote over a user's
+        # README.md, and --save-model a user's config.json, that the replaced run had not written
+        clash = [name for name in clash if not _written_by_run_there(output_dir, name, bool(held))]
+    if clash:
         by_save = any(_MODEL_SAVE_FILE.match(name) for name in clash) and saves_model
         what = "saving the model (save_model / --save-model)" if by_save else "TRL's checkpoints"
+        if overwrite:
+            raise FileExistsError(
+                f"{output_dir}: holds {', '.join(clash)}, which {what} would write over, and "
+                f"{'the run there did not write' if held else 'no run there wrote'} "
+                f"{'them' if len(clash) > 1 else 'it'}: overwrite=True / --overwrite replaces a "
+                "run, not other files; move them out or choose a new folder"
+            )
         raise FileExistsError(
             f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
             "or empty folder, or pass overwrite=True / --overwrite"
         )
+
+
+def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
+    """Whether the file ``name`` of ``output_dir`` is one the run there (``held``: there is
+    one) wrote: the model's files when its bayes_grpo_run.json says it saved its model, TRL's
+    model card when it saved checkpoints (its recorded save_strategy, or, of a run with no
+    readable bayes_grpo_run.json, a ``checkpoint-*`` folder beside the card)."""
+    if not held:
+        return False
+    if _MODEL_SAVE_FILE.match(name):
+        return _saved_model(output_dir)
+    try:
+        meta = json.loads((output_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return any(p.is_dir() and p.name.startswith("checkpoint-") for p in output_dir.iterdir())
+    config = meta.get("config") if isinstance(meta, dict) else None
+    extra = config.get("extra_grpo_args") if isinstance(config, dict) else None
+    return isinstance(extra, dict) and str(extra.get("save_strategy", "no")) != "no"
 
 
 def _partial_run(output_dir: Path) -> str:
