@@ -2190,6 +2190,29 @@ def test_a_sweep_of_hundreds_of_runs_that_start_alike_finds_only_the_run_read_tw
     ]
 
 
+def test_a_stopped_run_and_its_rerun_with_the_same_seed_are_said_so_not_one_training_read_twice(tmp_path):
+    # `train runs/a` stopped at step 20 (completed false), then `train runs/b` with the same seed
+    # to the end: the two were said to have "the same rewards ... one training read twice?"
+    meta = {"model": "tiny-gpt2", "group_size": 4, "seed": 0, "max_steps": 40}
+    rewards = [round(0.1 + 0.01 * i, 4) for i in range(40)]
+    _write_state(tmp_path / "a", n=20, rewards=rewards, with_eval=False)
+    (tmp_path / "a" / "bayes_grpo_run.json").write_text(json.dumps(meta | {"completed": False, "steps_done": 20}))
+    _write_state(tmp_path / "b", n=40, rewards=rewards, with_eval=False)
+    (tmp_path / "b" / "bayes_grpo_run.json").write_text(json.dumps(meta | {"completed": True, "steps_done": 40}))
+    warned = runset_warnings(load_runs([tmp_path]))
+    (stopped,) = [w for w in warned["a"] if "same rewards" in w]
+    (rerun,) = [w for w in warned["b"] if "same rewards" in w]
+    assert "the same rewards at all 20 steps this partial run (\"completed\": false) logged as the first 20 logged steps of run 'b'" in stopped
+    assert "its first 20 logged steps have the same rewards as run 'a', a partial run" in rerun
+    for said in (stopped, rerun):
+        assert "a stopped run and its rerun with the same seed?" in said and "read twice" not in said
+        assert "ingest only one of them, e.g. the complete run 'b', with a manifest" in said
+    # both complete (a log read twice): as before
+    (tmp_path / "a" / "bayes_grpo_run.json").write_text(json.dumps(meta | {"completed": True}))
+    warned = runset_warnings(load_runs([tmp_path]))
+    assert any("one training read twice?" in w for w in warned["a"]) and not any("rerun" in w for w in warned["b"])
+
+
 def test_a_run_repeated_in_many_others_gets_one_read_twice_note_naming_a_few():
     # 600 identical runs (the CLI test's sweep) gave every run 599 read-twice lines, one a match
     import pandas as pd

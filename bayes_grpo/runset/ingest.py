@@ -55,7 +55,7 @@ import os
 import re
 import warnings as pywarnings
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1048,13 +1048,18 @@ SAME_TRAINING_ATOL: float = 5e-4
 SAME_TRAINING_MIN_SHARED: int = 10
 
 
-def same_training_twice(curves: Mapping[str, pd.DataFrame]) -> dict[str, list[str]]:
+def same_training_twice(
+    curves: Mapping[str, pd.DataFrame], partial: Collection[str] = ()
+) -> dict[str, list[str]]:
     """``{run: [warning]}`` for the runs whose reward curve another run repeats.
 
     Runs match when their rewards agree within :data:`SAME_TRAINING_ATOL` at every step both
     logged, over at least :data:`SAME_TRAINING_MIN_SHARED` steps and half of the shorter run,
     and the shared rewards are not constant (two runs stuck at 0 are not the same training).
     Neither run is dropped: the warning names both, and the user keeps the one to fit.
+    A run of ``partial`` (its bayes_grpo_run.json says ``"completed": false``) whose rewards are
+    the start of one other, longer and complete, run's is said to be a stopped run and its
+    rerun, not one training read twice (:func:`_stopped_and_rerun_notes`).
     """
     rewards = {
         run: frame[REWARD_VAR].dropna()
@@ -1070,7 +1075,34 @@ def same_training_twice(curves: Mapping[str, pd.DataFrame]) -> dict[str, list[st
         for a, b, n_shared in _same_reward_pairs([rewards[r] for r in runs]):
             for run, other in ((runs[a], runs[b]), (runs[b], runs[a])):
                 matches[run].append((other, n_shared))
-    return {run: [_same_training_note(found)] for run, found in matches.items()}
+    notes = {run: [_same_training_note(found)] for run, found in matches.items()}
+    for run, found in matches.items():
+        if run in partial and len(found) == 1 and len(matches[found[0][0]]) == 1:
+            rerun, n_shared = found[0]
+            r, other = rewards[run], rewards[rerun]
+            if rerun not in partial and r.index.isin(other.index).all() and r.index.max() < other.index.max():
+                notes[run], notes[rerun] = _stopped_and_rerun_notes(run, rerun, n_shared)
+    return notes
+
+
+def _stopped_and_rerun_notes(stopped: str, rerun: str, n_shared: int) -> tuple[list[str], list[str]]:
+    """The read-twice warnings of a partial run (``"completed": false``) whose rewards are the
+    start of a complete run's, and of that run: "one training read twice?" of a run stopped and
+    trained again from step 0 with the same seed misled."""
+    count = "that step twice" if n_shared == 1 else f"those {n_shared} steps twice"
+    keep = f"ingest only one of them, e.g. the complete run {rerun!r}, with a manifest"
+    return (
+        [
+            f"the same rewards at all {n_shared} steps this partial run (\"completed\": false) "
+            f"logged as the first {n_shared} logged steps of run {rerun!r}: a stopped run and its "
+            f"rerun with the same seed? (a fit would count {count}; {keep})"
+        ],
+        [
+            f"its first {n_shared} logged steps have the same rewards as run {stopped!r}, a "
+            f"partial run (\"completed\": false): a stopped run and its rerun with the same seed? "
+            f"(a fit would count {count}; {keep})"
+        ],
+    )
 
 
 #: Runs a read-twice note names when a run's rewards repeat in several others (the rest counted).
@@ -1905,6 +1937,7 @@ def load_runs(
     warn: dict[str, list[str]] = {}
     facts: dict[str, dict[str, object]] = {}
     name_readings: dict[str, tuple[int, str]] = {}  # the runs of unknown G named like one
+    partial: set[str] = set()  # bayes-grpo train's runs stopped before they completed
     for (run, job), run_id in zip(loaded, ids):
         key = job.row.reward_key if job.row and job.row.reward_key else reward_key
         try:
@@ -1913,6 +1946,8 @@ def load_runs(
             reject(run.label, f"run {run_id!r}: {exc}", run_id)
             continue
         values, why, hp_warn = _merge_hyperparameters(run, job, norm, sidecars[run.path.parent])
+        if sidecars[run.path.parent].runner.get("completed") is False:
+            partial.add(run_id)
         hp_warn += _later_event_files(job, int(norm.frame.index.max()))
         frame, step_note = iterations_as_optimizer_steps(
             norm.frame,
@@ -1933,7 +1968,7 @@ def load_runs(
     if not curves:
         reasons = "; ".join(str(info["reason"]) for info in rejected.values()) or "no logs found"
         raise RunSetError(f"no run could be ingested: {reasons}")
-    for run_id, notes in same_training_twice(curves).items():
+    for run_id, notes in same_training_twice(curves, partial).items():
         warn[run_id] += notes
     if rejected:
         lines = rejection_texts(rejected)
