@@ -278,7 +278,11 @@ def test_overwrite_replaces_a_runs_files_but_not_a_users_readme_or_config_the_ru
     # files the replaced run wrote (its model card, its saved model) are replaced with it
     (out / "bayes_grpo_run.json").write_text(json.dumps({"config": dataclasses.replace(ckpt, save_model=True).to_dict()}))
     check_output_dir(out, overwrite=True, config=dataclasses.replace(ckpt, save_model=True))
-    # a TRL run with no bayes_grpo_run.json: its card is the one beside its checkpoints
+    # a TRL run with no bayes_grpo_run.json (or one with no config): its card is the one beside
+    # its checkpoints
+    (out / "bayes_grpo_run.json").write_text("{}")
+    with pytest.raises(FileExistsError, match=r"holds README\.md"):
+        check_output_dir(out, overwrite=True, config=ckpt)
     (out / "bayes_grpo_run.json").unlink()
     with pytest.raises(FileExistsError, match=r"holds README\.md"):
         check_output_dir(out, overwrite=True, config=ckpt)

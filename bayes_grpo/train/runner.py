@@ -255,7 +255,7 @@ def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
     """Whether the file ``name`` of ``output_dir`` is one the run there (``held``: there is
     one) wrote: the model's files when its bayes_grpo_run.json says it saved its model, TRL's
     model card when it saved checkpoints (its recorded save_strategy, or, of a run with no
-    readable bayes_grpo_run.json, a ``checkpoint-*`` folder beside the card)."""
+    readable config in bayes_grpo_run.json, a ``checkpoint-*`` folder beside the card)."""
     if not held:
         return False
     if _MODEL_SAVE_FILE.match(name):
@@ -263,9 +263,11 @@ def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
     try:
         meta = json.loads((output_dir / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return any(p.is_dir() and p.name.startswith("checkpoint-") for p in output_dir.iterdir())
+        meta = None
     config = meta.get("config") if isinstance(meta, dict) else None
-    extra = config.get("extra_grpo_args") if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        return any(p.is_dir() and p.name.startswith("checkpoint-") for p in output_dir.iterdir())
+    extra = config.get("extra_grpo_args")
     return isinstance(extra, dict) and str(extra.get("save_strategy", "no")) != "no"
 
 
