@@ -405,6 +405,29 @@ def autocorrelation(x, lags=(1,), *, steps=None) -> np.ndarray:
     return out
 
 
+def autocorrelation_sample_size(x, *, steps=None) -> int:
+    """The ``n`` of the white-noise band ``1.96 / sqrt(n)`` of :func:`autocorrelation`'s lag-1
+    estimate of ``x`` (same ``steps``): its lag-1 pairs (finite points one logging interval
+    apart) plus one, the length of a complete series with as many pairs; 0 with no pair.
+
+    On a complete series of ``n`` points (``n - 1`` pairs) this is ``n``, Bartlett's
+    ``Var(r_1) ~ 1 / n`` of the literature's band (Box & Jenkins). With missing steps the
+    estimate rests on its pairs, not on its points: its spread under white noise grows as
+    ``1 / pairs`` (the scaling to ``n - 1`` pairs leaves it so), and a band from the points
+    was too narrow, flagging white residuals of a gappy log as a wander.
+    """
+    v = np.asarray(x, dtype=float).ravel()
+    t = np.arange(v.size, dtype=float) if steps is None else np.asarray(steps, dtype=float).ravel()
+    if t.shape != v.shape:
+        raise ValueError(f"x and steps must have the same shape, got {v.shape} and {t.shape}")
+    t = np.unique(t[np.isfinite(v) & np.isfinite(t)])
+    interval = logging_interval(t)
+    if t.size < 2 or not np.isfinite(interval):
+        return 0
+    pairs = int(np.isclose(np.diff(t), interval, rtol=0.0, atol=1e-9 * interval).sum())
+    return pairs + 1 if pairs else 0
+
+
 def late_change(t, y, *, fraction: float = LATE_FRACTION, min_points: int = LATE_MIN_POINTS) -> tuple[float, float]:
     """How much a curve still moved over its last ``fraction`` of finite points, with a standard error.
 

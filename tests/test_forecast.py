@@ -2676,3 +2676,28 @@ def test_a_bounded_forecast_with_the_weak_prior_of_a_rise_from_0_holds_a_plateau
     assert np.all((plateau >= 0.0) & (plateau <= 1.0))
     assert float(fc["point_forecast"].isel({STEP_DIM: -1})) == pytest.approx(0.95, abs=0.1)
     assert any("refitted with it on the latent levels" in w for w in attr_warnings(fc))
+
+
+def test_a_prefix_with_missing_steps_is_said_to_wander_only_beyond_the_band_of_its_lag1_pairs(monkeypatch):
+    """The prefix check took the band of a gappy prefix from its points: with every 3rd step
+    missing (200 points, 100 lag-1 pairs), white-looking residuals of lag-1 0.17 lay beyond
+    1.96/sqrt(200) = 0.14 and the i.i.d. forecast was told to use the state-space likelihood,
+    where the band of its pairs, 1.96/sqrt(101) = 0.195, holds them."""
+    from bayes_grpo.metrics import autocorrelation
+    from bayes_grpo.predict import forecast as fmod
+
+    steps = np.arange(300.0)
+    t = steps[steps % 3 != 2]
+    y = next(
+        y
+        for seed in range(200)
+        if 0.15 < autocorrelation(y := np.random.default_rng(seed).normal(0.5, 0.05, t.size), (1,), steps=t)[0] < 0.19
+    )
+    monkeypatch.setattr(fmod, "mean_curve", lambda draws, tt, bounds: np.full((2, tt.size), 0.5))
+    post = fmod.RunPosterior(draws=np.zeros((2, 6)), mode=np.zeros(6), cov=np.eye(6), pareto_k=0.0, ess=2.0,
+                             n_obs=t.size, log_post_mode=0.0, t=t, y=y)
+    assert fmod._prefix_wander_note(post) is None
+    # the same residuals at twice the lag-1 are said to wander
+    wander = 0.5 + np.convolve(y - 0.5, [1.0, 1.0, 1.0, 1.0], mode="same")
+    post.y = wander
+    assert "correlated in time" in fmod._prefix_wander_note(post)

@@ -357,3 +357,24 @@ def test_the_logging_interval_is_the_most_common_step_difference():
     assert logging_interval([1, 4, 8, 12, 16, 20]) == 4  # TRL: step 1, then every 4th
     assert logging_interval([0, 1, 2, 4, 5, 6, 8]) == 1  # missing steps keep it
     assert np.isnan(logging_interval([3.0]))
+
+
+def test_the_white_noise_n_of_a_lag1_autocorrelation_is_its_pairs_plus_one_the_points_of_a_complete_series():
+    # the white-noise band of a lag-1 autocorrelation took the points of a run with missing
+    # steps as its n: the estimate rests on its pairs, and its spread under white noise is
+    # 1 / sqrt(pairs + 1), not 1 / sqrt(points) (every 3rd step missing: 0.100, not 0.071)
+    from bayes_grpo.metrics import autocorrelation, autocorrelation_sample_size
+
+    steps = np.arange(300)
+    logged = steps[steps % 3 != 2]  # 200 points, 100 lag-1 pairs
+    assert autocorrelation_sample_size(np.zeros(300)) == 300  # complete: n (Bartlett's 1/n)
+    assert autocorrelation_sample_size(np.zeros(logged.size), steps=logged) == 101
+    assert autocorrelation_sample_size(np.zeros(4), steps=[1, 4, 8, 12]) == 3  # TRL's first step 1 pairs with none
+    assert autocorrelation_sample_size(np.zeros(3), steps=[0, 2, 4]) == 3  # logged every 2 steps
+    assert autocorrelation_sample_size([0.1, np.nan, 0.3, 0.2]) == 2  # a NaN is a missing step
+    assert autocorrelation_sample_size(np.zeros(1)) == 0
+    rng = np.random.default_rng(0)
+    r1 = np.array([autocorrelation(rng.normal(size=logged.size), (1,), steps=logged)[0] for _ in range(3000)])
+    assert np.std(r1) == pytest.approx(1 / np.sqrt(101), rel=0.06)
+    r1_whole = np.array([autocorrelation(rng.normal(size=200), (1,))[0] for _ in range(3000)])
+    assert np.std(r1_whole) == pytest.approx(1 / np.sqrt(200), rel=0.06)

@@ -910,3 +910,24 @@ def test_runs_without_an_llm_name_are_named_as_the_fit_names_them_in_the_band_an
     acf = residual_autocorrelation_check(KnownPosterior(), ds)
     assert set(acf.table.index.get_level_values("model")) == {"m", UNKNOWN_MODEL}
     assert "at , G=" not in acf.summary
+
+
+def test_the_white_noise_band_of_runs_with_missing_steps_is_from_their_lag1_pairs_not_their_points():
+    # with every 3rd step missing the lag-1 estimate rests on half as many pairs as points, and
+    # its spread under white noise is 1/sqrt(pairs + 1); the check's band (fit's warning), the
+    # invariance test's n and its band came from the points, a band sqrt(2) too narrow that
+    # called white residuals of a gappy log a wander. On complete runs the band is unchanged
+    from bayes_grpo.checks.invariance import residual_lag1_by_llm
+    from bayes_grpo.checks.ppc import white_noise_band
+
+    whole = _runset(n_steps=300)
+    gappy = whole.isel(step=np.flatnonzero(whole["step"].values % 3 != 2))
+    table = residual_autocorrelation_check(KnownPosterior(), gappy).table
+    # each run: 200 points, 100 pairs one step apart; two runs per G
+    assert (table["n_points"] == 400).all() and (table["n_lag1"] == 202).all(), table
+    np.testing.assert_allclose(table["white_noise_band"], white_noise_band(202))
+    complete = residual_autocorrelation_check(KnownPosterior(), whole).table
+    assert (complete["n_lag1"] == complete["n_points"]).all()
+    np.testing.assert_allclose(complete["white_noise_band"], 1.96 / np.sqrt(600))
+    assert residual_lag1_by_llm(_truth_posterior(gappy), gappy)["m"][1] == 4 * 101
+    assert residual_lag1_by_llm(_truth_posterior(whole), whole)["m"][1] == 4 * 300

@@ -698,7 +698,8 @@ def largest_lag1(by_llm: dict[str, tuple[float, int]]) -> float:
 def autocorrelated_llms(by_llm: dict[str, tuple[float, int]]) -> dict[str, tuple[float, float]]:
     """``{llm: (lag-1 r, white-noise band)}`` of the LLMs whose pooled residual lag-1
     autocorrelation lies above :func:`bayes_grpo.checks.ppc.white_noise_band` (the band of the PPC's
-    ``residual_autocorrelation_check`` and of ``fit``'s warning), ``n`` their residuals.
+    ``residual_autocorrelation_check`` and of ``fit``'s warning), ``n`` their residuals' lag-1
+    sample size (:func:`bayes_grpo.metrics.autocorrelation_sample_size`).
 
     Under the i.i.d. likelihood a positive one (a reward wandering about its curve, the SDE's
     fluctuations) makes the evidence over-confident. A fixed cut-off of 0.3 let an invariant
@@ -724,7 +725,9 @@ def residual_lag1_by_llm(
     parameterisation: str = "mechanistic",
 ) -> dict[str, tuple[float, int]]:
     """Lag-1 autocorrelation of the residuals from the posterior-median trajectories, pooled
-    over each LLM's runs: ``{llm: (lag-1 r, number of residuals)}``.
+    over each LLM's runs: ``{llm: (lag-1 r, lag-1 sample size)}``, the sample size
+    :func:`bayes_grpo.metrics.autocorrelation_sample_size` summed over the runs (their residuals
+    on complete series).
 
     Uses the per-run posterior medians of ``M_eff, C_eff, K_eff, plateau_run,
     initial_reward`` (``GRPODynamicsModel`` variables); NaN when they are missing. A run on a
@@ -735,6 +738,7 @@ def residual_lag1_by_llm(
     residuals are the mirror image of their smooth curve, with no noise in them to measure.
     """
     from bayes_grpo.checks.ppc import autocorrelation
+    from bayes_grpo.metrics import autocorrelation_sample_size
     from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG, merge_config
     from bayes_grpo.model.core import run_mean_reward
     from bayes_grpo.model.prepare import constant_reward, follows_schedule
@@ -767,8 +771,11 @@ def residual_lag1_by_llm(
         lag1 = float(autocorrelation(r, (1,), steps=steps[ok])[0])
         if not np.isfinite(lag1):  # no two points one interval apart: nothing to add
             continue
-        num[key] = num.get(key, 0.0) + lag1 * r.size
-        den[key] = den.get(key, 0.0) + r.size
+        # weighed by, and n of the band from, the pairs the estimate rests on (its points on
+        # a complete series): the points of a run with missing steps made the band too narrow
+        n_lag1 = autocorrelation_sample_size(r, steps=steps[ok])
+        num[key] = num.get(key, 0.0) + lag1 * n_lag1
+        den[key] = den.get(key, 0.0) + n_lag1
     return {k: (num[k] / den[k], int(den[k])) for k in num}
 
 

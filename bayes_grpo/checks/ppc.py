@@ -46,6 +46,7 @@ import xarray as xr
 from bayes_grpo.checks.base import CheckResult, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
+from bayes_grpo.metrics import autocorrelation_sample_size
 from bayes_grpo.runset.bounds import rewards_outside
 from bayes_grpo.runset.schema import group_size_text, readable_group_size, readable_group_sizes
 
@@ -379,7 +380,9 @@ WHITE_NOISE_Z: float = 1.96
 def white_noise_band(n: float) -> float:
     """Half-width ``WHITE_NOISE_Z / sqrt(n)`` of the band a lag-1 autocorrelation of ``n`` white
     residuals stays in (95%): the one band of this check, ``fit``'s warning, the invariance
-    test's warning and the forecast's prefix check."""
+    test's warning and the forecast's prefix check. ``n`` is
+    :func:`bayes_grpo.metrics.autocorrelation_sample_size` (the points of a complete series, the
+    lag-1 pairs plus one of one with missing steps), summed over pooled runs."""
     return WHITE_NOISE_Z / np.sqrt(max(n, 1))
 
 
@@ -414,7 +417,9 @@ def residual_autocorrelation_check(
     see its LLM's at its setting.
 
     Passes when, in every group, the run-averaged lag-1 autocorrelation lies within
-    ``±WHITE_NOISE_Z / sqrt(n_total)`` (the white-noise band for the pooled residuals). The
+    ``±WHITE_NOISE_Z / sqrt(n_lag1)`` (the white-noise band for the pooled residuals; ``n_lag1``
+    the runs' :func:`bayes_grpo.metrics.autocorrelation_sample_size`, their points on complete
+    series, fewer where steps are missing: the lag-1 pairs the estimate rests on). The
     summary gives the largest lag-1 value in size with its sign; the state-space likelihood is
     advised only for a positive one (a wander). Not assessable (``passed`` None, table kept)
     for a state-space fit (``fitted.likelihood``), whose likelihood has correlated residuals.
@@ -431,7 +436,7 @@ def residual_autocorrelation_check(
     own = _own_trajectories(fitted)
     rows, constant, short, unpaired = [], [], [], []
     for (model, g), runs in _groups(ds, fitted).items():
-        acfs, weights = [], []
+        acfs, weights, points = [], [], []
         for run in runs:
             pr = run_predictive(fitted, ds, run, rng=rng)
             if constant_reward(pr["y"]):
@@ -448,9 +453,13 @@ def residual_autocorrelation_check(
                 unpaired.append(str(run))
                 continue
             acfs.append(acf_run)
-            weights.append(resid.size)
+            points.append(resid.size)
+            # the lag-1 estimate rests on its pairs, not its points (a run with missing steps
+            # has fewer): its white-noise n, also its weight in the average below
+            weights.append(autocorrelation_sample_size(resid, steps=pr["t"]))
         if not acfs:
             continue
+        n_points = sum(points)
         # a lag at which a run has no pair (its points that far apart all missing) is the
         # average over the runs that have one
         by_lag = np.array(acfs)
@@ -459,7 +468,7 @@ def residual_autocorrelation_check(
             w.sum(axis=0) > 0, np.sum(np.nan_to_num(by_lag) * w, axis=0) / np.maximum(w.sum(axis=0), 1.0), np.nan
         )
         band = white_noise_band(sum(weights))
-        row = {"model": model, "G": g, "n_points": sum(weights), "white_noise_band": band}
+        row = {"model": model, "G": g, "n_points": n_points, "n_lag1": sum(weights), "white_noise_band": band}
         row |= {f"acf_lag{lag}": a for lag, a in zip(ACF_LAGS, acf)}
         row["ok"] = bool(abs(acf[0]) <= band)
         rows.append(row)

@@ -3078,13 +3078,15 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     its residuals are the curve's mirror image, not a wander).
     """
     from bayes_grpo.checks.ppc import autocorrelation, white_noise_band
+    from bayes_grpo.metrics import autocorrelation_sample_size
     from bayes_grpo.model.prepare import constant_reward
 
     if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
         return None
     resid = post.y - np.median(mean_curve(post.draws, post.t, post.reward_bounds), axis=0)
     lag1 = float(autocorrelation(resid, (1,), steps=post.t)[0])  # not across a missing step
-    band = white_noise_band(post.t.size)
+    # n of the band: the lag-1 pairs (plus one) the estimate rests on, not the points
+    band = white_noise_band(autocorrelation_sample_size(resid, steps=post.t))
     if not np.isfinite(lag1) or lag1 <= band:
         return None
     return (
