@@ -2701,3 +2701,26 @@ def test_a_prefix_with_missing_steps_is_said_to_wander_only_beyond_the_band_of_i
     wander = 0.5 + np.convolve(y - 0.5, [1.0, 1.0, 1.0, 1.0], mode="same")
     post.y = wander
     assert "correlated in time" in fmod._prefix_wander_note(post)
+
+
+@pytest.mark.parametrize("bad", [-1, np.int64(-2), 1.5, "0", True])
+def test_a_seed_numpy_cannot_take_is_refused_naming_the_argument(bad):
+    # seed=-1 / rng=-1 failed in NumPy's "expected non-negative integer", naming no argument
+    # (forecast_in_runset after it had built the other runs' priors)
+    from bayes_grpo.predict.forecast import RunForecaster, fit_run, forecast_in_runset, forecast_run
+
+    t = np.arange(20.0)
+    y = 0.8 - 0.6 * np.exp(-t / 10.0)
+    words = r"must be a whole number >= 0 \(a random seed\) or a numpy Generator, got "
+    with pytest.raises(ValueError, match="rng " + words):
+        forecast_run(t, y, np.arange(40.0), likelihood="iid", n_draws=100, rng=bad)
+    with pytest.raises(ValueError, match="rng " + words):
+        fit_run(t, y, default_prior(t, y), likelihood="iid", n_draws=100, rng=bad)
+    with pytest.raises(ValueError, match="seed " + words):
+        RunForecaster(None, horizon_steps=np.arange(40.0), likelihood="iid", seed=bad)
+    runset, _ = _coarse_runset(60.0, 1.0)
+    with pytest.raises(ForecastError, match="seed " + words):
+        forecast_in_runset(runset, "r0", 20.0, use_runs=False, likelihood="iid", seed=bad)
+    # a whole number >= 0, None and a Generator are seeds
+    for good in (0, np.int64(3), None, np.random.default_rng(1)):
+        forecast_run(t, y, np.arange(30.0), likelihood="iid", n_draws=50, rng=good)

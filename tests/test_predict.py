@@ -2160,3 +2160,18 @@ def test_a_horizon_over_which_every_unstable_draw_overflows_is_refused_naming_th
         warnings.simplefilter("error", RuntimeWarning)
         out = add_discrepancy(huge, np.array([0.2, 0.2]), np.array([0.8, 0.8]), _profile([0.01, 0.02]), np.random.default_rng(0))
     assert np.isfinite(out[1]).all()
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5])
+def test_a_seed_numpy_cannot_take_is_refused_naming_the_argument_before_the_fit_is_read(bad, tmp_path):
+    # predict_run(seed=-1) loaded the fit, then failed in NumPy's "expected non-negative integer"
+    # naming no argument
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "models" / "bandit.nc"
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=20, discrepancy=False)
+    words = r"seed must be a whole number >= 0 \(a random seed\) or a numpy Generator, got "
+    with pytest.raises(ValueError, match=words):
+        predict_run(path, seed=bad, **setting)
+    with pytest.raises(ValueError, match=words):
+        predict_run(tmp_path / "no_such_fit.nc", seed=bad, **setting)  # before the file is read

@@ -78,6 +78,7 @@ from bayes_grpo.predict.summary import (
     check_stop_threshold,
     checked_hdi_probs,
     checked_n_draws,
+    checked_seed,
     milestones_of,
     summarise_draws,
 )
@@ -1691,6 +1692,7 @@ def forecast_in_runset(
         check_stop_threshold(stop_threshold)
         # before the other runs' priors are built and backtested, not after
         hdi_probs, n_draws = checked_hdi_probs(hdi_probs), checked_n_draws(n_draws)
+        checked_seed(seed)
     except ValueError as exc:
         raise ForecastError(str(exc)) from None
     for name, value in (("upto", upto), ("horizon", horizon)):
@@ -2219,7 +2221,7 @@ def fit_run(
 
     bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
     n_draws = checked_n_draws(n_draws)
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(checked_seed(rng, "rng"))
     t, y = logged_points(t, y)
     if y.size < 3:
         raise ForecastError(f"need at least 3 observed steps with a finite reward, got {y.size}")
@@ -2914,7 +2916,7 @@ def forecast_from_posterior(
     (``policy_*``) are read on the same curve ``observation_lag`` steps ahead, as ``predict``
     gives them, since a run stopped at a step keeps that step's policy.
     """
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(checked_seed(rng, "rng"))
     steps = np.asarray(steps, dtype=float)
     notes = list(post.warnings)
     u = draws_in_bounds(post, notes)
@@ -3130,7 +3132,7 @@ def forecast_run(
     """
     reward_bounds = checked_bounds(prior_bounds(prior) if reward_bounds is FIT_BOUNDS else reward_bounds)
     hdi_probs, n_draws = checked_hdi_probs(hdi_probs), checked_n_draws(n_draws)  # before the fit
-    rng = np.random.default_rng(rng)
+    rng = np.random.default_rng(checked_seed(rng, "rng"))
     # the prefix, paired once: the steps with a reward (NaN: not logged) in step order, a step
     # given twice at its last reward (logged_points), and the steps given without one
     t, y = _paired(t, y)
@@ -3388,7 +3390,7 @@ class RunForecaster:
         self.hdi_probs = tuple(checked_hdi_probs(hdi_probs))
         self.stop_threshold = stop_threshold
         self.n_draws = checked_n_draws(n_draws)
-        self.seed = seed
+        self.seed = checked_seed(seed)  # not at the first update
         self._t = np.empty(0)
         self._y = np.empty(0)
         self._rng: np.random.Generator | None = None  # the stream after the last fit

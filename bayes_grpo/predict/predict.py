@@ -58,6 +58,7 @@ from bayes_grpo.predict.summary import (
     attr_warnings,
     band,
     checked_hdi_probs,
+    checked_seed,
     milestones_of,
     summarise_draws,
 )
@@ -1065,7 +1066,7 @@ def predict_from_draws(
         the reward read as a success rate; where it cannot be used (:func:`clip_range_used`) a
         warning says why. None: the linear law.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(checked_seed(seed))
     grid = horizon_steps(steps)
     if lr_multipliers is not None:
         lr_multipliers = check_multipliers(lr_multipliers, int(np.ceil(grid[-1])))
@@ -1293,6 +1294,7 @@ def predict_run(
         also warned.
     """
     hdi_probs = checked_hdi_probs(hdi_probs)  # before the fit is loaded and its draws run
+    checked_seed(seed)  # -1 failed in NumPy naming no argument, after the fit was loaded
     g = float(group_size)
     if np.isfinite(g) and 0 < g and (g < 2 or not g.is_integer()):  # g <= 0: refused below
         # one completion per prompt has no group to be relative to (zero advantage), and a group
