@@ -22,6 +22,22 @@ T = TypeVar("T")
 #: File extensions of the netCDF files bayes_grpo writes and reads (run sets, fits, predictions).
 NETCDF_SUFFIXES: tuple[str, ...] = (".nc", ".nc4", ".netcdf")
 
+#: File extensions of the HTML pages bayes_grpo writes (reports).
+HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")
+
+
+def check_suffix(path: object, option: str, suffixes: tuple[str, ...], what: str) -> None:
+    """``ValueError`` naming ``option`` (a CLI flag or a Python argument) when ``path``'s
+    extension is none of ``suffixes``: the one check of the CLI's outputs and the Python writers
+    (``report_from_posterior``, ``write_report``), whose ``"r.txt"`` got an HTML page while
+    ``bayes-grpo report -o r.txt`` was refused."""
+    ext = Path(str(path)).suffix.lower()
+    if ext not in suffixes:
+        raise ValueError(
+            f"{path}: {option} writes {what}; name the file {' or '.join(suffixes)} "
+            f"(got {ext or 'no extension'})"
+        )
+
 
 def refuse_non_regular_file(path: str | os.PathLike) -> None:
     """Raise ``FileExistsError`` when ``path`` exists and is no regular file (a folder, a device,

@@ -143,6 +143,34 @@ def test_the_report_writers_refuse_an_existing_file_unless_told_to_overwrite(tmp
 
 
 
+@pytest.mark.parametrize("name", ["r.txt", "r.png", "report"])
+def test_the_python_report_writers_refuse_a_file_not_named_html_as_the_cli_does(tmp_path, monkeypatch, capsys, name):
+    # report_from_posterior(fit, "r.txt") and write_report("r.txt", ...) wrote an HTML page under
+    # any extension, while `bayes-grpo report -o r.txt` was refused; now the same words, before work
+    from bayes_grpo.cli import main
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.report.build import report_from_posterior
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("refused only after loading the posterior and running the stages")
+
+    monkeypatch.setattr(GRPODynamicsModel, "load", no_loading)
+    out = tmp_path / name
+    words = f"{out}: {{}} writes an HTML page; name the file .html or .htm (got {out.suffix or 'no extension'})"
+    with pytest.raises(ValueError) as err:
+        report_from_posterior(tmp_path / "fit.nc", out)
+    assert str(err.value) == words.format("output")
+    with pytest.raises(ValueError) as err:
+        write_report(out, runset=_runset())
+    assert str(err.value) == words.format("path")
+    tiny = Path(__file__).resolve().parents[1] / "models" / "tiny.nc"
+    assert main(["report", str(tiny), "-o", str(out), "--no-diagnose", "--no-stability"]) == 2
+    assert words.format("--output") in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    # .htm and an upper-case extension are HTML pages
+    assert write_report(tmp_path / "r.HTM", runset=_runset()).is_file()
+
+
 def test_report_from_posterior_refuses_a_folder_before_any_work_and_does_not_offer_overwrite(tmp_path, monkeypatch):
     # report_from_posterior(fit, "a_folder") said "a_folder: already exists; refusing to overwrite it
     # (overwrite=True replaces it)", and with overwrite=True it loaded the fit and ran every stage

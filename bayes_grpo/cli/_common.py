@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from bayes_grpo._io import NETCDF_SUFFIXES
+from bayes_grpo._io import HTML_SUFFIXES, NETCDF_SUFFIXES, check_suffix
 from bayes_grpo.checks.base import jsonable, refuse_repeats
 
 
@@ -721,18 +721,8 @@ def check_output_paths(
             figure_format(outputs[name], name)
     for names, suffixes, what in (
         (netcdf, NETCDF_SUFFIXES, "netCDF"),
-        (html, (".html", ".htm"), "an HTML page"),
+        (html, HTML_SUFFIXES, "an HTML page"),
     ):
         for name in names:
             if outputs.get(name) is not None and str(outputs[name]) != "":
-                _check_suffix(outputs[name], name, suffixes, what)
-
-
-def _check_suffix(path: object, option: str, suffixes: tuple[str, ...], what: str) -> None:
-    """``ValueError`` naming ``option`` when ``path``'s extension is none of ``suffixes``."""
-    ext = Path(str(path)).suffix.lower()
-    if ext not in suffixes:
-        raise ValueError(
-            f"{path}: {option} writes {what}; name the file {' or '.join(suffixes)} "
-            f"(got {ext or 'no extension'})"
-        )
+                check_suffix(outputs[name], name, suffixes, what)

@@ -17,7 +17,7 @@ import jinja2
 import numpy as np
 
 from bayes_grpo import __version__
-from bayes_grpo._io import refuse_non_regular_file, write_text_atomic
+from bayes_grpo._io import HTML_SUFFIXES, check_suffix, refuse_non_regular_file, write_text_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.report import model_sections
@@ -364,10 +364,13 @@ def write_report(
 ) -> Path:
     """Build every section from ``results`` (see :func:`build_sections`) and write the HTML atomically.
 
-    An existing ``path`` is replaced only with ``overwrite`` (``FileExistsError`` otherwise).
+    An existing ``path`` is replaced only with ``overwrite`` (``FileExistsError`` otherwise);
+    a ``path`` not named ``.html`` / ``.htm`` is refused (``ValueError``), as ``bayes-grpo report``
+    refuses it.
     ``verdicts``, a list, receives :func:`section_verdicts` of the sections written;
     ``runset_notes``, a dict, :func:`overview_notes` of them.
     """
+    check_suffix(path, "path", HTML_SUFFIXES, "an HTML page")  # before the sections are built
     sections = build_sections(**results)
     written = write_text_atomic(path, render_html(sections, title=title, subtitle=subtitle), overwrite=overwrite)
     if verdicts is not None:
@@ -417,7 +420,8 @@ def report_from_posterior(
     posterior
         A posterior saved by ``GRPODynamicsModel.save`` (holds its run set).
     output
-        The HTML file to write.
+        The HTML file to write, named ``.html`` or ``.htm`` (``ValueError`` otherwise, before
+        any work, as ``bayes-grpo report -o`` refuses it).
     runset
         A run set for the overview and diagnostics (default: the fitted one).
     diagnose, stability, ppc
@@ -459,6 +463,8 @@ def report_from_posterior(
     refuse_non_regular_file(output)  # a folder, overwrite or not: before the work, not after
     if not overwrite and Path(output).exists():  # before minutes of sampling, not after
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
+    # "r.txt" got an HTML page, which `bayes-grpo report -o r.txt` refuses (checked in this order)
+    check_suffix(output, "output", HTML_SUFFIXES, "an HTML page")
     if runset is not None:
         from bayes_grpo.runset import require_runs
 
