@@ -2342,3 +2342,129 @@ def test_the_legend_of_a_figure_with_a_second_y_axis_is_drawn_above_the_data_of_
         labels = [t.get_text() for t in with_legend[0].get_legend().get_texts()]
         assert "smoothed" in labels or "reward" in labels, labels
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------- figure captions
+# The report captions each diagnostic figure by hand (report.sections.DIAGNOSTIC_FIGURES, plus
+# figure_legend's onset line): each phrase a caption says is paired below with what the
+# figure must hold for it, so a plot that changes a colour, a line style, an axis or a label
+# fails here until its caption follows.
+
+
+def _hex(color) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(color)
+
+
+def _lines(ax, color, *, style=None, marker=None, label=None):
+    """The lines of ``ax`` in ``color`` (a Matplotlib colour), of line style ``style`` ('None'
+    for dots alone), with a marker (True), none (False) or any (None), whose label starts with
+    ``label``."""
+    out = []
+    for line in ax.lines:
+        if _hex(line.get_color()) != _hex(color):
+            continue
+        if style is not None and line.get_linestyle() != style:
+            continue
+        has_marker = line.get_marker() not in (None, "None", "", " ")
+        if marker is not None and has_marker != marker:
+            continue
+        if label is not None and not str(line.get_label()).startswith(label):
+            continue
+        out.append(line)
+    return out
+
+
+def _vertical_at(ax, color, x) -> bool:
+    return any(
+        len(line.get_xdata()) == 2 and np.allclose(np.asarray(line.get_xdata(), dtype=float), x)
+        for line in _lines(ax, color, style="-")
+    )
+
+
+def _horizontal(ax, color, style, label=None) -> bool:
+    return any(
+        len(line.get_ydata()) == 2 and np.ptp(np.asarray(line.get_ydata(), dtype=float)) == 0
+        for line in _lines(ax, color, style=style, label=label)
+    )
+
+
+def _legend_texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+
+
+def _twin(fig):
+    """The right axis of a figure of two axes that share a box (``twinx``), else None."""
+    if len(fig.axes) == 2 and fig.axes[0].get_position().bounds == fig.axes[1].get_position().bounds:
+        return fig.axes[1]
+    return None
+
+
+def _GREY(color) -> bool:
+    """Whether ``color`` is a grey (red, green and blue alike)."""
+    code = _hex(color)
+    return code[1:3] == code[3:5] == code[5:7]
+
+
+#: mode -> (the case drawn, [(a phrase of its caption, what the figure must hold for it)])
+_CAPTION_CLAIMS = {
+    "reward_hacking": ("reward_hacking", [
+        ("the training reward (blue)", lambda f: _lines(f.axes[0], "C0", style="-", marker=False, label="training reward")),
+        ("the evaluation reward (orange)", lambda f: _lines(f.axes[0], "C1", style="-", marker=False, label="evaluation")),
+        ("each as a fraction of its own range", lambda f: "fraction of its range" in f.axes[0].get_ylabel()),
+        ("logged values (dots)", lambda f: _lines(f.axes[0], "C0", style="None", marker=True) and _lines(f.axes[0], "C1", style="None", marker=True)),
+        ("smoothed (lines)", lambda f: len(_lines(f.axes[0], "C0", style="-", marker=False)) + len(_lines(f.axes[0], "C1", style="-", marker=False)) == 2),
+        ("the late window shaded grey", lambda f: any(p.get_label() == "late window" and _GREY(p.get_facecolor()) for p in f.axes[0].patches)),
+    ]),
+    "advantage_degeneracy": ("advantage_degeneracy", [
+        ("the share of groups whose G rewards all tie", lambda f: f.axes[0].get_ylabel() == "share of groups with zero spread"),
+        ("at each step (dots)", lambda f: _lines(f.axes[0], "C0", style="None", marker=True)),
+        ("and smoothed (line)", lambda f: _lines(f.axes[0], "C0", style="-", marker=False, label="smoothed")),
+        ("the binomial expectation p^G + (1-p)^G (green dashed)", lambda f: _lines(f.axes[0], "C2", style="--", label="binomial p^G + (1-p)^G")),
+        ("the flag level (red dotted)", lambda f: _horizontal(f.axes[0], "C3", ":", label="flag level")),
+        ("the reward (grey, right axis)", lambda f: _twin(f) is not None and _twin(f).get_ylabel() == "reward" and any(_GREY(line.get_color()) for line in _twin(f).lines)),
+    ]),
+    "policy_concentration": ("policy_concentration", [
+        ("the entropy metric the left axis names (orange)", lambda f: _lines(f.axes[0], "C1", style="-", marker=False, label=f.axes[0].get_ylabel()) and "entropy" in f.axes[0].get_ylabel()),
+        ("the reward (blue, right axis)", lambda f: _twin(f) is not None and _twin(f).get_ylabel() == "reward" and _lines(_twin(f), "C0", style="-", marker=False, label="reward")),
+        ("logged values (dots)", lambda f: _lines(f.axes[0], "C1", style="None", marker=True) and _lines(_twin(f), "C0", style="None", marker=True)),
+        ("and smoothed (lines)", lambda f: _lines(f.axes[0], "C1", style="-", marker=False) and _lines(_twin(f), "C0", style="-", marker=False)),
+        ("dashed: the reward level the legend names", lambda f: any(line.get_label() in _legend_texts(f) for line in _lines(_twin(f), "C0", style="--"))),
+    ]),
+    "instability": ("instability_oscillation", [
+        ("top: the reward (dots)", lambda f: _lines(f.axes[0], "C0", style="None", marker=True, label="reward")),
+        ("the fitted damped oscillator (red)", lambda f: _lines(f.axes[0], "C3", style="-", label="oscillator fit")),
+        ("bottom: the side quantities", lambda f: f.axes[1].get_ylabel() == "side quantity, relative" and f.axes[1].get_legend() is not None),
+        ("relative to the level their legend names", lambda f: all(" / " in t.get_text() for t in f.axes[1].get_legend().get_texts())),
+        ("(symmetric log scale)", lambda f: f.axes[1].get_yscale() == "symlog"),
+    ]),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(_CAPTION_CLAIMS))
+def test_each_diagnostic_figure_draws_what_its_report_caption_says(mode):
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.report.sections import DIAGNOSTIC_FIGURES, figure_legend
+
+    assert set(_CAPTION_CLAIMS) == set(DIAGNOSTIC_FIGURES)  # a captioned mode without claims
+    case, claims = _CAPTION_CLAIMS[mode]
+    (result,) = diagnose(simulated_case(case), modes=mode)
+    (fig,) = result.figures.values()
+    caption = figure_legend(result)
+    for phrase, holds in claims:
+        assert phrase in caption, (phrase, caption)
+        assert holds(fig), f"{mode}: the caption says {phrase!r}, which its figure does not draw"
+    # the onset line the caption names: red, vertical, at the onset step, on every axis it spans
+    onset = result.values["onset_step"]
+    assert f"red vertical line: the onset step {onset:g}." in caption
+    spans = fig.axes[:1] if _twin(fig) is not None else fig.axes
+    assert all(_vertical_at(ax, "C3", onset) for ax in spans), mode
+    # no other curve in the colour the caption gives the onset line (and red's other elements):
+    # a red side quantity read as the onset or the oscillator
+    named_red = {"flag level", "oscillator fit", "onset"}
+    for ax in fig.axes:
+        for line in _lines(ax, "C3"):
+            label = str(line.get_label())
+            vertical = len(line.get_xdata()) == 2 and np.ptp(np.asarray(line.get_xdata(), dtype=float)) == 0
+            assert vertical or any(label.startswith(n) for n in named_red), f"{mode}: a red curve {label!r} the caption does not name"

@@ -1231,6 +1231,11 @@ def _weakest_margin(signals: list[dict[str, Any]]) -> dict[str, Any]:
     return max(signals, key=margin)
 
 
+#: Colours of the side quantities in the instability figure: the cycle without blue (the
+#: reward's) and red (the oscillator fit's and the onset line's, as the report's caption says).
+_SIDE_COLOURS: tuple[str, ...] = ("C1", "C2", "C4", "C5", "C6", "C7", "C8", "C9")
+
+
 def _figure(frame, signals, rew, osc, onset_step, run_id):
     # a bare Figure (not pyplot): no global backend switch, no open-figure registry
     from matplotlib.figure import Figure
@@ -1273,8 +1278,10 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
             if s["signal"].startswith("growth")
             else f"{s['statistic']}: {s['value']:.2g}"
         )
+        # not red (C3), the colour the report's caption gives the onset line and the
+        # oscillator fit: the third side quantity (clip_ratio) was drawn red as well
         ax2.plot(
-            steps, col[ok] / base, lw=0.9, color=f"C{i + 1}", label=f"{s['metric']}{basis} ({stat})"
+            steps, col[ok] / base, lw=0.9, color=_SIDE_COLOURS[i % len(_SIDE_COLOURS)], label=f"{s['metric']}{basis} ({stat})"
         )
     ax2.set_yscale("symlog", linthresh=0.1)
     ax2.set_ylabel("side quantity, relative")
