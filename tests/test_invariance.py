@@ -9,6 +9,7 @@ Bayes factor is a ratio of Gaussian marginal likelihoods.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -900,3 +901,54 @@ def test_h1_with_centred_offsets_is_the_same_model_as_h1_with_offsets_from_their
         gaps.append(logp_c(point) - logp_plain(mapped))
     assert np.isfinite(gaps).all()
     np.testing.assert_allclose(gaps, -n_centred * np.log(sd), rtol=0, atol=1e-6)
+
+
+def _runset_with_settings(settings_by_g: dict[int, dict], n_steps: int = 6):
+    """Two runs at each of G 4 and 16 of LLM "toy", each G with the given settings."""
+    rng = np.random.default_rng(0)
+    curves, meta = {}, {}
+    for i, g in enumerate([4, 4, 16, 16]):
+        curves[f"r{i}"] = pd.DataFrame({"reward": 0.2 + rng.normal(0, 1, n_steps)}, index=np.arange(n_steps))
+        meta[f"r{i}"] = {"model": "toy", "group_size": g, "learning_rate": 1e-3, "momentum": 0.0} | settings_by_g[g]
+    return make_runset(curves, meta)
+
+
+@pytest.mark.parametrize(
+    "parameterisation, settings, named",
+    [
+        # the phenomenological law has one damping and frequency per LLM whatever the lag
+        ("phenomenological", {4: {"k_ref": 1}, 16: {"k_ref": 4}}, "k_ref (LLM 'toy': k_ref G=4: 1, G=16: 4)"),
+        ("phenomenological", {4: {"learning_rate": 1e-3}, 16: {"learning_rate": 3e-3}}, "learning_rate"),
+        # the KL weight moves the plateau, which neither law follows run by run
+        ("mechanistic", {4: {"beta": 0.04}, 16: {"beta": 0.1}}, "beta (LLM 'toy': beta G=4: 0.04, G=16: 0.1)"),
+    ],
+)
+def test_runs_of_one_llm_whose_g_groups_differ_in_a_setting_the_law_does_not_follow_are_refused_before_sampling(
+    parameterisation, settings, named, monkeypatch
+):
+    # G 4 at K_ref 1 and G 16 at K_ref 4 were fitted with one shared trajectory under H0, and
+    # the lag's effect on it was read as an effect of G
+    from bayes_grpo.runset import RunSetError
+
+    monkeypatch.setattr(invariance, "_bridge", lambda *a, **k: pytest.fail("sampled before refusing"))
+    ds = _runset_with_settings(settings)
+    with pytest.raises(RunSetError, match=re.escape(named)):
+        invariance.invariance_check(ds, parameterisation=parameterisation, draws=100, tune=100, chains=2)
+    with pytest.raises(RunSetError, match="differ in G only"):
+        invariance.invariance_bayes_factor(ds, parameterisation=parameterisation, draws=100, tune=100, chains=2)
+
+
+def test_g_groups_at_the_same_settings_or_a_setting_the_mechanistic_law_follows_are_not_refused():
+    same = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 1}})
+    assert invariance.settings_differing_by_g(same, ["toy"]) == {}
+    invariance.refuse_settings_confounded_with_g(same, ["toy"], "phenomenological")
+    lag = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
+    assert invariance.settings_differing_by_g(lag, ["toy"]) == {"toy": {"k_ref": {"4": ["1"], "16": ["4"]}}}
+    invariance.refuse_settings_confounded_with_g(lag, ["toy"], "mechanistic")  # the law follows K_ref
+    # a setting unknown at one G and given by the defaults the fits take is compared at that value
+    unknown = _runset_with_settings({4: {"beta": 0.1}, 16: {}})
+    invariance.refuse_settings_confounded_with_g(unknown, ["toy"], "mechanistic")
+    with pytest.raises(ValueError, match="beta"):
+        invariance.refuse_settings_confounded_with_g(
+            unknown, ["toy"], "mechanistic", {"hyperparameter_defaults": {"beta": 0.04}}
+        )

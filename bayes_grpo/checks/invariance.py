@@ -136,6 +136,104 @@ def _require_several_g(runset: xr.Dataset) -> dict[str, list[int | float]]:
     return by_model
 
 
+#: The run settings other than G that shape a trajectory, and those each parameterisation's law
+#: follows run by run (the others it shares within an LLM: a difference in one of them between an
+#: LLM's G groups is one H0 cannot draw, so its Bayes factor would read it as an effect of G).
+TRAJECTORY_SETTINGS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref", "beta")
+SETTINGS_FOLLOWED: dict[str, tuple[str, ...]] = {
+    "mechanistic": ("learning_rate", "momentum", "momentum_convention", "k_ref"),
+    "phenomenological": (),
+}
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_differing_by_g(
+    runset: xr.Dataset, llms: Sequence[str], model_config: dict[str, Any] | None = None
+) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """The settings (:data:`TRAJECTORY_SETTINGS`) whose known values differ between the G groups
+    of each LLM in ``llms``: ``{llm: {setting: {G: [value, ...]}}}``, values as text.
+
+    A run whose setting is unknown takes the model config's ``hyperparameter_defaults`` value, as
+    the fits take it; one still unknown is not compared. Groups whose known values are the same
+    set (G 4 and 16 each at ``K_ref`` 1 and 2) do not differ."""
+    defaults = (model_config or {}).get("hyperparameter_defaults") or {}
+    models = _model_names(runset)
+    gs = np.asarray(runset["group_size"].values, dtype=float)
+    out: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for llm in llms:
+        mine = (models == llm) & np.isfinite(gs)
+        for setting in TRAJECTORY_SETTINGS:
+            if setting not in runset.coords:
+                continue
+            values = runset[setting].values
+            by_g: dict[str, set[Any]] = {}
+            for g in np.unique(gs[mine]):
+                known = set()
+                for v in values[mine & (gs == g)]:
+                    if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)) or v == "":
+                        v = defaults.get(setting)
+                    if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
+                        continue
+                    known.add(float(v) if isinstance(v, int | float | np.number) else str(v))
+                if known:
+                    by_g[group_size_text(float(g))] = known
+            if len(by_g) >= 2 and len({frozenset(v) for v in by_g.values()}) > 1:
+                out.setdefault(llm, {})[setting] = {
+                    g: [_setting_text(v) for v in sorted(vals, key=str)] for g, vals in by_g.items()
+                }
+    return out
+
+
+def _differing_text(differing: dict[str, dict[str, dict[str, list[str]]]]) -> str:
+    return "; ".join(
+        f"LLM {llm!r}: {setting} "
+        + ", ".join(f"G={g}: {' and '.join(vals)}" for g, vals in by_g.items())
+        for llm, settings in differing.items()
+        for setting, by_g in settings.items()
+    )
+
+
+def refuse_settings_confounded_with_g(
+    runset: xr.Dataset, llms: Sequence[str], parameterisation: str, model_config: dict[str, Any] | None = None
+) -> None:
+    """Refuse a test whose G groups of an LLM differ in a setting the parameterisation's law does
+    not follow (:data:`SETTINGS_FOLLOWED`): ``H0`` shares the trajectory across them, so the
+    setting's effect would be read as G's (G 4 at ``K_ref`` 1 against G 16 at ``K_ref`` 4 under
+    the phenomenological form, whose damping and frequency are the LLM's whatever the lag; the
+    KL weight ``beta``, which moves the plateau, under either form)."""
+    from bayes_grpo.runset import RunSetError
+
+    followed = SETTINGS_FOLLOWED.get(parameterisation, ())
+    differing = {
+        llm: kept
+        for llm, settings in settings_differing_by_g(runset, llms, model_config).items()
+        if (kept := {s: v for s, v in settings.items() if s not in followed})
+    }
+    if not differing:
+        return
+    names = sorted({s for settings in differing.values() for s in settings})
+    mechanistic_follows = [s for s in names if s in SETTINGS_FOLLOWED["mechanistic"]]
+    raise RunSetError(
+        f"the G-invariance test compares an LLM's group sizes, but its runs at different G also differ "
+        f"in {', '.join(names)} ({_differing_text(differing)}), which the {parameterisation} law does not "
+        "follow: H0 shares one trajectory across them, so a difference that setting makes would be read "
+        "as an effect of G. Test runs that differ in G only (a run set of one value of the setting at "
+        "every G, or the same values at each G)"
+        + (
+            f", or use parameterisation='mechanistic' (CLI: --parameterisation mechanistic), whose law "
+            f"follows {', '.join(mechanistic_follows)}"
+            if mechanistic_follows and parameterisation != "mechanistic"
+            else ""
+        )
+        + "."
+    )
+
+
 def offset_names(pm_model: Any) -> list[str]:
     """Names of the ``H1`` offset variables of a built PyMC model (contain ``group_offset``).
 
@@ -501,6 +599,9 @@ def invariance_bayes_factor(
     """
     runset, _ = with_group_size_default(runset, model_config)
     by_model = _require_several_g(runset)
+    # before any fit: a setting the law does not follow, differing between an LLM's G groups,
+    # was read as an effect of G (G 4 at K_ref 1 and G 16 at K_ref 4, phenomenological: "depends on G")
+    refuse_settings_confounded_with_g(runset, testable_llms(by_model), parameterisation, model_config)
     if sd_method not in ("gaussian", "importance", "kde"):
         raise ValueError(f"unknown sd_method {sd_method!r}; expected gaussian, importance or kde")
     # checked before the first fit (minutes): each used to fail only after H0 was sampled
