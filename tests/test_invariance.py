@@ -952,3 +952,15 @@ def test_g_groups_at_the_same_settings_or_a_setting_the_mechanistic_law_follows_
         invariance.refuse_settings_confounded_with_g(
             unknown, ["toy"], "mechanistic", {"hyperparameter_defaults": {"beta": 0.04}}
         )
+
+
+def test_leave_one_g_out_refuses_g_groups_that_differ_in_a_setting_the_law_does_not_follow_before_fitting(monkeypatch):
+    # the fit on G 4 (K_ref 1) predicted G 16 (K_ref 4) at G 4's damping and frequency
+    # (phenomenological form), and the lag's effect read as a failure of G-invariance
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.runset import RunSetError
+
+    monkeypatch.setattr(GRPODynamicsModel, "fit", lambda *a, **k: pytest.fail("fitted before refusing"))
+    ds = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
+    with pytest.raises(RunSetError, match=re.escape("k_ref (LLM 'toy': k_ref G=4: 1, G=16: 4)")):
+        invariance.leave_one_g_out(ds, parameterisation="phenomenological", draws=20, tune=20, chains=1)

@@ -1618,6 +1618,9 @@ def leave_one_g_out(
         return CheckResult(
             "leave_one_g_out", None, f"Not assessable: no model at two group sizes ({group_sizes_text(by_model)})."
         )
+    # before the first fit, as invariance_check: a held-out G at another K_ref (phenomenological
+    # form) or KL weight was predicted at the fitted G's trajectory and its miss read as G's
+    refuse_settings_confounded_with_g(runset, list(dict.fromkeys(m for m, _, _ in pairs)), parameterisation, model_config)
     models = _model_names(runset)
     gs = np.asarray(runset["group_size"].values, dtype=float)
     # every run fitted or held out, checked before the first fit: each fit checked its own runs
