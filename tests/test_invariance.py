@@ -964,3 +964,17 @@ def test_leave_one_g_out_refuses_g_groups_that_differ_in_a_setting_the_law_does_
     ds = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
     with pytest.raises(RunSetError, match=re.escape("k_ref (LLM 'toy': k_ref G=4: 1, G=16: 4)")):
         invariance.leave_one_g_out(ds, parameterisation="phenomenological", draws=20, tune=20, chains=1)
+
+
+def test_a_verdict_that_a_wider_prior_of_the_sensitivity_table_reverses_says_so(toy):
+    # a shift of 1 at G 16: exact log BF01 -4.1 at offset sd 1 (the reference row, "depends on
+    # G") and +4.1 at sd 100 (decisive for invariance); the summary gave the verdict alone
+    ds = _runset(1.0, seed=0, n_steps=8)
+    res = invariance.invariance_check(ds, prior_scales=(2.0, 200.0), draws=400, tune=300, chains=2)
+    assert res.passed is False and res.values["prior_scale"] == 2.0
+    assert list(res.values["verdict_reverses_at_prior_scales"]) == [200.0]
+    assert res.values["verdict_reverses_at_prior_scales"][200.0] > np.log(3)
+    assert "Warning: at prior scale 200 (log BF01 = +" in res.summary
+    assert "decisive for H0 (invariance) instead" in res.summary
+    same = invariance.invariance_check(ds, prior_scales=(1.0, 2.0), draws=400, tune=300, chains=2)
+    assert "verdict_reverses_at_prior_scales" not in same.values and "instead" not in same.summary

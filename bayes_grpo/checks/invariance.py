@@ -1056,6 +1056,21 @@ def _per_model_text(per_model: dict[str, dict[str, Any]]) -> str:
     )
 
 
+def prior_widths_reversing(table: pd.DataFrame, ref_scale: float) -> dict[float, float]:
+    """``{prior scale: log BF01}`` of the sensitivity table's rows whose bridge estimate is
+    decisive (beyond ``log 3``) the other way from the reference row's decisive one; empty when
+    the reference row is not decisive."""
+    ref = float(table.loc[ref_scale, "log_bf01_bridge"])
+    if not (np.isfinite(ref) and abs(ref) > LOG_BF_DECISIVE):
+        return {}
+    out = {}
+    for scale, lbf in table["log_bf01_bridge"].items():
+        lbf = float(lbf)
+        if float(scale) != float(ref_scale) and np.isfinite(lbf) and abs(lbf) > LOG_BF_DECISIVE and np.sign(lbf) != np.sign(ref):
+            out[float(scale)] = lbf
+    return out
+
+
 def reference_prior_scale(scales: Sequence[float]) -> float:
     """The prior scale whose row gives the verdict: the one closest to 1 on the log scale, the
     smaller of two as close (the narrower prior, the less favourable to ``H0``). The tie went
@@ -1303,6 +1318,18 @@ def invariance_check(
                 "LLMs at fewer than two known G are not in the test: on their LLM's trajectory under "
                 "H0 and H1 alike."
             )
+    reverses = prior_widths_reversing(table, ref_scale)
+    if reverses:
+        # the summary said "decisive evidence for H1" beside a sensitivity table whose wider
+        # prior read decisive evidence for H0, without a word of it
+        values["verdict_reverses_at_prior_scales"] = {scale: lbf for scale, lbf in reverses.items()}
+        listed = ", ".join(f"{scale:g} (log BF01 = {lbf:+.2f})" for scale, lbf in reverses.items())
+        summary += (
+            f" Warning: at prior scale {listed} the bridge estimate is decisive for "
+            f"{'H1 (G-dependence)' if ref['log_bf01_bridge'] > 0 else 'H0 (invariance)'} instead: the "
+            "verdict depends on the width of the offsets' prior (a point null's Bayes factor grows "
+            "with the alternative's width), see the sensitivity table."
+        )
     shifts = shared_offset_shifts(fits.h1[float(ref_scale)].posterior.idata.posterior)
     values["shared_offset_shifts"] = shifts
     summary += _shared_shift_text(shifts)
