@@ -978,3 +978,16 @@ def test_a_verdict_that_a_wider_prior_of_the_sensitivity_table_reverses_says_so(
     assert "decisive for H0 (invariance) instead" in res.summary
     same = invariance.invariance_check(ds, prior_scales=(1.0, 2.0), draws=400, tune=300, chains=2)
     assert "verdict_reverses_at_prior_scales" not in same.values and "instead" not in same.summary
+
+
+def test_momentum_conventions_of_runs_without_momentum_are_no_difference_between_g():
+    # at momentum 0 "ema" and "heavy_ball" are the same step: G 4 logged as one and G 16 as the
+    # other was refused under the phenomenological form as differing in momentum_convention
+    zero = _runset_with_settings({4: {"momentum_convention": "ema"}, 16: {"momentum_convention": "heavy_ball"}})
+    assert invariance.settings_differing_by_g(zero, ["toy"]) == {}
+    invariance.refuse_settings_confounded_with_g(zero, ["toy"], "phenomenological")
+    moving = _runset_with_settings(
+        {4: {"momentum": 0.9, "momentum_convention": "ema"}, 16: {"momentum": 0.9, "momentum_convention": "heavy_ball"}}
+    )
+    with pytest.raises(ValueError, match="momentum_convention"):
+        invariance.refuse_settings_confounded_with_g(moving, ["toy"], "phenomenological")

@@ -171,10 +171,17 @@ def settings_differing_by_g(
             if setting not in runset.coords:
                 continue
             values = runset[setting].values
+            compared = mine
+            if setting == "momentum_convention" and "momentum" in runset.coords:
+                # at momentum 0 the conventions are one optimizer step (eta (1 - 0) = eta): G 4
+                # logged "ema" and G 16 "heavy_ball", both without momentum, do not differ
+                mom = np.asarray(runset["momentum"].values, dtype=float)
+                mom = np.where(np.isfinite(mom), mom, float(defaults.get("momentum", np.nan)))
+                compared = mine & ~(mom == 0.0)
             by_g: dict[str, set[Any]] = {}
             for g in np.unique(gs[mine]):
                 known = set()
-                for v in values[mine & (gs == g)]:
+                for v in values[compared & (gs == g)]:
                     if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)) or v == "":
                         v = defaults.get(setting)
                     if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
