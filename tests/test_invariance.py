@@ -991,3 +991,11 @@ def test_momentum_conventions_of_runs_without_momentum_are_no_difference_between
     )
     with pytest.raises(ValueError, match="momentum_convention"):
         invariance.refuse_settings_confounded_with_g(moving, ["toy"], "phenomenological")
+
+
+def test_a_fits_hyperparameter_defaults_of_none_are_no_default_to_the_settings_comparison():
+    # a saved fit's config holds {"momentum": None, ...} for "no default" (report --invariance
+    # passes it): float(None) failed before any test
+    config = {"hyperparameter_defaults": {"learning_rate": None, "momentum": None, "momentum_convention": None, "k_ref": None}}
+    ds = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
+    assert invariance.settings_differing_by_g(ds, ["toy"], config) == {"toy": {"k_ref": {"4": ["1"], "16": ["4"]}}}

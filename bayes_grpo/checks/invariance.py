@@ -176,7 +176,8 @@ def settings_differing_by_g(
                 # at momentum 0 the conventions are one optimizer step (eta (1 - 0) = eta): G 4
                 # logged "ema" and G 16 "heavy_ball", both without momentum, do not differ
                 mom = np.asarray(runset["momentum"].values, dtype=float)
-                mom = np.where(np.isfinite(mom), mom, float(defaults.get("momentum", np.nan)))
+                given = defaults.get("momentum")  # a fit's config holds None for no default
+                mom = np.where(np.isfinite(mom), mom, np.nan if given is None else float(given))
                 compared = mine & ~(mom == 0.0)
             by_g: dict[str, set[Any]] = {}
             for g in np.unique(gs[mine]):
