@@ -999,3 +999,11 @@ def test_a_fits_hyperparameter_defaults_of_none_are_no_default_to_the_settings_c
     config = {"hyperparameter_defaults": {"learning_rate": None, "momentum": None, "momentum_convention": None, "k_ref": None}}
     ds = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
     assert invariance.settings_differing_by_g(ds, ["toy"], config) == {"toy": {"k_ref": {"4": ["1"], "16": ["4"]}}}
+
+
+def test_a_setting_that_differs_between_g_only_in_float_roundoff_is_the_same_setting():
+    # G 4 at learning rate 1e-3 and G 16 at 1e-3 read back with a roundoff error were refused
+    # as "learning_rate G=4: 0.001, G=16: 0.001"
+    ds = _runset_with_settings({4: {"learning_rate": 1e-3}, 16: {"learning_rate": 0.1 * 0.01 * (1 + 1e-13)}})
+    assert ds["learning_rate"].values[0] != ds["learning_rate"].values[3]
+    assert invariance.settings_differing_by_g(ds, ["toy"]) == {}

@@ -187,7 +187,9 @@ def settings_differing_by_g(
                         v = defaults.get(setting)
                     if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
                         continue
-                    known.add(float(v) if isinstance(v, int | float | np.number) else str(v))
+                    # to 10 significant digits: a rate logged as 1e-3 at one G and read back as
+                    # 0.0010000000000000002 at another is one setting, not two printed alike
+                    known.add(float(f"{float(v):.10g}") if isinstance(v, int | float | np.number) else str(v))
                 if known:
                     by_g[group_size_text(float(g))] = known
             if len(by_g) >= 2 and len({frozenset(v) for v in by_g.values()}) > 1:
