@@ -435,6 +435,34 @@ def _stub_report_stages(monkeypatch):
     return calls
 
 
+def test_a_report_whose_runs_the_invariance_test_refuses_says_why_in_its_section_and_keeps_the_rest(
+    tmp_path, monkeypatch
+):
+    # report --invariance on a fit whose G groups also differ in a setting its law does not
+    # follow: the test's refusal (before it samples) ended the whole report
+    import bayes_grpo.checks.invariance as invariance
+    import bayes_grpo.report.build as build
+    from bayes_grpo.runset import RunSetError
+
+    posterior = tmp_path / "fit.nc"
+    posterior.write_bytes(b"stub")
+    _stub_report_stages(monkeypatch)
+    written = {}
+    monkeypatch.setattr(build, "write_report", lambda path, **kw: written.update(kw) or Path(path))
+
+    def refused(runset, **kw):
+        raise RunSetError("the G-invariance test compares an LLM's group sizes, but its runs at different G also differ in k_ref")
+
+    monkeypatch.setattr(invariance, "invariance_check", refused)
+    with pytest.warns(UserWarning, match="the G-invariance section is left out: not testable on the fit's runs: the G-invariance test"):
+        build.report_from_posterior(
+            posterior, tmp_path / "r.html", invariance=True, diagnose=False, stability=False
+        )
+    assert "invariance" not in written or written["invariance"] is None
+    assert written["absent_reasons"]["invariance"].startswith("not testable on the fit's runs: the G-invariance test")
+    assert written["ppc"] is not None  # the rest of the report is made
+
+
 def test_report_sampler_options_reach_the_law_comparison_and_the_invariance_test(
     tmp_path, monkeypatch, capsys
 ):

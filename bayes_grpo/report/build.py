@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -507,12 +508,21 @@ def report_from_posterior(
             )
             for m, mu, convention in sorted(settings)
         ] if model.parameterisation == "mechanistic" else None
+    untestable = None  # why the G-invariance test could not be made on these runs
     if invariance:
         from bayes_grpo.checks.invariance import invariance_check
+        from bayes_grpo.runset import RunSetError
 
         # the fit's priors, hyperparameter defaults (`fit --default momentum=0.9`), likelihood
         # and reward bounds (H0 and H1 of a fit with bounds 0 1 put plateaus above 1 without them)
-        results["invariance"] = invariance_check(model.runset, **model.refit_settings(**nuts), random_seed=seed)
+        try:
+            results["invariance"] = invariance_check(model.runset, **model.refit_settings(**nuts), random_seed=seed)
+        except RunSetError as exc:
+            # runs whose G groups also differ in a setting the fit's law does not follow are
+            # refused by the test (before it samples): the section says why, the report stands
+            # (the refusal ended the whole report, every section made before it lost)
+            untestable = f"not testable on the fit's runs: {exc}"
+            warnings.warn(f"{posterior}: the G-invariance section is left out: {untestable}", UserWarning, stacklevel=2)
     if compare:
         from bayes_grpo.predict.compare import compare_laws
 
@@ -545,6 +555,8 @@ def report_from_posterior(
         )
         if not asked
     }  # fmt: skip
+    if untestable:
+        results["absent_reasons"]["invariance"] = untestable
     return write_report(
         output,
         title=title or f"bayes_grpo report: {Path(posterior).name}",
