@@ -361,6 +361,26 @@ def logging_interval(steps) -> float:
     return float(values[np.argmax(counts)])
 
 
+def _logged_in_step_order(x, steps) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, steps)`` of the finite values of ``x`` with a finite step, in step order;
+    ``steps`` default the positions ``0 .. n-1`` (``x`` on its grid, NaN at a missing step)."""
+    v = np.asarray(x, dtype=float).ravel()
+    t = np.arange(v.size, dtype=float) if steps is None else np.asarray(steps, dtype=float).ravel()
+    if t.shape != v.shape:
+        raise ValueError(f"x and steps must have the same shape, got {v.shape} and {t.shape}")
+    ok = np.isfinite(v) & np.isfinite(t)
+    order = np.argsort(t[ok], kind="stable")
+    return v[ok][order], t[ok][order]
+
+
+def _lag_pairs(t: np.ndarray, interval: float, lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(paired, j)`` for steps ``t`` in order: ``paired[i]`` when step ``t[i] + lag *
+    interval`` is logged, at ``t[j[i]]`` (to a billionth of the interval)."""
+    target = t + lag * interval
+    j = np.minimum(np.searchsorted(t, target - 1e-9 * interval), t.size - 1)
+    return np.isclose(t[j], target, rtol=0.0, atol=1e-9 * interval), j
+
+
 def autocorrelation(x, lags=(1,), *, steps=None) -> np.ndarray:
     """Sample autocorrelation of the series ``x`` at each lag of ``lags`` (in logging intervals),
     pairing only points that are that many intervals apart, both logged.
@@ -376,15 +396,9 @@ def autocorrelation(x, lags=(1,), *, steps=None) -> np.ndarray:
     stretches at different levels read as correlated across the gap. NaN at a lag no two points
     are apart by, and for a constant series.
     """
-    v = np.asarray(x, dtype=float).ravel()
-    t = np.arange(v.size, dtype=float) if steps is None else np.asarray(steps, dtype=float).ravel()
-    if t.shape != v.shape:
-        raise ValueError(f"x and steps must have the same shape, got {v.shape} and {t.shape}")
+    v, t = _logged_in_step_order(x, steps)
     lags = tuple(int(k) for k in lags)
     out = np.full(len(lags), np.nan)
-    ok = np.isfinite(v) & np.isfinite(t)
-    order = np.argsort(t[ok], kind="stable")
-    v, t = v[ok][order], t[ok][order]
     n = v.size
     interval = logging_interval(t)
     if n < 2 or not np.isfinite(interval):
@@ -396,9 +410,7 @@ def autocorrelation(x, lags=(1,), *, steps=None) -> np.ndarray:
     for i, lag in enumerate(lags):
         if not 1 <= lag < n:
             continue
-        target = t + lag * interval
-        j = np.minimum(np.searchsorted(t, target - 1e-9 * interval), n - 1)
-        paired = np.isclose(t[j], target, rtol=0.0, atol=1e-9 * interval)
+        paired, j = _lag_pairs(t, interval, lag)
         m = int(paired.sum())
         if m:
             out[i] = (n - lag) / m * float(np.sum(v[paired] * v[j[paired]])) / denom
@@ -416,15 +428,11 @@ def autocorrelation_sample_size(x, *, steps=None) -> int:
     ``1 / pairs`` (the scaling to ``n - 1`` pairs leaves it so), and a band from the points
     was too narrow, flagging white residuals of a gappy log as a wander.
     """
-    v = np.asarray(x, dtype=float).ravel()
-    t = np.arange(v.size, dtype=float) if steps is None else np.asarray(steps, dtype=float).ravel()
-    if t.shape != v.shape:
-        raise ValueError(f"x and steps must have the same shape, got {v.shape} and {t.shape}")
-    t = np.unique(t[np.isfinite(v) & np.isfinite(t)])
+    t = np.unique(_logged_in_step_order(x, steps)[1])
     interval = logging_interval(t)
     if t.size < 2 or not np.isfinite(interval):
         return 0
-    pairs = int(np.isclose(np.diff(t), interval, rtol=0.0, atol=1e-9 * interval).sum())
+    pairs = int(_lag_pairs(t, interval, 1)[0].sum())
     return pairs + 1 if pairs else 0
 
 

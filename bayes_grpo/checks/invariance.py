@@ -848,8 +848,7 @@ def residual_lag1_by_llm(
     e.g. one stuck at 0) are left out, as in the PPC's ``residual_autocorrelation_check``: their
     residuals are the mirror image of their smooth curve, with no noise in them to measure.
     """
-    from bayes_grpo.checks.ppc import autocorrelation
-    from bayes_grpo.metrics import autocorrelation_sample_size
+    from bayes_grpo.metrics import autocorrelation, autocorrelation_sample_size
     from bayes_grpo.model.config import DEFAULT_MODEL_CONFIG, merge_config
     from bayes_grpo.model.core import run_mean_reward
     from bayes_grpo.model.prepare import constant_reward, follows_schedule

@@ -46,7 +46,7 @@ import xarray as xr
 from bayes_grpo.checks.base import CheckResult, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
-from bayes_grpo.metrics import autocorrelation_sample_size
+from bayes_grpo.metrics import autocorrelation, autocorrelation_sample_size
 from bayes_grpo.runset.bounds import rewards_outside
 from bayes_grpo.runset.schema import group_size_text, readable_group_size, readable_group_sizes
 
@@ -363,16 +363,6 @@ def trajectory_band_check(
     return CheckResult("ppc_trajectory_bands", passed, summary, table=table, figures=figures, values=values)
 
 
-def autocorrelation(x: np.ndarray, lags: tuple[int, ...] = ACF_LAGS, *, steps: np.ndarray | None = None) -> np.ndarray:
-    """Sample autocorrelation of ``x`` at the given lags (in logging intervals), pairing only
-    points that are the lag apart, both logged (:func:`bayes_grpo.metrics.autocorrelation`):
-    give the points' ``steps`` when ``x`` holds only the logged ones, else NaN marks a missing
-    step. NaN was dropped first, which paired the points on both sides of a gap as neighbours."""
-    from bayes_grpo.metrics import autocorrelation as paired_autocorrelation
-
-    return paired_autocorrelation(x, lags, steps=steps)
-
-
 #: z value of the white-noise band ``z / sqrt(n)`` of a lag-1 autocorrelation from n points.
 WHITE_NOISE_Z: float = 1.96
 
@@ -447,7 +437,7 @@ def residual_autocorrelation_check(
                 short.append(str(run))
                 continue
             resid = pr["y"] - _residual_centre(own, run, pr)
-            acf_run = autocorrelation(resid, steps=pr["t"])
+            acf_run = autocorrelation(resid, ACF_LAGS, steps=pr["t"])
             if not np.isfinite(acf_run[0]):
                 # no two of its points one logging interval apart: no lag-1 figure to give
                 unpaired.append(str(run))

@@ -3079,8 +3079,8 @@ def _prefix_wander_note(post: RunPosterior) -> str | None:
     the prefix is too short to tell, or its reward is constant (a run solved from step 0:
     its residuals are the curve's mirror image, not a wander).
     """
-    from bayes_grpo.checks.ppc import autocorrelation, white_noise_band
-    from bayes_grpo.metrics import autocorrelation_sample_size
+    from bayes_grpo.checks.ppc import white_noise_band
+    from bayes_grpo.metrics import autocorrelation, autocorrelation_sample_size
     from bayes_grpo.model.prepare import constant_reward
 
     if post.t.size <= FEW_PREFIX_POINTS or constant_reward(post.y):
