@@ -325,6 +325,20 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
     assert (mine / "config.json").read_text() == "keep me"
 
 
+def _parity_reward_interrupted_at_call(n: int):
+    """A reward function (1 for a completion of odd length) that raises KeyboardInterrupt, as a
+    Ctrl-C would, at its ``n``-th call."""
+    calls = []
+
+    def reward_then_interrupt(prompts, completions, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return [float(len(c) % 2) for c in completions]
+
+    return reward_then_interrupt
+
+
 def test_a_replacing_run_stopped_before_it_completes_leaves_the_old_runs_checkpoints_as_they_were(
     tmp_path,
 ):
@@ -342,13 +356,7 @@ def test_a_replacing_run_stopped_before_it_completes_leaves_the_old_runs_checkpo
     run_training(cfg, out, threads=1)
     old, old_meta = states(out), (out / "bayes_grpo_run.json").read_text()
     assert sorted(old) == ["checkpoint-2", "checkpoint-4"]
-    calls = []
-
-    def reward_then_interrupt(prompts, completions, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return [float(len(c) % 2) for c in completions]
+    reward_then_interrupt = _parity_reward_interrupted_at_call(4)
 
     new = dataclasses.replace(
         cfg, seed=1, max_steps=6, extra_grpo_args={**saves, "save_total_limit": 1}
@@ -718,13 +726,7 @@ def test_an_interrupted_run_leaves_its_settings_beside_the_checkpoints_it_kept(t
 def test_an_interrupted_run_without_checkpoints_keeps_the_steps_it_logged(tmp_path):
     # `train runs/x --steps 12` interrupted in its 8th step left nothing at all: TRL writes
     # trainer_state.json only at the end, so the 7 logged steps were lost with the folder
-    calls = []
-
-    def reward_then_interrupt(prompts, completions, **kwargs):
-        calls.append(1)
-        if len(calls) == 8:
-            raise KeyboardInterrupt
-        return [float(len(c) % 2) for c in completions]
+    reward_then_interrupt = _parity_reward_interrupted_at_call(8)
 
     cfg = TrainConfig(group_size=2, prompts_per_step=2, max_steps=12, seed=1)
     out = tmp_path / "interrupted"
