@@ -287,6 +287,7 @@ def test_overwrite_replaces_a_runs_files_but_not_a_users_readme_or_config_the_ru
     with pytest.raises(FileExistsError, match=r"holds README\.md"):
         check_output_dir(out, overwrite=True, config=ckpt)
     (out / "checkpoint-1").mkdir()
+    (out / "checkpoint-1" / "trainer_state.json").write_text('{"log_history": []}')
     check_output_dir(out, overwrite=True, config=ckpt)
     # --overwrite into a folder of no run: every such file is the user's
     mine = tmp_path / "mine"
@@ -376,6 +377,73 @@ def test_a_replacing_run_stopped_before_it_completes_leaves_the_old_runs_checkpo
     (out / REPLACED_CHECKPOINTS / "checkpoint-2").mkdir(parents=True)
     with pytest.raises(FileExistsError, match=rf"holds {REPLACED_CHECKPOINTS}/, the checkpoints"):
         run_training(cfg, out, overwrite=True, threads=1)
+
+
+def test_only_a_checkpoint_trl_wrote_counts_as_a_run_and_a_users_checkpoint_named_entries_stay(
+    tmp_path,
+):
+    # every checkpoint-* folder was taken for a run's checkpoint: a user's checkpoint-notes/ made
+    # the folder "already hold a run", and a replacing run (--overwrite) removed it on completing
+    from bayes_grpo.train.runner import check_output_dir
+
+    cfg = TrainConfig(group_size=2, prompts_per_step=1, max_steps=2)
+    mine = tmp_path / "mine"
+    (mine / "checkpoint-notes").mkdir(parents=True)
+    (mine / "checkpoint-notes" / "todo.txt").write_text("keep me")
+    (mine / "checkpoint-1").write_text("a file, not a checkpoint")
+    (mine / "checkpoint-7").mkdir()  # no trainer_state.json: nothing TRL wrote complete
+    check_output_dir(mine, overwrite=False, config=cfg)  # holds no run
+    out = tmp_path / "run"
+    run_training(cfg, out, threads=1)
+    for name in ("checkpoint-notes", "checkpoint-7"):
+        (out / name).mkdir()
+    (out / "checkpoint-notes" / "todo.txt").write_text("keep me")
+    (out / "checkpoint-1").write_text("keep me")
+    (out / "checkpoint-12").mkdir()  # the replaced run's checkpoint: it goes
+    (out / "checkpoint-12" / "trainer_state.json").write_text('{"log_history": []}')
+    run_training(dataclasses.replace(cfg, seed=1), out, overwrite=True, threads=1)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bayes_grpo_run.json",
+        "checkpoint-1",
+        "checkpoint-7",
+        "checkpoint-notes",
+        "trainer_state.json",
+    ]
+    assert (out / "checkpoint-notes" / "todo.txt").read_text() == "keep me"
+    assert read_run_dir(out)[1]["seed"] == 1
+    # a run that saves checkpoints writes checkpoint-<step> (and removes older ones by
+    # save_total_limit): an entry of such a name that is no checkpoint is refused, named
+    ckpt = dataclasses.replace(cfg, extra_grpo_args={"save_strategy": "steps", "save_steps": 1})
+    for overwrite in (False, True):
+        with pytest.raises(
+            FileExistsError,
+            match=r"holds checkpoint-1, checkpoint-7, which TRL's checkpoints would write .*no "
+            r"trainer_state\.json",
+        ):
+            check_output_dir(mine, overwrite=overwrite, config=ckpt)
+    (mine / "checkpoint-1").unlink()
+    (mine / "checkpoint-7").rmdir()
+    run_training(ckpt, mine, threads=1)
+    assert (mine / "checkpoint-notes" / "todo.txt").read_text() == "keep me"
+    # a replacing run that saves checkpoints, stopped, puts back the old run's and removes only
+    # its own: the user's folder stays
+    reward_then_interrupt = _parity_reward_interrupted_at_call(2)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(
+            dataclasses.replace(ckpt, seed=1),
+            mine,
+            reward_funcs=[reward_then_interrupt],
+            overwrite=True,
+            threads=1,
+        )
+    assert (mine / "checkpoint-notes" / "todo.txt").read_text() == "keep me"
+    assert sorted(p.name for p in mine.glob("checkpoint-*")) == [
+        "checkpoint-1",
+        "checkpoint-2",
+        "checkpoint-notes",
+    ]
+    run_training(dataclasses.replace(ckpt, seed=1), mine, overwrite=True, threads=1)
+    assert (mine / "checkpoint-notes" / "todo.txt").read_text() == "keep me"
 
 
 def test_a_replacing_run_stopped_while_saving_its_model_leaves_its_own_settings_beside_its_log(

@@ -54,6 +54,9 @@ _MODEL_SAVE_FILE = re.compile(
     r"added_tokens\.json|merges\.txt|vocab\.\w+|chat_template\.\w+|tokenizer[-.\w]*|"
     r"(model|pytorch_model|adapter_model)[-.\w]*\.(safetensors|bin)(\.index\.json)?)$"
 )
+#: The name the Trainer gives a checkpoint (``checkpoint-<step>``): it saves into such a folder and
+#: removes older ones by ``save_total_limit``, whatever they hold.
+_CHECKPOINT_NAME = re.compile(r"^checkpoint-\d+$")
 #: Folder in a run directory where a run replacing another (``overwrite``) that saves checkpoints
 #: holds the replaced run's ``checkpoint-*`` folders until it completes (then they go) or stops
 #: (then they are put back).
@@ -181,11 +184,14 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
     """Raise ``FileExistsError`` when a run (``config``'s) may not be written into ``output_dir``.
 
     Refused without ``overwrite``: a folder that holds a run (``trainer_state.json``,
-    ``bayes_grpo_run.json`` or a ``checkpoint-*`` folder, a log ingest would read), and one
-    holding a file the run would write over: the model's files when it saves the model, TRL's
-    model card ``README.md`` when it saves checkpoints. ``overwrite`` replaces the run there, and
-    the files of those it wrote (:func:`_written_by_run_there`); a file the run would write over
-    that it did not write is refused all the same.
+    ``bayes_grpo_run.json`` or a checkpoint, :func:`_is_checkpoint`: a log ingest would read),
+    and one holding a file the run would write over: the model's files when it saves the model,
+    TRL's model card ``README.md`` when it saves checkpoints. ``overwrite`` replaces the run
+    there, and the files of those it wrote (:func:`_written_by_run_there`); a file the run would
+    write over that it did not write is refused all the same. Other ``checkpoint-*`` entries (a
+    user's ``checkpoint-notes/``) are no run's and are left alone, except that a run saving
+    checkpoints refuses one named ``checkpoint-<step>`` that holds no ``trainer_state.json`` (a
+    checkpoint cut short, or no checkpoint): the Trainer would write into it or remove it.
     """
     saves_model = config is not None and config.save_model
     saves_checkpoints = config is not None and _saves_checkpoints(config)
@@ -225,6 +231,21 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
         raise FileExistsError(
             f"{output_dir}: already holds a run ({', '.join(held)}); pass overwrite=True / --overwrite"
         )
+    not_checkpoints = [
+        p.name
+        for p in entries
+        if saves_checkpoints and _CHECKPOINT_NAME.match(p.name) and not _is_checkpoint(p)
+    ]
+    if not_checkpoints:
+        # named as the Trainer names its checkpoints, it saves into them and rotates them away
+        # by save_total_limit; neither a replaced run's (held, put back, removed) nor a user's
+        raise FileExistsError(
+            f"{output_dir}: holds {', '.join(not_checkpoints)}, which TRL's checkpoints would "
+            f"write into or remove (save_total_limit), and "
+            f"{'they hold' if len(not_checkpoints) > 1 else 'it holds'} no {TRAINER_STATE_FILE} "
+            "(a checkpoint cut short, or not a checkpoint); move "
+            f"{'them' if len(not_checkpoints) > 1 else 'it'} out or choose a new folder"
+        )
     clash = [
         p.name
         for p in entries
@@ -255,7 +276,7 @@ def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
     """Whether the file ``name`` of ``output_dir`` is one the run there (``held``: there is
     one) wrote: the model's files when its bayes_grpo_run.json says it saved its model, TRL's
     model card when it saved checkpoints (its recorded save_strategy, or, of a run with no
-    readable config in bayes_grpo_run.json, a ``checkpoint-*`` folder beside the card)."""
+    readable config in bayes_grpo_run.json, a checkpoint beside the card)."""
     if not held:
         return False
     if _MODEL_SAVE_FILE.match(name):
@@ -266,7 +287,7 @@ def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
         meta = None
     config = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(config, dict):
-        return any(p.is_dir() and p.name.startswith("checkpoint-") for p in output_dir.iterdir())
+        return any(_is_checkpoint(p) for p in output_dir.iterdir())
     extra = config.get("extra_grpo_args")
     return isinstance(extra, dict) and str(extra.get("save_strategy", "no")) != "no"
 
@@ -316,10 +337,11 @@ def _hold_checkpoints(output_dir: Path, replaced: dict[Path, int]) -> Path | Non
 def _restore_checkpoints(output_dir: Path, hold: Path | None) -> None:
     """After a replacing run that saves checkpoints stopped before its log replaced the old
     one's: remove the checkpoints it wrote (it keeps nothing of its own; the replaced run's are
-    in ``hold``, so every ``checkpoint-*`` folder of ``output_dir`` is this run's) and put the
-    held ones back."""
+    in ``hold``, and an entry of a checkpoint's name that is not one was refused before the run,
+    so every ``checkpoint-<step>`` folder of ``output_dir`` is this run's) and put the held ones
+    back; other ``checkpoint-*`` entries (a user's) stay."""
     for path in output_dir.iterdir():
-        if path.is_dir() and path.name.startswith("checkpoint-"):
+        if path.is_dir() and _CHECKPOINT_NAME.match(path.name):
             shutil.rmtree(path)
     if hold is None:
         return
@@ -829,9 +851,20 @@ def _written_at(path: Path) -> int:
 
 
 def _holds_run_log(path: Path) -> bool:
-    """``trainer_state.json`` or a ``checkpoint-*`` folder: a log that ingest would read."""
-    return path.name == TRAINER_STATE_FILE or (
-        path.is_dir() and path.name.startswith("checkpoint-")
+    """``trainer_state.json`` or a checkpoint (:func:`_is_checkpoint`): a log that ingest would
+    read."""
+    return path.name == TRAINER_STATE_FILE or _is_checkpoint(path)
+
+
+def _is_checkpoint(path: Path) -> bool:
+    """A checkpoint the Trainer wrote: a folder named ``checkpoint-<step>`` holding its
+    ``trainer_state.json``. Another ``checkpoint-*`` entry (a user's ``checkpoint-notes/``, a
+    file ``checkpoint-1``) is no run's: it does not make a folder hold a run, and a run replacing
+    the one there (``overwrite``) leaves it alone."""
+    return (
+        path.is_dir()
+        and bool(_CHECKPOINT_NAME.match(path.name))
+        and (path / TRAINER_STATE_FILE).is_file()
     )
 
 
