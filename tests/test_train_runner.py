@@ -293,7 +293,7 @@ def test_overwrite_replaces_a_runs_files_but_not_a_users_readme_or_config_the_ru
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "README.md").write_text("the user's")
-    with pytest.raises(FileExistsError, match=r"no run there wrote it: overwrite=True / --overwrite replaces a run, not other files"):
+    with pytest.raises(FileExistsError, match=r"no run there wrote it: overwrite=True / --overwrite replaces a run, not other files; move it out or"):
         check_output_dir(mine, overwrite=True, config=ckpt)
     assert (mine / "README.md").read_text() == (out / "config.json").read_text() == "the user's"
 

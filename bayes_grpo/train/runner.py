@@ -264,7 +264,8 @@ def check_output_dir(output_dir: Path, overwrite: bool, config: TrainConfig | No
                 f"{output_dir}: holds {', '.join(clash)}, which {what} would write over, and "
                 f"{'the run there did not write' if held else 'no run there wrote'} "
                 f"{'them' if len(clash) > 1 else 'it'}: overwrite=True / --overwrite replaces a "
-                "run, not other files; move them out or choose a new folder"
+                f"run, not other files; move {'them' if len(clash) > 1 else 'it'} out or choose a "
+                "new folder"
             )
         raise FileExistsError(
             f"{output_dir}: holds {', '.join(clash)}, which {what} would write over; choose a new "
