@@ -2213,6 +2213,34 @@ def test_a_stopped_run_and_its_rerun_with_the_same_seed_are_said_so_not_one_trai
     assert any("one training read twice?" in w for w in warned["a"]) and not any("rerun" in w for w in warned["b"])
 
 
+def test_a_run_stopped_twice_and_its_rerun_are_said_so_not_one_training_read_more_than_once(tmp_path):
+    # `train runs/a` stopped at step 20, `train runs/a2` with the same seed stopped at 30, then
+    # `train runs/b` to the end: the "stopped run and its rerun" wording held only for two runs,
+    # so these three were said to be "one training read more than once?"
+    meta = {"model": "tiny-gpt2", "group_size": 4, "seed": 0, "max_steps": 40}
+    rewards = [round(0.1 + 0.01 * i, 4) for i in range(40)]
+    for name, n, completed in (("a", 20, False), ("a2", 30, False), ("b", 40, True)):
+        _write_state(tmp_path / name, n=n, rewards=rewards, with_eval=False)
+        (tmp_path / name / "bayes_grpo_run.json").write_text(json.dumps(meta | {"completed": completed, "steps_done": n}))
+    warned = runset_warnings(load_runs([tmp_path]))
+    (first,) = [w for w in warned["a"] if "same rewards" in w]
+    (second,) = [w for w in warned["a2"] if "same rewards" in w]
+    (rerun,) = [w for w in warned["b"] if "same rewards" in w]
+    assert "the same rewards at all 20 steps this partial run (\"completed\": false) logged as the first 20 logged steps of run 'b' (the partial run 'a2' logged the same rewards as far as it ran)" in first
+    assert "at all 30 steps this partial run (\"completed\": false) logged as the first 30 logged steps of run 'b' (the partial run 'a' logged the same rewards as far as it ran)" in second
+    assert "its first logged steps have the same rewards as 2 partial runs (\"completed\": false): 'a' at all 20 steps, 'a2' at all 30 steps" in rerun
+    for said in (first, second, rerun):
+        assert "a run stopped twice and rerun with the same seed?" in said and "read" not in said
+        assert "a fit would count those steps more than once" in said
+        assert "ingest only one of them, e.g. the complete run 'b', with a manifest" in said
+    # a second complete run among them (a log read twice as well): the read-more-than-once note
+    _write_state(tmp_path / "c", n=40, rewards=rewards, with_eval=False)
+    (tmp_path / "c" / "bayes_grpo_run.json").write_text(json.dumps(meta | {"completed": True}))
+    warned = runset_warnings(load_runs([tmp_path]))
+    assert all(any("read more than once?" in w for w in warned[r]) for r in ("a", "a2", "b", "c"))
+    assert not any("rerun" in w for r in ("a", "a2", "b", "c") for w in warned[r])
+
+
 def test_a_run_repeated_in_many_others_gets_one_read_twice_note_naming_a_few():
     # 600 identical runs (the CLI test's sweep) gave every run 599 read-twice lines, one a match
     import pandas as pd

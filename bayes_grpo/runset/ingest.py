@@ -1057,9 +1057,10 @@ def same_training_twice(
     logged, over at least :data:`SAME_TRAINING_MIN_SHARED` steps and half of the shorter run,
     and the shared rewards are not constant (two runs stuck at 0 are not the same training).
     Neither run is dropped: the warning names both, and the user keeps the one to fit.
-    A run of ``partial`` (its bayes_grpo_run.json says ``"completed": false``) whose rewards are
-    the start of one other, longer and complete, run's is said to be a stopped run and its
-    rerun, not one training read twice (:func:`_stopped_and_rerun_notes`).
+    Partial runs (``partial``: their bayes_grpo_run.json says ``"completed": false``) whose
+    rewards are the start of one other, longer and complete, run's, and match no other run, are
+    said to be a run stopped (once or more) and its rerun, not one training read more than once
+    (:func:`_stopped_and_rerun_notes`).
     """
     rewards = {
         run: frame[REWARD_VAR].dropna()
@@ -1076,33 +1077,70 @@ def same_training_twice(
             for run, other in ((runs[a], runs[b]), (runs[b], runs[a])):
                 matches[run].append((other, n_shared))
     notes = {run: [_same_training_note(found)] for run, found in matches.items()}
-    for run, found in matches.items():
-        if run in partial and len(found) == 1 and len(matches[found[0][0]]) == 1:
-            rerun, n_shared = found[0]
-            r, other = rewards[run], rewards[rerun]
-            if rerun not in partial and r.index.isin(other.index).all() and r.index.max() < other.index.max():
-                notes[run], notes[rerun] = _stopped_and_rerun_notes(run, rerun, n_shared)
+    for rerun, found in matches.items():
+        if rerun in partial or not all(run in partial for run, _ in found):
+            continue
+        stopped = {run: n_shared for run, n_shared in found}
+        group = {rerun, *stopped}
+        r = rewards[rerun]
+        if (
+            # each stopped run matches only the runs of the group: no log read twice among them
+            all({other for other, _ in matches[run]} <= group for run in stopped)
+            and all(
+                rewards[run].index.isin(r.index).all() and rewards[run].index.max() < r.index.max()
+                for run in stopped
+            )
+        ):
+            notes.update(_stopped_and_rerun_notes(stopped, rerun))
     return notes
 
 
-def _stopped_and_rerun_notes(stopped: str, rerun: str, n_shared: int) -> tuple[list[str], list[str]]:
-    """The read-twice warnings of a partial run (``"completed": false``) whose rewards are the
-    start of a complete run's, and of that run: "one training read twice?" of a run stopped and
-    trained again from step 0 with the same seed misled."""
-    count = "that step twice" if n_shared == 1 else f"those {n_shared} steps twice"
+def _stopped_and_rerun_notes(stopped: Mapping[str, int], rerun: str) -> dict[str, list[str]]:
+    """The read-twice warnings of partial runs (``"completed": false``), ``stopped`` (each with
+    the steps it shares with ``rerun``), whose rewards are the start of the complete run
+    ``rerun``'s, and of that run: "one training read twice?" (or "more than once?", of a run
+    stopped twice) of a run stopped and trained again from step 0 with the same seed misled."""
     keep = f"ingest only one of them, e.g. the complete run {rerun!r}, with a manifest"
-    return (
-        [
-            f"the same rewards at all {n_shared} steps this partial run (\"completed\": false) "
-            f"logged as the first {n_shared} logged steps of run {rerun!r}: a stopped run and its "
-            f"rerun with the same seed? (a fit would count {count}; {keep})"
-        ],
-        [
-            f"its first {n_shared} logged steps have the same rewards as run {stopped!r}, a "
-            f"partial run (\"completed\": false): a stopped run and its rerun with the same seed? "
-            f"(a fit would count {count}; {keep})"
-        ],
+    if len(stopped) == 1:
+        ((run, n_shared),) = stopped.items()
+        count = "that step twice" if n_shared == 1 else f"those {n_shared} steps twice"
+        return {
+            run: [
+                f"the same rewards at all {n_shared} steps this partial run (\"completed\": "
+                f"false) logged as the first {n_shared} logged steps of run {rerun!r}: a stopped "
+                f"run and its rerun with the same seed? (a fit would count {count}; {keep})"
+            ],
+            rerun: [
+                f"its first {n_shared} logged steps have the same rewards as run {run!r}, a "
+                f"partial run (\"completed\": false): a stopped run and its rerun with the same "
+                f"seed? (a fit would count {count}; {keep})"
+            ],
+        }
+    times = "twice" if len(stopped) == 2 else f"{len(stopped)} times"
+    why = (
+        f"a run stopped {times} and rerun with the same seed? (a fit would count those steps "
+        f"more than once; {keep})"
     )
+    runs = sorted(stopped)
+    named = ", ".join(f"{run!r} at all {stopped[run]} steps" for run in runs[:SAME_TRAINING_NAMED])
+    more = len(runs) - SAME_TRAINING_NAMED
+    notes = {
+        rerun: [
+            f"its first logged steps have the same rewards as {len(runs)} partial runs "
+            f"(\"completed\": false): {named}{f', and {more} more' if more > 0 else ''}: {why}"
+        ]
+    }
+    for run in runs:
+        others = [other for other in runs if other != run]
+        also = ", ".join(map(repr, others[:SAME_TRAINING_NAMED]))
+        also += f", and {len(others) - SAME_TRAINING_NAMED} more" if len(others) > SAME_TRAINING_NAMED else ""
+        notes[run] = [
+            f"the same rewards at all {stopped[run]} steps this partial run (\"completed\": "
+            f"false) logged as the first {stopped[run]} logged steps of run {rerun!r} (the "
+            f"partial run{'s' if len(others) > 1 else ''} {also} logged the same rewards as far "
+            f"as {'they' if len(others) > 1 else 'it'} ran): {why}"
+        ]
+    return notes
 
 
 #: Runs a read-twice note names when a run's rewards repeat in several others (the rest counted).
