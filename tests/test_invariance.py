@@ -954,6 +954,23 @@ def test_g_groups_at_the_same_settings_or_a_setting_the_mechanistic_law_follows_
         )
 
 
+def test_g_groups_that_also_differ_in_a_setting_the_mechanistic_law_follows_are_warned_of(toy):
+    # G 4 at K_ref 1 and G 16 at K_ref 4 under the mechanistic form: tested (the law follows
+    # K_ref), but a misfit of the law's K_ref dependence read as an effect of G, and nothing said so
+    ds = _runset_with_settings({4: {"k_ref": 1}, 16: {"k_ref": 4}})
+    res = invariance.invariance_check(ds, prior_scales=(1.0,), draws=400, tune=300, chains=2)
+    assert res.values["settings_followed_differing_by_g"] == {"toy": {"k_ref": {"4": ["1"], "16": ["4"]}}}
+    assert (
+        "Warning: the runs at different G also differ in k_ref (LLM 'toy': k_ref G=4: 1, G=16: 4), "
+        "which the mechanistic law follows run by run"
+    ) in res.summary
+    assert "a misfit of the law's dependence on it reads as an effect of G" in res.summary
+    same = invariance.invariance_check(
+        _runset_with_settings({4: {"k_ref": 2}, 16: {"k_ref": 2}}), prior_scales=(1.0,), draws=400, tune=300, chains=2
+    )
+    assert "settings_followed_differing_by_g" not in same.values and "also differ" not in same.summary
+
+
 def test_leave_one_g_out_refuses_g_groups_that_differ_in_a_setting_the_law_does_not_follow_before_fitting(monkeypatch):
     # the fit on G 4 (K_ref 1) predicted G 16 (K_ref 4) at G 4's damping and frequency
     # (phenomenological form), and the lag's effect read as a failure of G-invariance

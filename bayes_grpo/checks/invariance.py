@@ -244,6 +244,37 @@ def refuse_settings_confounded_with_g(
     )
 
 
+def settings_followed_differing_by_g(
+    runset: xr.Dataset, llms: Sequence[str], parameterisation: str, model_config: dict[str, Any] | None = None
+) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """The settings the parameterisation's law follows run by run (:data:`SETTINGS_FOLLOWED`)
+    whose values differ between an LLM's G groups, as :func:`settings_differing_by_g` gives them.
+
+    Such runs are tested (not refused as by :func:`refuse_settings_confounded_with_g`), but the
+    test then compares the G groups through the law's dependence on those settings: G 4 at
+    ``K_ref`` 1 against G 16 at ``K_ref`` 4 under the mechanistic form, whose damping and
+    frequency follow ``K_ref``; where that dependence misfits the runs, the misfit is one H0
+    cannot draw, and it reads as an effect of G."""
+    followed = SETTINGS_FOLLOWED.get(parameterisation, ())
+    return {
+        llm: kept
+        for llm, settings in settings_differing_by_g(runset, llms, model_config).items()
+        if (kept := {s: v for s, v in settings.items() if s in followed})
+    }
+
+
+def _followed_settings_text(differing: dict[str, dict[str, dict[str, list[str]]]], parameterisation: str) -> str:
+    """The summary's warning on :func:`settings_followed_differing_by_g`'s settings."""
+    names = sorted({s for settings in differing.values() for s in settings})
+    it = "it" if len(names) == 1 else "them"
+    return (
+        f" Warning: the runs at different G also differ in {', '.join(names)} ({_differing_text(differing)}), "
+        f"which the {parameterisation} law follows run by run: H0 and H1 take {'its' if it == 'it' else 'their'} "
+        f"effect from the law, so a misfit of the law's dependence on {it} reads as an effect of G (or hides "
+        f"one); runs that differ in G only (the same {', '.join(names)} at every G) test G alone."
+    )
+
+
 def offset_names(pm_model: Any) -> list[str]:
     """Names of the ``H1`` offset variables of a built PyMC model (contain ``group_offset``).
 
@@ -1128,7 +1159,9 @@ def invariance_check(
     with ``bf01_note``, where ``|log BF01| > 700``: the log is the figure),
     ``methods_agree`` (bridge vs Savage–Dickey), ``prior_scale`` (the reference row's), the
     ``alpha`` posterior and ``verdict``; ``runs_given_default_group_size`` names the runs of
-    unknown G that the model config's default G (:func:`with_group_size_default`) placed.
+    unknown G that the model config's default G (:func:`with_group_size_default`) placed;
+    ``settings_followed_differing_by_g`` the settings the law follows that differ between an
+    LLM's G groups (:func:`settings_followed_differing_by_g`), warned of in the summary.
     """
     from bayes_grpo.runset import require_runs
 
@@ -1327,6 +1360,12 @@ def invariance_check(
                 "LLMs at fewer than two known G are not in the test: on their LLM's trajectory under "
                 "H0 and H1 alike."
             )
+    followed = settings_followed_differing_by_g(runset, testable, parameterisation, model_config)
+    if followed:
+        # tested, as the law follows them, but a misfit of its K_ref (or rate) dependence read as
+        # an effect of G without a word: the Bayes factor is as computed, the summary says so
+        values["settings_followed_differing_by_g"] = followed
+        summary += _followed_settings_text(followed, parameterisation)
     reverses = prior_widths_reversing(table, ref_scale)
     if reverses:
         # the summary said "decisive evidence for H1" beside a sensitivity table whose wider
