@@ -229,6 +229,23 @@ def test_leave_one_g_out_fits_on_one_g_and_predicts_the_other(monkeypatch):
     assert bad.passed is False
 
 
+def test_leave_one_g_out_warns_of_g_groups_that_also_differ_in_a_setting_the_law_follows(monkeypatch):
+    # G 4 at K_ref 1 predicted G 16 at K_ref 2 through the mechanistic law's K_ref dependence:
+    # a miss of that dependence read as a failure of G-invariance, and nothing said so
+    from bayes_grpo.checks import invariance
+
+    KnownBuilder.fitted_on = []
+    monkeypatch.setattr(invariance, "_make_model", lambda *a, **k: KnownBuilder())
+    ds = _runset(n_steps=60)
+    lag = ds.assign_coords(k_ref=("run", np.array([1.0, 1.0, 2.0, 2.0])))
+    res = invariance.leave_one_g_out(lag)
+    assert res.values["settings_followed_differing_by_g"] == {"m": {"k_ref": {"4": ["1"], "16": ["2"]}}}
+    assert "Warning: the runs at different G also differ in k_ref (LLM 'm': k_ref G=4: 1, G=16: 2)" in res.summary
+    assert "each fit predicts the other G through the law's dependence on it" in res.summary
+    same = invariance.leave_one_g_out(ds)
+    assert "settings_followed_differing_by_g" not in same.values and "also differ" not in same.summary
+
+
 def test_leave_one_g_out_says_each_fit_and_shows_its_progress_bar_when_given_progress(monkeypatch):
     # `bayes-grpo ppc --leave-one-g-out` sampled for minutes without a word (its fits quiet), where
     # `invariance` says each fit and shows PyMC's bar

@@ -263,15 +263,24 @@ def settings_followed_differing_by_g(
     }
 
 
-def _followed_settings_text(differing: dict[str, dict[str, dict[str, list[str]]]], parameterisation: str) -> str:
-    """The summary's warning on :func:`settings_followed_differing_by_g`'s settings."""
+def _followed_settings_text(
+    differing: dict[str, dict[str, dict[str, list[str]]]], parameterisation: str, predicted: bool = False
+) -> str:
+    """The summary's warning on :func:`settings_followed_differing_by_g`'s settings: of the Bayes
+    factor, or (``predicted``) of :func:`leave_one_g_out`'s predictions."""
     names = sorted({s for settings in differing.values() for s in settings})
     it = "it" if len(names) == 1 else "them"
+    how = (
+        f"each fit predicts the other G through the law's dependence on {it}, so a misfit of that "
+        "dependence reads as a failure of G-invariance"
+        if predicted
+        else f"H0 and H1 take {'its' if it == 'it' else 'their'} effect from the law, so a misfit of the "
+        f"law's dependence on {it} reads as an effect of G (or hides one)"
+    )
     return (
         f" Warning: the runs at different G also differ in {', '.join(names)} ({_differing_text(differing)}), "
-        f"which the {parameterisation} law follows run by run: H0 and H1 take {'its' if it == 'it' else 'their'} "
-        f"effect from the law, so a misfit of the law's dependence on {it} reads as an effect of G (or hides "
-        f"one); runs that differ in G only (the same {', '.join(names)} at every G) test G alone."
+        f"which the {parameterisation} law follows run by run: {how}; runs that differ in G only (the same "
+        f"{', '.join(names)} at every G) test G alone."
     )
 
 
@@ -1801,13 +1810,20 @@ def leave_one_g_out(
         + f" (required >= {verdict_percent(min_coverage, min_coverage)})."
         + outside_bounds_note(outside, reward_bounds)
     )
+    values: dict[str, Any] = {"reward_bounds": list(reward_bounds)} if reward_bounds is not None else {}
+    # a held-out G at another K_ref (or rate) is predicted through the law's dependence on it,
+    # whose miss reads as G's, as in invariance_check
+    followed = settings_followed_differing_by_g(runset, list(dict.fromkeys(m for m, _, _ in pairs)), parameterisation, model_config)
+    if followed:
+        values["settings_followed_differing_by_g"] = followed
+        summary += _followed_settings_text(followed, parameterisation, predicted=True)
     return CheckResult(
         name="leave_one_g_out",
         passed=passed,
         summary=summary,
         table=table,
         figures=figures,
-        values={"reward_bounds": list(reward_bounds)} if reward_bounds is not None else {},
+        values=values,
     )
 
 
