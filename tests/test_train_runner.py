@@ -298,6 +298,33 @@ def test_overwrite_replaces_a_runs_files_but_not_a_users_readme_or_config_the_ru
     assert (mine / "README.md").read_text() == (out / "config.json").read_text() == "the user's"
 
 
+def test_overwrite_refuses_a_readme_or_model_file_that_is_a_link_even_where_the_run_there_wrote_one(tmp_path):
+    # a run that saved checkpoints (and its model) wrote README.md and config.json; the user put
+    # a link to their own file in its place: --overwrite took it for the run's, and TRL's model
+    # card (save_pretrained's config) was written through the link over the user's file outside
+    from bayes_grpo.train.runner import check_output_dir
+
+    ckpt = TrainConfig(
+        group_size=2, prompts_per_step=1, max_steps=1, save_model=True,
+        extra_grpo_args={"save_strategy": "steps", "save_steps": 1},
+    )
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "trainer_state.json").write_text('{"log_history": []}')
+    (out / "bayes_grpo_run.json").write_text(json.dumps({"config": ckpt.to_dict()}))
+    for name in ("README.md", "config.json"):
+        (out / name).write_text("the run's")
+    check_output_dir(out, overwrite=True, config=ckpt)  # the run's own: replaced
+    for name in ("README.md", "config.json"):
+        (tmp_path / f"my_{name}").write_text("the user's")
+        (out / name).unlink()
+        (out / name).symlink_to(tmp_path / f"my_{name}")
+        with pytest.raises(FileExistsError, match=rf"holds {re.escape(name)}, which .* the run there did not write it"):
+            check_output_dir(out, overwrite=True, config=ckpt)
+        (out / name).unlink()
+        (out / name).write_text("the run's")
+
+
 def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_path):
     # `train DIR -G 2 --overwrite` over a G=4 run saved with checkpoints and --save-model left
     # checkpoint-12/ and the G=4 weights beside the new G=2 metadata: ingest said "give

@@ -277,8 +277,10 @@ def _written_by_run_there(output_dir: Path, name: str, held: bool) -> bool:
     """Whether the file ``name`` of ``output_dir`` is one the run there (``held``: there is
     one) wrote: the model's files when its bayes_grpo_run.json says it saved its model, TRL's
     model card when it saved checkpoints (its recorded save_strategy, or, of a run with no
-    readable config in bayes_grpo_run.json, a checkpoint beside the card)."""
-    if not held:
+    readable config in bayes_grpo_run.json, a checkpoint beside the card). A link is never one
+    the run wrote (TRL and ``save_pretrained`` write plain files): it is the user's, and the run
+    would write through it over the file it points to."""
+    if not held or (output_dir / name).is_symlink():
         return False
     if _MODEL_SAVE_FILE.match(name):
         return _saved_model(output_dir)
