@@ -93,6 +93,29 @@ def test_runs_of_no_model_name_are_not_counted_as_a_model_and_no_subtitle_leaves
     assert "&middot; my subtitle</p>" in render_html(build_sections(runset=_runset()), subtitle="my subtitle")
 
 
+def test_an_llm_of_unknown_name_has_one_name_in_the_overview_figure_the_fit_figure_and_the_fit_tables():
+    # one page called it "(model unknown)" (overview panels), "?" (fit panels) and
+    # "unknown-model" (the fit's tables, the checks): now UNKNOWN_MODEL everywhere
+    from types import SimpleNamespace
+
+    from bayes_grpo.model.prepare import UNKNOWN_MODEL, run_llm_names
+    from bayes_grpo.report.model_sections import _labels
+    from bayes_grpo.report.sections import _curves_figure
+
+    runs = _runset().assign_coords(model=("run", np.array(["tiny", "", ""], dtype=object)))
+    summary = pd.DataFrame({"model": ["tiny", "", ""], "G": [4.0, 4.0, 16.0]}, index=pd.Index(runs["run"].values, name="run"))
+    fig = _curves_figure(runs, summary)
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.has_data())
+    plt.close(fig)
+    assert titles == ["tiny  G=4", f"{UNKNOWN_MODEL}  G=16", f"{UNKNOWN_MODEL}  G=4"], titles
+    labels = _labels(SimpleNamespace(runset=runs, data=None))
+    assert labels == ["tiny G=4 | run0", f"{UNKNOWN_MODEL} G=4 | run1", f"{UNKNOWN_MODEL} G=16 | run2"], labels
+    assert list(run_llm_names(runs)) == ["tiny", UNKNOWN_MODEL, UNKNOWN_MODEL]
+    from bayes_grpo.runset.schema import model_text  # the one helper the figures name it by
+
+    assert model_text("") == UNKNOWN_MODEL and model_text("tiny") == "tiny"
+
+
 def test_the_law_comparison_intro_names_the_four_laws_it_compares():
     # the intro said "the three-phase oscillator against the single exponential and the logistic
     # law" above a table of four laws (the oscillator mechanistic and phenomenological)

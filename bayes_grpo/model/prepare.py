@@ -20,19 +20,17 @@ from bayes_grpo.dynamics.trajectory import starts_late
 from bayes_grpo.model.config import DEFAULT_RANGES, measurement_g_exponent, setting_in_range
 from bayes_grpo.runset import REWARD_VAR, RunSetError, validate_runset
 from bayes_grpo.runset.names import LOGGED_LR_VAR
-from bayes_grpo.runset.schema import group_size_text, readable_group_size
+from bayes_grpo.runset.schema import UNKNOWN_MODEL, group_size_text, model_text, readable_group_size
 from bayes_grpo.runset.thin import thinning_note
 
 #: Coordinates the mechanistic parameterisation needs for every run.
 MECHANISTIC_COORDS: tuple[str, ...] = ("learning_rate", "momentum", "momentum_convention", "k_ref")
-#: Label used for runs whose ``model`` coordinate is empty.
-UNKNOWN_MODEL: str = "unknown-model"
 
 
 def run_llm_names(ds: xr.Dataset) -> np.ndarray:
     """``(n_runs,)`` each run's LLM as the fit names it: the ``model`` coordinate, runs without
     one the LLM :data:`UNKNOWN_MODEL`."""
-    return np.array([str(m) or UNKNOWN_MODEL for m in ds["model"].values], dtype=object)
+    return np.array([model_text(m) for m in ds["model"].values], dtype=object)
 
 #: Fraction of a run averaged for the early / late reward guesses that centre the priors.
 EDGE_FRACTION: float = 0.1

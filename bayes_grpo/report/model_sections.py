@@ -15,7 +15,7 @@ from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
 from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, per_group_text, with_no_trend_r2
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
-from bayes_grpo.runset.schema import group_size_text, group_sizes_as_text
+from bayes_grpo.runset.schema import group_size_text, group_sizes_as_text, model_text
 
 FIT_INTRO = (
     f"Posterior-mean trajectory and {HDI_PROB:.0%} band of the mean trajectory per run, against the logged reward. "
@@ -58,7 +58,7 @@ def _labels(model: Any) -> list[str]:
         # the G the fit used, as its tables (run_summary) give it: a fit's default (`fit --default
         # group_size=8`) for runs that log none, whose figures read "G=?" beside "group_size 8"
         sizes = data.group_size
-    return [f"{m or '?'} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, sizes)]
+    return [f"{model_text(m)} G={group_size_text(g)} | {r}" for r, m, g in zip(ds["run"].values, ds["model"].values, sizes)]
 
 
 def fit_section(model: Any) -> Section:

@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo.checks.base import CheckResult, counted, figure_to_base64, plot_text
-from bayes_grpo.runset.schema import group_size_text, readable_group_size
+from bayes_grpo.runset.schema import group_size_text, model_text, readable_group_size
 
 
 @dataclass
@@ -511,7 +511,7 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
             elif len(run_ids) <= MAX_RUN_LEGEND:
                 style["label"] = label
             ax.plot(runset["step"].values[ok], y[ok], **style)
-        ax.set_title(short_labels([f"{model or '(model unknown)'}  G={group_size_text(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
+        ax.set_title(short_labels([f"{model_text(model)}  G={group_size_text(g)}"], 2 * LABEL_WIDTH)[0], fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         if len(run_ids) <= MAX_RUN_LEGEND or setting is not None:

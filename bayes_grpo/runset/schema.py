@@ -61,6 +61,18 @@ def group_size_text(value: float) -> str:
     return f"{g:g}" if np.isfinite(g) else "?"
 
 
+#: The name of the LLM of a run whose ``model`` coordinate is empty, wherever a run or group is
+#: named by its LLM: the fit (its runs' LLM, :func:`bayes_grpo.model.prepare.run_llm_names`),
+#: its tables, the checks, and the report's figures (:func:`model_text`).
+UNKNOWN_MODEL: str = "unknown-model"
+
+
+def model_text(value: object) -> str:
+    """An LLM's name in a label or a title: the name, :data:`UNKNOWN_MODEL` when empty (the
+    report's figures read "?", "(model unknown)" and the fit's tables "unknown-model" for one LLM)."""
+    return str(value) if value is not None and str(value) else UNKNOWN_MODEL
+
+
 def readable_group_sizes(values: object) -> np.ndarray:
     """:func:`readable_group_size` of each value, as a column: int64 when every G is a known
     integer, else an object array of ints with NaN (or floats) where G is unknown (fractional)."""
@@ -114,8 +126,10 @@ __all__ = [
     "WARNINGS_ATTR",
     "SCHEMA_ATTR",
     "SCHEMA_VERSION",
+    "UNKNOWN_MODEL",
     "group_size_text",
     "group_sizes_as_text",
     "readable_group_size",
     "readable_group_sizes",
+    "model_text",
 ]
