@@ -1611,6 +1611,29 @@ def test_instability_figure_labels_say_what_each_side_curve_is_divided_by():
     assert "/ early median" in growth and "late/early x" in growth
 
 
+def test_the_instability_figures_legends_stand_beside_the_axes_and_cover_no_data():
+    # matplotlib's automatic placement put the reward's legend inside the axes, over the logged
+    # points of a run whose reward fills them (the instability_growth case), and the side
+    # quantities' legend over their curves
+    frame = run_table(simulated_case("instability_growth"), "instability_growth")
+    frame["clip_ratio"] = np.where(np.arange(len(frame)) < len(frame) // 2, 0.0, 0.2)
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": True}})
+    res = instability(frame, run_id="r", config=cfg.instability, common=cfg.common)
+    (fig,) = res.figures.values()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 2  # the reward's (with the oscillator fit) and the side quantities'
+    figure_box = fig.bbox
+    for ax, legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert not box.overlaps(ax.get_window_extent(renderer)), (ax.get_ylabel(), box, ax.get_window_extent(renderer))
+        # and wholly on the figure (not cut off at its edge)
+        assert box.x0 >= figure_box.x0 and box.x1 <= figure_box.x1 and box.y0 >= figure_box.y0 and box.y1 <= figure_box.y1, box
+
+
 def test_one_clipped_step_near_the_start_of_a_short_run_is_not_sustained_clipping():
     # a K_ref = 8 bandit run clips once, at its first refresh (step 8). The clipping
     # statistic took shrinking windows at the ends: the first step's window of 19 points

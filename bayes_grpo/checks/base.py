@@ -181,6 +181,15 @@ def plot_text(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
+def legend_beside(ax: Any, **kwargs: Any) -> Any:
+    """The legend of ``ax`` to the right of its axes, outside the plotted area, tops aligned:
+    matplotlib's automatic placement (``loc="best"``) picks the emptiest spot inside the axes,
+    and a curve that fills the axes (a reward over the whole run) is covered by it anyway.
+    The figure must leave it room (``tight_layout`` counts it); keyword arguments go to
+    ``ax.legend``."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
 def cell_edges(centres: np.ndarray, *, log: bool) -> np.ndarray:
     """Edges of a heat map's cells around sorted grid ``centres`` (for ``pcolormesh(...,
     shading="flat")``): half-way between neighbours (in log for ``log``), the outer cells as

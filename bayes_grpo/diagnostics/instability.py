@@ -133,7 +133,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, legend_beside, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import (
     OSCILLATION_REMEDY,
@@ -1240,7 +1240,9 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
     # a bare Figure (not pyplot): no global backend switch, no open-figure registry
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.0, 4.6))
+    # 8 in wide: the legends stand to the right of the axes (legend_beside), where they cover
+    # no data (placed inside, the reward's legend lay over the logged points it names)
+    fig = Figure(figsize=(8.0, 4.6))
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
     if rew is not None:
         ax1.plot(rew.steps, rew.values, ".", ms=3, alpha=0.5, color="C0", label="reward")
@@ -1253,7 +1255,7 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
                 label=f"oscillator fit, zeta={osc['value']:.2f}",
             )
     ax1.set_ylabel("reward")
-    ax1.legend(fontsize=6)
+    legend_beside(ax1, fontsize=6)
     for i, s in enumerate(
         x
         for x in signals
@@ -1287,7 +1289,7 @@ def _figure(frame, signals, rew, osc, onset_step, run_id):
     ax2.set_ylabel("side quantity, relative")
     ax2.set_xlabel("optimizer step")
     if ax2.get_legend_handles_labels()[0]:
-        ax2.legend(fontsize=6)
+        legend_beside(ax2, fontsize=6)
     if onset_step is not None:
         for ax in (ax1, ax2):
             ax.axvline(onset_step, color="C3", lw=1.0)
