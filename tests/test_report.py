@@ -316,6 +316,23 @@ def test_the_fits_table_per_model_and_g_split_by_setting_fits_a_laptop_wide_page
     assert re.search(r'data-tables-scrolling="0"', dom), re.search(r'data-tables-scrolling="\d+"', dom)
 
 
+@pytest.mark.browser
+def test_paragraphs_keep_a_readable_measure_on_a_wide_page_while_tables_take_its_full_width(tmp_path):
+    # at the page's 1400 px cap a paragraph ran to ~170 characters a line; the prose is now held
+    # to 80ch, and a wide table (the fit's table per model and G) still fits without a scroll
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (make test installs it as root)")
+    long_summary = " ".join(["The reward rose and settled at its plateau within the window."] * 12)
+    check = CheckResult("groups", True, long_summary, table=_split_group_table())
+    path = write_report(tmp_path / "report.html", runset=_runset(), diagnostics=[check])
+    dom = open_in_chromium(path, tmp_path / "report.png", width=1600)
+    content = int(re.search(r'data-content-width="(\d+)"', dom).group(1))
+    prose = int(re.search(r'data-widest-prose="(\d+)"', dom).group(1))
+    assert content >= 1300, content  # the page at its cap
+    assert 0 < prose < 0.7 * content, (prose, content)
+    assert re.search(r'data-tables-scrolling="0"', dom), re.search(r'data-tables-scrolling="\d+"', dom)
+
+
 def test_fit_section_names_the_noise_ceiling_method_the_metric_uses():
     # the fit section said the noise ceiling came "from first differences"; the metric's
     # default has been second-difference pseudo-residuals
