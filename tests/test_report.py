@@ -1953,6 +1953,26 @@ def test_the_overview_shows_each_note_the_ingest_made_on_a_run_with_its_log_name
     assert "Reward from an evaluation metric" not in subset
 
 
+def test_the_table_of_notes_names_the_log_of_a_run_none_of_whose_notes_starts_with_it(tmp_path):
+    # real logs ingested with --every 3: a run whose only note was "thinned to every 3rd logged
+    # point ..." had a blank log beside runs with one, read as a run without a log
+    from bayes_grpo.report.sections import overview_section, run_notes_table, run_set_notes
+    from bayes_grpo.runset import runset_warnings
+    from bayes_grpo.runset.thin import thin_runset
+
+    runs = thin_runset(_ingested_runs_with_notes_on_each(tmp_path), 3)
+    quiet_log = str(tmp_path / "logs" / "quiet.csv")
+    (note,) = runset_warnings(runs)["quiet"]
+    assert note.startswith("thinned to every 3rd logged point"), note
+    table = run_notes_table(runs)
+    assert table.loc[table["run"] == "quiet", "log"].tolist() == [quiet_log], table
+    assert table.loc[table["run"] == "quiet", "note"].tolist() == [note]
+    assert run_set_notes(runs)["runs"]["quiet"] == {"log": quiet_log, "notes": [note]}
+    shown = _notes_shown(render_html([overview_section(runs, fitted=False)]))
+    assert ("quiet", quiet_log, note) in shown, shown
+    plt.close("all")
+
+
 def test_a_run_set_without_notes_on_its_runs_shows_no_table_of_them(tmp_path):
     from bayes_grpo.report.sections import overview_section
 

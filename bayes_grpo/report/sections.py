@@ -371,10 +371,12 @@ def run_notes_table(runset: Any) -> pd.DataFrame | None:
     when no run of ``runset`` has one (a saved fit of a subset keeps the warnings of every run
     ingested: only those of its runs are shown).
 
-    Columns ``run``, ``log`` and ``note``: the ingest starts each warning with the run's log (its
-    ``source`` after the format, ``path`` or ``path#name``), which is given in ``log`` and taken
-    off the warnings that start with it; a warning that does not is shown whole. ``log`` is
-    left out when no warning names its run's log."""
+    Columns ``run``, ``log`` and ``note``: ``log`` is the run's log (its ``source`` after the
+    format, ``path`` or ``path#name``) for every run whose source is known, also when none of its
+    warnings names it (a run whose only note was "thinned to every 3rd logged point" read as a run
+    without a log, beside runs of the same ingest with one); the ingest starts many warnings with
+    the log, which is taken off them; a warning that does not start with it is shown whole.
+    ``log`` is left out when no run's source is known (a run set built in Python)."""
     from bayes_grpo.runset.core import runset_warnings
 
     warned = runset_warnings(runset)
@@ -386,8 +388,6 @@ def run_notes_table(runset: Any) -> pd.DataFrame | None:
         source = str(runset["source"].sel(run=run_id).item()) if "source" in runset.coords else ""
         log = source.split(":", 1)[1] if ":" in source else ""  # "csv:/path/x.csv" -> "/path/x.csv"
         prefix = f"{log}: "
-        if not (log and any(n.startswith(prefix) for n in notes)):
-            log = ""
         rows += [{"run": run_id, "log": log, "note": n.removeprefix(prefix) if log else n} for n in notes]
     if not rows:
         return None
