@@ -116,6 +116,23 @@ def test_an_llm_of_unknown_name_has_one_name_in_the_overview_figure_the_fit_figu
     assert model_text("") == UNKNOWN_MODEL and model_text("tiny") == "tiny"
 
 
+def test_the_overviews_table_counts_the_rewards_a_run_logged_not_its_steps():
+    # a run logged every 3rd step (real logs, ingest --every 3) read "steps 134" beside "first
+    # step 1" and "last step 400": the column counted logged rewards under the name of steps
+    from bayes_grpo.report.sections import overview_section
+
+    steps = np.arange(1, 401)
+    reward = pd.Series(0.8 - 0.6 * np.exp(-steps / 80.0), index=steps).where(steps % 3 == 1)
+    runs = make_runset({"sparse": pd.DataFrame({"reward": reward}, index=steps)}, {"sparse": {"model": "m", "group_size": 4}})
+    html = render_html([overview_section(runs, fitted=False)])
+    table = html.split('data-section="overview"')[1].split("</table>")[0]
+    header = re.findall(r"<th>([^<]*)</th>", table.split("<tbody>")[0])
+    cells = re.findall(r"<td>([^<]*)</td>", table.split("<tbody>")[1])
+    assert "steps" not in header and header[1:6] == ["model", "G", "rewards logged", "first step", "last step"], header
+    assert cells[2:5] == ["134", "1", "400"], cells
+    plt.close("all")
+
+
 def test_the_law_comparison_intro_names_the_four_laws_it_compares():
     # the intro said "the three-phase oscillator against the single exponential and the logistic
     # law" above a table of four laws (the oscillator mechanistic and phenomenological)

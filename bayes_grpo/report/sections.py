@@ -262,7 +262,9 @@ def overview_section(
                 "run": run_id,
                 "model": coords["model"],
                 "G": coords["group_size"],
-                "steps": int(len(frame)),
+                # the rewards logged, not the steps: a run logged every 3rd step read "steps 134"
+                # beside "first step 1, last step 400"
+                "rewards logged": int(len(frame)),
                 "first step": int(frame.index.min()) if len(frame) else np.nan,
                 "last step": int(frame.index.max()) if len(frame) else np.nan,
                 "reward first": float(reward[0]) if len(reward) else np.nan,
