@@ -288,6 +288,23 @@ def test_report_tables_leave_missing_values_blank_not_none_or_nan():
     assert "nan" not in html.lower(), html
 
 
+def test_a_table_row_of_unknown_g_names_its_g_as_the_figures_and_summaries_do():
+    # the PPC's coverage table (index model, G) of real runs of unknown G had a blank G beside
+    # its summary's "(unknown-model, G=?)" and the figure titled "unknown-model, G=?"; the
+    # fit's tables read "?" there
+    from bayes_grpo.report.sections import table_html
+
+    index = pd.MultiIndex.from_tuples([("unknown-model", np.nan), ("unknown-model", 8.0)], names=["model", "G"])
+    body = table_html(pd.DataFrame({"coverage": [0.9527, 1.0]}, index=index)).split("<tbody>")[1]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)
+    assert [re.findall(r"<th>([^<]*)</th>", row) for row in rows] == [["unknown-model", "?"], ["unknown-model", "8"]], body
+    body = table_html(pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index([np.nan, 4.0], name="group_size"))).split("<tbody>")[1]
+    assert re.findall(r"<th>([^<]*)</th>", body) == ["?", "4"], body
+    # a level of another name keeps a blank for a missing label
+    body = table_html(pd.DataFrame({"x": [1.0]}, index=pd.Index([np.nan], name="step"))).split("<tbody>")[1]
+    assert re.findall(r"<th>([^<]*)</th>", body) == [""], body
+
+
 @pytest.mark.browser
 def test_a_table_wider_than_the_page_scrolls_inside_its_section(tmp_path):
     """A per-run table with many columns (22 real runs) must not spill out of the section box."""

@@ -68,6 +68,10 @@ def absent(key: str, title: str, reason: str, intro: str = "") -> Section:
     return Section(key=key, title=title, intro=intro, available=False, absent_reason=reason)
 
 
+#: Index levels that hold a group size G: a row label of unknown G reads "?" (:func:`table_html`).
+GROUP_SIZE_LEVELS: tuple[str, ...] = ("G", "group_size")
+
+
 def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "{:.4g}", classes: str = "data") -> str:
     """HTML table with the report's CSS class (values escaped by pandas); ``classes="data notes"``:
     a table of text, its cells aligned left (the template's ``table.data.notes``)."""
@@ -91,12 +95,18 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
     frame = frame.map(lambda v: "" if v is None or v is pd.NA else v)
     # and row labels are printed as they are ("NaN" for the G of runs of unknown G): the same
     # rule for them (formatters apply to the columns only)
+    # a group's G (a level named G or group_size) as its figures, summaries and the fit's tables
+    # name it: "?" when unknown (the PPC tables' rows of unknown G were blank beside "G=?")
     if len(frame.index):
         label = lambda v: fmt(v) if v is None or isinstance(v, float | np.floating) else v  # noqa: E731
+        g_label = lambda v: group_size_text(v) if isinstance(v, float | np.floating | int | np.integer) else label(v)  # noqa: E731
+        labellers = [g_label if name in GROUP_SIZE_LEVELS else label for name in frame.index.names]
         if isinstance(frame.index, pd.MultiIndex):
-            frame.index = pd.MultiIndex.from_tuples([tuple(map(label, t)) for t in frame.index], names=frame.index.names)
+            frame.index = pd.MultiIndex.from_tuples(
+                [tuple(f(v) for f, v in zip(labellers, t)) for t in frame.index], names=frame.index.names
+            )
         else:
-            frame.index = pd.Index([label(v) for v in frame.index], name=frame.index.name)
+            frame.index = pd.Index([labellers[0](v) for v in frame.index], name=frame.index.name)
     # every row names each of its index levels (sparsify=False): drawn once per model (rowspan),
     # the G of the rows below was their first cell, styled as a model name (template's th:first-child)
     return frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="", sparsify=False)
