@@ -2004,6 +2004,9 @@ def test_the_table_of_notes_names_the_log_of_a_run_none_of_whose_notes_starts_wi
     assert run_set_notes(runs)["runs"]["quiet"] == {"log": quiet_log, "notes": [note]}
     shown = _notes_shown(render_html([overview_section(runs, fitted=False)]))
     assert ("quiet", quiet_log, note) in shown, shown
+    # a simulator's source is no log: a thinned simulated run's note stands without a log column
+    simulated = runs.assign_coords(source=("run", np.array(["simulate:sde"] * 3, dtype=object)))
+    assert "log" not in run_notes_table(simulated).columns
     plt.close("all")
 
 

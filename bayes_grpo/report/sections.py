@@ -384,12 +384,14 @@ def run_notes_table(runset: Any) -> pd.DataFrame | None:
     ingested: only those of its runs are shown).
 
     Columns ``run``, ``log`` and ``note``: ``log`` is the run's log (its ``source`` after the
-    format, ``path`` or ``path#name``) for every run whose source is known, also when none of its
+    format, ``path`` or ``path#name``) for every run read from a log, also when none of its
     warnings names it (a run whose only note was "thinned to every 3rd logged point" read as a run
     without a log, beside runs of the same ingest with one); the ingest starts many warnings with
     the log, which is taken off them; a warning that does not start with it is shown whole.
-    ``log`` is left out when no run's source is known (a run set built in Python)."""
+    A simulator's source (``simulate:sde``) is no log. ``log`` is left out when no run's log is
+    known (a run set built in Python or simulated)."""
     from bayes_grpo.runset.core import runset_warnings
+    from bayes_grpo.runset.loaders import FORMATS as LOG_FORMATS
 
     warned = runset_warnings(runset)
     rows = []
@@ -398,8 +400,12 @@ def run_notes_table(runset: Any) -> pd.DataFrame | None:
         if not notes:
             continue
         source = str(runset["source"].sel(run=run_id).item()) if "source" in runset.coords else ""
-        log = source.split(":", 1)[1] if ":" in source else ""  # "csv:/path/x.csv" -> "/path/x.csv"
+        fmt, _, log = source.partition(":")  # "csv:/path/x.csv" -> "/path/x.csv"
         prefix = f"{log}: "
+        # a log of a format the ingest reads, or one its notes name; not a simulator's source
+        # ("simulate:sde", "synthetic:...")
+        if not (log and (fmt in LOG_FORMATS or any(n.startswith(prefix) for n in notes))):
+            log = ""
         rows += [{"run": run_id, "log": log, "note": n.removeprefix(prefix) if log else n} for n in notes]
     if not rows:
         return None
