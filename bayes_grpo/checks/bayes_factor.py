@@ -49,6 +49,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import counted
 
 #: Posterior-density estimators for Savage–Dickey.
@@ -206,6 +207,7 @@ def smc_evidence(
     """
     import pymc as pm
 
+    checked_seed(random_seed, "random_seed")
     if chains < 1 or draws < 2:
         raise ValueError(
             f"SMC needs chains >= 1 and draws >= 2, got chains={chains}, draws={draws}"
@@ -518,6 +520,7 @@ def sample_unconstrained(
     """
     import pymc as pm
 
+    checked_seed(random_seed, "random_seed")
     if draws < 20 or chains < 1:
         raise ValueError(
             f"NUTS needs draws >= 20 and chains >= 1, got draws={draws}, chains={chains}"
@@ -693,7 +696,7 @@ def bridge_sampling(
     it_flat = it.reshape(-1, k)
     n1 = len(it_flat)
     n2 = n1
-    rng = np.random.default_rng(random_seed)
+    rng = np.random.default_rng(checked_seed(random_seed, "random_seed"))
     try:
         prop = stats.multivariate_normal(mean=mean, cov=cov, allow_singular=False)
         gen = rng.multivariate_normal(mean, cov, size=n2, method="cholesky")
@@ -768,6 +771,8 @@ def bridge_evidence(
     **sample_kwargs: Any,
 ) -> BridgeResult:
     """Log marginal likelihood of a PyMC model: NUTS draws, then :func:`bridge_sampling`."""
+    if random_seed is not None:  # offset below: a whole number
+        checked_seed(random_seed, "random_seed", generator=False)
     post = sample_unconstrained(
         model,
         draws=draws,

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo._arguments import checked_count, checked_probability, checked_seed
 from bayes_grpo.checks.base import CheckResult, counted, plot_text, verdict_percent
 from bayes_grpo.checks.bayes_factor import (
     MIN_FIT_DRAWS_PER_PARAMETER,
@@ -647,6 +648,8 @@ def invariance_bayes_factor(
         ``divergences_h0/h1`` (NUTS), ``agree`` (bridge vs Savage–Dickey within
         ``AGREEMENT_TOL``); ``fits`` is an :class:`InvarianceFits`.
     """
+    check_nuts_arguments(draws, tune, chains, random_seed)
+    checked_probability(target_accept, "target_accept")
     runset, _ = with_group_size_default(runset, model_config)
     by_model = _require_several_g(runset)
     # before any fit: a setting the law does not follow, differing between an LLM's G groups,
@@ -802,6 +805,17 @@ def invariance_bayes_factor(
         rows.append(row)
     table = pd.DataFrame([r.__dict__ | {"agree": r.agree} for r in rows]).set_index("prior_scale")
     return table, fits
+
+
+def check_nuts_arguments(draws: object, tune: object, chains: object, random_seed: object) -> None:
+    """``ValueError`` naming the argument unless ``draws`` and ``chains`` are whole numbers >= 1,
+    ``tune`` and ``random_seed`` whole numbers >= 0 (the seed is offset for each fit, so no
+    Generator): the test's and :func:`leave_one_g_out`'s, before any fit (``random_seed=-1`` was
+    refused as the "sampler configuration 'random_seed'", ``chains=0`` in PyMC)."""
+    checked_count(draws, "draws")
+    checked_count(tune, "tune", 0)
+    checked_count(chains, "chains")
+    checked_seed(random_seed, "random_seed", generator=False)
 
 
 def _scale_seed(random_seed: int, stage: int, scale: float) -> int:
@@ -1175,6 +1189,9 @@ def invariance_check(
     from bayes_grpo.runset import require_runs
 
     # "Not assessable: no model was run at two or more group sizes ()." said no word of the runs
+    # before the cheap work too: a run set with no LLM at two G returned "not assessable" for any seed
+    check_nuts_arguments(draws, tune, chains, random_seed)
+    checked_probability(target_accept, "target_accept")
     runset, defaulted = with_group_size_default(require_runs(runset, "test"), model_config)
     by_model = group_sizes_by_model(runset)
     testable = testable_llms(by_model)
@@ -1517,7 +1534,7 @@ def stationary_variance_check(
     from bayes_grpo.model.prepare import UNKNOWN_MODEL
 
     ds = runset if runset is not None else _fitted_runset(fitted)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(checked_seed(seed))
     rows, unknown_g = [], []
     for run in ds[RUN_DIM].values:
         pr = run_predictive(fitted, ds, run, rng=rng)
@@ -1694,6 +1711,7 @@ def leave_one_g_out(
     """
     from bayes_grpo.runset.bounds import check_reward_bounds, check_rewards_within
 
+    check_nuts_arguments(draws, tune, chains, random_seed)
     reward_bounds = check_reward_bounds(reward_bounds)
     by_model = group_sizes_by_model(runset)
     pairs = [(m, gs[0], gs[-1]) for m, gs in by_model.items() if len(gs) >= 2]

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import CheckResult, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
@@ -276,7 +277,7 @@ def trajectory_band_check(
     import matplotlib.pyplot as plt
 
     ds = _fitted_runset(fitted, runset)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(checked_seed(seed))
     rows, figures = [], {}
     bounds = getattr(fitted, "reward_bounds", None)
     outside: dict[tuple[str, Any], tuple[int, int]] = {}  # (model, G): predictive draws outside bounds, all
@@ -422,7 +423,7 @@ def residual_autocorrelation_check(
     from bayes_grpo.model.prepare import constant_reward
 
     ds = _fitted_runset(fitted, runset)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(checked_seed(seed))
     own = _own_trajectories(fitted)
     rows, constant, short, unpaired = [], [], [], []
     for (model, g), runs in _groups(ds, fitted).items():
@@ -553,6 +554,7 @@ def iid_residual_check(fitted: Any, runset: xr.Dataset | None = None, *, seed: i
     hyperparameters the fit's form needs) gives a not-assessable result rather than an error.
     Shown by ``bayes-grpo fit`` and by the report's fit section.
     """
+    checked_seed(seed)  # not a "Not assessable" check naming NumPy's error below
     if getattr(fitted, "likelihood", None) != "iid":
         return None
     try:
@@ -583,6 +585,7 @@ def ppc_checks(
     """All posterior predictive checks: bands, residual autocorrelation, stationary variance."""
     from bayes_grpo.checks.invariance import stationary_variance_check
 
+    checked_seed(seed)  # before the first check's work
     ds = _fitted_runset(fitted, runset)
     return [
         trajectory_band_check(fitted, ds, seed=seed),

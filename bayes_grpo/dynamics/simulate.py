@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 from scipy.linalg import expm
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import (
@@ -93,7 +94,8 @@ def whole_count(value: object, label: str) -> int:
 
 
 def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    """The generator of ``rng`` (a Generator or a seed, :func:`checked_seed`)."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(checked_seed(seed, "rng"))
 
 
 # ----------------------------------------------------------------------------- recursion
@@ -582,6 +584,8 @@ def simulate_sde_runset(
             f"completion's advantage is 0 and GRPO does not learn, which the law cannot draw), "
             f"got {', '.join(f'{g:g}' for g in small)}"
         )
+    # recorded in the truth as int(random_seed): -1 failed in NumPy naming no argument, True was 1
+    checked_seed(random_seed, "random_seed", generator=False)
     # n_steps=10.5 logged steps 0 .. 11 and wrote n_steps 10 in the truth; n_seeds=1.5 failed
     # "'float' object cannot be interpreted as an integer"
     n_steps, log_every, n_seeds = (

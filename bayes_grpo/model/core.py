@@ -33,6 +33,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import __version__
+from bayes_grpo._arguments import checked_count, checked_seed
 from bayes_grpo._io import read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
@@ -404,6 +405,9 @@ class GRPODynamicsModel:
         On a fitted model the draws come from an unfitted copy of it (same configs and
         settings): the fit's run set, data and PyMC model stay those of the fit.
         """
+        # before the model is built: -1 failed in NumPy naming no argument, 1.5 and True were taken
+        checked_count(samples, "samples")
+        checked_seed(random_seed, "random_seed")
         if self.idata is not None:
             return self._unfitted_copy().sample_prior_predictive(runset, samples=samples, random_seed=random_seed)
         import pymc as pm
@@ -1139,6 +1143,8 @@ class GRPODynamicsModel:
             --prior phen.nc` said "the phenomenological model has no population level ..."
             without naming phen.nc).
         """
+        # a whole number: it is offset and recorded (-1 failed in NumPy naming no argument)
+        checked_seed(random_seed, "random_seed", generator=False)
         try:
             return self._coefficient_draws(
                 learning_rate=learning_rate,

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.forecast import (
@@ -73,7 +74,8 @@ def backtest_seed(seed: int, run_id: str) -> int:
     """The seed of the calibration backtest of ``run_id``: ``seed + BACKTEST_SEED_OFFSET`` plus
     a number from the run's id, so a run's backtest does not depend on where it stands in the
     run set (it was ``+ i`` for the ``i``-th other run)."""
-    return int(seed) + BACKTEST_SEED_OFFSET + zlib.crc32(str(run_id).encode("utf-8")) % 2**20
+    # a whole number >= 0, as the forecast's own seed: -1 (or True, 2.7) gave a valid offset seed
+    return int(checked_seed(seed, generator=False)) + BACKTEST_SEED_OFFSET + zlib.crc32(str(run_id).encode("utf-8")) % 2**20
 
 
 def prefix_length(

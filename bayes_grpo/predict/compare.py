@@ -47,6 +47,7 @@ import pandas as pd
 import xarray as xr
 
 from bayes_grpo import metrics
+from bayes_grpo._arguments import checked_count, checked_seed
 from bayes_grpo.checks.base import CheckResult, counted, refuse_repeats
 from bayes_grpo.constants import RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import logistic, reward_trajectory, single_exponential
@@ -880,6 +881,13 @@ def compare_laws(
     from bayes_grpo.model.config import DEFAULT_RANGES, setting_in_range
     from bayes_grpo.model.prepare import shape_notes
 
+    # before any fit, naming the argument: chains=0 or random_seed=-1 failed in PyMC after the
+    # runs were prepared, draws=1.5 was sampled as 1 draw
+    draws, tune, chains, cores = (
+        checked_count(draws, "draws"), checked_count(tune, "tune", 0), checked_count(chains, "chains"),
+        checked_count(cores, "cores"),
+    )
+    checked_seed(random_seed, "random_seed")
     if not 0.0 < lfo_fraction < 1.0:
         # 0 held nothing out (a KeyError 'lfo_elpd'), 1 kept no prefix to fit
         raise ValueError(f"lfo_fraction must lie strictly between 0 and 1, got {lfo_fraction}")

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.calibration import (
@@ -233,6 +234,7 @@ def evaluate_forecasts(
     -------
     DataFrame, one row per (run, fraction); see the module docstring for the columns.
     """
+    checked_seed(seed)  # naming seed (forecast_run names it rng), before any calibration
     rows = []
     run_ids = list(runs or [str(r) for r in runset[RUN_DIM].values])
     scales: dict[tuple[str, float], float] = {}

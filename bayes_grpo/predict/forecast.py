@@ -67,6 +67,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, special, stats
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.checks.base import counted, share_percent
 from bayes_grpo.constants import HDI_PROB, HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.trajectory import reward_trajectory
@@ -78,7 +79,6 @@ from bayes_grpo.predict.summary import (
     check_stop_threshold,
     checked_hdi_probs,
     checked_n_draws,
-    checked_seed,
     milestones_of,
     summarise_draws,
 )

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
@@ -58,7 +59,6 @@ from bayes_grpo.predict.summary import (
     attr_warnings,
     band,
     checked_hdi_probs,
-    checked_seed,
     milestones_of,
     summarise_draws,
 )
@@ -1294,7 +1294,9 @@ def predict_run(
         also warned.
     """
     hdi_probs = checked_hdi_probs(hdi_probs)  # before the fit is loaded and its draws run
-    checked_seed(seed)  # -1 failed in NumPy naming no argument, after the fit was loaded
+    # -1 failed in NumPy naming no argument, after the fit was loaded; a whole number, as
+    # coefficient_draws offsets it (a Generator failed in int())
+    checked_seed(seed, generator=False)
     g = float(group_size)
     if np.isfinite(g) and 0 < g and (g < 2 or not g.is_integer()):  # g <= 0: refused below
         # one completion per prompt has no group to be relative to (zero advantage), and a group

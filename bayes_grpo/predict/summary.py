@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -583,22 +582,6 @@ def checked_n_draws(n_draws: object) -> int:
     ):
         raise ValueError(f"n_draws must be a whole number of draws >= 2, got {n_draws!r}")
     return int(n_draws)
-
-
-def checked_seed(seed: object, name: str = "seed") -> Any:
-    """``seed`` unchanged when NumPy can seed a generator from it (a whole number >= 0, None, a
-    ``np.random.Generator``, ``BitGenerator`` or ``SeedSequence``), else ``ValueError`` naming the
-    argument ``name`` (``seed``, ``rng``): ``seed=-1`` failed in NumPy's "expected non-negative
-    integer" naming none, after a prediction's fit. The one check where a seed enters
-    ``predict_run``, ``predict_from_draws``, ``forecast_run``, ``forecast_in_runset``,
-    ``forecast_from_posterior``, ``fit_run`` and ``RunForecaster`` (the CLI's ``--seed`` is
-    ``cli._common.non_negative_int``)."""
-    if seed is None or isinstance(seed, np.random.Generator | np.random.BitGenerator | np.random.SeedSequence):
-        return seed
-    whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
-    if not whole or int(seed) < 0:
-        raise ValueError(f"{name} must be a whole number >= 0 (a random seed) or a numpy Generator, got {seed!r}")
-    return seed
 
 
 def summarise_draws(

@@ -18,6 +18,7 @@ import jinja2
 import numpy as np
 
 from bayes_grpo import __version__
+from bayes_grpo._arguments import checked_count, checked_seed
 from bayes_grpo._io import HTML_SUFFIXES, check_suffix, refuse_non_regular_file, write_text_atomic
 from bayes_grpo.checks.base import CheckResult
 from bayes_grpo.constants import HDI_PROB
@@ -387,6 +388,7 @@ def ppc_results(model: Any, *, seed: int = 0) -> list[CheckResult]:
     a setting its form needs) gives one not-assessable result naming why, not a failed report."""
     from bayes_grpo.checks.ppc import ppc_checks
 
+    checked_seed(seed)  # outside the try: seed=-1 made a "Not assessable: expected non-negative integer" section
     try:
         return ppc_checks(model, seed=seed)
     except ValueError as exc:
@@ -466,6 +468,12 @@ def report_from_posterior(
         raise FileExistsError(f"{output}: already exists; refusing to overwrite it (overwrite=True replaces it)")
     # "r.txt" got an HTML page, which `bayes-grpo report -o r.txt` refuses (checked in this order)
     check_suffix(output, "output", HTML_SUFFIXES, "an HTML page")
+    # before the fit is loaded: seed=-1 made the ppc section "Not assessable: expected non-negative
+    # integer" (NumPy's words), seed=1.5 failed there in NumPy, draws=1.5 was sampled as 1 draw
+    checked_seed(seed, generator=False)
+    for name, value, least in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
+        if value is not None:
+            checked_count(value, name, least)
     if runset is not None:
         from bayes_grpo.runset import require_runs
 

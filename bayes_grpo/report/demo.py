@@ -260,6 +260,7 @@ def run_demo(
         Replace those files where they exist; otherwise ``FileExistsError`` before any work
         (and for a file that appears while the demo runs).
     """
+    from bayes_grpo._arguments import checked_seed
     from bayes_grpo._io import refuse_non_regular_file, write_atomic
     from bayes_grpo.checks.invariance import invariance_check
     from bayes_grpo.checks.stability import most_common_setting, phase_diagram
@@ -270,6 +271,8 @@ def run_demo(
     from bayes_grpo.report.build import ppc_results, write_report
     from bayes_grpo.runset import save_runset
 
+    # before the ingest: -1 was refused as the fit's "sampler configuration 'random_seed'"
+    checked_seed(seed, generator=False)
     settings = DemoSettings.fast(seed) if fast else DemoSettings(seed=seed)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     if not data_dir.exists():  # before making OUT: a wrong --data leaves no empty folder behind
