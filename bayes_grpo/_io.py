@@ -29,8 +29,9 @@ HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")
 def check_suffix(path: object, option: str, suffixes: tuple[str, ...], what: str) -> None:
     """``ValueError`` naming ``option`` (a CLI flag or a Python argument) when ``path``'s
     extension is none of ``suffixes``: the one check of the CLI's outputs and the Python writers
-    (``report_from_posterior``, ``write_report``), whose ``"r.txt"`` got an HTML page while
-    ``bayes-grpo report -o r.txt`` was refused."""
+    (``report_from_posterior``, ``write_report``, and of netCDF ``save_runset``,
+    ``GRPODynamicsModel.save``, ``save_prediction``), whose ``"r.txt"`` got an HTML page (and
+    ``"runs.csv"`` netCDF bytes) while ``bayes-grpo report -o r.txt`` was refused."""
     ext = Path(str(path)).suffix.lower()
     if ext not in suffixes:
         raise ValueError(

@@ -1,6 +1,6 @@
-"""The Python API refuses at its edges what the command line's argument types refuse: a seed, a
-count or a probability that means nothing is a ValueError naming the argument, before any
-work, not NumPy's or PyMC's own error naming none (nor a bool taken as the seed 1)."""
+"""The Python API refuses at its edges what the command line refuses: a seed, a count, a
+probability or an output file name that means nothing is a ValueError naming the argument, before
+any work, not NumPy's or PyMC's own error naming none (nor a bool taken as the seed 1)."""
 
 from pathlib import Path
 
@@ -152,3 +152,24 @@ def test_a_target_acceptance_outside_zero_to_one_is_refused_naming_it_before_any
 
     with pytest.raises(ValueError, match=r"^target_accept must lie strictly between 0 and 1, got 1.5"):
         invariance_check(tiny.runset, target_accept=1.5, draws=5, tune=5)
+
+
+@pytest.mark.parametrize("writer", ["save_runset", "GRPODynamicsModel.save", "save_prediction"])
+@pytest.mark.parametrize("name", ["runs.csv", "fit.json", "noext"])
+def test_the_python_netcdf_writers_refuse_a_file_named_as_another_format_as_the_cli_does(writer, name, tiny, tmp_path):
+    # save_runset(ds, "runs.csv") wrote netCDF bytes under a CSV name (ingest tells a saved run set
+    # by its netCDF name), while `bayes-grpo ingest -o runs.csv` was refused
+    from bayes_grpo.predict.predict import predict_run, save_prediction
+    from bayes_grpo.runset import save_runset
+
+    path = tmp_path / name
+    write = {
+        "save_runset": lambda p: save_runset(tiny.runset, p),
+        "GRPODynamicsModel.save": lambda p: tiny.save(p),
+        "save_prediction": lambda p: save_prediction(predict_run(tiny, steps=20, discrepancy=False, **SETTING), p),
+    }[writer]
+    got = Path(name).suffix or "no extension"
+    with pytest.raises(ValueError, match=rf"{name}: path writes netCDF; name the file .nc or .nc4 or .netcdf \(got {got}\)"):
+        write(path)
+    assert not path.exists()
+    assert write(tmp_path / "out.NC").exists()  # a netCDF name is written as before, in any case

@@ -34,7 +34,7 @@ import xarray as xr
 
 from bayes_grpo import __version__
 from bayes_grpo._arguments import checked_count, checked_seed
-from bayes_grpo._io import read_named_netcdf, write_atomic
+from bayes_grpo._io import NETCDF_SUFFIXES, check_suffix, read_named_netcdf, write_atomic
 from bayes_grpo.checks.base import CheckResult, counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
@@ -613,8 +613,11 @@ class GRPODynamicsModel:
         """Write the fit to netCDF (atomically); see the module docstring for the contents.
 
         An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError``
-        otherwise, naming the path), as the command line replaces one only with ``--overwrite``.
+        otherwise, naming the path), as the command line replaces one only with ``--overwrite``;
+        a ``path`` not named ``.nc`` / ``.nc4`` / ``.netcdf`` is refused (``ValueError``), as
+        ``bayes-grpo fit -o`` refuses it.
         """
+        check_suffix(path, "path", NETCDF_SUFFIXES, "netCDF")  # "fit.json" got netCDF bytes
         if self.idata is None:
             raise ValueError("nothing to save: call fit() first")
         idata = self.idata

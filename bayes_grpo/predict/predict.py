@@ -40,7 +40,13 @@ import numpy as np
 import xarray as xr
 
 from bayes_grpo._arguments import checked_seed
-from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
+from bayes_grpo._io import (
+    NETCDF_SUFFIXES,
+    check_suffix,
+    load_netcdf_dataset,
+    read_named_netcdf,
+    write_atomic,
+)
 from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
@@ -1578,8 +1584,11 @@ def predict_run(
 def save_prediction(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write a prediction / forecast dataset to netCDF (h5netcdf), atomically.
 
-    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise).
+    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise);
+    a ``path`` not named ``.nc`` / ``.nc4`` / ``.netcdf`` is refused (``ValueError``), as
+    ``bayes-grpo predict -o`` / ``forecast -o`` refuse it.
     """
+    check_suffix(path, "path", NETCDF_SUFFIXES, "netCDF")  # "p.txt" got netCDF bytes
     clean = ds.copy()
     for key, value in list(clean.attrs.items()):
         if value is None or (isinstance(value, float) and np.isnan(value)):

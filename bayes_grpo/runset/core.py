@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._io import load_netcdf_dataset, read_named_netcdf, write_atomic
+from bayes_grpo._io import (
+    NETCDF_SUFFIXES,
+    check_suffix,
+    load_netcdf_dataset,
+    read_named_netcdf,
+    write_atomic,
+)
 from bayes_grpo.checks.base import counted
 from bayes_grpo.runset.schema import (
     ADDED_COORDS,
@@ -261,8 +267,12 @@ def runset_warnings(ds: xr.Dataset) -> dict[str, list[str]]:
 def save_runset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write a run set to netCDF (h5netcdf engine), atomically.
 
-    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise).
+    An existing ``path`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise);
+    a ``path`` not named ``.nc`` / ``.nc4`` / ``.netcdf`` is refused (``ValueError``), as
+    ``bayes-grpo ingest -o`` refuses it: ingest reads a file so named as a saved run set, any
+    other as a log.
     """
+    check_suffix(path, "path", NETCDF_SUFFIXES, "netCDF")  # "runs.csv" got netCDF bytes
     validate_runset(ds)
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
 
