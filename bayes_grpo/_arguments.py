@@ -41,9 +41,11 @@ def checked_count(value: object, name: str, least: int = 1) -> int:
     return int(value)
 
 
-def checked_probability(value: object, name: str) -> float:
-    """``value`` as a float when it lies strictly between 0 and 1, else ``ValueError`` naming ``name``."""
+def checked_probability(value: object, name: str, *, one: bool = False) -> float:
+    """``value`` as a float when it lies strictly between 0 and 1 (``one``: or is 1, a share that may
+    be the whole), else ``ValueError`` naming ``name``."""
     number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not (number and 0.0 < float(value) < 1.0):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    if not (number and 0.0 < float(value) and (float(value) <= 1.0 if one else float(value) < 1.0)):
+        interval = "in (0, 1]" if one else "strictly between 0 and 1"
+        raise ValueError(f"{name} must lie {interval}, got {value!r}")
     return float(value)

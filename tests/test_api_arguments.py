@@ -173,3 +173,31 @@ def test_the_python_netcdf_writers_refuse_a_file_named_as_another_format_as_the_
         write(path)
     assert not path.exists()
     assert write(tmp_path / "out.NC").exists()  # a netCDF name is written as before, in any case
+
+
+@pytest.mark.parametrize("value", [0.0, 1.5, float("nan")])
+def test_a_prefix_fraction_outside_zero_to_one_is_refused_naming_it_not_called_a_run_too_short(value, tiny):
+    # evaluate_forecasts(fractions=[1.5]) gave every run the row error "run too short: 32 steps";
+    # calibrate_for_run(fraction=1.5) said every other run had "no logged step after the prefix"
+    from bayes_grpo.predict.calibration import calibrate_for_run
+    from bayes_grpo.predict.evaluate import evaluate_forecasts, evaluate_run
+
+    runs = tiny.runset
+    run = str(runs["run"].values[0])
+    with pytest.raises(ValueError, match=rf"^fractions must lie strictly between 0 and 1, got {value!r}"):
+        evaluate_forecasts(runs, fractions=[0.5, value], runs=[run], n_draws=50, likelihood="iid")
+    with pytest.raises(ValueError, match=rf"^fractions must lie strictly between 0 and 1, got {value!r}"):
+        evaluate_run(np.arange(30.0), np.linspace(0.2, 0.8, 30), fractions=[value], n_draws=50, likelihood="iid")
+    with pytest.raises(ValueError, match=rf"^fraction must lie strictly between 0 and 1, got {value!r}"):
+        calibrate_for_run(runs, run, fraction=value, prior_for=None, n_draws=50, likelihood="iid")
+
+
+@pytest.mark.parametrize("value", [0.0, 1.5])
+def test_a_plateau_share_outside_zero_to_one_is_refused_naming_it(value, tiny):
+    # stationary_variance_check(plateau_fraction=0) pooled each run's last step alone, 1.5 every
+    # step, without a word
+    from bayes_grpo.checks.invariance import stationary_variance_check
+
+    with pytest.raises(ValueError, match=rf"^plateau_fraction must lie in \(0, 1\], got {value!r}"):
+        stationary_variance_check(tiny, plateau_fraction=value)
+    assert stationary_variance_check(tiny, plateau_fraction=1.0).name == "stationary_variance"

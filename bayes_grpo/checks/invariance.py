@@ -1533,6 +1533,8 @@ def stationary_variance_check(
     from bayes_grpo.checks.ppc import run_predictive
     from bayes_grpo.model.prepare import UNKNOWN_MODEL
 
+    # 0 pooled each run's last step alone, 1.5 every step, both without a word
+    checked_probability(plateau_fraction, "plateau_fraction", one=True)
     ds = runset if runset is not None else _fitted_runset(fitted)
     rng = np.random.default_rng(checked_seed(seed))
     rows, unknown_g = [], []

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from bayes_grpo._arguments import checked_seed
+from bayes_grpo._arguments import checked_probability, checked_seed
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.forecast import (
@@ -244,6 +244,8 @@ def calibrate_for_run(
     ``horizon``, with the prior ``prior_for(other_run, runset_without_run_id)`` (the same
     rule as the run's own prior), seed :func:`backtest_seed` of its id.
     """
+    if fraction is not None:  # 1.5 backtested no run, then said each had "no logged step after the prefix"
+        checked_probability(fraction, "fraction")
     rest = runset.drop_sel({RUN_DIM: [run_id]})
     ids = [str(r) for r in rest[RUN_DIM].values]
     skipped: dict[str, str] = {}

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._arguments import checked_seed
+from bayes_grpo._arguments import checked_probability, checked_seed
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import HDI_PROB, RUN_DIM, STEP_DIM
 from bayes_grpo.predict.calibration import (
@@ -103,6 +103,9 @@ def evaluate_run(
     ``true_mean`` (same length as ``t``) enables the ``*_true`` columns; ``reward_bounds``
     is passed to :func:`bayes_grpo.predict.forecast.forecast_run`.
     """
+    fractions = list(fractions)
+    for frac in fractions:  # 1.5 or 0 gave every row "run too short", not a word of the fraction
+        checked_probability(frac, "fractions")
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     rows = []
@@ -235,6 +238,8 @@ def evaluate_forecasts(
     DataFrame, one row per (run, fraction); see the module docstring for the columns.
     """
     checked_seed(seed)  # naming seed (forecast_run names it rng), before any calibration
+    for frac in fractions:  # before the calibration's backtests, as evaluate_run checks them
+        checked_probability(frac, "fractions")
     rows = []
     run_ids = list(runs or [str(r) for r in runset[RUN_DIM].values])
     scales: dict[tuple[str, float], float] = {}
