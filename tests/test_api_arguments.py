@@ -201,3 +201,13 @@ def test_a_plateau_share_outside_zero_to_one_is_refused_naming_it(value, tiny):
     with pytest.raises(ValueError, match=rf"^plateau_fraction must lie in \(0, 1\], got {value!r}"):
         stationary_variance_check(tiny, plateau_fraction=value)
     assert stationary_variance_check(tiny, plateau_fraction=1.0).name == "stationary_variance"
+
+
+@pytest.mark.parametrize("cores", [0, -1, 1.5])
+def test_a_fit_on_no_cores_is_refused_naming_them_before_the_model_is_built(cores, tiny):
+    # GRPODynamicsModel.fit(cores=0) built the model, then failed in PyMC's ZeroDivisionError;
+    # cores=-1 was sampled without a word
+    model = GRPODynamicsModel()
+    with pytest.raises(ValueError, match=rf"^cores must be a whole number >= 1, got {cores!r}"):
+        model.fit(tiny.runset, draws=5, tune=5, cores=cores)
+    assert model.idata is None and model.runset is None

@@ -528,6 +528,8 @@ class GRPODynamicsModel:
         }
         sc = self.sampler_config | {k: v for k, v in overrides.items() if v is not None}
         validate_sampler_config(sc)  # before the model is built and compiled (and kept)
+        if cores is not None:  # not a sampler-config entry: 0 failed in PyMC's ZeroDivisionError, -1 ran
+            checked_count(cores, "cores")
         self.sampler_config = sc
         unsavable = _unsavable_attrs(require_dataset(runset))
         if unsavable:
