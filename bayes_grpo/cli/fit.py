@@ -75,8 +75,7 @@ def register(subparsers) -> None:
         "--seed",
         type=non_negative_int,
         default=0,
-        help="random seed: the same seed gives the same draws (with --sampler nutpie only under the same "
-        "PYTHONHASHSEED, set before Python starts)",
+        help="random seed: the same seed gives the same draws, with either sampler",
     )
     p.add_argument("--sampler", choices=("pymc", "nutpie"), default="pymc", help="NUTS implementation")
     p.add_argument("--target-accept", type=open_fraction, default=0.9, help="NUTS target acceptance rate")
