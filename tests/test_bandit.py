@@ -118,6 +118,20 @@ def test_a_beta_without_an_interior_plateau_is_refused_before_the_simulation_run
         simulate_bandit(beta=[1.0, beta], seeds=1, steps=3)
 
 
+@pytest.mark.parametrize("seed", [1.5, True, math.nan, "3", None])
+def test_the_batched_simulator_refuses_a_seed_that_is_no_whole_number_naming_it(seed):
+    # int(seed) ran seed=1.5 as the seed 1 and True as 1 without a word; NaN failed "cannot
+    # convert float NaN to integer" and None in int()'s TypeError, naming no argument
+    kw = dict(k_ref=np.array([1]), group_size=np.array([4]), learning_rate=np.array([0.1]))
+    kw.update(momentum=np.array([0.0]), beta=np.array([1.0]), p_init=np.array([0.5]), steps=3)
+    with pytest.raises(ValueError, match=r"^seed must be a whole number"):
+        simulate_bandit_arrays(seed=seed, **kw)
+    # a whole number of any type seeds it as before, the same draws
+    same = [simulate_bandit_arrays(seed=s, **kw)["reward"] for s in (3, np.int64(3), 3.0)]
+    for other in same[1:]:
+        np.testing.assert_array_equal(other, same[0])
+
+
 def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
     # their run ids were formatted with ":g" (6 digits): "duplicate run ids", after the runs
     ds = simulate_bandit(learning_rate=[0.1, 0.1000001], beta=[1.0, 1.0000001], seeds=1, steps=3)

@@ -183,7 +183,9 @@ def simulate_bandit_arrays(
         )
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if not 0 <= int(seed) < 2**63:
+    # seed=1.5 ran as the seed 1 and True as 1, without a word (simulate_bandit refuses them)
+    seed = whole_count(seed, "seed")
+    if not 0 <= seed < 2**63:
         raise ValueError(f"seed must be a whole number in [0, 2**63), got {seed}")
     if n_prompts < 1:
         raise ValueError(f"n_prompts must be >= 1, got {n_prompts}")
@@ -243,7 +245,7 @@ def simulate_bandit_arrays(
     log_comb = torch.where(kk <= G, log_comb, torch.full_like(log_comb, -math.inf))
     n_samples = B * G[:, 0]
     gen = torch.Generator(device=dev)
-    gen.manual_seed(int(seed))
+    gen.manual_seed(seed)
     try:
         out = {m: torch.empty(R, steps, dtype=_DT, device=dev) for m in LOGGED_METRICS}
     except (RuntimeError, MemoryError) as exc:  # torch reports a failed allocation as RuntimeError
