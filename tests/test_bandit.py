@@ -132,6 +132,16 @@ def test_the_batched_simulator_refuses_a_seed_that_is_no_whole_number_naming_it(
         np.testing.assert_array_equal(other, same[0])
 
 
+@pytest.mark.parametrize(("name", "value"), [("steps", 2.5), ("steps", True), ("n_prompts", 2.5)])
+def test_the_batched_simulator_refuses_a_count_that_is_no_whole_number_naming_it(name, value):
+    # steps=2.5 failed in torch.empty's TypeError naming no argument; steps=True ran one step and
+    # n_prompts=2.5 two prompts without a word
+    kw = dict(k_ref=np.array([1]), group_size=np.array([4]), learning_rate=np.array([0.1]))
+    kw.update(momentum=np.array([0.0]), beta=np.array([1.0]), p_init=np.array([0.5]), steps=3)
+    with pytest.raises(ValueError, match=rf"^{name} must be a whole number, got {value!r}"):
+        simulate_bandit_arrays(**{**kw, name: value})
+
+
 def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
     # their run ids were formatted with ":g" (6 digits): "duplicate run ids", after the runs
     ds = simulate_bandit(learning_rate=[0.1, 0.1000001], beta=[1.0, 1.0000001], seeds=1, steps=3)

@@ -181,6 +181,9 @@ def simulate_bandit_arrays(
         raise ValueError(
             f"unknown momentum convention {momentum_convention!r}; expected one of {MOMENTUM_CONVENTIONS}"
         )
+    # steps=2.5 failed in torch.empty's TypeError, steps=True ran one step and n_prompts=2.5 two
+    # prompts, without a word (simulate_bandit refuses them)
+    steps, n_prompts = whole_count(steps, "steps"), whole_count(n_prompts, "n_prompts")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     # seed=1.5 ran as the seed 1 and True as 1, without a word (simulate_bandit refuses them)
