@@ -192,6 +192,24 @@ def test_a_prefix_fraction_outside_zero_to_one_is_refused_naming_it_not_called_a
         calibrate_for_run(runs, run, fraction=value, prior_for=None, n_draws=50, likelihood="iid")
 
 
+@pytest.mark.parametrize("value", [0.0, 1.5, float("nan"), True])
+def test_an_hdi_prob_outside_zero_to_one_is_refused_naming_hdi_prob_not_the_forecasts_hdi_probs(value, tiny):
+    # evaluate_forecasts(hdi_prob=1.5) was refused by the forecast's own check, naming hdi_probs,
+    # an argument it does not have; evaluate_run on a run too short to forecast took it silently
+    from bayes_grpo.predict.evaluate import evaluate_forecasts, evaluate_run
+
+    runs = tiny.runset
+    run = str(runs["run"].values[0])
+    says = rf"^hdi_prob must lie strictly between 0 and 1, got {value!r}"
+    with pytest.raises(ValueError, match=says):
+        evaluate_forecasts(runs, hdi_prob=value, runs=[run], n_draws=50, likelihood="iid")
+    with pytest.raises(ValueError, match=says):
+        evaluate_forecasts(runs, hdi_prob=value, runs=[run], n_draws=50, likelihood="iid", calibrate=True)
+    for t in (np.arange(30.0), np.arange(3.0)):  # a run long enough to forecast, and one too short
+        with pytest.raises(ValueError, match=says):
+            evaluate_run(t, np.linspace(0.2, 0.8, t.size), hdi_prob=value, n_draws=50, likelihood="iid")
+
+
 @pytest.mark.parametrize("value", [0.0, 1.5])
 def test_a_plateau_share_outside_zero_to_one_is_refused_naming_it(value, tiny):
     # stationary_variance_check(plateau_fraction=0) pooled each run's last step alone, 1.5 every

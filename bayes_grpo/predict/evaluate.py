@@ -106,6 +106,9 @@ def evaluate_run(
     fractions = list(fractions)
     for frac in fractions:  # 1.5 or 0 gave every row "run too short", not a word of the fraction
         checked_probability(frac, "fractions")
+    # 1.5 was refused by the forecast naming its hdi_probs, or not at all where every prefix was
+    # too short to forecast
+    checked_probability(hdi_prob, "hdi_prob")
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     rows = []
@@ -240,6 +243,7 @@ def evaluate_forecasts(
     checked_seed(seed)  # naming seed (forecast_run names it rng), before any calibration
     for frac in fractions:  # before the calibration's backtests, as evaluate_run checks them
         checked_probability(frac, "fractions")
+    checked_probability(hdi_prob, "hdi_prob")  # not the forecast's "hdi_probs must be ..."
     rows = []
     run_ids = list(runs or [str(r) for r in runset[RUN_DIM].values])
     scales: dict[tuple[str, float], float] = {}
