@@ -452,6 +452,20 @@ def test_a_simulated_case_refuses_a_setting_it_cannot_simulate_naming_it(setting
             simulated_case("healthy", **setting)
 
 
+@pytest.mark.parametrize("seed", [1.5, -1, True, None])
+def test_a_simulated_case_refuses_a_seed_that_means_nothing_naming_it(seed):
+    # the seed is recorded as the run's: 1.5 failed in NumPy's "SeedSequence expects int", -1 in
+    # "expected non-negative integer", True was the seed 1 and None a fresh, unrecorded seed
+    from bayes_grpo.diagnostics.cases import all_cases
+
+    with pytest.raises(ValueError, match=rf"^seed must be a whole number >= 0 \(a random seed\), got {seed!r}"):
+        simulated_case("healthy", seed=seed, n_steps=20)
+    with pytest.raises(ValueError, match=rf"^seed must be a whole number >= 0 \(a random seed\), got {seed!r}"):
+        all_cases(seed=seed, n_steps=20)
+    same = simulated_case("healthy", seed=np.int64(2), n_steps=20)
+    np.testing.assert_array_equal(same["reward"].values, simulated_case("healthy", seed=2, n_steps=20)["reward"].values)
+
+
 def test_missing_metrics_give_not_assessable_never_a_silent_pass():
     cfg = DiagnosticsConfig.from_mapping(
         {"common": {"n_boot": 20, "figures": False}, "instability": {"fit_oscillation": False}}

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo._arguments import checked_seed
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset.core import make_runset
 
@@ -121,7 +122,7 @@ def simulated_case(
     name
         A key of :data:`CASES`.
     seed
-        Seed of everything random in the case.
+        Seed of everything random in the case (a whole number >= 0, recorded as the run's seed).
     n_steps
         Optimizer steps (logged every step, from step 0).
     group_size, n_prompts
@@ -141,6 +142,9 @@ def simulated_case(
     ):
         if isinstance(value, bool) or int(value) != value or value < least:
             raise ValueError(f"simulated_case: {label} must be a whole number >= {least}; got {value!r}")
+    # recorded as the run's seed: 1.5 failed in NumPy's "SeedSequence expects int", -1 in its
+    # "expected non-negative integer", True was the seed 1 and None an unrecorded fresh seed
+    checked_seed(seed, generator=False)
     rng = np.random.default_rng(seed)
     t = np.arange(n_steps, dtype=float)
     x = t / n_steps
@@ -244,6 +248,7 @@ def all_cases(*, seed: int = 0, **kwargs) -> xr.Dataset:
     """Every case of :data:`CASES` in one run set (run ids = case names)."""
     from bayes_grpo.runset.core import concat_runsets
 
+    checked_seed(seed, generator=False)  # offset per case: True was 1, 1.5 gave 1.5, 2.5, ...
     return concat_runsets(
         [simulated_case(name, seed=seed + i, **kwargs) for i, name in enumerate(CASES)]
     )
