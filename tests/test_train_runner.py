@@ -353,6 +353,55 @@ def test_overwrite_replaces_the_old_runs_checkpoints_and_saved_model_too(tmp_pat
     assert (mine / "config.json").read_text() == "keep me"
 
 
+def test_overwrite_removes_the_replaced_runs_model_card_but_never_a_readme_it_cannot_prove_is_that(
+    tmp_path,
+):
+    # `train DIR --overwrite` without checkpoints over a run that saved some removed its
+    # checkpoints but kept TRL's model card README.md, which then described the replaced run
+    import os
+
+    ckpt = TrainConfig(
+        group_size=2, prompts_per_step=1, max_steps=2,
+        extra_grpo_args={"save_strategy": "steps", "save_steps": 1},
+    )
+    plain = dataclasses.replace(ckpt, extra_grpo_args={})
+    out = tmp_path / "run"
+    run_training(ckpt, out, threads=1)
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\n") and "# Model Card for run" in card
+    run_training(ckpt, out, overwrite=True, threads=1)  # a run saving checkpoints writes its own
+    assert (out / "README.md").read_text() == card
+    run_training(plain, out, overwrite=True, threads=1)
+    assert sorted(p.name for p in out.iterdir()) == ["bayes_grpo_run.json", "trainer_state.json"]
+    # what is not surely the replaced run's card stays: a card edited since the run, a user's
+    # README.md (even one dated before the run), a link to a card
+    (tmp_path / "card.md").write_text(card)
+    readmes = {
+        "edited": card + "\nNotes: learning rate too high.\n",
+        "users": "# My experiments\n",
+        "link": None,
+    }
+    for name, text in readmes.items():
+        folder = tmp_path / name
+        (folder / "checkpoint-1").mkdir(parents=True)
+        (folder / "checkpoint-1" / "trainer_state.json").write_text('{"log_history": []}')
+        (folder / "trainer_state.json").write_text('{"log_history": []}')
+        (folder / "bayes_grpo_run.json").write_text(json.dumps({"config": ckpt.to_dict()}))
+        if text is None:
+            (folder / "README.md").symlink_to(tmp_path / "card.md")
+        else:
+            (folder / "README.md").write_text(text)
+        logged = (folder / "bayes_grpo_run.json").stat().st_mtime
+        when = logged + 60 if name == "edited" else logged - 60
+        os.utime(folder / "README.md", (when, when), follow_symlinks=False)
+        run_training(plain, folder, overwrite=True, threads=1)
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "README.md", "bayes_grpo_run.json", "trainer_state.json"
+        ], name
+        assert (folder / "README.md").read_text() == (text or card), name
+    assert (tmp_path / "card.md").read_text() == card
+
+
 def _parity_reward_interrupted_at_call(n: int):
     """A reward function (1 for a completion of odd length) that raises KeyboardInterrupt, as a
     Ctrl-C would, at its ``n``-th call."""

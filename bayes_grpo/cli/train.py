@@ -446,7 +446,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--overwrite",
         action="store_true",
         help="replace a run already in RUN_DIR: once this one completes, the old run's "
-        "checkpoints (checkpoint-<step>/ with a trainer_state.json) and saved model go too; "
+        "checkpoints (checkpoint-<step>/ with a trainer_state.json), saved model and TRL model "
+        "card README.md (one it wrote, unedited) go too; "
         "other files stay, and one this run would "
         "write over that the old run did not write (a README.md with checkpoints, a config.json "
         "with --save-model) is refused",

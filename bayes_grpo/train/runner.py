@@ -609,7 +609,9 @@ def run_training(
         ``config.dataset`` may then be left unset: the metadata records ``"<train_dataset>"``).
     overwrite
         Replace an existing run in ``output_dir``: kept until this run completes, then its log,
-        metadata, ``checkpoint-*`` folders and saved model files are replaced or removed.
+        metadata, ``checkpoint-*`` folders, saved model files and TRL's model card README.md
+        (only one the run wrote and nobody edited since, :func:`_replaced_model_card`) are
+        replaced or removed.
     threads
         ``torch.set_num_threads`` for CPU runs, >= 1, for the run only (None: leave torch's
         setting).
@@ -736,6 +738,10 @@ def _train_into(
         replaced = {
             p: _written_at(p) for p in before if replacing and _replaced_artefact(p, saved_model)
         }
+        if replacing and _replaced_model_card(output_dir, before):
+            # its card goes too, unless this run writes its own (it saves checkpoints)
+            card = output_dir / MODEL_CARD_FILE
+            replaced[card] = _written_at(card)
         # the replaced run's checkpoints are out of TRL's way (its saves and rotation) until
         # this run completes: every checkpoint-* in the folder is then this run's
         holding = replacing and _saves_checkpoints(config) and trainer.is_world_process_zero()
@@ -833,6 +839,46 @@ def _replaced_artefact(path: Path, saved_model: bool) -> bool:
         return False  # written again by the run
     model_file = saved_model and path.is_file() and _MODEL_SAVE_FILE.match(path.name)
     return _holds_run_log(path) or bool(model_file)
+
+
+#: How TRL's model card (``trl/templates/lm_model_card.md``) is told from a user's README.md:
+#: front matter tagged ``generated_from_trainer`` by ``library_name: transformers``, then its
+#: title and the line naming TRL.
+_TRL_CARD_FRONT = ("library_name: transformers", "- generated_from_trainer")
+_TRL_CARD_BODY = (
+    "\n# Model Card for ",
+    "It has been trained using [TRL](https://github.com/huggingface/trl)",
+)
+
+
+def _replaced_model_card(output_dir: Path, before: set[Path]) -> bool:
+    """Whether ``output_dir``'s README.md is the model card of the run being replaced, to go with
+    its checkpoints (a run saving none writes no card: the old one described the old run).
+    Only when that is sure: a plain file (not a link) that the run there wrote
+    (:func:`_written_by_run_there`: it saved checkpoints), whose text is TRL's card
+    (:data:`_TRL_CARD_FRONT`, :data:`_TRL_CARD_BODY`), and that is no newer than that run's log
+    and metadata (``before``; TRL writes the card at each checkpoint, before them): a card
+    edited since, or a user's README.md, stays."""
+    card = output_dir / MODEL_CARD_FILE
+    if card.is_symlink() or not card.is_file():
+        return False
+    if not _written_by_run_there(output_dir, MODEL_CARD_FILE, True):
+        return False
+    logs = [p for p in before if _holds_run_log(p) or p.name == METADATA_FILE]
+    if not logs or card.stat().st_mtime_ns > max(_written_at(p) for p in logs):
+        return False
+    try:
+        with card.open(encoding="utf-8") as f:
+            text = f.read(1 << 16)
+    except (OSError, UnicodeDecodeError):
+        return False
+    front, sep, body = text.removeprefix("---\n").partition("\n---\n")
+    if not text.startswith("---\n") or not sep:
+        return False
+    lines = {line.strip() for line in front.splitlines()}
+    return all(mark in lines for mark in _TRL_CARD_FRONT) and all(
+        m in "\n" + body for m in _TRL_CARD_BODY
+    )
 
 
 def _saved_model(output_dir: Path) -> bool:
