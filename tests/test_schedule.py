@@ -69,6 +69,27 @@ def test_impossible_schedules_are_refused_by_name(kwargs, match):
         lr_multipliers(args.pop("kind"), args.pop("n_updates"), **args)
 
 
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("n_updates", 10.5), ("n_updates", True), ("n_updates", float("nan")),
+        ("warmup_steps", True), ("warmup_steps", float("nan")),
+        ("decay_steps", True), ("decay_steps", float("nan")), ("decay_steps", 30.5),
+    ],
+)  # fmt: skip
+def test_a_schedule_length_that_is_no_whole_number_is_refused_by_name(name, value):
+    # int(n_updates) described 10.5 updates as 10 and True as 1, and NaN failed in "cannot
+    # convert float NaN to integer"; warmup_steps=True was a warm-up of one update
+    args = {"n_updates": 20, name: value}
+    with pytest.raises(ValueError, match=rf"^{name} must be a whole number"):
+        lr_multipliers("linear", args.pop("n_updates"), **args)
+    # a whole number of any type describes the schedule it did
+    np.testing.assert_array_equal(
+        lr_multipliers("linear", 20.0, warmup_steps=np.int64(2), decay_steps=30.0),
+        lr_multipliers("linear", 20, warmup_steps=2, decay_steps=30),
+    )
+
+
 def test_without_momentum_or_lag_the_error_shrinks_by_one_minus_the_gain_of_each_update():
     a, e0 = 0.05, -0.6
     m = lr_multipliers("linear", 60, warmup_steps=10)

@@ -26,6 +26,9 @@ update ``n`` (0-based) runs at ``eta * lambda(n)`` with
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 #: Schedule names understood by :func:`lr_multipliers` (Hugging Face's names).
@@ -59,12 +62,16 @@ def lr_multipliers(
     """
     if kind not in SCHEDULES:
         raise ValueError(f"unknown learning-rate schedule {kind!r}; expected one of {SCHEDULES}")
+    # int(n_updates) described 10.5 updates as 10 and True as 1, NaN failed "cannot convert float
+    # NaN to integer"; warmup_steps=True (== 1) was a warm-up of one update, decay_steps=True one
+    if not _whole(n_updates) or n_updates < 1:
+        raise ValueError(
+            f"n_updates must be a whole number: a schedule needs at least 1 update, got {n_updates!r}"
+        )
     n_updates = int(n_updates)
-    if n_updates < 1:
-        raise ValueError(f"a schedule needs at least 1 update, got {n_updates}")
-    warm = int(warmup_steps)
-    if warm < 0 or warm != warmup_steps:
+    if not _whole(warmup_steps) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be a whole number >= 0, got {warmup_steps!r}")
+    warm = int(warmup_steps)
     n = np.arange(n_updates, dtype=float)
     if kind == "constant":
         # it does not decay: a decay length was ignored, and the default one (n_updates) refused
@@ -80,7 +87,7 @@ def lr_multipliers(
                 "by default; give decay_steps (the planned training length) above the warm-up"
             )
         total = n_updates if decay_steps is None else decay_steps
-        if int(total) != total or total <= warm:
+        if not _whole(total) or total <= warm:
             raise ValueError(
                 f"decay_steps must be a whole number of updates above the warm-up ({warm}), got {total!r}"
             )
@@ -88,6 +95,13 @@ def lr_multipliers(
         progress = np.clip((n - warm) / (total - warm), 0.0, 1.0)
         after = 1.0 - progress if kind == "linear" else 0.5 * (1.0 + np.cos(np.pi * progress))
     return np.where(n < warm, n / max(warm, 1), after)
+
+
+def _whole(value: object) -> bool:
+    """Whether ``value`` is a finite whole number (an int, or a float such as ``10.0``; not a
+    bool): a count of updates."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return number and math.isfinite(value) and float(value).is_integer()
 
 
 def schedule_clock(multipliers) -> np.ndarray:
