@@ -142,6 +142,23 @@ def test_the_batched_simulator_refuses_a_count_that_is_no_whole_number_naming_it
         simulate_bandit_arrays(**{**kw, name: value})
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"group_size": 4.5}, "group_size must be a whole number, got 4.5"),
+        ({"n_prompts": 1.5}, "n_prompts must be a whole number, got 1.5"),
+        ({"n_prompts": True}, "n_prompts must be a whole number, got True"),
+        ({"n_prompts": 0}, "n_prompts must be >= 1, got 0"),
+    ],
+)
+def test_the_fixed_point_refuses_a_group_size_or_prompt_count_that_is_no_whole_number(setting, message):
+    # int() took group_size=4.5 for G = 4 and n_prompts=1.5 or True for one prompt, giving their
+    # plateau and noise without a word; n_prompts=0 failed in a ZeroDivisionError
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        fixed_point(**{"group_size": 4, "beta": 1.0, **setting})
+    assert fixed_point(group_size=4.0, beta=1.0, n_prompts=np.int64(16)) == fixed_point(group_size=4, beta=1.0)
+
+
 def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
     # their run ids were formatted with ":g" (6 digits): "duplicate run ids", after the runs
     ds = simulate_bandit(learning_rate=[0.1, 0.1000001], beta=[1.0, 1.0000001], seeds=1, steps=3)

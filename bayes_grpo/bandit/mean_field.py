@@ -72,6 +72,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from bayes_grpo.dynamics.simulate import whole_count
+
 #: Advantage estimators of the simulator (see the module docstring).
 ADVANTAGES: tuple[str, ...] = ("group", "batch", "none", "loo")
 #: Anchors to the reference policy: exact KL from the full distribution, or TRL's sampled k3.
@@ -336,20 +338,25 @@ def fixed_point(
     determine them; :class:`FixedPoint` is immutable).
     """
     check_advantage(advantage)
-    if int(group_size) < 2:
+    # int() took group_size=4.5 for 4 and n_prompts=1.5 or True for 1 without a word; n_prompts=0
+    # failed in a ZeroDivisionError
+    G, B = whole_count(group_size, "group_size"), whole_count(n_prompts, "n_prompts")
+    if G < 2:
         raise ValueError(
             f"group_size must be >= 2 (a group std needs two samples), got {group_size}"
         )
+    if B < 1:
+        raise ValueError(f"n_prompts must be >= 1, got {n_prompts}")
     if not beta > 0:
         raise ValueError(f"beta must be > 0 for an interior fixed point p* < 1, got {beta}")
     if not 0.0 < p_ref < 1.0:
         raise ValueError(f"p_ref must lie in (0, 1), got {p_ref}")
     kw = dict(
-        group_size=int(group_size),
+        group_size=G,
         beta=float(beta),
         p_ref=float(p_ref),
         advantage=advantage,
-        n_prompts=int(n_prompts),
+        n_prompts=B,
         anchor=anchor,
     )
     if anchor not in ANCHORS:
