@@ -159,6 +159,14 @@ def test_the_fixed_point_refuses_a_group_size_or_prompt_count_that_is_no_whole_n
     assert fixed_point(group_size=4.0, beta=1.0, n_prompts=np.int64(16)) == fixed_point(group_size=4, beta=1.0)
 
 
+@pytest.mark.parametrize("k", [1.5, True])
+def test_a_k_ref_sweep_refuses_a_lag_that_is_no_whole_number_naming_it(k):
+    # int(k) swept K_ref = 1.5 (and True) as 1 without a word; [1, 1.5] failed "k_ref lists 1
+    # more than once", a value not given
+    with pytest.raises(ValueError, match=rf"^k_refs must be a whole number, got {k!r}"):
+        sweep_k_ref([0, k], seeds=1, steps=40, progress=False)
+
+
 def test_settings_that_differ_in_the_seventh_digit_get_their_own_runs():
     # their run ids were formatted with ":g" (6 digits): "duplicate run ids", after the runs
     ds = simulate_bandit(learning_rate=[0.1, 0.1000001], beta=[1.0, 1.0000001], seeds=1, steps=3)

@@ -70,7 +70,9 @@ def sweep_k_ref(
     xarray.Dataset
         The run set, with truth in ``attrs["truth"]``.
     """
-    k_refs = [int(k) for k in k_refs]
+    # int(k) swept K_ref = 1.5 as 1 and True as 1 without a word ([1, 1.5] then failed "k_ref
+    # lists 1 more than once", a value not given)
+    k_refs = [whole_count(k, "k_refs") for k in k_refs]
     if not k_refs:
         raise ValueError("k_refs is empty")
     # `sweep --steps 1` simulated every run before threshold_check refused them
