@@ -440,8 +440,14 @@ def test_the_sentence_names_the_metric_it_read():
 
 
 @pytest.mark.parametrize(
-    "setting", [{"group_size": 1}, {"n_prompts": 0}, {"eval_every": 0}, {"n_steps": 0}]
-)
+    "setting",
+    [
+        {"group_size": 1}, {"n_prompts": 0}, {"eval_every": 0}, {"n_steps": 0},
+        # NaN failed in int()'s "cannot convert float NaN to integer", inf in an OverflowError
+        # and None in int()'s TypeError, naming none of them
+        {"n_steps": float("nan")}, {"n_steps": float("inf")}, {"group_size": None},
+    ],
+)  # fmt: skip
 def test_a_simulated_case_refuses_a_setting_it_cannot_simulate_naming_it(setting):
     # G = 1 or no prompt gave reward_std NaN at every step (numpy's "invalid value" warning),
     # an evaluation every 0 steps "slice step cannot be zero"

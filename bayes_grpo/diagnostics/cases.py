@@ -19,6 +19,8 @@ as a run set. Used by the tests and by ``benchmarks/diagnostics_confusion.py``.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,7 +142,10 @@ def simulated_case(
         ("n_prompts", n_prompts, 1),
         ("eval_every", eval_every, 1),
     ):
-        if isinstance(value, bool) or int(value) != value or value < least:
+        # NaN failed in int()'s "cannot convert float NaN to integer", inf in an OverflowError and
+        # None in int()'s TypeError, naming none of them
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and int(value) == value and value >= least):
             raise ValueError(f"simulated_case: {label} must be a whole number >= {least}; got {value!r}")
     # recorded as the run's seed: 1.5 failed in NumPy's "SeedSequence expects int", -1 in its
     # "expected non-negative integer", True was the seed 1 and None an unrecorded fresh seed
