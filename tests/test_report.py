@@ -440,6 +440,35 @@ def test_overview_panels_keep_their_width_and_legends_when_a_run_id_is_very_long
     plt.close(fig)
 
 
+def test_the_overview_legends_stand_under_their_panels_and_cover_no_curve():
+    # matplotlib's automatic placement ("best") put a panel's legend inside its axes, where a
+    # sweep of 20 runs coloured by lr covered the rewards it was meant to explain
+    from bayes_grpo.report.sections import _curves_figure
+
+    steps = np.arange(1, 61)
+    lrs = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5] * 4
+    ids = [f"lr_sweep_{i}" for i in range(20)] + ["a", "b"]
+    curves = {r: pd.DataFrame({"reward": 0.9 - 0.8 * np.exp(-steps / (4.0 + 2 * i % 7))}, index=steps) for i, r in enumerate(ids)}
+    groups = [8] * 20 + [4, 4]
+    runs = make_runset(curves, {r: {"model": "m", "group_size": g} for r, g in zip(ids, groups)})
+    summary = pd.DataFrame({"model": "m", "G": [float(g) for g in groups], "lr": lrs + [np.nan, np.nan]}, index=pd.Index(ids, name="run"))
+    fig = _curves_figure(runs, summary)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.has_data()]
+    assert len(axes) == 2
+    (sweep,) = [ax for ax in axes if ax.get_legend().get_title().get_text() == "20 runs"]
+    assert len(sweep.get_legend().get_texts()) == 5
+    for ax in axes:
+        box = ax.get_window_extent(renderer)
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(box), (ax.get_title(), legend, box)
+        assert legend.y1 <= ax.xaxis.label.get_window_extent(renderer).y0  # under the x label, not over it
+        assert legend.width <= box.width and box.width > 2 * fig.dpi
+        assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)
+    plt.close(fig)
+
+
 def test_rank_plot_titles_do_not_run_into_the_x_labels_of_the_row_above():
     # with two LLMs each variable's title is two lines ("plateau" / the LLM's name): they ran into
     # the "Rank (all chains)" labels of the row above in the report's convergence section

@@ -190,6 +190,31 @@ def legend_beside(ax: Any, **kwargs: Any) -> Any:
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
 
 
+def legend_below(ax: Any, *, max_columns: int = 4, **kwargs: Any) -> Any:
+    """The legend of ``ax`` under its axes, below the tick labels and the x label, centred:
+    where a panel of a grid has room for it without giving up width (a legend beside narrows
+    the panel by its own width). Its entries run in as many columns (up to ``max_columns``)
+    as keep it no wider than the axes, so that many entries do not make it taller than the
+    panel. It follows the axes when ``tight_layout`` moves them (which counts it); keyword
+    arguments go to ``ax.legend``."""
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.figure
+    # the distance from the axes' bottom edge to the bottom of its tick labels and x label,
+    # in points: it does not change when tight_layout moves or resizes the axes
+    drop = (ax.get_window_extent().y0 - ax.get_tightbbox().y0) * 72.0 / fig.dpi
+    anchor = offset_copy(ax.transAxes, fig=fig, y=-max(drop, 0.0) - 2.0, units="points")
+    handles, _ = ax.get_legend_handles_labels()
+    legend = None
+    for ncol in range(max(1, min(max_columns, len(handles))), 0, -1):
+        legend = ax.legend(
+            loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=anchor, borderaxespad=0.0, ncol=ncol, **kwargs
+        )
+        if ncol == 1 or legend.get_window_extent().width <= 0.95 * ax.get_window_extent().width:
+            break
+    return legend
+
+
 def cell_edges(centres: np.ndarray, *, log: bool) -> np.ndarray:
     """Edges of a heat map's cells around sorted grid ``centres`` (for ``pcolormesh(...,
     shading="flat")``): half-way between neighbours (in log for ``log``), the outer cells as

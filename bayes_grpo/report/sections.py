@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo.checks.base import CheckResult, counted, figure_to_base64, plot_text
+from bayes_grpo.checks.base import CheckResult, counted, figure_to_base64, legend_below, plot_text
 from bayes_grpo.runset.schema import group_size_text, model_text, readable_group_size
 
 
@@ -533,7 +533,9 @@ def _curves_figure(runset: Any, summary: pd.DataFrame):
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("reward")
         if len(run_ids) <= MAX_RUN_LEGEND or setting is not None:
-            ax.legend(fontsize=6, title=f"{len(run_ids)} runs" if setting is not None else None, title_fontsize=6)
+            # under the panel: inside it, matplotlib's "best" spot still covered curves (a
+            # "20 runs" lr legend over the rewards), and beside it the legend narrowed the panel
+            legend_below(ax, fontsize=6, title=f"{len(run_ids)} runs" if setting is not None else None, title_fontsize=6)
         else:  # too many runs to name, and no setting tells them apart: the table names them
             ax.text(0.02, 0.97, f"{len(run_ids)} runs (ids in the table)", transform=ax.transAxes, fontsize=6, va="top")
     for ax in list(axes.flat)[len(groups):]:
