@@ -1654,6 +1654,24 @@ def test_the_instability_figures_legends_stand_beside_the_axes_and_cover_no_data
         assert box.x0 >= figure_box.x0 and box.x1 <= figure_box.x1 and box.y0 >= figure_box.y0 and box.y1 <= figure_box.y1, box
 
 
+def test_the_decoupling_figures_legend_stands_beside_the_axes_and_covers_no_data():
+    # loc="best" put the legend inside the axes, where the two rewards (each scaled to its
+    # range, so filling the axes from 0 to 1) and the shaded late window run under it
+    frame = run_table(simulated_case("reward_hacking"), "reward_hacking")
+    cfg = DiagnosticsConfig.from_mapping({"common": {"n_boot": 10, "figures": True}})
+    res = reward_hacking(frame, run_id="r", config=cfg.hacking, common=cfg.common)
+    (fig,) = res.figures.values()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    (ax,) = fig.axes
+    box = ax.get_legend().get_window_extent(renderer)
+    assert not box.overlaps(ax.get_window_extent(renderer)), (box, ax.get_window_extent(renderer))
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1), box
+    assert ax.get_window_extent(renderer).width > 4 * fig.dpi  # the plot kept its width
+
+
 def test_one_clipped_step_near_the_start_of_a_short_run_is_not_sustained_clipping():
     # a K_ref = 8 bandit run clips once, at its first refresh (step 8). The clipping
     # statistic took shrinking windows at the ends: the first step's window of 19 points

@@ -247,6 +247,25 @@ def test_the_plots_legend_does_not_hide_the_logged_rewards():
     assert not inside.any(), f"{inside.sum()} logged rewards under the legend"
 
 
+def test_the_plots_legend_stands_beside_the_axes_over_no_band_or_curve():
+    # loc="best" weighs the logged points and lines, not the HDI bands: a legend inside the axes
+    # stood over a band that spans the whole run (and over the steps where the legend fit best)
+    import matplotlib.pyplot as plt
+
+    draws = _draws(np.full(400, 0.003))
+    ds = predict_from_draws(draws, steps=np.arange(0.0, 81.0), momentum=0.5, k_ref=2.0)
+    steps = np.arange(0.0, 81.0)
+    fig = plot_prediction(ds, observed=(steps, np.full(81, 0.3)), truth=(steps, np.full(81, 0.35)))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent(renderer)
+    assert not box.overlaps(ax.get_window_extent(renderer)), (box, ax.get_window_extent(renderer))
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1), box
+    assert ax.get_window_extent(renderer).width > 5 * fig.dpi  # the plot kept its width
+    plt.close(fig)
+
+
 def test_save_prediction_refuses_an_existing_file_unless_told_to_overwrite(tmp_path):
     ds = predict_from_draws(_draws(np.full(50, 0.003)), steps=np.arange(0.0, 30.0), momentum=0.5, k_ref=2.0)
     path = tmp_path / "pred.nc"

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult, counted, plot_text
+from bayes_grpo.checks.base import CheckResult, counted, legend_beside, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -457,7 +457,7 @@ def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
     def norm(v, ref):
         return (v - np.min(ref)) / (np.ptp(ref) or 1.0)
 
-    fig = Figure(figsize=(6.0, 3.2))
+    fig = Figure(figsize=(7.6, 3.2))  # the plot's 6 in and its legend beside it
     ax = fig.subplots()
     ax.plot(train.steps, norm(train.values, t_s), ".", ms=2, alpha=0.3, color="C0")
     ax.plot(train.steps, norm(t_s, t_s), color="C0", lw=1.5, label="training reward")
@@ -471,7 +471,9 @@ def _figure(train: Series, ev: Series, t_s, e_s, start, onset_step, run_id):
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("reward, fraction of its range")
     ax.set_title(plot_text(f"train-eval decoupling: {run_id}"), fontsize=9)
-    ax.legend(fontsize=6)
+    # beside the axes: the two rewards, each scaled to its range, fill them from 0 to 1 and
+    # the late window is shaded to the right edge, so "best" still covered data
+    legend_beside(ax, fontsize=6)
     fig.tight_layout()
     return fig
 

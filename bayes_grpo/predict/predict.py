@@ -47,7 +47,7 @@ from bayes_grpo._io import (
     read_named_netcdf,
     write_atomic,
 )
-from bayes_grpo.checks.base import counted, plot_text, share_percent, verdict_percent
+from bayes_grpo.checks.base import counted, legend_beside, plot_text, share_percent, verdict_percent
 from bayes_grpo.constants import HDI_PROB, STEP_DIM
 from bayes_grpo.dynamics.schedule import check_multipliers, schedule_clock
 from bayes_grpo.dynamics.simulate import continue_recursion, simulate_recursion
@@ -1718,7 +1718,7 @@ def plot_prediction(
     import matplotlib.pyplot as plt
 
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(9, 4))  # the plot's 7 in and its legend beside it
     else:
         fig = ax.figure
     steps = ds[STEP_DIM].values
@@ -1752,9 +1752,10 @@ def plot_prediction(
     units = str(ds.attrs.get("units", "reward"))
     ax.set_ylabel("normalised progress (R - R0)/(p* - R0)" if units.startswith("normalised") else "reward")
     ax.set_title(plot_text(title if title else default_plot_title(ds)), fontsize=9)
-    # "best": out of the way of the logged rewards and bands (at the lower right it hid the
-    # rewards of a run that rose after a forecast's cut)
-    ax.legend(fontsize=7, loc="best")
+    # beside the axes: fixed at the lower right it hid the rewards of a run that rose after a
+    # forecast's cut, and "best" weighs the logged points and lines, not the bands, which span
+    # the whole run
+    legend_beside(ax, fontsize=7)
     fig.tight_layout()
     return fig
 
