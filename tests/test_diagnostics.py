@@ -1023,6 +1023,42 @@ def test_policy_concentration_on_a_reward_without_trend_names_the_final_loss_as_
     assert st["lower"] <= st["value"] <= st["upper"]
 
 
+def test_a_small_entropy_gain_keeps_its_sign_and_size_in_the_summary_and_the_table_names_its_unit():
+    # a reward without trend whose entropy ended 0.5% above its start: the sentence read "final
+    # entropy loss -1%" (twice the size, by rounding to a whole percent) while the table showed
+    # "final entropy loss -0.005152", a fraction said nowhere to be one
+    from bayes_grpo.checks.base import fraction_percent
+    from bayes_grpo.diagnostics import policy_concentration
+
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 201)
+    frame = pd.DataFrame(
+        {"reward": 0.3 + 0.03 * rng.standard_normal(200), "entropy": 2.0 + 0.012 * steps / 200},
+        index=steps,
+    )
+    res = policy_concentration(frame, run_id="flat", common=FAST.common)
+    final = res.values["evidence"]["final_entropy_drop"]
+    assert -0.006 < final < -0.005, final
+    assert f"final entropy loss {fraction_percent(final)} <" in res.summary, res.summary
+    assert fraction_percent(final) == f"{100 * final:.2f}%"  # -0.5x%: two significant digits
+    rows = list(res.table.index)
+    assert "final entropy loss (fraction of the start level)" in rows, rows
+    assert "entropy loss at threshold (fraction of the start level)" in rows, rows
+    assert "final progress (fraction of the rise)" in rows and "progress at entropy onset (fraction of the rise)" in rows, rows
+    assert res.table.loc["final entropy loss (fraction of the start level)", "value"] == pytest.approx(final)
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "text"),
+    [(-0.005152, None, "-0.52%"), (0.4567, None, "46%"), (0.04567, None, "4.6%"), (0.0, None, "0%"),
+     (1.0, None, "100%"), (0.8996, 0.9, "89.96%"), (0.9, 0.9, "90%"), (-0.00004, None, "-0.0040%")],
+)
+def test_a_fraction_is_written_as_a_percentage_of_two_significant_digits_on_its_side_of_a_threshold(value, threshold, text):
+    from bayes_grpo.checks.base import fraction_percent
+
+    assert fraction_percent(value, threshold=threshold) == text
+
+
 def test_a_fitted_plateau_no_success_rate_reaches_is_not_the_way_to_progress():
     # data/tiny's g16_p8_lr0.001_k1_adamw_s0 (a slow start, rewards rising to 0.99): the single
     # exponential put the plateau at 2.43, sd 1.07, "bounded" by its interval, and the sentence
@@ -1066,7 +1102,7 @@ def test_an_entropy_loss_that_was_regained_is_not_said_never_to_have_happened():
     res = policy_concentration(frame, run_id="dip", common=FAST.common)
     assert res.passed is True and "never lost" not in res.summary
     assert "lost 50% of its start level over steps 41-130" in res.summary, res.summary
-    assert "regained it: no sustained loss (final loss 2%)" in res.summary
+    assert "regained it: no sustained loss (final loss 2.4%)" in res.summary  # two significant digits
 
 
 def _still_rising(entropy_time_scale: float | None) -> pd.DataFrame:

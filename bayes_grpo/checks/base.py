@@ -87,6 +87,27 @@ def verdict_percent(value: float, threshold: float) -> str:
     return f"{np.floor(value * 1e6) / 1e4:.4f}%"
 
 
+def fraction_percent(value: float, *, threshold: float | None = None) -> str:
+    """``value`` (a fraction, of either sign) as a percentage of two significant digits, no
+    decimals from 10% up: an entropy gain of 0.5152% is "-0.52%", where ``"{:.0%}"`` wrote
+    "-1%", twice its size (and 0.4% would have been "-0%"). With a ``threshold`` (``value >=
+    threshold`` on one side), as many more decimals (up to 4 more) as keep it on its side:
+    0.8996 against 0.9 is "89.96%", not "90%"."""
+    pct = 100.0 * float(value)
+    if not np.isfinite(pct):
+        return f"{pct}%"
+    if pct == 0.0:
+        return "0%"
+    digits = max(0, 1 - int(np.floor(np.log10(abs(pct)))))
+    if threshold is not None:
+        side = value >= threshold
+        for more in range(digits, digits + 5):
+            digits = more
+            if (round(pct, more) / 100.0 >= threshold) == side:
+                break
+    return f"{pct:.{digits}f}%"
+
+
 def value_median(values, axis: int | None = None) -> np.ndarray | float:
     """The median as one of ``values``: the smallest at or below which at least half of them
     lie (``inverted_cdf``). For steps and lags, where the mean of the two middle values

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bayes_grpo.checks.base import CheckResult, plot_text
+from bayes_grpo.checks.base import CheckResult, fraction_percent, plot_text
 from bayes_grpo.diagnostics import _fits
 from bayes_grpo.diagnostics._result import assessed, fmt_interval, not_assessable, strength
 from bayes_grpo.diagnostics._series import (
@@ -370,14 +370,14 @@ def policy_concentration(
             f"policy concentration detected: {entropy_label} lost {config.drop_fraction:.0%} by step {onset_step:.0f} "
             f"while the reward had covered {point['progress_at_onset']:.0%} {way}; strength {fmt_interval(st)}"
             + (
-                f"; the entropy then collapsed to {1 - point['final_drop']:.0%} of its start."
+                f"; the entropy then collapsed to {fraction_percent(1 - point['final_drop'])} of its start."
                 if collapse
                 else "."
             )
         )
     elif collapse:
         summary = (
-            f"policy concentration detected: {entropy_label} collapsed to {1 - point['final_drop']:.1%} of its start "
+            f"policy concentration detected: {entropy_label} collapsed to {fraction_percent(1 - point['final_drop'], threshold=config.collapse_fraction)} of its start "
             f"(< {config.collapse_fraction:.0%})"
             + (
                 f", falling below {1 - config.drop_fraction:.0%} from step {onset_step:.0f}"
@@ -389,10 +389,10 @@ def policy_concentration(
     elif not trend_flag:
         summary = (
             f"not detected: the reward has no trend (stuck or already at its plateau), so only a collapse counts; "
-            f"final {entropy_label} loss {point['final_drop']:.0%} < {1 - config.collapse_fraction:.0%}."
+            f"final {entropy_label} loss {fraction_percent(point['final_drop'], threshold=1 - config.collapse_fraction)} < {1 - config.collapse_fraction:.0%}."
         )
     elif point["onset_idx"] is None and not np.any(point["drop"] >= config.drop_fraction):
-        summary = f"not detected: {entropy_label} never lost {config.drop_fraction:.0%} of its start level (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+        summary = f"not detected: {entropy_label} never lost {config.drop_fraction:.0%} of its start level (final loss {fraction_percent(point['final_drop'])}); strength {fmt_interval(st)}."
     elif point["onset_idx"] is None:
         # lost for a stretch, then regained: "never lost 50%" was said of an entropy at 30% of
         # its start over steps 41-130 of 300
@@ -400,7 +400,7 @@ def policy_concentration(
         summary = (
             f"not detected: {entropy_label} lost {config.drop_fraction:.0%} of its start level over "
             f"steps {steps[first]:.0f}-{steps[last]:.0f} (its longest stretch there) and regained "
-            f"it: no sustained loss (final loss {point['final_drop']:.0%}); strength {fmt_interval(st)}."
+            f"it: no sustained loss (final loss {fraction_percent(point['final_drop'])}); strength {fmt_interval(st)}."
         )
     else:
         summary = (
@@ -416,10 +416,11 @@ def policy_concentration(
                 "entropy at start",
                 f"plateau p* ({unbounded_why}: set aside)" if set_aside else "plateau p*",
                 *(["progress measured to (extreme logged reward)"] if set_aside else []),
-                "progress at entropy onset",
-                "entropy loss at threshold",
-                "final entropy loss",
-                "final progress",
+                # fractions (0.5 is half), labelled so beside the summary's percentages
+                "progress at entropy onset (fraction of the rise)",
+                "entropy loss at threshold (fraction of the start level)",
+                "final entropy loss (fraction of the start level)",
+                "final progress (fraction of the rise)",
             ],
             "value": [
                 point["h_start"],
