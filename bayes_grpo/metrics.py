@@ -244,6 +244,9 @@ MIN_TREND_BLOCKS: int = 3
 #: three (more within-block degrees of freedom than pairs: power 0.875 against 0.74 on a
 #: 12-point rise of 0.5 in noise of sd 0.05, at the same level).
 SHORT_LOG_BLOCK_POINTS: int = 3
+#: Fewest finite points the trend test tells anything from (:data:`MIN_TREND_BLOCKS` blocks
+#: of :data:`SHORT_LOG_BLOCK_POINTS`): below it :func:`trend_test` returns ``(nan, nan)``.
+MIN_TREND_POINTS: int = MIN_TREND_BLOCKS * SHORT_LOG_BLOCK_POINTS
 #: A value of the trend test further than this many noise standard deviations from its
 #: neighbours (see :func:`tame_wild_points`) is a wild point (a logging glitch, one
 #: diverging batch) and is replaced by its neighbours' median before the test.

@@ -262,6 +262,41 @@ def _fit_from_prior_draws(monkeypatch, samples: int = 20, adjust=None):
     monkeypatch.setattr(GRPODynamicsModel, "convergence", lambda self: type("C", (), {"passed": True, "summary": "stub", "to_dict": lambda s: {}})())
 
 
+def test_a_run_too_short_for_the_trend_test_is_said_to_be_so_in_fits_notes_and_the_reports_table(tmp_path, capsys, monkeypatch):
+    """A run of 4 logged points: the trend test cannot tell (it needs 9), has_trend is None,
+    and the report's per-run table showed an empty cell, `fit` nothing: now both say why."""
+    import pandas as pd
+
+    from bayes_grpo.report.model_sections import fit_section
+    from bayes_grpo.runset import make_runset
+
+    steps = np.arange(1, 61)
+    curves = {
+        "long": pd.DataFrame({"reward": 0.8 - 0.6 * np.exp(-steps / 15.0) + 0.01 * np.sin(steps)}, index=steps),
+        "short": pd.DataFrame({"reward": [0.2, 0.35, 0.5, 0.6]}, index=steps[:4]),
+    }
+    settings = {"model": "m", "group_size": 8, "learning_rate": 1e-4, "momentum": 0.9, "momentum_convention": "ema", "k_ref": 1}
+    ds = make_runset(curves, {r: settings for r in curves})
+    path = save_runset(ds, tmp_path / "runs.nc")
+    _fit_from_prior_draws(monkeypatch)
+    model = GRPODynamicsModel()
+    model.fit(ds)
+    runs = model.run_summary()
+    assert runs.loc["short", "has_trend"] is None and runs.loc["long", "has_trend"] is not None
+    section = fit_section(model)
+    per_run = [b.content for b in section.blocks if b.kind == "table"][-1]
+    assert "<td>too few points</td>" in per_run, per_run
+    said = " ".join(b.content for b in section.blocks if b.kind == "text")
+    assert "short (4 points)" in said and "the trend test needs 9" in said, said
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc")]) == 0
+    out = capsys.readouterr().out
+    assert "note: run short has too few logged points (4) for the trend test, which needs 9" in out, out
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert any("run short has too few logged points (4)" in n for n in payload["notes"]), payload["notes"]
+    assert [r["has_trend"] for r in payload["runs"] if r["run"] == "short"] == [None]
+
+
 def _wandering_runs():
     """Two runs (G 4 and 16) whose reward wanders about its curve: strong process noise,
     stationary sd about 20% of the rise, little measurement noise."""

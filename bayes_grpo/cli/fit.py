@@ -182,7 +182,12 @@ def run_fit(args: argparse.Namespace) -> int:
     from bayes_grpo.checks.ppc import iid_residual_check
     from bayes_grpo.constants import RUN_DIM, STEP_DIM
     from bayes_grpo.model import GRPODynamicsModel
-    from bayes_grpo.model.core import per_group_text, size_exponent_summary, with_no_trend_r2
+    from bayes_grpo.model.core import (
+        per_group_text,
+        size_exponent_summary,
+        too_short_for_trend_note,
+        with_no_trend_r2,
+    )
     from bayes_grpo.runset import REWARD_VAR, load_runset, require_runs
     from bayes_grpo.runset.bounds import bounds_text, check_rewards_within
     from bayes_grpo.runset.schema import group_sizes_as_text
@@ -247,7 +252,8 @@ def run_fit(args: argparse.Namespace) -> int:
     runs = model.run_summary()
     groups = model.group_summary()
     no_trend = no_trend_note(runs, model.data)
-    notes = [*model.data.notes, *([no_trend] if no_trend else [])]
+    too_short = too_short_for_trend_note(runs)  # has_trend blank: say why
+    notes = [*model.data.notes, *([no_trend] if no_trend else []), *([too_short] if too_short else [])]
     scaling = size_exponent_summary(model)
     noise_exponent = model.noise_exponent_summary()
     if args.json:

@@ -1704,6 +1704,44 @@ NO_TREND_R2_REASON: str = (
     "curve's misfit against the noise alone and say nothing of the law"
 )
 
+#: What ``has_trend`` reads, in a table for reading, for a run of fewer logged points than the
+#: trend test needs (:data:`bayes_grpo.metrics.MIN_TREND_POINTS`): ``run_summary`` has None
+#: there, which read as an empty cell with no word why.
+TOO_FEW_FOR_TREND: str = "too few points"
+
+
+def too_short_for_trend(runs: pd.DataFrame) -> dict[str, int]:
+    """The runs of the run summary ``runs`` whose ``has_trend`` is None because they have
+    fewer logged points (``n_obs``) than the trend test needs, with their counts (a constant
+    run, the test's other None, has its own note)."""
+    from bayes_grpo.metrics import MIN_TREND_POINTS
+
+    if not {"has_trend", "n_obs"} <= set(runs.columns):
+        return {}
+    return {
+        str(r): int(n)
+        for r, t, n in zip(runs.index, runs["has_trend"], runs["n_obs"])
+        if t is None and n < MIN_TREND_POINTS
+    }
+
+
+def too_short_for_trend_note(runs: pd.DataFrame) -> str | None:
+    """``fit``'s note on the runs too short for the trend test (:func:`too_short_for_trend`),
+    None if there are none: their ``has_trend`` is blank (null in ``--json``) and was left
+    unexplained."""
+    from bayes_grpo.metrics import MIN_TREND_POINTS
+
+    short = too_short_for_trend(runs)
+    if not short:
+        return None
+    if len(short) == 1:
+        ((run, n),) = short.items()
+        named = f"run {run} has too few logged points ({n}) for the trend test, which needs {MIN_TREND_POINTS}"
+    else:
+        counts = ", ".join(f"{r} ({n})" for r, n in short.items())
+        named = f"runs {counts} have too few logged points for the trend test, which needs {MIN_TREND_POINTS}"
+    return f"{named}: has_trend is left blank (null in --json), neither a trend nor the lack of one"
+
 
 def groups_without_trend(runs: pd.DataFrame, groups: pd.DataFrame) -> np.ndarray:
     """Per row of ``groups`` (``group_summary``, of the run summary ``runs``): whether none of
@@ -1770,6 +1808,9 @@ __all__ = [
     "size_exponent_summary",
     "NO_TREND",
     "NO_TREND_R2_REASON",
+    "TOO_FEW_FOR_TREND",
+    "too_short_for_trend",
+    "too_short_for_trend_note",
     "R2_COLUMNS",
     "groups_without_trend",
     "per_group_text",

@@ -13,7 +13,15 @@ import xarray as xr
 from bayes_grpo.checks.base import plot_text
 from bayes_grpo.checks.ppc import iid_residual_check
 from bayes_grpo.constants import HDI_PROB
-from bayes_grpo.model.core import NO_TREND, R2_COLUMNS, per_group_text, with_no_trend_r2
+from bayes_grpo.metrics import MIN_TREND_POINTS
+from bayes_grpo.model.core import (
+    NO_TREND,
+    R2_COLUMNS,
+    TOO_FEW_FOR_TREND,
+    per_group_text,
+    too_short_for_trend,
+    with_no_trend_r2,
+)
 from bayes_grpo.report.sections import LABEL_WIDTH, Section, absent, short_labels
 from bayes_grpo.runset.schema import group_size_text, group_sizes_as_text, model_text
 
@@ -107,7 +115,17 @@ def fit_section(model: Any) -> Section:
         # negative number read as if it judged the law; the run has no trend for R^2 to measure
         shown[r2] = shown[r2].astype(object)
         shown.loc[[r in set(no_trend) for r in shown.index.astype(str)], r2] = NO_TREND
+    short = too_short_for_trend(runs)
+    if short and "has_trend" in shown.columns:  # None read as an empty cell, unexplained
+        shown["has_trend"] = shown["has_trend"].astype(object)
+        shown.loc[[r in short for r in shown.index.astype(str)], "has_trend"] = TOO_FEW_FOR_TREND
     section.table(group_sizes_as_text(shown))
+    if short:
+        section.text(
+            f"Runs too short for the trend test: {', '.join(f'{r} ({n} points)' for r, n in short.items())}; "
+            f'the trend test needs {MIN_TREND_POINTS} logged points to tell a rise from noise, so their has_trend reads '
+            f'"{TOO_FEW_FOR_TREND}" (neither a trend nor the lack of one; `fit --json` has null).'
+        )
     if no_trend:
         section.text(
             f"Runs without a visible trend (not evidence for or against the law): {', '.join(no_trend)}. "
