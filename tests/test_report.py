@@ -126,8 +126,8 @@ def test_the_overviews_table_counts_the_rewards_a_run_logged_not_its_steps():
     runs = make_runset({"sparse": pd.DataFrame({"reward": reward}, index=steps)}, {"sparse": {"model": "m", "group_size": 4}})
     html = render_html([overview_section(runs, fitted=False)])
     table = html.split('data-section="overview"')[1].split("</table>")[0]
-    header = re.findall(r"<th>([^<]*)</th>", table.split("<tbody>")[0])
-    cells = re.findall(r"<td>([^<]*)</td>", table.split("<tbody>")[1])
+    header = re.findall(r'<th(?: class="text")?>([^<]*)</th>', table.split("<tbody>")[0])
+    cells = re.findall(r'<td(?: class="text")?>([^<]*)</td>', table.split("<tbody>")[1])
     assert "steps" not in header and header[1:6] == ["model", "G", "rewards logged", "first step", "last step"], header
     assert cells[2:5] == ["134", "1", "400"], cells
     plt.close("all")
@@ -297,12 +297,12 @@ def test_a_table_row_of_unknown_g_names_its_g_as_the_figures_and_summaries_do():
     index = pd.MultiIndex.from_tuples([("unknown-model", np.nan), ("unknown-model", 8.0)], names=["model", "G"])
     body = table_html(pd.DataFrame({"coverage": [0.9527, 1.0]}, index=index)).split("<tbody>")[1]
     rows = re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)
-    assert [re.findall(r"<th>([^<]*)</th>", row) for row in rows] == [["unknown-model", "?"], ["unknown-model", "8"]], body
+    assert [re.findall(r'<th(?: class="text")?>([^<]*)</th>', row) for row in rows] == [["unknown-model", "?"], ["unknown-model", "8"]], body
     body = table_html(pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index([np.nan, 4.0], name="group_size"))).split("<tbody>")[1]
-    assert re.findall(r"<th>([^<]*)</th>", body) == ["?", "4"], body
+    assert re.findall(r'<th(?: class="text")?>([^<]*)</th>', body) == ["?", "4"], body
     # a level of another name keeps a blank for a missing label
     body = table_html(pd.DataFrame({"x": [1.0]}, index=pd.Index([np.nan], name="step"))).split("<tbody>")[1]
-    assert re.findall(r"<th>([^<]*)</th>", body) == [""], body
+    assert re.findall(r'<th(?: class="text")?>([^<]*)</th>', body) == [""], body
 
 
 @pytest.mark.browser
@@ -968,8 +968,8 @@ def test_the_effective_sample_sizes_of_the_report_are_whole_draws():
     (summary,) = [b.content for b in posterior_section(fit).blocks if b.kind == "table"]
     plt.close("all")
     for html, n_rows in ((check.table_html, 2), (summary, 3)):
-        header = _re.findall(r"<th>([^<]*)</th>", html.split("</thead>")[0])
-        rows = [_re.findall(r"<td>([^<]*)</td>", row) for row in html.split("<tbody>")[1].split("</tr>")[:-1]]
+        header = _re.findall(r'<th(?: class="text")?>([^<]*)</th>', html.split("</thead>")[0])
+        rows = [_re.findall(r'<td(?: class="text")?>([^<]*)</td>', row) for row in html.split("<tbody>")[1].split("</tr>")[:-1]]
         assert len(rows) == n_rows
         for name in ("ess_bulk", "ess_tail"):
             at = [h for h in header if h].index(name)
@@ -1176,6 +1176,34 @@ def test_a_whole_number_in_a_float_column_of_a_report_table_is_written_whole():
     assert "<td>12000</td>" in html and "<td>150</td>" in html
     assert "1.2e+04" not in html
     assert "<td>0.1235</td>" in html and "<td>2e+07</td>" in html  # other floats as before
+
+
+def test_text_columns_of_a_report_table_are_aligned_left_and_numbers_right():
+    # the instability signals' table right-aligned its "statistic" and "note" sentences as if
+    # they were numbers (every td was text-align: right but the first)
+    from importlib.resources import files
+
+    from bayes_grpo.report.sections import table_html
+
+    frame = pd.DataFrame(
+        {
+            "signal": ["growing swings", "sustained clipping"],
+            "statistic": ["late/early x", "mean clip ratio"],
+            "value": [2.5, 0.03],
+            "onset_step": [120.0, np.nan],
+            "r2": [0.9, "no trend"],  # a number column with a word in it stays a number column
+            "note": ["beyond the noise", None],
+        }
+    ).set_index("signal")
+    html = table_html(frame)
+    header = html.split("<tbody>")[0]
+    assert '<th class="text">statistic</th>' in header and '<th class="text">note</th>' in header, header
+    assert "<th>value</th>" in header and "<th>r2</th>" in header
+    rows = html.split("<tbody>")[1].split("</tr>")
+    assert '<td class="text">late/early x</td>\n      <td>2.5</td>\n      <td>120</td>\n      <td>0.9</td>\n      <td class="text">beyond the noise</td>' in rows[0], rows[0]
+    assert '<td class="text"></td>' in rows[1] and "<td>no trend</td>" in rows[1], rows[1]
+    css = files("bayes_grpo.report").joinpath("templates/report.html").read_text()
+    assert "table.data td.text, table.data th.text { text-align: left; }" in css
 
 
 def test_a_missing_value_of_a_nullable_integer_column_is_blank_as_a_nan_is():
@@ -1716,9 +1744,9 @@ def test_the_overview_gives_each_runs_momentum_convention():
     runs = _runset().assign_coords(momentum=("run", [0.9, 0.9, 0.9]), momentum_convention=("run", ["ema", "heavy_ball", ""]))
     html = render_html([overview_section(runs)])
     table = re.search(r'<table class="dataframe data">.*?</table>', html, re.S).group(0)
-    header = re.findall(r"<th>([^<]*)</th>", table.split("</thead>")[0])
+    header = re.findall(r'<th(?: class="text")?>([^<]*)</th>', table.split("</thead>")[0])
     assert "convention" in header and header.index("convention") == header.index("momentum") + 1, header
-    rows = {r: re.findall(r"<td>([^<]*)</td>", row) for r, row in re.findall(r"<th>(run\d)</th>(.*?)</tr>", table, re.S)}
+    rows = {r: re.findall(r'<td(?: class="text")?>([^<]*)</td>', row) for r, row in re.findall(r"<th>(run\d)</th>(.*?)</tr>", table, re.S)}
     at = header.index("convention") - 1  # the first header cell is the row labels' (a th in each row)
     assert [rows[f"run{i}"][at] for i in range(3)] == ["ema", "heavy_ball", ""], rows
     plt.close("all")

@@ -6,6 +6,8 @@ vanishing (``available=False`` with ``absent_reason``).
 
 from __future__ import annotations
 
+import datetime
+import numbers
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -109,7 +111,58 @@ def table_html(frame: pd.DataFrame, *, index: bool = True, float_format: str = "
             frame.index = pd.Index([labellers[0](v) for v in frame.index], name=frame.index.name)
     # every row names each of its index levels (sparsify=False): drawn once per model (rowspan),
     # the G of the rows below was their first cell, styled as a model name (template's th:first-child)
-    return frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="", sparsify=False)
+    html = frame.to_html(classes=classes, index=index, border=0, formatters={c: fmt for c in frame.columns}, na_rep="", sparsify=False)
+    if "notes" in classes.split():  # a table of text: every cell is aligned left already
+        return html
+    return _text_columns_marked(html, [_is_text_column(frame[c]) for c in frame.columns], index_levels=frame.index.nlevels if index else 0, header=not isinstance(frame.columns, pd.MultiIndex))
+
+
+def _is_text_column(values: pd.Series) -> bool:
+    """Whether a column of a report table holds text (words, a sentence, True / False): none of
+    its values is a number. A number column with a word in some rows (an R^2 reading "no
+    trend", a G "?") stays a number column; an empty one too."""
+    shown = [v for v in values.tolist() if not (v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)) or v == "")]
+    return bool(shown) and not any(_is_number(v) for v in shown)
+
+
+def _is_number(value: Any) -> bool:
+    """A number, or a number written as text (a group size "16" beside "?"); a time or a
+    duration counts as one (a quantity, aligned as numbers are)."""
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, numbers.Real | datetime.date | datetime.timedelta | np.datetime64 | np.timedelta64):
+        return True
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _text_columns_marked(html: str, text: list[bool], *, index_levels: int, header: bool) -> str:
+    """``html`` (pandas' ``to_html`` of a table) with each cell of a text column, and its
+    heading (``header``: one row of column names), of class ``text``: the template aligns those
+    left, numbers right (the instability signals' "statistic" and "note" sentences were
+    right-aligned as numbers)."""
+    if not any(text):
+        return html
+
+    def mark(row: str, tag: str, skip: int) -> str:
+        # the pieces after each opening tag; the first ``skip`` cells are the row's index levels
+        cells = row.split(f"<{tag}>")
+        out = [cells[0]]
+        for k, cell in enumerate(cells[1:]):
+            column = k - skip
+            out.append((f'<{tag} class="text">' if 0 <= column < len(text) and text[column] else f"<{tag}>") + cell)
+        return "".join(out)
+
+    head, body = html.split("<tbody>", 1)
+    if header:
+        first, rest = head.split("</tr>", 1)
+        head = mark(first, "th", index_levels) + "</tr>" + rest
+    rows = body.split("</tr>")
+    body = "</tr>".join(mark(row, "td", 0) for row in rows)
+    return head + "<tbody>" + body
 
 
 def figure_png(fig: Any, caption: str) -> tuple[str, str]:
