@@ -31,12 +31,30 @@ def checked_seed(seed: object, name: str = "seed", *, generator: bool = True) ->
     return seed
 
 
+def is_whole_number(value: object) -> bool:
+    """Whether ``value`` is one finite whole number: an int (of any size), or a float such as
+    ``100.0``; not a bool (``True`` is no count), not NaN or an infinity, not a string."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    return math.isfinite(value) and float(value).is_integer()
+
+
+def whole_count(value: object, name: str) -> int:
+    """``value`` as an int when it is a whole number (:func:`is_whole_number`), else ``ValueError``
+    naming ``name``: a count of steps, seeds or prompts of a simulator (``steps=2.5`` ran 2 steps
+    without a word, NaN failed "cannot convert float NaN to integer"); the caller checks its range."""
+    if not is_whole_number(value):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    return int(value)
+
+
 def checked_count(value: object, name: str, least: int = 1) -> int:
-    """``value`` as an int when it is a whole number >= ``least`` (an int, or a float such as
-    ``100.0``; not a bool), else ``ValueError`` naming ``name``: ``draws=1.5`` was sampled as 1
-    draw, ``chains=0`` failed in PyMC naming no argument."""
-    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not (number and math.isfinite(value) and float(value).is_integer() and value >= least):
+    """``value`` as an int when it is a whole number >= ``least`` (:func:`is_whole_number`), else
+    ``ValueError`` naming ``name``: ``draws=1.5`` was sampled as 1 draw, ``chains=0`` failed in
+    PyMC naming no argument."""
+    if not (is_whole_number(value) and value >= least):
         raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
     return int(value)
 

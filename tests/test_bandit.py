@@ -132,6 +132,15 @@ def test_the_batched_simulator_refuses_a_seed_that_is_no_whole_number_naming_it(
         np.testing.assert_array_equal(other, same[0])
 
 
+def test_a_seed_too_large_for_a_float_is_refused_by_the_simulators_range_naming_it_not_by_an_overflow():
+    # the whole-number test took math.isfinite of the seed, which cannot convert 10**400 to a float:
+    # Python's "OverflowError: int too large to convert to float" named no argument
+    kw = dict(k_ref=np.array([1]), group_size=np.array([4]), learning_rate=np.array([0.1]))
+    kw.update(momentum=np.array([0.0]), beta=np.array([1.0]), p_init=np.array([0.5]), steps=3)
+    with pytest.raises(ValueError, match=r"^seed must be a whole number in \[0, 2\*\*63\), got 1000"):
+        simulate_bandit_arrays(seed=10**400, **kw)
+
+
 @pytest.mark.parametrize(("name", "value"), [("steps", 2.5), ("steps", True), ("n_prompts", 2.5)])
 def test_the_batched_simulator_refuses_a_count_that_is_no_whole_number_naming_it(name, value):
     # steps=2.5 failed in torch.empty's TypeError naming no argument; steps=True ran one step and

@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayes_grpo._arguments import whole_count
 from bayes_grpo.bandit.mean_field import fixed_point
 from bayes_grpo.bandit.simulator import TRUTH_FORMAT, StepBar, simulate_bandit
 from bayes_grpo.checks.base import CheckResult, cell_edges, counted
 from bayes_grpo.constants import HEAVY_BALL, RUN_DIM, STEP_DIM
 from bayes_grpo.dynamics.coefficients import damping_ratio, oscillator_coefficients
-from bayes_grpo.dynamics.simulate import whole_count
 
 # ----------------------------------------------------------------------------- running
 

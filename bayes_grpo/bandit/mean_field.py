@@ -72,7 +72,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from bayes_grpo.dynamics.simulate import whole_count
+from bayes_grpo._arguments import whole_count
 
 #: Advantage estimators of the simulator (see the module docstring).
 ADVANTAGES: tuple[str, ...] = ("group", "batch", "none", "loo")

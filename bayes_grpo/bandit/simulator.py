@@ -63,6 +63,7 @@ import numpy as np
 import torch
 import xarray as xr
 
+from bayes_grpo._arguments import whole_count
 from bayes_grpo.bandit.mean_field import (
     ADVANTAGES,
     ANCHORS,
@@ -73,7 +74,7 @@ from bayes_grpo.bandit.mean_field import (
 from bayes_grpo.constants import HEAVY_BALL, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import damping_ratio, effective_step, oscillator_coefficients
 from bayes_grpo.dynamics.schedule import check_multipliers
-from bayes_grpo.dynamics.simulate import check_fits_in_memory, whole_count
+from bayes_grpo.dynamics.simulate import check_fits_in_memory
 from bayes_grpo.dynamics.stability import (
     MAX_ROOT_LAG,
     closed_form_regime,

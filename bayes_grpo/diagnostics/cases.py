@@ -19,15 +19,13 @@ as a run set. Used by the tests and by ``benchmarks/diagnostics_confusion.py``.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from bayes_grpo._arguments import checked_seed
+from bayes_grpo._arguments import checked_seed, is_whole_number
 from bayes_grpo.dynamics.trajectory import reward_trajectory
 from bayes_grpo.runset.core import make_runset
 
@@ -144,8 +142,7 @@ def simulated_case(
     ):
         # NaN failed in int()'s "cannot convert float NaN to integer", inf in an OverflowError and
         # None in int()'s TypeError, naming none of them
-        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        if not (number and math.isfinite(value) and int(value) == value and value >= least):
+        if not (is_whole_number(value) and value >= least):
             raise ValueError(f"simulated_case: {label} must be a whole number >= {least}; got {value!r}")
     # recorded as the run's seed: 1.5 failed in NumPy's "SeedSequence expects int", -1 in its
     # "expected non-negative integer", True was the seed 1 and None an unrecorded fresh seed

@@ -26,10 +26,9 @@ update ``n`` (0-based) runs at ``eta * lambda(n)`` with
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
+
+from bayes_grpo._arguments import is_whole_number
 
 #: Schedule names understood by :func:`lr_multipliers` (Hugging Face's names).
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
@@ -64,12 +63,12 @@ def lr_multipliers(
         raise ValueError(f"unknown learning-rate schedule {kind!r}; expected one of {SCHEDULES}")
     # int(n_updates) described 10.5 updates as 10 and True as 1, NaN failed "cannot convert float
     # NaN to integer"; warmup_steps=True (== 1) was a warm-up of one update, decay_steps=True one
-    if not _whole(n_updates) or n_updates < 1:
+    if not is_whole_number(n_updates) or n_updates < 1:
         raise ValueError(
             f"n_updates must be a whole number: a schedule needs at least 1 update, got {n_updates!r}"
         )
     n_updates = int(n_updates)
-    if not _whole(warmup_steps) or warmup_steps < 0:
+    if not is_whole_number(warmup_steps) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be a whole number >= 0, got {warmup_steps!r}")
     warm = int(warmup_steps)
     n = np.arange(n_updates, dtype=float)
@@ -87,7 +86,7 @@ def lr_multipliers(
                 "by default; give decay_steps (the planned training length) above the warm-up"
             )
         total = n_updates if decay_steps is None else decay_steps
-        if not _whole(total) or total <= warm:
+        if not is_whole_number(total) or total <= warm:
             raise ValueError(
                 f"decay_steps must be a whole number of updates above the warm-up ({warm}), got {total!r}"
             )
@@ -95,13 +94,6 @@ def lr_multipliers(
         progress = np.clip((n - warm) / (total - warm), 0.0, 1.0)
         after = 1.0 - progress if kind == "linear" else 0.5 * (1.0 + np.cos(np.pi * progress))
     return np.where(n < warm, n / max(warm, 1), after)
-
-
-def _whole(value: object) -> bool:
-    """Whether ``value`` is a finite whole number (an int, or a float such as ``10.0``; not a
-    bool): a count of updates."""
-    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return number and math.isfinite(value) and float(value).is_integer()
 
 
 def schedule_clock(multipliers) -> np.ndarray:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,7 +27,7 @@ import pandas as pd
 import xarray as xr
 from scipy.linalg import expm
 
-from bayes_grpo._arguments import checked_seed
+from bayes_grpo._arguments import checked_seed, whole_count
 from bayes_grpo.checks.base import counted
 from bayes_grpo.constants import EMA, MOMENTUM_CONVENTIONS
 from bayes_grpo.dynamics.coefficients import (
@@ -79,18 +78,6 @@ def check_fits_in_memory(
             f"their values and records; this machine has {memory / 1e9:.3g} GB); use fewer steps, "
             "seeds or settings"
         )
-
-
-def whole_count(value: object, label: str) -> int:
-    """``value`` as an int when it is a finite whole number (an int, or a float such as ``10.0``;
-    not a bool), else ``ValueError`` naming ``label``: a count of steps, seeds or prompts of a
-    simulator (``steps=2.5`` ran 2 steps without a word, NaN failed "cannot convert float NaN to
-    integer")."""
-    number = isinstance(value, int | np.integer | float | np.floating) and not isinstance(value, bool)
-    # math.isfinite: a Python int beyond 2**64 (a seed of 2**70) is no array element
-    if not (number and math.isfinite(value) and value == int(value)):
-        raise ValueError(f"{label} must be a whole number, got {value!r}")
-    return int(value)
 
 
 def _rng(seed) -> np.random.Generator:
@@ -900,7 +887,6 @@ __all__ = [
     "check_models",
     "check_fits_in_memory",
     "physical_memory",
-    "whole_count",
     "runset_truth",
     "truth_frame",
 ]
