@@ -164,8 +164,12 @@ show(fig)
 The default model is *mechanistic*: each LLM has a curvature `K`, and every run's
 `(M_eff, C_eff, K_eff)` follows from `K` and that run's learning rate, momentum (Adam's
 `beta1`, EMA convention) and `K_ref`, so the fit can later predict new hyperparameters.
-Plateau and initial reward are per LLM with run-level offsets; the noise is
-`sigma^2 = D / G^alpha`. Sampling is NUTS (PyMC); pass `sampler="nutpie"` for nutpie.
+The plateau `p*` is per LLM (every run of an LLM shares it), the initial reward per LLM with
+run-level offsets, so runs at the same hyperparameters share their `p*`, `a`, `M_eff`, `C_eff`,
+`K_eff` and `zeta` and differ only in their initial reward (and, across `G`, their noise); the noise is
+`sigma^2 = D / G^alpha`. The example rewards are success rates: `reward_bounds=(0, 1)` keeps
+`p*` and the initial reward inside `[0, 1]` (how `models/tiny.nc` is fitted); this fit is
+unbounded, and its `p*` can land above 1 (section 3). Sampling is NUTS (PyMC); pass `sampler="nutpie"` for nutpie.
 """),
     code("""
 from bayes_grpo.model import GRPODynamicsModel

@@ -268,3 +268,23 @@ def test_notebook_01_names_the_runs_its_filter_leaves_out_of_the_groups_it_fits(
     fast = groups["g_fixed_completions"]
     assert len(fast) == 6 and all(late_mean(runs.reward.sel(run=r).values) > 0.3 for r in fast)
     assert "only the six `g_fixed_completions` runs are fitted (all six learn)" in text
+
+
+def test_notebook_01_says_the_plateau_has_no_run_level_offset_as_the_model_builds_it():
+    # it said "Plateau and initial reward are per LLM with run-level offsets", and its summary
+    # table then showed one p_star for all six runs: the builder gives the initial reward run
+    # offsets and the plateau none (DESIGN.md section 3); it also never named reward_bounds
+    # while its unbounded fit put p* of a success rate at 3.3
+    pytest.importorskip("pymc")
+    from bayes_grpo.model import GRPODynamicsModel
+    from bayes_grpo.runset.ingest import load_runs
+
+    data = NB_DIR.parent / "data" / "tiny"
+    runs = load_runs([data / f"g16_p8_lr0.001_k1_adamw_s{i}" for i in range(2)])
+    pm_model = GRPODynamicsModel().build_model(runs)
+    with_run_dim = {v.name for v in pm_model.free_RVs if pm_model.named_vars_to_dims.get(v.name) == ("run",)}
+    assert with_run_dim == {"initial_reward_run_z"}
+    nb = nbformat.read(NB_DIR / "01_quickstart.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert "The plateau `p*` is per LLM (every run of an LLM shares it), the initial reward per LLM with run-level offsets" in text
+    assert "`reward_bounds=(0, 1)`" in text
