@@ -706,7 +706,8 @@ control), then on real runs from the shipped example data.
 
 `bayes_grpo.diagnostics.cases.simulated_case` simulates per-group GRPO logs around a
 damped-oscillator mean curve, with the side quantities and a periodic evaluation reward, and
-records which modes each case must show.
+records which modes each case must show. `verdict_matrix` writes the verdicts `detected`, `-`
+(not detected) and `n/a` (not assessable: the quantities the mode reads are not logged).
 """),
     code("""
 from bayes_grpo.diagnostics import diagnose, diagnosis_table, verdict_matrix
@@ -755,7 +756,9 @@ advantage); and the largest learning rate (`4e-3`), whose smoothed reward rises 
 verdicts are findings to read with their evidence sentences, not ground truth: the run that
 learns is flagged too, its zero-spread share rising once most groups are all right (0.72 in the
 last window against 0.34 by the binomial expectation) and its entropy halving while the reward
-has covered 11% of its way to 0.922, its highest (smoothed) logged level.
+has covered 11% of its way to 0.922, its highest (smoothed) logged level. `reward_hacking` is
+`n/a` on all three: the example logs hold no evaluation reward to compare the training reward
+with (its summary names the setting that would compare it with a logged reward component).
 """),
     code("""
 from bayes_grpo.runset.ingest import load_runs

@@ -304,3 +304,20 @@ def test_notebook_01_says_the_plateau_has_no_run_level_offset_as_the_model_build
     text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
     assert "The plateau `p*` is per LLM (every run of an LLM shares it), the initial reward per LLM with run-level offsets" in text
     assert "`reward_bounds=(0, 1)`" in text
+
+
+def test_notebook_05_says_why_reward_hacking_is_not_assessable_on_the_real_runs():
+    # its verdict matrix shows "-" and "n/a" where the text speaks of "not detected / not
+    # assessable", and the real runs' reward_hacking column reads "n/a" with no word on why
+    from bayes_grpo.diagnostics import diagnose
+    from bayes_grpo.runset.ingest import load_runs
+
+    data = NB_DIR.parent / "data" / "tiny"
+    chosen = ["g16_p8_lr0.001_k1_adamw_s0", "g4_p8_lr0.001_k1_adamw_s1", "g16_p8_lr0.004_k1_adamw_s0"]
+    results = diagnose(load_runs([data / r for r in chosen]), modes="reward_hacking")
+    assert [r.passed for r in results] == [None] * 3
+    assert all("no evaluation reward" in r.summary for r in results)
+    nb = nbformat.read(NB_DIR / "05_failure_mode_diagnostics.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert "`reward_hacking` is `n/a` on all three: the example logs hold no evaluation reward" in text
+    assert "`-` (not detected) and `n/a` (not assessable" in text
