@@ -342,7 +342,8 @@ is overstated.
 
 Positive `log BF01` favours invariance (`H0`), negative favours a `G`-dependent trajectory. The
 bars show the two methods at the reference prior width, bridge sampling with its Monte Carlo
-error; the dashed lines mark `|log BF| = log 3`, the evidence the verdict asks for.
+error, on a symmetric log scale (a few nats and hundreds in one plot); the dashed lines mark
+`|log BF| = log 3`, the evidence the verdict asks for.
 Savage–Dickey needs the offsets' posterior density at zero. The check marks it "extrapolated"
 when zero lies outside the region its draws cover; with eight offsets at once that can happen
 without a violation (on the invariant set it can be marked so and still agree with bridge
@@ -369,8 +370,11 @@ ax.bar(x + 0.2, table["log BF01 (Savage-Dickey)"], 0.4, label="Savage-Dickey")
 for y in (np.log(3), -np.log(3)):
     ax.axhline(y, color="grey", ls="--", lw=0.8)
 ax.axhline(0, color="k", lw=0.8)
+# symmetric log scale: linear within +-log 3, logarithmic beyond, so that a log BF of a few nats
+# and one of hundreds both show, with the threshold lines apart
+ax.set_yscale("symlog", linthresh=np.log(3))
 ax.set_xticks(x, table.index)
-ax.set_ylabel("log BF01  (> 0: invariant in G)")
+ax.set_ylabel("log BF01  (> 0: invariant in G;\\nlinear within +-log 3, log beyond)")
 ax.legend()
 show(fig)
 """),

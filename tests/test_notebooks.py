@@ -321,3 +321,37 @@ def test_notebook_05_says_why_reward_hacking_is_not_assessable_on_the_real_runs(
     text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
     assert "`reward_hacking` is `n/a` on all three: the example logs hold no evaluation reward" in text
     assert "`-` (not detected) and `n/a` (not assessable" in text
+
+
+def test_notebook_02_bar_chart_shows_a_few_nats_beside_hundreds():
+    # the chart of log BF01 was linear: the invariant set's +2.3 bars and the +-log 3 threshold
+    # lines the text points to were a pixel or two against the shifted set's -500
+    import types
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    nb = nbformat.read(NB_DIR / "02_group_size_invariance.ipynb", as_version=4)
+    (cell,) = [c.source for c in nb.cells if c.cell_type == "code" and "ax.bar(x - 0.2" in c.source]
+    figs = []
+
+    def result(lbf, sd, passed):  # log BF01 by both methods, as the fast-mode check printed them
+        values = {"log_bf01_bridge": lbf, "log_bf01_bridge_mc_error": 0.16, "log_bf01_sd": sd,
+                  "methods_agree": abs(lbf - sd) < 1, "alpha_median": 1.0, "alpha_lo": 0.7, "alpha_hi": 1.3}
+        return types.SimpleNamespace(values=values, passed=passed)
+
+    namespace = {"np": np, "pd": pd, "plt": plt, "display": lambda obj: None, "show": figs.append,
+                 "res_invariant": result(2.33, 2.45, True), "res_shifted": result(-134.7, -499.9, None)}
+    exec(cell, namespace)
+    (fig,) = figs
+    ax = fig.axes[0]
+    height = ax.get_window_extent().height
+    to_px = ax.transData.transform
+    small = to_px((0, 2.33))[1] - to_px((0, 0))[1]
+    gap = to_px((0, np.log(3)))[1] - to_px((0, -np.log(3)))[1]
+    plt.close(fig)
+    assert small > 0.05 * height and gap > 0.05 * height, (small, gap, height)
