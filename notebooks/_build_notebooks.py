@@ -169,7 +169,7 @@ run-level offsets, so runs at the same hyperparameters share their `p*`, `a`, `M
 `K_eff` and `zeta` and differ only in their initial reward (and, across `G`, their noise); the noise is
 `sigma^2 = D / G^alpha`. The example rewards are success rates: `reward_bounds=(0, 1)` keeps
 `p*` and the initial reward inside `[0, 1]` (how `models/tiny.nc` is fitted); this fit is
-unbounded, and its `p*` can land above 1 (section 3). Sampling is NUTS (PyMC); pass `sampler="nutpie"` for nutpie.
+unbounded, and its `p*` can land above 1 and its curves start below 0 (section 3). Sampling is NUTS (PyMC); pass `sampler="nutpie"` for nutpie.
 """),
     code("""
 from bayes_grpo.model import GRPODynamicsModel
