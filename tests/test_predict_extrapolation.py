@@ -352,3 +352,41 @@ def test_the_fitted_range_holds_the_settings_a_fit_took_from_its_defaults():
     model.coefficient_draws = lambda **kwargs: draws
     far = attr_warnings(predict_run(model, learning_rate=2e-5, momentum=0.9, k_ref=6, **setting))
     assert any("lag-gain product a K_ref = 0.000327 is outside the fitted runs' range [2.7e-05, 0.000136]" in w for w in far), far
+
+
+def test_predict_without_a_momentum_convention_takes_the_fitted_runs_convention_not_heavy_ball():
+    # `bayes-grpo predict fit.nc --momentum 0.9 ...` of a fit of `bayes-grpo train` runs (AdamW,
+    # ema) took heavy_ball, a step 10 times theirs: "a K_ref = 0.000502 is outside the fitted
+    # runs' range [5.02e-05, 0.0001]" and the advice to give --momentum-convention
+    from test_predict import _draws
+
+    from bayes_grpo.cli import build_parser
+    from bayes_grpo.predict.predict import predict_run
+    from bayes_grpo.predict.summary import attr_warnings
+
+    argv = ["predict", "fit.nc", "--lr", "0.1", "--momentum", "0.5", "--k-ref", "2", "--group-size", "8", "--steps", "40"]
+    assert build_parser().parse_args(argv).momentum_convention is None
+    runs = _runset().assign_coords(momentum_convention=("run", np.array(["ema"] * 7, dtype=object)))
+    draws = _draws(np.full(40, 0.005), momentum=0.5, k_ref=2.0)
+    seen = {}
+
+    class Fitted:
+        runset = runs
+
+        def coefficient_draws(self, **kwargs):
+            seen.update(kwargs)
+            return draws
+
+    setting = dict(learning_rate=0.1, momentum=0.5, k_ref=2, group_size=8, steps=40, discrepancy=False, model="bandit")
+    ds = predict_run(Fitted(), momentum_convention=None, **setting)
+    assert seen["momentum_convention"] == "ema" and json.loads(ds.attrs["settings"])["momentum_convention"] == "ema"
+    assert not any("momentum convention" in w for w in attr_warnings(ds))
+    # given, it is taken as given (and warned where no fitted run has it)
+    ds = predict_run(Fitted(), momentum_convention="heavy_ball", **setting)
+    assert seen["momentum_convention"] == "heavy_ball"
+    assert any("momentum convention heavy_ball is not that" in w for w in attr_warnings(ds))
+    # runs that record no convention: heavy_ball, as before
+    bare = runs.drop_vars("momentum_convention")
+    Fitted.runset = bare
+    predict_run(Fitted(), momentum_convention=None, **setting)
+    assert seen["momentum_convention"] == "heavy_ball"

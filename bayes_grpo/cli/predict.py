@@ -85,8 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--convention",
         dest="momentum_convention",
         choices=MOMENTUM_CONVENTIONS,
-        default="heavy_ball",
-        help="how --momentum enters the update (default heavy_ball; Adam's beta1 is ema)",
+        default=None,
+        help="how --momentum enters the update: heavy_ball (SGD momentum) or ema (Adam's beta1) "
+        "(default: that of the fitted runs at this momentum, the most common where they differ, "
+        "heavy_ball where they record none)",
     )
     p.add_argument(
         "--k-ref", type=non_negative_float, required=True, help="off-policy lag K_ref in optimizer steps"

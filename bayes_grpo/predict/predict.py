@@ -1221,6 +1221,20 @@ def _refuse_overflowing_draws(traj: dict[str, Any], diverging: np.ndarray, grid:
     )
 
 
+def fitted_convention(fitted: Any, *, momentum: float, model: str | None = None) -> str:
+    """The momentum convention of the fitted runs at ``momentum`` (of LLM ``model``, or the
+    fit's only LLM), the most common one where they differ, as ``phase-diagram`` takes it
+    (:func:`bayes_grpo.checks.stability.most_common_setting`); heavy_ball where the runs
+    record none."""
+    from bayes_grpo.checks.stability import _fitted_llm, most_common_setting, runset_as_fitted
+
+    ds = runset_as_fitted(fitted)
+    if ds is None or "momentum" not in ds.coords or "momentum_convention" not in ds.coords:
+        return "heavy_ball"
+    _, convention = most_common_setting(ds, momentum=float(momentum), llm=_fitted_llm(fitted, model))
+    return convention or "heavy_ball"
+
+
 def predict_run(
     posterior: Any,
     *,
@@ -1229,7 +1243,7 @@ def predict_run(
     k_ref: float,
     group_size: float,
     steps: int | Sequence[float] | np.ndarray,
-    momentum_convention: str = "heavy_ball",
+    momentum_convention: str | None = "heavy_ball",
     model: str | None = None,
     model_size: float | None = None,
     law: str = "auto",
@@ -1250,7 +1264,9 @@ def predict_run(
     posterior
         A fitted ``GRPODynamicsModel`` or the path of one saved with its ``save``.
     learning_rate, momentum, momentum_convention, k_ref, group_size
-        The new setting (``momentum_convention`` "heavy_ball" or "ema").
+        The new setting (``momentum_convention`` "heavy_ball" or "ema"; None: that of the
+        fitted runs at this momentum, of the predicted LLM, as ``phase-diagram`` takes it,
+        heavy_ball where they record none).
     steps
         Horizon ``T`` (steps ``0..T``) or explicit steps.
     model, model_size
@@ -1322,6 +1338,10 @@ def predict_run(
 
     clip_range = check_clip_range(clip_epsilon, clip_epsilon_high)
     fitted, load_notes = as_fitted_model(posterior)
+    if momentum_convention is None:
+        # `predict fit.nc --momentum 0.9` of a fit of Adam runs (ema) took heavy_ball, a step
+        # 1 / (1 - mu) = 10 times theirs, and only warned; now the fitted runs' own convention
+        momentum_convention = fitted_convention(fitted, momentum=momentum, model=model)
     multipliers, peak_rate = None, learning_rate
     if lr_schedule is not None:
         n_updates = int(np.ceil(horizon_steps(steps)[-1]))
