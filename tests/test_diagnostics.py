@@ -2170,6 +2170,25 @@ def test_the_spread_about_a_fall_is_the_noise_not_the_fall():
     assert fall_fit_variance(flat[:5]) == pytest.approx(np.var(flat[:5], ddof=1))
 
 
+def test_a_run_of_one_reward_function_is_not_told_to_compare_its_reward_with_itself():
+    # `bayes-grpo train` logs its one reward function as rewards/next_digit_reward/mean and as the
+    # total reward; diagnose said "if one scores correctness, the total reward can be compared with
+    # it ... --set hacking.eval_metrics=rewards_next_digit_reward_mean": the reward with itself
+    steps = np.arange(1, 201)
+    reward = np.clip(steps / 150, 0, 1) * 0.7
+    frame = pd.DataFrame(
+        {"reward": reward, "rewards_next_digit_reward_mean": reward.copy()}, index=pd.Index(steps, name="step")
+    )
+    res = reward_hacking(frame, run_id="tiny", config=FAST.hacking, common=FAST.common)
+    assert res.passed is None
+    assert "hacking.eval_metrics=rewards_next_digit_reward_mean" not in res.summary, res.summary
+    assert "rewards_next_digit_reward_mean is the total reward itself" in res.summary, res.summary
+    # a second component that differs is still named (the first, equal to the total, is not)
+    frame["rewards_accuracy_reward_mean"] = reward * 0.5
+    res = reward_hacking(frame, run_id="tiny", config=FAST.hacking, common=FAST.common)
+    assert "training reward components ['rewards_accuracy_reward_mean']" in res.summary, res.summary
+
+
 def test_a_run_without_an_evaluation_names_its_reward_components_and_not_metrics_it_never_logged():
     # a TRL run whose total reward is format + accuracy (rewards/<name>/mean) and which logs no
     # evaluation read "logged too rarely: eval_accuracy (0)" (a column another run of the set

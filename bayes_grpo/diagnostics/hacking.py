@@ -157,6 +157,16 @@ def _decoupling(
     return g_t - g_e, g_t, g_e, start
 
 
+def _same_as_reward(frame: pd.DataFrame, column: str) -> bool:
+    """Whether ``column`` is the total ``reward`` (equal wherever both are logged): a run of one
+    reward function logs it twice, as ``rewards/<name>/mean`` and ``reward``."""
+    if "reward" not in frame or column not in frame:
+        return False
+    total = frame["reward"].to_numpy(dtype=float)
+    part = frame[column].to_numpy(dtype=float)
+    both = np.isfinite(total) & np.isfinite(part)
+    return bool(both.any()) and bool(np.allclose(total[both], part[both], rtol=1e-9, atol=1e-12))
+
 def reward_hacking(
     frame: pd.DataFrame,
     *,
@@ -245,6 +255,16 @@ def reward_hacking(
             and c not in config.eval_metrics
             and points(c) >= need
         ]
+        # a run of one reward function (`bayes-grpo train`'s next_digit_reward) logs it as its
+        # total reward: the hint said to compare the total with it, the reward with itself
+        itself = [c for c in components if _same_as_reward(frame, c)]
+        components = [c for c in components if c not in itself]
+        if itself and not components and not others:
+            hint += (
+                f"; its reward component {itself[0]} is the total reward itself (one reward "
+                "function), so there is nothing to compare the reward with: log an evaluation "
+                "reward (or a second reward function that scores correctness) to assess hacking"
+            )
         if components and not others:
             hint += (
                 f"; the run logs training reward components {components}: if one scores "
