@@ -684,6 +684,32 @@ def test_shipped_example_run_regenerates_from_its_seed(tmp_path):
         )
 
 
+def test_cli_train_warns_when_the_reward_was_the_same_at_every_logged_step(tmp_path, capsys):
+    # `bayes-grpo train runs/g8 -G 8 --prompts-per-step 4 --lr 1e-2 --steps 60` logged reward 0 at
+    # all 60 steps (no group with reward spread: no GRPO signal) and said only "final reward 0.000"
+    import pandas as pd
+
+    from bayes_grpo.cli import main as cli_main
+    from bayes_grpo.cli.train import constant_reward_warning
+
+    meta = {"group_size": 8}
+    flat = pd.DataFrame({"reward": [0.0, 0.0, np.nan, 0.0]})
+    note = constant_reward_warning(flat, meta)
+    assert "reward was 0 at every one of the 3 logged steps" in note and "group of 8 completions" in note
+    assert constant_reward_warning(pd.DataFrame({"reward": [0.0, 0.125, 0.0]}), meta) is None
+    assert constant_reward_warning(pd.DataFrame({"reward": [0.5]}), meta) is None
+    out = tmp_path / "flat"
+    argv = ["train", str(out), "-G", "2", "--prompts-per-step", "2", "--steps", "2", "--lr", "0.01"]
+    assert cli_main([*argv, "--threads", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    frame, _ = read_run_dir(out)
+    said = constant_reward_warning(frame, report["metadata"])
+    assert said and "reward was 0 at every one of the 2 logged steps" in said  # seed 0: no spread
+    assert report["warnings"] == [said]
+    assert f"bayes-grpo train: warning: {out}: {said}" in captured.err
+
+
 def test_cli_trains_and_reports_the_run_as_json(tmp_path, capsys):
     from bayes_grpo.cli import main as cli_main
 

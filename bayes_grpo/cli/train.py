@@ -174,8 +174,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if isinstance(stop, KeyboardInterrupt):
             raise _Terminated(128 + signal.SIGINT) from None
         raise
+    from bayes_grpo.train.runner import read_run_dir
+
+    flat = constant_reward_warning(read_run_dir(result.run_dir)[0], result.metadata)
+    if flat:
+        # a run whose every group scored alike (all 0 at a learning rate the tiny model does not
+        # learn at) read as a finished run, "final reward 0.000", and went on to ingest and fit
+        print(f"bayes-grpo train: warning: {result.run_dir}: {flat}", file=sys.stderr)
     summary = {
         "run_dir": str(result.run_dir),
+        "warnings": [flat] if flat else [],
         "wall_time_s": result.wall_time_s,
         "final_reward": result.final_reward,
         "final_reward_steps": result.final_reward_steps,
@@ -187,6 +195,27 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         print(_summary_line(result))
     return 0
+
+
+def constant_reward_warning(frame: Any, metadata: dict[str, Any]) -> str | None:
+    """The warning on a run whose logged reward is the same at every step ("" -> None): every
+    group of G completions scored alike, so GRPO's group-relative advantages were 0 and the
+    policy had no signal; its curve has no dynamics for `fit` (which notes such runs)."""
+    import numpy as np
+
+    if "reward" not in getattr(frame, "columns", ()):
+        return None
+    reward = np.asarray(frame["reward"], dtype=float)
+    reward = reward[np.isfinite(reward)]
+    if reward.size < 2 or not np.all(reward == reward[0]):
+        return None
+    g = metadata.get("group_size", "G")
+    return (
+        f"the reward was {reward[0]:g} at every one of the {reward.size} logged steps: no group of "
+        f"{g} completions had any spread in reward, so every advantage was 0 and the policy had "
+        "no signal to learn from; the run has no dynamics to fit. Try more steps, a larger "
+        "--group-size or --prompts-per-step, or another --lr"
+    )
 
 
 def _summary_line(result: Any) -> str:
