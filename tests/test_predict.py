@@ -680,6 +680,8 @@ def test_cli_forecast_backtests_the_rest_of_the_run(tmp_path, capsys):
     assert out["backtest_rmse"] < 0.04
     assert isinstance(out["warnings"], list)  # a JSON list, not the attrs' JSON text
     assert out["prefix_instability"] == {"detected": False, "onset_step": None, "signals": []}
+    # the unit of final_mean_reward and its band, under predict's key (forecast had none)
+    assert out["units"] == "reward"
     assert (tmp_path / "fc.png").exists() and load_prediction(tmp_path / "fc.nc").attrs[
         "upto_step"
     ] == 40.0

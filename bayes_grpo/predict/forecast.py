@@ -2951,6 +2951,9 @@ def forecast_from_posterior(
     if u.shape[1] == 7:
         params["process_share"] = 1.0 / (1.0 + np.exp(-u[:, 6]))
     all_attrs = {
+        # predict's key for the same numbers (final_mean_reward, its band): a forecast is of the
+        # run's own logged reward; its --json had no "units" where predict's had
+        "units": "reward",
         "likelihood": post.likelihood,
         "sampler": post.method,
         "reward_bounds": "none" if post.reward_bounds is None else list(post.reward_bounds),
